@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ckpt: checkpoint/restart of Linux process trees, from user space.
+ *
+ * The two entry points have the shape of the 2010 Linux Checkpoint-Restart
+ * system calls:
+ *
+ *   ckpt_checkpoint(pid, fd, flags, logfd)  saves the tree rooted at pid to
+ *                                           the image stream fd
+ *   ckpt_restart(pid, fd, flags, logfd)     rebuilds a tree from the image
+ *
+ * fd need not be seekable: a file, a pipe or a socket. logfd receives a
+ * human-readable account of what was done and why something failed; -1 for
+ * none. Both return 0 (ckpt_restart: the pid of the restored root) or a
+ * negative errno. Every function here is thread-compatible and keeps no
+ * global state.
+ */
+#ifndef CKPT_H
+#define CKPT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CKPT_EXPORT __attribute__((visibility("default")))
+
+/* checkpoint flags */
+#define CKPT_SUBTREE 0x1ul       /* the root need not be a namespace init */
+#define CKPT_KILL 0x2ul          /* kill the tree once the image is complete */
+#define CKPT_LEAVE_FROZEN 0x4ul  /* leave the tree stopped (SIGSTOP) */
+#define CKPT_FLAGS_ALL 0x7ul
+
+/* restart flags */
+#define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */
+#define RESTART_FROZEN 0x2ul     /* leave the restored tree stopped */
+#define RESTART_GHOST 0x4ul      /* build and validate, then tear down */
+#define RESTART_KEEP_LSM 0x8ul   /* restore security labels */
+#define RESTART_CONN_RESET 0x10ul /* restore TCP connections as reset */
+#define RESTART_DETACH 0x20ul    /* do not wait for the restored tree */
+#define RESTART_FLAGS_ALL 0x3ful
+
+/* verbosity for the log */
+enum ckpt_log_level {
+	CKPT_LOG_ERROR = 0,
+	CKPT_LOG_WARN,
+	CKPT_LOG_INFO,
+	CKPT_LOG_DEBUG,
+	CKPT_LOG_MAX,
+};
+
+/*
+ * The options-struct variant. Zero-initialise, set what you need.
+ * errbuf, when not NULL, receives the one-line reason of a failure
+ * ("pid 4242 fd 7 (socket): sockets are not supported yet").
+ */
+struct ckpt_opts {
+	size_t size;            /* sizeof(struct ckpt_opts), for growth */
+	unsigned long flags;    /* CKPT_* or RESTART_* */
+	int logfd;              /* -1 for none */
+	int log_level;          /* enum ckpt_log_level; 0 means INFO */
+	char *errbuf;           /* out: first error, may be NULL */
+	size_t errbuf_len;
+	const char *pidfile;    /* restart: write the root's pid here once it runs */
+	int wait_status;        /* restart without RESTART_DETACH: out, the
+				 * root's wait status */
+};
+
+CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
+CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);
+
+CKPT_EXPORT int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *opts);
+CKPT_EXPORT int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *opts);
+
+/* Write a readable account of every record in the image to out_fd. */
+CKPT_EXPORT int ckpt_inspect(int fd, int out_fd, int json, char *errbuf, size_t errbuf_len);
+
+/*
+ * Probe the kernel features ckpt needs; writes one line per feature to
+ * out_fd ("present"/"missing" and why). Returns 0 if all required ones are
+ * present, -ENOTSUP otherwise.
+ */
+CKPT_EXPORT int ckpt_check(int out_fd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs the Debian packages ckpt needs to build and test, if missing.
+set -e
+need=""
+command -v meson >/dev/null 2>&1 || need="$need meson"
+command -v ninja >/dev/null 2>&1 || need="$need ninja-build"
+command -v protoc-c >/dev/null 2>&1 || need="$need protobuf-c-compiler"
+[ -f /usr/include/protobuf-c/protobuf-c.h ] || need="$need libprotobuf-c-dev"
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+command -v python3 >/dev/null 2>&1 || need="$need python3"
+command -v gcc >/dev/null 2>&1 || need="$need gcc"
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "missing packages:$need (run as root, or install them)" >&2
+	exit 1
+fi
+echo "installing:$need"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq $need >/dev/null

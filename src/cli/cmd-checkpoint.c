@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "cli/cli.h"
+
+int cmd_checkpoint(const struct cli_args *a)
+{
+	char err[512] = "";
+	int fd, logfd, r;
+	bool to_stdout = !strcmp(a->output, "-");
+
+	if (to_stdout && isatty(STDOUT_FILENO)) {
+		fputs("ckpt: refusing to write an image to a terminal\n", stderr);
+		return 2;
+	}
+	/* written under a temporary name, renamed once complete */
+	char tmp[4096];
+	if (!to_stdout && snprintf(tmp, sizeof(tmp), "%s.part", a->output) >= (int)sizeof(tmp)) {
+		fputs("ckpt: output path too long\n", stderr);
+		return 2;
+	}
+	fd = to_stdout ? STDOUT_FILENO : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fprintf(stderr, "ckpt: cannot write '%s': %s\n", a->output, strerror(errno));
+		return 1;
+	}
+	logfd = cli_open_log(a->log);
+	if (a->log && logfd < 0)
+		return 1;
+
+	struct ckpt_opts o = {
+		.size = sizeof(o),
+		.flags = CKPT_SUBTREE | (a->kill ? CKPT_KILL : 0) |
+			 (a->leave_frozen ? CKPT_LEAVE_FROZEN : 0),
+		.logfd = logfd,
+		.log_level = cli_log_level(a->verbose),
+		.errbuf = err,
+		.errbuf_len = sizeof(err),
+	};
+	/* a plain process is a subtree; a namespace init is checkpointed whole */
+	r = ckpt_checkpoint_opts(a->pid, fd, &o);
+	if (!to_stdout) {
+		if (r < 0)
+			unlink(tmp); /* never a complete image: it is not left behind */
+		else if (rename(tmp, a->output) < 0) {
+			r = -errno;
+			snprintf(err, sizeof(err), "cannot rename the complete image to '%.300s': %s",
+				 a->output, strerror(errno));
+		} /* on a failed rename the complete image stays as FILE.part */
+		close(fd);
+	}
+	if (logfd >= 0)
+		close(logfd);
+	if (r < 0) {
+		fprintf(stderr, "ckpt: checkpoint failed: %s\n", err[0] ? err : strerror(-r));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "cli/cli.h"
+
+int cmd_restart(const struct cli_args *a)
+{
+	char err[512] = "";
+	bool from_stdin = !strcmp(a->image, "-");
+	int fd = from_stdin ? STDIN_FILENO : open(a->image, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "ckpt: cannot open '%s': %s\n", a->image, strerror(errno));
+		return 1;
+	}
+	int logfd = cli_open_log(a->log);
+	if (a->log && logfd < 0)
+		return 1;
+	struct ckpt_opts o = {
+		.size = sizeof(o),
+		.flags = (a->detach ? RESTART_DETACH : 0) | (a->frozen ? RESTART_FROZEN : 0) |
+			 (a->dry_run ? RESTART_GHOST : 0) | (a->conn_reset ? RESTART_CONN_RESET : 0),
+		.logfd = logfd,
+		.log_level = cli_log_level(a->verbose),
+		.errbuf = err,
+		.errbuf_len = sizeof(err),
+		.pidfile = a->pidfile,
+	};
+	/* the restored process must not inherit the image fd */
+	if (from_stdin) {
+		int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (copy >= 0) {
+			int devnull = open("/dev/null", O_RDONLY);
+			if (devnull >= 0) {
+				dup2(devnull, STDIN_FILENO);
+				close(devnull);
+			}
+			fd = copy;
+		}
+	}
+	int r = ckpt_restart_opts(0, fd, &o);
+	if (!from_stdin || fd != STDIN_FILENO)
+		close(fd);
+	if (logfd >= 0)
+		close(logfd);
+	if (r < 0) {
+		fprintf(stderr, "ckpt: restart failed: %s\n", err[0] ? err : strerror(-r));
+		return 1;
+	}
+	if (a->dry_run)
+		return 0;
+	if (a->detach) {
+		printf("%d\n", r);
+		fflush(stdout);
+		return 0;
+	}
+	int st = o.wait_status;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return 0;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ckpt(1): a thin layer over libckpt, one cmd-<verb>.c per subcommand. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt.h"
+#include "cli/cli.h"
+
+static const char usage[] =
+	"usage: ckpt COMMAND [OPTIONS]\n"
+	"\n"
+	"  checkpoint PID -o FILE [--kill | --leave-frozen] [--log FILE] [-v]\n"
+	"        save process PID to FILE (- for stdout); it keeps running unless --kill\n"
+	"  restart FILE [--detach] [--pidfile F] [--frozen] [--dry-run] [--log FILE] [-v]\n"
+	"        bring the process back with its pid, as a child of ckpt; without\n"
+	"        --detach wait for it and exit with its status (FILE may be -)\n"
+	"  inspect FILE [--json]\n"
+	"        print every record of an image\n"
+	"  check\n"
+	"        say which kernel features ckpt needs are present\n"
+	"  help, version\n";
+
+static const struct {
+	enum cli_cmd cmd;
+	int (*run)(const struct cli_args *a);
+} commands[] = {
+	{ CMD_CHECKPOINT, cmd_checkpoint },
+	{ CMD_RESTART, cmd_restart },
+	{ CMD_INSPECT, cmd_inspect },
+	{ CMD_CHECK, cmd_check },
+};
+
+int cli_open_log(const char *path)
+{
+	if (!path)
+		return -1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fprintf(stderr, "ckpt: cannot open log '%s': %m\n", path);
+	return fd;
+}
+
+int cli_log_level(int verbose)
+{
+	return verbose > 0 ? CKPT_LOG_DEBUG : CKPT_LOG_INFO;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_args a;
+	char err[256];
+
+	if (cli_parse(argc, argv, &a, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ckpt: %s\n", err);
+		return 2;
+	}
+	if (a.cmd == CMD_HELP || a.help) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (a.cmd == CMD_VERSION) {
+		puts("ckpt " CKPT_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].cmd == a.cmd)
+			return commands[i].run(&a);
+	fputs(usage, stderr);
+	return 2;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Command-line parsing, kept pure so it can be unit-tested: argv in, a
+ * struct cli_args out, or an error message. Options may come before or
+ * after positional arguments; "--" ends options.
+ */
+#ifndef CKPT_CLI_OPTS_H
+#define CKPT_CLI_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum cli_cmd {
+	CMD_NONE,
+	CMD_CHECKPOINT,
+	CMD_RESTART,
+	CMD_INSPECT,
+	CMD_CHECK,
+	CMD_HELP,
+	CMD_VERSION,
+	CMD_MAX,
+};
+
+struct cli_args {
+	enum cli_cmd cmd;
+	pid_t pid;              /* checkpoint */
+	const char *output;     /* checkpoint -o; "-" is stdout */
+	const char *image;      /* restart, inspect; "-" is stdin */
+	const char *log;        /* --log FILE */
+	const char *pidfile;    /* restart --pidfile */
+	int verbose;            /* -v, repeatable */
+	bool kill, leave_frozen;
+	bool detach, frozen, dry_run, conn_reset;
+	bool json;
+	bool help;              /* --help after a command */
+};
+
+/* 0, or -EINVAL with a message in err. */
+int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, size_t errlen);
+
+extern const char *const cli_cmd_names[CMD_MAX];
+
+#endif

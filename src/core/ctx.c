@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "core/ctx.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)
+{
+	size_t len = protobuf_c_message_get_packed_size(msg);
+	uint8_t stackbuf[4096];
+	uint8_t *buf = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(msg, buf);
+	r = img_write(&ctx->w, type, 0, buf, len);
+	if (buf != stackbuf)
+		free(buf);
+	if (r < 0) {
+		char name[48];
+		log_error(&ctx->log, "cannot write record %s to the image: %s",
+			  rec_type_name(type, name, sizeof(name)), strerror(-r));
+	}
+	return r;
+}
+
+void *rctx_unpack(struct rst_ctx *ctx, const struct img_record *rec,
+		  const ProtobufCMessageDescriptor *desc)
+{
+	void *m = protobuf_c_message_unpack(desc, NULL, rec->len, rec->data);
+	if (!m) {
+		char name[48];
+		log_error(&ctx->log, "record %u (%s) at offset %llu: cannot decode %s", rec->index,
+			  rec_type_name(rec->type, name, sizeof(name)),
+			  (unsigned long long)rec->offset, desc->name);
+	}
+	return m;
+}
+
+void *task_state(struct task *t, enum kind k, size_t size)
+{
+	if (!t->kstate[k])
+		t->kstate[k] = calloc(1, size);
+	return t->kstate[k];
+}
+
+long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what)
+{
+	if (r < 0 && r > -4096)
+		log_error(&ctx->log, "pid %d: %s failed: %s", t->pid, what, strerror((int)-r));
+	return r;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The checkpoint and restart contexts: everything one operation carries
+ * (options, log, image, tasks, object hash). No state lives anywhere else.
+ *
+ * A struct task (checkpoint) is one process of the tree being saved: its
+ * puppet is held from collect until the end; the /proc snapshot in it was
+ * read after the task stopped and before ckpt mapped anything in it.
+ * A struct rst_task (restart) is one process to be built: its kstate holds
+ * what each kind loaded from the image, its puppet exists from creation
+ * until release.
+ */
+#ifndef CKPT_CTX_H
+#define CKPT_CTX_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "ckpt.h"
+#include "core/objhash.h"
+#include "img/img.h"
+#include "kinds/kinds.h"
+#include "puppet/puppet.h"
+#include "util/log.h"
+#include "util/proc.h"
+
+struct task {
+	pid_t pid;
+	struct puppet pup;
+	struct proc_status status;
+	struct proc_stat stat;
+	struct proc_vmas vmas;  /* smaps, before any scratch mapping */
+	void *kstate[KIND_MAX];
+};
+
+struct ckpt_ctx {
+	unsigned long flags;
+	struct ckpt_log log;
+	struct img_writer w;
+	struct objhash objs;
+	struct task *tasks;
+	size_t ntasks;
+	void *buf;              /* page-copy buffer, bufsize bytes */
+	size_t bufsize;
+};
+
+struct rst_task {
+	pid_t pid, ppid, pgid, sid;
+	struct puppet pup;
+	bool created;
+	int ctl_remote;         /* the control socket's fd number in the puppet */
+	void *kstate[KIND_MAX];
+};
+
+struct rst_ctx {
+	unsigned long flags;
+	struct ckpt_log log;
+	struct img_reader r;
+	struct objhash objs;
+	struct rst_task *tasks;
+	size_t ntasks;
+	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
+	uint64_t scratch_addr;  /* free in every image address space */
+};
+
+/* Packs msg and writes it as one record. */
+int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)
+	__attribute__((warn_unused_result));
+/* Unpacks a record, logging which one failed; free with protobuf_c_message_free_unpacked. */
+void *rctx_unpack(struct rst_ctx *ctx, const struct img_record *rec,
+		  const ProtobufCMessageDescriptor *desc);
+
+/* The task's state for a kind, allocated zeroed on first use (NULL: ENOMEM). */
+void *task_state(struct task *t, enum kind k, size_t size);
+
+/* Open a file on ckpt's side for restart, keeping O_* flags but not creating. */
+
+/* An injected call that failed: log "pid P: what failed: strerror" and return r. */
+long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what);
+
+#endif

@@ -1,0 +1,593 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The image container: writer and reader (the format is described in img.h).
+ *
+ * The writer never seeks: the fd may be a pipe or a socket. Each record goes
+ * out as one writev() of frame, pad and data where the kernel takes it all;
+ * short writes, EINTR and EAGAIN (a non-blocking fd) are carried on from.
+ * The stream offset it keeps is what places aligned data on a page boundary.
+ *
+ * The reader trusts nothing it has not checked: every length is compared
+ * with what is left of the buffer before it is added to anything, so a
+ * forged length of 2^64-1 is an error and not an overflow. Every byte of a
+ * valid image is covered by a checksum or checked to be zero (the pad).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "img/img.h"
+#include "util/cleanup.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the image is little-endian");
+_Static_assert(sizeof(struct img_header) == 140, "struct img_header is part of the format");
+_Static_assert(sizeof(struct img_frame) == 24, "struct img_frame is part of the format");
+_Static_assert(sizeof(struct img_trailer) == 24, "struct img_trailer is part of the format");
+_Static_assert(IMG_FLAG_PAD_MASK == IMG_PAGE_SIZE - 1, "a pad must fit the flags");
+
+#define FRAME_CRC_LEN offsetof(struct img_frame, hdr_crc)
+#define HEADER_CRC_LEN offsetof(struct img_header, crc)
+#define STREAM_MAX (64ull << 30) /* largest image read from a pipe or socket */
+#define STREAM_INITIAL (64u << 10)
+#define WRITE_BATCH 64 /* iovecs handed to one writev() */
+
+static const uint8_t zero_pad[IMG_PAGE_SIZE];
+
+/* --- writing -------------------------------------------------------- */
+
+/* Waits until fd is ready for events, for a non-blocking fd that said EAGAIN. */
+static int wait_fd(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	for (;;) {
+		if (poll(&p, 1, -1) >= 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * Writes head[0..nhead) then iov[0..cnt) to fd, all of it. *offset advances
+ * by what was written, also when an error cuts the write short.
+ */
+static int writev_all(int fd, const struct iovec *head, size_t nhead, const struct iovec *iov,
+		      size_t cnt, uint64_t *offset)
+{
+	size_t i = 0, done = 0; /* entry i of head||iov, of which done bytes are out */
+	size_t total = nhead + cnt;
+
+	while (i < total) {
+		struct iovec batch[WRITE_BATCH];
+		size_t n = 0, left;
+		ssize_t k;
+
+		for (size_t j = i; j < total && n < WRITE_BATCH; j++) {
+			const struct iovec *v = j < nhead ? &head[j] : &iov[j - nhead];
+			size_t skip = j == i ? done : 0;
+
+			if (v->iov_len == skip)
+				continue;
+			batch[n].iov_base = (uint8_t *)v->iov_base + skip;
+			batch[n].iov_len = v->iov_len - skip;
+			n++;
+		}
+		if (n == 0)
+			return 0;
+
+		k = writev(fd, batch, (int)n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				int r = wait_fd(fd, POLLOUT);
+
+				if (r < 0)
+					return r;
+				continue;
+			}
+			return -errno;
+		}
+		if (k == 0)
+			return -EIO;
+		*offset += (uint64_t)k;
+
+		/* step past what went out: whole entries, then part of one */
+		for (left = (size_t)k; i < total; i++, done = 0) {
+			const struct iovec *v = i < nhead ? &head[i] : &iov[i - nhead];
+			size_t rest = v->iov_len - done;
+
+			if (left < rest) {
+				done += left;
+				break;
+			}
+			left -= rest;
+		}
+	}
+	return 0;
+}
+
+int img_writer_init(struct img_writer *w, int fd, struct img_header *hdr)
+{
+	struct img_writer n = { .fd = fd };
+	struct iovec iov;
+	int r;
+
+	if (!w || fd < 0 || !hdr)
+		return -EINVAL;
+	if (hdr->page_size != IMG_PAGE_SIZE)
+		return -EINVAL;
+	if (!memchr(hdr->kernel_release, 0, sizeof(hdr->kernel_release)))
+		return -EINVAL;
+
+	memcpy(hdr->magic, IMG_MAGIC, sizeof(hdr->magic));
+	hdr->version = IMG_VERSION;
+	hdr->header_size = sizeof(*hdr);
+	hdr->crc = img_crc32c(0, hdr, HEADER_CRC_LEN);
+
+	iov = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(*hdr) };
+	r = writev_all(fd, &iov, 1, NULL, 0, &n.offset);
+	if (r < 0)
+		return r;
+	*w = n;
+	return 0;
+}
+
+/*
+ * One record: frame, pad (aligned only) and data, in one writev() where the
+ * kernel takes it. The trailer goes through here too, and is not counted.
+ */
+static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
+			const struct iovec *iov, size_t cnt, bool aligned)
+{
+	struct img_frame f = { .type = type };
+	struct iovec head[2];
+	uint64_t len = 0;
+	uint32_t crc = 0;
+	size_t pad = 0;
+	int r;
+
+	for (size_t i = 0; i < cnt; i++) {
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EINVAL;
+		if (iov[i].iov_len > IMG_MAX_RECORD - len)
+			return -EFBIG;
+		len += iov[i].iov_len;
+	}
+	if (type != IMG_REC_TRAILER && w->records >= UINT32_MAX)
+		return -EOVERFLOW; /* the reader numbers records in 32 bits */
+
+	for (size_t i = 0; i < cnt; i++)
+		crc = img_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+	if (aligned)
+		pad = (size_t)(-(w->offset + sizeof(f)) & (IMG_PAGE_SIZE - 1));
+
+	f.flags = flags | (uint32_t)pad;
+	f.length = pad + len;
+	f.hdr_crc = img_crc32c(0, &f, FRAME_CRC_LEN);
+	f.data_crc = crc;
+
+	head[0] = (struct iovec){ .iov_base = &f, .iov_len = sizeof(f) };
+	head[1] = (struct iovec){ .iov_base = (void *)zero_pad, .iov_len = pad };
+	r = writev_all(w->fd, head, pad ? 2 : 1, iov, cnt, &w->offset);
+	if (r < 0)
+		return r;
+	if (type != IMG_REC_TRAILER) {
+		w->records++;
+		w->data_bytes += len;
+	}
+	return 0;
+}
+
+static bool user_type(uint32_t type)
+{
+	return type >= 1 && type < IMG_REC_TRAILER;
+}
+
+int img_write(struct img_writer *w, uint32_t type, uint32_t flags, const void *data, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+
+	if (!w || w->finished || !user_type(type) || (flags & IMG_FLAG_PAD_MASK))
+		return -EINVAL;
+	return write_record(w, type, flags, &iov, 1, false);
+}
+
+int img_write_aligned(struct img_writer *w, uint32_t type, const struct iovec *iov, int iovcnt)
+{
+	if (!w || w->finished || !user_type(type) || iovcnt < 0 || (iovcnt > 0 && !iov))
+		return -EINVAL;
+	return write_record(w, type, 0, iov, (size_t)iovcnt, true);
+}
+
+int img_writer_finish(struct img_writer *w)
+{
+	struct img_trailer t;
+	struct iovec iov = { .iov_base = &t, .iov_len = sizeof(t) };
+	struct stat st;
+	int r;
+
+	if (!w || w->finished)
+		return -EINVAL;
+	t = (struct img_trailer){
+		.records = w->records,
+		.data_bytes = w->data_bytes,
+		.magic = IMG_TRAILER_MAGIC,
+	};
+	/* whatever happens now, nothing more may be appended */
+	w->finished = true;
+
+	r = write_record(w, IMG_REC_TRAILER, 0, &iov, 1, false);
+	if (r < 0)
+		return r;
+	if (fstat(w->fd, &st) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode) && fsync(w->fd) < 0)
+		return -errno;
+	return 0;
+}
+
+/* --- reading -------------------------------------------------------- */
+
+__attribute__((format(printf, 6, 7))) static int fail(struct img_error *err, int r, int64_t index,
+						      uint64_t offset, uint32_t type,
+						      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return r;
+	err->index = index;
+	err->offset = offset;
+	err->type = type;
+	va_start(ap, fmt);
+	vsnprintf(err->reason, sizeof(err->reason), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/*
+ * Reads fd to its end into an anonymous mapping that doubles as it fills,
+ * up to STREAM_MAX. A regular file (one that could not be mapped, or says
+ * it is empty, as /proc files do) is read with pread() from offset 0, as the
+ * mapping would have been. The result is read-only, trimmed to whole pages.
+ */
+static int load_stream(int fd, bool seekable, uint8_t **ret_base, size_t *ret_size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t cap = STREAM_INITIAL, size = 0, want;
+	uint8_t *base;
+	int r;
+
+	base = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+
+	for (;;) {
+		ssize_t k;
+
+		if (size == cap) {
+			size_t ncap = MIN(cap * 2, (size_t)STREAM_MAX + page);
+			void *p;
+
+			if (cap > STREAM_MAX) {
+				r = -EFBIG;
+				goto fail;
+			}
+			p = mremap(base, cap, ncap, MREMAP_MAYMOVE);
+			if (p == MAP_FAILED) {
+				r = -errno;
+				goto fail;
+			}
+			base = p;
+			cap = ncap;
+		}
+
+		if (seekable)
+			k = pread(fd, base + size, cap - size, (off_t)size);
+		else
+			k = read(fd, base + size, cap - size);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				r = wait_fd(fd, POLLIN);
+				if (r < 0)
+					goto fail;
+				continue;
+			}
+			r = -errno;
+			goto fail;
+		}
+		if (k == 0)
+			break;
+		size += (size_t)k;
+	}
+	if (size > STREAM_MAX) {
+		r = -EFBIG;
+		goto fail;
+	}
+
+	if (size == 0) {
+		munmap(base, cap);
+		*ret_base = NULL;
+		*ret_size = 0;
+		return 0;
+	}
+	want = ALIGN_UP(size, page);
+	if (want < cap)
+		munmap(base + want, cap - want);
+	if (mprotect(base, want, PROT_READ) < 0) {
+		r = -errno;
+		cap = want;
+		goto fail;
+	}
+	*ret_base = base;
+	*ret_size = size;
+	return 0;
+fail:
+	munmap(base, cap);
+	return r;
+}
+
+static int check_header(struct img_reader *r, struct img_error *err)
+{
+	struct img_header h;
+	uint32_t version;
+
+	if (r->size == 0)
+		return fail(err, -EINVAL, -1, 0, 0, "empty image");
+	if (r->size < sizeof(h.magic))
+		return fail(err, -EINVAL, -1, 0, 0, "truncated in header (%zu of %zu bytes)",
+			    r->size, sizeof(h));
+	if (memcmp(r->base, IMG_MAGIC, sizeof(h.magic)))
+		return fail(err, -EINVAL, -1, 0, 0, "not a ckpt image (bad magic)");
+	if (r->size < offsetof(struct img_header, version) + sizeof(version))
+		return fail(err, -EINVAL, -1, 0, 0, "truncated in header (%zu of %zu bytes)",
+			    r->size, sizeof(h));
+	memcpy(&version, r->base + offsetof(struct img_header, version), sizeof(version));
+	/* before anything else: a newer header may be laid out differently */
+	if (version > IMG_VERSION)
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, version), 0,
+			    "image format version %u is newer than this ckpt (%u)", version,
+			    IMG_VERSION);
+	if (version == 0)
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, version), 0,
+			    "bad image format version 0");
+	if (r->size < sizeof(h))
+		return fail(err, -EINVAL, -1, 0, 0, "truncated in header (%zu of %zu bytes)",
+			    r->size, sizeof(h));
+
+	memcpy(&h, r->base, sizeof(h));
+	if (h.header_size != sizeof(h))
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, header_size), 0,
+			    "header size %u, expected %zu", h.header_size, sizeof(h));
+	if (img_crc32c(0, &h, HEADER_CRC_LEN) != h.crc)
+		return fail(err, -EBADMSG, -1, 0, 0, "header checksum mismatch");
+	if (h.page_size != IMG_PAGE_SIZE)
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, page_size), 0,
+			    "page size %u is not supported (only %u)", h.page_size, IMG_PAGE_SIZE);
+	if (!memchr(h.kernel_release, 0, sizeof(h.kernel_release)))
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, kernel_release), 0,
+			    "kernel release in the header is not terminated");
+	r->hdr = h;
+	return 0;
+}
+
+int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
+{
+	struct img_reader n = { 0 };
+	struct stat st;
+	int ret;
+
+	if (!r)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		return fail(err, ret, -1, 0, 0, "cannot stat the image: %s", strerror(-ret));
+	}
+
+	if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		if (p != MAP_FAILED) {
+			n.base = p;
+			n.size = (size_t)st.st_size;
+			n.mapped = true;
+		}
+	}
+	if (!n.mapped) {
+		ret = load_stream(fd, S_ISREG(st.st_mode), &n.base, &n.size);
+		if (ret == -EFBIG)
+			return fail(err, ret, -1, 0, 0, "image is larger than %llu GiB",
+				    STREAM_MAX >> 30);
+		if (ret < 0)
+			return fail(err, ret, -1, 0, 0, "cannot read the image: %s",
+				    strerror(-ret));
+	}
+
+	ret = check_header(&n, err);
+	if (ret < 0) {
+		img_reader_close(&n);
+		return ret;
+	}
+	n.pos = sizeof(struct img_header);
+	*r = n;
+	return 0;
+}
+
+/*
+ * The data bytes of the records before end, by their frames: every one of
+ * them has been checked by img_reader_next() on the way to end, so this
+ * only re-reads lengths, still without trusting them.
+ */
+static int sum_data(const struct img_reader *r, size_t end, uint64_t *ret_sum)
+{
+	size_t pos = sizeof(struct img_header);
+	uint64_t sum = 0;
+
+	while (pos < end) {
+		struct img_frame f;
+		size_t pad;
+
+		if (end - pos < sizeof(f))
+			return -EINVAL;
+		memcpy(&f, r->base + pos, sizeof(f));
+		pad = f.flags & IMG_FLAG_PAD_MASK;
+		if (f.length > end - pos - sizeof(f) || pad > f.length)
+			return -EINVAL;
+		sum += f.length - pad;
+		pos += sizeof(f) + (size_t)f.length;
+	}
+	*ret_sum = sum;
+	return 0;
+}
+
+/* The trailer's frame and data checksum are good; does it agree with the stream? */
+static int check_trailer(struct img_reader *r, const struct img_frame *f, size_t pos,
+			 struct img_error *err)
+{
+	int64_t idx = r->next_index;
+	struct img_trailer t;
+	uint64_t sum;
+	size_t end;
+
+	if (f->flags)
+		return fail(err, -EINVAL, idx, pos, f->type, "trailer has flags 0x%x", f->flags);
+	if (f->length != sizeof(t))
+		return fail(err, -EINVAL, idx, pos, f->type, "trailer has length %llu, expected %zu",
+			    (unsigned long long)f->length, sizeof(t));
+	end = pos + sizeof(*f) + sizeof(t);
+	if (end != r->size)
+		return fail(err, -EINVAL, idx, pos, f->type, "%zu bytes after the trailer",
+			    r->size - end);
+
+	memcpy(&t, r->base + pos + sizeof(*f), sizeof(t));
+	if (t.magic != IMG_TRAILER_MAGIC)
+		return fail(err, -EINVAL, idx, pos, f->type, "bad trailer magic 0x%08x", t.magic);
+	if (t.reserved)
+		return fail(err, -EINVAL, idx, pos, f->type, "trailer reserved field is 0x%x",
+			    t.reserved);
+	if (t.records != r->next_index)
+		return fail(err, -EINVAL, idx, pos, f->type,
+			    "trailer counts %llu records, the image has %u",
+			    (unsigned long long)t.records, r->next_index);
+	if (sum_data(r, pos, &sum) < 0)
+		return fail(err, -EINVAL, idx, pos, f->type, "records before the trailer changed");
+	if (t.data_bytes != sum)
+		return fail(err, -EINVAL, idx, pos, f->type,
+			    "trailer counts %llu data bytes, the image has %llu",
+			    (unsigned long long)t.data_bytes, (unsigned long long)sum);
+	return -ENODATA;
+}
+
+int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_error *err)
+{
+	int64_t idx;
+	struct img_frame f;
+	size_t pos, left, pad, data_off, data_len;
+
+	if (!r || !r->base || r->pos > r->size)
+		return fail(err, -EBADF, -1, 0, 0, "image is not open");
+	idx = r->next_index;
+	pos = r->pos;
+	left = r->size - pos;
+
+	if (left == 0)
+		return fail(err, -EINVAL, idx, pos, 0, "truncated: no trailer (image incomplete)");
+	if (left < sizeof(f))
+		return fail(err, -EINVAL, idx, pos, 0, "truncated in frame (%zu of %zu bytes)", left,
+			    sizeof(f));
+	memcpy(&f, r->base + pos, sizeof(f));
+	if (img_crc32c(0, &f, FRAME_CRC_LEN) != f.hdr_crc)
+		return fail(err, -EBADMSG, idx, pos, 0, "frame checksum mismatch");
+	left -= sizeof(f);
+
+	if (f.type == 0 || f.type > IMG_REC_TRAILER)
+		return fail(err, -EINVAL, idx, pos, f.type, "bad record type 0x%x", f.type);
+	pad = f.flags & IMG_FLAG_PAD_MASK;
+	if (pad > f.length)
+		return fail(err, -EINVAL, idx, pos, f.type, "pad %zu exceeds the record length %llu",
+			    pad, (unsigned long long)f.length);
+	if (f.length - pad > IMG_MAX_RECORD)
+		return fail(err, -EINVAL, idx, pos, f.type,
+			    "record claims %llu bytes, more than the maximum %llu",
+			    (unsigned long long)(f.length - pad), IMG_MAX_RECORD);
+	if (f.length > left)
+		return fail(err, -EINVAL, idx, pos, f.type,
+			    "truncated: record claims %llu bytes, %zu left",
+			    (unsigned long long)f.length, left);
+
+	/* from here on pos + sizeof(f) + f.length <= r->size */
+	data_off = pos + sizeof(f) + pad;
+	data_len = (size_t)(f.length - pad);
+	if (pad && data_off % IMG_PAGE_SIZE)
+		return fail(err, -EINVAL, idx, pos, f.type,
+			    "pad %zu does not align the data (at offset %zu)", pad, data_off);
+	if (pad && memcmp(r->base + pos + sizeof(f), zero_pad, pad))
+		return fail(err, -EINVAL, idx, pos, f.type, "pad is not zero");
+	if (img_crc32c(0, r->base + data_off, data_len) != f.data_crc)
+		return fail(err, -EBADMSG, idx, pos, f.type, "data checksum mismatch");
+
+	if (f.type == IMG_REC_TRAILER)
+		return check_trailer(r, &f, pos, err);
+	if (r->next_index == UINT32_MAX)
+		return fail(err, -EINVAL, idx, pos, f.type, "too many records");
+
+	*ret = (struct img_record){
+		.type = f.type,
+		.flags = f.flags & ~IMG_FLAG_PAD_MASK,
+		.index = r->next_index,
+		.offset = pos,
+		.data = r->base + data_off,
+		.len = data_len,
+	};
+	r->pos = data_off + data_len;
+	r->next_index++;
+	return 0;
+}
+
+void img_reader_rewind(struct img_reader *r)
+{
+	if (!r || !r->base)
+		return;
+	r->pos = sizeof(struct img_header);
+	r->next_index = 0;
+}
+
+int img_reader_validate(struct img_reader *r, struct img_error *err)
+{
+	struct img_record rec;
+	int ret;
+
+	if (!r)
+		return -EINVAL;
+	r->validated = false;
+	img_reader_rewind(r);
+	do
+		ret = img_reader_next(r, &rec, err);
+	while (ret == 0);
+	img_reader_rewind(r);
+	if (ret != -ENODATA)
+		return ret;
+	r->validated = true;
+	return 0;
+}
+
+void img_reader_close(struct img_reader *r)
+{
+	if (!r)
+		return;
+	if (r->base && r->size)
+		munmap(r->base, r->size);
+	*r = (struct img_reader){ 0 };
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The image container: one stream of framed, checksummed records.
+ *
+ *   header   struct img_header, fixed size, little-endian, own crc
+ *   records  { struct img_frame; pad; data } ...
+ *   trailer  a record of type IMG_REC_TRAILER carrying struct img_trailer
+ *
+ * Invariants:
+ * - Every frame carries the crc32c of its 16 leading bytes (hdr_crc) and of
+ *   its data (data_crc), so a flipped bit anywhere is found and named.
+ * - A record written with img_write_aligned() has its data start at an
+ *   offset that is a multiple of the page size from the start of the
+ *   stream; the pad length is frame.flags & IMG_FLAG_PAD_MASK, the pad is
+ *   part of frame.length but not of data_crc.
+ * - The trailer is the last record; a stream without one is truncated.
+ * - This library knows nothing of what the payloads mean: record types
+ *   1..IMG_REC_TRAILER-1 belong to the caller.
+ * - Nothing here logs; errors are -errno plus, for the reader, an
+ *   img_error that says which record failed and why.
+ */
+#ifndef CKPT_IMG_H
+#define CKPT_IMG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define IMG_MAGIC "CKPTIMG\0"
+#define IMG_VERSION 1
+#define IMG_PAGE_SIZE 4096u
+#define IMG_REC_TRAILER 0xffffu
+#define IMG_FLAG_PAD_MASK 0xfffu
+#define IMG_MAX_RECORD (1ull << 32) /* no record payload is larger */
+
+struct img_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;   /* sizeof(struct img_header) */
+	uint32_t arch;          /* ELF e_machine: 62 for x86_64 */
+	uint32_t page_size;
+	uint64_t xfeatures;     /* XCR0 of the checkpointing CPU */
+	uint32_t xsave_size;    /* size of the xstate regset */
+	uint32_t flags;         /* reserved, 0 */
+	uint64_t created_ns;    /* CLOCK_REALTIME at checkpoint */
+	char kernel_release[65];
+	char reserved[23];
+	uint32_t crc;           /* crc32c of everything before it */
+} __attribute__((packed));
+
+struct img_frame {
+	uint32_t type;
+	uint32_t flags;
+	uint64_t length;        /* bytes that follow the frame: pad + data */
+	uint32_t hdr_crc;       /* crc32c of type, flags, length */
+	uint32_t data_crc;      /* crc32c of data (not the pad) */
+} __attribute__((packed));
+
+struct img_trailer {
+	uint64_t records;       /* records before the trailer */
+	uint64_t data_bytes;    /* sum of their data lengths */
+	uint32_t magic;         /* IMG_TRAILER_MAGIC */
+	uint32_t reserved;
+} __attribute__((packed));
+#define IMG_TRAILER_MAGIC 0x444e4521u /* "!END" */
+
+/*
+ * crc32c (Castagnoli); hardware-accelerated when the CPU has SSE4.2.
+ * Chained calls compose: img_crc32c(img_crc32c(0, a), b) == img_crc32c(0, a || b).
+ */
+uint32_t img_crc32c(uint32_t crc, const void *buf, size_t len);
+/* The same, always by table: the fallback, exported so tests can compare. */
+uint32_t img_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+/* --- writing -------------------------------------------------------- */
+
+struct img_writer {
+	int fd;
+	uint64_t offset;        /* bytes written to fd so far */
+	uint64_t records;
+	uint64_t data_bytes;
+	bool finished;
+};
+
+/* Writes the header. hdr->magic, version, header_size and crc are filled in. */
+int img_writer_init(struct img_writer *w, int fd, struct img_header *hdr)
+	__attribute__((warn_unused_result));
+int img_write(struct img_writer *w, uint32_t type, uint32_t flags, const void *data,
+	      size_t len) __attribute__((warn_unused_result));
+/* Like img_write, the data given as an iovec, placed page-aligned in the stream. */
+int img_write_aligned(struct img_writer *w, uint32_t type, const struct iovec *iov,
+		      int iovcnt) __attribute__((warn_unused_result));
+/* Writes the trailer and, if fd is a regular file, fsyncs it. */
+int img_writer_finish(struct img_writer *w) __attribute__((warn_unused_result));
+
+/* --- reading -------------------------------------------------------- */
+
+struct img_record {
+	uint32_t type;
+	uint32_t flags;
+	uint32_t index;         /* 0-based position in the stream */
+	uint64_t offset;        /* of the frame in the stream */
+	const uint8_t *data;    /* points into the reader's buffer */
+	uint64_t len;           /* data length (pad excluded) */
+};
+
+struct img_error {
+	int64_t index;          /* record index, -1 for the header */
+	uint64_t offset;
+	uint32_t type;
+	char reason[160];       /* "checksum mismatch", "truncated", ... */
+};
+
+/*
+ * The reader holds the whole image in memory: a regular file is mmap'd,
+ * anything else (a pipe, a socket) is read to the end into an anonymous
+ * mapping. Records then point into it, so page data is never copied.
+ */
+struct img_reader {
+	uint8_t *base;
+	size_t size;
+	bool mapped;            /* base is an mmap of the file, else anonymous */
+	struct img_header hdr;
+	size_t pos;             /* offset of the next frame */
+	uint32_t next_index;
+	bool validated;
+};
+
+/* Loads the stream and checks the header. */
+int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
+	__attribute__((warn_unused_result));
+/* Checks every frame, every checksum and the trailer; rewinds afterwards. */
+int img_reader_validate(struct img_reader *r, struct img_error *err)
+	__attribute__((warn_unused_result));
+/*
+ * The next record; -ENODATA once the trailer is reached (the trailer itself
+ * is not returned). Checks the frame it returns.
+ */
+int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_error *err)
+	__attribute__((warn_unused_result));
+void img_reader_rewind(struct img_reader *r);
+void img_reader_close(struct img_reader *r);
+
+#endif

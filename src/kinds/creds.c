@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Credentials: uids, gids, groups, capabilities (inheritable, permitted,
+ * effective, bounding, ambient), securebits, no_new_privs, and what a
+ * credential change resets (pdeathsig, dumpable).
+ *
+ * They are restored by the puppet itself, so the kernel checks each step
+ * against what ckpt's caller could do: an image cannot grant more. Order:
+ * drop bounding caps (needs CAP_SETPCAP), groups and gids, keep caps across
+ * setresuid, set the capability sets, raise ambient ones, securebits, then
+ * no_new_privs, pdeathsig and dumpable.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "core/ctx.h"
+#include "creds.pb-c.h"
+
+enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
+#define CAP_LAST 40
+
+struct creds_ckpt {
+	CredsEntry e;
+	uint32_t groups[256];
+};
+
+static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct creds_ckpt *k = task_state(t, KIND_creds, sizeof(*k));
+	const struct proc_status *s = &t->status;
+	struct puppet *p = &t->pup;
+
+	if (!k)
+		return -ENOMEM;
+	creds_entry__init(&k->e);
+	k->e.uid = s->uid[0];
+	k->e.euid = s->uid[1];
+	k->e.suid = s->uid[2];
+	k->e.fsuid = s->uid[3];
+	k->e.gid = s->gid[0];
+	k->e.egid = s->gid[1];
+	k->e.sgid = s->gid[2];
+	k->e.fsgid = s->gid[3];
+	memcpy(k->groups, s->groups, s->ngroups * sizeof(uint32_t));
+	k->e.groups = k->groups;
+	k->e.n_groups = s->ngroups;
+	k->e.cap_inh = s->cap_inh;
+	k->e.cap_prm = s->cap_prm;
+	k->e.cap_eff = s->cap_eff;
+	k->e.cap_bnd = s->cap_bnd;
+	k->e.has_cap_amb = k->e.has_no_new_privs = true;
+	k->e.cap_amb = s->cap_amb;
+	k->e.no_new_privs = s->no_new_privs;
+
+	long sb = puppet_syscall(p, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
+	long dumpable = puppet_syscall(p, SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0);
+	uint32_t pdeath = 0;
+	long pd = puppet_syscall(p, SYS_prctl, PR_GET_PDEATHSIG,
+				 puppet_scratch_put(p, 0, &pdeath, sizeof(pdeath)));
+	if (sb < 0 || dumpable < 0 || pd < 0 || puppet_read(p, p->scratch, &pdeath, 4) < 0)
+		return log_fail(&ctx->log, -EIO, "pid %d: cannot read securebits/dumpable/pdeathsig",
+				t->pid);
+	k->e.has_securebits = k->e.has_dumpable = k->e.has_pdeathsig = true;
+	k->e.securebits = (uint32_t)sb;
+	k->e.dumpable = (uint32_t)dumpable;
+	k->e.pdeathsig = pdeath;
+	return 0;
+}
+
+static int creds_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct creds_ckpt *k = t->kstate[KIND_creds];
+	return ctx_write_msg(ctx, CREDS_ENTRY, &k->e.base);
+}
+
+static int creds_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != CREDS_ENTRY || t->kstate[KIND_creds])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected creds record",
+				rec->index);
+	CredsEntry *e = rctx_unpack(ctx, rec, &creds_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	t->kstate[KIND_creds] = e;
+	if (e->n_groups > 65536 || (e->has_pdeathsig && e->pdeathsig > 64))
+		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d are not valid",
+				rec->index, t->pid);
+	return 0;
+}
+
+static int step(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what)
+{
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r,
+				"pid %d: %s failed: %s (a restart may not grant more than its caller has)",
+				t->pid, what, strerror((int)-r));
+	return 0;
+}
+
+static int set_caps(struct rst_task *t, uint64_t eff, uint64_t prm, uint64_t inh)
+{
+	struct puppet *p = &t->pup;
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2] = {
+		{ (uint32_t)eff, (uint32_t)prm, (uint32_t)inh },
+		{ (uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32) },
+	};
+	uint64_t h = puppet_scratch_put(p, 0, &hdr, sizeof(hdr));
+	uint64_t d = puppet_scratch_put(p, 64, data, sizeof(data));
+	return (int)puppet_syscall(p, SYS_capset, h, d);
+}
+
+static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	CredsEntry *e = t->kstate[KIND_creds];
+	struct puppet *p = &t->pup;
+	int r;
+
+	for (int cap = 0; cap <= CAP_LAST; cap++) {
+		if (e->cap_bnd & (1ull << cap))
+			continue;
+		long b = puppet_syscall(p, SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
+		if (b < 0 && b != -EINVAL && (r = step(ctx, t, b, "dropping a bounding cap")) < 0)
+			return r;
+	}
+	if (e->n_groups * sizeof(uint32_t) > p->scratch_len / 2)
+		return log_fail(&ctx->log, -E2BIG, "pid %d: too many groups", t->pid);
+	uint64_t g = puppet_scratch_put(p, p->scratch_len / 2, e->groups,
+					e->n_groups * sizeof(uint32_t));
+	if ((r = step(ctx, t, puppet_syscall(p, SYS_setgroups, e->n_groups, g), "setgroups")) < 0 ||
+	    (r = step(ctx, t, puppet_syscall(p, SYS_setresgid, e->gid, e->egid, e->sgid),
+		      "setresgid")) < 0)
+		return r;
+	puppet_syscall(p, SYS_setfsgid, e->fsgid);
+
+	uint32_t sb = e->has_securebits ? e->securebits : 0;
+	if ((r = step(ctx, t,
+		      puppet_syscall(p, SYS_prctl, PR_SET_SECUREBITS, sb | SECBIT_KEEP_CAPS, 0, 0, 0),
+		      "setting securebits")) < 0 ||
+	    (r = step(ctx, t, puppet_syscall(p, SYS_setresuid, e->uid, e->euid, e->suid),
+		      "setresuid")) < 0)
+		return r;
+	puppet_syscall(p, SYS_setfsuid, e->fsuid);
+
+	/* CAP_SETPCAP for the final securebits, when permitted; then exact */
+	uint64_t setpcap = e->cap_prm & (1ull << CAP_SETPCAP);
+	if ((r = step(ctx, t, set_caps(t, e->cap_eff | setpcap, e->cap_prm, e->cap_inh),
+		      "capset")) < 0)
+		return r;
+	for (int cap = 0; cap <= CAP_LAST; cap++) {
+		if (e->has_cap_amb && (e->cap_amb & (1ull << cap)) &&
+		    (r = step(ctx, t,
+			      puppet_syscall(p, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap,
+					     0, 0),
+			      "raising an ambient cap")) < 0)
+			return r;
+	}
+	if (!(sb & SECBIT_KEEP_CAPS) &&
+	    (r = step(ctx, t, puppet_syscall(p, SYS_prctl, PR_SET_SECUREBITS, sb, 0, 0, 0),
+		      "setting securebits")) < 0)
+		return r;
+	if ((r = step(ctx, t, set_caps(t, e->cap_eff, e->cap_prm, e->cap_inh), "capset")) < 0)
+		return r;
+	if (e->has_no_new_privs && e->no_new_privs &&
+	    (r = step(ctx, t, puppet_syscall(p, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
+		      "no_new_privs")) < 0)
+		return r;
+	/* the puppet died with ckpt until now; from here it has its own */
+	puppet_syscall(p, SYS_prctl, PR_SET_PDEATHSIG, e->has_pdeathsig ? e->pdeathsig : 0);
+	if (e->has_dumpable)
+		puppet_syscall(p, SYS_prctl, PR_SET_DUMPABLE, e->dumpable);
+	return 0;
+}
+
+static void creds_free_rstate(void *state)
+{
+	if (state)
+		creds_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(CREDS_ENTRY) ? &creds_entry__descriptor : NULL;
+}
+
+const struct kind_ops creds_ops = {
+	.collect = creds_collect,
+	.dump = creds_dump,
+	.load = creds_load,
+	.restore = creds_restore,
+	.free_state = free,
+	.free_rstate = creds_free_rstate,
+	.descriptor = creds_descriptor,
+};

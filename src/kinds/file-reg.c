@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "kinds/file-reg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "files.pb-c.h"
+#include "util/cleanup.h"
+
+enum { FILE_REG_ENTRY = REC_TYPE(KID_file_reg, 1) };
+
+/* checkpoint: one object */
+struct file_obj {
+	FileRegEntry e;
+	char *path;
+	pid_t pid;              /* a task holding it, for kcmp */
+	int fd;                 /* its fd there, -1 for a mapped file */
+};
+
+/* restart: one object */
+struct file_rst {
+	FileRegEntry *e;
+	int fd;
+};
+
+static const char *const mem_devices[] = {
+	[3] = "/dev/null", [5] = "/dev/zero", [7] = "/dev/full", [8] = "/dev/random",
+	[9] = "/dev/urandom",
+};
+
+/* Why the file behind link target `path` with mode cannot be saved, or NULL. */
+static const char *refusal(const char *path, const struct stat *st, char *buf, size_t len)
+{
+	if (S_ISSOCK(st->st_mode) || !strncmp(path, "socket:", 7))
+		return "sockets are not supported yet";
+	if (S_ISFIFO(st->st_mode) || !strncmp(path, "pipe:", 5))
+		return "pipes and FIFOs are not supported yet";
+	if (!strncmp(path, "anon_inode:", 11)) {
+		snprintf(buf, len, "%s files are not supported yet", path + 11);
+		return buf;
+	}
+	if (S_ISCHR(st->st_mode)) {
+		unsigned maj = major(st->st_rdev), min = minor(st->st_rdev);
+		if (maj == 1 && min < ARRAY_SIZE(mem_devices) && mem_devices[min])
+			return NULL;
+		snprintf(buf, len, "character device %u:%u (%s) is not supported yet", maj, min,
+			 path);
+		return buf;
+	}
+	if (S_ISBLK(st->st_mode))
+		return "block devices are not supported yet";
+	if (path[0] != '/') {
+		snprintf(buf, len, "'%s' is not a file ckpt can reopen", path);
+		return buf;
+	}
+	return NULL;
+}
+
+static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const struct stat *st,
+		   uint32_t flags, uint64_t pos, int fd, uint32_t *ret_id)
+{
+	struct file_obj *f = calloc(1, sizeof(*f));
+	struct obj *o;
+	int r;
+
+	if (!f || !(f->path = strdup(path))) {
+		free(f);
+		return -ENOMEM;
+	}
+	file_reg_entry__init(&f->e);
+	f->e.path = f->path;
+	f->e.flags = flags;
+	f->e.has_pos = fd >= 0; /* opened, not mapped */
+	f->e.pos = pos;
+	f->e.mode = st->st_mode;
+	f->e.has_size = f->e.has_dev = f->e.has_ino = f->e.has_mtime_ns = true;
+	f->e.size = st->st_size;
+	f->e.dev = st->st_dev;
+	f->e.ino = st->st_ino;
+	f->e.mtime_ns = st->st_mtim.tv_sec * 1000000000ull + st->st_mtim.tv_nsec;
+	if (S_ISCHR(st->st_mode)) {
+		f->e.has_rdev = true;
+		f->e.rdev = st->st_rdev;
+	}
+	f->pid = t->pid;
+	f->fd = fd;
+	r = objhash_add(&ctx->objs, KIND_file_reg, st->st_ino, 0, f, &o);
+	if (r < 0) {
+		free(f->path);
+		free(f);
+		return r;
+	}
+	f->e.id = o->id;
+	*ret_id = o->id;
+	return 0;
+}
+
+int file_reg_collect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, uint32_t *ret_id,
+			bool *ret_cloexec)
+{
+	char link[64], path[4096], why[160], *info = NULL;
+	struct proc_fdinfo fi;
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", t->pid, fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0 || stat(link, &st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
+				strerror(errno));
+	path[n] = '\0';
+	const char *no = refusal(path, &st, why, sizeof(why));
+	if (no)
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s", t->pid, fd, path,
+				no);
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): open files that were deleted are not supported yet",
+				t->pid, fd, path);
+
+	snprintf(link, sizeof(link), "fdinfo/%d", fd);
+	r = proc_read(t->pid, link, &info, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d: cannot read fdinfo: %s", t->pid, fd,
+				strerror(-r));
+	r = proc_parse_fdinfo(info, &fi);
+	free(info);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d: cannot parse fdinfo", t->pid, fd);
+	*ret_cloexec = fi.flags & O_CLOEXEC;
+
+	/* the same open file as one seen before? (dup, fork) */
+	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, st.st_ino));) {
+		struct file_obj *f = o->ptr;
+		if (f->fd < 0 || f->e.dev != st.st_dev)
+			continue;
+		if (syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fd) == 0) {
+			*ret_id = o->id;
+			return 0;
+		}
+	}
+	return add_obj(ctx, t, path, &st, fi.flags & ~O_CLOEXEC, fi.pos, fd, ret_id);
+}
+
+int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
+			  const char *what, uint32_t *ret_id)
+{
+	char full[128], path[4096], why[160];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
+	n = readlink(full, path, sizeof(path) - 1);
+	if (n < 0 || stat(full, &st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d %s: cannot inspect: %s", t->pid, what,
+				strerror(errno));
+	path[n] = '\0';
+	const char *no = refusal(path, &st, why, sizeof(why));
+	if (!no && n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		no = "files that were deleted are not supported yet";
+	if (no)
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d %s (%s): %s", t->pid, what, path,
+				no);
+
+	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, st.st_ino));) {
+		struct file_obj *f = o->ptr;
+		if (f->fd < 0 && f->e.dev == st.st_dev && f->e.flags == (uint32_t)flags &&
+		    !strcmp(f->path, path)) {
+			*ret_id = o->id;
+			return 0;
+		}
+	}
+	return add_obj(ctx, t, path, &st, flags, 0, -1, ret_id);
+}
+
+static int file_reg_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+		struct obj *o;
+		if (objhash_get(&ctx->objs, id, KIND_file_reg, &o) < 0 || o->dumped)
+			continue;
+		struct file_obj *f = o->ptr;
+		int r = ctx_write_msg(ctx, FILE_REG_ENTRY, &f->e.base);
+		if (r < 0)
+			return r;
+		o->dumped = true;
+	}
+	return 0;
+}
+
+/* --- restart --------------------------------------------------------- */
+
+static int file_reg_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	(void)t;
+	if (rec->type != FILE_REG_ENTRY)
+		return log_fail(&ctx->log, -EINVAL, "record %u: unknown file_reg subtype %u",
+				rec->index, REC_SUB(rec->type));
+	FileRegEntry *e = rctx_unpack(ctx, rec, &file_reg_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	struct file_rst *f = calloc(1, sizeof(*f));
+	if (!f) {
+		file_reg_entry__free_unpacked(e, NULL);
+		return -ENOMEM;
+	}
+	f->e = e;
+	f->fd = -1;
+	int r = objhash_add(&ctx->objs, KIND_file_reg, e->ino, e->id, f, NULL);
+	if (r < 0) {
+		file_reg_entry__free_unpacked(e, NULL);
+		free(f);
+		return log_fail(&ctx->log, -EINVAL, "record %u: file object %u is defined twice",
+				rec->index, e->id);
+	}
+	if (!e->path[0] || e->path[0] != '/')
+		return log_fail(&ctx->log, -EINVAL, "record %u: file object %u has no absolute path",
+				rec->index, e->id);
+	return 0;
+}
+
+static int open_one(struct rst_ctx *ctx, struct file_rst *f)
+{
+	const FileRegEntry *e = f->e;
+	int flags = (int)(e->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC)) | O_CLOEXEC | O_NOCTTY;
+	struct stat st;
+
+	if (S_ISDIR(e->mode))
+		flags |= O_DIRECTORY;
+	f->fd = open(e->path, flags);
+	if (f->fd < 0)
+		return log_fail(&ctx->log, -errno, "file '%s': cannot open: %s", e->path,
+				strerror(errno));
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	if ((st.st_mode & S_IFMT) != (e->mode & S_IFMT))
+		return log_fail(&ctx->log, -ESTALE, "file '%s': is no longer the same type of file",
+				e->path);
+	if (S_ISCHR(st.st_mode) && st.st_rdev != e->rdev)
+		return log_fail(&ctx->log, -ESTALE, "file '%s': device number changed", e->path);
+	if (e->has_pos && e->pos && S_ISREG(st.st_mode) &&
+	    lseek(f->fd, (off_t)e->pos, SEEK_SET) < 0)
+		return log_fail(&ctx->log, -errno, "file '%s': cannot seek to %llu: %s", e->path,
+				(unsigned long long)e->pos, strerror(errno));
+	return 0;
+}
+
+/* Mapped files must be the very file that was mapped: same size and mtime. */
+static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
+{
+	struct stat st;
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	uint64_t mtime = st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+	if (S_ISREG(st.st_mode) && ((uint64_t)st.st_size != f->e->size || mtime != f->e->mtime_ns))
+		return log_fail(&ctx->log, -ESTALE,
+				"file '%s': changed since the checkpoint (size or mtime differ); "
+				"a mapped file must be the same",
+				f->e->path);
+	return 0;
+}
+
+static int file_reg_prepare(struct rst_ctx *ctx)
+{
+	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+		struct obj *o;
+		if (objhash_get(&ctx->objs, id, KIND_file_reg, &o) < 0)
+			continue;
+		struct file_rst *f = o->ptr;
+		int r = open_one(ctx, f);
+		if (r < 0)
+			return r;
+		/* an opened file may have changed, a mapped one may not */
+		if (!f->e->has_pos) {
+			r = check_mapped(ctx, f);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
+{
+	struct obj *o;
+	int r = objhash_get(&ctx->objs, id, KIND_file_reg, &o);
+	if (r < 0)
+		return log_fail(&ctx->log, -EINVAL, "image refers to file object %u, which %s", id,
+				r == -ENOENT ? "it does not define" : "is not a file");
+	struct file_rst *f = o->ptr;
+	if (f->fd < 0)
+		return -EBADF;
+	*ret_fd = f->fd;
+	return 0;
+}
+
+const char *file_reg_path(struct rst_ctx *ctx, uint32_t id)
+{
+	struct obj *o;
+	if (objhash_get(&ctx->objs, id, KIND_file_reg, &o) < 0)
+		return "?";
+	return ((struct file_rst *)o->ptr)->e->path;
+}
+
+static const ProtobufCMessageDescriptor *file_reg_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(FILE_REG_ENTRY) ? &file_reg_entry__descriptor : NULL;
+}
+
+static void file_reg_free_obj(void *ptr)
+{
+	struct file_obj *f = ptr;
+	if (f) {
+		free(f->path);
+		free(f);
+	}
+}
+
+static void file_reg_free_robj(void *ptr)
+{
+	struct file_rst *f = ptr;
+	if (f) {
+		if (f->fd >= 0)
+			close(f->fd);
+		if (f->e)
+			file_reg_entry__free_unpacked(f->e, NULL);
+		free(f);
+	}
+}
+
+const struct kind_ops file_reg_ops = {
+	.dump = file_reg_dump,
+	.load = file_reg_load,
+	.prepare = file_reg_prepare,
+	.free_obj = file_reg_free_obj,
+	.free_robj = file_reg_free_robj,
+	.descriptor = file_reg_descriptor,
+};

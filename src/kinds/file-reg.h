@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Regular files, directories and character devices as shared objects:
+ * other kinds (fdtable, mm, fs) ask for an objref here and the file is
+ * written once, before the first record that uses it.
+ *
+ * Identity at checkpoint: an fd's open file is the same object as another
+ * fd's when kcmp(KCMP_FILE) says so (dup, inheritance: one offset); a
+ * mapped file is the same object as another mapping of the same inode with
+ * the same access. At restart each object is opened once, on ckpt's side,
+ * with the caller's rights, and checked to be the file that was saved.
+ */
+#ifndef CKPT_FILE_REG_H
+#define CKPT_FILE_REG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ckpt_ctx;
+struct rst_ctx;
+struct task;
+
+/* The open file behind fd of task t. -EOPNOTSUPP (logged) if not a kind
+ * this knows. */
+int file_reg_collect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, uint32_t *ret_id,
+			bool *ret_cloexec) __attribute__((warn_unused_result));
+/* A file by path as the task sees it through link (e.g. "map_files/a-b",
+ * "exe", "cwd"), opened with flags at restart. */
+int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
+			  const char *what, uint32_t *ret_id) __attribute__((warn_unused_result));
+
+/* Restart: the fd ckpt holds for object id (opened in prepare). */
+int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd) __attribute__((warn_unused_result));
+/* Restart: the saved path of object id, for messages. */
+const char *file_reg_path(struct rst_ctx *ctx, uint32_t id);
+
+#endif

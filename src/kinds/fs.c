@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cwd, root and umask. At restart the directories are opened on ckpt's
+ * side (with the caller's rights), passed in, and entered with fchdir; a
+ * root other than "/" is entered with chroot(".") from inside it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "files.pb-c.h"
+#include "util/cleanup.h"
+
+enum { FS_ENTRY = REC_TYPE(KID_fs, 1) };
+
+struct fs_ckpt {
+	FsEntry e;
+	char cwd[4096], root[4096];
+};
+
+static int read_dir_link(struct ckpt_ctx *ctx, struct task *t, const char *name, char *buf,
+			 size_t len)
+{
+	char link[64];
+	snprintf(link, sizeof(link), "/proc/%d/%s", t->pid, name);
+	ssize_t n = readlink(link, buf, len - 1);
+	if (n < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot read its %s: %s", t->pid, name,
+				strerror(errno));
+	buf[n] = '\0';
+	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: its %s (%s) was deleted; that is not supported", t->pid,
+				name, buf);
+	return 0;
+}
+
+static int fs_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct fs_ckpt *f = task_state(t, KIND_fs, sizeof(*f));
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	fs_entry__init(&f->e);
+	if ((r = read_dir_link(ctx, t, "cwd", f->cwd, sizeof(f->cwd))) < 0 ||
+	    (r = read_dir_link(ctx, t, "root", f->root, sizeof(f->root))) < 0)
+		return r;
+	f->e.cwd = f->cwd;
+	f->e.root = f->root;
+	f->e.umask = t->status.umask;
+	return 0;
+}
+
+static int fs_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct fs_ckpt *f = t->kstate[KIND_fs];
+	return ctx_write_msg(ctx, FS_ENTRY, &f->e.base);
+}
+
+static int fs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != FS_ENTRY || t->kstate[KIND_fs])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected fs record", rec->index);
+	FsEntry *e = rctx_unpack(ctx, rec, &fs_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	t->kstate[KIND_fs] = e;
+	if (e->cwd[0] != '/' || e->root[0] != '/' || e->umask > 0777)
+		return log_fail(&ctx->log, -EINVAL, "record %u: fs of pid %d is not valid",
+				rec->index, t->pid);
+	return 0;
+}
+
+/* Opens dir on ckpt's side and makes the puppet fchdir into it. */
+static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir)
+{
+	_cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot open directory '%s': %s", t->pid,
+				dir, strerror(errno));
+	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], t->ctl_remote, fd);
+	if (rfd < 0)
+		return log_fail(&ctx->log, rfd, "pid %d: cannot pass '%s': %s", t->pid, dir,
+				strerror(-rfd));
+	long r = puppet_syscall(&t->pup, SYS_fchdir, rfd);
+	puppet_syscall(&t->pup, SYS_close, rfd);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "pid %d: cannot enter '%s': %s", t->pid, dir,
+				strerror((int)-r));
+	return 0;
+}
+
+static int fs_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	FsEntry *e = t->kstate[KIND_fs];
+	int r;
+
+	if (!e)
+		return 0;
+	if (strcmp(e->root, "/")) {
+		r = enter_dir(ctx, t, e->root);
+		if (r < 0)
+			return r;
+		uint64_t dot = puppet_scratch_put(&t->pup, 0, ".", 2);
+		long c = puppet_syscall(&t->pup, SYS_chroot, dot);
+		if (c < 0)
+			return log_fail(&ctx->log, (int)c, "pid %d: chroot to '%s' failed: %s",
+					t->pid, e->root, strerror((int)-c));
+	}
+	r = enter_dir(ctx, t, e->cwd);
+	if (r < 0)
+		return r;
+	puppet_syscall(&t->pup, SYS_umask, e->umask);
+	return 0;
+}
+
+static void fs_free_rstate(void *state)
+{
+	if (state)
+		fs_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *fs_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(FS_ENTRY) ? &fs_entry__descriptor : NULL;
+}
+
+const struct kind_ops fs_ops = {
+	.collect = fs_collect,
+	.dump = fs_dump,
+	.load = fs_load,
+	.restore = fs_restore,
+	.free_state = free,
+	.free_rstate = fs_free_rstate,
+	.descriptor = fs_descriptor,
+};

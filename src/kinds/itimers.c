@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Interval timers (real, virtual, prof) with the time left: read by an
+ * injected getitimer, armed again by setitimer once the puppet is built.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+
+#include "core/ctx.h"
+#include "signals.pb-c.h"
+
+enum { ITIMERS_ENTRY = REC_TYPE(KID_itimers, 1) };
+
+struct itimers_ckpt {
+	ItimersEntry e;
+	ItimerEntry it[3];
+};
+
+static uint64_t tv_us(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000 + (uint64_t)tv->tv_usec;
+}
+
+static int itimers_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct itimers_ckpt *k = task_state(t, KIND_itimers, sizeof(*k));
+	ItimerEntry **slot[3];
+
+	if (!k)
+		return -ENOMEM;
+	itimers_entry__init(&k->e);
+	slot[ITIMER_REAL] = &k->e.real;
+	slot[ITIMER_VIRTUAL] = &k->e.virt;
+	slot[ITIMER_PROF] = &k->e.prof;
+	for (int w = 0; w < 3; w++) {
+		struct itimerval v;
+		long r = puppet_syscall(&t->pup, SYS_getitimer, w, t->pup.scratch);
+		if (r < 0 || puppet_read(&t->pup, t->pup.scratch, &v, sizeof(v)) < 0)
+			return log_fail(&ctx->log, r < 0 ? (int)r : -EIO,
+					"pid %d: cannot read interval timer %d", t->pid, w);
+		itimer_entry__init(&k->it[w]);
+		k->it[w].interval_us = tv_us(&v.it_interval);
+		k->it[w].value_us = tv_us(&v.it_value);
+		*slot[w] = &k->it[w];
+	}
+	return 0;
+}
+
+static int itimers_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct itimers_ckpt *k = t->kstate[KIND_itimers];
+	return ctx_write_msg(ctx, ITIMERS_ENTRY, &k->e.base);
+}
+
+static int itimers_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != ITIMERS_ENTRY || t->kstate[KIND_itimers])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected itimers record",
+				rec->index);
+	t->kstate[KIND_itimers] = rctx_unpack(ctx, rec, &itimers_entry__descriptor);
+	return t->kstate[KIND_itimers] ? 0 : -EINVAL;
+}
+
+static int itimers_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	ItimersEntry *e = t->kstate[KIND_itimers];
+	const ItimerEntry *it[3];
+
+	if (!e)
+		return 0;
+	it[ITIMER_REAL] = e->real;
+	it[ITIMER_VIRTUAL] = e->virt;
+	it[ITIMER_PROF] = e->prof;
+	for (int w = 0; w < 3; w++) {
+		if (!it[w]->value_us)
+			continue;
+		struct itimerval v = {
+			.it_interval = { (time_t)(it[w]->interval_us / 1000000),
+					 (suseconds_t)(it[w]->interval_us % 1000000) },
+			.it_value = { (time_t)(it[w]->value_us / 1000000),
+				      (suseconds_t)(it[w]->value_us % 1000000) },
+		};
+		uint64_t addr = puppet_scratch_put(&t->pup, 0, &v, sizeof(v));
+		long r = puppet_syscall(&t->pup, SYS_setitimer, w, addr, 0);
+		if (rst_check(ctx, t, r, "setitimer") < 0)
+			return (int)r;
+	}
+	return 0;
+}
+
+static void itimers_free_rstate(void *state)
+{
+	if (state)
+		itimers_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *itimers_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(ITIMERS_ENTRY) ? &itimers_entry__descriptor : NULL;
+}
+
+const struct kind_ops itimers_ops = {
+	.collect = itimers_collect,
+	.dump = itimers_dump,
+	.load = itimers_load,
+	.restore = itimers_restore,
+	.free_state = free,
+	.free_rstate = itimers_free_rstate,
+	.descriptor = itimers_descriptor,
+};

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A kind is one sort of kernel object. It lives in one file with its
+ * collect, dump, load and restore side by side, in one const struct
+ * kind_ops, registered by one line in kinds.def.
+ *
+ * Checkpoint, for every task, kind by kind in kinds.def order:
+ *   collect(ctx, t)   look at the object, decide whether it can be saved;
+ *                     a refusal logs "pid P fd F (kind): why" and returns
+ *                     -EOPNOTSUPP. Nothing is written in this phase.
+ *   dump(ctx, t)      write the kind's records (after every task collected).
+ * Restart:
+ *   load(rctx, t, rec)  decode and validate one record of the kind into
+ *                       t->kstate[kind]; runs for the whole image before any
+ *                       process exists. Records of a kind may come several
+ *                       times (a subtype each).
+ *   prepare(rctx)       after load, before processes: open files and
+ *                       anything else done on ckpt's side (may be NULL).
+ *   restore(rctx, t)    turn the puppet into what the image says.
+ *   free_state, free_rstate   free t->kstate[kind] at checkpoint, at restart
+ *                       (state may be NULL).
+ *   free_obj, free_robj  free the kind's objects in the objhash.
+ * Any op may be NULL.
+ */
+#ifndef CKPT_KINDS_H
+#define CKPT_KINDS_H
+
+#include <stdint.h>
+
+#include "img/img.h"
+
+struct ckpt_ctx;
+struct rst_ctx;
+struct task;
+struct rst_task;
+
+enum kind {
+#define KIND(name, id, desc) KIND_##name,
+#include "kinds/kinds.def"
+#undef KIND
+	KIND_MAX,
+};
+
+struct kind_ops {
+	int (*collect)(struct ckpt_ctx *ctx, struct task *t);
+	int (*dump)(struct ckpt_ctx *ctx, struct task *t);
+	int (*load)(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
+	int (*prepare)(struct rst_ctx *ctx);
+	int (*restore)(struct rst_ctx *ctx, struct rst_task *t);
+	void (*free_state)(void *state);
+	void (*free_rstate)(void *state);
+	/* free an object this kind put in the objhash: at checkpoint, at restart */
+	void (*free_obj)(void *obj);
+	void (*free_robj)(void *obj);
+	/* the protobuf message of a record subtype, for inspect; NULL for
+	 * raw records */
+	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);
+};
+
+/* name, image id and description come from kinds.def */
+struct kind_info {
+	const char *name;
+	uint32_t id;
+	const char *desc;
+	const struct kind_ops *ops;
+};
+
+enum kind_id {
+#define KIND(name, id, desc) KID_##name = id,
+#include "kinds/kinds.def"
+#undef KIND
+};
+
+#define KIND(name, id, desc) extern const struct kind_ops name##_ops;
+#include "kinds/kinds.def"
+#undef KIND
+
+extern const struct kind_info kinds[KIND_MAX];
+
+#define REC_TYPE(kind_id, sub) (((uint32_t)(kind_id) << 8) | (sub))
+#define REC_KIND_ID(type) ((type) >> 8)
+#define REC_SUB(type) ((type)&0xff)
+
+/* core records use kind id 0 */
+enum {
+	REC_CORE_TREE = REC_TYPE(0, 1),
+	REC_CORE_TASK = REC_TYPE(0, 2),
+};
+
+/* The kind whose id is REC_KIND_ID(type), or NULL. */
+const struct kind_info *kind_by_rec(uint32_t type, enum kind *ret_kind);
+/* "mm/2" style name of a record type, for messages */
+const char *rec_type_name(uint32_t type, char *buf, size_t len);
+
+#endif

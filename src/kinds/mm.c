@@ -1,0 +1,970 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The address space: every VMA, the mm fields, and the pages that cannot be
+ * had from elsewhere.
+ *
+ * Which pages are saved (PAGEMAP_SCAN): of private mappings, pages that are
+ * present or swapped, not the shared zero page, and not file pages (so of a
+ * private file mapping only the pages the process wrote); of shared
+ * anonymous mappings, every page; of shared file mappings, none (the file
+ * holds them). Pages whose content is all zero are skipped too. Pages go
+ * out in chunks: a PAGEMAP record (where the pages go) then a PAGES record
+ * (the raw pages, page-aligned in the stream).
+ *
+ * Restore, in the puppet: unmap all it had from ckpt but the vDSO group and
+ * the scratch area; move [vvar], [vvar_vclock] and [vdso] together to their
+ * saved addresses; map every VMA (writable while its pages are written);
+ * write the pages; set the final protections; PR_SET_MM_MAP.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "kinds/file-reg.h"
+#include "kinds/mm.h"
+#include "mm.pb-c.h"
+#include "util/cleanup.h"
+#include "util/kernel.h"
+
+enum {
+	MM_ENTRY = REC_TYPE(KID_mm, 1),
+	MM_PAGEMAP = REC_TYPE(KID_mm, 2),
+	MM_PAGES = REC_TYPE(KID_mm, 3),
+};
+
+#define PAGE 4096ull
+#define TASK_SIZE_MAX 0x7ffffffff000ull
+#define VSYSCALL_ADDR 0xffffffffff600000ull
+#define CHUNK_BYTES (8u << 20)
+#define MAX_RUNS 4096
+
+struct mm_ckpt {
+	MmEntry e;
+	VmaEntry *vma;          /* array of e.n_vmas, e.vmas points into it */
+	uint64_t *auxv;
+};
+
+struct page_chunk {
+	PagemapEntry *pm;
+	const uint8_t *data;
+	uint64_t len;
+};
+
+struct mm_rst {
+	MmEntry *e;
+	struct page_chunk *chunks;
+	size_t nchunks;
+	PagemapEntry *pending;  /* a PAGEMAP waiting for its PAGES */
+};
+
+/* --- checkpoint ------------------------------------------------------ */
+
+static bool needs_pages(const VmaEntry *v)
+{
+	return v->kind == VMA_KIND__VMA_ANON || (v->kind == VMA_KIND__VMA_FILE && !v->shared);
+}
+
+static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv, VmaEntry *v)
+{
+	const char *p = pv->path;
+
+	if (!strcmp(p, "[vsyscall]")) {
+		v->kind = VMA_KIND__VMA_VSYSCALL;
+		return 0;
+	}
+	if (!strcmp(p, "[vdso]")) {
+		v->kind = VMA_KIND__VMA_VDSO;
+		return 0;
+	}
+	if (!strcmp(p, "[vvar]")) {
+		v->kind = VMA_KIND__VMA_VVAR;
+		return 0;
+	}
+	if (!strcmp(p, "[vvar_vclock]")) {
+		v->kind = VMA_KIND__VMA_VVAR_VCLOCK;
+		return 0;
+	}
+	if (pv->vmflags & (VMF_IO | VMF_PF))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx (%s): device (I/O or PFN) mappings cannot be saved",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
+	if (pv->vmflags & (VMF_UM | VMF_UW))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx: userfaultfd-registered memory is not supported yet",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end);
+	if (!p[0] || p[0] == '[') {
+		if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") &&
+		    strncmp(p, "[anon:", 6) && strncmp(p, "[anon_shmem:", 12))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d vma %llx-%llx (%s): this special mapping is not supported",
+					t->pid, (unsigned long long)pv->start,
+					(unsigned long long)pv->end, p);
+		v->kind = VMA_KIND__VMA_ANON;
+		return 0;
+	}
+	if (pv->shared && pv->deleted && !strcmp(p, "/dev/zero")) {
+		v->kind = VMA_KIND__VMA_ANON;
+		v->has_shmem_id = true;
+		v->shmem_id = pv->ino;
+		return 0;
+	}
+	if (!strncmp(p, "/SYSV", 5))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx: SysV shared memory is not supported yet", t->pid,
+				(unsigned long long)pv->start, (unsigned long long)pv->end);
+	if (!strncmp(p, "/memfd:", 7))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx (%s): memfd mappings are not supported yet",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
+	if (pv->deleted)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx (%s): mappings of deleted files are not supported yet",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
+
+	char link[64];
+	int flags = pv->shared && (pv->vmflags & VMF_MW) ? O_RDWR : O_RDONLY;
+	snprintf(link, sizeof(link), "map_files/%llx-%llx", (unsigned long long)pv->start,
+		 (unsigned long long)pv->end);
+	v->kind = VMA_KIND__VMA_FILE;
+	v->has_file_id = true;
+	return file_reg_collect_path(ctx, t, link, flags, "mapping", &v->file_id);
+}
+
+static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct mm_ckpt *m = task_state(t, KIND_mm, sizeof(*m));
+	size_t n = t->vmas.n;
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	mm_entry__init(&m->e);
+	m->vma = calloc(n ? n : 1, sizeof(*m->vma));
+	m->e.vmas = calloc(n ? n : 1, sizeof(*m->e.vmas));
+	if (!m->vma || !m->e.vmas)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct proc_vma *pv = &t->vmas.v[i];
+		VmaEntry *v = &m->vma[i];
+		vma_entry__init(v);
+		v->start = pv->start;
+		v->end = pv->end;
+		v->pgoff = pv->pgoff;
+		v->prot = pv->prot;
+		v->shared = pv->shared;
+		v->has_vmflags = true;
+		v->vmflags = pv->vmflags;
+		v->name = pv->path;
+		r = classify(ctx, t, pv, v);
+		if (r < 0)
+			return r;
+		m->e.vmas[m->e.n_vmas++] = v;
+	}
+
+	const struct proc_stat *st = &t->stat;
+	m->e.start_code = st->start_code;
+	m->e.end_code = st->end_code;
+	m->e.start_data = st->start_data;
+	m->e.end_data = st->end_data;
+	m->e.start_brk = st->start_brk;
+	m->e.start_stack = st->start_stack;
+	m->e.arg_start = st->arg_start;
+	m->e.arg_end = st->arg_end;
+	m->e.env_start = st->env_start;
+	m->e.env_end = st->env_end;
+
+	long brk = puppet_syscall(&t->pup, SYS_brk, 0);
+	if (brk < 0)
+		return log_fail(&ctx->log, (int)brk, "pid %d: cannot read brk: %s", t->pid,
+				strerror((int)-brk));
+	m->e.brk = (uint64_t)brk;
+
+	char *auxv = NULL;
+	size_t len;
+	r = proc_read(t->pid, "auxv", &auxv, &len);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read auxv: %s", t->pid, strerror(-r));
+	m->auxv = (uint64_t *)auxv;
+	m->e.n_auxv = len / sizeof(uint64_t);
+	m->e.auxv = m->auxv;
+
+	m->e.has_exe_file_id = true;
+	return file_reg_collect_path(ctx, t, "exe", O_RDONLY, "exe", &m->e.exe_file_id);
+}
+
+static bool page_is_zero(const uint8_t *p)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	for (size_t i = 0; i < PAGE / 8; i += 4)
+		if (w[i] | w[i + 1] | w[i + 2] | w[i + 3])
+			return false;
+	return true;
+}
+
+/* A chunk being filled: runs of pages to read, then written out. */
+struct chunk {
+	struct iovec remote[MAX_RUNS];
+	int nruns;
+	uint64_t bytes;
+};
+
+static int flush_chunk(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, bool readable)
+{
+	uint64_t addr[MAX_RUNS];
+	uint32_t npages[MAX_RUNS];
+	size_t nout = 0;
+	uint8_t *buf = ctx->buf;
+	int r;
+
+	if (!c->nruns)
+		return 0;
+	if (readable) {
+		struct iovec local = { .iov_base = buf, .iov_len = c->bytes };
+		ssize_t got = process_vm_readv(t->pid, &local, 1, c->remote, c->nruns, 0);
+		if (got != (ssize_t)c->bytes)
+			readable = false; /* fall back to /proc/pid/mem below */
+	}
+	if (!readable) {
+		uint64_t off = 0;
+		for (int i = 0; i < c->nruns; i++) {
+			r = puppet_read(&t->pup, (uint64_t)(uintptr_t)c->remote[i].iov_base,
+					buf + off, c->remote[i].iov_len);
+			if (r < 0)
+				return log_fail(&ctx->log, r, "pid %d: cannot read memory at %p: %s",
+						t->pid, c->remote[i].iov_base, strerror(-r));
+			off += c->remote[i].iov_len;
+		}
+	}
+
+	/* drop zero pages, compacting the buffer, and build the runs */
+	uint64_t in = 0, out = 0;
+	for (int i = 0; i < c->nruns; i++) {
+		uint64_t base = (uint64_t)(uintptr_t)c->remote[i].iov_base;
+		for (uint64_t pg = 0; pg < c->remote[i].iov_len; pg += PAGE, in += PAGE) {
+			if (page_is_zero(buf + in))
+				continue;
+			if (out != in)
+				memcpy(buf + out, buf + in, PAGE);
+			out += PAGE;
+			if (nout && addr[nout - 1] + npages[nout - 1] * PAGE == base + pg) {
+				npages[nout - 1]++;
+			} else {
+				addr[nout] = base + pg;
+				npages[nout] = 1;
+				nout++;
+			}
+		}
+	}
+	c->nruns = 0;
+	c->bytes = 0;
+	if (!nout)
+		return 0;
+
+	PagemapEntry pm = PAGEMAP_ENTRY__INIT;
+	pm.n_addr = pm.n_npages = nout;
+	pm.addr = addr;
+	pm.npages = npages;
+	r = ctx_write_msg(ctx, MM_PAGEMAP, &pm.base);
+	if (r < 0)
+		return r;
+	struct iovec data = { .iov_base = buf, .iov_len = out };
+	r = img_write_aligned(&ctx->w, MM_PAGES, &data, 1);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot write pages to the image: %s", strerror(-r));
+	return 0;
+}
+
+static int add_run(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, uint64_t start,
+		   uint64_t end, bool readable)
+{
+	while (start < end) {
+		uint64_t room = ctx->bufsize - c->bytes;
+		uint64_t len = MIN(end - start, room);
+		c->remote[c->nruns].iov_base = (void *)(uintptr_t)start;
+		c->remote[c->nruns].iov_len = len;
+		c->nruns++;
+		c->bytes += len;
+		start += len;
+		if (c->bytes == ctx->bufsize || c->nruns == MAX_RUNS) {
+			int r = flush_chunk(ctx, t, c, readable);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Feeds the pages of v that must be saved into c. */
+static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const VmaEntry *v,
+		    struct chunk *c)
+{
+	bool readable = v->prot & PROT_READ;
+	int r;
+
+	if (v->shared) /* shared anonymous: every page, zero ones dropped */
+		return add_run(ctx, t, c, v->start, v->end, readable);
+
+	struct page_region regs[512];
+	uint64_t pos = v->start;
+	while (pos < v->end) {
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.start = pos,
+			.end = v->end,
+			.vec = (uint64_t)(uintptr_t)regs,
+			.vec_len = ARRAY_SIZE(regs),
+			.category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			.category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		};
+		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+		if (n < 0)
+			return log_fail(&ctx->log, -errno, "pid %d: PAGEMAP_SCAN of %llx-%llx: %s",
+					t->pid, (unsigned long long)pos, (unsigned long long)v->end,
+					strerror(errno));
+		for (long i = 0; i < n; i++) {
+			r = add_run(ctx, t, c, regs[i].start, regs[i].end, readable);
+			if (r < 0)
+				return r;
+		}
+		if (arg.walk_end <= pos)
+			break;
+		pos = arg.walk_end;
+	}
+	/* runs of one chunk are read with one readability */
+	return flush_chunk(ctx, t, c, readable);
+}
+
+static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct mm_ckpt *m = t->kstate[KIND_mm];
+	char path[64];
+	int r;
+
+	r = ctx_write_msg(ctx, MM_ENTRY, &m->e.base);
+	if (r < 0)
+		return r;
+
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", t->pid);
+	_cleanup_close_ int pagemap = open(path, O_RDONLY | O_CLOEXEC);
+	if (pagemap < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot open pagemap: %s", t->pid,
+				strerror(errno));
+	_cleanup_free_ struct chunk *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->e.n_vmas; i++) {
+		if (!needs_pages(m->e.vmas[i]))
+			continue;
+		r = scan_vma(ctx, t, pagemap, m->e.vmas[i], c);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --- restart: load and validate -------------------------------------- */
+
+static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, const MmEntry *e)
+{
+	uint64_t prev_end = 0;
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		bool vsys = v->kind == VMA_KIND__VMA_VSYSCALL;
+		if (v->start >= v->end || (v->start | v->end) % PAGE || v->start < prev_end ||
+		    (!vsys && v->end > TASK_SIZE_MAX) || (vsys && v->start != VSYSCALL_ADDR) ||
+		    (v->prot & ~(uint32_t)(PROT_READ | PROT_WRITE | PROT_EXEC)) ||
+		    v->kind > VMA_KIND__VMA_VSYSCALL || v->pgoff % PAGE)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm): vma %zu (%llx-%llx) is not valid", rec->index,
+					i, (unsigned long long)v->start, (unsigned long long)v->end);
+		if (v->kind == VMA_KIND__VMA_FILE && !v->has_file_id)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm): file vma %llx has no file", rec->index,
+					(unsigned long long)v->start);
+		prev_end = v->end;
+	}
+	return 0;
+}
+
+static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
+{
+	size_t lo = 0, hi = e->n_vmas;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const VmaEntry *v = e->vmas[mid];
+		if (addr < v->start)
+			hi = mid;
+		else if (addr >= v->end)
+			lo = mid + 1;
+		else
+			return v;
+	}
+	return NULL;
+}
+
+static int check_pagemap(struct rst_ctx *ctx, const struct img_record *rec, const MmEntry *e,
+			 const PagemapEntry *pm)
+{
+	if (pm->n_addr != pm->n_npages || !pm->n_addr)
+		return log_fail(&ctx->log, -EINVAL, "record %u (mm/pagemap): malformed", rec->index);
+	for (size_t i = 0; i < pm->n_addr; i++) {
+		uint64_t a = pm->addr[i], len = (uint64_t)pm->npages[i] * PAGE;
+		const VmaEntry *v = vma_of(e, a);
+		if (a % PAGE || !pm->npages[i] || !v || !needs_pages(v) || len > v->end - a)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm/pagemap): pages at %llx (%u) lie outside any "
+					"vma that holds pages",
+					rec->index, (unsigned long long)a, pm->npages[i]);
+	}
+	return 0;
+}
+
+static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	int r;
+
+	if (!m && !(m = t->kstate[KIND_mm] = calloc(1, sizeof(*m))))
+		return -ENOMEM;
+	switch (rec->type) {
+	case MM_ENTRY:
+		if (m->e)
+			return log_fail(&ctx->log, -EINVAL, "record %u: second mm of pid %d",
+					rec->index, t->pid);
+		m->e = rctx_unpack(ctx, rec, &mm_entry__descriptor);
+		if (!m->e)
+			return -EINVAL;
+		return validate_vmas(ctx, rec, m->e);
+	case MM_PAGEMAP:
+		if (!m->e || m->pending)
+			return log_fail(&ctx->log, -EINVAL, "record %u: pagemap out of place",
+					rec->index);
+		m->pending = rctx_unpack(ctx, rec, &pagemap_entry__descriptor);
+		if (!m->pending)
+			return -EINVAL;
+		return check_pagemap(ctx, rec, m->e, m->pending);
+	case MM_PAGES: {
+		if (!m->pending)
+			return log_fail(&ctx->log, -EINVAL, "record %u: pages without a pagemap",
+					rec->index);
+		uint64_t want = 0;
+		for (size_t i = 0; i < m->pending->n_npages; i++)
+			want += (uint64_t)m->pending->npages[i] * PAGE;
+		if (want != rec->len)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm/pages): %llu bytes, its pagemap says %llu",
+					rec->index, (unsigned long long)rec->len,
+					(unsigned long long)want);
+		struct page_chunk *nc = realloc(m->chunks, (m->nchunks + 1) * sizeof(*nc));
+		if (!nc)
+			return -ENOMEM;
+		m->chunks = nc;
+		m->chunks[m->nchunks++] = (struct page_chunk){
+			.pm = TAKE_PTR(m->pending), .data = rec->data, .len = rec->len
+		};
+		return 0;
+	}
+	default:
+		r = -EINVAL;
+		return log_fail(&ctx->log, r, "record %u: unknown mm subtype %u", rec->index,
+				REC_SUB(rec->type));
+	}
+}
+
+int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	if (!m || !m->e)
+		return log_fail(&ctx->log, -EINVAL, "image has no address space for pid %d", t->pid);
+	if (m->pending)
+		return log_fail(&ctx->log, -EINVAL, "image ends a pagemap of pid %d without pages",
+				t->pid);
+	return 0;
+}
+
+/* --- restart: free address ranges ------------------------------------ */
+
+struct range {
+	uint64_t start, end;
+};
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The lowest free range of len bytes at or above 4 GiB, avoiding all of r. */
+static uint64_t find_gap(struct range *r, size_t n, uint64_t len)
+{
+	uint64_t at = 1ull << 32;
+	qsort(r, n, sizeof(*r), cmp_range);
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].end <= at)
+			continue;
+		if (r[i].start >= at + len)
+			break;
+		at = ALIGN_UP(r[i].end, PAGE);
+	}
+	return at + len <= TASK_SIZE_MAX ? at : 0;
+}
+
+static int self_ranges(struct range **ret, size_t *n, size_t *cap)
+{
+	_cleanup_free_ char *text = NULL;
+	struct proc_vmas v = { 0 };
+	int r = proc_read(0, "maps", &text, NULL);
+	if (r < 0 || (r = proc_parse_smaps(text, &v)) < 0)
+		return r;
+	for (size_t i = 0; i < v.n; i++) {
+		if (*n == *cap) {
+			*cap = *cap ? *cap * 2 : 64;
+			struct range *nr = realloc(*ret, *cap * sizeof(**ret));
+			if (!nr) {
+				proc_vmas_free(&v);
+				return -ENOMEM;
+			}
+			*ret = nr;
+		}
+		(*ret)[(*n)++] = (struct range){ v.v[i].start, v.v[i].end };
+	}
+	proc_vmas_free(&v);
+	return 0;
+}
+
+/*
+ * Chooses the scratch address: free in every task's image and in ckpt
+ * itself (a puppet starts as a copy of ckpt), with room around it for
+ * moving the vDSO through.
+ */
+static int mm_prepare(struct rst_ctx *ctx)
+{
+	_cleanup_free_ struct range *r = NULL;
+	size_t n = 0, cap = 0;
+
+	int e = self_ranges(&r, &n, &cap);
+	if (e < 0)
+		return e;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct mm_rst *m = ctx->tasks[i].kstate[KIND_mm];
+		for (size_t j = 0; m && m->e && j < m->e->n_vmas; j++) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				struct range *nr = realloc(r, cap * sizeof(*r));
+				if (!nr)
+					return -ENOMEM;
+				r = nr;
+			}
+			r[n++] = (struct range){ m->e->vmas[j]->start, m->e->vmas[j]->end };
+		}
+	}
+	ctx->scratch_addr = find_gap(r, n, MM_SCRATCH_REGION);
+	if (!ctx->scratch_addr)
+		return log_fail(&ctx->log, -ENOMEM, "no free address range for ckpt's scratch area");
+	return 0;
+}
+
+/* --- restart: rebuild ------------------------------------------------ */
+
+static long inject(struct rst_ctx *ctx, struct rst_task *t, const char *what, long r)
+{
+	return rst_check(ctx, t, r, what);
+}
+
+static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct proc_vmas *cur)
+{
+	struct puppet *p = &t->pup;
+	for (size_t i = 0; i < cur->n; i++) {
+		const struct proc_vma *v = &cur->v[i];
+		if (!strcmp(v->path, "[vdso]") || !strcmp(v->path, "[vvar]") ||
+		    !strcmp(v->path, "[vvar_vclock]") || !strcmp(v->path, "[vsyscall]") ||
+		    (v->start >= p->scratch && v->end <= p->scratch + p->scratch_len))
+			continue;
+		long r = puppet_syscall(p, SYS_munmap, v->start, v->end - v->start);
+		if (inject(ctx, t, "munmap of ckpt's memory", r) < 0)
+			return (int)r;
+	}
+	return 0;
+}
+
+static const struct proc_vma *cur_named(const struct proc_vmas *cur, const char *name)
+{
+	for (size_t i = 0; i < cur->n; i++)
+		if (!strcmp(cur->v[i].path, name))
+			return &cur->v[i];
+	return NULL;
+}
+
+static int vdso_kind_of(const char *name)
+{
+	if (!strcmp(name, "[vvar]"))
+		return VMA_KIND__VMA_VVAR;
+	if (!strcmp(name, "[vvar_vclock]"))
+		return VMA_KIND__VMA_VVAR_VCLOCK;
+	return VMA_KIND__VMA_VDSO;
+}
+
+/* Moves the vDSO group of the puppet to where the image had it. */
+static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vmas *cur)
+{
+	static const char *const names[] = { "[vvar]", "[vvar_vclock]", "[vdso]" };
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct puppet *p = &t->pup;
+	const struct proc_vma *from[3] = { 0 };
+	const VmaEntry *to[3] = { 0 };
+	bool overlap = false;
+
+	for (int i = 0; i < 3; i++) {
+		from[i] = cur_named(cur, names[i]);
+		for (size_t j = 0; j < m->e->n_vmas; j++)
+			if ((int)m->e->vmas[j]->kind == vdso_kind_of(names[i]))
+				to[i] = m->e->vmas[j];
+		if (!from[i] != !to[i] ||
+		    (from[i] && from[i]->end - from[i]->start != to[i]->end - to[i]->start))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: the vDSO layout (%s) differs from the checkpointed "
+					"kernel's; restart on the same kernel",
+					t->pid, names[i]);
+	}
+	if (!to[2])
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: the image has no vDSO; such processes are not supported yet",
+				t->pid);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			if (from[i] && to[j] && from[i]->start < to[j]->end &&
+			    to[j]->start < from[i]->end)
+				overlap = true;
+
+	/* moving through a spot free in both layouts when they overlap */
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < 3; i++)
+		if (from[i]) {
+			lo = MIN(lo, from[i]->start);
+			hi = MAX(hi, from[i]->end);
+		}
+	for (int pass = overlap ? 0 : 1; pass < 2; pass++) {
+		for (int i = 0; i < 3; i++) {
+			if (!from[i])
+				continue;
+			uint64_t src = pass == 1 && overlap
+					       ? ctx->scratch_addr + MM_SCRATCH_REGION / 2 +
+							 (from[i]->start - lo)
+					       : from[i]->start;
+			uint64_t dst = pass == 0 ? ctx->scratch_addr + MM_SCRATCH_REGION / 2 +
+							   (from[i]->start - lo)
+						 : to[i]->start;
+			uint64_t len = from[i]->end - from[i]->start;
+			if (src == dst)
+				continue;
+			long r = puppet_syscall(p, SYS_mremap, src, len, len,
+						MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+			if (inject(ctx, t, "mremap of the vDSO", r) < 0)
+				return (int)r;
+			if (i == 2) /* we execute from the vDSO: follow it */
+				p->syscall_ip = p->syscall_ip - src + dst;
+		}
+	}
+	(void)hi;
+	return 0;
+}
+
+struct remote_files {
+	uint32_t id[64];
+	int fd[64];
+	int n;
+};
+
+static int remote_file(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
+		       uint32_t id)
+{
+	for (int i = 0; i < rf->n; i++)
+		if (rf->id[i] == id)
+			return rf->fd[i];
+	if (rf->n == (int)ARRAY_SIZE(rf->id)) { /* full: recycle */
+		for (int i = 0; i < rf->n; i++)
+			puppet_syscall(&t->pup, SYS_close, rf->fd[i]);
+		rf->n = 0;
+	}
+	int local, r = file_reg_fd(ctx, id, &local);
+	if (r < 0)
+		return r;
+	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], t->ctl_remote, local);
+	if (rfd < 0)
+		return log_fail(&ctx->log, rfd, "pid %d: cannot pass '%s' to the new process: %s",
+				t->pid, file_reg_path(ctx, id), strerror(-rfd));
+	rf->id[rf->n] = id;
+	rf->fd[rf->n++] = rfd;
+	return rfd;
+}
+
+static void close_remote_files(struct rst_task *t, struct remote_files *rf)
+{
+	for (int i = 0; i < rf->n; i++)
+		puppet_syscall(&t->pup, SYS_close, rf->fd[i]);
+	rf->n = 0;
+}
+
+static uint32_t initial_prot(const VmaEntry *v)
+{
+	/* writable while its pages are written; shared file maps get none */
+	return needs_pages(v) ? v->prot | PROT_READ | PROT_WRITE : v->prot;
+}
+
+static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
+		   const VmaEntry *v)
+{
+	struct puppet *p = &t->pup;
+	int flags = (v->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED_NOREPLACE;
+	long fd = -1, off = 0, r;
+
+	if (v->vmflags & VMF_GD)
+		flags |= MAP_GROWSDOWN;
+	if (v->vmflags & VMF_DP)
+		flags = (flags & ~(MAP_SHARED | MAP_PRIVATE)) | MAP_DROPPABLE;
+	if (v->kind == VMA_KIND__VMA_FILE) {
+		fd = remote_file(ctx, t, rf, v->file_id);
+		if (fd < 0)
+			return (int)fd;
+		off = (long)v->pgoff;
+	} else {
+		flags |= MAP_ANONYMOUS;
+		if (v->vmflags & VMF_NR)
+			flags |= MAP_NORESERVE;
+	}
+	r = puppet_syscall(p, SYS_mmap, v->start, v->end - v->start, initial_prot(v), flags, fd,
+			   off);
+	if (r < 0 && r > -4096)
+		return log_fail(&ctx->log, (int)r, "pid %d vma %llx-%llx (%s): mmap failed: %s",
+				t->pid, (unsigned long long)v->start, (unsigned long long)v->end,
+				v->name ? v->name : "", strerror((int)-r));
+	if ((uint64_t)r != v->start)
+		return log_fail(&ctx->log, -EEXIST, "pid %d vma %llx: mapped at %lx instead",
+				t->pid, (unsigned long long)v->start, r);
+	return 0;
+}
+
+/* madvise bits that shape how memory behaves, applied before pages are written */
+static int advise_vma(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
+{
+	static const struct {
+		uint32_t flag;
+		int advice;
+		const char *name;
+	} adv[] = {
+		{ VMF_HG, MADV_HUGEPAGE, "MADV_HUGEPAGE" },
+		{ VMF_NH, MADV_NOHUGEPAGE, "MADV_NOHUGEPAGE" },
+		{ VMF_DC, MADV_DONTFORK, "MADV_DONTFORK" },
+		{ VMF_DD, MADV_DONTDUMP, "MADV_DONTDUMP" },
+		{ VMF_WF, MADV_WIPEONFORK, "MADV_WIPEONFORK" },
+		{ VMF_MG, MADV_MERGEABLE, "MADV_MERGEABLE" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(adv); i++) {
+		if (!(v->vmflags & adv[i].flag))
+			continue;
+		long r = puppet_syscall(&t->pup, SYS_madvise, v->start, v->end - v->start,
+					adv[i].advice);
+		if (r < 0)
+			log_warn(&ctx->log, "pid %d vma %llx: %s failed: %s", t->pid,
+				 (unsigned long long)v->start, adv[i].name, strerror((int)-r));
+	}
+	if (v->name && (!strncmp(v->name, "[anon:", 6) || !strncmp(v->name, "[anon_shmem:", 12))) {
+		const char *n = strchr(v->name, ':') + 1;
+		char name[80];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(n, "]"), n);
+		uint64_t addr = puppet_scratch_put(&t->pup, 0, name, strlen(name) + 1);
+		if (addr)
+			puppet_syscall(&t->pup, SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, v->start,
+				       v->end - v->start, addr);
+	}
+	return 0;
+}
+
+static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct iovec remote[1024];
+
+	for (size_t c = 0; c < m->nchunks; c++) {
+		const struct page_chunk *ch = &m->chunks[c];
+		const uint8_t *src = ch->data;
+		size_t i = 0;
+		while (i < ch->pm->n_addr) {
+			size_t n = 0;
+			uint64_t bytes = 0;
+			for (; i < ch->pm->n_addr && n < ARRAY_SIZE(remote); i++, n++) {
+				remote[n].iov_base = (void *)(uintptr_t)ch->pm->addr[i];
+				remote[n].iov_len = (uint64_t)ch->pm->npages[i] * PAGE;
+				bytes += remote[n].iov_len;
+			}
+			struct iovec local = { .iov_base = (void *)src, .iov_len = bytes };
+			ssize_t w = process_vm_writev(t->pid, &local, 1, remote, n, 0);
+			if (w != (ssize_t)bytes) {
+				/* partial: finish through /proc/pid/mem */
+				uint64_t off = 0;
+				for (size_t k = 0; k < n; k++) {
+					int r = puppet_write(&t->pup,
+							     (uint64_t)(uintptr_t)remote[k].iov_base,
+							     src + off, remote[k].iov_len);
+					if (r < 0)
+						return log_fail(&ctx->log, r,
+								"pid %d: cannot write pages at %p: %s",
+								t->pid, remote[k].iov_base,
+								strerror(-r));
+					off += remote[k].iov_len;
+				}
+			}
+			src += bytes;
+		}
+	}
+	return 0;
+}
+
+static int set_mm_fields(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf)
+{
+	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
+	struct puppet *p = &t->pup;
+	struct prctl_mm_map map = {
+		.start_code = e->start_code,
+		.end_code = e->end_code,
+		.start_data = e->start_data,
+		.end_data = e->end_data,
+		.start_brk = e->start_brk,
+		.brk = e->brk,
+		.start_stack = e->start_stack,
+		.arg_start = e->arg_start,
+		.arg_end = e->arg_end,
+		.env_start = e->env_start,
+		.env_end = e->env_end,
+		.auxv_size = (uint32_t)(e->n_auxv * sizeof(uint64_t)),
+		.exe_fd = (uint32_t)-1,
+	};
+	if (e->n_auxv > 128)
+		return log_fail(&ctx->log, -EINVAL, "pid %d: auxv of %zu entries is too long",
+				t->pid, e->n_auxv);
+	if (e->has_exe_file_id) {
+		int fd = remote_file(ctx, t, rf, e->exe_file_id);
+		if (fd < 0)
+			return fd;
+		map.exe_fd = (uint32_t)fd;
+	}
+	uint64_t auxv = puppet_scratch_put(p, 2048, e->auxv, map.auxv_size);
+	map.auxv = (__u64 *)(uintptr_t)auxv;
+	uint64_t addr = puppet_scratch_put(p, 0, &map, sizeof(map));
+	if (!auxv || !addr)
+		return -EFAULT;
+	long r = puppet_syscall(p, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, addr, sizeof(map), 0);
+	if (inject(ctx, t, "prctl(PR_SET_MM_MAP)", r) < 0)
+		return (int)r;
+	return 0;
+}
+
+static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	_cleanup_free_ char *text = NULL;
+	struct proc_vmas cur = { 0 };
+	struct remote_files rf = { .n = 0 };
+	int r;
+
+	r = proc_read(t->pid, "maps", &text, NULL);
+	if (r < 0 || (r = proc_parse_smaps(text, &cur)) < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its maps", t->pid);
+	r = unmap_all_but_vdso(ctx, t, &cur);
+	if (r >= 0)
+		r = move_vdso(ctx, t, &cur);
+	proc_vmas_free(&cur);
+	if (r < 0)
+		return r;
+
+	for (size_t i = 0; i < m->e->n_vmas; i++) {
+		const VmaEntry *v = m->e->vmas[i];
+		if (v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE)
+			continue;
+		r = map_vma(ctx, t, &rf, v);
+		if (r >= 0)
+			r = advise_vma(ctx, t, v);
+		if (r < 0)
+			goto out;
+	}
+	r = write_pages(ctx, t);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < m->e->n_vmas; i++) {
+		const VmaEntry *v = m->e->vmas[i];
+		if ((v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE) ||
+		    initial_prot(v) == v->prot)
+			continue;
+		long e = puppet_syscall(&t->pup, SYS_mprotect, v->start, v->end - v->start,
+					v->prot);
+		if (inject(ctx, t, "mprotect", e) < 0) {
+			r = (int)e;
+			goto out;
+		}
+		if (v->vmflags & VMF_LO)
+			puppet_syscall(&t->pup, SYS_mlock, v->start, v->end - v->start);
+	}
+	r = set_mm_fields(ctx, t, &rf);
+out:
+	close_remote_files(t, &rf);
+	return r;
+}
+
+static void mm_free_state(void *state)
+{
+	struct mm_ckpt *m = state;
+	if (!m)
+		return;
+	free(m->vma);
+	free(m->e.vmas);
+	free(m->auxv);
+	free(m);
+}
+
+static void mm_free_rstate(void *state)
+{
+	struct mm_rst *m = state;
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nchunks; i++)
+		pagemap_entry__free_unpacked(m->chunks[i].pm, NULL);
+	free(m->chunks);
+	if (m->pending)
+		pagemap_entry__free_unpacked(m->pending, NULL);
+	if (m->e)
+		mm_entry__free_unpacked(m->e, NULL);
+	free(m);
+}
+
+static const ProtobufCMessageDescriptor *mm_descriptor(uint32_t sub)
+{
+	switch (sub) {
+	case REC_SUB(MM_ENTRY):
+		return &mm_entry__descriptor;
+	case REC_SUB(MM_PAGEMAP):
+		return &pagemap_entry__descriptor;
+	default:
+		return NULL;
+	}
+}
+
+const struct kind_ops mm_ops = {
+	.collect = mm_collect,
+	.dump = mm_dump,
+	.load = mm_load,
+	.prepare = mm_prepare,
+	.restore = mm_restore,
+	.free_state = mm_free_state,
+	.free_rstate = mm_free_rstate,
+	.descriptor = mm_descriptor,
+};

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Registers: the general ones with fs/gs base, and the whole xstate
+ * (FPU, SSE, AVX...) as NT_X86_XSTATE gives it.
+ *
+ * A task stopped inside a system call has rax = -ERESTART... and orig_rax
+ * = the call. The image keeps them raw; restore applies what the kernel
+ * would do on return from a signal without a handler: ERESTARTSYS,
+ * ERESTARTNOINTR and ERESTARTNOHAND restart the call (rip -= 2, rax =
+ * orig_rax); ERESTART_RESTARTBLOCK (nanosleep, poll with a timeout, futex
+ * wait) cannot be resumed in a new process, whose restart_block is empty,
+ * so the call returns -EINTR (nanosleep has written the time left to its
+ * rem argument by then).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.pb-c.h"
+#include "core/ctx.h"
+#include "util/features.h"
+#include "util/kernel.h"
+
+enum { REGS_ENTRY = REC_TYPE(KID_regs, 1) };
+#define XSTATE_MAX 16384
+#define XSTATE_BV_OFF 512            /* xsave header: xstate_bv */
+
+struct regs_ckpt {
+	RegsEntry e;
+	uint8_t xstate[XSTATE_MAX];
+};
+
+#define REGS_FIELDS(X) \
+	X(r15) X(r14) X(r13) X(r12) X(rbp) X(rbx) X(r11) X(r10) X(r9) X(r8) X(rax) X(rcx) \
+	X(rdx) X(rsi) X(rdi) X(orig_rax) X(rip) X(cs) X(eflags) X(rsp) X(ss) X(fs_base)   \
+	X(gs_base) X(ds) X(es) X(fs) X(gs)
+
+static uint64_t xstate_u64(const uint8_t *x, size_t len, size_t off)
+{
+	uint64_t v = 0;
+	if (off + 8 <= len)
+		memcpy(&v, x + off, 8);
+	return v;
+}
+
+static int regs_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct regs_ckpt *k = task_state(t, KIND_regs, sizeof(*k));
+	const struct user_regs_struct *r = &t->pup.regs0;
+	size_t len = sizeof(k->xstate);
+
+	if (!k)
+		return -ENOMEM;
+	regs_entry__init(&k->e);
+#define X(f) k->e.f = r->f;
+	REGS_FIELDS(X)
+#undef X
+	if (r->cs != 0x33)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: runs 32-bit code (cs %#llx); only x86_64 tasks are supported",
+				t->pid, (unsigned long long)r->cs);
+	int e = puppet_get_xstate(&t->pup, k->xstate, &len);
+	if (e < 0)
+		return log_fail(&ctx->log, e, "pid %d: cannot read its FPU state: %s", t->pid,
+				strerror(-e));
+	k->e.has_xstate = k->e.has_xfeatures = true;
+	k->e.xstate.data = k->xstate;
+	k->e.xstate.len = len;
+	k->e.xfeatures = xstate_u64(k->xstate, len, XSTATE_BV_OFF);
+	return 0;
+}
+
+static int regs_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct regs_ckpt *k = t->kstate[KIND_regs];
+	return ctx_write_msg(ctx, REGS_ENTRY, &k->e.base);
+}
+
+static int regs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != REGS_ENTRY || t->kstate[KIND_regs])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected regs record",
+				rec->index);
+	RegsEntry *e = rctx_unpack(ctx, rec, &regs_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	t->kstate[KIND_regs] = e;
+	if (e->cs != 0x33 || e->ss != 0x2b || e->rip >= 0x800000000000ull ||
+	    e->fs_base >= 0x800000000000ull || e->gs_base >= 0x800000000000ull)
+		return log_fail(&ctx->log, -EINVAL, "record %u: registers of pid %d are not valid",
+				rec->index, t->pid);
+	if (e->has_xstate && (e->xstate.len < 576 || e->xstate.len > XSTATE_MAX))
+		return log_fail(&ctx->log, -EINVAL, "record %u: xstate of pid %d has a bad size",
+				rec->index, t->pid);
+	return 0;
+}
+
+static void restart_fixup(struct user_regs_struct *r)
+{
+	if ((long)r->orig_rax < 0)
+		return;
+	switch ((long)r->rax) {
+	case -KERN_ERESTARTSYS:
+	case -KERN_ERESTARTNOINTR:
+	case -KERN_ERESTARTNOHAND:
+		r->rax = r->orig_rax;
+		r->rip -= 2;
+		break;
+	case -KERN_ERESTART_RESTARTBLOCK:
+		r->rax = (uint64_t)-EINTR;
+		break;
+	}
+	r->orig_rax = (uint64_t)-1;
+}
+
+static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	RegsEntry *e = t->kstate[KIND_regs];
+	struct puppet *p = &t->pup;
+	struct user_regs_struct r = p->regs0;
+
+	if (e->has_xstate) {
+		static const size_t cap = XSTATE_MAX;
+		uint8_t *host = malloc(cap);
+		size_t len = cap;
+		if (!host)
+			return -ENOMEM;
+		int x = puppet_get_xstate(p, host, &len);
+		uint64_t have = features_xcr0();
+		free(host);
+		if (x < 0)
+			return log_fail(&ctx->log, x, "pid %d: cannot read the FPU state layout",
+					t->pid);
+		uint64_t need = e->has_xfeatures ? e->xfeatures : 0;
+		if (need & ~have)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: the image uses CPU state features %#llx that this CPU "
+					"lacks (it has %#llx)",
+					t->pid, (unsigned long long)(need & ~have),
+					(unsigned long long)have);
+		if (len != e->xstate.len)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: xstate size %zu differs from this CPU's %zu", t->pid,
+					(size_t)e->xstate.len, len);
+		x = puppet_set_xstate(p, e->xstate.data, e->xstate.len);
+		if (x < 0)
+			return log_fail(&ctx->log, x, "pid %d: cannot set its FPU state: %s", t->pid,
+					strerror(-x));
+	}
+#define X(f) r.f = e->f;
+	REGS_FIELDS(X)
+#undef X
+	restart_fixup(&r);
+	return puppet_set_regs(p, &r);
+}
+
+static void regs_free_rstate(void *state)
+{
+	if (state)
+		regs_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *regs_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(REGS_ENTRY) ? &regs_entry__descriptor : NULL;
+}
+
+const struct kind_ops regs_ops = {
+	.collect = regs_collect,
+	.dump = regs_dump,
+	.load = regs_load,
+	.restore = regs_restore,
+	.free_state = free,
+	.free_rstate = regs_free_rstate,
+	.descriptor = regs_descriptor,
+};

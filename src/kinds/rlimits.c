@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Resource limits. Read from /proc/PID/limits (prlimit on another process
+ * needs CAP_SYS_RESOURCE when its credentials differ); set by an injected
+ * prlimit64 on the puppet itself. A hard limit above ckpt's own cannot be
+ * raised without CAP_SYS_RESOURCE: it is kept at ckpt's, with a warning.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+#include "core.pb-c.h"
+#include "core/ctx.h"
+#include "util/cleanup.h"
+
+enum { RLIMITS_ENTRY = REC_TYPE(KID_rlimits, 1) };
+
+struct rlimits_ckpt {
+	RlimitsEntry e;
+	RlimitEntry lim[PROC_NLIMITS];
+	RlimitEntry *plim[PROC_NLIMITS];
+};
+
+static int rlimits_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct rlimits_ckpt *k = task_state(t, KIND_rlimits, sizeof(*k));
+	struct proc_limits pl;
+	char *text = NULL;
+
+	if (!k)
+		return -ENOMEM;
+	int r = proc_read(t->pid, "limits", &text, NULL);
+	if (r >= 0)
+		r = proc_parse_limits(text, &pl);
+	free(text);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its limits", t->pid);
+	rlimits_entry__init(&k->e);
+	for (int i = 0; i < PROC_NLIMITS; i++) {
+		rlimit_entry__init(&k->lim[i]);
+		k->lim[i].resource = i;
+		k->lim[i].cur = pl.soft[i];
+		k->lim[i].max = pl.hard[i];
+		k->plim[i] = &k->lim[i];
+	}
+	k->e.limits = k->plim;
+	k->e.n_limits = PROC_NLIMITS;
+	return 0;
+}
+
+static int rlimits_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct rlimits_ckpt *k = t->kstate[KIND_rlimits];
+	return ctx_write_msg(ctx, RLIMITS_ENTRY, &k->e.base);
+}
+
+static int rlimits_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != RLIMITS_ENTRY || t->kstate[KIND_rlimits])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected rlimits record",
+				rec->index);
+	RlimitsEntry *e = rctx_unpack(ctx, rec, &rlimits_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	t->kstate[KIND_rlimits] = e;
+	for (size_t i = 0; i < e->n_limits; i++)
+		if (e->limits[i]->resource >= RLIM_NLIMITS || e->limits[i]->cur > e->limits[i]->max)
+			return log_fail(&ctx->log, -EINVAL, "record %u: rlimit %zu is not valid",
+					rec->index, i);
+	return 0;
+}
+
+static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	RlimitsEntry *e = t->kstate[KIND_rlimits];
+	for (size_t i = 0; e && i < e->n_limits; i++) {
+		const RlimitEntry *l = e->limits[i];
+		struct rlimit mine, want = { .rlim_cur = l->cur, .rlim_max = l->max };
+		if (getrlimit((int)l->resource, &mine) == 0 && want.rlim_max > mine.rlim_max) {
+			long r = puppet_syscall(&t->pup, SYS_prlimit64, 0, l->resource,
+						puppet_scratch_put(&t->pup, 0, &want, sizeof(want)), 0);
+			if (r == 0)
+				continue;
+			log_warn(&ctx->log,
+				 "pid %d: hard limit %u (%llu) is above ckpt's (%llu) and cannot "
+				 "be raised; kept at ckpt's",
+				 t->pid, l->resource, (unsigned long long)want.rlim_max,
+				 (unsigned long long)mine.rlim_max);
+			want.rlim_max = mine.rlim_max;
+			want.rlim_cur = MIN(want.rlim_cur, want.rlim_max);
+		}
+		uint64_t addr = puppet_scratch_put(&t->pup, 0, &want, sizeof(want));
+		long r = puppet_syscall(&t->pup, SYS_prlimit64, 0, l->resource, addr, 0);
+		if (r < 0)
+			return log_fail(&ctx->log, (int)r, "pid %d: cannot set rlimit %u: %s",
+					t->pid, l->resource, strerror((int)-r));
+	}
+	return 0;
+}
+
+static void rlimits_free_rstate(void *state)
+{
+	if (state)
+		rlimits_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *rlimits_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(RLIMITS_ENTRY) ? &rlimits_entry__descriptor : NULL;
+}
+
+const struct kind_ops rlimits_ops = {
+	.collect = rlimits_collect,
+	.dump = rlimits_dump,
+	.load = rlimits_load,
+	.restore = rlimits_restore,
+	.free_state = free,
+	.free_rstate = rlimits_free_rstate,
+	.descriptor = rlimits_descriptor,
+};

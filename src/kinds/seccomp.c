@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * seccomp filters, read with PTRACE_SECCOMP_GET_FILTER (index 0 is the
+ * newest) and installed again oldest first. The puppet runs with
+ * PTRACE_O_SUSPEND_SECCOMP, so the filters do not stop the injections that
+ * follow. Strict mode is refused: nothing could be injected after it.
+ */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+
+#include "core.pb-c.h"
+#include "core/ctx.h"
+
+enum { SECCOMP_ENTRY = REC_TYPE(KID_seccomp, 1) };
+#ifndef PTRACE_SECCOMP_GET_FILTER
+#define PTRACE_SECCOMP_GET_FILTER 0x420c
+#endif
+#define MAX_FILTERS 64
+#define MAX_INSNS 4096
+
+struct seccomp_ckpt {
+	SeccompEntry e;
+	SeccompFilter f[MAX_FILTERS];
+	SeccompFilter *pf[MAX_FILTERS];
+	struct sock_filter *insns[MAX_FILTERS];
+};
+
+static int seccomp_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	if (t->status.seccomp == 0)
+		return 0;
+	if (t->status.seccomp == 1)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: seccomp strict mode cannot be restored", t->pid);
+	struct seccomp_ckpt *k = task_state(t, KIND_seccomp, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	seccomp_entry__init(&k->e);
+	k->e.mode = 2;
+	int n = 0;
+	for (;; n++) {
+		long len = ptrace(PTRACE_SECCOMP_GET_FILTER, t->pid, n, NULL);
+		if (len < 0 && errno == ENOENT)
+			break;
+		if (len < 0)
+			return log_fail(&ctx->log, -errno,
+					"pid %d: cannot read its seccomp filters: %s%s", t->pid,
+					strerror(errno),
+					errno == EACCES || errno == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+		if (n == MAX_FILTERS || len > MAX_INSNS)
+			return log_fail(&ctx->log, -E2BIG, "pid %d: too many seccomp filters",
+					t->pid);
+		k->insns[n] = calloc(len, sizeof(struct sock_filter));
+		if (!k->insns[n])
+			return -ENOMEM;
+		if (ptrace(PTRACE_SECCOMP_GET_FILTER, t->pid, n, k->insns[n]) != len)
+			return log_fail(&ctx->log, -EIO, "pid %d: seccomp filter %d changed", t->pid,
+					n);
+		/* oldest first in the image */
+		seccomp_filter__init(&k->f[n]);
+		k->f[n].insns.data = (uint8_t *)k->insns[n];
+		k->f[n].insns.len = len * sizeof(struct sock_filter);
+	}
+	for (int i = 0; i < n; i++)
+		k->pf[i] = &k->f[n - 1 - i];
+	k->e.filters = k->pf;
+	k->e.n_filters = n;
+	return 0;
+}
+
+static int seccomp_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct seccomp_ckpt *k = t->kstate[KIND_seccomp];
+	return k ? ctx_write_msg(ctx, SECCOMP_ENTRY, &k->e.base) : 0;
+}
+
+static int seccomp_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != SECCOMP_ENTRY || t->kstate[KIND_seccomp])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected seccomp record",
+				rec->index);
+	SeccompEntry *e = rctx_unpack(ctx, rec, &seccomp_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	t->kstate[KIND_seccomp] = e;
+	if (e->mode != 2 || e->n_filters > MAX_FILTERS)
+		return log_fail(&ctx->log, -EINVAL, "record %u: seccomp entry is not valid",
+				rec->index);
+	for (size_t i = 0; i < e->n_filters; i++) {
+		size_t len = e->filters[i]->insns.len;
+		if (!len || len % sizeof(struct sock_filter) ||
+		    len / sizeof(struct sock_filter) > MAX_INSNS)
+			return log_fail(&ctx->log, -EINVAL, "record %u: seccomp filter %zu is malformed",
+					rec->index, i);
+	}
+	return 0;
+}
+
+static int seccomp_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	SeccompEntry *e = t->kstate[KIND_seccomp];
+	struct puppet *p = &t->pup;
+
+	for (size_t i = 0; e && i < e->n_filters; i++) {
+		const ProtobufCBinaryData *d = &e->filters[i]->insns;
+		if (sizeof(struct sock_fprog) + d->len > p->scratch_len / 2)
+			return log_fail(&ctx->log, -E2BIG, "pid %d: seccomp filter too large", t->pid);
+		uint64_t insns = puppet_scratch_put(p, p->scratch_len / 2, d->data, d->len);
+		struct sock_fprog prog = {
+			.len = (unsigned short)(d->len / sizeof(struct sock_filter)),
+			.filter = (struct sock_filter *)(uintptr_t)insns,
+		};
+		uint64_t addr = puppet_scratch_put(p, 0, &prog, sizeof(prog));
+		long r = puppet_syscall(p, SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, addr);
+		if (r < 0)
+			return log_fail(&ctx->log, (int)r, "pid %d: cannot install seccomp filter %zu: %s",
+					t->pid, i, strerror((int)-r));
+	}
+	return 0;
+}
+
+static void seccomp_free_state(void *state)
+{
+	struct seccomp_ckpt *k = state;
+	if (!k)
+		return;
+	for (int i = 0; i < MAX_FILTERS; i++)
+		free(k->insns[i]);
+	free(k);
+}
+
+static void seccomp_free_rstate(void *state)
+{
+	if (state)
+		seccomp_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *seccomp_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(SECCOMP_ENTRY) ? &seccomp_entry__descriptor : NULL;
+}
+
+const struct kind_ops seccomp_ops = {
+	.collect = seccomp_collect,
+	.dump = seccomp_dump,
+	.load = seccomp_load,
+	.restore = seccomp_restore,
+	.free_state = seccomp_free_state,
+	.free_rstate = seccomp_free_rstate,
+	.descriptor = seccomp_descriptor,
+};

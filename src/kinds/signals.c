@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Signals: every disposition that is not SIG_DFL (handler, flags, restorer,
+ * mask, read by injected rt_sigaction), the blocked mask (the one the task
+ * had before the puppet engine blocked everything), pending signals of the
+ * thread and of the process with their siginfo (PTRACE_PEEKSIGINFO), and
+ * sigaltstack. Pending signals are queued again from inside the puppet,
+ * which may send itself any si_code, while everything is still blocked.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+
+#include "core/ctx.h"
+#include "signals.pb-c.h"
+#include "util/cleanup.h"
+#include "util/kernel.h"
+
+enum { SIGNALS_ENTRY = REC_TYPE(KID_signals, 1) };
+#define NSIG_K 64
+#define MAX_PENDING 4096
+#ifndef PTRACE_PEEKSIGINFO_SHARED
+#define PTRACE_PEEKSIGINFO_SHARED 1
+#endif
+
+struct signals_ckpt {
+	SignalsEntry e;
+	SigactionEntry act[NSIG_K];
+	SigactionEntry *pact[NSIG_K];
+	SiginfoEntry *pend;
+	SiginfoEntry **ppend;
+	uint8_t (*info)[128];
+};
+
+static int collect_pending(struct ckpt_ctx *ctx, struct task *t, struct signals_ckpt *k)
+{
+	uint8_t(*buf)[128] = calloc(MAX_PENDING, 128);
+	bool *shared_of = calloc(MAX_PENDING, sizeof(bool));
+	size_t n = 0;
+	int r = 0;
+
+	if (!buf || !shared_of) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (int shared = 0; shared < 2; shared++) {
+		for (uint64_t off = 0;;) {
+			struct {
+				uint64_t off;
+				uint32_t flags;
+				int32_t nr;
+			} arg = { off, shared ? PTRACE_PEEKSIGINFO_SHARED : 0, 32 };
+			if (n + 32 > MAX_PENDING) {
+				r = log_fail(&ctx->log, -E2BIG, "pid %d: more than %d pending signals",
+					     t->pid, MAX_PENDING);
+				goto fail;
+			}
+			long got = ptrace(PTRACE_PEEKSIGINFO, t->pid, &arg, buf[n]);
+			if (got < 0) {
+				r = log_fail(&ctx->log, -errno, "pid %d: PTRACE_PEEKSIGINFO: %s",
+					     t->pid, strerror(errno));
+				goto fail;
+			}
+			for (long i = 0; i < got; i++)
+				shared_of[n + i] = shared;
+			n += got;
+			off += got;
+			if (got < 32)
+				break;
+		}
+	}
+	k->info = buf;
+	k->pend = calloc(n ? n : 1, sizeof(*k->pend));
+	k->ppend = calloc(n ? n : 1, sizeof(*k->ppend));
+	if (!k->pend || !k->ppend) {
+		free(shared_of);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		siginfo_entry__init(&k->pend[i]);
+		k->pend[i].siginfo.data = buf[i];
+		k->pend[i].siginfo.len = 128;
+		k->pend[i].shared = shared_of[i];
+		k->ppend[i] = &k->pend[i];
+	}
+	k->e.pending = k->ppend;
+	k->e.n_pending = n;
+	free(shared_of);
+	return 0;
+fail:
+	free(buf);
+	free(shared_of);
+	return r;
+}
+
+static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct signals_ckpt *k = task_state(t, KIND_signals, sizeof(*k));
+	struct puppet *p = &t->pup;
+	uint64_t set = t->status.sig_cgt | t->status.sig_ign;
+	int r;
+
+	if (!k)
+		return -ENOMEM;
+	signals_entry__init(&k->e);
+	for (int sig = 1; sig <= NSIG_K; sig++) {
+		if (!(set & (1ull << (sig - 1))))
+			continue;
+		struct kernel_sigaction ka;
+		long e = puppet_syscall(p, SYS_rt_sigaction, sig, 0, p->scratch, 8);
+		if (e < 0 || (r = puppet_read(p, p->scratch, &ka, sizeof(ka))) < 0)
+			return log_fail(&ctx->log, e < 0 ? (int)e : r,
+					"pid %d: cannot read the action of signal %d", t->pid, sig);
+		SigactionEntry *a = &k->act[k->e.n_actions];
+		sigaction_entry__init(a);
+		a->sig = sig;
+		a->handler = ka.handler;
+		a->flags = ka.flags;
+		a->restorer = ka.restorer;
+		a->mask = ka.mask;
+		k->pact[k->e.n_actions++] = a;
+	}
+	k->e.actions = k->pact;
+	k->e.blocked = p->sigmask0;
+
+	stack_t ss;
+	long e = puppet_syscall(p, SYS_sigaltstack, 0, p->scratch);
+	if (e < 0 || puppet_read(p, p->scratch, &ss, sizeof(ss)) < 0)
+		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its sigaltstack", t->pid);
+	if (!(ss.ss_flags & SS_DISABLE)) {
+		k->e.has_altstack_sp = k->e.has_altstack_size = k->e.has_altstack_flags = true;
+		k->e.altstack_sp = (uint64_t)(uintptr_t)ss.ss_sp;
+		k->e.altstack_size = ss.ss_size;
+		k->e.altstack_flags = ss.ss_flags & ~SS_ONSTACK;
+	}
+	return collect_pending(ctx, t, k);
+}
+
+static int signals_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct signals_ckpt *k = t->kstate[KIND_signals];
+	return ctx_write_msg(ctx, SIGNALS_ENTRY, &k->e.base);
+}
+
+static int signals_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != SIGNALS_ENTRY || t->kstate[KIND_signals])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected signals record",
+				rec->index);
+	SignalsEntry *e = rctx_unpack(ctx, rec, &signals_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	t->kstate[KIND_signals] = e;
+	for (size_t i = 0; i < e->n_actions; i++) {
+		uint32_t s = e->actions[i]->sig;
+		if (!s || s > NSIG_K || s == SIGKILL || s == SIGSTOP)
+			return log_fail(&ctx->log, -EINVAL, "record %u: action for signal %u",
+					rec->index, s);
+	}
+	for (size_t i = 0; i < e->n_pending; i++)
+		if (e->pending[i]->siginfo.len != 128)
+			return log_fail(&ctx->log, -EINVAL, "record %u: malformed pending siginfo",
+					rec->index);
+	if (e->n_pending > MAX_PENDING)
+		return log_fail(&ctx->log, -EINVAL, "record %u: too many pending signals",
+				rec->index);
+	return 0;
+}
+
+static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	SignalsEntry *e = t->kstate[KIND_signals];
+	struct puppet *p = &t->pup;
+	struct kernel_sigaction acts[NSIG_K + 1] = { 0 };
+	long r;
+
+	for (size_t i = 0; i < e->n_actions; i++) {
+		const SigactionEntry *a = e->actions[i];
+		acts[a->sig] = (struct kernel_sigaction){ a->handler, a->flags, a->restorer,
+							  a->mask };
+	}
+	/* every signal: the puppet had ckpt's dispositions */
+	for (int sig = 1; sig <= NSIG_K; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		uint64_t addr = puppet_scratch_put(p, 0, &acts[sig], sizeof(acts[sig]));
+		r = puppet_syscall(p, SYS_rt_sigaction, sig, addr, 0, 8);
+		if (r < 0)
+			return log_fail(&ctx->log, (int)r, "pid %d: cannot set the action of signal %d: %s",
+					t->pid, sig, strerror((int)-r));
+	}
+	stack_t ss = { .ss_flags = SS_DISABLE };
+	if (e->has_altstack_sp) {
+		ss.ss_sp = (void *)(uintptr_t)e->altstack_sp;
+		ss.ss_size = e->altstack_size;
+		ss.ss_flags = (int)e->altstack_flags;
+	}
+	r = puppet_syscall(p, SYS_sigaltstack, puppet_scratch_put(p, 0, &ss, sizeof(ss)), 0);
+	if (rst_check(ctx, t, r, "sigaltstack") < 0)
+		return (int)r;
+
+	for (size_t i = 0; i < e->n_pending; i++) {
+		const SiginfoEntry *s = e->pending[i];
+		siginfo_t si;
+		memcpy(&si, s->siginfo.data, sizeof(si));
+		uint64_t addr = puppet_scratch_put(p, 0, &si, sizeof(si));
+		if (s->shared)
+			r = puppet_syscall(p, SYS_rt_sigqueueinfo, t->pid, si.si_signo, addr);
+		else
+			r = puppet_syscall(p, SYS_rt_tgsigqueueinfo, t->pid, t->pid, si.si_signo,
+					   addr);
+		if (r < 0)
+			return log_fail(&ctx->log, (int)r, "pid %d: cannot queue signal %d: %s",
+					t->pid, si.si_signo, strerror((int)-r));
+	}
+	/* the mask goes back when the puppet is released */
+	p->sigmask0 = e->blocked & ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+	return 0;
+}
+
+static void signals_free_state(void *state)
+{
+	struct signals_ckpt *k = state;
+	if (k) {
+		free(k->pend);
+		free(k->ppend);
+		free(k->info);
+		free(k);
+	}
+}
+
+static void signals_free_rstate(void *state)
+{
+	if (state)
+		signals_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *signals_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(SIGNALS_ENTRY) ? &signals_entry__descriptor : NULL;
+}
+
+const struct kind_ops signals_ops = {
+	.collect = signals_collect,
+	.dump = signals_dump,
+	.load = signals_load,
+	.restore = signals_restore,
+	.free_state = signals_free_state,
+	.free_rstate = signals_free_rstate,
+	.descriptor = signals_descriptor,
+};

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Identity and prctl state of a task: session and process group (rebuilt
+ * when the task leads them; otherwise it joins ckpt's), comm, personality,
+ * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core.pb-c.h"
+#include "core/ctx.h"
+#include "util/cleanup.h"
+#include "util/kernel.h"
+
+enum { TASK_ENTRY = REC_TYPE(KID_task, 1) };
+
+#ifndef PTRACE_GET_RSEQ_CONFIGURATION
+#define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
+#endif
+struct rseq_config {
+	uint64_t ptr;
+	uint32_t size, sig, flags, pad;
+};
+
+struct task_ckpt {
+	TaskEntry e;
+	RseqEntry rseq;
+	char comm[32];
+};
+
+/* An injected prctl/syscall that writes a u64 into scratch; reads it back. */
+static int remote_u64(struct task *t, long nr, long a1, long a2, uint64_t *ret)
+{
+	struct puppet *p = &t->pup;
+	uint64_t zero = 0, addr = puppet_scratch_put(p, 512, &zero, sizeof(zero));
+	if (!addr)
+		return -EFAULT;
+	long r = a2 < 0 ? puppet_syscall(p, nr, a1, addr) : puppet_syscall(p, nr, a1, a2, addr);
+	if (r < 0)
+		return (int)r;
+	return puppet_read(p, addr, ret, sizeof(*ret));
+}
+
+static int task_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task_ckpt *k = task_state(t, KIND_task, sizeof(*k));
+	char *text = NULL;
+	int r;
+
+	if (!k)
+		return -ENOMEM;
+	task_entry__init(&k->e);
+	k->e.pid = t->pid;
+	k->e.ppid = t->stat.ppid;
+	k->e.pgid = t->stat.pgrp;
+	k->e.sid = t->stat.session;
+	snprintf(k->comm, sizeof(k->comm), "%s", t->stat.comm);
+	k->e.comm = k->comm;
+
+	r = proc_read(t->pid, "personality", &text, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read personality", t->pid);
+	k->e.has_personality = true;
+	k->e.personality = (uint32_t)strtoul(text, NULL, 16);
+	free(text);
+
+	uint64_t v, len;
+	if (remote_u64(t, SYS_prctl, PR_GET_TID_ADDRESS, -1, &v) == 0) {
+		k->e.has_tid_address = true;
+		k->e.tid_address = v;
+	}
+	/* get_robust_list(0, &head, &len): two outputs */
+	long rr = puppet_syscall(&t->pup, SYS_get_robust_list, 0, t->pup.scratch + 512,
+				 t->pup.scratch + 520);
+	if (rr == 0 && puppet_read(&t->pup, t->pup.scratch + 512, &v, 8) == 0 &&
+	    puppet_read(&t->pup, t->pup.scratch + 520, &len, 8) == 0) {
+		k->e.has_robust_list = k->e.has_robust_list_len = true;
+		k->e.robust_list = v;
+		k->e.robust_list_len = len;
+	}
+	if (remote_u64(t, SYS_prctl, PR_GET_CHILD_SUBREAPER, -1, &v) == 0) {
+		k->e.has_child_subreaper = true;
+		k->e.child_subreaper = (int)v != 0;
+	}
+	long thp = puppet_syscall(&t->pup, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (thp >= 0) {
+		k->e.has_thp_disable = true;
+		k->e.thp_disable = (uint32_t)thp;
+	}
+	long slack = puppet_syscall(&t->pup, SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (slack >= 0) {
+		k->e.has_timer_slack_ns = true;
+		k->e.timer_slack_ns = (uint64_t)slack;
+	}
+
+	struct rseq_config rc = { 0 };
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, t->pid, sizeof(rc), &rc) > 0 && rc.ptr) {
+		rseq_entry__init(&k->rseq);
+		k->rseq.ptr = rc.ptr;
+		k->rseq.len = rc.size;
+		k->rseq.sig = rc.sig;
+		k->rseq.has_flags = true;
+		k->rseq.flags = rc.flags;
+		k->e.rseq = &k->rseq;
+	}
+	return 0;
+}
+
+static int task_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task_ckpt *k = t->kstate[KIND_task];
+	return ctx_write_msg(ctx, TASK_ENTRY, &k->e.base);
+}
+
+static int task_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type != TASK_ENTRY || t->kstate[KIND_task])
+		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected task record",
+				rec->index);
+	TaskEntry *e = rctx_unpack(ctx, rec, &task_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	t->kstate[KIND_task] = e;
+	if ((pid_t)e->pid != t->pid)
+		return log_fail(&ctx->log, -EINVAL, "record %u: task entry of pid %u inside pid %d",
+				rec->index, e->pid, t->pid);
+	return 0;
+}
+
+int task_rseq_unregister(struct puppet *p)
+{
+	struct rseq_config rc = { 0 };
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, p->pid, sizeof(rc), &rc) <= 0 || !rc.ptr)
+		return 0;
+	long r = puppet_syscall(p, SYS_rseq, rc.ptr, rc.size, RSEQ_FLAG_UNREGISTER, rc.sig);
+	return r < 0 ? (int)r : 0;
+}
+
+static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	TaskEntry *e = t->kstate[KIND_task];
+	struct puppet *p = &t->pup;
+	long r;
+
+	if (e->sid == e->pid) {
+		r = puppet_syscall(p, SYS_setsid);
+		if (rst_check(ctx, t, r, "setsid") < 0)
+			return (int)r;
+	} else if (e->pgid == e->pid) {
+		r = puppet_syscall(p, SYS_setpgid, 0, 0);
+		if (rst_check(ctx, t, r, "setpgid") < 0)
+			return (int)r;
+	} else {
+		log_info(&ctx->log,
+			 "pid %d: its session %u and group %u are outside the image; it joins "
+			 "ckpt's",
+			 t->pid, e->sid, e->pgid);
+	}
+	uint64_t comm = puppet_scratch_put(p, 0, e->comm, strnlen(e->comm, 15) + 1);
+	if (!comm)
+		return -EFAULT;
+	puppet_syscall(p, SYS_prctl, PR_SET_NAME, comm);
+	if (e->has_personality) {
+		r = puppet_syscall(p, SYS_personality, e->personality);
+		if (rst_check(ctx, t, r, "personality") < 0)
+			return (int)r;
+	}
+	if (e->has_tid_address)
+		puppet_syscall(p, SYS_set_tid_address, e->tid_address);
+	if (e->has_robust_list) {
+		r = puppet_syscall(p, SYS_set_robust_list, e->robust_list, e->robust_list_len);
+		if (rst_check(ctx, t, r, "set_robust_list") < 0)
+			return (int)r;
+	}
+	if (e->rseq) {
+		r = puppet_syscall(p, SYS_rseq, e->rseq->ptr, e->rseq->len, 0, e->rseq->sig);
+		if (rst_check(ctx, t, r, "rseq registration") < 0)
+			return (int)r;
+	}
+	if (e->has_child_subreaper && e->child_subreaper)
+		puppet_syscall(p, SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
+	if (e->has_thp_disable && e->thp_disable)
+		puppet_syscall(p, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	if (e->has_timer_slack_ns)
+		puppet_syscall(p, SYS_prctl, PR_SET_TIMERSLACK, e->timer_slack_ns, 0, 0, 0);
+	return 0;
+}
+
+static void task_free_rstate(void *state)
+{
+	if (state)
+		task_entry__free_unpacked(state, NULL);
+}
+
+static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(TASK_ENTRY) ? &task_entry__descriptor : NULL;
+}
+
+const struct kind_ops task_ops = {
+	.collect = task_collect,
+	.dump = task_dump,
+	.load = task_load,
+	.restore = task_restore,
+	.free_state = free,
+	.free_rstate = task_free_rstate,
+	.descriptor = task_descriptor,
+};

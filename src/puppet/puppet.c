@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "puppet/puppet.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/kernel.h"
+#include "util/proc.h"
+
+#ifndef PTRACE_EVENT_STOP
+#define PTRACE_EVENT_STOP 128
+#endif
+#ifndef PTRACE_SETSIGMASK
+#define PTRACE_SETSIGMASK 0x420b
+#define PTRACE_GETSIGMASK 0x420a
+#endif
+
+static const uint64_t all_but_kill_stop = ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+
+static int wait_task(pid_t pid, int *ret_status)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, ret_status, __WALL);
+		if (r == pid)
+			return 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		return r < 0 ? -errno : -ECHILD;
+	}
+}
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/*
+ * Wait for the PTRACE_INTERRUPT stop. A signal may be reported first: it is
+ * delivered (the task would have had it anyway) and we wait on.
+ */
+static int wait_interrupt_stop(struct puppet *p)
+{
+	for (;;) {
+		int status, r = wait_task(p->pid, &status);
+		if (r < 0)
+			return r;
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return -ESRCH;
+		if (!WIFSTOPPED(status))
+			continue;
+		if ((status >> 16) == PTRACE_EVENT_STOP) {
+			p->group_stopped = is_stop_signal(WSTOPSIG(status));
+			return 0;
+		}
+		/* a signal-delivery-stop: let the signal through, keep waiting */
+		if (ptrace(PTRACE_CONT, p->pid, 0, WSTOPSIG(status)) < 0)
+			return -errno;
+	}
+}
+
+static int puppet_take(struct puppet *p)
+{
+	char path[64];
+	int r;
+
+	r = wait_interrupt_stop(p);
+	if (r < 0)
+		return r;
+	p->held = true;
+	if (ptrace(PTRACE_GETREGS, p->pid, 0, &p->regs0) < 0)
+		return -errno;
+	if (ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
+		return -errno;
+	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &all_but_kill_stop) < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	p->memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (p->memfd < 0)
+		return -errno;
+	return 0;
+}
+
+int puppet_seize(struct puppet *p, pid_t pid)
+{
+	*p = (struct puppet){ .pid = pid, .memfd = -1 };
+	/* suspending seccomp needs CAP_SYS_ADMIN; without it, injections may
+	 * be filtered, which the caller finds out when one fails */
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_SUSPEND_SECCOMP) < 0 &&
+	    (errno != EPERM || ptrace(PTRACE_SEIZE, pid, 0, 0) < 0))
+		return -errno;
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0) {
+		int r = -errno;
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+		return r;
+	}
+	int r = puppet_take(p);
+	if (r < 0) {
+		if (p->held)
+			puppet_release(p, 0);
+		else
+			ptrace(PTRACE_DETACH, pid, 0, 0);
+		puppet_forget(p);
+	}
+	return r;
+}
+
+static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, int ready)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (ctl_fd != ctl_target && dup2(ctl_fd, ctl_target) < 0)
+		_exit(127);
+	if (ready == ctl_target) /* cannot happen: ready is above ctl_target */
+		_exit(127);
+	for (int fd = 0; fd < ctl_target; fd++)
+		if (fd != ready)
+			close(fd);
+	for (int fd = ctl_target + 1; fd < ready; fd++)
+		close(fd);
+	syscall(SYS_close_range, ready + 1, ~0u, 0);
+	/* done: closing the pipe tells the parent so */
+	close(ready);
+	for (;;)
+		pause();
+}
+
+int puppet_spawn(struct puppet *p, pid_t pid, int ctl_fd, int ctl_target)
+{
+	struct clone_args args = {
+		.exit_signal = SIGCHLD,
+	};
+	pid_t want = pid;
+	long r;
+
+	*p = (struct puppet){ .memfd = -1 };
+	if (pid > 0) {
+		args.set_tid = (uint64_t)(uintptr_t)&want;
+		args.set_tid_size = 1;
+	}
+	/* the child closes the write end when it has shed ckpt's fds */
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	int ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, ctl_target + 1);
+	close(pfd[1]);
+	if (ready < 0) {
+		close(pfd[0]);
+		return -errno;
+	}
+	r = syscall(SYS_clone3, &args, sizeof(args));
+	if (r < 0) {
+		int e = -errno;
+		close(pfd[0]);
+		close(ready);
+		return e;
+	}
+	if (r == 0)
+		puppet_child(ctl_fd, ctl_target, ready);
+	close(ready);
+	char c;
+	while (read(pfd[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+
+	p->pid = (pid_t)r;
+	if (ptrace(PTRACE_SEIZE, p->pid, 0, PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL) < 0 ||
+	    ptrace(PTRACE_INTERRUPT, p->pid, 0, 0) < 0) {
+		int e = -errno;
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, NULL, __WALL);
+		return e;
+	}
+	int e = puppet_take(p);
+	if (e < 0) {
+		puppet_kill(p);
+		return e;
+	}
+	return 0;
+}
+
+int puppet_release(struct puppet *p, int sig)
+{
+	int r = 0;
+
+	if (!p->held)
+		return 0;
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, &p->regs0) < 0)
+		r = -errno;
+	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 && !r)
+		r = -errno;
+	if (ptrace(PTRACE_DETACH, p->pid, 0, sig) < 0 && !r)
+		r = -errno;
+	p->held = false;
+	puppet_forget(p);
+	return r;
+}
+
+void puppet_kill(struct puppet *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		/* as its tracer (and maybe parent) we see it die; reaping it
+		 * is up to the parent if that is someone else */
+		int status;
+		while (waitpid(p->pid, &status, __WALL) < 0 && errno == EINTR)
+			;
+	}
+	p->held = false;
+	puppet_forget(p);
+}
+
+void puppet_forget(struct puppet *p)
+{
+	if (p->memfd >= 0)
+		close(p->memfd);
+	p->memfd = -1;
+}
+
+int puppet_find_syscall(struct puppet *p)
+{
+	_cleanup_free_ char *text = NULL;
+	struct proc_vmas vmas = { 0 };
+	int r;
+
+	r = proc_read(p->pid, "maps", &text, NULL);
+	if (r < 0)
+		return r;
+	r = proc_parse_smaps(text, &vmas);
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < vmas.n && r == -ENOENT; i++) {
+		struct proc_vma *v = &vmas.v[i];
+		if (strcmp(v->path, "[vdso]"))
+			continue;
+		size_t len = v->end - v->start;
+		_cleanup_free_ uint8_t *buf = malloc(len);
+		if (!buf) {
+			r = -ENOMEM;
+			break;
+		}
+		r = puppet_read(p, v->start, buf, len);
+		if (r < 0)
+			break;
+		r = -ENOENT;
+		for (size_t off = 0; off + 1 < len; off++) {
+			if (buf[off] == 0x0f && buf[off + 1] == 0x05) {
+				p->syscall_ip = v->start + off;
+				r = 0;
+				break;
+			}
+		}
+	}
+	proc_vmas_free(&vmas);
+	return r;
+}
+
+long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
+		     long a6)
+{
+	struct user_regs_struct regs = p->regs0;
+	int status, r;
+
+	if (!p->held)
+		return -ESRCH;
+	if (!p->syscall_ip)
+		return -ENOEXEC;
+	regs.rax = nr;
+	regs.orig_rax = -1;
+	regs.rdi = a1;
+	regs.rsi = a2;
+	regs.rdx = a3;
+	regs.r10 = a4;
+	regs.r8 = a5;
+	regs.r9 = a6;
+	regs.rip = p->syscall_ip;
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0)
+		return -errno;
+	for (;;) {
+		if (ptrace(PTRACE_SINGLESTEP, p->pid, 0, 0) < 0)
+			return -errno;
+		r = wait_task(p->pid, &status);
+		if (r < 0)
+			return r;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			p->held = false;
+			return -ESRCH;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0)
+			break;
+		/* a job-control stop or SIGSTOP arriving: not executed yet,
+		 * remember it and step again */
+		if (is_stop_signal(WSTOPSIG(status)))
+			p->group_stopped = true;
+	}
+	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
+		return -errno;
+	if (regs.rip != p->syscall_ip + 2)
+		return -EFAULT;
+	return (long)regs.rax;
+}
+
+int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
+{
+	long r = puppet_syscall(p, SYS_mmap, addr, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | (addr ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+	if (r < 0 && r > -4096)
+		return (int)r;
+	if (addr && (uint64_t)r != addr) {
+		puppet_syscall(p, SYS_munmap, r, len);
+		return -EEXIST;
+	}
+	p->scratch = (uint64_t)r;
+	p->scratch_len = len;
+	return 0;
+}
+
+int puppet_scratch_unmap(struct puppet *p)
+{
+	if (!p->scratch)
+		return 0;
+	long r = puppet_syscall(p, SYS_munmap, p->scratch, p->scratch_len);
+	p->scratch = 0;
+	p->scratch_len = 0;
+	return r < 0 ? (int)r : 0;
+}
+
+int puppet_read(struct puppet *p, uint64_t addr, void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(p->memfd, (char *)buf + done, len - done, (off_t)(addr + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += n;
+	}
+	return 0;
+}
+
+int puppet_write(struct puppet *p, uint64_t addr, const void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pwrite(p->memfd, (const char *)buf + done, len - done,
+				   (off_t)(addr + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += n;
+	}
+	return 0;
+}
+
+uint64_t puppet_scratch_put(struct puppet *p, size_t off, const void *buf, size_t len)
+{
+	if (!p->scratch || off + len > p->scratch_len)
+		return 0;
+	if (puppet_write(p, p->scratch + off, buf, len) < 0)
+		return 0;
+	return p->scratch + off;
+}
+
+int puppet_get_regs(struct puppet *p, struct user_regs_struct *ret)
+{
+	*ret = p->regs0;
+	return 0;
+}
+
+int puppet_set_regs(struct puppet *p, const struct user_regs_struct *regs)
+{
+	p->regs0 = *regs;
+	return 0;
+}
+
+int puppet_get_xstate(struct puppet *p, void *buf, size_t *len)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = *len };
+	if (ptrace(PTRACE_GETREGSET, p->pid, NT_X86_XSTATE, &iov) < 0)
+		return -errno;
+	*len = iov.iov_len;
+	return 0;
+}
+
+int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	if (ptrace(PTRACE_SETREGSET, p->pid, NT_X86_XSTATE, &iov) < 0)
+		return -errno;
+	return 0;
+}
+
+/* scratch layout for recvmsg: msghdr, iovec, one byte, cmsg buffer */
+struct fd_msg {
+	struct msghdr msg;
+	struct iovec iov;
+	char byte;
+	char pad[7];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cmsg;
+};
+
+int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char byte = 'F';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (sendmsg(local_sock, &msg, MSG_NOSIGNAL) != 1)
+		return -errno;
+
+	/* build the receiving msghdr in the task's scratch area */
+	const size_t off = 1024;
+	uint64_t base = p->scratch + off;
+	struct fd_msg fm = { 0 };
+	if (!p->scratch || off + sizeof(fm) > p->scratch_len)
+		return -ENOSPC;
+	fm.iov.iov_base = (void *)(uintptr_t)(base + offsetof(struct fd_msg, byte));
+	fm.iov.iov_len = 1;
+	fm.msg.msg_iov = (void *)(uintptr_t)(base + offsetof(struct fd_msg, iov));
+	fm.msg.msg_iovlen = 1;
+	fm.msg.msg_control = (void *)(uintptr_t)(base + offsetof(struct fd_msg, cmsg));
+	fm.msg.msg_controllen = sizeof(fm.cmsg.buf);
+	if (!puppet_scratch_put(p, off, &fm, sizeof(fm)))
+		return -EFAULT;
+	long r = puppet_syscall(p, SYS_recvmsg, remote_sock, base, MSG_DONTWAIT);
+	if (r < 0)
+		return (int)r;
+	struct fd_msg got;
+	int e = puppet_read(p, base, &got, sizeof(got));
+	if (e < 0)
+		return e;
+	struct msghdr lm = got.msg;
+	lm.msg_control = got.cmsg.buf;
+	struct cmsghdr *rc = CMSG_FIRSTHDR(&lm);
+	if (r != 1 || !rc || rc->cmsg_type != SCM_RIGHTS || rc->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -EBADMSG;
+	int rfd;
+	memcpy(&rfd, CMSG_DATA(rc), sizeof(int));
+	return rfd;
+}
+
+int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd, int target_fd,
+		      bool cloexec)
+{
+	int tmp = puppet_send_fd(p, local_sock, remote_sock, fd);
+	long r;
+
+	if (tmp < 0)
+		return tmp;
+	if (tmp == target_fd) {
+		r = puppet_syscall(p, SYS_fcntl, tmp, F_SETFD, cloexec ? FD_CLOEXEC : 0);
+		return r < 0 ? (int)r : target_fd;
+	}
+	r = puppet_syscall(p, SYS_dup3, tmp, target_fd, cloexec ? O_CLOEXEC : 0);
+	puppet_syscall(p, SYS_close, tmp);
+	return r < 0 ? (int)r : target_fd;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The puppet engine: drive a stopped task from outside, like a debugger.
+ *
+ * A struct puppet is one ptrace-stopped task. While it is held:
+ * - regs0 are the registers it had when it stopped; every injected system
+ *   call starts from them and puppet_release() puts them back exactly, so
+ *   a task stopped inside a syscall (rax = -ERESTART..., orig_rax = nr)
+ *   restarts it as the kernel would after a signal.
+ * - Injection is: set registers (rax = nr, args, rip = a `syscall`
+ *   instruction the task already has mapped, orig_rax = -1 so the kernel
+ *   does no restart fix-up), single-step over the instruction, read rax.
+ *   Single-stepping, not PTRACE_SYSCALL: the latter was seen to leak
+ *   -ERESTART_RESTARTBLOCK into a program interrupted in nanosleep.
+ * - All signals but SIGKILL and SIGSTOP are blocked with PTRACE_SETSIGMASK
+ *   for the time it is held, so no handler runs between injections; the
+ *   original mask (sigmask0) is put back on release.
+ * - scratch, when mapped, is a private anonymous area in the task for
+ *   syscall arguments; it is the caller's job to keep it out of images.
+ *
+ * This layer knows nothing of kinds or images and never logs: it returns
+ * -errno (an injected syscall returns the remote result, -errno included).
+ */
+#ifndef CKPT_PUPPET_H
+#define CKPT_PUPPET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+struct puppet {
+	pid_t pid;              /* tid of the task */
+	int memfd;              /* /proc/pid/mem, read-write */
+	struct user_regs_struct regs0;
+	uint64_t sigmask0;      /* blocked signals when seized */
+	bool group_stopped;     /* it was in a job-control stop when seized */
+	bool held;              /* attached and stopped */
+	uint64_t syscall_ip;    /* address of a `syscall` instruction */
+	uint64_t scratch;       /* remote scratch area, 0 if none */
+	size_t scratch_len;
+};
+
+#define PUPPET_SCRATCH_SIZE (64 * 1024)
+
+/* Seize and stop a task (any tracee: a process or thread we may ptrace). */
+int puppet_seize(struct puppet *p, pid_t pid) __attribute__((warn_unused_result));
+
+/*
+ * Create a bare puppet: a child of the caller with pid `pid` (clone3
+ * set_tid; 0 for any pid), holding only ctl_fd, moved to fd number
+ * ctl_target; it dies with the caller (PR_SET_PDEATHSIG) until told
+ * otherwise. Returns seized, like puppet_seize().
+ */
+int puppet_spawn(struct puppet *p, pid_t pid, int ctl_fd, int ctl_target)
+	__attribute__((warn_unused_result));
+
+/* Restore regs0 and sigmask0, then detach; sig is delivered on resume. */
+int puppet_release(struct puppet *p, int sig);
+/* SIGKILL the task and reap or wait for it as far as we can. */
+void puppet_kill(struct puppet *p);
+/* Close what the struct holds without touching the task. */
+void puppet_forget(struct puppet *p);
+
+/* Finds a `syscall` instruction in the task's [vdso]. */
+int puppet_find_syscall(struct puppet *p) __attribute__((warn_unused_result));
+
+long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
+		     long a6);
+#define PUPPET_ARGS6_(p, nr, a1, a2, a3, a4, a5, a6, ...) \
+	puppet_syscall6(p, nr, (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), (long)(a6))
+/* puppet_syscall(p, SYS_x, args...): up to six arguments, the rest are 0 */
+#define puppet_syscall(p, ...) PUPPET_ARGS6_(p, __VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+
+/* Maps a scratch area (at addr if not 0, which must then be free). */
+int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
+	__attribute__((warn_unused_result));
+int puppet_scratch_unmap(struct puppet *p);
+
+/* Memory of the task: any protection, through /proc/pid/mem. */
+int puppet_read(struct puppet *p, uint64_t addr, void *buf, size_t len)
+	__attribute__((warn_unused_result));
+int puppet_write(struct puppet *p, uint64_t addr, const void *buf, size_t len)
+	__attribute__((warn_unused_result));
+/* Copies buf to the scratch area at offset off; returns the remote address. */
+uint64_t puppet_scratch_put(struct puppet *p, size_t off, const void *buf, size_t len);
+
+int puppet_get_regs(struct puppet *p, struct user_regs_struct *ret)
+	__attribute__((warn_unused_result));
+int puppet_set_regs(struct puppet *p, const struct user_regs_struct *regs)
+	__attribute__((warn_unused_result));
+/* xstate (NT_X86_XSTATE): *len is the buffer size in, the state size out. */
+int puppet_get_xstate(struct puppet *p, void *buf, size_t *len) __attribute__((warn_unused_result));
+int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
+	__attribute__((warn_unused_result));
+
+/*
+ * Sends local fd over local_sock (a unix socket whose peer the task holds
+ * as remote_sock); the task receives it by an injected recvmsg. Returns the
+ * fd number it got in the task.
+ */
+int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
+	__attribute__((warn_unused_result));
+/* Puts fd into the task as target_fd (O_CLOEXEC if cloexec). */
+int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd, int target_fd,
+		      bool cloexec) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "util/log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const level_names[CKPT_LOG_MAX] = {
+	[CKPT_LOG_ERROR] = "error",
+	[CKPT_LOG_WARN] = "warning",
+	[CKPT_LOG_INFO] = "info",
+	[CKPT_LOG_DEBUG] = "debug",
+};
+
+void log_init(struct ckpt_log *log, int fd, int level, char *errbuf, size_t errbuf_len,
+	      const char *prefix)
+{
+	*log = (struct ckpt_log){
+		.fd = fd,
+		.level = level,
+		.errbuf = errbuf,
+		.errbuf_len = errbuf_len,
+		.prefix = prefix,
+	};
+	if (errbuf && errbuf_len)
+		errbuf[0] = '\0';
+}
+
+void log_vmsg(struct ckpt_log *log, int level, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	va_list aq;
+
+	va_copy(aq, ap);
+	vsnprintf(msg, sizeof(msg), fmt, aq);
+	va_end(aq);
+
+	if (level == CKPT_LOG_ERROR) {
+		if (log->errors++ == 0 && log->errbuf && log->errbuf_len)
+			snprintf(log->errbuf, log->errbuf_len, "%s", msg);
+	}
+	if (log->fd < 0 || level > log->level)
+		return;
+
+	struct timespec ts;
+	char line[1200];
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int n = snprintf(line, sizeof(line), "(%5ld.%06ld) %s: %s: %s\n", (long)ts.tv_sec,
+			 ts.tv_nsec / 1000, log->prefix ? log->prefix : "ckpt",
+			 level_names[level < CKPT_LOG_MAX ? level : CKPT_LOG_DEBUG], msg);
+	if (n > (int)sizeof(line))
+		n = sizeof(line);
+	/* best effort: a full log must not fail a checkpoint */
+	if (write(log->fd, line, n) < 0) {
+	}
+}
+
+void log_msg(struct ckpt_log *log, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(log, level, fmt, ap);
+	va_end(ap);
+}

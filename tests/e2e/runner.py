@@ -1,0 +1,890 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""End-to-end runner for ckpt, shaped like CRIU's zdtm.
+
+    python3 tests/e2e/runner.py --ckpt build/ckpt --bindir build/tests/e2e \
+        [--no-ckpt] [--only NAME[,NAME]] [--mode basic|twice|reuse] [-v] [--keep]
+
+Each test program (tests/e2e/NAME.c, see lib.h) is started with cwd = a
+fresh /tmp/ckpt-e2e-* directory, stdin = /dev/null and stdout + stderr =
+that directory's out.log. Once it has created "ready" the runner
+checkpoints it with --kill, restarts it, checks the pid, sends SIGUSR1 and
+expects exit status 0 and "PASS" (and no "FAIL") in out.log.
+
+Modes:
+  basic   checkpoint --kill, restart, verify
+  twice   checkpoint --kill, restart; checkpoint the restored process
+          --kill (the first restart exits 137), restart that image, verify
+  reuse   basic, then restart the first image again and verify again
+Other kinds of test: refusals (checkpoint must fail, the original must be
+unharmed), CLI errors, damaged images, real programs (sleep, python3).
+
+--no-ckpt runs every program natively (no checkpoint, kill or restart: the
+original is just signalled), to prove the tests themselves pass.
+Prints one summary line "N passed, N failed[, N skipped]"; exits 1 if any
+failed. Python 3 standard library only; run as root.
+"""
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+READY_TIMEOUT = 20.0
+CHECKPOINT_TIMEOUT = 60.0
+PIDFILE_TIMEOUT = 20.0
+EXIT_TIMEOUT = 60.0
+RESEND_EVERY = 5.0
+POLL = 0.005
+
+B, T, R = "basic", "twice", "reuse"
+ALL_MODES = (B, T, R)
+
+MiB = 1 << 20
+
+
+def T_(name, modes=(B,), kind="program", **kw):
+    d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
+             signal=True, expect="pass", max_image_bytes=None, regex=None,
+             program=name, min_runtime=None)
+    d.update(kw)
+    return d
+
+
+# The table: one line per test. kind selects the flow (see run_one).
+TESTS = [
+    # memory
+    T_("mem_anon", (B, T, R)),
+    T_("mem_heap", (B, R)),
+    T_("mem_stack"),
+    T_("mem_file_private", (B, T, R)),
+    T_("mem_file_shared", (B, R)),
+    T_("mem_shared_anon"),
+    T_("mem_prot"),
+    T_("mem_reserve", max_image_bytes=8 * MiB),
+    T_("mem_vdso", (B, T)),
+    T_("mem_mmfields"),
+    T_("mem_big"),
+    # cpu
+    T_("cpu_regs", (B, T)),
+    T_("cpu_tls"),
+    # system calls interrupted by the checkpoint
+    T_("sys_nanosleep", (B, T, R)),
+    T_("sys_poll"),
+    T_("sys_futex"),
+    T_("sys_sigsuspend"),
+    # signals
+    T_("sig_disp", (B, T, R)),
+    T_("sig_mask"),
+    T_("sig_pending", (B, T, R)),
+    T_("sig_altstack"),
+    T_("sig_itimers", (B, T)),
+    # files and fs
+    T_("file_fds", (B, T, R)),
+    T_("file_dup", (B, R)),
+    T_("fs_cwd"),
+    T_("fs_umask"),
+    # identity
+    T_("id_pid", (B, T)),
+    T_("id_session"),
+    T_("id_pgrp"),
+    T_("id_creds", (B, T)),
+    T_("id_nnp"),
+    T_("id_rlimits"),
+    T_("id_personality"),
+    T_("id_comm"),
+    T_("id_rseq"),
+    T_("id_seccomp", (B, T)),
+    # real programs
+    T_("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
+       expect="exit0", min_runtime=3.9),
+    T_("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
+    # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
+    T_("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
+    T_("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|unix)"),
+    T_("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
+    T_("refuse_traced", kind="traced", regex=r"trac|ptrace"),
+    # CLI errors
+    T_("cli_nopid", kind="cli_nopid"),
+    T_("cli_usage", kind="cli_usage"),
+    T_("cli_badout", kind="cli_badout", program="img_target"),
+    T_("cli_unpriv", kind="cli_unpriv", program="img_target",
+       regex=r"permi|not permitted|eperm|eacces"),
+    # damaged images
+    T_("img_damage", kind="damage", program="img_target"),
+]
+
+
+class Fail(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def tail(path, n=15):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    lines = data.decode("utf-8", "replace").splitlines()
+    return "\n".join(lines[-n:])
+
+
+def pid_alive(pid):
+    """True if pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return False
+    return st[st.rindex(")") + 2] != "Z"
+
+
+def pid_exists(pid):
+    return os.path.exists("/proc/%d" % pid)
+
+
+class Run:
+    """One (test, mode): its directory, its processes, its logs."""
+
+    def __init__(self, opts, test, mode):
+        self.opts, self.t, self.mode = opts, test, mode
+        self.name = test["name"] if mode == B else "%s[%s]" % (test["name"], mode)
+        self.dir = tempfile.mkdtemp(prefix="ckpt-e2e-%s-" % test["name"], dir="/tmp")
+        self.procs = []         # every Popen we started, for cleanup
+        self.pid = None         # the test process' pid
+        self.prog = None        # Popen of the original
+        self.logs = []          # files worth showing on failure
+        self.notes = []
+
+    # --- helpers ---------------------------------------------------------
+
+    def p(self, *a):
+        return os.path.join(self.dir, *a)
+
+    def vlog(self, msg):
+        if self.opts.verbose:
+            print("  [%s] %s" % (self.name, msg), flush=True)
+
+    def popen(self, argv, out=None, err=None, **kw):
+        self.vlog("$ " + " ".join(argv))
+        o = open(out, "wb") if out else subprocess.DEVNULL
+        e = open(err, "wb") if err else subprocess.DEVNULL
+        try:
+            pr = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e,
+                                  cwd=self.dir, **kw)
+        finally:
+            for f in (o, e):
+                if f is not subprocess.DEVNULL:
+                    f.close()
+        self.procs.append(pr)
+        return pr
+
+    def ckpt_argv(self, *args):
+        argv = [self.opts.ckpt] + list(args)
+        if self.opts.verbose:
+            argv.append("-v")
+        return argv
+
+    def program_argv(self):
+        t = self.t
+        if t["argv"]:
+            argv = list(t["argv"])
+            if argv[0] == "@python":
+                argv[0] = self.opts.python
+            return argv
+        path = os.path.join(self.opts.bindir, t["program"])
+        if not os.access(path, os.X_OK):
+            raise Fail("test program %s not built" % path)
+        return [path]
+
+    def start(self, prefix=()):
+        env = dict(os.environ, CKPT_TEST_DIR=self.dir)
+        fd = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        argv = list(prefix) + self.program_argv()
+        self.vlog("$ " + " ".join(argv))
+        try:
+            pr = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
+                                  cwd=self.dir, env=env)
+        finally:
+            os.close(fd)
+        self.procs.append(pr)
+        self.prog = pr
+        self.t0 = time.monotonic()
+        self.logs.append(self.p("out.log"))
+        return pr
+
+    def out(self):
+        try:
+            with open(self.p("out.log"), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def wait_ready(self):
+        """Waits for "ready" (or a delay); sets self.pid."""
+        pr = self.prog
+        if self.t["ready"] != "file":
+            time.sleep(self.t["ready"])
+            if pr.poll() is not None:
+                raise Fail("exited before the checkpoint: status %s" % pr.returncode)
+            self.pid = pr.pid
+            return
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                with open(self.p("ready")) as f:
+                    data = f.read()
+                if data.endswith("\n"):
+                    self.pid = int(data)
+                    break
+            except (OSError, ValueError):
+                pass
+            if pr.poll() is not None:
+                out = self.out()
+                if pr.returncode == 0 and out.startswith("SKIP"):
+                    raise Skip(out.strip()[5:].strip())
+                raise Fail("exited before ready: status %s" % pr.returncode)
+            if time.monotonic() > deadline:
+                raise Fail("not ready after %.0f s" % READY_TIMEOUT)
+            time.sleep(POLL)
+        if self.t["kind"] != "traced" and self.pid != pr.pid:
+            raise Fail("ready says pid %d, started %d" % (self.pid, pr.pid))
+        self.vlog("ready: pid %d" % self.pid)
+
+    def wait_all(self, procs, timeout, what, reap=()):
+        """Polls procs until all exited, reaping reap meanwhile."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for r in reap:
+                r.poll()
+            if all(pr.poll() is not None for pr in procs):
+                for r in reap:
+                    r.poll()
+                return
+            if time.monotonic() > deadline:
+                raise Fail("%s did not finish within %.0f s" % (what, timeout))
+            time.sleep(POLL)
+
+    def checkpoint(self, img, tag, reap, expect_ok=True, extra=(), prefix=()):
+        """ckpt checkpoint PID -o img --kill, reaping reap meanwhile."""
+        log, err = self.p(tag + ".log"), self.p(tag + ".err")
+        self.logs += [err, log]
+        argv = list(prefix) + self.ckpt_argv("checkpoint", str(self.pid), "-o", img,
+                                             "--kill", "--log", log, *extra)
+        cp = self.popen(argv, err=err, out=self.p(tag + ".out"))
+        self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint", reap=reap)
+        rc = cp.returncode
+        errtext = tail(err, 50) or ""
+        self.vlog("checkpoint exit %d" % rc)
+        if not expect_ok:
+            return rc, errtext
+        if rc != 0:
+            raise Fail("ckpt checkpoint exit %d: %s" % (rc, errtext.strip()[-300:]))
+        if pid_exists(self.pid):
+            # ckpt returns once the process is gone
+            raise Fail("pid %d still exists after checkpoint --kill returned" % self.pid)
+        if not os.path.isfile(img):
+            raise Fail("no image %s" % img)
+        mx = self.t["max_image_bytes"]
+        if mx is not None and os.path.getsize(img) > mx:
+            raise Fail("image is %d bytes, more than %d" % (os.path.getsize(img), mx))
+        return rc, errtext
+
+    def restart(self, img, tag):
+        """Starts ckpt restart; waits for the pidfile; returns the Popen."""
+        pidfile = self.p(tag + ".pid")
+        log, err = self.p(tag + ".log"), self.p(tag + ".err")
+        self.logs += [err, log]
+        rp = self.popen(self.ckpt_argv("restart", img, "--pidfile", pidfile, "--log", log),
+                        err=err, out=self.p(tag + ".out"))
+        deadline = time.monotonic() + PIDFILE_TIMEOUT
+        while True:
+            try:
+                with open(pidfile) as f:
+                    data = f.read()
+                if data.endswith("\n"):
+                    got = int(data)
+                    break
+            except (OSError, ValueError):
+                pass
+            if rp.poll() is not None:
+                raise Fail("ckpt restart exited %d before writing the pidfile: %s"
+                           % (rp.returncode, (tail(err, 5) or "").strip()))
+            if time.monotonic() > deadline:
+                raise Fail("no pidfile after %.0f s" % PIDFILE_TIMEOUT)
+            time.sleep(POLL)
+        if got != self.pid:
+            raise Fail("restored pid %d, original %d" % (got, self.pid))
+        self.vlog("restored as pid %d" % got)
+        return rp
+
+    def wake_and_wait(self, proc, what):
+        """SIGUSR1 to the test pid (re-sent every few s), waits for proc."""
+        self.vlog("SIGUSR1 -> %d" % self.pid)
+        try:
+            os.kill(self.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        resend = time.monotonic() + RESEND_EVERY
+        while proc.poll() is None:
+            now = time.monotonic()
+            if now > deadline:
+                raise Fail("%s did not exit within %.0f s of SIGUSR1" % (what, EXIT_TIMEOUT))
+            if now > resend and self.t["signal"]:
+                self.notes.append("SIGUSR1 re-sent")
+                try:
+                    os.kill(self.pid, signal.SIGUSR1)
+                except ProcessLookupError:
+                    pass
+                resend = now + RESEND_EVERY
+            time.sleep(POLL)
+        return proc.returncode
+
+    def wait_exit(self, proc, what):
+        if self.t["signal"]:
+            return self.wake_and_wait(proc, what)
+        self.wait_all([proc], EXIT_TIMEOUT, what)
+        return proc.returncode
+
+    def check_result(self, rc, what):
+        if rc != 0:
+            raise Fail("%s exited with status %s" % (what, rc))
+        if self.t["expect"] == "pass":
+            out = self.out()
+            if "FAIL" in out:
+                lines = [l for l in out.splitlines() if "FAIL" in l]
+                raise Fail("; ".join(lines)[:500])
+            if "PASS" not in out:
+                raise Fail("no PASS in out.log")
+        mr = self.t["min_runtime"]
+        if mr is not None and time.monotonic() - self.t0 < mr:
+            raise Fail("finished after %.2f s, expected at least %.1f s"
+                       % (time.monotonic() - self.t0, mr))
+
+    def native(self, prefix=()):
+        """--no-ckpt: start, ready, signal, verify."""
+        pr = self.start(prefix)
+        self.wait_ready()
+        rc = self.wait_exit(pr, "test program")
+        self.check_result(rc, "test program")
+
+    def expect_gone(self, why, grace=5.0):
+        deadline = time.monotonic() + grace
+        while pid_exists(self.pid):
+            if time.monotonic() > deadline:
+                raise Fail("pid %d %s after %s" % (
+                    self.pid, "alive" if pid_alive(self.pid) else "a zombie", why))
+            time.sleep(0.02)
+
+    def reset_out(self):
+        """Overwrites PASS in out.log in place (the restored fd writes at its
+        saved offset, so a second run writes PASS at the same place)."""
+        with open(self.p("out.log"), "r+b") as f:
+            data = f.read()
+            f.seek(0)
+            f.write(data.replace(b"PASS", b"----"))
+
+    # --- flows -----------------------------------------------------------
+
+    def flow_program(self):
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        pr.poll()
+        if pr.returncode != -signal.SIGKILL:
+            raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
+        rp = self.restart(img, "restart")
+        if self.mode == T:
+            img2 = self.p("img2")
+            self.checkpoint(img2, "ckpt2", reap=[rp])
+            rp.poll()
+            if rp.returncode != 128 + signal.SIGKILL:
+                raise Fail("first ckpt restart exited %s, want 137" % rp.returncode)
+            rp = self.restart(img2, "restart2")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+        if self.mode == R:
+            self.expect_gone("the first restored run")
+            self.reset_out()
+            rp = self.restart(img, "restart2")
+            rc = self.wait_exit(rp, "second ckpt restart")
+            self.check_result(rc, "second ckpt restart")
+
+    flow_command = flow_program
+
+    def flow_refuse(self, prefix=()):
+        if self.opts.no_ckpt:
+            return self.native(prefix)
+        pr = self.start(prefix)
+        self.wait_ready()
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0:
+            raise Fail("ckpt checkpoint succeeded, expected a refusal")
+        if rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        rx = self.t["regex"].format(pid=self.pid)
+        if not re.search(rx, err, re.I):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+        if not pid_alive(self.pid):
+            raise Fail("the original is gone after the refused checkpoint")
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
+
+    def flow_traced(self):
+        strace = shutil.which("strace")
+        if not strace:
+            raise Skip("strace not installed")
+        self.flow_refuse(prefix=[strace, "-f", "-o", "/dev/null"])
+
+    def flow_cli_nopid(self):
+        pid = 1 << 22  # above any pid_max
+        if pid_exists(pid):
+            raise Fail("pid %d exists?" % pid)
+        if self.opts.no_ckpt:
+            return
+        r = self.run_ckpt(["checkpoint", str(pid), "-o", self.p("img")])
+        self.expect_error(r, "checkpoint of a nonexistent pid", must=[str(pid)])
+
+    def run_ckpt(self, args, timeout=30):
+        argv = self.ckpt_argv(*args)
+        self.vlog("$ " + " ".join(argv))
+        try:
+            return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                  cwd=self.dir, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Fail("%s hung" % " ".join(args))
+
+    def expect_error(self, r, what, must=()):
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode == 0:
+            raise Fail("%s: exit 0, expected an error" % what)
+        if r.returncode < 0 or r.returncode >= 128:
+            raise Fail("%s: crashed with status %d" % (what, r.returncode))
+        if not err.strip():
+            raise Fail("%s: exit %d with no message on stderr" % (what, r.returncode))
+        for m in must:
+            if m not in err:
+                raise Fail("%s: message %r does not mention %r" % (what, err.strip(), m))
+        if re.search(r"Sanitizer|core dumped|Segmentation", err):
+            raise Fail("%s: %s" % (what, err.strip()))
+        self.vlog("%s: exit %d: %s" % (what, r.returncode, err.strip()))
+
+    def flow_cli_usage(self):
+        if self.opts.no_ckpt:
+            return
+        cases = [
+            ([], "no arguments"),
+            (["no-such-verb"], "unknown subcommand"),
+            (["checkpoint"], "checkpoint without a pid"),
+            (["checkpoint", "notapid", "-o", self.p("img")], "checkpoint of 'notapid'"),
+            (["checkpoint", str(os.getpid())], "checkpoint without -o"),
+            (["checkpoint", str(os.getpid()), "-o", self.p("img"), "--no-such-option"],
+             "an unknown option"),
+            (["restart"], "restart without an image"),
+            (["restart", self.p("missing-image")], "restart of a missing file"),
+            (["inspect", self.p("missing-image")], "inspect of a missing file"),
+        ]
+        for args, what in cases:
+            r = self.run_ckpt(args)
+            must = ["missing-image"] if "missing" in what else []
+            self.expect_error(r, what, must=must)
+        if pid_alive(os.getpid()) is False:
+            raise Fail("runner gone?")
+
+    def flow_cli_badout(self):
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        bad = "/nonexistent/dir/img"
+        rc, err = self.checkpoint(bad, "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or rc >= 128 or rc < 0 or not err.strip():
+            raise Fail("checkpoint -o %s: exit %d, stderr %r" % (bad, rc, err.strip()))
+        if os.path.exists(bad):
+            raise Fail("%s exists" % bad)
+        if not pid_alive(self.pid):
+            raise Fail("the target was killed although the image could not be written")
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
+
+    def flow_cli_unpriv(self):
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        # a directory "nobody" may write to, inside our 0700 one
+        os.chmod(self.dir, 0o711)
+        udir = self.p("nobody")
+        os.mkdir(udir)
+        os.chmod(udir, 0o777)
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        ckpt = self.opts.ckpt
+        if subprocess.run(drop + ["test", "-x", ckpt]).returncode != 0:
+            ckpt = os.path.join(udir, "ckpt")
+            shutil.copy(self.opts.ckpt, ckpt)
+            os.chmod(ckpt, 0o755)
+        saved = self.opts.ckpt
+        self.opts.ckpt = ckpt
+        try:
+            rc, err = self.checkpoint(os.path.join(udir, "img"), "nobody/ckpt", reap=[pr],
+                                      expect_ok=False, prefix=drop)
+        finally:
+            self.opts.ckpt = saved
+        if rc == 0:
+            raise Fail("an unprivileged checkpoint of a root process succeeded")
+        if rc < 0 or rc >= 128:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        if not re.search(self.t["regex"], err, re.I):
+            raise Fail("message %r does not mention permission" % err.strip())
+        if not pid_alive(self.pid):
+            raise Fail("the target is gone")
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
+
+    def flow_damage(self):
+        if self.opts.no_ckpt:
+            damage_selftest(self.p("synthetic"))
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        with open(img, "rb") as f:
+            good = f.read()
+        recs = walk_image(good)
+        self.vlog("image: %d bytes, %d records" % (len(good), len(recs)))
+        sub = self.opts.results
+        for kind, fn in DAMAGES:
+            data, where = fn(good, recs)
+            path = self.p("dmg-" + kind)
+            with open(path, "wb") as f:
+                f.write(data)
+            name = "img_damage/" + kind
+            try:
+                self.restart_damaged(path, kind, where)
+                sub.ok(name)
+            except Fail as e:
+                sub.bad(name, str(e), self)
+            os.unlink(path)
+        # the undamaged image is good: a dry run, then the real thing
+        try:
+            r = self.run_ckpt(["restart", img, "--dry-run", "--log", self.p("dry.log")],
+                              timeout=60)
+            if r.returncode != 0:
+                raise Fail("restart --dry-run exit %d: %s"
+                           % (r.returncode, r.stderr.decode(errors="replace").strip()))
+            self.expect_gone("restart --dry-run")
+            sub.ok("img_damage/dry-run")
+        except Fail as e:
+            sub.bad("img_damage/dry-run", str(e), self)
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the undamaged image")
+
+    def restart_damaged(self, path, kind, where):
+        tag = "dmg-" + kind
+        pidfile = self.p(tag + ".pid")
+        err = self.p(tag + ".err")
+        rp = self.popen(self.ckpt_argv("restart", path, "--pidfile", pidfile, "--log",
+                                       self.p(tag + ".log")), err=err, out=self.p(tag + ".out"))
+        deadline = time.monotonic() + 30
+        while rp.poll() is None:
+            if os.path.exists(pidfile) or pid_alive(self.pid):
+                raise Fail("%s (%s): the restored process runs" % (kind, where))
+            if time.monotonic() > deadline:
+                raise Fail("%s (%s): ckpt restart hung" % (kind, where))
+            time.sleep(POLL)
+        rc = rp.returncode
+        msg = (tail(err, 20) or "").strip()
+        if rc == 0:
+            raise Fail("%s (%s): ckpt restart exit 0" % (kind, where))
+        if rc < 0 or rc >= 128:
+            raise Fail("%s (%s): ckpt restart crashed, status %d: %s" % (kind, where, rc, msg))
+        if not msg:
+            raise Fail("%s (%s): exit %d without a message" % (kind, where, rc))
+        if re.search(r"Sanitizer|core dumped|Segmentation", msg):
+            raise Fail("%s (%s): %s" % (kind, where, msg))
+        if kind in CHECKSUM_DAMAGES and not re.search(r"record|checksum", msg, re.I):
+            raise Fail("%s (%s): message %r names no record/checksum" % (kind, where, msg))
+        self.expect_gone("the refused restart of " + kind)
+        self.vlog("%s (%s): exit %d: %s" % (kind, where, rc, msg.splitlines()[-1]))
+
+    # --- cleanup ---------------------------------------------------------
+
+    def ours(self, pid):
+        try:
+            cwd = os.readlink("/proc/%d/cwd" % pid)
+        except OSError:
+            return False
+        return cwd == self.dir or cwd.startswith(self.dir + "/")
+
+    def cleanup(self):
+        if self.pid and self.ours(self.pid):
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pr in reversed(self.procs):
+            if pr.poll() is None:
+                try:
+                    pr.kill()
+                except OSError:
+                    pass
+        for pr in self.procs:
+            try:
+                pr.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def run(self):
+        getattr(self, "flow_" + self.t["kind"])()
+
+
+# --- the image, as described by src/img/img.h ---------------------------
+
+HDR_SIZE_OFF = 12          # struct img_header.header_size
+FRAME = struct.Struct("<IIQII")  # type, flags, length, hdr_crc, data_crc
+PAD_MASK = 0xfff
+TRAILER = 0xffff
+
+
+def walk_image(data):
+    """[(index, frame_off, type, flags, data_off, data_len)], or Fail."""
+    if len(data) < 16:
+        raise Fail("image of %d bytes" % len(data))
+    hs = struct.unpack_from("<I", data, HDR_SIZE_OFF)[0]
+    pos, recs = hs, []
+    while pos + FRAME.size <= len(data):
+        typ, flags, length, _, _ = FRAME.unpack_from(data, pos)
+        pad = flags & PAD_MASK
+        if pad > length:
+            break
+        recs.append((len(recs), pos, typ, flags, pos + FRAME.size + pad, length - pad))
+        pos += FRAME.size + length
+        if typ == TRAILER:
+            break
+    if not recs or recs[-1][2] != TRAILER or pos != len(data):
+        raise Fail("cannot follow the framing of the image (img.h changed?): "
+                   "header_size %d, %d records, stopped at %d of %d" % (hs, len(recs), pos,
+                                                                        len(data)))
+    return recs
+
+
+def flip(data, off):
+    b = bytearray(data)
+    b[off] ^= 0xff
+    return bytes(b)
+
+
+def d_header(data, recs):
+    off = HDR_SIZE_OFF + 20  # inside the header, past magic/version/size: its crc must catch it
+    return flip(data, off), "byte %d of the header" % off
+
+
+def d_frame(data, recs):
+    off = recs[0][1]
+    return flip(data, off), "byte %d: first frame's type" % off
+
+
+def d_payload(data, recs):
+    meta = [r for r in recs[:-1] if 0 < r[5] and (r[5] % 4096 or r[5] < 4096)
+            and r[3] & PAD_MASK == 0]
+    if not meta:
+        raise Fail("no metadata record found in the image")
+    r = meta[len(meta) // 2]
+    off = r[4] + r[5] // 2
+    return flip(data, off), "byte %d: middle of record %d (type %d, %d bytes)" % (
+        off, r[0], r[2], r[5])
+
+
+def d_pages(data, recs):
+    r = max(recs[:-1], key=lambda r: r[5])
+    off = r[4] + int(r[5] * 0.6)
+    return flip(data, off), "byte %d: 60%% into record %d (type %d, %d bytes)" % (
+        off, r[0], r[2], r[5])
+
+
+def d_trunc_half(data, recs):
+    return data[:len(data) // 2], "truncated to %d bytes" % (len(data) // 2)
+
+
+def d_trunc_1(data, recs):
+    return data[:-1], "truncated by 1 byte"
+
+
+def d_append(data, recs):
+    return data + random.Random(1).randbytes(4096), "4096 bytes of garbage appended"
+
+
+def d_random(data, recs):
+    return random.Random(2).randbytes(1 << 20), "1 MiB of random bytes"
+
+
+def d_empty(data, recs):
+    return b"", "empty file"
+
+
+DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
+           ("pages", d_pages), ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
+           ("append", d_append), ("random", d_random), ("empty", d_empty)]
+CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
+
+
+def damage_selftest(path):
+    """--no-ckpt: the damage code on a synthetic image laid out as img.h says."""
+    hs = 140
+    hdr = bytearray(hs)
+    hdr[0:8] = b"CKPTIMG\0"
+    struct.pack_into("<II", hdr, 8, 1, hs)
+    out = bytearray(hdr)
+
+    def rec(typ, payload, aligned=False):
+        pad = 0
+        if aligned:
+            pad = (-(len(out) + FRAME.size)) % 4096
+        out.extend(FRAME.pack(typ, pad, pad + len(payload), 0, 0))
+        out.extend(b"\0" * pad)
+        out.extend(payload)
+
+    rec(1, b"\x08\x01" * 10)
+    rec(2, b"\x0a\x03abc" * 7)
+    rec(3, b"P" * (8 * 4096), aligned=True)
+    rec(4, b"\x10\x02" * 5)
+    rec(TRAILER, struct.pack("<QQII", 4, 0, 0x444e4521, 0))
+    data = bytes(out)
+    recs = walk_image(data)
+    if len(recs) != 5 or recs[2][4] % 4096 or recs[2][5] != 8 * 4096:
+        raise Fail("damage self-test: walk_image misread the synthetic image: %r" % recs)
+    for kind, fn in DAMAGES:
+        d, where = fn(data, recs)
+        if d == data:
+            raise Fail("damage self-test: %s left the image unchanged" % kind)
+    if d_pages(data, recs)[0][recs[2][4]:recs[2][4] + recs[2][5]] == data[
+            recs[2][4]:recs[2][4] + recs[2][5]]:
+        raise Fail("damage self-test: page damage missed the page record")
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+# --- driver ----------------------------------------------------------------
+
+class Results:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+        self.failures = []
+
+    def ok(self, name, notes=()):
+        self.passed += 1
+        print("PASS %s%s" % (name, " (%s)" % ", ".join(notes) if notes else ""), flush=True)
+
+    def skip(self, name, why):
+        self.skipped += 1
+        print("SKIP %s: %s" % (name, why), flush=True)
+
+    def bad(self, name, why, run):
+        self.failed += 1
+        self.failures.append(name)
+        print("FAIL %s: %s" % (name, why), flush=True)
+        seen = set()
+        for path in run.logs:
+            if path in seen:
+                continue
+            seen.add(path)
+            t = tail(path)
+            if t:
+                print("  --- %s:" % os.path.relpath(path, run.dir))
+                print("\n".join("  | " + l for l in t.splitlines()))
+        run.keep = True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ckpt", default="build/ckpt")
+    ap.add_argument("--bindir", default="build/tests/e2e")
+    ap.add_argument("--no-ckpt", action="store_true",
+                    help="run the programs natively, without checkpoint/restart")
+    ap.add_argument("--only", help="comma-separated test names")
+    ap.add_argument("--mode", choices=ALL_MODES,
+                    help="run only this mode (default: every mode of every test; "
+                         "with --no-ckpt: basic)")
+    ap.add_argument("--keep", action="store_true", help="keep the directories of passed tests")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    opts = ap.parse_args()
+    opts.ckpt = os.path.abspath(opts.ckpt)
+    opts.bindir = os.path.abspath(opts.bindir)
+    opts.python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+
+    if opts.list:
+        for t in TESTS:
+            print("%-18s %-10s %s" % (t["name"], t["kind"], ",".join(t["modes"])))
+        return 0
+    if os.geteuid() != 0:
+        print("warning: not root; several tests need root", file=sys.stderr)
+    if not opts.no_ckpt and not os.access(opts.ckpt, os.X_OK):
+        print("error: %s is not executable" % opts.ckpt, file=sys.stderr)
+        return 2
+
+    only = set(opts.only.split(",")) if opts.only else None
+    if only:
+        unknown = only - {t["name"] for t in TESTS}
+        if unknown:
+            print("error: unknown test(s): %s" % ", ".join(sorted(unknown)), file=sys.stderr)
+            return 2
+    modes = [opts.mode] if opts.mode else ([B] if opts.no_ckpt else list(ALL_MODES))
+
+    res = Results()
+    opts.results = res
+    for t in TESTS:
+        if only and t["name"] not in only:
+            continue
+        for mode in modes:
+            if mode not in t["modes"]:
+                continue
+            run = Run(opts, t, mode)
+            run.keep = False
+            try:
+                run.run()
+                res.ok(run.name, run.notes)
+            except Skip as e:
+                res.skip(run.name, str(e))
+            except Fail as e:
+                res.bad(run.name, str(e), run)
+            except Exception as e:  # a runner bug must not hide the others
+                res.bad(run.name, "runner error: %r" % e, run)
+            finally:
+                run.cleanup()
+                if run.keep or opts.keep:
+                    print("  kept %s" % run.dir, flush=True)
+                else:
+                    shutil.rmtree(run.dir, ignore_errors=True)
+
+    line = "%d passed, %d failed" % (res.passed, res.failed)
+    if res.skipped:
+        line += ", %d skipped" % res.skipped
+    print(line)
+    return 1 if res.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
