@@ -19,6 +19,7 @@ clean_exec() {
 echo "== starting a counter that prints a line every 200 ms"
 (clean_exec "$counter" 25 </dev/null >"$dir/out" 2>&1) 2>/dev/null &
 pid=$!
+disown "$pid"  # reaped all the same, without a "Killed" notice
 sleep 1.2
 echo "   pid $pid, output so far:"
 tail -n 2 "$dir/out" | sed 's/^/   | /'

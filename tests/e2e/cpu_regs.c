@@ -133,7 +133,7 @@ static int vector_level(void)
 		return 0;
 	if (!(c & bit_OSXSAVE) || !(c & bit_AVX) || (xgetbv0() & 6) != 6)
 		return 0;
-	if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX512F) &&
+	if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX512F) && (b & bit_AVX512BW) &&
 	    (xgetbv0() & 0xe6) == 0xe6)
 		return 2;
 	return 1;
