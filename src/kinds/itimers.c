@@ -63,6 +63,13 @@ static int itimers_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 	return t->kstate[KIND_itimers] ? 0 : -EINVAL;
 }
 
+static int arm(struct rst_ctx *ctx, struct rst_task *t, int which, const struct itimerval *v)
+{
+	uint64_t addr = puppet_scratch_put(&t->pup, 0, v, sizeof(*v));
+	long r = puppet_syscall(&t->pup, SYS_setitimer, which, addr, 0);
+	return (int)rst_check(ctx, t, r, "setitimer");
+}
+
 static int itimers_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	ItimersEntry *e = t->kstate[KIND_itimers];
@@ -82,10 +89,27 @@ static int itimers_restore(struct rst_ctx *ctx, struct rst_task *t)
 			.it_value = { (time_t)(it[w]->value_us / 1000000),
 				      (suseconds_t)(it[w]->value_us % 1000000) },
 		};
-		uint64_t addr = puppet_scratch_put(&t->pup, 0, &v, sizeof(v));
-		long r = puppet_syscall(&t->pup, SYS_setitimer, w, addr, 0);
-		if (rst_check(ctx, t, r, "setitimer") < 0)
-			return (int)r;
+		int r = arm(ctx, t, w, &v);
+		if (r < 0)
+			return r;
+		/* the kernel adds a tick to CPU-time timers as they are armed;
+		 * read back and take it off again, so the time left stays */
+		if (w != ITIMER_REAL) {
+			struct itimerval got;
+			long g = puppet_syscall(&t->pup, SYS_getitimer, w, t->pup.scratch);
+			if (g == 0 && puppet_read(&t->pup, t->pup.scratch, &got, sizeof(got)) == 0 &&
+			    tv_us(&got.it_value) > it[w]->value_us) {
+				uint64_t extra = tv_us(&got.it_value) - it[w]->value_us;
+				if (extra < it[w]->value_us) {
+					uint64_t want = it[w]->value_us - extra;
+					v.it_value.tv_sec = (time_t)(want / 1000000);
+					v.it_value.tv_usec = (suseconds_t)(want % 1000000);
+					r = arm(ctx, t, w, &v);
+					if (r < 0)
+						return r;
+				}
+			}
+		}
 	}
 	return 0;
 }

@@ -344,6 +344,21 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 	return flush_chunk(ctx, t, c, readable);
 }
 
+/* Vma i maps a part of a shmem object that an earlier vma already covers. */
+static bool shmem_seen(const MmEntry *e, size_t i)
+{
+	const VmaEntry *v = e->vmas[i];
+	if (!v->shared || !v->has_shmem_id)
+		return false;
+	for (size_t j = 0; j < i; j++) {
+		const VmaEntry *w = e->vmas[j];
+		if (w->shared && w->has_shmem_id && w->shmem_id == v->shmem_id &&
+		    w->pgoff <= v->pgoff && v->pgoff + (v->end - v->start) <= w->pgoff + (w->end - w->start))
+			return true;
+	}
+	return false;
+}
+
 static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct mm_ckpt *m = t->kstate[KIND_mm];
@@ -363,7 +378,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	if (!c)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->e.n_vmas; i++) {
-		if (!needs_pages(m->e.vmas[i]))
+		if (!needs_pages(m->e.vmas[i]) || shmem_seen(&m->e, i))
 			continue;
 		r = scan_vma(ctx, t, pagemap, m->e.vmas[i], c);
 		if (r < 0)
@@ -418,13 +433,18 @@ static int check_pagemap(struct rst_ctx *ctx, const struct img_record *rec, cons
 	if (pm->n_addr != pm->n_npages || !pm->n_addr)
 		return log_fail(&ctx->log, -EINVAL, "record %u (mm/pagemap): malformed", rec->index);
 	for (size_t i = 0; i < pm->n_addr; i++) {
-		uint64_t a = pm->addr[i], len = (uint64_t)pm->npages[i] * PAGE;
-		const VmaEntry *v = vma_of(e, a);
-		if (a % PAGE || !pm->npages[i] || !v || !needs_pages(v) || len > v->end - a)
-			return log_fail(&ctx->log, -EINVAL,
-					"record %u (mm/pagemap): pages at %llx (%u) lie outside any "
-					"vma that holds pages",
-					rec->index, (unsigned long long)a, pm->npages[i]);
+		uint64_t a = pm->addr[i], end = a + (uint64_t)pm->npages[i] * PAGE;
+		/* a run may go on across adjacent vmas, each of which holds pages */
+		for (uint64_t at = a; at < end || at == a;) {
+			const VmaEntry *v = vma_of(e, at);
+			if (a % PAGE || !pm->npages[i] || end > TASK_SIZE_MAX || !v ||
+			    !needs_pages(v))
+				return log_fail(&ctx->log, -EINVAL,
+						"record %u (mm/pagemap): pages at %llx (%u) lie "
+						"outside any vma that holds pages",
+						rec->index, (unsigned long long)a, pm->npages[i]);
+			at = v->end;
+		}
 	}
 	return 0;
 }
@@ -679,40 +699,96 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 	return 0;
 }
 
+/* fds passed into the puppet for its mappings, by file objref or shmem id */
 struct remote_files {
-	uint32_t id[64];
+	uint64_t key[64];
 	int fd[64];
 	int n;
 };
-
-static int remote_file(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
-		       uint32_t id)
-{
-	for (int i = 0; i < rf->n; i++)
-		if (rf->id[i] == id)
-			return rf->fd[i];
-	if (rf->n == (int)ARRAY_SIZE(rf->id)) { /* full: recycle */
-		for (int i = 0; i < rf->n; i++)
-			puppet_syscall(&t->pup, SYS_close, rf->fd[i]);
-		rf->n = 0;
-	}
-	int local, r = file_reg_fd(ctx, id, &local);
-	if (r < 0)
-		return r;
-	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], t->ctl_remote, local);
-	if (rfd < 0)
-		return log_fail(&ctx->log, rfd, "pid %d: cannot pass '%s' to the new process: %s",
-				t->pid, file_reg_path(ctx, id), strerror(-rfd));
-	rf->id[rf->n] = id;
-	rf->fd[rf->n++] = rfd;
-	return rfd;
-}
+#define SHMEM_KEY(ino) ((1ull << 63) | (ino))
 
 static void close_remote_files(struct rst_task *t, struct remote_files *rf)
 {
 	for (int i = 0; i < rf->n; i++)
 		puppet_syscall(&t->pup, SYS_close, rf->fd[i]);
 	rf->n = 0;
+}
+
+static int remote_cached(struct remote_files *rf, uint64_t key)
+{
+	for (int i = 0; i < rf->n; i++)
+		if (rf->key[i] == key)
+			return rf->fd[i];
+	return -1;
+}
+
+static int remote_add(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
+		      uint64_t key, int local, const char *what)
+{
+	if (rf->n == (int)ARRAY_SIZE(rf->key)) /* full: recycle */
+		close_remote_files(t, rf);
+	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], t->ctl_remote, local);
+	if (rfd < 0)
+		return log_fail(&ctx->log, rfd, "pid %d: cannot pass %s to the new process: %s",
+				t->pid, what, strerror(-rfd));
+	rf->key[rf->n] = key;
+	rf->fd[rf->n++] = rfd;
+	return rfd;
+}
+
+static int remote_file(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
+		       uint32_t id)
+{
+	int local, rfd = remote_cached(rf, id);
+	if (rfd >= 0)
+		return rfd;
+	int r = file_reg_fd(ctx, id, &local);
+	if (r < 0)
+		return r;
+	char what[320];
+	snprintf(what, sizeof(what), "'%.300s'", file_reg_path(ctx, id));
+	return remote_add(ctx, t, rf, id, local, what);
+}
+
+/*
+ * Shared anonymous memory is one shmem object however many vmas map it:
+ * ckpt makes the object (a MAP_SHARED mapping of /dev/zero, as the kernel
+ * does for MAP_SHARED|MAP_ANONYMOUS, so it still reads "/dev/zero
+ * (deleted)"), takes an fd to it through map_files and maps that fd at
+ * every vma of the object.
+ */
+static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
+			uint64_t ino)
+{
+	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
+	int rfd = remote_cached(rf, SHMEM_KEY(ino));
+	uint64_t size = 0;
+	char path[96];
+
+	if (rfd >= 0)
+		return rfd;
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		if (v->kind == VMA_KIND__VMA_ANON && v->shared && v->has_shmem_id &&
+		    v->shmem_id == ino)
+			size = MAX(size, v->pgoff + (v->end - v->start));
+	}
+	_cleanup_close_ int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
+	if (zero < 0)
+		return log_fail(&ctx->log, -errno, "cannot open /dev/zero: %s", strerror(errno));
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0);
+	if (m == MAP_FAILED)
+		return log_fail(&ctx->log, -errno, "cannot make a shared memory object of %llu bytes: %s",
+				(unsigned long long)size, strerror(errno));
+	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)m,
+		 (unsigned long)m + size);
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+	int err = errno;
+	munmap(m, size);
+	if (fd < 0)
+		return log_fail(&ctx->log, -err, "cannot open shared memory through map_files: %s",
+				strerror(err));
+	return remote_add(ctx, t, rf, SHMEM_KEY(ino), fd, "shared memory");
 }
 
 static uint32_t initial_prot(const VmaEntry *v)
@@ -734,6 +810,11 @@ static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files 
 		flags = (flags & ~(MAP_SHARED | MAP_PRIVATE)) | MAP_DROPPABLE;
 	if (v->kind == VMA_KIND__VMA_FILE) {
 		fd = remote_file(ctx, t, rf, v->file_id);
+		if (fd < 0)
+			return (int)fd;
+		off = (long)v->pgoff;
+	} else if (v->shared && v->has_shmem_id) {
+		fd = remote_shmem(ctx, t, rf, v->shmem_id);
 		if (fd < 0)
 			return (int)fd;
 		off = (long)v->pgoff;

@@ -5,7 +5,8 @@
  * had before the puppet engine blocked everything), pending signals of the
  * thread and of the process with their siginfo (PTRACE_PEEKSIGINFO), and
  * sigaltstack. Pending signals are queued again from inside the puppet,
- * which may send itself any si_code, while everything is still blocked.
+ * which may send itself any si_code (SI_TKILL with the original sender
+ * included, by rt_tgsigqueueinfo), while everything is still blocked.
  */
 #include <errno.h>
 #include <signal.h>
