@@ -256,18 +256,28 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f)
 	return 0;
 }
 
-/* Mapped files must be the very file that was mapped: same size and mtime. */
+/*
+ * A mapped file must still be the file that was mapped: a different size
+ * is refused (pages would move or vanish); a different mtime is only
+ * reported, since rewriting the same bytes (or touch) changes it too.
+ */
 static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 {
 	struct stat st;
 	if (fstat(f->fd, &st) < 0)
 		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return 0;
 	uint64_t mtime = st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
-	if (S_ISREG(st.st_mode) && ((uint64_t)st.st_size != f->e->size || mtime != f->e->mtime_ns))
+	if ((uint64_t)st.st_size != f->e->size)
 		return log_fail(&ctx->log, -ESTALE,
-				"file '%s': changed since the checkpoint (size or mtime differ); "
+				"file '%s': its size changed since the checkpoint (%llu, was %llu); "
 				"a mapped file must be the same",
-				f->e->path);
+				f->e->path, (unsigned long long)st.st_size,
+				(unsigned long long)f->e->size);
+	if (mtime != f->e->mtime_ns)
+		log_warn(&ctx->log, "file '%s': modified since the checkpoint (same size)",
+			 f->e->path);
 	return 0;
 }
 
