@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <linux/userfaultfd.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -411,7 +412,8 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 	return 0;
 }
 
-static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
+/* The index of the vma holding addr, or -1. */
+static ssize_t vma_index(const MmEntry *e, uint64_t addr)
 {
 	size_t lo = 0, hi = e->n_vmas;
 	while (lo < hi) {
@@ -422,9 +424,15 @@ static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
 		else if (addr >= v->end)
 			lo = mid + 1;
 		else
-			return v;
+			return (ssize_t)mid;
 	}
-	return NULL;
+	return -1;
+}
+
+static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
+{
+	ssize_t i = vma_index(e, addr);
+	return i < 0 ? NULL : e->vmas[i];
 }
 
 static int check_pagemap(struct rst_ctx *ctx, const struct img_record *rec, const MmEntry *e,
@@ -871,44 +879,144 @@ static int advise_vma(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 	return 0;
 }
 
+/*
+ * Filling fresh anonymous memory with process_vm_writev costs a page fault
+ * and a page clear per page. UFFDIO_COPY allocates each page with its
+ * contents instead: ckpt makes a userfaultfd in the puppet, takes it with
+ * pidfd_getfd, registers the private anonymous vmas, copies, unregisters.
+ * Without userfaultfd, process_vm_writev does it all.
+ */
+struct uffd {
+	int fd;
+	bool *reg;              /* per vma: registered */
+};
+
+static void uffd_close(struct rst_task *t, struct uffd *u)
+{
+	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
+	for (size_t i = 0; u->fd >= 0 && u->reg && i < e->n_vmas; i++) {
+		if (!u->reg[i])
+			continue;
+		struct uffdio_range r = { e->vmas[i]->start, e->vmas[i]->end - e->vmas[i]->start };
+		ioctl(u->fd, UFFDIO_UNREGISTER, &r);
+	}
+	if (u->fd >= 0)
+		close(u->fd);
+	free(u->reg);
+	*u = (struct uffd){ .fd = -1 };
+}
+
+static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
+{
+	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
+	long rfd = puppet_syscall(&t->pup, SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (rfd < 0)
+		rfd = puppet_syscall(&t->pup, SYS_userfaultfd,
+				     O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	*u = (struct uffd){ .fd = -1 };
+	if (rfd < 0) {
+		log_debug(&ctx->log, "pid %d: no userfaultfd (%s); pages go by process_vm_writev",
+			  t->pid, strerror((int)-rfd));
+		return;
+	}
+	u->fd = puppet_getfd(&t->pup, (int)rfd);
+	puppet_syscall(&t->pup, SYS_close, rfd);
+	struct uffdio_api api = { .api = UFFD_API };
+	u->reg = calloc(e->n_vmas ? e->n_vmas : 1, sizeof(*u->reg));
+	if (u->fd < 0 || !u->reg || ioctl(u->fd, UFFDIO_API, &api) < 0) {
+		uffd_close(t, u);
+		return;
+	}
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		if (v->kind != VMA_KIND__VMA_ANON || v->shared)
+			continue;
+		struct uffdio_register reg = {
+			.range = { v->start, v->end - v->start },
+			.mode = UFFDIO_REGISTER_MODE_MISSING,
+		};
+		u->reg[i] = ioctl(u->fd, UFFDIO_REGISTER, &reg) == 0;
+	}
+}
+
+/* Copies len bytes to addr in the puppet; 0 if done, -errno if it could not. */
+static int uffd_copy(const MmEntry *e, const struct uffd *u, uint64_t addr, const uint8_t *src,
+		     uint64_t len)
+{
+	while (len) {
+		ssize_t idx = u->fd >= 0 ? vma_index(e, addr) : -1;
+		if (idx < 0 || !u->reg[idx])
+			return -ENOTSUP;
+		const VmaEntry *v = e->vmas[idx];
+		uint64_t n = MIN(len, v->end - addr);
+		struct uffdio_copy c = { .dst = addr, .src = (uint64_t)(uintptr_t)src, .len = n };
+		if (ioctl(u->fd, UFFDIO_COPY, &c) < 0 && !(errno == EAGAIN && c.copy == (int64_t)n))
+			return -errno;
+		addr += n;
+		src += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int writev_pages(struct rst_ctx *ctx, struct rst_task *t, const struct iovec *remote,
+			size_t n, const uint8_t *src, uint64_t bytes)
+{
+	struct iovec local = { .iov_base = (void *)src, .iov_len = bytes };
+	if (process_vm_writev(t->pid, &local, 1, remote, n, 0) == (ssize_t)bytes)
+		return 0;
+	/* partial: finish through /proc/pid/mem */
+	uint64_t off = 0;
+	for (size_t k = 0; k < n; k++) {
+		int r = puppet_write(&t->pup, (uint64_t)(uintptr_t)remote[k].iov_base, src + off,
+				     remote[k].iov_len);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot write pages at %p: %s", t->pid,
+					remote[k].iov_base, strerror(-r));
+		off += remote[k].iov_len;
+	}
+	return 0;
+}
+
 static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 	struct iovec remote[1024];
+	struct uffd u;
+	int r = 0;
 
-	for (size_t c = 0; c < m->nchunks; c++) {
+	uffd_open(ctx, t, &u);
+	for (size_t c = 0; c < m->nchunks && r >= 0; c++) {
 		const struct page_chunk *ch = &m->chunks[c];
 		const uint8_t *src = ch->data;
-		size_t i = 0;
-		while (i < ch->pm->n_addr) {
-			size_t n = 0;
-			uint64_t bytes = 0;
-			for (; i < ch->pm->n_addr && n < ARRAY_SIZE(remote); i++, n++) {
-				remote[n].iov_base = (void *)(uintptr_t)ch->pm->addr[i];
-				remote[n].iov_len = (uint64_t)ch->pm->npages[i] * PAGE;
-				bytes += remote[n].iov_len;
+		size_t n = 0;
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < ch->pm->n_addr && r >= 0; i++) {
+			uint64_t addr = ch->pm->addr[i], len = (uint64_t)ch->pm->npages[i] * PAGE;
+			if (uffd_copy(m->e, &u, addr, src + bytes, len) == 0) {
+				/* done; what was gathered before goes out first */
+				if (n)
+					r = writev_pages(ctx, t, remote, n, src, bytes);
+				src += bytes + len;
+				n = 0;
+				bytes = 0;
+				continue;
 			}
-			struct iovec local = { .iov_base = (void *)src, .iov_len = bytes };
-			ssize_t w = process_vm_writev(t->pid, &local, 1, remote, n, 0);
-			if (w != (ssize_t)bytes) {
-				/* partial: finish through /proc/pid/mem */
-				uint64_t off = 0;
-				for (size_t k = 0; k < n; k++) {
-					int r = puppet_write(&t->pup,
-							     (uint64_t)(uintptr_t)remote[k].iov_base,
-							     src + off, remote[k].iov_len);
-					if (r < 0)
-						return log_fail(&ctx->log, r,
-								"pid %d: cannot write pages at %p: %s",
-								t->pid, remote[k].iov_base,
-								strerror(-r));
-					off += remote[k].iov_len;
-				}
+			remote[n].iov_base = (void *)(uintptr_t)addr;
+			remote[n++].iov_len = len;
+			bytes += len;
+			if (n == ARRAY_SIZE(remote)) {
+				r = writev_pages(ctx, t, remote, n, src, bytes);
+				src += bytes;
+				n = 0;
+				bytes = 0;
 			}
-			src += bytes;
 		}
+		if (n && r >= 0)
+			r = writev_pages(ctx, t, remote, n, src, bytes);
 	}
-	return 0;
+	uffd_close(t, &u);
+	return r;
 }
 
 static int set_mm_fields(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf)

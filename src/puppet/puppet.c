@@ -490,3 +490,17 @@ int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd,
 	puppet_syscall(p, SYS_close, tmp);
 	return r < 0 ? (int)r : target_fd;
 }
+
+int puppet_getfd(struct puppet *p, int remote_fd)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (pidfd < 0)
+		return -errno;
+	int fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0);
+	int e = errno;
+	close(pidfd);
+	if (fd < 0)
+		return -e;
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}

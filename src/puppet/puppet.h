@@ -102,6 +102,8 @@ int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
  */
 int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
 	__attribute__((warn_unused_result));
+/* A copy of the task's remote_fd, in ckpt (pidfd_getfd). */
+int puppet_getfd(struct puppet *p, int remote_fd) __attribute__((warn_unused_result));
 /* Puts fd into the task as target_fd (O_CLOEXEC if cloexec). */
 int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd, int target_fd,
 		      bool cloexec) __attribute__((warn_unused_result));
