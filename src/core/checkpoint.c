@@ -265,7 +265,9 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 			puppet_kill(&t->pup);
 			continue;
 		}
-		int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : 0;
+		/* a task that was stopped stays stopped */
+		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
+											     : 0;
 		e = puppet_release(&t->pup, sig);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: releasing it failed: %s", t->pid, strerror(-e));

@@ -365,7 +365,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	pid_t root = ctx.tasks[0].pid;
 	int sig = (o->flags & RESTART_FROZEN) ? SIGSTOP : 0;
 	for (size_t i = 0; i < ctx.ntasks; i++) {
-		int e = puppet_release(&ctx.tasks[i].pup, sig);
+		int e = puppet_release(&ctx.tasks[i].pup,
+				       task_stopped(&ctx.tasks[i]) ? SIGSTOP : sig);
 		if (e < 0 && r >= 0)
 			r = log_fail(&ctx.log, e, "pid %d: cannot release it: %s", ctx.tasks[i].pid,
 				     strerror(-e));

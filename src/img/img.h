@@ -130,7 +130,9 @@ struct img_reader {
 /* Loads the stream and checks the header. */
 int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 	__attribute__((warn_unused_result));
-/* Checks every frame, every checksum and the trailer; rewinds afterwards. */
+/* Checks every frame, every checksum and the trailer; rewinds afterwards.
+ * Later passes of img_reader_next() check frames but not data checksums
+ * again (anyone who can change the image file could as well forge it). */
 int img_reader_validate(struct img_reader *r, struct img_error *err)
 	__attribute__((warn_unused_result));
 /*

@@ -62,6 +62,10 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.sid = t->stat.session;
 	snprintf(k->comm, sizeof(k->comm), "%s", t->stat.comm);
 	k->e.comm = k->comm;
+	if (t->pup.group_stopped || t->stat.state == 'T') {
+		k->e.has_stopped = true;
+		k->e.stopped = true;
+	}
 
 	r = proc_read(t->pid, "personality", &text, NULL);
 	if (r < 0)
@@ -131,6 +135,12 @@ static int task_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 		return log_fail(&ctx->log, -EINVAL, "record %u: task entry of pid %u inside pid %d",
 				rec->index, e->pid, t->pid);
 	return 0;
+}
+
+bool task_stopped(struct rst_task *t)
+{
+	TaskEntry *e = t->kstate[KIND_task];
+	return e && e->has_stopped && e->stopped;
 }
 
 int task_rseq_unregister(struct puppet *p)

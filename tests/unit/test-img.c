@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -565,6 +566,10 @@ static void stream_roundtrip(enum stream_mode mode)
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
+		/* a writer gone wrong must not fill the reader's memory for long */
+		struct rlimit cpu = { 5, 5 };
+
+		setrlimit(RLIMIT_CPU, &cpu);
 		close(fds[0]);
 		if (mode == STREAM_PIPE_NONBLOCK)
 			fcntl(fds[1], F_SETFL, O_NONBLOCK);
@@ -1049,6 +1054,12 @@ TEST(error_location)
 
 int main(void)
 {
+	/* a writer gone wrong must not fill /tmp or memory: EFBIG instead */
+	struct rlimit fsize = { 1ul << 30, 1ul << 30 };
+
+	signal(SIGXFSZ, SIG_IGN);
+	setrlimit(RLIMIT_FSIZE, &fsize);
+
 	RUN(crc_vectors);
 	RUN(crc_hw_matches_sw);
 	RUN(crc_chaining);
