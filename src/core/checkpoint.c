@@ -166,6 +166,11 @@ static int collect(struct ckpt_ctx *ctx, pid_t pid)
 			return r;
 		}
 	}
+	for (int k = 0; k < KIND_MAX; k++) {
+		r = kinds[k].ops->collect_end ? kinds[k].ops->collect_end(ctx) : 0;
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 

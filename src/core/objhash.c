@@ -120,6 +120,16 @@ int objhash_get(const struct objhash *h, uint32_t id, int kind, struct obj **ret
 	return -ENOENT;
 }
 
+struct obj *objhash_find(const struct objhash *h, uint32_t id)
+{
+	if (!h->by_id)
+		return NULL;
+	for (struct obj *o = h->by_id[hash64(id, h->nbuckets)]; o; o = o->next_id)
+		if (o->id == id)
+			return o;
+	return NULL;
+}
+
 void objhash_free(struct objhash *h, void (*release)(int kind, void *ptr))
 {
 	if (!h->by_id)

@@ -46,6 +46,8 @@ struct obj *objhash_next_key(const struct objhash *h, const struct obj *prev, in
 /* -ENOENT if there is no such id, -EINVAL if it is of another kind. */
 int objhash_get(const struct objhash *h, uint32_t id, int kind, struct obj **ret)
 	__attribute__((warn_unused_result));
+/* The object with this id, whatever its kind, or NULL. */
+struct obj *objhash_find(const struct objhash *h, uint32_t id);
 /* Calls release(kind, ptr) for every object, then frees the hash. */
 void objhash_free(struct objhash *h, void (*release)(int kind, void *ptr));
 

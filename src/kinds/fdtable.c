@@ -6,6 +6,10 @@
  * above every fd of the image.
  */
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +18,6 @@
 #include "core/ctx.h"
 #include "files.pb-c.h"
 #include "kinds/fdtable.h"
-#include "kinds/file-reg.h"
 #include "util/cleanup.h"
 
 enum { FDTABLE_ENTRY = REC_TYPE(KID_fdtable, 1) };
@@ -31,21 +34,83 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* Why no kind took the file behind fd: said by what it is. */
+static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
+{
+	const char *why = "this kind of file is not supported yet";
+	char buf[160];
+
+	if (S_ISSOCK(fi->st.st_mode))
+		why = "sockets are not supported yet";
+	else if (S_ISFIFO(fi->st.st_mode))
+		why = "named FIFOs are not supported yet";
+	else if (!strncmp(fi->path, "anon_inode:", 11))
+		snprintf(buf, sizeof(buf), "%s files are not supported yet", fi->path + 11), why = buf;
+	else if (S_ISCHR(fi->st.st_mode))
+		snprintf(buf, sizeof(buf), "character device %u:%u is not supported yet",
+			 major(fi->st.st_rdev), minor(fi->st.st_rdev)),
+			why = buf;
+	else if (S_ISBLK(fi->st.st_mode))
+		why = "block devices are not supported yet";
+	return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s", fi->pid, fi->fd, fi->path,
+			why);
+}
+
+static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
+{
+	char link[64], *text = NULL;
+	ssize_t n;
+	int r;
+
+	fi->pid = t->pid;
+	fi->fd = fd;
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", t->pid, fd);
+	n = readlink(link, fi->path, sizeof(fi->path) - 1);
+	if (n < 0 || stat(link, &fi->st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
+				strerror(errno));
+	fi->path[n] = '\0';
+	snprintf(link, sizeof(link), "fdinfo/%d", fd);
+	r = proc_read(t->pid, link, &text, NULL);
+	if (r >= 0)
+		r = proc_parse_fdinfo(text, &fi->fi);
+	free(text);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d: cannot read its fdinfo", t->pid, fd);
+	return 0;
+}
+
+static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+		       uint32_t *ret_id)
+{
+	for (int k = 0; k < KIND_MAX; k++) {
+		const struct kind_ops *ops = kinds[k].ops;
+		if (ops->fd_claim && ops->fd_claim(fi))
+			return ops->fd_collect(ctx, t, fi, ret_id);
+	}
+	return refuse_fd(ctx, fi);
+}
+
 static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f = task_state(t, KIND_fdtable, sizeof(*f));
+	struct fd_info *fi = malloc(sizeof(*fi));
 	char path[64];
 	int *fds = NULL, r = 0;
 	size_t n = 0, cap = 0;
 
-	if (!f)
+	if (!f || !fi) {
+		free(fi);
 		return -ENOMEM;
+	}
 	fd_table_entry__init(&f->e);
 	snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
 	DIR *d = opendir(path);
-	if (!d)
+	if (!d) {
+		free(fi);
 		return log_fail(&ctx->log, -errno, "pid %d: cannot list fds: %s", t->pid,
 				strerror(errno));
+	}
 	for (struct dirent *de; (de = readdir(d));) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -61,31 +126,29 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		fds[n++] = atoi(de->d_name);
 	}
 	closedir(d);
-	if (r < 0) {
-		free(fds);
-		return r;
+	if (r >= 0) {
+		qsort(fds, n, sizeof(*fds), cmp_int);
+		f->fds = calloc(n ? n : 1, sizeof(*f->fds));
+		f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
+		if (!f->fds || !f->pfds)
+			r = -ENOMEM;
 	}
-	qsort(fds, n, sizeof(*fds), cmp_int);
-	f->fds = calloc(n ? n : 1, sizeof(*f->fds));
-	f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
-	if (!f->fds || !f->pfds) {
-		free(fds);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; r >= 0 && i < n; i++) {
 		FdEntry *e = &f->fds[i];
-		bool cloexec;
 		fd_entry__init(e);
 		e->fd = fds[i];
-		r = file_reg_collect_fd(ctx, t, fds[i], &e->file_id, &cloexec);
+		r = inspect_fd(ctx, t, fds[i], fi);
+		if (r >= 0)
+			r = collect_one(ctx, t, fi, &e->file_id);
 		if (r < 0)
 			break;
 		e->has_cloexec = true;
-		e->cloexec = cloexec;
+		e->cloexec = fi->fi.flags & O_CLOEXEC;
 		f->pfds[f->e.n_fds++] = e;
 	}
 	f->e.fds = f->pfds;
 	free(fds);
+	free(fi);
 	return r;
 }
 
@@ -119,19 +182,28 @@ int fdtable_max_fd(struct rst_task *t)
 	return e && e->n_fds ? (int)e->fds[e->n_fds - 1]->fd : -1;
 }
 
+int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
+{
+	struct obj *o = objhash_find(&ctx->objs, id);
+	if (!o || !kinds[o->kind].ops->fd_get)
+		return log_fail(&ctx->log, -EINVAL, "image refers to open file %u, which %s", id,
+				o ? "is not an open file" : "it does not define");
+	return kinds[o->kind].ops->fd_get(ctx, o->ptr, ret_fd);
+}
+
 static int fdtable_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	FdTableEntry *e = t->kstate[KIND_fdtable];
 	for (size_t i = 0; e && i < e->n_fds; i++) {
 		const FdEntry *fe = e->fds[i];
-		int local, r = file_reg_fd(ctx, fe->file_id, &local);
+		int local, r = fdtable_local_fd(ctx, fe->file_id, &local);
 		if (r < 0)
 			return r;
 		r = puppet_install_fd(&t->pup, ctx->ctl[0], t->ctl_remote, local, (int)fe->fd,
 				      fe->cloexec);
 		if (r < 0)
-			return log_fail(&ctx->log, r, "pid %d fd %u (%s): cannot install: %s", t->pid,
-					fe->fd, file_reg_path(ctx, fe->file_id), strerror(-r));
+			return log_fail(&ctx->log, r, "pid %d fd %u: cannot install it: %s", t->pid,
+					fe->fd, strerror(-r));
 	}
 	return 0;
 }

@@ -2,7 +2,27 @@
 #ifndef CKPT_FDTABLE_H
 #define CKPT_FDTABLE_H
 
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "util/proc.h"
+
+struct rst_ctx;
 struct rst_task;
+
+/* What fdtable learned of one fd, for the fd kinds to judge. */
+struct fd_info {
+	pid_t pid;
+	int fd;
+	char path[4096];        /* readlink of /proc/PID/fd/FD */
+	struct stat st;         /* stat of it: the open file's inode */
+	struct proc_fdinfo fi;
+};
+
+/* Restart: the fd ckpt holds for the open-file object id, of any fd kind. */
+int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
+	__attribute__((warn_unused_result));
 
 /* The highest fd the image gives the task, -1 if none. */
 int fdtable_max_fd(struct rst_task *t);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdtable.h"
 #include "files.pb-c.h"
 #include "util/cleanup.h"
 
@@ -37,31 +38,23 @@ static const char *const mem_devices[] = {
 	[9] = "/dev/urandom",
 };
 
-/* Why the file behind link target `path` with mode cannot be saved, or NULL. */
-static const char *refusal(const char *path, const struct stat *st, char *buf, size_t len)
+static bool is_mem_device(const struct stat *st)
 {
-	if (S_ISSOCK(st->st_mode) || !strncmp(path, "socket:", 7))
-		return "sockets are not supported yet";
-	if (S_ISFIFO(st->st_mode) || !strncmp(path, "pipe:", 5))
-		return "pipes and FIFOs are not supported yet";
-	if (!strncmp(path, "anon_inode:", 11)) {
-		snprintf(buf, len, "%s files are not supported yet", path + 11);
-		return buf;
-	}
-	if (S_ISCHR(st->st_mode)) {
-		unsigned maj = major(st->st_rdev), min = minor(st->st_rdev);
-		if (maj == 1 && min < ARRAY_SIZE(mem_devices) && mem_devices[min])
-			return NULL;
-		snprintf(buf, len, "character device %u:%u (%s) is not supported yet", maj, min,
-			 path);
-		return buf;
-	}
-	if (S_ISBLK(st->st_mode))
-		return "block devices are not supported yet";
-	if (path[0] != '/') {
-		snprintf(buf, len, "'%s' is not a file ckpt can reopen", path);
-		return buf;
-	}
+	unsigned maj = major(st->st_rdev), min = minor(st->st_rdev);
+	return S_ISCHR(st->st_mode) && maj == 1 && min < ARRAY_SIZE(mem_devices) &&
+	       mem_devices[min];
+}
+
+/* Why a mapped file (or exe, cwd) cannot be saved, or NULL. */
+static const char *refusal(const char *path, const struct stat *st)
+{
+	size_t n = strlen(path);
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !is_mem_device(st))
+		return "only regular files can be mapped and restored";
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		return "files that were deleted are not supported yet";
+	if (path[0] != '/')
+		return "not a file ckpt can reopen by path";
 	return NULL;
 }
 
@@ -104,58 +97,43 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 	return 0;
 }
 
-int file_reg_collect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, uint32_t *ret_id,
-			bool *ret_cloexec)
+static bool file_reg_fd_claim(const struct fd_info *fi)
 {
-	char link[64], path[4096], why[160], *info = NULL;
-	struct proc_fdinfo fi;
-	struct stat st;
-	ssize_t n;
-	int r;
+	return S_ISREG(fi->st.st_mode) || S_ISDIR(fi->st.st_mode) || is_mem_device(&fi->st);
+}
 
-	snprintf(link, sizeof(link), "/proc/%d/fd/%d", t->pid, fd);
-	n = readlink(link, path, sizeof(path) - 1);
-	if (n < 0 || stat(link, &st) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
-				strerror(errno));
-	path[n] = '\0';
-	const char *no = refusal(path, &st, why, sizeof(why));
-	if (no)
-		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s", t->pid, fd, path,
-				no);
-	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			       uint32_t *ret_id)
+{
+	size_t n = strlen(fi->path);
+
+	if (n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): open files that were deleted are not supported yet",
-				t->pid, fd, path);
-
-	snprintf(link, sizeof(link), "fdinfo/%d", fd);
-	r = proc_read(t->pid, link, &info, NULL);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d fd %d: cannot read fdinfo: %s", t->pid, fd,
-				strerror(-r));
-	r = proc_parse_fdinfo(info, &fi);
-	free(info);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d fd %d: cannot parse fdinfo", t->pid, fd);
-	*ret_cloexec = fi.flags & O_CLOEXEC;
-
+				t->pid, fi->fd, fi->path);
+	if (fi->path[0] != '/')
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): not a file ckpt can reopen by path", t->pid,
+				fi->fd, fi->path);
 	/* the same open file as one seen before? (dup, fork) */
-	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, st.st_ino));) {
+	for (struct obj *o = NULL;
+	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, fi->st.st_ino));) {
 		struct file_obj *f = o->ptr;
-		if (f->fd < 0 || f->e.dev != st.st_dev)
+		if (f->fd < 0 || f->e.dev != fi->st.st_dev)
 			continue;
-		if (syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fd) == 0) {
+		if (syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fi->fd) == 0) {
 			*ret_id = o->id;
 			return 0;
 		}
 	}
-	return add_obj(ctx, t, path, &st, fi.flags & ~O_CLOEXEC, fi.pos, fd, ret_id);
+	return add_obj(ctx, t, fi->path, &fi->st, fi->fi.flags & ~O_CLOEXEC, fi->fi.pos, fi->fd,
+		       ret_id);
 }
 
 int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
 			  const char *what, uint32_t *ret_id)
 {
-	char full[128], path[4096], why[160];
+	char full[128], path[4096];
 	struct stat st;
 	ssize_t n;
 
@@ -165,9 +143,7 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 		return log_fail(&ctx->log, -errno, "pid %d %s: cannot inspect: %s", t->pid, what,
 				strerror(errno));
 	path[n] = '\0';
-	const char *no = refusal(path, &st, why, sizeof(why));
-	if (!no && n > 10 && !strcmp(path + n - 10, " (deleted)"))
-		no = "files that were deleted are not supported yet";
+	const char *no = refusal(path, &st);
 	if (no)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d %s (%s): %s", t->pid, what, path,
 				no);
@@ -315,6 +291,16 @@ int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 	return 0;
 }
 
+static int file_reg_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
+{
+	(void)ctx;
+	struct file_rst *f = robj;
+	if (f->fd < 0)
+		return -EBADF;
+	*ret_fd = f->fd;
+	return 0;
+}
+
 const char *file_reg_path(struct rst_ctx *ctx, uint32_t id)
 {
 	struct obj *o;
@@ -353,6 +339,9 @@ const struct kind_ops file_reg_ops = {
 	.dump = file_reg_dump,
 	.load = file_reg_load,
 	.prepare = file_reg_prepare,
+	.fd_claim = file_reg_fd_claim,
+	.fd_collect = file_reg_fd_collect,
+	.fd_get = file_reg_fd_get,
 	.free_obj = file_reg_free_obj,
 	.free_robj = file_reg_free_robj,
 	.descriptor = file_reg_descriptor,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Regular files, directories and character devices as shared objects:
- * other kinds (fdtable, mm, fs) ask for an objref here and the file is
+ * fdtable finds them through fd_claim; mm asks for mapped ones here and the file is
  * written once, before the first record that uses it.
  *
  * Identity at checkpoint: an fd's open file is the same object as another
@@ -21,10 +21,6 @@ struct ckpt_ctx;
 struct rst_ctx;
 struct task;
 
-/* The open file behind fd of task t. -EOPNOTSUPP (logged) if not a kind
- * this knows. */
-int file_reg_collect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, uint32_t *ret_id,
-			bool *ret_cloexec) __attribute__((warn_unused_result));
 /* A file by path as the task sees it through link (e.g. "map_files/a-b",
  * "exe", "cwd"), opened with flags at restart. */
 int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,

@@ -20,6 +20,13 @@
  *   free_state, free_rstate   free t->kstate[kind] at checkpoint, at restart
  *                       (state may be NULL).
  *   free_obj, free_robj  free the kind's objects in the objhash.
+ * Kinds of open files also have (see fdtable.c, which asks them in order):
+ *   fd_claim(fi)        is the file behind this fd one of mine?
+ *   fd_collect(ctx, t, fi, &id)  the objref of its open file (shared ones
+ *                       found with kcmp), or a refusal as for collect
+ *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
+ *   collect_end(ctx)    after every task is collected: checks that need the
+ *                       whole tree (a pipe's other end...)
  * Any op may be NULL.
  */
 #ifndef CKPT_KINDS_H
@@ -33,6 +40,7 @@ struct ckpt_ctx;
 struct rst_ctx;
 struct task;
 struct rst_task;
+struct fd_info;
 
 enum kind {
 #define KIND(name, id, desc) KIND_##name,
@@ -52,6 +60,11 @@ struct kind_ops {
 	/* free an object this kind put in the objhash: at checkpoint, at restart */
 	void (*free_obj)(void *obj);
 	void (*free_robj)(void *obj);
+	bool (*fd_claim)(const struct fd_info *fi);
+	int (*fd_collect)(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			  uint32_t *ret_id);
+	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
+	int (*collect_end)(struct ckpt_ctx *ctx);
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);
