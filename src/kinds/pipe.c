@@ -56,13 +56,15 @@ static bool pipe_fd_claim(const struct fd_info *fi)
 	return S_ISFIFO(fi->st.st_mode) && !strncmp(fi->path, "pipe:", 5);
 }
 
+/* The pipe (or, is_end, the end that is the open file of pid's fd; any end
+ * for pid 0) of inode ino. */
 static struct pipe_obj *find(struct ckpt_ctx *ctx, uint64_t ino, bool is_end, pid_t pid, int fd)
 {
 	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_pipe, ino));) {
 		struct pipe_obj *p = o->ptr;
 		if (p->is_end != is_end)
 			continue;
-		if (!is_end || syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, fd) == 0)
+		if (!is_end || pid == 0 || syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, fd) == 0)
 			return p;
 	}
 	return NULL;

@@ -95,22 +95,20 @@ static int regs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 	return 0;
 }
 
+/*
+ * ERESTARTSYS, ERESTARTNOINTR and ERESTARTNOHAND stay as they are: the
+ * puppet is released from a stop inside the kernel's signal delivery, so
+ * the kernel itself restarts the call, or makes it return EINTR if a
+ * signal with a handler is delivered first, exactly as for the original.
+ * ERESTART_RESTARTBLOCK would run restart_syscall() on the puppet's
+ * restart_block, which is not the original's: it returns EINTR instead.
+ */
 static void restart_fixup(struct user_regs_struct *r)
 {
-	if ((long)r->orig_rax < 0)
-		return;
-	switch ((long)r->rax) {
-	case -KERN_ERESTARTSYS:
-	case -KERN_ERESTARTNOINTR:
-	case -KERN_ERESTARTNOHAND:
-		r->rax = r->orig_rax;
-		r->rip -= 2;
-		break;
-	case -KERN_ERESTART_RESTARTBLOCK:
+	if ((long)r->orig_rax >= 0 && (long)r->rax == -KERN_ERESTART_RESTARTBLOCK) {
 		r->rax = (uint64_t)-EINTR;
-		break;
+		r->orig_rax = (uint64_t)-1;
 	}
-	r->orig_rax = (uint64_t)-1;
 }
 
 static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)

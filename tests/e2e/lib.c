@@ -126,7 +126,11 @@ void test_ready(void)
 
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", (int)ready_pid);
-	int fd = open("ready", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* in the test directory, wherever the cwd is by now */
+	char path[4096];
+	const char *dir = getenv("CKPT_TEST_DIR");
+	snprintf(path, sizeof(path), "%s/ready", dir ? dir : ".");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		fail("create ready: %m");
 	if (write(fd, buf, (size_t)n) != n)
@@ -331,6 +335,8 @@ unsigned long long test_stat_field(int n)
 	char buf[4096];
 	if (test_read_file("/proc/self/stat", buf, sizeof(buf)) < 0)
 		fail("read /proc/self/stat: %m");
+	if (n == 1)
+		return strtoull(buf, NULL, 10);
 	char *p = strrchr(buf, ')');
 	if (!p)
 		fail("bad /proc/self/stat");
@@ -354,4 +360,18 @@ void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	if (p == MAP_FAILED)
 		fail("mmap(%zu bytes): %m", len);
 	return p;
+}
+
+int test_move_fd(int fd, int target)
+{
+	if (fd < 0)
+		fail("test_move_fd: bad fd %d", fd);
+	if (fd == target)
+		return target;
+	if (fcntl(target, F_GETFD) >= 0)
+		fail("test_move_fd: fd %d is taken", target);
+	if (dup2(fd, target) != target)
+		fail("dup2(%d, %d): %m", fd, target);
+	close(fd);
+	return target;
 }

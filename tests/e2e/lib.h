@@ -8,7 +8,8 @@
  *
  *   1. sets up the state it is about,
  *   2. calls test_ready(): the SIGUSR1 handler is installed, the common
- *      "before" values are recorded and the file "ready" is created,
+ *      "before" values are recorded and the file "ready" is created in
+ *      $CKPT_TEST_DIR (the cwd if unset),
  *   3. waits for SIGUSR1, normally by test_wait() (a pause() loop); the
  *      runner checkpoints, kills and restarts it meanwhile,
  *   4. verifies its state from inside and ends with pass() or fail().
@@ -93,8 +94,11 @@ int test_find_map(uintptr_t addr, struct test_map *ret);
 /* The first /proc/self/maps entry whose path is exactly name; 0 or -1. */
 int test_find_map_named(const char *name, struct test_map *ret);
 
-/* Field n (1-based, as in proc(5)) of /proc/self/stat as a number. */
+/* Field n (1-based, as in proc(5); not 2, comm) of /proc/self/stat as a number. */
 unsigned long long test_stat_field(int n);
+
+/* Moves fd to number target (which must be free) and returns target. */
+int test_move_fd(int fd, int target);
 
 /* Allocation that fails the test on error. */
 void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);

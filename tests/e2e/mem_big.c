@@ -22,7 +22,7 @@ int main(void)
 	test_wait();
 
 	for (size_t i = 0; i < NPIECES; i++)
-		expect(test_hash(p + i * PIECE, PIECE, 0) == h[i], "piece %zu (at +%zu MiB) differs", i,
-		       i * (PIECE >> 20));
+		expect(test_hash(p + i * PIECE, PIECE, 0) == h[i],
+		       "piece %zu (at +%zu MiB) differs", i, i * (PIECE >> 20));
 	pass();
 }

@@ -35,8 +35,8 @@ static void take(struct snap *s)
 
 static void cmp_blob(const char *what, const char *a, ssize_t al, const char *b, ssize_t bl)
 {
-	expect(al == bl && al >= 0 && !memcmp(a, b, (size_t)al), "/proc/self/%s differs (%zd vs %zd bytes)",
-	       what, al, bl);
+	expect(al == bl && al >= 0 && !memcmp(a, b, (size_t)al),
+	       "/proc/self/%s differs (%zd vs %zd bytes)", what, al, bl);
 }
 
 static struct snap before, after;

@@ -58,7 +58,8 @@ int main(void)
 	test_mmap(base, 16 * PAGE, rw, fl | MAP_FIXED, -1, 0);
 	test_fill_random(ro, ro_len, 0x20);
 	test_fill_random(none, none_len, 0x30);
-	static const unsigned char code[] = {0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3}; /* mov $42,%eax; ret */
+	/* mov $42, %eax; ret */
+	static const unsigned char code[] = {0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3};
 	memcpy(rx, code, sizeof(code));
 	const uint64_t h_ro = test_hash(ro, ro_len, 0), h_none = test_hash(none, none_len, 0);
 	if (mprotect(base, PAGE, PROT_NONE) || mprotect(ro, ro_len, PROT_READ) ||

@@ -3,7 +3,7 @@
 """End-to-end runner for ckpt, shaped like CRIU's zdtm.
 
     python3 tests/e2e/runner.py --ckpt build/ckpt --bindir build/tests/e2e \
-        [--no-ckpt] [--only NAME[,NAME]] [--mode basic|twice|reuse] [-v] [--keep]
+        [--no-ckpt] [--only NAME[,NAME]] [--mode basic|twice|reuse] [-v] [--keep] [--list]
 
 Each test program (tests/e2e/NAME.c, see lib.h) is started with cwd = a
 fresh /tmp/ckpt-e2e-* directory, stdin = /dev/null and stdout + stderr =
@@ -23,9 +23,13 @@ unharmed), CLI errors, damaged images, real programs (sleep, python3).
 original is just signalled), to prove the tests themselves pass.
 Prints one summary line "N passed, N failed[, N skipped]"; exits 1 if any
 failed. Python 3 standard library only; run as root.
+
+Adding a test: write NAME.c (see lib.h), add NAME to e2e_tests in
+meson.build and an entry() line to TESTS below.
 """
 
 import argparse
+import json
 import os
 import random
 import re
@@ -52,7 +56,12 @@ ALL_MODES = (B, T, R)
 MiB = 1 << 20
 
 
-def T_(name, modes=(B,), kind="program", **kw):
+def entry(name, modes=(B,), kind="program", **kw):
+    """One test. kind picks the flow (Run.flow_<kind>); modes lists the modes
+    it runs in; argv replaces the program for commands ("@python" = the
+    interpreter); ready is "file" or a delay in s; signal: send SIGUSR1;
+    expect: "pass" (out.log) or "exit0"; regex: the refusal message;
+    program: the binary when it is not the test's name."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
              program=name, min_runtime=None)
@@ -60,67 +69,74 @@ def T_(name, modes=(B,), kind="program", **kw):
     return d
 
 
-# The table: one line per test. kind selects the flow (see run_one).
+# The table: one line per test.
 TESTS = [
     # memory
-    T_("mem_anon", (B, T, R)),
-    T_("mem_heap", (B, R)),
-    T_("mem_stack"),
-    T_("mem_file_private", (B, T, R)),
-    T_("mem_file_shared", (B, R)),
-    T_("mem_shared_anon"),
-    T_("mem_prot"),
-    T_("mem_reserve", max_image_bytes=8 * MiB),
-    T_("mem_vdso", (B, T)),
-    T_("mem_mmfields"),
-    T_("mem_big"),
+    entry("mem_anon", (B, T, R)),
+    entry("mem_heap", (B, R)),
+    entry("mem_stack"),
+    entry("mem_file_private", (B, T, R)),
+    entry("mem_file_shared", (B, R)),
+    entry("mem_shared_anon"),
+    entry("mem_prot"),
+    entry("mem_reserve", max_image_bytes=8 * MiB),
+    entry("mem_vdso", (B, T)),
+    entry("mem_mmfields"),
+    entry("mem_big"),
     # cpu
-    T_("cpu_regs", (B, T)),
-    T_("cpu_tls"),
+    entry("cpu_regs", (B, T)),
+    entry("cpu_tls"),
     # system calls interrupted by the checkpoint
-    T_("sys_nanosleep", (B, T, R)),
-    T_("sys_poll"),
-    T_("sys_futex"),
-    T_("sys_sigsuspend"),
+    entry("sys_nanosleep", (B, T, R)),
+    entry("sys_poll"),
+    entry("sys_futex"),
+    entry("sys_sigsuspend"),
     # signals
-    T_("sig_disp", (B, T, R)),
-    T_("sig_mask"),
-    T_("sig_pending", (B, T, R)),
-    T_("sig_altstack"),
-    T_("sig_itimers", (B, T)),
+    entry("sig_disp", (B, T, R)),
+    entry("sig_mask"),
+    entry("sig_pending", (B, T, R)),
+    entry("sig_altstack"),
+    entry("sig_itimers", (B, T)),
     # files and fs
-    T_("file_fds", (B, T, R)),
-    T_("file_dup", (B, R)),
-    T_("fs_cwd"),
-    T_("fs_umask"),
+    entry("file_fds", (B, T, R)),
+    entry("file_dup", (B, R)),
+    entry("fs_cwd"),
+    entry("fs_umask"),
     # identity
-    T_("id_pid", (B, T)),
-    T_("id_session"),
-    T_("id_pgrp"),
-    T_("id_creds", (B, T)),
-    T_("id_nnp"),
-    T_("id_rlimits"),
-    T_("id_personality"),
-    T_("id_comm"),
-    T_("id_rseq"),
-    T_("id_seccomp", (B, T)),
+    entry("id_pid", (B, T)),
+    entry("id_session"),
+    entry("id_pgrp"),
+    entry("id_creds", (B, T)),
+    entry("id_nnp"),
+    entry("id_rlimits"),
+    entry("id_personality"),
+    entry("id_comm"),
+    entry("id_rseq"),
+    entry("id_seccomp", (B, T)),
+    # pipes
+    entry("pipe_read", (B, T, R)),
+    # restart options and inspect
+    entry("opt_detach", kind="detach", program="mem_anon"),
+    entry("opt_frozen", kind="frozen", program="mem_anon"),
+    entry("opt_inspect", kind="inspect", program="mem_anon"),
     # real programs
-    T_("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
-       expect="exit0", min_runtime=3.9),
-    T_("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
+    entry("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
+          expect="exit0", min_runtime=3.9),
+    entry("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
-    T_("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
-    T_("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|unix)"),
-    T_("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
-    T_("refuse_traced", kind="traced", regex=r"trac|ptrace"),
+    entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
+    entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|unix)"),
+    entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
+    entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
+    entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     # CLI errors
-    T_("cli_nopid", kind="cli_nopid"),
-    T_("cli_usage", kind="cli_usage"),
-    T_("cli_badout", kind="cli_badout", program="img_target"),
-    T_("cli_unpriv", kind="cli_unpriv", program="img_target",
-       regex=r"permi|not permitted|eperm|eacces"),
+    entry("cli_nopid", kind="cli_nopid"),
+    entry("cli_usage", kind="cli_usage"),
+    entry("cli_badout", kind="cli_badout", program="img_target"),
+    entry("cli_unpriv", kind="cli_unpriv", program="img_target",
+          regex=r"permi|not permitted|eperm|eacces"),
     # damaged images
-    T_("img_damage", kind="damage", program="img_target"),
+    entry("img_damage", kind="damage", program="img_target"),
 ]
 
 
@@ -192,9 +208,9 @@ class Run:
         self.procs.append(pr)
         return pr
 
-    def ckpt_argv(self, *args):
+    def ckpt_argv(self, *args, verbose=True):
         argv = [self.opts.ckpt] + list(args)
-        if self.opts.verbose:
+        if self.opts.verbose and verbose:
             argv.append("-v")
         return argv
 
@@ -345,7 +361,8 @@ class Run:
             if now > deadline:
                 raise Fail("%s did not exit within %.0f s of SIGUSR1" % (what, EXIT_TIMEOUT))
             if now > resend and self.t["signal"]:
-                self.notes.append("SIGUSR1 re-sent")
+                if "SIGUSR1 re-sent" not in self.notes:
+                    self.notes.append("SIGUSR1 re-sent")
                 try:
                     os.kill(self.pid, signal.SIGUSR1)
                 except ProcessLookupError:
@@ -414,7 +431,8 @@ class Run:
         if self.mode == T:
             img2 = self.p("img2")
             self.checkpoint(img2, "ckpt2", reap=[rp])
-            rp.poll()
+            # the restored process is gone, its parent may take a moment to exit
+            self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
             if rp.returncode != 128 + signal.SIGKILL:
                 raise Fail("first ckpt restart exited %s, want 137" % rp.returncode)
             rp = self.restart(img2, "restart2")
@@ -462,8 +480,8 @@ class Run:
         r = self.run_ckpt(["checkpoint", str(pid), "-o", self.p("img")])
         self.expect_error(r, "checkpoint of a nonexistent pid", must=[str(pid)])
 
-    def run_ckpt(self, args, timeout=30):
-        argv = self.ckpt_argv(*args)
+    def run_ckpt(self, args, timeout=30, verbose=True):
+        argv = self.ckpt_argv(*args, verbose=verbose)
         self.vlog("$ " + " ".join(argv))
         try:
             return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
@@ -489,24 +507,27 @@ class Run:
     def flow_cli_usage(self):
         if self.opts.no_ckpt:
             return
+        # a harmless live target, so that only the usage is wrong
+        target = self.popen(["sleep", "60"])
+        pid = str(target.pid)
         cases = [
             ([], "no arguments"),
             (["no-such-verb"], "unknown subcommand"),
             (["checkpoint"], "checkpoint without a pid"),
             (["checkpoint", "notapid", "-o", self.p("img")], "checkpoint of 'notapid'"),
-            (["checkpoint", str(os.getpid())], "checkpoint without -o"),
-            (["checkpoint", str(os.getpid()), "-o", self.p("img"), "--no-such-option"],
+            (["checkpoint", pid], "checkpoint without -o"),
+            (["checkpoint", pid, "-o", self.p("img"), "--no-such-option"],
              "an unknown option"),
             (["restart"], "restart without an image"),
             (["restart", self.p("missing-image")], "restart of a missing file"),
             (["inspect", self.p("missing-image")], "inspect of a missing file"),
         ]
         for args, what in cases:
-            r = self.run_ckpt(args)
+            r = self.run_ckpt(args, verbose=False)  # exactly these arguments
             must = ["missing-image"] if "missing" in what else []
             self.expect_error(r, what, must=must)
-        if pid_alive(os.getpid()) is False:
-            raise Fail("runner gone?")
+            if target.poll() is not None:
+                raise Fail("%s: the target was killed" % what)
 
     def flow_cli_badout(self):
         if self.opts.no_ckpt:
@@ -608,12 +629,21 @@ class Run:
         rp = self.popen(self.ckpt_argv("restart", path, "--pidfile", pidfile, "--log",
                                        self.p(tag + ".log")), err=err, out=self.p(tag + ".out"))
         deadline = time.monotonic() + 30
-        while rp.poll() is None:
-            if os.path.exists(pidfile) or pid_alive(self.pid):
-                raise Fail("%s (%s): the restored process runs" % (kind, where))
-            if time.monotonic() > deadline:
-                raise Fail("%s (%s): ckpt restart hung" % (kind, where))
-            time.sleep(POLL)
+        try:
+            while rp.poll() is None:
+                if os.path.exists(pidfile):
+                    raise Fail("%s (%s): the damaged image was restored and runs" % (kind, where))
+                if time.monotonic() > deadline:
+                    raise Fail("%s (%s): ckpt restart hung" % (kind, where))
+                time.sleep(POLL)
+        except Fail:
+            # do not leave it to disturb the next damage or the good restart
+            if self.ours(self.pid):
+                os.kill(self.pid, signal.SIGKILL)
+            rp.kill()
+            rp.wait()
+            self.expect_gone("killing the wrongly restored process")
+            raise
         rc = rp.returncode
         msg = (tail(err, 20) or "").strip()
         if rc == 0:
@@ -624,10 +654,93 @@ class Run:
             raise Fail("%s (%s): exit %d without a message" % (kind, where, rc))
         if re.search(r"Sanitizer|core dumped|Segmentation", msg):
             raise Fail("%s (%s): %s" % (kind, where, msg))
-        if kind in CHECKSUM_DAMAGES and not re.search(r"record|checksum", msg, re.I):
+        if kind in CHECKSUM_DAMAGES and not re.search(r"record|checksum|crc", msg, re.I):
             raise Fail("%s (%s): message %r names no record/checksum" % (kind, where, msg))
         self.expect_gone("the refused restart of " + kind)
         self.vlog("%s (%s): exit %d: %s" % (kind, where, rc, msg.splitlines()[-1]))
+
+    def checkpointed(self):
+        """Starts the program and checkpoints it (--kill); returns the image."""
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        pr.poll()
+        return img
+
+    def flow_detach(self):
+        """restart --detach prints the pid alone on a line and returns."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        r = self.run_ckpt(["restart", img, "--detach", "--log", self.p("restart.log")])
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise Fail("restart --detach exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        if out != "%d\n" % self.pid:
+            raise Fail("restart --detach printed %r, want the pid alone on a line" % out)
+        if not pid_alive(self.pid):
+            raise Fail("the detached process is not running")
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the detached process", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the detached process")
+
+    def flow_frozen(self):
+        """restart --frozen: stopped until SIGCONT, then it carries on."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        pidfile, err = self.p("restart.pid"), self.p("restart.err")
+        self.logs.append(err)
+        rp = self.popen(self.ckpt_argv("restart", img, "--frozen", "--pidfile", pidfile),
+                        err=err)
+        deadline = time.monotonic() + PIDFILE_TIMEOUT
+        while not os.path.exists(pidfile):
+            if rp.poll() is not None or time.monotonic() > deadline:
+                raise Fail("restart --frozen: no pidfile (%s)" % (tail(err, 3) or "").strip())
+            time.sleep(POLL)
+        os.kill(self.pid, signal.SIGUSR1)  # stays pending while stopped
+        time.sleep(0.5)
+        with open("/proc/%d/stat" % self.pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        if state != "T":
+            raise Fail("restart --frozen: state %s, want T (stopped)" % state)
+        if "PASS" in self.out():
+            raise Fail("the frozen process ran")
+        os.kill(self.pid, signal.SIGCONT)
+        self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --frozen after SIGCONT")
+        self.check_result(rp.returncode, "ckpt restart --frozen")
+
+    def flow_inspect(self):
+        """inspect prints every record; --json is JSON with the same records."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        r = self.run_ckpt(["inspect", img], verbose=False)
+        text = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise Fail("inspect exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        for want in ("header:", "tree", "mm/1", "mm/3", "regs/1", "creds/1", "fdtable/1"):
+            if want not in text:
+                raise Fail("inspect output lacks %r" % want)
+        r = self.run_ckpt(["inspect", img, "--json"], verbose=False)
+        try:
+            j = json.loads(r.stdout.decode())
+        except ValueError as e:
+            raise Fail("inspect --json is not JSON: %s" % e)
+        types = [rec["type"] for rec in j["records"]]
+        if types.count("regs/1") != 1 or "mm/1" not in types:
+            raise Fail("inspect --json records: %s" % types[:20])
+        regs = [rec for rec in j["records"] if rec["type"] == "regs/1"][0]["data"]
+        if not isinstance(regs.get("rip"), int) or not regs["rip"]:
+            raise Fail("inspect --json: regs without rip")
+        with open(img, "rb") as f:
+            nrec = len(walk_image(f.read())) - 1  # the trailer is not listed
+        if len(types) != nrec:
+            raise Fail("inspect --json lists %d records, the image has %d" % (len(types), nrec))
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     # --- cleanup ---------------------------------------------------------
 
@@ -697,8 +810,10 @@ def flip(data, off):
 
 
 def d_header(data, recs):
-    off = HDR_SIZE_OFF + 20  # inside the header, past magic/version/size: its crc must catch it
-    return flip(data, off), "byte %d of the header" % off
+    # in header.reserved, just before the trailing crc: only the crc can catch it
+    hs = struct.unpack_from("<I", data, HDR_SIZE_OFF)[0]
+    off = hs - 4 - 10
+    return flip(data, off), "byte %d of the header (reserved)" % off
 
 
 def d_frame(data, recs):
