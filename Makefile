@@ -34,8 +34,11 @@ $(SAN_BUILD)/build.ninja:
 	@./scripts/deps.sh
 	$(MESON) setup $(SAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
 
+# sanitizer findings abort ckpt, so the test that ran it fails
 check-asan: $(SAN_BUILD)/build.ninja
 	ninja -C $(SAN_BUILD)
+	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	./scripts/check.sh $(SAN_BUILD)
 
 install: build
