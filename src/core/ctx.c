@@ -52,3 +52,23 @@ long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what
 		log_error(&ctx->log, "pid %d: %s failed: %s", t->pid, what, strerror((int)-r));
 	return r;
 }
+
+void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec,
+		    enum kind k, uint32_t type, const ProtobufCMessageDescriptor *desc)
+{
+	if (rec->type != type || t->kstate[k]) {
+		char name[48];
+		log_error(&ctx->log, "record %u (%s): %s for pid %d", rec->index,
+			  rec_type_name(rec->type, name, sizeof(name)),
+			  rec->type != type ? "unknown subtype" : "a second one", t->pid);
+		return NULL;
+	}
+	t->kstate[k] = rctx_unpack(ctx, rec, desc);
+	return t->kstate[k];
+}
+
+void rst_free_msg(void *state)
+{
+	if (state)
+		protobuf_c_message_free_unpacked(state, NULL);
+}

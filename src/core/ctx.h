@@ -71,10 +71,18 @@ int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *m
 void *rctx_unpack(struct rst_ctx *ctx, const struct img_record *rec,
 		  const ProtobufCMessageDescriptor *desc);
 
+/*
+ * For a kind with one record per task: checks that rec is that record and
+ * the task's first, unpacks it into t->kstate[k] and returns it; NULL
+ * (logged) if not. The caller validates the fields.
+ */
+void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec,
+		    enum kind k, uint32_t type, const ProtobufCMessageDescriptor *desc);
+/* free_rstate for a state that is one unpacked message */
+void rst_free_msg(void *state);
+
 /* The task's state for a kind, allocated zeroed on first use (NULL: ENOMEM). */
 void *task_state(struct task *t, enum kind k, size_t size);
-
-/* Open a file on ckpt's side for restart, keeping O_* flags but not creating. */
 
 /* An injected call that failed: log "pid P: what failed: strerror" and return r. */
 long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what);

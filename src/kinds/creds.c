@@ -80,13 +80,9 @@ static int creds_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int creds_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != CREDS_ENTRY || t->kstate[KIND_creds])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected creds record",
-				rec->index);
-	CredsEntry *e = rctx_unpack(ctx, rec, &creds_entry__descriptor);
+	CredsEntry *e = rctx_load_one(ctx, t, rec, KIND_creds, CREDS_ENTRY, &creds_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_creds] = e;
 	if (e->n_groups > 65536 || (e->has_pdeathsig && e->pdeathsig > 64))
 		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d are not valid",
 				rec->index, t->pid);
@@ -177,12 +173,6 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-static void creds_free_rstate(void *state)
-{
-	if (state)
-		creds_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(CREDS_ENTRY) ? &creds_entry__descriptor : NULL;
@@ -194,6 +184,6 @@ const struct kind_ops creds_ops = {
 	.load = creds_load,
 	.restore = creds_restore,
 	.free_state = free,
-	.free_rstate = creds_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = creds_descriptor,
 };

@@ -160,13 +160,9 @@ static int fdtable_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int fdtable_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != FDTABLE_ENTRY || t->kstate[KIND_fdtable])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected fd table record",
-				rec->index);
-	FdTableEntry *e = rctx_unpack(ctx, rec, &fd_table_entry__descriptor);
+	FdTableEntry *e = rctx_load_one(ctx, t, rec, KIND_fdtable, FDTABLE_ENTRY, &fd_table_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_fdtable] = e;
 	for (size_t i = 0; i < e->n_fds; i++) {
 		if (e->fds[i]->fd >= FD_MAX_RESTORE || (i && e->fds[i]->fd <= e->fds[i - 1]->fd))
 			return log_fail(&ctx->log, -EINVAL,
@@ -218,12 +214,6 @@ static void fdtable_free_state(void *state)
 	}
 }
 
-static void fdtable_free_rstate(void *state)
-{
-	if (state)
-		fd_table_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *fdtable_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(FDTABLE_ENTRY) ? &fd_table_entry__descriptor : NULL;
@@ -235,6 +225,6 @@ const struct kind_ops fdtable_ops = {
 	.load = fdtable_load,
 	.restore = fdtable_restore,
 	.free_state = fdtable_free_state,
-	.free_rstate = fdtable_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = fdtable_descriptor,
 };

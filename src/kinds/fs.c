@@ -65,12 +65,9 @@ static int fs_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int fs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != FS_ENTRY || t->kstate[KIND_fs])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected fs record", rec->index);
-	FsEntry *e = rctx_unpack(ctx, rec, &fs_entry__descriptor);
+	FsEntry *e = rctx_load_one(ctx, t, rec, KIND_fs, FS_ENTRY, &fs_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_fs] = e;
 	if (e->cwd[0] != '/' || e->root[0] != '/' || e->umask > 0777)
 		return log_fail(&ctx->log, -EINVAL, "record %u: fs of pid %d is not valid",
 				rec->index, t->pid);
@@ -120,12 +117,6 @@ static int fs_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-static void fs_free_rstate(void *state)
-{
-	if (state)
-		fs_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *fs_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(FS_ENTRY) ? &fs_entry__descriptor : NULL;
@@ -137,6 +128,6 @@ const struct kind_ops fs_ops = {
 	.load = fs_load,
 	.restore = fs_restore,
 	.free_state = free,
-	.free_rstate = fs_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = fs_descriptor,
 };

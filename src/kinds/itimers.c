@@ -56,11 +56,9 @@ static int itimers_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int itimers_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != ITIMERS_ENTRY || t->kstate[KIND_itimers])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected itimers record",
-				rec->index);
-	t->kstate[KIND_itimers] = rctx_unpack(ctx, rec, &itimers_entry__descriptor);
-	return t->kstate[KIND_itimers] ? 0 : -EINVAL;
+	return rctx_load_one(ctx, t, rec, KIND_itimers, ITIMERS_ENTRY, &itimers_entry__descriptor)
+		       ? 0
+		       : -EINVAL;
 }
 
 static int arm(struct rst_ctx *ctx, struct rst_task *t, int which, const struct itimerval *v)
@@ -114,12 +112,6 @@ static int itimers_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-static void itimers_free_rstate(void *state)
-{
-	if (state)
-		itimers_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *itimers_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(ITIMERS_ENTRY) ? &itimers_entry__descriptor : NULL;
@@ -131,6 +123,6 @@ const struct kind_ops itimers_ops = {
 	.load = itimers_load,
 	.restore = itimers_restore,
 	.free_state = free,
-	.free_rstate = itimers_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = itimers_descriptor,
 };

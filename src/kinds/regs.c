@@ -78,13 +78,9 @@ static int regs_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int regs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != REGS_ENTRY || t->kstate[KIND_regs])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected regs record",
-				rec->index);
-	RegsEntry *e = rctx_unpack(ctx, rec, &regs_entry__descriptor);
+	RegsEntry *e = rctx_load_one(ctx, t, rec, KIND_regs, REGS_ENTRY, &regs_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_regs] = e;
 	if (e->cs != 0x33 || e->ss != 0x2b || e->rip >= 0x800000000000ull ||
 	    e->fs_base >= 0x800000000000ull || e->gs_base >= 0x800000000000ull)
 		return log_fail(&ctx->log, -EINVAL, "record %u: registers of pid %d are not valid",
@@ -152,12 +148,6 @@ static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return puppet_set_regs(p, &r);
 }
 
-static void regs_free_rstate(void *state)
-{
-	if (state)
-		regs_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *regs_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(REGS_ENTRY) ? &regs_entry__descriptor : NULL;
@@ -169,6 +159,6 @@ const struct kind_ops regs_ops = {
 	.load = regs_load,
 	.restore = regs_restore,
 	.free_state = free,
-	.free_rstate = regs_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = regs_descriptor,
 };

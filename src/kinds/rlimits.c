@@ -58,13 +58,9 @@ static int rlimits_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int rlimits_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != RLIMITS_ENTRY || t->kstate[KIND_rlimits])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected rlimits record",
-				rec->index);
-	RlimitsEntry *e = rctx_unpack(ctx, rec, &rlimits_entry__descriptor);
+	RlimitsEntry *e = rctx_load_one(ctx, t, rec, KIND_rlimits, RLIMITS_ENTRY, &rlimits_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_rlimits] = e;
 	for (size_t i = 0; i < e->n_limits; i++)
 		if (e->limits[i]->resource >= RLIM_NLIMITS || e->limits[i]->cur > e->limits[i]->max)
 			return log_fail(&ctx->log, -EINVAL, "record %u: rlimit %zu is not valid",
@@ -100,12 +96,6 @@ static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-static void rlimits_free_rstate(void *state)
-{
-	if (state)
-		rlimits_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *rlimits_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(RLIMITS_ENTRY) ? &rlimits_entry__descriptor : NULL;
@@ -117,6 +107,6 @@ const struct kind_ops rlimits_ops = {
 	.load = rlimits_load,
 	.restore = rlimits_restore,
 	.free_state = free,
-	.free_rstate = rlimits_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = rlimits_descriptor,
 };

@@ -81,13 +81,9 @@ static int seccomp_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int seccomp_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != SECCOMP_ENTRY || t->kstate[KIND_seccomp])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected seccomp record",
-				rec->index);
-	SeccompEntry *e = rctx_unpack(ctx, rec, &seccomp_entry__descriptor);
+	SeccompEntry *e = rctx_load_one(ctx, t, rec, KIND_seccomp, SECCOMP_ENTRY, &seccomp_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_seccomp] = e;
 	if (e->mode != 2 || e->n_filters > MAX_FILTERS)
 		return log_fail(&ctx->log, -EINVAL, "record %u: seccomp entry is not valid",
 				rec->index);
@@ -134,12 +130,6 @@ static void seccomp_free_state(void *state)
 	free(k);
 }
 
-static void seccomp_free_rstate(void *state)
-{
-	if (state)
-		seccomp_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *seccomp_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(SECCOMP_ENTRY) ? &seccomp_entry__descriptor : NULL;
@@ -151,6 +141,6 @@ const struct kind_ops seccomp_ops = {
 	.load = seccomp_load,
 	.restore = seccomp_restore,
 	.free_state = seccomp_free_state,
-	.free_rstate = seccomp_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = seccomp_descriptor,
 };

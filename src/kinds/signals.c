@@ -148,13 +148,9 @@ static int signals_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int signals_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != SIGNALS_ENTRY || t->kstate[KIND_signals])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected signals record",
-				rec->index);
-	SignalsEntry *e = rctx_unpack(ctx, rec, &signals_entry__descriptor);
+	SignalsEntry *e = rctx_load_one(ctx, t, rec, KIND_signals, SIGNALS_ENTRY, &signals_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_signals] = e;
 	for (size_t i = 0; i < e->n_actions; i++) {
 		uint32_t s = e->actions[i]->sig;
 		if (!s || s > NSIG_K || s == SIGKILL || s == SIGSTOP)
@@ -233,12 +229,6 @@ static void signals_free_state(void *state)
 	}
 }
 
-static void signals_free_rstate(void *state)
-{
-	if (state)
-		signals_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *signals_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(SIGNALS_ENTRY) ? &signals_entry__descriptor : NULL;
@@ -250,6 +240,6 @@ const struct kind_ops signals_ops = {
 	.load = signals_load,
 	.restore = signals_restore,
 	.free_state = signals_free_state,
-	.free_rstate = signals_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = signals_descriptor,
 };

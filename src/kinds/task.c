@@ -124,13 +124,9 @@ static int task_dump(struct ckpt_ctx *ctx, struct task *t)
 
 static int task_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	if (rec->type != TASK_ENTRY || t->kstate[KIND_task])
-		return log_fail(&ctx->log, -EINVAL, "record %u: unexpected task record",
-				rec->index);
-	TaskEntry *e = rctx_unpack(ctx, rec, &task_entry__descriptor);
+	TaskEntry *e = rctx_load_one(ctx, t, rec, KIND_task, TASK_ENTRY, &task_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	t->kstate[KIND_task] = e;
 	if ((pid_t)e->pid != t->pid)
 		return log_fail(&ctx->log, -EINVAL, "record %u: task entry of pid %u inside pid %d",
 				rec->index, e->pid, t->pid);
@@ -202,12 +198,6 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-static void task_free_rstate(void *state)
-{
-	if (state)
-		task_entry__free_unpacked(state, NULL);
-}
-
 static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(TASK_ENTRY) ? &task_entry__descriptor : NULL;
@@ -219,6 +209,6 @@ const struct kind_ops task_ops = {
 	.load = task_load,
 	.restore = task_restore,
 	.free_state = free,
-	.free_rstate = task_free_rstate,
+	.free_rstate = rst_free_msg,
 	.descriptor = task_descriptor,
 };
