@@ -145,9 +145,11 @@ static int load_image(struct rst_ctx *ctx, int fd)
 	r = img_reader_open(&ctx->r, fd, &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);
+	log_debug(&ctx->log, "image loaded: %zu bytes", ctx->r.size);
 	r = img_reader_validate(&ctx->r, &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);
+	log_debug(&ctx->log, "frames and checksums are good");
 	r = check_header(ctx);
 	if (r < 0)
 		return r;
@@ -341,6 +343,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	if (o->flags & RESTART_CONN_RESET)
 		log_info(&ctx.log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
 
+	log_debug(&ctx.log, "reading the image");
 	r = objhash_init(&ctx.objs);
 	if (r >= 0)
 		r = load_image(&ctx, fd);

@@ -14,6 +14,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -565,23 +567,117 @@ void img_reader_rewind(struct img_reader *r)
 	r->next_index = 0;
 }
 
+/*
+ * Validation checks every frame on one pass, then the data checksums with
+ * two threads (the copy from the page cache and the crc are what restart
+ * time goes to). The first bad record in stream order is the one reported.
+ */
+struct crc_job {
+	const uint8_t *base;
+	const size_t *frame_off; /* per record: offset of its frame */
+	const uint8_t **data;
+	const uint64_t *len;
+	size_t n;
+	size_t next;            /* atomic */
+	size_t first_bad;       /* atomic min; n if none */
+};
+
+static void *crc_worker(void *arg)
+{
+	struct crc_job *j = arg;
+	for (;;) {
+		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		if (i >= j->n)
+			break;
+		struct img_frame f;
+		memcpy(&f, j->base + j->frame_off[i], sizeof(f));
+		if (img_crc32c(0, j->data[i], j->len[i]) == f.data_crc)
+			continue;
+		size_t cur = __atomic_load_n(&j->first_bad, __ATOMIC_RELAXED);
+		while (i < cur && !__atomic_compare_exchange_n(&j->first_bad, &cur, i, false,
+							       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+	return NULL;
+}
+
+static int check_data(struct img_reader *r, size_t n, const size_t *off, const uint8_t **data,
+		      const uint64_t *len, const uint32_t *type, uint64_t total,
+		      struct img_error *err)
+{
+	struct crc_job j = { .base = r->base, .frame_off = off, .data = data, .len = len, .n = n,
+			     .first_bad = n };
+	pthread_t helper;
+	bool two = total >= (32u << 20) && pthread_create(&helper, NULL, crc_worker, &j) == 0;
+
+	crc_worker(&j);
+	if (two)
+		pthread_join(helper, NULL);
+	if (j.first_bad < n)
+		return fail(err, -EBADMSG, (int64_t)j.first_bad, off[j.first_bad], type[j.first_bad],
+			    "data checksum mismatch");
+	return 0;
+}
+
 int img_reader_validate(struct img_reader *r, struct img_error *err)
 {
 	struct img_record rec;
+	size_t n = 0, cap = 0;
+	size_t *off = NULL;
+	const uint8_t **data = NULL;
+	uint64_t *len = NULL, total = 0;
+	uint32_t *type = NULL;
 	int ret;
 
 	if (!r)
 		return -EINVAL;
-	r->validated = false;
-	img_reader_rewind(r);
-	do
-		ret = img_reader_next(r, &rec, err);
-	while (ret == 0);
-	img_reader_rewind(r);
-	if (ret != -ENODATA)
-		return ret;
+	/* frames only on this pass: data checksums below */
 	r->validated = true;
-	return 0;
+	img_reader_rewind(r);
+	while ((ret = img_reader_next(r, &rec, err)) == 0) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			size_t *o = realloc(off, cap * sizeof(*o));
+			const uint8_t **d = o ? realloc(data, cap * sizeof(*d)) : NULL;
+			uint64_t *l = d ? realloc(len, cap * sizeof(*l)) : NULL;
+			uint32_t *t = l ? realloc(type, cap * sizeof(*t)) : NULL;
+			if (o)
+				off = o;
+			if (d)
+				data = d;
+			if (l)
+				len = l;
+			if (t)
+				type = t;
+			if (!t) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		off[n] = rec.offset;
+		data[n] = rec.data;
+		len[n] = rec.len;
+		type[n] = rec.type;
+		total += rec.len;
+		n++;
+	}
+	if (ret == -ENODATA) {
+		/* the trailer's own data, at pos */
+		struct img_frame f;
+		memcpy(&f, r->base + r->pos, sizeof(f));
+		if (img_crc32c(0, r->base + r->pos + sizeof(f), sizeof(struct img_trailer)) !=
+		    f.data_crc)
+			ret = fail(err, -EBADMSG, (int64_t)n, r->pos, f.type, "data checksum mismatch");
+		else
+			ret = check_data(r, n, off, data, len, type, total, err);
+	}
+	free(off);
+	free(data);
+	free(len);
+	free(type);
+	img_reader_rewind(r);
+	r->validated = ret == 0;
+	return ret;
 }
 
 void img_reader_close(struct img_reader *r)

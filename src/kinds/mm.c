@@ -17,6 +17,7 @@
  * write the pages; set the final protections; PR_SET_MM_MAP.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -959,64 +960,108 @@ static int uffd_copy(const MmEntry *e, const struct uffd *u, uint64_t addr, cons
 	return 0;
 }
 
-static int writev_pages(struct rst_ctx *ctx, struct rst_task *t, const struct iovec *remote,
-			size_t n, const uint8_t *src, uint64_t bytes)
+/* Writes pages with process_vm_writev, /proc/PID/mem for what it did not take. */
+static int writev_pages(struct rst_task *t, const struct iovec *remote, size_t n,
+			const uint8_t *src, uint64_t bytes, uint64_t *ret_addr)
 {
 	struct iovec local = { .iov_base = (void *)src, .iov_len = bytes };
 	if (process_vm_writev(t->pid, &local, 1, remote, n, 0) == (ssize_t)bytes)
 		return 0;
-	/* partial: finish through /proc/pid/mem */
 	uint64_t off = 0;
 	for (size_t k = 0; k < n; k++) {
 		int r = puppet_write(&t->pup, (uint64_t)(uintptr_t)remote[k].iov_base, src + off,
 				     remote[k].iov_len);
-		if (r < 0)
-			return log_fail(&ctx->log, r, "pid %d: cannot write pages at %p: %s", t->pid,
-					remote[k].iov_base, strerror(-r));
+		if (r < 0) {
+			*ret_addr = (uint64_t)(uintptr_t)remote[k].iov_base;
+			return r;
+		}
 		off += remote[k].iov_len;
 	}
 	return 0;
 }
 
+static int write_chunk(struct rst_task *t, const MmEntry *e, const struct uffd *u,
+		       const struct page_chunk *ch, uint64_t *ret_addr)
+{
+	struct iovec remote[256];
+	const uint8_t *src = ch->data;
+	size_t n = 0;
+	uint64_t bytes = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < ch->pm->n_addr && r >= 0; i++) {
+		uint64_t addr = ch->pm->addr[i], len = (uint64_t)ch->pm->npages[i] * PAGE;
+		if (uffd_copy(e, u, addr, src + bytes, len) == 0) {
+			/* done; what was gathered before goes out first */
+			if (n)
+				r = writev_pages(t, remote, n, src, bytes, ret_addr);
+			src += bytes + len;
+			n = 0;
+			bytes = 0;
+			continue;
+		}
+		remote[n].iov_base = (void *)(uintptr_t)addr;
+		remote[n++].iov_len = len;
+		bytes += len;
+		if (n == ARRAY_SIZE(remote)) {
+			r = writev_pages(t, remote, n, src, bytes, ret_addr);
+			src += bytes;
+			n = 0;
+			bytes = 0;
+		}
+	}
+	if (n && r >= 0)
+		r = writev_pages(t, remote, n, src, bytes, ret_addr);
+	return r;
+}
+
+/* Chunks are independent: two workers (the machine's cores) share them. */
+struct page_job {
+	struct rst_task *t;
+	const struct mm_rst *m;
+	const struct uffd *u;
+	size_t next;            /* atomic: the next chunk to take */
+	int err;                /* atomic: the first failure */
+	uint64_t err_addr;
+};
+
+static void *page_worker(void *arg)
+{
+	struct page_job *j = arg;
+	for (;;) {
+		size_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		if (c >= j->m->nchunks || __atomic_load_n(&j->err, __ATOMIC_RELAXED))
+			break;
+		uint64_t addr = 0;
+		int r = write_chunk(j->t, j->m->e, j->u, &j->m->chunks[c], &addr);
+		if (r < 0) {
+			int zero = 0;
+			if (__atomic_compare_exchange_n(&j->err, &zero, r, false, __ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+				j->err_addr = addr;
+			break;
+		}
+	}
+	return NULL;
+}
+
 static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
-	struct iovec remote[1024];
 	struct uffd u;
-	int r = 0;
+	pthread_t helper;
 
 	uffd_open(ctx, t, &u);
-	for (size_t c = 0; c < m->nchunks && r >= 0; c++) {
-		const struct page_chunk *ch = &m->chunks[c];
-		const uint8_t *src = ch->data;
-		size_t n = 0;
-		uint64_t bytes = 0;
-		for (size_t i = 0; i < ch->pm->n_addr && r >= 0; i++) {
-			uint64_t addr = ch->pm->addr[i], len = (uint64_t)ch->pm->npages[i] * PAGE;
-			if (uffd_copy(m->e, &u, addr, src + bytes, len) == 0) {
-				/* done; what was gathered before goes out first */
-				if (n)
-					r = writev_pages(ctx, t, remote, n, src, bytes);
-				src += bytes + len;
-				n = 0;
-				bytes = 0;
-				continue;
-			}
-			remote[n].iov_base = (void *)(uintptr_t)addr;
-			remote[n++].iov_len = len;
-			bytes += len;
-			if (n == ARRAY_SIZE(remote)) {
-				r = writev_pages(ctx, t, remote, n, src, bytes);
-				src += bytes;
-				n = 0;
-				bytes = 0;
-			}
-		}
-		if (n && r >= 0)
-			r = writev_pages(ctx, t, remote, n, src, bytes);
-	}
+	struct page_job j = { .t = t, .m = m, .u = &u };
+	bool two = m->nchunks >= 4 && pthread_create(&helper, NULL, page_worker, &j) == 0;
+	page_worker(&j);
+	if (two)
+		pthread_join(helper, NULL);
 	uffd_close(t, &u);
-	return r;
+	if (j.err < 0)
+		return log_fail(&ctx->log, j.err, "pid %d: cannot write pages at %llx: %s", t->pid,
+				(unsigned long long)j.err_addr, strerror(-j.err));
+	return 0;
 }
 
 static int set_mm_fields(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf)
