@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <linux/userfaultfd.h>
@@ -1064,6 +1065,21 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
+/*
+ * The puppet's exe is ckpt's (or the library caller's). If the image's is
+ * the same file, it stays: the kernel would refuse to replace an exe that
+ * is still mapped, and it is.
+ */
+static bool same_exe(struct rst_ctx *ctx, struct rst_task *t, uint32_t id)
+{
+	char path[64];
+	struct stat a, b;
+	int fd;
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	return file_reg_fd(ctx, id, &fd) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static int set_mm_fields(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf)
 {
 	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
@@ -1086,7 +1102,7 @@ static int set_mm_fields(struct rst_ctx *ctx, struct rst_task *t, struct remote_
 	if (e->n_auxv > 128)
 		return log_fail(&ctx->log, -EINVAL, "pid %d: auxv of %zu entries is too long",
 				t->pid, e->n_auxv);
-	if (e->has_exe_file_id) {
+	if (e->has_exe_file_id && !same_exe(ctx, t, e->exe_file_id)) {
 		int fd = remote_file(ctx, t, rf, e->exe_file_id);
 		if (fd < 0)
 			return fd;

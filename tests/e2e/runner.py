@@ -119,6 +119,8 @@ TESTS = [
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
     entry("opt_inspect", kind="inspect", program="mem_anon"),
+    entry("opt_stream", kind="stream", program="mem_anon"),
+    entry("api_lib", kind="standalone"),
     # real programs
     entry("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
           expect="exit0", min_runtime=3.9),
@@ -710,6 +712,48 @@ class Run:
         os.kill(self.pid, signal.SIGCONT)
         self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --frozen after SIGCONT")
         self.check_result(rp.returncode, "ckpt restart --frozen")
+
+    def flow_stream(self):
+        """checkpoint -o - | restart -: the image is a stream."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        cerr, rerr, pidfile = self.p("ckpt.err"), self.p("restart.err"), self.p("restart.pid")
+        self.logs += [cerr, rerr]
+        with open(cerr, "wb") as ce, open(rerr, "wb") as re_:
+            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill"),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=ce,
+                                  cwd=self.dir)
+            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile),
+                                  stdin=cp.stdout, stdout=subprocess.DEVNULL, stderr=re_,
+                                  cwd=self.dir)
+        cp.stdout.close()
+        self.procs += [cp, rp]
+        deadline = time.monotonic() + CHECKPOINT_TIMEOUT + PIDFILE_TIMEOUT
+        while not os.path.exists(pidfile):
+            pr.poll()
+            if rp.poll() is not None or time.monotonic() > deadline:
+                raise Fail("checkpoint -o - | restart -: no pidfile (ckpt %s, restart %s)"
+                           % (cp.poll(), rp.poll()))
+            time.sleep(POLL)
+        self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint -o -", reap=[pr])
+        if cp.returncode != 0:
+            raise Fail("checkpoint -o - exit %d" % cp.returncode)
+        rc = self.wait_exit(rp, "ckpt restart -")
+        self.check_result(rc, "ckpt restart -")
+
+    def flow_standalone(self):
+        """A program that drives libckpt itself and prints PASS."""
+        path = os.path.join(self.opts.bindir, self.t["program"])
+        if self.opts.no_ckpt:
+            return
+        r = subprocess.run([path], stdin=subprocess.DEVNULL, capture_output=True,
+                           cwd=self.dir, timeout=120)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0 or "PASS" not in out:
+            raise Fail("%s exit %d: %s %s" % (self.t["program"], r.returncode, out.strip()[-400:],
+                                              r.stderr.decode(errors="replace").strip()[-200:]))
 
     def flow_inspect(self):
         """inspect prints every record; --json is JSON with the same records."""

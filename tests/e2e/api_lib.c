@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The library API, used as a program would: fork a child holding 1 MiB of
+ * known values, ckpt_checkpoint() it into a memfd with CKPT_SUBTREE |
+ * CKPT_KILL, ckpt_restart() it detached (it comes back as the caller's
+ * child), signal it, and reap it: it exits 42 only if its memory is
+ * intact. Twice, the second time through ckpt_restart_opts(). Also the
+ * refusals the API promises: no CKPT_SUBTREE for a plain process, unknown
+ * flags, a pid that does not exist, RESTART_TASKSELF and RESTART_KEEP_LSM.
+ */
+#include <ckpt.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t go;
+static void on_usr1(int s)
+{
+	(void)s;
+	go = 1;
+}
+
+static int failures;
+#define CHECK(cond, ...)                               \
+	do {                                           \
+		if (!(cond)) {                         \
+			printf("FAIL: " __VA_ARGS__);  \
+			printf("\n");                  \
+			failures++;                    \
+		}                                      \
+	} while (0)
+
+static pid_t start_child(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* hold nothing ckpt cannot save (the runner's stdout is a pipe) */
+		int null = open("/dev/null", O_RDWR);
+		for (int fd = 0; fd < 3; fd++)
+			dup2(null, fd);
+		syscall(SYS_close_range, 3, ~0u, 0);
+		uint64_t *v = malloc(1 << 20);
+		for (int i = 0; i < (1 << 17); i++)
+			v[i] = (uint64_t)i * 2654435761u;
+		signal(SIGUSR1, on_usr1);
+		kill(getppid(), SIGUSR2); /* ready */
+		while (!go)
+			pause();
+		for (int i = 0; i < (1 << 17); i++)
+			if (v[i] != (uint64_t)i * 2654435761u)
+				_exit(3);
+		_exit(42);
+	}
+	return pid;
+}
+
+int main(void)
+{
+	char err[256];
+	sigset_t s2;
+	int sig;
+
+	sigemptyset(&s2);
+	sigaddset(&s2, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &s2, NULL);
+	pid_t child = start_child();
+	sigwait(&s2, &sig);
+
+	int img = memfd_create("image", MFD_CLOEXEC);
+	struct ckpt_opts o = { .size = sizeof(o), .flags = CKPT_KILL, .logfd = -1,
+			       .errbuf = err, .errbuf_len = sizeof(err) };
+	int r = ckpt_checkpoint_opts(child, img, &o);
+	CHECK(r == -EINVAL && strstr(err, "CKPT_SUBTREE"),
+	      "no CKPT_SUBTREE on a plain process: %d '%s'", r, err);
+	CHECK(kill(child, 0) == 0, "the child died of a refused checkpoint");
+	CHECK(ckpt_checkpoint(child, img, 0x100, -1) == -EINVAL, "unknown checkpoint flag accepted");
+	CHECK(ckpt_checkpoint(1 << 22, img, CKPT_SUBTREE, -1) == -ESRCH, "nonexistent pid");
+
+	/* the real thing; the child is ours, so reap it while ckpt waits */
+	o.flags = CKPT_SUBTREE | CKPT_KILL;
+	r = ckpt_checkpoint_opts(child, img, &o);
+	CHECK(r == 0, "ckpt_checkpoint: %d '%s'", r, err);
+	int st = 0;
+	waitpid(child, &st, WNOHANG);
+	if (r < 0) {
+		kill(child, SIGKILL);
+		return 1;
+	}
+
+	for (unsigned long bad = RESTART_TASKSELF; bad <= RESTART_KEEP_LSM; bad <<= 3) {
+		lseek(img, 0, SEEK_SET);
+		r = ckpt_restart(0, img, bad, -1);
+		CHECK(r == -EOPNOTSUPP, "restart flag %#lx: %d, want -EOPNOTSUPP", bad, r);
+	}
+	/* detached, the restored child is still ours: signal and reap it */
+	lseek(img, 0, SEEK_SET);
+	pid_t got = ckpt_restart(0, img, RESTART_DETACH, -1);
+	CHECK(got == child, "ckpt_restart returned %d, want pid %d", got, child);
+	if (got > 0) {
+		kill(got, SIGUSR1);
+		CHECK(waitpid(got, &st, 0) == got && WIFEXITED(st) && WEXITSTATUS(st) == 42,
+		      "restored child ended with status %#x, want exit 42", st);
+	}
+	/* and the same image once more, through the options struct */
+	lseek(img, 0, SEEK_SET);
+	struct ckpt_opts ro = { .size = sizeof(ro), .flags = RESTART_DETACH, .logfd = -1,
+				.errbuf = err, .errbuf_len = sizeof(err) };
+	got = ckpt_restart_opts(0, img, &ro);
+	CHECK(got == child, "second restart: %d '%s'", got, err);
+	if (got > 0) {
+		kill(got, SIGUSR1);
+		CHECK(waitpid(got, &st, 0) == got && WIFEXITED(st) && WEXITSTATUS(st) == 42,
+		      "second restored child ended with status %#x", st);
+	}
+	if (failures)
+		return 1;
+	printf("PASS\n");
+	return 0;
+}
