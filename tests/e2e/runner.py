@@ -83,6 +83,7 @@ TESTS = [
     entry("mem_vdso", (B, T)),
     entry("mem_mmfields"),
     entry("mem_big"),
+    entry("mem_droppable", (B, T)),
     # cpu
     entry("cpu_regs", (B, T)),
     entry("cpu_tls"),
@@ -121,6 +122,7 @@ TESTS = [
     entry("opt_inspect", kind="inspect", program="mem_anon"),
     entry("opt_stream", kind="stream", program="mem_anon"),
     entry("api_lib", kind="standalone"),
+    entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     # real programs
     entry("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
           expect="exit0", min_runtime=3.9),
@@ -755,6 +757,30 @@ class Run:
             raise Fail("%s exit %d: %s %s" % (self.t["program"], r.returncode, out.strip()[-400:],
                                               r.stderr.decode(errors="replace").strip()[-200:]))
 
+    def flow_rst_fail(self):
+        """A restart that fails after creating the process leaves nothing."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        with open(img, "rb") as f:
+            good = f.read()
+        bad = self.p("forged")
+        with open(bad, "wb") as f:
+            f.write(forge_seccomp(good, walk_image(good)))
+        log = self.p("forged.log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", bad, "--log", log, "-v"], timeout=60)
+        self.expect_error(r, "restart of an image whose seccomp filter is invalid",
+                          must=["seccomp"])
+        with open(log) as f:
+            if "puppet created" not in f.read():
+                raise Fail("the forged image failed before a process was created")
+        self.expect_gone("the failed restart")
+        # the genuine image still restores
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the genuine image")
+
     def flow_inspect(self):
         """inspect prints every record; --json is JSON with the same records."""
         if self.opts.no_ckpt:
@@ -901,6 +927,51 @@ def d_random(data, recs):
 
 def d_empty(data, recs):
     return b"", "empty file"
+
+
+def crc32c(data, crc=0):
+    """crc32c (Castagnoli), as src/img/crc32c.c; for forging small records."""
+    crc ^= 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82f63b78 & -(crc & 1))
+    return crc ^ 0xffffffff
+
+
+def varint(data, pos):
+    v = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, pos
+
+
+def forge_seccomp(data, recs):
+    """A well-formed image whose first seccomp instruction is invalid: it
+    passes every check of the image and fails only when the restored
+    process installs the filter, after the process exists."""
+    out = bytearray(data)
+    rec = [r for r in recs if r[2] == 0x0901]
+    if not rec:
+        raise Fail("the image has no seccomp record")
+    _, frame, _, _, off, length = rec[0]
+    p = off
+    if out[p] != 0x08:            # field 1 (mode), varint
+        raise Fail("unexpected seccomp record layout")
+    _, p = varint(out, p + 1)
+    if out[p] != 0x12:            # field 2 (a filter), length-delimited
+        raise Fail("unexpected seccomp record layout")
+    _, p = varint(out, p + 1)
+    if out[p] != 0x0a:            # its field 1 (insns), bytes
+        raise Fail("unexpected seccomp filter layout")
+    _, p = varint(out, p + 1)
+    struct.pack_into("<H", out, p, 0xffff)   # sock_filter.code: no such BPF op
+    struct.pack_into("<I", out, frame + 20, crc32c(bytes(out[off:off + length])))
+    return bytes(out)
 
 
 DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
