@@ -8,6 +8,24 @@
 #include "ckpt.h"
 #include "cli/cli.h"
 
+static void sync_dir_of(const char *path)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
 int cmd_checkpoint(const struct cli_args *a)
 {
 	char err[512] = "";
@@ -29,6 +47,9 @@ int cmd_checkpoint(const struct cli_args *a)
 		fprintf(stderr, "ckpt: cannot write '%s': %s\n", a->output, strerror(errno));
 		return 1;
 	}
+	/* the directory entry must be durable too before the process is killed */
+	if (!to_stdout)
+		sync_dir_of(tmp);
 	logfd = cli_open_log(a->log);
 	if (a->log && logfd < 0)
 		return 1;
@@ -52,6 +73,8 @@ int cmd_checkpoint(const struct cli_args *a)
 			snprintf(err, sizeof(err), "cannot rename the complete image to '%.300s': %s",
 				 a->output, strerror(errno));
 		} /* on a failed rename the complete image stays as FILE.part */
+		else
+			sync_dir_of(a->output);
 		close(fd);
 	}
 	if (logfd >= 0)
