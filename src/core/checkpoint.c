@@ -8,12 +8,15 @@
  * address and the reason; the tasks are then released unharmed. Dump writes
  * the image; it is complete and fsync'd before a task is killed.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <linux/kcmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,12 +86,11 @@ static int snapshot_proc(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* What this version cannot take, said before seizing anything. */
-static int check_shape(struct ckpt_ctx *ctx, pid_t pid)
+/* The root must be a process, alive, and a namespace init or CKPT_SUBTREE. */
+static int check_root(struct ckpt_ctx *ctx, pid_t pid)
 {
-	_cleanup_free_ char *status = NULL, *children = NULL;
+	_cleanup_free_ char *status = NULL;
 	struct proc_status st;
-	char name[64];
 	int r;
 
 	r = proc_read(pid, "status", &status, NULL);
@@ -108,52 +110,203 @@ static int check_shape(struct ckpt_ctx *ctx, pid_t pid)
 				"pid %d: is not the init of a pid namespace; checkpointing a plain "
 				"process tree needs CKPT_SUBTREE",
 				pid);
-	if (st.threads > 1)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d (%s): has %u threads; multithreaded processes are not "
-				"supported yet",
-				pid, st.name, st.threads);
-	snprintf(name, sizeof(name), "task/%d/children", pid);
-	if (proc_read(pid, name, &children, NULL) == 0 && children[0])
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d (%s): has children (%s); process trees are not supported yet",
-				pid, st.name, children);
 	return 0;
 }
 
-static int collect(struct ckpt_ctx *ctx, pid_t pid)
+static struct task *find_task(struct ckpt_ctx *ctx, pid_t pid)
 {
-	struct task *t;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].pid == pid)
+			return &ctx->tasks[i];
+	return NULL;
+}
+
+static int add_task(struct ckpt_ctx *ctx, size_t *cap, pid_t pid)
+{
+	if (ctx->ntasks == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct task *nt = realloc(ctx->tasks, ncap * sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		ctx->tasks = nt;
+		*cap = ncap;
+	}
+	ctx->tasks[ctx->ntasks++] = (struct task){ .pid = pid, .pup = { .memfd = -1 } };
+	return 0;
+}
+
+/* /proc/PID/stat of a task, 'X' in state if it is gone. */
+static int read_stat(pid_t pid, struct proc_stat *st)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = proc_read(pid, "stat", &text, NULL);
+	if (r == -ENOENT || r == -ESRCH) {
+		*st = (struct proc_stat){ .state = 'X' };
+		return 0;
+	}
+	return r < 0 ? r : proc_parse_stat(text, st);
+}
+
+/*
+ * Seizes t, or finds it dead: a zombie is kept (its parent will reap it);
+ * a task gone entirely (reaped already) returns 1 and is dropped.
+ */
+static int seize_one(struct ckpt_ctx *ctx, struct task *t)
+{
+	int r, err = -ESRCH;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		r = read_stat(t->pid, &t->stat);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot read /proc: %s", t->pid,
+					strerror(-r));
+		if (t->stat.state == 'X')
+			return 1;
+		if (t->stat.state == 'Z') {
+			t->zombie = true;
+			return 0;
+		}
+		if (attempt)
+			break;
+		err = puppet_seize(&t->pup, t->pid);
+		if (err == 0) {
+			log_debug(&ctx->log, "pid %d: seized", t->pid);
+			return 0;
+		}
+		if (err != -ESRCH && err != -EPERM)
+			break;
+	}
+	return explain_seize(ctx, t->pid, err);
+}
+
+/* The children of every thread of pid, as /proc lists them. */
+static int read_children(pid_t pid, char **ret)
+{
+	char name[64], *all = NULL;
+	size_t len = 0;
+	DIR *d;
+
+	snprintf(name, sizeof(name), "/proc/%d/task", pid);
+	d = opendir(name);
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));) {
+		char *text = NULL;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), "task/%.20s/children", de->d_name);
+		if (proc_read(pid, name, &text, NULL) < 0)
+			continue;
+		size_t n = strlen(text);
+		char *na = realloc(all, len + n + 2);
+		if (!na) {
+			free(text);
+			free(all);
+			closedir(d);
+			return -ENOMEM;
+		}
+		all = na;
+		memcpy(all + len, text, n);
+		len += n;
+		all[len++] = ' ';
+		all[len] = '\0';
+		free(text);
+	}
+	closedir(d);
+	*ret = all;
+	return 0;
+}
+
+/*
+ * Seizes the whole tree, parents before children. A task's children are
+ * listed once it is stopped, so it cannot add any afterwards: when every
+ * listed task is held, the tree is complete. A child that died meanwhile
+ * is a zombie (kept) or gone (dropped).
+ */
+static int seize_tree(struct ckpt_ctx *ctx, pid_t root)
+{
+	size_t cap = 0;
 	int r;
 
-	r = check_shape(ctx, pid);
-	if (r < 0)
+	if ((r = add_task(ctx, &cap, root)) < 0)
 		return r;
-	ctx->tasks = calloc(1, sizeof(*ctx->tasks));
-	if (!ctx->tasks)
-		return -ENOMEM;
-	t = &ctx->tasks[0];
-	t->pid = pid;
-	t->pup.memfd = -1;
-	r = puppet_seize(&t->pup, pid);
-	if (r < 0)
-		return explain_seize(ctx, pid, r);
-	ctx->ntasks = 1;
-	log_info(&ctx->log, "pid %d: seized", pid);
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		r = seize_one(ctx, &ctx->tasks[i]);
+		if (r == 1) {
+			memmove(&ctx->tasks[i], &ctx->tasks[i + 1],
+				(ctx->ntasks - i - 1) * sizeof(*ctx->tasks));
+			ctx->ntasks--;
+			i--;
+			continue;
+		}
+		if (r < 0)
+			return r;
+		if (ctx->tasks[i].zombie)
+			continue;
+		_cleanup_free_ char *kids = NULL;
+		if ((r = read_children(ctx->tasks[i].pid, &kids)) < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot list its children: %s",
+					ctx->tasks[i].pid, strerror(-r));
+		for (char *p = kids, *end; p && *p; p = end) {
+			long c = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (c > 0 && !find_task(ctx, (pid_t)c) && (r = add_task(ctx, &cap, (pid_t)c)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
 
-	r = snapshot_proc(ctx, t);
+/* What one task shares with another of the tree (kcmp), and what it may not. */
+static int find_shares(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task *parent = find_task(ctx, t->stat.ppid);
+
+	for (struct task *o = ctx->tasks; o < t; o++) {
+		if (o->zombie)
+			continue;
+		if (syscall(SYS_kcmp, o->pid, t->pid, KCMP_VM, 0, 0) == 0)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: shares its memory with pid %d (CLONE_VM or vfork); "
+					"not supported",
+					t->pid, o->pid);
+		bool files = syscall(SYS_kcmp, o->pid, t->pid, KCMP_FILES, 0, 0) == 0;
+		bool fs = syscall(SYS_kcmp, o->pid, t->pid, KCMP_FS, 0, 0) == 0;
+		if ((files || fs) && o != parent && !(files ? t->files_with : t->fs_with))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: shares its %s with pid %d, which is not its parent; "
+					"not supported yet",
+					t->pid, files ? "fd table" : "cwd and root", o->pid);
+		if (files && o == parent)
+			t->files_with = o->pid;
+		if (fs && o == parent)
+			t->fs_with = o->pid;
+	}
+	return 0;
+}
+
+/* Everything one seized task holds, kind by kind. */
+static int collect_task(struct ckpt_ctx *ctx, struct task *t)
+{
+	int r = snapshot_proc(ctx, t);
 	if (r < 0)
 		return r;
 	if (t->status.threads > 1)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: started a thread while being seized", pid);
+				"pid %d (%s): has %u threads; multithreaded processes are not "
+				"supported yet",
+				t->pid, t->status.name, t->status.threads);
+	r = find_shares(ctx, t);
+	if (r < 0)
+		return r;
 	r = puppet_find_syscall(&t->pup);
 	if (r < 0)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: has no vDSO to run system calls from; not supported", pid);
+				"pid %d: has no vDSO to run system calls from; not supported", t->pid);
 	r = puppet_scratch_map(&t->pup, 0, PUPPET_SCRATCH_SIZE);
 	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", pid,
+		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
 	for (int k = 0; k < KIND_MAX; k++) {
 		if (!kinds[k].ops->collect)
@@ -161,10 +314,29 @@ static int collect(struct ckpt_ctx *ctx, pid_t pid)
 		r = kinds[k].ops->collect(ctx, t);
 		if (r < 0) {
 			if (ctx->log.errors == 0)
-				log_error(&ctx->log, "pid %d: %s: %s", pid, kinds[k].name,
+				log_error(&ctx->log, "pid %d: %s: %s", t->pid, kinds[k].name,
 					  strerror(-r));
 			return r;
 		}
+	}
+	return 0;
+}
+
+static int collect(struct ckpt_ctx *ctx, pid_t pid)
+{
+	int r = check_root(ctx, pid);
+	if (r < 0)
+		return r;
+	r = seize_tree(ctx, pid);
+	if (r < 0)
+		return r;
+	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		if (ctx->tasks[i].zombie)
+			continue;
+		r = collect_task(ctx, &ctx->tasks[i]);
+		if (r < 0)
+			return r;
 	}
 	for (int k = 0; k < KIND_MAX; k++) {
 		r = kinds[k].ops->collect_end ? kinds[k].ops->collect_end(ctx) : 0;
@@ -191,7 +363,11 @@ static void fill_header(struct img_header *h)
 static int dump_tree(struct ckpt_ctx *ctx)
 {
 	TreeEntry tree = TREE_ENTRY__INIT;
-	TreeTask tt[ctx->ntasks], *ptt[ctx->ntasks];
+	_cleanup_free_ TreeTask *tt = calloc(ctx->ntasks, sizeof(*tt));
+	_cleanup_free_ TreeTask **ptt = calloc(ctx->ntasks, sizeof(*ptt));
+
+	if (!tt || !ptt)
+		return -ENOMEM;
 
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		const struct task *t = &ctx->tasks[i];
@@ -200,8 +376,20 @@ static int dump_tree(struct ckpt_ctx *ctx)
 		tt[i].ppid = t->stat.ppid;
 		tt[i].pgid = t->stat.pgrp;
 		tt[i].sid = t->stat.session;
-		tt[i].has_nthreads = true;
-		tt[i].nthreads = t->status.threads;
+		tt[i].has_exit_signal = true;
+		tt[i].exit_signal = (uint32_t)t->stat.exit_signal;
+		if (t->zombie) {
+			tt[i].has_zombie = tt[i].has_exit_code = true;
+			tt[i].zombie = true;
+			tt[i].exit_code = (uint32_t)t->stat.exit_code;
+		} else {
+			tt[i].has_nthreads = true;
+			tt[i].nthreads = t->status.threads;
+		}
+		tt[i].has_files_with = t->files_with != 0;
+		tt[i].files_with = (uint32_t)t->files_with;
+		tt[i].has_fs_with = t->fs_with != 0;
+		tt[i].fs_with = (uint32_t)t->fs_with;
 		ptt[i] = &tt[i];
 	}
 	tree.tasks = ptt;
@@ -225,6 +413,8 @@ static int dump(struct ckpt_ctx *ctx, int fd)
 	r = dump_tree(ctx);
 	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++) {
 		struct task *t = &ctx->tasks[i];
+		if (t->zombie)
+			continue;
 		TaskBegin tb = TASK_BEGIN__INIT;
 		tb.pid = t->pid;
 		r = ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);

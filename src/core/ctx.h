@@ -27,6 +27,9 @@
 
 struct task {
 	pid_t pid;
+	bool zombie;            /* not seized: only its tree entry is saved */
+	pid_t files_with;       /* shares its fd table (CLONE_FILES) with this parent */
+	pid_t fs_with;          /* shares cwd/root/umask (CLONE_FS) with this parent */
 	struct puppet pup;
 	struct proc_status status;
 	struct proc_stat stat;
@@ -47,10 +50,24 @@ struct ckpt_ctx {
 
 struct rst_task {
 	pid_t pid, ppid, pgid, sid;
+	int exit_signal;
+	bool zombie;            /* created, then made to exit with exit_code */
+	bool ghost;             /* a placeholder that holds a pid for a group or
+				 * session whose leader is gone; exits, reaped */
+	int exit_code;          /* a zombie's wait status */
+	pid_t files_with, fs_with;
+	int parent;             /* index in rst_ctx.tasks, -1 for the root */
+	int creator;            /* the task that forks it: the parent, or (with
+				 * CLONE_PARENT) one in the session it needs */
 	struct puppet pup;
 	bool created;
-	int ctl_remote;         /* the control socket's fd number in the puppet */
+	bool begun;             /* its records have started */
 	void *kstate[KIND_MAX];
+};
+
+struct pid_index {
+	pid_t pid;
+	uint32_t idx;
 };
 
 struct rst_ctx {
@@ -58,11 +75,24 @@ struct rst_ctx {
 	struct ckpt_log log;
 	struct img_reader r;
 	struct objhash objs;
-	struct rst_task *tasks;
+	struct rst_task *tasks;  /* parents first; ghosts after the image's tasks */
 	size_t ntasks;
+	size_t nimage;          /* tasks of the image; the rest are ghosts */
+	struct pid_index *by_pid; /* the image's tasks, sorted by pid */
+	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
 	uint64_t scratch_addr;  /* free in every image address space */
 };
+
+/* tree.c: restart's process tree */
+/* Decodes and checks the tree record into ctx->tasks. */
+int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
+	__attribute__((warn_unused_result));
+/* The task of the image with this pid, or NULL. */
+struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
+/* Creates every process with its pid, parent, session and group; zombies
+ * and ghosts are dead when it returns, the others held, bare puppets. */
+int tree_create(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 /* Packs msg and writes it as one record. */
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)

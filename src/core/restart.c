@@ -31,8 +31,6 @@
 #include "util/cleanup.h"
 #include "util/features.h"
 
-#define PID_MAX_LIMIT 4194304
-
 /* kinds every task must have in the image */
 static const enum kind required[] = { KIND_task, KIND_mm, KIND_fdtable, KIND_fs,
 				      KIND_signals, KIND_creds, KIND_regs };
@@ -70,53 +68,6 @@ static int check_header(struct rst_ctx *ctx)
 	return 0;
 }
 
-static int load_tree(struct rst_ctx *ctx, const struct img_record *rec)
-{
-	if (ctx->tasks)
-		return log_fail(&ctx->log, -EINVAL, "record %u: a second tree", rec->index);
-	TreeEntry *tree = rctx_unpack(ctx, rec, &tree_entry__descriptor);
-	if (!tree)
-		return -EINVAL;
-	int r = 0;
-	if (tree->n_tasks != 1) {
-		r = log_fail(&ctx->log, tree->n_tasks ? -EOPNOTSUPP : -EINVAL,
-			     "image holds %zu processes; restoring process trees is not supported "
-			     "yet",
-			     tree->n_tasks);
-		goto out;
-	}
-	ctx->tasks = calloc(tree->n_tasks, sizeof(*ctx->tasks));
-	if (!ctx->tasks) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < tree->n_tasks; i++) {
-		const TreeTask *tt = tree->tasks[i];
-		struct rst_task *t = &ctx->tasks[i];
-		if (!tt->pid || tt->pid >= PID_MAX_LIMIT) {
-			r = log_fail(&ctx->log, -EINVAL, "record %u: pid %u is not valid", rec->index,
-				     tt->pid);
-			goto out;
-		}
-		t->pid = tt->pid;
-		t->ppid = tt->ppid;
-		t->pgid = tt->pgid;
-		t->sid = tt->sid;
-		t->pup.memfd = -1;
-		t->ctl_remote = -1;
-		if (tt->has_nthreads && tt->nthreads > 1) {
-			r = log_fail(&ctx->log, -EOPNOTSUPP,
-				     "pid %u has %u threads; not supported yet", tt->pid,
-				     tt->nthreads);
-			goto out;
-		}
-	}
-	ctx->ntasks = tree->n_tasks;
-out:
-	tree_entry__free_unpacked(tree, NULL);
-	return r;
-}
-
 static int load_task_begin(struct rst_ctx *ctx, const struct img_record *rec,
 			   struct rst_task **cur)
 {
@@ -125,14 +76,15 @@ static int load_task_begin(struct rst_ctx *ctx, const struct img_record *rec,
 		return -EINVAL;
 	pid_t pid = (pid_t)tb->pid;
 	task_begin__free_unpacked(tb, NULL);
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		if (ctx->tasks[i].pid == pid) {
-			*cur = &ctx->tasks[i];
-			return 0;
-		}
-	}
-	return log_fail(&ctx->log, -EINVAL, "record %u: pid %d is not in the tree", rec->index,
-			pid);
+	struct rst_task *t = tree_find(ctx, pid);
+	if (!t || t->zombie)
+		return log_fail(&ctx->log, -EINVAL, "record %u: pid %d is not a live task of the tree",
+				rec->index, pid);
+	if (t->begun)
+		return log_fail(&ctx->log, -EINVAL, "record %u: pid %d begins twice", rec->index, pid);
+	t->begun = true;
+	*cur = t;
+	return 0;
 }
 
 static int load_image(struct rst_ctx *ctx, int fd)
@@ -156,7 +108,7 @@ static int load_image(struct rst_ctx *ctx, int fd)
 	while ((r = img_reader_next(&ctx->r, &rec, &err)) == 0) {
 		enum kind k;
 		if (rec.type == REC_CORE_TREE) {
-			r = load_tree(ctx, &rec);
+			r = tree_load(ctx, &rec);
 		} else if (rec.type == REC_CORE_TASK) {
 			r = ctx->tasks ? load_task_begin(ctx, &rec, &cur)
 				       : log_fail(&ctx->log, -EINVAL, "record %u: task before the tree",
@@ -181,8 +133,12 @@ static int load_image(struct rst_ctx *ctx, int fd)
 		return log_fail(&ctx->log, -EINVAL, "image holds no process");
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct rst_task *t = &ctx->tasks[i];
+		if (t->zombie)
+			continue;
 		for (size_t j = 0; j < ARRAY_SIZE(required); j++)
-			if (!t->kstate[required[j]])
+			if (!t->kstate[required[j]] &&
+			    !(required[j] == KIND_fdtable && t->files_with) &&
+			    !(required[j] == KIND_fs && t->fs_with))
 				return log_fail(&ctx->log, -EINVAL, "image lacks the %s of pid %d",
 						kinds[required[j]].name, t->pid);
 		r = mm_check_loaded(ctx, t);
@@ -192,64 +148,28 @@ static int load_image(struct rst_ctx *ctx, int fd)
 	return 0;
 }
 
-/* A pid held by a dying zombie frees up soon (pid 1 reaps late here). */
-static int wait_pid_free(struct rst_ctx *ctx, pid_t pid)
-{
-	for (int waited = 0;; waited += 20) {
-		_cleanup_free_ char *text = NULL;
-		struct proc_status st;
-		if (proc_read(pid, "status", &text, NULL) < 0)
-			return 0;
-		if (proc_parse_status(text, &st) == 0 && st.state != 'Z' && st.state != 'X')
-			return log_fail(&ctx->log, -EEXIST,
-					"pid %d is in use by '%s'; restore it where the pid is free "
-					"(or kill that process)",
-					pid, st.name);
-		if (waited >= 5000)
-			return log_fail(&ctx->log, -EEXIST,
-					"pid %d is held by a zombie its parent has not reaped", pid);
-		usleep(20000);
-	}
-}
-
-static int create_task(struct rst_ctx *ctx, struct rst_task *t)
+/* The control socket's fd number: above every fd of every task. */
+static int choose_ctl_fd(struct rst_ctx *ctx)
 {
 	struct rlimit nofile;
-	int r;
+	int max = 2;
 
-	t->ctl_remote = MAX(fdtable_max_fd(t) + 1, 3);
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && (rlim_t)t->ctl_remote >= nofile.rlim_cur)
-		return log_fail(&ctx->log, -EMFILE,
-				"pid %d uses fd %d, above ckpt's open-file limit %llu", t->pid,
-				t->ctl_remote - 1, (unsigned long long)nofile.rlim_cur);
-	r = wait_pid_free(ctx, t->pid);
-	if (r < 0)
-		return r;
-	r = puppet_spawn(&t->pup, t->pid, ctx->ctl[1], t->ctl_remote);
-	if (r == -EEXIST)
-		return log_fail(&ctx->log, r, "pid %d is taken", t->pid);
-	if (r == -EPERM)
-		return log_fail(&ctx->log, r,
-				"pid %d: creating a process with a chosen pid needs "
-				"CAP_CHECKPOINT_RESTORE (or a user namespace of one's own)",
-				t->pid);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot create it: %s", t->pid, strerror(-r));
-	t->created = true;
-	log_debug(&ctx->log, "pid %d: puppet created", t->pid);
+	for (size_t i = 0; i < ctx->nimage; i++)
+		max = MAX(max, fdtable_max_fd(&ctx->tasks[i]));
+	ctx->ctl_remote = max + 1;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && (rlim_t)ctx->ctl_remote >= nofile.rlim_cur)
+		return log_fail(&ctx->log, -EMFILE, "the image uses fd %d, above ckpt's open-file "
+				"limit %llu", max, (unsigned long long)nofile.rlim_cur);
+	return 0;
+}
 
-	if ((r = puppet_find_syscall(&t->pup)) < 0)
-		return log_fail(&ctx->log, r, "pid %d: no vDSO syscall in the puppet", t->pid);
-	if ((r = task_rseq_unregister(&t->pup)) < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot unregister ckpt's rseq: %s", t->pid,
-				strerror(-r));
-	if ((r = puppet_scratch_map(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot map the scratch area: %s", t->pid,
-				strerror(-r));
+/* Turns one bare puppet into its task, kind by kind. */
+static int restore_task(struct rst_ctx *ctx, struct rst_task *t)
+{
 	for (int k = 0; k < KIND_MAX; k++) {
 		if (!kinds[k].ops->restore)
 			continue;
-		r = kinds[k].ops->restore(ctx, t);
+		int r = kinds[k].ops->restore(ctx, t);
 		if (r < 0) {
 			if (!ctx->log.errors)
 				log_error(&ctx->log, "pid %d: restoring %s failed: %s", t->pid,
@@ -258,18 +178,38 @@ static int create_task(struct rst_ctx *ctx, struct rst_task *t)
 		}
 		log_debug(&ctx->log, "pid %d: %s restored", t->pid, kinds[k].name);
 	}
-	puppet_syscall(&t->pup, SYS_close, t->ctl_remote);
-	/* the very last injected call: nothing of ckpt stays in the task */
-	r = puppet_scratch_unmap(&t->pup);
+	return 0;
+}
+
+/* The last injected calls: nothing of ckpt stays in any task. */
+static int clean_task(struct rst_ctx *ctx, struct rst_task *t)
+{
+	puppet_syscall(&t->pup, SYS_close, ctx->ctl_remote);
+	int r = puppet_scratch_unmap(&t->pup);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot unmap the scratch area: %s", t->pid,
 				strerror(-r));
 	return 0;
 }
 
+static int build(struct rst_ctx *ctx)
+{
+	int r = choose_ctl_fd(ctx);
+	if (r >= 0)
+		r = tree_create(ctx);
+	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++)
+		if (!ctx->tasks[i].zombie)
+			r = restore_task(ctx, &ctx->tasks[i]);
+	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++)
+		if (!ctx->tasks[i].zombie)
+			r = clean_task(ctx, &ctx->tasks[i]);
+	return r;
+}
+
 static void kill_created(struct rst_ctx *ctx)
 {
-	for (size_t i = 0; i < ctx->ntasks; i++) {
+	/* children first, so that none is reparented to a live puppet */
+	for (size_t i = ctx->ntasks; i-- > 0;) {
 		struct rst_task *t = &ctx->tasks[i];
 		if (t->created) {
 			puppet_kill(&t->pup);
@@ -300,6 +240,7 @@ static void free_ctx(struct rst_ctx *ctx)
 		puppet_forget(&t->pup);
 	}
 	free(ctx->tasks);
+	free(ctx->by_pid);
 	objhash_free(&ctx->objs, free_robj);
 	img_reader_close(&ctx->r);
 	for (int i = 0; i < 2; i++)
@@ -356,8 +297,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		goto out;
 	log_info(&ctx.log, "image validated: %zu process(es)", ctx.ntasks);
 
-	for (size_t i = 0; r >= 0 && i < ctx.ntasks; i++)
-		r = create_task(&ctx, &ctx.tasks[i]);
+	r = build(&ctx);
 	if (r < 0 || (o->flags & RESTART_GHOST)) {
 		kill_created(&ctx);
 		if (r >= 0)
@@ -367,11 +307,14 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 
 	pid_t root = ctx.tasks[0].pid;
 	int sig = (o->flags & RESTART_FROZEN) ? SIGSTOP : 0;
-	for (size_t i = 0; i < ctx.ntasks; i++) {
-		int e = puppet_release(&ctx.tasks[i].pup,
-				       task_stopped(&ctx.tasks[i]) ? SIGSTOP : sig);
+	/* children first: a parent runs once its children are there */
+	for (size_t i = ctx.nimage; i-- > 0;) {
+		struct rst_task *t = &ctx.tasks[i];
+		if (t->zombie)
+			continue;
+		int e = puppet_release(&t->pup, task_stopped(t) ? SIGSTOP : sig);
 		if (e < 0 && r >= 0)
-			r = log_fail(&ctx.log, e, "pid %d: cannot release it: %s", ctx.tasks[i].pid,
+			r = log_fail(&ctx.log, e, "pid %d: cannot release it: %s", t->pid,
 				     strerror(-e));
 	}
 	if (r < 0) {
@@ -384,6 +327,9 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		goto out;
 	}
 	r = root;
+	/* ckpt lets go of every file first: a restored reader must see EOF
+	 * when its writers close, not wait on ckpt's copy */
+	free_ctx(&ctx);
 	if (!(o->flags & RESTART_DETACH)) {
 		int status;
 		while (waitpid(root, &status, 0) < 0) {
@@ -394,6 +340,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		}
 		o->wait_status = status;
 	}
+	return r;
 out:
 	free_ctx(&ctx);
 	return r;

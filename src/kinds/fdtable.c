@@ -93,12 +93,16 @@ static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 
 static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct fdt_ckpt *f = task_state(t, KIND_fdtable, sizeof(*f));
-	struct fd_info *fi = malloc(sizeof(*fi));
+	struct fdt_ckpt *f;
+	struct fd_info *fi;
 	char path[64];
 	int *fds = NULL, r = 0;
 	size_t n = 0, cap = 0;
 
+	if (t->files_with) /* one table, saved with the task it is shared with */
+		return 0;
+	f = task_state(t, KIND_fdtable, sizeof(*f));
+	fi = malloc(sizeof(*fi));
 	if (!f || !fi) {
 		free(fi);
 		return -ENOMEM;
@@ -155,7 +159,7 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 static int fdtable_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f = t->kstate[KIND_fdtable];
-	return ctx_write_msg(ctx, FDTABLE_ENTRY, &f->e.base);
+	return f ? ctx_write_msg(ctx, FDTABLE_ENTRY, &f->e.base) : 0;
 }
 
 static int fdtable_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -195,7 +199,7 @@ static int fdtable_restore(struct rst_ctx *ctx, struct rst_task *t)
 		int local, r = fdtable_local_fd(ctx, fe->file_id, &local);
 		if (r < 0)
 			return r;
-		r = puppet_install_fd(&t->pup, ctx->ctl[0], t->ctl_remote, local, (int)fe->fd,
+		r = puppet_install_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, local, (int)fe->fd,
 				      fe->cloexec);
 		if (r < 0)
 			return log_fail(&ctx->log, r, "pid %d fd %u: cannot install it: %s", t->pid,

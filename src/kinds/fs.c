@@ -42,9 +42,12 @@ static int read_dir_link(struct ckpt_ctx *ctx, struct task *t, const char *name,
 
 static int fs_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct fs_ckpt *f = task_state(t, KIND_fs, sizeof(*f));
+	struct fs_ckpt *f;
 	int r;
 
+	if (t->fs_with) /* saved with the task it is shared with */
+		return 0;
+	f = task_state(t, KIND_fs, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
 	fs_entry__init(&f->e);
@@ -60,7 +63,7 @@ static int fs_collect(struct ckpt_ctx *ctx, struct task *t)
 static int fs_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fs_ckpt *f = t->kstate[KIND_fs];
-	return ctx_write_msg(ctx, FS_ENTRY, &f->e.base);
+	return f ? ctx_write_msg(ctx, FS_ENTRY, &f->e.base) : 0;
 }
 
 static int fs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -81,7 +84,7 @@ static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir)
 	if (fd < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open directory '%s': %s", t->pid,
 				dir, strerror(errno));
-	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], t->ctl_remote, fd);
+	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, fd);
 	if (rfd < 0)
 		return log_fail(&ctx->log, rfd, "pid %d: cannot pass '%s': %s", t->pid, dir,
 				strerror(-rfd));

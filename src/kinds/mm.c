@@ -737,7 +737,7 @@ static int remote_add(struct rst_ctx *ctx, struct rst_task *t, struct remote_fil
 {
 	if (rf->n == (int)ARRAY_SIZE(rf->key)) /* full: recycle */
 		close_remote_files(t, rf);
-	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], t->ctl_remote, local);
+	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, local);
 	if (rfd < 0)
 		return log_fail(&ctx->log, rfd, "pid %d: cannot pass %s to the new process: %s",
 				t->pid, what, strerror(-rfd));

@@ -8,12 +8,14 @@
  *
  * At restart ckpt makes the pipe, sizes it, writes the data back, and opens
  * every end anew through /proc/self/fd, so two ends that were different
- * open files stay different. For now both ends must be in the image: a pipe
- * to a process outside it is refused by fd.
+ * open files stay different. An end missing from the image must be closed
+ * everywhere (it is then not reopened); a pipe to a process outside the
+ * image is refused by fd.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,13 +137,18 @@ static int pipe_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	return 0;
 }
 
+static struct task *holder(struct ckpt_ctx *ctx, pid_t pid)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].pid == pid)
+			return &ctx->tasks[i];
+	return NULL;
+}
+
 /* Reads what the pipe holds without taking it out. */
 static int peek(struct ckpt_ctx *ctx, struct pipe_obj *p)
 {
-	struct task *t = NULL;
-	for (size_t i = 0; i < ctx->ntasks; i++)
-		if (ctx->tasks[i].pid == p->pid)
-			t = &ctx->tasks[i];
+	struct task *t = holder(ctx, p->pid);
 	if (!t)
 		return -ESRCH;
 	_cleanup_close_ int rfd = puppet_getfd(&t->pup, p->fd);
@@ -183,6 +190,27 @@ out:
 	return r;
 }
 
+/*
+ * 1 if the end missing from the image is closed everywhere, not held by a
+ * process outside: a write end polls POLLERR without readers, a read end
+ * POLLHUP without writers. Restart then simply does not reopen it.
+ */
+static int other_end_closed(struct ckpt_ctx *ctx, const struct pipe_obj *e)
+{
+	struct task *t = e ? holder(ctx, e->pid) : NULL;
+	if (!t)
+		return -ESRCH;
+	_cleanup_close_ int fd = puppet_getfd(&t->pup, e->fd);
+	if (fd < 0)
+		return log_fail(&ctx->log, fd, "pid %d fd %d (pipe): cannot take a copy: %s", e->pid,
+				e->fd, strerror(-fd));
+	bool writer = (e->end.flags & O_ACCMODE) == O_WRONLY;
+	struct pollfd pfd = { .fd = fd, .events = writer ? POLLOUT : POLLIN };
+	if (poll(&pfd, 1, 0) < 0)
+		return -errno;
+	return (pfd.revents & (writer ? POLLERR : POLLHUP)) != 0;
+}
+
 static int pipe_collect_end(struct ckpt_ctx *ctx)
 {
 	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
@@ -194,13 +222,19 @@ static int pipe_collect_end(struct ckpt_ctx *ctx)
 			continue;
 		if (!p->has_read || !p->has_write) {
 			struct pipe_obj *e = find(ctx, p->pipe.pipe_id, true, 0, 0);
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d fd %d (pipe:[%llu]): its %s end is not in the image "
-					"(held outside, or closed); not supported yet",
-					e ? e->pid : 0, e ? e->fd : -1,
-					(unsigned long long)p->pipe.pipe_id,
-					p->has_read ? "write" : "read");
+			int r = other_end_closed(ctx, e);
+			if (r < 0)
+				return r;
+			if (!r)
+				return log_fail(&ctx->log, -EOPNOTSUPP,
+						"pid %d fd %d (pipe:[%llu]): its %s end is held outside "
+						"the image; not supported yet",
+						e ? e->pid : 0, e ? e->fd : -1,
+						(unsigned long long)p->pipe.pipe_id,
+						p->has_read ? "write" : "read");
 		}
+		if (!p->has_read)
+			continue; /* no reader anywhere: what it holds is lost anyway */
 		int r = peek(ctx, p);
 		if (r < 0)
 			return r;

@@ -199,6 +199,14 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (rst_check(ctx, t, r, "sigaltstack") < 0)
 		return (int)r;
 
+	/* what the tree's making left pending (a zombie's or ghost's SIGCHLD) */
+	uint64_t all = ~0ull, zero[2] = { 0, 0 };
+	uint64_t set = puppet_scratch_put(p, 0, &all, sizeof(all));
+	uint64_t ts = puppet_scratch_put(p, 64, zero, sizeof(zero));
+	for (int n = 0; set && ts && n < 128; n++)
+		if (puppet_syscall(p, SYS_rt_sigtimedwait, set, 0, ts, 8) < 0)
+			break;
+
 	for (size_t i = 0; i < e->n_pending; i++) {
 		const SiginfoEntry *s = e->pending[i];
 		siginfo_t si;

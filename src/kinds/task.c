@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Identity and prctl state of a task: session and process group (rebuilt
- * when the task leads them; otherwise it joins ckpt's), comm, personality,
+ * Identity and prctl state of a task: comm, personality,
  * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack.
  */
 #include <errno.h>
@@ -154,20 +153,6 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 	struct puppet *p = &t->pup;
 	long r;
 
-	if (e->sid == e->pid) {
-		r = puppet_syscall(p, SYS_setsid);
-		if (rst_check(ctx, t, r, "setsid") < 0)
-			return (int)r;
-	} else if (e->pgid == e->pid) {
-		r = puppet_syscall(p, SYS_setpgid, 0, 0);
-		if (rst_check(ctx, t, r, "setpgid") < 0)
-			return (int)r;
-	} else {
-		log_info(&ctx->log,
-			 "pid %d: its session %u and group %u are outside the image; it joins "
-			 "ckpt's",
-			 t->pid, e->sid, e->pgid);
-	}
 	uint64_t comm = puppet_scratch_put(p, 0, e->comm, strnlen(e->comm, 15) + 1);
 	if (!comm)
 		return -EFAULT;

@@ -193,6 +193,96 @@ int puppet_spawn(struct puppet *p, pid_t pid, int ctl_fd, int ctl_target)
 	return 0;
 }
 
+int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags,
+		 int exit_signal)
+{
+	const long opts = PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK |
+			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK;
+	struct {
+		struct clone_args args;
+		pid_t tid;
+	} ca = { .args = { .flags = flags, .exit_signal = (uint64_t)exit_signal } };
+	const size_t off = 2048;
+
+	*child = (struct puppet){ .memfd = -1 };
+	if (!parent->held || !parent->scratch)
+		return -ESRCH;
+	if (pid > 0) {
+		ca.tid = pid;
+		ca.args.set_tid = parent->scratch + off + offsetof(typeof(ca), tid);
+		ca.args.set_tid_size = 1;
+	}
+	uint64_t addr = puppet_scratch_put(parent, off, &ca, sizeof(ca));
+	if (!addr)
+		return -EFAULT;
+	if (ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts) < 0 &&
+	    ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts & ~PTRACE_O_SUSPEND_SECCOMP) < 0)
+		return -errno;
+	long r = puppet_syscall(parent, SYS_clone3, addr, sizeof(ca.args));
+	if (r < 0)
+		return (int)r;
+	child->pid = (pid_t)r;
+	int e = puppet_take(child);
+	if (e < 0) {
+		puppet_kill(child);
+		return e;
+	}
+	child->syscall_ip = parent->syscall_ip;
+	child->scratch = parent->scratch;
+	child->scratch_len = parent->scratch_len;
+	child->sigmask0 = parent->sigmask0;
+	return 0;
+}
+
+int puppet_exit(struct puppet *p, int status)
+{
+	struct user_regs_struct regs = p->regs0;
+	const uint64_t none = 0;
+
+	if (!p->held)
+		return -ESRCH;
+	regs.orig_rax = -1;
+	regs.rip = p->syscall_ip;
+	if (WIFSIGNALED(status)) {
+		/* killed by the signal, without a core dump */
+		struct kernel_sigaction {
+			uint64_t handler, flags, restorer, mask;
+		} dfl = { 0 };
+		int sig = WTERMSIG(status);
+		uint64_t act = puppet_scratch_put(p, 0, &dfl, sizeof(dfl));
+		if (!act)
+			return -EFAULT;
+		long r = puppet_syscall(p, SYS_rt_sigaction, sig, act, 0, 8);
+		if (r < 0)
+			return (int)r;
+		puppet_syscall(p, SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+		if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &none) < 0)
+			return -errno;
+		regs.rax = SYS_kill;
+		regs.rdi = (unsigned long)p->pid;
+		regs.rsi = (unsigned long)sig;
+	} else {
+		regs.rax = SYS_exit_group;
+		regs.rdi = (unsigned long)WEXITSTATUS(status);
+	}
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0)
+		return -errno;
+	/* detached, so that its parent, not ckpt, is told of its death */
+	if (ptrace(PTRACE_DETACH, p->pid, 0, 0) < 0)
+		return -errno;
+	p->held = false;
+	puppet_forget(p);
+	for (int waited = 0; waited < 5000; waited++) {
+		struct proc_stat st;
+		_cleanup_free_ char *text = NULL;
+		if (proc_read(p->pid, "stat", &text, NULL) < 0 || proc_parse_stat(text, &st) < 0 ||
+		    st.state == 'Z' || st.state == 'X')
+			return 0;
+		usleep(1000);
+	}
+	return -ETIMEDOUT;
+}
+
 int puppet_release(struct puppet *p, int sig)
 {
 	int r = 0;

@@ -56,6 +56,23 @@ int puppet_seize(struct puppet *p, pid_t pid) __attribute__((warn_unused_result)
 int puppet_spawn(struct puppet *p, pid_t pid, int ctl_fd, int ctl_target)
 	__attribute__((warn_unused_result));
 
+/*
+ * Makes the held puppet `parent` fork: an injected clone3 with flags
+ * (CLONE_FILES, CLONE_FS, CLONE_PARENT...), exit_signal and the chosen pid
+ * (0: any). The child is attached from its first instant (PTRACE_O_TRACE*
+ * on the parent) and comes back held in *child, sharing the parent's
+ * syscall_ip and scratch area (its copy, at the same address).
+ */
+int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags,
+		 int exit_signal) __attribute__((warn_unused_result));
+
+/*
+ * Lets the held puppet die on its own, detached, so that its parent sees
+ * the wait status `status` (an exit code, or a signal, without the core
+ * dump bit); returns once it is a zombie (or gone).
+ */
+int puppet_exit(struct puppet *p, int status);
+
 /* Restore regs0 and sigmask0, then detach; sig is delivered on resume. */
 int puppet_release(struct puppet *p, int sig);
 /* SIGKILL the task and reap or wait for it as far as we can. */

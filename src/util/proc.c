@@ -742,6 +742,7 @@ static const struct {
 	SF(19, SF_I64, nice),
 	SF(20, SF_I64, num_threads),
 	SF(22, SF_U64, start_time),
+	SF(38, SF_INT, exit_signal),
 	SF(26, SF_U64, start_code),
 	SF(27, SF_U64, end_code),
 	SF(28, SF_U64, start_stack),

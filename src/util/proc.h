@@ -101,6 +101,7 @@ struct proc_stat {
 	uint64_t start_code, end_code, start_stack;
 	uint64_t start_data, end_data, start_brk;
 	uint64_t arg_start, arg_end, env_start, env_end;
+	int exit_signal;        /* sent to the parent when it exits */
 	int exit_code;
 };
 

@@ -116,6 +116,7 @@ TESTS = [
     entry("id_seccomp", (B, T)),
     # pipes
     entry("pipe_read", (B, T, R)),
+    entry("pipe_closed", (B, T)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -773,7 +774,7 @@ class Run:
         self.expect_error(r, "restart of an image whose seccomp filter is invalid",
                           must=["seccomp"])
         with open(log) as f:
-            if "puppet created" not in f.read():
+            if not re.search(r"pid \d+: created", f.read()):
                 raise Fail("the forged image failed before a process was created")
         self.expect_gone("the failed restart")
         # the genuine image still restores

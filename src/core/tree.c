@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Restart's process tree: every process with its pid, its parent, its
+ * session and its process group, before any of them gets its own state.
+ *
+ * All processes start as bare puppets: the root is spawned by ckpt, every
+ * other one is forked by an injected clone3 (set_tid) in the puppet that
+ * must be its parent, so getppid(), wait() and SIGCHLD are as they were.
+ * Sessions and groups are inherited at fork, so the order of the forks and
+ * of setsid()/setpgid() rebuilds them:
+ * - a session leader calls setsid() as soon as it exists;
+ * - a task whose session is not its parent's is forked with CLONE_PARENT
+ *   by a task of that session which is its parent's child: the session
+ *   leader, or, if the leader is gone, a ghost (a placeholder with the
+ *   leader's pid that calls setsid(), forks and exits);
+ * - once all exist, group leaders call setpgid(0, 0) and the members join;
+ *   a group whose leader is gone gets a ghost with that pid, forked by a
+ *   member, which leads it until the members have joined, then exits.
+ * Ghosts are reaped by their parent (an injected wait4) before anything
+ * else runs; zombies are made to exit with their status and stay zombies
+ * for their parent to reap.
+ *
+ * An "outside" session or group is the root's when the root does not lead
+ * it: the root joins ckpt's, and so do its descendants that shared it.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core.pb-c.h"
+#include "core/ctx.h"
+#include "kinds/task.h"
+#include "util/cleanup.h"
+
+#define PID_MAX_LIMIT 4194304
+#define TREE_MAX_TASKS 32768
+
+static int cmp_pid(const void *a, const void *b)
+{
+	const struct pid_index *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid)
+{
+	struct pid_index key = { .pid = pid }, *hit;
+	if (!ctx->by_pid)
+		return NULL;
+	hit = bsearch(&key, ctx->by_pid, ctx->nimage, sizeof(key), cmp_pid);
+	return hit ? &ctx->tasks[hit->idx] : NULL;
+}
+
+static int load_entry(struct rst_ctx *ctx, const struct img_record *rec, size_t i,
+		      const TreeTask *tt)
+{
+	struct rst_task *t = &ctx->tasks[i];
+
+	if (!tt->pid || tt->pid >= PID_MAX_LIMIT || tt->pgid >= PID_MAX_LIMIT ||
+	    tt->sid >= PID_MAX_LIMIT || (tt->has_exit_signal && tt->exit_signal > 64))
+		return log_fail(&ctx->log, -EINVAL, "record %u: task %zu (pid %u) is not valid",
+				rec->index, i, tt->pid);
+	*t = (struct rst_task){
+		.pid = tt->pid,
+		.ppid = tt->ppid,
+		.pgid = tt->pgid,
+		.sid = tt->sid,
+		.exit_signal = tt->has_exit_signal ? (int)tt->exit_signal : SIGCHLD,
+		.zombie = tt->has_zombie && tt->zombie,
+		.exit_code = (int)tt->exit_code,
+		.files_with = (pid_t)tt->files_with,
+		.fs_with = (pid_t)tt->fs_with,
+		.parent = -1,
+		.creator = -1,
+		.pup = { .memfd = -1 },
+	};
+	if (tt->has_nthreads && tt->nthreads > 1)
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %u has %u threads; not supported yet",
+				tt->pid, tt->nthreads);
+	if (t->sid == t->pid && t->pgid != t->pid)
+		return log_fail(&ctx->log, -EINVAL,
+				"record %u: pid %d leads session %d but not its group", rec->index,
+				t->pid, t->sid);
+	if (t->zombie && (i == 0 || t->files_with || t->fs_with || (t->exit_code & ~0xffff)))
+		return log_fail(&ctx->log, -EINVAL, "record %u: zombie pid %d is not valid",
+				rec->index, t->pid);
+	return 0;
+}
+
+/* Parents before children, each pid once, sharing only with the parent. */
+static int link_parents(struct rst_ctx *ctx, const struct img_record *rec)
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		if (i > 0 && ctx->by_pid[i].pid == ctx->by_pid[i - 1].pid)
+			return log_fail(&ctx->log, -EINVAL, "record %u: pid %d appears twice",
+					rec->index, ctx->by_pid[i].pid);
+		if (i == 0) {
+			if (t->files_with || t->fs_with)
+				return log_fail(&ctx->log, -EINVAL,
+						"record %u: the root shares with a parent", rec->index);
+			continue;
+		}
+		struct rst_task *p = tree_find(ctx, t->ppid);
+		if (!p || p >= t || p->zombie)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: pid %d has parent %d, which is not a live task "
+					"before it in the tree",
+					rec->index, t->pid, t->ppid);
+		if ((t->files_with && t->files_with != p->pid) ||
+		    (t->fs_with && t->fs_with != p->pid))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: pid %d shares with a task that is not its parent",
+					rec->index, t->pid);
+		t->parent = (int)(p - ctx->tasks);
+	}
+	return 0;
+}
+
+int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
+{
+	if (ctx->tasks)
+		return log_fail(&ctx->log, -EINVAL, "record %u: a second tree", rec->index);
+	TreeEntry *tree = rctx_unpack(ctx, rec, &tree_entry__descriptor);
+	if (!tree)
+		return -EINVAL;
+	int r = 0;
+	size_t n = tree->n_tasks;
+	if (!n || n > TREE_MAX_TASKS) {
+		r = log_fail(&ctx->log, -EINVAL, "record %u: a tree of %zu processes", rec->index,
+			     n);
+		goto out;
+	}
+	/* room for a ghost per task at most */
+	ctx->tasks = calloc(2 * n, sizeof(*ctx->tasks));
+	ctx->by_pid = calloc(n, sizeof(*ctx->by_pid));
+	if (!ctx->tasks || !ctx->by_pid) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		r = load_entry(ctx, rec, i, tree->tasks[i]);
+		ctx->by_pid[i] = (struct pid_index){ tree->tasks[i]->pid, (uint32_t)i };
+		ctx->ntasks = ctx->nimage = i + 1;
+	}
+	if (r >= 0 && ctx->tasks[0].zombie)
+		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
+	if (r >= 0) {
+		qsort(ctx->by_pid, n, sizeof(*ctx->by_pid), cmp_pid);
+		r = link_parents(ctx, rec);
+	}
+out:
+	tree_entry__free_unpacked(tree, NULL);
+	return r;
+}
+
+/* --- planning: who forks whom ---------------------------------------- */
+
+static bool outside_sid(struct rst_ctx *ctx, pid_t sid)
+{
+	const struct rst_task *root = &ctx->tasks[0];
+	return sid == root->sid && root->sid != root->pid && !tree_find(ctx, sid);
+}
+
+static bool outside_pgid(struct rst_ctx *ctx, pid_t pgid)
+{
+	const struct rst_task *root = &ctx->tasks[0];
+	return pgid == root->pgid && root->pgid != root->pid && !tree_find(ctx, pgid);
+}
+
+static struct rst_task *find_ghost(struct rst_ctx *ctx, pid_t pid)
+{
+	for (size_t i = ctx->nimage; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].pid == pid)
+			return &ctx->tasks[i];
+	return NULL;
+}
+
+static struct rst_task *add_ghost(struct rst_ctx *ctx, pid_t pid, int parent, pid_t sid,
+				  pid_t pgid)
+{
+	struct rst_task *g = &ctx->tasks[ctx->ntasks++];
+	*g = (struct rst_task){
+		.pid = pid,
+		.ppid = ctx->tasks[parent].pid,
+		.sid = sid,
+		.pgid = pgid,
+		.exit_signal = SIGCHLD,
+		.ghost = true,
+		.parent = parent,
+		.creator = parent,
+		.pup = { .memfd = -1 },
+	};
+	return g;
+}
+
+/* Who forks t, so that it has its parent and its session. */
+static int plan_session(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct rst_task *p = &ctx->tasks[t->parent];
+	pid_t s = t->sid;
+
+	t->creator = t->parent;
+	if (s == t->pid || s == p->sid)
+		return 0;
+	if (outside_sid(ctx, s))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: is in the session outside the image (%d) while its parent "
+				"%d is not; this cannot be rebuilt",
+				t->pid, s, p->pid);
+	struct rst_task *l = tree_find(ctx, s);
+	if (!l) {
+		l = find_ghost(ctx, s);
+		if (!l)
+			l = add_ghost(ctx, s, t->parent, s, s);
+	}
+	if (l->parent != t->parent || l->sid != s)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: is in session %d, which neither its parent %d nor a child "
+				"of that parent leads; not supported yet",
+				t->pid, s, p->pid);
+	t->creator = (int)(l - ctx->tasks);
+	return 0;
+}
+
+/* --- creation --------------------------------------------------------- */
+
+static int wait_pid_free(struct rst_ctx *ctx, pid_t pid)
+{
+	/* a pid held by a dying zombie frees up soon (pid 1 reaps late here) */
+	for (int waited = 0;; waited += 20) {
+		_cleanup_free_ char *text = NULL;
+		struct proc_status st;
+		if (proc_read(pid, "status", &text, NULL) < 0)
+			return 0;
+		if (proc_parse_status(text, &st) == 0 && st.state != 'Z' && st.state != 'X')
+			return log_fail(&ctx->log, -EEXIST,
+					"pid %d is in use by '%s'; restore it where the pid is free "
+					"(or kill that process)",
+					pid, st.name);
+		if (waited >= 5000)
+			return log_fail(&ctx->log, -EEXIST,
+					"pid %d is held by a zombie its parent has not reaped", pid);
+		usleep(20000);
+	}
+}
+
+static int spawn_error(struct rst_ctx *ctx, struct rst_task *t, int r)
+{
+	if (r == -EEXIST)
+		return log_fail(&ctx->log, r, "pid %d is taken", t->pid);
+	if (r == -EPERM)
+		return log_fail(&ctx->log, r,
+				"pid %d: creating a process with a chosen pid needs "
+				"CAP_CHECKPOINT_RESTORE (or a user namespace of one's own)",
+				t->pid);
+	return log_fail(&ctx->log, r, "pid %d: cannot create it: %s", t->pid, strerror(-r));
+}
+
+static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
+{
+	int r = puppet_spawn(&t->pup, t->pid, ctx->ctl[1], ctx->ctl_remote);
+	if (r < 0)
+		return spawn_error(ctx, t, r);
+	t->created = true;
+	if ((r = puppet_find_syscall(&t->pup)) < 0)
+		return log_fail(&ctx->log, r, "pid %d: no vDSO syscall in the puppet", t->pid);
+	if ((r = task_rseq_unregister(&t->pup)) < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot unregister ckpt's rseq: %s", t->pid,
+				strerror(-r));
+	if ((r = puppet_scratch_map(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot map the scratch area: %s", t->pid,
+				strerror(-r));
+	return 0;
+}
+
+static int create_one(struct rst_ctx *ctx, struct rst_task *t)
+{
+	int r = wait_pid_free(ctx, t->pid);
+	if (r < 0)
+		return r;
+	if (t->creator < 0) {
+		r = spawn_root(ctx, t);
+	} else {
+		struct rst_task *c = &ctx->tasks[t->creator];
+		uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
+				 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
+		r = puppet_clone(&c->pup, &t->pup, t->pid, flags, t->exit_signal);
+		if (r < 0)
+			return spawn_error(ctx, t, r);
+		t->created = true;
+	}
+	if (r < 0)
+		return r;
+	if (t->sid == t->pid) {
+		long e = puppet_syscall(&t->pup, SYS_setsid);
+		if (rst_check(ctx, t, e, "setsid") < 0)
+			return (int)e;
+	}
+	log_debug(&ctx->log, "pid %d: created%s", t->pid, t->ghost ? " (ghost)" : "");
+	return 0;
+}
+
+/*
+ * Creates the tasks of the image and the session ghosts, each once its
+ * creator exists (a session leader may come after the task it forks).
+ */
+static int create_all(struct rst_ctx *ctx)
+{
+	size_t left = ctx->ntasks;
+	while (left) {
+		size_t before = left;
+		for (size_t i = 0; i < ctx->ntasks; i++) {
+			struct rst_task *t = &ctx->tasks[i];
+			if (t->created || (t->creator >= 0 && !ctx->tasks[t->creator].created))
+				continue;
+			int r = create_one(ctx, t);
+			if (r < 0)
+				return r;
+			left--;
+		}
+		if (left == before)
+			return log_fail(&ctx->log, -EINVAL, "the tree's sessions form a cycle");
+	}
+	return 0;
+}
+
+static bool leads_a_group(struct rst_ctx *ctx, pid_t pid)
+{
+	for (size_t i = 0; i < ctx->nimage; i++)
+		if (ctx->tasks[i].pgid == pid)
+			return true;
+	return false;
+}
+
+static int join_group(struct rst_ctx *ctx, struct rst_task *t, pid_t pgid)
+{
+	long r = puppet_syscall(&t->pup, SYS_setpgid, 0, pgid);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "pid %d: cannot join process group %d: %s",
+				t->pid, pgid, strerror((int)-r));
+	return 0;
+}
+
+/* The group t must join: its own, ckpt's for the outside one, or 0 (none). */
+static int group_target(struct rst_ctx *ctx, struct rst_task *t, pid_t *ret)
+{
+	*ret = 0;
+	if (t->sid == t->pid || t->pgid == t->pid)
+		return 0;
+	if (outside_pgid(ctx, t->pgid)) {
+		*ret = getpgrp();
+		return 0;
+	}
+	if (tree_find(ctx, t->pgid) || find_ghost(ctx, t->pgid)) {
+		*ret = t->pgid;
+		return 0;
+	}
+	/* its leader is gone: a ghost forked by this member leads it */
+	if (ctx->ntasks == 2 * ctx->nimage)
+		return -ENOSPC;
+	struct rst_task *g = add_ghost(ctx, t->pgid, (int)(t - ctx->tasks), t->sid, t->pgid);
+	int r = create_one(ctx, g);
+	if (r < 0)
+		return r;
+	r = join_group(ctx, g, 0);
+	if (r < 0)
+		return r;
+	*ret = t->pgid;
+	return 0;
+}
+
+/*
+ * Groups: leaders first, then members; a leader that has since moved to
+ * another group moves last, once its old group has members.
+ */
+static int set_groups(struct rst_ctx *ctx)
+{
+	int r;
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		if (t->sid != t->pid && leads_a_group(ctx, t->pid) && (r = join_group(ctx, t, 0)) < 0)
+			return r;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < ctx->nimage; i++) {
+			struct rst_task *t = &ctx->tasks[i];
+			pid_t target;
+			if (leads_a_group(ctx, t->pid) != (pass == 1))
+				continue;
+			r = group_target(ctx, t, &target);
+			if (r < 0)
+				return r;
+			if (target && (r = join_group(ctx, t, target)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Ghosts exit and their parents reap them; zombies exit and stay. */
+static int finish_dead(struct rst_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		if (!t->ghost && !t->zombie)
+			continue;
+		int r = puppet_exit(&t->pup, t->ghost ? 0 : t->exit_code);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot make it exit: %s", t->pid,
+					strerror(-r));
+		if (!t->ghost)
+			continue;
+		struct rst_task *p = &ctx->tasks[t->parent];
+		long w = puppet_syscall(&p->pup, SYS_wait4, t->pid, 0, __WALL, 0);
+		if (w != t->pid)
+			return log_fail(&ctx->log, w < 0 ? (int)w : -ECHILD,
+					"pid %d: cannot reap ghost %d", p->pid, t->pid);
+		t->created = false;
+		log_debug(&ctx->log, "ghost %d: done", t->pid);
+	}
+	return 0;
+}
+
+int tree_create(struct rst_ctx *ctx)
+{
+	int r;
+	for (size_t i = 1; i < ctx->nimage; i++) {
+		r = plan_session(ctx, &ctx->tasks[i]);
+		if (r < 0)
+			return r;
+	}
+	if ((r = create_all(ctx)) < 0 || (r = set_groups(ctx)) < 0)
+		return r;
+	return finish_dead(ctx);
+}
