@@ -290,7 +290,9 @@ static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 		struct rst_task *c = &ctx->tasks[t->creator];
 		uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
 				 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
-		r = puppet_clone(&c->pup, &t->pup, t->pid, flags, t->exit_signal);
+		/* with CLONE_PARENT the child takes the creator's exit signal */
+		int sig = (flags & CLONE_PARENT) ? 0 : t->exit_signal;
+		r = puppet_clone(&c->pup, &t->pup, t->pid, flags, sig);
 		if (r < 0)
 			return spawn_error(ctx, t, r);
 		t->created = true;

@@ -347,17 +347,32 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 	return flush_chunk(ctx, t, c, readable);
 }
 
-/* Vma i maps a part of a shmem object that an earlier vma already covers. */
-static bool shmem_seen(const MmEntry *e, size_t i)
+/* Vma v maps a part of a shmem object that vma w covers. */
+static bool shmem_covers(const VmaEntry *w, const VmaEntry *v)
 {
+	return w->shared && w->has_shmem_id && w->shmem_id == v->shmem_id &&
+	       w->pgoff <= v->pgoff &&
+	       v->pgoff + (v->end - v->start) <= w->pgoff + (w->end - w->start);
+}
+
+/*
+ * Vma i of t maps a part of a shmem object that an earlier vma covers, in
+ * t or in a task dumped before it: its pages are in the image already.
+ */
+static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
+{
+	const MmEntry *e = &((struct mm_ckpt *)t->kstate[KIND_mm])->e;
 	const VmaEntry *v = e->vmas[i];
 	if (!v->shared || !v->has_shmem_id)
 		return false;
-	for (size_t j = 0; j < i; j++) {
-		const VmaEntry *w = e->vmas[j];
-		if (w->shared && w->has_shmem_id && w->shmem_id == v->shmem_id &&
-		    w->pgoff <= v->pgoff && v->pgoff + (v->end - v->start) <= w->pgoff + (w->end - w->start))
+	for (size_t j = 0; j < i; j++)
+		if (shmem_covers(e->vmas[j], v))
 			return true;
+	for (struct task *o = ctx->tasks; o < t; o++) {
+		const struct mm_ckpt *m = o->kstate[KIND_mm];
+		for (size_t j = 0; m && j < m->e.n_vmas; j++)
+			if (shmem_covers(m->e.vmas[j], v))
+				return true;
 	}
 	return false;
 }
@@ -381,7 +396,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	if (!c)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->e.n_vmas; i++) {
-		if (!needs_pages(m->e.vmas[i]) || shmem_seen(&m->e, i))
+		if (!needs_pages(m->e.vmas[i]) || shmem_seen(ctx, t, i))
 			continue;
 		r = scan_vma(ctx, t, pagemap, m->e.vmas[i], c);
 		if (r < 0)
@@ -760,28 +775,32 @@ static int remote_file(struct rst_ctx *ctx, struct rst_task *t, struct remote_fi
 	return remote_add(ctx, t, rf, id, local, what);
 }
 
-/*
- * Shared anonymous memory is one shmem object however many vmas map it:
- * ckpt makes the object (a MAP_SHARED mapping of /dev/zero, as the kernel
- * does for MAP_SHARED|MAP_ANONYMOUS, so it still reads "/dev/zero
- * (deleted)"), takes an fd to it through map_files and maps that fd at
- * every vma of the object.
- */
-static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
-			uint64_t ino)
+/* one shmem object of the image, made once, mapped by every task that has it */
+struct shmem_robj {
+	int fd;
+};
+
+static void mm_free_robj(void *ptr)
 {
-	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
-	int rfd = remote_cached(rf, SHMEM_KEY(ino));
+	struct shmem_robj *s = ptr;
+	if (s && s->fd >= 0)
+		close(s->fd);
+	free(s);
+}
+
+static int make_shmem(struct rst_ctx *ctx, uint64_t ino, struct shmem_robj **ret)
+{
 	uint64_t size = 0;
 	char path[96];
 
-	if (rfd >= 0)
-		return rfd;
-	for (size_t i = 0; i < e->n_vmas; i++) {
-		const VmaEntry *v = e->vmas[i];
-		if (v->kind == VMA_KIND__VMA_ANON && v->shared && v->has_shmem_id &&
-		    v->shmem_id == ino)
-			size = MAX(size, v->pgoff + (v->end - v->start));
+	for (size_t t = 0; t < ctx->ntasks; t++) {
+		const struct mm_rst *m = ctx->tasks[t].kstate[KIND_mm];
+		for (size_t i = 0; m && m->e && i < m->e->n_vmas; i++) {
+			const VmaEntry *v = m->e->vmas[i];
+			if (v->kind == VMA_KIND__VMA_ANON && v->shared && v->has_shmem_id &&
+			    v->shmem_id == ino)
+				size = MAX(size, v->pgoff + (v->end - v->start));
+		}
 	}
 	_cleanup_close_ int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
 	if (zero < 0)
@@ -792,13 +811,45 @@ static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_f
 				(unsigned long long)size, strerror(errno));
 	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)m,
 		 (unsigned long)m + size);
-	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
 	int err = errno;
 	munmap(m, size);
 	if (fd < 0)
 		return log_fail(&ctx->log, -err, "cannot open shared memory through map_files: %s",
 				strerror(err));
-	return remote_add(ctx, t, rf, SHMEM_KEY(ino), fd, "shared memory");
+	struct shmem_robj *s = malloc(sizeof(*s));
+	if (!s || objhash_add(&ctx->objs, KIND_mm, ino, 0, s, NULL) < 0) {
+		free(s);
+		close(fd);
+		return -ENOMEM;
+	}
+	s->fd = fd;
+	*ret = s;
+	return 0;
+}
+
+/*
+ * Shared anonymous memory is one shmem object however many vmas and tasks
+ * map it: ckpt makes the object once (a MAP_SHARED mapping of /dev/zero,
+ * as the kernel does for MAP_SHARED|MAP_ANONYMOUS, so it still reads
+ * "/dev/zero (deleted)"), takes an fd to it through map_files and maps
+ * that fd at every vma of the object, in every task.
+ */
+static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
+			uint64_t ino)
+{
+	int rfd = remote_cached(rf, SHMEM_KEY(ino));
+	struct obj *o = objhash_next_key(&ctx->objs, NULL, KIND_mm, ino);
+	struct shmem_robj *s = o ? o->ptr : NULL;
+
+	if (rfd >= 0)
+		return rfd;
+	if (!s) {
+		int r = make_shmem(ctx, ino, &s);
+		if (r < 0)
+			return r;
+	}
+	return remote_add(ctx, t, rf, SHMEM_KEY(ino), s->fd, "shared memory");
 }
 
 static uint32_t initial_prot(const VmaEntry *v)
@@ -1216,5 +1267,6 @@ const struct kind_ops mm_ops = {
 	.restore = mm_restore,
 	.free_state = mm_free_state,
 	.free_rstate = mm_free_rstate,
+	.free_robj = mm_free_robj,
 	.descriptor = mm_descriptor,
 };

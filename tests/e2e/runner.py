@@ -114,6 +114,12 @@ TESTS = [
     entry("id_comm"),
     entry("id_rseq"),
     entry("id_seccomp", (B, T)),
+    # process trees
+    entry("tree_deep", (B, T, R)),
+    entry("tree_zombie", (B, T)),
+    entry("tree_ghost", (B, T)),
+    entry("tree_share", (B, T)),
+    entry("tree_shm", (B, T)),
     # pipes
     entry("pipe_read", (B, T, R)),
     entry("pipe_closed", (B, T)),
