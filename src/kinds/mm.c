@@ -992,24 +992,24 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 	}
 }
 
-/* Copies len bytes to addr in the puppet; 0 if done, -errno if it could not. */
-static int uffd_copy(const MmEntry *e, const struct uffd *u, uint64_t addr, const uint8_t *src,
-		     uint64_t len)
+/*
+ * Copies len bytes to addr, inside one vma, with UFFDIO_COPY; 0 if done,
+ * -errno if not. A vma where it fails is unregistered first, so that the
+ * fallback's writes never fault into a userfaultfd nobody serves.
+ */
+static int uffd_copy(const MmEntry *e, struct uffd *u, ssize_t idx, uint64_t addr,
+		     const uint8_t *src, uint64_t len)
 {
-	while (len) {
-		ssize_t idx = u->fd >= 0 ? vma_index(e, addr) : -1;
-		if (idx < 0 || !u->reg[idx])
-			return -ENOTSUP;
-		const VmaEntry *v = e->vmas[idx];
-		uint64_t n = MIN(len, v->end - addr);
-		struct uffdio_copy c = { .dst = addr, .src = (uint64_t)(uintptr_t)src, .len = n };
-		if (ioctl(u->fd, UFFDIO_COPY, &c) < 0 && !(errno == EAGAIN && c.copy == (int64_t)n))
-			return -errno;
-		addr += n;
-		src += n;
-		len -= n;
-	}
-	return 0;
+	if (idx < 0 || u->fd < 0 || !u->reg[idx])
+		return -ENOTSUP;
+	struct uffdio_copy c = { .dst = addr, .src = (uint64_t)(uintptr_t)src, .len = len };
+	if (ioctl(u->fd, UFFDIO_COPY, &c) == 0 || (errno == EAGAIN && c.copy == (int64_t)len))
+		return 0;
+	int err = -errno;
+	struct uffdio_range r = { e->vmas[idx]->start, e->vmas[idx]->end - e->vmas[idx]->start };
+	ioctl(u->fd, UFFDIO_UNREGISTER, &r);
+	u->reg[idx] = false;
+	return err;
 }
 
 /* Writes pages with process_vm_writev, /proc/PID/mem for what it did not take. */
@@ -1032,7 +1032,7 @@ static int writev_pages(struct rst_task *t, const struct iovec *remote, size_t n
 	return 0;
 }
 
-static int write_chunk(struct rst_task *t, const MmEntry *e, const struct uffd *u,
+static int write_chunk(struct rst_task *t, const MmEntry *e, struct uffd *u,
 		       const struct page_chunk *ch, uint64_t *ret_addr)
 {
 	struct iovec remote[256];
@@ -1042,24 +1042,32 @@ static int write_chunk(struct rst_task *t, const MmEntry *e, const struct uffd *
 	int r = 0;
 
 	for (size_t i = 0; i < ch->pm->n_addr && r >= 0; i++) {
-		uint64_t addr = ch->pm->addr[i], len = (uint64_t)ch->pm->npages[i] * PAGE;
-		if (uffd_copy(e, u, addr, src + bytes, len) == 0) {
-			/* done; what was gathered before goes out first */
-			if (n)
+		uint64_t addr = ch->pm->addr[i], end = addr + (uint64_t)ch->pm->npages[i] * PAGE;
+		/* piece by piece, one vma each: a run may span registered and
+		 * unregistered vmas */
+		while (addr < end && r >= 0) {
+			ssize_t idx = vma_index(e, addr);
+			uint64_t len = idx < 0 ? end - addr : MIN(end, e->vmas[idx]->end) - addr;
+			if (uffd_copy(e, u, idx, addr, src + bytes, len) == 0) {
+				/* done; what was gathered before goes out first */
+				if (n)
+					r = writev_pages(t, remote, n, src, bytes, ret_addr);
+				src += bytes + len;
+				n = 0;
+				bytes = 0;
+				addr += len;
+				continue;
+			}
+			remote[n].iov_base = (void *)(uintptr_t)addr;
+			remote[n++].iov_len = len;
+			bytes += len;
+			addr += len;
+			if (n == ARRAY_SIZE(remote)) {
 				r = writev_pages(t, remote, n, src, bytes, ret_addr);
-			src += bytes + len;
-			n = 0;
-			bytes = 0;
-			continue;
-		}
-		remote[n].iov_base = (void *)(uintptr_t)addr;
-		remote[n++].iov_len = len;
-		bytes += len;
-		if (n == ARRAY_SIZE(remote)) {
-			r = writev_pages(t, remote, n, src, bytes, ret_addr);
-			src += bytes;
-			n = 0;
-			bytes = 0;
+				src += bytes;
+				n = 0;
+				bytes = 0;
+			}
 		}
 	}
 	if (n && r >= 0)
@@ -1071,7 +1079,7 @@ static int write_chunk(struct rst_task *t, const MmEntry *e, const struct uffd *
 struct page_job {
 	struct rst_task *t;
 	const struct mm_rst *m;
-	const struct uffd *u;
+	struct uffd *u;
 	size_t next;            /* atomic: the next chunk to take */
 	int err;                /* atomic: the first failure */
 	uint64_t err_addr;
