@@ -301,8 +301,9 @@ static int make(struct rst_ctx *ctx, struct timerfd_robj *p)
 
 	p->fd = timerfd_create((int)e->clockid, TFD_CLOEXEC | (int)e->flags);
 	if (p->fd < 0)
-		return log_fail(&ctx->log, -errno, "timerfd %u: cannot make a timer on %s: %s",
-				e->id, clock_name(e->clockid), strerror(errno));
+		return log_fail(&ctx->log, -errno, "timerfd %u: cannot make a timer on %s: %s%s",
+				e->id, clock_name(e->clockid), strerror(errno),
+				errno == EPERM ? " (needs CAP_WAKE_ALARM)" : "");
 	if (value && (e->settime_flags & TFD_TIMER_ABSTIME) && !clock_is_real(e->clockid))
 		value += now_ns(e->clockid);
 	struct itimerspec its = {.it_interval = ts_of(e->interval_ns), .it_value = ts_of(value)};
