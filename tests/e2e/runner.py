@@ -123,6 +123,9 @@ TESTS = [
     # pipes
     entry("pipe_read", (B, T, R)),
     entry("pipe_closed", (B, T)),
+    entry("eventfd_count", (B, T, R)),
+    entry("signalfd_mask", (B, T, R)),
+    entry("timerfd_armed", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
