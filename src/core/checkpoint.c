@@ -30,6 +30,11 @@
 
 static void release_task(struct task *t)
 {
+	for (size_t i = 0; i < t->nthreads; i++)
+		release_task(&t->threads[i]);
+	free(t->threads);
+	t->threads = NULL;
+	t->nthreads = 0;
 	for (int k = 0; k < KIND_MAX; k++) {
 		if (kinds[k].ops->free_state && t->kstate[k])
 			kinds[k].ops->free_state(t->kstate[k]);
@@ -179,6 +184,75 @@ static int seize_one(struct ckpt_ctx *ctx, struct task *t)
 	return explain_seize(ctx, t->pid, err);
 }
 
+static bool has_thread(const struct task *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].pid == tid)
+			return true;
+	return false;
+}
+
+/* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
+static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
+{
+	char path[64];
+	int added = 0, r = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot list its threads: %s", t->pid,
+				strerror(errno));
+	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
+			continue;
+		if (t->nthreads == *cap) {
+			size_t ncap = *cap ? *cap * 2 : 8;
+			struct task *nt = realloc(t->threads, ncap * sizeof(*nt));
+			if (!nt) {
+				r = -ENOMEM;
+				break;
+			}
+			t->threads = nt;
+			*cap = ncap;
+		}
+		struct task *th = &t->threads[t->nthreads];
+		*th = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
+		r = puppet_seize(&th->pup, tid);
+		if (r == -ESRCH) { /* it exited meanwhile */
+			r = 0;
+			continue;
+		}
+		if (r < 0)
+			r = explain_seize(ctx, tid, r);
+		else
+			t->nthreads++, added = 1;
+	}
+	closedir(d);
+	return r < 0 ? r : added;
+}
+
+/*
+ * Seizes every thread of the process. A running thread may start another
+ * before it is stopped, so the list is read again until a pass finds no
+ * new thread: then every thread is held and none can appear.
+ */
+static int seize_threads(struct ckpt_ctx *ctx, struct task *t)
+{
+	size_t cap = 0;
+	for (int pass = 0; pass < 1000; pass++) {
+		int r = seize_new_threads(ctx, t, &cap);
+		if (r <= 0) {
+			for (size_t i = 0; i < t->nthreads; i++)
+				t->threads[i].leader = t;
+			return r;
+		}
+	}
+	return log_fail(&ctx->log, -EAGAIN, "pid %d: keeps starting threads faster than they are "
+			"stopped", t->pid);
+}
+
 /* The children of every thread of pid, as /proc lists them. */
 static int read_children(pid_t pid, char **ret)
 {
@@ -243,6 +317,8 @@ static int seize_tree(struct ckpt_ctx *ctx, pid_t root)
 			return r;
 		if (ctx->tasks[i].zombie)
 			continue;
+		if ((r = seize_threads(ctx, &ctx->tasks[i])) < 0)
+			return r;
 		_cleanup_free_ char *kids = NULL;
 		if ((r = read_children(ctx->tasks[i].pid, &kids)) < 0)
 			return log_fail(&ctx->log, r, "pid %d: cannot list its children: %s",
@@ -286,17 +362,50 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
+static int collect_kinds(struct ckpt_ctx *ctx, struct task *t)
+{
+	for (int k = 0; k < KIND_MAX; k++) {
+		if (!kinds[k].ops->collect || (t->leader && !kinds[k].ops->per_thread))
+			continue;
+		int r = kinds[k].ops->collect(ctx, t);
+		if (r < 0) {
+			if (ctx->log.errors == 0)
+				log_error(&ctx->log, "%s %d: %s: %s", t->leader ? "thread" : "pid",
+					  t->pid, kinds[k].name, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* A thread: what it has of its own, injected through the leader's scratch. */
+static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
+{
+	_cleanup_free_ char *status = NULL, *stat = NULL;
+	int r;
+
+	if ((r = proc_read(th->pid, "status", &status, NULL)) < 0 ||
+	    (r = proc_read(th->pid, "stat", &stat, NULL)) < 0)
+		return log_fail(&ctx->log, r, "thread %d: cannot read /proc: %s", th->pid,
+				strerror(-r));
+	if (proc_parse_status(status, &th->status) < 0 || proc_parse_stat(stat, &th->stat) < 0)
+		return log_fail(&ctx->log, -EINVAL, "thread %d: cannot parse /proc", th->pid);
+	th->pup.syscall_ip = th->leader->pup.syscall_ip;
+	th->pup.scratch = th->leader->pup.scratch;
+	th->pup.scratch_len = th->leader->pup.scratch_len;
+	return collect_kinds(ctx, th);
+}
+
 /* Everything one seized task holds, kind by kind. */
 static int collect_task(struct ckpt_ctx *ctx, struct task *t)
 {
 	int r = snapshot_proc(ctx, t);
 	if (r < 0)
 		return r;
-	if (t->status.threads > 1)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d (%s): has %u threads; multithreaded processes are not "
-				"supported yet",
-				t->pid, t->status.name, t->status.threads);
+	if (t->status.threads != t->nthreads + 1)
+		return log_fail(&ctx->log, -EAGAIN,
+				"pid %d (%s): has %u threads, %zu were seized; it changed meanwhile",
+				t->pid, t->status.name, t->status.threads, t->nthreads + 1);
 	r = find_shares(ctx, t);
 	if (r < 0)
 		return r;
@@ -308,18 +417,10 @@ static int collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->collect)
-			continue;
-		r = kinds[k].ops->collect(ctx, t);
-		if (r < 0) {
-			if (ctx->log.errors == 0)
-				log_error(&ctx->log, "pid %d: %s: %s", t->pid, kinds[k].name,
-					  strerror(-r));
-			return r;
-		}
-	}
-	return 0;
+	r = collect_kinds(ctx, t);
+	for (size_t i = 0; r >= 0 && i < t->nthreads; i++)
+		r = collect_thread(ctx, &t->threads[i]);
+	return r;
 }
 
 static int collect(struct ckpt_ctx *ctx, pid_t pid)
@@ -365,9 +466,14 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	TreeEntry tree = TREE_ENTRY__INIT;
 	_cleanup_free_ TreeTask *tt = calloc(ctx->ntasks, sizeof(*tt));
 	_cleanup_free_ TreeTask **ptt = calloc(ctx->ntasks, sizeof(*ptt));
+	size_t ntids = 0;
 
-	if (!tt || !ptt)
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		ntids += ctx->tasks[i].nthreads;
+	_cleanup_free_ uint32_t *tids = calloc(ntids + 1, sizeof(*tids));
+	if (!tt || !ptt || !tids)
 		return -ENOMEM;
+	ntids = 0;
 
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		const struct task *t = &ctx->tasks[i];
@@ -384,7 +490,11 @@ static int dump_tree(struct ckpt_ctx *ctx)
 			tt[i].exit_code = (uint32_t)t->stat.exit_code;
 		} else {
 			tt[i].has_nthreads = true;
-			tt[i].nthreads = t->status.threads;
+			tt[i].nthreads = (uint32_t)t->nthreads + 1;
+			tt[i].n_tids = t->nthreads;
+			tt[i].tids = tids + ntids;
+			for (size_t j = 0; j < t->nthreads; j++)
+				tids[ntids++] = (uint32_t)t->threads[j].pid;
 		}
 		tt[i].has_files_with = t->files_with != 0;
 		tt[i].files_with = (uint32_t)t->files_with;
@@ -395,6 +505,18 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	tree.tasks = ptt;
 	tree.n_tasks = ctx->ntasks;
 	return ctx_write_msg(ctx, REC_CORE_TREE, &tree.base);
+}
+
+/* A task's records (a thread's: of the per-thread kinds), after its begin. */
+static int dump_task(struct ckpt_ctx *ctx, struct task *t)
+{
+	TaskBegin tb = TASK_BEGIN__INIT;
+	tb.pid = t->pid;
+	int r = ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
+	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
+		if (kinds[k].ops->dump && (!t->leader || kinds[k].ops->per_thread))
+			r = kinds[k].ops->dump(ctx, t);
+	return r;
 }
 
 static int dump(struct ckpt_ctx *ctx, int fd)
@@ -415,12 +537,9 @@ static int dump(struct ckpt_ctx *ctx, int fd)
 		struct task *t = &ctx->tasks[i];
 		if (t->zombie)
 			continue;
-		TaskBegin tb = TASK_BEGIN__INIT;
-		tb.pid = t->pid;
-		r = ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
-		for (int k = 0; r >= 0 && k < KIND_MAX; k++)
-			if (kinds[k].ops->dump)
-				r = kinds[k].ops->dump(ctx, t);
+		r = dump_task(ctx, t);
+		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
+			r = dump_task(ctx, &t->threads[j]);
 	}
 	if (r < 0)
 		return r;
@@ -446,16 +565,39 @@ static bool wait_gone(pid_t pid, int timeout_ms)
 	return stat(path, &st) < 0;
 }
 
+static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
+{
+	for (size_t i = 0; i < t->nthreads; i++) {
+		struct puppet *p = &t->threads[i].pup;
+		p->scratch = 0; /* the leader's, unmapped by it */
+		if (!p->held)
+			continue;
+		if (ok && (ctx->flags & CKPT_KILL)) {
+			puppet_kill(p);
+			continue;
+		}
+		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
+											     : 0;
+		int e = puppet_release(p, sig);
+		if (e < 0)
+			log_warn(&ctx->log, "thread %d: releasing it failed: %s", p->pid,
+				 strerror(-e));
+	}
+}
+
 static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 {
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct task *t = &ctx->tasks[i];
-		if (!t->pup.held)
+		if (!t->pup.held) {
+			finish_threads(ctx, t, ok);
 			continue;
+		}
 		int e = puppet_scratch_unmap(&t->pup);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: cannot unmap ckpt's scratch area: %s", t->pid,
 				 strerror(-e));
+		finish_threads(ctx, t, ok);
 		if (ok && (ctx->flags & CKPT_KILL)) {
 			puppet_kill(&t->pup);
 			continue;

@@ -26,7 +26,10 @@
 #include "util/proc.h"
 
 struct task {
-	pid_t pid;
+	pid_t pid;              /* the tid, for a thread */
+	struct task *leader;    /* a thread: its process; NULL for a process */
+	struct task *threads;   /* a process: its other threads */
+	size_t nthreads;
 	bool zombie;            /* not seized: only its tree entry is saved */
 	pid_t files_with;       /* shares its fd table (CLONE_FILES) with this parent */
 	pid_t fs_with;          /* shares cwd/root/umask (CLONE_FS) with this parent */
@@ -50,6 +53,9 @@ struct ckpt_ctx {
 
 struct rst_task {
 	pid_t pid, ppid, pgid, sid;
+	struct rst_task *leader; /* a thread: its process; NULL for a process */
+	struct rst_task *threads; /* a process: its other threads */
+	size_t nthreads;
 	int exit_signal;
 	bool zombie;            /* created, then made to exit with exit_code */
 	bool ghost;             /* a placeholder that holds a pid for a group or
@@ -67,7 +73,7 @@ struct rst_task {
 
 struct pid_index {
 	pid_t pid;
-	uint32_t idx;
+	struct rst_task *t;
 };
 
 struct rst_ctx {
@@ -78,7 +84,8 @@ struct rst_ctx {
 	struct rst_task *tasks;  /* parents first; ghosts after the image's tasks */
 	size_t ntasks;
 	size_t nimage;          /* tasks of the image; the rest are ghosts */
-	struct pid_index *by_pid; /* the image's tasks, sorted by pid */
+	struct pid_index *by_pid; /* the image's processes and threads, by pid */
+	size_t npids;
 	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
 	uint64_t scratch_addr;  /* free in every image address space */
@@ -88,7 +95,7 @@ struct rst_ctx {
 /* Decodes and checks the tree record into ctx->tasks. */
 int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	__attribute__((warn_unused_result));
-/* The task of the image with this pid, or NULL. */
+/* The process or thread of the image with this pid, or NULL. */
 struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
 /* Creates every process with its pid, parent, session and group; zombies
  * and ghosts are dead when it returns, the others held, bare puppets. */

@@ -87,6 +87,20 @@ static int load_task_begin(struct rst_ctx *ctx, const struct img_record *rec,
 	return 0;
 }
 
+/* Every record a task (or thread: its per-thread kinds) must have. */
+static int check_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	for (size_t j = 0; j < ARRAY_SIZE(required); j++) {
+		enum kind k = required[j];
+		if (t->kstate[k] || (k == KIND_fdtable && t->files_with) ||
+		    (k == KIND_fs && t->fs_with) || (t->leader && !kinds[k].ops->per_thread))
+			continue;
+		return log_fail(&ctx->log, -EINVAL, "image lacks the %s of %s %d", kinds[k].name,
+				t->leader ? "thread" : "pid", t->pid);
+	}
+	return 0;
+}
+
 static int load_image(struct rst_ctx *ctx, int fd)
 {
 	struct img_error err = { 0 };
@@ -135,12 +149,12 @@ static int load_image(struct rst_ctx *ctx, int fd)
 		struct rst_task *t = &ctx->tasks[i];
 		if (t->zombie)
 			continue;
-		for (size_t j = 0; j < ARRAY_SIZE(required); j++)
-			if (!t->kstate[required[j]] &&
-			    !(required[j] == KIND_fdtable && t->files_with) &&
-			    !(required[j] == KIND_fs && t->fs_with))
-				return log_fail(&ctx->log, -EINVAL, "image lacks the %s of pid %d",
-						kinds[required[j]].name, t->pid);
+		r = check_loaded(ctx, t);
+		if (r < 0)
+			return r;
+		for (size_t j = 0; j < t->nthreads; j++)
+			if ((r = check_loaded(ctx, &t->threads[j])) < 0)
+				return r;
 		r = mm_check_loaded(ctx, t);
 		if (r < 0)
 			return r;
@@ -167,7 +181,7 @@ static int choose_ctl_fd(struct rst_ctx *ctx)
 static int restore_task(struct rst_ctx *ctx, struct rst_task *t)
 {
 	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->restore)
+		if (!kinds[k].ops->restore || (t->leader && !kinds[k].ops->per_thread))
 			continue;
 		int r = kinds[k].ops->restore(ctx, t);
 		if (r < 0) {
@@ -197,9 +211,17 @@ static int build(struct rst_ctx *ctx)
 	int r = choose_ctl_fd(ctx);
 	if (r >= 0)
 		r = tree_create(ctx);
-	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++)
-		if (!ctx->tasks[i].zombie)
-			r = restore_task(ctx, &ctx->tasks[i]);
+	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		if (t->zombie)
+			continue;
+		r = restore_task(ctx, t);
+		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
+			/* the vDSO may have moved with the leader's mm */
+			t->threads[j].pup.syscall_ip = t->pup.syscall_ip;
+			r = restore_task(ctx, &t->threads[j]);
+		}
+	}
 	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++)
 		if (!ctx->tasks[i].zombie)
 			r = clean_task(ctx, &ctx->tasks[i]);
@@ -211,6 +233,11 @@ static void kill_created(struct rst_ctx *ctx)
 	/* children first, so that none is reparented to a live puppet */
 	for (size_t i = ctx->ntasks; i-- > 0;) {
 		struct rst_task *t = &ctx->tasks[i];
+		for (size_t j = 0; j < t->nthreads; j++) {
+			if (t->threads[j].created)
+				puppet_kill(&t->threads[j].pup);
+			t->threads[j].created = false;
+		}
 		if (t->created) {
 			puppet_kill(&t->pup);
 			t->created = false;
@@ -230,14 +257,22 @@ static int write_pidfile(struct rst_ctx *ctx, const char *path, pid_t pid)
 	return 0;
 }
 
+static void free_task(struct rst_task *t)
+{
+	for (int k = 0; k < KIND_MAX; k++)
+		if (t->kstate[k] && kinds[k].ops->free_rstate)
+			kinds[k].ops->free_rstate(t->kstate[k]);
+	puppet_forget(&t->pup);
+}
+
 static void free_ctx(struct rst_ctx *ctx)
 {
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct rst_task *t = &ctx->tasks[i];
-		for (int k = 0; k < KIND_MAX; k++)
-			if (t->kstate[k] && kinds[k].ops->free_rstate)
-				kinds[k].ops->free_rstate(t->kstate[k]);
-		puppet_forget(&t->pup);
+		for (size_t j = 0; j < t->nthreads; j++)
+			free_task(&t->threads[j]);
+		free(t->threads);
+		free_task(t);
 	}
 	free(ctx->tasks);
 	free(ctx->by_pid);
@@ -312,7 +347,14 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		struct rst_task *t = &ctx.tasks[i];
 		if (t->zombie)
 			continue;
-		int e = puppet_release(&t->pup, task_stopped(t) ? SIGSTOP : sig);
+		int stop = task_stopped(t) ? SIGSTOP : sig;
+		for (size_t j = 0; j < t->nthreads; j++) {
+			int e = puppet_release(&t->threads[j].pup, stop);
+			if (e < 0 && r >= 0)
+				r = log_fail(&ctx.log, e, "thread %d: cannot release it: %s",
+					     t->threads[j].pid, strerror(-e));
+		}
+		int e = puppet_release(&t->pup, stop);
 		if (e < 0 && r >= 0)
 			r = log_fail(&ctx.log, e, "pid %d: cannot release it: %s", t->pid,
 				     strerror(-e));

@@ -52,14 +52,48 @@ struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid)
 	struct pid_index key = { .pid = pid }, *hit;
 	if (!ctx->by_pid)
 		return NULL;
-	hit = bsearch(&key, ctx->by_pid, ctx->nimage, sizeof(key), cmp_pid);
-	return hit ? &ctx->tasks[hit->idx] : NULL;
+	hit = bsearch(&key, ctx->by_pid, ctx->npids, sizeof(key), cmp_pid);
+	return hit ? hit->t : NULL;
+}
+
+/* The process (not thread) of the image with this pid, or NULL. */
+static struct rst_task *find_proc(struct rst_ctx *ctx, pid_t pid)
+{
+	struct rst_task *t = tree_find(ctx, pid);
+	return t && !t->leader ? t : NULL;
+}
+
+static int load_threads(struct rst_ctx *ctx, const struct img_record *rec, struct rst_task *t,
+			const TreeTask *tt)
+{
+	if ((tt->has_nthreads ? tt->nthreads : 1) != tt->n_tids + 1 || (t->zombie && tt->n_tids))
+		return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: %zu thread ids for %u threads",
+				rec->index, t->pid, tt->n_tids, tt->has_nthreads ? tt->nthreads : 1);
+	if (!tt->n_tids)
+		return 0;
+	t->threads = calloc(tt->n_tids, sizeof(*t->threads));
+	if (!t->threads)
+		return -ENOMEM;
+	t->nthreads = tt->n_tids;
+	for (size_t i = 0; i < tt->n_tids; i++) {
+		if (!tt->tids[i] || tt->tids[i] >= PID_MAX_LIMIT)
+			return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: thread id %u",
+					rec->index, t->pid, tt->tids[i]);
+		t->threads[i] = (struct rst_task){ .pid = (pid_t)tt->tids[i],
+						   .leader = t,
+						   .parent = -1,
+						   .creator = -1,
+						   .pup = { .memfd = -1 } };
+		ctx->by_pid[ctx->npids++] = (struct pid_index){ t->threads[i].pid, &t->threads[i] };
+	}
+	return 0;
 }
 
 static int load_entry(struct rst_ctx *ctx, const struct img_record *rec, size_t i,
 		      const TreeTask *tt)
 {
 	struct rst_task *t = &ctx->tasks[i];
+	int r;
 
 	if (!tt->pid || tt->pid >= PID_MAX_LIMIT || tt->pgid >= PID_MAX_LIMIT ||
 	    tt->sid >= PID_MAX_LIMIT || (tt->has_exit_signal && tt->exit_signal > 64))
@@ -79,9 +113,9 @@ static int load_entry(struct rst_ctx *ctx, const struct img_record *rec, size_t 
 		.creator = -1,
 		.pup = { .memfd = -1 },
 	};
-	if (tt->has_nthreads && tt->nthreads > 1)
-		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %u has %u threads; not supported yet",
-				tt->pid, tt->nthreads);
+	ctx->by_pid[ctx->npids++] = (struct pid_index){ t->pid, t };
+	if ((r = load_threads(ctx, rec, t, tt)) < 0)
+		return r;
 	if (t->sid == t->pid && t->pgid != t->pid)
 		return log_fail(&ctx->log, -EINVAL,
 				"record %u: pid %d leads session %d but not its group", rec->index,
@@ -95,18 +129,19 @@ static int load_entry(struct rst_ctx *ctx, const struct img_record *rec, size_t 
 /* Parents before children, each pid once, sharing only with the parent. */
 static int link_parents(struct rst_ctx *ctx, const struct img_record *rec)
 {
-	for (size_t i = 0; i < ctx->nimage; i++) {
-		struct rst_task *t = &ctx->tasks[i];
-		if (i > 0 && ctx->by_pid[i].pid == ctx->by_pid[i - 1].pid)
+	for (size_t i = 1; i < ctx->npids; i++)
+		if (ctx->by_pid[i].pid == ctx->by_pid[i - 1].pid)
 			return log_fail(&ctx->log, -EINVAL, "record %u: pid %d appears twice",
 					rec->index, ctx->by_pid[i].pid);
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
 		if (i == 0) {
 			if (t->files_with || t->fs_with)
 				return log_fail(&ctx->log, -EINVAL,
 						"record %u: the root shares with a parent", rec->index);
 			continue;
 		}
-		struct rst_task *p = tree_find(ctx, t->ppid);
+		struct rst_task *p = find_proc(ctx, t->ppid);
 		if (!p || p >= t || p->zombie)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u: pid %d has parent %d, which is not a live task "
@@ -136,22 +171,28 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 			     n);
 		goto out;
 	}
+	size_t ntids = 0;
+	for (size_t i = 0; i < n; i++)
+		ntids += tree->tasks[i]->n_tids;
+	if (ntids > TREE_MAX_TASKS) {
+		r = log_fail(&ctx->log, -EINVAL, "record %u: %zu threads", rec->index, ntids);
+		goto out;
+	}
 	/* room for a ghost per task at most */
 	ctx->tasks = calloc(2 * n, sizeof(*ctx->tasks));
-	ctx->by_pid = calloc(n, sizeof(*ctx->by_pid));
+	ctx->by_pid = calloc(n + ntids, sizeof(*ctx->by_pid));
 	if (!ctx->tasks || !ctx->by_pid) {
 		r = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; r >= 0 && i < n; i++) {
-		r = load_entry(ctx, rec, i, tree->tasks[i]);
-		ctx->by_pid[i] = (struct pid_index){ tree->tasks[i]->pid, (uint32_t)i };
 		ctx->ntasks = ctx->nimage = i + 1;
+		r = load_entry(ctx, rec, i, tree->tasks[i]);
 	}
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
 	if (r >= 0) {
-		qsort(ctx->by_pid, n, sizeof(*ctx->by_pid), cmp_pid);
+		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), cmp_pid);
 		r = link_parents(ctx, rec);
 	}
 out:
@@ -164,13 +205,13 @@ out:
 static bool outside_sid(struct rst_ctx *ctx, pid_t sid)
 {
 	const struct rst_task *root = &ctx->tasks[0];
-	return sid == root->sid && root->sid != root->pid && !tree_find(ctx, sid);
+	return sid == root->sid && root->sid != root->pid && !find_proc(ctx, sid);
 }
 
 static bool outside_pgid(struct rst_ctx *ctx, pid_t pgid)
 {
 	const struct rst_task *root = &ctx->tasks[0];
-	return pgid == root->pgid && root->pgid != root->pid && !tree_find(ctx, pgid);
+	return pgid == root->pgid && root->pgid != root->pid && !find_proc(ctx, pgid);
 }
 
 static struct rst_task *find_ghost(struct rst_ctx *ctx, pid_t pid)
@@ -213,7 +254,7 @@ static int plan_session(struct rst_ctx *ctx, struct rst_task *t)
 				"pid %d: is in the session outside the image (%d) while its parent "
 				"%d is not; this cannot be rebuilt",
 				t->pid, s, p->pid);
-	struct rst_task *l = tree_find(ctx, s);
+	struct rst_task *l = find_proc(ctx, s);
 	if (!l) {
 		l = find_ghost(ctx, s);
 		if (!l)
@@ -359,7 +400,7 @@ static int group_target(struct rst_ctx *ctx, struct rst_task *t, pid_t *ret)
 		*ret = getpgrp();
 		return 0;
 	}
-	if (tree_find(ctx, t->pgid) || find_ghost(ctx, t->pgid)) {
+	if (find_proc(ctx, t->pgid) || find_ghost(ctx, t->pgid)) {
 		*ret = t->pgid;
 		return 0;
 	}
@@ -429,6 +470,24 @@ static int finish_dead(struct rst_ctx *ctx)
 	return 0;
 }
 
+/* Threads are forked by their (bare) leader, each with its tid. */
+static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
+{
+	const uint64_t flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+			       CLONE_SYSVSEM;
+	for (size_t i = 0; i < t->nthreads; i++) {
+		struct rst_task *th = &t->threads[i];
+		int r = wait_pid_free(ctx, th->pid);
+		if (r < 0)
+			return r;
+		r = puppet_clone(&t->pup, &th->pup, th->pid, flags, 0);
+		if (r < 0)
+			return spawn_error(ctx, th, r);
+		th->created = true;
+	}
+	return 0;
+}
+
 int tree_create(struct rst_ctx *ctx)
 {
 	int r;
@@ -439,5 +498,8 @@ int tree_create(struct rst_ctx *ctx)
 	}
 	if ((r = create_all(ctx)) < 0 || (r = set_groups(ctx)) < 0)
 		return r;
+	for (size_t i = 0; i < ctx->nimage; i++)
+		if ((r = create_threads(ctx, &ctx->tasks[i])) < 0)
+			return r;
 	return finish_dead(ctx);
 }

@@ -179,6 +179,7 @@ static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 }
 
 const struct kind_ops creds_ops = {
+	.per_thread = true,
 	.collect = creds_collect,
 	.dump = creds_dump,
 	.load = creds_load,

@@ -27,11 +27,13 @@
  *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
  *   collect_end(ctx)    after every task is collected: checks that need the
  *                       whole tree (a pipe's other end...)
- * Any op may be NULL.
+ * Any op may be NULL. A thread (t->leader set) is given only to the kinds
+ * marked per_thread, after its process.
  */
 #ifndef CKPT_KINDS_H
 #define CKPT_KINDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "img/img.h"
@@ -68,6 +70,9 @@ struct kind_ops {
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);
+	/* state each thread has of its own (registers, mask, creds...): the
+	 * kind also runs for every thread; the others run for processes only */
+	bool per_thread;
 };
 
 /* name, image id and description come from kinds.def */

@@ -154,6 +154,7 @@ static const ProtobufCMessageDescriptor *regs_descriptor(uint32_t sub)
 }
 
 const struct kind_ops regs_ops = {
+	.per_thread = true,
 	.collect = regs_collect,
 	.dump = regs_dump,
 	.load = regs_load,

@@ -136,6 +136,7 @@ static const ProtobufCMessageDescriptor *seccomp_descriptor(uint32_t sub)
 }
 
 const struct kind_ops seccomp_ops = {
+	.per_thread = true,
 	.collect = seccomp_collect,
 	.dump = seccomp_dump,
 	.load = seccomp_load,

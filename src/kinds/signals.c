@@ -47,7 +47,8 @@ static int collect_pending(struct ckpt_ctx *ctx, struct task *t, struct signals_
 		r = -ENOMEM;
 		goto fail;
 	}
-	for (int shared = 0; shared < 2; shared++) {
+	/* a thread has its own queue; the process's is saved with the leader */
+	for (int shared = 0; shared < (t->leader ? 1 : 2); shared++) {
 		for (uint64_t off = 0;;) {
 			struct {
 				uint64_t off;
@@ -107,7 +108,7 @@ static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!k)
 		return -ENOMEM;
 	signals_entry__init(&k->e);
-	for (int sig = 1; sig <= NSIG_K; sig++) {
+	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++) {
 		if (!(set & (1ull << (sig - 1))))
 			continue;
 		struct kernel_sigaction ka;
@@ -179,8 +180,9 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 		acts[a->sig] = (struct kernel_sigaction){ a->handler, a->flags, a->restorer,
 							  a->mask };
 	}
-	/* every signal: the puppet had ckpt's dispositions */
-	for (int sig = 1; sig <= NSIG_K; sig++) {
+	/* every signal: the puppet had ckpt's dispositions (shared by threads,
+	 * set by the leader) */
+	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
 		uint64_t addr = puppet_scratch_put(p, 0, &acts[sig], sizeof(acts[sig]));
@@ -203,7 +205,7 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	uint64_t all = ~0ull, zero[2] = { 0, 0 };
 	uint64_t set = puppet_scratch_put(p, 0, &all, sizeof(all));
 	uint64_t ts = puppet_scratch_put(p, 64, zero, sizeof(zero));
-	for (int n = 0; set && ts && n < 128; n++)
+	for (int n = 0; set && ts && !t->leader && n < 128; n++)
 		if (puppet_syscall(p, SYS_rt_sigtimedwait, set, 0, ts, 8) < 0)
 			break;
 
@@ -215,7 +217,8 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 		if (s->shared)
 			r = puppet_syscall(p, SYS_rt_sigqueueinfo, t->pid, si.si_signo, addr);
 		else
-			r = puppet_syscall(p, SYS_rt_tgsigqueueinfo, t->pid, t->pid, si.si_signo,
+			r = puppet_syscall(p, SYS_rt_tgsigqueueinfo,
+					   t->leader ? t->leader->pid : t->pid, t->pid, si.si_signo,
 					   addr);
 		if (r < 0)
 			return log_fail(&ctx->log, (int)r, "pid %d: cannot queue signal %d: %s",
@@ -243,6 +246,7 @@ static const ProtobufCMessageDescriptor *signals_descriptor(uint32_t sub)
 }
 
 const struct kind_ops signals_ops = {
+	.per_thread = true,
 	.collect = signals_collect,
 	.dump = signals_dump,
 	.load = signals_load,

@@ -189,6 +189,7 @@ static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)
 }
 
 const struct kind_ops task_ops = {
+	.per_thread = true,
 	.collect = task_collect,
 	.dump = task_dump,
 	.load = task_load,

@@ -120,6 +120,8 @@ TESTS = [
     entry("tree_ghost", (B, T)),
     entry("tree_share", (B, T)),
     entry("tree_shm", (B, T)),
+    # threads
+    entry("thread_pthreads", (B, T, R)),
     # pipes
     entry("pipe_read", (B, T, R)),
     entry("pipe_closed", (B, T)),
