@@ -116,6 +116,7 @@ TESTS = [
     entry("id_seccomp", (B, T)),
     # pipes
     entry("pipe_read", (B, T, R)),
+    entry("ptimer_basic", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
