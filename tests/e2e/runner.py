@@ -117,6 +117,8 @@ TESTS = [
     # pipes
     entry("pipe_read", (B, T, R)),
     entry("ptimer_basic", (B, T, R)),
+    entry("ptimer_pending", (B, T)),
+    entry("ptimer_overrun", (B, T)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
