@@ -119,6 +119,7 @@ TESTS = [
     entry("ptimer_basic", (B, T, R)),
     entry("ptimer_pending", (B, T)),
     entry("ptimer_overrun", (B, T)),
+    entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
