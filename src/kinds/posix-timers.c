@@ -566,6 +566,11 @@ static int cmp_pending(const void *a, const void *b)
 	return (x->pending_pos > y->pending_pos) - (x->pending_pos < y->pending_pos);
 }
 
+/*
+ * Overrun counts first, while no other timer can have queued a signal that
+ * rt_sigtimedwait would take instead; then the queued signals, in their
+ * order; then the rest.
+ */
 static int arm_all(struct rst_ctx *ctx, struct rst_task *t, const PosixTimersEntry *e)
 {
 	_cleanup_free_ const PosixTimerEntry **pend = calloc(e->n_timers + 1, sizeof(*pend));
@@ -580,13 +585,15 @@ static int arm_all(struct rst_ctx *ctx, struct rst_task *t, const PosixTimersEnt
 			pend[np++] = x;
 		else if (x->overrun)
 			r = arm_overrun(ctx, t, x);
-		else if (x->value_ns)
-			r = settime(ctx, t, x, 0, (int64_t)x->value_ns, (int64_t)x->interval_ns);
 	}
-	/* in the order they were queued */
 	qsort(pend, np, sizeof(*pend), cmp_pending);
 	for (size_t i = 0; r >= 0 && i < np; i++)
 		r = arm_pending(ctx, t, pend[i]);
+	for (size_t i = 0; r >= 0 && i < e->n_timers; i++) {
+		const PosixTimerEntry *x = e->timers[i];
+		if (!x->has_pending_pos && !x->overrun && x->value_ns)
+			r = settime(ctx, t, x, 0, (int64_t)x->value_ns, (int64_t)x->interval_ns);
+	}
 	return r;
 }
 
