@@ -31,6 +31,7 @@ const char *const feature_names[FEAT_MAX] = {
 	[FEAT_RSEQ_CONFIG] = "PTRACE_GET_RSEQ_CONFIGURATION",
 	[FEAT_SECCOMP_GET_FILTER] = "PTRACE_SECCOMP_GET_FILTER",
 	[FEAT_MAP_FILES] = "/proc/PID/map_files",
+	[FEAT_TIMER_RESTORE_IDS] = "prctl(PR_TIMER_CREATE_RESTORE_IDS) (Linux 6.16)",
 };
 
 uint64_t features_xcr0(void)
@@ -218,4 +219,10 @@ void features_probe(struct features *ret)
 	}
 	if (d)
 		closedir(d);
+
+	/* without it, timers are restored only if their ids have no holes */
+	if (prctl(PR_TIMER_CREATE_RESTORE_IDS, PR_TIMER_CREATE_RESTORE_IDS_GET, 0, 0, 0) >= 0)
+		set(ret, FEAT_TIMER_RESTORE_IDS, true, false, NULL);
+	else
+		set_errno(ret, FEAT_TIMER_RESTORE_IDS, false, errno);
 }

@@ -66,6 +66,14 @@ struct pm_scan_arg {
 #define PR_GET_TID_ADDRESS 40
 #endif
 
+/* timer_create() takes the id from *timerid while on (6.16) */
+#ifndef PR_TIMER_CREATE_RESTORE_IDS
+#define PR_TIMER_CREATE_RESTORE_IDS 77
+#define PR_TIMER_CREATE_RESTORE_IDS_OFF 0
+#define PR_TIMER_CREATE_RESTORE_IDS_ON 1
+#define PR_TIMER_CREATE_RESTORE_IDS_GET 2
+#endif
+
 /* restart codes the kernel leaves in rax of a task stopped in a syscall */
 #define KERN_ERESTARTSYS 512
 #define KERN_ERESTARTNOINTR 513

@@ -128,6 +128,10 @@ TESTS = [
     entry("eventfd_count", (B, T, R)),
     entry("signalfd_mask", (B, T, R)),
     entry("timerfd_armed", (B, T, R)),
+    entry("ptimer_basic", (B, T, R)),
+    entry("ptimer_pending", (B, T)),
+    entry("ptimer_overrun", (B, T)),
+    entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
