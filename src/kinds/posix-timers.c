@@ -31,8 +31,9 @@
  *   either way is then absolute.
  * CPU-time clocks of the process and of its thread are restored as the
  * kernel holds them (pid 0 = the caller, or the pid, which is kept).
- * Refused: SIGEV_THREAD of the C library (SIGEV_THREAD_ID to a helper
- * thread: needs threads), CPU clocks of other processes, dynamic clocks.
+ * SIGEV_THREAD_ID may name any thread of the process (glibc's SIGEV_THREAD
+ * is one to its helper thread). Refused: CPU clocks of other processes,
+ * dynamic clocks.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -193,10 +194,12 @@ static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct proc_t
 	char buf[96];
 	const char *why;
 
-	if ((pt->notify & SIGEV_THREAD_ID) && pt->target != t->pid)
+	bool own_thread = false;
+	for (size_t i = 0; i < t->nthreads; i++)
+		own_thread |= t->threads[i].pid == pt->target;
+	if ((pt->notify & SIGEV_THREAD_ID) && pt->target != t->pid && !own_thread)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d timer %d (SIGEV_THREAD, to thread %d): needs threads, "
-				"not supported yet",
+				"pid %d timer %d: signals thread %d, which is not one of its threads",
 				t->pid, pt->id, pt->target);
 	if (pt->notify != SIGEV_NONE && !bit(pt->signo))
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d timer %d (posix timer): signal %d",
@@ -216,6 +219,10 @@ static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct proc_t
 	e->id = pt->id;
 	e->clock = pt->clock;
 	e->notify = (uint32_t)pt->notify;
+	if ((pt->notify & SIGEV_THREAD_ID) && pt->target != t->pid) {
+		e->has_thread = true;
+		e->thread = (uint32_t)pt->target;
+	}
 	e->signo = pt->signo;
 	e->sigval = pt->sigval;
 	e->value_ns = ts_ns(&its.it_value);
@@ -381,6 +388,11 @@ static int ptimers_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 		const char *bad = entry_invalid(x, t->pid);
 		if (x->id < 0 || (i && x->id <= e->timers[i - 1]->id))
 			bad = "id out of order";
+		bool own = false;
+		for (size_t j = 0; x->has_thread && j < t->nthreads; j++)
+			own |= t->threads[j].pid == (pid_t)x->thread;
+		if (x->has_thread && (!own || !(x->notify & SIGEV_THREAD_ID)))
+			bad = "target thread";
 		if (bad)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u: posix timer %zu (id %d): %s", rec->index, i,
@@ -402,7 +414,7 @@ static int create_one(struct rst_ctx *ctx, struct rst_task *t, const PosixTimerE
 	sev.sigev_signo = x->signo;
 	sev.sigev_notify = (int)x->notify;
 	if (x->notify & SIGEV_THREAD_ID)
-		sev._sigev_un._tid = t->pid;
+		sev._sigev_un._tid = x->has_thread ? (pid_t)x->thread : t->pid;
 	uint64_t sev_at = puppet_scratch_put(p, 0, &sev, sizeof(sev));
 	uint64_t id_at = puppet_scratch_put(p, 128, &id, sizeof(id));
 	long r = puppet_syscall(p, SYS_timer_create, x->clock, sev_at, id_at);

@@ -122,6 +122,7 @@ TESTS = [
     entry("tree_shm", (B, T)),
     # threads
     entry("thread_pthreads", (B, T, R)),
+    entry("thread_timer", (B, T)),
     # pipes
     entry("pipe_read", (B, T, R)),
     entry("pipe_closed", (B, T)),
@@ -143,6 +144,9 @@ TESTS = [
     entry("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
           expect="exit0", min_runtime=3.9),
     entry("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
+    entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
+    entry("real_bash_jobs", kind="command", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
+          signal=False),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|unix)"),
