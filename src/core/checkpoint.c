@@ -572,10 +572,6 @@ static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 		p->scratch = 0; /* the leader's, unmapped by it */
 		if (!p->held)
 			continue;
-		if (ok && (ctx->flags & CKPT_KILL)) {
-			puppet_kill(p);
-			continue;
-		}
 		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
 											     : 0;
 		int e = puppet_release(p, sig);
@@ -585,8 +581,38 @@ static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 	}
 }
 
+/*
+ * CKPT_KILL: children first, each reaped by its parent while that is still
+ * held (an injected wait4), so that no zombie waits for init to reap it
+ * late; the root is reaped by its own parent.
+ */
+static void kill_tree(struct ckpt_ctx *ctx)
+{
+	for (size_t i = ctx->ntasks; i-- > 0;) {
+		struct task *t = &ctx->tasks[i];
+		for (size_t j = 0; j < t->nthreads; j++)
+			if (t->threads[j].pup.held)
+				puppet_kill(&t->threads[j].pup);
+		if (t->pup.held)
+			puppet_kill(&t->pup);
+		struct task *p = find_task(ctx, t->stat.ppid);
+		if (p && p->pup.held)
+			puppet_syscall(&p->pup, SYS_wait4, t->pid, 0, __WALL, 0);
+	}
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		pid_t pid = ctx->tasks[i].pid;
+		if (!wait_gone(pid, 10000))
+			log_warn(&ctx->log,
+				 "pid %d: killed, but its parent has not reaped it yet; its pid "
+				 "stays taken until then",
+				 pid);
+	}
+}
+
 static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 {
+	if (ok && (ctx->flags & CKPT_KILL))
+		return kill_tree(ctx);
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct task *t = &ctx->tasks[i];
 		if (!t->pup.held) {
@@ -598,26 +624,12 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 			log_warn(&ctx->log, "pid %d: cannot unmap ckpt's scratch area: %s", t->pid,
 				 strerror(-e));
 		finish_threads(ctx, t, ok);
-		if (ok && (ctx->flags & CKPT_KILL)) {
-			puppet_kill(&t->pup);
-			continue;
-		}
 		/* a task that was stopped stays stopped */
 		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
 											     : 0;
 		e = puppet_release(&t->pup, sig);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: releasing it failed: %s", t->pid, strerror(-e));
-	}
-	if (!ok || !(ctx->flags & CKPT_KILL))
-		return;
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		pid_t pid = ctx->tasks[i].pid;
-		if (!wait_gone(pid, 10000))
-			log_warn(&ctx->log,
-				 "pid %d: killed, but its parent has not reaped it yet; its pid "
-				 "stays taken until then",
-				 pid);
 	}
 }
 

@@ -228,9 +228,13 @@ static int build(struct rst_ctx *ctx)
 	return r;
 }
 
+/*
+ * Kills every process made so far, children first, and has each one
+ * reaped by its parent puppet while that is still held (an injected
+ * wait4), so that no zombie is left for init to reap late.
+ */
 static void kill_created(struct rst_ctx *ctx)
 {
-	/* children first, so that none is reparented to a live puppet */
 	for (size_t i = ctx->ntasks; i-- > 0;) {
 		struct rst_task *t = &ctx->tasks[i];
 		for (size_t j = 0; j < t->nthreads; j++) {
@@ -238,10 +242,13 @@ static void kill_created(struct rst_ctx *ctx)
 				puppet_kill(&t->threads[j].pup);
 			t->threads[j].created = false;
 		}
-		if (t->created) {
-			puppet_kill(&t->pup);
-			t->created = false;
-		}
+		if (!t->created)
+			continue;
+		puppet_kill(&t->pup);
+		t->created = false;
+		struct rst_task *p = t->parent >= 0 ? &ctx->tasks[t->parent] : NULL;
+		if (p && p->pup.held)
+			puppet_syscall(&p->pup, SYS_wait4, t->pid, 0, __WALL, 0);
 	}
 }
 

@@ -123,6 +123,7 @@ TESTS = [
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_timer", (B, T)),
+    entry("tree_churn", kind="churn"),
     # pipes
     entry("pipe_read", (B, T, R)),
     entry("pipe_closed", (B, T)),
@@ -140,6 +141,7 @@ TESTS = [
     entry("opt_stream", kind="stream", program="mem_anon"),
     entry("api_lib", kind="standalone"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
+    entry("rst_busy", kind="rst_busy", program="tree_deep"),
     # real programs
     entry("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
           expect="exit0", min_runtime=3.9),
@@ -152,6 +154,7 @@ TESTS = [
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|unix)"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
+    entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
@@ -318,12 +321,13 @@ class Run:
                 raise Fail("%s did not finish within %.0f s" % (what, timeout))
             time.sleep(POLL)
 
-    def checkpoint(self, img, tag, reap, expect_ok=True, extra=(), prefix=()):
-        """ckpt checkpoint PID -o img --kill, reaping reap meanwhile."""
+    def checkpoint(self, img, tag, reap, expect_ok=True, extra=(), prefix=(), kill=True):
+        """ckpt checkpoint PID -o img [--kill], reaping reap meanwhile."""
         log, err = self.p(tag + ".log"), self.p(tag + ".err")
         self.logs += [err, log]
         argv = list(prefix) + self.ckpt_argv("checkpoint", str(self.pid), "-o", img,
-                                             "--kill", "--log", log, *extra)
+                                             *(["--kill"] if kill else []), "--log", log,
+                                             *extra)
         cp = self.popen(argv, err=err, out=self.p(tag + ".out"))
         self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint", reap=reap)
         rc = cp.returncode
@@ -333,6 +337,8 @@ class Run:
             return rc, errtext
         if rc != 0:
             raise Fail("ckpt checkpoint exit %d: %s" % (rc, errtext.strip()[-300:]))
+        if not kill:
+            return rc, errtext
         if pid_exists(self.pid):
             # ckpt returns once the process is gone
             raise Fail("pid %d still exists after checkpoint --kill returned" % self.pid)
@@ -440,6 +446,82 @@ class Run:
             f.write(data.replace(b"PASS", b"----"))
 
     # --- flows -----------------------------------------------------------
+
+    def hold_pid(self, pid):
+        """A child with this pid (via ns_last_pid, retried), or None."""
+        for _ in range(50):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(pid - 1))
+            child = os.fork()
+            if child == 0:
+                try:
+                    time.sleep(120)
+                finally:
+                    os._exit(0)
+            if child == pid:
+                return child
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        return None
+
+    def flow_rst_busy(self):
+        """A tree restart that fails at its last process (its pid is taken)
+        removes every process it made; freed, the image restores fine."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        with open(self.p("pids"), "rb") as f:
+            data = f.read()
+        pids = list(struct.unpack("<%di" % (len(data) // 4), data))
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        pr.poll()
+        busy = self.hold_pid(pids[-1])
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(max(pids) + 100))  # new processes (ckpt) away from the image's pids
+        if busy is None:
+            raise Skip("could not take pid %d for the test" % pids[-1])
+        try:
+            r = self.run_ckpt(["restart", img, "--log", self.p("busy.log"), "-v"], timeout=60)
+            self.logs.append(self.p("busy.log"))
+            self.expect_error(r, "restart with a pid taken", must=[str(pids[-1])])
+            alive = [p for p in pids[:-1] if pid_exists(p)]
+            if alive:
+                raise Fail("pids %s still exist after the failed restart" % alive)
+        finally:
+            os.kill(busy, signal.SIGKILL)
+            os.waitpid(busy, 0)
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_churn(self):
+        """A tree that forks and exits all the time: checkpointed 5 times
+        while it runs (each must succeed, or fail saying the tree changed,
+        leaving it running), then killed and restarted as usual."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        ok = 0
+        for i in range(5):
+            rc, err = self.checkpoint(self.p("churn%d" % i), "churn%d" % i, reap=[pr],
+                                      expect_ok=False, kill=False)
+            if rc == 0:
+                ok += 1
+            elif rc >= 128 or not re.search(r"changed|meanwhile|keeps", err):
+                raise Fail("checkpoint %d of the running tree failed: %s" % (i, err.strip()))
+            if not pid_alive(self.pid) or pr.poll() is not None:
+                raise Fail("the tree died after checkpoint %d" % i)
+        if ok == 0:
+            raise Fail("no checkpoint of the running tree succeeded")
+        self.notes.append("%d/5 live checkpoints" % ok)
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def flow_program(self):
         if self.opts.no_ckpt:
