@@ -9,6 +9,7 @@ int cmd_checkpoint(const struct cli_args *a);
 int cmd_restart(const struct cli_args *a);
 int cmd_inspect(const struct cli_args *a);
 int cmd_check(const struct cli_args *a);
+int cmd_run(const struct cli_args *a);
 
 /* Opens --log FILE (append), or -1. Reports a failure itself. */
 int cli_open_log(const char *path);

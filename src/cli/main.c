@@ -18,6 +18,9 @@ static const char usage[] =
 	"        --detach wait for it and exit with its status (FILE may be -)\n"
 	"  inspect FILE [--json]\n"
 	"        print every record of an image\n"
+	"  run [--detach] [--hostname H] -- CMD [ARGS...]\n"
+	"        run CMD as pid 1 of new pid, mount (own /proc), uts and ipc namespaces:\n"
+	"        a container whose pids can always be restored; --detach prints its pid\n"
 	"  check\n"
 	"        say which kernel features ckpt needs are present\n"
 	"  help, version\n";
@@ -30,6 +33,7 @@ static const struct {
 	{ CMD_RESTART, cmd_restart },
 	{ CMD_INSPECT, cmd_inspect },
 	{ CMD_CHECK, cmd_check },
+	{ CMD_RUN, cmd_run },
 };
 
 int cli_open_log(const char *path)

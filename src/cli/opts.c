@@ -9,6 +9,7 @@
 const char *const cli_cmd_names[CMD_MAX] = {
 	[CMD_CHECKPOINT] = "checkpoint", [CMD_RESTART] = "restart", [CMD_INSPECT] = "inspect",
 	[CMD_CHECK] = "check",		 [CMD_HELP] = "help",	    [CMD_VERSION] = "version",
+	[CMD_RUN] = "run",
 };
 
 #define ON(c) (1u << (c))
@@ -27,7 +28,8 @@ static const struct opt opts[] = {
 	{ "output", 'o', OPT_STRING, ON(CMD_CHECKPOINT), F(output) },
 	{ "kill", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(kill) },
 	{ "leave-frozen", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(leave_frozen) },
-	{ "detach", 'd', OPT_FLAG, ON(CMD_RESTART), F(detach) },
+	{ "detach", 'd', OPT_FLAG, ON(CMD_RESTART) | ON(CMD_RUN), F(detach) },
+	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname) },
 	{ "frozen", 0, OPT_FLAG, ON(CMD_RESTART), F(frozen) },
 	{ "dry-run", 'n', OPT_FLAG, ON(CMD_RESTART), F(dry_run) },
 	{ "conn-reset", 0, OPT_FLAG, ON(CMD_RESTART), F(conn_reset) },
@@ -110,6 +112,12 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 	for (i = 2; i < argc; i++) {
 		const char *arg = argv[i];
 		int r;
+		if (a.cmd == CMD_RUN && (only_pos || arg[0] != '-')) {
+			/* the command: the rest is its own */
+			a.run_argv = argv + i;
+			a.run_argc = argc - i;
+			break;
+		}
 		if (only_pos || arg[0] != '-' || !strcmp(arg, "-")) {
 			r = positional(&a, arg, &npos, err, len);
 		} else if (!strcmp(arg, "--")) {
@@ -153,6 +161,10 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 	if ((a.cmd == CMD_RESTART || a.cmd == CMD_INSPECT) && !a.image)
 		return fail(err, len, "%s needs an image file (or - for stdin)",
 			    cli_cmd_names[a.cmd]);
+	if (a.cmd == CMD_RUN && !a.run_argc)
+		return fail(err, len, "%s", "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
+	if (a.cmd == CMD_RUN && a.hostname && strlen(a.hostname) > 64)
+		return fail(err, len, "hostname '%s' is longer than 64 bytes", a.hostname);
 	if (a.cmd == CMD_RESTART && a.frozen && a.dry_run)
 		return fail(err, len, "%s", "--frozen and --dry-run exclude each other");
 	*ret = a;

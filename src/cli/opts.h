@@ -17,6 +17,7 @@ enum cli_cmd {
 	CMD_RESTART,
 	CMD_INSPECT,
 	CMD_CHECK,
+	CMD_RUN,
 	CMD_HELP,
 	CMD_VERSION,
 	CMD_MAX,
@@ -34,6 +35,9 @@ struct cli_args {
 	bool detach, frozen, dry_run, conn_reset;
 	bool json;
 	bool help;              /* --help after a command */
+	const char *hostname;   /* run --hostname */
+	char *const *run_argv;  /* run: the command and its arguments */
+	int run_argc;
 };
 
 /* 0, or -EINVAL with a message in err. */

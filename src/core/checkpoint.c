@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <linux/kcmp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,11 +111,52 @@ static int check_root(struct ckpt_ctx *ctx, pid_t pid)
 				st.tgid);
 	if (st.state == 'Z')
 		return log_fail(&ctx->log, -ESRCH, "pid %d: is a zombie", pid);
-	if (!(ctx->flags & CKPT_SUBTREE) && !(st.nspid_n > 1 && st.nspid[st.nspid_n - 1] == 1))
+	ctx->container = st.nspid_n > 1 && st.nspid[st.nspid_n - 1] == 1;
+	if (!(ctx->flags & CKPT_SUBTREE) && !ctx->container)
 		return log_fail(&ctx->log, -EINVAL,
 				"pid %d: is not the init of a pid namespace; checkpointing a plain "
 				"process tree needs CKPT_SUBTREE",
 				pid);
+	return 0;
+}
+
+static bool same_ns(pid_t pid, const char *name)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
+	if (stat(path, &a) < 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+/* A container's namespaces, and its hostname (an injected uname). */
+static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
+{
+	namespaces_entry__init(&ctx->ns);
+	ctx->ns.flags = CLONE_NEWPID;
+	if (!same_ns(root->pid, "mnt"))
+		ctx->ns.flags |= CLONE_NEWNS;
+	if (!same_ns(root->pid, "ipc"))
+		ctx->ns.flags |= CLONE_NEWIPC;
+	if (!same_ns(root->pid, "uts")) {
+		struct utsname u;
+		ctx->ns.flags |= CLONE_NEWUTS;
+		long r = puppet_syscall(&root->pup, SYS_uname, root->pup.scratch);
+		if (r < 0 || puppet_read(&root->pup, root->pup.scratch, &u, sizeof(u)) < 0)
+			return log_fail(&ctx->log, r < 0 ? (int)r : -EIO,
+					"pid %d: cannot read its hostname", root->pid);
+		snprintf(ctx->hostname, sizeof(ctx->hostname), "%s", u.nodename);
+		ctx->ns.hostname = ctx->hostname;
+	}
+	if (!same_ns(root->pid, "user") || !same_ns(root->pid, "net") ||
+	    !same_ns(root->pid, "cgroup") || !same_ns(root->pid, "time"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: is in a user, network, cgroup or time namespace of its "
+				"own; not supported yet",
+				root->pid);
+	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", root->pid, ctx->ns.flags);
 	return 0;
 }
 
@@ -334,6 +376,71 @@ static int seize_tree(struct ckpt_ctx *ctx, pid_t root)
 	return 0;
 }
 
+/* The last (innermost) of a /proc NS* list, or fallback if it is empty. */
+static pid_t inner(const pid_t *list, uint32_t n, pid_t fallback)
+{
+	return n ? list[n - 1] : fallback;
+}
+
+/*
+ * The ids the image holds. A container's tasks are saved with their pids
+ * inside its pid namespace, which a fresh namespace gives back whatever
+ * is in use outside; every task must be in that namespace itself.
+ */
+static int assign_vpid(struct ckpt_ctx *ctx, struct task *t, uint32_t depth)
+{
+	_cleanup_free_ char *text = NULL;
+	struct proc_status st;
+
+	t->vpid = t->pid;
+	t->vpgid = t->stat.pgrp;
+	t->vsid = t->stat.session;
+	if (!ctx->container)
+		return 0;
+	if (proc_read(t->pid, "status", &text, NULL) < 0 || proc_parse_status(text, &st) < 0)
+		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its status", t->pid);
+	if (st.nspid_n != depth)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: is in a nested pid namespace; not supported yet", t->pid);
+	t->vpid = inner(st.nspid, st.nspid_n, t->pid);
+	/* a group or session from outside the container has no id inside: 0 */
+	t->vpgid = st.nspgid_n == depth ? inner(st.nspgid, st.nspgid_n, 0) : 0;
+	t->vsid = st.nssid_n == depth ? inner(st.nssid, st.nssid_n, 0) : 0;
+	return 0;
+}
+
+static int assign_vpids(struct ckpt_ctx *ctx)
+{
+	struct task *root = &ctx->tasks[0];
+	uint32_t depth = 0;
+	if (ctx->container) {
+		_cleanup_free_ char *text = NULL;
+		struct proc_status st;
+		if (proc_read(root->pid, "status", &text, NULL) < 0 ||
+		    proc_parse_status(text, &st) < 0)
+			return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its status",
+					root->pid);
+		depth = st.nspid_n;
+	}
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i];
+		int r = assign_vpid(ctx, t, depth);
+		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
+			t->threads[j].stat = t->stat;
+			r = assign_vpid(ctx, &t->threads[j], depth);
+		}
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i], *p = find_task(ctx, t->stat.ppid);
+		t->vppid = i == 0 && ctx->container ? 0 : p ? p->vpid : t->stat.ppid;
+		for (size_t j = 0; j < t->nthreads; j++)
+			t->threads[j].vppid = t->vppid;
+	}
+	return 0;
+}
+
 /* What one task shares with another of the tree (kcmp), and what it may not. */
 static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 {
@@ -429,6 +536,8 @@ static int collect(struct ckpt_ctx *ctx, pid_t pid)
 	if (r < 0)
 		return r;
 	r = seize_tree(ctx, pid);
+	if (r >= 0)
+		r = assign_vpids(ctx);
 	if (r < 0)
 		return r;
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
@@ -436,6 +545,8 @@ static int collect(struct ckpt_ctx *ctx, pid_t pid)
 		if (ctx->tasks[i].zombie)
 			continue;
 		r = collect_task(ctx, &ctx->tasks[i]);
+		if (r >= 0 && i == 0 && ctx->container)
+			r = collect_namespaces(ctx, &ctx->tasks[0]);
 		if (r < 0)
 			return r;
 	}
@@ -478,10 +589,10 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		const struct task *t = &ctx->tasks[i];
 		tree_task__init(&tt[i]);
-		tt[i].pid = t->pid;
-		tt[i].ppid = t->stat.ppid;
-		tt[i].pgid = t->stat.pgrp;
-		tt[i].sid = t->stat.session;
+		tt[i].pid = t->vpid;
+		tt[i].ppid = t->vppid;
+		tt[i].pgid = t->vpgid;
+		tt[i].sid = t->vsid;
 		tt[i].has_exit_signal = true;
 		tt[i].exit_signal = (uint32_t)t->stat.exit_signal;
 		if (t->zombie) {
@@ -494,16 +605,18 @@ static int dump_tree(struct ckpt_ctx *ctx)
 			tt[i].n_tids = t->nthreads;
 			tt[i].tids = tids + ntids;
 			for (size_t j = 0; j < t->nthreads; j++)
-				tids[ntids++] = (uint32_t)t->threads[j].pid;
+				tids[ntids++] = (uint32_t)t->threads[j].vpid;
 		}
 		tt[i].has_files_with = t->files_with != 0;
-		tt[i].files_with = (uint32_t)t->files_with;
+		tt[i].files_with = (uint32_t)t->vppid;
 		tt[i].has_fs_with = t->fs_with != 0;
-		tt[i].fs_with = (uint32_t)t->fs_with;
+		tt[i].fs_with = (uint32_t)t->vppid;
 		ptt[i] = &tt[i];
 	}
 	tree.tasks = ptt;
 	tree.n_tasks = ctx->ntasks;
+	if (ctx->container)
+		tree.ns = &ctx->ns;
 	return ctx_write_msg(ctx, REC_CORE_TREE, &tree.base);
 }
 
@@ -511,7 +624,7 @@ static int dump_tree(struct ckpt_ctx *ctx)
 static int dump_task(struct ckpt_ctx *ctx, struct task *t)
 {
 	TaskBegin tb = TASK_BEGIN__INIT;
-	tb.pid = t->pid;
+	tb.pid = t->vpid;
 	int r = ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
 	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
 		if (kinds[k].ops->dump && (!t->leader || kinds[k].ops->per_thread))

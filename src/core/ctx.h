@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "ckpt.h"
+#include "core.pb-c.h"
 #include "core/objhash.h"
 #include "img/img.h"
 #include "kinds/kinds.h"
@@ -33,6 +34,9 @@ struct task {
 	bool zombie;            /* not seized: only its tree entry is saved */
 	pid_t files_with;       /* shares its fd table (CLONE_FILES) with this parent */
 	pid_t fs_with;          /* shares cwd/root/umask (CLONE_FS) with this parent */
+	/* the ids the image holds: inside the container's pid namespace (the
+	 * same as pid, ppid, pgrp, session for a subtree) */
+	pid_t vpid, vppid, vpgid, vsid;
 	struct puppet pup;
 	struct proc_status status;
 	struct proc_stat stat;
@@ -42,6 +46,9 @@ struct task {
 
 struct ckpt_ctx {
 	unsigned long flags;
+	bool container;         /* the root is a pid namespace's init */
+	NamespacesEntry ns;     /* container: its namespaces */
+	char hostname[65];
 	struct ckpt_log log;
 	struct img_writer w;
 	struct objhash objs;
@@ -85,6 +92,7 @@ struct rst_ctx {
 	size_t ntasks;
 	size_t nimage;          /* tasks of the image; the rest are ghosts */
 	struct pid_index *by_pid; /* the image's processes and threads, by pid */
+	NamespacesEntry *ns;      /* a container's namespaces, NULL for a subtree */
 	size_t npids;
 	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */

@@ -283,6 +283,9 @@ static void free_ctx(struct rst_ctx *ctx)
 	}
 	free(ctx->tasks);
 	free(ctx->by_pid);
+	if (ctx->ns)
+		namespaces_entry__free_unpacked(ctx->ns, NULL);
+	ctx->ns = NULL;
 	objhash_free(&ctx->objs, free_robj);
 	img_reader_close(&ctx->r);
 	for (int i = 0; i < 2; i++)
@@ -347,7 +350,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		goto out;
 	}
 
-	pid_t root = ctx.tasks[0].pid;
+	/* as seen from here: a container's root is pid 1 only inside */
+	pid_t root = ctx.tasks[0].pup.pid;
 	int sig = (o->flags & RESTART_FROZEN) ? SIGSTOP : 0;
 	/* children first: a parent runs once its children are there */
 	for (size_t i = ctx.nimage; i-- > 0;) {

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -191,6 +192,15 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	}
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
+	if (r >= 0 && tree->ns) {
+		const uint32_t ok = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
+		if (!(tree->ns->flags & CLONE_NEWPID) || (tree->ns->flags & ~ok) ||
+		    ctx->tasks[0].pid != 1 || (tree->ns->hostname && strlen(tree->ns->hostname) > 64))
+			r = log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid",
+				     rec->index);
+		ctx->ns = tree->ns;
+		tree->ns = NULL;
+	}
 	if (r >= 0) {
 		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), cmp_pid);
 		r = link_parents(ctx, rec);
@@ -303,9 +313,44 @@ static int spawn_error(struct rst_ctx *ctx, struct rst_task *t, int r)
 	return log_fail(&ctx->log, r, "pid %d: cannot create it: %s", t->pid, strerror(-r));
 }
 
+static long inject_str(struct puppet *p, size_t off, const char *s)
+{
+	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
+}
+
+/*
+ * The container's root, pid 1 of its new namespaces: its own /proc (the
+ * mounts are made private first, so nothing leaks out) and hostname.
+ */
+static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
+{
+	struct puppet *p = &t->pup;
+	long r = 0;
+
+	if (ns->flags & CLONE_NEWNS) {
+		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
+		if (r >= 0)
+			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),
+					   inject_str(p, 64, "/proc"), inject_str(p, 0, "proc"),
+					   MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
+		if (rst_check(ctx, t, r, "mounting the container's /proc") < 0)
+			return (int)r;
+	}
+	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {
+		size_t len = strnlen(ns->hostname, 64);
+		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname), len);
+		if (rst_check(ctx, t, r, "sethostname") < 0)
+			return (int)r;
+	}
+	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
+	return 0;
+}
+
 static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 {
-	int r = puppet_spawn(&t->pup, t->pid, ctx->ctl[1], ctx->ctl_remote);
+	const NamespacesEntry *ns = ctx->ns;
+	int r = puppet_spawn(&t->pup, ns ? 0 : t->pid, ns ? ns->flags : 0, ctx->ctl[1],
+			     ctx->ctl_remote);
 	if (r < 0)
 		return spawn_error(ctx, t, r);
 	t->created = true;
@@ -317,12 +362,13 @@ static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 	if ((r = puppet_scratch_map(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map the scratch area: %s", t->pid,
 				strerror(-r));
-	return 0;
+	return ns ? enter_namespaces(ctx, t, ns) : 0;
 }
 
 static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 {
-	int r = wait_pid_free(ctx, t->pid);
+	/* in a fresh pid namespace every pid is free */
+	int r = ctx->ns ? 0 : wait_pid_free(ctx, t->pid);
 	if (r < 0)
 		return r;
 	if (t->creator < 0) {
@@ -397,7 +443,8 @@ static int group_target(struct rst_ctx *ctx, struct rst_task *t, pid_t *ret)
 	if (t->sid == t->pid || t->pgid == t->pid)
 		return 0;
 	if (outside_pgid(ctx, t->pgid)) {
-		*ret = getpgrp();
+		/* ckpt's group; in a container it stays the one inherited */
+		*ret = ctx->ns ? 0 : getpgrp();
 		return 0;
 	}
 	if (find_proc(ctx, t->pgid) || find_ghost(ctx, t->pgid)) {
@@ -477,7 +524,7 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 			       CLONE_SYSVSEM;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		struct rst_task *th = &t->threads[i];
-		int r = wait_pid_free(ctx, th->pid);
+		int r = ctx->ns ? 0 : wait_pid_free(ctx, th->pid);
 		if (r < 0)
 			return r;
 		r = puppet_clone(&t->pup, &th->pup, th->pid, flags, 0);

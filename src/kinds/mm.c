@@ -1017,7 +1017,7 @@ static int writev_pages(struct rst_task *t, const struct iovec *remote, size_t n
 			const uint8_t *src, uint64_t bytes, uint64_t *ret_addr)
 {
 	struct iovec local = { .iov_base = (void *)src, .iov_len = bytes };
-	if (process_vm_writev(t->pid, &local, 1, remote, n, 0) == (ssize_t)bytes)
+	if (process_vm_writev(t->pup.pid, &local, 1, remote, n, 0) == (ssize_t)bytes)
 		return 0;
 	uint64_t off = 0;
 	for (size_t k = 0; k < n; k++) {
@@ -1134,7 +1134,7 @@ static bool same_exe(struct rst_ctx *ctx, struct rst_task *t, uint32_t id)
 	char path[64];
 	struct stat a, b;
 	int fd;
-	snprintf(path, sizeof(path), "/proc/%d/exe", t->pid);
+	snprintf(path, sizeof(path), "/proc/%d/exe", t->pup.pid);
 	return file_reg_fd(ctx, id, &fd) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
@@ -1186,7 +1186,7 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	struct remote_files rf = { .n = 0 };
 	int r;
 
-	r = proc_read(t->pid, "maps", &text, NULL);
+	r = proc_read(t->pup.pid, "maps", &text, NULL);
 	if (r < 0 || (r = proc_parse_smaps(text, &cur)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its maps", t->pid);
 	r = unmap_all_but_vdso(ctx, t, &cur);

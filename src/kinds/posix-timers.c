@@ -221,7 +221,9 @@ static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct proc_t
 	e->notify = (uint32_t)pt->notify;
 	if ((pt->notify & SIGEV_THREAD_ID) && pt->target != t->pid) {
 		e->has_thread = true;
-		e->thread = (uint32_t)pt->target;
+		for (size_t i = 0; i < t->nthreads; i++)
+			if (t->threads[i].pid == pt->target)
+				e->thread = (uint32_t)t->threads[i].vpid;
 	}
 	e->signo = pt->signo;
 	e->sigval = pt->sigval;

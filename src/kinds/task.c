@@ -55,10 +55,10 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!k)
 		return -ENOMEM;
 	task_entry__init(&k->e);
-	k->e.pid = t->pid;
-	k->e.ppid = t->stat.ppid;
-	k->e.pgid = t->stat.pgrp;
-	k->e.sid = t->stat.session;
+	k->e.pid = t->vpid;
+	k->e.ppid = t->vppid;
+	k->e.pgid = t->vpgid;
+	k->e.sid = t->vsid;
 	snprintf(k->comm, sizeof(k->comm), "%s", t->stat.comm);
 	k->e.comm = k->comm;
 	if (t->pup.group_stopped || t->stat.state == 'T') {

@@ -139,9 +139,10 @@ static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, i
 		pause();
 }
 
-int puppet_spawn(struct puppet *p, pid_t pid, int ctl_fd, int ctl_target)
+int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
 {
 	struct clone_args args = {
+		.flags = ns_flags,
 		.exit_signal = SIGCHLD,
 	};
 	pid_t want = pid;
@@ -218,10 +219,14 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 	if (ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts) < 0 &&
 	    ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts & ~PTRACE_O_SUSPEND_SECCOMP) < 0)
 		return -errno;
+	parent->event_msg = 0;
 	long r = puppet_syscall(parent, SYS_clone3, addr, sizeof(ca.args));
 	if (r < 0)
 		return (int)r;
-	child->pid = (pid_t)r;
+	/* r is the pid in the parent's namespace; ptrace wants ckpt's */
+	child->pid = (pid_t)parent->event_msg;
+	if (child->pid <= 0)
+		return -ECHILD;
 	int e = puppet_take(child);
 	if (e < 0) {
 		puppet_kill(child);
@@ -395,6 +400,12 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 			continue;
 		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0)
 			break;
+		/* a fork or clone: the new task's pid, as ckpt sees it (a later
+		 * stop overwrites the message) */
+		int ev = status >> 16;
+		if ((ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK || ev == PTRACE_EVENT_CLONE) &&
+		    ptrace(PTRACE_GETEVENTMSG, p->pid, 0, &p->event_msg) < 0)
+			return -errno;
 		/* a job-control stop or SIGSTOP arriving: not executed yet,
 		 * remember it and step again */
 		if (is_stop_signal(WSTOPSIG(status)))

@@ -40,6 +40,7 @@ struct puppet {
 	uint64_t syscall_ip;    /* address of a `syscall` instruction */
 	uint64_t scratch;       /* remote scratch area, 0 if none */
 	size_t scratch_len;
+	unsigned long event_msg; /* of the last fork/clone event in an injection */
 };
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
@@ -49,11 +50,13 @@ int puppet_seize(struct puppet *p, pid_t pid) __attribute__((warn_unused_result)
 
 /*
  * Create a bare puppet: a child of the caller with pid `pid` (clone3
- * set_tid; 0 for any pid), holding only ctl_fd, moved to fd number
- * ctl_target; it dies with the caller (PR_SET_PDEATHSIG) until told
- * otherwise. Returns seized, like puppet_seize().
+ * set_tid; 0 for any pid), in new namespaces if ns_flags has CLONE_NEW*
+ * flags (with CLONE_NEWPID it is the new namespace's pid 1), holding only
+ * ctl_fd, moved to fd number ctl_target; it dies with the caller
+ * (PR_SET_PDEATHSIG) until told otherwise. Returns seized, like
+ * puppet_seize().
  */
-int puppet_spawn(struct puppet *p, pid_t pid, int ctl_fd, int ctl_target)
+int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
 	__attribute__((warn_unused_result));
 
 /*

@@ -655,6 +655,8 @@ static int status_line(const char *s, const char *ke, const char *v, const char 
 				  &st->ngroups, &total);
 	if (key_is(s, ke, "NSpid"))
 		return parse_pid_list(v, e, st->nspid, ARRAY_SIZE(st->nspid), &st->nspid_n);
+	if (key_is(s, ke, "NSpgid"))
+		return parse_pid_list(v, e, st->nspgid, ARRAY_SIZE(st->nspgid), &st->nspgid_n);
 	if (key_is(s, ke, "NSsid"))
 		return parse_pid_list(v, e, st->nssid, ARRAY_SIZE(st->nssid), &st->nssid_n);
 	if (key_is(s, ke, "Threads"))

@@ -73,6 +73,8 @@ struct proc_status {
 	uint32_t groups[256];
 	pid_t nspid[32];        /* NSpid: outermost first */
 	uint32_t nspid_n;
+	pid_t nspgid[32];       /* NSpgid */
+	uint32_t nspgid_n;
 	pid_t nssid[32];
 	uint32_t nssid_n;
 	uint32_t threads;
