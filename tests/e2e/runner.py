@@ -126,6 +126,10 @@ TESTS = [
     entry("eventfd_count", (B, T, R)),
     entry("signalfd_mask", (B, T, R)),
     entry("timerfd_armed", (B, T, R)),
+    entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
+    entry("memfd_map", (B, T, R)),
+    entry("file_deleted", (B, T, R)),
+    entry("fifo_data", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -143,6 +147,7 @@ TESTS = [
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
+    entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
