@@ -7,8 +7,9 @@
  * file description: O_RDONLY, O_WRONLY or O_RDWR, O_NONBLOCK), shared
  * between fds as kcmp says.
  *
- * At restart ckpt opens the path O_RDWR | O_NONBLOCK (so that no open
- * blocks, whatever ends the image has), writes the data back, and opens
+ * At restart ckpt finds the path with O_PATH and checks it is a FIFO,
+ * then opens it O_RDWR | O_NONBLOCK through /proc/self/fd (so that no
+ * open blocks, whatever ends the image has), writes the data back, and opens
  * every end anew through /proc/self/fd with its flags and O_NONBLOCK,
  * which it then clears if the end had it not; its own O_RDWR end is
  * closed before the restored processes run. A FIFO with only read ends
@@ -64,10 +65,10 @@ struct fifo_robj {
 	bool is_end;
 	FifoEntry *e;
 	FifoEndEntry *end;
+	int path_fd;	 /* FIFO: an O_PATH fd of it, checked to be a FIFO */
 	int holder;	 /* FIFO: ckpt's O_RDWR end, -1 if none */
 	int fd;		 /* end: the reopened end */
 	bool has_writer; /* FIFO: an end of the image writes */
-	bool opened;	 /* FIFO: opened at restart */
 };
 
 static bool fifo_fd_claim(const struct fd_info *fi)
@@ -322,7 +323,7 @@ static int fifo_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 
 	if (!f)
 		return -ENOMEM;
-	f->holder = f->fd = -1;
+	f->path_fd = f->holder = f->fd = -1;
 	if (rec->type == FIFO_ENTRY) {
 		f->e = rctx_unpack(ctx, rec, &fifo_entry__descriptor);
 		ok = f->e && fifo_valid(f->e);
@@ -351,22 +352,31 @@ static int fifo_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 			rec->index);
 }
 
-/* Opens the FIFO with an O_RDWR end of ckpt's own and puts its data back. */
+/*
+ * Finds the FIFO by its path (O_PATH: opening anything else, a device,
+ * might do something), then opens it with an O_RDWR end of ckpt's own and
+ * puts its data back.
+ */
 static int open_fifo(struct rst_ctx *ctx, struct fifo_robj *f)
 {
 	const FifoEntry *e = f->e;
 	struct stat st;
+	char path[64];
 	int held = 0;
 
-	f->opened = true;
+	f->path_fd = open(e->path, O_PATH | O_CLOEXEC);
+	if (f->path_fd < 0)
+		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open it: %s", e->path,
+				strerror(errno));
+	if (fstat(f->path_fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return log_fail(&ctx->log, -ESTALE, "FIFO '%s': is no longer a FIFO", e->path);
 	if (!f->has_writer && !e->has_data)
 		return 0; /* readers only: opened by themselves, see open_end() */
-	f->holder = open(e->path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->path_fd);
+	f->holder = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (f->holder < 0)
 		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open it: %s", e->path,
 				strerror(errno));
-	if (fstat(f->holder, &st) < 0 || !S_ISFIFO(st.st_mode))
-		return log_fail(&ctx->log, -ESTALE, "FIFO '%s': is no longer a FIFO", e->path);
 	if (ioctl(f->holder, FIONREAD, &held) < 0)
 		return -errno;
 	if (held > 0) {
@@ -395,18 +405,14 @@ static int open_end(struct rst_ctx *ctx, struct fifo_robj *end)
 	struct fifo_robj *f = fifo_of(ctx, end->end->fifo_id);
 	int acc = (int)(end->end->flags & O_ACCMODE);
 	char path[64];
-	struct stat st;
 
-	if (!f || !f->opened)
+	if (!f || f->path_fd < 0)
 		return -EINVAL;
-	if (f->holder >= 0)
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->holder);
-	end->fd = open(f->holder >= 0 ? path : f->e->path, acc | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->holder >= 0 ? f->holder : f->path_fd);
+	end->fd = open(path, acc | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (end->fd < 0)
 		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open an end of it: %s",
 				f->e->path, strerror(errno));
-	if (f->holder < 0 && (fstat(end->fd, &st) < 0 || !S_ISFIFO(st.st_mode)))
-		return log_fail(&ctx->log, -ESTALE, "FIFO '%s': is no longer a FIFO", f->e->path);
 	if (!(end->end->flags & O_NONBLOCK) &&
 	    fcntl(end->fd, F_SETFL, fcntl(end->fd, F_GETFL) & ~O_NONBLOCK) < 0)
 		return -errno;
@@ -457,6 +463,8 @@ static void fifo_free_robj(void *ptr)
 	struct fifo_robj *f = ptr;
 	if (!f)
 		return;
+	if (f->path_fd >= 0)
+		close(f->path_fd);
 	if (f->holder >= 0)
 		close(f->holder);
 	if (f->fd >= 0)
