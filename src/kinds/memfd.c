@@ -176,8 +176,8 @@ static struct mfd_obj *find_inode(struct ckpt_ctx *ctx, uint64_t dev, uint64_t i
  * Why the file open as ckpt's fd (path as the task sees it, " (deleted)"
  * at its end) cannot be saved, or NULL; *ret_memfd says what it is.
  */
-static const char *judge(struct ckpt_ctx *ctx, struct task *t, int fd, const char *path,
-			 const struct stat *st, bool *ret_memfd, int *ret_err)
+static const char *judge(struct task *t, int fd, const char *path, const struct stat *st,
+			 bool *ret_memfd, int *ret_err)
 {
 	int mnt = mount_of(fd);
 	int visible = mnt < 0 ? mnt : mount_visible(t->pid, mnt);
@@ -209,7 +209,6 @@ static const char *judge(struct ckpt_ctx *ctx, struct task *t, int fd, const cha
 		       "yet";
 	if ((uint64_t)st->st_size > DELETED_MAX)
 		return "deleted files larger than 1 GiB are not saved";
-	(void)ctx;
 	return NULL;
 }
 
@@ -230,7 +229,7 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 				where, path, strerror(errno));
 	if ((*ret = find_inode(ctx, st.st_dev, st.st_ino)))
 		return 0;
-	const char *no = judge(ctx, t, own, path, &st, &memfd, &err);
+	const char *no = judge(t, own, path, &st, &memfd, &err);
 	if (no)
 		return log_fail(&ctx->log, err ? err : -EOPNOTSUPP, "pid %d %s (%s): %s%s%s",
 				t->pid, where, path, no, err ? ": " : "",
@@ -247,7 +246,14 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 		m->e.name = m->text;
 		m->e.has_seals = m->e.has_mfd_flags = true;
 		int seals = fcntl(own, F_GET_SEALS);
-		m->e.seals = seals < 0 ? F_SEAL_SEAL : (uint32_t)seals;
+		if (seals < 0) {
+			int e = -errno;
+			free(m->text);
+			free(m);
+			return log_fail(&ctx->log, e, "pid %d %s (%s): cannot read its seals: %s",
+					t->pid, where, path, strerror(-e));
+		}
+		m->e.seals = (uint32_t)seals;
 		m->e.mfd_flags = m->e.seals != F_SEAL_SEAL ? MFD_ALLOW_SEALING : 0;
 	} else {
 		m->e.path = m->text;
