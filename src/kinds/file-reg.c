@@ -99,6 +99,10 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 
 static bool file_reg_fd_claim(const struct fd_info *fi)
 {
+	size_t n = strlen(fi->path);
+	/* a regular file that was deleted (memfds too) is memfd.c's */
+	if (S_ISREG(fi->st.st_mode) && n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
+		return false;
 	return S_ISREG(fi->st.st_mode) || S_ISDIR(fi->st.st_mode) || is_mem_device(&fi->st);
 }
 

@@ -31,7 +31,9 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
+#include "kinds/memfd.h"
 #include "kinds/mm.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
@@ -123,14 +125,6 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx: SysV shared memory is not supported yet", t->pid,
 				(unsigned long long)pv->start, (unsigned long long)pv->end);
-	if (!strncmp(p, "/memfd:", 7))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d vma %llx-%llx (%s): memfd mappings are not supported yet",
-				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
-	if (pv->deleted)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d vma %llx-%llx (%s): mappings of deleted files are not supported yet",
-				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
 
 	char link[64];
 	int flags = pv->shared && (pv->vmflags & VMF_MW) ? O_RDWR : O_RDONLY;
@@ -138,7 +132,9 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		 (unsigned long long)pv->end);
 	v->kind = VMA_KIND__VMA_FILE;
 	v->has_file_id = true;
-	return file_reg_collect_path(ctx, t, link, flags, "mapping", &v->file_id);
+	/* a memfd or deleted file: its contents are saved by memfd.c */
+	return (pv->deleted ? memfd_collect_path : file_reg_collect_path)(ctx, t, link, flags,
+									  "mapping", &v->file_id);
 }
 
 static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -767,7 +763,7 @@ static int remote_file(struct rst_ctx *ctx, struct rst_task *t, struct remote_fi
 	int local, rfd = remote_cached(rf, id);
 	if (rfd >= 0)
 		return rfd;
-	int r = file_reg_fd(ctx, id, &local);
+	int r = fdtable_local_fd(ctx, id, &local); /* a file_reg or memfd object */
 	if (r < 0)
 		return r;
 	char what[320];

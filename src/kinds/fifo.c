@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Named FIFOs: an fd whose file is S_ISFIFO with a real path. As for
+ * pipes, two kinds of object: the FIFO (its path, size and the bytes
+ * buffered in it, read without consuming them: tee() from a pidfd_getfd
+ * copy of a read end into a pipe of ckpt's own) and each open end (an open
+ * file description: O_RDONLY, O_WRONLY or O_RDWR, O_NONBLOCK), shared
+ * between fds as kcmp says.
+ *
+ * At restart ckpt finds the path with O_PATH and checks it is a FIFO,
+ * then opens it O_RDWR | O_NONBLOCK through /proc/self/fd (so that no
+ * open blocks, whatever ends the image has), writes the data back, and opens
+ * every end anew through /proc/self/fd with its flags and O_NONBLOCK,
+ * which it then clears if the end had it not; its own O_RDWR end is
+ * closed before the restored processes run. A FIFO with only read ends
+ * and no data is opened without it, so that its readers still see no
+ * POLLHUP until a writer comes.
+ *
+ * Ends held outside the image: a FIFO whose read side is only outside is
+ * refused at checkpoint (a write end polls POLLERR when there is no reader
+ * anywhere: then it is fine); one whose write side is only outside cannot
+ * be told. If a FIFO is still open somewhere when restart opens it, it
+ * may hold bytes: they are left as they are, and the saved ones are not
+ * written a second time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "fifo.pb-c.h"
+#include "kinds/fdtable.h"
+#include "util/cleanup.h"
+
+enum {
+	FIFO_ENTRY = REC_TYPE(KID_fifo, 1),
+	FIFO_END_ENTRY = REC_TYPE(KID_fifo, 2),
+};
+#define FIFO_MAX_DATA (16u << 20)
+
+/* checkpoint: a FIFO or one open end of it */
+struct fifo_obj {
+	bool is_end;
+	FifoEntry e;	  /* FIFO */
+	FifoEndEntry end; /* end */
+	char *path;
+	uint8_t *data;
+	uint64_t dev;
+	pid_t pid; /* end: a task holding it, and its fd */
+	int fd;
+	pid_t rpid, wpid; /* FIFO: a reader and a writer in the image (0: none)... */
+	int rfd, wfd;	  /* ...and their fds */
+};
+
+/* restart */
+struct fifo_robj {
+	bool is_end;
+	FifoEntry *e;
+	FifoEndEntry *end;
+	int path_fd;	 /* FIFO: an O_PATH fd of it, checked to be a FIFO */
+	int holder;	 /* FIFO: ckpt's O_RDWR end, -1 if none */
+	int fd;		 /* end: the reopened end */
+	bool has_writer; /* FIFO: an end of the image writes */
+};
+
+static bool fifo_fd_claim(const struct fd_info *fi)
+{
+	return S_ISFIFO(fi->st.st_mode) && fi->path[0] == '/';
+}
+
+static struct fifo_obj *find(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, bool is_end,
+			     pid_t pid, int fd)
+{
+	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_fifo, ino));) {
+		struct fifo_obj *f = o->ptr;
+		if (f->is_end != is_end || f->dev != dev)
+			continue;
+		if (!is_end || syscall(SYS_kcmp, f->pid, pid, KCMP_FILE, f->fd, fd) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+static int add(struct ckpt_ctx *ctx, uint64_t ino, struct fifo_obj *f, uint32_t *ret_id)
+{
+	struct obj *o;
+	int r = objhash_add(&ctx->objs, KIND_fifo, ino, 0, f, &o);
+	if (r < 0) {
+		free(f->path);
+		free(f);
+		return r;
+	}
+	*ret_id = o->id;
+	return 0;
+}
+
+static int new_fifo(struct ckpt_ctx *ctx, const struct fd_info *fi, struct fifo_obj **ret)
+{
+	struct fifo_obj *f = calloc(1, sizeof(*f));
+	if (!f || !(f->path = strdup(fi->path))) {
+		free(f);
+		return -ENOMEM;
+	}
+	fifo_entry__init(&f->e);
+	f->e.path = f->path;
+	f->e.ino = fi->st.st_ino;
+	f->e.has_dev = true;
+	f->e.dev = f->dev = fi->st.st_dev;
+	int r = add(ctx, fi->st.st_ino, f, &f->e.id);
+	if (r < 0)
+		return r;
+	*ret = f;
+	return 0;
+}
+
+static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			   uint32_t *ret_id)
+{
+	uint32_t acc = fi->fi.flags & O_ACCMODE;
+	struct fifo_obj *f, *e;
+	size_t n = strlen(fi->path);
+	int r;
+
+	if (n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
+		return log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d fd %d (%s): a FIFO whose name was removed; not supported yet", t->pid,
+		    fi->fd, fi->path);
+	if (acc == 3 || (fi->fi.flags & O_PATH))
+		return log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d fd %d (%s): a FIFO opened with flags %#o; not supported yet", t->pid,
+		    fi->fd, fi->path, fi->fi.flags);
+	f = find(ctx, fi->st.st_dev, fi->st.st_ino, false, 0, 0);
+	if (!f && (r = new_fifo(ctx, fi, &f)) < 0)
+		return r;
+	if (acc != O_WRONLY && !f->rpid) {
+		f->rpid = t->pid;
+		f->rfd = fi->fd;
+	}
+	if (acc != O_RDONLY && !f->wpid) {
+		f->wpid = t->pid;
+		f->wfd = fi->fd;
+	}
+	e = find(ctx, fi->st.st_dev, fi->st.st_ino, true, t->pid, fi->fd);
+	if (e) {
+		*ret_id = e->end.id;
+		return 0;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->is_end = true;
+	fifo_end_entry__init(&e->end);
+	e->end.fifo_id = f->e.id;
+	e->end.flags = fi->fi.flags & (O_ACCMODE | O_NONBLOCK);
+	e->dev = f->dev;
+	e->pid = t->pid;
+	e->fd = fi->fd;
+	r = add(ctx, fi->st.st_ino, e, &e->end.id);
+	if (r < 0)
+		return r;
+	*ret_id = e->end.id;
+	return 0;
+}
+
+static struct task *holder(struct ckpt_ctx *ctx, pid_t pid)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].pid == pid)
+			return &ctx->tasks[i];
+	return NULL;
+}
+
+/* A copy of pid's fd in ckpt, logged if it cannot be had. */
+static int copy_fd(struct ckpt_ctx *ctx, const struct fifo_obj *f, pid_t pid, int fd)
+{
+	struct task *t = holder(ctx, pid);
+	int r = t ? puppet_getfd(&t->pup, fd) : -ESRCH;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (%s): cannot take a copy: %s", pid, fd,
+				f->path, strerror(-r));
+	return r;
+}
+
+/* tee()s what the FIFO holds out of the read end rfd, without taking it out. */
+static int peek(struct ckpt_ctx *ctx, struct fifo_obj *f, int rfd)
+{
+	int size = fcntl(rfd, F_GETPIPE_SZ), tmp[2], r = 0;
+	if (size < 0 || pipe2(tmp, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	f->e.size = (uint32_t)size;
+	if (fcntl(tmp[1], F_SETPIPE_SZ, size) < 0) {
+		r = log_fail(&ctx->log, -errno, "FIFO '%s': cannot make a %d-byte pipe: %s",
+			     f->path, size, strerror(errno));
+		goto out;
+	}
+	ssize_t n = tee(rfd, tmp[1], (size_t)size, SPLICE_F_NONBLOCK);
+	if (n < 0 && errno == EAGAIN)
+		n = 0;
+	if (n < 0) {
+		r = log_fail(&ctx->log, -errno, "FIFO '%s': tee: %s", f->path, strerror(errno));
+		goto out;
+	}
+	if (n > 0) {
+		f->data = malloc((size_t)n);
+		if (!f->data || read(tmp[0], f->data, (size_t)n) != n) {
+			r = -EIO;
+			goto out;
+		}
+		f->e.has_data = true;
+		f->e.data.data = f->data;
+		f->e.data.len = (size_t)n;
+	}
+out:
+	close(tmp[0]);
+	close(tmp[1]);
+	return r;
+}
+
+/*
+ * The FIFO's data, through a read end of the image, or, when it has none
+ * and no reader exists anywhere (a write end polls POLLERR), through a
+ * read end ckpt opens for the time of the tee.
+ */
+static int save_fifo(struct ckpt_ctx *ctx, struct fifo_obj *f)
+{
+	_cleanup_close_ int rfd = -1;
+	if (f->rpid) {
+		rfd = copy_fd(ctx, f, f->rpid, f->rfd);
+		return rfd < 0 ? rfd : peek(ctx, f, rfd);
+	}
+	_cleanup_close_ int wfd = copy_fd(ctx, f, f->wpid, f->wfd);
+	if (wfd < 0)
+		return wfd;
+	struct pollfd pfd = {.fd = wfd, .events = POLLOUT};
+	if (poll(&pfd, 1, 0) < 0)
+		return -errno;
+	if (!(pfd.revents & POLLERR))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): the FIFO's read end is held outside the image; "
+				"not supported yet",
+				f->wpid, f->wfd, f->path);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", wfd);
+	rfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (rfd < 0)
+		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open a read end: %s", f->path,
+				strerror(errno));
+	return peek(ctx, f, rfd);
+}
+
+static int fifo_collect_end(struct ckpt_ctx *ctx)
+{
+	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+		struct obj *o;
+		if (objhash_get(&ctx->objs, id, KIND_fifo, &o) < 0)
+			continue;
+		struct fifo_obj *f = o->ptr;
+		if (f->is_end)
+			continue;
+		int r = save_fifo(ctx, f);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int fifo_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+			struct obj *o;
+			if (objhash_get(&ctx->objs, id, KIND_fifo, &o) < 0 || o->dumped)
+				continue;
+			struct fifo_obj *f = o->ptr;
+			if (f->is_end != (pass == 1))
+				continue;
+			int r = f->is_end ? ctx_write_msg(ctx, FIFO_END_ENTRY, &f->end.base)
+					  : ctx_write_msg(ctx, FIFO_ENTRY, &f->e.base);
+			if (r < 0)
+				return r;
+			o->dumped = true;
+		}
+	}
+	return 0;
+}
+
+/* --- restart --------------------------------------------------------- */
+
+static struct fifo_robj *fifo_of(struct rst_ctx *ctx, uint32_t id)
+{
+	struct obj *o;
+	if (objhash_get(&ctx->objs, id, KIND_fifo, &o) < 0)
+		return NULL;
+	struct fifo_robj *f = o->ptr;
+	return f->is_end ? NULL : f;
+}
+
+static bool fifo_valid(const FifoEntry *e)
+{
+	size_t n = strlen(e->path);
+	return e->path[0] == '/' && n < 4096 && e->size <= (1u << 30) &&
+	       (!e->has_data || e->data.len <= MIN(e->size, FIFO_MAX_DATA));
+}
+
+static int fifo_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	(void)t;
+	struct fifo_robj *f = calloc(1, sizeof(*f)), *ff = NULL;
+	uint32_t id = 0;
+	uint64_t key = 0;
+	bool ok = false;
+
+	if (!f)
+		return -ENOMEM;
+	f->path_fd = f->holder = f->fd = -1;
+	if (rec->type == FIFO_ENTRY) {
+		f->e = rctx_unpack(ctx, rec, &fifo_entry__descriptor);
+		ok = f->e && fifo_valid(f->e);
+		id = ok ? f->e->id : 0;
+		key = ok ? f->e->ino : 0;
+	} else if (rec->type == FIFO_END_ENTRY) {
+		f->is_end = true;
+		f->end = rctx_unpack(ctx, rec, &fifo_end_entry__descriptor);
+		ff = f->end ? fifo_of(ctx, f->end->fifo_id) : NULL;
+		ok = ff && (f->end->flags & O_ACCMODE) != 3 &&
+		     !(f->end->flags & ~(uint32_t)(O_ACCMODE | O_NONBLOCK));
+		id = ok ? f->end->id : 0;
+		key = ok ? ff->e->ino : 0;
+	}
+	if (ok && objhash_add(&ctx->objs, KIND_fifo, key, id, f, NULL) == 0) {
+		if (ff && (f->end->flags & O_ACCMODE) != O_RDONLY)
+			ff->has_writer = true;
+		return 0;
+	}
+	if (f->e)
+		fifo_entry__free_unpacked(f->e, NULL);
+	if (f->end)
+		fifo_end_entry__free_unpacked(f->end, NULL);
+	free(f);
+	return log_fail(&ctx->log, -EINVAL, "record %u: FIFO record is not valid or defined twice",
+			rec->index);
+}
+
+/*
+ * Finds the FIFO by its path (O_PATH: opening anything else, a device,
+ * might do something), then opens it with an O_RDWR end of ckpt's own and
+ * puts its data back.
+ */
+static int open_fifo(struct rst_ctx *ctx, struct fifo_robj *f)
+{
+	const FifoEntry *e = f->e;
+	struct stat st;
+	char path[64];
+	int held = 0;
+
+	f->path_fd = open(e->path, O_PATH | O_CLOEXEC);
+	if (f->path_fd < 0)
+		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open it: %s", e->path,
+				strerror(errno));
+	if (fstat(f->path_fd, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return log_fail(&ctx->log, -ESTALE, "FIFO '%s': is no longer a FIFO", e->path);
+	if (!f->has_writer && !e->has_data)
+		return 0; /* readers only: opened by themselves, see open_end() */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->path_fd);
+	f->holder = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (f->holder < 0)
+		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open it: %s", e->path,
+				strerror(errno));
+	if (ioctl(f->holder, FIONREAD, &held) < 0)
+		return -errno;
+	if (held > 0) {
+		log_warn(&ctx->log,
+			 "FIFO '%s': still open outside the image and holds %d bytes; left as they "
+			 "are, the %zu saved ones not written again",
+			 e->path, held, e->has_data ? e->data.len : 0);
+		return 0;
+	}
+	if (e->size && fcntl(f->holder, F_SETPIPE_SZ, e->size) < 0)
+		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot size it to %u bytes: %s",
+				e->path, e->size, strerror(errno));
+	for (size_t done = 0; e->has_data && done < e->data.len;) {
+		ssize_t n = write(f->holder, e->data.data + done, e->data.len - done);
+		if (n <= 0)
+			return log_fail(&ctx->log, n < 0 ? -errno : -EIO,
+					"FIFO '%s': cannot put %zu bytes back into it", e->path,
+					e->data.len);
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int open_end(struct rst_ctx *ctx, struct fifo_robj *end)
+{
+	struct fifo_robj *f = fifo_of(ctx, end->end->fifo_id);
+	int acc = (int)(end->end->flags & O_ACCMODE);
+	char path[64];
+
+	if (!f || f->path_fd < 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->holder >= 0 ? f->holder : f->path_fd);
+	end->fd = open(path, acc | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (end->fd < 0)
+		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open an end of it: %s",
+				f->e->path, strerror(errno));
+	if (!(end->end->flags & O_NONBLOCK) &&
+	    fcntl(end->fd, F_SETFL, fcntl(end->fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int fifo_prepare(struct rst_ctx *ctx)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+			struct obj *o;
+			if (objhash_get(&ctx->objs, id, KIND_fifo, &o) < 0)
+				continue;
+			struct fifo_robj *f = o->ptr;
+			int r = 0;
+			if (pass == 0 && !f->is_end)
+				r = open_fifo(ctx, f);
+			else if (pass == 1 && f->is_end)
+				r = open_end(ctx, f);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int fifo_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
+{
+	struct fifo_robj *f = robj;
+	if (!f->is_end || f->fd < 0)
+		return log_fail(&ctx->log, -EINVAL, "an fd refers to a FIFO, not an end of it");
+	*ret_fd = f->fd;
+	return 0;
+}
+
+static void fifo_free_obj(void *ptr)
+{
+	struct fifo_obj *f = ptr;
+	if (f) {
+		free(f->path);
+		free(f->data);
+	}
+	free(f);
+}
+
+static void fifo_free_robj(void *ptr)
+{
+	struct fifo_robj *f = ptr;
+	if (!f)
+		return;
+	if (f->path_fd >= 0)
+		close(f->path_fd);
+	if (f->holder >= 0)
+		close(f->holder);
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->e)
+		fifo_entry__free_unpacked(f->e, NULL);
+	if (f->end)
+		fifo_end_entry__free_unpacked(f->end, NULL);
+	free(f);
+}
+
+static const ProtobufCMessageDescriptor *fifo_descriptor(uint32_t sub)
+{
+	if (sub == REC_SUB(FIFO_ENTRY))
+		return &fifo_entry__descriptor;
+	return sub == REC_SUB(FIFO_END_ENTRY) ? &fifo_end_entry__descriptor : NULL;
+}
+
+const struct kind_ops fifo_ops = {
+    .fd_claim = fifo_fd_claim,
+    .fd_collect = fifo_fd_collect,
+    .fd_get = fifo_fd_get,
+    .collect_end = fifo_collect_end,
+    .dump = fifo_dump,
+    .load = fifo_load,
+    .prepare = fifo_prepare,
+    .free_obj = fifo_free_obj,
+    .free_robj = fifo_free_robj,
+    .descriptor = fifo_descriptor,
+};

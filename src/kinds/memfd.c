@@ -1,0 +1,935 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Files whose contents only the image can give back: memfds (an fd or a
+ * mapping whose link reads "/memfd:NAME (deleted)") and regular files
+ * deleted while open or mapped ("/path (deleted)"). Two kinds of object,
+ * as for pipes:
+ *
+ * - the inode (MemfdEntry), one per (dev, ino): name or path, size, mode,
+ *   owner, mtime, seals, and its contents: only the data that exists
+ *   (SEEK_DATA / SEEK_HOLE on an open file of ckpt's own, so a sparse
+ *   memfd stays small), all-zero blocks dropped, written the way mm writes
+ *   pages: a MEMFD_DATA record (where the bytes go) then a raw,
+ *   page-aligned MEMFD_PAGES record, in chunks of ckpt's copy buffer;
+ * - each open file of it (MemfdFileEntry): an fd's open file description
+ *   (flags, offset; fds sharing one are found with kcmp(KCMP_FILE)), or
+ *   the access a mapping was made with (one per inode and access, no
+ *   offset). A memfd mapped but held by no fd is found through the vma
+ *   (memfd_collect_path(), /proc/PID/map_files).
+ *
+ * A memfd is told from a deleted file by its mount: a memfd lives on the
+ * kernel's internal shmem mount, which no mountinfo lists. Refused: hugetlb
+ * memfds, other internal kernel files (secretmem...), a deleted file that
+ * still has a name elsewhere (a hard link) or is larger than 1 GiB, a
+ * writable shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the
+ * seal would forbid mapping it again).
+ *
+ * At restart (prepare, on ckpt's side) a memfd is made with
+ * memfd_create(name) -- MFD_ALLOW_SEALING unless its seals were exactly
+ * F_SEAL_SEAL (what a memfd made without it has), MFD_EXEC unless it has
+ * F_SEAL_EXEC -- its data written, ftruncate'd, chmod'ed, and its seals
+ * added last. A deleted file is made as a temporary in its old directory,
+ * filled the same way, given its mode, owner and mtime, renamed to its
+ * old name when that is free and unlinked, so its fds read "PATH (deleted)"
+ * again. Each open file is then opened anew through /proc/self/fd, with its
+ * flags and offset, so two open files stay two.
+ */
+#include "kinds/memfd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <linux/kcmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "kinds/fdtable.h"
+#include "memfd.pb-c.h"
+#include "util/cleanup.h"
+
+enum {
+	MEMFD_ENTRY = REC_TYPE(KID_memfd, 1),
+	MEMFD_DATA = REC_TYPE(KID_memfd, 2),
+	MEMFD_PAGES = REC_TYPE(KID_memfd, 3),
+	MEMFD_FILE = REC_TYPE(KID_memfd, 4),
+};
+
+#ifndef F_SEAL_EXEC
+#define F_SEAL_EXEC 0x0020
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+#define ALL_SEALS                                                                                  \
+	(F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE |          \
+	 F_SEAL_EXEC)
+/* open flags an open file keeps; O_CLOEXEC is the fd's */
+#define KERNEL_O_LARGEFILE 00100000 /* 0 in x86_64 userspace, set by the kernel */
+#define FILE_FLAGS                                                                                 \
+	(O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | KERNEL_O_LARGEFILE |    \
+	 O_NOATIME | O_PATH)
+#define DELETED_MAX  (1ull << 30) /* a deleted file larger is refused */
+#define MFD_NAME_MAX 249	  /* NAME_MAX - strlen("memfd:") */
+#define MAX_EXTENTS  4096
+#define BLOCK	     4096u
+#define SUFFIX	     " (deleted)"
+#define SUFFIX_LEN   10
+
+/* checkpoint: an inode or one open file of it */
+struct mfd_obj {
+	bool is_file;
+	MemfdEntry e;	  /* inode */
+	MemfdFileEntry f; /* file */
+	char *text;	  /* inode: the name or path e points to */
+	uint64_t dev;
+	int fd;	   /* inode: ckpt's own open file of it, for reading */
+	pid_t pid; /* file: a task holding it... */
+	int rfd;   /* ...and its fd there; -1 for a mapping */
+};
+
+/* restart */
+struct mfd_chunk {
+	MemfdDataEntry *d;
+	const uint8_t *data;
+};
+
+struct mfd_robj {
+	bool is_file;
+	MemfdEntry *e;
+	MemfdFileEntry *f;
+	struct mfd_chunk *chunks; /* inode: its contents */
+	size_t nchunks;
+	int fd; /* the memfd or file made; a file: the reopened one */
+};
+
+/* per task at load: a MEMFD_DATA waiting for its MEMFD_PAGES */
+struct mfd_rstate {
+	MemfdDataEntry *pending;
+	struct mfd_robj *target;
+};
+
+static bool is_deleted_path(const char *path)
+{
+	size_t n = strlen(path);
+	return n > SUFFIX_LEN && !strcmp(path + n - SUFFIX_LEN, SUFFIX);
+}
+
+static bool memfd_fd_claim(const struct fd_info *fi)
+{
+	return S_ISREG(fi->st.st_mode) && is_deleted_path(fi->path);
+}
+
+/* Whether mount id mnt is one the task sees (in its mountinfo). */
+static int mount_visible(pid_t pid, int mnt)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = proc_read(pid, "mountinfo", &text, NULL);
+	if (r < 0)
+		return r;
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (atoi(l) == mnt)
+			return 1;
+	return 0;
+}
+
+/* The mount id of ckpt's own fd. */
+static int mount_of(int fd)
+{
+	_cleanup_free_ char *text = NULL;
+	struct proc_fdinfo fi;
+	char name[32];
+	snprintf(name, sizeof(name), "fdinfo/%d", fd);
+	int r = proc_read(0, name, &text, NULL);
+	if (r >= 0)
+		r = proc_parse_fdinfo(text, &fi);
+	return r < 0 ? r : fi.mnt_id;
+}
+
+/* The device of an ordinary memfd: the kernel's internal shmem mount. */
+static int memfd_dev(uint64_t *ret)
+{
+	struct stat st;
+	_cleanup_close_ int fd = memfd_create("ckpt-probe", MFD_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	*ret = st.st_dev;
+	return 0;
+}
+
+static struct mfd_obj *find_inode(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino)
+{
+	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_memfd, ino));) {
+		struct mfd_obj *m = o->ptr;
+		if (!m->is_file && m->dev == dev)
+			return m;
+	}
+	return NULL;
+}
+
+/*
+ * Why the file open as ckpt's fd (path as the task sees it, " (deleted)"
+ * at its end) cannot be saved, or NULL; *ret_memfd says what it is.
+ */
+static const char *judge(struct task *t, int fd, const char *path, const struct stat *st,
+			 bool *ret_memfd, int *ret_err)
+{
+	int mnt = mount_of(fd);
+	int visible = mnt < 0 ? mnt : mount_visible(t->pid, mnt);
+	uint64_t dev = 0;
+
+	*ret_err = 0;
+	if (visible < 0) {
+		*ret_err = visible;
+		return "cannot read its mount";
+	}
+	if (!S_ISREG(st->st_mode))
+		return "only regular files that were deleted can be saved";
+	*ret_memfd = !visible && !strncmp(path, "/memfd:", 7);
+	if (*ret_memfd) {
+		if ((*ret_err = memfd_dev(&dev)) < 0)
+			return "cannot make a memfd to compare it with";
+		if (dev != st->st_dev)
+			return "hugetlb memfds are not supported yet";
+		if (strlen(path) - 7 - SUFFIX_LEN > MFD_NAME_MAX)
+			return "its name is too long for a memfd";
+		return NULL;
+	}
+	if (!visible)
+		return "an internal kernel file, not on a filesystem ckpt can recreate it on";
+	if (path[0] != '/')
+		return "not a file ckpt can recreate by path";
+	if (st->st_nlink)
+		return "it was deleted but still has another name (a hard link); not supported "
+		       "yet";
+	if ((uint64_t)st->st_size > DELETED_MAX)
+		return "deleted files larger than 1 GiB are not saved";
+	return NULL;
+}
+
+/*
+ * The inode object of the file ckpt holds as fd (an open file of its own,
+ * with its own offset), made on first sight; fd is taken either way.
+ */
+static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, const char *path,
+		     int fd, struct mfd_obj **ret)
+{
+	_cleanup_close_ int own = fd;
+	struct stat st;
+	bool memfd = false;
+	int err;
+
+	if (fstat(own, &st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d %s (%s): cannot stat it: %s", t->pid,
+				where, path, strerror(errno));
+	if ((*ret = find_inode(ctx, st.st_dev, st.st_ino)))
+		return 0;
+	const char *no = judge(t, own, path, &st, &memfd, &err);
+	if (no)
+		return log_fail(&ctx->log, err ? err : -EOPNOTSUPP, "pid %d %s (%s): %s%s%s",
+				t->pid, where, path, no, err ? ": " : "",
+				err ? strerror(-err) : "");
+
+	struct mfd_obj *m = calloc(1, sizeof(*m));
+	size_t n = strlen(path) - SUFFIX_LEN;
+	if (!m || !(m->text = memfd ? strndup(path + 7, n - 7) : strndup(path, n))) {
+		free(m);
+		return -ENOMEM;
+	}
+	memfd_entry__init(&m->e);
+	if (memfd) {
+		m->e.name = m->text;
+		m->e.has_seals = m->e.has_mfd_flags = true;
+		int seals = fcntl(own, F_GET_SEALS);
+		if (seals < 0) {
+			int e = -errno;
+			free(m->text);
+			free(m);
+			return log_fail(&ctx->log, e, "pid %d %s (%s): cannot read its seals: %s",
+					t->pid, where, path, strerror(-e));
+		}
+		m->e.seals = (uint32_t)seals;
+		m->e.mfd_flags = m->e.seals != F_SEAL_SEAL ? MFD_ALLOW_SEALING : 0;
+	} else {
+		m->e.path = m->text;
+	}
+	m->e.ino = st.st_ino;
+	m->e.has_dev = m->e.has_uid = m->e.has_gid = m->e.has_mtime_ns = true;
+	m->e.dev = m->dev = st.st_dev;
+	m->e.size = (uint64_t)st.st_size;
+	m->e.mode = st.st_mode;
+	m->e.uid = st.st_uid;
+	m->e.gid = st.st_gid;
+	m->e.mtime_ns = st.st_mtim.tv_sec * 1000000000ull + st.st_mtim.tv_nsec;
+	m->fd = TAKE_FD(own);
+	m->rfd = -1;
+	struct obj *o;
+	int r = objhash_add(&ctx->objs, KIND_memfd, st.st_ino, 0, m, &o);
+	if (r < 0) {
+		close(m->fd);
+		free(m->text);
+		free(m);
+		return r;
+	}
+	m->e.id = o->id;
+	*ret = m;
+	return 0;
+}
+
+static int add_file(struct ckpt_ctx *ctx, const struct mfd_obj *ino, uint32_t flags, bool opened,
+		    uint64_t pos, pid_t pid, int rfd, uint32_t *ret_id)
+{
+	struct mfd_obj *f = calloc(1, sizeof(*f));
+	struct obj *o;
+	if (!f)
+		return -ENOMEM;
+	f->is_file = true;
+	memfd_file_entry__init(&f->f);
+	f->f.memfd_id = ino->e.id;
+	f->f.flags = flags;
+	f->f.has_pos = opened;
+	f->f.pos = pos;
+	f->dev = ino->dev;
+	f->fd = -1;
+	f->pid = pid;
+	f->rfd = rfd;
+	int r = objhash_add(&ctx->objs, KIND_memfd, ino->e.ino, 0, f, &o);
+	if (r < 0) {
+		free(f);
+		return r;
+	}
+	f->f.id = o->id;
+	*ret_id = o->id;
+	return 0;
+}
+
+/* An open file of ckpt's own on the file ckpt holds as fd (its own offset). */
+static int reopen_ro(int fd)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int r = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	return r < 0 ? -errno : r;
+}
+
+static int memfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			    uint32_t *ret_id)
+{
+	uint32_t flags = fi->fi.flags & ~(O_CLOEXEC | O_DIRECTORY | O_TMPFILE);
+	struct mfd_obj *ino;
+	char where[32];
+
+	/* the same open file as one seen before? (dup, fork) */
+	for (struct obj *o = NULL;
+	     (o = objhash_next_key(&ctx->objs, o, KIND_memfd, fi->st.st_ino));) {
+		struct mfd_obj *f = o->ptr;
+		if (f->is_file && f->rfd >= 0 && f->dev == fi->st.st_dev &&
+		    syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->rfd, fi->fd) == 0) {
+			*ret_id = o->id;
+			return 0;
+		}
+	}
+	if (flags & ~FILE_FLAGS)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): open flags %#o are not supported yet", t->pid,
+				fi->fd, fi->path, flags & ~FILE_FLAGS);
+	snprintf(where, sizeof(where), "fd %d", fi->fd);
+	_cleanup_close_ int copy = puppet_getfd(&t->pup, fi->fd);
+	int own = copy < 0 ? copy : reopen_ro(copy);
+	if (own < 0)
+		return log_fail(&ctx->log, own, "pid %d fd %d (%s): cannot open it: %s", t->pid,
+				fi->fd, fi->path, strerror(-own));
+	int r = get_inode(ctx, t, where, fi->path, own, &ino);
+	if (r < 0)
+		return r;
+	return add_file(ctx, ino, flags, true, fi->fi.pos, t->pid, fi->fd, ret_id);
+}
+
+int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
+		       const char *what, uint32_t *ret_id)
+{
+	char full[128], path[4096], where[96];
+	struct mfd_obj *ino;
+
+	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
+	if (!strncmp(link, "map_files/", 10))
+		snprintf(where, sizeof(where), "%s %s", what, link + 10);
+	else
+		snprintf(where, sizeof(where), "%s", what);
+	ssize_t n = readlink(full, path, sizeof(path) - 1);
+	int fd = n < 0 ? -1 : open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return log_fail(&ctx->log, -errno, "pid %d %s: cannot open it: %s", t->pid, where,
+				strerror(errno));
+	path[n] = '\0';
+	if (!is_deleted_path(path)) {
+		close(fd);
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d %s (%s): not a deleted file",
+				t->pid, where, path);
+	}
+	int r = get_inode(ctx, t, where, path, fd, &ino);
+	if (r < 0)
+		return r;
+	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_memfd, ino->e.ino));) {
+		struct mfd_obj *f = o->ptr;
+		if (f->is_file && f->rfd < 0 && f->f.memfd_id == ino->e.id &&
+		    f->f.flags == (uint32_t)flags) {
+			*ret_id = o->id;
+			return 0;
+		}
+	}
+	return add_file(ctx, ino, (uint32_t)flags, false, 0, t->pid, -1, ret_id);
+}
+
+/*
+ * A shared writable mapping of a memfd sealed with F_SEAL_FUTURE_WRITE
+ * (mapped before the seal) could not be mapped again: refused.
+ */
+static int memfd_collect_end(struct ckpt_ctx *ctx)
+{
+	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+		struct obj *o, *io;
+		if (objhash_get(&ctx->objs, id, KIND_memfd, &o) < 0)
+			continue;
+		struct mfd_obj *f = o->ptr;
+		if (!f->is_file || f->rfd >= 0 || (f->f.flags & O_ACCMODE) != O_RDWR ||
+		    objhash_get(&ctx->objs, f->f.memfd_id, KIND_memfd, &io) < 0)
+			continue;
+		const struct mfd_obj *m = io->ptr;
+		if (m->e.has_seals && (m->e.seals & F_SEAL_FUTURE_WRITE))
+			return log_fail(
+			    &ctx->log, -EOPNOTSUPP,
+			    "pid %d mapping (memfd:%s): mapped shared and writable, then "
+			    "sealed with F_SEAL_FUTURE_WRITE; not supported yet",
+			    f->pid, m->text);
+	}
+	return 0;
+}
+
+/* --- dump: the contents -------------------------------------------------- */
+
+struct extents {
+	uint64_t off[MAX_EXTENTS], len[MAX_EXTENTS];
+	size_t n;
+	uint64_t bytes; /* kept in ctx->buf */
+};
+
+static int flush_data(struct ckpt_ctx *ctx, const struct mfd_obj *m, struct extents *x)
+{
+	if (!x->n)
+		return 0;
+	MemfdDataEntry d = MEMFD_DATA_ENTRY__INIT;
+	d.memfd_id = m->e.id;
+	d.n_off = d.n_len = x->n;
+	d.off = x->off;
+	d.len = x->len;
+	int r = ctx_write_msg(ctx, MEMFD_DATA, &d.base);
+	if (r < 0)
+		return r;
+	struct iovec iov = {.iov_base = ctx->buf, .iov_len = x->bytes};
+	r = img_write_aligned(&ctx->w, MEMFD_PAGES, &iov, 1);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot write file contents to the image: %s",
+				strerror(-r));
+	x->n = 0;
+	x->bytes = 0;
+	return 0;
+}
+
+/*
+ * len bytes read at file offset off sit at ctx->buf + x->bytes: keeps the
+ * blocks that are not all zero, moved down to follow what is kept.
+ */
+static void keep_nonzero(struct ckpt_ctx *ctx, struct extents *x, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero[BLOCK];
+	uint8_t *buf = ctx->buf, *src = buf + x->bytes;
+	for (uint64_t at = off; at < off + len;) {
+		uint64_t l = MIN((at / BLOCK + 1) * BLOCK, off + len) - at;
+		const uint8_t *p = src + (at - off);
+		if (memcmp(p, zero, l)) {
+			if (buf + x->bytes != p)
+				memmove(buf + x->bytes, p, l);
+			if (x->n && x->off[x->n - 1] + x->len[x->n - 1] == at) {
+				x->len[x->n - 1] += l;
+			} else {
+				x->off[x->n] = at;
+				x->len[x->n++] = l;
+			}
+			x->bytes += l;
+		}
+		at += l;
+	}
+}
+
+/* Reads the data of one run [data, hole) into chunks. */
+static int read_run(struct ckpt_ctx *ctx, const struct mfd_obj *m, struct extents *x, uint64_t data,
+		    uint64_t hole)
+{
+	while (data < hole) {
+		int r = 0;
+		if (x->bytes == ctx->bufsize || MAX_EXTENTS - x->n < 3)
+			r = flush_data(ctx, m, x);
+		if (r < 0)
+			return r;
+		uint64_t len = MIN(hole - data, ctx->bufsize - x->bytes);
+		len = MIN(len, (MAX_EXTENTS - x->n - 2) * (uint64_t)BLOCK);
+		ssize_t got = pread(m->fd, (uint8_t *)ctx->buf + x->bytes, len, (off_t)data);
+		if (got < 0)
+			return log_fail(&ctx->log, -errno, "file '%s': cannot read it: %s", m->text,
+					strerror(errno));
+		if (got == 0)
+			break; /* it shrank: the rest reads as zeros anyway */
+		keep_nonzero(ctx, x, data, (uint64_t)got);
+		data += (uint64_t)got;
+	}
+	return 0;
+}
+
+static int dump_data(struct ckpt_ctx *ctx, const struct mfd_obj *m)
+{
+	_cleanup_free_ struct extents *x = calloc(1, sizeof(*x));
+	uint64_t pos = 0;
+	int r;
+
+	if (!x)
+		return -ENOMEM;
+	while (pos < m->e.size) {
+		off_t data = lseek(m->fd, (off_t)pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;
+		off_t hole = data < 0 ? -1 : lseek(m->fd, data, SEEK_HOLE);
+		if (hole < 0)
+			return log_fail(&ctx->log, -errno, "file '%s': cannot find its data: %s",
+					m->text, strerror(errno));
+		hole = MIN((uint64_t)hole, m->e.size);
+		if ((uint64_t)data >= (uint64_t)hole)
+			break;
+		r = read_run(ctx, m, x, (uint64_t)data, (uint64_t)hole);
+		if (r < 0)
+			return r;
+		pos = (uint64_t)hole;
+	}
+	return flush_data(ctx, m, x);
+}
+
+static int memfd_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	/* inodes with their contents first, then their open files */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+			struct obj *o;
+			if (objhash_get(&ctx->objs, id, KIND_memfd, &o) < 0 || o->dumped)
+				continue;
+			struct mfd_obj *m = o->ptr;
+			int r = 0;
+			if (pass == 0 && !m->is_file) {
+				r = ctx_write_msg(ctx, MEMFD_ENTRY, &m->e.base);
+				if (r >= 0)
+					r = dump_data(ctx, m);
+			} else if (pass == 1 && m->is_file) {
+				r = ctx_write_msg(ctx, MEMFD_FILE, &m->f.base);
+			} else {
+				continue;
+			}
+			if (r < 0)
+				return r;
+			o->dumped = true;
+		}
+	}
+	return 0;
+}
+
+/* --- restart: load ------------------------------------------------------- */
+
+static const char *robj_name(const struct mfd_robj *m)
+{
+	return m->e->name ? m->e->name : m->e->path;
+}
+
+static bool entry_valid(const MemfdEntry *e)
+{
+	if (!e->name == !e->path || (e->mode & ~(uint32_t)(S_IFMT | 07777)) || !S_ISREG(e->mode))
+		return false;
+	if (e->name)
+		return strlen(e->name) <= MFD_NAME_MAX && !(e->seals & ~(uint32_t)ALL_SEALS) &&
+		       !(e->mfd_flags & ~MFD_ALLOW_SEALING) && e->size <= INT64_MAX;
+	size_t n = strlen(e->path);
+	return e->path[0] == '/' && n > 1 && n < 4096 && e->path[n - 1] != '/' && !e->has_seals &&
+	       e->size <= DELETED_MAX;
+}
+
+static struct mfd_robj *inode_of(struct rst_ctx *ctx, uint32_t id)
+{
+	struct obj *o;
+	if (objhash_get(&ctx->objs, id, KIND_memfd, &o) < 0)
+		return NULL;
+	struct mfd_robj *m = o->ptr;
+	return m->is_file ? NULL : m;
+}
+
+static int load_data(struct rst_ctx *ctx, struct mfd_rstate *s, const struct img_record *rec)
+{
+	if (s->pending)
+		return log_fail(&ctx->log, -EINVAL, "record %u: memfd data out of place",
+				rec->index);
+	MemfdDataEntry *d = rctx_unpack(ctx, rec, &memfd_data_entry__descriptor);
+	if (!d)
+		return -EINVAL;
+	struct mfd_robj *m = inode_of(ctx, d->memfd_id);
+	bool ok = m && d->n_off == d->n_len && d->n_off > 0;
+	for (size_t i = 0; ok && i < d->n_off; i++) {
+		uint64_t off = d->off[i], len = d->len[i];
+		ok = len > 0 && off <= m->e->size && len <= m->e->size - off &&
+		     (i == 0 || off >= d->off[i - 1] + d->len[i - 1]);
+	}
+	if (!ok) {
+		memfd_data_entry__free_unpacked(d, NULL);
+		return log_fail(
+		    &ctx->log, -EINVAL,
+		    "record %u (memfd/data): runs lie outside memfd object %u or out of "
+		    "order",
+		    rec->index, m ? m->e->id : 0);
+	}
+	s->pending = d;
+	s->target = m;
+	return 0;
+}
+
+static int load_pages(struct rst_ctx *ctx, struct mfd_rstate *s, const struct img_record *rec)
+{
+	if (!s->pending)
+		return log_fail(&ctx->log, -EINVAL,
+				"record %u: memfd contents without a data record", rec->index);
+	uint64_t want = 0;
+	for (size_t i = 0; i < s->pending->n_len; i++)
+		want += s->pending->len[i];
+	if (want != rec->len)
+		return log_fail(&ctx->log, -EINVAL,
+				"record %u (memfd/pages): %llu bytes, its data record says %llu",
+				rec->index, (unsigned long long)rec->len, (unsigned long long)want);
+	struct mfd_robj *m = s->target;
+	struct mfd_chunk *nc = realloc(m->chunks, (m->nchunks + 1) * sizeof(*nc));
+	if (!nc)
+		return -ENOMEM;
+	m->chunks = nc;
+	m->chunks[m->nchunks++] = (struct mfd_chunk){.d = TAKE_PTR(s->pending), .data = rec->data};
+	s->target = NULL;
+	return 0;
+}
+
+static int load_obj(struct rst_ctx *ctx, const struct img_record *rec, bool is_file)
+{
+	struct mfd_robj *m = calloc(1, sizeof(*m));
+	uint32_t id = 0;
+	uint64_t key = 0;
+	bool ok;
+
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	m->is_file = is_file;
+	if (is_file) {
+		m->f = rctx_unpack(ctx, rec, &memfd_file_entry__descriptor);
+		struct mfd_robj *ino = m->f ? inode_of(ctx, m->f->memfd_id) : NULL;
+		ok = ino && !(m->f->flags & ~(uint32_t)FILE_FLAGS);
+		if (ok) {
+			id = m->f->id;
+			key = ino->e->ino;
+		}
+	} else {
+		m->e = rctx_unpack(ctx, rec, &memfd_entry__descriptor);
+		ok = m->e && entry_valid(m->e);
+		if (ok) {
+			id = m->e->id;
+			key = m->e->ino;
+		}
+	}
+	if (ok && objhash_add(&ctx->objs, KIND_memfd, key, id, m, NULL) == 0)
+		return 0;
+	if (m->f)
+		memfd_file_entry__free_unpacked(m->f, NULL);
+	if (m->e)
+		memfd_entry__free_unpacked(m->e, NULL);
+	free(m);
+	return log_fail(&ctx->log, -EINVAL, "record %u: %s is not valid or defined twice",
+			rec->index, is_file ? "memfd open file" : "memfd entry");
+}
+
+static int memfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	struct mfd_rstate *s = t->kstate[KIND_memfd];
+	if (!s && !(s = t->kstate[KIND_memfd] = calloc(1, sizeof(*s))))
+		return -ENOMEM;
+	switch (rec->type) {
+	case MEMFD_ENTRY:
+	case MEMFD_FILE:
+		if (s->pending)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: memfd data without contents", rec->index);
+		return load_obj(ctx, rec, rec->type == MEMFD_FILE);
+	case MEMFD_DATA:
+		return load_data(ctx, s, rec);
+	case MEMFD_PAGES:
+		return load_pages(ctx, s, rec);
+	default:
+		return log_fail(&ctx->log, -EINVAL, "record %u: unknown memfd subtype %u",
+				rec->index, REC_SUB(rec->type));
+	}
+}
+
+/* --- restart: make --------------------------------------------------------- */
+
+/* Writes the saved contents into m->fd and gives it its size. */
+static int fill(struct rst_ctx *ctx, struct mfd_robj *m)
+{
+	for (size_t c = 0; c < m->nchunks; c++) {
+		const MemfdDataEntry *d = m->chunks[c].d;
+		const uint8_t *src = m->chunks[c].data;
+		for (size_t i = 0; i < d->n_off; i++) {
+			for (uint64_t done = 0; done < d->len[i];) {
+				ssize_t n = pwrite(m->fd, src + done, d->len[i] - done,
+						   (off_t)(d->off[i] + done));
+				if (n <= 0)
+					return log_fail(&ctx->log, n < 0 ? -errno : -EIO,
+							"file '%s': cannot write its contents: %s",
+							robj_name(m),
+							strerror(n < 0 ? errno : EIO));
+				done += (uint64_t)n;
+			}
+			src += d->len[i];
+		}
+	}
+	if (ftruncate(m->fd, (off_t)m->e->size) < 0)
+		return log_fail(&ctx->log, -errno, "file '%s': cannot set its size to %llu: %s",
+				robj_name(m), (unsigned long long)m->e->size, strerror(errno));
+	return 0;
+}
+
+static int make_memfd(struct rst_ctx *ctx, struct mfd_robj *m)
+{
+	const MemfdEntry *e = m->e;
+	unsigned flags = MFD_CLOEXEC | (e->mfd_flags & MFD_ALLOW_SEALING);
+	bool exec = !(e->seals & F_SEAL_EXEC);
+
+	m->fd = memfd_create(e->name, flags | (exec ? MFD_EXEC : 0));
+	if (m->fd < 0 && errno == EINVAL && exec) /* a kernel before MFD_EXEC (6.3) */
+		m->fd = memfd_create(e->name, flags);
+	if (m->fd < 0)
+		return log_fail(&ctx->log, -errno, "memfd '%s': cannot make it: %s", e->name,
+				strerror(errno));
+	int r = fill(ctx, m);
+	if (r < 0)
+		return r;
+	if (fchmod(m->fd, e->mode & 07777) < 0)
+		return log_fail(&ctx->log, -errno, "memfd '%s': cannot set its mode %o: %s",
+				e->name, e->mode & 07777, strerror(errno));
+	int now = fcntl(m->fd, F_GET_SEALS);
+	uint32_t add = e->seals & ~(uint32_t)(now < 0 ? 0 : now);
+	if (add && fcntl(m->fd, F_ADD_SEALS, add) < 0)
+		return log_fail(&ctx->log, -errno, "memfd '%s': cannot add seals %#x: %s", e->name,
+				add, strerror(errno));
+	now = fcntl(m->fd, F_GET_SEALS);
+	if (now < 0 || (uint32_t)now != e->seals)
+		return log_fail(&ctx->log, -EINVAL, "memfd '%s': has seals %#x, the image says %#x",
+				e->name, now, e->seals);
+	return 0;
+}
+
+/* Mode, owner and mtime of a remade deleted file. */
+static int set_attrs(struct rst_ctx *ctx, struct mfd_robj *m)
+{
+	const MemfdEntry *e = m->e;
+	if (e->has_uid && e->has_gid && fchown(m->fd, e->uid, e->gid) < 0)
+		log_warn(&ctx->log, "deleted file '%s': cannot give it owner %u:%u: %s", e->path,
+			 e->uid, e->gid, strerror(errno));
+	if (fchmod(m->fd, e->mode & 07777) < 0)
+		return log_fail(&ctx->log, -errno, "deleted file '%s': cannot set its mode %o: %s",
+				e->path, e->mode & 07777, strerror(errno));
+	if (e->has_mtime_ns) {
+		struct timespec ts[2] = {
+		    {.tv_nsec = UTIME_OMIT},
+		    {.tv_sec = (time_t)(e->mtime_ns / 1000000000ull),
+		     .tv_nsec = (long)(e->mtime_ns % 1000000000ull)},
+		};
+		if (futimens(m->fd, ts) < 0)
+			log_warn(&ctx->log, "deleted file '%s': cannot set its mtime: %s", e->path,
+				 strerror(errno));
+	}
+	return 0;
+}
+
+/*
+ * A deleted file: made as a temporary in its directory, filled, renamed to
+ * its old name if that is free (so its link reads "PATH (deleted)"), then
+ * unlinked. Nothing is left in the directory, whatever happens.
+ */
+static int make_deleted(struct rst_ctx *ctx, struct mfd_robj *m)
+{
+	const char *path = m->e->path;
+	_cleanup_free_ char *d = strdup(path), *b = strdup(path);
+	char tmp[96];
+	int r;
+
+	if (!d || !b)
+		return -ENOMEM;
+	const char *dir = dirname(d), *base = basename(b);
+	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return log_fail(&ctx->log, -errno,
+				"deleted file '%s': cannot recreate it, its directory '%s' %s: %s",
+				path, dir, errno == ENOENT ? "is gone" : "cannot be opened",
+				strerror(errno));
+	for (int i = 0; m->fd < 0 && i < 100; i++) {
+		snprintf(tmp, sizeof(tmp), ".ckpt-%d-%u-%d", getpid(), m->e->id, i);
+		m->fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+		if (m->fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (m->fd < 0)
+		return log_fail(&ctx->log, -errno,
+				"deleted file '%s': cannot create a file in '%s': %s", path, dir,
+				strerror(errno));
+	const char *name = tmp;
+	r = fill(ctx, m);
+	if (r >= 0)
+		r = set_attrs(ctx, m);
+	if (r >= 0 && renameat2(dfd, tmp, dfd, base, RENAME_NOREPLACE) == 0)
+		name = base;
+	else if (r >= 0)
+		log_info(&ctx->log, "deleted file '%s': %s; it reads as '%s/%s (deleted)' now",
+			 path, errno == EEXIST ? "a file has its name again" : strerror(errno), dir,
+			 tmp);
+	if (unlinkat(dfd, name, 0) < 0 && r >= 0)
+		r = log_fail(&ctx->log, -errno, "deleted file '%s': cannot unlink it again: %s",
+			     path, strerror(errno));
+	return r;
+}
+
+static int open_file(struct rst_ctx *ctx, struct mfd_robj *f)
+{
+	struct mfd_robj *ino = inode_of(ctx, f->f->memfd_id);
+	char path[64];
+
+	if (!ino || ino->fd < 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ino->fd);
+	f->fd = open(path, (int)(f->f->flags & FILE_FLAGS) | O_CLOEXEC | O_NOCTTY);
+	if (f->fd < 0)
+		return log_fail(&ctx->log, -errno,
+				"file '%s': cannot open it again (flags %#o): %s", robj_name(ino),
+				f->f->flags, strerror(errno));
+	if (f->f->has_pos && f->f->pos && !(f->f->flags & O_PATH) &&
+	    lseek(f->fd, (off_t)f->f->pos, SEEK_SET) < 0)
+		return log_fail(&ctx->log, -errno, "file '%s': cannot seek to %llu: %s",
+				robj_name(ino), (unsigned long long)f->f->pos, strerror(errno));
+	f->e = ino->e; /* for messages; owned by the inode */
+	return 0;
+}
+
+static int memfd_prepare(struct rst_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct mfd_rstate *s = ctx->tasks[i].kstate[KIND_memfd];
+		if (s && s->pending)
+			return log_fail(&ctx->log, -EINVAL,
+					"image ends a memfd data record of pid %d without contents",
+					ctx->tasks[i].pid);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+			struct obj *o;
+			if (objhash_get(&ctx->objs, id, KIND_memfd, &o) < 0)
+				continue;
+			struct mfd_robj *m = o->ptr;
+			int r = 0;
+			if (pass == 0 && !m->is_file)
+				r = m->e->name ? make_memfd(ctx, m) : make_deleted(ctx, m);
+			else if (pass == 1 && m->is_file)
+				r = open_file(ctx, m);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int memfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
+{
+	struct mfd_robj *m = robj;
+	if (!m->is_file || m->fd < 0)
+		return log_fail(&ctx->log, -EINVAL,
+				"an fd or vma refers to a memfd object, not an open file of it");
+	*ret_fd = m->fd;
+	return 0;
+}
+
+static void memfd_free_obj(void *ptr)
+{
+	struct mfd_obj *m = ptr;
+	if (!m)
+		return;
+	if (!m->is_file && m->fd >= 0)
+		close(m->fd);
+	free(m->text);
+	free(m);
+}
+
+static void memfd_free_robj(void *ptr)
+{
+	struct mfd_robj *m = ptr;
+	if (!m)
+		return;
+	if (m->fd >= 0)
+		close(m->fd);
+	for (size_t i = 0; i < m->nchunks; i++)
+		memfd_data_entry__free_unpacked(m->chunks[i].d, NULL);
+	free(m->chunks);
+	if (m->f)
+		memfd_file_entry__free_unpacked(m->f, NULL);
+	else if (m->e)
+		memfd_entry__free_unpacked(m->e, NULL);
+	free(m);
+}
+
+static void memfd_free_rstate(void *state)
+{
+	struct mfd_rstate *s = state;
+	if (s && s->pending)
+		memfd_data_entry__free_unpacked(s->pending, NULL);
+	free(s);
+}
+
+static const ProtobufCMessageDescriptor *memfd_descriptor(uint32_t sub)
+{
+	switch (sub) {
+	case REC_SUB(MEMFD_ENTRY):
+		return &memfd_entry__descriptor;
+	case REC_SUB(MEMFD_DATA):
+		return &memfd_data_entry__descriptor;
+	case REC_SUB(MEMFD_FILE):
+		return &memfd_file_entry__descriptor;
+	default:
+		return NULL; /* MEMFD_PAGES: raw */
+	}
+}
+
+const struct kind_ops memfd_ops = {
+    .fd_claim = memfd_fd_claim,
+    .fd_collect = memfd_fd_collect,
+    .fd_get = memfd_fd_get,
+    .collect_end = memfd_collect_end,
+    .dump = memfd_dump,
+    .load = memfd_load,
+    .prepare = memfd_prepare,
+    .free_obj = memfd_free_obj,
+    .free_robj = memfd_free_robj,
+    .free_rstate = memfd_free_rstate,
+    .descriptor = memfd_descriptor,
+};
