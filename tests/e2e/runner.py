@@ -116,6 +116,9 @@ TESTS = [
     entry("id_seccomp", (B, T)),
     # pipes
     entry("pipe_read", (B, T, R)),
+    entry("epoll_watch", (B, T, R)),
+    entry("epoll_nested", (B, T)),
+    entry("inotify_watch", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -133,6 +136,8 @@ TESTS = [
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
+    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
+    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
