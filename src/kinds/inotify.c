@@ -237,11 +237,22 @@ static int resolve(struct task *t, InotifyWatch *w, uint32_t kdev)
 			    makedev(ma, mi) != dev || (pass == 0) != !strcmp(root, "/"))
 				continue;
 			unescape(mnt);
-			if (try_mount(t->pid, mnt, &h.fh, w, dev) == 0)
-				return 0;
+			r = try_mount(t->pid, mnt, &h.fh, w, dev);
+			if (r == 0 || r == -EPERM || r == -ENOMEM)
+				return r;
 		}
 	}
 	return -ENOENT;
+}
+
+static const char *why_unresolved(int r)
+{
+	if (r == -EOPNOTSUPP)
+		return "has no file handle to find it by";
+	if (r == -EPERM)
+		return "cannot be found by its file handle: open_by_handle_at needs "
+		       "CAP_DAC_READ_SEARCH";
+	return "has no path any more (deleted?)";
 }
 
 static int check_queue(struct ckpt_ctx *ctx, struct task *t, int fd)
@@ -288,9 +299,7 @@ static int check_watches(struct ckpt_ctx *ctx, struct task *t, int fd, struct in
 			    "pid %d fd %d wd %u (inotify): the watched object (inode %llu "
 			    "on %u:%u) %s",
 			    t->pid, fd, w->wd, (unsigned long long)w->ino, p->kdev[i] >> 20,
-			    p->kdev[i] & 0xfffff,
-			    r == -EOPNOTSUPP ? "has no file handle to find it by"
-					     : "has no path any more (deleted?)");
+			    p->kdev[i] & 0xfffff, why_unresolved(r));
 	}
 	return 0;
 }
