@@ -80,6 +80,7 @@ struct epoll_robj {
 	int efd;		/* its fd number in the owner */
 	struct rst_task *owner; /* the task whose fds the watches name */
 	bool done;		/* watches added */
+	int mark;		/* prepare: loop check */
 };
 
 static bool epoll_fd_claim(const struct fd_info *fi)
@@ -403,12 +404,16 @@ static int epoll_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 	return 0;
 }
 
-/* The epoll instances p watches do not watch p back, at any depth. */
-static int check_nesting(struct rst_ctx *ctx, const struct epoll_robj *p, int depth)
+/* The epoll instances p watches do not watch p back, at any depth (a
+ * depth-first walk: 1 on the path, 2 checked). */
+static int check_nesting(struct rst_ctx *ctx, struct epoll_robj *p, int depth)
 {
-	if (depth > EPOLL_MAX_DEPTH)
+	if (p->mark == 2)
+		return 0;
+	if (p->mark == 1 || depth > EPOLL_MAX_DEPTH)
 		return log_fail(&ctx->log, -EINVAL,
 				"image: epoll %u: watches nest too deep or in a loop", p->e->id);
+	p->mark = 1;
 	for (size_t i = 0; i < p->e->n_watches; i++) {
 		struct obj *to;
 		if (objhash_get(&ctx->objs, p->e->watches[i]->target_id, KIND_epoll, &to) < 0)
@@ -417,6 +422,7 @@ static int check_nesting(struct rst_ctx *ctx, const struct epoll_robj *p, int de
 		if (r < 0)
 			return r;
 	}
+	p->mark = 2;
 	return 0;
 }
 
