@@ -182,6 +182,47 @@ int fdtable_max_fd(struct rst_task *t)
 	return e && e->n_fds ? (int)e->fds[e->n_fds - 1]->fd : -1;
 }
 
+static int find_fd(FdEntry *const *fds, size_t n, int fd, uint32_t *ret_id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if ((int)fds[mid]->fd == fd) {
+			*ret_id = fds[mid]->file_id;
+			return 0;
+		}
+		if ((int)fds[mid]->fd < fd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -ENOENT;
+}
+
+int fdtable_file_id(struct task *t, int fd, uint32_t *ret_id)
+{
+	const struct fdt_ckpt *f = t->kstate[KIND_fdtable];
+	return f ? find_fd(f->pfds, f->e.n_fds, fd, ret_id) : -ENOENT;
+}
+
+int fdtable_rst_file_id(struct rst_task *t, int fd, uint32_t *ret_id)
+{
+	const FdTableEntry *e = t->kstate[KIND_fdtable];
+	return e ? find_fd(e->fds, e->n_fds, fd, ret_id) : -ENOENT;
+}
+
+int fdtable_rst_fd_of(struct rst_task *t, uint32_t id, int *ret_fd)
+{
+	const FdTableEntry *e = t->kstate[KIND_fdtable];
+	for (size_t i = 0; e && i < e->n_fds; i++) {
+		if (e->fds[i]->file_id == id) {
+			*ret_fd = (int)e->fds[i]->fd;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 {
 	struct obj *o = objhash_find(&ctx->objs, id);

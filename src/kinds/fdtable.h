@@ -10,6 +10,7 @@
 
 struct rst_ctx;
 struct rst_task;
+struct task;
 
 /* What fdtable learned of one fd, for the fd kinds to judge. */
 struct fd_info {
@@ -26,5 +27,18 @@ int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 
 /* The highest fd the image gives the task, -1 if none. */
 int fdtable_max_fd(struct rst_task *t);
+
+/*
+ * For kinds whose objects name other fds of a task (epoll watches):
+ * checkpoint, once fdtable has collected t (collect_end): the objref of
+ * the open file at fd; restart, once the image is loaded: the same from
+ * the task's fd table, and the lowest fd that holds object id.
+ * -ENOENT when there is none.
+ */
+int fdtable_file_id(struct task *t, int fd, uint32_t *ret_id) __attribute__((warn_unused_result));
+int fdtable_rst_file_id(struct rst_task *t, int fd, uint32_t *ret_id)
+	__attribute__((warn_unused_result));
+int fdtable_rst_fd_of(struct rst_task *t, uint32_t id, int *ret_fd)
+	__attribute__((warn_unused_result));
 
 #endif

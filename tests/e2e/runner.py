@@ -138,6 +138,9 @@ TESTS = [
     entry("memfd_map", (B, T, R)),
     entry("file_deleted", (B, T, R)),
     entry("fifo_data", (B, T, R)),
+    entry("epoll_watch", (B, T, R)),
+    entry("epoll_nested", (B, T)),
+    entry("inotify_watch", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -161,6 +164,8 @@ TESTS = [
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
+    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
+    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * inotify instances. An instance is an open file description (shared
+ * between fds as kcmp says); its fdinfo lists each watch as "inotify wd:W
+ * ino:I sdev:D mask:M ... f_handle:H" (numbers in hex). A watch is saved
+ * with its wd, its mask (IN_ONESHOT and IN_EXCL_UNLINK included; the
+ * add-time flags IN_ONLYDIR, IN_DONT_FOLLOW, IN_MASK_* are not kept by the
+ * kernel) and the watched object: the kernel's file handle, resolved with
+ * open_by_handle_at through a mount of that device, to a path that lstat
+ * shows to be the same inode. A watch whose object has no path any more
+ * (deleted) is refused by pid, fd and wd.
+ *
+ * Queued events cannot be read without taking them from the task, so an
+ * instance with a non-empty queue (FIONREAD on a copy of the fd) is
+ * refused: the checkpoint would lose them.
+ *
+ * Restart: the instance is made on ckpt's side and the watches added in wd
+ * order by path. The kernel hands out wds in increasing order, one past the
+ * last one given (idr_alloc_cyclic), so a gap before a saved wd is filled
+ * by adding and removing a dummy watch (on a memfd of ckpt's) until the
+ * counter reaches it; the IN_IGNORED events this queues are read off again,
+ * with anything the real watches caught meanwhile (like the events of the
+ * downtime between checkpoint and restart, those are not delivered). A wd
+ * that still does not come out equal fails the restart, naming it. The
+ * counter ends one past the highest saved wd, not past watches removed
+ * before the checkpoint; wds above INOTIFY_MAX_WD are refused (filling the
+ * gap would take seconds).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "inotify.pb-c.h"
+#include "kinds/fdtable.h"
+#include "util/cleanup.h"
+
+enum { INOTIFY_ENTRY = REC_TYPE(KID_inotify, 1) };
+
+#define INOTIFY_MAX_WD	    (1 << 20)
+#define INOTIFY_MAX_WATCHES (1u << 20)
+#define HANDLE_MAX	    128 /* MAX_HANDLE_SZ */
+#define IN_KEPT		    (IN_ALL_EVENTS | IN_EXCL_UNLINK | IN_ONESHOT)
+#define DRAIN_EVERY	    4096 /* dummies between two reads of the queue (it holds 16384) */
+
+/* checkpoint: one instance */
+struct inotify_obj {
+	InotifyEntry e;
+	InotifyWatch *w;
+	InotifyWatch **pw;
+	size_t cap;
+	uint32_t *kdev; /* per watch: the device as the kernel encodes it */
+	pid_t pid;	/* the task it was found in, and its fd there */
+	int fd;
+};
+
+/* restart: one instance */
+struct inotify_robj {
+	InotifyEntry *e;
+	int fd;
+};
+
+static bool inotify_fd_claim(const struct fd_info *fi)
+{
+	return !strcmp(fi->path, "anon_inode:inotify");
+}
+
+static struct inotify_obj *find(struct ckpt_ctx *ctx, uint64_t ino, pid_t pid, int fd)
+{
+	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_inotify, ino));) {
+		struct inotify_obj *p = o->ptr;
+		if (syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, fd) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+static void inotify_free_obj(void *ptr)
+{
+	struct inotify_obj *p = ptr;
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->e.n_watches; i++) {
+		free(p->w[i].path);
+		free(p->w[i].handle.data);
+	}
+	free(p->w);
+	free(p->pw);
+	free(p->kdev);
+	free(p);
+}
+
+static int parse_handle(const char *hex, InotifyWatch *w, unsigned bytes)
+{
+	if (bytes > HANDLE_MAX || strlen(hex) != 2 * (size_t)bytes)
+		return -EINVAL;
+	w->handle.data = malloc(bytes ? bytes : 1);
+	if (!w->handle.data)
+		return -ENOMEM;
+	for (unsigned i = 0; i < bytes; i++) {
+		unsigned b;
+		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
+			return -EINVAL;
+		w->handle.data[i] = (uint8_t)b;
+	}
+	w->handle.len = bytes;
+	w->has_handle = true;
+	return 0;
+}
+
+/* "inotify wd:W ino:I sdev:D mask:M ignored_mask:0 [fhandle-bytes:B
+ * fhandle-type:T f_handle:H]" into the next watch */
+static int add_watch_line(struct inotify_obj *p, char *line)
+{
+	unsigned wd = 0, mask = 0, sdev = 0, bytes = 0, type = 0;
+	unsigned long long ino = 0;
+	const char *hex = NULL;
+	int seen = 0;
+
+	if (p->e.n_watches == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 8;
+		InotifyWatch *nw = realloc(p->w, cap * sizeof(*nw));
+		uint32_t *nk = nw ? realloc(p->kdev, cap * sizeof(*nk)) : NULL;
+		if (nw)
+			p->w = nw;
+		if (!nk)
+			return -ENOMEM;
+		p->kdev = nk;
+		p->cap = cap;
+	}
+	InotifyWatch *w = &p->w[p->e.n_watches++];
+	inotify_watch__init(w);
+	w->path = NULL;
+	for (char *save, *tok = strtok_r(line + 8, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save)) {
+		seen += sscanf(tok, "wd:%x", &wd) == 1;
+		seen += sscanf(tok, "ino:%llx", &ino) == 1;
+		seen += sscanf(tok, "sdev:%x", &sdev) == 1;
+		seen += sscanf(tok, "mask:%x", &mask) == 1;
+		sscanf(tok, "fhandle-bytes:%x", &bytes);
+		sscanf(tok, "fhandle-type:%x", &type);
+		if (!strncmp(tok, "f_handle:", 9))
+			hex = tok + 9;
+	}
+	if (seen != 4)
+		return -EINVAL;
+	w->wd = wd;
+	w->mask = mask;
+	w->ino = ino;
+	p->kdev[p->e.n_watches - 1] = sdev;
+	w->has_handle_type = hex != NULL;
+	w->handle_type = type;
+	return hex ? parse_handle(hex, w, bytes) : 0;
+}
+
+/* "\040" and friends in a mountinfo path, in place */
+static void unescape(char *s)
+{
+	char *d = s;
+	for (; *s; s++) {
+		unsigned c;
+		if (s[0] == '\\' && sscanf(s + 1, "%3o", &c) == 1 && s[1] && s[2] && s[3]) {
+			*d++ = (char)c;
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* Opens the handle through mount mnt of pid and takes the path if lstat
+ * shows the same inode. */
+static int try_mount(pid_t pid, const char *mnt, const struct file_handle *fh, InotifyWatch *w,
+		     dev_t dev)
+{
+	char path[4096 + 64], got[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, mnt);
+	_cleanup_close_ int mfd =
+	    open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* not O_PATH: EBADF */
+	if (mfd < 0)
+		return -errno;
+	_cleanup_close_ int hfd =
+	    open_by_handle_at(mfd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
+	if (hfd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", hfd);
+	ssize_t n = readlink(path, got, sizeof(got) - 1);
+	if (n <= 0)
+		return -errno;
+	got[n] = '\0';
+	if (got[0] != '/' || lstat(got, &st) < 0 || st.st_ino != w->ino || st.st_dev != dev)
+		return -ENOENT;
+	w->path = strdup(got);
+	w->mode = st.st_mode;
+	w->dev = st.st_dev;
+	return w->path ? 0 : -ENOMEM;
+}
+
+/* The path of the watched object, through the task's mounts of its device
+ * (those of the whole file system first). */
+static int resolve(struct task *t, InotifyWatch *w, uint32_t kdev)
+{
+	_cleanup_free_ char *text = NULL;
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + HANDLE_MAX];
+	} h;
+	dev_t dev = makedev(kdev >> 20, kdev & 0xfffff);
+	int r = proc_read(t->pid, "mountinfo", &text, NULL);
+
+	if (r < 0)
+		return r;
+	if (!w->has_handle)
+		return -EOPNOTSUPP;
+	h.fh.handle_bytes = (unsigned)w->handle.len;
+	h.fh.handle_type = (int)w->handle_type;
+	memcpy(h.fh.f_handle, w->handle.data, w->handle.len);
+	for (int pass = 0; pass < 2; pass++) {
+		for (char *line = text; line && *line;
+		     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+			unsigned ma, mi;
+			char root[4096], mnt[4096];
+			if (sscanf(line, "%*d %*d %u:%u %4095s %4095s", &ma, &mi, root, mnt) != 4 ||
+			    makedev(ma, mi) != dev || (pass == 0) != !strcmp(root, "/"))
+				continue;
+			unescape(mnt);
+			r = try_mount(t->pid, mnt, &h.fh, w, dev);
+			if (r == 0 || r == -EPERM || r == -ENOMEM)
+				return r;
+		}
+	}
+	return -ENOENT;
+}
+
+static const char *why_unresolved(int r)
+{
+	if (r == -EOPNOTSUPP)
+		return "has no file handle to find it by";
+	if (r == -EPERM)
+		return "cannot be found by its file handle: open_by_handle_at needs "
+		       "CAP_DAC_READ_SEARCH";
+	return "has no path any more (deleted?)";
+}
+
+static int check_queue(struct ckpt_ctx *ctx, struct task *t, int fd)
+{
+	_cleanup_close_ int copy = puppet_getfd(&t->pup, fd);
+	int queued = 0;
+	if (copy < 0)
+		return log_fail(&ctx->log, copy, "pid %d fd %d (inotify): cannot take a copy: %s",
+				t->pid, fd, strerror(-copy));
+	if (ioctl(copy, FIONREAD, &queued) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d (inotify): FIONREAD: %s", t->pid,
+				fd, strerror(errno));
+	if (queued > 0)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (inotify): %d bytes of events are queued, unread; "
+				"they cannot be saved without taking them from the process",
+				t->pid, fd, queued);
+	return 0;
+}
+
+static int cmp_wd(const void *a, const void *b)
+{
+	const InotifyWatch *x = a, *y = b;
+	return x->wd < y->wd ? -1 : x->wd > y->wd;
+}
+
+static int check_watches(struct ckpt_ctx *ctx, struct task *t, int fd, struct inotify_obj *p)
+{
+	for (size_t i = 0; i < p->e.n_watches; i++) {
+		InotifyWatch *w = &p->w[i];
+		if (w->mask & ~(uint32_t)IN_KEPT)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d fd %d wd %u (inotify): unknown mask bits %#x",
+					t->pid, fd, w->wd, w->mask & ~(uint32_t)IN_KEPT);
+		if (w->wd < 1 || w->wd > INOTIFY_MAX_WD)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d fd %d wd %u (inotify): watch descriptors above %d "
+					"cannot be given back",
+					t->pid, fd, w->wd, INOTIFY_MAX_WD);
+		int r = resolve(t, w, p->kdev[i]);
+		if (r < 0)
+			return log_fail(
+			    &ctx->log, r == -ENOMEM ? r : -EOPNOTSUPP,
+			    "pid %d fd %d wd %u (inotify): the watched object (inode %llu "
+			    "on %u:%u) %s",
+			    t->pid, fd, w->wd, (unsigned long long)w->ino, p->kdev[i] >> 20,
+			    p->kdev[i] & 0xfffff, why_unresolved(r));
+	}
+	return 0;
+}
+
+static int read_watches(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			struct inotify_obj *p)
+{
+	_cleanup_free_ char *text = NULL;
+	char name[32];
+	int r;
+
+	snprintf(name, sizeof(name), "fdinfo/%d", fi->fd);
+	r = proc_read(t->pid, name, &text, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inotify): cannot read its fdinfo: %s",
+				t->pid, fi->fd, strerror(-r));
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strncmp(line, "inotify ", 8))
+			continue;
+		if (p->e.n_watches >= INOTIFY_MAX_WATCHES)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d fd %d (inotify): more than %u watches", t->pid,
+					fi->fd, INOTIFY_MAX_WATCHES);
+		r = add_watch_line(p, line);
+		if (r < 0)
+			return log_fail(&ctx->log, r,
+					"pid %d fd %d (inotify): cannot parse a watch", t->pid,
+					fi->fd);
+	}
+	/* sort watches and their devices together */
+	for (size_t i = 0; i < p->e.n_watches; i++)
+		p->w[i].dev = p->kdev[i];
+	qsort(p->w, p->e.n_watches, sizeof(*p->w), cmp_wd);
+	for (size_t i = 0; i < p->e.n_watches; i++)
+		p->kdev[i] = (uint32_t)p->w[i].dev;
+	return check_watches(ctx, t, fi->fd, p);
+}
+
+static int inotify_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			      uint32_t *ret_id)
+{
+	struct inotify_obj *p = find(ctx, fi->st.st_ino, t->pid, fi->fd);
+	struct obj *o;
+	int r;
+
+	if (p) {
+		*ret_id = p->e.id;
+		return 0;
+	}
+	r = check_queue(ctx, t, fi->fd);
+	if (r < 0)
+		return r;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	inotify_entry__init(&p->e);
+	p->pid = t->pid;
+	p->fd = fi->fd;
+	p->e.flags = fi->fi.flags & O_NONBLOCK;
+	r = read_watches(ctx, t, fi, p);
+	if (r >= 0 && p->e.n_watches && !(p->pw = calloc(p->e.n_watches, sizeof(*p->pw))))
+		r = -ENOMEM;
+	if (r >= 0)
+		r = objhash_add(&ctx->objs, KIND_inotify, fi->st.st_ino, 0, p, &o);
+	if (r < 0) {
+		inotify_free_obj(p);
+		return r;
+	}
+	for (size_t i = 0; i < p->e.n_watches; i++)
+		p->pw[i] = &p->w[i];
+	p->e.watches = p->pw;
+	p->e.id = o->id;
+	*ret_id = o->id;
+	return 0;
+}
+
+static int inotify_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+		struct obj *o;
+		if (objhash_get(&ctx->objs, id, KIND_inotify, &o) < 0 || o->dumped)
+			continue;
+		int r = ctx_write_msg(ctx, INOTIFY_ENTRY, &((struct inotify_obj *)o->ptr)->e.base);
+		if (r < 0)
+			return r;
+		o->dumped = true;
+	}
+	return 0;
+}
+
+/* --- restart --------------------------------------------------------- */
+
+static const char *invalid(const InotifyEntry *e)
+{
+	if (e->flags & ~(uint32_t)O_NONBLOCK)
+		return "unknown flags";
+	if (e->n_watches > INOTIFY_MAX_WATCHES)
+		return "too many watches";
+	for (size_t i = 0; i < e->n_watches; i++) {
+		const InotifyWatch *w = e->watches[i];
+		if (w->wd < 1 || w->wd > INOTIFY_MAX_WD || (i && w->wd <= e->watches[i - 1]->wd))
+			return "a wd is out of order or range";
+		if (!(w->mask & IN_ALL_EVENTS) || (w->mask & ~(uint32_t)IN_KEPT))
+			return "a watch has no events or unknown mask bits";
+		if (w->path[0] != '/')
+			return "a watch has no absolute path";
+		if (!S_ISDIR(w->mode) && !S_ISREG(w->mode) && !S_ISLNK(w->mode) &&
+		    !S_ISCHR(w->mode) && !S_ISBLK(w->mode) && !S_ISFIFO(w->mode) &&
+		    !S_ISSOCK(w->mode))
+			return "a watch has no file type";
+		if (w->has_handle && w->handle.len > HANDLE_MAX)
+			return "a file handle is too long";
+	}
+	return NULL;
+}
+
+static int inotify_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	(void)t;
+	if (rec->type != INOTIFY_ENTRY)
+		return log_fail(&ctx->log, -EINVAL, "record %u: unknown inotify subtype %u",
+				rec->index, REC_SUB(rec->type));
+	InotifyEntry *e = rctx_unpack(ctx, rec, &inotify_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	const char *why = invalid(e);
+	struct inotify_robj *p = why ? NULL : calloc(1, sizeof(*p));
+	if (!p) {
+		inotify_entry__free_unpacked(e, NULL);
+		return why ? log_fail(&ctx->log, -EINVAL, "record %u: inotify entry: %s",
+				      rec->index, why)
+			   : -ENOMEM;
+	}
+	p->e = e;
+	p->fd = -1;
+	if (objhash_add(&ctx->objs, KIND_inotify, 0, e->id, p, NULL) < 0) {
+		inotify_entry__free_unpacked(e, NULL);
+		free(p);
+		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
+				rec->index, e->id);
+	}
+	return 0;
+}
+
+/* Reads the queue empty; returns the bytes read. */
+static size_t drain(int fd)
+{
+	char buf[65536];
+	size_t total = 0;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += (size_t)n;
+	return total;
+}
+
+/* Adds and removes the dummy watch until the next wd handed out is wd. */
+static int fill_gap(struct rst_ctx *ctx, int fd, const char *dummy, int *next, uint32_t wd)
+{
+	for (unsigned n = 1; *next < (int)wd; n++) {
+		int d = inotify_add_watch(fd, dummy, IN_ACCESS);
+		if (d < 0)
+			return log_fail(&ctx->log, -errno, "inotify: cannot add a dummy watch: %s",
+					strerror(errno));
+		if (inotify_rm_watch(fd, d) < 0)
+			return -errno;
+		if (d >= (int)wd)
+			return log_fail(&ctx->log, -EIO,
+					"inotify: wd %u cannot be given back (%d came first)", wd,
+					d);
+		*next = d + 1;
+		if (n % DRAIN_EVERY == 0)
+			drain(fd);
+	}
+	return 0;
+}
+
+static int add_one(struct rst_ctx *ctx, int fd, const InotifyWatch *w)
+{
+	struct stat st;
+	uint32_t mask = w->mask | IN_DONT_FOLLOW | (S_ISDIR(w->mode) ? IN_ONLYDIR : 0);
+
+	if (lstat(w->path, &st) < 0)
+		return log_fail(&ctx->log, -errno, "inotify wd %u: cannot find '%s': %s", w->wd,
+				w->path, strerror(errno));
+	if ((st.st_mode & S_IFMT) != (w->mode & S_IFMT))
+		return log_fail(&ctx->log, -ESTALE,
+				"inotify wd %u: '%s' is no longer the same type of file", w->wd,
+				w->path);
+	if (st.st_ino != w->ino || st.st_dev != w->dev)
+		log_warn(&ctx->log, "inotify wd %u: '%s' is another file than at the checkpoint",
+			 w->wd, w->path);
+	int got = inotify_add_watch(fd, w->path, mask);
+	if (got < 0)
+		return log_fail(&ctx->log, -errno, "inotify wd %u: cannot watch '%s': %s", w->wd,
+				w->path, strerror(errno));
+	if (got != (int)w->wd)
+		return log_fail(&ctx->log, -EIO, "inotify wd %u: watching '%s' gave wd %d instead",
+				w->wd, w->path, got);
+	return 0;
+}
+
+static int make_one(struct rst_ctx *ctx, struct inotify_robj *p, int *dummy_fd)
+{
+	char dummy[64];
+	int next = 1, r;
+
+	p->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (p->fd < 0)
+		return log_fail(&ctx->log, -errno, "cannot make an inotify instance: %s",
+				strerror(errno));
+	for (size_t i = 0; i < p->e->n_watches; i++) {
+		const InotifyWatch *w = p->e->watches[i];
+		if (next < (int)w->wd && *dummy_fd < 0) {
+			*dummy_fd = memfd_create("ckpt-inotify-gap", MFD_CLOEXEC);
+			if (*dummy_fd < 0)
+				return -errno;
+		}
+		snprintf(dummy, sizeof(dummy), "/proc/self/fd/%d", *dummy_fd);
+		if ((r = fill_gap(ctx, p->fd, dummy, &next, w->wd)) < 0 ||
+		    (r = add_one(ctx, p->fd, w)) < 0)
+			return r;
+		next = (int)w->wd + 1;
+	}
+	size_t dropped = drain(p->fd);
+	log_debug(&ctx->log, "inotify: %zu watches, %zu bytes of events read off", p->e->n_watches,
+		  dropped);
+	if (!(p->e->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+static int inotify_prepare(struct rst_ctx *ctx)
+{
+	_cleanup_close_ int dummy_fd = -1;
+	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+		struct obj *o;
+		if (objhash_get(&ctx->objs, id, KIND_inotify, &o) < 0)
+			continue;
+		int r = make_one(ctx, o->ptr, &dummy_fd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int inotify_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
+{
+	(void)ctx;
+	struct inotify_robj *p = robj;
+	if (p->fd < 0)
+		return -EBADF;
+	*ret_fd = p->fd;
+	return 0;
+}
+
+static void inotify_free_robj(void *ptr)
+{
+	struct inotify_robj *p = ptr;
+	if (!p)
+		return;
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->e)
+		inotify_entry__free_unpacked(p->e, NULL);
+	free(p);
+}
+
+static const ProtobufCMessageDescriptor *inotify_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(INOTIFY_ENTRY) ? &inotify_entry__descriptor : NULL;
+}
+
+const struct kind_ops inotify_ops = {
+    .fd_claim = inotify_fd_claim,
+    .fd_collect = inotify_fd_collect,
+    .fd_get = inotify_fd_get,
+    .dump = inotify_dump,
+    .load = inotify_load,
+    .prepare = inotify_prepare,
+    .free_obj = inotify_free_obj,
+    .free_robj = inotify_free_robj,
+    .descriptor = inotify_descriptor,
+};
