@@ -116,6 +116,10 @@ TESTS = [
     entry("id_seccomp", (B, T)),
     # pipes
     entry("pipe_read", (B, T, R)),
+    # unix sockets
+    entry("unix_pair", (B, T, R)),
+    entry("unix_listen", (B, T, R)),
+    entry("unix_dgram_bound", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -129,7 +133,8 @@ TESTS = [
     entry("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
-    entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|unix)"),
+    entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
+    entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fds in flight"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
