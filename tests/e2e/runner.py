@@ -120,6 +120,7 @@ TESTS = [
     entry("unix_pair", (B, T, R)),
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
+    entry("unix_names", (B, T)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
