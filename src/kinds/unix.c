@@ -1461,7 +1461,10 @@ struct unix_robj {
 	int tmp_peer; /* a stand-in for a closed peer, until the queue is filled */
 	int opath;    /* O_PATH fd of its bound file */
 	struct unix_robj *peer, *listener;
-	bool pair; /* dgram: made by socketpair with its peer */
+	bool pair;    /* dgram: made by socketpair with its peer */
+	bool made;    /* bind made the file made_dev/made_ino at its path */
+	dev_t made_dev;
+	ino_t made_ino;
 };
 
 static bool valid_msgs(UnixMsg **v, size_t n, uint32_t type, size_t *bytes)
@@ -1716,6 +1719,12 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 	if (r < 0)
 		return RFAIL(st, u, r, "cannot bind %s: %s", (const char *)e->name.data,
 			     strerror(-r));
+	struct stat made;
+	if (lstat(e->path, &made) == 0) {
+		u->made = true;
+		u->made_dev = made.st_dev;
+		u->made_ino = made.st_ino;
+	}
 	if (e->has_path_mode &&
 	    (chmod(e->path, e->path_mode) < 0 || lchown(e->path, e->path_uid, e->path_gid) < 0))
 		return RFAIL(st, u, -errno, "cannot set the mode and owner of %s: %m", e->path);
@@ -2087,6 +2096,15 @@ static int finish_all(struct rst_unix *st)
 	return 0;
 }
 
+/* Removes the socket file bind made for u, if it is still that file. */
+static void unmake_file(const struct unix_robj *u)
+{
+	struct stat s;
+	if (u->made && lstat(u->e->path, &s) == 0 && s.st_dev == u->made_dev &&
+	    s.st_ino == u->made_ino)
+		unlink(u->e->path);
+}
+
 static int unix_prepare(struct rst_ctx *ctx)
 {
 	struct rst_unix st = {.ctx = ctx, .anon = -1};
@@ -2116,6 +2134,8 @@ static int unix_prepare(struct rst_ctx *ctx)
 		r = dgram_all(&st);
 	if (st.n && r == 0)
 		r = finish_all(&st);
+	for (size_t i = 0; r < 0 && i < st.n; i++) /* leave no socket file behind */
+		unmake_file(st.v[i]);
 	if (st.anon >= 0)
 		close(st.anon);
 	table_free(&st.live);
