@@ -67,19 +67,13 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
+#include "kinds/unix-sk.h"
 #include "unix.pb-c.h"
 #include "util/cleanup.h"
 
 #ifndef SIOCUNIXFILE
 #define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)
 #endif
-#ifndef SO_PASSPIDFD
-#define SO_PASSPIDFD 76
-#endif
-#ifndef SCM_PIDFD
-#define SCM_PIDFD 0x04
-#endif
-
 enum { UNIX_SK_ENTRY = REC_TYPE(KID_unix, 1) };
 
 /* states in the image */
@@ -90,560 +84,15 @@ enum {
 	UNIX_ST_PENDING,   /* stream/seqpacket: waiting in listener's queue */
 	UNIX_ST_MAX,
 };
-/* kernel states (include/net/tcp_states.h) and sk_shutdown bits (net/sock.h) */
-enum { K_ESTABLISHED = 1, K_CLOSE = 7, K_LISTEN = 10 };
-enum { RCV_SHUTDOWN = 1, SEND_SHUTDOWN = 2 };
-
-#define SUN_LEN_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
-#define NAME_BUF    (SUN_LEN_MAX + 2)
-#define QUEUE_MAX   (64u << 20) /* bytes per queue */
-#define MSGS_MAX    (1u << 16)
 #define PENDING_MAX 4096u
-#define BIG_SNDBUF  (INT_MAX / 4)
 #define TIMEO_MAX   (1000000ull * 86400 * 365 * 100)
-
-/* --- the sock_diag table ----------------------------------------------- */
-
-struct usk {
-	uint32_t ino, peer, rqlen, wqlen, vfs_ino, vfs_dev, nicons, namelen;
-	uint8_t type, state, shutdown;
-	bool has_peer, has_vfs;
-	uint8_t name[NAME_BUF];
-	uint32_t *icons;
-};
-
-struct unix_table {
-	struct usk *v;
-	size_t n, cap;
-};
-
-static void table_free(struct unix_table *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->v[i].icons);
-	free(t->v);
-	*t = (struct unix_table){0};
-}
-
-static const struct usk *table_find(const struct unix_table *t, uint32_t ino)
-{
-	for (size_t i = 0; ino && i < t->n; i++)
-		if (t->v[i].ino == ino)
-			return &t->v[i];
-	return NULL;
-}
-
-/* The listener in whose queue the socket ino waits, or NULL. */
-static const struct usk *table_listener_of(const struct unix_table *t, uint32_t ino)
-{
-	for (size_t i = 0; i < t->n; i++)
-		for (uint32_t j = 0; t->v[i].state == K_LISTEN && j < t->v[i].nicons; j++)
-			if (t->v[i].icons[j] == ino)
-				return &t->v[i];
-	return NULL;
-}
-
-static int parse_attr(struct usk *s, const struct rtattr *a)
-{
-	const void *d = RTA_DATA(a);
-	size_t len = RTA_PAYLOAD(a);
-
-	switch (a->rta_type) {
-	case UNIX_DIAG_NAME:
-		if (len > NAME_BUF - 1)
-			return -EBADMSG;
-		memcpy(s->name, d, len);
-		s->namelen = (uint32_t)len;
-		break;
-	case UNIX_DIAG_VFS:
-		if (len < sizeof(struct unix_diag_vfs))
-			return -EBADMSG;
-		s->has_vfs = true;
-		s->vfs_ino = ((const struct unix_diag_vfs *)d)->udiag_vfs_ino;
-		s->vfs_dev = ((const struct unix_diag_vfs *)d)->udiag_vfs_dev;
-		break;
-	case UNIX_DIAG_PEER:
-		if (len < 4)
-			return -EBADMSG;
-		s->has_peer = true;
-		memcpy(&s->peer, d, 4);
-		break;
-	case UNIX_DIAG_ICONS:
-		s->nicons = (uint32_t)(len / 4);
-		s->icons = malloc(len ? len : 1);
-		if (!s->icons)
-			return -ENOMEM;
-		memcpy(s->icons, d, s->nicons * 4);
-		break;
-	case UNIX_DIAG_RQLEN:
-		if (len < sizeof(struct unix_diag_rqlen))
-			return -EBADMSG;
-		s->rqlen = ((const struct unix_diag_rqlen *)d)->udiag_rqueue;
-		s->wqlen = ((const struct unix_diag_rqlen *)d)->udiag_wqueue;
-		break;
-	case UNIX_DIAG_SHUTDOWN:
-		if (len >= 1)
-			s->shutdown = *(const uint8_t *)d;
-		break;
-	}
-	return 0;
-}
-
-static int table_add(struct unix_table *t, const struct nlmsghdr *h)
-{
-	const struct unix_diag_msg *m = NLMSG_DATA(h);
-	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
-		return -EBADMSG;
-	if (!m->udiag_ino) /* an embryo: seen through its listener */
-		return 0;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		struct usk *v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		t->v = v;
-		t->cap = cap;
-	}
-	struct usk *s = &t->v[t->n++];
-	*s = (struct usk){.ino = m->udiag_ino, .type = m->udiag_type, .state = m->udiag_state};
-	int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*m)));
-	for (const struct rtattr *a = (const void *)(m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-		int r = parse_attr(s, a);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Every unix socket of ckpt's network namespace. */
-static int table_dump(struct unix_table *t)
-{
-	struct {
-		struct nlmsghdr h;
-		struct unix_diag_req r;
-	} req = {
-	    .h = {.nlmsg_len = sizeof(req),
-		  .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-		  .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-		  .nlmsg_seq = 1},
-	    .r = {.sdiag_family = AF_UNIX,
-		  .udiag_states = ~0u,
-		  .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS | UDIAG_SHOW_PEER |
-				UDIAG_SHOW_ICONS | UDIAG_SHOW_RQLEN},
-	};
-	_cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	_cleanup_free_ char *buf = malloc(1 << 16);
-	if (nl < 0 || !buf)
-		return nl < 0 ? -errno : -ENOMEM;
-	if (send(nl, &req, sizeof(req), 0) != sizeof(req))
-		return -errno;
-	for (;;) {
-		ssize_t n = recv(nl, buf, 1 << 16, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EBADMSG;
-		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-				return e->error ? e->error : -EBADMSG;
-			}
-			int r = table_add(t, h);
-			if (r < 0)
-				return r;
-		}
-	}
-}
-
-/* --- messages ------------------------------------------------------------ */
-
-/* A queue of messages; rights[i] (when kept) is [n, fd...] for message i. */
-struct msgvec {
-	UnixMsg **v;
-	int **rights;
-	size_t n, cap, bytes;
-	bool has_rights; /* fds were in flight (kept or closed) */
-};
-
-static void close_rights(int *fds)
-{
-	for (int i = 1; fds && i <= fds[0]; i++)
-		close(fds[i]);
-	free(fds);
-}
-
-static void msgvec_free(struct msgvec *q)
-{
-	for (size_t i = 0; i < q->n; i++) {
-		free(q->v[i]);
-		if (q->rights)
-			close_rights(q->rights[i]);
-	}
-	free(q->v);
-	free(q->rights);
-	*q = (struct msgvec){0};
-}
-
-static int msgvec_add(struct msgvec *q, const void *data, size_t len, const void *from,
-		      size_t fromlen, int *rights)
-{
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 16;
-		UnixMsg **v = realloc(q->v, cap * sizeof(*v));
-		if (v)
-			q->v = v;
-		int **rv = v ? realloc(q->rights, cap * sizeof(*rv)) : NULL;
-		if (!rv)
-			return -ENOMEM;
-		q->rights = rv;
-		q->cap = cap;
-	}
-	UnixMsg *m = malloc(sizeof(*m) + len + fromlen + 1);
-	if (!m)
-		return -ENOMEM;
-	unix_msg__init(m);
-	m->data.data = (uint8_t *)(m + 1);
-	m->data.len = len;
-	if (len)
-		memcpy(m->data.data, data, len);
-	if (from) {
-		m->has_from = true;
-		m->from.data = m->data.data + len;
-		m->from.len = fromlen;
-		memcpy(m->from.data, from, fromlen);
-	}
-	q->rights[q->n] = rights;
-	q->v[q->n++] = m;
-	q->bytes += len;
-	return 0;
-}
-
-/* Takes the fds out of a received message: kept ([n, fd...]) or closed. */
-static int take_rights(struct msghdr *msg, bool keep, int **ret)
-{
-	int *fds = NULL;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET ||
-		    (c->cmsg_type != SCM_RIGHTS && c->cmsg_type != SCM_PIDFD))
-			continue;
-		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		int *in = (int *)CMSG_DATA(c);
-		if (c->cmsg_type == SCM_RIGHTS && keep && !fds) {
-			fds = malloc((size_t)(n + 1) * sizeof(int));
-			if (fds) {
-				fds[0] = n;
-				memcpy(fds + 1, in, (size_t)n * sizeof(int));
-				continue;
-			}
-		}
-		for (int i = 0; i < n; i++)
-			close(in[i]);
-	}
-	*ret = fds;
-	return 0;
-}
-
-static bool has_rights(struct msghdr *msg)
-{
-	if (msg->msg_flags & MSG_CTRUNC)
-		return true;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			return true;
-	return false;
-}
-
-struct peek {
-	int s, type;
-	bool keep, eof_zero; /* keep fds; a 0 return is the end (seqpacket shut down) */
-	uint8_t *buf;
-	size_t cap;
-};
-
-/* One recvmsg(MSG_PEEK) at offset off: 1 got one, 0 the end. */
-static int peek_one(struct peek *p, struct msgvec *q, size_t *off)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 253) + CMSG_SPACE(sizeof(struct ucred)) + 512];
-		struct cmsghdr align;
-	} cm;
-	struct sockaddr_un from;
-	struct iovec iov = {.iov_base = p->buf, .iov_len = p->cap};
-	struct msghdr msg = {.msg_name = &from,
-			     .msg_namelen = sizeof(from),
-			     .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = cm.buf,
-			     .msg_controllen = sizeof(cm.buf)};
-	int flags = MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC;
-	ssize_t n = recvmsg(p->s, &msg, flags | (p->type == SOCK_STREAM ? 0 : MSG_TRUNC));
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	if (n == 0 && (p->type == SOCK_STREAM || p->eof_zero))
-		return 0;
-	bool rights = has_rights(&msg);
-	int *fds = NULL;
-	take_rights(&msg, p->keep, &fds);
-	if (p->type != SOCK_STREAM && (size_t)n > p->cap) {
-		/* truncated: peek it again, whole, from where it starts */
-		close_rights(fds);
-		uint8_t *nb = realloc(p->buf, (size_t)n);
-		int o = (int)*off;
-		if (!nb || (size_t)n > QUEUE_MAX)
-			return nb ? -EFBIG : -ENOMEM;
-		p->buf = nb;
-		p->cap = (size_t)n;
-		return setsockopt(p->s, SOL_SOCKET, SO_PEEK_OFF, &o, sizeof(o)) < 0 ? -errno : 1;
-	}
-	q->has_rights |= rights;
-	size_t fl = msg.msg_namelen > offsetof(struct sockaddr_un, sun_path)
-			? msg.msg_namelen - offsetof(struct sockaddr_un, sun_path)
-			: 0;
-	bool named = p->type == SOCK_DGRAM && fl;
-	int r = msgvec_add(q, p->buf, (size_t)n, named ? from.sun_path : NULL, MIN(fl, SUN_LEN_MAX),
-			   fds);
-	if (r < 0) {
-		close_rights(fds);
-		return r;
-	}
-	*off += (size_t)n;
-	if (q->bytes > QUEUE_MAX || q->n > MSGS_MAX)
-		return -EFBIG;
-	return 1;
-}
-
-/*
- * Reads the receive queue of s without taking it out. SO_PEEK_OFF walks
- * it (a zero-length datagram, once peeked, is skipped at its offset) and
- * is put back as it was. -EBADMSG: the queue holds what a peek does not
- * show (out-of-band data). Caller logs.
- */
-static int peek_queue(int s, int type, uint8_t shutdown, bool keep, struct msgvec *q)
-{
-	struct peek p = {.s = s,
-			 .type = type,
-			 .keep = keep,
-			 .cap = 256 << 10,
-			 .eof_zero = type == SOCK_SEQPACKET && (shutdown & RCV_SHUTDOWN)};
-	int orig = -1, zero = 0, r, inq = 0;
-	socklen_t l = sizeof(orig);
-	size_t off = 0;
-
-	if (getsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &orig, &l) < 0 ||
-	    setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) < 0)
-		return -errno;
-	p.buf = malloc(p.cap);
-	r = p.buf ? 1 : -ENOMEM;
-	while (r > 0)
-		r = peek_one(&p, q, &off);
-	free(p.buf);
-	if (setsockopt(s, SOL_SOCKET, SO_PEEK_OFF, &orig, sizeof(orig)) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && ioctl(s, FIONREAD, &inq) < 0)
-		r = -errno;
-	if (r == 0) {
-		/* FIONREAD: the whole queue, for dgram the first message */
-		size_t want = type == SOCK_DGRAM ? (q->n ? q->v[0]->data.len : 0) : q->bytes;
-		if ((size_t)inq != want)
-			r = -EBADMSG;
-	}
-	return r;
-}
-
-/* --- options ------------------------------------------------------------- */
-
-static int get_int(int s, int opt, int *ret)
-{
-	socklen_t l = sizeof(*ret);
-	return getsockopt(s, SOL_SOCKET, opt, ret, &l) < 0 ? -errno : 0;
-}
-
-static uint64_t get_timeo(int s, int opt)
-{
-	struct timeval tv = {0};
-	socklen_t l = sizeof(tv);
-	if (getsockopt(s, SOL_SOCKET, opt, &tv, &l) < 0)
-		return 0;
-	return (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
-}
-
-/* Reads the options; *ret_filter: a socket filter is attached. */
-static int read_opts(int s, UnixOpts *o, bool *ret_filter)
-{
-	int v, r;
-	socklen_t l = 0;
-
-	unix_opts__init(o);
-	if ((r = get_int(s, SO_SNDBUF, &v)) < 0)
-		return r;
-	o->sndbuf = (uint32_t)v;
-	if ((r = get_int(s, SO_RCVBUF, &v)) < 0)
-		return r;
-	o->rcvbuf = (uint32_t)v;
-#define BOOL_OPT(opt, field)                                                                       \
-	if (get_int(s, opt, &v) == 0 && v)                                                         \
-		o->has_##field = o->field = true;
-	BOOL_OPT(SO_PASSCRED, passcred)
-	BOOL_OPT(SO_PASSSEC, passsec)
-	BOOL_OPT(SO_PASSPIDFD, passpidfd)
-	BOOL_OPT(SO_REUSEADDR, reuseaddr)
-	BOOL_OPT(SO_OOBINLINE, oobinline)
-#undef BOOL_OPT
-	if (get_int(s, SO_RCVLOWAT, &v) == 0 && v != 1)
-		o->has_rcvlowat = true, o->rcvlowat = v;
-	if (get_int(s, SO_PEEK_OFF, &v) == 0 && v != -1)
-		o->has_peek_off = true, o->peek_off = v;
-	if (get_int(s, SO_PRIORITY, &v) == 0 && v)
-		o->has_priority = true, o->priority = (uint32_t)v;
-	if (get_int(s, SO_MARK, &v) == 0 && v)
-		o->has_mark = true, o->mark = (uint32_t)v;
-	if ((o->rcvtimeo_us = get_timeo(s, SO_RCVTIMEO)))
-		o->has_rcvtimeo_us = true;
-	if ((o->sndtimeo_us = get_timeo(s, SO_SNDTIMEO)))
-		o->has_sndtimeo_us = true;
-	*ret_filter = getsockopt(s, SOL_SOCKET, SO_GET_FILTER, NULL, &l) == 0 && l > 0;
-	return 0;
-}
-
-static int set_int(int s, int opt, int v)
-{
-	return setsockopt(s, SOL_SOCKET, opt, &v, sizeof(v)) < 0 ? -errno : 0;
-}
-
-static int set_timeo(int s, int opt, uint64_t us)
-{
-	struct timeval tv = {.tv_sec = (time_t)(us / 1000000),
-			     .tv_usec = (suseconds_t)(us % 1000000)};
-	return setsockopt(s, SOL_SOCKET, opt, &tv, sizeof(tv)) < 0 ? -errno : 0;
-}
-
-/* A buffer size as getsockopt said it (the kernel doubles what is set). */
-static int set_buf(int s, bool snd, uint32_t val)
-{
-	int v = (int)(val / 2);
-	if (set_int(s, snd ? SO_SNDBUFFORCE : SO_RCVBUFFORCE, v) == 0)
-		return 0;
-	return set_int(s, snd ? SO_SNDBUF : SO_RCVBUF, v);
-}
-
-/* Everything but what finish_opts() sets at the end; the send buffer is
- * raised meanwhile so that queues can be refilled. */
-static int apply_opts(int s, const UnixOpts *o)
-{
-	int r = set_buf(s, true, BIG_SNDBUF);
-	if (r == 0 && o->reuseaddr)
-		r = set_int(s, SO_REUSEADDR, 1);
-	if (r == 0 && o->oobinline)
-		r = set_int(s, SO_OOBINLINE, 1);
-	if (r == 0 && o->has_rcvlowat)
-		r = set_int(s, SO_RCVLOWAT, o->rcvlowat);
-	if (r == 0 && o->has_priority)
-		r = set_int(s, SO_PRIORITY, (int)o->priority);
-	if (r == 0 && o->has_mark)
-		r = set_int(s, SO_MARK, (int)o->mark);
-	if (r == 0 && o->has_rcvtimeo_us)
-		r = set_timeo(s, SO_RCVTIMEO, o->rcvtimeo_us);
-	if (r == 0 && o->has_sndtimeo_us)
-		r = set_timeo(s, SO_SNDTIMEO, o->sndtimeo_us);
-	return r;
-}
-
-static int finish_opts(int s, const UnixOpts *o)
-{
-	int cur, r = set_buf(s, true, o->sndbuf);
-	/* SO_PASS* last: set before, they would autobind senders and clients */
-	if (r == 0 && o->passcred)
-		r = set_int(s, SO_PASSCRED, 1);
-	if (r == 0 && o->passsec)
-		r = set_int(s, SO_PASSSEC, 1);
-	if (r == 0 && o->passpidfd)
-		r = set_int(s, SO_PASSPIDFD, 1);
-	if (r == 0 && get_int(s, SO_RCVBUF, &cur) == 0 && (uint32_t)cur != o->rcvbuf)
-		r = set_buf(s, false, o->rcvbuf);
-	if (r == 0 && o->has_peek_off)
-		r = set_int(s, SO_PEEK_OFF, o->peek_off);
-	return r;
-}
-
-/* --- addresses and sending ------------------------------------------------ */
-
-static bool name_abstract(const ProtobufCBinaryData *n)
-{
-	return n->len && n->data[0] == 0;
-}
-
-static socklen_t mkaddr(struct sockaddr_un *a, const uint8_t *name, size_t len)
-{
-	*a = (struct sockaddr_un){.sun_family = AF_UNIX};
-	len = MIN(len, SUN_LEN_MAX);
-	memcpy(a->sun_path, name, len);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
-}
-
-/* "/proc/self/fd/N" of an O_PATH fd of a bound file: how ckpt reaches a
- * path socket, even one whose file was unlinked or whose name is long. */
-static socklen_t opath_addr(struct sockaddr_un *a, int opath)
-{
-	*a = (struct sockaddr_un){.sun_family = AF_UNIX};
-	int n = snprintf(a->sun_path, sizeof(a->sun_path), "/proc/self/fd/%d", opath);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
-}
-
-static const char *type_name(uint32_t type)
-{
-	return type == SOCK_STREAM ? "stream" : type == SOCK_DGRAM ? "dgram" : "seqpacket";
-}
-
-/* Sends one message (with its fds, if any), to addr if given. */
-static int send_msg(int s, const UnixMsg *m, const int *rights, const struct sockaddr_un *addr,
-		    socklen_t alen, bool stream)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 253)];
-		struct cmsghdr align;
-	} cm;
-	size_t done = 0;
-	do {
-		struct iovec iov = {.iov_base = m->data.data + done, .iov_len = m->data.len - done};
-		struct msghdr msg = {.msg_name = (void *)addr,
-				     .msg_namelen = addr ? alen : 0,
-				     .msg_iov = &iov,
-				     .msg_iovlen = 1};
-		if (rights && done == 0 && rights[0] > 0 && rights[0] <= 253) {
-			msg.msg_control = cm.buf;
-			msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)rights[0]);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)rights[0]);
-			memcpy(CMSG_DATA(c), rights + 1, sizeof(int) * (size_t)rights[0]);
-		}
-		ssize_t n = sendmsg(s, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0)
-			return -errno;
-		if (!stream && (size_t)n != m->data.len)
-			return -EMSGSIZE;
-		done += (size_t)n;
-	} while (done < m->data.len);
-	return 0;
-}
-
-static int shut(int s, uint32_t bits)
-{
-	static const int how[] = {-1, SHUT_RD, SHUT_WR, SHUT_RDWR};
-	if (!(bits & 3))
-		return 0;
-	return shutdown(s, how[bits & 3]) < 0 && errno != ENOTCONN ? -errno : 0;
-}
 
 /* --- checkpoint ------------------------------------------------------------ */
 
 /* What the swap read from the connections pending on a listener. */
 struct capture {
 	uint32_t listener, client; /* client: the new client's inode, 0 if closed */
-	struct msgvec q;
+	struct unix_msgs q;
 };
 
 /* checkpoint object: the table (key 0) or one socket */
@@ -654,9 +103,9 @@ struct unix_obj {
 	size_t ncaps;
 	UnixSkEntry e;
 	UnixOpts opts;
-	struct msgvec queue;
+	struct unix_msgs queue;
 	UnixPending *pend, **ppend;
-	struct msgvec *pendq;
+	struct unix_msgs *pendq;
 	size_t npend;
 	uint8_t name[NAME_BUF];
 	char *path;
@@ -747,16 +196,16 @@ static int make_reg(struct ckpt_ctx *ctx, struct unix_obj **ret)
 	if (!u)
 		return -ENOMEM;
 	u->is_reg = true;
-	int r = table_dump(&u->tab);
+	int r = unix_table_dump(&u->tab);
 	if (r < 0) {
-		table_free(&u->tab);
+		unix_table_free(&u->tab);
 		free(u);
 		return log_fail(&ctx->log, r, "cannot list the unix sockets (sock_diag): %s",
 				strerror(-r));
 	}
 	r = objhash_add(&ctx->objs, KIND_unix, 0, 0, u, NULL);
 	if (r < 0) {
-		table_free(&u->tab);
+		unix_table_free(&u->tab);
 		free(u);
 		return r;
 	}
@@ -783,7 +232,7 @@ struct swap_client {
 	bool cloexec[16];
 	int nfds;
 	int accepted; /* the embryo, accepted by ckpt */
-	struct msgvec q;
+	struct unix_msgs q;
 };
 
 struct swap {
@@ -803,7 +252,7 @@ struct swap {
 static bool swap_needed(const struct unix_table *tab, const struct usk *l)
 {
 	for (uint32_t i = 0; i < l->nicons; i++) {
-		const struct usk *c = table_find(tab, l->icons[i]);
+		const struct usk *c = unix_table_find(tab, l->icons[i]);
 		if (!l->icons[i] || (c && c->wqlen))
 			return true;
 	}
@@ -835,7 +284,7 @@ static int swap_gather(struct swap *sw, const struct unix_table *tab, const stru
 	for (size_t i = 0; i < sw->n; i++) {
 		struct swap_client *c = &sw->c[i];
 		c->ino = sw->l->icons[i];
-		const struct usk *k = table_find(tab, c->ino);
+		const struct usk *k = unix_table_find(tab, c->ino);
 		for (size_t j = 0; c->ino && j < nfds; j++)
 			if (fds[j].ino == c->ino && c->nfds < 16)
 				c->fds[c->nfds++] = fds[j].fd;
@@ -860,7 +309,7 @@ static int swap_gather(struct swap *sw, const struct unix_table *tab, const stru
 						c->fds[j]);
 		c->copy = puppet_getfd(&sw->t->pup, c->fds[0]);
 		if (c->copy < 0 || (c->flags = fcntl(c->copy, F_GETFL)) < 0 ||
-		    read_opts(c->copy, &c->opts, &filter) < 0)
+		    unix_opts_read(c->copy, &c->opts, &filter) < 0)
 			return log_fail(&ctx->log, c->copy < 0 ? c->copy : -errno,
 					"pid %d fd %d (unix socket:[%u]): cannot read it", pid,
 					c->fds[0], c->ino);
@@ -894,13 +343,13 @@ static int swap_address(struct swap *sw)
 	if (!l->namelen)
 		return -EINVAL;
 	if (l->name[0] == 0) {
-		sw->alen = mkaddr(&sw->addr, l->name, l->namelen);
+		sw->alen = unix_mkaddr(&sw->addr, l->name, l->namelen);
 		return 0;
 	}
 	sw->opath = ioctl(sw->lcopy, SIOCUNIXFILE);
 	if (sw->opath < 0)
 		return -errno;
-	sw->alen = opath_addr(&sw->addr, sw->opath);
+	sw->alen = unix_opath_addr(&sw->addr, sw->opath);
 	return 0;
 }
 
@@ -916,9 +365,9 @@ static int swap_take(struct swap *sw)
 		if (c->accepted < 0)
 			return -errno;
 		sw->ntaken++;
-		/* the embryo's end is shut if its client shut its own or is closed */
+		/* the embryo's end is unix_shut if its client unix_shut its own or is closed */
 		uint8_t sh = !c->ino || (c->shutdown & SEND_SHUTDOWN) ? RCV_SHUTDOWN : 0;
-		int r = peek_queue(c->accepted, sw->l->type, sh, true, &c->q);
+		int r = unix_peek_queue(c->accepted, sw->l->type, sh, true, &c->q);
 		if (r < 0)
 			return r;
 	}
@@ -934,14 +383,14 @@ static int swap_put(struct swap *sw, struct swap_client *c, struct capture *cap)
 	int r = s < 0 ? -errno : 0;
 
 	if (r == 0)
-		r = c->ino ? apply_opts(s, &c->opts) : set_buf(s, true, BIG_SNDBUF);
+		r = c->ino ? unix_opts_apply(s, &c->opts) : unix_set_buf(s, true, BIG_SNDBUF);
 	if (r == 0 && connect(s, (struct sockaddr *)&sw->addr, sw->alen) < 0)
 		r = -errno;
 	for (size_t i = 0; r == 0 && i < c->q.n; i++)
-		r = send_msg(s, c->q.v[i], c->q.rights[i], NULL, 0, sw->l->type == SOCK_STREAM);
+		r = unix_send(s, c->q.v[i], c->q.rights[i], NULL, 0, sw->l->type == SOCK_STREAM);
 	if (r < 0 || !c->ino)
 		return r;
-	if ((r = finish_opts(s, &c->opts)) < 0 || (r = shut(s, c->shutdown)) < 0)
+	if ((r = unix_opts_finish(s, &c->opts)) < 0 || (r = unix_shut(s, c->shutdown)) < 0)
 		return r;
 	if (fcntl(s, F_SETFL, c->flags) < 0 || fstat(s, &st) < 0)
 		return -errno;
@@ -962,7 +411,7 @@ static void swap_free(struct swap *sw)
 			close(sw->c[i].copy);
 		if (sw->c[i].accepted >= 0)
 			close(sw->c[i].accepted);
-		msgvec_free(&sw->c[i].q);
+		unix_msgs_free(&sw->c[i].q);
 	}
 	free(sw->c);
 	for (int i = 0; i < 2; i++)
@@ -1000,7 +449,7 @@ static int swap_requeue(struct swap *sw, struct unix_obj *reg)
 		}
 		rights |= c->q.has_rights;
 		cap->q = c->q;
-		c->q = (struct msgvec){0};
+		c->q = (struct unix_msgs){0};
 		reg->ncaps++;
 	}
 	if (err)
@@ -1090,7 +539,7 @@ static int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!done)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		const struct usk *l = table_find(&reg->tab, fds[i].ino);
+		const struct usk *l = unix_table_find(&reg->tab, fds[i].ino);
 		bool seen = false;
 		for (size_t j = 0; j < ndone; j++)
 			seen |= done[j] == fds[i].ino;
@@ -1103,8 +552,8 @@ static int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 	}
 	if (!ndone)
 		return 0;
-	table_free(&reg->tab);
-	r = table_dump(&reg->tab);
+	unix_table_free(&reg->tab);
+	r = unix_table_dump(&reg->tab);
 	return r < 0 ? log_fail(&ctx->log, r, "cannot list the unix sockets (sock_diag): %s",
 				strerror(-r))
 		     : 0;
@@ -1187,7 +636,7 @@ static int read_state(struct ckpt_ctx *ctx, const struct fd_info *fi, const stru
 	if (k->state != K_ESTABLISHED)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): in state %u", fi->pid,
 				fi->fd, fi->path, k->state);
-	const struct usk *l = k->peer ? NULL : table_listener_of(&reg->tab, k->ino);
+	const struct usk *l = k->peer ? NULL : unix_table_listener_of(&reg->tab, k->ino);
 	e->state = l ? UNIX_ST_PENDING : UNIX_ST_CONNECTED;
 	e->has_listener = l != NULL;
 	e->listener = l ? l->ino : 0;
@@ -1218,7 +667,7 @@ static int read_pending(struct unix_obj *reg, const struct usk *k, struct unix_o
 			if (c->client != k->icons[i])
 				return -ESTALE;
 			u->pendq[i] = c->q;
-			c->q = (struct msgvec){0};
+			c->q = (struct unix_msgs){0};
 			p->n_queue = u->pendq[i].n;
 			p->queue = u->pendq[i].v;
 		}
@@ -1236,7 +685,7 @@ static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, 
 	uint32_t st = u->e.state;
 	if (st == UNIX_ST_LISTEN || (k->type != SOCK_DGRAM && st == UNIX_ST_CLOSED))
 		return 0;
-	int r = peek_queue(copy, k->type, k->shutdown, false, &u->queue);
+	int r = unix_peek_queue(copy, k->type, k->shutdown, false, &u->queue);
 	if (u->queue.has_rights)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): fds in flight, not supported yet", fi->pid,
@@ -1266,7 +715,7 @@ static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 	if (copy < 0)
 		return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s",
 				fi->pid, fi->fd, fi->path, strerror(-copy));
-	r = read_opts(copy, &u->opts, &filter);
+	r = unix_opts_read(copy, &u->opts, &filter);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d (%s): cannot read its options: %s",
 				fi->pid, fi->fd, fi->path, strerror(-r));
@@ -1297,7 +746,7 @@ static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		return 0;
 	if ((r = make_reg(ctx, &reg)) < 0)
 		return r;
-	const struct usk *k = table_find(&reg->tab, ino);
+	const struct usk *k = unix_table_find(&reg->tab, ino);
 	if (!k || (k->type != SOCK_STREAM && k->type != SOCK_DGRAM && k->type != SOCK_SEQPACKET))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): a unix socket sock_diag does not show (%s)",
@@ -1344,7 +793,8 @@ static struct unix_obj *obj_by_name(struct ckpt_ctx *ctx, uint32_t type, const u
 
 #define REFUSE(ctx, u, fmt, ...)                                                                   \
 	log_fail(&(ctx)->log, -EOPNOTSUPP, "pid %d fd %d (unix %s socket:[%llu]): " fmt, (u)->pid, \
-		 (u)->fd, type_name((u)->e.type), (unsigned long long)(u)->e.ino, ##__VA_ARGS__)
+		 (u)->fd, unix_type_name((u)->e.type), (unsigned long long)(u)->e.ino,             \
+		 ##__VA_ARGS__)
 
 /* dgram: can every queued message be sent again by a socket of the image? */
 static int check_dgram(struct ckpt_ctx *ctx, struct unix_obj *u)
@@ -1439,13 +889,13 @@ static void unix_free_obj(void *ptr)
 	struct unix_obj *u = ptr;
 	if (!u)
 		return;
-	table_free(&u->tab);
+	unix_table_free(&u->tab);
 	for (size_t i = 0; i < u->ncaps; i++)
-		msgvec_free(&u->caps[i].q);
+		unix_msgs_free(&u->caps[i].q);
 	free(u->caps);
-	msgvec_free(&u->queue);
+	unix_msgs_free(&u->queue);
 	for (size_t i = 0; u->pendq && i < u->npend; i++)
-		msgvec_free(&u->pendq[i]);
+		unix_msgs_free(&u->pendq[i]);
 	free(u->pendq);
 	free(u->pend);
 	free(u->ppend);
@@ -1461,8 +911,8 @@ struct unix_robj {
 	int tmp_peer; /* a stand-in for a closed peer, until the queue is filled */
 	int opath;    /* O_PATH fd of its bound file */
 	struct unix_robj *peer, *listener;
-	bool pair;    /* dgram: made by socketpair with its peer */
-	bool made;    /* bind made the file made_dev/made_ino at its path */
+	bool pair; /* dgram: made by socketpair with its peer */
+	bool made; /* bind made the file made_dev/made_ino at its path */
 	dev_t made_dev;
 	ino_t made_ino;
 };
@@ -1486,7 +936,7 @@ static bool valid_name(const UnixSkEntry *e)
 		return !e->path;
 	if (!e->name.len || e->name.len > SUN_LEN_MAX + 1)
 		return false;
-	if (name_abstract(&e->name))
+	if (unix_name_abstract(&e->name))
 		return e->name.len <= SUN_LEN_MAX && !e->path;
 	/* a path: NUL-terminated, with its absolute file path */
 	const char *n = (const char *)e->name.data;
@@ -1571,8 +1021,8 @@ struct rst_unix {
 };
 
 #define RFAIL(st, u, r, fmt, ...)                                                                  \
-	log_fail(&(st)->ctx->log, (r), "unix %s socket:[%llu]: " fmt, type_name((u)->e->type),     \
-		 (unsigned long long)(u)->e->ino, ##__VA_ARGS__)
+	log_fail(&(st)->ctx->log, (r), "unix %s socket:[%llu]: " fmt,                              \
+		 unix_type_name((u)->e->type), (unsigned long long)(u)->e->ino, ##__VA_ARGS__)
 
 static struct unix_robj *robj_by_ino(struct rst_unix *st, uint64_t ino)
 {
@@ -1647,7 +1097,7 @@ static int link_all(struct rst_unix *st)
 static bool path_in_use(struct rst_unix *st, const struct stat *s)
 {
 	if (!st->have_live) {
-		if (table_dump(&st->live) < 0)
+		if (unix_table_dump(&st->live) < 0)
 			return true;
 		st->have_live = true;
 	}
@@ -1681,7 +1131,7 @@ static int clear_path(struct rst_unix *st, struct unix_robj *u, const char *path
 static int bind_path(int s, const UnixSkEntry *e)
 {
 	struct sockaddr_un a;
-	socklen_t alen = mkaddr(&a, e->name.data, e->name.len - 1);
+	socklen_t alen = unix_mkaddr(&a, e->name.data, e->name.len - 1);
 	const char *name = (const char *)e->name.data;
 	if (name[0] == '/')
 		return bind(s, (struct sockaddr *)&a, alen) < 0 ? -errno : 0;
@@ -1704,9 +1154,9 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 {
 	if (!e->has_name)
 		return 0;
-	if (name_abstract(&e->name)) {
+	if (unix_name_abstract(&e->name)) {
 		struct sockaddr_un a;
-		socklen_t alen = mkaddr(&a, e->name.data, e->name.len);
+		socklen_t alen = unix_mkaddr(&a, e->name.data, e->name.len);
 		if (bind(s, (struct sockaddr *)&a, alen) == 0)
 			return 0;
 		return RFAIL(st, u, -errno, "cannot bind the abstract name @%.*s: %m",
@@ -1734,7 +1184,7 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 /* After bind: the O_PATH fd ckpt reaches it by; unlink if it was gone. */
 static int after_bind(struct rst_unix *st, struct unix_robj *u, int s)
 {
-	if (!u->e->has_name || name_abstract(&u->e->name))
+	if (!u->e->has_name || unix_name_abstract(&u->e->name))
 		return 0;
 	if (u->opath < 0)
 		u->opath = ioctl(s, SIOCUNIXFILE);
@@ -1747,11 +1197,11 @@ static int after_bind(struct rst_unix *st, struct unix_robj *u, int s)
 static socklen_t robj_addr(const struct unix_robj *u, struct sockaddr_un *a)
 {
 	const UnixSkEntry *e = u->e;
-	if (name_abstract(&e->name))
-		return mkaddr(a, e->name.data, e->name.len);
+	if (unix_name_abstract(&e->name))
+		return unix_mkaddr(a, e->name.data, e->name.len);
 	if (u->opath >= 0)
-		return opath_addr(a, u->opath);
-	return mkaddr(a, (const uint8_t *)e->path, strlen(e->path) + 1);
+		return unix_opath_addr(a, u->opath);
+	return unix_mkaddr(a, (const uint8_t *)e->path, strlen(e->path) + 1);
 }
 
 static int new_socket(struct rst_unix *st, struct unix_robj *u, int *ret)
@@ -1759,7 +1209,7 @@ static int new_socket(struct rst_unix *st, struct unix_robj *u, int *ret)
 	int s = socket(AF_UNIX, (int)u->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
 		return RFAIL(st, u, -errno, "cannot make a socket: %m");
-	int r = apply_opts(s, u->e->opts);
+	int r = unix_opts_apply(s, u->e->opts);
 	if (r < 0) {
 		close(s);
 		return RFAIL(st, u, r, "cannot set its options: %s", strerror(-r));
@@ -1785,8 +1235,8 @@ static int create_all(struct rst_unix *st)
 			return RFAIL(st, u, -errno, "cannot make a socketpair: %m");
 		u->fd = sv[0];
 		u->peer->fd = sv[1];
-		if ((r = apply_opts(u->fd, u->e->opts)) < 0 ||
-		    (r = apply_opts(u->peer->fd, u->peer->e->opts)) < 0)
+		if ((r = unix_opts_apply(u->fd, u->e->opts)) < 0 ||
+		    (r = unix_opts_apply(u->peer->fd, u->peer->e->opts)) < 0)
 			return RFAIL(st, u, r, "cannot set its options: %s", strerror(-r));
 	}
 	return 0;
@@ -1848,7 +1298,7 @@ static int temp_listener(struct rst_unix *st, struct unix_robj *a, int c)
 		return r;
 	if (listen(l, 1) < 0)
 		return RFAIL(st, a, -errno, "cannot listen: %m");
-	if (!name_abstract(&a->e->name))
+	if (!unix_name_abstract(&a->e->name))
 		tl.opath = ioctl(l, SIOCUNIXFILE);
 	r = connect_accept(c, l, &tl, &a->fd);
 	if (tl.opath >= 0)
@@ -1876,8 +1326,9 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 			return RFAIL(st, x, -errno, "cannot make a socketpair: %m");
 		x->fd = sv[0];
 		*(y ? &y->fd : &x->tmp_peer) = sv[1];
-		if ((r = apply_opts(x->fd, x->e->opts)) == 0)
-			r = y ? apply_opts(y->fd, y->e->opts) : set_buf(sv[1], true, BIG_SNDBUF);
+		if ((r = unix_opts_apply(x->fd, x->e->opts)) == 0)
+			r = y ? unix_opts_apply(y->fd, y->e->opts)
+			      : unix_set_buf(sv[1], true, BIG_SNDBUF);
 		return r < 0 ? RFAIL(st, x, r, "cannot set its options: %s", strerror(-r)) : 0;
 	}
 	if (c) {
@@ -1888,7 +1339,7 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 	} else {
 		cfd = x->tmp_peer =
 		    socket(AF_UNIX, (int)x->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (cfd < 0 || set_buf(cfd, true, BIG_SNDBUF) < 0)
+		if (cfd < 0 || unix_set_buf(cfd, true, BIG_SNDBUF) < 0)
 			return RFAIL(st, x, -errno, "cannot make a socket: %m");
 	}
 	if (l) {
@@ -1901,7 +1352,7 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 	} else if ((r = temp_listener(st, a, cfd)) < 0) {
 		return r;
 	}
-	r = apply_opts(a->fd, a->e->opts);
+	r = unix_opts_apply(a->fd, a->e->opts);
 	return r < 0 ? RFAIL(st, a, r, "cannot set its options: %s", strerror(-r)) : 0;
 }
 
@@ -1922,7 +1373,7 @@ static int send_queue(int s, UnixMsg **v, size_t n, uint32_t type, const struct 
 		      socklen_t tolen)
 {
 	for (size_t i = 0; i < n; i++) {
-		int r = send_msg(s, v[i], NULL, to, tolen, type == SOCK_STREAM);
+		int r = unix_send(s, v[i], NULL, to, tolen, type == SOCK_STREAM);
 		if (r < 0)
 			return r;
 	}
@@ -1942,7 +1393,7 @@ static int pending_all(struct rst_unix *st)
 			if (!c) { /* its client was closed: a stand-in, closed after */
 				s = tmp = socket(AF_UNIX,
 						 (int)l->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-				r = s < 0 ? -errno : set_buf(s, true, BIG_SNDBUF);
+				r = s < 0 ? -errno : unix_set_buf(s, true, BIG_SNDBUF);
 			}
 			if (r == 0)
 				r = connect_to(s, l);
@@ -1964,7 +1415,7 @@ static int dgram_sender(struct rst_unix *st, struct unix_robj *u, const UnixMsg 
 	if (!m->has_from) {
 		if (st->anon < 0) {
 			st->anon = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-			if (st->anon < 0 || set_buf(st->anon, true, BIG_SNDBUF) < 0)
+			if (st->anon < 0 || unix_set_buf(st->anon, true, BIG_SNDBUF) < 0)
 				return RFAIL(st, u, -errno, "cannot make a socket: %m");
 		}
 		*ret = st->anon;
@@ -1982,9 +1433,10 @@ static int dgram_sender(struct rst_unix *st, struct unix_robj *u, const UnixMsg 
 			     (int)m->from.len, (const char *)m->from.data);
 	/* an abstract sender since closed: a stand-in bound to its name */
 	struct sockaddr_un a;
-	socklen_t alen = mkaddr(&a, m->from.data, m->from.len);
+	socklen_t alen = unix_mkaddr(&a, m->from.data, m->from.len);
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s < 0 || set_buf(s, true, BIG_SNDBUF) < 0 || bind(s, (struct sockaddr *)&a, alen) < 0) {
+	if (s < 0 || unix_set_buf(s, true, BIG_SNDBUF) < 0 ||
+	    bind(s, (struct sockaddr *)&a, alen) < 0) {
 		int e = -errno;
 		if (s >= 0)
 			close(s);
@@ -2010,7 +1462,7 @@ static int fill_dgram(struct rst_unix *st, struct unix_robj *u)
 			r = dgram_sender(st, u, m, &s, &tmp);
 		if (r < 0)
 			return r;
-		r = send_msg(s, m, NULL, u->pair ? NULL : &to, tolen, false);
+		r = unix_send(s, m, NULL, u->pair ? NULL : &to, tolen, false);
 		if (tmp >= 0)
 			close(tmp);
 		if (r < 0)
@@ -2078,11 +1530,11 @@ static int finish_all(struct rst_unix *st)
 	for (size_t i = 0; i < st->n; i++) {
 		struct unix_robj *u = st->v[i];
 		const UnixSkEntry *e = u->e;
-		int r = finish_opts(u->fd, e->opts);
+		int r = unix_opts_finish(u->fd, e->opts);
 		if (r == 0 && e->state == UNIX_ST_LISTEN && listen(u->fd, (int)e->backlog) < 0)
 			r = -errno;
 		if (r == 0)
-			r = shut(u->fd, e->shutdown);
+			r = unix_shut(u->fd, e->shutdown);
 		if (r == 0 && !(e->flags & O_NONBLOCK) &&
 		    fcntl(u->fd, F_SETFL, fcntl(u->fd, F_GETFL) & ~O_NONBLOCK) < 0)
 			r = -errno;
@@ -2105,7 +1557,11 @@ static void unmake_file(const struct unix_robj *u)
 		unlink(u->e->path);
 }
 
-static int unix_prepare(struct rst_ctx *ctx)
+typedef int (*phase_fn)(struct rst_unix *st);
+
+/* Runs the phases over every socket of the image; on failure removes the
+ * socket files made. */
+static int run_phases(struct rst_ctx *ctx, const phase_fn *phases, size_t n)
 {
 	struct rst_unix st = {.ctx = ctx, .anon = -1};
 	int r = 0;
@@ -2118,29 +1574,32 @@ static int unix_prepare(struct rst_ctx *ctx)
 		if (objhash_get(&ctx->objs, id, KIND_unix, &o) == 0)
 			st.v[st.n++] = o->ptr;
 	}
-	if (st.n)
-		r = link_all(&st);
-	if (st.n && r == 0)
-		r = create_all(&st);
-	if (st.n && r == 0)
-		r = bind_all(&st);
-	if (st.n && r == 0)
-		r = conn_all(&st);
-	if (st.n && r == 0)
-		r = pending_all(&st);
-	if (st.n && r == 0)
-		r = fill_all(&st);
-	if (st.n && r == 0)
-		r = dgram_all(&st);
-	if (st.n && r == 0)
-		r = finish_all(&st);
-	for (size_t i = 0; r < 0 && i < st.n; i++) /* leave no socket file behind */
+	for (size_t i = 0; st.n && r == 0 && i < n; i++)
+		r = phases[i](&st);
+	for (size_t i = 0; r < 0 && i < st.n; i++)
 		unmake_file(st.v[i]);
 	if (st.anon >= 0)
 		close(st.anon);
-	table_free(&st.live);
+	unix_table_free(&st.live);
 	free(st.v);
 	return r;
+}
+
+/* Before any process exists: the sockets, their names and connections. */
+static int unix_prepare(struct rst_ctx *ctx)
+{
+	static const phase_fn phases[] = {link_all, create_all, bind_all, conn_all};
+	return run_phases(ctx, phases, ARRAY_SIZE(phases));
+}
+
+/* Once the first process exists (its pid is what queued messages name as
+ * their sender): the queues, then the final state. */
+static int unix_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	static const phase_fn phases[] = {pending_all, fill_all, dgram_all, finish_all};
+	if (t != &ctx->tasks[0])
+		return 0;
+	return run_phases(ctx, phases, ARRAY_SIZE(phases));
 }
 
 static int unix_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
@@ -2182,6 +1641,7 @@ const struct kind_ops unix_ops = {
     .dump = unix_dump,
     .load = unix_load,
     .prepare = unix_prepare,
+    .restore = unix_restore,
     .free_obj = unix_free_obj,
     .free_robj = unix_free_robj,
     .descriptor = unix_descriptor,

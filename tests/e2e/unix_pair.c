@@ -6,7 +6,8 @@
  *   SO_PASSCRED;
  * - seqpacket: four messages (one empty) whose boundaries must survive,
  *   and SO_PEEK_OFF set on the receiver;
- * - dgram: three datagrams one way, one the other;
+ * - dgram: three datagrams one way, one the other, the receiver with
+ *   SO_PASSCRED: each datagram carries the sender's credentials (its pid);
  * - stream, shut down for writing after its data: data, then EOF;
  * - stream whose peer was closed after writing: data, then EOF.
  * After the restart every byte comes back in order, boundaries and options
@@ -97,10 +98,26 @@ static void check_dgram(int a, int b)
 	char got[64];
 	for (int i = 0; i < 3; i++) {
 		char want[16];
+		union {
+			char buf[CMSG_SPACE(sizeof(struct ucred))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {.iov_base = got, .iov_len = sizeof(got)};
+		struct msghdr m = {.msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = u.buf,
+				   .msg_controllen = sizeof(u.buf)};
 		snprintf(want, sizeof(want), "dgram %d", i);
-		ssize_t n = recv(b, got, sizeof(got), MSG_DONTWAIT);
+		ssize_t n = recvmsg(b, &m, MSG_DONTWAIT);
 		expect(n == (ssize_t)strlen(want) && !memcmp(got, want, (size_t)n),
 		       "datagram %d: got %zd bytes", i, n);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		struct ucred cr = {0};
+		if (c && c->cmsg_type == SCM_CREDENTIALS)
+			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+		expect(cr.pid == getpid() && cr.uid == getuid() && cr.gid == getgid(),
+		       "datagram %d: sent by pid %d uid %u, want %d %u", i, cr.pid, cr.uid,
+		       (int)getpid(), getuid());
 	}
 	ssize_t n = recv(a, got, sizeof(got), MSG_DONTWAIT);
 	expect(n == 5 && !memcmp(got, "reply", 5), "datagram back: got %zd bytes", n);
@@ -144,6 +161,7 @@ int main(void)
 	setsockopt(sq[1], SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero));
 
 	pair(SOCK_DGRAM, dg);
+	setsockopt(dg[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	for (int i = 0; i < 3; i++) {
 		char m[16];
 		snprintf(m, sizeof(m), "dgram %d", i);
