@@ -81,10 +81,27 @@ static void check_seq(int a, int b)
 {
 	char got[64];
 	expect(opt(b, SO_PEEK_OFF) == 0, "SO_PEEK_OFF %d, want 0", opt(b, SO_PEEK_OFF));
-	int off = -1;
+	int off = -1, one = 1;
 	setsockopt(b, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof(off));
+	/* sent while neither end had SO_PASSCRED: no credentials attached */
+	setsockopt(b, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
-		ssize_t n = recv(b, got, sizeof(got), MSG_DONTWAIT);
+		union {
+			char buf[CMSG_SPACE(sizeof(struct ucred))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {.iov_base = got, .iov_len = sizeof(got)};
+		struct msghdr m = {.msg_iov = &iov,
+				   .msg_iovlen = 1,
+				   .msg_control = u.buf,
+				   .msg_controllen = sizeof(u.buf)};
+		ssize_t n = recvmsg(b, &m, MSG_DONTWAIT);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		struct ucred cr = {.pid = -1};
+		if (c && c->cmsg_type == SCM_CREDENTIALS)
+			memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+		expect(cr.pid == 0, "seqpacket message %zu: credentials of pid %d attached", i,
+		       cr.pid);
 		expect(n == (ssize_t)strlen(seq[i]) && !memcmp(got, seq[i], (size_t)n),
 		       "seqpacket message %zu: got %zd bytes, want \"%s\"", i, n, seq[i]);
 	}
