@@ -959,7 +959,8 @@ static bool valid_entry(const UnixSkEntry *e)
 	if (e->type != SOCK_STREAM && e->type != SOCK_DGRAM && e->type != SOCK_SEQPACKET)
 		return false;
 	if (e->state >= UNIX_ST_MAX || (!conn && e->state != UNIX_ST_CLOSED) || !e->ino ||
-	    e->ino > UINT32_MAX || (e->flags & ~O_NONBLOCK) || e->shutdown > 3)
+	    e->ino > UINT32_MAX || (e->flags & ~O_NONBLOCK) || e->shutdown > 3 ||
+	    (conn && e->has_peer && e->peer == e->ino))
 		return false;
 	if (!valid_name(e) || !valid_opts(e->opts) || e->backlog > (1u << 20) ||
 	    (e->state == UNIX_ST_LISTEN && !e->has_name))
@@ -1083,8 +1084,8 @@ static int link_all(struct rst_unix *st)
 		}
 		if (e->type == SOCK_DGRAM && u->peer) {
 			const UnixSkEntry *p = u->peer->e;
-			u->pair =
-			    p->has_peer && p->peer == e->ino && (!e->has_name || !p->has_name);
+			u->pair = u->peer != u && p->has_peer && p->peer == e->ino &&
+				  (!e->has_name || !p->has_name);
 			if (!u->pair && !p->has_name)
 				return RFAIL(st, u, -EINVAL, "connected to an unnamed socket");
 		}
