@@ -13,8 +13,9 @@
  * pending connections, queue lengths, shutdown) into a table kept in the
  * objhash under key 0. Each socket is then read through a copy of its fd
  * (pidfd_getfd): options with getsockopt, the bound file with SIOCUNIXFILE,
- * the receive queue with recvmsg(MSG_PEEK) walked by SO_PEEK_OFF (put back
- * as it was after), one message per datagram, the sender's name kept.
+ * the receive queue with recvmsg(MSG_PEEK) walked by SO_PEEK_OFF (see
+ * unix-sk.h): one message per datagram, the sender's name and credentials
+ * kept.
  *
  * Connections not yet accepted hold their data in an "embryo" socket that
  * has no file and cannot be peeked. When one of them holds data (or its
@@ -26,21 +27,23 @@
  * before fdtable lists the fds, whether or not the checkpoint then
  * succeeds.
  *
- * Restart, all on ckpt's side (prepare), in phases: create the sockets
- * (options set, send buffers raised for the refill), bind the names,
- * listen, make the connections (socketpair, or connect to the restored
- * listener or to a temporary one with the accepted side's name, and
- * accept), connect the pending clients in order and send their data, fill
- * the receive queues from the peer side (dgram: from the socket bound to
- * the sender's name, or an unnamed one), connect the dgram sockets, then
- * put back buffer sizes, SO_PEEK_OFF, backlog, shutdown bits and
- * O_NONBLOCK. fdtable passes the sockets in.
+ * Restart, on ckpt's side, in phases. prepare (before any process):
+ * check the links, create the sockets (options set, send buffers raised
+ * for the refill), bind the names, listen, make the connections
+ * (socketpair, or connect to the restored listener or to a stand-in
+ * bound to the accepted side's name, and accept). restore of the first
+ * task (its pid now exists, for the credentials of the messages it sent):
+ * connect the pending clients in order and send their data, refill the
+ * receive queues from the peer side (dgram: from the socket bound to the
+ * sender's name, or an unnamed one), connect the dgram sockets, then put
+ * back buffer sizes, SO_PASS*, SO_PEEK_OFF, backlog, shutdown bits and
+ * O_NONBLOCK. fdtable then passes the sockets in.
  *
  * Refused: peers (or pending connections, or listeners) outside the
  * image, fds in flight (SCM_RIGHTS), out-of-band data, socket filters,
  * other network namespaces. Not reproduced: SO_PEERCRED (ckpt made the
- * connections), the credentials attached to queued messages (ckpt sent
- * them), a pending error (SO_ERROR cannot be read without clearing it).
+ * connections), a pending error (SO_ERROR cannot be read without clearing
+ * it).
  */
 #include <dirent.h>
 #include <errno.h>
