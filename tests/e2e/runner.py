@@ -141,6 +141,11 @@ TESTS = [
     entry("epoll_watch", (B, T, R)),
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
+    # unix sockets
+    entry("unix_pair", (B, T, R)),
+    entry("unix_listen", (B, T, R)),
+    entry("unix_dgram_bound", (B, T, R)),
+    entry("unix_names", (B, T)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -158,7 +163,8 @@ TESTS = [
           signal=False),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
-    entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|unix)"),
+    entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
+    entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fds in flight"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
