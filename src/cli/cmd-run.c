@@ -77,6 +77,12 @@ int cmd_run(const struct cli_args *a)
 		waitpid((pid_t)pid, NULL, 0);
 		return 127;
 	}
+	if (a->pidfile) {
+		FILE *f = fopen(a->pidfile, "w");
+		if (!f || fprintf(f, "%ld\n", pid) < 0 || fclose(f) != 0)
+			fprintf(stderr, "ckpt: cannot write pidfile '%s': %s\n", a->pidfile,
+				strerror(errno));
+	}
 	if (a->detach) {
 		printf("%ld\n", pid);
 		fflush(stdout);

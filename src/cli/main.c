@@ -18,7 +18,7 @@ static const char usage[] =
 	"        --detach wait for it and exit with its status (FILE may be -)\n"
 	"  inspect FILE [--json]\n"
 	"        print every record of an image\n"
-	"  run [--detach] [--hostname H] -- CMD [ARGS...]\n"
+	"  run [--detach] [--hostname H] [--pidfile F] -- CMD [ARGS...]\n"
 	"        run CMD as pid 1 of new pid, mount (own /proc), uts and ipc namespaces:\n"
 	"        a container whose pids can always be restored; --detach prints its pid\n"
 	"  check\n"

@@ -33,7 +33,7 @@ static const struct opt opts[] = {
 	{ "frozen", 0, OPT_FLAG, ON(CMD_RESTART), F(frozen) },
 	{ "dry-run", 'n', OPT_FLAG, ON(CMD_RESTART), F(dry_run) },
 	{ "conn-reset", 0, OPT_FLAG, ON(CMD_RESTART), F(conn_reset) },
-	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART), F(pidfile) },
+	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART) | ON(CMD_RUN), F(pidfile) },
 	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
 	{ "log", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(log) },
 	{ "verbose", 'v', OPT_COUNT, ~0u, F(verbose) },

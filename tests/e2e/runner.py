@@ -120,6 +120,10 @@ TESTS = [
     entry("tree_ghost", (B, T)),
     entry("tree_share", (B, T)),
     entry("tree_shm", (B, T)),
+    # containers (ckpt run)
+    entry("ct_tree", (B, T), kind="container"),
+    entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
+          signal=False),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_timer", (B, T)),
@@ -365,7 +369,7 @@ class Run:
             raise Fail("image is %d bytes, more than %d" % (os.path.getsize(img), mx))
         return rc, errtext
 
-    def restart(self, img, tag):
+    def restart(self, img, tag, same_pid=True):
         """Starts ckpt restart; waits for the pidfile; returns the Popen."""
         pidfile = self.p(tag + ".pid")
         log, err = self.p(tag + ".log"), self.p(tag + ".err")
@@ -388,8 +392,9 @@ class Run:
             if time.monotonic() > deadline:
                 raise Fail("no pidfile after %.0f s" % PIDFILE_TIMEOUT)
             time.sleep(POLL)
-        if got != self.pid:
+        if same_pid and got != self.pid:
             raise Fail("restored pid %d, original %d" % (got, self.pid))
+        self.pid = got
         self.vlog("restored as pid %d" % got)
         return rp
 
@@ -510,6 +515,50 @@ class Run:
             os.waitpid(busy, 0)
         rp = self.restart(img, "restart")
         rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def wait_container(self, pr, pidfile):
+        """The program under `ckpt run`: ready (its pid inside is 1), and its
+        pid outside from ckpt run's pidfile."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                with open(self.p("ready")) as f:
+                    inside = f.read()
+                with open(pidfile) as f:
+                    outside = f.read()
+                if inside.endswith("\n") and outside.endswith("\n"):
+                    break
+            except OSError:
+                pass
+            if pr.poll() is not None:
+                raise Fail("ckpt run exited %s before ready: %s" % (pr.returncode, self.out()[-300:]))
+            if time.monotonic() > deadline:
+                raise Fail("not ready after %.0f s" % READY_TIMEOUT)
+            time.sleep(POLL)
+        if int(inside) != 1:
+            raise Fail("the program is pid %s in its container, not 1" % inside.strip())
+        self.pid = int(outside)
+
+    def flow_container(self):
+        """The program as pid 1 of `ckpt run --hostname box`: checkpointed
+        whole by its outside pid (no CKPT_SUBTREE), killed, restored into
+        fresh namespaces (a new outside pid, the same pids inside)."""
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--hostname", "box", "--pidfile",
+                                pidfile, "--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            rc = self.wait_exit(pr, "ckpt run")
+            return self.check_result(rc, "ckpt run")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
     def flow_churn(self):
