@@ -40,7 +40,9 @@ extern "C" {
 #define RESTART_KEEP_LSM 0x8ul   /* restore security labels */
 #define RESTART_CONN_RESET 0x10ul /* restore TCP connections as reset */
 #define RESTART_DETACH 0x20ul    /* do not wait for the restored tree */
-#define RESTART_FLAGS_ALL 0x3ful
+#define RESTART_PIDNS 0x40ul     /* restore a subtree in a new pid namespace,
+				  * under an init made by ckpt */
+#define RESTART_FLAGS_ALL 0x7ful
 
 /* verbosity for the log */
 enum ckpt_log_level {

@@ -32,7 +32,7 @@ struct cli_args {
 	const char *pidfile;    /* restart --pidfile */
 	int verbose;            /* -v, repeatable */
 	bool kill, leave_frozen;
-	bool detach, frozen, dry_run, conn_reset;
+	bool detach, frozen, dry_run, conn_reset, pidns;
 	bool json;
 	bool help;              /* --help after a command */
 	const char *hostname;   /* run --hostname */

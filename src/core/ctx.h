@@ -93,6 +93,8 @@ struct rst_ctx {
 	size_t nimage;          /* tasks of the image; the rest are ghosts */
 	struct pid_index *by_pid; /* the image's processes and threads, by pid */
 	NamespacesEntry *ns;      /* a container's namespaces, NULL for a subtree */
+	bool pidns;             /* RESTART_PIDNS: a subtree under init, below */
+	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
 	size_t npids;
 	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
@@ -108,6 +110,8 @@ struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
 /* Creates every process with its pid, parent, session and group; zombies
  * and ghosts are dead when it returns, the others held, bare puppets. */
 int tree_create(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+/* RESTART_PIDNS: starts ckpt's init once the tree is released. */
+int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 /* Packs msg and writes it as one record. */
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)

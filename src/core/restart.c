@@ -250,6 +250,9 @@ static void kill_created(struct rst_ctx *ctx)
 		if (p && p->pup.held)
 			puppet_syscall(&p->pup, SYS_wait4, t->pid, 0, __WALL, 0);
 	}
+	/* ckpt's init, last: its namespace goes with it */
+	if (ctx->init.pid > 0)
+		puppet_kill(&ctx->init);
 }
 
 static int write_pidfile(struct rst_ctx *ctx, const char *path, pid_t pid)
@@ -281,6 +284,7 @@ static void free_ctx(struct rst_ctx *ctx)
 		free(t->threads);
 		free_task(t);
 	}
+	puppet_forget(&ctx->init);
 	free(ctx->tasks);
 	free(ctx->by_pid);
 	if (ctx->ns)
@@ -315,7 +319,7 @@ static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
 
 int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 {
-	struct rst_ctx ctx = { .ctl = { -1, -1 } };
+	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 } };
 	int r;
 
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
@@ -326,6 +330,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	if (r < 0)
 		return r;
 	ctx.flags = o->flags;
+	ctx.pidns = o->flags & RESTART_PIDNS;
 	if (o->flags & RESTART_CONN_RESET)
 		log_info(&ctx.log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
 
@@ -341,6 +346,11 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	if (r < 0)
 		goto out;
 	log_info(&ctx.log, "image validated: %zu process(es)", ctx.ntasks);
+	if (ctx.pidns && ctx.ns) {
+		log_info(&ctx.log, "RESTART_PIDNS: the image is a container, restored in its own "
+				   "namespaces anyway");
+		ctx.pidns = false;
+	}
 
 	r = build(&ctx);
 	if (r < 0 || (o->flags & RESTART_GHOST)) {
@@ -370,6 +380,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 			r = log_fail(&ctx.log, e, "pid %d: cannot release it: %s", t->pid,
 				     strerror(-e));
 	}
+	if (r >= 0)
+		r = tree_release_init(&ctx);
 	if (r < 0) {
 		kill_created(&ctx);
 		goto out;
@@ -380,12 +392,14 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		goto out;
 	}
 	r = root;
+	/* under ckpt's init, the init is our child and ends with the root */
+	pid_t child = ctx.pidns ? ctx.init.pid : root;
 	/* ckpt lets go of every file first: a restored reader must see EOF
 	 * when its writers close, not wait on ckpt's copy */
 	free_ctx(&ctx);
 	if (!(o->flags & RESTART_DETACH)) {
 		int status;
-		while (waitpid(root, &status, 0) < 0) {
+		while (waitpid(child, &status, 0) < 0) {
 			if (errno != EINTR) {
 				status = 0;
 				break;

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -346,14 +348,59 @@ static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const Names
 	return 0;
 }
 
-static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
+/*
+ * RESTART_PIDNS: pid 1 of a new pid namespace, ckpt's init, forks the
+ * subtree's root with its pid (free in the new namespace).
+ */
+static int spawn_under_init(struct rst_ctx *ctx, struct rst_task *t)
 {
-	const NamespacesEntry *ns = ctx->ns;
-	int r = puppet_spawn(&t->pup, ns ? 0 : t->pid, ns ? ns->flags : 0, ctx->ctl[1],
-			     ctx->ctl_remote);
+	struct puppet *init = &ctx->init;
+	int r = puppet_spawn_init(init, ctx->ctl[1], ctx->ctl_remote);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot make a pid namespace: %s%s", strerror(-r),
+				r == -EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+	if ((r = puppet_find_syscall(init)) < 0 || (r = task_rseq_unregister(init)) < 0 ||
+	    (r = puppet_scratch_map(init, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
+		return log_fail(&ctx->log, r, "the new pid namespace's init: %s", strerror(-r));
+	/* it outlives ckpt (--detach) */
+	puppet_syscall(init, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0);
+	r = puppet_clone(init, &t->pup, t->pid, 0, t->exit_signal);
 	if (r < 0)
 		return spawn_error(ctx, t, r);
 	t->created = true;
+	log_info(&ctx->log, "pid %d: restored in a new pid namespace (its init is pid %d here)",
+		 t->pid, init->pid);
+	return 0;
+}
+
+/* Lets ckpt's init run: the last step, after the tree is released. */
+int tree_release_init(struct rst_ctx *ctx)
+{
+	struct puppet *init = &ctx->init;
+	if (!ctx->pidns || !init->held)
+		return 0;
+	int r = puppet_scratch_unmap(init);
+	if (r >= 0)
+		r = puppet_release(init, 0);
+	pid_t root = ctx->tasks[0].pid;
+	if (r >= 0 && send(ctx->ctl[0], &root, sizeof(root), MSG_NOSIGNAL) != sizeof(root))
+		r = -errno;
+	return r < 0 ? log_fail(&ctx->log, r, "cannot start the pid namespace's init: %s",
+				strerror(-r))
+		     : 0;
+}
+
+static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
+{
+	const NamespacesEntry *ns = ctx->ns;
+	int r = ctx->pidns ? spawn_under_init(ctx, t)
+			   : puppet_spawn(&t->pup, ns ? 0 : t->pid, ns ? ns->flags : 0,
+					  ctx->ctl[1], ctx->ctl_remote);
+	if (r < 0)
+		return ctx->pidns ? r : spawn_error(ctx, t, r);
+	t->created = true;
+	if (ctx->pidns) /* a fork of the init: its scratch, no rseq */
+		return 0;
 	if ((r = puppet_find_syscall(&t->pup)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: no vDSO syscall in the puppet", t->pid);
 	if ((r = task_rseq_unregister(&t->pup)) < 0)
@@ -368,7 +415,7 @@ static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 {
 	/* in a fresh pid namespace every pid is free */
-	int r = ctx->ns ? 0 : wait_pid_free(ctx, t->pid);
+	int r = ctx->ns || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
 	if (r < 0)
 		return r;
 	if (t->creator < 0) {
@@ -444,7 +491,7 @@ static int group_target(struct rst_ctx *ctx, struct rst_task *t, pid_t *ret)
 		return 0;
 	if (outside_pgid(ctx, t->pgid)) {
 		/* ckpt's group; in a container it stays the one inherited */
-		*ret = ctx->ns ? 0 : getpgrp();
+		*ret = ctx->ns || ctx->pidns ? 0 : getpgrp();
 		return 0;
 	}
 	if (find_proc(ctx, t->pgid) || find_ghost(ctx, t->pgid)) {
@@ -524,7 +571,7 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 			       CLONE_SYSVSEM;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		struct rst_task *th = &t->threads[i];
-		int r = ctx->ns ? 0 : wait_pid_free(ctx, th->pid);
+		int r = ctx->ns || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
 		if (r < 0)
 			return r;
 		r = puppet_clone(&t->pup, &th->pup, th->pid, flags, 0);

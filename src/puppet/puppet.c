@@ -120,7 +120,32 @@ int puppet_seize(struct puppet *p, pid_t pid)
 	return r;
 }
 
-static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, int ready)
+/*
+ * The init of a pid namespace ckpt made for a subtree: once released it is
+ * told the pid of the tree's root on the control socket, reaps every
+ * child and orphan, and exits with the root's status when none is left
+ * (a signal death becomes 128 + the signal: pid 1 cannot die of it).
+ */
+static __attribute__((noreturn)) void init_loop(int ctl)
+{
+	pid_t root = 0;
+	int root_status = 0, st;
+	while (read(ctl, &root, sizeof(root)) < 0 && errno == EINTR)
+		;
+	close(ctl);
+	for (;;) {
+		pid_t r = wait(&st);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		if (r == root)
+			root_status = st;
+	}
+	_exit(WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status));
+}
+
+static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, int ready, bool init)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (ctl_fd != ctl_target && dup2(ctl_fd, ctl_target) < 0)
@@ -135,11 +160,14 @@ static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, i
 	syscall(SYS_close_range, ready + 1, ~0u, 0);
 	/* done: closing the pipe tells the parent so */
 	close(ready);
+	if (init)
+		init_loop(ctl_target);
 	for (;;)
 		pause();
 }
 
-int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
+static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target,
+		 bool init)
 {
 	struct clone_args args = {
 		.flags = ns_flags,
@@ -171,7 +199,7 @@ int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 		return e;
 	}
 	if (r == 0)
-		puppet_child(ctl_fd, ctl_target, ready);
+		puppet_child(ctl_fd, ctl_target, ready, init);
 	close(ready);
 	char c;
 	while (read(pfd[0], &c, 1) < 0 && errno == EINTR)
@@ -192,6 +220,16 @@ int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 		return e;
 	}
 	return 0;
+}
+
+int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
+{
+	return spawn(p, pid, ns_flags, ctl_fd, ctl_target, false);
+}
+
+int puppet_spawn_init(struct puppet *p, int ctl_fd, int ctl_target)
+{
+	return spawn(p, 0, CLONE_NEWPID, ctl_fd, ctl_target, true);
 }
 
 int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags,
@@ -261,10 +299,14 @@ int puppet_exit(struct puppet *p, int status)
 		if (r < 0)
 			return (int)r;
 		puppet_syscall(p, SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+		/* its pid as it sees it (in a pid namespace, not ours) */
+		long self = puppet_syscall(p, SYS_getpid);
+		if (self < 0)
+			return (int)self;
 		if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &none) < 0)
 			return -errno;
 		regs.rax = SYS_kill;
-		regs.rdi = (unsigned long)p->pid;
+		regs.rdi = (unsigned long)self;
 		regs.rsi = (unsigned long)sig;
 	} else {
 		regs.rax = SYS_exit_group;

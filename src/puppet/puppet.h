@@ -60,6 +60,14 @@ int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 	__attribute__((warn_unused_result));
 
 /*
+ * A puppet that is pid 1 of a new pid namespace and, once released, its
+ * init: it reads the pid (inside) of the task to wait for from ctl_target,
+ * reaps everything, and exits with that task's status when nothing is left.
+ */
+int puppet_spawn_init(struct puppet *p, int ctl_fd, int ctl_target)
+	__attribute__((warn_unused_result));
+
+/*
  * Makes the held puppet `parent` fork: an injected clone3 with flags
  * (CLONE_FILES, CLONE_FS, CLONE_PARENT...), exit_signal and the chosen pid
  * (0: any). The child is attached from its first instant (PTRACE_O_TRACE*

@@ -158,6 +158,7 @@ TESTS = [
     entry("api_lib", kind="standalone"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
+    entry("opt_pidns", kind="pidns", program="tree_zombie"),
     # real programs
     entry("real_sleep", kind="command", argv=["sleep", "4"], ready=1.0, signal=False,
           expect="exit0", min_runtime=3.9),
@@ -369,12 +370,13 @@ class Run:
             raise Fail("image is %d bytes, more than %d" % (os.path.getsize(img), mx))
         return rc, errtext
 
-    def restart(self, img, tag, same_pid=True):
+    def restart(self, img, tag, same_pid=True, extra=()):
         """Starts ckpt restart; waits for the pidfile; returns the Popen."""
         pidfile = self.p(tag + ".pid")
         log, err = self.p(tag + ".log"), self.p(tag + ".err")
         self.logs += [err, log]
-        rp = self.popen(self.ckpt_argv("restart", img, "--pidfile", pidfile, "--log", log),
+        rp = self.popen(self.ckpt_argv("restart", img, "--pidfile", pidfile, "--log", log,
+                                       *extra),
                         err=err, out=self.p(tag + ".out"))
         deadline = time.monotonic() + PIDFILE_TIMEOUT
         while True:
@@ -560,6 +562,27 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def flow_pidns(self):
+        """restart --pidns while the original still runs (its pids taken):
+        the copy runs in a new pid namespace with the same pids inside;
+        then both finish, each correct."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        original = self.pid
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr], kill=False)
+        rp = self.restart(self.p("img"), "restart", same_pid=False, extra=["--pidns"])
+        if self.pid == original:
+            raise Fail("the copy has the original's pid outside its namespace")
+        rc = self.wake_and_wait(rp, "ckpt restart --pidns")
+        if rc != 0:
+            raise Fail("the copy in its pid namespace exited with status %s" % rc)
+        self.pid = original
+        self.reset_out()
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
 
     def flow_churn(self):
         """A tree that forks and exits all the time: checkpointed 5 times
