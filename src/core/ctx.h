@@ -75,6 +75,8 @@ struct rst_task {
 	struct puppet pup;
 	bool created;
 	bool begun;             /* its records have started */
+	bool mm_done;           /* memory restored (early: before forking children
+				 * that keep memory from the fork) */
 	void *kstate[KIND_MAX];
 };
 

@@ -38,6 +38,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/mm.h"
 #include "kinds/task.h"
 #include "util/cleanup.h"
 
@@ -412,6 +413,25 @@ static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 	return ns ? enter_namespaces(ctx, t, ns) : 0;
 }
 
+/*
+ * t keeps memory it shares copy-on-write with its parent since fork: the
+ * parent's memory is restored before it forks t (mm-cow.c).
+ */
+static int restore_parent_mm(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct rst_task *p = &ctx->tasks[t->parent];
+	if (t->creator != t->parent)
+		return log_fail(&ctx->log, -EINVAL,
+				"pid %d: keeps memory from its parent %d but is not forked by it",
+				t->pid, p->pid);
+	if (p->mm_done)
+		return 0;
+	int r = kinds[KIND_mm].ops->restore(ctx, p);
+	if (r < 0 && !ctx->log.errors)
+		log_error(&ctx->log, "pid %d: restoring mm failed: %s", p->pid, strerror(-r));
+	return r;
+}
+
 static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 {
 	/* in a fresh pid namespace every pid is free */
@@ -422,6 +442,8 @@ static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 		r = spawn_root(ctx, t);
 	} else {
 		struct rst_task *c = &ctx->tasks[t->creator];
+		if (!t->ghost && mm_inherits(t) && (r = restore_parent_mm(ctx, t)) < 0)
+			return r;
 		uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
 				 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
 		/* with CLONE_PARENT the child takes the creator's exit signal */

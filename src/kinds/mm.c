@@ -55,6 +55,7 @@ struct mm_ckpt {
 	MmEntry e;
 	VmaEntry *vma;          /* array of e.n_vmas, e.vmas points into it */
 	uint64_t *auxv;
+	uint64_t **inherited;   /* per vma: its run list (mm-cow.c), to free */
 };
 
 struct page_chunk {
@@ -225,13 +226,15 @@ static int flush_chunk(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, bo
 
 	if (!c->nruns)
 		return 0;
-	if (readable) {
+	/* process_vm_readv pins pages, which unshares what a tree shares
+	 * copy-on-write (the kernel copies the page): only for a lone task */
+	if (readable && ctx->ntasks == 1) {
 		struct iovec local = { .iov_base = buf, .iov_len = c->bytes };
 		ssize_t got = process_vm_readv(t->pid, &local, 1, c->remote, c->nruns, 0);
 		if (got != (ssize_t)c->bytes)
 			readable = false; /* fall back to /proc/pid/mem below */
 	}
-	if (!readable) {
+	if (!readable || ctx->ntasks != 1) {
 		uint64_t off = 0;
 		for (int i = 0; i < c->nruns; i++) {
 			r = puppet_read(&t->pup, (uint64_t)(uintptr_t)c->remote[i].iov_base,
@@ -301,6 +304,22 @@ static int add_run(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, uint64
 	return 0;
 }
 
+/* add_run for the pages of [start, end) that are not the parent's. */
+static int add_own_runs(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, const VmaEntry *v,
+			uint64_t start, uint64_t end, bool readable)
+{
+	uint64_t run = start;
+	for (uint64_t a = start; a < end; a += PAGE) {
+		if (!mm_cow_skip(v, a))
+			continue;
+		int r = a > run ? add_run(ctx, t, c, run, a, readable) : 0;
+		if (r < 0)
+			return r;
+		run = a + PAGE;
+	}
+	return run < end ? add_run(ctx, t, c, run, end, readable) : 0;
+}
+
 /* Feeds the pages of v that must be saved into c. */
 static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const VmaEntry *v,
 		    struct chunk *c)
@@ -331,7 +350,9 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 					t->pid, (unsigned long long)pos, (unsigned long long)v->end,
 					strerror(errno));
 		for (long i = 0; i < n; i++) {
-			r = add_run(ctx, t, c, regs[i].start, regs[i].end, readable);
+			r = v->inherit ? add_own_runs(ctx, t, c, v, regs[i].start, regs[i].end,
+						      readable)
+				       : add_run(ctx, t, c, regs[i].start, regs[i].end, readable);
 			if (r < 0)
 				return r;
 		}
@@ -373,13 +394,34 @@ static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
 	return false;
 }
 
+/*
+ * The pages t still shares with its parent since fork, when restart will
+ * fork t from that parent (same session, or t leads its own: see tree.c).
+ */
+static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m)
+{
+	struct task *p = NULL;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].pid == t->stat.ppid && &ctx->tasks[i] != t)
+			p = &ctx->tasks[i];
+	if (!p || p->zombie || !p->kstate[KIND_mm] || (t->vsid != t->vpid && t->vsid != p->vsid))
+		return 0;
+	m->inherited = calloc(m->e.n_vmas ? m->e.n_vmas : 1, sizeof(*m->inherited));
+	if (!m->inherited)
+		return -ENOMEM;
+	return mm_cow_find(ctx, t, &m->e, &((struct mm_ckpt *)p->kstate[KIND_mm])->e, p->pid,
+			   m->inherited);
+}
+
 static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct mm_ckpt *m = t->kstate[KIND_mm];
 	char path[64];
 	int r;
 
-	r = ctx_write_msg(ctx, MM_ENTRY, &m->e.base);
+	r = find_inherited(ctx, t, m);
+	if (r >= 0)
+		r = ctx_write_msg(ctx, MM_ENTRY, &m->e.base);
 	if (r < 0)
 		return r;
 
@@ -420,6 +462,11 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): file vma %llx has no file", rec->index,
 					(unsigned long long)v->start);
+		if (mm_cow_validate(v) < 0)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm): vma %llx: its pages shared with the parent "
+					"are not valid",
+					rec->index, (unsigned long long)v->start);
 		prev_end = v->end;
 	}
 	return 0;
@@ -622,8 +669,41 @@ static long inject(struct rst_ctx *ctx, struct rst_task *t, const char *what, lo
 	return rst_check(ctx, t, r, what);
 }
 
+static uint32_t initial_prot(const VmaEntry *v)
+{
+	/* writable while its pages are written; shared file maps get none */
+	return needs_pages(v) ? v->prot | PROT_READ | PROT_WRITE : v->prot;
+}
+
+bool mm_inherits(const struct rst_task *t)
+{
+	const struct mm_rst *m = t->kstate[KIND_mm];
+	for (size_t i = 0; m && m->e && i < m->e->n_vmas; i++)
+		if (m->e->vmas[i]->inherit)
+			return true;
+	return false;
+}
+
+/* Unmaps [start, end) but the vmas the task keeps from its fork. */
+static long unmap_but_inherited(struct puppet *p, const MmEntry *e, uint64_t start, uint64_t end)
+{
+	for (size_t i = 0; i < e->n_vmas && start < end; i++) {
+		const VmaEntry *v = e->vmas[i];
+		if (!v->inherit || v->end <= start || v->start >= end)
+			continue;
+		if (v->start > start) {
+			long r = puppet_syscall(p, SYS_munmap, start, v->start - start);
+			if (r < 0)
+				return r;
+		}
+		start = v->end;
+	}
+	return start < end ? puppet_syscall(p, SYS_munmap, start, end - start) : 0;
+}
+
 static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct proc_vmas *cur)
 {
+	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
 	struct puppet *p = &t->pup;
 	for (size_t i = 0; i < cur->n; i++) {
 		const struct proc_vma *v = &cur->v[i];
@@ -631,11 +711,31 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 		    !strcmp(v->path, "[vvar_vclock]") || !strcmp(v->path, "[vsyscall]") ||
 		    (v->start >= p->scratch && v->end <= p->scratch + p->scratch_len))
 			continue;
-		long r = puppet_syscall(p, SYS_munmap, v->start, v->end - v->start);
+		long r = unmap_but_inherited(p, e, v->start, v->end);
 		if (inject(ctx, t, "munmap of ckpt's memory", r) < 0)
 			return (int)r;
 	}
 	return 0;
+}
+
+/*
+ * A vma kept from the fork: writable while its own pages are written, and
+ * what the parent has there but the task did not (pages outside the
+ * inherited runs) dropped, so that it reads zero until written.
+ */
+static int keep_inherited(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
+{
+	struct puppet *p = &t->pup;
+	long r = puppet_syscall(p, SYS_mprotect, v->start, v->end - v->start, initial_prot(v));
+	uint64_t pos = v->start;
+	for (size_t k = 0; r >= 0 && k <= v->n_inherited; k += 2) {
+		uint64_t a = k < v->n_inherited ? v->inherited[k] : v->end;
+		if (a > pos)
+			r = puppet_syscall(p, SYS_madvise, pos, a - pos, MADV_DONTNEED);
+		if (k < v->n_inherited)
+			pos = a + v->inherited[k + 1] * PAGE;
+	}
+	return (int)inject(ctx, t, "keeping memory shared with the parent", r);
 }
 
 static const struct proc_vma *cur_named(const struct proc_vmas *cur, const char *name)
@@ -848,11 +948,6 @@ static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_f
 	return remote_add(ctx, t, rf, SHMEM_KEY(ino), s->fd, "shared memory");
 }
 
-static uint32_t initial_prot(const VmaEntry *v)
-{
-	/* writable while its pages are written; shared file maps get none */
-	return needs_pages(v) ? v->prot | PROT_READ | PROT_WRITE : v->prot;
-}
 
 static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
 		   const VmaEntry *v)
@@ -1182,6 +1277,8 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	struct remote_files rf = { .n = 0 };
 	int r;
 
+	if (t->mm_done) /* restored early, before its children were forked */
+		return 0;
 	r = proc_read(t->pup.pid, "maps", &text, NULL);
 	if (r < 0 || (r = proc_parse_smaps(text, &cur)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its maps", t->pid);
@@ -1196,7 +1293,7 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 		const VmaEntry *v = m->e->vmas[i];
 		if (v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE)
 			continue;
-		r = map_vma(ctx, t, &rf, v);
+		r = v->inherit ? keep_inherited(ctx, t, v) : map_vma(ctx, t, &rf, v);
 		if (r >= 0)
 			r = advise_vma(ctx, t, v);
 		if (r < 0)
@@ -1220,6 +1317,7 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 			puppet_syscall(&t->pup, SYS_mlock, v->start, v->end - v->start);
 	}
 	r = set_mm_fields(ctx, t, &rf);
+	t->mm_done = r >= 0;
 out:
 	close_remote_files(t, &rf);
 	return r;
@@ -1230,6 +1328,9 @@ static void mm_free_state(void *state)
 	struct mm_ckpt *m = state;
 	if (!m)
 		return;
+	for (size_t i = 0; m->inherited && i < m->e.n_vmas; i++)
+		free(m->inherited[i]);
+	free(m->inherited);
 	free(m->vma);
 	free(m->e.vmas);
 	free(m->auxv);

@@ -11,6 +11,32 @@ struct rst_task;
  */
 #define MM_SCRATCH_REGION (1u << 20)
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ckpt_ctx;
+struct task;
+struct MmEntry;
+struct VmaEntry;
+
+/*
+ * mm-cow.c. At checkpoint: marks the vmas of t (entry e) that share pages
+ * copy-on-write with its parent (entry pe); ret_bufs[i] gets the run list
+ * of vma i to free.
+ */
+int mm_cow_find(struct ckpt_ctx *ctx, struct task *t, struct MmEntry *e,
+		const struct MmEntry *pe, pid_t parent, uint64_t **ret_bufs)
+	__attribute__((warn_unused_result));
+/* The page at addr of v is the parent's (inherited): not saved here. */
+bool mm_cow_skip(const struct VmaEntry *v, uint64_t addr);
+/* -EINVAL if v's inherited runs are not valid. */
+int mm_cow_validate(const struct VmaEntry *v);
+
+/* Restart: t keeps memory from its fork (it must be forked by its parent,
+ * after the parent's memory is restored). */
+bool mm_inherits(const struct rst_task *t);
+
 /* After load: the task has a whole address space. */
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 

@@ -120,6 +120,7 @@ TESTS = [
     entry("tree_ghost", (B, T)),
     entry("tree_share", (B, T)),
     entry("tree_shm", (B, T)),
+    entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
