@@ -6,7 +6,9 @@
  * it reaps the orphans of the container, and like any pid 1 it gets only
  * the signals it has handlers for. The mounts are made private and a /proc
  * of the new pid namespace is mounted on /proc; nothing else changes (the
- * container sees the host's files).
+ * container sees the host's files). Run by a user other than root, it
+ * also makes a user namespace where that user is root (uid and gid 0
+ * inside map to the caller's, the only ids an unprivileged user may map).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,9 +25,16 @@
 
 #include "cli/cli.h"
 
-static __attribute__((noreturn)) void container_init(const struct cli_args *a, int report)
+static __attribute__((noreturn)) void container_init(const struct cli_args *a, int report,
+						       int mapped)
 {
-	const char *what = "mount";
+	const char *what = "user namespace";
+	char c;
+	/* unprivileged: wait until our parent has written the id maps */
+	if (mapped >= 0 && (read(mapped, &c, 1) != 1 || setresgid(0, 0, 0) < 0 ||
+			    setresuid(0, 0, 0) < 0))
+		goto fail;
+	what = "mount";
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		goto fail;
@@ -42,15 +51,40 @@ fail:;
 	_exit(127);
 }
 
+/* Maps root inside to the caller outside, the only id an unprivileged user may map. */
+static int write_maps(pid_t pid, uid_t uid, gid_t gid)
+{
+	char path[64], line[64];
+	const char *files[] = { "setgroups", "uid_map", "gid_map" };
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, files[i]);
+		int n = i == 0 ? snprintf(line, sizeof(line), "deny")
+			       : snprintf(line, sizeof(line), "0 %u 1", i == 1 ? uid : gid);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, line, (size_t)n) != n) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			return -e;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 int cmd_run(const struct cli_args *a)
 {
 	struct clone_args args = {
 		.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC,
 		.exit_signal = SIGCHLD,
 	};
-	int report[2];
+	/* not root: a user namespace of our own gives the rest */
+	bool userns = geteuid() != 0;
+	int report[2], mapped[2] = { -1, -1 };
 
-	if (pipe2(report, O_CLOEXEC) < 0) {
+	if (userns)
+		args.flags |= CLONE_NEWUSER;
+	if (pipe2(report, O_CLOEXEC) < 0 || (userns && pipe2(mapped, O_CLOEXEC) < 0)) {
 		perror("ckpt: pipe");
 		return 1;
 	}
@@ -64,9 +98,23 @@ int cmd_run(const struct cli_args *a)
 	}
 	if (pid == 0) {
 		close(report[0]);
-		container_init(a, report[1]);
+		if (userns)
+			close(mapped[1]);
+		container_init(a, report[1], mapped[0]);
 	}
 	close(report[1]);
+	if (userns) {
+		close(mapped[0]);
+		int e = write_maps((pid_t)pid, geteuid(), getegid());
+		if (e < 0 || write(mapped[1], "m", 1) != 1) {
+			fprintf(stderr, "ckpt: cannot map ids in the container's user namespace: %s\n",
+				strerror(e < 0 ? -e : errno));
+			kill((pid_t)pid, SIGKILL);
+			waitpid((pid_t)pid, NULL, 0);
+			return 1;
+		}
+		close(mapped[1]);
+	}
 	/* the exec closes the pipe; a message means it failed */
 	char msg[160];
 	ssize_t n = read(report[0], msg, sizeof(msg) - 1);

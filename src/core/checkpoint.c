@@ -131,6 +131,35 @@ static bool same_ns(pid_t pid, const char *name)
 	return stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
 }
 
+static int parse_idmap(const char *text, struct idmap *map, int *n)
+{
+	*n = 0;
+	for (const char *p = text; *p;) {
+		unsigned a, b, c;
+		int used;
+		if (sscanf(p, " %u %u %u%n", &a, &b, &c, &used) != 3 || *n == IDMAP_MAX)
+			return -EINVAL;
+		map[(*n)++] = (struct idmap){ a, b, c };
+		p += used;
+		while (*p == '\n' || *p == ' ')
+			p++;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
+/* A container in a user namespace of its own: its uid and gid maps. */
+static int read_idmaps(struct ckpt_ctx *ctx, pid_t pid)
+{
+	_cleanup_free_ char *u = NULL, *g = NULL;
+	if (proc_read(pid, "uid_map", &u, NULL) < 0 || proc_read(pid, "gid_map", &g, NULL) < 0 ||
+	    parse_idmap(u, ctx->uids, &ctx->nuids) < 0 || parse_idmap(g, ctx->gids, &ctx->ngids) < 0)
+		return log_fail(&ctx->log, -EINVAL, "pid %d: cannot read its user namespace's id maps",
+				pid);
+	snprintf(ctx->uid_map, sizeof(ctx->uid_map), "%s", u);
+	snprintf(ctx->gid_map, sizeof(ctx->gid_map), "%s", g);
+	return 0;
+}
+
 /* A container's namespaces, and its hostname (an injected uname). */
 static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
 {
@@ -150,11 +179,16 @@ static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
 		snprintf(ctx->hostname, sizeof(ctx->hostname), "%s", u.nodename);
 		ctx->ns.hostname = ctx->hostname;
 	}
-	if (!same_ns(root->pid, "user") || !same_ns(root->pid, "net") ||
-	    !same_ns(root->pid, "cgroup") || !same_ns(root->pid, "time"))
+	if (ctx->nuids) {
+		ctx->ns.flags |= CLONE_NEWUSER;
+		ctx->ns.uid_map = ctx->uid_map;
+		ctx->ns.gid_map = ctx->gid_map;
+	}
+	if (!same_ns(root->pid, "net") || !same_ns(root->pid, "cgroup") ||
+	    !same_ns(root->pid, "time"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a user, network, cgroup or time namespace of its "
-				"own; not supported yet",
+				"pid %d: is in a network, cgroup or time namespace of its own; not "
+				"supported yet",
 				root->pid);
 	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", root->pid, ctx->ns.flags);
 	return 0;
@@ -533,6 +567,8 @@ static int collect_task(struct ckpt_ctx *ctx, struct task *t)
 static int collect(struct ckpt_ctx *ctx, pid_t pid)
 {
 	int r = check_root(ctx, pid);
+	if (r >= 0 && ctx->container && !same_ns(pid, "user"))
+		r = read_idmaps(ctx, pid);
 	if (r < 0)
 		return r;
 	r = seize_tree(ctx, pid);

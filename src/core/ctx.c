@@ -72,3 +72,13 @@ void rst_free_msg(void *state)
 	if (state)
 		protobuf_c_message_free_unpacked(state, NULL);
 }
+
+uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer)
+{
+	if (!n)
+		return outer;
+	for (int i = 0; i < n; i++)
+		if (outer >= map[i].outer && outer - map[i].outer < map[i].count)
+			return map[i].inner + (outer - map[i].outer);
+	return 65534;
+}

@@ -44,11 +44,21 @@ struct task {
 	void *kstate[KIND_MAX];
 };
 
+/* one line of a user namespace's uid_map or gid_map */
+struct idmap {
+	uint32_t inner, outer, count;
+};
+#define IDMAP_MAX 16
+
 struct ckpt_ctx {
 	unsigned long flags;
 	bool container;         /* the root is a pid namespace's init */
 	NamespacesEntry ns;     /* container: its namespaces */
 	char hostname[65];
+	/* a container with a user namespace: ids inside it, from ckpt's */
+	char uid_map[512], gid_map[512];
+	struct idmap uids[IDMAP_MAX], gids[IDMAP_MAX];
+	int nuids, ngids;       /* 0: no user namespace of its own */
 	struct ckpt_log log;
 	struct img_writer w;
 	struct objhash objs;
@@ -131,6 +141,9 @@ void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_re
 		    enum kind k, uint32_t type, const ProtobufCMessageDescriptor *desc);
 /* free_rstate for a state that is one unpacked message */
 void rst_free_msg(void *state);
+
+/* An id as seen from ckpt, as the container sees it (unmapped: 65534). */
+uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer);
 
 /* The task's state for a kind, allocated zeroed on first use (NULL: ENOMEM). */
 void *task_state(struct task *t, enum kind k, size_t size);

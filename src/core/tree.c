@@ -24,6 +24,7 @@
  * it: the root joins ckpt's, and so do its descendants that shared it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -196,8 +197,12 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
 	if (r >= 0 && tree->ns) {
-		const uint32_t ok = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
+		const uint32_t ok =
+			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER;
+		bool user = tree->ns->flags & CLONE_NEWUSER;
 		if (!(tree->ns->flags & CLONE_NEWPID) || (tree->ns->flags & ~ok) ||
+		    user != (tree->ns->uid_map && tree->ns->gid_map) ||
+		    (user && (strlen(tree->ns->uid_map) > 500 || strlen(tree->ns->gid_map) > 500)) ||
 		    ctx->tasks[0].pid != 1 || (tree->ns->hostname && strlen(tree->ns->hostname) > 64))
 			r = log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid",
 				     rec->index);
@@ -391,6 +396,58 @@ int tree_release_init(struct rst_ctx *ctx)
 		     : 0;
 }
 
+/*
+ * The id maps of the container's new user namespace, written by ckpt: the
+ * saved ones as they were when ckpt is root; otherwise the one map an
+ * unprivileged user may write, its own id for the single id the container
+ * had (the container's root, as ckpt run makes it).
+ */
+static int write_map(struct rst_ctx *ctx, pid_t pid, const char *name, const char *saved,
+		     unsigned self)
+{
+	char path[64], line[520];
+	unsigned inner, outer, count;
+	int n;
+
+	if (geteuid() == 0) {
+		n = snprintf(line, sizeof(line), "%s", saved);
+	} else if (sscanf(saved, "%u %u %u %n", &inner, &outer, &count, &n) == 3 && count == 1 &&
+		   !saved[n]) {
+		n = snprintf(line, sizeof(line), "%u %u 1", inner, self);
+	} else {
+		return log_fail(&ctx->log, -EPERM,
+				"the container's %s maps several ids; only root can restore it",
+				name);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : log_fail(&ctx->log, -e, "cannot write the container's %s: %s", name,
+				 strerror(e));
+}
+
+static int enter_userns(struct rst_ctx *ctx, struct puppet *p, const NamespacesEntry *ns)
+{
+	if (geteuid() != 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)p->pid);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "deny", 4) != 4) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			return log_fail(&ctx->log, -e, "cannot deny setgroups in the container: %s",
+					strerror(e));
+		}
+		close(fd);
+	}
+	int r = write_map(ctx, p->pid, "uid_map", ns->uid_map, geteuid());
+	return r < 0 ? r : write_map(ctx, p->pid, "gid_map", ns->gid_map, getegid());
+}
+
 static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const NamespacesEntry *ns = ctx->ns;
@@ -402,6 +459,8 @@ static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 	t->created = true;
 	if (ctx->pidns) /* a fork of the init: its scratch, no rseq */
 		return 0;
+	if (ns && (ns->flags & CLONE_NEWUSER) && (r = enter_userns(ctx, &t->pup, ns)) < 0)
+		return r;
 	if ((r = puppet_find_syscall(&t->pup)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: no vDSO syscall in the puppet", t->pid);
 	if ((r = task_rseq_unregister(&t->pup)) < 0)

@@ -38,15 +38,21 @@ static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!k)
 		return -ENOMEM;
 	creds_entry__init(&k->e);
-	k->e.uid = s->uid[0];
-	k->e.euid = s->uid[1];
-	k->e.suid = s->uid[2];
-	k->e.fsuid = s->uid[3];
-	k->e.gid = s->gid[0];
-	k->e.egid = s->gid[1];
-	k->e.sgid = s->gid[2];
-	k->e.fsgid = s->gid[3];
-	memcpy(k->groups, s->groups, s->ngroups * sizeof(uint32_t));
+	/* /proc shows ids as ckpt sees them; a container keeps its own */
+#define U(x) ctx_id_inside(ctx->uids, ctx->nuids, (x))
+#define G(x) ctx_id_inside(ctx->gids, ctx->ngids, (x))
+	k->e.uid = U(s->uid[0]);
+	k->e.euid = U(s->uid[1]);
+	k->e.suid = U(s->uid[2]);
+	k->e.fsuid = U(s->uid[3]);
+	k->e.gid = G(s->gid[0]);
+	k->e.egid = G(s->gid[1]);
+	k->e.sgid = G(s->gid[2]);
+	k->e.fsgid = G(s->gid[3]);
+	for (uint32_t i = 0; i < s->ngroups; i++)
+		k->groups[i] = G(s->groups[i]);
+#undef U
+#undef G
 	k->e.groups = k->groups;
 	k->e.n_groups = s->ngroups;
 	k->e.cap_inh = s->cap_inh;
@@ -128,7 +134,14 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 		return log_fail(&ctx->log, -E2BIG, "pid %d: too many groups", t->pid);
 	uint64_t g = puppet_scratch_put(p, p->scratch_len / 2, e->groups,
 					e->n_groups * sizeof(uint32_t));
-	if ((r = step(ctx, t, puppet_syscall(p, SYS_setgroups, e->n_groups, g), "setgroups")) < 0 ||
+	/* the same groups already (in a user namespace setgroups may be denied) */
+	uint32_t cur[256];
+	long ncur = puppet_syscall(p, SYS_getgroups, 256, p->scratch);
+	bool same = ncur == (long)e->n_groups && ncur >= 0 &&
+		    puppet_read(p, p->scratch, cur, (size_t)ncur * 4) == 0 &&
+		    !memcmp(cur, e->groups, (size_t)ncur * 4);
+	if ((!same &&
+	     (r = step(ctx, t, puppet_syscall(p, SYS_setgroups, e->n_groups, g), "setgroups")) < 0) ||
 	    (r = step(ctx, t, puppet_syscall(p, SYS_setresgid, e->gid, e->egid, e->sgid),
 		      "setresgid")) < 0)
 		return r;

@@ -141,12 +141,19 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 	struct stat st;
 	ssize_t n;
 
-	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
-	n = readlink(full, path, sizeof(path) - 1);
-	if (n < 0 || stat(full, &st) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d %s: cannot inspect: %s", t->pid, what,
-				strerror(errno));
-	path[n] = '\0';
+	if (link[0] == '/') { /* a path already (a mapping, map_files not readable) */
+		n = (ssize_t)snprintf(path, sizeof(path), "%s", link);
+		if (stat(path, &st) < 0)
+			return log_fail(&ctx->log, -errno, "pid %d %s (%s): cannot inspect: %s",
+					t->pid, what, path, strerror(errno));
+	} else {
+		snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
+		n = readlink(full, path, sizeof(path) - 1);
+		if (n < 0 || stat(full, &st) < 0)
+			return log_fail(&ctx->log, -errno, "pid %d %s: cannot inspect: %s", t->pid,
+					what, strerror(errno));
+		path[n] = '\0';
+	}
 	const char *no = refusal(path, &st);
 	if (no)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d %s (%s): %s", t->pid, what, path,

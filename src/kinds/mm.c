@@ -133,6 +133,20 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		 (unsigned long long)pv->end);
 	v->kind = VMA_KIND__VMA_FILE;
 	v->has_file_id = true;
+	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
+	 * shows, if it is still the file mapped (same inode) */
+	char full[96];
+	struct stat st;
+	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
+	if (!pv->deleted && stat(full, &st) < 0 && errno == EPERM) {
+		if (stat(pv->path, &st) < 0 || st.st_ino != pv->ino)
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d vma %llx-%llx (%s): the mapped file cannot be "
+					"identified without CAP_CHECKPOINT_RESTORE",
+					t->pid, (unsigned long long)pv->start,
+					(unsigned long long)pv->end, pv->path);
+		return file_reg_collect_path(ctx, t, pv->path, flags, "mapping", &v->file_id);
+	}
 	/* a memfd or deleted file: its contents are saved by memfd.c */
 	return (pv->deleted ? memfd_collect_path : file_reg_collect_path)(ctx, t, link, flags,
 									  "mapping", &v->file_id);

@@ -123,6 +123,7 @@ TESTS = [
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
+    entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
     # threads
@@ -542,6 +543,29 @@ class Run:
         if int(inside) != 1:
             raise Fail("the program is pid %s in its container, not 1" % inside.strip())
         self.pid = int(outside)
+
+    def flow_ct_unpriv(self):
+        """flow_container as user nobody: ckpt run makes a user namespace,
+        and checkpoint and restart need no privilege."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        # the program's output is nobody's: restart opens it with nobody's rights
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, os.path.abspath(self.opts.ckpt)))
+        os.chmod(wrapper, 0o755)
+        saved = self.opts.ckpt
+        self.opts.ckpt = wrapper
+        try:
+            self.flow_container()
+        finally:
+            self.opts.ckpt = saved
 
     def flow_container(self):
         """The program as pid 1 of `ckpt run --hostname box`: checkpointed
