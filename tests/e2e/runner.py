@@ -161,6 +161,8 @@ TESTS = [
     entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
     entry("real_bash_jobs", kind="command", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
+    entry("real_pipeline", (B, T), kind="pipeline",
+          argv=["bash", os.path.join(HERE, "real_pipeline.sh")]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -269,10 +271,10 @@ class Run:
             raise Fail("test program %s not built" % path)
         return [path]
 
-    def start(self, prefix=()):
+    def start(self, prefix=(), args=()):
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         fd = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        argv = list(prefix) + self.program_argv()
+        argv = list(prefix) + self.program_argv() + list(args)
         self.vlog("$ " + " ".join(argv))
         try:
             pr = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
@@ -568,6 +570,78 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    # --- real programs, driven from outside --------------------------------
+
+    def real_cycle(self, pr, reap=(), between=None):
+        """checkpoint --kill the running tree of pr (self.pid), restart it;
+        in twice mode run between() (if given) then checkpoint the restored
+        tree again and restart that. Returns the last ckpt restart."""
+        self.pid = pr.pid
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr] + list(reap))
+        rp = self.restart(self.p("img"), "restart")
+        if self.mode == T:
+            if between:
+                between()
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp] + list(reap))
+            self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+            if rp.returncode != 128 + signal.SIGKILL:
+                raise Fail("first ckpt restart exited %s, want 137" % rp.returncode)
+            rp = self.restart(self.p("img2"), "restart2")
+        return rp
+
+    def wait_until(self, what, pred, procs, timeout=READY_TIMEOUT):
+        """Polls pred() until true; Fail if one of procs exits first."""
+        deadline = time.monotonic() + timeout
+        while not pred():
+            for pr in procs:
+                if pr.poll() is not None:
+                    raise Fail("exited (status %s) before %s" % (pr.returncode, what))
+            if time.monotonic() > deadline:
+                raise Fail("no %s after %.0f s" % (what, timeout))
+            time.sleep(0.02)
+
+    def size(self, name):
+        try:
+            return os.path.getsize(self.p(name))
+        except OSError:
+            return 0
+
+    def flow_pipeline(self):
+        """bash running producer | filter | consumer over a million lines,
+        checkpointed mid-stream: the output is byte-identical to that of
+        an uninterrupted run made first."""
+        r = random.Random(4)
+        with open(self.p("input"), "w") as f:
+            for i in range(1000000):
+                f.write("%d %s\n" % (i, "".join(r.choice("abcdefgh xyz")
+                                                for _ in range(r.randint(0, 30)))))
+        argv = self.program_argv()
+        ref = subprocess.run(argv + ["input", "expected"], stdin=subprocess.DEVNULL,
+                             capture_output=True, cwd=self.dir, timeout=EXIT_TIMEOUT)
+        if ref.returncode != 0:
+            raise Fail("the uninterrupted run exited %d: %s" % (ref.returncode, ref.stderr[-300:]))
+        want = self.size("expected")
+        pr = self.start(args=["input", "output"])
+        # mid-stream: the consumer has written a part (a tenth) of it
+        self.wait_until("a tenth of the output", lambda: self.size("output") > want // 10, [pr])
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            rp = self.real_cycle(pr, between=lambda: time.sleep(1.0))
+            at = self.size("output")
+            if at >= want:
+                raise Fail("the pipeline had finished at the checkpoint")
+            self.notes.append("checkpointed at %d%% of the output" % (100 * at // want))
+        self.wait_all([rp], EXIT_TIMEOUT, "the pipeline")
+        if rp.returncode != 0:
+            raise Fail("the pipeline exited %s: %s" % (rp.returncode, self.out().strip()[-300:]))
+        with open(self.p("expected"), "rb") as f, open(self.p("output"), "rb") as g:
+            a, b = f.read(), g.read()
+        if a != b:
+            n = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            raise Fail("output differs from the uninterrupted run at byte %d (%d vs %d bytes)"
+                       % (n, len(b), len(a)))
 
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
