@@ -61,10 +61,12 @@ def entry(name, modes=(B,), kind="program", **kw):
     it runs in; argv replaces the program for commands ("@python" = the
     interpreter); ready is "file" or a delay in s; signal: send SIGUSR1;
     expect: "pass" (out.log) or "exit0"; regex: the refusal message;
-    program: the binary when it is not the test's name."""
+    program: the binary when it is not the test's name; for kind="compare":
+    setup (a Run method making the input), ref and args (appended to argv for
+    the uninterrupted and the checkpointed run)."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
-             program=name, min_runtime=None)
+             program=name, min_runtime=None, setup=None, ref=(), args=())
     d.update(kw)
     return d
 
@@ -161,8 +163,11 @@ TESTS = [
     entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
     entry("real_bash_jobs", kind="command", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
-    entry("real_pipeline", (B, T), kind="pipeline",
-          argv=["bash", os.path.join(HERE, "real_pipeline.sh")]),
+    entry("real_pipeline", (B, T), kind="compare", argv=["bash", os.path.join(HERE, "real_pipeline.sh")],
+          setup="pipeline_input", ref=["input", "expected"], args=["input", "output"],
+          expect="exit0"),
+    entry("real_mp", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
+          ref=["serial", "expected"], args=["pool", "output"]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -607,23 +612,28 @@ class Run:
         except OSError:
             return 0
 
-    def flow_pipeline(self):
-        """bash running producer | filter | consumer over a million lines,
-        checkpointed mid-stream: the output is byte-identical to that of
-        an uninterrupted run made first."""
+    def pipeline_input(self):
+        """A million lines of text, the same every time."""
         r = random.Random(4)
         with open(self.p("input"), "w") as f:
             for i in range(1000000):
                 f.write("%d %s\n" % (i, "".join(r.choice("abcdefgh xyz")
                                                 for _ in range(r.randint(0, 30)))))
+
+    def flow_compare(self):
+        """A program that writes a file as it works: run uninterrupted first
+        (argv + ref, writing "expected"), then again (argv + args, writing
+        "output") checkpointed once a tenth of the output is there; the
+        output must be byte-identical to the uninterrupted run's."""
+        if self.t["setup"]:
+            getattr(self, self.t["setup"])()
         argv = self.program_argv()
-        ref = subprocess.run(argv + ["input", "expected"], stdin=subprocess.DEVNULL,
+        ref = subprocess.run(argv + self.t["ref"], stdin=subprocess.DEVNULL,
                              capture_output=True, cwd=self.dir, timeout=EXIT_TIMEOUT)
         if ref.returncode != 0:
             raise Fail("the uninterrupted run exited %d: %s" % (ref.returncode, ref.stderr[-300:]))
         want = self.size("expected")
-        pr = self.start(args=["input", "output"])
-        # mid-stream: the consumer has written a part (a tenth) of it
+        pr = self.start(args=self.t["args"])
         self.wait_until("a tenth of the output", lambda: self.size("output") > want // 10, [pr])
         if self.opts.no_ckpt:
             rp = pr
@@ -631,11 +641,10 @@ class Run:
             rp = self.real_cycle(pr, between=lambda: time.sleep(1.0))
             at = self.size("output")
             if at >= want:
-                raise Fail("the pipeline had finished at the checkpoint")
+                raise Fail("the program had finished at the checkpoint")
             self.notes.append("checkpointed at %d%% of the output" % (100 * at // want))
-        self.wait_all([rp], EXIT_TIMEOUT, "the pipeline")
-        if rp.returncode != 0:
-            raise Fail("the pipeline exited %s: %s" % (rp.returncode, self.out().strip()[-300:]))
+        self.wait_all([rp], EXIT_TIMEOUT, "the program")
+        self.check_result(rp.returncode, "the program")
         with open(self.p("expected"), "rb") as f, open(self.p("output"), "rb") as g:
             a, b = f.read(), g.read()
         if a != b:
