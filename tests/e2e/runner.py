@@ -168,6 +168,7 @@ TESTS = [
           expect="exit0"),
     entry("real_mp", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
           ref=["serial", "expected"], args=["pool", "output"]),
+    entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -651,6 +652,60 @@ class Run:
             n = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
             raise Fail("output differs from the uninterrupted run at byte %d (%d vs %d bytes)"
                        % (n, len(b), len(a)))
+
+    MAKE_UNITS = 8
+
+    @staticmethod
+    def comm(pid):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    def flow_make(self):
+        """make -j2 of a small C project (each compilation sleeps first, then
+        cc1 works for about a second), checkpointed mid-build while a
+        compiler runs: the build completes and the program runs."""
+        n = self.MAKE_UNITS
+        for k in range(1, n):
+            with open(self.p("f%d.c" % k), "w") as f:
+                f.write("long f%d(long x)\n{\n\treturn x * %d + %d;\n}\n" % (k, k, k * k))
+                for j in range(150):  # work for cc1: about a second
+                    f.write("long pad%d_%d(long x)\n{\n\tlong s = 0;\n\tfor (long i = 0; i < x; i++)"
+                            "\n\t\ts += (i * %d) ^ (s >> 3);\n\treturn s;\n}\n" % (k, j, j + 1))
+        with open(self.p("main.c"), "w") as f:
+            f.write("#include <stdio.h>\n")
+            f.write("".join("long f%d(long x);\n" % k for k in range(1, n)))
+            f.write("int main(void)\n{\n\tlong s = 0;\n")
+            f.write("".join("\ts += f%d(%d);\n" % (k, 10 * k) for k in range(1, n)))
+            f.write('\tprintf("sum %ld\\n", s);\n\treturn 0;\n}\n')
+        objs = ["main.o"] + ["f%d.o" % k for k in range(1, n)]
+        with open(self.p("Makefile"), "w") as f:
+            f.write("OBJS = %s\n\nprog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n\n" % " ".join(objs))
+            f.write("%.o: %.c\n\tsleep 0.5\n\t$(CC) -O2 -Wall -c -o $@ $<\n")
+        want = "sum %d\n" % sum(10 * k * k + k * k for k in range(1, n))
+        pr = self.start()
+        built = lambda: sum(os.path.exists(self.p(o)) for o in objs)
+        # checkpointed while a compiler runs (the tree: make, cc, cc1 or as)
+        cc1 = lambda: any(self.ours(int(d)) and self.comm(int(d)) in ("cc1", "as")
+                          for d in os.listdir("/proc") if d.isdigit())
+        self.wait_until("two objects built", lambda: built() >= 2, [pr])
+        self.wait_until("a compiler running", cc1, [pr])
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            rp = self.real_cycle(pr, between=lambda: time.sleep(1.0))
+            if os.path.exists(self.p("prog")) or built() == len(objs):
+                raise Fail("the build had finished at the checkpoint")
+            self.notes.append("checkpointed with %d/%d objects built" % (built(), len(objs)))
+        self.wait_all([rp], EXIT_TIMEOUT, "make")
+        if rp.returncode != 0:
+            raise Fail("make exited %s: %s" % (rp.returncode, self.out().strip()[-300:]))
+        r = subprocess.run([self.p("prog")], capture_output=True, timeout=10)
+        if r.returncode != 0 or r.stdout.decode() != want:
+            raise Fail("the program built printed %r (status %d), want %r"
+                       % (r.stdout.decode(), r.returncode, want))
 
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
