@@ -35,6 +35,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -169,6 +170,7 @@ TESTS = [
     entry("real_mp", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
           ref=["serial", "expected"], args=["pool", "output"]),
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
+    entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -706,6 +708,89 @@ class Run:
         if r.returncode != 0 or r.stdout.decode() != want:
             raise Fail("the program built printed %r (status %d), want %r"
                        % (r.stdout.decode(), r.returncode, want))
+
+    def resp(self, path, *cmds):
+        """Runs cmds on a new connection to the redis server at path, then
+        QUIT; returns the replies once the server closed the connection,
+        so that nothing of it is left in the tree to checkpoint."""
+        def enc(args):
+            return b"*%d\r\n" % len(args) + b"".join(
+                b"$%d\r\n%s\r\n" % (len(a.encode()), a.encode()) for a in args)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(path)
+            s.sendall(b"".join(enc(c) for c in cmds + (("QUIT",),)))
+            data = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                data += b
+        lines, out = data.split(b"\r\n"), []
+        while lines and lines[0]:
+            ln = lines.pop(0)
+            if ln[:1] == b"$":
+                out.append(None if int(ln[1:]) < 0 else lines.pop(0).decode())
+            else:
+                out.append(ln.decode())
+        if len(out) != len(cmds) + 1 or out[-1] != "+OK":
+            raise Fail("redis: %r gave %r" % (cmds, out))
+        return out[:-1]
+
+    def redis_sockets(self, srv):
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % srv):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (srv, fd)).startswith("socket:")
+            except OSError:
+                pass
+        return n
+
+    def redis_outside(self, srv, path, *cmds):
+        """resp(), then waits until the server has closed its end."""
+        before = self.redis_sockets(srv)
+        out = self.resp(path, *cmds)
+        self.wait_until("the server to close the runner's connection",
+                        lambda: self.redis_sockets(srv) <= before, [], timeout=10)
+        return out
+
+    def flow_redis(self):
+        """redis-server, child of a python3 client holding a connection
+        (real_redis.py), checkpointed with its data; the runner talks to
+        the server over new connections from outside before and after."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        pr = self.start()
+        self.wait_ready()
+        self.logs.append(self.p("redis.log"))
+        with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+        srv = [k for k in kids if self.comm(k) == "redis-server"]
+        if not srv:
+            raise Fail("no redis-server among the children %s" % kids)
+        srv, path = srv[0], self.p("redis.sock")
+        self.redis_outside(srv, path, ("SET", "outside:before", "from the runner"))
+
+        def outside():
+            got = self.redis_outside(srv, path, ("GET", "outside:before"), ("GET", "key:1234"),
+                                     ("STRLEN", "big"), ("LINDEX", "list", "99"))
+            if got != ["from the runner", "value-1234-" + "x" * 34, ":%d" % MiB, "item-99"]:
+                raise Fail("redis, from outside: %r" % got)
+
+        def after(rp):
+            outside()
+            self.redis_outside(srv, path, ("SET", "outside:after", "from the runner"))
+            rc = self.wait_exit(rp, "the redis client")
+            self.check_result(rc, "the redis client")
+
+        if self.opts.no_ckpt:
+            return after(pr)
+        after(self.real_cycle(pr, between=outside))
+        if self.mode == R:
+            # the server removed its socket file at SHUTDOWN; bound again
+            self.expect_gone("the first restored run")
+            self.reset_out()
+            after(self.restart(self.p("img"), "restart2"))
 
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
