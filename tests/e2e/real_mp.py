@@ -2,7 +2,8 @@
 """python3 multiprocessing mid-computation (run by runner.py as real_mp).
 
     real_mp.py serial OUT     the results, computed in this process
-    real_mp.py pool OUT       the same through processes:
+    real_mp.py pool OUT [fork|forkserver|spawn]
+                              the same through processes:
 
 a Pool of 2 worker processes (task and result queues: pipes and locks)
 computes work(i) for i < N; the parent hands each result, as it comes,
@@ -47,8 +48,8 @@ def collector(q, conn, path):
     conn.close()
 
 
-def pool(path):
-    ctx = mp.get_context("fork")
+def pool(path, method):
+    ctx = mp.get_context(method)
     q = ctx.Queue(maxsize=8)
     rx, tx = ctx.Pipe(duplex=False)
     col = ctx.Process(target=collector, args=(q, tx, path))
@@ -84,7 +85,7 @@ def main():
             for i in range(N):
                 f.write(line(work(i, 0)))
         return 0
-    return pool(sys.argv[2])
+    return pool(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "fork")
 
 
 if __name__ == "__main__":

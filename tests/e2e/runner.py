@@ -140,6 +140,7 @@ TESTS = [
     entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
     entry("memfd_map", (B, T, R)),
     entry("file_deleted", (B, T, R)),
+    entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_nested", (B, T)),
@@ -169,6 +170,10 @@ TESTS = [
           expect="exit0"),
     entry("real_mp", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
           ref=["serial", "expected"], args=["pool", "output"]),
+    entry("real_mp_forkserver", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
+          ref=["serial", "expected"], args=["pool", "output", "forkserver"]),
+    entry("real_mp_spawn", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
+          ref=["serial", "expected"], args=["pool", "output", "spawn"]),
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
