@@ -165,10 +165,10 @@ TESTS = [
     entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
     entry("real_bash_jobs", kind="command", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
-    entry("real_pipeline", (B, T), kind="compare", argv=["bash", os.path.join(HERE, "real_pipeline.sh")],
+    entry("real_pipeline", (B, T, R), kind="compare", argv=["bash", os.path.join(HERE, "real_pipeline.sh")],
           setup="pipeline_input", ref=["input", "expected"], args=["input", "output"],
           expect="exit0"),
-    entry("real_mp", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
+    entry("real_mp", (B, T, R), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
           ref=["serial", "expected"], args=["pool", "output"]),
     entry("real_mp_forkserver", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
           ref=["serial", "expected"], args=["pool", "output", "forkserver"]),
@@ -651,14 +651,23 @@ class Run:
             if at >= want:
                 raise Fail("the program had finished at the checkpoint")
             self.notes.append("checkpointed at %d%% of the output" % (100 * at // want))
-        self.wait_all([rp], EXIT_TIMEOUT, "the program")
-        self.check_result(rp.returncode, "the program")
+        self.compare_output(rp, "the program")
+        if self.mode == R:
+            # the same image again, over the finished output: the restored
+            # writers write the same bytes at the same offsets
+            self.expect_gone("the first restored run")
+            self.reset_out()
+            self.compare_output(self.restart(self.p("img"), "restart2"), "the second restart")
+
+    def compare_output(self, rp, what):
+        self.wait_all([rp], EXIT_TIMEOUT, what)
+        self.check_result(rp.returncode, what)
         with open(self.p("expected"), "rb") as f, open(self.p("output"), "rb") as g:
             a, b = f.read(), g.read()
         if a != b:
             n = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
-            raise Fail("output differs from the uninterrupted run at byte %d (%d vs %d bytes)"
-                       % (n, len(b), len(a)))
+            raise Fail("%s: output differs from the uninterrupted run at byte %d (%d vs %d bytes)"
+                       % (what, n, len(b), len(a)))
 
     MAKE_UNITS = 8
 
