@@ -768,6 +768,31 @@ class Run:
                         lambda: self.redis_sockets(srv) <= before, [], timeout=10)
         return out
 
+    def redis_refused(self, pr, srv, path):
+        """With a client from outside connected, the checkpoint is refused
+        (its peer is outside the image) naming the server's fd; the tree
+        goes on unharmed."""
+        before = self.redis_sockets(srv)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(path)
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            if s.recv(64) != b"+PONG\r\n":
+                raise Fail("redis: no PONG")
+            rc, err = self.checkpoint(self.p("refused"), "refused", reap=[pr], expect_ok=False)
+            rx = r"\bpid %d\b.*\bfd \d+\b.*unix.*peer outside" % srv
+            if rc == 0 or rc >= 128 or not re.search(rx, err, re.I):
+                raise Fail("checkpoint with a client outside: exit %d, %r, want /%s/"
+                           % (rc, err.strip()[-300:], rx))
+            if not pid_alive(self.pid) or not pid_alive(srv):
+                raise Fail("the tree is gone after the refused checkpoint")
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            if s.recv(64) != b"+PONG\r\n":
+                raise Fail("redis: no PONG after the refused checkpoint")
+        self.wait_until("the server to close the refused client",
+                        lambda: self.redis_sockets(srv) <= before, [], timeout=10)
+        self.notes.append("refused with a client outside")
+
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
         (real_redis.py), checkpointed with its data; the runner talks to
@@ -783,6 +808,8 @@ class Run:
         if not srv:
             raise Fail("no redis-server among the children %s" % kids)
         srv, path = srv[0], self.p("redis.sock")
+        if self.mode == B and not self.opts.no_ckpt:
+            self.redis_refused(pr, srv, path)
         self.redis_outside(srv, path, ("SET", "outside:before", "from the runner"))
 
         def outside():
