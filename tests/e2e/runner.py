@@ -17,7 +17,9 @@ Modes:
           --kill (the first restart exits 137), restart that image, verify
   reuse   basic, then restart the first image again and verify again
 Other kinds of test: refusals (checkpoint must fail, the original must be
-unharmed), CLI errors, damaged images, real programs (sleep, python3).
+unharmed), CLI errors, damaged images, real programs (sleep, python3,
+bash pipelines, multiprocessing, make -j2, redis-server: flows compare,
+make and redis drive them from outside).
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
 original is just signalled), to prove the tests themselves pass.
