@@ -1211,6 +1211,14 @@ class Run:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
+        if self.t["kind"] in ("compare", "make", "redis"):
+            # what a failed real program left: pool workers, make's children
+            for d in os.listdir("/proc"):
+                if d.isdigit() and self.ours(int(d)):
+                    try:
+                        os.kill(int(d), signal.SIGKILL)
+                    except OSError:
+                        pass
         for pr in reversed(self.procs):
             if pr.poll() is None:
                 try:
