@@ -155,19 +155,28 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 		path[n] = '\0';
 	}
 	const char *no = refusal(path, &st);
+		return log_fail(&ctx->log, -errno, "pid %d %s: cannot inspect: %s", t->pid, what,
+				strerror(errno));
+	return file_reg_collect_named(ctx, t, path, &st, flags, what, ret_id);
+
+int file_reg_collect_named(struct ckpt_ctx *ctx, struct task *t, const char *path,
+			   const struct stat *st, int flags, const char *what, uint32_t *ret_id)
+{
+	const char *no = refusal(path, st);
 	if (no)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d %s (%s): %s", t->pid, what, path,
 				no);
 
-	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, st.st_ino));) {
+	for (struct obj *o = NULL;
+	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, st->st_ino));) {
 		struct file_obj *f = o->ptr;
-		if (f->fd < 0 && f->e.dev == st.st_dev && f->e.flags == (uint32_t)flags &&
+		if (f->fd < 0 && f->e.dev == st->st_dev && f->e.flags == (uint32_t)flags &&
 		    !strcmp(f->path, path)) {
 			*ret_id = o->id;
 			return 0;
 		}
 	}
-	return add_obj(ctx, t, path, &st, flags, 0, -1, ret_id);
+	return add_obj(ctx, t, path, st, flags, 0, -1, ret_id);
 }
 
 static int file_reg_dump(struct ckpt_ctx *ctx, struct task *t)

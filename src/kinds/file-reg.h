@@ -19,12 +19,19 @@
 
 struct ckpt_ctx;
 struct rst_ctx;
+struct stat;
 struct task;
 
 /* A file by path as the task sees it through link (e.g. "map_files/a-b",
  * "exe", "cwd"), opened with flags at restart. */
 int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
 			  const char *what, uint32_t *ret_id) __attribute__((warn_unused_result));
+
+/* The same for a mapped file known by path (as the task sees it), st its
+ * stat: a deleted file that still has this other name (memfd.c). */
+int file_reg_collect_named(struct ckpt_ctx *ctx, struct task *t, const char *path,
+			   const struct stat *st, int flags, const char *what, uint32_t *ret_id)
+	__attribute__((warn_unused_result));
 
 /* Restart: the fd ckpt holds for object id (opened in prepare). */
 int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd) __attribute__((warn_unused_result));

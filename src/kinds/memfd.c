@@ -18,11 +18,15 @@
  *   (memfd_collect_path(), /proc/PID/map_files).
  *
  * A memfd is told from a deleted file by its mount: a memfd lives on the
- * kernel's internal shmem mount, which no mountinfo lists. Refused: hugetlb
- * memfds, other internal kernel files (secretmem...), a deleted file that
- * still has a name elsewhere (a hard link) or is larger than 1 GiB, a
- * writable shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the
- * seal would forbid mapping it again).
+ * kernel's internal shmem mount, which no mountinfo lists. A deleted file
+ * that still has another name in the same directory (glibc's sem_open()
+ * makes /dev/shm/sem.XXXXXX, links it to sem.NAME and unlinks the first)
+ * is not this kind's: it is an ordinary file of that name (file_reg),
+ * opened by it at restart. Refused: hugetlb memfds, other internal kernel
+ * files (secretmem...), a deleted file that still has a name elsewhere
+ * (a hard link in another directory) or is larger than 1 GiB, a writable
+ * shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the seal
+ * would forbid mapping it again).
  *
  * At restart (prepare, on ckpt's side) a memfd is made with
  * memfd_create(name) -- MFD_ALLOW_SEALING unless its seals were exactly
@@ -36,6 +40,7 @@
  */
 #include "kinds/memfd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -50,6 +55,7 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
+#include "kinds/file-reg.h"
 #include "memfd.pb-c.h"
 #include "util/cleanup.h"
 
@@ -205,11 +211,43 @@ static const char *judge(struct task *t, int fd, const char *path, const struct 
 	if (path[0] != '/')
 		return "not a file ckpt can recreate by path";
 	if (st->st_nlink)
-		return "it was deleted but still has another name (a hard link); not supported "
-		       "yet";
+		return "it was deleted but still has another name (a hard link), not in its "
+		       "directory; not supported yet";
 	if ((uint64_t)st->st_size > DELETED_MAX)
 		return "deleted files larger than 1 GiB are not saved";
 	return NULL;
+}
+
+/*
+ * Another name of the deleted file at path ("DIR/NAME (deleted)", st its
+ * stat, still linked): a regular file of the same inode in DIR, put in
+ * buf. Returns 1 if found, 0 if not (or DIR cannot be read).
+ */
+static int other_name(const char *path, const struct stat *st, char *buf, size_t size)
+{
+	size_t n = strlen(path);
+	if (path[0] != '/' || !S_ISREG(st->st_mode) || !st->st_nlink || n <= SUFFIX_LEN)
+		return 0;
+	const char *slash = memrchr(path, '/', n - SUFFIX_LEN);
+	size_t dlen = slash == path ? 1 : (size_t)(slash - path);
+	if (dlen + 2 > size)
+		return 0;
+	memcpy(buf, path, dlen);
+	buf[dlen] = '\0';
+	DIR *d = opendir(buf);
+	if (!d)
+		return 0;
+	int found = 0;
+	for (struct dirent *de; !found && (de = readdir(d));) {
+		struct stat s;
+		if (fstatat(dirfd(d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    s.st_dev != st->st_dev || s.st_ino != st->st_ino || !S_ISREG(s.st_mode))
+			continue;
+		int w = snprintf(buf + dlen, size - dlen, "%s%s", dlen > 1 ? "/" : "", de->d_name);
+		found = w > 0 && (size_t)w < size - dlen;
+	}
+	closedir(d);
+	return found;
 }
 
 /*
@@ -324,6 +362,17 @@ static int memfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 	struct mfd_obj *ino;
 	char where[32];
 
+	/* deleted, but linked in its directory: an ordinary file of that name */
+	char name[sizeof(fi->path)];
+	if (other_name(fi->path, &fi->st, name, sizeof(name))) {
+		_cleanup_free_ struct fd_info *alt = malloc(sizeof(*alt));
+		if (!alt)
+			return -ENOMEM;
+		*alt = *fi;
+		memcpy(alt->path, name, sizeof(name));
+		return file_reg_ops.fd_collect(ctx, t, alt, ret_id);
+	}
+
 	/* the same open file as one seen before? (dup, fork) */
 	for (struct obj *o = NULL;
 	     (o = objhash_next_key(&ctx->objs, o, KIND_memfd, fi->st.st_ino));) {
@@ -371,6 +420,13 @@ int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, i
 		close(fd);
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d %s (%s): not a deleted file",
 				t->pid, where, path);
+	}
+	/* deleted, but linked in its directory: an ordinary file of that name */
+	struct stat st;
+	char name[4096];
+	if (fstat(fd, &st) == 0 && other_name(path, &st, name, sizeof(name))) {
+		close(fd);
+		return file_reg_collect_named(ctx, t, name, &st, flags, where, ret_id);
 	}
 	int r = get_inode(ctx, t, where, path, fd, &ino);
 	if (r < 0)

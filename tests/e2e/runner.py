@@ -17,7 +17,9 @@ Modes:
           --kill (the first restart exits 137), restart that image, verify
   reuse   basic, then restart the first image again and verify again
 Other kinds of test: refusals (checkpoint must fail, the original must be
-unharmed), CLI errors, damaged images, real programs (sleep, python3).
+unharmed), CLI errors, damaged images, real programs (sleep, python3,
+bash pipelines, multiprocessing, make -j2, redis-server: flows compare,
+make and redis drive them from outside).
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
 original is just signalled), to prove the tests themselves pass.
@@ -35,6 +37,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -61,10 +64,12 @@ def entry(name, modes=(B,), kind="program", **kw):
     it runs in; argv replaces the program for commands ("@python" = the
     interpreter); ready is "file" or a delay in s; signal: send SIGUSR1;
     expect: "pass" (out.log) or "exit0"; regex: the refusal message;
-    program: the binary when it is not the test's name."""
+    program: the binary when it is not the test's name; for kind="compare":
+    setup (a Run method making the input), ref and args (appended to argv for
+    the uninterrupted and the checkpointed run)."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
-             program=name, min_runtime=None)
+             program=name, min_runtime=None, setup=None, ref=(), args=())
     d.update(kw)
     return d
 
@@ -143,6 +148,7 @@ TESTS = [
     entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
     entry("memfd_map", (B, T, R)),
     entry("file_deleted", (B, T, R)),
+    entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_nested", (B, T)),
@@ -168,6 +174,17 @@ TESTS = [
     entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
     entry("real_bash_jobs", kind="command", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
+    entry("real_pipeline", (B, T, R), kind="compare", argv=["bash", os.path.join(HERE, "real_pipeline.sh")],
+          setup="pipeline_input", ref=["input", "expected"], args=["input", "output"],
+          expect="exit0"),
+    entry("real_mp", (B, T, R), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
+          ref=["serial", "expected"], args=["pool", "output"]),
+    entry("real_mp_forkserver", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
+          ref=["serial", "expected"], args=["pool", "output", "forkserver"]),
+    entry("real_mp_spawn", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
+          ref=["serial", "expected"], args=["pool", "output", "spawn"]),
+    entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
+    entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -276,10 +293,10 @@ class Run:
             raise Fail("test program %s not built" % path)
         return [path]
 
-    def start(self, prefix=()):
+    def start(self, prefix=(), args=()):
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         fd = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        argv = list(prefix) + self.program_argv()
+        argv = list(prefix) + self.program_argv() + list(args)
         self.vlog("$ " + " ".join(argv))
         try:
             pr = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
@@ -666,6 +683,255 @@ class Run:
 
     flow_command = flow_program
 
+    # --- real programs, driven from outside --------------------------------
+
+    def real_cycle(self, pr, reap=(), between=None):
+        """checkpoint --kill the running tree of pr (self.pid), restart it;
+        in twice mode run between() (if given) then checkpoint the restored
+        tree again and restart that. Returns the last ckpt restart."""
+        self.pid = pr.pid
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr] + list(reap))
+        rp = self.restart(self.p("img"), "restart")
+        if self.mode == T:
+            if between:
+                between()
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp] + list(reap))
+            self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+            if rp.returncode != 128 + signal.SIGKILL:
+                raise Fail("first ckpt restart exited %s, want 137" % rp.returncode)
+            rp = self.restart(self.p("img2"), "restart2")
+        return rp
+
+    def wait_until(self, what, pred, procs, timeout=READY_TIMEOUT):
+        """Polls pred() until true; Fail if one of procs exits first."""
+        deadline = time.monotonic() + timeout
+        while not pred():
+            for pr in procs:
+                if pr.poll() is not None:
+                    raise Fail("exited (status %s) before %s" % (pr.returncode, what))
+            if time.monotonic() > deadline:
+                raise Fail("no %s after %.0f s" % (what, timeout))
+            time.sleep(0.02)
+
+    def size(self, name):
+        try:
+            return os.path.getsize(self.p(name))
+        except OSError:
+            return 0
+
+    def pipeline_input(self):
+        """A million lines of text, the same every time."""
+        r = random.Random(4)
+        with open(self.p("input"), "w") as f:
+            for i in range(1000000):
+                f.write("%d %s\n" % (i, "".join(r.choice("abcdefgh xyz")
+                                                for _ in range(r.randint(0, 30)))))
+
+    def flow_compare(self):
+        """A program that writes a file as it works: run uninterrupted first
+        (argv + ref, writing "expected"), then again (argv + args, writing
+        "output") checkpointed once a tenth of the output is there; the
+        output must be byte-identical to the uninterrupted run's."""
+        if self.t["setup"]:
+            getattr(self, self.t["setup"])()
+        argv = self.program_argv()
+        ref = subprocess.run(argv + self.t["ref"], stdin=subprocess.DEVNULL,
+                             capture_output=True, cwd=self.dir, timeout=EXIT_TIMEOUT)
+        if ref.returncode != 0:
+            raise Fail("the uninterrupted run exited %d: %s" % (ref.returncode, ref.stderr[-300:]))
+        want = self.size("expected")
+        pr = self.start(args=self.t["args"])
+        self.wait_until("a tenth of the output", lambda: self.size("output") > want // 10, [pr])
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            rp = self.real_cycle(pr, between=lambda: time.sleep(1.0))
+            at = self.size("output")
+            if at >= want:
+                raise Fail("the program had finished at the checkpoint")
+            self.notes.append("checkpointed at %d%% of the output" % (100 * at // want))
+        self.compare_output(rp, "the program")
+        if self.mode == R:
+            # the same image again, over the finished output: the restored
+            # writers write the same bytes at the same offsets
+            self.expect_gone("the first restored run")
+            self.reset_out()
+            self.compare_output(self.restart(self.p("img"), "restart2"), "the second restart")
+
+    def compare_output(self, rp, what):
+        self.wait_all([rp], EXIT_TIMEOUT, what)
+        self.check_result(rp.returncode, what)
+        with open(self.p("expected"), "rb") as f, open(self.p("output"), "rb") as g:
+            a, b = f.read(), g.read()
+        if a != b:
+            n = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+            raise Fail("%s: output differs from the uninterrupted run at byte %d (%d vs %d bytes)"
+                       % (what, n, len(b), len(a)))
+
+    MAKE_UNITS = 8
+
+    @staticmethod
+    def comm(pid):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    def flow_make(self):
+        """make -j2 of a small C project (each compilation sleeps first, then
+        cc1 works for about a second), checkpointed mid-build while a
+        compiler runs: the build completes and the program runs."""
+        n = self.MAKE_UNITS
+        for k in range(1, n):
+            with open(self.p("f%d.c" % k), "w") as f:
+                f.write("long f%d(long x)\n{\n\treturn x * %d + %d;\n}\n" % (k, k, k * k))
+                for j in range(150):  # work for cc1: about a second
+                    f.write("long pad%d_%d(long x)\n{\n\tlong s = 0;\n\tfor (long i = 0; i < x; i++)"
+                            "\n\t\ts += (i * %d) ^ (s >> 3);\n\treturn s;\n}\n" % (k, j, j + 1))
+        with open(self.p("main.c"), "w") as f:
+            f.write("#include <stdio.h>\n")
+            f.write("".join("long f%d(long x);\n" % k for k in range(1, n)))
+            f.write("int main(void)\n{\n\tlong s = 0;\n")
+            f.write("".join("\ts += f%d(%d);\n" % (k, 10 * k) for k in range(1, n)))
+            f.write('\tprintf("sum %ld\\n", s);\n\treturn 0;\n}\n')
+        objs = ["main.o"] + ["f%d.o" % k for k in range(1, n)]
+        with open(self.p("Makefile"), "w") as f:
+            f.write("OBJS = %s\n\nprog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n\n" % " ".join(objs))
+            f.write("%.o: %.c\n\tsleep 0.5\n\t$(CC) -O2 -Wall -c -o $@ $<\n")
+        want = "sum %d\n" % sum(10 * k * k + k * k for k in range(1, n))
+        pr = self.start()
+        built = lambda: sum(os.path.exists(self.p(o)) for o in objs)
+        # checkpointed while a compiler runs (the tree: make, cc, cc1 or as)
+        cc1 = lambda: any(self.ours(int(d)) and self.comm(int(d)) in ("cc1", "as")
+                          for d in os.listdir("/proc") if d.isdigit())
+        self.wait_until("two objects built", lambda: built() >= 2, [pr])
+        self.wait_until("a compiler running", cc1, [pr])
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            rp = self.real_cycle(pr, between=lambda: time.sleep(1.0))
+            if os.path.exists(self.p("prog")) or built() == len(objs):
+                raise Fail("the build had finished at the checkpoint")
+            self.notes.append("checkpointed with %d/%d objects built" % (built(), len(objs)))
+        self.wait_all([rp], EXIT_TIMEOUT, "make")
+        if rp.returncode != 0:
+            raise Fail("make exited %s: %s" % (rp.returncode, self.out().strip()[-300:]))
+        r = subprocess.run([self.p("prog")], capture_output=True, timeout=10)
+        if r.returncode != 0 or r.stdout.decode() != want:
+            raise Fail("the program built printed %r (status %d), want %r"
+                       % (r.stdout.decode(), r.returncode, want))
+
+    def resp(self, path, *cmds):
+        """Runs cmds on a new connection to the redis server at path, then
+        QUIT; returns the replies once the server closed the connection,
+        so that nothing of it is left in the tree to checkpoint."""
+        def enc(args):
+            return b"*%d\r\n" % len(args) + b"".join(
+                b"$%d\r\n%s\r\n" % (len(a.encode()), a.encode()) for a in args)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(path)
+            s.sendall(b"".join(enc(c) for c in cmds + (("QUIT",),)))
+            data = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                data += b
+        lines, out = data.split(b"\r\n"), []
+        while lines and lines[0]:
+            ln = lines.pop(0)
+            if ln[:1] == b"$":
+                out.append(None if int(ln[1:]) < 0 else lines.pop(0).decode())
+            else:
+                out.append(ln.decode())
+        if len(out) != len(cmds) + 1 or out[-1] != "+OK":
+            raise Fail("redis: %r gave %r" % (cmds, out))
+        return out[:-1]
+
+    def redis_sockets(self, srv):
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % srv):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (srv, fd)).startswith("socket:")
+            except OSError:
+                pass
+        return n
+
+    def redis_outside(self, srv, path, *cmds):
+        """resp(), then waits until the server has closed its end."""
+        before = self.redis_sockets(srv)
+        out = self.resp(path, *cmds)
+        self.wait_until("the server to close the runner's connection",
+                        lambda: self.redis_sockets(srv) <= before, [], timeout=10)
+        return out
+
+    def redis_refused(self, pr, srv, path):
+        """With a client from outside connected, the checkpoint is refused
+        (its peer is outside the image) naming the server's fd; the tree
+        goes on unharmed."""
+        before = self.redis_sockets(srv)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(path)
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            if s.recv(64) != b"+PONG\r\n":
+                raise Fail("redis: no PONG")
+            rc, err = self.checkpoint(self.p("refused"), "refused", reap=[pr], expect_ok=False)
+            rx = r"\bpid %d\b.*\bfd \d+\b.*unix.*peer outside" % srv
+            if rc == 0 or rc >= 128 or not re.search(rx, err, re.I):
+                raise Fail("checkpoint with a client outside: exit %d, %r, want /%s/"
+                           % (rc, err.strip()[-300:], rx))
+            if not pid_alive(self.pid) or not pid_alive(srv):
+                raise Fail("the tree is gone after the refused checkpoint")
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            if s.recv(64) != b"+PONG\r\n":
+                raise Fail("redis: no PONG after the refused checkpoint")
+        self.wait_until("the server to close the refused client",
+                        lambda: self.redis_sockets(srv) <= before, [], timeout=10)
+        self.notes.append("refused with a client outside")
+
+    def flow_redis(self):
+        """redis-server, child of a python3 client holding a connection
+        (real_redis.py), checkpointed with its data; the runner talks to
+        the server over new connections from outside before and after."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        pr = self.start()
+        self.wait_ready()
+        self.logs.append(self.p("redis.log"))
+        with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+        srv = [k for k in kids if self.comm(k) == "redis-server"]
+        if not srv:
+            raise Fail("no redis-server among the children %s" % kids)
+        srv, path = srv[0], self.p("redis.sock")
+        if self.mode == B and not self.opts.no_ckpt:
+            self.redis_refused(pr, srv, path)
+        self.redis_outside(srv, path, ("SET", "outside:before", "from the runner"))
+
+        def outside():
+            got = self.redis_outside(srv, path, ("GET", "outside:before"), ("GET", "key:1234"),
+                                     ("STRLEN", "big"), ("LINDEX", "list", "99"))
+            if got != ["from the runner", "value-1234-" + "x" * 34, ":%d" % MiB, "item-99"]:
+                raise Fail("redis, from outside: %r" % got)
+
+        def after(rp):
+            outside()
+            self.redis_outside(srv, path, ("SET", "outside:after", "from the runner"))
+            rc = self.wait_exit(rp, "the redis client")
+            self.check_result(rc, "the redis client")
+
+        if self.opts.no_ckpt:
+            return after(pr)
+        after(self.real_cycle(pr, between=outside))
+        if self.mode == R:
+            # the server removed its socket file at SHUTDOWN; bound again
+            self.expect_gone("the first restored run")
+            self.reset_out()
+            after(self.restart(self.p("img"), "restart2"))
+
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
             return self.native(prefix)
@@ -1042,6 +1308,14 @@ class Run:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
+        if self.t["kind"] in ("compare", "make", "redis"):
+            # what a failed real program left: pool workers, make's children
+            for d in os.listdir("/proc"):
+                if d.isdigit() and self.ours(int(d)):
+                    try:
+                        os.kill(int(d), signal.SIGKILL)
+                    except OSError:
+                        pass
         for pr in reversed(self.procs):
             if pr.poll() is None:
                 try:
