@@ -146,6 +146,13 @@ TESTS = [
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
+    # pidfds, POSIX message queues, file locks
+    entry("pidfd_child", (B, T, R)),
+    entry("mqueue_msgs", (B, T, R)),
+    entry("mqueue_notify", (B, T)),
+    entry("locks_flock", (B, T, R)),
+    entry("locks_posix", (B, T, R)),
+    entry("locks_ofd", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
