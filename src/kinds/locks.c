@@ -417,6 +417,8 @@ static int save_held(struct ckpt_ctx *ctx, const struct held *h)
 	struct locks_ckpt *k = task_state(h->t, KIND_locks, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	if (!k->e.base.descriptor)
+		locks_entry__init(&k->e);
 	if (k->e.n_locks >= LOCKS_MAX)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: holds more than %u locks",
 				h->t->pid, LOCKS_MAX);
