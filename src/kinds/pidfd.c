@@ -288,8 +288,10 @@ static int make_dead(struct rst_ctx *ctx, struct pidfd_robj *p)
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
 	pid_t child = fork();
-	if (child == 0)
+	if (child == 0) {
+		close(pfd[1]);
 		helper(pfd[0], want);
+	}
 	close(pfd[0]);
 	if (child < 0) {
 		close(pfd[1]);
