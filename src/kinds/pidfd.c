@@ -262,51 +262,45 @@ static int pidfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 	return 0;
 }
 
-/* The helper: waits for the pipe to close, then ends with status st. */
-static void __attribute__((noreturn)) helper(int rfd, int st)
+/* The pid of ckpt's pid as its own (innermost) pid namespace has it, or -1. */
+static pid_t helper_vpid(pid_t pid)
 {
-	char c;
-	while (read(rfd, &c, 1) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(st)) {
-		struct rlimit none = {0, 0};
-		sigset_t set;
-		setrlimit(RLIMIT_CORE, &none);
-		signal(WTERMSIG(st), SIG_DFL);
-		sigemptyset(&set);
-		sigaddset(&set, WTERMSIG(st));
-		sigprocmask(SIG_UNBLOCK, &set, NULL);
-		kill(getpid(), WTERMSIG(st));
-	}
-	_exit(WEXITSTATUS(st));
+	_cleanup_free_ char *text = NULL;
+	struct proc_status st;
+	if (proc_read(pid, "status", &text, NULL) < 0 || proc_parse_status(text, &st) < 0)
+		return -1;
+	return st.nspid_n ? st.nspid[st.nspid_n - 1] : pid;
 }
 
-/* A pidfd of a process that has exited with the status and been reaped. */
-static int make_dead(struct rst_ctx *ctx, struct pidfd_robj *p)
+/*
+ * A pidfd of a process that has ended with the image's status and been
+ * reaped: a helper forked by t (a bare puppet still, so in the restored
+ * pid namespace), opened, made to exit (exit signal 0: t is sent no
+ * SIGCHLD) and reaped by an injected wait4 in t.
+ */
+static int make_dead(struct rst_ctx *ctx, struct rst_task *t, struct pidfd_robj *p)
 {
-	int want = p->e->has_exit_status ? (int)p->e->exit_status : 0, pfd[2], st = -1;
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return -errno;
-	pid_t child = fork();
-	if (child == 0) {
-		close(pfd[1]);
-		helper(pfd[0], want);
-	}
-	close(pfd[0]);
-	if (child < 0) {
-		close(pfd[1]);
-		return log_fail(&ctx->log, -errno, "pidfd %u: cannot fork a helper: %s", p->e->id,
-				strerror(errno));
-	}
-	p->fd = (int)syscall(SYS_pidfd_open, child, p->e->flags);
+	int want = p->e->has_exit_status ? (int)p->e->exit_status : 0, st = -1;
+	struct puppet h;
+	int r = puppet_clone(&t->pup, &h, 0, 0, 0);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pidfd %u: pid %d cannot fork a helper: %s", p->e->id,
+				t->pid, strerror(-r));
+	pid_t hpid = h.pid, hvpid = helper_vpid(hpid);
+	p->fd = (int)syscall(SYS_pidfd_open, hpid, p->e->flags);
 	int err = errno;
-	close(pfd[1]);
-	pid_t w;
-	while ((w = waitpid(child, &st, 0)) < 0 && errno == EINTR)
-		;
-	if (w != child)
-		return log_fail(&ctx->log, -ECHILD, "pidfd %u: cannot reap the helper %d", p->e->id,
-				child);
+	r = puppet_exit(&h, want);
+	if (r < 0) {
+		puppet_kill(&h);
+		return log_fail(&ctx->log, r, "pidfd %u: the helper cannot exit: %s", p->e->id,
+				strerror(-r));
+	}
+	long w = hvpid > 0 ? puppet_syscall(&t->pup, SYS_wait4, hvpid, t->pup.scratch, __WALL, 0)
+			   : -ESRCH;
+	if (w != hvpid || puppet_read(&t->pup, t->pup.scratch, &st, sizeof(st)) < 0)
+		return log_fail(&ctx->log, w < 0 ? (int)w : -ECHILD,
+				"pidfd %u: pid %d cannot reap the helper %d", p->e->id, t->pid,
+				hpid);
 	if (p->fd < 0)
 		return log_fail(&ctx->log, -err, "pidfd %u: cannot open a pidfd of the helper: %s",
 				p->e->id, strerror(err));
@@ -317,15 +311,17 @@ static int make_dead(struct rst_ctx *ctx, struct pidfd_robj *p)
 	return 0;
 }
 
-/* Dead processes first, before any task exists. */
-static int pidfd_prepare(struct rst_ctx *ctx)
+/* The first task, while a bare puppet, makes the dead processes' pidfds. */
+static int pidfd_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
+	for (uint32_t id = 1; t == &ctx->tasks[0] && id < ctx->objs.next_id; id++) {
 		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_pidfd, &o) < 0 ||
-		    ((struct pidfd_robj *)o->ptr)->e->has_pid)
+		if (objhash_get(&ctx->objs, id, KIND_pidfd, &o) < 0)
 			continue;
-		int r = make_dead(ctx, o->ptr);
+		struct pidfd_robj *p = o->ptr;
+		if (p->e->has_pid || p->fd >= 0)
+			continue;
+		int r = make_dead(ctx, t, p);
 		if (r < 0)
 			return r;
 	}
@@ -375,7 +371,7 @@ const struct kind_ops pidfd_ops = {
     .fd_get = pidfd_fd_get,
     .dump = pidfd_dump,
     .load = pidfd_load,
-    .prepare = pidfd_prepare,
+    .restore = pidfd_restore,
     .free_obj = free,
     .free_robj = pidfd_free_robj,
     .descriptor = pidfd_descriptor,
