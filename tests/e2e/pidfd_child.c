@@ -7,7 +7,8 @@
  * waitid(P_PIDFD) reaps it with that signal; the dup is the same open file
  * (one flags word). The dead pidfd says "Pid: -1", pidfd_send_signal
  * through it fails with ESRCH, and PIDFD_GET_INFO gives its exit status
- * when the kernel gave it before the checkpoint.
+ * when the kernel gave it before the checkpoint. A pidfd of a zombie
+ * child (exited 5, not reaped) reaps it with waitid(P_PIDFD) and status 5.
  */
 #include "lib.h"
 
@@ -87,6 +88,13 @@ int main(void)
 	if (dead < 0 || waitpid(gone, NULL, 0) != gone)
 		fail("pidfd_open of the second child: %m");
 	int exit_before = info_exit(dead);
+	pid_t zombie = fork();
+	if (zombie == 0)
+		_exit(5);
+	int zfd = (int)syscall(SYS_pidfd_open, zombie, 0);
+	siginfo_t zi;
+	if (zfd < 0 || waitid(P_PID, (id_t)zombie, &zi, WEXITED | WNOWAIT) < 0)
+		fail("the zombie: %m");
 	if (fdinfo_pid(live) != child || fdinfo_pid(dead) != -1)
 		fail("fdinfo before the checkpoint: %ld, %ld", fdinfo_pid(live), fdinfo_pid(dead));
 
@@ -107,6 +115,13 @@ int main(void)
 	if (exit_before >= 0)
 		expect(info_exit(dead) == exit_before, "dead pidfd: exit status %#x, want %#x",
 		       info_exit(dead), exit_before);
+	expect(fdinfo_pid(zfd) == zombie, "zombie pidfd: fdinfo Pid %ld, want %d", fdinfo_pid(zfd),
+	       zombie);
+	siginfo_t z = {0};
+	expect(waitid(P_PIDFD, (id_t)zfd, &z, WEXITED) == 0 && z.si_pid == zombie &&
+		   z.si_code == CLD_EXITED && z.si_status == 5,
+	       "waitid(P_PIDFD) of the zombie: pid %d code %d status %d (%m)", z.si_pid, z.si_code,
+	       z.si_status);
 	if (syscall(SYS_pidfd_send_signal, live, SIGTERM, NULL, 0) < 0)
 		fail("pidfd_send_signal: %m");
 	struct pollfd p = {.fd = live, .events = POLLIN};
