@@ -14,6 +14,7 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
+#include "kinds/mqueue.h"
 #include "files.pb-c.h"
 #include "util/cleanup.h"
 
@@ -100,6 +101,8 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 static bool file_reg_fd_claim(const struct fd_info *fi)
 {
 	size_t n = strlen(fi->path);
+	if (mqueue_fd_is_queue(fi)) /* mqueue.c's */
+		return false;
 	/* a regular file that was deleted (memfds too) is memfd.c's */
 	if (S_ISREG(fi->st.st_mode) && n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
 		return false;

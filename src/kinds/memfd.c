@@ -56,6 +56,7 @@
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
+#include "kinds/mqueue.h"
 #include "memfd.pb-c.h"
 #include "util/cleanup.h"
 
@@ -128,7 +129,8 @@ static bool is_deleted_path(const char *path)
 
 static bool memfd_fd_claim(const struct fd_info *fi)
 {
-	return S_ISREG(fi->st.st_mode) && is_deleted_path(fi->path);
+	return S_ISREG(fi->st.st_mode) && is_deleted_path(fi->path) &&
+	       !mqueue_fd_is_queue(fi); /* mqueue.c's */
 }
 
 /* Whether mount id mnt is one the task sees (in its mountinfo). */

@@ -158,6 +158,13 @@ TESTS = [
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
+    # pidfds, POSIX message queues, file locks
+    entry("pidfd_child", (B, T, R)),
+    entry("mqueue_msgs", (B, T, R)),
+    entry("mqueue_notify", (B, T)),
+    entry("locks_flock", (B, T, R)),
+    entry("locks_posix", (B, T, R)),
+    entry("locks_ofd", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -196,6 +203,10 @@ TESTS = [
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
     entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
+    entry("refuse_pidfd", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pidfd.*outside"),
+    entry("refuse_mqueue", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*mqueue.*outside"),
+    entry("refuse_lock", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*lock.*outside"),
+    entry("refuse_lockwait", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*lock.*F_SETLKW"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
