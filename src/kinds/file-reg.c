@@ -145,7 +145,7 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 	ssize_t n;
 
 	if (link[0] == '/') { /* a path already (a mapping, map_files not readable) */
-		n = (ssize_t)snprintf(path, sizeof(path), "%s", link);
+		snprintf(path, sizeof(path), "%s", link);
 		if (stat(path, &st) < 0)
 			return log_fail(&ctx->log, -errno, "pid %d %s (%s): cannot inspect: %s",
 					t->pid, what, path, strerror(errno));
@@ -157,10 +157,8 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 					what, strerror(errno));
 		path[n] = '\0';
 	}
-	const char *no = refusal(path, &st);
-		return log_fail(&ctx->log, -errno, "pid %d %s: cannot inspect: %s", t->pid, what,
-				strerror(errno));
 	return file_reg_collect_named(ctx, t, path, &st, flags, what, ret_id);
+}
 
 int file_reg_collect_named(struct ckpt_ctx *ctx, struct task *t, const char *path,
 			   const struct stat *st, int flags, const char *what, uint32_t *ret_id)
