@@ -146,3 +146,13 @@ void objhash_free(struct objhash *h, void (*release)(int kind, void *ptr))
 	free(h->by_id);
 	*h = (struct objhash){ 0 };
 }
+
+struct obj *objhash_next_of(const struct objhash *h, int kind, const struct obj *prev)
+{
+	for (uint32_t id = prev ? prev->id + 1 : 1; id < h->next_id; id++) {
+		struct obj *o = objhash_find(h, id);
+		if (o && o->kind == kind)
+			return o;
+	}
+	return NULL;
+}

@@ -46,6 +46,11 @@ struct obj *objhash_next_key(const struct objhash *h, const struct obj *prev, in
 /* -ENOENT if there is no such id, -EINVAL if it is of another kind. */
 int objhash_get(const struct objhash *h, uint32_t id, int kind, struct obj **ret)
 	__attribute__((warn_unused_result));
+/*
+ * The object of kind with the next id after prev (NULL: the first), in id
+ * order: for (struct obj *o = NULL; (o = objhash_next_of(h, kind, o));)
+ */
+struct obj *objhash_next_of(const struct objhash *h, int kind, const struct obj *prev);
 /* The object with this id, whatever its kind, or NULL. */
 struct obj *objhash_find(const struct objhash *h, uint32_t id);
 /* Calls release(kind, ptr) for every object, then frees the hash. */

@@ -264,10 +264,7 @@ static int epoll_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 /* Every task's fds are known now: name each watch's file by its objref. */
 static int epoll_collect_end(struct ckpt_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_epoll, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_epoll, o));) {
 		struct epoll_obj *p = o->ptr;
 		struct task *t = NULL;
 		for (size_t i = 0; i < ctx->ntasks; i++)
@@ -448,10 +445,7 @@ static int check_owner(struct rst_ctx *ctx, struct epoll_robj *p)
 
 static int epoll_prepare(struct rst_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_epoll, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_epoll, o));) {
 		struct epoll_robj *p = o->ptr;
 		int r = check_owner(ctx, p);
 		if (r < 0)

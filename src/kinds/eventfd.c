@@ -182,10 +182,7 @@ static int make(struct rst_ctx *ctx, struct eventfd_robj *e)
 
 static int eventfd_prepare(struct rst_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_eventfd, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_eventfd, o));) {
 		int r = make(ctx, o->ptr);
 		if (r < 0)
 			return r;

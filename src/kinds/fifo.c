@@ -260,10 +260,7 @@ static int save_fifo(struct ckpt_ctx *ctx, struct fifo_obj *f)
 
 static int fifo_collect_end(struct ckpt_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_fifo, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_fifo, o));) {
 		struct fifo_obj *f = o->ptr;
 		if (f->is_end)
 			continue;
@@ -422,10 +419,7 @@ static int open_end(struct rst_ctx *ctx, struct fifo_robj *end)
 static int fifo_prepare(struct rst_ctx *ctx)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_fifo, &o) < 0)
-				continue;
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_fifo, o));) {
 			struct fifo_robj *f = o->ptr;
 			int r = 0;
 			if (pass == 0 && !f->is_end)

@@ -280,10 +280,7 @@ static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 
 static int file_reg_prepare(struct rst_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_file_reg, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
 		struct file_rst *f = o->ptr;
 		int r = open_one(ctx, f);
 		if (r < 0)

@@ -538,10 +538,7 @@ static int make_one(struct rst_ctx *ctx, struct inotify_robj *p, int *dummy_fd)
 static int inotify_prepare(struct rst_ctx *ctx)
 {
 	_cleanup_close_ int dummy_fd = -1;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_inotify, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_inotify, o));) {
 		int r = make_one(ctx, o->ptr, &dummy_fd);
 		if (r < 0)
 			return r;

@@ -901,10 +901,7 @@ static int memfd_prepare(struct rst_ctx *ctx)
 					ctx->tasks[i].pid);
 	}
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_memfd, &o) < 0)
-				continue;
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_memfd, o));) {
 			struct mfd_robj *m = o->ptr;
 			int r = 0;
 			if (pass == 0 && !m->is_file)

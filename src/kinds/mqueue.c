@@ -660,16 +660,13 @@ static struct mq_robj *rqueue(struct rst_ctx *ctx, uint32_t id)
 /* Every open file names a queue of the image; no two live queues share a name. */
 static int mqueue_prepare(struct rst_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_mqueue, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
 		struct mq_robj *p = o->ptr;
 		if (p->is_file && !rqueue(ctx, p->f->queue_id))
 			return log_fail(&ctx->log, -EINVAL,
 					"image: mqueue file %u names queue %u, which it lacks",
 					p->f->id, p->f->queue_id);
-		for (uint32_t j = 1; !p->is_file && !p->q->deleted && j < id; j++) {
+		for (uint32_t j = 1; !p->is_file && !p->q->deleted && j < o->id; j++) {
 			struct mq_robj *other = rqueue(ctx, j);
 			if (other && !other->q->deleted && !strcmp(other->q->name, p->q->name))
 				return log_fail(&ctx->log, -EINVAL,

@@ -213,10 +213,7 @@ static int other_end_closed(struct ckpt_ctx *ctx, const struct pipe_obj *e)
 
 static int pipe_collect_end(struct ckpt_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_pipe, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_pipe, o));) {
 		struct pipe_obj *p = o->ptr;
 		if (p->is_end)
 			continue;
@@ -353,10 +350,7 @@ static int open_end(struct rst_ctx *ctx, struct pipe_robj *e)
 static int pipe_prepare(struct rst_ctx *ctx)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_pipe, &o) < 0)
-				continue;
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_pipe, o));) {
 			struct pipe_robj *p = o->ptr;
 			int r = 0;
 			if (pass == 0 && !p->is_end)

@@ -148,10 +148,7 @@ static int signalfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct i
 
 static int signalfd_prepare(struct rst_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_signalfd, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_signalfd, o));) {
 		struct signalfd_robj *s = o->ptr;
 		uint64_t mask = s->e->sigmask;
 		/* the raw call: glibc's sigset_t would hide signals 32 and 33 */

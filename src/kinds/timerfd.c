@@ -321,10 +321,7 @@ static int make(struct rst_ctx *ctx, struct timerfd_robj *p)
 
 static int timerfd_prepare(struct rst_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_timerfd, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_timerfd, o));) {
 		int r = make(ctx, o->ptr);
 		if (r < 0)
 			return r;

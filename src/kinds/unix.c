@@ -782,10 +782,7 @@ static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 static struct unix_obj *obj_by_name(struct ckpt_ctx *ctx, uint32_t type, const uint8_t *name,
 				    size_t len)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_unix, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
 		struct unix_obj *u = o->ptr;
 		if (!u->is_reg && u->e.type == type && u->e.has_name && u->e.name.len == len &&
 		    !memcmp(u->e.name.data, name, len))
