@@ -138,8 +138,8 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	uint32_t cur[256];
 	long ncur = puppet_syscall(p, SYS_getgroups, 256, p->scratch);
 	bool same = ncur == (long)e->n_groups && ncur >= 0 &&
-		    puppet_read(p, p->scratch, cur, (size_t)ncur * 4) == 0 &&
-		    !memcmp(cur, e->groups, (size_t)ncur * 4);
+		    (ncur == 0 || (puppet_read(p, p->scratch, cur, (size_t)ncur * 4) == 0 &&
+				   !memcmp(cur, e->groups, (size_t)ncur * 4)));
 	if ((!same &&
 	     (r = step(ctx, t, puppet_syscall(p, SYS_setgroups, e->n_groups, g), "setgroups")) < 0) ||
 	    (r = step(ctx, t, puppet_syscall(p, SYS_setresgid, e->gid, e->egid, e->sgid),
