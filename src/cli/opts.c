@@ -33,6 +33,7 @@ static const struct opt opts[] = {
 	{ "frozen", 0, OPT_FLAG, ON(CMD_RESTART), F(frozen) },
 	{ "dry-run", 'n', OPT_FLAG, ON(CMD_RESTART), F(dry_run) },
 	{ "conn-reset", 0, OPT_FLAG, ON(CMD_RESTART), F(conn_reset) },
+	{ "shell-job", 'j', OPT_FLAG, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(shell_job) },
 	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART), F(pidfile) },
 	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
 	{ "log", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(log) },

@@ -146,6 +146,8 @@ TESTS = [
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
+    # terminals
+    entry("tty_pty", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
