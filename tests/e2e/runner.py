@@ -148,6 +148,7 @@ TESTS = [
     entry("unix_names", (B, T)),
     # terminals
     entry("tty_pty", (B, T, R)),
+    entry("tty_jobs", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
