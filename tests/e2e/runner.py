@@ -175,6 +175,7 @@ TESTS = [
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
     entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
+    entry("refuse_tty", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*/dev/pts/\d+.*master.*outside"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),

@@ -64,6 +64,7 @@ static pid_t job(int tty, int (*fn)(int))
 	pid_t c = fork();
 	if (c == 0) {
 		setpgid(0, 0);
+		alarm(120); /* never left behind by a failed run */
 		signal(SIGTTOU, SIG_DFL);
 		_exit(fn(tty));
 	}
@@ -75,6 +76,7 @@ static pid_t job(int tty, int (*fn)(int))
 static int session(const char *path)
 {
 	setsid();
+	alarm(120);
 	int tty = open(path, O_RDWR); /* becomes the controlling terminal */
 	struct termios2 t;
 	if (tty < 0 || ioctl(tty, TCGETS2, &t) < 0)
@@ -108,7 +110,8 @@ static char proc_state(pid_t pid, int *tty_nr, int *tpgid)
 		return '?';
 	char *p = strrchr(buf, ')'), state = 0;
 	int ppid, pgrp, sid;
-	if (!p || sscanf(p + 2, "%c %d %d %d %d %d", &state, &ppid, &pgrp, &sid, tty_nr, tpgid) != 6)
+	if (!p ||
+	    sscanf(p + 2, "%c %d %d %d %d %d", &state, &ppid, &pgrp, &sid, tty_nr, tpgid) != 6)
 		return '?';
 	return state;
 }
@@ -144,21 +147,21 @@ int main(void)
 	pid_t sid = 0, fg = 0;
 	expect(ioctl(m, TIOCGSID, &sid) == 0 && sid == sh->s, "TIOCGSID: %d, want %d", sid, sh->s);
 	expect(ioctl(m, TIOCGPGRP, &fg) == 0 && fg == sh->f, "TIOCGPGRP: %d, want %d", fg, sh->f);
-	pid_t who[3] = { sh->s, sh->j, sh->f };
+	pid_t who[3] = {sh->s, sh->j, sh->f};
 	for (int i = 0; i < 3; i++) {
 		char st = proc_state(who[i], &nr, &tpgid);
 		expect((unsigned)nr == sh->dev && tpgid == sh->f,
-		       "pid %d: tty_nr %#x, tpgid %d; want %#x, %d", who[i], nr, tpgid, sh->dev, sh->f);
+		       "pid %d: tty_nr %#x, tpgid %d; want %#x, %d", who[i], nr, tpgid, sh->dev,
+		       sh->f);
 		expect(i != 1 || st == 'T', "the background job is not stopped (%c)", st);
 	}
-	struct winsize ws = { .ws_row = 40, .ws_col = 120 };
+	struct winsize ws = {.ws_row = 40, .ws_col = 120};
 	if (ioctl(m, TIOCSWINSZ, &ws) < 0)
 		fail("TIOCSWINSZ: %m");
 	char buf[64];
-	struct pollfd pf = { .fd = m, .events = POLLIN };
+	struct pollfd pf = {.fd = m, .events = POLLIN};
 	ssize_t got = poll(&pf, 1, 5000) == 1 ? read(m, buf, sizeof(buf)) : -1;
-	expect(got == 6 && !memcmp(buf, "F-ok\r\n", 6), "the foreground job wrote %zd bytes",
-	       got);
+	expect(got == 6 && !memcmp(buf, "F-ok\r\n", 6), "the foreground job wrote %zd bytes", got);
 	/* S moves J to the foreground and continues it */
 	for (int i = 0; i < 500 && proc_state(sh->j, &nr, &tpgid) == 'T'; i++)
 		usleep(10000);
