@@ -149,6 +149,7 @@ TESTS = [
     # terminals
     entry("tty_pty", (B, T, R)),
     entry("tty_jobs", (B, T, R)),
+    entry("tty_shell_job", kind="shell_job"),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -217,6 +218,40 @@ def pid_alive(pid):
 
 def pid_exists(pid):
     return os.path.exists("/proc/%d" % pid)
+
+
+# A "shell" for the shell_job flow: leads a session whose controlling
+# terminal is argv[1] and runs argv[2:] there as its foreground job.
+SHELL_JOB = r"""
+import os, signal, sys
+os.setsid()
+fd = os.open(sys.argv[1], os.O_RDWR)
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.tcsetpgrp(fd, os.getpid())
+    os.dup2(fd, 0)
+    os.close(fd)
+    signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+    os.execv(sys.argv[2], sys.argv[2:])
+os.setpgid(pid, pid)
+os.tcsetpgrp(fd, pid)
+st = os.waitpid(pid, 0)[1]
+os._exit(os.waitstatus_to_exitcode(st) & 0xff)
+"""
+
+
+def set_winsize(fd, rows, cols):
+    import fcntl
+    import termios
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def ctty_stdin():
+    import fcntl
+    import termios
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 class Run:
@@ -866,6 +901,82 @@ class Run:
             raise Fail("checkpoint -o - exit %d" % cp.returncode)
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
+
+    def wait_ready_file(self, proc):
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                with open(self.p("ready")) as f:
+                    data = f.read()
+                if data.endswith("\n"):
+                    return int(data)
+            except (OSError, ValueError):
+                pass
+            if proc.poll() is not None:
+                raise Fail("exited before ready: status %s: %s" % (proc.returncode,
+                                                                   self.out().strip()[-300:]))
+            if time.monotonic() > deadline:
+                raise Fail("not ready after %.0f s" % READY_TIMEOUT)
+            time.sleep(POLL)
+
+    def flow_shell_job(self):
+        """A job of a shell on a terminal outside the tree: checkpoint
+        --shell-job, restart --shell-job from another terminal (a pty
+        whose session ckpt restart leads), which the job must be the
+        foreground job of; then a line is typed there."""
+        m1, s1 = os.openpty()
+        set_winsize(m1, 24, 80)
+        env = dict(os.environ, CKPT_TEST_DIR=self.dir)
+        out = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.logs.append(self.p("out.log"))
+        try:
+            sh = subprocess.Popen([self.opts.python, "-c", SHELL_JOB, os.ttyname(s1)]
+                                  + self.program_argv(), stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=out, cwd=self.dir, env=env)
+        finally:
+            os.close(out)
+            os.close(s1)
+        self.procs.append(sh)
+        m2 = None
+        try:
+            self.pid = self.wait_ready_file(sh)
+            if self.opts.no_ckpt:
+                os.write(m1, b"typed\n")
+                set_winsize(m1, 50, 150)
+                rc = self.wake_and_wait(sh, "the shell's job")
+                return self.check_result(rc, "the shell's job")
+            # without --shell-job: refused by pid, naming the option
+            rc, err = self.checkpoint(self.p("img0"), "ckpt0", reap=[sh], expect_ok=False)
+            if rc == 0 or rc >= 128 or not re.search(r"\bpid %d\b.*outside.*--shell-job" % self.pid,
+                                                     err):
+                raise Fail("checkpoint without --shell-job: exit %d: %s" % (rc, err.strip()))
+            if not pid_alive(self.pid):
+                raise Fail("the job is gone after the refused checkpoint")
+            self.checkpoint(self.p("img"), "ckpt", reap=[sh], extra=["--shell-job"])
+            m2, s2 = os.openpty()
+            set_winsize(m2, 50, 150)
+            pidfile, err = self.p("restart.pid"), self.p("restart.err")
+            self.logs += [err, self.p("restart.log")]
+            with open(err, "wb") as e:
+                rp = subprocess.Popen(self.ckpt_argv("restart", self.p("img"), "--shell-job",
+                                                     "--pidfile", pidfile, "--log",
+                                                     self.p("restart.log")),
+                                      stdin=s2, stdout=e, stderr=e, cwd=self.dir,
+                                      start_new_session=True, preexec_fn=ctty_stdin)
+            os.close(s2)
+            self.procs.append(rp)
+            deadline = time.monotonic() + PIDFILE_TIMEOUT
+            while not os.path.exists(pidfile):
+                if rp.poll() is not None or time.monotonic() > deadline:
+                    raise Fail("restart --shell-job: no pidfile (%s)" % (tail(err, 3) or "").strip())
+                time.sleep(POLL)
+            os.write(m2, b"typed\n")
+            rc = self.wake_and_wait(rp, "ckpt restart --shell-job")
+            self.check_result(rc, "ckpt restart --shell-job")
+        finally:
+            os.close(m1)
+            if m2 is not None:
+                os.close(m2)
 
     def flow_standalone(self):
         """A program that drives libckpt itself and prints PASS."""
