@@ -150,6 +150,7 @@ TESTS = [
     entry("tty_pty", (B, T, R)),
     entry("tty_jobs", (B, T, R)),
     entry("tty_shell_job", kind="shell_job"),
+    entry("tty_devtty", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),

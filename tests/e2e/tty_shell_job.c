@@ -53,15 +53,14 @@ int main(void)
 					    ((minor(st.st_rdev) & ~0xffu) << 12)),
 	       "its controlling terminal (%#llx) is not its stdin", nr);
 	struct termios2 now;
-	expect(ioctl(0, TCGETS2, &now) == 0 && now.c_lflag == t.c_lflag &&
-		       now.c_cc[VEOL] == '%',
+	expect(ioctl(0, TCGETS2, &now) == 0 && now.c_lflag == t.c_lflag && now.c_cc[VEOL] == '%',
 	       "the terminal does not have the job's termios (lflag %#x)", now.c_lflag);
 	struct winsize ws;
 	expect(ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row == 50 && ws.ws_col == 150,
 	       "window %ux%u, want 50x150", ws.ws_row, ws.ws_col);
 	expect(winched > 0, "no SIGWINCH");
 	char buf[32];
-	struct pollfd pf = { .fd = 0, .events = POLLIN };
+	struct pollfd pf = {.fd = 0, .events = POLLIN};
 	ssize_t n = poll(&pf, 1, 5000) == 1 ? read(0, buf, sizeof(buf)) : -1;
 	expect(n == 6 && !memcmp(buf, "typed\n", 6), "read %zd bytes from the terminal", n);
 	pass();
