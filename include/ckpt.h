@@ -31,7 +31,8 @@ extern "C" {
 #define CKPT_SUBTREE 0x1ul       /* the root need not be a namespace init */
 #define CKPT_KILL 0x2ul          /* kill the tree once the image is complete */
 #define CKPT_LEAVE_FROZEN 0x4ul  /* leave the tree stopped (SIGSTOP) */
-#define CKPT_FLAGS_ALL 0x7ul
+#define CKPT_SHELL_JOB 0x8ul     /* the tree's terminal may be outside it (a job of a shell) */
+#define CKPT_FLAGS_ALL 0xful
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */
@@ -42,7 +43,8 @@ extern "C" {
 #define RESTART_DETACH 0x20ul    /* do not wait for the restored tree */
 #define RESTART_PIDNS 0x40ul     /* restore a subtree in a new pid namespace,
 				  * under an init made by ckpt */
-#define RESTART_FLAGS_ALL 0x7ful
+#define RESTART_SHELL_JOB 0x80ul /* attach a shell job to the caller's terminal */
+#define RESTART_FLAGS_ALL 0xfful
 
 /* verbosity for the log */
 enum ckpt_log_level {

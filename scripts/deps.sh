@@ -10,6 +10,10 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
 command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
+# the terminal tests (real_tmux, real_screen) drive these
+command -v tmux >/dev/null 2>&1 || need="$need tmux"
+command -v screen >/dev/null 2>&1 || need="$need screen"
+command -v vim >/dev/null 2>&1 || need="$need vim"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "missing packages:$need (run as root, or install them)" >&2

@@ -34,6 +34,7 @@ static const struct opt opts[] = {
 	{ "dry-run", 'n', OPT_FLAG, ON(CMD_RESTART), F(dry_run) },
 	{ "conn-reset", 0, OPT_FLAG, ON(CMD_RESTART), F(conn_reset) },
 	{ "pidns", 0, OPT_FLAG, ON(CMD_RESTART), F(pidns) },
+	{ "shell-job", 'j', OPT_FLAG, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(shell_job) },
 	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART) | ON(CMD_RUN), F(pidfile) },
 	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
 	{ "log", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(log) },

@@ -33,6 +33,7 @@ struct cli_args {
 	int verbose;            /* -v, repeatable */
 	bool kill, leave_frozen;
 	bool detach, frozen, dry_run, conn_reset, pidns;
+	bool shell_job;         /* checkpoint, restart: --shell-job */
 	bool json;
 	bool help;              /* --help after a command */
 	const char *hostname;   /* run --hostname */

@@ -28,6 +28,7 @@
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
 #include "kinds/task.h"
+#include "kinds/tty.h"
 #include "util/cleanup.h"
 #include "util/features.h"
 
@@ -320,6 +321,7 @@ static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
 int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 {
 	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 } };
+	struct tty_shell shell = { .fd = -1 };
 	int r;
 
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
@@ -363,6 +365,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	/* as seen from here: a container's root is pid 1 only inside */
 	pid_t root = ctx.tasks[0].pup.pid;
 	int sig = (o->flags & RESTART_FROZEN) ? SIGSTOP : 0;
+	/* a shell job: the foreground job of ckpt's terminal before it runs (tty.c) */
+	r = tty_shell_attach(&ctx, &shell);
 	/* children first: a parent runs once its children are there */
 	for (size_t i = ctx.nimage; i-- > 0;) {
 		struct rst_task *t = &ctx.tasks[i];
@@ -384,11 +388,13 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		r = tree_release_init(&ctx);
 	if (r < 0) {
 		kill_created(&ctx);
+		tty_shell_detach(&shell);
 		goto out;
 	}
 	log_info(&ctx.log, "pid %d: restored and running%s", root, sig ? " (stopped)" : "");
 	if (o->pidfile && (r = write_pidfile(&ctx, o->pidfile, root)) < 0) {
 		kill_created(&ctx);
+		tty_shell_detach(&shell);
 		goto out;
 	}
 	r = root;
@@ -406,6 +412,9 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 			}
 		}
 		o->wait_status = status;
+		tty_shell_detach(&shell); /* the job is over: the terminal is ckpt's again */
+	} else if (shell.fd >= 0) {
+		close(shell.fd); /* detached: the job keeps the terminal */
 	}
 	return r;
 out:

@@ -41,6 +41,7 @@
 #include "core/ctx.h"
 #include "kinds/mm.h"
 #include "kinds/task.h"
+#include "kinds/tty.h"
 #include "util/cleanup.h"
 
 #define PID_MAX_LIMIT 4194304
@@ -518,6 +519,9 @@ static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 		long e = puppet_syscall(&t->pup, SYS_setsid);
 		if (rst_check(ctx, t, e, "setsid") < 0)
 			return (int)e;
+		/* its controlling terminal (tty.c), before it forks those who inherit it */
+		if (!t->ghost && (r = tty_restore_ctty(ctx, t)) < 0)
+			return r;
 	}
 	log_debug(&ctx->log, "pid %d: created%s", t->pid, t->ghost ? " (ghost)" : "");
 	return 0;
@@ -672,6 +676,9 @@ int tree_create(struct rst_ctx *ctx)
 			return r;
 	}
 	if ((r = create_all(ctx)) < 0 || (r = set_groups(ctx)) < 0)
+		return r;
+	/* the terminals' foreground groups (tty.c), now that every group exists */
+	if ((r = tty_restore_fg(ctx)) < 0)
 		return r;
 	for (size_t i = 0; i < ctx->nimage; i++)
 		if ((r = create_threads(ctx, &ctx->tasks[i])) < 0)

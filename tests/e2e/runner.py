@@ -165,6 +165,14 @@ TESTS = [
     entry("locks_flock", (B, T, R)),
     entry("locks_posix", (B, T, R)),
     entry("locks_ofd", (B, T, R)),
+    # terminals
+    entry("tty_pty", (B, T, R)),
+    entry("tty_jobs", (B, T, R)),
+    entry("tty_shell_job", kind="shell_job"),
+    entry("tty_devtty", (B, T, R)),
+    entry("real_tmux", (B, T), kind="tmux"),
+    entry("real_screen", (B, T), kind="screen"),
+    entry("real_tmux_shell_job", kind="tmux_shell_job"),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -207,6 +215,7 @@ TESTS = [
     entry("refuse_mqueue", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*mqueue.*outside"),
     entry("refuse_lock", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*lock.*outside"),
     entry("refuse_lockwait", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*lock.*F_SETLKW"),
+    entry("refuse_tty", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*/dev/pts/\d+.*master.*outside"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
@@ -248,6 +257,40 @@ def pid_alive(pid):
 
 def pid_exists(pid):
     return os.path.exists("/proc/%d" % pid)
+
+
+# A "shell" for the shell_job flow: leads a session whose controlling
+# terminal is argv[1] and runs argv[2:] there as its foreground job.
+SHELL_JOB = r"""
+import os, signal, sys
+os.setsid()
+fd = os.open(sys.argv[1], os.O_RDWR)
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.tcsetpgrp(fd, os.getpid())
+    os.dup2(fd, 0)
+    os.close(fd)
+    signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+    os.execv(sys.argv[2], sys.argv[2:])
+os.setpgid(pid, pid)
+os.tcsetpgrp(fd, pid)
+st = os.waitpid(pid, 0)[1]
+os._exit(os.waitstatus_to_exitcode(st) & 0xff)
+"""
+
+
+def set_winsize(fd, rows, cols):
+    import fcntl
+    import termios
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def ctty_stdin():
+    import fcntl
+    import termios
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 class Run:
@@ -1236,6 +1279,333 @@ class Run:
             raise Fail("checkpoint -o - exit %d" % cp.returncode)
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
+
+    def wait_ready_file(self, proc):
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                with open(self.p("ready")) as f:
+                    data = f.read()
+                if data.endswith("\n"):
+                    return int(data)
+            except (OSError, ValueError):
+                pass
+            if proc.poll() is not None:
+                raise Fail("exited before ready: status %s: %s" % (proc.returncode,
+                                                                   self.out().strip()[-300:]))
+            if time.monotonic() > deadline:
+                raise Fail("not ready after %.0f s" % READY_TIMEOUT)
+            time.sleep(POLL)
+
+    def flow_shell_job(self):
+        """A job of a shell on a terminal outside the tree: checkpoint
+        --shell-job, restart --shell-job from another terminal (a pty
+        whose session ckpt restart leads), which the job must be the
+        foreground job of; then a line is typed there."""
+        m1, s1 = os.openpty()
+        set_winsize(m1, 24, 80)
+        env = dict(os.environ, CKPT_TEST_DIR=self.dir)
+        out = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.logs.append(self.p("out.log"))
+        try:
+            sh = subprocess.Popen([self.opts.python, "-c", SHELL_JOB, os.ttyname(s1)]
+                                  + self.program_argv(), stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=out, cwd=self.dir, env=env)
+        finally:
+            os.close(out)
+            os.close(s1)
+        self.procs.append(sh)
+        m2 = None
+        try:
+            self.pid = self.wait_ready_file(sh)
+            if self.opts.no_ckpt:
+                os.write(m1, b"typed\n")
+                set_winsize(m1, 50, 150)
+                rc = self.wake_and_wait(sh, "the shell's job")
+                return self.check_result(rc, "the shell's job")
+            # without --shell-job: refused by pid, naming the option
+            rc, err = self.checkpoint(self.p("img0"), "ckpt0", reap=[sh], expect_ok=False)
+            if rc == 0 or rc >= 128 or not re.search(r"\bpid %d\b.*outside.*--shell-job" % self.pid,
+                                                     err):
+                raise Fail("checkpoint without --shell-job: exit %d: %s" % (rc, err.strip()))
+            if not pid_alive(self.pid):
+                raise Fail("the job is gone after the refused checkpoint")
+            self.checkpoint(self.p("img"), "ckpt", reap=[sh], extra=["--shell-job"])
+            m2, s2 = os.openpty()
+            set_winsize(m2, 50, 150)
+            pidfile, err = self.p("restart.pid"), self.p("restart.err")
+            self.logs += [err, self.p("restart.log")]
+            with open(err, "wb") as e:
+                rp = subprocess.Popen(self.ckpt_argv("restart", self.p("img"), "--shell-job",
+                                                     "--pidfile", pidfile, "--log",
+                                                     self.p("restart.log")),
+                                      stdin=s2, stdout=e, stderr=e, cwd=self.dir,
+                                      start_new_session=True, preexec_fn=ctty_stdin)
+            os.close(s2)
+            self.procs.append(rp)
+            deadline = time.monotonic() + PIDFILE_TIMEOUT
+            while not os.path.exists(pidfile):
+                if rp.poll() is not None or time.monotonic() > deadline:
+                    raise Fail("restart --shell-job: no pidfile (%s)" % (tail(err, 3) or "").strip())
+                time.sleep(POLL)
+            os.write(m2, b"typed\n")
+            rc = self.wake_and_wait(rp, "ckpt restart --shell-job")
+            self.check_result(rc, "ckpt restart --shell-job")
+        finally:
+            os.close(m1)
+            if m2 is not None:
+                os.close(m2)
+
+    # --- real terminal programs: tmux, screen --------------------------------
+
+    def tool(self, argv, timeout=20, env=None, check=True):
+        """Runs a tmux/screen command (a client outside the tree); its stdout."""
+        self.vlog("$ " + " ".join(argv))
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
+                               timeout=timeout, env=env or self.tool_env)
+        except subprocess.TimeoutExpired:
+            raise Fail("%s hung" % " ".join(argv))
+        if check and r.returncode != 0:
+            raise Fail("%s: exit %d: %s" % (" ".join(argv), r.returncode,
+                                             r.stderr.decode(errors="replace").strip()))
+        return r.stdout.decode(errors="replace")
+
+    def until(self, what, fn, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            v = fn()
+            if v:
+                return v
+            if time.monotonic() > deadline:
+                raise Fail("timed out waiting for %s" % what)
+            time.sleep(0.05)
+
+    def restart_daemon(self, img, tag):
+        """restart --detach of a daemon (its parent becomes init); its pid."""
+        log = self.p(tag + ".log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", img, "--detach", "--log", log], timeout=60)
+        if r.returncode != 0:
+            raise Fail("restart --detach exit %d: %s" % (r.returncode,
+                                                          r.stderr.decode(errors="replace").strip()))
+        got = int(r.stdout.decode().strip() or 0)
+        if got != self.pid:
+            raise Fail("restored pid %d, original %d" % (got, self.pid))
+        return got
+
+    def cycle(self, what):
+        """Checkpoint --kill the daemon self.pid and restart it (twice in mode T)."""
+        for i in range(2 if self.mode == T else 1):
+            sfx = str(i + 1) if i else ""
+            img = self.p("img" + sfx)
+            self.checkpoint(img, "ckpt" + sfx, reap=[])
+            self.notes.append("%s restored" % what) if i == 0 else None
+            self.restart_daemon(img, "restart" + sfx)
+
+    def kill_daemon(self):
+        if self.pid and pid_alive(self.pid):
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def tmux_attach(self, tmux, text):
+        """tmux attach on a pty of our own: the screen shows text; detach-client ends it."""
+        m, s = os.openpty()
+        set_winsize(m, 24, 80)
+        try:
+            cl = subprocess.Popen(tmux + ["attach", "-t", "t"], stdin=s, stdout=s, stderr=s,
+                                  cwd=self.dir, env=self.tool_env, start_new_session=True,
+                                  preexec_fn=ctty_stdin)
+            self.procs.append(cl)
+            os.close(s)
+            s = -1
+            seen = b""
+            deadline = time.monotonic() + 10
+            while text.encode() not in seen:
+                if time.monotonic() > deadline or cl.poll() is not None:
+                    raise Fail("tmux attach: %r not on the screen (%d bytes seen)"
+                               % (text, len(seen)))
+                import select
+                if select.select([m], [], [], 0.2)[0]:
+                    try:
+                        seen += os.read(m, 65536)
+                    except OSError:
+                        break
+            self.tool(tmux + ["detach-client", "-s", "t"])
+            deadline = time.monotonic() + 10
+            while cl.poll() is None:
+                import select
+                if select.select([m], [], [], 0.1)[0]:
+                    try:
+                        os.read(m, 65536)
+                    except OSError:
+                        pass
+                if time.monotonic() > deadline:
+                    raise Fail("tmux attach did not end after detach-client")
+            if cl.returncode != 0:
+                raise Fail("tmux attach exited %d" % cl.returncode)
+        finally:
+            os.close(m)
+            if s >= 0:
+                os.close(s)
+
+    def flow_tmux(self):
+        """A tmux server with two windows: an interactive bash with a variable
+        and history, a python3 REPL with state. Checkpointed with no client
+        attached, killed, restarted: both screens are the same, the shell and
+        the REPL go on with their state, and tmux attach shows them."""
+        if not shutil.which("tmux"):
+            raise Skip("tmux not installed")
+        self.tool_env = dict(os.environ, TERM="xterm", HOME=self.dir,
+                             HISTFILE=self.p("bash_history"))
+        tmux = ["tmux", "-S", self.p("tmux.sock"), "-f", "/dev/null"]
+        secret = "s%d" % random.randrange(1 << 30)
+        try:
+            self.tool(tmux + ["new-session", "-d", "-s", "t", "-x", "80", "-y", "24", "-c",
+                              self.dir, "bash --norc --noprofile -i"])
+            self.pid = int(self.tool(tmux + ["display", "-p", "#{pid}"]).strip())
+            self.tool(tmux + ["new-window", "-t", "t", "-c", self.dir, self.opts.python + " -q"])
+            cap = lambda w: self.tool(tmux + ["capture-pane", "-p", "-t", "t:%d" % w])
+            self.tool(tmux + ["send-keys", "-t", "t:0", "SECRET=%s; echo one" % secret, "Enter"])
+            self.until("the shell", lambda: "\none\n" in cap(0) and cap(0).rstrip()[-1:] in "#$")
+            self.tool(tmux + ["send-keys", "-t", "t:1", "state = [i * i for i in range(10)]",
+                              "Enter"])
+            self.until("the REPL", lambda: cap(1).rstrip().endswith(">>>")
+                       and cap(1).count(">>>") == 2)
+            before = [cap(0), cap(1)]
+            cursor = self.tool(tmux + ["display", "-p", "-t", "t:0", "#{cursor_x},#{cursor_y}"])
+            time.sleep(0.3)  # the command clients are gone
+            if not self.opts.no_ckpt:
+                self.cycle("tmux server")
+            after = [cap(0), cap(1)]
+            for w in (0, 1):
+                if after[w] != before[w]:
+                    raise Fail("window %d differs after restart:\n%s\n--- was:\n%s"
+                               % (w, after[w], before[w]))
+            c2 = self.tool(tmux + ["display", "-p", "-t", "t:0", "#{cursor_x},#{cursor_y}"])
+            if c2 != cursor:
+                raise Fail("cursor at %s, was %s" % (c2.strip(), cursor.strip()))
+            self.tool(tmux + ["send-keys", "-t", "t:0",
+                              'echo "v=$SECRET h=$(history | grep -c "SECRET[=]%s")"' % secret,
+                              "Enter"])
+            self.until("the shell after restart",
+                       lambda: "v=%s h=1" % secret in cap(0))
+            self.tool(tmux + ["send-keys", "-t", "t:1", "print(sum(state))", "Enter"])
+            self.until("the REPL after restart", lambda: "\n285\n" in cap(1))
+            # typed once, echoed once: the terminals kept the modes readline set
+            for w, typed in ((0, 'echo "v=$SECRET'), (1, "print(sum(state))")):
+                if cap(w).count(typed) != 1:
+                    raise Fail("window %d shows %r %d times:\n%s" % (w, typed, cap(w).count(typed),
+                                                                     cap(w)))
+            self.tool(tmux + ["select-window", "-t", "t:0"])
+            self.tmux_attach(tmux, "v=%s" % secret)
+            self.tool(tmux + ["kill-server"])
+            self.expect_gone("tmux kill-server")
+        finally:
+            self.kill_daemon()
+
+    def flow_tmux_shell_job(self):
+        """A python3 REPL started from bash in a tmux pane: checkpointed
+        --shell-job --kill from outside, then `ckpt restart --shell-job`
+        typed into the same pane: the REPL is back in the foreground with its
+        state, takes typed lines, and exit() gives the prompt back."""
+        if not shutil.which("tmux"):
+            raise Skip("tmux not installed")
+        self.tool_env = dict(os.environ, TERM="xterm", HOME=self.dir)
+        tmux = ["tmux", "-S", self.p("tmux.sock"), "-f", "/dev/null"]
+        cap = lambda: self.tool(tmux + ["capture-pane", "-p", "-t", "t:0"])
+        keys = lambda *k: self.tool(tmux + ["send-keys", "-t", "t:0"] + list(k))
+        server = None
+        try:
+            self.tool(tmux + ["new-session", "-d", "-s", "t", "-x", "100", "-y", "30", "-c",
+                              self.dir, "bash --norc --noprofile -i"])
+            server = int(self.tool(tmux + ["display", "-p", "#{pid}"]).strip())
+            shell = int(self.tool(tmux + ["display", "-p", "-t", "t:0", "#{pane_pid}"]).strip())
+            keys(self.opts.python + " -q", "Enter")
+            self.until("the REPL", lambda: cap().rstrip().endswith(">>>"))
+            keys("v = 6 * 7", "Enter")
+            self.until("the REPL's prompt", lambda: cap().count(">>>") == 2)
+            with open("/proc/%d/task/%d/children" % (shell, shell)) as f:
+                self.pid = int(f.read().split()[0])
+            if self.opts.no_ckpt:
+                keys("print(v + 1)", "Enter")
+                self.until("the REPL's answer", lambda: "\n43\n" in cap())
+                return
+            self.checkpoint(self.p("img"), "ckpt", reap=[], extra=["--shell-job"])
+            self.until("the shell's prompt", lambda: cap().rstrip()[-1:] in "#$")
+            log = self.p("restart.log")
+            self.logs.append(log)
+            keys("%s restart --shell-job %s --log %s; echo rc=$?" % (self.opts.ckpt, self.p("img"),
+                                                                   log), "Enter")
+            self.until("the restored REPL", lambda: pid_alive(self.pid), timeout=20)
+            keys("print(v + 1)", "Enter")
+            self.until("the restored REPL's answer", lambda: "\n43\n" in cap())
+            keys("exit()", "Enter")
+            self.until("the shell after the job", lambda: "\nrc=0\n" in cap())
+        finally:
+            self.kill_daemon()
+            if server and pid_alive(server):
+                os.kill(server, signal.SIGKILL)
+
+    def flow_screen(self):
+        """GNU screen running vim on a file with an unsaved change: after
+        checkpoint, kill and restart the screen (hardcopy) is the same, the
+        change is still unsaved, and :wq writes it."""
+        if not shutil.which("screen") or not shutil.which("vim"):
+            raise Skip("screen or vim not installed")
+        sdir = self.p("screens")
+        os.mkdir(sdir, 0o700)
+        self.tool_env = dict(os.environ, TERM="xterm", HOME=self.dir, SCREENDIR=sdir)
+        name = "ckpt-e2e"
+        scr = ["screen", "-S", name]
+        path = self.p("file.txt")
+        with open(path, "w") as f:
+            f.write("original line\n")
+
+        def hard(tag):
+            """The screen, by hardcopy (written by the screen process, a moment later)."""
+            try:
+                os.unlink(self.p(tag))
+            except OSError:
+                pass
+            self.tool(scr + ["-X", "hardcopy", self.p(tag)])
+            self.until("hardcopy " + tag, lambda: os.path.exists(self.p(tag)), timeout=5)
+            time.sleep(0.05)
+            with open(self.p(tag), errors="replace") as f:
+                return f.read()
+        try:
+            self.tool(["screen", "-dmS", name, "vim", "-u", "NONE", "-i", "NONE", "file.txt"])
+            ls = self.until("the screen session", lambda: re.search(
+                r"(\d+)\." + name, self.tool(["screen", "-ls"], check=False)))
+            self.pid = int(ls.group(1))
+            self.until("vim", lambda: "original line" in hard("h0"))
+            self.tool(scr + ["-X", "stuff", "ggOadded by test\033"])
+            self.until("the edit", lambda: hard("h1").startswith("added by test\noriginal line"))
+            time.sleep(0.3)
+            before = hard("h1")
+            if not self.opts.no_ckpt:
+                self.cycle("screen")
+            after = hard("h2")
+            if after != before:
+                raise Fail("the screen differs after restart:\n%s\n--- was:\n%s" % (after, before))
+            with open(path) as f:
+                if f.read() != "original line\n":
+                    raise Fail("the file was written before :wq")
+            # a command typed in: vim reads it in its own terminal modes (no echo)
+            self.tool(scr + ["-X", "stuff", ':echo "ok"\r'])
+            lines = lambda text: text.rstrip("\n").split("\n")
+            shown = self.until(":echo", lambda: (lambda t: t if lines(t)[-1].strip() == "ok"
+                                                  else None)(hard("h3")))
+            if lines(shown)[:-1] != lines(before)[:-1]:
+                raise Fail("the screen changed with :echo:\n%s\n--- was:\n%s" % (shown, before))
+            self.tool(scr + ["-X", "stuff", ":wq\r"])
+            want = "added by test\noriginal line\n"
+            self.until(":wq", lambda: open(path).read() == want)
+            self.expect_gone("vim's :wq ended the screen session", grace=10)
+        finally:
+            self.kill_daemon()
 
     def flow_standalone(self):
         """A program that drives libckpt itself and prints PASS."""

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Terminals: what the restart core asks of tty.c beyond its kind_ops.
+ * A controlling terminal belongs to a session and is inherited at fork,
+ * so it is set while the tree is made (tree.c), not with the task's own
+ * state:
+ *   tty_restore_ctty(ctx, t)  right after t's setsid(), before it forks:
+ *                             TIOCSCTTY on the pty whose session it leads
+ *   tty_restore_fg(ctx)       once every group exists: TIOCSPGRP, in the
+ *                             session leader, to the saved foreground group
+ * and around the release of a shell job (restart.c, RESTART_SHELL_JOB):
+ *   tty_shell_attach(ctx, &sh)  before the release: the restored job becomes
+ *                             the foreground job of ckpt's own terminal, with
+ *                             the saved termios (sh.fd: that terminal, -1: none)
+ *   tty_shell_detach(&sh)     once the job is over: ckpt's group is the
+ *                             foreground again, ckpt's termios put back
+ * Each returns 0 when the image holds nothing of the sort.
+ */
+#ifndef CKPT_TTY_H
+#define CKPT_TTY_H
+
+#include <asm/termbits.h>
+#include <stdbool.h>
+
+struct rst_ctx;
+struct rst_task;
+
+struct tty_shell {
+	int fd;                 /* ckpt's terminal, -1 if no shell job */
+	bool restore;           /* put termios back at detach */
+	struct termios2 termios; /* ckpt's, before the job's were set */
+};
+
+int tty_restore_ctty(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+int tty_restore_fg(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+int tty_shell_attach(struct rst_ctx *ctx, struct tty_shell *ret)
+	__attribute__((warn_unused_result));
+void tty_shell_detach(struct tty_shell *sh);
+
+#endif
