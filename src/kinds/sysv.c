@@ -137,23 +137,36 @@ static int sysctl_write(const char *name, const char *value)
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-/* The numbers of a sysctl value (at most 4), or -1. */
-static int parse_nums(const char *s, long long out[4])
+/* The numbers of a sysctl value, as strings ([-]digits, none too long for
+ * tok), at most 4; -1 if it is not that. */
+static int split_nums(const char *s, char tok[4][24])
 {
 	int n = 0;
 	for (;;) {
-		while (*s == ' ' || *s == '\t')
-			s++;
+		s += strspn(s, " \t");
 		if (!*s)
 			return n;
-		char *end;
-		errno = 0;
-		long long v = strtoll(s, &end, 10);
-		if (end == s || errno || n == 4)
+		size_t len = strcspn(s, " \t"), neg = *s == '-';
+		if (n == 4 || len == neg || len >= 24 || strspn(s + neg, "0123456789") != len - neg)
 			return -1;
-		out[n++] = v;
-		s = end;
+		memcpy(tok[n], s, len);
+		tok[n++][len] = '\0';
+		s += len;
 	}
+}
+
+/* <0, 0, >0: a is less than, equal to, greater than b (from split_nums;
+ * shmmax and shmall do not fit an int64) */
+static int num_cmp(const char *a, const char *b)
+{
+	bool na = *a == '-', nb = *b == '-';
+	if (na != nb)
+		return na ? -1 : 1;
+	a += na + strspn(a + na, "0");
+	b += nb + strspn(b + nb, "0");
+	size_t la = strlen(a), lb = strlen(b);
+	int c = la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
+	return na ? -c : c;
 }
 
 static int limit_index(const char *name)
@@ -980,9 +993,9 @@ static int load_ns(struct rst_ctx *ctx, struct sysv_rst *s, const struct img_rec
 	for (size_t i = 0; i < s->ns->n_limits; i++) {
 		const SysvLimit *l = s->ns->limits[i];
 		int k = limit_index(l->name);
-		long long v[4];
+		char tok[4][24];
 		if (!s->ns->own_ns || k < 0 || s->limit[k] || strlen(l->value) >= LIMIT_LEN ||
-		    parse_nums(l->value, v) < 1)
+		    split_nums(l->value, tok) < 1)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (sysv/ns): limit %zu is not valid", rec->index,
 					i);
@@ -1476,24 +1489,23 @@ static int make_sem(struct rst_ctx *ctx, const SysvSemEntry *e)
 static int set_limits(struct rst_ctx *ctx, const struct sysv_rst *s, bool raise)
 {
 	for (size_t k = 0; k < (raise ? NRAISED : NLIMITS); k++) {
-		char cur[LIMIT_LEN], want[LIMIT_LEN];
-		long long a[4], b[4];
+		char cur[LIMIT_LEN], want[LIMIT_LEN], a[4][24], b[4][24];
 		if (!s->limit[k])
 			continue;
 		int r = sysctl_read(limit_names[k], cur, sizeof(cur));
 		if (r < 0)
 			return log_fail(&ctx->log, r, "cannot read kernel.%s: %s", limit_names[k],
 					strerror(-r));
-		int na = parse_nums(cur, a), nb = parse_nums(s->limit[k], b);
-		if (na == nb && !memcmp(a, b, sizeof(*a) * (size_t)MAX(nb, 0)))
+		int na = split_nums(cur, a), nb = split_nums(s->limit[k], b);
+		bool same = na == nb;
+		for (int i = 0; same && i < nb; i++)
+			same = !num_cmp(a[i], b[i]);
+		if (same)
 			continue;
 		snprintf(want, sizeof(want), "%s", s->limit[k]);
-		if (raise && na == nb) {
-			size_t len = 0;
-			for (int i = 0; i < nb; i++)
-				len += (size_t)snprintf(want + len, sizeof(want) - len, "%s%lld",
-							i ? "\t" : "", MAX(a[i], b[i]));
-		}
+		for (int i = 0, len = 0; raise && na == nb && i < nb; i++)
+			len += snprintf(want + len, sizeof(want) - (size_t)len, "%s%s",
+					i ? "\t" : "", num_cmp(a[i], b[i]) > 0 ? a[i] : b[i]);
 		r = sysctl_write(limit_names[k], want);
 		if (r < 0)
 			return log_fail(&ctx->log, r, "cannot set kernel.%s to %s: %s",
