@@ -87,6 +87,7 @@ struct rst_task {
 	bool begun;             /* its records have started */
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
+	uint64_t done_kinds;    /* kinds already restored early (bit per kind) */
 	void *kstate[KIND_MAX];
 };
 

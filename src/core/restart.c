@@ -182,7 +182,8 @@ static int choose_ctl_fd(struct rst_ctx *ctx)
 static int restore_task(struct rst_ctx *ctx, struct rst_task *t)
 {
 	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->restore || (t->leader && !kinds[k].ops->per_thread))
+		if (!kinds[k].ops->restore || (t->leader && !kinds[k].ops->per_thread) ||
+		    (t->done_kinds & (1ull << k)))
 			continue;
 		int r = kinds[k].ops->restore(ctx, t);
 		if (r < 0) {

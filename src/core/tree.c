@@ -486,6 +486,16 @@ static int restore_parent_mm(struct rst_ctx *ctx, struct rst_task *t)
 				t->pid, p->pid);
 	if (p->mm_done)
 		return 0;
+	/* what memory needs made first: the SysV segments it attaches */
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *o = &ctx->tasks[i];
+		if (!o->kstate[KIND_sysv] || (o->done_kinds & (1ull << KIND_sysv)))
+			continue;
+		int e = kinds[KIND_sysv].ops->restore(ctx, o);
+		if (e < 0)
+			return e;
+		o->done_kinds |= 1ull << KIND_sysv;
+	}
 	int r = kinds[KIND_mm].ops->restore(ctx, p);
 	if (r < 0 && !ctx->log.errors)
 		log_error(&ctx->log, "pid %d: restoring mm failed: %s", p->pid, strerror(-r));

@@ -93,6 +93,7 @@ enum kind_id {
 #include "kinds/kinds.def"
 #undef KIND
 
+_Static_assert(KIND_MAX <= 64, "rst_task.done_kinds holds a bit per kind");
 extern const struct kind_info kinds[KIND_MAX];
 
 #define REC_TYPE(kind_id, sub) (((uint32_t)(kind_id) << 8) | (sub))

@@ -35,6 +35,7 @@
 #include "kinds/file-reg.h"
 #include "kinds/memfd.h"
 #include "kinds/mm.h"
+#include "kinds/sysv.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
@@ -122,10 +123,8 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		v->shmem_id = pv->ino;
 		return 0;
 	}
-	if (!strncmp(p, "/SYSV", 5))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d vma %llx-%llx: SysV shared memory is not supported yet", t->pid,
-				(unsigned long long)pv->start, (unsigned long long)pv->end);
+	if (sysv_vma_is_shm(pv))
+		return sysv_collect_vma(ctx, t, pv, v);
 
 	char link[64];
 	int flags = pv->shared && (pv->vmflags & VMF_MW) ? O_RDWR : O_RDONLY;
@@ -468,7 +467,7 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 		if (v->start >= v->end || (v->start | v->end) % PAGE || v->start < prev_end ||
 		    (!vsys && v->end > TASK_SIZE_MAX) || (vsys && v->start != VSYSCALL_ADDR) ||
 		    (v->prot & ~(uint32_t)(PROT_READ | PROT_WRITE | PROT_EXEC)) ||
-		    v->kind > VMA_KIND__VMA_VSYSCALL || v->pgoff % PAGE)
+		    v->kind > VMA_KIND__VMA_SYSV_SHM || v->pgoff % PAGE)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %zu (%llx-%llx) is not valid", rec->index,
 					i, (unsigned long long)v->start, (unsigned long long)v->end);
@@ -591,7 +590,7 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 	if (m->pending)
 		return log_fail(&ctx->log, -EINVAL, "image ends a pagemap of pid %d without pages",
 				t->pid);
-	return 0;
+	return sysv_check_vmas(ctx, t, m->e);
 }
 
 /* --- restart: free address ranges ------------------------------------ */
@@ -1305,9 +1304,12 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 
 	for (size_t i = 0; i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE)
+		if (v->kind == VMA_KIND__VMA_SYSV_SHM)
+			r = sysv_shm_attach(ctx, t, v);
+		else if (v->kind == VMA_KIND__VMA_ANON || v->kind == VMA_KIND__VMA_FILE)
+			r = v->inherit ? keep_inherited(ctx, t, v) : map_vma(ctx, t, &rf, v);
+		else
 			continue;
-		r = v->inherit ? keep_inherited(ctx, t, v) : map_vma(ctx, t, &rf, v);
 		if (r >= 0)
 			r = advise_vma(ctx, t, v);
 		if (r < 0)

@@ -173,6 +173,11 @@ TESTS = [
     entry("real_tmux", (B, T), kind="tmux"),
     entry("real_screen", (B, T), kind="screen"),
     entry("real_tmux_shell_job", kind="tmux_shell_job"),
+    # SysV IPC: a container's own ipc namespace, a tree's segments in the host's
+    entry("sysv_shm", (B, T, R), kind="ct_detached"),
+    entry("sysv_msg", (B, T, R), kind="ct_detached"),
+    entry("sysv_sem", (B, T, R), kind="ct_detached"),
+    entry("sysv_shm_host", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -216,6 +221,7 @@ TESTS = [
     entry("refuse_lock", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*lock.*outside"),
     entry("refuse_lockwait", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*lock.*F_SETLKW"),
     entry("refuse_tty", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*/dev/pts/\d+.*master.*outside"),
+    entry("refuse_sysv", kind="refuse", regex=r"\bpid {pid}\b.*SysV message queue id \d+"),
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
@@ -706,6 +712,100 @@ class Run:
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def start_container(self):
+        """`ckpt run --detach -- PROGRAM`, its output to out.log through sh
+        (what ckpt run prints stays apart); returns the pid outside."""
+        env = dict(os.environ, CKPT_TEST_DIR=self.dir)
+        open(self.p("out.log"), "wb").close()
+        self.logs.append(self.p("out.log"))
+        argv = [self.opts.ckpt, "run", "--detach", "--", "/bin/sh", "-c",
+                'exec "$0" "$@" >out.log 2>&1'] + self.program_argv()
+        self.vlog("$ " + " ".join(argv))
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
+                           env=env, timeout=30)
+        if r.returncode != 0 or not r.stdout.strip().isdigit():
+            raise Fail("ckpt run --detach exit %d: %s %s" % (
+                r.returncode, r.stdout.decode(errors="replace").strip(),
+                r.stderr.decode(errors="replace").strip()))
+        self.t0 = time.monotonic()
+        return int(r.stdout)
+
+    def wait_container_ready(self, pid):
+        """"ready" holds the pid inside (1); self.pid becomes the one outside."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            try:
+                with open(self.p("ready")) as f:
+                    data = f.read()
+                if data.endswith("\n"):
+                    break
+            except OSError:
+                pass
+            if not pid_alive(pid):
+                out = self.out()
+                if out.startswith("SKIP"):
+                    raise Skip(out.strip()[5:].strip())
+                raise Fail("the container's pid %d exited before ready: %s" % (pid, out.strip()))
+            if time.monotonic() > deadline:
+                raise Fail("not ready after %.0f s" % READY_TIMEOUT)
+            time.sleep(POLL)
+        if data.strip() != "1":
+            raise Fail("ready says pid %s inside the container, want 1" % data.strip())
+        self.pid = pid
+        self.vlog("ready: pid 1 inside, %d outside" % pid)
+
+    def restart_container(self, img, tag):
+        """ckpt restart of a container image; self.pid becomes the restored
+        root's pid outside (from the pidfile)."""
+        pidfile = self.p(tag + ".pid")
+        log, err = self.p(tag + ".log"), self.p(tag + ".err")
+        self.logs += [err, log]
+        rp = self.popen(self.ckpt_argv("restart", img, "--pidfile", pidfile, "--log", log),
+                        err=err, out=self.p(tag + ".out"))
+        deadline = time.monotonic() + PIDFILE_TIMEOUT
+        while True:
+            try:
+                with open(pidfile) as f:
+                    data = f.read()
+                if data.endswith("\n"):
+                    self.pid = int(data)
+                    break
+            except (OSError, ValueError):
+                pass
+            if rp.poll() is not None:
+                raise Fail("ckpt restart exited %d before writing the pidfile: %s"
+                           % (rp.returncode, (tail(err, 5) or "").strip()))
+            if time.monotonic() > deadline:
+                raise Fail("no pidfile after %.0f s" % PIDFILE_TIMEOUT)
+            time.sleep(POLL)
+        self.vlog("restored as pid %d outside" % self.pid)
+        return rp
+
+    def flow_ct_detached(self):
+        """The program as pid 1 of a container (ckpt run --detach), checkpointed
+        by its pid outside with --kill and restarted into fresh namespaces;
+        the modes as for programs. --no-ckpt runs it natively."""
+        if self.opts.no_ckpt:
+            return self.native()
+        self.wait_container_ready(self.start_container())
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[])
+        rp = self.restart_container(img, "restart")
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart, after its container was killed")
+            if rp.returncode != 128 + signal.SIGKILL:
+                raise Fail("first ckpt restart exited %s, want 137" % rp.returncode)
+            rp = self.restart_container(self.p("img2"), "restart2")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+        if self.mode == R:
+            self.expect_gone("the first restored run")
+            self.reset_out()
+            rp = self.restart_container(img, "restart2")
+            rc = self.wait_exit(rp, "second ckpt restart")
+            self.check_result(rc, "second ckpt restart")
 
     def flow_program(self):
         if self.opts.no_ckpt:
