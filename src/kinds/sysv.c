@@ -1450,7 +1450,8 @@ static int make_msg(struct rst_ctx *ctx, const SysvMsgEntry *e)
 		return -ENOMEM;
 	for (size_t i = 0; i < e->n_msgs; i++) {
 		buf->mtype = e->msgs[i]->type;
-		memcpy(buf->mtext, e->msgs[i]->text.data, e->msgs[i]->text.len);
+		if (e->msgs[i]->text.len) /* an empty one has no data */
+			memcpy(buf->mtext, e->msgs[i]->text.data, e->msgs[i]->text.len);
 		if (msgsnd(p->id, buf, e->msgs[i]->text.len, IPC_NOWAIT) < 0)
 			return log_fail(&ctx->log, -errno,
 					"msg id %d: cannot queue message %zu "
