@@ -666,16 +666,8 @@ static int sysv_collect(struct ckpt_ctx *ctx, struct task *t)
 	bool attached = false;
 	struct stat ns;
 
-	for (size_t i = 0; i < t->vmas.n;) {
-		if (!sysv_vma_is_shm(&t->vmas.v[i])) {
-			i++;
-			continue;
-		}
-		attached = true;
-		r = note_attachment(ctx, s, t, i, &i);
-		if (r < 0)
-			return r;
-	}
+	for (size_t i = 0; i < t->vmas.n; i++)
+		attached |= sysv_vma_is_shm(&t->vmas.v[i]);
 	if (!s->own_ns && !attached)
 		return 0;
 	/* the objects must be those of the task's own namespace */
@@ -687,6 +679,15 @@ static int sysv_collect(struct ckpt_ctx *ctx, struct task *t)
 				"pid %d: is in an ipc namespace other than %s; not supported",
 				t->pid,
 				s->own_ns ? "the container's" : "ckpt's, with SysV shm attached");
+	for (size_t i = 0; i < t->vmas.n;) {
+		if (!sysv_vma_is_shm(&t->vmas.v[i])) {
+			i++;
+			continue;
+		}
+		r = note_attachment(ctx, s, t, i, &i);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -1480,7 +1481,8 @@ static int make_msg(struct rst_ctx *ctx, const SysvMsgEntry *e)
 		return -ENOMEM;
 	for (size_t i = 0; i < e->n_msgs; i++) {
 		buf->mtype = e->msgs[i]->type;
-		memcpy(buf->mtext, e->msgs[i]->text.data, e->msgs[i]->text.len);
+		if (e->msgs[i]->text.len) /* an empty one has no data */
+			memcpy(buf->mtext, e->msgs[i]->text.data, e->msgs[i]->text.len);
 		if (msgsnd(p->id, buf, e->msgs[i]->text.len, IPC_NOWAIT) < 0)
 			return log_fail(&ctx->log, -errno,
 					"msg id %d: cannot queue message %zu "
