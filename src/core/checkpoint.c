@@ -194,14 +194,6 @@ static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
 	return 0;
 }
 
-static struct task *find_task(struct ckpt_ctx *ctx, pid_t pid)
-{
-	for (size_t i = 0; i < ctx->ntasks; i++)
-		if (ctx->tasks[i].pid == pid)
-			return &ctx->tasks[i];
-	return NULL;
-}
-
 static int add_task(struct ckpt_ctx *ctx, size_t *cap, pid_t pid)
 {
 	if (ctx->ntasks == *cap) {
@@ -403,7 +395,7 @@ static int seize_tree(struct ckpt_ctx *ctx, pid_t root)
 			long c = strtol(p, &end, 10);
 			if (end == p)
 				break;
-			if (c > 0 && !find_task(ctx, (pid_t)c) && (r = add_task(ctx, &cap, (pid_t)c)) < 0)
+			if (c > 0 && !ctx_find_task(ctx, (pid_t)c) && (r = add_task(ctx, &cap, (pid_t)c)) < 0)
 				return r;
 		}
 	}
@@ -467,7 +459,7 @@ static int assign_vpids(struct ckpt_ctx *ctx)
 			return r;
 	}
 	for (size_t i = 0; i < ctx->ntasks; i++) {
-		struct task *t = &ctx->tasks[i], *p = find_task(ctx, t->stat.ppid);
+		struct task *t = &ctx->tasks[i], *p = ctx_find_task(ctx, t->stat.ppid);
 		t->vppid = i == 0 && ctx->container ? 0 : p ? p->vpid : t->stat.ppid;
 		for (size_t j = 0; j < t->nthreads; j++)
 			t->threads[j].vppid = t->vppid;
@@ -478,7 +470,7 @@ static int assign_vpids(struct ckpt_ctx *ctx)
 /* What one task shares with another of the tree (kcmp), and what it may not. */
 static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct task *parent = find_task(ctx, t->stat.ppid);
+	struct task *parent = ctx_find_task(ctx, t->stat.ppid);
 
 	for (struct task *o = ctx->tasks; o < t; o++) {
 		if (o->zombie)
@@ -744,7 +736,7 @@ static void kill_tree(struct ckpt_ctx *ctx)
 				puppet_kill(&t->threads[j].pup);
 		if (t->pup.held)
 			puppet_kill(&t->pup);
-		struct task *p = find_task(ctx, t->stat.ppid);
+		struct task *p = ctx_find_task(ctx, t->stat.ppid);
 		if (p && p->pup.held)
 			puppet_syscall(&p->pup, SYS_wait4, t->pid, 0, __WALL, 0);
 	}

@@ -82,3 +82,11 @@ uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer)
 			return map[i].inner + (outer - map[i].outer);
 	return 65534;
 }
+
+struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].pid == pid)
+			return &ctx->tasks[i];
+	return NULL;
+}

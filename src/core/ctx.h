@@ -146,6 +146,9 @@ void rst_free_msg(void *state);
 /* An id as seen from ckpt, as the container sees it (unmapped: 65534). */
 uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer);
 
+/* Checkpoint: the process of the tree with this pid, or NULL. */
+struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid);
+
 /* The task's state for a kind, allocated zeroed on first use (NULL: ENOMEM). */
 void *task_state(struct task *t, enum kind k, size_t size);
 

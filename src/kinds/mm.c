@@ -413,11 +413,8 @@ static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
  */
 static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m)
 {
-	struct task *p = NULL;
-	for (size_t i = 0; i < ctx->ntasks; i++)
-		if (ctx->tasks[i].pid == t->stat.ppid && &ctx->tasks[i] != t)
-			p = &ctx->tasks[i];
-	if (!p || p->zombie || !p->kstate[KIND_mm] || (t->vsid != t->vpid && t->vsid != p->vsid))
+	struct task *p = ctx_find_task(ctx, t->stat.ppid);
+	if (!p || p == t || p->zombie || !p->kstate[KIND_mm] || (t->vsid != t->vpid && t->vsid != p->vsid))
 		return 0;
 	m->inherited = calloc(m->e.n_vmas ? m->e.n_vmas : 1, sizeof(*m->inherited));
 	if (!m->inherited)

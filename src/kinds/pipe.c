@@ -137,18 +137,10 @@ static int pipe_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	return 0;
 }
 
-static struct task *holder(struct ckpt_ctx *ctx, pid_t pid)
-{
-	for (size_t i = 0; i < ctx->ntasks; i++)
-		if (ctx->tasks[i].pid == pid)
-			return &ctx->tasks[i];
-	return NULL;
-}
-
 /* Reads what the pipe holds without taking it out. */
 static int peek(struct ckpt_ctx *ctx, struct pipe_obj *p)
 {
-	struct task *t = holder(ctx, p->pid);
+	struct task *t = ctx_find_task(ctx, p->pid);
 	if (!t)
 		return -ESRCH;
 	_cleanup_close_ int rfd = puppet_getfd(&t->pup, p->fd);
@@ -197,7 +189,7 @@ out:
  */
 static int other_end_closed(struct ckpt_ctx *ctx, const struct pipe_obj *e)
 {
-	struct task *t = e ? holder(ctx, e->pid) : NULL;
+	struct task *t = e ? ctx_find_task(ctx, e->pid) : NULL;
 	if (!t)
 		return -ESRCH;
 	_cleanup_close_ int fd = puppet_getfd(&t->pup, e->fd);
