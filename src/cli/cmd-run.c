@@ -4,8 +4,10 @@
  * that the whole container can be checkpointed and its pids are always
  * free at restart (a fresh namespace has them all). CMD itself is pid 1:
  * it reaps the orphans of the container, and like any pid 1 it gets only
- * the signals it has handlers for. The mounts are made private and a /proc
- * of the new pid namespace is mounted on /proc; nothing else changes (the
+ * the signals it has handlers for. The mounts are made private, a /proc
+ * of the new pid namespace is mounted on /proc and a devpts instance of its
+ * own on /dev/pts (so its ptys' indexes are its own, always free at
+ * restart; /dev/ptmx opens the devpts beside it); nothing else changes (the
  * container sees the host's files). Run by a user other than root, it
  * also makes a user namespace where that user is root (uid and gid 0
  * inside map to the caller's, the only ids an unprivileged user may map).
@@ -28,6 +30,9 @@
 static __attribute__((noreturn)) void container_init(const struct cli_args *a, int report,
 						       int mapped)
 {
+	/* the tty group exists only if the host's ids are mapped (root) */
+	const char *pts = mapped >= 0 ? "newinstance,ptmxmode=0666,mode=0620"
+				      : "newinstance,ptmxmode=0666,mode=0620,gid=5";
 	const char *what = "user namespace";
 	char c;
 	/* unprivileged: wait until our parent has written the id maps */
@@ -37,6 +42,9 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 	what = "mount";
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		goto fail;
+	what = "mounting a devpts of its own on /dev/pts";
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts) < 0)
 		goto fail;
 	what = "sethostname";
 	if (a->hostname && sethostname(a->hostname, strlen(a->hostname)) < 0)

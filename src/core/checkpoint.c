@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -160,13 +161,53 @@ static int read_idmaps(struct ckpt_ctx *ctx, pid_t pid)
 	return 0;
 }
 
+/*
+ * The devpts instance of its own a container has on /dev/pts (ckpt run
+ * mounts one): the last devpts mount there in its mountinfo, when it is
+ * not the one ckpt sees on /dev/pts.
+ */
+static int read_devpts(struct ckpt_ctx *ctx, struct task *root)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = proc_read(root->pid, "mountinfo", &text, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo: %s", root->pid,
+				strerror(-r));
+	unsigned int maj, min;
+	char point[32], type[16], opts[128];
+	bool found = false;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *tail = strstr(line, " - ");
+		if (sscanf(line, "%*u %*u %u:%u %*s %31s", &maj, &min, point) != 3 || !tail ||
+		    sscanf(tail, " - %15s %*s %127s", type, opts) != 2 || strcmp(point, "/dev/pts") ||
+		    strcmp(type, "devpts"))
+			continue;
+		found = true;
+		ctx->devpts_dev = makedev(maj, min);
+		snprintf(ctx->devpts_opts, sizeof(ctx->devpts_opts), "%s", opts);
+	}
+	struct stat host;
+	if (!found || (stat("/dev/pts", &host) == 0 && host.st_dev == ctx->devpts_dev)) {
+		ctx->devpts_dev = 0;
+		return 0;
+	}
+	ctx->ns.devpts = ctx->devpts_opts;
+	log_debug(&ctx->log, "pid %d: a devpts of its own (%s)", root->pid, opts);
+	return 0;
+}
+
 /* A container's namespaces, and its hostname (an injected uname). */
 static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
 {
 	namespaces_entry__init(&ctx->ns);
 	ctx->ns.flags = CLONE_NEWPID;
-	if (!same_ns(root->pid, "mnt"))
+	if (!same_ns(root->pid, "mnt")) {
 		ctx->ns.flags |= CLONE_NEWNS;
+		int r = read_devpts(ctx, root);
+		if (r < 0)
+			return r;
+	}
 	if (!same_ns(root->pid, "ipc"))
 		ctx->ns.flags |= CLONE_NEWIPC;
 	if (!same_ns(root->pid, "uts")) {

@@ -55,6 +55,8 @@ struct ckpt_ctx {
 	bool container;         /* the root is a pid namespace's init */
 	NamespacesEntry ns;     /* container: its namespaces */
 	char hostname[65];
+	char devpts_opts[128];  /* container: its own devpts' mount options */
+	uint64_t devpts_dev;    /* and its device, 0 if it has none */
 	/* a container with a user namespace: ids inside it, from ckpt's */
 	char uid_map[512], gid_map[512];
 	struct idmap uids[IDMAP_MAX], gids[IDMAP_MAX];

@@ -163,6 +163,36 @@ static int link_parents(struct rst_ctx *ctx, const struct img_record *rec)
 	return 0;
 }
 
+/*
+ * The mount data of a container's own devpts from the options saved
+ * (mountinfo's: "rw,gid=5,mode=620,ptmxmode=666"): numeric uid, gid,
+ * mode, ptmxmode and max only. False if the options hold anything else.
+ */
+static bool devpts_data(const char *opts, char *out, size_t len)
+{
+	static const char *const keys[] = { "uid=", "gid=", "mode=", "ptmxmode=", "max=" };
+	size_t n = (size_t)snprintf(out, len, "newinstance");
+	if (strlen(opts) >= 128)
+		return false;
+	for (const char *o = opts; *o;) {
+		size_t k = strcspn(o, ","), i = 0;
+		if (k == 2 && !strncmp(o, "rw", 2))
+			goto next;
+		for (; i < 5; i++) {
+			size_t kl = strlen(keys[i]);
+			if (k > kl && k - kl <= 10 && !strncmp(o, keys[i], kl) &&
+			    strspn(o + kl, "0123456789") == k - kl)
+				break;
+		}
+		if (i == 5 || n + 1 + k >= len)
+			return false;
+		n += (size_t)snprintf(out + n, len - n, ",%.*s", (int)k, o);
+	next:
+		o += k + (o[k] == ',');
+	}
+	return true;
+}
+
 int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 {
 	if (ctx->tasks)
@@ -197,6 +227,11 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	}
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
+	char data[160];
+	if (r >= 0 && tree->ns && tree->ns->devpts &&
+	    (!(tree->ns->flags & CLONE_NEWNS) || !devpts_data(tree->ns->devpts, data, sizeof(data))))
+		r = log_fail(&ctx->log, -EINVAL, "record %u: the devpts options are not valid",
+			     rec->index);
 	if (r >= 0 && tree->ns) {
 		const uint32_t ok =
 			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER;
@@ -329,7 +364,8 @@ static long inject_str(struct puppet *p, size_t off, const char *s)
 
 /*
  * The container's root, pid 1 of its new namespaces: its own /proc (the
- * mounts are made private first, so nothing leaks out) and hostname.
+ * mounts are made private first, so nothing leaks out), its own devpts
+ * when it had one, with its ptys (tty.c), and hostname.
  */
 static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
 {
@@ -343,6 +379,17 @@ static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const Names
 					   inject_str(p, 64, "/proc"), inject_str(p, 0, "proc"),
 					   MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
 		if (rst_check(ctx, t, r, "mounting the container's /proc") < 0)
+			return (int)r;
+	}
+	if (ns->devpts) {
+		char data[160];
+		devpts_data(ns->devpts, data, sizeof(data));
+		r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "devpts"),
+				   inject_str(p, 64, "/dev/pts"), inject_str(p, 0, "devpts"),
+				   MS_NOSUID | MS_NOEXEC, inject_str(p, 128, data));
+		if (rst_check(ctx, t, r, "mounting the container's devpts") < 0)
+			return (int)r;
+		if ((r = tty_prepare_devpts(ctx)) < 0)
 			return (int)r;
 	}
 	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {

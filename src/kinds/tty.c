@@ -765,12 +765,34 @@ static int read_pty(struct ckpt_ctx *ctx, struct tty_obj *p, bool admin)
 	return read_queues(ctx, p, m, &tio, pkt, lck);
 }
 
+/*
+ * Which devpts a pty is of: the one ckpt sees on /dev/pts, or the
+ * container's own (restored in a fresh instance there, where every index
+ * is free).
+ */
+static int check_instance(struct ckpt_ctx *ctx, struct tty_obj *p, dev_t host)
+{
+	if (ctx->devpts_dev && p->dev == ctx->devpts_dev) {
+		p->e.has_private_pts = p->e.private_pts = true;
+		return 0;
+	}
+	if (p->dev == host)
+		return 0;
+	return obj_fail(ctx, p, -EOPNOTSUPP,
+			"is of a devpts instance (%u:%u) that is neither ckpt's /dev/pts nor the "
+			"container's own; not supported",
+			major(p->dev), minor(p->dev));
+}
+
 static int tty_collect_end(struct ckpt_ctx *ctx)
 {
 	struct tty_obj *p;
+	struct stat host = {0};
 	int r = link_files(ctx);
+	if (stat("/dev/pts", &host) < 0)
+		host.st_dev = 0;
 	FOR_TTY(&ctx->objs, p)
-	if (r >= 0 && !p->is_file)
+	if (r >= 0 && !p->is_file && (r = check_instance(ctx, p, host.st_dev)) >= 0)
 		r = read_session(ctx, p);
 	if (r >= 0)
 		r = check_cttys(ctx);
@@ -1003,12 +1025,21 @@ static int cmp_index(const void *a, const void *b)
 	return (x->e->index > y->e->index) - (x->e->index < y->e->index);
 }
 
-/* Opens /dev/ptmx until it gives index; the lower free ones are held in held. */
+/*
+ * Opens /dev/ptmx until it gives index; the lower free ones are held in
+ * held. A pty of the container's own devpts: its /dev/ptmx, through the
+ * root's /proc/PID/root (opening it finds the devpts on the /dev/pts
+ * beside it, the container's).
+ */
 static int open_index(struct rst_ctx *ctx, struct tty_robj *p, int *held, size_t *nheld)
 {
+	char path[64];
+	snprintf(path, sizeof(path), "%s", p->e->master_path);
+	if (p->e->private_pts)
+		snprintf(path, sizeof(path), "/proc/%d/root%s", (int)ctx->tasks[0].pup.pid,
+			 p->e->master_path);
 	for (;;) {
-		int m = open(p->e->master_path,
-			     (int)(p->e->master_flags & O_ACCMODE) | O_NOCTTY | O_CLOEXEC);
+		int m = open(path, (int)(p->e->master_flags & O_ACCMODE) | O_NOCTTY | O_CLOEXEC);
 		int n = -1;
 		if (m < 0 || ioctl(m, TIOCGPTN, &n) < 0) {
 			int e = errno;
@@ -1252,7 +1283,17 @@ static int open_file(struct rst_ctx *ctx, struct tty_robj *f)
 	return 0;
 }
 
-static int tty_prepare(struct rst_ctx *ctx)
+/* Whether the image has a pty of a container's own devpts. */
+static bool has_private(struct rst_ctx *ctx)
+{
+	struct tty_robj *o;
+	FOR_RTTY(&ctx->objs, o)
+	if (!o->is_file && o->e->private_pts)
+		return true;
+	return false;
+}
+
+static int prepare_all(struct rst_ctx *ctx)
 {
 	struct tty_robj *o;
 	int r = open_own(ctx);
@@ -1268,6 +1309,23 @@ static int tty_prepare(struct rst_ctx *ctx)
 	if (r >= 0 && !o->is_file)
 		r = finish_pty(ctx, o);
 	return r;
+}
+
+/* Everything, on ckpt's side; with ptys of a container's devpts, once it exists. */
+static int tty_prepare(struct rst_ctx *ctx)
+{
+	if (!has_private(ctx))
+		return prepare_all(ctx);
+	if (!ctx->ns || !ctx->ns->devpts)
+		return log_fail(&ctx->log, -EINVAL,
+				"the image has ptys of a container's own devpts, but no container "
+				"with one");
+	return 0;
+}
+
+int tty_prepare_devpts(struct rst_ctx *ctx)
+{
+	return has_private(ctx) ? prepare_all(ctx) : 0;
 }
 
 static int tty_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)

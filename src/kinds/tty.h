@@ -8,6 +8,9 @@
  *                             TIOCSCTTY on the pty whose session it leads
  *   tty_restore_fg(ctx)       once every group exists: TIOCSPGRP, in the
  *                             session leader, to the saved foreground group
+ * A container with a devpts of its own has its ptys made in it, once its
+ * root has mounted it (tree.c), instead of in prepare:
+ *   tty_prepare_devpts(ctx)    everything prepare does
  * and around the release of a shell job (restart.c, RESTART_SHELL_JOB):
  *   tty_shell_attach(ctx, &sh)  before the release: the restored job becomes
  *                             the foreground job of ckpt's own terminal, with
@@ -33,6 +36,7 @@ struct tty_shell {
 
 int tty_restore_ctty(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 int tty_restore_fg(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+int tty_prepare_devpts(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int tty_shell_attach(struct rst_ctx *ctx, struct tty_shell *ret)
 	__attribute__((warn_unused_result));
 void tty_shell_detach(struct tty_shell *sh);

@@ -64,12 +64,14 @@ def entry(name, modes=(B,), kind="program", **kw):
     it runs in; argv replaces the program for commands ("@python" = the
     interpreter); ready is "file" or a delay in s; signal: send SIGUSR1;
     expect: "pass" (out.log) or "exit0"; regex: the refusal message;
-    program: the binary when it is not the test's name; for kind="compare":
+    program: the binary when it is not the test's name; hold_ptys: ptys the
+    runner opens on the host while a container is restarted (so the low pts
+    indexes are taken there); for kind="compare":
     setup (a Run method making the input), ref and args (appended to argv for
     the uninterrupted and the checkpointed run)."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
-             program=name, min_runtime=None, setup=None, ref=(), args=())
+             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0)
     d.update(kw)
     return d
 
@@ -129,6 +131,8 @@ TESTS = [
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
+    # ptys of the container's own devpts, restored while the host's low indexes are taken
+    entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
     # threads
@@ -657,7 +661,12 @@ class Run:
             return self.check_result(rc, "ckpt run")
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
-        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        held = [os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY) for _ in range(self.t["hold_ptys"])]
+        try:
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+        finally:
+            for fd in held:
+                os.close(fd)
         if self.mode == T:
             self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
             self.wait_all([rp], 10, "the first ckpt restart")
@@ -1566,7 +1575,7 @@ class Run:
             self.tool(tmux + ["new-session", "-d", "-s", "t", "-x", "80", "-y", "24", "-c",
                               self.dir, "bash --norc --noprofile -i"])
             self.pid = int(self.tool(tmux + ["display", "-p", "#{pid}"]).strip())
-            self.tool(tmux + ["new-window", "-t", "t", "-c", self.dir, self.opts.python + " -q"])
+            self.tool(tmux + ["new-window", "-t", "t:1", "-c", self.dir, self.opts.python + " -q"])
             cap = lambda w: self.tool(tmux + ["capture-pane", "-p", "-t", "t:%d" % w])
             self.tool(tmux + ["send-keys", "-t", "t:0", "SECRET=%s; echo one" % secret, "Enter"])
             self.until("the shell", lambda: "\none\n" in cap(0) and cap(0).rstrip()[-1:] in "#$")

@@ -11,7 +11,9 @@
  * "part"). Pty B had its slave opened and closed, then was locked.
  * After restart: same pts indexes, termios, size, modes, the bytes and the
  * line boundaries, and "part" is still being edited: an erase and "T\n"
- * make it "parT\n".
+ * make it "parT\n". The slave is of the devpts on /dev/pts (in a `ckpt run`
+ * container, its own instance: the same indexes though the host's are
+ * taken).
  */
 #include "lib.h"
 
@@ -124,9 +126,11 @@ int main(void)
 	ioctl(mb, TIOCGPTLCK, &lck);
 	expect(pkt && excl && lck, "packet %d, slave exclusive %d, B locked %d", pkt, excl, lck);
 	expect(fcntl(ma, F_GETFL) & O_NONBLOCK, "the master lost O_NONBLOCK");
-	struct stat st;
+	struct stat st, pts;
 	expect(fstat(sa, &st) == 0 && (st.st_mode & 07777) == 0620, "slave mode %o",
 	       st.st_mode & 07777);
+	expect(stat("/dev/pts", &pts) == 0 && pts.st_dev == st.st_dev,
+	       "the slave is not of the devpts on /dev/pts");
 	struct pollfd pf = {.fd = mb, .events = POLLIN};
 	poll(&pf, 1, 0);
 	expect(pf.revents & POLLHUP, "B's master does not see its slave closed (%#x)", pf.revents);
