@@ -405,13 +405,9 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	 * when its writers close, not wait on ckpt's copy */
 	free_ctx(&ctx);
 	if (!(o->flags & RESTART_DETACH)) {
-		int status;
-		while (waitpid(child, &status, 0) < 0) {
-			if (errno != EINTR) {
-				status = 0;
-				break;
-			}
-		}
+		int status = 0;
+		if (tty_shell_wait(&shell, child, &status) < 0)
+			status = 0;
 		o->wait_status = status;
 		tty_shell_detach(&shell); /* the job is over: the terminal is ckpt's again */
 	} else if (shell.fd >= 0) {

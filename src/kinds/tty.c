@@ -1450,22 +1450,68 @@ int tty_shell_attach(struct rst_ctx *ctx, struct tty_shell *sh)
 				"cannot make the job the foreground job of this "
 				"terminal: %s",
 				strerror(-r));
+	sh->pgrp = pg;
 	log_info(&ctx->log, "pid %d: the foreground job of this terminal", root->pup.pid);
 	return 0;
 }
 
-void tty_shell_detach(struct tty_shell *sh)
+/* The terminal to group pg with termios t (NULL: as it is), SIGTTOU blocked. */
+static void give_terminal(int fd, pid_t pg, const struct termios2 *t)
 {
 	sigset_t ttou, old;
-	if (sh->fd < 0)
-		return;
 	sigemptyset(&ttou);
 	sigaddset(&ttou, SIGTTOU);
 	sigprocmask(SIG_BLOCK, &ttou, &old);
-	pid_t me = getpgrp();
-	if (ioctl(sh->fd, TIOCSPGRP, &me) == 0 && sh->restore)
-		ioctl(sh->fd, TCSETS2, &sh->termios);
+	if (ioctl(fd, TIOCSPGRP, &pg) == 0 && t)
+		ioctl(fd, TCSETS2, t);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * The job stopped (^Z, SIGTTIN...): ckpt takes the terminal back with its
+ * own termios and stops itself by the same signal, so that the shell that
+ * ran `ckpt restart` sees its job stopped. Continued in the foreground
+ * (fg), it gives the job the terminal and its termios again; in the
+ * background (bg), it only continues it.
+ */
+static void suspend_job(struct tty_shell *sh, int sig)
+{
+	struct termios2 job;
+	bool have = ioctl(sh->fd, TCGETS2, &job) == 0;
+	pid_t me = getpgrp(), fg = 0;
+	give_terminal(sh->fd, me, sh->restore ? &sh->termios : NULL);
+	if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+		sig = SIGSTOP;
+	raise(sig); /* returns once continued (or at once in an orphaned group) */
+	if (ioctl(sh->fd, TIOCGPGRP, &fg) == 0 && fg == me)
+		give_terminal(sh->fd, sh->pgrp, have ? &job : NULL);
+	kill(-sh->pgrp, SIGCONT);
+}
+
+int tty_shell_wait(struct tty_shell *sh, pid_t child, int *ret_status)
+{
+	/* a job in ckpt's own group stops and continues with ckpt */
+	bool own = sh->fd >= 0 && sh->pgrp != getpgrp();
+	for (;;) {
+		int st;
+		if (waitpid(child, &st, own ? WUNTRACED : 0) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!WIFSTOPPED(st)) {
+			*ret_status = st;
+			return 0;
+		}
+		suspend_job(sh, WSTOPSIG(st));
+	}
+}
+
+void tty_shell_detach(struct tty_shell *sh)
+{
+	if (sh->fd < 0)
+		return;
+	give_terminal(sh->fd, getpgrp(), sh->restore ? &sh->termios : NULL);
 	close(sh->fd);
 	sh->fd = -1;
 }

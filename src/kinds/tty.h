@@ -15,6 +15,7 @@
  *   tty_shell_attach(ctx, &sh)  before the release: the restored job becomes
  *                             the foreground job of ckpt's own terminal, with
  *                             the saved termios (sh.fd: that terminal, -1: none)
+ *   tty_shell_wait(&sh, ...)  waits for the job, passing its stops on
  *   tty_shell_detach(&sh)     once the job is over: ckpt's group is the
  *                             foreground again, ckpt's termios put back
  * Each returns 0 when the image holds nothing of the sort.
@@ -24,6 +25,7 @@
 
 #include <asm/termbits.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct rst_ctx;
 struct rst_task;
@@ -32,12 +34,17 @@ struct tty_shell {
 	int fd;                 /* ckpt's terminal, -1 if no shell job */
 	bool restore;           /* put termios back at detach */
 	struct termios2 termios; /* ckpt's, before the job's were set */
+	pid_t pgrp;             /* the job's process group */
 };
 
 int tty_restore_ctty(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 int tty_restore_fg(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int tty_prepare_devpts(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int tty_shell_attach(struct rst_ctx *ctx, struct tty_shell *ret)
+	__attribute__((warn_unused_result));
+/* Waits for child to end; a stop of the job stops ckpt too (and a
+ * continue of ckpt continues the job), as a shell expects of its job. */
+int tty_shell_wait(struct tty_shell *sh, pid_t child, int *ret_status)
 	__attribute__((warn_unused_result));
 void tty_shell_detach(struct tty_shell *sh);
 

@@ -265,6 +265,16 @@ def pid_alive(pid):
     return st[st.rindex(")") + 2] != "Z"
 
 
+def proc_state(pid):
+    """The state letter of pid (R, S, T...), or "gone"."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return "gone"
+    return st[st.rindex(")") + 2]
+
+
 def pid_exists(pid):
     return os.path.exists("/proc/%d" % pid)
 
@@ -1651,8 +1661,22 @@ class Run:
             self.until("the restored REPL", lambda: pid_alive(self.pid), timeout=20)
             keys("print(v + 1)", "Enter")
             self.until("the restored REPL's answer", lambda: "\n43\n" in cap())
+            # ^Z stops the REPL and ckpt restart with it: the shell has its
+            # prompt (and runs the rest of the line); fg gives the REPL back
+            keys("C-z")
+            self.until("the shell after ^Z", lambda: "\nrc=148\n" in cap())
+            if proc_state(self.pid) != "T":
+                raise Fail("the REPL is not stopped after ^Z (state %s)" % proc_state(self.pid))
+            keys("jobs", "Enter")
+            self.until("the stopped job", lambda: re.search(r"Stopped\s+.*restart --shell-job",
+                                                            cap()))
+            keys("fg", "Enter")
+            self.until("the REPL after fg", lambda: proc_state(self.pid) != "T")
+            keys("print(v + 2)", "Enter")
+            self.until("the REPL's answer after fg", lambda: "\n44\n" in cap())
             keys("exit()", "Enter")
-            self.until("the shell after the job", lambda: "\nrc=0\n" in cap())
+            keys("echo fg=$?", "Enter")
+            self.until("the shell after the job", lambda: "\nfg=0\n" in cap())
         finally:
             self.kill_daemon()
             if server and pid_alive(server):
