@@ -1025,6 +1025,19 @@ static int cmp_index(const void *a, const void *b)
 	return (x->e->index > y->e->index) - (x->e->index < y->e->index);
 }
 
+/* "pid P fd F" of the first task of the image that holds the pty's master. */
+static const char *holder(struct rst_ctx *ctx, const struct tty_robj *p, char *buf, size_t len)
+{
+	int fd;
+	snprintf(buf, len, "no process");
+	for (size_t i = 0; i < ctx->nimage; i++)
+		if (fdtable_rst_fd_of(&ctx->tasks[i], p->e->id, &fd) == 0) {
+			snprintf(buf, len, "pid %d fd %d", ctx->tasks[i].pid, fd);
+			break;
+		}
+	return buf;
+}
+
 /*
  * Opens /dev/ptmx until it gives index; the lower free ones are held in
  * held. A pty of the container's own devpts: its /dev/ptmx, through the
@@ -1041,12 +1054,14 @@ static int open_index(struct rst_ctx *ctx, struct tty_robj *p, int *held, size_t
 	for (;;) {
 		int m = open(path, (int)(p->e->master_flags & O_ACCMODE) | O_NOCTTY | O_CLOEXEC);
 		int n = -1;
+		char who[48];
 		if (m < 0 || ioctl(m, TIOCGPTN, &n) < 0) {
 			int e = errno;
 			if (m >= 0)
 				close(m);
-			return log_fail(&ctx->log, -e, "pty /dev/pts/%u: cannot open %s: %s",
-					p->e->index, p->e->master_path, strerror(e));
+			return log_fail(&ctx->log, -e, "%s (pty /dev/pts/%u): cannot open %s: %s",
+					holder(ctx, p, who, sizeof(who)), p->e->index, path,
+					strerror(e));
 		}
 		if ((uint32_t)n == p->e->index) {
 			p->master = m;
@@ -1054,11 +1069,11 @@ static int open_index(struct rst_ctx *ctx, struct tty_robj *p, int *held, size_t
 		}
 		if ((uint32_t)n > p->e->index || *nheld == MAX_HELD) {
 			close(m);
-			return log_fail(
-			    &ctx->log, -EBUSY,
-			    "pty /dev/pts/%u: that pts index is taken; restore it where it "
-			    "is free",
-			    p->e->index);
+			return log_fail(&ctx->log, -EBUSY,
+					"%s (pty /dev/pts/%u): that pts index is taken on this "
+					"machine's devpts; restore it where it is free (or in a "
+					"`ckpt run` container, whose ptys are its own)",
+					holder(ctx, p, who, sizeof(who)), p->e->index);
 		}
 		held[(*nheld)++] = m;
 	}

@@ -174,6 +174,7 @@ TESTS = [
     entry("tty_jobs", (B, T, R)),
     entry("tty_shell_job", kind="shell_job"),
     entry("tty_devtty", (B, T, R)),
+    entry("rst_pty_taken", kind="rst_pty_taken", program="tty_pty"),
     entry("real_tmux", (B, T), kind="tmux"),
     entry("real_screen", (B, T), kind="screen"),
     entry("real_tmux_shell_job", kind="tmux_shell_job"),
@@ -273,6 +274,13 @@ def proc_state(pid):
     except OSError:
         return "gone"
     return st[st.rindex(")") + 2]
+
+
+def pty_index(master):
+    """The pts index of a pty master fd (TIOCGPTN)."""
+    import fcntl
+    buf = fcntl.ioctl(master, 0x80045430, b"\0\0\0\0")  # TIOCGPTN
+    return struct.unpack("I", buf)[0]
 
 
 def pid_exists(pid):
@@ -608,6 +616,39 @@ class Run:
         finally:
             os.kill(busy, signal.SIGKILL)
             os.waitpid(busy, 0)
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_rst_pty_taken(self):
+        """tty_pty's pty index taken on the host after the checkpoint: the
+        restart fails naming the process, the fd and the pty, and leaves no
+        process; with the index free again, the image restores fine."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        index = int(os.readlink("/proc/%d/fd/11" % self.pid).rsplit("/", 1)[1])
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        pr.poll()
+        held = []
+        try:
+            while len(held) < 64:
+                held.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+                if pty_index(held[-1]) == index:
+                    break
+            else:
+                raise Skip("could not take /dev/pts/%d for the test" % index)
+            r = self.run_ckpt(["restart", img, "--log", self.p("taken.log"), "-v"], timeout=60)
+            self.logs.append(self.p("taken.log"))
+            self.expect_error(r, "restart with the pty index taken",
+                              must=["pid %d fd 10" % self.pid, "/dev/pts/%d" % index, "taken"])
+            if pid_exists(self.pid):
+                raise Fail("pid %d exists after the failed restart" % self.pid)
+        finally:
+            for fd in held:
+                os.close(fd)
         rp = self.restart(img, "restart")
         rc = self.wake_and_wait(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
