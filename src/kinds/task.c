@@ -4,6 +4,7 @@
  * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,10 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.sid = t->vsid;
 	snprintf(k->comm, sizeof(k->comm), "%s", t->stat.comm);
 	k->e.comm = k->comm;
-	if (t->pup.group_stopped || t->stat.state == 'T') {
+	/* a SIGSTOP not acted on yet stops it as soon as it runs */
+	uint64_t stop = 1ull << (SIGSTOP - 1);
+	if (t->pup.group_stopped || t->stat.state == 'T' ||
+	    ((t->status.shd_pnd | t->status.sig_pnd) & stop)) {
 		k->e.has_stopped = true;
 		k->e.stopped = true;
 	}

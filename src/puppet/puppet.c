@@ -342,7 +342,12 @@ int puppet_release(struct puppet *p, int sig)
 		r = -errno;
 	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 && !r)
 		r = -errno;
-	if (ptrace(PTRACE_DETACH, p->pid, 0, sig) < 0 && !r)
+	/* a stop is queued rather than passed at detach (which only a
+	 * signal-delivery-stop takes): the task stops as soon as it runs, and
+	 * a checkpoint that comes first sees it pending */
+	if (sig == SIGSTOP && kill(p->pid, SIGSTOP) < 0 && !r)
+		r = -errno;
+	if (ptrace(PTRACE_DETACH, p->pid, 0, sig == SIGSTOP ? 0 : sig) < 0 && !r)
 		r = -errno;
 	p->held = false;
 	puppet_forget(p);

@@ -1724,9 +1724,10 @@ class Run:
                 os.kill(server, signal.SIGKILL)
 
     def flow_screen(self):
-        """GNU screen running vim on a file with an unsaved change: after
-        checkpoint, kill and restart the screen (hardcopy) is the same, the
-        change is still unsaved, and :wq writes it."""
+        """GNU screen with a shell running vim on a file with an unsaved
+        change: after checkpoint, kill and restart the screen (hardcopy) is
+        the same, the change is still unsaved, :wq writes it, and the shell,
+        vim's parent, takes commands again."""
         if not shutil.which("screen") or not shutil.which("vim"):
             raise Skip("screen or vim not installed")
         sdir = self.p("screens")
@@ -1750,10 +1751,12 @@ class Run:
             with open(self.p(tag), errors="replace") as f:
                 return f.read()
         try:
-            self.tool(["screen", "-dmS", name, "vim", "-u", "NONE", "-i", "NONE", "file.txt"])
+            self.tool(["screen", "-dmS", name, "bash", "--norc", "--noprofile", "-i"])
             ls = self.until("the screen session", lambda: re.search(
                 r"(\d+)\." + name, self.tool(["screen", "-ls"], check=False)))
             self.pid = int(ls.group(1))
+            self.until("the shell", lambda: hard("h0").rstrip()[-1:] in "#$")
+            self.tool(scr + ["-X", "stuff", "vim -u NONE -i NONE file.txt\r"])
             self.until("vim", lambda: "original line" in hard("h0"))
             self.tool(scr + ["-X", "stuff", "ggOadded by test\033"])
             self.until("the edit", lambda: hard("h1").startswith("added by test\noriginal line"))
@@ -1777,7 +1780,10 @@ class Run:
             self.tool(scr + ["-X", "stuff", ":wq\r"])
             want = "added by test\noriginal line\n"
             self.until(":wq", lambda: open(path).read() == want)
-            self.expect_gone("vim's :wq ended the screen session", grace=10)
+            self.tool(scr + ["-X", "stuff", "echo back-$((6 * 7))\r"])
+            self.until("the shell after vim", lambda: "\nback-42\n" in hard("h4"))
+            self.tool(scr + ["-X", "stuff", "exit\r"])
+            self.expect_gone("exit ended the screen session", grace=10)
         finally:
             self.kill_daemon()
 
