@@ -162,7 +162,7 @@ static int add_watch_line(struct inotify_obj *p, char *line)
 /* The path of the watched object, through the task's mounts of its device. */
 static int resolve(struct task *t, InotifyWatch *w, uint32_t kdev)
 {
-	struct fsnotify_handle fh = { .bytes = (unsigned)w->handle.len, .type = (int)w->handle_type };
+	struct fsnotify_handle fh = {.bytes = (unsigned)w->handle.len, .type = (int)w->handle_type};
 	struct stat st;
 
 	if (!w->has_handle)
