@@ -154,6 +154,7 @@ TESTS = [
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
     entry("fanotify_marks", (B, T, R), kind="mounted"),
+    entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
     entry("unix_pair", (B, T, R)),
     entry("unix_listen", (B, T, R)),
