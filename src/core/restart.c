@@ -227,6 +227,9 @@ static int build(struct rst_ctx *ctx)
 	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++)
 		if (!ctx->tasks[i].zombie)
 			r = clean_task(ctx, &ctx->tasks[i]);
+	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
+		if (kinds[k].ops->finish)
+			r = kinds[k].ops->finish(ctx);
 	return r;
 }
 

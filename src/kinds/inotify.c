@@ -37,19 +37,18 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
 #include "inotify.pb-c.h"
 #include "kinds/fdtable.h"
+#include "kinds/fsnotify.h"
 #include "util/cleanup.h"
 
 enum { INOTIFY_ENTRY = REC_TYPE(KID_inotify, 1) };
 
 #define INOTIFY_MAX_WD	    (1 << 20)
 #define INOTIFY_MAX_WATCHES (1u << 20)
-#define HANDLE_MAX	    128 /* MAX_HANDLE_SZ */
 #define IN_KEPT		    (IN_ALL_EVENTS | IN_EXCL_UNLINK | IN_ONESHOT)
 #define DRAIN_EVERY	    4096 /* dummies between two reads of the queue (it holds 16384) */
 
@@ -102,17 +101,14 @@ static void inotify_free_obj(void *ptr)
 
 static int parse_handle(const char *hex, InotifyWatch *w, unsigned bytes)
 {
-	if (bytes > HANDLE_MAX || strlen(hex) != 2 * (size_t)bytes)
-		return -EINVAL;
+	struct fsnotify_handle fh;
+	int r = fsnotify_parse_handle(hex, bytes, 0, &fh);
+	if (r < 0)
+		return r;
 	w->handle.data = malloc(bytes ? bytes : 1);
 	if (!w->handle.data)
 		return -ENOMEM;
-	for (unsigned i = 0; i < bytes; i++) {
-		unsigned b;
-		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
-			return -EINVAL;
-		w->handle.data[i] = (uint8_t)b;
-	}
+	memcpy(w->handle.data, fh.data, bytes);
 	w->handle.len = bytes;
 	w->has_handle = true;
 	return 0;
@@ -163,96 +159,23 @@ static int add_watch_line(struct inotify_obj *p, char *line)
 	return hex ? parse_handle(hex, w, bytes) : 0;
 }
 
-/* "\040" and friends in a mountinfo path, in place */
-static void unescape(char *s)
-{
-	char *d = s;
-	for (; *s; s++) {
-		unsigned c;
-		if (s[0] == '\\' && sscanf(s + 1, "%3o", &c) == 1 && s[1] && s[2] && s[3]) {
-			*d++ = (char)c;
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
-/* Opens the handle through mount mnt of pid and takes the path if lstat
- * shows the same inode. */
-static int try_mount(pid_t pid, const char *mnt, const struct file_handle *fh, InotifyWatch *w,
-		     dev_t dev)
-{
-	char path[4096 + 64], got[4096];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, mnt);
-	_cleanup_close_ int mfd =
-	    open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* not O_PATH: EBADF */
-	if (mfd < 0)
-		return -errno;
-	_cleanup_close_ int hfd =
-	    open_by_handle_at(mfd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
-	if (hfd < 0)
-		return -errno;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", hfd);
-	ssize_t n = readlink(path, got, sizeof(got) - 1);
-	if (n <= 0)
-		return -errno;
-	got[n] = '\0';
-	if (got[0] != '/' || lstat(got, &st) < 0 || st.st_ino != w->ino || st.st_dev != dev)
-		return -ENOENT;
-	w->path = strdup(got);
-	w->mode = st.st_mode;
-	w->dev = st.st_dev;
-	return w->path ? 0 : -ENOMEM;
-}
-
-/* The path of the watched object, through the task's mounts of its device
- * (those of the whole file system first). */
+/* The path of the watched object, through the task's mounts of its device. */
 static int resolve(struct task *t, InotifyWatch *w, uint32_t kdev)
 {
-	_cleanup_free_ char *text = NULL;
-	union {
-		struct file_handle fh;
-		char buf[sizeof(struct file_handle) + HANDLE_MAX];
-	} h;
-	dev_t dev = makedev(kdev >> 20, kdev & 0xfffff);
-	int r = proc_read(t->pid, "mountinfo", &text, NULL);
+	struct fsnotify_handle fh = {.bytes = (unsigned)w->handle.len, .type = (int)w->handle_type};
+	struct stat st;
 
-	if (r < 0)
-		return r;
 	if (!w->has_handle)
 		return -EOPNOTSUPP;
-	h.fh.handle_bytes = (unsigned)w->handle.len;
-	h.fh.handle_type = (int)w->handle_type;
-	memcpy(h.fh.f_handle, w->handle.data, w->handle.len);
-	for (int pass = 0; pass < 2; pass++) {
-		for (char *line = text; line && *line;
-		     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-			unsigned ma, mi;
-			char root[4096], mnt[4096];
-			if (sscanf(line, "%*d %*d %u:%u %4095s %4095s", &ma, &mi, root, mnt) != 4 ||
-			    makedev(ma, mi) != dev || (pass == 0) != !strcmp(root, "/"))
-				continue;
-			unescape(mnt);
-			r = try_mount(t->pid, mnt, &h.fh, w, dev);
-			if (r == 0 || r == -EPERM || r == -ENOMEM)
-				return r;
-		}
-	}
-	return -ENOENT;
-}
-
-static const char *why_unresolved(int r)
-{
-	if (r == -EOPNOTSUPP)
-		return "has no file handle to find it by";
-	if (r == -EPERM)
-		return "cannot be found by its file handle: open_by_handle_at needs "
-		       "CAP_DAC_READ_SEARCH";
-	return "has no path any more (deleted?)";
+	if (w->handle.len > FSNOTIFY_HANDLE_MAX)
+		return -EINVAL;
+	memcpy(fh.data, w->handle.data, w->handle.len);
+	int r = fsnotify_resolve(t->pid, &fh, kdev, w->ino, &w->path, &st);
+	if (r < 0)
+		return r;
+	w->mode = st.st_mode;
+	w->dev = st.st_dev;
+	return 0;
 }
 
 static int check_queue(struct ckpt_ctx *ctx, struct task *t, int fd)
@@ -299,7 +222,7 @@ static int check_watches(struct ckpt_ctx *ctx, struct task *t, int fd, struct in
 			    "pid %d fd %d wd %u (inotify): the watched object (inode %llu "
 			    "on %u:%u) %s",
 			    t->pid, fd, w->wd, (unsigned long long)w->ino, p->kdev[i] >> 20,
-			    p->kdev[i] & 0xfffff, why_unresolved(r));
+			    p->kdev[i] & 0xfffff, fsnotify_why_unresolved(r));
 	}
 	return 0;
 }
@@ -414,7 +337,7 @@ static const char *invalid(const InotifyEntry *e)
 		    !S_ISCHR(w->mode) && !S_ISBLK(w->mode) && !S_ISFIFO(w->mode) &&
 		    !S_ISSOCK(w->mode))
 			return "a watch has no file type";
-		if (w->has_handle && w->handle.len > HANDLE_MAX)
+		if (w->has_handle && w->handle.len > FSNOTIFY_HANDLE_MAX)
 			return "a file handle is too long";
 	}
 	return NULL;

@@ -17,6 +17,8 @@
  *   prepare(rctx)       after load, before processes: open files and
  *                       anything else done on ckpt's side (may be NULL).
  *   restore(rctx, t)    turn the puppet into what the image says.
+ *   finish(rctx)        every task restored, none running yet: last work
+ *                       on ckpt's side (may be NULL).
  *   free_state, free_rstate   free t->kstate[kind] at checkpoint, at restart
  *                       (state may be NULL).
  *   free_obj, free_robj  free the kind's objects in the objhash.
@@ -57,6 +59,7 @@ struct kind_ops {
 	int (*load)(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 	int (*prepare)(struct rst_ctx *ctx);
 	int (*restore)(struct rst_ctx *ctx, struct rst_task *t);
+	int (*finish)(struct rst_ctx *ctx);
 	void (*free_state)(void *state);
 	void (*free_rstate)(void *state);
 	/* free an object this kind put in the objhash: at checkpoint, at restart */

@@ -157,6 +157,8 @@ TESTS = [
     entry("epoll_watch", (B, T, R)),
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
+    entry("fanotify_marks", (B, T, R), kind="mounted"),
+    entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
     entry("unix_pair", (B, T, R)),
     entry("unix_listen", (B, T, R)),
@@ -220,6 +222,8 @@ TESTS = [
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
+    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued"),
+    entry("refuse_fanotify_perm", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*permission events"),
     entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
     entry("refuse_pidfd", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pidfd.*outside"),
     entry("refuse_mqueue", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*mqueue.*outside"),
@@ -896,6 +900,18 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def flow_mounted(self):
+        """flow_program with a tmpfs of its own on the test's "mnt" (a mount
+        no other process makes events on), unmounted at the end"""
+        mnt = self.p("mnt")
+        os.mkdir(mnt)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "ckpt-e2e", mnt], check=True)
+        try:
+            self.flow_program()
+        finally:
+            self.cleanup()
+            subprocess.run(["umount", "-l", mnt])
 
     # --- real programs, driven from outside --------------------------------
 
