@@ -43,6 +43,7 @@
 
 #include "core/ctx.h"
 #include "epoll.pb-c.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "util/cleanup.h"
 
@@ -373,6 +374,8 @@ static const char *invalid(struct rst_ctx *ctx, const EpollEntry *e)
 	return NULL;
 }
 
+static void epoll_free_robj(void *ptr);
+
 static int epoll_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	(void)t;
@@ -392,13 +395,7 @@ static int epoll_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 	}
 	p->e = e;
 	p->fd = p->efd = -1;
-	if (objhash_add(&ctx->objs, KIND_epoll, 0, e->id, p, NULL) < 0) {
-		epoll_entry__free_unpacked(e, NULL);
-		free(p);
-		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
-				rec->index, e->id);
-	}
-	return 0;
+	return fdobj_register(ctx, rec, KIND_epoll, e->id, p, epoll_free_robj);
 }
 
 /* The epoll instances p watches do not watch p back, at any depth (a
@@ -551,12 +548,8 @@ static int epoll_restore(struct rst_ctx *ctx, struct rst_task *t)
 
 static int epoll_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
-	(void)ctx;
 	struct epoll_robj *p = robj;
-	if (p->fd < 0)
-		return -EBADF;
-	*ret_fd = p->fd;
-	return 0;
+	return fdobj_fd(ctx, p->fd, "epoll", p->e->id, ret_fd);
 }
 
 static void epoll_free_robj(void *ptr)

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/kcmp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 
 #include "core/ctx.h"
 #include "eventfd.pb-c.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "util/cleanup.h"
 
@@ -119,20 +121,12 @@ static int eventfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct
 static int eventfd_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_eventfd, &o) < 0 || o->dumped)
-			continue;
-		struct eventfd_obj *e = o->ptr;
-		int r = ctx_write_msg(ctx, EVENTFD_ENTRY, &e->e.base);
-		if (r < 0)
-			return r;
-		o->dumped = true;
-	}
-	return 0;
+	return fdobj_dump(ctx, KIND_eventfd, EVENTFD_ENTRY, offsetof(struct eventfd_obj, e));
 }
 
 /* --- restart --------------------------------------------------------- */
+
+static void eventfd_free_robj(void *ptr);
 
 static int eventfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
@@ -152,14 +146,7 @@ static int eventfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 		return log_fail(&ctx->log, -EINVAL, "record %u: eventfd entry is not valid",
 				rec->index);
 	}
-	if (objhash_add(&ctx->objs, KIND_eventfd, 0, e->e->id, e, NULL) < 0) {
-		uint32_t id = e->e->id;
-		eventfd_entry__free_unpacked(e->e, NULL);
-		free(e);
-		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
-				rec->index, id);
-	}
-	return 0;
+	return fdobj_register(ctx, rec, KIND_eventfd, e->e->id, e, eventfd_free_robj);
 }
 
 static int make(struct rst_ctx *ctx, struct eventfd_robj *e)
@@ -192,11 +179,8 @@ static int eventfd_prepare(struct rst_ctx *ctx)
 
 static int eventfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
-	struct eventfd_robj *e = robj;
-	if (e->fd < 0)
-		return log_fail(&ctx->log, -EINVAL, "eventfd %u was not made", e->e->id);
-	*ret_fd = e->fd;
-	return 0;
+	struct eventfd_robj *p = robj;
+	return fdobj_fd(ctx, p->fd, "eventfd", p->e->id, ret_fd);
 }
 
 static void eventfd_free_robj(void *ptr)

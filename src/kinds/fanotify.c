@@ -50,6 +50,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/kcmp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@
 
 #include "core/ctx.h"
 #include "fanotify.pb-c.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/fsnotify.h"
 #include "util/cleanup.h"
@@ -562,16 +564,7 @@ static int fanotify_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 static int fanotify_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_fanotify, o));) {
-		if (o->dumped)
-			continue;
-		int r =
-		    ctx_write_msg(ctx, FANOTIFY_ENTRY, &((struct fanotify_obj *)o->ptr)->e.base);
-		if (r < 0)
-			return r;
-		o->dumped = true;
-	}
-	return 0;
+	return fdobj_dump(ctx, KIND_fanotify, FANOTIFY_ENTRY, offsetof(struct fanotify_obj, e));
 }
 
 /* --- restart --------------------------------------------------------- */
@@ -620,6 +613,8 @@ static const char *invalid(const FanotifyEntry *e)
 	return NULL;
 }
 
+static void fanotify_free_robj(void *ptr);
+
 static int fanotify_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	(void)t;
@@ -639,13 +634,7 @@ static int fanotify_load(struct rst_ctx *ctx, struct rst_task *t, const struct i
 	}
 	p->e = e;
 	p->fd = -1;
-	if (objhash_add(&ctx->objs, KIND_fanotify, 0, e->id, p, NULL) < 0) {
-		fanotify_entry__free_unpacked(e, NULL);
-		free(p);
-		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
-				rec->index, e->id);
-	}
-	return 0;
+	return fdobj_register(ctx, rec, KIND_fanotify, e->id, p, fanotify_free_robj);
 }
 
 /* fanotify_init as the image says: an unprivileged group with
@@ -868,12 +857,8 @@ static int fanotify_finish(struct rst_ctx *ctx)
 
 static int fanotify_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
-	(void)ctx;
 	struct fanotify_robj *p = robj;
-	if (p->fd < 0)
-		return -EBADF;
-	*ret_fd = p->fd;
-	return 0;
+	return fdobj_fd(ctx, p->fd, "fanotify", p->e->id, ret_fd);
 }
 
 static void fanotify_free_robj(void *ptr)

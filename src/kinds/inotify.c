@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@
 
 #include "core/ctx.h"
 #include "inotify.pb-c.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/fsnotify.h"
 #include "util/cleanup.h"
@@ -305,16 +307,7 @@ static int inotify_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct
 static int inotify_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_inotify, &o) < 0 || o->dumped)
-			continue;
-		int r = ctx_write_msg(ctx, INOTIFY_ENTRY, &((struct inotify_obj *)o->ptr)->e.base);
-		if (r < 0)
-			return r;
-		o->dumped = true;
-	}
-	return 0;
+	return fdobj_dump(ctx, KIND_inotify, INOTIFY_ENTRY, offsetof(struct inotify_obj, e));
 }
 
 /* --- restart --------------------------------------------------------- */
@@ -343,6 +336,8 @@ static const char *invalid(const InotifyEntry *e)
 	return NULL;
 }
 
+static void inotify_free_robj(void *ptr);
+
 static int inotify_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	(void)t;
@@ -362,13 +357,7 @@ static int inotify_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 	}
 	p->e = e;
 	p->fd = -1;
-	if (objhash_add(&ctx->objs, KIND_inotify, 0, e->id, p, NULL) < 0) {
-		inotify_entry__free_unpacked(e, NULL);
-		free(p);
-		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
-				rec->index, e->id);
-	}
-	return 0;
+	return fdobj_register(ctx, rec, KIND_inotify, e->id, p, inotify_free_robj);
 }
 
 /* Reads the queue empty; returns the bytes read. */
@@ -471,12 +460,8 @@ static int inotify_prepare(struct rst_ctx *ctx)
 
 static int inotify_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
-	(void)ctx;
 	struct inotify_robj *p = robj;
-	if (p->fd < 0)
-		return -EBADF;
-	*ret_fd = p->fd;
-	return 0;
+	return fdobj_fd(ctx, p->fd, "inotify", p->e->id, ret_fd);
 }
 
 static void inotify_free_robj(void *ptr)

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "pidfd.pb-c.h"
 #include "util/cleanup.h"
@@ -186,16 +188,7 @@ static int pidfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 static int pidfd_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_pidfd, &o) < 0 || o->dumped)
-			continue;
-		int r = ctx_write_msg(ctx, PIDFD_ENTRY, &((struct pidfd_obj *)o->ptr)->e.base);
-		if (r < 0)
-			return r;
-		o->dumped = true;
-	}
-	return 0;
+	return fdobj_dump(ctx, KIND_pidfd, PIDFD_ENTRY, offsetof(struct pidfd_obj, e));
 }
 
 /* --- restart --------------------------------------------------------- */
@@ -234,6 +227,8 @@ static const char *invalid(struct rst_ctx *ctx, const PidfdEntry *e)
 	return NULL;
 }
 
+static void pidfd_free_robj(void *ptr);
+
 static int pidfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	(void)t;
@@ -252,14 +247,7 @@ static int pidfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 	}
 	p->e = e;
 	p->fd = -1;
-	if (objhash_add(&ctx->objs, KIND_pidfd, 0, e->id, p, NULL) < 0) {
-		uint32_t id = e->id;
-		pidfd_entry__free_unpacked(e, NULL);
-		free(p);
-		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
-				rec->index, id);
-	}
-	return 0;
+	return fdobj_register(ctx, rec, KIND_pidfd, e->id, p, pidfd_free_robj);
 }
 
 /* The pid of ckpt's pid as its own (innermost) pid namespace has it, or -1. */
@@ -342,10 +330,7 @@ static int pidfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 			return log_fail(&ctx->log, -errno, "pidfd %u: pidfd_open of pid %u: %s",
 					p->e->id, p->e->pid, strerror(errno));
 	}
-	if (p->fd < 0)
-		return log_fail(&ctx->log, -EINVAL, "pidfd %u was not made", p->e->id);
-	*ret_fd = p->fd;
-	return 0;
+	return fdobj_fd(ctx, p->fd, "pidfd", p->e->id, ret_fd);
 }
 
 static void pidfd_free_robj(void *ptr)

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "signalfd.pb-c.h"
 #include "util/cleanup.h"
@@ -102,20 +104,12 @@ static int signalfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 static int signalfd_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_signalfd, &o) < 0 || o->dumped)
-			continue;
-		struct signalfd_obj *s = o->ptr;
-		int r = ctx_write_msg(ctx, SIGNALFD_ENTRY, &s->e.base);
-		if (r < 0)
-			return r;
-		o->dumped = true;
-	}
-	return 0;
+	return fdobj_dump(ctx, KIND_signalfd, SIGNALFD_ENTRY, offsetof(struct signalfd_obj, e));
 }
 
 /* --- restart --------------------------------------------------------- */
+
+static void signalfd_free_robj(void *ptr);
 
 static int signalfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
@@ -136,14 +130,7 @@ static int signalfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct i
 		return log_fail(&ctx->log, -EINVAL, "record %u: signalfd entry is not valid",
 				rec->index);
 	}
-	if (objhash_add(&ctx->objs, KIND_signalfd, 0, s->e->id, s, NULL) < 0) {
-		uint32_t id = s->e->id;
-		signalfd_entry__free_unpacked(s->e, NULL);
-		free(s);
-		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
-				rec->index, id);
-	}
-	return 0;
+	return fdobj_register(ctx, rec, KIND_signalfd, s->e->id, s, signalfd_free_robj);
 }
 
 static int signalfd_prepare(struct rst_ctx *ctx)
@@ -163,11 +150,8 @@ static int signalfd_prepare(struct rst_ctx *ctx)
 
 static int signalfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
-	struct signalfd_robj *s = robj;
-	if (s->fd < 0)
-		return log_fail(&ctx->log, -EINVAL, "signalfd %u was not made", s->e->id);
-	*ret_fd = s->fd;
-	return 0;
+	struct signalfd_robj *p = robj;
+	return fdobj_fd(ctx, p->fd, "signalfd", p->e->id, ret_fd);
 }
 
 static void signalfd_free_robj(void *ptr)

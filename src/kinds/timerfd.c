@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/kcmp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "timerfd.pb-c.h"
 #include "util/cleanup.h"
@@ -239,17 +241,7 @@ static int timerfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct
 static int timerfd_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_timerfd, &o) < 0 || o->dumped)
-			continue;
-		struct timerfd_obj *p = o->ptr;
-		int r = ctx_write_msg(ctx, TIMERFD_ENTRY, &p->e.base);
-		if (r < 0)
-			return r;
-		o->dumped = true;
-	}
-	return 0;
+	return fdobj_dump(ctx, KIND_timerfd, TIMERFD_ENTRY, offsetof(struct timerfd_obj, e));
 }
 
 /* --- restart --------------------------------------------------------- */
@@ -260,6 +252,8 @@ static bool entry_ok(const TimerfdEntry *e)
 	       !(e->settime_flags & ~(uint32_t)(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) &&
 	       e->value_ns < TIMERFD_MAX_NS && e->interval_ns < TIMERFD_MAX_NS;
 }
+
+static void timerfd_free_robj(void *ptr);
 
 static int timerfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
@@ -279,14 +273,7 @@ static int timerfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 		return log_fail(&ctx->log, -EINVAL, "record %u: timerfd entry is not valid",
 				rec->index);
 	}
-	if (objhash_add(&ctx->objs, KIND_timerfd, 0, p->e->id, p, NULL) < 0) {
-		uint32_t id = p->e->id;
-		timerfd_entry__free_unpacked(p->e, NULL);
-		free(p);
-		return log_fail(&ctx->log, -EINVAL, "record %u: object %u defined twice",
-				rec->index, id);
-	}
-	return 0;
+	return fdobj_register(ctx, rec, KIND_timerfd, p->e->id, p, timerfd_free_robj);
 }
 
 static struct timespec ts_of(uint64_t ns)
@@ -332,10 +319,7 @@ static int timerfd_prepare(struct rst_ctx *ctx)
 static int timerfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
 	struct timerfd_robj *p = robj;
-	if (p->fd < 0)
-		return log_fail(&ctx->log, -EINVAL, "timerfd %u was not made", p->e->id);
-	*ret_fd = p->fd;
-	return 0;
+	return fdobj_fd(ctx, p->fd, "timerfd", p->e->id, ret_fd);
 }
 
 static void timerfd_free_robj(void *ptr)
