@@ -9,6 +9,8 @@
  *                     a refusal logs "pid P fd F (kind): why" and returns
  *                     -EOPNOTSUPP. Nothing is written in this phase.
  *   dump(ctx, t)      write the kind's records (after every task collected).
+ *   finish(ctx)       after dump, or after a failure, while the tasks are
+ *                     still held: take out of them what collect put in.
  * Restart:
  *   load(rctx, t, rec)  decode and validate one record of the kind into
  *                       t->kstate[kind]; runs for the whole image before any
@@ -67,6 +69,7 @@ struct kind_ops {
 			  uint32_t *ret_id);
 	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
 	int (*collect_end)(struct ckpt_ctx *ctx);
+	void (*finish)(struct ckpt_ctx *ctx);
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);
