@@ -838,6 +838,9 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = collect(&ctx, pid);
 	if (r >= 0)
 		r = dump(&ctx, fd);
+	for (int k = 0; k < KIND_MAX; k++)
+		if (kinds[k].ops->finish)
+			kinds[k].ops->finish(&ctx);
 	finish_tasks(&ctx, r >= 0);
 	if (r >= 0)
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,

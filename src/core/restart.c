@@ -228,8 +228,8 @@ static int build(struct rst_ctx *ctx)
 		if (!ctx->tasks[i].zombie)
 			r = clean_task(ctx, &ctx->tasks[i]);
 	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
-		if (kinds[k].ops->finish)
-			r = kinds[k].ops->finish(ctx);
+		if (kinds[k].ops->restore_end)
+			r = kinds[k].ops->restore_end(ctx);
 	return r;
 }
 

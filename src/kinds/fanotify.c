@@ -39,7 +39,7 @@
  * modification, on a file open for writing), so ckpt reads its fdinfo back
  * and fails the restart naming a mark that did not come out the same. An
  * inode that is not the one of the checkpoint, or another mount at the
- * mount point, is warned about. Once every task is built (finish), the
+ * mount point, is warned about. Once every task is built (restore_end), the
  * events queued meanwhile, ckpt's own work among them, are read off: the
  * group starts empty, as it was saved; events of the downtime are not
  * delivered.
@@ -98,7 +98,7 @@ enum { MARK_INODE, MARK_MOUNT, MARK_FS, MARK_TYPES };
 #define MASK_PERM    (FAN_OPEN_PERM | FAN_ACCESS_PERM | FAN_OPEN_EXEC_PERM | FAN_PRE_ACCESS)
 /* notification events and the two event flags: what a restored mark may ask for */
 #define MASK_KEPT (0x1fffu | FAN_FS_ERROR | FAN_RENAME | FAN_EVENT_ON_CHILD | FAN_ONDIR)
-#define DRAIN_MAX 4096 /* reads of the queue in finish */
+#define DRAIN_MAX 4096 /* reads of the queue in restore_end */
 
 static const unsigned mark_type_flag[MARK_TYPES] = {FAN_MARK_INODE, FAN_MARK_MOUNT,
 						    FAN_MARK_FILESYSTEM};
@@ -831,7 +831,7 @@ static void close_event_fds(const char *buf, ssize_t n)
 }
 
 /* Every task is built: what the groups caught meanwhile is read off. */
-static int fanotify_finish(struct rst_ctx *ctx)
+static int fanotify_restore_end(struct rst_ctx *ctx)
 {
 	static_assert(sizeof(long) == 8, "fanotify events are read as 8-byte aligned");
 	long buf[8192];
@@ -885,7 +885,7 @@ const struct kind_ops fanotify_ops = {
     .dump = fanotify_dump,
     .load = fanotify_load,
     .prepare = fanotify_prepare,
-    .finish = fanotify_finish,
+    .restore_end = fanotify_restore_end,
     .free_obj = fanotify_free_obj,
     .free_robj = fanotify_free_robj,
     .descriptor = fanotify_descriptor,

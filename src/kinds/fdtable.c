@@ -56,7 +56,7 @@ static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 			why);
 }
 
-static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
+int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
 {
 	char link[64], *text = NULL;
 	ssize_t n;
@@ -80,15 +80,23 @@ static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_in
 	return 0;
 }
 
-static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-		       uint32_t *ret_id)
+int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
 {
 	for (int k = 0; k < KIND_MAX; k++) {
 		const struct kind_ops *ops = kinds[k].ops;
-		if (ops->fd_claim && ops->fd_claim(fi))
-			return ops->fd_collect(ctx, t, fi, ret_id);
+		if (ops->fd_claim && ops->fd_claim(fi)) {
+			*ret_kind = k;
+			return 0;
+		}
 	}
 	return refuse_fd(ctx, fi);
+}
+
+static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+		       uint32_t *ret_id)
+{
+	int k, r = fdtable_claim(ctx, fi, &k);
+	return r < 0 ? r : kinds[k].ops->fd_collect(ctx, t, fi, ret_id);
 }
 
 static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -141,7 +149,7 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		FdEntry *e = &f->fds[i];
 		fd_entry__init(e);
 		e->fd = fds[i];
-		r = inspect_fd(ctx, t, fds[i], fi);
+		r = fdtable_inspect_fd(ctx, t, fds[i], fi);
 		if (r >= 0)
 			r = collect_one(ctx, t, fi, &e->file_id);
 		if (r < 0)

@@ -8,6 +8,7 @@
 
 #include "util/proc.h"
 
+struct ckpt_ctx;
 struct rst_ctx;
 struct rst_task;
 struct task;
@@ -20,6 +21,17 @@ struct fd_info {
 	struct stat st;         /* stat of it: the open file's inode */
 	struct proc_fdinfo fi;
 };
+
+/*
+ * Checkpoint, for open files collected outside a task's table (unix.c's
+ * fds in flight, lent to a task for the look): what fdtable learns of fd
+ * of t, and the kind whose fd_claim takes it (-EOPNOTSUPP, logged as for
+ * any fd of a table, when none does); its fd_collect is the caller's.
+ */
+int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
+	__attribute__((warn_unused_result));
+int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
+	__attribute__((warn_unused_result));
 
 /* Restart: the fd ckpt holds for the open-file object id, of any fd kind. */
 int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)

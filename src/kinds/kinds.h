@@ -9,6 +9,8 @@
  *                     a refusal logs "pid P fd F (kind): why" and returns
  *                     -EOPNOTSUPP. Nothing is written in this phase.
  *   dump(ctx, t)      write the kind's records (after every task collected).
+ *   finish(ctx)       after dump, or after a failure, while the tasks are
+ *                     still held: take out of them what collect put in.
  * Restart:
  *   load(rctx, t, rec)  decode and validate one record of the kind into
  *                       t->kstate[kind]; runs for the whole image before any
@@ -17,7 +19,7 @@
  *   prepare(rctx)       after load, before processes: open files and
  *                       anything else done on ckpt's side (may be NULL).
  *   restore(rctx, t)    turn the puppet into what the image says.
- *   finish(rctx)        every task restored, none running yet: last work
+ *   restore_end(rctx)   every task restored, none running yet: last work
  *                       on ckpt's side (may be NULL).
  *   free_state, free_rstate   free t->kstate[kind] at checkpoint, at restart
  *                       (state may be NULL).
@@ -59,7 +61,7 @@ struct kind_ops {
 	int (*load)(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 	int (*prepare)(struct rst_ctx *ctx);
 	int (*restore)(struct rst_ctx *ctx, struct rst_task *t);
-	int (*finish)(struct rst_ctx *ctx);
+	int (*restore_end)(struct rst_ctx *ctx);
 	void (*free_state)(void *state);
 	void (*free_rstate)(void *state);
 	/* free an object this kind put in the objhash: at checkpoint, at restart */
@@ -70,6 +72,7 @@ struct kind_ops {
 			  uint32_t *ret_id);
 	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
 	int (*collect_end)(struct ckpt_ctx *ctx);
+	void (*finish)(struct ckpt_ctx *ctx);
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);

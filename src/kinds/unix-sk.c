@@ -174,6 +174,7 @@ static void close_rights(int *fds)
 void unix_msgs_free(struct unix_msgs *q)
 {
 	for (size_t i = 0; i < q->n; i++) {
+		free(q->v[i]->fds);
 		free(q->v[i]);
 		if (q->rights)
 			close_rights(q->rights[i]);
@@ -301,6 +302,10 @@ static int peek_one(struct peek *p, struct unix_msgs *q, size_t *off)
 		return 0;
 	bool rights = has_rights(&msg);
 	int *fds = NULL;
+	if (p->keep && (msg.msg_flags & MSG_CTRUNC)) {
+		take_rights(&msg, false, &fds);
+		return -ENOBUFS; /* more control data than ckpt reads: fds may be lost */
+	}
 	take_rights(&msg, p->keep, &fds);
 	if (p->type != SOCK_STREAM && (size_t)n > p->cap) {
 		/* truncated: peek it again, whole, from where it starts */
@@ -513,7 +518,6 @@ const char *unix_type_name(uint32_t type)
 	return type == SOCK_STREAM ? "stream" : type == SOCK_DGRAM ? "dgram" : "seqpacket";
 }
 
-/* Sends one message (with its fds, if any), to addr if given. */
 /* One sendmsg of m's data from done on, with fds and credentials. */
 static ssize_t send_part(int s, const UnixMsg *m, size_t done, const int *rights,
 			 const struct ucred *cred, const struct sockaddr_un *addr, socklen_t alen)
@@ -554,18 +558,19 @@ static ssize_t send_part(int s, const UnixMsg *m, size_t done, const int *rights
 }
 
 int unix_send(int s, const UnixMsg *m, const int *rights, const struct sockaddr_un *addr,
-	      socklen_t alen, bool stream)
+	      socklen_t alen, unsigned flags)
 {
+	bool stream = flags & UNIX_SEND_STREAM, strict = flags & UNIX_SEND_STRICT;
 	struct ucred cred = {.pid = (pid_t)m->pid, .uid = m->uid, .gid = m->gid};
 	bool with_cred = m->has_pid && m->has_uid && m->has_gid;
 	size_t done = 0;
 	for (;;) {
 		ssize_t n = send_part(s, m, done, rights, with_cred ? &cred : NULL, addr, alen);
-		if (n == -ESRCH && cred.pid != getpid()) {
+		if (n == -ESRCH && with_cred && !strict && cred.pid != getpid()) {
 			cred.pid = getpid(); /* the sender is gone: ckpt sends it */
 			continue;
 		}
-		if (n == -EPERM && with_cred) {
+		if (n == -EPERM && with_cred && !strict) {
 			with_cred = false; /* not allowed to speak for them */
 			continue;
 		}

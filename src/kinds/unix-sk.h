@@ -43,6 +43,7 @@ enum { RCV_SHUTDOWN = 1, SEND_SHUTDOWN = 2 };
 #define QUEUE_MAX   (64u << 20) /* bytes per queue */
 #define MSGS_MAX    (1u << 16)
 #define BIG_SNDBUF  (INT_MAX / 4)
+#define RIGHTS_MAX  253 /* fds one message may carry (SCM_MAX_FD) */
 
 /* one socket as sock_diag shows it */
 struct usk {
@@ -82,7 +83,8 @@ void unix_msgs_free(struct unix_msgs *q);
  * Reads the receive queue of s (of type, with shutdown bits) into q
  * without taking it out; fds in flight are kept in q->rights if keep, else
  * closed (q->has_rights says there were some). -EBADMSG: the queue holds
- * what a peek does not show (out-of-band data); -EFBIG: too big.
+ * what a peek does not show (out-of-band data); -EFBIG: too big;
+ * -ENOBUFS (keep): a message's control data did not fit (fds cut off).
  */
 int unix_peek_queue(int s, int type, uint8_t shutdown, bool keep, struct unix_msgs *q)
     __attribute__((warn_unused_result));
@@ -107,11 +109,14 @@ socklen_t unix_mkaddr(struct sockaddr_un *a, const uint8_t *name, size_t len);
 socklen_t unix_opath_addr(struct sockaddr_un *a, int opath);
 const char *unix_type_name(uint32_t type);
 
-/* Sends m again (to addr if not NULL), with the fds in rights (NULL: none)
- * and the credentials it carried: the sender's pid if it still exists,
- * else ckpt's. */
+/* Sends m again (to addr if not NULL), with the fds in rights ([n, fd...],
+ * NULL: none) and the credentials it carried (m->pid as ckpt sees it): the
+ * sender's pid if it still exists, else ckpt's, and none if ckpt may not
+ * speak for it; UNIX_SEND_STRICT: exactly those, or -ESRCH / -EPERM (the
+ * receiver shows them). UNIX_SEND_STREAM: a stream, sent in parts. */
+enum { UNIX_SEND_STREAM = 1, UNIX_SEND_STRICT = 2 };
 int unix_send(int s, const UnixMsg *m, const int *rights, const struct sockaddr_un *addr,
-	      socklen_t alen, bool stream) __attribute__((warn_unused_result));
+	      socklen_t alen, unsigned flags) __attribute__((warn_unused_result));
 /* shutdown(2) for sk_shutdown bits */
 int unix_shut(int s, uint32_t bits) __attribute__((warn_unused_result));
 

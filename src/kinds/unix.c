@@ -15,7 +15,10 @@
  * (pidfd_getfd): options with getsockopt, the bound file with SIOCUNIXFILE,
  * the receive queue with recvmsg(MSG_PEEK) walked by SO_PEEK_OFF (see
  * unix-sk.h): one message per datagram, the sender's name and credentials
- * kept.
+ * kept. The fds a queued message carries (SCM_RIGHTS) are saved as the
+ * objrefs of their open files, collected by their own kinds through the
+ * task (see "fds in flight" below); a sender of the tree is saved by its
+ * pid in the image.
  *
  * Connections not yet accepted hold their data in an "embryo" socket that
  * has no file and cannot be peeked. When one of them holds data (or its
@@ -35,15 +38,21 @@
  * task (its pid now exists, for the credentials of the messages it sent):
  * connect the pending clients in order and send their data, refill the
  * receive queues from the peer side (dgram: from the socket bound to the
- * sender's name, or an unnamed one), connect the dgram sockets, then put
+ * sender's name, or an unnamed one), each message with the fds it carried
+ * (every kind has prepared its objects by then: fd_get gives them) and
+ * its credentials, connect the dgram sockets, then put
  * back buffer sizes, SO_PASS*, SO_PEEK_OFF, backlog, shutdown bits and
  * O_NONBLOCK. fdtable then passes the sockets in.
  *
  * Refused: peers (or pending connections, or listeners) outside the
- * image, fds in flight (SCM_RIGHTS), out-of-band data, socket filters,
- * other network namespaces. Not reproduced: SO_PEERCRED (ckpt made the
- * connections), a pending error (SO_ERROR cannot be read without clearing
- * it).
+ * image, out-of-band data, socket filters, other network namespaces; fds
+ * in flight of a kind tied to a task's fd numbers (epoll) or of no kind,
+ * files in flight holding a flock or OFD lock, unix sockets in flight that
+ * hold fds in flight themselves; credentials a receiver shows (SO_PASSCRED)
+ * of a sender that has exited or is outside a container (restart sends the
+ * credentials of such a receiver's messages exactly, or fails). Not
+ * reproduced: SO_PEERCRED (ckpt made the connections), a pending error
+ * (SO_ERROR cannot be read without clearing it).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -55,6 +64,7 @@
 #include <linux/sockios.h>
 #include <linux/unix_diag.h>
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,12 +108,27 @@ struct capture {
 	struct unix_msgs q;
 };
 
+/* fds lent to a task for the time of the checkpoint (see "fds in flight") */
+struct lent {
+	struct task *t;
+	int chan;      /* ckpt's end of a socketpair made in the task */
+	int remote[2]; /* the pair's ends in the task */
+	int base;      /* lent fds go at base and above: above every fd it had */
+	int *fds;
+	size_t n, cap;
+};
+
 /* checkpoint object: the table (key 0) or one socket */
 struct unix_obj {
 	bool is_reg;
 	struct unix_table tab; /* is_reg */
 	struct capture *caps;
 	size_t ncaps;
+	struct lent *lent; /* is_reg: per task */
+	size_t nlent;
+	int depth;	/* is_reg: > 0 while an fd in flight is collected */
+	bool carries;	/* a socket whose queues hold fds in flight */
+	bool in_flight; /* collected as an fd in flight (fd is a lent one) */
 	UnixSkEntry e;
 	UnixOpts opts;
 	struct unix_msgs queue;
@@ -320,11 +345,10 @@ static int swap_gather(struct swap *sw, const struct unix_table *tab, const stru
 	return 0;
 }
 
-/* A channel to pass fds into the task: a socketpair made in it, one end
- * copied out. */
-static int swap_channel(struct swap *sw)
+/* A channel to pass fds into a task: a socketpair made in it (remote),
+ * one end copied out (*ret_chan). */
+static int task_channel(struct puppet *p, int remote[2], int *ret_chan)
 {
-	struct puppet *p = &sw->t->pup;
 	int sv[2] = {-1, -1};
 	uint64_t a = puppet_scratch_put(p, 0, sv, sizeof(sv));
 	if (!a)
@@ -334,10 +358,15 @@ static int swap_channel(struct swap *sw)
 		return (int)r;
 	if (puppet_read(p, a, sv, sizeof(sv)) < 0)
 		return -EFAULT;
-	sw->remote[0] = sv[0];
-	sw->remote[1] = sv[1];
-	sw->chan = puppet_getfd(p, sv[1]);
-	return sw->chan < 0 ? sw->chan : 0;
+	remote[0] = sv[0];
+	remote[1] = sv[1];
+	*ret_chan = puppet_getfd(p, sv[1]);
+	return *ret_chan < 0 ? *ret_chan : 0;
+}
+
+static int swap_channel(struct swap *sw)
+{
+	return task_channel(&sw->t->pup, sw->remote, &sw->chan);
 }
 
 static int swap_address(struct swap *sw)
@@ -390,7 +419,8 @@ static int swap_put(struct swap *sw, struct swap_client *c, struct capture *cap)
 	if (r == 0 && connect(s, (struct sockaddr *)&sw->addr, sw->alen) < 0)
 		r = -errno;
 	for (size_t i = 0; r == 0 && i < c->q.n; i++)
-		r = unix_send(s, c->q.v[i], c->q.rights[i], NULL, 0, sw->l->type == SOCK_STREAM);
+		r = unix_send(s, c->q.v[i], c->q.rights[i], NULL, 0,
+			      sw->l->type == SOCK_STREAM ? UNIX_SEND_STREAM : 0);
 	if (r < 0 || !c->ino)
 		return r;
 	if ((r = unix_opts_finish(s, &c->opts)) < 0 || (r = unix_shut(s, c->shutdown)) < 0)
@@ -431,7 +461,6 @@ static void swap_free(struct swap *sw)
 static int swap_requeue(struct swap *sw, struct unix_obj *reg)
 {
 	struct capture *caps = realloc(reg->caps, (reg->ncaps + sw->n) * sizeof(*caps));
-	bool rights = false;
 	int err = 0;
 	if (!caps)
 		return -ENOMEM;
@@ -450,19 +479,11 @@ static int swap_requeue(struct swap *sw, struct unix_obj *reg)
 				  sw->t->pid, sw->lfd, sw->l->ino, i, strerror(-r));
 			continue;
 		}
-		rights |= c->q.has_rights;
 		cap->q = c->q;
 		c->q = (struct unix_msgs){0};
 		reg->ncaps++;
 	}
-	if (err)
-		return err;
-	if (rights)
-		return log_fail(&sw->ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (unix listener socket:[%u]): a pending connection "
-				"holds fds in flight, not supported yet",
-				sw->t->pid, sw->lfd, sw->l->ino);
-	return 0;
+	return err;
 }
 
 static int swap_listener(struct ckpt_ctx *ctx, struct task *t, struct unix_obj *reg,
@@ -560,6 +581,281 @@ static int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 	return r < 0 ? log_fail(&ctx->log, r, "cannot list the unix sockets (sock_diag): %s",
 				strerror(-r))
 		     : 0;
+}
+
+/* --- fds in flight ----------------------------------------------------------
+ *
+ * The peek of a queue installs in ckpt a copy of every fd its messages
+ * carry (SCM_RIGHTS). Each is saved as the objref of its open file, made
+ * like the open files of any fd: it is lent to the task that holds the
+ * socket (passed in at a number above every fd the task had), where
+ * fdtable_claim() names its kind and that kind's fd_collect collects it,
+ * so that kcmp finds the open file a task holds too (a pipe end, a file
+ * at its offset...), and kinds that read an object through the task that
+ * holds it (a pipe's data at collect_end, a queue's messages at dump) read
+ * it there. Lent fds stay until unix_finish takes them out again, after
+ * the dump or a failure, before the tasks are released.
+ *
+ * Refused: kinds whose objects are tied to a task's fd numbers (epoll) or
+ * that cannot be given back by fd_get; a file in flight holding a flock
+ * or OFD lock (it would be taken again through an fd no task has); a unix
+ * socket in flight whose own queues hold fds in flight (cycles).
+ */
+
+#define REFUSE(ctx, u, fmt, ...)                                                                   \
+	log_fail(&(ctx)->log, -EOPNOTSUPP, "pid %d fd %d (unix %s socket:[%llu]%s): " fmt,         \
+		 (u)->pid, (u)->fd, unix_type_name((u)->e.type), (unsigned long long)(u)->e.ino,   \
+		 (u)->in_flight ? ", in flight" : "", ##__VA_ARGS__)
+
+static int task_max_fd(pid_t pid, int *ret)
+{
+	char path[64];
+	int max = -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			max = MAX(max, atoi(de->d_name));
+	closedir(d);
+	*ret = max;
+	return 0;
+}
+
+/* Moves the task's fd to base or above. */
+static long move_up(struct puppet *p, int fd, int base)
+{
+	long r = puppet_syscall(p, SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
+	puppet_syscall(p, SYS_close, fd);
+	return r;
+}
+
+/* The lending record of t, made (with its channel) on first use. */
+static int lent_of(struct unix_obj *reg, struct task *t, struct lent **ret)
+{
+	for (size_t i = 0; i < reg->nlent; i++) {
+		if (reg->lent[i].t == t) {
+			*ret = &reg->lent[i];
+			return 0;
+		}
+	}
+	struct lent *v = realloc(reg->lent, (reg->nlent + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	reg->lent = v;
+	struct lent *l = &v[reg->nlent++];
+	*l = (struct lent){.t = t, .chan = -1, .remote = {-1, -1}};
+	int max = -1, r = task_max_fd(t->pid, &max);
+	if (r < 0)
+		return r;
+	l->base = max + 1;
+	if ((r = task_channel(&t->pup, l->remote, &l->chan)) < 0)
+		return r;
+	for (int i = 0; i < 2; i++) {
+		long m = move_up(&t->pup, l->remote[i], l->base);
+		l->remote[i] = (int)m;
+		if (m < 0)
+			return (int)m;
+	}
+	*ret = l;
+	return 0;
+}
+
+/* Lends ckpt's fd to t: *ret_fd is its number there. */
+static int lend(struct unix_obj *reg, struct task *t, int fd, int *ret_fd)
+{
+	struct lent *l = NULL;
+	int r = lent_of(reg, t, &l);
+	if (r < 0)
+		return r;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		int *v = realloc(l->fds, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->fds = v;
+		l->cap = cap;
+	}
+	int tmp = puppet_send_fd(&t->pup, l->chan, l->remote[0], fd);
+	if (tmp < 0)
+		return tmp;
+	long m = move_up(&t->pup, tmp, l->base);
+	if (m < 0)
+		return (int)m;
+	l->fds[l->n++] = (int)m;
+	*ret_fd = (int)m;
+	return 0;
+}
+
+/* Takes every lent fd and channel out of the tasks again. */
+static void unix_finish(struct ckpt_ctx *ctx)
+{
+	struct unix_obj *reg = get_reg(ctx);
+	for (size_t i = 0; reg && i < reg->nlent; i++) {
+		struct lent *l = &reg->lent[i];
+		for (size_t j = 0; l->t->pup.held && j < l->n; j++)
+			puppet_syscall(&l->t->pup, SYS_close, l->fds[j]);
+		for (int j = 0; j < 2; j++)
+			if (l->t->pup.held && l->remote[j] >= 0)
+				puppet_syscall(&l->t->pup, SYS_close, l->remote[j]);
+		if (l->chan >= 0)
+			close(l->chan);
+		free(l->fds);
+	}
+	if (reg) {
+		free(reg->lent);
+		reg->lent = NULL;
+		reg->nlent = 0;
+	}
+}
+
+/* Does the fdinfo of pid's fd list a lock of the open file (flock, OFD)? */
+static bool file_locked(pid_t pid, int fd)
+{
+	_cleanup_free_ char *text = NULL;
+	char name[32];
+	snprintf(name, sizeof(name), "fdinfo/%d", fd);
+	if (proc_read(pid, name, &text, NULL) < 0)
+		return true;
+	for (char *l = strstr(text, "lock:"); l; l = strstr(l + 5, "lock:")) {
+		char *end = strchr(l, '\n');
+		size_t n = end ? (size_t)(end - l) : strlen(l);
+		if (memmem(l, n, "FLOCK", 5) || memmem(l, n, "OFDLCK", 6))
+			return true;
+	}
+	return false;
+}
+
+/* "queued message i", or message i of pending connection pend (>= 0) */
+static void where_of(char *buf, size_t len, size_t i, long pend)
+{
+	if (pend < 0)
+		snprintf(buf, len, "queued message %zu", i);
+	else
+		snprintf(buf, len, "message %zu of pending connection %ld", i, pend);
+}
+
+/*
+ * A kind refused a lent fd, naming the task and the lent fd's number: the
+ * error shown first (errbuf) is prefixed with which fd in flight it is,
+ * and the same is logged.
+ */
+static int lent_fail(struct ckpt_ctx *ctx, int errors, int r, const struct unix_obj *u,
+		     const char *where, const char *path, int lfd)
+{
+	char what[512], first[1024];
+	struct ckpt_log *log = &ctx->log;
+	snprintf(what, sizeof(what),
+		 "pid %d fd %d (unix %s socket:[%llu]): %s carries %s (lent to the task at fd %d "
+		 "to be saved)",
+		 u->pid, u->fd, unix_type_name(u->e.type), (unsigned long long)u->e.ino, where,
+		 path, lfd);
+	bool named = errors == 0 && log->errors > 0 && log->errbuf && log->errbuf_len;
+	if (named)
+		snprintf(first, sizeof(first), "%s", log->errbuf);
+	log_error(log, "%s, which cannot be saved (see above)", what);
+	if (named)
+		snprintf(log->errbuf, log->errbuf_len, "%s: %s", what, first);
+	return r;
+}
+
+/* Collects fd (ckpt's copy of an fd in flight in u, in where) into *ret_id. */
+static int collect_right(struct ckpt_ctx *ctx, struct task *t, struct unix_obj *reg,
+			 struct unix_obj *u, const char *where, int fd, uint32_t *ret_id)
+{
+	_cleanup_free_ struct fd_info *fi = malloc(sizeof(*fi));
+	int lfd = -1, k, r, errors = ctx->log.errors;
+
+	if (!fi)
+		return -ENOMEM;
+	if ((r = lend(reg, t, fd, &lfd)) < 0)
+		return log_fail(&ctx->log, r,
+				"pid %d fd %d (unix socket:[%llu]): cannot pass an fd of %s into "
+				"the task to save it: %s",
+				u->pid, u->fd, (unsigned long long)u->e.ino, where, strerror(-r));
+	if ((r = fdtable_inspect_fd(ctx, t, lfd, fi)) < 0)
+		return r;
+	log_debug(&ctx->log, "pid %d fd %d: %s carries %s, lent at fd %d", u->pid, u->fd, where,
+		  fi->path, lfd);
+	r = fdtable_claim(ctx, fi, &k);
+	if (r < 0)
+		return lent_fail(ctx, errors, r, u, where, fi->path, lfd);
+	if (k == KIND_epoll || !kinds[k].ops->fd_get)
+		return REFUSE(ctx, u, "%s carries %s; %s in flight is not supported", where,
+			      fi->path, kinds[k].name);
+	if (file_locked(t->pid, lfd))
+		return REFUSE(ctx, u,
+			      "%s carries %s, which holds a flock or OFD lock; a lock on an "
+			      "fd in flight is not supported",
+			      where, fi->path);
+	reg->depth++;
+	r = kinds[k].ops->fd_collect(ctx, t, fi, ret_id);
+	reg->depth--;
+	struct obj *o = r == 0 && k == KIND_unix ? objhash_find(&ctx->objs, *ret_id) : NULL;
+	if (r == -ELOOP || (o && ((struct unix_obj *)o->ptr)->carries))
+		return REFUSE(ctx, u,
+			      "%s carries %s, a unix socket whose queue holds fds in flight "
+			      "itself; not supported",
+			      where, fi->path);
+	if (r < 0)
+		return lent_fail(ctx, errors, r, u, where, fi->path, lfd);
+	return 0;
+}
+
+/* The fds in flight of the messages of q into their fds (objrefs). */
+static int collect_rights(struct ckpt_ctx *ctx, struct task *t, struct unix_obj *reg,
+			  struct unix_obj *u, struct unix_msgs *q, long pend)
+{
+	char where[96];
+	for (size_t i = 0; q->rights && i < q->n; i++) {
+		const int *fds = q->rights[i];
+		UnixMsg *m = q->v[i];
+		if (!fds || fds[0] <= 0)
+			continue;
+		if (!(m->fds = calloc((size_t)fds[0], sizeof(*m->fds))))
+			return -ENOMEM;
+		where_of(where, sizeof(where), i, pend);
+		for (int j = 0; j < fds[0]; j++) {
+			int r = collect_right(ctx, t, reg, u, where, fds[1 + j], &m->fds[j]);
+			if (r < 0)
+				return r;
+			m->n_fds++;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The credentials of q's messages as the image holds them: a sender of
+ * the tree by its pid in the image. Where the receiver shows them
+ * (SO_PASSCRED, SO_PASSPIDFD: shown), a sender ckpt cannot speak for at
+ * restart is refused: one that has exited, or one outside a container.
+ */
+static int fix_creds(struct ckpt_ctx *ctx, struct unix_obj *u, struct unix_msgs *q, bool shown,
+		     long pend)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		UnixMsg *m = q->v[i];
+		if (!m->has_pid)
+			continue;
+		struct task *s = ctx_find_task(ctx, (pid_t)m->pid);
+		if (s) {
+			m->pid = (uint32_t)s->vpid;
+			continue;
+		}
+		bool gone = kill((pid_t)m->pid, 0) < 0 && errno == ESRCH;
+		if (!shown || (!gone && !ctx->container))
+			continue;
+		char where[96];
+		where_of(where, sizeof(where), i, pend);
+		return REFUSE(ctx, u,
+			      "%s carries the credentials (SCM_CREDENTIALS, shown by SO_PASSCRED) "
+			      "of pid %u, %s; ckpt cannot reproduce them",
+			      where, m->pid,
+			      gone ? "which has exited" : "a process outside the container");
+	}
+	return 0;
 }
 
 /* --- collecting one socket --------------------------------------------- */
@@ -682,17 +978,19 @@ static int read_pending(struct unix_obj *reg, const struct usk *k, struct unix_o
 	return 0;
 }
 
+/* The receive queue; its fds in flight are kept (keep) for collect_rights. */
 static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, const struct usk *k,
-		      struct unix_obj *u)
+		      struct unix_obj *u, bool keep)
 {
 	uint32_t st = u->e.state;
 	if (st == UNIX_ST_LISTEN || (k->type != SOCK_DGRAM && st == UNIX_ST_CLOSED))
 		return 0;
-	int r = unix_peek_queue(copy, k->type, k->shutdown, false, &u->queue);
-	if (u->queue.has_rights)
+	int r = unix_peek_queue(copy, k->type, k->shutdown, keep, &u->queue);
+	if (r == -ENOBUFS)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (%s): fds in flight, not supported yet", fi->pid,
-				fi->fd, fi->path);
+				"pid %d fd %d (%s): a queued message carries more control data "
+				"than ckpt reads (fds in flight would be lost); not supported",
+				fi->pid, fi->fd, fi->path);
 	if (r == -EBADMSG)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): its queue holds out-of-band data or more than "
@@ -707,6 +1005,37 @@ static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, 
 }
 
 static void unix_free_obj(void *ptr);
+
+/* Credentials and fds in flight of the queues read: a socket collected as
+ * an fd in flight itself (depth > 0) may have none (-ELOOP, logged by the
+ * socket that carries it). */
+static int read_rights(struct ckpt_ctx *ctx, struct task *t, struct unix_obj *reg,
+		       const struct usk *k, struct unix_obj *u)
+{
+	bool shown = u->opts.passcred || u->opts.passpidfd;
+	int r = fix_creds(ctx, u, &u->queue, shown, -1);
+	u->carries = u->queue.has_rights;
+	for (size_t i = 0; r == 0 && u->pendq && i < u->npend; i++) {
+		r = fix_creds(ctx, u, &u->pendq[i], shown, (long)i);
+		u->carries |= u->pendq[i].has_rights;
+	}
+	if (r < 0)
+		return r;
+	if (reg->depth > 0) {
+		bool read = false; /* the swap read its pending connections */
+		for (size_t i = 0; i < reg->ncaps; i++)
+			read |= reg->caps[i].listener == k->ino;
+		if (k->state == K_LISTEN && !read && swap_needed(&reg->tab, k))
+			return REFUSE(ctx, u,
+				      "a listener whose pending connections hold data, "
+				      "held by no task; not supported");
+		return u->carries ? -ELOOP : 0;
+	}
+	r = collect_rights(ctx, t, reg, u, &u->queue, -1);
+	for (size_t i = 0; r == 0 && u->pendq && i < u->npend; i++)
+		r = collect_rights(ctx, t, reg, u, &u->pendq[i], (long)i);
+	return r;
+}
 
 static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 		       struct unix_obj *reg, const struct usk *k, struct unix_obj *u)
@@ -728,13 +1057,13 @@ static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 				fi->pid, fi->fd, fi->path);
 	u->e.opts = &u->opts;
 	if ((r = read_name(ctx, fi, copy, k, u)) < 0 || (r = read_state(ctx, fi, reg, k, u)) < 0 ||
-	    (r = read_queue(ctx, fi, copy, k, u)) < 0)
+	    (r = read_queue(ctx, fi, copy, k, u, reg->depth == 0)) < 0)
 		return r;
 	r = read_pending(reg, k, u);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d (%s): its pending connections changed",
 				fi->pid, fi->fd, fi->path);
-	return 0;
+	return read_rights(ctx, t, reg, k, u);
 }
 
 static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
@@ -766,6 +1095,7 @@ static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	u->e.shutdown = k->shutdown & 3;
 	u->pid = t->pid;
 	u->fd = fi->fd;
+	u->in_flight = reg->depth > 0;
 	r = read_socket(ctx, t, fi, reg, k, u);
 	if (r == 0)
 		r = objhash_add(&ctx->objs, KIND_unix, ino, 0, u, &o);
@@ -790,11 +1120,6 @@ static struct unix_obj *obj_by_name(struct ckpt_ctx *ctx, uint32_t type, const u
 	}
 	return NULL;
 }
-
-#define REFUSE(ctx, u, fmt, ...)                                                                   \
-	log_fail(&(ctx)->log, -EOPNOTSUPP, "pid %d fd %d (unix %s socket:[%llu]): " fmt, (u)->pid, \
-		 (u)->fd, unix_type_name((u)->e.type), (unsigned long long)(u)->e.ino,             \
-		 ##__VA_ARGS__)
 
 /* dgram: can every queued message be sent again by a socket of the image? */
 static int check_dgram(struct ckpt_ctx *ctx, struct unix_obj *u)
@@ -890,6 +1215,12 @@ static void unix_free_obj(void *ptr)
 	if (!u)
 		return;
 	unix_table_free(&u->tab);
+	for (size_t i = 0; i < u->nlent; i++) {
+		if (u->lent[i].chan >= 0)
+			close(u->lent[i].chan);
+		free(u->lent[i].fds);
+	}
+	free(u->lent);
 	for (size_t i = 0; i < u->ncaps; i++)
 		unix_msgs_free(&u->caps[i].q);
 	free(u->caps);
@@ -926,6 +1257,11 @@ static bool valid_msgs(UnixMsg **v, size_t n, uint32_t type, size_t *bytes)
 		if (v[i]->has_from &&
 		    (type != SOCK_DGRAM || !v[i]->from.len || v[i]->from.len > SUN_LEN_MAX))
 			return false;
+		if (v[i]->n_fds > RIGHTS_MAX)
+			return false;
+		for (size_t j = 0; j < v[i]->n_fds; j++)
+			if (!v[i]->fds[j])
+				return false;
 	}
 	return *bytes <= QUEUE_MAX;
 }
@@ -1370,13 +1706,57 @@ static int conn_all(struct rst_unix *st)
 	return 0;
 }
 
-static int send_queue(int s, UnixMsg **v, size_t n, uint32_t type, const struct sockaddr_un *to,
-		      socklen_t tolen)
+/*
+ * Sends m again from s (to `to` if not NULL) with the fds it carries, as
+ * ckpt holds their objects now (every object is prepared), and its
+ * sender's credentials, a sender of the image by the pid it has now;
+ * shown: the receiver shows credentials, which must then be exactly those.
+ */
+static int send_msg(struct rst_unix *st, int s, const UnixMsg *m, uint32_t type, bool shown,
+		    const struct sockaddr_un *to, socklen_t tolen)
 {
-	for (size_t i = 0; i < n; i++) {
-		int r = unix_send(s, v[i], NULL, to, tolen, type == SOCK_STREAM);
+	int rights[1 + RIGHTS_MAX];
+	UnixMsg c = *m;
+
+	rights[0] = (int)m->n_fds;
+	for (size_t i = 0; i < m->n_fds; i++) {
+		int r = fdtable_local_fd(st->ctx, m->fds[i], &rights[1 + i]);
 		if (r < 0)
 			return r;
+	}
+	struct rst_task *t = m->has_pid ? tree_find(st->ctx, (pid_t)m->pid) : NULL;
+	if (t && t->pup.pid > 0)
+		c.pid = (uint32_t)t->pup.pid;
+	unsigned fl = (type == SOCK_STREAM ? UNIX_SEND_STREAM : 0) | (shown ? UNIX_SEND_STRICT : 0);
+	return unix_send(s, &c, m->n_fds ? rights : NULL, to, tolen, fl);
+}
+
+/* Does u show the credentials of what it receives? */
+static bool shows_creds(const struct unix_robj *u)
+{
+	return u->e->opts->passcred || u->e->opts->passpidfd;
+}
+
+static int msg_fail(struct rst_unix *st, struct unix_robj *u, int r, const char *what, size_t i,
+		    const UnixMsg *m)
+{
+	if ((r == -ESRCH || r == -EPERM) && m->has_pid)
+		return RFAIL(st, u, r,
+			     "cannot put %s %zu back with its credentials (pid %u uid %u gid %u, "
+			     "shown by SO_PASSCRED): %s",
+			     what, i, m->pid, m->uid, m->gid, strerror(-r));
+	return RFAIL(st, u, r, "cannot put %s %zu back: %s%s", what, i, strerror(-r),
+		     r == -EAGAIN ? " (more than net.unix.max_dgram_qlen?)" : "");
+}
+
+/* The messages v, sent again from s; u is the receiver. */
+static int send_queue(struct rst_unix *st, struct unix_robj *u, int s, UnixMsg **v, size_t n,
+		      bool shown, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = send_msg(st, s, v[i], u->e->type, shown, NULL, 0);
+		if (r < 0)
+			return msg_fail(st, u, r, what, i, v[i]);
 	}
 	return 0;
 }
@@ -1398,11 +1778,14 @@ static int pending_all(struct rst_unix *st)
 			}
 			if (r == 0)
 				r = connect_to(s, l);
-			if (r == 0)
-				r = send_queue(s, p->queue, p->n_queue, l->e->type, NULL, 0);
 			if (r < 0)
 				return RFAIL(st, l, r, "cannot remake pending connection %zu: %s",
 					     j, strerror(-r));
+			char what[64];
+			snprintf(what, sizeof(what), "pending connection %zu's message", j);
+			r = send_queue(st, l, s, p->queue, p->n_queue, shows_creds(l), what);
+			if (r < 0)
+				return r;
 		}
 	}
 	return 0;
@@ -1463,13 +1846,11 @@ static int fill_dgram(struct rst_unix *st, struct unix_robj *u)
 			r = dgram_sender(st, u, m, &s, &tmp);
 		if (r < 0)
 			return r;
-		r = unix_send(s, m, NULL, u->pair ? NULL : &to, tolen, false);
+		r = send_msg(st, s, m, SOCK_DGRAM, shows_creds(u), u->pair ? NULL : &to, tolen);
 		if (tmp >= 0)
 			close(tmp);
 		if (r < 0)
-			return RFAIL(st, u, r, "cannot put queued message %zu back: %s%s", i,
-				     strerror(-r),
-				     r == -EAGAIN ? " (more than net.unix.max_dgram_qlen?)" : "");
+			return msg_fail(st, u, r, "queued message", i, m);
 	}
 	return 0;
 }
@@ -1484,9 +1865,8 @@ static int fill_all(struct rst_unix *st)
 			r = fill_dgram(st, u);
 		} else if (u->e->state == UNIX_ST_CONNECTED) {
 			int from = u->peer ? u->peer->fd : u->tmp_peer;
-			r = send_queue(from, u->e->queue, u->e->n_queue, u->e->type, NULL, 0);
-			if (r < 0)
-				r = RFAIL(st, u, r, "cannot put its queue back: %s", strerror(-r));
+			r = send_queue(st, u, from, u->e->queue, u->e->n_queue, shows_creds(u),
+				       "queued message");
 		}
 		if (u->tmp_peer >= 0) { /* its peer was closed */
 			close(u->tmp_peer);
@@ -1639,6 +2019,7 @@ const struct kind_ops unix_ops = {
     .fd_collect = unix_fd_collect,
     .fd_get = unix_fd_get,
     .collect_end = unix_collect_end,
+    .finish = unix_finish,
     .dump = unix_dump,
     .load = unix_load,
     .prepare = unix_prepare,

@@ -164,6 +164,8 @@ TESTS = [
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
+    entry("unix_rights", (B, T, R)),
+    entry("unix_rights_dgram", (B, T, R)),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
@@ -215,7 +217,7 @@ TESTS = [
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
-    entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fds in flight"),
+    entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
