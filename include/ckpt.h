@@ -32,7 +32,9 @@ extern "C" {
 #define CKPT_KILL 0x2ul          /* kill the tree once the image is complete */
 #define CKPT_LEAVE_FROZEN 0x4ul  /* leave the tree stopped (SIGSTOP) */
 #define CKPT_SHELL_JOB 0x8ul     /* the tree's terminal may be outside it (a job of a shell) */
-#define CKPT_FLAGS_ALL 0xful
+#define CKPT_EXT_UNIX 0x10ul     /* unix sockets whose peer is outside the tree: saved to be
+				  * connected again by the peer's name at restart */
+#define CKPT_FLAGS_ALL 0x1ful
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */

@@ -11,8 +11,11 @@
 static const char usage[] =
 	"usage: ckpt COMMAND [OPTIONS]\n"
 	"\n"
-	"  checkpoint PID -o FILE [--kill | --leave-frozen] [--shell-job] [--log FILE] [-v]\n"
-	"        save process PID to FILE (- for stdout); it keeps running unless --kill\n"
+	"  checkpoint PID -o FILE [--kill | --leave-frozen] [--shell-job] [--external unix]\n"
+	"        [--log FILE] [-v]\n"
+	"        save process PID to FILE (- for stdout); it keeps running unless --kill;\n"
+	"        --external unix: a unix socket whose peer is outside the tree is saved\n"
+	"        to be connected again, at restart, to that peer's name\n"
 	"  restart FILE [--detach] [--pidfile F] [--frozen] [--dry-run] [--pidns]\n"
 	"        [--shell-job] [--log FILE] [-v]\n"
 	"        bring the process back with its pid, as a child of ckpt; without\n"

@@ -35,6 +35,7 @@ static const struct opt opts[] = {
 	{ "conn-reset", 0, OPT_FLAG, ON(CMD_RESTART), F(conn_reset) },
 	{ "pidns", 0, OPT_FLAG, ON(CMD_RESTART), F(pidns) },
 	{ "shell-job", 'j', OPT_FLAG, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(shell_job) },
+	{ "external", 0, OPT_STRING, ON(CMD_CHECKPOINT), F(external) },
 	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART) | ON(CMD_RUN), F(pidfile) },
 	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
 	{ "log", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(log) },
@@ -72,6 +73,23 @@ static int apply(const struct opt *o, struct cli_args *a, const char *value)
 	case OPT_STRING:
 		*(const char **)p = value;
 		break;
+	}
+	return 0;
+}
+
+/* --external KIND[,KIND...]: the kinds whose peers may be outside the image */
+static int parse_external(struct cli_args *a, char *err, size_t len)
+{
+	for (const char *p = a->external; p;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == 4 && !strncmp(p, "unix", 4))
+			a->ext_unix = true;
+		else
+			return fail(err, len,
+				    "--external '%s': the only kind with peers outside is 'unix'",
+				    a->external);
+		p = end ? end + 1 : NULL;
 	}
 	return 0;
 }
@@ -160,6 +178,8 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "checkpoint needs -o FILE (or -o - for stdout)");
 	if (a.cmd == CMD_CHECKPOINT && a.kill && a.leave_frozen)
 		return fail(err, len, "%s", "--kill and --leave-frozen exclude each other");
+	if (parse_external(&a, err, len) < 0)
+		return -EINVAL;
 	if ((a.cmd == CMD_RESTART || a.cmd == CMD_INSPECT) && !a.image)
 		return fail(err, len, "%s needs an image file (or - for stdin)",
 			    cli_cmd_names[a.cmd]);

@@ -34,6 +34,8 @@ struct cli_args {
 	bool kill, leave_frozen;
 	bool detach, frozen, dry_run, conn_reset, pidns;
 	bool shell_job;         /* checkpoint, restart: --shell-job */
+	const char *external;   /* checkpoint --external KIND[,KIND...] */
+	bool ext_unix;          /* ... of which "unix" */
 	bool json;
 	bool help;              /* --help after a command */
 	const char *hostname;   /* run --hostname */

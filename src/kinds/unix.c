@@ -136,6 +136,7 @@ struct unix_obj {
 	struct unix_msgs *pendq;
 	size_t npend;
 	uint8_t name[NAME_BUF];
+	uint8_t ext[NAME_BUF]; /* external: the name it is connected to again */
 	char *path;
 	pid_t pid;
 	int fd;
@@ -1121,6 +1122,158 @@ static struct unix_obj *obj_by_name(struct ckpt_ctx *ctx, uint32_t type, const u
 	return NULL;
 }
 
+/* --- peers outside the image (--external unix) -----------------------------
+ *
+ * A socket whose peer is outside the image can be saved as external when
+ * that peer has a name to reach it by again: stream and seqpacket, the
+ * listener outside the image its connection came from (the accepted side
+ * shows the listener's name; a connection still waiting in its queue
+ * names it too); dgram, the named socket it is connect()ed to. Restart
+ * connects it anew to that name (the server sees a new client). A path
+ * must be absolute and still lead to that listener or socket. What cannot
+ * be made again is refused: data the outside peer sent that is still
+ * queued (only that peer could send it again), data sent to a connection
+ * the outside server has not accepted yet.
+ */
+
+/* "/path" or "@abstract" of sun_path bytes */
+static const char *name_str(const uint8_t *name, size_t len, char *buf, size_t size)
+{
+	if (len && name[0] == 0)
+		snprintf(buf, size, "@%.*s", (int)len - 1, (const char *)name + 1);
+	else
+		snprintf(buf, size, "%.*s", (int)len, (const char *)name);
+	return buf;
+}
+
+/* Is the file at k's path name the socket k is bound to? */
+static bool name_leads_to(const struct usk *k)
+{
+	struct stat s;
+	if (!k->namelen || k->name[0] == 0)
+		return true;
+	return stat((const char *)k->name, &s) == 0 && S_ISSOCK(s.st_mode) && k->has_vfs &&
+	       s.st_ino == k->vfs_ino && major(s.st_dev) == (k->vfs_dev >> 20) &&
+	       minor(s.st_dev) == (k->vfs_dev & 0xfffff);
+}
+
+/* The listener outside the image bound to p's name (p: an accepted socket). */
+static const struct usk *listener_of_name(struct ckpt_ctx *ctx, const struct unix_table *tab,
+					  const struct usk *p)
+{
+	for (size_t i = 0; p->namelen && i < tab->n; i++) {
+		const struct usk *l = &tab->v[i];
+		if (l->state == K_LISTEN && l->type == p->type && l->namelen == p->namelen &&
+		    !memcmp(l->name, p->name, p->namelen) && !find_obj(ctx, l->ino, NULL))
+			return l;
+	}
+	return NULL;
+}
+
+/*
+ * The socket outside the image whose name u's peer can be reached by
+ * again, or NULL with why it cannot be.
+ */
+static const struct usk *ext_target(struct ckpt_ctx *ctx, struct unix_obj *u, char *why, size_t wl)
+{
+	const struct unix_table *tab = &get_reg(ctx)->tab;
+	const UnixSkEntry *e = &u->e;
+	const struct usk *k = unix_table_find(tab, (uint32_t)e->ino), *t = NULL;
+	char nb[NAME_BUF + 2];
+
+	if (e->state == UNIX_ST_PENDING) {
+		t = unix_table_find(tab, (uint32_t)e->listener);
+		if (k && k->wqlen) {
+			snprintf(why, wl, "it sent %u bytes on a connection not accepted yet",
+				 k->wqlen);
+			return NULL;
+		}
+	} else if (e->type == SOCK_DGRAM) {
+		t = unix_table_find(tab, (uint32_t)e->peer);
+	} else {
+		const struct usk *p = unix_table_find(tab, (uint32_t)e->peer);
+		t = p ? listener_of_name(ctx, tab, p) : NULL;
+		if (p && !t) {
+			snprintf(why, wl, "it has no name of a listener to connect to again%s",
+				 p->namelen ? "" : " (unnamed)");
+			return NULL;
+		}
+	}
+	if (!t || !t->namelen) {
+		snprintf(why, wl, "it has no name to connect to again");
+		return NULL;
+	}
+	name_str(t->name, t->namelen, nb, sizeof(nb));
+	if (t->name[0] != 0 && t->name[0] != '/') {
+		snprintf(why, wl, "its name %s is relative: ckpt cannot tell where it is", nb);
+		return NULL;
+	}
+	if (!name_leads_to(t)) {
+		snprintf(why, wl, "its name %s no longer leads to it", nb);
+		return NULL;
+	}
+	return t;
+}
+
+/* Queued data of u that only its outside peer t could send again. */
+static int ext_queue(struct ckpt_ctx *ctx, struct unix_obj *u, const struct usk *t)
+{
+	char nb[NAME_BUF + 2];
+	name_str(t->name, t->namelen, nb, sizeof(nb));
+	if (u->e.type != SOCK_DGRAM && u->e.n_queue)
+		return REFUSE(ctx, u,
+			      "its receive queue holds %zu bytes from its peer outside the "
+			      "image (%s); a new connection cannot have them",
+			      u->queue.bytes, nb);
+	for (size_t i = 0; i < u->e.n_queue; i++) {
+		const UnixMsg *m = u->e.queue[i];
+		if (m->has_from && m->from.len == t->namelen &&
+		    !memcmp(m->from.data, t->name, t->namelen))
+			return REFUSE(ctx, u,
+				      "queued message %zu is from its peer outside the image "
+				      "(%s), which ckpt cannot send as",
+				      i, nb);
+	}
+	return 0;
+}
+
+/* A peer outside the image (socket:[peer], or the listener the connection
+ * waits on): saved as external with CKPT_EXT_UNIX if it can be, else
+ * refused saying whether and how --external unix would do. */
+static int check_external(struct ckpt_ctx *ctx, struct unix_obj *u, const char *what, uint64_t ino)
+{
+	char why[256], nb[NAME_BUF + 2];
+	const struct usk *t = ext_target(ctx, u, why, sizeof(why));
+	bool ext = ctx->flags & CKPT_EXT_UNIX;
+
+	if (!t)
+		return REFUSE(ctx, u, "peer outside the image (%s socket:[%llu]): %s%s", what,
+			      (unsigned long long)ino, why,
+			      ext ? ", so not even --external unix can save it" : "");
+	name_str(t->name, t->namelen, nb, sizeof(nb));
+	if (!ext)
+		return REFUSE(ctx, u,
+			      "peer outside the image (%s socket:[%llu]), bound to %s; "
+			      "--external unix would connect it again to that name at restart",
+			      what, (unsigned long long)ino, nb);
+	int r = ext_queue(ctx, u, t);
+	if (r < 0)
+		return r;
+	memcpy(u->ext, t->name, t->namelen);
+	u->e.has_external = true;
+	u->e.external.data = u->ext;
+	u->e.external.len = t->namelen;
+	u->e.has_peer = u->e.has_listener = false;
+	u->e.peer = u->e.listener = 0;
+	if (u->e.state == UNIX_ST_PENDING)
+		u->e.state = UNIX_ST_CONNECTED; /* a new connection, pending or not */
+	log_info(&ctx->log,
+		 "pid %d fd %d (unix socket:[%llu]): its peer is outside the image: "
+		 "external, connected again to %s at restart",
+		 u->pid, u->fd, (unsigned long long)u->e.ino, nb);
+	return 0;
+}
+
 /* dgram: can every queued message be sent again by a socket of the image? */
 static int check_dgram(struct ckpt_ctx *ctx, struct unix_obj *u)
 {
@@ -1128,9 +1281,11 @@ static int check_dgram(struct ckpt_ctx *ctx, struct unix_obj *u)
 	bool pair =
 	    p && p->e.has_peer && p->e.peer == u->e.ino && (!u->e.has_name || !p->e.has_name);
 
-	if (u->e.has_peer && u->e.peer && !p)
-		return REFUSE(ctx, u, "peer outside the image (socket:[%llu])",
-			      (unsigned long long)u->e.peer);
+	if (u->e.has_peer && u->e.peer && !p) {
+		int r = check_external(ctx, u, "dgram", u->e.peer);
+		if (r < 0)
+			return r;
+	}
 	if (p && !pair && !p->e.has_name)
 		return REFUSE(ctx, u, "connected to an unnamed socket that is not its peer");
 	for (size_t i = 0; i < u->e.n_queue; i++) {
@@ -1161,13 +1316,9 @@ static int check_peers(struct ckpt_ctx *ctx, struct unix_obj *u)
 	if (e->type == SOCK_DGRAM)
 		return check_dgram(ctx, u);
 	if (e->state == UNIX_ST_CONNECTED && e->peer && !find_obj(ctx, e->peer, NULL))
-		return REFUSE(ctx, u, "peer outside the image (socket:[%llu])",
-			      (unsigned long long)e->peer);
+		return check_external(ctx, u, unix_type_name(e->type), e->peer);
 	if (e->state == UNIX_ST_PENDING && !find_obj(ctx, e->listener, NULL))
-		return REFUSE(ctx, u,
-			      "peer outside the image (a connection waiting on listener "
-			      "socket:[%llu])",
-			      (unsigned long long)e->listener);
+		return check_external(ctx, u, "waiting on listener", e->listener);
 	for (size_t i = 0; i < e->n_pending; i++)
 		if (e->pending[i]->client && !find_obj(ctx, e->pending[i]->client, NULL))
 			return REFUSE(ctx, u,
@@ -1287,6 +1438,23 @@ static bool valid_opts(const UnixOpts *o)
 	       o->rcvtimeo_us < TIMEO_MAX && o->sndtimeo_us < TIMEO_MAX && o->priority <= INT_MAX;
 }
 
+/* external: a name as in name, a path absolute; stream and seqpacket:
+ * connected, with nothing queued (only the outside peer could send it) */
+static bool valid_external(const UnixSkEntry *e)
+{
+	const ProtobufCBinaryData *n = &e->external;
+	if (!e->has_external)
+		return true;
+	if (!n->len || n->len > SUN_LEN_MAX || e->has_peer || e->has_listener)
+		return false;
+	if (e->type != SOCK_DGRAM && (e->state != UNIX_ST_CONNECTED || e->n_queue))
+		return false;
+	if (n->data[0] == 0)
+		return n->len > 1;
+	const char *p = (const char *)n->data;
+	return p[0] == '/' && p[n->len - 1] == 0 && strlen(p) == n->len - 1;
+}
+
 static bool valid_entry(const UnixSkEntry *e)
 {
 	size_t bytes = 0;
@@ -1303,7 +1471,9 @@ static bool valid_entry(const UnixSkEntry *e)
 		return false;
 	if (e->has_listener != (e->state == UNIX_ST_PENDING) ||
 	    (e->has_peer && conn && e->state != UNIX_ST_CONNECTED) ||
-	    (e->state == UNIX_ST_CONNECTED && !e->has_peer))
+	    (e->state == UNIX_ST_CONNECTED && !e->has_peer && !e->has_external))
+		return false;
+	if (!valid_external(e))
 		return false;
 	if (e->n_queue && conn && e->state != UNIX_ST_CONNECTED)
 		return false;
@@ -1693,11 +1863,76 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 	return r < 0 ? RFAIL(st, a, r, "cannot set its options: %s", strerror(-r)) : 0;
 }
 
+/* Where u is in the image, for messages: "held by pid P fd F". */
+static const char *holder(struct rst_unix *st, const struct unix_robj *u, char *buf, size_t len)
+{
+	snprintf(buf, len, "held by no task");
+	for (size_t i = 0; i < st->ctx->nimage; i++) {
+		int fd;
+		if (fdtable_rst_fd_of(&st->ctx->tasks[i], u->e->id, &fd) == 0) {
+			snprintf(buf, len, "held by pid %d fd %d", st->ctx->tasks[i].pid, fd);
+			break;
+		}
+	}
+	return buf;
+}
+
+/* connect(2) of s to u's external name; a full backlog is waited for a while. */
+static int connect_external(int s, const UnixSkEntry *e)
+{
+	struct sockaddr_un a;
+	socklen_t alen = unix_mkaddr(&a, e->external.data, e->external.len);
+	for (int tries = 0;; tries++) {
+		if (connect(s, (struct sockaddr *)&a, alen) == 0)
+			return 0;
+		if (errno != EAGAIN || tries == 200)
+			return -errno;
+		usleep(10000);
+	}
+}
+
+static int external_fail(struct rst_unix *st, struct unix_robj *u, int r)
+{
+	char nb[NAME_BUF + 2], hb[64];
+	return RFAIL(st, u, r,
+		     "%s: cannot connect it again to %s, its peer outside the image (--external "
+		     "unix): %s",
+		     holder(st, u, hb, sizeof(hb)),
+		     name_str(u->e->external.data, u->e->external.len, nb, sizeof(nb)),
+		     strerror(-r));
+}
+
+/* Phase 5 of prepare: stream and seqpacket sockets whose peer was outside
+ * the image connect anew to its name (the server sees a new client);
+ * dgram ones see that the name is there (they connect after their queue
+ * is refilled, phase 7). */
+static int external_all(struct rst_unix *st)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		struct unix_robj *u = st->v[i];
+		int r;
+		if (!u->e->has_external)
+			continue;
+		if (u->e->type == SOCK_DGRAM) {
+			_cleanup_close_ int probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (probe < 0 || (r = connect_external(probe, u->e)) < 0)
+				return external_fail(st, u, probe < 0 ? -errno : r);
+			continue;
+		}
+		if ((r = new_socket(st, u, &u->fd)) < 0 ||
+		    (r = bind_name(st, u, u->fd, u->e)) < 0 || (r = after_bind(st, u, u->fd)) < 0)
+			return r;
+		if ((r = connect_external(u->fd, u->e)) < 0)
+			return external_fail(st, u, r);
+	}
+	return 0;
+}
+
 static int conn_all(struct rst_unix *st)
 {
 	for (size_t i = 0; i < st->n; i++) {
 		struct unix_robj *u = st->v[i];
-		if (u->e->state == UNIX_ST_CONNECTED && u->fd < 0) {
+		if (u->e->state == UNIX_ST_CONNECTED && u->fd < 0 && !u->e->has_external) {
 			int r = make_conn(st, u);
 			if (r < 0)
 				return r;
@@ -1884,8 +2119,13 @@ static int dgram_all(struct rst_unix *st)
 	for (size_t i = 0; i < st->n; i++) {
 		struct unix_robj *u = st->v[i];
 		int r = 0;
-		if (u->e->type != SOCK_DGRAM || !u->e->has_peer || u->pair)
+		if (u->e->type != SOCK_DGRAM || u->pair || (!u->e->has_peer && !u->e->has_external))
 			continue;
+		if (u->e->has_external) {
+			if ((r = connect_external(u->fd, u->e)) < 0)
+				return external_fail(st, u, r);
+			continue;
+		}
 		if (u->peer) {
 			r = connect_to(u->fd, u->peer);
 		} else { /* connected to a socket since closed */
@@ -1969,7 +2209,7 @@ static int run_phases(struct rst_ctx *ctx, const phase_fn *phases, size_t n)
 /* Before any process exists: the sockets, their names and connections. */
 static int unix_prepare(struct rst_ctx *ctx)
 {
-	static const phase_fn phases[] = {link_all, create_all, bind_all, conn_all};
+	static const phase_fn phases[] = {link_all, create_all, bind_all, conn_all, external_all};
 	return run_phases(ctx, phases, ARRAY_SIZE(phases));
 }
 

@@ -42,6 +42,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -166,6 +167,8 @@ TESTS = [
     entry("unix_names", (B, T)),
     entry("unix_rights", (B, T, R)),
     entry("unix_rights_dgram", (B, T, R)),
+    entry("unix_external", (B, T), kind="external"),
+    entry("unix_external_dgram", (B, T), kind="external"),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
@@ -217,6 +220,8 @@ TESTS = [
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
+    entry("refuse_unix_ext", kind="refuse", program="refuse_unix", ckpt_args=["--external", "unix"],
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
@@ -325,6 +330,65 @@ def ctty_stdin():
     import fcntl
     import termios
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class ExtServer:
+    """A unix socket server of the runner's, outside every tree, at path:
+    stream, an echo ("echo:" + what it got, per connection; clients counts
+    the connections it accepted); dgram, "got:" + what it got to a named
+    sender (got lists the datagrams). stop() closes it and removes path."""
+
+    def __init__(self, path, dgram):
+        self.path, self.dgram = path, dgram
+        self.clients, self.got, self.sock = 0, [], None
+        self.start()
+
+    def start(self):
+        if os.path.lexists(self.path):
+            os.unlink(self.path)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM if self.dgram else socket.SOCK_STREAM)
+        s.bind(self.path)
+        if not self.dgram:
+            s.listen(8)
+        s.settimeout(0.05)
+        self.sock = s
+        threading.Thread(target=self.loop, args=(s,), daemon=True).start()
+
+    def loop(self, s):
+        while self.sock is s:
+            try:
+                if self.dgram:
+                    data, addr = s.recvfrom(4096)
+                    self.got.append(data)
+                    if addr:
+                        s.sendto(b"got:" + data, addr)
+                    continue
+                c, _ = s.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.clients += 1
+            threading.Thread(target=self.echo, args=(c,), daemon=True).start()
+
+    def echo(self, c):
+        c.settimeout(EXIT_TIMEOUT)
+        with c:
+            while True:
+                try:
+                    d = c.recv(4096)
+                    if not d:
+                        return
+                    c.sendall(b"echo:" + d)
+                except OSError:
+                    return
+
+    def stop(self):
+        s, self.sock = self.sock, None
+        if s:
+            s.close()
+            if os.path.lexists(self.path):
+                os.unlink(self.path)
 
 
 class Run:
@@ -1164,12 +1228,66 @@ class Run:
             self.reset_out()
             after(self.restart(self.p("img"), "restart2"))
 
+    def flow_external(self):
+        """A unix socket of the tree connected to a server of the runner's,
+        outside the tree (NAME_dgram: a dgram one): refused without
+        --external unix, checkpointed with it; restored, the socket is a new
+        connection to the server. In basic mode, a restart while the
+        server is away fails first, naming the socket and the path and
+        leaving nothing behind (no process, no socket file of the image)."""
+        dgram = self.t["name"].endswith("_dgram")
+        srv = ExtServer(self.p("srv-dg.sock" if dgram else "srv.sock"), dgram)
+        try:
+            if self.opts.no_ckpt:
+                return self.native()
+            self.external_cycle(srv, dgram)
+        finally:
+            srv.stop()
+
+    def external_cycle(self, srv, dgram):
+        ext = ["--external", "unix"]
+        pr = self.start()
+        self.wait_ready()
+        if self.mode == B:
+            rc, err = self.checkpoint(self.p("refused"), "refused", reap=[pr], expect_ok=False,
+                                      kill=False)
+            rx = r"\bpid %d\b.*\bfd 5\b.*unix.*peer outside.*%s.*--external unix" % (
+                self.pid, re.escape(srv.path))
+            if rc == 0 or rc >= 128 or not re.search(rx, err):
+                raise Fail("checkpoint without --external: exit %d, %r, want /%s/"
+                           % (rc, err.strip()[-300:], rx))
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=ext)
+        if self.mode == B:
+            srv.stop()
+            r = self.run_ckpt(["restart", img, "--log", self.p("away.log")], timeout=60)
+            self.logs.append(self.p("away.log"))
+            self.expect_error(r, "restart with the server away", must=["socket:[", srv.path])
+            if pid_exists(self.pid):
+                raise Fail("pid %d exists after the failed restart" % self.pid)
+            if dgram and os.path.lexists(self.p("cli-dg.sock")):
+                raise Fail("the failed restart left cli-dg.sock behind")
+            srv.start()
+        clients = srv.clients
+        rp = self.restart(img, "restart")
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp], extra=ext)
+            self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
+            rp = self.restart(self.p("img2"), "restart2")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+        if not dgram and srv.clients <= clients:
+            raise Fail("the server saw no new client")
+        if dgram and b"after" not in srv.got:
+            raise Fail("the server did not get \"after\": %r" % srv.got)
+
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
             return self.native(prefix)
         pr = self.start(prefix)
         self.wait_ready()
-        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False,
+                                  extra=self.t.get("ckpt_args", ()))
         if rc == 0:
             raise Fail("ckpt checkpoint succeeded, expected a refusal")
         if rc >= 128 or rc < 0:

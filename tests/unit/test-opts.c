@@ -50,6 +50,23 @@ TEST(checkpoint_errors)
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--kill=yes"), -EINVAL);
 }
 
+TEST(checkpoint_external)
+{
+	struct cli_args a;
+	char err[256];
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "unix"), 0);
+	CHECK(a.ext_unix);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external=unix,unix"), 0);
+	CHECK(a.ext_unix);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x"), 0);
+	CHECK(!a.ext_unix);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "tcp"), -EINVAL);
+	CHECK(strstr(err, "tcp") != NULL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "unix,"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "restart", "img", "--external", "unix"), -EINVAL);
+}
+
 TEST(restart)
 {
 	struct cli_args a;
@@ -93,6 +110,7 @@ int main(void)
 {
 	RUN(checkpoint);
 	RUN(checkpoint_errors);
+	RUN(checkpoint_external);
 	RUN(restart);
 	RUN(commands);
 	return unit_done();
