@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -374,4 +375,27 @@ int test_move_fd(int fd, int target)
 		fail("dup2(%d, %d): %m", fd, target);
 	close(fd);
 	return target;
+}
+
+void test_send_fds(int s, const char *data, const int *fds, int n)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = (void *)data, .iov_len = strlen(data)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (n < 0 || n > 8)
+		fail("test_send_fds: %d fds", n);
+	if (n) {
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	}
+	if (sendmsg(s, &m, 0) != (ssize_t)strlen(data))
+		fail("sendmsg \"%s\": %m", data);
 }

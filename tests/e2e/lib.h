@@ -100,6 +100,9 @@ unsigned long long test_stat_field(int n);
 /* Moves fd to number target (which must be free) and returns target. */
 int test_move_fd(int fd, int target);
 
+/* sendmsg of data with n fds as SCM_RIGHTS (n <= 8); fails the test on error. */
+void test_send_fds(int s, const char *data, const int *fds, int n);
+
 /* Allocation that fails the test on error. */
 void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 

@@ -32,24 +32,6 @@ union cm {
 	struct cmsghdr align;
 };
 
-static void send_fds(int s, const char *data, const int *fds, int n)
-{
-	union cm u;
-	struct iovec iov = {.iov_base = (void *)data, .iov_len = strlen(data)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (n) {
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
-	}
-	if (sendmsg(s, &m, 0) != (ssize_t)strlen(data))
-		fail("sendmsg: %m");
-}
-
 /* One message: its data must be want; its fds go to fds (count returned). */
 static int recv_fds(int s, const char *want, int *fds, int max)
 {
@@ -94,9 +76,9 @@ int main(void)
 		fail("socketpair: %m");
 	int peer = test_move_fd(other[1], 22);
 
-	send_fds(6, "rights", (int[]){p[0], efd, file}, 3);
-	send_fds(6, "more", (int[]){efd, other[0]}, 2);
-	send_fds(6, "plain", NULL, 0);
+	test_send_fds(6, "rights", (int[]){p[0], efd, file}, 3);
+	test_send_fds(6, "more", (int[]){efd, other[0]}, 2);
+	test_send_fds(6, "plain", NULL, 0);
 	close(p[0]);
 	close(file);
 	close(other[0]);

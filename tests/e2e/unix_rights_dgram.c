@@ -32,24 +32,6 @@ union cm {
 	struct cmsghdr align;
 };
 
-static void send_fds(int s, const char *data, const int *fds, int n)
-{
-	union cm u;
-	struct iovec iov = {.iov_base = (void *)data, .iov_len = strlen(data)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (n) {
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
-	}
-	if (sendmsg(s, &m, 0) != (ssize_t)strlen(data))
-		fail("sendmsg \"%s\": %m", data);
-}
-
 /* One message: its data must be want, with nfds fds (put in fds). */
 static void recv_fds(int s, const char *want, int *fds, int nfds)
 {
@@ -97,26 +79,26 @@ int main(void)
 	if (mfd < 0 || efd < 0 || file < 0 || write(mfd, "memfd-data", 10) != 10 ||
 	    write(file, "0123456789", 10) != 10 || lseek(file, 2, SEEK_SET) != 2)
 		fail("setup: %m");
-	send_fds(d[1], "zero", NULL, 0);
-	send_fds(d[1], "one", &mfd, 1);
-	send_fds(d[1], "", &efd, 1);
-	send_fds(d[1], "three", NULL, 0);
-	send_fds(q[1], "alpha", &p[0], 1);
-	send_fds(q[1], "beta", NULL, 0);
-	send_fds(q[1], "gamma", (int[]){p[0], efd}, 2);
+	test_send_fds(d[1], "zero", NULL, 0);
+	test_send_fds(d[1], "one", &mfd, 1);
+	test_send_fds(d[1], "", &efd, 1);
+	test_send_fds(d[1], "three", NULL, 0);
+	test_send_fds(q[1], "alpha", &p[0], 1);
+	test_send_fds(q[1], "beta", NULL, 0);
+	test_send_fds(q[1], "gamma", (int[]){p[0], efd}, 2);
 
 	int bound = socket(AF_UNIX, SOCK_DGRAM, 0), tx = socket(AF_UNIX, SOCK_DGRAM, 0);
 	if (bound < 0 || tx < 0 || bind(bound, (struct sockaddr *)&a, addr(&a, "dg.sock")) ||
 	    connect(tx, (struct sockaddr *)&a, sizeof(a)))
 		fail("dg.sock: %m");
-	send_fds(tx, "named", &file, 1);
+	test_send_fds(tx, "named", &file, 1);
 	close(tx);
 
 	int lst = socket(AF_UNIX, SOCK_SEQPACKET, 0), cli = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	if (lst < 0 || cli < 0 || bind(lst, (struct sockaddr *)&a, addr(&a, "lst.sock")) ||
 	    listen(lst, 4) || connect(cli, (struct sockaddr *)&a, sizeof(a)))
 		fail("lst.sock: %m");
-	send_fds(cli, "pending", &efd, 1);
+	test_send_fds(cli, "pending", &efd, 1);
 	close(mfd);
 	close(file);
 	close(p[0]);
