@@ -39,16 +39,10 @@ static void drop_sys_admin(void)
 		fail("capset: %m");
 }
 
+/* the "fanotify ..." lines of fdinfo */
 static void marks(char *buf, size_t size)
 {
-	char path[64], text[8192];
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fan);
-	if (test_read_file(path, text, sizeof(text)) < 0)
-		fail("read %s: %m", path);
-	buf[0] = '\0';
-	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
-		if (!strncmp(l, "fanotify ", 9))
-			snprintf(buf + strlen(buf), size - strlen(buf), "%s\n", l);
+	test_fdinfo_lines(fan, "fanotify ", buf, size);
 }
 
 /* The next event: its mask and pid, and the name its DFID_NAME record gives. */

@@ -399,3 +399,16 @@ void test_send_fds(int s, const char *data, const int *fds, int n)
 	if (sendmsg(s, &m, 0) != (ssize_t)strlen(data))
 		fail("sendmsg \"%s\": %m", data);
 }
+
+void test_fdinfo_lines(int fd, const char *prefix, char *buf, size_t size)
+{
+	char path[64], text[8192], *save = NULL;
+	size_t n = strlen(prefix);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (test_read_file(path, text, sizeof(text)) < 0)
+		fail("read %s: %m", path);
+	buf[0] = '\0';
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (!strncmp(l, prefix, n))
+			snprintf(buf + strlen(buf), size - strlen(buf), "%s\n", l);
+}

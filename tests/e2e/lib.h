@@ -100,6 +100,9 @@ unsigned long long test_stat_field(int n);
 /* Moves fd to number target (which must be free) and returns target. */
 int test_move_fd(int fd, int target);
 
+/* The lines of /proc/self/fdinfo/FD that start with prefix, into buf. */
+void test_fdinfo_lines(int fd, const char *prefix, char *buf, size_t size);
+
 /* sendmsg of data with n fds as SCM_RIGHTS (n <= 8); fails the test on error. */
 void test_send_fds(int s, const char *data, const int *fds, int n);
 
