@@ -118,6 +118,7 @@ TESTS = [
     entry("id_creds", (B, T)),
     entry("id_nnp"),
     entry("id_rlimits"),
+    entry("id_sched", (B, T, R)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
