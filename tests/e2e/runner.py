@@ -110,6 +110,7 @@ TESTS = [
     # files and fs
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
+    entry("file_sigio", (B, T)),
     entry("fs_cwd"),
     entry("fs_umask"),
     # identity
@@ -227,6 +228,7 @@ TESTS = [
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
+    entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
