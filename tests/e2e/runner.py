@@ -141,6 +141,7 @@ TESTS = [
           signal=False),
     # threads
     entry("thread_pthreads", (B, T, R)),
+    entry("thread_seccomp", (B, T)),
     entry("thread_timer", (B, T)),
     entry("tree_churn", kind="churn"),
     # pipes
