@@ -140,6 +140,8 @@ static int collect_owner(struct ckpt_ctx *ctx, struct task *t, const struct fd_i
 			 FdOwner *o, FdEntry *e)
 {
 	struct f_owner_ex own = { 0 };
+	if (fi->fi.flags & O_PATH) /* only a path: no I/O, no owner */
+		return 0;
 	_cleanup_close_ int copy = puppet_getfd(&t->pup, fi->fd);
 	if (copy < 0)
 		return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s",

@@ -111,6 +111,7 @@ TESTS = [
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
     entry("file_sigio", (B, T)),
+    entry("file_opath", (B, T)),
     entry("fs_cwd"),
     entry("fs_umask"),
     # identity
