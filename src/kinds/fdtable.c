@@ -58,6 +58,9 @@ static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 		why = "sockets are not supported yet";
 	else if (S_ISFIFO(fi->st.st_mode))
 		why = "named FIFOs are not supported yet";
+	else if (!strcmp(fi->path, "anon_inode:[io_uring]"))
+		why = "io_uring instance: io_uring is not supported yet (its rings, registered "
+		      "files and buffers and requests in flight are not saved)";
 	else if (!strncmp(fi->path, "anon_inode:", 11))
 		snprintf(buf, sizeof(buf), "%s files are not supported yet", fi->path + 11), why = buf;
 	else if (S_ISCHR(fi->st.st_mode))

@@ -50,6 +50,10 @@ static bool is_mem_device(const struct stat *st)
 static const char *refusal(const char *path, const struct stat *st)
 {
 	size_t n = strlen(path);
+	if (!strcmp(path, "anon_inode:[io_uring]"))
+		return "an io_uring instance's rings: io_uring is not supported yet";
+	if (!strncmp(path, "anon_inode:", 11))
+		return "mappings of anonymous-inode files are not supported yet";
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !is_mem_device(st))
 		return "only regular files can be mapped and restored";
 	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
