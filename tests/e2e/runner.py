@@ -112,6 +112,8 @@ TESTS = [
     entry("file_dup", (B, R)),
     entry("file_sigio", (B, T)),
     entry("file_opath", (B, T)),
+    entry("file_proc", (B, T)),
+    entry("ct_proc", (B,), kind="container", program="file_proc"),
     entry("fs_cwd"),
     entry("fs_umask"),
     # identity
@@ -232,6 +234,7 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
