@@ -114,6 +114,8 @@ TESTS = [
     entry("file_opath", (B, T)),
     entry("file_proc", (B, T)),
     entry("ct_proc", (B,), kind="container", program="file_proc"),
+    entry("file_nsfd", (B, T)),
+    entry("ct_nsfd", (B,), kind="container", program="file_nsfd"),
     entry("fs_cwd"),
     entry("fs_umask"),
     # identity
@@ -235,6 +237,7 @@ TESTS = [
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
+    entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
