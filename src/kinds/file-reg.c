@@ -23,6 +23,7 @@ enum { FILE_REG_ENTRY = REC_TYPE(KID_file_reg, 1) };
 /* checkpoint: one object */
 struct file_obj {
 	FileRegEntry e;
+	DeletedDir gone;        /* e.deleted_dir points here */
 	char *path;
 	pid_t pid;              /* a task holding it, for kcmp */
 	int fd;                 /* its fd there, -1 for a mapped file */
@@ -117,6 +118,38 @@ static bool file_reg_fd_claim(const struct fd_info *fi)
 	return S_ISREG(fi->st.st_mode) || S_ISDIR(fi->st.st_mode) || is_mem_device(&fi->st);
 }
 
+/* An open directory since removed: its path without " (deleted)". */
+static int collect_deleted_dir(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			       uint32_t *ret_id)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%.*s", (int)(strlen(fi->path) - 10), fi->path);
+	if (path[0] != '/')
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): not a directory ckpt can make again by path",
+				t->pid, fi->fd, fi->path);
+	for (struct obj *o = NULL;
+	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, fi->st.st_ino));) {
+		struct file_obj *f = o->ptr;
+		if (f->fd >= 0 && f->e.dev == fi->st.st_dev &&
+		    syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fi->fd) == 0) {
+			*ret_id = o->id;
+			return 0;
+		}
+	}
+	int r = add_obj(ctx, t, path, &fi->st, fi->fi.flags & ~O_CLOEXEC, fi->fi.pos, fi->fd,
+			ret_id);
+	if (r < 0)
+		return r;
+	struct file_obj *f = objhash_find(&ctx->objs, *ret_id)->ptr;
+	deleted_dir__init(&f->gone);
+	f->gone.mode = fi->st.st_mode;
+	f->gone.uid = fi->st.st_uid;
+	f->gone.gid = fi->st.st_gid;
+	f->e.deleted_dir = &f->gone;
+	return 0;
+}
+
 /* The pid of a "/proc/PID" or "/proc/PID/..." path, 0 for any other path. */
 static pid_t proc_path_pid(const char *path)
 {
@@ -145,7 +178,11 @@ static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 			       uint32_t *ret_id)
 {
 	size_t n = strlen(fi->path);
+	bool gone_dir = S_ISDIR(fi->st.st_mode) && fi->st.st_nlink == 0 && n > 10 &&
+			!strcmp(fi->path + n - 10, " (deleted)");
 
+	if (gone_dir)
+		return collect_deleted_dir(ctx, t, fi, ret_id);
 	if (n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): open files that were deleted are not supported yet",
@@ -275,6 +312,37 @@ static int file_reg_load(struct rst_ctx *ctx, struct rst_task *t, const struct i
 	return 0;
 }
 
+int file_reg_deleted_dir(struct rst_ctx *ctx, const char *path, const DeletedDir *d, int flags,
+			 int *ret_fd)
+{
+	char tmp[4096];
+	const char *name = path;
+	if (mkdir(path, 0700) < 0 && errno == EEXIST) {
+		for (int i = 0; i < 100; i++) {
+			snprintf(tmp, sizeof(tmp), "%s.ckpt-%d-%d", path, (int)getpid(), i);
+			if (mkdir(tmp, 0700) == 0 || errno != EEXIST)
+				break;
+		}
+		name = tmp;
+	}
+	if (access(name, F_OK) < 0)
+		return log_fail(&ctx->log, -errno,
+				"directory '%s' (deleted): cannot make it again to open it: %m", path);
+	int fd = open(name, flags | O_DIRECTORY | O_CLOEXEC);
+	int r = fd < 0 ? -errno : 0;
+	if (r == 0 && (chown(name, d->uid, d->gid) < 0 || chmod(name, d->mode & 07777) < 0))
+		r = -errno;
+	rmdir(name);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return log_fail(&ctx->log, r, "directory '%s' (deleted): cannot make it again: %s",
+				path, strerror(-r));
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
 static int open_one(struct rst_ctx *ctx, struct file_rst *f, const char *path)
 {
 	const FileRegEntry *e = f->e;
@@ -287,7 +355,12 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f, const char *path)
 		flags &= O_PATH | O_CLOEXEC | O_NOCTTY | O_DIRECTORY | O_NOFOLLOW;
 	if ((flags & O_PATH) && S_ISLNK(e->mode))
 		flags |= O_NOFOLLOW;
-	f->fd = open(path, flags);
+	if (e->deleted_dir) {
+		int r = file_reg_deleted_dir(ctx, path, e->deleted_dir, flags & ~O_CLOEXEC, &f->fd);
+		if (r < 0)
+			return r;
+	} else
+		f->fd = open(path, flags);
 	if (f->fd < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot open: %s", e->path,
 				strerror(errno));

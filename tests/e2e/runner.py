@@ -110,6 +110,7 @@ TESTS = [
     # files and fs
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
+    entry("fs_deleted", (B, T, R)),
     entry("file_sigio", (B, T)),
     entry("file_opath", (B, T)),
     entry("file_proc", (B, T)),
