@@ -117,6 +117,8 @@ TESTS = [
     entry("id_pgrp"),
     entry("id_creds", (B, T)),
     entry("id_nnp"),
+    entry("id_dropped", (B, T, R)),
+    entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_personality"),
     entry("id_comm"),
@@ -204,6 +206,10 @@ TESTS = [
           expect="exit0", min_runtime=3.9),
     entry("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
     entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
+    # root dropped to nobody by os.setuid, or started as nobody by runuser (a root parent)
+    entry("real_py_setuid", (B, T, R), kind="command", argv=["@python", os.path.join(HERE, "py_setuid.py")]),
+    entry("real_runuser", (B, T), kind="runuser", argv=["@python", os.path.join(HERE, "py_setuid.py")],
+          args=["started"]),
     entry("real_bash_jobs", kind="command", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
     entry("real_pipeline", (B, T, R), kind="compare", argv=["bash", os.path.join(HERE, "real_pipeline.sh")],
@@ -495,7 +501,7 @@ class Run:
             if time.monotonic() > deadline:
                 raise Fail("not ready after %.0f s" % READY_TIMEOUT)
             time.sleep(POLL)
-        if self.t["kind"] != "traced" and self.pid != pr.pid:
+        if self.t["kind"] not in ("traced", "runuser") and self.pid != pr.pid:
             raise Fail("ready says pid %d, started %d" % (self.pid, pr.pid))
         self.vlog("ready: pid %d" % self.pid)
 
@@ -966,6 +972,28 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def flow_runuser(self):
+        """`runuser -u nobody -- PROGRAM`: runuser stays as the root parent
+        of the program, which runs as nobody with no capabilities; the
+        tree is checkpointed by runuser's pid, the program is woken by its
+        own (the same after restart)."""
+        runuser = shutil.which("runuser")
+        if not runuser:
+            raise Skip("runuser (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        pr = self.start(prefix=[runuser, "-u", "nobody", "--"], args=self.t["args"])
+        self.wait_ready()
+        prog = self.pid
+        if prog == pr.pid:
+            raise Fail("the program is runuser's own pid %d, not its child" % prog)
+        if self.opts.no_ckpt:
+            rc = self.wait_exit(pr, "runuser")
+            return self.check_result(rc, "runuser")
+        rp = self.real_cycle(pr)
+        self.pid = prog
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def flow_mounted(self):
         """flow_program with a tmpfs of its own on the test's "mnt" (a mount
