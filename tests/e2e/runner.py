@@ -18,8 +18,9 @@ Modes:
   reuse   basic, then restart the first image again and verify again
 Other kinds of test: refusals (checkpoint must fail, the original must be
 unharmed), CLI errors, damaged images, real programs (sleep, python3,
-bash pipelines, multiprocessing, make -j2, redis-server: flows compare,
-make and redis drive them from outside).
+bash pipelines, multiprocessing, make -j2, redis-server, nginx, PostgreSQL:
+flows compare, make, redis, nginx and postgres drive them from outside).
+A real program whose package is absent is skipped, saying so.
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
 original is just signalled), to prove the tests themselves pass.
@@ -223,6 +224,7 @@ TESTS = [
           ref=["serial", "expected"], args=["pool", "output", "spawn"]),
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
+    entry("real_nginx", (B, T, R), kind="nginx"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -1256,6 +1258,122 @@ class Run:
             self.reset_out()
             after(self.restart(self.p("img"), "restart2"))
 
+    NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 2;
+user nobody nogroup;
+pid {d}/nginx.pid;
+error_log {d}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    access_log {d}/access.log;
+    client_body_temp_path {d}/tmp/body;
+    proxy_temp_path {d}/tmp/proxy;
+    fastcgi_temp_path {d}/tmp/fastcgi;
+    uwsgi_temp_path {d}/tmp/uwsgi;
+    scgi_temp_path {d}/tmp/scgi;
+    server {{
+        listen unix:{d}/nginx.sock;
+        root {d}/www;
+    }}
+}}
+"""
+
+    def curl(self, sock, name):
+        """The body of http://x/NAME over the unix socket sock (curl)."""
+        try:
+            r = subprocess.run(["curl", "-sS", "--max-time", "20", "--unix-socket", sock,
+                                "http://x/" + name], capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Fail("curl of %s hung" % name)
+        if r.returncode != 0:
+            raise Fail("curl of %s: exit %d: %s" % (name, r.returncode,
+                                                     r.stderr.decode(errors="replace").strip()))
+        return r.stdout
+
+    @staticmethod
+    def proc_uids(pid):
+        with open("/proc/%d/status" % pid) as f:
+            for ln in f:
+                if ln.startswith("Uid:"):
+                    return [int(x) for x in ln.split()[1:]]
+        return []
+
+    def nginx_workers(self, master):
+        """The master's children, each checked to be nobody (every uid)."""
+        with open("/proc/%d/task/%d/children" % (master, master)) as f:
+            kids = sorted(int(k) for k in f.read().split())
+        if len(kids) != 2:
+            raise Fail("nginx master %d has %d children, want 2 workers" % (master, len(kids)))
+        for k in kids:
+            if self.proc_uids(k) != [65534] * 4:
+                raise Fail("nginx worker %d has uids %s, not nobody" % (k, self.proc_uids(k)))
+        if self.proc_uids(master) != [0] * 4:
+            raise Fail("nginx master %d has uids %s, not root" % (master, self.proc_uids(master)))
+        return kids
+
+    def flow_nginx(self):
+        """nginx as packaged (master as root, 2 workers as user nobody with
+        no capabilities), serving files on a unix socket only; config,
+        files and socket in the test's directory, made reachable by nobody.
+        After each restart curl gets the files again and the workers are
+        the same pids, still nobody; at the end SIGQUIT stops it and the
+        restart's exit status is nginx's (0)."""
+        nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
+                                          else None)
+        if not nginx:
+            raise Skip("nginx not installed (Debian package nginx)")
+        if not shutil.which("curl"):
+            raise Skip("curl not installed (Debian package curl)")
+        d = self.dir
+        os.chmod(d, 0o755)  # the workers (nobody) read www/
+        os.mkdir(self.p("www"), 0o755)
+        os.mkdir(self.p("tmp"), 0o755)
+        files = {"index.html": b"<p>hello from nginx</p>\n"}
+        r = random.Random(9)
+        files["big"] = bytes(r.getrandbits(8) for _ in range(300000))
+        for name, data in files.items():
+            with open(self.p("www", name), "wb") as f:
+                f.write(data)
+            os.chmod(self.p("www", name), 0o644)
+        with open(self.p("nginx.conf"), "w") as f:
+            f.write(self.NGINX_CONF.format(d=d))
+        sock = self.p("nginx.sock")
+        self.logs += [self.p("error.log"), self.p("nginx.out")]
+        pr = self.popen([nginx, "-c", self.p("nginx.conf"), "-p", d], out=self.p("nginx.out"),
+                        err=self.p("nginx.out"))
+        self.t0 = time.monotonic()
+        self.wait_until("nginx's socket", lambda: os.path.exists(sock), [pr])
+
+        def serves(when):
+            for name, data in files.items():
+                got = self.curl(sock, name)
+                if got != data:
+                    raise Fail("%s: curl of %s got %d bytes, not the file's %d" % (
+                        when, name, len(got), len(data)))
+
+        serves("before")
+        workers = self.nginx_workers(pr.pid)
+
+        def after(rp, when):
+            serves(when)
+            if self.nginx_workers(self.pid) != workers:
+                raise Fail("%s: the workers are not the pids %s" % (when, workers))
+            serves(when)
+            os.kill(self.pid, signal.SIGQUIT)
+            self.wait_all([rp], EXIT_TIMEOUT, "nginx after SIGQUIT")
+            if rp.returncode != 0:
+                raise Fail("%s: nginx ended with status %s" % (when, rp.returncode))
+
+        if self.opts.no_ckpt:
+            self.pid = pr.pid
+            return after(pr, "natively")
+        rp = self.real_cycle(pr, between=lambda: serves("between"))
+        after(rp, "after the restart")
+        if self.mode == R:
+            self.expect_gone("the first restored run")
+            after(self.restart(self.p("img"), "restart2"), "after the second restart")
+
     def flow_external(self):
         """A unix socket of the tree connected to a server of the runner's,
         outside the tree (NAME_dgram: a dgram one): refused without
@@ -2033,7 +2151,7 @@ class Run:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.t["kind"] in ("compare", "make", "redis"):
+        if self.t["kind"] in ("compare", "make", "redis", "nginx", "postgres"):
             # what a failed real program left: pool workers, make's children
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):
