@@ -137,6 +137,9 @@ TESTS = [
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
+    # epoll watches keyed by the container's pids
+    entry("ct_epoll_watch", (B, T), kind="container", program="epoll_watch"),
+    entry("ct_epoll_nested", (B, T), kind="container", program="epoll_nested"),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
     # threads
