@@ -140,6 +140,7 @@ TESTS = [
     # epoll watches keyed by the container's pids
     entry("ct_epoll_watch", (B, T), kind="container", program="epoll_watch"),
     entry("ct_epoll_nested", (B, T), kind="container", program="epoll_nested"),
+    entry("ct_asyncio", (B, T), kind="ct_asyncio", argv=["@python", os.path.join(HERE, "py_asyncio.py")]),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
     # threads
@@ -803,6 +804,63 @@ class Run:
             self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
             self.wait_all([rp], 10, "the first ckpt restart")
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def sockets_of(self, pid):
+        """How many sockets pid holds."""
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+            except OSError:
+                pass
+        return n
+
+    def aio_talk(self, path, *lines):
+        """One connection from outside to the server at path: each line,
+        its reply; then waits until the server has closed its end (a peer
+        outside the tree would make the checkpoint refuse)."""
+        before = self.sockets_of(self.pid)
+        out = []
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(20)
+            s.connect(path)
+            f = s.makefile("rwb")
+            for ln in lines:
+                f.write(ln.encode() + b"\n")
+                f.flush()
+                out.append(f.readline().decode().rstrip("\n"))
+            f.close()
+        self.wait_until("the server to close the runner's connection",
+                        lambda: self.sockets_of(self.pid) <= before, [], timeout=10)
+        return out
+
+    def flow_ct_asyncio(self):
+        """An asyncio server as pid 1 of `ckpt run` (py_asyncio.py): the
+        runner connects from outside before the checkpoint and, once it is
+        restored, again (the restored epoll watches must see the new
+        connection); the server's own client kept its connection across."""
+        pidfile = self.p("run.pid")
+        path = self.p("aio.sock")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--"])
+        self.wait_container(pr, pidfile)
+        got = self.aio_talk(path, "SET before from the runner")
+        if got != ["OK"]:
+            raise Fail("before the checkpoint, the server said %r" % got)
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+            if self.mode == T:
+                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+                self.wait_all([rp], 10, "the first ckpt restart")
+                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        got = self.aio_talk(path, "GET before", "SET outside after the restart", "ping")
+        if got != ["from the runner", "OK", "echo ping"]:
+            raise Fail("after the restart, the server said %r" % got)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
