@@ -197,6 +197,7 @@ TESTS = [
     entry("sysv_msg", (B, T, R), kind="ct_detached"),
     entry("sysv_sem", (B, T, R), kind="ct_detached"),
     entry("sysv_shm_host", (B, T, R)),
+    entry("sysv_shm_kept", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -2206,7 +2207,21 @@ http {{
             return False
         return cwd == self.dir or cwd.startswith(self.dir + "/")
 
+    def remove_shm(self):
+        """The host SysV segment a test named in "shm.id" (id key), if it is
+        still there with that key: a failed run must not leave it."""
+        try:
+            with open(self.p("shm.id")) as f:
+                sid, key = (int(x) for x in f.read().split())
+            with open("/proc/sysvipc/shm") as f:
+                rows = [ln.split() for ln in f.readlines()[1:]]
+        except (OSError, ValueError):
+            return
+        if any(len(r) > 1 and int(r[0]) == key and int(r[1]) == sid for r in rows):
+            subprocess.run(["ipcrm", "-m", str(sid)], capture_output=True)
+
     def cleanup(self):
+        self.remove_shm()
         if self.pid and self.ours(self.pid):
             try:
                 os.kill(self.pid, signal.SIGKILL)
