@@ -230,6 +230,8 @@ TESTS = [
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     entry("real_nginx", (B, T, R), kind="nginx"),
+    # restarting a database's first image again would undo what it wrote since: no reuse
+    entry("real_postgres", (B, T), kind="postgres"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -260,6 +262,16 @@ TESTS = [
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
+
+
+def PG_UID():
+    import pwd
+    return pwd.getpwnam("postgres").pw_uid
+
+
+def PG_GID():
+    import grp
+    return grp.getgrnam("postgres").gr_gid
 
 
 class Fail(Exception):
@@ -1435,6 +1447,114 @@ http {{
         if self.mode == R:
             self.expect_gone("the first restored run")
             after(self.restart(self.p("img"), "restart2"), "after the second restart")
+
+    PG_BIN = "/usr/lib/postgresql/15/bin"
+
+    def psql(self, sql):
+        """psql -At -c sql as user postgres over the test's socket: the
+        output lines; then waits until the server process that served it
+        has gone (its socket had a peer outside the tree)."""
+        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1",
+                "-h", self.p("pgsock"), "-U", "postgres", "-d", "postgres", "-c", sql]
+        try:
+            r = subprocess.run(argv, capture_output=True, timeout=60, cwd=self.dir)
+        except subprocess.TimeoutExpired:
+            raise Fail("psql %r hung" % sql[:60])
+        if r.returncode != 0:
+            raise Fail("psql %r: exit %d: %s" % (sql[:60], r.returncode,
+                                                  r.stderr.decode(errors="replace").strip()))
+        self.wait_until("the server process of psql to exit",
+                        lambda: not self.pg_backends(self.pid), [], timeout=20)
+        return r.stdout.decode().splitlines()
+
+    def pg_backends(self, master):
+        """The postmaster's children that serve a client connection."""
+        try:
+            with open("/proc/%d/task/%d/children" % (master, master)) as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            return []
+        out = []
+        for k in kids:
+            try:
+                with open("/proc/%d/cmdline" % k, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if cmd.startswith(b"postgres: postgres postgres"):
+                out.append(k)
+        return out
+
+    def flow_postgres(self):
+        """PostgreSQL 15: a cluster made by initdb in the test's directory,
+        the postmaster started directly as user postgres (root dropped to
+        it: no capabilities), on a unix socket of its own only
+        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
+        --kill (its SysV interlock segment removed with the tree: the image
+        holds it), restarted on the same host; the rows are counted and a
+        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+        for prog in ("postgres", "initdb", "psql"):
+            if not os.access(os.path.join(self.PG_BIN, prog), os.X_OK):
+                raise Skip("%s/%s not installed (Debian packages postgresql-15, "
+                           "postgresql-client-15)" % (self.PG_BIN, prog))
+        os.chmod(self.dir, 0o755)  # user postgres works in data/ and pgsock/
+        data, sock = self.p("data"), self.p("pgsock")
+        for d, mode in ((data, 0o700), (sock, 0o755)):
+            os.mkdir(d, mode)
+            os.chown(d, PG_UID(), PG_GID())
+        as_pg = dict(user="postgres", group="postgres", extra_groups=[])
+        self.logs += [self.p("initdb.log"), self.p("pg.log")]
+        ini = self.popen([os.path.join(self.PG_BIN, "initdb"), "-D", data, "-A", "trust", "-U",
+                          "postgres", "--no-sync", "-E", "UTF8", "--locale=C"],
+                         out=self.p("initdb.log"), err=self.p("initdb.log"), **as_pg)
+        self.wait_all([ini], 120, "initdb")
+        if ini.returncode != 0:
+            raise Fail("initdb exit %d" % ini.returncode)
+        pr = self.popen([os.path.join(self.PG_BIN, "postgres"), "-D", data,
+                         "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sock,
+                         "-c", "shared_buffers=16MB", "-c", "max_connections=10"],
+                        out=self.p("pg.log"), err=self.p("pg.log"), **as_pg)
+        self.pid = pr.pid
+        self.t0 = time.monotonic()
+        self.wait_until("the postmaster's socket",
+                        lambda: os.path.exists(os.path.join(sock, ".s.PGSQL.5432")), [pr])
+        self.wait_until("the database to accept connections",
+                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q",
+                                                "-h", sock], capture_output=True).returncode == 0,
+                        [pr], timeout=60)
+        # its interlock segment, for cleanup() to remove if the test fails
+        with open(os.path.join(data, "postmaster.pid")) as f:
+            key, shmid = f.read().splitlines()[6].split()
+        with open(self.p("shm.id"), "w") as f:
+            f.write("%s %s\n" % (shmid, key))
+        self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
+        self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
+
+        def count(when, want):
+            got = self.psql("SELECT count(*), sum(i) FROM t")
+            if got != ["%d|%d" % (want, want * (want + 1) // 2)]:
+                raise Fail("%s: count and sum of t: %r, want %d rows" % (when, got, want))
+
+        count("before", 1000)
+
+        def stop(rp, when):
+            os.kill(self.pid, signal.SIGINT)
+            self.wait_all([rp], EXIT_TIMEOUT, "postgres after SIGINT (fast shutdown)")
+            if rp.returncode != 0:
+                raise Fail("%s: postgres ended with status %s" % (when, rp.returncode))
+            with open(self.p("pg.log"), "rb") as f:
+                if b"database system is shut down" not in f.read():
+                    raise Fail("%s: the log does not say the database was shut down" % when)
+
+        if self.opts.no_ckpt:
+            self.psql("INSERT INTO t VALUES (1001, 'after')")
+            count("natively", 1001)
+            return stop(pr, "natively")
+        rp = self.real_cycle(pr, between=lambda: count("between", 1000))
+        count("after the restart", 1000)
+        self.psql("INSERT INTO t VALUES (1001, 'after')")
+        count("after the insert", 1001)
+        stop(rp, "after the restart")
 
     def flow_external(self):
         """A unix socket of the tree connected to a server of the runner's,
