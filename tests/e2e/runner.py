@@ -232,6 +232,8 @@ TESTS = [
     entry("real_nginx", (B, T, R), kind="nginx"),
     # restarting a database's first image again would undo what it wrote since: no reuse
     entry("real_postgres", (B, T), kind="postgres"),
+    # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
+    entry("ct_postgres", (B, T), kind="postgres", ct=True),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -1510,11 +1512,25 @@ http {{
         self.wait_all([ini], 120, "initdb")
         if ini.returncode != 0:
             raise Fail("initdb exit %d" % ini.returncode)
-        pr = self.popen([os.path.join(self.PG_BIN, "postgres"), "-D", data,
-                         "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sock,
-                         "-c", "shared_buffers=16MB", "-c", "max_connections=10"],
-                        out=self.p("pg.log"), err=self.p("pg.log"), **as_pg)
-        self.pid = pr.pid
+        argv = [os.path.join(self.PG_BIN, "postgres"), "-D", data,
+                "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sock,
+                "-c", "shared_buffers=16MB", "-c", "max_connections=10"]
+        ct = self.t.get("ct")
+        if ct:
+            # pid 1 of `ckpt run`, dropped to postgres by setpriv (which execs)
+            setpriv = shutil.which("setpriv")
+            if not setpriv:
+                raise Skip("setpriv (util-linux) not installed")
+            pidfile = self.p("run.pid")
+            pr = self.popen([self.opts.ckpt, "run", "--pidfile", pidfile, "--", setpriv,
+                             "--reuid=postgres", "--regid=postgres", "--clear-groups"] + argv,
+                            out=self.p("pg.log"), err=self.p("pg.log"))
+            self.wait_until("ckpt run's pidfile", lambda: self.size("run.pid") > 0, [pr])
+            with open(pidfile) as f:
+                self.pid = int(f.read())
+        else:
+            pr = self.popen(argv, out=self.p("pg.log"), err=self.p("pg.log"), **as_pg)
+            self.pid = pr.pid
         self.t0 = time.monotonic()
         self.wait_until("the postmaster's socket",
                         lambda: os.path.exists(os.path.join(sock, ".s.PGSQL.5432")), [pr])
@@ -1550,7 +1566,17 @@ http {{
             self.psql("INSERT INTO t VALUES (1001, 'after')")
             count("natively", 1001)
             return stop(pr, "natively")
-        rp = self.real_cycle(pr, between=lambda: count("between", 1000))
+        if ct:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+            if self.mode == T:
+                count("between", 1000)
+                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+                self.wait_all([rp], 10, "the first ckpt restart")
+                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        else:
+            rp = self.real_cycle(pr, between=lambda: count("between", 1000))
         count("after the restart", 1000)
         self.psql("INSERT INTO t VALUES (1001, 'after')")
         count("after the insert", 1001)
