@@ -138,8 +138,14 @@ int main(void)
 	/* per thread: before the thread, which inherits it */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		fail("PR_SET_NO_NEW_PRIVS: %m");
+	/* SIGUSR1 is main's: the thread starts with it blocked */
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
 	if (pthread_create(&th, NULL, thread_main, NULL))
 		fail("pthread_create");
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
 	const gid_t groups[] = {NOBODY};
 	/* glibc applies each of these to every thread */
 	if (setgroups(1, groups) || setresgid(NOBODY, NOBODY, NOBODY) ||
