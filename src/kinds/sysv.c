@@ -870,7 +870,8 @@ static void sysv_after_kill(struct ckpt_ctx *ctx)
 			continue;
 		if (ds.shm_perm.__key != g->perm.key || ds.shm_segsz != g->e.size ||
 		    ds.shm_cpid != g->cpid) {
-			log_warn(&ctx->log, "shm id %d: not the segment saved any more; left as it is",
+			log_warn(&ctx->log,
+				 "shm id %d: not the segment saved any more; left as it is",
 				 g->perm.id);
 		} else if (ds.shm_nattch) {
 			log_warn(&ctx->log,

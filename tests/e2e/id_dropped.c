@@ -28,9 +28,14 @@
 
 static const char *const status_names[] = {"Uid",    "Gid",    "Groups", "CapInh",
 					   "CapPrm", "CapEff", "CapAmb", "NoNewPrivs"};
-static const char *const status_want[] = {
-	"65534\t65534\t65534\t65534", "65534\t65534\t65534\t65534", "65534",
-	"0000000000000000", "0000000000000000", "0000000000000000", "0000000000000000", "1"};
+static const char *const status_want[] = {"65534\t65534\t65534\t65534",
+					  "65534\t65534\t65534\t65534",
+					  "65534",
+					  "0000000000000000",
+					  "0000000000000000",
+					  "0000000000000000",
+					  "0000000000000000",
+					  "1"};
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;

@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define BIT(c) (1u << (c))
+#define BIT(c)	  (1u << (c))
 #define WANT_BITS (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED)
 
 static void check(const char *when)
@@ -36,9 +36,9 @@ static void check(const char *when)
 	if (syscall(SYS_capget, &h, d))
 		fail("capget: %m");
 	expect(d[0].permitted == (BIT(CAP_CHOWN) | BIT(CAP_NET_BIND_SERVICE)) &&
-		       d[0].effective == BIT(CAP_CHOWN) &&
-		       d[0].inheritable == BIT(CAP_NET_BIND_SERVICE) && !d[1].permitted &&
-		       !d[1].effective && !d[1].inheritable,
+		   d[0].effective == BIT(CAP_CHOWN) &&
+		   d[0].inheritable == BIT(CAP_NET_BIND_SERVICE) && !d[1].permitted &&
+		   !d[1].effective && !d[1].inheritable,
 	       "%s: caps prm %#x eff %#x inh %#x", when, d[0].permitted, d[0].effective,
 	       d[0].inheritable);
 	expect(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_NET_BIND_SERVICE, 0, 0) == 1,

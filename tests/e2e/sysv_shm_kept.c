@@ -13,12 +13,12 @@
 #include "lib.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #define SIZE (256u << 10)
@@ -65,7 +65,7 @@ int main(void)
 	struct shmid_ds ds;
 	expect(shmctl(id, IPC_STAT, &ds) == 0, "shm id %d: IPC_STAT: %m", id);
 	expect(!(ds.shm_perm.mode & SHM_DEST) && ds.shm_nattch == 2 && ds.shm_segsz == SIZE &&
-		       ds.shm_perm.__key == key,
+		   ds.shm_perm.__key == key,
 	       "mode %o, nattch %lu, size %zu, key %#x (want %#x)", ds.shm_perm.mode,
 	       (unsigned long)ds.shm_nattch, ds.shm_segsz, ds.shm_perm.__key, key);
 	expect(shmget(key, 0, 0) == id, "key %#x finds id %d, not %d", key, shmget(key, 0, 0), id);
