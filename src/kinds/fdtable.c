@@ -58,6 +58,9 @@ static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 		why = "sockets are not supported yet";
 	else if (S_ISFIFO(fi->st.st_mode))
 		why = "named FIFOs are not supported yet";
+	else if (!strcmp(fi->path, "anon_inode:[io_uring]"))
+		why = "io_uring instance: io_uring is not supported yet (its rings, registered "
+		      "files and buffers and requests in flight are not saved)";
 	else if (!strncmp(fi->path, "anon_inode:", 11))
 		snprintf(buf, sizeof(buf), "%s files are not supported yet", fi->path + 11), why = buf;
 	else if (S_ISCHR(fi->st.st_mode))
@@ -140,6 +143,8 @@ static int collect_owner(struct ckpt_ctx *ctx, struct task *t, const struct fd_i
 			 FdOwner *o, FdEntry *e)
 {
 	struct f_owner_ex own = { 0 };
+	if (fi->fi.flags & O_PATH) /* only a path: no I/O, no owner */
+		return 0;
 	_cleanup_close_ int copy = puppet_getfd(&t->pup, fi->fd);
 	if (copy < 0)
 		return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s",
