@@ -198,6 +198,7 @@ TESTS = [
     # sealed images: --key
     entry("img_key", kind="key", program="mem_anon"),
     entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
+    entry("api_key", kind="standalone"),
     entry("api_lib", kind="standalone"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
