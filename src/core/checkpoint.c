@@ -826,7 +826,8 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
 		 o ? o->errbuf : NULL, o ? o->errbuf_len : 0, "checkpoint");
 	if (!o || opts_key(o, &ctx.key) < 0 || (o->flags & ~CKPT_FLAGS_ALL))
-		return log_fail(&ctx.log, -EINVAL, "unknown checkpoint flags or options");
+		return log_fail(&ctx.log, -EINVAL, "unknown checkpoint flags or options (or a key "
+				"that is not %d bytes)", CKPT_KEY_BYTES);
 	if (pid <= 0)
 		return log_fail(&ctx.log, -EINVAL, "pid %d: not a valid pid", pid);
 	if (pid == getpid())

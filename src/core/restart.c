@@ -331,7 +331,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
 		 o ? o->errbuf : NULL, o ? o->errbuf_len : 0, "restart");
 	if (!o || opts_key(o, &ctx.key) < 0)
-		return log_fail(&ctx.log, -EINVAL, "bad restart options");
+		return log_fail(&ctx.log, -EINVAL, "bad restart options (or a key that is not %d bytes)",
+				CKPT_KEY_BYTES);
 	r = check_flags(&ctx, pid, o->flags);
 	if (r < 0)
 		return r;
