@@ -50,6 +50,10 @@ static bool is_mem_device(const struct stat *st)
 static const char *refusal(const char *path, const struct stat *st)
 {
 	size_t n = strlen(path);
+	if (!strcmp(path, "anon_inode:[io_uring]"))
+		return "an io_uring instance's rings: io_uring is not supported yet";
+	if (!strncmp(path, "anon_inode:", 11))
+		return "mappings of anonymous-inode files are not supported yet";
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !is_mem_device(st))
 		return "only regular files can be mapped and restored";
 	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
@@ -81,7 +85,7 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 	f->e.dev = st->st_dev;
 	f->e.ino = st->st_ino;
 	f->e.mtime_ns = st->st_mtim.tv_sec * 1000000000ull + st->st_mtim.tv_nsec;
-	if (S_ISCHR(st->st_mode)) {
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		f->e.has_rdev = true;
 		f->e.rdev = st->st_rdev;
 	}
@@ -103,6 +107,10 @@ static bool file_reg_fd_claim(const struct fd_info *fi)
 	size_t n = strlen(fi->path);
 	if (mqueue_fd_is_queue(fi)) /* mqueue.c's */
 		return false;
+	/* an O_PATH fd is only a path, whatever it leads to (a FIFO, a
+	 * socket, a device, a symlink itself with O_NOFOLLOW) */
+	if (fi->fi.flags & O_PATH)
+		return true;
 	/* a regular file that was deleted (memfds too) is memfd.c's */
 	if (S_ISREG(fi->st.st_mode) && n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
 		return false;
@@ -122,6 +130,11 @@ static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): not a file ckpt can reopen by path", t->pid,
 				fi->fd, fi->path);
+	if ((fi->fi.flags & O_PATH) && !S_ISREG(fi->st.st_mode) && !S_ISDIR(fi->st.st_mode) &&
+	    !S_ISLNK(fi->st.st_mode) && !S_ISFIFO(fi->st.st_mode) && !S_ISSOCK(fi->st.st_mode) &&
+	    !S_ISCHR(fi->st.st_mode) && !S_ISBLK(fi->st.st_mode))
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): O_PATH fd of an "
+				"unknown file type", t->pid, fi->fd, fi->path);
 	/* the same open file as one seen before? (dup, fork) */
 	for (struct obj *o = NULL;
 	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, fi->st.st_ino));) {
@@ -235,6 +248,10 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f)
 
 	if (S_ISDIR(e->mode))
 		flags |= O_DIRECTORY;
+	if (flags & O_PATH) /* only O_PATH's own flags; a symlink itself */
+		flags &= O_PATH | O_CLOEXEC | O_NOCTTY | O_DIRECTORY | O_NOFOLLOW;
+	if ((flags & O_PATH) && S_ISLNK(e->mode))
+		flags |= O_NOFOLLOW;
 	f->fd = open(e->path, flags);
 	if (f->fd < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot open: %s", e->path,
@@ -244,9 +261,9 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f)
 	if ((st.st_mode & S_IFMT) != (e->mode & S_IFMT))
 		return log_fail(&ctx->log, -ESTALE, "file '%s': is no longer the same type of file",
 				e->path);
-	if (S_ISCHR(st.st_mode) && st.st_rdev != e->rdev)
+	if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && e->has_rdev && st.st_rdev != e->rdev)
 		return log_fail(&ctx->log, -ESTALE, "file '%s': device number changed", e->path);
-	if (e->has_pos && e->pos && S_ISREG(st.st_mode) &&
+	if (e->has_pos && e->pos && S_ISREG(st.st_mode) && !(flags & O_PATH) &&
 	    lseek(f->fd, (off_t)e->pos, SEEK_SET) < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot seek to %llu: %s", e->path,
 				(unsigned long long)e->pos, strerror(errno));

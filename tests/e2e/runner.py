@@ -92,6 +92,7 @@ TESTS = [
     entry("mem_mmfields"),
     entry("mem_big"),
     entry("mem_droppable", (B, T)),
+    entry("mem_mlock", (B, T)),
     # cpu
     entry("cpu_regs", (B, T)),
     entry("cpu_tls"),
@@ -109,6 +110,8 @@ TESTS = [
     # files and fs
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
+    entry("file_sigio", (B, T)),
+    entry("file_opath", (B, T)),
     entry("fs_cwd"),
     entry("fs_umask"),
     # identity
@@ -118,6 +121,7 @@ TESTS = [
     entry("id_creds", (B, T)),
     entry("id_nnp"),
     entry("id_rlimits"),
+    entry("id_sched", (B, T, R)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -138,6 +142,7 @@ TESTS = [
           signal=False),
     # threads
     entry("thread_pthreads", (B, T, R)),
+    entry("thread_seccomp", (B, T)),
     entry("thread_timer", (B, T)),
     entry("tree_churn", kind="churn"),
     # pipes
@@ -228,6 +233,9 @@ TESTS = [
           regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
+    entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
+    entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
+    entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
