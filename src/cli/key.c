@@ -33,8 +33,9 @@ int cli_key_load(const char *path, struct cli_key *ret)
 	ssize_t k;
 
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "ckpt: cannot read key file '%s': %m\n", path);
-		return -errno;
+		int e = errno;
+		fprintf(stderr, "ckpt: cannot read key file '%s': %s\n", path, strerror(e));
+		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		fprintf(stderr, "ckpt: key file '%s' is not a regular file\n", path);
