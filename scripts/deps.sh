@@ -16,6 +16,11 @@ command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 command -v tmux >/dev/null 2>&1 || need="$need tmux"
 command -v screen >/dev/null 2>&1 || need="$need screen"
 command -v vim >/dev/null 2>&1 || need="$need vim"
+# the real daemons (real_nginx, real_postgres) and the client of one
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need="$need nginx"
+command -v curl >/dev/null 2>&1 || need="$need curl"
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need="$need postgresql-15"
+[ -x /usr/lib/postgresql/15/bin/psql ] || need="$need postgresql-client-15"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "missing packages:$need (run as root, or install them)" >&2

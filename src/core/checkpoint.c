@@ -846,6 +846,10 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		if (kinds[k].ops->finish)
 			kinds[k].ops->finish(&ctx);
 	finish_tasks(&ctx, r >= 0);
+	/* the tree is gone: what it held outside itself is the image's now */
+	for (int k = 0; r >= 0 && (o->flags & CKPT_KILL) && k < KIND_MAX; k++)
+		if (kinds[k].ops->after_kill)
+			kinds[k].ops->after_kill(&ctx);
 	if (r >= 0)
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,
 			 (o->flags & CKPT_KILL) ? ", killed" : "");

@@ -6,9 +6,11 @@
  * "tfd: N events: X data: Y". A watch is saved as that fd number, its
  * events (EPOLLET, EPOLLONESHOT, EPOLLEXCLUSIVE, EPOLLWAKEUP included) and
  * data, and the objref of the open file the task holds at fd N, which
- * kcmp(KCMP_EPOLL_TFD) must show to be the watched file: a watch whose file
+ * kcmp(KCMP_EPOLL_TFD) must show to be the watched file. A watch whose file
  * has left fd N (closed there, kept open by a dup or another process) is
- * refused, since it cannot be keyed by that number again.
+ * refused, since it cannot be keyed by that number again. The instance
+ * names the task whose fds it watches by its pid in the image (in a
+ * container, the pid inside: vpid), as every record does.
  *
  * Restart: the instance is made on ckpt's side (epoll_create1, in prepare)
  * and put in place by fdtable like any file. The watches cannot be added
@@ -240,7 +242,8 @@ static int epoll_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 	epoll_entry__init(&p->e);
 	p->pid = t->pid;
 	p->fd = fi->fd;
-	p->e.pid = (uint32_t)t->pid;
+	/* the image names tasks by their pids in the container (vpid) */
+	p->e.pid = (uint32_t)t->vpid;
 	p->e.flags = fi->fi.flags & O_NONBLOCK;
 	r = read_watches(ctx, t, fi, p);
 	if (r >= 0 && p->e.n_watches && !(p->pw = calloc(p->e.n_watches, sizeof(*p->pw))))

@@ -11,6 +11,11 @@
  *   dump(ctx, t)      write the kind's records (after every task collected).
  *   finish(ctx)       after dump, or after a failure, while the tasks are
  *                     still held: take out of them what collect put in.
+ *   after_kill(ctx)   CKPT_KILL, the image complete and every task killed
+ *                     and gone: release what the tree held outside itself
+ *                     that would outlive it and that the image now holds
+ *                     (a restart on this host must find it free). The
+ *                     kstates are still there; failures are warnings.
  * Restart:
  *   load(rctx, t, rec)  decode and validate one record of the kind into
  *                       t->kstate[kind]; runs for the whole image before any
@@ -73,6 +78,7 @@ struct kind_ops {
 	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
 	int (*collect_end)(struct ckpt_ctx *ctx);
 	void (*finish)(struct ckpt_ctx *ctx);
+	void (*after_kill)(struct ckpt_ctx *ctx);
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);
