@@ -72,7 +72,20 @@ struct ckpt_opts {
 	const char *pidfile;    /* restart: write the root's pid here once it runs */
 	int wait_status;        /* restart without RESTART_DETACH: out, the
 				 * root's wait status */
+	/*
+	 * Sealed images. Checkpoint: encrypt and authenticate the image with
+	 * this key. Restart, inspect: refuse any image not made with it (a
+	 * plain one included) before a record is used. key_len must be
+	 * CKPT_KEY_BYTES; NULL for none. ckpt keeps no copy once the call
+	 * returns. A caller built before these fields existed passes a smaller
+	 * size and is served as before, with no key.
+	 */
+	const void *key;
+	size_t key_len;
 };
+#define CKPT_KEY_BYTES 32
+/* The smallest size accepted: the struct before key was added. */
+#define CKPT_OPTS_SIZE_V1 offsetof(struct ckpt_opts, key)
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
 CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);
@@ -82,6 +95,9 @@ CKPT_EXPORT int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *opts);
 
 /* Write a readable account of every record in the image to out_fd. */
 CKPT_EXPORT int ckpt_inspect(int fd, int out_fd, int json, char *errbuf, size_t errbuf_len);
+/* The same for a sealed image: key of key_len (CKPT_KEY_BYTES) bytes, or NULL. */
+CKPT_EXPORT int ckpt_inspect_key(int fd, int out_fd, int json, const void *key, size_t key_len,
+				 char *errbuf, size_t errbuf_len);
 
 /*
  * Probe the kernel features ckpt needs; writes one line per feature to

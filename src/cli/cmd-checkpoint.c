@@ -7,6 +7,7 @@
 
 #include "ckpt.h"
 #include "cli/cli.h"
+#include "util/cleanup.h"
 
 static void sync_dir_of(const char *path)
 {
@@ -31,6 +32,10 @@ int cmd_checkpoint(const struct cli_args *a)
 	char err[512] = "";
 	int fd, logfd, r;
 	bool to_stdout = !strcmp(a->output, "-");
+	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+
+	if (a->key && cli_key_load(a->key, &key) < 0)
+		return 1;
 
 	if (to_stdout && isatty(STDOUT_FILENO)) {
 		fputs("ckpt: refusing to write an image to a terminal\n", stderr);
@@ -63,6 +68,8 @@ int cmd_checkpoint(const struct cli_args *a)
 		.log_level = cli_log_level(a->verbose),
 		.errbuf = err,
 		.errbuf_len = sizeof(err),
+		.key = cli_key_ptr(&key),
+		.key_len = sizeof(key.bytes),
 	};
 	/* a plain process is a subtree; a namespace init is checkpointed whole */
 	r = ckpt_checkpoint_opts(a->pid, fd, &o);

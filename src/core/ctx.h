@@ -14,6 +14,7 @@
 #define CKPT_CTX_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -21,6 +22,7 @@
 #include "core.pb-c.h"
 #include "core/objhash.h"
 #include "img/img.h"
+#include "img/seal.h"
 #include "kinds/kinds.h"
 #include "puppet/puppet.h"
 #include "util/log.h"
@@ -68,6 +70,8 @@ struct ckpt_ctx {
 	size_t ntasks;
 	void *buf;              /* page-copy buffer, bufsize bytes */
 	size_t bufsize;
+	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
+	struct img_seal *seal;  /* what the writer writes through, with a key */
 };
 
 struct rst_task {
@@ -100,6 +104,7 @@ struct pid_index {
 
 struct rst_ctx {
 	unsigned long flags;
+	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: only a sealed image; or NULL */
 	struct ckpt_log log;
 	struct img_reader r;
 	struct objhash objs;
@@ -156,5 +161,23 @@ void *task_state(struct task *t, enum kind k, size_t size);
 
 /* An injected call that failed: log "pid P: what failed: strerror" and return r. */
 long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what);
+
+/*
+ * The key of a struct ckpt_opts, or NULL: a caller built before the key
+ * fields existed passes a smaller size, and has none. -EINVAL for a size
+ * smaller than any version of the struct or a key of the wrong length.
+ */
+static inline int opts_key(const struct ckpt_opts *o, const uint8_t **ret_key)
+{
+	if (!o || o->size < CKPT_OPTS_SIZE_V1)
+		return -EINVAL;
+	*ret_key = NULL;
+	if (o->size < offsetof(struct ckpt_opts, key_len) + sizeof(o->key_len) || !o->key)
+		return 0;
+	if (o->key_len != CKPT_KEY_BYTES)
+		return -EINVAL;
+	*ret_key = o->key;
+	return 0;
+}
 
 #endif

@@ -214,6 +214,10 @@ TESTS = [
     entry("opt_frozen", kind="frozen", program="mem_anon"),
     entry("opt_inspect", kind="inspect", program="mem_anon"),
     entry("opt_stream", kind="stream", program="mem_anon"),
+    # sealed images: --key
+    entry("img_key", kind="key", program="mem_anon"),
+    entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
+    entry("api_key", kind="standalone"),
     entry("api_lib", kind="standalone"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
@@ -1917,18 +1921,20 @@ http {{
         self.check_result(rp.returncode, "ckpt restart --frozen")
 
     def flow_stream(self):
-        """checkpoint -o - | restart -: the image is a stream."""
+        """checkpoint -o - | restart -: the image is a stream (key=True: sealed)."""
         if self.opts.no_ckpt:
             return self.native()
+        key = ["--key", self.keygen("key")] if self.t.get("key") else []
         pr = self.start()
         self.wait_ready()
         cerr, rerr, pidfile = self.p("ckpt.err"), self.p("restart.err"), self.p("restart.pid")
         self.logs += [cerr, rerr]
         with open(cerr, "wb") as ce, open(rerr, "wb") as re_:
-            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill"),
+            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill",
+                                                 *key),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=ce,
                                   cwd=self.dir)
-            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile),
+            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key),
                                   stdin=cp.stdout, stdout=subprocess.DEVNULL, stderr=re_,
                                   cwd=self.dir)
         cp.stdout.close()
@@ -1945,6 +1951,110 @@ http {{
             raise Fail("checkpoint -o - exit %d" % cp.returncode)
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
+
+    def keygen(self, name):
+        """ckpt keygen: a new key file in the test directory; checks its mode."""
+        path = self.p(name)
+        r = self.run_ckpt(["keygen", path])
+        if r.returncode != 0:
+            raise Fail("ckpt keygen exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        st = os.lstat(path)
+        if st.st_mode & 0o7777 != 0o600 or st.st_size != 32:
+            raise Fail("key file mode %o, %d bytes; want 600 and 32"
+                       % (st.st_mode & 0o7777, st.st_size))
+        return path
+
+    def refused_restart(self, img, what, must, key=None, pid_free=True):
+        """ckpt restart of img must fail with a message matching must, before
+        anything is built: no pidfile, the image's pid free, and the log
+        never got as far as "image validated"."""
+        tag = "refused-%d" % len(self.logs)
+        pidfile, log = self.p(tag + ".pid"), self.p(tag + ".log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", img, "--pidfile", pidfile, "--log", log]
+                          + (["--key", key] if key else []), timeout=60)
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode == 0 or os.path.exists(pidfile):
+            if pid_free and pid_exists(self.pid) and self.ours(self.pid):
+                os.kill(self.pid, signal.SIGKILL)
+            raise Fail("%s: restarted (exit %d), expected a refusal" % (what, r.returncode))
+        self.expect_error(r, what)
+        if not re.search(must, err, re.I):
+            raise Fail("%s: message %r does not match /%s/" % (what, err.strip(), must))
+        if "image validated" in (tail(log, 200) or ""):
+            raise Fail("%s: refused only after the image was used" % what)
+        if pid_free and pid_exists(self.pid):
+            raise Fail("%s: pid %d exists after the refusal" % (what, self.pid))
+
+    def flow_key(self):
+        """--key: checkpoint --kill sealed with one key; restart refuses no key,
+        another key, a truncated or modified image and a plain image; the
+        right key restores it, verified from inside."""
+        if self.opts.no_ckpt:
+            return self.native()
+        k1, k2 = self.keygen("k1"), self.keygen("k2")
+        # keygen never overwrites, nor follows a symlink
+        os.symlink(self.p("target"), self.p("link"))
+        for path in (k1, self.p("link")):
+            r = self.run_ckpt(["keygen", path])
+            self.expect_error(r, "keygen over " + os.path.basename(path), must=["exists"])
+        if os.path.lexists(self.p("target")):
+            raise Fail("keygen followed a symlink")
+        with open(k1, "rb") as f:
+            key1 = f.read()
+        pr = self.start()
+        self.wait_ready()
+        # a key others can read is refused, before the program is touched
+        with open(self.p("k-open"), "wb") as f:
+            f.write(key1)
+        os.chmod(self.p("k-open"), 0o644)
+        rc, err = self.checkpoint(self.p("img-open"), "ckpt-open", reap=[pr], expect_ok=False,
+                                  extra=["--key", self.p("k-open")])
+        if rc == 0 or not re.search(r"other users.*0644", err):
+            raise Fail("checkpoint --key with a 0644 key file: exit %d: %s" % (rc, err.strip()))
+        if not pid_alive(self.pid) or os.path.exists(self.p("img-open")):
+            raise Fail("the refused checkpoint --key killed the program or left an image")
+
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--key", k1])
+        with open(img, "rb") as f:
+            data = f.read()
+        if not data.startswith(b"CKPTSEAL") or b"CKPTIMG" in data or key1 in data:
+            raise Fail("the image is not sealed (or holds the key)")
+        for lg in (self.p("ckpt.log"),):
+            with open(lg, "rb") as f:
+                if key1 in f.read():
+                    raise Fail("the key is in the log")
+        self.refused_restart(img, "restart without --key", r"encrypted: use --key")
+        self.refused_restart(img, "restart with another key", r"not made with this key", key=k2)
+        # the chunks are 256 KiB + 17 after a 64-byte header (seal.h)
+        auth, final = r"chunk \d+ fails authentication", r"without its final chunk"
+        bad = {
+            "half": (data[:len(data) // 2], auth),
+            "last-byte-cut": (data[:-1], auth),
+            "last-chunk-cut": (data[:64 + (len(data) - 64) // (262144 + 17) * (262144 + 17)],
+                               final),
+            "modified": (data[:len(data) // 3] + bytes([data[len(data) // 3] ^ 1])
+                         + data[len(data) // 3 + 1:], auth),
+        }
+        for kind, (content, must) in bad.items():
+            path = self.p("img-" + kind)
+            with open(path, "wb") as f:
+                f.write(content)
+            self.refused_restart(path, "restart of a %s image" % kind, must, key=k1)
+        r = self.run_ckpt(["inspect", img])
+        self.expect_error(r, "inspect without --key", must=["encrypted"])
+        r = self.run_ckpt(["inspect", img, "--key", k1], verbose=False)
+        if r.returncode != 0 or b"record 0" not in r.stdout:
+            raise Fail("inspect --key: exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+
+        rp = self.restart(img, "restart", extra=["--key", k1])
+        # a plain image of the restored program, with --key: refused
+        self.checkpoint(self.p("plain"), "ckpt-plain", reap=[rp], kill=False)
+        self.refused_restart(self.p("plain"), "restart of a plain image with --key",
+                             r"not encrypted", key=k1, pid_free=False)
+        rc = self.wait_exit(rp, "ckpt restart --key")
+        self.check_result(rc, "ckpt restart --key")
 
     def wait_ready_file(self, proc):
         deadline = time.monotonic() + READY_TIMEOUT
