@@ -62,7 +62,9 @@ struct restart_caller {
 	uint32_t ngroups;
 	uint32_t groups[256];
 	uint64_t cap_eff, cap_prm, cap_bnd;
+	uint32_t securebits;
 	bool userns;
+	uint32_t map_uid, map_gid; /* userns: the one uid and gid mapped there */
 };
 
 /* Is cap in the caller's effective set? */
