@@ -3,6 +3,7 @@
  * The program of the pre-kill checks (checkpoint --kill, --verify, an
  * unprivileged restart --pidns). Arguments pick what it holds:
  *   file=PATH  PATH open for writing
+ *   bind=PATH  a unix listener bound to PATH
  *   hifd       /dev/null at fd 1000 (a restart under a lower open-file
  *              limit rejects the image)
  *   rich       a unix listener bound to "sock", an flock on "lockfile", a
@@ -78,6 +79,13 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strncmp(argv[i], "file=", 5) && open(argv[i] + 5, O_WRONLY) < 0)
 			fail("open %s: %s", argv[i] + 5, strerror(errno));
+		if (!strncmp(argv[i], "bind=", 5)) {
+			struct sockaddr_un a = { .sun_family = AF_UNIX };
+			snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[i] + 5);
+			int s = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 1) < 0)
+				fail("bind %s: %s", argv[i] + 5, strerror(errno));
+		}
 		rich |= !strcmp(argv[i], "rich");
 		hifd |= !strcmp(argv[i], "hifd");
 	}

@@ -253,6 +253,8 @@ TESTS = [
     entry("kill_refuse_file", kind="kill_refuse", program="kill_check", case="file",
           regex=r"fd \d+ \(.*victim\): a restart by uid 65534 could not open it again for "
                 r"writing: permission denied"),
+    entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
+          regex=r"unix socket:\[\d+\]\): cannot bind .*/s again: it exists and is not a socket"),
     entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
     entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
           case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
@@ -1504,30 +1506,39 @@ class Run:
         self.check_result(rc, "the original")
 
     def flow_kill_refuse(self):
-        """checkpoint --kill by nobody of its own process, which a restart
-        by nobody could not bring back (case "groups": a supplementary
-        group, which a user namespace's denied setgroups cannot give back;
-        "file": a file open for writing that only root may open now):
-        refused with the reason, the program runs on unharmed."""
+        """checkpoint --kill of a process that a restart by the same user
+        could not bring back: refused with the reason, the program runs on
+        unharmed, no image is left. By nobody of its own process: "groups"
+        (a supplementary group, which a user namespace's denied setgroups
+        cannot give back), "file" (a file open for writing that only root
+        may open now). By root: "sock" (a unix socket whose path is now a
+        regular file, so its name cannot be bound again)."""
         case = self.t["case"]
-        drop = self.nobody_setup(["--groups=100"] if case == "groups" else ["--clear-groups"])
-        args = []
-        victim = self.p("victim")
+        args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
+        if case != "sock":
+            drop = self.nobody_setup(["--groups=100"] if case == "groups"
+                                     else ["--clear-groups"])
+            run = self.as_nobody
+        victim, sock = self.p("victim"), self.p("s")
         if case == "file":
             with open(victim, "w"):
                 pass
             os.chmod(victim, 0o666)
             args = ["file=" + victim]
-        if self.opts.no_ckpt:
-            pr = self.start(prefix=drop, args=args)
-            self.wait_ready()
-            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        if case == "sock":
+            args = ["bind=" + sock]
         pr = self.start(prefix=drop, args=args)
         self.wait_ready()
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
         if case == "file":
             os.chmod(victim, 0o600)  # root's alone from now on
+        if case == "sock":
+            os.unlink(sock)
+            with open(sock, "w"):
+                pass
         img = self.p("img")
-        rc, err = self.as_nobody(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
+        rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
         self.expect_refused(pr, rc, err, img)
 
     def flow_kill_verify(self):
