@@ -170,7 +170,9 @@ static __attribute__((noreturn)) void verify_child(struct ckpt_ctx *ctx, int img
 	} else {
 		struct ckpt_opts o = {
 			.size = sizeof(o),
-			.flags = RESTART_GHOST | RESTART_VERIFY | RESTART_PIDNS |
+			/* a container is restored in namespaces of its own anyway */
+			.flags = RESTART_GHOST | RESTART_VERIFY |
+				 (ctx->container ? 0 : RESTART_PIDNS) |
 				 (shell_job ? RESTART_SHELL_JOB : 0),
 			.logfd = ctx->log.fd,
 			.log_level = ctx->log.level,

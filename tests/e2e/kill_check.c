@@ -101,7 +101,8 @@ int main(int argc, char **argv)
 	test_wait();
 	expect(getuid() == uid && geteuid() == uid, "uid %d, was %d", (int)geteuid(), (int)uid);
 	expect(getgid() == gid && getegid() == gid, "gid %d, was %d", (int)getegid(), (int)gid);
-	expect(getgroups(64, after) == n && !memcmp(after, groups, (size_t)(n > 0 ? n : 0) * sizeof(gid_t)),
+	expect(getgroups(64, after) == n &&
+		       !memcmp(after, groups, (size_t)(n > 0 ? n : 0) * sizeof(gid_t)),
 	       "supplementary groups changed");
 	if (hifd)
 		expect(fcntl(1000, F_GETFD) >= 0, "fd 1000 is not open");
