@@ -34,7 +34,9 @@ extern "C" {
 #define CKPT_SHELL_JOB 0x8ul     /* the tree's terminal may be outside it (a job of a shell) */
 #define CKPT_EXT_UNIX 0x10ul     /* unix sockets whose peer is outside the tree: saved to be
 				  * connected again by the peer's name at restart */
-#define CKPT_FLAGS_ALL 0x1ful
+#define CKPT_VERIFY 0x20ul      /* with CKPT_KILL: a dry-run restart of the image
+				  * (RESTART_GHOST | RESTART_VERIFY) before the kill */
+#define CKPT_FLAGS_ALL 0x3ful
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */
@@ -46,7 +48,10 @@ extern "C" {
 #define RESTART_PIDNS 0x40ul     /* restore a subtree in a new pid namespace,
 				  * under an init made by ckpt */
 #define RESTART_SHELL_JOB 0x80ul /* attach a shell job to the caller's terminal */
-#define RESTART_FLAGS_ALL 0xfful
+#define RESTART_VERIFY 0x100ul   /* with RESTART_GHOST: the original still runs;
+				  * what it holds (socket names, locks) is checked,
+				  * not taken, so nothing of it is disturbed */
+#define RESTART_FLAGS_ALL 0x1fful
 
 /* verbosity for the log */
 enum ckpt_log_level {

@@ -61,7 +61,7 @@ int cmd_checkpoint(const struct cli_args *a)
 
 	struct ckpt_opts o = {
 		.size = sizeof(o),
-		.flags = CKPT_SUBTREE | (a->kill ? CKPT_KILL : 0) |
+		.flags = CKPT_SUBTREE | (a->kill ? CKPT_KILL : 0) | (a->verify ? CKPT_VERIFY : 0) |
 			 (a->leave_frozen ? CKPT_LEAVE_FROZEN : 0) | (a->shell_job ? CKPT_SHELL_JOB : 0) |
 			 (a->ext_unix ? CKPT_EXT_UNIX : 0),
 		.logfd = logfd,

@@ -28,6 +28,7 @@ static const struct opt opts[] = {
 	{ "output", 'o', OPT_STRING, ON(CMD_CHECKPOINT), F(output) },
 	{ "kill", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(kill) },
 	{ "leave-frozen", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(leave_frozen) },
+	{ "verify", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(verify) },
 	{ "detach", 'd', OPT_FLAG, ON(CMD_RESTART) | ON(CMD_RUN), F(detach) },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname) },
 	{ "frozen", 0, OPT_FLAG, ON(CMD_RESTART), F(frozen) },
@@ -181,6 +182,10 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "checkpoint needs -o FILE (or -o - for stdout)");
 	if (a.cmd == CMD_CHECKPOINT && a.kill && a.leave_frozen)
 		return fail(err, len, "%s", "--kill and --leave-frozen exclude each other");
+	if (a.cmd == CMD_CHECKPOINT && a.verify && !a.kill)
+		return fail(err, len, "%s", "--verify goes with --kill");
+	if (a.cmd == CMD_CHECKPOINT && a.verify && !strcmp(a.output ? a.output : "", "-"))
+		return fail(err, len, "%s", "--verify needs the image in a file, not on stdout");
 	if (parse_external(&a, err, len) < 0)
 		return -EINVAL;
 	if ((a.cmd == CMD_RESTART || a.cmd == CMD_INSPECT) && !a.image)

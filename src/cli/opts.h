@@ -34,6 +34,7 @@ struct cli_args {
 	const char *pidfile;    /* restart --pidfile */
 	int verbose;            /* -v, repeatable */
 	bool kill, leave_frozen;
+	bool verify;            /* checkpoint --kill --verify */
 	bool detach, frozen, dry_run, conn_reset, pidns;
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */

@@ -834,6 +834,8 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		return log_fail(&ctx.log, -EINVAL, "pid %d: ckpt cannot checkpoint itself", pid);
 	if ((o->flags & CKPT_KILL) && (o->flags & CKPT_LEAVE_FROZEN))
 		return log_fail(&ctx.log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
+	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))
+		return log_fail(&ctx.log, -EINVAL, "CKPT_VERIFY goes with CKPT_KILL");
 	ctx.flags = o->flags;
 	r = objhash_init(&ctx.objs);
 	if (r < 0)
@@ -842,6 +844,9 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = collect(&ctx, pid);
 	if (r >= 0)
 		r = dump(&ctx, fd);
+	/* --kill never kills what a restart could not bring back (precheck.c) */
+	if (r >= 0 && (o->flags & CKPT_KILL))
+		r = precheck_restore(&ctx, fd);
 	for (int k = 0; k < KIND_MAX; k++)
 		if (kinds[k].ops->finish)
 			kinds[k].ops->finish(&ctx);

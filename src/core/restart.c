@@ -316,6 +316,8 @@ static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
 				"RESTART_KEEP_LSM: images do not carry security labels yet");
 	if ((flags & RESTART_FROZEN) && (flags & RESTART_GHOST))
 		return log_fail(&ctx->log, -EINVAL, "RESTART_FROZEN and RESTART_GHOST exclude each other");
+	if ((flags & RESTART_VERIFY) && !(flags & RESTART_GHOST))
+		return log_fail(&ctx->log, -EINVAL, "RESTART_VERIFY goes with RESTART_GHOST");
 	if (pid != 0)
 		return log_fail(&ctx->log, -EINVAL,
 				"restart pid must be 0: processes get the pids of the image");

@@ -73,7 +73,8 @@ def entry(name, modes=(B,), kind="program", **kw):
     the uninterrupted and the checkpointed run)."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
-             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0)
+             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0,
+             case=None)
     d.update(kw)
     return d
 
@@ -281,6 +282,20 @@ TESTS = [
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
+    # --kill checks that a restart would work first; --verify; a user's own
+    # process checkpointed --kill and restarted --pidns without privilege
+    entry("kill_unpriv", kind="kill_unpriv", program="kill_check"),
+    entry("kill_refuse_groups", kind="kill_refuse", program="kill_check", case="groups",
+          regex=r"supplementary groups 100; .*setgroups is denied"),
+    entry("kill_refuse_file", kind="kill_refuse", program="kill_check", case="file",
+          regex=r"fd \d+ \(.*victim\): a restart by uid 65534 could not open it again for "
+                r"writing: permission denied"),
+    entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
+          regex=r"unix socket:\[\d+\]\): cannot bind .*/s again: it exists and is not a socket"),
+    entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
+    entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
+          case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
+                               r"above ckpt's open-file limit 512"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
@@ -1790,6 +1805,144 @@ http {{
             raise Fail("the target is gone")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def nobody_setup(self, groups=("--clear-groups",)):
+        """For a test run by user nobody: the test directory open to it,
+        the program and ckpt copied into it (the checkout may be closed to
+        other users), out.log nobody's (restart opens it again with
+        nobody's rights), and a wrapper that runs ckpt as nobody with no
+        groups. Returns the setpriv argv that starts the program as nobody."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        prog = self.p(self.t["program"])
+        for src, dst in ((self.opts.ckpt, self.p("ckpt")),
+                         (os.path.join(self.opts.bindir, self.t["program"]), prog)):
+            shutil.copy(src, dst)
+            os.chmod(dst, 0o755)
+        self.t = dict(self.t, argv=[prog])
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, self.p("ckpt")))
+        os.chmod(wrapper, 0o755)
+        return [setpriv, "--reuid=65534", "--regid=65534"] + list(groups)
+
+    def as_nobody(self, fn, *a, **kw):
+        """fn(*a, **kw) with ckpt run as nobody (nobody_setup's wrapper)."""
+        saved = self.opts.ckpt
+        self.opts.ckpt = self.p("ckpt-as-nobody")
+        try:
+            return fn(*a, **kw)
+        finally:
+            self.opts.ckpt = saved
+
+    def flow_kill_unpriv(self):
+        """User nobody checkpoints its own plain process with --kill and
+        restarts it with --pidns, without privilege: the restart makes a
+        user namespace that maps nobody to itself and a pid namespace that
+        holds the saved pid. The program checks from inside that its pid
+        (getpid), ids and groups are what they were."""
+        drop = self.nobody_setup()
+        if self.opts.no_ckpt:
+            return self.native(prefix=drop)
+        pr = self.start(prefix=drop)
+        self.wait_ready()
+        original = self.pid
+        self.as_nobody(self.checkpoint, self.p("img"), "ckpt", reap=[pr])
+        if "only with --pidns" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not say that the restart needs --pidns")
+        rp = self.as_nobody(self.restart, self.p("img"), "restart", same_pid=False,
+                            extra=["--pidns"])
+        if self.pid == original:
+            raise Fail("the copy has the original's pid outside its namespace")
+        rc = self.wake_and_wait(rp, "ckpt restart --pidns (as nobody)")
+        self.check_result(rc, "ckpt restart --pidns (as nobody)")
+
+    def expect_refused(self, pr, rc, err, img):
+        """A refused checkpoint --kill: a clear message, no image, the
+        program alive; it is then woken and checks itself."""
+        if rc == 0:
+            raise Fail("checkpoint --kill succeeded where a restart would fail")
+        if rc < 0 or rc >= 128:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        if not re.search(self.t["regex"], err, re.I):
+            raise Fail("message %r does not match %r" % (err.strip()[-400:], self.t["regex"]))
+        if not pid_alive(self.pid):
+            raise Fail("the program is gone after a refused --kill")
+        if os.path.exists(img) or os.path.exists(img + ".part"):
+            raise Fail("a refused checkpoint left an image")
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
+
+    def flow_kill_refuse(self):
+        """checkpoint --kill of a process that a restart by the same user
+        could not bring back: refused with the reason, the program runs on
+        unharmed, no image is left. By nobody of its own process: "groups"
+        (a supplementary group, which a user namespace's denied setgroups
+        cannot give back), "file" (a file open for writing that only root
+        may open now). By root: "sock" (a unix socket whose path is now a
+        regular file, so its name cannot be bound again)."""
+        case = self.t["case"]
+        args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
+        if case != "sock":
+            drop = self.nobody_setup(["--groups=100"] if case == "groups"
+                                     else ["--clear-groups"])
+            run = self.as_nobody
+        victim, sock = self.p("victim"), self.p("s")
+        if case == "file":
+            with open(victim, "w"):
+                pass
+            os.chmod(victim, 0o666)
+            args = ["file=" + victim]
+        if case == "sock":
+            args = ["bind=" + sock]
+        pr = self.start(prefix=drop, args=args)
+        self.wait_ready()
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        if case == "file":
+            os.chmod(victim, 0o600)  # root's alone from now on
+        if case == "sock":
+            os.unlink(sock)
+            with open(sock, "w"):
+                pass
+        img = self.p("img")
+        rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
+        self.expect_refused(pr, rc, err, img)
+
+    def flow_kill_verify(self):
+        """checkpoint --kill --verify: a dry-run restart of the image, with
+        the program still alive and held (a unix listener on a path, an
+        flock, a pty). Passes and kills, then the real restart works; or
+        (case "refuse": fd 1000, ckpt under an open-file limit of 512) the
+        dry run fails, nothing is killed, and the program finds its socket
+        name, its lock and its pty as they were."""
+        args = list(self.t["args"])
+        if self.opts.no_ckpt:
+            pr = self.start(args=args)
+            self.wait_ready()
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        pr = self.start(args=args)
+        self.wait_ready()
+        img = self.p("img")
+        if self.t["case"] == "refuse":
+            import resource
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False,
+                                      extra=["--verify"],
+                                      prefix=["prlimit", "--nofile=512:%d" % hard])
+            return self.expect_refused(pr, rc, err, img)
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--verify"])
+        if "verify: the dry run restored the image" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not show the dry run")
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def flow_damage(self):
         if self.opts.no_ckpt:

@@ -48,6 +48,12 @@ TEST(checkpoint_errors)
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--kill", "--leave-frozen"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "13", "-o", "x"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--kill=yes"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--verify"), -EINVAL);
+	CHECK(strstr(err, "--verify goes with --kill") != NULL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "-", "--kill", "--verify"), -EINVAL);
+	CHECK(strstr(err, "in a file") != NULL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--kill", "--verify"), 0);
+	CHECK(a.kill && a.verify);
 }
 
 TEST(checkpoint_external)
