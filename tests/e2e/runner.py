@@ -131,6 +131,7 @@ TESTS = [
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
+    entry("id_prctl", (B, T)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
