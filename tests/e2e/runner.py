@@ -131,6 +131,7 @@ TESTS = [
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
+    entry("id_prctl", (B, T)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -175,6 +176,8 @@ TESTS = [
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_stale", (B, T, R)),
+    entry("inotify_dropped", (B,), ckpt_args=["--drop-queued-events"],
+          log_regex=r"pid {pid} fd 5 \(inotify\): \d+ bytes of queued events are not in the image"),
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
     entry("fanotify_marks", (B, T, R), kind="mounted"),
@@ -266,8 +269,8 @@ TESTS = [
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
-    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
-    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued"),
+    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
+    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify_perm", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*permission events"),
     entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 10\b.*open at no fd of the image"),
     entry("refuse_pidfd", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pidfd.*outside"),
@@ -1062,14 +1065,16 @@ class Run:
         pr = self.start()
         self.wait_ready()
         img = self.p("img")
-        self.checkpoint(img, "ckpt", reap=[pr])
+        extra = self.t.get("ckpt_args", ())
+        self.checkpoint(img, "ckpt", reap=[pr], extra=extra)
+        self.check_ckpt_log("ckpt")
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
         rp = self.restart(img, "restart")
         if self.mode == T:
             img2 = self.p("img2")
-            self.checkpoint(img2, "ckpt2", reap=[rp])
+            self.checkpoint(img2, "ckpt2", reap=[rp], extra=extra)
             # the restored process is gone, its parent may take a moment to exit
             self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
             if rp.returncode != 128 + signal.SIGKILL:
@@ -1085,6 +1090,16 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def check_ckpt_log(self, tag):
+        """The entry's log_regex (with {pid}) must match the checkpoint's log."""
+        rx = self.t.get("log_regex")
+        if not rx:
+            return
+        with open(self.p(tag + ".log"), errors="replace") as f:
+            text = f.read()
+        if not re.search(rx.format(pid=self.pid), text):
+            raise Fail("the checkpoint log does not say /%s/" % rx)
 
     def flow_runuser(self):
         """`runuser -u nobody -- PROGRAM`: runuser stays as the root parent
