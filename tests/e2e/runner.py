@@ -171,6 +171,7 @@ TESTS = [
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
     entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
     entry("memfd_map", (B, T, R)),
+    entry("memfd_exec", (B, T, R)),
     entry("file_deleted", (B, T, R)),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
