@@ -132,6 +132,7 @@ TESTS = [
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
     entry("id_prctl", (B, T)),
+    entry("proc_compare", (B, T)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
