@@ -36,6 +36,7 @@ static const char *const not_kept[] = {
 	"FDSize:", "VmPeak:", "VmHWM:", "VmRSS:", "RssAnon:", "RssFile:", "RssShmem:", "VmPTE:",
 	"VmSwap:", "VmSize:", "VmData:", "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:",
 	"State:", "PPid:", /* the root's parent is the restart */
+	"SigQ:",  /* signals queued by the whole user, every process of it */
 };
 
 static bool kept_line(const char *file, const char *line)
