@@ -34,7 +34,10 @@ extern "C" {
 #define CKPT_SHELL_JOB 0x8ul     /* the tree's terminal may be outside it (a job of a shell) */
 #define CKPT_EXT_UNIX 0x10ul     /* unix sockets whose peer is outside the tree: saved to be
 				  * connected again by the peer's name at restart */
-#define CKPT_FLAGS_ALL 0x1ful
+#define CKPT_DETACH_CLIENTS 0x100ul /* a server's clients outside the tree are detached:
+				    * their connections come back closed by the peer,
+				    * their terminals hung up */
+#define CKPT_FLAGS_ALL (0x1ful | CKPT_DETACH_CLIENTS)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */

@@ -36,6 +36,7 @@ struct cli_args {
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */
 	bool ext_unix;          /* ... of which "unix" */
+	bool detach_clients;    /* checkpoint: --detach-clients */
 	bool json;
 	bool help;              /* --help after a command */
 	const char *hostname;   /* run --hostname */

@@ -437,7 +437,7 @@ static void read_shell_tty(struct ckpt_ctx *ctx, struct tty_task *k, uint32_t ex
 	int fd = -1;
 	FOR_TTY(&ctx->objs, f)
 	{
-		if (fd < 0 && f->is_file && !f->pty && f->f.type != TF_CONSOLE) {
+		if (fd < 0 && f->is_file && !f->pty && f->f.type != TF_CONSOLE && !f->f.hung_up) {
 			struct task *t = find_task(ctx, f->pid);
 			fd = t ? puppet_getfd(&t->pup, f->fd) : -1;
 		}
@@ -525,14 +525,20 @@ static int check_cttys(struct ckpt_ctx *ctx)
 		if (!f->is_file || f->pty || f->f.type == TF_CONSOLE)
 			continue;
 		uint32_t dev = f->f.type == TF_PTS ? enc_dev(PTS_MAJOR, f->index) : f->real;
-		if (!ext || dev != ext)
+		if (ext && dev == ext)
+			continue;
+		if (!(ctx->flags & CKPT_DETACH_CLIENTS))
 			return obj_fail(ctx, f, -EOPNOTSUPP,
-					"the master of this terminal is outside the image%s",
-					(ctx->flags & CKPT_SHELL_JOB) ? " (and it is not the job's "
-									"controlling terminal)"
-								      : "; a job started from a "
-									"terminal is checkpointed "
-									"with --shell-job");
+					"the master of this terminal is outside the image and it is "
+					"no controlling terminal of the tree%s (a client's terminal, "
+					"as a tmux or screen server holds); --detach-clients restores "
+					"it hung up, as if the client had gone",
+					ext ? " nor the job's" : "");
+		f->f.has_hung_up = f->f.hung_up = true;
+		log_info(&ctx->log,
+			 "pid %d fd %d: a terminal outside the image (%u:%u): detached, it comes "
+			 "back hung up",
+			 f->pid, f->fd, major(dev), minor(dev));
 	}
 	if (!ext)
 		return 0;
@@ -866,7 +872,8 @@ static bool pty_ok(const TtyEntry *e)
 static bool file_ok(const TtyFileEntry *f)
 {
 	return f && f->type >= TF_PTS && f->type <= TF_CONSOLE && flags_ok(f->flags) &&
-	       (f->type == TF_CONSOLE) == f->has_rdev && !(f->type == TF_CONSOLE && f->has_tty_id);
+	       (f->type == TF_CONSOLE) == f->has_rdev && !(f->type == TF_CONSOLE && f->has_tty_id) &&
+	       !(f->hung_up && (f->has_tty_id || f->type == TF_CONSOLE));
 }
 
 static int load_obj(struct rst_ctx *ctx, const struct img_record *rec)
@@ -972,7 +979,7 @@ static int open_own(struct rst_ctx *ctx)
 	struct tty_robj *f;
 	bool need = rk && rk->e && rk->e->shell;
 	FOR_RTTY(&ctx->objs, f)
-	need |= f->is_file && f->f->type != TF_CONSOLE && !f->f->has_tty_id;
+	need |= f->is_file && f->f->type != TF_CONSOLE && !f->f->has_tty_id && !f->f->hung_up;
 	if (need && !(ctx->flags & RESTART_SHELL_JOB))
 		return log_fail(
 		    &ctx->log, -EOPNOTSUPP,
@@ -1267,6 +1274,18 @@ static int open_devtty(struct rst_ctx *ctx, struct tty_robj *p, int flags)
 	return fd;
 }
 
+/* A detached client's terminal: the slave of a pty of ckpt's whose master
+ * is closed at once, so that it is hung up (reads 0, writes EIO). */
+static int open_hung_up(int flags)
+{
+	_cleanup_close_ int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	int unlock = 0;
+	if (m < 0 || ioctl(m, TIOCSPTLCK, &unlock) < 0)
+		return -errno;
+	int s = ioctl(m, TIOCGPTPEER, flags);
+	return s < 0 ? -errno : s;
+}
+
 static int open_file(struct rst_ctx *ctx, struct tty_robj *f)
 {
 	const TtyFileEntry *e = f->f;
@@ -1284,6 +1303,15 @@ static int open_file(struct rst_ctx *ctx, struct tty_robj *f)
 			return log_fail(&ctx->log, f->fd < 0 ? -errno : -ESTALE, "/dev/console: %s",
 					f->fd < 0 ? strerror(errno)
 						  : "is another terminal than at checkpoint");
+		return 0;
+	}
+	if (e->hung_up) {
+		f->fd = open_hung_up(flags);
+		if (f->fd < 0)
+			return log_fail(&ctx->log, f->fd,
+					"terminal file %u (a detached client's): cannot make a "
+					"pty: %s",
+					e->id, strerror(-f->fd));
 		return 0;
 	}
 	if (!p)
