@@ -2232,6 +2232,13 @@ http {{
         if not pid_alive(self.pid):
             raise Fail("%s is gone after the refused checkpoint" % what)
 
+    def hold_low_ptys(self, n=4):
+        """ptys held while a server makes its own: released before its
+        checkpoint --kill, they are the lowest free indexes then, so that a
+        pty opened meanwhile elsewhere on the machine takes one of them and
+        not the index the restart needs."""
+        return [os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC) for _ in range(n)]
+
     def flow_tmux_attached(self):
         """A tmux server with a client attached on a terminal of the runner's
         (outside the tree): refused without --detach-clients; with it,
@@ -2245,7 +2252,9 @@ http {{
         cap = lambda: self.tool(tmux + ["capture-pane", "-p", "-t", "t:0"])
         secret = "s%d" % random.randrange(1 << 30)
         client = None
+        held = []
         try:
+            held = self.hold_low_ptys()
             self.tool(tmux + ["new-session", "-d", "-s", "t", "-x", "80", "-y", "23", "-c",
                               self.dir, "bash --norc --noprofile -i"])
             self.pid = int(self.tool(tmux + ["display", "-p", "#{pid}"]).strip())
@@ -2263,13 +2272,15 @@ http {{
             self.refuse_attached("the tmux server")
             if len(self.tool(tmux + ["list-clients"]).splitlines()) != 1:
                 raise Fail("the client is not attached after the refused checkpoint")
+            while held:
+                os.close(held.pop())
             self.checkpoint(self.p("img"), "ckpt", reap=[], extra=["--detach-clients"])
             rc = client.wait_exit("tmux attach after checkpoint --kill", 15)
-            self.notes.append("client: exit %d, %r" % (rc, (re.findall(
-                rb"\[[a-z][^\]\r\n]*\]", client.seen) or [b""])[-1].decode()))
-            if b"[server exited unexpectedly]" not in client.seen and b"[lost server]" \
-                    not in client.seen:
+            said = [m for m in (b"[server exited unexpectedly]", b"[lost server]")
+                    if m in client.seen]
+            if not said:
                 raise Fail("the client did not say its server went (exit %d)" % rc)
+            self.notes.append("client: exit %d, %s" % (rc, said[0].decode()))
             self.restart_daemon(self.p("img"), "restart")
             self.until("the server without its client",
                        lambda: not self.tool(tmux + ["list-clients"]).strip())
@@ -2285,6 +2296,8 @@ http {{
         finally:
             if client:
                 client.close()
+            for fd in held:
+                os.close(fd)
             self.kill_daemon()
 
     def flow_screen_attached(self):
@@ -2302,6 +2315,7 @@ http {{
         secret = "s%d" % random.randrange(1 << 30)
         ls = lambda: self.tool(["screen", "-ls"], check=False)
         clients = []
+        held = []
 
         def hard(tag):
             try:
@@ -2314,6 +2328,7 @@ http {{
             with open(self.p(tag), errors="replace") as f:
                 return f.read()
         try:
+            held = self.hold_low_ptys()
             self.tool(["screen", "-dmS", name, "bash", "--norc", "--noprofile", "-i"])
             m = self.until("the screen session", lambda: re.search(r"(\d+)\." + name, ls()))
             self.pid = int(m.group(1))
@@ -2329,6 +2344,8 @@ http {{
             self.refuse_attached("the screen server")
             if "(Attached)" not in ls():
                 raise Fail("the session is not attached after the refused checkpoint")
+            while held:
+                os.close(held.pop())
             self.checkpoint(self.p("img"), "ckpt", reap=[], extra=["--detach-clients"])
             self.restart_daemon(self.p("img"), "restart")
             # the restored server reads a hangup on the attacher's terminal and
@@ -2358,6 +2375,8 @@ http {{
         finally:
             for c in clients:
                 c.close()
+            for fd in held:
+                os.close(fd)
             self.kill_daemon()
 
     def flow_tmux_shell_job(self):
