@@ -22,7 +22,10 @@
  * pty held or used as a terminal by a process outside the image, a slave
  * never opened, a packet status byte not read yet, stopped output, input
  * queued in EXTPROC mode, a controlling terminal outside the image without
- * CKPT_SHELL_JOB.
+ * CKPT_SHELL_JOB. With CKPT_DETACH_CLIENTS a terminal outside the image
+ * that no task has as its controlling terminal (a client's, held by a
+ * server such as tmux or screen) is saved as hung up: restart opens the
+ * slave of a pty of its own and closes the master.
  *
  * Restart. prepare, on ckpt's side: each master is opened again until the
  * kernel gives its old index (lower free indexes are held meanwhile; an

@@ -45,7 +45,7 @@
  * O_NONBLOCK. fdtable then passes the sockets in.
  *
  * Refused: peers (or pending connections, or listeners) outside the
- * image, out-of-band data, socket filters, other network namespaces; fds
+ * image (but see --external unix and --detach-clients below), out-of-band data, socket filters, other network namespaces; fds
  * in flight of a kind tied to a task's fd numbers (epoll) or of no kind,
  * files in flight holding a flock or OFD lock, unix sockets in flight that
  * hold fds in flight themselves; credentials a receiver shows (SO_PASSCRED)
