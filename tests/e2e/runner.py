@@ -186,6 +186,9 @@ TESTS = [
     entry("unix_rights_dgram", (B, T, R)),
     entry("unix_external", (B, T), kind="external"),
     entry("unix_external_dgram", (B, T), kind="external"),
+    entry("unix_detach_client", (B, T, R), ckpt_args=["--detach-clients"]),
+    entry("refuse_detach_client", kind="refuse", program="unix_detach_client",
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*client of the image's listener.*--detach-clients"),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
@@ -1090,14 +1093,15 @@ class Run:
         pr = self.start()
         self.wait_ready()
         img = self.p("img")
-        self.checkpoint(img, "ckpt", reap=[pr])
+        extra = self.t.get("ckpt_args", ())
+        self.checkpoint(img, "ckpt", reap=[pr], extra=extra)
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
         rp = self.restart(img, "restart")
         if self.mode == T:
             img2 = self.p("img2")
-            self.checkpoint(img2, "ckpt2", reap=[rp])
+            self.checkpoint(img2, "ckpt2", reap=[rp], extra=extra)
             # the restored process is gone, its parent may take a moment to exit
             self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
             if rp.returncode != 128 + signal.SIGKILL:
