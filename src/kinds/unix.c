@@ -320,7 +320,9 @@ static int swap_gather(struct swap *sw, const struct unix_table *tab, const stru
 		if (c->ino && (!k || !c->nfds))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d fd %d (unix listener socket:[%u]): a pending "
-					"connection's peer outside the image (socket:[%u])",
+					"connection's peer outside the image (socket:[%u]), not "
+					"accepted yet (not even --detach-clients saves it: retry "
+					"once the server has accepted it)",
 					pid, sw->lfd, sw->l->ino, c->ino);
 		if (!c->ino)
 			continue;
