@@ -264,21 +264,19 @@ static int collect_file(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 	unsigned int real = 0;
 	uint32_t index = 0;
 	uint64_t key;
+	bool hung = false;
 
 	if (c < 0)
 		return log_fail(&ctx->log, c, "pid %d fd %d (%s): cannot take a copy: %s", t->pid,
 				fi->fd, fi->path, strerror(-c));
 	if (type == TF_PTS) {
 		index = minor(fi->st.st_rdev);
-		if (ioctl(c, TCGETS2, &tio) < 0)
+		if (ioctl(c, TCGETS2, &tio) < 0 && !(hung = errno == EIO))
 			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s", t->pid,
-					fi->fd, fi->path,
-					errno == EIO
-					    ? "hung up: its master was closed; not supported"
-					    : strerror(errno));
+					fi->fd, fi->path, strerror(errno));
 		key = index;
 	} else {
-		if (ioctl(c, TIOCGDEV, &real) < 0)
+		if (ioctl(c, TIOCGDEV, &real) < 0 && !(hung = errno == EIO))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d fd %d (%s): cannot tell which terminal it is: %s",
 					t->pid, fi->fd, fi->path, strerror(errno));
@@ -286,6 +284,11 @@ static int collect_file(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 			index = minor(real);
 		key = (1ull << 32) | real;
 	}
+	if (hung && (type == TF_CONSOLE || !(ctx->flags & CKPT_DETACH_CLIENTS)))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): hung up: its master was closed%s", t->pid, fi->fd,
+				fi->path,
+				type == TF_CONSOLE ? "" : "; --detach-clients saves it hung up");
 	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_tty, key));) {
 		struct tty_obj *f = o->ptr;
 		if (f->is_file && f->f.type == (uint32_t)type &&
@@ -299,6 +302,10 @@ static int collect_file(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 		return -ENOMEM;
 	f->f.type = (uint32_t)type;
 	f->f.flags = fi->fi.flags & FILE_FLAGS;
+	f->f.has_hung_up = f->f.hung_up = hung; /* a client gone already */
+	if (hung)
+		log_info(&ctx->log, "pid %d fd %d (%s): hung up already: saved hung up", t->pid,
+			 fi->fd, fi->path);
 	if (type == TF_CONSOLE) {
 		f->f.has_rdev = true;
 		f->f.rdev = real;
@@ -326,7 +333,7 @@ static int link_files(struct ckpt_ctx *ctx)
 	struct tty_obj *f, *p;
 	FOR_TTY(&ctx->objs, f)
 	{
-		if (!f->is_file || f->f.type == TF_CONSOLE)
+		if (!f->is_file || f->f.type == TF_CONSOLE || f->f.hung_up)
 			continue;
 		if (f->f.type == TF_DEVTTY && major(f->real) != PTS_MAJOR)
 			continue;
@@ -525,7 +532,7 @@ static int check_cttys(struct ckpt_ctx *ctx)
 	struct tty_obj *f;
 	FOR_TTY(&ctx->objs, f)
 	{
-		if (!f->is_file || f->pty || f->f.type == TF_CONSOLE)
+		if (!f->is_file || f->pty || f->f.type == TF_CONSOLE || f->f.hung_up)
 			continue;
 		uint32_t dev = f->f.type == TF_PTS ? enc_dev(PTS_MAJOR, f->index) : f->real;
 		if (ext && dev == ext)
