@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Identity and prctl state of a task: comm, personality,
- * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack.
+ * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack;
+ * the TSC mode, memory-deny-write-execute and KSM for the whole process,
+ * the machine-check kill policy and the speculation controls set by prctl.
+ * Each is read by an injected prctl GET and set again by its SET, after
+ * mm (memory-deny-write-execute would forbid an executable mapping made
+ * after it).
  */
 #include <errno.h>
 #include <signal.h>
@@ -45,6 +50,59 @@ static int remote_u64(struct task *t, long nr, long a1, long a2, uint64_t *ret)
 	if (r < 0)
 		return (int)r;
 	return puppet_read(p, addr, ret, sizeof(*ret));
+}
+
+#ifndef PR_GET_MDWE
+#define PR_SET_MDWE 65
+#define PR_GET_MDWE 66
+#endif
+#ifndef PR_GET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE 67
+#define PR_GET_MEMORY_MERGE 68
+#endif
+#ifndef PR_SPEC_L1D_FLUSH
+#define PR_SPEC_L1D_FLUSH 2
+#endif
+#define SPEC_STATE (PR_SPEC_ENABLE | PR_SPEC_DISABLE | PR_SPEC_FORCE_DISABLE | PR_SPEC_DISABLE_NOEXEC)
+
+/* A speculation control set by prctl: its state, or 0 when it is the
+ * default or not a prctl's to set. */
+static uint32_t spec_state(struct task *t, int which)
+{
+	long v = puppet_syscall(&t->pup, SYS_prctl, PR_GET_SPECULATION_CTRL, which, 0, 0, 0);
+	if (v < 0 || !(v & PR_SPEC_PRCTL) || !(v & (SPEC_STATE & ~PR_SPEC_ENABLE)))
+		return 0;
+	return (uint32_t)v & SPEC_STATE;
+}
+
+static void collect_prctls(struct task *t, TaskEntry *e)
+{
+	struct puppet *p = &t->pup;
+	uint64_t v;
+	if (remote_u64(t, SYS_prctl, PR_GET_TSC, -1, &v) == 0 && (int)v == PR_TSC_SIGSEGV) {
+		e->has_tsc = true;
+		e->tsc = PR_TSC_SIGSEGV;
+	}
+	long mce = puppet_syscall(p, SYS_prctl, PR_MCE_KILL_GET, 0, 0, 0, 0);
+	if (mce == PR_MCE_KILL_EARLY || mce == PR_MCE_KILL_LATE) {
+		e->has_mce_kill = true;
+		e->mce_kill = (uint32_t)mce;
+	}
+	uint32_t *spec[] = { &e->spec_store_bypass, &e->spec_indirect_branch, &e->spec_l1d_flush };
+	protobuf_c_boolean *has[] = { &e->has_spec_store_bypass, &e->has_spec_indirect_branch,
+				      &e->has_spec_l1d_flush };
+	const int which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH, PR_SPEC_L1D_FLUSH };
+	for (size_t i = 0; i < ARRAY_SIZE(which); i++)
+		*has[i] = (*spec[i] = spec_state(t, which[i])) != 0;
+	if (t->leader) /* the rest belong to the process */
+		return;
+	long mdwe = puppet_syscall(p, SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0);
+	if (mdwe > 0) {
+		e->has_mdwe = true;
+		e->mdwe = (uint32_t)mdwe;
+	}
+	if (puppet_syscall(p, SYS_prctl, PR_GET_MEMORY_MERGE, 0, 0, 0, 0) == 1)
+		e->has_memory_merge = e->memory_merge = true;
 }
 
 static int task_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -106,6 +164,8 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 		k->e.timer_slack_ns = (uint64_t)slack;
 	}
 
+	collect_prctls(t, &k->e);
+
 	struct rseq_config rc = { 0 };
 	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, t->pid, sizeof(rc), &rc) > 0 && rc.ptr) {
 		rseq_entry__init(&k->rseq);
@@ -151,6 +211,35 @@ int task_rseq_unregister(struct puppet *p)
 	return r < 0 ? (int)r : 0;
 }
 
+static int restore_prctls(struct rst_ctx *ctx, struct rst_task *t, const TaskEntry *e)
+{
+	struct puppet *p = &t->pup;
+	long r = 0;
+	if (e->has_tsc && (r = puppet_syscall(p, SYS_prctl, PR_SET_TSC, e->tsc, 0, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_SET_TSC");
+	if (e->has_mce_kill &&
+	    (r = puppet_syscall(p, SYS_prctl, PR_MCE_KILL, PR_MCE_KILL_SET, e->mce_kill, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_MCE_KILL");
+	const uint32_t spec[] = { e->spec_store_bypass, e->spec_indirect_branch, e->spec_l1d_flush };
+	const int which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH, PR_SPEC_L1D_FLUSH };
+	for (size_t i = 0; i < ARRAY_SIZE(which); i++) {
+		/* FORCE_DISABLE reads back with DISABLE set: set it alone */
+		uint32_t v = spec[i] & PR_SPEC_FORCE_DISABLE ? PR_SPEC_FORCE_DISABLE
+			     : spec[i] & PR_SPEC_DISABLE_NOEXEC ? PR_SPEC_DISABLE_NOEXEC
+								 : spec[i];
+		if (v && (r = puppet_syscall(p, SYS_prctl, PR_SET_SPECULATION_CTRL, which[i], v, 0,
+					     0)) < 0)
+			return rst_check(ctx, t, r, "PR_SET_SPECULATION_CTRL");
+	}
+	if (e->has_memory_merge && e->memory_merge &&
+	    (r = puppet_syscall(p, SYS_prctl, PR_SET_MEMORY_MERGE, 1, 0, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_SET_MEMORY_MERGE");
+	/* last: it forbids making memory executable */
+	if (e->has_mdwe && (r = puppet_syscall(p, SYS_prctl, PR_SET_MDWE, e->mdwe, 0, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_SET_MDWE");
+	return 0;
+}
+
 static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	TaskEntry *e = t->kstate[KIND_task];
@@ -184,7 +273,7 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 		puppet_syscall(p, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	if (e->has_timer_slack_ns)
 		puppet_syscall(p, SYS_prctl, PR_SET_TIMERSLACK, e->timer_slack_ns, 0, 0, 0);
-	return 0;
+	return restore_prctls(ctx, t, e);
 }
 
 static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)

@@ -73,7 +73,8 @@ def entry(name, modes=(B,), kind="program", **kw):
     the uninterrupted and the checkpointed run)."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
-             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0)
+             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0,
+             case=None)
     d.update(kw)
     return d
 
@@ -130,6 +131,7 @@ TESTS = [
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
+    entry("id_prctl", (B, T)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -173,6 +175,9 @@ TESTS = [
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
+    entry("epoll_stale", (B, T, R)),
+    entry("inotify_dropped", (B,), ckpt_args=["--drop-queued-events"],
+          log_regex=r"pid {pid} fd 5 \(inotify\): \d+ bytes of queued events are not in the image"),
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
     entry("fanotify_marks", (B, T, R), kind="mounted"),
@@ -221,6 +226,10 @@ TESTS = [
     entry("opt_frozen", kind="frozen", program="mem_anon"),
     entry("opt_inspect", kind="inspect", program="mem_anon"),
     entry("opt_stream", kind="stream", program="mem_anon"),
+    # sealed images: --key
+    entry("img_key", kind="key", program="mem_anon"),
+    entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
+    entry("api_key", kind="standalone"),
     entry("api_lib", kind="standalone"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
@@ -268,10 +277,10 @@ TESTS = [
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
-    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
-    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued"),
+    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
+    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify_perm", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*permission events"),
-    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
+    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 10\b.*open at no fd of the image"),
     entry("refuse_pidfd", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pidfd.*outside"),
     entry("refuse_mqueue", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*mqueue.*outside"),
     entry("refuse_lock", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*lock.*outside"),
@@ -284,6 +293,20 @@ TESTS = [
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
+    # --kill checks that a restart would work first; --verify; a user's own
+    # process checkpointed --kill and restarted --pidns without privilege
+    entry("kill_unpriv", kind="kill_unpriv", program="kill_check"),
+    entry("kill_refuse_groups", kind="kill_refuse", program="kill_check", case="groups",
+          regex=r"supplementary groups 100; .*setgroups is denied"),
+    entry("kill_refuse_file", kind="kill_refuse", program="kill_check", case="file",
+          regex=r"fd \d+ \(.*victim\): a restart by uid 65534 could not open it again for "
+                r"writing: permission denied"),
+    entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
+          regex=r"unix socket:\[\d+\]\): cannot bind .*/s again: it exists and is not a socket"),
+    entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
+    entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
+          case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
+                               r"above ckpt's open-file limit 512"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
@@ -1098,6 +1121,7 @@ class Run:
         img = self.p("img")
         extra = self.t.get("ckpt_args", ())
         self.checkpoint(img, "ckpt", reap=[pr], extra=extra)
+        self.check_ckpt_log("ckpt")
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
@@ -1120,6 +1144,16 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def check_ckpt_log(self, tag):
+        """The entry's log_regex (with {pid}) must match the checkpoint's log."""
+        rx = self.t.get("log_regex")
+        if not rx:
+            return
+        with open(self.p(tag + ".log"), errors="replace") as f:
+            text = f.read()
+        if not re.search(rx.format(pid=self.pid), text):
+            raise Fail("the checkpoint log does not say /%s/" % rx)
 
     def flow_runuser(self):
         """`runuser -u nobody -- PROGRAM`: runuser stays as the root parent
@@ -1841,6 +1875,144 @@ http {{
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
 
+    def nobody_setup(self, groups=("--clear-groups",)):
+        """For a test run by user nobody: the test directory open to it,
+        the program and ckpt copied into it (the checkout may be closed to
+        other users), out.log nobody's (restart opens it again with
+        nobody's rights), and a wrapper that runs ckpt as nobody with no
+        groups. Returns the setpriv argv that starts the program as nobody."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        prog = self.p(self.t["program"])
+        for src, dst in ((self.opts.ckpt, self.p("ckpt")),
+                         (os.path.join(self.opts.bindir, self.t["program"]), prog)):
+            shutil.copy(src, dst)
+            os.chmod(dst, 0o755)
+        self.t = dict(self.t, argv=[prog])
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, self.p("ckpt")))
+        os.chmod(wrapper, 0o755)
+        return [setpriv, "--reuid=65534", "--regid=65534"] + list(groups)
+
+    def as_nobody(self, fn, *a, **kw):
+        """fn(*a, **kw) with ckpt run as nobody (nobody_setup's wrapper)."""
+        saved = self.opts.ckpt
+        self.opts.ckpt = self.p("ckpt-as-nobody")
+        try:
+            return fn(*a, **kw)
+        finally:
+            self.opts.ckpt = saved
+
+    def flow_kill_unpriv(self):
+        """User nobody checkpoints its own plain process with --kill and
+        restarts it with --pidns, without privilege: the restart makes a
+        user namespace that maps nobody to itself and a pid namespace that
+        holds the saved pid. The program checks from inside that its pid
+        (getpid), ids and groups are what they were."""
+        drop = self.nobody_setup()
+        if self.opts.no_ckpt:
+            return self.native(prefix=drop)
+        pr = self.start(prefix=drop)
+        self.wait_ready()
+        original = self.pid
+        self.as_nobody(self.checkpoint, self.p("img"), "ckpt", reap=[pr])
+        if "only with --pidns" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not say that the restart needs --pidns")
+        rp = self.as_nobody(self.restart, self.p("img"), "restart", same_pid=False,
+                            extra=["--pidns"])
+        if self.pid == original:
+            raise Fail("the copy has the original's pid outside its namespace")
+        rc = self.wake_and_wait(rp, "ckpt restart --pidns (as nobody)")
+        self.check_result(rc, "ckpt restart --pidns (as nobody)")
+
+    def expect_refused(self, pr, rc, err, img):
+        """A refused checkpoint --kill: a clear message, no image, the
+        program alive; it is then woken and checks itself."""
+        if rc == 0:
+            raise Fail("checkpoint --kill succeeded where a restart would fail")
+        if rc < 0 or rc >= 128:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        if not re.search(self.t["regex"], err, re.I):
+            raise Fail("message %r does not match %r" % (err.strip()[-400:], self.t["regex"]))
+        if not pid_alive(self.pid):
+            raise Fail("the program is gone after a refused --kill")
+        if os.path.exists(img) or os.path.exists(img + ".part"):
+            raise Fail("a refused checkpoint left an image")
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
+
+    def flow_kill_refuse(self):
+        """checkpoint --kill of a process that a restart by the same user
+        could not bring back: refused with the reason, the program runs on
+        unharmed, no image is left. By nobody of its own process: "groups"
+        (a supplementary group, which a user namespace's denied setgroups
+        cannot give back), "file" (a file open for writing that only root
+        may open now). By root: "sock" (a unix socket whose path is now a
+        regular file, so its name cannot be bound again)."""
+        case = self.t["case"]
+        args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
+        if case != "sock":
+            drop = self.nobody_setup(["--groups=100"] if case == "groups"
+                                     else ["--clear-groups"])
+            run = self.as_nobody
+        victim, sock = self.p("victim"), self.p("s")
+        if case == "file":
+            with open(victim, "w"):
+                pass
+            os.chmod(victim, 0o666)
+            args = ["file=" + victim]
+        if case == "sock":
+            args = ["bind=" + sock]
+        pr = self.start(prefix=drop, args=args)
+        self.wait_ready()
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        if case == "file":
+            os.chmod(victim, 0o600)  # root's alone from now on
+        if case == "sock":
+            os.unlink(sock)
+            with open(sock, "w"):
+                pass
+        img = self.p("img")
+        rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
+        self.expect_refused(pr, rc, err, img)
+
+    def flow_kill_verify(self):
+        """checkpoint --kill --verify: a dry-run restart of the image, with
+        the program still alive and held (a unix listener on a path, an
+        flock, a pty). Passes and kills, then the real restart works; or
+        (case "refuse": fd 1000, ckpt under an open-file limit of 512) the
+        dry run fails, nothing is killed, and the program finds its socket
+        name, its lock and its pty as they were."""
+        args = list(self.t["args"])
+        if self.opts.no_ckpt:
+            pr = self.start(args=args)
+            self.wait_ready()
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        pr = self.start(args=args)
+        self.wait_ready()
+        img = self.p("img")
+        if self.t["case"] == "refuse":
+            import resource
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False,
+                                      extra=["--verify"],
+                                      prefix=["prlimit", "--nofile=512:%d" % hard])
+            return self.expect_refused(pr, rc, err, img)
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--verify"])
+        if "verify: the dry run restored the image" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not show the dry run")
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
     def flow_damage(self):
         if self.opts.no_ckpt:
             damage_selftest(self.p("synthetic"))
@@ -1971,18 +2143,20 @@ http {{
         self.check_result(rp.returncode, "ckpt restart --frozen")
 
     def flow_stream(self):
-        """checkpoint -o - | restart -: the image is a stream."""
+        """checkpoint -o - | restart -: the image is a stream (key=True: sealed)."""
         if self.opts.no_ckpt:
             return self.native()
+        key = ["--key", self.keygen("key")] if self.t.get("key") else []
         pr = self.start()
         self.wait_ready()
         cerr, rerr, pidfile = self.p("ckpt.err"), self.p("restart.err"), self.p("restart.pid")
         self.logs += [cerr, rerr]
         with open(cerr, "wb") as ce, open(rerr, "wb") as re_:
-            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill"),
+            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill",
+                                                 *key),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=ce,
                                   cwd=self.dir)
-            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile),
+            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key),
                                   stdin=cp.stdout, stdout=subprocess.DEVNULL, stderr=re_,
                                   cwd=self.dir)
         cp.stdout.close()
@@ -1999,6 +2173,110 @@ http {{
             raise Fail("checkpoint -o - exit %d" % cp.returncode)
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
+
+    def keygen(self, name):
+        """ckpt keygen: a new key file in the test directory; checks its mode."""
+        path = self.p(name)
+        r = self.run_ckpt(["keygen", path])
+        if r.returncode != 0:
+            raise Fail("ckpt keygen exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        st = os.lstat(path)
+        if st.st_mode & 0o7777 != 0o600 or st.st_size != 32:
+            raise Fail("key file mode %o, %d bytes; want 600 and 32"
+                       % (st.st_mode & 0o7777, st.st_size))
+        return path
+
+    def refused_restart(self, img, what, must, key=None, pid_free=True):
+        """ckpt restart of img must fail with a message matching must, before
+        anything is built: no pidfile, the image's pid free, and the log
+        never got as far as "image validated"."""
+        tag = "refused-%d" % len(self.logs)
+        pidfile, log = self.p(tag + ".pid"), self.p(tag + ".log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", img, "--pidfile", pidfile, "--log", log]
+                          + (["--key", key] if key else []), timeout=60)
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode == 0 or os.path.exists(pidfile):
+            if pid_free and pid_exists(self.pid) and self.ours(self.pid):
+                os.kill(self.pid, signal.SIGKILL)
+            raise Fail("%s: restarted (exit %d), expected a refusal" % (what, r.returncode))
+        self.expect_error(r, what)
+        if not re.search(must, err, re.I):
+            raise Fail("%s: message %r does not match /%s/" % (what, err.strip(), must))
+        if "image validated" in (tail(log, 200) or ""):
+            raise Fail("%s: refused only after the image was used" % what)
+        if pid_free and pid_exists(self.pid):
+            raise Fail("%s: pid %d exists after the refusal" % (what, self.pid))
+
+    def flow_key(self):
+        """--key: checkpoint --kill sealed with one key; restart refuses no key,
+        another key, a truncated or modified image and a plain image; the
+        right key restores it, verified from inside."""
+        if self.opts.no_ckpt:
+            return self.native()
+        k1, k2 = self.keygen("k1"), self.keygen("k2")
+        # keygen never overwrites, nor follows a symlink
+        os.symlink(self.p("target"), self.p("link"))
+        for path in (k1, self.p("link")):
+            r = self.run_ckpt(["keygen", path])
+            self.expect_error(r, "keygen over " + os.path.basename(path), must=["exists"])
+        if os.path.lexists(self.p("target")):
+            raise Fail("keygen followed a symlink")
+        with open(k1, "rb") as f:
+            key1 = f.read()
+        pr = self.start()
+        self.wait_ready()
+        # a key others can read is refused, before the program is touched
+        with open(self.p("k-open"), "wb") as f:
+            f.write(key1)
+        os.chmod(self.p("k-open"), 0o644)
+        rc, err = self.checkpoint(self.p("img-open"), "ckpt-open", reap=[pr], expect_ok=False,
+                                  extra=["--key", self.p("k-open")])
+        if rc == 0 or not re.search(r"other users.*0644", err):
+            raise Fail("checkpoint --key with a 0644 key file: exit %d: %s" % (rc, err.strip()))
+        if not pid_alive(self.pid) or os.path.exists(self.p("img-open")):
+            raise Fail("the refused checkpoint --key killed the program or left an image")
+
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--key", k1])
+        with open(img, "rb") as f:
+            data = f.read()
+        if not data.startswith(b"CKPTSEAL") or b"CKPTIMG" in data or key1 in data:
+            raise Fail("the image is not sealed (or holds the key)")
+        for lg in (self.p("ckpt.log"),):
+            with open(lg, "rb") as f:
+                if key1 in f.read():
+                    raise Fail("the key is in the log")
+        self.refused_restart(img, "restart without --key", r"encrypted: use --key")
+        self.refused_restart(img, "restart with another key", r"not made with this key", key=k2)
+        # the chunks are 256 KiB + 17 after a 64-byte header (seal.h)
+        auth, final = r"chunk \d+ fails authentication", r"without its final chunk"
+        bad = {
+            "half": (data[:len(data) // 2], auth),
+            "last-byte-cut": (data[:-1], auth),
+            "last-chunk-cut": (data[:64 + (len(data) - 64) // (262144 + 17) * (262144 + 17)],
+                               final),
+            "modified": (data[:len(data) // 3] + bytes([data[len(data) // 3] ^ 1])
+                         + data[len(data) // 3 + 1:], auth),
+        }
+        for kind, (content, must) in bad.items():
+            path = self.p("img-" + kind)
+            with open(path, "wb") as f:
+                f.write(content)
+            self.refused_restart(path, "restart of a %s image" % kind, must, key=k1)
+        r = self.run_ckpt(["inspect", img])
+        self.expect_error(r, "inspect without --key", must=["encrypted"])
+        r = self.run_ckpt(["inspect", img, "--key", k1], verbose=False)
+        if r.returncode != 0 or b"record 0" not in r.stdout:
+            raise Fail("inspect --key: exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+
+        rp = self.restart(img, "restart", extra=["--key", k1])
+        # a plain image of the restored program, with --key: refused
+        self.checkpoint(self.p("plain"), "ckpt-plain", reap=[rp], kill=False)
+        self.refused_restart(self.p("plain"), "restart of a plain image with --key",
+                             r"not encrypted", key=k1, pid_free=False)
+        rc = self.wait_exit(rp, "ckpt restart --key")
+        self.check_result(rc, "ckpt restart --key")
 
     def wait_ready_file(self, proc):
         deadline = time.monotonic() + READY_TIMEOUT
