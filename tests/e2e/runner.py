@@ -141,6 +141,7 @@ TESTS = [
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
     entry("tree_ghost", (B, T)),
+    entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
     entry("tree_shm", (B, T)),
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
