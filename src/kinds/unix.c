@@ -84,9 +84,6 @@
 #include "unix.pb-c.h"
 #include "util/cleanup.h"
 
-#ifndef SIOCUNIXFILE
-#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)
-#endif
 enum { UNIX_SK_ENTRY = REC_TYPE(KID_unix, 1) };
 
 /* states in the image */
@@ -1806,9 +1803,18 @@ static int bind_all(struct rst_unix *st)
 			struct unix_robj *u = st->v[i];
 			if (u->fd < 0 || !u->e->has_name || u->e->path_gone != (pass == 0))
 				continue;
-			int r = bind_name(st, u, u->fd, u->e);
-			if (r == 0)
-				r = after_bind(st, u, u->fd);
+			/* an unlinked name where no one sees it; in place if
+			 * ckpt may not make a mount namespace */
+			int r = pass == 0 && !unix_name_abstract(&u->e->name)
+					? unix_bind_hidden(u->fd, u->e, &u->opath)
+					: -EPERM;
+			if (r == -EPERM) {
+				r = bind_name(st, u, u->fd, u->e);
+				if (r == 0)
+					r = after_bind(st, u, u->fd);
+			} else if (r < 0)
+				return RFAIL(st, u, r, "cannot bind %s (unlinked at checkpoint) in a "
+					     "private mount namespace: %s", u->e->path, strerror(-r));
 			if (r < 0)
 				return r;
 		}

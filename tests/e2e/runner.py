@@ -192,6 +192,7 @@ TESTS = [
     entry("unix_names", (B, T)),
     entry("unix_rights", (B, T, R)),
     entry("unix_rights_dgram", (B, T, R)),
+    entry("unix_gone", (B, T, R)),
     entry("unix_external", (B, T), kind="external"),
     entry("unix_external_dgram", (B, T), kind="external"),
     entry("unix_detach_client", (B, T, R), ckpt_args=["--detach-clients"]),
@@ -307,7 +308,8 @@ TESTS = [
           regex=r"fd \d+ \(.*victim\): a restart by uid 65534 could not open it again for "
                 r"writing: permission denied"),
     entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
-          regex=r"unix socket:\[\d+\]\): cannot bind .*/s again: it exists and is not a socket"),
+          regex=r"unix socket:\[\d+\]\): cannot bind .*/sd/s again: cannot create files in .*/sd: "
+                r"read-only file system"),
     entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
     entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
           case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
@@ -1959,21 +1961,23 @@ http {{
         unharmed, no image is left. By nobody of its own process: "groups"
         (a supplementary group, which a user namespace's denied setgroups
         cannot give back), "file" (a file open for writing that only root
-        may open now). By root: "sock" (a unix socket whose path is now a
-        regular file, so its name cannot be bound again)."""
+        may open now). By root: "sock" (a unix socket whose directory is
+        now read-only, so its name cannot be bound again)."""
         case = self.t["case"]
         args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
         if case != "sock":
             drop = self.nobody_setup(["--groups=100"] if case == "groups"
                                      else ["--clear-groups"])
             run = self.as_nobody
-        victim, sock = self.p("victim"), self.p("s")
+        victim, sockdir = self.p("victim"), self.p("sd")
+        sock = os.path.join(sockdir, "s")
         if case == "file":
             with open(victim, "w"):
                 pass
             os.chmod(victim, 0o666)
             args = ["file=" + victim]
         if case == "sock":
+            os.mkdir(sockdir)
             args = ["bind=" + sock]
         pr = self.start(prefix=drop, args=args)
         self.wait_ready()
@@ -1982,9 +1986,16 @@ http {{
         if case == "file":
             os.chmod(victim, 0o600)  # root's alone from now on
         if case == "sock":
-            os.unlink(sock)
-            with open(sock, "w"):
-                pass
+            # its directory read-only from now on, even for root
+            subprocess.run(["mount", "--bind", sockdir, sockdir], check=True)
+            try:
+                subprocess.run(["mount", "-o", "remount,bind,ro", sockdir], check=True)
+                img = self.p("img")
+                rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
+                self.expect_refused(pr, rc, err, img)
+            finally:
+                subprocess.run(["umount", sockdir])
+            return
         img = self.p("img")
         rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
         self.expect_refused(pr, rc, err, img)
