@@ -258,6 +258,9 @@ static void kill_created(struct rst_ctx *ctx)
 	/* ckpt's init, last: its namespace goes with it */
 	if (ctx->init.pid > 0)
 		puppet_kill(&ctx->init);
+	for (int k = 0; k < KIND_MAX; k++)
+		if (kinds[k].ops->restore_abort)
+			kinds[k].ops->restore_abort(ctx);
 }
 
 static int write_pidfile(struct rst_ctx *ctx, const char *path, pid_t pid)
