@@ -130,6 +130,10 @@ TESTS = [
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
+    entry("cg_kept", kind="cgroup", program="cg_task", cg="kept"),
+    entry("cg_removed", (B, T), kind="cgroup", program="cg_task", cg="removed"),
+    entry("cg_fail", kind="cgroup", program="cg_task", cg="fail"),
+    entry("refuse_cg_outside", kind="cgroup", program="cg_task", cg="refuse"),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -1649,6 +1653,151 @@ http {{
             raise Fail("the server saw no new client")
         if dgram and b"after" not in srv.got:
             raise Fail("the server did not get \"after\": %r" % srv.got)
+
+    # --- cgroups -------------------------------------------------------
+
+    def cg_setup(self, leaf):
+        """A cgroup of the test's own under the runner's (removed by
+        cg_cleanup), with a leaf cgroup in it and limits set there:
+        cgroup.max.descendants always, memory.max, pids.max, hugetlb.2MB.max
+        where those controllers can be enabled here. Returns the limits."""
+        mnt = None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fl = line.split()
+                i = fl.index("-")
+                if fl[i + 1] == "cgroup2" and fl[3] == "/":
+                    mnt = fl[4]
+                    break
+        if not mnt:
+            raise Skip("no cgroup2 mount")
+        with open("/proc/self/cgroup") as f:
+            own = [l[3:].strip() for l in f if l.startswith("0::")][0].rstrip("/")
+        self.cg_mnt = mnt
+        self.cg_base_rel = "%s/ckpt-e2e-%d-%s" % (own, os.getpid(), self.t["name"])
+        self.cg_dirs = []
+        base = mnt + self.cg_base_rel
+        with open(mnt + own + "/cgroup.controllers") as f:
+            avail = f.read().split()
+        ctrls = []
+        for c in ("memory", "pids", "hugetlb"):
+            if c not in avail:
+                continue
+            try:
+                with open(mnt + own + "/cgroup.subtree_control", "w") as f:
+                    f.write("+" + c)
+                ctrls.append(c)
+            except OSError:
+                pass
+        path = self.cg_base_rel
+        for part in [""] + leaf.split("/"):
+            path = path + ("/" + part if part else "")
+            os.mkdir(mnt + path)
+            self.cg_dirs.append(mnt + path)
+            if path != self.cg_base_rel + "/" + leaf:
+                for c in ctrls:
+                    with open(mnt + path + "/cgroup.subtree_control", "w") as f:
+                        f.write("+" + c)
+        self.cg_leaf_rel = path
+        limits = {"cgroup.max.descendants": "3"}
+        if "memory" in ctrls:
+            limits["memory.max"] = "67108864"
+        if "pids" in ctrls:
+            limits["pids.max"] = "50"
+        if os.path.exists(mnt + path + "/hugetlb.2MB.max"):
+            limits["hugetlb.2MB.max"] = "4194304"
+        for k, v in limits.items():
+            with open(mnt + path + "/" + k, "w") as f:
+                f.write(v)
+        self.vlog("cgroup %s, limits %s" % (path, limits))
+        return limits
+
+    def cg_rmdir(self, d, timeout=10):
+        """Removes a cgroup once its killed tasks are gone."""
+        deadline = time.monotonic() + timeout
+        while os.path.isdir(d):
+            try:
+                os.rmdir(d)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def cg_cleanup(self):
+        for d in reversed(getattr(self, "cg_dirs", [])):
+            for sub, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])) if os.path.isdir(d) else ():
+                try:
+                    with open(sub + "/cgroup.procs") as f:
+                        pids = [int(x) for x in f.read().split()]
+                    with open(sub + "/cgroup.kill", "w") as f:
+                        f.write("1") if pids else None
+                except OSError:
+                    pass
+                try:
+                    self.cg_rmdir(sub)
+                except OSError as e:
+                    self.vlog("cannot remove %s: %s" % (sub, e))
+
+    def flow_cgroup(self):
+        """A process moved by the runner into a cgroup it made (limits set),
+        checkpointed --kill; the cgroup kept, or removed meanwhile (restart
+        makes it again with its limits), or made impossible to make (the
+        restart fails naming the task and the path, and removes what it
+        made); or refused: ckpt in a cgroup namespace the task is outside."""
+        try:
+            self.cgroup_case(self.t["cg"])
+        finally:
+            self.cg_cleanup()
+
+    def cgroup_case(self, case):
+        leaf = "mid/job" if case == "fail" else "job"
+        limits = self.cg_setup(leaf)
+        mnt, rel = self.cg_mnt, self.cg_leaf_rel
+        args = [rel, mnt + rel] + ["%s=%s" % kv for kv in sorted(limits.items())]
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start(args=args)
+        self.wait_ready()
+        with open(mnt + rel + "/cgroup.procs", "w") as f:
+            f.write(str(self.pid))
+        if case == "refuse":
+            side = mnt + self.cg_base_rel + "/side"
+            os.mkdir(side)
+            self.cg_dirs.append(side)
+            pre = ["sh", "-c", 'echo $$ > %s/cgroup.procs && exec unshare -C "$@"' % side, "sh"]
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False,
+                                      prefix=pre)
+            rx = r"pid %d: its cgroup /\.\./job is outside ckpt's cgroup namespace" % self.pid
+            if rc == 0 or not re.search(rx, err):
+                raise Fail("checkpoint exit %d, message %r does not match /%s/"
+                           % (rc, err.strip(), rx))
+            rc = self.wake_and_wait(pr, "the original")
+            return self.check_result(rc, "the original")
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        if case in ("removed", "fail"):
+            self.cg_rmdir(mnt + rel)
+        if case == "fail":
+            self.cg_rmdir(mnt + self.cg_base_rel + "/mid")
+            with open(mnt + self.cg_base_rel + "/cgroup.max.descendants", "w") as f:
+                f.write("1")
+            r = self.run_ckpt(["restart", img], timeout=60)
+            self.expect_error(r, "restart into a cgroup that cannot be made",
+                              must=["pid %d" % self.pid, rel])
+            self.expect_gone("the failed restart")
+            if os.path.exists(mnt + self.cg_base_rel + "/mid"):
+                raise Fail("the failed restart left the cgroup %s/mid it made"
+                           % self.cg_base_rel)
+            with open(mnt + self.cg_base_rel + "/cgroup.max.descendants", "w") as f:
+                f.write("max")
+        rp = self.restart(img, "restart")
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img2"), "restart2")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
