@@ -134,6 +134,7 @@ TESTS = [
     entry("cg_removed", (B, T), kind="cgroup", program="cg_task", cg="removed"),
     entry("cg_fail", kind="cgroup", program="cg_task", cg="fail"),
     entry("refuse_cg_outside", kind="cgroup", program="cg_task", cg="refuse"),
+    entry("ct_cgroup", (B, T), kind="cgroup", program="cg_task", cg="container"),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -1749,7 +1750,50 @@ http {{
         finally:
             self.cg_cleanup()
 
+    def cgroup_container(self):
+        """`ckpt run --cgroup NAME` with limits: the container's cgroup
+        (and cgroup namespace: it reads "/") made again at restart, with
+        its limits, after `ckpt run` removed it."""
+        self.cg_setup("job")
+        mnt = self.cg_mnt
+        name = self.cg_base_rel.rsplit("/", 1)[1] + "-ct"
+        rel = self.cg_base_rel.rsplit("/", 1)[0] + "/" + name
+        self.cg_dirs.insert(0, mnt + rel)
+        limits = {"cgroup.max.descendants": "5"}
+        opts = []
+        with open(mnt + self.cg_base_rel.rsplit("/", 1)[0] + "/cgroup.subtree_control") as f:
+            on = f.read().split()
+        if "memory" in on:
+            opts += ["--memory-max", "64M"]
+            limits["memory.max"] = "67108864"
+        if "pids" in on:
+            opts += ["--pids-max", "40"]
+            limits["pids.max"] = "40"
+        sets = "cgroup.max.descendants=5"
+        if "hugetlb" in on:
+            sets += ",hugetlb.2MB.max=6291456"
+            limits["hugetlb.2MB.max"] = "6291456"
+        args = ["/", mnt + rel] + ["%s=%s" % kv for kv in sorted(limits.items())]
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--cgroup", name, "--cgroup-set", sets]
+                        + opts + ["--pidfile", pidfile, "--"], args=args)
+        self.wait_container(pr, pidfile)
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        if os.path.exists(mnt + rel):
+            raise Fail("ckpt run left its cgroup %s" % rel)
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
     def cgroup_case(self, case):
+        if case == "container":
+            return self.cgroup_container()
         leaf = "mid/job" if case == "fail" else "job"
         limits = self.cg_setup(leaf)
         mnt, rel = self.cg_mnt, self.cg_leaf_rel
