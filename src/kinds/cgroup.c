@@ -536,6 +536,12 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 			 "in ckpt's cgroup, not %s", t->pid, d->e->path);
 		return 0;
 	}
+	/* already there (forked in it): nothing to write */
+	_cleanup_free_ char *text = NULL;
+	char now[CG_PATH_MAX];
+	if (proc_read(t->pup.pid, "cgroup", &text, NULL) == 0 &&
+	    cg_v2_path(text, now, sizeof(now)) == 0 && !strcmp(now, d->e->path) && !d->e->own)
+		return 0;
 	if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
 		return r;
 	snprintf(pid, sizeof(pid), "%d", t->pup.pid);
