@@ -546,6 +546,13 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 		return r;
 	snprintf(pid, sizeof(pid), "%d", t->pup.pid);
 	r = cg_write(mnt, d->e->path, "cgroup.procs", pid);
+	if (r == -ENOENT) {
+		/* removed meanwhile (the end of an earlier restart of it) */
+		d->ready = false;
+		if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
+			return r;
+		r = cg_write(mnt, d->e->path, "cgroup.procs", pid);
+	}
 	if (r < 0 && denied(r)) {
 		log_warn(&ctx->log, "pid %d: cannot join cgroup %s (%s): the task stays in ckpt's "
 			 "cgroup", t->pid, d->e->path, strerror(-r));
@@ -600,26 +607,66 @@ static void remove_dir(struct rst_ctx *ctx, const char *path)
 	log_warn(&ctx->log, "cannot remove cgroup %s that this restart made: %m", path);
 }
 
-static void cgroup_restore_abort(struct rst_ctx *ctx)
+void cgroup_take_made(struct rst_ctx *ctx, struct cgroup_made *ret)
 {
 	size_t n = 0, i = 0;
+	*ret = (struct cgroup_made){ 0 };
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_cgroup, o));)
 		n += ((struct cg_rdir *)o->ptr)->nmade;
-	_cleanup_free_ char **all = n ? calloc(n, sizeof(*all)) : NULL;
+	char **all = n ? calloc(n, sizeof(*all)) : NULL;
 	if (!all)
 		return;
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_cgroup, o));) {
 		struct cg_rdir *d = o->ptr;
 		for (size_t j = 0; j < d->nmade; j++)
 			all[i++] = d->made[j];
+		d->nmade = 0;
 		d->ready = false;
 	}
 	/* children first: a longer path is never a parent of a shorter one */
 	qsort(all, n, sizeof(*all), cmp_len_desc);
-	for (i = 0; i < n; i++)
-		remove_dir(ctx, all[i]);
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_cgroup, o));)
-		((struct cg_rdir *)o->ptr)->nmade = 0;
+	ret->paths = all;
+	ret->n = n;
+}
+
+/* Is a process in the cgroup or below it? */
+static bool populated(const char *dir)
+{
+	char f[CG_PATH_MAX + 16], events[256];
+	snprintf(f, sizeof(f), "%s/cgroup.events", dir);
+	_cleanup_close_ int fd = open(f, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, events, sizeof(events) - 1) : -1;
+	if (n <= 0)
+		return false;
+	events[n] = '\0';
+	return strstr(events, "populated 1") != NULL;
+}
+
+void cgroup_remove_made(struct cgroup_made *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		/* a task that exited leaves it a moment later; one that lives
+		 * (a daemon that outlived the root) keeps it */
+		for (int k = 0; k < 200; k++) {
+			if (rmdir(m->paths[i]) == 0 || errno != EBUSY || populated(m->paths[i]))
+				break;
+			nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+		}
+		free(m->paths[i]);
+	}
+	free(m->paths);
+	*m = (struct cgroup_made){ 0 };
+}
+
+static void cgroup_restore_abort(struct rst_ctx *ctx)
+{
+	struct cgroup_made m;
+	cgroup_take_made(ctx, &m);
+	for (size_t i = 0; i < m.n; i++)
+		remove_dir(ctx, m.paths[i]);
+	for (size_t i = 0; i < m.n; i++)
+		free(m.paths[i]);
+	free(m.paths);
 }
 
 static const ProtobufCMessageDescriptor *cgroup_descriptor(uint32_t sub)

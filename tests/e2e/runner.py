@@ -61,6 +61,20 @@ ALL_MODES = (B, T, R)
 MiB = 1 << 20
 
 
+def cg_where():
+    """(the cgroup2 mount of this cgroup namespace, the runner's cgroup
+    there without a trailing "/"), or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fl = line.split()
+            i = fl.index("-")
+            if fl[i + 1] == "cgroup2" and fl[3] == "/":
+                with open("/proc/self/cgroup") as g:
+                    own = [l[3:].strip() for l in g if l.startswith("0::")][0]
+                return fl[4], own.rstrip("/")
+    return None
+
+
 def entry(name, modes=(B,), kind="program", **kw):
     """One test. kind picks the flow (Run.flow_<kind>); modes lists the modes
     it runs in; argv replaces the program for commands ("@python" = the
@@ -953,7 +967,14 @@ class Run:
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         open(self.p("out.log"), "wb").close()
         self.logs.append(self.p("out.log"))
-        argv = [self.opts.ckpt, "run", "--detach", "--", "/bin/sh", "-c",
+        # a detached container's cgroup outlives it: named, removed by cleanup
+        cg = []
+        where = cg_where()
+        if where:
+            name = "ckpt-e2e-%d-%s-ct" % (os.getpid(), self.t["name"])
+            cg = ["--cgroup", name]
+            self.cg_dirs = getattr(self, "cg_dirs", []) + [where[0] + where[1] + "/" + name]
+        argv = [self.opts.ckpt, "run", "--detach"] + cg + ["--", "/bin/sh", "-c",
                 'exec "$0" "$@" >out.log 2>&1'] + self.program_argv()
         self.vlog("$ " + " ".join(argv))
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
@@ -1662,18 +1683,10 @@ http {{
         cg_cleanup), with a leaf cgroup in it and limits set there:
         cgroup.max.descendants always, memory.max, pids.max, hugetlb.2MB.max
         where those controllers can be enabled here. Returns the limits."""
-        mnt = None
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                fl = line.split()
-                i = fl.index("-")
-                if fl[i + 1] == "cgroup2" and fl[3] == "/":
-                    mnt = fl[4]
-                    break
-        if not mnt:
+        where = cg_where()
+        if not where:
             raise Skip("no cgroup2 mount")
-        with open("/proc/self/cgroup") as f:
-            own = [l[3:].strip() for l in f if l.startswith("0::")][0].rstrip("/")
+        mnt, own = where
         self.cg_mnt = mnt
         self.cg_base_rel = "%s/ckpt-e2e-%d-%s" % (own, os.getpid(), self.t["name"])
         self.cg_dirs = []
@@ -2600,6 +2613,7 @@ http {{
                 pr.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        self.cg_cleanup()
 
     def run(self):
         getattr(self, "flow_" + self.t["kind"])()
