@@ -149,6 +149,7 @@ TESTS = [
     entry("cg_fail", kind="cgroup", program="cg_task", cg="fail"),
     entry("refuse_cg_outside", kind="cgroup", program="cg_task", cg="refuse"),
     entry("ct_cgroup", (B, T), kind="cgroup", program="cg_task", cg="container"),
+    entry("cg_unpriv", kind="cgroup", program="cg_task", cg="unpriv"),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -1804,9 +1805,57 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def cgroup_unpriv(self):
+        """User nobody checkpoints its process in a cgroup root made (limits
+        saved), root removes the cgroup, nobody restarts: it may not make
+        cgroups, so the process runs on in ckpt's cgroup, and the restart
+        warns naming the path and the limits lost."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        self.cg_setup("job")
+        mnt, rel = self.cg_mnt, self.cg_leaf_rel
+        own = self.cg_base_rel.rsplit("/", 1)[0] or "/"
+        os.chmod(self.dir, 0o777)
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s %s \"$@\"\n" % (" ".join(drop),
+                                                         os.path.abspath(self.opts.ckpt)))
+        os.chmod(wrapper, 0o755)
+        # a container (nobody's ckpt run: a user namespace), so that nobody
+        # may restart it with its pids; nobody may not make its cgroup
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[wrapper, "run", "--pidfile", pidfile, "--"],
+                        args=[own, mnt + own])
+        self.wait_container(pr, pidfile)
+        with open(mnt + rel + "/cgroup.procs", "w") as f:
+            f.write(str(self.pid))
+        saved = self.opts.ckpt
+        self.opts.ckpt = wrapper
+        try:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+        finally:
+            self.opts.ckpt = saved
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+        with open(self.p("restart.log")) as f:
+            log = f.read()
+        want = "pid 1: cgroup %s cannot be made or joined (Permission denied)" % rel
+        if want not in log or "without the cgroup's limits" not in log:
+            raise Fail("restart log does not warn %r: %s" % (want, log.strip()[-300:]))
+
     def cgroup_case(self, case):
         if case == "container":
             return self.cgroup_container()
+        if case == "unpriv":
+            return self.cgroup_unpriv()
         leaf = "mid/job" if case == "fail" else "job"
         limits = self.cg_setup(leaf)
         mnt, rel = self.cg_mnt, self.cg_leaf_rel
