@@ -9,10 +9,15 @@
  * limits and cgroup.max.depth / max.descendants, those of its files that
  * exist (a controller enabled in its parent).
  *
+ * A thread in another cgroup than its process (a threaded cgroup,
+ * cgroup.type "threaded") is saved with it: restart makes the cgroup
+ * threaded again and writes the thread's tid to its cgroup.threads after
+ * the process joined its own.
+ *
  * Refused, by name: a task outside ckpt's cgroup namespace ("/.." paths); a
  * cgroup other than the root while no cgroup2 is mounted where ckpt can
- * reach it; a thread in another cgroup than its process (threaded
- * cgroups); a cgroup v1 hierarchy where the task is not in ckpt's own v1
+ * reach it; a thread apart from its process in a cgroup that is not
+ * threaded; a cgroup v1 hierarchy where the task is not in ckpt's own v1
  * cgroup (v1 membership is not saved, and would otherwise be lost).
  *
  * Restart moves each process, from ckpt's side, into its cgroup (its pid
@@ -121,22 +126,55 @@ static int check_v1(struct ckpt_ctx *ctx, struct task *t, const char *text, cons
 	return r;
 }
 
-static int check_threads(struct ckpt_ctx *ctx, struct task *t, const char *path)
+static int find_dir(struct ckpt_ctx *ctx, const char *path, struct obj **ret);
+
+/* Threads in other cgroups than their process: threaded cgroups. */
+static int collect_threads(struct ckpt_ctx *ctx, struct task *t, struct cg_task *k,
+			   const char *path)
 {
 	for (size_t i = 0; i < t->nthreads; i++) {
 		_cleanup_free_ char *text = NULL;
-		char name[64], tpath[CG_PATH_MAX];
+		char name[64], tpath[CG_PATH_MAX], type[32];
+		struct obj *o;
 		snprintf(name, sizeof(name), "task/%d/cgroup", t->threads[i].pid);
 		if (proc_read(t->pid, name, &text, NULL) < 0 ||
-		    cg_v2_path(text, tpath, sizeof(tpath)) < 0)
-			continue; /* gone, or no v2: as its process */
-		if (strcmp(tpath, path))
+		    cg_v2_path(text, tpath, sizeof(tpath)) < 0 || !strcmp(tpath, path))
+			continue; /* gone, no v2, or with its process */
+		char mnt[CG_PATH_MAX];
+		int r = cg_mount(mnt, sizeof(mnt));
+		if (r >= 0)
+			r = cg_read(mnt, tpath, "cgroup.type", type, sizeof(type));
+		if (r < 0 || strcmp(type, "threaded") || !strncmp(tpath, "/..", 3))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"thread %d of pid %d: in cgroup %s apart from its process "
-					"(%s): threaded cgroups are not supported",
-					t->threads[i].pid, t->pid, tpath, path);
+					"(%s), which is not a threaded cgroup ckpt can see: not "
+					"supported", t->threads[i].pid, t->pid, tpath, path);
+		if ((r = find_dir(ctx, tpath, &o)) < 0)
+			return r;
+		((struct cg_dir *)o->ptr)->e.has_threaded = true;
+		((struct cg_dir *)o->ptr)->e.threaded = true;
+		CgroupThread **th = realloc(k->e.threads, (k->e.n_threads + 1) * sizeof(*th));
+		if (!th)
+			return -ENOMEM;
+		k->e.threads = th;
+		if (!(th[k->e.n_threads] = malloc(sizeof(**th))))
+			return -ENOMEM;
+		cgroup_thread__init(th[k->e.n_threads]);
+		th[k->e.n_threads]->tid = (uint32_t)t->threads[i].vpid;
+		th[k->e.n_threads++]->dir = o->id;
 	}
 	return 0;
+}
+
+static void free_task_state(void *ptr)
+{
+	struct cg_task *k = ptr;
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->e.n_threads; i++)
+		free(k->e.threads[i]);
+	free(k->e.threads);
+	free(k);
 }
 
 /* The container's root: is its cgroup the root of its cgroup namespace?
@@ -240,17 +278,17 @@ static int cgroup_collect(struct ckpt_ctx *ctx, struct task *t)
 				"pid %d: in cgroup %s, but no cgroup2 file system of ckpt's cgroup "
 				"namespace is mounted", t->pid, path);
 	}
-	if ((r = check_threads(ctx, t, path)) < 0)
-		return r;
 	if (own_ns && (r = check_ns_root(ctx, t)) < 0)
 		return r;
 	struct cg_task *k = task_state(t, KIND_cgroup, sizeof(*k));
 	struct obj *o;
 	if (!k)
 		return -ENOMEM;
+	cgroup_task__init(&k->e);
+	if ((r = collect_threads(ctx, t, k, path)) < 0)
+		return r;
 	if ((r = find_dir(ctx, path, &o)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cgroup %s: %s", t->pid, path, strerror(-r));
-	cgroup_task__init(&k->e);
 	k->e.dir = o->id;
 	if (own_ns) {
 		k->e.has_ns_root = k->e.ns_root = true;
@@ -333,22 +371,28 @@ static int cgroup_collect_end(struct ckpt_ctx *ctx)
 	return 0;
 }
 
+static int dump_dir(struct ckpt_ctx *ctx, uint32_t id)
+{
+	struct obj *o;
+	int r = objhash_get(&ctx->objs, id, KIND_cgroup, &o);
+	if (r < 0 || o->dumped)
+		return r;
+	struct cg_dir *d = o->ptr;
+	if ((r = ctx_write_msg(ctx, CGROUP_DIR, &d->e.base)) < 0)
+		return r;
+	o->dumped = true;
+	return 0;
+}
+
 static int cgroup_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct cg_task *k = t->kstate[KIND_cgroup];
-	struct obj *o;
 	if (!k)
 		return 0;
-	int r = objhash_get(&ctx->objs, k->e.dir, KIND_cgroup, &o);
-	if (r < 0)
-		return r;
-	if (!o->dumped) {
-		struct cg_dir *d = o->ptr;
-		if ((r = ctx_write_msg(ctx, CGROUP_DIR, &d->e.base)) < 0)
-			return r;
-		o->dumped = true;
-	}
-	return ctx_write_msg(ctx, CGROUP_TASK, &k->e.base);
+	int r = dump_dir(ctx, k->e.dir);
+	for (size_t i = 0; r >= 0 && i < k->e.n_threads; i++)
+		r = dump_dir(ctx, k->e.threads[i]->dir);
+	return r < 0 ? r : ctx_write_msg(ctx, CGROUP_TASK, &k->e.base);
 }
 
 /* --- restart ---------------------------------------------------------- */
@@ -401,6 +445,10 @@ static int cgroup_load(struct rst_ctx *ctx, struct rst_task *t, const struct img
 	struct obj *o;
 	if (!e)
 		return -EINVAL;
+	for (size_t i = 0; i < e->n_threads; i++)
+		if (objhash_get(&ctx->objs, e->threads[i]->dir, KIND_cgroup, &o) < 0)
+			return log_fail(&ctx->log, -EINVAL, "record %u: cgroup of a thread of pid "
+					"%d is not valid", rec->index, t->pid);
 	if (objhash_get(&ctx->objs, e->dir, KIND_cgroup, &o) < 0 ||
 	    (e->ns_root && (t != &ctx->tasks[0] || !ctx->ns ||
 			    !(ctx->ns->flags & CLONE_NEWCGROUP))))
@@ -497,6 +545,10 @@ static int ready_dir(struct rst_ctx *ctx, struct rst_task *t, struct cg_rdir *d,
 		return log_fail(&ctx->log, r, "pid %d: cannot make its cgroup %s (%s): %s", t->pid,
 				e->path, where, strerror(-r));
 	}
+	if (d->nmade > before && e->threaded &&
+	    (r = cg_write(mnt, e->path, "cgroup.type", "threaded")) < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot make cgroup %s threaded: %s", t->pid,
+				e->path, strerror(-r));
 	if (d->nmade == before && e->own) {
 		r = cg_is_empty(mnt, e->path);
 		if (r == 0) {
@@ -568,10 +620,43 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 	return 0;
 }
 
+/* Each thread saved apart from its process, into its threaded cgroup. */
+static int join_threads(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
+{
+	char mnt[CG_PATH_MAX], tid[16];
+	for (size_t i = 0; i < e->n_threads; i++) {
+		struct rst_task *th = NULL;
+		struct obj *o;
+		for (size_t j = 0; j < t->nthreads && !th; j++)
+			if ((uint32_t)t->threads[j].pid == e->threads[i]->tid)
+				th = &t->threads[j];
+		int r = objhash_get(&ctx->objs, e->threads[i]->dir, KIND_cgroup, &o);
+		if (!th || r < 0)
+			return log_fail(&ctx->log, -EINVAL, "pid %d: cgroup of thread %u is not valid",
+					t->pid, e->threads[i]->tid);
+		struct cg_rdir *d = o->ptr;
+		if (cg_mount(mnt, sizeof(mnt)) < 0)
+			return 0;
+		if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
+			return r;
+		snprintf(tid, sizeof(tid), "%d", th->pup.pid);
+		r = cg_write(mnt, d->e->path, "cgroup.threads", tid);
+		if (r < 0 && denied(r)) {
+			log_warn(&ctx->log, "thread %d: cannot join cgroup %s (%s): it stays with its "
+				 "process", th->pid, d->e->path, strerror(-r));
+		} else if (r < 0) {
+			return log_fail(&ctx->log, r, "thread %d of pid %d: cannot join its threaded "
+					"cgroup %s: %s", th->pid, t->pid, d->e->path, strerror(-r));
+		}
+	}
+	return 0;
+}
+
 static int cgroup_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	CgroupTask *e = t->kstate[KIND_cgroup];
-	return e ? join(ctx, t, e) : 0;
+	int r = e ? join(ctx, t, e) : 0;
+	return r < 0 || !e ? r : join_threads(ctx, t, e);
 }
 
 int cgroup_enter_ns(struct rst_ctx *ctx, struct rst_task *t)
@@ -683,7 +768,7 @@ const struct kind_ops cgroup_ops = {
 	.load = cgroup_load,
 	.restore = cgroup_restore,
 	.restore_abort = cgroup_restore_abort,
-	.free_state = free,
+	.free_state = free_task_state,
 	.free_rstate = rst_free_msg,
 	.free_obj = free_dir,
 	.free_robj = free_rdir,

@@ -150,6 +150,7 @@ TESTS = [
     entry("refuse_cg_outside", kind="cgroup", program="cg_task", cg="refuse"),
     entry("ct_cgroup", (B, T), kind="cgroup", program="cg_task", cg="container"),
     entry("cg_unpriv", kind="cgroup", program="cg_task", cg="unpriv"),
+    entry("cg_threaded", (B, T), kind="cgroup", program="cg_task", cg="threaded"),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -1862,10 +1863,23 @@ http {{
         args = [rel, mnt + rel] + ["%s=%s" % kv for kv in sorted(limits.items())]
         if self.opts.no_ckpt:
             return self.native()
+        trel = rel + "/t1"
+        if case == "threaded":
+            args.append("thread=" + trel)
         pr = self.start(args=args)
         self.wait_ready()
         with open(mnt + rel + "/cgroup.procs", "w") as f:
             f.write(str(self.pid))
+        if case == "threaded":
+            # a threaded cgroup below the process's, its second thread in it
+            os.mkdir(mnt + trel)
+            self.cg_dirs.append(mnt + trel)
+            with open(mnt + trel + "/cgroup.type", "w") as f:
+                f.write("threaded")
+            with open(self.p("tid")) as f:
+                tid = f.read().strip()
+            with open(mnt + trel + "/cgroup.threads", "w") as f:
+                f.write(tid)
         if case == "refuse":
             side = mnt + self.cg_base_rel + "/side"
             os.mkdir(side)
@@ -1881,7 +1895,9 @@ http {{
             return self.check_result(rc, "the original")
         img = self.p("img")
         self.checkpoint(img, "ckpt", reap=[pr])
-        if case in ("removed", "fail"):
+        if case == "threaded":
+            self.cg_rmdir(mnt + trel)
+        if case in ("removed", "fail", "threaded"):
             self.cg_rmdir(mnt + rel)
         if case == "fail":
             self.cg_rmdir(mnt + self.cg_base_rel + "/mid")
@@ -1900,6 +1916,8 @@ http {{
         if self.mode == T:
             self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
             self.wait_all([rp], 10, "the first ckpt restart")
+            if case == "threaded":
+                self.cg_rmdir(mnt + trel)
             self.cg_rmdir(mnt + rel)
             rp = self.restart(self.p("img2"), "restart2")
         rc = self.wake_and_wait(rp, "ckpt restart")
