@@ -151,6 +151,7 @@ TESTS = [
     entry("ct_cgroup", (B, T), kind="cgroup", program="cg_task", cg="container"),
     entry("cg_unpriv", kind="cgroup", program="cg_task", cg="unpriv"),
     entry("cg_threaded", (B, T), kind="cgroup", program="cg_task", cg="threaded"),
+    entry("refuse_cg_v1", kind="cgroup", program="cg_task", cg="v1"),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -1852,7 +1853,49 @@ http {{
         if want not in log or "without the cgroup's limits" not in log:
             raise Fail("restart log does not warn %r: %s" % (want, log.strip()[-300:]))
 
+    def cgroup_v1(self):
+        """A process in a cgroup v1 hierarchy (pids) other than ckpt's: v1
+        membership is not saved, so checkpoint refuses it by name."""
+        v1 = None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fl = line.split()
+                i = fl.index("-")
+                if fl[i + 1] == "cgroup" and "pids" in fl[i + 3].split(","):
+                    v1 = fl[4]
+        if not v1:
+            raise Skip("no cgroup v1 pids hierarchy")
+        with open("/proc/self/cgroup") as f:
+            own = [l.split(":", 2)[2].strip() for l in f if ":pids:" in l][0].rstrip("/")
+        d = "%s%s/ckpt-e2e-%d-v1" % (v1, own, os.getpid())
+        os.mkdir(d)
+        try:
+            pr = self.start(args=["/", "/"])
+            self.wait_ready()
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write(str(self.pid))
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+            rx = r"pid %d: cgroup v1 '\d+:pids:%s/ckpt-e2e-\d+-v1' is not ckpt's own" % (
+                self.pid, re.escape(own))
+            if rc == 0 or not re.search(rx, err):
+                raise Fail("checkpoint exit %d, message %r does not match /%s/"
+                           % (rc, err.strip(), rx))
+            with open(v1 + own + "/cgroup.procs", "w") as f:
+                f.write(str(self.pid))
+            rc = self.wake_and_wait(pr, "the original")
+            self.check_result(rc, "the original")
+        finally:
+            if pid_alive(self.pid or 0):
+                try:
+                    with open(v1 + own + "/cgroup.procs", "w") as f:
+                        f.write(str(self.pid))
+                except OSError:
+                    pass
+            self.cg_rmdir(d)
+
     def cgroup_case(self, case):
+        if case == "v1":
+            return self.cgroup_v1()
         if case == "container":
             return self.cgroup_container()
         if case == "unpriv":
