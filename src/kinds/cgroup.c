@@ -303,8 +303,13 @@ static int add_limit(struct cg_dir *d, const char *name, const char *value)
 		return 0;
 	CgroupLimit *l = &d->limits[d->nlimits];
 	cgroup_limit__init(l);
-	if (!(l->name = strdup(name)) || !(l->value = strdup(value)))
+	l->name = strdup(name);
+	l->value = strdup(value);
+	if (!l->name || !l->value) {
+		free(l->name);
+		free(l->value);
 		return -ENOMEM;
+	}
 	d->lp[d->nlimits++] = l;
 	return 0;
 }
