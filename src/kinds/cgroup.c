@@ -65,7 +65,7 @@ enum {
 /* checkpoint: one cgroup */
 struct cg_dir {
 	CgroupDir e;
-	bool force_own;         /* a container's own cgroup */
+	bool force_own; /* a container's own cgroup */
 	size_t nlimits;
 	CgroupLimit limits[LIMITS_MAX];
 	CgroupLimit *lp[LIMITS_MAX];
@@ -78,9 +78,9 @@ struct cg_task {
 /* restart: one cgroup */
 struct cg_rdir {
 	CgroupDir *e;
-	bool ready;             /* made or checked: tasks may join */
-	bool lost;              /* cannot be joined for lack of permission */
-	char **made;            /* the directories this restart made for it */
+	bool ready;  /* made or checked: tasks may join */
+	bool lost;   /* cannot be joined for lack of permission */
+	char **made; /* the directories this restart made for it */
 	size_t nmade;
 };
 
@@ -115,13 +115,15 @@ static int check_v1(struct ckpt_ctx *ctx, struct task *t, const char *text, cons
 			continue;
 		/* the same line in ckpt's own file: same hierarchy, same cgroup */
 		bool same = false;
-		for (const char *q = self; q && *q && !same; q = strchr(q, '\n'), q = q ? q + 1 : NULL)
+		for (const char *q = self; q && *q && !same;
+		     q = strchr(q, '\n'), q = q ? q + 1 : NULL)
 			same = strcspn(q, "\n") == n && !strncmp(p, q, n);
 		if (same)
 			continue;
 		r = log_fail(&ctx->log, -EOPNOTSUPP,
 			     "pid %d: cgroup v1 '%.*s' is not ckpt's own: v1 cgroups are not saved "
-			     "(only cgroup v2 is)", t->pid, (int)n, p);
+			     "(only cgroup v2 is)",
+			     t->pid, (int)n, p);
 	}
 	return r;
 }
@@ -148,7 +150,8 @@ static int collect_threads(struct ckpt_ctx *ctx, struct task *t, struct cg_task 
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"thread %d of pid %d: in cgroup %s apart from its process "
 					"(%s), which is not a threaded cgroup ckpt can see: not "
-					"supported", t->threads[i].pid, t->pid, tpath, path);
+					"supported",
+					t->threads[i].pid, t->pid, tpath, path);
 		if ((r = find_dir(ctx, tpath, &o)) < 0)
 			return r;
 		((struct cg_dir *)o->ptr)->e.has_threaded = true;
@@ -183,7 +186,7 @@ static int check_ns_root(struct ckpt_ctx *ctx, struct task *t)
 {
 	static const char path[] = "/proc/self/cgroup";
 	struct puppet *p = &t->pup;
-	char buf[512] = { 0 }, mine[CG_PATH_MAX];
+	char buf[512] = {0}, mine[CG_PATH_MAX];
 	uint64_t rpath = puppet_scratch_put(p, 0, path, sizeof(path));
 	if (!rpath)
 		return -EFAULT;
@@ -195,9 +198,11 @@ static int check_ns_root(struct ckpt_ctx *ctx, struct task *t)
 		return log_fail(&ctx->log, n < 0 ? (int)n : -EIO,
 				"pid %d: cannot read its cgroup inside its namespace", t->pid);
 	if (cg_v2_path(buf, mine, sizeof(mine)) < 0 || strcmp(mine, "/"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: its cgroup namespace's root is not its own cgroup (it is in "
-				"%s inside): not supported", t->pid, buf);
+		return log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d: its cgroup namespace's root is not its own cgroup (it is in "
+		    "%s inside): not supported",
+		    t->pid, buf);
 	return 0;
 }
 
@@ -266,9 +271,11 @@ static int cgroup_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!same_cgroup_ns(t->pid, 0)) {
 		if (!ctx->container || !same_cgroup_ns(t->pid, ctx->tasks[0].pid) ||
 		    same_cgroup_ns(ctx->tasks[0].pid, 0))
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: in a cgroup namespace that is not its container's: "
-					"not supported", t->pid);
+			return log_fail(
+			    &ctx->log, -EOPNOTSUPP,
+			    "pid %d: in a cgroup namespace that is not its container's: "
+			    "not supported",
+			    t->pid);
 		own_ns = t == &ctx->tasks[0];
 	}
 	if (cg_mount(mnt, sizeof(mnt)) < 0) {
@@ -276,7 +283,8 @@ static int cgroup_collect(struct ckpt_ctx *ctx, struct task *t)
 			return 0; /* the root: where a restart puts it anyway */
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: in cgroup %s, but no cgroup2 file system of ckpt's cgroup "
-				"namespace is mounted", t->pid, path);
+				"namespace is mounted",
+				t->pid, path);
 	}
 	if (own_ns && (r = check_ns_root(ctx, t)) < 0)
 		return r;
@@ -367,8 +375,9 @@ static int cgroup_collect_end(struct ckpt_ctx *ctx)
 			d->e.own = true;
 			int r = read_limits(mnt, d);
 			if (r < 0)
-				return log_fail(&ctx->log, r, "cgroup %s: cannot read its limits: %s",
-						d->e.path, strerror(-r));
+				return log_fail(&ctx->log, r,
+						"cgroup %s: cannot read its limits: %s", d->e.path,
+						strerror(-r));
 		}
 		log_debug(&ctx->log, "cgroup %s: %s, %zu limit(s) saved", d->e.path,
 			  d->e.own ? "the image's own" : "shared", d->nlimits);
@@ -445,18 +454,20 @@ static int cgroup_load(struct rst_ctx *ctx, struct rst_task *t, const struct img
 {
 	if (rec->type == CGROUP_DIR)
 		return load_dir(ctx, rec);
-	CgroupTask *e = rctx_load_one(ctx, t, rec, KIND_cgroup, CGROUP_TASK,
-				      &cgroup_task__descriptor);
+	CgroupTask *e =
+	    rctx_load_one(ctx, t, rec, KIND_cgroup, CGROUP_TASK, &cgroup_task__descriptor);
 	struct obj *o;
 	if (!e)
 		return -EINVAL;
 	for (size_t i = 0; i < e->n_threads; i++)
 		if (objhash_get(&ctx->objs, e->threads[i]->dir, KIND_cgroup, &o) < 0)
-			return log_fail(&ctx->log, -EINVAL, "record %u: cgroup of a thread of pid "
-					"%d is not valid", rec->index, t->pid);
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: cgroup of a thread of pid "
+					"%d is not valid",
+					rec->index, t->pid);
 	if (objhash_get(&ctx->objs, e->dir, KIND_cgroup, &o) < 0 ||
-	    (e->ns_root && (t != &ctx->tasks[0] || !ctx->ns ||
-			    !(ctx->ns->flags & CLONE_NEWCGROUP))))
+	    (e->ns_root &&
+	     (t != &ctx->tasks[0] || !ctx->ns || !(ctx->ns->flags & CLONE_NEWCGROUP))))
 		return log_fail(&ctx->log, -EINVAL, "record %u: cgroup of pid %d is not valid",
 				rec->index, t->pid);
 	return 0;
@@ -523,8 +534,10 @@ static int set_limits(struct rst_ctx *ctx, const char *mnt, const CgroupDir *e)
 static void compare_limits(struct rst_ctx *ctx, const char *mnt, const CgroupDir *e)
 {
 	char now[256];
-	log_info(&ctx->log, "cgroup %s exists and holds other processes: joined as it is, "
-		 "its limits unchanged", e->path);
+	log_info(&ctx->log,
+		 "cgroup %s exists and holds other processes: joined as it is, "
+		 "its limits unchanged",
+		 e->path);
 	for (size_t i = 0; i < e->n_limits; i++) {
 		const CgroupLimit *l = e->limits[i];
 		if (cg_read(mnt, e->path, l->name, now, sizeof(now)) < 0)
@@ -564,8 +577,10 @@ static int ready_dir(struct rst_ctx *ctx, struct rst_task *t, struct cg_rdir *d,
 	}
 	if (e->own && (r = set_limits(ctx, mnt, e)) < 0) {
 		if (!denied(r))
-			return log_fail(&ctx->log, r, "pid %d: its cgroup %s cannot be made as it "
-					"was", t->pid, e->path);
+			return log_fail(&ctx->log, r,
+					"pid %d: its cgroup %s cannot be made as it "
+					"was",
+					t->pid, e->path);
 		goto lost;
 	}
 	if (d->nmade > before)
@@ -573,9 +588,10 @@ static int ready_dir(struct rst_ctx *ctx, struct rst_task *t, struct cg_rdir *d,
 	d->ready = true;
 	return 0;
 lost:
-	log_warn(&ctx->log, "pid %d: cgroup %s cannot be made or joined (%s): the task stays in "
-		 "ckpt's cgroup%s", t->pid, e->path, strerror(-r),
-		 e->n_limits ? ", without the cgroup's limits" : "");
+	log_warn(&ctx->log,
+		 "pid %d: cgroup %s cannot be made or joined (%s): the task stays in "
+		 "ckpt's cgroup%s",
+		 t->pid, e->path, strerror(-r), e->n_limits ? ", without the cgroup's limits" : "");
 	d->lost = true;
 	return 0;
 }
@@ -589,8 +605,10 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 		return r;
 	struct cg_rdir *d = o->ptr;
 	if (cg_mount(mnt, sizeof(mnt)) < 0) {
-		log_warn(&ctx->log, "pid %d: no cgroup2 file system is mounted here: the task stays "
-			 "in ckpt's cgroup, not %s", t->pid, d->e->path);
+		log_warn(&ctx->log,
+			 "pid %d: no cgroup2 file system is mounted here: the task stays "
+			 "in ckpt's cgroup, not %s",
+			 t->pid, d->e->path);
 		return 0;
 	}
 	/* already there (forked in it): nothing to write */
@@ -611,8 +629,10 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 		r = cg_write(mnt, d->e->path, "cgroup.procs", pid);
 	}
 	if (r < 0 && denied(r)) {
-		log_warn(&ctx->log, "pid %d: cannot join cgroup %s (%s): the task stays in ckpt's "
-			 "cgroup", t->pid, d->e->path, strerror(-r));
+		log_warn(&ctx->log,
+			 "pid %d: cannot join cgroup %s (%s): the task stays in ckpt's "
+			 "cgroup",
+			 t->pid, d->e->path, strerror(-r));
 		return 0;
 	}
 	if (r < 0)
@@ -637,8 +657,9 @@ static int join_threads(struct rst_ctx *ctx, struct rst_task *t, const CgroupTas
 				th = &t->threads[j];
 		int r = objhash_get(&ctx->objs, e->threads[i]->dir, KIND_cgroup, &o);
 		if (!th || r < 0)
-			return log_fail(&ctx->log, -EINVAL, "pid %d: cgroup of thread %u is not valid",
-					t->pid, e->threads[i]->tid);
+			return log_fail(&ctx->log, -EINVAL,
+					"pid %d: cgroup of thread %u is not valid", t->pid,
+					e->threads[i]->tid);
 		struct cg_rdir *d = o->ptr;
 		if (cg_mount(mnt, sizeof(mnt)) < 0)
 			return 0;
@@ -647,11 +668,15 @@ static int join_threads(struct rst_ctx *ctx, struct rst_task *t, const CgroupTas
 		snprintf(tid, sizeof(tid), "%d", th->pup.pid);
 		r = cg_write(mnt, d->e->path, "cgroup.threads", tid);
 		if (r < 0 && denied(r)) {
-			log_warn(&ctx->log, "thread %d: cannot join cgroup %s (%s): it stays with its "
-				 "process", th->pid, d->e->path, strerror(-r));
+			log_warn(&ctx->log,
+				 "thread %d: cannot join cgroup %s (%s): it stays with its "
+				 "process",
+				 th->pid, d->e->path, strerror(-r));
 		} else if (r < 0) {
-			return log_fail(&ctx->log, r, "thread %d of pid %d: cannot join its threaded "
-					"cgroup %s: %s", th->pid, t->pid, d->e->path, strerror(-r));
+			return log_fail(&ctx->log, r,
+					"thread %d of pid %d: cannot join its threaded "
+					"cgroup %s: %s",
+					th->pid, t->pid, d->e->path, strerror(-r));
 		}
 	}
 	return 0;
@@ -668,8 +693,10 @@ int cgroup_enter_ns(struct rst_ctx *ctx, struct rst_task *t)
 {
 	CgroupTask *e = t->kstate[KIND_cgroup];
 	if (!e || !e->ns_root)
-		return log_fail(&ctx->log, -EINVAL, "pid %d: the image names no cgroup namespace "
-				"root", t->pid);
+		return log_fail(&ctx->log, -EINVAL,
+				"pid %d: the image names no cgroup namespace "
+				"root",
+				t->pid);
 	int r = join(ctx, t, e);
 	if (r < 0)
 		return r;
@@ -692,7 +719,7 @@ static void remove_dir(struct rst_ctx *ctx, const char *path)
 			return;
 		if (errno != EBUSY)
 			break;
-		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
 	}
 	log_warn(&ctx->log, "cannot remove cgroup %s that this restart made: %m", path);
 }
@@ -700,7 +727,7 @@ static void remove_dir(struct rst_ctx *ctx, const char *path)
 void cgroup_take_made(struct rst_ctx *ctx, struct cgroup_made *ret)
 {
 	size_t n = 0, i = 0;
-	*ret = (struct cgroup_made){ 0 };
+	*ret = (struct cgroup_made){0};
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_cgroup, o));)
 		n += ((struct cg_rdir *)o->ptr)->nmade;
 	char **all = n ? calloc(n, sizeof(*all)) : NULL;
@@ -740,12 +767,12 @@ void cgroup_remove_made(struct cgroup_made *m)
 		for (int k = 0; k < 200; k++) {
 			if (rmdir(m->paths[i]) == 0 || errno != EBUSY || populated(m->paths[i]))
 				break;
-			nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
 		}
 		free(m->paths[i]);
 	}
 	free(m->paths);
-	*m = (struct cgroup_made){ 0 };
+	*m = (struct cgroup_made){0};
 }
 
 static void cgroup_restore_abort(struct rst_ctx *ctx)
@@ -767,15 +794,15 @@ static const ProtobufCMessageDescriptor *cgroup_descriptor(uint32_t sub)
 }
 
 const struct kind_ops cgroup_ops = {
-	.collect = cgroup_collect,
-	.collect_end = cgroup_collect_end,
-	.dump = cgroup_dump,
-	.load = cgroup_load,
-	.restore = cgroup_restore,
-	.restore_abort = cgroup_restore_abort,
-	.free_state = free_task_state,
-	.free_rstate = rst_free_msg,
-	.free_obj = free_dir,
-	.free_robj = free_rdir,
-	.descriptor = cgroup_descriptor,
+    .collect = cgroup_collect,
+    .collect_end = cgroup_collect_end,
+    .dump = cgroup_dump,
+    .load = cgroup_load,
+    .restore = cgroup_restore,
+    .restore_abort = cgroup_restore_abort,
+    .free_state = free_task_state,
+    .free_rstate = rst_free_msg,
+    .free_obj = free_dir,
+    .free_robj = free_rdir,
+    .descriptor = cgroup_descriptor,
 };

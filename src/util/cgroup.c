@@ -11,8 +11,8 @@
 #include "util/cleanup.h"
 
 const char *const cg_limit_names[] = {
-	"cgroup.max.descendants", "cgroup.max.depth", "memory.max", "memory.high",
-	"memory.swap.max",	  "cpu.max",	      "cpu.weight", "pids.max",
+    "cgroup.max.descendants", "cgroup.max.depth", "memory.max", "memory.high",
+    "memory.swap.max",	      "cpu.max",	  "cpu.weight", "pids.max",
 };
 const size_t cg_nlimit_names = sizeof(cg_limit_names) / sizeof(cg_limit_names[0]);
 

@@ -32,16 +32,16 @@ extern const char *const cg_limit_names[];
 extern const size_t cg_nlimit_names;
 /* Reads mnt/rel/file into buf (the trailing newline dropped). */
 int cg_read(const char *mnt, const char *rel, const char *file, char *buf, size_t len)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Writes value into mnt/rel/file. */
 int cg_write(const char *mnt, const char *rel, const char *file, const char *value)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Enables the controller of a limit file name (the part before the first
  * '.'; "cgroup." needs none) in the subtree_control of every ancestor of
  * rel, from the mount's root down, where it is not yet. On failure
  * ret_where (CG_PATH_MAX) names the cgroup that refused. */
 int cg_enable_for(const char *mnt, const char *rel, const char *limit, char *ret_where)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Does mnt/rel hold no process (cgroup.procs empty)? -errno if unreadable. */
 int cg_is_empty(const char *mnt, const char *rel) __attribute__((warn_unused_result));
 

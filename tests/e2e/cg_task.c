@@ -71,7 +71,8 @@ int main(int argc, char **argv)
 		ssize_t n = test_read_file(path, value, sizeof(value));
 		if (n > 0 && value[n - 1] == '\n')
 			value[n - 1] = '\0';
-		expect(n > 0 && !strcmp(value, eq + 1), "%s is '%s', want '%s'", name, value, eq + 1);
+		expect(n > 0 && !strcmp(value, eq + 1), "%s is '%s', want '%s'", name, value,
+		       eq + 1);
 	}
 	if (tpath) {
 		char tfile[64];
