@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -265,6 +266,131 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
+/* --- before --kill: could this caller give them back? -------------------- */
+
+static bool id_in(uint32_t id, const uint32_t *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == id)
+			return true;
+	return false;
+}
+
+/* Do the sets a and b of n ids hold the same ids? */
+static bool same_set(const uint32_t *a, const uint32_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!id_in(a[i], b, n) || !id_in(b[i], a, n))
+			return false;
+	return true;
+}
+
+static const char *id_list(const uint32_t *v, size_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used + 12 < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? "," : "", v[i]);
+	return n ? buf : "none";
+}
+
+/* The groups a restart in a user namespace of the caller's own leaves: the
+ * caller's, as seen there (setgroups is denied): its gid mapped, the others
+ * the overflow gid. */
+static int check_groups_userns(struct ckpt_ctx *ctx, struct task *t, const CredsEntry *e)
+{
+	const struct restart_caller *c = ctx->caller;
+	uint32_t view[256];
+	char a[128], b[128];
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		view[i] = c->groups[i] == c->gid[1] ? c->map_gid : 65534;
+	if (e->n_groups == c->ngroups && same_set(e->groups, view, c->ngroups))
+		return 0;
+	return log_fail(&ctx->log, -EPERM,
+			"pid %d: has supplementary groups %s; a restart without privilege "
+			"cannot set groups (setgroups is denied in its user namespace) and would "
+			"leave it %s",
+			t->pid, id_list(e->groups, e->n_groups, a, sizeof(a)),
+			id_list(view, c->ngroups, b, sizeof(b)));
+}
+
+/* Without privilege, in a user namespace where one uid and one gid map. */
+static int check_userns(struct ckpt_ctx *ctx, struct task *t, const CredsEntry *e)
+{
+	const struct restart_caller *c = ctx->caller;
+	const uint32_t uids[] = { e->uid, e->euid, e->suid, e->fsuid };
+	const uint32_t gids[] = { e->gid, e->egid, e->sgid, e->fsgid };
+	for (int i = 0; i < 4; i++)
+		if (uids[i] != c->map_uid || gids[i] != c->map_gid)
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d: has uids %u/%u/%u/%u and gids %u/%u/%u/%u; a restart "
+					"without privilege has only uid %u and gid %u",
+					t->pid, e->uid, e->euid, e->suid, e->fsuid, e->gid, e->egid,
+					e->sgid, e->fsgid, c->map_uid, c->map_gid);
+	if (!ctx->container && (e->cap_prm || e->cap_eff || (e->has_cap_amb && e->cap_amb)))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has capabilities (permitted %#llx); a restart without "
+				"privilege would give them back only inside its user namespace",
+				t->pid, (unsigned long long)e->cap_prm);
+	return check_groups_userns(ctx, t, e);
+}
+
+/* On the host: what the caller's own ids and capabilities allow. */
+static int check_host(struct ckpt_ctx *ctx, struct task *t, const CredsEntry *e)
+{
+	const struct restart_caller *c = ctx->caller;
+	const uint32_t uids[] = { e->uid, e->euid, e->suid, e->fsuid };
+	const uint32_t gids[] = { e->gid, e->egid, e->sgid, e->fsgid };
+	char a[128];
+	for (int i = 0; i < 4; i++) {
+		if (!caller_can(c, CAP_SETUID) && !id_in(uids[i], c->uid, 3))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d: has uid %u; a restart by uid %u without CAP_SETUID "
+					"cannot set it",
+					t->pid, uids[i], c->uid[1]);
+		if (!caller_can(c, CAP_SETGID) && !id_in(gids[i], c->gid, 3))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d: has gid %u; a restart by gid %u without CAP_SETGID "
+					"cannot set it",
+					t->pid, gids[i], c->gid[1]);
+	}
+	if (!caller_can(c, CAP_SETGID) &&
+	    (e->n_groups != c->ngroups || !same_set(e->groups, c->groups, c->ngroups)))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has supplementary groups %s; a restart without CAP_SETGID "
+				"cannot set them",
+				t->pid, id_list(e->groups, e->n_groups, a, sizeof(a)));
+	if (e->cap_prm & ~c->cap_prm)
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has capabilities %#llx that the caller lacks; a restart "
+				"cannot grant them",
+				t->pid, (unsigned long long)(e->cap_prm & ~c->cap_prm));
+	uint32_t sb = e->has_securebits ? e->securebits : 0;
+	bool setpcap = c->cap_prm & (1ull << CAP_SETPCAP);
+	if (!setpcap && (c->cap_bnd & ~e->cap_bnd))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: its bounding set lacks capabilities that only CAP_SETPCAP "
+				"can drop",
+				t->pid);
+	if (!setpcap && ((sb ^ c->securebits) & ~(uint32_t)SECBIT_KEEP_CAPS))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has securebits %#x; setting them needs CAP_SETPCAP", t->pid,
+				sb);
+	return 0;
+}
+
+static int creds_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	const struct creds_ckpt *k = t->kstate[KIND_creds];
+	if (!k)
+		return 0;
+	/* a container with a user namespace of its own, restarted by root:
+	 * its maps are written as they were, its ids are its own */
+	if (ctx->container && ctx->nuids && !ctx->caller->userns)
+		return 0;
+	return ctx->caller->userns ? check_userns(ctx, t, &k->e) : check_host(ctx, t, &k->e);
+}
+
 static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(CREDS_ENTRY) ? &creds_entry__descriptor : NULL;
@@ -272,6 +398,7 @@ static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 
 const struct kind_ops creds_ops = {
 	.per_thread = true,
+	.check_restore = creds_check_restore,
 	.collect = creds_collect,
 	.dump = creds_dump,
 	.load = creds_load,

@@ -290,6 +290,21 @@ int fdtable_file_id(struct task *t, int fd, uint32_t *ret_id)
 	return f ? find_fd(f->pfds, f->e.n_fds, fd, ret_id) : -ENOENT;
 }
 
+int fdtable_find_file(struct ckpt_ctx *ctx, bool (*match)(pid_t pid, int fd, void *arg),
+		      void *arg, uint32_t *ret_id)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct fdt_ckpt *f = ctx->tasks[i].kstate[KIND_fdtable];
+		for (size_t j = 0; f && j < f->e.n_fds; j++) {
+			if (match(ctx->tasks[i].pid, (int)f->pfds[j]->fd, arg)) {
+				*ret_id = f->pfds[j]->file_id;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
 int fdtable_rst_file_id(struct rst_task *t, int fd, uint32_t *ret_id)
 {
 	const FdTableEntry *e = t->kstate[KIND_fdtable];

@@ -505,7 +505,53 @@ static void file_reg_free_robj(void *ptr)
 	}
 }
 
+/* Before --kill: could this caller open again, with the same access, every
+ * file t holds first? (restart opens them on ckpt's side, as the caller) */
+static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
+		struct file_obj *f = o->ptr;
+		if (f->pid != t->pid)
+			continue;
+		int acc = (int)(f->e.flags & O_ACCMODE), mode = R_OK;
+		if (f->e.flags & O_PATH)
+			mode = F_OK;
+		else if (acc == O_WRONLY)
+			mode = W_OK;
+		else if (acc == O_RDWR)
+			mode = R_OK | W_OK;
+		/* a removed directory is made again: its parent must let us */
+		char parent[4096];
+		const char *path = f->path;
+		if (f->e.deleted_dir) {
+			snprintf(parent, sizeof(parent), "%s", f->path);
+			char *slash = strrchr(parent, '/');
+			if (slash)
+				slash[slash == parent] = '\0';
+			path = parent;
+			mode = W_OK | X_OK;
+		}
+		if (faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0)
+			continue;
+		int e = errno;
+		char where[32] = "mapping";
+		if (f->fd >= 0)
+			snprintf(where, sizeof(where), "fd %d", f->fd);
+		return log_fail(&ctx->log, -e,
+				"pid %d %s (%s): a restart by uid %u could not open it again %s: %s",
+				t->pid, where, f->path, (unsigned)geteuid(),
+				f->e.deleted_dir ? "(a removed directory, made again in its parent)"
+				: mode == W_OK	 ? "for writing"
+				: mode == F_OK	 ? "(O_PATH)"
+				: mode == R_OK	 ? "for reading"
+						 : "for reading and writing",
+				strerror(e));
+	}
+	return 0;
+}
+
 const struct kind_ops file_reg_ops = {
+	.check_restore = file_reg_check_restore,
 	.dump = file_reg_dump,
 	.load = file_reg_load,
 	.prepare = file_reg_prepare,

@@ -39,6 +39,12 @@
  *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
  *   collect_end(ctx)    after every task is collected: checks that need the
  *                       whole tree (a pipe's other end...)
+ * Before CKPT_KILL kills the tree (precheck.c), the image complete:
+ *   check_restore(ctx, t)  with the tree alive and held: would a restart by
+ *                       ckpt's caller, on this machine, get back what t holds
+ *                       (ctx->caller says what that caller can do)? A no is
+ *                       logged "pid P fd F (kind): why" and returns -EPERM
+ *                       (or another -errno); the tree is then not killed.
  * Any op may be NULL. A thread (t->leader set) is given only to the kinds
  * marked per_thread, after its process.
  */
@@ -85,6 +91,7 @@ struct kind_ops {
 	/* restart failed or was a dry run, every process made killed: undo
 	 * what the kind made outside the tasks (may be NULL) */
 	void (*restore_abort)(struct rst_ctx *ctx);
+	int (*check_restore)(struct ckpt_ctx *ctx, struct task *t);
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);

@@ -1712,7 +1712,23 @@ static const ProtobufCMessageDescriptor *sysv_descriptor(uint32_t sub)
 	}
 }
 
+/* Before --kill: host segments come back with their ids, which only a
+ * caller that may write the host's shm_next_id can choose. */
+static int sysv_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	const struct sysv_ckpt *s = t->kstate[KIND_sysv];
+	if (t != &ctx->tasks[0] || !s || s->own_ns || !s->nshm)
+		return 0;
+	if (faccessat(AT_FDCWD, "/proc/sys/kernel/shm_next_id", W_OK, AT_EACCESS) == 0)
+		return 0;
+	return log_fail(&ctx->log, -EPERM,
+			"pid %d: shm segment %d of the host's ipc namespace: a restart by this "
+			"caller could not give it its id back (kernel.shm_next_id is root's)",
+			t->pid, (int)s->shm[0].perm.id);
+}
+
 const struct kind_ops sysv_ops = {
+    .check_restore = sysv_check_restore,
     .collect = sysv_collect,
     .collect_end = sysv_collect_end,
     .dump = sysv_dump,

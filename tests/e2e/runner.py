@@ -87,7 +87,8 @@ def entry(name, modes=(B,), kind="program", **kw):
     the uninterrupted and the checkpointed run)."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
-             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0)
+             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0,
+             case=None)
     d.update(kw)
     return d
 
@@ -144,6 +145,8 @@ TESTS = [
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
+    entry("id_prctl", (B, T)),
+    entry("proc_compare", (B, T)),
     entry("cg_kept", kind="cgroup", program="cg_task", cg="kept"),
     entry("cg_removed", (B, T), kind="cgroup", program="cg_task", cg="removed"),
     entry("cg_fail", kind="cgroup", program="cg_task", cg="fail"),
@@ -191,10 +194,14 @@ TESTS = [
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
     entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
     entry("memfd_map", (B, T, R)),
+    entry("memfd_exec", (B, T, R)),
     entry("file_deleted", (B, T, R)),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
+    entry("epoll_stale", (B, T, R)),
+    entry("inotify_dropped", (B,), ckpt_args=["--drop-queued-events"],
+          log_regex=r"pid {pid} fd 5 \(inotify\): \d+ bytes of queued events are not in the image"),
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
     entry("fanotify_marks", (B, T, R), kind="mounted"),
@@ -208,6 +215,9 @@ TESTS = [
     entry("unix_rights_dgram", (B, T, R)),
     entry("unix_external", (B, T), kind="external"),
     entry("unix_external_dgram", (B, T), kind="external"),
+    entry("unix_detach_client", (B, T, R), ckpt_args=["--detach-clients"]),
+    entry("refuse_detach_client", kind="refuse", program="unix_detach_client",
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*client of the image's listener.*--detach-clients"),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
@@ -220,10 +230,15 @@ TESTS = [
     entry("tty_jobs", (B, T, R)),
     entry("tty_shell_job", kind="shell_job"),
     entry("tty_devtty", (B, T, R)),
+    entry("tty_detached", (B, T, R), ckpt_args=["--detach-clients"]),
+    entry("refuse_tty_detached", kind="refuse", program="tty_detached",
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*/dev/pts/\d+.*master.*outside.*--detach-clients"),
     entry("rst_pty_taken", kind="rst_pty_taken", program="tty_pty"),
     entry("real_tmux", (B, T), kind="tmux"),
     entry("real_screen", (B, T), kind="screen"),
     entry("real_tmux_shell_job", kind="tmux_shell_job"),
+    entry("real_tmux_attached", kind="tmux_attached"),
+    entry("real_screen_attached", kind="screen_attached"),
     # SysV IPC: a container's own ipc namespace, a tree's segments in the host's
     entry("sysv_shm", (B, T, R), kind="ct_detached"),
     entry("sysv_msg", (B, T, R), kind="ct_detached"),
@@ -235,6 +250,10 @@ TESTS = [
     entry("opt_frozen", kind="frozen", program="mem_anon"),
     entry("opt_inspect", kind="inspect", program="mem_anon"),
     entry("opt_stream", kind="stream", program="mem_anon"),
+    # sealed images: --key
+    entry("img_key", kind="key", program="mem_anon"),
+    entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
+    entry("api_key", kind="standalone"),
     entry("api_lib", kind="standalone"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
@@ -278,14 +297,16 @@ TESTS = [
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
+    entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
+    entry("refuse_aio", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+-[0-9a-f]+: an AIO ring"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
-    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
-    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued"),
+    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
+    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify_perm", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*permission events"),
-    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
+    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 10\b.*open at no fd of the image"),
     entry("refuse_pidfd", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pidfd.*outside"),
     entry("refuse_mqueue", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*mqueue.*outside"),
     entry("refuse_lock", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*lock.*outside"),
@@ -298,6 +319,20 @@ TESTS = [
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
+    # --kill checks that a restart would work first; --verify; a user's own
+    # process checkpointed --kill and restarted --pidns without privilege
+    entry("kill_unpriv", kind="kill_unpriv", program="kill_check"),
+    entry("kill_refuse_groups", kind="kill_refuse", program="kill_check", case="groups",
+          regex=r"supplementary groups 100; .*setgroups is denied"),
+    entry("kill_refuse_file", kind="kill_refuse", program="kill_check", case="file",
+          regex=r"fd \d+ \(.*victim\): a restart by uid 65534 could not open it again for "
+                r"writing: permission denied"),
+    entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
+          regex=r"unix socket:\[\d+\]\): cannot bind .*/s again: it exists and is not a socket"),
+    entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
+    entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
+          case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
+                               r"above ckpt's open-file limit 512"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
@@ -394,6 +429,52 @@ def ctty_stdin():
     import fcntl
     import termios
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class PtyClient:
+    """A client program (tmux attach, screen -r) on a pty of the runner's,
+    as a user's terminal: its output is read as it comes."""
+
+    def __init__(self, argv, cwd, env):
+        self.m, s = os.openpty()
+        set_winsize(self.m, 24, 80)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=s, stdout=s, stderr=s, cwd=cwd, env=env,
+                                         start_new_session=True, preexec_fn=ctty_stdin)
+        finally:
+            os.close(s)
+        self.seen = b""
+
+    def pump(self, wait):
+        import select
+        if select.select([self.m], [], [], wait)[0]:
+            try:
+                self.seen += os.read(self.m, 65536)
+            except OSError:  # EIO: no slave open any more
+                time.sleep(wait)
+
+    def wait_text(self, text, what, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.seen:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise Fail("%s: %r not on the screen (%d bytes seen, exit %s)"
+                           % (what, text, len(self.seen), self.proc.poll()))
+            self.pump(0.1)
+
+    def wait_exit(self, what, timeout):
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None:
+            if time.monotonic() > deadline:
+                raise Fail("%s did not exit within %.0f s" % (what, timeout))
+            self.pump(0.1)
+        self.pump(0)
+        return self.proc.returncode
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.m)
 
 
 class ExtServer:
@@ -1071,14 +1152,16 @@ class Run:
         pr = self.start()
         self.wait_ready()
         img = self.p("img")
-        self.checkpoint(img, "ckpt", reap=[pr])
+        extra = self.t.get("ckpt_args", ())
+        self.checkpoint(img, "ckpt", reap=[pr], extra=extra)
+        self.check_ckpt_log("ckpt")
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
         rp = self.restart(img, "restart")
         if self.mode == T:
             img2 = self.p("img2")
-            self.checkpoint(img2, "ckpt2", reap=[rp])
+            self.checkpoint(img2, "ckpt2", reap=[rp], extra=extra)
             # the restored process is gone, its parent may take a moment to exit
             self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
             if rp.returncode != 128 + signal.SIGKILL:
@@ -1094,6 +1177,16 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def check_ckpt_log(self, tag):
+        """The entry's log_regex (with {pid}) must match the checkpoint's log."""
+        rx = self.t.get("log_regex")
+        if not rx:
+            return
+        with open(self.p(tag + ".log"), errors="replace") as f:
+            text = f.read()
+        if not re.search(rx.format(pid=self.pid), text):
+            raise Fail("the checkpoint log does not say /%s/" % rx)
 
     def flow_runuser(self):
         """`runuser -u nobody -- PROGRAM`: runuser stays as the root parent
@@ -2102,6 +2195,144 @@ http {{
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
 
+    def nobody_setup(self, groups=("--clear-groups",)):
+        """For a test run by user nobody: the test directory open to it,
+        the program and ckpt copied into it (the checkout may be closed to
+        other users), out.log nobody's (restart opens it again with
+        nobody's rights), and a wrapper that runs ckpt as nobody with no
+        groups. Returns the setpriv argv that starts the program as nobody."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        prog = self.p(self.t["program"])
+        for src, dst in ((self.opts.ckpt, self.p("ckpt")),
+                         (os.path.join(self.opts.bindir, self.t["program"]), prog)):
+            shutil.copy(src, dst)
+            os.chmod(dst, 0o755)
+        self.t = dict(self.t, argv=[prog])
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, self.p("ckpt")))
+        os.chmod(wrapper, 0o755)
+        return [setpriv, "--reuid=65534", "--regid=65534"] + list(groups)
+
+    def as_nobody(self, fn, *a, **kw):
+        """fn(*a, **kw) with ckpt run as nobody (nobody_setup's wrapper)."""
+        saved = self.opts.ckpt
+        self.opts.ckpt = self.p("ckpt-as-nobody")
+        try:
+            return fn(*a, **kw)
+        finally:
+            self.opts.ckpt = saved
+
+    def flow_kill_unpriv(self):
+        """User nobody checkpoints its own plain process with --kill and
+        restarts it with --pidns, without privilege: the restart makes a
+        user namespace that maps nobody to itself and a pid namespace that
+        holds the saved pid. The program checks from inside that its pid
+        (getpid), ids and groups are what they were."""
+        drop = self.nobody_setup()
+        if self.opts.no_ckpt:
+            return self.native(prefix=drop)
+        pr = self.start(prefix=drop)
+        self.wait_ready()
+        original = self.pid
+        self.as_nobody(self.checkpoint, self.p("img"), "ckpt", reap=[pr])
+        if "only with --pidns" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not say that the restart needs --pidns")
+        rp = self.as_nobody(self.restart, self.p("img"), "restart", same_pid=False,
+                            extra=["--pidns"])
+        if self.pid == original:
+            raise Fail("the copy has the original's pid outside its namespace")
+        rc = self.wake_and_wait(rp, "ckpt restart --pidns (as nobody)")
+        self.check_result(rc, "ckpt restart --pidns (as nobody)")
+
+    def expect_refused(self, pr, rc, err, img):
+        """A refused checkpoint --kill: a clear message, no image, the
+        program alive; it is then woken and checks itself."""
+        if rc == 0:
+            raise Fail("checkpoint --kill succeeded where a restart would fail")
+        if rc < 0 or rc >= 128:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        if not re.search(self.t["regex"], err, re.I):
+            raise Fail("message %r does not match %r" % (err.strip()[-400:], self.t["regex"]))
+        if not pid_alive(self.pid):
+            raise Fail("the program is gone after a refused --kill")
+        if os.path.exists(img) or os.path.exists(img + ".part"):
+            raise Fail("a refused checkpoint left an image")
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
+
+    def flow_kill_refuse(self):
+        """checkpoint --kill of a process that a restart by the same user
+        could not bring back: refused with the reason, the program runs on
+        unharmed, no image is left. By nobody of its own process: "groups"
+        (a supplementary group, which a user namespace's denied setgroups
+        cannot give back), "file" (a file open for writing that only root
+        may open now). By root: "sock" (a unix socket whose path is now a
+        regular file, so its name cannot be bound again)."""
+        case = self.t["case"]
+        args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
+        if case != "sock":
+            drop = self.nobody_setup(["--groups=100"] if case == "groups"
+                                     else ["--clear-groups"])
+            run = self.as_nobody
+        victim, sock = self.p("victim"), self.p("s")
+        if case == "file":
+            with open(victim, "w"):
+                pass
+            os.chmod(victim, 0o666)
+            args = ["file=" + victim]
+        if case == "sock":
+            args = ["bind=" + sock]
+        pr = self.start(prefix=drop, args=args)
+        self.wait_ready()
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        if case == "file":
+            os.chmod(victim, 0o600)  # root's alone from now on
+        if case == "sock":
+            os.unlink(sock)
+            with open(sock, "w"):
+                pass
+        img = self.p("img")
+        rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
+        self.expect_refused(pr, rc, err, img)
+
+    def flow_kill_verify(self):
+        """checkpoint --kill --verify: a dry-run restart of the image, with
+        the program still alive and held (a unix listener on a path, an
+        flock, a pty). Passes and kills, then the real restart works; or
+        (case "refuse": fd 1000, ckpt under an open-file limit of 512) the
+        dry run fails, nothing is killed, and the program finds its socket
+        name, its lock and its pty as they were."""
+        args = list(self.t["args"])
+        if self.opts.no_ckpt:
+            pr = self.start(args=args)
+            self.wait_ready()
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        pr = self.start(args=args)
+        self.wait_ready()
+        img = self.p("img")
+        if self.t["case"] == "refuse":
+            import resource
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False,
+                                      extra=["--verify"],
+                                      prefix=["prlimit", "--nofile=512:%d" % hard])
+            return self.expect_refused(pr, rc, err, img)
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--verify"])
+        if "verify: the dry run restored the image" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not show the dry run")
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
     def flow_damage(self):
         if self.opts.no_ckpt:
             damage_selftest(self.p("synthetic"))
@@ -2232,18 +2463,20 @@ http {{
         self.check_result(rp.returncode, "ckpt restart --frozen")
 
     def flow_stream(self):
-        """checkpoint -o - | restart -: the image is a stream."""
+        """checkpoint -o - | restart -: the image is a stream (key=True: sealed)."""
         if self.opts.no_ckpt:
             return self.native()
+        key = ["--key", self.keygen("key")] if self.t.get("key") else []
         pr = self.start()
         self.wait_ready()
         cerr, rerr, pidfile = self.p("ckpt.err"), self.p("restart.err"), self.p("restart.pid")
         self.logs += [cerr, rerr]
         with open(cerr, "wb") as ce, open(rerr, "wb") as re_:
-            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill"),
+            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill",
+                                                 *key),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=ce,
                                   cwd=self.dir)
-            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile),
+            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key),
                                   stdin=cp.stdout, stdout=subprocess.DEVNULL, stderr=re_,
                                   cwd=self.dir)
         cp.stdout.close()
@@ -2260,6 +2493,110 @@ http {{
             raise Fail("checkpoint -o - exit %d" % cp.returncode)
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
+
+    def keygen(self, name):
+        """ckpt keygen: a new key file in the test directory; checks its mode."""
+        path = self.p(name)
+        r = self.run_ckpt(["keygen", path])
+        if r.returncode != 0:
+            raise Fail("ckpt keygen exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        st = os.lstat(path)
+        if st.st_mode & 0o7777 != 0o600 or st.st_size != 32:
+            raise Fail("key file mode %o, %d bytes; want 600 and 32"
+                       % (st.st_mode & 0o7777, st.st_size))
+        return path
+
+    def refused_restart(self, img, what, must, key=None, pid_free=True):
+        """ckpt restart of img must fail with a message matching must, before
+        anything is built: no pidfile, the image's pid free, and the log
+        never got as far as "image validated"."""
+        tag = "refused-%d" % len(self.logs)
+        pidfile, log = self.p(tag + ".pid"), self.p(tag + ".log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", img, "--pidfile", pidfile, "--log", log]
+                          + (["--key", key] if key else []), timeout=60)
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode == 0 or os.path.exists(pidfile):
+            if pid_free and pid_exists(self.pid) and self.ours(self.pid):
+                os.kill(self.pid, signal.SIGKILL)
+            raise Fail("%s: restarted (exit %d), expected a refusal" % (what, r.returncode))
+        self.expect_error(r, what)
+        if not re.search(must, err, re.I):
+            raise Fail("%s: message %r does not match /%s/" % (what, err.strip(), must))
+        if "image validated" in (tail(log, 200) or ""):
+            raise Fail("%s: refused only after the image was used" % what)
+        if pid_free and pid_exists(self.pid):
+            raise Fail("%s: pid %d exists after the refusal" % (what, self.pid))
+
+    def flow_key(self):
+        """--key: checkpoint --kill sealed with one key; restart refuses no key,
+        another key, a truncated or modified image and a plain image; the
+        right key restores it, verified from inside."""
+        if self.opts.no_ckpt:
+            return self.native()
+        k1, k2 = self.keygen("k1"), self.keygen("k2")
+        # keygen never overwrites, nor follows a symlink
+        os.symlink(self.p("target"), self.p("link"))
+        for path in (k1, self.p("link")):
+            r = self.run_ckpt(["keygen", path])
+            self.expect_error(r, "keygen over " + os.path.basename(path), must=["exists"])
+        if os.path.lexists(self.p("target")):
+            raise Fail("keygen followed a symlink")
+        with open(k1, "rb") as f:
+            key1 = f.read()
+        pr = self.start()
+        self.wait_ready()
+        # a key others can read is refused, before the program is touched
+        with open(self.p("k-open"), "wb") as f:
+            f.write(key1)
+        os.chmod(self.p("k-open"), 0o644)
+        rc, err = self.checkpoint(self.p("img-open"), "ckpt-open", reap=[pr], expect_ok=False,
+                                  extra=["--key", self.p("k-open")])
+        if rc == 0 or not re.search(r"other users.*0644", err):
+            raise Fail("checkpoint --key with a 0644 key file: exit %d: %s" % (rc, err.strip()))
+        if not pid_alive(self.pid) or os.path.exists(self.p("img-open")):
+            raise Fail("the refused checkpoint --key killed the program or left an image")
+
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--key", k1])
+        with open(img, "rb") as f:
+            data = f.read()
+        if not data.startswith(b"CKPTSEAL") or b"CKPTIMG" in data or key1 in data:
+            raise Fail("the image is not sealed (or holds the key)")
+        for lg in (self.p("ckpt.log"),):
+            with open(lg, "rb") as f:
+                if key1 in f.read():
+                    raise Fail("the key is in the log")
+        self.refused_restart(img, "restart without --key", r"encrypted: use --key")
+        self.refused_restart(img, "restart with another key", r"not made with this key", key=k2)
+        # the chunks are 256 KiB + 17 after a 64-byte header (seal.h)
+        auth, final = r"chunk \d+ fails authentication", r"without its final chunk"
+        bad = {
+            "half": (data[:len(data) // 2], auth),
+            "last-byte-cut": (data[:-1], auth),
+            "last-chunk-cut": (data[:64 + (len(data) - 64) // (262144 + 17) * (262144 + 17)],
+                               final),
+            "modified": (data[:len(data) // 3] + bytes([data[len(data) // 3] ^ 1])
+                         + data[len(data) // 3 + 1:], auth),
+        }
+        for kind, (content, must) in bad.items():
+            path = self.p("img-" + kind)
+            with open(path, "wb") as f:
+                f.write(content)
+            self.refused_restart(path, "restart of a %s image" % kind, must, key=k1)
+        r = self.run_ckpt(["inspect", img])
+        self.expect_error(r, "inspect without --key", must=["encrypted"])
+        r = self.run_ckpt(["inspect", img, "--key", k1], verbose=False)
+        if r.returncode != 0 or b"record 0" not in r.stdout:
+            raise Fail("inspect --key: exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+
+        rp = self.restart(img, "restart", extra=["--key", k1])
+        # a plain image of the restored program, with --key: refused
+        self.checkpoint(self.p("plain"), "ckpt-plain", reap=[rp], kill=False)
+        self.refused_restart(self.p("plain"), "restart of a plain image with --key",
+                             r"not encrypted", key=k1, pid_free=False)
+        rc = self.wait_exit(rp, "ckpt restart --key")
+        self.check_result(rc, "ckpt restart --key")
 
     def wait_ready_file(self, proc):
         deadline = time.monotonic() + READY_TIMEOUT
@@ -2485,6 +2822,166 @@ http {{
             self.tool(tmux + ["kill-server"])
             self.expect_gone("tmux kill-server")
         finally:
+            self.kill_daemon()
+
+    def refuse_attached(self, what):
+        """Without --detach-clients the checkpoint is refused, naming the
+        option, and the server goes on."""
+        rc, err = self.checkpoint(self.p("img0"), "ckpt0", reap=[], expect_ok=False, kill=False)
+        if rc == 0 or rc >= 128 or rc < 0:
+            raise Fail("checkpoint of %s with a client attached: exit %d, expected a refusal"
+                       % (what, rc))
+        if "--detach-clients" not in err or "pid %d fd " % self.pid not in err:
+            raise Fail("the refusal does not name the fd and --detach-clients: %r"
+                       % err.strip()[-300:])
+        if not pid_alive(self.pid):
+            raise Fail("%s is gone after the refused checkpoint" % what)
+
+    def hold_low_ptys(self, n=4):
+        """ptys held while a server makes its own: released before its
+        checkpoint --kill, they are the lowest free indexes then, so that a
+        pty opened meanwhile elsewhere on the machine takes one of them and
+        not the index the restart needs."""
+        return [os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC) for _ in range(n)]
+
+    def flow_tmux_attached(self):
+        """A tmux server with a client attached on a terminal of the runner's
+        (outside the tree): refused without --detach-clients; with it,
+        checkpoint --kill ends the client (its connection closes), restart
+        brings the server back with no client and the same window, tmux
+        attach on a new terminal shows it, and its shell still works."""
+        if not shutil.which("tmux"):
+            raise Skip("tmux not installed")
+        self.tool_env = dict(os.environ, TERM="xterm", HOME=self.dir)
+        tmux = ["tmux", "-S", self.p("tmux.sock"), "-f", "/dev/null"]
+        cap = lambda: self.tool(tmux + ["capture-pane", "-p", "-t", "t:0"])
+        secret = "s%d" % random.randrange(1 << 30)
+        client = None
+        held = []
+        try:
+            held = self.hold_low_ptys()
+            self.tool(tmux + ["new-session", "-d", "-s", "t", "-x", "80", "-y", "23", "-c",
+                              self.dir, "bash --norc --noprofile -i"])
+            self.pid = int(self.tool(tmux + ["display", "-p", "#{pid}"]).strip())
+            self.tool(tmux + ["send-keys", "-t", "t:0", "SECRET=%s; echo one-$SECRET" % secret,
+                              "Enter"])
+            self.until("the shell", lambda: "\none-%s\n" % secret in cap())
+            client = PtyClient(tmux + ["attach", "-t", "t"], self.dir, self.tool_env)
+            self.procs.append(client.proc)
+            client.wait_text("one-" + secret, "tmux attach")
+            self.until("the attached client", lambda: self.tool(
+                tmux + ["list-clients", "-F", "#{client_tty}"]).strip())
+            before = cap()
+            if self.opts.no_ckpt:
+                return
+            self.refuse_attached("the tmux server")
+            if len(self.tool(tmux + ["list-clients"]).splitlines()) != 1:
+                raise Fail("the client is not attached after the refused checkpoint")
+            while held:
+                os.close(held.pop())
+            self.checkpoint(self.p("img"), "ckpt", reap=[], extra=["--detach-clients"])
+            rc = client.wait_exit("tmux attach after checkpoint --kill", 15)
+            said = [m for m in (b"[server exited unexpectedly]", b"[lost server]")
+                    if m in client.seen]
+            if not said:
+                raise Fail("the client did not say its server went (exit %d)" % rc)
+            self.notes.append("client: exit %d, %s" % (rc, said[0].decode()))
+            self.restart_daemon(self.p("img"), "restart")
+            self.until("the server without its client",
+                       lambda: not self.tool(tmux + ["list-clients"]).strip())
+            after = cap()
+            if after != before:
+                raise Fail("the window differs after restart:\n%s\n--- was:\n%s"
+                           % (after, before))
+            self.tmux_attach(tmux, "one-" + secret)
+            self.tool(tmux + ["send-keys", "-t", "t:0", "echo two-$SECRET", "Enter"])
+            self.until("the shell after restart", lambda: "\ntwo-%s\n" % secret in cap())
+            self.tool(tmux + ["kill-server"])
+            self.expect_gone("tmux kill-server")
+        finally:
+            if client:
+                client.close()
+            for fd in held:
+                os.close(fd)
+            self.kill_daemon()
+
+    def flow_screen_attached(self):
+        """GNU screen with `screen -r` attached on a terminal of the runner's:
+        refused without --detach-clients; with it, checkpoint --kill and
+        restart: the attacher ends, the session is detached with the same
+        screen, screen -r on a new terminal shows it, and its shell works."""
+        if not shutil.which("screen"):
+            raise Skip("screen not installed")
+        sdir = self.p("screens")
+        os.mkdir(sdir, 0o700)
+        self.tool_env = dict(os.environ, TERM="xterm", HOME=self.dir, SCREENDIR=sdir)
+        name = "ckpt-att"
+        scr = ["screen", "-S", name]
+        secret = "s%d" % random.randrange(1 << 30)
+        ls = lambda: self.tool(["screen", "-ls"], check=False)
+        clients = []
+        held = []
+
+        def hard(tag):
+            try:
+                os.unlink(self.p(tag))
+            except OSError:
+                pass
+            self.tool(scr + ["-X", "hardcopy", self.p(tag)])
+            self.until("hardcopy " + tag, lambda: os.path.exists(self.p(tag)), timeout=5)
+            time.sleep(0.05)
+            with open(self.p(tag), errors="replace") as f:
+                return f.read()
+        try:
+            held = self.hold_low_ptys()
+            self.tool(["screen", "-dmS", name, "bash", "--norc", "--noprofile", "-i"])
+            m = self.until("the screen session", lambda: re.search(r"(\d+)\." + name, ls()))
+            self.pid = int(m.group(1))
+            self.tool(scr + ["-X", "stuff", "SECRET=%s; echo one-\\$SECRET\r" % secret])
+            self.until("the shell", lambda: "\none-%s\n" % secret in hard("h0"))
+            clients.append(PtyClient(["screen", "-r", name], self.dir, self.tool_env))
+            self.procs.append(clients[0].proc)
+            clients[0].wait_text("one-" + secret, "screen -r")
+            self.until("the attached session", lambda: "(Attached)" in ls())
+            before = hard("h1")
+            if self.opts.no_ckpt:
+                return
+            self.refuse_attached("the screen server")
+            if "(Attached)" not in ls():
+                raise Fail("the session is not attached after the refused checkpoint")
+            while held:
+                os.close(held.pop())
+            self.checkpoint(self.p("img"), "ckpt", reap=[], extra=["--detach-clients"])
+            self.restart_daemon(self.p("img"), "restart")
+            # the restored server reads a hangup on the attacher's terminal and
+            # detaches it (SIGHUP: exit 0); an attacher that saw the server gone
+            # first (it looks every 15 s) exits 1 saying so
+            rc = clients[0].wait_exit("screen -r after checkpoint --kill and restart", 40)
+            gone = b"Cannot find master process" in clients[0].seen
+            self.notes.append("attacher: exit %d%s" % (rc, ", saw the server gone" if gone else ""))
+            if rc != 0 and not gone:
+                raise Fail("screen -r exited %d: %r" % (rc, clients[0].seen[-200:]))
+            self.until("the detached session", lambda: "(Detached)" in ls())
+            after = hard("h2")
+            if after != before:
+                raise Fail("the screen differs after restart:\n%s\n--- was:\n%s"
+                           % (after, before))
+            clients.append(PtyClient(["screen", "-r", name], self.dir, self.tool_env))
+            self.procs.append(clients[1].proc)
+            clients[1].wait_text("one-" + secret, "screen -r after restart")
+            self.until("the session attached again", lambda: "(Attached)" in ls())
+            self.tool(scr + ["-X", "stuff", "echo two-\\$SECRET\r"])
+            clients[1].wait_text("two-" + secret, "the shell after restart")
+            self.tool(scr + ["-X", "stuff", "exit\r"])
+            self.expect_gone("exit ended the screen session", grace=10)
+            rc = clients[1].wait_exit("screen -r after exit", 10)
+            if rc != 0:
+                raise Fail("screen -r exited %d after the session ended" % rc)
+        finally:
+            for c in clients:
+                c.close()
+            for fd in held:
+                os.close(fd)
             self.kill_daemon()
 
     def flow_tmux_shell_job(self):
