@@ -31,6 +31,11 @@ static const struct opt opts[] = {
 	{ "verify", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(verify) },
 	{ "detach", 'd', OPT_FLAG, ON(CMD_RESTART) | ON(CMD_RUN), F(detach) },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname) },
+	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup) },
+	{ "memory-max", 0, OPT_STRING, ON(CMD_RUN), F(memory_max) },
+	{ "pids-max", 0, OPT_STRING, ON(CMD_RUN), F(pids_max) },
+	{ "cpu-max", 0, OPT_STRING, ON(CMD_RUN), F(cpu_max) },
+	{ "cgroup-set", 0, OPT_STRING, ON(CMD_RUN), F(cgroup_set) },
 	{ "frozen", 0, OPT_FLAG, ON(CMD_RESTART), F(frozen) },
 	{ "dry-run", 'n', OPT_FLAG, ON(CMD_RESTART), F(dry_run) },
 	{ "conn-reset", 0, OPT_FLAG, ON(CMD_RESTART), F(conn_reset) },
@@ -199,6 +204,9 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "--key needs a file name (the key is not read from stdin)");
 	if (a.cmd == CMD_RUN && !a.run_argc)
 		return fail(err, len, "%s", "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
+	if (a.cmd == CMD_RUN && a.cgroup &&
+	    (!a.cgroup[0] || a.cgroup[0] == '/' || strstr(a.cgroup, "..") || strlen(a.cgroup) > 255))
+		return fail(err, len, "cgroup name '%s' is not a relative path", a.cgroup);
 	if (a.cmd == CMD_RUN && a.hostname && strlen(a.hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a.hostname);
 	if (a.cmd == CMD_RESTART && a.frozen && a.dry_run)

@@ -44,6 +44,9 @@ struct cli_args {
 	bool json;
 	bool help;              /* --help after a command */
 	const char *hostname;   /* run --hostname */
+	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
+	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
+	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */
 	char *const *run_argv;  /* run: the command and its arguments */
 	int run_argc;
 };

@@ -225,10 +225,11 @@ static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
 		ctx->ns.uid_map = ctx->uid_map;
 		ctx->ns.gid_map = ctx->gid_map;
 	}
-	if (!same_ns(root->pid, "net") || !same_ns(root->pid, "cgroup") ||
-	    !same_ns(root->pid, "time"))
+	if (!same_ns(root->pid, "cgroup")) /* made again by the cgroup kind */
+		ctx->ns.flags |= CLONE_NEWCGROUP;
+	if (!same_ns(root->pid, "net") || !same_ns(root->pid, "time"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a network, cgroup or time namespace of its own; not "
+				"pid %d: is in a network or time namespace of its own; not "
 				"supported yet",
 				root->pid);
 	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", root->pid, ctx->ns.flags);

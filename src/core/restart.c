@@ -25,6 +25,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/cgroup.h"
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
 #include "kinds/task.h"
@@ -258,6 +259,9 @@ static void kill_created(struct rst_ctx *ctx)
 	/* ckpt's init, last: its namespace goes with it */
 	if (ctx->init.pid > 0)
 		puppet_kill(&ctx->init);
+	for (int k = 0; k < KIND_MAX; k++)
+		if (kinds[k].ops->restore_abort)
+			kinds[k].ops->restore_abort(ctx);
 }
 
 static int write_pidfile(struct rst_ctx *ctx, const char *path, pid_t pid)
@@ -407,6 +411,10 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = root;
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
+	/* the cgroups made for the tree go with it, when ckpt waits for it */
+	struct cgroup_made made = { 0 };
+	if (!(o->flags & RESTART_DETACH))
+		cgroup_take_made(&ctx, &made);
 	/* ckpt lets go of every file first: a restored reader must see EOF
 	 * when its writers close, not wait on ckpt's copy */
 	free_ctx(&ctx);
@@ -416,6 +424,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 			status = 0;
 		o->wait_status = status;
 		tty_shell_detach(&shell); /* the job is over: the terminal is ckpt's again */
+		cgroup_remove_made(&made);
 	} else if (shell.fd >= 0) {
 		close(shell.fd); /* detached: the job keeps the terminal */
 	}

@@ -39,6 +39,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/cgroup.h"
 #include "kinds/mm.h"
 #include "kinds/task.h"
 #include "kinds/tty.h"
@@ -234,7 +235,8 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 			     rec->index);
 	if (r >= 0 && tree->ns) {
 		const uint32_t ok =
-			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER;
+			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+			CLONE_NEWCGROUP;
 		bool user = tree->ns->flags & CLONE_NEWUSER;
 		if (!(tree->ns->flags & CLONE_NEWPID) || (tree->ns->flags & ~ok) ||
 		    user != (tree->ns->uid_map && tree->ns->gid_map) ||
@@ -398,6 +400,9 @@ static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const Names
 		if (rst_check(ctx, t, r, "sethostname") < 0)
 			return (int)r;
 	}
+	/* in its cgroup first: the namespace's root is where it unshares */
+	if ((ns->flags & CLONE_NEWCGROUP) && (r = cgroup_enter_ns(ctx, t)) < 0)
+		return (int)r;
 	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
 	return 0;
 }
@@ -525,7 +530,8 @@ static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const NamespacesEntry *ns = ctx->ns;
 	int r = ctx->pidns ? spawn_under_init(ctx, t)
-			   : puppet_spawn(&t->pup, ns ? 0 : t->pid, ns ? ns->flags : 0,
+			   : puppet_spawn(&t->pup, ns ? 0 : t->pid,
+					  ns ? ns->flags & ~(uint32_t)CLONE_NEWCGROUP : 0,
 					  ctx->ctl[1], ctx->ctl_remote);
 	if (r < 0)
 		return ctx->pidns ? r : spawn_error(ctx, t, r);

@@ -61,6 +61,20 @@ ALL_MODES = (B, T, R)
 MiB = 1 << 20
 
 
+def cg_where():
+    """(the cgroup2 mount of this cgroup namespace, the runner's cgroup
+    there without a trailing "/"), or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fl = line.split()
+            i = fl.index("-")
+            if fl[i + 1] == "cgroup2" and fl[3] == "/":
+                with open("/proc/self/cgroup") as g:
+                    own = [l[3:].strip() for l in g if l.startswith("0::")][0]
+                return fl[4], own.rstrip("/")
+    return None
+
+
 def entry(name, modes=(B,), kind="program", **kw):
     """One test. kind picks the flow (Run.flow_<kind>); modes lists the modes
     it runs in; argv replaces the program for commands ("@python" = the
@@ -133,6 +147,14 @@ TESTS = [
     entry("id_sched", (B, T, R)),
     entry("id_prctl", (B, T)),
     entry("proc_compare", (B, T)),
+    entry("cg_kept", kind="cgroup", program="cg_task", cg="kept"),
+    entry("cg_removed", (B, T), kind="cgroup", program="cg_task", cg="removed"),
+    entry("cg_fail", kind="cgroup", program="cg_task", cg="fail"),
+    entry("refuse_cg_outside", kind="cgroup", program="cg_task", cg="refuse"),
+    entry("ct_cgroup", (B, T), kind="cgroup", program="cg_task", cg="container"),
+    entry("cg_unpriv", kind="cgroup", program="cg_task", cg="unpriv"),
+    entry("cg_threaded", (B, T), kind="cgroup", program="cg_task", cg="threaded"),
+    entry("refuse_cg_v1", kind="cgroup", program="cg_task", cg="v1"),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -1032,7 +1054,14 @@ class Run:
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         open(self.p("out.log"), "wb").close()
         self.logs.append(self.p("out.log"))
-        argv = [self.opts.ckpt, "run", "--detach", "--", "/bin/sh", "-c",
+        # a detached container's cgroup outlives it: named, removed by cleanup
+        cg = []
+        where = cg_where()
+        if where:
+            name = "ckpt-e2e-%d-%s-ct" % (os.getpid(), self.t["name"])
+            cg = ["--cgroup", name]
+            self.cg_dirs = getattr(self, "cg_dirs", []) + [where[0] + where[1] + "/" + name]
+        argv = [self.opts.ckpt, "run", "--detach"] + cg + ["--", "/bin/sh", "-c",
                 'exec "$0" "$@" >out.log 2>&1'] + self.program_argv()
         self.vlog("$ " + " ".join(argv))
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
@@ -1745,6 +1774,293 @@ http {{
             raise Fail("the server saw no new client")
         if dgram and b"after" not in srv.got:
             raise Fail("the server did not get \"after\": %r" % srv.got)
+
+    # --- cgroups -------------------------------------------------------
+
+    def cg_setup(self, leaf):
+        """A cgroup of the test's own under the runner's (removed by
+        cg_cleanup), with a leaf cgroup in it and limits set there:
+        cgroup.max.descendants always, memory.max, pids.max, hugetlb.2MB.max
+        where those controllers can be enabled here. Returns the limits."""
+        where = cg_where()
+        if not where:
+            raise Skip("no cgroup2 mount")
+        mnt, own = where
+        self.cg_mnt = mnt
+        self.cg_base_rel = "%s/ckpt-e2e-%d-%s" % (own, os.getpid(), self.t["name"])
+        self.cg_dirs = []
+        base = mnt + self.cg_base_rel
+        with open(mnt + own + "/cgroup.controllers") as f:
+            avail = f.read().split()
+        ctrls = []
+        for c in ("memory", "pids", "hugetlb"):
+            if c not in avail:
+                continue
+            try:
+                with open(mnt + own + "/cgroup.subtree_control", "w") as f:
+                    f.write("+" + c)
+                ctrls.append(c)
+            except OSError:
+                pass
+        path = self.cg_base_rel
+        for part in [""] + leaf.split("/"):
+            path = path + ("/" + part if part else "")
+            os.mkdir(mnt + path)
+            self.cg_dirs.append(mnt + path)
+            if path != self.cg_base_rel + "/" + leaf:
+                for c in ctrls:
+                    with open(mnt + path + "/cgroup.subtree_control", "w") as f:
+                        f.write("+" + c)
+        self.cg_leaf_rel = path
+        limits = {"cgroup.max.descendants": "3"}
+        if "memory" in ctrls:
+            limits["memory.max"] = "67108864"
+        if "pids" in ctrls:
+            limits["pids.max"] = "50"
+        if os.path.exists(mnt + path + "/hugetlb.2MB.max"):
+            limits["hugetlb.2MB.max"] = "4194304"
+        for k, v in limits.items():
+            with open(mnt + path + "/" + k, "w") as f:
+                f.write(v)
+        self.vlog("cgroup %s, limits %s" % (path, limits))
+        return limits
+
+    def cg_rmdir(self, d, timeout=10):
+        """Removes a cgroup once its killed tasks are gone."""
+        deadline = time.monotonic() + timeout
+        while os.path.isdir(d):
+            try:
+                os.rmdir(d)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def cg_cleanup(self):
+        for d in reversed(getattr(self, "cg_dirs", [])):
+            for sub, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])) if os.path.isdir(d) else ():
+                try:
+                    with open(sub + "/cgroup.procs") as f:
+                        pids = [int(x) for x in f.read().split()]
+                    with open(sub + "/cgroup.kill", "w") as f:
+                        f.write("1") if pids else None
+                except OSError:
+                    pass
+                try:
+                    self.cg_rmdir(sub)
+                except OSError as e:
+                    self.vlog("cannot remove %s: %s" % (sub, e))
+
+    def flow_cgroup(self):
+        """A process moved by the runner into a cgroup it made (limits set),
+        checkpointed --kill; the cgroup kept, or removed meanwhile (restart
+        makes it again with its limits), or made impossible to make (the
+        restart fails naming the task and the path, and removes what it
+        made); or refused: ckpt in a cgroup namespace the task is outside."""
+        try:
+            self.cgroup_case(self.t["cg"])
+        finally:
+            self.cg_cleanup()
+
+    def cgroup_container(self):
+        """`ckpt run --cgroup NAME` with limits: the container's cgroup
+        (and cgroup namespace: it reads "/") made again at restart, with
+        its limits, after `ckpt run` removed it."""
+        self.cg_setup("job")
+        mnt = self.cg_mnt
+        name = self.cg_base_rel.rsplit("/", 1)[1] + "-ct"
+        rel = self.cg_base_rel.rsplit("/", 1)[0] + "/" + name
+        self.cg_dirs.insert(0, mnt + rel)
+        limits = {"cgroup.max.descendants": "5"}
+        opts = []
+        with open(mnt + self.cg_base_rel.rsplit("/", 1)[0] + "/cgroup.subtree_control") as f:
+            on = f.read().split()
+        if "memory" in on:
+            opts += ["--memory-max", "64M"]
+            limits["memory.max"] = "67108864"
+        if "pids" in on:
+            opts += ["--pids-max", "40"]
+            limits["pids.max"] = "40"
+        sets = "cgroup.max.descendants=5"
+        if "hugetlb" in on:
+            sets += ",hugetlb.2MB.max=6291456"
+            limits["hugetlb.2MB.max"] = "6291456"
+        args = ["/", mnt + rel] + ["%s=%s" % kv for kv in sorted(limits.items())]
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--cgroup", name, "--cgroup-set", sets]
+                        + opts + ["--pidfile", pidfile, "--"], args=args)
+        self.wait_container(pr, pidfile)
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        if os.path.exists(mnt + rel):
+            raise Fail("ckpt run left its cgroup %s" % rel)
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def cgroup_unpriv(self):
+        """User nobody checkpoints its process in a cgroup root made (limits
+        saved), root removes the cgroup, nobody restarts: it may not make
+        cgroups, so the process runs on in ckpt's cgroup, and the restart
+        warns naming the path and the limits lost."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        self.cg_setup("job")
+        mnt, rel = self.cg_mnt, self.cg_leaf_rel
+        own = self.cg_base_rel.rsplit("/", 1)[0] or "/"
+        os.chmod(self.dir, 0o777)
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s %s \"$@\"\n" % (" ".join(drop),
+                                                         os.path.abspath(self.opts.ckpt)))
+        os.chmod(wrapper, 0o755)
+        # a container (nobody's ckpt run: a user namespace), so that nobody
+        # may restart it with its pids; nobody may not make its cgroup
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[wrapper, "run", "--pidfile", pidfile, "--"],
+                        args=[own, mnt + own])
+        self.wait_container(pr, pidfile)
+        with open(mnt + rel + "/cgroup.procs", "w") as f:
+            f.write(str(self.pid))
+        saved = self.opts.ckpt
+        self.opts.ckpt = wrapper
+        try:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+        finally:
+            self.opts.ckpt = saved
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+        with open(self.p("restart.log")) as f:
+            log = f.read()
+        want = "pid 1: cgroup %s cannot be made or joined (Permission denied)" % rel
+        if want not in log or "without the cgroup's limits" not in log:
+            raise Fail("restart log does not warn %r: %s" % (want, log.strip()[-300:]))
+
+    def cgroup_v1(self):
+        """A process in a cgroup v1 hierarchy (pids) other than ckpt's: v1
+        membership is not saved, so checkpoint refuses it by name."""
+        v1 = None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fl = line.split()
+                i = fl.index("-")
+                if fl[i + 1] == "cgroup" and "pids" in fl[i + 3].split(","):
+                    v1 = fl[4]
+        if not v1:
+            raise Skip("no cgroup v1 pids hierarchy")
+        with open("/proc/self/cgroup") as f:
+            own = [l.split(":", 2)[2].strip() for l in f if ":pids:" in l][0].rstrip("/")
+        d = "%s%s/ckpt-e2e-%d-v1" % (v1, own, os.getpid())
+        os.mkdir(d)
+        try:
+            pr = self.start(args=["/", "/"])
+            self.wait_ready()
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write(str(self.pid))
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+            rx = r"pid %d: cgroup v1 '\d+:pids:%s/ckpt-e2e-\d+-v1' is not ckpt's own" % (
+                self.pid, re.escape(own))
+            if rc == 0 or not re.search(rx, err):
+                raise Fail("checkpoint exit %d, message %r does not match /%s/"
+                           % (rc, err.strip(), rx))
+            with open(v1 + own + "/cgroup.procs", "w") as f:
+                f.write(str(self.pid))
+            rc = self.wake_and_wait(pr, "the original")
+            self.check_result(rc, "the original")
+        finally:
+            if pid_alive(self.pid or 0):
+                try:
+                    with open(v1 + own + "/cgroup.procs", "w") as f:
+                        f.write(str(self.pid))
+                except OSError:
+                    pass
+            self.cg_rmdir(d)
+
+    def cgroup_case(self, case):
+        if case == "v1":
+            return self.cgroup_v1()
+        if case == "container":
+            return self.cgroup_container()
+        if case == "unpriv":
+            return self.cgroup_unpriv()
+        leaf = "mid/job" if case == "fail" else "job"
+        limits = self.cg_setup(leaf)
+        mnt, rel = self.cg_mnt, self.cg_leaf_rel
+        args = [rel, mnt + rel] + ["%s=%s" % kv for kv in sorted(limits.items())]
+        if self.opts.no_ckpt:
+            return self.native()
+        trel = rel + "/t1"
+        if case == "threaded":
+            args.append("thread=" + trel)
+        pr = self.start(args=args)
+        self.wait_ready()
+        with open(mnt + rel + "/cgroup.procs", "w") as f:
+            f.write(str(self.pid))
+        if case == "threaded":
+            # a threaded cgroup below the process's, its second thread in it
+            os.mkdir(mnt + trel)
+            self.cg_dirs.append(mnt + trel)
+            with open(mnt + trel + "/cgroup.type", "w") as f:
+                f.write("threaded")
+            with open(self.p("tid")) as f:
+                tid = f.read().strip()
+            with open(mnt + trel + "/cgroup.threads", "w") as f:
+                f.write(tid)
+        if case == "refuse":
+            side = mnt + self.cg_base_rel + "/side"
+            os.mkdir(side)
+            self.cg_dirs.append(side)
+            pre = ["sh", "-c", 'echo $$ > %s/cgroup.procs && exec unshare -C "$@"' % side, "sh"]
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False,
+                                      prefix=pre)
+            rx = r"pid %d: its cgroup /\.\./job is outside ckpt's cgroup namespace" % self.pid
+            if rc == 0 or not re.search(rx, err):
+                raise Fail("checkpoint exit %d, message %r does not match /%s/"
+                           % (rc, err.strip(), rx))
+            rc = self.wake_and_wait(pr, "the original")
+            return self.check_result(rc, "the original")
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        if case == "threaded":
+            self.cg_rmdir(mnt + trel)
+        if case in ("removed", "fail", "threaded"):
+            self.cg_rmdir(mnt + rel)
+        if case == "fail":
+            self.cg_rmdir(mnt + self.cg_base_rel + "/mid")
+            with open(mnt + self.cg_base_rel + "/cgroup.max.descendants", "w") as f:
+                f.write("1")
+            r = self.run_ckpt(["restart", img], timeout=60)
+            self.expect_error(r, "restart into a cgroup that cannot be made",
+                              must=["pid %d" % self.pid, rel])
+            self.expect_gone("the failed restart")
+            if os.path.exists(mnt + self.cg_base_rel + "/mid"):
+                raise Fail("the failed restart left the cgroup %s/mid it made"
+                           % self.cg_base_rel)
+            with open(mnt + self.cg_base_rel + "/cgroup.max.descendants", "w") as f:
+                f.write("max")
+        rp = self.restart(img, "restart")
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            if case == "threaded":
+                self.cg_rmdir(mnt + trel)
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img2"), "restart2")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
@@ -2916,6 +3232,7 @@ http {{
                 pr.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        self.cg_cleanup()
 
     def run(self):
         getattr(self, "flow_" + self.t["kind"])()
