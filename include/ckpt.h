@@ -72,6 +72,14 @@ struct ckpt_opts {
 	const char *pidfile;    /* restart: write the root's pid here once it runs */
 	int wait_status;        /* restart without RESTART_DETACH: out, the
 				 * root's wait status */
+	/*
+	 * checkpoint: called once the image is complete and fsync'd, before the
+	 * tree is killed (CKPT_KILL) or resumed; the caller makes the image
+	 * durable under its final name there. A negative errno fails the
+	 * checkpoint, and the tree is then not killed. NULL for none.
+	 */
+	int (*image_done)(void *arg, char *why, size_t why_len);
+	void *image_done_arg;
 };
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);

@@ -838,6 +838,12 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = collect(&ctx, pid);
 	if (r >= 0)
 		r = dump(&ctx, fd);
+	if (r >= 0 && o->image_done) {
+		char why[256] = "";
+		r = o->image_done(o->image_done_arg, why, sizeof(why));
+		if (r < 0)
+			log_fail(&ctx.log, r, "the image is complete, but %s", why[0] ? why : strerror(-r));
+	}
 	for (int k = 0; k < KIND_MAX; k++)
 		if (kinds[k].ops->finish)
 			kinds[k].ops->finish(&ctx);

@@ -31,6 +31,7 @@
 #include "kinds/tty.h"
 #include "util/cleanup.h"
 #include "util/features.h"
+#include "util/safefile.h"
 
 /* kinds every task must have in the image */
 static const enum kind required[] = { KIND_task, KIND_mm, KIND_fdtable, KIND_fs,
@@ -260,15 +261,14 @@ static void kill_created(struct rst_ctx *ctx)
 		puppet_kill(&ctx->init);
 }
 
+/* A new file renamed over path: a symlink planted there is never followed. */
 static int write_pidfile(struct rst_ctx *ctx, const char *path, pid_t pid)
 {
-	char buf[32], tmp[4096];
+	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", pid);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, buf, n) != n || rename(tmp, path) < 0)
-		return log_fail(&ctx->log, -errno, "cannot write pidfile '%s': %s", path,
-				strerror(errno));
+	int r = safe_write_file(path, buf, (size_t)n);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot write pidfile '%s': %s", path, strerror(-r));
 	return 0;
 }
 

@@ -38,6 +38,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -244,6 +245,9 @@ TESTS = [
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
+    # files ckpt creates: never through a symlink, never truncating another's file
+    entry("files_nofollow", kind="files_nofollow", program="img_target"),
+    entry("files_interrupted", kind="files_interrupted", program="mem_big"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
@@ -1416,6 +1420,134 @@ class Run:
             raise Fail("the target is gone")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def victims(self):
+        """A victim file of root's and one of another user's; returns a checker."""
+        files = {self.p("victim"): b"VICTIM\n", self.p("victim.other"): b"OTHER\n"}
+        for path, data in files.items():
+            with open(path, "wb") as f:
+                f.write(data)
+        os.chown(self.p("victim.other"), 65534, 65534)
+
+        def check(what):
+            for path, data in files.items():
+                st = os.lstat(path)
+                with open(path, "rb") as f:
+                    got = f.read()
+                if got != data or not stat.S_ISREG(st.st_mode):
+                    raise Fail("%s: victim %s changed: %r" % (what, path, got[:40]))
+            self.vlog("%s: victims untouched" % what)
+        return check
+
+    def expect_mode(self, path, what):
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != 0o600:
+            raise Fail("%s: %s is mode %o, expected a regular file 0600"
+                       % (what, path, st.st_mode))
+
+    def flow_files_nofollow(self):
+        """The image, its temporary file, --log and --pidfile: symlinks planted
+        there to victim files are never followed, another user's or a
+        hard-linked log is refused, an existing image is replaced only by a
+        complete one, and every file is made 0600."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        check = self.victims()
+        pid = str(self.pid)
+        img = self.p("img")
+        for name, target in (("img.lnk", "victim"), ("log.lnk", "victim.other"),
+                             ("img.part", "victim"), ("img2.part", "victim.other"),
+                             ("rst.pid", "victim"), ("rst.pid.tmp", "victim.other")):
+            os.symlink(self.p(target), self.p(name))
+        r = self.run_ckpt(["checkpoint", pid, "-o", self.p("img.lnk")])
+        self.expect_error(r, "image at a symlink", must=["img.lnk", "symbolic link"])
+        check("image at a symlink")
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("log.lnk")])
+        self.expect_error(r, "log at a symlink", must=["log.lnk", "symbolic link"])
+        check("log at a symlink")
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("victim.other")])
+        self.expect_error(r, "another user's log", must=["victim.other", "another user"])
+        check("another user's log")
+        os.link(self.p("victim"), self.p("log.hard"))
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("log.hard")])
+        self.expect_error(r, "hard-linked log", must=["log.hard", "hard links"])
+        check("hard-linked log")
+        os.unlink(self.p("log.hard"))
+        if os.path.exists(img):
+            raise Fail("refused checkpoints left %s" % img)
+        # an old image at the final name, symlinks at the old temporary names
+        with open(img, "wb") as f:
+            f.write(b"OLD IMAGE\n")
+        names = set(os.listdir(self.dir))
+        r = self.run_ckpt(["checkpoint", str(1 << 22), "-o", img])
+        self.expect_error(r, "a failed checkpoint")
+        with open(img, "rb") as f:
+            if f.read() != b"OLD IMAGE\n":
+                raise Fail("a failed checkpoint replaced the existing image")
+        rc, err = self.checkpoint(img, "ckpt", reap=[pr], extra=["--log", self.p("new.log")])
+        check("checkpoint --kill with img.part planted")
+        with open(img, "rb") as f:
+            if f.read(8) != b"CKPTIMG\0":
+                raise Fail("the image was not replaced by a complete one")
+        self.expect_mode(img, "the image")
+        self.expect_mode(self.p("new.log"), "a new log")
+        extra = set(os.listdir(self.dir)) - names - {"ckpt.log", "ckpt.err", "ckpt.out",
+                                                     "new.log"}
+        if extra:
+            raise Fail("the checkpoint left %s behind" % sorted(extra))
+        if not os.path.islink(self.p("img.part")):
+            raise Fail("img.part was replaced")
+        rp = self.restart(img, "rst")
+        check("restart --pidfile at a symlink")
+        self.expect_mode(self.p("rst.pid"), "the pidfile")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_files_interrupted(self):
+        """SIGKILL ckpt in the middle of writing a large image over an existing
+        one: the old image stays as it was and no temporary file is left."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        with open(img, "wb") as f:
+            f.write(b"OLD IMAGE\n")
+        names = set(os.listdir(self.dir))
+        cp = self.popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", img),
+                        err=self.p("ckpt.err"))
+        names |= {"ckpt.err"}
+        # wait until ckpt's unnamed (or temporary) image holds 16 MiB
+        deadline = time.monotonic() + CHECKPOINT_TIMEOUT
+        written = 0
+        while written < 16 * MiB:
+            if cp.poll() is not None:
+                raise Fail("ckpt checkpoint finished (%d) before it was killed" % cp.returncode)
+            if time.monotonic() > deadline:
+                raise Fail("ckpt never wrote 16 MiB of image")
+            for fd in os.listdir("/proc/%d/fd" % cp.pid) if pid_exists(cp.pid) else ():
+                try:
+                    link = os.readlink("/proc/%d/fd/%s" % (cp.pid, fd))
+                    if link.startswith(self.dir + "/"):
+                        written = max(written, os.stat("/proc/%d/fd/%s" % (cp.pid, fd)).st_size)
+                except OSError:
+                    pass
+            time.sleep(0.005)
+        cp.kill()
+        cp.wait()
+        self.vlog("ckpt killed after %d bytes" % written)
+        with open(img, "rb") as f:
+            if f.read() != b"OLD IMAGE\n":
+                raise Fail("the existing image was replaced by an interrupted checkpoint")
+        extra = set(os.listdir(self.dir)) - names
+        if extra:
+            raise Fail("the interrupted checkpoint left %s behind" % sorted(extra))
+        # the target's fate after its tracer died is not this test's subject
+        if self.ours(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([pr], EXIT_TIMEOUT, "the killed target")
 
     def flow_damage(self):
         if self.opts.no_ckpt:
