@@ -31,6 +31,7 @@
 #include "kinds/tty.h"
 #include "util/cleanup.h"
 #include "util/features.h"
+#include "util/esc.h"
 #include "util/safefile.h"
 
 /* kinds every task must have in the image */
@@ -64,9 +65,25 @@ static int check_header(struct rst_ctx *ctx)
 	if (h->page_size != 4096)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "image has page size %u; this machine 4096",
 				h->page_size);
-	if (uname(&u) == 0 && strncmp(u.release, h->kernel_release, sizeof(h->kernel_release)))
-		log_warn(&ctx->log, "image was made on kernel %.64s, this is %s",
-			 h->kernel_release, u.release);
+	/* the same rule as the regs kind's, up front: nothing is built for an image
+	 * whose FPU state this CPU cannot take */
+	uint64_t have = features_xcr0();
+	if (h->xfeatures & ~have)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"image was made on a CPU with state features %#llx that this CPU "
+				"lacks (it has %#llx)",
+				(unsigned long long)(h->xfeatures & ~have), (unsigned long long)have);
+	if (h->xsave_size != features_xsave_size())
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"image has an FPU state of %u bytes; this CPU's is %u", h->xsave_size,
+				features_xsave_size());
+	/* informational: what a restart needs of the kernel is checked where it
+	 * is used (vDSO layout, features); a different release is only noted */
+	if (uname(&u) == 0 && strncmp(u.release, h->kernel_release, sizeof(h->kernel_release))) {
+		char rel[ESC_SIZE(sizeof(h->kernel_release))];
+		log_warn(&ctx->log, "image was made on kernel %s, this is %s",
+			 esc_str(rel, sizeof(rel), h->kernel_release), u.release);
+	}
 	return 0;
 }
 
