@@ -157,4 +157,9 @@ void *task_state(struct task *t, enum kind k, size_t size);
 /* An injected call that failed: log "pid P: what failed: strerror" and return r. */
 long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what);
 
+/* restart.c, for the fuzzer: load and check an image, build nothing */
+int rst_load_only(int fd, char *errbuf, size_t errbuf_len);
+/* inspect.c: the protobuf message of a record type, NULL for none */
+const ProtobufCMessageDescriptor *inspect_descriptor_of(uint32_t type);
+
 #endif

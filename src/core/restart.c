@@ -439,6 +439,24 @@ out:
 	return r;
 }
 
+/*
+ * Not exported: what the fuzzer drives. Reads, checks and loads every
+ * record of the image as a restart would, then frees it all; no process,
+ * file or namespace is touched.
+ */
+int rst_load_only(int fd, char *errbuf, size_t errbuf_len)
+{
+	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 } };
+	int r;
+
+	log_init(&ctx.log, -1, CKPT_LOG_INFO, errbuf, errbuf_len, "restart");
+	r = objhash_init(&ctx.objs);
+	if (r >= 0)
+		r = load_image(&ctx, fd);
+	free_ctx(&ctx);
+	return r;
+}
+
 int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd)
 {
 	struct ckpt_opts o = { .size = sizeof(o), .flags = flags, .logfd = logfd };

@@ -1621,6 +1621,9 @@ class Run:
             raise Fail("%s (%s): exit %d without a message" % (kind, where, rc))
         if re.search(r"Sanitizer|core dumped|Segmentation", msg):
             raise Fail("%s (%s): %s" % (kind, where, msg))
+        if "\x1b" in msg or "\x07" in msg:
+            raise Fail("%s (%s): a control character from the image reached the terminal: %r"
+                       % (kind, where, msg))
         if kind in CHECKSUM_DAMAGES and not re.search(r"record|checksum|crc", msg, re.I):
             raise Fail("%s (%s): message %r names no record/checksum" % (kind, where, msg))
         self.expect_gone("the refused restart of " + kind)
@@ -2292,9 +2295,23 @@ def forge_seccomp(data, recs):
     return bytes(out)
 
 
+def forged(name):
+    """A forgery of tests/fuzz/forge.py: good checksums, bad content."""
+    def d(data, recs):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz"))
+        import forge
+        return forge.forge(name, data), "forged: " + forge.FORGERIES[name].__doc__.split(":")[0] \
+            if forge.FORGERIES[name].__doc__ else "forged: " + name
+    return d
+
+
 DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
            ("pages", d_pages), ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
-           ("append", d_append), ("random", d_random), ("empty", d_empty)]
+           ("append", d_append), ("random", d_random), ("empty", d_empty),
+           ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
+           ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
+           ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
+           ("path-escape", forged("path_escape"))]
 CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
 
 
