@@ -143,6 +143,31 @@ def f_pipe_bad(hdr, recs):
     recs[i][2] = set_field(recs[i][2], 2, 1 << 31)   # size above 1 GiB
 
 
+def get_field(msg, field):
+    """The bytes of the first length-delimited field 'field' of msg."""
+    pos = 0
+    while pos < len(msg):
+        key, p = read_varint(msg, pos)
+        if key & 7 == 0:
+            _, end = read_varint(msg, p)
+        elif key & 7 == 2:
+            n, q = read_varint(msg, p)
+            if key >> 3 == field:
+                return msg[q:q + n]
+            end = q + n
+        else:
+            end = p + (8 if key & 7 == 1 else 4)
+        pos = end
+    raise ValueError("no field %d" % field)
+
+
+def f_tree_bad_pid(hdr, recs):
+    """the tree's first task with pid 0: free_ctx() closed fd 0 of ckpt"""
+    i = first(recs, 0x0001)
+    task = set_field(get_field(recs[i][2], 1), 1, 0)
+    recs[i][2] = set_field(recs[i][2], 1, task)
+
+
 def f_hdr_flags(hdr, recs):
     struct.pack_into("<I", hdr, 36, 0x80)
 
@@ -178,6 +203,7 @@ FORGERIES = {
     "hdr_flags": f_hdr_flags, "hdr_reserved": f_hdr_reserved,
     "hdr_xfeatures": f_hdr_xfeatures, "hdr_xsave": f_hdr_xsave,
     "hdr_release": f_hdr_release, "path_escape": f_path_escape,
+    "tree_bad_pid": f_tree_bad_pid,
 }
 
 

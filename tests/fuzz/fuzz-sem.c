@@ -512,11 +512,24 @@ static void on_alarm(int sig)
 	_exit(3);
 }
 
+static int base_fds = -1; /* open fds besides the image's, between iterations */
+
+static int count_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
 /* Loads the image in fd as a restart would, and inspects it. */
 static int run_one(int fd, char *err, size_t errlen)
 {
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	char ierr[256];
+
+	if (base_fds < 0)
+		base_fds = count_fds() - 1; /* without null */
 
 	cur_fd = fd;
 	alarm(HANG_SECONDS);
@@ -527,6 +540,18 @@ static int run_one(int fd, char *err, size_t errlen)
 		close(null);
 	}
 	alarm(0);
+	/* the loader must close only what it opened: fd 0 stays, and none leaks */
+	if (fcntl(0, F_GETFD) < 0) {
+		fprintf(stderr, "fuzz-sem: iteration %" PRIu64 " closed fd 0\n", cur_iter);
+		save_current("fd0");
+		exit(1);
+	}
+	if ((cur_iter % 64 == 63 || replaying) && count_fds() != base_fds) {
+		fprintf(stderr, "fuzz-sem: %d fds open, %d before: an fd leaks (iterations up to %"
+			PRIu64 ")\n", count_fds(), base_fds, cur_iter);
+		save_current("fdleak");
+		exit(1);
+	}
 #if SANITIZED
 	if ((cur_iter % 64 == 63 || replaying) && __lsan_do_recoverable_leak_check()) {
 		fprintf(stderr, "fuzz-sem: a leak in iterations up to %" PRIu64 " (replay them one by one)\n", cur_iter);
@@ -582,6 +607,9 @@ int main(int argc, char **argv)
 	int i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--replay") && fcntl(0, F_GETFD) < 0 &&
+		    open("/dev/null", O_RDONLY) != 0)
+			return 2;
 		if (!strcmp(argv[i], "--replay"))
 			return signal(SIGALRM, on_alarm), replaying = true, replay(argc - i - 1, argv + i + 1);
 		if (i + 1 >= argc)
@@ -603,6 +631,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGALRM, on_alarm);
+	if (fcntl(0, F_GETFD) < 0 && open("/dev/null", O_RDONLY) != 0)
+		return 2;
 #if SANITIZED
 	__sanitizer_set_death_callback(on_death);
 #else
@@ -613,11 +643,16 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < nseeds; k++) {
 		uint8_t *p;
 		size_t len;
-		if (read_file(argv[i + k], &p, &len) < 0 || parse(p, len, &seeds[k]) < 0) {
-			fprintf(stderr, "fuzz-sem: cannot use seed %s\n", argv[i + k]);
-			return 2;
+		if (read_file(argv[i + k], &p, &len) < 0) {
+			fprintf(stderr, "fuzz-sem: cannot read seed %s\n", argv[i + k]);
+			exit(2);
 		}
+		int r = parse(p, len, &seeds[k]);
 		free(p);
+		if (r < 0) {
+			fprintf(stderr, "fuzz-sem: cannot use seed %s\n", argv[i + k]);
+			exit(2);
+		}
 		adopt_cpu(&seeds[k]);
 	}
 
