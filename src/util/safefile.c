@@ -125,7 +125,7 @@ int safe_file_commit(struct safe_file *f, const char **ret_step)
 
 	if (f->fd < 0)
 		return -EBADF;
-	if (fsync(f->fd) < 0)
+	if (!f->no_sync && fsync(f->fd) < 0)
 		r = -errno;
 	if (r == 0 && !f->named) {
 		step = "link";
@@ -140,7 +140,7 @@ int safe_file_commit(struct safe_file *f, const char **ret_step)
 	}
 	if (r == 0) {
 		step = "fsync of the directory";
-		if (fsync(f->dirfd) < 0)
+		if (!f->no_sync && fsync(f->dirfd) < 0)
 			r = -errno;
 	}
 	if (r < 0 && ret_step)
@@ -192,6 +192,7 @@ int safe_write_file(const char *path, const void *buf, size_t len)
 
 	if (r < 0)
 		return r;
+	f.no_sync = true;
 	for (size_t done = 0; done < len;) {
 		ssize_t k = write(f.fd, (const char *)buf + done, len - done);
 		if (k < 0 && errno == EINTR)

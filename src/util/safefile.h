@@ -29,6 +29,7 @@ struct safe_file {
 	int fd;                  /* write the content here */
 	int dirfd;               /* the target's directory */
 	bool named;              /* tmp exists in dirfd (fallback, or linked) */
+	bool no_sync;            /* commit without fsync (a pidfile need not be durable) */
 	char base[NAME_MAX + 1]; /* final name in dirfd */
 	char tmp[NAME_MAX + 1];  /* unique temporary name, once it exists */
 };
@@ -45,7 +46,9 @@ int safe_file_commit(struct safe_file *f, const char **ret_step)
 /* Drops the file (unlinks the temporary name, if any) and closes. Idempotent. */
 void safe_file_abort(struct safe_file *f);
 
-/* The whole of buf as the new content of path, by the protocol above. */
+/* The whole of buf as the new content of path, by the protocol above but
+ * without fsync: for small files that need not survive a crash (pidfiles),
+ * and must appear without delay. */
 int safe_write_file(const char *path, const void *buf, size_t len)
 	__attribute__((warn_unused_result));
 
