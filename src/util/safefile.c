@@ -69,12 +69,20 @@ static bool no_tmpfile(int e)
 
 int safe_file_create(const char *path, struct safe_file *ret)
 {
+	return safe_file_create_flags(path, 0, ret);
+}
+
+int safe_file_create_flags(const char *path, int flags, struct safe_file *ret)
+{
 	struct safe_file f = { .fd = -1, .dirfd = -1 };
 	int r = open_parent(path, &f.dirfd, f.base, sizeof(f.base));
 
 	if (r < 0)
 		return r;
-	f.fd = openat(f.dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, MODE);
+	if (!(flags & SAFE_NO_TMPFILE))
+		f.fd = openat(f.dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, MODE);
+	else
+		errno = EOPNOTSUPP;
 	if (f.fd < 0 && !no_tmpfile(errno)) {
 		r = -errno;
 		close(f.dirfd);

@@ -36,6 +36,10 @@ struct safe_file {
 
 /* Opens an unnamed (or uniquely named) file in path's directory for path. */
 int safe_file_create(const char *path, struct safe_file *ret) __attribute__((warn_unused_result));
+/* The same; SAFE_NO_TMPFILE takes the fallback path (for tests). */
+#define SAFE_NO_TMPFILE 0x1
+int safe_file_create_flags(const char *path, int flags, struct safe_file *ret)
+	__attribute__((warn_unused_result));
 /*
  * fsyncs the file, names it and renames it over the final name, fsyncs the
  * directory, closes everything. On failure *ret_step names the step and

@@ -88,6 +88,28 @@ TEST(abort_leaves_nothing)
 	unlink(at("out"));
 }
 
+/* where the filesystem has no O_TMPFILE: a unique name made O_EXCL|O_NOFOLLOW */
+TEST(fallback)
+{
+	struct safe_file f;
+	put("victim", "VICTIM");
+	CHECK_EQ(symlink(at("victim"), at("out")), 0);
+	CHECK_EQ(safe_file_create_flags(at("out"), SAFE_NO_TMPFILE, &f), 0);
+	CHECK(f.named && f.tmp[0] == '.');
+	CHECK_EQ(entries(), 3);
+	CHECK_EQ(write(f.fd, "IMAGE", 5), 5);
+	CHECK_EQ(safe_file_commit(&f, NULL), 0);
+	CHECK(same("victim", "VICTIM"));
+	CHECK(same("out", "IMAGE"));
+	CHECK_EQ(entries(), 2);
+	CHECK_EQ(safe_file_create_flags(at("out"), SAFE_NO_TMPFILE, &f), 0);
+	safe_file_abort(&f);
+	CHECK(same("out", "IMAGE"));
+	CHECK_EQ(entries(), 2);
+	unlink(at("out"));
+	unlink(at("victim"));
+}
+
 TEST(append)
 {
 	put("victim", "VICTIM");
@@ -124,6 +146,7 @@ int main(void)
 		return 1;
 	RUN(replace_not_follow);
 	RUN(abort_leaves_nothing);
+	RUN(fallback);
 	RUN(append);
 	rmdir(dir);
 	return unit_done();
