@@ -14,11 +14,12 @@
  * hang is a failure, and the image that caused it is written to --crash-dir
  * (keep it under tests/fuzz/regressions/, where the suite replays it).
  *
- *   fuzz-sem [--seconds N] [--iterations N] [--seed S] [--crash-dir D] SEED.img[.gz]...
- *   fuzz-sem --replay IMAGE...     each image loaded as it is (a refusal must say why)
+ *   fuzz-sem [--seconds N] [--iterations N] [--seed S] [--crash-dir D] SEED.img[.gz]|DIR...
+ *   fuzz-sem --replay IMAGE|DIR...  each image loaded as it is (a refusal must say why)
  *
  * The mutation loop is deterministic for a given seed and corpus.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -570,6 +571,43 @@ static void adopt_cpu(struct image *img)
 	img->hdr.xsave_size = features_xsave_size();
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The arguments, a directory standing for its *.img and *.img.gz files, sorted. */
+static char **expand(int argc, char **argv, int *ret_n)
+{
+	char **v = NULL;
+	int n = 0;
+
+	for (int i = 0; i < argc; i++) {
+		struct stat st;
+		DIR *d = stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) ? opendir(argv[i]) : NULL;
+		if (!d) {
+			v = realloc(v, (size_t)(n + 1) * sizeof(*v));
+			v[n++] = strdup(argv[i]);
+			continue;
+		}
+		int first = n;
+		for (struct dirent *e; (e = readdir(d));) {
+			size_t l = strlen(e->d_name);
+			if ((l > 4 && !strcmp(e->d_name + l - 4, ".img")) ||
+			    (l > 7 && !strcmp(e->d_name + l - 7, ".img.gz"))) {
+				v = realloc(v, (size_t)(n + 1) * sizeof(*v));
+				if (asprintf(&v[n], "%s/%s", argv[i], e->d_name) < 0)
+					exit(2);
+				n++;
+			}
+		}
+		closedir(d);
+		qsort(v + first, (size_t)(n - first), sizeof(*v), by_name);
+	}
+	*ret_n = n;
+	return v;
+}
+
 static int replay(int argc, char **argv)
 {
 	int bad = 0;
@@ -611,7 +649,17 @@ int main(int argc, char **argv)
 		    open("/dev/null", O_RDONLY) != 0)
 			return 2;
 		if (!strcmp(argv[i], "--replay"))
-			return signal(SIGALRM, on_alarm), replaying = true, replay(argc - i - 1, argv + i + 1);
+		{
+			int n;
+			char **v = expand(argc - i - 1, argv + i + 1, &n);
+			signal(SIGALRM, on_alarm);
+			replaying = true;
+			int r = replay(n, v);
+			for (int k = 0; k < n; k++)
+				free(v[k]);
+			free(v);
+			return r;
+		}
 		if (i + 1 >= argc)
 			break;
 		if (!strcmp(argv[i], "--seconds"))
@@ -638,19 +686,25 @@ int main(int argc, char **argv)
 #else
 	(void)on_death;
 #endif
-	size_t nseeds = (size_t)(argc - i);
+	int nargs;
+	char **args = expand(argc - i, argv + i, &nargs);
+	size_t nseeds = (size_t)nargs;
+	if (!nseeds) {
+		fprintf(stderr, "fuzz-sem: no seed image\n");
+		return 2;
+	}
 	struct image *seeds = calloc(nseeds, sizeof(*seeds));
 	for (size_t k = 0; k < nseeds; k++) {
 		uint8_t *p;
 		size_t len;
-		if (read_file(argv[i + k], &p, &len) < 0) {
-			fprintf(stderr, "fuzz-sem: cannot read seed %s\n", argv[i + k]);
+		if (read_file(args[k], &p, &len) < 0) {
+			fprintf(stderr, "fuzz-sem: cannot read seed %s\n", args[k]);
 			exit(2);
 		}
 		int r = parse(p, len, &seeds[k]);
 		free(p);
 		if (r < 0) {
-			fprintf(stderr, "fuzz-sem: cannot use seed %s\n", argv[i + k]);
+			fprintf(stderr, "fuzz-sem: cannot use seed %s\n", args[k]);
 			exit(2);
 		}
 		adopt_cpu(&seeds[k]);
@@ -678,9 +732,12 @@ int main(int argc, char **argv)
 		else
 			accepted++;
 	}
-	for (size_t k = 0; k < nseeds; k++)
+	for (size_t k = 0; k < nseeds; k++) {
 		image_free(&seeds[k]);
+		free(args[k]);
+	}
 	free(seeds);
+	free(args);
 	printf("fuzz-sem: %" PRIu64 " forged images (seed %" PRIu64 "): %" PRIu64
 	       " refused, %" PRIu64 " loaded\n",
 	       cur_iter, seed, refused, accepted);
