@@ -140,7 +140,10 @@ static int load_image(struct rst_ctx *ctx, int fd)
 		return r;
 	while ((r = img_reader_next(&ctx->r, &rec, &err)) == 0) {
 		enum kind k;
-		if (rec.type == REC_CORE_TREE) {
+		if (rec.flags) { /* ckpt writes none: a forged or newer image */
+			r = log_fail(&ctx->log, -EOPNOTSUPP, "record %u at offset %llu: unknown flags %#x",
+				     rec.index, (unsigned long long)rec.offset, rec.flags);
+		} else if (rec.type == REC_CORE_TREE) {
 			r = tree_load(ctx, &rec);
 		} else if (rec.type == REC_CORE_TASK) {
 			r = ctx->tasks ? load_task_begin(ctx, &rec, &cur)

@@ -2311,7 +2311,7 @@ DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
            ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
            ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
            ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
-           ("path-escape", forged("path_escape"))]
+           ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags"))]
 CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
 
 

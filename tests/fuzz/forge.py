@@ -168,6 +168,11 @@ def f_tree_bad_pid(hdr, recs):
     recs[i][2] = set_field(recs[i][2], 1, task)
 
 
+def f_rec_flags(hdr, recs):
+    """a record with flags ckpt never writes: were ignored"""
+    recs[0][1] = 0x1000
+
+
 def f_hdr_flags(hdr, recs):
     struct.pack_into("<I", hdr, 36, 0x80)
 
@@ -203,7 +208,7 @@ FORGERIES = {
     "hdr_flags": f_hdr_flags, "hdr_reserved": f_hdr_reserved,
     "hdr_xfeatures": f_hdr_xfeatures, "hdr_xsave": f_hdr_xsave,
     "hdr_release": f_hdr_release, "path_escape": f_path_escape,
-    "tree_bad_pid": f_tree_bad_pid,
+    "tree_bad_pid": f_tree_bad_pid, "rec_flags": f_rec_flags,
 }
 
 
