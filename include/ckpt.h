@@ -34,7 +34,9 @@ extern "C" {
 #define CKPT_SHELL_JOB 0x8ul     /* the tree's terminal may be outside it (a job of a shell) */
 #define CKPT_EXT_UNIX 0x10ul     /* unix sockets whose peer is outside the tree: saved to be
 				  * connected again by the peer's name at restart */
-#define CKPT_FLAGS_ALL 0x1ful
+#define CKPT_VERIFY 0x20ul      /* with CKPT_KILL: a dry-run restart of the image
+				  * (RESTART_GHOST | RESTART_VERIFY) before the kill */
+#define CKPT_FLAGS_ALL 0x3ful
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */
@@ -46,7 +48,10 @@ extern "C" {
 #define RESTART_PIDNS 0x40ul     /* restore a subtree in a new pid namespace,
 				  * under an init made by ckpt */
 #define RESTART_SHELL_JOB 0x80ul /* attach a shell job to the caller's terminal */
-#define RESTART_FLAGS_ALL 0xfful
+#define RESTART_VERIFY 0x100ul   /* with RESTART_GHOST: the original still runs;
+				  * what it holds (socket names, locks) is checked,
+				  * not taken, so nothing of it is disturbed */
+#define RESTART_FLAGS_ALL 0x1fful
 
 /* verbosity for the log */
 enum ckpt_log_level {
@@ -73,14 +78,28 @@ struct ckpt_opts {
 	int wait_status;        /* restart without RESTART_DETACH: out, the
 				 * root's wait status */
 	/*
-	 * checkpoint: called once the image is complete and fsync'd, before the
-	 * tree is killed (CKPT_KILL) or resumed; the caller makes the image
-	 * durable under its final name there. A negative errno fails the
-	 * checkpoint, and the tree is then not killed. NULL for none.
+	 * Sealed images. Checkpoint: encrypt and authenticate the image with
+	 * this key. Restart, inspect: refuse any image not made with it (a
+	 * plain one included) before a record is used. key_len must be
+	 * CKPT_KEY_BYTES; NULL for none. ckpt keeps no copy once the call
+	 * returns. A caller built before these fields existed passes a smaller
+	 * size and is served as before, with no key.
+	 */
+	const void *key;
+	size_t key_len;
+	/*
+	 * checkpoint: called once the image is complete and fsync'd (and, with
+	 * CKPT_KILL, checked), before the tree is killed or resumed; the caller
+	 * makes the image durable under its final name there. A negative errno
+	 * fails the checkpoint, and the tree is then not killed. NULL for none;
+	 * a smaller size (an older caller) has none.
 	 */
 	int (*image_done)(void *arg, char *why, size_t why_len);
 	void *image_done_arg;
 };
+#define CKPT_KEY_BYTES 32
+/* The smallest size accepted: the struct before key was added. */
+#define CKPT_OPTS_SIZE_V1 offsetof(struct ckpt_opts, key)
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
 CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);
@@ -90,6 +109,9 @@ CKPT_EXPORT int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *opts);
 
 /* Write a readable account of every record in the image to out_fd. */
 CKPT_EXPORT int ckpt_inspect(int fd, int out_fd, int json, char *errbuf, size_t errbuf_len);
+/* The same for a sealed image: key of key_len (CKPT_KEY_BYTES) bytes, or NULL. */
+CKPT_EXPORT int ckpt_inspect_key(int fd, int out_fd, int json, const void *key, size_t key_len,
+				 char *errbuf, size_t errbuf_len);
 
 /*
  * Probe the kernel features ckpt needs; writes one line per feature to

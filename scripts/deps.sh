@@ -6,6 +6,8 @@ command -v meson >/dev/null 2>&1 || need="$need meson"
 command -v ninja >/dev/null 2>&1 || need="$need ninja-build"
 command -v protoc-c >/dev/null 2>&1 || need="$need protobuf-c-compiler"
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need="$need libprotobuf-c-dev"
+# sealed images (--key): crypto_secretstream, crypto_kdf
+[ -f /usr/include/sodium.h ] || need="$need libsodium-dev"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
@@ -14,6 +16,11 @@ command -v redis-server >/dev/null 2>&1 || need="$need redis-server"
 command -v tmux >/dev/null 2>&1 || need="$need tmux"
 command -v screen >/dev/null 2>&1 || need="$need screen"
 command -v vim >/dev/null 2>&1 || need="$need vim"
+# the real daemons (real_nginx, real_postgres) and the client of one
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need="$need nginx"
+command -v curl >/dev/null 2>&1 || need="$need curl"
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need="$need postgresql-15"
+[ -x /usr/lib/postgresql/15/bin/psql ] || need="$need postgresql-client-15"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "missing packages:$need (run as root, or install them)" >&2

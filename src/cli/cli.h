@@ -10,10 +10,29 @@ int cmd_restart(const struct cli_args *a);
 int cmd_inspect(const struct cli_args *a);
 int cmd_check(const struct cli_args *a);
 int cmd_run(const struct cli_args *a);
+int cmd_keygen(const struct cli_args *a);
 
 /* Opens --log FILE (append), or -1. Reports a failure itself. */
 int cli_open_log(const char *path);
 /* The log level for -v counts. */
 int cli_log_level(int verbose);
+
+/*
+ * A key read from a --key file (key.c): 32 bytes, wiped when it goes out of
+ * scope (declare it _cleanup_(cli_key_wipe)). It is never printed or logged.
+ */
+struct cli_key {
+	unsigned char bytes[32];
+	bool set;
+};
+/* Reads a key file; refuses one other users may read or change, or of the
+ * wrong size. Reports a failure itself. */
+int cli_key_load(const char *path, struct cli_key *ret);
+void cli_key_wipe(struct cli_key *k);
+/* The key for struct ckpt_opts: NULL when none was given. */
+static inline const void *cli_key_ptr(const struct cli_key *k)
+{
+	return k->set ? k->bytes : NULL;
+}
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "ckpt.h"
 #include "cli/cli.h"
+#include "util/cleanup.h"
 #include "util/safefile.h"
 
 /* Called by the library once the image is complete, before any kill. */
@@ -51,6 +52,10 @@ int cmd_checkpoint(const struct cli_args *a)
 	struct safe_file out = { .fd = -1, .dirfd = -1 };
 	int fd, logfd, r;
 	bool to_stdout = !strcmp(a->output, "-");
+	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+
+	if (a->key && cli_key_load(a->key, &key) < 0)
+		return 1;
 
 	if (to_stdout && isatty(STDOUT_FILENO)) {
 		fputs("ckpt: refusing to write an image to a terminal\n", stderr);
@@ -75,13 +80,15 @@ int cmd_checkpoint(const struct cli_args *a)
 
 	struct ckpt_opts o = {
 		.size = sizeof(o),
-		.flags = CKPT_SUBTREE | (a->kill ? CKPT_KILL : 0) |
+		.flags = CKPT_SUBTREE | (a->kill ? CKPT_KILL : 0) | (a->verify ? CKPT_VERIFY : 0) |
 			 (a->leave_frozen ? CKPT_LEAVE_FROZEN : 0) | (a->shell_job ? CKPT_SHELL_JOB : 0) |
 			 (a->ext_unix ? CKPT_EXT_UNIX : 0),
 		.logfd = logfd,
 		.log_level = cli_log_level(a->verbose),
 		.errbuf = err,
 		.errbuf_len = sizeof(err),
+		.key = cli_key_ptr(&key),
+		.key_len = sizeof(key.bytes),
 		.image_done = to_stdout ? NULL : commit_image,
 		.image_done_arg = &out,
 	};

@@ -8,11 +8,16 @@
 
 #include "ckpt.h"
 #include "cli/cli.h"
+#include "util/cleanup.h"
 
 int cmd_restart(const struct cli_args *a)
 {
 	char err[512] = "";
 	bool from_stdin = !strcmp(a->image, "-");
+	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+
+	if (a->key && cli_key_load(a->key, &key) < 0)
+		return 1;
 	int fd = from_stdin ? STDIN_FILENO : open(a->image, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
@@ -33,6 +38,8 @@ int cmd_restart(const struct cli_args *a)
 		.errbuf = err,
 		.errbuf_len = sizeof(err),
 		.pidfile = a->pidfile,
+		.key = cli_key_ptr(&key),
+		.key_len = sizeof(key.bytes),
 	};
 	/* the restored process must not inherit the image fd */
 	if (from_stdin) {
@@ -51,6 +58,10 @@ int cmd_restart(const struct cli_args *a)
 		close(fd);
 	if (logfd >= 0)
 		close(logfd);
+	if (r == -ENOKEY) {
+		fputs("ckpt: restart failed: this image is encrypted: use --key FILE\n", stderr);
+		return 1;
+	}
 	if (r < 0) {
 		fprintf(stderr, "ckpt: restart failed: %s\n", err[0] ? err : strerror(-r));
 		return 1;

@@ -13,20 +13,27 @@
 static const char usage[] =
 	"usage: ckpt COMMAND [OPTIONS]\n"
 	"\n"
-	"  checkpoint PID -o FILE [--kill | --leave-frozen] [--shell-job] [--external unix]\n"
-	"        [--log FILE] [-v]\n"
+	"  checkpoint PID -o FILE [--kill [--verify] | --leave-frozen] [--shell-job]\n"
+	"        [--external unix] [--key KEYFILE] [--log FILE] [-v]\n"
 	"        save process PID to FILE (- for stdout); it keeps running unless --kill;\n"
+	"        --kill first checks that a restart by this user would work, --verify\n"
+	"        also restarts the image as a dry run; if not, nothing is killed\n"
 	"        --external unix: a unix socket whose peer is outside the tree is saved\n"
-	"        to be connected again, at restart, to that peer's name\n"
+	"        to be connected again, at restart, to that peer's name;\n"
+	"        --key: encrypt and authenticate the image with the key in KEYFILE\n"
 	"  restart FILE [--detach] [--pidfile F] [--frozen] [--dry-run] [--pidns]\n"
-	"        [--shell-job] [--log FILE] [-v]\n"
+	"        [--shell-job] [--key KEYFILE] [--log FILE] [-v]\n"
 	"        bring the process back with its pid, as a child of ckpt; without\n"
 	"        --detach wait for it and exit with its status (FILE may be -);\n"
 	"        --pidns: in a new pid namespace, under an init of ckpt's, when its pids\n"
-	"        are taken here; --shell-job: a job of a terminal outside the image\n"
-	"        (checkpoint), made the foreground job of this terminal (restart)\n"
-	"  inspect FILE [--json]\n"
+	"        are taken here (without privilege: in a user namespace of one's own);\n"
+	"        --shell-job: a job of a terminal outside the image\n"
+	"        (checkpoint), made the foreground job of this terminal (restart);\n"
+	"        --key: refuse any image not made with the key in KEYFILE\n"
+	"  inspect FILE [--json] [--key KEYFILE]\n"
 	"        print every record of an image\n"
+	"  keygen KEYFILE\n"
+	"        write a new random key for --key to KEYFILE (a new file, mode 0600)\n"
 	"  run [--detach] [--hostname H] [--pidfile F] -- CMD [ARGS...]\n"
 	"        run CMD as pid 1 of new pid, mount (own /proc), uts and ipc namespaces:\n"
 	"        a container whose pids can always be restored; --detach prints its pid\n"
@@ -43,6 +50,7 @@ static const struct {
 	{ CMD_INSPECT, cmd_inspect },
 	{ CMD_CHECK, cmd_check },
 	{ CMD_RUN, cmd_run },
+	{ CMD_KEYGEN, cmd_keygen },
 };
 
 /* Never through a symlink, never into a file that is not the caller's own. */

@@ -9,7 +9,7 @@
 const char *const cli_cmd_names[CMD_MAX] = {
 	[CMD_CHECKPOINT] = "checkpoint", [CMD_RESTART] = "restart", [CMD_INSPECT] = "inspect",
 	[CMD_CHECK] = "check",		 [CMD_HELP] = "help",	    [CMD_VERSION] = "version",
-	[CMD_RUN] = "run",
+	[CMD_RUN] = "run",		 [CMD_KEYGEN] = "keygen",
 };
 
 #define ON(c) (1u << (c))
@@ -28,6 +28,7 @@ static const struct opt opts[] = {
 	{ "output", 'o', OPT_STRING, ON(CMD_CHECKPOINT), F(output) },
 	{ "kill", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(kill) },
 	{ "leave-frozen", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(leave_frozen) },
+	{ "verify", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(verify) },
 	{ "detach", 'd', OPT_FLAG, ON(CMD_RESTART) | ON(CMD_RUN), F(detach) },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname) },
 	{ "frozen", 0, OPT_FLAG, ON(CMD_RESTART), F(frozen) },
@@ -38,6 +39,7 @@ static const struct opt opts[] = {
 	{ "external", 0, OPT_STRING, ON(CMD_CHECKPOINT), F(external) },
 	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART) | ON(CMD_RUN), F(pidfile) },
 	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
+	{ "key", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART) | ON(CMD_INSPECT), F(key) },
 	{ "log", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(log) },
 	{ "verbose", 'v', OPT_COUNT, ~0u, F(verbose) },
 	{ "help", 'h', OPT_FLAG, ~0u, F(help) },
@@ -104,6 +106,8 @@ static int positional(struct cli_args *a, const char *arg, int *npos, char *err,
 		a->pid = (pid_t)v;
 	} else if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && *npos == 0) {
 		a->image = arg;
+	} else if (a->cmd == CMD_KEYGEN && *npos == 0) {
+		a->key = arg;
 	} else {
 		return fail(err, len, "unexpected argument '%s'", arg);
 	}
@@ -178,11 +182,19 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "checkpoint needs -o FILE (or -o - for stdout)");
 	if (a.cmd == CMD_CHECKPOINT && a.kill && a.leave_frozen)
 		return fail(err, len, "%s", "--kill and --leave-frozen exclude each other");
+	if (a.cmd == CMD_CHECKPOINT && a.verify && !a.kill)
+		return fail(err, len, "%s", "--verify goes with --kill");
+	if (a.cmd == CMD_CHECKPOINT && a.verify && !strcmp(a.output ? a.output : "", "-"))
+		return fail(err, len, "%s", "--verify needs the image in a file, not on stdout");
 	if (parse_external(&a, err, len) < 0)
 		return -EINVAL;
 	if ((a.cmd == CMD_RESTART || a.cmd == CMD_INSPECT) && !a.image)
 		return fail(err, len, "%s needs an image file (or - for stdin)",
 			    cli_cmd_names[a.cmd]);
+	if (a.cmd == CMD_KEYGEN && (!a.key || !strcmp(a.key, "-")))
+		return fail(err, len, "%s", "keygen needs a file to write the key to");
+	if (a.key && (!*a.key || !strcmp(a.key, "-")))
+		return fail(err, len, "%s", "--key needs a file name (the key is not read from stdin)");
 	if (a.cmd == CMD_RUN && !a.run_argc)
 		return fail(err, len, "%s", "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
 	if (a.cmd == CMD_RUN && a.hostname && strlen(a.hostname) > 64)

@@ -18,6 +18,7 @@ enum cli_cmd {
 	CMD_INSPECT,
 	CMD_CHECK,
 	CMD_RUN,
+	CMD_KEYGEN,
 	CMD_HELP,
 	CMD_VERSION,
 	CMD_MAX,
@@ -28,10 +29,12 @@ struct cli_args {
 	pid_t pid;              /* checkpoint */
 	const char *output;     /* checkpoint -o; "-" is stdout */
 	const char *image;      /* restart, inspect; "-" is stdin */
+	const char *key;        /* checkpoint, restart, inspect --key FILE; keygen FILE */
 	const char *log;        /* --log FILE */
 	const char *pidfile;    /* restart --pidfile */
 	int verbose;            /* -v, repeatable */
 	bool kill, leave_frozen;
+	bool verify;            /* checkpoint --kill --verify */
 	bool detach, frozen, dry_run, conn_reset, pidns;
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */

@@ -707,7 +707,10 @@ static int dump(struct ckpt_ctx *ctx, int fd)
 	int r;
 
 	fill_header(&h);
-	r = img_writer_init(&ctx->w, fd, &h);
+	/* --key: every byte goes through the seal (encrypted, authenticated) */
+	if (ctx->key && (r = img_seal_new(&ctx->seal, fd, ctx->key, IMG_KEY_BYTES)) < 0)
+		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
+	r = img_writer_init_sealed(&ctx->w, fd, ctx->seal, &h);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
 	ctx->bufsize = COPY_BUF;
@@ -822,14 +825,17 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
 		 o ? o->errbuf : NULL, o ? o->errbuf_len : 0, "checkpoint");
-	if (!o || o->size < sizeof(*o) || (o->flags & ~CKPT_FLAGS_ALL))
-		return log_fail(&ctx.log, -EINVAL, "unknown checkpoint flags or options");
+	if (!o || opts_key(o, &ctx.key) < 0 || (o->flags & ~CKPT_FLAGS_ALL))
+		return log_fail(&ctx.log, -EINVAL, "unknown checkpoint flags or options (or a key "
+				"that is not %d bytes)", CKPT_KEY_BYTES);
 	if (pid <= 0)
 		return log_fail(&ctx.log, -EINVAL, "pid %d: not a valid pid", pid);
 	if (pid == getpid())
 		return log_fail(&ctx.log, -EINVAL, "pid %d: ckpt cannot checkpoint itself", pid);
 	if ((o->flags & CKPT_KILL) && (o->flags & CKPT_LEAVE_FROZEN))
 		return log_fail(&ctx.log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
+	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))
+		return log_fail(&ctx.log, -EINVAL, "CKPT_VERIFY goes with CKPT_KILL");
 	ctx.flags = o->flags;
 	r = objhash_init(&ctx.objs);
 	if (r < 0)
@@ -838,7 +844,12 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = collect(&ctx, pid);
 	if (r >= 0)
 		r = dump(&ctx, fd);
-	if (r >= 0 && o->image_done) {
+	/* --kill never kills what a restart could not bring back (precheck.c) */
+	if (r >= 0 && (o->flags & CKPT_KILL))
+		r = precheck_restore(&ctx, fd);
+	/* the image under its final name before any task dies (cmd-checkpoint.c) */
+	if (r >= 0 && o->size >= offsetof(struct ckpt_opts, image_done_arg) + sizeof(void *) &&
+	    o->image_done) {
 		char why[256] = "";
 		r = o->image_done(o->image_done_arg, why, sizeof(why));
 		if (r < 0)
@@ -848,6 +859,10 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		if (kinds[k].ops->finish)
 			kinds[k].ops->finish(&ctx);
 	finish_tasks(&ctx, r >= 0);
+	/* the tree is gone: what it held outside itself is the image's now */
+	for (int k = 0; r >= 0 && (o->flags & CKPT_KILL) && k < KIND_MAX; k++)
+		if (kinds[k].ops->after_kill)
+			kinds[k].ops->after_kill(&ctx);
 	if (r >= 0)
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,
 			 (o->flags & CKPT_KILL) ? ", killed" : "");
@@ -856,6 +871,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		release_task(&ctx.tasks[i]);
 	free(ctx.tasks);
 	free(ctx.buf);
+	img_seal_free(ctx.seal);
 	objhash_free(&ctx.objs, free_obj);
 	return r < 0 ? r : 0;
 }

@@ -14,6 +14,7 @@
 #define CKPT_CTX_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -21,6 +22,7 @@
 #include "core.pb-c.h"
 #include "core/objhash.h"
 #include "img/img.h"
+#include "img/seal.h"
 #include "kinds/kinds.h"
 #include "puppet/puppet.h"
 #include "util/log.h"
@@ -50,8 +52,32 @@ struct idmap {
 };
 #define IDMAP_MAX 16
 
+/*
+ * What the caller of a checkpoint could do at restart, on this machine
+ * (precheck.c): its ids, groups and capabilities, and whether a restart of
+ * this image by it goes through a user namespace of its own, where only its
+ * own uid and gid are mapped (a subtree with --pidns, or a container with a
+ * user namespace, restarted without privilege).
+ */
+struct restart_caller {
+	uint32_t uid[3], gid[3]; /* real, effective, saved */
+	uint32_t ngroups;
+	uint32_t groups[256];
+	uint64_t cap_eff, cap_prm, cap_bnd;
+	uint32_t securebits;
+	bool userns;
+	uint32_t map_uid, map_gid; /* userns: the one uid and gid mapped there */
+};
+
+/* Is cap in the caller's effective set? */
+static inline bool caller_can(const struct restart_caller *c, int cap)
+{
+	return c->cap_eff & (1ull << cap);
+}
+
 struct ckpt_ctx {
 	unsigned long flags;
+	const struct restart_caller *caller; /* set while check_restore runs */
 	bool container;         /* the root is a pid namespace's init */
 	NamespacesEntry ns;     /* container: its namespaces */
 	char hostname[65];
@@ -68,6 +94,8 @@ struct ckpt_ctx {
 	size_t ntasks;
 	void *buf;              /* page-copy buffer, bufsize bytes */
 	size_t bufsize;
+	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
+	struct img_seal *seal;  /* what the writer writes through, with a key */
 };
 
 struct rst_task {
@@ -100,6 +128,7 @@ struct pid_index {
 
 struct rst_ctx {
 	unsigned long flags;
+	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: only a sealed image; or NULL */
 	struct ckpt_log log;
 	struct img_reader r;
 	struct objhash objs;
@@ -127,6 +156,15 @@ struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
 int tree_create(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 /* RESTART_PIDNS: starts ckpt's init once the tree is released. */
 int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+
+/* tree.c: a user namespace of the caller's own for the held puppet pid, its
+ * uid and gid mapped to themselves (setgroups denied when unprivileged) */
+int tree_userns_map_self(struct ckpt_log *log, pid_t pid) __attribute__((warn_unused_result));
+
+/* precheck.c: with CKPT_KILL, the image complete and the tree still held:
+ * would a restart by this caller work (and, with CKPT_VERIFY, does a dry
+ * run of the image in fd work)? A refusal returns < 0 and nothing is killed. */
+int precheck_restore(struct ckpt_ctx *ctx, int fd) __attribute__((warn_unused_result));
 
 /* Packs msg and writes it as one record. */
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)
@@ -156,6 +194,24 @@ void *task_state(struct task *t, enum kind k, size_t size);
 
 /* An injected call that failed: log "pid P: what failed: strerror" and return r. */
 long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what);
+
+/*
+ * The key of a struct ckpt_opts, or NULL: a caller built before the key
+ * fields existed passes a smaller size, and has none. -EINVAL for a size
+ * smaller than any version of the struct or a key of the wrong length.
+ */
+static inline int opts_key(const struct ckpt_opts *o, const uint8_t **ret_key)
+{
+	if (!o || o->size < CKPT_OPTS_SIZE_V1)
+		return -EINVAL;
+	*ret_key = NULL;
+	if (o->size < offsetof(struct ckpt_opts, key_len) + sizeof(o->key_len) || !o->key)
+		return 0;
+	if (o->key_len != CKPT_KEY_BYTES)
+		return -EINVAL;
+	*ret_key = o->key;
+	return 0;
+}
 
 /* restart.c, for the fuzzer: load and check an image, build nothing */
 int rst_load_only(int fd, char *errbuf, size_t errbuf_len);

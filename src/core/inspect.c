@@ -242,6 +242,12 @@ static int print_record(struct out *o, const struct img_record *rec, bool first)
 
 int ckpt_inspect(int fd, int out_fd, int json, char *errbuf, size_t errbuf_len)
 {
+	return ckpt_inspect_key(fd, out_fd, json, NULL, 0, errbuf, errbuf_len);
+}
+
+int ckpt_inspect_key(int fd, int out_fd, int json, const void *key, size_t key_len, char *errbuf,
+		     size_t errbuf_len)
+{
 	struct img_reader r = { 0 };
 	struct img_error err = { 0 };
 	struct img_record rec;
@@ -255,7 +261,7 @@ int ckpt_inspect(int fd, int out_fd, int json, char *errbuf, size_t errbuf_len)
 			close(dupfd);
 		return -errno;
 	}
-	ret = img_reader_open(&r, fd, &err);
+	ret = img_reader_open_key(&r, fd, key, key_len, &err);
 	if (ret == 0)
 		ret = img_reader_validate(&r, &err);
 	if (ret == 0) {

@@ -127,7 +127,7 @@ static int load_image(struct rst_ctx *ctx, int fd)
 	struct rst_task *cur = NULL;
 	int r;
 
-	r = img_reader_open(&ctx->r, fd, &err);
+	r = img_reader_open_key(&ctx->r, fd, ctx->key, IMG_KEY_BYTES, &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);
 	log_debug(&ctx->log, "image loaded: %zu bytes", ctx->r.size);
@@ -336,6 +336,8 @@ static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
 				"RESTART_KEEP_LSM: images do not carry security labels yet");
 	if ((flags & RESTART_FROZEN) && (flags & RESTART_GHOST))
 		return log_fail(&ctx->log, -EINVAL, "RESTART_FROZEN and RESTART_GHOST exclude each other");
+	if ((flags & RESTART_VERIFY) && !(flags & RESTART_GHOST))
+		return log_fail(&ctx->log, -EINVAL, "RESTART_VERIFY goes with RESTART_GHOST");
 	if (pid != 0)
 		return log_fail(&ctx->log, -EINVAL,
 				"restart pid must be 0: processes get the pids of the image");
@@ -350,8 +352,9 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
 		 o ? o->errbuf : NULL, o ? o->errbuf_len : 0, "restart");
-	if (!o || o->size < sizeof(*o))
-		return log_fail(&ctx.log, -EINVAL, "bad restart options");
+	if (!o || opts_key(o, &ctx.key) < 0)
+		return log_fail(&ctx.log, -EINVAL, "bad restart options (or a key that is not %d bytes)",
+				CKPT_KEY_BYTES);
 	r = check_flags(&ctx, pid, o->flags);
 	if (r < 0)
 		return r;

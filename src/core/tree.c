@@ -412,10 +412,21 @@ static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const Names
 static int spawn_under_init(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct puppet *init = &ctx->init;
-	int r = puppet_spawn_init(init, ctx->ctl[1], ctx->ctl_remote);
+	int r = puppet_spawn_init(init, 0, ctx->ctl[1], ctx->ctl_remote);
+	/* without privilege: in a user namespace of the caller's own, where
+	 * the caller's uid and gid stay what they are */
+	if (r == -EPERM) {
+		r = puppet_spawn_init(init, CLONE_NEWUSER, ctx->ctl[1], ctx->ctl_remote);
+		if (r >= 0 && (r = tree_userns_map_self(&ctx->log, init->pid)) < 0)
+			return r; /* the init dies with the others (kill_created) */
+		if (r >= 0)
+			log_info(&ctx->log, "RESTART_PIDNS without privilege: in a user namespace "
+					    "mapping uid %u and gid %u to themselves",
+				 (unsigned)geteuid(), (unsigned)getegid());
+	}
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot make a pid namespace: %s%s", strerror(-r),
-				r == -EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+				r == -EPERM ? " (nor a user namespace to make it in)" : "");
 	if ((r = puppet_find_syscall(init)) < 0 || (r = task_rseq_unregister(init)) < 0 ||
 	    (r = puppet_scratch_map(init, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "the new pid namespace's init: %s", strerror(-r));
@@ -448,12 +459,12 @@ int tree_release_init(struct rst_ctx *ctx)
 }
 
 /*
- * The id maps of the container's new user namespace, written by ckpt: the
- * saved ones as they were when ckpt is root; otherwise the one map an
- * unprivileged user may write, its own id for the single id the container
- * had (the container's root, as ckpt run makes it).
+ * The id maps of a new user namespace, written by ckpt: the saved ones as
+ * they were when ckpt is root; otherwise the one map an unprivileged user
+ * may write, its own id for the single id the namespace had (the
+ * container's root, as ckpt run makes it, or the caller's own id).
  */
-static int write_map(struct rst_ctx *ctx, pid_t pid, const char *name, const char *saved,
+static int write_map(struct ckpt_log *log, pid_t pid, const char *name, const char *saved,
 		     unsigned self)
 {
 	char path[64], line[520];
@@ -466,7 +477,7 @@ static int write_map(struct rst_ctx *ctx, pid_t pid, const char *name, const cha
 		   !saved[n]) {
 		n = snprintf(line, sizeof(line), "%u %u 1", inner, self);
 	} else {
-		return log_fail(&ctx->log, -EPERM,
+		return log_fail(log, -EPERM,
 				"the container's %s maps several ids; only root can restore it",
 				name);
 	}
@@ -476,27 +487,41 @@ static int write_map(struct rst_ctx *ctx, pid_t pid, const char *name, const cha
 	int e = errno;
 	if (fd >= 0)
 		close(fd);
-	return ok ? 0 : log_fail(&ctx->log, -e, "cannot write the container's %s: %s", name,
+	return ok ? 0 : log_fail(log, -e, "cannot write the user namespace's %s: %s", name,
 				 strerror(e));
 }
 
-static int enter_userns(struct rst_ctx *ctx, struct puppet *p, const NamespacesEntry *ns)
+/* Maps of pid's new user namespace: the saved ones (root) or the caller's own id. */
+static int map_userns(struct ckpt_log *log, pid_t pid, const char *uid_map, const char *gid_map)
 {
 	if (geteuid() != 0) {
 		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)p->pid);
+		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, "deny", 4) != 4) {
 			int e = errno;
 			if (fd >= 0)
 				close(fd);
-			return log_fail(&ctx->log, -e, "cannot deny setgroups in the container: %s",
+			return log_fail(log, -e, "cannot deny setgroups in the user namespace: %s",
 					strerror(e));
 		}
 		close(fd);
 	}
-	int r = write_map(ctx, p->pid, "uid_map", ns->uid_map, geteuid());
-	return r < 0 ? r : write_map(ctx, p->pid, "gid_map", ns->gid_map, getegid());
+	int r = write_map(log, pid, "uid_map", uid_map, geteuid());
+	return r < 0 ? r : write_map(log, pid, "gid_map", gid_map, getegid());
+}
+
+static int enter_userns(struct rst_ctx *ctx, struct puppet *p, const NamespacesEntry *ns)
+{
+	return map_userns(&ctx->log, p->pid, ns->uid_map, ns->gid_map);
+}
+
+int tree_userns_map_self(struct ckpt_log *log, pid_t pid)
+{
+	char u[32], g[32];
+	snprintf(u, sizeof(u), "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
+	snprintf(g, sizeof(g), "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
+	return map_userns(log, pid, u, g);
 }
 
 static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "img/img.h"
+#include "img/seal.h"
 #include "util/cleanup.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the image is little-endian");
@@ -117,9 +118,24 @@ static int writev_all(int fd, const struct iovec *head, size_t nhead, const stru
 	return 0;
 }
 
+/* The writer's output: fd, or the seal that encrypts to it. */
+static int write_out(struct img_writer *w, const struct iovec *head, size_t nhead,
+		     const struct iovec *iov, size_t cnt)
+{
+	if (w->seal)
+		return img_seal_write(w->seal, head, nhead, iov, cnt, &w->offset);
+	return writev_all(w->fd, head, nhead, iov, cnt, &w->offset);
+}
+
 int img_writer_init(struct img_writer *w, int fd, struct img_header *hdr)
 {
-	struct img_writer n = { .fd = fd };
+	return img_writer_init_sealed(w, fd, NULL, hdr);
+}
+
+int img_writer_init_sealed(struct img_writer *w, int fd, struct img_seal *seal,
+			   struct img_header *hdr)
+{
+	struct img_writer n = { .fd = fd, .seal = seal };
 	struct iovec iov;
 	int r;
 
@@ -136,7 +152,7 @@ int img_writer_init(struct img_writer *w, int fd, struct img_header *hdr)
 	hdr->crc = img_crc32c(0, hdr, HEADER_CRC_LEN);
 
 	iov = (struct iovec){ .iov_base = hdr, .iov_len = sizeof(*hdr) };
-	r = writev_all(fd, &iov, 1, NULL, 0, &n.offset);
+	r = write_out(&n, &iov, 1, NULL, 0);
 	if (r < 0)
 		return r;
 	*w = n;
@@ -179,7 +195,7 @@ static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
 
 	head[0] = (struct iovec){ .iov_base = &f, .iov_len = sizeof(f) };
 	head[1] = (struct iovec){ .iov_base = (void *)zero_pad, .iov_len = pad };
-	r = writev_all(w->fd, head, pad ? 2 : 1, iov, cnt, &w->offset);
+	r = write_out(w, head, pad ? 2 : 1, iov, cnt);
 	if (r < 0)
 		return r;
 	if (type != IMG_REC_TRAILER) {
@@ -228,6 +244,8 @@ int img_writer_finish(struct img_writer *w)
 	w->finished = true;
 
 	r = write_record(w, IMG_REC_TRAILER, 0, &iov, 1, false);
+	if (r >= 0 && w->seal)
+		r = img_seal_finish(w->seal);
 	if (r < 0)
 		return r;
 	if (fstat(w->fd, &st) < 0)
@@ -432,6 +450,23 @@ int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 				    strerror(-ret));
 	}
 
+	if (img_seal_detect(n.base, n.size)) {
+		img_reader_close(&n);
+		return fail(err, -ENOKEY, -1, 0, 0, "image is encrypted: it needs its key");
+	}
+	ret = img_reader_adopt(r, n.base, n.size, err);
+	if (ret == 0)
+		r->mapped = n.mapped;
+	return ret;
+}
+
+int img_reader_adopt(struct img_reader *r, uint8_t *base, size_t size, struct img_error *err)
+{
+	struct img_reader n = { .base = base, .size = size };
+	int ret;
+
+	if (!r)
+		return -EINVAL;
 	ret = check_header(&n, err);
 	if (ret < 0) {
 		img_reader_close(&n);

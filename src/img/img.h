@@ -76,8 +76,11 @@ uint32_t img_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
 /* --- writing -------------------------------------------------------- */
 
+struct img_seal; /* seal.h */
+
 struct img_writer {
 	int fd;
+	struct img_seal *seal;  /* NULL, or what encrypts the stream to fd */
 	uint64_t offset;        /* bytes written to fd so far */
 	uint64_t records;
 	uint64_t data_bytes;
@@ -87,12 +90,17 @@ struct img_writer {
 /* Writes the header. hdr->magic, version, header_size and crc are filled in. */
 int img_writer_init(struct img_writer *w, int fd, struct img_header *hdr)
 	__attribute__((warn_unused_result));
+/* The same, every byte sent through seal (seal.h), which writes to fd. offset
+ * counts the plaintext stream, so aligned data is aligned once decrypted. */
+int img_writer_init_sealed(struct img_writer *w, int fd, struct img_seal *seal,
+			   struct img_header *hdr) __attribute__((warn_unused_result));
 int img_write(struct img_writer *w, uint32_t type, uint32_t flags, const void *data,
 	      size_t len) __attribute__((warn_unused_result));
 /* Like img_write, the data given as an iovec, placed page-aligned in the stream. */
 int img_write_aligned(struct img_writer *w, uint32_t type, const struct iovec *iov,
 		      int iovcnt) __attribute__((warn_unused_result));
-/* Writes the trailer and, if fd is a regular file, fsyncs it. */
+/* Writes the trailer (sealed: and the final chunk) and, if fd is a regular
+ * file, fsyncs it. */
 int img_writer_finish(struct img_writer *w) __attribute__((warn_unused_result));
 
 /* --- reading -------------------------------------------------------- */
@@ -128,8 +136,13 @@ struct img_reader {
 	bool validated;
 };
 
-/* Loads the stream and checks the header. */
+/* Loads the stream and checks the header. A sealed image (seal.h) is
+ * refused with -ENOKEY: it needs img_reader_open_sealed(). */
 int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
+	__attribute__((warn_unused_result));
+/* Takes over an anonymous mapping of size bytes holding a whole stream (it is
+ * unmapped on failure too) and checks the header, as img_reader_open does. */
+int img_reader_adopt(struct img_reader *r, uint8_t *base, size_t size, struct img_error *err)
 	__attribute__((warn_unused_result));
 /* Checks every frame, every checksum and the trailer; rewinds afterwards.
  * Later passes of img_reader_next() check frames but not data checksums

@@ -5,14 +5,34 @@
  * credential change resets (pdeathsig, dumpable).
  *
  * They are restored by the puppet itself, so the kernel checks each step
- * against what ckpt's caller could do: an image cannot grant more. Order:
- * drop bounding caps (needs CAP_SETPCAP), groups and gids, keep caps across
- * setresuid, set the capability sets, raise ambient ones, securebits, then
- * no_new_privs, pdeathsig and dumpable.
+ * against what ckpt's caller could do: an image cannot grant more. The
+ * puppet starts with the caller's credentials (root with its capabilities,
+ * root in a user namespace, or a user restoring their own process), and
+ * each step asks for privilege only where the image needs it:
+ *   1. the bounding set: drop what the image lacks and the puppet still
+ *      has (CAP_SETPCAP, only if there is something to drop);
+ *   2. groups (only if they differ), setresgid, setfsgid;
+ *   3. PR_SET_KEEPCAPS 1, which needs no privilege (PR_SET_SECUREBITS
+ *      does): leaving uid 0 keeps the permitted set, to be cut at step 5;
+ *   4. setresuid, setfsuid: leaving uid 0 clears effective and ambient;
+ *   5. capset: the image's permitted, effective and inheritable sets, plus
+ *      CAP_SETPCAP if the puppet still has it and step 7 needs it;
+ *   6. ambient caps raised (each is in permitted and inheritable now, and
+ *      no securebit forbids it yet);
+ *   7. securebits, only if they differ: keepcaps alone by PR_SET_KEEPCAPS
+ *      (no privilege: a root that dropped to a user with no capabilities
+ *      left ends here), any other bit or lock by PR_SET_SECUREBITS with
+ *      CAP_SETPCAP;
+ *   8. capset exactly the image's sets, if step 5 lent CAP_SETPCAP;
+ *   9. no_new_privs, pdeathsig, dumpable.
+ * So root keeping capabilities, root dropped to a user with none, a user's
+ * process restored by root or by that user, ambient capabilities and
+ * locked securebits each come back as saved.
  */
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -117,19 +137,31 @@ static int set_caps(struct rst_task *t, uint64_t eff, uint64_t prm, uint64_t inh
 	return (int)puppet_syscall(p, SYS_capset, h, d);
 }
 
-static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
+/* Step 1: the bounding set loses what the image lacks (CAP_SETPCAP). */
+static int restore_bounding(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e)
 {
-	CredsEntry *e = t->kstate[KIND_creds];
 	struct puppet *p = &t->pup;
 	int r;
 
 	for (int cap = 0; cap <= CAP_LAST; cap++) {
 		if (e->cap_bnd & (1ull << cap))
 			continue;
+		/* already gone (or unknown to this kernel): nothing to ask for */
+		if (puppet_syscall(p, SYS_prctl, PR_CAPBSET_READ, cap, 0, 0, 0) != 1)
+			continue;
 		long b = puppet_syscall(p, SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
-		if (b < 0 && b != -EINVAL && (r = step(ctx, t, b, "dropping a bounding cap")) < 0)
+		if (b < 0 && (r = step(ctx, t, b, "dropping a bounding cap")) < 0)
 			return r;
 	}
+	return 0;
+}
+
+/* Steps 2-4: groups and gids, keepcaps, then uids. */
+static int restore_ids(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e)
+{
+	struct puppet *p = &t->pup;
+	int r;
+
 	if (e->n_groups * sizeof(uint32_t) > p->scratch_len / 2)
 		return log_fail(&ctx->log, -E2BIG, "pid %d: too many groups", t->pid);
 	uint64_t g = puppet_scratch_put(p, p->scratch_len / 2, e->groups,
@@ -147,20 +179,67 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 		return r;
 	puppet_syscall(p, SYS_setfsgid, e->fsgid);
 
-	uint32_t sb = e->has_securebits ? e->securebits : 0;
-	if ((r = step(ctx, t,
-		      puppet_syscall(p, SYS_prctl, PR_SET_SECUREBITS, sb | SECBIT_KEEP_CAPS, 0, 0, 0),
-		      "setting securebits")) < 0 ||
-	    (r = step(ctx, t, puppet_syscall(p, SYS_setresuid, e->uid, e->euid, e->suid),
+	/* keepcaps needs no privilege, unlike PR_SET_SECUREBITS: the
+	 * permitted set outlives leaving uid 0, to be cut to the image's */
+	long sb = puppet_syscall(p, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
+	if (sb < 0 || !(sb & SECBIT_KEEP_CAPS)) {
+		long k = puppet_syscall(p, SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0);
+		if ((r = step(ctx, t, k, "setting keepcaps")) < 0)
+			return r;
+	}
+	if ((r = step(ctx, t, puppet_syscall(p, SYS_setresuid, e->uid, e->euid, e->suid),
 		      "setresuid")) < 0)
 		return r;
 	puppet_syscall(p, SYS_setfsuid, e->fsuid);
+	return 0;
+}
 
-	/* CAP_SETPCAP for the final securebits, when permitted; then exact */
-	uint64_t setpcap = e->cap_prm & (1ull << CAP_SETPCAP);
-	if ((r = step(ctx, t, set_caps(t, e->cap_eff | setpcap, e->cap_prm, e->cap_inh),
+/* Step 7: the securebits, asking for privilege only when it is needed. */
+static int restore_securebits(struct rst_ctx *ctx, struct rst_task *t, uint32_t want)
+{
+	struct puppet *p = &t->pup;
+	long cur = puppet_syscall(p, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
+	int r;
+
+	if ((r = step(ctx, t, cur, "reading securebits")) < 0 || (uint32_t)cur == want)
+		return r;
+	if (((uint32_t)cur ^ want) == SECBIT_KEEP_CAPS)
+		return step(ctx, t,
+			    puppet_syscall(p, SYS_prctl, PR_SET_KEEPCAPS,
+					   !!(want & SECBIT_KEEP_CAPS), 0, 0, 0),
+			    "setting keepcaps");
+	return step(ctx, t, puppet_syscall(p, SYS_prctl, PR_SET_SECUREBITS, want, 0, 0, 0),
+		    "setting securebits");
+}
+
+static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	CredsEntry *e = t->kstate[KIND_creds];
+	struct puppet *p = &t->pup;
+	int r;
+
+	if ((r = restore_bounding(ctx, t, e)) < 0 || (r = restore_ids(ctx, t, e)) < 0)
+		return r;
+
+	/* step 5: the image's sets, plus CAP_SETPCAP while the puppet still
+	 * has it and securebits other than keepcaps are to be set (step 8
+	 * takes it away again) */
+	uint32_t sb = e->has_securebits ? e->securebits : 0;
+	uint64_t lend = 0;
+	if (sb & ~(uint32_t)SECBIT_KEEP_CAPS) {
+		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct data[2] = { 0 };
+		uint64_t h = puppet_scratch_put(p, 0, &hdr, sizeof(hdr));
+		if (puppet_syscall(p, SYS_capget, h, p->scratch + 64) == 0 &&
+		    puppet_read(p, p->scratch + 64, data, sizeof(data)) == 0 &&
+		    (data[0].permitted & (1u << CAP_SETPCAP)))
+			lend = 1ull << CAP_SETPCAP;
+	}
+	if ((r = step(ctx, t, set_caps(t, e->cap_eff | lend, e->cap_prm | lend, e->cap_inh),
 		      "capset")) < 0)
 		return r;
+	/* step 6: ambient caps (in permitted and inheritable now), before
+	 * securebits that may forbid raising them */
 	for (int cap = 0; cap <= CAP_LAST; cap++) {
 		if (e->has_cap_amb && (e->cap_amb & (1ull << cap)) &&
 		    (r = step(ctx, t,
@@ -169,12 +248,13 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 			      "raising an ambient cap")) < 0)
 			return r;
 	}
-	if (!(sb & SECBIT_KEEP_CAPS) &&
-	    (r = step(ctx, t, puppet_syscall(p, SYS_prctl, PR_SET_SECUREBITS, sb, 0, 0, 0),
-		      "setting securebits")) < 0)
+	/* steps 7 and 8: securebits, then exactly the image's sets (the
+	 * ambient ones are in them and stay) */
+	if ((r = restore_securebits(ctx, t, sb)) < 0 ||
+	    (lend && (r = step(ctx, t, set_caps(t, e->cap_eff, e->cap_prm, e->cap_inh),
+			       "capset")) < 0))
 		return r;
-	if ((r = step(ctx, t, set_caps(t, e->cap_eff, e->cap_prm, e->cap_inh), "capset")) < 0)
-		return r;
+	/* step 9 */
 	if (e->has_no_new_privs && e->no_new_privs &&
 	    (r = step(ctx, t, puppet_syscall(p, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
 		      "no_new_privs")) < 0)
@@ -186,6 +266,131 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
+/* --- before --kill: could this caller give them back? -------------------- */
+
+static bool id_in(uint32_t id, const uint32_t *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == id)
+			return true;
+	return false;
+}
+
+/* Do the sets a and b of n ids hold the same ids? */
+static bool same_set(const uint32_t *a, const uint32_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!id_in(a[i], b, n) || !id_in(b[i], a, n))
+			return false;
+	return true;
+}
+
+static const char *id_list(const uint32_t *v, size_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used + 12 < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? "," : "", v[i]);
+	return n ? buf : "none";
+}
+
+/* The groups a restart in a user namespace of the caller's own leaves: the
+ * caller's, as seen there (setgroups is denied): its gid mapped, the others
+ * the overflow gid. */
+static int check_groups_userns(struct ckpt_ctx *ctx, struct task *t, const CredsEntry *e)
+{
+	const struct restart_caller *c = ctx->caller;
+	uint32_t view[256];
+	char a[128], b[128];
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		view[i] = c->groups[i] == c->gid[1] ? c->map_gid : 65534;
+	if (e->n_groups == c->ngroups && same_set(e->groups, view, c->ngroups))
+		return 0;
+	return log_fail(&ctx->log, -EPERM,
+			"pid %d: has supplementary groups %s; a restart without privilege "
+			"cannot set groups (setgroups is denied in its user namespace) and would "
+			"leave it %s",
+			t->pid, id_list(e->groups, e->n_groups, a, sizeof(a)),
+			id_list(view, c->ngroups, b, sizeof(b)));
+}
+
+/* Without privilege, in a user namespace where one uid and one gid map. */
+static int check_userns(struct ckpt_ctx *ctx, struct task *t, const CredsEntry *e)
+{
+	const struct restart_caller *c = ctx->caller;
+	const uint32_t uids[] = { e->uid, e->euid, e->suid, e->fsuid };
+	const uint32_t gids[] = { e->gid, e->egid, e->sgid, e->fsgid };
+	for (int i = 0; i < 4; i++)
+		if (uids[i] != c->map_uid || gids[i] != c->map_gid)
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d: has uids %u/%u/%u/%u and gids %u/%u/%u/%u; a restart "
+					"without privilege has only uid %u and gid %u",
+					t->pid, e->uid, e->euid, e->suid, e->fsuid, e->gid, e->egid,
+					e->sgid, e->fsgid, c->map_uid, c->map_gid);
+	if (!ctx->container && (e->cap_prm || e->cap_eff || (e->has_cap_amb && e->cap_amb)))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has capabilities (permitted %#llx); a restart without "
+				"privilege would give them back only inside its user namespace",
+				t->pid, (unsigned long long)e->cap_prm);
+	return check_groups_userns(ctx, t, e);
+}
+
+/* On the host: what the caller's own ids and capabilities allow. */
+static int check_host(struct ckpt_ctx *ctx, struct task *t, const CredsEntry *e)
+{
+	const struct restart_caller *c = ctx->caller;
+	const uint32_t uids[] = { e->uid, e->euid, e->suid, e->fsuid };
+	const uint32_t gids[] = { e->gid, e->egid, e->sgid, e->fsgid };
+	char a[128];
+	for (int i = 0; i < 4; i++) {
+		if (!caller_can(c, CAP_SETUID) && !id_in(uids[i], c->uid, 3))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d: has uid %u; a restart by uid %u without CAP_SETUID "
+					"cannot set it",
+					t->pid, uids[i], c->uid[1]);
+		if (!caller_can(c, CAP_SETGID) && !id_in(gids[i], c->gid, 3))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d: has gid %u; a restart by gid %u without CAP_SETGID "
+					"cannot set it",
+					t->pid, gids[i], c->gid[1]);
+	}
+	if (!caller_can(c, CAP_SETGID) &&
+	    (e->n_groups != c->ngroups || !same_set(e->groups, c->groups, c->ngroups)))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has supplementary groups %s; a restart without CAP_SETGID "
+				"cannot set them",
+				t->pid, id_list(e->groups, e->n_groups, a, sizeof(a)));
+	if (e->cap_prm & ~c->cap_prm)
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has capabilities %#llx that the caller lacks; a restart "
+				"cannot grant them",
+				t->pid, (unsigned long long)(e->cap_prm & ~c->cap_prm));
+	uint32_t sb = e->has_securebits ? e->securebits : 0;
+	bool setpcap = c->cap_prm & (1ull << CAP_SETPCAP);
+	if (!setpcap && (c->cap_bnd & ~e->cap_bnd))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: its bounding set lacks capabilities that only CAP_SETPCAP "
+				"can drop",
+				t->pid);
+	if (!setpcap && ((sb ^ c->securebits) & ~(uint32_t)SECBIT_KEEP_CAPS))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: has securebits %#x; setting them needs CAP_SETPCAP", t->pid,
+				sb);
+	return 0;
+}
+
+static int creds_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	const struct creds_ckpt *k = t->kstate[KIND_creds];
+	if (!k)
+		return 0;
+	/* a container with a user namespace of its own, restarted by root:
+	 * its maps are written as they were, its ids are its own */
+	if (ctx->container && ctx->nuids && !ctx->caller->userns)
+		return 0;
+	return ctx->caller->userns ? check_userns(ctx, t, &k->e) : check_host(ctx, t, &k->e);
+}
+
 static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(CREDS_ENTRY) ? &creds_entry__descriptor : NULL;
@@ -193,6 +398,7 @@ static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 
 const struct kind_ops creds_ops = {
 	.per_thread = true,
+	.check_restore = creds_check_restore,
 	.collect = creds_collect,
 	.dump = creds_dump,
 	.load = creds_load,

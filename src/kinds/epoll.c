@@ -6,16 +6,23 @@
  * "tfd: N events: X data: Y". A watch is saved as that fd number, its
  * events (EPOLLET, EPOLLONESHOT, EPOLLEXCLUSIVE, EPOLLWAKEUP included) and
  * data, and the objref of the open file the task holds at fd N, which
- * kcmp(KCMP_EPOLL_TFD) must show to be the watched file: a watch whose file
- * has left fd N (closed there, kept open by a dup or another process) is
- * refused, since it cannot be keyed by that number again.
+ * kcmp(KCMP_EPOLL_TFD) shows to be the watched file. A watch whose file
+ * has left fd N (closed there, or another file opened there since) is
+ * *stale*: its file is found at another fd of a task of the image (kcmp
+ * again) and saved by that objref; a file open only outside the image (or
+ * only through a mapping) is refused. The instance
+ * names the task whose fds it watches by its pid in the image (in a
+ * container, the pid inside: vpid), as every record does.
  *
  * Restart: the instance is made on ckpt's side (epoll_create1, in prepare)
  * and put in place by fdtable like any file. The watches cannot be added
  * there: they must be keyed by the fd numbers the task uses (it will
  * EPOLL_CTL_MOD and DEL by them), so they are added by an epoll_ctl
  * injected in the task, in the restore step, which kinds.def runs after
- * fdtable's. An epoll watched by another gets its own watches first.
+ * fdtable's. An epoll watched by another gets its own watches first. A
+ * stale watch's file is put at fd N for the time of its add (what holds N
+ * now moved aside and back, with its close-on-exec flag), then N is as it
+ * was: the kernel keys the watch by (file, N) whatever N holds later.
  *
  * What is exact and what is not:
  * - Level-triggered readiness comes from the restored target (a pipe with
@@ -138,33 +145,28 @@ static int ready_now(struct task *t, int fd)
 static int check_watch(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 		       struct epoll_obj *p, size_t i)
 {
-	const EpollWatch *w = &p->w[i];
+	EpollWatch *w = &p->w[i];
 	struct kcmp_epoll_slot slot = {.efd = (uint32_t)fi->fd, .tfd = w->tfd};
 	for (size_t j = 0; j < i; j++)
 		slot.toff += p->w[j].tfd == w->tfd;
 	long r = syscall(SYS_kcmp, t->pid, t->pid, KCMP_EPOLL_TFD, (int)w->tfd, &slot);
-	if (r < 0 && errno == EBADF)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (epoll): the file watched as fd %u is no longer open "
-				"at fd %u (closed there, kept open elsewhere); the watch cannot be "
-				"keyed by that fd again",
-				t->pid, fi->fd, w->tfd, w->tfd);
-	if (r < 0)
+	if (r < 0 && errno != EBADF)
 		return log_fail(&ctx->log, errno == ENOSYS ? -EOPNOTSUPP : -errno,
 				"pid %d fd %d (epoll): kcmp(KCMP_EPOLL_TFD) of fd %u: %s", t->pid,
 				fi->fd, w->tfd, strerror(errno));
-	if (r != 0)
-		return log_fail(
-		    &ctx->log, -EOPNOTSUPP,
-		    "pid %d fd %d (epoll): the file watched as fd %u is no longer at fd "
-		    "%u (closed, another file opened there); the watch cannot be keyed "
-		    "by that fd again",
-		    t->pid, fi->fd, w->tfd, w->tfd);
+	/* closed at tfd, or another file there: found elsewhere in collect_end */
+	p->w[i].has_stale = true;
+	p->w[i].stale = r != 0;
 	if (w->events & ~(uint32_t)EP_KNOWN)
 		return log_fail(
 		    &ctx->log, -EOPNOTSUPP,
 		    "pid %d fd %d (epoll): the watch of fd %u has unknown event bits %#x", t->pid,
 		    fi->fd, w->tfd, w->events & ~(uint32_t)EP_KNOWN);
+	if (disarmed(w->events) && w->stale)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (epoll): the fired EPOLLONESHOT watch of fd %u, whose "
+				"file has left that fd; not supported",
+				t->pid, fi->fd, w->tfd);
 	if (disarmed(w->events)) {
 		int ready = ready_now(t, (int)w->tfd);
 		if (ready <= 0)
@@ -240,7 +242,8 @@ static int epoll_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 	epoll_entry__init(&p->e);
 	p->pid = t->pid;
 	p->fd = fi->fd;
-	p->e.pid = (uint32_t)t->pid;
+	/* the image names tasks by their pids in the container (vpid) */
+	p->e.pid = (uint32_t)t->vpid;
 	p->e.flags = fi->fi.flags & O_NONBLOCK;
 	r = read_watches(ctx, t, fi, p);
 	if (r >= 0 && p->e.n_watches && !(p->pw = calloc(p->e.n_watches, sizeof(*p->pw))))
@@ -262,6 +265,33 @@ static int epoll_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 	return 0;
 }
 
+struct stale_key {
+	pid_t pid;
+	struct kcmp_epoll_slot slot;
+};
+
+static bool is_watched(pid_t pid, int fd, void *arg)
+{
+	struct stale_key *k = arg;
+	return syscall(SYS_kcmp, pid, k->pid, KCMP_EPOLL_TFD, fd, &k->slot) == 0;
+}
+
+/* A stale watch's file, at whichever fd of the image holds it. */
+static int find_stale(struct ckpt_ctx *ctx, struct epoll_obj *p, size_t i)
+{
+	EpollWatch *w = &p->w[i];
+	struct stale_key k = { .pid = p->pid, .slot = { .efd = (uint32_t)p->fd, .tfd = w->tfd } };
+	for (size_t j = 0; j < i; j++)
+		k.slot.toff += p->w[j].tfd == w->tfd;
+	if (fdtable_find_file(ctx, is_watched, &k, &w->target_id) == 0)
+		return 0;
+	return log_fail(&ctx->log, -EOPNOTSUPP,
+			"pid %d fd %d (epoll): the file watched as fd %u has left that fd and is "
+			"open at no fd of the image (only outside it, or through a mapping); "
+			"not supported",
+			p->pid, p->fd, w->tfd);
+}
+
 /* Every task's fds are known now: name each watch's file by its objref. */
 static int epoll_collect_end(struct ckpt_ctx *ctx)
 {
@@ -273,6 +303,12 @@ static int epoll_collect_end(struct ckpt_ctx *ctx)
 				t = &ctx->tasks[i];
 		for (size_t i = 0; t && i < p->e.n_watches; i++) {
 			EpollWatch *w = &p->w[i];
+			if (w->stale) {
+				int r = find_stale(ctx, p, i);
+				if (r < 0)
+					return r;
+				continue;
+			}
 			if (fdtable_file_id(t, (int)w->tfd, &w->target_id) < 0)
 				return log_fail(&ctx->log, -EOPNOTSUPP,
 						"pid %d fd %d (epoll): watches fd %u, which is not "
@@ -324,9 +360,9 @@ static int epoll_dump(struct ckpt_ctx *ctx, struct task *t)
 
 /* --- restart --------------------------------------------------------- */
 
-static int cmp_u32(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
@@ -360,15 +396,17 @@ static const char *invalid(struct rst_ctx *ctx, const EpollEntry *e)
 		if (!w->target_id || w->target_id == e->id)
 			return "a watch names no file or the instance itself";
 	}
-	_cleanup_free_ uint32_t *tfds = malloc((e->n_watches + 1) * sizeof(*tfds));
-	if (!tfds)
+	/* a watch is keyed by (file, fd): one fd may key a live watch and
+	 * stale ones of other files, never one file twice */
+	_cleanup_free_ uint64_t *keys = malloc((e->n_watches + 1) * sizeof(*keys));
+	if (!keys)
 		return "out of memory";
 	for (size_t i = 0; i < e->n_watches; i++)
-		tfds[i] = e->watches[i]->tfd;
-	qsort(tfds, e->n_watches, sizeof(*tfds), cmp_u32);
+		keys[i] = (uint64_t)e->watches[i]->tfd << 32 | e->watches[i]->target_id;
+	qsort(keys, e->n_watches, sizeof(*keys), cmp_u64);
 	for (size_t i = 1; i < e->n_watches; i++)
-		if (tfds[i] == tfds[i - 1])
-			return "two watches of one fd";
+		if (keys[i] == keys[i - 1])
+			return "two watches of one file at one fd";
 	return NULL;
 }
 
@@ -429,6 +467,8 @@ static int check_owner(struct rst_ctx *ctx, struct epoll_robj *p)
 	for (size_t i = 0; i < e->n_watches; i++) {
 		const EpollWatch *w = e->watches[i];
 		uint32_t id;
+		if (w->stale)
+			continue;
 		if (fdtable_rst_file_id(p->owner, (int)w->tfd, &id) < 0 || id != w->target_id)
 			return log_fail(&ctx->log, -EINVAL,
 					"image: epoll %u watches fd %u of pid %u as open file %u, "
@@ -452,6 +492,43 @@ static int epoll_prepare(struct rst_ctx *ctx)
 		if ((p->e->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, O_NONBLOCK) < 0)
 			return -errno;
 	}
+	return 0;
+}
+
+static int add_watch(struct rst_ctx *ctx, struct rst_task *t, struct epoll_robj *p,
+		     const EpollWatch *w, uint32_t events);
+
+/*
+ * A stale watch: its file is passed in and put at fd tfd for the add;
+ * whatever tfd holds now is moved aside first and put back after (with
+ * its close-on-exec flag), or tfd is closed again.
+ */
+static int add_stale(struct rst_ctx *ctx, struct rst_task *t, struct epoll_robj *p,
+		     const EpollWatch *w)
+{
+	struct puppet *pp = &t->pup;
+	int lfd, r = fdtable_local_fd(ctx, w->target_id, &lfd);
+	if (r < 0)
+		return r;
+	long held = puppet_syscall(pp, SYS_fcntl, w->tfd, F_GETFD);
+	long aside = held < 0 ? -1 : puppet_syscall(pp, SYS_fcntl, w->tfd, F_DUPFD_CLOEXEC, 0);
+	int rfd = aside >= -1 ? puppet_send_fd(pp, ctx->ctl[0], ctx->ctl_remote, lfd) : -EBADF;
+	long e = rfd < 0 ? rfd : puppet_syscall(pp, SYS_dup3, rfd, w->tfd, 0);
+	if (rfd >= 0)
+		puppet_syscall(pp, SYS_close, rfd);
+	r = e < 0 ? (int)e : add_watch(ctx, t, p, w, w->events);
+	/* tfd as it was */
+	if (aside >= 0) {
+		e = puppet_syscall(pp, SYS_dup3, aside, w->tfd, (held & FD_CLOEXEC) ? O_CLOEXEC : 0);
+		puppet_syscall(pp, SYS_close, aside);
+	} else
+		e = puppet_syscall(pp, SYS_close, w->tfd);
+	if (r >= 0 && e < 0)
+		r = (int)e;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (epoll): cannot add the watch of fd %u "
+				"(its file has left that fd): %s", t->pid, p->efd, w->tfd,
+				strerror(-r));
 	return 0;
 }
 
@@ -520,8 +597,9 @@ static int add_all(struct rst_ctx *ctx, struct rst_task *t, struct epoll_robj *p
 			const EpollWatch *w = e->watches[i];
 			if (disarmed(w->events) != (pass == 0))
 				continue;
-			r = pass == 0 ? add_disarmed(ctx, t, p, w)
-				      : add_watch(ctx, t, p, w, w->events);
+			r = pass == 0  ? add_disarmed(ctx, t, p, w)
+			    : w->stale ? add_stale(ctx, t, p, w)
+				       : add_watch(ctx, t, p, w, w->events);
 			if (r < 0)
 				return r;
 		}

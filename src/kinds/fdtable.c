@@ -4,10 +4,23 @@
  * objref of file_reg), and close-on-exec per fd. Holes stay holes: at
  * restart the puppet holds nothing but ckpt's control socket, which sits
  * above every fd of the image.
+ *
+ * The signal-driven I/O settings of each open file go with it: the owner
+ * (F_GETOWN_EX on a pidfd_getfd copy: a thread, process or process group,
+ * saved by the id the image gives it; an owner outside the image is
+ * refused), the signal (F_GETSIG) and O_ASYNC. They are set again on ckpt's
+ * fd of the file in restore_end, once every task exists and every kind has
+ * refilled its objects (a queue refilled under O_ASYNC would leave a SIGIO
+ * pending that the original did not have): owner and signal on ckpt's fd,
+ * O_ASYNC by the task on its fd (the kernel puts the fd it was set through
+ * in the signal's si_fd). The kernel records the
+ * credentials of whoever set the owner, ckpt's after a restart, for its
+ * permission check when it sends the signal.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <errno.h>
@@ -27,6 +40,7 @@ struct fdt_ckpt {
 	FdTableEntry e;
 	FdEntry *fds;
 	FdEntry **pfds;
+	FdOwner *owners;
 };
 
 static int cmp_int(const void *a, const void *b)
@@ -44,6 +58,9 @@ static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 		why = "sockets are not supported yet";
 	else if (S_ISFIFO(fi->st.st_mode))
 		why = "named FIFOs are not supported yet";
+	else if (!strcmp(fi->path, "anon_inode:[io_uring]"))
+		why = "io_uring instance: io_uring is not supported yet (its rings, registered "
+		      "files and buffers and requests in flight are not saved)";
 	else if (!strncmp(fi->path, "anon_inode:", 11))
 		snprintf(buf, sizeof(buf), "%s files are not supported yet", fi->path + 11), why = buf;
 	else if (S_ISCHR(fi->st.st_mode))
@@ -99,6 +116,63 @@ static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 	return r < 0 ? r : kinds[k].ops->fd_collect(ctx, t, fi, ret_id);
 }
 
+/* The id the image gives ckpt's thread, process or group id `id`; 0 if none. */
+static pid_t image_id(struct ckpt_ctx *ctx, int type, pid_t id)
+{
+	const struct task *root = &ctx->tasks[0];
+	/* the root's group, when it does not lead it, is not in the image */
+	if (type == F_OWNER_PGRP && id == root->stat.pgrp && root->stat.pgrp != root->pid)
+		return 0;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct task *t = &ctx->tasks[i];
+		if (type == F_OWNER_PGRP) {
+			if (t->stat.pgrp == id)
+				return t->vpgid;
+			continue;
+		}
+		if (t->pid == id && !t->zombie)
+			return t->vpid;
+		for (size_t j = 0; type == F_OWNER_TID && j < t->nthreads; j++)
+			if (t->threads[j].pid == id)
+				return t->threads[j].vpid;
+	}
+	return 0;
+}
+
+static int collect_owner(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			 FdOwner *o, FdEntry *e)
+{
+	struct f_owner_ex own = { 0 };
+	if (fi->fi.flags & O_PATH) /* only a path: no I/O, no owner */
+		return 0;
+	_cleanup_close_ int copy = puppet_getfd(&t->pup, fi->fd);
+	if (copy < 0)
+		return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s",
+				t->pid, fi->fd, fi->path, strerror(-copy));
+	int sig = fcntl(copy, F_GETSIG);
+	if (fcntl(copy, F_GETOWN_EX, &own) < 0 || sig < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d (%s): cannot read its owner: %m",
+				t->pid, fi->fd, fi->path);
+	bool async = fi->fi.flags & O_ASYNC;
+	if (!own.pid && !sig && !async)
+		return 0;
+	fd_owner__init(o);
+	o->type = (uint32_t)own.type;
+	if (own.pid) {
+		o->pid = image_id(ctx, own.type, own.pid);
+		if (!o->pid)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d fd %d (%s): the %s that gets its SIGIO (%d) is outside "
+					"the image", t->pid, fi->fd, fi->path,
+					own.type == F_OWNER_PGRP ? "process group" : "task", own.pid);
+	}
+	o->has_sig = o->has_async = true;
+	o->sig = (uint32_t)sig;
+	o->async = async;
+	e->owner = o;
+	return 0;
+}
+
 static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f;
@@ -142,7 +216,8 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		qsort(fds, n, sizeof(*fds), cmp_int);
 		f->fds = calloc(n ? n : 1, sizeof(*f->fds));
 		f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
-		if (!f->fds || !f->pfds)
+		f->owners = calloc(n ? n : 1, sizeof(*f->owners));
+		if (!f->fds || !f->pfds || !f->owners)
 			r = -ENOMEM;
 	}
 	for (size_t i = 0; r >= 0 && i < n; i++) {
@@ -152,6 +227,8 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		r = fdtable_inspect_fd(ctx, t, fds[i], fi);
 		if (r >= 0)
 			r = collect_one(ctx, t, fi, &e->file_id);
+		if (r >= 0)
+			r = collect_owner(ctx, t, fi, &f->owners[i], e);
 		if (r < 0)
 			break;
 		e->has_cloexec = true;
@@ -213,6 +290,21 @@ int fdtable_file_id(struct task *t, int fd, uint32_t *ret_id)
 	return f ? find_fd(f->pfds, f->e.n_fds, fd, ret_id) : -ENOENT;
 }
 
+int fdtable_find_file(struct ckpt_ctx *ctx, bool (*match)(pid_t pid, int fd, void *arg),
+		      void *arg, uint32_t *ret_id)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct fdt_ckpt *f = ctx->tasks[i].kstate[KIND_fdtable];
+		for (size_t j = 0; f && j < f->e.n_fds; j++) {
+			if (match(ctx->tasks[i].pid, (int)f->pfds[j]->fd, arg)) {
+				*ret_id = f->pfds[j]->file_id;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
 int fdtable_rst_file_id(struct rst_task *t, int fd, uint32_t *ret_id)
 {
 	const FdTableEntry *e = t->kstate[KIND_fdtable];
@@ -257,12 +349,59 @@ static int fdtable_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
+static int set_owner(struct rst_ctx *ctx, struct rst_task *t, const FdEntry *fe)
+{
+	const FdOwner *o = fe->owner;
+	int local, r = fdtable_local_fd(ctx, fe->file_id, &local);
+	if (r < 0)
+		return r;
+	struct f_owner_ex own = { .type = (int)o->type };
+	if (o->pid) {
+		/* the group's leader may be gone: its pid is still the group's */
+		const struct rst_task *to = tree_find(ctx, o->pid);
+		if (!to)
+			return log_fail(&ctx->log, -EINVAL, "pid %d fd %u: its SIGIO owner %d is "
+					"not in the image", t->pid, fe->fd, o->pid);
+		own.pid = to->pup.pid;
+	}
+	int fl = fcntl(local, F_GETFL);
+	if (fcntl(local, F_SETOWN_EX, &own) < 0 || fcntl(local, F_SETSIG, (int)o->sig) < 0 ||
+	    fl < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %u: cannot set its SIGIO owner or "
+				"signal: %m", t->pid, fe->fd);
+	if (!o->async)
+		return 0;
+	/* by the task, on its own fd: the signal's si_fd is the fd O_ASYNC
+	 * was set through */
+	long e = puppet_syscall(&t->pup, SYS_fcntl, fe->fd, F_SETFL, fl | O_ASYNC);
+	if (e < 0)
+		return log_fail(&ctx->log, (int)e, "pid %d fd %u: cannot set O_ASYNC: %s", t->pid,
+				fe->fd, strerror((int)-e));
+	return 0;
+}
+
+/* Signal-driven I/O last, once no kind writes into an object any more. */
+static int fdtable_restore_end(struct rst_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		const FdTableEntry *e = t->kstate[KIND_fdtable];
+		for (size_t j = 0; e && j < e->n_fds; j++) {
+			int r = e->fds[j]->owner ? set_owner(ctx, t, e->fds[j]) : 0;
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static void fdtable_free_state(void *state)
 {
 	struct fdt_ckpt *f = state;
 	if (f) {
 		free(f->fds);
 		free(f->pfds);
+		free(f->owners);
 		free(f);
 	}
 }
@@ -277,6 +416,7 @@ const struct kind_ops fdtable_ops = {
 	.dump = fdtable_dump,
 	.load = fdtable_load,
 	.restore = fdtable_restore,
+	.restore_end = fdtable_restore_end,
 	.free_state = fdtable_free_state,
 	.free_rstate = rst_free_msg,
 	.descriptor = fdtable_descriptor,

@@ -2,6 +2,7 @@
 #ifndef CKPT_FDTABLE_H
 #define CKPT_FDTABLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -48,6 +49,10 @@ int fdtable_max_fd(struct rst_task *t);
  * -ENOENT when there is none.
  */
 int fdtable_file_id(struct task *t, int fd, uint32_t *ret_id) __attribute__((warn_unused_result));
+/* Checkpoint, after collect: the objref at the first fd of any task of the
+ * image for which match(pid, fd, arg) is true; -ENOENT when none is. */
+int fdtable_find_file(struct ckpt_ctx *ctx, bool (*match)(pid_t pid, int fd, void *arg),
+		      void *arg, uint32_t *ret_id) __attribute__((warn_unused_result));
 int fdtable_rst_file_id(struct rst_task *t, int fd, uint32_t *ret_id)
 	__attribute__((warn_unused_result));
 int fdtable_rst_fd_of(struct rst_task *t, uint32_t id, int *ret_fd)

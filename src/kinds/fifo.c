@@ -368,6 +368,8 @@ static int open_fifo(struct rst_ctx *ctx, struct fifo_robj *f)
 		return log_fail(&ctx->log, -ESTALE, "FIFO '%s': is no longer a FIFO", e->path);
 	if (!f->has_writer && !e->has_data)
 		return 0; /* readers only: opened by themselves, see open_end() */
+	/* a dry run beside the live original: its data stays as it is */
+	bool keep = ctx->flags & RESTART_VERIFY;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->path_fd);
 	f->holder = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (f->holder < 0)
@@ -375,6 +377,8 @@ static int open_fifo(struct rst_ctx *ctx, struct fifo_robj *f)
 				strerror(errno));
 	if (ioctl(f->holder, FIONREAD, &held) < 0)
 		return -errno;
+	if (keep)
+		return 0;
 	if (held > 0) {
 		log_warn(&ctx->log,
 			 "FIFO '%s': still open outside the image and holds %d bytes; left as they "

@@ -23,6 +23,7 @@ enum { FILE_REG_ENTRY = REC_TYPE(KID_file_reg, 1) };
 /* checkpoint: one object */
 struct file_obj {
 	FileRegEntry e;
+	DeletedDir gone;        /* e.deleted_dir points here */
 	char *path;
 	pid_t pid;              /* a task holding it, for kcmp */
 	int fd;                 /* its fd there, -1 for a mapped file */
@@ -50,6 +51,10 @@ static bool is_mem_device(const struct stat *st)
 static const char *refusal(const char *path, const struct stat *st)
 {
 	size_t n = strlen(path);
+	if (!strcmp(path, "anon_inode:[io_uring]"))
+		return "an io_uring instance's rings: io_uring is not supported yet";
+	if (!strncmp(path, "anon_inode:", 11))
+		return "mappings of anonymous-inode files are not supported yet";
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !is_mem_device(st))
 		return "only regular files can be mapped and restored";
 	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
@@ -81,7 +86,7 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 	f->e.dev = st->st_dev;
 	f->e.ino = st->st_ino;
 	f->e.mtime_ns = st->st_mtim.tv_sec * 1000000000ull + st->st_mtim.tv_nsec;
-	if (S_ISCHR(st->st_mode)) {
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		f->e.has_rdev = true;
 		f->e.rdev = st->st_rdev;
 	}
@@ -103,17 +108,81 @@ static bool file_reg_fd_claim(const struct fd_info *fi)
 	size_t n = strlen(fi->path);
 	if (mqueue_fd_is_queue(fi)) /* mqueue.c's */
 		return false;
+	/* an O_PATH fd is only a path, whatever it leads to (a FIFO, a
+	 * socket, a device, a symlink itself with O_NOFOLLOW) */
+	if (fi->fi.flags & O_PATH)
+		return true;
 	/* a regular file that was deleted (memfds too) is memfd.c's */
 	if (S_ISREG(fi->st.st_mode) && n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
 		return false;
 	return S_ISREG(fi->st.st_mode) || S_ISDIR(fi->st.st_mode) || is_mem_device(&fi->st);
 }
 
+/* An open directory since removed: its path without " (deleted)". */
+static int collect_deleted_dir(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			       uint32_t *ret_id)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%.*s", (int)(strlen(fi->path) - 10), fi->path);
+	if (path[0] != '/')
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): not a directory ckpt can make again by path",
+				t->pid, fi->fd, fi->path);
+	for (struct obj *o = NULL;
+	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, fi->st.st_ino));) {
+		struct file_obj *f = o->ptr;
+		if (f->fd >= 0 && f->e.dev == fi->st.st_dev &&
+		    syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fi->fd) == 0) {
+			*ret_id = o->id;
+			return 0;
+		}
+	}
+	int r = add_obj(ctx, t, path, &fi->st, fi->fi.flags & ~O_CLOEXEC, fi->fi.pos, fi->fd,
+			ret_id);
+	if (r < 0)
+		return r;
+	struct file_obj *f = objhash_find(&ctx->objs, *ret_id)->ptr;
+	deleted_dir__init(&f->gone);
+	f->gone.mode = fi->st.st_mode;
+	f->gone.uid = fi->st.st_uid;
+	f->gone.gid = fi->st.st_gid;
+	f->e.deleted_dir = &f->gone;
+	return 0;
+}
+
+/* The pid of a "/proc/PID" or "/proc/PID/..." path, 0 for any other path. */
+static pid_t proc_path_pid(const char *path)
+{
+	if (strncmp(path, "/proc/", 6) || path[6] < '1' || path[6] > '9')
+		return 0;
+	char *end;
+	long pid = strtol(path + 6, &end, 10);
+	return (*end == '/' || !*end) && pid > 0 && pid < (1 << 22) ? (pid_t)pid : 0;
+}
+
+/* Is the image pid (as the tasks' procfs shows it) a task of the image? */
+static bool pid_in_image(struct ckpt_ctx *ctx, pid_t vpid)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct task *t = &ctx->tasks[i];
+		if (t->vpid == vpid && !t->zombie)
+			return true;
+		for (size_t j = 0; j < t->nthreads; j++)
+			if (t->threads[j].vpid == vpid)
+				return true;
+	}
+	return false;
+}
+
 static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 			       uint32_t *ret_id)
 {
 	size_t n = strlen(fi->path);
+	bool gone_dir = S_ISDIR(fi->st.st_mode) && fi->st.st_nlink == 0 && n > 10 &&
+			!strcmp(fi->path + n - 10, " (deleted)");
 
+	if (gone_dir)
+		return collect_deleted_dir(ctx, t, fi, ret_id);
 	if (n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): open files that were deleted are not supported yet",
@@ -122,6 +191,11 @@ static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): not a file ckpt can reopen by path", t->pid,
 				fi->fd, fi->path);
+	if ((fi->fi.flags & O_PATH) && !S_ISREG(fi->st.st_mode) && !S_ISDIR(fi->st.st_mode) &&
+	    !S_ISLNK(fi->st.st_mode) && !S_ISFIFO(fi->st.st_mode) && !S_ISSOCK(fi->st.st_mode) &&
+	    !S_ISCHR(fi->st.st_mode) && !S_ISBLK(fi->st.st_mode))
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): O_PATH fd of an "
+				"unknown file type", t->pid, fi->fd, fi->path);
 	/* the same open file as one seen before? (dup, fork) */
 	for (struct obj *o = NULL;
 	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, fi->st.st_ino));) {
@@ -133,8 +207,19 @@ static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 			return 0;
 		}
 	}
-	return add_obj(ctx, t, fi->path, &fi->st, fi->fi.flags & ~O_CLOEXEC, fi->fi.pos, fi->fd,
-		       ret_id);
+	pid_t proc_pid = proc_path_pid(fi->path);
+	if (proc_pid && !pid_in_image(ctx, proc_pid))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): a /proc file of a process outside the image",
+				t->pid, fi->fd, fi->path);
+	int r = add_obj(ctx, t, fi->path, &fi->st, fi->fi.flags & ~O_CLOEXEC, fi->fi.pos, fi->fd,
+			ret_id);
+	if (r >= 0 && proc_pid) {
+		struct file_obj *f = objhash_find(&ctx->objs, *ret_id)->ptr;
+		f->e.has_proc_pid = true;
+		f->e.proc_pid = proc_pid;
+	}
+	return r;
 }
 
 int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
@@ -227,7 +312,38 @@ static int file_reg_load(struct rst_ctx *ctx, struct rst_task *t, const struct i
 	return 0;
 }
 
-static int open_one(struct rst_ctx *ctx, struct file_rst *f)
+int file_reg_deleted_dir(struct rst_ctx *ctx, const char *path, const DeletedDir *d, int flags,
+			 int *ret_fd)
+{
+	char tmp[4096];
+	const char *name = path;
+	if (mkdir(path, 0700) < 0 && errno == EEXIST) {
+		for (int i = 0; i < 100; i++) {
+			snprintf(tmp, sizeof(tmp), "%s.ckpt-%d-%d", path, (int)getpid(), i);
+			if (mkdir(tmp, 0700) == 0 || errno != EEXIST)
+				break;
+		}
+		name = tmp;
+	}
+	if (access(name, F_OK) < 0)
+		return log_fail(&ctx->log, -errno,
+				"directory '%s' (deleted): cannot make it again to open it: %m", path);
+	int fd = open(name, flags | O_DIRECTORY | O_CLOEXEC);
+	int r = fd < 0 ? -errno : 0;
+	if (r == 0 && (chown(name, d->uid, d->gid) < 0 || chmod(name, d->mode & 07777) < 0))
+		r = -errno;
+	rmdir(name);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return log_fail(&ctx->log, r, "directory '%s' (deleted): cannot make it again: %s",
+				path, strerror(-r));
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+static int open_one(struct rst_ctx *ctx, struct file_rst *f, const char *path)
 {
 	const FileRegEntry *e = f->e;
 	int flags = (int)(e->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC)) | O_CLOEXEC | O_NOCTTY;
@@ -235,7 +351,16 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f)
 
 	if (S_ISDIR(e->mode))
 		flags |= O_DIRECTORY;
-	f->fd = open(e->path, flags);
+	if (flags & O_PATH) /* only O_PATH's own flags; a symlink itself */
+		flags &= O_PATH | O_CLOEXEC | O_NOCTTY | O_DIRECTORY | O_NOFOLLOW;
+	if ((flags & O_PATH) && S_ISLNK(e->mode))
+		flags |= O_NOFOLLOW;
+	if (e->deleted_dir) {
+		int r = file_reg_deleted_dir(ctx, path, e->deleted_dir, flags & ~O_CLOEXEC, &f->fd);
+		if (r < 0)
+			return r;
+	} else
+		f->fd = open(path, flags);
 	if (f->fd < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot open: %s", e->path,
 				strerror(errno));
@@ -244,9 +369,9 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f)
 	if ((st.st_mode & S_IFMT) != (e->mode & S_IFMT))
 		return log_fail(&ctx->log, -ESTALE, "file '%s': is no longer the same type of file",
 				e->path);
-	if (S_ISCHR(st.st_mode) && st.st_rdev != e->rdev)
+	if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && e->has_rdev && st.st_rdev != e->rdev)
 		return log_fail(&ctx->log, -ESTALE, "file '%s': device number changed", e->path);
-	if (e->has_pos && e->pos && S_ISREG(st.st_mode) &&
+	if (e->has_pos && e->pos && S_ISREG(st.st_mode) && !(flags & O_PATH) &&
 	    lseek(f->fd, (off_t)e->pos, SEEK_SET) < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot seek to %llu: %s", e->path,
 				(unsigned long long)e->pos, strerror(errno));
@@ -278,11 +403,34 @@ static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 	return 0;
 }
 
+/*
+ * A file of /proc/PID, opened when first asked for (every task exists
+ * then): a container's through its own procfs (its root's /proc), a
+ * subtree's through ckpt's by the pid ckpt sees for the task.
+ */
+static int open_proc(struct rst_ctx *ctx, struct file_rst *f)
+{
+	const FileRegEntry *e = f->e;
+	const struct rst_task *to = tree_find(ctx, e->proc_pid);
+	char path[4096];
+	if (!to || to->zombie)
+		return log_fail(&ctx->log, -EINVAL, "file '%s': its process is not in the image",
+				e->path);
+	const char *rest = strchr(e->path + 6, '/');
+	if (ctx->ns)
+		snprintf(path, sizeof(path), "/proc/%d/root%s", ctx->tasks[0].pup.pid, e->path);
+	else
+		snprintf(path, sizeof(path), "/proc/%d%s", to->pup.pid, rest ? rest : "");
+	return open_one(ctx, f, path);
+}
+
 static int file_reg_prepare(struct rst_ctx *ctx)
 {
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
 		struct file_rst *f = o->ptr;
-		int r = open_one(ctx, f);
+		if (f->e->has_proc_pid) /* its process does not exist yet */
+			continue;
+		int r = open_one(ctx, f, f->e->path);
 		if (r < 0)
 			return r;
 		/* an opened file may have changed, a mapped one may not */
@@ -311,8 +459,12 @@ int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 
 static int file_reg_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
-	(void)ctx;
 	struct file_rst *f = robj;
+	if (f->fd < 0 && f->e->has_proc_pid) {
+		int r = open_proc(ctx, f);
+		if (r < 0)
+			return r;
+	}
 	if (f->fd < 0)
 		return -EBADF;
 	*ret_fd = f->fd;
@@ -353,7 +505,39 @@ static void file_reg_free_robj(void *ptr)
 	}
 }
 
+/* Before --kill: could this caller open again, with the same access, every
+ * file t holds first? (restart opens them on ckpt's side, as the caller) */
+static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
+		struct file_obj *f = o->ptr;
+		if (f->pid != t->pid)
+			continue;
+		int acc = (int)(f->e.flags & O_ACCMODE), mode = R_OK;
+		if (f->e.flags & O_PATH)
+			mode = F_OK;
+		else if (acc == O_WRONLY)
+			mode = W_OK;
+		else if (acc == O_RDWR)
+			mode = R_OK | W_OK;
+		if (faccessat(AT_FDCWD, f->path, mode, AT_EACCESS) == 0)
+			continue;
+		int e = errno;
+		char where[32] = "mapping";
+		if (f->fd >= 0)
+			snprintf(where, sizeof(where), "fd %d", f->fd);
+		return log_fail(&ctx->log, -e,
+				"pid %d %s (%s): a restart by uid %u could not open it again %s: %s",
+				t->pid, where, f->path, (unsigned)geteuid(),
+				mode == W_OK ? "for writing" : mode == F_OK ? "(O_PATH)"
+				: mode == R_OK ? "for reading" : "for reading and writing",
+				strerror(e));
+	}
+	return 0;
+}
+
 const struct kind_ops file_reg_ops = {
+	.check_restore = file_reg_check_restore,
 	.dump = file_reg_dump,
 	.load = file_reg_load,
 	.prepare = file_reg_prepare,

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "files.pb-c.h"
+
 struct ckpt_ctx;
 struct rst_ctx;
 struct stat;
@@ -32,6 +34,16 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 int file_reg_collect_named(struct ckpt_ctx *ctx, struct task *t, const char *path,
 			   const struct stat *st, int flags, const char *what, uint32_t *ret_id)
 	__attribute__((warn_unused_result));
+
+/*
+ * Restart: a directory removed while a task still had it (an fd, its cwd
+ * or root): made again at path, or at a free name beside it when path
+ * exists again, given its mode and owner, opened with flags into *ret_fd
+ * and removed, so that it reads "PATH (deleted)" as before. Fails naming
+ * path when its parent directory is gone.
+ */
+int file_reg_deleted_dir(struct rst_ctx *ctx, const char *path, const DeletedDir *d,
+			 int flags, int *ret_fd) __attribute__((warn_unused_result));
 
 /* Restart: the fd ckpt holds for object id (opened in prepare). */
 int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd) __attribute__((warn_unused_result));

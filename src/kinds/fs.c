@@ -2,41 +2,52 @@
 /*
  * cwd, root and umask. At restart the directories are opened on ckpt's
  * side (with the caller's rights), passed in, and entered with fchdir; a
- * root other than "/" is entered with chroot(".") from inside it.
+ * root other than "/" is entered with chroot(".") from inside it. A cwd or
+ * root that was removed (its link reads "PATH (deleted)" and it has no
+ * links) is made again and removed once entered (file_reg_deleted_dir).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
 #include "files.pb-c.h"
+#include "kinds/file-reg.h"
 #include "util/cleanup.h"
 
 enum { FS_ENTRY = REC_TYPE(KID_fs, 1) };
 
 struct fs_ckpt {
 	FsEntry e;
+	DeletedDir cwd_gone, root_gone;
 	char cwd[4096], root[4096];
 };
 
+/* The directory at /proc/PID/name; *ret_gone set if it was removed. */
 static int read_dir_link(struct ckpt_ctx *ctx, struct task *t, const char *name, char *buf,
-			 size_t len)
+			 size_t len, DeletedDir *gone, DeletedDir **ret_gone)
 {
 	char link[64];
+	struct stat st;
 	snprintf(link, sizeof(link), "/proc/%d/%s", t->pid, name);
 	ssize_t n = readlink(link, buf, len - 1);
-	if (n < 0)
+	if (n < 0 || stat(link, &st) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot read its %s: %s", t->pid, name,
 				strerror(errno));
 	buf[n] = '\0';
-	if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: its %s (%s) was deleted; that is not supported", t->pid,
-				name, buf);
+	if (st.st_nlink || n <= 10 || strcmp(buf + n - 10, " (deleted)"))
+		return 0;
+	buf[n - 10] = '\0';
+	deleted_dir__init(gone);
+	gone->mode = st.st_mode;
+	gone->uid = st.st_uid;
+	gone->gid = st.st_gid;
+	*ret_gone = gone;
 	return 0;
 }
 
@@ -51,8 +62,10 @@ static int fs_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!f)
 		return -ENOMEM;
 	fs_entry__init(&f->e);
-	if ((r = read_dir_link(ctx, t, "cwd", f->cwd, sizeof(f->cwd))) < 0 ||
-	    (r = read_dir_link(ctx, t, "root", f->root, sizeof(f->root))) < 0)
+	if ((r = read_dir_link(ctx, t, "cwd", f->cwd, sizeof(f->cwd), &f->cwd_gone,
+			       &f->e.cwd_deleted)) < 0 ||
+	    (r = read_dir_link(ctx, t, "root", f->root, sizeof(f->root), &f->root_gone,
+			       &f->e.root_deleted)) < 0)
 		return r;
 	f->e.cwd = f->cwd;
 	f->e.root = f->root;
@@ -77,11 +90,17 @@ static int fs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 	return 0;
 }
 
-/* Opens dir on ckpt's side and makes the puppet fchdir into it. */
-static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir)
+/* Opens dir on ckpt's side (made again if it was removed: gone) and makes
+ * the puppet fchdir into it. */
+static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir,
+		     const DeletedDir *gone)
 {
-	_cleanup_close_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	_cleanup_close_ int fd = -1;
+	if (gone) {
+		int r = file_reg_deleted_dir(ctx, dir, gone, O_PATH, &fd);
+		if (r < 0)
+			return r;
+	} else if ((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open directory '%s': %s", t->pid,
 				dir, strerror(errno));
 	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, fd);
@@ -104,7 +123,7 @@ static int fs_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (!e)
 		return 0;
 	if (strcmp(e->root, "/")) {
-		r = enter_dir(ctx, t, e->root);
+		r = enter_dir(ctx, t, e->root, e->root_deleted);
 		if (r < 0)
 			return r;
 		uint64_t dot = puppet_scratch_put(&t->pup, 0, ".", 2);
@@ -113,7 +132,7 @@ static int fs_restore(struct rst_ctx *ctx, struct rst_task *t)
 			return log_fail(&ctx->log, (int)c, "pid %d: chroot to '%s' failed: %s",
 					t->pid, e->root, strerror((int)-c));
 	}
-	r = enter_dir(ctx, t, e->cwd);
+	r = enter_dir(ctx, t, e->cwd, e->cwd_deleted);
 	if (r < 0)
 		return r;
 	puppet_syscall(&t->pup, SYS_umask, e->umask);

@@ -11,6 +11,11 @@
  *   dump(ctx, t)      write the kind's records (after every task collected).
  *   finish(ctx)       after dump, or after a failure, while the tasks are
  *                     still held: take out of them what collect put in.
+ *   after_kill(ctx)   CKPT_KILL, the image complete and every task killed
+ *                     and gone: release what the tree held outside itself
+ *                     that would outlive it and that the image now holds
+ *                     (a restart on this host must find it free). The
+ *                     kstates are still there; failures are warnings.
  * Restart:
  *   load(rctx, t, rec)  decode and validate one record of the kind into
  *                       t->kstate[kind]; runs for the whole image before any
@@ -31,6 +36,12 @@
  *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
  *   collect_end(ctx)    after every task is collected: checks that need the
  *                       whole tree (a pipe's other end...)
+ * Before CKPT_KILL kills the tree (precheck.c), the image complete:
+ *   check_restore(ctx, t)  with the tree alive and held: would a restart by
+ *                       ckpt's caller, on this machine, get back what t holds
+ *                       (ctx->caller says what that caller can do)? A no is
+ *                       logged "pid P fd F (kind): why" and returns -EPERM
+ *                       (or another -errno); the tree is then not killed.
  * Any op may be NULL. A thread (t->leader set) is given only to the kinds
  * marked per_thread, after its process.
  */
@@ -73,6 +84,8 @@ struct kind_ops {
 	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
 	int (*collect_end)(struct ckpt_ctx *ctx);
 	void (*finish)(struct ckpt_ctx *ctx);
+	void (*after_kill)(struct ckpt_ctx *ctx);
+	int (*check_restore)(struct ckpt_ctx *ctx, struct task *t);
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);

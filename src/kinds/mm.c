@@ -103,6 +103,18 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx (%s): device (I/O or PFN) mappings cannot be saved",
 				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
+	/* VmFlags ckpt has no bit for: lock-on-fault is kept, the rest refused
+	 * (mseal'd "sl", userfaultfd minor "ui", anything newer) */
+	for (const char *f = pv->unknown_flags; *f; f += f[2] ? 3 : 2) {
+		if (!strncmp(f, "lf", 2)) {
+			v->has_lock_onfault = v->lock_onfault = true;
+			continue;
+		}
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx (%s): VmFlags '%.2s'%s cannot be saved",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p,
+				f, !strncmp(f, "sl", 2) ? " (sealed with mseal)" : "");
+	}
 	if (pv->vmflags & (VMF_UM | VMF_UW))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx: userfaultfd-registered memory is not supported yet",
@@ -998,6 +1010,26 @@ static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files 
 }
 
 /* madvise bits that shape how memory behaves, applied before pages are written */
+/* mlock'ed and MAP_LOCKED vmas, once their pages are in (VmFlags "lo"; "lf"
+ * for MLOCK_ONFAULT, which locks only the pages that are there) */
+static int lock_vmas(struct rst_ctx *ctx, struct rst_task *t)
+{
+	const struct mm_rst *m = t->kstate[KIND_mm];
+	for (size_t i = 0; i < m->e->n_vmas; i++) {
+		const VmaEntry *v = m->e->vmas[i];
+		if ((v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE) ||
+		    !(v->vmflags & VMF_LO))
+			continue;
+		long e = puppet_syscall(&t->pup, SYS_mlock2, v->start, v->end - v->start,
+					v->lock_onfault ? MLOCK_ONFAULT : 0);
+		if (e < 0)
+			return log_fail(&ctx->log, (int)e, "pid %d vma %llx-%llx: cannot lock it in "
+					"memory (mlock): %s", t->pid, (unsigned long long)v->start,
+					(unsigned long long)v->end, strerror((int)-e));
+	}
+	return 0;
+}
+
 static int advise_vma(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 {
 	static const struct {
@@ -1326,9 +1358,10 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 			r = (int)e;
 			goto out;
 		}
-		if (v->vmflags & VMF_LO)
-			puppet_syscall(&t->pup, SYS_mlock, v->start, v->end - v->start);
 	}
+	r = lock_vmas(ctx, t);
+	if (r < 0)
+		goto out;
 	r = set_mm_fields(ctx, t, &rf);
 	t->mm_done = r >= 0;
 out:

@@ -14,6 +14,9 @@
  *   programs' objects, and is refused when /proc attributes it to a pid of
  *   the tree: a queue whose last sender or receiver, a semaphore whose last
  *   semop, a segment whose creator or last shmat/shmdt is one of them.
+ *   With CKPT_KILL, once the tree is gone, its segments that were not
+ *   removed are (after_kill): they now live in the image, and a restart on
+ *   this host needs their ids and keys free.
  * ckpt acts in a namespace from a helper thread of its own that has done
  * setns(CLONE_NEWIPC): SysV calls and /proc/sys/kernel's ipc sysctls act
  * on the caller thread's namespace.
@@ -845,6 +848,46 @@ static int sysv_collect_end(struct ckpt_ctx *ctx)
 	return check_undo(ctx, s);
 }
 
+/* --- checkpoint: after --kill ------------------------------------------ */
+
+/*
+ * The tree is gone. A host segment of the image that was not removed
+ * would outlive it (PostgreSQL's interlock segment), keeping its id and
+ * key from a restart on this host. collect_end found every attachment of
+ * each one in the image's tasks, so nothing else uses it: it is removed,
+ * if it is still the segment saved (key, size, creator) and nothing has
+ * attached it since. A removed one went with its last attachment.
+ */
+static void sysv_after_kill(struct ckpt_ctx *ctx)
+{
+	struct sysv_ckpt *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_sysv] : NULL;
+	if (!s || s->own_ns) /* a container's go with its namespace */
+		return;
+	for (size_t i = 0; i < s->nshm; i++) {
+		const struct shm_seg *g = &s->shm[i];
+		struct shmid_ds ds;
+		if (g->e.removed || shmctl(g->perm.id, IPC_STAT, &ds) < 0)
+			continue;
+		if (ds.shm_perm.__key != g->perm.key || ds.shm_segsz != g->e.size ||
+		    ds.shm_cpid != g->cpid) {
+			log_warn(&ctx->log,
+				 "shm id %d: not the segment saved any more; left as it is",
+				 g->perm.id);
+		} else if (ds.shm_nattch) {
+			log_warn(&ctx->log,
+				 "shm id %d (key %#x): attached %lu time(s) since the checkpoint; "
+				 "left in place, a restart on this host needs it removed",
+				 g->perm.id, g->perm.key, (unsigned long)ds.shm_nattch);
+		} else if (shmctl(g->perm.id, IPC_RMID, NULL) < 0) {
+			log_warn(&ctx->log, "shm id %d (key %#x): cannot remove it: %s", g->perm.id,
+				 g->perm.key, strerror(errno));
+		} else {
+			log_info(&ctx->log, "shm id %d (key %#x): removed, the image holds it",
+				 g->perm.id, g->perm.key);
+		}
+	}
+}
+
 /* --- checkpoint: dump -------------------------------------------------- */
 
 struct runs {
@@ -1669,10 +1712,27 @@ static const ProtobufCMessageDescriptor *sysv_descriptor(uint32_t sub)
 	}
 }
 
+/* Before --kill: host segments come back with their ids, which only a
+ * caller that may write the host's shm_next_id can choose. */
+static int sysv_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	const struct sysv_ckpt *s = t->kstate[KIND_sysv];
+	if (t != &ctx->tasks[0] || !s || s->own_ns || !s->nshm)
+		return 0;
+	if (faccessat(AT_FDCWD, "/proc/sys/kernel/shm_next_id", W_OK, AT_EACCESS) == 0)
+		return 0;
+	return log_fail(&ctx->log, -EPERM,
+			"pid %d: shm segment %d of the host's ipc namespace: a restart by this "
+			"caller could not give it its id back (kernel.shm_next_id is root's)",
+			t->pid, (int)s->shm[0].perm.id);
+}
+
 const struct kind_ops sysv_ops = {
+    .check_restore = sysv_check_restore,
     .collect = sysv_collect,
     .collect_end = sysv_collect_end,
     .dump = sysv_dump,
+    .after_kill = sysv_after_kill,
     .load = sysv_load,
     .prepare = sysv_prepare,
     .restore = sysv_restore,

@@ -7,6 +7,7 @@
 #include "kinds/unix-sk.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -590,4 +592,46 @@ int unix_shut(int s, uint32_t bits)
 	if (!(bits & 3))
 		return 0;
 	return shutdown(s, how[bits & 3]) < 0 && errno != ENOTCONN ? -errno : 0;
+}
+
+static bool in_my_groups(gid_t g)
+{
+	gid_t list[256];
+	int n = getgroups(256, list);
+	if (g == getegid())
+		return true;
+	for (int i = 0; i < n; i++)
+		if (list[i] == g)
+			return true;
+	return false;
+}
+
+int unix_name_bindable(const UnixSkEntry *e, char *why, size_t len)
+{
+	if (!e->has_name || unix_name_abstract(&e->name) || !e->path)
+		return 0; /* an abstract name is free once its holder is gone */
+	char dir[PATH_MAX];
+	struct stat st;
+	snprintf(dir, sizeof(dir), "%s", e->path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return 0;
+	slash[slash == dir] = '\0';
+	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0) {
+		int err = errno;
+		snprintf(why, len, "cannot bind %s again: cannot create files in %s: %s", e->path,
+			 dir, strerror(err));
+		return -err;
+	}
+	if (lstat(e->path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		snprintf(why, len, "cannot bind %s again: it exists and is not a socket", e->path);
+		return -EEXIST;
+	}
+	if (e->has_path_uid && geteuid() != 0 &&
+	    (e->path_uid != geteuid() || (e->has_path_gid && !in_my_groups(e->path_gid)))) {
+		snprintf(why, len, "cannot give %s back its owner %u:%u (only root can)", e->path,
+			 e->path_uid, e->has_path_gid ? e->path_gid : 0);
+		return -EPERM;
+	}
+	return 0;
 }

@@ -120,4 +120,12 @@ int unix_send(int s, const UnixMsg *m, const int *rights, const struct sockaddr_
 /* shutdown(2) for sk_shutdown bits */
 int unix_shut(int s, uint32_t bits) __attribute__((warn_unused_result));
 
+/*
+ * Could this process bind e's name at restart, the socket that holds it now
+ * gone (the original killed)? A path name: its directory writable and
+ * searchable, nothing but a socket file at the path, and the saved owner
+ * one this process may give. 0, or -errno with the reason in why.
+ */
+int unix_name_bindable(const UnixSkEntry *e, char *why, size_t len);
+
 #endif

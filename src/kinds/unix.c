@@ -2203,10 +2203,38 @@ static int run_phases(struct rst_ctx *ctx, const phase_fn *phases, size_t n)
 	return r;
 }
 
+/* RESTART_VERIFY, a dry run beside the live original: names are checked,
+ * not bound (the original holds them), nothing connects to anything (an
+ * external peer would see a client); each socket is a bare one of its type,
+ * for the fd tables. */
+static int verify_all(struct rst_unix *st)
+{
+	char why[PATH_MAX + 128];
+	for (size_t i = 0; i < st->n; i++) {
+		struct unix_robj *u = st->v[i];
+		int r = unix_name_bindable(u->e, why, sizeof(why));
+		if (r < 0)
+			return RFAIL(st, u, r, "%s", why);
+		if (u->e->has_external && !unix_name_abstract(&u->e->external)) {
+			struct stat s;
+			const char *p = (const char *)u->e->external.data;
+			if (stat(p, &s) < 0 || !S_ISSOCK(s.st_mode))
+				return RFAIL(st, u, -ECONNREFUSED, "its peer outside the image, %s, "
+					     "is not there", p);
+		}
+		if (u->fd < 0 && (r = new_socket(st, u, &u->fd)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Before any process exists: the sockets, their names and connections. */
 static int unix_prepare(struct rst_ctx *ctx)
 {
 	static const phase_fn phases[] = {link_all, create_all, bind_all, conn_all, external_all};
+	static const phase_fn verify[] = {link_all, verify_all};
+	if (ctx->flags & RESTART_VERIFY)
+		return run_phases(ctx, verify, ARRAY_SIZE(verify));
 	return run_phases(ctx, phases, ARRAY_SIZE(phases));
 }
 
@@ -2215,7 +2243,7 @@ static int unix_prepare(struct rst_ctx *ctx)
 static int unix_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	static const phase_fn phases[] = {pending_all, fill_all, dgram_all, finish_all};
-	if (t != &ctx->tasks[0])
+	if (t != &ctx->tasks[0] || (ctx->flags & RESTART_VERIFY))
 		return 0;
 	return run_phases(ctx, phases, ARRAY_SIZE(phases));
 }
@@ -2245,6 +2273,22 @@ static void unix_free_robj(void *ptr)
 	free(u);
 }
 
+/* Before --kill: could this caller bind the names again? (sockets held by t) */
+static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	char why[PATH_MAX + 128];
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
+		struct unix_obj *u = o->ptr;
+		if (u->is_reg || u->pid != t->pid)
+			continue;
+		int r = unix_name_bindable(&u->e, why, sizeof(why));
+		if (r < 0)
+			return log_fail(&ctx->log, r, "pid %d fd %d (unix socket:[%llu]): %s", t->pid,
+					u->fd, (unsigned long long)u->e.ino, why);
+	}
+	return 0;
+}
+
 static const ProtobufCMessageDescriptor *unix_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(UNIX_SK_ENTRY) ? &unix_sk_entry__descriptor : NULL;
@@ -2257,6 +2301,7 @@ const struct kind_ops unix_ops = {
     .fd_get = unix_fd_get,
     .collect_end = unix_collect_end,
     .finish = unix_finish,
+    .check_restore = unix_check_restore,
     .dump = unix_dump,
     .load = unix_load,
     .prepare = unix_prepare,

@@ -229,9 +229,9 @@ int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 	return spawn(p, pid, ns_flags, ctl_fd, ctl_target, false);
 }
 
-int puppet_spawn_init(struct puppet *p, int ctl_fd, int ctl_target)
+int puppet_spawn_init(struct puppet *p, uint64_t ns_flags, int ctl_fd, int ctl_target)
 {
-	return spawn(p, 0, CLONE_NEWPID, ctl_fd, ctl_target, true);
+	return spawn(p, 0, CLONE_NEWPID | ns_flags, ctl_fd, ctl_target, true);
 }
 
 int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags,

@@ -63,8 +63,9 @@ int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
  * A puppet that is pid 1 of a new pid namespace and, once released, its
  * init: it reads the pid (inside) of the task to wait for from ctl_target,
  * reaps everything, and exits with that task's status when nothing is left.
+ * ns_flags: more namespaces for it (CLONE_NEWUSER), or 0.
  */
-int puppet_spawn_init(struct puppet *p, int ctl_fd, int ctl_target)
+int puppet_spawn_init(struct puppet *p, uint64_t ns_flags, int ctl_fd, int ctl_target)
 	__attribute__((warn_unused_result));
 
 /*

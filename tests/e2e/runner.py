@@ -18,8 +18,9 @@ Modes:
   reuse   basic, then restart the first image again and verify again
 Other kinds of test: refusals (checkpoint must fail, the original must be
 unharmed), CLI errors, damaged images, real programs (sleep, python3,
-bash pipelines, multiprocessing, make -j2, redis-server: flows compare,
-make and redis drive them from outside).
+bash pipelines, multiprocessing, make -j2, redis-server, nginx, PostgreSQL:
+flows compare, make, redis, nginx and postgres drive them from outside).
+A real program whose package is absent is skipped, saying so.
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
 original is just signalled), to prove the tests themselves pass.
@@ -73,7 +74,8 @@ def entry(name, modes=(B,), kind="program", **kw):
     the uninterrupted and the checkpointed run)."""
     d = dict(name=name, modes=modes, kind=kind, argv=None, ready="file",
              signal=True, expect="pass", max_image_bytes=None, regex=None,
-             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0)
+             program=name, min_runtime=None, setup=None, ref=(), args=(), hold_ptys=0,
+             case=None)
     d.update(kw)
     return d
 
@@ -93,6 +95,7 @@ TESTS = [
     entry("mem_mmfields"),
     entry("mem_big"),
     entry("mem_droppable", (B, T)),
+    entry("mem_mlock", (B, T)),
     # cpu
     entry("cpu_regs", (B, T)),
     entry("cpu_tls"),
@@ -110,6 +113,13 @@ TESTS = [
     # files and fs
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
+    entry("fs_deleted", (B, T, R)),
+    entry("file_sigio", (B, T)),
+    entry("file_opath", (B, T)),
+    entry("file_proc", (B, T)),
+    entry("ct_proc", (B,), kind="container", program="file_proc"),
+    entry("file_nsfd", (B, T)),
+    entry("ct_nsfd", (B,), kind="container", program="file_nsfd"),
     entry("fs_cwd"),
     entry("fs_umask"),
     # identity
@@ -118,7 +128,10 @@ TESTS = [
     entry("id_pgrp"),
     entry("id_creds", (B, T)),
     entry("id_nnp"),
+    entry("id_dropped", (B, T, R)),
+    entry("id_securebits", (B, T)),
     entry("id_rlimits"),
+    entry("id_sched", (B, T, R)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -135,10 +148,15 @@ TESTS = [
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
+    # epoll watches keyed by the container's pids
+    entry("ct_epoll_watch", (B, T), kind="container", program="epoll_watch"),
+    entry("ct_epoll_nested", (B, T), kind="container", program="epoll_nested"),
+    entry("ct_asyncio", (B, T), kind="ct_asyncio", argv=["@python", os.path.join(HERE, "py_asyncio.py")]),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
     # threads
     entry("thread_pthreads", (B, T, R)),
+    entry("thread_seccomp", (B, T)),
     entry("thread_timer", (B, T)),
     entry("tree_churn", kind="churn"),
     # pipes
@@ -157,6 +175,7 @@ TESTS = [
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
+    entry("epoll_stale", (B, T, R)),
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
     entry("fanotify_marks", (B, T, R), kind="mounted"),
@@ -191,11 +210,16 @@ TESTS = [
     entry("sysv_msg", (B, T, R), kind="ct_detached"),
     entry("sysv_sem", (B, T, R), kind="ct_detached"),
     entry("sysv_shm_host", (B, T, R)),
+    entry("sysv_shm_kept", (B, T, R)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
     entry("opt_inspect", kind="inspect", program="mem_anon"),
     entry("opt_stream", kind="stream", program="mem_anon"),
+    # sealed images: --key
+    entry("img_key", kind="key", program="mem_anon"),
+    entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
+    entry("api_key", kind="standalone"),
     entry("api_lib", kind="standalone"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
@@ -205,6 +229,10 @@ TESTS = [
           expect="exit0", min_runtime=3.9),
     entry("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
     entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
+    # root dropped to nobody by os.setuid, or started as nobody by runuser (a root parent)
+    entry("real_py_setuid", (B, T, R), kind="command", argv=["@python", os.path.join(HERE, "py_setuid.py")]),
+    entry("real_runuser", (B, T), kind="runuser", argv=["@python", os.path.join(HERE, "py_setuid.py")],
+          args=["started"]),
     entry("real_bash_jobs", kind="command", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
     entry("real_pipeline", (B, T, R), kind="compare", argv=["bash", os.path.join(HERE, "real_pipeline.sh")],
@@ -218,6 +246,11 @@ TESTS = [
           ref=["serial", "expected"], args=["pool", "output", "spawn"]),
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
+    entry("real_nginx", (B, T, R), kind="nginx"),
+    # restarting a database's first image again would undo what it wrote since: no reuse
+    entry("real_postgres", (B, T), kind="postgres"),
+    # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
+    entry("ct_postgres", (B, T), kind="postgres", ct=True),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -225,6 +258,11 @@ TESTS = [
           regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
+    entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
+    entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
+    entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
+    entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
@@ -232,7 +270,7 @@ TESTS = [
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued"),
     entry("refuse_fanotify_perm", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*permission events"),
-    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 6"),
+    entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 10\b.*open at no fd of the image"),
     entry("refuse_pidfd", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pidfd.*outside"),
     entry("refuse_mqueue", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*mqueue.*outside"),
     entry("refuse_lock", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*lock.*outside"),
@@ -245,12 +283,36 @@ TESTS = [
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
+    # --kill checks that a restart would work first; --verify; a user's own
+    # process checkpointed --kill and restarted --pidns without privilege
+    entry("kill_unpriv", kind="kill_unpriv", program="kill_check"),
+    entry("kill_refuse_groups", kind="kill_refuse", program="kill_check", case="groups",
+          regex=r"supplementary groups 100; .*setgroups is denied"),
+    entry("kill_refuse_file", kind="kill_refuse", program="kill_check", case="file",
+          regex=r"fd \d+ \(.*victim\): a restart by uid 65534 could not open it again for "
+                r"writing: permission denied"),
+    entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
+          regex=r"unix socket:\[\d+\]\): cannot bind .*/s again: it exists and is not a socket"),
+    entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
+    entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
+          case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
+                               r"above ckpt's open-file limit 512"),
     # files ckpt creates: never through a symlink, never truncating another's file
     entry("files_nofollow", kind="files_nofollow", program="img_target"),
     entry("files_interrupted", kind="files_interrupted", program="mem_big"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
+
+
+def PG_UID():
+    import pwd
+    return pwd.getpwnam("postgres").pw_uid
+
+
+def PG_GID():
+    import grp
+    return grp.getgrnam("postgres").gr_gid
 
 
 class Fail(Exception):
@@ -499,7 +561,7 @@ class Run:
             if time.monotonic() > deadline:
                 raise Fail("not ready after %.0f s" % READY_TIMEOUT)
             time.sleep(POLL)
-        if self.t["kind"] != "traced" and self.pid != pr.pid:
+        if self.t["kind"] not in ("traced", "runuser") and self.pid != pr.pid:
             raise Fail("ready says pid %d, started %d" % (self.pid, pr.pid))
         self.vlog("ready: pid %d" % self.pid)
 
@@ -799,6 +861,63 @@ class Run:
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def sockets_of(self, pid):
+        """How many sockets pid holds."""
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+            except OSError:
+                pass
+        return n
+
+    def aio_talk(self, path, *lines):
+        """One connection from outside to the server at path: each line,
+        its reply; then waits until the server has closed its end (a peer
+        outside the tree would make the checkpoint refuse)."""
+        before = self.sockets_of(self.pid)
+        out = []
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(20)
+            s.connect(path)
+            f = s.makefile("rwb")
+            for ln in lines:
+                f.write(ln.encode() + b"\n")
+                f.flush()
+                out.append(f.readline().decode().rstrip("\n"))
+            f.close()
+        self.wait_until("the server to close the runner's connection",
+                        lambda: self.sockets_of(self.pid) <= before, [], timeout=10)
+        return out
+
+    def flow_ct_asyncio(self):
+        """An asyncio server as pid 1 of `ckpt run` (py_asyncio.py): the
+        runner connects from outside before the checkpoint and, once it is
+        restored, again (the restored epoll watches must see the new
+        connection); the server's own client kept its connection across."""
+        pidfile = self.p("run.pid")
+        path = self.p("aio.sock")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--"])
+        self.wait_container(pr, pidfile)
+        got = self.aio_talk(path, "SET before from the runner")
+        if got != ["OK"]:
+            raise Fail("before the checkpoint, the server said %r" % got)
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+            if self.mode == T:
+                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+                self.wait_all([rp], 10, "the first ckpt restart")
+                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        got = self.aio_talk(path, "GET before", "SET outside after the restart", "ping")
+        if got != ["from the runner", "OK", "echo ping"]:
+            raise Fail("after the restart, the server said %r" % got)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
     def flow_pidns(self):
         """restart --pidns while the original still runs (its pids taken):
         the copy runs in a new pid namespace with the same pids inside;
@@ -970,6 +1089,28 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def flow_runuser(self):
+        """`runuser -u nobody -- PROGRAM`: runuser stays as the root parent
+        of the program, which runs as nobody with no capabilities; the
+        tree is checkpointed by runuser's pid, the program is woken by its
+        own (the same after restart)."""
+        runuser = shutil.which("runuser")
+        if not runuser:
+            raise Skip("runuser (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        pr = self.start(prefix=[runuser, "-u", "nobody", "--"], args=self.t["args"])
+        self.wait_ready()
+        prog = self.pid
+        if prog == pr.pid:
+            raise Fail("the program is runuser's own pid %d, not its child" % prog)
+        if self.opts.no_ckpt:
+            rc = self.wait_exit(pr, "runuser")
+            return self.check_result(rc, "runuser")
+        rp = self.real_cycle(pr)
+        self.pid = prog
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def flow_mounted(self):
         """flow_program with a tmpfs of its own on the test's "mnt" (a mount
@@ -1232,6 +1373,254 @@ class Run:
             self.reset_out()
             after(self.restart(self.p("img"), "restart2"))
 
+    NGINX_CONF = """daemon off;
+master_process on;
+worker_processes 2;
+user nobody nogroup;
+pid {d}/nginx.pid;
+error_log {d}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    access_log {d}/access.log;
+    client_body_temp_path {d}/tmp/body;
+    proxy_temp_path {d}/tmp/proxy;
+    fastcgi_temp_path {d}/tmp/fastcgi;
+    uwsgi_temp_path {d}/tmp/uwsgi;
+    scgi_temp_path {d}/tmp/scgi;
+    server {{
+        listen unix:{d}/nginx.sock;
+        root {d}/www;
+    }}
+}}
+"""
+
+    def curl(self, sock, name):
+        """The body of http://x/NAME over the unix socket sock (curl)."""
+        try:
+            r = subprocess.run(["curl", "-sS", "--max-time", "20", "--unix-socket", sock,
+                                "http://x/" + name], capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise Fail("curl of %s hung" % name)
+        if r.returncode != 0:
+            raise Fail("curl of %s: exit %d: %s" % (name, r.returncode,
+                                                     r.stderr.decode(errors="replace").strip()))
+        return r.stdout
+
+    @staticmethod
+    def proc_uids(pid):
+        with open("/proc/%d/status" % pid) as f:
+            for ln in f:
+                if ln.startswith("Uid:"):
+                    return [int(x) for x in ln.split()[1:]]
+        return []
+
+    def nginx_workers(self, master):
+        """The master's children, each checked to be nobody (every uid)."""
+        with open("/proc/%d/task/%d/children" % (master, master)) as f:
+            kids = sorted(int(k) for k in f.read().split())
+        if len(kids) != 2:
+            raise Fail("nginx master %d has %d children, want 2 workers" % (master, len(kids)))
+        for k in kids:
+            if self.proc_uids(k) != [65534] * 4:
+                raise Fail("nginx worker %d has uids %s, not nobody" % (k, self.proc_uids(k)))
+        if self.proc_uids(master) != [0] * 4:
+            raise Fail("nginx master %d has uids %s, not root" % (master, self.proc_uids(master)))
+        return kids
+
+    def flow_nginx(self):
+        """nginx as packaged (master as root, 2 workers as user nobody with
+        no capabilities), serving files on a unix socket only; config,
+        files and socket in the test's directory, made reachable by nobody.
+        After each restart curl gets the files again and the workers are
+        the same pids, still nobody; at the end SIGQUIT stops it and the
+        restart's exit status is nginx's (0)."""
+        nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
+                                          else None)
+        if not nginx:
+            raise Skip("nginx not installed (Debian package nginx)")
+        if not shutil.which("curl"):
+            raise Skip("curl not installed (Debian package curl)")
+        d = self.dir
+        os.chmod(d, 0o755)  # the workers (nobody) read www/
+        os.mkdir(self.p("www"), 0o755)
+        os.mkdir(self.p("tmp"), 0o755)
+        files = {"index.html": b"<p>hello from nginx</p>\n"}
+        r = random.Random(9)
+        files["big"] = bytes(r.getrandbits(8) for _ in range(300000))
+        for name, data in files.items():
+            with open(self.p("www", name), "wb") as f:
+                f.write(data)
+            os.chmod(self.p("www", name), 0o644)
+        with open(self.p("nginx.conf"), "w") as f:
+            f.write(self.NGINX_CONF.format(d=d))
+        sock = self.p("nginx.sock")
+        self.logs += [self.p("error.log"), self.p("nginx.out")]
+        pr = self.popen([nginx, "-c", self.p("nginx.conf"), "-p", d], out=self.p("nginx.out"),
+                        err=self.p("nginx.out"))
+        self.t0 = time.monotonic()
+        self.wait_until("nginx's socket", lambda: os.path.exists(sock), [pr])
+
+        def serves(when):
+            for name, data in files.items():
+                got = self.curl(sock, name)
+                if got != data:
+                    raise Fail("%s: curl of %s got %d bytes, not the file's %d" % (
+                        when, name, len(got), len(data)))
+
+        serves("before")
+        workers = self.nginx_workers(pr.pid)
+
+        def after(rp, when):
+            serves(when)
+            if self.nginx_workers(self.pid) != workers:
+                raise Fail("%s: the workers are not the pids %s" % (when, workers))
+            serves(when)
+            os.kill(self.pid, signal.SIGQUIT)
+            self.wait_all([rp], EXIT_TIMEOUT, "nginx after SIGQUIT")
+            if rp.returncode != 0:
+                raise Fail("%s: nginx ended with status %s" % (when, rp.returncode))
+
+        if self.opts.no_ckpt:
+            self.pid = pr.pid
+            return after(pr, "natively")
+        rp = self.real_cycle(pr, between=lambda: serves("between"))
+        after(rp, "after the restart")
+        if self.mode == R:
+            self.expect_gone("the first restored run")
+            after(self.restart(self.p("img"), "restart2"), "after the second restart")
+
+    PG_BIN = "/usr/lib/postgresql/15/bin"
+
+    def psql(self, sql):
+        """psql -At -c sql as user postgres over the test's socket: the
+        output lines; then waits until the server process that served it
+        has gone (its socket had a peer outside the tree)."""
+        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1",
+                "-h", self.p("pgsock"), "-U", "postgres", "-d", "postgres", "-c", sql]
+        try:
+            r = subprocess.run(argv, capture_output=True, timeout=60, cwd=self.dir)
+        except subprocess.TimeoutExpired:
+            raise Fail("psql %r hung" % sql[:60])
+        if r.returncode != 0:
+            raise Fail("psql %r: exit %d: %s" % (sql[:60], r.returncode,
+                                                  r.stderr.decode(errors="replace").strip()))
+        self.wait_until("the server process of psql to exit",
+                        lambda: not self.pg_backends(self.pid), [], timeout=20)
+        return r.stdout.decode().splitlines()
+
+    def pg_backends(self, master):
+        """The postmaster's children that serve a client connection."""
+        try:
+            with open("/proc/%d/task/%d/children" % (master, master)) as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            return []
+        out = []
+        for k in kids:
+            try:
+                with open("/proc/%d/cmdline" % k, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if cmd.startswith(b"postgres: postgres postgres"):
+                out.append(k)
+        return out
+
+    def flow_postgres(self):
+        """PostgreSQL 15: a cluster made by initdb in the test's directory,
+        the postmaster started directly as user postgres (root dropped to
+        it: no capabilities), on a unix socket of its own only
+        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
+        --kill (its SysV interlock segment removed with the tree: the image
+        holds it), restarted on the same host; the rows are counted and a
+        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+        for prog in ("postgres", "initdb", "psql"):
+            if not os.access(os.path.join(self.PG_BIN, prog), os.X_OK):
+                raise Skip("%s/%s not installed (Debian packages postgresql-15, "
+                           "postgresql-client-15)" % (self.PG_BIN, prog))
+        os.chmod(self.dir, 0o755)  # user postgres works in data/ and pgsock/
+        data, sock = self.p("data"), self.p("pgsock")
+        for d, mode in ((data, 0o700), (sock, 0o755)):
+            os.mkdir(d, mode)
+            os.chown(d, PG_UID(), PG_GID())
+        as_pg = dict(user="postgres", group="postgres", extra_groups=[])
+        self.logs += [self.p("initdb.log"), self.p("pg.log")]
+        ini = self.popen([os.path.join(self.PG_BIN, "initdb"), "-D", data, "-A", "trust", "-U",
+                          "postgres", "--no-sync", "-E", "UTF8", "--locale=C"],
+                         out=self.p("initdb.log"), err=self.p("initdb.log"), **as_pg)
+        self.wait_all([ini], 120, "initdb")
+        if ini.returncode != 0:
+            raise Fail("initdb exit %d" % ini.returncode)
+        argv = [os.path.join(self.PG_BIN, "postgres"), "-D", data,
+                "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sock,
+                "-c", "shared_buffers=16MB", "-c", "max_connections=10"]
+        ct = self.t.get("ct")
+        if ct:
+            # pid 1 of `ckpt run`, dropped to postgres by setpriv (which execs)
+            setpriv = shutil.which("setpriv")
+            if not setpriv:
+                raise Skip("setpriv (util-linux) not installed")
+            pidfile = self.p("run.pid")
+            pr = self.popen([self.opts.ckpt, "run", "--pidfile", pidfile, "--", setpriv,
+                             "--reuid=postgres", "--regid=postgres", "--clear-groups"] + argv,
+                            out=self.p("pg.log"), err=self.p("pg.log"))
+            self.wait_until("ckpt run's pidfile", lambda: self.size("run.pid") > 0, [pr])
+            with open(pidfile) as f:
+                self.pid = int(f.read())
+        else:
+            pr = self.popen(argv, out=self.p("pg.log"), err=self.p("pg.log"), **as_pg)
+            self.pid = pr.pid
+        self.t0 = time.monotonic()
+        self.wait_until("the postmaster's socket",
+                        lambda: os.path.exists(os.path.join(sock, ".s.PGSQL.5432")), [pr])
+        self.wait_until("the database to accept connections",
+                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q",
+                                                "-h", sock], capture_output=True).returncode == 0,
+                        [pr], timeout=60)
+        # its interlock segment, for cleanup() to remove if the test fails
+        with open(os.path.join(data, "postmaster.pid")) as f:
+            key, shmid = f.read().splitlines()[6].split()
+        with open(self.p("shm.id"), "w") as f:
+            f.write("%s %s\n" % (shmid, key))
+        self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
+        self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
+
+        def count(when, want):
+            got = self.psql("SELECT count(*), sum(i) FROM t")
+            if got != ["%d|%d" % (want, want * (want + 1) // 2)]:
+                raise Fail("%s: count and sum of t: %r, want %d rows" % (when, got, want))
+
+        count("before", 1000)
+
+        def stop(rp, when):
+            os.kill(self.pid, signal.SIGINT)
+            self.wait_all([rp], EXIT_TIMEOUT, "postgres after SIGINT (fast shutdown)")
+            if rp.returncode != 0:
+                raise Fail("%s: postgres ended with status %s" % (when, rp.returncode))
+            with open(self.p("pg.log"), "rb") as f:
+                if b"database system is shut down" not in f.read():
+                    raise Fail("%s: the log does not say the database was shut down" % when)
+
+        if self.opts.no_ckpt:
+            self.psql("INSERT INTO t VALUES (1001, 'after')")
+            count("natively", 1001)
+            return stop(pr, "natively")
+        if ct:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+            if self.mode == T:
+                count("between", 1000)
+                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+                self.wait_all([rp], 10, "the first ckpt restart")
+                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        else:
+            rp = self.real_cycle(pr, between=lambda: count("between", 1000))
+        count("after the restart", 1000)
+        self.psql("INSERT INTO t VALUES (1001, 'after')")
+        count("after the insert", 1001)
+        stop(rp, "after the restart")
+
     def flow_external(self):
         """A unix socket of the tree connected to a server of the runner's,
         outside the tree (NAME_dgram: a dgram one): refused without
@@ -1420,6 +1809,144 @@ class Run:
             raise Fail("the target is gone")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def nobody_setup(self, groups=("--clear-groups",)):
+        """For a test run by user nobody: the test directory open to it,
+        the program and ckpt copied into it (the checkout may be closed to
+        other users), out.log nobody's (restart opens it again with
+        nobody's rights), and a wrapper that runs ckpt as nobody with no
+        groups. Returns the setpriv argv that starts the program as nobody."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        prog = self.p(self.t["program"])
+        for src, dst in ((self.opts.ckpt, self.p("ckpt")),
+                         (os.path.join(self.opts.bindir, self.t["program"]), prog)):
+            shutil.copy(src, dst)
+            os.chmod(dst, 0o755)
+        self.t = dict(self.t, argv=[prog])
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, self.p("ckpt")))
+        os.chmod(wrapper, 0o755)
+        return [setpriv, "--reuid=65534", "--regid=65534"] + list(groups)
+
+    def as_nobody(self, fn, *a, **kw):
+        """fn(*a, **kw) with ckpt run as nobody (nobody_setup's wrapper)."""
+        saved = self.opts.ckpt
+        self.opts.ckpt = self.p("ckpt-as-nobody")
+        try:
+            return fn(*a, **kw)
+        finally:
+            self.opts.ckpt = saved
+
+    def flow_kill_unpriv(self):
+        """User nobody checkpoints its own plain process with --kill and
+        restarts it with --pidns, without privilege: the restart makes a
+        user namespace that maps nobody to itself and a pid namespace that
+        holds the saved pid. The program checks from inside that its pid
+        (getpid), ids and groups are what they were."""
+        drop = self.nobody_setup()
+        if self.opts.no_ckpt:
+            return self.native(prefix=drop)
+        pr = self.start(prefix=drop)
+        self.wait_ready()
+        original = self.pid
+        self.as_nobody(self.checkpoint, self.p("img"), "ckpt", reap=[pr])
+        if "only with --pidns" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not say that the restart needs --pidns")
+        rp = self.as_nobody(self.restart, self.p("img"), "restart", same_pid=False,
+                            extra=["--pidns"])
+        if self.pid == original:
+            raise Fail("the copy has the original's pid outside its namespace")
+        rc = self.wake_and_wait(rp, "ckpt restart --pidns (as nobody)")
+        self.check_result(rc, "ckpt restart --pidns (as nobody)")
+
+    def expect_refused(self, pr, rc, err, img):
+        """A refused checkpoint --kill: a clear message, no image, the
+        program alive; it is then woken and checks itself."""
+        if rc == 0:
+            raise Fail("checkpoint --kill succeeded where a restart would fail")
+        if rc < 0 or rc >= 128:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        if not re.search(self.t["regex"], err, re.I):
+            raise Fail("message %r does not match %r" % (err.strip()[-400:], self.t["regex"]))
+        if not pid_alive(self.pid):
+            raise Fail("the program is gone after a refused --kill")
+        if os.path.exists(img) or os.path.exists(img + ".part"):
+            raise Fail("a refused checkpoint left an image")
+        rc = self.wake_and_wait(pr, "the original")
+        self.check_result(rc, "the original")
+
+    def flow_kill_refuse(self):
+        """checkpoint --kill of a process that a restart by the same user
+        could not bring back: refused with the reason, the program runs on
+        unharmed, no image is left. By nobody of its own process: "groups"
+        (a supplementary group, which a user namespace's denied setgroups
+        cannot give back), "file" (a file open for writing that only root
+        may open now). By root: "sock" (a unix socket whose path is now a
+        regular file, so its name cannot be bound again)."""
+        case = self.t["case"]
+        args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
+        if case != "sock":
+            drop = self.nobody_setup(["--groups=100"] if case == "groups"
+                                     else ["--clear-groups"])
+            run = self.as_nobody
+        victim, sock = self.p("victim"), self.p("s")
+        if case == "file":
+            with open(victim, "w"):
+                pass
+            os.chmod(victim, 0o666)
+            args = ["file=" + victim]
+        if case == "sock":
+            args = ["bind=" + sock]
+        pr = self.start(prefix=drop, args=args)
+        self.wait_ready()
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        if case == "file":
+            os.chmod(victim, 0o600)  # root's alone from now on
+        if case == "sock":
+            os.unlink(sock)
+            with open(sock, "w"):
+                pass
+        img = self.p("img")
+        rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
+        self.expect_refused(pr, rc, err, img)
+
+    def flow_kill_verify(self):
+        """checkpoint --kill --verify: a dry-run restart of the image, with
+        the program still alive and held (a unix listener on a path, an
+        flock, a pty). Passes and kills, then the real restart works; or
+        (case "refuse": fd 1000, ckpt under an open-file limit of 512) the
+        dry run fails, nothing is killed, and the program finds its socket
+        name, its lock and its pty as they were."""
+        args = list(self.t["args"])
+        if self.opts.no_ckpt:
+            pr = self.start(args=args)
+            self.wait_ready()
+            return self.check_result(self.wait_exit(pr, "test program"), "test program")
+        pr = self.start(args=args)
+        self.wait_ready()
+        img = self.p("img")
+        if self.t["case"] == "refuse":
+            import resource
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False,
+                                      extra=["--verify"],
+                                      prefix=["prlimit", "--nofile=512:%d" % hard])
+            return self.expect_refused(pr, rc, err, img)
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--verify"])
+        if "verify: the dry run restored the image" not in (tail(self.p("ckpt.log"), 50) or ""):
+            raise Fail("the checkpoint log does not show the dry run")
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def victims(self):
         """A victim file of root's and one of another user's; returns a checker."""
@@ -1682,18 +2209,20 @@ class Run:
         self.check_result(rp.returncode, "ckpt restart --frozen")
 
     def flow_stream(self):
-        """checkpoint -o - | restart -: the image is a stream."""
+        """checkpoint -o - | restart -: the image is a stream (key=True: sealed)."""
         if self.opts.no_ckpt:
             return self.native()
+        key = ["--key", self.keygen("key")] if self.t.get("key") else []
         pr = self.start()
         self.wait_ready()
         cerr, rerr, pidfile = self.p("ckpt.err"), self.p("restart.err"), self.p("restart.pid")
         self.logs += [cerr, rerr]
         with open(cerr, "wb") as ce, open(rerr, "wb") as re_:
-            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill"),
+            cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-", "--kill",
+                                                 *key),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=ce,
                                   cwd=self.dir)
-            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile),
+            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key),
                                   stdin=cp.stdout, stdout=subprocess.DEVNULL, stderr=re_,
                                   cwd=self.dir)
         cp.stdout.close()
@@ -1710,6 +2239,110 @@ class Run:
             raise Fail("checkpoint -o - exit %d" % cp.returncode)
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
+
+    def keygen(self, name):
+        """ckpt keygen: a new key file in the test directory; checks its mode."""
+        path = self.p(name)
+        r = self.run_ckpt(["keygen", path])
+        if r.returncode != 0:
+            raise Fail("ckpt keygen exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        st = os.lstat(path)
+        if st.st_mode & 0o7777 != 0o600 or st.st_size != 32:
+            raise Fail("key file mode %o, %d bytes; want 600 and 32"
+                       % (st.st_mode & 0o7777, st.st_size))
+        return path
+
+    def refused_restart(self, img, what, must, key=None, pid_free=True):
+        """ckpt restart of img must fail with a message matching must, before
+        anything is built: no pidfile, the image's pid free, and the log
+        never got as far as "image validated"."""
+        tag = "refused-%d" % len(self.logs)
+        pidfile, log = self.p(tag + ".pid"), self.p(tag + ".log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", img, "--pidfile", pidfile, "--log", log]
+                          + (["--key", key] if key else []), timeout=60)
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode == 0 or os.path.exists(pidfile):
+            if pid_free and pid_exists(self.pid) and self.ours(self.pid):
+                os.kill(self.pid, signal.SIGKILL)
+            raise Fail("%s: restarted (exit %d), expected a refusal" % (what, r.returncode))
+        self.expect_error(r, what)
+        if not re.search(must, err, re.I):
+            raise Fail("%s: message %r does not match /%s/" % (what, err.strip(), must))
+        if "image validated" in (tail(log, 200) or ""):
+            raise Fail("%s: refused only after the image was used" % what)
+        if pid_free and pid_exists(self.pid):
+            raise Fail("%s: pid %d exists after the refusal" % (what, self.pid))
+
+    def flow_key(self):
+        """--key: checkpoint --kill sealed with one key; restart refuses no key,
+        another key, a truncated or modified image and a plain image; the
+        right key restores it, verified from inside."""
+        if self.opts.no_ckpt:
+            return self.native()
+        k1, k2 = self.keygen("k1"), self.keygen("k2")
+        # keygen never overwrites, nor follows a symlink
+        os.symlink(self.p("target"), self.p("link"))
+        for path in (k1, self.p("link")):
+            r = self.run_ckpt(["keygen", path])
+            self.expect_error(r, "keygen over " + os.path.basename(path), must=["exists"])
+        if os.path.lexists(self.p("target")):
+            raise Fail("keygen followed a symlink")
+        with open(k1, "rb") as f:
+            key1 = f.read()
+        pr = self.start()
+        self.wait_ready()
+        # a key others can read is refused, before the program is touched
+        with open(self.p("k-open"), "wb") as f:
+            f.write(key1)
+        os.chmod(self.p("k-open"), 0o644)
+        rc, err = self.checkpoint(self.p("img-open"), "ckpt-open", reap=[pr], expect_ok=False,
+                                  extra=["--key", self.p("k-open")])
+        if rc == 0 or not re.search(r"other users.*0644", err):
+            raise Fail("checkpoint --key with a 0644 key file: exit %d: %s" % (rc, err.strip()))
+        if not pid_alive(self.pid) or os.path.exists(self.p("img-open")):
+            raise Fail("the refused checkpoint --key killed the program or left an image")
+
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--key", k1])
+        with open(img, "rb") as f:
+            data = f.read()
+        if not data.startswith(b"CKPTSEAL") or b"CKPTIMG" in data or key1 in data:
+            raise Fail("the image is not sealed (or holds the key)")
+        for lg in (self.p("ckpt.log"),):
+            with open(lg, "rb") as f:
+                if key1 in f.read():
+                    raise Fail("the key is in the log")
+        self.refused_restart(img, "restart without --key", r"encrypted: use --key")
+        self.refused_restart(img, "restart with another key", r"not made with this key", key=k2)
+        # the chunks are 256 KiB + 17 after a 64-byte header (seal.h)
+        auth, final = r"chunk \d+ fails authentication", r"without its final chunk"
+        bad = {
+            "half": (data[:len(data) // 2], auth),
+            "last-byte-cut": (data[:-1], auth),
+            "last-chunk-cut": (data[:64 + (len(data) - 64) // (262144 + 17) * (262144 + 17)],
+                               final),
+            "modified": (data[:len(data) // 3] + bytes([data[len(data) // 3] ^ 1])
+                         + data[len(data) // 3 + 1:], auth),
+        }
+        for kind, (content, must) in bad.items():
+            path = self.p("img-" + kind)
+            with open(path, "wb") as f:
+                f.write(content)
+            self.refused_restart(path, "restart of a %s image" % kind, must, key=k1)
+        r = self.run_ckpt(["inspect", img])
+        self.expect_error(r, "inspect without --key", must=["encrypted"])
+        r = self.run_ckpt(["inspect", img, "--key", k1], verbose=False)
+        if r.returncode != 0 or b"record 0" not in r.stdout:
+            raise Fail("inspect --key: exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+
+        rp = self.restart(img, "restart", extra=["--key", k1])
+        # a plain image of the restored program, with --key: refused
+        self.checkpoint(self.p("plain"), "ckpt-plain", reap=[rp], kill=False)
+        self.refused_restart(self.p("plain"), "restart of a plain image with --key",
+                             r"not encrypted", key=k1, pid_free=False)
+        rc = self.wait_exit(rp, "ckpt restart --key")
+        self.check_result(rc, "ckpt restart --key")
 
     def wait_ready_file(self, proc):
         deadline = time.monotonic() + READY_TIMEOUT
@@ -2134,13 +2767,27 @@ class Run:
             return False
         return cwd == self.dir or cwd.startswith(self.dir + "/")
 
+    def remove_shm(self):
+        """The host SysV segment a test named in "shm.id" (id key), if it is
+        still there with that key: a failed run must not leave it."""
+        try:
+            with open(self.p("shm.id")) as f:
+                sid, key = (int(x) for x in f.read().split())
+            with open("/proc/sysvipc/shm") as f:
+                rows = [ln.split() for ln in f.readlines()[1:]]
+        except (OSError, ValueError):
+            return
+        if any(len(r) > 1 and int(r[0]) == key and int(r[1]) == sid for r in rows):
+            subprocess.run(["ipcrm", "-m", str(sid)], capture_output=True)
+
     def cleanup(self):
+        self.remove_shm()
         if self.pid and self.ours(self.pid):
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.t["kind"] in ("compare", "make", "redis"):
+        if self.t["kind"] in ("compare", "make", "redis", "nginx", "postgres"):
             # what a failed real program left: pool workers, make's children
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):

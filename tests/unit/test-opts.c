@@ -48,6 +48,12 @@ TEST(checkpoint_errors)
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--kill", "--leave-frozen"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "13", "-o", "x"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--kill=yes"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--verify"), -EINVAL);
+	CHECK(strstr(err, "--verify goes with --kill") != NULL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "-", "--kill", "--verify"), -EINVAL);
+	CHECK(strstr(err, "in a file") != NULL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--kill", "--verify"), 0);
+	CHECK(a.kill && a.verify);
 }
 
 TEST(checkpoint_external)
@@ -106,6 +112,27 @@ TEST(commands)
 	CHECK_EQ(parse(&a, err, 1, only), -EINVAL);
 }
 
+TEST(key)
+{
+	struct cli_args a;
+	char err[256];
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--key", "k"), 0);
+	CHECK_STR(a.key, "k");
+	CHECK_EQ(PARSE(&a, err, "restart", "x", "--key=k"), 0);
+	CHECK_STR(a.key, "k");
+	CHECK_EQ(PARSE(&a, err, "inspect", "--key", "k", "x"), 0);
+	CHECK_STR(a.key, "k");
+	CHECK_EQ(PARSE(&a, err, "restart", "x", "--key", "-"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "restart", "x", "--key="), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "restart", "x", "--key"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--key", "k", "--", "true"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "keygen", "k"), 0);
+	CHECK_EQ(a.cmd, CMD_KEYGEN);
+	CHECK_STR(a.key, "k");
+	CHECK_EQ(PARSE(&a, err, "keygen"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "keygen", "a", "b"), -EINVAL);
+}
+
 int main(void)
 {
 	RUN(checkpoint);
@@ -113,5 +140,6 @@ int main(void)
 	RUN(checkpoint_external);
 	RUN(restart);
 	RUN(commands);
+	RUN(key);
 	return unit_done();
 }

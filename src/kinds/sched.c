@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Scheduling and the other attributes of a task that a puppet would
+ * otherwise get from ckpt: per thread the policy with its flags (reset on
+ * fork), nice value, real-time priority, deadline parameters and utilisation
+ * clamps (sched_getattr), the CPU affinity and the audit loginuid; per
+ * process oom_score_adj and the membarrier registrations.
+ *
+ * Policy and affinity are read and set from ckpt's side (sched_getattr and
+ * sched_setattr take a tid); loginuid can only be written by the task
+ * itself (/proc/thread-self/loginuid, by injected open and write, while the
+ * puppet still has ckpt's CAP_AUDIT_CONTROL: the kind comes before creds);
+ * oom_score_adj is written by ckpt in /proc/PID; membarrier registrations are
+ * read by an injected MEMBARRIER_CMD_GET_REGISTRATIONS (Linux 6.3) and made
+ * again by injected MEMBARRIER_CMD_REGISTER_* calls.
+ *
+ * What the caller may not do fails the restart, naming the task: a
+ * real-time or deadline policy, or a nice value, needs CAP_SYS_NICE as it
+ * would for the caller itself. Two things are kept as close as this machine
+ * allows, with a warning: an affinity naming CPUs this machine does not
+ * have (the CPUs it has of them, or all), and an oom_score_adj below ckpt's
+ * own, which needs CAP_SYS_RESOURCE (kept at ckpt's).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "sched.pb-c.h"
+#include "util/cleanup.h"
+
+enum { SCHED_ENTRY = REC_TYPE(KID_sched, 1) };
+
+#ifndef MEMBARRIER_CMD_GET_REGISTRATIONS
+#define MEMBARRIER_CMD_GET_REGISTRATIONS (1 << 9)
+#endif
+
+/* the registrations ckpt knows how to make again */
+static const uint32_t membarrier_regs[] = {
+	MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED,
+	MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+	MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE,
+	MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ,
+};
+
+/* struct sched_attr of <linux/sched/types.h>, which clashes with <sched.h> */
+struct sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+#define UCLAMP_MAX 1024u
+#define AFFINITY_MAX 1024 /* bytes: 8192 CPUs */
+
+struct sched_ckpt {
+	SchedEntry e;
+	uint8_t affinity[AFFINITY_MAX];
+};
+
+static int read_u32_file(pid_t pid, const char *name, long long *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = proc_read(pid, name, &text, NULL);
+	if (r < 0)
+		return r;
+	char *end;
+	errno = 0;
+	long long v = strtoll(text, &end, 10);
+	if (errno || end == text)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static int collect_process(struct ckpt_ctx *ctx, struct task *t, struct sched_ckpt *k)
+{
+	long long v;
+	if (read_u32_file(t->pid, "oom_score_adj", &v) == 0) {
+		k->e.has_oom_score_adj = true;
+		k->e.oom_score_adj = (int32_t)v;
+	}
+	long regs = puppet_syscall(&t->pup, SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0);
+	if (regs == -EINVAL || regs == -ENOSYS)
+		return 0; /* an older kernel: registrations cannot be read */
+	if (regs < 0)
+		return log_fail(&ctx->log, (int)regs, "pid %d: cannot read membarrier registrations: %s",
+				t->pid, strerror((int)-regs));
+	uint32_t known = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(membarrier_regs); i++)
+		known |= membarrier_regs[i];
+	if ((uint32_t)regs & ~known)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: membarrier registrations 0x%lx include ones ckpt cannot make again",
+				t->pid, (unsigned long)regs & ~known);
+	k->e.has_membarrier = true;
+	k->e.membarrier = (uint32_t)regs;
+	return 0;
+}
+
+static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct sched_ckpt *k = task_state(t, KIND_sched, sizeof(*k));
+	struct sched_attr attr = { 0 };
+
+	if (!k)
+		return -ENOMEM;
+	sched_entry__init(&k->e);
+	if (syscall(SYS_sched_getattr, t->pid, &attr, sizeof(attr), 0) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot read its scheduling policy: %m",
+				t->pid);
+	k->e.policy = attr.sched_policy;
+	k->e.flags = attr.sched_flags;
+	k->e.nice = attr.sched_nice;
+	k->e.priority = attr.sched_priority;
+	if (attr.sched_policy == SCHED_DEADLINE) {
+		k->e.has_dl_runtime = k->e.has_dl_deadline = k->e.has_dl_period = true;
+		k->e.dl_runtime = attr.sched_runtime;
+		k->e.dl_deadline = attr.sched_deadline;
+		k->e.dl_period = attr.sched_period;
+	}
+	/* defaults 0 and 1024; a kernel without uclamp reads 0 and 0 */
+	if (attr.sched_util_max != 0 && (attr.sched_util_min != 0 || attr.sched_util_max != UCLAMP_MAX)) {
+		k->e.has_util_min = k->e.has_util_max = true;
+		k->e.util_min = attr.sched_util_min;
+		k->e.util_max = attr.sched_util_max;
+	}
+	long n = syscall(SYS_sched_getaffinity, t->pid, sizeof(k->affinity), k->affinity);
+	if (n < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot read its CPU affinity: %m",
+				t->pid);
+	k->e.affinity.data = k->affinity;
+	k->e.affinity.len = (size_t)n;
+	long long uid;
+	if (read_u32_file(t->pid, "loginuid", &uid) == 0) {
+		k->e.has_loginuid = true;
+		k->e.loginuid = (uint32_t)uid;
+	}
+	return t->leader ? 0 : collect_process(ctx, t, k);
+}
+
+static int sched_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct sched_ckpt *k = t->kstate[KIND_sched];
+	return ctx_write_msg(ctx, SCHED_ENTRY, &k->e.base);
+}
+
+static int sched_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	SchedEntry *e = rctx_load_one(ctx, t, rec, KIND_sched, SCHED_ENTRY, &sched_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	if (e->affinity.len > AFFINITY_MAX || e->nice < -20 || e->nice > 19 ||
+	    (e->has_util_max && (e->util_max > UCLAMP_MAX || e->util_min > e->util_max)) ||
+	    (e->has_oom_score_adj && (e->oom_score_adj < -1000 || e->oom_score_adj > 1000)))
+		return log_fail(&ctx->log, -EINVAL, "record %u: scheduling entry is not valid",
+				rec->index);
+	return 0;
+}
+
+/* The saved CPUs this machine has; all of them if it has none of them. */
+static int restore_affinity(struct rst_ctx *ctx, struct rst_task *t, const SchedEntry *e)
+{
+	cpu_set_t want, here;
+	CPU_ZERO(&want);
+	memcpy(&want, e->affinity.data, MIN(e->affinity.len, sizeof(want)));
+	if (sched_getaffinity(0, sizeof(here), &here) < 0)
+		return log_fail(&ctx->log, -errno, "cannot read ckpt's CPU affinity: %m");
+	cpu_set_t both;
+	CPU_AND(&both, &want, &here);
+	if (!CPU_EQUAL(&both, &want)) {
+		log_warn(&ctx->log, "pid %d: its CPU affinity names CPUs this machine does not "
+			 "let ckpt use; it gets %s", t->pid, CPU_COUNT(&both) ? "the others" : "them all");
+		if (!CPU_COUNT(&both))
+			both = here;
+	}
+	if (sched_setaffinity(t->pup.pid, sizeof(both), &both) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot set its CPU affinity: %m", t->pid);
+	return 0;
+}
+
+static const char *policy_name(uint32_t policy)
+{
+	static const char *const names[] = { "SCHED_OTHER", "SCHED_FIFO", "SCHED_RR",
+					     "SCHED_BATCH", "SCHED_ISO",  "SCHED_IDLE",
+					     "SCHED_DEADLINE" };
+	return policy < ARRAY_SIZE(names) ? names[policy] : "an unknown policy";
+}
+
+static int restore_policy(struct rst_ctx *ctx, struct rst_task *t, const SchedEntry *e)
+{
+	struct sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = e->policy,
+		.sched_flags = e->flags & (SCHED_FLAG_RESET_ON_FORK | SCHED_FLAG_RECLAIM |
+					   SCHED_FLAG_DL_OVERRUN),
+		.sched_nice = e->nice,
+		.sched_priority = e->priority,
+		.sched_runtime = e->dl_runtime,
+		.sched_deadline = e->dl_deadline,
+		.sched_period = e->dl_period,
+	};
+	if (e->has_util_max) {
+		attr.sched_flags |= SCHED_FLAG_UTIL_CLAMP;
+		attr.sched_util_min = e->util_min;
+		attr.sched_util_max = e->util_max;
+	}
+	/* the nice value stays under a policy that ignores it (idle,
+	 * real-time) and reads back: set it first, as a normal policy */
+	struct sched_attr nice = { .size = sizeof(nice), .sched_nice = e->nice };
+	if (syscall(SYS_sched_setattr, t->pup.pid, &nice, 0) == 0 &&
+	    syscall(SYS_sched_setattr, t->pup.pid, &attr, 0) == 0)
+		return 0;
+	/* a normal policy whose nice is below ckpt's own: kept at ckpt's */
+	int err = errno, now = getpriority(PRIO_PROCESS, (id_t)t->pup.pid);
+	if (err == EPERM && (e->policy == SCHED_OTHER || e->policy == SCHED_BATCH ||
+			       e->policy == SCHED_IDLE) && e->nice < now) {
+		attr.sched_nice = now;
+		if (syscall(SYS_sched_setattr, t->pup.pid, &attr, 0) == 0) {
+			log_warn(&ctx->log, "pid %d: nice %d is below ckpt's and cannot be set; "
+				 "kept at %d", t->pid, e->nice, now);
+			return 0;
+		}
+	}
+	return log_fail(&ctx->log, -err, "pid %d: cannot set %s (priority %u, nice %d): %s",
+			t->pid, policy_name(e->policy), e->priority, e->nice, strerror(err));
+	return 0;
+}
+
+/* Written by the task itself, the only one the kernel lets write it. */
+static int restore_loginuid(struct rst_ctx *ctx, struct rst_task *t, uint32_t uid)
+{
+	struct puppet *p = &t->pup;
+	long long now;
+	if (read_u32_file(p->pid, "loginuid", &now) < 0 || (uint32_t)now == uid)
+		return 0;
+	static const char path[] = "/proc/thread-self/loginuid";
+	char text[16];
+	int len = snprintf(text, sizeof(text), "%u", uid);
+	uint64_t rpath = puppet_scratch_put(p, 0, path, sizeof(path));
+	uint64_t rtext = puppet_scratch_put(p, 64, text, (size_t)len);
+	if (!rpath || !rtext)
+		return -EFAULT;
+	long fd = puppet_syscall(p, SYS_openat, AT_FDCWD, rpath, O_WRONLY | O_CLOEXEC);
+	long r = fd < 0 ? fd : puppet_syscall(p, SYS_write, fd, rtext, len);
+	if (fd >= 0)
+		puppet_syscall(p, SYS_close, fd);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "pid %d: cannot set its audit loginuid to %u: %s",
+				t->pid, uid, strerror((int)-r));
+	return 0;
+}
+
+static void restore_oom(struct rst_ctx *ctx, struct rst_task *t, int adj)
+{
+	char path[64], text[16];
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", t->pup.pid);
+	int len = snprintf(text, sizeof(text), "%d", adj);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 && write(fd, text, (size_t)len) == len)
+		return;
+	log_warn(&ctx->log, "pid %d: cannot set oom_score_adj %d (%m): kept at ckpt's", t->pid,
+		 adj);
+}
+
+static int restore_membarrier(struct rst_ctx *ctx, struct rst_task *t, uint32_t regs)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(membarrier_regs); i++) {
+		if (!(regs & membarrier_regs[i]))
+			continue;
+		long r = puppet_syscall(&t->pup, SYS_membarrier, membarrier_regs[i], 0, 0);
+		if (r < 0)
+			return log_fail(&ctx->log, (int)r,
+					"pid %d: cannot register membarrier command 0x%x: %s", t->pid,
+					membarrier_regs[i], strerror((int)-r));
+	}
+	return 0;
+}
+
+static int sched_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	SchedEntry *e = t->kstate[KIND_sched];
+	int r;
+
+	if (!e)
+		return 0;
+	if (e->has_loginuid && (r = restore_loginuid(ctx, t, e->loginuid)) < 0)
+		return r;
+	if (e->has_membarrier && (r = restore_membarrier(ctx, t, e->membarrier)) < 0)
+		return r;
+	if (e->has_oom_score_adj)
+		restore_oom(ctx, t, e->oom_score_adj);
+	if ((r = restore_affinity(ctx, t, e)) < 0)
+		return r;
+	return restore_policy(ctx, t, e);
+}
+
+static const ProtobufCMessageDescriptor *sched_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(SCHED_ENTRY) ? &sched_entry__descriptor : NULL;
+}
+
+const struct kind_ops sched_ops = {
+	.per_thread = true,
+	.collect = sched_collect,
+	.dump = sched_dump,
+	.load = sched_load,
+	.restore = sched_restore,
+	.free_state = free,
+	.free_rstate = rst_free_msg,
+	.descriptor = sched_descriptor,
+};

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The program of the pre-kill checks (checkpoint --kill, --verify, an
+ * unprivileged restart --pidns). Arguments pick what it holds:
+ *   file=PATH  PATH open for writing
+ *   bind=PATH  a unix listener bound to PATH
+ *   hifd       /dev/null at fd 1000 (a restart under a lower open-file
+ *              limit rejects the image)
+ *   rich       a unix listener bound to "sock", an flock on "lockfile", a
+ *              pty pair
+ * After the wake it checks from inside: its ids and groups are what they
+ * were (and, by test_check_common, its pid), the listener still answers
+ * at "sock", the lock is still its own, the pty passes data, fd 1000 is
+ * open.
+ */
+#include "lib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+struct rich {
+	int lsk, lock, ptm, pts, index;
+};
+
+static void make_rich(struct rich *r)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "sock" };
+	r->lsk = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (r->lsk < 0 || bind(r->lsk, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(r->lsk, 4) < 0)
+		fail("unix listener: %s", strerror(errno));
+	r->lock = open("lockfile", O_CREAT | O_RDWR, 0600);
+	if (r->lock < 0 || flock(r->lock, LOCK_EX) < 0)
+		fail("flock: %s", strerror(errno));
+	r->ptm = posix_openpt(O_RDWR | O_NOCTTY);
+	if (r->ptm < 0 || grantpt(r->ptm) < 0 || unlockpt(r->ptm) < 0)
+		fail("pty: %s", strerror(errno));
+	r->pts = open(ptsname(r->ptm), O_RDWR | O_NOCTTY);
+	if (r->pts < 0)
+		fail("pty slave: %s", strerror(errno));
+	r->index = atoi(ptsname(r->ptm) + strlen("/dev/pts/"));
+}
+
+static void check_rich(const struct rich *r)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "sock" };
+	struct stat st;
+	int c = socket(AF_UNIX, SOCK_STREAM, 0);
+	expect(stat("sock", &st) == 0 && S_ISSOCK(st.st_mode), "sock is gone or not a socket");
+	expect(c >= 0 && connect(c, (struct sockaddr *)&a, sizeof(a)) == 0,
+	       "cannot connect to sock: %s", strerror(errno));
+	int s = accept(r->lsk, NULL, NULL);
+	expect(s >= 0, "the listener did not get the connection: %s", strerror(errno));
+	int other = open("lockfile", O_RDWR);
+	expect(other >= 0 && flock(other, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK,
+	       "the flock on lockfile is not held any more");
+	char buf[8] = "";
+	expect(write(r->pts, "x\n", 2) == 2, "pty write: %s", strerror(errno));
+	expect(read(r->ptm, buf, sizeof(buf)) > 0 && buf[0] == 'x', "pty: no data");
+	expect(atoi(ptsname(r->ptm) + strlen("/dev/pts/")) == r->index, "pty index changed");
+}
+
+int main(int argc, char **argv)
+{
+	struct rich r = { -1, -1, -1, -1, -1 };
+	bool rich = false, hifd = false;
+	gid_t groups[64], after[64];
+	int n = getgroups(64, groups);
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	for (int i = 1; i < argc; i++) {
+		if (!strncmp(argv[i], "file=", 5) && open(argv[i] + 5, O_WRONLY) < 0)
+			fail("open %s: %s", argv[i] + 5, strerror(errno));
+		if (!strncmp(argv[i], "bind=", 5)) {
+			struct sockaddr_un a = { .sun_family = AF_UNIX };
+			snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[i] + 5);
+			int s = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 1) < 0)
+				fail("bind %s: %s", argv[i] + 5, strerror(errno));
+		}
+		rich |= !strcmp(argv[i], "rich");
+		hifd |= !strcmp(argv[i], "hifd");
+	}
+	if (hifd) {
+		int f = open("/dev/null", O_RDONLY);
+		if (f < 0 || dup2(f, 1000) != 1000)
+			fail("fd 1000: %s", strerror(errno));
+		close(f);
+	}
+	if (rich)
+		make_rich(&r);
+	test_ready();
+	test_wait();
+	expect(getuid() == uid && geteuid() == uid, "uid %d, was %d", (int)geteuid(), (int)uid);
+	expect(getgid() == gid && getegid() == gid, "gid %d, was %d", (int)getegid(), (int)gid);
+	expect(getgroups(64, after) == n &&
+		       !memcmp(after, groups, (size_t)(n > 0 ? n : 0) * sizeof(gid_t)),
+	       "supplementary groups changed");
+	if (hifd)
+		expect(fcntl(1000, F_GETFD) >= 0, "fd 1000 is not open");
+	if (rich)
+		check_rich(&r);
+	pass();
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A refusal: an io_uring instance at fd 5, its submission and completion
+ * rings mapped, one NOP submitted and completed. The runner expects the
+ * checkpoint to fail naming the pid and io_uring (by the fd or the ring
+ * mapping); the process lives on and its ring still works (another NOP
+ * completes). Skipped where io_uring_setup is not allowed.
+ */
+#include "lib.h"
+
+#include <linux/io_uring.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int ring;
+static struct io_uring_params p;
+static uint8_t *sq, *cq;
+static struct io_uring_sqe *sqes;
+
+static void nop(uint64_t tag)
+{
+	uint32_t *tail = (uint32_t *)(sq + p.sq_off.tail);
+	uint32_t *array = (uint32_t *)(sq + p.sq_off.array);
+	uint32_t idx = *tail & *(uint32_t *)(sq + p.sq_off.ring_mask);
+	memset(&sqes[idx], 0, sizeof(sqes[idx]));
+	sqes[idx].opcode = IORING_OP_NOP;
+	sqes[idx].user_data = tag;
+	array[idx] = idx;
+	__atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+	if (syscall(SYS_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) != 1)
+		fail("io_uring_enter: %m");
+	uint32_t *head = (uint32_t *)(cq + p.cq_off.head);
+	struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	uint32_t h = *head & *(uint32_t *)(cq + p.cq_off.ring_mask);
+	if (cqes[h].user_data != tag || cqes[h].res != 0)
+		fail("NOP %llu completed as %llu, res %d", (unsigned long long)tag,
+		     (unsigned long long)cqes[h].user_data, cqes[h].res);
+	__atomic_store_n(head, *head + 1, __ATOMIC_RELEASE);
+}
+
+int main(void)
+{
+	ring = (int)syscall(SYS_io_uring_setup, 4, &p);
+	if (ring < 0)
+		skip("io_uring_setup: %m");
+	test_move_fd(ring, 5);
+	ring = 5;
+	sq = mmap(NULL, p.sq_off.array + p.sq_entries * 4, PROT_READ | PROT_WRITE, MAP_SHARED,
+		  ring, IORING_OFF_SQ_RING);
+	cq = mmap(NULL, p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe),
+		  PROT_READ | PROT_WRITE, MAP_SHARED, ring, IORING_OFF_CQ_RING);
+	sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+		    MAP_SHARED, ring, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
+		fail("mmap rings: %m");
+	nop(1);
+
+	test_ready();
+	test_wait();
+
+	nop(2);
+	pass();
+}
