@@ -36,7 +36,12 @@ extern "C" {
 				  * connected again by the peer's name at restart */
 #define CKPT_VERIFY 0x20ul      /* with CKPT_KILL: a dry-run restart of the image
 				  * (RESTART_GHOST | RESTART_VERIFY) before the kill */
-#define CKPT_FLAGS_ALL 0x3ful
+#define CKPT_DROP_EVENTS 0x40ul  /* inotify/fanotify instances with unread events: saved
+				  * without them (a warning says how many bytes) */
+#define CKPT_DETACH_CLIENTS 0x100ul /* a server's clients outside the tree are detached:
+				    * their connections come back closed by the peer,
+				    * their terminals hung up */
+#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */

@@ -37,6 +37,8 @@ static const struct opt opts[] = {
 	{ "pidns", 0, OPT_FLAG, ON(CMD_RESTART), F(pidns) },
 	{ "shell-job", 'j', OPT_FLAG, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(shell_job) },
 	{ "external", 0, OPT_STRING, ON(CMD_CHECKPOINT), F(external) },
+	{ "drop-queued-events", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(drop_events) },
+	{ "detach-clients", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(detach_clients) },
 	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART) | ON(CMD_RUN), F(pidfile) },
 	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
 	{ "key", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART) | ON(CMD_INSPECT), F(key) },

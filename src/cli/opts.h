@@ -39,6 +39,8 @@ struct cli_args {
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */
 	bool ext_unix;          /* ... of which "unix" */
+	bool drop_events;       /* checkpoint --drop-queued-events */
+	bool detach_clients;    /* checkpoint: --detach-clients */
 	bool json;
 	bool help;              /* --help after a command */
 	const char *hostname;   /* run --hostname */

@@ -408,24 +408,6 @@ static int collect_mark(void *arg, struct raw_mark *rm)
 			rm->type < 0 ? "a mount namespace" : what, why);
 }
 
-static int check_queue(struct ckpt_ctx *ctx, struct task *t, int fd)
-{
-	_cleanup_close_ int copy = puppet_getfd(&t->pup, fd);
-	int queued = 0;
-	if (copy < 0)
-		return log_fail(&ctx->log, copy, "pid %d fd %d (fanotify): cannot take a copy: %s",
-				t->pid, fd, strerror(-copy));
-	if (ioctl(copy, FIONREAD, &queued) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d (fanotify): FIONREAD: %s", t->pid,
-				fd, strerror(errno));
-	if (queued > 0)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (fanotify): %d bytes of events are queued, unread; "
-				"they cannot be saved without taking them from the process",
-				t->pid, fd, queued);
-	return 0;
-}
-
 /* A task of the system that waits for an answer to a permission event. */
 static pid_t perm_waiter(void)
 {
@@ -534,7 +516,7 @@ static int fanotify_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 		*ret_id = p->e.id;
 		return 0;
 	}
-	r = check_queue(ctx, t, fi->fd);
+	r = fsnotify_check_queue(ctx, t, fi->fd, "fanotify");
 	if (r < 0)
 		return r;
 	p = calloc(1, sizeof(*p));

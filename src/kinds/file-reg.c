@@ -520,7 +520,18 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 			mode = W_OK;
 		else if (acc == O_RDWR)
 			mode = R_OK | W_OK;
-		if (faccessat(AT_FDCWD, f->path, mode, AT_EACCESS) == 0)
+		/* a removed directory is made again: its parent must let us */
+		char parent[4096];
+		const char *path = f->path;
+		if (f->e.deleted_dir) {
+			snprintf(parent, sizeof(parent), "%s", f->path);
+			char *slash = strrchr(parent, '/');
+			if (slash)
+				slash[slash == parent] = '\0';
+			path = parent;
+			mode = W_OK | X_OK;
+		}
+		if (faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0)
 			continue;
 		int e = errno;
 		char where[32] = "mapping";
@@ -529,8 +540,11 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		return log_fail(&ctx->log, -e,
 				"pid %d %s (%s): a restart by uid %u could not open it again %s: %s",
 				t->pid, where, f->path, (unsigned)geteuid(),
-				mode == W_OK ? "for writing" : mode == F_OK ? "(O_PATH)"
-				: mode == R_OK ? "for reading" : "for reading and writing",
+				f->e.deleted_dir ? "(a removed directory, made again in its parent)"
+				: mode == W_OK	 ? "for writing"
+				: mode == F_OK	 ? "(O_PATH)"
+				: mode == R_OK	 ? "for reading"
+						 : "for reading and writing",
 				strerror(e));
 	}
 	return 0;

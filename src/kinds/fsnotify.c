@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "core/ctx.h"
 #include "kinds/fsnotify.h"
 #include "util/cleanup.h"
 #include "util/proc.h"
@@ -123,4 +125,30 @@ const char *fsnotify_why_unresolved(int r)
 		return "cannot be found by its file handle: open_by_handle_at needs "
 		       "CAP_DAC_READ_SEARCH";
 	return "has no path any more (deleted?)";
+}
+
+int fsnotify_check_queue(struct ckpt_ctx *ctx, struct task *t, int fd, const char *kind)
+{
+	_cleanup_close_ int copy = puppet_getfd(&t->pup, fd);
+	int queued = 0;
+	if (copy < 0)
+		return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s", t->pid,
+				fd, kind, strerror(-copy));
+	if (ioctl(copy, FIONREAD, &queued) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d (%s): FIONREAD: %s", t->pid, fd,
+				kind, strerror(errno));
+	if (queued <= 0)
+		return 0;
+	if (ctx->flags & CKPT_DROP_EVENTS) {
+		log_warn(&ctx->log,
+			 "pid %d fd %d (%s): %d bytes of queued events are not in the image "
+			 "(--drop-queued-events): after a restart it reads none of them",
+			 t->pid, fd, kind, queued);
+		return 0;
+	}
+	return log_fail(&ctx->log, -EOPNOTSUPP,
+			"pid %d fd %d (%s): %d bytes of events are queued, unread; they cannot be "
+			"saved without taking them from the process (--drop-queued-events saves "
+			"the instance without them)",
+			t->pid, fd, kind, queued);
 }

@@ -48,6 +48,18 @@ int fsnotify_resolve(pid_t pid, const struct fsnotify_handle *fh, uint32_t kdev,
  * -EOPNOTSUPP: fdinfo showed no handle. */
 const char *fsnotify_why_unresolved(int r);
 
+/*
+ * Checkpoint: the events queued, unread, in the instance at fd of t (kind
+ * names it in messages: "inotify", "fanotify"). They cannot be read
+ * without taking them from the process: refused (-EOPNOTSUPP), or with
+ * CKPT_DROP_EVENTS saved without them, with a warning that says how many
+ * bytes of events the image lacks.
+ */
+struct ckpt_ctx;
+struct task;
+int fsnotify_check_queue(struct ckpt_ctx *ctx, struct task *t, int fd, const char *kind)
+	__attribute__((warn_unused_result));
+
 /* "\040" and friends in a mountinfo path, in place */
 void fsnotify_unescape(char *s);
 

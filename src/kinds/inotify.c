@@ -180,24 +180,6 @@ static int resolve(struct task *t, InotifyWatch *w, uint32_t kdev)
 	return 0;
 }
 
-static int check_queue(struct ckpt_ctx *ctx, struct task *t, int fd)
-{
-	_cleanup_close_ int copy = puppet_getfd(&t->pup, fd);
-	int queued = 0;
-	if (copy < 0)
-		return log_fail(&ctx->log, copy, "pid %d fd %d (inotify): cannot take a copy: %s",
-				t->pid, fd, strerror(-copy));
-	if (ioctl(copy, FIONREAD, &queued) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d (inotify): FIONREAD: %s", t->pid,
-				fd, strerror(errno));
-	if (queued > 0)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (inotify): %d bytes of events are queued, unread; "
-				"they cannot be saved without taking them from the process",
-				t->pid, fd, queued);
-	return 0;
-}
-
 static int cmp_wd(const void *a, const void *b)
 {
 	const InotifyWatch *x = a, *y = b;
@@ -277,7 +259,7 @@ static int inotify_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct
 		*ret_id = p->e.id;
 		return 0;
 	}
-	r = check_queue(ctx, t, fi->fd);
+	r = fsnotify_check_queue(ctx, t, fi->fd, "inotify");
 	if (r < 0)
 		return r;
 	p = calloc(1, sizeof(*p));

@@ -99,6 +99,11 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		v->kind = VMA_KIND__VMA_VVAR_VCLOCK;
 		return 0;
 	}
+	if (pv->deleted && !strcmp(p, "/[aio]"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx: an AIO ring (io_setup): AIO contexts are not "
+				"supported yet",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end);
 	if (pv->vmflags & (VMF_IO | VMF_PF))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx (%s): device (I/O or PFN) mappings cannot be saved",

@@ -3,11 +3,13 @@
  * Scheduling and the other attributes of a task that a puppet would
  * otherwise get from ckpt: per thread the policy with its flags (reset on
  * fork), nice value, real-time priority, deadline parameters and utilisation
- * clamps (sched_getattr), the CPU affinity and the audit loginuid; per
- * process oom_score_adj and the membarrier registrations.
+ * clamps (sched_getattr), the CPU affinity, the I/O priority and the audit
+ * loginuid; per process oom_score_adj, coredump_filter and the membarrier
+ * registrations.
  *
- * Policy and affinity are read and set from ckpt's side (sched_getattr and
- * sched_setattr take a tid); loginuid can only be written by the task
+ * Policy, affinity and I/O priority are read and set from ckpt's side
+ * (sched_getattr, sched_setattr and ioprio_get/set take a tid);
+ * coredump_filter is written in /proc/PID; loginuid can only be written by the task
  * itself (/proc/thread-self/loginuid, by injected open and write, while the
  * puppet still has ckpt's CAP_AUDIT_CONTROL: the kind comes before creds);
  * oom_score_adj is written by ckpt in /proc/PID; membarrier registrations are
@@ -24,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <linux/ioprio.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <stdio.h>
@@ -92,6 +95,11 @@ static int collect_process(struct ckpt_ctx *ctx, struct task *t, struct sched_ck
 		k->e.has_oom_score_adj = true;
 		k->e.oom_score_adj = (int32_t)v;
 	}
+	_cleanup_free_ char *text = NULL;
+	if (proc_read(t->pid, "coredump_filter", &text, NULL) >= 0) {
+		k->e.has_coredump_filter = true;
+		k->e.coredump_filter = (uint32_t)strtoul(text, NULL, 16);
+	}
 	long regs = puppet_syscall(&t->pup, SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0);
 	if (regs == -EINVAL || regs == -ENOSYS)
 		return 0; /* an older kernel: registrations cannot be read */
@@ -143,6 +151,11 @@ static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
 				t->pid);
 	k->e.affinity.data = k->affinity;
 	k->e.affinity.len = (size_t)n;
+	long prio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, t->pid);
+	if (prio > 0) {
+		k->e.has_ioprio = true;
+		k->e.ioprio = (uint32_t)prio;
+	}
 	long long uid;
 	if (read_u32_file(t->pid, "loginuid", &uid) == 0) {
 		k->e.has_loginuid = true;
@@ -263,16 +276,26 @@ static int restore_loginuid(struct rst_ctx *ctx, struct rst_task *t, uint32_t ui
 	return 0;
 }
 
+/* Writes text to /proc/PID/name of the puppet: 0 or -errno. */
+static int write_proc(struct rst_task *t, const char *name, const char *text)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", t->pup.pid, name);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	size_t len = strlen(text);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len)
+		return -errno;
+	return 0;
+}
+
 static void restore_oom(struct rst_ctx *ctx, struct rst_task *t, int adj)
 {
-	char path[64], text[16];
-	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", t->pup.pid);
-	int len = snprintf(text, sizeof(text), "%d", adj);
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0 && write(fd, text, (size_t)len) == len)
-		return;
-	log_warn(&ctx->log, "pid %d: cannot set oom_score_adj %d (%m): kept at ckpt's", t->pid,
-		 adj);
+	char text[16];
+	snprintf(text, sizeof(text), "%d", adj);
+	int r = write_proc(t, "oom_score_adj", text);
+	if (r < 0)
+		log_warn(&ctx->log, "pid %d: cannot set oom_score_adj %d (%s): kept at ckpt's",
+			 t->pid, adj, strerror(-r));
 }
 
 static int restore_membarrier(struct rst_ctx *ctx, struct rst_task *t, uint32_t regs)
@@ -302,6 +325,16 @@ static int sched_restore(struct rst_ctx *ctx, struct rst_task *t)
 		return r;
 	if (e->has_oom_score_adj)
 		restore_oom(ctx, t, e->oom_score_adj);
+	if (e->has_coredump_filter) {
+		char text[16];
+		snprintf(text, sizeof(text), "%#x", e->coredump_filter);
+		if ((r = write_proc(t, "coredump_filter", text)) < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot set coredump_filter %s: %s",
+					t->pid, text, strerror(-r));
+	}
+	if (e->has_ioprio && syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, t->pup.pid, e->ioprio) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot set its I/O priority %#x: %m",
+				t->pid, e->ioprio);
 	if ((r = restore_affinity(ctx, t, e)) < 0)
 		return r;
 	return restore_policy(ctx, t, e);

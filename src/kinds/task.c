@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Identity and prctl state of a task: comm, personality,
- * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack.
+ * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack;
+ * the TSC mode, memory-deny-write-execute and KSM for the whole process,
+ * the machine-check kill policy and the speculation controls set by prctl;
+ * the NUMA memory policy of each thread (get_mempolicy, set_mempolicy).
+ * Refused: a vma with a memory policy of its own (mbind: numa_maps shows
+ * it), x86 shadow stacks and linear address masking (status shows them).
+ * Each is read by an injected prctl GET and set again by its SET, after
+ * mm (memory-deny-write-execute would forbid an executable mapping made
+ * after it).
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/mempolicy.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -32,6 +41,7 @@ struct task_ckpt {
 	TaskEntry e;
 	RseqEntry rseq;
 	char comm[32];
+	uint64_t nodes[1024 / 64];
 };
 
 /* An injected prctl/syscall that writes a u64 into scratch; reads it back. */
@@ -45,6 +55,137 @@ static int remote_u64(struct task *t, long nr, long a1, long a2, uint64_t *ret)
 	if (r < 0)
 		return (int)r;
 	return puppet_read(p, addr, ret, sizeof(*ret));
+}
+
+#ifndef PR_GET_MDWE
+#define PR_SET_MDWE 65
+#define PR_GET_MDWE 66
+#endif
+#ifndef PR_GET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE 67
+#define PR_GET_MEMORY_MERGE 68
+#endif
+#ifndef PR_SPEC_L1D_FLUSH
+#define PR_SPEC_L1D_FLUSH 2
+#endif
+#define SPEC_STATE (PR_SPEC_ENABLE | PR_SPEC_DISABLE | PR_SPEC_FORCE_DISABLE | PR_SPEC_DISABLE_NOEXEC)
+
+/* A speculation control set by prctl: its state, or 0 when it is the
+ * default or not a prctl's to set. */
+static uint32_t spec_state(struct task *t, int which)
+{
+	long v = puppet_syscall(&t->pup, SYS_prctl, PR_GET_SPECULATION_CTRL, which, 0, 0, 0);
+	if (v < 0 || !(v & PR_SPEC_PRCTL) || !(v & (SPEC_STATE & ~PR_SPEC_ENABLE)))
+		return 0;
+	return (uint32_t)v & SPEC_STATE;
+}
+
+#define NODE_BITS 1024
+
+struct mempolicy_buf {
+	int mode;
+	uint64_t nodes[NODE_BITS / 64];
+};
+
+/* A policy as numa_maps shows it (the kernel's mpol_to_str): "default",
+ * "bind:0-1", "interleave=static:0"... */
+static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
+{
+	static const char *const names[] = { "default", "prefer", "bind", "interleave", "local",
+					     "prefer (many)", "weighted interleave" };
+	int m = mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES | MPOL_F_NUMA_BALANCING);
+	size_t o = (size_t)snprintf(buf, len, "%s", m >= 0 && m < (int)ARRAY_SIZE(names) ? names[m] : "?");
+	if (m == MPOL_DEFAULT || m == MPOL_LOCAL)
+		return;
+	if (mode & (MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES))
+		o += (size_t)snprintf(buf + o, len - o, "=%s",
+				      mode & MPOL_F_STATIC_NODES ? "static" : "relative");
+	char sep = ':';
+	for (int i = 0; i < NODE_BITS && o < len; i++) {
+		if (!(nodes[i / 64] >> (i % 64) & 1))
+			continue;
+		int j = i;
+		while (j + 1 < NODE_BITS && nodes[(j + 1) / 64] >> ((j + 1) % 64) & 1)
+			j++;
+		o += (size_t)(j > i ? snprintf(buf + o, len - o, "%c%d-%d", sep, i, j)
+				    : snprintf(buf + o, len - o, "%c%d", sep, i));
+		sep = ',';
+		i = j;
+	}
+}
+
+/* The thread's NUMA policy, by an injected get_mempolicy; vma policies
+ * (numa_maps) and the x86 features ckpt cannot restore are refused. */
+static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *k)
+{
+	struct puppet *p = &t->pup;
+	struct mempolicy_buf b = { 0 };
+	uint64_t addr = puppet_scratch_put(p, 1024, &b, sizeof(b));
+	long r = addr ? puppet_syscall(p, SYS_get_mempolicy, addr, addr + 8, NODE_BITS, 0, 0)
+		      : -EFAULT;
+	if (r == 0 && puppet_read(p, addr, &b, sizeof(b)) == 0 && b.mode != MPOL_DEFAULT) {
+		k->e.has_mempolicy_mode = k->e.has_mempolicy_nodes = true;
+		k->e.mempolicy_mode = (uint32_t)b.mode;
+		memcpy(k->nodes, b.nodes, sizeof(k->nodes));
+		k->e.mempolicy_nodes.data = (uint8_t *)k->nodes;
+		k->e.mempolicy_nodes.len = sizeof(k->nodes);
+	}
+	_cleanup_free_ char *status = NULL, *numa = NULL;
+	if (proc_read(t->pid, "status", &status, NULL) >= 0) {
+		const char *f = strstr(status, "\nx86_Thread_features:");
+		if (f && f[22 + strspn(f + 22, " \t")] != '\n')
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: x86 thread features (%.*s) "
+					"are on (shadow stack): not supported yet", t->pid,
+					(int)strcspn(f + 22, "\n"), f + 22);
+		const char *u = strstr(status, "\nuntag_mask:");
+		if (u && strtoull(u + 12, NULL, 16) != UINT64_MAX)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: linear address masking "
+					"(LAM) is on: not supported yet", t->pid);
+	}
+	if (t->leader || proc_read(t->pid, "numa_maps", &numa, NULL) < 0)
+		return 0;
+	/* a vma without a policy of its own shows the task's */
+	char own[256];
+	mpol_str(b.mode, b.nodes, own, sizeof(own));
+	size_t n = strlen(own);
+	for (char *l = numa; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		char *pol = strchr(l, ' ');
+		if (pol && (strncmp(pol + 1, own, n) || (pol[1 + n] != ' ' && pol[1 + n] != '\n')))
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d vma %.*s: a memory policy "
+					"of its own (mbind: %.*s) is not supported yet", t->pid,
+					(int)(pol - l), l, (int)strcspn(pol + 1, " \n"), pol + 1);
+	}
+	return 0;
+}
+
+static void collect_prctls(struct task *t, TaskEntry *e)
+{
+	struct puppet *p = &t->pup;
+	uint64_t v;
+	if (remote_u64(t, SYS_prctl, PR_GET_TSC, -1, &v) == 0 && (int)v == PR_TSC_SIGSEGV) {
+		e->has_tsc = true;
+		e->tsc = PR_TSC_SIGSEGV;
+	}
+	long mce = puppet_syscall(p, SYS_prctl, PR_MCE_KILL_GET, 0, 0, 0, 0);
+	if (mce == PR_MCE_KILL_EARLY || mce == PR_MCE_KILL_LATE) {
+		e->has_mce_kill = true;
+		e->mce_kill = (uint32_t)mce;
+	}
+	uint32_t *spec[] = { &e->spec_store_bypass, &e->spec_indirect_branch, &e->spec_l1d_flush };
+	protobuf_c_boolean *has[] = { &e->has_spec_store_bypass, &e->has_spec_indirect_branch,
+				      &e->has_spec_l1d_flush };
+	const int which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH, PR_SPEC_L1D_FLUSH };
+	for (size_t i = 0; i < ARRAY_SIZE(which); i++)
+		*has[i] = (*spec[i] = spec_state(t, which[i])) != 0;
+	if (t->leader) /* the rest belong to the process */
+		return;
+	long mdwe = puppet_syscall(p, SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0);
+	if (mdwe > 0) {
+		e->has_mdwe = true;
+		e->mdwe = (uint32_t)mdwe;
+	}
+	if (puppet_syscall(p, SYS_prctl, PR_GET_MEMORY_MERGE, 0, 0, 0, 0) == 1)
+		e->has_memory_merge = e->memory_merge = true;
 }
 
 static int task_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -106,6 +247,11 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 		k->e.timer_slack_ns = (uint64_t)slack;
 	}
 
+	collect_prctls(t, &k->e);
+	r = collect_numa(ctx, t, k);
+	if (r < 0)
+		return r;
+
 	struct rseq_config rc = { 0 };
 	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, t->pid, sizeof(rc), &rc) > 0 && rc.ptr) {
 		rseq_entry__init(&k->rseq);
@@ -151,6 +297,43 @@ int task_rseq_unregister(struct puppet *p)
 	return r < 0 ? (int)r : 0;
 }
 
+static int restore_prctls(struct rst_ctx *ctx, struct rst_task *t, const TaskEntry *e)
+{
+	struct puppet *p = &t->pup;
+	long r = 0;
+	if (e->has_tsc && (r = puppet_syscall(p, SYS_prctl, PR_SET_TSC, e->tsc, 0, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_SET_TSC");
+	if (e->has_mce_kill &&
+	    (r = puppet_syscall(p, SYS_prctl, PR_MCE_KILL, PR_MCE_KILL_SET, e->mce_kill, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_MCE_KILL");
+	const uint32_t spec[] = { e->spec_store_bypass, e->spec_indirect_branch, e->spec_l1d_flush };
+	const int which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH, PR_SPEC_L1D_FLUSH };
+	for (size_t i = 0; i < ARRAY_SIZE(which); i++) {
+		/* FORCE_DISABLE reads back with DISABLE set: set it alone */
+		uint32_t v = spec[i] & PR_SPEC_FORCE_DISABLE ? PR_SPEC_FORCE_DISABLE
+			     : spec[i] & PR_SPEC_DISABLE_NOEXEC ? PR_SPEC_DISABLE_NOEXEC
+								 : spec[i];
+		if (v && (r = puppet_syscall(p, SYS_prctl, PR_SET_SPECULATION_CTRL, which[i], v, 0,
+					     0)) < 0)
+			return rst_check(ctx, t, r, "PR_SET_SPECULATION_CTRL");
+	}
+	if (e->has_memory_merge && e->memory_merge &&
+	    (r = puppet_syscall(p, SYS_prctl, PR_SET_MEMORY_MERGE, 1, 0, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_SET_MEMORY_MERGE");
+	if (e->has_mempolicy_mode) {
+		size_t len = MIN(e->mempolicy_nodes.len, sizeof(uint64_t) * NODE_BITS / 64);
+		uint64_t nodes = puppet_scratch_put(p, 1024, e->mempolicy_nodes.data, len);
+		r = nodes ? puppet_syscall(p, SYS_set_mempolicy, e->mempolicy_mode, nodes, len * 8)
+			  : -EFAULT;
+		if (r < 0)
+			return rst_check(ctx, t, r, "set_mempolicy");
+	}
+	/* last: it forbids making memory executable */
+	if (e->has_mdwe && (r = puppet_syscall(p, SYS_prctl, PR_SET_MDWE, e->mdwe, 0, 0, 0)) < 0)
+		return rst_check(ctx, t, r, "PR_SET_MDWE");
+	return 0;
+}
+
 static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	TaskEntry *e = t->kstate[KIND_task];
@@ -184,7 +367,7 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 		puppet_syscall(p, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
 	if (e->has_timer_slack_ns)
 		puppet_syscall(p, SYS_prctl, PR_SET_TIMERSLACK, e->timer_slack_ns, 0, 0, 0);
-	return 0;
+	return restore_prctls(ctx, t, e);
 }
 
 static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)

@@ -22,7 +22,10 @@
  * pty held or used as a terminal by a process outside the image, a slave
  * never opened, a packet status byte not read yet, stopped output, input
  * queued in EXTPROC mode, a controlling terminal outside the image without
- * CKPT_SHELL_JOB.
+ * CKPT_SHELL_JOB. With CKPT_DETACH_CLIENTS a terminal outside the image
+ * that no task has as its controlling terminal (a client's, held by a
+ * server such as tmux or screen) is saved as hung up: restart opens the
+ * slave of a pty of its own and closes the master.
  *
  * Restart. prepare, on ckpt's side: each master is opened again until the
  * kernel gives its old index (lower free indexes are held meanwhile; an
@@ -255,21 +258,19 @@ static int collect_file(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 	unsigned int real = 0;
 	uint32_t index = 0;
 	uint64_t key;
+	bool hung = false;
 
 	if (c < 0)
 		return log_fail(&ctx->log, c, "pid %d fd %d (%s): cannot take a copy: %s", t->pid,
 				fi->fd, fi->path, strerror(-c));
 	if (type == TF_PTS) {
 		index = minor(fi->st.st_rdev);
-		if (ioctl(c, TCGETS2, &tio) < 0)
+		if (ioctl(c, TCGETS2, &tio) < 0 && !(hung = errno == EIO))
 			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s", t->pid,
-					fi->fd, fi->path,
-					errno == EIO
-					    ? "hung up: its master was closed; not supported"
-					    : strerror(errno));
+					fi->fd, fi->path, strerror(errno));
 		key = index;
 	} else {
-		if (ioctl(c, TIOCGDEV, &real) < 0)
+		if (ioctl(c, TIOCGDEV, &real) < 0 && !(hung = errno == EIO))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d fd %d (%s): cannot tell which terminal it is: %s",
 					t->pid, fi->fd, fi->path, strerror(errno));
@@ -277,6 +278,11 @@ static int collect_file(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 			index = minor(real);
 		key = (1ull << 32) | real;
 	}
+	if (hung && (type == TF_CONSOLE || !(ctx->flags & CKPT_DETACH_CLIENTS)))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): hung up: its master was closed%s", t->pid, fi->fd,
+				fi->path,
+				type == TF_CONSOLE ? "" : "; --detach-clients saves it hung up");
 	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_tty, key));) {
 		struct tty_obj *f = o->ptr;
 		if (f->is_file && f->f.type == (uint32_t)type &&
@@ -290,6 +296,10 @@ static int collect_file(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 		return -ENOMEM;
 	f->f.type = (uint32_t)type;
 	f->f.flags = fi->fi.flags & FILE_FLAGS;
+	f->f.has_hung_up = f->f.hung_up = hung; /* a client gone already */
+	if (hung)
+		log_info(&ctx->log, "pid %d fd %d (%s): hung up already: saved hung up", t->pid,
+			 fi->fd, fi->path);
 	if (type == TF_CONSOLE) {
 		f->f.has_rdev = true;
 		f->f.rdev = real;
@@ -317,7 +327,7 @@ static int link_files(struct ckpt_ctx *ctx)
 	struct tty_obj *f, *p;
 	FOR_TTY(&ctx->objs, f)
 	{
-		if (!f->is_file || f->f.type == TF_CONSOLE)
+		if (!f->is_file || f->f.type == TF_CONSOLE || f->f.hung_up)
 			continue;
 		if (f->f.type == TF_DEVTTY && major(f->real) != PTS_MAJOR)
 			continue;
@@ -431,7 +441,7 @@ static void read_shell_tty(struct ckpt_ctx *ctx, struct tty_task *k, uint32_t ex
 	int fd = -1;
 	FOR_TTY(&ctx->objs, f)
 	{
-		if (fd < 0 && f->is_file && !f->pty && f->f.type != TF_CONSOLE) {
+		if (fd < 0 && f->is_file && !f->pty && f->f.type != TF_CONSOLE && !f->f.hung_up) {
 			struct task *t = find_task(ctx, f->pid);
 			fd = t ? puppet_getfd(&t->pup, f->fd) : -1;
 		}
@@ -516,17 +526,23 @@ static int check_cttys(struct ckpt_ctx *ctx)
 	struct tty_obj *f;
 	FOR_TTY(&ctx->objs, f)
 	{
-		if (!f->is_file || f->pty || f->f.type == TF_CONSOLE)
+		if (!f->is_file || f->pty || f->f.type == TF_CONSOLE || f->f.hung_up)
 			continue;
 		uint32_t dev = f->f.type == TF_PTS ? enc_dev(PTS_MAJOR, f->index) : f->real;
-		if (!ext || dev != ext)
+		if (ext && dev == ext)
+			continue;
+		if (!(ctx->flags & CKPT_DETACH_CLIENTS))
 			return obj_fail(ctx, f, -EOPNOTSUPP,
-					"the master of this terminal is outside the image%s",
-					(ctx->flags & CKPT_SHELL_JOB) ? " (and it is not the job's "
-									"controlling terminal)"
-								      : "; a job started from a "
-									"terminal is checkpointed "
-									"with --shell-job");
+					"the master of this terminal is outside the image and it is "
+					"no controlling terminal of the tree%s (a client's terminal, "
+					"as a tmux or screen server holds); --detach-clients restores "
+					"it hung up, as if the client had gone",
+					ext ? " nor the job's" : "");
+		f->f.has_hung_up = f->f.hung_up = true;
+		log_info(&ctx->log,
+			 "pid %d fd %d: a terminal outside the image (%u:%u): detached, it comes "
+			 "back hung up",
+			 f->pid, f->fd, major(dev), minor(dev));
 	}
 	if (!ext)
 		return 0;
@@ -859,7 +875,8 @@ static bool pty_ok(const TtyEntry *e)
 static bool file_ok(const TtyFileEntry *f)
 {
 	return f && f->type >= TF_PTS && f->type <= TF_CONSOLE && flags_ok(f->flags) &&
-	       (f->type == TF_CONSOLE) == f->has_rdev && !(f->type == TF_CONSOLE && f->has_tty_id);
+	       (f->type == TF_CONSOLE) == f->has_rdev && !(f->type == TF_CONSOLE && f->has_tty_id) &&
+	       !(f->hung_up && (f->has_tty_id || f->type == TF_CONSOLE));
 }
 
 static int load_obj(struct rst_ctx *ctx, const struct img_record *rec)
@@ -965,7 +982,7 @@ static int open_own(struct rst_ctx *ctx)
 	struct tty_robj *f;
 	bool need = rk && rk->e && rk->e->shell;
 	FOR_RTTY(&ctx->objs, f)
-	need |= f->is_file && f->f->type != TF_CONSOLE && !f->f->has_tty_id;
+	need |= f->is_file && f->f->type != TF_CONSOLE && !f->f->has_tty_id && !f->f->hung_up;
 	if (need && !(ctx->flags & RESTART_SHELL_JOB))
 		return log_fail(
 		    &ctx->log, -EOPNOTSUPP,
@@ -1260,6 +1277,18 @@ static int open_devtty(struct rst_ctx *ctx, struct tty_robj *p, int flags)
 	return fd;
 }
 
+/* A detached client's terminal: the slave of a pty of ckpt's whose master
+ * is closed at once, so that it is hung up (reads 0, writes EIO). */
+static int open_hung_up(int flags)
+{
+	_cleanup_close_ int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	int unlock = 0;
+	if (m < 0 || ioctl(m, TIOCSPTLCK, &unlock) < 0)
+		return -errno;
+	int s = ioctl(m, TIOCGPTPEER, flags);
+	return s < 0 ? -errno : s;
+}
+
 static int open_file(struct rst_ctx *ctx, struct tty_robj *f)
 {
 	const TtyFileEntry *e = f->f;
@@ -1277,6 +1306,15 @@ static int open_file(struct rst_ctx *ctx, struct tty_robj *f)
 			return log_fail(&ctx->log, f->fd < 0 ? -errno : -ESTALE, "/dev/console: %s",
 					f->fd < 0 ? strerror(errno)
 						  : "is another terminal than at checkpoint");
+		return 0;
+	}
+	if (e->hung_up) {
+		f->fd = open_hung_up(flags);
+		if (f->fd < 0)
+			return log_fail(&ctx->log, f->fd,
+					"terminal file %u (a detached client's): cannot make a "
+					"pty: %s",
+					e->id, strerror(-f->fd));
 		return 0;
 	}
 	if (!p)

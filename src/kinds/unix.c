@@ -45,7 +45,7 @@
  * O_NONBLOCK. fdtable then passes the sockets in.
  *
  * Refused: peers (or pending connections, or listeners) outside the
- * image, out-of-band data, socket filters, other network namespaces; fds
+ * image (but see --external unix and --detach-clients below), out-of-band data, socket filters, other network namespaces; fds
  * in flight of a kind tied to a task's fd numbers (epoll) or of no kind,
  * files in flight holding a flock or OFD lock, unix sockets in flight that
  * hold fds in flight themselves; credentials a receiver shows (SO_PASSCRED)
@@ -320,7 +320,9 @@ static int swap_gather(struct swap *sw, const struct unix_table *tab, const stru
 		if (c->ino && (!k || !c->nfds))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d fd %d (unix listener socket:[%u]): a pending "
-					"connection's peer outside the image (socket:[%u])",
+					"connection's peer outside the image (socket:[%u]), not "
+					"accepted yet (not even --detach-clients saves it: retry "
+					"once the server has accepted it)",
 					pid, sw->lfd, sw->l->ino, c->ino);
 		if (!c->ino)
 			continue;
@@ -1310,13 +1312,59 @@ static int check_dgram(struct ckpt_ctx *ctx, struct unix_obj *u)
 	return 0;
 }
 
+/* --- clients outside the image (--detach-clients) -------------------------
+ *
+ * A connection accepted by a listener of the image whose client is outside
+ * (a tmux or screen client attached to a server of the image) has no name
+ * to connect back to. With CKPT_DETACH_CLIENTS it is saved as a
+ * connection whose peer has closed: restart accepts it from its listener
+ * with a stand-in client that sends what was queued and closes, so the
+ * server reads the client's last data, then EOF, as when a client goes.
+ */
+
+/* The listener of the image u was accepted from (bound to u's name), or NULL. */
+static const struct unix_obj *own_listener(struct ckpt_ctx *ctx, const struct unix_obj *u)
+{
+	const UnixSkEntry *e = &u->e;
+	for (struct obj *o = NULL; e->has_name && (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
+		const struct unix_obj *l = o->ptr;
+		if (!l->is_reg && l->e.state == UNIX_ST_LISTEN && l->e.type == e->type &&
+		    l->e.has_name && l->e.name.len == e->name.len &&
+		    !memcmp(l->e.name.data, e->name.data, e->name.len))
+			return l;
+	}
+	return NULL;
+}
+
+static int detach_client(struct ckpt_ctx *ctx, struct unix_obj *u, const struct unix_obj *l)
+{
+	char nb[NAME_BUF + 2];
+	uint64_t peer = u->e.peer;
+	name_str(l->e.name.data, l->e.name.len, nb, sizeof(nb));
+	if (!(ctx->flags & CKPT_DETACH_CLIENTS))
+		return REFUSE(ctx, u,
+			      "peer outside the image (%s socket:[%llu]): a client of the "
+			      "image's listener %s, which has no name to connect back to; "
+			      "--detach-clients restores the connection as closed by the client",
+			      unix_type_name(u->e.type), (unsigned long long)peer, nb);
+	u->e.peer = 0;
+	log_info(&ctx->log,
+		 "pid %d fd %d (unix socket:[%llu]): its client (socket:[%llu]) is outside the "
+		 "image: detached, the connection comes back closed by the client",
+		 u->pid, u->fd, (unsigned long long)u->e.ino, (unsigned long long)peer);
+	return 0;
+}
+
 static int check_peers(struct ckpt_ctx *ctx, struct unix_obj *u)
 {
 	const UnixSkEntry *e = &u->e;
 	if (e->type == SOCK_DGRAM)
 		return check_dgram(ctx, u);
-	if (e->state == UNIX_ST_CONNECTED && e->peer && !find_obj(ctx, e->peer, NULL))
-		return check_external(ctx, u, unix_type_name(e->type), e->peer);
+	if (e->state == UNIX_ST_CONNECTED && e->peer && !find_obj(ctx, e->peer, NULL)) {
+		const struct unix_obj *l = own_listener(ctx, u);
+		return l ? detach_client(ctx, u, l)
+			 : check_external(ctx, u, unix_type_name(e->type), e->peer);
+	}
 	if (e->state == UNIX_ST_PENDING && !find_obj(ctx, e->listener, NULL))
 		return check_external(ctx, u, "waiting on listener", e->listener);
 	for (size_t i = 0; i < e->n_pending; i++)

@@ -5,7 +5,8 @@
  * thread SCHED_BATCH at nice 7, a thread SCHED_IDLE pinned to one CPU, a
  * thread SCHED_FIFO priority 3 with SCHED_RESET_ON_FORK, oom_score_adj 321,
  * the audit loginuid 4321 (when this kernel lets it be set), membarrier
- * registrations (private and global expedited). After restart each thread
+ * registrations (private and global expedited), the main thread's I/O
+ * priority (best effort, level 6) and coredump_filter 0x3f. After restart each thread
  * reads the same attributes, and a private expedited membarrier works
  * (without the registration it fails with EPERM).
  */
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/ioprio.h>
 #include <linux/membarrier.h>
 #include <linux/sched.h>
 #include <pthread.h>
@@ -118,8 +120,12 @@ int main(void)
 	    pthread_create(&th[1], NULL, fifo_thread, NULL))
 		fail("pthread_create");
 	pthread_barrier_wait(&started);
-	if (write_str("/proc/self/oom_score_adj", "321") < 0)
-		fail("oom_score_adj: %m");
+	if (write_str("/proc/self/oom_score_adj", "321") < 0 ||
+	    write_str("/proc/self/coredump_filter", "0x3f") < 0)
+		fail("oom_score_adj, coredump_filter: %m");
+	const int ioprio = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 6);
+	if (syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, ioprio) < 0)
+		fail("ioprio_set: %m");
 	/* loginuid is per task; the kernel may refuse it (immutable, no audit) */
 	bool loginuid = write_str("/proc/self/loginuid", "4321") == 0;
 	if (!loginuid)
@@ -158,6 +164,11 @@ int main(void)
 	long long v;
 	expect(read_int("/proc/self/oom_score_adj", &v) == 0 && v == 321,
 	       "oom_score_adj is %lld, was 321", v);
+	char cf[32] = "";
+	test_read_file("/proc/self/coredump_filter", cf, sizeof(cf));
+	expect(strtoul(cf, NULL, 16) == 0x3f, "coredump_filter is %s, was 0x3f", cf);
+	long io = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0);
+	expect(io == ioprio, "I/O priority %#lx, was %#x", io, ioprio);
 	if (loginuid)
 		expect(read_int("/proc/self/loginuid", &v) == 0 && v == 4321,
 		       "loginuid is %lld, was 4321", v);

@@ -132,6 +132,8 @@ TESTS = [
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
+    entry("id_prctl", (B, T)),
+    entry("proc_compare", (B, T)),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -171,11 +173,14 @@ TESTS = [
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
     entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
     entry("memfd_map", (B, T, R)),
+    entry("memfd_exec", (B, T, R)),
     entry("file_deleted", (B, T, R)),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_stale", (B, T, R)),
+    entry("inotify_dropped", (B,), ckpt_args=["--drop-queued-events"],
+          log_regex=r"pid {pid} fd 5 \(inotify\): \d+ bytes of queued events are not in the image"),
     entry("epoll_nested", (B, T)),
     entry("inotify_watch", (B, T, R)),
     entry("fanotify_marks", (B, T, R), kind="mounted"),
@@ -189,6 +194,9 @@ TESTS = [
     entry("unix_rights_dgram", (B, T, R)),
     entry("unix_external", (B, T), kind="external"),
     entry("unix_external_dgram", (B, T), kind="external"),
+    entry("unix_detach_client", (B, T, R), ckpt_args=["--detach-clients"]),
+    entry("refuse_detach_client", kind="refuse", program="unix_detach_client",
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*client of the image's listener.*--detach-clients"),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
@@ -201,10 +209,15 @@ TESTS = [
     entry("tty_jobs", (B, T, R)),
     entry("tty_shell_job", kind="shell_job"),
     entry("tty_devtty", (B, T, R)),
+    entry("tty_detached", (B, T, R), ckpt_args=["--detach-clients"]),
+    entry("refuse_tty_detached", kind="refuse", program="tty_detached",
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*/dev/pts/\d+.*master.*outside.*--detach-clients"),
     entry("rst_pty_taken", kind="rst_pty_taken", program="tty_pty"),
     entry("real_tmux", (B, T), kind="tmux"),
     entry("real_screen", (B, T), kind="screen"),
     entry("real_tmux_shell_job", kind="tmux_shell_job"),
+    entry("real_tmux_attached", kind="tmux_attached"),
+    entry("real_screen_attached", kind="screen_attached"),
     # SysV IPC: a container's own ipc namespace, a tree's segments in the host's
     entry("sysv_shm", (B, T, R), kind="ct_detached"),
     entry("sysv_msg", (B, T, R), kind="ct_detached"),
@@ -263,12 +276,14 @@ TESTS = [
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
+    entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
+    entry("refuse_aio", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+-[0-9a-f]+: an AIO ring"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
-    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued"),
-    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued"),
+    entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
+    entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify_perm", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*permission events"),
     entry("refuse_epoll", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*epoll.*fd 10\b.*open at no fd of the image"),
     entry("refuse_pidfd", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pidfd.*outside"),
@@ -396,6 +411,52 @@ def ctty_stdin():
     import fcntl
     import termios
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class PtyClient:
+    """A client program (tmux attach, screen -r) on a pty of the runner's,
+    as a user's terminal: its output is read as it comes."""
+
+    def __init__(self, argv, cwd, env):
+        self.m, s = os.openpty()
+        set_winsize(self.m, 24, 80)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=s, stdout=s, stderr=s, cwd=cwd, env=env,
+                                         start_new_session=True, preexec_fn=ctty_stdin)
+        finally:
+            os.close(s)
+        self.seen = b""
+
+    def pump(self, wait):
+        import select
+        if select.select([self.m], [], [], wait)[0]:
+            try:
+                self.seen += os.read(self.m, 65536)
+            except OSError:  # EIO: no slave open any more
+                time.sleep(wait)
+
+    def wait_text(self, text, what, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.seen:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise Fail("%s: %r not on the screen (%d bytes seen, exit %s)"
+                           % (what, text, len(self.seen), self.proc.poll()))
+            self.pump(0.1)
+
+    def wait_exit(self, what, timeout):
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None:
+            if time.monotonic() > deadline:
+                raise Fail("%s did not exit within %.0f s" % (what, timeout))
+            self.pump(0.1)
+        self.pump(0)
+        return self.proc.returncode
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.m)
 
 
 class ExtServer:
@@ -1066,14 +1127,16 @@ class Run:
         pr = self.start()
         self.wait_ready()
         img = self.p("img")
-        self.checkpoint(img, "ckpt", reap=[pr])
+        extra = self.t.get("ckpt_args", ())
+        self.checkpoint(img, "ckpt", reap=[pr], extra=extra)
+        self.check_ckpt_log("ckpt")
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
         rp = self.restart(img, "restart")
         if self.mode == T:
             img2 = self.p("img2")
-            self.checkpoint(img2, "ckpt2", reap=[rp])
+            self.checkpoint(img2, "ckpt2", reap=[rp], extra=extra)
             # the restored process is gone, its parent may take a moment to exit
             self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
             if rp.returncode != 128 + signal.SIGKILL:
@@ -1089,6 +1152,16 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def check_ckpt_log(self, tag):
+        """The entry's log_regex (with {pid}) must match the checkpoint's log."""
+        rx = self.t.get("log_regex")
+        if not rx:
+            return
+        with open(self.p(tag + ".log"), errors="replace") as f:
+            text = f.read()
+        if not re.search(rx.format(pid=self.pid), text):
+            raise Fail("the checkpoint log does not say /%s/" % rx)
 
     def flow_runuser(self):
         """`runuser -u nobody -- PROGRAM`: runuser stays as the root parent
@@ -2568,6 +2641,166 @@ http {{
             self.tool(tmux + ["kill-server"])
             self.expect_gone("tmux kill-server")
         finally:
+            self.kill_daemon()
+
+    def refuse_attached(self, what):
+        """Without --detach-clients the checkpoint is refused, naming the
+        option, and the server goes on."""
+        rc, err = self.checkpoint(self.p("img0"), "ckpt0", reap=[], expect_ok=False, kill=False)
+        if rc == 0 or rc >= 128 or rc < 0:
+            raise Fail("checkpoint of %s with a client attached: exit %d, expected a refusal"
+                       % (what, rc))
+        if "--detach-clients" not in err or "pid %d fd " % self.pid not in err:
+            raise Fail("the refusal does not name the fd and --detach-clients: %r"
+                       % err.strip()[-300:])
+        if not pid_alive(self.pid):
+            raise Fail("%s is gone after the refused checkpoint" % what)
+
+    def hold_low_ptys(self, n=4):
+        """ptys held while a server makes its own: released before its
+        checkpoint --kill, they are the lowest free indexes then, so that a
+        pty opened meanwhile elsewhere on the machine takes one of them and
+        not the index the restart needs."""
+        return [os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC) for _ in range(n)]
+
+    def flow_tmux_attached(self):
+        """A tmux server with a client attached on a terminal of the runner's
+        (outside the tree): refused without --detach-clients; with it,
+        checkpoint --kill ends the client (its connection closes), restart
+        brings the server back with no client and the same window, tmux
+        attach on a new terminal shows it, and its shell still works."""
+        if not shutil.which("tmux"):
+            raise Skip("tmux not installed")
+        self.tool_env = dict(os.environ, TERM="xterm", HOME=self.dir)
+        tmux = ["tmux", "-S", self.p("tmux.sock"), "-f", "/dev/null"]
+        cap = lambda: self.tool(tmux + ["capture-pane", "-p", "-t", "t:0"])
+        secret = "s%d" % random.randrange(1 << 30)
+        client = None
+        held = []
+        try:
+            held = self.hold_low_ptys()
+            self.tool(tmux + ["new-session", "-d", "-s", "t", "-x", "80", "-y", "23", "-c",
+                              self.dir, "bash --norc --noprofile -i"])
+            self.pid = int(self.tool(tmux + ["display", "-p", "#{pid}"]).strip())
+            self.tool(tmux + ["send-keys", "-t", "t:0", "SECRET=%s; echo one-$SECRET" % secret,
+                              "Enter"])
+            self.until("the shell", lambda: "\none-%s\n" % secret in cap())
+            client = PtyClient(tmux + ["attach", "-t", "t"], self.dir, self.tool_env)
+            self.procs.append(client.proc)
+            client.wait_text("one-" + secret, "tmux attach")
+            self.until("the attached client", lambda: self.tool(
+                tmux + ["list-clients", "-F", "#{client_tty}"]).strip())
+            before = cap()
+            if self.opts.no_ckpt:
+                return
+            self.refuse_attached("the tmux server")
+            if len(self.tool(tmux + ["list-clients"]).splitlines()) != 1:
+                raise Fail("the client is not attached after the refused checkpoint")
+            while held:
+                os.close(held.pop())
+            self.checkpoint(self.p("img"), "ckpt", reap=[], extra=["--detach-clients"])
+            rc = client.wait_exit("tmux attach after checkpoint --kill", 15)
+            said = [m for m in (b"[server exited unexpectedly]", b"[lost server]")
+                    if m in client.seen]
+            if not said:
+                raise Fail("the client did not say its server went (exit %d)" % rc)
+            self.notes.append("client: exit %d, %s" % (rc, said[0].decode()))
+            self.restart_daemon(self.p("img"), "restart")
+            self.until("the server without its client",
+                       lambda: not self.tool(tmux + ["list-clients"]).strip())
+            after = cap()
+            if after != before:
+                raise Fail("the window differs after restart:\n%s\n--- was:\n%s"
+                           % (after, before))
+            self.tmux_attach(tmux, "one-" + secret)
+            self.tool(tmux + ["send-keys", "-t", "t:0", "echo two-$SECRET", "Enter"])
+            self.until("the shell after restart", lambda: "\ntwo-%s\n" % secret in cap())
+            self.tool(tmux + ["kill-server"])
+            self.expect_gone("tmux kill-server")
+        finally:
+            if client:
+                client.close()
+            for fd in held:
+                os.close(fd)
+            self.kill_daemon()
+
+    def flow_screen_attached(self):
+        """GNU screen with `screen -r` attached on a terminal of the runner's:
+        refused without --detach-clients; with it, checkpoint --kill and
+        restart: the attacher ends, the session is detached with the same
+        screen, screen -r on a new terminal shows it, and its shell works."""
+        if not shutil.which("screen"):
+            raise Skip("screen not installed")
+        sdir = self.p("screens")
+        os.mkdir(sdir, 0o700)
+        self.tool_env = dict(os.environ, TERM="xterm", HOME=self.dir, SCREENDIR=sdir)
+        name = "ckpt-att"
+        scr = ["screen", "-S", name]
+        secret = "s%d" % random.randrange(1 << 30)
+        ls = lambda: self.tool(["screen", "-ls"], check=False)
+        clients = []
+        held = []
+
+        def hard(tag):
+            try:
+                os.unlink(self.p(tag))
+            except OSError:
+                pass
+            self.tool(scr + ["-X", "hardcopy", self.p(tag)])
+            self.until("hardcopy " + tag, lambda: os.path.exists(self.p(tag)), timeout=5)
+            time.sleep(0.05)
+            with open(self.p(tag), errors="replace") as f:
+                return f.read()
+        try:
+            held = self.hold_low_ptys()
+            self.tool(["screen", "-dmS", name, "bash", "--norc", "--noprofile", "-i"])
+            m = self.until("the screen session", lambda: re.search(r"(\d+)\." + name, ls()))
+            self.pid = int(m.group(1))
+            self.tool(scr + ["-X", "stuff", "SECRET=%s; echo one-\\$SECRET\r" % secret])
+            self.until("the shell", lambda: "\none-%s\n" % secret in hard("h0"))
+            clients.append(PtyClient(["screen", "-r", name], self.dir, self.tool_env))
+            self.procs.append(clients[0].proc)
+            clients[0].wait_text("one-" + secret, "screen -r")
+            self.until("the attached session", lambda: "(Attached)" in ls())
+            before = hard("h1")
+            if self.opts.no_ckpt:
+                return
+            self.refuse_attached("the screen server")
+            if "(Attached)" not in ls():
+                raise Fail("the session is not attached after the refused checkpoint")
+            while held:
+                os.close(held.pop())
+            self.checkpoint(self.p("img"), "ckpt", reap=[], extra=["--detach-clients"])
+            self.restart_daemon(self.p("img"), "restart")
+            # the restored server reads a hangup on the attacher's terminal and
+            # detaches it (SIGHUP: exit 0); an attacher that saw the server gone
+            # first (it looks every 15 s) exits 1 saying so
+            rc = clients[0].wait_exit("screen -r after checkpoint --kill and restart", 40)
+            gone = b"Cannot find master process" in clients[0].seen
+            self.notes.append("attacher: exit %d%s" % (rc, ", saw the server gone" if gone else ""))
+            if rc != 0 and not gone:
+                raise Fail("screen -r exited %d: %r" % (rc, clients[0].seen[-200:]))
+            self.until("the detached session", lambda: "(Detached)" in ls())
+            after = hard("h2")
+            if after != before:
+                raise Fail("the screen differs after restart:\n%s\n--- was:\n%s"
+                           % (after, before))
+            clients.append(PtyClient(["screen", "-r", name], self.dir, self.tool_env))
+            self.procs.append(clients[1].proc)
+            clients[1].wait_text("one-" + secret, "screen -r after restart")
+            self.until("the session attached again", lambda: "(Attached)" in ls())
+            self.tool(scr + ["-X", "stuff", "echo two-\\$SECRET\r"])
+            clients[1].wait_text("two-" + secret, "the shell after restart")
+            self.tool(scr + ["-X", "stuff", "exit\r"])
+            self.expect_gone("exit ended the screen session", grace=10)
+            rc = clients[1].wait_exit("screen -r after exit", 10)
+            if rc != 0:
+                raise Fail("screen -r exited %d after the session ended" % rc)
+        finally:
+            for c in clients:
+                c.close()
+            for fd in held:
+                os.close(fd)
             self.kill_daemon()
 
     def flow_tmux_shell_job(self):

@@ -73,6 +73,17 @@ TEST(checkpoint_external)
 	CHECK_EQ(PARSE(&a, err, "restart", "img", "--external", "unix"), -EINVAL);
 }
 
+TEST(checkpoint_detach_clients)
+{
+	struct cli_args a;
+	char err[256];
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--detach-clients"), 0);
+	CHECK(a.detach_clients);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x"), 0);
+	CHECK(!a.detach_clients);
+	CHECK_EQ(PARSE(&a, err, "restart", "img", "--detach-clients"), -EINVAL);
+}
+
 TEST(restart)
 {
 	struct cli_args a;
@@ -138,6 +149,7 @@ int main(void)
 	RUN(checkpoint);
 	RUN(checkpoint_errors);
 	RUN(checkpoint_external);
+	RUN(checkpoint_detach_clients);
 	RUN(restart);
 	RUN(commands);
 	RUN(key);
