@@ -92,6 +92,15 @@ struct ckpt_opts {
 	 */
 	const void *key;
 	size_t key_len;
+	/*
+	 * checkpoint: called once the image is complete and fsync'd (and, with
+	 * CKPT_KILL, checked), before the tree is killed or resumed; the caller
+	 * makes the image durable under its final name there. A negative errno
+	 * fails the checkpoint, and the tree is then not killed. NULL for none;
+	 * a smaller size (an older caller) has none.
+	 */
+	int (*image_done)(void *arg, char *why, size_t why_len);
+	void *image_done_arg;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */

@@ -30,6 +30,7 @@
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/proc.h"
+#include "util/safefile.h"
 
 /* The container's cgroup: mnt/rel, fd for CLONE_INTO_CGROUP (-1: none). */
 struct run_cgroup {
@@ -261,10 +262,12 @@ int cmd_run(const struct cli_args *a)
 		return 127;
 	}
 	if (a->pidfile) {
-		FILE *f = fopen(a->pidfile, "w");
-		if (!f || fprintf(f, "%ld\n", pid) < 0 || fclose(f) != 0)
+		char buf[32];
+		int n = snprintf(buf, sizeof(buf), "%ld\n", pid);
+		int e = safe_write_file(a->pidfile, buf, (size_t)n);
+		if (e < 0)
 			fprintf(stderr, "ckpt: cannot write pidfile '%s': %s\n", a->pidfile,
-				strerror(errno));
+				strerror(-e));
 	}
 	if (a->detach) {
 		printf("%ld\n", pid);

@@ -81,16 +81,17 @@ static int load_threads(struct rst_ctx *ctx, const struct img_record *rec, struc
 	t->threads = calloc(tt->n_tids, sizeof(*t->threads));
 	if (!t->threads)
 		return -ENOMEM;
-	t->nthreads = tt->n_tids;
 	for (size_t i = 0; i < tt->n_tids; i++) {
 		if (!tt->tids[i] || tt->tids[i] >= PID_MAX_LIMIT)
 			return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: thread id %u",
 					rec->index, t->pid, tt->tids[i]);
+		/* counted once made: free_ctx() frees (and closes the memfd of) nthreads */
 		t->threads[i] = (struct rst_task){ .pid = (pid_t)tt->tids[i],
 						   .leader = t,
 						   .parent = -1,
 						   .creator = -1,
 						   .pup = { .memfd = -1 } };
+		t->nthreads = i + 1;
 		ctx->by_pid[ctx->npids++] = (struct pid_index){ t->threads[i].pid, &t->threads[i] };
 	}
 	return 0;
@@ -102,6 +103,8 @@ static int load_entry(struct rst_ctx *ctx, const struct img_record *rec, size_t 
 	struct rst_task *t = &ctx->tasks[i];
 	int r;
 
+	/* counted in ntasks already: free_ctx() must find no fd 0 to close */
+	*t = (struct rst_task){ .parent = -1, .creator = -1, .pup = { .memfd = -1 } };
 	if (!tt->pid || tt->pid >= PID_MAX_LIMIT || tt->pgid >= PID_MAX_LIMIT ||
 	    tt->sid >= PID_MAX_LIMIT || (tt->has_exit_signal && tt->exit_signal > 64))
 		return log_fail(&ctx->log, -EINVAL, "record %u: task %zu (pid %u) is not valid",

@@ -39,6 +39,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -336,6 +337,9 @@ TESTS = [
     entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
           case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
                                r"above ckpt's open-file limit 512"),
+    # files ckpt creates: never through a symlink, never truncating another's file
+    entry("files_nofollow", kind="files_nofollow", program="img_target"),
+    entry("files_interrupted", kind="files_interrupted", program="mem_big"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
@@ -2345,6 +2349,134 @@ http {{
         rc = self.wake_and_wait(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def victims(self):
+        """A victim file of root's and one of another user's; returns a checker."""
+        files = {self.p("victim"): b"VICTIM\n", self.p("victim.other"): b"OTHER\n"}
+        for path, data in files.items():
+            with open(path, "wb") as f:
+                f.write(data)
+        os.chown(self.p("victim.other"), 65534, 65534)
+
+        def check(what):
+            for path, data in files.items():
+                st = os.lstat(path)
+                with open(path, "rb") as f:
+                    got = f.read()
+                if got != data or not stat.S_ISREG(st.st_mode):
+                    raise Fail("%s: victim %s changed: %r" % (what, path, got[:40]))
+            self.vlog("%s: victims untouched" % what)
+        return check
+
+    def expect_mode(self, path, what):
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != 0o600:
+            raise Fail("%s: %s is mode %o, expected a regular file 0600"
+                       % (what, path, st.st_mode))
+
+    def flow_files_nofollow(self):
+        """The image, its temporary file, --log and --pidfile: symlinks planted
+        there to victim files are never followed, another user's or a
+        hard-linked log is refused, an existing image is replaced only by a
+        complete one, and every file is made 0600."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        check = self.victims()
+        pid = str(self.pid)
+        img = self.p("img")
+        for name, target in (("img.lnk", "victim"), ("log.lnk", "victim.other"),
+                             ("img.part", "victim"), ("img2.part", "victim.other"),
+                             ("rst.pid", "victim"), ("rst.pid.tmp", "victim.other")):
+            os.symlink(self.p(target), self.p(name))
+        r = self.run_ckpt(["checkpoint", pid, "-o", self.p("img.lnk")])
+        self.expect_error(r, "image at a symlink", must=["img.lnk", "symbolic link"])
+        check("image at a symlink")
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("log.lnk")])
+        self.expect_error(r, "log at a symlink", must=["log.lnk", "symbolic link"])
+        check("log at a symlink")
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("victim.other")])
+        self.expect_error(r, "another user's log", must=["victim.other", "another user"])
+        check("another user's log")
+        os.link(self.p("victim"), self.p("log.hard"))
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("log.hard")])
+        self.expect_error(r, "hard-linked log", must=["log.hard", "hard links"])
+        check("hard-linked log")
+        os.unlink(self.p("log.hard"))
+        if os.path.exists(img):
+            raise Fail("refused checkpoints left %s" % img)
+        # an old image at the final name, symlinks at the old temporary names
+        with open(img, "wb") as f:
+            f.write(b"OLD IMAGE\n")
+        names = set(os.listdir(self.dir))
+        r = self.run_ckpt(["checkpoint", str(1 << 22), "-o", img])
+        self.expect_error(r, "a failed checkpoint")
+        with open(img, "rb") as f:
+            if f.read() != b"OLD IMAGE\n":
+                raise Fail("a failed checkpoint replaced the existing image")
+        rc, err = self.checkpoint(img, "ckpt", reap=[pr], extra=["--log", self.p("new.log")])
+        check("checkpoint --kill with img.part planted")
+        with open(img, "rb") as f:
+            if f.read(8) != b"CKPTIMG\0":
+                raise Fail("the image was not replaced by a complete one")
+        self.expect_mode(img, "the image")
+        self.expect_mode(self.p("new.log"), "a new log")
+        extra = set(os.listdir(self.dir)) - names - {"ckpt.log", "ckpt.err", "ckpt.out",
+                                                     "new.log"}
+        if extra:
+            raise Fail("the checkpoint left %s behind" % sorted(extra))
+        if not os.path.islink(self.p("img.part")):
+            raise Fail("img.part was replaced")
+        rp = self.restart(img, "rst")
+        check("restart --pidfile at a symlink")
+        self.expect_mode(self.p("rst.pid"), "the pidfile")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_files_interrupted(self):
+        """SIGKILL ckpt in the middle of writing a large image over an existing
+        one: the old image stays as it was and no temporary file is left."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        with open(img, "wb") as f:
+            f.write(b"OLD IMAGE\n")
+        names = set(os.listdir(self.dir))
+        cp = self.popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", img),
+                        err=self.p("ckpt.err"))
+        names |= {"ckpt.err"}
+        # wait until ckpt's unnamed (or temporary) image holds 16 MiB
+        deadline = time.monotonic() + CHECKPOINT_TIMEOUT
+        written = 0
+        while written < 16 * MiB:
+            if cp.poll() is not None:
+                raise Fail("ckpt checkpoint finished (%d) before it was killed" % cp.returncode)
+            if time.monotonic() > deadline:
+                raise Fail("ckpt never wrote 16 MiB of image")
+            for fd in os.listdir("/proc/%d/fd" % cp.pid) if pid_exists(cp.pid) else ():
+                try:
+                    link = os.readlink("/proc/%d/fd/%s" % (cp.pid, fd))
+                    if link.startswith(self.dir + "/"):
+                        written = max(written, os.stat("/proc/%d/fd/%s" % (cp.pid, fd)).st_size)
+                except OSError:
+                    pass
+            time.sleep(0.005)
+        cp.kill()
+        cp.wait()
+        self.vlog("ckpt killed after %d bytes" % written)
+        with open(img, "rb") as f:
+            if f.read() != b"OLD IMAGE\n":
+                raise Fail("the existing image was replaced by an interrupted checkpoint")
+        extra = set(os.listdir(self.dir)) - names
+        if extra:
+            raise Fail("the interrupted checkpoint left %s behind" % sorted(extra))
+        # the target's fate after its tracer died is not this test's subject
+        if self.ours(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([pr], EXIT_TIMEOUT, "the killed target")
+
     def flow_damage(self):
         if self.opts.no_ckpt:
             damage_selftest(self.p("synthetic"))
@@ -2417,6 +2549,9 @@ http {{
             raise Fail("%s (%s): exit %d without a message" % (kind, where, rc))
         if re.search(r"Sanitizer|core dumped|Segmentation", msg):
             raise Fail("%s (%s): %s" % (kind, where, msg))
+        if "\x1b" in msg or "\x07" in msg:
+            raise Fail("%s (%s): a control character from the image reached the terminal: %r"
+                       % (kind, where, msg))
         if kind in CHECKSUM_DAMAGES and not re.search(r"record|checksum|crc", msg, re.I):
             raise Fail("%s (%s): message %r names no record/checksum" % (kind, where, msg))
         self.expect_gone("the refused restart of " + kind)
@@ -3369,9 +3504,23 @@ def forge_seccomp(data, recs):
     return bytes(out)
 
 
+def forged(name):
+    """A forgery of tests/fuzz/forge.py: good checksums, bad content."""
+    def d(data, recs):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz"))
+        import forge
+        return forge.forge(name, data), "forged: " + forge.FORGERIES[name].__doc__.split(":")[0] \
+            if forge.FORGERIES[name].__doc__ else "forged: " + name
+    return d
+
+
 DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
            ("pages", d_pages), ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
-           ("append", d_append), ("random", d_random), ("empty", d_empty)]
+           ("append", d_append), ("random", d_random), ("empty", d_empty),
+           ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
+           ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
+           ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
+           ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags"))]
 CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
 
 
