@@ -68,6 +68,7 @@ struct ckpt_ctx {
 	size_t ntasks;
 	void *buf;              /* page-copy buffer, bufsize bytes */
 	size_t bufsize;
+	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 };
 
 struct rst_task {

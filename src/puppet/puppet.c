@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "puppet/puppet.h"
+#include "puppet/guard.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -26,12 +27,22 @@
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
 #endif
+#ifndef PTRACE_GET_RSEQ_CONFIGURATION
+#define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
+#endif
 #ifndef PTRACE_SETSIGMASK
 #define PTRACE_SETSIGMASK 0x420b
 #define PTRACE_GETSIGMASK 0x420a
 #endif
 
-static const uint64_t all_but_kill_stop = ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+/*
+ * Blocked while held: all but SIGKILL, SIGSTOP and SIGTRAP. A traced task
+ * runs no handler anyway; SIGTRAP stays unblocked because the single-step
+ * trap of every injection is forced, and forcing a blocked signal resets
+ * its handler to SIG_DFL (the program's SIGTRAP handler was lost so).
+ */
+static const uint64_t held_mask =
+	~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)) | (1ull << (SIGTRAP - 1)));
 
 static int wait_task(pid_t pid, int *ret_status)
 {
@@ -87,7 +98,7 @@ static int puppet_take(struct puppet *p)
 		return -errno;
 	if (ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
 		return -errno;
-	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &all_but_kill_stop) < 0)
+	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
 		return -errno;
 	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
 	p->memfd = open(path, O_RDWR | O_CLOEXEC);
@@ -96,8 +107,33 @@ static int puppet_take(struct puppet *p)
 	return 0;
 }
 
+static int seize_via_guard(struct puppet *p, pid_t pid, struct puppet_guard *g)
+{
+	char path[64];
+	struct guard_req req = { .op = GUARD_SEIZE };
+
+	*p = (struct puppet){ .pid = pid, .memfd = -1, .guard = g };
+	long r = guard_call(p, &req, NULL, 0);
+	if (r < 0)
+		return (int)r;
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	p->memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (p->memfd < 0) {
+		r = -errno;
+		puppet_release(p, 0);
+		return (int)r;
+	}
+	return 0;
+}
+
+int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard)
+{
+	return guard ? seize_via_guard(p, pid, guard) : puppet_seize(p, pid);
+}
+
 int puppet_seize(struct puppet *p, pid_t pid)
 {
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	*p = (struct puppet){ .pid = pid, .memfd = -1 };
 	/* suspending seccomp needs CAP_SYS_ADMIN; without it, injections may
 	 * be filtered, which the caller finds out when one fails */
@@ -338,6 +374,14 @@ int puppet_release(struct puppet *p, int sig)
 
 	if (!p->held)
 		return 0;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_RELEASE, .a = { sig } };
+		r = (int)guard_call(p, &req, NULL, 0);
+		p->held = false;
+		puppet_forget(p);
+		return r;
+	}
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	if (ptrace(PTRACE_SETREGS, p->pid, 0, &p->regs0) < 0)
 		r = -errno;
 	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 && !r)
@@ -347,16 +391,28 @@ int puppet_release(struct puppet *p, int sig)
 	 * a checkpoint that comes first sees it pending */
 	if (sig == SIGSTOP && kill(p->pid, SIGSTOP) < 0 && !r)
 		r = -errno;
-	if (ptrace(PTRACE_DETACH, p->pid, 0, sig == SIGSTOP ? 0 : sig) < 0 && !r)
+	int detach_sig = sig == SIGSTOP ? 0 : sig;
+	/* the program's SIGTRAP an injection took: the task is in the
+	 * signal-delivery-stop of an injection's trap, and a signal passed at
+	 * detach that the (restored) mask blocks is queued again, with the
+	 * siginfo set here */
+	if (p->trap_held && !detach_sig &&
+	    ptrace(PTRACE_SETSIGINFO, p->pid, 0, &p->trap_info) == 0)
+		detach_sig = SIGTRAP;
+	if (ptrace(PTRACE_DETACH, p->pid, 0, detach_sig) < 0 && !r)
 		r = -errno;
 	p->held = false;
+	p->trap_held = false;
 	puppet_forget(p);
 	return r;
 }
 
 void puppet_kill(struct puppet *p)
 {
-	if (p->pid > 0) {
+	if (p->guard && p->held) {
+		struct guard_req req = { .op = GUARD_KILL };
+		guard_call(p, &req, NULL, 0);
+	} else if (p->pid > 0) {
 		kill(p->pid, SIGKILL);
 		/* as its tracer (and maybe parent) we see it die; reaping it
 		 * is up to the parent if that is someone else */
@@ -414,6 +470,25 @@ int puppet_find_syscall(struct puppet *p)
 	return r;
 }
 
+/*
+ * A SIGTRAP stop in an injection: 0 if it is the single-step trap (sent by
+ * the kernel: si_code > 0), 1 if it is the program's own pending SIGTRAP
+ * (sent by a process), which is kept to be given back on release.
+ */
+static int own_trap(struct puppet *p)
+{
+	siginfo_t si;
+	if (ptrace(PTRACE_GETSIGINFO, p->pid, 0, &si) < 0)
+		return -errno;
+	if (si.si_code > 0)
+		return 0;
+	if (!p->trap_held) {
+		p->trap_info = si;
+		p->trap_held = true;
+	}
+	return 1;
+}
+
 long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
 		     long a6)
 {
@@ -424,6 +499,13 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		return -ESRCH;
 	if (!p->syscall_ip)
 		return -ENOEXEC;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SYSCALL,
+					 .syscall_ip = p->syscall_ip,
+					 .a = { nr, a1, a2, a3, a4, a5, a6 } };
+		return guard_call(p, &req, NULL, 0);
+	}
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	regs.rax = nr;
 	regs.orig_rax = -1;
 	regs.rdi = a1;
@@ -447,8 +529,14 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		}
 		if (!WIFSTOPPED(status))
 			continue;
-		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0)
-			break;
+		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0) {
+			r = own_trap(p);
+			if (r < 0)
+				return r;
+			if (r == 0)
+				break;
+			continue; /* the program's own SIGTRAP: kept, step on */
+		}
 		/* a fork or clone: the new task's pid, as ckpt sees it (a later
 		 * stop overwrites the message) */
 		int ev = status >> 16;
@@ -469,6 +557,12 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
 {
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SCRATCH_MAP,
+					 .syscall_ip = p->syscall_ip,
+					 .a = { (int64_t)addr, (int64_t)len } };
+		return (int)guard_call(p, &req, NULL, 0);
+	}
 	long r = puppet_syscall(p, SYS_mmap, addr, len, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | (addr ? MAP_FIXED_NOREPLACE : 0), -1, 0);
 	if (r < 0 && r > -4096)
@@ -486,6 +580,10 @@ int puppet_scratch_unmap(struct puppet *p)
 {
 	if (!p->scratch)
 		return 0;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SCRATCH_UNMAP, .syscall_ip = p->syscall_ip };
+		return (int)guard_call(p, &req, NULL, 0);
+	}
 	long r = puppet_syscall(p, SYS_munmap, p->scratch, p->scratch_len);
 	p->scratch = 0;
 	p->scratch_len = 0;
@@ -544,6 +642,14 @@ int puppet_set_regs(struct puppet *p, const struct user_regs_struct *regs)
 
 int puppet_get_xstate(struct puppet *p, void *buf, size_t *len)
 {
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_XSTATE, .a = { (int64_t)*len } };
+		long r = guard_call(p, &req, buf, *len);
+		if (r < 0)
+			return (int)r;
+		*len = (size_t)r;
+		return 0;
+	}
 	struct iovec iov = { .iov_base = buf, .iov_len = *len };
 	if (ptrace(PTRACE_GETREGSET, p->pid, NT_X86_XSTATE, &iov) < 0)
 		return -errno;
@@ -553,6 +659,8 @@ int puppet_get_xstate(struct puppet *p, void *buf, size_t *len)
 
 int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
 {
+	if (p->guard)
+		return -EOPNOTSUPP;
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	if (ptrace(PTRACE_SETREGSET, p->pid, NT_X86_XSTATE, &iov) < 0)
 		return -errno;
@@ -653,4 +761,46 @@ int puppet_getfd(struct puppet *p, int remote_fd)
 		return -e;
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	return fd;
+}
+
+long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, void *buf)
+{
+	if (nr > 32)
+		nr = 32;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_PEEKSIGINFO,
+					 .a = { (int64_t)off, shared, nr } };
+		return guard_call(p, &req, buf, (size_t)nr * 128);
+	}
+	struct {
+		uint64_t off;
+		uint32_t flags;
+		int32_t nr;
+	} arg = { off, shared ? PTRACE_PEEKSIGINFO_SHARED : 0, nr };
+	long n = ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, buf);
+	return n < 0 ? -errno : n;
+}
+
+long puppet_get_rseq(struct puppet *p, void *buf, size_t len)
+{
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_RSEQ, .a = { (int64_t)len } };
+		return guard_call(p, &req, buf, len);
+	}
+	long n = ptrace(PTRACE_GET_RSEQ_CONFIGURATION, p->pid, len, buf);
+	return n < 0 ? -errno : n;
+}
+
+long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
+{
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SECCOMP, .a = { n, buf ? (int64_t)len : 0 } };
+		return guard_call(p, &req, buf, buf ? len * 8 : 0);
+	}
+	/* the kernel fills as many instructions as the filter has: the
+	 * caller gives room for len, which it learnt from a first call */
+	long r = ptrace(PTRACE_SECCOMP_GET_FILTER, p->pid, n, buf);
+	if (r < 0)
+		return -errno;
+	return buf && (size_t)r > len ? -EIO : r;
 }
