@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -64,8 +65,14 @@ int cmd_checkpoint(const struct cli_args *a)
 		.errbuf = err,
 		.errbuf_len = sizeof(err),
 	};
+	/* a reader of -o - that goes away is an error (EPIPE), not a death:
+	 * though the guardian would put the tree back either way */
+	signal(SIGPIPE, SIG_IGN);
 	/* a plain process is a subtree; a namespace init is checkpointed whole */
 	r = ckpt_checkpoint_opts(a->pid, fd, &o);
+	if (r == -EPIPE && to_stdout)
+		snprintf(err, sizeof(err), "the image stream was closed by its reader; the tree "
+			 "runs on unharmed");
 	if (!to_stdout) {
 		if (r < 0)
 			unlink(tmp); /* never a complete image: it is not left behind */

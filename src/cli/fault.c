@@ -15,7 +15,8 @@
 #include "util/fault.h"
 
 static unsigned long counts[2], limit[2];
-static int mode = -1; /* -1: not read yet, 0: off, 1: kill, 2: count */
+static int mode; /* 0: off, 1: kill, 2: count */
+static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
 
 static void print_counts(void)
 {
@@ -23,10 +24,10 @@ static void print_counts(void)
 		counts[CKPT_FAULT_WRITE]);
 }
 
-static void setup(void)
+__attribute__((constructor)) static void setup(void)
 {
 	const char *env = getenv("CKPT_FAULT");
-	mode = 0;
+	ckpt_pid = getpid();
 	if (!env)
 		return;
 	if (!strcmp(env, "count")) {
@@ -43,9 +44,7 @@ static void setup(void)
 
 void ckpt_fault_point(enum ckpt_fault what)
 {
-	if (mode < 0)
-		setup();
-	if (!mode)
+	if (!mode || getpid() != ckpt_pid)
 		return;
 	counts[what]++;
 	if (mode == 1 && counts[what] == limit[what])

@@ -22,6 +22,7 @@
 #include "core/objhash.h"
 #include "img/img.h"
 #include "kinds/kinds.h"
+#include "puppet/guard.h"
 #include "puppet/puppet.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -111,6 +112,8 @@ struct rst_ctx {
 	NamespacesEntry *ns;      /* a container's namespaces, NULL for a subtree */
 	bool pidns;             /* RESTART_PIDNS: a subtree under init, below */
 	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
+	/* kills the tree if ckpt dies while releasing it (guard.h) */
+	struct puppet_guard *watch;
 	size_t npids;
 	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */

@@ -83,6 +83,13 @@ static long guard_op(struct puppet_guard *g, uint32_t op)
 	return guard_call(&p, &req, NULL, 0);
 }
 
+int puppet_guard_watch(struct puppet_guard *g, pid_t pid)
+{
+	struct puppet p = { .guard = g, .held = true, .memfd = -1, .pid = pid };
+	struct guard_req req = { .op = GUARD_WATCH };
+	return g ? (int)guard_call(&p, &req, NULL, 0) : 0;
+}
+
 int puppet_guard_commit(struct puppet_guard *g)
 {
 	return g ? (int)guard_op(g, GUARD_COMMIT) : 0;
@@ -138,8 +145,29 @@ struct gstate {
 	struct arena arena;
 	struct gtask *tab; /* open addressing on the tid */
 	size_t cap, n;
-	bool commit;
+	bool commit, done;
+	int *watched; /* pidfds to kill if ckpt dies */
+	size_t nwatched, capwatched;
 };
+
+static int watch(struct gstate *s, pid_t pid)
+{
+	if (s->nwatched == s->capwatched) {
+		size_t cap = s->capwatched ? 2 * s->capwatched : 256;
+		int *v = arena_alloc(&s->arena, cap * sizeof(int));
+		if (!v)
+			return -ENOMEM;
+		if (s->nwatched)
+			memcpy(v, s->watched, s->nwatched * sizeof(int));
+		s->watched = v;
+		s->capwatched = cap;
+	}
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -errno;
+	s->watched[s->nwatched++] = fd;
+	return 0;
+}
 
 static size_t slot_of(const struct gstate *s, pid_t pid)
 {
@@ -278,6 +306,8 @@ static void put_back(struct gstate *s, struct gtask *t)
 /* ckpt is gone (or done): every task it still held is put back or killed. */
 static __attribute__((noreturn)) void finish(struct gstate *s)
 {
+	for (size_t i = 0; !s->done && i < s->nwatched; i++)
+		syscall(SYS_pidfd_send_signal, s->watched[i], SIGKILL, NULL, 0);
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < s->cap; i++) {
 			struct gtask *t = &s->tab[i];
@@ -405,7 +435,11 @@ static __attribute__((noreturn)) void guardian(int fd)
 		else if (req.op == GUARD_COMMIT) {
 			s.commit = true;
 			m.rep.held = true;
+		} else if (req.op == GUARD_WATCH) {
+			m.rep.ret = watch(&s, req.pid);
+			m.rep.held = true;
 		} else if (req.op == GUARD_DONE) {
+			s.done = true;
 			send(3, &m.rep, sizeof(m.rep), MSG_NOSIGNAL);
 			finish(&s);
 		} else

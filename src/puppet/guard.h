@@ -38,6 +38,12 @@ struct puppet_guard {
 int puppet_guard_start(struct puppet_guard **ret) __attribute__((warn_unused_result));
 /* The image is complete and safe: if ckpt dies now, kill the tree. */
 int puppet_guard_commit(struct puppet_guard *g) __attribute__((warn_unused_result));
+/*
+ * Until puppet_guard_end(), if ckpt dies, pid (a task ckpt holds now, so
+ * that its pid is its own) is killed, through a pidfd: for a restart,
+ * whose puppets would otherwise run on once released.
+ */
+int puppet_guard_watch(struct puppet_guard *g, pid_t pid) __attribute__((warn_unused_result));
 /* Every puppet is released or killed: the guardian exits (waited for). */
 int puppet_guard_end(struct puppet_guard *g);
 
@@ -55,6 +61,7 @@ enum guard_op {
 	GUARD_SECCOMP,
 	GUARD_COMMIT,
 	GUARD_DONE,
+	GUARD_WATCH,
 };
 
 struct guard_req {

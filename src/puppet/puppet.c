@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,9 +182,16 @@ static __attribute__((noreturn)) void init_loop(int ctl)
 	_exit(WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status));
 }
 
-static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, int ready, bool init)
+static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, int ready, bool init,
+						      int ckpt_pidfd)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* ckpt may have died between clone3 and the line above, when no
+	 * signal was asked for: its pidfd is readable once it has exited
+	 * (getppid() cannot tell: it is 0 in a new pid namespace) */
+	struct pollfd pfd = { .fd = ckpt_pidfd, .events = POLLIN };
+	if (ckpt_pidfd >= 0 && poll(&pfd, 1, 0) > 0)
+		_exit(127);
 	if (ctl_fd != ctl_target && dup2(ctl_fd, ctl_target) < 0)
 		_exit(127);
 	if (ready == ctl_target) /* cannot happen: ready is above ctl_target */
@@ -221,6 +229,7 @@ static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
+	_cleanup_close_ int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	int ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, ctl_target + 1);
 	close(pfd[1]);
 	if (ready < 0) {
@@ -235,7 +244,7 @@ static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 		return e;
 	}
 	if (r == 0)
-		puppet_child(ctl_fd, ctl_target, ready, init);
+		puppet_child(ctl_fd, ctl_target, ready, init, self);
 	close(ready);
 	char c;
 	while (read(pfd[0], &c, 1) < 0 && errno == EINTR)
