@@ -25,6 +25,8 @@
 #include "util/kernel.h"
 #include "util/proc.h"
 
+static void requeue_shared(struct puppet *p);
+
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
 #endif
@@ -391,6 +393,8 @@ int puppet_release(struct puppet *p, int sig)
 		return r;
 	}
 	CKPT_FAULT(CKPT_FAULT_REQUEST);
+	if (p->ntraps > 1)
+		requeue_shared(p);
 	if (ptrace(PTRACE_SETREGS, p->pid, 0, &p->regs0) < 0)
 		r = -errno;
 	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 && !r)
@@ -405,13 +409,13 @@ int puppet_release(struct puppet *p, int sig)
 	 * signal-delivery-stop of an injection's trap, and a signal passed at
 	 * detach that the (restored) mask blocks is queued again, with the
 	 * siginfo set here */
-	if (p->trap_held && !detach_sig &&
-	    ptrace(PTRACE_SETSIGINFO, p->pid, 0, &p->trap_info) == 0)
+	if (p->ntraps && !detach_sig &&
+	    ptrace(PTRACE_SETSIGINFO, p->pid, 0, &p->trap_info[0]) == 0)
 		detach_sig = SIGTRAP;
 	if (ptrace(PTRACE_DETACH, p->pid, 0, detach_sig) < 0 && !r)
 		r = -errno;
 	p->held = false;
-	p->trap_held = false;
+	p->ntraps = 0;
 	puppet_forget(p);
 	return r;
 }
@@ -491,11 +495,29 @@ static int own_trap(struct puppet *p)
 		return -errno;
 	if (si.si_code > 0)
 		return 0;
-	if (!p->trap_held) {
-		p->trap_info = si;
-		p->trap_held = true;
-	}
+	/* legacy signals: one in each queue at most; the thread's comes first */
+	if (p->ntraps < 2)
+		p->trap_info[p->ntraps++] = si;
 	return 1;
+}
+
+/*
+ * The process's SIGTRAP an injection took goes back by an injected
+ * rt_sigqueueinfo (the trap of that injection is the thread's own, taken
+ * first, so it stays pending); its siginfo is written below the stack's
+ * red zone, which nothing uses while the task is held.
+ */
+static void requeue_shared(struct puppet *p)
+{
+	char path[64];
+	uint64_t at = ((p->regs0.rsp - 128 - sizeof(siginfo_t)) & ~15ull) - 64;
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+	long self = puppet_syscall(p, SYS_getpid);
+	if (fd < 0 || self <= 0 ||
+	    pwrite(fd, &p->trap_info[1], sizeof(siginfo_t), (off_t)at) != sizeof(siginfo_t))
+		return;
+	puppet_syscall(p, SYS_rt_sigqueueinfo, self, SIGTRAP, at);
 }
 
 long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
@@ -544,7 +566,13 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 				return r;
 			if (r == 0)
 				break;
-			continue; /* the program's own SIGTRAP: kept, step on */
+			/* the program's own SIGTRAP, kept: taken before the
+			 * syscall ran (step on) or after (its trap coalesced) */
+			if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
+				return -errno;
+			if (regs.rip != p->syscall_ip)
+				break;
+			continue;
 		}
 		/* a fork or clone: the new task's pid, as ckpt sees it (a later
 		 * stop overwrites the message) */
@@ -787,7 +815,22 @@ long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, vo
 		int32_t nr;
 	} arg = { off, shared ? PTRACE_PEEKSIGINFO_SHARED : 0, nr };
 	long n = ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, buf);
-	return n < 0 ? -errno : n;
+	if (n < 0)
+		return -errno;
+	/* a SIGTRAP of this queue that an injection took is listed last, as
+	 * if still pending (it is again once released) */
+	int which = shared ? 1 : 0;
+	if (n == nr || p->ntraps <= which)
+		return n;
+	if (n == 0 && off > 0) { /* at the end already, or past it? */
+		siginfo_t prev[1];
+		arg.off = off - 1;
+		arg.nr = 1;
+		if (ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, prev) != 1)
+			return 0;
+	}
+	memcpy((char *)buf + n * 128, &p->trap_info[which], sizeof(siginfo_t));
+	return n + 1;
 }
 
 long puppet_get_rseq(struct puppet *p, void *buf, size_t len)

@@ -46,10 +46,11 @@ struct puppet {
 	uint64_t scratch;       /* remote scratch area, 0 if none */
 	size_t scratch_len;
 	unsigned long event_msg; /* of the last fork/clone event in an injection */
-	/* the program's own SIGTRAP, taken by a single-step stop and given
-	 * back (pending, same siginfo) on release */
-	bool trap_held;
-	siginfo_t trap_info;
+	/* the program's own pending SIGTRAPs, taken by the stops of an
+	 * injection (the thread's first, then the process's) and given back,
+	 * pending with the same siginfo, on release */
+	int ntraps;
+	siginfo_t trap_info[2];
 	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
 	 * from this process */
 	struct puppet_guard *guard;

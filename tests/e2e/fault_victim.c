@@ -210,10 +210,12 @@ int main(int argc, char **argv)
 {
 	/* a larger victim: MiB of touched random memory */
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
-	if (mib)
-		test_fill_random(test_mmap(NULL, mib << 20, PROT_READ | PROT_WRITE,
-					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-				 mib << 20, 11);
+	if (mib) {
+		uint64_t *m = test_mmap(NULL, mib << 20, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		for (size_t i = 0; i < (mib << 20) / 8; i += 512) /* one word a page */
+			m[i] = i * 0x9e3779b97f4a7c15ull + 1;
+	}
 	struct sigaction sa = { .sa_handler = on_check };
 	sigaction(SIGUSR2, &sa, NULL);
 	sa.sa_handler = on_rebase;

@@ -172,6 +172,7 @@ TESTS = [
     # the death of ckpt: killed at every ptrace request and image write of a
     # checkpoint and a restart (ckpt-fault), and at random moments
     entry("fault_walk", kind="fault", program="fault_victim"),
+    entry("sig_trap_pending", kind="keep"),
     entry("fault_random", kind="fault_random", program="fault_victim"),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
@@ -1526,6 +1527,22 @@ class Run:
 
     # --- the death of ckpt ------------------------------------------------
 
+    def flow_keep(self):
+        """A checkpoint without --kill: the original runs on and checks
+        itself; then the image is restarted and checks itself again."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], kill=False)
+        rc = self.wake_and_wait(pr, "the original after its checkpoint")
+        self.check_result(rc, "the original after its checkpoint")
+        self.reset_out()
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
     def fault_bin(self):
         b = os.path.join(os.path.dirname(os.path.abspath(self.opts.ckpt)), "ckpt-fault")
         if not os.access(b, os.X_OK):
@@ -1675,7 +1692,7 @@ class Run:
         checkpoint, and its -o - reader gone: the tree runs on unharmed."""
         if self.opts.no_ckpt:
             return self.native()
-        pr = self.start(args=["256"])
+        pr = self.start(args=["128"])
         self.wait_ready()
         pids, tids = self.victim_ids()
         self.ask_check(pids, "before any checkpoint")
@@ -1686,7 +1703,7 @@ class Run:
         os.unlink(img)
         self.ask_check(pids, "after a checkpoint")
         rnd = random.Random()
-        sigs = [signal.SIGKILL] * 6 + [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+        sigs = [signal.SIGKILL] * 4 + [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
         for i, sig in enumerate(sigs):
             delay = rnd.uniform(0, full)
             what = "ckpt sent %s after %.3f s of %.3f" % (signal.Signals(sig).name, delay, full)
