@@ -41,7 +41,6 @@ long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outle
 {
 	struct {
 		struct guard_rep rep;
-		char data[GUARD_DATA_MAX];
 	} m;
 	struct iovec iov[2] = { { &m.rep, sizeof(m.rep) }, { out, outlen } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = out ? 2 : 1 };
