@@ -407,6 +407,10 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 	if (r >= 0)
 		r = tree_release_init(&ctx);
+	/* every task runs: the restart is complete, the guardian goes (and
+	 * with it anything it shares with ckpt) before anyone is told */
+	puppet_guard_end(ctx.watch);
+	ctx.watch = NULL;
 	if (r < 0) {
 		kill_created(&ctx);
 		tty_shell_detach(&shell);
