@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -93,8 +94,14 @@ int cmd_checkpoint(const struct cli_args *a)
 		.image_done = to_stdout ? NULL : commit_image,
 		.image_done_arg = &out,
 	};
+	/* a reader of -o - that goes away is an error (EPIPE), not a death:
+	 * though the guardian would put the tree back either way */
+	signal(SIGPIPE, SIG_IGN);
 	/* a plain process is a subtree; a namespace init is checkpointed whole */
 	r = ckpt_checkpoint_opts(a->pid, fd, &o);
+	if (r == -EPIPE && to_stdout)
+		snprintf(err, sizeof(err), "the image stream was closed by its reader; the tree "
+			 "runs on unharmed");
 	safe_file_abort(&out); /* an incomplete image is not left behind */
 	if (logfd >= 0)
 		close(logfd);

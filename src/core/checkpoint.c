@@ -25,6 +25,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "puppet/guard.h"
 #include "util/cleanup.h"
 #include "util/features.h"
 
@@ -283,7 +284,7 @@ static int seize_one(struct ckpt_ctx *ctx, struct task *t)
 		}
 		if (attempt)
 			break;
-		err = puppet_seize(&t->pup, t->pid);
+		err = puppet_seize_guarded(&t->pup, t->pid, ctx->guard);
 		if (err == 0) {
 			log_debug(&ctx->log, "pid %d: seized", t->pid);
 			return 0;
@@ -329,7 +330,7 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		}
 		struct task *th = &t->threads[t->nthreads];
 		*th = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
-		r = puppet_seize(&th->pup, tid);
+		r = puppet_seize_guarded(&th->pup, tid, ctx->guard);
 		if (r == -ESRCH) { /* it exited meanwhile */
 			r = 0;
 			continue;
@@ -841,6 +842,12 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = objhash_init(&ctx.objs);
 	if (r < 0)
 		return r;
+	/* the tracer: if ckpt dies, it puts the tree back as it was */
+	r = puppet_guard_start(&ctx.guard);
+	if (r < 0) {
+		objhash_free(&ctx.objs, free_obj);
+		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
+	}
 
 	r = collect(&ctx, pid);
 	if (r >= 0)
@@ -856,10 +863,15 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		if (r < 0)
 			log_fail(&ctx.log, r, "the image is complete, but %s", why[0] ? why : strerror(-r));
 	}
+	/* the image is complete, fsync'd and named: from now on, if ckpt dies,
+	 * the guardian finishes the kill rather than resuming the tree */
+	if (r >= 0 && (ctx.flags & CKPT_KILL) && (r = puppet_guard_commit(ctx.guard)) < 0)
+		log_error(&ctx.log, "the guardian process is gone: %s", strerror(-r));
 	for (int k = 0; k < KIND_MAX; k++)
 		if (kinds[k].ops->finish)
 			kinds[k].ops->finish(&ctx);
 	finish_tasks(&ctx, r >= 0);
+	puppet_guard_end(ctx.guard);
 	/* the tree is gone: what it held outside itself is the image's now */
 	for (int k = 0; r >= 0 && (o->flags & CKPT_KILL) && k < KIND_MAX; k++)
 		if (kinds[k].ops->after_kill)

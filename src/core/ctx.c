@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "core/ctx.h"
+#include "util/fault.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *m
 
 	if (!buf)
 		return -ENOMEM;
+	CKPT_FAULT(CKPT_FAULT_WRITE);
 	protobuf_c_message_pack(msg, buf);
 	r = img_write(&ctx->w, type, 0, buf, len);
 	if (buf != stackbuf)

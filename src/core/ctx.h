@@ -24,6 +24,7 @@
 #include "img/img.h"
 #include "img/seal.h"
 #include "kinds/kinds.h"
+#include "puppet/guard.h"
 #include "puppet/puppet.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -96,6 +97,7 @@ struct ckpt_ctx {
 	size_t bufsize;
 	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
 	struct img_seal *seal;  /* what the writer writes through, with a key */
+	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 };
 
 struct rst_task {
@@ -139,6 +141,8 @@ struct rst_ctx {
 	NamespacesEntry *ns;      /* a container's namespaces, NULL for a subtree */
 	bool pidns;             /* RESTART_PIDNS: a subtree under init, below */
 	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
+	/* kills the tree if ckpt dies while releasing it (guard.h) */
+	struct puppet_guard *watch;
 	size_t npids;
 	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */

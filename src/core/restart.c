@@ -306,6 +306,8 @@ static void free_task(struct rst_task *t)
 
 static void free_ctx(struct rst_ctx *ctx)
 {
+	puppet_guard_end(ctx->watch);
+	ctx->watch = NULL;
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct rst_task *t = &ctx->tasks[i];
 		for (size_t j = 0; j < t->nthreads; j++)
@@ -364,6 +366,10 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		return r;
 	ctx.flags = o->flags;
 	ctx.pidns = o->flags & RESTART_PIDNS;
+	/* forked now, while ckpt is small */
+	r = puppet_guard_start(&ctx.watch);
+	if (r < 0)
+		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
 	if (o->flags & RESTART_CONN_RESET)
 		log_info(&ctx.log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
 
@@ -398,8 +404,19 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	int sig = (o->flags & RESTART_FROZEN) ? SIGSTOP : 0;
 	/* a shell job: the foreground job of ckpt's terminal before it runs (tty.c) */
 	r = tty_shell_attach(&ctx, &shell);
+	/* the puppets die with ckpt while held (PTRACE_O_EXITKILL), but the
+	 * released ones would run on: until the restart is complete, the
+	 * guardian kills them all if ckpt dies */
+	for (size_t i = 0; r >= 0 && i < ctx.ntasks; i++)
+		if (ctx.tasks[i].pup.held)
+			r = puppet_guard_watch(ctx.watch, ctx.tasks[i].pup.pid);
+	if (r >= 0 && ctx.init.held)
+		r = puppet_guard_watch(ctx.watch, ctx.init.pid);
+	if (r < 0)
+		log_fail(&ctx.log, r, "the guardian process cannot watch the tree: %s",
+			 strerror(-r));
 	/* children first: a parent runs once its children are there */
-	for (size_t i = ctx.nimage; i-- > 0;) {
+	for (size_t i = ctx.nimage; r >= 0 && i-- > 0;) {
 		struct rst_task *t = &ctx.tasks[i];
 		if (t->zombie)
 			continue;
@@ -417,6 +434,10 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 	if (r >= 0)
 		r = tree_release_init(&ctx);
+	/* every task runs: the restart is complete, the guardian goes (and
+	 * with it anything it shares with ckpt) before anyone is told */
+	puppet_guard_end(ctx.watch);
+	ctx.watch = NULL;
 	if (r < 0) {
 		kill_created(&ctx);
 		tty_shell_detach(&shell);

@@ -446,16 +446,16 @@ static int refill(struct ckpt_ctx *ctx, struct mq_obj *q)
 static int take_signal(struct ckpt_ctx *ctx, struct mq_obj *q)
 {
 	struct task *t = q->owner;
-	struct {
-		uint64_t off;
-		uint32_t flags;
-		int32_t nr;
-	} arg = {0, PTRACE_PEEKSIGINFO_SHARED, 1};
+	union {
+		siginfo_t si;
+		char raw[128];
+	} u;
 	siginfo_t si;
 	bool found = false;
 
-	for (;; arg.off++) {
-		long n = ptrace(PTRACE_PEEKSIGINFO, t->pid, &arg, &si);
+	for (uint64_t off = 0;; off++) {
+		long n = puppet_peek_siginfo(&t->pup, off, true, 1, &u);
+		si = u.si;
 		if (n <= 0)
 			break;
 		if (si.si_signo == (int)q->q.signo && si.si_code == SI_MESGQ) {

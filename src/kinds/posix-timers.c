@@ -255,15 +255,10 @@ static int scan_pending(struct ckpt_ctx *ctx, struct task *t, struct ptimers_ckp
 	*ret_other = 0;
 	for (int shared = 0; shared < 2; shared++) {
 		for (uint64_t off = 0; pos < MAX_PENDING;) {
-			struct {
-				uint64_t off;
-				uint32_t flags;
-				int32_t nr;
-			} arg = {off, shared ? PTRACE_PEEKSIGINFO_SHARED : 0, 32};
-			long got = ptrace(PTRACE_PEEKSIGINFO, t->pid, &arg, buf);
+			long got = puppet_peek_siginfo(&t->pup, off, shared, 32, buf);
 			if (got < 0)
-				return log_fail(&ctx->log, -errno, "pid %d: PTRACE_PEEKSIGINFO: %s",
-						t->pid, strerror(errno));
+				return log_fail(&ctx->log, (int)got, "pid %d: PTRACE_PEEKSIGINFO: %s",
+						t->pid, strerror((int)-got));
 			for (long i = 0; i < got; i++) {
 				PosixTimerEntry *e = buf[i].si_code == SI_TIMER
 							 ? find_timer(k, buf[i].si_timerid)

@@ -44,21 +44,21 @@ static int seccomp_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.mode = 2;
 	int n = 0;
 	for (;; n++) {
-		long len = ptrace(PTRACE_SECCOMP_GET_FILTER, t->pid, n, NULL);
-		if (len < 0 && errno == ENOENT)
+		long len = puppet_seccomp_filter(&t->pup, n, NULL, 0);
+		if (len == -ENOENT)
 			break;
 		if (len < 0)
-			return log_fail(&ctx->log, -errno,
+			return log_fail(&ctx->log, (int)len,
 					"pid %d: cannot read its seccomp filters: %s%s", t->pid,
-					strerror(errno),
-					errno == EACCES || errno == EPERM ? " (needs CAP_SYS_ADMIN)" : "");
+					strerror((int)-len),
+					len == -EACCES || len == -EPERM ? " (needs CAP_SYS_ADMIN)" : "");
 		if (n == MAX_FILTERS || len > MAX_INSNS)
 			return log_fail(&ctx->log, -E2BIG, "pid %d: too many seccomp filters",
 					t->pid);
 		k->insns[n] = calloc(len, sizeof(struct sock_filter));
 		if (!k->insns[n])
 			return -ENOMEM;
-		if (ptrace(PTRACE_SECCOMP_GET_FILTER, t->pid, n, k->insns[n]) != len)
+		if (puppet_seccomp_filter(&t->pup, n, k->insns[n], (size_t)len) != len)
 			return log_fail(&ctx->log, -EIO, "pid %d: seccomp filter %d changed", t->pid,
 					n);
 		/* oldest first in the image */

@@ -50,20 +50,15 @@ static int collect_pending(struct ckpt_ctx *ctx, struct task *t, struct signals_
 	/* a thread has its own queue; the process's is saved with the leader */
 	for (int shared = 0; shared < (t->leader ? 1 : 2); shared++) {
 		for (uint64_t off = 0;;) {
-			struct {
-				uint64_t off;
-				uint32_t flags;
-				int32_t nr;
-			} arg = { off, shared ? PTRACE_PEEKSIGINFO_SHARED : 0, 32 };
 			if (n + 32 > MAX_PENDING) {
 				r = log_fail(&ctx->log, -E2BIG, "pid %d: more than %d pending signals",
 					     t->pid, MAX_PENDING);
 				goto fail;
 			}
-			long got = ptrace(PTRACE_PEEKSIGINFO, t->pid, &arg, buf[n]);
+			long got = puppet_peek_siginfo(&t->pup, off, shared, 32, buf[n]);
 			if (got < 0) {
-				r = log_fail(&ctx->log, -errno, "pid %d: PTRACE_PEEKSIGINFO: %s",
-					     t->pid, strerror(errno));
+				r = log_fail(&ctx->log, (int)got, "pid %d: PTRACE_PEEKSIGINFO: %s",
+					     t->pid, strerror((int)-got));
 				goto fail;
 			}
 			for (long i = 0; i < got; i++)

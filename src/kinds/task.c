@@ -253,7 +253,7 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 		return r;
 
 	struct rseq_config rc = { 0 };
-	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, t->pid, sizeof(rc), &rc) > 0 && rc.ptr) {
+	if (puppet_get_rseq(&t->pup, &rc, sizeof(rc)) > 0 && rc.ptr) {
 		rseq_entry__init(&k->rseq);
 		k->rseq.ptr = rc.ptr;
 		k->rseq.len = rc.size;
@@ -291,7 +291,7 @@ bool task_stopped(struct rst_task *t)
 int task_rseq_unregister(struct puppet *p)
 {
 	struct rseq_config rc = { 0 };
-	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, p->pid, sizeof(rc), &rc) <= 0 || !rc.ptr)
+	if (puppet_get_rseq(p, &rc, sizeof(rc)) <= 0 || !rc.ptr)
 		return 0;
 	long r = puppet_syscall(p, SYS_rseq, rc.ptr, rc.size, RSEQ_FLAG_UNREGISTER, rc.sig);
 	return r < 0 ? (int)r : 0;

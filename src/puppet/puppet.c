@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "puppet/puppet.h"
+#include "puppet/guard.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,15 +25,27 @@
 #include "util/kernel.h"
 #include "util/proc.h"
 
+static void requeue_shared(struct puppet *p);
+
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
+#endif
+#ifndef PTRACE_GET_RSEQ_CONFIGURATION
+#define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
 #endif
 #ifndef PTRACE_SETSIGMASK
 #define PTRACE_SETSIGMASK 0x420b
 #define PTRACE_GETSIGMASK 0x420a
 #endif
 
-static const uint64_t all_but_kill_stop = ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+/*
+ * Blocked while held: all but SIGKILL, SIGSTOP and SIGTRAP. A traced task
+ * runs no handler anyway; SIGTRAP stays unblocked because the single-step
+ * trap of every injection is forced, and forcing a blocked signal resets
+ * its handler to SIG_DFL (the program's SIGTRAP handler was lost so).
+ */
+static const uint64_t held_mask =
+	~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)) | (1ull << (SIGTRAP - 1)));
 
 static int wait_task(pid_t pid, int *ret_status)
 {
@@ -87,7 +101,7 @@ static int puppet_take(struct puppet *p)
 		return -errno;
 	if (ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
 		return -errno;
-	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &all_but_kill_stop) < 0)
+	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
 		return -errno;
 	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
 	p->memfd = open(path, O_RDWR | O_CLOEXEC);
@@ -96,8 +110,33 @@ static int puppet_take(struct puppet *p)
 	return 0;
 }
 
+static int seize_via_guard(struct puppet *p, pid_t pid, struct puppet_guard *g)
+{
+	char path[64];
+	struct guard_req req = { .op = GUARD_SEIZE };
+
+	*p = (struct puppet){ .pid = pid, .memfd = -1, .guard = g };
+	long r = guard_call(p, &req, NULL, 0);
+	if (r < 0)
+		return (int)r;
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	p->memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (p->memfd < 0) {
+		r = -errno;
+		puppet_release(p, 0);
+		return (int)r;
+	}
+	return 0;
+}
+
+int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard)
+{
+	return guard ? seize_via_guard(p, pid, guard) : puppet_seize(p, pid);
+}
+
 int puppet_seize(struct puppet *p, pid_t pid)
 {
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	*p = (struct puppet){ .pid = pid, .memfd = -1 };
 	/* suspending seccomp needs CAP_SYS_ADMIN; without it, injections may
 	 * be filtered, which the caller finds out when one fails */
@@ -145,9 +184,16 @@ static __attribute__((noreturn)) void init_loop(int ctl)
 	_exit(WIFEXITED(root_status) ? WEXITSTATUS(root_status) : 128 + WTERMSIG(root_status));
 }
 
-static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, int ready, bool init)
+static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, int ready, bool init,
+						      int ckpt_pidfd)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* ckpt may have died between clone3 and the line above, when no
+	 * signal was asked for: its pidfd is readable once it has exited
+	 * (getppid() cannot tell: it is 0 in a new pid namespace) */
+	struct pollfd pfd = { .fd = ckpt_pidfd, .events = POLLIN };
+	if (ckpt_pidfd >= 0 && poll(&pfd, 1, 0) > 0)
+		_exit(127);
 	if (ctl_fd != ctl_target && dup2(ctl_fd, ctl_target) < 0)
 		_exit(127);
 	if (ready == ctl_target) /* cannot happen: ready is above ctl_target */
@@ -185,6 +231,7 @@ static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
+	_cleanup_close_ int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	int ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, ctl_target + 1);
 	close(pfd[1]);
 	if (ready < 0) {
@@ -199,7 +246,7 @@ static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 		return e;
 	}
 	if (r == 0)
-		puppet_child(ctl_fd, ctl_target, ready, init);
+		puppet_child(ctl_fd, ctl_target, ready, init, self);
 	close(ready);
 	char c;
 	while (read(pfd[0], &c, 1) < 0 && errno == EINTR)
@@ -338,6 +385,16 @@ int puppet_release(struct puppet *p, int sig)
 
 	if (!p->held)
 		return 0;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_RELEASE, .a = { sig } };
+		r = (int)guard_call(p, &req, NULL, 0);
+		p->held = false;
+		puppet_forget(p);
+		return r;
+	}
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
+	if (p->ntraps > 1)
+		requeue_shared(p);
 	if (ptrace(PTRACE_SETREGS, p->pid, 0, &p->regs0) < 0)
 		r = -errno;
 	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 && !r)
@@ -347,16 +404,28 @@ int puppet_release(struct puppet *p, int sig)
 	 * a checkpoint that comes first sees it pending */
 	if (sig == SIGSTOP && kill(p->pid, SIGSTOP) < 0 && !r)
 		r = -errno;
-	if (ptrace(PTRACE_DETACH, p->pid, 0, sig == SIGSTOP ? 0 : sig) < 0 && !r)
+	int detach_sig = sig == SIGSTOP ? 0 : sig;
+	/* the program's SIGTRAP an injection took: the task is in the
+	 * signal-delivery-stop of an injection's trap, and a signal passed at
+	 * detach that the (restored) mask blocks is queued again, with the
+	 * siginfo set here */
+	if (p->ntraps && !detach_sig &&
+	    ptrace(PTRACE_SETSIGINFO, p->pid, 0, &p->trap_info[0]) == 0)
+		detach_sig = SIGTRAP;
+	if (ptrace(PTRACE_DETACH, p->pid, 0, detach_sig) < 0 && !r)
 		r = -errno;
 	p->held = false;
+	p->ntraps = 0;
 	puppet_forget(p);
 	return r;
 }
 
 void puppet_kill(struct puppet *p)
 {
-	if (p->pid > 0) {
+	if (p->guard && p->held) {
+		struct guard_req req = { .op = GUARD_KILL };
+		guard_call(p, &req, NULL, 0);
+	} else if (p->pid > 0) {
 		kill(p->pid, SIGKILL);
 		/* as its tracer (and maybe parent) we see it die; reaping it
 		 * is up to the parent if that is someone else */
@@ -414,6 +483,43 @@ int puppet_find_syscall(struct puppet *p)
 	return r;
 }
 
+/*
+ * A SIGTRAP stop in an injection: 0 if it is the single-step trap (sent by
+ * the kernel: si_code > 0), 1 if it is the program's own pending SIGTRAP
+ * (sent by a process), which is kept to be given back on release.
+ */
+static int own_trap(struct puppet *p)
+{
+	siginfo_t si;
+	if (ptrace(PTRACE_GETSIGINFO, p->pid, 0, &si) < 0)
+		return -errno;
+	if (si.si_code > 0)
+		return 0;
+	/* legacy signals: one in each queue at most; the thread's comes first */
+	if (p->ntraps < 2)
+		p->trap_info[p->ntraps++] = si;
+	return 1;
+}
+
+/*
+ * The process's SIGTRAP an injection took goes back by an injected
+ * rt_sigqueueinfo (the trap of that injection is the thread's own, taken
+ * first, so it stays pending); its siginfo is written below the stack's
+ * red zone, which nothing uses while the task is held.
+ */
+static void requeue_shared(struct puppet *p)
+{
+	char path[64];
+	uint64_t at = ((p->regs0.rsp - 128 - sizeof(siginfo_t)) & ~15ull) - 64;
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+	long self = puppet_syscall(p, SYS_getpid);
+	if (fd < 0 || self <= 0 ||
+	    pwrite(fd, &p->trap_info[1], sizeof(siginfo_t), (off_t)at) != sizeof(siginfo_t))
+		return;
+	puppet_syscall(p, SYS_rt_sigqueueinfo, self, SIGTRAP, at);
+}
+
 long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
 		     long a6)
 {
@@ -424,6 +530,13 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		return -ESRCH;
 	if (!p->syscall_ip)
 		return -ENOEXEC;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SYSCALL,
+					 .syscall_ip = p->syscall_ip,
+					 .a = { nr, a1, a2, a3, a4, a5, a6 } };
+		return guard_call(p, &req, NULL, 0);
+	}
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	regs.rax = nr;
 	regs.orig_rax = -1;
 	regs.rdi = a1;
@@ -447,8 +560,20 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		}
 		if (!WIFSTOPPED(status))
 			continue;
-		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0)
-			break;
+		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0) {
+			r = own_trap(p);
+			if (r < 0)
+				return r;
+			if (r == 0)
+				break;
+			/* the program's own SIGTRAP, kept: taken before the
+			 * syscall ran (step on) or after (its trap coalesced) */
+			if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
+				return -errno;
+			if (regs.rip != p->syscall_ip)
+				break;
+			continue;
+		}
 		/* a fork or clone: the new task's pid, as ckpt sees it (a later
 		 * stop overwrites the message) */
 		int ev = status >> 16;
@@ -469,6 +594,12 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
 {
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SCRATCH_MAP,
+					 .syscall_ip = p->syscall_ip,
+					 .a = { (int64_t)addr, (int64_t)len } };
+		return (int)guard_call(p, &req, NULL, 0);
+	}
 	long r = puppet_syscall(p, SYS_mmap, addr, len, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | (addr ? MAP_FIXED_NOREPLACE : 0), -1, 0);
 	if (r < 0 && r > -4096)
@@ -486,6 +617,10 @@ int puppet_scratch_unmap(struct puppet *p)
 {
 	if (!p->scratch)
 		return 0;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SCRATCH_UNMAP, .syscall_ip = p->syscall_ip };
+		return (int)guard_call(p, &req, NULL, 0);
+	}
 	long r = puppet_syscall(p, SYS_munmap, p->scratch, p->scratch_len);
 	p->scratch = 0;
 	p->scratch_len = 0;
@@ -544,6 +679,14 @@ int puppet_set_regs(struct puppet *p, const struct user_regs_struct *regs)
 
 int puppet_get_xstate(struct puppet *p, void *buf, size_t *len)
 {
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_XSTATE, .a = { (int64_t)*len } };
+		long r = guard_call(p, &req, buf, *len);
+		if (r < 0)
+			return (int)r;
+		*len = (size_t)r;
+		return 0;
+	}
 	struct iovec iov = { .iov_base = buf, .iov_len = *len };
 	if (ptrace(PTRACE_GETREGSET, p->pid, NT_X86_XSTATE, &iov) < 0)
 		return -errno;
@@ -553,6 +696,8 @@ int puppet_get_xstate(struct puppet *p, void *buf, size_t *len)
 
 int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
 {
+	if (p->guard)
+		return -EOPNOTSUPP;
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	if (ptrace(PTRACE_SETREGSET, p->pid, NT_X86_XSTATE, &iov) < 0)
 		return -errno;
@@ -653,4 +798,61 @@ int puppet_getfd(struct puppet *p, int remote_fd)
 		return -e;
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
 	return fd;
+}
+
+long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, void *buf)
+{
+	if (nr > 32)
+		nr = 32;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_PEEKSIGINFO,
+					 .a = { (int64_t)off, shared, nr } };
+		return guard_call(p, &req, buf, (size_t)nr * 128);
+	}
+	struct {
+		uint64_t off;
+		uint32_t flags;
+		int32_t nr;
+	} arg = { off, shared ? PTRACE_PEEKSIGINFO_SHARED : 0, nr };
+	long n = ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, buf);
+	if (n < 0)
+		return -errno;
+	/* a SIGTRAP of this queue that an injection took is listed last, as
+	 * if still pending (it is again once released) */
+	int which = shared ? 1 : 0;
+	if (n == nr || p->ntraps <= which)
+		return n;
+	if (n == 0 && off > 0) { /* at the end already, or past it? */
+		siginfo_t prev[1];
+		arg.off = off - 1;
+		arg.nr = 1;
+		if (ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, prev) != 1)
+			return 0;
+	}
+	memcpy((char *)buf + n * 128, &p->trap_info[which], sizeof(siginfo_t));
+	return n + 1;
+}
+
+long puppet_get_rseq(struct puppet *p, void *buf, size_t len)
+{
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_RSEQ, .a = { (int64_t)len } };
+		return guard_call(p, &req, buf, len);
+	}
+	long n = ptrace(PTRACE_GET_RSEQ_CONFIGURATION, p->pid, len, buf);
+	return n < 0 ? -errno : n;
+}
+
+long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
+{
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SECCOMP, .a = { n, buf ? (int64_t)len : 0 } };
+		return guard_call(p, &req, buf, buf ? len * 8 : 0);
+	}
+	/* the kernel fills as many instructions as the filter has: the
+	 * caller gives room for len, which it learnt from a first call */
+	long r = ptrace(PTRACE_SECCOMP_GET_FILTER, p->pid, n, buf);
+	if (r < 0)
+		return -errno;
+	return buf && (size_t)r > len ? -EIO : r;
 }

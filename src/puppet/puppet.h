@@ -28,7 +28,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <signal.h>
 #include <sys/user.h>
+
+#include "util/fault.h"
+
+struct puppet_guard;
 
 struct puppet {
 	pid_t pid;              /* tid of the task */
@@ -41,12 +46,26 @@ struct puppet {
 	uint64_t scratch;       /* remote scratch area, 0 if none */
 	size_t scratch_len;
 	unsigned long event_msg; /* of the last fork/clone event in an injection */
+	/* the program's own pending SIGTRAPs, taken by the stops of an
+	 * injection (the thread's first, then the process's) and given back,
+	 * pending with the same siginfo, on release */
+	int ntraps;
+	siginfo_t trap_info[2];
+	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
+	 * from this process */
+	struct puppet_guard *guard;
 };
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
 
 /* Seize and stop a task (any tracee: a process or thread we may ptrace). */
 int puppet_seize(struct puppet *p, pid_t pid) __attribute__((warn_unused_result));
+/*
+ * The same, with guard (if not NULL) as the tracer: every later ptrace
+ * operation on p is asked of it; memory is still read and written here.
+ */
+int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard)
+	__attribute__((warn_unused_result));
 
 /*
  * Create a bare puppet: a child of the caller with pid `pid` (clone3
@@ -136,5 +155,17 @@ int puppet_getfd(struct puppet *p, int remote_fd) __attribute__((warn_unused_res
 /* Puts fd into the task as target_fd (O_CLOEXEC if cloexec). */
 int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd, int target_fd,
 		      bool cloexec) __attribute__((warn_unused_result));
+
+/* PTRACE_PEEKSIGINFO: up to nr siginfos (128 bytes each) from off of the
+ * thread's queue, or the process's if shared; the count read */
+long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, void *buf)
+	__attribute__((warn_unused_result));
+/* PTRACE_GET_RSEQ_CONFIGURATION into buf (len bytes); the size the kernel
+ * gave, 0 if none */
+long puppet_get_rseq(struct puppet *p, void *buf, size_t len) __attribute__((warn_unused_result));
+/* PTRACE_SECCOMP_GET_FILTER: filter n's length in instructions; with buf
+ * (room for len instructions), the instructions too */
+long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -221,6 +221,11 @@ TESTS = [
     entry("unix_detach_client", (B, T, R), ckpt_args=["--detach-clients"]),
     entry("refuse_detach_client", kind="refuse", program="unix_detach_client",
           regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*client of the image's listener.*--detach-clients"),
+    # the death of ckpt: killed at every ptrace request and image write of a
+    # checkpoint and a restart (ckpt-fault), and at random moments
+    entry("fault_walk", kind="fault", program="fault_victim"),
+    entry("sig_trap_pending", kind="keep"),
+    entry("fault_random", kind="fault_random", program="fault_victim"),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
@@ -2582,6 +2587,219 @@ http {{
         os.kill(self.pid, signal.SIGUSR1)
         self.expect_gone("SIGUSR1 to the detached process", grace=EXIT_TIMEOUT)
         self.check_result(0, "the detached process")
+
+    # --- the death of ckpt ------------------------------------------------
+
+    def flow_keep(self):
+        """A checkpoint without --kill: the original runs on and checks
+        itself; then the image is restarted and checks itself again."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], kill=False)
+        rc = self.wake_and_wait(pr, "the original after its checkpoint")
+        self.check_result(rc, "the original after its checkpoint")
+        self.reset_out()
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def fault_bin(self):
+        b = os.path.join(os.path.dirname(os.path.abspath(self.opts.ckpt)), "ckpt-fault")
+        if not os.access(b, os.X_OK):
+            raise Fail("%s not built" % b)
+        return b
+
+    def victim_ids(self):
+        """The victim's (pids that answer checks, every tid of the tree)."""
+        with open(self.p("child")) as f:
+            child, tid = (int(x) for x in f.read().split())
+        return [self.pid, child], [self.pid, tid, child]
+
+    def ask_check(self, pids, what, sig=signal.SIGUSR2):
+        """SIGUSR2 to each pid: each checks itself and answers in check-PID
+        (SIGPROF: after a restart, takes its mappings as they are now first)."""
+        def answer(pid):
+            try:
+                with open(self.p("check-%d" % pid)) as f:
+                    return f.read()
+            except OSError:
+                return None
+        # removed first: a restarted process counts from where its image did
+        for pid in pids:
+            if os.path.exists(self.p("check-%d" % pid)):
+                os.unlink(self.p("check-%d" % pid))
+        for pid in pids:
+            os.kill(pid, sig)
+        for pid in pids:
+            deadline = time.monotonic() + 20
+            while answer(pid) is None:
+                if time.monotonic() > deadline:
+                    st = ""
+                    try:
+                        with open("/proc/%d/status" % pid) as f:
+                            st = " ".join(l.strip() for l in f if l.split(":")[0] in
+                                          ("State", "TracerPid", "SigBlk"))
+                    except OSError:
+                        st = "gone"
+                    raise Fail("%s: pid %d does not answer its check (%s)" % (what, pid, st))
+                time.sleep(POLL)
+            text = answer(pid)
+            if "FAIL" in text:
+                raise Fail("%s: pid %d: %s" % (what, pid, text[:1500]))
+
+    def wait_untraced(self, tids, what, timeout=20):
+        deadline = time.monotonic() + timeout
+        for tid in tids:
+            while True:
+                try:
+                    with open("/proc/%d/status" % tid) as f:
+                        tracer = [l for l in f if l.startswith("TracerPid:")][0].split()[1]
+                except OSError:
+                    raise Fail("%s: task %d is gone" % (what, tid))
+                if tracer == "0":
+                    break
+                if time.monotonic() > deadline:
+                    raise Fail("%s: task %d still traced by %s" % (what, tid, tracer))
+                time.sleep(POLL)
+
+    def run_fault(self, args, fault, tag):
+        """ckpt-fault ARGS with CKPT_FAULT=fault; (exit status, stderr)."""
+        err = self.p(tag + ".err")
+        env = dict(os.environ, CKPT_FAULT=fault)
+        pr = subprocess.Popen([self.fault_bin()] + args, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=open(err, "wb"),
+                              cwd=self.dir, env=env)
+        self.procs.append(pr)
+        self.wait_all([pr], CHECKPOINT_TIMEOUT, "ckpt-fault " + " ".join(args))
+        return pr.returncode, tail(err, 20) or ""
+
+    def fault_counts(self, text, what):
+        m = re.search(r"ckpt-fault: (\d+) requests, (\d+) writes", text)
+        if not m:
+            raise Fail("%s: no counts from ckpt-fault: %s" % (what, text.strip()[-300:]))
+        return int(m.group(1)), int(m.group(2))
+
+    @staticmethod
+    def points(total, most=250):
+        step = max(1, -(-total // most))
+        return list(range(1, total + 1, step))
+
+    def wait_pids_free(self, tids, what, timeout=20):
+        deadline = time.monotonic() + timeout
+        while any(pid_exists(t) for t in tids):
+            if time.monotonic() > deadline:
+                left = [t for t in tids if pid_exists(t)]
+                raise Fail("%s: pid(s) %s still exist" % (what, left))
+            time.sleep(POLL)
+
+    def flow_fault(self):
+        """ckpt-fault killed at each request and write of a checkpoint: the
+        tree runs on unharmed; at each of a restart: no pid stays taken."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        pids, tids = self.victim_ids()
+        self.ask_check(pids, "before any checkpoint")
+        img = self.p("img")
+        pid = str(self.pid)
+        rc, err = self.run_fault(["checkpoint", pid, "-o", img], "count", "count")
+        if rc != 0:
+            raise Fail("ckpt-fault checkpoint exit %d: %s" % (rc, err.strip()[-300:]))
+        nreq, nwrite = self.fault_counts(err, "checkpoint")
+        self.vlog("checkpoint: %d requests, %d writes" % (nreq, nwrite))
+        self.ask_check(pids, "after a checkpoint")
+        walk = [("request", n) for n in self.points(nreq, 80)]
+        walk += [("write", n) for n in self.points(nwrite, 15)]
+        for kind, n in walk:
+            what = "ckpt killed at checkpoint %s %d of %d" % (
+                kind, n, nreq if kind == "request" else nwrite)
+            rc, err = self.run_fault(["checkpoint", pid, "-o", img], "%s:%d" % (kind, n), "walk")
+            if rc != -signal.SIGKILL:
+                raise Fail("%s: exit %s, not killed: %s" % (what, rc, err.strip()[-300:]))
+            for f in (img, img + ".part"):
+                if os.path.exists(f):
+                    os.unlink(f)
+            self.wait_untraced(tids, what)
+            self.ask_check(pids, what)
+        self.vlog("checkpoint walk: %d points" % len(walk))
+        self.checkpoint(img, "ckpt", reap=[pr])
+        self.wait_pids_free(tids, "checkpoint --kill")
+        # a restart killed at each of its requests
+        rc, err = self.run_fault(["restart", img, "--detach"], "count", "rcount")
+        if rc != 0:
+            raise Fail("ckpt-fault restart exit %d: %s" % (rc, err.strip()[-300:]))
+        nreq, _ = self.fault_counts(err, "restart")
+        self.ask_check(pids, "restarted once", signal.SIGPROF)
+        for p_ in pids:
+            os.kill(p_, signal.SIGKILL)
+        self.wait_pids_free(tids, "restarted tree killed")
+        # a restart takes longer: every phase, stepping, and its last requests
+        walk = sorted(set(self.points(nreq, 15) + list(range(max(1, nreq - 6), nreq + 1))))
+        for n in walk:
+            what = "ckpt killed at restart request %d of %d" % (n, nreq)
+            rc, err = self.run_fault(["restart", img, "--detach"], "request:%d" % n, "rwalk")
+            if rc != -signal.SIGKILL:
+                raise Fail("%s: exit %s, not killed: %s" % (what, rc, err.strip()[-300:]))
+            self.wait_pids_free(tids, what)
+        rp = self.restart(img, "restart")
+        self.ask_check(pids, "restarted", signal.SIGPROF)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_fault_random(self):
+        """ckpt killed (KILL, INT, TERM) at random moments of a larger
+        checkpoint, and its -o - reader gone: the tree runs on unharmed."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start(args=["128"])
+        self.wait_ready()
+        pids, tids = self.victim_ids()
+        self.ask_check(pids, "before any checkpoint")
+        img = self.p("img")
+        t0 = time.monotonic()
+        self.checkpoint(img, "full", reap=[pr], kill=False)
+        full = time.monotonic() - t0
+        os.unlink(img)
+        self.ask_check(pids, "after a checkpoint")
+        rnd = random.Random()
+        sigs = [signal.SIGKILL] * 4 + [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+        for i, sig in enumerate(sigs):
+            delay = rnd.uniform(0, full)
+            what = "ckpt sent %s after %.3f s of %.3f" % (signal.Signals(sig).name, delay, full)
+            cp = self.popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", img,
+                                           verbose=False), err=self.p("rnd.err"))
+            time.sleep(delay)
+            cp.send_signal(sig)
+            self.wait_all([cp], CHECKPOINT_TIMEOUT, what)
+            for f in (img, img + ".part"):
+                if os.path.exists(f):
+                    os.unlink(f)
+            self.wait_untraced(tids, what)
+            self.ask_check(pids, what)
+        # the reader of the stream goes away
+        cp = subprocess.Popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", "-",
+                                             verbose=False),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=open(self.p("pipe.err"), "wb"), cwd=self.dir)
+        self.procs.append(cp)
+        cp.stdout.read(100000)
+        cp.stdout.close()
+        self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint -o - with its reader gone")
+        msg = tail(self.p("pipe.err"), 5) or ""
+        if cp.returncode != 1 or "closed" not in msg:
+            raise Fail("checkpoint -o - with its reader gone: exit %s, said %r (want 1 and "
+                       "the stream closed)" % (cp.returncode, msg.strip()))
+        self.wait_untraced(tids, "reader of -o - gone")
+        self.ask_check(pids, "reader of -o - gone")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        rp = self.restart(img, "restart")
+        self.ask_check(pids, "restarted", signal.SIGPROF)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def flow_frozen(self):
         """restart --frozen: stopped until SIGCONT, then it carries on."""

@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The guardian (see guard.h). It is forked from ckpt, possibly from a
+ * program with threads (the library), so it allocates only with mmap and
+ * calls nothing that takes a lock another thread may have held at fork.
+ */
+#include "puppet/guard.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "puppet/puppet.h"
+
+/* ---- ckpt's side ---- */
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n == (ssize_t)len)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 ? -errno : -EIO;
+	}
+}
+
+long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen)
+{
+	struct {
+		struct guard_rep rep;
+	} m;
+	struct iovec iov[2] = { { &m.rep, sizeof(m.rep) }, { out, outlen } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = out ? 2 : 1 };
+
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
+	req->pid = p->pid;
+	int r = send_all(p->guard->fd, req, sizeof(*req));
+	if (r < 0)
+		return r == -EPIPE || r == -ECONNRESET ? -EPIPE : r;
+	ssize_t n;
+	while ((n = recvmsg(p->guard->fd, &msg, MSG_TRUNC)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	if (n < (ssize_t)sizeof(m.rep))
+		return -EPIPE; /* the guardian is gone */
+	const struct guard_rep *rep = &m.rep;
+	p->held = rep->held;
+	p->group_stopped = rep->group_stopped;
+	p->event_msg = rep->event_msg;
+	if (req->op == GUARD_SEIZE) {
+		p->regs0 = rep->regs0;
+		p->sigmask0 = rep->sigmask0;
+	}
+	if (req->op == GUARD_SCRATCH_MAP || req->op == GUARD_SCRATCH_UNMAP) {
+		p->scratch = rep->scratch;
+		p->scratch_len = rep->scratch_len;
+	}
+	if (out && rep->len > outlen)
+		return -EMSGSIZE;
+	return rep->ret;
+}
+
+/* A message with no puppet (commit, done). */
+static long guard_op(struct puppet_guard *g, uint32_t op)
+{
+	struct puppet p = { .guard = g, .held = true, .memfd = -1 };
+	struct guard_req req = { .op = op };
+	return guard_call(&p, &req, NULL, 0);
+}
+
+int puppet_guard_watch(struct puppet_guard *g, pid_t pid)
+{
+	struct puppet p = { .guard = g, .held = true, .memfd = -1, .pid = pid };
+	struct guard_req req = { .op = GUARD_WATCH };
+	return g ? (int)guard_call(&p, &req, NULL, 0) : 0;
+}
+
+int puppet_guard_commit(struct puppet_guard *g)
+{
+	return g ? (int)guard_op(g, GUARD_COMMIT) : 0;
+}
+
+int puppet_guard_end(struct puppet_guard *g)
+{
+	if (!g)
+		return 0;
+	int r = (int)guard_op(g, GUARD_DONE);
+	close(g->fd);
+	int status = 0;
+	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	free(g);
+	return r < 0 ? r : 0;
+}
+
+/* ---- the guardian ---- */
+
+/* A bump allocator on mmap: nothing is freed before the guardian exits. */
+struct arena {
+	char *cur;
+	size_t left;
+};
+
+static void *arena_alloc(struct arena *a, size_t len)
+{
+	len = (len + 15) & ~(size_t)15;
+	if (len > a->left) {
+		size_t chunk = len > (1u << 20) ? len : (1u << 20);
+		void *m = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			       0);
+		if (m == MAP_FAILED)
+			return NULL;
+		a->cur = m;
+		a->left = chunk;
+	}
+	void *r = a->cur;
+	a->cur += len;
+	a->left -= len;
+	return r;
+}
+
+struct gtask {
+	struct puppet p;
+	bool used;
+	int *fds; /* its fds when the scratch area was mapped, ascending */
+	size_t nfds;
+};
+
+struct gstate {
+	struct arena arena;
+	struct gtask *tab; /* open addressing on the tid */
+	size_t cap, n;
+	bool commit, done;
+	int *watched; /* pidfds to kill if ckpt dies */
+	size_t nwatched, capwatched;
+};
+
+static int watch(struct gstate *s, pid_t pid)
+{
+	if (s->nwatched == s->capwatched) {
+		size_t cap = s->capwatched ? 2 * s->capwatched : 256;
+		int *v = arena_alloc(&s->arena, cap * sizeof(int));
+		if (!v)
+			return -ENOMEM;
+		if (s->nwatched)
+			memcpy(v, s->watched, s->nwatched * sizeof(int));
+		s->watched = v;
+		s->capwatched = cap;
+	}
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -errno;
+	s->watched[s->nwatched++] = fd;
+	return 0;
+}
+
+static size_t slot_of(const struct gstate *s, pid_t pid)
+{
+	size_t i = ((size_t)pid * 2654435761u) & (s->cap - 1);
+	while (s->tab[i].used && s->tab[i].p.pid != pid)
+		i = (i + 1) & (s->cap - 1);
+	return i;
+}
+
+static struct gtask *find(struct gstate *s, pid_t pid)
+{
+	if (!s->cap)
+		return NULL;
+	struct gtask *t = &s->tab[slot_of(s, pid)];
+	return t->used ? t : NULL;
+}
+
+static struct gtask *add(struct gstate *s, pid_t pid)
+{
+	if (2 * (s->n + 1) > s->cap) {
+		struct gstate ns = { .cap = s->cap ? 2 * s->cap : 256 };
+		ns.tab = arena_alloc(&s->arena, ns.cap * sizeof(*ns.tab));
+		if (!ns.tab)
+			return NULL;
+		memset(ns.tab, 0, ns.cap * sizeof(*ns.tab));
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->tab[i].used)
+				ns.tab[slot_of(&ns, s->tab[i].p.pid)] = s->tab[i];
+		s->tab = ns.tab;
+		s->cap = ns.cap;
+	}
+	struct gtask *t = &s->tab[slot_of(s, pid)];
+	if (!t->used)
+		s->n++;
+	*t = (struct gtask){ .used = true, .p = { .pid = pid, .memfd = -1 } };
+	return t;
+}
+
+/* The fd numbers of pid, ascending; count, or -errno. With out NULL, counts. */
+static long list_fds(pid_t pid, int *out, size_t max)
+{
+	char path[64], buf[4096];
+	size_t n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	int d = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -errno;
+	for (;;) {
+		long got = syscall(SYS_getdents64, d, buf, sizeof(buf));
+		if (got <= 0)
+			break;
+		for (long off = 0; off < got;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			off += de->d_reclen;
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			if (out && n < max)
+				out[n] = atoi(de->d_name);
+			n++;
+		}
+	}
+	close(d);
+	return (long)n;
+}
+
+/* /proc lists fds in order: an insertion sort (qsort may malloc) */
+static void sort_ints(int *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		int x = v[i];
+		size_t j = i;
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+static bool has_int(const int *v, size_t n, int x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid] == x)
+			return true;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* Notes t's fds: those that appear later are ckpt's and closed on undo. */
+static int snapshot_fds(struct gstate *s, struct gtask *t)
+{
+	for (int attempt = 0; attempt < 4; attempt++) {
+		long n = list_fds(t->p.pid, NULL, 0);
+		if (n < 0)
+			return (int)n;
+		size_t room = (size_t)n + 16;
+		int *v = arena_alloc(&s->arena, room * sizeof(int));
+		if (!v)
+			return -ENOMEM;
+		long m = list_fds(t->p.pid, v, room);
+		if (m < 0)
+			return (int)m;
+		if ((size_t)m <= room) {
+			sort_ints(v, (size_t)m);
+			t->fds = v;
+			t->nfds = (size_t)m;
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+/* Undoes what ckpt did to a held task and releases it. */
+static void put_back(struct gstate *s, struct gtask *t)
+{
+	struct puppet *p = &t->p;
+	if (!p->held)
+		return;
+	long n = p->scratch && t->fds ? list_fds(p->pid, NULL, 0) : 0;
+	long room = n + 16;
+	int *now = n > 0 ? arena_alloc(&s->arena, (size_t)room * sizeof(int)) : NULL;
+	if (now)
+		n = list_fds(p->pid, now, (size_t)room);
+	for (long i = 0; now && i < n && i < room; i++)
+		if (!has_int(t->fds, t->nfds, now[i]))
+			puppet_syscall(p, SYS_close, now[i]);
+	if (puppet_scratch_unmap(p) < 0)
+		p->scratch = 0;
+	puppet_release(p, p->group_stopped ? SIGSTOP : 0);
+}
+
+/* ckpt is gone (or done): every task it still held is put back or killed. */
+static __attribute__((noreturn)) void finish(struct gstate *s)
+{
+	for (size_t i = 0; !s->done && i < s->nwatched; i++)
+		syscall(SYS_pidfd_send_signal, s->watched[i], SIGKILL, NULL, 0);
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < s->cap; i++) {
+			struct gtask *t = &s->tab[i];
+			if (!t->used || !t->p.held)
+				continue;
+			if (s->commit)
+				puppet_kill(&t->p);
+			/* processes (with their scratch and fds) first, then threads */
+			else if (pass == 0 ? t->p.scratch != 0 : true)
+				put_back(s, t);
+		}
+	}
+	_exit(0);
+}
+
+static void serve(struct gstate *s, const struct guard_req *req, struct guard_rep *rep, void *data)
+{
+	struct gtask *t = req->op == GUARD_SEIZE ? add(s, req->pid) : find(s, req->pid);
+	if (!t) {
+		rep->ret = req->op == GUARD_SEIZE ? -ENOMEM : -ESRCH;
+		return;
+	}
+	struct puppet *p = &t->p;
+	if (req->syscall_ip)
+		p->syscall_ip = req->syscall_ip;
+	switch (req->op) {
+	case GUARD_SEIZE:
+		rep->ret = puppet_seize(p, req->pid);
+		if (rep->ret == 0)
+			puppet_forget(p); /* its memory is ckpt's business */
+		break;
+	case GUARD_SYSCALL:
+		rep->ret = puppet_syscall6(p, req->a[0], req->a[1], req->a[2], req->a[3], req->a[4],
+					   req->a[5], req->a[6]);
+		break;
+	case GUARD_SCRATCH_MAP:
+		rep->ret = snapshot_fds(s, t);
+		if (rep->ret == 0)
+			rep->ret = puppet_scratch_map(p, (uint64_t)req->a[0], (size_t)req->a[1]);
+		break;
+	case GUARD_SCRATCH_UNMAP:
+		rep->ret = puppet_scratch_unmap(p);
+		break;
+	case GUARD_RELEASE:
+		rep->ret = puppet_release(p, (int)req->a[0]);
+		break;
+	case GUARD_KILL:
+		puppet_kill(p);
+		rep->ret = 0;
+		break;
+	case GUARD_XSTATE: {
+		size_t len = req->a[0] < GUARD_DATA_MAX ? (size_t)req->a[0] : GUARD_DATA_MAX;
+		int r = puppet_get_xstate(p, data, &len);
+		rep->ret = r < 0 ? r : (long)len;
+		rep->len = r < 0 ? 0 : (uint32_t)len;
+		break;
+	}
+	case GUARD_PEEKSIGINFO:
+		rep->ret = puppet_peek_siginfo(p, (uint64_t)req->a[0], req->a[1] != 0, (int)req->a[2],
+					       data);
+		rep->len = rep->ret > 0 ? (uint32_t)rep->ret * 128 : 0;
+		break;
+	case GUARD_RSEQ: {
+		size_t len = req->a[0] < 256 ? (size_t)req->a[0] : 256;
+		rep->ret = puppet_get_rseq(p, data, len);
+		rep->len = rep->ret > 0 ? (uint32_t)len : 0;
+		break;
+	}
+	case GUARD_SECCOMP: {
+		size_t len = (size_t)req->a[1];
+		if (len > GUARD_DATA_MAX / 8)
+			len = GUARD_DATA_MAX / 8;
+		rep->ret = puppet_seccomp_filter(p, (int)req->a[0], len ? data : NULL, len);
+		rep->len = len && rep->ret > 0 ? (uint32_t)rep->ret * 8 : 0;
+		break;
+	}
+	default:
+		rep->ret = -EINVAL;
+	}
+	rep->held = p->held;
+	rep->group_stopped = p->group_stopped;
+	rep->event_msg = p->event_msg;
+	rep->regs0 = p->regs0;
+	rep->sigmask0 = p->sigmask0;
+	rep->scratch = p->scratch;
+	rep->scratch_len = p->scratch_len;
+}
+
+static __attribute__((noreturn)) void guardian(int fd)
+{
+	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGTSTP,
+				       SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2 };
+	struct gstate s = { 0 };
+	struct {
+		struct guard_rep rep;
+		char data[GUARD_DATA_MAX];
+	} m;
+
+	setsid();
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		signal(ignored[i], SIG_IGN);
+	prctl(PR_SET_NAME, "ckpt-guard", 0, 0, 0);
+	if (fd != 3 && dup2(fd, 3) < 0)
+		_exit(127);
+	syscall(SYS_close_range, 0, 2, 0);
+	syscall(SYS_close_range, 4, ~0u, 0);
+	/* stdin, stdout and stderr on /dev/null: nothing of ckpt's is held */
+	int null = open("/dev/null", O_RDWR);
+	while (null >= 0 && null < 2)
+		null = dup(null);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	for (;;) {
+		struct guard_req req;
+		ssize_t n = recv(3, &req, sizeof(req), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			finish(&s);
+		memset(&m.rep, 0, sizeof(m.rep));
+		if (n != sizeof(req))
+			m.rep.ret = -EINVAL;
+		else if (req.op == GUARD_COMMIT) {
+			s.commit = true;
+			m.rep.held = true;
+		} else if (req.op == GUARD_WATCH) {
+			m.rep.ret = watch(&s, req.pid);
+			m.rep.held = true;
+		} else if (req.op == GUARD_DONE) {
+			s.done = true;
+			send(3, &m.rep, sizeof(m.rep), MSG_NOSIGNAL);
+			finish(&s);
+		} else
+			serve(&s, &req, &m.rep, m.data);
+		if (send(3, &m, sizeof(m.rep) + m.rep.len, MSG_NOSIGNAL) < 0)
+			finish(&s);
+	}
+}
+
+int puppet_guard_start(struct puppet_guard **ret)
+{
+	int sv[2];
+	struct puppet_guard *g = malloc(sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		free(g);
+		return -errno;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		free(g);
+		return e;
+	}
+	if (pid == 0)
+		guardian(sv[1]);
+	close(sv[1]);
+	*g = (struct puppet_guard){ .fd = sv[0], .pid = pid };
+	*ret = g;
+	return 0;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The guardian: a small process that is the ptrace tracer of a checkpoint,
+ * so that the tree survives the death of ckpt.
+ *
+ * ckpt forks it before the first seize (puppet_guard_start) and asks it
+ * for every ptrace operation on a puppet seized through it
+ * (puppet_seize_guarded): seize, injected system calls, the scratch area,
+ * the ptrace reads (xstate, pending signals, rseq, seccomp), release and
+ * kill. It runs them with the local puppet functions on its own table of
+ * puppets, so it always knows each task's registers, mask, stop state and
+ * scratch area. Memory, /proc and fds are still read by ckpt directly:
+ * they need the right to ptrace, not being the tracer.
+ *
+ * When its channel reaches end of file without puppet_guard_end() (ckpt
+ * died, however), it puts every held task back as it was: the fds that
+ * appeared in it since its scratch area was mapped are closed, the scratch
+ * area unmapped, registers, signal mask and stop state restored, and it is
+ * detached. After puppet_guard_commit() (the image is complete) it kills
+ * them instead. The channel is one request, one reply.
+ */
+#ifndef CKPT_PUPPET_GUARD_H
+#define CKPT_PUPPET_GUARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+struct puppet;
+
+struct puppet_guard {
+	int fd;    /* ckpt's end of the channel */
+	pid_t pid; /* the guardian */
+};
+
+/* Forks the guardian; *ret is freed by puppet_guard_end(). */
+int puppet_guard_start(struct puppet_guard **ret) __attribute__((warn_unused_result));
+/* The image is complete and safe: if ckpt dies now, kill the tree. */
+int puppet_guard_commit(struct puppet_guard *g) __attribute__((warn_unused_result));
+/*
+ * Until puppet_guard_end(), if ckpt dies, pid (a task ckpt holds now, so
+ * that its pid is its own) is killed, through a pidfd: for a restart,
+ * whose puppets would otherwise run on once released.
+ */
+int puppet_guard_watch(struct puppet_guard *g, pid_t pid) __attribute__((warn_unused_result));
+/* Every puppet is released or killed: the guardian exits (waited for). */
+int puppet_guard_end(struct puppet_guard *g);
+
+/* The channel (used by puppet.c) */
+enum guard_op {
+	GUARD_SEIZE = 1,
+	GUARD_SYSCALL,
+	GUARD_SCRATCH_MAP,
+	GUARD_SCRATCH_UNMAP,
+	GUARD_RELEASE,
+	GUARD_KILL,
+	GUARD_XSTATE,
+	GUARD_PEEKSIGINFO,
+	GUARD_RSEQ,
+	GUARD_SECCOMP,
+	GUARD_COMMIT,
+	GUARD_DONE,
+	GUARD_WATCH,
+};
+
+struct guard_req {
+	uint32_t op;
+	int32_t pid;
+	uint64_t syscall_ip;
+	int64_t a[7];
+};
+
+struct guard_rep {
+	int64_t ret;
+	struct user_regs_struct regs0;
+	uint64_t sigmask0, event_msg, scratch, scratch_len;
+	uint8_t held, group_stopped;
+	uint32_t len; /* of the data that follows */
+};
+
+#define GUARD_DATA_MAX (64 * 1024)
+
+/*
+ * Asks p's guardian for op on p: the state it returns (held, stop, ...) is
+ * copied into p, the data (up to outlen bytes) into out; its result.
+ */
+long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen);
+
+#endif

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The fault-injection hook of the test binary ckpt-fault (src/cli/fault.c):
+ * called at every ptrace request (to the guardian, or local) and at every
+ * image record written. The normal binary does not define it: the weak
+ * reference is NULL and the hook costs one test.
+ */
+#ifndef CKPT_FAULT_H
+#define CKPT_FAULT_H
+
+enum ckpt_fault { CKPT_FAULT_REQUEST, CKPT_FAULT_WRITE };
+void ckpt_fault_point(enum ckpt_fault what) __attribute__((weak));
+#define CKPT_FAULT(what)                        \
+	do {                                    \
+		if (ckpt_fault_point)           \
+			ckpt_fault_point(what); \
+	} while (0)
+
+#endif

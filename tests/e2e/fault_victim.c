@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The victim of the fault-injection walk (runner flow "fault"): a process
+ * with a thread and a child, all of them computing a checksum loop in
+ * registers. ckpt (ckpt-fault) is killed at every point of a checkpoint of
+ * it in turn; after each, the runner sends SIGUSR2 and every process
+ * checks itself from inside and writes "N ok" (or "N FAIL: why") to
+ * check-PID in the test directory: not traced (its threads neither), its
+ * signal mask and SIGTRAP handler as it set them, /proc/self/maps and
+ * /proc/self/fd as before, its thread still running with its own mask, the
+ * checksums right. At the end it is checkpointed and restarted for real
+ * and verifies the same once more (SIGUSR1), then passes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib.h"
+
+static volatile sig_atomic_t check_req, rebase_req;
+static volatile uint64_t thread_progress;
+static volatile int thread_bad, loop_bad;
+static volatile pid_t thread_tid;
+static sigset_t want;
+static char maps0[65536], fds0[8192];
+static unsigned checks;
+
+static void on_check(int sig)
+{
+	(void)sig;
+	check_req++;
+}
+
+/* after a restart: mappings are rebuilt (merged) and may differ; the new
+ * ones are the reference from now on */
+static void on_rebase(int sig)
+{
+	(void)sig;
+	rebase_req++;
+	check_req++;
+}
+
+static void on_trap(int sig)
+{
+	(void)sig;
+}
+
+static uint64_t spin(uint64_t x, int n)
+{
+	for (int i = 0; i < n; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		x ^= x >> 29;
+	}
+	return x;
+}
+
+/* /proc/self/maps without the stack (which may grow) */
+static void read_maps(char *out, size_t size)
+{
+	static char buf[65536];
+	size_t o = 0;
+	if (test_read_file("/proc/self/maps", buf, sizeof(buf)) < 0)
+		fail("read maps: %m");
+	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (!strstr(l, "[stack]") && o + strlen(l) + 2 < size)
+			o += (size_t)snprintf(out + o, size - o, "%s\n", l);
+	out[o] = '\0';
+}
+
+static void read_fds(char *out, size_t size)
+{
+	size_t o = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		fail("opendir fd: %m");
+	for (struct dirent *de; (de = readdir(d));) {
+		char path[300], target[256] = "";
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		if (strstr(target, "/proc/") && strstr(target, "/fd"))
+			continue; /* the directory being read */
+		if (o + 300 < size)
+			o += (size_t)snprintf(out + o, size - o, "%s %s\n", de->d_name, target);
+	}
+	closedir(d);
+	out[o] = '\0';
+}
+
+static long tracer_of(pid_t tid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	if (test_read_file(path, buf, sizeof(buf)) < 0)
+		return -1;
+	char *t = strstr(buf, "TracerPid:");
+	return t ? atol(t + 10) : -1;
+}
+
+/*
+ * A raw thread (clone without CLONE_SYSVSEM, so no semaphore undo list to
+ * refuse the checkpoint on a host with SysV semaphores): system calls only.
+ */
+static int thread_main(void *arg)
+{
+	(void)arg;
+	uint64_t ref = spin(7, 20000);
+	thread_tid = (pid_t)syscall(SYS_gettid);
+	for (;;) {
+		if (spin(7, 20000) != ref)
+			thread_bad = 1;
+		uint64_t cur = 0;
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, NULL, &cur, 8);
+		if (memcmp(&cur, &want, 8))
+			thread_bad = 2;
+		thread_progress++;
+	}
+	return 0;
+}
+
+/* What is wrong, or "" */
+static void self_check(char *why, size_t size, bool has_thread)
+{
+	static char maps[65536], fds[8192];
+	struct sigaction sa;
+	sigset_t cur;
+
+	why[0] = '\0';
+	read_fds(fds, sizeof(fds));
+	read_maps(maps, sizeof(maps));
+	sigprocmask(SIG_SETMASK, NULL, &cur);
+	sigaction(SIGTRAP, NULL, &sa);
+	if (test_tracer_pid() != 0)
+		snprintf(why, size, "traced by %ld", test_tracer_pid());
+	else if (has_thread && tracer_of(thread_tid) != 0)
+		snprintf(why, size, "thread %d traced by %ld", thread_tid, tracer_of(thread_tid));
+	else if (memcmp(&cur, &want, 8))
+		snprintf(why, size, "signal mask %#llx, set %#llx", *(unsigned long long *)&cur,
+			 *(unsigned long long *)&want);
+	else if (sa.sa_handler != on_trap)
+		snprintf(why, size, "SIGTRAP handler lost");
+	else if (strcmp(fds, fds0))
+		snprintf(why, size, "fds changed: now\n%s\nwas\n%s", fds, fds0);
+	else if (strcmp(maps, maps0))
+		snprintf(why, size, "mappings changed: now\n%s\nwas\n%s", maps, maps0);
+	else if (loop_bad)
+		snprintf(why, size, "checksum loop went wrong");
+	else if (has_thread && thread_bad)
+		snprintf(why, size, "thread: %s", thread_bad == 1 ? "checksum wrong" : "mask changed");
+	if (why[0] || !has_thread)
+		return;
+	uint64_t before = thread_progress;
+	for (int i = 0; i < 2000 && thread_progress == before; i++)
+		usleep(1000);
+	if (thread_progress == before)
+		snprintf(why, size, "thread %d does not run", thread_tid);
+}
+
+static void answer(bool has_thread)
+{
+	static char why[150000];
+	char path[4096], tmp[4200], line[64];
+	const char *dir = getenv("CKPT_TEST_DIR");
+	self_check(why, sizeof(why), has_thread);
+	checks++;
+	snprintf(path, sizeof(path), "%s/check-%d", dir ? dir : ".", getpid());
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	int n = snprintf(line, sizeof(line), "%u %s", checks, why[0] ? "FAIL: " : "ok\n");
+	if (write(fd, line, (size_t)n) < 0 || (why[0] && write(fd, why, strlen(why)) < 0))
+		test_failf("write %s: %m", tmp);
+	close(fd);
+	rename(tmp, path);
+}
+
+static void loop(bool has_thread)
+{
+	uint64_t ref = spin(3, 50000);
+	sig_atomic_t handled = 0, rebased = 0;
+	while (!test_woken) {
+		if (spin(3, 50000) != ref)
+			loop_bad = 1;
+		if (check_req != handled) {
+			handled = check_req;
+			if (rebased != rebase_req) {
+				rebased = rebase_req;
+				read_fds(fds0, sizeof(fds0));
+				read_maps(maps0, sizeof(maps0));
+			}
+			answer(has_thread);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	/* a larger victim: MiB of touched random memory */
+	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
+	if (mib) {
+		uint64_t *m = test_mmap(NULL, mib << 20, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		for (size_t i = 0; i < (mib << 20) / 8; i += 512) /* one word a page */
+			m[i] = i * 0x9e3779b97f4a7c15ull + 1;
+	}
+	struct sigaction sa = { .sa_handler = on_check };
+	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = on_rebase;
+	sigaction(SIGPROF, &sa, NULL);
+	sa.sa_handler = on_trap;
+	sigaction(SIGTRAP, &sa, NULL);
+	sigemptyset(&want);
+	sigaddset(&want, SIGWINCH);
+	sigaddset(&want, SIGURG);
+	sigaddset(&want, SIGRTMIN + 2);
+	sigprocmask(SIG_SETMASK, &want, NULL);
+	test_setup_wake();
+
+	pid_t child = fork();
+	if (child < 0)
+		fail("fork: %m");
+	if (child == 0) {
+		read_fds(fds0, sizeof(fds0)); /* first: opendir makes the heap */
+		read_maps(maps0, sizeof(maps0));
+		loop(false);
+		_exit(0);
+	}
+	char *stack = test_mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
+	if (clone(thread_main, stack + (1 << 20),
+		  CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD, NULL) < 0)
+		fail("clone: %m");
+	while (!thread_progress)
+		usleep(1000);
+	char path[4096], buf[32];
+	const char *dir = getenv("CKPT_TEST_DIR");
+	snprintf(path, sizeof(path), "%s/child", dir ? dir : ".");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int n = snprintf(buf, sizeof(buf), "%d %d\n", child, thread_tid);
+	if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd))
+		fail("write %s: %m", path);
+	read_fds(fds0, sizeof(fds0));
+	read_maps(maps0, sizeof(maps0));
+	test_ready();
+	loop(true);
+	test_check_common();
+	static char why[150000];
+	self_check(why, sizeof(why), true);
+	expect(!why[0], "after restart: %.2000s", why);
+	kill(child, SIGUSR1);
+	int st;
+	expect(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	       "child %d ended with status %#x", child, st);
+	pass();
+}
