@@ -40,7 +40,8 @@ static const struct opt opts[] = {
 	{ "drop-queued-events", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(drop_events) },
 	{ "detach-clients", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(detach_clients) },
 	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART) | ON(CMD_RUN), F(pidfile) },
-	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
+	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT) | ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(json) },
+	{ "quiet", 'q', OPT_FLAG, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(quiet) },
 	{ "key", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART) | ON(CMD_INSPECT), F(key) },
 	{ "log", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(log) },
 	{ "verbose", 'v', OPT_COUNT, ~0u, F(verbose) },
@@ -188,6 +189,9 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "--verify goes with --kill");
 	if (a.cmd == CMD_CHECKPOINT && a.verify && !strcmp(a.output ? a.output : "", "-"))
 		return fail(err, len, "%s", "--verify needs the image in a file, not on stdout");
+	if (a.cmd == CMD_CHECKPOINT && a.json && !strcmp(a.output, "-"))
+		return fail(err, len, "%s",
+			    "--json writes to stdout, where -o - writes the image: use -o FILE");
 	if (parse_external(&a, err, len) < 0)
 		return -EINVAL;
 	if ((a.cmd == CMD_RESTART || a.cmd == CMD_INSPECT) && !a.image)

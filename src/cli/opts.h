@@ -41,7 +41,8 @@ struct cli_args {
 	bool ext_unix;          /* ... of which "unix" */
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
-	bool json;
+	bool json;              /* inspect, checkpoint, restart: --json */
+	bool quiet;             /* checkpoint, restart: no summary line */
 	bool help;              /* --help after a command */
 	const char *hostname;   /* run --hostname */
 	char *const *run_argv;  /* run: the command and its arguments */

@@ -294,6 +294,7 @@ TESTS = [
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
+    entry("cli_summary", kind="cli_summary"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
@@ -2102,6 +2103,98 @@ http {{
         self.checkpoint(img, "ckpt", reap=[pr])
         pr.poll()
         return img
+
+    SUMMARY_RE = re.compile(
+        r"ckpt: (checkpointed|restarted) (\d+) process(?:es)? \((\d+) threads?\), "
+        r"([\d.]+) (bytes|KiB|MiB|GiB) of memory, (?:image|from) (\S+) ([\d.]+) "
+        r"(bytes|KiB|MiB|GiB),(?: as pid (\d+),)? in ([\d.]+) s")
+
+    def parse_summary(self, err, what):
+        lines = [l for l in err.splitlines() if l.startswith("ckpt: ")]
+        if len(lines) != 1:
+            raise Fail("%s: want one summary line on stderr, got %r" % (what, err))
+        m = self.SUMMARY_RE.match(lines[0])
+        if not m:
+            raise Fail("%s: summary line %r is not of the documented form" % (what, lines[0]))
+        unit = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+        return dict(verb=m.group(1), processes=int(m.group(2)), threads=int(m.group(3)),
+                    memory=float(m.group(4)) * unit[m.group(5)], image=m.group(6),
+                    image_bytes=float(m.group(7)) * unit[m.group(8)],
+                    pid=int(m.group(9)) if m.group(9) else None, seconds=float(m.group(10)))
+
+    def check_counts(self, got, what, mem_key, img_key, img):
+        if got["processes"] != 3 or got["threads"] != 5:
+            raise Fail("%s: %d processes, %d threads; the tree has 3 and 5"
+                       % (what, got["processes"], got["threads"]))
+        if not 16 * MiB <= got[mem_key] <= 64 * MiB:
+            raise Fail("%s: %d bytes of memory, the tree wrote 16 MiB" % (what, got[mem_key]))
+        size = os.path.getsize(img)
+        if abs(got[img_key] - size) > max(size * 0.06, 1):
+            raise Fail("%s: image of %d bytes, the file has %d" % (what, got[img_key], size))
+
+    def flow_cli_summary(self):
+        """checkpoint and restart say what they did: one summary line on stderr,
+        nothing with --quiet, one JSON object on stdout with --json."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        # a checkpoint that leaves it running: the summary line
+        img1 = self.p("img1")
+        self.checkpoint(img1, "ckpt1", reap=[pr], kill=False)
+        got = self.parse_summary(tail(self.p("ckpt1.err"), 50) or "", "checkpoint")
+        if got["verb"] != "checkpointed" or got["image"] != img1:
+            raise Fail("checkpoint summary names %r %r" % (got["verb"], got["image"]))
+        self.check_counts(got, "checkpoint summary", "memory", "image_bytes", img1)
+        # --quiet: nothing on stderr
+        self.checkpoint(self.p("img2"), "ckpt2", reap=[pr], kill=False, extra=["--quiet"])
+        if (tail(self.p("ckpt2.err"), 50) or "").strip():
+            raise Fail("checkpoint --quiet said %r" % tail(self.p("ckpt2.err"), 50))
+        # -o - with --json: refused, both would be on stdout
+        r = self.run_ckpt(["checkpoint", str(self.pid), "-o", "-", "--json"])
+        self.expect_error(r, "checkpoint -o - --json", must=["--json"])
+        # --json: one object on stdout, nothing else
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--json"])
+        pr.poll()
+        with open(self.p("ckpt.out")) as f:
+            text = f.read()
+        try:
+            js = json.loads(text)
+        except ValueError as e:
+            raise Fail("checkpoint --json printed %r: %s" % (text, e))
+        if js.get("command") != "checkpoint" or js.get("pid") != self.pid or \
+                js.get("image") != img or js.get("killed") is not True or \
+                not isinstance(js.get("warnings"), list) or \
+                not isinstance(js.get("seconds"), float):
+            raise Fail("checkpoint --json: %r" % js)
+        self.check_counts(js, "checkpoint --json", "memory_bytes", "image_bytes", img)
+        # restart --detach: the pid alone on stdout, the summary on stderr
+        r = self.run_ckpt(["restart", img, "--detach"])
+        out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        if r.returncode != 0 or out != "%d\n" % self.pid:
+            raise Fail("restart --detach: exit %d, stdout %r, stderr %r"
+                       % (r.returncode, out, err))
+        got = self.parse_summary(err, "restart")
+        if got["verb"] != "restarted" or got["pid"] != self.pid or got["image"] != img:
+            raise Fail("restart summary: %r" % got)
+        self.check_counts(got, "restart summary", "memory", "image_bytes", img)
+        # checkpoint that one, restart it with --json
+        img3 = self.p("img3")
+        self.checkpoint(img3, "ckpt3", reap=[], extra=["--quiet"])
+        r = self.run_ckpt(["restart", img3, "--detach", "--json"])
+        try:
+            js = json.loads(r.stdout.decode(errors="replace"))
+        except ValueError as e:
+            raise Fail("restart --json printed %r: %s" % (r.stdout, e))
+        if r.returncode != 0 or r.stderr.strip() or js.get("command") != "restart" or \
+                js.get("pid") != self.pid or js.get("detached") is not True:
+            raise Fail("restart --detach --json: exit %d, %r, stderr %r"
+                       % (r.returncode, js, r.stderr))
+        self.check_counts(js, "restart --json", "memory_bytes", "image_bytes", img3)
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the restored tree")
 
     def flow_detach(self):
         """restart --detach prints the pid alone on a line and returns."""

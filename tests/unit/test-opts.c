@@ -100,7 +100,11 @@ TEST(restart)
 	CHECK_STR(a.image, "-weird-name");
 	CHECK_EQ(PARSE(&a, err, "restart"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "restart", "i", "--frozen", "--dry-run"), -EINVAL);
-	CHECK_EQ(PARSE(&a, err, "restart", "i", "--json"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "restart", "i", "--json", "-q"), 0);
+	CHECK(a.json && a.quiet);
+	CHECK_EQ(PARSE(&a, err, "restart", "i", "--keep-going"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "1", "-o", "-", "--json"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "1", "-o", "f", "--json"), 0);
 }
 
 TEST(commands)
