@@ -76,6 +76,11 @@ static const struct opt opts[] = {
 	  "in a new pid namespace under an init of ckpt's, when\n"
 	  "the pids are taken here (without privilege: in a\n"
 	  "user namespace of one's own)" },
+	{ "output-log", 0, OPT_STRING, ON(CMD_RUN), F(output_log), "FILE",
+	  "with --detach: the container's stdout and stderr are\n"
+	  "appended to FILE" },
+	{ "keep-fds", 0, OPT_FLAG, ON(CMD_RUN), F(keep_fds), NULL,
+	  "keep the caller's fds above 2 open in the container" },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname), "NAME",
 	  "the container's host name" },
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
@@ -340,6 +345,8 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "--key needs a file name (the key is not read from stdin)");
 	if (a.cmd == CMD_RUN && !a.run_argc)
 		return fail(err, len, "%s", "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
+	if (a.cmd == CMD_RUN && a.output_log && !a.detach)
+		return fail(err, len, "%s", "--output-log goes with --detach");
 	if (a.cmd == CMD_RUN && a.hostname && strlen(a.hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a.hostname);
 	if (a.cmd == CMD_RESTART && a.frozen && a.dry_run)

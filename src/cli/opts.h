@@ -47,6 +47,8 @@ struct cli_args {
 	bool help;              /* --help after a command */
 	enum cli_cmd topic;     /* help COMMAND */
 	const char *hostname;   /* run --hostname */
+	const char *output_log; /* run --detach --output-log FILE */
+	bool keep_fds;          /* run --keep-fds */
 	char *const *run_argv;  /* run: the command and its arguments */
 	int run_argc;
 };

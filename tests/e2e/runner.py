@@ -295,6 +295,7 @@ TESTS = [
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
     entry("cli_summary", kind="cli_summary"),
+    entry("run_detach", kind="run_detach", program="cli_summary"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
@@ -2195,6 +2196,98 @@ http {{
         os.kill(self.pid, signal.SIGUSR1)
         self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
         self.check_result(0, "the restored tree")
+
+    def run_through_pipe(self, args, what, pass_fds=()):
+        """ckpt ARGS with stdout and stderr pipes, as in pid=$(ckpt ...): it must
+        return while what it started runs on; returns the pid it printed."""
+        argv = self.ckpt_argv(*args, verbose=False)
+        self.vlog("$ " + " ".join(argv))
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                               cwd=self.dir, timeout=20, pass_fds=pass_fds)
+        except subprocess.TimeoutExpired:
+            raise Fail("%s: did not return within 20 s through a pipe (it keeps the "
+                       "caller's stdout?)" % what)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0 or not re.fullmatch(r"\d+\n", out):
+            raise Fail("%s: exit %d, stdout %r, stderr %r" % (what, r.returncode, out,
+                                                              r.stderr.decode(errors="replace")))
+        return int(out)
+
+    def container_fds(self, pid):
+        fds = {}
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                fds[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                pass
+        return fds
+
+    def flow_run_detach(self):
+        """ckpt run --detach returns through a pipe at once, its container's stdio
+        on /dev/null (or --output-log), without the fds the caller leaked
+        (unless --keep-fds); restart --detach of it returns through a pipe too."""
+        if self.opts.no_ckpt:
+            return self.native()
+        rd, wr = os.pipe()  # the caller's leaked fd: a pipe's write end
+        leaked = "pipe:[%d]" % os.fstat(wr).st_ino
+        pids = []
+        try:
+            pid = self.run_through_pipe(["run", "--detach", "--", "sleep", "1000"],
+                                        "ckpt run --detach", pass_fds=(wr,))
+            pids.append(pid)
+            fds = self.container_fds(pid)
+            if leaked in fds.values():
+                raise Fail("the container holds the caller's fd %d (%s): %r" % (wr, leaked, fds))
+            if [fds.get(i) for i in range(3)] != ["/dev/null"] * 3:
+                raise Fail("the detached container's stdio is %r, want /dev/null" % fds)
+            # --keep-fds: the leaked fd is there (the check above can see it)
+            pid = self.run_through_pipe(["run", "--detach", "--keep-fds", "--", "sleep", "1000"],
+                                        "ckpt run --detach --keep-fds", pass_fds=(wr,))
+            pids.append(pid)
+            if self.container_fds(pid).get(wr) != leaked:
+                raise Fail("--keep-fds: fd %d is not the caller's pipe in the container" % wr)
+            # --output-log: its output goes there
+            log = self.p("run-output.log")
+            env_dir = "CKPT_TEST_DIR=%s" % self.dir
+            pid = self.run_through_pipe(
+                ["run", "--detach", "--output-log", log, "--", "env", env_dir,
+                 "sh", "-c", 'echo hello from $$; exec "$0"', self.program_argv()[0]],
+                "ckpt run --detach --output-log", pass_fds=(wr,))
+            pids.append(pid)
+            deadline = time.monotonic() + READY_TIMEOUT
+            while not os.path.exists(self.p("ready")):
+                if time.monotonic() > deadline or not pid_alive(pid):
+                    raise Fail("the container of --output-log did not get ready")
+                time.sleep(POLL)
+            with open(log) as f:
+                text = f.read()
+            if "hello from 1" not in text:
+                raise Fail("--output-log %s holds %r" % (log, text))
+            # restart --detach through a pipe, after checkpoint --kill
+            self.pid = pid
+            img = self.p("img")
+            self.checkpoint(img, "ckpt", reap=[])
+            got = self.run_through_pipe(["restart", img, "--detach", "--quiet"],
+                                        "ckpt restart --detach of the container")
+            pids.append(got)  # fresh namespaces: pid 1 inside, another outside
+            pid = self.pid = got
+            if leaked in self.container_fds(pid).values():
+                raise Fail("the restored container holds the caller's pipe")
+            os.kill(pid, signal.SIGUSR1)
+            self.expect_gone("SIGUSR1 to the restored container", grace=EXIT_TIMEOUT)
+            with open(log) as f:
+                text = f.read()
+            if "PASS" not in text or "FAIL" in text:
+                raise Fail("the restored container wrote %r" % text)
+        finally:
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            os.close(rd)
+            os.close(wr)
 
     def flow_detach(self):
         """restart --detach prints the pid alone on a line and returns."""
