@@ -130,8 +130,10 @@ CKPT_EXPORT int ckpt_inspect_key(int fd, int out_fd, int json, const void *key, 
 
 /*
  * Probe the kernel features ckpt needs; writes one line per feature to
- * out_fd ("present"/"missing" and why). Returns 0 if all required ones are
- * present, -ENOTSUP otherwise.
+ * out_fd ("present", "MISSING": the kernel lacks it, or "DENIED": this
+ * caller may not use it, and why). Returns 0 if all required ones are
+ * present, -ENOTSUP if the kernel lacks one, else -EPERM if the caller may
+ * not use one (a privilege is missing).
  */
 CKPT_EXPORT int ckpt_check(int out_fd);
 

@@ -296,6 +296,7 @@ TESTS = [
     entry("cli_usage", kind="cli_usage"),
     entry("cli_summary", kind="cli_summary"),
     entry("run_detach", kind="run_detach", program="cli_summary"),
+    entry("cli_check", kind="cli_check"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
@@ -2288,6 +2289,40 @@ http {{
                     pass
             os.close(rd)
             os.close(wr)
+
+    def flow_cli_check(self):
+        """ckpt check tells what the kernel lacks (MISSING) from what this user may
+        not do (DENIED), and points a user without privilege to ckpt run."""
+        if self.opts.no_ckpt:
+            return
+        r = self.run_ckpt(["check"], verbose=False)
+        out = r.stdout.decode(errors="replace")
+        lacks = [l for l in out.splitlines() if l.startswith("MISSING") and "(optional)" not in l]
+        if lacks:
+            raise Skip("this kernel lacks what ckpt needs: %s" % "; ".join(lacks))
+        if r.returncode != 0 or "DENIED" in out:
+            raise Fail("ckpt check as root: exit %d: %s %s" % (r.returncode, out, r.stderr))
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o711)
+        ckpt = self.p("ckpt")
+        shutil.copy(self.opts.ckpt, ckpt)
+        os.chmod(ckpt, 0o755)
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        self.vlog("$ " + " ".join(drop + [ckpt, "check"]))
+        r = subprocess.run(drop + [ckpt, "check"], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=30)
+        out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        self.vlog("exit %d\n%s%s" % (r.returncode, out, err))
+        if r.returncode != 1:
+            raise Fail("ckpt check as nobody: exit %d, want 1: %s" % (r.returncode, err))
+        if not re.search(r"^DENIED +clone3 with set_tid", out, re.M):
+            raise Fail("ckpt check as nobody does not mark clone3 set_tid DENIED: %s" % out)
+        if re.search(r"^MISSING +clone3", out, re.M) or "lacks" in err or "missing" in err:
+            raise Fail("ckpt check as nobody blames the kernel: %s %s" % (out, err))
+        if "ckpt run" not in err:
+            raise Fail("ckpt check as nobody does not point to ckpt run: %r" % err)
 
     def flow_detach(self):
         """restart --detach prints the pid alone on a line and returns."""
