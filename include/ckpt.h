@@ -93,6 +93,15 @@ struct ckpt_opts {
 	const void *key;
 	size_t key_len;
 	/*
+	 * checkpoint: called once the image is complete and fsync'd (and, with
+	 * CKPT_KILL, checked), before the tree is killed or resumed; the caller
+	 * makes the image durable under its final name there. A negative errno
+	 * fails the checkpoint, and the tree is then not killed. NULL for none;
+	 * a smaller size (an older caller) has none.
+	 */
+	int (*image_done)(void *arg, char *why, size_t why_len);
+	void *image_done_arg;
+	/*
 	 * Out, on success: what was saved (checkpoint) or restored (restart).
 	 * Written only when size covers it: a caller built before it existed
 	 * passes a smaller size and gets nothing written there.

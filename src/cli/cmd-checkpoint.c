@@ -3,33 +3,53 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ckpt.h"
 #include "cli/cli.h"
 #include "util/cleanup.h"
+#include "util/safefile.h"
 
-static void sync_dir_of(const char *path)
+/* Called by the library once the image is complete, before any kill. */
+static int commit_image(void *arg, char *why, size_t why_len)
 {
-	char dir[4096];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	else
-		snprintf(dir, sizeof(dir), ".");
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
+	struct safe_file *f = arg;
+	const char *step = "";
+	int r = safe_file_commit(f, &step);
+
+	if (r < 0)
+		snprintf(why, why_len, "writing it under its final name failed (%s): %s", step,
+			 strerror(-r));
+	return r;
+}
+
+/*
+ * The final name is replaced by rename(), never written through; this check
+ * only makes a planted symlink or a device an error the user understands
+ * (a symlink swapped in after it is still replaced, not followed).
+ */
+static int check_target(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISLNK(st.st_mode)) {
+		fprintf(stderr, "ckpt: '%s' is a symbolic link: ckpt does not replace it\n", path);
+		return -ELOOP;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "ckpt: '%s' exists and is not a regular file: not replaced\n", path);
+		return -EEXIST;
+	}
+	return 0;
 }
 
 int cmd_checkpoint(const struct cli_args *a)
 {
 	char err[512] = "";
+	struct safe_file out = { .fd = -1, .dirfd = -1 };
 	int fd, logfd, r;
 	bool to_stdout = !strcmp(a->output, "-");
 	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
@@ -41,23 +61,22 @@ int cmd_checkpoint(const struct cli_args *a)
 		fputs("ckpt: refusing to write an image to a terminal\n", stderr);
 		return 2;
 	}
-	/* written under a temporary name, renamed once complete */
-	char tmp[4096];
-	if (!to_stdout && snprintf(tmp, sizeof(tmp), "%s.part", a->output) >= (int)sizeof(tmp)) {
-		fputs("ckpt: output path too long\n", stderr);
-		return 2;
+	/* written unnamed (O_TMPFILE), named and renamed over FILE once complete */
+	if (!to_stdout) {
+		if (check_target(a->output) < 0)
+			return 1;
+		r = safe_file_create(a->output, &out);
+		if (r < 0) {
+			fprintf(stderr, "ckpt: cannot write '%s': %s\n", a->output, strerror(-r));
+			return 1;
+		}
 	}
-	fd = to_stdout ? STDOUT_FILENO : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		fprintf(stderr, "ckpt: cannot write '%s': %s\n", a->output, strerror(errno));
-		return 1;
-	}
-	/* the directory entry must be durable too before the process is killed */
-	if (!to_stdout)
-		sync_dir_of(tmp);
+	fd = to_stdout ? STDOUT_FILENO : out.fd;
 	logfd = cli_open_log(a->log);
-	if (a->log && logfd < 0)
+	if (a->log && logfd < 0) {
+		safe_file_abort(&out);
 		return 1;
+	}
 	int level = cli_log_level(a->verbose);
 	int warnfd = cli_warn_capture(a, &logfd, &level);
 
@@ -73,21 +92,12 @@ int cmd_checkpoint(const struct cli_args *a)
 		.errbuf_len = sizeof(err),
 		.key = cli_key_ptr(&key),
 		.key_len = sizeof(key.bytes),
+		.image_done = to_stdout ? NULL : commit_image,
+		.image_done_arg = &out,
 	};
 	/* a plain process is a subtree; a namespace init is checkpointed whole */
 	r = ckpt_checkpoint_opts(a->pid, fd, &o);
-	if (!to_stdout) {
-		if (r < 0)
-			unlink(tmp); /* never a complete image: it is not left behind */
-		else if (rename(tmp, a->output) < 0) {
-			r = -errno;
-			snprintf(err, sizeof(err), "cannot rename the complete image to '%.300s': %s",
-				 a->output, strerror(errno));
-		} /* on a failed rename the complete image stays as FILE.part */
-		else
-			sync_dir_of(a->output);
-		close(fd);
-	}
+	safe_file_abort(&out); /* an incomplete image is not left behind */
 	if (logfd >= 0 && logfd != warnfd)
 		close(logfd);
 	if (r < 0) {

@@ -25,11 +25,125 @@
 #include <string.h>
 #include <linux/close_range.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/cgroup.h"
+#include "util/cleanup.h"
+#include "util/proc.h"
+#include "util/safefile.h"
+
+/* The container's cgroup: mnt/rel, fd for CLONE_INTO_CGROUP (-1: none). */
+struct run_cgroup {
+	char mnt[CG_PATH_MAX], rel[CG_PATH_MAX];
+	int fd;
+	bool made;
+};
+
+static int set_limit(const struct run_cgroup *cg, const char *file, const char *value)
+{
+	char where[CG_PATH_MAX];
+	int r = cg_limit_name_ok(file) ? cg_enable_for(cg->mnt, cg->rel, file, where) : -EINVAL;
+	if (r == -EINVAL)
+		fprintf(stderr, "ckpt: run: '%s' is not a cgroup limit ckpt saves\n", file);
+	else if (r < 0)
+		fprintf(stderr, "ckpt: run: cgroup %s: cannot enable the controller of %s in %s: %s\n",
+			cg->rel, file, where, strerror(-r));
+	else if ((r = cg_write(cg->mnt, cg->rel, file, value)) < 0)
+		fprintf(stderr, "ckpt: run: cgroup %s: cannot set %s to '%s': %s\n", cg->rel, file,
+			value, strerror(-r));
+	return r;
+}
+
+static int set_limits(const struct cli_args *a, const struct run_cgroup *cg)
+{
+	const char *const named[][2] = { { "memory.max", a->memory_max },
+					 { "pids.max", a->pids_max },
+					 { "cpu.max", a->cpu_max } };
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(named); i++)
+		if (named[i][1])
+			r = set_limit(cg, named[i][0], named[i][1]);
+	_cleanup_free_ char *list = a->cgroup_set ? strdup(a->cgroup_set) : NULL;
+	char *save = NULL;
+	for (char *kv = list ? strtok_r(list, ",", &save) : NULL; r >= 0 && kv;
+	     kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq) {
+			fprintf(stderr, "ckpt: run: --cgroup-set '%s' is not FILE=VALUE\n", kv);
+			return -EINVAL;
+		}
+		*eq = '\0';
+		r = set_limit(cg, kv, eq + 1);
+	}
+	return r;
+}
+
+/*
+ * The container's own cgroup, NAME (default ckpt-PID) under ckpt's, with
+ * the limits asked for. Without cgroup v2, or where ckpt may not make
+ * cgroups, a container nobody asked a cgroup for shares ckpt's (a
+ * warning); one asked for fails the run.
+ */
+static int make_cgroup(const struct cli_args *a, struct run_cgroup *cg)
+{
+	bool asked = a->cgroup || a->memory_max || a->pids_max || a->cpu_max || a->cgroup_set;
+	_cleanup_free_ char *self = NULL;
+	char own[CG_PATH_MAX], dir[2 * CG_PATH_MAX];
+	int r = cg_mount(cg->mnt, sizeof(cg->mnt));
+	if (r >= 0)
+		r = proc_read(0, "cgroup", &self, NULL);
+	if (r >= 0)
+		r = cg_v2_path(self, own, sizeof(own));
+	if (r >= 0 && !strncmp(own, "/..", 3))
+		r = -ENOENT;
+	if (r >= 0) {
+		char name[32];
+		snprintf(name, sizeof(name), "ckpt-%d", (int)getpid());
+		const char *leaf = a->cgroup ? a->cgroup : name;
+		if (strlen(own) + strlen(leaf) + 2 > sizeof(cg->rel))
+			return -ENAMETOOLONG;
+		strcpy(cg->rel, strcmp(own, "/") ? own : "");
+		strcat(cg->rel, "/");
+		strcat(cg->rel, leaf);
+		snprintf(dir, sizeof(dir), "%s%s", cg->mnt, cg->rel);
+		cg->made = mkdir(dir, 0755) == 0;
+		r = cg->made || errno == EEXIST ? 0 : -errno;
+	}
+	if (r >= 0 && (r = set_limits(a, cg)) < 0) {
+		if (cg->made)
+			rmdir(dir);
+		return r;
+	}
+	if (r >= 0 && (cg->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = -errno;
+	if (r >= 0)
+		return 0;
+	if (cg->made)
+		rmdir(dir);
+	cg->made = false;
+	fprintf(stderr, "ckpt: run: cannot make the container's cgroup %s: %s%s\n",
+		r == -ENOENT ? "(no cgroup2 file system of ckpt's cgroup namespace is mounted)"
+			     : cg->rel,
+		strerror(-r), asked ? "" : "; it shares ckpt's cgroup");
+	return asked ? r : 0;
+}
+
+static void remove_cgroup(const struct run_cgroup *cg)
+{
+	char dir[2 * CG_PATH_MAX];
+	if (cg->fd >= 0)
+		close(cg->fd);
+	if (!cg->made)
+		return;
+	snprintf(dir, sizeof(dir), "%s%s", cg->mnt, cg->rel);
+	/* its tasks may still be leaving it */
+	for (int i = 0; i < 200 && rmdir(dir) < 0 && errno == EBUSY; i++)
+		usleep(10000);
+}
 
 /*
  * --detach: stdin, stdout and stderr become /dev/null (stdout and stderr:
@@ -51,7 +165,7 @@ static int detach_stdio(int out)
 }
 
 static __attribute__((noreturn)) void container_init(const struct cli_args *a, int report,
-						       int mapped, int out)
+						       int mapped, bool cgroupns, int out)
 {
 	/* the tty group exists only if the host's ids are mapped (root) */
 	const char *pts = mapped >= 0 ? "newinstance,ptmxmode=0666,mode=0620"
@@ -61,6 +175,10 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 	/* unprivileged: wait until our parent has written the id maps */
 	if (mapped >= 0 && (read(mapped, &c, 1) != 1 || setresgid(0, 0, 0) < 0 ||
 			    setresuid(0, 0, 0) < 0))
+		goto fail;
+	/* in its cgroup already (CLONE_INTO_CGROUP): the namespace's root */
+	what = "a cgroup namespace";
+	if (cgroupns && unshare(CLONE_NEWCGROUP) < 0)
 		goto fail;
 	what = "mount";
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
@@ -121,6 +239,7 @@ int cmd_run(const struct cli_args *a)
 	bool userns = geteuid() != 0;
 	int report[2], mapped[2] = { -1, -1 };
 
+	struct run_cgroup cg = { .fd = -1 };
 	if (userns)
 		args.flags |= CLONE_NEWUSER;
 	int out = -1;
@@ -132,6 +251,15 @@ int cmd_run(const struct cli_args *a)
 			return 1;
 		}
 	}
+	if (make_cgroup(a, &cg) < 0) {
+		if (out >= 0)
+			close(out);
+		return 1;
+	}
+	if (cg.fd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cg.fd;
+	}
 	if (pipe2(report, O_CLOEXEC) < 0 || (userns && pipe2(mapped, O_CLOEXEC) < 0)) {
 		perror("ckpt: pipe");
 		return 1;
@@ -142,13 +270,14 @@ int cmd_run(const struct cli_args *a)
 		fprintf(stderr, "ckpt: cannot make the container's namespaces: %s%s\n",
 			strerror(errno),
 			errno == EPERM ? " (needs root, or CAP_SYS_ADMIN)" : "");
+		remove_cgroup(&cg);
 		return 1;
 	}
 	if (pid == 0) {
 		close(report[0]);
 		if (userns)
 			close(mapped[1]);
-		container_init(a, report[1], mapped[0], out);
+		container_init(a, report[1], mapped[0], cg.fd >= 0, out);
 	}
 	close(report[1]);
 	if (out >= 0)
@@ -161,6 +290,7 @@ int cmd_run(const struct cli_args *a)
 				strerror(e < 0 ? -e : errno));
 			kill((pid_t)pid, SIGKILL);
 			waitpid((pid_t)pid, NULL, 0);
+			remove_cgroup(&cg);
 			return 1;
 		}
 		close(mapped[1]);
@@ -173,23 +303,31 @@ int cmd_run(const struct cli_args *a)
 		msg[n] = '\0';
 		fprintf(stderr, "ckpt: run %s: %s\n", a->run_argv[0], msg);
 		waitpid((pid_t)pid, NULL, 0);
+		remove_cgroup(&cg);
 		return 127;
 	}
 	if (a->pidfile) {
-		FILE *f = fopen(a->pidfile, "w");
-		if (!f || fprintf(f, "%ld\n", pid) < 0 || fclose(f) != 0)
+		char buf[32];
+		int n = snprintf(buf, sizeof(buf), "%ld\n", pid);
+		int e = safe_write_file(a->pidfile, buf, (size_t)n);
+		if (e < 0)
 			fprintf(stderr, "ckpt: cannot write pidfile '%s': %s\n", a->pidfile,
-				strerror(errno));
+				strerror(-e));
 	}
 	if (a->detach) {
 		printf("%ld\n", pid);
 		fflush(stdout);
+		if (cg.fd >= 0)
+			close(cg.fd); /* the cgroup stays with the container */
 		return 0;
 	}
 	int st;
 	while (waitpid((pid_t)pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return 1;
+		if (errno != EINTR) {
+			st = 1 << 8;
+			break;
+		}
+	remove_cgroup(&cg); /* kept while a restored container is in it */
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;

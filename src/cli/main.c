@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* ckpt(1): a thin layer over libckpt, one cmd-<verb>.c per subcommand. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 
 #include "ckpt.h"
 #include "cli/cli.h"
+#include "util/safefile.h"
 
 static const struct {
 	enum cli_cmd cmd;
@@ -20,14 +22,22 @@ static const struct {
 	{ CMD_KEYGEN, cmd_keygen },
 };
 
+/* Never through a symlink, never into a file that is not the caller's own. */
 int cli_open_log(const char *path)
 {
 	if (!path)
 		return -1;
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (fd < 0)
-		fprintf(stderr, "ckpt: cannot open log '%s': %m\n", path);
-	return fd;
+	int fd = safe_open_append(path);
+	if (fd == -EPERM || fd == -EMLINK || fd == -EINVAL)
+		fprintf(stderr, "ckpt: cannot open log '%s': %s\n", path,
+			fd == -EPERM	? "it is owned by another user"
+			: fd == -EMLINK ? "it has other hard links"
+					: "it is not a regular file");
+	else if (fd == -ELOOP)
+		fprintf(stderr, "ckpt: cannot open log '%s': it is a symbolic link\n", path);
+	else if (fd < 0)
+		fprintf(stderr, "ckpt: cannot open log '%s': %s\n", path, strerror(-fd));
+	return fd < 0 ? -1 : fd;
 }
 
 int cli_log_level(int verbose)

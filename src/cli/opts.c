@@ -35,8 +35,8 @@ struct opt {
 #define F(field) offsetof(struct cli_args, field)
 static const struct opt opts[] = {
 	{ "output", 'o', OPT_STRING, CP, F(output), "FILE",
-	  "where the image goes, - for stdout (a file is written\n"
-	  "as FILE.part, renamed once complete)" },
+	  "where the image goes, - for stdout (a file gets its\n"
+	  "name only once the image is complete)" },
 	{ "kill", 0, OPT_FLAG, CP, F(kill), NULL,
 	  "kill the tree once the image is complete, after\n"
 	  "checking that a restart by this user would work\n"
@@ -83,6 +83,17 @@ static const struct opt opts[] = {
 	  "keep the caller's fds above 2 open in the container" },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname), "NAME",
 	  "the container's host name" },
+	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup), "NAME",
+	  "the container's cgroup, relative to ckpt's (default\n"
+	  "ckpt-PID), with a cgroup namespace rooted there" },
+	{ "memory-max", 0, OPT_STRING, ON(CMD_RUN), F(memory_max), "N",
+	  "memory.max of the container's cgroup" },
+	{ "pids-max", 0, OPT_STRING, ON(CMD_RUN), F(pids_max), "N",
+	  "pids.max of the container's cgroup" },
+	{ "cpu-max", 0, OPT_STRING, ON(CMD_RUN), F(cpu_max), "'QUOTA PERIOD'",
+	  "cpu.max of the container's cgroup" },
+	{ "cgroup-set", 0, OPT_STRING, ON(CMD_RUN), F(cgroup_set), "FILE=V[,FILE=V...]",
+	  "write other limits of the container's cgroup" },
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
 	  "one JSON object on stdout instead of the summary\n"
 	  "line (inspect: every record as JSON)" },
@@ -347,6 +358,9 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
 	if (a.cmd == CMD_RUN && a.output_log && !a.detach)
 		return fail(err, len, "%s", "--output-log goes with --detach");
+	if (a.cmd == CMD_RUN && a.cgroup &&
+	    (!a.cgroup[0] || a.cgroup[0] == '/' || strstr(a.cgroup, "..") || strlen(a.cgroup) > 255))
+		return fail(err, len, "cgroup name '%s' is not a relative path", a.cgroup);
 	if (a.cmd == CMD_RUN && a.hostname && strlen(a.hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a.hostname);
 	if (a.cmd == CMD_RESTART && a.frozen && a.dry_run)

@@ -49,6 +49,9 @@ struct cli_args {
 	const char *hostname;   /* run --hostname */
 	const char *output_log; /* run --detach --output-log FILE */
 	bool keep_fds;          /* run --keep-fds */
+	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
+	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
+	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */
 	char *const *run_argv;  /* run: the command and its arguments */
 	int run_argc;
 };

@@ -225,10 +225,11 @@ static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
 		ctx->ns.uid_map = ctx->uid_map;
 		ctx->ns.gid_map = ctx->gid_map;
 	}
-	if (!same_ns(root->pid, "net") || !same_ns(root->pid, "cgroup") ||
-	    !same_ns(root->pid, "time"))
+	if (!same_ns(root->pid, "cgroup")) /* made again by the cgroup kind */
+		ctx->ns.flags |= CLONE_NEWCGROUP;
+	if (!same_ns(root->pid, "net") || !same_ns(root->pid, "time"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a network, cgroup or time namespace of its own; not "
+				"pid %d: is in a network or time namespace of its own; not "
 				"supported yet",
 				root->pid);
 	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", root->pid, ctx->ns.flags);
@@ -848,6 +849,14 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	/* --kill never kills what a restart could not bring back (precheck.c) */
 	if (r >= 0 && (o->flags & CKPT_KILL))
 		r = precheck_restore(&ctx, fd);
+	/* the image under its final name before any task dies (cmd-checkpoint.c) */
+	if (r >= 0 && o->size >= offsetof(struct ckpt_opts, image_done_arg) + sizeof(void *) &&
+	    o->image_done) {
+		char why[256] = "";
+		r = o->image_done(o->image_done_arg, why, sizeof(why));
+		if (r < 0)
+			log_fail(&ctx.log, r, "the image is complete, but %s", why[0] ? why : strerror(-r));
+	}
 	for (int k = 0; k < KIND_MAX; k++)
 		if (kinds[k].ops->finish)
 			kinds[k].ops->finish(&ctx);

@@ -217,6 +217,11 @@ static inline int opts_key(const struct ckpt_opts *o, const uint8_t **ret_key)
 	return 0;
 }
 
+/* restart.c, for the fuzzer: load and check an image, build nothing */
+int rst_load_only(int fd, char *errbuf, size_t errbuf_len);
+/* inspect.c: the protobuf message of a record type, NULL for none */
+const ProtobufCMessageDescriptor *inspect_descriptor_of(uint32_t type);
+
 /* CLOCK_MONOTONIC in microseconds, for struct ckpt_result's elapsed_us. */
 static inline uint64_t now_us(void)
 {

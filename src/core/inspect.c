@@ -179,7 +179,7 @@ static void print_msg(struct out *o, const ProtobufCMessage *m, int depth)
 	fputc('}', o->f);
 }
 
-static const ProtobufCMessageDescriptor *descriptor_of(uint32_t type)
+const ProtobufCMessageDescriptor *inspect_descriptor_of(uint32_t type)
 {
 	if (type == REC_CORE_TREE)
 		return &tree_entry__descriptor;
@@ -214,7 +214,7 @@ static void print_header(struct out *o, const struct img_header *h)
 static int print_record(struct out *o, const struct img_record *rec, bool first)
 {
 	char name[48];
-	const ProtobufCMessageDescriptor *d = descriptor_of(rec->type);
+	const ProtobufCMessageDescriptor *d = inspect_descriptor_of(rec->type);
 
 	rec_type_name(rec->type, name, sizeof(name));
 	if (o->json)

@@ -18,9 +18,11 @@ int objhash_init(struct objhash *h)
 	*h = (struct objhash){ .nbuckets = 256, .next_id = 1 };
 	h->by_key = calloc(h->nbuckets, sizeof(*h->by_key));
 	h->by_id = calloc(h->nbuckets, sizeof(*h->by_id));
-	if (!h->by_key || !h->by_id) {
+	h->index = calloc(1, sizeof(*h->index));
+	if (!h->by_key || !h->by_id || !h->index) {
 		free(h->by_key);
 		free(h->by_id);
+		free(h->index);
 		*h = (struct objhash){ 0 };
 		return -ENOMEM;
 	}
@@ -65,9 +67,13 @@ int objhash_add(struct objhash *h, int kind, uint64_t key, uint32_t id, void *pt
 
 	if (!h->by_key)
 		return -EINVAL;
+	if (id == UINT32_MAX)
+		return -ERANGE; /* next_id must stay representable */
 	if (id) {
 		if (objhash_get(h, id, kind, &o) != -ENOENT)
 			return -EEXIST;
+	} else if (h->next_id == UINT32_MAX) {
+		return -EOVERFLOW;
 	} else {
 		id = h->next_id;
 	}
@@ -75,9 +81,23 @@ int objhash_add(struct objhash *h, int kind, uint64_t key, uint32_t id, void *pt
 		h->next_id = id + 1;
 	if (h->count >= h->nbuckets && grow(h) < 0)
 		return -ENOMEM;
+	struct objhash_index *x = h->index;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 256;
+		struct obj **v = realloc(x->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		x->v = v;
+		x->cap = cap;
+	}
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
+	if (x->n && x->v[x->n - 1]->id > id)
+		x->sorted = false;
+	else if (!x->n)
+		x->sorted = true;
+	x->v[x->n++] = o;
 	*o = (struct obj){ .id = id, .kind = kind, .key = key, .ptr = ptr };
 	size_t bk = hash64(key ^ (uint64_t)kind << 56, h->nbuckets);
 	size_t bi = hash64(id, h->nbuckets);
@@ -144,15 +164,53 @@ void objhash_free(struct objhash *h, void (*release)(int kind, void *ptr))
 	}
 	free(h->by_key);
 	free(h->by_id);
+	free(h->index->v);
+	free(h->index);
 	*h = (struct objhash){ 0 };
+}
+
+static int by_id(const void *a, const void *b)
+{
+	uint32_t x = (*(struct obj *const *)a)->id, y = (*(struct obj *const *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* Position of the first object with an id above prev's (0 for NULL). */
+static size_t index_after(const struct objhash *h, const struct obj *prev)
+{
+	struct objhash_index *x = h->index;
+	size_t lo = 0, hi = x->n;
+
+	if (!x->sorted) {
+		qsort(x->v, x->n, sizeof(*x->v), by_id);
+		x->sorted = true;
+	}
+	if (!prev)
+		return 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->v[mid]->id <= prev->id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 struct obj *objhash_next_of(const struct objhash *h, int kind, const struct obj *prev)
 {
-	for (uint32_t id = prev ? prev->id + 1 : 1; id < h->next_id; id++) {
-		struct obj *o = objhash_find(h, id);
-		if (o && o->kind == kind)
-			return o;
-	}
+	if (!h->index)
+		return NULL;
+	for (size_t i = index_after(h, prev); i < h->index->n; i++)
+		if (h->index->v[i]->kind == kind)
+			return h->index->v[i];
 	return NULL;
+}
+
+struct obj *objhash_next(const struct objhash *h, const struct obj *prev)
+{
+	if (!h->index)
+		return NULL;
+	size_t i = index_after(h, prev);
+	return i < h->index->n ? h->index->v[i] : NULL;
 }

@@ -10,6 +10,12 @@
  * (kcmp) - or by id. Looking an id up with the wrong kind is an error in
  * the image (-EINVAL), never a crash. ids start at 1 and are unique over
  * all kinds.
+ *
+ * At restart the ids come from the image, so any 32-bit value may appear:
+ * nothing here costs more for a large id than for a small one. Walks in id
+ * order (objhash_next_of, objhash_next) go through an index of the objects
+ * sorted by id, sorted again on the first walk after an out-of-order add:
+ * never loop from 1 to next_id.
  */
 #ifndef CKPT_OBJHASH_H
 #define CKPT_OBJHASH_H
@@ -28,12 +34,20 @@ struct obj {
 	struct obj *next_id;    /* chain of the id bucket */
 };
 
+/* every object, sorted by id when sorted is true */
+struct objhash_index {
+	struct obj **v;
+	size_t n, cap;
+	bool sorted;
+};
+
 struct objhash {
 	struct obj **by_key;
 	struct obj **by_id;
 	size_t nbuckets;        /* power of two */
 	size_t count;
-	uint32_t next_id;
+	uint32_t next_id;       /* for id 0 in objhash_add only: not a bound to loop to */
+	struct objhash_index *index;
 };
 
 int objhash_init(struct objhash *h) __attribute__((warn_unused_result));
@@ -51,6 +65,8 @@ int objhash_get(const struct objhash *h, uint32_t id, int kind, struct obj **ret
  * order: for (struct obj *o = NULL; (o = objhash_next_of(h, kind, o));)
  */
 struct obj *objhash_next_of(const struct objhash *h, int kind, const struct obj *prev);
+/* The same over objects of every kind. */
+struct obj *objhash_next(const struct objhash *h, const struct obj *prev);
 /* The object with this id, whatever its kind, or NULL. */
 struct obj *objhash_find(const struct objhash *h, uint32_t id);
 /* Calls release(kind, ptr) for every object, then frees the hash. */

@@ -25,12 +25,15 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/cgroup.h"
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
 #include "kinds/task.h"
 #include "kinds/tty.h"
 #include "util/cleanup.h"
 #include "util/features.h"
+#include "util/esc.h"
+#include "util/safefile.h"
 
 /* kinds every task must have in the image */
 static const enum kind required[] = { KIND_task, KIND_mm, KIND_fdtable, KIND_fs,
@@ -63,9 +66,25 @@ static int check_header(struct rst_ctx *ctx)
 	if (h->page_size != 4096)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "image has page size %u; this machine 4096",
 				h->page_size);
-	if (uname(&u) == 0 && strncmp(u.release, h->kernel_release, sizeof(h->kernel_release)))
-		log_warn(&ctx->log, "image was made on kernel %.64s, this is %s",
-			 h->kernel_release, u.release);
+	/* the same rule as the regs kind's, up front: nothing is built for an image
+	 * whose FPU state this CPU cannot take */
+	uint64_t have = features_xcr0();
+	if (h->xfeatures & ~have)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"image was made on a CPU with state features %#llx that this CPU "
+				"lacks (it has %#llx)",
+				(unsigned long long)(h->xfeatures & ~have), (unsigned long long)have);
+	if (h->xsave_size != features_xsave_size())
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"image has an FPU state of %u bytes; this CPU's is %u", h->xsave_size,
+				features_xsave_size());
+	/* informational: what a restart needs of the kernel is checked where it
+	 * is used (vDSO layout, features); a different release is only noted */
+	if (uname(&u) == 0 && strncmp(u.release, h->kernel_release, sizeof(h->kernel_release))) {
+		char rel[ESC_SIZE(sizeof(h->kernel_release))];
+		log_warn(&ctx->log, "image was made on kernel %s, this is %s",
+			 esc_str(rel, sizeof(rel), h->kernel_release), u.release);
+	}
 	return 0;
 }
 
@@ -122,7 +141,10 @@ static int load_image(struct rst_ctx *ctx, int fd)
 		return r;
 	while ((r = img_reader_next(&ctx->r, &rec, &err)) == 0) {
 		enum kind k;
-		if (rec.type == REC_CORE_TREE) {
+		if (rec.flags) { /* ckpt writes none: a forged or newer image */
+			r = log_fail(&ctx->log, -EOPNOTSUPP, "record %u at offset %llu: unknown flags %#x",
+				     rec.index, (unsigned long long)rec.offset, rec.flags);
+		} else if (rec.type == REC_CORE_TREE) {
 			r = tree_load(ctx, &rec);
 		} else if (rec.type == REC_CORE_TASK) {
 			r = ctx->tasks ? load_task_begin(ctx, &rec, &cur)
@@ -258,17 +280,19 @@ static void kill_created(struct rst_ctx *ctx)
 	/* ckpt's init, last: its namespace goes with it */
 	if (ctx->init.pid > 0)
 		puppet_kill(&ctx->init);
+	for (int k = 0; k < KIND_MAX; k++)
+		if (kinds[k].ops->restore_abort)
+			kinds[k].ops->restore_abort(ctx);
 }
 
+/* A new file renamed over path: a symlink planted there is never followed. */
 static int write_pidfile(struct rst_ctx *ctx, const char *path, pid_t pid)
 {
-	char buf[32], tmp[4096];
+	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%d\n", pid);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, buf, n) != n || rename(tmp, path) < 0)
-		return log_fail(&ctx->log, -errno, "cannot write pidfile '%s': %s", path,
-				strerror(errno));
+	int r = safe_write_file(path, buf, (size_t)n);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot write pidfile '%s': %s", path, strerror(-r));
 	return 0;
 }
 
@@ -428,6 +452,10 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
+	/* the cgroups made for the tree go with it, when ckpt waits for it */
+	struct cgroup_made made = { 0 };
+	if (!(o->flags & RESTART_DETACH))
+		cgroup_take_made(&ctx, &made);
 	/* ckpt lets go of every file first: a restored reader must see EOF
 	 * when its writers close, not wait on ckpt's copy */
 	free_ctx(&ctx);
@@ -437,11 +465,30 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 			status = 0;
 		o->wait_status = status;
 		tty_shell_detach(&shell); /* the job is over: the terminal is ckpt's again */
+		cgroup_remove_made(&made);
 	} else if (shell.fd >= 0) {
 		close(shell.fd); /* detached: the job keeps the terminal */
 	}
 	return r;
 out:
+	free_ctx(&ctx);
+	return r;
+}
+
+/*
+ * Not exported: what the fuzzer drives. Reads, checks and loads every
+ * record of the image as a restart would, then frees it all; no process,
+ * file or namespace is touched.
+ */
+int rst_load_only(int fd, char *errbuf, size_t errbuf_len)
+{
+	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 } };
+	int r;
+
+	log_init(&ctx.log, -1, CKPT_LOG_INFO, errbuf, errbuf_len, "restart");
+	r = objhash_init(&ctx.objs);
+	if (r >= 0)
+		r = load_image(&ctx, fd);
 	free_ctx(&ctx);
 	return r;
 }

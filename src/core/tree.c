@@ -39,6 +39,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/cgroup.h"
 #include "kinds/mm.h"
 #include "kinds/task.h"
 #include "kinds/tty.h"
@@ -80,16 +81,17 @@ static int load_threads(struct rst_ctx *ctx, const struct img_record *rec, struc
 	t->threads = calloc(tt->n_tids, sizeof(*t->threads));
 	if (!t->threads)
 		return -ENOMEM;
-	t->nthreads = tt->n_tids;
 	for (size_t i = 0; i < tt->n_tids; i++) {
 		if (!tt->tids[i] || tt->tids[i] >= PID_MAX_LIMIT)
 			return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: thread id %u",
 					rec->index, t->pid, tt->tids[i]);
+		/* counted once made: free_ctx() frees (and closes the memfd of) nthreads */
 		t->threads[i] = (struct rst_task){ .pid = (pid_t)tt->tids[i],
 						   .leader = t,
 						   .parent = -1,
 						   .creator = -1,
 						   .pup = { .memfd = -1 } };
+		t->nthreads = i + 1;
 		ctx->by_pid[ctx->npids++] = (struct pid_index){ t->threads[i].pid, &t->threads[i] };
 	}
 	return 0;
@@ -101,6 +103,8 @@ static int load_entry(struct rst_ctx *ctx, const struct img_record *rec, size_t 
 	struct rst_task *t = &ctx->tasks[i];
 	int r;
 
+	/* counted in ntasks already: free_ctx() must find no fd 0 to close */
+	*t = (struct rst_task){ .parent = -1, .creator = -1, .pup = { .memfd = -1 } };
 	if (!tt->pid || tt->pid >= PID_MAX_LIMIT || tt->pgid >= PID_MAX_LIMIT ||
 	    tt->sid >= PID_MAX_LIMIT || (tt->has_exit_signal && tt->exit_signal > 64))
 		return log_fail(&ctx->log, -EINVAL, "record %u: task %zu (pid %u) is not valid",
@@ -234,7 +238,8 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 			     rec->index);
 	if (r >= 0 && tree->ns) {
 		const uint32_t ok =
-			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER;
+			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+			CLONE_NEWCGROUP;
 		bool user = tree->ns->flags & CLONE_NEWUSER;
 		if (!(tree->ns->flags & CLONE_NEWPID) || (tree->ns->flags & ~ok) ||
 		    user != (tree->ns->uid_map && tree->ns->gid_map) ||
@@ -398,6 +403,9 @@ static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const Names
 		if (rst_check(ctx, t, r, "sethostname") < 0)
 			return (int)r;
 	}
+	/* in its cgroup first: the namespace's root is where it unshares */
+	if ((ns->flags & CLONE_NEWCGROUP) && (r = cgroup_enter_ns(ctx, t)) < 0)
+		return (int)r;
 	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
 	return 0;
 }
@@ -525,7 +533,8 @@ static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const NamespacesEntry *ns = ctx->ns;
 	int r = ctx->pidns ? spawn_under_init(ctx, t)
-			   : puppet_spawn(&t->pup, ns ? 0 : t->pid, ns ? ns->flags : 0,
+			   : puppet_spawn(&t->pup, ns ? 0 : t->pid,
+					  ns ? ns->flags & ~(uint32_t)CLONE_NEWCGROUP : 0,
 					  ctx->ctl[1], ctx->ctl_remote);
 	if (r < 0)
 		return ctx->pidns ? r : spawn_error(ctx, t, r);

@@ -395,9 +395,24 @@ static int check_header(struct img_reader *r, struct img_error *err)
 	if (h.page_size != IMG_PAGE_SIZE)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, page_size), 0,
 			    "page size %u is not supported (only %u)", h.page_size, IMG_PAGE_SIZE);
-	if (!memchr(h.kernel_release, 0, sizeof(h.kernel_release)))
+	if (h.flags & ~IMG_HDR_FLAGS_KNOWN)
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, flags), 0,
+			    "unknown header flags 0x%x (an image of a newer ckpt?)",
+			    h.flags & ~IMG_HDR_FLAGS_KNOWN);
+	const char *end = memchr(h.kernel_release, 0, sizeof(h.kernel_release));
+	if (!end)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, kernel_release), 0,
 			    "kernel release in the header is not terminated");
+	/* every byte is meaningful or zero: after the release's NUL, the reserved bytes */
+	for (const char *p = end; p < h.kernel_release + sizeof(h.kernel_release); p++)
+		if (*p)
+			return fail(err, -EINVAL, -1, offsetof(struct img_header, kernel_release), 0,
+				    "bytes after the kernel release in the header are not zero");
+	for (size_t i = 0; i < sizeof(h.reserved); i++)
+		if (h.reserved[i])
+			return fail(err, -EINVAL, -1, offsetof(struct img_header, reserved) + i, 0,
+				    "reserved header byte %zu is 0x%02x, not zero", i,
+				    (uint8_t)h.reserved[i]);
 	r->hdr = h;
 	return 0;
 }

@@ -33,6 +33,7 @@
 #define IMG_REC_TRAILER 0xffffu
 #define IMG_FLAG_PAD_MASK 0xfffu
 #define IMG_MAX_RECORD (1ull << 32) /* no record payload is larger */
+#define IMG_HDR_FLAGS_KNOWN 0u /* header flags this reader understands */
 
 struct img_header {
 	char magic[8];
@@ -42,7 +43,7 @@ struct img_header {
 	uint32_t page_size;
 	uint64_t xfeatures;     /* XCR0 of the checkpointing CPU */
 	uint32_t xsave_size;    /* size of the xstate regset */
-	uint32_t flags;         /* reserved, 0 */
+	uint32_t flags;         /* IMG_HDR_* bits; any other bit is refused */
 	uint64_t created_ns;    /* CLOCK_REALTIME at checkpoint */
 	char kernel_release[65];
 	char reserved[23];

@@ -348,10 +348,8 @@ static int dump_one(struct ckpt_ctx *ctx, struct obj *o, int depth)
 /* After fdtable's record: the instances whose watches name t's fds. */
 static int epoll_dump(struct ckpt_ctx *ctx, struct task *t)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_epoll, &o) < 0 ||
-		    ((struct epoll_obj *)o->ptr)->pid != t->pid)
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_epoll, o));) {
+		if (((struct epoll_obj *)o->ptr)->pid != t->pid)
 			continue;
 		int r = dump_one(ctx, o, 0);
 		if (r < 0)
@@ -612,10 +610,8 @@ static int add_all(struct rst_ctx *ctx, struct rst_task *t, struct epoll_robj *p
 
 static int epoll_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_epoll, &o) < 0 ||
-		    ((struct epoll_robj *)o->ptr)->owner != t)
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_epoll, o));) {
+		if (((struct epoll_robj *)o->ptr)->owner != t)
 			continue;
 		int r = add_all(ctx, t, o->ptr, 0);
 		if (r < 0)

@@ -275,9 +275,8 @@ static int fifo_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_fifo, &o) < 0 || o->dumped)
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_fifo, o));) {
+			if (o->dumped)
 				continue;
 			struct fifo_obj *f = o->ptr;
 			if (f->is_end != (pass == 1))

@@ -268,9 +268,8 @@ int file_reg_collect_named(struct ckpt_ctx *ctx, struct task *t, const char *pat
 static int file_reg_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_file_reg, &o) < 0 || o->dumped)
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
+		if (o->dumped)
 			continue;
 		struct file_obj *f = o->ptr;
 		int r = ctx_write_msg(ctx, FILE_REG_ENTRY, &f->e.base);
@@ -299,12 +298,13 @@ static int file_reg_load(struct rst_ctx *ctx, struct rst_task *t, const struct i
 	}
 	f->e = e;
 	f->fd = -1;
-	int r = objhash_add(&ctx->objs, KIND_file_reg, e->ino, e->id, f, NULL);
+	uint32_t id = e->id; /* e is freed on failure */
+	int r = objhash_add(&ctx->objs, KIND_file_reg, e->ino, id, f, NULL);
 	if (r < 0) {
 		file_reg_entry__free_unpacked(e, NULL);
 		free(f);
-		return log_fail(&ctx->log, -EINVAL, "record %u: file object %u is defined twice",
-				rec->index, e->id);
+		return log_fail(&ctx->log, -EINVAL, "record %u: file object %u %s", rec->index, id,
+				r == -EEXIST ? "is defined twice" : "cannot be added");
 	}
 	if (!e->path[0] || e->path[0] != '/')
 		return log_fail(&ctx->log, -EINVAL, "record %u: file object %u has no absolute path",

@@ -26,6 +26,9 @@
  *   restore(rctx, t)    turn the puppet into what the image says.
  *   restore_end(rctx)   every task restored, none running yet: last work
  *                       on ckpt's side (may be NULL).
+ *   restore_abort(rctx) the restart failed (or was a dry run) once processes
+ *                       existed, and they are killed: remove what the kind
+ *                       made outside them (cgroups).
  *   free_state, free_rstate   free t->kstate[kind] at checkpoint, at restart
  *                       (state may be NULL).
  *   free_obj, free_robj  free the kind's objects in the objhash.
@@ -85,6 +88,9 @@ struct kind_ops {
 	int (*collect_end)(struct ckpt_ctx *ctx);
 	void (*finish)(struct ckpt_ctx *ctx);
 	void (*after_kill)(struct ckpt_ctx *ctx);
+	/* restart failed or was a dry run, every process made killed: undo
+	 * what the kind made outside the tasks (may be NULL) */
+	void (*restore_abort)(struct rst_ctx *ctx);
 	int (*check_restore)(struct ckpt_ctx *ctx, struct task *t);
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */

@@ -450,10 +450,8 @@ int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, i
  */
 static int memfd_collect_end(struct ckpt_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o, *io;
-		if (objhash_get(&ctx->objs, id, KIND_memfd, &o) < 0)
-			continue;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_memfd, o));) {
+		struct obj *io;
 		struct mfd_obj *f = o->ptr;
 		if (!f->is_file || f->rfd >= 0 || (f->f.flags & O_ACCMODE) != O_RDWR ||
 		    objhash_get(&ctx->objs, f->f.memfd_id, KIND_memfd, &io) < 0)
@@ -581,9 +579,8 @@ static int memfd_dump(struct ckpt_ctx *ctx, struct task *t)
 	(void)t;
 	/* inodes with their contents first, then their open files */
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_memfd, &o) < 0 || o->dumped)
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_memfd, o));) {
+			if (o->dumped)
 				continue;
 			struct mfd_obj *m = o->ptr;
 			int r = 0;

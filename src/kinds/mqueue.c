@@ -381,10 +381,8 @@ static int check_notify(struct ckpt_ctx *ctx, struct mq_obj *q)
 static int mqueue_collect_end(struct ckpt_ctx *ctx)
 {
 	bool any = false;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_mqueue, &o) < 0 ||
-		    ((struct mq_obj *)o->ptr)->is_file)
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
+		if (((struct mq_obj *)o->ptr)->is_file)
 			continue;
 		any = true;
 		int r = check_notify(ctx, o->ptr);
@@ -540,9 +538,8 @@ static int mqueue_dump(struct ckpt_ctx *ctx, struct task *t)
 	(void)t;
 	/* queues first, then their open files */
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_mqueue, &o) < 0 || o->dumped)
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
+			if (o->dumped)
 				continue;
 			struct mq_obj *p = o->ptr;
 			if (p->is_file != (pass == 1))
@@ -797,8 +794,8 @@ static int make_all(struct rst_ctx *ctx)
 {
 	int saved, r = enter_ipc(ctx, &saved);
 	for (int pass = 0; r >= 0 && pass < 2; pass++) {
-		for (uint32_t id = 1; r >= 0 && id < ctx->objs.next_id; id++) {
-			struct mq_robj *p = rqueue(ctx, id);
+		for (struct obj *o = NULL; r >= 0 && (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
+			struct mq_robj *p = rqueue(ctx, o->id);
 			if (p && p->fd < 0 && p->q->deleted == (pass == 0))
 				r = make_queue(ctx, p);
 		}
@@ -849,14 +846,11 @@ static int owner_fd(struct rst_ctx *ctx, struct rst_task *t, const struct mq_rob
 	struct rst_task *table = t;
 	for (int depth = 0; table && table->files_with && depth < 64; depth++)
 		table = tree_find(ctx, table->files_with);
-	for (uint32_t id = 1; table && id < ctx->objs.next_id; id++) {
-		struct obj *o;
+	for (struct obj *o = NULL; table && (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
 		int fd;
-		if (objhash_get(&ctx->objs, id, KIND_mqueue, &o) < 0)
-			continue;
 		const struct mq_robj *f = o->ptr;
 		if (f->is_file && f->f->queue_id == q->q->id &&
-		    fdtable_rst_fd_of(table, id, &fd) == 0)
+		    fdtable_rst_fd_of(table, o->id, &fd) == 0)
 			return fd;
 	}
 	return -ENOENT;
@@ -865,8 +859,8 @@ static int owner_fd(struct rst_ctx *ctx, struct rst_task *t, const struct mq_rob
 /* Registers the notifications t had, now that its fds are all in place. */
 static int mqueue_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct mq_robj *q = rqueue(ctx, id);
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
+		struct mq_robj *q = rqueue(ctx, o->id);
 		if (!q || !q->q->has_notify || (pid_t)q->q->notify_pid != t->pid)
 			continue;
 		int fd = owner_fd(ctx, t, q);

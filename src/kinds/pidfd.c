@@ -302,10 +302,8 @@ static int make_dead(struct rst_ctx *ctx, struct rst_task *t, struct pidfd_robj 
 /* The first task, while a bare puppet, makes the dead processes' pidfds. */
 static int pidfd_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
-	for (uint32_t id = 1; t == &ctx->tasks[0] && id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_pidfd, &o) < 0)
-			continue;
+	for (struct obj *o = NULL;
+	     t == &ctx->tasks[0] && (o = objhash_next_of(&ctx->objs, KIND_pidfd, o));) {
 		struct pidfd_robj *p = o->ptr;
 		if (p->e->has_pid || p->fd >= 0)
 			continue;

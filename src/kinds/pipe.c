@@ -236,9 +236,8 @@ static int pipe_dump(struct ckpt_ctx *ctx, struct task *t)
 	(void)t;
 	/* pipes first, then their ends */
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_pipe, &o) < 0 || o->dumped)
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_pipe, o));) {
+			if (o->dumped)
 				continue;
 			struct pipe_obj *p = o->ptr;
 			if (p->is_end != (pass == 1))
@@ -268,6 +267,8 @@ static int pipe_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 		p->pipe = rctx_unpack(ctx, rec, &pipe_entry__descriptor);
 		if (!p->pipe || p->pipe->size > (1u << 30) ||
 		    (p->pipe->has_data && p->pipe->data.len > MIN(p->pipe->size, PIPE_MAX_DATA))) {
+			if (p->pipe)
+				pipe_entry__free_unpacked(p->pipe, NULL);
 			free(p);
 			return log_fail(&ctx->log, -EINVAL, "record %u: pipe entry is not valid",
 					rec->index);
@@ -278,6 +279,8 @@ static int pipe_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 		p->end = rctx_unpack(ctx, rec, &pipe_end_entry__descriptor);
 		if (!p->end || ((p->end->flags & O_ACCMODE) != O_RDONLY &&
 				(p->end->flags & O_ACCMODE) != O_WRONLY)) {
+			if (p->end)
+				pipe_end_entry__free_unpacked(p->end, NULL);
 			free(p);
 			return log_fail(&ctx->log, -EINVAL, "record %u: pipe end is not valid",
 					rec->index);

@@ -129,15 +129,9 @@ static uint32_t enc_dev(unsigned int maj, unsigned int min)
 	return (min & 0xff) | (maj << 8) | ((min & ~0xffu) << 12);
 }
 
-static struct tty_obj *get_obj(const struct objhash *h, uint32_t id)
-{
-	struct obj *o;
-	return objhash_get(h, id, KIND_tty, &o) == 0 ? o->ptr : NULL;
-}
-
 #define FOR_TTY(h, o)                                                                              \
-	for (uint32_t id_ = 1; id_ < (h)->next_id; id_++)                                          \
-		if (((o) = get_obj((h), id_)))
+	for (struct obj *ob_ = NULL; (ob_ = objhash_next_of((h), KIND_tty, ob_));)                  \
+		if (((o) = ob_->ptr))
 
 static struct task *find_task(struct ckpt_ctx *ctx, pid_t pid)
 {
@@ -824,9 +818,8 @@ static int tty_collect_end(struct ckpt_ctx *ctx)
 static int tty_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-			struct obj *o;
-			if (objhash_get(&ctx->objs, id, KIND_tty, &o) < 0 || o->dumped)
+		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_tty, o));) {
+			if (o->dumped)
 				continue;
 			struct tty_obj *p = o->ptr;
 			if (p->is_file != (pass == 1))
@@ -948,8 +941,8 @@ static struct tty_robj *rget(const struct objhash *h, uint32_t id)
 }
 
 #define FOR_RTTY(h, o)                                                                             \
-	for (uint32_t id_ = 1; id_ < (h)->next_id; id_++)                                          \
-		if (((o) = rget((h), id_)))
+	for (struct obj *ob_ = NULL; (ob_ = objhash_next_of((h), KIND_tty, ob_));)                  \
+		if (((o) = ob_->ptr))
 
 static struct tty_robj *pty_of_sid(struct rst_ctx *ctx, pid_t sid)
 {

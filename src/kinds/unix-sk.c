@@ -11,12 +11,17 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <linux/sockios.h>
 #include <linux/unix_diag.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -606,10 +611,25 @@ static bool in_my_groups(gid_t g)
 	return false;
 }
 
+/* Has this process CAP_SYS_ADMIN (for unix_bind_hidden's mount namespace)? */
+static bool may_mount(void)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2] = { 0 };
+	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> 21 & 1);
+}
+
 int unix_name_bindable(const UnixSkEntry *e, char *why, size_t len)
 {
 	if (!e->has_name || unix_name_abstract(&e->name) || !e->path)
 		return 0; /* an abstract name is free once its holder is gone */
+	if (e->path_gone && may_mount())
+		return 0; /* bound where no one sees it (unix_bind_hidden) */
 	char dir[PATH_MAX];
 	struct stat st;
 	snprintf(dir, sizeof(dir), "%s", e->path);
@@ -633,5 +653,95 @@ int unix_name_bindable(const UnixSkEntry *e, char *why, size_t len)
 			 e->path_uid, e->has_path_gid ? e->path_gid : 0);
 		return -EPERM;
 	}
+	return 0;
+}
+
+struct hidden_bind {
+	int s;
+	const UnixSkEntry *e;
+	int opath;
+	int r;
+};
+
+/* mkdir -p of path, whose deepest existing ancestor has a tmpfs over it */
+static int make_dirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		int r = mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+		*p = '/';
+		if (r < 0)
+			return r;
+	}
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/*
+ * In a thread of its own fs and mount namespace: a tmpfs over a directory
+ * nobody else sees then, the socket's directories made in it as they were
+ * from "/", and chroot into it, so that the file is made, and unlinked
+ * again, at its own path, and that path is what its file shows afterwards
+ * (a later checkpoint reads it so).
+ */
+static int hidden_bind_in(struct hidden_bind *h)
+{
+	const UnixSkEntry *e = h->e;
+	char dir[PATH_MAX], base[PATH_MAX], in[2 * PATH_MAX];
+	struct stat st;
+	if (unshare(CLONE_FS | CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	snprintf(dir, sizeof(dir), "%s", e->path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || dir[0] != '/')
+		return -EINVAL;
+	slash[slash == dir] = '\0';
+	/* a relative name was bound from the directory its path starts with */
+	size_t nl = strnlen((const char *)e->name.data, e->name.len);
+	size_t bl = strlen(e->path) > nl ? strlen(e->path) - nl - 1 : 0;
+	snprintf(base, sizeof(base), "%.*s", (int)(bl ? bl : 1), e->path);
+	const char *top = stat("/tmp", &st) == 0 && S_ISDIR(st.st_mode) ? "/tmp" : "/mnt";
+	if (mount("ckpt", top, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		return -errno;
+	snprintf(in, sizeof(in), "%s%s", top, dir); /* base and the name's own */
+	int r = make_dirs(in);
+	if (r < 0)
+		return r;
+	if (chroot(top) < 0 || chdir(e->name.data[0] == '/' ? "/" : base) < 0)
+		return -errno;
+	struct sockaddr_un a;
+	socklen_t alen = unix_mkaddr(&a, e->name.data, e->name.len - 1);
+	if (bind(h->s, (struct sockaddr *)&a, alen) < 0)
+		return -errno;
+	h->opath = ioctl(h->s, SIOCUNIXFILE);
+	if (h->opath < 0)
+		return -errno;
+	if (e->has_path_mode)
+		(void)(chmod(e->path, e->path_mode) || lchown(e->path, e->path_uid, e->path_gid));
+	return unlink(e->path) < 0 ? -errno : 0;
+}
+
+static void *hidden_bind_thread(void *arg)
+{
+	struct hidden_bind *h = arg;
+	h->r = hidden_bind_in(h);
+	return NULL;
+}
+
+int unix_bind_hidden(int s, const UnixSkEntry *e, int *ret_opath)
+{
+	struct hidden_bind h = { .s = s, .e = e, .opath = -1 };
+	pthread_t th;
+	if (!e->path || pthread_create(&th, NULL, hidden_bind_thread, &h) != 0)
+		return -EAGAIN;
+	pthread_join(th, NULL);
+	if (h.r < 0) {
+		if (h.opath >= 0)
+			close(h.opath);
+		return h.r == -EACCES ? -EPERM : h.r;
+	}
+	*ret_opath = h.opath;
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <sys/un.h>
 
 #include "unix.pb-c.h"
@@ -127,5 +128,20 @@ int unix_shut(int s, uint32_t bits) __attribute__((warn_unused_result));
  * one this process may give. 0, or -errno with the reason in why.
  */
 int unix_name_bindable(const UnixSkEntry *e, char *why, size_t len);
+
+/*
+ * Binds s to the path name of e that was unlinked at checkpoint (its path
+ * may hold another file now, its directory may be gone) without touching
+ * the file system anyone sees: from a thread in a private mount namespace,
+ * chrooted into a tmpfs where the path's directories are made anew; the
+ * file is unlinked there again (it keeps its path), and *ret_opath is an
+ * O_PATH fd of it (SIOCUNIXFILE) to reach the socket by. -EPERM when this
+ * process may not make a mount namespace: the caller binds in place.
+ */
+int unix_bind_hidden(int s, const UnixSkEntry *e, int *ret_opath) __attribute__((warn_unused_result));
+
+#ifndef SIOCUNIXFILE
+#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0) /* an O_PATH fd of a socket's file */
+#endif
 
 #endif

@@ -84,9 +84,6 @@
 #include "unix.pb-c.h"
 #include "util/cleanup.h"
 
-#ifndef SIOCUNIXFILE
-#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)
-#endif
 enum { UNIX_SK_ENTRY = REC_TYPE(KID_unix, 1) };
 
 /* states in the image */
@@ -1378,10 +1375,8 @@ static int check_peers(struct ckpt_ctx *ctx, struct unix_obj *u)
 
 static int unix_collect_end(struct ckpt_ctx *ctx)
 {
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_unix, &o) < 0 ||
-		    ((struct unix_obj *)o->ptr)->is_reg)
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
+		if (((struct unix_obj *)o->ptr)->is_reg)
 			continue;
 		int r = check_peers(ctx, o->ptr);
 		if (r < 0)
@@ -1393,9 +1388,8 @@ static int unix_collect_end(struct ckpt_ctx *ctx)
 static int unix_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_unix, &o) < 0 || o->dumped)
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
+		if (o->dumped)
 			continue;
 		struct unix_obj *u = o->ptr;
 		o->dumped = true;
@@ -1806,9 +1800,18 @@ static int bind_all(struct rst_unix *st)
 			struct unix_robj *u = st->v[i];
 			if (u->fd < 0 || !u->e->has_name || u->e->path_gone != (pass == 0))
 				continue;
-			int r = bind_name(st, u, u->fd, u->e);
-			if (r == 0)
-				r = after_bind(st, u, u->fd);
+			/* an unlinked name where no one sees it; in place if
+			 * ckpt may not make a mount namespace */
+			int r = pass == 0 && !unix_name_abstract(&u->e->name)
+					? unix_bind_hidden(u->fd, u->e, &u->opath)
+					: -EPERM;
+			if (r == -EPERM) {
+				r = bind_name(st, u, u->fd, u->e);
+				if (r == 0)
+					r = after_bind(st, u, u->fd);
+			} else if (r < 0)
+				return RFAIL(st, u, r, "cannot bind %s (unlinked at checkpoint) in a "
+					     "private mount namespace: %s", u->e->path, strerror(-r));
 			if (r < 0)
 				return r;
 		}
@@ -2235,14 +2238,14 @@ static int run_phases(struct rst_ctx *ctx, const phase_fn *phases, size_t n)
 	struct rst_unix st = {.ctx = ctx, .anon = -1};
 	int r = 0;
 
-	st.v = calloc(ctx->objs.next_id, sizeof(*st.v));
+	size_t count = 0;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));)
+		count++;
+	st.v = calloc(count + 1, sizeof(*st.v));
 	if (!st.v)
 		return -ENOMEM;
-	for (uint32_t id = 1; id < ctx->objs.next_id; id++) {
-		struct obj *o;
-		if (objhash_get(&ctx->objs, id, KIND_unix, &o) == 0)
-			st.v[st.n++] = o->ptr;
-	}
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));)
+		st.v[st.n++] = o->ptr;
 	for (size_t i = 0; st.n && r == 0 && i < n; i++)
 		r = phases[i](&st);
 	for (size_t i = 0; r < 0 && i < st.n; i++)

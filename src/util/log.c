@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "util/log.h"
+#include "util/esc.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,12 +30,14 @@ void log_init(struct ckpt_log *log, int fd, int level, char *errbuf, size_t errb
 
 void log_vmsg(struct ckpt_log *log, int level, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char raw[1024], msg[1024];
 	va_list aq;
 
 	va_copy(aq, ap);
-	vsnprintf(msg, sizeof(msg), fmt, aq);
+	vsnprintf(raw, sizeof(raw), fmt, aq);
 	va_end(aq);
+	/* messages name objects by strings from the image: never raw to a terminal */
+	esc_str(msg, sizeof(msg), raw);
 
 	if (level == CKPT_LOG_ERROR) {
 		if (log->errors++ == 0 && log->errbuf && log->errbuf_len)

@@ -39,6 +39,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -59,6 +60,20 @@ B, T, R = "basic", "twice", "reuse"
 ALL_MODES = (B, T, R)
 
 MiB = 1 << 20
+
+
+def cg_where():
+    """(the cgroup2 mount of this cgroup namespace, the runner's cgroup
+    there without a trailing "/"), or None."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fl = line.split()
+            i = fl.index("-")
+            if fl[i + 1] == "cgroup2" and fl[3] == "/":
+                with open("/proc/self/cgroup") as g:
+                    own = [l[3:].strip() for l in g if l.startswith("0::")][0]
+                return fl[4], own.rstrip("/")
+    return None
 
 
 def entry(name, modes=(B,), kind="program", **kw):
@@ -133,6 +148,14 @@ TESTS = [
     entry("id_sched", (B, T, R)),
     entry("id_prctl", (B, T)),
     entry("proc_compare", (B, T)),
+    entry("cg_kept", kind="cgroup", program="cg_task", cg="kept"),
+    entry("cg_removed", (B, T), kind="cgroup", program="cg_task", cg="removed"),
+    entry("cg_fail", kind="cgroup", program="cg_task", cg="fail"),
+    entry("refuse_cg_outside", kind="cgroup", program="cg_task", cg="refuse"),
+    entry("ct_cgroup", (B, T), kind="cgroup", program="cg_task", cg="container"),
+    entry("cg_unpriv", kind="cgroup", program="cg_task", cg="unpriv"),
+    entry("cg_threaded", (B, T), kind="cgroup", program="cg_task", cg="threaded"),
+    entry("refuse_cg_v1", kind="cgroup", program="cg_task", cg="v1"),
     entry("id_personality"),
     entry("id_comm"),
     entry("id_rseq"),
@@ -141,6 +164,7 @@ TESTS = [
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
     entry("tree_ghost", (B, T)),
+    entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
     entry("tree_shm", (B, T)),
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
@@ -191,6 +215,7 @@ TESTS = [
     entry("unix_names", (B, T)),
     entry("unix_rights", (B, T, R)),
     entry("unix_rights_dgram", (B, T, R)),
+    entry("unix_gone", (B, T, R)),
     entry("unix_external", (B, T), kind="external"),
     entry("unix_external_dgram", (B, T), kind="external"),
     entry("unix_detach_client", (B, T, R), ckpt_args=["--detach-clients"]),
@@ -309,11 +334,15 @@ TESTS = [
           regex=r"fd \d+ \(.*victim\): a restart by uid 65534 could not open it again for "
                 r"writing: permission denied"),
     entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
-          regex=r"unix socket:\[\d+\]\): cannot bind .*/s again: it exists and is not a socket"),
+          regex=r"unix socket:\[\d+\]\): cannot bind .*/sd/s again: cannot create files in .*/sd: "
+                r"read-only file system"),
     entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
     entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
           case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
                                r"above ckpt's open-file limit 512"),
+    # files ckpt creates: never through a symlink, never truncating another's file
+    entry("files_nofollow", kind="files_nofollow", program="img_target"),
+    entry("files_interrupted", kind="files_interrupted", program="mem_big"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
 ]
@@ -1032,7 +1061,14 @@ class Run:
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         open(self.p("out.log"), "wb").close()
         self.logs.append(self.p("out.log"))
-        argv = [self.opts.ckpt, "run", "--detach", "--", "/bin/sh", "-c",
+        # a detached container's cgroup outlives it: named, removed by cleanup
+        cg = []
+        where = cg_where()
+        if where:
+            name = "ckpt-e2e-%d-%s-ct" % (os.getpid(), self.t["name"])
+            cg = ["--cgroup", name]
+            self.cg_dirs = getattr(self, "cg_dirs", []) + [where[0] + where[1] + "/" + name]
+        argv = [self.opts.ckpt, "run", "--detach"] + cg + ["--", "/bin/sh", "-c",
                 'exec "$0" "$@" >out.log 2>&1'] + self.program_argv()
         self.vlog("$ " + " ".join(argv))
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
@@ -1746,6 +1782,293 @@ http {{
         if dgram and b"after" not in srv.got:
             raise Fail("the server did not get \"after\": %r" % srv.got)
 
+    # --- cgroups -------------------------------------------------------
+
+    def cg_setup(self, leaf):
+        """A cgroup of the test's own under the runner's (removed by
+        cg_cleanup), with a leaf cgroup in it and limits set there:
+        cgroup.max.descendants always, memory.max, pids.max, hugetlb.2MB.max
+        where those controllers can be enabled here. Returns the limits."""
+        where = cg_where()
+        if not where:
+            raise Skip("no cgroup2 mount")
+        mnt, own = where
+        self.cg_mnt = mnt
+        self.cg_base_rel = "%s/ckpt-e2e-%d-%s" % (own, os.getpid(), self.t["name"])
+        self.cg_dirs = []
+        base = mnt + self.cg_base_rel
+        with open(mnt + own + "/cgroup.controllers") as f:
+            avail = f.read().split()
+        ctrls = []
+        for c in ("memory", "pids", "hugetlb"):
+            if c not in avail:
+                continue
+            try:
+                with open(mnt + own + "/cgroup.subtree_control", "w") as f:
+                    f.write("+" + c)
+                ctrls.append(c)
+            except OSError:
+                pass
+        path = self.cg_base_rel
+        for part in [""] + leaf.split("/"):
+            path = path + ("/" + part if part else "")
+            os.mkdir(mnt + path)
+            self.cg_dirs.append(mnt + path)
+            if path != self.cg_base_rel + "/" + leaf:
+                for c in ctrls:
+                    with open(mnt + path + "/cgroup.subtree_control", "w") as f:
+                        f.write("+" + c)
+        self.cg_leaf_rel = path
+        limits = {"cgroup.max.descendants": "3"}
+        if "memory" in ctrls:
+            limits["memory.max"] = "67108864"
+        if "pids" in ctrls:
+            limits["pids.max"] = "50"
+        if os.path.exists(mnt + path + "/hugetlb.2MB.max"):
+            limits["hugetlb.2MB.max"] = "4194304"
+        for k, v in limits.items():
+            with open(mnt + path + "/" + k, "w") as f:
+                f.write(v)
+        self.vlog("cgroup %s, limits %s" % (path, limits))
+        return limits
+
+    def cg_rmdir(self, d, timeout=10):
+        """Removes a cgroup once its killed tasks are gone."""
+        deadline = time.monotonic() + timeout
+        while os.path.isdir(d):
+            try:
+                os.rmdir(d)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def cg_cleanup(self):
+        for d in reversed(getattr(self, "cg_dirs", [])):
+            for sub, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])) if os.path.isdir(d) else ():
+                try:
+                    with open(sub + "/cgroup.procs") as f:
+                        pids = [int(x) for x in f.read().split()]
+                    with open(sub + "/cgroup.kill", "w") as f:
+                        f.write("1") if pids else None
+                except OSError:
+                    pass
+                try:
+                    self.cg_rmdir(sub)
+                except OSError as e:
+                    self.vlog("cannot remove %s: %s" % (sub, e))
+
+    def flow_cgroup(self):
+        """A process moved by the runner into a cgroup it made (limits set),
+        checkpointed --kill; the cgroup kept, or removed meanwhile (restart
+        makes it again with its limits), or made impossible to make (the
+        restart fails naming the task and the path, and removes what it
+        made); or refused: ckpt in a cgroup namespace the task is outside."""
+        try:
+            self.cgroup_case(self.t["cg"])
+        finally:
+            self.cg_cleanup()
+
+    def cgroup_container(self):
+        """`ckpt run --cgroup NAME` with limits: the container's cgroup
+        (and cgroup namespace: it reads "/") made again at restart, with
+        its limits, after `ckpt run` removed it."""
+        self.cg_setup("job")
+        mnt = self.cg_mnt
+        name = self.cg_base_rel.rsplit("/", 1)[1] + "-ct"
+        rel = self.cg_base_rel.rsplit("/", 1)[0] + "/" + name
+        self.cg_dirs.insert(0, mnt + rel)
+        limits = {"cgroup.max.descendants": "5"}
+        opts = []
+        with open(mnt + self.cg_base_rel.rsplit("/", 1)[0] + "/cgroup.subtree_control") as f:
+            on = f.read().split()
+        if "memory" in on:
+            opts += ["--memory-max", "64M"]
+            limits["memory.max"] = "67108864"
+        if "pids" in on:
+            opts += ["--pids-max", "40"]
+            limits["pids.max"] = "40"
+        sets = "cgroup.max.descendants=5"
+        if "hugetlb" in on:
+            sets += ",hugetlb.2MB.max=6291456"
+            limits["hugetlb.2MB.max"] = "6291456"
+        args = ["/", mnt + rel] + ["%s=%s" % kv for kv in sorted(limits.items())]
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--cgroup", name, "--cgroup-set", sets]
+                        + opts + ["--pidfile", pidfile, "--"], args=args)
+        self.wait_container(pr, pidfile)
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        if os.path.exists(mnt + rel):
+            raise Fail("ckpt run left its cgroup %s" % rel)
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def cgroup_unpriv(self):
+        """User nobody checkpoints its process in a cgroup root made (limits
+        saved), root removes the cgroup, nobody restarts: it may not make
+        cgroups, so the process runs on in ckpt's cgroup, and the restart
+        warns naming the path and the limits lost."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        self.cg_setup("job")
+        mnt, rel = self.cg_mnt, self.cg_leaf_rel
+        own = self.cg_base_rel.rsplit("/", 1)[0] or "/"
+        os.chmod(self.dir, 0o777)
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s %s \"$@\"\n" % (" ".join(drop),
+                                                         os.path.abspath(self.opts.ckpt)))
+        os.chmod(wrapper, 0o755)
+        # a container (nobody's ckpt run: a user namespace), so that nobody
+        # may restart it with its pids; nobody may not make its cgroup
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[wrapper, "run", "--pidfile", pidfile, "--"],
+                        args=[own, mnt + own])
+        self.wait_container(pr, pidfile)
+        with open(mnt + rel + "/cgroup.procs", "w") as f:
+            f.write(str(self.pid))
+        saved = self.opts.ckpt
+        self.opts.ckpt = wrapper
+        try:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+        finally:
+            self.opts.ckpt = saved
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+        with open(self.p("restart.log")) as f:
+            log = f.read()
+        want = "pid 1: cgroup %s cannot be made or joined (Permission denied)" % rel
+        if want not in log or "without the cgroup's limits" not in log:
+            raise Fail("restart log does not warn %r: %s" % (want, log.strip()[-300:]))
+
+    def cgroup_v1(self):
+        """A process in a cgroup v1 hierarchy (pids) other than ckpt's: v1
+        membership is not saved, so checkpoint refuses it by name."""
+        v1 = None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fl = line.split()
+                i = fl.index("-")
+                if fl[i + 1] == "cgroup" and "pids" in fl[i + 3].split(","):
+                    v1 = fl[4]
+        if not v1:
+            raise Skip("no cgroup v1 pids hierarchy")
+        with open("/proc/self/cgroup") as f:
+            own = [l.split(":", 2)[2].strip() for l in f if ":pids:" in l][0].rstrip("/")
+        d = "%s%s/ckpt-e2e-%d-v1" % (v1, own, os.getpid())
+        os.mkdir(d)
+        try:
+            pr = self.start(args=["/", "/"])
+            self.wait_ready()
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write(str(self.pid))
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+            rx = r"pid %d: cgroup v1 '\d+:pids:%s/ckpt-e2e-\d+-v1' is not ckpt's own" % (
+                self.pid, re.escape(own))
+            if rc == 0 or not re.search(rx, err):
+                raise Fail("checkpoint exit %d, message %r does not match /%s/"
+                           % (rc, err.strip(), rx))
+            with open(v1 + own + "/cgroup.procs", "w") as f:
+                f.write(str(self.pid))
+            rc = self.wake_and_wait(pr, "the original")
+            self.check_result(rc, "the original")
+        finally:
+            if pid_alive(self.pid or 0):
+                try:
+                    with open(v1 + own + "/cgroup.procs", "w") as f:
+                        f.write(str(self.pid))
+                except OSError:
+                    pass
+            self.cg_rmdir(d)
+
+    def cgroup_case(self, case):
+        if case == "v1":
+            return self.cgroup_v1()
+        if case == "container":
+            return self.cgroup_container()
+        if case == "unpriv":
+            return self.cgroup_unpriv()
+        leaf = "mid/job" if case == "fail" else "job"
+        limits = self.cg_setup(leaf)
+        mnt, rel = self.cg_mnt, self.cg_leaf_rel
+        args = [rel, mnt + rel] + ["%s=%s" % kv for kv in sorted(limits.items())]
+        if self.opts.no_ckpt:
+            return self.native()
+        trel = rel + "/t1"
+        if case == "threaded":
+            args.append("thread=" + trel)
+        pr = self.start(args=args)
+        self.wait_ready()
+        with open(mnt + rel + "/cgroup.procs", "w") as f:
+            f.write(str(self.pid))
+        if case == "threaded":
+            # a threaded cgroup below the process's, its second thread in it
+            os.mkdir(mnt + trel)
+            self.cg_dirs.append(mnt + trel)
+            with open(mnt + trel + "/cgroup.type", "w") as f:
+                f.write("threaded")
+            with open(self.p("tid")) as f:
+                tid = f.read().strip()
+            with open(mnt + trel + "/cgroup.threads", "w") as f:
+                f.write(tid)
+        if case == "refuse":
+            side = mnt + self.cg_base_rel + "/side"
+            os.mkdir(side)
+            self.cg_dirs.append(side)
+            pre = ["sh", "-c", 'echo $$ > %s/cgroup.procs && exec unshare -C "$@"' % side, "sh"]
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False,
+                                      prefix=pre)
+            rx = r"pid %d: its cgroup /\.\./job is outside ckpt's cgroup namespace" % self.pid
+            if rc == 0 or not re.search(rx, err):
+                raise Fail("checkpoint exit %d, message %r does not match /%s/"
+                           % (rc, err.strip(), rx))
+            rc = self.wake_and_wait(pr, "the original")
+            return self.check_result(rc, "the original")
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        if case == "threaded":
+            self.cg_rmdir(mnt + trel)
+        if case in ("removed", "fail", "threaded"):
+            self.cg_rmdir(mnt + rel)
+        if case == "fail":
+            self.cg_rmdir(mnt + self.cg_base_rel + "/mid")
+            with open(mnt + self.cg_base_rel + "/cgroup.max.descendants", "w") as f:
+                f.write("1")
+            r = self.run_ckpt(["restart", img], timeout=60)
+            self.expect_error(r, "restart into a cgroup that cannot be made",
+                              must=["pid %d" % self.pid, rel])
+            self.expect_gone("the failed restart")
+            if os.path.exists(mnt + self.cg_base_rel + "/mid"):
+                raise Fail("the failed restart left the cgroup %s/mid it made"
+                           % self.cg_base_rel)
+            with open(mnt + self.cg_base_rel + "/cgroup.max.descendants", "w") as f:
+                f.write("max")
+        rp = self.restart(img, "restart")
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            if case == "threaded":
+                self.cg_rmdir(mnt + trel)
+            self.cg_rmdir(mnt + rel)
+            rp = self.restart(self.p("img2"), "restart2")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
     def flow_refuse(self, prefix=()):
         if self.opts.no_ckpt:
             return self.native(prefix)
@@ -1961,21 +2284,23 @@ http {{
         unharmed, no image is left. By nobody of its own process: "groups"
         (a supplementary group, which a user namespace's denied setgroups
         cannot give back), "file" (a file open for writing that only root
-        may open now). By root: "sock" (a unix socket whose path is now a
-        regular file, so its name cannot be bound again)."""
+        may open now). By root: "sock" (a unix socket whose directory is
+        now read-only, so its name cannot be bound again)."""
         case = self.t["case"]
         args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
         if case != "sock":
             drop = self.nobody_setup(["--groups=100"] if case == "groups"
                                      else ["--clear-groups"])
             run = self.as_nobody
-        victim, sock = self.p("victim"), self.p("s")
+        victim, sockdir = self.p("victim"), self.p("sd")
+        sock = os.path.join(sockdir, "s")
         if case == "file":
             with open(victim, "w"):
                 pass
             os.chmod(victim, 0o666)
             args = ["file=" + victim]
         if case == "sock":
+            os.mkdir(sockdir)
             args = ["bind=" + sock]
         pr = self.start(prefix=drop, args=args)
         self.wait_ready()
@@ -1984,9 +2309,16 @@ http {{
         if case == "file":
             os.chmod(victim, 0o600)  # root's alone from now on
         if case == "sock":
-            os.unlink(sock)
-            with open(sock, "w"):
-                pass
+            # its directory read-only from now on, even for root
+            subprocess.run(["mount", "--bind", sockdir, sockdir], check=True)
+            try:
+                subprocess.run(["mount", "-o", "remount,bind,ro", sockdir], check=True)
+                img = self.p("img")
+                rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
+                self.expect_refused(pr, rc, err, img)
+            finally:
+                subprocess.run(["umount", sockdir])
+            return
         img = self.p("img")
         rc, err = run(self.checkpoint, img, "ckpt", reap=[pr], expect_ok=False)
         self.expect_refused(pr, rc, err, img)
@@ -2019,6 +2351,134 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wake_and_wait(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def victims(self):
+        """A victim file of root's and one of another user's; returns a checker."""
+        files = {self.p("victim"): b"VICTIM\n", self.p("victim.other"): b"OTHER\n"}
+        for path, data in files.items():
+            with open(path, "wb") as f:
+                f.write(data)
+        os.chown(self.p("victim.other"), 65534, 65534)
+
+        def check(what):
+            for path, data in files.items():
+                st = os.lstat(path)
+                with open(path, "rb") as f:
+                    got = f.read()
+                if got != data or not stat.S_ISREG(st.st_mode):
+                    raise Fail("%s: victim %s changed: %r" % (what, path, got[:40]))
+            self.vlog("%s: victims untouched" % what)
+        return check
+
+    def expect_mode(self, path, what):
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != 0o600:
+            raise Fail("%s: %s is mode %o, expected a regular file 0600"
+                       % (what, path, st.st_mode))
+
+    def flow_files_nofollow(self):
+        """The image, its temporary file, --log and --pidfile: symlinks planted
+        there to victim files are never followed, another user's or a
+        hard-linked log is refused, an existing image is replaced only by a
+        complete one, and every file is made 0600."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        check = self.victims()
+        pid = str(self.pid)
+        img = self.p("img")
+        for name, target in (("img.lnk", "victim"), ("log.lnk", "victim.other"),
+                             ("img.part", "victim"), ("img2.part", "victim.other"),
+                             ("rst.pid", "victim"), ("rst.pid.tmp", "victim.other")):
+            os.symlink(self.p(target), self.p(name))
+        r = self.run_ckpt(["checkpoint", pid, "-o", self.p("img.lnk")])
+        self.expect_error(r, "image at a symlink", must=["img.lnk", "symbolic link"])
+        check("image at a symlink")
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("log.lnk")])
+        self.expect_error(r, "log at a symlink", must=["log.lnk", "symbolic link"])
+        check("log at a symlink")
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("victim.other")])
+        self.expect_error(r, "another user's log", must=["victim.other", "another user"])
+        check("another user's log")
+        os.link(self.p("victim"), self.p("log.hard"))
+        r = self.run_ckpt(["checkpoint", pid, "-o", img, "--log", self.p("log.hard")])
+        self.expect_error(r, "hard-linked log", must=["log.hard", "hard links"])
+        check("hard-linked log")
+        os.unlink(self.p("log.hard"))
+        if os.path.exists(img):
+            raise Fail("refused checkpoints left %s" % img)
+        # an old image at the final name, symlinks at the old temporary names
+        with open(img, "wb") as f:
+            f.write(b"OLD IMAGE\n")
+        names = set(os.listdir(self.dir))
+        r = self.run_ckpt(["checkpoint", str(1 << 22), "-o", img])
+        self.expect_error(r, "a failed checkpoint")
+        with open(img, "rb") as f:
+            if f.read() != b"OLD IMAGE\n":
+                raise Fail("a failed checkpoint replaced the existing image")
+        rc, err = self.checkpoint(img, "ckpt", reap=[pr], extra=["--log", self.p("new.log")])
+        check("checkpoint --kill with img.part planted")
+        with open(img, "rb") as f:
+            if f.read(8) != b"CKPTIMG\0":
+                raise Fail("the image was not replaced by a complete one")
+        self.expect_mode(img, "the image")
+        self.expect_mode(self.p("new.log"), "a new log")
+        extra = set(os.listdir(self.dir)) - names - {"ckpt.log", "ckpt.err", "ckpt.out",
+                                                     "new.log"}
+        if extra:
+            raise Fail("the checkpoint left %s behind" % sorted(extra))
+        if not os.path.islink(self.p("img.part")):
+            raise Fail("img.part was replaced")
+        rp = self.restart(img, "rst")
+        check("restart --pidfile at a symlink")
+        self.expect_mode(self.p("rst.pid"), "the pidfile")
+        rc = self.wake_and_wait(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_files_interrupted(self):
+        """SIGKILL ckpt in the middle of writing a large image over an existing
+        one: the old image stays as it was and no temporary file is left."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        with open(img, "wb") as f:
+            f.write(b"OLD IMAGE\n")
+        names = set(os.listdir(self.dir))
+        cp = self.popen(self.ckpt_argv("checkpoint", str(self.pid), "-o", img),
+                        err=self.p("ckpt.err"))
+        names |= {"ckpt.err"}
+        # wait until ckpt's unnamed (or temporary) image holds 16 MiB
+        deadline = time.monotonic() + CHECKPOINT_TIMEOUT
+        written = 0
+        while written < 16 * MiB:
+            if cp.poll() is not None:
+                raise Fail("ckpt checkpoint finished (%d) before it was killed" % cp.returncode)
+            if time.monotonic() > deadline:
+                raise Fail("ckpt never wrote 16 MiB of image")
+            for fd in os.listdir("/proc/%d/fd" % cp.pid) if pid_exists(cp.pid) else ():
+                try:
+                    link = os.readlink("/proc/%d/fd/%s" % (cp.pid, fd))
+                    if link.startswith(self.dir + "/"):
+                        written = max(written, os.stat("/proc/%d/fd/%s" % (cp.pid, fd)).st_size)
+                except OSError:
+                    pass
+            time.sleep(0.005)
+        cp.kill()
+        cp.wait()
+        self.vlog("ckpt killed after %d bytes" % written)
+        with open(img, "rb") as f:
+            if f.read() != b"OLD IMAGE\n":
+                raise Fail("the existing image was replaced by an interrupted checkpoint")
+        extra = set(os.listdir(self.dir)) - names
+        if extra:
+            raise Fail("the interrupted checkpoint left %s behind" % sorted(extra))
+        # the target's fate after its tracer died is not this test's subject
+        if self.ours(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([pr], EXIT_TIMEOUT, "the killed target")
 
     def flow_damage(self):
         if self.opts.no_ckpt:
@@ -2092,6 +2552,9 @@ http {{
             raise Fail("%s (%s): exit %d without a message" % (kind, where, rc))
         if re.search(r"Sanitizer|core dumped|Segmentation", msg):
             raise Fail("%s (%s): %s" % (kind, where, msg))
+        if "\x1b" in msg or "\x07" in msg:
+            raise Fail("%s (%s): a control character from the image reached the terminal: %r"
+                       % (kind, where, msg))
         if kind in CHECKSUM_DAMAGES and not re.search(r"record|checksum|crc", msg, re.I):
             raise Fail("%s (%s): message %r names no record/checksum" % (kind, where, msg))
         self.expect_gone("the refused restart of " + kind)
@@ -3128,6 +3591,7 @@ http {{
                 pr.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        self.cg_cleanup()
 
     def run(self):
         getattr(self, "flow_" + self.t["kind"])()
@@ -3264,9 +3728,23 @@ def forge_seccomp(data, recs):
     return bytes(out)
 
 
+def forged(name):
+    """A forgery of tests/fuzz/forge.py: good checksums, bad content."""
+    def d(data, recs):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz"))
+        import forge
+        return forge.forge(name, data), "forged: " + forge.FORGERIES[name].__doc__.split(":")[0] \
+            if forge.FORGERIES[name].__doc__ else "forged: " + name
+    return d
+
+
 DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
            ("pages", d_pages), ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
-           ("append", d_append), ("random", d_random), ("empty", d_empty)]
+           ("append", d_append), ("random", d_random), ("empty", d_empty),
+           ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
+           ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
+           ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
+           ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags"))]
 CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
 
 

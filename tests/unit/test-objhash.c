@@ -64,9 +64,44 @@ TEST(keys_and_growth)
 	CHECK(objhash_next_key(&h, NULL, 0, 0) == NULL);
 }
 
+/* ids from an image: any value, any order; walks cost the objects, not the ids */
+TEST(huge_ids)
+{
+	static const uint32_t ids[] = { 0xfffffffe, 7, 0x80000000, 3, 1, 0x10000 };
+	struct objhash h;
+	struct obj *o;
+	CHECK_EQ(objhash_init(&h), 0);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(*ids); i++)
+		CHECK_EQ(objhash_add(&h, (int)(i % 2), 0, ids[i], malloc(1), NULL), 0);
+	CHECK_EQ(objhash_add(&h, 0, 0, 0xffffffff, NULL, NULL), -ERANGE);
+	/* the next free id after 0xfffffffe would not fit */
+	CHECK_EQ(objhash_add(&h, 0, 0, 0, NULL, NULL), -EOVERFLOW);
+	uint32_t prev = 0;
+	size_t n = 0;
+	for (o = NULL; (o = objhash_next(&h, o)); n++) {
+		CHECK(o->id > prev);
+		prev = o->id;
+	}
+	CHECK_EQ(n, 6);
+	n = 0;
+	for (o = NULL; (o = objhash_next_of(&h, 1, o)); n++)
+		CHECK_EQ(o->kind, 1);
+	CHECK_EQ(n, 3); /* 7, 3, 0x10000 */
+	/* an add during a walk: the walk goes on after prev, by id */
+	o = objhash_next_of(&h, 0, NULL);
+	CHECK_EQ(o->id, 1);
+	CHECK_EQ(objhash_add(&h, 0, 0, 2, malloc(1), NULL), 0);
+	o = objhash_next_of(&h, 0, o);
+	CHECK_EQ(o->id, 2);
+	released = 0;
+	objhash_free(&h, count_release);
+	CHECK_EQ(released, 7);
+}
+
 int main(void)
 {
 	RUN(add_get);
 	RUN(keys_and_growth);
+	RUN(huge_ids);
 	return unit_done();
 }

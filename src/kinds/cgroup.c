@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cgroup v2 membership. Checkpoint saves, for each process, its cgroup's
+ * path as ckpt sees it (the "0::" line of /proc/PID/cgroup, relative to
+ * ckpt's cgroup namespace root), each cgroup once (an object). A cgroup
+ * that holds only processes of the image, or is a container's own (the
+ * root of its cgroup namespace), also has its limits saved: memory.max,
+ * memory.high, memory.swap.max, cpu.max, cpu.weight, pids.max, the hugetlb
+ * limits and cgroup.max.depth / max.descendants, those of its files that
+ * exist (a controller enabled in its parent).
+ *
+ * A thread in another cgroup than its process (a threaded cgroup,
+ * cgroup.type "threaded") is saved with it: restart makes the cgroup
+ * threaded again and writes the thread's tid to its cgroup.threads after
+ * the process joined its own.
+ *
+ * Refused, by name: a task outside ckpt's cgroup namespace ("/.." paths); a
+ * cgroup other than the root while no cgroup2 is mounted where ckpt can
+ * reach it; a thread apart from its process in a cgroup that is not
+ * threaded; a cgroup v1 hierarchy where the task is not in ckpt's own v1
+ * cgroup (v1 membership is not saved, and would otherwise be lost).
+ *
+ * Restart moves each process, from ckpt's side, into its cgroup (its pid
+ * as ckpt sees it written to cgroup.procs) at the first restore step,
+ * before anything is charged to it. A cgroup that exists is joined as it
+ * is; if it holds no process its saved limits are set, if it holds others
+ * they are not changed (the log says which differ). A missing one is made
+ * (mkdir -p under the mount), the controllers its limits need enabled in
+ * its ancestors' subtree_control, its limits set. When the restart fails
+ * (or is a dry run) the cgroups it made are removed again. A cgroup that
+ * cannot be made or joined fails the restart, except for a lack of
+ * permission (EACCES, EPERM, EROFS: a user without a delegated subtree):
+ * then the task stays in ckpt's cgroup, with a warning that names the path
+ * and the limits lost.
+ *
+ * A container's root in a cgroup namespace of its own is moved into its
+ * cgroup as it is made (tree.c) and unshares CLONE_NEWCGROUP there, so the
+ * tasks it forks share the namespace and see "/" as their root again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.pb-c.h"
+#include "core/ctx.h"
+#include "kinds/cgroup.h"
+#include "util/cgroup.h"
+#include "util/cleanup.h"
+
+enum {
+	CGROUP_DIR = REC_TYPE(KID_cgroup, 1),
+	CGROUP_TASK = REC_TYPE(KID_cgroup, 2),
+};
+
+#define LIMITS_MAX 32
+
+/* checkpoint: one cgroup */
+struct cg_dir {
+	CgroupDir e;
+	bool force_own; /* a container's own cgroup */
+	size_t nlimits;
+	CgroupLimit limits[LIMITS_MAX];
+	CgroupLimit *lp[LIMITS_MAX];
+};
+
+struct cg_task {
+	CgroupTask e;
+};
+
+/* restart: one cgroup */
+struct cg_rdir {
+	CgroupDir *e;
+	bool ready;  /* made or checked: tasks may join */
+	bool lost;   /* cannot be joined for lack of permission */
+	char **made; /* the directories this restart made for it */
+	size_t nmade;
+};
+
+static uint64_t path_key(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static void free_dir(void *ptr)
+{
+	struct cg_dir *d = ptr;
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nlimits; i++) {
+		free(d->limits[i].name);
+		free(d->limits[i].value);
+	}
+	free(d->e.path);
+	free(d);
+}
+
+/* The v1 hierarchies the task is in where ckpt is not. */
+static int check_v1(struct ckpt_ctx *ctx, struct task *t, const char *text, const char *self)
+{
+	int r = 0;
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		size_t n = strcspn(p, "\n");
+		if (!strncmp(p, "0::", 3))
+			continue;
+		/* the same line in ckpt's own file: same hierarchy, same cgroup */
+		bool same = false;
+		for (const char *q = self; q && *q && !same;
+		     q = strchr(q, '\n'), q = q ? q + 1 : NULL)
+			same = strcspn(q, "\n") == n && !strncmp(p, q, n);
+		if (same)
+			continue;
+		r = log_fail(&ctx->log, -EOPNOTSUPP,
+			     "pid %d: cgroup v1 '%.*s' is not ckpt's own: v1 cgroups are not saved "
+			     "(only cgroup v2 is)",
+			     t->pid, (int)n, p);
+	}
+	return r;
+}
+
+static int find_dir(struct ckpt_ctx *ctx, const char *path, struct obj **ret);
+
+/* Threads in other cgroups than their process: threaded cgroups. */
+static int collect_threads(struct ckpt_ctx *ctx, struct task *t, struct cg_task *k,
+			   const char *path)
+{
+	for (size_t i = 0; i < t->nthreads; i++) {
+		_cleanup_free_ char *text = NULL;
+		char name[64], tpath[CG_PATH_MAX], type[32];
+		struct obj *o;
+		snprintf(name, sizeof(name), "task/%d/cgroup", t->threads[i].pid);
+		if (proc_read(t->pid, name, &text, NULL) < 0 ||
+		    cg_v2_path(text, tpath, sizeof(tpath)) < 0 || !strcmp(tpath, path))
+			continue; /* gone, no v2, or with its process */
+		char mnt[CG_PATH_MAX];
+		int r = cg_mount(mnt, sizeof(mnt));
+		if (r >= 0)
+			r = cg_read(mnt, tpath, "cgroup.type", type, sizeof(type));
+		if (r < 0 || strcmp(type, "threaded") || !strncmp(tpath, "/..", 3))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"thread %d of pid %d: in cgroup %s apart from its process "
+					"(%s), which is not a threaded cgroup ckpt can see: not "
+					"supported",
+					t->threads[i].pid, t->pid, tpath, path);
+		if ((r = find_dir(ctx, tpath, &o)) < 0)
+			return r;
+		((struct cg_dir *)o->ptr)->e.has_threaded = true;
+		((struct cg_dir *)o->ptr)->e.threaded = true;
+		CgroupThread **th = realloc(k->e.threads, (k->e.n_threads + 1) * sizeof(*th));
+		if (!th)
+			return -ENOMEM;
+		k->e.threads = th;
+		if (!(th[k->e.n_threads] = malloc(sizeof(**th))))
+			return -ENOMEM;
+		cgroup_thread__init(th[k->e.n_threads]);
+		th[k->e.n_threads]->tid = (uint32_t)t->threads[i].vpid;
+		th[k->e.n_threads++]->dir = o->id;
+	}
+	return 0;
+}
+
+static void free_task_state(void *ptr)
+{
+	struct cg_task *k = ptr;
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->e.n_threads; i++)
+		free(k->e.threads[i]);
+	free(k->e.threads);
+	free(k);
+}
+
+/* The container's root: is its cgroup the root of its cgroup namespace?
+ * Asked by an injected read of its own /proc/self/cgroup ("0::/"). */
+static int check_ns_root(struct ckpt_ctx *ctx, struct task *t)
+{
+	static const char path[] = "/proc/self/cgroup";
+	struct puppet *p = &t->pup;
+	char buf[512] = {0}, mine[CG_PATH_MAX];
+	uint64_t rpath = puppet_scratch_put(p, 0, path, sizeof(path));
+	if (!rpath)
+		return -EFAULT;
+	long fd = puppet_syscall(p, SYS_openat, AT_FDCWD, rpath, O_RDONLY | O_CLOEXEC);
+	long n = fd < 0 ? fd : puppet_syscall(p, SYS_read, fd, rpath + 64, sizeof(buf) - 1);
+	if (fd >= 0)
+		puppet_syscall(p, SYS_close, fd);
+	if (n < 0 || puppet_read(p, rpath + 64, buf, (size_t)n) < 0)
+		return log_fail(&ctx->log, n < 0 ? (int)n : -EIO,
+				"pid %d: cannot read its cgroup inside its namespace", t->pid);
+	if (cg_v2_path(buf, mine, sizeof(mine)) < 0 || strcmp(mine, "/"))
+		return log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d: its cgroup namespace's root is not its own cgroup (it is in "
+		    "%s inside): not supported",
+		    t->pid, buf);
+	return 0;
+}
+
+/* Are the two tasks (0: ckpt) in one cgroup namespace? */
+static bool same_cgroup_ns(pid_t a, pid_t b)
+{
+	char path[64];
+	struct stat sa, sb;
+	snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", a);
+	if (stat(path, &sa) < 0)
+		return true;
+	if (b)
+		snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", b);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/cgroup");
+	return stat(path, &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+static int find_dir(struct ckpt_ctx *ctx, const char *path, struct obj **ret)
+{
+	uint64_t key = path_key(path);
+	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_cgroup, key));) {
+		struct cg_dir *d = o->ptr;
+		if (!strcmp(d->e.path, path)) {
+			*ret = o;
+			return 0;
+		}
+	}
+	struct cg_dir *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	cgroup_dir__init(&d->e);
+	if (!(d->e.path = strdup(path))) {
+		free(d);
+		return -ENOMEM;
+	}
+	int r = objhash_add(&ctx->objs, KIND_cgroup, key, 0, d, ret);
+	if (r < 0) {
+		free_dir(d);
+		return r;
+	}
+	d->e.id = (*ret)->id;
+	return 0;
+}
+
+static int cgroup_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	_cleanup_free_ char *text = NULL, *self = NULL;
+	char path[CG_PATH_MAX], mnt[CG_PATH_MAX];
+	int r = proc_read(t->pid, "cgroup", &text, NULL);
+	if (r >= 0)
+		r = proc_read(0, "cgroup", &self, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its cgroups: %s", t->pid,
+				strerror(-r));
+	if ((r = check_v1(ctx, t, text, self)) < 0)
+		return r;
+	if (cg_v2_path(text, path, sizeof(path)) < 0)
+		return 0; /* no cgroup v2 hierarchy here */
+	if (!strncmp(path, "/..", 3))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: its cgroup %s is outside ckpt's cgroup namespace", t->pid,
+				path);
+	/* a cgroup namespace: only the container's own, made by its root */
+	bool own_ns = false;
+	if (!same_cgroup_ns(t->pid, 0)) {
+		if (!ctx->container || !same_cgroup_ns(t->pid, ctx->tasks[0].pid) ||
+		    same_cgroup_ns(ctx->tasks[0].pid, 0))
+			return log_fail(
+			    &ctx->log, -EOPNOTSUPP,
+			    "pid %d: in a cgroup namespace that is not its container's: "
+			    "not supported",
+			    t->pid);
+		own_ns = t == &ctx->tasks[0];
+	}
+	if (cg_mount(mnt, sizeof(mnt)) < 0) {
+		if (!strcmp(path, "/") && !own_ns)
+			return 0; /* the root: where a restart puts it anyway */
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: in cgroup %s, but no cgroup2 file system of ckpt's cgroup "
+				"namespace is mounted",
+				t->pid, path);
+	}
+	if (own_ns && (r = check_ns_root(ctx, t)) < 0)
+		return r;
+	struct cg_task *k = task_state(t, KIND_cgroup, sizeof(*k));
+	struct obj *o;
+	if (!k)
+		return -ENOMEM;
+	cgroup_task__init(&k->e);
+	if ((r = collect_threads(ctx, t, k, path)) < 0)
+		return r;
+	if ((r = find_dir(ctx, path, &o)) < 0)
+		return log_fail(&ctx->log, r, "pid %d: cgroup %s: %s", t->pid, path, strerror(-r));
+	k->e.dir = o->id;
+	if (own_ns) {
+		k->e.has_ns_root = k->e.ns_root = true;
+		((struct cg_dir *)o->ptr)->force_own = true;
+	}
+	return 0;
+}
+
+static int add_limit(struct cg_dir *d, const char *name, const char *value)
+{
+	if (d->nlimits == LIMITS_MAX)
+		return 0;
+	CgroupLimit *l = &d->limits[d->nlimits];
+	cgroup_limit__init(l);
+	l->name = strdup(name);
+	l->value = strdup(value);
+	if (!l->name || !l->value) {
+		free(l->name);
+		free(l->value);
+		return -ENOMEM;
+	}
+	d->lp[d->nlimits++] = l;
+	return 0;
+}
+
+/* Its limit files that exist: the fixed ones, then hugetlb's. */
+static int read_limits(const char *mnt, struct cg_dir *d)
+{
+	char value[256];
+	int r;
+	for (size_t i = 0; i < cg_nlimit_names; i++)
+		if (cg_read(mnt, d->e.path, cg_limit_names[i], value, sizeof(value)) == 0 &&
+		    (r = add_limit(d, cg_limit_names[i], value)) < 0)
+			return r;
+	char hp[CG_PATH_MAX + 8];
+	snprintf(hp, sizeof(hp), "%s%s", mnt, strcmp(d->e.path, "/") ? d->e.path : "");
+	DIR *dir = opendir(hp);
+	r = 0;
+	for (struct dirent *de; r >= 0 && dir && (de = readdir(dir));)
+		if (!strncmp(de->d_name, "hugetlb.", 8) && cg_limit_name_ok(de->d_name) &&
+		    cg_read(mnt, d->e.path, de->d_name, value, sizeof(value)) == 0)
+			r = add_limit(d, de->d_name, value);
+	if (dir)
+		closedir(dir);
+	if (r < 0)
+		return r;
+	d->e.n_limits = d->nlimits;
+	d->e.limits = d->lp;
+	return 0;
+}
+
+/* Does every process in the cgroup belong to the image? */
+static bool holds_only_image(struct ckpt_ctx *ctx, const char *mnt, const char *path)
+{
+	char file[CG_PATH_MAX + 16];
+	snprintf(file, sizeof(file), "%s%s/cgroup.procs", mnt, strcmp(path, "/") ? path : "");
+	_cleanup_fclose_ FILE *f = fopen(file, "re");
+	int pid;
+	if (!f)
+		return false;
+	while (fscanf(f, "%d", &pid) == 1)
+		if (!ctx_find_task(ctx, pid))
+			return false;
+	return true;
+}
+
+static int cgroup_collect_end(struct ckpt_ctx *ctx)
+{
+	char mnt[CG_PATH_MAX];
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_cgroup, o));) {
+		struct cg_dir *d = o->ptr;
+		if (cg_mount(mnt, sizeof(mnt)) < 0)
+			return 0;
+		if (strcmp(d->e.path, "/") &&
+		    (d->force_own || holds_only_image(ctx, mnt, d->e.path))) {
+			d->e.own = true;
+			int r = read_limits(mnt, d);
+			if (r < 0)
+				return log_fail(&ctx->log, r,
+						"cgroup %s: cannot read its limits: %s", d->e.path,
+						strerror(-r));
+		}
+		log_debug(&ctx->log, "cgroup %s: %s, %zu limit(s) saved", d->e.path,
+			  d->e.own ? "the image's own" : "shared", d->nlimits);
+	}
+	return 0;
+}
+
+static int dump_dir(struct ckpt_ctx *ctx, uint32_t id)
+{
+	struct obj *o;
+	int r = objhash_get(&ctx->objs, id, KIND_cgroup, &o);
+	if (r < 0 || o->dumped)
+		return r;
+	struct cg_dir *d = o->ptr;
+	if ((r = ctx_write_msg(ctx, CGROUP_DIR, &d->e.base)) < 0)
+		return r;
+	o->dumped = true;
+	return 0;
+}
+
+static int cgroup_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct cg_task *k = t->kstate[KIND_cgroup];
+	if (!k)
+		return 0;
+	int r = dump_dir(ctx, k->e.dir);
+	for (size_t i = 0; r >= 0 && i < k->e.n_threads; i++)
+		r = dump_dir(ctx, k->e.threads[i]->dir);
+	return r < 0 ? r : ctx_write_msg(ctx, CGROUP_TASK, &k->e.base);
+}
+
+/* --- restart ---------------------------------------------------------- */
+
+static void free_rdir(void *ptr)
+{
+	struct cg_rdir *d = ptr;
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nmade; i++)
+		free(d->made[i]);
+	free(d->made);
+	if (d->e)
+		cgroup_dir__free_unpacked(d->e, NULL);
+	free(d);
+}
+
+static int load_dir(struct rst_ctx *ctx, const struct img_record *rec)
+{
+	CgroupDir *e = rctx_unpack(ctx, rec, &cgroup_dir__descriptor);
+	if (!e)
+		return -EINVAL;
+	bool ok = cg_path_ok(e->path) && e->n_limits <= LIMITS_MAX;
+	for (size_t i = 0; ok && i < e->n_limits; i++)
+		ok = cg_limit_name_ok(e->limits[i]->name) && strlen(e->limits[i]->value) < 200 &&
+		     !strchr(e->limits[i]->value, '\n');
+	struct cg_rdir *d = ok ? calloc(1, sizeof(*d)) : NULL;
+	if (!d) {
+		cgroup_dir__free_unpacked(e, NULL);
+		return ok ? -ENOMEM
+			  : log_fail(&ctx->log, -EINVAL, "record %u: cgroup entry is not valid",
+				     rec->index);
+	}
+	d->e = e;
+	int r = objhash_add(&ctx->objs, KIND_cgroup, 0, e->id, d, NULL);
+	if (r < 0) {
+		free_rdir(d);
+		return log_fail(&ctx->log, -EINVAL, "record %u: cgroup id %u: %s", rec->index,
+				e->id, strerror(-r));
+	}
+	return 0;
+}
+
+static int cgroup_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (rec->type == CGROUP_DIR)
+		return load_dir(ctx, rec);
+	CgroupTask *e =
+	    rctx_load_one(ctx, t, rec, KIND_cgroup, CGROUP_TASK, &cgroup_task__descriptor);
+	struct obj *o;
+	if (!e)
+		return -EINVAL;
+	for (size_t i = 0; i < e->n_threads; i++)
+		if (objhash_get(&ctx->objs, e->threads[i]->dir, KIND_cgroup, &o) < 0)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: cgroup of a thread of pid "
+					"%d is not valid",
+					rec->index, t->pid);
+	if (objhash_get(&ctx->objs, e->dir, KIND_cgroup, &o) < 0 ||
+	    (e->ns_root &&
+	     (t != &ctx->tasks[0] || !ctx->ns || !(ctx->ns->flags & CLONE_NEWCGROUP))))
+		return log_fail(&ctx->log, -EINVAL, "record %u: cgroup of pid %d is not valid",
+				rec->index, t->pid);
+	return 0;
+}
+
+static bool denied(int r)
+{
+	return r == -EACCES || r == -EPERM || r == -EROFS;
+}
+
+/* mkdir -p of the cgroup, each directory made noted in d->made. */
+static int make_path(struct cg_rdir *d, const char *mnt, char *ret_where)
+{
+	const char *rel = d->e->path;
+	for (const char *p = rel; *p == '/';) {
+		const char *next = strchr(p + 1, '/');
+		size_t n = next ? (size_t)(next - rel) : strlen(rel);
+		size_t ml = strlen(mnt);
+		if (ml + n >= CG_PATH_MAX)
+			return -ENAMETOOLONG;
+		memcpy(ret_where, mnt, ml);
+		memcpy(ret_where + ml, rel, n);
+		ret_where[ml + n] = '\0';
+		if (mkdir(ret_where, 0755) == 0) {
+			char **m = realloc(d->made, (d->nmade + 1) * sizeof(*m));
+			if (!m)
+				return -ENOMEM;
+			d->made = m;
+			if (!(m[d->nmade] = strdup(ret_where)))
+				return -ENOMEM;
+			d->nmade++;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+		if (!next)
+			return 0;
+		p = next;
+	}
+	return 0;
+}
+
+static int set_limits(struct rst_ctx *ctx, const char *mnt, const CgroupDir *e)
+{
+	char where[CG_PATH_MAX];
+	for (size_t i = 0; i < e->n_limits; i++) {
+		const CgroupLimit *l = e->limits[i];
+		int r = cg_enable_for(mnt, e->path, l->name, where);
+		if (r < 0)
+			return log_fail(&ctx->log, r,
+					"cgroup %s: cannot enable the controller of %s in %s: %s%s",
+					e->path, l->name, where, strerror(-r),
+					r == -EBUSY ? " (it holds processes: cgroup v2 allows "
+						      "controllers only below cgroups without)"
+						    : "");
+		r = cg_write(mnt, e->path, l->name, l->value);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "cgroup %s: cannot set %s to '%s': %s",
+					e->path, l->name, l->value, strerror(-r));
+	}
+	return 0;
+}
+
+/* A cgroup that exists and holds other processes: joined as it is. */
+static void compare_limits(struct rst_ctx *ctx, const char *mnt, const CgroupDir *e)
+{
+	char now[256];
+	log_info(&ctx->log,
+		 "cgroup %s exists and holds other processes: joined as it is, "
+		 "its limits unchanged",
+		 e->path);
+	for (size_t i = 0; i < e->n_limits; i++) {
+		const CgroupLimit *l = e->limits[i];
+		if (cg_read(mnt, e->path, l->name, now, sizeof(now)) < 0)
+			snprintf(now, sizeof(now), "(none)");
+		if (strcmp(now, l->value))
+			log_warn(&ctx->log, "cgroup %s: %s is '%s', it was '%s'", e->path, l->name,
+				 now, l->value);
+	}
+}
+
+/* Makes or checks the cgroup, once, before its first task joins. */
+static int ready_dir(struct rst_ctx *ctx, struct rst_task *t, struct cg_rdir *d, const char *mnt)
+{
+	char where[CG_PATH_MAX];
+	const CgroupDir *e = d->e;
+	if (d->ready || d->lost)
+		return 0;
+	size_t before = d->nmade;
+	int r = make_path(d, mnt, where);
+	if (r < 0) {
+		if (denied(r))
+			goto lost;
+		return log_fail(&ctx->log, r, "pid %d: cannot make its cgroup %s (%s): %s", t->pid,
+				e->path, where, strerror(-r));
+	}
+	if (d->nmade > before && e->threaded &&
+	    (r = cg_write(mnt, e->path, "cgroup.type", "threaded")) < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot make cgroup %s threaded: %s", t->pid,
+				e->path, strerror(-r));
+	if (d->nmade == before && e->own) {
+		r = cg_is_empty(mnt, e->path);
+		if (r == 0) {
+			compare_limits(ctx, mnt, e);
+			d->ready = true;
+			return 0;
+		}
+	}
+	if (e->own && (r = set_limits(ctx, mnt, e)) < 0) {
+		if (!denied(r))
+			return log_fail(&ctx->log, r,
+					"pid %d: its cgroup %s cannot be made as it "
+					"was",
+					t->pid, e->path);
+		goto lost;
+	}
+	if (d->nmade > before)
+		log_info(&ctx->log, "cgroup %s: made, %zu limit(s) set", e->path, e->n_limits);
+	d->ready = true;
+	return 0;
+lost:
+	log_warn(&ctx->log,
+		 "pid %d: cgroup %s cannot be made or joined (%s): the task stays in "
+		 "ckpt's cgroup%s",
+		 t->pid, e->path, strerror(-r), e->n_limits ? ", without the cgroup's limits" : "");
+	d->lost = true;
+	return 0;
+}
+
+static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
+{
+	char mnt[CG_PATH_MAX], pid[16];
+	struct obj *o;
+	int r = objhash_get(&ctx->objs, e->dir, KIND_cgroup, &o);
+	if (r < 0)
+		return r;
+	struct cg_rdir *d = o->ptr;
+	if (cg_mount(mnt, sizeof(mnt)) < 0) {
+		log_warn(&ctx->log,
+			 "pid %d: no cgroup2 file system is mounted here: the task stays "
+			 "in ckpt's cgroup, not %s",
+			 t->pid, d->e->path);
+		return 0;
+	}
+	/* already there (forked in it): nothing to write */
+	_cleanup_free_ char *text = NULL;
+	char now[CG_PATH_MAX];
+	if (proc_read(t->pup.pid, "cgroup", &text, NULL) == 0 &&
+	    cg_v2_path(text, now, sizeof(now)) == 0 && !strcmp(now, d->e->path) && !d->e->own)
+		return 0;
+	if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
+		return r;
+	snprintf(pid, sizeof(pid), "%d", t->pup.pid);
+	r = cg_write(mnt, d->e->path, "cgroup.procs", pid);
+	if (r == -ENOENT) {
+		/* removed meanwhile (the end of an earlier restart of it) */
+		d->ready = false;
+		if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
+			return r;
+		r = cg_write(mnt, d->e->path, "cgroup.procs", pid);
+	}
+	if (r < 0 && denied(r)) {
+		log_warn(&ctx->log,
+			 "pid %d: cannot join cgroup %s (%s): the task stays in ckpt's "
+			 "cgroup",
+			 t->pid, d->e->path, strerror(-r));
+		return 0;
+	}
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot join its cgroup %s: %s%s", t->pid,
+				d->e->path, strerror(-r),
+				r == -EBUSY ? " (it has controllers enabled for cgroups below it: "
+					      "cgroup v2 allows no processes there)"
+					    : "");
+	log_debug(&ctx->log, "pid %d: in cgroup %s", t->pid, d->e->path);
+	return 0;
+}
+
+/* Each thread saved apart from its process, into its threaded cgroup. */
+static int join_threads(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
+{
+	char mnt[CG_PATH_MAX], tid[16];
+	for (size_t i = 0; i < e->n_threads; i++) {
+		struct rst_task *th = NULL;
+		struct obj *o;
+		for (size_t j = 0; j < t->nthreads && !th; j++)
+			if ((uint32_t)t->threads[j].pid == e->threads[i]->tid)
+				th = &t->threads[j];
+		int r = objhash_get(&ctx->objs, e->threads[i]->dir, KIND_cgroup, &o);
+		if (!th || r < 0)
+			return log_fail(&ctx->log, -EINVAL,
+					"pid %d: cgroup of thread %u is not valid", t->pid,
+					e->threads[i]->tid);
+		struct cg_rdir *d = o->ptr;
+		if (cg_mount(mnt, sizeof(mnt)) < 0)
+			return 0;
+		if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
+			return r;
+		snprintf(tid, sizeof(tid), "%d", th->pup.pid);
+		r = cg_write(mnt, d->e->path, "cgroup.threads", tid);
+		if (r < 0 && denied(r)) {
+			log_warn(&ctx->log,
+				 "thread %d: cannot join cgroup %s (%s): it stays with its "
+				 "process",
+				 th->pid, d->e->path, strerror(-r));
+		} else if (r < 0) {
+			return log_fail(&ctx->log, r,
+					"thread %d of pid %d: cannot join its threaded "
+					"cgroup %s: %s",
+					th->pid, t->pid, d->e->path, strerror(-r));
+		}
+	}
+	return 0;
+}
+
+static int cgroup_restore(struct rst_ctx *ctx, struct rst_task *t)
+{
+	CgroupTask *e = t->kstate[KIND_cgroup];
+	int r = e ? join(ctx, t, e) : 0;
+	return r < 0 || !e ? r : join_threads(ctx, t, e);
+}
+
+int cgroup_enter_ns(struct rst_ctx *ctx, struct rst_task *t)
+{
+	CgroupTask *e = t->kstate[KIND_cgroup];
+	if (!e || !e->ns_root)
+		return log_fail(&ctx->log, -EINVAL,
+				"pid %d: the image names no cgroup namespace "
+				"root",
+				t->pid);
+	int r = join(ctx, t, e);
+	if (r < 0)
+		return r;
+	t->done_kinds |= 1ull << KIND_cgroup;
+	long u = puppet_syscall(&t->pup, SYS_unshare, CLONE_NEWCGROUP);
+	return (int)rst_check(ctx, t, u, "making its cgroup namespace (unshare)");
+}
+
+static int cmp_len_desc(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+/* A cgroup whose killed tasks are still exiting is busy for a moment. */
+static void remove_dir(struct rst_ctx *ctx, const char *path)
+{
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return;
+		if (errno != EBUSY)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
+	log_warn(&ctx->log, "cannot remove cgroup %s that this restart made: %m", path);
+}
+
+void cgroup_take_made(struct rst_ctx *ctx, struct cgroup_made *ret)
+{
+	size_t n = 0, i = 0;
+	*ret = (struct cgroup_made){0};
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_cgroup, o));)
+		n += ((struct cg_rdir *)o->ptr)->nmade;
+	char **all = n ? calloc(n, sizeof(*all)) : NULL;
+	if (!all)
+		return;
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_cgroup, o));) {
+		struct cg_rdir *d = o->ptr;
+		for (size_t j = 0; j < d->nmade; j++)
+			all[i++] = d->made[j];
+		d->nmade = 0;
+		d->ready = false;
+	}
+	/* children first: a longer path is never a parent of a shorter one */
+	qsort(all, n, sizeof(*all), cmp_len_desc);
+	ret->paths = all;
+	ret->n = n;
+}
+
+/* Is a process in the cgroup or below it? */
+static bool populated(const char *dir)
+{
+	char f[CG_PATH_MAX + 16], events[256];
+	snprintf(f, sizeof(f), "%s/cgroup.events", dir);
+	_cleanup_close_ int fd = open(f, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, events, sizeof(events) - 1) : -1;
+	if (n <= 0)
+		return false;
+	events[n] = '\0';
+	return strstr(events, "populated 1") != NULL;
+}
+
+void cgroup_remove_made(struct cgroup_made *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		/* a task that exited leaves it a moment later; one that lives
+		 * (a daemon that outlived the root) keeps it */
+		for (int k = 0; k < 200; k++) {
+			if (rmdir(m->paths[i]) == 0 || errno != EBUSY || populated(m->paths[i]))
+				break;
+			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+		}
+		free(m->paths[i]);
+	}
+	free(m->paths);
+	*m = (struct cgroup_made){0};
+}
+
+static void cgroup_restore_abort(struct rst_ctx *ctx)
+{
+	struct cgroup_made m;
+	cgroup_take_made(ctx, &m);
+	for (size_t i = 0; i < m.n; i++)
+		remove_dir(ctx, m.paths[i]);
+	for (size_t i = 0; i < m.n; i++)
+		free(m.paths[i]);
+	free(m.paths);
+}
+
+static const ProtobufCMessageDescriptor *cgroup_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(CGROUP_DIR)    ? &cgroup_dir__descriptor
+	       : sub == REC_SUB(CGROUP_TASK) ? &cgroup_task__descriptor
+					     : NULL;
+}
+
+const struct kind_ops cgroup_ops = {
+    .collect = cgroup_collect,
+    .collect_end = cgroup_collect_end,
+    .dump = cgroup_dump,
+    .load = cgroup_load,
+    .restore = cgroup_restore,
+    .restore_abort = cgroup_restore_abort,
+    .free_state = free_task_state,
+    .free_rstate = rst_free_msg,
+    .free_obj = free_dir,
+    .free_robj = free_rdir,
+    .descriptor = cgroup_descriptor,
+};
