@@ -101,10 +101,29 @@ struct ckpt_opts {
 	 */
 	int (*image_done)(void *arg, char *why, size_t why_len);
 	void *image_done_arg;
+	/*
+	 * Out, on success: what was saved (checkpoint) or restored (restart).
+	 * Written only when size covers it: a caller built before it existed
+	 * passes a smaller size and gets nothing written there.
+	 */
+	struct ckpt_result {
+		unsigned long processes;  /* processes of the tree, zombies included */
+		unsigned long threads;    /* every thread, each process's first one included */
+		unsigned long long memory_bytes; /* memory contents saved or restored */
+		unsigned long long image_bytes;  /* the image stream written or read */
+		unsigned long warnings;   /* warnings logged (at any log level) */
+		unsigned long long elapsed_us; /* from the call until the image was
+						* complete and the tree let go (checkpoint),
+						* or until the tree ran (restart) */
+		pid_t root;               /* restart: the restored root as seen by the
+					   * caller; checkpoint: the pid given */
+	} result;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
 #define CKPT_OPTS_SIZE_V1 offsetof(struct ckpt_opts, key)
+/* The struct before result was added. */
+#define CKPT_OPTS_SIZE_V2 offsetof(struct ckpt_opts, result)
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
 CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);
@@ -120,8 +139,10 @@ CKPT_EXPORT int ckpt_inspect_key(int fd, int out_fd, int json, const void *key, 
 
 /*
  * Probe the kernel features ckpt needs; writes one line per feature to
- * out_fd ("present"/"missing" and why). Returns 0 if all required ones are
- * present, -ENOTSUP otherwise.
+ * out_fd ("present", "MISSING": the kernel lacks it, or "DENIED": this
+ * caller may not use it, and why). Returns 0 if all required ones are
+ * present, -ENOTSUP if the kernel lacks one, else -EPERM if the caller may
+ * not use one (a privilege is missing).
  */
 CKPT_EXPORT int ckpt_check(int out_fd);
 

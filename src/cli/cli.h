@@ -12,6 +12,17 @@ int cmd_check(const struct cli_args *a);
 int cmd_run(const struct cli_args *a);
 int cmd_keygen(const struct cli_args *a);
 
+/*
+ * report.c: with --json and no --log, a memfd the library logs warnings to
+ * (*logfd and *level set), to be given to cli_report(); else -1.
+ */
+int cli_warn_capture(const struct cli_args *a, int *logfd, int *level);
+/* The summary line on stderr (none with --quiet), or the JSON object on
+ * stdout with --json; exit_status -1 when there is none. */
+struct ckpt_result;
+void cli_report(const struct cli_args *a, const struct ckpt_result *res, const char *image,
+		int warnfd, int exit_status);
+
 /* Opens --log FILE (append), or -1. Reports a failure itself. */
 int cli_open_log(const char *path);
 /* The log level for -v counts. */

@@ -78,6 +78,8 @@ int cmd_checkpoint(const struct cli_args *a)
 		safe_file_abort(&out);
 		return 1;
 	}
+	int level = cli_log_level(a->verbose);
+	int warnfd = cli_warn_capture(a, &logfd, &level);
 
 	struct ckpt_opts o = {
 		.size = sizeof(o),
@@ -86,7 +88,7 @@ int cmd_checkpoint(const struct cli_args *a)
 			 (a->ext_unix ? CKPT_EXT_UNIX : 0) | (a->drop_events ? CKPT_DROP_EVENTS : 0) |
 			 (a->detach_clients ? CKPT_DETACH_CLIENTS : 0),
 		.logfd = logfd,
-		.log_level = cli_log_level(a->verbose),
+		.log_level = level,
 		.errbuf = err,
 		.errbuf_len = sizeof(err),
 		.key = cli_key_ptr(&key),
@@ -103,11 +105,14 @@ int cmd_checkpoint(const struct cli_args *a)
 		snprintf(err, sizeof(err), "the image stream was closed by its reader; the tree "
 			 "runs on unharmed");
 	safe_file_abort(&out); /* an incomplete image is not left behind */
-	if (logfd >= 0)
+	if (logfd >= 0 && logfd != warnfd)
 		close(logfd);
 	if (r < 0) {
 		fprintf(stderr, "ckpt: checkpoint failed: %s\n", err[0] ? err : strerror(-r));
 		return 1;
 	}
+	cli_report(a, &o.result, to_stdout ? "-" : a->output, warnfd, -1);
+	if (warnfd >= 0)
+		close(warnfd);
 	return 0;
 }

@@ -27,6 +27,8 @@ int cmd_restart(const struct cli_args *a)
 	int logfd = cli_open_log(a->log);
 	if (a->log && logfd < 0)
 		return 1;
+	int level = cli_log_level(a->verbose);
+	int warnfd = cli_warn_capture(a, &logfd, &level);
 	struct ckpt_opts o = {
 		.size = sizeof(o),
 		.flags = (a->detach ? RESTART_DETACH : 0) | (a->frozen ? RESTART_FROZEN : 0) |
@@ -34,7 +36,7 @@ int cmd_restart(const struct cli_args *a)
 			 (a->pidns ? RESTART_PIDNS : 0) |
 			 (a->shell_job ? RESTART_SHELL_JOB : 0),
 		.logfd = logfd,
-		.log_level = cli_log_level(a->verbose),
+		.log_level = level,
 		.errbuf = err,
 		.errbuf_len = sizeof(err),
 		.pidfile = a->pidfile,
@@ -56,7 +58,7 @@ int cmd_restart(const struct cli_args *a)
 	int r = ckpt_restart_opts(0, fd, &o);
 	if (!from_stdin || fd != STDIN_FILENO)
 		close(fd);
-	if (logfd >= 0)
+	if (logfd >= 0 && logfd != warnfd)
 		close(logfd);
 	if (r == -ENOKEY) {
 		fputs("ckpt: restart failed: this image is encrypted: use --key FILE\n", stderr);
@@ -66,17 +68,15 @@ int cmd_restart(const struct cli_args *a)
 		fprintf(stderr, "ckpt: restart failed: %s\n", err[0] ? err : strerror(-r));
 		return 1;
 	}
-	if (a->dry_run)
-		return 0;
-	if (a->detach) {
-		printf("%d\n", r);
+	if (a->detach && !a->json && !a->dry_run) {
+		printf("%d\n", r); /* scripts read the pid here */
 		fflush(stdout);
-		return 0;
 	}
-	int st = o.wait_status;
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return 0;
+	int st = o.wait_status, ret = 0;
+	if (!a->dry_run && !a->detach)
+		ret = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 0;
+	cli_report(a, &o.result, a->image, warnfd, a->dry_run || a->detach ? -1 : ret);
+	if (warnfd >= 0)
+		close(warnfd);
+	return ret;
 }

@@ -11,6 +11,9 @@
  * container sees the host's files). Run by a user other than root, it
  * also makes a user namespace where that user is root (uid and gid 0
  * inside map to the caller's, the only ids an unprivileged user may map).
+ * The caller's fds above 2 are closed in the container unless --keep-fds;
+ * with --detach its stdin, stdout and stderr are /dev/null, or stdout and
+ * stderr the file of --output-log.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -141,8 +145,27 @@ static void remove_cgroup(const struct run_cgroup *cg)
 		usleep(10000);
 }
 
+/*
+ * --detach: stdin, stdout and stderr become /dev/null (stdout and stderr:
+ * out, the --output-log file, when >= 0), so that the container holds
+ * nothing of the caller's: `pid=$(ckpt run --detach ...)` returns at once.
+ */
+static int detach_stdio(int out)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return -1;
+	int o = out >= 0 ? out : null;
+	int r = dup2(null, STDIN_FILENO) < 0 || dup2(o, STDOUT_FILENO) < 0 ||
+			dup2(o, STDERR_FILENO) < 0
+		? -1
+		: 0;
+	close(null);
+	return r;
+}
+
 static __attribute__((noreturn)) void container_init(const struct cli_args *a, int report,
-						       int mapped, bool cgroupns)
+						       int mapped, bool cgroupns, int out)
 {
 	/* the tty group exists only if the host's ids are mapped (root) */
 	const char *pts = mapped >= 0 ? "newinstance,ptmxmode=0666,mode=0620"
@@ -166,6 +189,14 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 		goto fail;
 	what = "sethostname";
 	if (a->hostname && sethostname(a->hostname, strlen(a->hostname)) < 0)
+		goto fail;
+	what = "detaching its stdin, stdout and stderr";
+	if (a->detach && detach_stdio(out) < 0)
+		goto fail;
+	/* fds the caller leaked to ckpt (a shell's, a terminal's) stay out of
+	 * the container, and so out of its images; ours close at the exec */
+	what = "closing the fds above 2";
+	if (!a->keep_fds && syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
 		goto fail;
 	what = "exec";
 	execvp(a->run_argv[0], a->run_argv);
@@ -211,8 +242,20 @@ int cmd_run(const struct cli_args *a)
 	struct run_cgroup cg = { .fd = -1 };
 	if (userns)
 		args.flags |= CLONE_NEWUSER;
-	if (make_cgroup(a, &cg) < 0)
+	int out = -1;
+	if (a->output_log) {
+		out = open(a->output_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (out < 0) {
+			fprintf(stderr, "ckpt: cannot open the output log '%s': %s\n", a->output_log,
+				strerror(errno));
+			return 1;
+		}
+	}
+	if (make_cgroup(a, &cg) < 0) {
+		if (out >= 0)
+			close(out);
 		return 1;
+	}
 	if (cg.fd >= 0) {
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cg.fd;
@@ -234,9 +277,11 @@ int cmd_run(const struct cli_args *a)
 		close(report[0]);
 		if (userns)
 			close(mapped[1]);
-		container_init(a, report[1], mapped[0], cg.fd >= 0);
+		container_init(a, report[1], mapped[0], cg.fd >= 0, out);
 	}
 	close(report[1]);
+	if (out >= 0)
+		close(out);
 	if (userns) {
 		close(mapped[0]);
 		int e = write_maps((pid_t)pid, geteuid(), getegid());

@@ -2,6 +2,7 @@
 #include "cli/opts.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,47 +16,188 @@ const char *const cli_cmd_names[CMD_MAX] = {
 #define ON(c) (1u << (c))
 enum opt_kind { OPT_FLAG, OPT_STRING, OPT_COUNT };
 
+/*
+ * The one option table: the parser, `ckpt COMMAND --help` and (checked by
+ * tests/unit/test-opts.c) docs/ckpt.1 all follow it.
+ */
 struct opt {
 	const char *name;
 	char letter;
 	enum opt_kind kind;
 	unsigned cmds;
 	size_t offset;
+	const char *arg;        /* OPT_STRING: the value's name in the help */
+	const char *help;       /* one line or two, lowercase */
 };
 
+#define CP ON(CMD_CHECKPOINT)
+#define RS ON(CMD_RESTART)
 #define F(field) offsetof(struct cli_args, field)
 static const struct opt opts[] = {
-	{ "output", 'o', OPT_STRING, ON(CMD_CHECKPOINT), F(output) },
-	{ "kill", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(kill) },
-	{ "leave-frozen", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(leave_frozen) },
-	{ "verify", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(verify) },
-	{ "detach", 'd', OPT_FLAG, ON(CMD_RESTART) | ON(CMD_RUN), F(detach) },
-	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname) },
-	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup) },
-	{ "memory-max", 0, OPT_STRING, ON(CMD_RUN), F(memory_max) },
-	{ "pids-max", 0, OPT_STRING, ON(CMD_RUN), F(pids_max) },
-	{ "cpu-max", 0, OPT_STRING, ON(CMD_RUN), F(cpu_max) },
-	{ "cgroup-set", 0, OPT_STRING, ON(CMD_RUN), F(cgroup_set) },
-	{ "frozen", 0, OPT_FLAG, ON(CMD_RESTART), F(frozen) },
-	{ "dry-run", 'n', OPT_FLAG, ON(CMD_RESTART), F(dry_run) },
-	{ "conn-reset", 0, OPT_FLAG, ON(CMD_RESTART), F(conn_reset) },
-	{ "pidns", 0, OPT_FLAG, ON(CMD_RESTART), F(pidns) },
-	{ "shell-job", 'j', OPT_FLAG, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(shell_job) },
-	{ "external", 0, OPT_STRING, ON(CMD_CHECKPOINT), F(external) },
-	{ "drop-queued-events", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(drop_events) },
-	{ "detach-clients", 0, OPT_FLAG, ON(CMD_CHECKPOINT), F(detach_clients) },
-	{ "pidfile", 0, OPT_STRING, ON(CMD_RESTART) | ON(CMD_RUN), F(pidfile) },
-	{ "json", 0, OPT_FLAG, ON(CMD_INSPECT), F(json) },
-	{ "key", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART) | ON(CMD_INSPECT), F(key) },
-	{ "log", 0, OPT_STRING, ON(CMD_CHECKPOINT) | ON(CMD_RESTART), F(log) },
-	{ "verbose", 'v', OPT_COUNT, ~0u, F(verbose) },
-	{ "help", 'h', OPT_FLAG, ~0u, F(help) },
+	{ "output", 'o', OPT_STRING, CP, F(output), "FILE",
+	  "where the image goes, - for stdout (a file gets its\n"
+	  "name only once the image is complete)" },
+	{ "kill", 0, OPT_FLAG, CP, F(kill), NULL,
+	  "kill the tree once the image is complete, after\n"
+	  "checking that a restart by this user would work\n"
+	  "(if not, nothing is killed)" },
+	{ "verify", 0, OPT_FLAG, CP, F(verify), NULL,
+	  "with --kill: restart the image as a dry run first\n"
+	  "(the image must be a file)" },
+	{ "leave-frozen", 0, OPT_FLAG, CP, F(leave_frozen), NULL,
+	  "leave the tree stopped (SIGSTOP)" },
+	{ "shell-job", 'j', OPT_FLAG, CP | RS, F(shell_job), NULL,
+	  "a job of a shell: its terminal is outside the image\n"
+	  "(checkpoint); made the foreground job of this\n"
+	  "terminal (restart)" },
+	{ "external", 0, OPT_STRING, CP, F(external), "unix",
+	  "a unix socket whose peer is outside the tree is\n"
+	  "saved, to connect again to the peer's name at restart" },
+	{ "drop-queued-events", 0, OPT_FLAG, CP, F(drop_events), NULL,
+	  "inotify/fanotify events not read yet are left out" },
+	{ "detach-clients", 0, OPT_FLAG, CP, F(detach_clients), NULL,
+	  "a server's clients outside the tree (tmux attach,\n"
+	  "screen -r) are detached: their connections and\n"
+	  "terminals come back closed" },
+	{ "detach", 'd', OPT_FLAG, RS | ON(CMD_RUN), F(detach), NULL,
+	  "print the pid alone on a line and return once it\n"
+	  "runs; run: the container's stdin, stdout and stderr\n"
+	  "are /dev/null (or --output-log)" },
+	{ "pidfile", 0, OPT_STRING, RS | ON(CMD_RUN), F(pidfile), "FILE",
+	  "write the pid to FILE once it runs" },
+	{ "frozen", 0, OPT_FLAG, RS, F(frozen), NULL,
+	  "leave the restored tree stopped; SIGCONT resumes it" },
+	{ "dry-run", 'n', OPT_FLAG, RS, F(dry_run), NULL,
+	  "validate and build the tree, then tear it down" },
+	{ "conn-reset", 0, OPT_FLAG, RS, F(conn_reset), NULL,
+	  "restore TCP connections as reset (none are saved by\n"
+	  "this version)" },
+	{ "pidns", 0, OPT_FLAG, RS, F(pidns), NULL,
+	  "in a new pid namespace under an init of ckpt's, when\n"
+	  "the pids are taken here (without privilege: in a\n"
+	  "user namespace of one's own)" },
+	{ "output-log", 0, OPT_STRING, ON(CMD_RUN), F(output_log), "FILE",
+	  "with --detach: the container's stdout and stderr are\n"
+	  "appended to FILE" },
+	{ "keep-fds", 0, OPT_FLAG, ON(CMD_RUN), F(keep_fds), NULL,
+	  "keep the caller's fds above 2 open in the container" },
+	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname), "NAME",
+	  "the container's host name" },
+	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup), "NAME",
+	  "the container's cgroup, relative to ckpt's (default\n"
+	  "ckpt-PID), with a cgroup namespace rooted there" },
+	{ "memory-max", 0, OPT_STRING, ON(CMD_RUN), F(memory_max), "N",
+	  "memory.max of the container's cgroup" },
+	{ "pids-max", 0, OPT_STRING, ON(CMD_RUN), F(pids_max), "N",
+	  "pids.max of the container's cgroup" },
+	{ "cpu-max", 0, OPT_STRING, ON(CMD_RUN), F(cpu_max), "'QUOTA PERIOD'",
+	  "cpu.max of the container's cgroup" },
+	{ "cgroup-set", 0, OPT_STRING, ON(CMD_RUN), F(cgroup_set), "FILE=V[,FILE=V...]",
+	  "write other limits of the container's cgroup" },
+	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
+	  "one JSON object on stdout instead of the summary\n"
+	  "line (inspect: every record as JSON)" },
+	{ "quiet", 'q', OPT_FLAG, CP | RS, F(quiet), NULL,
+	  "no summary line on stderr" },
+	{ "key", 0, OPT_STRING, CP | RS | ON(CMD_INSPECT), F(key), "KEYFILE",
+	  "encrypt the image with the key in KEYFILE\n"
+	  "(checkpoint); refuse any image not made with it\n"
+	  "(restart, inspect)" },
+	{ "log", 0, OPT_STRING, CP | RS, F(log), "FILE",
+	  "append an account of what was done, and why\n"
+	  "something failed, to FILE" },
+	{ "verbose", 'v', OPT_COUNT, ~0u, F(verbose), NULL, "more detail in the log" },
+	{ "help", 'h', OPT_FLAG, ~0u, F(help), NULL, "print this help" },
 };
 #undef F
+#undef CP
+#undef RS
 
-static int fail(char *err, size_t len, const char *fmt, const char *arg)
+/* What each command takes and does, for its --help and `ckpt --help`. */
+static const struct {
+	const char *synopsis;
+	const char *summary;    /* one line, for `ckpt --help` */
+	const char *text;       /* more, for `ckpt COMMAND --help` */
+} cmd_help[CMD_MAX] = {
+	[CMD_CHECKPOINT] = { "PID -o FILE [OPTIONS]", "save a process tree to an image",
+			     "save process PID, its threads and its children to FILE; the tree\n"
+			     "keeps running unless --kill; anything that cannot be saved is\n"
+			     "refused before a byte is written, and the tree runs on unharmed\n" },
+	[CMD_RESTART] = { "FILE [OPTIONS]", "bring a tree back from an image",
+			  "bring the tree of FILE (- for stdin) back with its pids, as a child\n"
+			  "of ckpt; without --detach wait for it and exit with its status\n" },
+	[CMD_INSPECT] = { "FILE [OPTIONS]", "print the records of an image",
+			  "print every record of the image FILE (- for stdin)\n" },
+	[CMD_CHECK] = { "", "say whether this kernel and user can use ckpt",
+			"say which kernel features ckpt needs are present\n" },
+	[CMD_RUN] = { "[OPTIONS] -- CMD [ARGS...]",
+		      "run a command in a container that can always be restarted",
+		      "run CMD as pid 1 of new pid, mount (own /proc), uts and ipc namespaces\n"
+		      "(and a user namespace for a user without privilege): a container whose\n"
+		      "pids are always free at restart; fds above 2 are closed unless\n"
+		      "--keep-fds; being pid 1 inside, CMD ignores signals it has no\n"
+		      "handler for (a plain kill PID): use kill -KILL, or its own way to stop\n" },
+	[CMD_KEYGEN] = { "KEYFILE", "write a new random key for --key",
+			 "write a new random key for --key to KEYFILE (a new file, mode 0600)\n" },
+	[CMD_HELP] = { "[COMMAND]", "print help (of one command)", "" },
+	[CMD_VERSION] = { "", "print the version", "" },
+};
+
+static void print_option(FILE *f, const struct opt *o)
 {
-	snprintf(err, len, fmt, arg);
+	const char *indent = "\n                          ";
+	char head[64];
+	int n;
+	if (o->letter)
+		n = snprintf(head, sizeof(head), "  -%c, --%s%s%s", o->letter, o->name,
+			     o->arg ? " " : "", o->arg ? o->arg : "");
+	else /* aligned with the names after "-x, " */
+		n = snprintf(head, sizeof(head), "      --%s%s%s", o->name, o->arg ? " " : "",
+			     o->arg ? o->arg : "");
+	fprintf(f, "%-26s%s", head, n >= 26 ? indent : "");
+	for (const char *p = o->help; *p; p++) {
+		if (*p == '\n')
+			fputs(indent, f);
+		else
+			fputc(*p, f);
+	}
+	fputc('\n', f);
+}
+
+void cli_usage(FILE *f, enum cli_cmd cmd)
+{
+	if (cmd <= CMD_NONE || cmd >= CMD_MAX || cmd == CMD_HELP || cmd == CMD_VERSION) {
+		fputs("usage: ckpt COMMAND [OPTIONS]\n\ncommands:\n", f);
+		for (int c = 1; c < CMD_MAX; c++)
+			fprintf(f, "  %-12s%s\n", cli_cmd_names[c], cmd_help[c].summary);
+		fputs("\n'ckpt COMMAND --help' lists a command's options; the manual is 'man ckpt'\n"
+		      "('man ./docs/ckpt.1' in the source tree)\n", f);
+		return;
+	}
+	fprintf(f, "usage: ckpt %s%s%s\n\n%s", cli_cmd_names[cmd],
+		*cmd_help[cmd].synopsis ? " " : "", cmd_help[cmd].synopsis, cmd_help[cmd].text);
+	fputs("\noptions:\n", f);
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (opts[i].cmds & ON(cmd))
+			print_option(f, &opts[i]);
+}
+
+const char *cli_option(size_t i, char *letter, unsigned *cmds)
+{
+	if (i >= sizeof(opts) / sizeof(opts[0]))
+		return NULL;
+	*letter = opts[i].letter;
+	*cmds = opts[i].cmds;
+	return opts[i].name;
+}
+
+static __attribute__((format(printf, 3, 4))) int fail(char *err, size_t len, const char *fmt,
+							 ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
 	return -EINVAL;
 }
 
@@ -113,6 +255,12 @@ static int positional(struct cli_args *a, const char *arg, int *npos, char *err,
 		a->pid = (pid_t)v;
 	} else if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && *npos == 0) {
 		a->image = arg;
+	} else if (a->cmd == CMD_HELP && *npos == 0) {
+		for (int c = 1; c < CMD_MAX; c++)
+			if (!strcmp(arg, cli_cmd_names[c]))
+				a->topic = c;
+		if (a->topic == CMD_NONE)
+			return fail(err, len, "no command '%s'; try 'ckpt help'", arg);
 	} else if (a->cmd == CMD_KEYGEN && *npos == 0) {
 		a->key = arg;
 	} else {
@@ -166,7 +314,8 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 				o = arg[2] ? NULL : find(NULL, 0, arg[1]);
 			}
 			if (!o || !(o->cmds & ON(a.cmd)))
-				return fail(err, len, "unknown option '%s' (see 'ckpt help')", arg);
+				return fail(err, len, "unknown option '%s' (see 'ckpt %s --help')", arg,
+				    cli_cmd_names[a.cmd]);
 			if (o->kind == OPT_STRING && !value) {
 				if (i + 1 >= argc)
 					return fail(err, len, "option '%s' needs a value", arg);
@@ -193,6 +342,9 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "--verify goes with --kill");
 	if (a.cmd == CMD_CHECKPOINT && a.verify && !strcmp(a.output ? a.output : "", "-"))
 		return fail(err, len, "%s", "--verify needs the image in a file, not on stdout");
+	if (a.cmd == CMD_CHECKPOINT && a.json && !strcmp(a.output, "-"))
+		return fail(err, len, "%s",
+			    "--json writes to stdout, where -o - writes the image: use -o FILE");
 	if (parse_external(&a, err, len) < 0)
 		return -EINVAL;
 	if ((a.cmd == CMD_RESTART || a.cmd == CMD_INSPECT) && !a.image)
@@ -204,6 +356,8 @@ int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, siz
 		return fail(err, len, "%s", "--key needs a file name (the key is not read from stdin)");
 	if (a.cmd == CMD_RUN && !a.run_argc)
 		return fail(err, len, "%s", "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
+	if (a.cmd == CMD_RUN && a.output_log && !a.detach)
+		return fail(err, len, "%s", "--output-log goes with --detach");
 	if (a.cmd == CMD_RUN && a.cgroup &&
 	    (!a.cgroup[0] || a.cgroup[0] == '/' || strstr(a.cgroup, "..") || strlen(a.cgroup) > 255))
 		return fail(err, len, "cgroup name '%s' is not a relative path", a.cgroup);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 enum cli_cmd {
@@ -41,9 +42,13 @@ struct cli_args {
 	bool ext_unix;          /* ... of which "unix" */
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
-	bool json;
+	bool json;              /* inspect, checkpoint, restart: --json */
+	bool quiet;             /* checkpoint, restart: no summary line */
 	bool help;              /* --help after a command */
+	enum cli_cmd topic;     /* help COMMAND */
 	const char *hostname;   /* run --hostname */
+	const char *output_log; /* run --detach --output-log FILE */
+	bool keep_fds;          /* run --keep-fds */
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */
@@ -55,5 +60,12 @@ struct cli_args {
 int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, size_t errlen);
 
 extern const char *const cli_cmd_names[CMD_MAX];
+
+/* The help of cmd (its synopsis and options, from the option table), or
+ * the list of commands for CMD_NONE or CMD_HELP. */
+void cli_usage(FILE *f, enum cli_cmd cmd);
+/* The name of option i of the table (NULL past the end), its letter (0 for
+ * none) and the commands that take it (bit 1 << enum cli_cmd). */
+const char *cli_option(size_t i, char *letter, unsigned *cmds);
 
 #endif

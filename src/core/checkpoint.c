@@ -823,6 +823,7 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 {
 	struct ckpt_ctx ctx = { 0 };
+	uint64_t t0 = now_us();
 	int r;
 
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
@@ -879,6 +880,15 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	if (r >= 0)
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,
 			 (o->flags & CKPT_KILL) ? ", killed" : "");
+	struct ckpt_result *res = opts_result(o);
+	if (r >= 0 && res) {
+		*res = (struct ckpt_result){ .processes = ctx.ntasks, .memory_bytes = ctx.mem_bytes,
+					     .image_bytes = ctx.w.offset, .root = pid,
+					     .elapsed_us = now_us() - t0 };
+		for (size_t i = 0; i < ctx.ntasks; i++)
+			res->threads += ctx.tasks[i].zombie ? 0 : 1 + ctx.tasks[i].nthreads;
+		res->warnings = ctx.log.warnings;
+	}
 
 	for (size_t i = 0; i < ctx.ntasks; i++)
 		release_task(&ctx.tasks[i]);

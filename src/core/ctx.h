@@ -16,6 +16,8 @@
 #include <protobuf-c/protobuf-c.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "ckpt.h"
@@ -98,6 +100,7 @@ struct ckpt_ctx {
 	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
 	struct img_seal *seal;  /* what the writer writes through, with a key */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
+	uint64_t mem_bytes;     /* page contents written (mm.c) */
 };
 
 struct rst_task {
@@ -147,6 +150,7 @@ struct rst_ctx {
 	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
 	uint64_t scratch_addr;  /* free in every image address space */
+	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
 };
 
 /* tree.c: restart's process tree */
@@ -221,5 +225,20 @@ static inline int opts_key(const struct ckpt_opts *o, const uint8_t **ret_key)
 int rst_load_only(int fd, char *errbuf, size_t errbuf_len);
 /* inspect.c: the protobuf message of a record type, NULL for none */
 const ProtobufCMessageDescriptor *inspect_descriptor_of(uint32_t type);
+
+/* CLOCK_MONOTONIC in microseconds, for struct ckpt_result's elapsed_us. */
+static inline uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The caller's struct ckpt_result, or NULL when its size does not cover it. */
+static inline struct ckpt_result *opts_result(struct ckpt_opts *o)
+{
+	return o && o->size >= offsetof(struct ckpt_opts, result) + sizeof(o->result) ? &o->result
+										      : NULL;
+}
 
 #endif

@@ -350,10 +350,23 @@ static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
 	return 0;
 }
 
+/* What the image holds, for the caller (none when res is NULL). */
+static void fill_result(struct rst_ctx *ctx, struct ckpt_result *res, uint64_t t0)
+{
+	if (!res)
+		return;
+	*res = (struct ckpt_result){ .processes = ctx->nimage, .memory_bytes = ctx->mem_bytes,
+				     .image_bytes = ctx->r.size, .warnings = ctx->log.warnings,
+				     .elapsed_us = now_us() - t0 };
+	for (size_t i = 0; i < ctx->nimage; i++)
+		res->threads += ctx->tasks[i].zombie ? 0 : 1 + ctx->tasks[i].nthreads;
+}
+
 int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 {
 	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 } };
 	struct tty_shell shell = { .fd = -1 };
+	uint64_t t0 = now_us();
 	int r;
 
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
@@ -392,6 +405,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 
 	r = build(&ctx);
+	if (r >= 0)
+		fill_result(&ctx, opts_result(o), t0);
 	if (r < 0 || (o->flags & RESTART_GHOST)) {
 		kill_created(&ctx);
 		if (r >= 0)
@@ -450,6 +465,12 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		goto out;
 	}
 	r = root;
+	struct ckpt_result *res = opts_result(o);
+	if (res) {
+		res->root = root;
+		res->elapsed_us = now_us() - t0;
+		res->warnings = ctx.log.warnings;
+	}
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
 	/* the cgroups made for the tree go with it, when ckpt waits for it */

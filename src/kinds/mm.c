@@ -311,6 +311,7 @@ static int flush_chunk(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, bo
 	r = img_write_aligned(&ctx->w, MM_PAGES, &data, 1);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot write pages to the image: %s", strerror(-r));
+	ctx->mem_bytes += out;
 	return 0;
 }
 
@@ -584,6 +585,7 @@ static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 		if (!nc)
 			return -ENOMEM;
 		m->chunks = nc;
+		ctx->mem_bytes += rec->len;
 		m->chunks[m->nchunks++] = (struct page_chunk){
 			.pm = TAKE_PTR(m->pending), .data = rec->data, .len = rec->len
 		};

@@ -70,6 +70,7 @@ static void set(struct features *f, enum feature which, bool present, bool requi
 static void set_errno(struct features *f, enum feature which, bool required, int err)
 {
 	set(f, which, false, required, strerror(err));
+	f->f[which].denied = err == EPERM || err == EACCES;
 }
 
 static void probe_traced(struct features *f, pid_t child)
@@ -144,9 +145,11 @@ static void probe_set_tid(struct features *f)
 	if (r == 0)
 		_exit(0);
 	if (r < 0) {
+		bool denied = errno == EPERM;
 		set(f, FEAT_CLONE3_SET_TID, false, true,
-		    errno == EPERM ? "not permitted: needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN"
-				   : strerror(errno));
+		    denied ? "not permitted: needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN"
+			   : strerror(errno));
+		f->f[FEAT_CLONE3_SET_TID].denied = denied;
 		return;
 	}
 	waitpid((pid_t)r, NULL, 0);

@@ -33,6 +33,8 @@ enum feature {
 struct feature_result {
 	bool present;
 	bool required;
+	bool denied;            /* not present for this user (EPERM, EACCES): the
+				 * kernel has it, a privilege is missing */
 	char detail[120];
 };
 

@@ -43,6 +43,8 @@ void log_vmsg(struct ckpt_log *log, int level, const char *fmt, va_list ap)
 		if (log->errors++ == 0 && log->errbuf && log->errbuf_len)
 			snprintf(log->errbuf, log->errbuf_len, "%s", msg);
 	}
+	if (level == CKPT_LOG_WARN)
+		log->warnings++;
 	if (log->fd < 0 || level > log->level)
 		return;
 

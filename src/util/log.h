@@ -21,6 +21,7 @@ struct ckpt_log {
 	char *errbuf;           /* first error, may be NULL */
 	size_t errbuf_len;
 	int errors;             /* how many errors were logged */
+	unsigned long warnings; /* and warnings, at any level */
 	const char *prefix;     /* "checkpoint", "restart" */
 };
 

@@ -324,6 +324,9 @@ TESTS = [
     # CLI errors
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
+    entry("cli_summary", kind="cli_summary"),
+    entry("run_detach", kind="run_detach", program="fs_umask"),
+    entry("cli_check", kind="cli_check"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
     entry("cli_unpriv", kind="cli_unpriv", program="img_target",
           regex=r"permi|not permitted|eperm|eacces"),
@@ -2570,6 +2573,227 @@ http {{
         self.checkpoint(img, "ckpt", reap=[pr])
         pr.poll()
         return img
+
+    SUMMARY_RE = re.compile(
+        r"ckpt: (checkpointed|restarted) (\d+) process(?:es)? \((\d+) threads?\), "
+        r"([\d.]+) (bytes|KiB|MiB|GiB) of memory, (?:image|from) (\S+) ([\d.]+) "
+        r"(bytes|KiB|MiB|GiB),(?: as pid (\d+),)? in ([\d.]+) s")
+
+    def parse_summary(self, err, what):
+        lines = [l for l in err.splitlines() if l.startswith("ckpt: ")]
+        if len(lines) != 1:
+            raise Fail("%s: want one summary line on stderr, got %r" % (what, err))
+        m = self.SUMMARY_RE.match(lines[0])
+        if not m:
+            raise Fail("%s: summary line %r is not of the documented form" % (what, lines[0]))
+        unit = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+        return dict(verb=m.group(1), processes=int(m.group(2)), threads=int(m.group(3)),
+                    memory=float(m.group(4)) * unit[m.group(5)], image=m.group(6),
+                    image_bytes=float(m.group(7)) * unit[m.group(8)],
+                    pid=int(m.group(9)) if m.group(9) else None, seconds=float(m.group(10)))
+
+    def check_counts(self, got, what, mem_key, img_key, img):
+        if got["processes"] != 3 or got["threads"] != 5:
+            raise Fail("%s: %d processes, %d threads; the tree has 3 and 5"
+                       % (what, got["processes"], got["threads"]))
+        if not 16 * MiB <= got[mem_key] <= 64 * MiB:
+            raise Fail("%s: %d bytes of memory, the tree wrote 16 MiB" % (what, got[mem_key]))
+        size = os.path.getsize(img)
+        if abs(got[img_key] - size) > max(size * 0.06, 1):
+            raise Fail("%s: image of %d bytes, the file has %d" % (what, got[img_key], size))
+
+    def flow_cli_summary(self):
+        """checkpoint and restart say what they did: one summary line on stderr,
+        nothing with --quiet, one JSON object on stdout with --json."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        # a checkpoint that leaves it running: the summary line
+        img1 = self.p("img1")
+        self.checkpoint(img1, "ckpt1", reap=[pr], kill=False)
+        got = self.parse_summary(tail(self.p("ckpt1.err"), 50) or "", "checkpoint")
+        if got["verb"] != "checkpointed" or got["image"] != img1:
+            raise Fail("checkpoint summary names %r %r" % (got["verb"], got["image"]))
+        self.check_counts(got, "checkpoint summary", "memory", "image_bytes", img1)
+        # --quiet: nothing on stderr
+        self.checkpoint(self.p("img2"), "ckpt2", reap=[pr], kill=False, extra=["--quiet"])
+        if (tail(self.p("ckpt2.err"), 50) or "").strip():
+            raise Fail("checkpoint --quiet said %r" % tail(self.p("ckpt2.err"), 50))
+        # -o - with --json: refused, both would be on stdout
+        r = self.run_ckpt(["checkpoint", str(self.pid), "-o", "-", "--json"])
+        self.expect_error(r, "checkpoint -o - --json", must=["--json"])
+        # --json: one object on stdout, nothing else
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--json"])
+        pr.poll()
+        with open(self.p("ckpt.out")) as f:
+            text = f.read()
+        try:
+            js = json.loads(text)
+        except ValueError as e:
+            raise Fail("checkpoint --json printed %r: %s" % (text, e))
+        if js.get("command") != "checkpoint" or js.get("pid") != self.pid or \
+                js.get("image") != img or js.get("killed") is not True or \
+                not isinstance(js.get("warnings"), list) or \
+                not isinstance(js.get("seconds"), float):
+            raise Fail("checkpoint --json: %r" % js)
+        self.check_counts(js, "checkpoint --json", "memory_bytes", "image_bytes", img)
+        # restart --detach: the pid alone on stdout, the summary on stderr
+        r = self.run_ckpt(["restart", img, "--detach"])
+        out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        if r.returncode != 0 or out != "%d\n" % self.pid:
+            raise Fail("restart --detach: exit %d, stdout %r, stderr %r"
+                       % (r.returncode, out, err))
+        got = self.parse_summary(err, "restart")
+        if got["verb"] != "restarted" or got["pid"] != self.pid or got["image"] != img:
+            raise Fail("restart summary: %r" % got)
+        self.check_counts(got, "restart summary", "memory", "image_bytes", img)
+        # checkpoint that one, restart it with --json
+        img3 = self.p("img3")
+        self.checkpoint(img3, "ckpt3", reap=[], extra=["--quiet"])
+        r = self.run_ckpt(["restart", img3, "--detach", "--json"])
+        try:
+            js = json.loads(r.stdout.decode(errors="replace"))
+        except ValueError as e:
+            raise Fail("restart --json printed %r: %s" % (r.stdout, e))
+        if r.returncode != 0 or r.stderr.strip() or js.get("command") != "restart" or \
+                js.get("pid") != self.pid or js.get("detached") is not True:
+            raise Fail("restart --detach --json: exit %d, %r, stderr %r"
+                       % (r.returncode, js, r.stderr))
+        self.check_counts(js, "restart --json", "memory_bytes", "image_bytes", img3)
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the restored tree")
+
+    def run_through_pipe(self, args, what, pass_fds=()):
+        """ckpt ARGS with stdout and stderr pipes, as in pid=$(ckpt ...): it must
+        return while what it started runs on; returns the pid it printed."""
+        argv = self.ckpt_argv(*args, verbose=False)
+        self.vlog("$ " + " ".join(argv))
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                               cwd=self.dir, timeout=20, pass_fds=pass_fds)
+        except subprocess.TimeoutExpired:
+            raise Fail("%s: did not return within 20 s through a pipe (it keeps the "
+                       "caller's stdout?)" % what)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0 or not re.fullmatch(r"\d+\n", out):
+            raise Fail("%s: exit %d, stdout %r, stderr %r" % (what, r.returncode, out,
+                                                              r.stderr.decode(errors="replace")))
+        return int(out)
+
+    def container_fds(self, pid):
+        fds = {}
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                fds[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                pass
+        return fds
+
+    def flow_run_detach(self):
+        """ckpt run --detach returns through a pipe at once, its container's stdio
+        on /dev/null (or --output-log), without the fds the caller leaked
+        (unless --keep-fds); restart --detach of it returns through a pipe too.
+        The program is single-threaded: checkpoint --kill of a container whose
+        init has threads can hang (a thread of the init waits in
+        zap_pid_ns_processes for a traced zombie thread ckpt has not reaped)."""
+        if self.opts.no_ckpt:
+            return self.native()
+        rd, wr = os.pipe()  # the caller's leaked fd: a pipe's write end
+        leaked = "pipe:[%d]" % os.fstat(wr).st_ino
+        pids = []
+        try:
+            pid = self.run_through_pipe(["run", "--detach", "--", "sleep", "1000"],
+                                        "ckpt run --detach", pass_fds=(wr,))
+            pids.append(pid)
+            fds = self.container_fds(pid)
+            if leaked in fds.values():
+                raise Fail("the container holds the caller's fd %d (%s): %r" % (wr, leaked, fds))
+            if [fds.get(i) for i in range(3)] != ["/dev/null"] * 3:
+                raise Fail("the detached container's stdio is %r, want /dev/null" % fds)
+            # --keep-fds: the leaked fd is there (the check above can see it)
+            pid = self.run_through_pipe(["run", "--detach", "--keep-fds", "--", "sleep", "1000"],
+                                        "ckpt run --detach --keep-fds", pass_fds=(wr,))
+            pids.append(pid)
+            if self.container_fds(pid).get(wr) != leaked:
+                raise Fail("--keep-fds: fd %d is not the caller's pipe in the container" % wr)
+            # --output-log: its output goes there
+            log = self.p("run-output.log")
+            env_dir = "CKPT_TEST_DIR=%s" % self.dir
+            pid = self.run_through_pipe(
+                ["run", "--detach", "--output-log", log, "--", "env", env_dir,
+                 "sh", "-c", 'echo hello from $$; exec "$0"', self.program_argv()[0]],
+                "ckpt run --detach --output-log", pass_fds=(wr,))
+            pids.append(pid)
+            deadline = time.monotonic() + READY_TIMEOUT
+            while not os.path.exists(self.p("ready")):
+                if time.monotonic() > deadline or not pid_alive(pid):
+                    raise Fail("the container of --output-log did not get ready")
+                time.sleep(POLL)
+            with open(log) as f:
+                text = f.read()
+            if "hello from 1" not in text:
+                raise Fail("--output-log %s holds %r" % (log, text))
+            # restart --detach through a pipe, after checkpoint --kill
+            self.pid = pid
+            img = self.p("img")
+            self.checkpoint(img, "ckpt", reap=[])
+            got = self.run_through_pipe(["restart", img, "--detach", "--quiet"],
+                                        "ckpt restart --detach of the container")
+            pids.append(got)  # fresh namespaces: pid 1 inside, another outside
+            pid = self.pid = got
+            if leaked in self.container_fds(pid).values():
+                raise Fail("the restored container holds the caller's pipe")
+            os.kill(pid, signal.SIGUSR1)
+            self.expect_gone("SIGUSR1 to the restored container", grace=EXIT_TIMEOUT)
+            with open(log) as f:
+                text = f.read()
+            if "PASS" not in text or "FAIL" in text:
+                raise Fail("the restored container wrote %r" % text)
+        finally:
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            os.close(rd)
+            os.close(wr)
+
+    def flow_cli_check(self):
+        """ckpt check tells what the kernel lacks (MISSING) from what this user may
+        not do (DENIED), and points a user without privilege to ckpt run."""
+        if self.opts.no_ckpt:
+            return
+        r = self.run_ckpt(["check"], verbose=False)
+        out = r.stdout.decode(errors="replace")
+        lacks = [l for l in out.splitlines() if l.startswith("MISSING") and "(optional)" not in l]
+        if lacks:
+            raise Skip("this kernel lacks what ckpt needs: %s" % "; ".join(lacks))
+        if r.returncode != 0 or "DENIED" in out:
+            raise Fail("ckpt check as root: exit %d: %s %s" % (r.returncode, out, r.stderr))
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o711)
+        ckpt = self.p("ckpt")
+        shutil.copy(self.opts.ckpt, ckpt)
+        os.chmod(ckpt, 0o755)
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        self.vlog("$ " + " ".join(drop + [ckpt, "check"]))
+        r = subprocess.run(drop + [ckpt, "check"], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=30)
+        out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        self.vlog("exit %d\n%s%s" % (r.returncode, out, err))
+        if r.returncode != 1:
+            raise Fail("ckpt check as nobody: exit %d, want 1: %s" % (r.returncode, err))
+        if not re.search(r"^DENIED +clone3 with set_tid", out, re.M):
+            raise Fail("ckpt check as nobody does not mark clone3 set_tid DENIED: %s" % out)
+        if re.search(r"^MISSING +clone3", out, re.M) or "lacks" in err or "missing" in err:
+            raise Fail("ckpt check as nobody blames the kernel: %s %s" % (out, err))
+        if "ckpt run" not in err:
+            raise Fail("ckpt check as nobody does not point to ckpt run: %r" % err)
 
     def flow_detach(self):
         """restart --detach prints the pid alone on a line and returns."""

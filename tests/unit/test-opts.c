@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/opts.h"
 #include "unit.h"
@@ -100,7 +104,11 @@ TEST(restart)
 	CHECK_STR(a.image, "-weird-name");
 	CHECK_EQ(PARSE(&a, err, "restart"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "restart", "i", "--frozen", "--dry-run"), -EINVAL);
-	CHECK_EQ(PARSE(&a, err, "restart", "i", "--json"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "restart", "i", "--json", "-q"), 0);
+	CHECK(a.json && a.quiet);
+	CHECK_EQ(PARSE(&a, err, "restart", "i", "--keep-going"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "1", "-o", "-", "--json"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "1", "-o", "f", "--json"), 0);
 }
 
 TEST(commands)
@@ -144,6 +152,108 @@ TEST(key)
 	CHECK_EQ(PARSE(&a, err, "keygen", "a", "b"), -EINVAL);
 }
 
+/* The text of docs/ckpt.1 between the line starting with from and the next
+ * line starting with ".SH" or ".SS" (malloc'd), or NULL. */
+static char *man_section(const char *man, const char *from)
+{
+	const char *p = strstr(man, from);
+	if (!p)
+		return NULL;
+	const char *end = p + strlen(from);
+	while ((end = strchr(end, '\n')) && strncmp(end + 1, ".SH", 3) && strncmp(end + 1, ".SS", 3))
+		end++;
+	return strndup(p, end ? (size_t)(end - p) : strlen(p));
+}
+
+/* "--drop-queued-events" as roff writes it: "\-\-drop\-queued\-events" */
+static void roff_name(char *out, size_t len, const char *dashes, const char *name)
+{
+	size_t n = 0;
+	for (const char *p = dashes; *p && n + 3 < len; p++, n += 2)
+		memcpy(out + n, "\\-", 2);
+	for (const char *p = name; *p && n + 3 < len; p++) {
+		if (*p == '-')
+			out[n++] = '\\';
+		out[n++] = *p;
+	}
+	out[n] = '\0';
+}
+
+/* "\-x" as a short option in text (up to end, if not NULL), not the "\-x" inside "\-\-xyz" */
+static bool has_letter(const char *text, const char *end, char letter)
+{
+	char pat[4] = { '\\', '-', letter, '\0' };
+	for (const char *p = text; (p = strstr(p, pat)) && (!end || p < end); p++)
+		if ((p == text || p[-1] != '-') && !isalnum((unsigned char)p[3]) && p[3] != '\\')
+			return true;
+	return false;
+}
+
+/*
+ * The option table, each command's --help and the man page cannot drift:
+ * every option a command takes is in its --help, in its SYNOPSIS line and
+ * described in its section of docs/ckpt.1 (or under COMMON OPTIONS).
+ */
+TEST(help_and_man)
+{
+	char *man = NULL, *help = NULL, name[64], roff[128], letter;
+	size_t len = 0, hlen = 0;
+	unsigned cmds;
+	FILE *f = fopen(CKPT_SOURCE_ROOT "/docs/ckpt.1", "r");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	CHECK(getdelim(&man, &len, '\0', f) > 0);
+	fclose(f);
+	char *common = man_section(man, ".SH COMMON OPTIONS");
+	CHECK(common != NULL);
+	for (int c = 1; c < CMD_MAX; c++) {
+		if (c == CMD_HELP || c == CMD_VERSION)
+			continue;
+		char head[64], syn_head[64];
+		snprintf(head, sizeof(head), ".SS %s\n", cli_cmd_names[c]);
+		snprintf(syn_head, sizeof(syn_head), ".B ckpt %s\n", cli_cmd_names[c]);
+		char *sect = man_section(man, head);
+		const char *syn = strstr(man, syn_head);
+		const char *syn_end = syn ? strstr(syn, "\n.br\n") : NULL;
+		if (!sect || !syn) {
+			fprintf(stderr, "docs/ckpt.1: no section or synopsis of %s\n", cli_cmd_names[c]);
+			CHECK(sect && syn);
+			free(sect);
+			continue;
+		}
+		FILE *h = open_memstream(&help, &hlen);
+		cli_usage(h, (enum cli_cmd)c);
+		fclose(h);
+		CHECK(strstr(help, cli_cmd_names[c]) != NULL);
+		for (size_t i = 0; cli_option(i, &letter, &cmds); i++) {
+			if (!(cmds & (1u << c)))
+				continue;
+			snprintf(name, sizeof(name), "--%s", cli_option(i, &letter, &cmds));
+			roff_name(roff, sizeof(roff), "--", name + 2);
+			bool in_help = strstr(help, name) != NULL;
+			bool common_opt = cmds == ~0u;
+			const char *hit = strstr(syn, roff);
+			bool in_syn = common_opt || (hit && (!syn_end || hit < syn_end)) ||
+				      (letter && has_letter(syn, syn_end, letter));
+			bool in_sect = strstr(sect, roff) || strstr(common, roff);
+			bool letter_ok = !letter || has_letter(sect, NULL, letter) ||
+					 has_letter(common, NULL, letter);
+			if (!in_help || !in_syn || !in_sect || !letter_ok)
+				fprintf(stderr, "%s %s:%s%s%s%s\n", cli_cmd_names[c], name,
+					in_help ? "" : " missing from --help",
+					in_syn ? "" : " missing from the man page's SYNOPSIS",
+					in_sect ? "" : " not described in the man page",
+					letter_ok ? "" : " its letter is not in the man page");
+			CHECK(in_help && in_syn && in_sect && letter_ok);
+		}
+		free(sect);
+	}
+	free(help);
+	free(common);
+	free(man);
+}
+
 int main(void)
 {
 	RUN(checkpoint);
@@ -153,5 +263,6 @@ int main(void)
 	RUN(restart);
 	RUN(commands);
 	RUN(key);
+	RUN(help_and_man);
 	return unit_done();
 }
