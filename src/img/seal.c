@@ -72,20 +72,29 @@ static int derive(const uint8_t *key, uint8_t stream_key[32], uint8_t id[16])
 
 /* --- writing -------------------------------------------------------- */
 
+/* After a failed read or write on fd: 0 to try again (interrupted, or
+ * waited until fd is ready for events), or -errno. */
+static int io_retry(int fd, short events)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	if (errno == EINTR)
+		return 0;
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		return -errno;
+	if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
 static int write_all(int fd, const uint8_t *p, size_t len)
 {
 	while (len) {
 		ssize_t k = write(fd, p, len);
 
 		if (k < 0) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				return -errno;
-			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-				return -errno;
+			int r = io_retry(fd, POLLOUT);
+			if (r < 0)
+				return r;
 			continue;
 		}
 		if (k == 0)
@@ -248,14 +257,9 @@ static ssize_t read_full(int fd, bool seekable, uint64_t off, uint8_t *buf, size
 				     : read(fd, buf + got, len - got);
 
 		if (k < 0) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				return -errno;
-			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-				return -errno;
+			int r = io_retry(fd, POLLIN);
+			if (r < 0)
+				return r;
 			continue;
 		}
 		if (k == 0)
