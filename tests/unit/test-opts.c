@@ -248,8 +248,9 @@ TEST(help_and_man)
 			CHECK(in_help && in_syn && in_sect && letter_ok);
 		}
 		free(sect);
+		free(help); /* each command's help is a stream of its own */
+		help = NULL;
 	}
-	free(help);
 	free(common);
 	free(man);
 }
