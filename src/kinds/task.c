@@ -116,7 +116,8 @@ static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
 
 /* The thread's NUMA policy, by an injected get_mempolicy; vma policies
  * (numa_maps) and the x86 features ckpt cannot restore are refused. */
-static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *k)
+static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *k,
+			const char *status)
 {
 	struct puppet *p = &t->pup;
 	struct mempolicy_buf b = { 0 };
@@ -130,8 +131,8 @@ static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *
 		k->e.mempolicy_nodes.data = (uint8_t *)k->nodes;
 		k->e.mempolicy_nodes.len = sizeof(k->nodes);
 	}
-	_cleanup_free_ char *status = NULL, *numa = NULL;
-	if (proc_read(t->pid, "status", &status, NULL) >= 0) {
+	_cleanup_free_ char *numa = NULL;
+	if (status) {
 		const char *f = strstr(status, "\nx86_Thread_features:");
 		if (f && f[22 + strspn(f + 22, " \t")] != '\n')
 			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: x86 thread features (%.*s) "
@@ -158,7 +159,24 @@ static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *
 	return 0;
 }
 
-static void collect_prctls(struct task *t, TaskEntry *e)
+/*
+ * Is the speculation control whose /proc/PID/status line is field one a
+ * prctl may have set? "thread ..." (store bypass) or "conditional ..."
+ * (indirect branch) say so; anything else ("vulnerable", "not vulnerable",
+ * "always enabled"...) is the system's, and costs no injected call. A
+ * kernel without the line is asked.
+ */
+static bool spec_per_task(const char *status, const char *field)
+{
+	const char *f = status ? strstr(status, field) : NULL;
+	if (!f)
+		return true;
+	f += strlen(field);
+	f += strspn(f, " \t");
+	return !strncmp(f, "thread", 6) || !strncmp(f, "conditional", 11);
+}
+
+static void collect_prctls(struct task *t, TaskEntry *e, const char *status)
 {
 	struct puppet *p = &t->pup;
 	uint64_t v;
@@ -175,8 +193,11 @@ static void collect_prctls(struct task *t, TaskEntry *e)
 	protobuf_c_boolean *has[] = { &e->has_spec_store_bypass, &e->has_spec_indirect_branch,
 				      &e->has_spec_l1d_flush };
 	const int which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH, PR_SPEC_L1D_FLUSH };
+	const char *field[] = { "\nSpeculation_Store_Bypass:", "\nSpeculationIndirectBranch:",
+				NULL };
 	for (size_t i = 0; i < ARRAY_SIZE(which); i++)
-		*has[i] = (*spec[i] = spec_state(t, which[i])) != 0;
+		if (!field[i] || spec_per_task(status, field[i]))
+			*has[i] = (*spec[i] = spec_state(t, which[i])) != 0;
 	if (t->leader) /* the rest belong to the process */
 		return;
 	long mdwe = puppet_syscall(p, SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0);
@@ -247,8 +268,11 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 		k->e.timer_slack_ns = (uint64_t)slack;
 	}
 
-	collect_prctls(t, &k->e);
-	r = collect_numa(ctx, t, k);
+	_cleanup_free_ char *status = NULL;
+	if (proc_read(t->pid, "status", &status, NULL) < 0)
+		status = NULL;
+	collect_prctls(t, &k->e, status);
+	r = collect_numa(ctx, t, k, status);
 	if (r < 0)
 		return r;
 
