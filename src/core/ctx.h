@@ -122,7 +122,7 @@ struct rst_task {
 	bool begun;             /* its records have started */
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
-	uint64_t done_kinds;    /* kinds already restored early (bit per kind) */
+	bool stopped;           /* released stopped (a job-control stop; set at load) */
 	void *kstate[KIND_MAX];
 };
 
@@ -141,6 +141,8 @@ struct rst_ctx {
 	size_t ntasks;
 	size_t nimage;          /* tasks of the image; the rest are ghosts */
 	struct pid_index *by_pid; /* the image's processes and threads, by pid */
+	int image_fd;           /* what load reads */
+	int max_fd;             /* the highest fd of any task (set at prepare), or -1 */
 	NamespacesEntry *ns;      /* a container's namespaces, NULL for a subtree */
 	bool pidns;             /* RESTART_PIDNS: a subtree under init, below */
 	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
@@ -153,15 +155,10 @@ struct rst_ctx {
 	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
 };
 
-/* tree.c: restart's process tree */
+/* tree.c: restart's process tree (its steps: sequence.h) */
 /* Decodes and checks the tree record into ctx->tasks. */
 int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	__attribute__((warn_unused_result));
-/* The process or thread of the image with this pid, or NULL. */
-struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
-/* Creates every process with its pid, parent, session and group; zombies
- * and ghosts are dead when it returns, the others held, bare puppets. */
-int tree_create(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 /* RESTART_PIDNS: starts ckpt's init once the tree is released. */
 int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
@@ -190,6 +187,14 @@ void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_re
 		    enum kind k, uint32_t type, const ProtobufCMessageDescriptor *desc);
 /* free_rstate for a state that is one unpacked message */
 void rst_free_msg(void *state);
+
+/* qsort/bsearch order of struct pid_index */
+int ctx_cmp_pid(const void *a, const void *b);
+/* The process or thread of the image with this pid, or NULL. */
+struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
+/* For a kind's loaded op: t must have a record of kind k (logged if not). */
+int rst_require(struct rst_ctx *ctx, const struct rst_task *t, enum kind k)
+	__attribute__((warn_unused_result));
 
 /* An id as seen from ckpt, as the container sees it (unmapped: 65534). */
 uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer);

@@ -39,29 +39,12 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
-#include "kinds/cgroup.h"
-#include "kinds/mm.h"
-#include "kinds/task.h"
-#include "kinds/tty.h"
+#include "core/sequence.h"
 #include "util/cleanup.h"
+#include "util/kernel.h"
 
 #define PID_MAX_LIMIT 4194304
 #define TREE_MAX_TASKS 32768
-
-static int cmp_pid(const void *a, const void *b)
-{
-	const struct pid_index *x = a, *y = b;
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid)
-{
-	struct pid_index key = { .pid = pid }, *hit;
-	if (!ctx->by_pid)
-		return NULL;
-	hit = bsearch(&key, ctx->by_pid, ctx->npids, sizeof(key), cmp_pid);
-	return hit ? hit->t : NULL;
-}
 
 /* The process (not thread) of the image with this pid, or NULL. */
 static struct rst_task *find_proc(struct rst_ctx *ctx, pid_t pid)
@@ -251,7 +234,7 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 		tree->ns = NULL;
 	}
 	if (r >= 0) {
-		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), cmp_pid);
+		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), ctx_cmp_pid);
 		r = link_parents(ctx, rec);
 	}
 out:
@@ -394,8 +377,6 @@ static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const Names
 				   MS_NOSUID | MS_NOEXEC, inject_str(p, 128, data));
 		if (rst_check(ctx, t, r, "mounting the container's devpts") < 0)
 			return (int)r;
-		if ((r = tty_prepare_devpts(ctx)) < 0)
-			return (int)r;
 	}
 	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {
 		size_t len = strnlen(ns->hostname, 64);
@@ -403,11 +384,24 @@ static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const Names
 		if (rst_check(ctx, t, r, "sethostname") < 0)
 			return (int)r;
 	}
-	/* in its cgroup first: the namespace's root is where it unshares */
-	if ((ns->flags & CLONE_NEWCGROUP) && (r = cgroup_enter_ns(ctx, t)) < 0)
-		return (int)r;
 	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
 	return 0;
+}
+
+struct rseq_config {
+	uint64_t ptr;
+	uint32_t size, sig, flags, pad;
+};
+
+/* A new puppet still has ckpt's rseq area registered: drop it before its
+ * memory goes. */
+static int unregister_rseq(struct puppet *p)
+{
+	struct rseq_config rc = { 0 };
+	if (puppet_get_rseq(p, &rc, sizeof(rc)) <= 0 || !rc.ptr)
+		return 0;
+	long r = puppet_syscall(p, SYS_rseq, rc.ptr, rc.size, RSEQ_FLAG_UNREGISTER, rc.sig);
+	return r < 0 ? (int)r : 0;
 }
 
 /*
@@ -432,7 +426,7 @@ static int spawn_under_init(struct rst_ctx *ctx, struct rst_task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot make a pid namespace: %s%s", strerror(-r),
 				r == -EPERM ? " (nor a user namespace to make it in)" : "");
-	if ((r = puppet_find_syscall(init)) < 0 || (r = task_rseq_unregister(init)) < 0 ||
+	if ((r = puppet_find_syscall(init)) < 0 || (r = unregister_rseq(init)) < 0 ||
 	    (r = puppet_scratch_map(init, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "the new pid namespace's init: %s", strerror(-r));
 	/* it outlives ckpt (--detach) */
@@ -529,93 +523,80 @@ int tree_userns_map_self(struct ckpt_log *log, pid_t pid)
 	return map_userns(log, pid, u, g);
 }
 
-static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
+/* Step "spawn root": the root, a bare puppet, in its new namespaces. */
+int tree_spawn_root(struct rst_ctx *ctx)
 {
+	struct rst_task *t = &ctx->tasks[0];
 	const NamespacesEntry *ns = ctx->ns;
-	int r = ctx->pidns ? spawn_under_init(ctx, t)
-			   : puppet_spawn(&t->pup, ns ? 0 : t->pid,
-					  ns ? ns->flags & ~(uint32_t)CLONE_NEWCGROUP : 0,
-					  ctx->ctl[1], ctx->ctl_remote);
+	/* in a fresh pid namespace every pid is free */
+	int r = ns || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
+	if (r < 0)
+		return r;
+	r = ctx->pidns ? spawn_under_init(ctx, t)
+		       : puppet_spawn(&t->pup, ns ? 0 : t->pid,
+				      ns ? ns->flags & ~(uint32_t)CLONE_NEWCGROUP : 0, ctx->ctl[1],
+				      ctx->ctl_remote);
 	if (r < 0)
 		return ctx->pidns ? r : spawn_error(ctx, t, r);
 	t->created = true;
+	if (!ctx->pidns && ns && (ns->flags & CLONE_NEWUSER))
+		return enter_userns(ctx, &t->pup, ns);
+	return 0;
+}
+
+/* Step "root ready": the root can take injected calls. */
+int tree_root_ready(struct rst_ctx *ctx)
+{
+	struct rst_task *t = &ctx->tasks[0];
+	int r;
 	if (ctx->pidns) /* a fork of the init: its scratch, no rseq */
 		return 0;
-	if (ns && (ns->flags & CLONE_NEWUSER) && (r = enter_userns(ctx, &t->pup, ns)) < 0)
-		return r;
 	if ((r = puppet_find_syscall(&t->pup)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: no vDSO syscall in the puppet", t->pid);
-	if ((r = task_rseq_unregister(&t->pup)) < 0)
+	if ((r = unregister_rseq(&t->pup)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot unregister ckpt's rseq: %s", t->pid,
 				strerror(-r));
 	if ((r = puppet_scratch_map(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map the scratch area: %s", t->pid,
 				strerror(-r));
-	return ns ? enter_namespaces(ctx, t, ns) : 0;
+	return ctx->ns ? enter_namespaces(ctx, t, ctx->ns) : 0;
 }
 
-/*
- * t keeps memory it shares copy-on-write with its parent since fork: the
- * parent's memory is restored before it forks t (mm-cow.c).
- */
-static int restore_parent_mm(struct rst_ctx *ctx, struct rst_task *t)
+/* A task just made: a session leader calls setsid() (then the kinds' session op). */
+static int made_one(struct rst_ctx *ctx, struct rst_task *t)
 {
-	struct rst_task *p = &ctx->tasks[t->parent];
-	if (t->creator != t->parent)
-		return log_fail(&ctx->log, -EINVAL,
-				"pid %d: keeps memory from its parent %d but is not forked by it",
-				t->pid, p->pid);
-	if (p->mm_done)
-		return 0;
-	/* what memory needs made first: the SysV segments it attaches */
-	for (size_t i = 0; i < ctx->nimage; i++) {
-		struct rst_task *o = &ctx->tasks[i];
-		if (!o->kstate[KIND_sysv] || (o->done_kinds & (1ull << KIND_sysv)))
-			continue;
-		int e = kinds[KIND_sysv].ops->restore(ctx, o);
-		if (e < 0)
-			return e;
-		o->done_kinds |= 1ull << KIND_sysv;
+	if (t->sid == t->pid) {
+		long e = puppet_syscall(&t->pup, SYS_setsid);
+		if (rst_check(ctx, t, e, "setsid") < 0)
+			return (int)e;
+		/* before it forks those who inherit what it gets (a controlling tty) */
+		int r = t->ghost ? 0 : seq_rst_task(ctx, RST_SESSION, t);
+		if (r < 0)
+			return r;
 	}
-	int r = kinds[KIND_mm].ops->restore(ctx, p);
-	if (r < 0 && !ctx->log.errors)
-		log_error(&ctx->log, "pid %d: restoring mm failed: %s", p->pid, strerror(-r));
-	return r;
+	log_debug(&ctx->log, "pid %d: created%s", t->pid, t->ghost ? " (ghost)" : "");
+	return 0;
 }
 
+/* Forks t from its creator. */
 static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 {
 	/* in a fresh pid namespace every pid is free */
 	int r = ctx->ns || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
 	if (r < 0)
 		return r;
-	if (t->creator < 0) {
-		r = spawn_root(ctx, t);
-	} else {
-		struct rst_task *c = &ctx->tasks[t->creator];
-		if (!t->ghost && mm_inherits(t) && (r = restore_parent_mm(ctx, t)) < 0)
-			return r;
-		uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
-				 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
-		/* with CLONE_PARENT the child takes the creator's exit signal */
-		int sig = (flags & CLONE_PARENT) ? 0 : t->exit_signal;
-		r = puppet_clone(&c->pup, &t->pup, t->pid, flags, sig);
-		if (r < 0)
-			return spawn_error(ctx, t, r);
-		t->created = true;
-	}
-	if (r < 0)
+	struct rst_task *c = &ctx->tasks[t->creator];
+	if (!t->ghost && (r = seq_rst_task(ctx, RST_FORK, t)) < 0)
 		return r;
-	if (t->sid == t->pid) {
-		long e = puppet_syscall(&t->pup, SYS_setsid);
-		if (rst_check(ctx, t, e, "setsid") < 0)
-			return (int)e;
-		/* its controlling terminal (tty.c), before it forks those who inherit it */
-		if (!t->ghost && (r = tty_restore_ctty(ctx, t)) < 0)
-			return r;
-	}
-	log_debug(&ctx->log, "pid %d: created%s", t->pid, t->ghost ? " (ghost)" : "");
-	return 0;
+	uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
+			 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
+	/* with CLONE_PARENT the child takes the creator's exit signal */
+	int sig = (flags & CLONE_PARENT) ? 0 : t->exit_signal;
+	r = puppet_clone(&c->pup, &t->pup, t->pid, flags, sig);
+	if (r < 0)
+		return spawn_error(ctx, t, r);
+	t->created = true;
+	return made_one(ctx, t);
 }
 
 /*
@@ -624,12 +605,12 @@ static int create_one(struct rst_ctx *ctx, struct rst_task *t)
  */
 static int create_all(struct rst_ctx *ctx)
 {
-	size_t left = ctx->ntasks;
+	size_t left = ctx->ntasks - 1; /* the root is made */
 	while (left) {
 		size_t before = left;
 		for (size_t i = 0; i < ctx->ntasks; i++) {
 			struct rst_task *t = &ctx->tasks[i];
-			if (t->created || (t->creator >= 0 && !ctx->tasks[t->creator].created))
+			if (t->created || t->creator < 0 || !ctx->tasks[t->creator].created)
 				continue;
 			int r = create_one(ctx, t);
 			if (r < 0)
@@ -758,7 +739,8 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-int tree_create(struct rst_ctx *ctx)
+/* Step "create tasks": who forks whom planned, then every task forked. */
+int tree_create_tasks(struct rst_ctx *ctx)
 {
 	int r;
 	for (size_t i = 1; i < ctx->nimage; i++) {
@@ -766,13 +748,24 @@ int tree_create(struct rst_ctx *ctx)
 		if (r < 0)
 			return r;
 	}
-	if ((r = create_all(ctx)) < 0 || (r = set_groups(ctx)) < 0)
-		return r;
-	/* the terminals' foreground groups (tty.c), now that every group exists */
-	if ((r = tty_restore_fg(ctx)) < 0)
-		return r;
-	for (size_t i = 0; i < ctx->nimage; i++)
-		if ((r = create_threads(ctx, &ctx->tasks[i])) < 0)
+	/* the root's session, once it is ready (its tty in its devpts) */
+	r = made_one(ctx, &ctx->tasks[0]);
+	return r < 0 ? r : create_all(ctx);
+}
+
+/* Step "groups". */
+int tree_set_groups(struct rst_ctx *ctx)
+{
+	return set_groups(ctx);
+}
+
+/* Step "tree ready": threads made, ghosts and zombies gone. */
+int tree_create_threads(struct rst_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		int r = create_threads(ctx, &ctx->tasks[i]);
+		if (r < 0)
 			return r;
+	}
 	return finish_dead(ctx);
 }

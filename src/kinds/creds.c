@@ -396,12 +396,18 @@ static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 	return sub == REC_SUB(CREDS_ENTRY) ? &creds_entry__descriptor : NULL;
 }
 
+static int creds_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return rst_require(ctx, t, KIND_creds);
+}
+
 const struct kind_ops creds_ops = {
 	.per_thread = true,
 	.check_restore = creds_check_restore,
 	.collect = creds_collect,
 	.dump = creds_dump,
 	.load = creds_load,
+	.loaded = creds_loaded,
 	.restore = creds_restore,
 	.free_state = free,
 	.free_rstate = rst_free_msg,

@@ -144,10 +144,17 @@ static const ProtobufCMessageDescriptor *fs_descriptor(uint32_t sub)
 	return sub == REC_SUB(FS_ENTRY) ? &fs_entry__descriptor : NULL;
 }
 
+/* Every process has its own, or its parent's (CLONE_FS). */
+static int fs_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return t->fs_with ? 0 : rst_require(ctx, t, KIND_fs);
+}
+
 const struct kind_ops fs_ops = {
 	.collect = fs_collect,
 	.dump = fs_dump,
 	.load = fs_load,
+	.loaded = fs_loaded,
 	.restore = fs_restore,
 	.free_state = free,
 	.free_rstate = rst_free_msg,

@@ -74,7 +74,6 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
-#include "kinds/mqueue.h"
 #include "mqueue.pb-c.h"
 #include "util/cleanup.h"
 
@@ -122,7 +121,7 @@ struct mq_status {
 	long pid;
 };
 
-bool mqueue_fd_is_queue(const struct fd_info *fi)
+static bool mqueue_fd_is_queue(const struct fd_info *fi)
 {
 	char path[64];
 	struct statfs sf;
@@ -893,6 +892,7 @@ static const ProtobufCMessageDescriptor *mqueue_descriptor(uint32_t sub)
 
 const struct kind_ops mqueue_ops = {
     .fd_claim = mqueue_fd_is_queue,
+    .fd_claim_rank = 1, /* regular files of the mqueue fs, before memfd and file_reg */
     .fd_collect = mqueue_fd_collect,
     .fd_get = mqueue_fd_get,
     .collect_end = mqueue_collect_end,

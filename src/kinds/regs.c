@@ -153,11 +153,17 @@ static const ProtobufCMessageDescriptor *regs_descriptor(uint32_t sub)
 	return sub == REC_SUB(REGS_ENTRY) ? &regs_entry__descriptor : NULL;
 }
 
+static int regs_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return rst_require(ctx, t, KIND_regs);
+}
+
 const struct kind_ops regs_ops = {
 	.per_thread = true,
 	.collect = regs_collect,
 	.dump = regs_dump,
 	.load = regs_load,
+	.loaded = regs_loaded,
 	.restore = regs_restore,
 	.free_state = free,
 	.free_rstate = rst_free_msg,

@@ -240,11 +240,17 @@ static const ProtobufCMessageDescriptor *signals_descriptor(uint32_t sub)
 	return sub == REC_SUB(SIGNALS_ENTRY) ? &signals_entry__descriptor : NULL;
 }
 
+static int signals_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return rst_require(ctx, t, KIND_signals);
+}
+
 const struct kind_ops signals_ops = {
 	.per_thread = true,
 	.collect = signals_collect,
 	.dump = signals_dump,
 	.load = signals_load,
+	.loaded = signals_loaded,
 	.restore = signals_restore,
 	.free_state = signals_free_state,
 	.free_rstate = rst_free_msg,

@@ -1610,7 +1610,9 @@ static int make_all(void *arg)
 	return r;
 }
 
-static int sysv_restore(struct rst_ctx *ctx, struct rst_task *t)
+/* At "root ready", before any task forks: what memory attaches, in the
+ * root's ipc namespace. */
+static int sysv_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct sysv_rst *s = t->kstate[KIND_sysv];
 	_cleanup_close_ int nsfd = -1;
@@ -1735,7 +1737,7 @@ const struct kind_ops sysv_ops = {
     .after_kill = sysv_after_kill,
     .load = sysv_load,
     .prepare = sysv_prepare,
-    .restore = sysv_restore,
+    .root_ready = sysv_root_ready,
     .free_state = sysv_free_state,
     .free_rstate = sysv_free_rstate,
     .descriptor = sysv_descriptor,

@@ -121,6 +121,7 @@ struct tty_rtask {
 	TtyTaskEntry *e;
 	int own; /* the root's: ckpt's own terminal (/dev/tty), or -1 */
 	unsigned int own_dev;
+	struct tty_shell shell; /* the root's: a shell job's hold on ckpt's terminal */
 };
 
 /* A device number as tty_nr and TIOCGDEV give it. */
@@ -958,7 +959,7 @@ static struct tty_rtask *root_state(struct rst_ctx *ctx, bool create)
 	struct rst_task *root = &ctx->tasks[0];
 	struct tty_rtask *k = root->kstate[KIND_tty];
 	if (!k && create && (k = calloc(1, sizeof(*k))))
-		k->own = -1, root->kstate[KIND_tty] = k;
+		k->own = -1, k->shell.fd = -1, root->kstate[KIND_tty] = k;
 	return k;
 }
 
@@ -1369,9 +1370,12 @@ static int tty_prepare(struct rst_ctx *ctx)
 	return 0;
 }
 
-int tty_prepare_devpts(struct rst_ctx *ctx)
+/* A container with a devpts of its own has its ptys made in it, once its
+ * root has mounted it. */
+static int tty_root_ready(struct rst_ctx *ctx, struct rst_task *root)
 {
-	return has_private(ctx) ? prepare_all(ctx) : 0;
+	(void)root;
+	return ctx->ns && ctx->ns->devpts && has_private(ctx) ? prepare_all(ctx) : 0;
 }
 
 static int tty_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
@@ -1400,7 +1404,9 @@ static int task_ioctl(struct rst_ctx *ctx, struct rst_task *t, int local, unsign
 	return 0;
 }
 
-int tty_restore_ctty(struct rst_ctx *ctx, struct rst_task *t)
+/* Right after t's setsid(), before it forks: TIOCSCTTY on the pty whose
+ * session it leads (a controlling terminal is inherited at fork). */
+static int tty_session(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct tty_robj *p = pty_of_sid(ctx, t->pid);
 	if (!p)
@@ -1409,7 +1415,9 @@ int tty_restore_ctty(struct rst_ctx *ctx, struct rst_task *t)
 	return task_ioctl(ctx, t, p->slave, TIOCSCTTY, 0, "TIOCSCTTY (its controlling terminal)");
 }
 
-int tty_restore_fg(struct rst_ctx *ctx)
+/* Once every group exists: TIOCSPGRP, in the session leader, to the saved
+ * foreground group. */
+static int tty_groups_ready(struct rst_ctx *ctx)
 {
 	struct tty_robj *p;
 	FOR_RTTY(&ctx->objs, p)
@@ -1602,6 +1610,56 @@ static void tty_free_rstate(void *ptr)
 	free(k);
 }
 
+/* RESTART_SHELL_JOB, before the release: the restored job becomes the
+ * foreground job of ckpt's own terminal, with the saved termios. */
+static int tty_release(struct rst_ctx *ctx)
+{
+	struct tty_rtask *rk = root_state(ctx, false);
+	return rk ? tty_shell_attach(ctx, &rk->shell) : 0;
+}
+
+/* The restart failed after the job took the terminal: ckpt's again. */
+static void tty_restore_abort(struct rst_ctx *ctx)
+{
+	struct tty_rtask *rk = ctx->ntasks ? root_state(ctx, false) : NULL;
+	if (rk)
+		tty_shell_detach(&rk->shell);
+}
+
+/* The job runs: ckpt keeps the terminal to pass stops on and take it back. */
+static void *tty_handover(struct rst_ctx *ctx)
+{
+	struct tty_rtask *rk = root_state(ctx, false);
+	if (!rk || rk->shell.fd < 0)
+		return NULL;
+	struct tty_shell *sh = malloc(sizeof(*sh));
+	if (!sh) {
+		tty_shell_detach(&rk->shell);
+		return NULL;
+	}
+	*sh = rk->shell;
+	rk->shell.fd = -1;
+	return sh;
+}
+
+static int tty_wait(void *kept, pid_t child, int *ret_status)
+{
+	return tty_shell_wait(kept, child, ret_status);
+}
+
+/* The job is over: the terminal is ckpt's again; detached, the job keeps it. */
+static void tty_handed_back(void *kept, bool detached)
+{
+	struct tty_shell *sh = kept;
+	if (!sh)
+		return;
+	if (detached)
+		close(sh->fd);
+	else
+		tty_shell_detach(sh);
+	free(sh);
+}
+
 static const ProtobufCMessageDescriptor *tty_descriptor(uint32_t sub)
 {
 	switch (sub) {
@@ -1623,7 +1681,15 @@ const struct kind_ops tty_ops = {
     .dump = tty_dump,
     .load = tty_load,
     .prepare = tty_prepare,
+    .root_ready = tty_root_ready,
+    .session = tty_session,
+    .groups_ready = tty_groups_ready,
     .restore = tty_restore,
+    .release = tty_release,
+    .handover = tty_handover,
+    .wait = tty_wait,
+    .handed_back = tty_handed_back,
+    .restore_abort = tty_restore_abort,
     .free_obj = tty_free_obj,
     .free_robj = tty_free_robj,
     .free_state = free,

@@ -1,17 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Terminals: what the restart core asks of tty.c beyond its kind_ops.
- * A controlling terminal belongs to a session and is inherited at fork,
- * so it is set while the tree is made (tree.c), not with the task's own
- * state:
- *   tty_restore_ctty(ctx, t)  right after t's setsid(), before it forks:
- *                             TIOCSCTTY on the pty whose session it leads
- *   tty_restore_fg(ctx)       once every group exists: TIOCSPGRP, in the
- *                             session leader, to the saved foreground group
- * A container with a devpts of its own has its ptys made in it, once its
- * root has mounted it (tree.c), instead of in prepare:
- *   tty_prepare_devpts(ctx)    everything prepare does
- * and around the release of a shell job (restart.c, RESTART_SHELL_JOB):
+ * Terminals: what tty.c shares with tty-shell.c, a shell job's hold on
+ * ckpt's own terminal (RESTART_SHELL_JOB; tty.c's release, handover, wait
+ * and handed_back ops):
  *   tty_shell_attach(ctx, &sh)  before the release: the restored job becomes
  *                             the foreground job of ckpt's own terminal, with
  *                             the saved termios (sh.fd: that terminal, -1: none)
@@ -37,9 +28,6 @@ struct tty_shell {
 	pid_t pgrp;             /* the job's process group */
 };
 
-int tty_restore_ctty(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
-int tty_restore_fg(struct rst_ctx *ctx) __attribute__((warn_unused_result));
-int tty_prepare_devpts(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int tty_shell_attach(struct rst_ctx *ctx, struct tty_shell *ret)
 	__attribute__((warn_unused_result));
 /* Waits for child to end; a stop of the job stops ckpt too (and a
