@@ -80,6 +80,10 @@ static inline bool caller_can(const struct restart_caller *c, int cap)
 
 struct ckpt_ctx {
 	unsigned long flags;
+	const struct ckpt_opts *opts; /* the caller's */
+	pid_t pid;              /* the root asked for */
+	int image_fd;           /* where the image goes */
+	int failed;             /* the first failure of the sequence, 0 so far */
 	const struct restart_caller *caller; /* set while check_restore runs */
 	bool container;         /* the root is a pid namespace's init */
 	NamespacesEntry ns;     /* container: its namespaces */
@@ -166,10 +170,6 @@ int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
  * uid and gid mapped to themselves (setgroups denied when unprivileged) */
 int tree_userns_map_self(struct ckpt_log *log, pid_t pid) __attribute__((warn_unused_result));
 
-/* precheck.c: with CKPT_KILL, the image complete and the tree still held:
- * would a restart by this caller work (and, with CKPT_VERIFY, does a dry
- * run of the image in fd work)? A refusal returns < 0 and nothing is killed. */
-int precheck_restore(struct ckpt_ctx *ctx, int fd) __attribute__((warn_unused_result));
 
 /* Packs msg and writes it as one record. */
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)

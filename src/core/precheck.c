@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "core/sequence.h"
 #include "util/cleanup.h"
 
 static int read_caller(struct ckpt_ctx *ctx, struct restart_caller *c)
@@ -113,23 +114,6 @@ static int plan_pids(struct ckpt_ctx *ctx, struct restart_caller *c)
 		 "pid %d: this caller can restart it only with --pidns (in a user namespace "
 		 "where uid %u and gid %u stay themselves)",
 		 root, c->map_uid, c->map_gid);
-	return 0;
-}
-
-static int check_kinds(struct ckpt_ctx *ctx, struct task *t)
-{
-	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->check_restore || (t->leader && !kinds[k].ops->per_thread))
-			continue;
-		int r = kinds[k].ops->check_restore(ctx, t);
-		if (r < 0) {
-			if (ctx->log.errors == 0)
-				log_error(&ctx->log, "%s %d: %s: a restart would fail: %s",
-					  t->leader ? "thread" : "pid", t->pid, kinds[k].name,
-					  strerror(-r));
-			return r;
-		}
-	}
 	return 0;
 }
 
@@ -232,7 +216,8 @@ static int verify(struct ckpt_ctx *ctx, int fd)
 			got ? err : "it died");
 }
 
-int precheck_restore(struct ckpt_ctx *ctx, int fd)
+/* Step "check restore" (CKPT_KILL, the image complete, the tree held). */
+int precheck_restore(struct ckpt_ctx *ctx)
 {
 	struct restart_caller c;
 	int r = read_caller(ctx, &c);
@@ -241,17 +226,10 @@ int precheck_restore(struct ckpt_ctx *ctx, int fd)
 	if (r < 0)
 		return r;
 	ctx->caller = &c;
-	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++) {
-		struct task *t = &ctx->tasks[i];
-		if (t->zombie)
-			continue;
-		r = check_kinds(ctx, t);
-		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
-			r = check_kinds(ctx, &t->threads[j]);
-	}
+	r = seq_ckpt_tasks(ctx, CKPT_CHECK_RESTORE);
 	ctx->caller = NULL;
 	if (r >= 0 && (ctx->flags & CKPT_VERIFY))
-		r = verify(ctx, fd);
+		r = verify(ctx, ctx->image_fd);
 	if (r < 0)
 		log_warn(&ctx->log, "not killed: a restart of this image would fail; the tree "
 				     "runs on");

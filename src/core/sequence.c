@@ -10,6 +10,38 @@
 #include "core/sequence.h"
 
 /*
+ * Checkpoint. Nothing is written before "dump": a refusal at "collect" or
+ * "collect end" leaves the tree as it was. The image is complete and
+ * fsync'd before a task is killed (CKPT_KILL, at "let go").
+ */
+const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
+	/* every task and thread of the tree held, ids inside its pid namespace */
+	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
+	/* /proc read, ckpt's scratch mapped; then what each kind finds */
+	[CKPT_COLLECT] = { "collect", NULL, ckpt_collect_task, KOP(collect), STEP_TASKS, 0, "" },
+	/* checks over the whole tree */
+	[CKPT_COLLECT_END] = { "collect end", NULL, NULL, KOP(collect_end), STEP_ONCE, 0, NULL },
+	/* header and tree record; each task's begin record, then its kinds' */
+	[CKPT_DUMP] = { "dump", ckpt_dump_begin, ckpt_task_begin, KOP(dump), STEP_TASKS, 0, NULL },
+	/* the trailer: the image is complete */
+	[CKPT_IMAGE_END] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE, 0, NULL },
+	/* would a restart by this caller work? (precheck.c, which runs the
+	 * kinds' op for each task, and the dry run of CKPT_VERIFY) */
+	[CKPT_CHECK_RESTORE] = { "check restore", precheck_restore, NULL, KOP(check_restore),
+				 STEP_EACH, STEP_KILL, "a restart would fail: " },
+	/* the caller names the image; CKPT_KILL: the guardian kills if ckpt dies */
+	[CKPT_IMAGE_DONE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE, 0, NULL },
+	/* what collect put in the tasks taken out, while they are held */
+	[CKPT_FINISH] = { "finish", NULL, NULL, KOP(finish), STEP_ONCE, STEP_VOID | STEP_ALWAYS,
+			  NULL },
+	/* the tasks released (or left stopped), or with CKPT_KILL killed */
+	[CKPT_LET_GO] = { "let go", ckpt_let_go, NULL, 0, STEP_NONE, STEP_ALWAYS, NULL },
+	/* what the dead tree held outside itself, now the image's */
+	[CKPT_AFTER_KILL] = { "after kill", NULL, NULL, KOP(after_kill), STEP_ONCE,
+			      STEP_VOID | STEP_KILL, NULL },
+};
+
+/*
  * Restart. Nothing is made before "prepare" ends: the image is read and
  * checked whole first. From "spawn root" on, a failure kills every process
  * made and calls each kind's restore_abort. A dry run (RESTART_GHOST) stops
@@ -144,4 +176,79 @@ int seq_rst_run(struct rst_ctx *ctx, enum rst_step_id first, enum rst_step_id la
 			log_debug(&ctx->log, "restart step %s: done", rst_sequence[s].name);
 	}
 	return 0;
+}
+
+typedef int (*ck_once_fn)(struct ckpt_ctx *ctx);
+typedef void (*ck_void_fn)(struct ckpt_ctx *ctx);
+typedef int (*ck_task_fn)(struct ckpt_ctx *ctx, struct task *t);
+
+static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
+{
+	const struct ckpt_step *st = &ckpt_sequence[s];
+	int r = st->run_task ? st->run_task(ctx, t) : 0;
+	for (int k = 0; r >= 0 && k < KIND_MAX; k++) {
+		ck_task_fn fn;
+		memcpy(&fn, (const char *)kinds[k].ops + st->op, sizeof(fn));
+		if (!fn || (t->leader && !kinds[k].ops->per_thread))
+			continue;
+		r = fn(ctx, t);
+		if (r < 0 && st->why && !ctx->log.errors)
+			log_error(&ctx->log, "%s %d: %s: %s%s", t->leader ? "thread" : "pid", t->pid,
+				  kinds[k].name, st->why, strerror(-r));
+	}
+	return r;
+}
+
+int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i];
+		if (t->zombie)
+			continue;
+		int r = ckpt_task(ctx, s, t);
+		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
+			r = ckpt_task(ctx, s, &t->threads[j]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int ckpt_once(struct ckpt_ctx *ctx, const struct ckpt_step *st)
+{
+	for (int k = 0; k < KIND_MAX; k++) {
+		const char *at = (const char *)kinds[k].ops + st->op;
+		if (st->when & STEP_VOID) {
+			ck_void_fn fn;
+			memcpy(&fn, at, sizeof(fn));
+			if (fn)
+				fn(ctx);
+			continue;
+		}
+		ck_once_fn fn;
+		memcpy(&fn, at, sizeof(fn));
+		int r = fn ? fn(ctx) : 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int seq_ckpt_run(struct ckpt_ctx *ctx)
+{
+	for (int s = 0; s < CKPT_NSTEPS; s++) {
+		const struct ckpt_step *st = &ckpt_sequence[s];
+		if ((ctx->failed && !(st->when & STEP_ALWAYS)) ||
+		    ((st->when & STEP_KILL) && !(ctx->flags & CKPT_KILL)))
+			continue;
+		int r = st->run ? st->run(ctx) : 0;
+		if (r >= 0 && st->over == STEP_ONCE)
+			r = ckpt_once(ctx, st);
+		else if (r >= 0 && st->over == STEP_TASKS)
+			r = seq_ckpt_tasks(ctx, s);
+		if (r < 0 && !ctx->failed)
+			ctx->failed = r;
+		log_debug(&ctx->log, "checkpoint step %s: %s", st->name, r < 0 ? "failed" : "done");
+	}
+	return ctx->failed;
 }

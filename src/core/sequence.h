@@ -74,4 +74,58 @@ int tree_create_threads(struct rst_ctx *ctx) __attribute__((warn_unused_result))
 int rst_clean_tasks(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int rst_release_tree(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
+enum ckpt_step_id {
+	CKPT_SEIZE,
+	CKPT_COLLECT,
+	CKPT_COLLECT_END,
+	CKPT_DUMP,
+	CKPT_IMAGE_END,
+	CKPT_CHECK_RESTORE,
+	CKPT_IMAGE_DONE,
+	CKPT_FINISH,
+	CKPT_LET_GO,
+	CKPT_AFTER_KILL,
+	CKPT_NSTEPS,
+};
+
+struct ckpt_step {
+	const char *name;
+	/* ckpt's part, before the kinds' (may be NULL) */
+	int (*run)(struct ckpt_ctx *ctx);
+	/* STEP_TASKS: ckpt's part for each task and thread, before its kinds' ops */
+	int (*run_task)(struct ckpt_ctx *ctx, struct task *t);
+	size_t op;
+	enum step_over over;
+	unsigned when;
+	/* a kind's failure, logged when nothing else was: "pid P: kind: <why>error" */
+	const char *why;
+};
+
+/* ckpt_step.when: the op returns nothing and cannot fail; the step runs
+ * even after a failure; only with CKPT_KILL. */
+#define STEP_VOID 1u
+#define STEP_ALWAYS 2u
+#define STEP_KILL 4u
+
+extern const struct ckpt_step ckpt_sequence[CKPT_NSTEPS];
+
+/* Runs the checkpoint sequence: the first failure, the steps marked
+ * STEP_ALWAYS run anyway (ctx->failed says whether one came before). */
+int seq_ckpt_run(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+/* A STEP_EACH step's op of every kind, for each task and thread. */
+int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s) __attribute__((warn_unused_result));
+
+/* The drivers' parts of the checkpoint steps (checkpoint.c, precheck.c). */
+int ckpt_seize(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+int ckpt_dump_begin(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+int ckpt_dump_end(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+/* precheck.c: with CKPT_KILL, the image complete and the tree still held:
+ * would a restart by this caller work (and, with CKPT_VERIFY, does a dry
+ * run of the image work)? A refusal returns < 0 and nothing is killed. */
+int precheck_restore(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+int ckpt_image_done(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+int ckpt_let_go(struct ckpt_ctx *ctx);
+
 #endif
