@@ -123,121 +123,6 @@ static int check_root(struct ckpt_ctx *ctx, pid_t pid)
 	return 0;
 }
 
-static bool same_ns(pid_t pid, const char *name)
-{
-	char path[64];
-	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
-	if (stat(path, &a) < 0)
-		return true;
-	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
-	return stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
-}
-
-static int parse_idmap(const char *text, struct idmap *map, int *n)
-{
-	*n = 0;
-	for (const char *p = text; *p;) {
-		unsigned a, b, c;
-		int used;
-		if (sscanf(p, " %u %u %u%n", &a, &b, &c, &used) != 3 || *n == IDMAP_MAX)
-			return -EINVAL;
-		map[(*n)++] = (struct idmap){ a, b, c };
-		p += used;
-		while (*p == '\n' || *p == ' ')
-			p++;
-	}
-	return *n ? 0 : -EINVAL;
-}
-
-/* A container in a user namespace of its own: its uid and gid maps. */
-static int read_idmaps(struct ckpt_ctx *ctx, pid_t pid)
-{
-	_cleanup_free_ char *u = NULL, *g = NULL;
-	if (proc_read(pid, "uid_map", &u, NULL) < 0 || proc_read(pid, "gid_map", &g, NULL) < 0 ||
-	    parse_idmap(u, ctx->uids, &ctx->nuids) < 0 || parse_idmap(g, ctx->gids, &ctx->ngids) < 0)
-		return log_fail(&ctx->log, -EINVAL, "pid %d: cannot read its user namespace's id maps",
-				pid);
-	snprintf(ctx->uid_map, sizeof(ctx->uid_map), "%s", u);
-	snprintf(ctx->gid_map, sizeof(ctx->gid_map), "%s", g);
-	return 0;
-}
-
-/*
- * The devpts instance of its own a container has on /dev/pts (ckpt run
- * mounts one): the last devpts mount there in its mountinfo, when it is
- * not the one ckpt sees on /dev/pts.
- */
-static int read_devpts(struct ckpt_ctx *ctx, struct task *root)
-{
-	_cleanup_free_ char *text = NULL;
-	int r = proc_read(root->pid, "mountinfo", &text, NULL);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo: %s", root->pid,
-				strerror(-r));
-	unsigned int maj, min;
-	char point[32], type[16], opts[128];
-	bool found = false;
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *tail = strstr(line, " - ");
-		if (sscanf(line, "%*u %*u %u:%u %*s %31s", &maj, &min, point) != 3 || !tail ||
-		    sscanf(tail, " - %15s %*s %127s", type, opts) != 2 || strcmp(point, "/dev/pts") ||
-		    strcmp(type, "devpts"))
-			continue;
-		found = true;
-		ctx->devpts_dev = makedev(maj, min);
-		snprintf(ctx->devpts_opts, sizeof(ctx->devpts_opts), "%s", opts);
-	}
-	struct stat host;
-	if (!found || (stat("/dev/pts", &host) == 0 && host.st_dev == ctx->devpts_dev)) {
-		ctx->devpts_dev = 0;
-		return 0;
-	}
-	ctx->ns.devpts = ctx->devpts_opts;
-	log_debug(&ctx->log, "pid %d: a devpts of its own (%s)", root->pid, opts);
-	return 0;
-}
-
-/* A container's namespaces, and its hostname (an injected uname). */
-static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
-{
-	namespaces_entry__init(&ctx->ns);
-	ctx->ns.flags = CLONE_NEWPID;
-	if (!same_ns(root->pid, "mnt")) {
-		ctx->ns.flags |= CLONE_NEWNS;
-		int r = read_devpts(ctx, root);
-		if (r < 0)
-			return r;
-	}
-	if (!same_ns(root->pid, "ipc"))
-		ctx->ns.flags |= CLONE_NEWIPC;
-	if (!same_ns(root->pid, "uts")) {
-		struct utsname u;
-		ctx->ns.flags |= CLONE_NEWUTS;
-		long r = puppet_syscall(&root->pup, SYS_uname, root->pup.scratch);
-		if (r < 0 || puppet_read(&root->pup, root->pup.scratch, &u, sizeof(u)) < 0)
-			return log_fail(&ctx->log, r < 0 ? (int)r : -EIO,
-					"pid %d: cannot read its hostname", root->pid);
-		snprintf(ctx->hostname, sizeof(ctx->hostname), "%s", u.nodename);
-		ctx->ns.hostname = ctx->hostname;
-	}
-	if (ctx->nuids) {
-		ctx->ns.flags |= CLONE_NEWUSER;
-		ctx->ns.uid_map = ctx->uid_map;
-		ctx->ns.gid_map = ctx->gid_map;
-	}
-	if (!same_ns(root->pid, "cgroup")) /* made again by the cgroup kind */
-		ctx->ns.flags |= CLONE_NEWCGROUP;
-	if (!same_ns(root->pid, "net") || !same_ns(root->pid, "time"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a network or time namespace of its own; not "
-				"supported yet",
-				root->pid);
-	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", root->pid, ctx->ns.flags);
-	return 0;
-}
-
 static int add_task(struct ckpt_ctx *ctx, size_t *cap, pid_t pid)
 {
 	if (ctx->ntasks == *cap) {
@@ -580,8 +465,6 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	if (t == &ctx->tasks[0] && ctx->container)
-		r = collect_namespaces(ctx, t);
 	return r;
 }
 
@@ -590,8 +473,6 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 {
 	pid_t pid = ctx->pid;
 	int r = check_root(ctx, pid);
-	if (r >= 0 && ctx->container && !same_ns(pid, "user"))
-		r = read_idmaps(ctx, pid);
 	if (r < 0)
 		return r;
 	r = seize_tree(ctx, pid);
@@ -660,8 +541,6 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	}
 	tree.tasks = ptt;
 	tree.n_tasks = ctx->ntasks;
-	if (ctx->container)
-		tree.ns = &ctx->ns;
 	return ctx_write_msg(ctx, REC_CORE_TREE, &tree.base);
 }
 

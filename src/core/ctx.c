@@ -75,16 +75,6 @@ void rst_free_msg(void *state)
 		protobuf_c_message_free_unpacked(state, NULL);
 }
 
-uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer)
-{
-	if (!n)
-		return outer;
-	for (int i = 0; i < n; i++)
-		if (outer >= map[i].outer && outer - map[i].outer < map[i].count)
-			return map[i].inner + (outer - map[i].outer);
-	return 65534;
-}
-
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid)
 {
 	for (size_t i = 0; i < ctx->ntasks; i++)

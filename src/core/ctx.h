@@ -49,12 +49,6 @@ struct task {
 	void *kstate[KIND_MAX];
 };
 
-/* one line of a user namespace's uid_map or gid_map */
-struct idmap {
-	uint32_t inner, outer, count;
-};
-#define IDMAP_MAX 16
-
 /*
  * What the caller of a checkpoint could do at restart, on this machine
  * (precheck.c): its ids, groups and capabilities, and whether a restart of
@@ -84,16 +78,10 @@ struct ckpt_ctx {
 	pid_t pid;              /* the root asked for */
 	int image_fd;           /* where the image goes */
 	int failed;             /* the first failure of the sequence, 0 so far */
-	const struct restart_caller *caller; /* set while check_restore runs */
-	bool container;         /* the root is a pid namespace's init */
-	NamespacesEntry ns;     /* container: its namespaces */
-	char hostname[65];
-	char devpts_opts[128];  /* container: its own devpts' mount options */
-	uint64_t devpts_dev;    /* and its device, 0 if it has none */
-	/* a container with a user namespace: ids inside it, from ckpt's */
-	char uid_map[512], gid_map[512];
-	struct idmap uids[IDMAP_MAX], gids[IDMAP_MAX];
-	int nuids, ngids;       /* 0: no user namespace of its own */
+	/* set while check_restore runs; a kind may narrow what the restart
+	 * will be (ns.c: a user namespace of the caller's own) */
+	struct restart_caller *caller;
+	bool container;         /* the root is a pid namespace's init: ids inside it */
 	struct ckpt_log log;
 	struct img_writer w;
 	struct objhash objs;
@@ -147,7 +135,9 @@ struct rst_ctx {
 	struct pid_index *by_pid; /* the image's processes and threads, by pid */
 	int image_fd;           /* what load reads */
 	int max_fd;             /* the highest fd of any task (set at prepare), or -1 */
-	NamespacesEntry *ns;      /* a container's namespaces, NULL for a subtree */
+	/* the CLONE_NEW* flags the root is spawned with, set by a kind at load
+	 * (ns.c); 0: a subtree, its pids chosen in ckpt's pid namespace */
+	uint32_t root_clone;
 	bool pidns;             /* RESTART_PIDNS: a subtree under init, below */
 	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
 	/* kills the tree if ckpt dies while releasing it (guard.h) */
@@ -165,10 +155,6 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	__attribute__((warn_unused_result));
 /* RESTART_PIDNS: starts ckpt's init once the tree is released. */
 int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
-
-/* tree.c: a user namespace of the caller's own for the held puppet pid, its
- * uid and gid mapped to themselves (setgroups denied when unprivileged) */
-int tree_userns_map_self(struct ckpt_log *log, pid_t pid) __attribute__((warn_unused_result));
 
 
 /* Packs msg and writes it as one record. */
@@ -195,9 +181,6 @@ struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
 /* For a kind's loaded op: t must have a record of kind k (logged if not). */
 int rst_require(struct rst_ctx *ctx, const struct rst_task *t, enum kind k)
 	__attribute__((warn_unused_result));
-
-/* An id as seen from ckpt, as the container sees it (unmapped: 65534). */
-uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer);
 
 /* Checkpoint: the process of the tree with this pid, or NULL. */
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid);

@@ -30,6 +30,7 @@
 #include "core/ctx.h"
 #include "core/sequence.h"
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 static int read_caller(struct ckpt_ctx *ctx, struct restart_caller *c)
 {
@@ -54,56 +55,15 @@ static int read_caller(struct ckpt_ctx *ctx, struct restart_caller *c)
 	return 0;
 }
 
-/* Can this caller make a user namespace with a pid namespace in it? */
-static bool can_userns(void)
-{
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0 ? 0 : 1);
-	int st;
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return false;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-/* A container: its namespaces; the ids of its own user namespace. */
-static int plan_container(struct ckpt_ctx *ctx, struct restart_caller *c)
-{
-	pid_t root = ctx->tasks[0].pid;
-	if (caller_can(c, CAP_SYS_ADMIN))
-		return 0;
-	if (!ctx->nuids)
-		return log_fail(&ctx->log, -EPERM,
-				"pid %d: a container without a user namespace of its own; "
-				"restarting it needs CAP_SYS_ADMIN, which this caller lacks",
-				root);
-	if (ctx->nuids != 1 || ctx->uids[0].count != 1 || ctx->ngids != 1 ||
-	    ctx->gids[0].count != 1)
-		return log_fail(&ctx->log, -EPERM,
-				"pid %d: its user namespace maps several ids; only root can "
-				"restart it",
-				root);
-	if (!can_userns())
-		return log_fail(&ctx->log, -EPERM,
-				"pid %d: restarting this container needs a user namespace, which "
-				"this caller cannot make",
-				root);
-	/* the only ids it will have: the one each map held */
-	c->userns = true;
-	c->map_uid = ctx->uids[0].inner;
-	c->map_gid = ctx->gids[0].inner;
-	return 0;
-}
-
 /* How a restart by this caller gives the tree its pids. */
 static int plan_pids(struct ckpt_ctx *ctx, struct restart_caller *c)
 {
 	pid_t root = ctx->tasks[0].pid;
-	if (ctx->container)
-		return plan_container(ctx, c);
+	if (ctx->container) /* in namespaces of its own: the ns kind's check_restore */
+		return 0;
 	if (caller_can(c, CAP_CHECKPOINT_RESTORE) || caller_can(c, CAP_SYS_ADMIN))
 		return 0;
-	if (!can_userns())
+	if (!userns_can_make())
 		return log_fail(&ctx->log, -EPERM,
 				"pid %d: a restart by this caller could not give the tree its pids: "
 				"that needs CAP_CHECKPOINT_RESTORE, or restart --pidns in a user "
@@ -124,9 +84,8 @@ static int verify_namespaces(bool shell_job)
 	if (!admin) {
 		if (unshare(CLONE_NEWUSER) < 0)
 			return -errno;
-		struct ckpt_log quiet;
-		log_init(&quiet, -1, CKPT_LOG_ERROR, NULL, 0, "verify");
-		int r = tree_userns_map_self(&quiet, getpid());
+		const char *what;
+		int r = userns_map_self(getpid(), &what);
 		if (r < 0)
 			return r;
 		if (unshare(CLONE_NEWNS | CLONE_NEWIPC) < 0)

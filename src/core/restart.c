@@ -290,9 +290,6 @@ static void free_ctx(struct rst_ctx *ctx)
 	puppet_forget(&ctx->init);
 	free(ctx->tasks);
 	free(ctx->by_pid);
-	if (ctx->ns)
-		namespaces_entry__free_unpacked(ctx->ns, NULL);
-	ctx->ns = NULL;
 	objhash_free(&ctx->objs, free_robj);
 	img_reader_close(&ctx->r);
 	for (int i = 0; i < 2; i++)
@@ -402,11 +399,6 @@ static int read_image(struct rst_ctx *ctx)
 	if (r < 0)
 		return r;
 	log_info(&ctx->log, "image validated: %zu process(es)", ctx->ntasks);
-	if (ctx->pidns && ctx->ns) {
-		log_info(&ctx->log, "RESTART_PIDNS: the image is a container, restored in its own "
-				    "namespaces anyway");
-		ctx->pidns = false;
-	}
 	return 0;
 }
 

@@ -42,6 +42,7 @@
 #include "core/sequence.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
+#include "util/userns.h"
 
 #define PID_MAX_LIMIT 4194304
 #define TREE_MAX_TASKS 32768
@@ -150,36 +151,6 @@ static int link_parents(struct rst_ctx *ctx, const struct img_record *rec)
 	return 0;
 }
 
-/*
- * The mount data of a container's own devpts from the options saved
- * (mountinfo's: "rw,gid=5,mode=620,ptmxmode=666"): numeric uid, gid,
- * mode, ptmxmode and max only. False if the options hold anything else.
- */
-static bool devpts_data(const char *opts, char *out, size_t len)
-{
-	static const char *const keys[] = { "uid=", "gid=", "mode=", "ptmxmode=", "max=" };
-	size_t n = (size_t)snprintf(out, len, "newinstance");
-	if (strlen(opts) >= 128)
-		return false;
-	for (const char *o = opts; *o;) {
-		size_t k = strcspn(o, ","), i = 0;
-		if (k == 2 && !strncmp(o, "rw", 2))
-			goto next;
-		for (; i < 5; i++) {
-			size_t kl = strlen(keys[i]);
-			if (k > kl && k - kl <= 10 && !strncmp(o, keys[i], kl) &&
-			    strspn(o + kl, "0123456789") == k - kl)
-				break;
-		}
-		if (i == 5 || n + 1 + k >= len)
-			return false;
-		n += (size_t)snprintf(out + n, len - n, ",%.*s", (int)k, o);
-	next:
-		o += k + (o[k] == ',');
-	}
-	return true;
-}
-
 int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 {
 	if (ctx->tasks)
@@ -214,25 +185,10 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	}
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
-	char data[160];
-	if (r >= 0 && tree->ns && tree->ns->devpts &&
-	    (!(tree->ns->flags & CLONE_NEWNS) || !devpts_data(tree->ns->devpts, data, sizeof(data))))
-		r = log_fail(&ctx->log, -EINVAL, "record %u: the devpts options are not valid",
-			     rec->index);
-	if (r >= 0 && tree->ns) {
-		const uint32_t ok =
-			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-			CLONE_NEWCGROUP;
-		bool user = tree->ns->flags & CLONE_NEWUSER;
-		if (!(tree->ns->flags & CLONE_NEWPID) || (tree->ns->flags & ~ok) ||
-		    user != (tree->ns->uid_map && tree->ns->gid_map) ||
-		    (user && (strlen(tree->ns->uid_map) > 500 || strlen(tree->ns->gid_map) > 500)) ||
-		    ctx->tasks[0].pid != 1 || (tree->ns->hostname && strlen(tree->ns->hostname) > 64))
-			r = log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid",
-				     rec->index);
-		ctx->ns = tree->ns;
-		tree->ns = NULL;
-	}
+	/* a container's namespaces are its root's own record (ns.c) */
+	if (r >= 0 && tree->ns)
+		r = log_fail(&ctx->log, -EINVAL, "record %u: namespaces in the tree (an image of an "
+			     "older ckpt)", rec->index);
 	if (r >= 0) {
 		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), ctx_cmp_pid);
 		r = link_parents(ctx, rec);
@@ -345,49 +301,6 @@ static int spawn_error(struct rst_ctx *ctx, struct rst_task *t, int r)
 	return log_fail(&ctx->log, r, "pid %d: cannot create it: %s", t->pid, strerror(-r));
 }
 
-static long inject_str(struct puppet *p, size_t off, const char *s)
-{
-	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
-}
-
-/*
- * The container's root, pid 1 of its new namespaces: its own /proc (the
- * mounts are made private first, so nothing leaks out), its own devpts
- * when it had one, with its ptys (tty.c), and hostname.
- */
-static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
-{
-	struct puppet *p = &t->pup;
-	long r = 0;
-
-	if (ns->flags & CLONE_NEWNS) {
-		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
-		if (r >= 0)
-			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),
-					   inject_str(p, 64, "/proc"), inject_str(p, 0, "proc"),
-					   MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
-		if (rst_check(ctx, t, r, "mounting the container's /proc") < 0)
-			return (int)r;
-	}
-	if (ns->devpts) {
-		char data[160];
-		devpts_data(ns->devpts, data, sizeof(data));
-		r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "devpts"),
-				   inject_str(p, 64, "/dev/pts"), inject_str(p, 0, "devpts"),
-				   MS_NOSUID | MS_NOEXEC, inject_str(p, 128, data));
-		if (rst_check(ctx, t, r, "mounting the container's devpts") < 0)
-			return (int)r;
-	}
-	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {
-		size_t len = strnlen(ns->hostname, 64);
-		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname), len);
-		if (rst_check(ctx, t, r, "sethostname") < 0)
-			return (int)r;
-	}
-	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
-	return 0;
-}
-
 struct rseq_config {
 	uint64_t ptr;
 	uint32_t size, sig, flags, pad;
@@ -416,8 +329,11 @@ static int spawn_under_init(struct rst_ctx *ctx, struct rst_task *t)
 	 * the caller's uid and gid stay what they are */
 	if (r == -EPERM) {
 		r = puppet_spawn_init(init, CLONE_NEWUSER, ctx->ctl[1], ctx->ctl_remote);
-		if (r >= 0 && (r = tree_userns_map_self(&ctx->log, init->pid)) < 0)
-			return r; /* the init dies with the others (kill_created) */
+		const char *what;
+		if (r >= 0 && (r = userns_map_self(init->pid, &what)) < 0)
+			/* the init dies with the others (kill_created) */
+			return log_fail(&ctx->log, r, "cannot write the user namespace's %s: %s",
+					what, strerror(-r));
 		if (r >= 0)
 			log_info(&ctx->log, "RESTART_PIDNS without privilege: in a user namespace "
 					    "mapping uid %u and gid %u to themselves",
@@ -457,90 +373,20 @@ int tree_release_init(struct rst_ctx *ctx)
 		     : 0;
 }
 
-/*
- * The id maps of a new user namespace, written by ckpt: the saved ones as
- * they were when ckpt is root; otherwise the one map an unprivileged user
- * may write, its own id for the single id the namespace had (the
- * container's root, as ckpt run makes it, or the caller's own id).
- */
-static int write_map(struct ckpt_log *log, pid_t pid, const char *name, const char *saved,
-		     unsigned self)
-{
-	char path[64], line[520];
-	unsigned inner, outer, count;
-	int n;
-
-	if (geteuid() == 0) {
-		n = snprintf(line, sizeof(line), "%s", saved);
-	} else if (sscanf(saved, "%u %u %u %n", &inner, &outer, &count, &n) == 3 && count == 1 &&
-		   !saved[n]) {
-		n = snprintf(line, sizeof(line), "%u %u 1", inner, self);
-	} else {
-		return log_fail(log, -EPERM,
-				"the container's %s maps several ids; only root can restore it",
-				name);
-	}
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
-	int e = errno;
-	if (fd >= 0)
-		close(fd);
-	return ok ? 0 : log_fail(log, -e, "cannot write the user namespace's %s: %s", name,
-				 strerror(e));
-}
-
-/* Maps of pid's new user namespace: the saved ones (root) or the caller's own id. */
-static int map_userns(struct ckpt_log *log, pid_t pid, const char *uid_map, const char *gid_map)
-{
-	if (geteuid() != 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "deny", 4) != 4) {
-			int e = errno;
-			if (fd >= 0)
-				close(fd);
-			return log_fail(log, -e, "cannot deny setgroups in the user namespace: %s",
-					strerror(e));
-		}
-		close(fd);
-	}
-	int r = write_map(log, pid, "uid_map", uid_map, geteuid());
-	return r < 0 ? r : write_map(log, pid, "gid_map", gid_map, getegid());
-}
-
-static int enter_userns(struct rst_ctx *ctx, struct puppet *p, const NamespacesEntry *ns)
-{
-	return map_userns(&ctx->log, p->pid, ns->uid_map, ns->gid_map);
-}
-
-int tree_userns_map_self(struct ckpt_log *log, pid_t pid)
-{
-	char u[32], g[32];
-	snprintf(u, sizeof(u), "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
-	snprintf(g, sizeof(g), "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
-	return map_userns(log, pid, u, g);
-}
-
 /* Step "spawn root": the root, a bare puppet, in its new namespaces. */
 int tree_spawn_root(struct rst_ctx *ctx)
 {
 	struct rst_task *t = &ctx->tasks[0];
-	const NamespacesEntry *ns = ctx->ns;
+	uint32_t ns = ctx->root_clone;
 	/* in a fresh pid namespace every pid is free */
 	int r = ns || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
 	if (r < 0)
 		return r;
 	r = ctx->pidns ? spawn_under_init(ctx, t)
-		       : puppet_spawn(&t->pup, ns ? 0 : t->pid,
-				      ns ? ns->flags & ~(uint32_t)CLONE_NEWCGROUP : 0, ctx->ctl[1],
-				      ctx->ctl_remote);
+		       : puppet_spawn(&t->pup, ns ? 0 : t->pid, ns, ctx->ctl[1], ctx->ctl_remote);
 	if (r < 0)
 		return ctx->pidns ? r : spawn_error(ctx, t, r);
 	t->created = true;
-	if (!ctx->pidns && ns && (ns->flags & CLONE_NEWUSER))
-		return enter_userns(ctx, &t->pup, ns);
 	return 0;
 }
 
@@ -559,7 +405,7 @@ int tree_root_ready(struct rst_ctx *ctx)
 	if ((r = puppet_scratch_map(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map the scratch area: %s", t->pid,
 				strerror(-r));
-	return ctx->ns ? enter_namespaces(ctx, t, ctx->ns) : 0;
+	return 0;
 }
 
 /* A task just made: a session leader calls setsid() (then the kinds' session op). */
@@ -582,7 +428,7 @@ static int made_one(struct rst_ctx *ctx, struct rst_task *t)
 static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 {
 	/* in a fresh pid namespace every pid is free */
-	int r = ctx->ns || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
+	int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
 	if (r < 0)
 		return r;
 	struct rst_task *c = &ctx->tasks[t->creator];
@@ -648,7 +494,7 @@ static int group_target(struct rst_ctx *ctx, struct rst_task *t, pid_t *ret)
 		return 0;
 	if (outside_pgid(ctx, t->pgid)) {
 		/* ckpt's group; in a container it stays the one inherited */
-		*ret = ctx->ns || ctx->pidns ? 0 : getpgrp();
+		*ret = ctx->root_clone || ctx->pidns ? 0 : getpgrp();
 		return 0;
 	}
 	if (find_proc(ctx, t->pgid) || find_ghost(ctx, t->pgid)) {
@@ -728,7 +574,7 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 			       CLONE_SYSVSEM;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		struct rst_task *th = &t->threads[i];
-		int r = ctx->ns || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
+		int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
 		if (r < 0)
 			return r;
 		r = puppet_clone(&t->pup, &th->pup, th->pid, flags, 0);

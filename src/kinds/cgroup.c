@@ -51,6 +51,7 @@
 
 #include "cgroup.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/ns.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 
@@ -466,7 +467,7 @@ static int cgroup_load(struct rst_ctx *ctx, struct rst_task *t, const struct img
 					rec->index, t->pid);
 	if (objhash_get(&ctx->objs, e->dir, KIND_cgroup, &o) < 0 ||
 	    (e->ns_root &&
-	     (t != &ctx->tasks[0] || !ctx->ns || !(ctx->ns->flags & CLONE_NEWCGROUP))))
+	     (t != &ctx->tasks[0] || !(ns_rst_flags(ctx) & CLONE_NEWCGROUP))))
 		return log_fail(&ctx->log, -EINVAL, "record %u: cgroup of pid %d is not valid",
 				rec->index, t->pid);
 	return 0;
@@ -697,7 +698,7 @@ static int cgroup_restore(struct rst_ctx *ctx, struct rst_task *t)
  */
 static int cgroup_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
-	if (!ctx->ns || !(ctx->ns->flags & CLONE_NEWCGROUP))
+	if (!(ns_rst_flags(ctx) & CLONE_NEWCGROUP))
 		return 0;
 	CgroupTask *e = t->kstate[KIND_cgroup];
 	if (!e || !e->ns_root)

@@ -40,6 +40,7 @@
 
 #include "core/ctx.h"
 #include "creds.pb-c.h"
+#include "kinds/ns.h"
 
 enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
 #define CAP_LAST 40
@@ -59,8 +60,8 @@ static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 		return -ENOMEM;
 	creds_entry__init(&k->e);
 	/* /proc shows ids as ckpt sees them; a container keeps its own */
-#define U(x) ctx_id_inside(ctx->uids, ctx->nuids, (x))
-#define G(x) ctx_id_inside(ctx->gids, ctx->ngids, (x))
+#define U(x) ns_uid_inside(ctx, (x))
+#define G(x) ns_gid_inside(ctx, (x))
 	k->e.uid = U(s->uid[0]);
 	k->e.euid = U(s->uid[1]);
 	k->e.suid = U(s->uid[2]);
@@ -386,7 +387,7 @@ static int creds_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		return 0;
 	/* a container with a user namespace of its own, restarted by root:
 	 * its maps are written as they were, its ids are its own */
-	if (ctx->container && ctx->nuids && !ctx->caller->userns)
+	if (ctx->container && ns_own_userns(ctx) && !ctx->caller->userns)
 		return 0;
 	return ctx->caller->userns ? check_userns(ctx, t, &k->e) : check_host(ctx, t, &k->e);
 }

@@ -411,7 +411,7 @@ static int open_proc(struct rst_ctx *ctx, struct file_rst *f)
 		return log_fail(&ctx->log, -EINVAL, "file '%s': its process is not in the image",
 				e->path);
 	const char *rest = strchr(e->path + 6, '/');
-	if (ctx->ns)
+	if (ctx->root_clone)
 		snprintf(path, sizeof(path), "/proc/%d/root%s", ctx->tasks[0].pup.pid, e->path);
 	else
 		snprintf(path, sizeof(path), "/proc/%d%s", to->pup.pid, rest ? rest : "");

@@ -74,6 +74,7 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
+#include "kinds/ns.h"
 #include "mqueue.pb-c.h"
 #include "util/cleanup.h"
 
@@ -772,7 +773,7 @@ static int enter_ipc(struct rst_ctx *ctx, int *ret_saved)
 {
 	char path[64];
 	*ret_saved = -1;
-	if (!ctx->ns || !(ctx->ns->flags & CLONE_NEWIPC))
+	if (!(ns_rst_flags(ctx) & CLONE_NEWIPC))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", ctx->tasks[0].pup.pid);
 	_cleanup_close_ int target = open(path, O_RDONLY | O_CLOEXEC);

@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/ns.h"
 #include "kinds/sysv.h"
 #include "sysv.pb-c.h"
 #include "util/cleanup.h"
@@ -1352,7 +1353,7 @@ static int sysv_prepare(struct rst_ctx *ctx)
 		return 0;
 	if (s->pending)
 		return log_fail(&ctx->log, -EINVAL, "image ends shm data without its pages");
-	bool own = ctx->ns && (ctx->ns->flags & CLONE_NEWIPC);
+	bool own = ns_rst_flags(ctx) & CLONE_NEWIPC;
 	if (s->ns->own_ns != own)
 		return log_fail(&ctx->log, -EINVAL,
 				"image: SysV IPC objects of %s ipc namespace, but the tree is %s",

@@ -41,6 +41,7 @@
  * terminal: its fds of the old one are opened on ckpt's, and restart.c
  * makes it the foreground job (tty_shell_attach).
  */
+#include "kinds/ns.h"
 #include "kinds/tty.h"
 
 #include <dirent.h>
@@ -783,7 +784,7 @@ static int read_pty(struct ckpt_ctx *ctx, struct tty_obj *p, bool admin)
  */
 static int check_instance(struct ckpt_ctx *ctx, struct tty_obj *p, dev_t host)
 {
-	if (ctx->devpts_dev && p->dev == ctx->devpts_dev) {
+	if (ns_devpts_dev(ctx) && p->dev == ns_devpts_dev(ctx)) {
 		p->e.has_private_pts = p->e.private_pts = true;
 		return 0;
 	}
@@ -1363,7 +1364,7 @@ static int tty_prepare(struct rst_ctx *ctx)
 {
 	if (!has_private(ctx))
 		return prepare_all(ctx);
-	if (!ctx->ns || !ctx->ns->devpts)
+	if (!ns_rst(ctx) || !ns_rst(ctx)->devpts)
 		return log_fail(&ctx->log, -EINVAL,
 				"the image has ptys of a container's own devpts, but no container "
 				"with one");
@@ -1375,7 +1376,7 @@ static int tty_prepare(struct rst_ctx *ctx)
 static int tty_root_ready(struct rst_ctx *ctx, struct rst_task *root)
 {
 	(void)root;
-	return ctx->ns && ctx->ns->devpts && has_private(ctx) ? prepare_all(ctx) : 0;
+	return ns_rst(ctx) && ns_rst(ctx)->devpts && has_private(ctx) ? prepare_all(ctx) : 0;
 }
 
 static int tty_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
