@@ -27,8 +27,9 @@ original is just signalled), to prove the tests themselves pass.
 Prints one summary line "N passed, N failed[, N skipped]"; exits 1 if any
 failed. Python 3 standard library only; run as root.
 
-Adding a test: write NAME.c (see lib.h), add NAME to e2e_tests in
-meson.build and an entry() line to TESTS below.
+Adding a test: write NAME.c (see lib.h) and add an entry() line to TESTS
+below. TESTS is the only list: meson builds the program of every entry that
+has a NAME.c here (`runner.py --programs` prints them).
 """
 
 import argparse
@@ -4033,6 +4034,18 @@ class Results:
         run.keep = True
 
 
+# built by meson against libckpt itself, not as e2e programs
+LIB_PROGRAMS = ("api_lib", "api_key")
+
+
+def programs():
+    """The e2e programs to build: each entry's program with a .c file here."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return sorted({t["program"] for t in TESTS
+                   if t["program"] not in LIB_PROGRAMS
+                   and os.path.exists(os.path.join(here, t["program"] + ".c"))})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ckpt", default="build/ckpt")
@@ -4045,12 +4058,17 @@ def main():
                          "with --no-ckpt: basic)")
     ap.add_argument("--keep", action="store_true", help="keep the directories of passed tests")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--programs", action="store_true",
+                    help="print the test programs meson builds, one per line")
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args()
     opts.ckpt = os.path.abspath(opts.ckpt)
     opts.bindir = os.path.abspath(opts.bindir)
     opts.python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
+    if opts.programs:
+        print("\n".join(programs()))
+        return 0
     if opts.list:
         for t in TESTS:
             print("%-18s %-10s %s" % (t["name"], t["kind"], ",".join(t["modes"])))
