@@ -97,6 +97,11 @@ static const struct opt opts[] = {
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
 	  "one JSON object on stdout instead of the summary\n"
 	  "line (inspect: every record as JSON)" },
+	{ "records", 0, OPT_FLAG, ON(CMD_INSPECT), F(records), NULL,
+	  "every record, field by field, instead of the summary" },
+	{ "diff", 0, OPT_FLAG, ON(CMD_INSPECT), F(diff), NULL,
+	  "compare two images: ckpt inspect --diff A B (exit\n"
+	  "status 1 when they differ)" },
 	{ "quiet", 'q', OPT_FLAG, CP | RS, F(quiet), NULL,
 	  "no summary line on stderr" },
 	{ "key", 0, OPT_STRING, CP | RS | ON(CMD_INSPECT), F(key), "KEYFILE",
@@ -126,8 +131,10 @@ static const struct {
 	[CMD_RESTART] = { "FILE [OPTIONS]", "bring a tree back from an image",
 			  "bring the tree of FILE (- for stdin) back with its pids, as a child\n"
 			  "of ckpt; without --detach wait for it and exit with its status\n" },
-	[CMD_INSPECT] = { "FILE [OPTIONS]", "print the records of an image",
-			  "print every record of the image FILE (- for stdin)\n" },
+	[CMD_INSPECT] = { "FILE [OPTIONS]", "say what an image holds",
+			  "say what the image FILE (- for stdin) holds: its processes as a tree,\n"
+			  "its namespaces, its bytes by kind; --records prints every record,\n"
+			  "--diff A B compares two images\n" },
 	[CMD_CHECK] = { "", "say whether this kernel and user can use ckpt",
 			"say which kernel features ckpt needs are present\n" },
 	[CMD_RUN] = { "[OPTIONS] -- CMD [ARGS...]",
@@ -255,6 +262,8 @@ static int positional(struct cli_args *a, const char *arg, int *npos, char *err,
 		a->pid = (pid_t)v;
 	} else if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && *npos == 0) {
 		a->image = arg;
+	} else if (a->cmd == CMD_INSPECT && *npos == 1) {
+		a->image2 = arg;
 	} else if (a->cmd == CMD_HELP && *npos == 0) {
 		for (int c = 1; c < CMD_MAX; c++)
 			if (!strcmp(arg, cli_cmd_names[c]))
@@ -395,6 +404,10 @@ static int check_args(struct cli_args *a, char *err, size_t len)
 			    "--key needs a file name (the key is not read from stdin)");
 	if (a->cmd == CMD_RUN && check_run(a, err, len) < 0)
 		return -EINVAL;
+	if (a->cmd == CMD_INSPECT && (a->diff != !!a->image2))
+		return fail(err, len, "%s", "inspect takes two images with --diff, else one");
+	if (a->diff && (a->json || a->records))
+		return fail(err, len, "%s", "--diff prints a comparison: not with --json or --records");
 	if (a->cmd == CMD_RESTART && a->frozen && a->dry_run)
 		return fail(err, len, "%s", "--frozen and --dry-run exclude each other");
 	return 0;

@@ -258,6 +258,7 @@ TESTS = [
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
     entry("opt_inspect", kind="inspect", program="mem_anon"),
+    entry("inspect_tree", kind="inspect_summary"),
     entry("opt_stream", kind="stream", program="mem_anon"),
     # sealed images: --key
     entry("img_key", kind="key", program="mem_anon"),
@@ -3740,9 +3741,14 @@ http {{
         text = r.stdout.decode(errors="replace")
         if r.returncode != 0:
             raise Fail("inspect exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
-        for want in ("header:", "tree", "mm/1", "mm/3", "regs/1", "creds/1", "fdtable/1"):
+        if not re.match(r"image: 1 process, 1 thread, [\d.]+ (KiB|MiB)", text):
+            raise Fail("inspect's summary starts %r" % text[:80])
+        r = self.run_ckpt(["inspect", img, "--records"], verbose=False)
+        text = r.stdout.decode(errors="replace")
+        for want in ("header:", "tree", "mm/1", "mm/3", "regs/1", "creds/1", "fdtable/1",
+                     "pid: %d\n" % self.pid):
             if want not in text:
-                raise Fail("inspect output lacks %r" % want)
+                raise Fail("inspect --records output lacks %r" % want)
         r = self.run_ckpt(["inspect", img, "--json"], verbose=False)
         try:
             j = json.loads(r.stdout.decode())
@@ -3761,6 +3767,44 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def flow_inspect_summary(self):
+        """inspect's summary of a tree (two processes, a thread, a pipe, a pty)
+        and --diff of two checkpoints of it taken while it runs."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        a, b = self.p("a.img"), self.p("b.img")
+        self.checkpoint(a, "ckpt-a", reap=[], kill=False)
+        self.checkpoint(b, "ckpt-b", reap=[], kill=False)
+        r = self.run_ckpt(["inspect", a], verbose=False)
+        text = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise Fail("inspect exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+            child = [int(c) for c in f.read().split()]
+        want = [r"^image: 2 processes, 3 threads, [\d.]+ (KiB|MiB); made ",
+                r"^  %d +insp-parent +2 threads, session " % self.pid,
+                r"^    %d +insp-child +1 thread, " % (child[0] if child else -1),
+                r"^  pipe +[\d.]+ bytes +\d+  pipes", r"^  tty +[\d.]+ (bytes|KiB) +\d+  terminals",
+                r"^  mm +[\d.]+ (KiB|MiB) +\d+  address space"]
+        for w in want:
+            if not re.search(w, text, re.M):
+                raise Fail("inspect's summary lacks /%s/:\n%s" % (w, text))
+        same = self.run_ckpt(["inspect", "--diff", a, a], verbose=False)
+        if same.returncode != 0 or b"the images hold the same records" not in same.stdout:
+            raise Fail("inspect --diff A A: exit %d: %r" % (same.returncode, same.stdout))
+        diff = self.run_ckpt(["inspect", "--diff", a, b], verbose=False)
+        out = diff.stdout.decode(errors="replace")
+        if diff.returncode != 1 or not re.search(r"^~ pid %d mm/\d+: [1-9]\d* changed" % self.pid,
+                                                 out, re.M):
+            raise Fail("inspect --diff A B (the counter ran between them): exit %d:\n%s"
+                       % (diff.returncode, out))
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        rp = self.restart(img, "restart")
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
 
     # --- cleanup ---------------------------------------------------------
 
