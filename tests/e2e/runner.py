@@ -265,6 +265,7 @@ TESTS = [
     entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
     entry("api_key", kind="standalone"),
     entry("api_lib", kind="standalone"),
+    entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
     entry("opt_pidns", kind="pidns", program="tree_zombie"),
@@ -3707,6 +3708,27 @@ http {{
         if r.returncode != 0 or "PASS" not in out:
             raise Fail("%s exit %d: %s %s" % (self.t["program"], r.returncode, out.strip()[-400:],
                                               r.stderr.decode(errors="replace").strip()[-200:]))
+
+    def flow_python_api(self):
+        """tests/e2e/api_python.py drives the Python binding (python/ckpt.py)
+        over the libckpt.so just built, and prints PASS."""
+        if self.opts.no_ckpt:
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        lib = os.path.join(os.path.dirname(os.path.dirname(self.opts.bindir)), "libckpt.so.0")
+        env = dict(os.environ, CKPT_LIBRARY=lib,
+                   PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(here)), "python"))
+        ldd = subprocess.run(["ldd", lib], capture_output=True).stdout.decode()
+        m = re.search(r"(/\S*libasan\.so\S*)", ldd)
+        if m:  # a sanitizer build: its runtime must be loaded before python's own libraries
+            env.update(LD_PRELOAD=m.group(1), ASAN_OPTIONS="detect_leaks=0")
+        r = subprocess.run([self.opts.python, os.path.join(here, "api_python.py")],
+                           stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
+                           timeout=120, env=env)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0 or "PASS" not in out:
+            raise Fail("api_python.py exit %d: %s %s" % (r.returncode, out.strip()[-400:],
+                                                         r.stderr.decode(errors="replace")[-600:]))
 
     def flow_rst_fail(self):
         """A restart that fails after creating the process leaves nothing."""
