@@ -4029,7 +4029,8 @@ DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
            ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
            ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
            ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
-           ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags"))]
+           ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags")),
+           ("ns-subtree", forged("ns_subtree"))]
 CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
 
 
