@@ -110,8 +110,10 @@ static int call_task(struct rst_ctx *ctx, enum rst_step_id s, int k, struct rst_
 		return 0;
 	int r = fn(ctx, t);
 	if (r < 0 && !ctx->log.errors)
-		log_error(&ctx->log, "%s %d: %s (%s) failed: %s", t->leader ? "thread" : "pid",
-			  t->pid, kinds[k].name, rst_sequence[s].name, strerror(-r));
+		log_error(&ctx->log, "%s %d: restoring %s failed%s%s: %s",
+			  t->leader ? "thread" : "pid", t->pid, kinds[k].name,
+			  s == RST_TASK_STATE ? "" : " at step ",
+			  s == RST_TASK_STATE ? "" : rst_sequence[s].name, strerror(-r));
 	return r;
 }
 
