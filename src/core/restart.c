@@ -345,7 +345,7 @@ static void hand_over(struct rst_ctx *ctx, struct kept *kept)
 /*
  * Waits for the restored tree (child: the root, or ckpt's init) through
  * the first kind that kept something and waits, or plainly; then every
- * kind undoes what it kept.
+ * kind undoes what it kept, last kind first.
  */
 static int wait_tree(struct kept *kept, pid_t child, bool detached)
 {
@@ -362,7 +362,9 @@ static int wait_tree(struct kept *kept, pid_t child, bool detached)
 			break;
 		}
 	}
-	for (int k = 0; k < KIND_MAX; k++)
+	/* undone in reverse kinds.def order: the terminal is ckpt's again
+	 * before the cgroups are removed (which may wait for them to empty) */
+	for (int k = KIND_MAX; k-- > 0;)
 		if (kinds[k].ops->handed_back)
 			kinds[k].ops->handed_back(kept->state[k], detached);
 	return status;

@@ -82,6 +82,10 @@ const struct rst_step rst_sequence[RST_NSTEPS] = {
 	[RST_BEFORE_RELEASE] = { "before release", NULL, KOP(release), STEP_ONCE },
 	/* the tree runs, children first */
 	[RST_RELEASE] = { "release", rst_release_tree, 0, STEP_NONE },
+	/* then (restart.c): each kind's handover, the context freed with every
+	 * file of it, the wait (a kind's wait op, or waitpid) unless detached,
+	 * handed_back in reverse order; on a failure from "spawn root" on, or
+	 * after "end" in a dry run: every process killed, restore_abort */
 };
 
 typedef int (*op_once_fn)(struct rst_ctx *ctx);

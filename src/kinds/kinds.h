@@ -69,6 +69,7 @@
  *                        the first kind that kept something and has a wait
  *                        op waits; otherwise a plain waitpid
  *   handed_back(kept, detached) the wait is over (or skipped): undo and free
+ *                        (last kind first)
  *   restore_abort(rctx)  the restart failed (or was a dry run) once
  *                        processes existed, and they are killed: remove what
  *                        the kind made outside them (cgroups)

@@ -3178,7 +3178,7 @@ http {{
             self.refused_restart(path, "restart of a %s image" % kind, must, key=k1)
         r = self.run_ckpt(["inspect", img])
         self.expect_error(r, "inspect without --key", must=["encrypted"])
-        r = self.run_ckpt(["inspect", img, "--key", k1], verbose=False)
+        r = self.run_ckpt(["inspect", img, "--records", "--key", k1], verbose=False)
         if r.returncode != 0 or b"record 0" not in r.stdout:
             raise Fail("inspect --key: exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
 
