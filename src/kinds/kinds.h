@@ -39,6 +39,8 @@
  *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
  *   collect_end(ctx)    after every task is collected: checks that need the
  *                       whole tree (a pipe's other end...)
+ *   file                a kind with one record per open file: its table
+ *                       (fdobj.h), which stands for fd_claim and fd_collect
  * Before CKPT_KILL kills the tree (precheck.c), the image complete:
  *   check_restore(ctx, t)  with the tree alive and held: would a restart by
  *                       ckpt's caller, on this machine, get back what t holds
@@ -61,6 +63,7 @@ struct rst_ctx;
 struct task;
 struct rst_task;
 struct fd_info;
+struct fdobj_ops;
 
 enum kind {
 #define KIND(name, id, desc) KIND_##name,
@@ -85,6 +88,7 @@ struct kind_ops {
 	int (*fd_collect)(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 			  uint32_t *ret_id);
 	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
+	const struct fdobj_ops *file;
 	int (*collect_end)(struct ckpt_ctx *ctx);
 	void (*finish)(struct ckpt_ctx *ctx);
 	void (*after_kill)(struct ckpt_ctx *ctx);
