@@ -416,23 +416,21 @@ static int open_proc(struct rst_ctx *ctx, struct file_rst *f)
 	return open_one(ctx, f, path);
 }
 
+static int prepare_one(struct rst_ctx *ctx, void *obj)
+{
+	struct file_rst *f = obj;
+	if (f->e->has_proc_pid) /* its process does not exist yet */
+		return 0;
+	int r = open_one(ctx, f, f->e->path);
+	/* an opened file may have changed, a mapped one may not */
+	if (r >= 0 && !f->e->has_pos)
+		r = check_mapped(ctx, f);
+	return r;
+}
+
 static int file_reg_prepare(struct rst_ctx *ctx)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
-		struct file_rst *f = o->ptr;
-		if (f->e->has_proc_pid) /* its process does not exist yet */
-			continue;
-		int r = open_one(ctx, f, f->e->path);
-		if (r < 0)
-			return r;
-		/* an opened file may have changed, a mapped one may not */
-		if (!f->e->has_pos) {
-			r = check_mapped(ctx, f);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
+	return fdobj_prepare(ctx, KIND_file_reg, prepare_one);
 }
 
 int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)

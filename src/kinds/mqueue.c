@@ -653,22 +653,26 @@ static struct mq_robj *rqueue(struct rst_ctx *ctx, uint32_t id)
 }
 
 /* Every open file names a queue of the image; no two live queues share a name. */
-static int mqueue_prepare(struct rst_ctx *ctx)
+static int check_one(struct rst_ctx *ctx, void *obj)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
-		struct mq_robj *p = o->ptr;
-		if (p->is_file && !rqueue(ctx, p->f->queue_id))
-			return log_fail(&ctx->log, -EINVAL,
-					"image: mqueue file %u names queue %u, which it lacks",
-					p->f->id, p->f->queue_id);
-		for (uint32_t j = 1; !p->is_file && !p->q->deleted && j < o->id; j++) {
-			struct mq_robj *other = rqueue(ctx, j);
-			if (other && !other->q->deleted && !strcmp(other->q->name, p->q->name))
-				return log_fail(&ctx->log, -EINVAL,
-						"image: two message queues named %s", p->q->name);
-		}
+	struct mq_robj *p = obj;
+	if (p->is_file && !rqueue(ctx, p->f->queue_id))
+		return log_fail(&ctx->log, -EINVAL,
+				"image: mqueue file %u names queue %u, which it lacks", p->f->id,
+				p->f->queue_id);
+	for (struct obj *o = NULL; !p->is_file && !p->q->deleted &&
+				   (o = objhash_next_of(&ctx->objs, KIND_mqueue, o)) && o->ptr != p;) {
+		const struct mq_robj *other = o->ptr;
+		if (!other->is_file && !other->q->deleted && !strcmp(other->q->name, p->q->name))
+			return log_fail(&ctx->log, -EINVAL, "image: two message queues named %s",
+					p->q->name);
 	}
 	return 0;
+}
+
+static int mqueue_prepare(struct rst_ctx *ctx)
+{
+	return fdobj_prepare(ctx, KIND_mqueue, check_one);
 }
 
 /* Sends the image's messages into fd, in order. */
