@@ -17,10 +17,10 @@ bool fdobj_same(pid_t pid_a, int fd_a, pid_t pid_b, int fd_b)
 	return fd_a >= 0 && fd_b >= 0 && syscall(SYS_kcmp, pid_a, pid_b, KCMP_FILE, fd_a, fd_b) == 0;
 }
 
-struct obj *fdobj_find(struct ckpt_ctx *ctx, int kind, uint64_t key, size_t off, pid_t pid,
+struct obj *fdobj_find(const struct objhash *h, int kind, uint64_t key, size_t off, pid_t pid,
 		       int fd)
 {
-	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, kind, key));) {
+	for (struct obj *o = NULL; (o = objhash_next_key(h, o, kind, key));) {
 		const struct fdobj *f = (const struct fdobj *)((const char *)o->ptr + off);
 		if (fdobj_same(f->pid, f->fd, pid, fd))
 			return o;
@@ -41,7 +41,7 @@ int fdobj_collect(struct ckpt_ctx *ctx, const struct fdobj_ops *ops, struct task
 	int r = ops->key ? ops->key(ctx, t, fi, &key) : 0;
 	if (r < 0)
 		return r;
-	o = fdobj_find(ctx, ops->kind, key, 0, t->pid, fi->fd);
+	o = fdobj_find(&ctx->objs, ops->kind, key, 0, t->pid, fi->fd);
 	if (o) {
 		*ret_id = o->id;
 		return 0;

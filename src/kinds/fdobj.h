@@ -48,6 +48,7 @@ struct rst_task;
 struct task;
 struct fd_info;
 struct obj;
+struct objhash;
 struct img_record;
 struct fdobj_ops;
 
@@ -98,7 +99,7 @@ struct fdobj_ops {
 bool fdobj_same(pid_t pid_a, int fd_a, pid_t pid_b, int fd_b);
 /* The object of kind under key whose open file (the struct fdobj at off
  * in it) is pid's fd, or NULL. */
-struct obj *fdobj_find(struct ckpt_ctx *ctx, int kind, uint64_t key, size_t off, pid_t pid,
+struct obj *fdobj_find(const struct objhash *h, int kind, uint64_t key, size_t off, pid_t pid,
 		       int fd);
 
 /* Checkpoint, fdtable: the objref of t's fd, found or collected. */
