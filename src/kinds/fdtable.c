@@ -52,11 +52,11 @@ static int cmp_int(const void *a, const void *b)
 int fdtable_list(pid_t pid, int **ret_fds, size_t *ret_n)
 {
 	char path[64];
-	int *fds = NULL;
+	_cleanup_free_ int *fds = NULL;
 	size_t n = 0, cap = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	DIR *d = opendir(path);
+	_cleanup_closedir_ DIR *d = opendir(path);
 	if (!d)
 		return -errno;
 	for (struct dirent *de; (de = readdir(d));) {
@@ -65,18 +65,15 @@ int fdtable_list(pid_t pid, int **ret_fds, size_t *ret_n)
 		if (n == cap) {
 			cap = cap ? 2 * cap : 64;
 			int *nf = realloc(fds, cap * sizeof(*fds));
-			if (!nf) {
-				closedir(d);
-				free(fds);
+			if (!nf)
 				return -ENOMEM;
-			}
 			fds = nf;
 		}
 		fds[n++] = atoi(de->d_name);
 	}
-	closedir(d);
-	qsort(fds, n, sizeof(*fds), cmp_int);
-	*ret_fds = fds;
+	if (n)
+		qsort(fds, n, sizeof(*fds), cmp_int);
+	*ret_fds = TAKE_PTR(fds);
 	*ret_n = n;
 	return 0;
 }
