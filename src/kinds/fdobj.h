@@ -20,8 +20,11 @@
  *               kind's open() for each object), fdobj_get() (kind_ops.fd_get:
  *               ckpt's fd, made then for a "late" kind), fdobj_free_obj()
  *               and fdobj_free_robj() (kind_ops.free_obj, .free_robj).
- * The kinds with several sorts of object under one kind (pipe, fifo, tty,
- * file_reg, memfd, mqueue) keep their own fd_collect and use fdobj_find().
+ * The kinds with several sorts of object under one kind keep their own
+ * fd_collect: pipe, fifo, file_reg and mqueue find open files with
+ * fdobj_find() (and prepare with fdobj_prepare()); tty and memfd, whose
+ * objects name their holder otherwise, ask fdobj_same(); unix needs no
+ * kcmp (a socket has one open file: its inode is its identity).
  *
  * Lifetime, the one rule: an object belongs to whoever made it until
  * objhash_add() takes it, and to the hash from then on; the hash frees it
@@ -116,7 +119,7 @@ int fdobj_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 int fdobj_get(struct rst_ctx *ctx, void *robj, int *ret_fd) __attribute__((warn_unused_result));
 void fdobj_free_robj(void *robj);
 /* The one prepare loop: open(ctx, obj) for every object of kind, in id
- * order (for a table-driven kind: ops->open unless late). */
+ * order; fdobj_prepare_all: a table-driven kind's ops->open, unless late. */
 int fdobj_prepare(struct rst_ctx *ctx, int kind, int (*open)(struct rst_ctx *ctx, void *obj))
 	__attribute__((warn_unused_result));
 int fdobj_prepare_all(struct rst_ctx *ctx, const struct fdobj_ops *ops)
