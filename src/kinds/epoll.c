@@ -38,7 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/kcmp.h>
+#include <linux/kcmp.h> /* KCMP_EPOLL_TFD */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,37 +73,30 @@ static bool disarmed(uint32_t events)
 
 /* checkpoint: one instance */
 struct epoll_obj {
+	struct fdobj f; /* the task it was found in, and its fd there */
 	EpollEntry e;
 	EpollWatch *w;
 	EpollWatch **pw;
 	size_t cap;
-	pid_t pid; /* the task it was found in, and its fd there */
-	int fd;
 };
 
 /* restart: one instance */
 struct epoll_robj {
-	EpollEntry *e;
-	int fd;			/* ckpt's instance */
+	struct fdobj_r r;	/* r.fd: ckpt's instance */
 	int efd;		/* its fd number in the owner */
 	struct rst_task *owner; /* the task whose fds the watches name */
 	bool done;		/* watches added */
 	int mark;		/* prepare: loop check */
 };
 
-static bool epoll_fd_claim(const struct fd_info *fi)
+static const EpollEntry *ent(const struct epoll_robj *p)
 {
-	return !strcmp(fi->path, "anon_inode:[eventpoll]");
+	return p->r.msg;
 }
 
-static struct epoll_obj *find(struct ckpt_ctx *ctx, uint64_t ino, pid_t pid, int fd)
+static bool epoll_claim(const struct fd_info *fi)
 {
-	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_epoll, ino));) {
-		struct epoll_obj *p = o->ptr;
-		if (syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, fd) == 0)
-			return p;
-	}
-	return NULL;
+	return !strcmp(fi->path, "anon_inode:[eventpoll]");
 }
 
 static int add_watch_line(struct epoll_obj *p, const char *line)
@@ -215,54 +208,27 @@ static int read_watches(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 	return 0;
 }
 
-static void epoll_free_obj(void *ptr)
+static void epoll_free(void *ptr)
 {
 	struct epoll_obj *p = ptr;
-	if (p) {
-		free(p->w);
-		free(p->pw);
-	}
-	free(p);
+	free(p->w);
+	free(p->pw);
 }
 
-static int epoll_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			    uint32_t *ret_id)
+static int epoll_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			 void *obj)
 {
-	struct epoll_obj *p = find(ctx, fi->st.st_ino, t->pid, fi->fd);
-	struct obj *o;
-	int r;
-
-	if (p) {
-		*ret_id = p->e.id;
-		return 0;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	epoll_entry__init(&p->e);
-	p->pid = t->pid;
-	p->fd = fi->fd;
+	struct epoll_obj *p = obj;
 	/* the image names tasks by their pids in the container (vpid) */
 	p->e.pid = (uint32_t)t->vpid;
 	p->e.flags = fi->fi.flags & O_NONBLOCK;
-	r = read_watches(ctx, t, fi, p);
+	int r = read_watches(ctx, t, fi, p);
 	if (r >= 0 && p->e.n_watches && !(p->pw = calloc(p->e.n_watches, sizeof(*p->pw))))
 		r = -ENOMEM;
-	if (r < 0) {
-		epoll_free_obj(p);
-		return r;
-	}
-	for (size_t i = 0; i < p->e.n_watches; i++)
+	for (size_t i = 0; r >= 0 && i < p->e.n_watches; i++)
 		p->pw[i] = &p->w[i];
 	p->e.watches = p->pw;
-	r = objhash_add(&ctx->objs, KIND_epoll, fi->st.st_ino, 0, p, &o);
-	if (r < 0) {
-		epoll_free_obj(p);
-		return r;
-	}
-	p->e.id = o->id;
-	*ret_id = o->id;
-	return 0;
+	return r;
 }
 
 struct stale_key {
@@ -280,7 +246,7 @@ static bool is_watched(pid_t pid, int fd, void *arg)
 static int find_stale(struct ckpt_ctx *ctx, struct epoll_obj *p, size_t i)
 {
 	EpollWatch *w = &p->w[i];
-	struct stale_key k = { .pid = p->pid, .slot = { .efd = (uint32_t)p->fd, .tfd = w->tfd } };
+	struct stale_key k = { .pid = p->f.pid, .slot = { .efd = (uint32_t)p->f.fd, .tfd = w->tfd } };
 	for (size_t j = 0; j < i; j++)
 		k.slot.toff += p->w[j].tfd == w->tfd;
 	if (fdtable_find_file(ctx, is_watched, &k, &w->target_id) == 0)
@@ -289,7 +255,7 @@ static int find_stale(struct ckpt_ctx *ctx, struct epoll_obj *p, size_t i)
 			"pid %d fd %d (epoll): the file watched as fd %u has left that fd and is "
 			"open at no fd of the image (only outside it, or through a mapping); "
 			"not supported",
-			p->pid, p->fd, w->tfd);
+			p->f.pid, p->f.fd, w->tfd);
 }
 
 /* Every task's fds are known now: name each watch's file by its objref. */
@@ -299,7 +265,7 @@ static int epoll_collect_end(struct ckpt_ctx *ctx)
 		struct epoll_obj *p = o->ptr;
 		struct task *t = NULL;
 		for (size_t i = 0; i < ctx->ntasks; i++)
-			if (ctx->tasks[i].pid == p->pid)
+			if (ctx->tasks[i].pid == p->f.pid)
 				t = &ctx->tasks[i];
 		for (size_t i = 0; t && i < p->e.n_watches; i++) {
 			EpollWatch *w = &p->w[i];
@@ -313,7 +279,7 @@ static int epoll_collect_end(struct ckpt_ctx *ctx)
 				return log_fail(&ctx->log, -EOPNOTSUPP,
 						"pid %d fd %d (epoll): watches fd %u, which is not "
 						"in its fd table",
-						p->pid, p->fd, w->tfd);
+						p->f.pid, p->f.fd, w->tfd);
 		}
 		if (!t)
 			return -ESRCH;
@@ -328,8 +294,8 @@ static int dump_one(struct ckpt_ctx *ctx, struct obj *o, int depth)
 	if (o->dumped)
 		return 0;
 	if (depth > EPOLL_MAX_DEPTH)
-		return log_fail(&ctx->log, -ELOOP, "pid %d fd %d (epoll): nested too deep", p->pid,
-				p->fd);
+		return log_fail(&ctx->log, -ELOOP, "pid %d fd %d (epoll): nested too deep", p->f.pid,
+				p->f.fd);
 	for (size_t i = 0; i < p->e.n_watches; i++) {
 		struct obj *to;
 		if (objhash_get(&ctx->objs, p->w[i].target_id, KIND_epoll, &to) == 0) {
@@ -349,7 +315,7 @@ static int dump_one(struct ckpt_ctx *ctx, struct obj *o, int depth)
 static int epoll_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_epoll, o));) {
-		if (((struct epoll_obj *)o->ptr)->pid != t->pid)
+		if (((struct epoll_obj *)o->ptr)->f.pid != t->pid)
 			continue;
 		int r = dump_one(ctx, o, 0);
 		if (r < 0)
@@ -375,8 +341,9 @@ static struct rst_task *task_of(struct rst_ctx *ctx, uint32_t pid)
 }
 
 /* Why the entry is not valid, or NULL. */
-static const char *invalid(struct rst_ctx *ctx, const EpollEntry *e)
+static const char *epoll_invalid(struct rst_ctx *ctx, const void *msg)
 {
+	const EpollEntry *e = msg;
 	if (e->flags & ~(uint32_t)O_NONBLOCK)
 		return "unknown flags";
 	if (!task_of(ctx, e->pid))
@@ -410,30 +377,6 @@ static const char *invalid(struct rst_ctx *ctx, const EpollEntry *e)
 	return NULL;
 }
 
-static void epoll_free_robj(void *ptr);
-
-static int epoll_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
-{
-	(void)t;
-	if (rec->type != EPOLL_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: unknown epoll subtype %u",
-				rec->index, REC_SUB(rec->type));
-	EpollEntry *e = rctx_unpack(ctx, rec, &epoll_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	const char *why = invalid(ctx, e);
-	struct epoll_robj *p = why ? NULL : calloc(1, sizeof(*p));
-	if (!p) {
-		epoll_entry__free_unpacked(e, NULL);
-		return why ? log_fail(&ctx->log, -EINVAL, "record %u: epoll entry: %s", rec->index,
-				      why)
-			   : -ENOMEM;
-	}
-	p->e = e;
-	p->fd = p->efd = -1;
-	return fdobj_register(ctx, rec, KIND_epoll, e->id, p, epoll_free_robj);
-}
-
 /* The epoll instances p watches do not watch p back, at any depth (a
  * depth-first walk: 1 on the path, 2 checked). */
 static int check_nesting(struct rst_ctx *ctx, struct epoll_robj *p, int depth)
@@ -442,11 +385,11 @@ static int check_nesting(struct rst_ctx *ctx, struct epoll_robj *p, int depth)
 		return 0;
 	if (p->mark == 1 || depth > EPOLL_MAX_DEPTH)
 		return log_fail(&ctx->log, -EINVAL,
-				"image: epoll %u: watches nest too deep or in a loop", p->e->id);
+				"image: epoll %u: watches nest too deep or in a loop", ent(p)->id);
 	p->mark = 1;
-	for (size_t i = 0; i < p->e->n_watches; i++) {
+	for (size_t i = 0; i < ent(p)->n_watches; i++) {
 		struct obj *to;
-		if (objhash_get(&ctx->objs, p->e->watches[i]->target_id, KIND_epoll, &to) < 0)
+		if (objhash_get(&ctx->objs, ent(p)->watches[i]->target_id, KIND_epoll, &to) < 0)
 			continue;
 		int r = check_nesting(ctx, to->ptr, depth + 1);
 		if (r < 0)
@@ -459,7 +402,7 @@ static int check_nesting(struct rst_ctx *ctx, struct epoll_robj *p, int depth)
 /* Each watch's fd holds its file in the owner's fd table, as saved. */
 static int check_owner(struct rst_ctx *ctx, struct epoll_robj *p)
 {
-	const EpollEntry *e = p->e;
+	const EpollEntry *e = ent(p);
 	p->owner = task_of(ctx, e->pid);
 	if (!p->owner || fdtable_rst_fd_of(p->owner, e->id, &p->efd) < 0)
 		return log_fail(&ctx->log, -EINVAL, "image: epoll %u is not in pid %u's fd table",
@@ -478,21 +421,40 @@ static int check_owner(struct rst_ctx *ctx, struct epoll_robj *p)
 	return check_nesting(ctx, p, 0);
 }
 
+static int epoll_open(struct rst_ctx *ctx, void *obj)
+{
+	struct epoll_robj *p = obj;
+	int r = check_owner(ctx, p);
+	if (r < 0)
+		return r;
+	p->r.fd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->r.fd < 0)
+		return log_fail(&ctx->log, -errno, "cannot make an epoll instance: %s",
+				strerror(errno));
+	if ((ent(p)->flags & O_NONBLOCK) && fcntl(p->r.fd, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static const struct fdobj_ops epoll_file = {
+	.kind = KIND_epoll,
+	.name = "epoll",
+	.type = EPOLL_ENTRY,
+	.msg = &epoll_entry__descriptor,
+	.size = sizeof(struct epoll_obj),
+	.msg_off = offsetof(struct epoll_obj, e),
+	.id_off = offsetof(EpollEntry, id),
+	.rsize = sizeof(struct epoll_robj),
+	.claim = epoll_claim,
+	.collect = epoll_collect,
+	.free = epoll_free,
+	.invalid = epoll_invalid,
+	.open = epoll_open,
+};
+
 static int epoll_prepare(struct rst_ctx *ctx)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_epoll, o));) {
-		struct epoll_robj *p = o->ptr;
-		int r = check_owner(ctx, p);
-		if (r < 0)
-			return r;
-		p->fd = epoll_create1(EPOLL_CLOEXEC);
-		if (p->fd < 0)
-			return log_fail(&ctx->log, -errno, "cannot make an epoll instance: %s",
-					strerror(errno));
-		if ((p->e->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, O_NONBLOCK) < 0)
-			return -errno;
-	}
-	return 0;
+	return fdobj_prepare_all(ctx, &epoll_file);
 }
 
 static int add_watch(struct rst_ctx *ctx, struct rst_task *t, struct epoll_robj *p,
@@ -564,7 +526,7 @@ static int add_disarmed(struct rst_ctx *ctx, struct rst_task *t, struct epoll_ro
 			return r;
 	}
 	struct epoll_event got;
-	int n = ready ? epoll_wait(p->fd, &got, 1, 0) : 0;
+	int n = ready ? epoll_wait(p->r.fd, &got, 1, 0) : 0;
 	if (n != 1 || got.data.u64 != w->data)
 		return log_fail(
 		    &ctx->log, -EIO,
@@ -577,7 +539,7 @@ static int add_disarmed(struct rst_ctx *ctx, struct rst_task *t, struct epoll_ro
 /* Adds p's watches, after those of the instances of t it watches. */
 static int add_all(struct rst_ctx *ctx, struct rst_task *t, struct epoll_robj *p, int depth)
 {
-	const EpollEntry *e = p->e;
+	const EpollEntry *e = ent(p);
 	int r;
 
 	if (p->done)
@@ -620,39 +582,20 @@ static int epoll_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-static int epoll_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
-{
-	struct epoll_robj *p = robj;
-	return fdobj_fd(ctx, p->fd, "epoll", p->e->id, ret_fd);
-}
-
-static void epoll_free_robj(void *ptr)
-{
-	struct epoll_robj *p = ptr;
-	if (!p)
-		return;
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->e)
-		epoll_entry__free_unpacked(p->e, NULL);
-	free(p);
-}
-
 static const ProtobufCMessageDescriptor *epoll_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(EPOLL_ENTRY) ? &epoll_entry__descriptor : NULL;
 }
 
 const struct kind_ops epoll_ops = {
-    .fd_claim = epoll_fd_claim,
-    .fd_collect = epoll_fd_collect,
-    .fd_get = epoll_fd_get,
-    .collect_end = epoll_collect_end,
-    .dump = epoll_dump,
-    .load = epoll_load,
-    .prepare = epoll_prepare,
-    .restore = epoll_restore,
-    .free_obj = epoll_free_obj,
-    .free_robj = epoll_free_robj,
-    .descriptor = epoll_descriptor,
+	.file = &epoll_file,
+	.collect_end = epoll_collect_end,
+	.dump = epoll_dump,
+	.load = fdobj_load,
+	.prepare = epoll_prepare,
+	.restore = epoll_restore,
+	.fd_get = fdobj_get,
+	.free_obj = fdobj_free_obj,
+	.free_robj = fdobj_free_robj,
+	.descriptor = epoll_descriptor,
 };

@@ -49,7 +49,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <linux/kcmp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,47 +114,33 @@ struct raw_mark {
 
 /* checkpoint: one group */
 struct fanotify_obj {
+	struct fdobj f;
 	FanotifyEntry e;
 	FanotifyMark *m;
 	FanotifyMark **pm;
 	size_t cap;
-	pid_t pid; /* the task it was found in, and its fd there */
-	int fd;
 };
 
-/* restart: one group */
-struct fanotify_robj {
-	FanotifyEntry *e;
-	int fd;
-};
+/* restart: a group is a struct fdobj_r, its record: */
+static const FanotifyEntry *entry(const struct fdobj_r *p)
+{
+	return p->msg;
+}
 
-static bool fanotify_fd_claim(const struct fd_info *fi)
+static bool fanotify_claim(const struct fd_info *fi)
 {
 	return !strcmp(fi->path, "anon_inode:[fanotify]");
 }
 
-static struct fanotify_obj *find(struct ckpt_ctx *ctx, uint64_t ino, pid_t pid, int fd)
-{
-	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_fanotify, ino));) {
-		struct fanotify_obj *p = o->ptr;
-		if (syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, fd) == 0)
-			return p;
-	}
-	return NULL;
-}
-
-static void fanotify_free_obj(void *ptr)
+static void fanotify_free(void *ptr)
 {
 	struct fanotify_obj *p = ptr;
-	if (!p)
-		return;
 	for (size_t i = 0; i < p->e.n_marks; i++) {
 		free(p->m[i].path);
 		free(p->m[i].handle.data);
 	}
 	free(p->m);
 	free(p->pm);
-	free(p);
 }
 
 /* "fanotify ino:.. sdev:.. mflags:.. mask:.. ignored_mask:.. [fhandle...]",
@@ -505,48 +490,21 @@ static int read_group(struct ckpt_ctx *ctx, struct task *t, const struct fd_info
 	return r < 0 ? r : check_group(ctx, t, fi->fd, p);
 }
 
-static int fanotify_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			       uint32_t *ret_id)
+static int fanotify_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			    void *obj)
 {
-	struct fanotify_obj *p = find(ctx, fi->st.st_ino, t->pid, fi->fd);
-	struct obj *o;
-	int r;
-
-	if (p) {
-		*ret_id = p->e.id;
-		return 0;
-	}
-	r = fsnotify_check_queue(ctx, t, fi->fd, "fanotify");
+	struct fanotify_obj *p = obj;
+	int r = fsnotify_check_queue(ctx, t, fi->fd, "fanotify");
 	if (r < 0)
 		return r;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	fanotify_entry__init(&p->e);
-	p->pid = t->pid;
-	p->fd = fi->fd;
 	p->e.flags = fi->fi.flags & O_NONBLOCK;
 	r = read_group(ctx, t, fi, p);
 	if (r >= 0 && p->e.n_marks && !(p->pm = calloc(p->e.n_marks, sizeof(*p->pm))))
 		r = -ENOMEM;
-	if (r >= 0)
-		r = objhash_add(&ctx->objs, KIND_fanotify, fi->st.st_ino, 0, p, &o);
-	if (r < 0) {
-		fanotify_free_obj(p);
-		return r;
-	}
-	for (size_t i = 0; i < p->e.n_marks; i++)
+	for (size_t i = 0; r >= 0 && i < p->e.n_marks; i++)
 		p->pm[i] = &p->m[i];
 	p->e.marks = p->pm;
-	p->e.id = o->id;
-	*ret_id = o->id;
-	return 0;
-}
-
-static int fanotify_dump(struct ckpt_ctx *ctx, struct task *t)
-{
-	(void)t;
-	return fdobj_dump(ctx, KIND_fanotify, FANOTIFY_ENTRY, offsetof(struct fanotify_obj, e));
+	return r;
 }
 
 /* --- restart --------------------------------------------------------- */
@@ -574,8 +532,10 @@ static const char *invalid_mark(const FanotifyMark *m)
 	return NULL;
 }
 
-static const char *invalid(const FanotifyEntry *e)
+static const char *fanotify_invalid(struct rst_ctx *ctx, const void *msg)
 {
+	const FanotifyEntry *e = msg;
+	(void)ctx;
 	if (e->flags & ~(uint32_t)O_NONBLOCK)
 		return "unknown flags";
 	if ((e->init_flags & ~INIT_KNOWN) || (e->init_flags & INIT_CLASS) == INIT_CLASS)
@@ -595,32 +555,6 @@ static const char *invalid(const FanotifyEntry *e)
 	return NULL;
 }
 
-static void fanotify_free_robj(void *ptr);
-
-static int fanotify_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
-{
-	(void)t;
-	if (rec->type != FANOTIFY_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: unknown fanotify subtype %u",
-				rec->index, REC_SUB(rec->type));
-	FanotifyEntry *e = rctx_unpack(ctx, rec, &fanotify_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	const char *why = invalid(e);
-	struct fanotify_robj *p = why ? NULL : calloc(1, sizeof(*p));
-	if (!p) {
-		fanotify_entry__free_unpacked(e, NULL);
-		return why ? log_fail(&ctx->log, -EINVAL, "record %u: fanotify entry: %s",
-				      rec->index, why)
-			   : -ENOMEM;
-	}
-	p->e = e;
-	p->fd = -1;
-	return fdobj_register(ctx, rec, KIND_fanotify, e->id, p, fanotify_free_robj);
-}
-
-/* fanotify_init as the image says: an unprivileged group with
- * CAP_SYS_ADMIN out of ckpt's effective set for the call. */
 static int make_group(struct rst_ctx *ctx, const FanotifyEntry *e)
 {
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -741,10 +675,10 @@ static int verify_mark(void *arg, struct raw_mark *rm)
 }
 
 /* Reads the group's fdinfo back: the same flags, the same marks in order. */
-static int verify(struct rst_ctx *ctx, const struct fanotify_robj *p)
+static int verify(struct rst_ctx *ctx, const struct fdobj_r *p)
 {
 	_cleanup_free_ char *text = NULL;
-	struct verify_arg a = {p->e, 0, NULL};
+	struct verify_arg a = {entry(p), 0, NULL};
 	uint32_t flags = 0, ef = 0;
 	char name[32];
 
@@ -754,38 +688,62 @@ static int verify(struct rst_ctx *ctx, const struct fanotify_robj *p)
 		r = parse_fdinfo(text, &flags, &ef, verify_mark, &a);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "fanotify group %u: cannot read its fdinfo back",
-				p->e->id);
-	if (flags != p->e->init_flags || ef != p->e->event_f_flags)
+				entry(p)->id);
+	if (flags != entry(p)->init_flags || ef != entry(p)->event_f_flags)
 		return log_fail(&ctx->log, -EIO,
 				"fanotify group %u: made with flags %#x event-flags %#x, not "
 				"%#x %#x",
-				p->e->id, flags, ef, p->e->init_flags, p->e->event_f_flags);
-	if (!a.bad && a.n != p->e->n_marks)
+				entry(p)->id, flags, ef, entry(p)->init_flags, entry(p)->event_f_flags);
+	if (!a.bad && a.n != entry(p)->n_marks)
 		a.bad = "(a mark missing)";
 	if (a.bad)
 		return log_fail(&ctx->log, -EIO,
 				"fanotify group %u: the mark on '%s' did not come out as saved "
 				"(an ignore mask that does not survive modification, on a file "
 				"open for writing, is not set by the kernel)",
-				p->e->id, a.bad);
+				entry(p)->id, a.bad);
 	return 0;
+}
+
+static int fanotify_open(struct rst_ctx *ctx, void *obj)
+{
+	struct fdobj_r *p = obj;
+	int r = p->fd = make_group(ctx, entry(p));
+	/* fdinfo lists the newest first: the oldest is added first */
+	for (size_t i = entry(p)->n_marks; r >= 0 && i-- > 0;)
+		r = add_mark(ctx, p->fd, entry(p)->marks[i]);
+	if (r >= 0)
+		r = verify(ctx, p);
+	if (r >= 0)
+		log_debug(&ctx->log, "fanotify group %u: %zu marks", p->id, entry(p)->n_marks);
+	return r;
+}
+
+static const struct fdobj_ops fanotify_file = {
+	.kind = KIND_fanotify,
+	.name = "fanotify",
+	.type = FANOTIFY_ENTRY,
+	.msg = &fanotify_entry__descriptor,
+	.size = sizeof(struct fanotify_obj),
+	.msg_off = offsetof(struct fanotify_obj, e),
+	.id_off = offsetof(FanotifyEntry, id),
+	.rsize = sizeof(struct fdobj_r),
+	.claim = fanotify_claim,
+	.collect = fanotify_collect,
+	.free = fanotify_free,
+	.invalid = fanotify_invalid,
+	.open = fanotify_open,
+};
+
+static int fanotify_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	return fdobj_dump(ctx, &fanotify_file);
 }
 
 static int fanotify_prepare(struct rst_ctx *ctx)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_fanotify, o));) {
-		struct fanotify_robj *p = o->ptr;
-		int r = p->fd = make_group(ctx, p->e);
-		/* fdinfo lists the newest first: the oldest is added first */
-		for (size_t i = p->e->n_marks; r >= 0 && i-- > 0;)
-			r = add_mark(ctx, p->fd, p->e->marks[i]);
-		if (r >= 0)
-			r = verify(ctx, p);
-		if (r < 0)
-			return r;
-		log_debug(&ctx->log, "fanotify group %u: %zu marks", p->e->id, p->e->n_marks);
-	}
-	return 0;
+	return fdobj_prepare_all(ctx, &fanotify_file);
 }
 
 /* Closes the fds a read of events gave ckpt: the files', the pidfds. */
@@ -818,7 +776,7 @@ static int fanotify_restore_end(struct rst_ctx *ctx)
 	static_assert(sizeof(long) == 8, "fanotify events are read as 8-byte aligned");
 	long buf[8192];
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_fanotify, o));) {
-		struct fanotify_robj *p = o->ptr;
+		struct fdobj_r *p = o->ptr;
 		size_t total = 0;
 		ssize_t n = 0;
 		if (fcntl(p->fd, F_SETFL, O_NONBLOCK) < 0)
@@ -829,30 +787,12 @@ static int fanotify_restore_end(struct rst_ctx *ctx)
 			if (n > 0)
 				close_event_fds((const char *)buf, n), total += (size_t)n;
 		}
-		log_debug(&ctx->log, "fanotify group %u: %zu bytes of events read off", p->e->id,
+		log_debug(&ctx->log, "fanotify group %u: %zu bytes of events read off", entry(p)->id,
 			  total);
-		if (!(p->e->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, 0) < 0)
+		if (!(entry(p)->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, 0) < 0)
 			return -errno;
 	}
 	return 0;
-}
-
-static int fanotify_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
-{
-	struct fanotify_robj *p = robj;
-	return fdobj_fd(ctx, p->fd, "fanotify", p->e->id, ret_fd);
-}
-
-static void fanotify_free_robj(void *ptr)
-{
-	struct fanotify_robj *p = ptr;
-	if (!p)
-		return;
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->e)
-		fanotify_entry__free_unpacked(p->e, NULL);
-	free(p);
 }
 
 static const ProtobufCMessageDescriptor *fanotify_descriptor(uint32_t sub)
@@ -861,14 +801,13 @@ static const ProtobufCMessageDescriptor *fanotify_descriptor(uint32_t sub)
 }
 
 const struct kind_ops fanotify_ops = {
-    .fd_claim = fanotify_fd_claim,
-    .fd_collect = fanotify_fd_collect,
-    .fd_get = fanotify_fd_get,
-    .dump = fanotify_dump,
-    .load = fanotify_load,
-    .prepare = fanotify_prepare,
-    .restore_end = fanotify_restore_end,
-    .free_obj = fanotify_free_obj,
-    .free_robj = fanotify_free_robj,
-    .descriptor = fanotify_descriptor,
+	.file = &fanotify_file,
+	.dump = fanotify_dump,
+	.load = fdobj_load,
+	.prepare = fanotify_prepare,
+	.restore_end = fanotify_restore_end,
+	.fd_get = fdobj_get,
+	.free_obj = fdobj_free_obj,
+	.free_robj = fdobj_free_robj,
+	.descriptor = fanotify_descriptor,
 };

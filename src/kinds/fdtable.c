@@ -30,6 +30,7 @@
 
 #include "core/ctx.h"
 #include "files.pb-c.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "util/cleanup.h"
 
@@ -46,6 +47,35 @@ struct fdt_ckpt {
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
+}
+
+int fdtable_list(pid_t pid, int **ret_fds, size_t *ret_n)
+{
+	char path[64];
+	_cleanup_free_ int *fds = NULL;
+	size_t n = 0, cap = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			int *nf = realloc(fds, cap * sizeof(*fds));
+			if (!nf)
+				return -ENOMEM;
+			fds = nf;
+		}
+		fds[n++] = atoi(de->d_name);
+	}
+	if (n)
+		qsort(fds, n, sizeof(*fds), cmp_int);
+	*ret_fds = TAKE_PTR(fds);
+	*ret_n = n;
+	return 0;
 }
 
 /* Why no kind took the file behind fd: said by what it is. */
@@ -102,7 +132,9 @@ int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
 	enum kind order[KIND_MAX];
 	size_t n = kind_claim_order(order);
 	for (size_t i = 0; i < n; i++) {
-		if (kinds[order[i]].ops->fd_claim(fi)) {
+		const struct kind_ops *ops = kinds[order[i]].ops;
+		bool (*claim)(const struct fd_info *) = ops->file ? ops->file->claim : ops->fd_claim;
+		if (claim(fi)) {
 			*ret_kind = (int)order[i];
 			return 0;
 		}
@@ -110,11 +142,19 @@ int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
 	return refuse_fd(ctx, fi);
 }
 
+int fdtable_collect_file(struct ckpt_ctx *ctx, int k, struct task *t, const struct fd_info *fi,
+			 uint32_t *ret_id)
+{
+	const struct kind_ops *ops = kinds[k].ops;
+	return ops->file ? fdobj_collect(ctx, ops->file, t, fi, ret_id)
+			 : ops->fd_collect(ctx, t, fi, ret_id);
+}
+
 static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 		       uint32_t *ret_id)
 {
 	int k, r = fdtable_claim(ctx, fi, &k);
-	return r < 0 ? r : kinds[k].ops->fd_collect(ctx, t, fi, ret_id);
+	return r < 0 ? r : fdtable_collect_file(ctx, k, t, fi, ret_id);
 }
 
 /* The id the image gives ckpt's thread, process or group id `id`; 0 if none. */
@@ -178,9 +218,8 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f;
 	struct fd_info *fi;
-	char path[64];
 	int *fds = NULL, r = 0;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 
 	if (t->files_with) /* one table, saved with the task it is shared with */
 		return 0;
@@ -191,36 +230,16 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		return -ENOMEM;
 	}
 	fd_table_entry__init(&f->e);
-	snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
-	DIR *d = opendir(path);
-	if (!d) {
+	r = fdtable_list(t->pid, &fds, &n);
+	if (r < 0) {
 		free(fi);
-		return log_fail(&ctx->log, -errno, "pid %d: cannot list fds: %s", t->pid,
-				strerror(errno));
+		return log_fail(&ctx->log, r, "pid %d: cannot list fds: %s", t->pid, strerror(-r));
 	}
-	for (struct dirent *de; (de = readdir(d));) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			int *nf = realloc(fds, cap * sizeof(*fds));
-			if (!nf) {
-				r = -ENOMEM;
-				break;
-			}
-			fds = nf;
-		}
-		fds[n++] = atoi(de->d_name);
-	}
-	closedir(d);
-	if (r >= 0) {
-		qsort(fds, n, sizeof(*fds), cmp_int);
-		f->fds = calloc(n ? n : 1, sizeof(*f->fds));
-		f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
-		f->owners = calloc(n ? n : 1, sizeof(*f->owners));
-		if (!f->fds || !f->pfds || !f->owners)
-			r = -ENOMEM;
-	}
+	f->fds = calloc(n ? n : 1, sizeof(*f->fds));
+	f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
+	f->owners = calloc(n ? n : 1, sizeof(*f->owners));
+	if (!f->fds || !f->pfds || !f->owners)
+		r = -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		FdEntry *e = &f->fds[i];
 		fd_entry__init(e);

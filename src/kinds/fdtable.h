@@ -33,6 +33,12 @@ int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_i
 	__attribute__((warn_unused_result));
 int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
 	__attribute__((warn_unused_result));
+int fdtable_collect_file(struct ckpt_ctx *ctx, int kind, struct task *t, const struct fd_info *fi,
+			 uint32_t *ret_id) __attribute__((warn_unused_result));
+
+/* The fd numbers pid has open, ascending (the fd table's listing of
+ * /proc/PID/fd); *ret_fds is malloc'ed, NULL when there are none. */
+int fdtable_list(pid_t pid, int **ret_fds, size_t *ret_n) __attribute__((warn_unused_result));
 
 /* Restart: the fd ckpt holds for the open-file object id, of any fd kind. */
 int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)

@@ -5,7 +5,8 @@
  * buffered in it, read without consuming them: tee() from a pidfd_getfd
  * copy of a read end into a pipe of ckpt's own) and each open end (an open
  * file description: O_RDONLY, O_WRONLY or O_RDWR, O_NONBLOCK), shared
- * between fds as kcmp says.
+ * between fds as kcmp says (fdobj.c). The buffer code is pipe-buf.c's,
+ * shared with pipe.c.
  *
  * At restart ckpt finds the path with O_PATH and checks it is a FIFO,
  * then opens it O_RDWR | O_NONBLOCK through /proc/self/fd (so that no
@@ -25,19 +26,19 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
 #include "fifo.pb-c.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/pipe-buf.h"
 #include "util/cleanup.h"
 
 enum {
@@ -48,14 +49,13 @@ enum {
 
 /* checkpoint: a FIFO or one open end of it */
 struct fifo_obj {
+	struct fdobj f;	  /* end: a task holding it, and its fd; FIFO: -1 */
 	bool is_end;
 	FifoEntry e;	  /* FIFO */
 	FifoEndEntry end; /* end */
 	char *path;
 	uint8_t *data;
 	uint64_t dev;
-	pid_t pid; /* end: a task holding it, and its fd */
-	int fd;
 	pid_t rpid, wpid; /* FIFO: a reader and a writer in the image (0: none)... */
 	int rfd, wfd;	  /* ...and their fds */
 };
@@ -76,14 +76,12 @@ static bool fifo_fd_claim(const struct fd_info *fi)
 	return S_ISFIFO(fi->st.st_mode) && fi->path[0] == '/';
 }
 
-static struct fifo_obj *find(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, bool is_end,
-			     pid_t pid, int fd)
+/* The FIFO of (dev, ino), or NULL. */
+static struct fifo_obj *find(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino)
 {
 	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_fifo, ino));) {
 		struct fifo_obj *f = o->ptr;
-		if (f->is_end != is_end || f->dev != dev)
-			continue;
-		if (!is_end || syscall(SYS_kcmp, f->pid, pid, KCMP_FILE, f->fd, fd) == 0)
+		if (!f->is_end && f->dev == dev)
 			return f;
 	}
 	return NULL;
@@ -110,6 +108,7 @@ static int new_fifo(struct ckpt_ctx *ctx, const struct fd_info *fi, struct fifo_
 		return -ENOMEM;
 	}
 	fifo_entry__init(&f->e);
+	f->f.fd = -1;
 	f->e.path = f->path;
 	f->e.ino = fi->st.st_ino;
 	f->e.has_dev = true;
@@ -139,7 +138,7 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		    &ctx->log, -EOPNOTSUPP,
 		    "pid %d fd %d (%s): a FIFO opened with flags %#o; not supported yet", t->pid,
 		    fi->fd, fi->path, fi->fi.flags);
-	f = find(ctx, fi->st.st_dev, fi->st.st_ino, false, 0, 0);
+	f = find(ctx, fi->st.st_dev, fi->st.st_ino);
 	if (!f && (r = new_fifo(ctx, fi, &f)) < 0)
 		return r;
 	if (acc != O_WRONLY && !f->rpid) {
@@ -150,9 +149,10 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		f->wpid = t->pid;
 		f->wfd = fi->fd;
 	}
-	e = find(ctx, fi->st.st_dev, fi->st.st_ino, true, t->pid, fi->fd);
-	if (e) {
-		*ret_id = e->end.id;
+	struct obj *o = fdobj_find(&ctx->objs, KIND_fifo, fi->st.st_ino, offsetof(struct fifo_obj, f),
+				   t->pid, fi->fd);
+	if (o) {
+		*ret_id = o->id;
 		return 0;
 	}
 	e = calloc(1, sizeof(*e));
@@ -163,8 +163,7 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	e->end.fifo_id = f->e.id;
 	e->end.flags = fi->fi.flags & (O_ACCMODE | O_NONBLOCK);
 	e->dev = f->dev;
-	e->pid = t->pid;
-	e->fd = fi->fd;
+	e->f = (struct fdobj){ .pid = t->pid, .fd = fi->fd };
 	r = add(ctx, fi->st.st_ino, e, &e->end.id);
 	if (r < 0)
 		return r;
@@ -172,18 +171,10 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	return 0;
 }
 
-static struct task *holder(struct ckpt_ctx *ctx, pid_t pid)
-{
-	for (size_t i = 0; i < ctx->ntasks; i++)
-		if (ctx->tasks[i].pid == pid)
-			return &ctx->tasks[i];
-	return NULL;
-}
-
 /* A copy of pid's fd in ckpt, logged if it cannot be had. */
 static int copy_fd(struct ckpt_ctx *ctx, const struct fifo_obj *f, pid_t pid, int fd)
 {
-	struct task *t = holder(ctx, pid);
+	struct task *t = ctx_find_task(ctx, pid);
 	int r = t ? puppet_getfd(&t->pup, fd) : -ESRCH;
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d (%s): cannot take a copy: %s", pid, fd,
@@ -194,36 +185,17 @@ static int copy_fd(struct ckpt_ctx *ctx, const struct fifo_obj *f, pid_t pid, in
 /* tee()s what the FIFO holds out of the read end rfd, without taking it out. */
 static int peek(struct ckpt_ctx *ctx, struct fifo_obj *f, int rfd)
 {
-	int size = fcntl(rfd, F_GETPIPE_SZ), tmp[2], r = 0;
-	if (size < 0 || pipe2(tmp, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
-	f->e.size = (uint32_t)size;
-	if (fcntl(tmp[1], F_SETPIPE_SZ, size) < 0) {
-		r = log_fail(&ctx->log, -errno, "FIFO '%s': cannot make a %d-byte pipe: %s",
-			     f->path, size, strerror(errno));
-		goto out;
-	}
-	ssize_t n = tee(rfd, tmp[1], (size_t)size, SPLICE_F_NONBLOCK);
-	if (n < 0 && errno == EAGAIN)
-		n = 0;
-	if (n < 0) {
-		r = log_fail(&ctx->log, -errno, "FIFO '%s': tee: %s", f->path, strerror(errno));
-		goto out;
-	}
-	if (n > 0) {
-		f->data = malloc((size_t)n);
-		if (!f->data || read(tmp[0], f->data, (size_t)n) != n) {
-			r = -EIO;
-			goto out;
-		}
-		f->e.has_data = true;
-		f->e.data.data = f->data;
-		f->e.data.len = (size_t)n;
-	}
-out:
-	close(tmp[0]);
-	close(tmp[1]);
-	return r;
+	struct pipe_buf b;
+	int r = pipe_buf_peek(rfd, &b);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "FIFO '%s': cannot read what it holds: %s", f->path,
+				strerror(-r));
+	f->e.size = b.size;
+	f->data = b.data;
+	f->e.has_data = b.len > 0;
+	f->e.data.data = b.data;
+	f->e.data.len = b.len;
+	return 0;
 }
 
 /*
@@ -353,8 +325,11 @@ static int fifo_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
  * might do something), then opens it with an O_RDWR end of ckpt's own and
  * puts its data back.
  */
-static int open_fifo(struct rst_ctx *ctx, struct fifo_robj *f)
+static int open_fifo(struct rst_ctx *ctx, void *obj)
 {
+	struct fifo_robj *f = obj;
+	if (f->is_end)
+		return 0;
 	const FifoEntry *e = f->e;
 	struct stat st;
 	char path[64];
@@ -386,54 +361,37 @@ static int open_fifo(struct rst_ctx *ctx, struct fifo_robj *f)
 			 e->path, held, e->has_data ? e->data.len : 0);
 		return 0;
 	}
-	if (e->size && fcntl(f->holder, F_SETPIPE_SZ, e->size) < 0)
-		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot size it to %u bytes: %s",
-				e->path, e->size, strerror(errno));
-	for (size_t done = 0; e->has_data && done < e->data.len;) {
-		ssize_t n = write(f->holder, e->data.data + done, e->data.len - done);
-		if (n <= 0)
-			return log_fail(&ctx->log, n < 0 ? -errno : -EIO,
-					"FIFO '%s': cannot put %zu bytes back into it", e->path,
-					e->data.len);
-		done += (size_t)n;
-	}
+	int r = pipe_buf_fill(f->holder, e->size, e->has_data ? e->data.data : NULL,
+			      e->has_data ? e->data.len : 0);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "FIFO '%s': cannot size it to %u bytes and put %zu "
+				"bytes back: %s", e->path, e->size, e->has_data ? e->data.len : 0,
+				strerror(-r));
 	return 0;
 }
 
-static int open_end(struct rst_ctx *ctx, struct fifo_robj *end)
+static int open_end(struct rst_ctx *ctx, void *obj)
 {
+	struct fifo_robj *end = obj;
+	if (!end->is_end)
+		return 0;
 	struct fifo_robj *f = fifo_of(ctx, end->end->fifo_id);
-	int acc = (int)(end->end->flags & O_ACCMODE);
-	char path[64];
-
 	if (!f || f->path_fd < 0)
 		return -EINVAL;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->holder >= 0 ? f->holder : f->path_fd);
-	end->fd = open(path, acc | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (end->fd < 0)
-		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open an end of it: %s",
-				f->e->path, strerror(errno));
-	if (!(end->end->flags & O_NONBLOCK) &&
-	    fcntl(end->fd, F_SETFL, fcntl(end->fd, F_GETFL) & ~O_NONBLOCK) < 0)
-		return -errno;
+	int r = pipe_buf_open_end(f->holder >= 0 ? f->holder : f->path_fd,
+				  (int)(end->end->flags & O_ACCMODE), end->end->flags & O_NONBLOCK,
+				  &end->fd);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "FIFO '%s': cannot open an end of it: %s",
+				f->e->path, strerror(-r));
 	return 0;
 }
 
+/* FIFOs first, then their ends */
 static int fifo_prepare(struct rst_ctx *ctx)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_fifo, o));) {
-			struct fifo_robj *f = o->ptr;
-			int r = 0;
-			if (pass == 0 && !f->is_end)
-				r = open_fifo(ctx, f);
-			else if (pass == 1 && f->is_end)
-				r = open_end(ctx, f);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
+	int r = fdobj_prepare(ctx, KIND_fifo, open_fifo);
+	return r < 0 ? r : fdobj_prepare(ctx, KIND_fifo, open_end);
 }
 
 static int fifo_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)

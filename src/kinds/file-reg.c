@@ -2,8 +2,8 @@
 #include "kinds/file-reg.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "files.pb-c.h"
 #include "util/cleanup.h"
@@ -24,8 +25,7 @@ struct file_obj {
 	FileRegEntry e;
 	DeletedDir gone;        /* e.deleted_dir points here */
 	char *path;
-	pid_t pid;              /* a task holding it, for kcmp */
-	int fd;                 /* its fd there, -1 for a mapped file */
+	struct fdobj of;        /* a task holding it, its fd there (-1: a mapped file) */
 };
 
 /* restart: one object */
@@ -89,8 +89,7 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 		f->e.has_rdev = true;
 		f->e.rdev = st->st_rdev;
 	}
-	f->pid = t->pid;
-	f->fd = fd;
+	f->of = (struct fdobj){ .pid = t->pid, .fd = fd };
 	r = objhash_add(&ctx->objs, KIND_file_reg, st->st_ino, 0, f, &o);
 	if (r < 0) {
 		free(f->path);
@@ -122,14 +121,11 @@ static int collect_deleted_dir(struct ckpt_ctx *ctx, struct task *t, const struc
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): not a directory ckpt can make again by path",
 				t->pid, fi->fd, fi->path);
-	for (struct obj *o = NULL;
-	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, fi->st.st_ino));) {
-		struct file_obj *f = o->ptr;
-		if (f->fd >= 0 && f->e.dev == fi->st.st_dev &&
-		    syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fi->fd) == 0) {
-			*ret_id = o->id;
-			return 0;
-		}
+	struct obj *o = fdobj_find(&ctx->objs, KIND_file_reg, fi->st.st_ino,
+				   offsetof(struct file_obj, of), t->pid, fi->fd);
+	if (o) {
+		*ret_id = o->id;
+		return 0;
 	}
 	int r = add_obj(ctx, t, path, &fi->st, fi->fi.flags & ~O_CLOEXEC, fi->fi.pos, fi->fd,
 			ret_id);
@@ -191,15 +187,11 @@ static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): O_PATH fd of an "
 				"unknown file type", t->pid, fi->fd, fi->path);
 	/* the same open file as one seen before? (dup, fork) */
-	for (struct obj *o = NULL;
-	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, fi->st.st_ino));) {
-		struct file_obj *f = o->ptr;
-		if (f->fd < 0 || f->e.dev != fi->st.st_dev)
-			continue;
-		if (syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fi->fd) == 0) {
-			*ret_id = o->id;
-			return 0;
-		}
+	struct obj *o = fdobj_find(&ctx->objs, KIND_file_reg, fi->st.st_ino,
+				   offsetof(struct file_obj, of), t->pid, fi->fd);
+	if (o) {
+		*ret_id = o->id;
+		return 0;
 	}
 	pid_t proc_pid = proc_path_pid(fi->path);
 	if (proc_pid && !pid_in_image(ctx, proc_pid))
@@ -250,7 +242,7 @@ int file_reg_collect_named(struct ckpt_ctx *ctx, struct task *t, const char *pat
 	for (struct obj *o = NULL;
 	     (o = objhash_next_key(&ctx->objs, o, KIND_file_reg, st->st_ino));) {
 		struct file_obj *f = o->ptr;
-		if (f->fd < 0 && f->e.dev == st->st_dev && f->e.flags == (uint32_t)flags &&
+		if (f->of.fd < 0 && f->e.dev == st->st_dev && f->e.flags == (uint32_t)flags &&
 		    !strcmp(f->path, path)) {
 			*ret_id = o->id;
 			return 0;
@@ -418,23 +410,21 @@ static int open_proc(struct rst_ctx *ctx, struct file_rst *f)
 	return open_one(ctx, f, path);
 }
 
+static int prepare_one(struct rst_ctx *ctx, void *obj)
+{
+	struct file_rst *f = obj;
+	if (f->e->has_proc_pid) /* its process does not exist yet */
+		return 0;
+	int r = open_one(ctx, f, f->e->path);
+	/* an opened file may have changed, a mapped one may not */
+	if (r >= 0 && !f->e->has_pos)
+		r = check_mapped(ctx, f);
+	return r;
+}
+
 static int file_reg_prepare(struct rst_ctx *ctx)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
-		struct file_rst *f = o->ptr;
-		if (f->e->has_proc_pid) /* its process does not exist yet */
-			continue;
-		int r = open_one(ctx, f, f->e->path);
-		if (r < 0)
-			return r;
-		/* an opened file may have changed, a mapped one may not */
-		if (!f->e->has_pos) {
-			r = check_mapped(ctx, f);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
+	return fdobj_prepare(ctx, KIND_file_reg, prepare_one);
 }
 
 int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
@@ -505,7 +495,7 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 {
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_file_reg, o));) {
 		struct file_obj *f = o->ptr;
-		if (f->pid != t->pid)
+		if (f->of.pid != t->pid)
 			continue;
 		int acc = (int)(f->e.flags & O_ACCMODE), mode = R_OK;
 		if (f->e.flags & O_PATH)
@@ -529,8 +519,8 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 			continue;
 		int e = errno;
 		char where[32] = "mapping";
-		if (f->fd >= 0)
-			snprintf(where, sizeof(where), "fd %d", f->fd);
+		if (f->of.fd >= 0)
+			snprintf(where, sizeof(where), "fd %d", f->of.fd);
 		return log_fail(&ctx->log, -e,
 				"pid %d %s (%s): a restart by uid %u could not open it again %s: %s",
 				t->pid, where, f->path, (unsigned)geteuid(),

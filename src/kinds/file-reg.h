@@ -5,7 +5,7 @@
  * written once, before the first record that uses it.
  *
  * Identity at checkpoint: an fd's open file is the same object as another
- * fd's when kcmp(KCMP_FILE) says so (dup, inheritance: one offset); a
+ * fd's when kcmp says so (fdobj.c) (dup, inheritance: one offset); a
  * mapped file is the same object as another mapping of the same inode with
  * the same access. At restart each object is opened once, on ckpt's side,
  * with the caller's rights, and checked to be the file that was saved.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * inotify instances. An instance is an open file description (shared
- * between fds as kcmp says); its fdinfo lists each watch as "inotify wd:W
+ * between fds, fdobj.c finds); its fdinfo lists each watch as "inotify wd:W
  * ino:I sdev:D mask:M ... f_handle:H" (numbers in hex). A watch is saved
  * with its wd, its mask (IN_ONESHOT and IN_EXCL_UNLINK included; the
  * add-time flags IN_ONLYDIR, IN_DONT_FOLLOW, IN_MASK_* are not kept by the
@@ -28,7 +28,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,41 +55,22 @@ enum { INOTIFY_ENTRY = REC_TYPE(KID_inotify, 1) };
 
 /* checkpoint: one instance */
 struct inotify_obj {
+	struct fdobj f;
 	InotifyEntry e;
 	InotifyWatch *w;
 	InotifyWatch **pw;
 	size_t cap;
 	uint32_t *kdev; /* per watch: the device as the kernel encodes it */
-	pid_t pid;	/* the task it was found in, and its fd there */
-	int fd;
 };
 
-/* restart: one instance */
-struct inotify_robj {
-	InotifyEntry *e;
-	int fd;
-};
-
-static bool inotify_fd_claim(const struct fd_info *fi)
+static bool inotify_claim(const struct fd_info *fi)
 {
 	return !strcmp(fi->path, "anon_inode:inotify");
 }
 
-static struct inotify_obj *find(struct ckpt_ctx *ctx, uint64_t ino, pid_t pid, int fd)
-{
-	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_inotify, ino));) {
-		struct inotify_obj *p = o->ptr;
-		if (syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, fd) == 0)
-			return p;
-	}
-	return NULL;
-}
-
-static void inotify_free_obj(void *ptr)
+static void inotify_free(void *ptr)
 {
 	struct inotify_obj *p = ptr;
-	if (!p)
-		return;
 	for (size_t i = 0; i < p->e.n_watches; i++) {
 		free(p->w[i].path);
 		free(p->w[i].handle.data);
@@ -98,7 +78,6 @@ static void inotify_free_obj(void *ptr)
 	free(p->w);
 	free(p->pw);
 	free(p->kdev);
-	free(p);
 }
 
 static int parse_handle(const char *hex, InotifyWatch *w, unsigned bytes)
@@ -248,54 +227,29 @@ static int read_watches(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 	return check_watches(ctx, t, fi->fd, p);
 }
 
-static int inotify_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			      uint32_t *ret_id)
+static int inotify_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			   void *obj)
 {
-	struct inotify_obj *p = find(ctx, fi->st.st_ino, t->pid, fi->fd);
-	struct obj *o;
-	int r;
-
-	if (p) {
-		*ret_id = p->e.id;
-		return 0;
-	}
-	r = fsnotify_check_queue(ctx, t, fi->fd, "inotify");
+	struct inotify_obj *p = obj;
+	int r = fsnotify_check_queue(ctx, t, fi->fd, "inotify");
 	if (r < 0)
 		return r;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	inotify_entry__init(&p->e);
-	p->pid = t->pid;
-	p->fd = fi->fd;
 	p->e.flags = fi->fi.flags & O_NONBLOCK;
 	r = read_watches(ctx, t, fi, p);
 	if (r >= 0 && p->e.n_watches && !(p->pw = calloc(p->e.n_watches, sizeof(*p->pw))))
 		r = -ENOMEM;
-	if (r >= 0)
-		r = objhash_add(&ctx->objs, KIND_inotify, fi->st.st_ino, 0, p, &o);
-	if (r < 0) {
-		inotify_free_obj(p);
-		return r;
-	}
-	for (size_t i = 0; i < p->e.n_watches; i++)
+	for (size_t i = 0; r >= 0 && i < p->e.n_watches; i++)
 		p->pw[i] = &p->w[i];
 	p->e.watches = p->pw;
-	p->e.id = o->id;
-	*ret_id = o->id;
-	return 0;
-}
-
-static int inotify_dump(struct ckpt_ctx *ctx, struct task *t)
-{
-	(void)t;
-	return fdobj_dump(ctx, KIND_inotify, INOTIFY_ENTRY, offsetof(struct inotify_obj, e));
+	return r;
 }
 
 /* --- restart --------------------------------------------------------- */
 
-static const char *invalid(const InotifyEntry *e)
+static const char *inotify_invalid(struct rst_ctx *ctx, const void *msg)
 {
+	const InotifyEntry *e = msg;
+	(void)ctx;
 	if (e->flags & ~(uint32_t)O_NONBLOCK)
 		return "unknown flags";
 	if (e->n_watches > INOTIFY_MAX_WATCHES)
@@ -316,30 +270,6 @@ static const char *invalid(const InotifyEntry *e)
 			return "a file handle is too long";
 	}
 	return NULL;
-}
-
-static void inotify_free_robj(void *ptr);
-
-static int inotify_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
-{
-	(void)t;
-	if (rec->type != INOTIFY_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: unknown inotify subtype %u",
-				rec->index, REC_SUB(rec->type));
-	InotifyEntry *e = rctx_unpack(ctx, rec, &inotify_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	const char *why = invalid(e);
-	struct inotify_robj *p = why ? NULL : calloc(1, sizeof(*p));
-	if (!p) {
-		inotify_entry__free_unpacked(e, NULL);
-		return why ? log_fail(&ctx->log, -EINVAL, "record %u: inotify entry: %s",
-				      rec->index, why)
-			   : -ENOMEM;
-	}
-	p->e = e;
-	p->fd = -1;
-	return fdobj_register(ctx, rec, KIND_inotify, e->id, p, inotify_free_robj);
 }
 
 /* Reads the queue empty; returns the bytes read. */
@@ -399,8 +329,11 @@ static int add_one(struct rst_ctx *ctx, int fd, const InotifyWatch *w)
 	return 0;
 }
 
-static int make_one(struct rst_ctx *ctx, struct inotify_robj *p, int *dummy_fd)
+static int inotify_open(struct rst_ctx *ctx, void *obj)
 {
+	struct fdobj_r *p = obj;
+	const InotifyEntry *e = p->msg;
+	_cleanup_close_ int dummy_fd = -1;
 	char dummy[64];
 	int next = 1, r;
 
@@ -408,54 +341,52 @@ static int make_one(struct rst_ctx *ctx, struct inotify_robj *p, int *dummy_fd)
 	if (p->fd < 0)
 		return log_fail(&ctx->log, -errno, "cannot make an inotify instance: %s",
 				strerror(errno));
-	for (size_t i = 0; i < p->e->n_watches; i++) {
-		const InotifyWatch *w = p->e->watches[i];
-		if (next < (int)w->wd && *dummy_fd < 0) {
-			*dummy_fd = memfd_create("ckpt-inotify-gap", MFD_CLOEXEC);
-			if (*dummy_fd < 0)
+	for (size_t i = 0; i < e->n_watches; i++) {
+		const InotifyWatch *w = e->watches[i];
+		if (next < (int)w->wd && dummy_fd < 0) {
+			dummy_fd = memfd_create("ckpt-inotify-gap", MFD_CLOEXEC);
+			if (dummy_fd < 0)
 				return -errno;
 		}
-		snprintf(dummy, sizeof(dummy), "/proc/self/fd/%d", *dummy_fd);
+		snprintf(dummy, sizeof(dummy), "/proc/self/fd/%d", dummy_fd);
 		if ((r = fill_gap(ctx, p->fd, dummy, &next, w->wd)) < 0 ||
 		    (r = add_one(ctx, p->fd, w)) < 0)
 			return r;
 		next = (int)w->wd + 1;
 	}
 	size_t dropped = drain(p->fd);
-	log_debug(&ctx->log, "inotify: %zu watches, %zu bytes of events read off", p->e->n_watches,
+	log_debug(&ctx->log, "inotify: %zu watches, %zu bytes of events read off", e->n_watches,
 		  dropped);
-	if (!(p->e->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, 0) < 0)
+	if (!(e->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, 0) < 0)
 		return -errno;
 	return 0;
 }
 
+static const struct fdobj_ops inotify_file = {
+	.kind = KIND_inotify,
+	.name = "inotify",
+	.type = INOTIFY_ENTRY,
+	.msg = &inotify_entry__descriptor,
+	.size = sizeof(struct inotify_obj),
+	.msg_off = offsetof(struct inotify_obj, e),
+	.id_off = offsetof(InotifyEntry, id),
+	.rsize = sizeof(struct fdobj_r),
+	.claim = inotify_claim,
+	.collect = inotify_collect,
+	.free = inotify_free,
+	.invalid = inotify_invalid,
+	.open = inotify_open,
+};
+
+static int inotify_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	return fdobj_dump(ctx, &inotify_file);
+}
+
 static int inotify_prepare(struct rst_ctx *ctx)
 {
-	_cleanup_close_ int dummy_fd = -1;
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_inotify, o));) {
-		int r = make_one(ctx, o->ptr, &dummy_fd);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int inotify_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
-{
-	struct inotify_robj *p = robj;
-	return fdobj_fd(ctx, p->fd, "inotify", p->e->id, ret_fd);
-}
-
-static void inotify_free_robj(void *ptr)
-{
-	struct inotify_robj *p = ptr;
-	if (!p)
-		return;
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->e)
-		inotify_entry__free_unpacked(p->e, NULL);
-	free(p);
+	return fdobj_prepare_all(ctx, &inotify_file);
 }
 
 static const ProtobufCMessageDescriptor *inotify_descriptor(uint32_t sub)
@@ -464,13 +395,12 @@ static const ProtobufCMessageDescriptor *inotify_descriptor(uint32_t sub)
 }
 
 const struct kind_ops inotify_ops = {
-    .fd_claim = inotify_fd_claim,
-    .fd_collect = inotify_fd_collect,
-    .fd_get = inotify_fd_get,
-    .dump = inotify_dump,
-    .load = inotify_load,
-    .prepare = inotify_prepare,
-    .free_obj = inotify_free_obj,
-    .free_robj = inotify_free_robj,
-    .descriptor = inotify_descriptor,
+	.file = &inotify_file,
+	.dump = inotify_dump,
+	.load = fdobj_load,
+	.prepare = inotify_prepare,
+	.fd_get = fdobj_get,
+	.free_obj = fdobj_free_obj,
+	.free_robj = fdobj_free_robj,
+	.descriptor = inotify_descriptor,
 };

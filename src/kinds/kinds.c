@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "kinds/kinds.h"
 
+#include "kinds/fdobj.h"
+
 #include <stdio.h>
 
 const struct kind_info kinds[KIND_MAX] = {
@@ -42,7 +44,7 @@ size_t kind_claim_order(enum kind order[KIND_MAX])
 {
 	size_t n = 0;
 	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->fd_claim)
+		if (!kinds[k].ops->fd_claim && !kinds[k].ops->file)
 			continue;
 		/* insertion by rank, 0 last; kinds.def order among equals */
 		unsigned rk = kinds[k].ops->fd_claim_rank ? kinds[k].ops->fd_claim_rank : ~0u;

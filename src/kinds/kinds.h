@@ -84,6 +84,8 @@
  *   fd_collect(ctx, t, fi, &id)  the objref of its open file (shared ones
  *                       found with kcmp), or a refusal as for collect
  *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
+ *   file                a kind with one record per open file: its table
+ *                       (fdobj.h), which stands for fd_claim and fd_collect
  */
 #ifndef CKPT_KINDS_H
 #define CKPT_KINDS_H
@@ -99,6 +101,7 @@ struct rst_ctx;
 struct task;
 struct rst_task;
 struct fd_info;
+struct fdobj_ops;
 
 enum kind {
 #define KIND(name, id, desc) KIND_##name,
@@ -142,6 +145,7 @@ struct kind_ops {
 	int (*fd_collect)(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 			  uint32_t *ret_id);
 	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
+	const struct fdobj_ops *file;
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);

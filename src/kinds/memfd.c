@@ -12,7 +12,7 @@
  *   pages: a MEMFD_DATA record (where the bytes go) then a raw,
  *   page-aligned MEMFD_PAGES record, in chunks of ckpt's copy buffer;
  * - each open file of it (MemfdFileEntry): an fd's open file description
- *   (flags, offset; fds sharing one are found with kcmp(KCMP_FILE)), or
+ *   (flags, offset; fds sharing one are found with kcmp, fdobj_same()), or
  *   the access a mapping was made with (one per inode and access, no
  *   offset). A memfd mapped but held by no fd is found through the vma
  *   (memfd_collect_path(), /proc/PID/map_files).
@@ -44,7 +44,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <linux/kcmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +53,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
 #include "memfd.pb-c.h"
@@ -378,8 +378,7 @@ static int memfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 	for (struct obj *o = NULL;
 	     (o = objhash_next_key(&ctx->objs, o, KIND_memfd, fi->st.st_ino));) {
 		struct mfd_obj *f = o->ptr;
-		if (f->is_file && f->rfd >= 0 && f->dev == fi->st.st_dev &&
-		    syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->rfd, fi->fd) == 0) {
+		if (f->is_file && fdobj_same(f->pid, f->rfd, t->pid, fi->fd)) {
 			*ret_id = o->id;
 			return 0;
 		}

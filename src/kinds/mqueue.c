@@ -59,7 +59,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/kcmp.h>
 #include <mqueue.h>
 #include <sched.h>
 #include <signal.h>
@@ -73,6 +72,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/ns.h"
 #include "mqueue.pb-c.h"
@@ -98,7 +98,8 @@ struct mq_obj {
 	MqueueFileEntry f;
 	dev_t dev;
 	int fd;	   /* queue: ckpt's own file of it */
-	pid_t pid; /* a task holding it (file: for kcmp), and its fd */
+	struct fdobj of; /* file: a task holding it, and its fd; queue: -1 */
+	pid_t pid; /* queue: a task holding it, and its fd */
 	int hfd;
 	MqueueMsg *m; /* queue: the messages read */
 	MqueueMsg **pm;
@@ -193,6 +194,7 @@ static int new_queue(struct ckpt_ctx *ctx, struct task *t, const struct fd_info 
 	q->fd = q->owner_fd = -1;
 	q->pid = t->pid;
 	q->hfd = fi->fd;
+	q->of.fd = -1;
 	q->dev = fi->st.st_dev;
 	q->q.deleted = n > 10 && !strcmp(fi->path + n - 10, " (deleted)");
 	if (n - (q->q.deleted ? 10 : 0) > NAME_MAX + 1)
@@ -275,22 +277,18 @@ static int mqueue_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct 
 	}
 	if (q->owner && q->owner_fd < 0 && (q->owner == t || q->owner->files_with == t->pid))
 		q->owner_fd = fi->fd;
-	for (struct obj *o = NULL;
-	     (o = objhash_next_key(&ctx->objs, o, KIND_mqueue, fi->st.st_ino));) {
-		struct mq_obj *f = o->ptr;
-		if (f->is_file && f->f.queue_id == q->q.id &&
-		    syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->hfd, fi->fd) == 0) {
-			*ret_id = o->id;
-			return 0;
-		}
+	struct obj *o = fdobj_find(&ctx->objs, KIND_mqueue, fi->st.st_ino, offsetof(struct mq_obj, of),
+				   t->pid, fi->fd);
+	if (o) {
+		*ret_id = o->id;
+		return 0;
 	}
 	struct mq_obj *f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
 	f->is_file = true;
 	f->fd = -1;
-	f->pid = t->pid;
-	f->hfd = fi->fd;
+	f->of = (struct fdobj){ .pid = t->pid, .fd = fi->fd };
 	mqueue_file_entry__init(&f->f);
 	f->f.queue_id = q->q.id;
 	f->f.flags = fi->fi.flags & (O_ACCMODE | O_NONBLOCK);
@@ -655,22 +653,26 @@ static struct mq_robj *rqueue(struct rst_ctx *ctx, uint32_t id)
 }
 
 /* Every open file names a queue of the image; no two live queues share a name. */
-static int mqueue_prepare(struct rst_ctx *ctx)
+static int check_one(struct rst_ctx *ctx, void *obj)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_mqueue, o));) {
-		struct mq_robj *p = o->ptr;
-		if (p->is_file && !rqueue(ctx, p->f->queue_id))
-			return log_fail(&ctx->log, -EINVAL,
-					"image: mqueue file %u names queue %u, which it lacks",
-					p->f->id, p->f->queue_id);
-		for (uint32_t j = 1; !p->is_file && !p->q->deleted && j < o->id; j++) {
-			struct mq_robj *other = rqueue(ctx, j);
-			if (other && !other->q->deleted && !strcmp(other->q->name, p->q->name))
-				return log_fail(&ctx->log, -EINVAL,
-						"image: two message queues named %s", p->q->name);
-		}
+	struct mq_robj *p = obj;
+	if (p->is_file && !rqueue(ctx, p->f->queue_id))
+		return log_fail(&ctx->log, -EINVAL,
+				"image: mqueue file %u names queue %u, which it lacks", p->f->id,
+				p->f->queue_id);
+	for (struct obj *o = NULL; !p->is_file && !p->q->deleted &&
+				   (o = objhash_next_of(&ctx->objs, KIND_mqueue, o)) && o->ptr != p;) {
+		const struct mq_robj *other = o->ptr;
+		if (!other->is_file && !other->q->deleted && !strcmp(other->q->name, p->q->name))
+			return log_fail(&ctx->log, -EINVAL, "image: two message queues named %s",
+					p->q->name);
 	}
 	return 0;
+}
+
+static int mqueue_prepare(struct rst_ctx *ctx)
+{
+	return fdobj_prepare(ctx, KIND_mqueue, check_one);
 }
 
 /* Sends the image's messages into fd, in order. */

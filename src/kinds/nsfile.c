@@ -2,7 +2,7 @@
 /*
  * Open files of namespaces: what open("/proc/PID/ns/net") gives, the fd
  * setns() takes ("net:[4026531840]" in /proc/PID/fd). One object per open
- * file (kcmp finds the fds that share one). The namespace is named by a
+ * file (fdobj.c finds the fds that share one). The namespace is named by a
  * task of the image that is in it (the first whose /proc/PID/ns/NAME has
  * the same inode) or, when none is, by ckpt's own (a subtree holding the
  * host's namespace); a namespace of neither is refused.
@@ -14,13 +14,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -44,14 +42,8 @@ static const struct {
 };
 
 struct nsfile_obj {
+	struct fdobj f;
 	NsFileEntry e;
-	pid_t pid; /* a task holding it, and its fd, for kcmp */
-	int fd;
-};
-
-struct nsfile_robj {
-	NsFileEntry *e;
-	int fd;
 };
 
 /* "net:[4026531840]": the index of its type in nsfiles[], or -1 */
@@ -68,7 +60,7 @@ static int link_type(const char *path)
 	return -1;
 }
 
-static bool nsfile_fd_claim(const struct fd_info *fi)
+static bool nsfile_claim(const struct fd_info *fi)
 {
 	return S_ISREG(fi->st.st_mode) && fi->path[0] != '/' && link_type(fi->path) >= 0;
 }
@@ -109,45 +101,16 @@ static int identify(struct ckpt_ctx *ctx, const struct fd_info *fi, NsFileEntry 
 			fi->fd, fi->path);
 }
 
-static int nsfile_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			     uint32_t *ret_id)
+static int nsfile_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			  void *obj)
 {
-	struct obj *o;
-	for (o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_nsfile, fi->st.st_ino));) {
-		struct nsfile_obj *n = o->ptr;
-		if (syscall(SYS_kcmp, n->pid, t->pid, KCMP_FILE, n->fd, fi->fd) == 0) {
-			*ret_id = o->id;
-			return 0;
-		}
-	}
-	struct nsfile_obj *n = calloc(1, sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	ns_file_entry__init(&n->e);
-	n->e.flags = fi->fi.flags & ~O_CLOEXEC;
-	n->pid = t->pid;
-	n->fd = fi->fd;
-	int r = identify(ctx, fi, &n->e);
-	if (r >= 0)
-		r = objhash_add(&ctx->objs, KIND_nsfile, fi->st.st_ino, 0, n, &o);
-	if (r < 0) {
-		free(n);
-		return r;
-	}
-	n->e.id = o->id;
-	*ret_id = o->id;
-	return 0;
-}
-
-static int nsfile_dump(struct ckpt_ctx *ctx, struct task *t)
-{
+	struct nsfile_obj *n = obj;
 	(void)t;
-	return fdobj_dump(ctx, KIND_nsfile, NSFILE_ENTRY, offsetof(struct nsfile_obj, e));
+	n->e.flags = fi->fi.flags & ~O_CLOEXEC;
+	return identify(ctx, fi, &n->e);
 }
 
 /* --- restart --------------------------------------------------------- */
-
-static void nsfile_free_robj(void *ptr);
 
 static bool known_name(const char *name)
 {
@@ -157,54 +120,54 @@ static bool known_name(const char *name)
 	return false;
 }
 
-static int nsfile_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+static const char *nsfile_invalid(struct rst_ctx *ctx, const void *msg)
+{
+	const NsFileEntry *e = msg;
+	(void)ctx;
+	if (!known_name(e->name) || e->has_pid == e->caller)
+		return "no namespace, or both a task and ckpt's";
+	return e->flags & ~(uint32_t)(O_ACCMODE | O_NONBLOCK | KERNEL_O_LARGEFILE) ? "unknown flags"
+										      : NULL;
+}
+
+/* Opened at the first fd_get, every task there. */
+static int nsfile_open(struct rst_ctx *ctx, void *obj)
+{
+	struct fdobj_r *n = obj;
+	const NsFileEntry *e = n->msg;
+	char path[64];
+	const struct rst_task *to = e->has_pid ? tree_find(ctx, e->pid) : NULL;
+	if (e->has_pid && (!to || to->zombie))
+		return log_fail(&ctx->log, -EINVAL, "namespace file %u: its task %d is not in the "
+				"image", n->id, e->pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", to ? to->pup.pid : getpid(), e->name);
+	n->fd = open(path, (int)(e->flags & ~(uint32_t)KERNEL_O_LARGEFILE) | O_CLOEXEC);
+	if (n->fd < 0)
+		return log_fail(&ctx->log, -errno, "namespace file %u: cannot open %s: %m", n->id,
+				path);
+	return 0;
+}
+
+static const struct fdobj_ops nsfile_file = {
+	.kind = KIND_nsfile,
+	.name = "namespace file",
+	.type = NSFILE_ENTRY,
+	.msg = &ns_file_entry__descriptor,
+	.size = sizeof(struct nsfile_obj),
+	.msg_off = offsetof(struct nsfile_obj, e),
+	.id_off = offsetof(NsFileEntry, id),
+	.rsize = sizeof(struct fdobj_r),
+	.claim = nsfile_claim,
+	.collect = nsfile_collect,
+	.invalid = nsfile_invalid,
+	.open = nsfile_open,
+	.late = true,
+};
+
+static int nsfile_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	if (rec->type != NSFILE_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: unknown nsfile subtype", rec->index);
-	struct nsfile_robj *n = calloc(1, sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	n->fd = -1;
-	n->e = rctx_unpack(ctx, rec, &ns_file_entry__descriptor);
-	if (!n->e || !known_name(n->e->name) || n->e->has_pid == n->e->caller ||
-	    (n->e->flags & ~(uint32_t)(O_ACCMODE | O_NONBLOCK | KERNEL_O_LARGEFILE))) {
-		nsfile_free_robj(n);
-		return log_fail(&ctx->log, -EINVAL, "record %u: namespace file entry is not valid",
-				rec->index);
-	}
-	return fdobj_register(ctx, rec, KIND_nsfile, n->e->id, n, nsfile_free_robj);
-}
-
-static int nsfile_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
-{
-	struct nsfile_robj *n = robj;
-	if (n->fd < 0) {
-		char path[64];
-		const struct rst_task *to = n->e->has_pid ? tree_find(ctx, n->e->pid) : NULL;
-		if (n->e->has_pid && (!to || to->zombie))
-			return log_fail(&ctx->log, -EINVAL, "namespace file %u: its task %d is not "
-					"in the image", n->e->id, n->e->pid);
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", to ? to->pup.pid : getpid(),
-			 n->e->name);
-		n->fd = open(path, (int)(n->e->flags & ~(uint32_t)KERNEL_O_LARGEFILE) | O_CLOEXEC);
-		if (n->fd < 0)
-			return log_fail(&ctx->log, -errno, "namespace file %u: cannot open %s: %m",
-					n->e->id, path);
-	}
-	return fdobj_fd(ctx, n->fd, "namespace file", n->e->id, ret_fd);
-}
-
-static void nsfile_free_robj(void *ptr)
-{
-	struct nsfile_robj *n = ptr;
-	if (!n)
-		return;
-	if (n->fd >= 0)
-		close(n->fd);
-	if (n->e)
-		ns_file_entry__free_unpacked(n->e, NULL);
-	free(n);
+	return fdobj_dump(ctx, &nsfile_file);
 }
 
 static const ProtobufCMessageDescriptor *nsfile_descriptor(uint32_t sub)
@@ -213,13 +176,12 @@ static const ProtobufCMessageDescriptor *nsfile_descriptor(uint32_t sub)
 }
 
 const struct kind_ops nsfile_ops = {
-	.fd_claim = nsfile_fd_claim,
+	.file = &nsfile_file,
 	.fd_claim_rank = 2, /* before file_reg, which would take them for regular files */
-	.fd_collect = nsfile_fd_collect,
-	.fd_get = nsfile_fd_get,
 	.dump = nsfile_dump,
-	.load = nsfile_load,
-	.free_obj = free,
-	.free_robj = nsfile_free_robj,
+	.load = fdobj_load,
+	.fd_get = fdobj_get,
+	.free_obj = fdobj_free_obj,
+	.free_robj = fdobj_free_robj,
 	.descriptor = nsfile_descriptor,
 };

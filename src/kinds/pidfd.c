@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pidfds. One object per open file description (fds that share one are
- * found with kcmp(KCMP_FILE)): the task it refers to, from "Pid:" in
+ * found by fdobj.c): the task it refers to, from "Pid:" in
  * /proc/PID/fdinfo (a pid in ckpt's pid namespace, saved as the image
  * names the task: inside a container, the pid the tasks see), and its
  * flags, PIDFD_NONBLOCK (O_NONBLOCK) and PIDFD_THREAD (O_EXCL).
@@ -22,7 +22,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -55,17 +54,17 @@ struct pidfd_info_k {
 #define PIDFD_FLAGS	  (O_NONBLOCK | PIDFD_THREAD_K)
 
 struct pidfd_obj {
+	struct fdobj f;
 	PidfdEntry e;
-	pid_t pid; /* a task holding it, and its fd, for kcmp */
-	int fd;
 };
 
-struct pidfd_robj {
-	PidfdEntry *e;
-	int fd; /* ckpt's pidfd */
-};
+/* restart: a pidfd is a struct fdobj_r, its record: */
+static const PidfdEntry *entry(const struct fdobj_r *p)
+{
+	return p->msg;
+}
 
-static bool pidfd_fd_claim(const struct fd_info *fi)
+static bool pidfd_claim(const struct fd_info *fi)
 {
 	return !strcmp(fi->path, "anon_inode:[pidfd]");
 }
@@ -156,39 +155,10 @@ static int describe(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *
 	return 0;
 }
 
-static int pidfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			    uint32_t *ret_id)
+static int pidfd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			 void *obj)
 {
-	struct obj *o;
-	for (o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_pidfd, fi->st.st_ino));) {
-		struct pidfd_obj *p = o->ptr;
-		if (syscall(SYS_kcmp, p->pid, t->pid, KCMP_FILE, p->fd, fi->fd) == 0) {
-			*ret_id = o->id;
-			return 0;
-		}
-	}
-	struct pidfd_obj *p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	pidfd_entry__init(&p->e);
-	p->pid = t->pid;
-	p->fd = fi->fd;
-	int r = describe(ctx, t, fi, &p->e);
-	if (r >= 0)
-		r = objhash_add(&ctx->objs, KIND_pidfd, fi->st.st_ino, 0, p, &o);
-	if (r < 0) {
-		free(p);
-		return r;
-	}
-	p->e.id = o->id;
-	*ret_id = o->id;
-	return 0;
-}
-
-static int pidfd_dump(struct ckpt_ctx *ctx, struct task *t)
-{
-	(void)t;
-	return fdobj_dump(ctx, KIND_pidfd, PIDFD_ENTRY, offsetof(struct pidfd_obj, e));
+	return describe(ctx, t, fi, &((struct pidfd_obj *)obj)->e);
 }
 
 /* --- restart --------------------------------------------------------- */
@@ -209,8 +179,9 @@ static bool status_valid(uint32_t st)
 	       sig != SIGWINCH;
 }
 
-static const char *invalid(struct rst_ctx *ctx, const PidfdEntry *e)
+static const char *pidfd_invalid(struct rst_ctx *ctx, const void *msg)
 {
+	const PidfdEntry *e = msg;
 	if (e->flags & ~(uint32_t)PIDFD_FLAGS)
 		return "unknown flags";
 	if (e->has_pid) {
@@ -225,29 +196,6 @@ static const char *invalid(struct rst_ctx *ctx, const PidfdEntry *e)
 	if (e->has_exit_status && !status_valid(e->exit_status))
 		return "the exit status is not one a process can end with";
 	return NULL;
-}
-
-static void pidfd_free_robj(void *ptr);
-
-static int pidfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
-{
-	(void)t;
-	if (rec->type != PIDFD_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: unknown pidfd subtype", rec->index);
-	PidfdEntry *e = rctx_unpack(ctx, rec, &pidfd_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	const char *why = invalid(ctx, e);
-	struct pidfd_robj *p = why ? NULL : calloc(1, sizeof(*p));
-	if (!p) {
-		pidfd_entry__free_unpacked(e, NULL);
-		return why ? log_fail(&ctx->log, -EINVAL, "record %u: pidfd entry: %s", rec->index,
-				      why)
-			   : -ENOMEM;
-	}
-	p->e = e;
-	p->fd = -1;
-	return fdobj_register(ctx, rec, KIND_pidfd, e->id, p, pidfd_free_robj);
 }
 
 /* The pid of ckpt's pid as its own (innermost) pid namespace has it, or -1. */
@@ -266,35 +214,35 @@ static pid_t helper_vpid(pid_t pid)
  * pid namespace), opened, made to exit (exit signal 0: t is sent no
  * SIGCHLD) and reaped by an injected wait4 in t.
  */
-static int make_dead(struct rst_ctx *ctx, struct rst_task *t, struct pidfd_robj *p)
+static int make_dead(struct rst_ctx *ctx, struct rst_task *t, struct fdobj_r *p)
 {
-	int want = p->e->has_exit_status ? (int)p->e->exit_status : 0, st = -1;
+	int want = entry(p)->has_exit_status ? (int)entry(p)->exit_status : 0, st = -1;
 	struct puppet h;
 	int r = puppet_clone(&t->pup, &h, 0, 0, 0);
 	if (r < 0)
-		return log_fail(&ctx->log, r, "pidfd %u: pid %d cannot fork a helper: %s", p->e->id,
+		return log_fail(&ctx->log, r, "pidfd %u: pid %d cannot fork a helper: %s", entry(p)->id,
 				t->pid, strerror(-r));
 	pid_t hpid = h.pid, hvpid = helper_vpid(hpid);
-	p->fd = (int)syscall(SYS_pidfd_open, hpid, p->e->flags);
+	p->fd = (int)syscall(SYS_pidfd_open, hpid, entry(p)->flags);
 	int err = errno;
 	r = puppet_exit(&h, want);
 	if (r < 0) {
 		puppet_kill(&h);
-		return log_fail(&ctx->log, r, "pidfd %u: the helper cannot exit: %s", p->e->id,
+		return log_fail(&ctx->log, r, "pidfd %u: the helper cannot exit: %s", entry(p)->id,
 				strerror(-r));
 	}
 	long w = hvpid > 0 ? puppet_syscall(&t->pup, SYS_wait4, hvpid, t->pup.scratch, __WALL, 0)
 			   : -ESRCH;
 	if (w != hvpid || puppet_read(&t->pup, t->pup.scratch, &st, sizeof(st)) < 0)
 		return log_fail(&ctx->log, w < 0 ? (int)w : -ECHILD,
-				"pidfd %u: pid %d cannot reap the helper %d", p->e->id, t->pid,
+				"pidfd %u: pid %d cannot reap the helper %d", entry(p)->id, t->pid,
 				hpid);
 	if (p->fd < 0)
 		return log_fail(&ctx->log, -err, "pidfd %u: cannot open a pidfd of the helper: %s",
-				p->e->id, strerror(err));
+				entry(p)->id, strerror(err));
 	if (st != want)
 		return log_fail(&ctx->log, -EIO,
-				"pidfd %u: the helper ended with status %#x, not %#x", p->e->id, st,
+				"pidfd %u: the helper ended with status %#x, not %#x", entry(p)->id, st,
 				want);
 	return 0;
 }
@@ -305,8 +253,8 @@ static int pidfd_tree_ready(struct rst_ctx *ctx)
 {
 	struct rst_task *t = &ctx->tasks[0];
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_pidfd, o));) {
-		struct pidfd_robj *p = o->ptr;
-		if (p->e->has_pid || p->fd >= 0)
+		struct fdobj_r *p = o->ptr;
+		if (entry(p)->has_pid || p->fd >= 0)
 			continue;
 		int r = make_dead(ctx, t, p);
 		if (r < 0)
@@ -316,32 +264,42 @@ static int pidfd_tree_ready(struct rst_ctx *ctx)
 }
 
 /* Every task exists by the time fdtable asks: a pidfd of the one it names. */
-static int pidfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
+static int pidfd_open(struct rst_ctx *ctx, void *obj)
 {
-	struct pidfd_robj *p = robj;
-	if (p->fd < 0 && p->e->has_pid) {
-		struct rst_task *to = tree_find(ctx, (pid_t)p->e->pid);
-		if (!to || !to->pup.pid)
-			return log_fail(&ctx->log, -ESRCH, "pidfd %u: pid %u was not made",
-					p->e->id, p->e->pid);
-		p->fd = (int)syscall(SYS_pidfd_open, to->pup.pid, p->e->flags);
-		if (p->fd < 0)
-			return log_fail(&ctx->log, -errno, "pidfd %u: pidfd_open of pid %u: %s",
-					p->e->id, p->e->pid, strerror(errno));
-	}
-	return fdobj_fd(ctx, p->fd, "pidfd", p->e->id, ret_fd);
+	struct fdobj_r *p = obj;
+	if (!entry(p)->has_pid)
+		return 0; /* a dead one: pidfd_tree_ready made it */
+	struct rst_task *to = tree_find(ctx, (pid_t)entry(p)->pid);
+	if (!to || !to->pup.pid)
+		return log_fail(&ctx->log, -ESRCH, "pidfd %u: pid %u was not made", p->id,
+				entry(p)->pid);
+	p->fd = (int)syscall(SYS_pidfd_open, to->pup.pid, entry(p)->flags);
+	if (p->fd < 0)
+		return log_fail(&ctx->log, -errno, "pidfd %u: pidfd_open of pid %u: %s", p->id,
+				entry(p)->pid, strerror(errno));
+	return 0;
 }
 
-static void pidfd_free_robj(void *ptr)
+static const struct fdobj_ops pidfd_file = {
+	.kind = KIND_pidfd,
+	.name = "pidfd",
+	.type = PIDFD_ENTRY,
+	.msg = &pidfd_entry__descriptor,
+	.size = sizeof(struct pidfd_obj),
+	.msg_off = offsetof(struct pidfd_obj, e),
+	.id_off = offsetof(PidfdEntry, id),
+	.rsize = sizeof(struct fdobj_r),
+	.claim = pidfd_claim,
+	.collect = pidfd_collect,
+	.invalid = pidfd_invalid,
+	.open = pidfd_open,
+	.late = true,
+};
+
+static int pidfd_dump(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct pidfd_robj *p = ptr;
-	if (!p)
-		return;
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->e)
-		pidfd_entry__free_unpacked(p->e, NULL);
-	free(p);
+	(void)t;
+	return fdobj_dump(ctx, &pidfd_file);
 }
 
 static const ProtobufCMessageDescriptor *pidfd_descriptor(uint32_t sub)
@@ -350,13 +308,12 @@ static const ProtobufCMessageDescriptor *pidfd_descriptor(uint32_t sub)
 }
 
 const struct kind_ops pidfd_ops = {
-    .fd_claim = pidfd_fd_claim,
-    .fd_collect = pidfd_fd_collect,
-    .fd_get = pidfd_fd_get,
-    .dump = pidfd_dump,
-    .load = pidfd_load,
-    .tree_ready = pidfd_tree_ready,
-    .free_obj = free,
-    .free_robj = pidfd_free_robj,
-    .descriptor = pidfd_descriptor,
+	.file = &pidfd_file,
+	.dump = pidfd_dump,
+	.load = fdobj_load,
+	.tree_ready = pidfd_tree_ready,
+	.fd_get = fdobj_get,
+	.free_obj = fdobj_free_obj,
+	.free_robj = fdobj_free_robj,
+	.descriptor = pidfd_descriptor,
 };

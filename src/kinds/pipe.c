@@ -4,7 +4,8 @@
  * bytes buffered in it, read without consuming them: ckpt takes a copy of a
  * read end with pidfd_getfd and tee()s it into a pipe of its own) and each
  * open end (an open file description: O_RDONLY or O_WRONLY, O_NONBLOCK),
- * shared between fds as kcmp says.
+ * shared between fds as kcmp says (fdobj.c). The buffer code is
+ * pipe-buf.c's, shared with fifo.c.
  *
  * At restart ckpt makes the pipe, sizes it, writes the data back, and opens
  * every end anew through /proc/self/fd, so two ends that were different
@@ -14,17 +15,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/pipe-buf.h"
 #include "pipe.pb-c.h"
 #include "util/cleanup.h"
 
@@ -36,12 +37,13 @@ enum {
 
 /* checkpoint and restart objects, both kinds in one struct */
 struct pipe_obj {
+	struct fdobj f;         /* an end: a task holding it, and its fd; a pipe: -1 */
 	bool is_end;
 	PipeEntry pipe;         /* !is_end (checkpoint) */
 	PipeEndEntry end;       /* is_end (checkpoint) */
 	uint8_t *data;
-	pid_t pid;              /* a task holding the end, and its fd */
-	int fd;
+	pid_t rpid;             /* pipe: a task holding a read end, and its fd */
+	int rfd;
 	bool has_read, has_write; /* pipe: ends seen */
 };
 
@@ -58,15 +60,12 @@ static bool pipe_fd_claim(const struct fd_info *fi)
 	return S_ISFIFO(fi->st.st_mode) && !strncmp(fi->path, "pipe:", 5);
 }
 
-/* The pipe (or, is_end, the end that is the open file of pid's fd; any end
- * for pid 0) of inode ino. */
-static struct pipe_obj *find(struct ckpt_ctx *ctx, uint64_t ino, bool is_end, pid_t pid, int fd)
+/* The pipe of inode ino, or (is_end) any end of it. */
+static struct pipe_obj *find(struct ckpt_ctx *ctx, uint64_t ino, bool is_end)
 {
 	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_pipe, ino));) {
 		struct pipe_obj *p = o->ptr;
-		if (p->is_end != is_end)
-			continue;
-		if (!is_end || pid == 0 || syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, fd) == 0)
+		if (p->is_end == is_end)
 			return p;
 	}
 	return NULL;
@@ -96,28 +95,28 @@ static int pipe_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	if ((fi->fi.flags & O_ACCMODE) == O_RDWR)
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): a pipe opened read-write",
 				t->pid, fi->fd, fi->path);
-	p = find(ctx, ino, false, 0, 0);
+	p = find(ctx, ino, false);
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
 			return -ENOMEM;
 		pipe_entry__init(&p->pipe);
 		p->pipe.pipe_id = ino;
-		p->fd = -1;
+		p->f.fd = p->rfd = -1;
 		r = add(ctx, ino, p, &p->pipe.id);
 		if (r < 0)
 			return r;
 	}
 	if (writer)
 		p->has_write = true;
-	if (!writer && p->fd < 0) { /* the read end the data is read through */
+	if (!writer && p->rfd < 0) { /* the read end the data is read through */
 		p->has_read = true;
-		p->pid = t->pid;
-		p->fd = fi->fd;
+		p->rpid = t->pid;
+		p->rfd = fi->fd;
 	}
-	e = find(ctx, ino, true, t->pid, fi->fd);
-	if (e) {
-		*ret_id = e->end.id;
+	struct obj *o = fdobj_find(&ctx->objs, KIND_pipe, ino, offsetof(struct pipe_obj, f), t->pid, fi->fd);
+	if (o) {
+		*ret_id = o->id;
 		return 0;
 	}
 	e = calloc(1, sizeof(*e));
@@ -127,8 +126,7 @@ static int pipe_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	pipe_end_entry__init(&e->end);
 	e->end.pipe_id = ino;
 	e->end.flags = fi->fi.flags & (O_ACCMODE | O_NONBLOCK);
-	e->pid = t->pid;
-	e->fd = fi->fd;
+	e->f = (struct fdobj){ .pid = t->pid, .fd = fi->fd };
 	r = add(ctx, ino, e, &id);
 	if (r < 0)
 		return r;
@@ -140,46 +138,24 @@ static int pipe_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 /* Reads what the pipe holds without taking it out. */
 static int peek(struct ckpt_ctx *ctx, struct pipe_obj *p)
 {
-	struct task *t = ctx_find_task(ctx, p->pid);
+	struct task *t = ctx_find_task(ctx, p->rpid);
 	if (!t)
 		return -ESRCH;
-	_cleanup_close_ int rfd = puppet_getfd(&t->pup, p->fd);
+	_cleanup_close_ int rfd = puppet_getfd(&t->pup, p->rfd);
 	if (rfd < 0)
 		return log_fail(&ctx->log, rfd, "pid %d fd %d (pipe): cannot take a copy: %s",
-				p->pid, p->fd, strerror(-rfd));
-	int size = fcntl(rfd, F_GETPIPE_SZ);
-	int tmp[2];
-	if (size < 0 || pipe2(tmp, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
-	p->pipe.size = (uint32_t)size;
-	int r = 0;
-	if (fcntl(tmp[1], F_SETPIPE_SZ, size) < 0) {
-		r = log_fail(&ctx->log, -errno, "pid %d fd %d (pipe): cannot make a %d-byte pipe: %s",
-			     p->pid, p->fd, size, strerror(errno));
-		goto out;
-	}
-	ssize_t n = tee(rfd, tmp[1], (size_t)size, SPLICE_F_NONBLOCK);
-	if (n < 0 && errno == EAGAIN)
-		n = 0;
-	if (n < 0) {
-		r = log_fail(&ctx->log, -errno, "pid %d fd %d (pipe): tee: %s", p->pid, p->fd,
-			     strerror(errno));
-		goto out;
-	}
-	if (n > 0) {
-		p->data = malloc((size_t)n);
-		if (!p->data || read(tmp[0], p->data, (size_t)n) != n) {
-			r = -EIO;
-			goto out;
-		}
-		p->pipe.has_data = true;
-		p->pipe.data.data = p->data;
-		p->pipe.data.len = (size_t)n;
-	}
-out:
-	close(tmp[0]);
-	close(tmp[1]);
-	return r;
+				p->rpid, p->rfd, strerror(-rfd));
+	struct pipe_buf b;
+	int r = pipe_buf_peek(rfd, &b);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (pipe): cannot read what it holds: %s",
+				p->rpid, p->rfd, strerror(-r));
+	p->pipe.size = b.size;
+	p->data = b.data;
+	p->pipe.has_data = b.len > 0;
+	p->pipe.data.data = b.data;
+	p->pipe.data.len = b.len;
+	return 0;
 }
 
 /*
@@ -189,13 +165,13 @@ out:
  */
 static int other_end_closed(struct ckpt_ctx *ctx, const struct pipe_obj *e)
 {
-	struct task *t = e ? ctx_find_task(ctx, e->pid) : NULL;
+	struct task *t = e ? ctx_find_task(ctx, e->f.pid) : NULL;
 	if (!t)
 		return -ESRCH;
-	_cleanup_close_ int fd = puppet_getfd(&t->pup, e->fd);
+	_cleanup_close_ int fd = puppet_getfd(&t->pup, e->f.fd);
 	if (fd < 0)
-		return log_fail(&ctx->log, fd, "pid %d fd %d (pipe): cannot take a copy: %s", e->pid,
-				e->fd, strerror(-fd));
+		return log_fail(&ctx->log, fd, "pid %d fd %d (pipe): cannot take a copy: %s",
+				e->f.pid, e->f.fd, strerror(-fd));
 	bool writer = (e->end.flags & O_ACCMODE) == O_WRONLY;
 	struct pollfd pfd = { .fd = fd, .events = writer ? POLLOUT : POLLIN };
 	if (poll(&pfd, 1, 0) < 0)
@@ -210,7 +186,7 @@ static int pipe_collect_end(struct ckpt_ctx *ctx)
 		if (p->is_end)
 			continue;
 		if (!p->has_read || !p->has_write) {
-			struct pipe_obj *e = find(ctx, p->pipe.pipe_id, true, 0, 0);
+			struct pipe_obj *e = find(ctx, p->pipe.pipe_id, true);
 			int r = other_end_closed(ctx, e);
 			if (r < 0)
 				return r;
@@ -218,7 +194,7 @@ static int pipe_collect_end(struct ckpt_ctx *ctx)
 				return log_fail(&ctx->log, -EOPNOTSUPP,
 						"pid %d fd %d (pipe:[%llu]): its %s end is held outside "
 						"the image; not supported yet",
-						e ? e->pid : 0, e ? e->fd : -1,
+						e ? e->f.pid : 0, e ? e->f.fd : -1,
 						(unsigned long long)p->pipe.pipe_id,
 						p->has_read ? "write" : "read");
 		}
@@ -303,60 +279,46 @@ static int pipe_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 	return 0;
 }
 
-static int make_pipe(struct rst_ctx *ctx, struct pipe_robj *p)
+static int make_pipe(struct rst_ctx *ctx, void *obj)
 {
+	struct pipe_robj *p = obj;
 	const PipeEntry *e = p->pipe;
+	if (p->is_end)
+		return 0;
 	if (pipe2(p->fds, O_CLOEXEC | O_NONBLOCK) < 0)
 		return log_fail(&ctx->log, -errno, "cannot make a pipe: %s", strerror(errno));
-	if (fcntl(p->fds[1], F_SETPIPE_SZ, e->size) < 0)
-		return log_fail(&ctx->log, -errno, "cannot size a pipe to %u bytes: %s", e->size,
-				strerror(errno));
-	size_t done = 0;
-	while (e->has_data && done < e->data.len) {
-		ssize_t n = write(p->fds[1], e->data.data + done, e->data.len - done);
-		if (n <= 0)
-			return log_fail(&ctx->log, n < 0 ? -errno : -EIO,
-					"cannot put %zu bytes back into a pipe", e->data.len);
-		done += (size_t)n;
-	}
+	int r = pipe_buf_fill(p->fds[1], e->size, e->has_data ? e->data.data : NULL,
+			      e->has_data ? e->data.len : 0);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pipe %u: cannot size it to %u bytes and put %zu "
+				"bytes back: %s", e->id, e->size, e->has_data ? e->data.len : 0,
+				strerror(-r));
 	return 0;
 }
 
-static int open_end(struct rst_ctx *ctx, struct pipe_robj *e)
+static int open_end(struct rst_ctx *ctx, void *obj)
 {
-	struct pipe_robj *p = NULL;
+	struct pipe_robj *e = obj, *p = NULL;
+	if (!e->is_end)
+		return 0;
 	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_pipe, e->end->pipe_id));)
 		if (!((struct pipe_robj *)o->ptr)->is_end)
 			p = o->ptr;
 	if (!p || p->fds[0] < 0)
 		return log_fail(&ctx->log, -EINVAL, "image has a pipe end of a pipe it lacks");
 	bool w = (e->end->flags & O_ACCMODE) == O_WRONLY;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", p->fds[w ? 1 : 0]);
-	e->fd = open(path, (w ? O_WRONLY : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
-	if (e->fd < 0)
-		return log_fail(&ctx->log, -errno, "cannot open a pipe end: %s", strerror(errno));
-	if (!(e->end->flags & O_NONBLOCK) &&
-	    fcntl(e->fd, F_SETFL, fcntl(e->fd, F_GETFL) & ~O_NONBLOCK) < 0)
-		return -errno;
+	int r = pipe_buf_open_end(p->fds[w ? 1 : 0], w ? O_WRONLY : O_RDONLY,
+				  e->end->flags & O_NONBLOCK, &e->fd);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot open a pipe end: %s", strerror(-r));
 	return 0;
 }
 
+/* pipes first, then their ends */
 static int pipe_prepare(struct rst_ctx *ctx)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_pipe, o));) {
-			struct pipe_robj *p = o->ptr;
-			int r = 0;
-			if (pass == 0 && !p->is_end)
-				r = make_pipe(ctx, p);
-			else if (pass == 1 && p->is_end)
-				r = open_end(ctx, p);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
+	int r = fdobj_prepare(ctx, KIND_pipe, make_pipe);
+	return r < 0 ? r : fdobj_prepare(ctx, KIND_pipe, open_end);
 }
 
 static int pipe_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)

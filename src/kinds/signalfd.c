@@ -3,7 +3,7 @@
  * Signalfds. One object per open file description: the signal mask from
  * /proc/PID/fdinfo ("sigmask:", hex, bit n-1 for signal n; the kernel has
  * taken SIGKILL and SIGSTOP out), O_NONBLOCK from fdtable. fds that share
- * one are found with kcmp(KCMP_FILE). A signalfd holds no signals itself:
+ * one are found by fdobj.c. A signalfd holds no signals itself:
  * it reads those pending for whoever reads it, which signals.c restores.
  *
  * At restart ckpt makes it, signalfd(-1, &mask, flags), and fdtable passes
@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -31,17 +30,11 @@ enum { SIGNALFD_ENTRY = REC_TYPE(KID_signalfd, 1) };
 #define SIGBIT(n) (1ull << ((n)-1))
 
 struct signalfd_obj {
+	struct fdobj f;
 	SignalfdEntry e;
-	pid_t pid; /* a task holding it, and its fd, for kcmp */
-	int fd;
 };
 
-struct signalfd_robj {
-	SignalfdEntry *e;
-	int fd; /* ckpt's signalfd */
-};
-
-static bool signalfd_fd_claim(const struct fd_info *fi)
+static bool signalfd_claim(const struct fd_info *fi)
 {
 	return !strcmp(fi->path, "anon_inode:[signalfd]");
 }
@@ -61,109 +54,72 @@ static int parse(const char *text, uint64_t *ret_mask)
 	return errno || end == p ? -EINVAL : 0;
 }
 
-static int signalfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			       uint32_t *ret_id)
+static int signalfd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			    void *obj)
 {
+	struct signalfd_obj *s = obj;
 	_cleanup_free_ char *text = NULL;
 	char name[32];
-	uint64_t mask;
-	struct obj *o;
 
 	snprintf(name, sizeof(name), "fdinfo/%d", fi->fd);
 	int r = proc_read(t->pid, name, &text, NULL);
 	if (r >= 0)
-		r = parse(text, &mask);
+		r = parse(text, &s->e.sigmask);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d (signalfd): cannot read its fdinfo",
 				t->pid, fi->fd);
-	for (o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_signalfd, 0));) {
-		struct signalfd_obj *s = o->ptr;
-		if (syscall(SYS_kcmp, s->pid, t->pid, KCMP_FILE, s->fd, fi->fd) == 0) {
-			*ret_id = o->id;
-			return 0;
-		}
-	}
-	struct signalfd_obj *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	signalfd_entry__init(&s->e);
-	s->e.sigmask = mask;
 	s->e.flags = fi->fi.flags & O_NONBLOCK;
-	s->pid = t->pid;
-	s->fd = fi->fd;
-	r = objhash_add(&ctx->objs, KIND_signalfd, 0, 0, s, &o);
-	if (r < 0) {
-		free(s);
-		return r;
-	}
-	s->e.id = o->id;
-	*ret_id = o->id;
 	return 0;
-}
-
-static int signalfd_dump(struct ckpt_ctx *ctx, struct task *t)
-{
-	(void)t;
-	return fdobj_dump(ctx, KIND_signalfd, SIGNALFD_ENTRY, offsetof(struct signalfd_obj, e));
 }
 
 /* --- restart --------------------------------------------------------- */
 
-static void signalfd_free_robj(void *ptr);
+static const char *signalfd_invalid(struct rst_ctx *ctx, const void *msg)
+{
+	const SignalfdEntry *e = msg;
+	(void)ctx;
+	if (e->sigmask & (SIGBIT(SIGKILL) | SIGBIT(SIGSTOP)))
+		return "its mask holds SIGKILL or SIGSTOP";
+	return e->flags & ~(uint32_t)O_NONBLOCK ? "unknown flags" : NULL;
+}
 
-static int signalfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+static int signalfd_open(struct rst_ctx *ctx, void *obj)
+{
+	struct fdobj_r *p = obj;
+	const SignalfdEntry *e = p->msg;
+	uint64_t mask = e->sigmask;
+	/* the raw call: glibc's sigset_t would hide signals 32 and 33 */
+	p->fd = (int)syscall(SYS_signalfd4, -1, &mask, sizeof(mask), SFD_CLOEXEC | (int)e->flags);
+	if (p->fd < 0)
+		return log_fail(&ctx->log, -errno, "signalfd %u: cannot make it: %s", e->id,
+				strerror(errno));
+	return 0;
+}
+
+static const struct fdobj_ops signalfd_file = {
+	.kind = KIND_signalfd,
+	.name = "signalfd",
+	.type = SIGNALFD_ENTRY,
+	.msg = &signalfd_entry__descriptor,
+	.size = sizeof(struct signalfd_obj),
+	.msg_off = offsetof(struct signalfd_obj, e),
+	.id_off = offsetof(SignalfdEntry, id),
+	.rsize = sizeof(struct fdobj_r),
+	.claim = signalfd_claim,
+	.collect = signalfd_collect,
+	.invalid = signalfd_invalid,
+	.open = signalfd_open,
+};
+
+static int signalfd_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	(void)t;
-	if (rec->type != SIGNALFD_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: unknown signalfd subtype",
-				rec->index);
-	struct signalfd_robj *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->fd = -1;
-	s->e = rctx_unpack(ctx, rec, &signalfd_entry__descriptor);
-	if (!s->e || (s->e->sigmask & (SIGBIT(SIGKILL) | SIGBIT(SIGSTOP))) ||
-	    (s->e->flags & ~(uint32_t)O_NONBLOCK)) {
-		if (s->e)
-			signalfd_entry__free_unpacked(s->e, NULL);
-		free(s);
-		return log_fail(&ctx->log, -EINVAL, "record %u: signalfd entry is not valid",
-				rec->index);
-	}
-	return fdobj_register(ctx, rec, KIND_signalfd, s->e->id, s, signalfd_free_robj);
+	return fdobj_dump(ctx, &signalfd_file);
 }
 
 static int signalfd_prepare(struct rst_ctx *ctx)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_signalfd, o));) {
-		struct signalfd_robj *s = o->ptr;
-		uint64_t mask = s->e->sigmask;
-		/* the raw call: glibc's sigset_t would hide signals 32 and 33 */
-		s->fd = (int)syscall(SYS_signalfd4, -1, &mask, sizeof(mask),
-				     SFD_CLOEXEC | (int)s->e->flags);
-		if (s->fd < 0)
-			return log_fail(&ctx->log, -errno, "signalfd %u: cannot make it: %s",
-					s->e->id, strerror(errno));
-	}
-	return 0;
-}
-
-static int signalfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
-{
-	struct signalfd_robj *p = robj;
-	return fdobj_fd(ctx, p->fd, "signalfd", p->e->id, ret_fd);
-}
-
-static void signalfd_free_robj(void *ptr)
-{
-	struct signalfd_robj *s = ptr;
-	if (!s)
-		return;
-	if (s->fd >= 0)
-		close(s->fd);
-	if (s->e)
-		signalfd_entry__free_unpacked(s->e, NULL);
-	free(s);
+	return fdobj_prepare_all(ctx, &signalfd_file);
 }
 
 static const ProtobufCMessageDescriptor *signalfd_descriptor(uint32_t sub)
@@ -172,13 +128,12 @@ static const ProtobufCMessageDescriptor *signalfd_descriptor(uint32_t sub)
 }
 
 const struct kind_ops signalfd_ops = {
-    .fd_claim = signalfd_fd_claim,
-    .fd_collect = signalfd_fd_collect,
-    .fd_get = signalfd_fd_get,
-    .dump = signalfd_dump,
-    .load = signalfd_load,
-    .prepare = signalfd_prepare,
-    .free_obj = free,
-    .free_robj = signalfd_free_robj,
-    .descriptor = signalfd_descriptor,
+	.file = &signalfd_file,
+	.dump = signalfd_dump,
+	.load = fdobj_load,
+	.prepare = signalfd_prepare,
+	.fd_get = fdobj_get,
+	.free_obj = fdobj_free_obj,
+	.free_robj = fdobj_free_robj,
+	.descriptor = signalfd_descriptor,
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Timerfds. One object per open file description (kcmp finds fds that
+ * Timerfds. One object per open file description (fdobj.c finds fds that
  * share one): the clock, O_NONBLOCK, the settime flags, the expirations not
  * read yet (ticks), the time left and the interval.
  *
@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/kcmp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,17 +53,11 @@ enum { TIMERFD_ENTRY = REC_TYPE(KID_timerfd, 1) };
 #define TIMERFD_MAX_NS (1ull << 62) /* ~146 years: now + it never overflows */
 
 struct timerfd_obj {
+	struct fdobj f;
 	TimerfdEntry e;
-	pid_t pid; /* a task holding it, and its fd, for kcmp */
-	int fd;
 };
 
-struct timerfd_robj {
-	TimerfdEntry *e;
-	int fd; /* ckpt's timerfd */
-};
-
-static bool timerfd_fd_claim(const struct fd_info *fi)
+static bool timerfd_claim(const struct fd_info *fi)
 {
 	return !strcmp(fi->path, "anon_inode:[timerfd]");
 }
@@ -204,76 +197,25 @@ static int check(struct ckpt_ctx *ctx, struct task *t, int fd, const TimerfdEntr
 	return 0;
 }
 
-static int timerfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			      uint32_t *ret_id)
+static int timerfd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			   void *obj)
 {
-	struct obj *o;
-	int r;
-
-	for (o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_timerfd, 0));) {
-		struct timerfd_obj *p = o->ptr;
-		if (syscall(SYS_kcmp, p->pid, t->pid, KCMP_FILE, p->fd, fi->fd) == 0) {
-			*ret_id = o->id;
-			return 0;
-		}
-	}
-	struct timerfd_obj *p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	timerfd_entry__init(&p->e);
+	struct timerfd_obj *p = obj;
 	p->e.flags = fi->fi.flags & O_NONBLOCK;
-	p->pid = t->pid;
-	p->fd = fi->fd;
-	r = read_timer(ctx, t, fi->fd, &p->e);
-	if (r >= 0)
-		r = check(ctx, t, fi->fd, &p->e);
-	if (r >= 0)
-		r = objhash_add(&ctx->objs, KIND_timerfd, 0, 0, p, &o);
-	if (r < 0) {
-		free(p);
-		return r;
-	}
-	p->e.id = o->id;
-	*ret_id = o->id;
-	return 0;
-}
-
-static int timerfd_dump(struct ckpt_ctx *ctx, struct task *t)
-{
-	(void)t;
-	return fdobj_dump(ctx, KIND_timerfd, TIMERFD_ENTRY, offsetof(struct timerfd_obj, e));
+	int r = read_timer(ctx, t, fi->fd, &p->e);
+	return r < 0 ? r : check(ctx, t, fi->fd, &p->e);
 }
 
 /* --- restart --------------------------------------------------------- */
 
-static bool entry_ok(const TimerfdEntry *e)
+static const char *timerfd_invalid(struct rst_ctx *ctx, const void *msg)
 {
-	return clock_ok(e->clockid) && !(e->flags & ~(uint32_t)O_NONBLOCK) &&
-	       !(e->settime_flags & ~(uint32_t)(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) &&
-	       e->value_ns < TIMERFD_MAX_NS && e->interval_ns < TIMERFD_MAX_NS;
-}
-
-static void timerfd_free_robj(void *ptr);
-
-static int timerfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
-{
-	(void)t;
-	if (rec->type != TIMERFD_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: unknown timerfd subtype",
-				rec->index);
-	struct timerfd_robj *p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	p->fd = -1;
-	p->e = rctx_unpack(ctx, rec, &timerfd_entry__descriptor);
-	if (!p->e || !entry_ok(p->e)) {
-		if (p->e)
-			timerfd_entry__free_unpacked(p->e, NULL);
-		free(p);
-		return log_fail(&ctx->log, -EINVAL, "record %u: timerfd entry is not valid",
-				rec->index);
-	}
-	return fdobj_register(ctx, rec, KIND_timerfd, p->e->id, p, timerfd_free_robj);
+	const TimerfdEntry *e = msg;
+	(void)ctx;
+	bool ok = clock_ok(e->clockid) && !(e->flags & ~(uint32_t)O_NONBLOCK) &&
+		  !(e->settime_flags & ~(uint32_t)(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) &&
+		  e->value_ns < TIMERFD_MAX_NS && e->interval_ns < TIMERFD_MAX_NS;
+	return ok ? NULL : "a clock, flags or time out of range";
 }
 
 static struct timespec ts_of(uint64_t ns)
@@ -281,9 +223,10 @@ static struct timespec ts_of(uint64_t ns)
 	return (struct timespec){.tv_sec = (time_t)(ns / NSEC), .tv_nsec = (long)(ns % NSEC)};
 }
 
-static int make(struct rst_ctx *ctx, struct timerfd_robj *p)
+static int timerfd_open(struct rst_ctx *ctx, void *obj)
 {
-	const TimerfdEntry *e = p->e;
+	struct fdobj_r *p = obj;
+	const TimerfdEntry *e = p->msg;
 	uint64_t value = e->value_ns;
 
 	p->fd = timerfd_create((int)e->clockid, TFD_CLOEXEC | (int)e->flags);
@@ -306,32 +249,30 @@ static int make(struct rst_ctx *ctx, struct timerfd_robj *p)
 	return 0;
 }
 
+static const struct fdobj_ops timerfd_file = {
+	.kind = KIND_timerfd,
+	.name = "timerfd",
+	.type = TIMERFD_ENTRY,
+	.msg = &timerfd_entry__descriptor,
+	.size = sizeof(struct timerfd_obj),
+	.msg_off = offsetof(struct timerfd_obj, e),
+	.id_off = offsetof(TimerfdEntry, id),
+	.rsize = sizeof(struct fdobj_r),
+	.claim = timerfd_claim,
+	.collect = timerfd_collect,
+	.invalid = timerfd_invalid,
+	.open = timerfd_open,
+};
+
+static int timerfd_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	return fdobj_dump(ctx, &timerfd_file);
+}
+
 static int timerfd_prepare(struct rst_ctx *ctx)
 {
-	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_timerfd, o));) {
-		int r = make(ctx, o->ptr);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int timerfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
-{
-	struct timerfd_robj *p = robj;
-	return fdobj_fd(ctx, p->fd, "timerfd", p->e->id, ret_fd);
-}
-
-static void timerfd_free_robj(void *ptr)
-{
-	struct timerfd_robj *p = ptr;
-	if (!p)
-		return;
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->e)
-		timerfd_entry__free_unpacked(p->e, NULL);
-	free(p);
+	return fdobj_prepare_all(ctx, &timerfd_file);
 }
 
 static const ProtobufCMessageDescriptor *timerfd_descriptor(uint32_t sub)
@@ -340,13 +281,12 @@ static const ProtobufCMessageDescriptor *timerfd_descriptor(uint32_t sub)
 }
 
 const struct kind_ops timerfd_ops = {
-    .fd_claim = timerfd_fd_claim,
-    .fd_collect = timerfd_fd_collect,
-    .fd_get = timerfd_fd_get,
-    .dump = timerfd_dump,
-    .load = timerfd_load,
-    .prepare = timerfd_prepare,
-    .free_obj = free,
-    .free_robj = timerfd_free_robj,
-    .descriptor = timerfd_descriptor,
+	.file = &timerfd_file,
+	.dump = timerfd_dump,
+	.load = fdobj_load,
+	.prepare = timerfd_prepare,
+	.fd_get = fdobj_get,
+	.free_obj = fdobj_free_obj,
+	.free_robj = fdobj_free_robj,
+	.descriptor = timerfd_descriptor,
 };

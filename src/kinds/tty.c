@@ -50,7 +50,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +64,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/tty-io.h"
 #include "tty.pb-c.h"
@@ -226,8 +226,7 @@ static int collect_file(struct ckpt_ctx *ctx, struct task *t, const struct fd_in
 				type == TF_CONSOLE ? "" : "; --detach-clients saves it hung up");
 	for (struct obj *o = NULL; (o = objhash_next_key(&ctx->objs, o, KIND_tty, key));) {
 		struct tty_obj *f = o->ptr;
-		if (f->is_file && f->f.type == (uint32_t)type &&
-		    syscall(SYS_kcmp, f->pid, t->pid, KCMP_FILE, f->fd, fi->fd) == 0) {
+		if (f->is_file && fdobj_same(f->pid, f->fd, t->pid, fi->fd)) {
 			*ret_id = o->id;
 			return 0;
 		}
@@ -533,7 +532,7 @@ static struct tty_obj *outside_fd(struct ckpt_ctx *ctx, pid_t pid, const char *f
 	{
 		if (p->is_file || p->index != index)
 			continue;
-		if (master ? syscall(SYS_kcmp, p->pid, pid, KCMP_FILE, p->fd, atoi(fd)) == 0
+		if (master ? fdobj_same(p->pid, p->fd, pid, atoi(fd))
 			   : p->dev == st.st_dev)
 			return p;
 	}

@@ -230,6 +230,7 @@ TESTS = [
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
+    entry("mqueue_forged", kind="mqueue_forged", program="mqueue_msgs"),
     entry("mqueue_notify", (B, T)),
     entry("locks_flock", (B, T, R)),
     entry("locks_posix", (B, T, R)),
@@ -3750,6 +3751,26 @@ http {{
                 raise Fail("the forged image failed before a process was created")
         self.expect_gone("the failed restart")
         # the genuine image still restores
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the genuine image")
+
+    def flow_mqueue_forged(self):
+        """A queue whose forged id is near 2^32: the dry run is not slowed by it."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        with open(img, "rb") as f:
+            good = f.read()
+        bad = self.p("forged")
+        with open(bad, "wb") as f:
+            f.write(forged("mqueue_id_huge")(good, None)[0])
+        log = self.p("forged.log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=5)
+        if r.returncode != 0:
+            self.expect_error(r, "dry run of the forged image", must=["mqueue"])
+        self.expect_gone("the dry run")
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")

@@ -18,6 +18,8 @@ PAD_MASK = 0xfff
 TRAILER = 0xffff
 FILE_REG = 0x0201
 PIPE = 0x0c01
+MQUEUE = 0x1b01
+MQUEUE_FILE = 0x1b02
 
 _T = []
 for n in range(256):
@@ -143,6 +145,34 @@ def f_pipe_bad(hdr, recs):
     recs[i][2] = set_field(recs[i][2], 2, 1 << 31)   # size above 1 GiB
 
 
+def get_varint(msg, field):
+    """The value of the first varint field 'field' of msg, None if none."""
+    pos = 0
+    while pos < len(msg):
+        key, p = read_varint(msg, pos)
+        if key & 7 == 0:
+            v, end = read_varint(msg, p)
+            if key >> 3 == field:
+                return v
+        elif key & 7 == 2:
+            n, q = read_varint(msg, p)
+            end = q + n
+        else:
+            end = p + (8 if key & 7 == 1 else 4)
+        pos = end
+    return None
+
+
+def f_mqueue_id_huge(hdr, recs):
+    """a message queue's id near 2^32 (and its open files'): restart's name check walked every id below it (20 s)"""
+    q = [r for r in recs if r[0] == MQUEUE and not get_varint(r[2], 3)][0]  # not deleted
+    qid = get_varint(q[2], 1)
+    q[2] = set_field(q[2], 1, 0xfffffffe)
+    for r in recs:
+        if r[0] == MQUEUE_FILE and get_varint(r[2], 2) == qid:
+            r[2] = set_field(r[2], 2, 0xfffffffe)
+
+
 def get_field(msg, field):
     """The bytes of the first length-delimited field 'field' of msg."""
     pos = 0
@@ -226,6 +256,7 @@ FORGERIES = {
     "hdr_xfeatures": f_hdr_xfeatures, "hdr_xsave": f_hdr_xsave,
     "hdr_release": f_hdr_release, "path_escape": f_path_escape,
     "tree_bad_pid": f_tree_bad_pid, "rec_flags": f_rec_flags,
+    "mqueue_id_huge": f_mqueue_id_huge,
 }
 
 
