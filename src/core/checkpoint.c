@@ -25,6 +25,8 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "core/netlock.h"
+#include "net/lock.h"
 #include "puppet/guard.h"
 #include "util/cleanup.h"
 #include "util/features.h"
@@ -612,6 +614,10 @@ static int collect(struct ckpt_ctx *ctx, pid_t pid)
 	if (r < 0)
 		return r;
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
+	/* frozen: no peer of a connection hears from it until it runs again */
+	r = ckpt_netlock_lock(ctx);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		if (ctx->tasks[i].zombie)
 			continue;
@@ -688,6 +694,8 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	tree.n_tasks = ctx->ntasks;
 	if (ctx->container)
 		tree.ns = &ctx->ns;
+	if ((ctx->flags & CKPT_KILL) && netlock_installed(ctx->netlock))
+		tree.netlock = (char *)netlock_name_of(ctx->netlock);
 	return ctx_write_msg(ctx, REC_CORE_TREE, &tree.base);
 }
 
@@ -872,6 +880,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		if (kinds[k].ops->finish)
 			kinds[k].ops->finish(&ctx);
 	finish_tasks(&ctx, r >= 0);
+	ckpt_netlock_unlock(&ctx, r >= 0);
 	puppet_guard_end(ctx.guard);
 	/* the tree is gone: what it held outside itself is the image's now */
 	for (int k = 0; r >= 0 && (o->flags & CKPT_KILL) && k < KIND_MAX; k++)

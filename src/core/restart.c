@@ -25,6 +25,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "core/netlock.h"
 #include "kinds/cgroup.h"
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
@@ -306,6 +307,7 @@ static void free_task(struct rst_task *t)
 
 static void free_ctx(struct rst_ctx *ctx)
 {
+	rst_netlock_unlock(ctx, false); /* the restart's own, if still there */
 	puppet_guard_end(ctx->watch);
 	ctx->watch = NULL;
 	for (size_t i = 0; i < ctx->ntasks; i++) {
@@ -393,6 +395,9 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
 		if (kinds[k].ops->prepare)
 			r = kinds[k].ops->prepare(&ctx);
+	/* no restored socket may answer or reset a peer before it runs */
+	if (r >= 0)
+		r = rst_netlock_lock(&ctx);
 	if (r >= 0 && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, ctx.ctl) < 0)
 		r = log_fail(&ctx.log, -errno, "socketpair: %s", strerror(errno));
 	if (r < 0)
@@ -449,6 +454,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 	if (r >= 0)
 		r = tree_release_init(&ctx);
+	if (r >= 0)
+		rst_netlock_unlock(&ctx, true);
 	/* every task runs: the restart is complete, the guardian goes (and
 	 * with it anything it shares with ckpt) before anyone is told */
 	puppet_guard_end(ctx.watch);

@@ -231,6 +231,12 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	}
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
+	/* checkpoint --kill's network lock: removed once the tree runs */
+	if (r >= 0 && tree->netlock &&
+	    snprintf(ctx->netlock_left, sizeof(ctx->netlock_left), "%s", tree->netlock) >=
+		    (int)sizeof(ctx->netlock_left))
+		r = log_fail(&ctx->log, -EINVAL, "record %u: the network lock's name is too long",
+			     rec->index);
 	char data[160];
 	if (r >= 0 && tree->ns && tree->ns->devpts &&
 	    (!(tree->ns->flags & CLONE_NEWNS) || !devpts_data(tree->ns->devpts, data, sizeof(data))))

@@ -217,6 +217,13 @@ int netlock_exists(int netns_fd, const char *name)
 
 /* ---- the lock ---- */
 
+static int open_nl_job(void *arg)
+{
+	struct netlock *nl = arg;
+	nl->nlfd = nl_open();
+	return nl->nlfd < 0 ? nl->nlfd : 0;
+}
+
 void netlock_name(char *buf, size_t len)
 {
 	struct timespec ts;
@@ -240,6 +247,14 @@ int netlock_new(int netns_fd, const char *name, struct netlock **ret)
 		return e;
 	}
 	snprintf(nl->name, sizeof(nl->name), "%s", name);
+	/* the removal is ready before the table exists: whoever must remove it
+	 * can be given it first, leaving no window */
+	int r = in_netns(nl->netns_fd, open_nl_job, nl);
+	if (r < 0) {
+		netlock_free(nl);
+		return r;
+	}
+	nl->undo_len = build_deltable(nl->undo, nl->name);
 	*ret = nl;
 	return 0;
 }
@@ -320,6 +335,16 @@ int netlock_installed(const struct netlock *nl)
 	return nl && nl->installed;
 }
 
+const char *netlock_name_of(const struct netlock *nl)
+{
+	return nl->name;
+}
+
+void netlock_keep(struct netlock *nl)
+{
+	nl->installed = false;
+}
+
 const char *netlock_error(const struct netlock *nl)
 {
 	return nl->error;
@@ -382,7 +407,6 @@ static char *install_script(struct netlock *nl)
 struct nft_job {
 	struct netlock *nl;
 	const char *cmd;
-	bool open_nl;          /* also open the raw socket (install) */
 	char *out;             /* the command's output, malloc'd, if wanted */
 	bool want_out;
 };
@@ -412,11 +436,6 @@ static int nft_job_run(void *arg)
 			r = -ENOMEM;
 	}
 	nft_ctx_free(nft);
-	if (r == 0 && j->open_nl) {
-		j->nl->nlfd = nl_open();
-		if (j->nl->nlfd < 0)
-			r = j->nl->nlfd;
-	}
 	return r;
 }
 
@@ -436,15 +455,10 @@ int netlock_install(struct netlock *nl)
 	_cleanup_free_ char *cmd = install_script(nl);
 	if (!cmd)
 		return -ENOMEM;
-	struct nft_job j = { .nl = nl, .cmd = cmd, .open_nl = true };
+	struct nft_job j = { .nl = nl, .cmd = cmd };
 	int r = in_netns(nl->netns_fd, nft_job_run, &j);
-	if (r < 0) {
-		if (nl->nlfd >= 0)
-			close(nl->nlfd);
-		nl->nlfd = -1;
+	if (r < 0)
 		return r;
-	}
-	nl->undo_len = build_deltable(nl->undo, nl->name);
 	nl->installed = true;
 	return 0;
 }
@@ -464,8 +478,6 @@ int netlock_remove(struct netlock *nl)
 
 int netlock_undo(const struct netlock *nl, int *ret_fd, const void **ret_msg, size_t *ret_len)
 {
-	if (!nl->installed)
-		return -ENOENT;
 	*ret_fd = nl->nlfd;
 	*ret_msg = nl->undo;
 	*ret_len = nl->undo_len;

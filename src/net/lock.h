@@ -50,11 +50,13 @@ struct netlock;
  * A lock for the network namespace netns_fd (an fd of /proc/PID/ns/net; -1
  * for the caller's own), its table named name (letters, digits and '_',
  * shorter than NETLOCK_NAME_MAX; netlock_name() makes a unique one).
- * Installs nothing yet. netns_fd is duplicated.
+ * Installs nothing yet, but opens its netlink socket in the namespace.
+ * netns_fd is duplicated.
  */
 int netlock_new(int netns_fd, const char *name, struct netlock **ret)
 	__attribute__((warn_unused_result));
-/* Removes the table if it is installed (errors ignored), frees; NULL is fine. */
+/* Removes the table if it is installed (errors ignored) and not kept, frees;
+ * NULL is fine. */
 void netlock_free(struct netlock *nl);
 
 /* "ckpt_lock_PID_XXXXXXXX": PID the caller's, the rest from the clock. */
@@ -82,13 +84,21 @@ int netlock_remove(struct netlock *nl) __attribute__((warn_unused_result));
 int netlock_installed(const struct netlock *nl);
 
 /*
- * Once installed: a netlink socket in the lock's namespace and the bytes
- * which, sent on it as one datagram, remove the table. For a process that
- * must be able to remove it without allocating (ckpt's guardian): it keeps
- * a dup of the socket. The fd stays the lock's.
+ * A netlink socket in the lock's namespace and the bytes which, sent on it
+ * as one datagram, remove the table (or find none). For a process that must
+ * be able to remove it without allocating (ckpt's guardian): it keeps a dup
+ * of the socket. Ready from netlock_new(), so it can be handed over before
+ * netlock_install(): no window where the table exists and only its maker
+ * knows. The fd stays the lock's.
  */
 int netlock_undo(const struct netlock *nl, int *ret_fd, const void **ret_msg, size_t *ret_len)
 	__attribute__((warn_unused_result));
+
+/* The table's name. */
+const char *netlock_name_of(const struct netlock *nl);
+/* The table stays installed when the lock is freed (its owner goes, the
+ * table is somebody else's to remove, by name). */
+void netlock_keep(struct netlock *nl);
 
 /* nft's message for the last failed install, "" if none. */
 const char *netlock_error(const struct netlock *nl);
