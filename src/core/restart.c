@@ -385,8 +385,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = puppet_guard_start(&ctx.watch);
 	if (r < 0)
 		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
-	if (o->flags & RESTART_CONN_RESET)
-		log_info(&ctx.log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
+	/* RESTART_CONN_RESET (--tcp-close) stays in ctx.flags for the TCP kind:
+	 * established connections come back closed, listeners live */
 
 	log_debug(&ctx.log, "reading the image");
 	r = objhash_init(&ctx.objs);
