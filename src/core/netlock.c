@@ -201,10 +201,14 @@ void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 		netlock_keep(ctx->netlock);
 		goto out;
 	}
+	uint64_t age = netlock_age_us(ctx->netlock);
 	int r = netlock_remove(ctx->netlock);
 	if (r < 0)
 		log_warn(&ctx->log, "network lock %s: cannot remove it: %s",
 			 netlock_name_of(ctx->netlock), strerror(-r));
+	else
+		log_info(&ctx->log, "network lock %s removed after %llu us in place",
+			 netlock_name_of(ctx->netlock), (unsigned long long)age);
 out:
 	netlock_free(TAKE_PTR(ctx->netlock));
 }
@@ -232,10 +236,14 @@ int rst_netlock_lock(struct rst_ctx *ctx)
 void rst_netlock_unlock(struct rst_ctx *ctx, bool ok)
 {
 	if (netlock_installed(ctx->netlock)) {
+		uint64_t age = netlock_age_us(ctx->netlock);
 		int r = netlock_remove(ctx->netlock);
 		if (r < 0)
 			log_warn(&ctx->log, "network lock %s: cannot remove it: %s",
 				 netlock_name_of(ctx->netlock), strerror(-r));
+		else
+			log_info(&ctx->log, "network lock %s removed after %llu us in place",
+				 netlock_name_of(ctx->netlock), (unsigned long long)age);
 	}
 	netlock_free(TAKE_PTR(ctx->netlock));
 	/* the one the checkpoint left (--kill): the restored sockets run now;

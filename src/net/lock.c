@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@ struct netlock {
 	struct flow *flows;     /* two per connection */
 	size_t nflows, cap;
 	bool installed;
+	struct timespec since;  /* when it was installed */
 	int nlfd;               /* NETLINK_NETFILTER in the namespace, once installed */
 	uint8_t undo[UNDO_MAX]; /* the removal request */
 	size_t undo_len;
@@ -52,6 +54,7 @@ struct netlock {
 
 struct ns_job {
 	int netns_fd;
+	bool private_fds;
 	int (*fn)(void *arg);
 	void *arg;
 	int ret;
@@ -60,9 +63,16 @@ struct ns_job {
 static void *ns_thread(void *p)
 {
 	struct ns_job *job = p;
-	if (setns(job->netns_fd, CLONE_NEWNET) < 0)
+	job->ret = 0;
+	if (job->netns_fd >= 0 && setns(job->netns_fd, CLONE_NEWNET) < 0)
 		job->ret = -errno;
-	else
+	/* libnftables waits on its socket with select(): an fd above
+	 * FD_SETSIZE aborts the process. This thread gets a copy of the fd
+	 * table with nothing but 0-2 in it, so its socket is fd 3 */
+	if (job->ret == 0 && job->private_fds &&
+	    (unshare(CLONE_FILES) < 0 || syscall(SYS_close_range, 3, ~0u, 0) < 0))
+		job->ret = -errno;
+	if (job->ret == 0)
 		job->ret = job->fn(job->arg);
 	return NULL;
 }
@@ -79,17 +89,25 @@ static bool is_own_netns(int fd)
  * fn(arg) on a thread in the namespace netns_fd (setns affects only the
  * calling thread; sockets keep the namespace they were made in).
  */
-static int in_netns(int netns_fd, int (*fn)(void *), void *arg)
+static int in_netns_fds(int netns_fd, bool private_fds, int (*fn)(void *), void *arg)
 {
-	if (netns_fd < 0 || is_own_netns(netns_fd))
+	if (netns_fd >= 0 && is_own_netns(netns_fd))
+		netns_fd = -1;
+	if (netns_fd < 0 && !private_fds)
 		return fn(arg);
-	struct ns_job job = { .netns_fd = netns_fd, .fn = fn, .arg = arg };
+	struct ns_job job = { .netns_fd = netns_fd, .private_fds = private_fds, .fn = fn,
+			      .arg = arg };
 	pthread_t th;
 	int e = pthread_create(&th, NULL, ns_thread, &job);
 	if (e)
 		return -e;
 	pthread_join(th, NULL);
 	return job.ret;
+}
+
+static int in_netns(int netns_fd, int (*fn)(void *), void *arg)
+{
+	return in_netns_fds(netns_fd, false, fn, arg);
 }
 
 /* ---- raw nf_tables requests ---- */
@@ -340,6 +358,16 @@ const char *netlock_name_of(const struct netlock *nl)
 	return nl->name;
 }
 
+uint64_t netlock_age_us(const struct netlock *nl)
+{
+	struct timespec now;
+	if (!nl || !nl->installed)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - nl->since.tv_sec) * 1000000u +
+	       (uint64_t)((now.tv_nsec - nl->since.tv_nsec) / 1000);
+}
+
 void netlock_keep(struct netlock *nl)
 {
 	nl->installed = false;
@@ -456,10 +484,11 @@ int netlock_install(struct netlock *nl)
 	if (!cmd)
 		return -ENOMEM;
 	struct nft_job j = { .nl = nl, .cmd = cmd };
-	int r = in_netns(nl->netns_fd, nft_job_run, &j);
+	int r = in_netns_fds(nl->netns_fd, true, nft_job_run, &j);
 	if (r < 0)
 		return r;
 	nl->installed = true;
+	clock_gettime(CLOCK_MONOTONIC, &nl->since);
 	return 0;
 }
 
@@ -491,7 +520,7 @@ int netlock_dropped(struct netlock *nl, uint64_t *ret_packets)
 	char cmd[NETLOCK_NAME_MAX + 32];
 	snprintf(cmd, sizeof(cmd), "list table inet %s", nl->name);
 	struct nft_job j = { .nl = nl, .cmd = cmd, .want_out = true };
-	int r = in_netns(nl->netns_fd, nft_job_run, &j);
+	int r = in_netns_fds(nl->netns_fd, true, nft_job_run, &j);
 	if (r < 0)
 		return r;
 	uint64_t sum = 0;

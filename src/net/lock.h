@@ -94,6 +94,8 @@ int netlock_installed(const struct netlock *nl);
 int netlock_undo(const struct netlock *nl, int *ret_fd, const void **ret_msg, size_t *ret_len)
 	__attribute__((warn_unused_result));
 
+/* Microseconds since it was installed; 0 if it is not. */
+uint64_t netlock_age_us(const struct netlock *nl);
 /* The table's name. */
 const char *netlock_name_of(const struct netlock *nl);
 /* The table stays installed when the lock is freed (its owner goes, the
