@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -243,6 +244,37 @@ TEST(remove_from_another_process)
 	CHECK_EQ(netlock_remove_name(ns_a, "bad name"), -EINVAL);
 }
 
+/* libnftables waits with select(): its socket must stay below FD_SETSIZE
+ * however many fds the caller holds (ckpt holds one per fd it copied) */
+TEST(many_fds)
+{
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_max < 1200)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	int fds[1100], n = 0;
+	while (n < 1100 && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	CHECK_EQ(n, 1100);
+	char name[NETLOCK_NAME_MAX];
+	netlock_name(name, sizeof(name));
+	struct netlock *nl = NULL;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(1) };
+	struct sockaddr_in b = { .sin_family = AF_INET, .sin_port = htons(2) };
+	CHECK_EQ(netlock_new(ns_a, name, &nl), 0);
+	CHECK_EQ(netlock_add(nl, (struct sockaddr *)&a, (struct sockaddr *)&b), 0);
+	CHECK_EQ(netlock_install(nl), 0);
+	uint64_t dropped = 1;
+	CHECK_EQ(netlock_dropped(nl, &dropped), 0);
+	CHECK_EQ(dropped, 0);
+	netlock_free(nl);
+	CHECK_EQ(netlock_exists(ns_a, name), 0);
+	while (n > 0)
+		close(fds[--n]);
+}
+
 int main(void)
 {
 	if (unshare(CLONE_NEWNET) < 0) {
@@ -269,5 +301,6 @@ int main(void)
 	RUN(lock_drops_one_flow);
 	RUN(lock_ipv6_and_mapped);
 	RUN(remove_from_another_process);
+	RUN(many_fds);
 	return unit_done();
 }
