@@ -231,12 +231,15 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	}
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
-	/* checkpoint --kill's network lock: removed once the tree runs */
+	/* checkpoint --kill's network lock: removed once the tree runs. Only a
+	 * name of ckpt's: a forged image must not have another table removed */
 	if (r >= 0 && tree->netlock &&
-	    snprintf(ctx->netlock_left, sizeof(ctx->netlock_left), "%s", tree->netlock) >=
-		    (int)sizeof(ctx->netlock_left))
-		r = log_fail(&ctx->log, -EINVAL, "record %u: the network lock's name is too long",
-			     rec->index);
+	    (strncmp(tree->netlock, "ckpt_lock_", 10) ||
+	     strspn(tree->netlock + 10, "0123456789abcdef_") != strlen(tree->netlock + 10) ||
+	     snprintf(ctx->netlock_left, sizeof(ctx->netlock_left), "%s", tree->netlock) >=
+		     (int)sizeof(ctx->netlock_left)))
+		r = log_fail(&ctx->log, -EINVAL, "record %u: the network lock's name is not one of "
+			     "ckpt's", rec->index);
 	char data[160];
 	if (r >= 0 && tree->ns && tree->ns->devpts &&
 	    (!(tree->ns->flags & CLONE_NEWNS) || !devpts_data(tree->ns->devpts, data, sizeof(data))))
