@@ -8,6 +8,8 @@ command -v protoc-c >/dev/null 2>&1 || need="$need protobuf-c-compiler"
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need="$need libprotobuf-c-dev"
 # sealed images (--key): crypto_secretstream, crypto_kdf
 [ -f /usr/include/sodium.h ] || need="$need libsodium-dev"
+# the network lock (src/net/lock.c): nftables through libnftables
+[ -f /usr/include/nftables/libnftables.h ] || need="$need libnftables-dev"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"

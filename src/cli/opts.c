@@ -69,9 +69,9 @@ static const struct opt opts[] = {
 	  "leave the restored tree stopped; SIGCONT resumes it" },
 	{ "dry-run", 'n', OPT_FLAG, RS, F(dry_run), NULL,
 	  "validate and build the tree, then tear it down" },
-	{ "conn-reset", 0, OPT_FLAG, RS, F(conn_reset), NULL,
-	  "restore TCP connections as reset (none are saved by\n"
-	  "this version)" },
+	{ "tcp-close", 0, OPT_FLAG, RS, F(tcp_close), NULL,
+	  "established TCP connections come back closed (the\n"
+	  "program reads ECONNRESET); listening sockets live" },
 	{ "pidns", 0, OPT_FLAG, RS, F(pidns), NULL,
 	  "in a new pid namespace under an init of ckpt's, when\n"
 	  "the pids are taken here (without privilege: in a\n"

@@ -25,7 +25,9 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "core/netlock.h"
 #include "core/sequence.h"
+#include "net/lock.h"
 #include "puppet/guard.h"
 #include "util/cleanup.h"
 #include "util/features.h"
@@ -481,7 +483,8 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 	if (r < 0)
 		return r;
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
-	return 0;
+	/* frozen: no peer of a connection hears from it until it runs again */
+	return ckpt_netlock_lock(ctx);
 }
 
 static void fill_header(struct img_header *h)
@@ -541,6 +544,8 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	}
 	tree.tasks = ptt;
 	tree.n_tasks = ctx->ntasks;
+	if ((ctx->flags & CKPT_KILL) && netlock_installed(ctx->netlock))
+		tree.netlock = (char *)netlock_name_of(ctx->netlock);
 	return ctx_write_msg(ctx, REC_CORE_TREE, &tree.base);
 }
 
@@ -669,6 +674,8 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 int ckpt_let_go(struct ckpt_ctx *ctx)
 {
 	finish_tasks(ctx, !ctx->failed);
+	/* the tasks run again (or, with CKPT_KILL, the lock stays for the restart) */
+	ckpt_netlock_unlock(ctx, !ctx->failed);
 	puppet_guard_end(ctx->guard);
 	ctx->guard = NULL;
 	return 0;

@@ -31,6 +31,8 @@
 #include "util/log.h"
 #include "util/proc.h"
 
+struct netlock; /* net/lock.h */
+
 struct task {
 	pid_t pid;              /* the tid, for a thread */
 	struct task *leader;    /* a thread: its process; NULL for a process */
@@ -92,6 +94,7 @@ struct ckpt_ctx {
 	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
 	struct img_seal *seal;  /* what the writer writes through, with a key */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
+	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 };
 
@@ -142,6 +145,8 @@ struct rst_ctx {
 	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
 	/* kills the tree if ckpt dies while releasing it (guard.h) */
 	struct puppet_guard *watch;
+	struct netlock *netlock; /* restored connections locked (core/netlock.h) */
+	char netlock_left[64];  /* the lock a checkpoint --kill left, from the image */
 	size_t npids;
 	int ctl_remote;         /* the control socket's fd number in every puppet */
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */

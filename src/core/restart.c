@@ -25,6 +25,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "core/netlock.h"
 #include "core/sequence.h"
 #include "util/cleanup.h"
 #include "util/features.h"
@@ -278,6 +279,7 @@ static void free_task(struct rst_task *t)
 
 static void free_ctx(struct rst_ctx *ctx)
 {
+	rst_netlock_unlock(ctx, false); /* the restart's own, if still there */
 	puppet_guard_end(ctx->watch);
 	ctx->watch = NULL;
 	for (size_t i = 0; i < ctx->ntasks; i++) {
@@ -388,16 +390,17 @@ static int open_ctx(struct rst_ctx *ctx, pid_t pid, int fd, struct ckpt_opts *o)
 	r = puppet_guard_start(&ctx->watch);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot start the guardian process: %s", strerror(-r));
-	if (o->flags & RESTART_CONN_RESET)
-		log_info(&ctx->log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
+	/* RESTART_CONN_RESET (--tcp-close) stays in ctx->flags for the inet kind:
+	 * established connections come back closed, listeners live */
 	return objhash_init(&ctx->objs);
 }
 
-/* The image read and checked, everything on ckpt's side made. */
+/* The image read and checked, everything on ckpt's side made, the restored
+ * connections locked. */
 static int read_image(struct rst_ctx *ctx)
 {
 	log_debug(&ctx->log, "reading the image");
-	int r = seq_rst_run(ctx, RST_LOAD, RST_PREPARE);
+	int r = seq_rst_run(ctx, RST_LOAD, RST_LOCK);
 	if (r < 0)
 		return r;
 	log_info(&ctx->log, "image validated: %zu process(es)", ctx->ntasks);
@@ -407,7 +410,7 @@ static int read_image(struct rst_ctx *ctx)
 /* The tree released and running; with a pidfile, named there. */
 static int run_tree(struct rst_ctx *ctx, const struct ckpt_opts *o, pid_t root)
 {
-	int r = seq_rst_run(ctx, RST_BEFORE_RELEASE, RST_RELEASE);
+	int r = seq_rst_run(ctx, RST_BEFORE_RELEASE, RST_UNLOCK);
 	/* every task runs: the restart is complete, the guardian goes (and
 	 * with it anything it shares with ckpt) before anyone is told */
 	puppet_guard_end(ctx->watch);

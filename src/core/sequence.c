@@ -9,6 +9,8 @@
 
 #include "core/sequence.h"
 
+#include "core/netlock.h"
+
 /*
  * Checkpoint. Nothing is written before "dump": a refusal at "collect" or
  * "collect end" leaves the tree as it was. The image is complete and
@@ -54,6 +56,8 @@ const struct rst_step rst_sequence[RST_NSTEPS] = {
 	[RST_CHECK] = { "check", NULL, KOP(loaded), STEP_TASKS },
 	/* files and everything else made on ckpt's side */
 	[RST_PREPARE] = { "prepare", NULL, KOP(prepare), STEP_ONCE },
+	/* the restored connections' packets dropped until they run (netlock.c) */
+	[RST_LOCK] = { "network lock", rst_netlock_lock, 0, STEP_NONE },
 	/* the control socket, its fd above every fd of the image */
 	[RST_CONTROL] = { "control", rst_open_control, 0, STEP_NONE },
 	/* the root, in its new namespaces (user namespace maps) */
@@ -82,6 +86,9 @@ const struct rst_step rst_sequence[RST_NSTEPS] = {
 	[RST_BEFORE_RELEASE] = { "before release", NULL, KOP(release), STEP_ONCE },
 	/* the tree runs, children first */
 	[RST_RELEASE] = { "release", rst_release_tree, 0, STEP_NONE },
+	/* the restored sockets run: the restart's lock and the one a
+	 * checkpoint --kill left are removed */
+	[RST_UNLOCK] = { "network unlock", rst_netlock_open, 0, STEP_NONE },
 	/* then (restart.c): each kind's handover, the context freed with every
 	 * file of it, the wait (a kind's wait op, or waitpid) unless detached,
 	 * handed_back in reverse order; on a failure from "spawn root" on, or

@@ -30,6 +30,7 @@ enum rst_step_id {
 	RST_LOAD,
 	RST_CHECK,
 	RST_PREPARE,
+	RST_LOCK,
 	RST_CONTROL,
 	RST_SPAWN_ROOT,
 	RST_ROOT_READY,
@@ -43,6 +44,7 @@ enum rst_step_id {
 	RST_END,
 	RST_BEFORE_RELEASE,
 	RST_RELEASE,
+	RST_UNLOCK,
 	RST_NSTEPS,
 };
 

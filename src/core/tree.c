@@ -189,6 +189,15 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	if (r >= 0 && tree->ns)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: namespaces in the tree (an image of an "
 			     "older ckpt)", rec->index);
+	/* checkpoint --kill's network lock: removed once the tree runs. Only a
+	 * name of ckpt's: a forged image must not have another table removed */
+	if (r >= 0 && tree->netlock &&
+	    (strncmp(tree->netlock, "ckpt_lock_", 10) ||
+	     strspn(tree->netlock + 10, "0123456789abcdef_") != strlen(tree->netlock + 10) ||
+	     snprintf(ctx->netlock_left, sizeof(ctx->netlock_left), "%s", tree->netlock) >=
+		     (int)sizeof(ctx->netlock_left)))
+		r = log_fail(&ctx->log, -EINVAL, "record %u: the network lock's name is not one of "
+			     "ckpt's", rec->index);
 	if (r >= 0) {
 		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), ctx_cmp_pid);
 		r = link_parents(ctx, rec);

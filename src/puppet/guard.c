@@ -89,6 +89,39 @@ int puppet_guard_watch(struct puppet_guard *g, pid_t pid)
 	return g ? (int)guard_call(&p, &req, NULL, 0) : 0;
 }
 
+int puppet_guard_on_death(struct puppet_guard *g, int fd, const void *msg, size_t len)
+{
+	if (!g)
+		return 0;
+	if (len > GUARD_UNDO_MAX)
+		return -EMSGSIZE;
+	struct guard_req req = { .op = GUARD_ON_DEATH, .a = { (int64_t)len } };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov[2] = { { &req, sizeof(req) }, { (void *)msg, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
+	ssize_t n;
+	while ((n = sendmsg(g->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	struct guard_rep rep;
+	while ((n = recv(g->fd, &rep, sizeof(rep), 0)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	return n < (ssize_t)sizeof(rep) ? -EPIPE : (int)rep.ret;
+}
+
 int puppet_guard_commit(struct puppet_guard *g)
 {
 	return g ? (int)guard_op(g, GUARD_COMMIT) : 0;
@@ -140,8 +173,16 @@ struct gtask {
 	size_t nfds;
 };
 
+struct undo {
+	int fd;
+	size_t len;
+	char msg[GUARD_UNDO_MAX];
+};
+
 struct gstate {
 	struct arena arena;
+	struct undo undo[GUARD_UNDO_SLOTS]; /* sent if ckpt dies before commit */
+	size_t nundo;
 	struct gtask *tab; /* open addressing on the tid */
 	size_t cap, n;
 	bool commit, done;
@@ -307,7 +348,7 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
 {
 	for (size_t i = 0; !s->done && i < s->nwatched; i++)
 		syscall(SYS_pidfd_send_signal, s->watched[i], SIGKILL, NULL, 0);
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < 2 && s->cap; pass++) {
 		for (size_t i = 0; i < s->cap; i++) {
 			struct gtask *t = &s->tab[i];
 			if (!t->used || !t->p.held)
@@ -319,6 +360,9 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
 				put_back(s, t);
 		}
 	}
+	/* the tasks run (or are dead): what ckpt set up around them goes */
+	for (size_t i = 0; !s->done && !s->commit && i < s->nundo; i++)
+		send(s->undo[i].fd, s->undo[i].msg, s->undo[i].len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	_exit(0);
 }
 
@@ -423,15 +467,38 @@ static __attribute__((noreturn)) void guardian(int fd)
 
 	for (;;) {
 		struct guard_req req;
-		ssize_t n = recv(3, &req, sizeof(req), 0);
+		char extra[GUARD_UNDO_MAX];
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} cm;
+		struct iovec iov[2] = { { &req, sizeof(req) }, { extra, sizeof(extra) } };
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf) };
+		ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			finish(&s);
+		int rfd = -1;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&rfd, CMSG_DATA(c), sizeof(int));
 		memset(&m.rep, 0, sizeof(m.rep));
-		if (n != sizeof(req))
+		if (n < (ssize_t)sizeof(req) || (n != sizeof(req) && req.op != GUARD_ON_DEATH))
 			m.rep.ret = -EINVAL;
-		else if (req.op == GUARD_COMMIT) {
+		else if (req.op == GUARD_ON_DEATH) {
+			/* a message ready to send, and the socket to send it on */
+			m.rep.held = true;
+			m.rep.ret = rfd < 0 ? -EBADF : s.nundo == GUARD_UNDO_SLOTS ? -ENOSPC : 0;
+			if (m.rep.ret == 0) {
+				struct undo *u = &s.undo[s.nundo++];
+				u->fd = rfd;
+				u->len = (size_t)n - sizeof(req);
+				memcpy(u->msg, extra, u->len);
+				rfd = -1;
+			}
+		} else if (req.op == GUARD_COMMIT) {
 			s.commit = true;
 			m.rep.held = true;
 		} else if (req.op == GUARD_WATCH) {
@@ -443,6 +510,8 @@ static __attribute__((noreturn)) void guardian(int fd)
 			finish(&s);
 		} else
 			serve(&s, &req, &m.rep, m.data);
+		if (rfd >= 0)
+			close(rfd);
 		if (send(3, &m, sizeof(m.rep) + m.rep.len, MSG_NOSIGNAL) < 0)
 			finish(&s);
 	}

@@ -44,6 +44,15 @@ int puppet_guard_commit(struct puppet_guard *g) __attribute__((warn_unused_resul
  * whose puppets would otherwise run on once released.
  */
 int puppet_guard_watch(struct puppet_guard *g, pid_t pid) __attribute__((warn_unused_result));
+/*
+ * Until puppet_guard_commit() or puppet_guard_end(), if ckpt dies, the
+ * guardian sends msg (len bytes, at most GUARD_UNDO_MAX) as one datagram on
+ * a copy of fd that it keeps, after it has put back or killed the tasks: a
+ * request built in advance (the guardian allocates nothing), such as the
+ * netlink message that removes ckpt's network lock. At most GUARD_UNDO_SLOTS.
+ */
+int puppet_guard_on_death(struct puppet_guard *g, int fd, const void *msg, size_t len)
+	__attribute__((warn_unused_result));
 /* Every puppet is released or killed: the guardian exits (waited for). */
 int puppet_guard_end(struct puppet_guard *g);
 
@@ -62,7 +71,10 @@ enum guard_op {
 	GUARD_COMMIT,
 	GUARD_DONE,
 	GUARD_WATCH,
+	GUARD_ON_DEATH, /* the message follows the request, the fd is passed */
 };
+#define GUARD_UNDO_MAX 512
+#define GUARD_UNDO_SLOTS 4
 
 struct guard_req {
 	uint32_t op;

@@ -227,6 +227,9 @@ TESTS = [
     entry("fault_walk", kind="fault", program="fault_victim"),
     entry("sig_trap_pending", kind="keep"),
     entry("fault_random", kind="fault_random", program="fault_victim"),
+    # the network lock removed by the guardian when ckpt dies (SIGKILL at
+    # each request of a checkpoint that locked a TCP connection)
+    entry("netlock_fault", kind="netlock_fault", program="netlock_victim"),
     # pidfds, POSIX message queues, file locks
     entry("pidfd_child", (B, T, R)),
     entry("mqueue_msgs", (B, T, R)),
@@ -2977,6 +2980,40 @@ http {{
         self.ask_check(pids, "restarted", signal.SIGPROF)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def flow_netlock_fault(self):
+        """ckpt-fault killed at each request of a checkpoint of a process
+        whose TCP connection it locks (an nftables table in the process's
+        network namespace): the guardian removes the lock, so the victim
+        finds its connection passing both ways and no table left."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        pids = [self.pid]
+        self.ask_check(pids, "before any checkpoint")
+        img, pid, log = self.p("img"), str(self.pid), self.p("count.log")
+        # refused today (TCP sockets are not saved yet) or saved: counted either way
+        rc, err = self.run_fault(["checkpoint", pid, "-o", img, "--log", log], "count", "count")
+        nreq, _ = self.fault_counts(err, "checkpoint")
+        text = tail(log, 50) or ""
+        m = re.search(r"network lock (ckpt_lock_\w+): \d+ connection\(s\) locked", text)
+        if not m:
+            raise Fail("the checkpoint locked no connection: %s" % text.strip()[-500:])
+        self.vlog("checkpoint (rc %d): %d requests, lock %s" % (rc, nreq, m.group(1)))
+        self.ask_check(pids, "after a checkpoint")
+        for n in self.points(nreq, 60):
+            what = "ckpt killed at checkpoint request %d of %d" % (n, nreq)
+            rc, err = self.run_fault(["checkpoint", pid, "-o", img], "request:%d" % n, "walk")
+            if rc != -signal.SIGKILL:
+                raise Fail("%s: exit %s, not killed: %s" % (what, rc, err.strip()[-300:]))
+            for f in (img, img + ".part"):
+                if os.path.exists(f):
+                    os.unlink(f)
+            self.wait_untraced(pids, what)
+            self.ask_check(pids, what)
+        rc = self.wake_and_wait(pr, "the victim")
+        self.check_result(rc, "the victim")
 
     def flow_fault_random(self):
         """ckpt killed (KILL, INT, TERM) at random moments of a larger

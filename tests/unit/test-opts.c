@@ -107,6 +107,9 @@ TEST(restart)
 	CHECK_EQ(PARSE(&a, err, "restart", "i", "--json", "-q"), 0);
 	CHECK(a.json && a.quiet);
 	CHECK_EQ(PARSE(&a, err, "restart", "i", "--keep-going"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "restart", "i", "--tcp-close"), 0);
+	CHECK(a.tcp_close);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "1", "-o", "f", "--tcp-close"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "1", "-o", "-", "--json"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "1", "-o", "f", "--json"), 0);
 }

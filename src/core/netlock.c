@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The network lock in checkpoint and restart (see netlock.h).
+ *
+ * At checkpoint the connections are found when the tree is frozen, before
+ * any kind has looked at a socket: every socket inode the tree's processes
+ * hold (/proc/PID/fd) that /proc/ROOT/net/tcp or tcp6 lists with a peer
+ * (any state but LISTEN and CLOSE) is one connection, its local and remote
+ * address from that line. The root's network namespace is the lock's.
+ */
+#include "core/netlock.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "net/lock.h"
+#include "util/cleanup.h"
+
+struct inodes {
+	unsigned long *v;
+	size_t n, cap;
+};
+
+static int cmp_ul(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The socket inodes of pid's fds, appended. */
+static int socket_inodes(pid_t pid, struct inodes *s)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d)) != NULL) {
+		char target[64];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		unsigned long ino;
+		if (sscanf(target, "socket:[%lu]", &ino) != 1)
+			continue;
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 64;
+			unsigned long *v = realloc(s->v, cap * sizeof(*v));
+			if (!v) {
+				r = -ENOMEM;
+				break;
+			}
+			s->v = v;
+			s->cap = cap;
+		}
+		s->v[s->n++] = ino;
+	}
+	closedir(d);
+	return r;
+}
+
+/* "0100007F:1F90" (tcp) or 32 hex digits and a port (tcp6) into sa. */
+static bool parse_addr(const char *text, bool v6, struct sockaddr_storage *sa)
+{
+	unsigned int port;
+	memset(sa, 0, sizeof(*sa));
+	if (!v6) {
+		struct sockaddr_in *in = (struct sockaddr_in *)sa;
+		unsigned int a;
+		if (sscanf(text, "%8X:%X", &a, &port) != 2)
+			return false;
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = a; /* printed as the u32 in memory */
+		in->sin_port = htons((uint16_t)port);
+		return true;
+	}
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+	unsigned int w[4];
+	if (sscanf(text, "%8X%8X%8X%8X:%X", &w[0], &w[1], &w[2], &w[3], &port) != 5)
+		return false;
+	in6->sin6_family = AF_INET6;
+	memcpy(&in6->sin6_addr, w, 16);
+	in6->sin6_port = htons((uint16_t)port);
+	return true;
+}
+
+/* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds. */
+static int add_table(struct ckpt_ctx *ctx, pid_t root, const char *name, const struct inodes *s)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r = proc_read(root, name, &text, &len);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r; /* no IPv6 */
+	bool v6 = strchr(name, '6') != NULL;
+	for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+		char local[64], remote[64];
+		unsigned int state;
+		unsigned long ino;
+		if (sscanf(line + 1, " %*s %63s %63s %X %*s %*s %*s %*s %*s %lu", local, remote,
+			   &state, &ino) != 4)
+			continue;
+		/* 0x07 CLOSE, 0x0A LISTEN: no peer to lock out */
+		if (state == 0x07 || state == 0x0a || !ino ||
+		    !bsearch(&ino, s->v, s->n, sizeof(*s->v), cmp_ul))
+			continue;
+		struct sockaddr_storage l, rm;
+		if (!parse_addr(local, v6, &l) || !parse_addr(remote, v6, &rm))
+			continue;
+		r = netlock_add(ctx->netlock, (struct sockaddr *)&l, (struct sockaddr *)&rm);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Gives the guardian the request that removes the lock if ckpt dies. */
+static int arm_guard(struct puppet_guard *g, struct netlock *nl)
+{
+	int fd;
+	const void *msg;
+	size_t len;
+	int r = netlock_undo(nl, &fd, &msg, &len);
+	return r < 0 ? r : puppet_guard_on_death(g, fd, msg, len);
+}
+
+static int install(struct ckpt_log *log, struct netlock *nl, struct puppet_guard *g)
+{
+	char name[NETLOCK_NAME_MAX];
+	snprintf(name, sizeof(name), "%s", netlock_name_of(nl));
+	uint64_t t0 = now_us();
+	/* first the guardian, so that no instant has the table and no remover */
+	int r = arm_guard(g, nl);
+	if (r < 0)
+		return log_fail(log, r, "network lock %s: the guardian cannot hold its removal: %s",
+				name, strerror(-r));
+	r = netlock_install(nl);
+	if (r < 0)
+		return log_fail(log, r, "network lock (nftables table inet %s) for %zu connection(s): "
+				"%s", name, netlock_count(nl),
+				netlock_error(nl)[0] ? netlock_error(nl) : strerror(-r));
+	log_info(log, "network lock %s: %zu connection(s) locked in %llu us", name,
+		 netlock_count(nl), (unsigned long long)(now_us() - t0));
+	return 0;
+}
+
+int ckpt_netlock_lock(struct ckpt_ctx *ctx)
+{
+	struct inodes s = { 0 };
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++)
+		if (!ctx->tasks[i].zombie && !ctx->tasks[i].files_with)
+			r = socket_inodes(ctx->tasks[i].pid, &s);
+	if (r < 0 || !s.n) {
+		free(s.v);
+		return r < 0 ? log_fail(&ctx->log, r, "network lock: cannot list the tree's sockets: "
+					"%s", strerror(-r))
+			     : 0;
+	}
+	qsort(s.v, s.n, sizeof(*s.v), cmp_ul);
+	pid_t root = ctx->tasks[0].pid;
+	char path[64], name[NETLOCK_NAME_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", root);
+	_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
+	netlock_name(name, sizeof(name));
+	r = ns < 0 ? -errno : netlock_new(ns, name, &ctx->netlock);
+	if (r >= 0)
+		r = add_table(ctx, root, "net/tcp", &s);
+	if (r >= 0)
+		r = add_table(ctx, root, "net/tcp6", &s);
+	free(s.v);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: network lock: cannot list its connections: %s",
+				root, strerror(-r));
+	if (!netlock_count(ctx->netlock)) {
+		netlock_free(TAKE_PTR(ctx->netlock));
+		return 0;
+	}
+	return install(&ctx->log, ctx->netlock, ctx->guard);
+}
+
+void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
+{
+	if (!netlock_installed(ctx->netlock))
+		goto out;
+	if (ok && (ctx->flags & CKPT_KILL)) {
+		log_info(&ctx->log, "network lock %s stays until the restart of this image (or "
+			 "`nft delete table inet %s`)", netlock_name_of(ctx->netlock),
+			 netlock_name_of(ctx->netlock));
+		netlock_keep(ctx->netlock);
+		goto out;
+	}
+	uint64_t age = netlock_age_us(ctx->netlock);
+	int r = netlock_remove(ctx->netlock);
+	if (r < 0)
+		log_warn(&ctx->log, "network lock %s: cannot remove it: %s",
+			 netlock_name_of(ctx->netlock), strerror(-r));
+	else
+		log_info(&ctx->log, "network lock %s removed after %llu us in place",
+			 netlock_name_of(ctx->netlock), (unsigned long long)age);
+out:
+	netlock_free(TAKE_PTR(ctx->netlock));
+}
+
+int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,
+		    const struct sockaddr *remote)
+{
+	if (!ctx->netlock) {
+		char name[NETLOCK_NAME_MAX];
+		netlock_name(name, sizeof(name));
+		int r = netlock_new(-1, name, &ctx->netlock);
+		if (r < 0)
+			return r;
+	}
+	return netlock_add(ctx->netlock, local, remote);
+}
+
+int rst_netlock_lock(struct rst_ctx *ctx)
+{
+	if (!ctx->netlock || !netlock_count(ctx->netlock))
+		return 0;
+	return install(&ctx->log, ctx->netlock, ctx->watch);
+}
+
+void rst_netlock_unlock(struct rst_ctx *ctx, bool ok)
+{
+	if (netlock_installed(ctx->netlock)) {
+		uint64_t age = netlock_age_us(ctx->netlock);
+		int r = netlock_remove(ctx->netlock);
+		if (r < 0)
+			log_warn(&ctx->log, "network lock %s: cannot remove it: %s",
+				 netlock_name_of(ctx->netlock), strerror(-r));
+		else
+			log_info(&ctx->log, "network lock %s removed after %llu us in place",
+				 netlock_name_of(ctx->netlock), (unsigned long long)age);
+	}
+	netlock_free(TAKE_PTR(ctx->netlock));
+	/* the one the checkpoint left (--kill): the restored sockets run now;
+	 * after a failure it stays, for the next restart */
+	if (ok && ctx->netlock_left[0]) {
+		int r = netlock_remove_name(-1, ctx->netlock_left);
+		if (r < 0 && r != -ENOENT)
+			log_warn(&ctx->log, "network lock %s (left by the checkpoint): cannot remove "
+				 "it: %s", ctx->netlock_left, strerror(-r));
+		else if (r == 0)
+			log_info(&ctx->log, "network lock %s (left by the checkpoint) removed",
+				 ctx->netlock_left);
+	}
+}
+
+int rst_netlock_open(struct rst_ctx *ctx)
+{
+	rst_netlock_unlock(ctx, true);
+	return 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The network lock's place in checkpoint and restart (src/net/lock.h is
+ * the lock itself). Each function is one step of the drivers' order:
+ *
+ * checkpoint
+ *   ckpt_netlock_lock()     the tree is frozen: drop the packets of its TCP
+ *                           connections (before any kind reads a socket)
+ *   ckpt_netlock_unlock()   the tasks are released (or the checkpoint
+ *                           failed): remove it. With CKPT_KILL and an image
+ *                           made, it stays: the image names it, and the
+ *                           restart removes it once the restored sockets run
+ * restart
+ *   rst_netlock_add()       a kind loading its records: a connection that
+ *                           comes back (the inet kind)
+ *   rst_netlock_lock()      before any socket is restored
+ *   rst_netlock_unlock()    the tasks run (or the restart failed): remove
+ *                           the restart's lock, and once they run the lock
+ *                           the checkpoint left
+ *
+ * While a lock is installed the guardian holds a prebuilt request that
+ * removes it, sent if ckpt dies before commit (checkpoint --kill with the
+ * image safe: the lock stays, as on success) or done.
+ */
+#ifndef CKPT_CORE_NETLOCK_H
+#define CKPT_CORE_NETLOCK_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+struct ckpt_ctx;
+struct rst_ctx;
+
+int ckpt_netlock_lock(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok);
+
+int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,
+		    const struct sockaddr *remote) __attribute__((warn_unused_result));
+int rst_netlock_lock(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+void rst_netlock_unlock(struct rst_ctx *ctx, bool ok);
+/* The restart's step "network unlock": rst_netlock_unlock(ctx, true). */
+int rst_netlock_open(struct rst_ctx *ctx);
+
+#endif
