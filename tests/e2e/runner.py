@@ -210,6 +210,10 @@ TESTS = [
     entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
     entry("unix_pair", (B, T, R)),
+    # TCP and UDP sockets
+    entry("tcp_pair", (B, T, R)),
+    entry("tcp_pair6", (B, T)),
+    entry("tcp_mapped", (B, T)),
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
