@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -326,6 +327,48 @@ const char *inet_tcp_state_name(int state)
 	return state > 0 && state < (int)(sizeof(names) / sizeof(names[0])) && names[state]
 		       ? names[state]
 		       : "unknown";
+}
+
+/* "0100007F:1F90" (v4) or 32 hex digits of four host-order words (v6) */
+static int parse_proc_addr(const char *txt, int family, union inet_addr *a)
+{
+	unsigned port;
+	memset(a, 0, sizeof(*a));
+	if (family == AF_INET) {
+		unsigned x;
+		if (sscanf(txt, "%8x:%x", &x, &port) != 2)
+			return -EINVAL;
+		a->v4.sin_family = AF_INET;
+		a->v4.sin_addr.s_addr = x;
+		a->v4.sin_port = htons((uint16_t)port);
+		return 0;
+	}
+	uint32_t w[4];
+	if (sscanf(txt, "%8x%8x%8x%8x:%x", &w[0], &w[1], &w[2], &w[3], &port) != 5)
+		return -EINVAL;
+	a->v6.sin6_family = AF_INET6;
+	memcpy(&a->v6.sin6_addr, w, 16);
+	a->v6.sin6_port = htons((uint16_t)port);
+	return 0;
+}
+
+int inet_proc_peer(int s, union inet_addr *ret)
+{
+	struct stat st;
+	char line[512], rem[64];
+	unsigned long ino;
+	if (fstat(s, &st) < 0)
+		return -errno;
+	for (int v6 = 0; v6 < 2; v6++) {
+		_cleanup_fclose_ FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%*s %*s %63s %*s %*s %*s %*s %*s %*s %lu", rem, &ino) != 2 ||
+			    ino != st.st_ino)
+				continue;
+			return parse_proc_addr(rem, v6 ? AF_INET6 : AF_INET, ret);
+		}
+	}
+	return -ENOENT;
 }
 
 const char *inet_proto_name(int proto)

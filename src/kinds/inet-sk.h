@@ -95,6 +95,9 @@ socklen_t inet_mkaddr(union inet_addr *a, int family, const uint8_t *addr, size_
 /* "127.0.0.1:80", "[::1]:80", into buf */
 const char *inet_addr_str(const union inet_addr *a, char *buf, size_t len);
 const char *inet_tcp_state_name(int state);
+/* The peer of TCP socket s as /proc/net/tcp{,6} shows it (also in SYN_SENT,
+ * where getpeername says ENOTCONN); -ENOENT if it has none. */
+int inet_proc_peer(int s, union inet_addr *ret);
 const char *inet_proto_name(int proto);
 
 /*

@@ -57,6 +57,7 @@
 #include <sys/xattr.h>
 #include <linux/sockios.h>
 #include <linux/netlink.h>
+#include <linux/if_packet.h>
 #include <linux/capability.h>
 #include <unistd.h>
 
@@ -136,7 +137,8 @@ static const char *describe(int s, int proto, char *buf, size_t len)
 	char x[64] = "unbound", y[64];
 	if (getsockname(s, &a.sa, &al) == 0 && (a.sa.sa_family == AF_INET || a.sa.sa_family == AF_INET6))
 		inet_addr_str(&a, x, sizeof(x));
-	if (getpeername(s, &b.sa, &bl) == 0 && (b.sa.sa_family == AF_INET || b.sa.sa_family == AF_INET6))
+	if ((getpeername(s, &b.sa, &bl) == 0 || inet_proc_peer(s, &b) == 0) &&
+	    (b.sa.sa_family == AF_INET || b.sa.sa_family == AF_INET6))
 		snprintf(buf, len, "%s %s -> %s", inet_proto_name(proto), x,
 			 inet_addr_str(&b, y, sizeof(y)));
 	else
@@ -205,11 +207,15 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, i
 				"groups %#x) is not supported yet",
 				fi->pid, fi->fd, type_name(type), proto, nl.nl_pid, nl.nl_groups);
 	}
-	if (family == AF_PACKET)
+	if (family == AF_PACKET) {
+		struct sockaddr_ll ll = { 0 };
+		socklen_t l = sizeof(ll);
+		getsockname(s, (struct sockaddr *)&ll, &l);
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (packet): packet %s socket of protocol %#06x is not "
+				"pid %d fd %d (packet): packet %s socket of protocol 0x%04x is not "
 				"supported yet",
-				fi->pid, fi->fd, type_name(type), ntohs((uint16_t)proto));
+				fi->pid, fi->fd, type_name(type), ntohs(ll.sll_protocol));
+	}
 	return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s %s socket of protocol %d is "
 			"not supported yet", fi->pid, fi->fd, fam, fam, type_name(type), proto);
 }

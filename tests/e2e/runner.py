@@ -214,6 +214,21 @@ TESTS = [
     entry("tcp_pair", (B, T, R)),
     entry("tcp_pair6", (B, T)),
     entry("tcp_mapped", (B, T)),
+    entry("udp_sock", (B, T, R)),
+    entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
+          regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
+    entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
+          regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
+    entry("refuse_tcp_closewait", kind="refuse", program="inet_refuse", pargs=["closewait"],
+          regex=r"\bpid {pid} fd 4 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state CLOSE_WAIT is not supported yet"),
+    entry("refuse_udp_queue", kind="refuse", program="inet_refuse", pargs=["udpq"],
+          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ has datagrams in its receive queue"),
+    entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
+          regex=r"\bpid {pid} fd 3 \(netlink\): netlink raw socket of protocol 0 \(port id \d+"),
+    entry("refuse_packet", kind="refuse", program="inet_refuse", pargs=["packet"],
+          regex=r"\bpid {pid} fd 3 \(packet\): packet raw socket of protocol 0x0003 is not supported yet"),
+    entry("refuse_raw", kind="refuse", program="inet_refuse", pargs=["raw"],
+          regex=r"\bpid {pid} fd 3 \(inet\): icmp .*inet raw, protocol 1\): a raw socket is not supported yet"),
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
@@ -298,7 +313,7 @@ TESTS = [
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
-    entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
+    entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inet.*tcp.*not accepted yet"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
     entry("refuse_unix_ext", kind="refuse", program="refuse_unix", ckpt_args=["--external", "unix"],
           regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
@@ -607,7 +622,7 @@ class Run:
         path = os.path.join(self.opts.bindir, t["program"])
         if not os.access(path, os.X_OK):
             raise Fail("test program %s not built" % path)
-        return [path]
+        return [path] + list(t.get("pargs", ()))
 
     def start(self, prefix=(), args=()):
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
