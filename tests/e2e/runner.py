@@ -215,6 +215,7 @@ TESTS = [
     entry("tcp_pair6", (B, T)),
     entry("tcp_mapped", (B, T)),
     entry("udp_sock", (B, T, R)),
+    entry("tcp_peer", kind="tcp_peer"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -1464,6 +1465,89 @@ class Run:
         self.wait_until("the server to close the refused client",
                         lambda: self.redis_sockets(srv) <= before, [], timeout=10)
         self.notes.append("refused with a client outside")
+
+    def wait_file(self, name, pr, timeout=READY_TIMEOUT):
+        """The contents of the file name in the test's directory, once it
+        exists (it is renamed into place whole)."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.p(name)):
+            if pr.poll() is not None:
+                raise Fail("exited before writing %s: status %s" % (name, pr.returncode))
+            if time.monotonic() > deadline:
+                raise Fail("no %s after %.0f s" % (name, timeout))
+            time.sleep(POLL)
+        with open(self.p(name)) as f:
+            return f.read()
+
+    def nft_lock(self, port):
+        """Drops every packet to 127.0.0.1:port (a table of the runner's),
+        standing in for the network lock; the table's name, or None without
+        nft."""
+        nft = shutil.which("nft") or ("/usr/sbin/nft" if os.access("/usr/sbin/nft", os.X_OK) else None)
+        if not nft:
+            return None
+        table = "ckpt_e2e_%d" % os.getpid()
+        rules = ("table inet %s { chain c { type filter hook input priority 0; policy accept; "
+                 "ip daddr 127.0.0.1 tcp dport %d drop; }; }" % (table, port))
+        r = subprocess.run([nft, "-f", "-"], input=rules.encode(), capture_output=True, timeout=20)
+        if r.returncode != 0:
+            self.notes.append("nft: %s" % r.stderr.decode(errors="replace").strip()[:100])
+            return None
+        return (nft, table)
+
+    @staticmethod
+    def nft_unlock(lock):
+        if lock:
+            subprocess.run([lock[0], "delete", "table", "inet", lock[1]], capture_output=True,
+                           timeout=20)
+
+    def flow_tcp_peer(self):
+        """tcp_peer.c, a server with one client of the runner's, outside the
+        tree, that keeps its connection across checkpoint --kill and
+        restart: what it sent before (unread by the server), while the
+        server was down (its packets dropped meanwhile by an nft rule of the
+        runner's, which stands in for the network lock; that part is left
+        out without nft) and after all reach the server, the server's banner
+        and answer reach it, and it never sees a reset."""
+        pr = self.start()
+        port = int(self.wait_file("port", pr))
+        cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+        lock = None
+        try:
+            cl.sendall(b"hello\n")
+            self.wait_ready()
+            rp = pr
+            if not self.opts.no_ckpt:
+                lock = self.nft_lock(port)
+                if not lock:
+                    self.notes.append("no nft: nothing sent while the server was down")
+                self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+                if lock:
+                    cl.sendall(b"while down\n")
+                rp = self.restart(self.p("img"), "restart")
+                self.nft_unlock(lock)
+                lock = None
+            elif shutil.which("nft") or os.access("/usr/sbin/nft", os.X_OK):
+                cl.sendall(b"while down\n")
+            cl.sendall(b"after\nEND\n")
+            rc = self.wake_and_wait(rp, "the server")
+            got = b""
+            while True:
+                d = cl.recv(4096)
+                if not d:
+                    break
+                got += d
+        except ConnectionResetError:
+            raise Fail("the client's connection was reset")
+        except socket.timeout:
+            raise Fail("the client's connection hung")
+        finally:
+            self.nft_unlock(lock)
+            cl.close()
+        self.check_result(rc, "the server")
+        want = b"banner\ngot:hello\n" + (b"while down\n" if b"while down" in got else b"") + b"after\nEND\n"
+        if got != want:
+            raise Fail("the client got %r, want %r" % (got, want))
 
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
