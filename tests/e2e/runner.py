@@ -216,6 +216,8 @@ TESTS = [
     entry("tcp_mapped", (B, T)),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
+    entry("real_redis_tcp", (B, T), kind="redis_tcp"),
+    entry("real_http_server", (B, T), kind="http_server"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -1548,6 +1550,143 @@ class Run:
         want = b"banner\ngot:hello\n" + (b"while down\n" if b"while down" in got else b"") + b"after\nEND\n"
         if got != want:
             raise Fail("the client got %r, want %r" % (got, want))
+
+    @staticmethod
+    def free_port():
+        """A TCP port of 127.0.0.1 free now (bound to 0, read, released)."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    def start_server(self, argv, port):
+        """Starts argv as the test's tree; returns once 127.0.0.1:port
+        accepts connections."""
+        self.t = dict(self.t, argv=argv)
+        pr = self.start()
+        self.pid = pr.pid
+
+        def up():
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                return True
+            except OSError:
+                return False
+        self.wait_until("a listener on port %d" % port, up, [pr])
+        return pr
+
+    def tcp_cycles(self, pr, port, progress=None):
+        """checkpoint --kill and restart (twice in twice mode), the server's
+        port locked by nft meanwhile; progress() (if given) must go on
+        after each restart. Returns the last ckpt restart."""
+        rp = pr
+        for i in range(2 if self.mode == T else 1):
+            tag = "" if i == 0 else "2"
+            lock = self.nft_lock(port)
+            try:
+                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+                if rp is not pr:
+                    self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+                rp = self.restart(self.p("img" + tag), "restart" + tag)
+            finally:
+                self.nft_unlock(lock)
+            if progress:
+                progress()
+        return rp
+
+    @staticmethod
+    def resp(cmd):
+        return b"*%d\r\n" % len(cmd) + b"".join(
+            b"$%d\r\n%s\r\n" % (len(a), a) for a in (x.encode() for x in cmd))
+
+    @staticmethod
+    def resp_read(f):
+        line = f.readline()
+        if not line:
+            raise ConnectionError("end of file")
+        if line[:1] == b"$":
+            n = int(line[1:])
+            return None if n < 0 else f.read(n + 2)[:-2].decode()
+        return line[:-2].decode()
+
+    def flow_redis_tcp(self):
+        """redis-server on 127.0.0.1 at a free port, TCP only; a client of
+        the runner's holds one connection and issues SET, GET and INCR in a
+        loop, checking every reply, across checkpoint --kill and restart
+        (the server's port locked by nft meanwhile, so what it sends while
+        the server is down is retransmitted): no error, no lost reply."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        port = self.free_port()
+        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", self.dir,
+                                "--logfile", self.p("redis.log")], port)
+        self.logs.append(self.p("redis.log"))
+        cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+        f = cl.makefile("rb")
+        state = {"n": 0, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = state["n"]
+                    cl.sendall(self.resp(["SET", "k%d" % i, "v%d" % i]))
+                    if self.resp_read(f) != "+OK":
+                        raise Fail("SET %d" % i)
+                    cl.sendall(self.resp(["GET", "k%d" % i]) + self.resp(["INCR", "n"]))
+                    got = (self.resp_read(f), self.resp_read(f))
+                    if got != ("v%d" % i, ":%d" % (i + 1)):
+                        raise Fail("command %d: got %r" % (i, got))
+                    state["n"] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
+                            [], timeout=60)
+        try:
+            progress()
+            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress)
+        finally:
+            state["stop"] = True
+            th.join(60)
+            cl.close()
+        if state["err"]:
+            raise Fail("the redis client: %r" % (state["err"],))
+        self.vlog("%d commands" % state["n"])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+            c.sendall(self.resp(["SHUTDOWN", "NOSAVE"]))
+            c.recv(100)
+        self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
+
+    def flow_http_server(self):
+        """python3 -m http.server on 127.0.0.1 at a free port, serving the
+        test's directory: it answers before, and after checkpoint --kill
+        and restart, a GET of a file on a new connection."""
+        port = self.free_port()
+        with open(self.p("hello.txt"), "w") as f:
+            f.write("hello from http.server\n" * 100)
+        pr = self.start_server([self.opts.python, "-m", "http.server", "--bind", "127.0.0.1",
+                                "--directory", self.dir, str(port)], port)
+
+        def get():
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                c.sendall(b"GET /hello.txt HTTP/1.0\r\nHost: x\r\n\r\n")
+                data = b""
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    data += d
+            if not data.startswith(b"HTTP/1.0 200") or \
+                    not data.endswith(b"hello from http.server\n" * 100):
+                raise Fail("http.server answered %r" % data[:200])
+        get()
+        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, get)
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
 
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
