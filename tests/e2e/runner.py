@@ -216,6 +216,7 @@ TESTS = [
     entry("tcp_mapped", (B, T)),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
+    entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
@@ -3971,6 +3972,42 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
+
+    def flow_rst_addr_busy(self):
+        """A restart whose listening address is taken (by the runner) fails
+        naming the pid, the fd and the address, and leaves nothing behind:
+        no process, no socket on the connection's ports; freed, the image
+        restores fine."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        with open(self.p("port")) as f:
+            port = int(f.read())
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", port))
+        busy.listen(1)
+        try:
+            log = self.p("busy.log")
+            self.logs.append(log)
+            r = self.run_ckpt(["restart", img, "--log", log, "-v"], timeout=60)
+            self.expect_error(r, "restart with the listener's address taken")
+            err = r.stderr.decode("utf-8", "replace")
+            rx = r"pid %d fd 3 \(inet\): tcp 127\.0\.0\.1:%d: cannot bind the address: " \
+                 r"address already in use" % (self.pid, port)
+            if not re.search(rx, err, re.I):
+                raise Fail("message %r does not match /%s/" % (err.strip(), rx))
+            self.expect_gone("the failed restart")
+            with open("/proc/net/tcp") as f:
+                mine = [l for l in f.read().splitlines()[1:]
+                        if int(l.split()[1].split(":")[1], 16) == port and
+                        int(l.split()[3], 16) != 10]
+            if mine:
+                raise Fail("sockets on port %d left behind: %s" % (port, mine))
+        finally:
+            busy.close()
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart once the address is free")
 
     def flow_inspect(self):
         """inspect prints every record; --json is JSON with the same records."""

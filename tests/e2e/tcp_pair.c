@@ -14,6 +14,7 @@
  * 46 = a dual-stack AF_INET6 listener on :: with an AF_INET client to
  * 127.0.0.1 (the accepted end is v4-mapped) and, after the restart, an
  * AF_INET6 client to ::ffff:127.0.0.1.
+ * The listener's port is written to the file "port" (rst_addr_busy).
  */
 #include "lib.h"
 
@@ -182,6 +183,9 @@ int main(void)
 	if (bind(lst, &la.sa, l) < 0 || listen(lst, 16) < 0)
 		fail("bind/listen: %m");
 	int port = port_of(lst);
+	FILE *pf = fopen("port.tmp", "w");
+	if (!pf || fprintf(pf, "%d\n", port) < 0 || fclose(pf) || rename("port.tmp", "port"))
+		fail("port file: %m");
 
 	int c = socket(cfam, SOCK_STREAM, 0);
 	setopt(c, IPPROTO_TCP, TCP_NODELAY, 1);
