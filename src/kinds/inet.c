@@ -711,6 +711,25 @@ static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
 	return 0;
 }
 
+/* RESTART_VERIFY, a dry run beside the live original (which holds the
+ * addresses): a bare socket of each, its options set, repair mode tried
+ * for a connection; nothing is bound or connected. */
+static int verify_one(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetOpt *bad = NULL;
+	int r = inet_opts_apply(o->fd, o->e, true, false, &bad);
+	if (r == 0)
+		r = inet_opts_apply(o->fd, o->e, false, false, &bad);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+	if (o->e->tcp && (r = inet_tcp_repair(o->fd, TCP_REPAIR_ON)) < 0)
+		return RFAIL(ctx, o, r, "restoring an established connection needs TCP_REPAIR: %s",
+			     strerror(-r));
+	o->repair = o->e->tcp != NULL;
+	return 0;
+}
+
 static int inet_prepare(struct rst_ctx *ctx)
 {
 	/* listeners and bound sockets first: an established socket bound in
@@ -724,7 +743,9 @@ static int inet_prepare(struct rst_ctx *ctx)
 				       (int)o->e->proto);
 			if (o->fd < 0)
 				return RFAIL(ctx, o, -errno, "cannot make the socket: %m");
-			int r = pass ? make_tcp(ctx, o) : make_plain(ctx, o);
+			int r = (ctx->flags & RESTART_VERIFY) ? verify_one(ctx, o)
+				: pass			       ? make_tcp(ctx, o)
+							       : make_plain(ctx, o);
 			if (r < 0)
 				return r;
 		}
@@ -790,6 +811,8 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 
 static int inet_restore_end(struct rst_ctx *ctx)
 {
+	if (ctx->flags & RESTART_VERIFY)
+		return 0;
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		int r = finish_one(ctx, ob->ptr);
 		if (r < 0)

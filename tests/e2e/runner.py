@@ -214,6 +214,7 @@ TESTS = [
     entry("tcp_pair", (B, T, R)),
     entry("tcp_pair6", (B, T)),
     entry("tcp_mapped", (B, T)),
+    entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
