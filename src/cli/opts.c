@@ -70,8 +70,8 @@ static const struct opt opts[] = {
 	{ "dry-run", 'n', OPT_FLAG, RS, F(dry_run), NULL,
 	  "validate and build the tree, then tear it down" },
 	{ "conn-reset", 0, OPT_FLAG, RS, F(conn_reset), NULL,
-	  "restore TCP connections as reset (none are saved by\n"
-	  "this version)" },
+	  "restore established TCP connections as reset (the\n"
+	  "program reads ECONNRESET)" },
 	{ "pidns", 0, OPT_FLAG, RS, F(pidns), NULL,
 	  "in a new pid namespace under an init of ckpt's, when\n"
 	  "the pids are taken here (without privilege: in a\n"

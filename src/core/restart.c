@@ -384,7 +384,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	if (r < 0)
 		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
 	if (o->flags & RESTART_CONN_RESET)
-		log_info(&ctx.log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
+		log_info(&ctx.log, "RESTART_CONN_RESET: established TCP connections come back reset");
 
 	log_debug(&ctx.log, "reading the image");
 	r = objhash_init(&ctx.objs);

@@ -365,7 +365,10 @@ int inet_proc_peer(int s, union inet_addr *ret)
 			if (sscanf(line, "%*s %*s %63s %*s %*s %*s %*s %*s %*s %lu", rem, &ino) != 2 ||
 			    ino != st.st_ino)
 				continue;
-			return parse_proc_addr(rem, v6 ? AF_INET6 : AF_INET, ret);
+			int r = parse_proc_addr(rem, v6 ? AF_INET6 : AF_INET, ret);
+			if (r == 0 && !(v6 ? ret->v6.sin6_port : ret->v4.sin_port))
+				r = -ENOENT; /* no peer: a listener, a socket not connected */
+			return r;
 		}
 	}
 	return -ENOENT;

@@ -34,7 +34,10 @@
  * its peer to go on), SO_REUSEADDR is set again, the part of the send
  * queue that was never sent is sent, then buffer sizes and locks, TCP_CORK
  * and O_NONBLOCK. If the restart fails, the established sockets are put in
- * repair mode again before they are closed.
+ * repair mode again before they are closed. RESTART_CONN_RESET: each
+ * connection is restored, then leaves repair mode without a probe and is
+ * disconnected (connect AF_UNSPEC): its peer gets a reset, the program
+ * reads ECONNRESET; listeners and UDP sockets live.
  *
  * A connection whose two ends are both in the image is simply two sockets
  * restored each in its own right; an end elsewhere (another host, a
@@ -783,7 +786,21 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 	const InetOpt *bad = NULL;
 	int r;
 
-	if (e->tcp && o->repair) {
+	if (e->tcp && o->repair && (ctx->flags & RESTART_CONN_RESET)) {
+		/* --conn-reset: out of repair mode without a probe, then a
+		 * disconnect: a reset to the peer, ECONNRESET to the program */
+		struct sockaddr un = { .sa_family = AF_UNSPEC };
+		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF_NO_WP);
+		if (r == 0 && connect(o->fd, &un, sizeof(un)) < 0)
+			r = -errno;
+		if (r < 0)
+			return RFAIL(ctx, o, r, "cannot reset the connection: %s", strerror(-r));
+		/* as a reset received leaves it: reads end of file after the
+		 * error, writes EPIPE (on a closed socket shutdown says
+		 * ENOTCONN, and still marks it) */
+		shutdown(o->fd, SHUT_RDWR);
+		o->repair = false;
+	} else if (e->tcp && o->repair) {
 		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF);
 		if (r < 0)
 			return RFAIL(ctx, o, r, "cannot leave repair mode: %s", strerror(-r));
@@ -804,7 +821,9 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 	if (r < 0)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",
 			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
-	if (e->flags && fcntl(o->fd, F_SETFL, (int)e->flags) < 0)
+	/* added to what is there: fdtable's restore_end may set O_ASYNC */
+	int fl = fcntl(o->fd, F_GETFL);
+	if (e->flags && (fl < 0 || fcntl(o->fd, F_SETFL, fl | (int)e->flags) < 0))
 		return RFAIL(ctx, o, -errno, "cannot set its file flags: %m");
 	return 0;
 }

@@ -217,6 +217,7 @@ TESTS = [
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
+    entry("tcp_reset", rst_args=["--conn-reset"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
@@ -1197,7 +1198,7 @@ class Run:
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
-        rp = self.restart(img, "restart")
+        rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         if self.mode == T:
             img2 = self.p("img2")
             self.checkpoint(img2, "ckpt2", reap=[rp], extra=extra)
@@ -1596,7 +1597,7 @@ class Run:
         return rp
 
     @staticmethod
-    def resp(cmd):
+    def resp_cmd(cmd):
         return b"*%d\r\n" % len(cmd) + b"".join(
             b"$%d\r\n%s\r\n" % (len(a), a) for a in (x.encode() for x in cmd))
 
@@ -1631,10 +1632,10 @@ class Run:
             try:
                 while not state["stop"]:
                     i = state["n"]
-                    cl.sendall(self.resp(["SET", "k%d" % i, "v%d" % i]))
+                    cl.sendall(self.resp_cmd(["SET", "k%d" % i, "v%d" % i]))
                     if self.resp_read(f) != "+OK":
                         raise Fail("SET %d" % i)
-                    cl.sendall(self.resp(["GET", "k%d" % i]) + self.resp(["INCR", "n"]))
+                    cl.sendall(self.resp_cmd(["GET", "k%d" % i]) + self.resp_cmd(["INCR", "n"]))
                     got = (self.resp_read(f), self.resp_read(f))
                     if got != ("v%d" % i, ":%d" % (i + 1)):
                         raise Fail("command %d: got %r" % (i, got))
@@ -1659,7 +1660,7 @@ class Run:
             raise Fail("the redis client: %r" % (state["err"],))
         self.vlog("%d commands" % state["n"])
         with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
-            c.sendall(self.resp(["SHUTDOWN", "NOSAVE"]))
+            c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
 
