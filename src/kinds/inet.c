@@ -830,7 +830,9 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 
 static int inet_restore_end(struct rst_ctx *ctx)
 {
-	if (ctx->flags & RESTART_VERIFY)
+	/* a dry run is torn down next: its connections stay in repair mode,
+	 * so that no peer hears of them */
+	if (ctx->flags & (RESTART_VERIFY | RESTART_GHOST))
 		return 0;
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		int r = finish_one(ctx, ob->ptr);

@@ -1516,7 +1516,8 @@ class Run:
         server was down (its packets dropped meanwhile by an nft rule of the
         runner's, which stands in for the network lock; that part is left
         out without nft) and after all reach the server, the server's banner
-        and answer reach it, and it never sees a reset."""
+        and answer reach it, and it never sees a reset, not even from a
+        restart --dry-run of the image before the real one."""
         pr = self.start()
         port = int(self.wait_file("port", pr))
         cl = socket.create_connection(("127.0.0.1", port), timeout=60)
@@ -1532,6 +1533,11 @@ class Run:
                 self.checkpoint(self.p("img"), "ckpt", reap=[pr])
                 if lock:
                     cl.sendall(b"while down\n")
+                # a dry run first: built and torn down, its peer hears nothing
+                r = self.run_ckpt(["restart", self.p("img"), "--dry-run"], timeout=60)
+                if r.returncode != 0:
+                    raise Fail("restart --dry-run: exit %d: %s" % (
+                        r.returncode, r.stderr.decode(errors="replace").strip()[-300:]))
                 rp = self.restart(self.p("img"), "restart")
                 self.nft_unlock(lock)
                 lock = None
