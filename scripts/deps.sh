@@ -21,6 +21,8 @@ command -v vim >/dev/null 2>&1 || need="$need vim"
 # the real daemons (real_nginx, real_postgres) and the client of one
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need="$need nginx"
 command -v curl >/dev/null 2>&1 || need="$need curl"
+# tcp_peer drops a connection's packets while its server is down (nft)
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need="$need nftables"
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need="$need postgresql-15"
 [ -x /usr/lib/postgresql/15/bin/psql ] || need="$need postgresql-client-15"
 [ -z "$need" ] && exit 0

@@ -392,6 +392,8 @@ static int open_ctx(struct rst_ctx *ctx, pid_t pid, int fd, struct ckpt_opts *o)
 		return log_fail(&ctx->log, r, "cannot start the guardian process: %s", strerror(-r));
 	/* RESTART_CONN_RESET (--tcp-close) stays in ctx->flags for the inet kind:
 	 * established connections come back closed, listeners live */
+	if (o->flags & RESTART_CONN_RESET)
+		log_info(&ctx->log, "RESTART_CONN_RESET: established TCP connections come back reset");
 	return objhash_init(&ctx->objs);
 }
 

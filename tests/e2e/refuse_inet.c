@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A refusal: a listening TCP socket on 127.0.0.1 at fd 5. The runner
+ * A refusal: a listening TCP socket on 127.0.0.1 at fd 5 with a connection
+ * not accepted yet (the inet kind refuses such a listener). The runner
  * expects `ckpt checkpoint --kill` to fail, naming the pid, fd 5 and the
  * socket, and the process to live on unharmed: after SIGUSR1 its memory is
  * intact, it is not left traced or stopped (test_check_common), and the
@@ -29,6 +30,9 @@ int main(void)
 	test_move_fd(s, 5);
 	socklen_t al = sizeof(a);
 	getsockname(5, (struct sockaddr *)&a, &al);
+	int pending = socket(AF_INET, SOCK_STREAM, 0);
+	if (pending < 0 || connect(pending, (struct sockaddr *)&a, sizeof(a)))
+		fail("connect: %m");
 
 	test_ready();
 	test_wait();

@@ -211,6 +211,31 @@ TESTS = [
     entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
     entry("unix_pair", (B, T, R)),
+    # TCP and UDP sockets
+    entry("tcp_pair", (B, T, R)),
+    entry("tcp_pair6", (B, T)),
+    entry("tcp_mapped", (B, T)),
+    entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
+    entry("udp_sock", (B, T, R)),
+    entry("tcp_peer", kind="tcp_peer"),
+    entry("tcp_reset", rst_args=["--tcp-close"]),
+    entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
+    entry("real_redis_tcp", (B, T), kind="redis_tcp"),
+    entry("real_http_server", (B, T), kind="http_server"),
+    entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
+          regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
+    entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
+          regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
+    entry("refuse_tcp_closewait", kind="refuse", program="inet_refuse", pargs=["closewait"],
+          regex=r"\bpid {pid} fd 4 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state CLOSE_WAIT is not supported yet"),
+    entry("refuse_udp_queue", kind="refuse", program="inet_refuse", pargs=["udpq"],
+          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ has datagrams in its receive queue"),
+    entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
+          regex=r"\bpid {pid} fd 3 \(netlink\): netlink raw socket of protocol 0 \(port id \d+"),
+    entry("refuse_packet", kind="refuse", program="inet_refuse", pargs=["packet"],
+          regex=r"\bpid {pid} fd 3 \(packet\): packet raw socket of protocol 0x0003 is not supported yet"),
+    entry("refuse_raw", kind="refuse", program="inet_refuse", pargs=["raw"],
+          regex=r"\bpid {pid} fd 3 \(inet\): icmp .*inet raw, protocol 1\): a raw socket is not supported yet"),
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
@@ -301,7 +326,7 @@ TESTS = [
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
-    entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*(socket|inet|tcp)"),
+    entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inet.*tcp.*not accepted yet"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
     entry("refuse_unix_ext", kind="refuse", program="refuse_unix", ckpt_args=["--external", "unix"],
           regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
@@ -610,7 +635,7 @@ class Run:
         path = os.path.join(self.opts.bindir, t["program"])
         if not os.access(path, os.X_OK):
             raise Fail("test program %s not built" % path)
-        return [path]
+        return [path] + list(t.get("pargs", ()))
 
     def start(self, prefix=(), args=()):
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
@@ -1180,7 +1205,7 @@ class Run:
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
-        rp = self.restart(img, "restart")
+        rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         if self.mode == T:
             img2 = self.p("img2")
             self.checkpoint(img2, "ckpt2", reap=[rp], extra=extra)
@@ -1452,6 +1477,232 @@ class Run:
         self.wait_until("the server to close the refused client",
                         lambda: self.redis_sockets(srv) <= before, [], timeout=10)
         self.notes.append("refused with a client outside")
+
+    def wait_file(self, name, pr, timeout=READY_TIMEOUT):
+        """The contents of the file name in the test's directory, once it
+        exists (it is renamed into place whole)."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.p(name)):
+            if pr.poll() is not None:
+                raise Fail("exited before writing %s: status %s" % (name, pr.returncode))
+            if time.monotonic() > deadline:
+                raise Fail("no %s after %.0f s" % (name, timeout))
+            time.sleep(POLL)
+        with open(self.p(name)) as f:
+            return f.read()
+
+    def nft_lock(self, port):
+        """Drops every packet to 127.0.0.1:port (a table of the runner's),
+        standing in for the network lock; the table's name, or None without
+        nft."""
+        nft = shutil.which("nft") or ("/usr/sbin/nft" if os.access("/usr/sbin/nft", os.X_OK) else None)
+        if not nft:
+            return None
+        table = "ckpt_e2e_%d" % os.getpid()
+        rules = ("table inet %s { chain c { type filter hook input priority 0; policy accept; "
+                 "ip daddr 127.0.0.1 tcp dport %d drop; }; }" % (table, port))
+        r = subprocess.run([nft, "-f", "-"], input=rules.encode(), capture_output=True, timeout=20)
+        if r.returncode != 0:
+            self.notes.append("nft: %s" % r.stderr.decode(errors="replace").strip()[:100])
+            return None
+        return (nft, table)
+
+    @staticmethod
+    def nft_unlock(lock):
+        if lock:
+            subprocess.run([lock[0], "delete", "table", "inet", lock[1]], capture_output=True,
+                           timeout=20)
+
+    def flow_tcp_peer(self):
+        """tcp_peer.c, a server with one client of the runner's, outside the
+        tree, that keeps its connection across checkpoint --kill and
+        restart: what it sent before (unread by the server), while the
+        server was down (its packets dropped meanwhile by an nft rule of the
+        runner's, which stands in for the network lock; that part is left
+        out without nft) and after all reach the server, the server's banner
+        and answer reach it, and it never sees a reset, not even from a
+        restart --dry-run of the image before the real one."""
+        pr = self.start()
+        port = int(self.wait_file("port", pr))
+        cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+        lock = None
+        try:
+            cl.sendall(b"hello\n")
+            self.wait_ready()
+            rp = pr
+            if not self.opts.no_ckpt:
+                lock = self.nft_lock(port)
+                if not lock:
+                    self.notes.append("no nft: nothing sent while the server was down")
+                self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+                if lock:
+                    cl.sendall(b"while down\n")
+                # a dry run first: built and torn down, its peer hears nothing
+                r = self.run_ckpt(["restart", self.p("img"), "--dry-run"], timeout=60)
+                if r.returncode != 0:
+                    raise Fail("restart --dry-run: exit %d: %s" % (
+                        r.returncode, r.stderr.decode(errors="replace").strip()[-300:]))
+                rp = self.restart(self.p("img"), "restart")
+                self.nft_unlock(lock)
+                lock = None
+            elif shutil.which("nft") or os.access("/usr/sbin/nft", os.X_OK):
+                cl.sendall(b"while down\n")
+            cl.sendall(b"after\nEND\n")
+            rc = self.wake_and_wait(rp, "the server")
+            got = b""
+            while True:
+                d = cl.recv(4096)
+                if not d:
+                    break
+                got += d
+        except ConnectionResetError:
+            raise Fail("the client's connection was reset")
+        except socket.timeout:
+            raise Fail("the client's connection hung")
+        finally:
+            self.nft_unlock(lock)
+            cl.close()
+        self.check_result(rc, "the server")
+        want = b"banner\ngot:hello\n" + (b"while down\n" if b"while down" in got else b"") + b"after\nEND\n"
+        if got != want:
+            raise Fail("the client got %r, want %r" % (got, want))
+
+    @staticmethod
+    def free_port():
+        """A TCP port of 127.0.0.1 free now (bound to 0, read, released)."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    def start_server(self, argv, port):
+        """Starts argv as the test's tree; returns once 127.0.0.1:port
+        accepts connections."""
+        self.t = dict(self.t, argv=argv)
+        pr = self.start()
+        self.pid = pr.pid
+
+        def up():
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                return True
+            except OSError:
+                return False
+        self.wait_until("a listener on port %d" % port, up, [pr])
+        return pr
+
+    def tcp_cycles(self, pr, port, progress=None):
+        """checkpoint --kill and restart (twice in twice mode), the server's
+        port locked by nft meanwhile; progress() (if given) must go on
+        after each restart. Returns the last ckpt restart."""
+        rp = pr
+        for i in range(2 if self.mode == T else 1):
+            tag = "" if i == 0 else "2"
+            lock = self.nft_lock(port)
+            try:
+                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+                if rp is not pr:
+                    self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+                rp = self.restart(self.p("img" + tag), "restart" + tag)
+            finally:
+                self.nft_unlock(lock)
+            if progress:
+                progress()
+        return rp
+
+    @staticmethod
+    def resp_cmd(cmd):
+        return b"*%d\r\n" % len(cmd) + b"".join(
+            b"$%d\r\n%s\r\n" % (len(a), a) for a in (x.encode() for x in cmd))
+
+    @staticmethod
+    def resp_read(f):
+        line = f.readline()
+        if not line:
+            raise ConnectionError("end of file")
+        if line[:1] == b"$":
+            n = int(line[1:])
+            return None if n < 0 else f.read(n + 2)[:-2].decode()
+        return line[:-2].decode()
+
+    def flow_redis_tcp(self):
+        """redis-server on 127.0.0.1 at a free port, TCP only; a client of
+        the runner's holds one connection and issues SET, GET and INCR in a
+        loop, checking every reply, across checkpoint --kill and restart
+        (the server's port locked by nft meanwhile, so what it sends while
+        the server is down is retransmitted): no error, no lost reply."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        port = self.free_port()
+        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", self.dir,
+                                "--logfile", self.p("redis.log")], port)
+        self.logs.append(self.p("redis.log"))
+        cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+        f = cl.makefile("rb")
+        state = {"n": 0, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = state["n"]
+                    cl.sendall(self.resp_cmd(["SET", "k%d" % i, "v%d" % i]))
+                    if self.resp_read(f) != "+OK":
+                        raise Fail("SET %d" % i)
+                    cl.sendall(self.resp_cmd(["GET", "k%d" % i]) + self.resp_cmd(["INCR", "n"]))
+                    got = (self.resp_read(f), self.resp_read(f))
+                    if got != ("v%d" % i, ":%d" % (i + 1)):
+                        raise Fail("command %d: got %r" % (i, got))
+                    state["n"] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
+                            [], timeout=60)
+        try:
+            progress()
+            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress)
+        finally:
+            state["stop"] = True
+            th.join(60)
+            cl.close()
+        if state["err"]:
+            raise Fail("the redis client: %r" % (state["err"],))
+        self.vlog("%d commands" % state["n"])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+            c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
+            c.recv(100)
+        self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
+
+    def flow_http_server(self):
+        """python3 -m http.server on 127.0.0.1 at a free port, serving the
+        test's directory: it answers before, and after checkpoint --kill
+        and restart, a GET of a file on a new connection."""
+        port = self.free_port()
+        with open(self.p("hello.txt"), "w") as f:
+            f.write("hello from http.server\n" * 100)
+        pr = self.start_server([self.opts.python, "-m", "http.server", "--bind", "127.0.0.1",
+                                "--directory", self.dir, str(port)], port)
+
+        def get():
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                c.sendall(b"GET /hello.txt HTTP/1.0\r\nHost: x\r\n\r\n")
+                data = b""
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    data += d
+            if not data.startswith(b"HTTP/1.0 200") or \
+                    not data.endswith(b"hello from http.server\n" * 100):
+                raise Fail("http.server answered %r" % data[:200])
+        get()
+        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, get)
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
 
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
@@ -3811,6 +4062,42 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
+
+    def flow_rst_addr_busy(self):
+        """A restart whose listening address is taken (by the runner) fails
+        naming the pid, the fd and the address, and leaves nothing behind:
+        no process, no socket on the connection's ports; freed, the image
+        restores fine."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        with open(self.p("port")) as f:
+            port = int(f.read())
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", port))
+        busy.listen(1)
+        try:
+            log = self.p("busy.log")
+            self.logs.append(log)
+            r = self.run_ckpt(["restart", img, "--log", log, "-v"], timeout=60)
+            self.expect_error(r, "restart with the listener's address taken")
+            err = r.stderr.decode("utf-8", "replace")
+            rx = r"pid %d fd 3 \(inet\): tcp 127\.0\.0\.1:%d: cannot bind the address: " \
+                 r"address already in use" % (self.pid, port)
+            if not re.search(rx, err, re.I):
+                raise Fail("message %r does not match /%s/" % (err.strip(), rx))
+            self.expect_gone("the failed restart")
+            with open("/proc/net/tcp") as f:
+                mine = [l for l in f.read().splitlines()[1:]
+                        if int(l.split()[1].split(":")[1], 16) == port and
+                        int(l.split()[3], 16) != 10]
+            if mine:
+                raise Fail("sockets on port %d left behind: %s" % (port, mine))
+        finally:
+            busy.close()
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart once the address is free")
 
     def flow_inspect(self):
         """inspect prints every record; --json is JSON with the same records."""

@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Helpers of the inet kind: options, TCP_REPAIR, addresses (inet-sk.h). */
+#include "kinds/inet-sk.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+
+#ifndef UDPLITE_SEND_CSCOV
+#define UDPLITE_SEND_CSCOV 10
+#define UDPLITE_RECV_CSCOV 11
+#endif
+#ifndef IPPROTO_UDPLITE
+#define IPPROTO_UDPLITE 136
+#endif
+#ifndef SOL_UDPLITE
+#define SOL_UDPLITE 136
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef IP_BIND_ADDRESS_NO_PORT
+#define IP_BIND_ADDRESS_NO_PORT 24
+#endif
+
+#define T OPT_TCP
+#define U OPT_UDP
+#define TU (OPT_TCP | OPT_UDP)
+static const struct inet_opt_desc opt_table[] = {
+	{ SOL_SOCKET, SO_REUSEADDR, TU | OPT_BIND, "SO_REUSEADDR" },
+	{ SOL_SOCKET, SO_REUSEPORT, TU | OPT_BIND, "SO_REUSEPORT" },
+	{ SOL_SOCKET, SO_KEEPALIVE, TU, "SO_KEEPALIVE" },
+	{ SOL_SOCKET, SO_BROADCAST, TU, "SO_BROADCAST" },
+	{ SOL_SOCKET, SO_OOBINLINE, TU, "SO_OOBINLINE" },
+	{ SOL_SOCKET, SO_PRIORITY, TU, "SO_PRIORITY" },
+	{ SOL_SOCKET, SO_MARK, TU, "SO_MARK" },
+	{ SOL_SOCKET, SO_RCVLOWAT, TU, "SO_RCVLOWAT" },
+	{ SOL_SOCKET, SO_DONTROUTE, TU, "SO_DONTROUTE" },
+	{ SOL_SOCKET, SO_TIMESTAMP, TU, "SO_TIMESTAMP" },
+	{ SOL_SOCKET, SO_TIMESTAMPNS, TU, "SO_TIMESTAMPNS" },
+	{ IPPROTO_TCP, TCP_NODELAY, T, "TCP_NODELAY" },
+	{ IPPROTO_TCP, TCP_KEEPIDLE, T, "TCP_KEEPIDLE" },
+	{ IPPROTO_TCP, TCP_KEEPINTVL, T, "TCP_KEEPINTVL" },
+	{ IPPROTO_TCP, TCP_KEEPCNT, T, "TCP_KEEPCNT" },
+	{ IPPROTO_TCP, TCP_USER_TIMEOUT, T, "TCP_USER_TIMEOUT" },
+	{ IPPROTO_TCP, TCP_SYNCNT, T, "TCP_SYNCNT" },
+	{ IPPROTO_TCP, TCP_LINGER2, T, "TCP_LINGER2" },
+	{ IPPROTO_TCP, TCP_NOTSENT_LOWAT, T, "TCP_NOTSENT_LOWAT" },
+	{ IPPROTO_TCP, TCP_DEFER_ACCEPT, T | OPT_LISTEN, "TCP_DEFER_ACCEPT" },
+	{ IPPROTO_TCP, TCP_FASTOPEN, T | OPT_LISTEN, "TCP_FASTOPEN" },
+	{ IPPROTO_TCP, TCP_CORK, T | OPT_LAST, "TCP_CORK" },
+	{ IPPROTO_IP, IP_TOS, TU | OPT_V4, "IP_TOS" },
+	{ IPPROTO_IP, IP_TTL, TU | OPT_V4, "IP_TTL" },
+	{ IPPROTO_IP, IP_FREEBIND, TU | OPT_V4 | OPT_BIND, "IP_FREEBIND" },
+	{ IPPROTO_IP, IP_TRANSPARENT, TU | OPT_V4 | OPT_BIND, "IP_TRANSPARENT" },
+	{ IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, TU | OPT_V4 | OPT_BIND, "IP_BIND_ADDRESS_NO_PORT" },
+	{ IPPROTO_IP, IP_MTU_DISCOVER, TU | OPT_V4, "IP_MTU_DISCOVER" },
+	{ IPPROTO_IP, IP_RECVERR, TU | OPT_V4, "IP_RECVERR" },
+	{ IPPROTO_IP, IP_PKTINFO, U | OPT_V4, "IP_PKTINFO" },
+	{ IPPROTO_IP, IP_RECVTOS, U | OPT_V4, "IP_RECVTOS" },
+	{ IPPROTO_IP, IP_RECVTTL, U | OPT_V4, "IP_RECVTTL" },
+	{ IPPROTO_IP, IP_MULTICAST_TTL, U | OPT_V4, "IP_MULTICAST_TTL" },
+	{ IPPROTO_IP, IP_MULTICAST_LOOP, U | OPT_V4, "IP_MULTICAST_LOOP" },
+	{ IPPROTO_IPV6, IPV6_V6ONLY, TU | OPT_V6 | OPT_BIND, "IPV6_V6ONLY" },
+	{ IPPROTO_IPV6, IPV6_FREEBIND, TU | OPT_V6 | OPT_BIND, "IPV6_FREEBIND" },
+	{ IPPROTO_IPV6, IPV6_TRANSPARENT, TU | OPT_V6 | OPT_BIND, "IPV6_TRANSPARENT" },
+	{ IPPROTO_IPV6, IPV6_TCLASS, TU | OPT_V6, "IPV6_TCLASS" },
+	{ IPPROTO_IPV6, IPV6_UNICAST_HOPS, TU | OPT_V6, "IPV6_UNICAST_HOPS" },
+	{ IPPROTO_IPV6, IPV6_MTU_DISCOVER, TU | OPT_V6, "IPV6_MTU_DISCOVER" },
+	{ IPPROTO_IPV6, IPV6_RECVERR, TU | OPT_V6, "IPV6_RECVERR" },
+	{ IPPROTO_IPV6, IPV6_RECVPKTINFO, U | OPT_V6, "IPV6_RECVPKTINFO" },
+	{ IPPROTO_IPV6, IPV6_MULTICAST_HOPS, U | OPT_V6, "IPV6_MULTICAST_HOPS" },
+	{ IPPROTO_IPV6, IPV6_MULTICAST_LOOP, U | OPT_V6, "IPV6_MULTICAST_LOOP" },
+	{ IPPROTO_UDP, UDP_SEGMENT, U, "UDP_SEGMENT" },
+	{ IPPROTO_UDP, UDP_GRO, U, "UDP_GRO" },
+	{ SOL_UDPLITE, UDPLITE_SEND_CSCOV, U, "UDPLITE_SEND_CSCOV" },
+	{ SOL_UDPLITE, UDPLITE_RECV_CSCOV, U, "UDPLITE_RECV_CSCOV" },
+};
+#undef T
+#undef U
+#undef TU
+
+const struct inet_opt_desc *inet_opt_find(uint32_t level, uint32_t name)
+{
+	for (size_t i = 0; i < sizeof(opt_table) / sizeof(opt_table[0]); i++)
+		if ((uint32_t)opt_table[i].level == level && (uint32_t)opt_table[i].name == name)
+			return &opt_table[i];
+	return NULL;
+}
+
+static bool opt_applies(const struct inet_opt_desc *d, int family, int proto)
+{
+	if (!(d->flags & (proto == IPPROTO_TCP ? OPT_TCP : OPT_UDP)))
+		return false;
+	if ((d->flags & OPT_V4) && family != AF_INET)
+		return false;
+	if ((d->flags & OPT_V6) && family != AF_INET6)
+		return false;
+	if (d->level == SOL_UDPLITE && proto != IPPROTO_UDPLITE)
+		return false;
+	return true;
+}
+
+static int get_int(int s, int level, int name, int *ret)
+{
+	socklen_t l = sizeof(*ret);
+	*ret = 0;
+	return getsockopt(s, level, name, ret, &l) < 0 ? -errno : 0;
+}
+
+static uint64_t tv_us(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000u + (uint64_t)tv->tv_usec;
+}
+
+static int read_misc(int s, InetSkEntry *e, char *dev, size_t devlen)
+{
+	int v, r;
+	struct linger lg = { 0 };
+	struct timeval tv;
+	socklen_t l;
+
+	if ((r = get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) < 0)
+		return r;
+	e->sndbuf = (uint32_t)v;
+	if ((r = get_int(s, SOL_SOCKET, SO_RCVBUF, &v)) < 0)
+		return r;
+	e->rcvbuf = (uint32_t)v;
+	e->buf_lock = get_int(s, SOL_SOCKET, SO_BUF_LOCK, &v) == 0 ? (uint32_t)v & 3 : 0;
+	l = sizeof(lg);
+	if (getsockopt(s, SOL_SOCKET, SO_LINGER, &lg, &l) < 0)
+		return -errno;
+	if (lg.l_onoff) {
+		e->has_linger_on = e->has_linger_secs = true;
+		e->linger_on = true;
+		e->linger_secs = (uint32_t)lg.l_linger;
+	}
+	l = sizeof(tv);
+	if (getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, &l) == 0 && tv_us(&tv)) {
+		e->has_rcvtimeo_us = true;
+		e->rcvtimeo_us = tv_us(&tv);
+	}
+	l = sizeof(tv);
+	if (getsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) == 0 && tv_us(&tv)) {
+		e->has_sndtimeo_us = true;
+		e->sndtimeo_us = tv_us(&tv);
+	}
+	l = (socklen_t)devlen;
+	dev[0] = 0;
+	if (getsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, dev, &l) == 0 && l > 0 && dev[0]) {
+		dev[l < devlen ? l : devlen - 1] = 0;
+		e->bindtodevice = dev;
+	}
+	return 0;
+}
+
+int inet_opts_read(int s, int family, int type, int proto, InetOpt *v, size_t cap,
+		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
+{
+	_cleanup_close_ int fresh = socket(family, type | SOCK_CLOEXEC, proto);
+	size_t n = 0;
+	if (fresh < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(opt_table) / sizeof(opt_table[0]); i++) {
+		const struct inet_opt_desc *d = &opt_table[i];
+		int a, b;
+		if (!opt_applies(d, family, proto))
+			continue;
+		if (get_int(s, d->level, d->name, &a) < 0 || get_int(fresh, d->level, d->name, &b) < 0 ||
+		    a == b)
+			continue;
+		if (n == cap)
+			return -E2BIG;
+		inet_opt__init(&v[n]);
+		v[n].level = (uint32_t)d->level;
+		v[n].name = (uint32_t)d->name;
+		v[n].val = a;
+		n++;
+	}
+	*ret_n = n;
+	return read_misc(s, e, dev, devlen);
+}
+
+int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last, const InetOpt **ret_bad)
+{
+	for (size_t i = 0; i < e->n_opts; i++) {
+		const InetOpt *o = e->opts[i];
+		const struct inet_opt_desc *d = inet_opt_find(o->level, o->name);
+		if (!d)
+			return -EINVAL;
+		if (last ? !(d->flags & OPT_LAST)
+			 : ((d->flags & OPT_LAST) || !(d->flags & OPT_BIND) != !bind))
+			continue;
+		int v = o->val;
+		if (setsockopt(s, d->level, d->name, &v, sizeof(v)) < 0) {
+			*ret_bad = o;
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+int inet_opts_apply_misc(int s, const InetSkEntry *e)
+{
+	if (e->linger_on) {
+		struct linger lg = { .l_onoff = 1, .l_linger = (int)e->linger_secs };
+		if (setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
+			return -errno;
+	}
+	if (e->has_rcvtimeo_us) {
+		struct timeval tv = { .tv_sec = (time_t)(e->rcvtimeo_us / 1000000u),
+				      .tv_usec = (suseconds_t)(e->rcvtimeo_us % 1000000u) };
+		if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+			return -errno;
+	}
+	if (e->has_sndtimeo_us) {
+		struct timeval tv = { .tv_sec = (time_t)(e->sndtimeo_us / 1000000u),
+				      .tv_usec = (suseconds_t)(e->sndtimeo_us % 1000000u) };
+		if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+			return -errno;
+	}
+	if (e->bindtodevice && e->bindtodevice[0] &&
+	    setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, e->bindtodevice,
+		       (socklen_t)strlen(e->bindtodevice)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* sk_sndbuf/sk_rcvbuf = 2 * what is set: set half, forced if the limit is lower */
+static int set_buf(int s, bool snd, uint32_t val)
+{
+	int half = (int)(val / 2);
+	int v;
+	if (setsockopt(s, SOL_SOCKET, snd ? SO_SNDBUFFORCE : SO_RCVBUFFORCE, &half, sizeof(half)) == 0)
+		return 0;
+	if (setsockopt(s, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &half, sizeof(half)) < 0)
+		return -errno;
+	if (get_int(s, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &v) < 0 || (uint32_t)v < val)
+		return -EPERM;
+	return 0;
+}
+
+int inet_bufs_raise(int s, size_t sndq, size_t rcvq)
+{
+	int v, r;
+	if (sndq && (r = get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) == 0 && (size_t)v < 4 * sndq)
+		r = set_buf(s, true, (uint32_t)(4 * sndq));
+	else
+		r = 0;
+	if (r == 0 && rcvq && get_int(s, SOL_SOCKET, SO_RCVBUF, &v) == 0 && (size_t)v < 4 * rcvq)
+		r = set_buf(s, false, (uint32_t)(4 * rcvq));
+	return r;
+}
+
+int inet_bufs_apply(int s, const InetSkEntry *e)
+{
+	int cur, r;
+	/* as saved, whether the program set them or the kernel tuned them;
+	 * then the locks as they were (a buffer the kernel tunes stays so) */
+	if (get_int(s, SOL_SOCKET, SO_SNDBUF, &cur) == 0 && (uint32_t)cur != e->sndbuf &&
+	    (r = set_buf(s, true, e->sndbuf)) < 0)
+		return r;
+	if (get_int(s, SOL_SOCKET, SO_RCVBUF, &cur) == 0 && (uint32_t)cur != e->rcvbuf &&
+	    (r = set_buf(s, false, e->rcvbuf)) < 0)
+		return r;
+	int lock = (int)e->buf_lock;
+	if (setsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &lock, sizeof(lock)) < 0 && lock)
+		return -errno;
+	return 0;
+}
+
+socklen_t inet_mkaddr(union inet_addr *a, int family, const uint8_t *addr, size_t len,
+		      uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	if (family == AF_INET) {
+		a->v4.sin_family = AF_INET;
+		a->v4.sin_port = htons(port);
+		if (len == 4)
+			memcpy(&a->v4.sin_addr, addr, 4);
+		return sizeof(a->v4);
+	}
+	a->v6.sin6_family = AF_INET6;
+	a->v6.sin6_port = htons(port);
+	if (len == 16)
+		memcpy(&a->v6.sin6_addr, addr, 16);
+	return sizeof(a->v6);
+}
+
+const char *inet_addr_str(const union inet_addr *a, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	if (a->sa.sa_family == AF_INET) {
+		inet_ntop(AF_INET, &a->v4.sin_addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(a->v4.sin_port));
+	} else {
+		inet_ntop(AF_INET6, &a->v6.sin6_addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(a->v6.sin6_port));
+	}
+	return buf;
+}
+
+const char *inet_tcp_state_name(int state)
+{
+	static const char *const names[] = {
+		[TCP_ESTABLISHED] = "ESTABLISHED", [TCP_SYN_SENT] = "SYN_SENT",
+		[TCP_SYN_RECV] = "SYN_RECV",	   [TCP_FIN_WAIT1] = "FIN_WAIT1",
+		[TCP_FIN_WAIT2] = "FIN_WAIT2",	   [TCP_TIME_WAIT] = "TIME_WAIT",
+		[TCP_CLOSE] = "CLOSE",		   [TCP_CLOSE_WAIT] = "CLOSE_WAIT",
+		[TCP_LAST_ACK] = "LAST_ACK",	   [TCP_LISTEN] = "LISTEN",
+		[TCP_CLOSING] = "CLOSING",
+	};
+	return state > 0 && state < (int)(sizeof(names) / sizeof(names[0])) && names[state]
+		       ? names[state]
+		       : "unknown";
+}
+
+/* "0100007F:1F90" (v4) or 32 hex digits of four host-order words (v6) */
+static int parse_proc_addr(const char *txt, int family, union inet_addr *a)
+{
+	unsigned port;
+	memset(a, 0, sizeof(*a));
+	if (family == AF_INET) {
+		unsigned x;
+		if (sscanf(txt, "%8x:%x", &x, &port) != 2)
+			return -EINVAL;
+		a->v4.sin_family = AF_INET;
+		a->v4.sin_addr.s_addr = x;
+		a->v4.sin_port = htons((uint16_t)port);
+		return 0;
+	}
+	uint32_t w[4];
+	if (sscanf(txt, "%8x%8x%8x%8x:%x", &w[0], &w[1], &w[2], &w[3], &port) != 5)
+		return -EINVAL;
+	a->v6.sin6_family = AF_INET6;
+	memcpy(&a->v6.sin6_addr, w, 16);
+	a->v6.sin6_port = htons((uint16_t)port);
+	return 0;
+}
+
+int inet_proc_peer(int s, union inet_addr *ret)
+{
+	struct stat st;
+	char line[512], rem[64];
+	unsigned long ino;
+	if (fstat(s, &st) < 0)
+		return -errno;
+	for (int v6 = 0; v6 < 2; v6++) {
+		_cleanup_fclose_ FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%*s %*s %63s %*s %*s %*s %*s %*s %*s %lu", rem, &ino) != 2 ||
+			    ino != st.st_ino)
+				continue;
+			int r = parse_proc_addr(rem, v6 ? AF_INET6 : AF_INET, ret);
+			if (r == 0 && !(v6 ? ret->v6.sin6_port : ret->v4.sin_port))
+				r = -ENOENT; /* no peer: a listener, a socket not connected */
+			return r;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *inet_proto_name(int proto)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		return "tcp";
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_UDPLITE:
+		return "udplite";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmpv6";
+	case IPPROTO_SCTP:
+		return "sctp";
+	case IPPROTO_MPTCP:
+		return "mptcp";
+	default:
+		return "ip";
+	}
+}
+
+/* ---- TCP_REPAIR ------------------------------------------------------------ */
+
+int inet_tcp_repair(int s, int mode)
+{
+	return setsockopt(s, IPPROTO_TCP, TCP_REPAIR, &mode, sizeof(mode)) < 0 ? -errno : 0;
+}
+
+static int set_queue(int s, int q)
+{
+	return setsockopt(s, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) < 0 ? -errno : 0;
+}
+
+static int queue_seq(int s, int q, uint32_t *ret)
+{
+	socklen_t l = sizeof(*ret);
+	int r = set_queue(s, q);
+	if (r == 0 && getsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, ret, &l) < 0)
+		r = -errno;
+	return r;
+}
+
+/* Peeks len bytes of queue q (repair mode) into a new buffer. */
+static int peek_queue(int s, int q, size_t len, ProtobufCBinaryData *ret)
+{
+	ret->len = 0;
+	ret->data = NULL;
+	if (!len)
+		return 0;
+	if (len > INET_QUEUE_MAX)
+		return -EFBIG;
+	int r = set_queue(s, q);
+	if (r < 0)
+		return r;
+	uint8_t *buf = malloc(len + 1);
+	if (!buf)
+		return -ENOMEM;
+	ssize_t n = recv(s, buf, len + 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 || (size_t)n != len) {
+		free(buf);
+		return n < 0 ? -errno : -EAGAIN;
+	}
+	ret->data = buf;
+	ret->len = len;
+	return 0;
+}
+
+static int read_opts(int s, TcpRepair *t)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+	int mss;
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
+		return -errno;
+	t->opts = ti.tcpi_options & (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_WSCALE);
+	t->snd_wscale = ti.tcpi_snd_wscale;
+	t->rcv_wscale = ti.tcpi_rcv_wscale;
+	l = sizeof(mss);
+	if (getsockopt(s, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0)
+		return -errno;
+	t->mss = (uint32_t)mss;
+	l = sizeof(t->timestamp);
+	if (getsockopt(s, IPPROTO_TCP, TCP_TIMESTAMP, &t->timestamp, &l) < 0)
+		return -errno;
+	struct tcp_repair_window w;
+	l = sizeof(w);
+	if (getsockopt(s, IPPROTO_TCP, TCP_REPAIR_WINDOW, &w, &l) == 0 && l == sizeof(w)) {
+		t->has_snd_wl1 = t->has_snd_wnd = t->has_max_window = true;
+		t->has_rcv_wnd = t->has_rcv_wup = t->has_has_window = true;
+		t->has_window = true;
+		t->snd_wl1 = w.snd_wl1;
+		t->snd_wnd = w.snd_wnd;
+		t->max_window = w.max_window;
+		t->rcv_wnd = w.rcv_wnd;
+		t->rcv_wup = w.rcv_wup;
+	}
+	return 0;
+}
+
+int inet_tcp_read(int s, TcpRepair *t)
+{
+	int outq, unsent, inq, r;
+	uint32_t rcv2;
+
+	tcp_repair__init(t);
+	if (ioctl(s, SIOCOUTQ, &outq) < 0 || ioctl(s, SIOCOUTQNSD, &unsent) < 0 ||
+	    ioctl(s, SIOCINQ, &inq) < 0)
+		return -errno;
+	if (outq < 0 || unsent < 0 || inq < 0 || unsent > outq)
+		return -EINVAL;
+	r = queue_seq(s, TCP_SEND_QUEUE, &t->snd_seq);
+	if (r == 0)
+		r = queue_seq(s, TCP_RECV_QUEUE, &t->rcv_seq);
+	if (r == 0)
+		r = peek_queue(s, TCP_SEND_QUEUE, (size_t)outq, &t->sendq);
+	if (r == 0)
+		r = peek_queue(s, TCP_RECV_QUEUE, (size_t)inq, &t->recvq);
+	if (r == 0)
+		r = read_opts(s, t);
+	/* data that came in meanwhile (a peer outside the tree) */
+	if (r == 0)
+		r = queue_seq(s, TCP_RECV_QUEUE, &rcv2);
+	if (r == 0 && rcv2 != t->rcv_seq)
+		r = -EAGAIN;
+	set_queue(s, TCP_NO_QUEUE);
+	t->unsent = (uint32_t)unsent;
+	if (r < 0)
+		inet_tcp_free(t);
+	return r;
+}
+
+void inet_tcp_free(TcpRepair *t)
+{
+	free(t->sendq.data);
+	free(t->recvq.data);
+	t->sendq.data = t->recvq.data = NULL;
+	t->sendq.len = t->recvq.len = 0;
+}
+
+/* Writes len bytes into queue q of s in repair mode. */
+static int fill_queue(int s, int q, const uint8_t *buf, size_t len)
+{
+	int r = set_queue(s, q);
+	while (r == 0 && len) {
+		ssize_t n = send(s, buf, len, MSG_DONTWAIT);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return r;
+}
+
+static int set_repair_opts(int s, const TcpRepair *t)
+{
+	struct tcp_repair_opt o[4];
+	int n = 0;
+	o[n++] = (struct tcp_repair_opt){ TCPOPT_MAXSEG, t->mss };
+	if (t->opts & TCPI_OPT_WSCALE)
+		o[n++] = (struct tcp_repair_opt){ TCPOPT_WINDOW,
+						  t->snd_wscale | (t->rcv_wscale << 16) };
+	if (t->opts & TCPI_OPT_SACK)
+		o[n++] = (struct tcp_repair_opt){ TCPOPT_SACK_PERM, 0 };
+	if (t->opts & TCPI_OPT_TIMESTAMPS)
+		o[n++] = (struct tcp_repair_opt){ TCPOPT_TIMESTAMP, 0 };
+	if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR_OPTIONS, o, (socklen_t)(n * sizeof(o[0]))) < 0)
+		return -errno;
+	return 0;
+}
+
+int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, socklen_t srclen,
+		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
+{
+	size_t sent = t->sendq.len - t->unsent;
+	uint32_t snd = t->snd_seq - (uint32_t)t->sendq.len;
+	uint32_t rcv = t->rcv_seq - (uint32_t)t->recvq.len;
+	int r;
+
+#define STEP(what, call)                      \
+	do {                                  \
+		*ret_step = what;             \
+		if ((r = (call)) < 0)         \
+			return r;             \
+	} while (0)
+	STEP("TCP_REPAIR", inet_tcp_repair(s, TCP_REPAIR_ON));
+	STEP("the send sequence", set_queue(s, TCP_SEND_QUEUE));
+	*ret_step = "the send sequence";
+	if (setsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, &snd, sizeof(snd)) < 0)
+		return -errno;
+	STEP("the receive sequence", set_queue(s, TCP_RECV_QUEUE));
+	*ret_step = "the receive sequence";
+	if (setsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, &rcv, sizeof(rcv)) < 0)
+		return -errno;
+	*ret_step = "bind";
+	if (bind(s, &src->sa, srclen) < 0)
+		return -errno;
+	*ret_step = "connect";
+	if (connect(s, &dst->sa, dstlen) < 0)
+		return -errno;
+	STEP("TCP_REPAIR_OPTIONS", set_repair_opts(s, t));
+	*ret_step = "TCP_TIMESTAMP";
+	if (setsockopt(s, IPPROTO_TCP, TCP_TIMESTAMP, &t->timestamp, sizeof(t->timestamp)) < 0)
+		return -errno;
+	STEP("the buffers", inet_bufs_raise(s, t->sendq.len, t->recvq.len));
+	STEP("the receive queue", fill_queue(s, TCP_RECV_QUEUE, t->recvq.data, t->recvq.len));
+	STEP("the send queue", fill_queue(s, TCP_SEND_QUEUE, t->sendq.data, sent));
+	if (t->has_window) {
+		struct tcp_repair_window w = { .snd_wl1 = t->snd_wl1, .snd_wnd = t->snd_wnd,
+					       .max_window = t->max_window, .rcv_wnd = t->rcv_wnd,
+					       .rcv_wup = t->rcv_wup };
+		*ret_step = "TCP_REPAIR_WINDOW";
+		if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR_WINDOW, &w, sizeof(w)) < 0)
+			return -errno;
+	}
+	set_queue(s, TCP_NO_QUEUE);
+	*ret_step = NULL;
+	return 0;
+#undef STEP
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Helpers of the inet kind (inet.c), with no knowledge of images or tasks:
+ *
+ * - socket options: the table of those saved (int options at a level,
+ *   with where they apply and whether they go before bind), read from a
+ *   socket where they differ from a new socket of the same family, type
+ *   and protocol, and set again;
+ * - TCP_REPAIR: an established connection read (sequence numbers, both
+ *   queues peeked, MSS, window scale, SACK, timestamps, window) and made
+ *   again on a new socket in repair mode; leaving repair mode is the
+ *   caller's, once every socket exists;
+ * - addresses as text: "127.0.0.1:8080", "[::1]:8080".
+ *
+ * Functions return 0 or -errno and log nothing.
+ */
+#ifndef CKPT_INET_SK_H
+#define CKPT_INET_SK_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "inet.pb-c.h"
+
+#ifndef TCP_REPAIR_OFF_NO_WP
+#define TCP_REPAIR_OFF_NO_WP -1
+#endif
+#ifndef SO_BUF_LOCK
+#define SO_BUF_LOCK 72
+#endif
+
+/* kernel TCP states (include/net/tcp_states.h) and option codes of
+ * TCP_REPAIR_OPTIONS (include/net/tcp.h) */
+enum {
+	TCP_ESTABLISHED = 1, TCP_SYN_SENT, TCP_SYN_RECV, TCP_FIN_WAIT1, TCP_FIN_WAIT2,
+	TCP_TIME_WAIT, TCP_CLOSE, TCP_CLOSE_WAIT, TCP_LAST_ACK, TCP_LISTEN, TCP_CLOSING,
+};
+enum { TCPOPT_MAXSEG = 2, TCPOPT_WINDOW = 3, TCPOPT_SACK_PERM = 4, TCPOPT_TIMESTAMP = 8 };
+
+#define INET_QUEUE_MAX (64u << 20) /* bytes per queue */
+
+/* one bound or connected address: sin or sin6 */
+union inet_addr {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+};
+
+/* which sockets an option applies to */
+enum {
+	OPT_TCP = 1,
+	OPT_UDP = 2,
+	OPT_V4 = 4,   /* IPPROTO_IP: AF_INET sockets only */
+	OPT_V6 = 8,   /* IPPROTO_IPV6: AF_INET6 sockets only */
+	OPT_BIND = 16, /* set before bind */
+	OPT_LISTEN = 32, /* TCP listeners only */
+	OPT_LAST = 64, /* set after the queues are refilled (TCP_CORK) */
+};
+
+struct inet_opt_desc {
+	int level, name;
+	unsigned flags;
+	const char *text;
+};
+
+/* The option at (level, name), or NULL if it is not one saved. */
+const struct inet_opt_desc *inet_opt_find(uint32_t level, uint32_t name);
+
+/*
+ * The int options of s (family, proto) that differ from those of a new
+ * socket like it, into v (room for cap; *ret_n set). The rest: buffer
+ * sizes and locks, linger, timeouts, device, into e.
+ */
+int inet_opts_read(int s, int family, int type, int proto, InetOpt *v, size_t cap,
+		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
+	__attribute__((warn_unused_result));
+/* Sets the options of e whose OPT_BIND flag is bind (and not OPT_LAST), or
+ * with last, the OPT_LAST ones. *ret_bad: the option that failed. */
+int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last,
+		    const InetOpt **ret_bad) __attribute__((warn_unused_result));
+/* linger, timeouts, device (before bind) */
+int inet_opts_apply_misc(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
+/* Buffer sizes and their locks as saved; forced (CAP_NET_ADMIN) when the
+ * limits are lower. */
+int inet_bufs_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
+/* Raises both buffers for a refill of sndq and rcvq bytes. */
+int inet_bufs_raise(int s, size_t sndq, size_t rcvq) __attribute__((warn_unused_result));
+
+/* An address of family with raw bytes (4 or 16) and port into a. */
+socklen_t inet_mkaddr(union inet_addr *a, int family, const uint8_t *addr, size_t len,
+		      uint16_t port);
+/* "127.0.0.1:80", "[::1]:80", into buf */
+const char *inet_addr_str(const union inet_addr *a, char *buf, size_t len);
+const char *inet_tcp_state_name(int state);
+/* The peer of TCP socket s as /proc/net/tcp{,6} shows it (also in SYN_SENT,
+ * where getpeername says ENOTCONN); -ENOENT if it has none. */
+int inet_proc_peer(int s, union inet_addr *ret);
+const char *inet_proto_name(int proto);
+
+/*
+ * Reads the established connection of s, which must be in repair mode
+ * (the caller turns it on and off): *t filled, its queues malloc'ed (free
+ * with inet_tcp_free). -EAGAIN: data arrived while it was read (read it
+ * again); -EFBIG: a queue is larger than INET_QUEUE_MAX.
+ */
+int inet_tcp_read(int s, TcpRepair *t) __attribute__((warn_unused_result));
+void inet_tcp_free(TcpRepair *t);
+
+/*
+ * On a new TCP socket with its options set: repair mode, sequence
+ * numbers, bind to src, connect to dst (no packet is sent), the TCP
+ * options, the timestamp, the receive queue and the part of the send
+ * queue that was sent, the window. The socket stays in repair mode; what
+ * was never sent (t->unsent bytes at the end of sendq) is the caller's to
+ * send once it has left it. *ret_step: what failed.
+ */
+int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, socklen_t srclen,
+		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
+	__attribute__((warn_unused_result));
+/* TCP_REPAIR on s: TCP_REPAIR_ON, TCP_REPAIR_OFF, TCP_REPAIR_OFF_NO_WP */
+int inet_tcp_repair(int s, int mode) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,936 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Internet sockets: TCP, UDP and UDP-Lite over IPv4 and IPv6 (v4-mapped
+ * addresses included). A socket has one open file, so one object per
+ * socket, found by its inode, holds everything: family, type, protocol,
+ * state, addresses, the options that differ from a new socket's, buffer
+ * sizes and their locks, O_NONBLOCK, and for an established TCP
+ * connection what TCP_REPAIR shows (inet-sk.h).
+ *
+ * The kind also claims every socket the unix kind leaves (netlink, packet,
+ * raw...), to refuse it by what it is.
+ *
+ * Checkpoint, in fd_collect, through a copy of the fd (pidfd_getfd), which
+ * ckpt keeps until the end:
+ * - TCP: unbound or bound (CLOSE), listening (LISTEN, the backlog; a
+ *   listener with connections not accepted yet is refused), established:
+ *   put in repair mode, its sequence numbers, both queues (peeked) and
+ *   TCP options read, then out of repair mode again without a window probe
+ *   and SO_REUSEADDR set again (leaving repair mode clears it). Every
+ *   other state (SYN_SENT, the closing states) is refused.
+ * - UDP, UDP-Lite: unbound, bound, connected. A datagram in the receive
+ *   queue, or data corked in the send queue, is refused.
+ * Under --kill (after_kill: the image complete, the tree killed), ckpt's
+ * copies are what keeps the sockets open: each established one is put in
+ * repair mode and closed, so that nothing (no FIN, no reset) goes out.
+ *
+ * Restart, on ckpt's side, in prepare: first every socket that is not an
+ * established TCP connection (options for before bind, bind, listen or
+ * connect), then the established ones, each in repair mode: bound and
+ * connected without a packet, sequence numbers, options, timestamp,
+ * receive queue and the sent part of the send queue refilled, window.
+ * fdtable passes them in. restore_end, every socket made and no task
+ * running yet: each connection leaves repair mode (a window probe tells
+ * its peer to go on), SO_REUSEADDR is set again, the part of the send
+ * queue that was never sent is sent, then buffer sizes and locks, TCP_CORK
+ * and O_NONBLOCK. If the restart fails, the established sockets are put in
+ * repair mode again before they are closed. RESTART_CONN_RESET: each
+ * connection is restored, then leaves repair mode without a probe and is
+ * disconnected (connect AF_UNSPEC): its peer gets a reset, the program
+ * reads ECONNRESET; listeners and UDP sockets live.
+ *
+ * A connection whose two ends are both in the image is simply two sockets
+ * restored each in its own right; an end elsewhere (another host, a
+ * process outside the tree) is the peer, which retransmits what it sent
+ * while the socket was gone: only with the network lock in place does it
+ * not see a reset meanwhile (inet.h lists the connections for it).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/tcp.h>
+#include <net/if.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <linux/sockios.h>
+#include <linux/netlink.h>
+#include <linux/if_packet.h>
+#include <linux/capability.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "core/netlock.h"
+#include "inet.pb-c.h"
+#include "kinds/fdobj.h"
+#include "kinds/fdtable.h"
+#include "kinds/inet-sk.h"
+#include "kinds/inet.h"
+#include "util/cleanup.h"
+
+#ifndef IPPROTO_UDPLITE
+#define IPPROTO_UDPLITE 136
+#endif
+
+enum { INET_SK_ENTRY = REC_TYPE(KID_inet, 1) };
+
+/* states in the image */
+enum {
+	INET_ST_CLOSED,    /* unbound, or bound (src) */
+	INET_ST_LISTEN,    /* TCP */
+	INET_ST_CONNECTED, /* TCP: established (tcp); UDP: connected (dst) */
+	INET_ST_MAX,
+};
+
+#define OPTS_MAX 64
+
+struct inet_obj {
+	InetSkEntry e;
+	TcpRepair tcp;
+	InetOpt opts[OPTS_MAX];
+	InetOpt *popts[OPTS_MAX];
+	uint8_t src[16], dst[16];
+	char dev[IFNAMSIZ + 1];
+	pid_t pid;
+	int fd;
+	int copy; /* ckpt's, until the end */
+};
+
+struct inet_robj {
+	InetSkEntry *e;
+	int fd; /* ckpt's socket */
+	bool repair; /* in repair mode now */
+};
+
+static bool inet_fd_claim(const struct fd_info *fi)
+{
+	char path[64], proto[32];
+	if (!S_ISSOCK(fi->st.st_mode))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", fi->pid, fi->fd);
+	ssize_t n = getxattr(path, "system.sockprotoname", proto, sizeof(proto));
+	return !(n >= 4 && !memcmp(proto, "UNIX", 4));
+}
+
+static bool same_netns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	return stat("/proc/self/ns/net", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
+static int get_int(int s, int level, int name)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+	return getsockopt(s, level, name, &v, &l) < 0 ? -errno : v;
+}
+
+/* "tcp 127.0.0.1:80 -> 127.0.0.1:4242" of s, into buf */
+static const char *describe(int s, int proto, char *buf, size_t len)
+{
+	union inet_addr a, b;
+	socklen_t al = sizeof(a), bl = sizeof(b);
+	char x[64] = "unbound", y[64];
+	if (getsockname(s, &a.sa, &al) == 0 && (a.sa.sa_family == AF_INET || a.sa.sa_family == AF_INET6))
+		inet_addr_str(&a, x, sizeof(x));
+	if ((getpeername(s, &b.sa, &bl) == 0 || inet_proc_peer(s, &b) == 0) &&
+	    (b.sa.sa_family == AF_INET || b.sa.sa_family == AF_INET6))
+		snprintf(buf, len, "%s %s -> %s", inet_proto_name(proto), x,
+			 inet_addr_str(&b, y, sizeof(y)));
+	else
+		snprintf(buf, len, "%s %s", inet_proto_name(proto), x);
+	return buf;
+}
+
+static const char *family_name(int family)
+{
+	switch (family) {
+	case AF_NETLINK:
+		return "netlink";
+	case AF_PACKET:
+		return "packet";
+	case AF_INET:
+		return "inet";
+	case AF_INET6:
+		return "inet6";
+	case AF_UNIX:
+		return "unix";
+	case AF_VSOCK:
+		return "vsock";
+	case AF_ALG:
+		return "alg";
+	case AF_BLUETOOTH:
+		return "bluetooth";
+	case AF_XDP:
+		return "xdp";
+	default:
+		return NULL;
+	}
+}
+
+static const char *type_name(int type)
+{
+	switch (type) {
+	case SOCK_STREAM:
+		return "stream";
+	case SOCK_DGRAM:
+		return "dgram";
+	case SOCK_RAW:
+		return "raw";
+	case SOCK_SEQPACKET:
+		return "seqpacket";
+	case SOCK_RDM:
+		return "rdm";
+	default:
+		return "?";
+	}
+}
+
+/* A socket of no family this kind saves: said by family, type, protocol. */
+static int refuse_other(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, int family)
+{
+	int type = get_int(s, SOL_SOCKET, SO_TYPE), proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
+	const char *fam = family_name(family);
+	char fbuf[32];
+	if (!fam)
+		snprintf(fbuf, sizeof(fbuf), "family %d", family), fam = fbuf;
+	if (family == AF_NETLINK) {
+		struct sockaddr_nl nl = { 0 };
+		socklen_t l = sizeof(nl);
+		getsockname(s, (struct sockaddr *)&nl, &l);
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (netlink): netlink %s socket of protocol %d (port id %u, "
+				"groups %#x) is not supported yet",
+				fi->pid, fi->fd, type_name(type), proto, nl.nl_pid, nl.nl_groups);
+	}
+	if (family == AF_PACKET) {
+		struct sockaddr_ll ll = { 0 };
+		socklen_t l = sizeof(ll);
+		getsockname(s, (struct sockaddr *)&ll, &l);
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (packet): packet %s socket of protocol 0x%04x is not "
+				"supported yet",
+				fi->pid, fi->fd, type_name(type), ntohs(ll.sll_protocol));
+	}
+	return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s %s socket of protocol %d is "
+			"not supported yet", fi->pid, fi->fd, fam, fam, type_name(type), proto);
+}
+
+/* The address bytes and port of a into bytes/len and port. */
+static void split_addr(const union inet_addr *a, uint8_t *bytes, size_t *len, uint32_t *port)
+{
+	if (a->sa.sa_family == AF_INET) {
+		memcpy(bytes, &a->v4.sin_addr, 4);
+		*len = 4;
+		*port = ntohs(a->v4.sin_port);
+	} else {
+		memcpy(bytes, &a->v6.sin6_addr, 16);
+		*len = 16;
+		*port = ntohs(a->v6.sin6_port);
+	}
+}
+
+#define REFUSE(ctx, fi, s, proto, fmt, ...)                                                   \
+	({                                                                                     \
+		char d_[192];                                                                  \
+		log_fail(&(ctx)->log, -EOPNOTSUPP, "pid %d fd %d (inet): %s " fmt, (fi)->pid,  \
+			 (fi)->fd, describe(s, proto, d_, sizeof(d_)), ##__VA_ARGS__);         \
+	})
+
+/* An established connection: read in repair mode, which is left at once. */
+static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o)
+{
+	int s = o->copy, reuse = get_int(s, SOL_SOCKET, SO_REUSEADDR), r = -EAGAIN;
+	r = inet_tcp_repair(s, TCP_REPAIR_ON);
+	if (r < 0)
+		return r == -EPERM ? REFUSE(ctx, fi, s, IPPROTO_TCP,
+					    "is established: saving it needs TCP_REPAIR, which "
+					    "needs CAP_NET_ADMIN")
+				   : log_fail(&ctx->log, r, "pid %d fd %d (inet): TCP_REPAIR: %s",
+					      fi->pid, fi->fd, strerror(-r));
+	for (int i = 0; i < 20; i++) {
+		r = inet_tcp_read(s, &o->tcp);
+		if (r != -EAGAIN)
+			break;
+	}
+	int off = inet_tcp_repair(s, TCP_REPAIR_OFF_NO_WP);
+	if (reuse > 0)
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
+	if (off < 0 && r >= 0)
+		r = off;
+	if (r == -EFBIG)
+		return REFUSE(ctx, fi, s, IPPROTO_TCP,
+			      "has more than %u MiB queued one way; not supported yet",
+			      INET_QUEUE_MAX >> 20);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot read the connection "
+				"in repair mode: %s", fi->pid, fi->fd, strerror(-r));
+	o->e.tcp = &o->tcp;
+	log_debug(&ctx->log, "pid %d fd %d (inet): send queue %zu bytes up to %u (%u never sent), "
+		  "receive queue %zu bytes up to %u, windows snd %u rcv %u", fi->pid, fi->fd,
+		  o->tcp.sendq.len, o->tcp.snd_seq, o->tcp.unsent, o->tcp.recvq.len, o->tcp.rcv_seq,
+		  o->tcp.snd_wnd, o->tcp.rcv_wnd);
+	return 0;
+}
+
+/* State and addresses of a TCP socket; refuses the states not saved. */
+static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+	int s = o->copy;
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d (inet): TCP_INFO: %m", fi->pid,
+				fi->fd);
+	switch (ti.tcpi_state) {
+	case TCP_CLOSE:
+		o->e.state = INET_ST_CLOSED;
+		return 0;
+	case TCP_LISTEN:
+		/* a listener's tcp_info: unacked is the accept queue, sacked the backlog */
+		if (ti.tcpi_unacked)
+			return REFUSE(ctx, fi, s, IPPROTO_TCP,
+				      "is listening with %u connection(s) not accepted yet; not "
+				      "supported yet (retry once the program has accepted them)",
+				      ti.tcpi_unacked);
+		o->e.state = INET_ST_LISTEN;
+		o->e.has_backlog = true;
+		o->e.backlog = ti.tcpi_sacked;
+		return 0;
+	case TCP_ESTABLISHED:
+		o->e.state = INET_ST_CONNECTED;
+		return collect_tcp(ctx, fi, o);
+	default:
+		return REFUSE(ctx, fi, s, IPPROTO_TCP, "in state %s is not supported yet",
+			      inet_tcp_state_name(ti.tcpi_state));
+	}
+}
+
+static int collect_udp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
+			     int proto)
+{
+	int s = o->copy, outq = 0;
+	char c;
+	if (recv(s, &c, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		return REFUSE(ctx, fi, s, proto,
+			      "has datagrams in its receive queue; not supported yet (they cannot "
+			      "be read without taking them; retry once the program has read them)");
+	if (ioctl(s, SIOCOUTQ, &outq) == 0 && outq > 0)
+		return REFUSE(ctx, fi, s, proto,
+			      "has %d bytes corked or not sent yet; not supported yet", outq);
+	o->e.state = o->e.dst.len ? INET_ST_CONNECTED : INET_ST_CLOSED;
+	return 0;
+}
+
+static int collect_addrs(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o)
+{
+	union inet_addr a;
+	socklen_t l = sizeof(a);
+	size_t len;
+	if (getsockname(o->copy, &a.sa, &l) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d (inet): getsockname: %m", fi->pid,
+				fi->fd);
+	split_addr(&a, o->src, &len, &o->e.src_port);
+	o->e.has_src = o->e.has_src_port = true;
+	o->e.src = (ProtobufCBinaryData){ .len = len, .data = o->src };
+	l = sizeof(a);
+	if (getpeername(o->copy, &a.sa, &l) < 0)
+		return errno == ENOTCONN ? 0
+					 : log_fail(&ctx->log, -errno,
+						    "pid %d fd %d (inet): getpeername: %m", fi->pid,
+						    fi->fd);
+	split_addr(&a, o->dst, &len, &o->e.dst_port);
+	o->e.has_dst = o->e.has_dst_port = true;
+	o->e.dst = (ProtobufCBinaryData){ .len = len, .data = o->dst };
+	return 0;
+}
+
+/* The family, type and protocol of s if this kind saves it; else refused. */
+static int check_kind(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, int *family,
+		      int *type, int *proto)
+{
+	*family = get_int(s, SOL_SOCKET, SO_DOMAIN);
+	*type = get_int(s, SOL_SOCKET, SO_TYPE);
+	*proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
+	if (*family != AF_INET && *family != AF_INET6)
+		return refuse_other(ctx, fi, s, *family);
+	if (!same_netns(fi->pid))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (inet): a socket of another network namespace than "
+				"ckpt's; not supported yet", fi->pid, fi->fd);
+	bool ok = (*type == SOCK_STREAM && *proto == IPPROTO_TCP) ||
+		  (*type == SOCK_DGRAM && (*proto == IPPROTO_UDP || *proto == IPPROTO_UDPLITE));
+	if (ok)
+		return 0;
+	const char *what = *type == SOCK_RAW ? "a raw socket"
+			   : *type == SOCK_DGRAM && (*proto == IPPROTO_ICMP || *proto == IPPROTO_ICMPV6)
+				   ? "an ICMP ping socket"
+				   : "a socket of this protocol";
+	return REFUSE(ctx, fi, s, *proto, "(%s %s, protocol %d): %s is not supported yet",
+		      family_name(*family), type_name(*type), *proto, what);
+}
+
+static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+		   struct inet_obj *o)
+{
+	int family, type, proto, r;
+	size_t n = 0;
+
+	o->copy = puppet_getfd(&t->pup, fi->fd);
+	if (o->copy < 0)
+		return log_fail(&ctx->log, o->copy, "pid %d fd %d (inet): cannot take a copy: %s",
+				t->pid, fi->fd, strerror(-o->copy));
+	r = check_kind(ctx, fi, o->copy, &family, &type, &proto);
+	if (r < 0)
+		return r;
+	o->e.family = (uint32_t)family;
+	o->e.type = (uint32_t)type;
+	o->e.proto = (uint32_t)proto;
+	o->e.flags = fi->fi.flags & O_NONBLOCK;
+	/* options first: leaving repair mode changes SO_REUSEADDR */
+	r = inet_opts_read(o->copy, family, type, proto, o->opts, OPTS_MAX, &n, &o->e, o->dev,
+			   sizeof(o->dev));
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot read its options: %s",
+				t->pid, fi->fd, strerror(-r));
+	for (size_t i = 0; i < n; i++)
+		o->popts[i] = &o->opts[i];
+	o->e.opts = o->popts;
+	o->e.n_opts = n;
+	r = collect_addrs(ctx, fi, o);
+	if (r >= 0)
+		r = proto == IPPROTO_TCP ? collect_tcp_state(ctx, fi, o)
+					 : collect_udp_state(ctx, fi, o, proto);
+	return r;
+}
+
+static void inet_free_obj(void *ptr)
+{
+	struct inet_obj *o = ptr;
+	if (!o)
+		return;
+	if (o->copy >= 0)
+		close(o->copy);
+	inet_tcp_free(&o->tcp);
+	free(o);
+}
+
+static int inet_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			   uint32_t *ret_id)
+{
+	struct obj *ob = objhash_next_key(&ctx->objs, NULL, KIND_inet, fi->st.st_ino);
+	if (ob) {
+		*ret_id = ob->id;
+		return 0;
+	}
+	struct inet_obj *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	inet_sk_entry__init(&o->e);
+	tcp_repair__init(&o->tcp);
+	o->pid = t->pid;
+	o->fd = fi->fd;
+	int r = new_obj(ctx, t, fi, o);
+	if (r >= 0)
+		r = objhash_add(&ctx->objs, KIND_inet, fi->st.st_ino, 0, o, &ob);
+	if (r < 0) {
+		inet_free_obj(o);
+		return r;
+	}
+	o->e.id = ob->id;
+	*ret_id = ob->id;
+	return 0;
+}
+
+/* every socket not written yet, after the fd table that uses it */
+static int inet_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	(void)t;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		if (ob->dumped)
+			continue;
+		struct inet_obj *o = ob->ptr;
+		int r = ctx_write_msg(ctx, INET_SK_ENTRY, &o->e.base);
+		if (r < 0)
+			return r;
+		ob->dumped = true;
+	}
+	return 0;
+}
+
+/* --kill: the tree is gone, ckpt's copies hold the sockets; closed in
+ * repair mode, an established one sends nothing */
+static void inet_after_kill(struct ckpt_ctx *ctx)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_obj *o = ob->ptr;
+		if (o->copy < 0)
+			continue;
+		if (o->e.tcp) {
+			int r = inet_tcp_repair(o->copy, TCP_REPAIR_ON);
+			if (r < 0)
+				log_warn(&ctx->log, "pid %d fd %d (inet): cannot put it in repair "
+					 "mode to close it quietly: %s", o->pid, o->fd, strerror(-r));
+		}
+		close(o->copy);
+		o->copy = -1;
+	}
+}
+
+static int inet_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_obj *o = ob->ptr;
+		if (o->pid == t->pid && o->e.tcp && !caller_can(ctx->caller, CAP_NET_ADMIN))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d fd %d (inet): an established TCP connection is "
+					"restored with TCP_REPAIR, which needs CAP_NET_ADMIN; the "
+					"caller lacks it", o->pid, o->fd);
+	}
+	return 0;
+}
+
+static void conn_of(int family, const uint8_t *src, uint32_t sport, const uint8_t *dst,
+		    uint32_t dport, struct inet_conn *c)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	memset(c, 0, sizeof(*c));
+	c->sport = (uint16_t)sport;
+	c->dport = (uint16_t)dport;
+	if (family == AF_INET6 && !memcmp(src, mapped, 12) && !memcmp(dst, mapped, 12)) {
+		c->family = AF_INET;
+		memcpy(c->src, src + 12, 4);
+		memcpy(c->dst, dst + 12, 4);
+		return;
+	}
+	c->family = family;
+	memcpy(c->src, src, family == AF_INET ? 4 : 16);
+	memcpy(c->dst, dst, family == AF_INET ? 4 : 16);
+}
+
+int inet_connections(struct ckpt_ctx *ctx, int (*cb)(const struct inet_conn *c, void *arg),
+		     void *arg)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *o = ob->ptr;
+		struct inet_conn c;
+		if (!o->e.tcp)
+			continue;
+		conn_of((int)o->e.family, o->src, o->e.src_port, o->dst, o->e.dst_port, &c);
+		int r = cb(&c, arg);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* --- restart --------------------------------------------------------------- */
+
+static void inet_free_robj(void *ptr)
+{
+	struct inet_robj *o = ptr;
+	if (!o)
+		return;
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->e)
+		inet_sk_entry__free_unpacked(o->e, NULL);
+	free(o);
+}
+
+static bool addr_ok(uint32_t family, bool has, const ProtobufCBinaryData *a, bool has_port,
+		    uint32_t port)
+{
+	if (!has)
+		return !has_port;
+	return a->len == (family == AF_INET ? 4u : 16u) && has_port && port <= 65535;
+}
+
+static bool tcp_ok(const TcpRepair *t)
+{
+	return t->sendq.len <= INET_QUEUE_MAX && t->recvq.len <= INET_QUEUE_MAX &&
+	       t->unsent <= t->sendq.len && t->snd_wscale <= 14 && t->rcv_wscale <= 14 &&
+	       t->mss > 0 && t->mss <= 65535;
+}
+
+static const char *entry_invalid(const InetSkEntry *e)
+{
+	bool tcp = e->type == SOCK_STREAM && e->proto == IPPROTO_TCP;
+	bool udp = e->type == SOCK_DGRAM && (e->proto == IPPROTO_UDP || e->proto == IPPROTO_UDPLITE);
+	if ((e->family != AF_INET && e->family != AF_INET6) || (!tcp && !udp))
+		return "family, type or protocol";
+	if (e->state >= INET_ST_MAX || (e->state == INET_ST_LISTEN && !tcp))
+		return "state";
+	if (e->flags & ~(uint32_t)O_NONBLOCK)
+		return "file flags";
+	if (!addr_ok(e->family, e->has_src, &e->src, e->has_src_port, e->src_port) ||
+	    !addr_ok(e->family, e->has_dst, &e->dst, e->has_dst_port, e->dst_port))
+		return "address";
+	if (e->state == INET_ST_CONNECTED && (!e->has_dst || !e->has_src))
+		return "connection without addresses";
+	if ((e->state == INET_ST_CONNECTED && tcp) != (e->tcp != NULL) ||
+	    (e->tcp && !tcp_ok(e->tcp)))
+		return "TCP connection";
+	if (e->bindtodevice && strlen(e->bindtodevice) >= IFNAMSIZ)
+		return "device";
+	if (e->buf_lock & ~3u || e->sndbuf > INT32_MAX || e->rcvbuf > INT32_MAX)
+		return "buffers";
+	for (size_t i = 0; i < e->n_opts; i++)
+		if (!inet_opt_find(e->opts[i]->level, e->opts[i]->name))
+			return "option";
+	return NULL;
+}
+
+static int inet_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	(void)t;
+	if (rec->type != INET_SK_ENTRY)
+		return log_fail(&ctx->log, -EINVAL, "record %u: unknown inet subtype", rec->index);
+	struct inet_robj *o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->fd = -1;
+	o->e = rctx_unpack(ctx, rec, &inet_sk_entry__descriptor);
+	const char *bad = o->e ? entry_invalid(o->e) : "record";
+	if (bad) {
+		inet_free_robj(o);
+		return log_fail(&ctx->log, -EINVAL, "record %u: inet socket entry: its %s is not "
+				"valid", rec->index, bad);
+	}
+	return fdobj_register(ctx, rec, KIND_inet, o->e->id, o, inet_free_robj);
+}
+
+/* "pid P fd F" of a task of the image holding object id, for messages */
+static const char *holder(struct rst_ctx *ctx, uint32_t id, char *buf, size_t len)
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		int fd;
+		if (fdtable_rst_fd_of(&ctx->tasks[i], id, &fd) == 0) {
+			snprintf(buf, len, "pid %d fd %d", ctx->tasks[i].pid, fd);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "socket %u", id);
+	return buf;
+}
+
+#define RFAIL(ctx, o, r, fmt, ...)                                                             \
+	({                                                                                     \
+		char h_[64], s_[64] = "", d_[64] = "";                                         \
+		union inet_addr a_;                                                            \
+		if ((o)->e->has_src) {                                                         \
+			inet_mkaddr(&a_, (int)(o)->e->family, (o)->e->src.data, (o)->e->src.len, \
+				    (uint16_t)(o)->e->src_port);                               \
+			inet_addr_str(&a_, s_, sizeof(s_));                                    \
+		}                                                                              \
+		if ((o)->e->has_dst) {                                                         \
+			inet_mkaddr(&a_, (int)(o)->e->family, (o)->e->dst.data, (o)->e->dst.len, \
+				    (uint16_t)(o)->e->dst_port);                               \
+			d_[0] = ' ', d_[1] = '-', d_[2] = '>', d_[3] = ' ';                    \
+			inet_addr_str(&a_, d_ + 4, sizeof(d_) - 4);                            \
+		}                                                                              \
+		log_fail(&(ctx)->log, r, "%s (inet): %s %s%s: " fmt,                           \
+			 holder(ctx, (o)->e->id, h_, sizeof(h_)), inet_proto_name((int)(o)->e->proto), \
+			 s_[0] ? s_ : "unbound", d_, ##__VA_ARGS__);                           \
+	})
+
+static bool any_addr(const InetSkEntry *e)
+{
+	for (size_t i = 0; i < e->src.len; i++)
+		if (e->src.data[i])
+			return false;
+	return true;
+}
+
+/* Options, bind, listen or connect: every socket but an established TCP one. */
+static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetSkEntry *e = o->e;
+	const InetOpt *bad = NULL;
+	union inet_addr a;
+	socklen_t al;
+	int r;
+
+	r = inet_opts_apply(o->fd, e, true, false, &bad);
+	if (r == 0)
+		r = inet_opts_apply_misc(o->fd, e);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
+			     "device)", strerror(-r));
+	if (e->has_src && (e->src_port || !any_addr(e))) {
+		al = inet_mkaddr(&a, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
+		if (bind(o->fd, &a.sa, al) < 0)
+			return RFAIL(ctx, o, -errno, "cannot bind the address: %m");
+	}
+	if (e->state == INET_ST_LISTEN && listen(o->fd, (int)e->backlog) < 0)
+		return RFAIL(ctx, o, -errno, "cannot listen: %m");
+	if (e->state == INET_ST_CONNECTED) {
+		al = inet_mkaddr(&a, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
+		if (connect(o->fd, &a.sa, al) < 0)
+			return RFAIL(ctx, o, -errno, "cannot connect: %m");
+	}
+	r = inet_opts_apply(o->fd, e, false, false, &bad);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+	return 0;
+}
+
+/* An established connection, left in repair mode. */
+static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetSkEntry *e = o->e;
+	const InetOpt *bad = NULL;
+	const char *step = NULL;
+	union inet_addr src, dst;
+
+	int r = inet_opts_apply(o->fd, e, true, false, &bad);
+	if (r == 0)
+		r = inet_opts_apply_misc(o->fd, e);
+	if (r == 0)
+		r = inet_opts_apply(o->fd, e, false, false, &bad);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
+			     "device)", strerror(-r));
+	/* before connect, which sizes the window (window clamp, receive
+	 * threshold) by the receive buffer: a window the buffer cannot hold
+	 * makes the receiver drop */
+	r = inet_bufs_apply(o->fd, e);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
+	socklen_t sl = inet_mkaddr(&src, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
+	socklen_t dl = inet_mkaddr(&dst, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
+	o->repair = true;
+	r = inet_tcp_restore(o->fd, e->tcp, &src, sl, &dst, dl, &step);
+	if (r == -EPERM && step && !strcmp(step, "TCP_REPAIR"))
+		return RFAIL(ctx, o, r, "restoring an established connection needs TCP_REPAIR, "
+			     "which needs CAP_NET_ADMIN");
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot restore the connection (%s): %s", step,
+			     r == -EADDRINUSE || r == -EADDRNOTAVAIL
+				     ? "the address is in use or not available on this host"
+				     : strerror(-r));
+	return 0;
+}
+
+/* RESTART_VERIFY, a dry run beside the live original (which holds the
+ * addresses): a bare socket of each, its options set, repair mode tried
+ * for a connection; nothing is bound or connected. */
+static int verify_one(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetOpt *bad = NULL;
+	int r = inet_opts_apply(o->fd, o->e, true, false, &bad);
+	if (r == 0)
+		r = inet_opts_apply(o->fd, o->e, false, false, &bad);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+	if (o->e->tcp && (r = inet_tcp_repair(o->fd, TCP_REPAIR_ON)) < 0)
+		return RFAIL(ctx, o, r, "restoring an established connection needs TCP_REPAIR: %s",
+			     strerror(-r));
+	o->repair = o->e->tcp != NULL;
+	return 0;
+}
+
+/* One restored connection for the network lock (core/netlock.h). */
+static int lock_conn(const struct inet_conn *c, void *arg)
+{
+	struct sockaddr_storage l = { 0 }, r = { 0 };
+	if (c->family == AF_INET) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&l, *b = (struct sockaddr_in *)&r;
+		*a = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(c->sport) };
+		*b = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(c->dport) };
+		memcpy(&a->sin_addr, c->src, 4);
+		memcpy(&b->sin_addr, c->dst, 4);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l, *b = (struct sockaddr_in6 *)&r;
+		*a = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = htons(c->sport) };
+		*b = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = htons(c->dport) };
+		memcpy(&a->sin6_addr, c->src, 16);
+		memcpy(&b->sin6_addr, c->dst, 16);
+	}
+	return rst_netlock_add(arg, (struct sockaddr *)&l, (struct sockaddr *)&r);
+}
+
+static int inet_prepare(struct rst_ctx *ctx)
+{
+	/* the connections' packets are dropped from the "network lock" step
+	 * (right after prepare) until the tree runs; not beside a live
+	 * original (RESTART_VERIFY), whose packets they are */
+	if (!(ctx->flags & RESTART_VERIFY)) {
+		int r = inet_rst_connections(ctx, lock_conn, ctx);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "inet: cannot lock the connections: %s",
+					strerror(-r));
+	}
+	/* listeners and bound sockets first: an established socket bound in
+	 * repair mode shares its port with anything */
+	for (int pass = 0; pass < 2; pass++) {
+		for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+			struct inet_robj *o = ob->ptr;
+			if (!o->e->tcp != !pass)
+				continue;
+			o->fd = socket((int)o->e->family, (int)o->e->type | SOCK_CLOEXEC,
+				       (int)o->e->proto);
+			if (o->fd < 0)
+				return RFAIL(ctx, o, -errno, "cannot make the socket: %m");
+			int r = (ctx->flags & RESTART_VERIFY) ? verify_one(ctx, o)
+				: pass			       ? make_tcp(ctx, o)
+							       : make_plain(ctx, o);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int send_all(int s, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(s, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int reuse_again(int s, const InetSkEntry *e)
+{
+	for (size_t i = 0; i < e->n_opts; i++) {
+		int v = e->opts[i]->val;
+		if (e->opts[i]->level == SOL_SOCKET && e->opts[i]->name == SO_REUSEADDR &&
+		    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &v, sizeof(v)) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Every socket exists: connections leave repair mode, then the rest. */
+static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetSkEntry *e = o->e;
+	const InetOpt *bad = NULL;
+	int r;
+
+	if (e->tcp && o->repair && (ctx->flags & RESTART_CONN_RESET)) {
+		/* --tcp-close: out of repair mode without a probe, then a
+		 * disconnect: a reset to the peer, ECONNRESET to the program */
+		struct sockaddr un = { .sa_family = AF_UNSPEC };
+		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF_NO_WP);
+		if (r == 0 && connect(o->fd, &un, sizeof(un)) < 0)
+			r = -errno;
+		if (r < 0)
+			return RFAIL(ctx, o, r, "cannot reset the connection: %s", strerror(-r));
+		/* as a reset received leaves it: reads end of file after the
+		 * error, writes EPIPE (on a closed socket shutdown says
+		 * ENOTCONN, and still marks it) */
+		shutdown(o->fd, SHUT_RDWR);
+		o->repair = false;
+	} else if (e->tcp && o->repair) {
+		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF);
+		if (r < 0)
+			return RFAIL(ctx, o, r, "cannot leave repair mode: %s", strerror(-r));
+		o->repair = false;
+		/* leaving repair mode cleared SO_REUSEADDR */
+		r = reuse_again(o->fd, e);
+		if (r == 0)
+			r = send_all(o->fd, e->tcp->sendq.data + e->tcp->sendq.len - e->tcp->unsent,
+				     e->tcp->unsent);
+		if (r < 0)
+			return RFAIL(ctx, o, r, "cannot send what was not sent yet: %s",
+				     strerror(-r));
+	}
+	r = inet_bufs_apply(o->fd, e);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
+	r = inet_opts_apply(o->fd, e, false, true, &bad);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+	/* added to what is there: fdtable's restore_end may set O_ASYNC */
+	int fl = fcntl(o->fd, F_GETFL);
+	if (e->flags && (fl < 0 || fcntl(o->fd, F_SETFL, fl | (int)e->flags) < 0))
+		return RFAIL(ctx, o, -errno, "cannot set its file flags: %m");
+	return 0;
+}
+
+static int inet_restore_end(struct rst_ctx *ctx)
+{
+	/* a dry run is torn down next: its connections stay in repair mode,
+	 * so that no peer hears of them */
+	if (ctx->flags & (RESTART_VERIFY | RESTART_GHOST))
+		return 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		int r = finish_one(ctx, ob->ptr);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* the restart failed: connections closed in repair mode send nothing */
+static void inet_restore_abort(struct rst_ctx *ctx)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_robj *o = ob->ptr;
+		if (o->e->tcp && o->fd >= 0 && !o->repair && inet_tcp_repair(o->fd, TCP_REPAIR_ON) == 0)
+			o->repair = true;
+	}
+}
+
+static int inet_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
+{
+	struct inet_robj *o = robj;
+	return fdobj_fd(ctx, o->fd, "inet socket", o->e->id, ret_fd);
+}
+
+int inet_rst_connections(struct rst_ctx *ctx, int (*cb)(const struct inet_conn *c, void *arg),
+			 void *arg)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const InetSkEntry *e = ((struct inet_robj *)ob->ptr)->e;
+		struct inet_conn c;
+		if (!e->tcp)
+			continue;
+		conn_of((int)e->family, e->src.data, e->src_port, e->dst.data, e->dst_port, &c);
+		int r = cb(&c, arg);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static const ProtobufCMessageDescriptor *inet_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(INET_SK_ENTRY) ? &inet_sk_entry__descriptor : NULL;
+}
+
+const struct kind_ops inet_ops = {
+	.fd_claim = inet_fd_claim,
+	.fd_collect = inet_fd_collect,
+	.fd_get = inet_fd_get,
+	.dump = inet_dump,
+	.after_kill = inet_after_kill,
+	.check_restore = inet_check_restore,
+	.load = inet_load,
+	.prepare = inet_prepare,
+	.restore_end = inet_restore_end,
+	.restore_abort = inet_restore_abort,
+	.free_obj = inet_free_obj,
+	.free_robj = inet_free_robj,
+	.descriptor = inet_descriptor,
+};

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A socket the inet kind refuses, chosen by argv[1], at fd 3:
+ *   synsent   a TCP connect in progress (SYN_SENT: the listener's accept
+ *             queue is full, so its SYN is dropped)
+ *   pending   a TCP listener with a connection not accepted yet
+ *   closewait a TCP connection whose peer has closed (CLOSE_WAIT)
+ *   udpq      a UDP socket with a datagram in its receive queue
+ *   netlink   a NETLINK_ROUTE socket
+ *   packet    an AF_PACKET socket
+ *   raw       an AF_INET raw socket (ICMP)
+ * The checkpoint must be refused naming pid, fd and what the socket is;
+ * the original then goes on: the socket still works as it did.
+ */
+#include "lib.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static struct sockaddr_in lo(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static int listener(int backlog, int *port)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = lo(0);
+	socklen_t al = sizeof(a);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, backlog) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) < 0)
+		fail("listener: %m");
+	*port = ntohs(a.sin_port);
+	return l;
+}
+
+static int tcp_state(int s)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l);
+	return ti.tcpi_state;
+}
+
+static void ensure_fd3(int s)
+{
+	if (s != 3)
+		fail("the socket is fd %d, not 3", s);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+	int port, s;
+
+	if (!strcmp(what, "synsent")) {
+		ensure_fd3(s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+		int l = listener(0, &port), c = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = lo(port);
+		if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+			fail("connect: %m");
+		if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0 || errno != EINPROGRESS)
+			fail("connect did not stay in progress: %m");
+		if (tcp_state(s) != 2 /* SYN_SENT */)
+			skip("the second connection is in state %d, not SYN_SENT", tcp_state(s));
+		(void)l;
+	} else if (!strcmp(what, "pending")) {
+		ensure_fd3(s = listener(4, &port));
+		int c = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = lo(port);
+		if (connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+			fail("connect: %m");
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 10000) != 1)
+			fail("no pending connection");
+	} else if (!strcmp(what, "closewait")) {
+		int l = listener(4, &port);
+		ensure_fd3(l);
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = lo(port);
+		if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+			fail("connect: %m");
+		int c = accept(l, NULL, NULL);
+		close(c);
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 10000) != 1 || tcp_state(s) != 8 /* CLOSE_WAIT */)
+			fail("not in CLOSE_WAIT: %d", tcp_state(s));
+	} else if (!strcmp(what, "udpq")) {
+		ensure_fd3(s = socket(AF_INET, SOCK_DGRAM, 0));
+		struct sockaddr_in a = lo(0);
+		socklen_t al = sizeof(a);
+		if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    getsockname(s, (struct sockaddr *)&a, &al) < 0)
+			fail("bind: %m");
+		int c = socket(AF_INET, SOCK_DGRAM, 0);
+		if (sendto(c, "dgram", 5, 0, (struct sockaddr *)&a, sizeof(a)) != 5)
+			fail("sendto: %m");
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 10000) != 1)
+			fail("the datagram did not arrive");
+	} else if (!strcmp(what, "netlink")) {
+		ensure_fd3(s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
+		struct sockaddr_nl a = { .nl_family = AF_NETLINK };
+		if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+			fail("bind: %m");
+	} else if (!strcmp(what, "packet")) {
+		s = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+		if (s < 0)
+			skip("no packet socket: %m");
+		ensure_fd3(s);
+	} else if (!strcmp(what, "raw")) {
+		s = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+		if (s < 0)
+			skip("no raw socket: %m");
+		ensure_fd3(s);
+	} else {
+		fail("unknown case '%s'", what);
+	}
+	test_ready();
+	test_wait();
+	expect(fcntl(3, F_GETFD) >= 0, "fd 3 is gone");
+	if (!strcmp(what, "udpq")) {
+		char buf[16];
+		expect(recv(s, buf, sizeof(buf), MSG_DONTWAIT) == 5, "the datagram is gone");
+	}
+	pass();
+}
