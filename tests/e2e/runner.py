@@ -3739,7 +3739,7 @@ http {{
         text = r.stdout.decode(errors="replace")
         if r.returncode != 0:
             raise Fail("inspect exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
-        for want in ("header:", "tree", "mm/1", "mm/3", "regs/1", "creds/1", "fdtable/1"):
+        for want in ("header:", "tree", "mm/1", "mm/4", "regs/1", "creds/1", "fdtable/1"):
             if want not in text:
                 raise Fail("inspect output lacks %r" % want)
         r = self.run_ckpt(["inspect", img, "--json"], verbose=False)
