@@ -21,6 +21,7 @@ static uint64_t table_size(uint64_t n)
 int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t type, uint64_t tag,
 		      void *buf, size_t bufsize, pages_read_fn read, void *arg)
 {
+	*pw = (struct pages_writer){ 0 };
 	if (!w || !buf || bufsize < PAGES_BLOCK || !read)
 		return -EINVAL;
 	*pw = (struct pages_writer){
