@@ -39,6 +39,16 @@
  *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
  *   collect_end(ctx)    after every task is collected: checks that need the
  *                       whole tree (a pipe's other end...)
+ * Kinds of memory areas (mm.c asks those with vma_claim, lowest vma_prio
+ * first; the first that says yes owns the vma, and the image records its
+ * id in VmaEntry.owner):
+ *   vma_claim(pv)       is this vma (of /proc/PID/smaps) one of mine?
+ *   vma_collect(ctx, t, pv, v)  fill the image's VmaEntry v (its VMA_*
+ *                       kind, its object), or refuse as collect does
+ *   vma_check(rctx, t, e)  after load: the vmas of e that I own are valid
+ *   vma_map(rctx, t, v)  map v in the puppet at v->start (mm writes the
+ *                       pages it saved, and sets the final protection of
+ *                       anonymous and file vmas, afterwards)
  * Before CKPT_KILL kills the tree (precheck.c), the image complete:
  *   check_restore(ctx, t)  with the tree alive and held: would a restart by
  *                       ckpt's caller, on this machine, get back what t holds
@@ -61,6 +71,9 @@ struct rst_ctx;
 struct task;
 struct rst_task;
 struct fd_info;
+struct proc_vma;
+struct VmaEntry;
+struct MmEntry;
 
 enum kind {
 #define KIND(name, id, desc) KIND_##name,
@@ -92,6 +105,14 @@ struct kind_ops {
 	 * what the kind made outside the tasks (may be NULL) */
 	void (*restore_abort)(struct rst_ctx *ctx);
 	int (*check_restore)(struct ckpt_ctx *ctx, struct task *t);
+	bool (*vma_claim)(const struct proc_vma *pv);
+	int (*vma_collect)(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+			   struct VmaEntry *v);
+	int (*vma_check)(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e);
+	int (*vma_map)(struct rst_ctx *ctx, struct rst_task *t, const struct VmaEntry *v);
+	/* the order in which vma kinds are asked to claim (lower first),
+	 * independent of kinds.def order; no two vma kinds share one */
+	uint8_t vma_prio;
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);

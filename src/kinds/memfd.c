@@ -14,8 +14,10 @@
  * - each open file of it (MemfdFileEntry): an fd's open file description
  *   (flags, offset; fds sharing one are found with kcmp(KCMP_FILE)), or
  *   the access a mapping was made with (one per inode and access, no
- *   offset). A memfd mapped but held by no fd is found through the vma
- *   (memfd_collect_path(), /proc/PID/map_files).
+ *   offset). A memfd mapped but held by no fd is found through the vma:
+ *   the kind claims the vmas of deleted files (vma_claim) for mm, reads
+ *   them through /proc/PID/map_files, and maps them at restart from the
+ *   open file made for the access (mm_map_file).
  *
  * A memfd is told from a deleted file by its mount: a memfd lives on the
  * kernel's internal shmem mount, which no mountinfo lists. A deleted file
@@ -38,8 +40,6 @@
  * again. Each open file is then opened anew through /proc/self/fd, with its
  * flags and offset, so two open files stay two.
  */
-#include "kinds/memfd.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -56,9 +56,11 @@
 #include "core/ctx.h"
 #include "img/pages.h"
 #include "kinds/fdtable.h"
+#include "kinds/mm.h"
 #include "kinds/file-reg.h"
 #include "kinds/mqueue.h"
 #include "memfd.pb-c.h"
+#include "mm.pb-c.h"
 #include "util/cleanup.h"
 
 enum {
@@ -388,8 +390,10 @@ static int memfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 	return add_file(ctx, ino, flags, true, fi->fi.pos, t->pid, fi->fd, ret_id);
 }
 
-int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
-		       const char *what, uint32_t *ret_id)
+/* A deleted file or memfd by path as the task sees it through link
+ * ("map_files/a-b"), to be opened with flags (O_RDONLY, O_RDWR) at restart. */
+static int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
+			      const char *what, uint32_t *ret_id)
 {
 	char full[128], path[4096], where[96];
 	struct mfd_obj *ino;
@@ -859,6 +863,29 @@ static const ProtobufCMessageDescriptor *memfd_descriptor(uint32_t sub)
 	}
 }
 
+/* --- mappings ------------------------------------------------------------ */
+
+/* A mapping of a memfd or of a deleted file. */
+static bool memfd_vma_claim(const struct proc_vma *pv)
+{
+	return pv->path[0] && pv->deleted;
+}
+
+static int memfd_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+			     VmaEntry *v)
+{
+	char link[64];
+	mm_vma_link(pv, link, sizeof(link));
+	v->kind = VMA_KIND__VMA_FILE;
+	v->has_file_id = true;
+	return memfd_collect_path(ctx, t, link, mm_vma_flags(pv), "mapping", &v->file_id);
+}
+
+static int memfd_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
+{
+	return mm_check_file_vmas(ctx, t, e, KID_memfd);
+}
+
 const struct kind_ops memfd_ops = {
     .fd_claim = memfd_fd_claim,
     .fd_collect = memfd_fd_collect,
@@ -870,4 +897,9 @@ const struct kind_ops memfd_ops = {
     .free_obj = memfd_free_obj,
     .free_robj = memfd_free_robj,
     .descriptor = memfd_descriptor,
+    .vma_claim = memfd_vma_claim,
+    .vma_collect = memfd_vma_collect,
+    .vma_check = memfd_vma_check,
+    .vma_map = mm_map_file,
+    .vma_prio = 20, /* before file_reg; after sysv, whose segments read deleted */
 };

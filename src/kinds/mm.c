@@ -34,9 +34,7 @@
 #include "img/pages.h"
 #include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
-#include "kinds/memfd.h"
 #include "kinds/mm.h"
-#include "kinds/sysv.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
@@ -58,9 +56,17 @@ struct mm_ckpt {
 	uint64_t **inherited;   /* per vma: its run list (mm-cow.c), to free */
 };
 
+/* fds passed into the puppet for its mappings, by file objref or shmem id */
+struct remote_files {
+	uint64_t key[64];
+	int fd[64];
+	int n;
+};
+
 struct mm_rst {
 	MmEntry *e;
 	struct pages_set pages; /* its private pages, from the page store */
+	struct remote_files rf; /* while it is restored */
 };
 
 /* --- checkpoint ------------------------------------------------------ */
@@ -70,26 +76,87 @@ static bool needs_pages(const VmaEntry *v)
 	return v->kind == VMA_KIND__VMA_ANON || (v->kind == VMA_KIND__VMA_FILE && !v->shared);
 }
 
-static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv, VmaEntry *v)
+/* The vma is mm's own: anonymous memory, the vDSO group, [vsyscall]. */
+static bool mm_vma_claim(const struct proc_vma *pv)
 {
 	const char *p = pv->path;
+	return !p[0] || p[0] == '[' || (pv->shared && pv->deleted && !strcmp(p, "/dev/zero"));
+}
 
-	if (!strcmp(p, "[vsyscall]")) {
-		v->kind = VMA_KIND__VMA_VSYSCALL;
+/* The mappings the kernel makes itself, moved or left as they are. */
+static const struct {
+	const char *name;
+	VmaKind kind;
+} special[] = {
+	{ "[vsyscall]", VMA_KIND__VMA_VSYSCALL },
+	{ "[vdso]", VMA_KIND__VMA_VDSO },
+	{ "[vvar]", VMA_KIND__VMA_VVAR },
+	{ "[vvar_vclock]", VMA_KIND__VMA_VVAR_VCLOCK },
+};
+
+static int special_index(const char *path)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(special); i++)
+		if (!strcmp(path, special[i].name))
+			return (int)i;
+	return -1;
+}
+
+static int mm_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+			  VmaEntry *v)
+{
+	const char *p = pv->path;
+	int sp = special_index(p);
+
+	if (sp >= 0) {
+		v->kind = special[sp].kind;
 		return 0;
 	}
-	if (!strcmp(p, "[vdso]")) {
-		v->kind = VMA_KIND__VMA_VDSO;
-		return 0;
+	v->kind = VMA_KIND__VMA_ANON;
+	if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") && strncmp(p, "[anon:", 6) &&
+	    strncmp(p, "[anon_shmem:", 12))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx (%s): this special mapping is not supported",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
+	if (p[0] == '/') { /* shared anonymous: "/dev/zero (deleted)" */
+		v->has_shmem_id = true;
+		v->shmem_id = pv->ino;
 	}
-	if (!strcmp(p, "[vvar]")) {
-		v->kind = VMA_KIND__VMA_VVAR;
-		return 0;
+	return 0;
+}
+
+void mm_vma_link(const struct proc_vma *pv, char *buf, size_t size)
+{
+	snprintf(buf, size, "map_files/%llx-%llx", (unsigned long long)pv->start,
+		 (unsigned long long)pv->end);
+}
+
+int mm_vma_flags(const struct proc_vma *pv)
+{
+	return pv->shared && (pv->vmflags & VMF_MW) ? O_RDWR : O_RDONLY;
+}
+
+/* The kinds of memory areas in the order they claim: lowest vma_prio first. */
+static size_t vma_kinds(enum kind out[KIND_MAX])
+{
+	size_t n = 0;
+	for (int k = 0; k < KIND_MAX; k++) {
+		const struct kind_ops *o = kinds[k].ops;
+		if (!o->vma_claim || !o->vma_collect)
+			continue;
+		size_t i = n++;
+		for (; i > 0 && kinds[out[i - 1]].ops->vma_prio > o->vma_prio; i--)
+			out[i] = out[i - 1];
+		out[i] = (enum kind)k;
 	}
-	if (!strcmp(p, "[vvar_vclock]")) {
-		v->kind = VMA_KIND__VMA_VVAR_VCLOCK;
-		return 0;
-	}
+	return n;
+}
+
+/* What no kind can save, whoever would claim the vma. */
+static int refuse_vma(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+		      VmaEntry *v)
+{
+	const char *p = pv->path;
 	if (pv->deleted && !strcmp(p, "/[aio]"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx: an AIO ring (io_setup): AIO contexts are not "
@@ -115,54 +182,36 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx: userfaultfd-registered memory is not supported yet",
 				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end);
-	if (!p[0] || p[0] == '[') {
-		if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") &&
-		    strncmp(p, "[anon:", 6) && strncmp(p, "[anon_shmem:", 12))
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d vma %llx-%llx (%s): this special mapping is not supported",
-					t->pid, (unsigned long long)pv->start,
-					(unsigned long long)pv->end, p);
-		v->kind = VMA_KIND__VMA_ANON;
-		return 0;
-	}
-	if (pv->shared && pv->deleted && !strcmp(p, "/dev/zero")) {
-		v->kind = VMA_KIND__VMA_ANON;
-		v->has_shmem_id = true;
-		v->shmem_id = pv->ino;
-		return 0;
-	}
-	if (sysv_vma_is_shm(pv))
-		return sysv_collect_vma(ctx, t, pv, v);
+	return 0;
+}
 
-	char link[64];
-	int flags = pv->shared && (pv->vmflags & VMF_MW) ? O_RDWR : O_RDONLY;
-	snprintf(link, sizeof(link), "map_files/%llx-%llx", (unsigned long long)pv->start,
-		 (unsigned long long)pv->end);
-	v->kind = VMA_KIND__VMA_FILE;
-	v->has_file_id = true;
-	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
-	 * shows, if it is still the file mapped (same inode) */
-	char full[96];
-	struct stat st;
-	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
-	if (!pv->deleted && stat(full, &st) < 0 && errno == EPERM) {
-		if (stat(pv->path, &st) < 0 || st.st_ino != pv->ino)
-			return log_fail(&ctx->log, -EPERM,
-					"pid %d vma %llx-%llx (%s): the mapped file cannot be "
-					"identified without CAP_CHECKPOINT_RESTORE",
-					t->pid, (unsigned long long)pv->start,
-					(unsigned long long)pv->end, pv->path);
-		return file_reg_collect_path(ctx, t, pv->path, flags, "mapping", &v->file_id);
+/* The first kind (by vma_prio) that claims the vma collects it. */
+static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv, VmaEntry *v,
+		    const enum kind *order, size_t norder)
+{
+	/* the kernel's own mappings have VmFlags (pf, io) refused elsewhere */
+	int r = special_index(pv->path) < 0 ? refuse_vma(ctx, t, pv, v) : 0;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < norder; i++) {
+		const struct kind_ops *o = kinds[order[i]].ops;
+		if (!o->vma_claim(pv))
+			continue;
+		v->has_owner = true;
+		v->owner = kinds[order[i]].id;
+		return o->vma_collect(ctx, t, pv, v);
 	}
-	/* a memfd or deleted file: its contents are saved by memfd.c */
-	return (pv->deleted ? memfd_collect_path : file_reg_collect_path)(ctx, t, link, flags,
-									  "mapping", &v->file_id);
+	return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d vma %llx-%llx (%s): no kind saves it",
+			t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end,
+			pv->path);
 }
 
 static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct mm_ckpt *m = task_state(t, KIND_mm, sizeof(*m));
 	size_t n = t->vmas.n;
+	enum kind order[KIND_MAX];
+	size_t norder = vma_kinds(order);
 	int r;
 
 	if (!m)
@@ -184,7 +233,7 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 		v->has_vmflags = true;
 		v->vmflags = pv->vmflags;
 		v->name = pv->path;
-		r = classify(ctx, t, pv, v);
+		r = classify(ctx, t, pv, v, order, norder);
 		if (r < 0)
 			return r;
 		m->e.vmas[m->e.n_vmas++] = v;
@@ -403,6 +452,21 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 
 /* --- restart: load and validate -------------------------------------- */
 
+static bool is_special(const VmaEntry *v)
+{
+	return v->kind == VMA_KIND__VMA_VDSO || v->kind == VMA_KIND__VMA_VVAR ||
+	       v->kind == VMA_KIND__VMA_VVAR_VCLOCK || v->kind == VMA_KIND__VMA_VSYSCALL;
+}
+
+/* The ops of the kind that maps v (checked at load: it has vma_map). */
+static const struct kind_ops *vma_owner(const VmaEntry *v)
+{
+	const struct kind_info *ki = v->has_owner && v->owner && v->owner <= 0xffffff
+					     ? kind_by_rec(REC_TYPE(v->owner, 0), NULL)
+					     : NULL;
+	return ki && ki->ops->vma_map ? ki->ops : NULL;
+}
+
 static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, const MmEntry *e)
 {
 	uint64_t prev_end = 0;
@@ -416,6 +480,10 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %zu (%llx-%llx) is not valid", rec->index,
 					i, (unsigned long long)v->start, (unsigned long long)v->end);
+		if (!is_special(v) && !vma_owner(v))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm): vma %llx: no kind of this ckpt maps it",
+					rec->index, (unsigned long long)v->start);
 		if (v->kind == VMA_KIND__VMA_FILE && !v->has_file_id)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): file vma %llx has no file", rec->index,
@@ -512,7 +580,39 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 	struct mm_rst *m = t->kstate[KIND_mm];
 	if (!m || !m->e)
 		return log_fail(&ctx->log, -EINVAL, "image has no address space for pid %d", t->pid);
-	return sysv_check_vmas(ctx, t, m->e);
+	for (int k = 0; k < KIND_MAX; k++) {
+		int r = kinds[k].ops->vma_check ? kinds[k].ops->vma_check(ctx, t, m->e) : 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
+static int mm_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
+{
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		if (v->has_owner && v->owner == KID_mm && v->kind != VMA_KIND__VMA_ANON &&
+		    !is_special(v))
+			return log_fail(&ctx->log, -EINVAL,
+					"image: pid %d vma %llx: not anonymous memory", t->pid,
+					(unsigned long long)v->start);
+	}
+	return 0;
+}
+
+int mm_check_file_vmas(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e, uint32_t owner)
+{
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		if (v->has_owner && v->owner == owner &&
+		    (v->kind != VMA_KIND__VMA_FILE || !v->has_file_id))
+			return log_fail(&ctx->log, -EINVAL,
+					"image: pid %d vma %llx: not a file mapping", t->pid,
+					(unsigned long long)v->start);
+	}
+	return 0;
 }
 
 /* --- restart: free address ranges ------------------------------------ */
@@ -755,12 +855,6 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 	return 0;
 }
 
-/* fds passed into the puppet for its mappings, by file objref or shmem id */
-struct remote_files {
-	uint64_t key[64];
-	int fd[64];
-	int n;
-};
 #define SHMEM_KEY(ino) ((1ull << 63) | (ino))
 
 static void close_remote_files(struct rst_task *t, struct remote_files *rf)
@@ -884,34 +978,18 @@ static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_f
 }
 
 
-static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
-		   const VmaEntry *v)
+static int do_mmap(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v, long fd, long off,
+		   int flags)
 {
-	struct puppet *p = &t->pup;
-	int flags = (v->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED_NOREPLACE;
-	long fd = -1, off = 0, r;
+	long r;
 
+	flags |= (v->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED_NOREPLACE;
 	if (v->vmflags & VMF_GD)
 		flags |= MAP_GROWSDOWN;
 	if (v->vmflags & VMF_DP)
 		flags = (flags & ~(MAP_SHARED | MAP_PRIVATE)) | MAP_DROPPABLE;
-	if (v->kind == VMA_KIND__VMA_FILE) {
-		fd = remote_file(ctx, t, rf, v->file_id);
-		if (fd < 0)
-			return (int)fd;
-		off = (long)v->pgoff;
-	} else if (v->shared && v->has_shmem_id) {
-		fd = remote_shmem(ctx, t, rf, v->shmem_id);
-		if (fd < 0)
-			return (int)fd;
-		off = (long)v->pgoff;
-	} else {
-		flags |= MAP_ANONYMOUS;
-		if (v->vmflags & VMF_NR)
-			flags |= MAP_NORESERVE;
-	}
-	r = puppet_syscall(p, SYS_mmap, v->start, v->end - v->start, initial_prot(v), flags, fd,
-			   off);
+	r = puppet_syscall(&t->pup, SYS_mmap, v->start, v->end - v->start, initial_prot(v), flags,
+			   fd, off);
 	if (r < 0 && r > -4096)
 		return log_fail(&ctx->log, (int)r, "pid %d vma %llx-%llx (%s): mmap failed: %s",
 				t->pid, (unsigned long long)v->start, (unsigned long long)v->end,
@@ -920,6 +998,29 @@ static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files 
 		return log_fail(&ctx->log, -EEXIST, "pid %d vma %llx: mapped at %lx instead",
 				t->pid, (unsigned long long)v->start, r);
 	return 0;
+}
+
+int mm_map_file(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	int fd = remote_file(ctx, t, &m->rf, v->file_id);
+	return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
+}
+
+/* mm's own vmas: anonymous memory, private or shared, or kept from the fork */
+static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+
+	if (v->kind != VMA_KIND__VMA_ANON) /* the vDSO group is moved, not mapped */
+		return 0;
+	if (v->inherit)
+		return keep_inherited(ctx, t, v);
+	if (v->shared && v->has_shmem_id) {
+		int fd = remote_shmem(ctx, t, &m->rf, v->shmem_id);
+		return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
+	}
+	return do_mmap(ctx, t, v, -1, 0, MAP_ANONYMOUS | (v->vmflags & VMF_NR ? MAP_NORESERVE : 0));
 }
 
 /* madvise bits that shape how memory behaves, applied before pages are written */
@@ -1205,7 +1306,6 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	struct mm_rst *m = t->kstate[KIND_mm];
 	_cleanup_free_ char *text = NULL;
 	struct proc_vmas cur = { 0 };
-	struct remote_files rf = { .n = 0 };
 	int r;
 
 	if (t->mm_done) /* restored early, before its children were forked */
@@ -1222,12 +1322,9 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 
 	for (size_t i = 0; i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
-		if (v->kind == VMA_KIND__VMA_SYSV_SHM)
-			r = sysv_shm_attach(ctx, t, v);
-		else if (v->kind == VMA_KIND__VMA_ANON || v->kind == VMA_KIND__VMA_FILE)
-			r = v->inherit ? keep_inherited(ctx, t, v) : map_vma(ctx, t, &rf, v);
-		else
+		if (is_special(v)) /* the vDSO group is moved, [vsyscall] is there */
 			continue;
+		r = vma_owner(v)->vma_map(ctx, t, v);
 		if (r >= 0)
 			r = advise_vma(ctx, t, v);
 		if (r < 0)
@@ -1251,10 +1348,10 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	r = lock_vmas(ctx, t);
 	if (r < 0)
 		goto out;
-	r = set_mm_fields(ctx, t, &rf);
+	r = set_mm_fields(ctx, t, &m->rf);
 	t->mm_done = r >= 0;
 out:
-	close_remote_files(t, &rf);
+	close_remote_files(t, &m->rf);
 	return r;
 }
 
@@ -1303,4 +1400,9 @@ const struct kind_ops mm_ops = {
 	.free_rstate = mm_free_rstate,
 	.free_robj = mm_free_robj,
 	.descriptor = mm_descriptor,
+	.vma_claim = mm_vma_claim,
+	.vma_collect = mm_vma_collect,
+	.vma_check = mm_vma_check,
+	.vma_map = mm_vma_map,
+	.vma_prio = 0, /* anonymous memory: names no other kind claims */
 };
