@@ -220,8 +220,9 @@ static void forge(struct forged *f, uint32_t magic, uint32_t n, const struct pag
 		  uint32_t nx, uint64_t bytes)
 {
 	size_t tab = (16 + (size_t)nx * 16 + 4095) / 4096 * 4096;
-	f->mem = aligned_alloc(4096, tab + bytes + 4096);
-	memset(f->mem, 0xab, tab + bytes + 4096);
+	size_t size = (tab + bytes + 4096 + 4095) / 4096 * 4096;
+	f->mem = aligned_alloc(4096, size);
+	memset(f->mem, 0xab, size);
 	struct pages_head h = { .magic = magic, .n = n, .tag = 7 };
 	memcpy(f->mem, &h, sizeof(h));
 	memcpy(f->mem + 16, x, (size_t)nx * 16);
