@@ -8,12 +8,12 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#define ALIGN_PAGE(x) (((x) + IMG_PAGE_SIZE - 1) / IMG_PAGE_SIZE * IMG_PAGE_SIZE)
+#define ALIGN8(x) (((x) + 7) / 8 * 8)
 
-/* the table (head and extents) padded to a page */
+/* the table: extents then head */
 static uint64_t table_size(uint64_t n)
 {
-	return ALIGN_PAGE(sizeof(struct pages_head) + n * sizeof(struct pages_extent));
+	return n * sizeof(struct pages_extent) + sizeof(struct pages_head);
 }
 
 /* --- checkpoint -------------------------------------------------------- */
@@ -31,7 +31,7 @@ int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t ty
 	/* each queued extent gives at most its whole blocks plus two cut ones */
 	pw->out_cap = bufsize / PAGES_BLOCK + 2 * (size_t)PAGES_MAX_QUEUED;
 	pw->q = calloc(PAGES_MAX_QUEUED, sizeof(*pw->q));
-	/* the record's table is built in place, after a head */
+	/* the record's table is built in place, the head after it */
 	pw->out = malloc(table_size(pw->out_cap));
 	if (!pw->q || !pw->out) {
 		pages_writer_release(pw);
@@ -112,21 +112,21 @@ int pages_flush(struct pages_writer *pw)
 		pw->read_failed = true;
 		return r;
 	}
-	struct pages_head *head = (struct pages_head *)(void *)pw->out;
-	struct pages_extent *x = (struct pages_extent *)(head + 1);
+	static const uint8_t zero[8];
+	struct pages_extent *x = pw->out;
 	size_t n = drop_zero(pw, x, &bytes);
 	pw->nq = 0;
 	pw->queued = 0;
 	if (!n)
 		return 0;
-	*head = (struct pages_head){ .magic = PAGES_MAGIC, .n = (uint32_t)n, .tag = pw->tag };
-	size_t tab = sizeof(*head) + n * sizeof(*x);
-	memset((uint8_t *)pw->out + tab, 0, table_size(n) - tab);
-	struct iovec iov[2] = {
-		{ .iov_base = pw->out, .iov_len = table_size(n) },
+	struct pages_head head = { .magic = PAGES_MAGIC, .n = (uint32_t)n, .tag = pw->tag };
+	memcpy(&x[n], &head, sizeof(head));
+	struct iovec iov[3] = {
 		{ .iov_base = pw->buf, .iov_len = bytes },
+		{ .iov_base = (void *)zero, .iov_len = ALIGN8(bytes) - bytes },
+		{ .iov_base = x, .iov_len = table_size(n) },
 	};
-	r = img_write_aligned(pw->w, pw->type, iov, 2);
+	r = img_write_aligned(pw->w, pw->type, iov, 3);
 	if (r < 0)
 		return r;
 	pw->bytes += bytes;
@@ -177,29 +177,31 @@ int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
 
 	/* an aligned record's data is page-aligned in the reader's mapping */
 	if (!rec || !rec->data || (uintptr_t)rec->data % IMG_PAGE_SIZE ||
-	    rec->len < IMG_PAGE_SIZE)
+	    rec->len < sizeof(head))
 		return -EINVAL;
-	memcpy(&head, rec->data, sizeof(head));
+	memcpy(&head, rec->data + rec->len - sizeof(head), sizeof(head));
 	if (head.magic != PAGES_MAGIC || !head.n || head.n > PAGES_MAX_EXTENTS ||
 	    table_size(head.n) > rec->len)
 		return -EINVAL;
-	const struct pages_extent *x =
-		(const struct pages_extent *)(const void *)(rec->data + sizeof(head));
-	uint64_t bytes = rec->len - table_size(head.n), sum = 0;
+	/* the bytes, padded to 8, then the table: 8-aligned in the record */
+	uint64_t tab = rec->len - table_size(head.n), sum = 0;
+	if (tab % 8)
+		return -EINVAL;
+	const struct pages_extent *x = (const struct pages_extent *)(const void *)(rec->data + tab);
 	for (uint32_t i = 0; i < head.n; i++) {
-		if (!x[i].len || x[i].off + x[i].len < x[i].off || x[i].len > bytes - sum ||
+		if (!x[i].len || x[i].off + x[i].len < x[i].off || x[i].len > tab - sum ||
 		    (i && x[i].off < x[i - 1].off + x[i - 1].len))
 			return -EINVAL;
 		sum += x[i].len;
 	}
-	if (sum != bytes)
+	if (ALIGN8(sum) != tab)
 		return -EINVAL;
 	*ret = (struct pages_chunk){
 		.tag = head.tag,
 		.n = head.n,
 		.x = x,
-		.data = rec->data + table_size(head.n),
-		.bytes = bytes,
+		.data = rec->data,
+		.bytes = sum,
 	};
 	return 0;
 }

@@ -30,13 +30,15 @@
  * Record (type chosen by the caller; written with img_write_aligned(), so
  * its data starts page-aligned in the stream), little-endian:
  *
- *	struct pages_head head;          magic, n, the caller's tag
- *	struct pages_extent x[n];        ascending, not overlapping, len > 0
- *	zeros up to the next multiple of IMG_PAGE_SIZE
  *	the bytes of x[0], x[1], ... back to back
+ *	zeros up to the next multiple of 8
+ *	struct pages_extent x[n];        ascending, not overlapping, len > 0
+ *	struct pages_head head;          magic, n, the caller's tag: the last
+ *	                                 16 bytes of the record
  *
- *   A run of whole pages in the owner's space thus starts page-aligned in
- *   the image (mmap, O_DIRECT, zero-copy).
+ *   The bytes come first, so a run of whole pages in the owner's space
+ *   starts page-aligned in the image (mmap, O_DIRECT, zero-copy) with no
+ *   padding but the frame's; the table is found from the record's end.
  *
  * Restart ("a reader that hands pages to a callback"):
  *

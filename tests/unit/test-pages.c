@@ -210,7 +210,7 @@ TEST(writer_refuses)
 	close(fd);
 }
 
-/* A record: head, extents, pad, then bytes, in an aligned buffer. */
+/* A record: bytes, pad to 8, extents, head, in an aligned buffer. */
 struct forged {
 	uint8_t *mem;
 	struct img_record rec;
@@ -219,14 +219,14 @@ struct forged {
 static void forge(struct forged *f, uint32_t magic, uint32_t n, const struct pages_extent *x,
 		  uint32_t nx, uint64_t bytes)
 {
-	size_t tab = (16 + (size_t)nx * 16 + 4095) / 4096 * 4096;
-	size_t size = (tab + bytes + 4096 + 4095) / 4096 * 4096;
+	size_t tab = (bytes + 7) / 8 * 8, len = tab + (size_t)nx * 16 + 16;
+	size_t size = (len + 4095) / 4096 * 4096;
 	f->mem = aligned_alloc(4096, size);
 	memset(f->mem, 0xab, size);
 	struct pages_head h = { .magic = magic, .n = n, .tag = 7 };
-	memcpy(f->mem, &h, sizeof(h));
-	memcpy(f->mem + 16, x, (size_t)nx * 16);
-	f->rec = (struct img_record){ .type = TYPE, .data = f->mem, .len = tab + bytes };
+	memcpy(f->mem + tab, x, (size_t)nx * 16);
+	memcpy(f->mem + tab + (size_t)nx * 16, &h, sizeof(h));
+	f->rec = (struct img_record){ .type = TYPE, .data = f->mem, .len = len };
 }
 
 static int parse_forged(uint32_t magic, uint32_t n, const struct pages_extent *x, uint32_t nx,
@@ -254,8 +254,9 @@ TEST(forged_records)
 	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, two, 2, 4196), 0);
 	CHECK_EQ(parse_forged(PAGES_MAGIC ^ 1, 1, one, 1, 4096), -EINVAL);
 	CHECK_EQ(parse_forged(PAGES_MAGIC, 0, one, 1, 4096), -EINVAL);
-	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, one, 1, 4095), -EINVAL);  /* bytes short */
-	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, one, 1, 8192), -EINVAL);  /* bytes over */
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, one, 1, 4088), -EINVAL);  /* bytes short */
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, one, 1, 4104), -EINVAL);  /* bytes over */
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, two, 1, 4196), -EINVAL);  /* n past the table */
 	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, overlap, 2, 12288), -EINVAL);
 	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, back, 2, 8192), -EINVAL);
 	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, empty, 1, 0), -EINVAL);
@@ -265,13 +266,16 @@ TEST(forged_records)
 	CHECK_EQ(parse_forged(PAGES_MAGIC, 300, one, 1, 0), -EINVAL);
 	CHECK_EQ(parse_forged(PAGES_MAGIC, UINT32_MAX, one, 1, 4096), -EINVAL);
 
-	/* shorter than a page, misaligned, no data */
+	/* shorter than a head, misaligned, no data */
 	struct forged f;
 	struct pages_chunk c;
 	forge(&f, PAGES_MAGIC, 1, one, 1, 4096);
-	f.rec.len = 100;
+	uint64_t len = f.rec.len;
+	f.rec.len = 15;
 	CHECK_EQ(pages_parse(&f.rec, &c), -EINVAL);
-	f.rec.len = 8192;
+	f.rec.len = len - 1; /* the head read one byte early */
+	CHECK_EQ(pages_parse(&f.rec, &c), -EINVAL);
+	f.rec.len = len;
 	f.rec.data = f.mem + 8;
 	CHECK_EQ(pages_parse(&f.rec, &c), -EINVAL);
 	f.rec.data = NULL;
@@ -279,7 +283,8 @@ TEST(forged_records)
 	f.rec.data = f.mem;
 	CHECK_EQ(pages_parse(&f.rec, &c), 0);
 	CHECK_EQ(c.tag, 7);
-	CHECK(c.data == f.mem + 4096);
+	CHECK(c.data == f.mem);
+	CHECK_EQ(c.bytes, 4096);
 
 	/* a set: bounds and order across chunks */
 	struct pages_set s = { 0 };
