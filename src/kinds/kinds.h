@@ -111,7 +111,7 @@ struct kind_ops {
 	int (*vma_check)(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e);
 	int (*vma_map)(struct rst_ctx *ctx, struct rst_task *t, const struct VmaEntry *v);
 	/* the order in which vma kinds are asked to claim (lower first),
-	 * independent of kinds.def order; no two vma kinds share one */
+	 * independent of kinds.def order (which only breaks ties) */
 	uint8_t vma_prio;
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */

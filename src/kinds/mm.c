@@ -3,6 +3,13 @@
  * The address space: every VMA, the mm fields, and the pages that cannot be
  * had from elsewhere.
  *
+ * Each vma belongs to the kind that claims it (kinds.h, vma_claim, asked
+ * in vma_prio order; its id is VmaEntry.owner): mm itself for anonymous
+ * memory and the kernel's own mappings, and for instance file_reg, memfd
+ * and sysv for the others. The owner fills the VmaEntry at checkpoint and
+ * maps it at restart; mm keeps what is common to all (the VmFlags it
+ * refuses, madvise, mlock, final protections) and names no other kind.
+ *
  * Which pages are saved (PAGEMAP_SCAN): of private mappings, pages that are
  * present or swapped, not the shared zero page, and not file pages (so of a
  * private file mapping only the pages the process wrote); of shared
@@ -14,7 +21,8 @@
  *
  * Restore, in the puppet: unmap all it had from ckpt but the vDSO group and
  * the scratch area; move [vvar], [vvar_vclock] and [vdso] together to their
- * saved addresses; map every VMA (writable while its pages are written);
+ * saved addresses; have every VMA mapped by its owner (writable while
+ * its pages are written);
  * write the pages; set the final protections; PR_SET_MM_MAP.
  */
 #include <errno.h>
