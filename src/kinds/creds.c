@@ -39,6 +39,7 @@
 #include <sys/syscall.h>
 
 #include "core/ctx.h"
+#include "kinds/checks.h"
 #include "creds.pb-c.h"
 
 enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
@@ -104,15 +105,23 @@ static int creds_dump(struct ckpt_ctx *ctx, struct task *t)
 	return ctx_write_msg(ctx, CREDS_ENTRY, &k->e.base);
 }
 
+const char *creds_entry_invalid(const CredsEntry *e)
+{
+	if (e->n_groups > 65536)
+		return "more than 65536 supplementary groups";
+	if (e->has_pdeathsig && e->pdeathsig > 64)
+		return "a parent-death signal above 64";
+	return NULL;
+}
+
 static int creds_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	CredsEntry *e = rctx_load_one(ctx, t, rec, KIND_creds, CREDS_ENTRY, &creds_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	if (e->n_groups > 65536 || (e->has_pdeathsig && e->pdeathsig > 64))
-		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d are not valid",
-				rec->index, t->pid);
-	return 0;
+	const char *why = e ? creds_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d: %s", rec->index,
+				t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 static int step(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what)
