@@ -443,9 +443,10 @@ static int load_dir(struct rst_ctx *ctx, const struct img_record *rec)
 	d->e = e;
 	int r = objhash_add(&ctx->objs, KIND_cgroup, 0, e->id, d, NULL);
 	if (r < 0) {
+		uint32_t id = e->id; /* e goes with d */
 		free_rdir(d);
 		return log_fail(&ctx->log, -EINVAL, "record %u: cgroup id %u: %s", rec->index,
-				e->id, strerror(-r));
+				id, strerror(-r));
 	}
 	return 0;
 }

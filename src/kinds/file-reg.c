@@ -15,7 +15,9 @@
 #include "core/ctx.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/mm.h"
 #include "files.pb-c.h"
+#include "mm.pb-c.h"
 #include "util/cleanup.h"
 
 enum { FILE_REG_ENTRY = REC_TYPE(KID_file_reg, 1) };
@@ -534,6 +536,46 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
+/* --- mappings ------------------------------------------------------------ */
+
+/* A mapping of a file that is still there (deleted ones are memfd.c's);
+ * anonymous memory is claimed first, by mm. An anon_inode mapping (an
+ * io_uring ring...) is refused by file_reg_collect_path, naming it. */
+static bool file_reg_vma_claim(const struct proc_vma *pv)
+{
+	return pv->path[0] && !pv->deleted;
+}
+
+static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+				VmaEntry *v)
+{
+	char link[64], full[96];
+	struct stat st;
+	int flags = mm_vma_flags(pv);
+
+	mm_vma_link(pv, link, sizeof(link));
+	v->kind = VMA_KIND__VMA_FILE;
+	v->has_file_id = true;
+	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
+	 * shows, if it is still the file mapped (same inode) */
+	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
+	if (stat(full, &st) < 0 && errno == EPERM) {
+		if (stat(pv->path, &st) < 0 || st.st_ino != pv->ino)
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d vma %llx-%llx (%s): the mapped file cannot be "
+					"identified without CAP_CHECKPOINT_RESTORE",
+					t->pid, (unsigned long long)pv->start,
+					(unsigned long long)pv->end, pv->path);
+		return file_reg_collect_path(ctx, t, pv->path, flags, "mapping", &v->file_id);
+	}
+	return file_reg_collect_path(ctx, t, link, flags, "mapping", &v->file_id);
+}
+
+static int file_reg_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
+{
+	return mm_check_file_vmas(ctx, t, e, KID_file_reg);
+}
+
 const struct kind_ops file_reg_ops = {
 	.check_restore = file_reg_check_restore,
 	.dump = file_reg_dump,
@@ -546,4 +588,9 @@ const struct kind_ops file_reg_ops = {
 	.free_obj = file_reg_free_obj,
 	.free_robj = file_reg_free_robj,
 	.descriptor = file_reg_descriptor,
+	.vma_claim = file_reg_vma_claim,
+	.vma_collect = file_reg_vma_collect,
+	.vma_check = file_reg_vma_check,
+	.vma_map = mm_map_file,
+	.vma_prio = 30, /* any path: after the kinds of special files */
 };

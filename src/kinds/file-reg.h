@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Regular files, directories and character devices as shared objects:
- * fdtable finds them through fd_claim; mm asks for mapped ones here and the file is
- * written once, before the first record that uses it.
+ * fdtable finds them through fd_claim, mm's mapped ones through vma_claim,
+ * and the file is written once, before the first record that uses it.
  *
  * Identity at checkpoint: an fd's open file is the same object as another
  * fd's when kcmp says so (fdobj.c) (dup, inheritance: one offset); a

@@ -86,6 +86,16 @@
  *   fd_get(rctx, robj, &fd)      restart: the fd ckpt holds for the object
  *   file                a kind with one record per open file: its table
  *                       (fdobj.h), which stands for fd_claim and fd_collect
+ * Kinds of memory areas (mm.c asks those with vma_claim, lowest vma_prio
+ * first; the first that says yes owns the vma, and the image records its
+ * id in VmaEntry.owner):
+ *   vma_claim(pv)       is this vma (of /proc/PID/smaps) one of mine?
+ *   vma_collect(ctx, t, pv, v)  fill the image's VmaEntry v (its VMA_*
+ *                       kind, its object), or refuse as collect does
+ *   vma_check(rctx, t, e)  after load: the vmas of e that I own are valid
+ *   vma_map(rctx, t, v)  map v in the puppet at v->start (mm writes the
+ *                       pages it saved, and sets the final protection of
+ *                       anonymous and file vmas, afterwards)
  */
 #ifndef CKPT_KINDS_H
 #define CKPT_KINDS_H
@@ -102,6 +112,9 @@ struct task;
 struct rst_task;
 struct fd_info;
 struct fdobj_ops;
+struct proc_vma;
+struct VmaEntry;
+struct MmEntry;
 
 enum kind {
 #define KIND(name, id, desc) KIND_##name,
@@ -146,6 +159,14 @@ struct kind_ops {
 			  uint32_t *ret_id);
 	int (*fd_get)(struct rst_ctx *ctx, void *robj, int *ret_fd);
 	const struct fdobj_ops *file;
+	bool (*vma_claim)(const struct proc_vma *pv);
+	int (*vma_collect)(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+			   struct VmaEntry *v);
+	int (*vma_check)(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e);
+	int (*vma_map)(struct rst_ctx *ctx, struct rst_task *t, const struct VmaEntry *v);
+	/* the order in which vma kinds are asked to claim (lower first),
+	 * independent of kinds.def order (which only breaks ties) */
+	uint8_t vma_prio;
 	/* the protobuf message of a record subtype, for inspect; NULL for
 	 * raw records */
 	const struct ProtobufCMessageDescriptor *(*descriptor)(uint32_t subtype);

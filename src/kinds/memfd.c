@@ -8,14 +8,16 @@
  * - the inode (MemfdEntry), one per (dev, ino): name or path, size, mode,
  *   owner, mtime, seals, and its contents: only the data that exists
  *   (SEEK_DATA / SEEK_HOLE on an open file of ckpt's own, so a sparse
- *   memfd stays small), all-zero blocks dropped, written the way mm writes
- *   pages: a MEMFD_DATA record (where the bytes go) then a raw,
- *   page-aligned MEMFD_PAGES record, in chunks of ckpt's copy buffer;
+ *   memfd stays small), given to the page store (img/pages.h) as extents
+ *   of file offsets: MEMFD_CONTENTS records tagged with the inode's objref,
+ *   all-zero blocks dropped;
  * - each open file of it (MemfdFileEntry): an fd's open file description
  *   (flags, offset; fds sharing one are found with kcmp, fdobj_same()), or
  *   the access a mapping was made with (one per inode and access, no
- *   offset). A memfd mapped but held by no fd is found through the vma
- *   (memfd_collect_path(), /proc/PID/map_files).
+ *   offset). A memfd mapped but held by no fd is found through the vma:
+ *   the kind claims the vmas of deleted files (vma_claim) for mm, reads
+ *   them through /proc/PID/map_files, and maps them at restart from the
+ *   open file made for the access (mm_map_file).
  *
  * A memfd is told from a deleted file by its mount: a memfd lives on the
  * kernel's internal shmem mount, which no mountinfo lists. A deleted file
@@ -38,8 +40,6 @@
  * again. Each open file is then opened anew through /proc/self/fd, with its
  * flags and offset, so two open files stay two.
  */
-#include "kinds/memfd.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -53,17 +53,20 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "img/pages.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/mm.h"
 #include "kinds/file-reg.h"
 #include "memfd.pb-c.h"
+#include "mm.pb-c.h"
 #include "util/cleanup.h"
 
 enum {
 	MEMFD_ENTRY = REC_TYPE(KID_memfd, 1),
-	MEMFD_DATA = REC_TYPE(KID_memfd, 2),
-	MEMFD_PAGES = REC_TYPE(KID_memfd, 3),
+	/* 2 and 3 were contents as data and pages, before the page store */
 	MEMFD_FILE = REC_TYPE(KID_memfd, 4),
+	MEMFD_CONTENTS = REC_TYPE(KID_memfd, 5), /* page store, tag: the inode's objref */
 };
 
 #ifndef F_SEAL_EXEC
@@ -82,8 +85,6 @@ enum {
 	 O_NOATIME | O_PATH)
 #define DELETED_MAX  (1ull << 30) /* a deleted file larger is refused */
 #define MFD_NAME_MAX 249	  /* NAME_MAX - strlen("memfd:") */
-#define MAX_EXTENTS  4096
-#define BLOCK	     4096u
 #define SUFFIX	     " (deleted)"
 #define SUFFIX_LEN   10
 
@@ -100,24 +101,12 @@ struct mfd_obj {
 };
 
 /* restart */
-struct mfd_chunk {
-	MemfdDataEntry *d;
-	const uint8_t *data;
-};
-
 struct mfd_robj {
 	bool is_file;
 	MemfdEntry *e;
 	MemfdFileEntry *f;
-	struct mfd_chunk *chunks; /* inode: its contents */
-	size_t nchunks;
+	struct pages_set pages; /* inode: its contents */
 	int fd; /* the memfd or file made; a file: the reopened one */
-};
-
-/* per task at load: a MEMFD_DATA waiting for its MEMFD_PAGES */
-struct mfd_rstate {
-	MemfdDataEntry *pending;
-	struct mfd_robj *target;
 };
 
 static bool is_deleted_path(const char *path)
@@ -399,8 +388,10 @@ static int memfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 	return add_file(ctx, ino, flags, true, fi->fi.pos, t->pid, fi->fd, ret_id);
 }
 
-int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
-		       const char *what, uint32_t *ret_id)
+/* A deleted file or memfd by path as the task sees it through link
+ * ("map_files/a-b"), to be opened with flags (O_RDONLY, O_RDWR) at restart. */
+static int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
+			      const char *what, uint32_t *ret_id)
 {
 	char full[128], path[4096], where[96];
 	struct mfd_obj *ino;
@@ -467,109 +458,60 @@ static int memfd_collect_end(struct ckpt_ctx *ctx)
 
 /* --- dump: the contents -------------------------------------------------- */
 
-struct extents {
-	uint64_t off[MAX_EXTENTS], len[MAX_EXTENTS];
-	size_t n;
-	uint64_t bytes; /* kept in ctx->buf */
-};
-
-static int flush_data(struct ckpt_ctx *ctx, const struct mfd_obj *m, struct extents *x)
+/* The page store's reader: bytes of the file at the extents' offsets;
+ * zeros where it has shrunk since (it reads as zeros anyway). */
+static int read_contents(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
 {
-	if (!x->n)
-		return 0;
-	MemfdDataEntry d = MEMFD_DATA_ENTRY__INIT;
-	d.memfd_id = m->e.id;
-	d.n_off = d.n_len = x->n;
-	d.off = x->off;
-	d.len = x->len;
-	int r = ctx_write_msg(ctx, MEMFD_DATA, &d.base);
-	if (r < 0)
-		return r;
-	struct iovec iov = {.iov_base = ctx->buf, .iov_len = x->bytes};
-	r = img_write_aligned(&ctx->w, MEMFD_PAGES, &iov, 1);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "cannot write file contents to the image: %s",
-				strerror(-r));
-	x->n = 0;
-	x->bytes = 0;
-	return 0;
-}
-
-/*
- * len bytes read at file offset off sit at ctx->buf + x->bytes: keeps the
- * blocks that are not all zero, moved down to follow what is kept.
- */
-static void keep_nonzero(struct ckpt_ctx *ctx, struct extents *x, uint64_t off, uint64_t len)
-{
-	static const uint8_t zero[BLOCK];
-	uint8_t *buf = ctx->buf, *src = buf + x->bytes;
-	for (uint64_t at = off; at < off + len;) {
-		uint64_t l = MIN((at / BLOCK + 1) * BLOCK, off + len) - at;
-		const uint8_t *p = src + (at - off);
-		if (memcmp(p, zero, l)) {
-			if (buf + x->bytes != p)
-				memmove(buf + x->bytes, p, l);
-			if (x->n && x->off[x->n - 1] + x->len[x->n - 1] == at) {
-				x->len[x->n - 1] += l;
-			} else {
-				x->off[x->n] = at;
-				x->len[x->n++] = l;
+	const struct mfd_obj *m = arg;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t done = 0;
+		while (done < x[i].len) {
+			ssize_t got = pread(m->fd, dst + done, x[i].len - done,
+					    (off_t)(x[i].off + done));
+			if (got < 0)
+				return -errno;
+			if (got == 0) {
+				memset(dst + done, 0, x[i].len - done);
+				break;
 			}
-			x->bytes += l;
+			done += (uint64_t)got;
 		}
-		at += l;
-	}
-}
-
-/* Reads the data of one run [data, hole) into chunks. */
-static int read_run(struct ckpt_ctx *ctx, const struct mfd_obj *m, struct extents *x, uint64_t data,
-		    uint64_t hole)
-{
-	while (data < hole) {
-		int r = 0;
-		if (x->bytes == ctx->bufsize || MAX_EXTENTS - x->n < 3)
-			r = flush_data(ctx, m, x);
-		if (r < 0)
-			return r;
-		uint64_t len = MIN(hole - data, ctx->bufsize - x->bytes);
-		len = MIN(len, (MAX_EXTENTS - x->n - 2) * (uint64_t)BLOCK);
-		ssize_t got = pread(m->fd, (uint8_t *)ctx->buf + x->bytes, len, (off_t)data);
-		if (got < 0)
-			return log_fail(&ctx->log, -errno, "file '%s': cannot read it: %s", m->text,
-					strerror(errno));
-		if (got == 0)
-			break; /* it shrank: the rest reads as zeros anyway */
-		keep_nonzero(ctx, x, data, (uint64_t)got);
-		data += (uint64_t)got;
+		dst += x[i].len;
 	}
 	return 0;
 }
 
 static int dump_data(struct ckpt_ctx *ctx, const struct mfd_obj *m)
 {
-	_cleanup_free_ struct extents *x = calloc(1, sizeof(*x));
+	struct pages_writer pw;
 	uint64_t pos = 0;
-	int r;
+	int r = pages_writer_init(&pw, &ctx->w, MEMFD_CONTENTS, m->e.id, ctx->buf, ctx->bufsize,
+				  read_contents, (void *)m);
 
-	if (!x)
-		return -ENOMEM;
-	while (pos < m->e.size) {
+	while (r >= 0 && pos < m->e.size) {
 		off_t data = lseek(m->fd, (off_t)pos, SEEK_DATA);
 		if (data < 0 && errno == ENXIO)
 			break;
 		off_t hole = data < 0 ? -1 : lseek(m->fd, data, SEEK_HOLE);
-		if (hole < 0)
-			return log_fail(&ctx->log, -errno, "file '%s': cannot find its data: %s",
-					m->text, strerror(errno));
+		if (hole < 0) {
+			r = log_fail(&ctx->log, -errno, "file '%s': cannot find its data: %s",
+				     m->text, strerror(errno));
+			break;
+		}
 		hole = MIN((uint64_t)hole, m->e.size);
 		if ((uint64_t)data >= (uint64_t)hole)
 			break;
-		r = read_run(ctx, m, x, (uint64_t)data, (uint64_t)hole);
-		if (r < 0)
-			return r;
+		r = pages_add(&pw, (uint64_t)data, (uint64_t)(hole - data));
 		pos = (uint64_t)hole;
 	}
-	return flush_data(ctx, m, x);
+	if (r >= 0)
+		r = pages_flush(&pw);
+	if (r < 0 && r != -ENOMEM && pw.w)
+		r = log_fail(&ctx->log, r, "file '%s': cannot %s: %s", m->text,
+			     pw.read_failed ? "read it" : "write its contents to the image",
+			     strerror(-r));
+	pages_writer_release(&pw);
+	return r;
 }
 
 static int memfd_dump(struct ckpt_ctx *ctx, struct task *t)
@@ -627,53 +569,22 @@ static struct mfd_robj *inode_of(struct rst_ctx *ctx, uint32_t id)
 	return m->is_file ? NULL : m;
 }
 
-static int load_data(struct rst_ctx *ctx, struct mfd_rstate *s, const struct img_record *rec)
+/* A page store record of an inode's contents: inside its size. */
+static int load_contents(struct rst_ctx *ctx, const struct img_record *rec)
 {
-	if (s->pending)
-		return log_fail(&ctx->log, -EINVAL, "record %u: memfd data out of place",
-				rec->index);
-	MemfdDataEntry *d = rctx_unpack(ctx, rec, &memfd_data_entry__descriptor);
-	if (!d)
-		return -EINVAL;
-	struct mfd_robj *m = inode_of(ctx, d->memfd_id);
-	bool ok = m && d->n_off == d->n_len && d->n_off > 0;
-	for (size_t i = 0; ok && i < d->n_off; i++) {
-		uint64_t off = d->off[i], len = d->len[i];
-		ok = len > 0 && off <= m->e->size && len <= m->e->size - off &&
-		     (i == 0 || off >= d->off[i - 1] + d->len[i - 1]);
-	}
-	if (!ok) {
-		memfd_data_entry__free_unpacked(d, NULL);
-		return log_fail(
-		    &ctx->log, -EINVAL,
-		    "record %u (memfd/data): runs lie outside memfd object %u or out of "
-		    "order",
-		    rec->index, m ? m->e->id : 0);
-	}
-	s->pending = d;
-	s->target = m;
-	return 0;
-}
-
-static int load_pages(struct rst_ctx *ctx, struct mfd_rstate *s, const struct img_record *rec)
-{
-	if (!s->pending)
-		return log_fail(&ctx->log, -EINVAL,
-				"record %u: memfd contents without a data record", rec->index);
-	uint64_t want = 0;
-	for (size_t i = 0; i < s->pending->n_len; i++)
-		want += s->pending->len[i];
-	if (want != rec->len)
-		return log_fail(&ctx->log, -EINVAL,
-				"record %u (memfd/pages): %llu bytes, its data record says %llu",
-				rec->index, (unsigned long long)rec->len, (unsigned long long)want);
-	struct mfd_robj *m = s->target;
-	struct mfd_chunk *nc = realloc(m->chunks, (m->nchunks + 1) * sizeof(*nc));
-	if (!nc)
-		return -ENOMEM;
-	m->chunks = nc;
-	m->chunks[m->nchunks++] = (struct mfd_chunk){.d = TAKE_PTR(s->pending), .data = rec->data};
-	s->target = NULL;
+	struct pages_chunk c;
+	struct mfd_robj *m = NULL;
+	int r = pages_parse(rec, &c);
+	if (r >= 0)
+		m = inode_of(ctx, c.tag > UINT32_MAX ? 0 : (uint32_t)c.tag);
+	if (r >= 0 && !m)
+		r = -EINVAL;
+	if (r >= 0)
+		r = pages_set_add(&m->pages, &c, 0, m->e->size);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "record %u (memfd/contents): %s", rec->index,
+				r == -ENOMEM ? strerror(-r)
+					     : "damaged, out of order or outside its memfd object");
 	return 0;
 }
 
@@ -717,20 +628,13 @@ static int load_obj(struct rst_ctx *ctx, const struct img_record *rec, bool is_f
 
 static int memfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
-	struct mfd_rstate *s = t->kstate[KIND_memfd];
-	if (!s && !(s = t->kstate[KIND_memfd] = calloc(1, sizeof(*s))))
-		return -ENOMEM;
+	(void)t;
 	switch (rec->type) {
 	case MEMFD_ENTRY:
 	case MEMFD_FILE:
-		if (s->pending)
-			return log_fail(&ctx->log, -EINVAL,
-					"record %u: memfd data without contents", rec->index);
 		return load_obj(ctx, rec, rec->type == MEMFD_FILE);
-	case MEMFD_DATA:
-		return load_data(ctx, s, rec);
-	case MEMFD_PAGES:
-		return load_pages(ctx, s, rec);
+	case MEMFD_CONTENTS:
+		return load_contents(ctx, rec);
 	default:
 		return log_fail(&ctx->log, -EINVAL, "record %u: unknown memfd subtype %u",
 				rec->index, REC_SUB(rec->type));
@@ -739,26 +643,32 @@ static int memfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 
 /* --- restart: make --------------------------------------------------------- */
 
+static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
+{
+	const struct mfd_robj *m = arg;
+	for (uint64_t done = 0; done < len;) {
+		ssize_t n = pwrite(m->fd, src + done, len - done, (off_t)(off + done));
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
+{
+	*ret_off = c->x[0].off;
+	return pages_chunk_each(c, put_extent, arg);
+}
+
 /* Writes the saved contents into m->fd and gives it its size. */
 static int fill(struct rst_ctx *ctx, struct mfd_robj *m)
 {
-	for (size_t c = 0; c < m->nchunks; c++) {
-		const MemfdDataEntry *d = m->chunks[c].d;
-		const uint8_t *src = m->chunks[c].data;
-		for (size_t i = 0; i < d->n_off; i++) {
-			for (uint64_t done = 0; done < d->len[i];) {
-				ssize_t n = pwrite(m->fd, src + done, d->len[i] - done,
-						   (off_t)(d->off[i] + done));
-				if (n <= 0)
-					return log_fail(&ctx->log, n < 0 ? -errno : -EIO,
-							"file '%s': cannot write its contents: %s",
-							robj_name(m),
-							strerror(n < 0 ? errno : EIO));
-				done += (uint64_t)n;
-			}
-			src += d->len[i];
-		}
-	}
+	uint64_t off = 0;
+	int r = pages_set_apply(&m->pages, 1, put_chunk, m, &off);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "file '%s': cannot write its contents near %llu: %s",
+				robj_name(m), (unsigned long long)off, strerror(-r));
 	if (ftruncate(m->fd, (off_t)m->e->size) < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot set its size to %llu: %s",
 				robj_name(m), (unsigned long long)m->e->size, strerror(errno));
@@ -888,13 +798,6 @@ static int open_file(struct rst_ctx *ctx, struct mfd_robj *f)
 
 static int memfd_prepare(struct rst_ctx *ctx)
 {
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		const struct mfd_rstate *s = ctx->tasks[i].kstate[KIND_memfd];
-		if (s && s->pending)
-			return log_fail(&ctx->log, -EINVAL,
-					"image ends a memfd data record of pid %d without contents",
-					ctx->tasks[i].pid);
-	}
 	for (int pass = 0; pass < 2; pass++) {
 		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_memfd, o));) {
 			struct mfd_robj *m = o->ptr;
@@ -938,9 +841,7 @@ static void memfd_free_robj(void *ptr)
 		return;
 	if (m->fd >= 0)
 		close(m->fd);
-	for (size_t i = 0; i < m->nchunks; i++)
-		memfd_data_entry__free_unpacked(m->chunks[i].d, NULL);
-	free(m->chunks);
+	pages_set_release(&m->pages);
 	if (m->f)
 		memfd_file_entry__free_unpacked(m->f, NULL);
 	else if (m->e)
@@ -948,26 +849,39 @@ static void memfd_free_robj(void *ptr)
 	free(m);
 }
 
-static void memfd_free_rstate(void *state)
-{
-	struct mfd_rstate *s = state;
-	if (s && s->pending)
-		memfd_data_entry__free_unpacked(s->pending, NULL);
-	free(s);
-}
-
 static const ProtobufCMessageDescriptor *memfd_descriptor(uint32_t sub)
 {
 	switch (sub) {
 	case REC_SUB(MEMFD_ENTRY):
 		return &memfd_entry__descriptor;
-	case REC_SUB(MEMFD_DATA):
-		return &memfd_data_entry__descriptor;
 	case REC_SUB(MEMFD_FILE):
 		return &memfd_file_entry__descriptor;
 	default:
-		return NULL; /* MEMFD_PAGES: raw */
+		return NULL; /* MEMFD_CONTENTS: raw */
 	}
+}
+
+/* --- mappings ------------------------------------------------------------ */
+
+/* A mapping of a memfd or of a deleted file. */
+static bool memfd_vma_claim(const struct proc_vma *pv)
+{
+	return pv->path[0] && pv->deleted;
+}
+
+static int memfd_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+			     VmaEntry *v)
+{
+	char link[64];
+	mm_vma_link(pv, link, sizeof(link));
+	v->kind = VMA_KIND__VMA_FILE;
+	v->has_file_id = true;
+	return memfd_collect_path(ctx, t, link, mm_vma_flags(pv), "mapping", &v->file_id);
+}
+
+static int memfd_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
+{
+	return mm_check_file_vmas(ctx, t, e, KID_memfd);
 }
 
 const struct kind_ops memfd_ops = {
@@ -981,6 +895,10 @@ const struct kind_ops memfd_ops = {
     .prepare = memfd_prepare,
     .free_obj = memfd_free_obj,
     .free_robj = memfd_free_robj,
-    .free_rstate = memfd_free_rstate,
     .descriptor = memfd_descriptor,
+    .vma_claim = memfd_vma_claim,
+    .vma_collect = memfd_vma_collect,
+    .vma_check = memfd_vma_check,
+    .vma_map = mm_map_file,
+    .vma_prio = 20, /* before file_reg; after sysv, whose segments read deleted */
 };

@@ -3,21 +3,29 @@
  * The address space: every VMA, the mm fields, and the pages that cannot be
  * had from elsewhere.
  *
+ * Each vma belongs to the kind that claims it (kinds.h, vma_claim, asked
+ * in vma_prio order; its id is VmaEntry.owner): mm itself for anonymous
+ * memory and the kernel's own mappings, and for instance file_reg, memfd
+ * and sysv for the others. The owner fills the VmaEntry at checkpoint and
+ * maps it at restart; mm keeps what is common to all (the VmFlags it
+ * refuses, madvise, mlock, final protections) and names no other kind.
+ *
  * Which pages are saved (PAGEMAP_SCAN): of private mappings, pages that are
  * present or swapped, not the shared zero page, and not file pages (so of a
  * private file mapping only the pages the process wrote); of shared
  * anonymous mappings, every page; of shared file mappings, none (the file
- * holds them). Pages whose content is all zero are skipped too. Pages go
- * out in chunks: a PAGEMAP record (where the pages go) then a PAGES record
- * (the raw pages, page-aligned in the stream).
+ * holds them). They go to the page store (img/pages.h), which drops the
+ * pages whose content is all zero and writes MM_PAGES records: one per
+ * chunk of ckpt's copy buffer, and at least one per vma (the pages of a
+ * vma are read with one method, see mm_read).
  *
  * Restore, in the puppet: unmap all it had from ckpt but the vDSO group and
  * the scratch area; move [vvar], [vvar_vclock] and [vdso] together to their
- * saved addresses; map every VMA (writable while its pages are written);
+ * saved addresses; have every VMA mapped by its owner (writable while
+ * its pages are written);
  * write the pages; set the final protections; PR_SET_MM_MAP.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,26 +39,23 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "img/pages.h"
 #include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
-#include "kinds/memfd.h"
 #include "kinds/mm.h"
-#include "kinds/sysv.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
 
 enum {
 	MM_ENTRY = REC_TYPE(KID_mm, 1),
-	MM_PAGEMAP = REC_TYPE(KID_mm, 2),
-	MM_PAGES = REC_TYPE(KID_mm, 3),
+	/* 2 and 3 were a pagemap and its pages, before the page store */
+	MM_PAGES = REC_TYPE(KID_mm, 4), /* a page store record (img/pages.h) */
 };
 
 #define PAGE 4096ull
 #define TASK_SIZE_MAX 0x7ffffffff000ull
 #define VSYSCALL_ADDR 0xffffffffff600000ull
-#define CHUNK_BYTES (8u << 20)
-#define MAX_RUNS 4096
 
 struct mm_ckpt {
 	MmEntry e;
@@ -59,17 +64,17 @@ struct mm_ckpt {
 	uint64_t **inherited;   /* per vma: its run list (mm-cow.c), to free */
 };
 
-struct page_chunk {
-	PagemapEntry *pm;
-	const uint8_t *data;
-	uint64_t len;
+/* fds passed into the puppet for its mappings, by file objref or shmem id */
+struct remote_files {
+	uint64_t key[64];
+	int fd[64];
+	int n;
 };
 
 struct mm_rst {
 	MmEntry *e;
-	struct page_chunk *chunks;
-	size_t nchunks;
-	PagemapEntry *pending;  /* a PAGEMAP waiting for its PAGES */
+	struct pages_set pages; /* its private pages, from the page store */
+	struct remote_files rf; /* while it is restored */
 };
 
 /* --- checkpoint ------------------------------------------------------ */
@@ -79,26 +84,87 @@ static bool needs_pages(const VmaEntry *v)
 	return v->kind == VMA_KIND__VMA_ANON || (v->kind == VMA_KIND__VMA_FILE && !v->shared);
 }
 
-static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv, VmaEntry *v)
+/* The vma is mm's own: anonymous memory, the vDSO group, [vsyscall]. */
+static bool mm_vma_claim(const struct proc_vma *pv)
 {
 	const char *p = pv->path;
+	return !p[0] || p[0] == '[' || (pv->shared && pv->deleted && !strcmp(p, "/dev/zero"));
+}
 
-	if (!strcmp(p, "[vsyscall]")) {
-		v->kind = VMA_KIND__VMA_VSYSCALL;
+/* The mappings the kernel makes itself, moved or left as they are. */
+static const struct {
+	const char *name;
+	VmaKind kind;
+} special[] = {
+	{ "[vsyscall]", VMA_KIND__VMA_VSYSCALL },
+	{ "[vdso]", VMA_KIND__VMA_VDSO },
+	{ "[vvar]", VMA_KIND__VMA_VVAR },
+	{ "[vvar_vclock]", VMA_KIND__VMA_VVAR_VCLOCK },
+};
+
+static int special_index(const char *path)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(special); i++)
+		if (!strcmp(path, special[i].name))
+			return (int)i;
+	return -1;
+}
+
+static int mm_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+			  VmaEntry *v)
+{
+	const char *p = pv->path;
+	int sp = special_index(p);
+
+	if (sp >= 0) {
+		v->kind = special[sp].kind;
 		return 0;
 	}
-	if (!strcmp(p, "[vdso]")) {
-		v->kind = VMA_KIND__VMA_VDSO;
-		return 0;
+	v->kind = VMA_KIND__VMA_ANON;
+	if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") && strncmp(p, "[anon:", 6) &&
+	    strncmp(p, "[anon_shmem:", 12))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx (%s): this special mapping is not supported",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p);
+	if (p[0] == '/') { /* shared anonymous: "/dev/zero (deleted)" */
+		v->has_shmem_id = true;
+		v->shmem_id = pv->ino;
 	}
-	if (!strcmp(p, "[vvar]")) {
-		v->kind = VMA_KIND__VMA_VVAR;
-		return 0;
+	return 0;
+}
+
+void mm_vma_link(const struct proc_vma *pv, char *buf, size_t size)
+{
+	snprintf(buf, size, "map_files/%llx-%llx", (unsigned long long)pv->start,
+		 (unsigned long long)pv->end);
+}
+
+int mm_vma_flags(const struct proc_vma *pv)
+{
+	return pv->shared && (pv->vmflags & VMF_MW) ? O_RDWR : O_RDONLY;
+}
+
+/* The kinds of memory areas in the order they claim: lowest vma_prio first. */
+static size_t vma_kinds(enum kind out[KIND_MAX])
+{
+	size_t n = 0;
+	for (int k = 0; k < KIND_MAX; k++) {
+		const struct kind_ops *o = kinds[k].ops;
+		if (!o->vma_claim || !o->vma_collect)
+			continue;
+		size_t i = n++;
+		for (; i > 0 && kinds[out[i - 1]].ops->vma_prio > o->vma_prio; i--)
+			out[i] = out[i - 1];
+		out[i] = (enum kind)k;
 	}
-	if (!strcmp(p, "[vvar_vclock]")) {
-		v->kind = VMA_KIND__VMA_VVAR_VCLOCK;
-		return 0;
-	}
+	return n;
+}
+
+/* What no kind can save, whoever would claim the vma. */
+static int refuse_vma(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+		      VmaEntry *v)
+{
+	const char *p = pv->path;
 	if (pv->deleted && !strcmp(p, "/[aio]"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx: an AIO ring (io_setup): AIO contexts are not "
@@ -124,54 +190,36 @@ static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma 
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx: userfaultfd-registered memory is not supported yet",
 				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end);
-	if (!p[0] || p[0] == '[') {
-		if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") &&
-		    strncmp(p, "[anon:", 6) && strncmp(p, "[anon_shmem:", 12))
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d vma %llx-%llx (%s): this special mapping is not supported",
-					t->pid, (unsigned long long)pv->start,
-					(unsigned long long)pv->end, p);
-		v->kind = VMA_KIND__VMA_ANON;
-		return 0;
-	}
-	if (pv->shared && pv->deleted && !strcmp(p, "/dev/zero")) {
-		v->kind = VMA_KIND__VMA_ANON;
-		v->has_shmem_id = true;
-		v->shmem_id = pv->ino;
-		return 0;
-	}
-	if (sysv_vma_is_shm(pv))
-		return sysv_collect_vma(ctx, t, pv, v);
+	return 0;
+}
 
-	char link[64];
-	int flags = pv->shared && (pv->vmflags & VMF_MW) ? O_RDWR : O_RDONLY;
-	snprintf(link, sizeof(link), "map_files/%llx-%llx", (unsigned long long)pv->start,
-		 (unsigned long long)pv->end);
-	v->kind = VMA_KIND__VMA_FILE;
-	v->has_file_id = true;
-	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
-	 * shows, if it is still the file mapped (same inode) */
-	char full[96];
-	struct stat st;
-	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
-	if (!pv->deleted && stat(full, &st) < 0 && errno == EPERM) {
-		if (stat(pv->path, &st) < 0 || st.st_ino != pv->ino)
-			return log_fail(&ctx->log, -EPERM,
-					"pid %d vma %llx-%llx (%s): the mapped file cannot be "
-					"identified without CAP_CHECKPOINT_RESTORE",
-					t->pid, (unsigned long long)pv->start,
-					(unsigned long long)pv->end, pv->path);
-		return file_reg_collect_path(ctx, t, pv->path, flags, "mapping", &v->file_id);
+/* The first kind (by vma_prio) that claims the vma collects it. */
+static int classify(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv, VmaEntry *v,
+		    const enum kind *order, size_t norder)
+{
+	/* the kernel's own mappings have VmFlags (pf, io) refused elsewhere */
+	int r = special_index(pv->path) < 0 ? refuse_vma(ctx, t, pv, v) : 0;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < norder; i++) {
+		const struct kind_ops *o = kinds[order[i]].ops;
+		if (!o->vma_claim(pv))
+			continue;
+		v->has_owner = true;
+		v->owner = kinds[order[i]].id;
+		return o->vma_collect(ctx, t, pv, v);
 	}
-	/* a memfd or deleted file: its contents are saved by memfd.c */
-	return (pv->deleted ? memfd_collect_path : file_reg_collect_path)(ctx, t, link, flags,
-									  "mapping", &v->file_id);
+	return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d vma %llx-%llx (%s): no kind saves it",
+			t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end,
+			pv->path);
 }
 
 static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct mm_ckpt *m = task_state(t, KIND_mm, sizeof(*m));
 	size_t n = t->vmas.n;
+	enum kind order[KIND_MAX];
+	size_t norder = vma_kinds(order);
 	int r;
 
 	if (!m)
@@ -193,7 +241,7 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 		v->has_vmflags = true;
 		v->vmflags = pv->vmflags;
 		v->name = pv->path;
-		r = classify(ctx, t, pv, v);
+		r = classify(ctx, t, pv, v, order, norder);
 		if (r < 0)
 			return r;
 		m->e.vmas[m->e.n_vmas++] = v;
@@ -230,136 +278,74 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 	return file_reg_collect_path(ctx, t, "exe", O_RDONLY, "exe", &m->e.exe_file_id);
 }
 
-static bool page_is_zero(const uint8_t *p)
-{
-	const uint64_t *w = (const uint64_t *)p;
-	for (size_t i = 0; i < PAGE / 8; i += 4)
-		if (w[i] | w[i + 1] | w[i + 2] | w[i + 3])
-			return false;
-	return true;
-}
-
-/* A chunk being filled: runs of pages to read, then written out. */
-struct chunk {
-	struct iovec remote[MAX_RUNS];
-	int nruns;
-	uint64_t bytes;
+/*
+ * The page store's reader: the pages of one vma, whose readability it
+ * knows. process_vm_readv pins pages, which unshares what a tree shares
+ * copy-on-write (the kernel copies the page): only for a lone task;
+ * /proc/PID/mem otherwise, and for what process_vm_readv did not take.
+ */
+struct mm_read {
+	struct ckpt_ctx *ctx;
+	struct task *t;
+	bool readable;
 };
 
-static int flush_chunk(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, bool readable)
+static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
 {
-	uint64_t addr[MAX_RUNS];
-	uint32_t npages[MAX_RUNS];
-	size_t nout = 0;
-	uint8_t *buf = ctx->buf;
-	int r;
+	struct mm_read *rd = arg;
+	struct iovec remote[256];
+	uint64_t bytes = 0;
 
-	if (!c->nruns)
-		return 0;
-	/* process_vm_readv pins pages, which unshares what a tree shares
-	 * copy-on-write (the kernel copies the page): only for a lone task */
-	if (readable && ctx->ntasks == 1) {
-		struct iovec local = { .iov_base = buf, .iov_len = c->bytes };
-		ssize_t got = process_vm_readv(t->pid, &local, 1, c->remote, c->nruns, 0);
-		if (got != (ssize_t)c->bytes)
-			readable = false; /* fall back to /proc/pid/mem below */
-	}
-	if (!readable || ctx->ntasks != 1) {
-		uint64_t off = 0;
-		for (int i = 0; i < c->nruns; i++) {
-			r = puppet_read(&t->pup, (uint64_t)(uintptr_t)c->remote[i].iov_base,
-					buf + off, c->remote[i].iov_len);
-			if (r < 0)
-				return log_fail(&ctx->log, r, "pid %d: cannot read memory at %p: %s",
-						t->pid, c->remote[i].iov_base, strerror(-r));
-			off += c->remote[i].iov_len;
+	if (rd->readable && rd->ctx->ntasks == 1 && n <= ARRAY_SIZE(remote)) {
+		for (size_t i = 0; i < n; i++) {
+			remote[i] = (struct iovec){ (void *)(uintptr_t)x[i].off, x[i].len };
+			bytes += x[i].len;
 		}
+		struct iovec local = { .iov_base = dst, .iov_len = bytes };
+		if (process_vm_readv(rd->t->pid, &local, 1, remote, n, 0) == (ssize_t)bytes)
+			return 0;
 	}
-
-	/* drop zero pages, compacting the buffer, and build the runs */
-	uint64_t in = 0, out = 0;
-	for (int i = 0; i < c->nruns; i++) {
-		uint64_t base = (uint64_t)(uintptr_t)c->remote[i].iov_base;
-		for (uint64_t pg = 0; pg < c->remote[i].iov_len; pg += PAGE, in += PAGE) {
-			if (page_is_zero(buf + in))
-				continue;
-			if (out != in)
-				memcpy(buf + out, buf + in, PAGE);
-			out += PAGE;
-			if (nout && addr[nout - 1] + npages[nout - 1] * PAGE == base + pg) {
-				npages[nout - 1]++;
-			} else {
-				addr[nout] = base + pg;
-				npages[nout] = 1;
-				nout++;
-			}
-		}
+	for (size_t i = 0; i < n; i++) {
+		int r = puppet_read(&rd->t->pup, x[i].off, dst, x[i].len);
+		if (r < 0)
+			return log_fail(&rd->ctx->log, r, "pid %d: cannot read memory at %llx: %s",
+					rd->t->pid, (unsigned long long)x[i].off, strerror(-r));
+		dst += x[i].len;
 	}
-	c->nruns = 0;
-	c->bytes = 0;
-	if (!nout)
-		return 0;
+	return 0;
+}
 
-	PagemapEntry pm = PAGEMAP_ENTRY__INIT;
-	pm.n_addr = pm.n_npages = nout;
-	pm.addr = addr;
-	pm.npages = npages;
-	r = ctx_write_msg(ctx, MM_PAGEMAP, &pm.base);
-	if (r < 0)
-		return r;
-	struct iovec data = { .iov_base = buf, .iov_len = out };
-	r = img_write_aligned(&ctx->w, MM_PAGES, &data, 1);
-	if (r < 0)
+static int pages_fail(struct ckpt_ctx *ctx, const struct pages_writer *pw, int r)
+{
+	if (r < 0 && !pw->read_failed)
 		return log_fail(&ctx->log, r, "cannot write pages to the image: %s", strerror(-r));
-	ctx->mem_bytes += out;
-	return 0;
+	return r;
 }
 
-static int add_run(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, uint64_t start,
-		   uint64_t end, bool readable)
-{
-	while (start < end) {
-		uint64_t room = ctx->bufsize - c->bytes;
-		uint64_t len = MIN(end - start, room);
-		c->remote[c->nruns].iov_base = (void *)(uintptr_t)start;
-		c->remote[c->nruns].iov_len = len;
-		c->nruns++;
-		c->bytes += len;
-		start += len;
-		if (c->bytes == ctx->bufsize || c->nruns == MAX_RUNS) {
-			int r = flush_chunk(ctx, t, c, readable);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-/* add_run for the pages of [start, end) that are not the parent's. */
-static int add_own_runs(struct ckpt_ctx *ctx, struct task *t, struct chunk *c, const VmaEntry *v,
-			uint64_t start, uint64_t end, bool readable)
+/* The pages of [start, end) that are not the parent's. */
+static int add_own_runs(struct pages_writer *pw, const VmaEntry *v, uint64_t start, uint64_t end)
 {
 	uint64_t run = start;
 	for (uint64_t a = start; a < end; a += PAGE) {
 		if (!mm_cow_skip(v, a))
 			continue;
-		int r = a > run ? add_run(ctx, t, c, run, a, readable) : 0;
+		int r = a > run ? pages_add(pw, run, a - run) : 0;
 		if (r < 0)
 			return r;
 		run = a + PAGE;
 	}
-	return run < end ? add_run(ctx, t, c, run, end, readable) : 0;
+	return run < end ? pages_add(pw, run, end - run) : 0;
 }
 
-/* Feeds the pages of v that must be saved into c. */
+/* Gives the pages of v that must be saved to the page store. */
 static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const VmaEntry *v,
-		    struct chunk *c)
+		    struct pages_writer *pw)
 {
-	bool readable = v->prot & PROT_READ;
 	int r;
 
+	((struct mm_read *)pw->arg)->readable = v->prot & PROT_READ;
 	if (v->shared) /* shared anonymous: every page, zero ones dropped */
-		return add_run(ctx, t, c, v->start, v->end, readable);
+		return pages_fail(ctx, pw, pages_add(pw, v->start, v->end - v->start));
 
 	struct page_region regs[512];
 	uint64_t pos = v->start;
@@ -381,18 +367,17 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 					t->pid, (unsigned long long)pos, (unsigned long long)v->end,
 					strerror(errno));
 		for (long i = 0; i < n; i++) {
-			r = v->inherit ? add_own_runs(ctx, t, c, v, regs[i].start, regs[i].end,
-						      readable)
-				       : add_run(ctx, t, c, regs[i].start, regs[i].end, readable);
+			r = v->inherit ? add_own_runs(pw, v, regs[i].start, regs[i].end)
+				       : pages_add(pw, regs[i].start, regs[i].end - regs[i].start);
 			if (r < 0)
-				return r;
+				return pages_fail(ctx, pw, r);
 		}
 		if (arg.walk_end <= pos)
 			break;
 		pos = arg.walk_end;
 	}
-	/* runs of one chunk are read with one readability */
-	return flush_chunk(ctx, t, c, readable);
+	/* the pages of a record are read with one readability */
+	return pages_fail(ctx, pw, pages_flush(pw));
 }
 
 /* Vma v maps a part of a shmem object that vma w covers. */
@@ -458,20 +443,37 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	if (pagemap < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open pagemap: %s", t->pid,
 				strerror(errno));
-	_cleanup_free_ struct chunk *c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->e.n_vmas; i++) {
+	struct mm_read rd = { .ctx = ctx, .t = t };
+	struct pages_writer pw;
+	r = pages_writer_init(&pw, &ctx->w, MM_PAGES, 0, ctx->buf, ctx->bufsize, mm_read, &rd);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; r >= 0 && i < m->e.n_vmas; i++) {
 		if (!needs_pages(m->e.vmas[i]) || shmem_seen(ctx, t, i))
 			continue;
-		r = scan_vma(ctx, t, pagemap, m->e.vmas[i], c);
-		if (r < 0)
-			return r;
+		r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
 	}
-	return 0;
+	ctx->mem_bytes += pw.bytes;
+	pages_writer_release(&pw);
+	return r;
 }
 
 /* --- restart: load and validate -------------------------------------- */
+
+static bool is_special(const VmaEntry *v)
+{
+	return v->kind == VMA_KIND__VMA_VDSO || v->kind == VMA_KIND__VMA_VVAR ||
+	       v->kind == VMA_KIND__VMA_VVAR_VCLOCK || v->kind == VMA_KIND__VMA_VSYSCALL;
+}
+
+/* The ops of the kind that maps v (checked at load: it has vma_map). */
+static const struct kind_ops *vma_owner(const VmaEntry *v)
+{
+	const struct kind_info *ki = v->has_owner && v->owner && v->owner <= 0xffffff
+					     ? kind_by_rec(REC_TYPE(v->owner, 0), NULL)
+					     : NULL;
+	return ki && ki->ops->vma_map ? ki->ops : NULL;
+}
 
 static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, const MmEntry *e)
 {
@@ -486,6 +488,10 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %zu (%llx-%llx) is not valid", rec->index,
 					i, (unsigned long long)v->start, (unsigned long long)v->end);
+		if (!is_special(v) && !vma_owner(v))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm): vma %llx: no kind of this ckpt maps it",
+					rec->index, (unsigned long long)v->start);
 		if (v->kind == VMA_KIND__VMA_FILE && !v->has_file_id)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): file vma %llx has no file", rec->index,
@@ -523,25 +529,29 @@ static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
 	return i < 0 ? NULL : e->vmas[i];
 }
 
-static int check_pagemap(struct rst_ctx *ctx, const struct img_record *rec, const MmEntry *e,
-			 const PagemapEntry *pm)
+/* A page store record of the task: whole pages, inside vmas that hold pages. */
+static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct mm_rst *m)
 {
-	if (pm->n_addr != pm->n_npages || !pm->n_addr)
-		return log_fail(&ctx->log, -EINVAL, "record %u (mm/pagemap): malformed", rec->index);
-	for (size_t i = 0; i < pm->n_addr; i++) {
-		uint64_t a = pm->addr[i], end = a + (uint64_t)pm->npages[i] * PAGE;
+	struct pages_chunk c;
+	int r = pages_parse(rec, &c);
+	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
+		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
+				r == -ENOMEM ? strerror(-r) : "damaged, out of order or out of bounds");
+	for (size_t i = 0; i < c.n; i++) {
+		uint64_t a = c.x[i].off, end = a + c.x[i].len;
 		/* a run may go on across adjacent vmas, each of which holds pages */
-		for (uint64_t at = a; at < end || at == a;) {
-			const VmaEntry *v = vma_of(e, at);
-			if (a % PAGE || !pm->npages[i] || end > TASK_SIZE_MAX || !v ||
-			    !needs_pages(v))
+		for (uint64_t at = a; at < end;) {
+			const VmaEntry *v = vma_of(m->e, at);
+			if (a % PAGE || c.x[i].len % PAGE || !v || !needs_pages(v))
 				return log_fail(&ctx->log, -EINVAL,
-						"record %u (mm/pagemap): pages at %llx (%u) lie "
+						"record %u (mm/pages): pages at %llx (%llu bytes) lie "
 						"outside any vma that holds pages",
-						rec->index, (unsigned long long)a, pm->npages[i]);
+						rec->index, (unsigned long long)a,
+						(unsigned long long)c.x[i].len);
 			at = v->end;
 		}
 	}
+	ctx->mem_bytes += c.bytes;
 	return 0;
 }
 
@@ -561,36 +571,11 @@ static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 		if (!m->e)
 			return -EINVAL;
 		return validate_vmas(ctx, rec, m->e);
-	case MM_PAGEMAP:
-		if (!m->e || m->pending)
-			return log_fail(&ctx->log, -EINVAL, "record %u: pagemap out of place",
+	case MM_PAGES:
+		if (!m->e)
+			return log_fail(&ctx->log, -EINVAL, "record %u: pages before their mm",
 					rec->index);
-		m->pending = rctx_unpack(ctx, rec, &pagemap_entry__descriptor);
-		if (!m->pending)
-			return -EINVAL;
-		return check_pagemap(ctx, rec, m->e, m->pending);
-	case MM_PAGES: {
-		if (!m->pending)
-			return log_fail(&ctx->log, -EINVAL, "record %u: pages without a pagemap",
-					rec->index);
-		uint64_t want = 0;
-		for (size_t i = 0; i < m->pending->n_npages; i++)
-			want += (uint64_t)m->pending->npages[i] * PAGE;
-		if (want != rec->len)
-			return log_fail(&ctx->log, -EINVAL,
-					"record %u (mm/pages): %llu bytes, its pagemap says %llu",
-					rec->index, (unsigned long long)rec->len,
-					(unsigned long long)want);
-		struct page_chunk *nc = realloc(m->chunks, (m->nchunks + 1) * sizeof(*nc));
-		if (!nc)
-			return -ENOMEM;
-		m->chunks = nc;
-		ctx->mem_bytes += rec->len;
-		m->chunks[m->nchunks++] = (struct page_chunk){
-			.pm = TAKE_PTR(m->pending), .data = rec->data, .len = rec->len
-		};
-		return 0;
-	}
+		return load_pages(ctx, rec, m);
 	default:
 		r = -EINVAL;
 		return log_fail(&ctx->log, r, "record %u: unknown mm subtype %u", rec->index,
@@ -603,10 +588,39 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 	struct mm_rst *m = t->kstate[KIND_mm];
 	if (!m || !m->e)
 		return log_fail(&ctx->log, -EINVAL, "image has no address space for pid %d", t->pid);
-	if (m->pending)
-		return log_fail(&ctx->log, -EINVAL, "image ends a pagemap of pid %d without pages",
-				t->pid);
-	return sysv_check_vmas(ctx, t, m->e);
+	for (int k = 0; k < KIND_MAX; k++) {
+		int r = kinds[k].ops->vma_check ? kinds[k].ops->vma_check(ctx, t, m->e) : 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
+static int mm_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
+{
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		if (v->has_owner && v->owner == KID_mm && v->kind != VMA_KIND__VMA_ANON &&
+		    !is_special(v))
+			return log_fail(&ctx->log, -EINVAL,
+					"image: pid %d vma %llx: not anonymous memory", t->pid,
+					(unsigned long long)v->start);
+	}
+	return 0;
+}
+
+int mm_check_file_vmas(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e, uint32_t owner)
+{
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		if (v->has_owner && v->owner == owner &&
+		    (v->kind != VMA_KIND__VMA_FILE || !v->has_file_id))
+			return log_fail(&ctx->log, -EINVAL,
+					"image: pid %d vma %llx: not a file mapping", t->pid,
+					(unsigned long long)v->start);
+	}
+	return 0;
 }
 
 /* --- restart: free address ranges ------------------------------------ */
@@ -849,12 +863,6 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 	return 0;
 }
 
-/* fds passed into the puppet for its mappings, by file objref or shmem id */
-struct remote_files {
-	uint64_t key[64];
-	int fd[64];
-	int n;
-};
 #define SHMEM_KEY(ino) ((1ull << 63) | (ino))
 
 static void close_remote_files(struct rst_task *t, struct remote_files *rf)
@@ -978,34 +986,18 @@ static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_f
 }
 
 
-static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
-		   const VmaEntry *v)
+static int do_mmap(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v, long fd, long off,
+		   int flags)
 {
-	struct puppet *p = &t->pup;
-	int flags = (v->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED_NOREPLACE;
-	long fd = -1, off = 0, r;
+	long r;
 
+	flags |= (v->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED_NOREPLACE;
 	if (v->vmflags & VMF_GD)
 		flags |= MAP_GROWSDOWN;
 	if (v->vmflags & VMF_DP)
 		flags = (flags & ~(MAP_SHARED | MAP_PRIVATE)) | MAP_DROPPABLE;
-	if (v->kind == VMA_KIND__VMA_FILE) {
-		fd = remote_file(ctx, t, rf, v->file_id);
-		if (fd < 0)
-			return (int)fd;
-		off = (long)v->pgoff;
-	} else if (v->shared && v->has_shmem_id) {
-		fd = remote_shmem(ctx, t, rf, v->shmem_id);
-		if (fd < 0)
-			return (int)fd;
-		off = (long)v->pgoff;
-	} else {
-		flags |= MAP_ANONYMOUS;
-		if (v->vmflags & VMF_NR)
-			flags |= MAP_NORESERVE;
-	}
-	r = puppet_syscall(p, SYS_mmap, v->start, v->end - v->start, initial_prot(v), flags, fd,
-			   off);
+	r = puppet_syscall(&t->pup, SYS_mmap, v->start, v->end - v->start, initial_prot(v), flags,
+			   fd, off);
 	if (r < 0 && r > -4096)
 		return log_fail(&ctx->log, (int)r, "pid %d vma %llx-%llx (%s): mmap failed: %s",
 				t->pid, (unsigned long long)v->start, (unsigned long long)v->end,
@@ -1014,6 +1006,29 @@ static int map_vma(struct rst_ctx *ctx, struct rst_task *t, struct remote_files 
 		return log_fail(&ctx->log, -EEXIST, "pid %d vma %llx: mapped at %lx instead",
 				t->pid, (unsigned long long)v->start, r);
 	return 0;
+}
+
+int mm_map_file(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	int fd = remote_file(ctx, t, &m->rf, v->file_id);
+	return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
+}
+
+/* mm's own vmas: anonymous memory, private or shared, or kept from the fork */
+static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+
+	if (v->kind != VMA_KIND__VMA_ANON) /* the vDSO group is moved, not mapped */
+		return 0;
+	if (v->inherit)
+		return keep_inherited(ctx, t, v);
+	if (v->shared && v->has_shmem_id) {
+		int fd = remote_shmem(ctx, t, &m->rf, v->shmem_id);
+		return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
+	}
+	return do_mmap(ctx, t, v, -1, 0, MAP_ANONYMOUS | (v->vmflags & VMF_NR ? MAP_NORESERVE : 0));
 }
 
 /* madvise bits that shape how memory behaves, applied before pages are written */
@@ -1172,26 +1187,34 @@ static int writev_pages(struct rst_task *t, const struct iovec *remote, size_t n
 	return 0;
 }
 
-static int write_chunk(struct rst_task *t, const MmEntry *e, struct uffd *u,
-		       const struct page_chunk *ch, uint64_t *ret_addr)
+/* What the page store hands chunks to (two threads may share a task's). */
+struct page_job {
+	struct rst_task *t;
+	const MmEntry *e;
+	struct uffd *u;
+};
+
+static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_addr)
 {
+	const struct page_job *j = arg;
+	const MmEntry *e = j->e;
 	struct iovec remote[256];
 	const uint8_t *src = ch->data;
 	size_t n = 0;
 	uint64_t bytes = 0;
 	int r = 0;
 
-	for (size_t i = 0; i < ch->pm->n_addr && r >= 0; i++) {
-		uint64_t addr = ch->pm->addr[i], end = addr + (uint64_t)ch->pm->npages[i] * PAGE;
+	for (size_t i = 0; i < ch->n && r >= 0; i++) {
+		uint64_t addr = ch->x[i].off, end = addr + ch->x[i].len;
 		/* piece by piece, one vma each: a run may span registered and
 		 * unregistered vmas */
 		while (addr < end && r >= 0) {
 			ssize_t idx = vma_index(e, addr);
 			uint64_t len = idx < 0 ? end - addr : MIN(end, e->vmas[idx]->end) - addr;
-			if (uffd_copy(e, u, idx, addr, src + bytes, len) == 0) {
+			if (uffd_copy(e, j->u, idx, addr, src + bytes, len) == 0) {
 				/* done; what was gathered before goes out first */
 				if (n)
-					r = writev_pages(t, remote, n, src, bytes, ret_addr);
+					r = writev_pages(j->t, remote, n, src, bytes, ret_addr);
 				src += bytes + len;
 				n = 0;
 				bytes = 0;
@@ -1203,7 +1226,7 @@ static int write_chunk(struct rst_task *t, const MmEntry *e, struct uffd *u,
 			bytes += len;
 			addr += len;
 			if (n == ARRAY_SIZE(remote)) {
-				r = writev_pages(t, remote, n, src, bytes, ret_addr);
+				r = writev_pages(j->t, remote, n, src, bytes, ret_addr);
 				src += bytes;
 				n = 0;
 				bytes = 0;
@@ -1211,56 +1234,24 @@ static int write_chunk(struct rst_task *t, const MmEntry *e, struct uffd *u,
 		}
 	}
 	if (n && r >= 0)
-		r = writev_pages(t, remote, n, src, bytes, ret_addr);
+		r = writev_pages(j->t, remote, n, src, bytes, ret_addr);
 	return r;
 }
 
 /* Chunks are independent: two workers (the machine's cores) share them. */
-struct page_job {
-	struct rst_task *t;
-	const struct mm_rst *m;
-	struct uffd *u;
-	size_t next;            /* atomic: the next chunk to take */
-	int err;                /* atomic: the first failure */
-	uint64_t err_addr;
-};
-
-static void *page_worker(void *arg)
-{
-	struct page_job *j = arg;
-	for (;;) {
-		size_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-		if (c >= j->m->nchunks || __atomic_load_n(&j->err, __ATOMIC_RELAXED))
-			break;
-		uint64_t addr = 0;
-		int r = write_chunk(j->t, j->m->e, j->u, &j->m->chunks[c], &addr);
-		if (r < 0) {
-			int zero = 0;
-			if (__atomic_compare_exchange_n(&j->err, &zero, r, false, __ATOMIC_RELAXED,
-							__ATOMIC_RELAXED))
-				j->err_addr = addr;
-			break;
-		}
-	}
-	return NULL;
-}
-
 static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 	struct uffd u;
-	pthread_t helper;
+	uint64_t addr = 0;
 
 	uffd_open(ctx, t, &u);
-	struct page_job j = { .t = t, .m = m, .u = &u };
-	bool two = m->nchunks >= 4 && pthread_create(&helper, NULL, page_worker, &j) == 0;
-	page_worker(&j);
-	if (two)
-		pthread_join(helper, NULL);
+	struct page_job j = { .t = t, .e = m->e, .u = &u };
+	int r = pages_set_apply(&m->pages, 2, write_chunk, &j, &addr);
 	uffd_close(t, &u);
-	if (j.err < 0)
-		return log_fail(&ctx->log, j.err, "pid %d: cannot write pages at %llx: %s", t->pid,
-				(unsigned long long)j.err_addr, strerror(-j.err));
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot write pages at %llx: %s", t->pid,
+				(unsigned long long)addr, strerror(-r));
 	return 0;
 }
 
@@ -1323,7 +1314,6 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	struct mm_rst *m = t->kstate[KIND_mm];
 	_cleanup_free_ char *text = NULL;
 	struct proc_vmas cur = { 0 };
-	struct remote_files rf = { .n = 0 };
 	int r;
 
 	if (t->mm_done) /* restored early, before its children were forked */
@@ -1340,12 +1330,9 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 
 	for (size_t i = 0; i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
-		if (v->kind == VMA_KIND__VMA_SYSV_SHM)
-			r = sysv_shm_attach(ctx, t, v);
-		else if (v->kind == VMA_KIND__VMA_ANON || v->kind == VMA_KIND__VMA_FILE)
-			r = v->inherit ? keep_inherited(ctx, t, v) : map_vma(ctx, t, &rf, v);
-		else
+		if (is_special(v)) /* the vDSO group is moved, [vsyscall] is there */
 			continue;
+		r = vma_owner(v)->vma_map(ctx, t, v);
 		if (r >= 0)
 			r = advise_vma(ctx, t, v);
 		if (r < 0)
@@ -1369,10 +1356,10 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	r = lock_vmas(ctx, t);
 	if (r < 0)
 		goto out;
-	r = set_mm_fields(ctx, t, &rf);
+	r = set_mm_fields(ctx, t, &m->rf);
 	t->mm_done = r >= 0;
 out:
-	close_remote_files(t, &rf);
+	close_remote_files(t, &m->rf);
 	return r;
 }
 
@@ -1415,11 +1402,7 @@ static void mm_free_rstate(void *state)
 	struct mm_rst *m = state;
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->nchunks; i++)
-		pagemap_entry__free_unpacked(m->chunks[i].pm, NULL);
-	free(m->chunks);
-	if (m->pending)
-		pagemap_entry__free_unpacked(m->pending, NULL);
+	pages_set_release(&m->pages);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);
@@ -1430,8 +1413,6 @@ static const ProtobufCMessageDescriptor *mm_descriptor(uint32_t sub)
 	switch (sub) {
 	case REC_SUB(MM_ENTRY):
 		return &mm_entry__descriptor;
-	case REC_SUB(MM_PAGEMAP):
-		return &pagemap_entry__descriptor;
 	default:
 		return NULL;
 	}
@@ -1449,4 +1430,9 @@ const struct kind_ops mm_ops = {
 	.free_rstate = mm_free_rstate,
 	.free_robj = mm_free_robj,
 	.descriptor = mm_descriptor,
+	.vma_claim = mm_vma_claim,
+	.vma_collect = mm_vma_collect,
+	.vma_check = mm_vma_check,
+	.vma_map = mm_vma_map,
+	.vma_prio = 0, /* anonymous memory: names no other kind claims */
 };

@@ -12,6 +12,7 @@ struct rst_task;
 #define MM_SCRATCH_REGION (1u << 20)
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -32,6 +33,22 @@ int mm_cow_find(struct ckpt_ctx *ctx, struct task *t, struct MmEntry *e,
 bool mm_cow_skip(const struct VmaEntry *v, uint64_t addr);
 /* -EINVAL if v's inherited runs are not valid. */
 int mm_cow_validate(const struct VmaEntry *v);
+
+struct proc_vma;
+struct rst_ctx;
+
+/*
+ * For the kinds of file mappings (file_reg, memfd): at checkpoint, the
+ * "map_files/START-END" link of pv and the open flags a mapping like pv
+ * needs; at restart, vma_map and vma_check of a file mapping whose
+ * VmaEntry.file_id is an object fdtable_local_fd() resolves.
+ */
+void mm_vma_link(const struct proc_vma *pv, char *buf, size_t size);
+int mm_vma_flags(const struct proc_vma *pv);
+int mm_map_file(struct rst_ctx *ctx, struct rst_task *t, const struct VmaEntry *v)
+	__attribute__((warn_unused_result));
+int mm_check_file_vmas(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e,
+		       uint32_t owner) __attribute__((warn_unused_result));
 
 /* Restart: t keeps memory from its fork (it must be forked by its parent,
  * after the parent's memory is restored). */

@@ -4112,7 +4112,7 @@ http {{
             raise Fail("inspect's summary starts %r" % text[:80])
         r = self.run_ckpt(["inspect", img, "--records"], verbose=False)
         text = r.stdout.decode(errors="replace")
-        for want in ("header:", "tree", "mm/1", "mm/3", "regs/1", "creds/1", "fdtable/1",
+        for want in ("header:", "tree", "mm/1", "mm/4", "regs/1", "creds/1", "fdtable/1",
                      "pid: %d\n" % self.pid):
             if want not in text:
                 raise Fail("inspect --records output lacks %r" % want)

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The page store (pages.h). */
+#include "img/pages.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define ALIGN8(x) (((x) + 7) / 8 * 8)
+
+/* the table: extents then head */
+static uint64_t table_size(uint64_t n)
+{
+	return n * sizeof(struct pages_extent) + sizeof(struct pages_head);
+}
+
+/* --- checkpoint -------------------------------------------------------- */
+
+int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t type, uint64_t tag,
+		      void *buf, size_t bufsize, pages_read_fn read, void *arg)
+{
+	*pw = (struct pages_writer){ 0 };
+	if (!w || !buf || bufsize < PAGES_BLOCK || !read)
+		return -EINVAL;
+	*pw = (struct pages_writer){
+		.w = w, .type = type, .tag = tag, .buf = buf, .bufsize = bufsize,
+		.read = read, .arg = arg,
+	};
+	/* each queued extent gives at most its whole blocks plus two cut ones */
+	pw->out_cap = bufsize / PAGES_BLOCK + 2 * (size_t)PAGES_MAX_QUEUED;
+	pw->q = calloc(PAGES_MAX_QUEUED, sizeof(*pw->q));
+	/* the record's table is built in place, the head after it */
+	pw->out = malloc(table_size(pw->out_cap));
+	if (!pw->q || !pw->out) {
+		pages_writer_release(pw);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void pages_writer_release(struct pages_writer *pw)
+{
+	if (!pw)
+		return;
+	free(pw->q);
+	free(pw->out);
+	pw->q = pw->out = NULL;
+	pw->nq = 0;
+	pw->queued = 0;
+}
+
+static bool block_is_zero(const uint8_t *p, uint64_t len)
+{
+	if (len == PAGES_BLOCK && !((uintptr_t)p % 8)) {
+		const uint64_t *w = (const uint64_t *)(const void *)p;
+		for (size_t i = 0; i < PAGES_BLOCK / 8; i += 4)
+			if (w[i] | w[i + 1] | w[i + 2] | w[i + 3])
+				return false;
+		return true;
+	}
+	for (uint64_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/*
+ * The queued bytes sit in buf: keeps the blocks that are not all zero,
+ * moved down to follow what is kept, and lists their extents in x.
+ * Returns the number of extents; *ret_bytes what is kept.
+ */
+static size_t drop_zero(struct pages_writer *pw, struct pages_extent *x, uint64_t *ret_bytes)
+{
+	uint64_t in = 0, out = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < pw->nq; i++) {
+		uint64_t at = pw->q[i].off, end = at + pw->q[i].len;
+		while (at < end) {
+			uint64_t l = (at / PAGES_BLOCK + 1) * PAGES_BLOCK;
+			l = (l < end ? l : end) - at;
+			const uint8_t *p = pw->buf + in;
+			if (!block_is_zero(p, l)) {
+				if (out != in)
+					memmove(pw->buf + out, p, l);
+				if (n && x[n - 1].off + x[n - 1].len == at)
+					x[n - 1].len += l;
+				else
+					x[n++] = (struct pages_extent){ at, l };
+				out += l;
+			}
+			in += l;
+			at += l;
+		}
+	}
+	*ret_bytes = out;
+	return n;
+}
+
+int pages_flush(struct pages_writer *pw)
+{
+	uint64_t bytes;
+	int r;
+
+	if (!pw->nq)
+		return 0;
+	pw->read_failed = false;
+	r = pw->read(pw->arg, pw->q, pw->nq, pw->buf);
+	if (r < 0) {
+		pw->read_failed = true;
+		return r;
+	}
+	static const uint8_t zero[8];
+	struct pages_extent *x = pw->out;
+	size_t n = drop_zero(pw, x, &bytes);
+	pw->nq = 0;
+	pw->queued = 0;
+	if (!n)
+		return 0;
+	struct pages_head head = { .magic = PAGES_MAGIC, .n = (uint32_t)n, .tag = pw->tag };
+	memcpy(&x[n], &head, sizeof(head));
+	struct iovec iov[3] = {
+		{ .iov_base = pw->buf, .iov_len = bytes },
+		{ .iov_base = (void *)zero, .iov_len = ALIGN8(bytes) - bytes },
+		{ .iov_base = x, .iov_len = table_size(n) },
+	};
+	r = img_write_aligned(pw->w, pw->type, iov, 3);
+	if (r < 0)
+		return r;
+	pw->bytes += bytes;
+	pw->records++;
+	return 0;
+}
+
+int pages_add(struct pages_writer *pw, uint64_t off, uint64_t len)
+{
+	if (off + len < off || off < pw->end)
+		return -EINVAL;
+	while (len) {
+		uint64_t room = pw->bufsize - pw->queued;
+		uint64_t l = len < room ? len : room;
+		struct pages_extent *last = pw->nq ? &pw->q[pw->nq - 1] : NULL;
+		if (last && last->off + last->len == off)
+			last->len += l;
+		else
+			pw->q[pw->nq++] = (struct pages_extent){ off, l };
+		pw->queued += l;
+		off += l;
+		len -= l;
+		pw->end = off;
+		if (pw->queued == pw->bufsize || pw->nq == PAGES_MAX_QUEUED) {
+			int r = pages_flush(pw);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int pages_retag(struct pages_writer *pw, uint64_t tag)
+{
+	int r = pages_flush(pw);
+	if (r < 0)
+		return r;
+	pw->tag = tag;
+	pw->end = 0;
+	return 0;
+}
+
+/* --- restart ----------------------------------------------------------- */
+
+int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
+{
+	struct pages_head head;
+
+	/* an aligned record's data is page-aligned in the reader's mapping */
+	if (!rec || !rec->data || (uintptr_t)rec->data % IMG_PAGE_SIZE ||
+	    rec->len < sizeof(head))
+		return -EINVAL;
+	memcpy(&head, rec->data + rec->len - sizeof(head), sizeof(head));
+	if (head.magic != PAGES_MAGIC || !head.n || head.n > PAGES_MAX_EXTENTS ||
+	    table_size(head.n) > rec->len)
+		return -EINVAL;
+	/* the bytes, padded to 8, then the table: 8-aligned in the record */
+	uint64_t tab = rec->len - table_size(head.n), sum = 0;
+	if (tab % 8)
+		return -EINVAL;
+	const struct pages_extent *x = (const struct pages_extent *)(const void *)(rec->data + tab);
+	for (uint32_t i = 0; i < head.n; i++) {
+		if (!x[i].len || x[i].off + x[i].len < x[i].off || x[i].len > tab - sum ||
+		    (i && x[i].off < x[i - 1].off + x[i - 1].len))
+			return -EINVAL;
+		sum += x[i].len;
+	}
+	if (ALIGN8(sum) != tab)
+		return -EINVAL;
+	*ret = (struct pages_chunk){
+		.tag = head.tag,
+		.n = head.n,
+		.x = x,
+		.data = rec->data,
+		.bytes = sum,
+	};
+	return 0;
+}
+
+int pages_set_add(struct pages_set *s, const struct pages_chunk *c, uint64_t lo, uint64_t hi)
+{
+	if (!c->n || c->x[0].off < lo || (s->n && c->x[0].off < s->end))
+		return -EINVAL;
+	/* pages_parse checked the order inside the chunk and the wraps */
+	const struct pages_extent *last = &c->x[c->n - 1];
+	if (last->off + last->len > hi)
+		return -EINVAL;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct pages_chunk *nc = realloc(s->c, cap * sizeof(*nc));
+		if (!nc)
+			return -ENOMEM;
+		s->c = nc;
+		s->cap = cap;
+	}
+	s->c[s->n++] = *c;
+	s->bytes += c->bytes;
+	s->end = last->off + last->len;
+	return 0;
+}
+
+void pages_set_release(struct pages_set *s)
+{
+	if (!s)
+		return;
+	free(s->c);
+	*s = (struct pages_set){ 0 };
+}
+
+int pages_chunk_each(const struct pages_chunk *c, pages_extent_fn fn, void *arg)
+{
+	const uint8_t *src = c->data;
+	for (uint32_t i = 0; i < c->n; i++) {
+		int r = fn(arg, c->x[i].off, src, c->x[i].len);
+		if (r < 0)
+			return r;
+		src += c->x[i].len;
+	}
+	return 0;
+}
+
+struct apply_job {
+	const struct pages_set *s;
+	pages_put_fn put;
+	void *arg;
+	size_t next;            /* atomic: the next chunk to take */
+	int err;                /* atomic: the first failure */
+	uint64_t err_off;
+};
+
+static void *apply_worker(void *p)
+{
+	struct apply_job *j = p;
+	for (;;) {
+		size_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		if (c >= j->s->n || __atomic_load_n(&j->err, __ATOMIC_RELAXED))
+			break;
+		uint64_t off = 0;
+		int r = j->put(j->arg, &j->s->c[c], &off);
+		if (r < 0) {
+			int zero = 0;
+			if (__atomic_compare_exchange_n(&j->err, &zero, r, false, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED))
+				j->err_off = off;
+			break;
+		}
+	}
+	return NULL;
+}
+
+int pages_set_apply(const struct pages_set *s, unsigned workers, pages_put_fn put, void *arg,
+		    uint64_t *ret_off)
+{
+	struct apply_job j = { .s = s, .put = put, .arg = arg };
+	pthread_t th[7];
+	unsigned started = 0;
+
+	if (workers > 8)
+		workers = 8;
+	/* a thread is worth it with a few chunks to share */
+	while (started + 1 < workers && s->n >= 4 * (started + 1) &&
+	       pthread_create(&th[started], NULL, apply_worker, &j) == 0)
+		started++;
+	apply_worker(&j);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (j.err < 0 && ret_off)
+		*ret_off = j.err_off;
+	return j.err;
+}

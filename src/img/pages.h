@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The page store: contents of memory (a task's pages, a memfd's data, a
+ * SysV segment's pages) as records of the image, and back. Every kind that
+ * saves memory goes through it, so that what is done to pages on their way
+ * (zero-page dropping today; zero-copy, parallel streams, compression,
+ * incremental parents and lazy restart later) is written once, here.
+ *
+ * An owner is whatever the pages belong to (an address space, a file); an
+ * offset is a position in the owner's space (an address, a file offset).
+ * An extent is { off, len } in bytes.
+ *
+ * Checkpoint ("extents in, records out"):
+ *
+ *	struct pages_writer pw;
+ *	pages_writer_init(&pw, &w, TYPE, tag, buf, bufsize, my_read, arg);
+ *	pages_add(&pw, off, len) ...    extents, in ascending order
+ *	pages_flush(&pw)                 at the end (or where the way the
+ *	                                 caller reads changes)
+ *	pages_writer_release(&pw)
+ *
+ *   Extents are queued in buf; adjacent ones are merged; a record is
+ *   written when buf is full, when PAGES_MAX_QUEUED extents wait, or on
+ *   pages_flush(). To write, the store asks read(arg, x, n, dst) to put the
+ *   bytes of the n queued extents in dst, back to back (a source that has
+ *   fewer bytes than asked fills the rest with zeros), drops every block of
+ *   PAGES_BLOCK bytes (at offsets that are multiples of it, cut by the
+ *   extent's ends) that is all zero, and writes what is left.
+ *
+ * Record (type chosen by the caller; written with img_write_aligned(), so
+ * its data starts page-aligned in the stream), little-endian:
+ *
+ *	the bytes of x[0], x[1], ... back to back
+ *	zeros up to the next multiple of 8
+ *	struct pages_extent x[n];        ascending, not overlapping, len > 0
+ *	struct pages_head head;          magic, n, the caller's tag: the last
+ *	                                 16 bytes of the record
+ *
+ *   The bytes come first, so a run of whole pages in the owner's space
+ *   starts page-aligned in the image (mmap, O_DIRECT, zero-copy) with no
+ *   padding but the frame's; the table is found from the record's end.
+ *
+ * Restart ("a reader that hands pages to a callback"):
+ *
+ *	pages_parse(&rec, &chunk)        checks the record on its own; the
+ *	                                 chunk points into the record
+ *	pages_set_add(&set, &chunk, lo, hi)  the chunk becomes part of an
+ *	                                 owner's set: every extent inside
+ *	                                 [lo, hi), after every extent of the
+ *	                                 chunks added before
+ *	pages_set_apply(&set, workers, put, arg, &fail)  hands every chunk to
+ *	                                 put(), from up to `workers` threads
+ *	pages_chunk_each(&chunk, fn, arg)    one call of fn per extent
+ *	pages_set_release(&set)
+ *
+ *   Since the extents of a set never overlap, chunks can be written in any
+ *   order and by several threads at once. A damaged or forged record is
+ *   refused with -EINVAL by pages_parse() or pages_set_add(); nothing is
+ *   ever read outside the record, and no extent outside [lo, hi) reaches
+ *   put().
+ *
+ * Nothing here logs; errors are -errno. The writer's read errors come back
+ * as they were returned by read() (pw.read_failed tells them from write
+ * errors, so that the caller logs each once).
+ */
+#ifndef CKPT_PAGES_H
+#define CKPT_PAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "img/img.h"
+
+#define PAGES_MAGIC 0x31534750u /* "PGS1" */
+#define PAGES_BLOCK 4096u       /* the unit of zero dropping */
+#define PAGES_MAX_QUEUED 4096u  /* extents queued before a record is written */
+#define PAGES_MAX_EXTENTS (1u << 20) /* in one record; more is refused */
+
+struct pages_head {
+	uint32_t magic;
+	uint32_t n;             /* extents that follow */
+	uint64_t tag;           /* the caller's: which owner (a memfd's objref...) */
+} __attribute__((packed));
+
+struct pages_extent {
+	uint64_t off;
+	uint64_t len;
+};
+
+/* --- checkpoint -------------------------------------------------------- */
+
+/* Puts the bytes of x[0..n) in dst, back to back; 0 or -errno. */
+typedef int (*pages_read_fn)(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst);
+
+struct pages_writer {
+	struct img_writer *w;
+	uint32_t type;
+	uint64_t tag;
+	uint8_t *buf;           /* the caller's, bufsize bytes */
+	size_t bufsize;
+	pages_read_fn read;
+	void *arg;
+	struct pages_extent *q; /* queued extents, PAGES_MAX_QUEUED */
+	size_t nq;
+	uint64_t queued;        /* their bytes */
+	struct pages_extent *out; /* the extents of the record being written */
+	size_t out_cap;
+	uint64_t end;           /* the end of the last extent added */
+	/* results */
+	uint64_t bytes;         /* page bytes written so far (zero blocks dropped) */
+	uint64_t records;
+	bool read_failed;       /* the last error came from read() */
+};
+
+/* buf must hold at least one PAGES_BLOCK; tag goes into every record. */
+int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t type, uint64_t tag,
+		      void *buf, size_t bufsize, pages_read_fn read, void *arg)
+	__attribute__((warn_unused_result));
+/* Queues [off, off + len); -EINVAL if it starts before the end of the last
+ * one, or wraps. May write records. */
+int pages_add(struct pages_writer *pw, uint64_t off, uint64_t len)
+	__attribute__((warn_unused_result));
+/* Writes what is queued (nothing if it is all zero). */
+int pages_flush(struct pages_writer *pw) __attribute__((warn_unused_result));
+/* A new owner: the tag of the records from now on (flushes first). */
+int pages_retag(struct pages_writer *pw, uint64_t tag) __attribute__((warn_unused_result));
+/* Frees what init allocated (not buf); does not flush. NULL-safe. */
+void pages_writer_release(struct pages_writer *pw);
+
+/* --- restart ----------------------------------------------------------- */
+
+/* One record's pages; x and data point into the record. */
+struct pages_chunk {
+	uint64_t tag;
+	uint32_t n;
+	const struct pages_extent *x;
+	const uint8_t *data;    /* bytes of x[0], x[1], ... */
+	uint64_t bytes;
+};
+
+/* Checks a page store record on its own (magic, sizes, order of its
+ * extents) and describes it in *ret; -EINVAL if damaged. */
+int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
+	__attribute__((warn_unused_result));
+
+/* The chunks of one owner, in the order of their offsets. */
+struct pages_set {
+	struct pages_chunk *c;
+	size_t n, cap;
+	uint64_t bytes;         /* of all chunks */
+	uint64_t end;           /* end of the last extent */
+};
+
+/* Adds c to s: -EINVAL unless each extent lies inside [lo, hi) and after
+ * the extents already in s. */
+int pages_set_add(struct pages_set *s, const struct pages_chunk *c, uint64_t lo, uint64_t hi)
+	__attribute__((warn_unused_result));
+void pages_set_release(struct pages_set *s);
+
+/* Writes one chunk; on failure sets *ret_off to where, returns -errno. */
+typedef int (*pages_put_fn)(void *arg, const struct pages_chunk *c, uint64_t *ret_off);
+/* Hands every chunk of s to put, from up to `workers` threads (the caller's
+ * included; 0 or 1: the caller alone). Stops at the first failure, which
+ * it returns, with its offset in *ret_off. */
+int pages_set_apply(const struct pages_set *s, unsigned workers, pages_put_fn put, void *arg,
+		    uint64_t *ret_off) __attribute__((warn_unused_result));
+
+/* Calls fn for each extent of c with its bytes; stops at the first error. */
+typedef int (*pages_extent_fn)(void *arg, uint64_t off, const uint8_t *src, uint64_t len);
+int pages_chunk_each(const struct pages_chunk *c, pages_extent_fn fn, void *arg)
+	__attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The page store: contents written as records through an image and read
+ * back to the same bytes (zero blocks dropped, a buffer smaller than the
+ * extents, several owners, two workers), and the refusal of every forged
+ * record and extent: damaged input is refused, never read past.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "img/img.h"
+#include "img/pages.h"
+#include "unit.h"
+
+#define SPACE (96u * 1024)
+#define TYPE 0x301u
+
+struct space {
+	uint8_t b[SPACE];
+};
+
+/* read callback: bytes of the extents from src, zeros past its end */
+static int read_space(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
+{
+	const struct space *s = arg;
+	for (size_t i = 0; i < n; i++) {
+		for (uint64_t k = 0; k < x[i].len; k++)
+			dst[k] = x[i].off + k < SPACE ? s->b[x[i].off + k] : 0;
+		dst += x[i].len;
+	}
+	return 0;
+}
+
+static int read_fail(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
+{
+	(void)arg, (void)x, (void)n, (void)dst;
+	return -EIO;
+}
+
+static void fill_space(struct space *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < SPACE; i++) {
+		size_t blk = i / 4096;
+		/* blocks 2, 3, 7 and 20 stay zero; block 9 has one byte set */
+		if (blk == 2 || blk == 3 || blk == 7 || blk == 20 || blk == 9)
+			continue;
+		s->b[i] = (uint8_t)(i * 7 + blk + 1) | 1;
+	}
+	s->b[9 * 4096 + 100] = 0x5a;
+}
+
+static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
+{
+	struct space *d = arg;
+	if (off + len > SPACE)
+		return -ERANGE;
+	memcpy(d->b + off, src, len);
+	return 0;
+}
+
+static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
+{
+	int r = pages_chunk_each(c, put_extent, arg);
+	if (r < 0)
+		*ret_off = c->x[0].off;
+	return r;
+}
+
+static int put_fail(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
+{
+	(void)arg;
+	*ret_off = c->x[0].off;
+	return -EFAULT;
+}
+
+/* Writes the given extents of s into an image (memfd); returns its fd. */
+static int write_image(struct space *s, const struct pages_extent *x, size_t n, size_t bufsize,
+		       uint64_t tag, uint64_t *ret_records, uint64_t *ret_bytes)
+{
+	int fd = memfd_create("test-pages", MFD_CLOEXEC);
+	struct img_header h = { .arch = 62, .page_size = IMG_PAGE_SIZE };
+	struct img_writer w;
+	struct pages_writer pw;
+	void *buf = aligned_alloc(4096, bufsize);
+	CHECK(fd >= 0 && buf);
+	CHECK_EQ(img_writer_init(&w, fd, &h), 0);
+	CHECK_EQ(pages_writer_init(&pw, &w, TYPE, tag, buf, bufsize, read_space, s), 0);
+	for (size_t i = 0; i < n; i++)
+		CHECK_EQ(pages_add(&pw, x[i].off, x[i].len), 0);
+	CHECK_EQ(pages_flush(&pw), 0);
+	*ret_records = pw.records;
+	*ret_bytes = pw.bytes;
+	pages_writer_release(&pw);
+	CHECK_EQ(img_writer_finish(&w), 0);
+	free(buf);
+	return fd;
+}
+
+/* Reads every record of the image at fd into a set, checked in [lo, hi). */
+static int read_set(int fd, struct img_reader *r, struct pages_set *set, uint64_t lo, uint64_t hi)
+{
+	struct img_error err;
+	struct img_record rec;
+	int e;
+	lseek(fd, 0, SEEK_SET);
+	CHECK_EQ(img_reader_open(r, fd, &err), 0);
+	CHECK_EQ(img_reader_validate(r, &err), 0);
+	while ((e = img_reader_next(r, &rec, &err)) == 0) {
+		struct pages_chunk c;
+		CHECK_EQ(rec.type, TYPE);
+		if ((e = pages_parse(&rec, &c)) < 0 || (e = pages_set_add(set, &c, lo, hi)) < 0)
+			return e;
+		CHECK_EQ(c.tag, 42);
+		CHECK_EQ((uintptr_t)c.data % IMG_PAGE_SIZE, 0);
+	}
+	return e == -ENODATA ? 0 : e;
+}
+
+TEST(round_trip)
+{
+	static struct space s, d;
+	/* ragged extents: cut blocks, a zero block, adjacent ones merged,
+	 * one past the end of the source (zeros) */
+	const struct pages_extent x[] = {
+		{ 100, 5000 }, { 5100, 3000 }, { 8192, 8192 }, { 6 * 4096, 4 * 4096 + 17 },
+		{ 12 * 4096, 9 * 4096 }, { SPACE - 4096, 4096 }, { SPACE, 8192 },
+	};
+	uint64_t records, bytes;
+	struct img_reader r;
+	struct pages_set set = { 0 };
+
+	fill_space(&s);
+	/* three blocks of buffer: extents are cut into several records */
+	int fd = write_image(&s, x, sizeof(x) / sizeof(x[0]), 3 * 4096, 42, &records, &bytes);
+	CHECK(records > 3);
+	CHECK_EQ(read_set(fd, &r, &set, 0, SPACE), 0);
+	CHECK_EQ(set.n, records);
+	CHECK_EQ(set.bytes, bytes);
+	/* what should come back: the extents' bytes, zero blocks or not */
+	static struct space want;
+	memset(&want, 0, sizeof(want));
+	for (size_t i = 0; i < sizeof(x) / sizeof(x[0]); i++)
+		for (uint64_t k = x[i].off; k < x[i].off + x[i].len && k < SPACE; k++)
+			want.b[k] = s.b[k];
+	uint64_t fail = 0;
+	memset(&d, 0, sizeof(d));
+	CHECK_EQ(pages_set_apply(&set, 2, put_chunk, &d, &fail), 0);
+	CHECK(!memcmp(want.b, d.b, SPACE));
+	/* zero blocks are not in the image: blocks 2, 3, 7 and 20 */
+	for (size_t i = 0; i < set.n; i++)
+		for (uint32_t k = 0; k < set.c[i].n; k++) {
+			const struct pages_extent *e = &set.c[i].x[k];
+			for (uint64_t b = 2; b < 22; b++)
+				if (b == 2 || b == 3 || b == 7 || b == 20)
+					CHECK(e->off + e->len <= b * 4096 || e->off >= (b + 1) * 4096);
+		}
+	/* a failure stops the set and says where */
+	CHECK_EQ(pages_set_apply(&set, 2, put_fail, NULL, &fail), -EFAULT);
+	CHECK_EQ(pages_set_apply(&set, 1, put_fail, NULL, &fail), -EFAULT);
+	CHECK_EQ(fail, set.c[0].x[0].off);
+	pages_set_release(&set);
+	img_reader_close(&r);
+	/* bounds of the owner: the last extent ends at SPACE + 8192 (zeros
+	 * are dropped, so SPACE is the end of what was kept) */
+	struct pages_set narrow = { 0 };
+	CHECK_EQ(read_set(fd, &r, &narrow, 0, SPACE - 1), -EINVAL);
+	pages_set_release(&narrow);
+	img_reader_close(&r);
+	struct pages_set high = { 0 };
+	CHECK_EQ(read_set(fd, &r, &high, 200, SPACE), -EINVAL);
+	pages_set_release(&high);
+	img_reader_close(&r);
+	close(fd);
+}
+
+TEST(writer_refuses)
+{
+	static struct space s;
+	struct img_writer w;
+	struct pages_writer pw;
+	struct img_header h = { .arch = 62, .page_size = IMG_PAGE_SIZE };
+	uint8_t *buf = aligned_alloc(4096, 8192);
+	int fd = memfd_create("test-pages", MFD_CLOEXEC);
+
+	CHECK_EQ(img_writer_init(&w, fd, &h), 0);
+	CHECK_EQ(pages_writer_init(&pw, &w, TYPE, 1, buf, 100, read_space, &s), -EINVAL);
+	CHECK_EQ(pages_writer_init(&pw, &w, TYPE, 1, buf, 8192, read_space, &s), 0);
+	CHECK_EQ(pages_add(&pw, 8192, 4096), 0);
+	CHECK_EQ(pages_add(&pw, 4096, 4096), -EINVAL); /* backwards */
+	CHECK_EQ(pages_add(&pw, UINT64_MAX - 10, 100), -EINVAL); /* wraps */
+	/* all zero: nothing written */
+	CHECK_EQ(pages_flush(&pw), 0);
+	CHECK_EQ(pw.records, 0);
+	/* a new owner starts over */
+	CHECK_EQ(pages_retag(&pw, 2), 0);
+	CHECK_EQ(pages_add(&pw, 0, 4096), 0);
+	pages_writer_release(&pw);
+	CHECK_EQ(pages_writer_init(&pw, &w, TYPE, 1, buf, 8192, read_fail, &s), 0);
+	CHECK_EQ(pages_add(&pw, 0, 4096), 0);
+	CHECK_EQ(pages_flush(&pw), -EIO);
+	CHECK(pw.read_failed);
+	pages_writer_release(&pw);
+	pages_writer_release(NULL);
+	free(buf);
+	close(fd);
+}
+
+/* A record: bytes, pad to 8, extents, head, in an aligned buffer. */
+struct forged {
+	uint8_t *mem;
+	struct img_record rec;
+};
+
+static void forge(struct forged *f, uint32_t magic, uint32_t n, const struct pages_extent *x,
+		  uint32_t nx, uint64_t bytes)
+{
+	size_t tab = (bytes + 7) / 8 * 8, len = tab + (size_t)nx * 16 + 16;
+	size_t size = (len + 4095) / 4096 * 4096;
+	f->mem = aligned_alloc(4096, size);
+	memset(f->mem, 0xab, size);
+	struct pages_head h = { .magic = magic, .n = n, .tag = 7 };
+	memcpy(f->mem + tab, x, (size_t)nx * 16);
+	memcpy(f->mem + tab + (size_t)nx * 16, &h, sizeof(h));
+	f->rec = (struct img_record){ .type = TYPE, .data = f->mem, .len = len };
+}
+
+static int parse_forged(uint32_t magic, uint32_t n, const struct pages_extent *x, uint32_t nx,
+			uint64_t bytes)
+{
+	struct forged f;
+	struct pages_chunk c;
+	forge(&f, magic, n, x, nx, bytes);
+	int r = pages_parse(&f.rec, &c);
+	free(f.mem);
+	return r;
+}
+
+TEST(forged_records)
+{
+	const struct pages_extent one[] = { { 4096, 4096 } };
+	const struct pages_extent two[] = { { 0, 4096 }, { 8192, 100 } };
+	const struct pages_extent overlap[] = { { 0, 8192 }, { 4096, 4096 } };
+	const struct pages_extent back[] = { { 8192, 4096 }, { 0, 4096 } };
+	const struct pages_extent empty[] = { { 0, 0 } };
+	const struct pages_extent wrap[] = { { UINT64_MAX - 4095, 8192 } };
+	const struct pages_extent huge[] = { { 0, UINT64_MAX } };
+
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, one, 1, 4096), 0);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, two, 2, 4196), 0);
+	CHECK_EQ(parse_forged(PAGES_MAGIC ^ 1, 1, one, 1, 4096), -EINVAL);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 0, one, 1, 4096), -EINVAL);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, one, 1, 4088), -EINVAL);  /* bytes short */
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, one, 1, 4104), -EINVAL);  /* bytes over */
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, two, 1, 4196), -EINVAL);  /* n past the table */
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, overlap, 2, 12288), -EINVAL);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 2, back, 2, 8192), -EINVAL);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, empty, 1, 0), -EINVAL);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, wrap, 1, 8192), -EINVAL);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 1, huge, 1, 4096), -EINVAL);
+	/* n larger than the record holds: the table is never read past it */
+	CHECK_EQ(parse_forged(PAGES_MAGIC, 300, one, 1, 0), -EINVAL);
+	CHECK_EQ(parse_forged(PAGES_MAGIC, UINT32_MAX, one, 1, 4096), -EINVAL);
+
+	/* shorter than a head, misaligned, no data */
+	struct forged f;
+	struct pages_chunk c;
+	forge(&f, PAGES_MAGIC, 1, one, 1, 4096);
+	uint64_t len = f.rec.len;
+	f.rec.len = 15;
+	CHECK_EQ(pages_parse(&f.rec, &c), -EINVAL);
+	f.rec.len = len - 1; /* the head read one byte early */
+	CHECK_EQ(pages_parse(&f.rec, &c), -EINVAL);
+	f.rec.len = len;
+	f.rec.data = f.mem + 8;
+	CHECK_EQ(pages_parse(&f.rec, &c), -EINVAL);
+	f.rec.data = NULL;
+	CHECK_EQ(pages_parse(&f.rec, &c), -EINVAL);
+	f.rec.data = f.mem;
+	CHECK_EQ(pages_parse(&f.rec, &c), 0);
+	CHECK_EQ(c.tag, 7);
+	CHECK(c.data == f.mem);
+	CHECK_EQ(c.bytes, 4096);
+
+	/* a set: bounds and order across chunks */
+	struct pages_set s = { 0 };
+	CHECK_EQ(pages_set_add(&s, &c, 8192, 1 << 20), -EINVAL); /* below lo */
+	CHECK_EQ(pages_set_add(&s, &c, 0, 8191), -EINVAL);       /* past hi */
+	CHECK_EQ(s.n, 0);
+	CHECK_EQ(pages_set_add(&s, &c, 0, 8192), 0);
+	CHECK_EQ(pages_set_add(&s, &c, 0, 1 << 20), -EINVAL);    /* again: overlaps */
+	CHECK_EQ(s.n, 1);
+	CHECK_EQ(s.end, 8192);
+	pages_set_release(&s);
+	free(f.mem);
+}
+
+int main(void)
+{
+	RUN(round_trip);
+	RUN(writer_refuses);
+	RUN(forged_records);
+	return unit_done();
+}
