@@ -25,10 +25,10 @@
 
 /* ---- ckpt's side ---- */
 
-static int send_all(int fd, const void *buf, size_t len)
+static int send_all(int fd, const struct msghdr *msg, size_t len)
 {
 	for (;;) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		ssize_t n = sendmsg(fd, msg, MSG_NOSIGNAL);
 		if (n == (ssize_t)len)
 			return 0;
 		if (n < 0 && errno == EINTR)
@@ -37,17 +37,18 @@ static int send_all(int fd, const void *buf, size_t len)
 	}
 }
 
-long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen)
+long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size_t inlen,
+		   void *out, size_t outlen)
 {
-	struct {
-		struct guard_rep rep;
-	} m;
-	struct iovec iov[2] = { { &m.rep, sizeof(m.rep) }, { out, outlen } };
+	struct guard_rep rep;
+	struct iovec iov[2] = { { &rep, sizeof(rep) }, { out, outlen } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = out ? 2 : 1 };
+	struct iovec siov[2] = { { req, sizeof(*req) }, { (void *)in, inlen } };
+	struct msghdr smsg = { .msg_iov = siov, .msg_iovlen = in && inlen ? 2 : 1 };
 
 	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	req->pid = p->pid;
-	int r = send_all(p->guard->fd, req, sizeof(*req));
+	int r = send_all(p->guard->fd, &smsg, sizeof(*req) + (in ? inlen : 0));
 	if (r < 0)
 		return r == -EPIPE || r == -ECONNRESET ? -EPIPE : r;
 	ssize_t n;
@@ -55,23 +56,30 @@ long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outle
 		;
 	if (n < 0)
 		return -errno;
-	if (n < (ssize_t)sizeof(m.rep))
+	if (n < (ssize_t)sizeof(rep))
 		return -EPIPE; /* the guardian is gone */
-	const struct guard_rep *rep = &m.rep;
-	p->held = rep->held;
-	p->group_stopped = rep->group_stopped;
-	p->event_msg = rep->event_msg;
+	p->held = rep.held;
+	p->group_stopped = rep.group_stopped;
+	p->event_msg = rep.event_msg;
 	if (req->op == GUARD_SEIZE) {
-		p->regs0 = rep->regs0;
-		p->sigmask0 = rep->sigmask0;
+		p->regs0 = rep.regs0;
+		p->sigmask0 = rep.sigmask0;
+		p->rseq_ret = rep.rseq_ret;
+		memcpy(p->rseq, rep.rseq, sizeof(p->rseq));
+		p->xstate_len = out && rep.len <= outlen ? rep.len : 0;
 	}
 	if (req->op == GUARD_SCRATCH_MAP || req->op == GUARD_SCRATCH_UNMAP) {
-		p->scratch = rep->scratch;
-		p->scratch_len = rep->scratch_len;
+		p->scratch = rep.scratch;
+		p->scratch_len = rep.scratch_len;
 	}
-	if (out && rep->len > outlen)
+	if (out && rep.len > outlen)
 		return -EMSGSIZE;
-	return rep->ret;
+	return rep.ret;
+}
+
+long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen)
+{
+	return guard_call_in(p, req, NULL, 0, out, outlen);
 }
 
 /* A message with no puppet (commit, done). */
@@ -322,7 +330,8 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
 	_exit(0);
 }
 
-static void serve(struct gstate *s, const struct guard_req *req, struct guard_rep *rep, void *data)
+static void serve(struct gstate *s, const struct guard_req *req, struct puppet_call *calls,
+		  size_t ncalls, struct guard_rep *rep, void *data)
 {
 	struct gtask *t = req->op == GUARD_SEIZE ? add(s, req->pid) : find(s, req->pid);
 	if (!t) {
@@ -333,10 +342,23 @@ static void serve(struct gstate *s, const struct guard_req *req, struct guard_re
 	if (req->syscall_ip)
 		p->syscall_ip = req->syscall_ip;
 	switch (req->op) {
-	case GUARD_SEIZE:
+	case GUARD_SEIZE: {
 		rep->ret = puppet_seize(p, req->pid);
-		if (rep->ret == 0)
-			puppet_forget(p); /* its memory is ckpt's business */
+		if (rep->ret < 0)
+			break;
+		puppet_forget(p); /* its memory is ckpt's business */
+		/* what ckpt reads of every task anyway, with no request of its own */
+		size_t len = GUARD_XSTATE_MAX;
+		if (puppet_get_xstate(p, data, &len) == 0)
+			rep->len = (uint32_t)len;
+		rep->rseq_ret = puppet_get_rseq(p, rep->rseq, sizeof(rep->rseq));
+		break;
+	}
+	case GUARD_BATCH:
+		rep->ret = puppet_syscalls(p, calls, ncalls);
+		for (size_t i = 0; i < ncalls; i++)
+			((int64_t *)data)[i] = calls[i].ret;
+		rep->len = (uint32_t)(ncalls * sizeof(int64_t));
 		break;
 	case GUARD_SYSCALL:
 		rep->ret = puppet_syscall6(p, req->a[0], req->a[1], req->a[2], req->a[3], req->a[4],
@@ -422,14 +444,21 @@ static __attribute__((noreturn)) void guardian(int fd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	for (;;) {
+		struct {
+			struct guard_req req;
+			struct puppet_call calls[PUPPET_BATCH_MAX];
+		} in;
 		struct guard_req req;
-		ssize_t n = recv(3, &req, sizeof(req), 0);
+		ssize_t n = recv(3, &in, sizeof(in), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			finish(&s);
+		req = in.req;
 		memset(&m.rep, 0, sizeof(m.rep));
-		if (n != sizeof(req))
+		size_t ncalls = req.op == GUARD_BATCH ? (size_t)req.a[0] : 0;
+		if (n < (ssize_t)sizeof(req) || ncalls > PUPPET_BATCH_MAX ||
+		    (size_t)n != sizeof(req) + ncalls * sizeof(in.calls[0]))
 			m.rep.ret = -EINVAL;
 		else if (req.op == GUARD_COMMIT) {
 			s.commit = true;
@@ -442,7 +471,7 @@ static __attribute__((noreturn)) void guardian(int fd)
 			send(3, &m.rep, sizeof(m.rep), MSG_NOSIGNAL);
 			finish(&s);
 		} else
-			serve(&s, &req, &m.rep, m.data);
+			serve(&s, &req, in.calls, ncalls, &m.rep, m.data);
 		if (send(3, &m, sizeof(m.rep) + m.rep.len, MSG_NOSIGNAL) < 0)
 			finish(&s);
 	}

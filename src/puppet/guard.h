@@ -62,6 +62,7 @@ enum guard_op {
 	GUARD_COMMIT,
 	GUARD_DONE,
 	GUARD_WATCH,
+	GUARD_BATCH, /* a[0] calls (struct puppet_call) follow the request */
 };
 
 struct guard_req {
@@ -77,14 +78,22 @@ struct guard_rep {
 	uint64_t sigmask0, event_msg, scratch, scratch_len;
 	uint8_t held, group_stopped;
 	uint32_t len; /* of the data that follows */
+	/* GUARD_SEIZE: the rseq configuration (PTRACE_GET_RSEQ_CONFIGURATION's
+	 * result and data) and the xstate, which is the data */
+	int64_t rseq_ret;
+	uint8_t rseq[32];
 };
 
 #define GUARD_DATA_MAX (64 * 1024)
+#define GUARD_XSTATE_MAX (16 * 1024) /* read with the seize when it fits */
 
 /*
  * Asks p's guardian for op on p: the state it returns (held, stop, ...) is
  * copied into p, the data (up to outlen bytes) into out; its result.
  */
 long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen);
+/* The same, with inlen bytes of in sent after the request. */
+long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size_t inlen,
+		   void *out, size_t outlen);
 
 #endif

@@ -114,11 +114,24 @@ static int seize_via_guard(struct puppet *p, pid_t pid, struct puppet_guard *g)
 {
 	char path[64];
 	struct guard_req req = { .op = GUARD_SEIZE };
+	_cleanup_free_ void *xstate = malloc(GUARD_XSTATE_MAX);
 
 	*p = (struct puppet){ .pid = pid, .memfd = -1, .guard = g };
-	long r = guard_call(p, &req, NULL, 0);
+	if (!xstate)
+		return -ENOMEM;
+	long r = guard_call(p, &req, xstate, GUARD_XSTATE_MAX);
+	if (r == -EMSGSIZE) /* xstate larger than the room: held all the same */
+		r = 0;
+	else if (r == 0 && p->xstate_len) {
+		void *x = realloc(xstate, p->xstate_len);
+		if (x)
+			p->xstate = x, xstate = NULL;
+		else
+			p->xstate_len = 0;
+	}
 	if (r < 0)
 		return (int)r;
+	p->have_seized_state = true;
 	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
 	p->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (p->memfd < 0) {
@@ -442,6 +455,10 @@ void puppet_forget(struct puppet *p)
 	if (p->memfd >= 0)
 		close(p->memfd);
 	p->memfd = -1;
+	free(p->xstate);
+	p->xstate = NULL;
+	p->xstate_len = 0;
+	p->have_seized_state = false;
 }
 
 int puppet_find_syscall(struct puppet *p)
@@ -530,6 +547,8 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		return -ESRCH;
 	if (!p->syscall_ip)
 		return -ENOEXEC;
+	if (nr == SYS_rseq)
+		p->have_seized_state = false;
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_SYSCALL,
 					 .syscall_ip = p->syscall_ip,
@@ -590,6 +609,41 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 	if (regs.rip != p->syscall_ip + 2)
 		return -EFAULT;
 	return (long)regs.rax;
+}
+
+int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
+{
+	if (n > PUPPET_BATCH_MAX)
+		return -E2BIG;
+	int r = !p->held ? -ESRCH : !p->syscall_ip ? -ENOEXEC : 0;
+	for (size_t i = 0; i < n; i++)
+		if (c[i].nr == SYS_rseq)
+			p->have_seized_state = false;
+	if (r == 0 && p->guard && n) {
+		struct guard_req req = { .op = GUARD_BATCH,
+					 .syscall_ip = p->syscall_ip,
+					 .a = { (int64_t)n } };
+		int64_t rets[PUPPET_BATCH_MAX];
+		long g = guard_call_in(p, &req, c, n * sizeof(*c), rets, n * sizeof(rets[0]));
+		if (g < 0)
+			r = (int)g;
+		for (size_t i = 0; r == 0 && i < n; i++)
+			c[i].ret = rets[i];
+	} else if (r == 0) {
+		bool stopped = false;
+		for (size_t i = 0; i < n; i++) {
+			long *a = c[i].a;
+			if (c[i].arg_prev >= 1 && c[i].arg_prev <= 6 && i > 0)
+				a[c[i].arg_prev - 1] = c[i - 1].ret;
+			c[i].ret = stopped ? -ECANCELED
+					   : puppet_syscall6(p, c[i].nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+			if (c[i].stop && c[i].ret < 0 && c[i].ret > -4096)
+				stopped = true;
+		}
+	}
+	for (size_t i = 0; r < 0 && i < n; i++)
+		c[i].ret = r;
+	return r;
 }
 
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
@@ -679,6 +733,11 @@ int puppet_set_regs(struct puppet *p, const struct user_regs_struct *regs)
 
 int puppet_get_xstate(struct puppet *p, void *buf, size_t *len)
 {
+	if (p->xstate && p->held && *len >= p->xstate_len) {
+		memcpy(buf, p->xstate, p->xstate_len);
+		*len = p->xstate_len;
+		return 0;
+	}
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_XSTATE, .a = { (int64_t)*len } };
 		long r = guard_call(p, &req, buf, *len);
@@ -835,6 +894,10 @@ long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, vo
 
 long puppet_get_rseq(struct puppet *p, void *buf, size_t len)
 {
+	if (p->have_seized_state && p->held && len <= sizeof(p->rseq)) {
+		memcpy(buf, p->rseq, len);
+		return p->rseq_ret;
+	}
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_RSEQ, .a = { (int64_t)len } };
 		return guard_call(p, &req, buf, len);

@@ -54,6 +54,14 @@ struct puppet {
 	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
 	 * from this process */
 	struct puppet_guard *guard;
+	/* read by the guardian with the seize (no request of their own): the
+	 * xstate (malloc'd, freed by puppet_forget) and the rseq
+	 * configuration, valid while have_seized_state */
+	bool have_seized_state;
+	void *xstate;
+	size_t xstate_len;
+	long rseq_ret;
+	uint8_t rseq[32];
 };
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
@@ -120,6 +128,30 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 	puppet_syscall6(p, nr, (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), (long)(a6))
 /* puppet_syscall(p, SYS_x, args...): up to six arguments, the rest are 0 */
 #define puppet_syscall(p, ...) PUPPET_ARGS6_(p, __VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+
+/*
+ * A batch of injected calls, run one after another by one request (to the
+ * guardian: one round trip for all of them). ret is each call's result;
+ * calls not run get -ECANCELED.
+ */
+struct puppet_call {
+	long nr;
+	long a[6];
+	int arg_prev; /* 1-6: that argument is the previous call's result */
+	bool stop;    /* if this call fails, the rest are not run */
+	long ret;
+};
+#define PUPPET_BATCH_MAX 96
+/* Runs calls[0..n) (n <= PUPPET_BATCH_MAX); 0, or -errno if the batch could
+ * not be run at all (every ret is then that error). */
+int puppet_syscalls(struct puppet *p, struct puppet_call *calls, size_t n)
+	__attribute__((warn_unused_result));
+/* A call for a batch: PUPPET_CALL(SYS_x, args...), up to six arguments */
+#define PUPPET_CALL6_(nr_, a1, a2, a3, a4, a5, a6, ...)                                        \
+	((struct puppet_call){ .nr = (nr_),                                                    \
+			       .a = { (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), \
+				      (long)(a6) } })
+#define PUPPET_CALL(...) PUPPET_CALL6_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
 
 /* Maps a scratch area (at addr if not 0, which must then be free). */
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
