@@ -303,22 +303,51 @@ static bool has_thread(const struct task *t, pid_t tid)
 	return false;
 }
 
+/* Seizes the threads listed in t->threads[t->nthreads, +n) at once (one
+ * request to the guardian per few), keeping those held. */
+static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
+{
+	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
+	_cleanup_free_ pid_t *tids = calloc(n ? n : 1, sizeof(*tids));
+	_cleanup_free_ int *err = calloc(n ? n : 1, sizeof(*err));
+	struct task *th = &t->threads[t->nthreads];
+	int r = 0;
+
+	if (!ps || !tids || !err)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		ps[i] = &th[i].pup;
+		tids[i] = th[i].pid;
+	}
+	puppet_seize_many(ps, tids, n, ctx->guard, err);
+	for (size_t i = 0; i < n; i++) {
+		if (err[i] == -ESRCH) /* it exited meanwhile */
+			continue;
+		if (err[i] < 0 && r >= 0)
+			r = explain_seize(ctx, th[i].pid, err[i]);
+		else if (err[i] == 0)
+			t->threads[t->nthreads++] = th[i];
+	}
+	return r;
+}
+
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
 static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 {
 	char path[64];
-	int added = 0, r = 0;
+	size_t n = 0;
+	int r = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot list its threads: %s", t->pid,
 				strerror(errno));
-	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+	for (struct dirent *de; (de = readdir(d));) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
 			continue;
-		if (t->nthreads == *cap) {
+		if (t->nthreads + n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 8;
 			struct task *nt = realloc(t->threads, ncap * sizeof(*nt));
 			if (!nt) {
@@ -328,20 +357,13 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 			t->threads = nt;
 			*cap = ncap;
 		}
-		struct task *th = &t->threads[t->nthreads];
-		*th = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
-		r = puppet_seize_guarded(&th->pup, tid, ctx->guard);
-		if (r == -ESRCH) { /* it exited meanwhile */
-			r = 0;
-			continue;
-		}
-		if (r < 0)
-			r = explain_seize(ctx, tid, r);
-		else
-			t->nthreads++, added = 1;
+		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
 	}
 	closedir(d);
-	return r < 0 ? r : added;
+	size_t before = t->nthreads;
+	if (r >= 0 && n)
+		r = seize_listed(ctx, t, n);
+	return r < 0 ? r : t->nthreads > before;
 }
 
 /*
@@ -569,6 +591,7 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	th->pup.syscall_ip = th->leader->pup.syscall_ip;
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
+	th->pup.stub_ip = th->leader->pup.stub_ip;
 	return collect_kinds(ctx, th);
 }
 
@@ -752,20 +775,34 @@ static bool wait_gone(pid_t pid, int timeout_ms)
 	return stat(path, &st) < 0;
 }
 
+/* The threads of t released together (one request to the guardian per few). */
 static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 {
-	for (size_t i = 0; i < t->nthreads; i++) {
+	size_t n = t->nthreads;
+	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
+	_cleanup_free_ int *sigs = calloc(n ? n : 1, 2 * sizeof(*sigs));
+	int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP : 0;
+
+	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = &t->threads[i].pup;
 		p->scratch = 0; /* the leader's, unmapped by it */
-		if (!p->held)
+		if (!ps || !sigs) {
+			int e = puppet_release(p, sig);
+			if (e < 0)
+				log_warn(&ctx->log, "thread %d: releasing it failed: %s", p->pid,
+					 strerror(-e));
 			continue;
-		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
-											     : 0;
-		int e = puppet_release(p, sig);
-		if (e < 0)
-			log_warn(&ctx->log, "thread %d: releasing it failed: %s", p->pid,
-				 strerror(-e));
+		}
+		ps[i] = p;
+		sigs[i] = sig;
 	}
+	if (!ps || !sigs)
+		return;
+	puppet_release_many(ps, sigs, n, sigs + n);
+	for (size_t i = 0; i < n; i++)
+		if (sigs[n + i] < 0)
+			log_warn(&ctx->log, "thread %d: releasing it failed: %s", ps[i]->pid,
+				 strerror(-sigs[n + i]));
 }
 
 /*
@@ -777,9 +814,14 @@ static void kill_tree(struct ckpt_ctx *ctx)
 {
 	for (size_t i = ctx->ntasks; i-- > 0;) {
 		struct task *t = &ctx->tasks[i];
+		_cleanup_free_ struct puppet **ps = calloc(t->nthreads + 1, sizeof(*ps));
 		for (size_t j = 0; j < t->nthreads; j++)
-			if (t->threads[j].pup.held)
+			if (!ps)
 				puppet_kill(&t->threads[j].pup);
+			else
+				ps[j] = &t->threads[j].pup;
+		if (ps)
+			puppet_kill_many(ps, t->nthreads);
 		if (t->pup.held)
 			puppet_kill(&t->pup);
 		struct task *p = ctx_find_task(ctx, t->stat.ppid);

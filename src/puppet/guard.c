@@ -71,6 +71,7 @@ long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size
 	if (req->op == GUARD_SCRATCH_MAP || req->op == GUARD_SCRATCH_UNMAP) {
 		p->scratch = rep.scratch;
 		p->scratch_len = rep.scratch_len;
+		p->stub_ip = rep.stub_ip;
 	}
 	if (out && rep.len > outlen)
 		return -EMSGSIZE;
@@ -330,6 +331,63 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
 	_exit(0);
 }
 
+/* GUARD_MANY: the same thing done to n tasks, one record each in data. */
+static void serve_many(struct gstate *s, const struct guard_req *req,
+		       const struct guard_many_req *in, size_t n, struct guard_rep *rep,
+		       uint8_t *data)
+{
+	uint8_t xstate[GUARD_XSTATE_MAX];
+	int err[PUPPET_MANY_MAX];
+	size_t off = 0;
+	bool seize = req->a[1] == GUARD_MANY_SEIZE;
+
+	/* all added first: adding may move the table */
+	for (size_t i = 0; seize && i < n; i++)
+		err[i] = add(s, in[i].pid) ? 0 : -ENOMEM;
+	/* all interrupted, then each waited for: their stops overlap */
+	for (size_t i = 0; seize && i < n; i++)
+		if (err[i] == 0)
+			err[i] = puppet_seize_start(&find(s, in[i].pid)->p, in[i].pid);
+	for (size_t i = 0; seize && i < n; i++)
+		if (err[i] == 0)
+			err[i] = puppet_seize_finish(&find(s, in[i].pid)->p);
+	for (size_t i = 0; i < n; i++) {
+		struct gtask *t = find(s, in[i].pid);
+		struct guard_many_rep m = { .ret = -ESRCH };
+		size_t len = 0;
+		if (t && seize) {
+			m.ret = err[i];
+			if (m.ret == 0) {
+				puppet_forget(&t->p); /* its memory is ckpt's business */
+				len = sizeof(xstate);
+				if (puppet_get_xstate(&t->p, xstate, &len) < 0 ||
+				    off + sizeof(m) + len > GUARD_DATA_MAX -
+								    (n - i - 1) * sizeof(m))
+					len = 0;
+				m.rseq_ret = puppet_get_rseq(&t->p, m.rseq, sizeof(m.rseq));
+			}
+		} else if (t && req->a[1] == GUARD_MANY_RELEASE) {
+			m.ret = puppet_release(&t->p, in[i].sig);
+		} else if (t) {
+			puppet_kill(&t->p);
+			m.ret = 0;
+		}
+		if (t) {
+			m.regs0 = t->p.regs0;
+			m.sigmask0 = t->p.sigmask0;
+			m.held = t->p.held;
+			m.group_stopped = t->p.group_stopped;
+		}
+		m.xstate_len = (uint32_t)len;
+		memcpy(data + off, &m, sizeof(m));
+		off += sizeof(m);
+		memcpy(data + off, xstate, len);
+		off += (len + 7) & ~(size_t)7;
+	}
+	rep->len = (uint32_t)off;
+	rep->held = true;
+}
+
 static void serve(struct gstate *s, const struct guard_req *req, struct puppet_call *calls,
 		  size_t ncalls, struct guard_rep *rep, void *data)
 {
@@ -355,6 +413,9 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 		break;
 	}
 	case GUARD_BATCH:
+		/* a thread uses its leader's stub (its own puppet here has none) */
+		if (!p->scratch)
+			p->stub_ip = (uint64_t)req->a[1];
 		rep->ret = puppet_syscalls(p, calls, ncalls);
 		for (size_t i = 0; i < ncalls; i++)
 			((int64_t *)data)[i] = calls[i].ret;
@@ -367,7 +428,8 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 	case GUARD_SCRATCH_MAP:
 		rep->ret = snapshot_fds(s, t);
 		if (rep->ret == 0)
-			rep->ret = puppet_scratch_map(p, (uint64_t)req->a[0], (size_t)req->a[1]);
+			rep->ret = req->a[0] ? puppet_scratch_map(p, (uint64_t)req->a[0], (size_t)req->a[1])
+					     : puppet_scratch_map_stub(p, (size_t)req->a[1]);
 		break;
 	case GUARD_SCRATCH_UNMAP:
 		rep->ret = puppet_scratch_unmap(p);
@@ -415,6 +477,7 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 	rep->sigmask0 = p->sigmask0;
 	rep->scratch = p->scratch;
 	rep->scratch_len = p->scratch_len;
+	rep->stub_ip = p->stub_ip;
 }
 
 static __attribute__((noreturn)) void guardian(int fd)
@@ -446,7 +509,10 @@ static __attribute__((noreturn)) void guardian(int fd)
 	for (;;) {
 		struct {
 			struct guard_req req;
-			struct puppet_call calls[PUPPET_BATCH_MAX];
+			union {
+				struct puppet_call calls[PUPPET_BATCH_MAX];
+				struct guard_many_req many[PUPPET_MANY_MAX];
+			};
 		} in;
 		struct guard_req req;
 		ssize_t n = recv(3, &in, sizeof(in), 0);
@@ -457,9 +523,13 @@ static __attribute__((noreturn)) void guardian(int fd)
 		req = in.req;
 		memset(&m.rep, 0, sizeof(m.rep));
 		size_t ncalls = req.op == GUARD_BATCH ? (size_t)req.a[0] : 0;
-		if (n < (ssize_t)sizeof(req) || ncalls > PUPPET_BATCH_MAX ||
-		    (size_t)n != sizeof(req) + ncalls * sizeof(in.calls[0]))
+		size_t nmany = req.op == GUARD_MANY ? (size_t)req.a[0] : 0;
+		if (n < (ssize_t)sizeof(req) || ncalls > PUPPET_BATCH_MAX || nmany > PUPPET_MANY_MAX ||
+		    (size_t)n != sizeof(req) + ncalls * sizeof(in.calls[0]) +
+					 nmany * sizeof(in.many[0]))
 			m.rep.ret = -EINVAL;
+		else if (req.op == GUARD_MANY)
+			serve_many(&s, &req, in.many, nmany, &m.rep, (uint8_t *)m.data);
 		else if (req.op == GUARD_COMMIT) {
 			s.commit = true;
 			m.rep.held = true;

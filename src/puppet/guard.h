@@ -63,6 +63,24 @@ enum guard_op {
 	GUARD_DONE,
 	GUARD_WATCH,
 	GUARD_BATCH, /* a[0] calls (struct puppet_call) follow the request */
+	/* a[0] tasks: their pids (int32) follow; a[1] says what to do */
+	GUARD_MANY,
+};
+
+enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL };
+
+/* GUARD_MANY: for each task, this (then, for a seize, its xstate) */
+struct guard_many_rep {
+	int64_t ret;
+	struct user_regs_struct regs0;
+	uint64_t sigmask0;
+	int64_t rseq_ret;
+	uint8_t rseq[32];
+	uint32_t xstate_len; /* bytes of xstate after this, rounded up to 8 */
+	uint8_t held, group_stopped;
+};
+struct guard_many_req {
+	int32_t pid, sig;
 };
 
 struct guard_req {
@@ -75,7 +93,7 @@ struct guard_req {
 struct guard_rep {
 	int64_t ret;
 	struct user_regs_struct regs0;
-	uint64_t sigmask0, event_msg, scratch, scratch_len;
+	uint64_t sigmask0, event_msg, scratch, scratch_len, stub_ip;
 	uint8_t held, group_stopped;
 	uint32_t len; /* of the data that follows */
 	/* GUARD_SEIZE: the rseq configuration (PTRACE_GET_RSEQ_CONFIGURATION's
