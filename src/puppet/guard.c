@@ -48,6 +48,8 @@ long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size
 
 	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	req->pid = p->pid;
+	free(p->peek_shared); /* good until the next request only */
+	p->peek_shared = NULL;
 	int r = send_all(p->guard->fd, &smsg, sizeof(*req) + (in ? inlen : 0));
 	if (r < 0)
 		return r == -EPIPE || r == -ECONNRESET ? -EPIPE : r;
@@ -61,6 +63,7 @@ long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size
 	p->held = rep.held;
 	p->group_stopped = rep.group_stopped;
 	p->event_msg = rep.event_msg;
+	p->peek_shared_n = rep.shared_n;
 	if (req->op == GUARD_SEIZE) {
 		p->regs0 = rep.regs0;
 		p->sigmask0 = rep.sigmask0;
@@ -452,6 +455,12 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 		rep->ret = puppet_peek_siginfo(p, (uint64_t)req->a[0], req->a[1] != 0, (int)req->a[2],
 					       data);
 		rep->len = rep->ret > 0 ? (uint32_t)rep->ret * 128 : 0;
+		if (rep->ret >= 0 && !req->a[0] && !req->a[1]) {
+			rep->shared_n = puppet_peek_siginfo(p, 0, true, GUARD_PEEK_MAX,
+							    (char *)data + GUARD_PEEK_MAX * 128);
+			if (rep->shared_n > 0)
+				rep->len = (uint32_t)(GUARD_PEEK_MAX + rep->shared_n) * 128;
+		}
 		break;
 	case GUARD_RSEQ: {
 		size_t len = req->a[0] < 256 ? (size_t)req->a[0] : 256;

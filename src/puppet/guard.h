@@ -100,7 +100,12 @@ struct guard_rep {
 	 * result and data) and the xstate, which is the data */
 	int64_t rseq_ret;
 	uint8_t rseq[32];
+	/* GUARD_PEEKSIGINFO of the thread's queue from 0: the process's queue
+	 * too (this many, after GUARD_PEEK_MAX of the thread's), which ckpt
+	 * asks next */
+	int64_t shared_n;
 };
+#define GUARD_PEEK_MAX 32
 
 #define GUARD_DATA_MAX (64 * 1024)
 #define GUARD_XSTATE_MAX (16 * 1024) /* read with the seize when it fits */

@@ -67,6 +67,11 @@ struct puppet {
 	size_t xstate_len;
 	long rseq_ret;
 	uint8_t rseq[32];
+	/* the process's pending signals (peek_shared_n siginfos), read by the
+	 * guardian with the thread's (puppet_peek_siginfo), until the next
+	 * request */
+	void *peek_shared;
+	long peek_shared_n;
 };
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
