@@ -805,23 +805,77 @@ static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 				 strerror(-sigs[n + i]));
 }
 
+/* Kills the held tasks of ctx->tasks whose depth is d, and their threads,
+ * together (one request to the guardian per few: their deaths overlap). */
+static void kill_level(struct ckpt_ctx *ctx, const int *depth, int d)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (depth[i] == d)
+			n += 1 + ctx->tasks[i].nthreads;
+	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
+	n = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i];
+		if (depth[i] != d)
+			continue;
+		for (size_t j = 0; j <= t->nthreads; j++) {
+			struct puppet *p = j < t->nthreads ? &t->threads[j].pup : &t->pup;
+			if (ps)
+				ps[n++] = p;
+			else if (p->held)
+				puppet_kill(p);
+		}
+	}
+	if (ps)
+		puppet_kill_many(ps, n);
+}
+
+/* The parent p reaps its children of depth d that were killed (an injected
+ * wait4 each, in batches). */
+static void reap_children(struct ckpt_ctx *ctx, struct task *p, const int *depth, int d)
+{
+	struct puppet_call c[PUPPET_BATCH_MAX];
+	size_t n = 0;
+	for (size_t i = 0; i <= ctx->ntasks; i++) {
+		if (n == PUPPET_BATCH_MAX || (i == ctx->ntasks && n)) {
+			if (puppet_syscalls(&p->pup, c, n) < 0)
+				return;
+			n = 0;
+		}
+		if (i < ctx->ntasks && depth[i] == d && ctx->tasks[i].stat.ppid == p->pid)
+			c[n++] = PUPPET_CALL(SYS_wait4, ctx->tasks[i].pid, 0, __WALL, 0);
+	}
+}
+
 /*
  * CKPT_KILL: children first, each reaped by its parent while that is still
  * held (an injected wait4), so that no zombie waits for init to reap it
- * late; the root is reaped by its own parent.
+ * late; the root is reaped by its own parent. The tasks of one depth die
+ * together, and each parent reaps its children by one batch.
  */
 static void kill_tree(struct ckpt_ctx *ctx)
 {
-	for (size_t i = ctx->ntasks; i-- > 0;) {
+	_cleanup_free_ int *depth = calloc(ctx->ntasks ? ctx->ntasks : 1, sizeof(*depth));
+	int max = 0;
+	for (size_t i = 0; depth && i < ctx->ntasks; i++) {
+		/* its ancestors in the tree (bounded: a cycle cannot be, but) */
+		struct task *p = &ctx->tasks[i];
+		while ((p = ctx_find_task(ctx, p->stat.ppid)) && depth[i] < (int)ctx->ntasks)
+			depth[i]++;
+		max = depth[i] > max ? depth[i] : max;
+	}
+	for (int d = max; depth && d >= 0; d--) {
+		kill_level(ctx, depth, d);
+		for (size_t i = 0; d > 0 && i < ctx->ntasks; i++)
+			if (depth[i] == d - 1 && ctx->tasks[i].pup.held)
+				reap_children(ctx, &ctx->tasks[i], depth, d);
+	}
+	for (size_t i = ctx->ntasks; !depth && i-- > 0;) { /* no memory: one by one */
 		struct task *t = &ctx->tasks[i];
-		_cleanup_free_ struct puppet **ps = calloc(t->nthreads + 1, sizeof(*ps));
 		for (size_t j = 0; j < t->nthreads; j++)
-			if (!ps)
+			if (t->threads[j].pup.held)
 				puppet_kill(&t->threads[j].pup);
-			else
-				ps[j] = &t->threads[j].pup;
-		if (ps)
-			puppet_kill_many(ps, t->nthreads);
 		if (t->pup.held)
 			puppet_kill(&t->pup);
 		struct task *p = ctx_find_task(ctx, t->stat.ppid);

@@ -354,6 +354,12 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 	for (size_t i = 0; seize && i < n; i++)
 		if (err[i] == 0)
 			err[i] = puppet_seize_finish(&find(s, in[i].pid)->p);
+	/* all killed, then each waited for: their deaths overlap */
+	for (size_t i = 0; req->a[1] == GUARD_MANY_KILL && i < n; i++) {
+		struct gtask *t = find(s, in[i].pid);
+		if (t && t->p.held)
+			kill(t->p.pid, SIGKILL);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
 		struct guard_many_rep m = { .ret = -ESRCH };
