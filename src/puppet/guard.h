@@ -17,7 +17,9 @@
  * appeared in it since its scratch area was mapped are closed, the scratch
  * area unmapped, registers, signal mask and stop state restored, and it is
  * detached. After puppet_guard_commit() (the image is complete) it kills
- * them instead. The channel is one request, one reply.
+ * them instead. The channel is one request, one reply; a request may carry
+ * a batch of calls (run by a stub in the task, one stop for all) or the
+ * same operation on many tasks, so that few round trips are made.
  */
 #ifndef CKPT_PUPPET_GUARD_H
 #define CKPT_PUPPET_GUARD_H
