@@ -136,6 +136,15 @@ CKPT_EXPORT int ckpt_inspect(int fd, int out_fd, int json, char *errbuf, size_t 
 /* The same for a sealed image: key of key_len (CKPT_KEY_BYTES) bytes, or NULL. */
 CKPT_EXPORT int ckpt_inspect_key(int fd, int out_fd, int json, const void *key, size_t key_len,
 				 char *errbuf, size_t errbuf_len);
+/* What the image holds, for people: its processes as a tree with their
+ * commands and threads, its namespaces, and its bytes by kind. */
+CKPT_EXPORT int ckpt_inspect_summary(int fd, int out_fd, const void *key, size_t key_len,
+				     char *errbuf, size_t errbuf_len);
+/* Compare two images (of one program): processes added, removed or changed,
+ * and for each task and record type the records changed, added, removed.
+ * Returns 0 if they hold the same records, 1 if they differ, or -errno. */
+CKPT_EXPORT int ckpt_inspect_diff(int fd_a, int fd_b, int out_fd, const void *key,
+				  size_t key_len, char *errbuf, size_t errbuf_len);
 
 /*
  * Probe the kernel features ckpt needs; writes one line per feature to

@@ -9,24 +9,35 @@
 #include "cli/cli.h"
 #include "util/cleanup.h"
 
+static int open_image(const char *path)
+{
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(STDIN_FILENO);
+	if (fd < 0)
+		fprintf(stderr, "ckpt: cannot open '%s': %s\n", path, strerror(errno));
+	return fd;
+}
+
 int cmd_inspect(const struct cli_args *a)
 {
 	char err[512] = "";
 	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+	_cleanup_close_ int fd = -1, fd2 = -1;
+	const void *k;
+	int r;
 
 	if (a->key && cli_key_load(a->key, &key) < 0)
 		return 1;
-	int fd = strcmp(a->image, "-") ? open(a->image, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-
-	if (fd < 0) {
-		fprintf(stderr, "ckpt: cannot open '%s': %s\n", a->image, strerror(errno));
+	if ((fd = open_image(a->image)) < 0 || (a->image2 && (fd2 = open_image(a->image2)) < 0))
 		return 1;
-	}
 	fflush(stdout);
-	int r = ckpt_inspect_key(fd, STDOUT_FILENO, a->json, cli_key_ptr(&key), sizeof(key.bytes),
-				 err, sizeof(err));
-	if (fd != STDIN_FILENO)
-		close(fd);
+	k = cli_key_ptr(&key);
+	if (a->diff)
+		r = ckpt_inspect_diff(fd, fd2, STDOUT_FILENO, k, sizeof(key.bytes), err, sizeof(err));
+	else if (a->records || a->json)
+		r = ckpt_inspect_key(fd, STDOUT_FILENO, a->json, k, sizeof(key.bytes), err,
+				     sizeof(err));
+	else
+		r = ckpt_inspect_summary(fd, STDOUT_FILENO, k, sizeof(key.bytes), err, sizeof(err));
 	if (r == -ENOKEY) {
 		fputs("ckpt: inspect failed: this image is encrypted: use --key FILE\n", stderr);
 		return 1;
@@ -35,5 +46,5 @@ int cmd_inspect(const struct cli_args *a)
 		fprintf(stderr, "ckpt: inspect failed: %s\n", err[0] ? err : strerror(-r));
 		return 1;
 	}
-	return 0;
+	return r; /* --diff: 1 when the images differ */
 }

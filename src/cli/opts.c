@@ -97,6 +97,11 @@ static const struct opt opts[] = {
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
 	  "one JSON object on stdout instead of the summary\n"
 	  "line (inspect: every record as JSON)" },
+	{ "records", 0, OPT_FLAG, ON(CMD_INSPECT), F(records), NULL,
+	  "every record, field by field, instead of the summary" },
+	{ "diff", 0, OPT_FLAG, ON(CMD_INSPECT), F(diff), NULL,
+	  "compare two images: ckpt inspect --diff A B (exit\n"
+	  "status 1 when they differ)" },
 	{ "quiet", 'q', OPT_FLAG, CP | RS, F(quiet), NULL,
 	  "no summary line on stderr" },
 	{ "key", 0, OPT_STRING, CP | RS | ON(CMD_INSPECT), F(key), "KEYFILE",
@@ -126,8 +131,10 @@ static const struct {
 	[CMD_RESTART] = { "FILE [OPTIONS]", "bring a tree back from an image",
 			  "bring the tree of FILE (- for stdin) back with its pids, as a child\n"
 			  "of ckpt; without --detach wait for it and exit with its status\n" },
-	[CMD_INSPECT] = { "FILE [OPTIONS]", "print the records of an image",
-			  "print every record of the image FILE (- for stdin)\n" },
+	[CMD_INSPECT] = { "FILE [OPTIONS]", "say what an image holds",
+			  "say what the image FILE (- for stdin) holds: its processes as a tree,\n"
+			  "its namespaces, its bytes by kind; --records prints every record,\n"
+			  "--diff A B compares two images\n" },
 	[CMD_CHECK] = { "", "say whether this kernel and user can use ckpt",
 			"say which kernel features ckpt needs are present\n" },
 	[CMD_RUN] = { "[OPTIONS] -- CMD [ARGS...]",
@@ -255,6 +262,8 @@ static int positional(struct cli_args *a, const char *arg, int *npos, char *err,
 		a->pid = (pid_t)v;
 	} else if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && *npos == 0) {
 		a->image = arg;
+	} else if (a->cmd == CMD_INSPECT && *npos == 1) {
+		a->image2 = arg;
 	} else if (a->cmd == CMD_HELP && *npos == 0) {
 		for (int c = 1; c < CMD_MAX; c++)
 			if (!strcmp(arg, cli_cmd_names[c]))
@@ -270,101 +279,156 @@ static int positional(struct cli_args *a, const char *arg, int *npos, char *err,
 	return 0;
 }
 
-int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, size_t len)
+/* argv[1]: the command (or --help, --version) */
+static enum cli_cmd parse_command(const char *arg)
 {
-	struct cli_args a = { .cmd = CMD_NONE };
-	int npos = 0, i = 1;
-	bool only_pos = false;
-
-	if (argc < 2)
-		return fail(err, len, "%s", "no command given; try 'ckpt help'");
 	for (int c = 1; c < CMD_MAX; c++)
-		if (!strcmp(argv[1], cli_cmd_names[c]))
-			a.cmd = c;
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
-		a.cmd = CMD_HELP;
-	if (!strcmp(argv[1], "--version"))
-		a.cmd = CMD_VERSION;
-	if (a.cmd == CMD_NONE)
-		return fail(err, len, "unknown command '%s'; try 'ckpt help'", argv[1]);
+		if (!strcmp(arg, cli_cmd_names[c]))
+			return c;
+	if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
+		return CMD_HELP;
+	if (!strcmp(arg, "--version"))
+		return CMD_VERSION;
+	return CMD_NONE;
+}
 
-	for (i = 2; i < argc; i++) {
+/* One option at argv[*i] (its value may be the next argument). */
+static int parse_option(struct cli_args *a, int argc, char *const argv[], int *i, char *err,
+			size_t len)
+{
+	const char *arg = argv[*i], *value = NULL;
+	const struct opt *o;
+
+	if (arg[1] == '-') {
+		const char *eq = strchr(arg + 2, '=');
+		size_t nlen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+		o = find(arg + 2, nlen, 0);
+		value = eq ? eq + 1 : NULL;
+	} else {
+		o = arg[2] ? NULL : find(NULL, 0, arg[1]);
+	}
+	if (!o || !(o->cmds & ON(a->cmd)))
+		return fail(err, len, "unknown option '%s' (see 'ckpt %s --help')", arg,
+			    cli_cmd_names[a->cmd]);
+	if (o->kind == OPT_STRING && !value) {
+		if (*i + 1 >= argc)
+			return fail(err, len, "option '%s' needs a value", arg);
+		value = argv[++*i];
+	} else if (o->kind != OPT_STRING && value) {
+		return fail(err, len, "option '%s' takes no value", arg);
+	}
+	return apply(o, a, value);
+}
+
+/* Every argument after the command: options, positionals, run's command. */
+static int parse_args(struct cli_args *a, int argc, char *const argv[], char *err, size_t len)
+{
+	bool only_pos = false;
+	int npos = 0;
+
+	for (int i = 2; i < argc; i++) {
 		const char *arg = argv[i];
 		int r;
-		if (a.cmd == CMD_RUN && (only_pos || arg[0] != '-')) {
+		if (a->cmd == CMD_RUN && (only_pos || arg[0] != '-')) {
 			/* the command: the rest is its own */
-			a.run_argv = argv + i;
-			a.run_argc = argc - i;
+			a->run_argv = argv + i;
+			a->run_argc = argc - i;
 			break;
 		}
 		if (only_pos || arg[0] != '-' || !strcmp(arg, "-")) {
-			r = positional(&a, arg, &npos, err, len);
+			r = positional(a, arg, &npos, err, len);
 		} else if (!strcmp(arg, "--")) {
 			only_pos = true;
 			continue;
 		} else {
-			const struct opt *o;
-			const char *value = NULL;
-			if (arg[1] == '-') {
-				const char *eq = strchr(arg + 2, '=');
-				size_t nlen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-				o = find(arg + 2, nlen, 0);
-				value = eq ? eq + 1 : NULL;
-			} else {
-				o = arg[2] ? NULL : find(NULL, 0, arg[1]);
-			}
-			if (!o || !(o->cmds & ON(a.cmd)))
-				return fail(err, len, "unknown option '%s' (see 'ckpt %s --help')", arg,
-				    cli_cmd_names[a.cmd]);
-			if (o->kind == OPT_STRING && !value) {
-				if (i + 1 >= argc)
-					return fail(err, len, "option '%s' needs a value", arg);
-				value = argv[++i];
-			} else if (o->kind != OPT_STRING && value) {
-				return fail(err, len, "option '%s' takes no value", arg);
-			}
-			r = apply(o, &a, value);
+			r = parse_option(a, argc, argv, &i, err, len);
 		}
 		if (r < 0)
 			return r;
 	}
-	if (a.help || a.cmd == CMD_HELP || a.cmd == CMD_VERSION || a.cmd == CMD_CHECK) {
-		*ret = a;
-		return 0;
-	}
-	if (a.cmd == CMD_CHECKPOINT && !a.pid)
+	return 0;
+}
+
+static bool is_stdout(const char *path)
+{
+	return path && !strcmp(path, "-");
+}
+
+static int check_checkpoint(const struct cli_args *a, char *err, size_t len)
+{
+	if (!a->pid)
 		return fail(err, len, "%s", "checkpoint needs a pid");
-	if (a.cmd == CMD_CHECKPOINT && !a.output)
+	if (!a->output)
 		return fail(err, len, "%s", "checkpoint needs -o FILE (or -o - for stdout)");
-	if (a.cmd == CMD_CHECKPOINT && a.kill && a.leave_frozen)
+	if (a->kill && a->leave_frozen)
 		return fail(err, len, "%s", "--kill and --leave-frozen exclude each other");
-	if (a.cmd == CMD_CHECKPOINT && a.verify && !a.kill)
+	if (a->verify && !a->kill)
 		return fail(err, len, "%s", "--verify goes with --kill");
-	if (a.cmd == CMD_CHECKPOINT && a.verify && !strcmp(a.output ? a.output : "", "-"))
+	if (a->verify && is_stdout(a->output))
 		return fail(err, len, "%s", "--verify needs the image in a file, not on stdout");
-	if (a.cmd == CMD_CHECKPOINT && a.json && !strcmp(a.output, "-"))
+	if (a->json && is_stdout(a->output))
 		return fail(err, len, "%s",
 			    "--json writes to stdout, where -o - writes the image: use -o FILE");
-	if (parse_external(&a, err, len) < 0)
-		return -EINVAL;
-	if ((a.cmd == CMD_RESTART || a.cmd == CMD_INSPECT) && !a.image)
-		return fail(err, len, "%s needs an image file (or - for stdin)",
-			    cli_cmd_names[a.cmd]);
-	if (a.cmd == CMD_KEYGEN && (!a.key || !strcmp(a.key, "-")))
-		return fail(err, len, "%s", "keygen needs a file to write the key to");
-	if (a.key && (!*a.key || !strcmp(a.key, "-")))
-		return fail(err, len, "%s", "--key needs a file name (the key is not read from stdin)");
-	if (a.cmd == CMD_RUN && !a.run_argc)
-		return fail(err, len, "%s", "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
-	if (a.cmd == CMD_RUN && a.output_log && !a.detach)
+	return 0;
+}
+
+static int check_run(const struct cli_args *a, char *err, size_t len)
+{
+	const char *cg = a->cgroup;
+	if (!a->run_argc)
+		return fail(err, len, "%s",
+			    "run needs a command: ckpt run [OPTIONS] -- CMD [ARGS...]");
+	if (a->output_log && !a->detach)
 		return fail(err, len, "%s", "--output-log goes with --detach");
-	if (a.cmd == CMD_RUN && a.cgroup &&
-	    (!a.cgroup[0] || a.cgroup[0] == '/' || strstr(a.cgroup, "..") || strlen(a.cgroup) > 255))
-		return fail(err, len, "cgroup name '%s' is not a relative path", a.cgroup);
-	if (a.cmd == CMD_RUN && a.hostname && strlen(a.hostname) > 64)
-		return fail(err, len, "hostname '%s' is longer than 64 bytes", a.hostname);
-	if (a.cmd == CMD_RESTART && a.frozen && a.dry_run)
+	if (cg && (!cg[0] || cg[0] == '/' || strstr(cg, "..") || strlen(cg) > 255))
+		return fail(err, len, "cgroup name '%s' is not a relative path", cg);
+	if (a->hostname && strlen(a->hostname) > 64)
+		return fail(err, len, "hostname '%s' is longer than 64 bytes", a->hostname);
+	return 0;
+}
+
+/* What a parsed command line must not be, command by command. */
+static int check_args(struct cli_args *a, char *err, size_t len)
+{
+	if (a->cmd == CMD_CHECKPOINT && check_checkpoint(a, err, len) < 0)
+		return -EINVAL;
+	if (parse_external(a, err, len) < 0)
+		return -EINVAL;
+	if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && !a->image)
+		return fail(err, len, "%s needs an image file (or - for stdin)",
+			    cli_cmd_names[a->cmd]);
+	if (a->cmd == CMD_KEYGEN && (!a->key || is_stdout(a->key)))
+		return fail(err, len, "%s", "keygen needs a file to write the key to");
+	if (a->key && (!*a->key || is_stdout(a->key)))
+		return fail(err, len, "%s",
+			    "--key needs a file name (the key is not read from stdin)");
+	if (a->cmd == CMD_RUN && check_run(a, err, len) < 0)
+		return -EINVAL;
+	if (a->cmd == CMD_INSPECT && (a->diff != !!a->image2))
+		return fail(err, len, "%s", "inspect takes two images with --diff, else one");
+	if (a->diff && (a->json || a->records))
+		return fail(err, len, "%s", "--diff prints a comparison: not with --json or --records");
+	if (a->cmd == CMD_RESTART && a->frozen && a->dry_run)
 		return fail(err, len, "%s", "--frozen and --dry-run exclude each other");
+	return 0;
+}
+
+int cli_parse(int argc, char *const argv[], struct cli_args *ret, char *err, size_t len)
+{
+	struct cli_args a = {.cmd = CMD_NONE};
+	int r;
+
+	if (argc < 2)
+		return fail(err, len, "%s", "no command given; try 'ckpt help'");
+	a.cmd = parse_command(argv[1]);
+	if (a.cmd == CMD_NONE)
+		return fail(err, len, "unknown command '%s'; try 'ckpt help'", argv[1]);
+	if ((r = parse_args(&a, argc, argv, err, len)) < 0)
+		return r;
+	/* help and check need nothing else */
+	bool bare = a.help || a.cmd == CMD_HELP || a.cmd == CMD_VERSION || a.cmd == CMD_CHECK;
+	if (!bare && (r = check_args(&a, err, len)) < 0)
+		return r;
 	*ret = a;
 	return 0;
 }

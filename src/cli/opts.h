@@ -30,6 +30,8 @@ struct cli_args {
 	pid_t pid;              /* checkpoint */
 	const char *output;     /* checkpoint -o; "-" is stdout */
 	const char *image;      /* restart, inspect; "-" is stdin */
+	const char *image2;     /* inspect --diff A B: B */
+	bool records, diff;     /* inspect --records, --diff */
 	const char *key;        /* checkpoint, restart, inspect --key FILE; keygen FILE */
 	const char *log;        /* --log FILE */
 	const char *pidfile;    /* restart --pidfile */

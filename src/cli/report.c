@@ -11,6 +11,7 @@
 
 #include "ckpt.h"
 #include "cli/cli.h"
+#include "util/units.h"
 
 int cli_warn_capture(const struct cli_args *a, int *logfd, int *level)
 {
@@ -22,22 +23,6 @@ int cli_warn_capture(const struct cli_args *a, int *logfd, int *level)
 		*level = CKPT_LOG_WARN;
 	}
 	return fd;
-}
-
-/* "64.2 MiB" */
-static void human_size(char *buf, size_t len, unsigned long long n)
-{
-	static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)n;
-	int u = 0;
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu bytes", n);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
 }
 
 static void json_string(FILE *f, const char *s)

@@ -25,6 +25,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "core/sequence.h"
 #include "puppet/guard.h"
 #include "util/cleanup.h"
 #include "util/features.h"
@@ -119,121 +120,6 @@ static int check_root(struct ckpt_ctx *ctx, pid_t pid)
 				"pid %d: is not the init of a pid namespace; checkpointing a plain "
 				"process tree needs CKPT_SUBTREE",
 				pid);
-	return 0;
-}
-
-static bool same_ns(pid_t pid, const char *name)
-{
-	char path[64];
-	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
-	if (stat(path, &a) < 0)
-		return true;
-	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
-	return stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
-}
-
-static int parse_idmap(const char *text, struct idmap *map, int *n)
-{
-	*n = 0;
-	for (const char *p = text; *p;) {
-		unsigned a, b, c;
-		int used;
-		if (sscanf(p, " %u %u %u%n", &a, &b, &c, &used) != 3 || *n == IDMAP_MAX)
-			return -EINVAL;
-		map[(*n)++] = (struct idmap){ a, b, c };
-		p += used;
-		while (*p == '\n' || *p == ' ')
-			p++;
-	}
-	return *n ? 0 : -EINVAL;
-}
-
-/* A container in a user namespace of its own: its uid and gid maps. */
-static int read_idmaps(struct ckpt_ctx *ctx, pid_t pid)
-{
-	_cleanup_free_ char *u = NULL, *g = NULL;
-	if (proc_read(pid, "uid_map", &u, NULL) < 0 || proc_read(pid, "gid_map", &g, NULL) < 0 ||
-	    parse_idmap(u, ctx->uids, &ctx->nuids) < 0 || parse_idmap(g, ctx->gids, &ctx->ngids) < 0)
-		return log_fail(&ctx->log, -EINVAL, "pid %d: cannot read its user namespace's id maps",
-				pid);
-	snprintf(ctx->uid_map, sizeof(ctx->uid_map), "%s", u);
-	snprintf(ctx->gid_map, sizeof(ctx->gid_map), "%s", g);
-	return 0;
-}
-
-/*
- * The devpts instance of its own a container has on /dev/pts (ckpt run
- * mounts one): the last devpts mount there in its mountinfo, when it is
- * not the one ckpt sees on /dev/pts.
- */
-static int read_devpts(struct ckpt_ctx *ctx, struct task *root)
-{
-	_cleanup_free_ char *text = NULL;
-	int r = proc_read(root->pid, "mountinfo", &text, NULL);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo: %s", root->pid,
-				strerror(-r));
-	unsigned int maj, min;
-	char point[32], type[16], opts[128];
-	bool found = false;
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *tail = strstr(line, " - ");
-		if (sscanf(line, "%*u %*u %u:%u %*s %31s", &maj, &min, point) != 3 || !tail ||
-		    sscanf(tail, " - %15s %*s %127s", type, opts) != 2 || strcmp(point, "/dev/pts") ||
-		    strcmp(type, "devpts"))
-			continue;
-		found = true;
-		ctx->devpts_dev = makedev(maj, min);
-		snprintf(ctx->devpts_opts, sizeof(ctx->devpts_opts), "%s", opts);
-	}
-	struct stat host;
-	if (!found || (stat("/dev/pts", &host) == 0 && host.st_dev == ctx->devpts_dev)) {
-		ctx->devpts_dev = 0;
-		return 0;
-	}
-	ctx->ns.devpts = ctx->devpts_opts;
-	log_debug(&ctx->log, "pid %d: a devpts of its own (%s)", root->pid, opts);
-	return 0;
-}
-
-/* A container's namespaces, and its hostname (an injected uname). */
-static int collect_namespaces(struct ckpt_ctx *ctx, struct task *root)
-{
-	namespaces_entry__init(&ctx->ns);
-	ctx->ns.flags = CLONE_NEWPID;
-	if (!same_ns(root->pid, "mnt")) {
-		ctx->ns.flags |= CLONE_NEWNS;
-		int r = read_devpts(ctx, root);
-		if (r < 0)
-			return r;
-	}
-	if (!same_ns(root->pid, "ipc"))
-		ctx->ns.flags |= CLONE_NEWIPC;
-	if (!same_ns(root->pid, "uts")) {
-		struct utsname u;
-		ctx->ns.flags |= CLONE_NEWUTS;
-		long r = puppet_syscall(&root->pup, SYS_uname, root->pup.scratch);
-		if (r < 0 || puppet_read(&root->pup, root->pup.scratch, &u, sizeof(u)) < 0)
-			return log_fail(&ctx->log, r < 0 ? (int)r : -EIO,
-					"pid %d: cannot read its hostname", root->pid);
-		snprintf(ctx->hostname, sizeof(ctx->hostname), "%s", u.nodename);
-		ctx->ns.hostname = ctx->hostname;
-	}
-	if (ctx->nuids) {
-		ctx->ns.flags |= CLONE_NEWUSER;
-		ctx->ns.uid_map = ctx->uid_map;
-		ctx->ns.gid_map = ctx->gid_map;
-	}
-	if (!same_ns(root->pid, "cgroup")) /* made again by the cgroup kind */
-		ctx->ns.flags |= CLONE_NEWCGROUP;
-	if (!same_ns(root->pid, "net") || !same_ns(root->pid, "time"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a network or time namespace of its own; not "
-				"supported yet",
-				root->pid);
-	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", root->pid, ctx->ns.flags);
 	return 0;
 }
 
@@ -560,22 +446,6 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-static int collect_kinds(struct ckpt_ctx *ctx, struct task *t)
-{
-	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->collect || (t->leader && !kinds[k].ops->per_thread))
-			continue;
-		int r = kinds[k].ops->collect(ctx, t);
-		if (r < 0) {
-			if (ctx->log.errors == 0)
-				log_error(&ctx->log, "%s %d: %s: %s", t->leader ? "thread" : "pid",
-					  t->pid, kinds[k].name, strerror(-r));
-			return r;
-		}
-	}
-	return 0;
-}
-
 /* A thread: what it has of its own, injected through the leader's scratch. */
 static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 {
@@ -592,12 +462,14 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
 	th->pup.stub_ip = th->leader->pup.stub_ip;
-	return collect_kinds(ctx, th);
+	return 0;
 }
 
-/* Everything one seized task holds, kind by kind. */
-static int collect_task(struct ckpt_ctx *ctx, struct task *t)
+/* Step "collect", ckpt's part for one seized task, before the kinds look. */
+int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 {
+	if (t->leader)
+		return collect_thread(ctx, t);
 	int r = snapshot_proc(ctx, t);
 	if (r < 0)
 		return r;
@@ -616,17 +488,14 @@ static int collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	r = collect_kinds(ctx, t);
-	for (size_t i = 0; r >= 0 && i < t->nthreads; i++)
-		r = collect_thread(ctx, &t->threads[i]);
 	return r;
 }
 
-static int collect(struct ckpt_ctx *ctx, pid_t pid)
+/* Step "seize": the whole tree held, its ids as the image keeps them. */
+int ckpt_seize(struct ckpt_ctx *ctx)
 {
+	pid_t pid = ctx->pid;
 	int r = check_root(ctx, pid);
-	if (r >= 0 && ctx->container && !same_ns(pid, "user"))
-		r = read_idmaps(ctx, pid);
 	if (r < 0)
 		return r;
 	r = seize_tree(ctx, pid);
@@ -635,20 +504,6 @@ static int collect(struct ckpt_ctx *ctx, pid_t pid)
 	if (r < 0)
 		return r;
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		if (ctx->tasks[i].zombie)
-			continue;
-		r = collect_task(ctx, &ctx->tasks[i]);
-		if (r >= 0 && i == 0 && ctx->container)
-			r = collect_namespaces(ctx, &ctx->tasks[0]);
-		if (r < 0)
-			return r;
-	}
-	for (int k = 0; k < KIND_MAX; k++) {
-		r = kinds[k].ops->collect_end ? kinds[k].ops->collect_end(ctx) : 0;
-		if (r < 0)
-			return r;
-	}
 	return 0;
 }
 
@@ -709,27 +564,22 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	}
 	tree.tasks = ptt;
 	tree.n_tasks = ctx->ntasks;
-	if (ctx->container)
-		tree.ns = &ctx->ns;
 	return ctx_write_msg(ctx, REC_CORE_TREE, &tree.base);
 }
 
-/* A task's records (a thread's: of the per-thread kinds), after its begin. */
-static int dump_task(struct ckpt_ctx *ctx, struct task *t)
+/* Step "dump", for each task and thread: its begin record, before its kinds' records. */
+int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t)
 {
 	TaskBegin tb = TASK_BEGIN__INIT;
 	tb.pid = t->vpid;
-	int r = ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
-	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
-		if (kinds[k].ops->dump && (!t->leader || kinds[k].ops->per_thread))
-			r = kinds[k].ops->dump(ctx, t);
-	return r;
+	return ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
 }
 
-static int dump(struct ckpt_ctx *ctx, int fd)
+/* Step "dump": the header and the tree record. */
+int ckpt_dump_begin(struct ckpt_ctx *ctx)
 {
 	struct img_header h;
-	int r;
+	int r, fd = ctx->image_fd;
 
 	fill_header(&h);
 	/* --key: every byte goes through the seal (encrypted, authenticated) */
@@ -742,18 +592,13 @@ static int dump(struct ckpt_ctx *ctx, int fd)
 	ctx->buf = aligned_alloc(4096, ctx->bufsize);
 	if (!ctx->buf)
 		return -ENOMEM;
-	r = dump_tree(ctx);
-	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++) {
-		struct task *t = &ctx->tasks[i];
-		if (t->zombie)
-			continue;
-		r = dump_task(ctx, t);
-		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
-			r = dump_task(ctx, &t->threads[j]);
-	}
-	if (r < 0)
-		return r;
-	r = img_writer_finish(&ctx->w);
+	return dump_tree(ctx);
+}
+
+/* Step "image end": the trailer. */
+int ckpt_dump_end(struct ckpt_ctx *ctx)
+{
+	int r = img_writer_finish(&ctx->w);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot complete the image: %s", strerror(-r));
 	log_info(&ctx->log, "image complete: %llu records, %llu bytes",
@@ -916,25 +761,74 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 	}
 }
 
+/* Step "let go": every task released as it was, or killed (CKPT_KILL). */
+int ckpt_let_go(struct ckpt_ctx *ctx)
+{
+	finish_tasks(ctx, !ctx->failed);
+	puppet_guard_end(ctx->guard);
+	ctx->guard = NULL;
+	return 0;
+}
+
+/* Step "image done": the image under its final name before any task dies
+ * (cmd-checkpoint.c); then, with CKPT_KILL, if ckpt dies the guardian
+ * finishes the kill rather than resuming the tree. */
+int ckpt_image_done(struct ckpt_ctx *ctx)
+{
+	const struct ckpt_opts *o = ctx->opts;
+	int r = 0;
+	if (o->size >= offsetof(struct ckpt_opts, image_done_arg) + sizeof(void *) &&
+	    o->image_done) {
+		char why[256] = "";
+		r = o->image_done(o->image_done_arg, why, sizeof(why));
+		if (r < 0)
+			return log_fail(&ctx->log, r, "the image is complete, but %s",
+					why[0] ? why : strerror(-r));
+	}
+	if ((ctx->flags & CKPT_KILL) && (r = puppet_guard_commit(ctx->guard)) < 0)
+		log_error(&ctx->log, "the guardian process is gone: %s", strerror(-r));
+	return r;
+}
+
+static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o)
+{
+	if (!o || opts_key(o, &ctx->key) < 0 || (o->flags & ~CKPT_FLAGS_ALL))
+		return log_fail(&ctx->log, -EINVAL, "unknown checkpoint flags or options (or a key "
+				"that is not %d bytes)", CKPT_KEY_BYTES);
+	if (pid <= 0)
+		return log_fail(&ctx->log, -EINVAL, "pid %d: not a valid pid", pid);
+	if (pid == getpid())
+		return log_fail(&ctx->log, -EINVAL, "pid %d: ckpt cannot checkpoint itself", pid);
+	if ((o->flags & CKPT_KILL) && (o->flags & CKPT_LEAVE_FROZEN))
+		return log_fail(&ctx->log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
+	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))
+		return log_fail(&ctx->log, -EINVAL, "CKPT_VERIFY goes with CKPT_KILL");
+	return 0;
+}
+
+static void fill_result(struct ckpt_ctx *ctx, struct ckpt_opts *o, uint64_t t0)
+{
+	struct ckpt_result *res = opts_result(o);
+	if (!res)
+		return;
+	*res = (struct ckpt_result){ .processes = ctx->ntasks, .memory_bytes = ctx->mem_bytes,
+				     .image_bytes = ctx->w.offset, .root = ctx->pid,
+				     .elapsed_us = now_us() - t0 };
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		res->threads += ctx->tasks[i].zombie ? 0 : 1 + ctx->tasks[i].nthreads;
+	res->warnings = ctx->log.warnings;
+}
+
 int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 {
-	struct ckpt_ctx ctx = { 0 };
+	struct ckpt_ctx ctx = { .pid = pid, .image_fd = fd, .opts = o };
 	uint64_t t0 = now_us();
-	int r;
 
 	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
 		 o ? o->errbuf : NULL, o ? o->errbuf_len : 0, "checkpoint");
-	if (!o || opts_key(o, &ctx.key) < 0 || (o->flags & ~CKPT_FLAGS_ALL))
-		return log_fail(&ctx.log, -EINVAL, "unknown checkpoint flags or options (or a key "
-				"that is not %d bytes)", CKPT_KEY_BYTES);
-	if (pid <= 0)
-		return log_fail(&ctx.log, -EINVAL, "pid %d: not a valid pid", pid);
-	if (pid == getpid())
-		return log_fail(&ctx.log, -EINVAL, "pid %d: ckpt cannot checkpoint itself", pid);
-	if ((o->flags & CKPT_KILL) && (o->flags & CKPT_LEAVE_FROZEN))
-		return log_fail(&ctx.log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
-	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))
-		return log_fail(&ctx.log, -EINVAL, "CKPT_VERIFY goes with CKPT_KILL");
+	int r = check_opts(&ctx, pid, o);
+	if (r < 0)
+		return r;
 	ctx.flags = o->flags;
 	r = objhash_init(&ctx.objs);
 	if (r < 0)
@@ -946,46 +840,12 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
 	}
 
-	r = collect(&ctx, pid);
-	if (r >= 0)
-		r = dump(&ctx, fd);
-	/* --kill never kills what a restart could not bring back (precheck.c) */
-	if (r >= 0 && (o->flags & CKPT_KILL))
-		r = precheck_restore(&ctx, fd);
-	/* the image under its final name before any task dies (cmd-checkpoint.c) */
-	if (r >= 0 && o->size >= offsetof(struct ckpt_opts, image_done_arg) + sizeof(void *) &&
-	    o->image_done) {
-		char why[256] = "";
-		r = o->image_done(o->image_done_arg, why, sizeof(why));
-		if (r < 0)
-			log_fail(&ctx.log, r, "the image is complete, but %s", why[0] ? why : strerror(-r));
-	}
-	/* the image is complete, fsync'd and named: from now on, if ckpt dies,
-	 * the guardian finishes the kill rather than resuming the tree */
-	if (r >= 0 && (ctx.flags & CKPT_KILL) && (r = puppet_guard_commit(ctx.guard)) < 0)
-		log_error(&ctx.log, "the guardian process is gone: %s", strerror(-r));
-	for (int k = 0; k < KIND_MAX; k++)
-		if (kinds[k].ops->finish)
-			kinds[k].ops->finish(&ctx);
-	finish_tasks(&ctx, r >= 0);
-	puppet_guard_end(ctx.guard);
-	/* the tree is gone: what it held outside itself is the image's now */
-	for (int k = 0; r >= 0 && (o->flags & CKPT_KILL) && k < KIND_MAX; k++)
-		if (kinds[k].ops->after_kill)
-			kinds[k].ops->after_kill(&ctx);
-	if (r >= 0)
+	r = seq_ckpt_run(&ctx);
+	if (r >= 0) {
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,
 			 (o->flags & CKPT_KILL) ? ", killed" : "");
-	struct ckpt_result *res = opts_result(o);
-	if (r >= 0 && res) {
-		*res = (struct ckpt_result){ .processes = ctx.ntasks, .memory_bytes = ctx.mem_bytes,
-					     .image_bytes = ctx.w.offset, .root = pid,
-					     .elapsed_us = now_us() - t0 };
-		for (size_t i = 0; i < ctx.ntasks; i++)
-			res->threads += ctx.tasks[i].zombie ? 0 : 1 + ctx.tasks[i].nthreads;
-		res->warnings = ctx.log.warnings;
+		fill_result(&ctx, o, t0);
 	}
-
 	for (size_t i = 0; i < ctx.ntasks; i++)
 		release_task(&ctx.tasks[i]);
 	free(ctx.tasks);

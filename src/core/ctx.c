@@ -75,20 +75,33 @@ void rst_free_msg(void *state)
 		protobuf_c_message_free_unpacked(state, NULL);
 }
 
-uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer)
-{
-	if (!n)
-		return outer;
-	for (int i = 0; i < n; i++)
-		if (outer >= map[i].outer && outer - map[i].outer < map[i].count)
-			return map[i].inner + (outer - map[i].outer);
-	return 65534;
-}
-
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid)
 {
 	for (size_t i = 0; i < ctx->ntasks; i++)
 		if (ctx->tasks[i].pid == pid)
 			return &ctx->tasks[i];
 	return NULL;
+}
+
+int ctx_cmp_pid(const void *a, const void *b)
+{
+	const struct pid_index *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid)
+{
+	struct pid_index key = { .pid = pid }, *hit;
+	if (!ctx->by_pid)
+		return NULL;
+	hit = bsearch(&key, ctx->by_pid, ctx->npids, sizeof(key), ctx_cmp_pid);
+	return hit ? hit->t : NULL;
+}
+
+int rst_require(struct rst_ctx *ctx, const struct rst_task *t, enum kind k)
+{
+	if (t->kstate[k])
+		return 0;
+	return log_fail(&ctx->log, -EINVAL, "image lacks the %s of %s %d", kinds[k].name,
+			t->leader ? "thread" : "pid", t->pid);
 }

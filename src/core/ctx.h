@@ -49,12 +49,6 @@ struct task {
 	void *kstate[KIND_MAX];
 };
 
-/* one line of a user namespace's uid_map or gid_map */
-struct idmap {
-	uint32_t inner, outer, count;
-};
-#define IDMAP_MAX 16
-
 /*
  * What the caller of a checkpoint could do at restart, on this machine
  * (precheck.c): its ids, groups and capabilities, and whether a restart of
@@ -80,16 +74,14 @@ static inline bool caller_can(const struct restart_caller *c, int cap)
 
 struct ckpt_ctx {
 	unsigned long flags;
-	const struct restart_caller *caller; /* set while check_restore runs */
-	bool container;         /* the root is a pid namespace's init */
-	NamespacesEntry ns;     /* container: its namespaces */
-	char hostname[65];
-	char devpts_opts[128];  /* container: its own devpts' mount options */
-	uint64_t devpts_dev;    /* and its device, 0 if it has none */
-	/* a container with a user namespace: ids inside it, from ckpt's */
-	char uid_map[512], gid_map[512];
-	struct idmap uids[IDMAP_MAX], gids[IDMAP_MAX];
-	int nuids, ngids;       /* 0: no user namespace of its own */
+	const struct ckpt_opts *opts; /* the caller's */
+	pid_t pid;              /* the root asked for */
+	int image_fd;           /* where the image goes */
+	int failed;             /* the first failure of the sequence, 0 so far */
+	/* set while check_restore runs; a kind may narrow what the restart
+	 * will be (ns.c: a user namespace of the caller's own) */
+	struct restart_caller *caller;
+	bool container;         /* the root is a pid namespace's init: ids inside it */
 	struct ckpt_log log;
 	struct img_writer w;
 	struct objhash objs;
@@ -122,7 +114,7 @@ struct rst_task {
 	bool begun;             /* its records have started */
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
-	uint64_t done_kinds;    /* kinds already restored early (bit per kind) */
+	bool stopped;           /* released stopped (a job-control stop; set at load) */
 	void *kstate[KIND_MAX];
 };
 
@@ -141,7 +133,11 @@ struct rst_ctx {
 	size_t ntasks;
 	size_t nimage;          /* tasks of the image; the rest are ghosts */
 	struct pid_index *by_pid; /* the image's processes and threads, by pid */
-	NamespacesEntry *ns;      /* a container's namespaces, NULL for a subtree */
+	int image_fd;           /* what load reads */
+	int max_fd;             /* the highest fd of any task (set at prepare), or -1 */
+	/* the CLONE_NEW* flags the root is spawned with, set by a kind at load
+	 * (ns.c); 0: a subtree, its pids chosen in ckpt's pid namespace */
+	uint32_t root_clone;
 	bool pidns;             /* RESTART_PIDNS: a subtree under init, below */
 	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
 	/* kills the tree if ckpt dies while releasing it (guard.h) */
@@ -153,26 +149,13 @@ struct rst_ctx {
 	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
 };
 
-/* tree.c: restart's process tree */
+/* tree.c: restart's process tree (its steps: sequence.h) */
 /* Decodes and checks the tree record into ctx->tasks. */
 int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	__attribute__((warn_unused_result));
-/* The process or thread of the image with this pid, or NULL. */
-struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
-/* Creates every process with its pid, parent, session and group; zombies
- * and ghosts are dead when it returns, the others held, bare puppets. */
-int tree_create(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 /* RESTART_PIDNS: starts ckpt's init once the tree is released. */
 int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
-/* tree.c: a user namespace of the caller's own for the held puppet pid, its
- * uid and gid mapped to themselves (setgroups denied when unprivileged) */
-int tree_userns_map_self(struct ckpt_log *log, pid_t pid) __attribute__((warn_unused_result));
-
-/* precheck.c: with CKPT_KILL, the image complete and the tree still held:
- * would a restart by this caller work (and, with CKPT_VERIFY, does a dry
- * run of the image in fd work)? A refusal returns < 0 and nothing is killed. */
-int precheck_restore(struct ckpt_ctx *ctx, int fd) __attribute__((warn_unused_result));
 
 /* Packs msg and writes it as one record. */
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)
@@ -191,8 +174,13 @@ void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_re
 /* free_rstate for a state that is one unpacked message */
 void rst_free_msg(void *state);
 
-/* An id as seen from ckpt, as the container sees it (unmapped: 65534). */
-uint32_t ctx_id_inside(const struct idmap *map, int n, uint32_t outer);
+/* qsort/bsearch order of struct pid_index */
+int ctx_cmp_pid(const void *a, const void *b);
+/* The process or thread of the image with this pid, or NULL. */
+struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
+/* For a kind's loaded op: t must have a record of kind k (logged if not). */
+int rst_require(struct rst_ctx *ctx, const struct rst_task *t, enum kind k)
+	__attribute__((warn_unused_result));
 
 /* Checkpoint: the process of the tree with this pid, or NULL. */
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid);

@@ -43,6 +43,29 @@ static void print_string(struct out *o, const char *s)
 	fputc('"', o->f);
 }
 
+/* A byte string that reads as text: a path or socket name (an abstract
+ * unix name starts with a NUL, shown as @). */
+static bool is_text(const ProtobufCBinaryData *b)
+{
+	size_t start = b->len > 1 && b->data[0] == 0;
+	if (b->len <= start)
+		return false;
+	for (size_t i = start; i < b->len; i++)
+		if (b->data[i] < 0x20 || b->data[i] >= 0x7f)
+			return i == b->len - 1 && b->data[i] == 0 && i > start;
+	return true;
+}
+
+static void print_text(struct out *o, const ProtobufCBinaryData *b)
+{
+	size_t start = b->data[0] == 0, end = b->len - (b->data[b->len - 1] == 0 && b->len > 1);
+	char *s = strndup((const char *)b->data + start, end > start ? end - start : 0);
+	if (start)
+		fputc('@', o->f);
+	print_string(o, s ? s : "");
+	free(s);
+}
+
 static void print_value(struct out *o, const ProtobufCFieldDescriptor *fd, const void *p,
 			int depth)
 {
@@ -54,7 +77,7 @@ static void print_value(struct out *o, const ProtobufCFieldDescriptor *fd, const
 		break;
 	case PROTOBUF_C_TYPE_UINT32:
 	case PROTOBUF_C_TYPE_FIXED32:
-		fprintf(o->f, o->json ? "%" PRIu32 : "%#" PRIx32, *(const uint32_t *)p);
+		fprintf(o->f, "%" PRIu32, *(const uint32_t *)p);
 		break;
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
@@ -63,7 +86,7 @@ static void print_value(struct out *o, const ProtobufCFieldDescriptor *fd, const
 		break;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
-		fprintf(o->f, o->json ? "%" PRIu64 : "%#" PRIx64, *(const uint64_t *)p);
+		fprintf(o->f, "%" PRIu64, *(const uint64_t *)p);
 		break;
 	case PROTOBUF_C_TYPE_FLOAT:
 		fprintf(o->f, "%g", *(const float *)p);
@@ -88,6 +111,10 @@ static void print_value(struct out *o, const ProtobufCFieldDescriptor *fd, const
 		break;
 	case PROTOBUF_C_TYPE_BYTES: {
 		const ProtobufCBinaryData *b = p;
+		if (!o->json && is_text(b)) {
+			print_text(o, b);
+			break;
+		}
 		fputc('"', o->f);
 		for (size_t i = 0; i < b->len && i < 64; i++)
 			fprintf(o->f, "%02x", b->data[i]);

@@ -28,7 +28,9 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "core/sequence.h"
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 static int read_caller(struct ckpt_ctx *ctx, struct restart_caller *c)
 {
@@ -53,56 +55,15 @@ static int read_caller(struct ckpt_ctx *ctx, struct restart_caller *c)
 	return 0;
 }
 
-/* Can this caller make a user namespace with a pid namespace in it? */
-static bool can_userns(void)
-{
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0 ? 0 : 1);
-	int st;
-	if (pid < 0 || waitpid(pid, &st, 0) != pid)
-		return false;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-/* A container: its namespaces; the ids of its own user namespace. */
-static int plan_container(struct ckpt_ctx *ctx, struct restart_caller *c)
-{
-	pid_t root = ctx->tasks[0].pid;
-	if (caller_can(c, CAP_SYS_ADMIN))
-		return 0;
-	if (!ctx->nuids)
-		return log_fail(&ctx->log, -EPERM,
-				"pid %d: a container without a user namespace of its own; "
-				"restarting it needs CAP_SYS_ADMIN, which this caller lacks",
-				root);
-	if (ctx->nuids != 1 || ctx->uids[0].count != 1 || ctx->ngids != 1 ||
-	    ctx->gids[0].count != 1)
-		return log_fail(&ctx->log, -EPERM,
-				"pid %d: its user namespace maps several ids; only root can "
-				"restart it",
-				root);
-	if (!can_userns())
-		return log_fail(&ctx->log, -EPERM,
-				"pid %d: restarting this container needs a user namespace, which "
-				"this caller cannot make",
-				root);
-	/* the only ids it will have: the one each map held */
-	c->userns = true;
-	c->map_uid = ctx->uids[0].inner;
-	c->map_gid = ctx->gids[0].inner;
-	return 0;
-}
-
 /* How a restart by this caller gives the tree its pids. */
 static int plan_pids(struct ckpt_ctx *ctx, struct restart_caller *c)
 {
 	pid_t root = ctx->tasks[0].pid;
-	if (ctx->container)
-		return plan_container(ctx, c);
+	if (ctx->container) /* in namespaces of its own: the ns kind's check_restore */
+		return 0;
 	if (caller_can(c, CAP_CHECKPOINT_RESTORE) || caller_can(c, CAP_SYS_ADMIN))
 		return 0;
-	if (!can_userns())
+	if (!userns_can_make())
 		return log_fail(&ctx->log, -EPERM,
 				"pid %d: a restart by this caller could not give the tree its pids: "
 				"that needs CAP_CHECKPOINT_RESTORE, or restart --pidns in a user "
@@ -116,23 +77,6 @@ static int plan_pids(struct ckpt_ctx *ctx, struct restart_caller *c)
 	return 0;
 }
 
-static int check_kinds(struct ckpt_ctx *ctx, struct task *t)
-{
-	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->check_restore || (t->leader && !kinds[k].ops->per_thread))
-			continue;
-		int r = kinds[k].ops->check_restore(ctx, t);
-		if (r < 0) {
-			if (ctx->log.errors == 0)
-				log_error(&ctx->log, "%s %d: %s: a restart would fail: %s",
-					  t->leader ? "thread" : "pid", t->pid, kinds[k].name,
-					  strerror(-r));
-			return r;
-		}
-	}
-	return 0;
-}
-
 /* The dry run's namespaces: none of the live tree's ids, names or ptys. */
 static int verify_namespaces(bool shell_job)
 {
@@ -140,9 +84,8 @@ static int verify_namespaces(bool shell_job)
 	if (!admin) {
 		if (unshare(CLONE_NEWUSER) < 0)
 			return -errno;
-		struct ckpt_log quiet;
-		log_init(&quiet, -1, CKPT_LOG_ERROR, NULL, 0, "verify");
-		int r = tree_userns_map_self(&quiet, getpid());
+		const char *what;
+		int r = userns_map_self(getpid(), &what);
 		if (r < 0)
 			return r;
 		if (unshare(CLONE_NEWNS | CLONE_NEWIPC) < 0)
@@ -232,7 +175,8 @@ static int verify(struct ckpt_ctx *ctx, int fd)
 			got ? err : "it died");
 }
 
-int precheck_restore(struct ckpt_ctx *ctx, int fd)
+/* Step "check restore" (CKPT_KILL, the image complete, the tree held). */
+int precheck_restore(struct ckpt_ctx *ctx)
 {
 	struct restart_caller c;
 	int r = read_caller(ctx, &c);
@@ -241,17 +185,10 @@ int precheck_restore(struct ckpt_ctx *ctx, int fd)
 	if (r < 0)
 		return r;
 	ctx->caller = &c;
-	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++) {
-		struct task *t = &ctx->tasks[i];
-		if (t->zombie)
-			continue;
-		r = check_kinds(ctx, t);
-		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
-			r = check_kinds(ctx, &t->threads[j]);
-	}
+	r = seq_ckpt_tasks(ctx, CKPT_CHECK_RESTORE);
 	ctx->caller = NULL;
 	if (r >= 0 && (ctx->flags & CKPT_VERIFY))
-		r = verify(ctx, fd);
+		r = verify(ctx, ctx->image_fd);
 	if (r < 0)
 		log_warn(&ctx->log, "not killed: a restart of this image would fail; the tree "
 				     "runs on");

@@ -25,19 +25,11 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
-#include "kinds/cgroup.h"
-#include "kinds/fdtable.h"
-#include "kinds/mm.h"
-#include "kinds/task.h"
-#include "kinds/tty.h"
+#include "core/sequence.h"
 #include "util/cleanup.h"
 #include "util/features.h"
 #include "util/esc.h"
 #include "util/safefile.h"
-
-/* kinds every task must have in the image */
-static const enum kind required[] = { KIND_task, KIND_mm, KIND_fdtable, KIND_fs,
-				      KIND_signals, KIND_creds, KIND_regs };
 
 static void free_robj(int kind, void *ptr)
 {
@@ -107,28 +99,15 @@ static int load_task_begin(struct rst_ctx *ctx, const struct img_record *rec,
 	return 0;
 }
 
-/* Every record a task (or thread: its per-thread kinds) must have. */
-static int check_loaded(struct rst_ctx *ctx, struct rst_task *t)
-{
-	for (size_t j = 0; j < ARRAY_SIZE(required); j++) {
-		enum kind k = required[j];
-		if (t->kstate[k] || (k == KIND_fdtable && t->files_with) ||
-		    (k == KIND_fs && t->fs_with) || (t->leader && !kinds[k].ops->per_thread))
-			continue;
-		return log_fail(&ctx->log, -EINVAL, "image lacks the %s of %s %d", kinds[k].name,
-				t->leader ? "thread" : "pid", t->pid);
-	}
-	return 0;
-}
-
-static int load_image(struct rst_ctx *ctx, int fd)
+/* Step "load": the image read, checked and decoded record by record. */
+int rst_load_image(struct rst_ctx *ctx)
 {
 	struct img_error err = { 0 };
 	struct img_record rec;
 	struct rst_task *cur = NULL;
 	int r;
 
-	r = img_reader_open_key(&ctx->r, fd, ctx->key, IMG_KEY_BYTES, &err);
+	r = img_reader_open_key(&ctx->r, ctx->image_fd, ctx->key, IMG_KEY_BYTES, &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);
 	log_debug(&ctx->log, "image loaded: %zu bytes", ctx->r.size);
@@ -168,54 +147,22 @@ static int load_image(struct rst_ctx *ctx, int fd)
 		return image_error(ctx, r, &err);
 	if (!ctx->ntasks)
 		return log_fail(&ctx->log, -EINVAL, "image holds no process");
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		struct rst_task *t = &ctx->tasks[i];
-		if (t->zombie)
-			continue;
-		r = check_loaded(ctx, t);
-		if (r < 0)
-			return r;
-		for (size_t j = 0; j < t->nthreads; j++)
-			if ((r = check_loaded(ctx, &t->threads[j])) < 0)
-				return r;
-		r = mm_check_loaded(ctx, t);
-		if (r < 0)
-			return r;
-	}
 	return 0;
 }
 
-/* The control socket's fd number: above every fd of every task. */
-static int choose_ctl_fd(struct rst_ctx *ctx)
+/* Step "control": the control socket, its fd number in the puppets above
+ * every fd of every task (ctx->max_fd, from the fd table's kind). */
+int rst_open_control(struct rst_ctx *ctx)
 {
 	struct rlimit nofile;
-	int max = 2;
+	int max = MAX(2, ctx->max_fd);
 
-	for (size_t i = 0; i < ctx->nimage; i++)
-		max = MAX(max, fdtable_max_fd(&ctx->tasks[i]));
 	ctx->ctl_remote = max + 1;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && (rlim_t)ctx->ctl_remote >= nofile.rlim_cur)
 		return log_fail(&ctx->log, -EMFILE, "the image uses fd %d, above ckpt's open-file "
 				"limit %llu", max, (unsigned long long)nofile.rlim_cur);
-	return 0;
-}
-
-/* Turns one bare puppet into its task, kind by kind. */
-static int restore_task(struct rst_ctx *ctx, struct rst_task *t)
-{
-	for (int k = 0; k < KIND_MAX; k++) {
-		if (!kinds[k].ops->restore || (t->leader && !kinds[k].ops->per_thread) ||
-		    (t->done_kinds & (1ull << k)))
-			continue;
-		int r = kinds[k].ops->restore(ctx, t);
-		if (r < 0) {
-			if (!ctx->log.errors)
-				log_error(&ctx->log, "pid %d: restoring %s failed: %s", t->pid,
-					  kinds[k].name, strerror(-r));
-			return r;
-		}
-		log_debug(&ctx->log, "pid %d: %s restored", t->pid, kinds[k].name);
-	}
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, ctx->ctl) < 0)
+		return log_fail(&ctx->log, -errno, "socketpair: %s", strerror(errno));
 	return 0;
 }
 
@@ -230,29 +177,54 @@ static int clean_task(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-static int build(struct rst_ctx *ctx)
+/* Step "clean". */
+int rst_clean_tasks(struct rst_ctx *ctx)
 {
-	int r = choose_ctl_fd(ctx);
-	if (r >= 0)
-		r = tree_create(ctx);
-	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++) {
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		int r = ctx->tasks[i].zombie ? 0 : clean_task(ctx, &ctx->tasks[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * Step "release": the guardian watches every task, then each runs,
+ * children first (a parent runs once its children are there); those in a
+ * job-control stop, or all with RESTART_FROZEN, stay stopped.
+ */
+int rst_release_tree(struct rst_ctx *ctx)
+{
+	int sig = (ctx->flags & RESTART_FROZEN) ? SIGSTOP : 0;
+	int r = 0;
+	/* the puppets die with ckpt while held (PTRACE_O_EXITKILL), but the
+	 * released ones would run on: until the restart is complete, the
+	 * guardian kills them all if ckpt dies */
+	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++)
+		if (ctx->tasks[i].pup.held)
+			r = puppet_guard_watch(ctx->watch, ctx->tasks[i].pup.pid);
+	if (r >= 0 && ctx->init.held)
+		r = puppet_guard_watch(ctx->watch, ctx->init.pid);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "the guardian process cannot watch the tree: %s",
+				strerror(-r));
+	for (size_t i = ctx->nimage; i-- > 0;) {
 		struct rst_task *t = &ctx->tasks[i];
 		if (t->zombie)
 			continue;
-		r = restore_task(ctx, t);
-		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
-			/* the vDSO may have moved with the leader's mm */
-			t->threads[j].pup.syscall_ip = t->pup.syscall_ip;
-			r = restore_task(ctx, &t->threads[j]);
+		int stop = t->stopped ? SIGSTOP : sig;
+		for (size_t j = 0; j < t->nthreads; j++) {
+			int e = puppet_release(&t->threads[j].pup, stop);
+			if (e < 0 && r >= 0)
+				r = log_fail(&ctx->log, e, "thread %d: cannot release it: %s",
+					     t->threads[j].pid, strerror(-e));
 		}
+		int e = puppet_release(&t->pup, stop);
+		if (e < 0 && r >= 0)
+			r = log_fail(&ctx->log, e, "pid %d: cannot release it: %s", t->pid,
+				     strerror(-e));
 	}
-	for (size_t i = 0; r >= 0 && i < ctx->nimage; i++)
-		if (!ctx->tasks[i].zombie)
-			r = clean_task(ctx, &ctx->tasks[i]);
-	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
-		if (kinds[k].ops->restore_end)
-			r = kinds[k].ops->restore_end(ctx);
-	return r;
+	return r < 0 ? r : tree_release_init(ctx);
 }
 
 /*
@@ -318,9 +290,6 @@ static void free_ctx(struct rst_ctx *ctx)
 	puppet_forget(&ctx->init);
 	free(ctx->tasks);
 	free(ctx->by_pid);
-	if (ctx->ns)
-		namespaces_entry__free_unpacked(ctx->ns, NULL);
-	ctx->ns = NULL;
 	objhash_free(&ctx->objs, free_robj);
 	img_reader_close(&ctx->r);
 	for (int i = 0; i < 2; i++)
@@ -362,109 +331,127 @@ static void fill_result(struct rst_ctx *ctx, struct ckpt_result *res, uint64_t t
 		res->threads += ctx->tasks[i].zombie ? 0 : 1 + ctx->tasks[i].nthreads;
 }
 
-int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
-{
-	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 } };
-	struct tty_shell shell = { .fd = -1 };
-	uint64_t t0 = now_us();
-	int r;
+/* What the kinds keep past the context, once the tree runs (handover). */
+struct kept {
+	void *state[KIND_MAX];
+};
 
-	log_init(&ctx.log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
+static void hand_over(struct rst_ctx *ctx, struct kept *kept)
+{
+	for (int k = 0; k < KIND_MAX; k++)
+		kept->state[k] = kinds[k].ops->handover ? kinds[k].ops->handover(ctx) : NULL;
+}
+
+/*
+ * Waits for the restored tree (child: the root, or ckpt's init) through
+ * the first kind that kept something and waits, or plainly; then every
+ * kind undoes what it kept, last kind first.
+ */
+static int wait_tree(struct kept *kept, pid_t child, bool detached)
+{
+	int status = 0;
+	for (int k = 0; !detached && k <= KIND_MAX; k++) {
+		if (k == KIND_MAX) {
+			while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		if (kept->state[k] && kinds[k].ops->wait) {
+			if (kinds[k].ops->wait(kept->state[k], child, &status) < 0)
+				status = 0;
+			break;
+		}
+	}
+	/* undone in reverse kinds.def order: the terminal is ckpt's again
+	 * before the cgroups are removed (which may wait for them to empty) */
+	for (int k = KIND_MAX; k-- > 0;)
+		if (kinds[k].ops->handed_back)
+			kinds[k].ops->handed_back(kept->state[k], detached);
+	return status;
+}
+
+/* Options and flags into the context; the guardian started. */
+static int open_ctx(struct rst_ctx *ctx, pid_t pid, int fd, struct ckpt_opts *o)
+{
+	log_init(&ctx->log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
 		 o ? o->errbuf : NULL, o ? o->errbuf_len : 0, "restart");
-	if (!o || opts_key(o, &ctx.key) < 0)
-		return log_fail(&ctx.log, -EINVAL, "bad restart options (or a key that is not %d bytes)",
+	if (!o || opts_key(o, &ctx->key) < 0)
+		return log_fail(&ctx->log, -EINVAL, "bad restart options (or a key that is not %d bytes)",
 				CKPT_KEY_BYTES);
-	r = check_flags(&ctx, pid, o->flags);
+	int r = check_flags(ctx, pid, o->flags);
 	if (r < 0)
 		return r;
-	ctx.flags = o->flags;
-	ctx.pidns = o->flags & RESTART_PIDNS;
+	ctx->flags = o->flags;
+	ctx->pidns = o->flags & RESTART_PIDNS;
+	ctx->image_fd = fd;
 	/* forked now, while ckpt is small */
-	r = puppet_guard_start(&ctx.watch);
+	r = puppet_guard_start(&ctx->watch);
 	if (r < 0)
-		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
+		return log_fail(&ctx->log, r, "cannot start the guardian process: %s", strerror(-r));
 	if (o->flags & RESTART_CONN_RESET)
-		log_info(&ctx.log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
+		log_info(&ctx->log, "RESTART_CONN_RESET: no TCP connections are saved by this version");
+	return objhash_init(&ctx->objs);
+}
 
-	log_debug(&ctx.log, "reading the image");
-	r = objhash_init(&ctx.objs);
-	if (r >= 0)
-		r = load_image(&ctx, fd);
-	for (int k = 0; r >= 0 && k < KIND_MAX; k++)
-		if (kinds[k].ops->prepare)
-			r = kinds[k].ops->prepare(&ctx);
-	if (r >= 0 && socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, ctx.ctl) < 0)
-		r = log_fail(&ctx.log, -errno, "socketpair: %s", strerror(errno));
+/* The image read and checked, everything on ckpt's side made. */
+static int read_image(struct rst_ctx *ctx)
+{
+	log_debug(&ctx->log, "reading the image");
+	int r = seq_rst_run(ctx, RST_LOAD, RST_PREPARE);
 	if (r < 0)
-		goto out;
-	log_info(&ctx.log, "image validated: %zu process(es)", ctx.ntasks);
-	if (ctx.pidns && ctx.ns) {
-		log_info(&ctx.log, "RESTART_PIDNS: the image is a container, restored in its own "
-				   "namespaces anyway");
-		ctx.pidns = false;
-	}
+		return r;
+	log_info(&ctx->log, "image validated: %zu process(es)", ctx->ntasks);
+	return 0;
+}
 
-	r = build(&ctx);
+/* The tree released and running; with a pidfile, named there. */
+static int run_tree(struct rst_ctx *ctx, const struct ckpt_opts *o, pid_t root)
+{
+	int r = seq_rst_run(ctx, RST_BEFORE_RELEASE, RST_RELEASE);
+	/* every task runs: the restart is complete, the guardian goes (and
+	 * with it anything it shares with ckpt) before anyone is told */
+	puppet_guard_end(ctx->watch);
+	ctx->watch = NULL;
+	if (r >= 0)
+		log_info(&ctx->log, "pid %d: restored and running%s", root,
+			 (o->flags & RESTART_FROZEN) ? " (stopped)" : "");
+	if (r >= 0 && o->pidfile)
+		r = write_pidfile(ctx, o->pidfile, root);
+	if (r < 0)
+		kill_created(ctx);
+	return r;
+}
+
+int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
+{
+	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 }, .max_fd = -1 };
+	struct kept kept;
+	uint64_t t0 = now_us();
+
+	int r = open_ctx(&ctx, pid, fd, o);
+	if (r >= 0)
+		r = read_image(&ctx);
+	if (r < 0) {
+		free_ctx(&ctx);
+		return r;
+	}
+	r = seq_rst_run(&ctx, RST_CONTROL, RST_END);
 	if (r >= 0)
 		fill_result(&ctx, opts_result(o), t0);
 	if (r < 0 || (o->flags & RESTART_GHOST)) {
 		kill_created(&ctx);
 		if (r >= 0)
 			log_info(&ctx.log, "dry run: built and torn down");
-		goto out;
+		free_ctx(&ctx);
+		return r;
 	}
-
 	/* as seen from here: a container's root is pid 1 only inside */
 	pid_t root = ctx.tasks[0].pup.pid;
-	int sig = (o->flags & RESTART_FROZEN) ? SIGSTOP : 0;
-	/* a shell job: the foreground job of ckpt's terminal before it runs (tty.c) */
-	r = tty_shell_attach(&ctx, &shell);
-	/* the puppets die with ckpt while held (PTRACE_O_EXITKILL), but the
-	 * released ones would run on: until the restart is complete, the
-	 * guardian kills them all if ckpt dies */
-	for (size_t i = 0; r >= 0 && i < ctx.ntasks; i++)
-		if (ctx.tasks[i].pup.held)
-			r = puppet_guard_watch(ctx.watch, ctx.tasks[i].pup.pid);
-	if (r >= 0 && ctx.init.held)
-		r = puppet_guard_watch(ctx.watch, ctx.init.pid);
-	if (r < 0)
-		log_fail(&ctx.log, r, "the guardian process cannot watch the tree: %s",
-			 strerror(-r));
-	/* children first: a parent runs once its children are there */
-	for (size_t i = ctx.nimage; r >= 0 && i-- > 0;) {
-		struct rst_task *t = &ctx.tasks[i];
-		if (t->zombie)
-			continue;
-		int stop = task_stopped(t) ? SIGSTOP : sig;
-		for (size_t j = 0; j < t->nthreads; j++) {
-			int e = puppet_release(&t->threads[j].pup, stop);
-			if (e < 0 && r >= 0)
-				r = log_fail(&ctx.log, e, "thread %d: cannot release it: %s",
-					     t->threads[j].pid, strerror(-e));
-		}
-		int e = puppet_release(&t->pup, stop);
-		if (e < 0 && r >= 0)
-			r = log_fail(&ctx.log, e, "pid %d: cannot release it: %s", t->pid,
-				     strerror(-e));
-	}
-	if (r >= 0)
-		r = tree_release_init(&ctx);
-	/* every task runs: the restart is complete, the guardian goes (and
-	 * with it anything it shares with ckpt) before anyone is told */
-	puppet_guard_end(ctx.watch);
-	ctx.watch = NULL;
+	r = run_tree(&ctx, o, root);
 	if (r < 0) {
-		kill_created(&ctx);
-		tty_shell_detach(&shell);
-		goto out;
+		free_ctx(&ctx);
+		return r;
 	}
-	log_info(&ctx.log, "pid %d: restored and running%s", root, sig ? " (stopped)" : "");
-	if (o->pidfile && (r = write_pidfile(&ctx, o->pidfile, root)) < 0) {
-		kill_created(&ctx);
-		tty_shell_detach(&shell);
-		goto out;
-	}
-	r = root;
 	struct ckpt_result *res = opts_result(o);
 	if (res) {
 		res->root = root;
@@ -473,27 +460,14 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
-	/* the cgroups made for the tree go with it, when ckpt waits for it */
-	struct cgroup_made made = { 0 };
-	if (!(o->flags & RESTART_DETACH))
-		cgroup_take_made(&ctx, &made);
+	hand_over(&ctx, &kept);
 	/* ckpt lets go of every file first: a restored reader must see EOF
 	 * when its writers close, not wait on ckpt's copy */
 	free_ctx(&ctx);
-	if (!(o->flags & RESTART_DETACH)) {
-		int status = 0;
-		if (tty_shell_wait(&shell, child, &status) < 0)
-			status = 0;
+	int status = wait_tree(&kept, child, o->flags & RESTART_DETACH);
+	if (!(o->flags & RESTART_DETACH))
 		o->wait_status = status;
-		tty_shell_detach(&shell); /* the job is over: the terminal is ckpt's again */
-		cgroup_remove_made(&made);
-	} else if (shell.fd >= 0) {
-		close(shell.fd); /* detached: the job keeps the terminal */
-	}
-	return r;
-out:
-	free_ctx(&ctx);
-	return r;
+	return root;
 }
 
 /*
@@ -503,13 +477,13 @@ out:
  */
 int rst_load_only(int fd, char *errbuf, size_t errbuf_len)
 {
-	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 } };
+	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 }, .image_fd = fd };
 	int r;
 
 	log_init(&ctx.log, -1, CKPT_LOG_INFO, errbuf, errbuf_len, "restart");
 	r = objhash_init(&ctx.objs);
 	if (r >= 0)
-		r = load_image(&ctx, fd);
+		r = seq_rst_run(&ctx, RST_LOAD, RST_CHECK);
 	free_ctx(&ctx);
 	return r;
 }

@@ -39,29 +39,13 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
-#include "kinds/cgroup.h"
-#include "kinds/mm.h"
-#include "kinds/task.h"
-#include "kinds/tty.h"
+#include "core/sequence.h"
 #include "util/cleanup.h"
+#include "util/kernel.h"
+#include "util/userns.h"
 
 #define PID_MAX_LIMIT 4194304
 #define TREE_MAX_TASKS 32768
-
-static int cmp_pid(const void *a, const void *b)
-{
-	const struct pid_index *x = a, *y = b;
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid)
-{
-	struct pid_index key = { .pid = pid }, *hit;
-	if (!ctx->by_pid)
-		return NULL;
-	hit = bsearch(&key, ctx->by_pid, ctx->npids, sizeof(key), cmp_pid);
-	return hit ? hit->t : NULL;
-}
 
 /* The process (not thread) of the image with this pid, or NULL. */
 static struct rst_task *find_proc(struct rst_ctx *ctx, pid_t pid)
@@ -167,36 +151,6 @@ static int link_parents(struct rst_ctx *ctx, const struct img_record *rec)
 	return 0;
 }
 
-/*
- * The mount data of a container's own devpts from the options saved
- * (mountinfo's: "rw,gid=5,mode=620,ptmxmode=666"): numeric uid, gid,
- * mode, ptmxmode and max only. False if the options hold anything else.
- */
-static bool devpts_data(const char *opts, char *out, size_t len)
-{
-	static const char *const keys[] = { "uid=", "gid=", "mode=", "ptmxmode=", "max=" };
-	size_t n = (size_t)snprintf(out, len, "newinstance");
-	if (strlen(opts) >= 128)
-		return false;
-	for (const char *o = opts; *o;) {
-		size_t k = strcspn(o, ","), i = 0;
-		if (k == 2 && !strncmp(o, "rw", 2))
-			goto next;
-		for (; i < 5; i++) {
-			size_t kl = strlen(keys[i]);
-			if (k > kl && k - kl <= 10 && !strncmp(o, keys[i], kl) &&
-			    strspn(o + kl, "0123456789") == k - kl)
-				break;
-		}
-		if (i == 5 || n + 1 + k >= len)
-			return false;
-		n += (size_t)snprintf(out + n, len - n, ",%.*s", (int)k, o);
-	next:
-		o += k + (o[k] == ',');
-	}
-	return true;
-}
-
 int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 {
 	if (ctx->tasks)
@@ -231,27 +185,12 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 	}
 	if (r >= 0 && ctx->tasks[0].zombie)
 		r = log_fail(&ctx->log, -EINVAL, "record %u: the root is a zombie", rec->index);
-	char data[160];
-	if (r >= 0 && tree->ns && tree->ns->devpts &&
-	    (!(tree->ns->flags & CLONE_NEWNS) || !devpts_data(tree->ns->devpts, data, sizeof(data))))
-		r = log_fail(&ctx->log, -EINVAL, "record %u: the devpts options are not valid",
-			     rec->index);
-	if (r >= 0 && tree->ns) {
-		const uint32_t ok =
-			CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-			CLONE_NEWCGROUP;
-		bool user = tree->ns->flags & CLONE_NEWUSER;
-		if (!(tree->ns->flags & CLONE_NEWPID) || (tree->ns->flags & ~ok) ||
-		    user != (tree->ns->uid_map && tree->ns->gid_map) ||
-		    (user && (strlen(tree->ns->uid_map) > 500 || strlen(tree->ns->gid_map) > 500)) ||
-		    ctx->tasks[0].pid != 1 || (tree->ns->hostname && strlen(tree->ns->hostname) > 64))
-			r = log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid",
-				     rec->index);
-		ctx->ns = tree->ns;
-		tree->ns = NULL;
-	}
+	/* a container's namespaces are its root's own record (ns.c) */
+	if (r >= 0 && tree->ns)
+		r = log_fail(&ctx->log, -EINVAL, "record %u: namespaces in the tree (an image of an "
+			     "older ckpt)", rec->index);
 	if (r >= 0) {
-		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), cmp_pid);
+		qsort(ctx->by_pid, ctx->npids, sizeof(*ctx->by_pid), ctx_cmp_pid);
 		r = link_parents(ctx, rec);
 	}
 out:
@@ -362,52 +301,20 @@ static int spawn_error(struct rst_ctx *ctx, struct rst_task *t, int r)
 	return log_fail(&ctx->log, r, "pid %d: cannot create it: %s", t->pid, strerror(-r));
 }
 
-static long inject_str(struct puppet *p, size_t off, const char *s)
-{
-	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
-}
+struct rseq_config {
+	uint64_t ptr;
+	uint32_t size, sig, flags, pad;
+};
 
-/*
- * The container's root, pid 1 of its new namespaces: its own /proc (the
- * mounts are made private first, so nothing leaks out), its own devpts
- * when it had one, with its ptys (tty.c), and hostname.
- */
-static int enter_namespaces(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
+/* A new puppet still has ckpt's rseq area registered: drop it before its
+ * memory goes. */
+static int unregister_rseq(struct puppet *p)
 {
-	struct puppet *p = &t->pup;
-	long r = 0;
-
-	if (ns->flags & CLONE_NEWNS) {
-		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
-		if (r >= 0)
-			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),
-					   inject_str(p, 64, "/proc"), inject_str(p, 0, "proc"),
-					   MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
-		if (rst_check(ctx, t, r, "mounting the container's /proc") < 0)
-			return (int)r;
-	}
-	if (ns->devpts) {
-		char data[160];
-		devpts_data(ns->devpts, data, sizeof(data));
-		r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "devpts"),
-				   inject_str(p, 64, "/dev/pts"), inject_str(p, 0, "devpts"),
-				   MS_NOSUID | MS_NOEXEC, inject_str(p, 128, data));
-		if (rst_check(ctx, t, r, "mounting the container's devpts") < 0)
-			return (int)r;
-		if ((r = tty_prepare_devpts(ctx)) < 0)
-			return (int)r;
-	}
-	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {
-		size_t len = strnlen(ns->hostname, 64);
-		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname), len);
-		if (rst_check(ctx, t, r, "sethostname") < 0)
-			return (int)r;
-	}
-	/* in its cgroup first: the namespace's root is where it unshares */
-	if ((ns->flags & CLONE_NEWCGROUP) && (r = cgroup_enter_ns(ctx, t)) < 0)
-		return (int)r;
-	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
-	return 0;
+	struct rseq_config rc = { 0 };
+	if (puppet_get_rseq(p, &rc, sizeof(rc)) <= 0 || !rc.ptr)
+		return 0;
+	long r = puppet_syscall(p, SYS_rseq, rc.ptr, rc.size, RSEQ_FLAG_UNREGISTER, rc.sig);
+	return r < 0 ? (int)r : 0;
 }
 
 /*
@@ -422,8 +329,11 @@ static int spawn_under_init(struct rst_ctx *ctx, struct rst_task *t)
 	 * the caller's uid and gid stay what they are */
 	if (r == -EPERM) {
 		r = puppet_spawn_init(init, CLONE_NEWUSER, ctx->ctl[1], ctx->ctl_remote);
-		if (r >= 0 && (r = tree_userns_map_self(&ctx->log, init->pid)) < 0)
-			return r; /* the init dies with the others (kill_created) */
+		const char *what;
+		if (r >= 0 && (r = userns_map_self(init->pid, &what)) < 0)
+			/* the init dies with the others (kill_created) */
+			return log_fail(&ctx->log, r, "cannot write the user namespace's %s: %s",
+					what, strerror(-r));
 		if (r >= 0)
 			log_info(&ctx->log, "RESTART_PIDNS without privilege: in a user namespace "
 					    "mapping uid %u and gid %u to themselves",
@@ -432,7 +342,7 @@ static int spawn_under_init(struct rst_ctx *ctx, struct rst_task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot make a pid namespace: %s%s", strerror(-r),
 				r == -EPERM ? " (nor a user namespace to make it in)" : "");
-	if ((r = puppet_find_syscall(init)) < 0 || (r = task_rseq_unregister(init)) < 0 ||
+	if ((r = puppet_find_syscall(init)) < 0 || (r = unregister_rseq(init)) < 0 ||
 	    (r = puppet_scratch_map(init, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "the new pid namespace's init: %s", strerror(-r));
 	/* it outlives ckpt (--detach) */
@@ -463,159 +373,76 @@ int tree_release_init(struct rst_ctx *ctx)
 		     : 0;
 }
 
-/*
- * The id maps of a new user namespace, written by ckpt: the saved ones as
- * they were when ckpt is root; otherwise the one map an unprivileged user
- * may write, its own id for the single id the namespace had (the
- * container's root, as ckpt run makes it, or the caller's own id).
- */
-static int write_map(struct ckpt_log *log, pid_t pid, const char *name, const char *saved,
-		     unsigned self)
+/* Step "spawn root": the root, a bare puppet, in its new namespaces. */
+int tree_spawn_root(struct rst_ctx *ctx)
 {
-	char path[64], line[520];
-	unsigned inner, outer, count;
-	int n;
-
-	if (geteuid() == 0) {
-		n = snprintf(line, sizeof(line), "%s", saved);
-	} else if (sscanf(saved, "%u %u %u %n", &inner, &outer, &count, &n) == 3 && count == 1 &&
-		   !saved[n]) {
-		n = snprintf(line, sizeof(line), "%u %u 1", inner, self);
-	} else {
-		return log_fail(log, -EPERM,
-				"the container's %s maps several ids; only root can restore it",
-				name);
-	}
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
-	int e = errno;
-	if (fd >= 0)
-		close(fd);
-	return ok ? 0 : log_fail(log, -e, "cannot write the user namespace's %s: %s", name,
-				 strerror(e));
-}
-
-/* Maps of pid's new user namespace: the saved ones (root) or the caller's own id. */
-static int map_userns(struct ckpt_log *log, pid_t pid, const char *uid_map, const char *gid_map)
-{
-	if (geteuid() != 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "deny", 4) != 4) {
-			int e = errno;
-			if (fd >= 0)
-				close(fd);
-			return log_fail(log, -e, "cannot deny setgroups in the user namespace: %s",
-					strerror(e));
-		}
-		close(fd);
-	}
-	int r = write_map(log, pid, "uid_map", uid_map, geteuid());
-	return r < 0 ? r : write_map(log, pid, "gid_map", gid_map, getegid());
-}
-
-static int enter_userns(struct rst_ctx *ctx, struct puppet *p, const NamespacesEntry *ns)
-{
-	return map_userns(&ctx->log, p->pid, ns->uid_map, ns->gid_map);
-}
-
-int tree_userns_map_self(struct ckpt_log *log, pid_t pid)
-{
-	char u[32], g[32];
-	snprintf(u, sizeof(u), "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
-	snprintf(g, sizeof(g), "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
-	return map_userns(log, pid, u, g);
-}
-
-static int spawn_root(struct rst_ctx *ctx, struct rst_task *t)
-{
-	const NamespacesEntry *ns = ctx->ns;
-	int r = ctx->pidns ? spawn_under_init(ctx, t)
-			   : puppet_spawn(&t->pup, ns ? 0 : t->pid,
-					  ns ? ns->flags & ~(uint32_t)CLONE_NEWCGROUP : 0,
-					  ctx->ctl[1], ctx->ctl_remote);
+	struct rst_task *t = &ctx->tasks[0];
+	uint32_t ns = ctx->root_clone;
+	/* in a fresh pid namespace every pid is free */
+	int r = ns || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
+	if (r < 0)
+		return r;
+	r = ctx->pidns ? spawn_under_init(ctx, t)
+		       : puppet_spawn(&t->pup, ns ? 0 : t->pid, ns, ctx->ctl[1], ctx->ctl_remote);
 	if (r < 0)
 		return ctx->pidns ? r : spawn_error(ctx, t, r);
 	t->created = true;
+	return 0;
+}
+
+/* Step "root ready": the root can take injected calls. */
+int tree_root_ready(struct rst_ctx *ctx)
+{
+	struct rst_task *t = &ctx->tasks[0];
+	int r;
 	if (ctx->pidns) /* a fork of the init: its scratch, no rseq */
 		return 0;
-	if (ns && (ns->flags & CLONE_NEWUSER) && (r = enter_userns(ctx, &t->pup, ns)) < 0)
-		return r;
 	if ((r = puppet_find_syscall(&t->pup)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: no vDSO syscall in the puppet", t->pid);
-	if ((r = task_rseq_unregister(&t->pup)) < 0)
+	if ((r = unregister_rseq(&t->pup)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot unregister ckpt's rseq: %s", t->pid,
 				strerror(-r));
 	if ((r = puppet_scratch_map(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map the scratch area: %s", t->pid,
 				strerror(-r));
-	return ns ? enter_namespaces(ctx, t, ns) : 0;
+	return 0;
 }
 
-/*
- * t keeps memory it shares copy-on-write with its parent since fork: the
- * parent's memory is restored before it forks t (mm-cow.c).
- */
-static int restore_parent_mm(struct rst_ctx *ctx, struct rst_task *t)
+/* A task just made: a session leader calls setsid() (then the kinds' session op). */
+static int made_one(struct rst_ctx *ctx, struct rst_task *t)
 {
-	struct rst_task *p = &ctx->tasks[t->parent];
-	if (t->creator != t->parent)
-		return log_fail(&ctx->log, -EINVAL,
-				"pid %d: keeps memory from its parent %d but is not forked by it",
-				t->pid, p->pid);
-	if (p->mm_done)
-		return 0;
-	/* what memory needs made first: the SysV segments it attaches */
-	for (size_t i = 0; i < ctx->nimage; i++) {
-		struct rst_task *o = &ctx->tasks[i];
-		if (!o->kstate[KIND_sysv] || (o->done_kinds & (1ull << KIND_sysv)))
-			continue;
-		int e = kinds[KIND_sysv].ops->restore(ctx, o);
-		if (e < 0)
-			return e;
-		o->done_kinds |= 1ull << KIND_sysv;
-	}
-	int r = kinds[KIND_mm].ops->restore(ctx, p);
-	if (r < 0 && !ctx->log.errors)
-		log_error(&ctx->log, "pid %d: restoring mm failed: %s", p->pid, strerror(-r));
-	return r;
-}
-
-static int create_one(struct rst_ctx *ctx, struct rst_task *t)
-{
-	/* in a fresh pid namespace every pid is free */
-	int r = ctx->ns || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
-	if (r < 0)
-		return r;
-	if (t->creator < 0) {
-		r = spawn_root(ctx, t);
-	} else {
-		struct rst_task *c = &ctx->tasks[t->creator];
-		if (!t->ghost && mm_inherits(t) && (r = restore_parent_mm(ctx, t)) < 0)
-			return r;
-		uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
-				 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
-		/* with CLONE_PARENT the child takes the creator's exit signal */
-		int sig = (flags & CLONE_PARENT) ? 0 : t->exit_signal;
-		r = puppet_clone(&c->pup, &t->pup, t->pid, flags, sig);
-		if (r < 0)
-			return spawn_error(ctx, t, r);
-		t->created = true;
-	}
-	if (r < 0)
-		return r;
 	if (t->sid == t->pid) {
 		long e = puppet_syscall(&t->pup, SYS_setsid);
 		if (rst_check(ctx, t, e, "setsid") < 0)
 			return (int)e;
-		/* its controlling terminal (tty.c), before it forks those who inherit it */
-		if (!t->ghost && (r = tty_restore_ctty(ctx, t)) < 0)
+		/* before it forks those who inherit what it gets (a controlling tty) */
+		int r = t->ghost ? 0 : seq_rst_task(ctx, RST_SESSION, t);
+		if (r < 0)
 			return r;
 	}
 	log_debug(&ctx->log, "pid %d: created%s", t->pid, t->ghost ? " (ghost)" : "");
 	return 0;
+}
+
+/* Forks t from its creator. */
+static int create_one(struct rst_ctx *ctx, struct rst_task *t)
+{
+	/* in a fresh pid namespace every pid is free */
+	int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
+	if (r < 0)
+		return r;
+	struct rst_task *c = &ctx->tasks[t->creator];
+	if (!t->ghost && (r = seq_rst_task(ctx, RST_FORK, t)) < 0)
+		return r;
+	uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
+			 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
+	/* with CLONE_PARENT the child takes the creator's exit signal */
+	int sig = (flags & CLONE_PARENT) ? 0 : t->exit_signal;
+	r = puppet_clone(&c->pup, &t->pup, t->pid, flags, sig);
+	if (r < 0)
+		return spawn_error(ctx, t, r);
+	t->created = true;
+	return made_one(ctx, t);
 }
 
 /*
@@ -624,12 +451,12 @@ static int create_one(struct rst_ctx *ctx, struct rst_task *t)
  */
 static int create_all(struct rst_ctx *ctx)
 {
-	size_t left = ctx->ntasks;
+	size_t left = ctx->ntasks - 1; /* the root is made */
 	while (left) {
 		size_t before = left;
 		for (size_t i = 0; i < ctx->ntasks; i++) {
 			struct rst_task *t = &ctx->tasks[i];
-			if (t->created || (t->creator >= 0 && !ctx->tasks[t->creator].created))
+			if (t->created || t->creator < 0 || !ctx->tasks[t->creator].created)
 				continue;
 			int r = create_one(ctx, t);
 			if (r < 0)
@@ -667,7 +494,7 @@ static int group_target(struct rst_ctx *ctx, struct rst_task *t, pid_t *ret)
 		return 0;
 	if (outside_pgid(ctx, t->pgid)) {
 		/* ckpt's group; in a container it stays the one inherited */
-		*ret = ctx->ns || ctx->pidns ? 0 : getpgrp();
+		*ret = ctx->root_clone || ctx->pidns ? 0 : getpgrp();
 		return 0;
 	}
 	if (find_proc(ctx, t->pgid) || find_ghost(ctx, t->pgid)) {
@@ -747,7 +574,7 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 			       CLONE_SYSVSEM;
 	for (size_t i = 0; i < t->nthreads; i++) {
 		struct rst_task *th = &t->threads[i];
-		int r = ctx->ns || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
+		int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
 		if (r < 0)
 			return r;
 		r = puppet_clone(&t->pup, &th->pup, th->pid, flags, 0);
@@ -758,7 +585,8 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-int tree_create(struct rst_ctx *ctx)
+/* Step "create tasks": who forks whom planned, then every task forked. */
+int tree_create_tasks(struct rst_ctx *ctx)
 {
 	int r;
 	for (size_t i = 1; i < ctx->nimage; i++) {
@@ -766,13 +594,24 @@ int tree_create(struct rst_ctx *ctx)
 		if (r < 0)
 			return r;
 	}
-	if ((r = create_all(ctx)) < 0 || (r = set_groups(ctx)) < 0)
-		return r;
-	/* the terminals' foreground groups (tty.c), now that every group exists */
-	if ((r = tty_restore_fg(ctx)) < 0)
-		return r;
-	for (size_t i = 0; i < ctx->nimage; i++)
-		if ((r = create_threads(ctx, &ctx->tasks[i])) < 0)
+	/* the root's session, once it is ready (its tty in its devpts) */
+	r = made_one(ctx, &ctx->tasks[0]);
+	return r < 0 ? r : create_all(ctx);
+}
+
+/* Step "groups". */
+int tree_set_groups(struct rst_ctx *ctx)
+{
+	return set_groups(ctx);
+}
+
+/* Step "tree ready": threads made, ghosts and zombies gone. */
+int tree_create_threads(struct rst_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		int r = create_threads(ctx, &ctx->tasks[i]);
+		if (r < 0)
 			return r;
+	}
 	return finish_dead(ctx);
 }

@@ -51,7 +51,7 @@
 
 #include "cgroup.pb-c.h"
 #include "core/ctx.h"
-#include "kinds/cgroup.h"
+#include "kinds/ns.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 
@@ -467,7 +467,7 @@ static int cgroup_load(struct rst_ctx *ctx, struct rst_task *t, const struct img
 					rec->index, t->pid);
 	if (objhash_get(&ctx->objs, e->dir, KIND_cgroup, &o) < 0 ||
 	    (e->ns_root &&
-	     (t != &ctx->tasks[0] || !ctx->ns || !(ctx->ns->flags & CLONE_NEWCGROUP))))
+	     (t != &ctx->tasks[0] || !(ns_rst_flags(ctx) & CLONE_NEWCGROUP))))
 		return log_fail(&ctx->log, -EINVAL, "record %u: cgroup of pid %d is not valid",
 				rec->index, t->pid);
 	return 0;
@@ -685,12 +685,21 @@ static int join_threads(struct rst_ctx *ctx, struct rst_task *t, const CgroupTas
 static int cgroup_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	CgroupTask *e = t->kstate[KIND_cgroup];
+	if (e && e->ns_root) /* joined at root_ready */
+		return 0;
 	int r = e ? join(ctx, t, e) : 0;
 	return r < 0 || !e ? r : join_threads(ctx, t, e);
 }
 
-int cgroup_enter_ns(struct rst_ctx *ctx, struct rst_task *t)
+/*
+ * A container's root made in a cgroup namespace of its own: moves the
+ * puppet into its saved cgroup and has it unshare CLONE_NEWCGROUP there,
+ * before it forks anything: the namespace's root is where it unshares.
+ */
+static int cgroup_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
+	if (!(ns_rst_flags(ctx) & CLONE_NEWCGROUP))
+		return 0;
 	CgroupTask *e = t->kstate[KIND_cgroup];
 	if (!e || !e->ns_root)
 		return log_fail(&ctx->log, -EINVAL,
@@ -700,7 +709,6 @@ int cgroup_enter_ns(struct rst_ctx *ctx, struct rst_task *t)
 	int r = join(ctx, t, e);
 	if (r < 0)
 		return r;
-	t->done_kinds |= 1ull << KIND_cgroup;
 	long u = puppet_syscall(&t->pup, SYS_unshare, CLONE_NEWCGROUP);
 	return (int)rst_check(ctx, t, u, "making its cgroup namespace (unshare)");
 }
@@ -724,7 +732,13 @@ static void remove_dir(struct rst_ctx *ctx, const char *path)
 	log_warn(&ctx->log, "cannot remove cgroup %s that this restart made: %m", path);
 }
 
-void cgroup_take_made(struct rst_ctx *ctx, struct cgroup_made *ret)
+/* The cgroups a restart made, taken out of its context, children first. */
+struct cgroup_made {
+	char **paths;
+	size_t n;
+};
+
+static void take_made(struct rst_ctx *ctx, struct cgroup_made *ret)
 {
 	size_t n = 0, i = 0;
 	*ret = (struct cgroup_made){0};
@@ -759,7 +773,7 @@ static bool populated(const char *dir)
 	return strstr(events, "populated 1") != NULL;
 }
 
-void cgroup_remove_made(struct cgroup_made *m)
+static void remove_made(struct cgroup_made *m)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		/* a task that exited leaves it a moment later; one that lives
@@ -778,12 +792,33 @@ void cgroup_remove_made(struct cgroup_made *m)
 static void cgroup_restore_abort(struct rst_ctx *ctx)
 {
 	struct cgroup_made m;
-	cgroup_take_made(ctx, &m);
+	take_made(ctx, &m);
 	for (size_t i = 0; i < m.n; i++)
 		remove_dir(ctx, m.paths[i]);
 	for (size_t i = 0; i < m.n; i++)
 		free(m.paths[i]);
 	free(m.paths);
+}
+
+/* The cgroups a successful restart made go with the tree, once ckpt waited
+ * for it (not RESTART_DETACH): kept past the context. */
+static void *cgroup_handover(struct rst_ctx *ctx)
+{
+	struct cgroup_made *m = NULL;
+	if (!(ctx->flags & RESTART_DETACH) && (m = malloc(sizeof(*m))))
+		take_made(ctx, m);
+	return m;
+}
+
+/* The tree ended: its cgroups are removed, those still holding a process
+ * (a daemon that outlived the root) stay. */
+static void cgroup_handed_back(void *kept, bool detached)
+{
+	(void)detached;
+	if (!kept)
+		return;
+	remove_made(kept);
+	free(kept);
 }
 
 static const ProtobufCMessageDescriptor *cgroup_descriptor(uint32_t sub)
@@ -798,7 +833,10 @@ const struct kind_ops cgroup_ops = {
     .collect_end = cgroup_collect_end,
     .dump = cgroup_dump,
     .load = cgroup_load,
+    .root_ready = cgroup_root_ready,
     .restore = cgroup_restore,
+    .handover = cgroup_handover,
+    .handed_back = cgroup_handed_back,
     .restore_abort = cgroup_restore_abort,
     .free_state = free_task_state,
     .free_rstate = rst_free_msg,

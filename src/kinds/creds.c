@@ -39,7 +39,9 @@
 #include <sys/syscall.h>
 
 #include "core/ctx.h"
+#include "kinds/checks.h"
 #include "creds.pb-c.h"
+#include "kinds/ns.h"
 #include "util/cleanup.h"
 
 enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
@@ -60,8 +62,8 @@ static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 		return -ENOMEM;
 	creds_entry__init(&k->e);
 	/* /proc shows ids as ckpt sees them; a container keeps its own */
-#define U(x) ctx_id_inside(ctx->uids, ctx->nuids, (x))
-#define G(x) ctx_id_inside(ctx->gids, ctx->ngids, (x))
+#define U(x) ns_uid_inside(ctx, (x))
+#define G(x) ns_gid_inside(ctx, (x))
 	k->e.uid = U(s->uid[0]);
 	k->e.euid = U(s->uid[1]);
 	k->e.suid = U(s->uid[2]);
@@ -110,15 +112,23 @@ static int creds_dump(struct ckpt_ctx *ctx, struct task *t)
 	return ctx_write_msg(ctx, CREDS_ENTRY, &k->e.base);
 }
 
+const char *creds_entry_invalid(const CredsEntry *e)
+{
+	if (e->n_groups > 65536)
+		return "more than 65536 supplementary groups";
+	if (e->has_pdeathsig && e->pdeathsig > 64)
+		return "a parent-death signal above 64";
+	return NULL;
+}
+
 static int creds_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	CredsEntry *e = rctx_load_one(ctx, t, rec, KIND_creds, CREDS_ENTRY, &creds_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	if (e->n_groups > 65536 || (e->has_pdeathsig && e->pdeathsig > 64))
-		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d are not valid",
-				rec->index, t->pid);
-	return 0;
+	const char *why = e ? creds_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d: %s", rec->index,
+				t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 static int step(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what)
@@ -392,7 +402,7 @@ static int creds_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		return 0;
 	/* a container with a user namespace of its own, restarted by root:
 	 * its maps are written as they were, its ids are its own */
-	if (ctx->container && ctx->nuids && !ctx->caller->userns)
+	if (ctx->container && ns_own_userns(ctx) && !ctx->caller->userns)
 		return 0;
 	return ctx->caller->userns ? check_userns(ctx, t, &k->e) : check_host(ctx, t, &k->e);
 }
@@ -402,12 +412,18 @@ static const ProtobufCMessageDescriptor *creds_descriptor(uint32_t sub)
 	return sub == REC_SUB(CREDS_ENTRY) ? &creds_entry__descriptor : NULL;
 }
 
+static int creds_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return rst_require(ctx, t, KIND_creds);
+}
+
 const struct kind_ops creds_ops = {
 	.per_thread = true,
 	.check_restore = creds_check_restore,
 	.collect = creds_collect,
 	.dump = creds_dump,
 	.load = creds_load,
+	.loaded = creds_loaded,
 	.restore = creds_restore,
 	.free_state = free,
 	.free_rstate = rst_free_msg,

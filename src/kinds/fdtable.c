@@ -99,10 +99,11 @@ int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_i
 
 int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
 {
-	for (int k = 0; k < KIND_MAX; k++) {
-		const struct kind_ops *ops = kinds[k].ops;
-		if (ops->fd_claim && ops->fd_claim(fi)) {
-			*ret_kind = k;
+	enum kind order[KIND_MAX];
+	size_t n = kind_claim_order(order);
+	for (size_t i = 0; i < n; i++) {
+		if (kinds[order[i]].ops->fd_claim(fi)) {
+			*ret_kind = (int)order[i];
 			return 0;
 		}
 	}
@@ -261,10 +262,16 @@ static int fdtable_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 	return 0;
 }
 
-int fdtable_max_fd(struct rst_task *t)
+/* Every process has a table (its own, or its parent's: CLONE_FILES); the
+ * highest fd of all is where the control socket goes above (rctx->max_fd). */
+static int fdtable_loaded(struct rst_ctx *ctx, struct rst_task *t)
 {
 	FdTableEntry *e = t->kstate[KIND_fdtable];
-	return e && e->n_fds ? (int)e->fds[e->n_fds - 1]->fd : -1;
+	if (!e)
+		return t->files_with ? 0 : rst_require(ctx, t, KIND_fdtable);
+	if (e->n_fds)
+		ctx->max_fd = MAX(ctx->max_fd, (int)e->fds[e->n_fds - 1]->fd);
+	return 0;
 }
 
 static int find_fd(FdEntry *const *fds, size_t n, int fd, uint32_t *ret_id)
@@ -415,6 +422,7 @@ const struct kind_ops fdtable_ops = {
 	.collect = fdtable_collect,
 	.dump = fdtable_dump,
 	.load = fdtable_load,
+	.loaded = fdtable_loaded,
 	.restore = fdtable_restore,
 	.restore_end = fdtable_restore_end,
 	.free_state = fdtable_free_state,

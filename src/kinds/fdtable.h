@@ -38,9 +38,6 @@ int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
 int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 	__attribute__((warn_unused_result));
 
-/* The highest fd the image gives the task, -1 if none. */
-int fdtable_max_fd(struct rst_task *t);
-
 /*
  * For kinds whose objects name other fds of a task (epoll watches):
  * checkpoint, once fdtable has collected t (collect_end): the objref of

@@ -14,7 +14,6 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
-#include "kinds/mqueue.h"
 #include "files.pb-c.h"
 #include "util/cleanup.h"
 
@@ -105,16 +104,11 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 
 static bool file_reg_fd_claim(const struct fd_info *fi)
 {
-	size_t n = strlen(fi->path);
-	if (mqueue_fd_is_queue(fi)) /* mqueue.c's */
-		return false;
 	/* an O_PATH fd is only a path, whatever it leads to (a FIFO, a
-	 * socket, a device, a symlink itself with O_NOFOLLOW) */
+	 * socket, a device, a symlink itself with O_NOFOLLOW); message queues
+	 * and deleted files are claimed before (fd_claim_rank) */
 	if (fi->fi.flags & O_PATH)
 		return true;
-	/* a regular file that was deleted (memfds too) is memfd.c's */
-	if (S_ISREG(fi->st.st_mode) && n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
-		return false;
 	return S_ISREG(fi->st.st_mode) || S_ISDIR(fi->st.st_mode) || is_mem_device(&fi->st);
 }
 
@@ -417,7 +411,7 @@ static int open_proc(struct rst_ctx *ctx, struct file_rst *f)
 		return log_fail(&ctx->log, -EINVAL, "file '%s': its process is not in the image",
 				e->path);
 	const char *rest = strchr(e->path + 6, '/');
-	if (ctx->ns)
+	if (ctx->root_clone)
 		snprintf(path, sizeof(path), "/proc/%d/root%s", ctx->tasks[0].pup.pid, e->path);
 	else
 		snprintf(path, sizeof(path), "/proc/%d%s", to->pup.pid, rest ? rest : "");
@@ -556,6 +550,7 @@ const struct kind_ops file_reg_ops = {
 	.load = file_reg_load,
 	.prepare = file_reg_prepare,
 	.fd_claim = file_reg_fd_claim,
+	.fd_claim_rank = 4, /* after the kinds of special regular files */
 	.fd_collect = file_reg_fd_collect,
 	.fd_get = file_reg_fd_get,
 	.free_obj = file_reg_free_obj,

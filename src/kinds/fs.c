@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/checks.h"
 #include "files.pb-c.h"
 #include "kinds/file-reg.h"
 #include "util/cleanup.h"
@@ -79,15 +80,23 @@ static int fs_dump(struct ckpt_ctx *ctx, struct task *t)
 	return f ? ctx_write_msg(ctx, FS_ENTRY, &f->e.base) : 0;
 }
 
+const char *fs_entry_invalid(const FsEntry *e)
+{
+	if (e->cwd[0] != '/' || e->root[0] != '/')
+		return "a cwd or root that is not an absolute path";
+	if (e->umask > 0777)
+		return "a umask above 0777";
+	return NULL;
+}
+
 static int fs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	FsEntry *e = rctx_load_one(ctx, t, rec, KIND_fs, FS_ENTRY, &fs_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	if (e->cwd[0] != '/' || e->root[0] != '/' || e->umask > 0777)
-		return log_fail(&ctx->log, -EINVAL, "record %u: fs of pid %d is not valid",
-				rec->index, t->pid);
-	return 0;
+	const char *why = e ? fs_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: fs of pid %d: %s", rec->index,
+				t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 /* Opens dir on ckpt's side (made again if it was removed: gone) and makes
@@ -144,10 +153,17 @@ static const ProtobufCMessageDescriptor *fs_descriptor(uint32_t sub)
 	return sub == REC_SUB(FS_ENTRY) ? &fs_entry__descriptor : NULL;
 }
 
+/* Every process has its own, or its parent's (CLONE_FS). */
+static int fs_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return t->fs_with ? 0 : rst_require(ctx, t, KIND_fs);
+}
+
 const struct kind_ops fs_ops = {
 	.collect = fs_collect,
 	.dump = fs_dump,
 	.load = fs_load,
+	.loaded = fs_loaded,
 	.restore = fs_restore,
 	.free_state = free,
 	.free_rstate = rst_free_msg,

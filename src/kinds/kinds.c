@@ -37,3 +37,24 @@ const char *rec_type_name(uint32_t type, char *buf, size_t len)
 		snprintf(buf, len, "unknown type 0x%x", type);
 	return buf;
 }
+
+size_t kind_claim_order(enum kind order[KIND_MAX])
+{
+	size_t n = 0;
+	for (int k = 0; k < KIND_MAX; k++) {
+		if (!kinds[k].ops->fd_claim)
+			continue;
+		/* insertion by rank, 0 last; kinds.def order among equals */
+		unsigned rk = kinds[k].ops->fd_claim_rank ? kinds[k].ops->fd_claim_rank : ~0u;
+		size_t i = n;
+		for (; i > 0; i--) {
+			unsigned ri = kinds[order[i - 1]].ops->fd_claim_rank;
+			if ((ri ? ri : ~0u) <= rk)
+				break;
+			order[i] = order[i - 1];
+		}
+		order[i] = (enum kind)k;
+		n++;
+	}
+	return n;
+}

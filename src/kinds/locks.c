@@ -323,14 +323,13 @@ static int scan_task(struct ckpt_ctx *ctx, struct scan *s, struct task *t)
 	int r = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
-	DIR *d = opendir(path);
+	_cleanup_closedir_ DIR *d = opendir(path);
 	if (!d)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot list fds: %s", t->pid,
 				strerror(errno));
 	for (struct dirent *de; r >= 0 && (de = readdir(d));)
 		if (de->d_name[0] != '.')
 			r = scan_fd(ctx, s, t, atoi(de->d_name));
-	closedir(d);
 	return r;
 }
 

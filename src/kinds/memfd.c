@@ -56,7 +56,6 @@
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
-#include "kinds/mqueue.h"
 #include "memfd.pb-c.h"
 #include "util/cleanup.h"
 
@@ -129,8 +128,8 @@ static bool is_deleted_path(const char *path)
 
 static bool memfd_fd_claim(const struct fd_info *fi)
 {
-	return S_ISREG(fi->st.st_mode) && is_deleted_path(fi->path) &&
-	       !mqueue_fd_is_queue(fi); /* mqueue.c's */
+	/* an O_PATH fd of it is file_reg's, a path */
+	return S_ISREG(fi->st.st_mode) && is_deleted_path(fi->path) && !(fi->fi.flags & O_PATH);
 }
 
 /* Whether mount id mnt is one the task sees (in its mountinfo). */
@@ -974,6 +973,7 @@ static const ProtobufCMessageDescriptor *memfd_descriptor(uint32_t sub)
 
 const struct kind_ops memfd_ops = {
     .fd_claim = memfd_fd_claim,
+    .fd_claim_rank = 3, /* deleted regular files, before file_reg */
     .fd_collect = memfd_fd_collect,
     .fd_get = memfd_fd_get,
     .collect_end = memfd_collect_end,

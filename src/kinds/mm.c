@@ -1376,6 +1376,26 @@ out:
 	return r;
 }
 
+/*
+ * t keeps memory it shares copy-on-write with its parent since fork: the
+ * parent's memory is restored before it forks t (mm-cow.c); SysV segments
+ * it attaches are made by then (sysv's root_ready).
+ */
+static int mm_before_fork(struct rst_ctx *ctx, struct rst_task *t)
+{
+	if (!mm_inherits(t))
+		return 0;
+	struct rst_task *p = &ctx->tasks[t->parent];
+	if (t->creator != t->parent)
+		return log_fail(&ctx->log, -EINVAL,
+				"pid %d: keeps memory from its parent %d but is not forked by it",
+				t->pid, p->pid);
+	int r = mm_restore(ctx, p);
+	if (r < 0 && !ctx->log.errors)
+		log_error(&ctx->log, "pid %d: restoring mm failed: %s", p->pid, strerror(-r));
+	return r;
+}
+
 static void mm_free_state(void *state)
 {
 	struct mm_ckpt *m = state;
@@ -1421,7 +1441,9 @@ const struct kind_ops mm_ops = {
 	.collect = mm_collect,
 	.dump = mm_dump,
 	.load = mm_load,
+	.loaded = mm_check_loaded,
 	.prepare = mm_prepare,
+	.before_fork = mm_before_fork,
 	.restore = mm_restore,
 	.free_state = mm_free_state,
 	.free_rstate = mm_free_rstate,

@@ -74,7 +74,7 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
-#include "kinds/mqueue.h"
+#include "kinds/ns.h"
 #include "mqueue.pb-c.h"
 #include "util/cleanup.h"
 
@@ -122,7 +122,7 @@ struct mq_status {
 	long pid;
 };
 
-bool mqueue_fd_is_queue(const struct fd_info *fi)
+static bool mqueue_fd_is_queue(const struct fd_info *fi)
 {
 	char path[64];
 	struct statfs sf;
@@ -773,7 +773,7 @@ static int enter_ipc(struct rst_ctx *ctx, int *ret_saved)
 {
 	char path[64];
 	*ret_saved = -1;
-	if (!ctx->ns || !(ctx->ns->flags & CLONE_NEWIPC))
+	if (!(ns_rst_flags(ctx) & CLONE_NEWIPC))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", ctx->tasks[0].pup.pid);
 	_cleanup_close_ int target = open(path, O_RDONLY | O_CLOEXEC);
@@ -893,6 +893,7 @@ static const ProtobufCMessageDescriptor *mqueue_descriptor(uint32_t sub)
 
 const struct kind_ops mqueue_ops = {
     .fd_claim = mqueue_fd_is_queue,
+    .fd_claim_rank = 1, /* regular files of the mqueue fs, before memfd and file_reg */
     .fd_collect = mqueue_fd_collect,
     .fd_get = mqueue_fd_get,
     .collect_end = mqueue_collect_end,

@@ -214,6 +214,7 @@ static const ProtobufCMessageDescriptor *nsfile_descriptor(uint32_t sub)
 
 const struct kind_ops nsfile_ops = {
 	.fd_claim = nsfile_fd_claim,
+	.fd_claim_rank = 2, /* before file_reg, which would take them for regular files */
 	.fd_collect = nsfile_fd_collect,
 	.fd_get = nsfile_fd_get,
 	.dump = nsfile_dump,

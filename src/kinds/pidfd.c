@@ -299,11 +299,12 @@ static int make_dead(struct rst_ctx *ctx, struct rst_task *t, struct pidfd_robj 
 	return 0;
 }
 
-/* The first task, while a bare puppet, makes the dead processes' pidfds. */
-static int pidfd_restore(struct rst_ctx *ctx, struct rst_task *t)
+/* Once the tree is made, the root, still a bare puppet, makes the dead
+ * processes' pidfds. */
+static int pidfd_tree_ready(struct rst_ctx *ctx)
 {
-	for (struct obj *o = NULL;
-	     t == &ctx->tasks[0] && (o = objhash_next_of(&ctx->objs, KIND_pidfd, o));) {
+	struct rst_task *t = &ctx->tasks[0];
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_pidfd, o));) {
 		struct pidfd_robj *p = o->ptr;
 		if (p->e->has_pid || p->fd >= 0)
 			continue;
@@ -354,7 +355,7 @@ const struct kind_ops pidfd_ops = {
     .fd_get = pidfd_fd_get,
     .dump = pidfd_dump,
     .load = pidfd_load,
-    .restore = pidfd_restore,
+    .tree_ready = pidfd_tree_ready,
     .free_obj = free,
     .free_robj = pidfd_free_robj,
     .descriptor = pidfd_descriptor,

@@ -18,6 +18,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/checks.h"
 #include "util/features.h"
 #include "util/kernel.h"
 
@@ -76,19 +77,26 @@ static int regs_dump(struct ckpt_ctx *ctx, struct task *t)
 	return ctx_write_msg(ctx, REGS_ENTRY, &k->e.base);
 }
 
+const char *regs_entry_invalid(const RegsEntry *e)
+{
+	if (e->cs != 0x33 || e->ss != 0x2b)
+		return "segments of other than a 64-bit user task";
+	if (e->rip >= 0x800000000000ull || e->fs_base >= 0x800000000000ull ||
+	    e->gs_base >= 0x800000000000ull)
+		return "an instruction pointer or fs/gs base outside user space";
+	if (e->has_xstate && (e->xstate.len < 576 || e->xstate.len > XSTATE_MAX))
+		return "an xstate of a bad size";
+	return NULL;
+}
+
 static int regs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	RegsEntry *e = rctx_load_one(ctx, t, rec, KIND_regs, REGS_ENTRY, &regs_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	if (e->cs != 0x33 || e->ss != 0x2b || e->rip >= 0x800000000000ull ||
-	    e->fs_base >= 0x800000000000ull || e->gs_base >= 0x800000000000ull)
-		return log_fail(&ctx->log, -EINVAL, "record %u: registers of pid %d are not valid",
-				rec->index, t->pid);
-	if (e->has_xstate && (e->xstate.len < 576 || e->xstate.len > XSTATE_MAX))
-		return log_fail(&ctx->log, -EINVAL, "record %u: xstate of pid %d has a bad size",
-				rec->index, t->pid);
-	return 0;
+	const char *why = e ? regs_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: registers of pid %d: %s",
+				rec->index, t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 /*
@@ -153,11 +161,17 @@ static const ProtobufCMessageDescriptor *regs_descriptor(uint32_t sub)
 	return sub == REC_SUB(REGS_ENTRY) ? &regs_entry__descriptor : NULL;
 }
 
+static int regs_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return rst_require(ctx, t, KIND_regs);
+}
+
 const struct kind_ops regs_ops = {
 	.per_thread = true,
 	.collect = regs_collect,
 	.dump = regs_dump,
 	.load = regs_load,
+	.loaded = regs_loaded,
 	.restore = regs_restore,
 	.free_state = free,
 	.free_rstate = rst_free_msg,

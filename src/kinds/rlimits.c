@@ -13,6 +13,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/checks.h"
 #include "util/cleanup.h"
 
 enum { RLIMITS_ENTRY = REC_TYPE(KID_rlimits, 1) };
@@ -56,16 +57,25 @@ static int rlimits_dump(struct ckpt_ctx *ctx, struct task *t)
 	return ctx_write_msg(ctx, RLIMITS_ENTRY, &k->e.base);
 }
 
+const char *rlimits_entry_invalid(const RlimitsEntry *e)
+{
+	for (size_t i = 0; i < e->n_limits; i++) {
+		if (e->limits[i]->resource >= RLIM_NLIMITS)
+			return "a limit of no resource";
+		if (e->limits[i]->cur > e->limits[i]->max)
+			return "a soft limit above its hard limit";
+	}
+	return NULL;
+}
+
 static int rlimits_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	RlimitsEntry *e = rctx_load_one(ctx, t, rec, KIND_rlimits, RLIMITS_ENTRY, &rlimits_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	for (size_t i = 0; i < e->n_limits; i++)
-		if (e->limits[i]->resource >= RLIM_NLIMITS || e->limits[i]->cur > e->limits[i]->max)
-			return log_fail(&ctx->log, -EINVAL, "record %u: rlimit %zu is not valid",
-					rec->index, i);
-	return 0;
+	const char *why = e ? rlimits_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: rlimits of pid %d: %s", rec->index,
+				t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/checks.h"
 #include "sched.pb-c.h"
 #include "util/cleanup.h"
 
@@ -170,17 +171,27 @@ static int sched_dump(struct ckpt_ctx *ctx, struct task *t)
 	return ctx_write_msg(ctx, SCHED_ENTRY, &k->e.base);
 }
 
+const char *sched_entry_invalid(const SchedEntry *e)
+{
+	if (e->affinity.len > AFFINITY_MAX)
+		return "an affinity mask of more than 8192 cpus";
+	if (e->nice < -20 || e->nice > 19)
+		return "nice is out of range";
+	if (e->has_util_max && (e->util_max > UCLAMP_MAX || e->util_min > e->util_max))
+		return "utilization clamps are out of range";
+	if (e->has_oom_score_adj && (e->oom_score_adj < -1000 || e->oom_score_adj > 1000))
+		return "oom_score_adj is out of range";
+	return NULL;
+}
+
 static int sched_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	SchedEntry *e = rctx_load_one(ctx, t, rec, KIND_sched, SCHED_ENTRY, &sched_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	if (e->affinity.len > AFFINITY_MAX || e->nice < -20 || e->nice > 19 ||
-	    (e->has_util_max && (e->util_max > UCLAMP_MAX || e->util_min > e->util_max)) ||
-	    (e->has_oom_score_adj && (e->oom_score_adj < -1000 || e->oom_score_adj > 1000)))
-		return log_fail(&ctx->log, -EINVAL, "record %u: scheduling entry is not valid",
-				rec->index);
-	return 0;
+	const char *why = e ? sched_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: scheduling of pid %d: %s",
+				rec->index, t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 /* The saved CPUs this machine has; all of them if it has none of them. */

@@ -15,6 +15,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/checks.h"
 
 enum { SECCOMP_ENTRY = REC_TYPE(KID_seccomp, 1) };
 #ifndef PTRACE_SECCOMP_GET_FILTER
@@ -79,22 +80,29 @@ static int seccomp_dump(struct ckpt_ctx *ctx, struct task *t)
 	return k ? ctx_write_msg(ctx, SECCOMP_ENTRY, &k->e.base) : 0;
 }
 
-static int seccomp_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+const char *seccomp_entry_invalid(const SeccompEntry *e)
 {
-	SeccompEntry *e = rctx_load_one(ctx, t, rec, KIND_seccomp, SECCOMP_ENTRY, &seccomp_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	if (e->mode != 2 || e->n_filters > MAX_FILTERS)
-		return log_fail(&ctx->log, -EINVAL, "record %u: seccomp entry is not valid",
-				rec->index);
+	if (e->mode != 2)
+		return "a mode other than filter";
+	if (e->n_filters > MAX_FILTERS)
+		return "too many filters";
 	for (size_t i = 0; i < e->n_filters; i++) {
 		size_t len = e->filters[i]->insns.len;
 		if (!len || len % sizeof(struct sock_filter) ||
 		    len / sizeof(struct sock_filter) > MAX_INSNS)
-			return log_fail(&ctx->log, -EINVAL, "record %u: seccomp filter %zu is malformed",
-					rec->index, i);
+			return "a filter that is not a whole number of instructions (1 to 4096)";
 	}
-	return 0;
+	return NULL;
+}
+
+static int seccomp_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	SeccompEntry *e = rctx_load_one(ctx, t, rec, KIND_seccomp, SECCOMP_ENTRY, &seccomp_entry__descriptor);
+	const char *why = e ? seccomp_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: seccomp of pid %d: %s", rec->index,
+				t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 static int seccomp_restore(struct rst_ctx *ctx, struct rst_task *t)

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 
 #include "core/ctx.h"
+#include "kinds/checks.h"
 #include "signals.pb-c.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
@@ -157,25 +158,29 @@ static int signals_dump(struct ckpt_ctx *ctx, struct task *t)
 	return ctx_write_msg(ctx, SIGNALS_ENTRY, &k->e.base);
 }
 
-static int signals_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+const char *signals_entry_invalid(const SignalsEntry *e)
 {
-	SignalsEntry *e = rctx_load_one(ctx, t, rec, KIND_signals, SIGNALS_ENTRY, &signals_entry__descriptor);
-	if (!e)
-		return -EINVAL;
 	for (size_t i = 0; i < e->n_actions; i++) {
 		uint32_t s = e->actions[i]->sig;
 		if (!s || s > NSIG_K || s == SIGKILL || s == SIGSTOP)
-			return log_fail(&ctx->log, -EINVAL, "record %u: action for signal %u",
-					rec->index, s);
+			return "an action for no signal, SIGKILL or SIGSTOP";
 	}
+	if (e->n_pending > MAX_PENDING)
+		return "too many pending signals";
 	for (size_t i = 0; i < e->n_pending; i++)
 		if (e->pending[i]->siginfo.len != 128)
-			return log_fail(&ctx->log, -EINVAL, "record %u: malformed pending siginfo",
-					rec->index);
-	if (e->n_pending > MAX_PENDING)
-		return log_fail(&ctx->log, -EINVAL, "record %u: too many pending signals",
-				rec->index);
-	return 0;
+			return "a pending siginfo that is not 128 bytes";
+	return NULL;
+}
+
+static int signals_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	SignalsEntry *e = rctx_load_one(ctx, t, rec, KIND_signals, SIGNALS_ENTRY, &signals_entry__descriptor);
+	const char *why = e ? signals_entry_invalid(e) : NULL;
+	if (why)
+		return log_fail(&ctx->log, -EINVAL, "record %u: signals of pid %d: %s", rec->index,
+				t->pid, why);
+	return e ? 0 : -EINVAL;
 }
 
 static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
@@ -255,11 +260,17 @@ static const ProtobufCMessageDescriptor *signals_descriptor(uint32_t sub)
 	return sub == REC_SUB(SIGNALS_ENTRY) ? &signals_entry__descriptor : NULL;
 }
 
+static int signals_loaded(struct rst_ctx *ctx, struct rst_task *t)
+{
+	return rst_require(ctx, t, KIND_signals);
+}
+
 const struct kind_ops signals_ops = {
 	.per_thread = true,
 	.collect = signals_collect,
 	.dump = signals_dump,
 	.load = signals_load,
+	.loaded = signals_loaded,
 	.restore = signals_restore,
 	.free_state = signals_free_state,
 	.free_rstate = rst_free_msg,

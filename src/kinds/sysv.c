@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/ns.h"
 #include "kinds/sysv.h"
 #include "sysv.pb-c.h"
 #include "util/cleanup.h"
@@ -1352,7 +1353,7 @@ static int sysv_prepare(struct rst_ctx *ctx)
 		return 0;
 	if (s->pending)
 		return log_fail(&ctx->log, -EINVAL, "image ends shm data without its pages");
-	bool own = ctx->ns && (ctx->ns->flags & CLONE_NEWIPC);
+	bool own = ns_rst_flags(ctx) & CLONE_NEWIPC;
 	if (s->ns->own_ns != own)
 		return log_fail(&ctx->log, -EINVAL,
 				"image: SysV IPC objects of %s ipc namespace, but the tree is %s",
@@ -1610,7 +1611,9 @@ static int make_all(void *arg)
 	return r;
 }
 
-static int sysv_restore(struct rst_ctx *ctx, struct rst_task *t)
+/* At "root ready", before any task forks: what memory attaches, in the
+ * root's ipc namespace. */
+static int sysv_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct sysv_rst *s = t->kstate[KIND_sysv];
 	_cleanup_close_ int nsfd = -1;
@@ -1735,7 +1738,7 @@ const struct kind_ops sysv_ops = {
     .after_kill = sysv_after_kill,
     .load = sysv_load,
     .prepare = sysv_prepare,
-    .restore = sysv_restore,
+    .root_ready = sysv_root_ready,
     .free_state = sysv_free_state,
     .free_rstate = sysv_free_rstate,
     .descriptor = sysv_descriptor,

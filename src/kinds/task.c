@@ -369,19 +369,14 @@ static int task_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 	return 0;
 }
 
-bool task_stopped(struct rst_task *t)
+/* Every task and thread has one; one in a job-control stop is released stopped. */
+static int task_loaded(struct rst_ctx *ctx, struct rst_task *t)
 {
 	TaskEntry *e = t->kstate[KIND_task];
-	return e && e->has_stopped && e->stopped;
-}
-
-int task_rseq_unregister(struct puppet *p)
-{
-	struct rseq_config rc = { 0 };
-	if (puppet_get_rseq(p, &rc, sizeof(rc)) <= 0 || !rc.ptr)
-		return 0;
-	long r = puppet_syscall(p, SYS_rseq, rc.ptr, rc.size, RSEQ_FLAG_UNREGISTER, rc.sig);
-	return r < 0 ? (int)r : 0;
+	if (!e)
+		return rst_require(ctx, t, KIND_task);
+	t->stopped = e->has_stopped && e->stopped;
+	return 0;
 }
 
 static int restore_prctls(struct rst_ctx *ctx, struct rst_task *t, const TaskEntry *e)
@@ -467,6 +462,7 @@ const struct kind_ops task_ops = {
 	.collect = task_collect,
 	.dump = task_dump,
 	.load = task_load,
+	.loaded = task_loaded,
 	.restore = task_restore,
 	.free_state = free,
 	.free_rstate = rst_free_msg,

@@ -2292,12 +2292,12 @@ static int unix_prepare(struct rst_ctx *ctx)
 	return run_phases(ctx, phases, ARRAY_SIZE(phases));
 }
 
-/* Once the first process exists (its pid is what queued messages name as
- * their sender): the queues, then the final state. */
-static int unix_restore(struct rst_ctx *ctx, struct rst_task *t)
+/* Once the processes exist (their pids are what queued messages name as
+ * their senders): the queues, then the final state. */
+static int unix_tree_ready(struct rst_ctx *ctx)
 {
 	static const phase_fn phases[] = {pending_all, fill_all, dgram_all, finish_all};
-	if (t != &ctx->tasks[0] || (ctx->flags & RESTART_VERIFY))
+	if (ctx->flags & RESTART_VERIFY)
 		return 0;
 	return run_phases(ctx, phases, ARRAY_SIZE(phases));
 }
@@ -2359,7 +2359,7 @@ const struct kind_ops unix_ops = {
     .dump = unix_dump,
     .load = unix_load,
     .prepare = unix_prepare,
-    .restore = unix_restore,
+    .tree_ready = unix_tree_ready,
     .free_obj = unix_free_obj,
     .free_robj = unix_free_robj,
     .descriptor = unix_descriptor,

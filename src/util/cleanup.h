@@ -8,6 +8,7 @@
 #ifndef CKPT_CLEANUP_H
 #define CKPT_CLEANUP_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +32,17 @@ static inline void fclosep(FILE **f)
 		fclose(*f);
 }
 
+static inline void closedirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 #define TAKE_FD(fd)                    \
 	({                             \

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/cleanup.h"
 #include "util/kernel.h"
 
 const char *const feature_names[FEAT_MAX] = {
@@ -206,7 +207,7 @@ void features_probe(struct features *ret)
 	else
 		set_errno(ret, FEAT_PR_SET_MM_MAP, true, errno);
 
-	DIR *d = opendir("/proc/self/map_files");
+	_cleanup_closedir_ DIR *d = opendir("/proc/self/map_files");
 	struct dirent *de = NULL;
 	char link[300], target[256];
 	while (d && (de = readdir(d)) && de->d_name[0] == '.')
@@ -220,8 +221,6 @@ void features_probe(struct features *ret)
 	} else {
 		set_errno(ret, FEAT_MAP_FILES, true, errno ? errno : ENOENT);
 	}
-	if (d)
-		closedir(d);
 
 	/* without it, timers are restored only if their ids have no holes */
 	if (prctl(PR_TIMER_CREATE_RESTORE_IDS, PR_TIMER_CREATE_RESTORE_IDS_GET, 0, 0, 0) >= 0)

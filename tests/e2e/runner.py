@@ -27,8 +27,9 @@ original is just signalled), to prove the tests themselves pass.
 Prints one summary line "N passed, N failed[, N skipped]"; exits 1 if any
 failed. Python 3 standard library only; run as root.
 
-Adding a test: write NAME.c (see lib.h), add NAME to e2e_tests in
-meson.build and an entry() line to TESTS below.
+Adding a test: write NAME.c (see lib.h) and add an entry() line to TESTS
+below. TESTS is the only list: meson builds the program of every entry that
+has a NAME.c here (`runner.py --programs` prints them).
 """
 
 import argparse
@@ -257,12 +258,14 @@ TESTS = [
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
     entry("opt_inspect", kind="inspect", program="mem_anon"),
+    entry("inspect_tree", kind="inspect_summary"),
     entry("opt_stream", kind="stream", program="mem_anon"),
     # sealed images: --key
     entry("img_key", kind="key", program="mem_anon"),
     entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
     entry("api_key", kind="standalone"),
     entry("api_lib", kind="standalone"),
+    entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
     entry("opt_pidns", kind="pidns", program="tree_zombie"),
@@ -3175,7 +3178,7 @@ http {{
             self.refused_restart(path, "restart of a %s image" % kind, must, key=k1)
         r = self.run_ckpt(["inspect", img])
         self.expect_error(r, "inspect without --key", must=["encrypted"])
-        r = self.run_ckpt(["inspect", img, "--key", k1], verbose=False)
+        r = self.run_ckpt(["inspect", img, "--records", "--key", k1], verbose=False)
         if r.returncode != 0 or b"record 0" not in r.stdout:
             raise Fail("inspect --key: exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
 
@@ -3706,6 +3709,27 @@ http {{
             raise Fail("%s exit %d: %s %s" % (self.t["program"], r.returncode, out.strip()[-400:],
                                               r.stderr.decode(errors="replace").strip()[-200:]))
 
+    def flow_python_api(self):
+        """tests/e2e/api_python.py drives the Python binding (python/ckpt.py)
+        over the libckpt.so just built, and prints PASS."""
+        if self.opts.no_ckpt:
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        lib = os.path.join(os.path.dirname(os.path.dirname(self.opts.bindir)), "libckpt.so.0")
+        env = dict(os.environ, CKPT_LIBRARY=lib,
+                   PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(here)), "python"))
+        ldd = subprocess.run(["ldd", lib], capture_output=True).stdout.decode()
+        m = re.search(r"(/\S*libasan\.so\S*)", ldd)
+        if m:  # a sanitizer build: its runtime must be loaded before python's own libraries
+            env.update(LD_PRELOAD=m.group(1), ASAN_OPTIONS="detect_leaks=0")
+        r = subprocess.run([self.opts.python, os.path.join(here, "api_python.py")],
+                           stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
+                           timeout=120, env=env)
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0 or "PASS" not in out:
+            raise Fail("api_python.py exit %d: %s %s" % (r.returncode, out.strip()[-400:],
+                                                         r.stderr.decode(errors="replace")[-600:]))
+
     def flow_rst_fail(self):
         """A restart that fails after creating the process leaves nothing."""
         if self.opts.no_ckpt:
@@ -3739,9 +3763,14 @@ http {{
         text = r.stdout.decode(errors="replace")
         if r.returncode != 0:
             raise Fail("inspect exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
-        for want in ("header:", "tree", "mm/1", "mm/3", "regs/1", "creds/1", "fdtable/1"):
+        if not re.match(r"image: 1 process, 1 thread, [\d.]+ (KiB|MiB)", text):
+            raise Fail("inspect's summary starts %r" % text[:80])
+        r = self.run_ckpt(["inspect", img, "--records"], verbose=False)
+        text = r.stdout.decode(errors="replace")
+        for want in ("header:", "tree", "mm/1", "mm/3", "regs/1", "creds/1", "fdtable/1",
+                     "pid: %d\n" % self.pid):
             if want not in text:
-                raise Fail("inspect output lacks %r" % want)
+                raise Fail("inspect --records output lacks %r" % want)
         r = self.run_ckpt(["inspect", img, "--json"], verbose=False)
         try:
             j = json.loads(r.stdout.decode())
@@ -3760,6 +3789,44 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def flow_inspect_summary(self):
+        """inspect's summary of a tree (two processes, a thread, a pipe, a pty)
+        and --diff of two checkpoints of it taken while it runs."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        a, b = self.p("a.img"), self.p("b.img")
+        self.checkpoint(a, "ckpt-a", reap=[], kill=False)
+        self.checkpoint(b, "ckpt-b", reap=[], kill=False)
+        r = self.run_ckpt(["inspect", a], verbose=False)
+        text = r.stdout.decode(errors="replace")
+        if r.returncode != 0:
+            raise Fail("inspect exit %d: %s" % (r.returncode, r.stderr.decode().strip()))
+        with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+            child = [int(c) for c in f.read().split()]
+        want = [r"^image: 2 processes, 3 threads, [\d.]+ (KiB|MiB); made ",
+                r"^  %d +insp-parent +2 threads, session " % self.pid,
+                r"^    %d +insp-child +1 thread, " % (child[0] if child else -1),
+                r"^  pipe +[\d.]+ bytes +\d+  pipes", r"^  tty +[\d.]+ (bytes|KiB) +\d+  terminals",
+                r"^  mm +[\d.]+ (KiB|MiB) +\d+  address space"]
+        for w in want:
+            if not re.search(w, text, re.M):
+                raise Fail("inspect's summary lacks /%s/:\n%s" % (w, text))
+        same = self.run_ckpt(["inspect", "--diff", a, a], verbose=False)
+        if same.returncode != 0 or b"the images hold the same records" not in same.stdout:
+            raise Fail("inspect --diff A A: exit %d: %r" % (same.returncode, same.stdout))
+        diff = self.run_ckpt(["inspect", "--diff", a, b], verbose=False)
+        out = diff.stdout.decode(errors="replace")
+        if diff.returncode != 1 or not re.search(r"^~ pid %d mm/\d+: [1-9]\d* changed" % self.pid,
+                                                 out, re.M):
+            raise Fail("inspect --diff A B (the counter ran between them): exit %d:\n%s"
+                       % (diff.returncode, out))
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        rp = self.restart(img, "restart")
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
 
     # --- cleanup ---------------------------------------------------------
 
@@ -3962,7 +4029,8 @@ DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
            ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
            ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
            ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
-           ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags"))]
+           ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags")),
+           ("ns-subtree", forged("ns_subtree"))]
 CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
 
 
@@ -4033,6 +4101,18 @@ class Results:
         run.keep = True
 
 
+# built by meson against libckpt itself, not as e2e programs
+LIB_PROGRAMS = ("api_lib", "api_key")
+
+
+def programs():
+    """The e2e programs to build: each entry's program with a .c file here."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return sorted({t["program"] for t in TESTS
+                   if t["program"] not in LIB_PROGRAMS
+                   and os.path.exists(os.path.join(here, t["program"] + ".c"))})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ckpt", default="build/ckpt")
@@ -4045,12 +4125,17 @@ def main():
                          "with --no-ckpt: basic)")
     ap.add_argument("--keep", action="store_true", help="keep the directories of passed tests")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--programs", action="store_true",
+                    help="print the test programs meson builds, one per line")
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args()
     opts.ckpt = os.path.abspath(opts.ckpt)
     opts.bindir = os.path.abspath(opts.bindir)
     opts.python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 
+    if opts.programs:
+        print("\n".join(programs()))
+        return 0
     if opts.list:
         for t in TESTS:
             print("%-18s %-10s %s" % (t["name"], t["kind"], ",".join(t["modes"])))

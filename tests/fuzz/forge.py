@@ -168,6 +168,22 @@ def f_tree_bad_pid(hdr, recs):
     recs[i][2] = set_field(recs[i][2], 1, task)
 
 
+NS = 0x2101
+
+
+def f_ns_subtree(hdr, recs):
+    """namespaces for a root that is no pid namespace's init: a subtree restored as a container"""
+    i = first(recs, 0x0002)
+    ns = b"\x08" + varint(0x20000000)   # NamespacesEntry.flags = CLONE_NEWPID
+    recs.insert(i + 1, [NS, 0, ns, False])
+
+
+def f_ns_twice(hdr, recs):
+    """a second namespaces record of the root"""
+    i = first(recs, NS)
+    recs.insert(i + 1, list(recs[i]))
+
+
 def f_rec_flags(hdr, recs):
     """a record with flags ckpt never writes: were ignored"""
     recs[0][1] = 0x1000
@@ -204,6 +220,7 @@ def f_path_escape(hdr, recs):
 
 
 FORGERIES = {
+    "ns_subtree": f_ns_subtree, "ns_twice": f_ns_twice,
     "id_huge": f_id_huge, "file_twice": f_file_twice, "pipe_bad": f_pipe_bad,
     "hdr_flags": f_hdr_flags, "hdr_reserved": f_hdr_reserved,
     "hdr_xfeatures": f_hdr_xfeatures, "hdr_xsave": f_hdr_xsave,

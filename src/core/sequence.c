@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The order of a checkpoint and of a restart, each in one table. A step is
+ * ckpt's own part (the driver function named) and then one op of every
+ * kind that has it, in kinds.def order. What each op is for is in kinds.h;
+ * DESIGN.md tells the sequence in prose.
+ */
+#include <string.h>
+
+#include "core/sequence.h"
+
+/*
+ * Checkpoint. Nothing is written before "dump": a refusal at "collect" or
+ * "collect end" leaves the tree as it was. The image is complete and
+ * fsync'd before a task is killed (CKPT_KILL, at "let go").
+ */
+const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
+	/* every task and thread of the tree held, ids inside its pid namespace */
+	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
+	/* /proc read, ckpt's scratch mapped; then what each kind finds */
+	[CKPT_COLLECT] = { "collect", NULL, ckpt_collect_task, KOP(collect), STEP_TASKS, 0, "" },
+	/* checks over the whole tree */
+	[CKPT_COLLECT_END] = { "collect end", NULL, NULL, KOP(collect_end), STEP_ONCE, 0, NULL },
+	/* header and tree record; each task's begin record, then its kinds' */
+	[CKPT_DUMP] = { "dump", ckpt_dump_begin, ckpt_task_begin, KOP(dump), STEP_TASKS, 0, NULL },
+	/* the trailer: the image is complete */
+	[CKPT_IMAGE_END] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE, 0, NULL },
+	/* would a restart by this caller work? (precheck.c, which runs the
+	 * kinds' op for each task, and the dry run of CKPT_VERIFY) */
+	[CKPT_CHECK_RESTORE] = { "check restore", precheck_restore, NULL, KOP(check_restore),
+				 STEP_EACH, STEP_KILL, "a restart would fail: " },
+	/* the caller names the image; CKPT_KILL: the guardian kills if ckpt dies */
+	[CKPT_IMAGE_DONE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE, 0, NULL },
+	/* what collect put in the tasks taken out, while they are held */
+	[CKPT_FINISH] = { "finish", NULL, NULL, KOP(finish), STEP_ONCE, STEP_VOID | STEP_ALWAYS,
+			  NULL },
+	/* the tasks released (or left stopped), or with CKPT_KILL killed */
+	[CKPT_LET_GO] = { "let go", ckpt_let_go, NULL, 0, STEP_NONE, STEP_ALWAYS, NULL },
+	/* what the dead tree held outside itself, now the image's */
+	[CKPT_AFTER_KILL] = { "after kill", NULL, NULL, KOP(after_kill), STEP_ONCE,
+			      STEP_VOID | STEP_KILL, NULL },
+};
+
+/*
+ * Restart. Nothing is made before "prepare" ends: the image is read and
+ * checked whole first. From "spawn root" on, a failure kills every process
+ * made and calls each kind's restore_abort. A dry run (RESTART_GHOST) stops
+ * after "end".
+ */
+const struct rst_step rst_sequence[RST_NSTEPS] = {
+	/* every record decoded by its kind's load (restart.c) */
+	[RST_LOAD] = { "load", rst_load_image, 0, STEP_NONE },
+	/* every task and thread has what each kind needs of it */
+	[RST_CHECK] = { "check", NULL, KOP(loaded), STEP_TASKS },
+	/* files and everything else made on ckpt's side */
+	[RST_PREPARE] = { "prepare", NULL, KOP(prepare), STEP_ONCE },
+	/* the control socket, its fd above every fd of the image */
+	[RST_CONTROL] = { "control", rst_open_control, 0, STEP_NONE },
+	/* the root, in its new namespaces (user namespace maps) */
+	[RST_SPAWN_ROOT] = { "spawn root", tree_spawn_root, KOP(root_spawned), STEP_ROOT },
+	/* the root takes injected calls, has forked nothing yet: what its
+	 * children find (mounts, devpts ptys, cgroup namespace, SysV IPC) */
+	[RST_ROOT_READY] = { "root ready", tree_root_ready, KOP(root_ready), STEP_ROOT },
+	/* every other task forked by its creator (tree.c), and for each: */
+	[RST_CREATE] = { "create tasks", tree_create_tasks, 0, STEP_NONE },
+	/* - before it is forked (memory its parent must have first) */
+	[RST_FORK] = { "fork", NULL, KOP(before_fork), STEP_EACH },
+	/* - right after its setsid(), before it forks (controlling tty) */
+	[RST_SESSION] = { "session", NULL, KOP(session), STEP_EACH },
+	/* process groups joined (foreground groups) */
+	[RST_GROUPS] = { "groups", tree_set_groups, KOP(groups_ready), STEP_ONCE },
+	/* threads made; ghosts and zombies exit (whole-tree work: unix queues,
+	 * pidfds of dead processes) */
+	[RST_TREE_READY] = { "tree ready", tree_create_threads, KOP(tree_ready), STEP_ONCE },
+	/* each task's own state */
+	[RST_TASK_STATE] = { "task state", NULL, KOP(restore), STEP_TASKS },
+	/* nothing of ckpt left in the tasks */
+	[RST_CLEAN] = { "clean", rst_clean_tasks, 0, STEP_NONE },
+	/* last work on ckpt's side, nothing running yet */
+	[RST_END] = { "end", NULL, KOP(restore_end), STEP_ONCE },
+	/* a shell job takes ckpt's terminal */
+	[RST_BEFORE_RELEASE] = { "before release", NULL, KOP(release), STEP_ONCE },
+	/* the tree runs, children first */
+	[RST_RELEASE] = { "release", rst_release_tree, 0, STEP_NONE },
+	/* then (restart.c): each kind's handover, the context freed with every
+	 * file of it, the wait (a kind's wait op, or waitpid) unless detached,
+	 * handed_back in reverse order; on a failure from "spawn root" on, or
+	 * after "end" in a dry run: every process killed, restore_abort */
+};
+
+typedef int (*op_once_fn)(struct rst_ctx *ctx);
+typedef int (*op_task_fn)(struct rst_ctx *ctx, struct rst_task *t);
+
+/* The op at offset off of a kind's ops, of the type the step calls. */
+static op_task_fn task_op(const struct kind_ops *ops, size_t off)
+{
+	op_task_fn fn;
+	memcpy(&fn, (const char *)ops + off, sizeof(fn));
+	return fn;
+}
+
+static op_once_fn once_op(const struct kind_ops *ops, size_t off)
+{
+	op_once_fn fn;
+	memcpy(&fn, (const char *)ops + off, sizeof(fn));
+	return fn;
+}
+
+/* One kind's op of step s for t: logged with the kind's name on failure. */
+static int call_task(struct rst_ctx *ctx, enum rst_step_id s, int k, struct rst_task *t)
+{
+	op_task_fn fn = task_op(kinds[k].ops, rst_sequence[s].op);
+	if (!fn || (t->leader && !kinds[k].ops->per_thread))
+		return 0;
+	int r = fn(ctx, t);
+	if (r < 0 && !ctx->log.errors)
+		log_error(&ctx->log, "%s %d: restoring %s failed%s%s: %s",
+			  t->leader ? "thread" : "pid", t->pid, kinds[k].name,
+			  s == RST_TASK_STATE ? "" : " at step ",
+			  s == RST_TASK_STATE ? "" : rst_sequence[s].name, strerror(-r));
+	return r;
+}
+
+int seq_rst_task(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task *t)
+{
+	for (int k = 0; k < KIND_MAX; k++) {
+		int r = call_task(ctx, s, k, t);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* STEP_TASKS: each process, all kinds; then its threads, the per_thread kinds. */
+static int run_tasks(struct rst_ctx *ctx, enum rst_step_id s)
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		if (t->zombie)
+			continue;
+		int r = seq_rst_task(ctx, s, t);
+		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
+			/* the vDSO may have moved with the leader's mm */
+			t->threads[j].pup.syscall_ip = t->pup.syscall_ip;
+			r = seq_rst_task(ctx, s, &t->threads[j]);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int run_step(struct rst_ctx *ctx, enum rst_step_id s)
+{
+	const struct rst_step *st = &rst_sequence[s];
+	int r = st->run ? st->run(ctx) : 0;
+	if (r < 0)
+		return r;
+	switch (st->over) {
+	case STEP_ONCE:
+		for (int k = 0; r >= 0 && k < KIND_MAX; k++) {
+			op_once_fn fn = once_op(kinds[k].ops, st->op);
+			r = fn ? fn(ctx) : 0;
+		}
+		return r;
+	case STEP_ROOT:
+		return seq_rst_task(ctx, s, &ctx->tasks[0]);
+	case STEP_TASKS:
+		return run_tasks(ctx, s);
+	default: /* STEP_EACH: run by the step above; STEP_NONE */
+		return 0;
+	}
+}
+
+int seq_rst_run(struct rst_ctx *ctx, enum rst_step_id first, enum rst_step_id last)
+{
+	for (int s = first; s <= (int)last; s++) {
+		int r = run_step(ctx, s);
+		if (r < 0)
+			return r;
+		if (rst_sequence[s].name[0])
+			log_debug(&ctx->log, "restart step %s: done", rst_sequence[s].name);
+	}
+	return 0;
+}
+
+typedef int (*ck_once_fn)(struct ckpt_ctx *ctx);
+typedef void (*ck_void_fn)(struct ckpt_ctx *ctx);
+typedef int (*ck_task_fn)(struct ckpt_ctx *ctx, struct task *t);
+
+static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
+{
+	const struct ckpt_step *st = &ckpt_sequence[s];
+	int r = st->run_task ? st->run_task(ctx, t) : 0;
+	for (int k = 0; r >= 0 && k < KIND_MAX; k++) {
+		ck_task_fn fn;
+		memcpy(&fn, (const char *)kinds[k].ops + st->op, sizeof(fn));
+		if (!fn || (t->leader && !kinds[k].ops->per_thread))
+			continue;
+		r = fn(ctx, t);
+		if (r < 0 && st->why && !ctx->log.errors)
+			log_error(&ctx->log, "%s %d: %s: %s%s", t->leader ? "thread" : "pid", t->pid,
+				  kinds[k].name, st->why, strerror(-r));
+	}
+	return r;
+}
+
+int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i];
+		if (t->zombie)
+			continue;
+		int r = ckpt_task(ctx, s, t);
+		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
+			r = ckpt_task(ctx, s, &t->threads[j]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int ckpt_once(struct ckpt_ctx *ctx, const struct ckpt_step *st)
+{
+	for (int k = 0; k < KIND_MAX; k++) {
+		const char *at = (const char *)kinds[k].ops + st->op;
+		if (st->when & STEP_VOID) {
+			ck_void_fn fn;
+			memcpy(&fn, at, sizeof(fn));
+			if (fn)
+				fn(ctx);
+			continue;
+		}
+		ck_once_fn fn;
+		memcpy(&fn, at, sizeof(fn));
+		int r = fn ? fn(ctx) : 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int seq_ckpt_run(struct ckpt_ctx *ctx)
+{
+	for (int s = 0; s < CKPT_NSTEPS; s++) {
+		const struct ckpt_step *st = &ckpt_sequence[s];
+		if ((ctx->failed && !(st->when & STEP_ALWAYS)) ||
+		    ((st->when & STEP_KILL) && !(ctx->flags & CKPT_KILL)))
+			continue;
+		int r = st->run ? st->run(ctx) : 0;
+		if (r >= 0 && st->over == STEP_ONCE)
+			r = ckpt_once(ctx, st);
+		else if (r >= 0 && st->over == STEP_TASKS)
+			r = seq_ckpt_tasks(ctx, s);
+		if (r < 0 && !ctx->failed)
+			ctx->failed = r;
+		log_debug(&ctx->log, "checkpoint step %s: %s", st->name, r < 0 ? "failed" : "done");
+	}
+	return ctx->failed;
+}

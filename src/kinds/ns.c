@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A container's namespaces: pid, mount, uts, ipc, user and cgroup. They
+ * are its root's, and every task of the container is in them (checked by
+ * the checkpoint's ids, assign_vpids), so the kind's state and its one
+ * record (NamespacesEntry) are the root's.
+ *
+ * Checkpoint: which namespaces the root has of its own (their /proc/PID/ns
+ * inodes against ckpt's), its hostname (an injected uname), a devpts of
+ * its own on /dev/pts (its mount options), its user namespace's id maps
+ * (which the creds kind reads ids through). A network or time namespace
+ * of its own is refused.
+ * Restart: the load sets the flags the root is spawned with (rctx's
+ * root_clone); at "spawn root" the maps of its new user namespace are
+ * written from ckpt's side; at "root ready" it mounts its own /proc and
+ * devpts and sets its hostname, before the other kinds (the cgroup kind's
+ * namespace, tty's ptys in that devpts) and before anything forks.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "core.pb-c.h"
+#include "core/ctx.h"
+#include "kinds/ns.h"
+#include "util/cleanup.h"
+#include "util/userns.h"
+
+enum { NS_ENTRY = REC_TYPE(KID_ns, 1) };
+
+/* one line of a user namespace's uid_map or gid_map */
+struct idmap {
+	uint32_t inner, outer, count;
+};
+#define IDMAP_MAX 16
+
+struct ns_ckpt {
+	NamespacesEntry e;
+	char hostname[65];
+	char devpts_opts[128];  /* its own devpts' mount options */
+	uint64_t devpts_dev;    /* and its device, 0 if it has none */
+	char uid_map[512], gid_map[512];
+	struct idmap uids[IDMAP_MAX], gids[IDMAP_MAX];
+	int nuids, ngids;       /* 0: no user namespace of its own */
+};
+
+/* --- checkpoint ------------------------------------------------------- */
+
+static struct ns_ckpt *root_ns(struct ckpt_ctx *ctx)
+{
+	return ctx->ntasks ? ctx->tasks[0].kstate[KIND_ns] : NULL;
+}
+
+static uint32_t id_inside(const struct idmap *map, int n, uint32_t outer)
+{
+	if (!n)
+		return outer;
+	for (int i = 0; i < n; i++)
+		if (outer >= map[i].outer && outer - map[i].outer < map[i].count)
+			return map[i].inner + (outer - map[i].outer);
+	return 65534;
+}
+
+uint32_t ns_uid_inside(struct ckpt_ctx *ctx, uint32_t uid)
+{
+	const struct ns_ckpt *n = root_ns(ctx);
+	return n ? id_inside(n->uids, n->nuids, uid) : uid;
+}
+
+uint32_t ns_gid_inside(struct ckpt_ctx *ctx, uint32_t gid)
+{
+	const struct ns_ckpt *n = root_ns(ctx);
+	return n ? id_inside(n->gids, n->ngids, gid) : gid;
+}
+
+bool ns_own_userns(struct ckpt_ctx *ctx)
+{
+	const struct ns_ckpt *n = root_ns(ctx);
+	return n && n->nuids;
+}
+
+uint64_t ns_devpts_dev(struct ckpt_ctx *ctx)
+{
+	const struct ns_ckpt *n = root_ns(ctx);
+	return n ? n->devpts_dev : 0;
+}
+
+static bool same_ns(pid_t pid, const char *name)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
+	if (stat(path, &a) < 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+static int parse_idmap(const char *text, struct idmap *map, int *n)
+{
+	*n = 0;
+	for (const char *p = text; *p;) {
+		unsigned a, b, c;
+		int used;
+		if (sscanf(p, " %u %u %u%n", &a, &b, &c, &used) != 3 || *n == IDMAP_MAX)
+			return -EINVAL;
+		map[(*n)++] = (struct idmap){ a, b, c };
+		p += used;
+		while (*p == '\n' || *p == ' ')
+			p++;
+	}
+	return *n ? 0 : -EINVAL;
+}
+
+/* A container in a user namespace of its own: its uid and gid maps. */
+static int read_idmaps(struct ckpt_ctx *ctx, struct ns_ckpt *n, pid_t pid)
+{
+	_cleanup_free_ char *u = NULL, *g = NULL;
+	if (proc_read(pid, "uid_map", &u, NULL) < 0 || proc_read(pid, "gid_map", &g, NULL) < 0 ||
+	    parse_idmap(u, n->uids, &n->nuids) < 0 || parse_idmap(g, n->gids, &n->ngids) < 0)
+		return log_fail(&ctx->log, -EINVAL, "pid %d: cannot read its user namespace's id maps",
+				pid);
+	snprintf(n->uid_map, sizeof(n->uid_map), "%s", u);
+	snprintf(n->gid_map, sizeof(n->gid_map), "%s", g);
+	n->e.flags |= CLONE_NEWUSER;
+	n->e.uid_map = n->uid_map;
+	n->e.gid_map = n->gid_map;
+	return 0;
+}
+
+/*
+ * The devpts instance of its own a container has on /dev/pts (ckpt run
+ * mounts one): the last devpts mount there in its mountinfo, when it is
+ * not the one ckpt sees on /dev/pts.
+ */
+static int read_devpts(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = proc_read(root->pid, "mountinfo", &text, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo: %s", root->pid,
+				strerror(-r));
+	unsigned int maj, min;
+	char point[32], type[16], opts[128];
+	bool found = false;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *tail = strstr(line, " - ");
+		if (sscanf(line, "%*u %*u %u:%u %*s %31s", &maj, &min, point) != 3 || !tail ||
+		    sscanf(tail, " - %15s %*s %127s", type, opts) != 2 || strcmp(point, "/dev/pts") ||
+		    strcmp(type, "devpts"))
+			continue;
+		found = true;
+		n->devpts_dev = makedev(maj, min);
+		snprintf(n->devpts_opts, sizeof(n->devpts_opts), "%s", opts);
+	}
+	struct stat host;
+	if (!found || (stat("/dev/pts", &host) == 0 && host.st_dev == n->devpts_dev)) {
+		n->devpts_dev = 0;
+		return 0;
+	}
+	n->e.devpts = n->devpts_opts;
+	log_debug(&ctx->log, "pid %d: a devpts of its own (%s)", root->pid, opts);
+	return 0;
+}
+
+/* Its hostname, by an injected uname (the scratch area is mapped). */
+static int read_hostname(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
+{
+	struct utsname u;
+	long r = puppet_syscall(&root->pup, SYS_uname, root->pup.scratch);
+	if (r < 0 || puppet_read(&root->pup, root->pup.scratch, &u, sizeof(u)) < 0)
+		return log_fail(&ctx->log, r < 0 ? (int)r : -EIO, "pid %d: cannot read its hostname",
+				root->pid);
+	snprintf(n->hostname, sizeof(n->hostname), "%s", u.nodename);
+	n->e.hostname = n->hostname;
+	return 0;
+}
+
+/* A container's root: its namespaces (a subtree has none of its own). */
+static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	if (t != &ctx->tasks[0] || !ctx->container)
+		return 0;
+	struct ns_ckpt *n = task_state(t, KIND_ns, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	namespaces_entry__init(&n->e);
+	n->e.flags = CLONE_NEWPID;
+	int r = same_ns(t->pid, "user") ? 0 : read_idmaps(ctx, n, t->pid);
+	if (r >= 0 && !same_ns(t->pid, "mnt")) {
+		n->e.flags |= CLONE_NEWNS;
+		r = read_devpts(ctx, n, t);
+	}
+	if (r >= 0 && !same_ns(t->pid, "uts")) {
+		n->e.flags |= CLONE_NEWUTS;
+		r = read_hostname(ctx, n, t);
+	}
+	if (r < 0)
+		return r;
+	if (!same_ns(t->pid, "ipc"))
+		n->e.flags |= CLONE_NEWIPC;
+	if (!same_ns(t->pid, "cgroup")) /* made again by the cgroup kind */
+		n->e.flags |= CLONE_NEWCGROUP;
+	if (!same_ns(t->pid, "net") || !same_ns(t->pid, "time"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: is in a network or time namespace of its own; not "
+				"supported yet",
+				t->pid);
+	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", t->pid, n->e.flags);
+	return 0;
+}
+
+static int ns_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct ns_ckpt *n = t->kstate[KIND_ns];
+	return n ? ctx_write_msg(ctx, NS_ENTRY, &n->e.base) : 0;
+}
+
+/*
+ * Before --kill: a container is restarted in namespaces of its own, which
+ * take CAP_SYS_ADMIN, or a user namespace of the caller's own mapping the
+ * one id each of its maps holds (those are then the only ids it has).
+ */
+static int ns_check_restore(struct ckpt_ctx *ctx, struct task *t)
+{
+	const struct ns_ckpt *n = t->kstate[KIND_ns];
+	struct restart_caller *c = ctx->caller;
+	if (!n || caller_can(c, CAP_SYS_ADMIN))
+		return 0;
+	if (!n->nuids)
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: a container without a user namespace of its own; "
+				"restarting it needs CAP_SYS_ADMIN, which this caller lacks",
+				t->pid);
+	if (n->nuids != 1 || n->uids[0].count != 1 || n->ngids != 1 || n->gids[0].count != 1)
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: its user namespace maps several ids; only root can "
+				"restart it",
+				t->pid);
+	if (!userns_can_make())
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: restarting this container needs a user namespace, which "
+				"this caller cannot make",
+				t->pid);
+	c->userns = true;
+	c->map_uid = n->uids[0].inner;
+	c->map_gid = n->gids[0].inner;
+	return 0;
+}
+
+/* --- restart ---------------------------------------------------------- */
+
+const NamespacesEntry *ns_rst(struct rst_ctx *ctx)
+{
+	return ctx->ntasks ? ctx->tasks[0].kstate[KIND_ns] : NULL;
+}
+
+uint32_t ns_rst_flags(struct rst_ctx *ctx)
+{
+	const NamespacesEntry *e = ns_rst(ctx);
+	return e ? e->flags : 0;
+}
+
+/*
+ * The mount data of a container's own devpts from the options saved
+ * (mountinfo's: "rw,gid=5,mode=620,ptmxmode=666"): numeric uid, gid,
+ * mode, ptmxmode and max only. False if the options hold anything else.
+ */
+static bool devpts_data(const char *opts, char *out, size_t len)
+{
+	static const char *const keys[] = { "uid=", "gid=", "mode=", "ptmxmode=", "max=" };
+	size_t n = (size_t)snprintf(out, len, "newinstance");
+	if (strlen(opts) >= 128)
+		return false;
+	for (const char *o = opts; *o;) {
+		size_t k = strcspn(o, ","), i = 0;
+		if (k == 2 && !strncmp(o, "rw", 2))
+			goto next;
+		for (; i < 5; i++) {
+			size_t kl = strlen(keys[i]);
+			if (k > kl && k - kl <= 10 && !strncmp(o, keys[i], kl) &&
+			    strspn(o + kl, "0123456789") == k - kl)
+				break;
+		}
+		if (i == 5 || n + 1 + k >= len)
+			return false;
+		n += (size_t)snprintf(out + n, len - n, ",%.*s", (int)k, o);
+	next:
+		o += k + (o[k] == ',');
+	}
+	return true;
+}
+
+/* The root's record: namespaces a restart can make, and only those. */
+static int ns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	if (t != &ctx->tasks[0])
+		return log_fail(&ctx->log, -EINVAL, "record %u: namespaces of pid %d, not of the root",
+				rec->index, t->pid);
+	NamespacesEntry *e =
+		rctx_load_one(ctx, t, rec, KIND_ns, NS_ENTRY, &namespaces_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	const uint32_t ok = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC |
+			    CLONE_NEWUSER | CLONE_NEWCGROUP;
+	bool user = e->flags & CLONE_NEWUSER;
+	char data[160];
+	if (e->devpts && (!(e->flags & CLONE_NEWNS) || !devpts_data(e->devpts, data, sizeof(data))))
+		return log_fail(&ctx->log, -EINVAL, "record %u: the devpts options are not valid",
+				rec->index);
+	if (!(e->flags & CLONE_NEWPID) || (e->flags & ~ok) || user != (e->uid_map && e->gid_map) ||
+	    (user && (strlen(e->uid_map) > 500 || strlen(e->gid_map) > 500)) || t->pid != 1 ||
+	    (e->hostname && strlen(e->hostname) > 64))
+		return log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid", rec->index);
+	/* the cgroup namespace is unshared later (cgroup.c), in its cgroup */
+	ctx->root_clone = e->flags & ~(uint32_t)CLONE_NEWCGROUP;
+	return 0;
+}
+
+/* RESTART_PIDNS asked for a container: its own namespaces anyway. */
+static int ns_prepare(struct rst_ctx *ctx)
+{
+	if (ctx->pidns && ns_rst(ctx)) {
+		log_info(&ctx->log, "RESTART_PIDNS: the image is a container, restored in its own "
+				    "namespaces anyway");
+		ctx->pidns = false;
+	}
+	return 0;
+}
+
+/* The maps of its new user namespace, from ckpt's side, before anything
+ * is injected: the saved ones (root) or the caller's own id. */
+static int ns_root_spawned(struct rst_ctx *ctx, struct rst_task *t)
+{
+	const NamespacesEntry *e = t->kstate[KIND_ns];
+	const char *what;
+	if (!e || !(e->flags & CLONE_NEWUSER))
+		return 0;
+	int r = userns_write_maps(t->pup.pid, e->uid_map, e->gid_map, &what);
+	if (r == -EDOM)
+		return log_fail(&ctx->log, -EPERM,
+				"the container's %s maps several ids; only root can restore it",
+				what);
+	if (r < 0 && !strcmp(what, "setgroups"))
+		return log_fail(&ctx->log, r, "cannot deny setgroups in the user namespace: %s",
+				strerror(-r));
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot write the user namespace's %s: %s", what,
+				strerror(-r));
+	return 0;
+}
+
+static long inject_str(struct puppet *p, size_t off, const char *s)
+{
+	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
+}
+
+/*
+ * The container's root, pid 1 of its new namespaces: its own /proc (the
+ * mounts are made private first, so nothing leaks out), its own devpts
+ * when it had one (its ptys come next, tty.c), and hostname.
+ */
+static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
+{
+	const NamespacesEntry *ns = t->kstate[KIND_ns];
+	struct puppet *p = &t->pup;
+	long r = 0;
+
+	if (!ns)
+		return 0;
+	if (ns->flags & CLONE_NEWNS) {
+		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
+		if (r >= 0)
+			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),
+					   inject_str(p, 64, "/proc"), inject_str(p, 0, "proc"),
+					   MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
+		if (rst_check(ctx, t, r, "mounting the container's /proc") < 0)
+			return (int)r;
+	}
+	if (ns->devpts) {
+		char data[160];
+		devpts_data(ns->devpts, data, sizeof(data));
+		r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "devpts"),
+				   inject_str(p, 64, "/dev/pts"), inject_str(p, 0, "devpts"),
+				   MS_NOSUID | MS_NOEXEC, inject_str(p, 128, data));
+		if (rst_check(ctx, t, r, "mounting the container's devpts") < 0)
+			return (int)r;
+	}
+	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {
+		size_t len = strnlen(ns->hostname, 64);
+		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname), len);
+		if (rst_check(ctx, t, r, "sethostname") < 0)
+			return (int)r;
+	}
+	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
+	return 0;
+}
+
+static const ProtobufCMessageDescriptor *ns_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(NS_ENTRY) ? &namespaces_entry__descriptor : NULL;
+}
+
+const struct kind_ops ns_ops = {
+	.collect = ns_collect,
+	.dump = ns_dump,
+	.check_restore = ns_check_restore,
+	.load = ns_load,
+	.prepare = ns_prepare,
+	.root_spawned = ns_root_spawned,
+	.root_ready = ns_root_ready,
+	.free_state = free,
+	.free_rstate = rst_free_msg,
+	.descriptor = ns_descriptor,
+};

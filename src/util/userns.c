@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "util/userns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int write_file(pid_t pid, const char *name, const char *text, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -e;
+}
+
+static int write_map(pid_t pid, const char *name, const char *saved, unsigned self)
+{
+	char line[520];
+	unsigned inner, outer, count;
+	int n;
+
+	if (geteuid() == 0)
+		n = snprintf(line, sizeof(line), "%s", saved);
+	else if (sscanf(saved, "%u %u %u %n", &inner, &outer, &count, &n) == 3 && count == 1 &&
+		 !saved[n])
+		n = snprintf(line, sizeof(line), "%u %u 1", inner, self);
+	else
+		return -EDOM;
+	return write_file(pid, name, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+int userns_write_maps(pid_t pid, const char *uid_map, const char *gid_map, const char **ret_what)
+{
+	int r = 0;
+	*ret_what = "setgroups";
+	if (geteuid() != 0 && (r = write_file(pid, "setgroups", "deny", 4)) < 0)
+		return r;
+	*ret_what = "uid_map";
+	if ((r = write_map(pid, "uid_map", uid_map, geteuid())) < 0)
+		return r;
+	*ret_what = "gid_map";
+	return write_map(pid, "gid_map", gid_map, getegid());
+}
+
+int userns_map_self(pid_t pid, const char **ret_what)
+{
+	char u[32], g[32];
+	snprintf(u, sizeof(u), "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
+	snprintf(g, sizeof(g), "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
+	return userns_write_maps(pid, u, g, ret_what);
+}
+
+bool userns_can_make(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0 ? 0 : 1);
+	int st;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return false;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef CKPT_UTIL_USERNS_H
+#define CKPT_UTIL_USERNS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/*
+ * Writes the id maps of pid's new user namespace: uid_map and gid_map as
+ * given when ckpt is root; otherwise (setgroups denied first) the one map
+ * an unprivileged user may write, its own id for the single id each map
+ * holds (-EDOM, *ret_what "uid_map" or "gid_map", when a map holds
+ * several). On failure *ret_what names the file that failed.
+ */
+int userns_write_maps(pid_t pid, const char *uid_map, const char *gid_map,
+		      const char **ret_what) __attribute__((warn_unused_result));
+/* The same with the caller's own uid and gid mapped to themselves. */
+int userns_map_self(pid_t pid, const char **ret_what) __attribute__((warn_unused_result));
+
+/* Can this caller make a user namespace with a pid namespace in it? (a
+ * child tries) */
+bool userns_can_make(void);
+
+#endif

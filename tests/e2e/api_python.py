@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The Python binding (python/ckpt.py) used as a program would: fork a
+child holding 1 MiB of known bytes, ckpt.checkpoint() it with kill=True,
+ckpt.inspect() the image, ckpt.restart() it detached (it comes back as our
+child), signal it, reap it: it exits 42 only if its memory is intact.
+Then the refusals: a pid that does not exist raises ckpt.Error with ESRCH
+and the library's reason. Prints PASS or FAIL lines."""
+import errno
+import os
+import signal
+import sys
+
+import ckpt
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what, flush=True)
+
+
+def child(ready):
+    data = bytearray(os.urandom(16)) * 65536
+    want = hash(bytes(data))
+    woken = []
+    signal.signal(signal.SIGUSR1, lambda s, f: woken.append(s))
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in range(3):
+        os.dup2(null, fd)
+    os.write(ready, b"r")
+    os.closerange(3, 65536)  # hold nothing ckpt cannot save
+    while not woken:
+        signal.pause()
+    os._exit(42 if hash(bytes(data)) == want else 1)
+
+
+def main():
+    img = os.path.abspath("py.ckpt")
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rd)
+        child(wr)
+    os.close(wr)
+    check(os.read(rd, 1) == b"r", "the child did not start")
+    os.read(rd, 1)  # EOF: the child closed its fds
+    os.close(rd)
+    while not _sleeping(pid):  # then it sleeps in pause()
+        os.sched_yield()
+    res = ckpt.checkpoint(pid, img, kill=True)
+    check(res.processes == 1 and res.threads == 1, "checkpoint result %r" % res)
+    check(res.memory_bytes >= 1 << 20, "memory saved %d" % res.memory_bytes)
+    check(os.path.getsize(img) == res.image_bytes, "image size vs result")
+    wpid, status = os.waitpid(pid, 0)
+    check(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL,
+          "the original ended with status %#x, not SIGKILL" % status)
+    summary = ckpt.inspect(img)
+    check(summary.startswith("image: 1 process, 1 thread,"), "inspect: %r" % summary[:60])
+    check(" %d " % pid in summary, "inspect names pid %d" % pid)
+    differ, text = ckpt.inspect_diff(img, img)
+    check(not differ, "inspect_diff of an image with itself: %r" % text)
+    res = ckpt.restart(img, detach=True)
+    check(res.root == pid, "restored as pid %d, want %d" % (res.root, pid))
+    os.kill(pid, signal.SIGUSR1)
+    wpid, status = os.waitpid(pid, 0)
+    check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 42,
+          "the restored child ended with status %#x, not exit 42" % status)
+    try:
+        ckpt.checkpoint(4194303, os.path.abspath("none.ckpt"))
+        check(False, "checkpoint of a pid that does not exist succeeded")
+    except ckpt.Error as e:
+        check(e.errno == errno.ESRCH, "no such pid: errno %s" % e.errno)
+        check("4194303" in str(e), "the error names the pid: %s" % e)
+    check(not os.path.exists("none.ckpt") and not [f for f in os.listdir(".") if ".tmp-" in f],
+          "a failed checkpoint left a file behind: %s" % os.listdir("."))
+    print("PASS" if not failures else "FAIL: %d check(s)" % len(failures), flush=True)
+    return 1 if failures else 0
+
+
+def _sleeping(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "S"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
