@@ -191,22 +191,51 @@ static bool has_thread(const struct task *t, pid_t tid)
 	return false;
 }
 
+/* Seizes the threads listed in t->threads[t->nthreads, +n) at once (one
+ * request to the guardian per few), keeping those held. */
+static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
+{
+	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
+	_cleanup_free_ pid_t *tids = calloc(n ? n : 1, sizeof(*tids));
+	_cleanup_free_ int *err = calloc(n ? n : 1, sizeof(*err));
+	struct task *th = &t->threads[t->nthreads];
+	int r = 0;
+
+	if (!ps || !tids || !err)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		ps[i] = &th[i].pup;
+		tids[i] = th[i].pid;
+	}
+	puppet_seize_many(ps, tids, n, ctx->guard, err);
+	for (size_t i = 0; i < n; i++) {
+		if (err[i] == -ESRCH) /* it exited meanwhile */
+			continue;
+		if (err[i] < 0 && r >= 0)
+			r = explain_seize(ctx, th[i].pid, err[i]);
+		else if (err[i] == 0)
+			t->threads[t->nthreads++] = th[i];
+	}
+	return r;
+}
+
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
 static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 {
 	char path[64];
-	int added = 0, r = 0;
+	size_t n = 0;
+	int r = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot list its threads: %s", t->pid,
 				strerror(errno));
-	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+	for (struct dirent *de; (de = readdir(d));) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
 			continue;
-		if (t->nthreads == *cap) {
+		if (t->nthreads + n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 8;
 			struct task *nt = realloc(t->threads, ncap * sizeof(*nt));
 			if (!nt) {
@@ -216,20 +245,13 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 			t->threads = nt;
 			*cap = ncap;
 		}
-		struct task *th = &t->threads[t->nthreads];
-		*th = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
-		r = puppet_seize_guarded(&th->pup, tid, ctx->guard);
-		if (r == -ESRCH) { /* it exited meanwhile */
-			r = 0;
-			continue;
-		}
-		if (r < 0)
-			r = explain_seize(ctx, tid, r);
-		else
-			t->nthreads++, added = 1;
+		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
 	}
 	closedir(d);
-	return r < 0 ? r : added;
+	size_t before = t->nthreads;
+	if (r >= 0 && n)
+		r = seize_listed(ctx, t, n);
+	return r < 0 ? r : t->nthreads > before;
 }
 
 /*
@@ -441,6 +463,7 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	th->pup.syscall_ip = th->leader->pup.syscall_ip;
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
+	th->pup.stub_ip = th->leader->pup.stub_ip;
 	return 0;
 }
 
@@ -602,30 +625,103 @@ static bool wait_gone(pid_t pid, int timeout_ms)
 	return stat(path, &st) < 0;
 }
 
+/* The threads of t released together (one request to the guardian per few). */
 static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 {
-	for (size_t i = 0; i < t->nthreads; i++) {
+	size_t n = t->nthreads;
+	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
+	_cleanup_free_ int *sigs = calloc(n ? n : 1, 2 * sizeof(*sigs));
+	int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP : 0;
+
+	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = &t->threads[i].pup;
 		p->scratch = 0; /* the leader's, unmapped by it */
-		if (!p->held)
+		if (!ps || !sigs) {
+			int e = puppet_release(p, sig);
+			if (e < 0)
+				log_warn(&ctx->log, "thread %d: releasing it failed: %s", p->pid,
+					 strerror(-e));
 			continue;
-		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
-											     : 0;
-		int e = puppet_release(p, sig);
-		if (e < 0)
-			log_warn(&ctx->log, "thread %d: releasing it failed: %s", p->pid,
-				 strerror(-e));
+		}
+		ps[i] = p;
+		sigs[i] = sig;
+	}
+	if (!ps || !sigs)
+		return;
+	puppet_release_many(ps, sigs, n, sigs + n);
+	for (size_t i = 0; i < n; i++)
+		if (sigs[n + i] < 0)
+			log_warn(&ctx->log, "thread %d: releasing it failed: %s", ps[i]->pid,
+				 strerror(-sigs[n + i]));
+}
+
+/* Kills the held tasks of ctx->tasks whose depth is d, and their threads,
+ * together (one request to the guardian per few: their deaths overlap). */
+static void kill_level(struct ckpt_ctx *ctx, const int *depth, int d)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (depth[i] == d)
+			n += 1 + ctx->tasks[i].nthreads;
+	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
+	n = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i];
+		if (depth[i] != d)
+			continue;
+		for (size_t j = 0; j <= t->nthreads; j++) {
+			struct puppet *p = j < t->nthreads ? &t->threads[j].pup : &t->pup;
+			if (ps)
+				ps[n++] = p;
+			else if (p->held)
+				puppet_kill(p);
+		}
+	}
+	if (ps)
+		puppet_kill_many(ps, n);
+}
+
+/* The parent p reaps its children of depth d that were killed (an injected
+ * wait4 each, in batches). */
+static void reap_children(struct ckpt_ctx *ctx, struct task *p, const int *depth, int d)
+{
+	struct puppet_call c[PUPPET_BATCH_MAX];
+	size_t n = 0;
+	for (size_t i = 0; i <= ctx->ntasks; i++) {
+		if (n == PUPPET_BATCH_MAX || (i == ctx->ntasks && n)) {
+			if (puppet_syscalls(&p->pup, c, n) < 0)
+				return;
+			n = 0;
+		}
+		if (i < ctx->ntasks && depth[i] == d && ctx->tasks[i].stat.ppid == p->pid)
+			c[n++] = PUPPET_CALL(SYS_wait4, ctx->tasks[i].pid, 0, __WALL, 0);
 	}
 }
 
 /*
  * CKPT_KILL: children first, each reaped by its parent while that is still
  * held (an injected wait4), so that no zombie waits for init to reap it
- * late; the root is reaped by its own parent.
+ * late; the root is reaped by its own parent. The tasks of one depth die
+ * together, and each parent reaps its children by one batch.
  */
 static void kill_tree(struct ckpt_ctx *ctx)
 {
-	for (size_t i = ctx->ntasks; i-- > 0;) {
+	_cleanup_free_ int *depth = calloc(ctx->ntasks ? ctx->ntasks : 1, sizeof(*depth));
+	int max = 0;
+	for (size_t i = 0; depth && i < ctx->ntasks; i++) {
+		/* its ancestors in the tree (bounded: a cycle cannot be, but) */
+		struct task *p = &ctx->tasks[i];
+		while ((p = ctx_find_task(ctx, p->stat.ppid)) && depth[i] < (int)ctx->ntasks)
+			depth[i]++;
+		max = depth[i] > max ? depth[i] : max;
+	}
+	for (int d = max; depth && d >= 0; d--) {
+		kill_level(ctx, depth, d);
+		for (size_t i = 0; d > 0 && i < ctx->ntasks; i++)
+			if (depth[i] == d - 1 && ctx->tasks[i].pup.held)
+				reap_children(ctx, &ctx->tasks[i], depth, d);
+	}
+	for (size_t i = ctx->ntasks; !depth && i-- > 0;) { /* no memory: one by one */
 		struct task *t = &ctx->tasks[i];
 		for (size_t j = 0; j < t->nthreads; j++)
 			if (t->threads[j].pup.held)

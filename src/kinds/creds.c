@@ -42,6 +42,7 @@
 #include "kinds/checks.h"
 #include "creds.pb-c.h"
 #include "kinds/ns.h"
+#include "util/cleanup.h"
 
 enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
 #define CAP_LAST 40
@@ -85,12 +86,17 @@ static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.cap_amb = s->cap_amb;
 	k->e.no_new_privs = s->no_new_privs;
 
-	long sb = puppet_syscall(p, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
-	long dumpable = puppet_syscall(p, SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0);
+	/* one batch of injected calls: one request to the guardian */
 	uint32_t pdeath = 0;
-	long pd = puppet_syscall(p, SYS_prctl, PR_GET_PDEATHSIG,
-				 puppet_scratch_put(p, 0, &pdeath, sizeof(pdeath)));
-	if (sb < 0 || dumpable < 0 || pd < 0 || puppet_read(p, p->scratch, &pdeath, 4) < 0)
+	struct puppet_call c[] = {
+		PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0),
+		PUPPET_CALL(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0),
+		PUPPET_CALL(SYS_prctl, PR_GET_PDEATHSIG,
+			    puppet_scratch_put(p, 0, &pdeath, sizeof(pdeath))),
+	};
+	int br = puppet_syscalls(p, c, ARRAY_SIZE(c));
+	long sb = c[0].ret, dumpable = c[1].ret, pd = c[2].ret;
+	if (br < 0 || sb < 0 || dumpable < 0 || pd < 0 || puppet_read(p, p->scratch, &pdeath, 4) < 0)
 		return log_fail(&ctx->log, -EIO, "pid %d: cannot read securebits/dumpable/pdeathsig",
 				t->pid);
 	k->e.has_securebits = k->e.has_dumpable = k->e.has_pdeathsig = true;

@@ -34,11 +34,19 @@ static int itimers_collect(struct ckpt_ctx *ctx, struct task *t)
 	slot[ITIMER_REAL] = &k->e.real;
 	slot[ITIMER_VIRTUAL] = &k->e.virt;
 	slot[ITIMER_PROF] = &k->e.prof;
+	/* the three in one batch of injected calls, into scratch one after another */
+	struct itimerval vs[3];
+	struct puppet_call c[3];
+	for (int w = 0; w < 3; w++)
+		c[w] = PUPPET_CALL(SYS_getitimer, w, t->pup.scratch + w * sizeof(vs[0]));
+	int br = puppet_syscalls(&t->pup, c, 3);
+	if (br == 0 && puppet_read(&t->pup, t->pup.scratch, vs, sizeof(vs)) < 0)
+		br = -EIO;
 	for (int w = 0; w < 3; w++) {
-		struct itimerval v;
-		long r = puppet_syscall(&t->pup, SYS_getitimer, w, t->pup.scratch);
-		if (r < 0 || puppet_read(&t->pup, t->pup.scratch, &v, sizeof(v)) < 0)
-			return log_fail(&ctx->log, r < 0 ? (int)r : -EIO,
+		struct itimerval v = vs[w];
+		long r = br < 0 ? br : c[w].ret;
+		if (r < 0)
+			return log_fail(&ctx->log, (int)r,
 					"pid %d: cannot read interval timer %d", t->pid, w);
 		itimer_entry__init(&k->it[w]);
 		k->it[w].interval_us = tv_us(&v.it_interval);

@@ -104,17 +104,33 @@ static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!k)
 		return -ENOMEM;
 	signals_entry__init(&k->e);
-	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++) {
-		if (!(set & (1ull << (sig - 1))))
-			continue;
-		struct kernel_sigaction ka;
-		long e = puppet_syscall(p, SYS_rt_sigaction, sig, 0, p->scratch, 8);
-		if (e < 0 || (r = puppet_read(p, p->scratch, &ka, sizeof(ka))) < 0)
-			return log_fail(&ctx->log, e < 0 ? (int)e : r,
-					"pid %d: cannot read the action of signal %d", t->pid, sig);
+	/* the actions (of a process) and the sigaltstack: one batch of injected
+	 * calls, each writing to its own place in scratch */
+	struct puppet_call c[NSIG_K + 1];
+	int sigs[NSIG_K];
+	size_t n = 0;
+	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++)
+		if (set & (1ull << (sig - 1))) {
+			sigs[n] = sig;
+			c[n] = PUPPET_CALL(SYS_rt_sigaction, sig, 0,
+					   p->scratch + n * sizeof(struct kernel_sigaction), 8);
+			n++;
+		}
+	uint64_t ss_at = p->scratch + NSIG_K * sizeof(struct kernel_sigaction);
+	c[n] = PUPPET_CALL(SYS_sigaltstack, 0, ss_at);
+	struct kernel_sigaction kas[NSIG_K];
+	r = puppet_syscalls(p, c, n + 1);
+	if (r == 0 && n)
+		r = puppet_read(p, p->scratch, kas, n * sizeof(kas[0]));
+	for (size_t i = 0; i < n; i++) {
+		long e = r < 0 ? r : c[i].ret;
+		if (e < 0)
+			return log_fail(&ctx->log, (int)e,
+					"pid %d: cannot read the action of signal %d", t->pid, sigs[i]);
+		const struct kernel_sigaction ka = kas[i];
 		SigactionEntry *a = &k->act[k->e.n_actions];
 		sigaction_entry__init(a);
-		a->sig = sig;
+		a->sig = sigs[i];
 		a->handler = ka.handler;
 		a->flags = ka.flags;
 		a->restorer = ka.restorer;
@@ -125,8 +141,7 @@ static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.blocked = p->sigmask0;
 
 	stack_t ss;
-	long e = puppet_syscall(p, SYS_sigaltstack, 0, p->scratch);
-	if (e < 0 || puppet_read(p, p->scratch, &ss, sizeof(ss)) < 0)
+	if (r < 0 || c[n].ret < 0 || puppet_read(p, ss_at, &ss, sizeof(ss)) < 0)
 		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its sigaltstack", t->pid);
 	if (!(ss.ss_flags & SS_DISABLE)) {
 		k->e.has_altstack_sp = k->e.has_altstack_size = k->e.has_altstack_flags = true;

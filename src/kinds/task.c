@@ -44,19 +44,6 @@ struct task_ckpt {
 	uint64_t nodes[1024 / 64];
 };
 
-/* An injected prctl/syscall that writes a u64 into scratch; reads it back. */
-static int remote_u64(struct task *t, long nr, long a1, long a2, uint64_t *ret)
-{
-	struct puppet *p = &t->pup;
-	uint64_t zero = 0, addr = puppet_scratch_put(p, 512, &zero, sizeof(zero));
-	if (!addr)
-		return -EFAULT;
-	long r = a2 < 0 ? puppet_syscall(p, nr, a1, addr) : puppet_syscall(p, nr, a1, a2, addr);
-	if (r < 0)
-		return (int)r;
-	return puppet_read(p, addr, ret, sizeof(*ret));
-}
-
 #ifndef PR_GET_MDWE
 #define PR_SET_MDWE 65
 #define PR_GET_MDWE 66
@@ -70,11 +57,10 @@ static int remote_u64(struct task *t, long nr, long a1, long a2, uint64_t *ret)
 #endif
 #define SPEC_STATE (PR_SPEC_ENABLE | PR_SPEC_DISABLE | PR_SPEC_FORCE_DISABLE | PR_SPEC_DISABLE_NOEXEC)
 
-/* A speculation control set by prctl: its state, or 0 when it is the
- * default or not a prctl's to set. */
-static uint32_t spec_state(struct task *t, int which)
+/* A speculation control set by prctl (v: PR_GET_SPECULATION_CTRL's
+ * result): its state, or 0 when it is the default or not a prctl's to set. */
+static uint32_t spec_state(long v)
 {
-	long v = puppet_syscall(&t->pup, SYS_prctl, PR_GET_SPECULATION_CTRL, which, 0, 0, 0);
 	if (v < 0 || !(v & PR_SPEC_PRCTL) || !(v & (SPEC_STATE & ~PR_SPEC_ENABLE)))
 		return 0;
 	return (uint32_t)v & SPEC_STATE;
@@ -114,17 +100,100 @@ static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
 	}
 }
 
-/* The thread's NUMA policy, by an injected get_mempolicy; vma policies
- * (numa_maps) and the x86 features ckpt cannot restore are refused. */
-static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *k,
-			const char *status)
+/*
+ * Everything task_collect asks the task itself, as one batch of injected
+ * calls (one request to the guardian): the calls write their outputs into
+ * the scratch area at the offsets of struct probe_area (zeroed first), read
+ * back at once.
+ */
+enum probe { P_TID, P_ROBUST, P_SUBREAPER, P_THP, P_SLACK, P_TSC, P_MCE, P_SPEC,
+	     P_MDWE = P_SPEC + 3, P_MERGE, P_MEMPOLICY, P_N };
+
+#define PROBE_AREA_OFF 512
+struct probe_area {
+	uint64_t tid, robust, robust_len, subreaper, tsc;
+	uint64_t pad[(1024 - PROBE_AREA_OFF) / 8 - 5];
+	struct mempolicy_buf mp; /* at 1024 */
+};
+
+struct task_probes {
+	struct puppet_call c[P_N];
+	int at[P_N]; /* index in c, -1 if not asked */
+	size_t n;
+	struct probe_area out;
+	bool out_ok; /* out was read back */
+};
+
+static void probe_add(struct task_probes *b, enum probe which, struct puppet_call call)
+{
+	b->at[which] = (int)b->n;
+	b->c[b->n++] = call;
+}
+
+static long probe_ret(const struct task_probes *b, enum probe which)
+{
+	return b->at[which] < 0 ? -ENOENT : b->c[b->at[which]].ret;
+}
+
+/* A probe that wrote its output into the area, and succeeded. */
+static bool probe_out(const struct task_probes *b, enum probe which)
+{
+	return b->out_ok && probe_ret(b, which) == 0;
+}
+
+#define AREA(f) (scratch + PROBE_AREA_OFF + offsetof(struct probe_area, f))
+
+/* Is the speculation control whose /proc/PID/status line is field one a
+ * prctl may have set? (below) */
+static bool spec_per_task(const char *status, const char *field);
+
+static const int spec_which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH,
+				  PR_SPEC_L1D_FLUSH };
+
+static int run_probes(struct task *t, const char *status, struct task_probes *b)
 {
 	struct puppet *p = &t->pup;
-	struct mempolicy_buf b = { 0 };
-	uint64_t addr = puppet_scratch_put(p, 1024, &b, sizeof(b));
-	long r = addr ? puppet_syscall(p, SYS_get_mempolicy, addr, addr + 8, NODE_BITS, 0, 0)
-		      : -EFAULT;
-	if (r == 0 && puppet_read(p, addr, &b, sizeof(b)) == 0 && b.mode != MPOL_DEFAULT) {
+	uint64_t scratch = p->scratch;
+	const char *field[] = { "\nSpeculation_Store_Bypass:", "\nSpeculationIndirectBranch:",
+				NULL };
+
+	memset(b, 0, sizeof(*b));
+	for (int i = 0; i < P_N; i++)
+		b->at[i] = -1;
+	if (!scratch || puppet_write(p, scratch + PROBE_AREA_OFF, &b->out, sizeof(b->out)) < 0)
+		return -EFAULT;
+	probe_add(b, P_TID, PUPPET_CALL(SYS_prctl, PR_GET_TID_ADDRESS, AREA(tid)));
+	/* get_robust_list(0, &head, &len): two outputs */
+	probe_add(b, P_ROBUST, PUPPET_CALL(SYS_get_robust_list, 0, AREA(robust), AREA(robust_len)));
+	probe_add(b, P_SUBREAPER, PUPPET_CALL(SYS_prctl, PR_GET_CHILD_SUBREAPER, AREA(subreaper)));
+	probe_add(b, P_THP, PUPPET_CALL(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0));
+	probe_add(b, P_SLACK, PUPPET_CALL(SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0));
+	probe_add(b, P_TSC, PUPPET_CALL(SYS_prctl, PR_GET_TSC, AREA(tsc)));
+	probe_add(b, P_MCE, PUPPET_CALL(SYS_prctl, PR_MCE_KILL_GET, 0, 0, 0, 0));
+	for (size_t i = 0; i < ARRAY_SIZE(spec_which); i++)
+		if (!field[i] || spec_per_task(status, field[i]))
+			probe_add(b, P_SPEC + i, PUPPET_CALL(SYS_prctl, PR_GET_SPECULATION_CTRL,
+							     spec_which[i], 0, 0, 0));
+	if (!t->leader) { /* these belong to the process */
+		probe_add(b, P_MDWE, PUPPET_CALL(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0));
+		probe_add(b, P_MERGE, PUPPET_CALL(SYS_prctl, PR_GET_MEMORY_MERGE, 0, 0, 0, 0));
+	}
+	probe_add(b, P_MEMPOLICY, PUPPET_CALL(SYS_get_mempolicy, AREA(mp.mode), AREA(mp.nodes),
+					      NODE_BITS, 0, 0));
+	int r = puppet_syscalls(p, b->c, b->n);
+	if (r < 0)
+		return r;
+	b->out_ok = puppet_read(p, scratch + PROBE_AREA_OFF, &b->out, sizeof(b->out)) == 0;
+	return 0;
+}
+
+/* The thread's NUMA policy (get_mempolicy, in the probes); vma policies
+ * (numa_maps) and the x86 features ckpt cannot restore are refused. */
+static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *k,
+			const char *status, const struct task_probes *pb)
+{
+	struct mempolicy_buf b = pb->out.mp;
+	if (probe_out(pb, P_MEMPOLICY) && b.mode != MPOL_DEFAULT) {
 		k->e.has_mempolicy_mode = k->e.has_mempolicy_nodes = true;
 		k->e.mempolicy_mode = (uint32_t)b.mode;
 		memcpy(k->nodes, b.nodes, sizeof(k->nodes));
@@ -176,15 +245,13 @@ static bool spec_per_task(const char *status, const char *field)
 	return !strncmp(f, "thread", 6) || !strncmp(f, "conditional", 11);
 }
 
-static void collect_prctls(struct task *t, TaskEntry *e, const char *status)
+static void collect_prctls(struct task *t, TaskEntry *e, const struct task_probes *pb)
 {
-	struct puppet *p = &t->pup;
-	uint64_t v;
-	if (remote_u64(t, SYS_prctl, PR_GET_TSC, -1, &v) == 0 && (int)v == PR_TSC_SIGSEGV) {
+	if (probe_out(pb, P_TSC) && (int)pb->out.tsc == PR_TSC_SIGSEGV) {
 		e->has_tsc = true;
 		e->tsc = PR_TSC_SIGSEGV;
 	}
-	long mce = puppet_syscall(p, SYS_prctl, PR_MCE_KILL_GET, 0, 0, 0, 0);
+	long mce = probe_ret(pb, P_MCE);
 	if (mce == PR_MCE_KILL_EARLY || mce == PR_MCE_KILL_LATE) {
 		e->has_mce_kill = true;
 		e->mce_kill = (uint32_t)mce;
@@ -192,20 +259,17 @@ static void collect_prctls(struct task *t, TaskEntry *e, const char *status)
 	uint32_t *spec[] = { &e->spec_store_bypass, &e->spec_indirect_branch, &e->spec_l1d_flush };
 	protobuf_c_boolean *has[] = { &e->has_spec_store_bypass, &e->has_spec_indirect_branch,
 				      &e->has_spec_l1d_flush };
-	const int which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH, PR_SPEC_L1D_FLUSH };
-	const char *field[] = { "\nSpeculation_Store_Bypass:", "\nSpeculationIndirectBranch:",
-				NULL };
-	for (size_t i = 0; i < ARRAY_SIZE(which); i++)
-		if (!field[i] || spec_per_task(status, field[i]))
-			*has[i] = (*spec[i] = spec_state(t, which[i])) != 0;
+	for (size_t i = 0; i < ARRAY_SIZE(spec_which); i++)
+		if (pb->at[P_SPEC + i] >= 0)
+			*has[i] = (*spec[i] = spec_state(probe_ret(pb, P_SPEC + i))) != 0;
 	if (t->leader) /* the rest belong to the process */
 		return;
-	long mdwe = puppet_syscall(p, SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0);
+	long mdwe = probe_ret(pb, P_MDWE);
 	if (mdwe > 0) {
 		e->has_mdwe = true;
 		e->mdwe = (uint32_t)mdwe;
 	}
-	if (puppet_syscall(p, SYS_prctl, PR_GET_MEMORY_MERGE, 0, 0, 0, 0) == 1)
+	if (probe_ret(pb, P_MERGE) == 1)
 		e->has_memory_merge = e->memory_merge = true;
 }
 
@@ -239,40 +303,39 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.personality = (uint32_t)strtoul(text, NULL, 16);
 	free(text);
 
-	uint64_t v, len;
-	if (remote_u64(t, SYS_prctl, PR_GET_TID_ADDRESS, -1, &v) == 0) {
+	_cleanup_free_ char *status = NULL;
+	if (proc_read(t->pid, "status", &status, NULL) < 0)
+		status = NULL;
+	struct task_probes pb;
+	r = run_probes(t, status, &pb);
+	if (r == -EPIPE || r == -ESRCH)
+		return log_fail(&ctx->log, r, "pid %d: cannot inject calls: %s", t->pid,
+				strerror(-r));
+	if (probe_out(&pb, P_TID)) {
 		k->e.has_tid_address = true;
-		k->e.tid_address = v;
+		k->e.tid_address = pb.out.tid;
 	}
-	/* get_robust_list(0, &head, &len): two outputs */
-	long rr = puppet_syscall(&t->pup, SYS_get_robust_list, 0, t->pup.scratch + 512,
-				 t->pup.scratch + 520);
-	if (rr == 0 && puppet_read(&t->pup, t->pup.scratch + 512, &v, 8) == 0 &&
-	    puppet_read(&t->pup, t->pup.scratch + 520, &len, 8) == 0) {
+	if (probe_out(&pb, P_ROBUST)) {
 		k->e.has_robust_list = k->e.has_robust_list_len = true;
-		k->e.robust_list = v;
-		k->e.robust_list_len = len;
+		k->e.robust_list = pb.out.robust;
+		k->e.robust_list_len = pb.out.robust_len;
 	}
-	if (remote_u64(t, SYS_prctl, PR_GET_CHILD_SUBREAPER, -1, &v) == 0) {
+	if (probe_out(&pb, P_SUBREAPER)) {
 		k->e.has_child_subreaper = true;
-		k->e.child_subreaper = (int)v != 0;
+		k->e.child_subreaper = (int)pb.out.subreaper != 0;
 	}
-	long thp = puppet_syscall(&t->pup, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	long thp = probe_ret(&pb, P_THP);
 	if (thp >= 0) {
 		k->e.has_thp_disable = true;
 		k->e.thp_disable = (uint32_t)thp;
 	}
-	long slack = puppet_syscall(&t->pup, SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	long slack = probe_ret(&pb, P_SLACK);
 	if (slack >= 0) {
 		k->e.has_timer_slack_ns = true;
 		k->e.timer_slack_ns = (uint64_t)slack;
 	}
-
-	_cleanup_free_ char *status = NULL;
-	if (proc_read(t->pid, "status", &status, NULL) < 0)
-		status = NULL;
-	collect_prctls(t, &k->e, status);
-	r = collect_numa(ctx, t, k, status);
+	collect_prctls(t, &k->e, &pb);
+	r = collect_numa(ctx, t, k, status, &pb);
 	if (r < 0)
 		return r;
 

@@ -25,10 +25,10 @@
 
 /* ---- ckpt's side ---- */
 
-static int send_all(int fd, const void *buf, size_t len)
+static int send_all(int fd, const struct msghdr *msg, size_t len)
 {
 	for (;;) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		ssize_t n = sendmsg(fd, msg, MSG_NOSIGNAL);
 		if (n == (ssize_t)len)
 			return 0;
 		if (n < 0 && errno == EINTR)
@@ -37,17 +37,20 @@ static int send_all(int fd, const void *buf, size_t len)
 	}
 }
 
-long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen)
+long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size_t inlen,
+		   void *out, size_t outlen)
 {
-	struct {
-		struct guard_rep rep;
-	} m;
-	struct iovec iov[2] = { { &m.rep, sizeof(m.rep) }, { out, outlen } };
+	struct guard_rep rep;
+	struct iovec iov[2] = { { &rep, sizeof(rep) }, { out, outlen } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = out ? 2 : 1 };
+	struct iovec siov[2] = { { req, sizeof(*req) }, { (void *)in, inlen } };
+	struct msghdr smsg = { .msg_iov = siov, .msg_iovlen = in && inlen ? 2 : 1 };
 
 	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	req->pid = p->pid;
-	int r = send_all(p->guard->fd, req, sizeof(*req));
+	free(p->peek_shared); /* good until the next request only */
+	p->peek_shared = NULL;
+	int r = send_all(p->guard->fd, &smsg, sizeof(*req) + (in ? inlen : 0));
 	if (r < 0)
 		return r == -EPIPE || r == -ECONNRESET ? -EPIPE : r;
 	ssize_t n;
@@ -55,23 +58,32 @@ long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outle
 		;
 	if (n < 0)
 		return -errno;
-	if (n < (ssize_t)sizeof(m.rep))
+	if (n < (ssize_t)sizeof(rep))
 		return -EPIPE; /* the guardian is gone */
-	const struct guard_rep *rep = &m.rep;
-	p->held = rep->held;
-	p->group_stopped = rep->group_stopped;
-	p->event_msg = rep->event_msg;
+	p->held = rep.held;
+	p->group_stopped = rep.group_stopped;
+	p->event_msg = rep.event_msg;
+	p->peek_shared_n = rep.shared_n;
 	if (req->op == GUARD_SEIZE) {
-		p->regs0 = rep->regs0;
-		p->sigmask0 = rep->sigmask0;
+		p->regs0 = rep.regs0;
+		p->sigmask0 = rep.sigmask0;
+		p->rseq_ret = rep.rseq_ret;
+		memcpy(p->rseq, rep.rseq, sizeof(p->rseq));
+		p->xstate_len = out && rep.len <= outlen ? rep.len : 0;
 	}
 	if (req->op == GUARD_SCRATCH_MAP || req->op == GUARD_SCRATCH_UNMAP) {
-		p->scratch = rep->scratch;
-		p->scratch_len = rep->scratch_len;
+		p->scratch = rep.scratch;
+		p->scratch_len = rep.scratch_len;
+		p->stub_ip = rep.stub_ip;
 	}
-	if (out && rep->len > outlen)
+	if (out && rep.len > outlen)
 		return -EMSGSIZE;
-	return rep->ret;
+	return rep.ret;
+}
+
+long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen)
+{
+	return guard_call_in(p, req, NULL, 0, out, outlen);
 }
 
 /* A message with no puppet (commit, done). */
@@ -366,7 +378,71 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
 	_exit(0);
 }
 
-static void serve(struct gstate *s, const struct guard_req *req, struct guard_rep *rep, void *data)
+/* GUARD_MANY: the same thing done to n tasks, one record each in data. */
+static void serve_many(struct gstate *s, const struct guard_req *req,
+		       const struct guard_many_req *in, size_t n, struct guard_rep *rep,
+		       uint8_t *data)
+{
+	uint8_t xstate[GUARD_XSTATE_MAX];
+	int err[PUPPET_MANY_MAX];
+	size_t off = 0;
+	bool seize = req->a[1] == GUARD_MANY_SEIZE;
+
+	/* all added first: adding may move the table */
+	for (size_t i = 0; seize && i < n; i++)
+		err[i] = add(s, in[i].pid) ? 0 : -ENOMEM;
+	/* all interrupted, then each waited for: their stops overlap */
+	for (size_t i = 0; seize && i < n; i++)
+		if (err[i] == 0)
+			err[i] = puppet_seize_start(&find(s, in[i].pid)->p, in[i].pid);
+	for (size_t i = 0; seize && i < n; i++)
+		if (err[i] == 0)
+			err[i] = puppet_seize_finish(&find(s, in[i].pid)->p);
+	/* all killed, then each waited for: their deaths overlap */
+	for (size_t i = 0; req->a[1] == GUARD_MANY_KILL && i < n; i++) {
+		struct gtask *t = find(s, in[i].pid);
+		if (t && t->p.held)
+			kill(t->p.pid, SIGKILL);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gtask *t = find(s, in[i].pid);
+		struct guard_many_rep m = { .ret = -ESRCH };
+		size_t len = 0;
+		if (t && seize) {
+			m.ret = err[i];
+			if (m.ret == 0) {
+				puppet_forget(&t->p); /* its memory is ckpt's business */
+				len = sizeof(xstate);
+				if (puppet_get_xstate(&t->p, xstate, &len) < 0 ||
+				    off + sizeof(m) + len > GUARD_DATA_MAX -
+								    (n - i - 1) * sizeof(m))
+					len = 0;
+				m.rseq_ret = puppet_get_rseq(&t->p, m.rseq, sizeof(m.rseq));
+			}
+		} else if (t && req->a[1] == GUARD_MANY_RELEASE) {
+			m.ret = puppet_release(&t->p, in[i].sig);
+		} else if (t) {
+			puppet_kill(&t->p);
+			m.ret = 0;
+		}
+		if (t) {
+			m.regs0 = t->p.regs0;
+			m.sigmask0 = t->p.sigmask0;
+			m.held = t->p.held;
+			m.group_stopped = t->p.group_stopped;
+		}
+		m.xstate_len = (uint32_t)len;
+		memcpy(data + off, &m, sizeof(m));
+		off += sizeof(m);
+		memcpy(data + off, xstate, len);
+		off += (len + 7) & ~(size_t)7;
+	}
+	rep->len = (uint32_t)off;
+	rep->held = true;
+}
+
+static void serve(struct gstate *s, const struct guard_req *req, struct puppet_call *calls,
+		  size_t ncalls, struct guard_rep *rep, void *data)
 {
 	struct gtask *t = req->op == GUARD_SEIZE ? add(s, req->pid) : find(s, req->pid);
 	if (!t) {
@@ -377,10 +453,26 @@ static void serve(struct gstate *s, const struct guard_req *req, struct guard_re
 	if (req->syscall_ip)
 		p->syscall_ip = req->syscall_ip;
 	switch (req->op) {
-	case GUARD_SEIZE:
+	case GUARD_SEIZE: {
 		rep->ret = puppet_seize(p, req->pid);
-		if (rep->ret == 0)
-			puppet_forget(p); /* its memory is ckpt's business */
+		if (rep->ret < 0)
+			break;
+		puppet_forget(p); /* its memory is ckpt's business */
+		/* what ckpt reads of every task anyway, with no request of its own */
+		size_t len = GUARD_XSTATE_MAX;
+		if (puppet_get_xstate(p, data, &len) == 0)
+			rep->len = (uint32_t)len;
+		rep->rseq_ret = puppet_get_rseq(p, rep->rseq, sizeof(rep->rseq));
+		break;
+	}
+	case GUARD_BATCH:
+		/* a thread uses its leader's stub (its own puppet here has none) */
+		if (!p->scratch)
+			p->stub_ip = (uint64_t)req->a[1];
+		rep->ret = puppet_syscalls(p, calls, ncalls);
+		for (size_t i = 0; i < ncalls; i++)
+			((int64_t *)data)[i] = calls[i].ret;
+		rep->len = (uint32_t)(ncalls * sizeof(int64_t));
 		break;
 	case GUARD_SYSCALL:
 		rep->ret = puppet_syscall6(p, req->a[0], req->a[1], req->a[2], req->a[3], req->a[4],
@@ -389,7 +481,8 @@ static void serve(struct gstate *s, const struct guard_req *req, struct guard_re
 	case GUARD_SCRATCH_MAP:
 		rep->ret = snapshot_fds(s, t);
 		if (rep->ret == 0)
-			rep->ret = puppet_scratch_map(p, (uint64_t)req->a[0], (size_t)req->a[1]);
+			rep->ret = req->a[0] ? puppet_scratch_map(p, (uint64_t)req->a[0], (size_t)req->a[1])
+					     : puppet_scratch_map_stub(p, (size_t)req->a[1]);
 		break;
 	case GUARD_SCRATCH_UNMAP:
 		rep->ret = puppet_scratch_unmap(p);
@@ -412,6 +505,12 @@ static void serve(struct gstate *s, const struct guard_req *req, struct guard_re
 		rep->ret = puppet_peek_siginfo(p, (uint64_t)req->a[0], req->a[1] != 0, (int)req->a[2],
 					       data);
 		rep->len = rep->ret > 0 ? (uint32_t)rep->ret * 128 : 0;
+		if (rep->ret >= 0 && !req->a[0] && !req->a[1]) {
+			rep->shared_n = puppet_peek_siginfo(p, 0, true, GUARD_PEEK_MAX,
+							    (char *)data + GUARD_PEEK_MAX * 128);
+			if (rep->shared_n > 0)
+				rep->len = (uint32_t)(GUARD_PEEK_MAX + rep->shared_n) * 128;
+		}
 		break;
 	case GUARD_RSEQ: {
 		size_t len = req->a[0] < 256 ? (size_t)req->a[0] : 256;
@@ -437,6 +536,7 @@ static void serve(struct gstate *s, const struct guard_req *req, struct guard_re
 	rep->sigmask0 = p->sigmask0;
 	rep->scratch = p->scratch;
 	rep->scratch_len = p->scratch_len;
+	rep->stub_ip = p->stub_ip;
 }
 
 static __attribute__((noreturn)) void guardian(int fd)
@@ -466,14 +566,21 @@ static __attribute__((noreturn)) void guardian(int fd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	for (;;) {
+		struct {
+			struct guard_req req;
+			union {
+				struct puppet_call calls[PUPPET_BATCH_MAX];
+				struct guard_many_req many[PUPPET_MANY_MAX];
+				char extra[GUARD_UNDO_MAX]; /* GUARD_ON_DEATH: the message */
+			};
+		} in;
 		struct guard_req req;
-		char extra[GUARD_UNDO_MAX];
 		union {
 			struct cmsghdr h;
 			char buf[CMSG_SPACE(sizeof(int))];
 		} cm;
-		struct iovec iov[2] = { { &req, sizeof(req) }, { extra, sizeof(extra) } };
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cm.buf,
+		struct iovec iov = { &in, sizeof(in) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 				     .msg_controllen = sizeof(cm.buf) };
 		ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
@@ -481,11 +588,20 @@ static __attribute__((noreturn)) void guardian(int fd)
 		if (n <= 0)
 			finish(&s);
 		int rfd = -1;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
 		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			memcpy(&rfd, CMSG_DATA(c), sizeof(int));
+		req = in.req;
 		memset(&m.rep, 0, sizeof(m.rep));
-		if (n < (ssize_t)sizeof(req) || (n != sizeof(req) && req.op != GUARD_ON_DEATH))
+		size_t ncalls = req.op == GUARD_BATCH ? (size_t)req.a[0] : 0;
+		size_t nmany = req.op == GUARD_MANY ? (size_t)req.a[0] : 0;
+		size_t nextra = req.op == GUARD_ON_DEATH && n > (ssize_t)sizeof(req)
+					? (size_t)n - sizeof(req)
+					: 0;
+		if (n < (ssize_t)sizeof(req) || (mh.msg_flags & MSG_TRUNC) ||
+		    ncalls > PUPPET_BATCH_MAX || nmany > PUPPET_MANY_MAX || nextra > GUARD_UNDO_MAX ||
+		    (size_t)n != sizeof(req) + ncalls * sizeof(in.calls[0]) +
+					 nmany * sizeof(in.many[0]) + nextra)
 			m.rep.ret = -EINVAL;
 		else if (req.op == GUARD_ON_DEATH) {
 			/* a message ready to send, and the socket to send it on */
@@ -494,11 +610,13 @@ static __attribute__((noreturn)) void guardian(int fd)
 			if (m.rep.ret == 0) {
 				struct undo *u = &s.undo[s.nundo++];
 				u->fd = rfd;
-				u->len = (size_t)n - sizeof(req);
-				memcpy(u->msg, extra, u->len);
+				u->len = nextra;
+				memcpy(u->msg, in.extra, u->len);
 				rfd = -1;
 			}
-		} else if (req.op == GUARD_COMMIT) {
+		} else if (req.op == GUARD_MANY)
+			serve_many(&s, &req, in.many, nmany, &m.rep, (uint8_t *)m.data);
+		else if (req.op == GUARD_COMMIT) {
 			s.commit = true;
 			m.rep.held = true;
 		} else if (req.op == GUARD_WATCH) {
@@ -509,7 +627,7 @@ static __attribute__((noreturn)) void guardian(int fd)
 			send(3, &m.rep, sizeof(m.rep), MSG_NOSIGNAL);
 			finish(&s);
 		} else
-			serve(&s, &req, &m.rep, m.data);
+			serve(&s, &req, in.calls, ncalls, &m.rep, m.data);
 		if (rfd >= 0)
 			close(rfd);
 		if (send(3, &m, sizeof(m.rep) + m.rep.len, MSG_NOSIGNAL) < 0)

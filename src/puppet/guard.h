@@ -17,7 +17,9 @@
  * appeared in it since its scratch area was mapped are closed, the scratch
  * area unmapped, registers, signal mask and stop state restored, and it is
  * detached. After puppet_guard_commit() (the image is complete) it kills
- * them instead. The channel is one request, one reply.
+ * them instead. The channel is one request, one reply; a request may carry
+ * a batch of calls (run by a stub in the task, one stop for all) or the
+ * same operation on many tasks, so that few round trips are made.
  */
 #ifndef CKPT_PUPPET_GUARD_H
 #define CKPT_PUPPET_GUARD_H
@@ -72,6 +74,25 @@ enum guard_op {
 	GUARD_DONE,
 	GUARD_WATCH,
 	GUARD_ON_DEATH, /* the message follows the request, the fd is passed */
+	GUARD_BATCH, /* a[0] calls (struct puppet_call) follow the request */
+	/* a[0] tasks: their pids (int32) follow; a[1] says what to do */
+	GUARD_MANY,
+};
+
+enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL };
+
+/* GUARD_MANY: for each task, this (then, for a seize, its xstate) */
+struct guard_many_rep {
+	int64_t ret;
+	struct user_regs_struct regs0;
+	uint64_t sigmask0;
+	int64_t rseq_ret;
+	uint8_t rseq[32];
+	uint32_t xstate_len; /* bytes of xstate after this, rounded up to 8 */
+	uint8_t held, group_stopped;
+};
+struct guard_many_req {
+	int32_t pid, sig;
 };
 #define GUARD_UNDO_MAX 512
 #define GUARD_UNDO_SLOTS 4
@@ -86,17 +107,30 @@ struct guard_req {
 struct guard_rep {
 	int64_t ret;
 	struct user_regs_struct regs0;
-	uint64_t sigmask0, event_msg, scratch, scratch_len;
+	uint64_t sigmask0, event_msg, scratch, scratch_len, stub_ip;
 	uint8_t held, group_stopped;
 	uint32_t len; /* of the data that follows */
+	/* GUARD_SEIZE: the rseq configuration (PTRACE_GET_RSEQ_CONFIGURATION's
+	 * result and data) and the xstate, which is the data */
+	int64_t rseq_ret;
+	uint8_t rseq[32];
+	/* GUARD_PEEKSIGINFO of the thread's queue from 0: the process's queue
+	 * too (this many, after GUARD_PEEK_MAX of the thread's), which ckpt
+	 * asks next */
+	int64_t shared_n;
 };
+#define GUARD_PEEK_MAX 32
 
 #define GUARD_DATA_MAX (64 * 1024)
+#define GUARD_XSTATE_MAX (16 * 1024) /* read with the seize when it fits */
 
 /*
  * Asks p's guardian for op on p: the state it returns (held, stop, ...) is
  * copied into p, the data (up to outlen bytes) into out; its result.
  */
 long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen);
+/* The same, with inlen bytes of in sent after the request. */
+long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size_t inlen,
+		   void *out, size_t outlen);
 
 #endif

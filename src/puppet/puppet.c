@@ -110,23 +110,41 @@ static int puppet_take(struct puppet *p)
 	return 0;
 }
 
-static int seize_via_guard(struct puppet *p, pid_t pid, struct puppet_guard *g)
+/* The task's memory, once the guardian holds it (ckpt reads it itself). */
+static int open_mem(struct puppet *p)
 {
 	char path[64];
-	struct guard_req req = { .op = GUARD_SEIZE };
-
-	*p = (struct puppet){ .pid = pid, .memfd = -1, .guard = g };
-	long r = guard_call(p, &req, NULL, 0);
-	if (r < 0)
-		return (int)r;
 	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
 	p->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (p->memfd < 0) {
-		r = -errno;
-		puppet_release(p, 0);
-		return (int)r;
+	if (p->memfd >= 0)
+		return 0;
+	int r = -errno;
+	puppet_release(p, 0);
+	return r;
+}
+
+static int seize_via_guard(struct puppet *p, pid_t pid, struct puppet_guard *g)
+{
+	struct guard_req req = { .op = GUARD_SEIZE };
+	_cleanup_free_ void *xstate = malloc(GUARD_XSTATE_MAX);
+
+	*p = (struct puppet){ .pid = pid, .memfd = -1, .guard = g };
+	if (!xstate)
+		return -ENOMEM;
+	long r = guard_call(p, &req, xstate, GUARD_XSTATE_MAX);
+	if (r == -EMSGSIZE) /* xstate larger than the room: held all the same */
+		r = 0;
+	else if (r == 0 && p->xstate_len) {
+		void *x = realloc(xstate, p->xstate_len);
+		if (x)
+			p->xstate = x, xstate = NULL;
+		else
+			p->xstate_len = 0;
 	}
-	return 0;
+	if (r < 0)
+		return (int)r;
+	p->have_seized_state = true;
+	return open_mem(p);
 }
 
 int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard)
@@ -134,9 +152,8 @@ int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard
 	return guard ? seize_via_guard(p, pid, guard) : puppet_seize(p, pid);
 }
 
-int puppet_seize(struct puppet *p, pid_t pid)
+int puppet_seize_start(struct puppet *p, pid_t pid)
 {
-	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	*p = (struct puppet){ .pid = pid, .memfd = -1 };
 	/* suspending seccomp needs CAP_SYS_ADMIN; without it, injections may
 	 * be filtered, which the caller finds out when one fails */
@@ -148,15 +165,142 @@ int puppet_seize(struct puppet *p, pid_t pid)
 		ptrace(PTRACE_DETACH, pid, 0, 0);
 		return r;
 	}
+	return 0;
+}
+
+int puppet_seize_finish(struct puppet *p)
+{
 	int r = puppet_take(p);
 	if (r < 0) {
 		if (p->held)
 			puppet_release(p, 0);
 		else
-			ptrace(PTRACE_DETACH, pid, 0, 0);
+			ptrace(PTRACE_DETACH, p->pid, 0, 0);
 		puppet_forget(p);
 	}
 	return r;
+}
+
+int puppet_seize(struct puppet *p, pid_t pid)
+{
+	CKPT_FAULT(CKPT_FAULT_REQUEST);
+	int r = puppet_seize_start(p, pid);
+	return r < 0 ? r : puppet_seize_finish(p);
+}
+
+/* One GUARD_MANY request for n <= PUPPET_MANY_MAX tasks. */
+static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const int *sigs,
+			   size_t n, struct puppet_guard *g, enum guard_many what, int *err)
+{
+	struct guard_many_req in[PUPPET_MANY_MAX];
+	struct guard_req req = { .op = GUARD_MANY, .a = { (int64_t)n, what } };
+	struct puppet dummy = { .guard = g, .memfd = -1 };
+	size_t room = GUARD_DATA_MAX;
+	_cleanup_free_ uint8_t *out = malloc(room);
+
+	for (size_t i = 0; i < n; i++)
+		in[i] = (struct guard_many_req){ pids[i], sigs ? sigs[i] : 0 };
+	long r = out ? guard_call_in(&dummy, &req, in, n * sizeof(in[0]), out, room) : -ENOMEM;
+	size_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct puppet *p = ps[i];
+		struct guard_many_rep m = { .ret = r < 0 ? r : -EIO };
+		if (r >= 0 && off + sizeof(m) <= room)
+			memcpy(&m, out + off, sizeof(m));
+		off += sizeof(m);
+		if (what == GUARD_MANY_SEIZE) {
+			*p = (struct puppet){ .pid = pids[i], .memfd = -1, .guard = g };
+			p->held = m.held;
+			p->group_stopped = m.group_stopped;
+			p->regs0 = m.regs0;
+			p->sigmask0 = m.sigmask0;
+			p->rseq_ret = m.rseq_ret;
+			memcpy(p->rseq, m.rseq, sizeof(p->rseq));
+			p->have_seized_state = m.ret == 0;
+			if (m.ret == 0 && m.xstate_len && off + m.xstate_len <= room &&
+			    (p->xstate = malloc(m.xstate_len))) {
+				memcpy(p->xstate, out + off, m.xstate_len);
+				p->xstate_len = m.xstate_len;
+			}
+			off += (m.xstate_len + 7) & ~7u;
+			err[i] = m.ret < 0 ? (int)m.ret : open_mem(p);
+			continue;
+		}
+		err[i] = (int)m.ret;
+		p->held = false;
+		puppet_forget(p);
+	}
+}
+
+static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, size_t n,
+		 struct puppet_guard *g, enum guard_many what, int *err)
+{
+	for (size_t at = 0; g && at < n; at += PUPPET_MANY_MAX) {
+		size_t k = n - at < PUPPET_MANY_MAX ? n - at : PUPPET_MANY_MAX;
+		many_via_guard(ps + at, pids + at, sigs ? sigs + at : NULL, k, g, what, err + at);
+	}
+	for (size_t i = 0; !g && i < n; i++) {
+		if (what == GUARD_MANY_SEIZE)
+			err[i] = puppet_seize(ps[i], pids[i]);
+		else if (what == GUARD_MANY_RELEASE)
+			err[i] = puppet_release(ps[i], sigs[i]);
+		else
+			puppet_kill(ps[i]), err[i] = 0;
+	}
+}
+
+void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
+		       struct puppet_guard *guard, int *err)
+{
+	many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, err);
+}
+
+/* The tasks that are held, and their pids (all of one guardian, or none). */
+static size_t held_of(struct puppet *const *ps, const int *sigs, size_t n, struct puppet **h,
+		      pid_t *pids, int *hsigs)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ps[i]->held) {
+			h[k] = ps[i];
+			pids[k] = ps[i]->pid;
+			hsigs[k++] = sigs ? sigs[i] : 0;
+		}
+	return k;
+}
+
+void puppet_release_many(struct puppet *const *ps, const int *sigs, size_t n, int *err)
+{
+	_cleanup_free_ struct puppet **h = calloc(n ? n : 1, sizeof(*h));
+	_cleanup_free_ pid_t *pids = calloc(n ? n : 1, sizeof(*pids));
+	_cleanup_free_ int *hs = calloc(n ? n : 1, 2 * sizeof(*hs));
+	for (size_t i = 0; i < n; i++)
+		err[i] = 0;
+	if (!h || !pids || !hs) { /* one by one */
+		for (size_t i = 0; i < n; i++)
+			err[i] = puppet_release(ps[i], sigs[i]);
+		return;
+	}
+	size_t k = held_of(ps, sigs, n, h, pids, hs);
+	many(h, pids, hs, k, k ? h[0]->guard : NULL, GUARD_MANY_RELEASE, hs + n);
+	for (size_t i = 0, j = 0; i < n && j < k; i++)
+		if (ps[i] == h[j])
+			err[i] = hs[n + j++];
+}
+
+void puppet_kill_many(struct puppet *const *ps, size_t n)
+{
+	_cleanup_free_ struct puppet **h = calloc(n ? n : 1, sizeof(*h));
+	_cleanup_free_ pid_t *pids = calloc(n ? n : 1, sizeof(*pids));
+	_cleanup_free_ int *hs = calloc(n ? n : 1, 2 * sizeof(*hs));
+	if (!h || !pids || !hs) {
+		for (size_t i = 0; i < n; i++)
+			if (ps[i]->held)
+				puppet_kill(ps[i]);
+		return;
+	}
+	size_t k = held_of(ps, NULL, n, h, pids, hs);
+	many(h, pids, NULL, k, k ? h[0]->guard : NULL, GUARD_MANY_KILL, hs + n);
 }
 
 /*
@@ -442,6 +586,12 @@ void puppet_forget(struct puppet *p)
 	if (p->memfd >= 0)
 		close(p->memfd);
 	p->memfd = -1;
+	free(p->xstate);
+	p->xstate = NULL;
+	free(p->peek_shared);
+	p->peek_shared = NULL;
+	p->xstate_len = 0;
+	p->have_seized_state = false;
 }
 
 int puppet_find_syscall(struct puppet *p)
@@ -530,6 +680,8 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		return -ESRCH;
 	if (!p->syscall_ip)
 		return -ENOEXEC;
+	if (nr == SYS_rseq)
+		p->have_seized_state = false;
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_SYSCALL,
 					 .syscall_ip = p->syscall_ip,
@@ -592,6 +744,169 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 	return (long)regs.rax;
 }
 
+/*
+ * The batch stub: rbx = the table (entries of 8 words: nr, six arguments,
+ * result), r12 = the count; it runs each call, stores rax, and ends on int3.
+ */
+static const uint8_t stub_code[] = {
+	0x48, 0x8b, 0x03,       /* mov (%rbx),%rax */
+	0x48, 0x8b, 0x7b, 0x08, /* mov 0x8(%rbx),%rdi */
+	0x48, 0x8b, 0x73, 0x10, /* mov 0x10(%rbx),%rsi */
+	0x48, 0x8b, 0x53, 0x18, /* mov 0x18(%rbx),%rdx */
+	0x4c, 0x8b, 0x53, 0x20, /* mov 0x20(%rbx),%r10 */
+	0x4c, 0x8b, 0x43, 0x28, /* mov 0x28(%rbx),%r8 */
+	0x4c, 0x8b, 0x4b, 0x30, /* mov 0x30(%rbx),%r9 */
+	0x0f, 0x05,             /* syscall */
+	0x48, 0x89, 0x43, 0x38, /* mov %rax,0x38(%rbx) */
+	0x48, 0x83, 0xc3, 0x40, /* add $0x40,%rbx */
+	0x49, 0xff, 0xcc,       /* dec %r12 */
+	0x75, 0xd6,             /* jne 0 */
+	0xcc,                   /* int3 */
+};
+#define STUB_TABLE_SIZE 8192 /* PUPPET_BATCH_MAX entries of 64 bytes */
+#define STUB_PAGE 4096
+
+int puppet_scratch_map_stub(struct puppet *p, size_t len)
+{
+	char path[64];
+	int r = puppet_scratch_map(p, 0, len + STUB_TABLE_SIZE + STUB_PAGE);
+	if (r < 0 || p->guard)
+		return r;
+	p->scratch_len = len;
+	p->scratch_extra = STUB_TABLE_SIZE + STUB_PAGE;
+	uint64_t code = p->scratch + len + STUB_TABLE_SIZE;
+	/* the page made read-only and executable by a new mapping over it
+	 * (memory-deny-write-execute refuses an mprotect that adds PROT_EXEC);
+	 * its code written through /proc/PID/mem, which may */
+	long m = puppet_syscall(p, SYS_mmap, code, STUB_PAGE, PROT_READ | PROT_EXEC,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if ((uint64_t)m != code)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && pwrite(fd, stub_code, sizeof(stub_code), (off_t)code) == sizeof(stub_code))
+		p->stub_ip = code;
+	return 0;
+}
+
+static int stub_mem(struct puppet *p, uint64_t addr, void *buf, size_t len, bool write)
+{
+	struct iovec l = { buf, len }, rm = { (void *)(uintptr_t)addr, len };
+	ssize_t n = write ? process_vm_writev(p->pid, &l, 1, &rm, 1, 0)
+			  : process_vm_readv(p->pid, &l, 1, &rm, 1, 0);
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* Runs a batch by the stub: one stop for all the calls. */
+static int run_stub(struct puppet *p, struct puppet_call *c, size_t n)
+{
+	uint64_t t[PUPPET_BATCH_MAX][8];
+	uint64_t table = p->stub_ip - STUB_TABLE_SIZE;
+	struct user_regs_struct regs = p->regs0;
+	int status, r;
+
+	for (size_t i = 0; i < n; i++) {
+		t[i][0] = (uint64_t)c[i].nr;
+		for (int j = 0; j < 6; j++)
+			t[i][1 + j] = (uint64_t)c[i].a[j];
+		t[i][7] = (uint64_t)-ENOSYS;
+	}
+	if ((r = stub_mem(p, table, t, n * sizeof(t[0]), true)) < 0)
+		return r;
+	regs.rip = p->stub_ip;
+	regs.rbx = table;
+	regs.r12 = n;
+	regs.orig_rax = -1;
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0)
+		return -errno;
+	for (;;) {
+		if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
+			return -errno;
+		if ((r = wait_task(p->pid, &status)) < 0)
+			return r;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			p->held = false;
+			return -ESRCH;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		int sig = WSTOPSIG(status), ev = status >> 16;
+		if (sig == SIGTRAP && ev == 0) {
+			/* the stub's int3 (sent by the kernel), or the program's
+			 * own SIGTRAP, kept for the release */
+			if ((r = own_trap(p)) < 0)
+				return r;
+			if (r == 0)
+				break;
+			continue;
+		}
+		if ((ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK || ev == PTRACE_EVENT_CLONE) &&
+		    ptrace(PTRACE_GETEVENTMSG, p->pid, 0, &p->event_msg) < 0)
+			return -errno;
+		if (is_stop_signal(sig))
+			p->group_stopped = true; /* not executed yet: kept */
+		else if (ev == 0)
+			return -EFAULT; /* a fault in the stub: nothing more is run */
+	}
+	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
+		return -errno;
+	if (regs.rip != p->stub_ip + sizeof(stub_code))
+		return -EFAULT;
+	if ((r = stub_mem(p, table, t, n * sizeof(t[0]), false)) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		c[i].ret = (long)t[i][7];
+	return 0;
+}
+
+/* Can the stub run this batch? (it knows nothing of arg_prev and stop) */
+static bool stub_can_run(const struct puppet *p, const struct puppet_call *c, size_t n)
+{
+	if (!p->stub_ip || !n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (c[i].arg_prev || c[i].stop)
+			return false;
+	return true;
+}
+
+int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
+{
+	if (n > PUPPET_BATCH_MAX)
+		return -E2BIG;
+	int r = !p->held ? -ESRCH : !p->syscall_ip ? -ENOEXEC : 0;
+	for (size_t i = 0; i < n; i++)
+		if (c[i].nr == SYS_rseq)
+			p->have_seized_state = false;
+	if (r == 0 && p->guard && n) {
+		struct guard_req req = { .op = GUARD_BATCH,
+					 .syscall_ip = p->syscall_ip,
+					 .a = { (int64_t)n, (int64_t)p->stub_ip } };
+		int64_t rets[PUPPET_BATCH_MAX];
+		long g = guard_call_in(p, &req, c, n * sizeof(*c), rets, n * sizeof(rets[0]));
+		if (g < 0)
+			r = (int)g;
+		for (size_t i = 0; r == 0 && i < n; i++)
+			c[i].ret = rets[i];
+	} else if (r == 0 && stub_can_run(p, c, n)) {
+		r = run_stub(p, c, n);
+	} else if (r == 0) {
+		bool stopped = false;
+		for (size_t i = 0; i < n; i++) {
+			long *a = c[i].a;
+			if (c[i].arg_prev >= 1 && c[i].arg_prev <= 6 && i > 0)
+				a[c[i].arg_prev - 1] = c[i - 1].ret;
+			c[i].ret = stopped ? -ECANCELED
+					   : puppet_syscall6(p, c[i].nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+			if (c[i].stop && c[i].ret < 0 && c[i].ret > -4096)
+				stopped = true;
+		}
+	}
+	for (size_t i = 0; r < 0 && i < n; i++)
+		c[i].ret = r;
+	return r;
+}
+
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
 {
 	if (p->guard) {
@@ -621,9 +936,11 @@ int puppet_scratch_unmap(struct puppet *p)
 		struct guard_req req = { .op = GUARD_SCRATCH_UNMAP, .syscall_ip = p->syscall_ip };
 		return (int)guard_call(p, &req, NULL, 0);
 	}
-	long r = puppet_syscall(p, SYS_munmap, p->scratch, p->scratch_len);
+	long r = puppet_syscall(p, SYS_munmap, p->scratch, p->scratch_len + p->scratch_extra);
 	p->scratch = 0;
 	p->scratch_len = 0;
+	p->scratch_extra = 0;
+	p->stub_ip = 0;
 	return r < 0 ? (int)r : 0;
 }
 
@@ -679,6 +996,11 @@ int puppet_set_regs(struct puppet *p, const struct user_regs_struct *regs)
 
 int puppet_get_xstate(struct puppet *p, void *buf, size_t *len)
 {
+	if (p->xstate && p->held && *len >= p->xstate_len) {
+		memcpy(buf, p->xstate, p->xstate_len);
+		*len = p->xstate_len;
+		return 0;
+	}
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_XSTATE, .a = { (int64_t)*len } };
 		long r = guard_call(p, &req, buf, *len);
@@ -804,10 +1126,32 @@ long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, vo
 {
 	if (nr > 32)
 		nr = 32;
-	if (p->guard) {
+	if (p->guard && shared && !off && p->peek_shared) {
+		long n = p->peek_shared_n < nr ? p->peek_shared_n : nr;
+		memcpy(buf, p->peek_shared, (size_t)n * 128);
+		return n;
+	}
+	if (p->guard && (shared || off)) {
 		struct guard_req req = { .op = GUARD_PEEKSIGINFO,
 					 .a = { (int64_t)off, shared, nr } };
 		return guard_call(p, &req, buf, (size_t)nr * 128);
+	}
+	if (p->guard) {
+		/* the thread's queue, and the process's with it (asked next) */
+		struct guard_req req = { .op = GUARD_PEEKSIGINFO, .a = { 0, 0, GUARD_PEEK_MAX } };
+		_cleanup_free_ uint8_t *both = malloc(2 * GUARD_PEEK_MAX * 128);
+		if (!both)
+			return -ENOMEM;
+		long n = guard_call(p, &req, both, 2 * GUARD_PEEK_MAX * 128);
+		long sn = p->peek_shared_n;
+		if (n < 0)
+			return n;
+		memcpy(buf, both, (size_t)(n < nr ? n : nr) * 128);
+		if (sn >= 0 && (p->peek_shared = malloc(GUARD_PEEK_MAX * 128))) {
+			memcpy(p->peek_shared, both + GUARD_PEEK_MAX * 128, (size_t)sn * 128);
+			p->peek_shared_n = sn;
+		}
+		return n < nr ? n : nr;
 	}
 	struct {
 		uint64_t off;
@@ -835,6 +1179,10 @@ long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, vo
 
 long puppet_get_rseq(struct puppet *p, void *buf, size_t len)
 {
+	if (p->have_seized_state && p->held && len <= sizeof(p->rseq)) {
+		memcpy(buf, p->rseq, len);
+		return p->rseq_ret;
+	}
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_RSEQ, .a = { (int64_t)len } };
 		return guard_call(p, &req, buf, len);

@@ -45,6 +45,11 @@ struct puppet {
 	uint64_t syscall_ip;    /* address of a `syscall` instruction */
 	uint64_t scratch;       /* remote scratch area, 0 if none */
 	size_t scratch_len;
+	/* with puppet_scratch_map_stub(): mapped after the scratch area, a
+	 * table for batches and an executable page with the batch stub at
+	 * stub_ip (0: none, one injection per call); scratch_extra bytes */
+	uint64_t stub_ip;
+	size_t scratch_extra;
 	unsigned long event_msg; /* of the last fork/clone event in an injection */
 	/* the program's own pending SIGTRAPs, taken by the stops of an
 	 * injection (the thread's first, then the process's) and given back,
@@ -54,6 +59,19 @@ struct puppet {
 	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
 	 * from this process */
 	struct puppet_guard *guard;
+	/* read by the guardian with the seize (no request of their own): the
+	 * xstate (malloc'd, freed by puppet_forget) and the rseq
+	 * configuration, valid while have_seized_state */
+	bool have_seized_state;
+	void *xstate;
+	size_t xstate_len;
+	long rseq_ret;
+	uint8_t rseq[32];
+	/* the process's pending signals (peek_shared_n siginfos), read by the
+	 * guardian with the thread's (puppet_peek_siginfo), until the next
+	 * request */
+	void *peek_shared;
+	long peek_shared_n;
 };
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
@@ -104,6 +122,22 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
  */
 int puppet_exit(struct puppet *p, int status);
 
+/*
+ * Many tasks at once (threads of a process): with a guardian, one request
+ * for up to PUPPET_MANY_MAX of them, and every task is interrupted before
+ * any is waited for, so their stops overlap. err[i] is the result for ps[i]
+ * (as puppet_seize_guarded, puppet_release).
+ */
+#define PUPPET_MANY_MAX 16
+void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
+		       struct puppet_guard *guard, int *err);
+void puppet_release_many(struct puppet *const *ps, const int *sigs, size_t n, int *err);
+void puppet_kill_many(struct puppet *const *ps, size_t n);
+/* The first half of puppet_seize (PTRACE_SEIZE and PTRACE_INTERRUPT) and
+ * the second (wait for the stop and take the task); for the guardian. */
+int puppet_seize_start(struct puppet *p, pid_t pid) __attribute__((warn_unused_result));
+int puppet_seize_finish(struct puppet *p) __attribute__((warn_unused_result));
+
 /* Restore regs0 and sigmask0, then detach; sig is delivered on resume. */
 int puppet_release(struct puppet *p, int sig);
 /* SIGKILL the task and reap or wait for it as far as we can. */
@@ -121,10 +155,41 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 /* puppet_syscall(p, SYS_x, args...): up to six arguments, the rest are 0 */
 #define puppet_syscall(p, ...) PUPPET_ARGS6_(p, __VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
 
+/*
+ * A batch of injected calls, run one after another by one request (to the
+ * guardian: one round trip for all of them). ret is each call's result;
+ * calls not run get -ECANCELED.
+ */
+struct puppet_call {
+	long nr;
+	long a[6];
+	int arg_prev; /* 1-6: that argument is the previous call's result */
+	bool stop;    /* if this call fails, the rest are not run */
+	long ret;
+};
+#define PUPPET_BATCH_MAX 96
+/* Runs calls[0..n) (n <= PUPPET_BATCH_MAX); 0, or -errno if the batch could
+ * not be run at all (every ret is then that error). */
+int puppet_syscalls(struct puppet *p, struct puppet_call *calls, size_t n)
+	__attribute__((warn_unused_result));
+/* A call for a batch: PUPPET_CALL(SYS_x, args...), up to six arguments */
+#define PUPPET_CALL6_(nr_, a1, a2, a3, a4, a5, a6, ...)                                        \
+	((struct puppet_call){ .nr = (nr_),                                                    \
+			       .a = { (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5), \
+				      (long)(a6) } })
+#define PUPPET_CALL(...) PUPPET_CALL6_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0)
+
 /* Maps a scratch area (at addr if not 0, which must then be free). */
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
 	__attribute__((warn_unused_result));
 int puppet_scratch_unmap(struct puppet *p);
+/*
+ * A scratch area (anywhere) followed by a batch table and a page with a
+ * stub that runs a batch's calls one after another and traps once: a batch
+ * then costs one stop of the task instead of one per call. Without the
+ * page (refused, e.g. memory-deny-write-execute), a plain scratch area.
+ */
+int puppet_scratch_map_stub(struct puppet *p, size_t len) __attribute__((warn_unused_result));
 
 /* Memory of the task: any protection, through /proc/pid/mem. */
 int puppet_read(struct puppet *p, uint64_t addr, void *buf, size_t len)
