@@ -474,7 +474,8 @@ int netlock_install(struct netlock *nl)
 	nl->error[0] = 0;
 	/* one element per flow: a pair of connections both in the list (both
 	 * ends of a loopback connection) gives each element twice */
-	qsort(nl->flows, nl->nflows, sizeof(*nl->flows), cmp_flow);
+	if (nl->nflows)
+		qsort(nl->flows, nl->nflows, sizeof(*nl->flows), cmp_flow);
 	size_t n = 0;
 	for (size_t i = 0; i < nl->nflows; i++)
 		if (!n || memcmp(&nl->flows[n - 1], &nl->flows[i], sizeof(struct flow)))
