@@ -23,6 +23,7 @@
 #include "ckpt.h"
 #include "core.pb-c.h"
 #include "core/objhash.h"
+#include "core/progress.h"
 #include "img/img.h"
 #include "img/seal.h"
 #include "kinds/kinds.h"
@@ -96,6 +97,7 @@ struct ckpt_ctx {
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
+	struct progress progress; /* the image's bytes written (progress.h) */
 };
 
 struct rst_task {
@@ -152,6 +154,7 @@ struct rst_ctx {
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
 	uint64_t scratch_addr;  /* free in every image address space */
 	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
+	struct progress progress; /* page bytes of mm written (progress.h) */
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */

@@ -37,6 +37,7 @@ import json
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import socket
@@ -357,6 +358,7 @@ TESTS = [
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
     entry("cli_summary", kind="cli_summary"),
+    entry("cli_progress", kind="cli_progress", program="mem_big"),
     entry("run_detach", kind="run_detach", program="fs_umask"),
     entry("cli_check", kind="cli_check"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
@@ -2920,6 +2922,113 @@ http {{
             raise Fail("restart --detach --json: exit %d, %r, stderr %r"
                        % (r.returncode, js, r.stderr))
         self.check_counts(js, "restart --json", "memory_bytes", "image_bytes", img3)
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the restored tree")
+
+    def run_on_pty(self, args, what, timeout=60):
+        """ckpt ARGS with stderr on a pseudo-terminal (raw: no \\n to \\r\\n),
+        stdout a pipe; returns (exit status, stdout, what the terminal got)."""
+        import tty
+        argv = self.ckpt_argv(*args, verbose=False)
+        self.vlog("$ " + " ".join(argv) + " 2>pty")
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=slave, cwd=self.dir)
+        finally:
+            os.close(slave)
+        got, deadline = b"", time.monotonic() + timeout
+        try:
+            while True:
+                if time.monotonic() > deadline:
+                    p.kill()
+                    raise Fail("%s hung on a terminal" % what)
+                r, _, _ = select.select([master], [], [], POLL)
+                if not r:
+                    continue
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: every writer of the slave is gone
+                    break
+                if not data:
+                    break
+                got += data
+            out = p.communicate(timeout=timeout)[0]
+        finally:
+            os.close(master)
+        return p.returncode, out.decode(errors="replace"), got.decode(errors="replace")
+
+    PROGRESS_RE = re.compile(r"\rckpt: (checkpoint|restart): ([\d.]+) (bytes|KiB|MiB|GiB)"
+                             r"(?: of ([\d.]+) (bytes|KiB|MiB|GiB))?, [\d.]+ (?:bytes|KiB|MiB|GiB)/s"
+                             r"(?:, [\d.]+ s left)?\x1b\[K")
+
+    def check_progress(self, text, phase, what):
+        """At least one progress line of phase with a total of about the 256 MiB
+        the program holds, wiped, then the summary line alone."""
+        unit = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+        lines = list(self.PROGRESS_RE.finditer(text))
+        if not lines or any(m.group(1) != phase for m in lines):
+            raise Fail("%s: want progress lines of %s on the terminal, got %r"
+                       % (what, phase, text[-600:]))
+        totals = [float(m.group(4)) * unit[m.group(5)] for m in lines if m.group(4)]
+        if not totals or not 200 * MiB <= max(totals) <= 400 * MiB:
+            raise Fail("%s: progress totals %r, the program holds 256 MiB" % (what, totals))
+        rest = text[lines[-1].end():]
+        if not rest.startswith("\r\x1b[K"):
+            raise Fail("%s: the progress line is not wiped before the summary: %r"
+                       % (what, rest[:200]))
+        self.vlog("%s: %d progress lines, the last %r" % (what, len(lines),
+                                                           lines[-1].group(0)))
+        return self.parse_summary(rest[len("\r\x1b[K"):], phase)
+
+    def flow_cli_progress(self):
+        """On a terminal, checkpoint and restart show a progress line redrawn in
+        place (\\r), wiped before the summary; through a pipe, none."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        # a documented interval: updates every millisecond, so that even a fast
+        # machine shows some while 256 MiB are written
+        img1 = self.p("img1")
+        rc, _, text = self.run_on_pty(["checkpoint", str(self.pid), "-o", img1,
+                                       "--progress-interval", "1"], "checkpoint on a pty")
+        if rc != 0:
+            raise Fail("checkpoint on a pty: exit %d: %r" % (rc, text[-300:]))
+        got = self.check_progress(text, "checkpoint", "checkpoint on a pty")
+        if got["verb"] != "checkpointed" or got["image"] != img1:
+            raise Fail("checkpoint on a pty: summary %r" % got)
+        # --quiet on a terminal: nothing at all
+        rc, _, text = self.run_on_pty(["checkpoint", str(self.pid), "-o", self.p("img0"),
+                                       "--quiet", "--progress-interval", "1"],
+                                      "checkpoint --quiet on a pty")
+        if rc != 0 or text:
+            raise Fail("checkpoint --quiet on a pty: exit %d, said %r" % (rc, text[-300:]))
+        # not a terminal (a file): the summary alone, no \r
+        img = self.p("img")
+        _, err = self.checkpoint(img, "ckpt", reap=[pr], extra=["--progress-interval", "1"])
+        pr.poll()
+        if "\r" in err or "\x1b" in err:
+            raise Fail("checkpoint to a file drew a progress line: %r" % err[-300:])
+        self.parse_summary(err, "checkpoint")
+        # restart on a terminal
+        rc, out, text = self.run_on_pty(["restart", img, "--detach", "--progress-interval", "1"],
+                                        "restart on a pty")
+        if rc != 0 or out != "%d\n" % self.pid:
+            raise Fail("restart on a pty: exit %d, stdout %r, %r" % (rc, out, text[-300:]))
+        got = self.check_progress(text, "restart", "restart on a pty")
+        if got["verb"] != "restarted" or got["pid"] != self.pid:
+            raise Fail("restart on a pty: summary %r" % got)
+        # and through a pipe: no \r
+        self.checkpoint(self.p("img3"), "ckpt3", reap=[], extra=["--quiet"])
+        r = self.run_ckpt(["restart", self.p("img3"), "--detach", "--progress-interval", "1"],
+                          verbose=False)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0 or "\r" in err or "\x1b" in err:
+            raise Fail("restart through a pipe: exit %d, %r" % (r.returncode, err[-300:]))
+        self.parse_summary(err, "restart")
         os.kill(self.pid, signal.SIGUSR1)
         self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
         self.check_result(0, "the restored tree")
