@@ -190,6 +190,16 @@ struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
 int rst_require(struct rst_ctx *ctx, const struct rst_task *t, enum kind k)
 	__attribute__((warn_unused_result));
 
+/*
+ * outside.c: for a refusal of an fd of the tree whose file (dev, ino) is
+ * also held outside it: " by pid 4100 (bash) fd 251" (the outside fds of
+ * access mode accmode, -1 for any; O_RDWR ones match either), and when one
+ * holder is the root's parent, a hint that fd (the tree's) was inherited
+ * and how to start the program without it (then true). "" if none is found.
+ */
+bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int accmode, int fd,
+			 char *buf, size_t len);
+
 /* Checkpoint: the process of the tree with this pid, or NULL. */
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid);
 

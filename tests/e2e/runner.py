@@ -343,6 +343,7 @@ TESTS = [
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
+    entry("refuse_inherited", kind="refuse_inherited", program="mem_anon"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
@@ -639,14 +640,14 @@ class Run:
             raise Fail("test program %s not built" % path)
         return [path] + list(t.get("pargs", ()))
 
-    def start(self, prefix=(), args=()):
+    def start(self, prefix=(), args=(), pass_fds=()):
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         fd = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         argv = list(prefix) + self.program_argv() + list(args)
         self.vlog("$ " + " ".join(argv))
         try:
             pr = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-                                  cwd=self.dir, env=env)
+                                  cwd=self.dir, env=env, pass_fds=pass_fds)
         finally:
             os.close(fd)
         self.procs.append(pr)
@@ -2352,6 +2353,38 @@ http {{
             raise Fail("the original is gone after the refused checkpoint")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def flow_refuse_inherited(self):
+        """The root inherits fd 251, a pipe's write end, from the runner that
+        starts it and keeps the read end (a launcher that leaks an fd): the
+        refusal names the runner as the holder, the parent that started the
+        tree, and how to start the program without it."""
+        if self.opts.no_ckpt:
+            return self.native()
+        r, w = os.pipe()
+        try:
+            os.dup2(w, 251)
+            os.close(w)
+            try:
+                pr = self.start(pass_fds=(251,))
+            finally:
+                os.close(251)
+            self.wait_ready()
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or rc >= 128 or rc < 0:
+                raise Fail("ckpt checkpoint: status %d, expected a refusal" % rc)
+            rx = (r"\bpid %d fd 251 \(pipe:\[\d+\]\): its read end is held outside the "
+                  r"image by pid %d \([^)]+\) fd %d; pid %d is the parent that started the "
+                  r"tree: the fd was inherited; start the program with ckpt run \(fds above "
+                  r"2 closed\) or close it \(251>&-\)" % (self.pid, os.getpid(), r, os.getpid()))
+            if not re.search(rx, err):
+                raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+            if not pid_alive(self.pid):
+                raise Fail("the original is gone after the refused checkpoint")
+            rc = self.wake_and_wait(pr, "the original")
+            self.check_result(rc, "the original")
+        finally:
+            os.close(r)
 
     def flow_traced(self):
         strace = shutil.which("strace")
