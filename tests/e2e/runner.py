@@ -343,7 +343,8 @@ TESTS = [
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
-    entry("refuse_inherited", kind="refuse_inherited", program="mem_anon"),
+    entry("refuse_inherited", kind="refuse_inherited", program="mem_anon", case="pipe"),
+    entry("refuse_inherited_fifo", kind="refuse_inherited", program="mem_anon", case="fifo"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
@@ -2355,13 +2356,21 @@ http {{
         self.check_result(rc, "the original")
 
     def flow_refuse_inherited(self):
-        """The root inherits fd 251, a pipe's write end, from the runner that
+        """The root inherits fd 251, a pipe's (or FIFO's) write end, from the runner that
         starts it and keeps the read end (a launcher that leaks an fd): the
         refusal names the runner as the holder, the parent that started the
         tree, and how to start the program without it."""
         if self.opts.no_ckpt:
             return self.native()
-        r, w = os.pipe()
+        if self.t["case"] == "fifo":
+            path = self.p("fifo")
+            os.mkfifo(path)
+            r = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            w = os.open(path, os.O_WRONLY)
+            what = r"%s\): the FIFO's read end" % re.escape(path)
+        else:
+            r, w = os.pipe()
+            what = r"pipe:\[\d+\]\): its read end"
         try:
             os.dup2(w, 251)
             os.close(w)
@@ -2373,10 +2382,11 @@ http {{
             rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
             if rc == 0 or rc >= 128 or rc < 0:
                 raise Fail("ckpt checkpoint: status %d, expected a refusal" % rc)
-            rx = (r"\bpid %d fd 251 \(pipe:\[\d+\]\): its read end is held outside the "
+            rx = (r"\bpid %d fd 251 \(%s is held outside the "
                   r"image by pid %d \([^)]+\) fd %d; pid %d is the parent that started the "
                   r"tree: the fd was inherited; start the program with ckpt run \(fds above "
-                  r"2 closed\) or close it \(251>&-\)" % (self.pid, os.getpid(), r, os.getpid()))
+                  r"2 closed\) or close it \(251>&-\)"
+                  % (self.pid, what, os.getpid(), r, os.getpid()))
             if not re.search(rx, err):
                 raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
             if not pid_alive(self.pid):
