@@ -3043,6 +3043,14 @@ http {{
         got = self.check_progress(text, "checkpoint", "checkpoint on a pty")
         if got["verb"] != "checkpointed" or got["image"] != img1:
             raise Fail("checkpoint on a pty: summary %r" % got)
+        # a bad interval is refused before anything is done
+        for bad in ("0", "x", "60001"):
+            r = self.run_ckpt(["checkpoint", str(self.pid), "-o", self.p("bad"),
+                               "--progress-interval", bad], verbose=False)
+            self.expect_error(r, "--progress-interval %s" % bad, must=["--progress-interval"])
+            if r.returncode != 2 or os.path.exists(self.p("bad")):
+                raise Fail("--progress-interval %s: exit %d, image %s" % (
+                    bad, r.returncode, os.path.exists(self.p("bad"))))
         # --quiet on a terminal: nothing at all
         rc, _, text = self.run_on_pty(["checkpoint", str(self.pid), "-o", self.p("img0"),
                                        "--quiet", "--progress-interval", "1"],
