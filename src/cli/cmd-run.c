@@ -229,6 +229,48 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 	return 0;
 }
 
+/* The container runs CMD, or says why it could not: a pidfile, then detach
+ * or wait for it. */
+static int run_started(const struct cli_args *a, long pid, int report_fd, struct run_cgroup *cg)
+{
+	/* the exec closes the pipe; a message means it failed */
+	char msg[160];
+	ssize_t n = read(report_fd, msg, sizeof(msg) - 1);
+	close(report_fd);
+	if (n > 0) {
+		msg[n] = '\0';
+		fprintf(stderr, "ckpt: run %s: %s\n", a->run_argv[0], msg);
+		waitpid((pid_t)pid, NULL, 0);
+		remove_cgroup(cg);
+		return 127;
+	}
+	if (a->pidfile) {
+		char buf[32];
+		int n = snprintf(buf, sizeof(buf), "%ld\n", pid);
+		int e = safe_write_file(a->pidfile, buf, (size_t)n);
+		if (e < 0)
+			fprintf(stderr, "ckpt: cannot write pidfile '%s': %s\n", a->pidfile,
+				strerror(-e));
+	}
+	if (a->detach) {
+		printf("%ld\n", pid);
+		fflush(stdout);
+		if (cg->fd >= 0)
+			close(cg->fd); /* the cgroup stays with the container */
+		return 0;
+	}
+	int st;
+	while (waitpid((pid_t)pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			st = 1 << 8;
+			break;
+		}
+	remove_cgroup(cg); /* kept while a restored container is in it */
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+}
+
 int cmd_run(const struct cli_args *a)
 {
 	struct clone_args args = {
@@ -295,40 +337,5 @@ int cmd_run(const struct cli_args *a)
 		}
 		close(mapped[1]);
 	}
-	/* the exec closes the pipe; a message means it failed */
-	char msg[160];
-	ssize_t n = read(report[0], msg, sizeof(msg) - 1);
-	close(report[0]);
-	if (n > 0) {
-		msg[n] = '\0';
-		fprintf(stderr, "ckpt: run %s: %s\n", a->run_argv[0], msg);
-		waitpid((pid_t)pid, NULL, 0);
-		remove_cgroup(&cg);
-		return 127;
-	}
-	if (a->pidfile) {
-		char buf[32];
-		int n = snprintf(buf, sizeof(buf), "%ld\n", pid);
-		int e = safe_write_file(a->pidfile, buf, (size_t)n);
-		if (e < 0)
-			fprintf(stderr, "ckpt: cannot write pidfile '%s': %s\n", a->pidfile,
-				strerror(-e));
-	}
-	if (a->detach) {
-		printf("%ld\n", pid);
-		fflush(stdout);
-		if (cg.fd >= 0)
-			close(cg.fd); /* the cgroup stays with the container */
-		return 0;
-	}
-	int st;
-	while (waitpid((pid_t)pid, &st, 0) < 0)
-		if (errno != EINTR) {
-			st = 1 << 8;
-			break;
-		}
-	remove_cgroup(&cg); /* kept while a restored container is in it */
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+	return run_started(a, pid, report[0], &cg);
 }

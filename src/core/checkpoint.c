@@ -227,7 +227,7 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 	int r = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
-	DIR *d = opendir(path);
+	_cleanup_closedir_ DIR *d = opendir(path);
 	if (!d)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot list its threads: %s", t->pid,
 				strerror(errno));
@@ -247,7 +247,6 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		}
 		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
 	}
-	closedir(d);
 	size_t before = t->nthreads;
 	if (r >= 0 && n)
 		r = seize_listed(ctx, t, n);
@@ -279,7 +278,7 @@ static int read_children(pid_t pid, char **ret)
 {
 	char name[64], *all = NULL;
 	size_t len = 0;
-	DIR *d;
+	_cleanup_closedir_ DIR *d = NULL;
 
 	snprintf(name, sizeof(name), "/proc/%d/task", pid);
 	d = opendir(name);
@@ -297,7 +296,6 @@ static int read_children(pid_t pid, char **ret)
 		if (!na) {
 			free(text);
 			free(all);
-			closedir(d);
 			return -ENOMEM;
 		}
 		all = na;
@@ -307,7 +305,6 @@ static int read_children(pid_t pid, char **ret)
 		all[len] = '\0';
 		free(text);
 	}
-	closedir(d);
 	*ret = all;
 	return 0;
 }

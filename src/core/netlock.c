@@ -38,7 +38,7 @@ static int socket_inodes(pid_t pid, struct inodes *s)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	DIR *d = opendir(path);
+	_cleanup_closedir_ DIR *d = opendir(path);
 	if (!d)
 		return -errno;
 	struct dirent *de;
@@ -66,7 +66,6 @@ static int socket_inodes(pid_t pid, struct inodes *s)
 		}
 		s->v[s->n++] = ino;
 	}
-	closedir(d);
 	return r;
 }
 

@@ -194,6 +194,26 @@ int rst_clean_tasks(struct rst_ctx *ctx)
  * children first (a parent runs once its children are there); those in a
  * job-control stop, or all with RESTART_FROZEN, stay stopped.
  */
+/* A task released with a stop queued has stopped (state T): "restored and
+ * running" then means what the image said, also for whoever looks first. */
+static void wait_stopped(struct rst_ctx *ctx, int sig)
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		if (t->zombie || !(t->stopped || sig == SIGSTOP))
+			continue;
+		for (int waited = 0; waited < 5000; waited++) {
+			_cleanup_free_ char *text = NULL;
+			struct proc_status st;
+			if (proc_read(t->pup.pid, "status", &text, NULL) < 0 ||
+			    proc_parse_status(text, &st) < 0 || st.state == 'T' || st.state == 't' ||
+			    st.state == 'Z' || st.state == 'X')
+				break;
+			usleep(1000);
+		}
+	}
+}
+
 int rst_release_tree(struct rst_ctx *ctx)
 {
 	int sig = (ctx->flags & RESTART_FROZEN) ? SIGSTOP : 0;
@@ -225,6 +245,8 @@ int rst_release_tree(struct rst_ctx *ctx)
 			r = log_fail(&ctx->log, e, "pid %d: cannot release it: %s", t->pid,
 				     strerror(-e));
 	}
+	if (r >= 0)
+		wait_stopped(ctx, sig);
 	return r < 0 ? r : tree_release_init(ctx);
 }
 

@@ -333,14 +333,12 @@ static int read_limits(const char *mnt, struct cg_dir *d)
 			return r;
 	char hp[CG_PATH_MAX + 8];
 	snprintf(hp, sizeof(hp), "%s%s", mnt, strcmp(d->e.path, "/") ? d->e.path : "");
-	DIR *dir = opendir(hp);
+	_cleanup_closedir_ DIR *dir = opendir(hp);
 	r = 0;
 	for (struct dirent *de; r >= 0 && dir && (de = readdir(dir));)
 		if (!strncmp(de->d_name, "hugetlb.", 8) && cg_limit_name_ok(de->d_name) &&
 		    cg_read(mnt, d->e.path, de->d_name, value, sizeof(value)) == 0)
 			r = add_limit(d, de->d_name, value);
-	if (dir)
-		closedir(dir);
 	if (r < 0)
 		return r;
 	d->e.n_limits = d->nlimits;

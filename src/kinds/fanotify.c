@@ -397,14 +397,14 @@ static int collect_mark(void *arg, struct raw_mark *rm)
 static pid_t perm_waiter(void)
 {
 	char path[600], buf[64];
-	DIR *d = opendir("/proc");
+	_cleanup_closedir_ DIR *d = opendir("/proc");
 	pid_t found = 0;
 
 	for (struct dirent *de; d && !found && (de = readdir(d));) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/task", de->d_name);
-		DIR *td = opendir(path);
+		_cleanup_closedir_ DIR *td = opendir(path);
 		for (struct dirent *te; td && !found && (te = readdir(td));) {
 			snprintf(path, sizeof(path), "/proc/%s/task/%s/wchan", de->d_name,
 				 te->d_name);
@@ -415,11 +415,7 @@ static pid_t perm_waiter(void)
 			    !strcmp(buf, "fanotify_get_response"))
 				found = atoi(te->d_name);
 		}
-		if (td)
-			closedir(td);
 	}
-	if (d)
-		closedir(d);
 	return found;
 }
 

@@ -224,7 +224,7 @@ static int other_name(const char *path, const struct stat *st, char *buf, size_t
 		return 0;
 	memcpy(buf, path, dlen);
 	buf[dlen] = '\0';
-	DIR *d = opendir(buf);
+	_cleanup_closedir_ DIR *d = opendir(buf);
 	if (!d)
 		return 0;
 	int found = 0;
@@ -236,7 +236,6 @@ static int other_name(const char *path, const struct stat *st, char *buf, size_t
 		int w = snprintf(buf + dlen, size - dlen, "%s%s", dlen > 1 ? "/" : "", de->d_name);
 		found = w > 0 && (size_t)w < size - dlen;
 	}
-	closedir(d);
 	return found;
 }
 

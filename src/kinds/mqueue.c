@@ -317,7 +317,7 @@ static struct mq_obj *queue_at(struct ckpt_ctx *ctx, pid_t pid, const char *fd)
 /* Every process ckpt may look at: does one outside the image hold a queue? */
 static int check_outside(struct ckpt_ctx *ctx)
 {
-	DIR *proc = opendir("/proc");
+	_cleanup_closedir_ DIR *proc = opendir("/proc");
 	int r = 0;
 
 	if (!proc)
@@ -328,7 +328,7 @@ static int check_outside(struct ckpt_ctx *ctx)
 		if (pid <= 0 || pid == getpid() || find_task(ctx, pid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-		DIR *d = opendir(path);
+		_cleanup_closedir_ DIR *d = opendir(path);
 		for (struct dirent *fe; d && (fe = readdir(d));) {
 			struct mq_obj *q =
 			    fe->d_name[0] != '.' ? queue_at(ctx, pid, fe->d_name) : NULL;
@@ -341,10 +341,7 @@ static int check_outside(struct ckpt_ctx *ctx)
 				break;
 			}
 		}
-		if (d)
-			closedir(d);
 	}
-	closedir(proc);
 	return r;
 }
 

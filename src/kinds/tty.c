@@ -554,7 +554,7 @@ static int check_process(struct ckpt_ctx *ctx, pid_t pid)
 	}
 	char dir[32];
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-	DIR *d = opendir(dir);
+	_cleanup_closedir_ DIR *d = opendir(dir);
 	if (!d)
 		return 0;
 	int r = 0;
@@ -567,7 +567,6 @@ static int check_process(struct ckpt_ctx *ctx, pid_t pid)
 				     "pid %d, outside the image, holds it too (fd %s)", pid,
 				     de->d_name);
 	}
-	closedir(d);
 	return r;
 }
 
@@ -580,7 +579,7 @@ static int check_outside(struct ckpt_ctx *ctx)
 	any |= !p->is_file;
 	if (!any)
 		return 0;
-	DIR *d = opendir("/proc");
+	_cleanup_closedir_ DIR *d = opendir("/proc");
 	if (!d)
 		return -errno;
 	int r = 0;
@@ -590,7 +589,6 @@ static int check_outside(struct ckpt_ctx *ctx)
 			continue;
 		r = check_process(ctx, pid);
 	}
-	closedir(d);
 	return r;
 }
 
