@@ -990,7 +990,7 @@ static void holders_of(pid_t pid, uint64_t dev, uint64_t ino, struct proc_holder
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
 	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	if (!d)
 		return;
 	dfd = -1; /* the DIR owns it */
@@ -1024,13 +1024,12 @@ static void holders_of(pid_t pid, uint64_t dev, uint64_t ino, struct proc_holder
 		}
 		(*n)++;
 	}
-	closedir(d);
 }
 
 int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
 		      struct proc_holder *ret, size_t max)
 {
-	DIR *d = opendir("/proc");
+	_cleanup_closedir_ DIR *d = opendir("/proc");
 	size_t n = 0;
 	if (!d)
 		return -errno;
@@ -1041,6 +1040,5 @@ int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
 			continue;
 		holders_of((pid_t)pid, dev, ino, ret, max, &n);
 	}
-	closedir(d);
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
