@@ -56,8 +56,6 @@ static void show_progress(void *arg, const struct ckpt_progress *p)
 	cp->shown = true;
 }
 
-void cli_progress_clear(struct cli_progress *p);
-
 int cli_progress_setup(const struct cli_args *a, struct ckpt_opts *o, struct cli_progress *p)
 {
 	unsigned long ms = 0;

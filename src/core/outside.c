@@ -6,6 +6,7 @@
  * started the tree, that the fd was inherited and how to start it instead.
  */
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,21 @@ static bool mode_matches(uint32_t flags, int accmode)
 	return accmode < 0 || m == accmode || m == O_RDWR;
 }
 
+/* Appends to buf (len bytes, NUL-terminated) at *at; cut short when full. */
+static void append(char *buf, size_t len, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	if (*at + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + *at, len - *at, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*at = *at + (size_t)n < len ? *at + (size_t)n : len - 1;
+}
+
 bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int accmode, int fd,
 			 char *buf, size_t len)
 {
@@ -36,24 +52,26 @@ bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int a
 	size_t named = 0, at = 0;
 	bool inherited = false;
 
+	if (!len)
+		return false;
 	buf[0] = '\0';
 	for (int i = 0; i < n && i < (int)(sizeof(h) / sizeof(h[0])); i++) {
 		if (!mode_matches(h[i].flags, accmode))
 			continue;
 		if (named == MAX_NAMED) {
-			at += (size_t)snprintf(buf + at, at < len ? len - at : 0, ", ...");
+			append(buf, len, &at, ", ...");
 			break;
 		}
-		at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%s pid %d (%s) fd %d",
-				       named ? "," : " by", h[i].pid, h[i].comm, h[i].fd);
+		append(buf, len, &at, "%s pid %d (%s) fd %d", named ? "," : " by", h[i].pid,
+		       h[i].comm, h[i].fd);
 		named++;
 		if (h[i].pid == parent && parent > 0)
 			inherited = true;
 	}
 	if (inherited)
-		snprintf(buf + (at < len ? at : len - 1), at < len ? len - at : 1,
-			 "; pid %d is the parent that started the tree: the fd was inherited; "
-			 "start the program with ckpt run (fds above 2 closed) or close it (%d>&-)",
-			 parent, fd);
+		append(buf, len, &at,
+		       "; pid %d is the parent that started the tree: the fd was inherited; "
+		       "start the program with ckpt run (fds above 2 closed) or close it (%d>&-)",
+		       parent, fd);
 	return inherited;
 }
