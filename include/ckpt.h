@@ -72,6 +72,20 @@ enum ckpt_log_level {
  * errbuf, when not NULL, receives the one-line reason of a failure
  * ("pid 4242 fd 7 (socket): sockets are not supported yet").
  */
+/* What struct ckpt_opts' progress callback is given. */
+enum ckpt_phase {
+	CKPT_PHASE_CHECKPOINT = 1, /* the image is written */
+	CKPT_PHASE_RESTART,        /* memory is filled from the image */
+	CKPT_PHASE_END,            /* once, after the last of the calls above
+				    * (a restart's, before the tree runs) */
+};
+struct ckpt_progress {
+	int phase;                      /* enum ckpt_phase */
+	unsigned long long done;        /* bytes so far */
+	unsigned long long total;       /* bytes expected, 0 when unknown */
+	unsigned long long elapsed_us;  /* since the call began */
+};
+
 struct ckpt_opts {
 	size_t size;            /* sizeof(struct ckpt_opts), for growth */
 	unsigned long flags;    /* CKPT_* or RESTART_* */
@@ -118,12 +132,28 @@ struct ckpt_opts {
 		pid_t root;               /* restart: the restored root as seen by the
 					   * caller; checkpoint: the pid given */
 	} result;
+	/*
+	 * Progress of long work, for a line a terminal updates in place: called
+	 * at most once per progress_interval_ms (0: 100 ms) while the image is
+	 * written (checkpoint: done counts the image's bytes so far, total the
+	 * memory of the tree as the kernel counts it, resident anonymous and
+	 * shared pages, an estimate) or while memory is filled (restart: done
+	 * and total count the processes' page bytes of the image). total is 0
+	 * when unknown. It may be called from a thread of the library, never
+	 * from two at once; it must not call ckpt. NULL for none; a smaller
+	 * size (an older caller) has none.
+	 */
+	void (*progress)(void *arg, const struct ckpt_progress *p);
+	void *progress_arg;
+	unsigned progress_interval_ms;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
 #define CKPT_OPTS_SIZE_V1 offsetof(struct ckpt_opts, key)
 /* The struct before result was added. */
 #define CKPT_OPTS_SIZE_V2 offsetof(struct ckpt_opts, result)
+/* The struct before progress was added. */
+#define CKPT_OPTS_SIZE_V3 offsetof(struct ckpt_opts, progress)
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
 CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);

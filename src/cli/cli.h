@@ -23,6 +23,18 @@ struct ckpt_result;
 void cli_report(const struct cli_args *a, const struct ckpt_result *res, const char *image,
 		int warnfd, int exit_status);
 
+/*
+ * The progress line: when stderr is a terminal and not --quiet, o's progress
+ * callback redraws one line in place; cli_progress_clear() wipes it before
+ * the summary or an error. -1 (reported) for a bad --progress-interval.
+ */
+struct cli_progress {
+	bool shown;
+};
+struct ckpt_opts;
+int cli_progress_setup(const struct cli_args *a, struct ckpt_opts *o, struct cli_progress *p);
+void cli_progress_clear(struct cli_progress *p);
+
 /* Opens --log FILE (append), or -1. Reports a failure itself. */
 int cli_open_log(const char *path);
 /* The log level for -v counts. */

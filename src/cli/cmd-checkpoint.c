@@ -96,11 +96,17 @@ int cmd_checkpoint(const struct cli_args *a)
 		.image_done = to_stdout ? NULL : commit_image,
 		.image_done_arg = &out,
 	};
+	struct cli_progress progress;
+	if (cli_progress_setup(a, &o, &progress) < 0) {
+		safe_file_abort(&out);
+		return 2;
+	}
 	/* a reader of -o - that goes away is an error (EPIPE), not a death:
 	 * though the guardian would put the tree back either way */
 	signal(SIGPIPE, SIG_IGN);
 	/* a plain process is a subtree; a namespace init is checkpointed whole */
 	r = ckpt_checkpoint_opts(a->pid, fd, &o);
+	cli_progress_clear(&progress);
 	if (r == -EPIPE && to_stdout)
 		snprintf(err, sizeof(err), "the image stream was closed by its reader; the tree "
 			 "runs on unharmed");

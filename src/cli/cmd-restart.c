@@ -43,6 +43,9 @@ int cmd_restart(const struct cli_args *a)
 		.key = cli_key_ptr(&key),
 		.key_len = sizeof(key.bytes),
 	};
+	struct cli_progress progress;
+	if (cli_progress_setup(a, &o, &progress) < 0)
+		return 2;
 	/* the restored process must not inherit the image fd */
 	if (from_stdin) {
 		int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -56,6 +59,7 @@ int cmd_restart(const struct cli_args *a)
 		}
 	}
 	int r = ckpt_restart_opts(0, fd, &o);
+	cli_progress_clear(&progress);
 	if (!from_stdin || fd != STDIN_FILENO)
 		close(fd);
 	if (logfd >= 0 && logfd != warnfd)

@@ -103,7 +103,10 @@ static const struct opt opts[] = {
 	  "compare two images: ckpt inspect --diff A B (exit\n"
 	  "status 1 when they differ)" },
 	{ "quiet", 'q', OPT_FLAG, CP | RS, F(quiet), NULL,
-	  "no summary line on stderr" },
+	  "no summary line (nor progress line) on stderr" },
+	{ "progress-interval", 0, OPT_STRING, CP | RS, F(progress_interval), "MS",
+	  "update the progress line shown on a terminal\n"
+	  "every MS milliseconds (default 100)" },
 	{ "key", 0, OPT_STRING, CP | RS | ON(CMD_INSPECT), F(key), "KEYFILE",
 	  "encrypt the image with the key in KEYFILE\n"
 	  "(checkpoint); refuse any image not made with it\n"

@@ -46,6 +46,7 @@ struct cli_args {
 	bool detach_clients;    /* checkpoint: --detach-clients */
 	bool json;              /* inspect, checkpoint, restart: --json */
 	bool quiet;             /* checkpoint, restart: no summary line */
+	const char *progress_interval; /* checkpoint, restart: --progress-interval MS */
 	bool help;              /* --help after a command */
 	enum cli_cmd topic;     /* help COMMAND */
 	const char *hostname;   /* run --hostname */

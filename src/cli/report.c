@@ -4,7 +4,9 @@
  * nothing with --quiet, or one JSON object with --json (warnings included:
  * without --log, the library logs them to a memfd read back here).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -23,6 +25,64 @@ int cli_warn_capture(const struct cli_args *a, int *logfd, int *level)
 		*level = CKPT_LOG_WARN;
 	}
 	return fd;
+}
+
+/* "\rckpt: checkpoint: 312.0 MiB of 545.2 MiB, 410.3 MiB/s, 0.6 s left" */
+static void show_progress(void *arg, const struct ckpt_progress *p)
+{
+	struct cli_progress *cp = arg;
+	if (p->phase == CKPT_PHASE_END) {
+		cli_progress_clear(cp);
+		return;
+	}
+	double secs = (double)p->elapsed_us / 1e6;
+	unsigned long long rate = secs > 0 ? (unsigned long long)((double)p->done / secs) : 0;
+	char done[32], total[40] = "", speed[32], left[32] = "";
+	human_size(done, sizeof(done), p->done);
+	human_size(speed, sizeof(speed), rate);
+	if (p->total) {
+		char t[32];
+		/* an estimate: the image's bytes overtake it at the end */
+		human_size(t, sizeof(t), p->done > p->total ? p->done : p->total);
+		snprintf(total, sizeof(total), " of %s", t);
+		if (rate)
+			snprintf(left, sizeof(left), ", %.1f s left",
+				 (double)(p->done > p->total ? 0 : p->total - p->done) /
+					 (double)rate);
+	}
+	fprintf(stderr, "\rckpt: %s: %s%s, %s/s%s\033[K",
+		p->phase == CKPT_PHASE_RESTART ? "restart" : "checkpoint", done, total, speed, left);
+	fflush(stderr);
+	cp->shown = true;
+}
+
+int cli_progress_setup(const struct cli_args *a, struct ckpt_opts *o, struct cli_progress *p)
+{
+	unsigned long ms = 0;
+	if (a->progress_interval) {
+		char *end;
+		errno = 0;
+		ms = strtoul(a->progress_interval, &end, 10);
+		if (errno || end == a->progress_interval || *end || ms == 0 || ms > 60000) {
+			fprintf(stderr, "ckpt: --progress-interval '%s': not a number of milliseconds "
+				"from 1 to 60000\n", a->progress_interval);
+			return -1;
+		}
+	}
+	p->shown = false;
+	if (a->quiet || !isatty(STDERR_FILENO))
+		return 0;
+	o->progress = show_progress;
+	o->progress_arg = p;
+	o->progress_interval_ms = (unsigned)ms;
+	return 0;
+}
+
+void cli_progress_clear(struct cli_progress *p)
+{
+	if (p->shown)
+		fputs("\r\033[K", stderr);
+	p->shown = false;
 }
 
 static void json_string(FILE *f, const char *s)

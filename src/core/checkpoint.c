@@ -577,6 +577,35 @@ int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t)
 	return ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
 }
 
+/*
+ * The progress line's total: the tree's resident anonymous and shared memory
+ * as the kernel counts it (/proc/PID/status), an estimate of what the image
+ * will hold; 0 (unknown) when it cannot be read.
+ */
+static uint64_t estimate_memory(struct ckpt_ctx *ctx)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		_cleanup_free_ char *text = NULL;
+		size_t len;
+		if (ctx->tasks[i].zombie || proc_read(ctx->tasks[i].pid, "status", &text, &len) < 0)
+			continue;
+		static const char *const keys[] = { "\nRssAnon:", "\nRssShmem:" };
+		for (size_t k = 0; k < 2; k++) {
+			const char *at = strstr(text, keys[k]);
+			unsigned long long kib;
+			if (at && sscanf(at + strlen(keys[k]), "%llu", &kib) == 1)
+				sum += kib * 1024;
+		}
+	}
+	return sum;
+}
+
+static void image_wrote(void *arg, uint64_t offset)
+{
+	progress_set(arg, offset);
+}
+
 /* Step "dump": the header and the tree record. */
 int ckpt_dump_begin(struct ckpt_ctx *ctx)
 {
@@ -590,6 +619,11 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	r = img_writer_init_sealed(&ctx->w, fd, ctx->seal, &h);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
+	if (ctx->progress.fn) {
+		ctx->progress.total = estimate_memory(ctx);
+		ctx->w.wrote = image_wrote;
+		ctx->w.wrote_arg = &ctx->progress;
+	}
 	ctx->bufsize = COPY_BUF;
 	ctx->buf = aligned_alloc(4096, ctx->bufsize);
 	if (!ctx->buf)
@@ -834,6 +868,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	if (r < 0)
 		return r;
 	ctx.flags = o->flags;
+	progress_init(&ctx.progress, o, CKPT_PHASE_CHECKPOINT, t0);
 	r = objhash_init(&ctx.objs);
 	if (r < 0)
 		return r;
@@ -845,6 +880,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 
 	r = seq_ckpt_run(&ctx);
+	progress_end(&ctx.progress);
 	if (r >= 0) {
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,
 			 (o->flags & CKPT_KILL) ? ", killed" : "");

@@ -23,6 +23,7 @@
 #include "ckpt.h"
 #include "core.pb-c.h"
 #include "core/objhash.h"
+#include "core/progress.h"
 #include "img/img.h"
 #include "img/seal.h"
 #include "kinds/kinds.h"
@@ -96,6 +97,7 @@ struct ckpt_ctx {
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
+	struct progress progress; /* the image's bytes written (progress.h) */
 };
 
 struct rst_task {
@@ -152,6 +154,7 @@ struct rst_ctx {
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
 	uint64_t scratch_addr;  /* free in every image address space */
 	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
+	struct progress progress; /* page bytes of mm written (progress.h) */
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */
@@ -186,6 +189,16 @@ struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
 /* For a kind's loaded op: t must have a record of kind k (logged if not). */
 int rst_require(struct rst_ctx *ctx, const struct rst_task *t, enum kind k)
 	__attribute__((warn_unused_result));
+
+/*
+ * outside.c: for a refusal of an fd of the tree whose file (dev, ino) is
+ * also held outside it: " by pid 4100 (bash) fd 251" (the outside fds of
+ * access mode accmode, -1 for any; O_RDWR ones match either), and when one
+ * holder is the root's parent, a hint that fd (the tree's) was inherited
+ * and how to start the program without it (then true). "" if none is found.
+ */
+bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int accmode, int fd,
+			 char *buf, size_t len);
 
 /* Checkpoint: the process of the tree with this pid, or NULL. */
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid);

@@ -456,6 +456,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	uint64_t t0 = now_us();
 
 	int r = open_ctx(&ctx, pid, fd, o);
+	progress_init(&ctx.progress, o, CKPT_PHASE_RESTART, t0);
 	if (r >= 0)
 		r = read_image(&ctx);
 	if (r < 0) {
@@ -463,6 +464,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		return r;
 	}
 	r = seq_rst_run(&ctx, RST_CONTROL, RST_END);
+	progress_end(&ctx.progress);
 	if (r >= 0)
 		fill_result(&ctx, opts_result(o), t0);
 	if (r < 0 || (o->flags & RESTART_GHOST)) {

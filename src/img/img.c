@@ -202,6 +202,8 @@ static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
 		w->records++;
 		w->data_bytes += len;
 	}
+	if (w->wrote)
+		w->wrote(w->wrote_arg, w->offset);
 	return 0;
 }
 

@@ -85,6 +85,10 @@ struct img_writer {
 	uint64_t records;
 	uint64_t data_bytes;
 	bool finished;
+	/* NULL, or called with offset after each write of a record (the
+	 * caller throttles what it does with it: a progress line) */
+	void (*wrote)(void *arg, uint64_t offset);
+	void *wrote_arg;
 };
 
 /* Writes the header. hdr->magic, version, header_size and crc are filled in. */

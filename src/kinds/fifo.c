@@ -216,11 +216,14 @@ static int save_fifo(struct ckpt_ctx *ctx, struct fifo_obj *f)
 	struct pollfd pfd = {.fd = wfd, .events = POLLOUT};
 	if (poll(&pfd, 1, 0) < 0)
 		return -errno;
-	if (!(pfd.revents & POLLERR))
+	if (!(pfd.revents & POLLERR)) {
+		char who[512];
+		bool inherited = ctx_outside_holders(ctx, f->dev, f->e.ino, O_RDONLY, f->wfd, who,
+						     sizeof(who));
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (%s): the FIFO's read end is held outside the image; "
-				"not supported yet",
-				f->wpid, f->wfd, f->path);
+				"pid %d fd %d (%s): the FIFO's read end is held outside the image%s%s",
+				f->wpid, f->wfd, f->path, who, inherited ? "" : "; not supported yet");
+	}
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", wfd);
 	rfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

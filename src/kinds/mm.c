@@ -1189,6 +1189,7 @@ static int writev_pages(struct rst_task *t, const struct iovec *remote, size_t n
 
 /* What the page store hands chunks to (two threads may share a task's). */
 struct page_job {
+	struct progress *progress;
 	struct rst_task *t;
 	const MmEntry *e;
 	struct uffd *u;
@@ -1235,6 +1236,8 @@ static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_ad
 	}
 	if (n && r >= 0)
 		r = writev_pages(j->t, remote, n, src, bytes, ret_addr);
+	if (r >= 0)
+		progress_add(j->progress, ch->bytes);
 	return r;
 }
 
@@ -1246,7 +1249,8 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	uint64_t addr = 0;
 
 	uffd_open(ctx, t, &u);
-	struct page_job j = { .t = t, .e = m->e, .u = &u };
+	struct page_job j = { .progress = &ctx->progress, .t = t, .e = m->e, .u = &u };
+	ctx->progress.total = ctx->mem_bytes; /* every process's, known since load */
 	int r = pages_set_apply(&m->pages, 2, write_chunk, &j, &addr);
 	uffd_close(t, &u);
 	if (r < 0)

@@ -163,7 +163,7 @@ static int peek(struct ckpt_ctx *ctx, struct pipe_obj *p)
  * process outside: a write end polls POLLERR without readers, a read end
  * POLLHUP without writers. Restart then simply does not reopen it.
  */
-static int other_end_closed(struct ckpt_ctx *ctx, const struct pipe_obj *e)
+static int other_end_closed(struct ckpt_ctx *ctx, const struct pipe_obj *e, uint64_t *ret_dev)
 {
 	struct task *t = e ? ctx_find_task(ctx, e->f.pid) : NULL;
 	if (!t)
@@ -173,6 +173,10 @@ static int other_end_closed(struct ckpt_ctx *ctx, const struct pipe_obj *e)
 		return log_fail(&ctx->log, fd, "pid %d fd %d (pipe): cannot take a copy: %s",
 				e->f.pid, e->f.fd, strerror(-fd));
 	bool writer = (e->end.flags & O_ACCMODE) == O_WRONLY;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*ret_dev = (uint64_t)st.st_dev;
 	struct pollfd pfd = { .fd = fd, .events = writer ? POLLOUT : POLLIN };
 	if (poll(&pfd, 1, 0) < 0)
 		return -errno;
@@ -187,16 +191,23 @@ static int pipe_collect_end(struct ckpt_ctx *ctx)
 			continue;
 		if (!p->has_read || !p->has_write) {
 			struct pipe_obj *e = find(ctx, p->pipe.pipe_id, true);
-			int r = other_end_closed(ctx, e);
+			uint64_t dev = 0;
+			int r = other_end_closed(ctx, e, &dev);
 			if (r < 0)
 				return r;
-			if (!r)
+			if (!r) {
+				/* e exists: other_end_closed found its task */
+				char who[512];
+				bool inherited = ctx_outside_holders(ctx, dev, p->pipe.pipe_id,
+								     p->has_read ? O_WRONLY : O_RDONLY,
+								     e->f.fd, who, sizeof(who));
 				return log_fail(&ctx->log, -EOPNOTSUPP,
 						"pid %d fd %d (pipe:[%llu]): its %s end is held outside "
-						"the image; not supported yet",
-						e ? e->f.pid : 0, e ? e->f.fd : -1,
-						(unsigned long long)p->pipe.pipe_id,
-						p->has_read ? "write" : "read");
+						"the image%s%s",
+						e->f.pid, e->f.fd, (unsigned long long)p->pipe.pipe_id,
+						p->has_read ? "write" : "read", who,
+						inherited ? "" : "; not supported yet");
+			}
 		}
 		if (!p->has_read)
 			continue; /* no reader anywhere: what it holds is lost anyway */

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dirent.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 _Static_assert(RLIMIT_RTTIME + 1 == PROC_NLIMITS, "PROC_NLIMITS must cover RLIMIT_*");
@@ -979,4 +981,64 @@ int proc_parse_fdinfo(const char *text, struct proc_fdinfo *ret)
 		return -EINVAL;
 	*ret = fi;
 	return 0;
+}
+
+/* The fds of process pid open on (dev, ino), added to ret from *n on. */
+static void holders_of(pid_t pid, uint64_t dev, uint64_t ino, struct proc_holder *ret,
+		       size_t max, size_t *n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d)
+		return;
+	dfd = -1; /* the DIR owns it */
+	char comm[16] = "?";
+	for (struct dirent *de; (de = readdir(d));) {
+		struct stat st;
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		if (*end || end == de->d_name)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || (uint64_t)st.st_dev != dev ||
+		    (uint64_t)st.st_ino != ino)
+			continue;
+		if (*n < max) {
+			struct proc_holder *h = &ret[*n];
+			*h = (struct proc_holder){ .pid = pid, .fd = (int)fd };
+			_cleanup_free_ char *text = NULL;
+			size_t len;
+			struct proc_fdinfo fi;
+			snprintf(path, sizeof(path), "fdinfo/%ld", fd);
+			if (proc_read(pid, path, &text, &len) >= 0 && proc_parse_fdinfo(text, &fi) >= 0)
+				h->flags = fi.flags;
+			if (!strcmp(comm, "?")) {
+				_cleanup_free_ char *c = NULL;
+				if (proc_read(pid, "comm", &c, &len) >= 0) {
+					c[strcspn(c, "\n")] = '\0';
+					snprintf(comm, sizeof(comm), "%s", c);
+				}
+			}
+			memcpy(h->comm, comm, sizeof(comm));
+		}
+		(*n)++;
+	}
+}
+
+int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
+		      struct proc_holder *ret, size_t max)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	size_t n = 0;
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || end == de->d_name || pid <= 0 || (skip && skip(arg, (pid_t)pid)))
+			continue;
+		holders_of((pid_t)pid, dev, ino, ret, max, &n);
+	}
+	return n > INT_MAX ? INT_MAX : (int)n;
 }

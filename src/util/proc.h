@@ -133,4 +133,24 @@ struct proc_fdinfo {
 int proc_parse_fdinfo(const char *text, struct proc_fdinfo *ret)
 	__attribute__((warn_unused_result));
 
+/* --- who holds a file ------------------------------------------------ */
+
+struct proc_holder {
+	pid_t pid;
+	int fd;
+	uint32_t flags;         /* its fdinfo flags (O_ACCMODE...) */
+	char comm[16];
+};
+
+/*
+ * Scans /proc/PID/fd of every process for fds open on the file (dev, ino)
+ * (a pipe, a FIFO: what stat() of the fd says), skipping the processes for
+ * which skip(arg, pid) is true. Fills up to max holders in ret, and returns
+ * how many were found (possibly more than max); processes that may not be
+ * looked at are passed over.
+ */
+typedef bool (*proc_skip_fn)(void *arg, pid_t pid);
+int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
+		      struct proc_holder *ret, size_t max);
+
 #endif

@@ -37,6 +37,7 @@ import json
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import socket
@@ -342,6 +343,8 @@ TESTS = [
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
+    entry("refuse_inherited", kind="refuse_inherited", program="mem_anon", case="pipe"),
+    entry("refuse_inherited_fifo", kind="refuse_inherited", program="mem_anon", case="fifo"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
@@ -357,6 +360,7 @@ TESTS = [
     entry("cli_nopid", kind="cli_nopid"),
     entry("cli_usage", kind="cli_usage"),
     entry("cli_summary", kind="cli_summary"),
+    entry("cli_progress", kind="cli_progress", program="mem_big"),
     entry("run_detach", kind="run_detach", program="fs_umask"),
     entry("cli_check", kind="cli_check"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
@@ -637,14 +641,14 @@ class Run:
             raise Fail("test program %s not built" % path)
         return [path] + list(t.get("pargs", ()))
 
-    def start(self, prefix=(), args=()):
+    def start(self, prefix=(), args=(), pass_fds=()):
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         fd = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         argv = list(prefix) + self.program_argv() + list(args)
         self.vlog("$ " + " ".join(argv))
         try:
             pr = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-                                  cwd=self.dir, env=env)
+                                  cwd=self.dir, env=env, pass_fds=pass_fds)
         finally:
             os.close(fd)
         self.procs.append(pr)
@@ -2351,6 +2355,47 @@ http {{
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
 
+    def flow_refuse_inherited(self):
+        """The root inherits fd 251, a pipe's (or FIFO's) write end, from the runner that
+        starts it and keeps the read end (a launcher that leaks an fd): the
+        refusal names the runner as the holder, the parent that started the
+        tree, and how to start the program without it."""
+        if self.opts.no_ckpt:
+            return self.native()
+        if self.t["case"] == "fifo":
+            path = self.p("fifo")
+            os.mkfifo(path)
+            r = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            w = os.open(path, os.O_WRONLY)
+            what = r"%s\): the FIFO's read end" % re.escape(path)
+        else:
+            r, w = os.pipe()
+            what = r"pipe:\[\d+\]\): its read end"
+        try:
+            os.dup2(w, 251)
+            os.close(w)
+            try:
+                pr = self.start(pass_fds=(251,))
+            finally:
+                os.close(251)
+            self.wait_ready()
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or rc >= 128 or rc < 0:
+                raise Fail("ckpt checkpoint: status %d, expected a refusal" % rc)
+            rx = (r"\bpid %d fd 251 \(%s is held outside the "
+                  r"image by pid %d \([^)]+\) fd %d; pid %d is the parent that started the "
+                  r"tree: the fd was inherited; start the program with ckpt run \(fds above "
+                  r"2 closed\) or close it \(251>&-\)"
+                  % (self.pid, what, os.getpid(), r, os.getpid()))
+            if not re.search(rx, err):
+                raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+            if not pid_alive(self.pid):
+                raise Fail("the original is gone after the refused checkpoint")
+            rc = self.wake_and_wait(pr, "the original")
+            self.check_result(rc, "the original")
+        finally:
+            os.close(r)
+
     def flow_traced(self):
         strace = shutil.which("strace")
         if not strace:
@@ -2920,6 +2965,121 @@ http {{
             raise Fail("restart --detach --json: exit %d, %r, stderr %r"
                        % (r.returncode, js, r.stderr))
         self.check_counts(js, "restart --json", "memory_bytes", "image_bytes", img3)
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the restored tree")
+
+    def run_on_pty(self, args, what, timeout=60):
+        """ckpt ARGS with stderr on a pseudo-terminal (raw: no \\n to \\r\\n),
+        stdout a pipe; returns (exit status, stdout, what the terminal got)."""
+        import tty
+        argv = self.ckpt_argv(*args, verbose=False)
+        self.vlog("$ " + " ".join(argv) + " 2>pty")
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=slave, cwd=self.dir)
+        finally:
+            os.close(slave)
+        got, deadline = b"", time.monotonic() + timeout
+        try:
+            while True:
+                if time.monotonic() > deadline:
+                    p.kill()
+                    raise Fail("%s hung on a terminal" % what)
+                r, _, _ = select.select([master], [], [], POLL)
+                if not r:
+                    continue
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: every writer of the slave is gone
+                    break
+                if not data:
+                    break
+                got += data
+            out = p.communicate(timeout=timeout)[0]
+        finally:
+            os.close(master)
+        return p.returncode, out.decode(errors="replace"), got.decode(errors="replace")
+
+    PROGRESS_RE = re.compile(r"\rckpt: (checkpoint|restart): ([\d.]+) (bytes|KiB|MiB|GiB)"
+                             r"(?: of ([\d.]+) (bytes|KiB|MiB|GiB))?, [\d.]+ (?:bytes|KiB|MiB|GiB)/s"
+                             r"(?:, [\d.]+ s left)?\x1b\[K")
+
+    def check_progress(self, text, phase, what):
+        """At least one progress line of phase with a total of about the 256 MiB
+        the program holds, wiped, then the summary line alone."""
+        unit = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+        lines = list(self.PROGRESS_RE.finditer(text))
+        if not lines or any(m.group(1) != phase for m in lines):
+            raise Fail("%s: want progress lines of %s on the terminal, got %r"
+                       % (what, phase, text[-600:]))
+        totals = [float(m.group(4)) * unit[m.group(5)] for m in lines if m.group(4)]
+        if not totals or not 200 * MiB <= max(totals) <= 400 * MiB:
+            raise Fail("%s: progress totals %r, the program holds 256 MiB" % (what, totals))
+        rest = text[lines[-1].end():]
+        if not rest.startswith("\r\x1b[K"):
+            raise Fail("%s: the progress line is not wiped before the summary: %r"
+                       % (what, rest[:200]))
+        self.vlog("%s: %d progress lines, the last %r" % (what, len(lines),
+                                                           lines[-1].group(0)))
+        return self.parse_summary(rest[len("\r\x1b[K"):], phase)
+
+    def flow_cli_progress(self):
+        """On a terminal, checkpoint and restart show a progress line redrawn in
+        place (\\r), wiped before the summary; through a pipe, none."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        # a documented interval: updates every millisecond, so that even a fast
+        # machine shows some while 256 MiB are written
+        img1 = self.p("img1")
+        rc, _, text = self.run_on_pty(["checkpoint", str(self.pid), "-o", img1,
+                                       "--progress-interval", "1"], "checkpoint on a pty")
+        if rc != 0:
+            raise Fail("checkpoint on a pty: exit %d: %r" % (rc, text[-300:]))
+        got = self.check_progress(text, "checkpoint", "checkpoint on a pty")
+        if got["verb"] != "checkpointed" or got["image"] != img1:
+            raise Fail("checkpoint on a pty: summary %r" % got)
+        # a bad interval is refused before anything is done
+        for bad in ("0", "x", "60001"):
+            r = self.run_ckpt(["checkpoint", str(self.pid), "-o", self.p("bad"),
+                               "--progress-interval", bad], verbose=False)
+            self.expect_error(r, "--progress-interval %s" % bad, must=["--progress-interval"])
+            if r.returncode != 2 or os.path.exists(self.p("bad")):
+                raise Fail("--progress-interval %s: exit %d, image %s" % (
+                    bad, r.returncode, os.path.exists(self.p("bad"))))
+        # --quiet on a terminal: nothing at all
+        rc, _, text = self.run_on_pty(["checkpoint", str(self.pid), "-o", self.p("img0"),
+                                       "--quiet", "--progress-interval", "1"],
+                                      "checkpoint --quiet on a pty")
+        if rc != 0 or text:
+            raise Fail("checkpoint --quiet on a pty: exit %d, said %r" % (rc, text[-300:]))
+        # not a terminal (a file): the summary alone, no \r
+        img = self.p("img")
+        _, err = self.checkpoint(img, "ckpt", reap=[pr], extra=["--progress-interval", "1"])
+        pr.poll()
+        if "\r" in err or "\x1b" in err:
+            raise Fail("checkpoint to a file drew a progress line: %r" % err[-300:])
+        self.parse_summary(err, "checkpoint")
+        # restart on a terminal
+        rc, out, text = self.run_on_pty(["restart", img, "--detach", "--progress-interval", "1"],
+                                        "restart on a pty")
+        if rc != 0 or out != "%d\n" % self.pid:
+            raise Fail("restart on a pty: exit %d, stdout %r, %r" % (rc, out, text[-300:]))
+        got = self.check_progress(text, "restart", "restart on a pty")
+        if got["verb"] != "restarted" or got["pid"] != self.pid:
+            raise Fail("restart on a pty: summary %r" % got)
+        # and through a pipe: no \r
+        self.checkpoint(self.p("img3"), "ckpt3", reap=[], extra=["--quiet"])
+        r = self.run_ckpt(["restart", self.p("img3"), "--detach", "--progress-interval", "1"],
+                          verbose=False)
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0 or "\r" in err or "\x1b" in err:
+            raise Fail("restart through a pipe: exit %d, %r" % (r.returncode, err[-300:]))
+        self.parse_summary(err, "restart")
         os.kill(self.pid, signal.SIGUSR1)
         self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
         self.check_result(0, "the restored tree")
