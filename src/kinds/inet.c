@@ -398,8 +398,9 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	o->e.proto = (uint32_t)proto;
 	o->e.flags = fi->fi.flags & O_NONBLOCK;
 	/* options first: leaving repair mode changes SO_REUSEADDR */
-	r = inet_opts_read(o->copy, family, type, proto, o->opts, OPTS_MAX, &n, &o->e, o->dev,
-			   sizeof(o->dev));
+	r = inet_opts_read(o->copy, family, type, proto,
+			   task_state(t, KIND_inet, sizeof(struct inet_opt_defaults)), o->opts,
+			   OPTS_MAX, &n, &o->e, o->dev, sizeof(o->dev));
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot read its options: %s",
 				t->pid, fi->fd, strerror(-r));
@@ -931,6 +932,7 @@ const struct kind_ops inet_ops = {
 	.restore_end = inet_restore_end,
 	.restore_abort = inet_restore_abort,
 	.free_obj = inet_free_obj,
+	.free_state = free,
 	.free_robj = inet_free_robj,
 	.descriptor = inet_descriptor,
 };
