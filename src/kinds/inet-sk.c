@@ -518,6 +518,17 @@ int inet_tcp_read(int s, TcpRepair *t)
 		return -errno;
 	if (outq < 0 || unsent < 0 || inq < 0 || unsent > outq)
 		return -EINVAL;
+	/* FIN_WAIT1: the FIN not acknowledged yet is counted in both (if not
+	 * sent) and is no byte of the queue */
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
+		return -errno;
+	if (ti.tcpi_state == TCP_FIN_WAIT1 && outq > 0) {
+		outq--;
+		if (unsent > 0)
+			unsent--;
+	}
 	r = queue_seq(s, TCP_SEND_QUEUE, &t->snd_seq);
 	if (r == 0)
 		r = queue_seq(s, TCP_RECV_QUEUE, &t->rcv_seq);
@@ -582,7 +593,11 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
 {
 	size_t sent = t->sendq.len - t->unsent;
-	uint32_t snd = t->snd_seq - (uint32_t)t->sendq.len;
+	/* a FIN sent takes one sequence number after the data: queued again
+	 * below by shutdown. A FIN received stays counted in rcv_seq (the
+	 * peer's next sequence) and reading is shut down instead. */
+	bool fin_sent = t->has_fin && (t->fin & TCP_FIN_SENT);
+	uint32_t snd = t->snd_seq - (uint32_t)t->sendq.len - (fin_sent ? 1u : 0u);
 	uint32_t rcv = t->rcv_seq - (uint32_t)t->recvq.len;
 	int r;
 
@@ -614,6 +629,14 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 	STEP("the buffers", inet_bufs_raise(s, t->sendq.len, t->recvq.len));
 	STEP("the receive queue", fill_queue(s, TCP_RECV_QUEUE, t->recvq.data, t->recvq.len));
 	STEP("the send queue", fill_queue(s, TCP_SEND_QUEUE, t->sendq.data, sent));
+	/* in repair mode with the send queue selected, the FIN is queued as
+	 * sent, not sent: the timer sends it again once repair mode is off
+	 * (the peer, which had it, acknowledges it again) */
+	*ret_step = "shutdown";
+	if (fin_sent && shutdown(s, SHUT_WR) < 0)
+		return -errno;
+	if (t->has_fin && (t->fin & TCP_FIN_RECEIVED) && shutdown(s, SHUT_RD) < 0)
+		return -errno;
 	if (t->has_window) {
 		struct tcp_repair_window w = { .snd_wl1 = t->snd_wl1, .snd_wnd = t->snd_wnd,
 					       .max_window = t->max_window, .rcv_wnd = t->rcv_wnd,

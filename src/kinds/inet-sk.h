@@ -60,6 +60,10 @@ enum {
 	OPT_LAST = 64, /* set after the queues are refilled (TCP_CORK) */
 };
 
+/* TcpRepair.fin: what a half-closed connection has done (bits) */
+#define TCP_FIN_SENT 1u     /* FIN_WAIT1, FIN_WAIT2: shutdown(SHUT_WR) */
+#define TCP_FIN_RECEIVED 2u /* CLOSE_WAIT: the peer's FIN in rcv_seq */
+
 struct inet_opt_desc {
 	int level, name;
 	unsigned flags;

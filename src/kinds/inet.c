@@ -51,6 +51,7 @@
 #include <linux/tcp.h>
 #include <net/if.h>
 #include <stddef.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,9 +314,35 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 		o->e.has_backlog = true;
 		o->e.backlog = ti.tcpi_sacked;
 		return 0;
-	case TCP_ESTABLISHED:
+	case TCP_ESTABLISHED: {
 		o->e.state = INET_ST_CONNECTED;
-		return collect_tcp(ctx, fi, o);
+		int r = collect_tcp(ctx, fi, o);
+		/* reading shut down (by the program, or a CLOSE_WAIT restored) */
+		struct pollfd p = { .fd = s, .events = POLLRDHUP };
+		if (r == 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLRDHUP)) {
+			o->tcp.has_fin = true;
+			o->tcp.fin = TCP_FIN_RECEIVED;
+		}
+		return r;
+	}
+	case TCP_FIN_WAIT1:
+	case TCP_FIN_WAIT2:
+	case TCP_CLOSE_WAIT: {
+		/* half-closed: an established connection and the FIN replayed
+		 * at restart (see "Inet sockets" in DESIGN.md) */
+		o->e.state = INET_ST_CONNECTED;
+		int r = collect_tcp(ctx, fi, o);
+		if (r < 0)
+			return r;
+		o->tcp.has_fin = true;
+		o->tcp.fin = ti.tcpi_state == TCP_CLOSE_WAIT ? TCP_FIN_RECEIVED : TCP_FIN_SENT;
+		if (o->tcp.fin == TCP_FIN_SENT && o->tcp.unsent)
+			return REFUSE(ctx, fi, s, IPPROTO_TCP,
+				      "in state %s has %u bytes never sent before its FIN; not "
+				      "supported yet", inet_tcp_state_name(ti.tcpi_state),
+				      o->tcp.unsent);
+		return 0;
+	}
 	default:
 		return REFUSE(ctx, fi, s, IPPROTO_TCP, "in state %s is not supported yet",
 			      inet_tcp_state_name(ti.tcpi_state));
