@@ -120,12 +120,25 @@ static int add_table(struct ckpt_ctx *ctx, pid_t root, const char *name, const s
 			*next = '\n';
 		if (nf != 4)
 			continue;
-		/* 0x07 CLOSE, 0x0A LISTEN: no peer to lock out */
-		if (state == 0x07 || state == 0x0a || !ino ||
-		    !bsearch(&ino, s->v, s->n, sizeof(*s->v), cmp_ul))
+		if (!ino || !bsearch(&ino, s->v, s->n, sizeof(*s->v), cmp_ul))
 			continue;
 		struct sockaddr_storage l, rm;
 		if (!parse_addr(local, v6, &l) || !parse_addr(remote, v6, &rm))
+			continue;
+		/* a UDP socket (bound) or a listener (0x0A): its port; 0x07 CLOSE:
+		 * nothing */
+		bool udp = strstr(name, "udp") != NULL;
+		if (udp || state == 0x0a) {
+			uint16_t port = ntohs(((struct sockaddr_in *)&l)->sin_port);
+			if (v6)
+				port = ntohs(((struct sockaddr_in6 *)&l)->sin6_port);
+			r = port ? netlock_add_port(ctx->netlock, udp ? IPPROTO_UDP : IPPROTO_TCP,
+						    port) : 0;
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (state == 0x07)
 			continue;
 		r = netlock_add(ctx->netlock, (struct sockaddr *)&l, (struct sockaddr *)&rm);
 		if (r < 0)
@@ -188,11 +201,15 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 		r = add_table(ctx, root, "net/tcp", &s);
 	if (r >= 0)
 		r = add_table(ctx, root, "net/tcp6", &s);
+	if (r >= 0)
+		r = add_table(ctx, root, "net/udp", &s);
+	if (r >= 0)
+		r = add_table(ctx, root, "net/udp6", &s);
 	free(s.v);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: network lock: cannot list its connections: %s",
 				root, strerror(-r));
-	if (!netlock_count(ctx->netlock)) {
+	if (!netlock_count(ctx->netlock) && !netlock_ports(ctx->netlock)) {
 		netlock_free(TAKE_PTR(ctx->netlock));
 		return 0;
 	}
