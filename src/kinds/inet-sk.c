@@ -168,20 +168,51 @@ static int read_misc(int s, InetSkEntry *e, char *dev, size_t devlen)
 	return 0;
 }
 
-int inet_opts_read(int s, int family, int type, int proto, InetOpt *v, size_t cap,
-		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
+#define OPT_TABLE_N (sizeof(opt_table) / sizeof(opt_table[0]))
+_Static_assert(OPT_TABLE_N <= INET_OPTS_TABLE, "INET_OPTS_TABLE too small");
+
+/* The defaults of a new socket of family, type and proto: from defs if it
+ * has them, else read (and kept in defs when there is room). */
+static int opt_defaults(int family, int type, int proto, struct inet_opt_defaults *defs,
+			int *val, bool *ok)
 {
+	for (size_t i = 0; defs && i < defs->n; i++)
+		if (defs->e[i].family == family && defs->e[i].type == type &&
+		    defs->e[i].proto == proto) {
+			memcpy(val, defs->e[i].val, sizeof(defs->e[i].val));
+			memcpy(ok, defs->e[i].ok, sizeof(defs->e[i].ok));
+			return 0;
+		}
 	_cleanup_close_ int fresh = socket(family, type | SOCK_CLOEXEC, proto);
-	size_t n = 0;
 	if (fresh < 0)
 		return -errno;
-	for (size_t i = 0; i < sizeof(opt_table) / sizeof(opt_table[0]); i++) {
+	for (size_t i = 0; i < OPT_TABLE_N; i++)
+		ok[i] = opt_applies(&opt_table[i], family, proto) &&
+			get_int(fresh, opt_table[i].level, opt_table[i].name, &val[i]) == 0;
+	if (defs && defs->n < sizeof(defs->e) / sizeof(defs->e[0])) {
+		defs->e[defs->n].family = family;
+		defs->e[defs->n].type = type;
+		defs->e[defs->n].proto = proto;
+		memcpy(defs->e[defs->n].val, val, sizeof(defs->e[0].val));
+		memcpy(defs->e[defs->n].ok, ok, sizeof(defs->e[0].ok));
+		defs->n++;
+	}
+	return 0;
+}
+
+int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
+		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
+{
+	int def[INET_OPTS_TABLE];
+	bool ok[INET_OPTS_TABLE];
+	size_t n = 0;
+	int r = opt_defaults(family, type, proto, defs, def, ok);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < OPT_TABLE_N; i++) {
 		const struct inet_opt_desc *d = &opt_table[i];
-		int a, b;
-		if (!opt_applies(d, family, proto))
-			continue;
-		if (get_int(s, d->level, d->name, &a) < 0 || get_int(fresh, d->level, d->name, &b) < 0 ||
-		    a == b)
+		int a;
+		if (!ok[i] || get_int(s, d->level, d->name, &a) < 0 || a == def[i])
 			continue;
 		if (n == cap)
 			return -E2BIG;
@@ -487,6 +518,17 @@ int inet_tcp_read(int s, TcpRepair *t)
 		return -errno;
 	if (outq < 0 || unsent < 0 || inq < 0 || unsent > outq)
 		return -EINVAL;
+	/* FIN_WAIT1: the FIN not acknowledged yet is counted in both (if not
+	 * sent) and is no byte of the queue */
+	struct tcp_info ti;
+	socklen_t tl = sizeof(ti);
+	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
+		return -errno;
+	if (ti.tcpi_state == TCP_FIN_WAIT1 && outq > 0) {
+		outq--;
+		if (unsent > 0)
+			unsent--;
+	}
 	r = queue_seq(s, TCP_SEND_QUEUE, &t->snd_seq);
 	if (r == 0)
 		r = queue_seq(s, TCP_RECV_QUEUE, &t->rcv_seq);
@@ -551,7 +593,11 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
 {
 	size_t sent = t->sendq.len - t->unsent;
-	uint32_t snd = t->snd_seq - (uint32_t)t->sendq.len;
+	/* a FIN sent takes one sequence number after the data: queued again
+	 * below by shutdown. A FIN received stays counted in rcv_seq (the
+	 * peer's next sequence) and reading is shut down instead. */
+	bool fin_sent = t->has_fin && (t->fin & TCP_FIN_SENT);
+	uint32_t snd = t->snd_seq - (uint32_t)t->sendq.len - (fin_sent ? 1u : 0u);
 	uint32_t rcv = t->rcv_seq - (uint32_t)t->recvq.len;
 	int r;
 
@@ -583,6 +629,14 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 	STEP("the buffers", inet_bufs_raise(s, t->sendq.len, t->recvq.len));
 	STEP("the receive queue", fill_queue(s, TCP_RECV_QUEUE, t->recvq.data, t->recvq.len));
 	STEP("the send queue", fill_queue(s, TCP_SEND_QUEUE, t->sendq.data, sent));
+	/* in repair mode with the send queue selected, the FIN is queued as
+	 * sent, not sent: the timer sends it again once repair mode is off
+	 * (the peer, which had it, acknowledges it again) */
+	*ret_step = "shutdown";
+	if (fin_sent && shutdown(s, SHUT_WR) < 0)
+		return -errno;
+	if (t->has_fin && (t->fin & TCP_FIN_RECEIVED) && shutdown(s, SHUT_RD) < 0)
+		return -errno;
 	if (t->has_window) {
 		struct tcp_repair_window w = { .snd_wl1 = t->snd_wl1, .snd_wnd = t->snd_wnd,
 					       .max_window = t->max_window, .rcv_wnd = t->rcv_wnd,

@@ -60,6 +60,10 @@ enum {
 	OPT_LAST = 64, /* set after the queues are refilled (TCP_CORK) */
 };
 
+/* TcpRepair.fin: what a half-closed connection has done (bits) */
+#define TCP_FIN_SENT 1u     /* FIN_WAIT1, FIN_WAIT2: shutdown(SHUT_WR) */
+#define TCP_FIN_RECEIVED 2u /* CLOSE_WAIT: the peer's FIN in rcv_seq */
+
 struct inet_opt_desc {
 	int level, name;
 	unsigned flags;
@@ -74,8 +78,21 @@ const struct inet_opt_desc *inet_opt_find(uint32_t level, uint32_t name);
  * socket like it, into v (room for cap; *ret_n set). The rest: buffer
  * sizes and locks, linger, timeouts, device, into e.
  */
-int inet_opts_read(int s, int family, int type, int proto, InetOpt *v, size_t cap,
-		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
+/* What a new socket of one family, type and protocol holds for each option
+ * of the table (read once a checkpoint: a socket and ~60 getsockopt calls a
+ * socket were most of the time of a checkpoint of 10,000 connections). */
+#define INET_OPTS_TABLE 64
+struct inet_opt_defaults {
+	size_t n;
+	struct {
+		int family, type, proto;
+		int val[INET_OPTS_TABLE];
+		bool ok[INET_OPTS_TABLE];
+	} e[6];
+};
+/* defs: the cache (a task's kind state), NULL to read a new socket. */
+int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
+		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
 	__attribute__((warn_unused_result));
 /* Sets the options of e whose OPT_BIND flag is bind (and not OPT_LAST), or
  * with last, the OPT_LAST ones. *ret_bad: the option that failed. */

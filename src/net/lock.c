@@ -36,12 +36,15 @@ struct flow {
 };
 
 #define UNDO_MAX 256
+#define NETLOCK_PORTS_MAX 1024
 
 struct netlock {
 	int netns_fd;           /* -1: the caller's namespace */
 	char name[NETLOCK_NAME_MAX];
 	struct flow *flows;     /* two per connection */
 	size_t nflows, cap;
+	struct { uint8_t proto; uint16_t port; } ports[NETLOCK_PORTS_MAX];
+	size_t nports;
 	bool installed;
 	struct timespec since;  /* when it was installed */
 	int nlfd;               /* NETLINK_NETFILTER in the namespace, once installed */
@@ -343,6 +346,28 @@ int netlock_add(struct netlock *nl, const struct sockaddr *local, const struct s
 	return 0;
 }
 
+int netlock_add_port(struct netlock *nl, int proto, uint16_t port)
+{
+	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
+		return -EPROTONOSUPPORT;
+	if (nl->installed)
+		return -EBUSY;
+	for (size_t i = 0; i < nl->nports; i++)
+		if (nl->ports[i].proto == proto && nl->ports[i].port == port)
+			return 0;
+	if (nl->nports == NETLOCK_PORTS_MAX)
+		return -E2BIG;
+	nl->ports[nl->nports].proto = (uint8_t)proto;
+	nl->ports[nl->nports].port = port;
+	nl->nports++;
+	return 0;
+}
+
+size_t netlock_ports(const struct netlock *nl)
+{
+	return nl ? nl->nports : 0;
+}
+
 size_t netlock_count(const struct netlock *nl)
 {
 	return nl ? nl->nflows / 2 : 0;
@@ -395,6 +420,7 @@ static char *install_script(struct netlock *nl)
 	fprintf(f, "create table inet %s\n", n); /* -EEXIST if it exists */
 	fprintf(f, "add set inet %s c4 { type ipv4_addr . inet_service . ipv4_addr . inet_service; }\n", n);
 	fprintf(f, "add set inet %s c6 { type ipv6_addr . inet_service . ipv6_addr . inet_service; }\n", n);
+	fprintf(f, "add set inet %s p { type inet_proto . inet_service; }\n", n);
 	static const char *const chains[][2] = { { "in", "input" }, { "out", "output" } };
 	for (int c = 0; c < 2; c++) {
 		fprintf(f, "add chain inet %s %s { type filter hook %s priority %d; policy accept; }\n",
@@ -406,6 +432,17 @@ static char *install_script(struct netlock *nl)
 		fprintf(f, "add rule inet %s %s ip6 saddr . tcp sport . ip6 daddr . tcp dport @c6 "
 			   "counter drop\n", n, chains[c][0]);
 	}
+	/* what comes in to a listener or a UDP port: no connection of it is
+	 * outside the tree (those inside are in c4/c6 anyway) */
+	fprintf(f, "add rule inet %s in meta l4proto . th dport @p counter drop\n", n);
+	for (size_t i = 0; i < nl->nports; i++) {
+		if (!i)
+			fprintf(f, "add element inet %s p { ", n);
+		fprintf(f, "%s%s . %u", i ? ", " : "",
+			nl->ports[i].proto == IPPROTO_TCP ? "tcp" : "udp", nl->ports[i].port);
+	}
+	if (nl->nports)
+		fprintf(f, " }\n");
 	for (int fam = 0; fam < 2; fam++) {
 		int af = fam ? AF_INET6 : AF_INET;
 		bool first = true;

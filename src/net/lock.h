@@ -69,6 +69,16 @@ void netlock_name(char *buf, size_t len);
  */
 int netlock_add(struct netlock *nl, const struct sockaddr *local, const struct sockaddr *remote)
 	__attribute__((warn_unused_result));
+/*
+ * A listening TCP port or a bound UDP port of the tree: what comes in to it
+ * (a new client's SYN, a datagram) is dropped, whatever the address, so
+ * that nothing answers it with a reset or an ICMP error while the socket
+ * is gone. proto: IPPROTO_TCP or IPPROTO_UDP. Before netlock_install() only.
+ */
+int netlock_add_port(struct netlock *nl, int proto, uint16_t port)
+	__attribute__((warn_unused_result));
+/* How many ports were added. */
+size_t netlock_ports(const struct netlock *nl);
 /* How many connections were added (duplicates counted once after install). */
 size_t netlock_count(const struct netlock *nl);
 

@@ -4,7 +4,8 @@
  *   synsent   a TCP connect in progress (SYN_SENT: the listener's accept
  *             queue is full, so its SYN is dropped)
  *   pending   a TCP listener with a connection not accepted yet
- *   closewait a TCP connection whose peer has closed (CLOSE_WAIT)
+ *   closewait a TCP connection whose peer has closed (CLOSE_WAIT; saved
+ *             since tcp_halfclose: no test refuses it any more)
  *   udpq      a UDP socket with a datagram in its receive queue
  *   netlink   a NETLINK_ROUTE socket
  *   packet    an AF_PACKET socket
