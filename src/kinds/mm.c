@@ -752,7 +752,8 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 		const struct proc_vma *v = &cur->v[i];
 		if (!strcmp(v->path, "[vdso]") || !strcmp(v->path, "[vvar]") ||
 		    !strcmp(v->path, "[vvar_vclock]") || !strcmp(v->path, "[vsyscall]") ||
-		    (v->start >= p->scratch && v->end <= p->scratch + p->scratch_len))
+		    (v->start >= p->scratch &&
+		     v->end <= p->scratch + p->scratch_len + p->scratch_extra))
 			continue;
 		long r = unmap_but_inherited(p, e, v->start, v->end);
 		if (inject(ctx, t, "munmap of ckpt's memory", r) < 0)

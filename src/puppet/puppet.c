@@ -466,6 +466,8 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 	child->syscall_ip = parent->syscall_ip;
 	child->scratch = parent->scratch;
 	child->scratch_len = parent->scratch_len;
+	child->scratch_extra = parent->scratch_extra;
+	child->stub_ip = parent->stub_ip; /* the copy's, at the same place */
 	child->sigmask0 = parent->sigmask0;
 	return 0;
 }
@@ -768,8 +770,13 @@ static const uint8_t stub_code[] = {
 
 int puppet_scratch_map_stub(struct puppet *p, size_t len)
 {
+	return puppet_scratch_map_stub_at(p, 0, len);
+}
+
+int puppet_scratch_map_stub_at(struct puppet *p, uint64_t addr, size_t len)
+{
 	char path[64];
-	int r = puppet_scratch_map(p, 0, len + STUB_TABLE_SIZE + STUB_PAGE);
+	int r = puppet_scratch_map(p, addr, len + STUB_TABLE_SIZE + STUB_PAGE);
 	if (r < 0 || p->guard)
 		return r;
 	p->scratch_len = len;
