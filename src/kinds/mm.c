@@ -727,7 +727,7 @@ bool mm_inherits(const struct rst_task *t)
 	return false;
 }
 
-/* munmap calls gathered into batches of injected calls */
+/* calls (munmap, mprotect) gathered into batches of injected calls */
 struct unmaps {
 	struct puppet_call c[PUPPET_BATCH_MAX];
 	size_t n;
@@ -767,6 +767,26 @@ static long unmap_but_inherited(struct puppet *p, struct unmaps *u, const MmEntr
 		start = v->end;
 	}
 	return start < end ? unmaps_add(p, u, start, end - start) : 0;
+}
+
+/* The vmas written with a wider protection get theirs, by batches. */
+static int final_prots(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
+{
+	struct unmaps u = { .n = 0 };
+	long r = 0;
+	for (size_t i = 0; r == 0 && i <= e->n_vmas; i++) {
+		if (i == e->n_vmas || u.n == PUPPET_BATCH_MAX) {
+			r = unmaps_flush(&t->pup, &u);
+			if (i == e->n_vmas)
+				break;
+		}
+		const VmaEntry *v = e->vmas[i];
+		if ((v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE) ||
+		    initial_prot(v) == v->prot)
+			continue;
+		u.c[u.n++] = PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, v->prot);
+	}
+	return (int)inject(ctx, t, "mprotect", r);
 }
 
 static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct proc_vmas *cur)
@@ -1371,18 +1391,9 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	r = write_pages(ctx, t);
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < m->e->n_vmas; i++) {
-		const VmaEntry *v = m->e->vmas[i];
-		if ((v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE) ||
-		    initial_prot(v) == v->prot)
-			continue;
-		long e = puppet_syscall(&t->pup, SYS_mprotect, v->start, v->end - v->start,
-					v->prot);
-		if (inject(ctx, t, "mprotect", e) < 0) {
-			r = (int)e;
-			goto out;
-		}
-	}
+	r = final_prots(ctx, t, m->e);
+	if (r < 0)
+		goto out;
 	r = lock_vmas(ctx, t);
 	if (r < 0)
 		goto out;
