@@ -352,7 +352,7 @@ static int spawn_under_init(struct rst_ctx *ctx, struct rst_task *t)
 		return log_fail(&ctx->log, r, "cannot make a pid namespace: %s%s", strerror(-r),
 				r == -EPERM ? " (nor a user namespace to make it in)" : "");
 	if ((r = puppet_find_syscall(init)) < 0 || (r = unregister_rseq(init)) < 0 ||
-	    (r = puppet_scratch_map(init, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
+	    (r = puppet_scratch_map_stub_at(init, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
 		return log_fail(&ctx->log, r, "the new pid namespace's init: %s", strerror(-r));
 	/* it outlives ckpt (--detach) */
 	puppet_syscall(init, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0);
@@ -411,7 +411,8 @@ int tree_root_ready(struct rst_ctx *ctx)
 	if ((r = unregister_rseq(&t->pup)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot unregister ckpt's rseq: %s", t->pid,
 				strerror(-r));
-	if ((r = puppet_scratch_map(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) < 0)
+	if ((r = puppet_scratch_map_stub_at(&t->pup, ctx->scratch_addr, PUPPET_SCRATCH_SIZE)) <
+	    0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map the scratch area: %s", t->pid,
 				strerror(-r));
 	return 0;

@@ -727,37 +727,87 @@ bool mm_inherits(const struct rst_task *t)
 	return false;
 }
 
+/* calls (munmap, mprotect) gathered into batches of injected calls */
+struct unmaps {
+	struct puppet_call c[PUPPET_BATCH_MAX];
+	size_t n;
+};
+
+static long unmaps_flush(struct puppet *p, struct unmaps *u)
+{
+	int r = u->n ? puppet_syscalls(p, u->c, u->n) : 0;
+	for (size_t i = 0; r == 0 && i < u->n; i++)
+		if (u->c[i].ret < 0)
+			r = (int)u->c[i].ret;
+	u->n = 0;
+	return r;
+}
+
+static long unmaps_add(struct puppet *p, struct unmaps *u, uint64_t start, uint64_t len)
+{
+	long r = u->n == PUPPET_BATCH_MAX ? unmaps_flush(p, u) : 0;
+	if (r == 0)
+		u->c[u->n++] = PUPPET_CALL(SYS_munmap, start, len);
+	return r;
+}
+
 /* Unmaps [start, end) but the vmas the task keeps from its fork. */
-static long unmap_but_inherited(struct puppet *p, const MmEntry *e, uint64_t start, uint64_t end)
+static long unmap_but_inherited(struct puppet *p, struct unmaps *u, const MmEntry *e,
+				uint64_t start, uint64_t end)
 {
 	for (size_t i = 0; i < e->n_vmas && start < end; i++) {
 		const VmaEntry *v = e->vmas[i];
 		if (!v->inherit || v->end <= start || v->start >= end)
 			continue;
 		if (v->start > start) {
-			long r = puppet_syscall(p, SYS_munmap, start, v->start - start);
+			long r = unmaps_add(p, u, start, v->start - start);
 			if (r < 0)
 				return r;
 		}
 		start = v->end;
 	}
-	return start < end ? puppet_syscall(p, SYS_munmap, start, end - start) : 0;
+	return start < end ? unmaps_add(p, u, start, end - start) : 0;
+}
+
+/* The vmas written with a wider protection get theirs, by batches. */
+static int final_prots(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
+{
+	struct unmaps u = { .n = 0 };
+	long r = 0;
+	for (size_t i = 0; r == 0 && i <= e->n_vmas; i++) {
+		if (i == e->n_vmas || u.n == PUPPET_BATCH_MAX) {
+			r = unmaps_flush(&t->pup, &u);
+			if (i == e->n_vmas)
+				break;
+		}
+		const VmaEntry *v = e->vmas[i];
+		if ((v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE) ||
+		    initial_prot(v) == v->prot)
+			continue;
+		u.c[u.n++] = PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, v->prot);
+	}
+	return (int)inject(ctx, t, "mprotect", r);
 }
 
 static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct proc_vmas *cur)
 {
 	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
 	struct puppet *p = &t->pup;
-	for (size_t i = 0; i < cur->n; i++) {
+	struct unmaps u = { .n = 0 };
+	long r = 0;
+	for (size_t i = 0; r == 0 && i < cur->n; i++) {
 		const struct proc_vma *v = &cur->v[i];
 		if (!strcmp(v->path, "[vdso]") || !strcmp(v->path, "[vvar]") ||
 		    !strcmp(v->path, "[vvar_vclock]") || !strcmp(v->path, "[vsyscall]") ||
-		    (v->start >= p->scratch && v->end <= p->scratch + p->scratch_len))
+		    (v->start >= p->scratch &&
+		     v->end <= p->scratch + p->scratch_len + p->scratch_extra))
 			continue;
-		long r = unmap_but_inherited(p, e, v->start, v->end);
-		if (inject(ctx, t, "munmap of ckpt's memory", r) < 0)
-			return (int)r;
+		r = unmap_but_inherited(p, &u, e, v->start, v->end);
 	}
+	if (r == 0)
+		r = unmaps_flush(p, &u);
+	if (inject(ctx, t, "munmap of ckpt's memory", r) < 0)
+		return (int)r;
 	return 0;
 }
 
@@ -1345,18 +1395,9 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	r = write_pages(ctx, t);
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < m->e->n_vmas; i++) {
-		const VmaEntry *v = m->e->vmas[i];
-		if ((v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE) ||
-		    initial_prot(v) == v->prot)
-			continue;
-		long e = puppet_syscall(&t->pup, SYS_mprotect, v->start, v->end - v->start,
-					v->prot);
-		if (inject(ctx, t, "mprotect", e) < 0) {
-			r = (int)e;
-			goto out;
-		}
-	}
+	r = final_prots(ctx, t, m->e);
+	if (r < 0)
+		goto out;
 	r = lock_vmas(ctx, t);
 	if (r < 0)
 		goto out;

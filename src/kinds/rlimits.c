@@ -78,30 +78,60 @@ static int rlimits_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 	return e ? 0 : -EINVAL;
 }
 
+/* A hard limit above ckpt's: raised if the task may (CAP_SYS_RESOURCE),
+ * else kept at ckpt's; 1 if it is set already. */
+static int raise_limit(struct rst_ctx *ctx, struct rst_task *t, const RlimitEntry *l,
+		       struct rlimit *want)
+{
+	struct rlimit mine;
+	if (getrlimit((int)l->resource, &mine) < 0 || want->rlim_max <= mine.rlim_max)
+		return 0;
+	long r = puppet_syscall(&t->pup, SYS_prlimit64, 0, l->resource,
+				puppet_scratch_put(&t->pup, 0, want, sizeof(*want)), 0);
+	if (r == 0)
+		return 1;
+	log_warn(&ctx->log,
+		 "pid %d: hard limit %u (%llu) is above ckpt's (%llu) and cannot be raised; kept "
+		 "at ckpt's",
+		 t->pid, l->resource, (unsigned long long)want->rlim_max,
+		 (unsigned long long)mine.rlim_max);
+	want->rlim_max = mine.rlim_max;
+	want->rlim_cur = MIN(want->rlim_cur, want->rlim_max);
+	return 0;
+}
+
+#define RLIMITS_BATCH 16
+
+/* The limits set by batches of injected calls, each limit at its own place
+ * in scratch. */
 static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	RlimitsEntry *e = t->kstate[KIND_rlimits];
-	for (size_t i = 0; e && i < e->n_limits; i++) {
-		const RlimitEntry *l = e->limits[i];
-		struct rlimit mine, want = { .rlim_cur = l->cur, .rlim_max = l->max };
-		if (getrlimit((int)l->resource, &mine) == 0 && want.rlim_max > mine.rlim_max) {
-			long r = puppet_syscall(&t->pup, SYS_prlimit64, 0, l->resource,
-						puppet_scratch_put(&t->pup, 0, &want, sizeof(want)), 0);
-			if (r == 0)
-				continue;
-			log_warn(&ctx->log,
-				 "pid %d: hard limit %u (%llu) is above ckpt's (%llu) and cannot "
-				 "be raised; kept at ckpt's",
-				 t->pid, l->resource, (unsigned long long)want.rlim_max,
-				 (unsigned long long)mine.rlim_max);
-			want.rlim_max = mine.rlim_max;
-			want.rlim_cur = MIN(want.rlim_cur, want.rlim_max);
+	for (size_t i = 0; e && i < e->n_limits; i += RLIMITS_BATCH) {
+		struct rlimit want[RLIMITS_BATCH];
+		struct puppet_call c[RLIMITS_BATCH];
+		const RlimitEntry *ls[RLIMITS_BATCH];
+		size_t n = 0;
+		for (size_t j = i; j < e->n_limits && j < i + RLIMITS_BATCH; j++) {
+			const RlimitEntry *l = e->limits[j];
+			want[n] = (struct rlimit){ .rlim_cur = l->cur, .rlim_max = l->max };
+			if (raise_limit(ctx, t, l, &want[n]) == 0)
+				ls[n++] = l;
 		}
-		uint64_t addr = puppet_scratch_put(&t->pup, 0, &want, sizeof(want));
-		long r = puppet_syscall(&t->pup, SYS_prlimit64, 0, l->resource, addr, 0);
-		if (r < 0)
-			return log_fail(&ctx->log, (int)r, "pid %d: cannot set rlimit %u: %s",
-					t->pid, l->resource, strerror((int)-r));
+		uint64_t addr = n ? puppet_scratch_put(&t->pup, 0, want, n * sizeof(want[0])) : 0;
+		if (n && !addr)
+			return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write rlimits to it",
+					t->pid);
+		for (size_t j = 0; j < n; j++)
+			c[j] = PUPPET_CALL(SYS_prlimit64, 0, ls[j]->resource,
+					   addr + j * sizeof(want[0]), 0);
+		int r = n ? puppet_syscalls(&t->pup, c, n) : 0;
+		for (size_t j = 0; j < n; j++) {
+			long ret = r < 0 ? r : c[j].ret;
+			if (ret < 0)
+				return log_fail(&ctx->log, (int)ret, "pid %d: cannot set rlimit %u: %s",
+						t->pid, ls[j]->resource, strerror((int)-ret));
+		}
 	}
 	return 0;
 }

@@ -196,15 +196,26 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 							  a->mask };
 	}
 	/* every signal: the puppet had ckpt's dispositions (shared by threads,
-	 * set by the leader) */
+	 * set by the leader); one batch, each action at its own place in scratch */
+	struct puppet_call c[NSIG_K];
+	int sigs[NSIG_K];
+	size_t n = 0;
+	uint64_t base = t->leader ? 0 : puppet_scratch_put(p, 0, acts, sizeof(acts));
+	if (!t->leader && !base)
+		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write signal actions to it",
+				t->pid);
 	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		uint64_t addr = puppet_scratch_put(p, 0, &acts[sig], sizeof(acts[sig]));
-		r = puppet_syscall(p, SYS_rt_sigaction, sig, addr, 0, 8);
-		if (r < 0)
-			return log_fail(&ctx->log, (int)r, "pid %d: cannot set the action of signal %d: %s",
-					t->pid, sig, strerror((int)-r));
+		sigs[n] = sig;
+		c[n++] = PUPPET_CALL(SYS_rt_sigaction, sig, base + sig * sizeof(acts[0]), 0, 8);
+	}
+	r = n ? puppet_syscalls(p, c, n) : 0;
+	for (size_t i = 0; i < n; i++) {
+		long e = r < 0 ? r : c[i].ret;
+		if (e < 0)
+			return log_fail(&ctx->log, (int)e, "pid %d: cannot set the action of signal %d: %s",
+					t->pid, sigs[i], strerror((int)-e));
 	}
 	stack_t ss = { .ss_flags = SS_DISABLE };
 	if (e->has_altstack_sp) {

@@ -420,29 +420,36 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	TaskEntry *e = t->kstate[KIND_task];
 	struct puppet *p = &t->pup;
-	long r;
 
 	uint64_t comm = puppet_scratch_put(p, 0, e->comm, strnlen(e->comm, 15) + 1);
 	if (!comm)
 		return -EFAULT;
-	puppet_syscall(p, SYS_prctl, PR_SET_NAME, comm);
+	/* its name, personality, tid address, robust list and rseq: one batch */
+	struct puppet_call c[5];
+	const char *what[5];
+	size_t n = 0;
+	what[n] = NULL;
+	c[n++] = PUPPET_CALL(SYS_prctl, PR_SET_NAME, comm);
 	if (e->has_personality) {
-		r = puppet_syscall(p, SYS_personality, e->personality);
-		if (rst_check(ctx, t, r, "personality") < 0)
-			return (int)r;
+		what[n] = "personality";
+		c[n++] = PUPPET_CALL(SYS_personality, e->personality);
 	}
-	if (e->has_tid_address)
-		puppet_syscall(p, SYS_set_tid_address, e->tid_address);
+	if (e->has_tid_address) {
+		what[n] = NULL;
+		c[n++] = PUPPET_CALL(SYS_set_tid_address, e->tid_address);
+	}
 	if (e->has_robust_list) {
-		r = puppet_syscall(p, SYS_set_robust_list, e->robust_list, e->robust_list_len);
-		if (rst_check(ctx, t, r, "set_robust_list") < 0)
-			return (int)r;
+		what[n] = "set_robust_list";
+		c[n++] = PUPPET_CALL(SYS_set_robust_list, e->robust_list, e->robust_list_len);
 	}
 	if (e->rseq) {
-		r = puppet_syscall(p, SYS_rseq, e->rseq->ptr, e->rseq->len, 0, e->rseq->sig);
-		if (rst_check(ctx, t, r, "rseq registration") < 0)
-			return (int)r;
+		what[n] = "rseq registration";
+		c[n++] = PUPPET_CALL(SYS_rseq, e->rseq->ptr, e->rseq->len, 0, e->rseq->sig);
 	}
+	int br = puppet_syscalls(p, c, n);
+	for (size_t i = 0; i < n; i++)
+		if (what[i] && rst_check(ctx, t, br < 0 ? br : c[i].ret, what[i]) < 0)
+			return br < 0 ? br : (int)c[i].ret;
 	if (e->has_child_subreaper && e->child_subreaper)
 		puppet_syscall(p, SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
 	if (e->has_thp_disable && e->thp_disable)

@@ -315,11 +315,10 @@ static bool has_int(const int *v, size_t n, int x)
 /* Notes t's fds: those that appear later are ckpt's and closed on undo. */
 static int snapshot_fds(struct gstate *s, struct gtask *t)
 {
+	/* one listing when they fit the first guess (most tasks), else again
+	 * with room for what the listing counted */
+	size_t room = 64;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		long n = list_fds(t->p.pid, NULL, 0);
-		if (n < 0)
-			return (int)n;
-		size_t room = (size_t)n + 16;
 		int *v = arena_alloc(&s->arena, room * sizeof(int));
 		if (!v)
 			return -ENOMEM;
@@ -332,6 +331,7 @@ static int snapshot_fds(struct gstate *s, struct gtask *t)
 			t->nfds = (size_t)m;
 			return 0;
 		}
+		room = (size_t)m + 16;
 	}
 	return -EAGAIN;
 }

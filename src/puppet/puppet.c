@@ -466,6 +466,8 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 	child->syscall_ip = parent->syscall_ip;
 	child->scratch = parent->scratch;
 	child->scratch_len = parent->scratch_len;
+	child->scratch_extra = parent->scratch_extra;
+	child->stub_ip = parent->stub_ip; /* the copy's, at the same place */
 	child->sigmask0 = parent->sigmask0;
 	return 0;
 }
@@ -768,8 +770,44 @@ static const uint8_t stub_code[] = {
 
 int puppet_scratch_map_stub(struct puppet *p, size_t len)
 {
+	return puppet_scratch_map_stub_at(p, 0, len);
+}
+
+/*
+ * The scratch area, table and stub page as one mapping, writable and
+ * executable, the stub written by process_vm_writev: one injected call.
+ * Refused where memory-deny-write-execute (or a security module) forbids
+ * such a mapping: then 1, and the caller makes them apart.
+ */
+static int scratch_map_rwx(struct puppet *p, uint64_t addr, size_t len)
+{
+	size_t total = len + STUB_TABLE_SIZE + STUB_PAGE;
+	long m = puppet_syscall(p, SYS_mmap, addr, total, PROT_READ | PROT_WRITE | PROT_EXEC,
+				MAP_PRIVATE | MAP_ANONYMOUS | (addr ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+	if (m < 0 && m > -4096)
+		return m == -EACCES || m == -EPERM ? 1 : (int)m;
+	if (addr && (uint64_t)m != addr) {
+		puppet_syscall(p, SYS_munmap, m, total);
+		return -EEXIST;
+	}
+	p->scratch = (uint64_t)m;
+	p->scratch_len = len;
+	p->scratch_extra = STUB_TABLE_SIZE + STUB_PAGE;
+	uint64_t code = p->scratch + len + STUB_TABLE_SIZE;
+	struct iovec l = { (void *)stub_code, sizeof(stub_code) };
+	struct iovec rm = { (void *)(uintptr_t)code, sizeof(stub_code) };
+	if (process_vm_writev(p->pid, &l, 1, &rm, 1, 0) == (ssize_t)sizeof(stub_code))
+		p->stub_ip = code;
+	return 0;
+}
+
+int puppet_scratch_map_stub_at(struct puppet *p, uint64_t addr, size_t len)
+{
 	char path[64];
-	int r = puppet_scratch_map(p, 0, len + STUB_TABLE_SIZE + STUB_PAGE);
+	int r = p->guard ? 1 : scratch_map_rwx(p, addr, len);
+	if (r <= 0)
+		return r;
+	r = puppet_scratch_map(p, addr, len + STUB_TABLE_SIZE + STUB_PAGE);
 	if (r < 0 || p->guard)
 		return r;
 	p->scratch_len = len;

@@ -190,6 +190,9 @@ int puppet_scratch_unmap(struct puppet *p);
  * page (refused, e.g. memory-deny-write-execute), a plain scratch area.
  */
 int puppet_scratch_map_stub(struct puppet *p, size_t len) __attribute__((warn_unused_result));
+/* The same at addr (0: anywhere); len is the scratch area's part. */
+int puppet_scratch_map_stub_at(struct puppet *p, uint64_t addr, size_t len)
+	__attribute__((warn_unused_result));
 
 /* Memory of the task: any protection, through /proc/pid/mem. */
 int puppet_read(struct puppet *p, uint64_t addr, void *buf, size_t len)
