@@ -215,6 +215,19 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	return install(&ctx->log, ctx->netlock, ctx->guard);
 }
 
+/* Removes an installed lock, saying how long it was in place. */
+static void remove_logged(struct ckpt_log *log, struct netlock *nl)
+{
+	uint64_t age = netlock_age_us(nl);
+	int r = netlock_remove(nl);
+	if (r < 0)
+		log_warn(log, "network lock %s: cannot remove it: %s", netlock_name_of(nl),
+			 strerror(-r));
+	else
+		log_info(log, "network lock %s removed after %llu us in place", netlock_name_of(nl),
+			 (unsigned long long)age);
+}
+
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 {
 	if (!netlock_installed(ctx->netlock))
@@ -226,14 +239,7 @@ void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 		netlock_keep(ctx->netlock);
 		goto out;
 	}
-	uint64_t age = netlock_age_us(ctx->netlock);
-	int r = netlock_remove(ctx->netlock);
-	if (r < 0)
-		log_warn(&ctx->log, "network lock %s: cannot remove it: %s",
-			 netlock_name_of(ctx->netlock), strerror(-r));
-	else
-		log_info(&ctx->log, "network lock %s removed after %llu us in place",
-			 netlock_name_of(ctx->netlock), (unsigned long long)age);
+	remove_logged(&ctx->log, ctx->netlock);
 out:
 	netlock_free(TAKE_PTR(ctx->netlock));
 }
@@ -260,16 +266,8 @@ int rst_netlock_lock(struct rst_ctx *ctx)
 
 void rst_netlock_unlock(struct rst_ctx *ctx, bool ok)
 {
-	if (netlock_installed(ctx->netlock)) {
-		uint64_t age = netlock_age_us(ctx->netlock);
-		int r = netlock_remove(ctx->netlock);
-		if (r < 0)
-			log_warn(&ctx->log, "network lock %s: cannot remove it: %s",
-				 netlock_name_of(ctx->netlock), strerror(-r));
-		else
-			log_info(&ctx->log, "network lock %s removed after %llu us in place",
-				 netlock_name_of(ctx->netlock), (unsigned long long)age);
-	}
+	if (netlock_installed(ctx->netlock))
+		remove_logged(&ctx->log, ctx->netlock);
 	netlock_free(TAKE_PTR(ctx->netlock));
 	/* the one the checkpoint left (--kill): the restored sockets run now;
 	 * after a failure it stays, for the next restart */

@@ -66,6 +66,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "util/proc.h"
 #include "core/netlock.h"
 #include "inet.pb-c.h"
 #include "kinds/fdobj.h"
@@ -124,14 +125,6 @@ struct inet_task {
 	int netns; /* 0 not known yet, 1 ckpt's network namespace, -1 another */
 };
 
-static bool same_netns(pid_t pid)
-{
-	char path[64];
-	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	return stat("/proc/self/ns/net", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-	       a.st_dev == b.st_dev;
-}
 
 static int get_int(int s, int level, int name)
 {
@@ -398,8 +391,8 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
 	if (it && !it->netns) /* once a task: two stats a socket were 5% of 10,000 */
-		it->netns = same_netns(fi->pid) ? 1 : -1;
-	if (it ? it->netns < 0 : !same_netns(fi->pid))
+		it->netns = proc_same_netns(fi->pid) ? 1 : -1;
+	if (it ? it->netns < 0 : !proc_same_netns(fi->pid))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"ckpt's; not supported yet", fi->pid, fi->fd);

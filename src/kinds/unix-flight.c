@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "util/proc.h"
 #include "kinds/fdtable.h"
 #include "kinds/unix-sk.h"
 #include "kinds/unix.h"
@@ -62,14 +63,6 @@ static int task_unix_fds(pid_t pid, struct sockfd **ret, size_t *ret_n)
 }
 
 
-static bool same_netns(pid_t pid)
-{
-	char path[64];
-	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	return stat("/proc/self/ns/net", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-	       a.st_dev == b.st_dev;
-}
 
 
 /* --- the swap of pending connections --------------------------------------- */
@@ -376,7 +369,7 @@ int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 				strerror(-r));
 	if (!n)
 		return 0;
-	if (!same_netns(t->pid))
+	if (!proc_same_netns(t->pid))
 		return log_fail(
 		    &ctx->log, -EOPNOTSUPP,
 		    "pid %d fd %d (unix socket:[%u]): in another network namespace than "

@@ -1042,3 +1042,12 @@ int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
 	}
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
+
+bool proc_same_netns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	return stat("/proc/self/ns/net", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}

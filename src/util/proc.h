@@ -153,4 +153,7 @@ typedef bool (*proc_skip_fn)(void *arg, pid_t pid);
 int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
 		      struct proc_holder *ret, size_t max);
 
+/* Is pid in ckpt's own network namespace? */
+bool proc_same_netns(pid_t pid);
+
 #endif
