@@ -672,6 +672,23 @@ static void requeue_shared(struct puppet *p)
 	puppet_syscall(p, SYS_rt_sigqueueinfo, self, SIGTRAP, at);
 }
 
+/*
+ * A stop of a task running injected code that is not its trap: a fork or
+ * clone leaves the new task's pid, as ckpt sees it (a later stop overwrites
+ * the message); a job-control stop or SIGSTOP arriving is not executed yet,
+ * and is remembered for the release.
+ */
+static int note_stop(struct puppet *p, int status)
+{
+	int ev = status >> 16;
+	if ((ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK || ev == PTRACE_EVENT_CLONE) &&
+	    ptrace(PTRACE_GETEVENTMSG, p->pid, 0, &p->event_msg) < 0)
+		return -errno;
+	if (is_stop_signal(WSTOPSIG(status)))
+		p->group_stopped = true;
+	return 0;
+}
+
 long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
 		     long a6)
 {
@@ -728,16 +745,9 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 				break;
 			continue;
 		}
-		/* a fork or clone: the new task's pid, as ckpt sees it (a later
-		 * stop overwrites the message) */
-		int ev = status >> 16;
-		if ((ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK || ev == PTRACE_EVENT_CLONE) &&
-		    ptrace(PTRACE_GETEVENTMSG, p->pid, 0, &p->event_msg) < 0)
-			return -errno;
-		/* a job-control stop or SIGSTOP arriving: not executed yet,
-		 * remember it and step again */
-		if (is_stop_signal(WSTOPSIG(status)))
-			p->group_stopped = true;
+		/* a fork's new pid, or a stop signal arriving: step again */
+		if ((r = note_stop(p, status)) < 0)
+			return r;
 	}
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
 		return -errno;
@@ -878,12 +888,9 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n)
 				break;
 			continue;
 		}
-		if ((ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK || ev == PTRACE_EVENT_CLONE) &&
-		    ptrace(PTRACE_GETEVENTMSG, p->pid, 0, &p->event_msg) < 0)
-			return -errno;
-		if (is_stop_signal(sig))
-			p->group_stopped = true; /* not executed yet: kept */
-		else if (ev == 0)
+		if ((r = note_stop(p, status)) < 0)
+			return r;
+		if (!is_stop_signal(sig) && ev == 0)
 			return -EFAULT; /* a fault in the stub: nothing more is run */
 	}
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
