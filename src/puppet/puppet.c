@@ -482,17 +482,20 @@ int puppet_exit(struct puppet *p, int status)
 	regs.orig_rax = -1;
 	regs.rip = p->syscall_ip;
 	if (WIFSIGNALED(status)) {
-		/* killed by the signal, without a core dump */
+		/* killed by the signal, without a core dump; SIGKILL has no
+		 * action to set and kills as it is */
 		struct kernel_sigaction {
 			uint64_t handler, flags, restorer, mask;
 		} dfl = { 0 };
 		int sig = WTERMSIG(status);
-		uint64_t act = puppet_scratch_put(p, 0, &dfl, sizeof(dfl));
-		if (!act)
-			return -EFAULT;
-		long r = puppet_syscall(p, SYS_rt_sigaction, sig, act, 0, 8);
-		if (r < 0)
-			return (int)r;
+		if (sig != SIGKILL) {
+			uint64_t act = puppet_scratch_put(p, 0, &dfl, sizeof(dfl));
+			if (!act)
+				return -EFAULT;
+			long r = puppet_syscall(p, SYS_rt_sigaction, sig, act, 0, 8);
+			if (r < 0)
+				return (int)r;
+		}
 		puppet_syscall(p, SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 		/* its pid as it sees it (in a pid namespace, not ours) */
 		long self = puppet_syscall(p, SYS_getpid);
