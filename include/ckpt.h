@@ -146,6 +146,23 @@ struct ckpt_opts {
 	void (*progress)(void *arg, const struct ckpt_progress *p);
 	void *progress_arg;
 	unsigned progress_interval_ms;
+	/*
+	 * Fds of the root held outside the tree, treated like a shell job's
+	 * terminal (an inherited pipe, say). Checkpoint: the root's fds listed
+	 * in external_fds are saved as "external": only that the root had an
+	 * fd there, nothing of the open file. Restart: each external fd of the
+	 * image must be given in inherit_fds (the caller's fd `local` goes in
+	 * at the restored root's fd `fd`), else the restart is refused before
+	 * anything is built; one the image does not have is refused too.
+	 * A smaller size (an older caller) has none.
+	 */
+	const int *external_fds;
+	size_t n_external_fds;
+	const struct ckpt_inherit_fd {
+		int fd;     /* the root's fd number in the image */
+		int local;  /* the caller's fd that goes there */
+	} *inherit_fds;
+	size_t n_inherit_fds;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -154,6 +171,12 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V2 offsetof(struct ckpt_opts, result)
 /* The struct before progress was added. */
 #define CKPT_OPTS_SIZE_V3 offsetof(struct ckpt_opts, progress)
+/* The struct before external_fds was added. A caller built against a newer
+ * ckpt may pass a bigger size: accepted when every byte past the struct
+ * this ckpt knows is zero (no option it does not have is set), refused
+ * with -E2BIG otherwise, as is a size above 4096. */
+#define CKPT_OPTS_SIZE_V4 offsetof(struct ckpt_opts, external_fds)
+#define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
 CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);

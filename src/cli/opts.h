@@ -25,6 +25,8 @@ enum cli_cmd {
 	CMD_MAX,
 };
 
+#define CLI_MAX_FDS 16 /* --external fd:N and --inherit-fd N:FD, each */
+
 struct cli_args {
 	enum cli_cmd cmd;
 	pid_t pid;              /* checkpoint */
@@ -42,6 +44,13 @@ struct cli_args {
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */
 	bool ext_unix;          /* ... of which "unix" */
+	int ext_fds[CLI_MAX_FDS]; /* ... and "fd:N": the root's fds N */
+	size_t n_ext_fds;
+	const char *inherit_fd; /* restart --inherit-fd N:FD[,N:FD...] */
+	struct cli_fd_pair {
+		int fd, local;  /* the image's fd N, the caller's FD */
+	} inherit[CLI_MAX_FDS];
+	size_t n_inherit;
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
 	bool json;              /* inspect, checkpoint, restart: --json */

@@ -155,6 +155,9 @@ struct rst_ctx {
 	uint64_t scratch_addr;  /* free in every image address space */
 	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
 	struct progress progress; /* page bytes of mm written (progress.h) */
+	/* the caller's fds for the image's external fds (ckpt_opts.inherit_fds) */
+	const struct ckpt_inherit_fd *inherit;
+	size_t ninherit;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */
@@ -212,12 +215,19 @@ long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what
 /*
  * The key of a struct ckpt_opts, or NULL: a caller built before the key
  * fields existed passes a smaller size, and has none. -EINVAL for a size
- * smaller than any version of the struct or a key of the wrong length.
+ * smaller than any version of the struct or a key of the wrong length;
+ * -E2BIG for a bigger struct (a newer caller's) with a non-zero byte past
+ * the one this ckpt knows, or a size above CKPT_OPTS_SIZE_MAX.
  */
 static inline int opts_key(const struct ckpt_opts *o, const uint8_t **ret_key)
 {
 	if (!o || o->size < CKPT_OPTS_SIZE_V1)
 		return -EINVAL;
+	if (o->size > CKPT_OPTS_SIZE_MAX)
+		return -E2BIG;
+	for (size_t i = sizeof(*o); i < o->size; i++)
+		if (((const unsigned char *)o)[i]) /* an option of a newer ckpt */
+			return -E2BIG;
 	*ret_key = NULL;
 	if (o->size < offsetof(struct ckpt_opts, key_len) + sizeof(o->key_len) || !o->key)
 		return 0;

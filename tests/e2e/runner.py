@@ -346,6 +346,7 @@ TESTS = [
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_inherited", kind="refuse_inherited", program="mem_anon", case="pipe"),
     entry("refuse_inherited_fifo", kind="refuse_inherited", program="mem_anon", case="fifo"),
+    entry("fd_external", kind="fd_external"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
@@ -738,14 +739,14 @@ class Run:
             raise Fail("image is %d bytes, more than %d" % (os.path.getsize(img), mx))
         return rc, errtext
 
-    def restart(self, img, tag, same_pid=True, extra=()):
+    def restart(self, img, tag, same_pid=True, extra=(), pass_fds=()):
         """Starts ckpt restart; waits for the pidfile; returns the Popen."""
         pidfile = self.p(tag + ".pid")
         log, err = self.p(tag + ".log"), self.p(tag + ".err")
         self.logs += [err, log]
         rp = self.popen(self.ckpt_argv("restart", img, "--pidfile", pidfile, "--log", log,
                                        *extra),
-                        err=err, out=self.p(tag + ".out"))
+                        err=err, out=self.p(tag + ".out"), pass_fds=pass_fds)
         deadline = time.monotonic() + PIDFILE_TIMEOUT
         while True:
             try:
@@ -2396,6 +2397,78 @@ http {{
             self.check_result(rc, "the original")
         finally:
             os.close(r)
+
+    def flow_fd_external(self):
+        """The root's fd 5 is the write end of a pipe whose read end the runner
+        holds (a shell job's redirection): refused as held outside without
+        --external fd:5; with it, saved as external, and restart refuses
+        until --inherit-fd 5:FD gives a new pipe, into which the restored
+        program then writes."""
+        r, w = os.pipe()
+        try:
+            os.dup2(w, 251)
+            os.close(w)
+            try:
+                pr = self.start(pass_fds=(251,))
+            finally:
+                os.close(251)
+            self.wait_ready()
+            if os.read(r, 100) != b"before\n":
+                raise Fail("no 'before' on the runner's pipe")
+            if self.opts.no_ckpt:
+                rc = self.wake_and_wait(pr, "the program")
+                return self.check_result(rc, "the program")
+            self.fd_external_refusals(pr)
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr], extra=["--external", "fd:5"])
+            pr.poll()
+            self.expect_gone("checkpoint --kill")
+            if os.read(r, 100) != b"":
+                raise Fail("the runner's old pipe is not at end of file after the kill")
+        finally:
+            os.close(r)
+        # restart: refused without the fd, or with one the image lacks
+        r2, w2 = os.pipe()
+        try:
+            for extra, must in (([], ["fd 5", "--inherit-fd 5:FD"]),
+                                (["--inherit-fd", "5:0,6:%d" % w2],
+                                 ["--inherit-fd 6:%d" % w2, "no external fd 6"]),
+                                (["--inherit-fd", "5:900"], ["5:900", "not open"])):
+                res = self.run_ckpt(["restart", self.p("img"), "--detach"] + extra)
+                self.expect_error(res, "restart %s" % " ".join(extra) or "restart", must=must)
+                if pid_exists(self.pid):
+                    raise Fail("a refused restart left pid %d behind" % self.pid)
+            rp = self.restart(self.p("img"), "rst", extra=["--inherit-fd", "5:%d" % w2],
+                              pass_fds=(w2,))
+            os.close(w2)
+            w2 = -1
+            rc = self.wake_and_wait(rp, "the restored program")
+            self.check_result(rc, "the restored program")
+            got = b""
+            while True:  # ckpt restart has exited: every writer is gone
+                data = os.read(r2, 100)
+                if not data:
+                    break
+                got += data
+            if got != b"after %d\n" % self.pid:
+                raise Fail("the new pipe got %r, want 'after %d'" % (got, self.pid))
+        finally:
+            os.close(r2)
+            if w2 >= 0:
+                os.close(w2)
+
+    def fd_external_refusals(self, pr):
+        """Without --external fd:5, or naming an fd the root lacks: refused,
+        and the tree runs on."""
+        for extra, must in (([], ["fd 5", "held outside", "--external fd:5, given again at "
+                                  "restart with --inherit-fd 5:FD"]),
+                            (["--external", "fd:7"], ["fd 7", "no fd 7"])):
+            rc, err = self.checkpoint(self.p("bad"), "bad", reap=[pr], expect_ok=False,
+                                      extra=extra)
+            if rc in (0, None) or rc < 0 or rc >= 128 or any(m not in err for m in must):
+                raise Fail("checkpoint %s: status %s, %r (want %r)" % (extra, rc,
+                                                                       err.strip(), must))
+            if not pid_alive(self.pid):
+                raise Fail("the program is gone after a refused checkpoint")
 
     def flow_traced(self):
         strace = shutil.which("strace")
