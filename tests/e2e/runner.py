@@ -2419,7 +2419,7 @@ http {{
                 rc = self.wake_and_wait(pr, "the program")
                 return self.check_result(rc, "the program")
             self.fd_external_refusals(pr)
-            self.checkpoint(self.p("img"), "ckpt", reap=[pr], extra=["--external", "fd:5"])
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr], extra=["--external", "fd:5", "--verify"])
             pr.poll()
             self.expect_gone("checkpoint --kill")
             if os.read(r, 100) != b"":
