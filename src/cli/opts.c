@@ -102,7 +102,8 @@ static const struct opt opts[] = {
 	  "write other limits of the container's cgroup" },
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
 	  "one JSON object on stdout instead of the summary\n"
-	  "line (inspect: every record as JSON)" },
+	  "line (inspect: every record, schema ckpt-inspect\n"
+	  "version 1, described in docs/IMAGE.md)" },
 	{ "records", 0, OPT_FLAG, ON(CMD_INSPECT), F(records), NULL,
 	  "every record, field by field, instead of the summary" },
 	{ "diff", 0, OPT_FLAG, ON(CMD_INSPECT), F(diff), NULL,

@@ -4382,6 +4382,7 @@ http {{
             j = json.loads(r.stdout.decode())
         except ValueError as e:
             raise Fail("inspect --json is not JSON: %s" % e)
+        self.check_inspect_schema(j)
         types = [rec["type"] for rec in j["records"]]
         if types.count("regs/1") != 1 or "mm/1" not in types:
             raise Fail("inspect --json records: %s" % types[:20])
@@ -4395,6 +4396,56 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    @staticmethod
+    def image_md_keys():
+        """The keys docs/IMAGE.md's inspect --json tables describe, by table:
+        top, header, record, bytes."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "docs", "IMAGE.md")) as f:
+            doc = f.read()
+        part = doc.split("## `ckpt inspect --json`", 1)
+        if len(part) != 2:
+            raise Fail("docs/IMAGE.md has no section on ckpt inspect --json")
+        tables = re.split(r"\n\n(?=\| key \|)", part[1])[1:]
+        keys = [set(re.findall(r"^\| `(\w+)` \|", t.split("\n\n")[0], re.M)) for t in tables]
+        byts = re.search(r"^\| bytes \| object: (.*)$", part[1], re.M)
+        return keys, set(re.findall(r"`(\w+)` \(", byts.group(1))) | {"text"} if byts else set()
+
+    def check_inspect_schema(self, j):
+        """inspect --json: schema ckpt-inspect version 1, and every key it
+        prints is one docs/IMAGE.md describes (a field added to the output
+        without its line in the doc fails here)."""
+        if j.get("schema") != "ckpt-inspect" or j.get("schema_version") != 1:
+            raise Fail("inspect --json: schema %r version %r, want ckpt-inspect 1"
+                       % (j.get("schema"), j.get("schema_version")))
+        (top, header, record), byts = self.image_md_keys()[0][:3], self.image_md_keys()[1]
+        for what, got, doc in (("top level", set(j), top), ("header", set(j["header"]), header)):
+            if got != doc:
+                raise Fail("inspect --json %s keys %s, docs/IMAGE.md lists %s"
+                           % (what, sorted(got), sorted(doc)))
+        if set(byts) != {"length", "hex", "text"}:
+            raise Fail("docs/IMAGE.md's bytes encoding lists %s" % sorted(byts))
+        for rec in j["records"]:
+            if not set(rec) <= record or not {"index", "offset", "type", "type_id",
+                                              "length"} <= set(rec):
+                raise Fail("inspect --json record keys %s, docs/IMAGE.md lists %s"
+                           % (sorted(rec), sorted(record)))
+            if ("data" in rec) != ("message" in rec) or ("data" in rec) == ("raw" in rec):
+                raise Fail("inspect --json record %d: data/message/raw %s" % (
+                    rec["index"], sorted(rec)))
+            if rec["type_id"] & 0xff == 0 or not isinstance(rec["offset"], int):
+                raise Fail("inspect --json record %r" % {k: rec[k] for k in rec if k != "data"})
+        regs = [rec for rec in j["records"] if rec["type"] == "regs/1"][0]
+        xs = regs["data"].get("xstate")
+        if regs["message"] != "RegsEntry" or not isinstance(xs, dict) or \
+                set(xs) != {"length", "hex"} or xs["length"] < 512 or len(xs["hex"]) != 128:
+            raise Fail("inspect --json: regs/1 xstate %r" % (xs if not isinstance(xs, dict) else
+                                                            {k: xs[k] for k in xs if k != "hex"}))
+        paths = [rec["data"]["path"] for rec in j["records"] if rec.get("message") ==
+                 "FileRegEntry"]
+        if not paths or not all(isinstance(p, str) and p.startswith("/") for p in paths):
+            raise Fail("inspect --json: file paths %r" % paths[:5])
 
     def flow_inspect_summary(self):
         """inspect's summary of a tree (two processes, a thread, a pipe, a pty)
