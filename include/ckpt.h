@@ -138,7 +138,9 @@ struct ckpt_opts {
 	 * written (checkpoint: done counts the image's bytes so far, total the
 	 * memory of the tree as the kernel counts it, resident anonymous and
 	 * shared pages, an estimate) or while memory is filled (restart: done
-	 * and total count the processes' page bytes of the image). total is 0
+	 * and total count every byte the image's page store fills in: the
+	 * processes' memory, memfds' and deleted files' contents, SysV shm
+	 * segments). total is 0
 	 * when unknown. It may be called from a thread of the library, never
 	 * from two at once; it must not call ckpt. NULL for none; a smaller
 	 * size (an older caller) has none.

@@ -154,7 +154,11 @@ struct rst_ctx {
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
 	uint64_t scratch_addr;  /* free in every image address space */
 	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
-	struct progress progress; /* page bytes of mm written (progress.h) */
+	uint64_t data_bytes;    /* contents of files and shm segments in the page
+				 * store (memfd.c, sysv-shm.c) */
+	/* every page store byte written (mm, memfd and deleted files, shm):
+	 * total, mem_bytes + data_bytes, known once the image is loaded */
+	struct progress progress;
 	/* the caller's fds for the image's external fds (ckpt_opts.inherit_fds) */
 	const struct ckpt_inherit_fd *inherit;
 	size_t ninherit;

@@ -475,6 +475,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		free_ctx(&ctx);
 		return r;
 	}
+	ctx.progress.total = ctx.mem_bytes + ctx.data_bytes;
 	r = seq_rst_run(&ctx, RST_CONTROL, RST_END);
 	progress_end(&ctx.progress);
 	if (r >= 0)

@@ -363,6 +363,7 @@ TESTS = [
     entry("cli_usage", kind="cli_usage"),
     entry("cli_summary", kind="cli_summary"),
     entry("cli_progress", kind="cli_progress", program="mem_big"),
+    entry("cli_progress_memfd", kind="cli_progress_restart", program="memfd_big"),
     entry("run_detach", kind="run_detach", program="fs_umask"),
     entry("cli_check", kind="cli_check"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
@@ -3154,6 +3155,28 @@ http {{
         if r.returncode != 0 or "\r" in err or "\x1b" in err:
             raise Fail("restart through a pipe: exit %d, %r" % (r.returncode, err[-300:]))
         self.parse_summary(err, "restart")
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the restored tree")
+
+    def flow_cli_progress_restart(self):
+        """Restart's progress line on a terminal counts every byte it fills in,
+        not only the processes' memory: a program whose 256 MiB are a memfd's
+        contents shows a line with a total of 256 MiB."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--quiet"])
+        pr.poll()
+        rc, out, text = self.run_on_pty(["restart", img, "--detach", "--progress-interval", "1"],
+                                        "restart on a pty")
+        if rc != 0 or out != "%d\n" % self.pid:
+            raise Fail("restart on a pty: exit %d, stdout %r, %r" % (rc, out, text[-300:]))
+        got = self.check_progress(text, "restart", "restart on a pty")
+        if got["verb"] != "restarted" or got["pid"] != self.pid:
+            raise Fail("restart on a pty: summary %r" % got)
         os.kill(self.pid, signal.SIGUSR1)
         self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
         self.check_result(0, "the restored tree")
