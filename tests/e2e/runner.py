@@ -2427,6 +2427,11 @@ http {{
                 raise Fail("the runner's old pipe is not at end of file after the kill")
         finally:
             os.close(r)
+        # inspect says which fds a restart must give
+        res = self.run_ckpt(["inspect", self.p("img")], verbose=False)
+        if not re.search(r"^ +fds: \d+ \([^)]*\); external \(restart needs --inherit-fd N:FD\): "
+                         r"fd 5$", res.stdout.decode(errors="replace"), re.M):
+            raise Fail("inspect does not name external fd 5: %s" % res.stdout.decode()[:600])
         # restart: refused without the fd, or with one the image lacks
         r2, w2 = os.pipe()
         try:
@@ -4489,6 +4494,10 @@ http {{
         want = [r"^image: 2 processes, 3 threads, [\d.]+ (KiB|MiB); made ",
                 r"^  %d +insp-parent +2 threads, session " % self.pid,
                 r"^    %d +insp-child +1 thread, " % (child[0] if child else -1),
+                # each process's fds by kind: the parent holds the pipe and the pty
+                r"^  %d +insp-parent .*\n +fds: \d+ \((?=[^)]*\bpipe [1-9])(?=[^)]*\btty [1-9])"
+                r"(?=[^)]*\bfile_reg [1-9])[^)]*\)$" % self.pid,
+                r"^    %d +insp-child .*\n +fds: \d+ \(" % (child[0] if child else -1),
                 r"^  pipe +[\d.]+ bytes +\d+  pipes", r"^  tty +[\d.]+ (bytes|KiB) +\d+  terminals",
                 r"^  mm +[\d.]+ (KiB|MiB) +\d+  address space"]
         for w in want:
