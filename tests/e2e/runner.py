@@ -166,6 +166,7 @@ TESTS = [
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
+    entry("proc_stop_signal", (B, T)),
     entry("tree_ghost", (B, T)),
     entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
