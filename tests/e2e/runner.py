@@ -218,6 +218,7 @@ TESTS = [
     entry("fanotify_marks", (B, T, R), kind="mounted"),
     entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
+    entry("unix_renamed", (B, T)),
     entry("unix_pair", (B, T, R)),
     # TCP and UDP sockets
     entry("tcp_pair", (B, T, R)),
