@@ -35,6 +35,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 import argparse
 import json
 import os
+import pwd
 import random
 import re
 import select
@@ -105,6 +106,7 @@ TESTS = [
     entry("mem_stack"),
     entry("mem_file_private", (B, T, R)),
     entry("mem_file_shared", (B, R)),
+    entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
     entry("mem_prot"),
     entry("mem_reserve", max_image_bytes=8 * MiB),
@@ -233,6 +235,7 @@ TESTS = [
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    entry("real_java", kind="java"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -1294,6 +1297,8 @@ class Run:
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
+        if self.t.get("between"):
+            getattr(self, self.t["between"])()
         rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         if self.mode == T:
             img2 = self.p("img2")
@@ -1313,6 +1318,10 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def remove_shared(self):
+        """between checkpoint and restart (mem_remake): the mapped file goes"""
+        os.unlink(self.p("shared.dat"))
 
     def check_ckpt_log(self, tag):
         """The entry's log_regex (with {pid}) must match the checkpoint's log."""
@@ -1765,6 +1774,53 @@ class Run:
             c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
+
+    def flow_java(self):
+        """A JVM (JavaThreads.java: three threads counting into files) on
+        which `jcmd PID VM.version` was used once (its attach socket, bound
+        as .java_pidN.tmp and renamed), checkpointed --kill; then another
+        JVM (`jcmd -l`) runs and deletes the first one's hsperfdata file as
+        stale; after restart the counters go on without a gap, jcmd works
+        again, and the program ends with PASS."""
+        java, javac, jcmd = (shutil.which(x) for x in ("java", "javac", "jcmd"))
+        if not (java and javac and jcmd):
+            raise Skip("openjdk (java, javac, jcmd) not installed")
+        shutil.copy(os.path.join(HERE, "JavaThreads.java"), self.dir)
+        r = subprocess.run([javac, "JavaThreads.java"], cwd=self.dir, capture_output=True,
+                           timeout=300)
+        if r.returncode != 0:
+            raise Fail("javac: %r" % r.stderr[-300:])
+        pr = self.popen([java, "-Xmx64m", "-XX:+UseSerialGC", "-cp", self.dir, "JavaThreads",
+                         self.dir], out=self.p("out.log"), err=self.p("java.err"),
+                        start_new_session=True)
+        self.logs.append(self.p("java.err"))
+        self.pid = pr.pid
+        self.wait_until("the JVM ready", lambda: os.path.exists(self.p("ready")), [pr],
+                        timeout=120)
+
+        def vm_version(what):
+            r = subprocess.run([jcmd, str(self.pid), "VM.version"], capture_output=True,
+                               timeout=120)
+            if r.returncode != 0 or b"OpenJDK" not in r.stdout:
+                raise Fail("jcmd VM.version %s: %r %r" % (what, r.stdout[-200:], r.stderr[-300:]))
+        vm_version("before")
+        if self.opts.no_ckpt:
+            open(self.p("stop"), "w").close()
+            return self.check_result(self.wait_exit(pr, "the JVM"), "the JVM")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        perf = "/tmp/hsperfdata_%s/%d" % (pwd.getpwuid(os.getuid()).pw_name, self.pid)
+        subprocess.run([jcmd, "-l"], capture_output=True, timeout=120)
+        self.vlog("hsperfdata file %s after jcmd -l" % ("still there" if os.path.exists(perf)
+                                                        else "removed"))
+        counts = [len(open(self.p("count%d" % i)).read().split()) for i in range(3)]
+        rp = self.restart(self.p("img"), "restart")
+        self.wait_until("the counters going on", lambda: all(
+            len(open(self.p("count%d" % i)).read().split()) > counts[i] + 5 for i in range(3)),
+            [rp], timeout=60)
+        vm_version("after the restart")
+        open(self.p("stop"), "w").close()
+        self.wait_all([rp], EXIT_TIMEOUT, "the restored JVM")
+        self.check_result(rp.returncode, "ckpt restart (the JVM)")
 
     def flow_http_server(self):
         """python3 -m http.server on 127.0.0.1 at a free port, serving the
