@@ -243,13 +243,14 @@ static void remove_logged(struct ckpt_log *log, struct netlock *nl)
 
 /* One of the checkpoint's locks: kept for the restart (--kill, the image
  * made), else removed; freed. */
-static void unlock_one(struct ckpt_ctx *ctx, struct netlock **nl, bool ok)
+static void unlock_one(struct ckpt_ctx *ctx, struct netlock **nl, bool ok, const char *where)
 {
 	if (!netlock_installed(*nl))
 		goto out;
 	if (ok && (ctx->flags & CKPT_KILL)) {
-		log_info(&ctx->log, "network lock %s stays until the restart of this image (or "
-			 "`nft delete table inet %s`)", netlock_name_of(*nl), netlock_name_of(*nl));
+		log_info(&ctx->log, "network lock %s%s stays until the restart of this image (or "
+			 "`nft delete table inet %s`)", netlock_name_of(*nl), where,
+			 netlock_name_of(*nl));
 		netlock_keep(*nl);
 		goto out;
 	}
@@ -260,8 +261,8 @@ out:
 
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 {
-	unlock_one(ctx, &ctx->netlock, ok);
-	unlock_one(ctx, &ctx->netlock_host, ok);
+	unlock_one(ctx, &ctx->netlock, ok, "");
+	unlock_one(ctx, &ctx->netlock_host, ok, " (in ckpt's network namespace)");
 }
 
 int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,

@@ -226,6 +226,9 @@ TESTS = [
     # client connected across checkpoint --kill and restart (the namespace
     # made again, veth pair and host end included); a bridge link refused
     entry("netns_tcp", (B, T), kind="netns", program="netns_srv"),
+    # the same, checkpointed with --kill --verify: the dry run beside the
+    # live original makes its pair inside, and nothing of the host's changes
+    entry("netns_tcp_verify", kind="netns", program="netns_srv", ckpt_args=["--verify"]),
     entry("netns_refuse_link", kind="netns", program="netns_srv", pargs=["bridge"],
           case="bridge"),
     entry("tcp_reset", rst_args=["--tcp-close"]),
@@ -1640,12 +1643,11 @@ class Run:
         pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
                                 "--net-host-if", hostif, "--pidfile", pidfile, "--"])
         host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
-        try:
-            self.netns_case(pr, pidfile, hostif, cont)
-        finally:
-            # the namespace, and with it the pair, goes a little after its last process
-            self.wait_until("the host end %s to go with its namespace" % hostif,
-                            lambda: not host_addr(), [], timeout=20)
+        self.netns_case(pr, pidfile, hostif, cont)
+        # the namespace, and with it the pair, goes a little after its last
+        # process (a failed test's goes once cleanup has killed it)
+        self.wait_until("the host end %s to go with its namespace" % hostif,
+                        lambda: not host_addr(), [], timeout=20)
 
     def netns_case(self, pr, pidfile, hostif, cont):
         host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
@@ -1671,7 +1673,8 @@ class Run:
             if not self.opts.no_ckpt:
                 for i in range(2 if self.mode == T else 1):
                     tag = "" if i == 0 else "2"
-                    self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+                    self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp],
+                                    extra=self.t.get("ckpt_args", ()))
                     if rp is not pr:
                         self.wait_all([rp], 10, "the first ckpt restart")
                     self.wait_until("the host end %s to go with its namespace" % hostif,
