@@ -662,7 +662,7 @@ static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 	size_t n = t->nthreads;
 	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
 	_cleanup_free_ int *sigs = calloc(n ? n : 1, 2 * sizeof(*sigs));
-	int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP : 0;
+	int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : t->pup.group_stopped;
 
 	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = &t->threads[i].pup;
@@ -788,9 +788,8 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 			log_warn(&ctx->log, "pid %d: cannot unmap ckpt's scratch area: %s", t->pid,
 				 strerror(-e));
 		finish_threads(ctx, t, ok);
-		/* a task that was stopped stays stopped */
-		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
-											     : 0;
+		/* a task that was stopped stays stopped, by the signal it had */
+		int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : t->pup.group_stopped;
 		e = puppet_release(&t->pup, sig);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: releasing it failed: %s", t->pid, strerror(-e));

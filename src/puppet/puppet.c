@@ -79,7 +79,7 @@ static int wait_interrupt_stop(struct puppet *p)
 		if (!WIFSTOPPED(status))
 			continue;
 		if ((status >> 16) == PTRACE_EVENT_STOP) {
-			p->group_stopped = is_stop_signal(WSTOPSIG(status));
+			p->group_stopped = is_stop_signal(WSTOPSIG(status)) ? WSTOPSIG(status) : 0;
 			return 0;
 		}
 		/* a signal-delivery-stop: let the signal through, keep waiting */
@@ -482,17 +482,20 @@ int puppet_exit(struct puppet *p, int status)
 	regs.orig_rax = -1;
 	regs.rip = p->syscall_ip;
 	if (WIFSIGNALED(status)) {
-		/* killed by the signal, without a core dump */
+		/* killed by the signal, without a core dump; SIGKILL has no
+		 * action to set and kills as it is */
 		struct kernel_sigaction {
 			uint64_t handler, flags, restorer, mask;
 		} dfl = { 0 };
 		int sig = WTERMSIG(status);
-		uint64_t act = puppet_scratch_put(p, 0, &dfl, sizeof(dfl));
-		if (!act)
-			return -EFAULT;
-		long r = puppet_syscall(p, SYS_rt_sigaction, sig, act, 0, 8);
-		if (r < 0)
-			return (int)r;
+		if (sig != SIGKILL) {
+			uint64_t act = puppet_scratch_put(p, 0, &dfl, sizeof(dfl));
+			if (!act)
+				return -EFAULT;
+			long r = puppet_syscall(p, SYS_rt_sigaction, sig, act, 0, 8);
+			if (r < 0)
+				return (int)r;
+		}
 		puppet_syscall(p, SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 		/* its pid as it sees it (in a pid namespace, not ours) */
 		long self = puppet_syscall(p, SYS_getpid);
@@ -548,9 +551,9 @@ int puppet_release(struct puppet *p, int sig)
 	/* a stop is queued rather than passed at detach (which only a
 	 * signal-delivery-stop takes): the task stops as soon as it runs, and
 	 * a checkpoint that comes first sees it pending */
-	if (sig == SIGSTOP && kill(p->pid, SIGSTOP) < 0 && !r)
+	if (is_stop_signal(sig) && kill(p->pid, sig) < 0 && !r)
 		r = -errno;
-	int detach_sig = sig == SIGSTOP ? 0 : sig;
+	int detach_sig = is_stop_signal(sig) ? 0 : sig;
 	/* the program's SIGTRAP an injection took: the task is in the
 	 * signal-delivery-stop of an injection's trap, and a signal passed at
 	 * detach that the (restored) mask blocks is queued again, with the
@@ -685,7 +688,7 @@ static int note_stop(struct puppet *p, int status)
 	    ptrace(PTRACE_GETEVENTMSG, p->pid, 0, &p->event_msg) < 0)
 		return -errno;
 	if (is_stop_signal(WSTOPSIG(status)))
-		p->group_stopped = true;
+		p->group_stopped = (uint8_t)WSTOPSIG(status);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
  * through it fails with ESRCH, and PIDFD_GET_INFO gives its exit status
  * when the kernel gave it before the checkpoint. A pidfd of a zombie
  * child (exited 5, not reaped) reaps it with waitid(P_PIDFD) and status 5.
+ * A pidfd of a child killed by SIGKILL and reaped keeps that status.
  */
 #include "lib.h"
 
@@ -88,6 +89,15 @@ int main(void)
 	if (dead < 0 || waitpid(gone, NULL, 0) != gone)
 		fail("pidfd_open of the second child: %m");
 	int exit_before = info_exit(dead);
+	pid_t killed = fork();
+	if (killed == 0) {
+		raise(SIGKILL);
+		_exit(9);
+	}
+	int kfd = (int)syscall(SYS_pidfd_open, killed, 0);
+	if (kfd < 0 || waitpid(killed, NULL, 0) != killed)
+		fail("pidfd_open of the killed child: %m");
+	int killed_before = info_exit(kfd);
 	pid_t zombie = fork();
 	if (zombie == 0)
 		_exit(5);
@@ -115,6 +125,10 @@ int main(void)
 	if (exit_before >= 0)
 		expect(info_exit(dead) == exit_before, "dead pidfd: exit status %#x, want %#x",
 		       info_exit(dead), exit_before);
+	expect(fdinfo_pid(kfd) == -1, "killed pidfd: fdinfo Pid %ld, want -1", fdinfo_pid(kfd));
+	if (killed_before >= 0)
+		expect(info_exit(kfd) == killed_before, "killed pidfd: exit status %#x, want %#x",
+		       info_exit(kfd), killed_before);
 	expect(fdinfo_pid(zfd) == zombie, "zombie pidfd: fdinfo Pid %ld, want %d", fdinfo_pid(zfd),
 	       zombie);
 	siginfo_t z = {0};

@@ -166,6 +166,7 @@ TESTS = [
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
+    entry("proc_stop_signal", (B, T)),
     entry("tree_ghost", (B, T)),
     entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
@@ -346,6 +347,11 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    entry("refuse_all", kind="refuse",
+          regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} mapping \(anon_inode:\[io_uring\]\): an io_uring instance's rings)"
+                r"(?=.*\bpid (?!{pid}\b)\d+ fd 7 \(anon_inode:\[io_uring\]\): io_uring instance)"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Zombies and a parent inside wait(). The root has two zombie children
- * (one exited 7, one killed by SIGTERM), not reaped before the checkpoint,
+ * Zombies and a parent inside wait(). The root has three zombie children
+ * (one exited 7, one killed by SIGTERM, one by SIGKILL, which no handler
+ * can catch), not reaped before the checkpoint,
  * and a child W blocked in waitpid() for its own child W1, which blocks in
  * read() on a pipe. After restart: both zombies are still zombies of the
  * root and reap with their statuses; the root writes to the pipe, W1
@@ -47,6 +48,11 @@ int main(void)
 		raise(SIGTERM);
 		_exit(99);
 	}
+	pid_t z3 = fork();
+	if (z3 == 0) {
+		raise(SIGKILL);
+		_exit(99);
+	}
 	pid_t w = fork();
 	if (w == 0) {
 		pid_t w1 = fork();
@@ -64,6 +70,7 @@ int main(void)
 	}
 	wait_zombie(z1);
 	wait_zombie(z2);
+	wait_zombie(z3);
 	/* W is blocked in waitpid once W1 exists and W sleeps */
 	for (int i = 0; i < 2000 && state_of(w) != 'S'; i++)
 		usleep(1000);
@@ -78,6 +85,9 @@ int main(void)
 	       "zombie 1: status %#x, want exit 7", st);
 	expect(waitpid(z2, &st, 0) == z2 && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM,
 	       "zombie 2: status %#x, want SIGTERM", st);
+	expect(state_of(z3) == 'Z', "pid %d is not a zombie (state %c)", (int)z3, state_of(z3));
+	expect(waitpid(z3, &st, 0) == z3 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	       "zombie 3: status %#x, want SIGKILL", st);
 	if (write(go[1], "g", 1) != 1)
 		fail("write: %m");
 	expect(waitpid(w, &st, 0) == w && WIFEXITED(st) && WEXITSTATUS(st) == 0,
