@@ -130,10 +130,12 @@ static int note_link(const struct rtnl_link *l, void *arg)
 {
 	struct netns_ckpt *n = arg;
 	bool lo = l->flags & IFF_LOOPBACK;
+	/* every such link is named, the dump goes on */
 	if (!lo && strcmp(l->kind, "veth")) {
 		log_error(n->log, "pid %d: network namespace link %s (%s): only loopback and veth "
 			  "links are supported", n->root, l->name, l->kind[0] ? l->kind : "no kind");
-		return n->err = -EOPNOTSUPP;
+		n->err = -EOPNOTSUPP;
+		return 0;
 	}
 	if (n->e.n_links == LINKS_MAX) {
 		log_error(n->log, "pid %d: network namespace link %s: more than %d links", n->root,

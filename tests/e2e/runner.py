@@ -1630,6 +1630,19 @@ class Run:
                        % (m.group(1), tables))
         return m.group(1)
 
+    def netns_restart_busy(self, img, hostif):
+        """The image restarted again while its restored copy runs: the host
+        end's name is taken, the restart fails naming the link and the host
+        end, and leaves no link behind."""
+        links = sorted(os.listdir("/sys/class/net"))
+        r = self.run_ckpt(["restart", img, "--log", self.p("busy.log"), "-v"], timeout=60)
+        self.logs.append(self.p("busy.log"))
+        self.expect_error(r, "a second restart of the image",
+                          must=["link eth0 (veth)", "host end %s" % hostif, "taken"])
+        if sorted(os.listdir("/sys/class/net")) != links:
+            raise Fail("links after the failed restart: %r, before %r"
+                       % (sorted(os.listdir("/sys/class/net")), links))
+
     def flow_netns(self):
         """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
         end name of the runner's. tcp: the runner connects from the host to
@@ -1695,6 +1708,8 @@ class Run:
                     if lock and lock in self.nft_tables():
                         raise Fail("the network lock %s is still on the host after the "
                                    "restart" % lock)
+                    if i == 0:
+                        self.netns_restart_busy(self.p("img"), hostif)
             cl.sendall(b"after\nEND\n")
             self.vlog("SIGUSR1 -> %d" % self.pid)
             os.kill(self.pid, signal.SIGUSR1)
