@@ -656,6 +656,21 @@ static bool wait_gone(pid_t pid, int timeout_ms)
 	return stat(path, &st) < 0;
 }
 
+/* Waits until pid is dead (a zombie or gone), up to timeout_ms. */
+static bool wait_dead(pid_t pid, int timeout_ms)
+{
+	for (int waited = 0;; waited += 2) {
+		_cleanup_free_ char *text = NULL;
+		struct proc_stat st;
+		if (proc_read(pid, "stat", &text, NULL) < 0 || proc_parse_stat(text, &st) < 0 ||
+		    st.state == 'Z' || st.state == 'X')
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		usleep(2000);
+	}
+}
+
 /* The threads of t released together (one request to the guardian per few). */
 static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 {
@@ -765,6 +780,11 @@ static void kill_tree(struct ckpt_ctx *ctx)
 	}
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		pid_t pid = ctx->tasks[i].pid;
+		/* a container's init: its pid here is not one a restart takes
+		 * (a new pid namespace is made), and whoever reaps it outside
+		 * may take its time (seconds for some inits) */
+		if (i == 0 && ctx->container && wait_dead(pid, 10000))
+			continue;
 		if (!wait_gone(pid, 10000))
 			log_warn(&ctx->log,
 				 "pid %d: killed, but its parent has not reaped it yet; its pid "
@@ -823,7 +843,10 @@ int ckpt_image_done(struct ckpt_ctx *ctx)
 					why[0] ? why : strerror(-r));
 	}
 	if ((ctx->flags & CKPT_KILL) && (r = puppet_guard_commit(ctx->guard)) < 0)
-		log_error(&ctx->log, "the guardian process is gone: %s", strerror(-r));
+		return log_fail(&ctx->log, r, "the guardian process is gone: %s", strerror(-r));
+	if ((ctx->flags & CKPT_KILL) &&
+	    o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) && o->committed)
+		o->committed(o->image_done_arg);
 	return r;
 }
 
