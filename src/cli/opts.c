@@ -91,6 +91,15 @@ static const struct opt opts[] = {
 	  "keep the caller's fds above 2 open in the container" },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname), "NAME",
 	  "the container's host name" },
+	{ "net", 0, OPT_FLAG, ON(CMD_RUN), F(net), NULL,
+	  "a network namespace of its own, joined to the host by\n"
+	  "a veth pair (root only)" },
+	{ "net-addr", 0, OPT_STRING, ON(CMD_RUN), F(net_addr), "NET/LEN",
+	  "with --net: the veth pair's IPv4 subnet (the host\n"
+	  "end takes its first address, the container its\n"
+	  "second; default a free /30 of 10.200.0.0/16)" },
+	{ "net-host-if", 0, OPT_STRING, ON(CMD_RUN), F(net_host_if), "NAME",
+	  "with --net: the host end's name (default ckptPID-h)" },
 	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup), "NAME",
 	  "the container's cgroup, relative to ckpt's (default\n"
 	  "ckpt-PID), with a cgroup namespace rooted there" },
@@ -407,6 +416,12 @@ static int check_run(const struct cli_args *a, char *err, size_t len)
 		return fail(err, len, "cgroup name '%s' is not a relative path", cg);
 	if (a->hostname && strlen(a->hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a->hostname);
+	if ((a->net_addr || a->net_host_if) && !a->net)
+		return fail(err, len, "%s", "--net-addr and --net-host-if go with --net");
+	if (a->net_host_if && (!a->net_host_if[0] || strlen(a->net_host_if) > 15 ||
+			       strpbrk(a->net_host_if, "/: \t\n")))
+		return fail(err, len, "'%s' is not a link name (1-15 bytes, no '/', ':' or space)",
+			    a->net_host_if);
 	return 0;
 }
 

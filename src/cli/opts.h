@@ -56,6 +56,9 @@ struct cli_args {
 	const char *hostname;   /* run --hostname */
 	const char *output_log; /* run --detach --output-log FILE */
 	bool keep_fds;          /* run --keep-fds */
+	bool net;               /* run --net */
+	const char *net_addr;   /* run --net-addr NET/LEN */
+	const char *net_host_if; /* run --net-host-if NAME */
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */

@@ -96,6 +96,8 @@ struct ckpt_ctx {
 	struct img_seal *seal;  /* what the writer writes through, with a key */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
+	struct netlock *netlock_host; /* the same in ckpt's namespace, when the tree
+				       * has its own and CKPT_KILL (netlock.c) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 };

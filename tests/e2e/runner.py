@@ -231,6 +231,15 @@ TESTS = [
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
+    # ckpt run --net: a server in a network namespace of its own, its host's
+    # client connected across checkpoint --kill and restart (the namespace
+    # made again, veth pair and host end included); a bridge link refused
+    entry("netns_tcp", (B, T), kind="netns", program="netns_srv"),
+    # the same, checkpointed with --kill --verify: the dry run beside the
+    # live original makes its pair inside, and nothing of the host's changes
+    entry("netns_tcp_verify", kind="netns", program="netns_srv", ckpt_args=["--verify"]),
+    entry("netns_refuse_link", kind="netns", program="netns_srv", pargs=["bridge"],
+          case="bridge"),
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
@@ -1664,6 +1673,154 @@ class Run:
         want = b"banner\ngot:hello\n" + (b"while down\n" if b"while down" in got else b"") + b"after\nEND\n"
         if got != want:
             raise Fail("the client got %r, want %r" % (got, want))
+
+    def net_subnet(self):
+        """A /30 of 10.213.0.0/16 for the test's veth pair, picked from the
+        runner's pid, that no IPv4 route of the host touches: (NET/30, host
+        end's address, container's address)."""
+        taken = []
+        with open("/proc/net/route") as f:
+            for line in f.read().splitlines()[1:]:
+                fl = line.split()
+                dst, mask = (socket.ntohl(int(x, 16)) for x in (fl[1], fl[7]))
+                if mask:
+                    taken.append((dst, mask))
+        for i in range(16384):
+            net = (10 << 24) | (213 << 16) | (((os.getpid() + i) % 16384) * 4)
+            if all((net ^ d) & m & 0xfffffffc for d, m in taken):
+                ip = lambda n: socket.inet_ntoa(struct.pack(">I", n))
+                return "%s/30" % ip(net), ip(net + 1), ip(net + 2)
+        raise Skip("no /30 of 10.213.0.0/16 is free on this host")
+
+    def nft_tables(self):
+        """The names of the host's nftables tables, or None without nft."""
+        nft = shutil.which("nft") or ("/usr/sbin/nft" if os.access("/usr/sbin/nft", os.X_OK) else None)
+        if not nft:
+            return None
+        r = subprocess.run([nft, "list", "tables"], capture_output=True, timeout=30)
+        return [l.split()[-1] for l in r.stdout.decode().splitlines() if l.strip()]
+
+    def host_lock(self, tag):
+        """After checkpoint --kill of a container with a network namespace
+        of its own: the lock ckpt's log says it left exists in the host's
+        namespace (None without nft)."""
+        with open(self.p("ckpt%s.log" % tag)) as f:
+            m = re.search(r"network lock (\S+) stays until the restart", f.read())
+        if not m:
+            raise Fail("checkpoint %s left no network lock" % tag)
+        tables = self.nft_tables()
+        if tables is None:
+            self.notes.append("no nft: the host's lock not checked")
+            return None
+        if m.group(1) not in tables:
+            raise Fail("no network lock %s on the host after checkpoint --kill (tables %r)"
+                       % (m.group(1), tables))
+        return m.group(1)
+
+    def netns_restart_busy(self, img, hostif):
+        """The image restarted again while its restored copy runs: the host
+        end's name is taken, the restart fails naming the link and the host
+        end, and leaves no link behind."""
+        links = sorted(os.listdir("/sys/class/net"))
+        r = self.run_ckpt(["restart", img, "--log", self.p("busy.log"), "-v"], timeout=60)
+        self.logs.append(self.p("busy.log"))
+        self.expect_error(r, "a second restart of the image",
+                          must=["link eth0 (veth)", "host end %s" % hostif, "taken"])
+        if sorted(os.listdir("/sys/class/net")) != links:
+            raise Fail("links after the failed restart: %r, before %r"
+                       % (sorted(os.listdir("/sys/class/net")), links))
+
+    def flow_netns(self):
+        """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
+        end name of the runner's. tcp: the runner connects from the host to
+        the container's address, the server changes its namespace (mtu, an
+        IPv6 address, a route, sysctls) and notes it; checkpoint --kill,
+        restart (twice in twice mode): the host end exists again with its
+        address, the client's connection was never reset and what it sent
+        meanwhile arrives, the namespace inside is what it was (checked by
+        the server), and a new connection to the address is answered.
+        bridge: a bridge link in the namespace; the checkpoint refuses it
+        by name and the container runs on."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%s%s" % (os.getpid() % 1000000, self.mode[0], (self.t["case"] or "t")[0])
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
+                                "--net-host-if", hostif, "--pidfile", pidfile, "--"])
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        self.netns_case(pr, pidfile, hostif, cont)
+        # the namespace, and with it the pair, goes a little after its last
+        # process (a failed test's goes once cleanup has killed it)
+        self.wait_until("the host end %s to go with its namespace" % hostif,
+                        lambda: not host_addr(), [], timeout=20)
+
+    def netns_case(self, pr, pidfile, hostif, cont):
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        if self.t["case"] == "bridge":
+            self.wait_container(pr, pidfile)
+            img = self.p("img")
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or not re.search(r"pid %d: network namespace link br7 \(bridge\): only "
+                                        r"loopback and veth" % self.pid, err):
+                raise Fail("checkpoint with a bridge link: exit %d: %s" % (rc, err.strip()[-300:]))
+            if not pid_alive(self.pid):
+                raise Fail("the container died after the refused checkpoint")
+            rc = self.wake_and_wait(pr, "ckpt run")
+            return self.check_result(rc, "ckpt run")
+        self.wait_file("listening", pr)
+        if not host_addr():
+            raise Fail("no host end %s after ckpt run --net" % hostif)
+        cl = socket.create_connection((cont, 7777), timeout=60)
+        try:
+            cl.sendall(b"hello\n")
+            self.wait_container(pr, pidfile)
+            rp = pr
+            if not self.opts.no_ckpt:
+                for i in range(2 if self.mode == T else 1):
+                    tag = "" if i == 0 else "2"
+                    self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp],
+                                    extra=self.t.get("ckpt_args", ()))
+                    if rp is not pr:
+                        self.wait_all([rp], 10, "the first ckpt restart")
+                    self.wait_until("the host end %s to go with its namespace" % hostif,
+                                    lambda: not host_addr(), [], timeout=10)
+                    # the container's lock went with its namespace: the host's
+                    # retransmissions are dropped by the same lock on this side
+                    lock = self.host_lock(tag)
+                    cl.sendall(b"while down %d\n" % i)
+                    rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+                    if not host_addr():
+                        raise Fail("no host end %s after the restart" % hostif)
+                    if lock and lock in self.nft_tables():
+                        raise Fail("the network lock %s is still on the host after the "
+                                   "restart" % lock)
+                    if i == 0:
+                        self.netns_restart_busy(self.p("img"), hostif)
+            cl.sendall(b"after\nEND\n")
+            self.vlog("SIGUSR1 -> %d" % self.pid)
+            os.kill(self.pid, signal.SIGUSR1)
+            got = b""
+            while True:
+                d = cl.recv(4096)
+                if not d:
+                    break
+                got += d
+            again = socket.create_connection((cont, 7777), timeout=30).recv(100)
+        except ConnectionResetError:
+            raise Fail("the client's connection was reset")
+        except socket.timeout:
+            raise Fail("the client's connection hung")
+        finally:
+            cl.close()
+        rc = self.wait_exit(rp, "the server")
+        self.check_result(rc, "the server")
+        down = b"".join(b"while down %d\n" % i for i in range(2 if self.mode == T else 1))
+        want = b"got:hello\n" + (b"" if self.opts.no_ckpt else down) + b"after\nEND\n"
+        if got != want:
+            raise Fail("the client got %r, want %r" % (got, want))
+        if again != b"again\n":
+            raise Fail("a new connection to %s:7777 got %r" % (cont, again))
 
     @staticmethod
     def free_port():
