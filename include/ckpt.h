@@ -149,6 +149,14 @@ struct ckpt_opts {
 	void *progress_arg;
 	unsigned progress_interval_ms;
 	/*
+	 * checkpoint with CKPT_KILL: called with image_done_arg once the tree's
+	 * death is decided -- image_done returned 0 and the guardian has been
+	 * told to kill the tree should ckpt die -- just before the kill. A
+	 * migration tells its target here that the copy may run. NULL for
+	 * none; a smaller size (an older caller) has none.
+	 */
+	void (*committed)(void *arg);
+	/*
 	 * Fds of the root held outside the tree, treated like a shell job's
 	 * terminal (an inherited pipe, say). Checkpoint: the root's fds listed
 	 * in external_fds are saved as "external": only that the root had an
@@ -173,11 +181,13 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V2 offsetof(struct ckpt_opts, result)
 /* The struct before progress was added. */
 #define CKPT_OPTS_SIZE_V3 offsetof(struct ckpt_opts, progress)
+/* The struct before committed was added. */
+#define CKPT_OPTS_SIZE_V4 offsetof(struct ckpt_opts, committed)
 /* The struct before external_fds was added. A caller built against a newer
  * ckpt may pass a bigger size: accepted when every byte past the struct
  * this ckpt knows is zero (no option it does not have is set), refused
  * with -E2BIG otherwise, as is a size above 4096. */
-#define CKPT_OPTS_SIZE_V4 offsetof(struct ckpt_opts, external_fds)
+#define CKPT_OPTS_SIZE_V5 offsetof(struct ckpt_opts, external_fds)
 #define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);

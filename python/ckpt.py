@@ -116,7 +116,7 @@ class _Opts(ctypes.Structure):
                 ("key_len", ctypes.c_size_t), ("image_done", _IMAGE_DONE),
                 ("image_done_arg", ctypes.c_void_p), ("result", Result),
                 ("progress", _PROGRESS), ("progress_arg", ctypes.c_void_p),
-                ("progress_interval_ms", ctypes.c_uint),
+                ("progress_interval_ms", ctypes.c_uint), ("committed", ctypes.c_void_p),
                 ("external_fds", ctypes.POINTER(ctypes.c_int)),
                 ("n_external_fds", ctypes.c_size_t),
                 ("inherit_fds", ctypes.POINTER(_InheritFd)), ("n_inherit_fds", ctypes.c_size_t)]
