@@ -10,6 +10,8 @@ command -v protoc-c >/dev/null 2>&1 || need="$need protobuf-c-compiler"
 [ -f /usr/include/sodium.h ] || need="$need libsodium-dev"
 # the network lock (src/net/lock.c): nftables through libnftables
 [ -f /usr/include/nftables/libnftables.h ] || need="$need libnftables-dev"
+# checkpoint --compress: page store records compressed with zstd
+[ -f /usr/include/zstd.h ] || need="$need libzstd-dev"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
