@@ -295,6 +295,8 @@ TESTS = [
     entry("img_key", kind="key", program="mem_anon"),
     entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
     entry("api_key", kind="standalone"),
+    # --compress: zstd page records, plain where they do not shrink; with --key
+    entry("img_compress", kind="compress", program="mem_zstd"),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -3637,6 +3639,56 @@ http {{
         self.checkpoint(self.p("plain"), "ckpt-plain", reap=[rp], kill=False)
         self.refused_restart(self.p("plain"), "restart of a plain image with --key",
                              r"not encrypted", key=k1, pid_free=False)
+        rc = self.wait_exit(rp, "ckpt restart --key")
+        self.check_result(rc, "ckpt restart --key")
+
+    def flow_compress(self):
+        """--compress: an image of text-like memory (24 MiB anonymous, a 4 MiB
+        memfd) and 4 MiB of random bytes is much smaller than without; the
+        random pages stay plain (the image holds them whole); inspect shows
+        the pages' size in memory and in the image; the restored program
+        checks its memory. Then compressed and sealed (--key): as small,
+        restored with the key, checked again."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        plain, img = self.p("plain"), self.p("img")
+        self.checkpoint(plain, "ckpt-plain", reap=[pr], kill=False)
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--compress"])
+        ps, zs = os.path.getsize(plain), os.path.getsize(img)
+        self.vlog("image %d bytes plain, %d compressed" % (ps, zs))
+        if ps < 32 * MiB or zs > ps // 3:
+            raise Fail("--compress: image of %d bytes, %d without: not much smaller" % (zs, ps))
+        if zs < 4 * MiB:
+            raise Fail("--compress: image of %d bytes: smaller than the random pages" % zs)
+        with open(self.p("ckpt.log"), errors="replace") as f:
+            m = re.search(r"pages: (\d+) bytes stored as (\d+) \(zstd: (\d+) of (\d+) records",
+                          f.read())
+        if not m or int(m.group(3)) == 0 or int(m.group(3)) == int(m.group(4)):
+            raise Fail("the checkpoint log does not say that some records (not all) were "
+                       "compressed: %s" % (m.group(0) if m else "no pages line"))
+        r = self.run_ckpt(["inspect", img])
+        out = r.stdout.decode(errors="replace")
+        m = re.search(r"pages: (\S+ \S+) in memory, (\S+ \S+) in the image, zstd: (\d+) of "
+                      r"(\d+) records compressed", out)
+        if r.returncode != 0 or not m or int(m.group(3)) == 0:
+            raise Fail("inspect does not show compressed pages: %s" % out[-400:])
+        r = self.run_ckpt(["inspect", plain])
+        if "records compressed" in r.stdout.decode(errors="replace"):
+            raise Fail("inspect of a plain image says zstd")
+        rp = self.restart(img, "restart")
+        # compress, then seal: as small, and restored with the key
+        key, sealed = self.keygen("k"), self.p("img-key")
+        self.checkpoint(sealed, "ckpt-key", reap=[rp], extra=["--compress", "--key", key])
+        self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
+        ks = os.path.getsize(sealed)
+        with open(sealed, "rb") as f:
+            if not f.read(8).startswith(b"CKPTSEAL"):
+                raise Fail("--compress --key: the image is not sealed")
+        if ks > zs + zs // 20 + 65536:
+            raise Fail("--compress --key: sealed image of %d bytes, %d unsealed" % (ks, zs))
+        rp = self.restart(sealed, "restart-key", extra=["--key", key])
         rc = self.wait_exit(rp, "ckpt restart --key")
         self.check_result(rc, "ckpt restart --key")
 
