@@ -120,7 +120,69 @@ static int z_decompress(uint8_t *dst, uint64_t raw, const uint8_t *z, uint64_t z
 		return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM : -EBADMSG;
 	return r == raw ? 0 : -EBADMSG;
 }
+
+/* A worker's decompression context; created at its first compressed chunk. */
+struct zwork {
+	ZSTD_DCtx *d;
+};
+
+static void zwork_free(struct zwork *w)
+{
+	ZSTD_freeDCtx(w->d);
+}
+
+/* Decompresses the next len bytes of the frame being read into dst. */
+static int z_stream(struct zwork *w, ZSTD_inBuffer *in, uint8_t *dst, size_t len, size_t *left)
+{
+	ZSTD_outBuffer out = { dst, len, 0 };
+	while (out.pos < out.size) {
+		size_t r = ZSTD_decompressStream(w->d, &out, in);
+		if (ZSTD_isError(r))
+			return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM : -EBADMSG;
+		*left = r;
+		/* the frame or its input ended before len bytes came out */
+		if (out.pos < out.size && (!r || in->pos == in->size))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+static int zwork_begin(struct zwork *w, const struct pages_chunk *c, ZSTD_inBuffer *in)
+{
+	if (!w->d) {
+		w->d = ZSTD_createDCtx();
+		if (!w->d)
+			return -ENOMEM;
+		/* a frame cannot ask for a window larger than a record holds */
+		ZSTD_DCtx_setParameter(w->d, ZSTD_d_windowLogMax, 26);
+	}
+	ZSTD_DCtx_reset(w->d, ZSTD_reset_session_only);
+	*in = (ZSTD_inBuffer){ c->z, c->zlen, 0 };
+	return 0;
+}
+
+/* After the last piece: the frame must be over, all its input used. */
+static int zwork_end(struct zwork *w, ZSTD_inBuffer *in, size_t left)
+{
+	uint8_t extra;
+	if (left) {
+		ZSTD_outBuffer out = { &extra, 1, 0 };
+		left = ZSTD_decompressStream(w->d, &out, in);
+		if (ZSTD_isError(left) || out.pos)
+			return -EBADMSG;
+	}
+	return left || in->pos != in->size ? -EBADMSG : 0;
+}
 #else
+struct zwork {
+	int unused;
+};
+
+static void zwork_free(struct zwork *w)
+{
+	(void)w;
+}
+
 int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsize)
 {
 	(void)level, (void)threads, (void)bufsize;
@@ -488,6 +550,53 @@ int pages_chunk_each(const struct pages_chunk *c, pages_extent_fn fn, void *arg)
 	return 0;
 }
 
+#ifdef CKPT_HAVE_ZSTD
+#define PIECE (256u << 10)     /* bytes decompressed at a time: stay in the cache */
+#define PIECE_EXTENTS 64u
+
+/*
+ * Hands a compressed chunk to put in pieces of at most PIECE bytes and
+ * PIECE_EXTENTS extents (the first and last cut), each decompressed into
+ * the worker's buffer just before: the bytes are written from the cache.
+ */
+static int apply_z(const struct pages_chunk *c, struct zwork *w, uint8_t *buf, pages_put_fn put,
+		   void *arg, uint64_t *ret_off)
+{
+	struct pages_extent px[PIECE_EXTENTS];
+	ZSTD_inBuffer in;
+	uint32_t i = 0;         /* the extent being cut */
+	uint64_t at = 0;        /* bytes of it already handed out */
+	size_t left = 1;
+	int r = zwork_begin(w, c, &in);
+
+	while (r >= 0 && i < c->n) {
+		struct pages_chunk piece = { .tag = c->tag, .x = px, .data = buf };
+		*ret_off = c->x[i].off + at;
+		while (i < c->n && piece.n < PIECE_EXTENTS && piece.bytes < PIECE) {
+			uint64_t l = MIN(c->x[i].len - at, PIECE - piece.bytes);
+			px[piece.n++] = (struct pages_extent){ c->x[i].off + at, l };
+			piece.bytes += l;
+			at += l;
+			if (at == c->x[i].len)
+				i++, at = 0;
+		}
+		r = z_stream(w, &in, buf, piece.bytes, &left);
+		if (r >= 0)
+			r = put(arg, &piece, ret_off);
+	}
+	return r < 0 ? r : zwork_end(w, &in, left);
+}
+#else
+#define PIECE 1u
+
+static int apply_z(const struct pages_chunk *c, struct zwork *w, uint8_t *buf, pages_put_fn put,
+		   void *arg, uint64_t *ret_off)
+{
+	(void)c, (void)w, (void)buf, (void)put, (void)arg, (void)ret_off;
+	return -EPROTONOSUPPORT;
+}
+#endif
+
 struct apply_job {
 	const struct pages_set *s;
 	pages_put_fn put;
@@ -500,17 +609,20 @@ struct apply_job {
 static void *apply_worker(void *p)
 {
 	struct apply_job *j = p;
-	_cleanup_free_ uint8_t *buf = NULL; /* this worker's decompressed chunk */
-	size_t cap = 0;
+	_cleanup_free_ uint8_t *buf = NULL; /* this worker's decompressed piece */
+	struct zwork zw = { 0 };
 	for (;;) {
 		size_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
 		if (c >= j->s->n || __atomic_load_n(&j->err, __ATOMIC_RELAXED))
 			break;
-		uint64_t off = j->s->c[c].x[0].off;
-		struct pages_chunk plain;
-		int r = pages_chunk_plain(&j->s->c[c], &buf, &cap, &plain);
+		const struct pages_chunk *ch = &j->s->c[c];
+		uint64_t off = ch->x[0].off;
+		int r = 0;
+		if (ch->z && !buf && !(buf = malloc(PIECE)))
+			r = -ENOMEM;
 		if (r >= 0)
-			r = j->put(j->arg, &plain, &off);
+			r = ch->z ? apply_z(ch, &zw, buf, j->put, j->arg, &off)
+				  : j->put(j->arg, ch, &off);
 		if (r < 0) {
 			int zero = 0;
 			if (__atomic_compare_exchange_n(&j->err, &zero, r, false, __ATOMIC_ACQ_REL,
@@ -519,6 +631,7 @@ static void *apply_worker(void *p)
 			break;
 		}
 	}
+	zwork_free(&zw);
 	return NULL;
 }
 
