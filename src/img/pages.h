@@ -58,10 +58,12 @@
  *   reader bounds every size before use: the frame must be exactly zlen
  *   bytes, declare its content size, and that size must be the extents'
  *   sum, at most PAGES_MAX_RAW. Chunks stay compressed in the set;
- *   pages_set_apply() decompresses each one into its worker's buffer just
- *   before put() sees it, so the workers decompress in parallel and no more
- *   than one chunk per worker is ever held decompressed. A build without
- *   zstd refuses such a record with -EPROTONOSUPPORT.
+ *   pages_set_apply() decompresses each one in the worker that takes it,
+ *   in pieces of 256 KiB handed to put() one by one (a piece is a chunk of
+ *   its own: at most 64 extents, the first and last cut), so the workers
+ *   decompress in parallel, put() reads from the cache, and no chunk is
+ *   ever held decompressed whole. A build without zstd refuses such a
+ *   record with -EPROTONOSUPPORT.
  *
  * Restart ("a reader that hands pages to a callback"):
  *
@@ -224,8 +226,9 @@ int pages_chunk_plain(const struct pages_chunk *c, uint8_t **buf, size_t *cap,
 /* Writes one chunk (plain: data is set); on failure sets *ret_off to where, returns -errno. */
 typedef int (*pages_put_fn)(void *arg, const struct pages_chunk *c, uint64_t *ret_off);
 /* Hands every chunk of s to put, from up to `workers` threads (the caller's
- * included; 0 or 1: the caller alone), each decompressed first if it was
- * compressed (-EBADMSG if its frame is damaged). Stops at the first
+ * included; 0 or 1: the caller alone); a compressed one as it is
+ * decompressed, piece by piece (-EBADMSG if its frame is damaged: put may
+ * have had its first pieces). Stops at the first
  * failure, which it returns, with its offset in *ret_off. */
 int pages_set_apply(const struct pages_set *s, unsigned workers, pages_put_fn put, void *arg,
 		    uint64_t *ret_off) __attribute__((warn_unused_result));
