@@ -98,6 +98,8 @@ struct ckpt_ctx {
 	struct pages_z *pz;     /* CKPT_COMPRESS: the page store's compressor */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
+	struct netlock *netlock_host; /* the same in ckpt's namespace, when the tree
+				       * has its own and CKPT_KILL (netlock.c) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 };
@@ -122,6 +124,7 @@ struct rst_task {
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
 	bool stopped;           /* released stopped (a job-control stop; set at load) */
+	int stop_sig;           /* by this signal (SIGSTOP, or the SIGTSTP... it had) */
 	void *kstate[KIND_MAX];
 };
 
