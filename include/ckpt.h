@@ -41,7 +41,9 @@ extern "C" {
 #define CKPT_DETACH_CLIENTS 0x100ul /* a server's clients outside the tree are detached:
 				    * their connections come back closed by the peer,
 				    * their terminals hung up */
-#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS)
+#define CKPT_COMPRESS 0x200ul    /* page contents compressed with zstd where it pays
+				  * (-EPROTONOSUPPORT from a build without zstd) */
+#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */

@@ -10,6 +10,8 @@ command -v protoc-c >/dev/null 2>&1 || need="$need protobuf-c-compiler"
 [ -f /usr/include/sodium.h ] || need="$need libsodium-dev"
 # the network lock (src/net/lock.c): nftables through libnftables
 [ -f /usr/include/nftables/libnftables.h ] || need="$need libnftables-dev"
+# checkpoint --compress: page store records compressed with zstd
+[ -f /usr/include/zstd.h ] || need="$need libzstd-dev"
 # network namespaces (src/net/rtnl.c): rtnetlink through libmnl
 [ -f /usr/include/libmnl/libmnl.h ] || need="$need libmnl-dev"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"

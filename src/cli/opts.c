@@ -73,6 +73,9 @@ static const struct opt opts[] = {
 	  "a server's clients outside the tree (tmux attach,\n"
 	  "screen -r) are detached: their connections and\n"
 	  "terminals come back closed" },
+	{ "compress", 0, OPT_FLAG, CP, F(compress), NULL,
+	  "compress memory contents with zstd where it pays\n"
+	  "(restart reads them back by itself)" },
 	{ "detach", 'd', OPT_FLAG, RS | ON(CMD_RUN), F(detach), NULL,
 	  "print the pid alone on a line and return once it\n"
 	  "runs; run: the container's stdin, stdout and stderr\n"

@@ -57,6 +57,7 @@ struct cli_args {
 	size_t n_inherit;
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
+	bool compress;          /* checkpoint: --compress */
 	bool json;              /* inspect, checkpoint, restart: --json */
 	bool quiet;             /* checkpoint, restart: no summary line */
 	const char *progress_interval; /* checkpoint, restart: --progress-interval MS */

@@ -30,9 +30,11 @@
 #include "net/lock.h"
 #include "puppet/guard.h"
 #include "util/cleanup.h"
+#include "img/pages.h"
 #include "util/features.h"
 
 #define COPY_BUF (8u << 20)
+#define ZSTD_LEVEL 1 /* --compress: fast; most of a heap's gain is had at 1 */
 
 static void release_task(struct task *t)
 {
@@ -613,6 +615,15 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	int r, fd = ctx->image_fd;
 
 	fill_header(&h);
+	if (ctx->flags & CKPT_COMPRESS) {
+		/* compressed before the seal: ciphertext does not compress */
+		h.flags |= IMG_HDR_ZSTD;
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		r = pages_z_new(&ctx->pz, ZSTD_LEVEL, cpus > 1 ? (unsigned)MIN(cpus, 4) : 0,
+				COPY_BUF);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "cannot compress the image: %s", strerror(-r));
+	}
 	/* --key: every byte goes through the seal (encrypted, authenticated) */
 	if (ctx->key && (r = img_seal_new(&ctx->seal, fd, ctx->key, IMG_KEY_BYTES)) < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
@@ -637,6 +648,13 @@ int ckpt_dump_end(struct ckpt_ctx *ctx)
 	int r = img_writer_finish(&ctx->w);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot complete the image: %s", strerror(-r));
+	if (ctx->pz) {
+		struct pages_z_stats st;
+		pages_z_stats(ctx->pz, &st);
+		log_info(&ctx->log, "pages: %llu bytes stored as %llu (zstd: %llu of %llu records "
+			 "compressed)", (unsigned long long)st.raw, (unsigned long long)st.stored,
+			 (unsigned long long)st.compressed, (unsigned long long)st.records);
+	}
 	log_info(&ctx->log, "image complete: %llu records, %llu bytes",
 		 (unsigned long long)ctx->w.records, (unsigned long long)ctx->w.offset);
 	return 0;
@@ -867,6 +885,9 @@ static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o
 		return log_fail(&ctx->log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
 	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))
 		return log_fail(&ctx->log, -EINVAL, "CKPT_VERIFY goes with CKPT_KILL");
+	if ((o->flags & CKPT_COMPRESS) && !pages_have_zstd())
+		return log_fail(&ctx->log, -EPROTONOSUPPORT, "cannot compress the image: this ckpt "
+				"was built without zstd");
 	return 0;
 }
 
@@ -917,6 +938,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	free(ctx.tasks);
 	free(ctx.buf);
 	img_seal_free(ctx.seal);
+	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);
 	return r < 0 ? r : 0;
 }

@@ -25,6 +25,7 @@
 #include "core/objhash.h"
 #include "core/progress.h"
 #include "img/img.h"
+#include "img/pages.h"
 #include "img/seal.h"
 #include "kinds/kinds.h"
 #include "puppet/guard.h"
@@ -94,6 +95,7 @@ struct ckpt_ctx {
 	size_t bufsize;
 	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
 	struct img_seal *seal;  /* what the writer writes through, with a key */
+	struct pages_z *pz;     /* CKPT_COMPRESS: the page store's compressor */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
 	struct netlock *netlock_host; /* the same in ckpt's namespace, when the tree
@@ -175,6 +177,11 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 
+/* A page store writer (img/pages.h) into the image through the page-copy
+ * buffer, compressing where CKPT_COMPRESS asks it; release it with
+ * pages_writer_release(). */
+int ctx_pages_writer(struct ckpt_ctx *ctx, struct pages_writer *pw, uint32_t type, uint64_t tag,
+		     pages_read_fn read, void *arg) __attribute__((warn_unused_result));
 /* Packs msg and writes it as one record. */
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)
 	__attribute__((warn_unused_result));

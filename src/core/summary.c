@@ -70,6 +70,9 @@ struct summary {
 	size_t nsigs, cap;
 	struct id_kind *ids;
 	size_t nids, idcap;
+	/* page store records (img/pages.h): bytes in memory, in the image */
+	uint64_t page_raw, page_stored;
+	uint32_t page_records, page_zrecords;
 };
 
 static void free_procs(struct summary *s)
@@ -235,6 +238,20 @@ static int add_sig(struct summary *s, uint32_t pid, const struct img_record *rec
 	return 0;
 }
 
+/* A record that parses as a page store record is counted as one; whatever
+ * else it is (no other record ends with the store's magic) is left alone. */
+static void count_pages(struct summary *s, const struct img_record *rec)
+{
+	struct pages_chunk c;
+	if (rec->len < sizeof(struct pages_head) || (uintptr_t)rec->data % IMG_PAGE_SIZE ||
+	    pages_parse(rec, &c) < 0)
+		return;
+	s->page_records++;
+	s->page_raw += c.bytes;
+	s->page_stored += c.z ? c.zlen : c.bytes;
+	s->page_zrecords += c.z != NULL;
+}
+
 static int add_record(struct summary *s, uint32_t *pid, const struct img_record *rec)
 {
 	enum kind k = KIND_MAX;
@@ -256,6 +273,7 @@ static int add_record(struct summary *s, uint32_t *pid, const struct img_record 
 		k = KIND_MAX;
 	s->kinds[k].records++;
 	s->kinds[k].bytes += rec->len;
+	count_pages(s, rec);
 	if (k != KIND_MAX && *pid)
 		take_comm(s, *pid, rec);
 	if (k != KIND_MAX && (r = take_id(s, k, rec)) < 0)
@@ -402,6 +420,16 @@ static void print_summary(FILE *f, const struct summary *s)
 		s->nprocs == 1 ? "" : "es", s->nthreads, s->nthreads == 1 ? "" : "s", size, when,
 		s->hdr.kernel_release);
 	print_namespaces(f, s);
+	if (s->page_records) {
+		char raw[32], stored[32];
+		human_size(raw, sizeof(raw), s->page_raw);
+		human_size(stored, sizeof(stored), s->page_stored);
+		fprintf(f, "pages: %s in memory, %s in the image", raw, stored);
+		if (s->hdr.flags & IMG_HDR_ZSTD)
+			fprintf(f, ", zstd: %" PRIu32 " of %" PRIu32 " records compressed",
+				s->page_zrecords, s->page_records);
+		fputc('\n', f);
+	}
 	fputs("processes (pid, command, threads; open fds by kind):\n", f);
 	if (s->nprocs)
 		print_proc(f, s, 0, 0);

@@ -397,6 +397,10 @@ static int check_header(struct img_reader *r, struct img_error *err)
 	if (h.page_size != IMG_PAGE_SIZE)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, page_size), 0,
 			    "page size %u is not supported (only %u)", h.page_size, IMG_PAGE_SIZE);
+	if (h.flags & ~IMG_HDR_FLAGS_KNOWN & IMG_HDR_ZSTD)
+		return fail(err, -EPROTONOSUPPORT, -1, offsetof(struct img_header, flags), 0,
+			    "the image holds pages compressed with zstd, and this ckpt was built "
+			    "without zstd");
 	if (h.flags & ~IMG_HDR_FLAGS_KNOWN)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, flags), 0,
 			    "unknown header flags 0x%x (an image of a newer ckpt?)",

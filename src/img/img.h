@@ -33,7 +33,12 @@
 #define IMG_REC_TRAILER 0xffffu
 #define IMG_FLAG_PAD_MASK 0xfffu
 #define IMG_MAX_RECORD (1ull << 32) /* no record payload is larger */
-#define IMG_HDR_FLAGS_KNOWN 0u /* header flags this reader understands */
+#define IMG_HDR_ZSTD 0x1u /* page store records may be zstd-compressed (pages.h) */
+#ifdef CKPT_HAVE_ZSTD
+#define IMG_HDR_FLAGS_KNOWN IMG_HDR_ZSTD /* header flags this reader understands */
+#else
+#define IMG_HDR_FLAGS_KNOWN 0u
+#endif
 
 struct img_header {
 	char magic[8];

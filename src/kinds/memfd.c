@@ -484,8 +484,7 @@ static int dump_data(struct ckpt_ctx *ctx, const struct mfd_obj *m)
 {
 	struct pages_writer pw;
 	uint64_t pos = 0;
-	int r = pages_writer_init(&pw, &ctx->w, MEMFD_CONTENTS, m->e.id, ctx->buf, ctx->bufsize,
-				  read_contents, (void *)m);
+	int r = ctx_pages_writer(ctx, &pw, MEMFD_CONTENTS, m->e.id, read_contents, (void *)m);
 
 	while (r >= 0 && pos < m->e.size) {
 		off_t data = lseek(m->fd, (off_t)pos, SEEK_DATA);
@@ -582,8 +581,8 @@ static int load_contents(struct rst_ctx *ctx, const struct img_record *rec)
 		r = pages_set_add(&m->pages, &c, 0, m->e->size);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "record %u (memfd/contents): %s", rec->index,
-				r == -ENOMEM ? strerror(-r)
-					     : "damaged, out of order or outside its memfd object");
+				r == -EINVAL ? "damaged, out of order or outside its memfd object"
+					     : pages_strerror(r));
 	ctx->data_bytes += c.bytes;
 	return 0;
 }
@@ -678,7 +677,7 @@ static int fill(struct rst_ctx *ctx, struct mfd_robj *m)
 	int r = pages_set_apply(&m->pages, 1, put_chunk, &j, &off);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "file '%s': cannot write its contents near %llu: %s",
-				robj_name(m), (unsigned long long)off, strerror(-r));
+				robj_name(m), (unsigned long long)off, pages_strerror(r));
 	if (ftruncate(m->fd, (off_t)m->e->size) < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot set its size to %llu: %s",
 				robj_name(m), (unsigned long long)m->e->size, strerror(errno));

@@ -452,7 +452,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 				strerror(errno));
 	struct mm_read rd = { .ctx = ctx, .t = t };
 	struct pages_writer pw;
-	r = pages_writer_init(&pw, &ctx->w, MM_PAGES, 0, ctx->buf, ctx->bufsize, mm_read, &rd);
+	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; r >= 0 && i < m->e.n_vmas; i++) {
@@ -543,7 +543,7 @@ static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct 
 	int r = pages_parse(rec, &c);
 	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
 		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
-				r == -ENOMEM ? strerror(-r) : "damaged, out of order or out of bounds");
+				pages_strerror(r));
 	for (size_t i = 0; i < c.n; i++) {
 		uint64_t a = c.x[i].off, end = a + c.x[i].len;
 		/* a run may go on across adjacent vmas, each of which holds pages */
@@ -1311,7 +1311,7 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	uffd_close(t, &u);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot write pages at %llx: %s", t->pid,
-				(unsigned long long)addr, strerror(-r));
+				(unsigned long long)addr, pages_strerror(r));
 	return 0;
 }
 

@@ -331,8 +331,7 @@ static int dump_pages(struct ckpt_ctx *ctx, const struct shm_seg *g, bool swappe
 	if (a == (void *)-1)
 		return log_fail(&ctx->log, -errno, "shm id %d: cannot attach it to read it: %s",
 				g->perm.id, strerror(errno));
-	r = vec ? pages_writer_init(&pw, &ctx->w, SYSV_SHM_PAGES, (uint64_t)g->perm.id, ctx->buf,
-				    ctx->bufsize, read_seg, a)
+	r = vec ? ctx_pages_writer(ctx, &pw, SYSV_SHM_PAGES, (uint64_t)g->perm.id, read_seg, a)
 		: -ENOMEM;
 	if (r < 0) {
 		shmdt(a);
@@ -547,7 +546,8 @@ int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g)
 	struct fill_job j = { .addr = a, .progress = &ctx->progress };
 	r = pages_set_apply(&g->pages, 2, put_chunk, &j, &off);
 	if (r < 0)
-		return r;
+		return log_fail(&ctx->log, r, "shm id %d: cannot write its pages near %llu: %s", p->id,
+				(unsigned long long)off, pages_strerror(r));
 	struct shmid_ds ds;
 	if (shmctl(p->id, IPC_STAT, &ds) < 0)
 		return sysv_fail_id(ctx, "shm", p->id, "IPC_STAT");
