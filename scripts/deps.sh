@@ -25,6 +25,8 @@ command -v curl >/dev/null 2>&1 || need="$need curl"
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need="$need nftables"
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need="$need postgresql-15"
 [ -x /usr/lib/postgresql/15/bin/psql ] || need="$need postgresql-client-15"
+# the container root file systems of the mount tests (ct_rootfs_*)
+[ -x /bin/busybox ] || need="$need busybox-static"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "missing packages:$need (run as root, or install them)" >&2

@@ -25,6 +25,13 @@ enum cli_cmd {
 	CMD_MAX,
 };
 
+/* An option given several times: its values in order. */
+#define CLI_LIST_MAX 32
+struct cli_list {
+	const char *v[CLI_LIST_MAX];
+	int n;
+};
+
 struct cli_args {
 	enum cli_cmd cmd;
 	pid_t pid;              /* checkpoint */
@@ -55,6 +62,9 @@ struct cli_args {
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */
+	const char *root;       /* run --root DIR */
+	struct cli_list binds;  /* run --bind SRC:DST[:ro], repeatable */
+	struct cli_list tmpfs;  /* run --tmpfs DST[:size=N], repeatable */
 	char *const *run_argv;  /* run: the command and its arguments */
 	int run_argc;
 };
