@@ -534,6 +534,12 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 			path = parent;
 			mode = W_OK | X_OK;
 		}
+		/* a file of a container's root: through it (the tree is made again) */
+		char via[4200];
+		if (f->e.in_root) {
+			snprintf(via, sizeof(via), "/proc/%d/root%s", ctx->tasks[0].pid, path);
+			path = via;
+		}
 		if (faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0)
 			continue;
 		int e = errno;

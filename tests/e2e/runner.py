@@ -182,6 +182,10 @@ TESTS = [
     entry("ct_asyncio", (B, T), kind="ct_asyncio", argv=["@python", os.path.join(HERE, "py_asyncio.py")]),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
+    # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
+    entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
+          argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_seccomp", (B, T)),
@@ -1020,6 +1024,100 @@ class Run:
         self.wait_until("the server to close the runner's connection",
                         lambda: self.sockets_of(self.pid) <= before, [], timeout=10)
         return out
+
+    def make_rootfs(self):
+        """A root file system in the test's directory: Debian's static
+        busybox with its links, a small /etc, ct_rootfs.sh; ckpt run's
+        arguments for it (the test's directory bound on /t)."""
+        busybox = shutil.which("busybox")
+        if not busybox:
+            raise Skip("busybox (busybox-static) not installed")
+        root = self.p("rootfs")
+        for d in ("bin", "etc", "t"):
+            os.makedirs(os.path.join(root, d))
+        shutil.copy(busybox, os.path.join(root, "bin", "busybox"))
+        names = subprocess.run([busybox, "--list"], capture_output=True, text=True).stdout
+        for name in names.split():
+            if name != "busybox":
+                os.symlink("busybox", os.path.join(root, "bin", name))
+        with open(os.path.join(root, "etc", "passwd"), "w") as f:
+            f.write("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
+        with open(os.path.join(root, "etc", "group"), "w") as f:
+            f.write("root:x:0:\ntty:x:5:\nnogroup:x:65534:\n")
+        shutil.copy(os.path.join(HERE, "ct_rootfs.sh"), os.path.join(root, "etc"))
+        with open(self.p("msg"), "w") as f:
+            f.write("before\n")
+        with open(self.p("motd"), "w") as f:
+            f.write("motd\n")
+        return ["--root", root, "--bind", self.dir + ":/t", "--bind",
+                self.p("motd") + ":/etc/motd:ro", "--tmpfs", "/scratch:size=8m"]
+
+    def flow_rootfs(self):
+        """ct_rootfs.sh as pid 1 of `ckpt run --root` with a bind and a
+        tmpfs: checkpoint --kill; the runner changes the bound file; restart
+        (the modes as flow_container): the loop goes on with the tmpfs's
+        files all there and reads the new contents through the bind."""
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            with open(self.p("msg"), "w") as f:
+                f.write("after\n")
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        with open(self.p("msg"), "w") as f:
+            f.write("after\n")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def flow_rootfs_gone(self):
+        """A container with a bind whose host directory is gone at restart:
+        the restart fails naming the mount and the path, and leaves nothing
+        (no process, no mount); with the directory back, the same image
+        restarts."""
+        if self.opts.no_ckpt:
+            raise Skip("a restart test")
+        src = self.p("src")
+        os.mkdir(src)
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--bind", src + ":/src", "--"])
+        self.wait_container(pr, pidfile)
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        os.rename(src, src + ".away")
+        r = self.run_ckpt(["restart", self.p("img"), "--detach", "--log",
+                           self.p("restart.log")])
+        rc, out = r.returncode, r.stderr.decode("utf-8", "replace")
+        if rc == 0:  # restored without its bind: do not leave it running
+            os.kill(int(r.stdout.split()[0]), signal.SIGKILL)
+        want = "mount /src: its source '%s' is gone" % src
+        if rc == 0 or want not in out:
+            raise Fail("restart without the bind's source: exit %d, %r (want %r)"
+                       % (rc, out.strip()[-300:], want))
+        with open("/proc/self/mountinfo") as f:
+            if self.dir in f.read():
+                raise Fail("a mount of the test's directory is left after the failed restart")
+        left = [p for p in os.listdir("/proc") if p.isdigit() and self.cmdline_has(p, "/t/ready")]
+        if left:
+            raise Fail("processes left after the failed restart: %s" % left)
+        os.rename(src + ".away", src)
+        rp = self.restart(self.p("img"), "restart2", same_pid=False)
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], 10, "the restart with the source back")
+
+    def cmdline_has(self, pid, word):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                return word.encode() in f.read()
+        except OSError:
+            return False
 
     def flow_ct_asyncio(self):
         """An asyncio server as pid 1 of `ckpt run` (py_asyncio.py): the
