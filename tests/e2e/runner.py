@@ -186,6 +186,12 @@ TESTS = [
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
+    entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
+                                                                  "/t/py_mounts.py"]),
+    entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(ramfs, ram\): a file system ckpt cannot make again"),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_seccomp", (B, T)),
@@ -1076,6 +1082,36 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
 
+    def flow_rootfs_python(self):
+        """py_mounts.py run by the host's /usr/bin/python3 in a root of its
+        own where /usr is the host's bound read-only (bin, lib, lib64 links
+        to it, as on the host), with files open under /usr, /t and a
+        tmpfs; the modes as flow_rootfs."""
+        if not os.access("/usr/bin/python3", os.X_OK):
+            raise Skip("no /usr/bin/python3")
+        root = self.p("rootfs")
+        for d in ("usr", "etc", "t", "tmp"):
+            os.makedirs(os.path.join(root, d))
+        for name in ("bin", "lib", "lib64", "sbin"):
+            if os.path.islink("/" + name):
+                os.symlink(os.readlink("/" + name), os.path.join(root, name))
+        shutil.copy(os.path.join(HERE, "py_mounts.py"), self.dir)
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--root", root,
+                                "--bind", "/usr:/usr:ro", "--bind", self.dir + ":/t",
+                                "--tmpfs", "/scratch", "--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
     def flow_rootfs_gone(self):
         """A container with a bind whose host directory is gone at restart:
         the restart fails naming the mount and the path, and leaves nothing
@@ -1111,6 +1147,25 @@ class Run:
         rp = self.restart(self.p("img"), "restart2", same_pid=False)
         os.kill(self.pid, signal.SIGKILL)
         self.wait_all([rp], 10, "the restart with the source back")
+
+    def flow_rootfs_refuse(self):
+        """A container that mounted a file system ckpt cannot make again
+        (ramfs): the checkpoint --kill is refused naming the mount, and the
+        container runs on."""
+        if self.opts.no_ckpt:
+            raise Skip("a refusal test")
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--"])
+        self.wait_container(pr, pidfile)
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or not re.search(self.t["regex"], err):
+            raise Fail("checkpoint: exit %d, %r (want /%s/)" % (rc, err.strip()[-300:],
+                                                               self.t["regex"]))
+        if not pid_alive(self.pid):
+            raise Fail("the container did not survive the refused checkpoint")
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
 
     def cmdline_has(self, pid, word):
         try:
