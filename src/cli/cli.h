@@ -13,9 +13,10 @@ int cmd_run(const struct cli_args *a);
 int cmd_keygen(const struct cli_args *a);
 
 /* run-root.c: in the container, before the exec: --root with its /dev,
- * /proc, /sys, --bind and --tmpfs, then pivot_root (pts: the devpts
- * options). -errno with "what 'path': why" in why. */
-int run_root(const struct cli_args *a, const char *pts, char *why, size_t len);
+ * /proc, /sys (none when userns: a user namespace of its own), --bind and
+ * --tmpfs, then pivot_root (pts: the devpts options). -errno with "what
+ * 'path': why" in why. */
+int run_root(const struct cli_args *a, bool userns, const char *pts, char *why, size_t len);
 
 /*
  * report.c: with --json and no --log, a memfd the library logs warnings to

@@ -187,7 +187,7 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 		goto fail;
 	char why[4200];
 	if (a->root) { /* run-root.c */
-		int e = run_root(a, pts, why, sizeof(why));
+		int e = run_root(a, mapped >= 0, pts, why, sizeof(why));
 		what = why;
 		errno = -e;
 		if (e < 0)

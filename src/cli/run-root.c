@@ -7,13 +7,14 @@
  * device nodes, or bound from the host's where mknod is not allowed; ptmx a
  * link to the devpts of its own on /dev/pts; /dev/shm a tmpfs, /dev/mqueue
  * the mqueue of its ipc namespace), /proc of its pid namespace, /sys
- * read-only, then each --bind and --tmpfs, and pivot_root makes it "/"
+ * read-only (none in a user namespace of its own), then each --bind and --tmpfs, and pivot_root makes it "/"
  * (the host's tree is unmounted from the container's view). Mount points
  * missing in DIR are made (directories, or empty files for a bound file).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,7 +201,7 @@ static int make_dev(const char *dev, const char *pts, struct run_why *w)
 	return 0;
 }
 
-int run_root(const struct cli_args *a, const char *pts, char *why, size_t len)
+int run_root(const struct cli_args *a, bool userns, const char *pts, char *why, size_t len)
 {
 	struct run_why w = { why, len };
 	char root[PATH_MAX], path[PATH_MAX + 16];
@@ -220,8 +221,11 @@ int run_root(const struct cli_args *a, const char *pts, char *why, size_t len)
 		return failed(&w, "mounting /proc on", path);
 	if (join(path, sizeof(path), root, "/sys", 4) < 0)
 		return failed(&w, "--root", root);
+	/* sysfs is its network namespace's: in a user namespace of its own
+	 * (not root) the container has none, and /sys stays empty */
 	if (make_dirs(path, 0555) < 0 ||
-	    mount("sysfs", path, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	    (mount("sysfs", path, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
+	     (errno != EPERM || !userns)))
 		return failed(&w, "mounting /sys on", path);
 	for (int i = 0; i < a->binds.n; i++)
 		if ((r = bind_one(a->binds.v[i], root, &w)) < 0)

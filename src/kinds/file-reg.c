@@ -220,8 +220,9 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 	ssize_t n;
 
 	if (link[0] == '/') { /* a path already (a mapping, map_files not readable) */
+		char seen[4200];
 		snprintf(path, sizeof(path), "%s", link);
-		if (stat(path, &st) < 0)
+		if (stat(mnt_seen(ctx, path, seen, sizeof(seen)), &st) < 0)
 			return log_fail(&ctx->log, -errno, "pid %d %s (%s): cannot inspect: %s",
 					t->pid, what, path, strerror(errno));
 	} else {
@@ -583,7 +584,9 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 	 * shows, if it is still the file mapped (same inode) */
 	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
 	if (stat(full, &st) < 0 && errno == EPERM) {
-		if (stat(pv->path, &st) < 0 || st.st_ino != pv->ino)
+		char seen[4200];
+		if (stat(mnt_seen(ctx, pv->path, seen, sizeof(seen)), &st) < 0 ||
+		    st.st_ino != pv->ino)
 			return log_fail(&ctx->log, -EPERM,
 					"pid %d vma %llx-%llx (%s): the mapped file cannot be "
 					"identified without CAP_CHECKPOINT_RESTORE",

@@ -266,20 +266,43 @@ static bool own_type(const char *t)
 	       !strcmp(t, "mqueue") || !strcmp(t, "tmpfs");
 }
 
-/* The options of a new instance: its super options without rw/ro. */
-static char *instance_data(const struct mi *c)
+/* The options of a new instance: its super options without rw/ro, uid=
+ * and gid= as the container sees them (a tmpfs made in a user namespace
+ * shows its owner as ckpt sees it). */
+static char *instance_data(struct ckpt_ctx *ctx, const struct mi *c)
 {
 	const char *o = c->super;
 	char *out = NULL;
-	if (!strncmp(o, "rw", 2) || !strncmp(o, "ro", 2))
-		o += 2 + (o[2] == ',');
-	if (strcmp(c->fstype, "devpts"))
-		return strdup(o);
-	return asprintf(&out, "newinstance%s%s", *o ? "," : "", o) < 0 ? NULL : out;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	if (!strcmp(c->fstype, "devpts"))
+		fputs("newinstance", f);
+	for (; *o;) {
+		size_t k = strcspn(o, ",");
+		unsigned id;
+		bool first = ftell(f) == 0;
+		if ((k == 2 && (!strncmp(o, "rw", 2) || !strncmp(o, "ro", 2))))
+			;
+		else if (sscanf(o, "uid=%u", &id) == 1)
+			fprintf(f, "%suid=%u", first ? "" : ",", ns_uid_inside(ctx, id));
+		else if (sscanf(o, "gid=%u", &id) == 1)
+			fprintf(f, "%sgid=%u", first ? "" : ",", ns_gid_inside(ctx, id));
+		else
+			fprintf(f, "%s%.*s", first ? "" : ",", (int)k, o);
+		o += k + (o[k] == ',');
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }
 
 /* One mount into e, or why it cannot be saved. */
-static const char *save_mount(struct mnt_ckpt *s, const struct mi *all, size_t n,
+static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
+			      size_t n,
 			      const struct mi *host, size_t nhost, const struct mi *c,
 			      MountEntry *e)
 {
@@ -323,7 +346,7 @@ static const char *save_mount(struct mnt_ckpt *s, const struct mi *all, size_t n
 	if (strcmp(c->root, "/"))
 		return "a part of a file system of its own bound elsewhere is not supported yet";
 	e->source = c->source;
-	if (!(e->data = keep(s, instance_data(c))))
+	if (!(e->data = keep(s, instance_data(ctx, c))))
 		return "out of memory";
 	return NULL;
 }
@@ -379,7 +402,7 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 		const struct mi *c = &all[ord[i]];
 		MountEntry *e = &s->ents[i];
 		mount_entry__init(e);
-		const char *why = save_mount(s, all, n, host, nhost, c, e);
+		const char *why = save_mount(ctx, s, all, n, host, nhost, c, e);
 		if (why)
 			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, %s): %s",
 					s->pid, c->point, c->fstype, c->source, why);
@@ -431,6 +454,13 @@ static const struct mnt_ckpt *tree_of(struct ckpt_ctx *ctx)
 {
 	const struct mnt_ckpt *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
 	return s && s->tree.n_mounts ? s : NULL;
+}
+
+const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len)
+{
+	const struct mnt_ckpt *s = tree_of(ctx);
+	int n = s && path[0] == '/' ? snprintf(buf, len, "/proc/%d/root%s", s->pid, path) : -1;
+	return n > 0 && (size_t)n < len ? buf : path;
 }
 
 bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
@@ -737,9 +767,45 @@ static long put_str(struct puppet *p, size_t off, const char *s)
 	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
 }
 
-/* One file of a tmpfs, made from ckpt's side in the directory dfd. */
-static int make_file(const TmpfsFile *f, int dfd)
+/* The container's ids as ckpt sees them: its user namespace's maps, read
+ * from the puppet (written at "spawn root"; the identity without one). */
+struct idmaps {
+	char uid[512], gid[512];
+};
+
+static int read_map(pid_t pid, const char *name, char *buf, size_t len)
 {
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* id inside, mapped by map ("inside outside count" lines); -1 if unmapped. */
+static int64_t outside(const char *map, uint32_t id)
+{
+	for (const char *p = map; *p;) {
+		unsigned long in, out, count;
+		int used;
+		if (sscanf(p, " %lu %lu %lu%n", &in, &out, &count, &used) != 3)
+			break;
+		if (id >= in && id - in < count)
+			return (int64_t)(out + (id - in));
+		p += used;
+	}
+	return -1;
+}
+
+/* One file of a tmpfs, made from ckpt's side in the directory dfd. */
+static int make_file(const TmpfsFile *f, int dfd, const struct idmaps *ids)
+{
+	int64_t uid = outside(ids->uid, f->uid), gid = outside(ids->gid, f->gid);
+	if (uid < 0 || gid < 0)
+		return -EOVERFLOW;
 	const char *name = f->path[0] ? f->path : ".";
 	mode_t perm = f->mode & 07777;
 	int r = 0;
@@ -770,7 +836,7 @@ static int make_file(const TmpfsFile *f, int dfd)
 		break;
 	}
 	}
-	if (r >= 0 && fchownat(dfd, name, f->uid, f->gid, AT_SYMLINK_NOFOLLOW) < 0)
+	if (r >= 0 && fchownat(dfd, name, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
 		r = -errno;
 	if (r >= 0 && !S_ISLNK(f->mode) && fchmodat(dfd, name, perm, 0) < 0)
 		r = -errno;
@@ -782,11 +848,16 @@ static int fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountE
 		      const char *via)
 {
 	_cleanup_close_ int dfd = open(via, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct idmaps ids;
+	pid_t pid = ctx->tasks[0].pup.pid;
 	if (dfd < 0)
 		return log_fail(&ctx->log, -errno, "mount %s (tmpfs): cannot open it: %m", m->point);
+	if (read_map(pid, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
+	    read_map(pid, "gid_map", ids.gid, sizeof(ids.gid)) < 0)
+		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its id maps", pid);
 	for (size_t i = 0; i < s->nfiles; i++) {
 		const TmpfsFile *f = s->files[i];
-		int r = f->mount == m->id ? make_file(f, dfd) : 0;
+		int r = f->mount == m->id ? make_file(f, dfd, &ids) : 0;
 		if (r < 0)
 			return log_fail(&ctx->log, r, "mount %s (tmpfs): cannot make '%s': %s",
 					m->point, f->path, strerror(-r));

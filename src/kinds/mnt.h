@@ -18,6 +18,9 @@ struct stat;
  * tasks see it, lead through its root to the file st (so that a restart
  * opens it through the new tree)? False without a tree of its own. */
 bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st);
+/* Checkpoint: path as the container's tasks see it, as ckpt can open it
+ * (buf: through the root's /proc/PID/root), or path itself without a tree. */
+const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len);
 
 /* Restart: the image has a mount tree, made at "root ready". */
 bool mnt_rst_tree(struct rst_ctx *ctx);

@@ -186,6 +186,7 @@ TESTS = [
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
+    entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
                                                                   "/t/py_mounts.py"]),
     entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
@@ -1039,8 +1040,10 @@ class Run:
         if not busybox:
             raise Skip("busybox (busybox-static) not installed")
         root = self.p("rootfs")
-        for d in ("bin", "etc", "t"):
+        # every mount point made here: a user without privilege could not
+        for d in ("bin", "etc", "t", "dev", "proc", "sys", "scratch"):
             os.makedirs(os.path.join(root, d))
+        open(os.path.join(root, "etc", "motd"), "w").close()
         shutil.copy(busybox, os.path.join(root, "bin", "busybox"))
         names = subprocess.run([busybox, "--list"], capture_output=True, text=True).stdout
         for name in names.split():
@@ -1081,6 +1084,29 @@ class Run:
             self.wait_all([rp], 10, "the first ckpt restart")
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def flow_rootfs_unpriv(self):
+        """flow_rootfs as user nobody: ckpt run makes a user namespace (no
+        /sys then), and checkpoint and restart of the root, its binds and
+        its tmpfs need no privilege."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, os.path.abspath(self.opts.ckpt)))
+        os.chmod(wrapper, 0o755)
+        saved = self.opts.ckpt
+        self.opts.ckpt = wrapper
+        try:
+            self.flow_rootfs()
+        finally:
+            self.opts.ckpt = saved
 
     def flow_rootfs_python(self):
         """py_mounts.py run by the host's /usr/bin/python3 in a root of its
