@@ -4547,7 +4547,15 @@ http {{
             cwd = os.readlink("/proc/%d/cwd" % pid)
         except OSError:
             return False
-        return cwd == self.dir or cwd.startswith(self.dir + "/")
+        if cwd == self.dir or cwd.startswith(self.dir + "/"):
+            return True
+        # a container whose root of its own is in the test's directory
+        try:
+            with open("/proc/%d/mountinfo" % pid) as f:
+                return any(l.split()[4] == "/" and l.split()[3].startswith(self.dir + "/")
+                           for l in f)
+        except (OSError, IndexError):
+            return False
 
     def remove_shm(self):
         """The host SysV segment a test named in "shm.id" (id key), if it is
