@@ -20,6 +20,8 @@ enum cli_cmd {
 	CMD_CHECK,
 	CMD_RUN,
 	CMD_KEYGEN,
+	CMD_MIGRATE,
+	CMD_RECEIVE,
 	CMD_HELP,
 	CMD_VERSION,
 	CMD_MAX,
@@ -34,7 +36,9 @@ struct cli_list {
 
 struct cli_args {
 	enum cli_cmd cmd;
-	pid_t pid;              /* checkpoint */
+	pid_t pid;              /* checkpoint, migrate */
+	const char *to;         /* migrate --to HOST:PORT */
+	const char *listen;     /* receive --listen [ADDR:]PORT */
 	const char *output;     /* checkpoint -o; "-" is stdout */
 	const char *image;      /* restart, inspect; "-" is stdin */
 	const char *image2;     /* inspect --diff A B: B */

@@ -120,6 +120,7 @@ struct rst_task {
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
 	bool stopped;           /* released stopped (a job-control stop; set at load) */
+	int stop_sig;           /* by this signal (SIGSTOP, or the SIGTSTP... it had) */
 	void *kstate[KIND_MAX];
 };
 

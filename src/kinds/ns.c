@@ -212,10 +212,10 @@ static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 		n->e.flags |= CLONE_NEWIPC;
 	if (!same_ns(t->pid, "cgroup")) /* made again by the cgroup kind */
 		n->e.flags |= CLONE_NEWCGROUP;
-	if (!same_ns(t->pid, "net") || !same_ns(t->pid, "time"))
+	/* a time namespace is the timens kind's */
+	if (!same_ns(t->pid, "net"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a network or time namespace of its own; not "
-				"supported yet",
+				"pid %d: is in a network namespace of its own; not supported yet",
 				t->pid);
 	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", t->pid, n->e.flags);
 	return 0;

@@ -160,12 +160,16 @@ TESTS = [
     entry("cg_threaded", (B, T), kind="cgroup", program="cg_task", cg="threaded"),
     entry("refuse_cg_v1", kind="cgroup", program="cg_task", cg="v1"),
     entry("id_personality"),
+    entry("id_timens", (B, T)),
+    entry("refuse_timens_mixed", kind="refuse", program="id_timens", pargs=["mixed"],
+          regex=r"\bpid \d+: in another time namespace than the tree's root \(pid {pid}\)"),
     entry("id_comm"),
     entry("id_rseq"),
     entry("id_seccomp", (B, T)),
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
+    entry("proc_stop_signal", (B, T)),
     entry("tree_ghost", (B, T)),
     entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
@@ -173,6 +177,8 @@ TESTS = [
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
+    entry("migrate_ct", kind="migrate", program="ct_tree", case="ok"),
+    entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -243,8 +249,9 @@ TESTS = [
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
     entry("refuse_udp_queue", kind="refuse", program="inet_refuse", pargs=["udpq"],
           regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ has datagrams in its receive queue"),
+    entry("netlink_sock", (B, T)),
     entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
-          regex=r"\bpid {pid} fd 3 \(netlink\): netlink raw socket of protocol 0 \(port id \d+"),
+          regex=r"\bpid {pid} fd 3 \(netlink\): protocol 0: \d+ bytes of messages not read yet"),
     entry("refuse_packet", kind="refuse", program="inet_refuse", pargs=["packet"],
           regex=r"\bpid {pid} fd 3 \(packet\): packet raw socket of protocol 0x0003 is not supported yet"),
     entry("refuse_raw", kind="refuse", program="inet_refuse", pargs=["raw"],
@@ -348,6 +355,11 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    entry("refuse_all", kind="refuse",
+          regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} mapping \(anon_inode:\[io_uring\]\): an io_uring instance's rings)"
+                r"(?=.*\bpid (?!{pid}\b)\d+ fd 7 \(anon_inode:\[io_uring\]\): io_uring instance)"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
@@ -739,9 +751,10 @@ class Run:
             raise Fail("ckpt checkpoint exit %d: %s" % (rc, errtext.strip()[-300:]))
         if not kill:
             return rc, errtext
-        if pid_exists(self.pid):
-            # ckpt returns once the process is gone
-            raise Fail("pid %d still exists after checkpoint --kill returned" % self.pid)
+        if pid_alive(self.pid):
+            # ckpt returns once the process is gone (a container's init:
+            # dead, its parent outside may not have reaped it yet)
+            raise Fail("pid %d still lives after checkpoint --kill returned" % self.pid)
         if not os.path.isfile(img):
             raise Fail("no image %s" % img)
         mx = self.t["max_image_bytes"]
@@ -1002,6 +1015,76 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def flow_migrate(self):
+        """ckpt migrate of a `ckpt run` container to a ckpt receive on
+        loopback. Case "ok": the copy is restored frozen, the original is
+        killed, then the copy runs and verifies itself. Case "fail": the
+        receiver cannot restore it (it takes sealed images only): the source
+        says why, and its tree runs on unharmed."""
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--hostname", "box", "--pidfile", pidfile,
+                                "--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        fail = self.t["case"] == "fail"
+        extra = []
+        if fail:
+            key = self.p("key")
+            r = self.run_ckpt(["keygen", key])
+            if r.returncode != 0:
+                raise Fail("keygen: %r" % r.stderr)
+            extra = ["--key", key]
+        rerr, merr = self.p("receive.err"), self.p("migrate.err")
+        self.logs += [rerr, merr, self.p("receive.log"), self.p("migrate.log")]
+        rp = self.popen(self.ckpt_argv("receive", "--listen", "127.0.0.1:0", "--log",
+                                       self.p("receive.log"), *extra),
+                        err=rerr, out=self.p("receive.out"))
+        port = []
+
+        def listening():
+            m = re.search(r"waiting for a migration on 127\.0\.0\.1:(\d+)", tail(rerr, 5) or "")
+            if m:
+                port.append(int(m.group(1)))
+            return bool(port)
+        self.wait_until("ckpt receive listening", listening, [rp])
+        mp = self.popen(self.ckpt_argv("migrate", str(self.pid), "--to", "127.0.0.1:%d" % port[0],
+                                       "--log", self.p("migrate.log")),
+                        err=merr, out=self.p("migrate.out"))
+        self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=[pr])
+        mtext, rtext = tail(merr, 20) or "", tail(rerr, 20) or ""
+        if fail:
+            if mp.returncode != 1 or rp.returncode != 1:
+                raise Fail("migrate exit %s, receive exit %s: want 1 and 1"
+                           % (mp.returncode, rp.returncode))
+            if not re.search(r"migration failed: .*the target could not restore it: .*runs on "
+                             r"here", mtext):
+                raise Fail("migrate said %r" % mtext.strip())
+            if not pid_alive(self.pid):
+                raise Fail("the original is gone after the failed migration")
+            return self.check_result(self.wake_and_wait(pr, "the original"), "the original")
+        if mp.returncode != 0 or rp.returncode != 0:
+            raise Fail("migrate exit %s (%r), receive exit %s (%r)"
+                       % (mp.returncode, mtext.strip(), rp.returncode, rtext.strip()))
+        if not re.search(r"migrated pid %d to 127\.0\.0\.1:%d .*down \d+ ms" % (self.pid, port[0]),
+                         mtext):
+            raise Fail("migrate said %r" % mtext.strip())
+        self.wait_all([pr], 10, "ckpt run, after its container was migrated")
+        if pid_alive(self.pid):
+            raise Fail("the original %d still lives after the migration" % self.pid)
+        with open(self.p("receive.out")) as f:
+            self.pid = int(f.read())
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while pid_alive(self.pid):
+            if time.monotonic() > deadline:
+                raise Fail("the migrated copy did not end within %.0f s" % EXIT_TIMEOUT)
+            try:
+                os.kill(self.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+            time.sleep(0.2)
+        self.check_result(0, "the migrated copy")
 
     def sockets_of(self, pid):
         """How many sockets pid holds."""
