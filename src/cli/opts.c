@@ -106,6 +106,9 @@ static const struct opt opts[] = {
 	  "the container's root file system: DIR, with a /dev,\n"
 	  "/proc, /sys (read-only), /dev/shm and /dev/mqueue of\n"
 	  "its own (pivot_root)" },
+	{ "overlay", 0, OPT_STRING, ON(CMD_RUN), F(overlay), "LOWER[:LOWER...],UPPER,WORK",
+	  "with --root DIR: the root is an overlay of these\n"
+	  "directories mounted on DIR (writes go to UPPER)" },
 	{ "bind", 0, OPT_LIST, ON(CMD_RUN), F(binds), "SRC:DST[:ro]",
 	  "bind the host's SRC on DST in the root (repeatable)" },
 	{ "tmpfs", 0, OPT_LIST, ON(CMD_RUN), F(tmpfs), "DST[:size=N]",
@@ -426,8 +429,12 @@ static int check_run(const struct cli_args *a, char *err, size_t len)
 		return fail(err, len, "cgroup name '%s' is not a relative path", cg);
 	if (a->hostname && strlen(a->hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a->hostname);
-	if ((a->binds.n || a->tmpfs.n) && !a->root)
-		return fail(err, len, "%s", "--bind and --tmpfs go with --root");
+	if ((a->binds.n || a->tmpfs.n || a->overlay) && !a->root)
+		return fail(err, len, "%s", "--bind, --tmpfs and --overlay go with --root");
+	const char *c1 = a->overlay ? strchr(a->overlay, ',') : NULL;
+	const char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+	if (a->overlay && (!c2 || c1 == a->overlay || c2 == c1 + 1 || !c2[1] || strchr(c2 + 1, ',')))
+		return fail(err, len, "--overlay '%s' is not LOWER[:LOWER...],UPPER,WORK", a->overlay);
 	for (int i = 0; i < a->binds.n; i++) {
 		const char *b = a->binds.v[i], *c = strchr(b, ':');
 		const char *o = c ? strchr(c + 1, ':') : NULL;

@@ -67,6 +67,7 @@ struct cli_args {
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */
 	const char *root;       /* run --root DIR */
+	const char *overlay;    /* run --overlay LOWER[:LOWER...],UPPER,WORK (on DIR) */
 	struct cli_list binds;  /* run --bind SRC:DST[:ro], repeatable */
 	struct cli_list tmpfs;  /* run --tmpfs DST[:size=N], repeatable */
 	char *const *run_argv;  /* run: the command and its arguments */

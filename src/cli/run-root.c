@@ -3,6 +3,7 @@
  * ckpt run --root DIR: the container's own root file system. In the
  * container's new (private) mount namespace, before the exec: DIR is bound
  * on itself (its own mount, without what is mounted under it on the host),
+ * or with --overlay an overlay of the given directories is mounted on it,
  * gets a minimal /dev on a tmpfs (null, zero, full, random, urandom, tty as
  * device nodes, or bound from the host's where mknod is not allowed; ptmx a
  * link to the devpts of its own on /dev/pts; /dev/shm a tmpfs, /dev/mqueue
@@ -201,17 +202,55 @@ static int make_dev(const char *dev, const char *pts, struct run_why *w)
 	return 0;
 }
 
+/* --overlay L1[:L2...],UPPER,WORK on root, each directory by its absolute
+ * path (a checkpoint reads them back from mountinfo). */
+static int mount_overlay(const char *spec, const char *root, struct run_why *w)
+{
+	char data[3 * PATH_MAX + 64], one[PATH_MAX], abs[PATH_MAX];
+	size_t n = 0;
+	const char *p = spec;
+	for (int part = 0; part < 3; part++) {
+		size_t k = strcspn(p, part == 0 ? ":," : ",");
+		n += (size_t)snprintf(data + n, sizeof(data) - n, "%s",
+				      part == 1 ? ",upperdir=" : part == 2 ? ",workdir=" : "lowerdir=");
+		for (;;) {
+			if (join(one, sizeof(one), "", p, (int)k) < 0 || !realpath(one, abs))
+				return failed(w, "--overlay", one);
+			if (n + strlen(abs) + 2 >= sizeof(data)) {
+				errno = ENAMETOOLONG;
+				return failed(w, "--overlay", spec);
+			}
+			n += (size_t)snprintf(data + n, sizeof(data) - n, "%s", abs);
+			p += k;
+			if (part || *p != ':')
+				break;
+			data[n++] = ':';
+			k = strcspn(++p, ":,");
+		}
+		p += *p == ',';
+	}
+	data[n] = '\0';
+	if (mount("overlay", root, "overlay", 0, data) < 0)
+		return failed(w, "mounting the overlay on", root);
+	return 0;
+}
+
 int run_root(const struct cli_args *a, bool userns, const char *pts, char *why, size_t len)
 {
 	struct run_why w = { why, len };
 	char root[PATH_MAX], path[PATH_MAX + 16];
+	if (a->overlay && make_dirs(a->root, 0755) < 0)
+		return failed(&w, "--root", a->root);
 	if (!realpath(a->root, root))
 		return failed(&w, "--root", a->root);
-	if (mount(root, root, NULL, MS_BIND, NULL) < 0)
+	int r = a->overlay ? mount_overlay(a->overlay, root, &w) : 0;
+	if (r < 0)
+		return r;
+	if (!a->overlay && mount(root, root, NULL, MS_BIND, NULL) < 0)
 		return failed(&w, "binding the root", root);
 	if (join(path, sizeof(path), root, "/dev", 4) < 0)
 		return failed(&w, "--root", root);
-	int r = make_dev(path, pts, &w);
+	r = make_dev(path, pts, &w);
 	if (r < 0)
 		return r;
 	if (join(path, sizeof(path), root, "/proc", 5) < 0)

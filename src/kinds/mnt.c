@@ -10,8 +10,8 @@
  * order, parents first. A mount whose file system is also mounted in
  * ckpt's namespace is a bind, saved by its host path (that mount's point
  * plus the rest of its root), checked to be the same directory or file;
- * proc, sysfs, devpts, mqueue and tmpfs instances of its own are saved by
- * type and options. Each gets its per-mount flags (ro, nosuid, nodev,
+ * proc, sysfs, devpts, mqueue, tmpfs and overlay instances of its own are
+ * saved by type and options (an overlay's layers by their host paths). Each gets its per-mount flags (ro, nosuid, nodev,
  * noexec, atime) and propagation. NFS, FUSE, block-device mounts and any
  * other file system are refused by mount point and type, with the reason.
  * At dump, each tmpfs of its own is walked through the root's
@@ -28,8 +28,9 @@
  *
  * Restart (root ready, after ns.c has made the mounts private and before
  * anything opens a file of the container): in the root's new mount
- * namespace, the root's host directory is bound on itself and every mount
- * is made on it in order: binds from their host paths (a path that is
+ * namespace, the root's host directory is bound on itself (an overlay root
+ * is mounted on its first lower layer) and every mount is made on it in
+ * order: binds from their host paths (a path that is
  * gone fails the restart, naming the mount and the path), new instances
  * by type (each tmpfs then filled from ckpt's side through the puppet's
  * /proc/PID/root); then the per-mount flags and propagation are set and
@@ -263,7 +264,33 @@ static const char *fs_refusal(const struct mi *c)
 static bool own_type(const char *t)
 {
 	return !strcmp(t, "proc") || !strcmp(t, "sysfs") || !strcmp(t, "devpts") ||
-	       !strcmp(t, "mqueue") || !strcmp(t, "tmpfs");
+	       !strcmp(t, "mqueue") || !strcmp(t, "tmpfs") || !strcmp(t, "overlay");
+}
+
+/*
+ * The directories of an overlay's options (lowerdir=A:B,upperdir=U,
+ * workdir=W,...): pointers into copy (modified), the first lower first;
+ * their number, or -EINVAL (no lowerdir, or more than max).
+ */
+static int overlay_dirs(char *copy, char **dirs, int max)
+{
+	int n = 0;
+	bool lower = false;
+	for (char *save = NULL, *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		bool is_lower = !strncmp(o, "lowerdir=", 9);
+		char *v = is_lower ? o + 9 : !strncmp(o, "upperdir=", 9) ? o + 9
+					 : !strncmp(o, "workdir=", 8)	 ? o + 8
+									 : NULL;
+		if (!v)
+			continue;
+		lower |= is_lower;
+		for (char *s2 = NULL, *d = strtok_r(v, ":", &s2); d; d = strtok_r(NULL, ":", &s2)) {
+			if (n == max || (!is_lower && d != v))
+				return -EINVAL;
+			dirs[n++] = d;
+		}
+	}
+	return lower ? n : -EINVAL;
 }
 
 /* The options of a new instance: its super options without rw/ro, uid=
@@ -410,9 +437,10 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 		s->ptrs[i] = e;
 		s->devs[i] = c->dev;
 	}
-	if (!s->ents[0].bind)
+	if (!s->ents[0].bind && strcmp(s->ents[0].fstype, "overlay"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: its root is not a directory of the host; not supported yet",
+				"pid %d: its root is neither a directory of the host nor an overlay; "
+				"not supported yet",
 				s->pid);
 	s->tree.n_mounts = n;
 	s->tree.mounts = s->ptrs;
@@ -673,6 +701,26 @@ static bool data_ok(const char *d)
 					     strlen(d));
 }
 
+/* An overlay's options: its directories clean absolute paths, the other
+ * options plain words. */
+static bool overlay_ok(const char *d)
+{
+	char *copy = d && strlen(d) < 8192 ? strdup(d) : NULL, *dirs[20];
+	int n = copy ? overlay_dirs(copy, dirs, 20) : -EINVAL;
+	bool ok = n > 0;
+	for (int i = 0; ok && i < n; i++)
+		ok = clean_path(dirs[i], false) && !strchr(dirs[i], '\\');
+	free(copy);
+	for (const char *o = d; ok && *o;) {
+		size_t k = strcspn(o, ",");
+		if (strncmp(o, "lowerdir=", 9) && strncmp(o, "upperdir=", 9) &&
+		    strncmp(o, "workdir=", 8))
+			ok = strcspn(o, "/:") >= k;
+		o += k + (o[k] == ',');
+	}
+	return ok;
+}
+
 static const char *entry_invalid(const MountTree *tree, size_t i)
 {
 	const MountEntry *e = tree->mounts[i];
@@ -688,9 +736,10 @@ static const char *entry_invalid(const MountTree *tree, size_t i)
 		return "a mount point that is not a clean absolute path";
 	if (e->bind ? !e->source || !clean_path(e->source, false) : !own_type(e->fstype))
 		return "a bind without an absolute source, or a file system ckpt cannot make";
-	if (i == 0 && !e->bind)
-		return "a root that is not a bind";
-	if ((e->flags & ~(uint32_t)MNT_FLAGS) || !data_ok(e->data))
+	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
+	if (i == 0 && !e->bind && !overlay)
+		return "a root that is neither a bind nor an overlay";
+	if ((e->flags & ~(uint32_t)MNT_FLAGS) || !(overlay ? overlay_ok(e->data) : data_ok(e->data)))
 		return "flags or options not valid";
 	if (e->has_propagation && e->propagation != MS_SHARED && e->propagation != MS_UNBINDABLE)
 		return "a propagation not valid";
@@ -889,6 +938,16 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	if (lstat(via, &st) < 0)
 		return log_fail(&ctx->log, -errno, "mount %s: its mount point is missing: %m",
 				m->point);
+	if (!m->bind && !strcmp(m->fstype, "overlay")) {
+		_cleanup_free_ char *copy = strdup(m->data);
+		char *dirs[20];
+		int n = copy ? overlay_dirs(copy, dirs, 20) : -ENOMEM;
+		for (int i = 0; i < n; i++)
+			if (stat(dirs[i], &st) < 0)
+				return log_fail(&ctx->log, -errno,
+						"mount %s (overlay): its layer '%s' is gone: %m",
+						m->point, dirs[i]);
+	}
 	long r = m->bind ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
 					  put_str(p, 8192, target), 0, MS_BIND, 0)
 			 : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
@@ -929,7 +988,14 @@ static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	struct puppet *p = &t->pup;
 	if (!s)
 		return 0;
-	const char *root = s->tree->mounts[0]->source;
+	/* the new root is made on its host directory, or an overlay on its
+	 * first lower layer (hidden in the puppet's namespace only) */
+	const MountEntry *top = s->tree->mounts[0];
+	_cleanup_free_ char *copy = top->bind ? NULL : strdup(top->data);
+	char *dirs[20];
+	if (!top->bind && (!copy || overlay_dirs(copy, dirs, 20) < 1))
+		return -ENOMEM;
+	const char *root = top->bind ? top->source : dirs[0];
 	int r = 0;
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = make_mount(ctx, t, s, s->tree->mounts[i], root);

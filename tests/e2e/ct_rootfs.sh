@@ -1,6 +1,7 @@
 # Run by busybox sh as pid 1 of `ckpt run --root` (runner.py, flow_rootfs):
 # /t is the test's directory bound from the host, /etc/motd a file of it
-# bound read-only, /scratch a tmpfs of the container's own. A loop reads
+# bound read-only, /scratch a tmpfs of the container's own; the root is
+# the busybox tree, or an overlay with it as lower layer (ct_rootfs_overlay). A loop reads
 # /t/msg (the runner changes it from "before" to "after" while the
 # container is down) and appends it to /scratch/log; once signalled, it
 # checks that no line of the log is lost, that the last reads "after" (the
@@ -14,10 +15,13 @@ echo secret > /scratch/dir/f
 ln -s dir/f /scratch/link
 dd if=/dev/urandom of=/scratch/big bs=65536 count=16 2>/dev/null
 md5sum /scratch/big > /scratch/big.md5
+# a file of the root (with --overlay: its upper layer), held open
+exec 3>> /rootlog
 i=0
 while :; do
 	i=$((i+1))
 	echo "$i $(cat /t/msg)" >> /scratch/log
+	echo $i >&3
 	[ $i = 3 ] && echo $$ > /t/ready
 	# one whole turn of the loop after the signal, which comes after the restart
 	if [ $got = 2 ]; then break; fi
@@ -30,6 +34,7 @@ while read k rest; do
 	[ "$k" = $n ] || fail "line $n of /scratch/log is '$k $rest'"
 done < /scratch/log
 [ $n = $i ] || fail "/scratch/log has $n lines, the loop wrote $i"
+[ "$(wc -l < /rootlog)" = $i ] || fail "/rootlog has $(wc -l < /rootlog) lines, not $i"
 head -n 1 /scratch/log | grep -q ' before$' || fail "first line: $(head -n 1 /scratch/log)"
 tail -n 1 /scratch/log | grep -q ' after$' ||
 	fail "the bind is not the host's directory again: $(tail -n 1 /scratch/log)"

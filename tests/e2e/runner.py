@@ -192,6 +192,8 @@ TESTS = [
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
+    entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
+          argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
                                                                   "/t/py_mounts.py"]),
@@ -1127,6 +1129,9 @@ class Run:
         for d in ("bin", "etc", "t", "dev", "proc", "sys", "scratch"):
             os.makedirs(os.path.join(root, d))
         open(os.path.join(root, "etc", "motd"), "w").close()
+        if not self.t.get("overlay"):  # ct_rootfs.sh's, writable by any user
+            open(os.path.join(root, "rootlog"), "w").close()
+            os.chmod(os.path.join(root, "rootlog"), 0o666)
         shutil.copy(busybox, os.path.join(root, "bin", "busybox"))
         names = subprocess.run([busybox, "--list"], capture_output=True, text=True).stdout
         for name in names.split():
@@ -1145,13 +1150,19 @@ class Run:
                 self.p("motd") + ":/etc/motd:ro", "--tmpfs", "/scratch:size=8m"]
 
     def flow_rootfs(self):
-        """ct_rootfs.sh as pid 1 of `ckpt run --root` with a bind and a
+        """ct_rootfs.sh as pid 1 of `ckpt run --root` (with --overlay: an
+        overlay whose lower layer is the busybox tree) with a bind and a
         tmpfs: checkpoint --kill; the runner changes the bound file; restart
         (the modes as flow_container): the loop goes on with the tmpfs's
         files all there and reads the new contents through the bind."""
         pidfile = self.p("run.pid")
-        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
-                        + self.make_rootfs() + ["--"])
+        args = self.make_rootfs()
+        if self.t.get("overlay"):  # the busybox tree as the lower layer
+            for d in ("merged", "upper", "work"):
+                os.mkdir(self.p(d))
+            args[:2] = ["--root", self.p("merged"), "--overlay",
+                        ",".join((args[1], self.p("upper"), self.p("work")))]
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile] + args + ["--"])
         self.wait_container(pr, pidfile)
         if self.opts.no_ckpt:
             with open(self.p("msg"), "w") as f:
@@ -1220,6 +1231,9 @@ class Run:
             self.wait_all([rp], 10, "the first ckpt restart")
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+        if self.t.get("overlay") and (not os.path.exists(self.p("upper", "rootlog"))
+                                      or os.path.exists(self.p("rootfs", "rootlog"))):
+            raise Fail("/rootlog is not in the overlay's upper layer alone")
 
     def flow_rootfs_gone(self):
         """A container with a bind whose host directory is gone at restart:
@@ -4632,11 +4646,11 @@ http {{
             return False
         if cwd == self.dir or cwd.startswith(self.dir + "/"):
             return True
-        # a container whose root of its own is in the test's directory
+        # a container whose root of its own (a directory, or an overlay's
+        # layers) is in the test's directory
         try:
             with open("/proc/%d/mountinfo" % pid) as f:
-                return any(l.split()[4] == "/" and l.split()[3].startswith(self.dir + "/")
-                           for l in f)
+                return any(l.split()[4] == "/" and self.dir + "/" in l for l in f)
         except (OSError, IndexError):
             return False
 

@@ -173,6 +173,12 @@ TEST(run_root)
 	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:b", "--", "sh"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:/b:rw", "--", "sh"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--tmpfs", "/t:mode=1", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l1:/l2,/u,/w", "--", "sh"), 0);
+	CHECK_STR(a.overlay, "/l1:/l2,/u,/w");
+	CHECK_EQ(PARSE(&a, err, "run", "--overlay", "/l,/u,/w", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l,/u", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l,/u,/w,/x", "--", "sh"),
+		 -EINVAL);
 }
 
 /* The text of docs/ckpt.1 between the line starting with from and the next
