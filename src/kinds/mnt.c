@@ -40,6 +40,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -849,13 +850,35 @@ static int64_t outside(const char *map, uint32_t id)
 	return -1;
 }
 
-/* One file of a tmpfs, made from ckpt's side in the directory dfd. */
-static int make_file(const TmpfsFile *f, int dfd, const struct idmaps *ids)
+/*
+ * The directory that holds path (relative to the tmpfs's root top), an
+ * O_PATH fd, found without following any symlink or leaving the tmpfs (the
+ * image's own symlinks must not lead ckpt's writes elsewhere); *ret_name
+ * the last component ("." for the root itself).
+ */
+static int parent_of(int top, const char *path, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	*ret_name = !path[0] ? "." : slash ? slash + 1 : path;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+	long fd = syscall(SYS_openat2, top, dir, &how, sizeof(how));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* One file of a tmpfs, made from ckpt's side under the tmpfs's root top. */
+static int make_file(const TmpfsFile *f, int top, const struct idmaps *ids)
 {
 	int64_t uid = outside(ids->uid, f->uid), gid = outside(ids->gid, f->gid);
+	const char *name;
 	if (uid < 0 || gid < 0)
 		return -EOVERFLOW;
-	const char *name = f->path[0] ? f->path : ".";
+	_cleanup_close_ int dfd = parent_of(top, f->path, &name);
+	if (dfd < 0)
+		return dfd;
 	mode_t perm = f->mode & 07777;
 	int r = 0;
 	switch (f->mode & S_IFMT) {
@@ -917,8 +940,10 @@ static int fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountE
 					    (long)(f->atime_ns % 1000000000) },
 					  { (time_t)(f->mtime_ns / 1000000000),
 					    (long)(f->mtime_ns % 1000000000) } };
-		if (f->mount == m->id)
-			utimensat(dfd, f->path[0] ? f->path : ".", ts, AT_SYMLINK_NOFOLLOW);
+		const char *name;
+		_cleanup_close_ int pfd = f->mount == m->id ? parent_of(dfd, f->path, &name) : -1;
+		if (pfd >= 0)
+			utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW);
 	}
 	return 0;
 }
