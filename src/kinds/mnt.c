@@ -485,6 +485,11 @@ static const struct mnt_ckpt *tree_of(struct ckpt_ctx *ctx)
 	return s && s->tree.n_mounts ? s : NULL;
 }
 
+bool mnt_own_root(struct ckpt_ctx *ctx)
+{
+	return tree_of(ctx) != NULL;
+}
+
 const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len)
 {
 	const struct mnt_ckpt *s = tree_of(ctx);

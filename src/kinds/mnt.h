@@ -14,6 +14,9 @@ struct ckpt_ctx;
 struct rst_ctx;
 struct stat;
 
+/* Checkpoint, once the root is collected: has the container a root (a
+ * mount tree) of its own? */
+bool mnt_own_root(struct ckpt_ctx *ctx);
 /* Checkpoint, once the root is collected: does path, as the container's
  * tasks see it, lead through its root to the file st (so that a restart
  * opens it through the new tree)? False without a tree of its own. */

@@ -201,6 +201,12 @@ TESTS = [
           argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
           regex=r"mount /mnt \(ramfs, ram\): a file system ckpt cannot make again"),
+    entry("ct_rootfs_refuse_deleted", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "echo x > /scratch/f && exec 3< /scratch/f && rm /scratch/f && "
+                "mkfifo /scratch/p && exec 4<> /scratch/p && "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"fd 3 \(/scratch/f \(deleted\)\): a deleted file in a container with a "
+                r"root of its own(.|\n)*fd 4 \(/scratch/p\): a named FIFO in a container"),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_seccomp", (B, T)),
