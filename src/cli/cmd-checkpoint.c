@@ -114,6 +114,8 @@ int cmd_checkpoint(const struct cli_args *a)
 		.key_len = sizeof(key.bytes),
 		.image_done = to_stdout ? NULL : commit_image,
 		.image_done_arg = &out,
+		.external_fds = a->ext_fds,
+		.n_external_fds = a->n_ext_fds,
 	};
 	struct cli_progress progress;
 	if (cli_progress_setup(a, &o, &progress) < 0) {

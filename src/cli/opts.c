@@ -58,9 +58,15 @@ static const struct opt opts[] = {
 	  "a job of a shell: its terminal is outside the image\n"
 	  "(checkpoint); made the foreground job of this\n"
 	  "terminal (restart)" },
-	{ "external", 0, OPT_STRING, CP, F(external), "unix",
-	  "a unix socket whose peer is outside the tree is\n"
-	  "saved, to connect again to the peer's name at restart" },
+	{ "external", 0, OPT_STRING, CP, F(external), "unix|fd:N[,...]",
+	  "unix: a unix socket whose peer is outside the tree\n"
+	  "is saved, to connect again to the peer's name at\n"
+	  "restart; fd:N: the root's fd N, held outside the\n"
+	  "tree (an inherited pipe), is saved as external, to\n"
+	  "be given again at restart with --inherit-fd N:FD" },
+	{ "inherit-fd", 0, OPT_STRING, RS, F(inherit_fd), "N:FD[,...]",
+	  "this process's fd FD becomes the restored root's\n"
+	  "fd N, saved by checkpoint --external fd:N" },
 	{ "drop-queued-events", 0, OPT_FLAG, CP, F(drop_events), NULL,
 	  "inotify/fanotify events not read yet are left out" },
 	{ "detach-clients", 0, OPT_FLAG, CP, F(detach_clients), NULL,
@@ -91,6 +97,15 @@ static const struct opt opts[] = {
 	  "keep the caller's fds above 2 open in the container" },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname), "NAME",
 	  "the container's host name" },
+	{ "net", 0, OPT_FLAG, ON(CMD_RUN), F(net), NULL,
+	  "a network namespace of its own, joined to the host by\n"
+	  "a veth pair (root only)" },
+	{ "net-addr", 0, OPT_STRING, ON(CMD_RUN), F(net_addr), "NET/LEN",
+	  "with --net: the veth pair's IPv4 subnet (the host\n"
+	  "end takes its first address, the container its\n"
+	  "second; default a free /30 of 10.200.0.0/16)" },
+	{ "net-host-if", 0, OPT_STRING, ON(CMD_RUN), F(net_host_if), "NAME",
+	  "with --net: the host end's name (default ckptPID-h)" },
 	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup), "NAME",
 	  "the container's cgroup, relative to ckpt's (default\n"
 	  "ckpt-PID), with a cgroup namespace rooted there" },
@@ -116,7 +131,8 @@ static const struct opt opts[] = {
 	  "files by a checkpoint (repeatable)" },
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
 	  "one JSON object on stdout instead of the summary\n"
-	  "line (inspect: every record as JSON)" },
+	  "line (inspect: every record, schema ckpt-inspect\n"
+	  "version 1, described in docs/IMAGE.md)" },
 	{ "records", 0, OPT_FLAG, ON(CMD_INSPECT), F(records), NULL,
 	  "every record, field by field, instead of the summary" },
 	{ "diff", 0, OPT_FLAG, ON(CMD_INSPECT), F(diff), NULL,
@@ -264,6 +280,9 @@ static int apply(const struct opt *o, struct cli_args *a, const char *value)
 		(*(int *)p)++;
 		break;
 	case OPT_STRING:
+		if (*(const char **)p && (o->offset == offsetof(struct cli_args, external) ||
+					  o->offset == offsetof(struct cli_args, inherit_fd)))
+			return -EEXIST; /* a list: given once, comma-separated */
 		*(const char **)p = value;
 		break;
 	case OPT_LIST: {
@@ -277,18 +296,67 @@ static int apply(const struct opt *o, struct cli_args *a, const char *value)
 	return 0;
 }
 
-/* --external KIND[,KIND...]: the kinds whose peers may be outside the image */
+/* A fd number at p (n bytes): 0 and up, below 2^20; -1 if not one. */
+static int fd_number(const char *p, size_t n)
+{
+	char buf[16], *end;
+	if (!n || n >= sizeof(buf) || p[0] < '0' || p[0] > '9')
+		return -1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	errno = 0;
+	long v = strtol(buf, &end, 10);
+	return errno || *end || v >= (1 << 20) ? -1 : (int)v;
+}
+
+/* --external KIND[,KIND...]: unix, or fd:N (the root's fd N) */
 static int parse_external(struct cli_args *a, char *err, size_t len)
 {
 	for (const char *p = a->external; p;) {
 		const char *end = strchr(p, ',');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n == 4 && !strncmp(p, "unix", 4))
+		int fd = n > 3 && !strncmp(p, "fd:", 3) ? fd_number(p + 3, n - 3) : -1;
+		if (n == 4 && !strncmp(p, "unix", 4)) {
 			a->ext_unix = true;
-		else
-			return fail(err, len,
-				    "--external '%s': the only kind with peers outside is 'unix'",
-				    a->external);
+		} else if (fd >= 0) {
+			for (size_t i = 0; i < a->n_ext_fds; i++)
+				if (a->ext_fds[i] == fd)
+					return fail(err, len, "--external '%s': fd %d given twice",
+						    a->external, fd);
+			if (a->n_ext_fds == CLI_MAX_FDS)
+				return fail(err, len, "--external '%s': more than %d fds",
+					    a->external, CLI_MAX_FDS);
+			a->ext_fds[a->n_ext_fds++] = fd;
+		} else {
+			return fail(err, len, "--external '%s': each item is 'unix' or 'fd:N' (N "
+				    "a number of the root's fd)", a->external);
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+/* --inherit-fd N:FD[,N:FD...]: this process's FD becomes the root's fd N */
+static int parse_inherit(struct cli_args *a, char *err, size_t len)
+{
+	for (const char *p = a->inherit_fd; p;) {
+		const char *end = strchr(p, ','), *colon = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (!colon || (size_t)(colon - p) >= n)
+			colon = NULL;
+		int fd = colon ? fd_number(p, (size_t)(colon - p)) : -1;
+		int local = colon ? fd_number(colon + 1, n - (size_t)(colon - p) - 1) : -1;
+		if (fd < 0 || local < 0)
+			return fail(err, len, "--inherit-fd '%s': each item is N:FD (the image's "
+				    "fd N, this process's fd FD)", a->inherit_fd);
+		for (size_t i = 0; i < a->n_inherit; i++)
+			if (a->inherit[i].fd == fd)
+				return fail(err, len, "--inherit-fd '%s': fd %d given twice",
+					    a->inherit_fd, fd);
+		if (a->n_inherit == CLI_MAX_FDS)
+			return fail(err, len, "--inherit-fd '%s': more than %d fds", a->inherit_fd,
+				    CLI_MAX_FDS);
+		a->inherit[a->n_inherit++] = (struct cli_fd_pair){ fd, local };
 		p = end ? end + 1 : NULL;
 	}
 	return 0;
@@ -360,8 +428,10 @@ static int parse_option(struct cli_args *a, int argc, char *const argv[], int *i
 		return fail(err, len, "option '%s' takes no value", arg);
 	}
 	if (apply(o, a, value) < 0)
-		return fail(err, len, "option '--%s' is given more than %d times", o->name,
-			    CLI_LIST_MAX);
+		return fail(err, len, o->kind == OPT_LIST ? "option '--%s' is given more than 32 times"
+						  : "option '--%s' given twice: give its items once, "
+						    "separated by commas",
+			    o->name);
 	return 0;
 }
 
@@ -446,6 +516,12 @@ static int check_run(const struct cli_args *a, char *err, size_t len)
 		if (t[0] != '/' || (c && strncmp(c, ":size=", 6)))
 			return fail(err, len, "--tmpfs '%s' is not /DST or /DST:size=N", t);
 	}
+	if ((a->net_addr || a->net_host_if) && !a->net)
+		return fail(err, len, "%s", "--net-addr and --net-host-if go with --net");
+	if (a->net_host_if && (!a->net_host_if[0] || strlen(a->net_host_if) > 15 ||
+			       strpbrk(a->net_host_if, "/: \t\n")))
+		return fail(err, len, "'%s' is not a link name (1-15 bytes, no '/', ':' or space)",
+			    a->net_host_if);
 	return 0;
 }
 
@@ -454,7 +530,7 @@ static int check_args(struct cli_args *a, char *err, size_t len)
 {
 	if (a->cmd == CMD_CHECKPOINT && check_checkpoint(a, err, len) < 0)
 		return -EINVAL;
-	if (parse_external(a, err, len) < 0)
+	if (parse_external(a, err, len) < 0 || parse_inherit(a, err, len) < 0)
 		return -EINVAL;
 	if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && !a->image)
 		return fail(err, len, "%s needs an image file (or - for stdin)",

@@ -33,6 +33,7 @@ struct cli_list {
 	const char *v[CLI_LIST_MAX];
 	int n;
 };
+#define CLI_MAX_FDS 16 /* --external fd:N and --inherit-fd N:FD, each */
 
 struct cli_args {
 	enum cli_cmd cmd;
@@ -53,6 +54,13 @@ struct cli_args {
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */
 	bool ext_unix;          /* ... of which "unix" */
+	int ext_fds[CLI_MAX_FDS]; /* ... and "fd:N": the root's fds N */
+	size_t n_ext_fds;
+	const char *inherit_fd; /* restart --inherit-fd N:FD[,N:FD...] */
+	struct cli_fd_pair {
+		int fd, local;  /* the image's fd N, the caller's FD */
+	} inherit[CLI_MAX_FDS];
+	size_t n_inherit;
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
 	bool json;              /* inspect, checkpoint, restart: --json */
@@ -63,6 +71,9 @@ struct cli_args {
 	const char *hostname;   /* run --hostname */
 	const char *output_log; /* run --detach --output-log FILE */
 	bool keep_fds;          /* run --keep-fds */
+	bool net;               /* run --net */
+	const char *net_addr;   /* run --net-addr NET/LEN */
+	const char *net_host_if; /* run --net-host-if NAME */
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */

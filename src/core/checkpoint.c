@@ -852,7 +852,11 @@ int ckpt_image_done(struct ckpt_ctx *ctx)
 
 static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o)
 {
-	if (!o || opts_key(o, &ctx->key) < 0 || (o->flags & ~CKPT_FLAGS_ALL))
+	int r = o ? opts_key(o, &ctx->key) : -EINVAL;
+	if (r == -E2BIG)
+		return log_fail(&ctx->log, r, "options of a newer ckpt (a struct ckpt_opts of %zu "
+				"bytes with options this one lacks)", o->size);
+	if (r < 0 || (o->flags & ~CKPT_FLAGS_ALL))
 		return log_fail(&ctx->log, -EINVAL, "unknown checkpoint flags or options (or a key "
 				"that is not %d bytes)", CKPT_KEY_BYTES);
 	if (pid <= 0)

@@ -587,6 +587,7 @@ static int load_contents(struct rst_ctx *ctx, const struct img_record *rec)
 		return log_fail(&ctx->log, r, "record %u (memfd/contents): %s", rec->index,
 				r == -ENOMEM ? strerror(-r)
 					     : "damaged, out of order or outside its memfd object");
+	ctx->data_bytes += c.bytes;
 	return 0;
 }
 
@@ -657,17 +658,27 @@ static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
 	return 0;
 }
 
+struct fill_job {
+	const struct mfd_robj *m;
+	struct progress *progress; /* restart's: these bytes count in it */
+};
+
 static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 {
+	const struct fill_job *j = arg;
 	*ret_off = c->x[0].off;
-	return pages_chunk_each(c, put_extent, arg);
+	int r = pages_chunk_each(c, put_extent, (void *)j->m);
+	if (r >= 0)
+		progress_add(j->progress, c->bytes);
+	return r;
 }
 
 /* Writes the saved contents into m->fd and gives it its size. */
 static int fill(struct rst_ctx *ctx, struct mfd_robj *m)
 {
 	uint64_t off = 0;
-	int r = pages_set_apply(&m->pages, 1, put_chunk, m, &off);
+	struct fill_job j = { .m = m, .progress = &ctx->progress };
+	int r = pages_set_apply(&m->pages, 1, put_chunk, &j, &off);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "file '%s': cannot write its contents near %llu: %s",
 				robj_name(m), (unsigned long long)off, strerror(-r));

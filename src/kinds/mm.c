@@ -1307,7 +1307,6 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 
 	uffd_open(ctx, t, &u);
 	struct page_job j = { .progress = &ctx->progress, .t = t, .e = m->e, .u = &u };
-	ctx->progress.total = ctx->mem_bytes; /* every process's, known since load */
 	int r = pages_set_apply(&m->pages, 2, write_chunk, &j, &addr);
 	uffd_close(t, &u);
 	if (r < 0)

@@ -425,6 +425,7 @@ int sysv_load_shm_pages(struct rst_ctx *ctx, struct sysv_rst *s, const struct im
 				"record %u (sysv/pages): damaged, out of order or outside its "
 				"shm segment",
 				rec->index);
+	ctx->data_bytes += c.bytes;
 	return 0;
 }
 
@@ -514,10 +515,19 @@ static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
 	return 0;
 }
 
+struct fill_job {
+	void *addr;                /* the segment, attached in ckpt */
+	struct progress *progress; /* restart's: these bytes count in it */
+};
+
 static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 {
+	const struct fill_job *j = arg;
 	*ret_off = c->x[0].off;
-	return pages_chunk_each(c, put_extent, arg);
+	int r = pages_chunk_each(c, put_extent, j->addr);
+	if (r >= 0)
+		progress_add(j->progress, c->bytes);
+	return r;
 }
 
 int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g)
@@ -534,7 +544,8 @@ int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g)
 		return sysv_fail_id(ctx, "shm", p->id, "cannot attach it in ckpt");
 	g->addr = a;
 	/* the extents lie inside the segment: checked at load */
-	r = pages_set_apply(&g->pages, 2, put_chunk, a, &off);
+	struct fill_job j = { .addr = a, .progress = &ctx->progress };
+	r = pages_set_apply(&g->pages, 2, put_chunk, &j, &off);
 	if (r < 0)
 		return r;
 	struct shmid_ds ds;

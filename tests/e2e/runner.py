@@ -35,6 +35,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 import argparse
 import json
 import os
+import pwd
 import random
 import re
 import select
@@ -105,6 +106,7 @@ TESTS = [
     entry("mem_stack"),
     entry("mem_file_private", (B, T, R)),
     entry("mem_file_shared", (B, R)),
+    entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
     entry("mem_prot"),
     entry("mem_reserve", max_image_bytes=8 * MiB),
@@ -237,6 +239,7 @@ TESTS = [
     entry("fanotify_marks", (B, T, R), kind="mounted"),
     entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
+    entry("unix_renamed", (B, T)),
     entry("unix_pair", (B, T, R)),
     # TCP and UDP sockets
     entry("tcp_pair", (B, T, R)),
@@ -247,10 +250,20 @@ TESTS = [
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
+    # ckpt run --net: a server in a network namespace of its own, its host's
+    # client connected across checkpoint --kill and restart (the namespace
+    # made again, veth pair and host end included); a bridge link refused
+    entry("netns_tcp", (B, T), kind="netns", program="netns_srv"),
+    # the same, checkpointed with --kill --verify: the dry run beside the
+    # live original makes its pair inside, and nothing of the host's changes
+    entry("netns_tcp_verify", kind="netns", program="netns_srv", ckpt_args=["--verify"]),
+    entry("netns_refuse_link", kind="netns", program="netns_srv", pargs=["bridge"],
+          case="bridge"),
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    entry("real_java", kind="java"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -377,6 +390,7 @@ TESTS = [
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_inherited", kind="refuse_inherited", program="mem_anon", case="pipe"),
     entry("refuse_inherited_fifo", kind="refuse_inherited", program="mem_anon", case="fifo"),
+    entry("fd_external", kind="fd_external"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
@@ -393,6 +407,7 @@ TESTS = [
     entry("cli_usage", kind="cli_usage"),
     entry("cli_summary", kind="cli_summary"),
     entry("cli_progress", kind="cli_progress", program="mem_big"),
+    entry("cli_progress_memfd", kind="cli_progress_restart", program="memfd_big"),
     entry("run_detach", kind="run_detach", program="fs_umask"),
     entry("cli_check", kind="cli_check"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
@@ -770,14 +785,14 @@ class Run:
             raise Fail("image is %d bytes, more than %d" % (os.path.getsize(img), mx))
         return rc, errtext
 
-    def restart(self, img, tag, same_pid=True, extra=()):
+    def restart(self, img, tag, same_pid=True, extra=(), pass_fds=()):
         """Starts ckpt restart; waits for the pidfile; returns the Popen."""
         pidfile = self.p(tag + ".pid")
         log, err = self.p(tag + ".log"), self.p(tag + ".err")
         self.logs += [err, log]
         rp = self.popen(self.ckpt_argv("restart", img, "--pidfile", pidfile, "--log", log,
                                        *extra),
-                        err=err, out=self.p(tag + ".out"))
+                        err=err, out=self.p(tag + ".out"), pass_fds=pass_fds)
         deadline = time.monotonic() + PIDFILE_TIMEOUT
         while True:
             try:
@@ -1492,6 +1507,8 @@ class Run:
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
+        if self.t.get("between"):
+            getattr(self, self.t["between"])()
         rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         if self.mode == T:
             img2 = self.p("img2")
@@ -1511,6 +1528,10 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def remove_shared(self):
+        """between checkpoint and restart (mem_remake): the mapped file goes"""
+        os.unlink(self.p("shared.dat"))
 
     def check_ckpt_log(self, tag):
         """The entry's log_regex (with {pid}) must match the checkpoint's log."""
@@ -1854,6 +1875,154 @@ class Run:
         if got != want:
             raise Fail("the client got %r, want %r" % (got, want))
 
+    def net_subnet(self):
+        """A /30 of 10.213.0.0/16 for the test's veth pair, picked from the
+        runner's pid, that no IPv4 route of the host touches: (NET/30, host
+        end's address, container's address)."""
+        taken = []
+        with open("/proc/net/route") as f:
+            for line in f.read().splitlines()[1:]:
+                fl = line.split()
+                dst, mask = (socket.ntohl(int(x, 16)) for x in (fl[1], fl[7]))
+                if mask:
+                    taken.append((dst, mask))
+        for i in range(16384):
+            net = (10 << 24) | (213 << 16) | (((os.getpid() + i) % 16384) * 4)
+            if all((net ^ d) & m & 0xfffffffc for d, m in taken):
+                ip = lambda n: socket.inet_ntoa(struct.pack(">I", n))
+                return "%s/30" % ip(net), ip(net + 1), ip(net + 2)
+        raise Skip("no /30 of 10.213.0.0/16 is free on this host")
+
+    def nft_tables(self):
+        """The names of the host's nftables tables, or None without nft."""
+        nft = shutil.which("nft") or ("/usr/sbin/nft" if os.access("/usr/sbin/nft", os.X_OK) else None)
+        if not nft:
+            return None
+        r = subprocess.run([nft, "list", "tables"], capture_output=True, timeout=30)
+        return [l.split()[-1] for l in r.stdout.decode().splitlines() if l.strip()]
+
+    def host_lock(self, tag):
+        """After checkpoint --kill of a container with a network namespace
+        of its own: the lock ckpt's log says it left exists in the host's
+        namespace (None without nft)."""
+        with open(self.p("ckpt%s.log" % tag)) as f:
+            m = re.search(r"network lock (\S+) stays until the restart", f.read())
+        if not m:
+            raise Fail("checkpoint %s left no network lock" % tag)
+        tables = self.nft_tables()
+        if tables is None:
+            self.notes.append("no nft: the host's lock not checked")
+            return None
+        if m.group(1) not in tables:
+            raise Fail("no network lock %s on the host after checkpoint --kill (tables %r)"
+                       % (m.group(1), tables))
+        return m.group(1)
+
+    def netns_restart_busy(self, img, hostif):
+        """The image restarted again while its restored copy runs: the host
+        end's name is taken, the restart fails naming the link and the host
+        end, and leaves no link behind."""
+        links = sorted(os.listdir("/sys/class/net"))
+        r = self.run_ckpt(["restart", img, "--log", self.p("busy.log"), "-v"], timeout=60)
+        self.logs.append(self.p("busy.log"))
+        self.expect_error(r, "a second restart of the image",
+                          must=["link eth0 (veth)", "host end %s" % hostif, "taken"])
+        if sorted(os.listdir("/sys/class/net")) != links:
+            raise Fail("links after the failed restart: %r, before %r"
+                       % (sorted(os.listdir("/sys/class/net")), links))
+
+    def flow_netns(self):
+        """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
+        end name of the runner's. tcp: the runner connects from the host to
+        the container's address, the server changes its namespace (mtu, an
+        IPv6 address, a route, sysctls) and notes it; checkpoint --kill,
+        restart (twice in twice mode): the host end exists again with its
+        address, the client's connection was never reset and what it sent
+        meanwhile arrives, the namespace inside is what it was (checked by
+        the server), and a new connection to the address is answered.
+        bridge: a bridge link in the namespace; the checkpoint refuses it
+        by name and the container runs on."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%s%s" % (os.getpid() % 1000000, self.mode[0], (self.t["case"] or "t")[0])
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
+                                "--net-host-if", hostif, "--pidfile", pidfile, "--"])
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        self.netns_case(pr, pidfile, hostif, cont)
+        # the namespace, and with it the pair, goes a little after its last
+        # process (a failed test's goes once cleanup has killed it)
+        self.wait_until("the host end %s to go with its namespace" % hostif,
+                        lambda: not host_addr(), [], timeout=20)
+
+    def netns_case(self, pr, pidfile, hostif, cont):
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        if self.t["case"] == "bridge":
+            self.wait_container(pr, pidfile)
+            img = self.p("img")
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or not re.search(r"pid %d: network namespace link br7 \(bridge\): only "
+                                        r"loopback and veth" % self.pid, err):
+                raise Fail("checkpoint with a bridge link: exit %d: %s" % (rc, err.strip()[-300:]))
+            if not pid_alive(self.pid):
+                raise Fail("the container died after the refused checkpoint")
+            rc = self.wake_and_wait(pr, "ckpt run")
+            return self.check_result(rc, "ckpt run")
+        self.wait_file("listening", pr)
+        if not host_addr():
+            raise Fail("no host end %s after ckpt run --net" % hostif)
+        cl = socket.create_connection((cont, 7777), timeout=60)
+        try:
+            cl.sendall(b"hello\n")
+            self.wait_container(pr, pidfile)
+            rp = pr
+            if not self.opts.no_ckpt:
+                for i in range(2 if self.mode == T else 1):
+                    tag = "" if i == 0 else "2"
+                    self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp],
+                                    extra=self.t.get("ckpt_args", ()))
+                    if rp is not pr:
+                        self.wait_all([rp], 10, "the first ckpt restart")
+                    self.wait_until("the host end %s to go with its namespace" % hostif,
+                                    lambda: not host_addr(), [], timeout=10)
+                    # the container's lock went with its namespace: the host's
+                    # retransmissions are dropped by the same lock on this side
+                    lock = self.host_lock(tag)
+                    cl.sendall(b"while down %d\n" % i)
+                    rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+                    if not host_addr():
+                        raise Fail("no host end %s after the restart" % hostif)
+                    if lock and lock in self.nft_tables():
+                        raise Fail("the network lock %s is still on the host after the "
+                                   "restart" % lock)
+                    if i == 0:
+                        self.netns_restart_busy(self.p("img"), hostif)
+            cl.sendall(b"after\nEND\n")
+            self.vlog("SIGUSR1 -> %d" % self.pid)
+            os.kill(self.pid, signal.SIGUSR1)
+            got = b""
+            while True:
+                d = cl.recv(4096)
+                if not d:
+                    break
+                got += d
+            again = socket.create_connection((cont, 7777), timeout=30).recv(100)
+        except ConnectionResetError:
+            raise Fail("the client's connection was reset")
+        except socket.timeout:
+            raise Fail("the client's connection hung")
+        finally:
+            cl.close()
+        rc = self.wait_exit(rp, "the server")
+        self.check_result(rc, "the server")
+        down = b"".join(b"while down %d\n" % i for i in range(2 if self.mode == T else 1))
+        want = b"got:hello\n" + (b"" if self.opts.no_ckpt else down) + b"after\nEND\n"
+        if got != want:
+            raise Fail("the client got %r, want %r" % (got, want))
+        if again != b"again\n":
+            raise Fail("a new connection to %s:7777 got %r" % (cont, again))
+
     @staticmethod
     def free_port():
         """A TCP port of 127.0.0.1 free now (bound to 0, read, released)."""
@@ -1963,6 +2132,53 @@ class Run:
             c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
+
+    def flow_java(self):
+        """A JVM (JavaThreads.java: three threads counting into files) on
+        which `jcmd PID VM.version` was used once (its attach socket, bound
+        as .java_pidN.tmp and renamed), checkpointed --kill; then another
+        JVM (`jcmd -l`) runs and deletes the first one's hsperfdata file as
+        stale; after restart the counters go on without a gap, jcmd works
+        again, and the program ends with PASS."""
+        java, javac, jcmd = (shutil.which(x) for x in ("java", "javac", "jcmd"))
+        if not (java and javac and jcmd):
+            raise Skip("openjdk (java, javac, jcmd) not installed")
+        shutil.copy(os.path.join(HERE, "JavaThreads.java"), self.dir)
+        r = subprocess.run([javac, "JavaThreads.java"], cwd=self.dir, capture_output=True,
+                           timeout=300)
+        if r.returncode != 0:
+            raise Fail("javac: %r" % r.stderr[-300:])
+        pr = self.popen([java, "-Xmx64m", "-XX:+UseSerialGC", "-cp", self.dir, "JavaThreads",
+                         self.dir], out=self.p("out.log"), err=self.p("java.err"),
+                        start_new_session=True)
+        self.logs.append(self.p("java.err"))
+        self.pid = pr.pid
+        self.wait_until("the JVM ready", lambda: os.path.exists(self.p("ready")), [pr],
+                        timeout=120)
+
+        def vm_version(what):
+            r = subprocess.run([jcmd, str(self.pid), "VM.version"], capture_output=True,
+                               timeout=120)
+            if r.returncode != 0 or b"OpenJDK" not in r.stdout:
+                raise Fail("jcmd VM.version %s: %r %r" % (what, r.stdout[-200:], r.stderr[-300:]))
+        vm_version("before")
+        if self.opts.no_ckpt:
+            open(self.p("stop"), "w").close()
+            return self.check_result(self.wait_exit(pr, "the JVM"), "the JVM")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        perf = "/tmp/hsperfdata_%s/%d" % (pwd.getpwuid(os.getuid()).pw_name, self.pid)
+        subprocess.run([jcmd, "-l"], capture_output=True, timeout=120)
+        self.vlog("hsperfdata file %s after jcmd -l" % ("still there" if os.path.exists(perf)
+                                                        else "removed"))
+        counts = [len(open(self.p("count%d" % i)).read().split()) for i in range(3)]
+        rp = self.restart(self.p("img"), "restart")
+        self.wait_until("the counters going on", lambda: all(
+            len(open(self.p("count%d" % i)).read().split()) > counts[i] + 5 for i in range(3)),
+            [rp], timeout=60)
+        vm_version("after the restart")
+        open(self.p("stop"), "w").close()
+        self.wait_all([rp], EXIT_TIMEOUT, "the restored JVM")
+        self.check_result(rp.returncode, "ckpt restart (the JVM)")
 
     def flow_http_server(self):
         """python3 -m http.server on 127.0.0.1 at a free port, serving the
@@ -2679,6 +2895,83 @@ http {{
         finally:
             os.close(r)
 
+    def flow_fd_external(self):
+        """The root's fd 5 is the write end of a pipe whose read end the runner
+        holds (a shell job's redirection): refused as held outside without
+        --external fd:5; with it, saved as external, and restart refuses
+        until --inherit-fd 5:FD gives a new pipe, into which the restored
+        program then writes."""
+        r, w = os.pipe()
+        try:
+            os.dup2(w, 251)
+            os.close(w)
+            try:
+                pr = self.start(pass_fds=(251,))
+            finally:
+                os.close(251)
+            self.wait_ready()
+            if os.read(r, 100) != b"before\n":
+                raise Fail("no 'before' on the runner's pipe")
+            if self.opts.no_ckpt:
+                rc = self.wake_and_wait(pr, "the program")
+                return self.check_result(rc, "the program")
+            self.fd_external_refusals(pr)
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr], extra=["--external", "fd:5", "--verify"])
+            pr.poll()
+            self.expect_gone("checkpoint --kill")
+            if os.read(r, 100) != b"":
+                raise Fail("the runner's old pipe is not at end of file after the kill")
+        finally:
+            os.close(r)
+        # inspect says which fds a restart must give
+        res = self.run_ckpt(["inspect", self.p("img")], verbose=False)
+        if not re.search(r"^ +fds: \d+ \([^)]*\); external \(restart needs --inherit-fd N:FD\): "
+                         r"fd 5$", res.stdout.decode(errors="replace"), re.M):
+            raise Fail("inspect does not name external fd 5: %s" % res.stdout.decode()[:600])
+        # restart: refused without the fd, or with one the image lacks
+        r2, w2 = os.pipe()
+        try:
+            for extra, must in (([], ["fd 5", "--inherit-fd 5:FD"]),
+                                (["--inherit-fd", "5:0,6:%d" % w2],
+                                 ["--inherit-fd 6:%d" % w2, "no external fd 6"]),
+                                (["--inherit-fd", "5:900"], ["5:900", "not open"])):
+                res = self.run_ckpt(["restart", self.p("img"), "--detach"] + extra)
+                self.expect_error(res, "restart %s" % " ".join(extra) or "restart", must=must)
+                if pid_exists(self.pid):
+                    raise Fail("a refused restart left pid %d behind" % self.pid)
+            rp = self.restart(self.p("img"), "rst", extra=["--inherit-fd", "5:%d" % w2],
+                              pass_fds=(w2,))
+            os.close(w2)
+            w2 = -1
+            rc = self.wake_and_wait(rp, "the restored program")
+            self.check_result(rc, "the restored program")
+            got = b""
+            while True:  # ckpt restart has exited: every writer is gone
+                data = os.read(r2, 100)
+                if not data:
+                    break
+                got += data
+            if got != b"after %d\n" % self.pid:
+                raise Fail("the new pipe got %r, want 'after %d'" % (got, self.pid))
+        finally:
+            os.close(r2)
+            if w2 >= 0:
+                os.close(w2)
+
+    def fd_external_refusals(self, pr):
+        """Without --external fd:5, or naming an fd the root lacks: refused,
+        and the tree runs on."""
+        for extra, must in (([], ["fd 5", "held outside", "--external fd:5, given again at "
+                                  "restart with --inherit-fd 5:FD"]),
+                            (["--external", "fd:7"], ["fd 7", "no fd 7"])):
+            rc, err = self.checkpoint(self.p("bad"), "bad", reap=[pr], expect_ok=False,
+                                      extra=extra)
+            if rc in (0, None) or rc < 0 or rc >= 128 or any(m not in err for m in must):
+                raise Fail("checkpoint %s: status %s, %r (want %r)" % (extra, rc,
+                                                                       err.strip(), must))
+            if not pid_alive(self.pid):
+                raise Fail("the program is gone after a refused checkpoint")
+
     def flow_traced(self):
         strace = shutil.which("strace")
         if not strace:
@@ -3363,6 +3656,28 @@ http {{
         if r.returncode != 0 or "\r" in err or "\x1b" in err:
             raise Fail("restart through a pipe: exit %d, %r" % (r.returncode, err[-300:]))
         self.parse_summary(err, "restart")
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the restored tree")
+
+    def flow_cli_progress_restart(self):
+        """Restart's progress line on a terminal counts every byte it fills in,
+        not only the processes' memory: a program whose 256 MiB are a memfd's
+        contents shows a line with a total of 256 MiB."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--quiet"])
+        pr.poll()
+        rc, out, text = self.run_on_pty(["restart", img, "--detach", "--progress-interval", "1"],
+                                        "restart on a pty")
+        if rc != 0 or out != "%d\n" % self.pid:
+            raise Fail("restart on a pty: exit %d, stdout %r, %r" % (rc, out, text[-300:]))
+        got = self.check_progress(text, "restart", "restart on a pty")
+        if got["verb"] != "restarted" or got["pid"] != self.pid:
+            raise Fail("restart on a pty: summary %r" % got)
         os.kill(self.pid, signal.SIGUSR1)
         self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
         self.check_result(0, "the restored tree")
@@ -4591,6 +4906,7 @@ http {{
             j = json.loads(r.stdout.decode())
         except ValueError as e:
             raise Fail("inspect --json is not JSON: %s" % e)
+        self.check_inspect_schema(j)
         types = [rec["type"] for rec in j["records"]]
         if types.count("regs/1") != 1 or "mm/1" not in types:
             raise Fail("inspect --json records: %s" % types[:20])
@@ -4604,6 +4920,56 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    @staticmethod
+    def image_md_keys():
+        """The keys docs/IMAGE.md's inspect --json tables describe, by table:
+        top, header, record, bytes."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "docs", "IMAGE.md")) as f:
+            doc = f.read()
+        part = doc.split("## `ckpt inspect --json`", 1)
+        if len(part) != 2:
+            raise Fail("docs/IMAGE.md has no section on ckpt inspect --json")
+        tables = re.split(r"\n\n(?=\| key \|)", part[1])[1:]
+        keys = [set(re.findall(r"^\| `(\w+)` \|", t.split("\n\n")[0], re.M)) for t in tables]
+        byts = re.search(r"^\| bytes \| object: (.*)$", part[1], re.M)
+        return keys, set(re.findall(r"`(\w+)` \(", byts.group(1))) | {"text"} if byts else set()
+
+    def check_inspect_schema(self, j):
+        """inspect --json: schema ckpt-inspect version 1, and every key it
+        prints is one docs/IMAGE.md describes (a field added to the output
+        without its line in the doc fails here)."""
+        if j.get("schema") != "ckpt-inspect" or j.get("schema_version") != 1:
+            raise Fail("inspect --json: schema %r version %r, want ckpt-inspect 1"
+                       % (j.get("schema"), j.get("schema_version")))
+        (top, header, record), byts = self.image_md_keys()[0][:3], self.image_md_keys()[1]
+        for what, got, doc in (("top level", set(j), top), ("header", set(j["header"]), header)):
+            if got != doc:
+                raise Fail("inspect --json %s keys %s, docs/IMAGE.md lists %s"
+                           % (what, sorted(got), sorted(doc)))
+        if set(byts) != {"length", "hex", "text"}:
+            raise Fail("docs/IMAGE.md's bytes encoding lists %s" % sorted(byts))
+        for rec in j["records"]:
+            if not set(rec) <= record or not {"index", "offset", "type", "type_id",
+                                              "length"} <= set(rec):
+                raise Fail("inspect --json record keys %s, docs/IMAGE.md lists %s"
+                           % (sorted(rec), sorted(record)))
+            if ("data" in rec) != ("message" in rec) or ("data" in rec) == ("raw" in rec):
+                raise Fail("inspect --json record %d: data/message/raw %s" % (
+                    rec["index"], sorted(rec)))
+            if rec["type_id"] & 0xff == 0 or not isinstance(rec["offset"], int):
+                raise Fail("inspect --json record %r" % {k: rec[k] for k in rec if k != "data"})
+        regs = [rec for rec in j["records"] if rec["type"] == "regs/1"][0]
+        xs = regs["data"].get("xstate")
+        if regs["message"] != "RegsEntry" or not isinstance(xs, dict) or \
+                set(xs) != {"length", "hex"} or xs["length"] < 512 or len(xs["hex"]) != 128:
+            raise Fail("inspect --json: regs/1 xstate %r" % (xs if not isinstance(xs, dict) else
+                                                            {k: xs[k] for k in xs if k != "hex"}))
+        paths = [rec["data"]["path"] for rec in j["records"] if rec.get("message") ==
+                 "FileRegEntry"]
+        if not paths or not all(isinstance(p, str) and p.startswith("/") for p in paths):
+            raise Fail("inspect --json: file paths %r" % paths[:5])
 
     def flow_inspect_summary(self):
         """inspect's summary of a tree (two processes, a thread, a pipe, a pty)
@@ -4624,6 +4990,10 @@ http {{
         want = [r"^image: 2 processes, 3 threads, [\d.]+ (KiB|MiB); made ",
                 r"^  %d +insp-parent +2 threads, session " % self.pid,
                 r"^    %d +insp-child +1 thread, " % (child[0] if child else -1),
+                # each process's fds by kind: the parent holds the pipe and the pty
+                r"^  %d +insp-parent .*\n +fds: \d+ \((?=[^)]*\bpipe [1-9])(?=[^)]*\btty [1-9])"
+                r"(?=[^)]*\bfile_reg [1-9])[^)]*\)$" % self.pid,
+                r"^    %d +insp-child .*\n +fds: \d+ \(" % (child[0] if child else -1),
                 r"^  pipe +[\d.]+ bytes +\d+  pipes", r"^  tty +[\d.]+ (bytes|KiB) +\d+  terminals",
                 r"^  mm +[\d.]+ (KiB|MiB) +\d+  address space"]
         for w in want:
