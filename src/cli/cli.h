@@ -14,6 +14,12 @@ int cmd_keygen(const struct cli_args *a);
 int cmd_migrate(const struct cli_args *a);
 int cmd_receive(const struct cli_args *a);
 
+/* run-root.c: in the container, before the exec: --root with its /dev,
+ * /proc, /sys (none when userns: a user namespace of its own), --bind and
+ * --tmpfs, then pivot_root (pts: the devpts options). -errno with "what
+ * 'path': why" in why. */
+int run_root(const struct cli_args *a, bool userns, const char *pts, char *why, size_t len);
+
 /*
  * report.c: with --json and no --log, a memfd the library logs warnings to
  * (*logfd and *level set), to be given to cli_report(); else -1.

@@ -8,7 +8,9 @@
  * of the new pid namespace is mounted on /proc and a devpts instance of its
  * own on /dev/pts (so its ptys' indexes are its own, always free at
  * restart; /dev/ptmx opens the devpts beside it); nothing else changes (the
- * container sees the host's files). Run by a user other than root, it
+ * container sees the host's files). With --root, the container has a root
+ * file system of its own instead, with its /dev, /proc, /sys and the
+ * --bind and --tmpfs mounts asked for (run-root.c). Run by a user other than root, it
  * also makes a user namespace where that user is root (uid and gid 0
  * inside map to the caller's, the only ids an unprivileged user may map).
  * The caller's fds above 2 are closed in the container unless --keep-fds;
@@ -187,12 +189,21 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 	if (cgroupns && unshare(CLONE_NEWCGROUP) < 0)
 		goto fail;
 	what = "mount";
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		goto fail;
-	what = "mounting a devpts of its own on /dev/pts";
-	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts) < 0)
+	char why[4200];
+	if (a->root) { /* run-root.c */
+		int e = run_root(a, mapped >= 0, pts, why, sizeof(why));
+		what = why;
+		errno = -e;
+		if (e < 0)
+			goto report;
+	} else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
 		goto fail;
+	} else if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts) < 0) {
+		what = "mounting a devpts of its own on /dev/pts";
+		goto fail;
+	}
 	what = "sethostname";
 	if (a->hostname && sethostname(a->hostname, strlen(a->hostname)) < 0)
 		goto fail;
@@ -207,8 +218,12 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 	what = "exec";
 	execvp(a->run_argv[0], a->run_argv);
 fail:;
-	char msg[160];
+	char msg[4400];
 	int n = snprintf(msg, sizeof(msg), "%s: %s", what, strerror(errno));
+	goto send;
+report:
+	n = snprintf(msg, sizeof(msg), "%s", what);
+send:
 	if (write(report, msg, (size_t)n) < 0)
 		_exit(126);
 	_exit(127);
@@ -240,7 +255,7 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 static int run_started(const struct cli_args *a, long pid, int report_fd, struct run_cgroup *cg)
 {
 	/* the exec closes the pipe; a message means it failed */
-	char msg[160];
+	char msg[4400];
 	ssize_t n = read(report_fd, msg, sizeof(msg) - 1);
 	close(report_fd);
 	if (n > 0) {

@@ -15,7 +15,7 @@ const char *const cli_cmd_names[CMD_MAX] = {
 };
 
 #define ON(c) (1u << (c))
-enum opt_kind { OPT_FLAG, OPT_STRING, OPT_COUNT };
+enum opt_kind { OPT_FLAG, OPT_STRING, OPT_COUNT, OPT_LIST };
 
 /*
  * The one option table: the parser, `ckpt COMMAND --help` and (checked by
@@ -27,7 +27,7 @@ struct opt {
 	enum opt_kind kind;
 	unsigned cmds;
 	size_t offset;
-	const char *arg;        /* OPT_STRING: the value's name in the help */
+	const char *arg;        /* OPT_STRING, OPT_LIST: the value's name in the help */
 	const char *help;       /* one line or two, lowercase */
 };
 
@@ -120,6 +120,18 @@ static const struct opt opts[] = {
 	  "cpu.max of the container's cgroup" },
 	{ "cgroup-set", 0, OPT_STRING, ON(CMD_RUN), F(cgroup_set), "FILE=V[,FILE=V...]",
 	  "write other limits of the container's cgroup" },
+	{ "root", 0, OPT_STRING, ON(CMD_RUN), F(root), "DIR",
+	  "the container's root file system: DIR, with a /dev,\n"
+	  "/proc, /sys (read-only), /dev/shm and /dev/mqueue of\n"
+	  "its own (pivot_root)" },
+	{ "overlay", 0, OPT_STRING, ON(CMD_RUN), F(overlay), "LOWER[:LOWER...],UPPER,WORK",
+	  "with --root DIR: the root is an overlay of these\n"
+	  "directories mounted on DIR (writes go to UPPER)" },
+	{ "bind", 0, OPT_LIST, ON(CMD_RUN), F(binds), "SRC:DST[:ro]",
+	  "bind the host's SRC on DST in the root (repeatable)" },
+	{ "tmpfs", 0, OPT_LIST, ON(CMD_RUN), F(tmpfs), "DST[:size=N]",
+	  "a tmpfs of its own on DST in the root, saved with its\n"
+	  "files by a checkpoint (repeatable)" },
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
 	  "one JSON object on stdout instead of the summary\n"
 	  "line (inspect: every record, schema ckpt-inspect\n"
@@ -276,6 +288,13 @@ static int apply(const struct opt *o, struct cli_args *a, const char *value)
 			return -EEXIST; /* a list: given once, comma-separated */
 		*(const char **)p = value;
 		break;
+	case OPT_LIST: {
+		struct cli_list *l = (struct cli_list *)p;
+		if (l->n == CLI_LIST_MAX)
+			return -E2BIG;
+		l->v[l->n++] = value;
+		break;
+	}
 	}
 	return 0;
 }
@@ -404,16 +423,18 @@ static int parse_option(struct cli_args *a, int argc, char *const argv[], int *i
 	if (!o || !(o->cmds & ON(a->cmd)))
 		return fail(err, len, "unknown option '%s' (see 'ckpt %s --help')", arg,
 			    cli_cmd_names[a->cmd]);
-	if (o->kind == OPT_STRING && !value) {
+	if ((o->kind == OPT_STRING || o->kind == OPT_LIST) && !value) {
 		if (*i + 1 >= argc)
 			return fail(err, len, "option '%s' needs a value", arg);
 		value = argv[++*i];
-	} else if (o->kind != OPT_STRING && value) {
+	} else if (o->kind != OPT_STRING && o->kind != OPT_LIST && value) {
 		return fail(err, len, "option '%s' takes no value", arg);
 	}
 	if (apply(o, a, value) < 0)
-		return fail(err, len, "option '--%s' given twice: give its items once, separated "
-			    "by commas", o->name);
+		return fail(err, len, o->kind == OPT_LIST ? "option '--%s' is given more than 32 times"
+						  : "option '--%s' given twice: give its items once, "
+						    "separated by commas",
+			    o->name);
 	return 0;
 }
 
@@ -481,6 +502,23 @@ static int check_run(const struct cli_args *a, char *err, size_t len)
 		return fail(err, len, "cgroup name '%s' is not a relative path", cg);
 	if (a->hostname && strlen(a->hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a->hostname);
+	if ((a->binds.n || a->tmpfs.n || a->overlay) && !a->root)
+		return fail(err, len, "%s", "--bind, --tmpfs and --overlay go with --root");
+	const char *c1 = a->overlay ? strchr(a->overlay, ',') : NULL;
+	const char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+	if (a->overlay && (!c2 || c1 == a->overlay || c2 == c1 + 1 || !c2[1] || strchr(c2 + 1, ',')))
+		return fail(err, len, "--overlay '%s' is not LOWER[:LOWER...],UPPER,WORK", a->overlay);
+	for (int i = 0; i < a->binds.n; i++) {
+		const char *b = a->binds.v[i], *c = strchr(b, ':');
+		const char *o = c ? strchr(c + 1, ':') : NULL;
+		if (!c || c == b || c[1] != '/' || (o && strcmp(o, ":ro")))
+			return fail(err, len, "--bind '%s' is not SRC:/DST or SRC:/DST:ro", b);
+	}
+	for (int i = 0; i < a->tmpfs.n; i++) {
+		const char *t = a->tmpfs.v[i], *c = strchr(t, ':');
+		if (t[0] != '/' || (c && strncmp(c, ":size=", 6)))
+			return fail(err, len, "--tmpfs '%s' is not /DST or /DST:size=N", t);
+	}
 	if ((a->net_addr || a->net_host_if) && !a->net)
 		return fail(err, len, "%s", "--net-addr and --net-host-if go with --net");
 	if (a->net_host_if && (!a->net_host_if[0] || strlen(a->net_host_if) > 15 ||

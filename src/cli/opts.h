@@ -27,6 +27,12 @@ enum cli_cmd {
 	CMD_MAX,
 };
 
+/* An option given several times: its values in order. */
+#define CLI_LIST_MAX 32
+struct cli_list {
+	const char *v[CLI_LIST_MAX];
+	int n;
+};
 #define CLI_MAX_FDS 16 /* --external fd:N and --inherit-fd N:FD, each */
 
 struct cli_args {
@@ -72,6 +78,10 @@ struct cli_args {
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */
+	const char *root;       /* run --root DIR */
+	const char *overlay;    /* run --overlay LOWER[:LOWER...],UPPER,WORK (on DIR) */
+	struct cli_list binds;  /* run --bind SRC:DST[:ro], repeatable */
+	struct cli_list tmpfs;  /* run --tmpfs DST[:size=N], repeatable */
 	char *const *run_argv;  /* run: the command and its arguments */
 	int run_argc;
 };

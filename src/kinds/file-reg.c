@@ -16,6 +16,7 @@
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
+#include "kinds/mnt.h"
 #include "files.pb-c.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
@@ -98,6 +99,7 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 		f->e.rdev = st->st_rdev;
 	}
 	f->of = (struct fdobj){ .pid = t->pid, .fd = fd };
+	f->e.in_root = f->e.has_in_root = mnt_inside(ctx, path, st);
 	r = objhash_add(&ctx->objs, KIND_file_reg, st->st_ino, 0, f, &o);
 	if (r < 0) {
 		free(f->path);
@@ -224,8 +226,9 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 	ssize_t n;
 
 	if (link[0] == '/') { /* a path already (a mapping, map_files not readable) */
+		char seen[4200];
 		snprintf(path, sizeof(path), "%s", link);
-		if (stat(path, &st) < 0)
+		if (stat(mnt_seen(ctx, path, seen, sizeof(seen)), &st) < 0)
 			return log_fail(&ctx->log, -errno, "pid %d %s (%s): cannot inspect: %s",
 					t->pid, what, path, strerror(errno));
 	} else {
@@ -445,10 +448,25 @@ static int open_proc(struct rst_ctx *ctx, struct file_rst *f)
 	return open_one(ctx, f, path);
 }
 
+/* A file of a container's own root, through its new mount tree. */
+static int open_in_root(struct rst_ctx *ctx, struct file_rst *f)
+{
+	char path[4200];
+	int r = mnt_rst_path(ctx, f->e->path, path, sizeof(path));
+	if (r < 0)
+		return log_fail(&ctx->log, -EINVAL, "file '%s': of a container's root, but the "
+				"image has no mount tree", f->e->path);
+	r = open_one(ctx, f, path);
+	if (r >= 0 && !f->e->has_pos)
+		r = check_mapped(ctx, f);
+	return r;
+}
+
 static int prepare_one(struct rst_ctx *ctx, void *obj)
 {
 	struct file_rst *f = obj;
-	if (f->e->has_proc_pid) /* its process does not exist yet */
+	/* its process, or its container's mounts, do not exist yet */
+	if (f->e->has_proc_pid || f->e->in_root)
 		return 0;
 	int r = open_one(ctx, f, f->e->path);
 	/* an opened file may have changed, a mapped one may not */
@@ -479,8 +497,8 @@ int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 static int file_reg_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
 	struct file_rst *f = robj;
-	if (f->fd < 0 && f->e->has_proc_pid) {
-		int r = open_proc(ctx, f);
+	if (f->fd < 0 && (f->e->has_proc_pid || f->e->in_root)) {
+		int r = f->e->has_proc_pid ? open_proc(ctx, f) : open_in_root(ctx, f);
 		if (r < 0)
 			return r;
 	}
@@ -550,6 +568,12 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 				slash[slash == parent] = '\0';
 			path = parent;
 			mode = W_OK | X_OK;
+		}
+		/* a file of a container's root: through it (the tree is made again) */
+		char via[4200];
+		if (f->e.in_root) {
+			snprintf(via, sizeof(via), "/proc/%d/root%s", ctx->tasks[0].pid, path);
+			path = via;
 		}
 		if (faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0)
 			continue;
@@ -624,7 +648,9 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 	 * shows, if it is still the file mapped (same inode) */
 	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
 	if (stat(full, &st) < 0 && errno == EPERM) {
-		if (stat(pv->path, &st) < 0 || st.st_ino != pv->ino)
+		char seen[4200];
+		if (stat(mnt_seen(ctx, pv->path, seen, sizeof(seen)), &st) < 0 ||
+		    st.st_ino != pv->ino)
 			return log_fail(&ctx->log, -EPERM,
 					"pid %d vma %llx-%llx (%s): the mapped file cannot be "
 					"identified without CAP_CHECKPOINT_RESTORE",

@@ -57,6 +57,7 @@
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
+#include "kinds/mnt.h"
 #include "kinds/file-reg.h"
 #include "memfd.pb-c.h"
 #include "mm.pb-c.h"
@@ -257,6 +258,8 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 	if ((*ret = find_inode(ctx, st.st_dev, st.st_ino)))
 		return 0;
 	const char *no = judge(t, own, path, &st, &memfd, &err);
+	if (!no && !memfd && mnt_own_root(ctx)) /* its path is not the host's */
+		no = "a deleted file in a container with a root of its own: not supported yet";
 	if (no)
 		return log_fail(&ctx->log, err ? err : -EOPNOTSUPP, "pid %d %s (%s): %s%s%s",
 				t->pid, where, path, no, err ? ": " : "",

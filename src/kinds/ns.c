@@ -31,6 +31,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/mnt.h"
 #include "kinds/ns.h"
 #include "util/cleanup.h"
 #include "util/userns.h"
@@ -376,14 +377,15 @@ static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 		return 0;
 	if (ns->flags & CLONE_NEWNS) {
 		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
-		if (r >= 0)
+		/* a root of its own: its /proc and devpts are the mnt kind's */
+		if (r >= 0 && !mnt_rst_tree(ctx))
 			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),
 					   inject_str(p, 64, "/proc"), inject_str(p, 0, "proc"),
 					   MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
 		if (rst_check(ctx, t, r, "mounting the container's /proc") < 0)
 			return (int)r;
 	}
-	if (ns->devpts) {
+	if (ns->devpts && !mnt_rst_tree(ctx)) {
 		char data[160];
 		devpts_data(ns->devpts, data, sizeof(data));
 		r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "devpts"),

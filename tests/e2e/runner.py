@@ -190,6 +190,25 @@ TESTS = [
     entry("ct_asyncio", (B, T), kind="ct_asyncio", argv=["@python", os.path.join(HERE, "py_asyncio.py")]),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
+    # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
+    entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
+          argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
+    entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
+          argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
+                                                                  "/t/py_mounts.py"]),
+    entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(ramfs, ram\): a file system ckpt cannot make again"),
+    entry("ct_rootfs_refuse_deleted", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "echo x > /scratch/f && exec 3< /scratch/f && rm /scratch/f && "
+                "mkfifo /scratch/p && exec 4<> /scratch/p && "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"fd 3 \(/scratch/f \(deleted\)\): a deleted file in a container with a "
+                r"root of its own(.|\n)*fd 4 \(/scratch/p\): a named FIFO in a container"),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_seccomp", (B, T)),
@@ -1120,6 +1139,186 @@ class Run:
         self.wait_until("the server to close the runner's connection",
                         lambda: self.sockets_of(self.pid) <= before, [], timeout=10)
         return out
+
+    def make_rootfs(self):
+        """A root file system in the test's directory: Debian's static
+        busybox with its links, a small /etc, ct_rootfs.sh; ckpt run's
+        arguments for it (the test's directory bound on /t)."""
+        busybox = shutil.which("busybox")
+        if not busybox:
+            raise Skip("busybox (busybox-static) not installed")
+        root = self.p("rootfs")
+        # every mount point made here: a user without privilege could not
+        for d in ("bin", "etc", "t", "dev", "proc", "sys", "scratch"):
+            os.makedirs(os.path.join(root, d))
+        open(os.path.join(root, "etc", "motd"), "w").close()
+        if not self.t.get("overlay"):  # ct_rootfs.sh's, writable by any user
+            open(os.path.join(root, "rootlog"), "w").close()
+            os.chmod(os.path.join(root, "rootlog"), 0o666)
+        shutil.copy(busybox, os.path.join(root, "bin", "busybox"))
+        names = subprocess.run([busybox, "--list"], capture_output=True, text=True).stdout
+        for name in names.split():
+            if name != "busybox":
+                os.symlink("busybox", os.path.join(root, "bin", name))
+        with open(os.path.join(root, "etc", "passwd"), "w") as f:
+            f.write("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
+        with open(os.path.join(root, "etc", "group"), "w") as f:
+            f.write("root:x:0:\ntty:x:5:\nnogroup:x:65534:\n")
+        shutil.copy(os.path.join(HERE, "ct_rootfs.sh"), os.path.join(root, "etc"))
+        with open(self.p("msg"), "w") as f:
+            f.write("before\n")
+        with open(self.p("motd"), "w") as f:
+            f.write("motd\n")
+        return ["--root", root, "--bind", self.dir + ":/t", "--bind",
+                self.p("motd") + ":/etc/motd:ro", "--tmpfs", "/scratch:size=8m"]
+
+    def flow_rootfs(self):
+        """ct_rootfs.sh as pid 1 of `ckpt run --root` (with --overlay: an
+        overlay whose lower layer is the busybox tree) with a bind and a
+        tmpfs: checkpoint --kill; the runner changes the bound file; restart
+        (the modes as flow_container): the loop goes on with the tmpfs's
+        files all there and reads the new contents through the bind."""
+        pidfile = self.p("run.pid")
+        args = self.make_rootfs()
+        if self.t.get("overlay"):  # the busybox tree as the lower layer
+            for d in ("merged", "upper", "work"):
+                os.mkdir(self.p(d))
+            args[:2] = ["--root", self.p("merged"), "--overlay",
+                        ",".join((args[1], self.p("upper"), self.p("work")))]
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile] + args + ["--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            with open(self.p("msg"), "w") as f:
+                f.write("after\n")
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        with open(self.p("msg"), "w") as f:
+            f.write("after\n")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def flow_rootfs_unpriv(self):
+        """flow_rootfs as user nobody: ckpt run makes a user namespace (no
+        /sys then), and checkpoint and restart of the root, its binds and
+        its tmpfs need no privilege."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, os.path.abspath(self.opts.ckpt)))
+        os.chmod(wrapper, 0o755)
+        saved = self.opts.ckpt
+        self.opts.ckpt = wrapper
+        try:
+            self.flow_rootfs()
+        finally:
+            self.opts.ckpt = saved
+
+    def flow_rootfs_python(self):
+        """py_mounts.py run by the host's /usr/bin/python3 in a root of its
+        own where /usr is the host's bound read-only (bin, lib, lib64 links
+        to it, as on the host), with files open under /usr, /t and a
+        tmpfs; the modes as flow_rootfs."""
+        if not os.access("/usr/bin/python3", os.X_OK):
+            raise Skip("no /usr/bin/python3")
+        root = self.p("rootfs")
+        for d in ("usr", "etc", "t", "tmp"):
+            os.makedirs(os.path.join(root, d))
+        for name in ("bin", "lib", "lib64", "sbin"):
+            if os.path.islink("/" + name):
+                os.symlink(os.readlink("/" + name), os.path.join(root, name))
+        shutil.copy(os.path.join(HERE, "py_mounts.py"), self.dir)
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--root", root,
+                                "--bind", "/usr:/usr:ro", "--bind", self.dir + ":/t",
+                                "--tmpfs", "/scratch", "--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+        if self.t.get("overlay") and (not os.path.exists(self.p("upper", "rootlog"))
+                                      or os.path.exists(self.p("rootfs", "rootlog"))):
+            raise Fail("/rootlog is not in the overlay's upper layer alone")
+
+    def flow_rootfs_gone(self):
+        """A container with a bind whose host directory is gone at restart:
+        the restart fails naming the mount and the path, and leaves nothing
+        (no process, no mount); with the directory back, the same image
+        restarts."""
+        if self.opts.no_ckpt:
+            raise Skip("a restart test")
+        src = self.p("src")
+        os.mkdir(src)
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--bind", src + ":/src", "--"])
+        self.wait_container(pr, pidfile)
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        os.rename(src, src + ".away")
+        r = self.run_ckpt(["restart", self.p("img"), "--detach", "--log",
+                           self.p("restart.log")])
+        rc, out = r.returncode, r.stderr.decode("utf-8", "replace")
+        if rc == 0:  # restored without its bind: do not leave it running
+            os.kill(int(r.stdout.split()[0]), signal.SIGKILL)
+        want = "mount /src: its source '%s' is gone" % src
+        if rc == 0 or want not in out:
+            raise Fail("restart without the bind's source: exit %d, %r (want %r)"
+                       % (rc, out.strip()[-300:], want))
+        with open("/proc/self/mountinfo") as f:
+            if self.dir in f.read():
+                raise Fail("a mount of the test's directory is left after the failed restart")
+        left = [p for p in os.listdir("/proc") if p.isdigit() and self.cmdline_has(p, "/t/ready")]
+        if left:
+            raise Fail("processes left after the failed restart: %s" % left)
+        os.rename(src + ".away", src)
+        rp = self.restart(self.p("img"), "restart2", same_pid=False)
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], 10, "the restart with the source back")
+
+    def flow_rootfs_refuse(self):
+        """A container that mounted a file system ckpt cannot make again
+        (ramfs): the checkpoint --kill is refused naming the mount, and the
+        container runs on."""
+        if self.opts.no_ckpt:
+            raise Skip("a refusal test")
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--"])
+        self.wait_container(pr, pidfile)
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or not re.search(self.t["regex"], err):
+            raise Fail("checkpoint: exit %d, %r (want /%s/)" % (rc, err.strip()[-300:],
+                                                               self.t["regex"]))
+        if not pid_alive(self.pid):
+            raise Fail("the container did not survive the refused checkpoint")
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+
+    def cmdline_has(self, pid, word):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                return word.encode() in f.read()
+        except OSError:
+            return False
 
     def flow_ct_asyncio(self):
         """An asyncio server as pid 1 of `ckpt run` (py_asyncio.py): the
@@ -4908,7 +5107,15 @@ http {{
             cwd = os.readlink("/proc/%d/cwd" % pid)
         except OSError:
             return False
-        return cwd == self.dir or cwd.startswith(self.dir + "/")
+        if cwd == self.dir or cwd.startswith(self.dir + "/"):
+            return True
+        # a container whose root of its own (a directory, or an overlay's
+        # layers) is in the test's directory
+        try:
+            with open("/proc/%d/mountinfo" % pid) as f:
+                return any(l.split()[4] == "/" and self.dir + "/" in l for l in f)
+        except (OSError, IndexError):
+            return False
 
     def remove_shm(self):
         """The host SysV segment a test named in "shm.id" (id key), if it is

@@ -182,6 +182,32 @@ TEST(key)
 	CHECK_EQ(PARSE(&a, err, "keygen", "a", "b"), -EINVAL);
 }
 
+/* run --root with repeated --bind and --tmpfs, in order; their forms */
+TEST(run_root)
+{
+	struct cli_args a;
+	char err[256];
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:/b", "--bind=/c:/d:ro",
+		       "--tmpfs", "/t:size=1m", "--", "sh"),
+		 0);
+	CHECK_STR(a.root, "/r");
+	CHECK_EQ(a.binds.n, 2);
+	CHECK_STR(a.binds.v[1], "/c:/d:ro");
+	CHECK_EQ(a.tmpfs.n, 1);
+	CHECK_STR(a.tmpfs.v[0], "/t:size=1m");
+	CHECK_EQ(PARSE(&a, err, "run", "--bind", "/a:/b", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:b", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:/b:rw", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--tmpfs", "/t:mode=1", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l1:/l2,/u,/w", "--", "sh"), 0);
+	CHECK_STR(a.overlay, "/l1:/l2,/u,/w");
+	CHECK_EQ(PARSE(&a, err, "run", "--overlay", "/l,/u,/w", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l,/u", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l,/u,/w,/x", "--", "sh"),
+		 -EINVAL);
+}
+
 /* The text of docs/ckpt.1 between the line starting with from and the next
  * line starting with ".SH" or ".SS" (malloc'd), or NULL. */
 static char *man_section(const char *man, const char *from)
@@ -295,6 +321,7 @@ int main(void)
 	RUN(restart);
 	RUN(commands);
 	RUN(key);
+	RUN(run_root);
 	RUN(help_and_man);
 	return unit_done();
 }
