@@ -226,6 +226,8 @@ TESTS = [
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
+          args=["server"]),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -1595,21 +1597,44 @@ class Run:
         self.wait_until("a listener on port %d" % port, up, [pr])
         return pr
 
-    def tcp_cycles(self, pr, port, progress=None):
-        """checkpoint --kill and restart (twice in twice mode), the server's
-        port locked by nft meanwhile; progress() (if given) must go on
-        after each restart. Returns the last ckpt restart."""
+    NETLOCK_RX = re.compile(r"network lock (ckpt_lock_\w+): (\d+) connection\(s\) locked")
+
+    def netlock_of(self, tag):
+        """(the name, the connection count) of the network lock the log of
+        ckpt TAG says it installed, or None."""
+        try:
+            with open(self.p(tag + ".log"), errors="replace") as f:
+                m = self.NETLOCK_RX.search(f.read())
+        except OSError:
+            return None
+        return (m.group(1), int(m.group(2))) if m else None
+
+    @staticmethod
+    def nft_has(table):
+        nft = shutil.which("nft") or "/usr/sbin/nft"
+        r = subprocess.run([nft, "list", "table", "inet", table], capture_output=True, timeout=20)
+        return r.returncode == 0
+
+    def tcp_cycles(self, pr, port, progress=None, conns=0):
+        """checkpoint --kill and restart (twice in twice mode) with nothing
+        but ckpt's own network lock between the clients and the server:
+        its log must say it locked at least conns connections, and the
+        restart must have removed that table. progress() (if given) must
+        go on after each restart. Returns the last ckpt restart."""
         rp = pr
         for i in range(2 if self.mode == T else 1):
             tag = "" if i == 0 else "2"
-            lock = self.nft_lock(port)
-            try:
-                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
-                if rp is not pr:
-                    self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
-                rp = self.restart(self.p("img" + tag), "restart" + tag)
-            finally:
-                self.nft_unlock(lock)
+            self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+            lock = self.netlock_of("ckpt" + tag)
+            if conns and (not lock or lock[1] < conns):
+                raise Fail("ckpt%s: the log says the network lock held %s, want %d connection(s)"
+                           % (tag, lock and lock[1], conns))
+            if rp is not pr:
+                self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+            rp = self.restart(self.p("img" + tag), "restart" + tag)
+            if lock:
+                self.wait_until("the restart to remove the network lock %s" % lock[0],
+                                lambda: not self.nft_has(lock[0]), [rp], timeout=30)
             if progress:
                 progress()
         return rp
@@ -1633,8 +1658,9 @@ class Run:
         """redis-server on 127.0.0.1 at a free port, TCP only; a client of
         the runner's holds one connection and issues SET, GET and INCR in a
         loop, checking every reply, across checkpoint --kill and restart
-        (the server's port locked by nft meanwhile, so what it sends while
-        the server is down is retransmitted): no error, no lost reply."""
+        with only ckpt's network lock between them (what the client sends
+        while the server is down is dropped and retransmitted): no error,
+        no lost reply, no reset."""
         if not shutil.which("redis-server"):
             raise Skip("redis-server not installed")
         port = self.free_port()
@@ -1669,7 +1695,7 @@ class Run:
                             [], timeout=60)
         try:
             progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress)
+            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
         finally:
             state["stop"] = True
             th.join(60)
@@ -1681,6 +1707,72 @@ class Run:
             c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
+
+    def socket_fds(self, pid):
+        """How many fds of pid are sockets."""
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+            except OSError:
+                pass
+        return n
+
+    ECHO_CLIENTS = 100
+
+    def flow_echo100(self):
+        """An asyncio echo server (py_echo.py server) and a client process
+        of the runner's, outside the tree (py_echo.py client), holding 100
+        connections with a line in flight on each, every echo checked;
+        checkpoint --kill and restart with only ckpt's network lock between
+        them (its log must say it locked the 100 connections): the server
+        holds its listener, 100 connections and its self-pipe again, the client goes on
+        (20 more rounds of echoes after each restart) and ends with no
+        reset, no lost or wrong echo; SIGTERM ends the server (status 0)."""
+        n = self.ECHO_CLIENTS
+        pr = self.start(args=self.t["args"])
+        self.pid = pr.pid
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(self.program_argv() + ["client", str(port), str(n)],
+                        out=self.p("client.log"), err=self.p("client.log"))
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k=20):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
+                            [cl], timeout=60)
+
+        def held(when):
+            # the listener, the connections, the loop's self-pipe (a socketpair)
+            if self.socket_fds(self.pid) != n + 3:
+                raise Fail("%s: the server holds %d sockets, want %d" % (
+                    when, self.socket_fds(self.pid), n + 3))
+
+        progress(5)
+        held("before")
+        rp = pr
+        if not self.opts.no_ckpt:
+            rp = self.tcp_cycles(pr, port, lambda: (held("after the restart"), progress()),
+                                 conns=n)
+            self.notes.append("%d rounds" % rounds())
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "the echo server after SIGTERM")
+        if rp.returncode != 0 or "served" not in self.out():
+            raise Fail("the echo server: status %s: %s" % (rp.returncode, self.out()[-300:]))
 
     def flow_http_server(self):
         """python3 -m http.server on 127.0.0.1 at a free port, serving the
