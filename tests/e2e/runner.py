@@ -325,6 +325,7 @@ TESTS = [
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     entry("real_nginx", (B, T, R), kind="nginx"),
+    entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
     # restarting a database's first image again would undo what it wrote since: no reuse
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
@@ -1856,7 +1857,7 @@ http {{
     uwsgi_temp_path {d}/tmp/uwsgi;
     scgi_temp_path {d}/tmp/scgi;
     server {{
-        listen unix:{d}/nginx.sock;
+        listen {listen};
         root {d}/www;
     }}
 }}
@@ -1920,7 +1921,7 @@ http {{
                 f.write(data)
             os.chmod(self.p("www", name), 0o644)
         with open(self.p("nginx.conf"), "w") as f:
-            f.write(self.NGINX_CONF.format(d=d))
+            f.write(self.NGINX_CONF.format(d=d, listen="unix:%s/nginx.sock" % d))
         sock = self.p("nginx.sock")
         self.logs += [self.p("error.log"), self.p("nginx.out")]
         pr = self.popen([nginx, "-c", self.p("nginx.conf"), "-p", d], out=self.p("nginx.out"),
@@ -1956,6 +1957,90 @@ http {{
         if self.mode == R:
             self.expect_gone("the first restored run")
             after(self.restart(self.p("img"), "restart2"), "after the second restart")
+
+    NGINX_BIG = 50 * MiB
+    NGINX_RATE = 8 * MiB
+
+    def nginx_bin(self):
+        nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
+                                          else None)
+        if not nginx:
+            raise Skip("nginx not installed (Debian package nginx)")
+        if not shutil.which("curl"):
+            raise Skip("curl not installed (Debian package curl)")
+        return nginx
+
+    def flow_nginx_tcp(self):
+        """nginx as packaged (master as root, 2 workers as nobody), on
+        127.0.0.1 at a free port with sendfile on, serving a 50 MB file of
+        random bytes to curl (a process of the runner's, outside the tree)
+        limited to 8 MB/s; checkpoint --kill and restart once curl has a
+        tenth of it (twice mode: again once it got 2 MB more), with only
+        ckpt's network lock between them, whose log must say it locked the
+        download's connection: curl ends with status 0 (no reset, no
+        timeout) and the file is byte-identical; the workers are the same
+        pids, still nobody; nginx serves a new request, then SIGQUIT ends
+        it with status 0."""
+        nginx = self.nginx_bin()
+        d = self.dir
+        os.chmod(d, 0o755)  # the workers (nobody) read www/
+        os.mkdir(self.p("www"), 0o755)
+        os.mkdir(self.p("tmp"), 0o755)
+        big = os.urandom(self.NGINX_BIG)
+        with open(self.p("www", "big"), "wb") as f:
+            f.write(big)
+        os.chmod(self.p("www", "big"), 0o644)
+        port = self.free_port()
+        conf = self.NGINX_CONF.format(d=d, listen="127.0.0.1:%d" % port)
+        with open(self.p("nginx.conf"), "w") as f:
+            f.write(conf.replace("    access_log", "    sendfile on;\n    access_log", 1))
+        self.logs += [self.p("error.log"), self.p("curl.err")]
+        pr = self.start_server([nginx, "-c", self.p("nginx.conf"), "-p", d], port)
+
+        def forked():
+            try:
+                return self.nginx_workers(pr.pid)
+            except Fail:
+                return None
+        self.wait_until("nginx's two workers as nobody", forked, [pr])
+        workers = self.nginx_workers(pr.pid)
+        url = "http://127.0.0.1:%d/big" % port
+        cl = self.popen(["curl", "-sS", "--limit-rate", str(self.NGINX_RATE), "--max-time", "120",
+                         "-o", self.p("dl"), url], err=self.p("curl.err"))
+
+        def got(k):
+            at = self.size("dl")
+            self.wait_until("%d more bytes downloaded" % k, lambda: self.size("dl") >= at + k,
+                            [cl], timeout=60)
+
+        got(self.NGINX_BIG // 10)
+        rp = pr
+        if not self.opts.no_ckpt:
+            rp = self.tcp_cycles(pr, port, lambda: got(2 * MiB), conns=1)
+            at = self.size("dl")
+            if at >= self.NGINX_BIG:
+                raise Fail("the download had finished at the last restart")
+            self.notes.append("restarted at %d%% of the download" % (100 * at // self.NGINX_BIG))
+            if self.nginx_workers(self.pid) != workers:
+                raise Fail("the workers are not the pids %s" % workers)
+        self.wait_all([cl], 120, "curl")
+        if cl.returncode != 0:
+            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
+        with open(self.p("dl"), "rb") as f:
+            data = f.read()
+        if data != big:
+            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
+                     min(len(data), len(big)))
+            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
+                       % (n, len(data), len(big)))
+        r = subprocess.run(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
+                            "%{http_code} %{size_download}", url], capture_output=True, timeout=60)
+        if r.stdout.decode() != "200 %d" % self.NGINX_BIG:
+            raise Fail("a new request got %r: %s" % (r.stdout, r.stderr.decode(errors="replace")))
+        os.kill(self.pid, signal.SIGQUIT)
+        self.wait_all([rp], EXIT_TIMEOUT, "nginx after SIGQUIT")
+        if rp.returncode != 0:
+            raise Fail("nginx ended with status %s" % rp.returncode)
 
     PG_BIN = "/usr/lib/postgresql/15/bin"
 
@@ -4482,7 +4567,7 @@ http {{
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.t["kind"] in ("compare", "make", "redis", "nginx", "postgres"):
+        if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres", "postgres_tcp"):
             # what a failed real program left: pool workers, make's children
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):
