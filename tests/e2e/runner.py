@@ -330,6 +330,8 @@ TESTS = [
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
+    # on TCP, a client of the runner's connected across
+    entry("real_postgres_tcp", (B, T), kind="postgres_tcp"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inet.*tcp.*not accepted yet"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -2048,8 +2050,9 @@ http {{
         """psql -At -c sql as user postgres over the test's socket: the
         output lines; then waits until the server process that served it
         has gone (its socket had a peer outside the tree)."""
-        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1",
-                "-h", self.p("pgsock"), "-U", "postgres", "-d", "postgres", "-c", sql]
+        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1"] + \
+            getattr(self, "pg_where", ["-h", self.p("pgsock")]) + \
+            ["-U", "postgres", "-d", "postgres", "-c", sql]
         try:
             r = subprocess.run(argv, capture_output=True, timeout=60, cwd=self.dir)
         except subprocess.TimeoutExpired:
@@ -2057,8 +2060,9 @@ http {{
         if r.returncode != 0:
             raise Fail("psql %r: exit %d: %s" % (sql[:60], r.returncode,
                                                   r.stderr.decode(errors="replace").strip()))
+        held = getattr(self, "pg_held", 0)  # backends of connections held across
         self.wait_until("the server process of psql to exit",
-                        lambda: not self.pg_backends(self.pid), [], timeout=20)
+                        lambda: len(self.pg_backends(self.pid)) <= held, [], timeout=20)
         return r.stdout.decode().splitlines()
 
     def pg_backends(self, master):
@@ -2079,14 +2083,12 @@ http {{
                 out.append(k)
         return out
 
-    def flow_postgres(self):
-        """PostgreSQL 15: a cluster made by initdb in the test's directory,
-        the postmaster started directly as user postgres (root dropped to
-        it: no capabilities), on a unix socket of its own only
-        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
-        --kill (its SysV interlock segment removed with the tree: the image
-        holds it), restarted on the same host; the rows are counted and a
-        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+    def pg_start(self, conf, sockname):
+        """initdb of a cluster in the test's directory, then the postmaster
+        with the settings conf (-c NAME=VALUE...), as user postgres (or, for
+        a ct test, pid 1 of `ckpt run` dropped to postgres by setpriv);
+        returns once it accepts connections (on its unix socket sockname in
+        pgsock/, if given, and at self.pg_where), self.pid set."""
         for prog in ("postgres", "initdb", "psql"):
             if not os.access(os.path.join(self.PG_BIN, prog), os.X_OK):
                 raise Skip("%s/%s not installed (Debian packages postgresql-15, "
@@ -2105,8 +2107,7 @@ http {{
         if ini.returncode != 0:
             raise Fail("initdb exit %d" % ini.returncode)
         argv = [os.path.join(self.PG_BIN, "postgres"), "-D", data,
-                "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sock,
-                "-c", "shared_buffers=16MB", "-c", "max_connections=10"]
+                "-c", "shared_buffers=16MB", "-c", "max_connections=10"] + list(conf)
         ct = self.t.get("ct")
         if ct:
             # pid 1 of `ckpt run`, dropped to postgres by setpriv (which execs)
@@ -2124,17 +2125,32 @@ http {{
             pr = self.popen(argv, out=self.p("pg.log"), err=self.p("pg.log"), **as_pg)
             self.pid = pr.pid
         self.t0 = time.monotonic()
-        self.wait_until("the postmaster's socket",
-                        lambda: os.path.exists(os.path.join(sock, ".s.PGSQL.5432")), [pr])
+        if sockname:
+            self.wait_until("the postmaster's socket",
+                            lambda: os.path.exists(os.path.join(sock, sockname)), [pr])
+        where = getattr(self, "pg_where", ["-h", sock])
         self.wait_until("the database to accept connections",
-                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q",
-                                                "-h", sock], capture_output=True).returncode == 0,
+                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q"]
+                                               + where, capture_output=True).returncode == 0,
                         [pr], timeout=60)
         # its interlock segment, for cleanup() to remove if the test fails
         with open(os.path.join(data, "postmaster.pid")) as f:
             key, shmid = f.read().splitlines()[6].split()
         with open(self.p("shm.id"), "w") as f:
             f.write("%s %s\n" % (shmid, key))
+        return pr
+
+    def flow_postgres(self):
+        """PostgreSQL 15: a cluster made by initdb in the test's directory,
+        the postmaster started directly as user postgres (root dropped to
+        it: no capabilities), on a unix socket of its own only
+        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
+        --kill (its SysV interlock segment removed with the tree: the image
+        holds it), restarted on the same host; the rows are counted and a
+        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+        ct = self.t.get("ct")
+        pr = self.pg_start(["-c", "listen_addresses=", "-c",
+                            "unix_socket_directories=" + self.p("pgsock")], ".s.PGSQL.5432")
         self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
         self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
 
@@ -2173,6 +2189,132 @@ http {{
         self.psql("INSERT INTO t VALUES (1001, 'after')")
         count("after the insert", 1001)
         stop(rp, "after the restart")
+
+    class PgConn:
+        """A PostgreSQL client on one TCP connection, the simple query
+        protocol (v3) and trust authentication: query() returns the rows
+        (tuples of str) or raises Fail with the server's error."""
+
+        def __init__(self, port, user="postgres"):
+            self.s = socket.create_connection(("127.0.0.1", port), timeout=60)
+            self.f = self.s.makefile("rb")
+            body = struct.pack("!I", 196608) + b"user\0%s\0database\0postgres\0\0" % \
+                user.encode()
+            self.s.sendall(struct.pack("!I", len(body) + 4) + body)
+            self.until_ready()
+
+        def msg(self):
+            hdr = self.f.read(5)
+            if len(hdr) < 5:
+                raise ConnectionError("end of file from the server")
+            t, n = hdr[:1], struct.unpack("!I", hdr[1:])[0]
+            return t, self.f.read(n - 4)
+
+        def until_ready(self):
+            rows, err = [], None
+            while True:
+                t, body = self.msg()
+                if t == b"Z":
+                    if err:
+                        raise Fail("postgres: %s" % err)
+                    return rows
+                if t == b"E":
+                    err = b"; ".join(f[1:] for f in body.split(b"\0") if f[:1] in (b"M", b"C"))
+                    err = err.decode(errors="replace")
+                elif t == b"R" and struct.unpack("!I", body[:4])[0] != 0:
+                    raise Fail("postgres asks for authentication %d" % struct.unpack("!I", body[:4]))
+                elif t == b"D":
+                    k, at, row = struct.unpack("!H", body[:2])[0], 2, []
+                    for _ in range(k):
+                        n = struct.unpack("!i", body[at:at + 4])[0]
+                        row.append(None if n < 0 else body[at + 4:at + 4 + n].decode())
+                        at += 4 + max(n, 0)
+                    rows.append(tuple(row))
+
+        def query(self, sql):
+            q = sql.encode() + b"\0"
+            self.s.sendall(b"Q" + struct.pack("!I", len(q) + 4) + q)
+            return self.until_ready()
+
+        def close(self):
+            try:
+                self.s.sendall(b"X\0\0\0\4")
+            except OSError:
+                pass
+            self.f.close()
+            self.s.close()
+
+    def flow_postgres_tcp(self):
+        """PostgreSQL 15 set up as in real_postgres, but on TCP only
+        (listen_addresses=127.0.0.1, a free port, no unix socket). A client
+        of the runner's (the protocol spoken by PgConn, in a thread) holds
+        one connection and inserts a row and reads it back (INSERT ...
+        RETURNING) in a loop, checking each reply, across checkpoint --kill
+        and restart with only ckpt's network lock between them (its log
+        must say it locked that connection); its backend is the same pid
+        after the restart; psql on new connections counts the rows; at the
+        end the held connection counts exactly the rows it was told were
+        inserted and SIGINT (fast shutdown) ends postgres cleanly."""
+        port = self.free_port()
+        self.pg_where = ["-h", "127.0.0.1", "-p", str(port)]
+        pr = self.pg_start(["-c", "listen_addresses=127.0.0.1", "-c", "port=%d" % port,
+                            "-c", "unix_socket_directories="], None)
+        self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
+        self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
+        conn = self.PgConn(port)
+        self.pg_held = 1
+        backend = conn.query("SELECT pg_backend_pid()")[0][0]
+        if self.pg_backends(self.pid) != [int(backend)]:
+            raise Fail("the held connection's backend %s is not the postmaster's one child "
+                       "serving a client (%s)" % (backend, self.pg_backends(self.pid)))
+        state = {"n": 0, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = 1001 + state["n"]
+                    got = conn.query("INSERT INTO t VALUES (%d, 'loop') RETURNING i, s" % i)
+                    if got != [(str(i), "loop")]:
+                        raise Fail("insert %d: got %r" % (i, got))
+                    state["n"] += 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("50 more inserts", lambda: state["n"] >= n + 50 or state["err"],
+                            [], timeout=60)
+            if state["err"]:
+                raise Fail("the held connection: %r" % (state["err"],))
+            got = self.psql("SELECT count(*) >= %d FROM t" % (1000 + n))
+            if got != ["t"]:
+                raise Fail("psql counts fewer than %d rows" % (1000 + n))
+
+        try:
+            progress()
+            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
+        finally:
+            state["stop"] = True
+            th.join(60)
+        if state["err"]:
+            raise Fail("the held connection: %r" % (state["err"],))
+        n = state["n"]
+        got = conn.query("SELECT count(*), pg_backend_pid() FROM t")
+        if got != [(str(1000 + n), backend)]:
+            raise Fail("the held connection counts %r, want %d rows and backend %s"
+                       % (got, 1000 + n, backend))
+        self.notes.append("%d inserts" % n)
+        conn.close()
+        self.pg_held = 0
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "postgres after SIGINT (fast shutdown)")
+        if rp.returncode != 0:
+            raise Fail("postgres ended with status %s" % rp.returncode)
+        with open(self.p("pg.log"), "rb") as f:
+            if b"database system is shut down" not in f.read():
+                raise Fail("the log does not say the database was shut down")
 
     def flow_external(self):
         """A unix socket of the tree connected to a server of the runner's,
