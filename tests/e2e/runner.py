@@ -1613,17 +1613,49 @@ class Run:
         return (m.group(1), int(m.group(2))) if m else None
 
     @staticmethod
-    def nft_has(table):
+    def nft_drops(table):
+        """The packets the rules of the nftables table inet TABLE counted
+        (dropped), or None if there is no such table."""
         nft = shutil.which("nft") or "/usr/sbin/nft"
         r = subprocess.run([nft, "list", "table", "inet", table], capture_output=True, timeout=20)
-        return r.returncode == 0
+        if r.returncode != 0:
+            return None
+        return sum(int(n) for n in re.findall(rb"counter packets (\d+)", r.stdout))
 
-    def tcp_cycles(self, pr, port, progress=None, conns=0):
+    class DownCall:
+        """fn() run on a thread of its own, started while the server is down
+        (start, for tcp_cycles' while_down) and joined after the restart
+        (check, which raises Fail with what fn raised or if it hangs)."""
+
+        def __init__(self, what, fn):
+            self.what, self.fn, self.th, self.err = what, fn, None, None
+
+        def run(self):
+            try:
+                self.fn()
+            except Exception as e:  # reported by check()
+                self.err = e
+
+        def start(self):
+            self.th = threading.Thread(target=self.run, daemon=True)
+            self.th.start()
+
+        def check(self):
+            self.th.join(EXIT_TIMEOUT)
+            if self.th.is_alive():
+                raise Fail("%s, begun while the server was down, hung" % self.what)
+            if self.err:
+                raise Fail("%s, begun while the server was down: %r" % (self.what, self.err))
+
+    def tcp_cycles(self, pr, port, progress=None, conns=0, while_down=None):
         """checkpoint --kill and restart (twice in twice mode) with nothing
         but ckpt's own network lock between the clients and the server:
-        its log must say it locked at least conns connections, and the
-        restart must have removed that table. progress() (if given) must
-        go on after each restart. Returns the last ckpt restart."""
+        its log must say it locked at least conns connections. Between the
+        checkpoint and the restart while_down() (if given) has a client
+        send to the server (gone): the restart waits until the lock has
+        dropped a packet, which without the lock would have been answered
+        by a reset. The restart must remove the lock; progress() (if
+        given) must go on after each restart. Returns the last restart."""
         rp = pr
         for i in range(2 if self.mode == T else 1):
             tag = "" if i == 0 else "2"
@@ -1634,10 +1666,15 @@ class Run:
                            % (tag, lock and lock[1], conns))
             if rp is not pr:
                 self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+            if while_down:
+                while_down()
+                if lock:
+                    self.wait_until("the network lock %s to drop a packet" % lock[0],
+                                    lambda: self.nft_drops(lock[0]), [], timeout=30)
             rp = self.restart(self.p("img" + tag), "restart" + tag)
             if lock:
                 self.wait_until("the restart to remove the network lock %s" % lock[0],
-                                lambda: not self.nft_has(lock[0]), [rp], timeout=30)
+                                lambda: self.nft_drops(lock[0]) is None, [rp], timeout=30)
             if progress:
                 progress()
         return rp
@@ -1661,9 +1698,10 @@ class Run:
         """redis-server on 127.0.0.1 at a free port, TCP only; a client of
         the runner's holds one connection and issues SET, GET and INCR in a
         loop, checking every reply, across checkpoint --kill and restart
-        with only ckpt's network lock between them (what the client sends
-        while the server is down is dropped and retransmitted): no error,
-        no lost reply, no reset."""
+        with only ckpt's network lock between them: no error, no lost
+        reply, no reset. A second connection sends PING while the server
+        is down (dropped by the lock, retransmitted): PONG after the
+        restart."""
         if not shutil.which("redis-server"):
             raise Skip("redis-server not installed")
         port = self.free_port()
@@ -1674,6 +1712,15 @@ class Run:
         cl = socket.create_connection(("127.0.0.1", port), timeout=60)
         f = cl.makefile("rb")
         state = {"n": 0, "err": None, "stop": False}
+        # a second connection sends PING while the server is down
+        probe = socket.create_connection(("127.0.0.1", port), timeout=60)
+        pf = probe.makefile("rb")
+
+        def ping():
+            probe.sendall(self.resp_cmd(["PING"]))
+            if self.resp_read(pf) != "+PONG":
+                raise Fail("no PONG")
+        down = self.DownCall("a PING", ping)
 
         def loop():
             try:
@@ -1698,11 +1745,16 @@ class Run:
                             [], timeout=60)
         try:
             progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
+            if self.opts.no_ckpt:
+                rp = pr
+            else:
+                rp = self.tcp_cycles(pr, port, lambda: (down.check(), progress()), conns=2,
+                                     while_down=down.start)
         finally:
             state["stop"] = True
             th.join(60)
             cl.close()
+            probe.close()
         if state["err"]:
             raise Fail("the redis client: %r" % (state["err"],))
         self.vlog("%d commands" % state["n"])
@@ -1731,7 +1783,10 @@ class Run:
         them (its log must say it locked the 100 connections): the server
         holds its listener, 100 connections and its self-pipe again, the client goes on
         (20 more rounds of echoes after each restart) and ends with no
-        reset, no lost or wrong echo; SIGTERM ends the server (status 0)."""
+        reset, no lost or wrong echo; SIGTERM ends the server (status 0).
+        One more connection, the runner's, sends a line while the server
+        is down (dropped by the lock, retransmitted): echoed after the
+        restart."""
         n = self.ECHO_CLIENTS
         pr = self.start(args=self.t["args"])
         self.pid = pr.pid
@@ -1753,18 +1808,38 @@ class Run:
                             [cl], timeout=60)
 
         def held(when):
-            # the listener, the connections, the loop's self-pipe (a socketpair)
-            if self.socket_fds(self.pid) != n + 3:
+            # the listener, the connections and the runner's, the loop's
+            # self-pipe (a socketpair)
+            if self.socket_fds(self.pid) != n + 4:
                 raise Fail("%s: the server holds %d sockets, want %d" % (
-                    when, self.socket_fds(self.pid), n + 3))
+                    when, self.socket_fds(self.pid), n + 4))
 
         progress(5)
+        probe = socket.create_connection(("127.0.0.1", port), timeout=60)
+        seq = [0]
+
+        def echo():
+            seq[0] += 1
+            want = b"probe %d\n" % seq[0]
+            probe.sendall(want)
+            got = b""
+            while len(got) < len(want):
+                d = probe.recv(len(want) - len(got))
+                if not d:
+                    raise Fail("end of file")
+                got += d
+            if got != want:
+                raise Fail("echo %r, want %r" % (got, want))
+        echo()
         held("before")
+        down = self.DownCall("a line of the runner's", echo)
         rp = pr
         if not self.opts.no_ckpt:
-            rp = self.tcp_cycles(pr, port, lambda: (held("after the restart"), progress()),
-                                 conns=n)
+            rp = self.tcp_cycles(pr, port, lambda: (down.check(), held("after the restart"),
+                                                    progress()),
+                                 conns=n + 1, while_down=down.start)
             self.notes.append("%d rounds" % rounds())
+        probe.close()
         with open(self.p("stop"), "w"):
             pass
         self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
@@ -1780,7 +1855,9 @@ class Run:
     def flow_http_server(self):
         """python3 -m http.server on 127.0.0.1 at a free port, serving the
         test's directory: it answers before, and after checkpoint --kill
-        and restart, a GET of a file on a new connection."""
+        and restart, a GET of a file on a new connection; a GET begun while
+        the server is down (its SYN dropped by ckpt's network lock, not
+        refused) is answered after the restart."""
         port = self.free_port()
         with open(self.p("hello.txt"), "w") as f:
             f.write("hello from http.server\n" * 100)
@@ -1800,7 +1877,9 @@ class Run:
                     not data.endswith(b"hello from http.server\n" * 100):
                 raise Fail("http.server answered %r" % data[:200])
         get()
-        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, get)
+        down = self.DownCall("a GET", get)
+        rp = pr if self.opts.no_ckpt else \
+            self.tcp_cycles(pr, port, lambda: (down.check(), get()), while_down=down.start)
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
 
@@ -1961,7 +2040,7 @@ http {{
             after(self.restart(self.p("img"), "restart2"), "after the second restart")
 
     NGINX_BIG = 50 * MiB
-    NGINX_RATE = 8 * MiB
+    NGINX_RATE = 5 * MiB
 
     def nginx_bin(self):
         nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
@@ -1976,13 +2055,15 @@ http {{
         """nginx as packaged (master as root, 2 workers as nobody), on
         127.0.0.1 at a free port with sendfile on, serving a 50 MB file of
         random bytes to curl (a process of the runner's, outside the tree)
-        limited to 8 MB/s; checkpoint --kill and restart once curl has a
+        limited to 5 MB/s; checkpoint --kill and restart once curl has a
         tenth of it (twice mode: again once it got 2 MB more), with only
         ckpt's network lock between them, whose log must say it locked the
         download's connection: curl ends with status 0 (no reset, no
         timeout) and the file is byte-identical; the workers are the same
         pids, still nobody; nginx serves a new request, then SIGQUIT ends
-        it with status 0."""
+        it with status 0. A GET of another file begun while nginx is down
+        (its SYN dropped by the lock, not refused) is answered after the
+        restart."""
         nginx = self.nginx_bin()
         d = self.dir
         os.chmod(d, 0o755)  # the workers (nobody) read www/
@@ -1992,6 +2073,9 @@ http {{
         with open(self.p("www", "big"), "wb") as f:
             f.write(big)
         os.chmod(self.p("www", "big"), 0o644)
+        with open(self.p("www", "small"), "wb") as f:
+            f.write(b"small\n" * 1000)
+        os.chmod(self.p("www", "small"), 0o644)
         port = self.free_port()
         conf = self.NGINX_CONF.format(d=d, listen="127.0.0.1:%d" % port)
         with open(self.p("nginx.conf"), "w") as f:
@@ -2015,10 +2099,25 @@ http {{
             self.wait_until("%d more bytes downloaded" % k, lambda: self.size("dl") >= at + k,
                             [cl], timeout=60)
 
+        def small():
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                c.sendall(b"GET /small HTTP/1.0\r\nHost: x\r\n\r\n")
+                data = b""
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    data += b
+            if not data.startswith(b"HTTP/1.1 200") or not data.endswith(b"\r\n\r\n" + b"small\n" * 1000):
+                raise Fail("nginx answered %r" % data[:200])
+
         got(self.NGINX_BIG // 10)
+        small()
+        down = self.DownCall("a GET of another file", small)
         rp = pr
         if not self.opts.no_ckpt:
-            rp = self.tcp_cycles(pr, port, lambda: got(2 * MiB), conns=1)
+            rp = self.tcp_cycles(pr, port, lambda: (down.check(), got(2 * MiB)), conns=1,
+                                 while_down=down.start)
             at = self.size("dl")
             if at >= self.NGINX_BIG:
                 raise Fail("the download had finished at the last restart")
@@ -2254,19 +2353,27 @@ http {{
         must say it locked that connection); its backend is the same pid
         after the restart; psql on new connections counts the rows; at the
         end the held connection counts exactly the rows it was told were
-        inserted and SIGINT (fast shutdown) ends postgres cleanly."""
+        inserted and SIGINT (fast shutdown) ends postgres cleanly. A second
+        held connection sends SELECT 42 while the server is down (dropped
+        by the lock, retransmitted): answered after the restart."""
         port = self.free_port()
         self.pg_where = ["-h", "127.0.0.1", "-p", str(port)]
         pr = self.pg_start(["-c", "listen_addresses=127.0.0.1", "-c", "port=%d" % port,
                             "-c", "unix_socket_directories="], None)
         self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
         self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
-        conn = self.PgConn(port)
-        self.pg_held = 1
+        conn, probe = self.PgConn(port), self.PgConn(port)
+        self.pg_held = 2
+
+        def select42():
+            if probe.query("SELECT 42") != [("42",)]:
+                raise Fail("SELECT 42 did not answer 42")
+        down = self.DownCall("a SELECT on a second connection", select42)
+        select42()
         backend = conn.query("SELECT pg_backend_pid()")[0][0]
-        if self.pg_backends(self.pid) != [int(backend)]:
-            raise Fail("the held connection's backend %s is not the postmaster's one child "
-                       "serving a client (%s)" % (backend, self.pg_backends(self.pid)))
+        if int(backend) not in self.pg_backends(self.pid):
+            raise Fail("the held connection's backend %s is not among the postmaster's "
+                       "children serving a client (%s)" % (backend, self.pg_backends(self.pid)))
         state = {"n": 0, "err": None, "stop": False}
 
         def loop():
@@ -2294,7 +2401,11 @@ http {{
 
         try:
             progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
+            if self.opts.no_ckpt:
+                rp = pr
+            else:
+                rp = self.tcp_cycles(pr, port, lambda: (down.check(), progress()), conns=2,
+                                     while_down=down.start)
         finally:
             state["stop"] = True
             th.join(60)
@@ -2307,6 +2418,7 @@ http {{
                        % (got, 1000 + n, backend))
         self.notes.append("%d inserts" % n)
         conn.close()
+        probe.close()
         self.pg_held = 0
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "postgres after SIGINT (fast shutdown)")
