@@ -326,6 +326,8 @@ TESTS = [
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     entry("real_nginx", (B, T, R), kind="nginx"),
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
+    # IPv6, each worker its own listener of a SO_REUSEPORT group
+    entry("real_nginx_tcp6", kind="nginx_tcp", host="::1", listen_opts=" reuseport"),
     # restarting a database's first image again would undo what it wrote since: no reuse
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
@@ -1584,16 +1586,16 @@ class Run:
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
 
-    def start_server(self, argv, port):
-        """Starts argv as the test's tree; returns once 127.0.0.1:port
-        accepts connections."""
+    def start_server(self, argv, port, host="127.0.0.1"):
+        """Starts argv as the test's tree; returns once host:port accepts
+        connections."""
         self.t = dict(self.t, argv=argv)
         pr = self.start()
         self.pid = pr.pid
 
         def up():
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                socket.create_connection((host, port), timeout=5).close()
                 return True
             except OSError:
                 return False
@@ -2051,6 +2053,17 @@ http {{
             raise Skip("curl not installed (Debian package curl)")
         return nginx
 
+    @staticmethod
+    def tcp_listeners(port):
+        """How many sockets of this namespace listen on TCP port port."""
+        n = 0
+        for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(name) as f:
+                for ln in f.readlines()[1:]:
+                    fl = ln.split()
+                    n += fl[3] == "0A" and int(fl[1].rsplit(":", 1)[1], 16) == port
+        return n
+
     def flow_nginx_tcp(self):
         """nginx as packaged (master as root, 2 workers as nobody), on
         127.0.0.1 at a free port with sendfile on, serving a 50 MB file of
@@ -2061,7 +2074,9 @@ http {{
         download's connection: curl ends with status 0 (no reset, no
         timeout) and the file is byte-identical; the workers are the same
         pids, still nobody; nginx serves a new request, then SIGQUIT ends
-        it with status 0. A GET of another file begun while nginx is down
+        it with status 0; as many sockets listen on the port as before (one,
+        or with reuseport one for each worker). A GET of
+        another file begun while nginx is down
         (its SYN dropped by the lock, not refused) is answered after the
         restart."""
         nginx = self.nginx_bin()
@@ -2077,11 +2092,13 @@ http {{
             f.write(b"small\n" * 1000)
         os.chmod(self.p("www", "small"), 0o644)
         port = self.free_port()
-        conf = self.NGINX_CONF.format(d=d, listen="127.0.0.1:%d" % port)
+        host = self.t.get("host", "127.0.0.1")
+        listen = ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+        conf = self.NGINX_CONF.format(d=d, listen=listen + self.t.get("listen_opts", ""))
         with open(self.p("nginx.conf"), "w") as f:
             f.write(conf.replace("    access_log", "    sendfile on;\n    access_log", 1))
         self.logs += [self.p("error.log"), self.p("curl.err")]
-        pr = self.start_server([nginx, "-c", self.p("nginx.conf"), "-p", d], port)
+        pr = self.start_server([nginx, "-c", self.p("nginx.conf"), "-p", d], port, host)
 
         def forked():
             try:
@@ -2090,7 +2107,10 @@ http {{
                 return None
         self.wait_until("nginx's two workers as nobody", forked, [pr])
         workers = self.nginx_workers(pr.pid)
-        url = "http://127.0.0.1:%d/big" % port
+        nlisten = self.tcp_listeners(port)
+        if nlisten != (2 if "reuseport" in conf else 1):
+            raise Fail("%d listening sockets on port %d" % (nlisten, port))
+        url = "http://%s/big" % listen
         cl = self.popen(["curl", "-sS", "--limit-rate", str(self.NGINX_RATE), "--max-time", "120",
                          "-o", self.p("dl"), url], err=self.p("curl.err"))
 
@@ -2100,7 +2120,7 @@ http {{
                             [cl], timeout=60)
 
         def small():
-            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+            with socket.create_connection((host, port), timeout=30) as c:
                 c.sendall(b"GET /small HTTP/1.0\r\nHost: x\r\n\r\n")
                 data = b""
                 while True:
@@ -2124,6 +2144,9 @@ http {{
             self.notes.append("restarted at %d%% of the download" % (100 * at // self.NGINX_BIG))
             if self.nginx_workers(self.pid) != workers:
                 raise Fail("the workers are not the pids %s" % workers)
+            if self.tcp_listeners(port) != nlisten:
+                raise Fail("%d listening sockets on port %d after the restart, want %d"
+                           % (self.tcp_listeners(port), port, nlisten))
         self.wait_all([cl], 120, "curl")
         if cl.returncode != 0:
             raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
