@@ -218,6 +218,7 @@ TESTS = [
     entry("tcp_pair6", (B, T)),
     entry("tcp_mapped", (B, T)),
     entry("tcp_halfclose", (B, T)),
+    entry("tcp_timewait", (B, T, R)),
     entry("netlock_listen", kind="netlock_listen", program="tcp_pair"),
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
@@ -4837,8 +4838,19 @@ http {{
         if any(len(r) > 1 and int(r[0]) == key and int(r[1]) == sid for r in rows):
             subprocess.run(["ipcrm", "-m", str(sid)], capture_output=True)
 
+    def remove_netlocks(self):
+        """The network locks the test's checkpoints left (a failed restart
+        leaves them for the next one), so that none outlives the test."""
+        for name in os.listdir(self.dir):
+            if name.startswith("ckpt") and name.endswith(".log"):
+                lock = self.netlock_of(name[:-4])
+                if lock and self.nft_drops(lock[0]) is not None:
+                    subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "delete", "table",
+                                    "inet", lock[0]], capture_output=True, timeout=20)
+
     def cleanup(self):
         self.remove_shm()
+        self.remove_netlocks()
         if self.pid and self.ours(self.pid):
             try:
                 os.kill(self.pid, signal.SIGKILL)
