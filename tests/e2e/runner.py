@@ -19,7 +19,10 @@ Modes:
 Other kinds of test: refusals (checkpoint must fail, the original must be
 unharmed), CLI errors, damaged images, real programs (sleep, python3,
 bash pipelines, multiprocessing, make -j2, redis-server, nginx, PostgreSQL:
-flows compare, make, redis, nginx and postgres drive them from outside).
+flows compare, make, redis, nginx and postgres drive them from outside; on
+TCP, flows redis_tcp, http_server, echo100, nginx_tcp and postgres_tcp,
+through tcp_cycles(), with only ckpt's network lock between the clients
+and the server while it is away).
 A real program whose package is absent is skipped, saying so.
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
