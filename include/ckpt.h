@@ -146,6 +146,14 @@ struct ckpt_opts {
 	void (*progress)(void *arg, const struct ckpt_progress *p);
 	void *progress_arg;
 	unsigned progress_interval_ms;
+	/*
+	 * checkpoint with CKPT_KILL: called with image_done_arg once the tree's
+	 * death is decided -- image_done returned 0 and the guardian has been
+	 * told to kill the tree should ckpt die -- just before the kill. A
+	 * migration tells its target here that the copy may run. NULL for
+	 * none; a smaller size (an older caller) has none.
+	 */
+	void (*committed)(void *arg);
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -154,6 +162,8 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V2 offsetof(struct ckpt_opts, result)
 /* The struct before progress was added. */
 #define CKPT_OPTS_SIZE_V3 offsetof(struct ckpt_opts, progress)
+/* The struct before committed was added. */
+#define CKPT_OPTS_SIZE_V4 offsetof(struct ckpt_opts, committed)
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
 CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);

@@ -11,6 +11,8 @@ int cmd_inspect(const struct cli_args *a);
 int cmd_check(const struct cli_args *a);
 int cmd_run(const struct cli_args *a);
 int cmd_keygen(const struct cli_args *a);
+int cmd_migrate(const struct cli_args *a);
+int cmd_receive(const struct cli_args *a);
 
 /*
  * report.c: with --json and no --log, a memfd the library logs warnings to

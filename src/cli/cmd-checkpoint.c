@@ -47,9 +47,28 @@ static int check_target(const char *path)
 	return 0;
 }
 
+
+/* One reason on the line; several (every refusal of the tree) one a line. */
+static void print_failure(const char *err)
+{
+	int n = 1;
+	for (const char *c = err; *c; c++)
+		n += *c == '\n';
+	if (n == 1) {
+		fprintf(stderr, "ckpt: checkpoint failed: %s\n", err);
+		return;
+	}
+	fprintf(stderr, "ckpt: checkpoint failed, %d reasons:\n", n);
+	for (const char *l = err; *l;) {
+		size_t len = strcspn(l, "\n");
+		fprintf(stderr, "  %.*s\n", (int)len, l);
+		l += len + (l[len] == '\n');
+	}
+}
+
 int cmd_checkpoint(const struct cli_args *a)
 {
-	char err[512] = "";
+	char err[4096] = "";
 	struct safe_file out = { .fd = -1, .dirfd = -1 };
 	int fd, logfd, r;
 	bool to_stdout = !strcmp(a->output, "-");
@@ -114,7 +133,7 @@ int cmd_checkpoint(const struct cli_args *a)
 	if (logfd >= 0 && logfd != warnfd)
 		close(logfd);
 	if (r < 0) {
-		fprintf(stderr, "ckpt: checkpoint failed: %s\n", err[0] ? err : strerror(-r));
+		print_failure(err[0] ? err : strerror(-r));
 		return 1;
 	}
 	cli_report(a, &o.result, to_stdout ? "-" : a->output, warnfd, -1);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run-net.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/proc.h"
@@ -165,7 +166,8 @@ static int detach_stdio(int out)
 }
 
 static __attribute__((noreturn)) void container_init(const struct cli_args *a, int report,
-						       int mapped, bool cgroupns, int out)
+						       int mapped, bool cgroupns, int out,
+						       const struct run_net *net)
 {
 	/* the tty group exists only if the host's ids are mapped (root) */
 	const char *pts = mapped >= 0 ? "newinstance,ptmxmode=0666,mode=0620"
@@ -175,6 +177,10 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 	/* unprivileged: wait until our parent has written the id maps */
 	if (mapped >= 0 && (read(mapped, &c, 1) != 1 || setresgid(0, 0, 0) < 0 ||
 			    setresuid(0, 0, 0) < 0))
+		goto fail;
+	/* --net: once ckpt made the veth pair, its end and loopback (run-net.c) */
+	what = "setting up its network namespace";
+	if (net->on && (errno = -run_net_inside(net)) != 0)
 		goto fail;
 	/* in its cgroup already (CLONE_INTO_CGROUP): the namespace's root */
 	what = "a cgroup namespace";
@@ -282,6 +288,11 @@ int cmd_run(const struct cli_args *a)
 	int report[2], mapped[2] = { -1, -1 };
 
 	struct run_cgroup cg = { .fd = -1 };
+	struct run_net net;
+	if (run_net_plan(a, &net) < 0)
+		return 1;
+	if (net.on)
+		args.flags |= CLONE_NEWNET;
 	if (userns)
 		args.flags |= CLONE_NEWUSER;
 	int out = -1;
@@ -302,7 +313,8 @@ int cmd_run(const struct cli_args *a)
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cg.fd;
 	}
-	if (pipe2(report, O_CLOEXEC) < 0 || (userns && pipe2(mapped, O_CLOEXEC) < 0)) {
+	if (pipe2(report, O_CLOEXEC) < 0 || (userns && pipe2(mapped, O_CLOEXEC) < 0) ||
+	    (net.on && pipe2(net.go, O_CLOEXEC) < 0)) {
 		perror("ckpt: pipe");
 		return 1;
 	}
@@ -319,9 +331,23 @@ int cmd_run(const struct cli_args *a)
 		close(report[0]);
 		if (userns)
 			close(mapped[1]);
-		container_init(a, report[1], mapped[0], cg.fd >= 0, out);
+		if (net.on)
+			close(net.go[1]);
+		container_init(a, report[1], mapped[0], cg.fd >= 0, out, &net);
 	}
 	close(report[1]);
+	if (net.on) {
+		close(net.go[0]);
+		net.go[0] = -1;
+		/* without the pair, the container's init reads end of file and exits */
+		if (run_net_setup(&net, (pid_t)pid) < 0) {
+			run_net_close(&net);
+			kill((pid_t)pid, SIGKILL);
+			waitpid((pid_t)pid, NULL, 0);
+			remove_cgroup(&cg);
+			return 1;
+		}
+	}
 	if (out >= 0)
 		close(out);
 	if (userns) {

@@ -10,7 +10,8 @@
 const char *const cli_cmd_names[CMD_MAX] = {
 	[CMD_CHECKPOINT] = "checkpoint", [CMD_RESTART] = "restart", [CMD_INSPECT] = "inspect",
 	[CMD_CHECK] = "check",		 [CMD_HELP] = "help",	    [CMD_VERSION] = "version",
-	[CMD_RUN] = "run",		 [CMD_KEYGEN] = "keygen",
+	[CMD_RUN] = "run",		 [CMD_KEYGEN] = "keygen",   [CMD_MIGRATE] = "migrate",
+	[CMD_RECEIVE] = "receive",
 };
 
 #define ON(c) (1u << (c))
@@ -32,8 +33,15 @@ struct opt {
 
 #define CP ON(CMD_CHECKPOINT)
 #define RS ON(CMD_RESTART)
+#define MG ON(CMD_MIGRATE)
+#define RC ON(CMD_RECEIVE)
 #define F(field) offsetof(struct cli_args, field)
 static const struct opt opts[] = {
+	{ "to", 0, OPT_STRING, MG, F(to), "HOST:PORT",
+	  "the ckpt receive to move the tree to" },
+	{ "listen", 0, OPT_STRING, RC, F(listen), "[ADDR:]PORT",
+	  "wait there for one migration (ADDR: 127.0.0.1 by\n"
+	  "default; another address needs --key)" },
 	{ "output", 'o', OPT_STRING, CP, F(output), "FILE",
 	  "where the image goes, - for stdout (a file gets its\n"
 	  "name only once the image is complete)" },
@@ -63,16 +71,16 @@ static const struct opt opts[] = {
 	  "print the pid alone on a line and return once it\n"
 	  "runs; run: the container's stdin, stdout and stderr\n"
 	  "are /dev/null (or --output-log)" },
-	{ "pidfile", 0, OPT_STRING, RS | ON(CMD_RUN), F(pidfile), "FILE",
+	{ "pidfile", 0, OPT_STRING, RS | RC | ON(CMD_RUN), F(pidfile), "FILE",
 	  "write the pid to FILE once it runs" },
 	{ "frozen", 0, OPT_FLAG, RS, F(frozen), NULL,
 	  "leave the restored tree stopped; SIGCONT resumes it" },
 	{ "dry-run", 'n', OPT_FLAG, RS, F(dry_run), NULL,
 	  "validate and build the tree, then tear it down" },
-	{ "tcp-close", 0, OPT_FLAG, RS, F(tcp_close), NULL,
+	{ "tcp-close", 0, OPT_FLAG, RS | RC, F(tcp_close), NULL,
 	  "established TCP connections come back closed (the\n"
 	  "program reads ECONNRESET); listening sockets live" },
-	{ "pidns", 0, OPT_FLAG, RS, F(pidns), NULL,
+	{ "pidns", 0, OPT_FLAG, RS | RC, F(pidns), NULL,
 	  "in a new pid namespace under an init of ckpt's, when\n"
 	  "the pids are taken here (without privilege: in a\n"
 	  "user namespace of one's own)" },
@@ -83,6 +91,15 @@ static const struct opt opts[] = {
 	  "keep the caller's fds above 2 open in the container" },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname), "NAME",
 	  "the container's host name" },
+	{ "net", 0, OPT_FLAG, ON(CMD_RUN), F(net), NULL,
+	  "a network namespace of its own, joined to the host by\n"
+	  "a veth pair (root only)" },
+	{ "net-addr", 0, OPT_STRING, ON(CMD_RUN), F(net_addr), "NET/LEN",
+	  "with --net: the veth pair's IPv4 subnet (the host\n"
+	  "end takes its first address, the container its\n"
+	  "second; default a free /30 of 10.200.0.0/16)" },
+	{ "net-host-if", 0, OPT_STRING, ON(CMD_RUN), F(net_host_if), "NAME",
+	  "with --net: the host end's name (default ckptPID-h)" },
 	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup), "NAME",
 	  "the container's cgroup, relative to ckpt's (default\n"
 	  "ckpt-PID), with a cgroup namespace rooted there" },
@@ -102,16 +119,16 @@ static const struct opt opts[] = {
 	{ "diff", 0, OPT_FLAG, ON(CMD_INSPECT), F(diff), NULL,
 	  "compare two images: ckpt inspect --diff A B (exit\n"
 	  "status 1 when they differ)" },
-	{ "quiet", 'q', OPT_FLAG, CP | RS, F(quiet), NULL,
+	{ "quiet", 'q', OPT_FLAG, CP | RS | MG | RC, F(quiet), NULL,
 	  "no summary line (nor progress line) on stderr" },
 	{ "progress-interval", 0, OPT_STRING, CP | RS, F(progress_interval), "MS",
 	  "update the progress line shown on a terminal\n"
 	  "every MS milliseconds (default 100)" },
-	{ "key", 0, OPT_STRING, CP | RS | ON(CMD_INSPECT), F(key), "KEYFILE",
+	{ "key", 0, OPT_STRING, CP | RS | MG | RC | ON(CMD_INSPECT), F(key), "KEYFILE",
 	  "encrypt the image with the key in KEYFILE\n"
 	  "(checkpoint); refuse any image not made with it\n"
 	  "(restart, inspect)" },
-	{ "log", 0, OPT_STRING, CP | RS, F(log), "FILE",
+	{ "log", 0, OPT_STRING, CP | RS | MG | RC, F(log), "FILE",
 	  "append an account of what was done, and why\n"
 	  "something failed, to FILE" },
 	{ "verbose", 'v', OPT_COUNT, ~0u, F(verbose), NULL, "more detail in the log" },
@@ -120,6 +137,8 @@ static const struct opt opts[] = {
 #undef F
 #undef CP
 #undef RS
+#undef MG
+#undef RC
 
 /* What each command takes and does, for its --help and `ckpt --help`. */
 static const struct {
@@ -149,6 +168,16 @@ static const struct {
 		      "handler for (a plain kill PID): use kill -KILL, or its own way to stop\n" },
 	[CMD_KEYGEN] = { "KEYFILE", "write a new random key for --key",
 			 "write a new random key for --key to KEYFILE (a new file, mode 0600)\n" },
+	[CMD_MIGRATE] = { "PID --to HOST:PORT [OPTIONS]",
+			  "move a tree to a ckpt receive on another host",
+			  "checkpoint the tree of PID into a ckpt receive at HOST:PORT, which\n"
+			  "restores it stopped; the tree is killed here once it is restored\n"
+			  "there, and runs there once it is dead here; if the target fails,\n"
+			  "the tree runs on here; prints the downtime\n" },
+	[CMD_RECEIVE] = { "--listen [ADDR:]PORT [OPTIONS]", "restore one tree sent by ckpt migrate",
+			  "wait for one ckpt migrate, restore its tree, run it once the source\n"
+			  "has given it up, print its pid and exit; the tree is removed again\n"
+			  "if the source goes away first\n" },
 	[CMD_HELP] = { "[COMMAND]", "print help (of one command)", "" },
 	[CMD_VERSION] = { "", "print the version", "" },
 };
@@ -257,7 +286,7 @@ static int parse_external(struct cli_args *a, char *err, size_t len)
 
 static int positional(struct cli_args *a, const char *arg, int *npos, char *err, size_t len)
 {
-	if (a->cmd == CMD_CHECKPOINT && *npos == 0) {
+	if ((a->cmd == CMD_CHECKPOINT || a->cmd == CMD_MIGRATE) && *npos == 0) {
 		char *end;
 		long v = strtol(arg, &end, 10);
 		if (!*arg || *end || v <= 0 || v > 0x3fffffff)
@@ -387,6 +416,12 @@ static int check_run(const struct cli_args *a, char *err, size_t len)
 		return fail(err, len, "cgroup name '%s' is not a relative path", cg);
 	if (a->hostname && strlen(a->hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a->hostname);
+	if ((a->net_addr || a->net_host_if) && !a->net)
+		return fail(err, len, "%s", "--net-addr and --net-host-if go with --net");
+	if (a->net_host_if && (!a->net_host_if[0] || strlen(a->net_host_if) > 15 ||
+			       strpbrk(a->net_host_if, "/: \t\n")))
+		return fail(err, len, "'%s' is not a link name (1-15 bytes, no '/', ':' or space)",
+			    a->net_host_if);
 	return 0;
 }
 
@@ -407,6 +442,10 @@ static int check_args(struct cli_args *a, char *err, size_t len)
 			    "--key needs a file name (the key is not read from stdin)");
 	if (a->cmd == CMD_RUN && check_run(a, err, len) < 0)
 		return -EINVAL;
+	if (a->cmd == CMD_MIGRATE && (!a->pid || !a->to))
+		return fail(err, len, "%s", "migrate needs a pid and --to HOST:PORT");
+	if (a->cmd == CMD_RECEIVE && !a->listen)
+		return fail(err, len, "%s", "receive needs --listen [ADDR:]PORT");
 	if (a->cmd == CMD_INSPECT && (a->diff != !!a->image2))
 		return fail(err, len, "%s", "inspect takes two images with --diff, else one");
 	if (a->diff && (a->json || a->records))

@@ -20,6 +20,8 @@ enum cli_cmd {
 	CMD_CHECK,
 	CMD_RUN,
 	CMD_KEYGEN,
+	CMD_MIGRATE,
+	CMD_RECEIVE,
 	CMD_HELP,
 	CMD_VERSION,
 	CMD_MAX,
@@ -27,7 +29,9 @@ enum cli_cmd {
 
 struct cli_args {
 	enum cli_cmd cmd;
-	pid_t pid;              /* checkpoint */
+	pid_t pid;              /* checkpoint, migrate */
+	const char *to;         /* migrate --to HOST:PORT */
+	const char *listen;     /* receive --listen [ADDR:]PORT */
 	const char *output;     /* checkpoint -o; "-" is stdout */
 	const char *image;      /* restart, inspect; "-" is stdin */
 	const char *image2;     /* inspect --diff A B: B */
@@ -52,6 +56,9 @@ struct cli_args {
 	const char *hostname;   /* run --hostname */
 	const char *output_log; /* run --detach --output-log FILE */
 	bool keep_fds;          /* run --keep-fds */
+	bool net;               /* run --net */
+	const char *net_addr;   /* run --net-addr NET/LEN */
+	const char *net_host_if; /* run --net-host-if NAME */
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */

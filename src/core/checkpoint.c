@@ -656,13 +656,28 @@ static bool wait_gone(pid_t pid, int timeout_ms)
 	return stat(path, &st) < 0;
 }
 
+/* Waits until pid is dead (a zombie or gone), up to timeout_ms. */
+static bool wait_dead(pid_t pid, int timeout_ms)
+{
+	for (int waited = 0;; waited += 2) {
+		_cleanup_free_ char *text = NULL;
+		struct proc_stat st;
+		if (proc_read(pid, "stat", &text, NULL) < 0 || proc_parse_stat(text, &st) < 0 ||
+		    st.state == 'Z' || st.state == 'X')
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		usleep(2000);
+	}
+}
+
 /* The threads of t released together (one request to the guardian per few). */
 static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 {
 	size_t n = t->nthreads;
 	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
 	_cleanup_free_ int *sigs = calloc(n ? n : 1, 2 * sizeof(*sigs));
-	int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP : 0;
+	int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : t->pup.group_stopped;
 
 	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = &t->threads[i].pup;
@@ -765,6 +780,11 @@ static void kill_tree(struct ckpt_ctx *ctx)
 	}
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		pid_t pid = ctx->tasks[i].pid;
+		/* a container's init: its pid here is not one a restart takes
+		 * (a new pid namespace is made), and whoever reaps it outside
+		 * may take its time (seconds for some inits) */
+		if (i == 0 && ctx->container && wait_dead(pid, 10000))
+			continue;
 		if (!wait_gone(pid, 10000))
 			log_warn(&ctx->log,
 				 "pid %d: killed, but its parent has not reaped it yet; its pid "
@@ -788,9 +808,8 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 			log_warn(&ctx->log, "pid %d: cannot unmap ckpt's scratch area: %s", t->pid,
 				 strerror(-e));
 		finish_threads(ctx, t, ok);
-		/* a task that was stopped stays stopped */
-		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
-											     : 0;
+		/* a task that was stopped stays stopped, by the signal it had */
+		int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : t->pup.group_stopped;
 		e = puppet_release(&t->pup, sig);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: releasing it failed: %s", t->pid, strerror(-e));
@@ -824,7 +843,10 @@ int ckpt_image_done(struct ckpt_ctx *ctx)
 					why[0] ? why : strerror(-r));
 	}
 	if ((ctx->flags & CKPT_KILL) && (r = puppet_guard_commit(ctx->guard)) < 0)
-		log_error(&ctx->log, "the guardian process is gone: %s", strerror(-r));
+		return log_fail(&ctx->log, r, "the guardian process is gone: %s", strerror(-r));
+	if ((ctx->flags & CKPT_KILL) &&
+	    o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) && o->committed)
+		o->committed(o->image_done_arg);
 	return r;
 }
 

@@ -96,6 +96,8 @@ struct ckpt_ctx {
 	struct img_seal *seal;  /* what the writer writes through, with a key */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
+	struct netlock *netlock_host; /* the same in ckpt's namespace, when the tree
+				       * has its own and CKPT_KILL (netlock.c) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 };
@@ -120,6 +122,7 @@ struct rst_task {
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
 	bool stopped;           /* released stopped (a job-control stop; set at load) */
+	int stop_sig;           /* by this signal (SIGSTOP, or the SIGTSTP... it had) */
 	void *kstate[KIND_MAX];
 };
 

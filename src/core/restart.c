@@ -214,6 +214,19 @@ static void wait_stopped(struct rst_ctx *ctx, int sig)
 	}
 }
 
+/* The signal that stops t as it was stopped: a SIGTSTP the kernel would
+ * drop (an orphaned group: its parent outside the image is not the shell
+ * it had) becomes SIGSTOP, so that it stops all the same. */
+static int stop_signal(const struct rst_task *t)
+{
+	struct proc_stat st;
+	_cleanup_free_ char *text = NULL;
+	if (t->stop_sig == SIGSTOP || proc_read(t->pup.pid, "stat", &text, NULL) < 0 ||
+	    proc_parse_stat(text, &st) < 0 || proc_pgrp_orphaned(st.pgrp))
+		return SIGSTOP;
+	return t->stop_sig;
+}
+
 int rst_release_tree(struct rst_ctx *ctx)
 {
 	int sig = (ctx->flags & RESTART_FROZEN) ? SIGSTOP : 0;
@@ -233,7 +246,7 @@ int rst_release_tree(struct rst_ctx *ctx)
 		struct rst_task *t = &ctx->tasks[i];
 		if (t->zombie)
 			continue;
-		int stop = t->stopped ? SIGSTOP : sig;
+		int stop = t->stopped ? stop_signal(t) : sig;
 		for (size_t j = 0; j < t->nthreads; j++) {
 			int e = puppet_release(&t->threads[j].pup, stop);
 			if (e < 0 && r >= 0)

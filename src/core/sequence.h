@@ -104,10 +104,12 @@ struct ckpt_step {
 };
 
 /* ckpt_step.when: the op returns nothing and cannot fail; the step runs
- * even after a failure; only with CKPT_KILL. */
+ * even after a failure; only with CKPT_KILL; a refusal does not end the
+ * step: every one is reported (log_gathers). */
 #define STEP_VOID 1u
 #define STEP_ALWAYS 2u
 #define STEP_KILL 4u
+#define STEP_GATHER 8u
 
 extern const struct ckpt_step ckpt_sequence[CKPT_NSTEPS];
 

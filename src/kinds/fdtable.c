@@ -240,6 +240,7 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	f->owners = calloc(n ? n : 1, sizeof(*f->owners));
 	if (!f->fds || !f->pfds || !f->owners)
 		r = -ENOMEM;
+	int refused = 0; /* the first refusal; the other fds are looked at too */
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		FdEntry *e = &f->fds[i];
 		fd_entry__init(e);
@@ -249,6 +250,11 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 			r = collect_one(ctx, t, fi, &e->file_id);
 		if (r >= 0)
 			r = collect_owner(ctx, t, fi, &f->owners[i], e);
+		if (log_gathers(&ctx->log, r)) {
+			refused = refused ? refused : r;
+			r = 0;
+			continue;
+		}
 		if (r < 0)
 			break;
 		e->has_cloexec = true;
@@ -258,7 +264,7 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	f->e.fds = f->pfds;
 	free(fds);
 	free(fi);
-	return r;
+	return r < 0 ? r : refused;
 }
 
 static int fdtable_dump(struct ckpt_ctx *ctx, struct task *t)

@@ -73,6 +73,7 @@
 #include "kinds/fdtable.h"
 #include "kinds/inet-sk.h"
 #include "kinds/inet.h"
+#include "kinds/netns.h"
 #include "util/cleanup.h"
 
 #ifndef IPPROTO_UDPLITE
@@ -390,9 +391,10 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 	*proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
+	/* ckpt's namespace, or the tree's own that the netns kind saves */
 	if (it && !it->netns) /* once a task: two stats a socket were 5% of 10,000 */
-		it->netns = proc_same_netns(fi->pid) ? 1 : -1;
-	if (it ? it->netns < 0 : !proc_same_netns(fi->pid))
+		it->netns = netns_saved(ctx, fi->pid) ? 1 : -1;
+	if (it ? it->netns < 0 : !netns_saved(ctx, fi->pid))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"ckpt's; not supported yet", fi->pid, fi->fd);

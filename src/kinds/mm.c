@@ -229,6 +229,7 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 	m->e.vmas = calloc(n ? n : 1, sizeof(*m->e.vmas));
 	if (!m->vma || !m->e.vmas)
 		return -ENOMEM;
+	int refused = 0; /* the first refusal; the other mappings are looked at too */
 	for (size_t i = 0; i < n; i++) {
 		const struct proc_vma *pv = &t->vmas.v[i];
 		VmaEntry *v = &m->vma[i];
@@ -242,10 +243,16 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 		v->vmflags = pv->vmflags;
 		v->name = pv->path;
 		r = classify(ctx, t, pv, v, order, norder);
+		if (log_gathers(&ctx->log, r)) {
+			refused = refused ? refused : r;
+			continue;
+		}
 		if (r < 0)
 			return r;
 		m->e.vmas[m->e.n_vmas++] = v;
 	}
+	if (refused)
+		return refused;
 
 	const struct proc_stat *st = &t->stat;
 	m->e.start_code = st->start_code;

@@ -8,8 +8,8 @@
  * Checkpoint: which namespaces the root has of its own (their /proc/PID/ns
  * inodes against ckpt's), its hostname (an injected uname), a devpts of
  * its own on /dev/pts (its mount options), its user namespace's id maps
- * (which the creds kind reads ids through). A network or time namespace
- * of its own is refused.
+ * (which the creds kind reads ids through). Time and network namespaces
+ * are the timens and netns kinds' (timens.c, netns.c).
  * Restart: the load sets the flags the root is spawned with (rctx's
  * root_clone); at "spawn root" the maps of its new user namespace are
  * written from ckpt's side; at "root ready" it mounts its own /proc and
@@ -211,11 +211,7 @@ static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 		n->e.flags |= CLONE_NEWIPC;
 	if (!same_ns(t->pid, "cgroup")) /* made again by the cgroup kind */
 		n->e.flags |= CLONE_NEWCGROUP;
-	if (!same_ns(t->pid, "net") || !same_ns(t->pid, "time"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a network or time namespace of its own; not "
-				"supported yet",
-				t->pid);
+	/* network and time namespaces are the netns and timens kinds' */
 	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", t->pid, n->e.flags);
 	return 0;
 }

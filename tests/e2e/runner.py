@@ -38,6 +38,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 import argparse
 import json
 import os
+import pwd
 import random
 import re
 import select
@@ -108,6 +109,7 @@ TESTS = [
     entry("mem_stack"),
     entry("mem_file_private", (B, T, R)),
     entry("mem_file_shared", (B, R)),
+    entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
     entry("mem_prot"),
     entry("mem_reserve", max_image_bytes=8 * MiB),
@@ -163,12 +165,16 @@ TESTS = [
     entry("cg_threaded", (B, T), kind="cgroup", program="cg_task", cg="threaded"),
     entry("refuse_cg_v1", kind="cgroup", program="cg_task", cg="v1"),
     entry("id_personality"),
+    entry("id_timens", (B, T)),
+    entry("refuse_timens_mixed", kind="refuse", program="id_timens", pargs=["mixed"],
+          regex=r"\bpid \d+: in another time namespace than the tree's root \(pid {pid}\)"),
     entry("id_comm"),
     entry("id_rseq"),
     entry("id_seccomp", (B, T)),
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
+    entry("proc_stop_signal", (B, T)),
     entry("tree_ghost", (B, T)),
     entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
@@ -176,6 +182,8 @@ TESTS = [
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
+    entry("migrate_ct", kind="migrate", program="ct_tree", case="ok"),
+    entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -215,6 +223,7 @@ TESTS = [
     entry("fanotify_marks", (B, T, R), kind="mounted"),
     entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
+    entry("unix_renamed", (B, T)),
     entry("unix_pair", (B, T, R)),
     # TCP and UDP sockets
     entry("tcp_pair", (B, T, R)),
@@ -226,20 +235,31 @@ TESTS = [
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
+    # ckpt run --net: a server in a network namespace of its own, its host's
+    # client connected across checkpoint --kill and restart (the namespace
+    # made again, veth pair and host end included); a bridge link refused
+    entry("netns_tcp", (B, T), kind="netns", program="netns_srv"),
+    # the same, checkpointed with --kill --verify: the dry run beside the
+    # live original makes its pair inside, and nothing of the host's changes
+    entry("netns_tcp_verify", kind="netns", program="netns_srv", ckpt_args=["--verify"]),
+    entry("netns_refuse_link", kind="netns", program="netns_srv", pargs=["bridge"],
+          case="bridge"),
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
+    entry("real_java", kind="java"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
     entry("refuse_udp_queue", kind="refuse", program="inet_refuse", pargs=["udpq"],
           regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ has datagrams in its receive queue"),
+    entry("netlink_sock", (B, T)),
     entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
-          regex=r"\bpid {pid} fd 3 \(netlink\): netlink raw socket of protocol 0 \(port id \d+"),
+          regex=r"\bpid {pid} fd 3 \(netlink\): protocol 0: \d+ bytes of messages not read yet"),
     entry("refuse_packet", kind="refuse", program="inet_refuse", pargs=["packet"],
           regex=r"\bpid {pid} fd 3 \(packet\): packet raw socket of protocol 0x0003 is not supported yet"),
     entry("refuse_raw", kind="refuse", program="inet_refuse", pargs=["raw"],
@@ -348,6 +368,11 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    entry("refuse_all", kind="refuse",
+          regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} mapping \(anon_inode:\[io_uring\]\): an io_uring instance's rings)"
+                r"(?=.*\bpid (?!{pid}\b)\d+ fd 7 \(anon_inode:\[io_uring\]\): io_uring instance)"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
@@ -739,9 +764,10 @@ class Run:
             raise Fail("ckpt checkpoint exit %d: %s" % (rc, errtext.strip()[-300:]))
         if not kill:
             return rc, errtext
-        if pid_exists(self.pid):
-            # ckpt returns once the process is gone
-            raise Fail("pid %d still exists after checkpoint --kill returned" % self.pid)
+        if pid_alive(self.pid):
+            # ckpt returns once the process is gone (a container's init:
+            # dead, its parent outside may not have reaped it yet)
+            raise Fail("pid %d still lives after checkpoint --kill returned" % self.pid)
         if not os.path.isfile(img):
             raise Fail("no image %s" % img)
         mx = self.t["max_image_bytes"]
@@ -1003,6 +1029,76 @@ class Run:
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def flow_migrate(self):
+        """ckpt migrate of a `ckpt run` container to a ckpt receive on
+        loopback. Case "ok": the copy is restored frozen, the original is
+        killed, then the copy runs and verifies itself. Case "fail": the
+        receiver cannot restore it (it takes sealed images only): the source
+        says why, and its tree runs on unharmed."""
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--hostname", "box", "--pidfile", pidfile,
+                                "--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        fail = self.t["case"] == "fail"
+        extra = []
+        if fail:
+            key = self.p("key")
+            r = self.run_ckpt(["keygen", key])
+            if r.returncode != 0:
+                raise Fail("keygen: %r" % r.stderr)
+            extra = ["--key", key]
+        rerr, merr = self.p("receive.err"), self.p("migrate.err")
+        self.logs += [rerr, merr, self.p("receive.log"), self.p("migrate.log")]
+        rp = self.popen(self.ckpt_argv("receive", "--listen", "127.0.0.1:0", "--log",
+                                       self.p("receive.log"), *extra),
+                        err=rerr, out=self.p("receive.out"))
+        port = []
+
+        def listening():
+            m = re.search(r"waiting for a migration on 127\.0\.0\.1:(\d+)", tail(rerr, 5) or "")
+            if m:
+                port.append(int(m.group(1)))
+            return bool(port)
+        self.wait_until("ckpt receive listening", listening, [rp])
+        mp = self.popen(self.ckpt_argv("migrate", str(self.pid), "--to", "127.0.0.1:%d" % port[0],
+                                       "--log", self.p("migrate.log")),
+                        err=merr, out=self.p("migrate.out"))
+        self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=[pr])
+        mtext, rtext = tail(merr, 20) or "", tail(rerr, 20) or ""
+        if fail:
+            if mp.returncode != 1 or rp.returncode != 1:
+                raise Fail("migrate exit %s, receive exit %s: want 1 and 1"
+                           % (mp.returncode, rp.returncode))
+            if not re.search(r"migration failed: .*the target could not restore it: .*runs on "
+                             r"here", mtext):
+                raise Fail("migrate said %r" % mtext.strip())
+            if not pid_alive(self.pid):
+                raise Fail("the original is gone after the failed migration")
+            return self.check_result(self.wake_and_wait(pr, "the original"), "the original")
+        if mp.returncode != 0 or rp.returncode != 0:
+            raise Fail("migrate exit %s (%r), receive exit %s (%r)"
+                       % (mp.returncode, mtext.strip(), rp.returncode, rtext.strip()))
+        if not re.search(r"migrated pid %d to 127\.0\.0\.1:%d .*down \d+ ms" % (self.pid, port[0]),
+                         mtext):
+            raise Fail("migrate said %r" % mtext.strip())
+        self.wait_all([pr], 10, "ckpt run, after its container was migrated")
+        if pid_alive(self.pid):
+            raise Fail("the original %d still lives after the migration" % self.pid)
+        with open(self.p("receive.out")) as f:
+            self.pid = int(f.read())
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while pid_alive(self.pid):
+            if time.monotonic() > deadline:
+                raise Fail("the migrated copy did not end within %.0f s" % EXIT_TIMEOUT)
+            try:
+                os.kill(self.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+            time.sleep(0.2)
+        self.check_result(0, "the migrated copy")
+
     def sockets_of(self, pid):
         """How many sockets pid holds."""
         n = 0
@@ -1221,6 +1317,8 @@ class Run:
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
+        if self.t.get("between"):
+            getattr(self, self.t["between"])()
         rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         if self.mode == T:
             img2 = self.p("img2")
@@ -1240,6 +1338,10 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def remove_shared(self):
+        """between checkpoint and restart (mem_remake): the mapped file goes"""
+        os.unlink(self.p("shared.dat"))
 
     def check_ckpt_log(self, tag):
         """The entry's log_regex (with {pid}) must match the checkpoint's log."""
@@ -1583,6 +1685,154 @@ class Run:
         if got != want:
             raise Fail("the client got %r, want %r" % (got, want))
 
+    def net_subnet(self):
+        """A /30 of 10.213.0.0/16 for the test's veth pair, picked from the
+        runner's pid, that no IPv4 route of the host touches: (NET/30, host
+        end's address, container's address)."""
+        taken = []
+        with open("/proc/net/route") as f:
+            for line in f.read().splitlines()[1:]:
+                fl = line.split()
+                dst, mask = (socket.ntohl(int(x, 16)) for x in (fl[1], fl[7]))
+                if mask:
+                    taken.append((dst, mask))
+        for i in range(16384):
+            net = (10 << 24) | (213 << 16) | (((os.getpid() + i) % 16384) * 4)
+            if all((net ^ d) & m & 0xfffffffc for d, m in taken):
+                ip = lambda n: socket.inet_ntoa(struct.pack(">I", n))
+                return "%s/30" % ip(net), ip(net + 1), ip(net + 2)
+        raise Skip("no /30 of 10.213.0.0/16 is free on this host")
+
+    def nft_tables(self):
+        """The names of the host's nftables tables, or None without nft."""
+        nft = shutil.which("nft") or ("/usr/sbin/nft" if os.access("/usr/sbin/nft", os.X_OK) else None)
+        if not nft:
+            return None
+        r = subprocess.run([nft, "list", "tables"], capture_output=True, timeout=30)
+        return [l.split()[-1] for l in r.stdout.decode().splitlines() if l.strip()]
+
+    def host_lock(self, tag):
+        """After checkpoint --kill of a container with a network namespace
+        of its own: the lock ckpt's log says it left exists in the host's
+        namespace (None without nft)."""
+        with open(self.p("ckpt%s.log" % tag)) as f:
+            m = re.search(r"network lock (\S+) stays until the restart", f.read())
+        if not m:
+            raise Fail("checkpoint %s left no network lock" % tag)
+        tables = self.nft_tables()
+        if tables is None:
+            self.notes.append("no nft: the host's lock not checked")
+            return None
+        if m.group(1) not in tables:
+            raise Fail("no network lock %s on the host after checkpoint --kill (tables %r)"
+                       % (m.group(1), tables))
+        return m.group(1)
+
+    def netns_restart_busy(self, img, hostif):
+        """The image restarted again while its restored copy runs: the host
+        end's name is taken, the restart fails naming the link and the host
+        end, and leaves no link behind."""
+        links = sorted(os.listdir("/sys/class/net"))
+        r = self.run_ckpt(["restart", img, "--log", self.p("busy.log"), "-v"], timeout=60)
+        self.logs.append(self.p("busy.log"))
+        self.expect_error(r, "a second restart of the image",
+                          must=["link eth0 (veth)", "host end %s" % hostif, "taken"])
+        if sorted(os.listdir("/sys/class/net")) != links:
+            raise Fail("links after the failed restart: %r, before %r"
+                       % (sorted(os.listdir("/sys/class/net")), links))
+
+    def flow_netns(self):
+        """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
+        end name of the runner's. tcp: the runner connects from the host to
+        the container's address, the server changes its namespace (mtu, an
+        IPv6 address, a route, sysctls) and notes it; checkpoint --kill,
+        restart (twice in twice mode): the host end exists again with its
+        address, the client's connection was never reset and what it sent
+        meanwhile arrives, the namespace inside is what it was (checked by
+        the server), and a new connection to the address is answered.
+        bridge: a bridge link in the namespace; the checkpoint refuses it
+        by name and the container runs on."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%s%s" % (os.getpid() % 1000000, self.mode[0], (self.t["case"] or "t")[0])
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
+                                "--net-host-if", hostif, "--pidfile", pidfile, "--"])
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        self.netns_case(pr, pidfile, hostif, cont)
+        # the namespace, and with it the pair, goes a little after its last
+        # process (a failed test's goes once cleanup has killed it)
+        self.wait_until("the host end %s to go with its namespace" % hostif,
+                        lambda: not host_addr(), [], timeout=20)
+
+    def netns_case(self, pr, pidfile, hostif, cont):
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        if self.t["case"] == "bridge":
+            self.wait_container(pr, pidfile)
+            img = self.p("img")
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or not re.search(r"pid %d: network namespace link br7 \(bridge\): only "
+                                        r"loopback and veth" % self.pid, err):
+                raise Fail("checkpoint with a bridge link: exit %d: %s" % (rc, err.strip()[-300:]))
+            if not pid_alive(self.pid):
+                raise Fail("the container died after the refused checkpoint")
+            rc = self.wake_and_wait(pr, "ckpt run")
+            return self.check_result(rc, "ckpt run")
+        self.wait_file("listening", pr)
+        if not host_addr():
+            raise Fail("no host end %s after ckpt run --net" % hostif)
+        cl = socket.create_connection((cont, 7777), timeout=60)
+        try:
+            cl.sendall(b"hello\n")
+            self.wait_container(pr, pidfile)
+            rp = pr
+            if not self.opts.no_ckpt:
+                for i in range(2 if self.mode == T else 1):
+                    tag = "" if i == 0 else "2"
+                    self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp],
+                                    extra=self.t.get("ckpt_args", ()))
+                    if rp is not pr:
+                        self.wait_all([rp], 10, "the first ckpt restart")
+                    self.wait_until("the host end %s to go with its namespace" % hostif,
+                                    lambda: not host_addr(), [], timeout=10)
+                    # the container's lock went with its namespace: the host's
+                    # retransmissions are dropped by the same lock on this side
+                    lock = self.host_lock(tag)
+                    cl.sendall(b"while down %d\n" % i)
+                    rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+                    if not host_addr():
+                        raise Fail("no host end %s after the restart" % hostif)
+                    if lock and lock in self.nft_tables():
+                        raise Fail("the network lock %s is still on the host after the "
+                                   "restart" % lock)
+                    if i == 0:
+                        self.netns_restart_busy(self.p("img"), hostif)
+            cl.sendall(b"after\nEND\n")
+            self.vlog("SIGUSR1 -> %d" % self.pid)
+            os.kill(self.pid, signal.SIGUSR1)
+            got = b""
+            while True:
+                d = cl.recv(4096)
+                if not d:
+                    break
+                got += d
+            again = socket.create_connection((cont, 7777), timeout=30).recv(100)
+        except ConnectionResetError:
+            raise Fail("the client's connection was reset")
+        except socket.timeout:
+            raise Fail("the client's connection hung")
+        finally:
+            cl.close()
+        rc = self.wait_exit(rp, "the server")
+        self.check_result(rc, "the server")
+        down = b"".join(b"while down %d\n" % i for i in range(2 if self.mode == T else 1))
+        want = b"got:hello\n" + (b"" if self.opts.no_ckpt else down) + b"after\nEND\n"
+        if got != want:
+            raise Fail("the client got %r, want %r" % (got, want))
+        if again != b"again\n":
+            raise Fail("a new connection to %s:7777 got %r" % (cont, again))
+
     @staticmethod
     def free_port():
         """A TCP port of 127.0.0.1 free now (bound to 0, read, released)."""
@@ -1857,6 +2107,53 @@ class Run:
         self.wait_all([rp], EXIT_TIMEOUT, "the echo server after SIGTERM")
         if rp.returncode != 0 or "served" not in self.out():
             raise Fail("the echo server: status %s: %s" % (rp.returncode, self.out()[-300:]))
+
+    def flow_java(self):
+        """A JVM (JavaThreads.java: three threads counting into files) on
+        which `jcmd PID VM.version` was used once (its attach socket, bound
+        as .java_pidN.tmp and renamed), checkpointed --kill; then another
+        JVM (`jcmd -l`) runs and deletes the first one's hsperfdata file as
+        stale; after restart the counters go on without a gap, jcmd works
+        again, and the program ends with PASS."""
+        java, javac, jcmd = (shutil.which(x) for x in ("java", "javac", "jcmd"))
+        if not (java and javac and jcmd):
+            raise Skip("openjdk (java, javac, jcmd) not installed")
+        shutil.copy(os.path.join(HERE, "JavaThreads.java"), self.dir)
+        r = subprocess.run([javac, "JavaThreads.java"], cwd=self.dir, capture_output=True,
+                           timeout=300)
+        if r.returncode != 0:
+            raise Fail("javac: %r" % r.stderr[-300:])
+        pr = self.popen([java, "-Xmx64m", "-XX:+UseSerialGC", "-cp", self.dir, "JavaThreads",
+                         self.dir], out=self.p("out.log"), err=self.p("java.err"),
+                        start_new_session=True)
+        self.logs.append(self.p("java.err"))
+        self.pid = pr.pid
+        self.wait_until("the JVM ready", lambda: os.path.exists(self.p("ready")), [pr],
+                        timeout=120)
+
+        def vm_version(what):
+            r = subprocess.run([jcmd, str(self.pid), "VM.version"], capture_output=True,
+                               timeout=120)
+            if r.returncode != 0 or b"OpenJDK" not in r.stdout:
+                raise Fail("jcmd VM.version %s: %r %r" % (what, r.stdout[-200:], r.stderr[-300:]))
+        vm_version("before")
+        if self.opts.no_ckpt:
+            open(self.p("stop"), "w").close()
+            return self.check_result(self.wait_exit(pr, "the JVM"), "the JVM")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        perf = "/tmp/hsperfdata_%s/%d" % (pwd.getpwuid(os.getuid()).pw_name, self.pid)
+        subprocess.run([jcmd, "-l"], capture_output=True, timeout=120)
+        self.vlog("hsperfdata file %s after jcmd -l" % ("still there" if os.path.exists(perf)
+                                                        else "removed"))
+        counts = [len(open(self.p("count%d" % i)).read().split()) for i in range(3)]
+        rp = self.restart(self.p("img"), "restart")
+        self.wait_until("the counters going on", lambda: all(
+            len(open(self.p("count%d" % i)).read().split()) > counts[i] + 5 for i in range(3)),
+            [rp], timeout=60)
+        vm_version("after the restart")
+        open(self.p("stop"), "w").close()
+        self.wait_all([rp], EXIT_TIMEOUT, "the restored JVM")
+        self.check_result(rp.returncode, "ckpt restart (the JVM)")
 
     def flow_http_server(self):
         """python3 -m http.server on 127.0.0.1 at a free port, serving the
