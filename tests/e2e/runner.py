@@ -1955,9 +1955,9 @@ class Run:
         the runner's holds one connection and issues SET, GET and INCR in a
         loop, checking every reply, across checkpoint --kill and restart
         with only ckpt's network lock between them: no error, no lost
-        reply, no reset. A second connection sends PING while the server
-        is down (dropped by the lock, retransmitted): PONG after the
-        restart."""
+        reply, no reset; the restored server holds as many sockets as the
+        original. A second connection sends PING while the server is down
+        (dropped by the lock, retransmitted): PONG after the restart."""
         if not shutil.which("redis-server"):
             raise Skip("redis-server not installed")
         port = self.free_port()
@@ -1999,13 +1999,22 @@ class Run:
             n = state["n"]
             self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
                             [], timeout=60)
+        def held(when):
+            if self.socket_fds(self.pid) != socks:
+                raise Fail("%s: redis-server holds %d sockets, want %d as before"
+                           % (when, self.socket_fds(self.pid), socks))
         try:
             progress()
+            probe.sendall(self.resp_cmd(["PING"]))
+            if self.resp_read(pf) != "+PONG":
+                raise Fail("no PONG before the checkpoint")
+            socks = self.socket_fds(self.pid)  # its listener, our two connections
             if self.opts.no_ckpt:
                 rp = pr
             else:
-                rp = self.tcp_cycles(pr, port, lambda: (down.check(), progress()), conns=2,
-                                     while_down=down.start)
+                rp = self.tcp_cycles(pr, port, lambda: (down.check(), held("after the restart"),
+                                                        progress()),
+                                     conns=2, while_down=down.start)
         finally:
             state["stop"] = True
             th.join(60)
@@ -2160,7 +2169,8 @@ class Run:
         test's directory: it answers before, and after checkpoint --kill
         and restart, a GET of a file on a new connection; a GET begun while
         the server is down (its SYN dropped by ckpt's network lock, not
-        refused) is answered after the restart."""
+        refused) is answered after the restart; the restored server holds
+        as many sockets as the original once they are answered."""
         port = self.free_port()
         with open(self.p("hello.txt"), "w") as f:
             f.write("hello from http.server\n" * 100)
@@ -2180,9 +2190,15 @@ class Run:
                     not data.endswith(b"hello from http.server\n" * 100):
                 raise Fail("http.server answered %r" % data[:200])
         get()
+        socks = self.socket_fds(self.pid)
+
+        def held():
+            self.wait_until("http.server to hold %d socket(s) as before" % socks,
+                            lambda: self.socket_fds(self.pid) == socks, [], timeout=20)
         down = self.DownCall("a GET", get)
         rp = pr if self.opts.no_ckpt else \
-            self.tcp_cycles(pr, port, lambda: (down.check(), get()), while_down=down.start)
+            self.tcp_cycles(pr, port, lambda: (down.check(), get(), held()),
+                            while_down=down.start)
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
 
