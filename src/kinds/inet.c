@@ -684,6 +684,31 @@ static bool any_addr(const InetSkEntry *e)
 	return true;
 }
 
+/*
+ * bind, and for TCP once more if the port is taken and connections of it
+ * in TIME_WAIT were destroyed: the program's own, closed before the
+ * checkpoint, which keep a socket without SO_REUSEADDR from binding the
+ * port (the original bound it before they existed). Live sockets that
+ * hold the port are left alone (EADDRINUSE).
+ */
+static int bind_tcp(struct rst_ctx *ctx, struct inet_robj *o, const union inet_addr *a,
+		    socklen_t al)
+{
+	if (bind(o->fd, &a->sa, al) == 0)
+		return 0;
+	int r = -errno;
+	if (r != -EADDRINUSE || o->e->proto != IPPROTO_TCP)
+		return r;
+	int n = inet_tw_destroy(a);
+	if (n <= 0)
+		return n < 0 && n != -EPERM ? n : r;
+	char h[64], s[64];
+	log_info(&ctx->log, "%s (inet): tcp %s: %d connection(s) of its port in TIME_WAIT "
+		 "destroyed to bind it again", holder(ctx, o->e->id, h, sizeof(h)),
+		 inet_addr_str(a, s, sizeof(s)), n);
+	return bind(o->fd, &a->sa, al) < 0 ? -errno : 0;
+}
+
 /* Options, bind, listen or connect: every socket but an established TCP one. */
 static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 {
@@ -702,8 +727,8 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 			     "device)", strerror(-r));
 	if (e->has_src && (e->src_port || !any_addr(e))) {
 		al = inet_mkaddr(&a, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
-		if (bind(o->fd, &a.sa, al) < 0)
-			return RFAIL(ctx, o, -errno, "cannot bind the address: %m");
+		if ((r = bind_tcp(ctx, o, &a, al)) < 0)
+			return RFAIL(ctx, o, r, "cannot bind the address: %s", strerror(-r));
 	}
 	if (e->state == INET_ST_LISTEN && listen(o->fd, (int)e->backlog) < 0)
 		return RFAIL(ctx, o, -errno, "cannot listen: %m");

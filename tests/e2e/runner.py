@@ -19,7 +19,10 @@ Modes:
 Other kinds of test: refusals (checkpoint must fail, the original must be
 unharmed), CLI errors, damaged images, real programs (sleep, python3,
 bash pipelines, multiprocessing, make -j2, redis-server, nginx, PostgreSQL:
-flows compare, make, redis, nginx and postgres drive them from outside).
+flows compare, make, redis, nginx and postgres drive them from outside; on
+TCP, flows redis_tcp, http_server, echo100, nginx_tcp and postgres_tcp,
+through tcp_cycles(), with only ckpt's network lock between the clients
+and the server while it is away).
 A real program whose package is absent is skipped, saying so.
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
@@ -246,6 +249,7 @@ TESTS = [
     entry("tcp_pair6", (B, T)),
     entry("tcp_mapped", (B, T)),
     entry("tcp_halfclose", (B, T)),
+    entry("tcp_timewait", (B, T, R)),
     entry("netlock_listen", kind="netlock_listen", program="tcp_pair"),
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
@@ -263,6 +267,8 @@ TESTS = [
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
+          args=["server"]),
     entry("real_java", kind="java"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
@@ -364,10 +370,15 @@ TESTS = [
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     entry("real_nginx", (B, T, R), kind="nginx"),
+    entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
+    # IPv6, each worker its own listener of a SO_REUSEPORT group
+    entry("real_nginx_tcp6", kind="nginx_tcp", host="::1", listen_opts=" reuseport"),
     # restarting a database's first image again would undo what it wrote since: no reuse
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
+    # on TCP, a client of the runner's connected across
+    entry("real_postgres_tcp", (B, T), kind="postgres_tcp"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inet.*tcp.*not accepted yet"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -2032,37 +2043,97 @@ class Run:
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
 
-    def start_server(self, argv, port):
-        """Starts argv as the test's tree; returns once 127.0.0.1:port
-        accepts connections."""
+    def start_server(self, argv, port, host="127.0.0.1"):
+        """Starts argv as the test's tree; returns once host:port accepts
+        connections."""
         self.t = dict(self.t, argv=argv)
         pr = self.start()
         self.pid = pr.pid
 
         def up():
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                socket.create_connection((host, port), timeout=5).close()
                 return True
             except OSError:
                 return False
         self.wait_until("a listener on port %d" % port, up, [pr])
         return pr
 
-    def tcp_cycles(self, pr, port, progress=None):
-        """checkpoint --kill and restart (twice in twice mode), the server's
-        port locked by nft meanwhile; progress() (if given) must go on
-        after each restart. Returns the last ckpt restart."""
+    NETLOCK_RX = re.compile(r"network lock (ckpt_lock_\w+): (\d+) connection\(s\) locked")
+
+    def netlock_of(self, tag):
+        """(the name, the connection count) of the network lock the log of
+        ckpt TAG says it installed, or None."""
+        try:
+            with open(self.p(tag + ".log"), errors="replace") as f:
+                m = self.NETLOCK_RX.search(f.read())
+        except OSError:
+            return None
+        return (m.group(1), int(m.group(2))) if m else None
+
+    @staticmethod
+    def nft_drops(table):
+        """The packets the rules of the nftables table inet TABLE counted
+        (dropped), or None if there is no such table."""
+        nft = shutil.which("nft") or "/usr/sbin/nft"
+        r = subprocess.run([nft, "list", "table", "inet", table], capture_output=True, timeout=20)
+        if r.returncode != 0:
+            return None
+        return sum(int(n) for n in re.findall(rb"counter packets (\d+)", r.stdout))
+
+    class DownCall:
+        """fn() run on a thread of its own, started while the server is down
+        (start, for tcp_cycles' while_down) and joined after the restart
+        (check, which raises Fail with what fn raised or if it hangs)."""
+
+        def __init__(self, what, fn):
+            self.what, self.fn, self.th, self.err = what, fn, None, None
+
+        def run(self):
+            try:
+                self.fn()
+            except Exception as e:  # reported by check()
+                self.err = e
+
+        def start(self):
+            self.th = threading.Thread(target=self.run, daemon=True)
+            self.th.start()
+
+        def check(self):
+            self.th.join(EXIT_TIMEOUT)
+            if self.th.is_alive():
+                raise Fail("%s, begun while the server was down, hung" % self.what)
+            if self.err:
+                raise Fail("%s, begun while the server was down: %r" % (self.what, self.err))
+
+    def tcp_cycles(self, pr, port, progress=None, conns=0, while_down=None):
+        """checkpoint --kill and restart (twice in twice mode) with nothing
+        but ckpt's own network lock between the clients and the server:
+        its log must say it locked at least conns connections. Between the
+        checkpoint and the restart while_down() (if given) has a client
+        send to the server (gone): the restart waits until the lock has
+        dropped a packet, which without the lock would have been answered
+        by a reset. The restart must remove the lock; progress() (if
+        given) must go on after each restart. Returns the last restart."""
         rp = pr
         for i in range(2 if self.mode == T else 1):
             tag = "" if i == 0 else "2"
-            lock = self.nft_lock(port)
-            try:
-                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
-                if rp is not pr:
-                    self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
-                rp = self.restart(self.p("img" + tag), "restart" + tag)
-            finally:
-                self.nft_unlock(lock)
+            self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+            lock = self.netlock_of("ckpt" + tag)
+            if conns and (not lock or lock[1] < conns):
+                raise Fail("ckpt%s: the log says the network lock held %s, want %d connection(s)"
+                           % (tag, lock and lock[1], conns))
+            if rp is not pr:
+                self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+            if while_down:
+                while_down()
+                if lock:
+                    self.wait_until("the network lock %s to drop a packet" % lock[0],
+                                    lambda: self.nft_drops(lock[0]), [], timeout=30)
+            rp = self.restart(self.p("img" + tag), "restart" + tag)
+            if lock:
+                self.wait_until("the restart to remove the network lock %s" % lock[0],
+                                lambda: self.nft_drops(lock[0]) is None, [rp], timeout=30)
             if progress:
                 progress()
         return rp
@@ -2086,8 +2157,10 @@ class Run:
         """redis-server on 127.0.0.1 at a free port, TCP only; a client of
         the runner's holds one connection and issues SET, GET and INCR in a
         loop, checking every reply, across checkpoint --kill and restart
-        (the server's port locked by nft meanwhile, so what it sends while
-        the server is down is retransmitted): no error, no lost reply."""
+        with only ckpt's network lock between them: no error, no lost
+        reply, no reset; the restored server holds as many sockets as the
+        original. A second connection sends PING while the server is down
+        (dropped by the lock, retransmitted): PONG after the restart."""
         if not shutil.which("redis-server"):
             raise Skip("redis-server not installed")
         port = self.free_port()
@@ -2098,6 +2171,15 @@ class Run:
         cl = socket.create_connection(("127.0.0.1", port), timeout=60)
         f = cl.makefile("rb")
         state = {"n": 0, "err": None, "stop": False}
+        # a second connection sends PING while the server is down
+        probe = socket.create_connection(("127.0.0.1", port), timeout=60)
+        pf = probe.makefile("rb")
+
+        def ping():
+            probe.sendall(self.resp_cmd(["PING"]))
+            if self.resp_read(pf) != "+PONG":
+                raise Fail("no PONG")
+        down = self.DownCall("a PING", ping)
 
         def loop():
             try:
@@ -2120,13 +2202,27 @@ class Run:
             n = state["n"]
             self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
                             [], timeout=60)
+        def held(when):
+            if self.socket_fds(self.pid) != socks:
+                raise Fail("%s: redis-server holds %d sockets, want %d as before"
+                           % (when, self.socket_fds(self.pid), socks))
         try:
             progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress)
+            probe.sendall(self.resp_cmd(["PING"]))
+            if self.resp_read(pf) != "+PONG":
+                raise Fail("no PONG before the checkpoint")
+            socks = self.socket_fds(self.pid)  # its listener, our two connections
+            if self.opts.no_ckpt:
+                rp = pr
+            else:
+                rp = self.tcp_cycles(pr, port, lambda: (down.check(), held("after the restart"),
+                                                        progress()),
+                                     conns=2, while_down=down.start)
         finally:
             state["stop"] = True
             th.join(60)
             cl.close()
+            probe.close()
         if state["err"]:
             raise Fail("the redis client: %r" % (state["err"],))
         self.vlog("%d commands" % state["n"])
@@ -2134,6 +2230,95 @@ class Run:
             c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
+
+    def socket_fds(self, pid):
+        """How many fds of pid are sockets."""
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+            except OSError:
+                pass
+        return n
+
+    ECHO_CLIENTS = 100
+
+    def flow_echo100(self):
+        """An asyncio echo server (py_echo.py server) and a client process
+        of the runner's, outside the tree (py_echo.py client), holding 100
+        connections with a line in flight on each, every echo checked;
+        checkpoint --kill and restart with only ckpt's network lock between
+        them (its log must say it locked the 100 connections): the server
+        holds its listener, 100 connections and its self-pipe again, the client goes on
+        (20 more rounds of echoes after each restart) and ends with no
+        reset, no lost or wrong echo; SIGTERM ends the server (status 0).
+        One more connection, the runner's, sends a line while the server
+        is down (dropped by the lock, retransmitted): echoed after the
+        restart."""
+        n = self.ECHO_CLIENTS
+        pr = self.start(args=self.t["args"])
+        self.pid = pr.pid
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(self.program_argv() + ["client", str(port), str(n)],
+                        out=self.p("client.log"), err=self.p("client.log"))
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k=20):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
+                            [cl], timeout=60)
+
+        def held(when):
+            # the listener, the connections and the runner's, the loop's
+            # self-pipe (a socketpair)
+            if self.socket_fds(self.pid) != n + 4:
+                raise Fail("%s: the server holds %d sockets, want %d" % (
+                    when, self.socket_fds(self.pid), n + 4))
+
+        progress(5)
+        probe = socket.create_connection(("127.0.0.1", port), timeout=60)
+        seq = [0]
+
+        def echo():
+            seq[0] += 1
+            want = b"probe %d\n" % seq[0]
+            probe.sendall(want)
+            got = b""
+            while len(got) < len(want):
+                d = probe.recv(len(want) - len(got))
+                if not d:
+                    raise Fail("end of file")
+                got += d
+            if got != want:
+                raise Fail("echo %r, want %r" % (got, want))
+        echo()
+        held("before")
+        down = self.DownCall("a line of the runner's", echo)
+        rp = pr
+        if not self.opts.no_ckpt:
+            rp = self.tcp_cycles(pr, port, lambda: (down.check(), held("after the restart"),
+                                                    progress()),
+                                 conns=n + 1, while_down=down.start)
+            self.notes.append("%d rounds" % rounds())
+        probe.close()
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "the echo server after SIGTERM")
+        if rp.returncode != 0 or "served" not in self.out():
+            raise Fail("the echo server: status %s: %s" % (rp.returncode, self.out()[-300:]))
 
     def flow_java(self):
         """A JVM (JavaThreads.java: three threads counting into files) on
@@ -2185,7 +2370,10 @@ class Run:
     def flow_http_server(self):
         """python3 -m http.server on 127.0.0.1 at a free port, serving the
         test's directory: it answers before, and after checkpoint --kill
-        and restart, a GET of a file on a new connection."""
+        and restart, a GET of a file on a new connection; a GET begun while
+        the server is down (its SYN dropped by ckpt's network lock, not
+        refused) is answered after the restart; the restored server holds
+        as many sockets as the original once they are answered."""
         port = self.free_port()
         with open(self.p("hello.txt"), "w") as f:
             f.write("hello from http.server\n" * 100)
@@ -2205,7 +2393,15 @@ class Run:
                     not data.endswith(b"hello from http.server\n" * 100):
                 raise Fail("http.server answered %r" % data[:200])
         get()
-        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, get)
+        socks = self.socket_fds(self.pid)
+
+        def held():
+            self.wait_until("http.server to hold %d socket(s) as before" % socks,
+                            lambda: self.socket_fds(self.pid) == socks, [], timeout=20)
+        down = self.DownCall("a GET", get)
+        rp = pr if self.opts.no_ckpt else \
+            self.tcp_cycles(pr, port, lambda: (down.check(), get(), held()),
+                            while_down=down.start)
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
 
@@ -2264,7 +2460,7 @@ http {{
     uwsgi_temp_path {d}/tmp/uwsgi;
     scgi_temp_path {d}/tmp/scgi;
     server {{
-        listen unix:{d}/nginx.sock;
+        listen {listen};
         root {d}/www;
     }}
 }}
@@ -2328,7 +2524,7 @@ http {{
                 f.write(data)
             os.chmod(self.p("www", name), 0o644)
         with open(self.p("nginx.conf"), "w") as f:
-            f.write(self.NGINX_CONF.format(d=d))
+            f.write(self.NGINX_CONF.format(d=d, listen="unix:%s/nginx.sock" % d))
         sock = self.p("nginx.sock")
         self.logs += [self.p("error.log"), self.p("nginx.out")]
         pr = self.popen([nginx, "-c", self.p("nginx.conf"), "-p", d], out=self.p("nginx.out"),
@@ -2365,14 +2561,140 @@ http {{
             self.expect_gone("the first restored run")
             after(self.restart(self.p("img"), "restart2"), "after the second restart")
 
+    NGINX_BIG = 50 * MiB
+    NGINX_RATE = 5 * MiB
+
+    def nginx_bin(self):
+        nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
+                                          else None)
+        if not nginx:
+            raise Skip("nginx not installed (Debian package nginx)")
+        if not shutil.which("curl"):
+            raise Skip("curl not installed (Debian package curl)")
+        return nginx
+
+    @staticmethod
+    def tcp_listeners(port):
+        """How many sockets of this namespace listen on TCP port port."""
+        n = 0
+        for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(name) as f:
+                for ln in f.readlines()[1:]:
+                    fl = ln.split()
+                    n += fl[3] == "0A" and int(fl[1].rsplit(":", 1)[1], 16) == port
+        return n
+
+    def flow_nginx_tcp(self):
+        """nginx as packaged (master as root, 2 workers as nobody), on
+        127.0.0.1 at a free port with sendfile on, serving a 50 MB file of
+        random bytes to curl (a process of the runner's, outside the tree)
+        limited to 5 MB/s; checkpoint --kill and restart once curl has a
+        tenth of it (twice mode: again once it got 2 MB more), with only
+        ckpt's network lock between them, whose log must say it locked the
+        download's connection: curl ends with status 0 (no reset, no
+        timeout) and the file is byte-identical; the workers are the same
+        pids, still nobody; nginx serves a new request, then SIGQUIT ends
+        it with status 0; as many sockets listen on the port as before (one,
+        or with reuseport one for each worker). A GET of
+        another file begun while nginx is down
+        (its SYN dropped by the lock, not refused) is answered after the
+        restart."""
+        nginx = self.nginx_bin()
+        d = self.dir
+        os.chmod(d, 0o755)  # the workers (nobody) read www/
+        os.mkdir(self.p("www"), 0o755)
+        os.mkdir(self.p("tmp"), 0o755)
+        big = os.urandom(self.NGINX_BIG)
+        with open(self.p("www", "big"), "wb") as f:
+            f.write(big)
+        os.chmod(self.p("www", "big"), 0o644)
+        with open(self.p("www", "small"), "wb") as f:
+            f.write(b"small\n" * 1000)
+        os.chmod(self.p("www", "small"), 0o644)
+        port = self.free_port()
+        host = self.t.get("host", "127.0.0.1")
+        listen = ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+        conf = self.NGINX_CONF.format(d=d, listen=listen + self.t.get("listen_opts", ""))
+        with open(self.p("nginx.conf"), "w") as f:
+            f.write(conf.replace("    access_log", "    sendfile on;\n    access_log", 1))
+        self.logs += [self.p("error.log"), self.p("curl.err")]
+        pr = self.start_server([nginx, "-c", self.p("nginx.conf"), "-p", d], port, host)
+
+        def forked():
+            try:
+                return self.nginx_workers(pr.pid)
+            except Fail:
+                return None
+        self.wait_until("nginx's two workers as nobody", forked, [pr])
+        workers = self.nginx_workers(pr.pid)
+        nlisten = self.tcp_listeners(port)
+        if nlisten != (2 if "reuseport" in conf else 1):
+            raise Fail("%d listening sockets on port %d" % (nlisten, port))
+        url = "http://%s/big" % listen
+        cl = self.popen(["curl", "-sS", "--limit-rate", str(self.NGINX_RATE), "--max-time", "120",
+                         "-o", self.p("dl"), url], err=self.p("curl.err"))
+
+        def got(k):
+            at = self.size("dl")
+            self.wait_until("%d more bytes downloaded" % k, lambda: self.size("dl") >= at + k,
+                            [cl], timeout=60)
+
+        def small():
+            with socket.create_connection((host, port), timeout=30) as c:
+                c.sendall(b"GET /small HTTP/1.0\r\nHost: x\r\n\r\n")
+                data = b""
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    data += b
+            if not data.startswith(b"HTTP/1.1 200") or not data.endswith(b"\r\n\r\n" + b"small\n" * 1000):
+                raise Fail("nginx answered %r" % data[:200])
+
+        got(self.NGINX_BIG // 10)
+        small()
+        down = self.DownCall("a GET of another file", small)
+        rp = pr
+        if not self.opts.no_ckpt:
+            rp = self.tcp_cycles(pr, port, lambda: (down.check(), got(2 * MiB)), conns=1,
+                                 while_down=down.start)
+            at = self.size("dl")
+            if at >= self.NGINX_BIG:
+                raise Fail("the download had finished at the last restart")
+            self.notes.append("restarted at %d%% of the download" % (100 * at // self.NGINX_BIG))
+            if self.nginx_workers(self.pid) != workers:
+                raise Fail("the workers are not the pids %s" % workers)
+            if self.tcp_listeners(port) != nlisten:
+                raise Fail("%d listening sockets on port %d after the restart, want %d"
+                           % (self.tcp_listeners(port), port, nlisten))
+        self.wait_all([cl], 120, "curl")
+        if cl.returncode != 0:
+            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
+        with open(self.p("dl"), "rb") as f:
+            data = f.read()
+        if data != big:
+            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
+                     min(len(data), len(big)))
+            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
+                       % (n, len(data), len(big)))
+        r = subprocess.run(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
+                            "%{http_code} %{size_download}", url], capture_output=True, timeout=60)
+        if r.stdout.decode() != "200 %d" % self.NGINX_BIG:
+            raise Fail("a new request got %r: %s" % (r.stdout, r.stderr.decode(errors="replace")))
+        os.kill(self.pid, signal.SIGQUIT)
+        self.wait_all([rp], EXIT_TIMEOUT, "nginx after SIGQUIT")
+        if rp.returncode != 0:
+            raise Fail("nginx ended with status %s" % rp.returncode)
+
     PG_BIN = "/usr/lib/postgresql/15/bin"
 
     def psql(self, sql):
         """psql -At -c sql as user postgres over the test's socket: the
         output lines; then waits until the server process that served it
         has gone (its socket had a peer outside the tree)."""
-        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1",
-                "-h", self.p("pgsock"), "-U", "postgres", "-d", "postgres", "-c", sql]
+        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1"] + \
+            getattr(self, "pg_where", ["-h", self.p("pgsock")]) + \
+            ["-U", "postgres", "-d", "postgres", "-c", sql]
         try:
             r = subprocess.run(argv, capture_output=True, timeout=60, cwd=self.dir)
         except subprocess.TimeoutExpired:
@@ -2380,8 +2702,9 @@ http {{
         if r.returncode != 0:
             raise Fail("psql %r: exit %d: %s" % (sql[:60], r.returncode,
                                                   r.stderr.decode(errors="replace").strip()))
+        held = getattr(self, "pg_held", 0)  # backends of connections held across
         self.wait_until("the server process of psql to exit",
-                        lambda: not self.pg_backends(self.pid), [], timeout=20)
+                        lambda: len(self.pg_backends(self.pid)) <= held, [], timeout=20)
         return r.stdout.decode().splitlines()
 
     def pg_backends(self, master):
@@ -2402,14 +2725,12 @@ http {{
                 out.append(k)
         return out
 
-    def flow_postgres(self):
-        """PostgreSQL 15: a cluster made by initdb in the test's directory,
-        the postmaster started directly as user postgres (root dropped to
-        it: no capabilities), on a unix socket of its own only
-        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
-        --kill (its SysV interlock segment removed with the tree: the image
-        holds it), restarted on the same host; the rows are counted and a
-        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+    def pg_start(self, conf, sockname):
+        """initdb of a cluster in the test's directory, then the postmaster
+        with the settings conf (-c NAME=VALUE...), as user postgres (or, for
+        a ct test, pid 1 of `ckpt run` dropped to postgres by setpriv);
+        returns once it accepts connections (on its unix socket sockname in
+        pgsock/, if given, and at self.pg_where), self.pid set."""
         for prog in ("postgres", "initdb", "psql"):
             if not os.access(os.path.join(self.PG_BIN, prog), os.X_OK):
                 raise Skip("%s/%s not installed (Debian packages postgresql-15, "
@@ -2428,8 +2749,7 @@ http {{
         if ini.returncode != 0:
             raise Fail("initdb exit %d" % ini.returncode)
         argv = [os.path.join(self.PG_BIN, "postgres"), "-D", data,
-                "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sock,
-                "-c", "shared_buffers=16MB", "-c", "max_connections=10"]
+                "-c", "shared_buffers=16MB", "-c", "max_connections=10"] + list(conf)
         ct = self.t.get("ct")
         if ct:
             # pid 1 of `ckpt run`, dropped to postgres by setpriv (which execs)
@@ -2447,17 +2767,32 @@ http {{
             pr = self.popen(argv, out=self.p("pg.log"), err=self.p("pg.log"), **as_pg)
             self.pid = pr.pid
         self.t0 = time.monotonic()
-        self.wait_until("the postmaster's socket",
-                        lambda: os.path.exists(os.path.join(sock, ".s.PGSQL.5432")), [pr])
+        if sockname:
+            self.wait_until("the postmaster's socket",
+                            lambda: os.path.exists(os.path.join(sock, sockname)), [pr])
+        where = getattr(self, "pg_where", ["-h", sock])
         self.wait_until("the database to accept connections",
-                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q",
-                                                "-h", sock], capture_output=True).returncode == 0,
+                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q"]
+                                               + where, capture_output=True).returncode == 0,
                         [pr], timeout=60)
         # its interlock segment, for cleanup() to remove if the test fails
         with open(os.path.join(data, "postmaster.pid")) as f:
             key, shmid = f.read().splitlines()[6].split()
         with open(self.p("shm.id"), "w") as f:
             f.write("%s %s\n" % (shmid, key))
+        return pr
+
+    def flow_postgres(self):
+        """PostgreSQL 15: a cluster made by initdb in the test's directory,
+        the postmaster started directly as user postgres (root dropped to
+        it: no capabilities), on a unix socket of its own only
+        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
+        --kill (its SysV interlock segment removed with the tree: the image
+        holds it), restarted on the same host; the rows are counted and a
+        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+        ct = self.t.get("ct")
+        pr = self.pg_start(["-c", "listen_addresses=", "-c",
+                            "unix_socket_directories=" + self.p("pgsock")], ".s.PGSQL.5432")
         self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
         self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
 
@@ -2496,6 +2831,145 @@ http {{
         self.psql("INSERT INTO t VALUES (1001, 'after')")
         count("after the insert", 1001)
         stop(rp, "after the restart")
+
+    class PgConn:
+        """A PostgreSQL client on one TCP connection, the simple query
+        protocol (v3) and trust authentication: query() returns the rows
+        (tuples of str) or raises Fail with the server's error."""
+
+        def __init__(self, port, user="postgres"):
+            self.s = socket.create_connection(("127.0.0.1", port), timeout=60)
+            self.f = self.s.makefile("rb")
+            body = struct.pack("!I", 196608) + b"user\0%s\0database\0postgres\0\0" % \
+                user.encode()
+            self.s.sendall(struct.pack("!I", len(body) + 4) + body)
+            self.until_ready()
+
+        def msg(self):
+            hdr = self.f.read(5)
+            if len(hdr) < 5:
+                raise ConnectionError("end of file from the server")
+            t, n = hdr[:1], struct.unpack("!I", hdr[1:])[0]
+            return t, self.f.read(n - 4)
+
+        def until_ready(self):
+            rows, err = [], None
+            while True:
+                t, body = self.msg()
+                if t == b"Z":
+                    if err:
+                        raise Fail("postgres: %s" % err)
+                    return rows
+                if t == b"E":
+                    err = b"; ".join(f[1:] for f in body.split(b"\0") if f[:1] in (b"M", b"C"))
+                    err = err.decode(errors="replace")
+                elif t == b"R" and struct.unpack("!I", body[:4])[0] != 0:
+                    raise Fail("postgres asks for authentication %d" % struct.unpack("!I", body[:4]))
+                elif t == b"D":
+                    k, at, row = struct.unpack("!H", body[:2])[0], 2, []
+                    for _ in range(k):
+                        n = struct.unpack("!i", body[at:at + 4])[0]
+                        row.append(None if n < 0 else body[at + 4:at + 4 + n].decode())
+                        at += 4 + max(n, 0)
+                    rows.append(tuple(row))
+
+        def query(self, sql):
+            q = sql.encode() + b"\0"
+            self.s.sendall(b"Q" + struct.pack("!I", len(q) + 4) + q)
+            return self.until_ready()
+
+        def close(self):
+            try:
+                self.s.sendall(b"X\0\0\0\4")
+            except OSError:
+                pass
+            self.f.close()
+            self.s.close()
+
+    def flow_postgres_tcp(self):
+        """PostgreSQL 15 set up as in real_postgres, but on TCP only
+        (listen_addresses=127.0.0.1, a free port, no unix socket). A client
+        of the runner's (the protocol spoken by PgConn, in a thread) holds
+        one connection and inserts a row and reads it back (INSERT ...
+        RETURNING) in a loop, checking each reply, across checkpoint --kill
+        and restart with only ckpt's network lock between them (its log
+        must say it locked that connection); its backend is the same pid
+        after the restart; psql on new connections counts the rows; at the
+        end the held connection counts exactly the rows it was told were
+        inserted and SIGINT (fast shutdown) ends postgres cleanly. A second
+        held connection sends SELECT 42 while the server is down (dropped
+        by the lock, retransmitted): answered after the restart."""
+        port = self.free_port()
+        self.pg_where = ["-h", "127.0.0.1", "-p", str(port)]
+        pr = self.pg_start(["-c", "listen_addresses=127.0.0.1", "-c", "port=%d" % port,
+                            "-c", "unix_socket_directories="], None)
+        self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
+        self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
+        conn, probe = self.PgConn(port), self.PgConn(port)
+        self.pg_held = 2
+
+        def select42():
+            if probe.query("SELECT 42") != [("42",)]:
+                raise Fail("SELECT 42 did not answer 42")
+        down = self.DownCall("a SELECT on a second connection", select42)
+        select42()
+        backend = conn.query("SELECT pg_backend_pid()")[0][0]
+        if int(backend) not in self.pg_backends(self.pid):
+            raise Fail("the held connection's backend %s is not among the postmaster's "
+                       "children serving a client (%s)" % (backend, self.pg_backends(self.pid)))
+        state = {"n": 0, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = 1001 + state["n"]
+                    got = conn.query("INSERT INTO t VALUES (%d, 'loop') RETURNING i, s" % i)
+                    if got != [(str(i), "loop")]:
+                        raise Fail("insert %d: got %r" % (i, got))
+                    state["n"] += 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("50 more inserts", lambda: state["n"] >= n + 50 or state["err"],
+                            [], timeout=60)
+            if state["err"]:
+                raise Fail("the held connection: %r" % (state["err"],))
+            got = self.psql("SELECT count(*) >= %d FROM t" % (1000 + n))
+            if got != ["t"]:
+                raise Fail("psql counts fewer than %d rows" % (1000 + n))
+
+        try:
+            progress()
+            if self.opts.no_ckpt:
+                rp = pr
+            else:
+                rp = self.tcp_cycles(pr, port, lambda: (down.check(), progress()), conns=2,
+                                     while_down=down.start)
+        finally:
+            state["stop"] = True
+            th.join(60)
+        if state["err"]:
+            raise Fail("the held connection: %r" % (state["err"],))
+        n = state["n"]
+        got = conn.query("SELECT count(*), pg_backend_pid() FROM t")
+        if got != [(str(1000 + n), backend)]:
+            raise Fail("the held connection counts %r, want %d rows and backend %s"
+                       % (got, 1000 + n, backend))
+        self.notes.append("%d inserts" % n)
+        conn.close()
+        probe.close()
+        self.pg_held = 0
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "postgres after SIGINT (fast shutdown)")
+        if rp.returncode != 0:
+            raise Fail("postgres ended with status %s" % rp.returncode)
+        with open(self.p("pg.log"), "rb") as f:
+            if b"database system is shut down" not in f.read():
+                raise Fail("the log does not say the database was shut down")
 
     def flow_external(self):
         """A unix socket of the tree connected to a server of the runner's,
@@ -5130,14 +5604,25 @@ http {{
         if any(len(r) > 1 and int(r[0]) == key and int(r[1]) == sid for r in rows):
             subprocess.run(["ipcrm", "-m", str(sid)], capture_output=True)
 
+    def remove_netlocks(self):
+        """The network locks the test's checkpoints left (a failed restart
+        leaves them for the next one), so that none outlives the test."""
+        for name in os.listdir(self.dir):
+            if name.startswith("ckpt") and name.endswith(".log"):
+                lock = self.netlock_of(name[:-4])
+                if lock and self.nft_drops(lock[0]) is not None:
+                    subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "delete", "table",
+                                    "inet", lock[0]], capture_output=True, timeout=20)
+
     def cleanup(self):
         self.remove_shm()
+        self.remove_netlocks()
         if self.pid and self.ours(self.pid):
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.t["kind"] in ("compare", "make", "redis", "nginx", "postgres"):
+        if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres", "postgres_tcp"):
             # what a failed real program left: pool workers, make's children
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):
