@@ -7,7 +7,7 @@
  * sizes and their locks, O_NONBLOCK, and for an established TCP
  * connection what TCP_REPAIR shows (inet-sk.h).
  *
- * The kind also claims every socket the unix kind leaves (netlink, packet,
+ * The kind also claims every socket the unix and netlink kinds leave (packet,
  * raw...), to refuse it by what it is.
  *
  * Checkpoint, in fd_collect, through a copy of the fd (pidfd_getfd), which
@@ -60,7 +60,6 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <linux/sockios.h>
-#include <linux/netlink.h>
 #include <linux/if_packet.h>
 #include <linux/capability.h>
 #include <unistd.h>
@@ -203,15 +202,6 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, i
 	char fbuf[32];
 	if (!fam)
 		snprintf(fbuf, sizeof(fbuf), "family %d", family), fam = fbuf;
-	if (family == AF_NETLINK) {
-		struct sockaddr_nl nl = { 0 };
-		socklen_t l = sizeof(nl);
-		getsockname(s, (struct sockaddr *)&nl, &l);
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (netlink): netlink %s socket of protocol %d (port id %u, "
-				"groups %#x) is not supported yet",
-				fi->pid, fi->fd, type_name(type), proto, nl.nl_pid, nl.nl_groups);
-	}
 	if (family == AF_PACKET) {
 		struct sockaddr_ll ll = { 0 };
 		socklen_t l = sizeof(ll);
