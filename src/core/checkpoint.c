@@ -504,6 +504,8 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 		r = assign_vpids(ctx);
 	if (r < 0)
 		return r;
+	if (!ctx->ntasks) /* an image of nothing is never made, let alone a kill */
+		return log_fail(&ctx->log, -ESRCH, "pid %d: no process could be seized", pid);
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
 	/* frozen: no peer of a connection hears from it until it runs again */
 	return ckpt_netlock_lock(ctx);
