@@ -384,6 +384,11 @@ static int check_header(struct img_reader *r, struct img_error *err)
 	if (version == 0)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, version), 0,
 			    "bad image format version 0");
+	if (version < IMG_VERSION)
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, version), 0,
+			    "image format version %u was made by an older ckpt; this one reads "
+			    "version %u (restart it with the ckpt that made it)", version,
+			    IMG_VERSION);
 	if (r->size < sizeof(h))
 		return fail(err, -EINVAL, -1, 0, 0, "truncated in header (%zu of %zu bytes)",
 			    r->size, sizeof(h));

@@ -28,7 +28,8 @@
 #include <sys/uio.h>
 
 #define IMG_MAGIC "CKPTIMG\0"
-#define IMG_VERSION 1
+#define IMG_VERSION 2 /* 2: the records of ns/1, mm/4, memfd/5, sysv/7, inet, netlink,
+                        * timens, netns, mnt (December 2026); 1 is refused */
 #define IMG_PAGE_SIZE 4096u
 #define IMG_REC_TRAILER 0xffffu
 #define IMG_FLAG_PAD_MASK 0xfffu
