@@ -31,6 +31,9 @@ command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need="$need nftables"
 [ -x /usr/lib/postgresql/15/bin/psql ] || need="$need postgresql-client-15"
 # the container root file systems of the mount tests (ct_rootfs_*)
 [ -x /bin/busybox ] || need="$need busybox-static"
+# real_sshd: sshd in a ckpt run --net container, an ssh client
+[ -x /usr/sbin/sshd ] || need="$need openssh-server"
+command -v ssh >/dev/null 2>&1 || need="$need openssh-client"
 # real_java: a JVM, javac for its program, jcmd
 command -v javac >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 [ -z "$need" ] && exit 0

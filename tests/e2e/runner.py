@@ -270,6 +270,7 @@ TESTS = [
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
+    entry("real_sshd", (B, T), kind="sshd"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -1943,6 +1944,102 @@ class Run:
         if sorted(os.listdir("/sys/class/net")) != links:
             raise Fail("links after the failed restart: %r, before %r"
                        % (sorted(os.listdir("/sys/class/net")), links))
+
+    def tree_pids(self, root):
+        """root and its descendants, as /proc lists their children."""
+        out, i = [root], 0
+        while i < len(out):
+            try:
+                for t in os.listdir("/proc/%d/task" % out[i]):
+                    with open("/proc/%d/task/%s/children" % (out[i], t)) as f:
+                        out += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+            i += 1
+        return out
+
+    def flow_sshd(self):
+        """sshd (openssh-server) as pid 1 of `ckpt run --net`, listening in
+        the container's network namespace; an ssh client of the runner's,
+        logged in by key, runs a counting loop there; checkpoint --kill and
+        restart (twice in twice mode): the session goes on with no line
+        lost and no reset, the restored sshd has the same processes, and a
+        new login works."""
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        ssh, keygen = shutil.which("ssh"), shutil.which("ssh-keygen")
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        if not (os.access(sshd, os.X_OK) and ssh and keygen):
+            raise Skip("openssh-server or openssh-client not installed")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%ss" % (os.getpid() % 1000000, self.mode[0])
+        for k in ("hostkey", "userkey"):
+            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", self.p(k)], check=True,
+                           capture_output=True, timeout=60)
+        shutil.copy(self.p("userkey.pub"), self.p("authorized_keys"))
+        with open(self.p("sshd_config"), "w") as f:
+            f.write("Port 22\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin "
+                    "prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
+                    "StrictModes no\nPidFile %s\n"
+                    % (self.p("hostkey"), self.p("authorized_keys"), self.p("sshd.pid")))
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+        pidfile = self.p("run.pid")
+        pr = self.popen([self.opts.ckpt, "run", "--net", "--net-addr", sub, "--net-host-if", hostif,
+                         "--pidfile", pidfile, "--", sshd, "-D", "-e", "-f", self.p("sshd_config")],
+                        err=self.p("sshd.err"))
+        self.logs.append(self.p("sshd.err"))
+
+        def listening():
+            try:
+                socket.create_connection((cont, 22), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        self.wait_until("sshd listening on %s:22" % cont, listening, [pr], timeout=60)
+        self.wait_until("ckpt run's pidfile", lambda: os.path.exists(pidfile) and
+                        open(pidfile).read().endswith("\n"), [pr])
+        with open(pidfile) as f:
+            self.pid = int(f.read())
+        argv = [ssh, "-i", self.p("userkey"), "-o", "StrictHostKeyChecking=no", "-o",
+                "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+                "root@" + cont]
+        client = self.popen(argv + ["i=0; while true; do i=$((i+1)); echo $i; sleep 0.05; done"],
+                            out=self.p("session.out"), err=self.p("session.err"))
+        self.logs.append(self.p("session.err"))
+
+        def lines():
+            with open(self.p("session.out")) as f:
+                return f.read().split()
+        try:
+            self.wait_until("the session's first lines", lambda: len(lines()) >= 20, [client, pr])
+            if self.opts.no_ckpt:
+                return
+            procs = len(self.tree_pids(self.pid))
+            rp = pr
+            for cycle in range(2 if self.mode == T else 1):
+                n = len(lines())
+                self.checkpoint(self.p("img%d" % cycle), "ckpt%d" % cycle, reap=[rp])
+                self.wait_all([rp], 20, "the container's ckpt after its checkpoint --kill")
+                rp = self.restart(self.p("img%d" % cycle), "restart%d" % cycle, same_pid=False)
+                self.wait_until("the session going on after the restart",
+                                lambda: len(lines()) >= n + 40, [client, rp])
+                if len(self.tree_pids(self.pid)) != procs:
+                    raise Fail("the restored sshd has %d processes, the original %d"
+                               % (len(self.tree_pids(self.pid)), procs))
+            got = [int(x) for x in lines()]
+            if got != list(range(1, len(got) + 1)):
+                gap = next(i for i, v in enumerate(got) if v != i + 1)
+                raise Fail("the session lost lines: %r" % got[max(0, gap - 2):gap + 3])
+            r = subprocess.run(argv + ["echo new-login-ok"], capture_output=True, timeout=60)
+            if r.stdout.strip() != b"new-login-ok":
+                raise Fail("a new login after the restart: %r %r" % (r.stdout, r.stderr[-200:]))
+        finally:
+            client.kill()
+            client.wait()
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def flow_netns(self):
         """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
