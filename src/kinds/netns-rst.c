@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <net/if.h>
 
 #include "core/ctx.h"
 #include "kinds/netns.h"
@@ -171,6 +172,16 @@ static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, size_t i, struct 
 	int r = rtnl_veth_add(n->verify ? in : host, hname,
 			      l->has_peer_mac && !n->verify ? l->peer_mac.data : NULL, l->name,
 			      l->has_mac ? l->mac.data : NULL, (int)l->index, n->verify ? -1 : in_ns);
+	/* right after checkpoint --kill the killed container's namespace, and
+	 * its host end with it, may still be going (the kernel's cleanup runs
+	 * once the last socket of it is closed): wait a little for the name */
+	for (int waited = 0; r == -EEXIST && !n->verify && waited < 5000; waited += 10) {
+		usleep(10000);
+		if (if_nametoindex(hname))
+			continue;
+		r = rtnl_veth_add(host, hname, l->has_peer_mac ? l->peer_mac.data : NULL, l->name,
+				  l->has_mac ? l->mac.data : NULL, (int)l->index, in_ns);
+	}
 	if (r < 0)
 		return log_fail(&ctx->log, r, "network namespace link %s (veth): cannot make it with "
 				"its host end %s: %s%s", l->name, l->peer_name, strerror(-r),

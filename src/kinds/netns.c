@@ -419,34 +419,8 @@ static const ProtobufCMessageDescriptor *netns_descriptor(uint32_t sub)
 	return sub == REC_SUB(NETNS_ENTRY) ? &netns_entry__descriptor : NULL;
 }
 
-/*
- * After --kill: the namespace goes once the kernel's cleanup has run, a
- * moment after its last process, and its host ends with it. A restart on
- * this host makes them again under the same names: wait for them to go.
- */
-static void netns_after_kill(struct ckpt_ctx *ctx)
-{
-	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
-	for (size_t i = 0; n && i < n->e.n_links; i++) {
-		const struct link_buf *b = &n->l[i];
-		char name[IF_NAMESIZE];
-		int waited = 0;
-		if (b->peer_index <= 0)
-			continue;
-		for (; waited < 10000 && if_indextoname((unsigned)b->peer_index, name) &&
-		       !strcmp(name, b->peer_name);
-		     waited += 5)
-			usleep(5000);
-		if (waited >= 10000)
-			log_warn(&ctx->log, "host end %s of the killed container's network namespace "
-				 "is still there after 10 s; a restart here fails until it goes",
-				 b->peer_name);
-	}
-}
-
 const struct kind_ops netns_ops = {
 	.collect = netns_collect,
-	.after_kill = netns_after_kill,
 	.dump = netns_dump,
 	.check_restore = netns_check_restore,
 	.load = netns_load,

@@ -28,13 +28,27 @@ void log_init(struct ckpt_log *log, int fd, int level, char *errbuf, size_t errb
 		errbuf[0] = '\0';
 }
 
+/* Does a line of errbuf already name the fd msg names ("pid P fd F ", up
+ * to the first "(" or ":")? One fd refused by two kinds is one reason. */
+static bool named_before(const char *errbuf, const char *msg)
+{
+	size_t n = strcspn(msg, "(:");
+	const char *fd = strstr(msg, " fd ");
+	if (strncmp(msg, "pid ", 4) || !fd || (size_t)(fd - msg) >= n)
+		return false;
+	for (const char *l = errbuf; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, msg, n) && l[n] == msg[n])
+			return true;
+	return false;
+}
+
 /* One more refusal as a line of errbuf, or once a note that the log has
  * the rest. */
 static void gather_error(struct ckpt_log *log, const char *msg)
 {
 	static const char more[] = "\n(more in the log: --log FILE)";
 	size_t used = strlen(log->errbuf), room = log->errbuf_len - used;
-	if (log->errbuf_full)
+	if (log->errbuf_full || named_before(log->errbuf, msg))
 		return;
 	if (strlen(msg) + 1 + sizeof(more) <= room) {
 		snprintf(log->errbuf + used, room, "\n%s", msg);

@@ -2490,7 +2490,11 @@ class Run:
                     not data.endswith(b"hello from http.server\n" * 100):
                 raise Fail("http.server answered %r" % data[:200])
         get()
-        socks = self.socket_fds(self.pid)
+        # its listener alone, once the served connection's socket is closed
+        # (the client may see the end before the handler closes it)
+        socks = 1
+        self.wait_until("http.server to close the served connection",
+                        lambda: self.socket_fds(self.pid) == socks, [pr], timeout=20)
 
         def held():
             self.wait_until("http.server to hold %d socket(s) as before" % socks,
