@@ -47,6 +47,7 @@ static void release_task(struct task *t)
 		t->kstate[k] = NULL;
 	}
 	proc_vmas_free(&t->vmas);
+	task_probes_free(t);
 }
 
 static void free_obj(int kind, void *ptr)
@@ -573,6 +574,7 @@ static int dump_tree(struct ckpt_ctx *ctx)
 int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t)
 {
 	TaskBegin tb = TASK_BEGIN__INIT;
+	task_probes_free(t); /* collect has read them */
 	tb.pid = t->vpid;
 	return ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
 }

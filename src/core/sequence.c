@@ -19,8 +19,11 @@
 const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* every task and thread of the tree held, ids inside its pid namespace */
 	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
-	/* /proc read, ckpt's scratch mapped; then what each kind finds */
-	[CKPT_COLLECT] = { "collect", NULL, ckpt_collect_task, KOP(collect), STEP_TASKS, 0, "" },
+	/* /proc read, ckpt's scratch mapped; then the injected calls each kind
+	 * needs (task_probe_call), for one batch per task */
+	[CKPT_PROBE] = { "probe", NULL, ckpt_collect_task, KOP(probe), STEP_TASKS, 0, "" },
+	/* the probes run (probe.c); then what each kind finds */
+	[CKPT_COLLECT] = { "collect", NULL, ckpt_run_probes, KOP(collect), STEP_TASKS, 0, "" },
 	/* checks over the whole tree */
 	[CKPT_COLLECT_END] = { "collect end", NULL, NULL, KOP(collect_end), STEP_ONCE, 0, NULL },
 	/* header and tree record; each task's begin record, then its kinds' */

@@ -78,6 +78,7 @@ int rst_release_tree(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 enum ckpt_step_id {
 	CKPT_SEIZE,
+	CKPT_PROBE,
 	CKPT_COLLECT,
 	CKPT_COLLECT_END,
 	CKPT_DUMP,
@@ -120,6 +121,7 @@ int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s) __attribute__((war
 /* The drivers' parts of the checkpoint steps (checkpoint.c, precheck.c). */
 int ckpt_seize(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+int ckpt_run_probes(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_dump_begin(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_dump_end(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
