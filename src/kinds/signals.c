@@ -45,6 +45,13 @@ struct signals_ckpt {
 
 static int collect_pending(struct ckpt_ctx *ctx, struct task *t, struct signals_ckpt *k)
 {
+	/* /proc/PID/status, read before any injection, lists no pending signal
+	 * (the thread's, and for a process the process's): no queue to read, and
+	 * no request to the guardian. One sent after that instant is not in the
+	 * image, as one sent after the queue was read would not be. */
+	uint64_t pnd = t->status.sig_pnd | (t->leader ? 0 : t->status.shd_pnd);
+	if (!pnd && !t->pup.ntraps)
+		return 0;
 	uint8_t(*buf)[128] = calloc(MAX_PENDING, 128);
 	bool *shared_of = calloc(MAX_PENDING, sizeof(bool));
 	size_t n = 0;
