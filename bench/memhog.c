@@ -3,11 +3,15 @@
  * bench/ workload: touches SIZE MiB of random memory (xorshift, seeded),
  * writes "ready" to its stdout, then waits in pause(). On SIGUSR1 it checks
  * the memory against the seed and exits 0 if it is intact, 1 if not.
+ * `memhog SIZE text`: the memory holds text-like records instead
+ * ("id=1234 user=beta status=ok score=56\n" ...), as a heap of strings
+ * or a log buffer would: what checkpoint --compress is for.
  */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -34,21 +38,51 @@ static uint64_t fill(uint64_t *p, size_t n, uint64_t x, int check)
 	return bad;
 }
 
+/* text lines from xorshift; with check, the count of bytes that differ */
+static uint64_t fill_text(char *p, size_t len, uint64_t x, int check)
+{
+	static const char *names[] = { "alpha", "beta", "gamma", "delta", "omicron", "sigma" };
+	static const char *status[] = { "ok", "failed", "pending", "retry" };
+	char line[96];
+	uint64_t bad = 0;
+	size_t at = 0;
+	while (at < len) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		int n = snprintf(line, sizeof(line), "id=%llu user=%s status=%s score=%u\n",
+				 (unsigned long long)(x % 1000000), names[(x >> 20) % 6],
+				 status[(x >> 30) % 4], (unsigned)((x >> 40) % 100));
+		size_t k = (size_t)n < len - at ? (size_t)n : len - at;
+		if (check)
+			bad += memcmp(p + at, line, k) != 0;
+		else
+			memcpy(p + at, line, k);
+		at += k;
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
+	int text = argc > 2 && !strcmp(argv[2], "text");
 	size_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 64;
 	size_t n = mib << 17; /* u64 words */
 	uint64_t *p = mmap(NULL, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			   -1, 0);
 	if (p == MAP_FAILED)
 		return 2;
-	fill(p, n, 0x9e3779b97f4a7c15ull, 0);
+	if (text)
+		fill_text((char *)p, mib << 20, 0x9e3779b97f4a7c15ull, 0);
+	else
+		fill(p, n, 0x9e3779b97f4a7c15ull, 0);
 	signal(SIGUSR1, on_usr1);
 	printf("ready\n");
 	fflush(stdout);
 	while (!go)
 		pause();
-	uint64_t bad = fill(p, n, 0x9e3779b97f4a7c15ull, 1);
+	uint64_t bad = text ? fill_text((char *)p, mib << 20, 0x9e3779b97f4a7c15ull, 1)
+			    : fill(p, n, 0x9e3779b97f4a7c15ull, 1);
 	printf("%s\n", bad ? "CORRUPT" : "intact");
 	return bad != 0;
 }

@@ -41,7 +41,9 @@ extern "C" {
 #define CKPT_DETACH_CLIENTS 0x100ul /* a server's clients outside the tree are detached:
 				    * their connections come back closed by the peer,
 				    * their terminals hung up */
-#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS)
+#define CKPT_COMPRESS 0x200ul    /* page contents compressed with zstd where it pays
+				  * (-EPROTONOSUPPORT from a build without zstd) */
+#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */
@@ -138,7 +140,9 @@ struct ckpt_opts {
 	 * written (checkpoint: done counts the image's bytes so far, total the
 	 * memory of the tree as the kernel counts it, resident anonymous and
 	 * shared pages, an estimate) or while memory is filled (restart: done
-	 * and total count the processes' page bytes of the image). total is 0
+	 * and total count every byte the image's page store fills in: the
+	 * processes' memory, memfds' and deleted files' contents, SysV shm
+	 * segments). total is 0
 	 * when unknown. It may be called from a thread of the library, never
 	 * from two at once; it must not call ckpt. NULL for none; a smaller
 	 * size (an older caller) has none.
@@ -146,6 +150,31 @@ struct ckpt_opts {
 	void (*progress)(void *arg, const struct ckpt_progress *p);
 	void *progress_arg;
 	unsigned progress_interval_ms;
+	/*
+	 * checkpoint with CKPT_KILL: called with image_done_arg once the tree's
+	 * death is decided -- image_done returned 0 and the guardian has been
+	 * told to kill the tree should ckpt die -- just before the kill. A
+	 * migration tells its target here that the copy may run. NULL for
+	 * none; a smaller size (an older caller) has none.
+	 */
+	void (*committed)(void *arg);
+	/*
+	 * Fds of the root held outside the tree, treated like a shell job's
+	 * terminal (an inherited pipe, say). Checkpoint: the root's fds listed
+	 * in external_fds are saved as "external": only that the root had an
+	 * fd there, nothing of the open file. Restart: each external fd of the
+	 * image must be given in inherit_fds (the caller's fd `local` goes in
+	 * at the restored root's fd `fd`), else the restart is refused before
+	 * anything is built; one the image does not have is refused too.
+	 * A smaller size (an older caller) has none.
+	 */
+	const int *external_fds;
+	size_t n_external_fds;
+	const struct ckpt_inherit_fd {
+		int fd;     /* the root's fd number in the image */
+		int local;  /* the caller's fd that goes there */
+	} *inherit_fds;
+	size_t n_inherit_fds;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -154,6 +183,14 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V2 offsetof(struct ckpt_opts, result)
 /* The struct before progress was added. */
 #define CKPT_OPTS_SIZE_V3 offsetof(struct ckpt_opts, progress)
+/* The struct before committed was added. */
+#define CKPT_OPTS_SIZE_V4 offsetof(struct ckpt_opts, committed)
+/* The struct before external_fds was added. A caller built against a newer
+ * ckpt may pass a bigger size: accepted when every byte past the struct
+ * this ckpt knows is zero (no option it does not have is set), refused
+ * with -E2BIG otherwise, as is a size above 4096. */
+#define CKPT_OPTS_SIZE_V5 offsetof(struct ckpt_opts, external_fds)
+#define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);
 CKPT_EXPORT int ckpt_restart(pid_t pid, int fd, unsigned long flags, int logfd);

@@ -10,6 +10,10 @@ command -v protoc-c >/dev/null 2>&1 || need="$need protobuf-c-compiler"
 [ -f /usr/include/sodium.h ] || need="$need libsodium-dev"
 # the network lock (src/net/lock.c): nftables through libnftables
 [ -f /usr/include/nftables/libnftables.h ] || need="$need libnftables-dev"
+# checkpoint --compress: page store records compressed with zstd
+[ -f /usr/include/zstd.h ] || need="$need libzstd-dev"
+# network namespaces (src/net/rtnl.c): rtnetlink through libmnl
+[ -f /usr/include/libmnl/libmnl.h ] || need="$need libmnl-dev"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
@@ -25,6 +29,13 @@ command -v curl >/dev/null 2>&1 || need="$need curl"
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need="$need nftables"
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need="$need postgresql-15"
 [ -x /usr/lib/postgresql/15/bin/psql ] || need="$need postgresql-client-15"
+# the container root file systems of the mount tests (ct_rootfs_*)
+[ -x /bin/busybox ] || need="$need busybox-static"
+# real_sshd: sshd in a ckpt run --net container, an ssh client
+[ -x /usr/sbin/sshd ] || need="$need openssh-server"
+command -v ssh >/dev/null 2>&1 || need="$need openssh-client"
+# real_java: a JVM, javac for its program, jcmd
+command -v javac >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "missing packages:$need (run as root, or install them)" >&2

@@ -11,6 +11,14 @@ int cmd_inspect(const struct cli_args *a);
 int cmd_check(const struct cli_args *a);
 int cmd_run(const struct cli_args *a);
 int cmd_keygen(const struct cli_args *a);
+int cmd_migrate(const struct cli_args *a);
+int cmd_receive(const struct cli_args *a);
+
+/* run-root.c: in the container, before the exec: --root with its /dev,
+ * /proc, /sys (none when userns: a user namespace of its own), --bind and
+ * --tmpfs, then pivot_root (pts: the devpts options). -errno with "what
+ * 'path': why" in why. */
+int run_root(const struct cli_args *a, bool userns, const char *pts, char *why, size_t len);
 
 /*
  * report.c: with --json and no --log, a memfd the library logs warnings to

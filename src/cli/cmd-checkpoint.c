@@ -47,9 +47,28 @@ static int check_target(const char *path)
 	return 0;
 }
 
+
+/* One reason on the line; several (every refusal of the tree) one a line. */
+static void print_failure(const char *err)
+{
+	int n = 1;
+	for (const char *c = err; *c; c++)
+		n += *c == '\n';
+	if (n == 1) {
+		fprintf(stderr, "ckpt: checkpoint failed: %s\n", err);
+		return;
+	}
+	fprintf(stderr, "ckpt: checkpoint failed, %d reasons:\n", n);
+	for (const char *l = err; *l;) {
+		size_t len = strcspn(l, "\n");
+		fprintf(stderr, "  %.*s\n", (int)len, l);
+		l += len + (l[len] == '\n');
+	}
+}
+
 int cmd_checkpoint(const struct cli_args *a)
 {
-	char err[512] = "";
+	char err[4096] = "";
 	struct safe_file out = { .fd = -1, .dirfd = -1 };
 	int fd, logfd, r;
 	bool to_stdout = !strcmp(a->output, "-");
@@ -86,7 +105,7 @@ int cmd_checkpoint(const struct cli_args *a)
 		.flags = CKPT_SUBTREE | (a->kill ? CKPT_KILL : 0) | (a->verify ? CKPT_VERIFY : 0) |
 			 (a->leave_frozen ? CKPT_LEAVE_FROZEN : 0) | (a->shell_job ? CKPT_SHELL_JOB : 0) |
 			 (a->ext_unix ? CKPT_EXT_UNIX : 0) | (a->drop_events ? CKPT_DROP_EVENTS : 0) |
-			 (a->detach_clients ? CKPT_DETACH_CLIENTS : 0),
+			 (a->detach_clients ? CKPT_DETACH_CLIENTS : 0) | (a->compress ? CKPT_COMPRESS : 0),
 		.logfd = logfd,
 		.log_level = level,
 		.errbuf = err,
@@ -95,6 +114,8 @@ int cmd_checkpoint(const struct cli_args *a)
 		.key_len = sizeof(key.bytes),
 		.image_done = to_stdout ? NULL : commit_image,
 		.image_done_arg = &out,
+		.external_fds = a->ext_fds,
+		.n_external_fds = a->n_ext_fds,
 	};
 	struct cli_progress progress;
 	if (cli_progress_setup(a, &o, &progress) < 0) {
@@ -114,7 +135,7 @@ int cmd_checkpoint(const struct cli_args *a)
 	if (logfd >= 0 && logfd != warnfd)
 		close(logfd);
 	if (r < 0) {
-		fprintf(stderr, "ckpt: checkpoint failed: %s\n", err[0] ? err : strerror(-r));
+		print_failure(err[0] ? err : strerror(-r));
 		return 1;
 	}
 	cli_report(a, &o.result, to_stdout ? "-" : a->output, warnfd, -1);

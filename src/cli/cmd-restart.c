@@ -18,6 +18,9 @@ int cmd_restart(const struct cli_args *a)
 
 	if (a->key && cli_key_load(a->key, &key) < 0)
 		return 1;
+	struct ckpt_inherit_fd inherit[CLI_MAX_FDS];
+	for (size_t i = 0; i < a->n_inherit; i++)
+		inherit[i] = (struct ckpt_inherit_fd){ a->inherit[i].fd, a->inherit[i].local };
 	int fd = from_stdin ? STDIN_FILENO : open(a->image, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
@@ -42,6 +45,8 @@ int cmd_restart(const struct cli_args *a)
 		.pidfile = a->pidfile,
 		.key = cli_key_ptr(&key),
 		.key_len = sizeof(key.bytes),
+		.inherit_fds = inherit,
+		.n_inherit_fds = a->n_inherit,
 	};
 	struct cli_progress progress;
 	if (cli_progress_setup(a, &o, &progress) < 0)

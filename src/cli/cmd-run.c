@@ -8,7 +8,9 @@
  * of the new pid namespace is mounted on /proc and a devpts instance of its
  * own on /dev/pts (so its ptys' indexes are its own, always free at
  * restart; /dev/ptmx opens the devpts beside it); nothing else changes (the
- * container sees the host's files). Run by a user other than root, it
+ * container sees the host's files). With --root, the container has a root
+ * file system of its own instead, with its /dev, /proc, /sys and the
+ * --bind and --tmpfs mounts asked for (run-root.c). Run by a user other than root, it
  * also makes a user namespace where that user is root (uid and gid 0
  * inside map to the caller's, the only ids an unprivileged user may map).
  * The caller's fds above 2 are closed in the container unless --keep-fds;
@@ -31,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run-net.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/proc.h"
@@ -165,7 +168,8 @@ static int detach_stdio(int out)
 }
 
 static __attribute__((noreturn)) void container_init(const struct cli_args *a, int report,
-						       int mapped, bool cgroupns, int out)
+						       int mapped, bool cgroupns, int out,
+						       const struct run_net *net)
 {
 	/* the tty group exists only if the host's ids are mapped (root) */
 	const char *pts = mapped >= 0 ? "newinstance,ptmxmode=0666,mode=0620"
@@ -176,17 +180,30 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 	if (mapped >= 0 && (read(mapped, &c, 1) != 1 || setresgid(0, 0, 0) < 0 ||
 			    setresuid(0, 0, 0) < 0))
 		goto fail;
+	/* --net: once ckpt made the veth pair, its end and loopback (run-net.c) */
+	what = "setting up its network namespace";
+	if (net->on && (errno = -run_net_inside(net)) != 0)
+		goto fail;
 	/* in its cgroup already (CLONE_INTO_CGROUP): the namespace's root */
 	what = "a cgroup namespace";
 	if (cgroupns && unshare(CLONE_NEWCGROUP) < 0)
 		goto fail;
 	what = "mount";
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		goto fail;
-	what = "mounting a devpts of its own on /dev/pts";
-	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts) < 0)
+	char why[4200];
+	if (a->root) { /* run-root.c */
+		int e = run_root(a, mapped >= 0, pts, why, sizeof(why));
+		what = why;
+		errno = -e;
+		if (e < 0)
+			goto report;
+	} else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
 		goto fail;
+	} else if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts) < 0) {
+		what = "mounting a devpts of its own on /dev/pts";
+		goto fail;
+	}
 	what = "sethostname";
 	if (a->hostname && sethostname(a->hostname, strlen(a->hostname)) < 0)
 		goto fail;
@@ -201,8 +218,12 @@ static __attribute__((noreturn)) void container_init(const struct cli_args *a, i
 	what = "exec";
 	execvp(a->run_argv[0], a->run_argv);
 fail:;
-	char msg[160];
+	char msg[4400];
 	int n = snprintf(msg, sizeof(msg), "%s: %s", what, strerror(errno));
+	goto send;
+report:
+	n = snprintf(msg, sizeof(msg), "%s", what);
+send:
 	if (write(report, msg, (size_t)n) < 0)
 		_exit(126);
 	_exit(127);
@@ -234,7 +255,7 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 static int run_started(const struct cli_args *a, long pid, int report_fd, struct run_cgroup *cg)
 {
 	/* the exec closes the pipe; a message means it failed */
-	char msg[160];
+	char msg[4400];
 	ssize_t n = read(report_fd, msg, sizeof(msg) - 1);
 	close(report_fd);
 	if (n > 0) {
@@ -282,6 +303,11 @@ int cmd_run(const struct cli_args *a)
 	int report[2], mapped[2] = { -1, -1 };
 
 	struct run_cgroup cg = { .fd = -1 };
+	struct run_net net;
+	if (run_net_plan(a, &net) < 0)
+		return 1;
+	if (net.on)
+		args.flags |= CLONE_NEWNET;
 	if (userns)
 		args.flags |= CLONE_NEWUSER;
 	int out = -1;
@@ -302,7 +328,8 @@ int cmd_run(const struct cli_args *a)
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cg.fd;
 	}
-	if (pipe2(report, O_CLOEXEC) < 0 || (userns && pipe2(mapped, O_CLOEXEC) < 0)) {
+	if (pipe2(report, O_CLOEXEC) < 0 || (userns && pipe2(mapped, O_CLOEXEC) < 0) ||
+	    (net.on && pipe2(net.go, O_CLOEXEC) < 0)) {
 		perror("ckpt: pipe");
 		return 1;
 	}
@@ -319,9 +346,23 @@ int cmd_run(const struct cli_args *a)
 		close(report[0]);
 		if (userns)
 			close(mapped[1]);
-		container_init(a, report[1], mapped[0], cg.fd >= 0, out);
+		if (net.on)
+			close(net.go[1]);
+		container_init(a, report[1], mapped[0], cg.fd >= 0, out, &net);
 	}
 	close(report[1]);
+	if (net.on) {
+		close(net.go[0]);
+		net.go[0] = -1;
+		/* without the pair, the container's init reads end of file and exits */
+		if (run_net_setup(&net, (pid_t)pid) < 0) {
+			run_net_close(&net);
+			kill((pid_t)pid, SIGKILL);
+			waitpid((pid_t)pid, NULL, 0);
+			remove_cgroup(&cg);
+			return 1;
+		}
+	}
 	if (out >= 0)
 		close(out);
 	if (userns) {

@@ -20,6 +20,8 @@ static const struct {
 	{ CMD_CHECK, cmd_check },
 	{ CMD_RUN, cmd_run },
 	{ CMD_KEYGEN, cmd_keygen },
+	{ CMD_MIGRATE, cmd_migrate },
+	{ CMD_RECEIVE, cmd_receive },
 };
 
 /* Never through a symlink, never into a file that is not the caller's own. */

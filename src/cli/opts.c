@@ -10,11 +10,12 @@
 const char *const cli_cmd_names[CMD_MAX] = {
 	[CMD_CHECKPOINT] = "checkpoint", [CMD_RESTART] = "restart", [CMD_INSPECT] = "inspect",
 	[CMD_CHECK] = "check",		 [CMD_HELP] = "help",	    [CMD_VERSION] = "version",
-	[CMD_RUN] = "run",		 [CMD_KEYGEN] = "keygen",
+	[CMD_RUN] = "run",		 [CMD_KEYGEN] = "keygen",   [CMD_MIGRATE] = "migrate",
+	[CMD_RECEIVE] = "receive",
 };
 
 #define ON(c) (1u << (c))
-enum opt_kind { OPT_FLAG, OPT_STRING, OPT_COUNT };
+enum opt_kind { OPT_FLAG, OPT_STRING, OPT_COUNT, OPT_LIST };
 
 /*
  * The one option table: the parser, `ckpt COMMAND --help` and (checked by
@@ -26,14 +27,21 @@ struct opt {
 	enum opt_kind kind;
 	unsigned cmds;
 	size_t offset;
-	const char *arg;        /* OPT_STRING: the value's name in the help */
+	const char *arg;        /* OPT_STRING, OPT_LIST: the value's name in the help */
 	const char *help;       /* one line or two, lowercase */
 };
 
 #define CP ON(CMD_CHECKPOINT)
 #define RS ON(CMD_RESTART)
+#define MG ON(CMD_MIGRATE)
+#define RC ON(CMD_RECEIVE)
 #define F(field) offsetof(struct cli_args, field)
 static const struct opt opts[] = {
+	{ "to", 0, OPT_STRING, MG, F(to), "HOST:PORT",
+	  "the ckpt receive to move the tree to" },
+	{ "listen", 0, OPT_STRING, RC, F(listen), "[ADDR:]PORT",
+	  "wait there for one migration (ADDR: 127.0.0.1 by\n"
+	  "default; another address needs --key)" },
 	{ "output", 'o', OPT_STRING, CP, F(output), "FILE",
 	  "where the image goes, - for stdout (a file gets its\n"
 	  "name only once the image is complete)" },
@@ -50,29 +58,38 @@ static const struct opt opts[] = {
 	  "a job of a shell: its terminal is outside the image\n"
 	  "(checkpoint); made the foreground job of this\n"
 	  "terminal (restart)" },
-	{ "external", 0, OPT_STRING, CP, F(external), "unix",
-	  "a unix socket whose peer is outside the tree is\n"
-	  "saved, to connect again to the peer's name at restart" },
+	{ "external", 0, OPT_STRING, CP, F(external), "unix|fd:N[,...]",
+	  "unix: a unix socket whose peer is outside the tree\n"
+	  "is saved, to connect again to the peer's name at\n"
+	  "restart; fd:N: the root's fd N, held outside the\n"
+	  "tree (an inherited pipe), is saved as external, to\n"
+	  "be given again at restart with --inherit-fd N:FD" },
+	{ "inherit-fd", 0, OPT_STRING, RS, F(inherit_fd), "N:FD[,...]",
+	  "this process's fd FD becomes the restored root's\n"
+	  "fd N, saved by checkpoint --external fd:N" },
 	{ "drop-queued-events", 0, OPT_FLAG, CP, F(drop_events), NULL,
 	  "inotify/fanotify events not read yet are left out" },
 	{ "detach-clients", 0, OPT_FLAG, CP, F(detach_clients), NULL,
 	  "a server's clients outside the tree (tmux attach,\n"
 	  "screen -r) are detached: their connections and\n"
 	  "terminals come back closed" },
+	{ "compress", 0, OPT_FLAG, CP, F(compress), NULL,
+	  "compress memory contents with zstd where it pays\n"
+	  "(restart reads them back by itself)" },
 	{ "detach", 'd', OPT_FLAG, RS | ON(CMD_RUN), F(detach), NULL,
 	  "print the pid alone on a line and return once it\n"
 	  "runs; run: the container's stdin, stdout and stderr\n"
 	  "are /dev/null (or --output-log)" },
-	{ "pidfile", 0, OPT_STRING, RS | ON(CMD_RUN), F(pidfile), "FILE",
+	{ "pidfile", 0, OPT_STRING, RS | RC | ON(CMD_RUN), F(pidfile), "FILE",
 	  "write the pid to FILE once it runs" },
 	{ "frozen", 0, OPT_FLAG, RS, F(frozen), NULL,
 	  "leave the restored tree stopped; SIGCONT resumes it" },
 	{ "dry-run", 'n', OPT_FLAG, RS, F(dry_run), NULL,
 	  "validate and build the tree, then tear it down" },
-	{ "tcp-close", 0, OPT_FLAG, RS, F(tcp_close), NULL,
+	{ "tcp-close", 0, OPT_FLAG, RS | RC, F(tcp_close), NULL,
 	  "established TCP connections come back closed (the\n"
 	  "program reads ECONNRESET); listening sockets live" },
-	{ "pidns", 0, OPT_FLAG, RS, F(pidns), NULL,
+	{ "pidns", 0, OPT_FLAG, RS | RC, F(pidns), NULL,
 	  "in a new pid namespace under an init of ckpt's, when\n"
 	  "the pids are taken here (without privilege: in a\n"
 	  "user namespace of one's own)" },
@@ -83,6 +100,15 @@ static const struct opt opts[] = {
 	  "keep the caller's fds above 2 open in the container" },
 	{ "hostname", 0, OPT_STRING, ON(CMD_RUN), F(hostname), "NAME",
 	  "the container's host name" },
+	{ "net", 0, OPT_FLAG, ON(CMD_RUN), F(net), NULL,
+	  "a network namespace of its own, joined to the host by\n"
+	  "a veth pair (root only)" },
+	{ "net-addr", 0, OPT_STRING, ON(CMD_RUN), F(net_addr), "NET/LEN",
+	  "with --net: the veth pair's IPv4 subnet (the host\n"
+	  "end takes its first address, the container its\n"
+	  "second; default a free /30 of 10.200.0.0/16)" },
+	{ "net-host-if", 0, OPT_STRING, ON(CMD_RUN), F(net_host_if), "NAME",
+	  "with --net: the host end's name (default ckptPID-h)" },
 	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup), "NAME",
 	  "the container's cgroup, relative to ckpt's (default\n"
 	  "ckpt-PID), with a cgroup namespace rooted there" },
@@ -94,24 +120,37 @@ static const struct opt opts[] = {
 	  "cpu.max of the container's cgroup" },
 	{ "cgroup-set", 0, OPT_STRING, ON(CMD_RUN), F(cgroup_set), "FILE=V[,FILE=V...]",
 	  "write other limits of the container's cgroup" },
+	{ "root", 0, OPT_STRING, ON(CMD_RUN), F(root), "DIR",
+	  "the container's root file system: DIR, with a /dev,\n"
+	  "/proc, /sys (read-only), /dev/shm and /dev/mqueue of\n"
+	  "its own (pivot_root)" },
+	{ "overlay", 0, OPT_STRING, ON(CMD_RUN), F(overlay), "LOWER[:LOWER...],UPPER,WORK",
+	  "with --root DIR: the root is an overlay of these\n"
+	  "directories mounted on DIR (writes go to UPPER)" },
+	{ "bind", 0, OPT_LIST, ON(CMD_RUN), F(binds), "SRC:DST[:ro]",
+	  "bind the host's SRC on DST in the root (repeatable)" },
+	{ "tmpfs", 0, OPT_LIST, ON(CMD_RUN), F(tmpfs), "DST[:size=N]",
+	  "a tmpfs of its own on DST in the root, saved with its\n"
+	  "files by a checkpoint (repeatable)" },
 	{ "json", 0, OPT_FLAG, CP | RS | ON(CMD_INSPECT), F(json), NULL,
 	  "one JSON object on stdout instead of the summary\n"
-	  "line (inspect: every record as JSON)" },
+	  "line (inspect: every record, schema ckpt-inspect\n"
+	  "version 1, described in docs/IMAGE.md)" },
 	{ "records", 0, OPT_FLAG, ON(CMD_INSPECT), F(records), NULL,
 	  "every record, field by field, instead of the summary" },
 	{ "diff", 0, OPT_FLAG, ON(CMD_INSPECT), F(diff), NULL,
 	  "compare two images: ckpt inspect --diff A B (exit\n"
 	  "status 1 when they differ)" },
-	{ "quiet", 'q', OPT_FLAG, CP | RS, F(quiet), NULL,
+	{ "quiet", 'q', OPT_FLAG, CP | RS | MG | RC, F(quiet), NULL,
 	  "no summary line (nor progress line) on stderr" },
 	{ "progress-interval", 0, OPT_STRING, CP | RS, F(progress_interval), "MS",
 	  "update the progress line shown on a terminal\n"
 	  "every MS milliseconds (default 100)" },
-	{ "key", 0, OPT_STRING, CP | RS | ON(CMD_INSPECT), F(key), "KEYFILE",
+	{ "key", 0, OPT_STRING, CP | RS | MG | RC | ON(CMD_INSPECT), F(key), "KEYFILE",
 	  "encrypt the image with the key in KEYFILE\n"
 	  "(checkpoint); refuse any image not made with it\n"
 	  "(restart, inspect)" },
-	{ "log", 0, OPT_STRING, CP | RS, F(log), "FILE",
+	{ "log", 0, OPT_STRING, CP | RS | MG | RC, F(log), "FILE",
 	  "append an account of what was done, and why\n"
 	  "something failed, to FILE" },
 	{ "verbose", 'v', OPT_COUNT, ~0u, F(verbose), NULL, "more detail in the log" },
@@ -120,6 +159,8 @@ static const struct opt opts[] = {
 #undef F
 #undef CP
 #undef RS
+#undef MG
+#undef RC
 
 /* What each command takes and does, for its --help and `ckpt --help`. */
 static const struct {
@@ -149,6 +190,16 @@ static const struct {
 		      "handler for (a plain kill PID): use kill -KILL, or its own way to stop\n" },
 	[CMD_KEYGEN] = { "KEYFILE", "write a new random key for --key",
 			 "write a new random key for --key to KEYFILE (a new file, mode 0600)\n" },
+	[CMD_MIGRATE] = { "PID --to HOST:PORT [OPTIONS]",
+			  "move a tree to a ckpt receive on another host",
+			  "checkpoint the tree of PID into a ckpt receive at HOST:PORT, which\n"
+			  "restores it stopped; the tree is killed here once it is restored\n"
+			  "there, and runs there once it is dead here; if the target fails,\n"
+			  "the tree runs on here; prints the downtime\n" },
+	[CMD_RECEIVE] = { "--listen [ADDR:]PORT [OPTIONS]", "restore one tree sent by ckpt migrate",
+			  "wait for one ckpt migrate, restore its tree, run it once the source\n"
+			  "has given it up, print its pid and exit; the tree is removed again\n"
+			  "if the source goes away first\n" },
 	[CMD_HELP] = { "[COMMAND]", "print help (of one command)", "" },
 	[CMD_VERSION] = { "", "print the version", "" },
 };
@@ -232,24 +283,83 @@ static int apply(const struct opt *o, struct cli_args *a, const char *value)
 		(*(int *)p)++;
 		break;
 	case OPT_STRING:
+		if (*(const char **)p && (o->offset == offsetof(struct cli_args, external) ||
+					  o->offset == offsetof(struct cli_args, inherit_fd)))
+			return -EEXIST; /* a list: given once, comma-separated */
 		*(const char **)p = value;
 		break;
+	case OPT_LIST: {
+		struct cli_list *l = (struct cli_list *)p;
+		if (l->n == CLI_LIST_MAX)
+			return -E2BIG;
+		l->v[l->n++] = value;
+		break;
+	}
 	}
 	return 0;
 }
 
-/* --external KIND[,KIND...]: the kinds whose peers may be outside the image */
+/* A fd number at p (n bytes): 0 and up, below 2^20; -1 if not one. */
+static int fd_number(const char *p, size_t n)
+{
+	char buf[16], *end;
+	if (!n || n >= sizeof(buf) || p[0] < '0' || p[0] > '9')
+		return -1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	errno = 0;
+	long v = strtol(buf, &end, 10);
+	return errno || *end || v >= (1 << 20) ? -1 : (int)v;
+}
+
+/* --external KIND[,KIND...]: unix, or fd:N (the root's fd N) */
 static int parse_external(struct cli_args *a, char *err, size_t len)
 {
 	for (const char *p = a->external; p;) {
 		const char *end = strchr(p, ',');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
-		if (n == 4 && !strncmp(p, "unix", 4))
+		int fd = n > 3 && !strncmp(p, "fd:", 3) ? fd_number(p + 3, n - 3) : -1;
+		if (n == 4 && !strncmp(p, "unix", 4)) {
 			a->ext_unix = true;
-		else
-			return fail(err, len,
-				    "--external '%s': the only kind with peers outside is 'unix'",
-				    a->external);
+		} else if (fd >= 0) {
+			for (size_t i = 0; i < a->n_ext_fds; i++)
+				if (a->ext_fds[i] == fd)
+					return fail(err, len, "--external '%s': fd %d given twice",
+						    a->external, fd);
+			if (a->n_ext_fds == CLI_MAX_FDS)
+				return fail(err, len, "--external '%s': more than %d fds",
+					    a->external, CLI_MAX_FDS);
+			a->ext_fds[a->n_ext_fds++] = fd;
+		} else {
+			return fail(err, len, "--external '%s': each item is 'unix' or 'fd:N' (N "
+				    "a number of the root's fd)", a->external);
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+/* --inherit-fd N:FD[,N:FD...]: this process's FD becomes the root's fd N */
+static int parse_inherit(struct cli_args *a, char *err, size_t len)
+{
+	for (const char *p = a->inherit_fd; p;) {
+		const char *end = strchr(p, ','), *colon = strchr(p, ':');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (!colon || (size_t)(colon - p) >= n)
+			colon = NULL;
+		int fd = colon ? fd_number(p, (size_t)(colon - p)) : -1;
+		int local = colon ? fd_number(colon + 1, n - (size_t)(colon - p) - 1) : -1;
+		if (fd < 0 || local < 0)
+			return fail(err, len, "--inherit-fd '%s': each item is N:FD (the image's "
+				    "fd N, this process's fd FD)", a->inherit_fd);
+		for (size_t i = 0; i < a->n_inherit; i++)
+			if (a->inherit[i].fd == fd)
+				return fail(err, len, "--inherit-fd '%s': fd %d given twice",
+					    a->inherit_fd, fd);
+		if (a->n_inherit == CLI_MAX_FDS)
+			return fail(err, len, "--inherit-fd '%s': more than %d fds", a->inherit_fd,
+				    CLI_MAX_FDS);
+		a->inherit[a->n_inherit++] = (struct cli_fd_pair){ fd, local };
 		p = end ? end + 1 : NULL;
 	}
 	return 0;
@@ -257,7 +367,7 @@ static int parse_external(struct cli_args *a, char *err, size_t len)
 
 static int positional(struct cli_args *a, const char *arg, int *npos, char *err, size_t len)
 {
-	if (a->cmd == CMD_CHECKPOINT && *npos == 0) {
+	if ((a->cmd == CMD_CHECKPOINT || a->cmd == CMD_MIGRATE) && *npos == 0) {
 		char *end;
 		long v = strtol(arg, &end, 10);
 		if (!*arg || *end || v <= 0 || v > 0x3fffffff)
@@ -313,14 +423,19 @@ static int parse_option(struct cli_args *a, int argc, char *const argv[], int *i
 	if (!o || !(o->cmds & ON(a->cmd)))
 		return fail(err, len, "unknown option '%s' (see 'ckpt %s --help')", arg,
 			    cli_cmd_names[a->cmd]);
-	if (o->kind == OPT_STRING && !value) {
+	if ((o->kind == OPT_STRING || o->kind == OPT_LIST) && !value) {
 		if (*i + 1 >= argc)
 			return fail(err, len, "option '%s' needs a value", arg);
 		value = argv[++*i];
-	} else if (o->kind != OPT_STRING && value) {
+	} else if (o->kind != OPT_STRING && o->kind != OPT_LIST && value) {
 		return fail(err, len, "option '%s' takes no value", arg);
 	}
-	return apply(o, a, value);
+	if (apply(o, a, value) < 0)
+		return fail(err, len, o->kind == OPT_LIST ? "option '--%s' is given more than 32 times"
+						  : "option '--%s' given twice: give its items once, "
+						    "separated by commas",
+			    o->name);
+	return 0;
 }
 
 /* Every argument after the command: options, positionals, run's command. */
@@ -387,6 +502,29 @@ static int check_run(const struct cli_args *a, char *err, size_t len)
 		return fail(err, len, "cgroup name '%s' is not a relative path", cg);
 	if (a->hostname && strlen(a->hostname) > 64)
 		return fail(err, len, "hostname '%s' is longer than 64 bytes", a->hostname);
+	if ((a->binds.n || a->tmpfs.n || a->overlay) && !a->root)
+		return fail(err, len, "%s", "--bind, --tmpfs and --overlay go with --root");
+	const char *c1 = a->overlay ? strchr(a->overlay, ',') : NULL;
+	const char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+	if (a->overlay && (!c2 || c1 == a->overlay || c2 == c1 + 1 || !c2[1] || strchr(c2 + 1, ',')))
+		return fail(err, len, "--overlay '%s' is not LOWER[:LOWER...],UPPER,WORK", a->overlay);
+	for (int i = 0; i < a->binds.n; i++) {
+		const char *b = a->binds.v[i], *c = strchr(b, ':');
+		const char *o = c ? strchr(c + 1, ':') : NULL;
+		if (!c || c == b || c[1] != '/' || (o && strcmp(o, ":ro")))
+			return fail(err, len, "--bind '%s' is not SRC:/DST or SRC:/DST:ro", b);
+	}
+	for (int i = 0; i < a->tmpfs.n; i++) {
+		const char *t = a->tmpfs.v[i], *c = strchr(t, ':');
+		if (t[0] != '/' || (c && strncmp(c, ":size=", 6)))
+			return fail(err, len, "--tmpfs '%s' is not /DST or /DST:size=N", t);
+	}
+	if ((a->net_addr || a->net_host_if) && !a->net)
+		return fail(err, len, "%s", "--net-addr and --net-host-if go with --net");
+	if (a->net_host_if && (!a->net_host_if[0] || strlen(a->net_host_if) > 15 ||
+			       strpbrk(a->net_host_if, "/: \t\n")))
+		return fail(err, len, "'%s' is not a link name (1-15 bytes, no '/', ':' or space)",
+			    a->net_host_if);
 	return 0;
 }
 
@@ -395,7 +533,7 @@ static int check_args(struct cli_args *a, char *err, size_t len)
 {
 	if (a->cmd == CMD_CHECKPOINT && check_checkpoint(a, err, len) < 0)
 		return -EINVAL;
-	if (parse_external(a, err, len) < 0)
+	if (parse_external(a, err, len) < 0 || parse_inherit(a, err, len) < 0)
 		return -EINVAL;
 	if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && !a->image)
 		return fail(err, len, "%s needs an image file (or - for stdin)",
@@ -407,6 +545,10 @@ static int check_args(struct cli_args *a, char *err, size_t len)
 			    "--key needs a file name (the key is not read from stdin)");
 	if (a->cmd == CMD_RUN && check_run(a, err, len) < 0)
 		return -EINVAL;
+	if (a->cmd == CMD_MIGRATE && (!a->pid || !a->to))
+		return fail(err, len, "%s", "migrate needs a pid and --to HOST:PORT");
+	if (a->cmd == CMD_RECEIVE && !a->listen)
+		return fail(err, len, "%s", "receive needs --listen [ADDR:]PORT");
 	if (a->cmd == CMD_INSPECT && (a->diff != !!a->image2))
 		return fail(err, len, "%s", "inspect takes two images with --diff, else one");
 	if (a->diff && (a->json || a->records))

@@ -20,14 +20,26 @@ enum cli_cmd {
 	CMD_CHECK,
 	CMD_RUN,
 	CMD_KEYGEN,
+	CMD_MIGRATE,
+	CMD_RECEIVE,
 	CMD_HELP,
 	CMD_VERSION,
 	CMD_MAX,
 };
 
+/* An option given several times: its values in order. */
+#define CLI_LIST_MAX 32
+struct cli_list {
+	const char *v[CLI_LIST_MAX];
+	int n;
+};
+#define CLI_MAX_FDS 16 /* --external fd:N and --inherit-fd N:FD, each */
+
 struct cli_args {
 	enum cli_cmd cmd;
-	pid_t pid;              /* checkpoint */
+	pid_t pid;              /* checkpoint, migrate */
+	const char *to;         /* migrate --to HOST:PORT */
+	const char *listen;     /* receive --listen [ADDR:]PORT */
 	const char *output;     /* checkpoint -o; "-" is stdout */
 	const char *image;      /* restart, inspect; "-" is stdin */
 	const char *image2;     /* inspect --diff A B: B */
@@ -42,8 +54,16 @@ struct cli_args {
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */
 	bool ext_unix;          /* ... of which "unix" */
+	int ext_fds[CLI_MAX_FDS]; /* ... and "fd:N": the root's fds N */
+	size_t n_ext_fds;
+	const char *inherit_fd; /* restart --inherit-fd N:FD[,N:FD...] */
+	struct cli_fd_pair {
+		int fd, local;  /* the image's fd N, the caller's FD */
+	} inherit[CLI_MAX_FDS];
+	size_t n_inherit;
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
+	bool compress;          /* checkpoint: --compress */
 	bool json;              /* inspect, checkpoint, restart: --json */
 	bool quiet;             /* checkpoint, restart: no summary line */
 	const char *progress_interval; /* checkpoint, restart: --progress-interval MS */
@@ -52,9 +72,16 @@ struct cli_args {
 	const char *hostname;   /* run --hostname */
 	const char *output_log; /* run --detach --output-log FILE */
 	bool keep_fds;          /* run --keep-fds */
+	bool net;               /* run --net */
+	const char *net_addr;   /* run --net-addr NET/LEN */
+	const char *net_host_if; /* run --net-host-if NAME */
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */
 	const char *memory_max, *pids_max, *cpu_max; /* run: its limits */
 	const char *cgroup_set; /* run --cgroup-set FILE=VALUE[,FILE=VALUE...] */
+	const char *root;       /* run --root DIR */
+	const char *overlay;    /* run --overlay LOWER[:LOWER...],UPPER,WORK (on DIR) */
+	struct cli_list binds;  /* run --bind SRC:DST[:ro], repeatable */
+	struct cli_list tmpfs;  /* run --tmpfs DST[:size=N], repeatable */
 	char *const *run_argv;  /* run: the command and its arguments */
 	int run_argc;
 };

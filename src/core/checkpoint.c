@@ -30,9 +30,11 @@
 #include "net/lock.h"
 #include "puppet/guard.h"
 #include "util/cleanup.h"
+#include "img/pages.h"
 #include "util/features.h"
 
 #define COPY_BUF (8u << 20)
+#define ZSTD_LEVEL 1 /* --compress: fast; most of a heap's gain is had at 1 */
 
 static void release_task(struct task *t)
 {
@@ -462,7 +464,7 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
 	th->pup.stub_ip = th->leader->pup.stub_ip;
-	return 0;
+	return seq_ckpt_probe(ctx, th);
 }
 
 /* Step "collect", ckpt's part for one seized task, before the kinds look. */
@@ -488,7 +490,7 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	return r;
+	return seq_ckpt_probe(ctx, t);
 }
 
 /* Step "seize": the whole tree held, its ids as the image keeps them. */
@@ -503,6 +505,8 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 		r = assign_vpids(ctx);
 	if (r < 0)
 		return r;
+	if (!ctx->ntasks) /* an image of nothing is never made, let alone a kill */
+		return log_fail(&ctx->log, -ESRCH, "pid %d: no process could be seized", pid);
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
 	/* frozen: no peer of a connection hears from it until it runs again */
 	return ckpt_netlock_lock(ctx);
@@ -615,6 +619,15 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	int r, fd = ctx->image_fd;
 
 	fill_header(&h);
+	if (ctx->flags & CKPT_COMPRESS) {
+		/* compressed before the seal: ciphertext does not compress */
+		h.flags |= IMG_HDR_ZSTD;
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		r = pages_z_new(&ctx->pz, ZSTD_LEVEL, cpus > 1 ? (unsigned)MIN(cpus, 4) : 0,
+				COPY_BUF);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "cannot compress the image: %s", strerror(-r));
+	}
 	/* --key: every byte goes through the seal (encrypted, authenticated) */
 	if (ctx->key && (r = img_seal_new(&ctx->seal, fd, ctx->key, IMG_KEY_BYTES)) < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
@@ -639,6 +652,13 @@ int ckpt_dump_end(struct ckpt_ctx *ctx)
 	int r = img_writer_finish(&ctx->w);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot complete the image: %s", strerror(-r));
+	if (ctx->pz) {
+		struct pages_z_stats st;
+		pages_z_stats(ctx->pz, &st);
+		log_info(&ctx->log, "pages: %llu bytes stored as %llu (zstd: %llu of %llu records "
+			 "compressed)", (unsigned long long)st.raw, (unsigned long long)st.stored,
+			 (unsigned long long)st.compressed, (unsigned long long)st.records);
+	}
 	log_info(&ctx->log, "image complete: %llu records, %llu bytes",
 		 (unsigned long long)ctx->w.records, (unsigned long long)ctx->w.offset);
 	return 0;
@@ -665,13 +685,28 @@ static bool wait_gone(pid_t pid, int timeout_ms)
 	return stat(path, &st) < 0;
 }
 
+/* Waits until pid is dead (a zombie or gone), up to timeout_ms. */
+static bool wait_dead(pid_t pid, int timeout_ms)
+{
+	for (int waited = 0;; waited += 2) {
+		_cleanup_free_ char *text = NULL;
+		struct proc_stat st;
+		if (proc_read(pid, "stat", &text, NULL) < 0 || proc_parse_stat(text, &st) < 0 ||
+		    st.state == 'Z' || st.state == 'X')
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		usleep(2000);
+	}
+}
+
 /* The threads of t released together (one request to the guardian per few). */
 static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 {
 	size_t n = t->nthreads;
 	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
 	_cleanup_free_ int *sigs = calloc(n ? n : 1, 2 * sizeof(*sigs));
-	int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP : 0;
+	int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : t->pup.group_stopped;
 
 	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = &t->threads[i].pup;
@@ -774,6 +809,11 @@ static void kill_tree(struct ckpt_ctx *ctx)
 	}
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		pid_t pid = ctx->tasks[i].pid;
+		/* a container's init: its pid here is not one a restart takes
+		 * (a new pid namespace is made), and whoever reaps it outside
+		 * may take its time (seconds for some inits) */
+		if (i == 0 && ctx->container && wait_dead(pid, 10000))
+			continue;
 		if (!wait_gone(pid, 10000))
 			log_warn(&ctx->log,
 				 "pid %d: killed, but its parent has not reaped it yet; its pid "
@@ -797,9 +837,8 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 			log_warn(&ctx->log, "pid %d: cannot unmap ckpt's scratch area: %s", t->pid,
 				 strerror(-e));
 		finish_threads(ctx, t, ok);
-		/* a task that was stopped stays stopped */
-		int sig = (ok && (ctx->flags & CKPT_LEAVE_FROZEN)) || t->pup.group_stopped ? SIGSTOP
-											     : 0;
+		/* a task that was stopped stays stopped, by the signal it had */
+		int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : t->pup.group_stopped;
 		e = puppet_release(&t->pup, sig);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: releasing it failed: %s", t->pid, strerror(-e));
@@ -833,13 +872,20 @@ int ckpt_image_done(struct ckpt_ctx *ctx)
 					why[0] ? why : strerror(-r));
 	}
 	if ((ctx->flags & CKPT_KILL) && (r = puppet_guard_commit(ctx->guard)) < 0)
-		log_error(&ctx->log, "the guardian process is gone: %s", strerror(-r));
+		return log_fail(&ctx->log, r, "the guardian process is gone: %s", strerror(-r));
+	if ((ctx->flags & CKPT_KILL) &&
+	    o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) && o->committed)
+		o->committed(o->image_done_arg);
 	return r;
 }
 
 static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o)
 {
-	if (!o || opts_key(o, &ctx->key) < 0 || (o->flags & ~CKPT_FLAGS_ALL))
+	int r = o ? opts_key(o, &ctx->key) : -EINVAL;
+	if (r == -E2BIG)
+		return log_fail(&ctx->log, r, "options of a newer ckpt (a struct ckpt_opts of %zu "
+				"bytes with options this one lacks)", o->size);
+	if (r < 0 || (o->flags & ~CKPT_FLAGS_ALL))
 		return log_fail(&ctx->log, -EINVAL, "unknown checkpoint flags or options (or a key "
 				"that is not %d bytes)", CKPT_KEY_BYTES);
 	if (pid <= 0)
@@ -850,6 +896,9 @@ static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o
 		return log_fail(&ctx->log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
 	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))
 		return log_fail(&ctx->log, -EINVAL, "CKPT_VERIFY goes with CKPT_KILL");
+	if ((o->flags & CKPT_COMPRESS) && !pages_have_zstd())
+		return log_fail(&ctx->log, -EPROTONOSUPPORT, "cannot compress the image: this ckpt "
+				"was built without zstd");
 	return 0;
 }
 
@@ -900,6 +949,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	free(ctx.tasks);
 	free(ctx.buf);
 	img_seal_free(ctx.seal);
+	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);
 	return r < 0 ? r : 0;
 }

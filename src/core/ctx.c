@@ -6,6 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+int ctx_pages_writer(struct ckpt_ctx *ctx, struct pages_writer *pw, uint32_t type, uint64_t tag,
+		     pages_read_fn read, void *arg)
+{
+	int r = pages_writer_init(pw, &ctx->w, type, tag, ctx->buf, ctx->bufsize, read, arg);
+	if (r >= 0 && (r = pages_writer_compress(pw, ctx->pz)) < 0)
+		pages_writer_release(pw);
+	return r;
+}
+
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)
 {
 	size_t len = protobuf_c_message_get_packed_size(msg);

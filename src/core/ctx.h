@@ -25,6 +25,7 @@
 #include "core/objhash.h"
 #include "core/progress.h"
 #include "img/img.h"
+#include "img/pages.h"
 #include "img/seal.h"
 #include "kinds/kinds.h"
 #include "puppet/guard.h"
@@ -121,8 +122,11 @@ struct ckpt_ctx {
 	size_t bufsize;
 	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
 	struct img_seal *seal;  /* what the writer writes through, with a key */
+	struct pages_z *pz;     /* CKPT_COMPRESS: the page store's compressor */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
+	struct netlock *netlock_host; /* the same in ckpt's namespace, when the tree
+				       * has its own and CKPT_KILL (netlock.c) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 };
@@ -147,6 +151,7 @@ struct rst_task {
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
 	bool stopped;           /* released stopped (a job-control stop; set at load) */
+	int stop_sig;           /* by this signal (SIGSTOP, or the SIGTSTP... it had) */
 	void *kstate[KIND_MAX];
 };
 
@@ -181,7 +186,14 @@ struct rst_ctx {
 	int ctl[2];             /* [0] ckpt's end, [1] the puppets' */
 	uint64_t scratch_addr;  /* free in every image address space */
 	uint64_t mem_bytes;     /* page contents of the image (mm.c) */
-	struct progress progress; /* page bytes of mm written (progress.h) */
+	uint64_t data_bytes;    /* contents of files and shm segments in the page
+				 * store (memfd.c, sysv-shm.c) */
+	/* every page store byte written (mm, memfd and deleted files, shm):
+	 * total, mem_bytes + data_bytes, known once the image is loaded */
+	struct progress progress;
+	/* the caller's fds for the image's external fds (ckpt_opts.inherit_fds) */
+	const struct ckpt_inherit_fd *inherit;
+	size_t ninherit;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */
@@ -192,6 +204,11 @@ int tree_load(struct rst_ctx *ctx, const struct img_record *rec)
 int tree_release_init(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 
+/* A page store writer (img/pages.h) into the image through the page-copy
+ * buffer, compressing where CKPT_COMPRESS asks it; release it with
+ * pages_writer_release(). */
+int ctx_pages_writer(struct ckpt_ctx *ctx, struct pages_writer *pw, uint32_t type, uint64_t tag,
+		     pages_read_fn read, void *arg) __attribute__((warn_unused_result));
 /* Packs msg and writes it as one record. */
 int ctx_write_msg(struct ckpt_ctx *ctx, uint32_t type, const ProtobufCMessage *msg)
 	__attribute__((warn_unused_result));
@@ -239,12 +256,19 @@ long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what
 /*
  * The key of a struct ckpt_opts, or NULL: a caller built before the key
  * fields existed passes a smaller size, and has none. -EINVAL for a size
- * smaller than any version of the struct or a key of the wrong length.
+ * smaller than any version of the struct or a key of the wrong length;
+ * -E2BIG for a bigger struct (a newer caller's) with a non-zero byte past
+ * the one this ckpt knows, or a size above CKPT_OPTS_SIZE_MAX.
  */
 static inline int opts_key(const struct ckpt_opts *o, const uint8_t **ret_key)
 {
 	if (!o || o->size < CKPT_OPTS_SIZE_V1)
 		return -EINVAL;
+	if (o->size > CKPT_OPTS_SIZE_MAX)
+		return -E2BIG;
+	for (size_t i = sizeof(*o); i < o->size; i++)
+		if (((const unsigned char *)o)[i]) /* an option of a newer ckpt */
+			return -E2BIG;
 	*ret_key = NULL;
 	if (o->size < offsetof(struct ckpt_opts, key_len) + sizeof(o->key_len) || !o->key)
 		return 0;

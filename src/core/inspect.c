@@ -2,7 +2,10 @@
 /*
  * ckpt inspect: every record of an image, readable. Metadata records are
  * decoded with their kind's protobuf descriptor and printed field by field
- * (text or JSON); raw page records are summarised.
+ * (text or JSON); raw page records are summarised. The JSON is versioned
+ * (INSPECT_SCHEMA_VERSION, documented field by field in docs/IMAGE.md):
+ * a change that removes or changes the meaning of a field bumps it; new
+ * fields and new record types do not.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +17,10 @@
 #include "core.pb-c.h"
 #include "core/ctx.h"
 #include "util/cleanup.h"
+
+#define INSPECT_SCHEMA "ckpt-inspect"
+#define INSPECT_SCHEMA_VERSION 1
+#define BYTES_SHOWN 64 /* of a bytes field, in hex */
 
 struct out {
 	FILE *f;
@@ -115,12 +122,21 @@ static void print_value(struct out *o, const ProtobufCFieldDescriptor *fd, const
 			print_text(o, b);
 			break;
 		}
+		/* JSON: {"length": N, "hex": the first 64 bytes[, "text": ...]} */
+		if (o->json)
+			fprintf(o->f, "{\"length\": %zu, \"hex\": ", b->len);
 		fputc('"', o->f);
-		for (size_t i = 0; i < b->len && i < 64; i++)
+		for (size_t i = 0; i < b->len && i < BYTES_SHOWN; i++)
 			fprintf(o->f, "%02x", b->data[i]);
-		if (b->len > 64)
+		if (b->len > BYTES_SHOWN && !o->json)
 			fprintf(o->f, "...(%zu bytes)", b->len);
 		fputc('"', o->f);
+		if (o->json && is_text(b)) {
+			fputs(", \"text\": ", o->f);
+			print_text(o, b);
+		}
+		if (o->json)
+			fputc('}', o->f);
 		break;
 	}
 	case PROTOBUF_C_TYPE_MESSAGE:
@@ -222,9 +238,11 @@ static void print_header(struct out *o, const struct img_header *h)
 {
 	if (o->json)
 		fprintf(o->f,
-			"{\"header\": {\"version\": %u, \"arch\": %u, \"page_size\": %u, "
-			"\"xfeatures\": %" PRIu64 ", \"xsave_size\": %u, \"kernel\": ",
-			h->version, h->arch, h->page_size, h->xfeatures, h->xsave_size);
+			"{\"schema\": \"%s\", \"schema_version\": %d,\n \"header\": {\"version\": %u, "
+			"\"arch\": %u, \"page_size\": %u, \"xfeatures\": %" PRIu64 ", "
+			"\"xsave_size\": %u, \"kernel\": ",
+			INSPECT_SCHEMA, INSPECT_SCHEMA_VERSION, h->version, h->arch, h->page_size,
+			h->xfeatures, h->xsave_size);
 	else
 		fprintf(o->f,
 			"header: version %u, arch %u, page size %u, xfeatures %#" PRIx64
@@ -246,8 +264,8 @@ static int print_record(struct out *o, const struct img_record *rec, bool first)
 	rec_type_name(rec->type, name, sizeof(name));
 	if (o->json)
 		fprintf(o->f, "%s  {\"index\": %u, \"offset\": %" PRIu64 ", \"type\": \"%s\", "
-			      "\"length\": %" PRIu64,
-			first ? "" : ",\n", rec->index, rec->offset, name, rec->len);
+			      "\"type_id\": %" PRIu32 ", \"length\": %" PRIu64,
+			first ? "" : ",\n", rec->index, rec->offset, name, rec->type, rec->len);
 	else
 		fprintf(o->f, "record %u at %" PRIu64 ": %s, %" PRIu64 " bytes", rec->index,
 			rec->offset, name, rec->len);
@@ -257,6 +275,8 @@ static int print_record(struct out *o, const struct img_record *rec, bool first)
 			fputs(o->json ? "}\n" : "\n", o->f);
 			return -EBADMSG;
 		}
+		if (o->json)
+			fprintf(o->f, ", \"message\": \"%s\"", d->name);
 		fputs(o->json ? ", \"data\": " : " ", o->f);
 		print_msg(o, m, 0);
 		protobuf_c_message_free_unpacked(m, NULL);

@@ -94,8 +94,10 @@ static bool parse_addr(const char *text, bool v6, struct sockaddr_storage *sa)
 	return true;
 }
 
-/* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds. */
-static int add_table(struct ckpt_ctx *ctx, pid_t root, const char *name, const struct inodes *s)
+/* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds
+ * to nl (and, with ports, its listening and bound ports). */
+static int add_table(struct netlock *nl, bool ports, pid_t root, const char *name,
+		     const struct inodes *s)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
@@ -131,15 +133,15 @@ static int add_table(struct ckpt_ctx *ctx, pid_t root, const char *name, const s
 			uint16_t port = ntohs(((struct sockaddr_in *)&l)->sin_port);
 			if (v6)
 				port = ntohs(((struct sockaddr_in6 *)&l)->sin6_port);
-			r = port ? netlock_add_port(ctx->netlock, udp ? IPPROTO_UDP : IPPROTO_TCP,
-						    port) : 0;
+			r = port && ports ? netlock_add_port(nl, udp ? IPPROTO_UDP : IPPROTO_TCP,
+							     port) : 0;
 			if (r < 0)
 				return r;
 			continue;
 		}
 		if (state == 0x07)
 			continue;
-		r = netlock_add(ctx->netlock, (struct sockaddr *)&l, (struct sockaddr *)&rm);
+		r = netlock_add(nl, (struct sockaddr *)&l, (struct sockaddr *)&rm);
 		if (r < 0)
 			return r;
 	}
@@ -196,18 +198,29 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
 	netlock_name(name, sizeof(name));
 	r = ns < 0 ? -errno : netlock_new(ns, name, &ctx->netlock);
-	if (r >= 0)
-		r = add_table(ctx, root, "net/tcp", &s);
-	if (r >= 0)
-		r = add_table(ctx, root, "net/tcp6", &s);
-	if (r >= 0)
-		r = add_table(ctx, root, "net/udp", &s);
-	if (r >= 0)
-		r = add_table(ctx, root, "net/udp6", &s);
+	static const char *const tables[] = { "net/tcp", "net/tcp6", "net/udp", "net/udp6" };
+	for (size_t i = 0; r >= 0 && i < 4; i++)
+		r = add_table(ctx->netlock, true, root, tables[i], &s);
+	/*
+	 * A tree in a network namespace of its own (ckpt run --net), killed:
+	 * its namespace goes with it, its lock and veth pairs too, and its
+	 * peers on this host retransmit into ckpt's namespace (its default
+	 * route) until the restart. The same connections are locked there
+	 * too, under the same name, which the restart removes; its ports are
+	 * not this namespace's.
+	 */
+	bool host = (ctx->flags & CKPT_KILL) && !proc_same_netns(root);
+	if (r >= 0 && host)
+		r = netlock_new(-1, name, &ctx->netlock_host);
+	for (size_t i = 0; r >= 0 && host && i < 2; i++)
+		r = add_table(ctx->netlock_host, false, root, tables[i], &s);
 	free(s.v);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: network lock: cannot list its connections: %s",
 				root, strerror(-r));
+	if (host && netlock_count(ctx->netlock_host) &&
+	    (r = install(&ctx->log, ctx->netlock_host, ctx->guard)) < 0)
+		return r;
 	if (!netlock_count(ctx->netlock) && !netlock_ports(ctx->netlock)) {
 		netlock_free(TAKE_PTR(ctx->netlock));
 		return 0;
@@ -228,20 +241,28 @@ static void remove_logged(struct ckpt_log *log, struct netlock *nl)
 			 (unsigned long long)age);
 }
 
-void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
+/* One of the checkpoint's locks: kept for the restart (--kill, the image
+ * made), else removed; freed. */
+static void unlock_one(struct ckpt_ctx *ctx, struct netlock **nl, bool ok, const char *where)
 {
-	if (!netlock_installed(ctx->netlock))
+	if (!netlock_installed(*nl))
 		goto out;
 	if (ok && (ctx->flags & CKPT_KILL)) {
-		log_info(&ctx->log, "network lock %s stays until the restart of this image (or "
-			 "`nft delete table inet %s`)", netlock_name_of(ctx->netlock),
-			 netlock_name_of(ctx->netlock));
-		netlock_keep(ctx->netlock);
+		log_info(&ctx->log, "network lock %s%s stays until the restart of this image (or "
+			 "`nft delete table inet %s`)", netlock_name_of(*nl), where,
+			 netlock_name_of(*nl));
+		netlock_keep(*nl);
 		goto out;
 	}
-	remove_logged(&ctx->log, ctx->netlock);
+	remove_logged(&ctx->log, *nl);
 out:
-	netlock_free(TAKE_PTR(ctx->netlock));
+	netlock_free(TAKE_PTR(*nl));
+}
+
+void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
+{
+	unlock_one(ctx, &ctx->netlock, ok, "");
+	unlock_one(ctx, &ctx->netlock_host, ok, " (in ckpt's network namespace)");
 }
 
 int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,

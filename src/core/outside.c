@@ -3,12 +3,14 @@
  * Who outside the tree holds a file the tree shares (a pipe, a FIFO), for
  * the refusals of kinds that find one of its ends "held outside the image":
  * the holders by pid, name and fd, and, when one is the process that
- * started the tree, that the fd was inherited and how to start it instead.
+ * started the tree, that the fd was inherited and how to start it instead
+ * or save the fd as external (a root's fd only: other tasks' fds cannot be).
  */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -42,6 +44,15 @@ static void append(char *buf, size_t len, size_t *at, const char *fmt, ...)
 		*at = *at + (size_t)n < len ? *at + (size_t)n : len - 1;
 }
 
+/* Is the root's fd this file? Only a root's fd can be saved as external. */
+static bool root_holds(pid_t root, int fd, uint64_t dev, uint64_t ino)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", root, fd);
+	return stat(path, &st) == 0 && st.st_ino == ino && (!dev || st.st_dev == dev);
+}
+
 bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int accmode, int fd,
 			 char *buf, size_t len)
 {
@@ -73,5 +84,8 @@ bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int a
 		       "; pid %d is the parent that started the tree: the fd was inherited; "
 		       "start the program with ckpt run (fds above 2 closed) or close it (%d>&-)",
 		       parent, fd);
+	if (inherited && root_holds(ctx->pid, fd, dev, ino))
+		append(buf, len, &at, ", or save it as external (--external fd:%d, given again "
+		       "at restart with --inherit-fd %d:FD)", fd, fd);
 	return inherited;
 }

@@ -214,6 +214,19 @@ static void wait_stopped(struct rst_ctx *ctx, int sig)
 	}
 }
 
+/* The signal that stops t as it was stopped: a SIGTSTP the kernel would
+ * drop (an orphaned group: its parent outside the image is not the shell
+ * it had) becomes SIGSTOP, so that it stops all the same. */
+static int stop_signal(const struct rst_task *t)
+{
+	struct proc_stat st;
+	_cleanup_free_ char *text = NULL;
+	if (t->stop_sig == SIGSTOP || proc_read(t->pup.pid, "stat", &text, NULL) < 0 ||
+	    proc_parse_stat(text, &st) < 0 || proc_pgrp_orphaned(st.pgrp))
+		return SIGSTOP;
+	return t->stop_sig;
+}
+
 int rst_release_tree(struct rst_ctx *ctx)
 {
 	int sig = (ctx->flags & RESTART_FROZEN) ? SIGSTOP : 0;
@@ -233,7 +246,7 @@ int rst_release_tree(struct rst_ctx *ctx)
 		struct rst_task *t = &ctx->tasks[i];
 		if (t->zombie)
 			continue;
-		int stop = t->stopped ? SIGSTOP : sig;
+		int stop = t->stopped ? stop_signal(t) : sig;
 		for (size_t j = 0; j < t->nthreads; j++) {
 			int e = puppet_release(&t->threads[j].pup, stop);
 			if (e < 0 && r >= 0)
@@ -399,10 +412,22 @@ static int open_ctx(struct rst_ctx *ctx, pid_t pid, int fd, struct ckpt_opts *o)
 {
 	log_init(&ctx->log, o ? o->logfd : -1, o && o->log_level ? o->log_level : CKPT_LOG_INFO,
 		 o ? o->errbuf : NULL, o ? o->errbuf_len : 0, "restart");
-	if (!o || opts_key(o, &ctx->key) < 0)
+	int r = o ? opts_key(o, &ctx->key) : -EINVAL;
+	if (r == -E2BIG)
+		return log_fail(&ctx->log, r, "options of a newer ckpt (a struct ckpt_opts of %zu "
+				"bytes with options this one lacks)", o->size);
+	if (r < 0)
 		return log_fail(&ctx->log, -EINVAL, "bad restart options (or a key that is not %d bytes)",
 				CKPT_KEY_BYTES);
-	int r = check_flags(ctx, pid, o->flags);
+	if (o->size >= offsetof(struct ckpt_opts, n_inherit_fds) + sizeof(size_t) &&
+	    o->n_inherit_fds) {
+		if (!o->inherit_fds || o->n_inherit_fds > 1024)
+			return log_fail(&ctx->log, -EINVAL, "bad inherit_fds (%zu of them)",
+					o->n_inherit_fds);
+		ctx->inherit = o->inherit_fds;
+		ctx->ninherit = o->n_inherit_fds;
+	}
+	r = check_flags(ctx, pid, o->flags);
 	if (r < 0)
 		return r;
 	ctx->flags = o->flags;
@@ -463,6 +488,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		free_ctx(&ctx);
 		return r;
 	}
+	ctx.progress.total = ctx.mem_bytes + ctx.data_bytes;
 	r = seq_rst_run(&ctx, RST_CONTROL, RST_END);
 	progress_end(&ctx.progress);
 	if (r >= 0)

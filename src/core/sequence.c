@@ -19,13 +19,14 @@
 const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* every task and thread of the tree held, ids inside its pid namespace */
 	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
-	/* /proc read, ckpt's scratch mapped; then the injected calls each kind
-	 * needs (task_probe_call), for one batch per task */
-	[CKPT_PROBE] = { "probe", NULL, ckpt_collect_task, KOP(probe), STEP_TASKS, 0, "" },
-	/* the probes run (probe.c); then what each kind finds */
-	[CKPT_COLLECT] = { "collect", NULL, ckpt_run_probes, KOP(collect), STEP_TASKS, 0, "" },
+	/* /proc read, ckpt's scratch mapped, the injected calls every kind needs
+	 * (its probe op, seq_ckpt_probe) run as one batch; then what each kind
+	 * finds */
+	[CKPT_COLLECT] = { "collect", NULL, ckpt_collect_task, KOP(collect), STEP_TASKS,
+			   STEP_GATHER, "" },
 	/* checks over the whole tree */
-	[CKPT_COLLECT_END] = { "collect end", NULL, NULL, KOP(collect_end), STEP_ONCE, 0, NULL },
+	[CKPT_COLLECT_END] = { "collect end", NULL, NULL, KOP(collect_end), STEP_ONCE, STEP_GATHER,
+			       NULL },
 	/* header and tree record; each task's begin record, then its kinds' */
 	[CKPT_DUMP] = { "dump", ckpt_dump_begin, ckpt_task_begin, KOP(dump), STEP_TASKS, 0, NULL },
 	/* the trailer: the image is complete */
@@ -201,7 +202,7 @@ typedef int (*ck_task_fn)(struct ckpt_ctx *ctx, struct task *t);
 static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
 {
 	const struct ckpt_step *st = &ckpt_sequence[s];
-	int r = st->run_task ? st->run_task(ctx, t) : 0;
+	int r = st->run_task ? st->run_task(ctx, t) : 0, first = 0;
 	for (int k = 0; r >= 0 && k < KIND_MAX; k++) {
 		ck_task_fn fn;
 		memcpy(&fn, (const char *)kinds[k].ops + st->op, sizeof(fn));
@@ -211,12 +212,33 @@ static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
 		if (r < 0 && st->why && !ctx->log.errors)
 			log_error(&ctx->log, "%s %d: %s: %s%s", t->leader ? "thread" : "pid", t->pid,
 				  kinds[k].name, st->why, strerror(-r));
+		/* a refusal while gathering: the next kinds look too */
+		if (log_gathers(&ctx->log, r)) {
+			first = first ? first : r;
+			r = 0;
+		}
 	}
-	return r;
+	return r < 0 ? r : first;
 }
 
+int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	for (int k = 0; k < KIND_MAX; k++) {
+		ck_task_fn fn = kinds[k].ops->probe;
+		if (!fn || (t->leader && !kinds[k].ops->per_thread))
+			continue;
+		int r = fn(ctx, t);
+		if (r < 0)
+			return r;
+	}
+	return ckpt_run_probes(ctx, t);
+}
+
+/* A task's first failure ends its part of the step; a refusal while
+ * gathering lets the next task go on. */
 int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s)
 {
+	int first = 0;
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct task *t = &ctx->tasks[i];
 		if (t->zombie)
@@ -224,14 +246,17 @@ int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s)
 		int r = ckpt_task(ctx, s, t);
 		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
 			r = ckpt_task(ctx, s, &t->threads[j]);
-		if (r < 0)
+		if (r < 0 && !log_gathers(&ctx->log, r))
 			return r;
+		if (r < 0 && !first)
+			first = r;
 	}
-	return 0;
+	return first;
 }
 
 static int ckpt_once(struct ckpt_ctx *ctx, const struct ckpt_step *st)
 {
+	int first = 0;
 	for (int k = 0; k < KIND_MAX; k++) {
 		const char *at = (const char *)kinds[k].ops + st->op;
 		if (st->when & STEP_VOID) {
@@ -244,10 +269,12 @@ static int ckpt_once(struct ckpt_ctx *ctx, const struct ckpt_step *st)
 		ck_once_fn fn;
 		memcpy(&fn, at, sizeof(fn));
 		int r = fn ? fn(ctx) : 0;
-		if (r < 0)
+		if (r < 0 && !log_gathers(&ctx->log, r))
 			return r;
+		if (r < 0 && !first)
+			first = r;
 	}
-	return 0;
+	return first;
 }
 
 int seq_ckpt_run(struct ckpt_ctx *ctx)
@@ -257,11 +284,13 @@ int seq_ckpt_run(struct ckpt_ctx *ctx)
 		if ((ctx->failed && !(st->when & STEP_ALWAYS)) ||
 		    ((st->when & STEP_KILL) && !(ctx->flags & CKPT_KILL)))
 			continue;
+		ctx->log.gather = st->when & STEP_GATHER;
 		int r = st->run ? st->run(ctx) : 0;
 		if (r >= 0 && st->over == STEP_ONCE)
 			r = ckpt_once(ctx, st);
 		else if (r >= 0 && st->over == STEP_TASKS)
 			r = seq_ckpt_tasks(ctx, s);
+		ctx->log.gather = false;
 		if (r < 0 && !ctx->failed)
 			ctx->failed = r;
 		log_debug(&ctx->log, "checkpoint step %s: %s", st->name, r < 0 ? "failed" : "done");

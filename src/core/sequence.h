@@ -78,7 +78,6 @@ int rst_release_tree(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 enum ckpt_step_id {
 	CKPT_SEIZE,
-	CKPT_PROBE,
 	CKPT_COLLECT,
 	CKPT_COLLECT_END,
 	CKPT_DUMP,
@@ -105,10 +104,12 @@ struct ckpt_step {
 };
 
 /* ckpt_step.when: the op returns nothing and cannot fail; the step runs
- * even after a failure; only with CKPT_KILL. */
+ * even after a failure; only with CKPT_KILL; a refusal does not end the
+ * step: every one is reported (log_gathers). */
 #define STEP_VOID 1u
 #define STEP_ALWAYS 2u
 #define STEP_KILL 4u
+#define STEP_GATHER 8u
 
 extern const struct ckpt_step ckpt_sequence[CKPT_NSTEPS];
 
@@ -122,6 +123,9 @@ int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s) __attribute__((war
 int ckpt_seize(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_run_probes(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+/* Step "collect", for t once its scratch area is mapped: every kind's probe
+ * op (the calls its collect needs), then those calls run as one batch. */
+int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_dump_begin(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_dump_end(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));

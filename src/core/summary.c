@@ -21,13 +21,27 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "files.pb-c.h"
 #include "util/cleanup.h"
 #include "util/units.h"
+
+struct fd_ref {
+	uint32_t fd, file_id;
+	bool external;          /* --external fd:N: nothing of it in the image */
+};
 
 struct proc_row {
 	uint32_t pid, ppid, pgid, sid, nthreads;
 	bool zombie;
 	char comm[20];
+	struct fd_ref *fds;     /* its fd table, from its fdtable record */
+	size_t nfds;
+};
+
+/* an open file's objref and its kind (from the kind's record with an "id") */
+struct id_kind {
+	uint32_t id;
+	int kind;
 };
 
 /* one record's digest */
@@ -54,12 +68,26 @@ struct summary {
 	struct kind_total kinds[KIND_MAX + 1]; /* [KIND_MAX]: core records */
 	struct rec_sig *sigs;
 	size_t nsigs, cap;
+	struct id_kind *ids;
+	size_t nids, idcap;
+	/* page store records (img/pages.h): bytes in memory, in the image */
+	uint64_t page_raw, page_stored;
+	uint32_t page_records, page_zrecords;
 };
+
+static void free_procs(struct summary *s)
+{
+	for (size_t i = 0; s->procs && i < s->nprocs; i++)
+		free(s->procs[i].fds);
+	free(s->procs);
+	s->procs = NULL;
+}
 
 static void summary_free(struct summary *s)
 {
-	free(s->procs);
+	free_procs(s);
 	free(s->sigs);
+	free(s->ids);
 }
 
 static uint64_t fnv1a(const uint8_t *p, uint64_t n)
@@ -75,7 +103,7 @@ static int load_tree(struct summary *s, const struct img_record *rec)
 	TreeEntry *t = tree_entry__unpack(NULL, rec->len, rec->data);
 	if (!t)
 		return -EBADMSG;
-	free(s->procs);
+	free_procs(s);
 	s->procs = calloc(t->n_tasks ? t->n_tasks : 1, sizeof(*s->procs));
 	if (!s->procs) {
 		tree_entry__free_unpacked(t, NULL);
@@ -136,6 +164,58 @@ static int take_ns(struct summary *s, const struct img_record *rec)
 	return 0;
 }
 
+/* The "id" of a record of a kind that holds open files: an objref its
+ * fds may name (other kinds' ids are not objrefs of fds). */
+static int take_id(struct summary *s, enum kind k, const struct img_record *rec)
+{
+	const ProtobufCMessageDescriptor *d = inspect_descriptor_of(rec->type);
+	const ProtobufCFieldDescriptor *f =
+		d ? protobuf_c_message_descriptor_get_field_by_name(d, "id") : NULL;
+	if (!f || f->type != PROTOBUF_C_TYPE_UINT32 || f->label == PROTOBUF_C_LABEL_REPEATED ||
+	    (!kinds[k].ops->fd_claim && !kinds[k].ops->file))
+		return 0;
+	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, rec->len, rec->data);
+	if (!m)
+		return -EBADMSG;
+	uint32_t id = *(const uint32_t *)((const char *)m + f->offset);
+	protobuf_c_message_free_unpacked(m, NULL);
+	if (s->nids == s->idcap) {
+		size_t cap = s->idcap ? 2 * s->idcap : 64;
+		struct id_kind *n = realloc(s->ids, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->ids = n;
+		s->idcap = cap;
+	}
+	s->ids[s->nids++] = (struct id_kind){ id, (int)k };
+	return 0;
+}
+
+/* A task's fd table: kept with its process row. */
+static int take_fds(struct summary *s, uint32_t pid, const struct img_record *rec)
+{
+	struct proc_row *p = NULL;
+	for (size_t i = 0; i < s->nprocs && !p; i++)
+		if (s->procs[i].pid == pid)
+			p = &s->procs[i];
+	if (!p || p->fds)
+		return 0;
+	FdTableEntry *e = fd_table_entry__unpack(NULL, rec->len, rec->data);
+	if (!e)
+		return -EBADMSG;
+	p->fds = calloc(e->n_fds ? e->n_fds : 1, sizeof(*p->fds));
+	if (!p->fds) {
+		fd_table_entry__free_unpacked(e, NULL);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < e->n_fds; i++)
+		p->fds[i] = (struct fd_ref){ e->fds[i]->fd, e->fds[i]->file_id,
+					     e->fds[i]->external };
+	p->nfds = e->n_fds;
+	fd_table_entry__free_unpacked(e, NULL);
+	return 0;
+}
+
 static int add_sig(struct summary *s, uint32_t pid, const struct img_record *rec)
 {
 	uint32_t nth = 0;
@@ -156,6 +236,20 @@ static int add_sig(struct summary *s, uint32_t pid, const struct img_record *rec
 	s->sigs[s->nsigs++] = (struct rec_sig){ pid, rec->type, nth, rec->len,
 						fnv1a(rec->data, rec->len) };
 	return 0;
+}
+
+/* A record that parses as a page store record is counted as one; whatever
+ * else it is (no other record ends with the store's magic) is left alone. */
+static void count_pages(struct summary *s, const struct img_record *rec)
+{
+	struct pages_chunk c;
+	if (rec->len < sizeof(struct pages_head) || (uintptr_t)rec->data % IMG_PAGE_SIZE ||
+	    pages_parse(rec, &c) < 0)
+		return;
+	s->page_records++;
+	s->page_raw += c.bytes;
+	s->page_stored += c.z ? c.zlen : c.bytes;
+	s->page_zrecords += c.z != NULL;
 }
 
 static int add_record(struct summary *s, uint32_t *pid, const struct img_record *rec)
@@ -179,8 +273,14 @@ static int add_record(struct summary *s, uint32_t *pid, const struct img_record 
 		k = KIND_MAX;
 	s->kinds[k].records++;
 	s->kinds[k].bytes += rec->len;
+	count_pages(s, rec);
 	if (k != KIND_MAX && *pid)
 		take_comm(s, *pid, rec);
+	if (k != KIND_MAX && (r = take_id(s, k, rec)) < 0)
+		return r;
+	if (k != KIND_MAX && *pid && inspect_descriptor_of(rec->type) == &fd_table_entry__descriptor &&
+	    (r = take_fds(s, *pid, rec)) < 0)
+		return r;
 	if (k != KIND_MAX && inspect_descriptor_of(rec->type) == &namespaces_entry__descriptor &&
 	    (r = take_ns(s, rec)) < 0)
 		return r;
@@ -224,6 +324,41 @@ static const char *kind_desc(int k)
 	return k == KIND_MAX ? "the process tree, where each task's records begin" : kinds[k].desc;
 }
 
+static int kind_of_id(const struct summary *s, uint32_t id)
+{
+	for (size_t i = 0; i < s->nids; i++)
+		if (s->ids[i].id == id)
+			return s->ids[i].kind;
+	return KIND_MAX;
+}
+
+/* "fds: 5 (file_reg 3, pipe 1, tty 1); external: fd 5 (--inherit-fd 5:FD)" */
+static void print_fds(FILE *f, const struct summary *s, const struct proc_row *p, int depth)
+{
+	uint32_t count[KIND_MAX + 1] = { 0 };
+	size_t next = 0;
+	const char *sep = " (";
+	for (size_t i = 0; i < p->nfds; i++)
+		if (!p->fds[i].external)
+			count[kind_of_id(s, p->fds[i].file_id)]++;
+		else
+			next++;
+	fprintf(f, "  %*s        fds: %zu", 2 * depth, "", p->nfds - next);
+	for (int k = 0; k <= KIND_MAX; k++)
+		if (count[k]) {
+			fprintf(f, "%s%s %" PRIu32, sep, k == KIND_MAX ? "?" : kinds[k].name, count[k]);
+			sep = ", ";
+		}
+	fputs(*sep == ',' ? ")" : "", f);
+	sep = "; external (restart needs --inherit-fd N:FD): fd ";
+	for (size_t i = 0; i < p->nfds; i++)
+		if (p->fds[i].external) {
+			fprintf(f, "%s%" PRIu32, sep, p->fds[i].fd);
+			sep = ", ";
+		}
+	fputc('\n', f);
+}
+
 /* a process, then its children (the tree record has parents first) */
 static void print_proc(FILE *f, const struct summary *s, size_t i, int depth)
 {
@@ -234,6 +369,8 @@ static void print_proc(FILE *f, const struct summary *s, size_t i, int depth)
 	else
 		fprintf(f, " %" PRIu32 " thread%s", p->nthreads, p->nthreads == 1 ? "" : "s");
 	fprintf(f, ", session %" PRIu32 ", group %" PRIu32 "\n", p->sid, p->pgid);
+	if (p->fds)
+		print_fds(f, s, p, depth);
 	for (size_t j = i + 1; j < s->nprocs && depth < 64; j++)
 		if (s->procs[j].ppid == p->pid)
 			print_proc(f, s, j, depth + 1);
@@ -283,7 +420,17 @@ static void print_summary(FILE *f, const struct summary *s)
 		s->nprocs == 1 ? "" : "es", s->nthreads, s->nthreads == 1 ? "" : "s", size, when,
 		s->hdr.kernel_release);
 	print_namespaces(f, s);
-	fputs("processes (pid, command, threads):\n", f);
+	if (s->page_records) {
+		char raw[32], stored[32];
+		human_size(raw, sizeof(raw), s->page_raw);
+		human_size(stored, sizeof(stored), s->page_stored);
+		fprintf(f, "pages: %s in memory, %s in the image", raw, stored);
+		if (s->hdr.flags & IMG_HDR_ZSTD)
+			fprintf(f, ", zstd: %" PRIu32 " of %" PRIu32 " records compressed",
+				s->page_zrecords, s->page_records);
+		fputc('\n', f);
+	}
+	fputs("processes (pid, command, threads; open fds by kind):\n", f);
 	if (s->nprocs)
 		print_proc(f, s, 0, 0);
 	for (int k = 0; k <= KIND_MAX; k++)

@@ -384,6 +384,11 @@ static int check_header(struct img_reader *r, struct img_error *err)
 	if (version == 0)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, version), 0,
 			    "bad image format version 0");
+	if (version < IMG_VERSION)
+		return fail(err, -EINVAL, -1, offsetof(struct img_header, version), 0,
+			    "image format version %u was made by an older ckpt; this one reads "
+			    "version %u (restart it with the ckpt that made it)", version,
+			    IMG_VERSION);
 	if (r->size < sizeof(h))
 		return fail(err, -EINVAL, -1, 0, 0, "truncated in header (%zu of %zu bytes)",
 			    r->size, sizeof(h));
@@ -397,6 +402,10 @@ static int check_header(struct img_reader *r, struct img_error *err)
 	if (h.page_size != IMG_PAGE_SIZE)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, page_size), 0,
 			    "page size %u is not supported (only %u)", h.page_size, IMG_PAGE_SIZE);
+	if (h.flags & ~IMG_HDR_FLAGS_KNOWN & IMG_HDR_ZSTD)
+		return fail(err, -EPROTONOSUPPORT, -1, offsetof(struct img_header, flags), 0,
+			    "the image holds pages compressed with zstd, and this ckpt was built "
+			    "without zstd");
 	if (h.flags & ~IMG_HDR_FLAGS_KNOWN)
 		return fail(err, -EINVAL, -1, offsetof(struct img_header, flags), 0,
 			    "unknown header flags 0x%x (an image of a newer ckpt?)",

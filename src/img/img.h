@@ -28,12 +28,18 @@
 #include <sys/uio.h>
 
 #define IMG_MAGIC "CKPTIMG\0"
-#define IMG_VERSION 1
+#define IMG_VERSION 2 /* 2: the records of ns/1, mm/4, memfd/5, sysv/7, inet, netlink,
+                        * timens, netns, mnt (December 2026); 1 is refused */
 #define IMG_PAGE_SIZE 4096u
 #define IMG_REC_TRAILER 0xffffu
 #define IMG_FLAG_PAD_MASK 0xfffu
 #define IMG_MAX_RECORD (1ull << 32) /* no record payload is larger */
-#define IMG_HDR_FLAGS_KNOWN 0u /* header flags this reader understands */
+#define IMG_HDR_ZSTD 0x1u /* page store records may be zstd-compressed (pages.h) */
+#ifdef CKPT_HAVE_ZSTD
+#define IMG_HDR_FLAGS_KNOWN IMG_HDR_ZSTD /* header flags this reader understands */
+#else
+#define IMG_HDR_FLAGS_KNOWN 0u
+#endif
 
 struct img_header {
 	char magic[8];

@@ -8,13 +8,206 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "util/cleanup.h"
+#ifdef CKPT_HAVE_ZSTD
+#include <zstd.h>
+#include <zstd_errors.h>
+#endif
+
 #define ALIGN8(x) (((x) + 7) / 8 * 8)
+#define ZMIN 4096u      /* fewer bytes are written plain */
 
 /* the table: extents then head */
 static uint64_t table_size(uint64_t n)
 {
 	return n * sizeof(struct pages_extent) + sizeof(struct pages_head);
 }
+
+/* a compressed record's: extents, zlen, head */
+static uint64_t ztable_size(uint64_t n)
+{
+	return table_size(n) + sizeof(uint64_t);
+}
+
+/* --- the compressor ---------------------------------------------------- */
+
+struct pages_z {
+#ifdef CKPT_HAVE_ZSTD
+	ZSTD_CCtx *cctx;
+#endif
+	uint8_t *out;           /* a frame being made */
+	size_t cap;             /* the largest input: the writers' bufsize */
+	struct pages_z_stats st;
+};
+
+bool pages_have_zstd(void)
+{
+#ifdef CKPT_HAVE_ZSTD
+	return true;
+#else
+	return false;
+#endif
+}
+
+void pages_z_free(struct pages_z *z)
+{
+	if (!z)
+		return;
+#ifdef CKPT_HAVE_ZSTD
+	ZSTD_freeCCtx(z->cctx);
+#endif
+	free(z->out);
+	free(z);
+}
+
+void pages_z_stats(const struct pages_z *z, struct pages_z_stats *ret)
+{
+	*ret = z ? z->st : (struct pages_z_stats){ 0 };
+}
+
+#ifdef CKPT_HAVE_ZSTD
+int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsize)
+{
+	struct pages_z *z = calloc(1, sizeof(*z));
+
+	*ret = NULL;
+	if (!z)
+		return -ENOMEM;
+	z->cap = bufsize;
+	z->cctx = ZSTD_createCCtx();
+	/* a frame worth keeping is smaller than its input (see z_compress) */
+	z->out = malloc(bufsize);
+	if (!z->cctx || !z->out) {
+		pages_z_free(z);
+		return -ENOMEM;
+	}
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level))) {
+		pages_z_free(z);
+		return -EINVAL;
+	}
+	/* a libzstd built without threads refuses: one thread then */
+	if (threads > 1)
+		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, (int)threads);
+	*ret = z;
+	return 0;
+}
+
+/* 1 and the frame's size in *zlen if it saves an eighth of len, 0 if not
+ * (zstd stops as soon as the frame outgrows that: random data is quick). */
+static int z_compress(struct pages_z *z, const uint8_t *src, size_t len, size_t *zlen)
+{
+	size_t r = ZSTD_compress2(z->cctx, z->out, len - len / 8, src, len);
+	if (ZSTD_isError(r)) {
+		/* the context is left mid-frame; the next frame starts afresh */
+		ZSTD_CCtx_reset(z->cctx, ZSTD_reset_session_only);
+		return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM : 0;
+	}
+	*zlen = r;
+	return 1;
+}
+
+/* Is z exactly one frame of zlen bytes whose content is raw bytes? */
+static bool z_frame_ok(const uint8_t *z, uint64_t zlen, uint64_t raw)
+{
+	size_t fl = ZSTD_findFrameCompressedSize(z, zlen);
+	return !ZSTD_isError(fl) && fl == zlen && ZSTD_getFrameContentSize(z, zlen) == raw;
+}
+
+static int z_decompress(uint8_t *dst, uint64_t raw, const uint8_t *z, uint64_t zlen)
+{
+	size_t r = ZSTD_decompress(dst, raw, z, zlen);
+	if (ZSTD_isError(r))
+		return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM : -EBADMSG;
+	return r == raw ? 0 : -EBADMSG;
+}
+
+/* A worker's decompression context; created at its first compressed chunk. */
+struct zwork {
+	ZSTD_DCtx *d;
+};
+
+static void zwork_free(struct zwork *w)
+{
+	ZSTD_freeDCtx(w->d);
+}
+
+/* Decompresses the next len bytes of the frame being read into dst. */
+static int z_stream(struct zwork *w, ZSTD_inBuffer *in, uint8_t *dst, size_t len, size_t *left)
+{
+	ZSTD_outBuffer out = { dst, len, 0 };
+	while (out.pos < out.size) {
+		size_t r = ZSTD_decompressStream(w->d, &out, in);
+		if (ZSTD_isError(r))
+			return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM : -EBADMSG;
+		*left = r;
+		/* the frame or its input ended before len bytes came out */
+		if (out.pos < out.size && (!r || in->pos == in->size))
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+static int zwork_begin(struct zwork *w, const struct pages_chunk *c, ZSTD_inBuffer *in)
+{
+	if (!w->d) {
+		w->d = ZSTD_createDCtx();
+		if (!w->d)
+			return -ENOMEM;
+		/* a frame cannot ask for a window larger than a record holds */
+		ZSTD_DCtx_setParameter(w->d, ZSTD_d_windowLogMax, 26);
+	}
+	ZSTD_DCtx_reset(w->d, ZSTD_reset_session_only);
+	*in = (ZSTD_inBuffer){ c->z, c->zlen, 0 };
+	return 0;
+}
+
+/* After the last piece: the frame must be over, all its input used. */
+static int zwork_end(struct zwork *w, ZSTD_inBuffer *in, size_t left)
+{
+	uint8_t extra;
+	if (left) {
+		ZSTD_outBuffer out = { &extra, 1, 0 };
+		left = ZSTD_decompressStream(w->d, &out, in);
+		if (ZSTD_isError(left) || out.pos)
+			return -EBADMSG;
+	}
+	return left || in->pos != in->size ? -EBADMSG : 0;
+}
+#else
+struct zwork {
+	int unused;
+};
+
+static void zwork_free(struct zwork *w)
+{
+	(void)w;
+}
+
+int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsize)
+{
+	(void)level, (void)threads, (void)bufsize;
+	*ret = NULL;
+	return -EPROTONOSUPPORT;
+}
+
+static int z_compress(struct pages_z *z, const uint8_t *src, size_t len, size_t *zlen)
+{
+	(void)z, (void)src, (void)len, (void)zlen;
+	return 0;
+}
+
+static bool z_frame_ok(const uint8_t *z, uint64_t zlen, uint64_t raw)
+{
+	(void)z, (void)zlen, (void)raw;
+	return false;
+}
+
+static int z_decompress(uint8_t *dst, uint64_t raw, const uint8_t *z, uint64_t zlen)
+{
+	(void)dst, (void)raw, (void)z, (void)zlen;
+	return -EPROTONOSUPPORT;
+}
+#endif
 
 /* --- checkpoint -------------------------------------------------------- */
 
@@ -32,11 +225,19 @@ int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t ty
 	pw->out_cap = bufsize / PAGES_BLOCK + 2 * (size_t)PAGES_MAX_QUEUED;
 	pw->q = calloc(PAGES_MAX_QUEUED, sizeof(*pw->q));
 	/* the record's table is built in place, the head after it */
-	pw->out = malloc(table_size(pw->out_cap));
+	pw->out = malloc(ztable_size(pw->out_cap));
 	if (!pw->q || !pw->out) {
 		pages_writer_release(pw);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+int pages_writer_compress(struct pages_writer *pw, struct pages_z *z)
+{
+	if (z && z->cap < pw->bufsize)
+		return -EINVAL;
+	pw->z = z;
 	return 0;
 }
 
@@ -119,18 +320,38 @@ int pages_flush(struct pages_writer *pw)
 	pw->queued = 0;
 	if (!n)
 		return 0;
-	struct pages_head head = { .magic = PAGES_MAGIC, .n = (uint32_t)n, .tag = pw->tag };
-	memcpy(&x[n], &head, sizeof(head));
+	size_t zlen = 0;
+	r = pw->z && bytes >= ZMIN && bytes <= PAGES_MAX_RAW ?
+		    z_compress(pw->z, pw->buf, bytes, &zlen) : 0;
+	if (r < 0)
+		return r;
+	bool zipped = r > 0;
+	uint64_t len = zipped ? zlen : bytes;
+	struct pages_head head = { .magic = zipped ? PAGES_MAGIC_ZSTD : PAGES_MAGIC,
+				   .n = (uint32_t)n, .tag = pw->tag };
+	uint8_t *end = (uint8_t *)&x[n];
+	if (zipped) {
+		uint64_t zl = zlen;
+		memcpy(end, &zl, sizeof(zl));
+		end += sizeof(zl);
+	}
+	memcpy(end, &head, sizeof(head));
 	struct iovec iov[3] = {
-		{ .iov_base = pw->buf, .iov_len = bytes },
-		{ .iov_base = (void *)zero, .iov_len = ALIGN8(bytes) - bytes },
-		{ .iov_base = x, .iov_len = table_size(n) },
+		{ .iov_base = zipped ? pw->z->out : pw->buf, .iov_len = len },
+		{ .iov_base = (void *)zero, .iov_len = ALIGN8(len) - len },
+		{ .iov_base = x, .iov_len = zipped ? ztable_size(n) : table_size(n) },
 	};
 	r = img_write_aligned(pw->w, pw->type, iov, 3);
 	if (r < 0)
 		return r;
 	pw->bytes += bytes;
 	pw->records++;
+	if (pw->z) {
+		pw->z->st.raw += bytes;
+		pw->z->st.stored += len;
+		pw->z->st.records++;
+		pw->z->st.compressed += zipped;
+	}
 	return 0;
 }
 
@@ -171,30 +392,68 @@ int pages_retag(struct pages_writer *pw, uint64_t tag)
 
 /* --- restart ----------------------------------------------------------- */
 
+/* The extents of x[0..n): in order, not wrapping, at most max bytes in all. */
+static int check_extents(const struct pages_extent *x, uint32_t n, uint64_t max, uint64_t *ret_sum)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!x[i].len || x[i].off + x[i].len < x[i].off || x[i].len > max - sum ||
+		    (i && x[i].off < x[i - 1].off + x[i - 1].len))
+			return -EINVAL;
+		sum += x[i].len;
+	}
+	*ret_sum = sum;
+	return 0;
+}
+
+/* A compressed record: a frame, padded to 8, then the table with zlen. */
+static int parse_z(const struct img_record *rec, const struct pages_head *head,
+		   struct pages_chunk *ret)
+{
+	uint64_t zlen, sum;
+
+	if (ztable_size(head->n) > rec->len)
+		return -EINVAL;
+	uint64_t tab = rec->len - ztable_size(head->n);
+	memcpy(&zlen, rec->data + rec->len - sizeof(*head) - sizeof(zlen), sizeof(zlen));
+	if (tab % 8 || !zlen || zlen > tab || ALIGN8(zlen) != tab)
+		return -EINVAL;
+	const struct pages_extent *x = (const struct pages_extent *)(const void *)(rec->data + tab);
+	if (check_extents(x, head->n, PAGES_MAX_RAW, &sum) < 0)
+		return -EINVAL;
+	if (!pages_have_zstd())
+		return -EPROTONOSUPPORT;
+	if (!z_frame_ok(rec->data, zlen, sum))
+		return -EINVAL;
+	*ret = (struct pages_chunk){
+		.tag = head->tag, .n = head->n, .x = x, .bytes = sum, .z = rec->data, .zlen = zlen,
+	};
+	return 0;
+}
+
 int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
 {
 	struct pages_head head;
+	uint64_t sum;
 
 	/* an aligned record's data is page-aligned in the reader's mapping */
 	if (!rec || !rec->data || (uintptr_t)rec->data % IMG_PAGE_SIZE ||
 	    rec->len < sizeof(head))
 		return -EINVAL;
 	memcpy(&head, rec->data + rec->len - sizeof(head), sizeof(head));
-	if (head.magic != PAGES_MAGIC || !head.n || head.n > PAGES_MAX_EXTENTS ||
-	    table_size(head.n) > rec->len)
+	if ((head.magic != PAGES_MAGIC && head.magic != PAGES_MAGIC_ZSTD) || !head.n ||
+	    head.n > PAGES_MAX_EXTENTS)
+		return -EINVAL;
+	if (head.magic == PAGES_MAGIC_ZSTD)
+		return parse_z(rec, &head, ret);
+	if (table_size(head.n) > rec->len)
 		return -EINVAL;
 	/* the bytes, padded to 8, then the table: 8-aligned in the record */
-	uint64_t tab = rec->len - table_size(head.n), sum = 0;
+	uint64_t tab = rec->len - table_size(head.n);
 	if (tab % 8)
 		return -EINVAL;
 	const struct pages_extent *x = (const struct pages_extent *)(const void *)(rec->data + tab);
-	for (uint32_t i = 0; i < head.n; i++) {
-		if (!x[i].len || x[i].off + x[i].len < x[i].off || x[i].len > tab - sum ||
-		    (i && x[i].off < x[i - 1].off + x[i - 1].len))
-			return -EINVAL;
-		sum += x[i].len;
-	}
-	if (ALIGN8(sum) != tab)
+	if (check_extents(x, head.n, tab, &sum) < 0 || ALIGN8(sum) != tab)
 		return -EINVAL;
 	*ret = (struct pages_chunk){
 		.tag = head.tag,
@@ -203,6 +462,47 @@ int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
 		.data = rec->data,
 		.bytes = sum,
 	};
+	return 0;
+}
+
+const char *pages_strerror(int err)
+{
+	switch (err) {
+	case -EINVAL:
+		return "damaged, out of order or out of bounds";
+	case -EPROTONOSUPPORT:
+		return "its pages are compressed with zstd, and this ckpt was built without zstd";
+	case -EBADMSG:
+		return "its compressed pages do not decompress (damaged or forged)";
+	default:
+		return strerror(-err);
+	}
+}
+
+int pages_chunk_plain(const struct pages_chunk *c, uint8_t **buf, size_t *cap,
+		      struct pages_chunk *ret)
+{
+	if (!c->z) {
+		*ret = *c;
+		return 0;
+	}
+	/* pages_parse bounded c->bytes by PAGES_MAX_RAW */
+	if (c->bytes > PAGES_MAX_RAW)
+		return -EINVAL;
+	if (*cap < c->bytes) {
+		uint8_t *nb = realloc(*buf, c->bytes);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = c->bytes;
+	}
+	int r = z_decompress(*buf, c->bytes, c->z, c->zlen);
+	if (r < 0)
+		return r;
+	*ret = *c;
+	ret->data = *buf;
+	ret->z = NULL;
+	ret->zlen = 0;
 	return 0;
 }
 
@@ -239,6 +539,8 @@ void pages_set_release(struct pages_set *s)
 int pages_chunk_each(const struct pages_chunk *c, pages_extent_fn fn, void *arg)
 {
 	const uint8_t *src = c->data;
+	if (!src)
+		return -EINVAL;
 	for (uint32_t i = 0; i < c->n; i++) {
 		int r = fn(arg, c->x[i].off, src, c->x[i].len);
 		if (r < 0)
@@ -247,6 +549,53 @@ int pages_chunk_each(const struct pages_chunk *c, pages_extent_fn fn, void *arg)
 	}
 	return 0;
 }
+
+#ifdef CKPT_HAVE_ZSTD
+#define PIECE (256u << 10)     /* bytes decompressed at a time: stay in the cache */
+#define PIECE_EXTENTS 64u
+
+/*
+ * Hands a compressed chunk to put in pieces of at most PIECE bytes and
+ * PIECE_EXTENTS extents (the first and last cut), each decompressed into
+ * the worker's buffer just before: the bytes are written from the cache.
+ */
+static int apply_z(const struct pages_chunk *c, struct zwork *w, uint8_t *buf, pages_put_fn put,
+		   void *arg, uint64_t *ret_off)
+{
+	struct pages_extent px[PIECE_EXTENTS];
+	ZSTD_inBuffer in;
+	uint32_t i = 0;         /* the extent being cut */
+	uint64_t at = 0;        /* bytes of it already handed out */
+	size_t left = 1;
+	int r = zwork_begin(w, c, &in);
+
+	while (r >= 0 && i < c->n) {
+		struct pages_chunk piece = { .tag = c->tag, .x = px, .data = buf };
+		*ret_off = c->x[i].off + at;
+		while (i < c->n && piece.n < PIECE_EXTENTS && piece.bytes < PIECE) {
+			uint64_t l = MIN(c->x[i].len - at, PIECE - piece.bytes);
+			px[piece.n++] = (struct pages_extent){ c->x[i].off + at, l };
+			piece.bytes += l;
+			at += l;
+			if (at == c->x[i].len)
+				i++, at = 0;
+		}
+		r = z_stream(w, &in, buf, piece.bytes, &left);
+		if (r >= 0)
+			r = put(arg, &piece, ret_off);
+	}
+	return r < 0 ? r : zwork_end(w, &in, left);
+}
+#else
+#define PIECE 1u
+
+static int apply_z(const struct pages_chunk *c, struct zwork *w, uint8_t *buf, pages_put_fn put,
+		   void *arg, uint64_t *ret_off)
+{
+	(void)c, (void)w, (void)buf, (void)put, (void)arg, (void)ret_off;
+	return -EPROTONOSUPPORT;
+}
+#endif
 
 struct apply_job {
 	const struct pages_set *s;
@@ -260,12 +609,20 @@ struct apply_job {
 static void *apply_worker(void *p)
 {
 	struct apply_job *j = p;
+	_cleanup_free_ uint8_t *buf = NULL; /* this worker's decompressed piece */
+	struct zwork zw = { 0 };
 	for (;;) {
 		size_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
 		if (c >= j->s->n || __atomic_load_n(&j->err, __ATOMIC_RELAXED))
 			break;
-		uint64_t off = 0;
-		int r = j->put(j->arg, &j->s->c[c], &off);
+		const struct pages_chunk *ch = &j->s->c[c];
+		uint64_t off = ch->x[0].off;
+		int r = 0;
+		if (ch->z && !buf && !(buf = malloc(PIECE)))
+			r = -ENOMEM;
+		if (r >= 0)
+			r = ch->z ? apply_z(ch, &zw, buf, j->put, j->arg, &off)
+				  : j->put(j->arg, ch, &off);
 		if (r < 0) {
 			int zero = 0;
 			if (__atomic_compare_exchange_n(&j->err, &zero, r, false, __ATOMIC_ACQ_REL,
@@ -274,6 +631,7 @@ static void *apply_worker(void *p)
 			break;
 		}
 	}
+	zwork_free(&zw);
 	return NULL;
 }
 

@@ -40,6 +40,31 @@
  *   starts page-aligned in the image (mmap, O_DIRECT, zero-copy) with no
  *   padding but the frame's; the table is found from the record's end.
  *
+ * Compressed record (a writer given a compressor, pages_writer_compress(),
+ * with a build that has zstd): the same, but the bytes are one zstd frame
+ * that holds them, and the head's magic is PAGES_MAGIC_ZSTD:
+ *
+ *	one zstd frame of zlen bytes     its content size: the sum of x[].len
+ *	zeros up to the next multiple of 8
+ *	struct pages_extent x[n];
+ *	uint64_t zlen;
+ *	struct pages_head head;          magic PAGES_MAGIC_ZSTD
+ *
+ *   The writer compresses each record's bytes (after the zero blocks are
+ *   dropped) at a fast level and keeps the frame only if it saves at least
+ *   an eighth; otherwise the record is written plain. Random or already
+ *   compressed memory thus costs one fast failed attempt and no space;
+ *   zstd itself stores the incompressible blocks of a frame raw. The
+ *   reader bounds every size before use: the frame must be exactly zlen
+ *   bytes, declare its content size, and that size must be the extents'
+ *   sum, at most PAGES_MAX_RAW. Chunks stay compressed in the set;
+ *   pages_set_apply() decompresses each one in the worker that takes it,
+ *   in pieces of 256 KiB handed to put() one by one (a piece is a chunk of
+ *   its own: at most 64 extents, the first and last cut), so the workers
+ *   decompress in parallel, put() reads from the cache, and no chunk is
+ *   ever held decompressed whole. A build without zstd refuses such a
+ *   record with -EPROTONOSUPPORT.
+ *
  * Restart ("a reader that hands pages to a callback"):
  *
  *	pages_parse(&rec, &chunk)        checks the record on its own; the
@@ -73,6 +98,8 @@
 #include "img/img.h"
 
 #define PAGES_MAGIC 0x31534750u /* "PGS1" */
+#define PAGES_MAGIC_ZSTD 0x315a4750u /* "PGZ1": the bytes are a zstd frame */
+#define PAGES_MAX_RAW (64ull << 20) /* bytes a compressed record may hold */
 #define PAGES_BLOCK 4096u       /* the unit of zero dropping */
 #define PAGES_MAX_QUEUED 4096u  /* extents queued before a record is written */
 #define PAGES_MAX_EXTENTS (1u << 20) /* in one record; more is refused */
@@ -89,6 +116,27 @@ struct pages_extent {
 };
 
 /* --- checkpoint -------------------------------------------------------- */
+
+/*
+ * A compressor shared by the writers of one checkpoint (it holds a zstd
+ * context, its worker threads and an output buffer); NULL: none.
+ * pages_z_new() returns -EPROTONOSUPPORT in a build without zstd. The
+ * counts say what went through it.
+ */
+struct pages_z;
+struct pages_z_stats {
+	uint64_t raw;           /* page bytes given to writers that had it */
+	uint64_t stored;        /* what they took in the image (frames or plain) */
+	uint64_t records, compressed; /* records written, of which compressed */
+};
+/* level: zstd's (1 is fast); threads: 0 or 1 compresses in the caller,
+ * more splits a record among that many threads. */
+int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsize)
+	__attribute__((warn_unused_result));
+void pages_z_free(struct pages_z *z);
+void pages_z_stats(const struct pages_z *z, struct pages_z_stats *ret);
+/* Does this build read and write compressed records? */
+bool pages_have_zstd(void);
 
 /* Puts the bytes of x[0..n) in dst, back to back; 0 or -errno. */
 typedef int (*pages_read_fn)(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst);
@@ -107,6 +155,7 @@ struct pages_writer {
 	struct pages_extent *out; /* the extents of the record being written */
 	size_t out_cap;
 	uint64_t end;           /* the end of the last extent added */
+	struct pages_z *z;      /* NULL, or the compressor (not owned) */
 	/* results */
 	uint64_t bytes;         /* page bytes written so far (zero blocks dropped) */
 	uint64_t records;
@@ -116,6 +165,10 @@ struct pages_writer {
 /* buf must hold at least one PAGES_BLOCK; tag goes into every record. */
 int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t type, uint64_t tag,
 		      void *buf, size_t bufsize, pages_read_fn read, void *arg)
+	__attribute__((warn_unused_result));
+/* From now on, records are compressed by z where it pays (NULL: none);
+ * -EINVAL if z's buffer is smaller than the writer's. */
+int pages_writer_compress(struct pages_writer *pw, struct pages_z *z)
 	__attribute__((warn_unused_result));
 /* Queues [off, off + len); -EINVAL if it starts before the end of the last
  * one, or wraps. May write records. */
@@ -135,12 +188,15 @@ struct pages_chunk {
 	uint64_t tag;
 	uint32_t n;
 	const struct pages_extent *x;
-	const uint8_t *data;    /* bytes of x[0], x[1], ... */
+	const uint8_t *data;    /* bytes of x[0], x[1], ...; NULL while compressed */
 	uint64_t bytes;
+	const uint8_t *z;       /* compressed: the zstd frame, zlen bytes; else NULL */
+	uint64_t zlen;
 };
 
 /* Checks a page store record on its own (magic, sizes, order of its
- * extents) and describes it in *ret; -EINVAL if damaged. */
+ * extents) and describes it in *ret; -EINVAL if damaged, -EPROTONOSUPPORT
+ * if compressed and this build has no zstd. */
 int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
 	__attribute__((warn_unused_result));
 
@@ -158,15 +214,27 @@ int pages_set_add(struct pages_set *s, const struct pages_chunk *c, uint64_t lo,
 	__attribute__((warn_unused_result));
 void pages_set_release(struct pages_set *s);
 
-/* Writes one chunk; on failure sets *ret_off to where, returns -errno. */
+/* What an error of pages_parse() or pages_set_apply() means, for a caller's message. */
+const char *pages_strerror(int err);
+/* Decompresses c (if compressed) into *buf (grown as needed, *cap bytes;
+ * the caller frees it) and makes *ret its plain copy; a plain chunk is
+ * copied as is. -EINVAL if the frame does not decompress to exactly
+ * c->bytes, -ENOMEM, -EPROTONOSUPPORT without zstd. */
+int pages_chunk_plain(const struct pages_chunk *c, uint8_t **buf, size_t *cap,
+		      struct pages_chunk *ret) __attribute__((warn_unused_result));
+
+/* Writes one chunk (plain: data is set); on failure sets *ret_off to where, returns -errno. */
 typedef int (*pages_put_fn)(void *arg, const struct pages_chunk *c, uint64_t *ret_off);
 /* Hands every chunk of s to put, from up to `workers` threads (the caller's
- * included; 0 or 1: the caller alone). Stops at the first failure, which
- * it returns, with its offset in *ret_off. */
+ * included; 0 or 1: the caller alone); a compressed one as it is
+ * decompressed, piece by piece (-EBADMSG if its frame is damaged: put may
+ * have had its first pieces). Stops at the first
+ * failure, which it returns, with its offset in *ret_off. */
 int pages_set_apply(const struct pages_set *s, unsigned workers, pages_put_fn put, void *arg,
 		    uint64_t *ret_off) __attribute__((warn_unused_result));
 
-/* Calls fn for each extent of c with its bytes; stops at the first error. */
+/* Calls fn for each extent of c with its bytes; stops at the first error;
+ * -EINVAL on a chunk still compressed. */
 typedef int (*pages_extent_fn)(void *arg, uint64_t off, const uint8_t *src, uint64_t len);
 int pages_chunk_each(const struct pages_chunk *c, pages_extent_fn fn, void *arg)
 	__attribute__((warn_unused_result));

@@ -16,6 +16,14 @@
  * in the signal's si_fd). The kernel records the
  * credentials of whoever set the owner, ckpt's after a restart, for its
  * permission check when it sends the signal.
+ *
+ * External fds (ckpt_opts.external_fds, checkpoint --external fd:N): fds of
+ * the root held outside the tree, an inherited pipe say, are treated like a
+ * shell job's terminal: the entry says "external" and nothing of the open
+ * file is collected. Restart puts the caller's fd for it there
+ * (ckpt_opts.inherit_fds, --inherit-fd N:FD), and refuses before anything
+ * is built when one is not given. Another task of the tree that holds the
+ * same open file at another fd still has it collected as usual.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -214,6 +222,38 @@ static int collect_owner(struct ckpt_ctx *ctx, struct task *t, const struct fd_i
 	return 0;
 }
 
+/* Is fd of t one the caller named external (the root's only)? */
+static bool is_external(const struct ckpt_ctx *ctx, const struct task *t, int fd)
+{
+	const struct ckpt_opts *o = ctx->opts;
+	if (t != &ctx->tasks[0] || !o ||
+	    o->size < offsetof(struct ckpt_opts, n_external_fds) + sizeof(o->n_external_fds))
+		return false;
+	for (size_t i = 0; i < o->n_external_fds && o->external_fds; i++)
+		if (o->external_fds[i] == fd)
+			return true;
+	return false;
+}
+
+/* Every external fd the caller named must be open in the root. */
+static int check_external(struct ckpt_ctx *ctx, struct task *t, const int *fds, size_t n)
+{
+	const struct ckpt_opts *o = ctx->opts;
+	if (t != &ctx->tasks[0] || !o ||
+	    o->size < offsetof(struct ckpt_opts, n_external_fds) + sizeof(o->n_external_fds))
+		return 0;
+	for (size_t i = 0; i < o->n_external_fds && o->external_fds; i++) {
+		bool open = false;
+		for (size_t j = 0; j < n && !open; j++)
+			open = fds[j] == o->external_fds[i];
+		if (!open)
+			return log_fail(&ctx->log, -EBADF, "pid %d fd %d: named external (--external "
+					"fd:%d), but the root has no fd %d", t->pid,
+					o->external_fds[i], o->external_fds[i], o->external_fds[i]);
+	}
+	return 0;
+}
+
 static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f;
@@ -240,15 +280,28 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	f->owners = calloc(n ? n : 1, sizeof(*f->owners));
 	if (!f->fds || !f->pfds || !f->owners)
 		r = -ENOMEM;
+	int refused = 0; /* the first refusal; the other fds are looked at too */
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		FdEntry *e = &f->fds[i];
 		fd_entry__init(e);
 		e->fd = fds[i];
+		bool ext = is_external(ctx, t, fds[i]);
 		r = fdtable_inspect_fd(ctx, t, fds[i], fi);
-		if (r >= 0)
+		if (r >= 0 && ext) {
+			e->has_external = e->external = true;
+			log_info(&ctx->log, "pid %d fd %d (%s): saved as external, to be given "
+				 "again at restart (--inherit-fd %d:FD)", t->pid, fds[i], fi->path,
+				 fds[i]);
+		}
+		if (r >= 0 && !ext)
 			r = collect_one(ctx, t, fi, &e->file_id);
-		if (r >= 0)
+		if (r >= 0 && !ext)
 			r = collect_owner(ctx, t, fi, &f->owners[i], e);
+		if (log_gathers(&ctx->log, r)) {
+			refused = refused ? refused : r;
+			r = 0;
+			continue;
+		}
 		if (r < 0)
 			break;
 		e->has_cloexec = true;
@@ -256,9 +309,11 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		f->pfds[f->e.n_fds++] = e;
 	}
 	f->e.fds = f->pfds;
+	if (r >= 0)
+		r = check_external(ctx, t, fds, n);
 	free(fds);
 	free(fi);
-	return r;
+	return r < 0 ? r : refused;
 }
 
 static int fdtable_dump(struct ckpt_ctx *ctx, struct task *t)
@@ -277,6 +332,54 @@ static int fdtable_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u: fd table of pid %d: fd %u is out of order or range",
 					rec->index, t->pid, e->fds[i]->fd);
+		if (e->fds[i]->external && (t != &ctx->tasks[0] || e->fds[i]->owner))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: fd table of pid %d: fd %u is external, which only "
+					"the root's fds can be", rec->index, t->pid, e->fds[i]->fd);
+	}
+	return 0;
+}
+
+/* The caller's fd given for the root's external fd, or -1. */
+static int inherited(const struct rst_ctx *ctx, uint32_t fd)
+{
+	for (size_t i = 0; i < ctx->ninherit; i++)
+		if (ctx->inherit[i].fd >= 0 && (uint32_t)ctx->inherit[i].fd == fd)
+			return ctx->inherit[i].local;
+	return -1;
+}
+
+/* The root's external fds each given, and nothing given that is not one. */
+static int check_inherited(struct rst_ctx *ctx, struct rst_task *t, const FdTableEntry *e)
+{
+	for (size_t i = 0; e && i < e->n_fds; i++) {
+		const FdEntry *fe = e->fds[i];
+		if (!fe->external)
+			continue;
+		int local = inherited(ctx, fe->fd);
+		if (local < 0 && (ctx->flags & RESTART_VERIFY))
+			continue; /* a dry run for checkpoint --verify: the original holds it */
+		if (local < 0)
+			return log_fail(&ctx->log, -EBADF, "pid %d fd %u: external in the image (saved "
+					"with --external fd:%u): give it with --inherit-fd %u:FD",
+					t->pid, fe->fd, fe->fd, fe->fd);
+		if (fcntl(local, F_GETFD) < 0)
+			return log_fail(&ctx->log, -EBADF, "pid %d fd %u: the fd given for it "
+					"(--inherit-fd %u:%d) is not open", t->pid, fe->fd, fe->fd,
+					local);
+	}
+	for (size_t i = 0; i < ctx->ninherit; i++) {
+		uint32_t id;
+		int fd = ctx->inherit[i].fd;
+		bool ext = false;
+		for (size_t j = 0; e && fd >= 0 && j < e->n_fds && !ext; j++)
+			ext = e->fds[j]->external && (int)e->fds[j]->fd == fd;
+		if (!ext)
+			return log_fail(&ctx->log, -EINVAL, "--inherit-fd %d:%d: the image has no "
+					"external fd %d (its root's external fds are saved with "
+					"checkpoint --external fd:N)%s", fd, ctx->inherit[i].local, fd,
+					e && fd >= 0 && fdtable_rst_file_id(t, fd, &id) == 0
+						? "; that fd is saved in the image" : "");
 	}
 	return 0;
 }
@@ -286,6 +389,11 @@ static int fdtable_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 static int fdtable_loaded(struct rst_ctx *ctx, struct rst_task *t)
 {
 	FdTableEntry *e = t->kstate[KIND_fdtable];
+	if (t == &ctx->tasks[0]) {
+		int r = check_inherited(ctx, t, e);
+		if (r < 0)
+			return r;
+	}
 	if (!e)
 		return t->files_with ? 0 : rst_require(ctx, t, KIND_fdtable);
 	if (e->n_fds)
@@ -299,6 +407,8 @@ static int find_fd(FdEntry *const *fds, size_t n, int fd, uint32_t *ret_id)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if ((int)fds[mid]->fd == fd) {
+			if (fds[mid]->external) /* not an object of the image */
+				return -ENOENT;
 			*ret_id = fds[mid]->file_id;
 			return 0;
 		}
@@ -322,7 +432,7 @@ int fdtable_find_file(struct ckpt_ctx *ctx, bool (*match)(pid_t pid, int fd, voi
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		const struct fdt_ckpt *f = ctx->tasks[i].kstate[KIND_fdtable];
 		for (size_t j = 0; f && j < f->e.n_fds; j++) {
-			if (match(ctx->tasks[i].pid, (int)f->pfds[j]->fd, arg)) {
+			if (!f->pfds[j]->external && match(ctx->tasks[i].pid, (int)f->pfds[j]->fd, arg)) {
 				*ret_id = f->pfds[j]->file_id;
 				return 0;
 			}
@@ -341,7 +451,7 @@ int fdtable_rst_fd_of(struct rst_task *t, uint32_t id, int *ret_fd)
 {
 	const FdTableEntry *e = t->kstate[KIND_fdtable];
 	for (size_t i = 0; e && i < e->n_fds; i++) {
-		if (e->fds[i]->file_id == id) {
+		if (e->fds[i]->file_id == id && !e->fds[i]->external) {
 			*ret_fd = (int)e->fds[i]->fd;
 			return 0;
 		}
@@ -363,8 +473,10 @@ static int fdtable_restore(struct rst_ctx *ctx, struct rst_task *t)
 	FdTableEntry *e = t->kstate[KIND_fdtable];
 	for (size_t i = 0; e && i < e->n_fds; i++) {
 		const FdEntry *fe = e->fds[i];
-		int local, r = fdtable_local_fd(ctx, fe->file_id, &local);
-		if (r < 0)
+		int local = fe->external ? inherited(ctx, fe->fd) : -1, r = 0;
+		if (fe->external && local < 0) /* a dry run's (check_inherited) */
+			continue;
+		if (!fe->external && (r = fdtable_local_fd(ctx, fe->file_id, &local)) < 0)
 			return r;
 		r = puppet_install_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, local, (int)fe->fd,
 				      fe->cloexec);

@@ -36,6 +36,7 @@
 
 #include "core/ctx.h"
 #include "fifo.pb-c.h"
+#include "kinds/mnt.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/pipe-buf.h"
@@ -133,6 +134,11 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		    &ctx->log, -EOPNOTSUPP,
 		    "pid %d fd %d (%s): a FIFO whose name was removed; not supported yet", t->pid,
 		    fi->fd, fi->path);
+	if (mnt_own_root(ctx)) /* its path is the container's, not the host's */
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): a named FIFO in a container with a root of its "
+				"own; not supported yet",
+				t->pid, fi->fd, fi->path);
 	if (acc == 3 || (fi->fi.flags & O_PATH))
 		return log_fail(
 		    &ctx->log, -EOPNOTSUPP,

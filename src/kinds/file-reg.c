@@ -16,15 +16,22 @@
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
+#include "kinds/mnt.h"
 #include "files.pb-c.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
 
 enum { FILE_REG_ENTRY = REC_TYPE(KID_file_reg, 1) };
 
+/* A file mapped shared up to this size is saved, to be made again if
+ * someone removed it before the restart (the JVM that finds another's
+ * hsperfdata file stale deletes it). */
+#define REMAKE_MAX (1u << 20)
+
 /* checkpoint: one object */
 struct file_obj {
 	FileRegEntry e;
+	uint8_t *remake;        /* e.remake's bytes */
 	DeletedDir gone;        /* e.deleted_dir points here */
 	char *path;
 	struct fdobj of;        /* a task holding it, its fd there (-1: a mapped file) */
@@ -92,6 +99,7 @@ static int add_obj(struct ckpt_ctx *ctx, struct task *t, const char *path, const
 		f->e.rdev = st->st_rdev;
 	}
 	f->of = (struct fdobj){ .pid = t->pid, .fd = fd };
+	f->e.in_root = f->e.has_in_root = mnt_inside(ctx, path, st);
 	r = objhash_add(&ctx->objs, KIND_file_reg, st->st_ino, 0, f, &o);
 	if (r < 0) {
 		free(f->path);
@@ -218,8 +226,9 @@ int file_reg_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link
 	ssize_t n;
 
 	if (link[0] == '/') { /* a path already (a mapping, map_files not readable) */
+		char seen[4200];
 		snprintf(path, sizeof(path), "%s", link);
-		if (stat(path, &st) < 0)
+		if (stat(mnt_seen(ctx, path, seen, sizeof(seen)), &st) < 0)
 			return log_fail(&ctx->log, -errno, "pid %d %s (%s): cannot inspect: %s",
 					t->pid, what, path, strerror(errno));
 	} else {
@@ -297,6 +306,10 @@ static int file_reg_load(struct rst_ctx *ctx, struct rst_task *t, const struct i
 	if (!e->path[0] || e->path[0] != '/')
 		return log_fail(&ctx->log, -EINVAL, "record %u: file object %u has no absolute path",
 				rec->index, e->id);
+	if (e->has_remake && (!S_ISREG(e->mode) || e->remake.len > REMAKE_MAX ||
+			      !e->has_size || e->remake.len != e->size))
+		return log_fail(&ctx->log, -EINVAL, "record %u: file object %u: its saved contents "
+				"are not valid", rec->index, e->id);
 	return 0;
 }
 
@@ -331,6 +344,26 @@ int file_reg_deleted_dir(struct rst_ctx *ctx, const char *path, const DeletedDir
 	return 0;
 }
 
+/* A small file mapped shared, gone since the checkpoint: made again, new
+ * (O_EXCL: nothing in its place is replaced), with the saved bytes. */
+static int remake(struct rst_ctx *ctx, const FileRegEntry *e, const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				      e->mode & 07777);
+	if (fd < 0 || write(fd, e->remake.data, e->remake.len) != (ssize_t)e->remake.len ||
+	    (e->has_remake_uid && fchown(fd, e->remake_uid, e->remake_gid) < 0) ||
+	    fchmod(fd, e->mode & 07777) < 0) {
+		int err = errno;
+		if (fd >= 0)
+			unlink(path);
+		return log_fail(&ctx->log, -err, "file '%s': gone, and it cannot be made again: %s",
+				e->path, strerror(err));
+	}
+	log_info(&ctx->log, "file '%s': gone since the checkpoint; made again from the image",
+		 e->path);
+	return 0;
+}
+
 static int open_one(struct rst_ctx *ctx, struct file_rst *f, const char *path)
 {
 	const FileRegEntry *e = f->e;
@@ -347,8 +380,11 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f, const char *path)
 		int r = file_reg_deleted_dir(ctx, path, e->deleted_dir, flags & ~O_CLOEXEC, &f->fd);
 		if (r < 0)
 			return r;
-	} else
+	} else {
 		f->fd = open(path, flags);
+		if (f->fd < 0 && errno == ENOENT && e->has_remake && remake(ctx, e, path) == 0)
+			f->fd = open(path, flags);
+	}
 	if (f->fd < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot open: %s", e->path,
 				strerror(errno));
@@ -412,10 +448,25 @@ static int open_proc(struct rst_ctx *ctx, struct file_rst *f)
 	return open_one(ctx, f, path);
 }
 
+/* A file of a container's own root, through its new mount tree. */
+static int open_in_root(struct rst_ctx *ctx, struct file_rst *f)
+{
+	char path[4200];
+	int r = mnt_rst_path(ctx, f->e->path, path, sizeof(path));
+	if (r < 0)
+		return log_fail(&ctx->log, -EINVAL, "file '%s': of a container's root, but the "
+				"image has no mount tree", f->e->path);
+	r = open_one(ctx, f, path);
+	if (r >= 0 && !f->e->has_pos)
+		r = check_mapped(ctx, f);
+	return r;
+}
+
 static int prepare_one(struct rst_ctx *ctx, void *obj)
 {
 	struct file_rst *f = obj;
-	if (f->e->has_proc_pid) /* its process does not exist yet */
+	/* its process, or its container's mounts, do not exist yet */
+	if (f->e->has_proc_pid || f->e->in_root)
 		return 0;
 	int r = open_one(ctx, f, f->e->path);
 	/* an opened file may have changed, a mapped one may not */
@@ -446,8 +497,8 @@ int file_reg_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 static int file_reg_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
 	struct file_rst *f = robj;
-	if (f->fd < 0 && f->e->has_proc_pid) {
-		int r = open_proc(ctx, f);
+	if (f->fd < 0 && (f->e->has_proc_pid || f->e->in_root)) {
+		int r = f->e->has_proc_pid ? open_proc(ctx, f) : open_in_root(ctx, f);
 		if (r < 0)
 			return r;
 	}
@@ -475,6 +526,7 @@ static void file_reg_free_obj(void *ptr)
 	struct file_obj *f = ptr;
 	if (f) {
 		free(f->path);
+		free(f->remake);
 		free(f);
 	}
 }
@@ -517,6 +569,12 @@ static int file_reg_check_restore(struct ckpt_ctx *ctx, struct task *t)
 			path = parent;
 			mode = W_OK | X_OK;
 		}
+		/* a file of a container's root: through it (the tree is made again) */
+		char via[4200];
+		if (f->e.in_root) {
+			snprintf(via, sizeof(via), "/proc/%d/root%s", ctx->tasks[0].pid, path);
+			path = via;
+		}
 		if (faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0)
 			continue;
 		int e = errno;
@@ -546,6 +604,36 @@ static bool file_reg_vma_claim(const struct proc_vma *pv)
 	return pv->path[0] && !pv->deleted;
 }
 
+/* A small regular file mapped shared: its bytes, read once, through the
+ * mapping's link (the file mapped, whatever its name now). */
+static int keep_contents(struct ckpt_ctx *ctx, struct task *t, const char *link, uint32_t id)
+{
+	struct obj *o;
+	struct file_obj *f = objhash_get(&ctx->objs, id, KIND_file_reg, &o) == 0 ? o->ptr : NULL;
+	if (!f || f->remake || !S_ISREG(f->e.mode) || f->e.size > REMAKE_MAX)
+		return 0;
+	_cleanup_close_ int fd = open(link, O_RDONLY | O_CLOEXEC); /* a /proc link */
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || (uint64_t)st.st_size != f->e.size)
+		return 0; /* not kept: a restart then needs the file, as for any other */
+	f->remake = malloc(f->e.size ? f->e.size : 1);
+	if (!f->remake)
+		return -ENOMEM;
+	ssize_t n = pread(fd, f->remake, f->e.size, 0);
+	if (n != (ssize_t)f->e.size) {
+		free(f->remake);
+		f->remake = NULL;
+		return 0;
+	}
+	f->e.has_remake = f->e.has_remake_uid = f->e.has_remake_gid = true;
+	f->e.remake = (ProtobufCBinaryData){ .len = f->e.size, .data = f->remake };
+	f->e.remake_uid = st.st_uid;
+	f->e.remake_gid = st.st_gid;
+	log_debug(&ctx->log, "pid %d: file '%s' (mapped shared, %llu bytes) kept in the image",
+		  t->pid, f->path, (unsigned long long)f->e.size);
+	return 0;
+}
+
 static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
 				VmaEntry *v)
 {
@@ -560,7 +648,9 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 	 * shows, if it is still the file mapped (same inode) */
 	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
 	if (stat(full, &st) < 0 && errno == EPERM) {
-		if (stat(pv->path, &st) < 0 || st.st_ino != pv->ino)
+		char seen[4200];
+		if (stat(mnt_seen(ctx, pv->path, seen, sizeof(seen)), &st) < 0 ||
+		    st.st_ino != pv->ino)
 			return log_fail(&ctx->log, -EPERM,
 					"pid %d vma %llx-%llx (%s): the mapped file cannot be "
 					"identified without CAP_CHECKPOINT_RESTORE",
@@ -568,7 +658,8 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 					(unsigned long long)pv->end, pv->path);
 		return file_reg_collect_path(ctx, t, pv->path, flags, "mapping", &v->file_id);
 	}
-	return file_reg_collect_path(ctx, t, link, flags, "mapping", &v->file_id);
+	int r = file_reg_collect_path(ctx, t, link, flags, "mapping", &v->file_id);
+	return r < 0 || !pv->shared ? r : keep_contents(ctx, t, full, v->file_id);
 }
 
 static int file_reg_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)

@@ -19,6 +19,7 @@
 #include "kinds/checks.h"
 #include "files.pb-c.h"
 #include "kinds/file-reg.h"
+#include "kinds/mnt.h"
 #include "util/cleanup.h"
 
 enum { FS_ENTRY = REC_TYPE(KID_fs, 1) };
@@ -105,11 +106,13 @@ static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir,
 		     const DeletedDir *gone)
 {
 	_cleanup_close_ int fd = -1;
+	char in_root[4200]; /* a container with a root of its own: through its tree */
+	const char *at = mnt_rst_path(ctx, dir, in_root, sizeof(in_root)) < 0 ? dir : in_root;
 	if (gone) {
-		int r = file_reg_deleted_dir(ctx, dir, gone, O_PATH, &fd);
+		int r = file_reg_deleted_dir(ctx, at, gone, O_PATH, &fd);
 		if (r < 0)
 			return r;
-	} else if ((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+	} else if ((fd = open(at, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open directory '%s': %s", t->pid,
 				dir, strerror(errno));
 	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, fd);

@@ -4,6 +4,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <net/if.h>
@@ -403,6 +406,100 @@ int inet_proc_peer(int s, union inet_addr *ret)
 		}
 	}
 	return -ENOENT;
+}
+
+/* The IPv4 address of a (v4-mapped for AF_INET6) into *v4, or false. */
+static bool addr_v4(const union inet_addr *a, uint32_t *v4)
+{
+	if (a->sa.sa_family == AF_INET) {
+		*v4 = a->v4.sin_addr.s_addr;
+		return true;
+	}
+	if (!IN6_IS_ADDR_V4MAPPED(&a->v6.sin6_addr))
+		return false;
+	memcpy(v4, &a->v6.sin6_addr.s6_addr[12], 4);
+	return true;
+}
+
+static bool addr_any(const union inet_addr *a)
+{
+	return a->sa.sa_family == AF_INET ? a->v4.sin_addr.s_addr == htonl(INADDR_ANY)
+					  : IN6_IS_ADDR_UNSPECIFIED(&a->v6.sin6_addr);
+}
+
+/* Does the local address loc of a connection clash with a bind to a? */
+static bool same_local(const union inet_addr *a, const union inet_addr *loc)
+{
+	uint32_t x, y;
+	if (addr_any(a))
+		return true;
+	if (addr_v4(a, &x) && addr_v4(loc, &y))
+		return x == y;
+	return a->sa.sa_family == AF_INET6 && loc->sa.sa_family == AF_INET6 &&
+	       !memcmp(&a->v6.sin6_addr, &loc->v6.sin6_addr, 16);
+}
+
+/* SOCK_DESTROY of the TCP connection loc -> rem on the sock_diag socket nl */
+static int destroy_one(int nl, const union inet_addr *loc, const union inet_addr *rem)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DESTROY,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 },
+		.r = { .sdiag_family = loc->sa.sa_family, .sdiag_protocol = IPPROTO_TCP,
+		       .idiag_states = 1u << TCP_TIME_WAIT,
+		       .id = { .idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } } },
+	};
+	bool v6 = loc->sa.sa_family == AF_INET6;
+	req.r.id.idiag_sport = v6 ? loc->v6.sin6_port : loc->v4.sin_port;
+	req.r.id.idiag_dport = v6 ? rem->v6.sin6_port : rem->v4.sin_port;
+	memcpy(req.r.id.idiag_src, v6 ? (const void *)&loc->v6.sin6_addr : (const void *)&loc->v4.sin_addr,
+	       v6 ? 16 : 4);
+	memcpy(req.r.id.idiag_dst, v6 ? (const void *)&rem->v6.sin6_addr : (const void *)&rem->v4.sin_addr,
+	       v6 ? 16 : 4);
+	if (send(nl, &req, sizeof(req), 0) < 0)
+		return -errno;
+	struct {
+		struct nlmsghdr h;
+		struct nlmsgerr e;
+	} ack;
+	ssize_t n = recv(nl, &ack, sizeof(ack), 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(ack) || ack.h.nlmsg_type != NLMSG_ERROR)
+		return -EPROTO;
+	/* gone meanwhile (its time was up): not an error */
+	return ack.e.error == -ENOENT ? 0 : ack.e.error;
+}
+
+int inet_tw_destroy(const union inet_addr *a)
+{
+	uint16_t port = a->sa.sa_family == AF_INET ? a->v4.sin_port : a->v6.sin6_port;
+	_cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0)
+		return -errno;
+	char line[512], loc[64], rem[64];
+	unsigned st;
+	int n = 0;
+	for (int v6 = 0; v6 < 2; v6++) {
+		_cleanup_fclose_ FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			union inet_addr l, r;
+			int fam = v6 ? AF_INET6 : AF_INET;
+			if (sscanf(line, "%*s %63s %63s %x", loc, rem, &st) != 3 || st != TCP_TIME_WAIT ||
+			    parse_proc_addr(loc, fam, &l) < 0 || parse_proc_addr(rem, fam, &r) < 0)
+				continue;
+			if ((v6 ? l.v6.sin6_port : l.v4.sin_port) != port || !same_local(a, &l))
+				continue;
+			int e = destroy_one(nl, &l, &r);
+			if (e < 0)
+				return e;
+			n++;
+		}
+	}
+	return n;
 }
 
 const char *inet_proto_name(int proto)

@@ -115,6 +115,17 @@ const char *inet_tcp_state_name(int state);
 /* The peer of TCP socket s as /proc/net/tcp{,6} shows it (also in SYN_SENT,
  * where getpeername says ENOTCONN); -ENOENT if it has none. */
 int inet_proc_peer(int s, union inet_addr *ret);
+
+/*
+ * Destroys (SOCK_DESTROY of sock_diag, which sends nothing) every TCP
+ * connection of the caller's network namespace in TIME_WAIT whose local
+ * port is that of a and whose local address is a's (a v4-mapped one its
+ * IPv4 address) or any if a's is the any address: they keep a socket of
+ * a program that did not set SO_REUSEADDR from binding its port again,
+ * which the original could when it bound it. Returns how many, or -errno
+ * (-EPERM without CAP_NET_ADMIN).
+ */
+int inet_tw_destroy(const union inet_addr *a);
 const char *inet_proto_name(int proto);
 
 /*

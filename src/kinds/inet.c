@@ -7,7 +7,7 @@
  * sizes and their locks, O_NONBLOCK, and for an established TCP
  * connection what TCP_REPAIR shows (inet-sk.h).
  *
- * The kind also claims every socket the unix kind leaves (netlink, packet,
+ * The kind also claims every socket the unix and netlink kinds leave (packet,
  * raw...), to refuse it by what it is.
  *
  * Checkpoint, in fd_collect, through a copy of the fd (pidfd_getfd), which
@@ -60,7 +60,6 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <linux/sockios.h>
-#include <linux/netlink.h>
 #include <linux/if_packet.h>
 #include <linux/capability.h>
 #include <unistd.h>
@@ -73,6 +72,7 @@
 #include "kinds/fdtable.h"
 #include "kinds/inet-sk.h"
 #include "kinds/inet.h"
+#include "kinds/netns.h"
 #include "util/cleanup.h"
 
 #ifndef IPPROTO_UDPLITE
@@ -202,15 +202,6 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, i
 	char fbuf[32];
 	if (!fam)
 		snprintf(fbuf, sizeof(fbuf), "family %d", family), fam = fbuf;
-	if (family == AF_NETLINK) {
-		struct sockaddr_nl nl = { 0 };
-		socklen_t l = sizeof(nl);
-		getsockname(s, (struct sockaddr *)&nl, &l);
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (netlink): netlink %s socket of protocol %d (port id %u, "
-				"groups %#x) is not supported yet",
-				fi->pid, fi->fd, type_name(type), proto, nl.nl_pid, nl.nl_groups);
-	}
 	if (family == AF_PACKET) {
 		struct sockaddr_ll ll = { 0 };
 		socklen_t l = sizeof(ll);
@@ -390,9 +381,10 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 	*proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
+	/* ckpt's namespace, or the tree's own that the netns kind saves */
 	if (it && !it->netns) /* once a task: two stats a socket were 5% of 10,000 */
-		it->netns = proc_same_netns(fi->pid) ? 1 : -1;
-	if (it ? it->netns < 0 : !proc_same_netns(fi->pid))
+		it->netns = netns_saved(ctx, fi->pid) ? 1 : -1;
+	if (it ? it->netns < 0 : !netns_saved(ctx, fi->pid))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"ckpt's; not supported yet", fi->pid, fi->fd);
@@ -682,6 +674,31 @@ static bool any_addr(const InetSkEntry *e)
 	return true;
 }
 
+/*
+ * bind, and for TCP once more if the port is taken and connections of it
+ * in TIME_WAIT were destroyed: the program's own, closed before the
+ * checkpoint, which keep a socket without SO_REUSEADDR from binding the
+ * port (the original bound it before they existed). Live sockets that
+ * hold the port are left alone (EADDRINUSE).
+ */
+static int bind_tcp(struct rst_ctx *ctx, struct inet_robj *o, const union inet_addr *a,
+		    socklen_t al)
+{
+	if (bind(o->fd, &a->sa, al) == 0)
+		return 0;
+	int r = -errno;
+	if (r != -EADDRINUSE || o->e->proto != IPPROTO_TCP)
+		return r;
+	int n = inet_tw_destroy(a);
+	if (n <= 0)
+		return n < 0 && n != -EPERM ? n : r;
+	char h[64], s[64];
+	log_info(&ctx->log, "%s (inet): tcp %s: %d connection(s) of its port in TIME_WAIT "
+		 "destroyed to bind it again", holder(ctx, o->e->id, h, sizeof(h)),
+		 inet_addr_str(a, s, sizeof(s)), n);
+	return bind(o->fd, &a->sa, al) < 0 ? -errno : 0;
+}
+
 /* Options, bind, listen or connect: every socket but an established TCP one. */
 static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 {
@@ -700,8 +717,8 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 			     "device)", strerror(-r));
 	if (e->has_src && (e->src_port || !any_addr(e))) {
 		al = inet_mkaddr(&a, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
-		if (bind(o->fd, &a.sa, al) < 0)
-			return RFAIL(ctx, o, -errno, "cannot bind the address: %m");
+		if ((r = bind_tcp(ctx, o, &a, al)) < 0)
+			return RFAIL(ctx, o, r, "cannot bind the address: %s", strerror(-r));
 	}
 	if (e->state == INET_ST_LISTEN && listen(o->fd, (int)e->backlog) < 0)
 		return RFAIL(ctx, o, -errno, "cannot listen: %m");

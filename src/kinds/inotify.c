@@ -41,6 +41,7 @@
 
 #include "core/ctx.h"
 #include "inotify.pb-c.h"
+#include "kinds/mnt.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/fsnotify.h"
@@ -236,6 +237,11 @@ static int inotify_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		return r;
 	p->e.flags = fi->fi.flags & O_NONBLOCK;
 	r = read_watches(ctx, t, fi, p);
+	if (r >= 0 && p->e.n_watches && mnt_own_root(ctx)) /* paths are the container's */
+		r = log_fail(&ctx->log, -EOPNOTSUPP,
+			     "pid %d fd %d (inotify): watches in a container with a root of its "
+			     "own; not supported yet",
+			     t->pid, fi->fd);
 	if (r >= 0 && p->e.n_watches && !(p->pw = calloc(p->e.n_watches, sizeof(*p->pw))))
 		r = -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < p->e.n_watches; i++)

@@ -13,9 +13,10 @@
  *
  * Checkpoint steps:
  *   seize            (ckpt) every task and thread of the tree held
- *   probe(ctx, t)    for each task: the injected calls collect will need,
- *                    asked by task_probe_call (outputs in task_probe_area);
- *                    ckpt runs them as one batch per task
+ *   probe(ctx, t)    (at collect, for each task before its kinds' collect)
+ *                    the injected calls collect will need, asked by
+ *                    task_probe_call (outputs in task_probe_area); ckpt
+ *                    runs them as one batch per task
  *   collect(ctx, t)  for each task: look at the object, decide whether it
  *                    can be saved; a refusal logs "pid P fd F (kind): why"
  *                    and returns -EOPNOTSUPP. Nothing is written here.

@@ -57,6 +57,7 @@
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
+#include "kinds/mnt.h"
 #include "kinds/file-reg.h"
 #include "memfd.pb-c.h"
 #include "mm.pb-c.h"
@@ -257,6 +258,8 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 	if ((*ret = find_inode(ctx, st.st_dev, st.st_ino)))
 		return 0;
 	const char *no = judge(t, own, path, &st, &memfd, &err);
+	if (!no && !memfd && mnt_own_root(ctx)) /* its path is not the host's */
+		no = "a deleted file in a container with a root of its own: not supported yet";
 	if (no)
 		return log_fail(&ctx->log, err ? err : -EOPNOTSUPP, "pid %d %s (%s): %s%s%s",
 				t->pid, where, path, no, err ? ": " : "",
@@ -484,8 +487,7 @@ static int dump_data(struct ckpt_ctx *ctx, const struct mfd_obj *m)
 {
 	struct pages_writer pw;
 	uint64_t pos = 0;
-	int r = pages_writer_init(&pw, &ctx->w, MEMFD_CONTENTS, m->e.id, ctx->buf, ctx->bufsize,
-				  read_contents, (void *)m);
+	int r = ctx_pages_writer(ctx, &pw, MEMFD_CONTENTS, m->e.id, read_contents, (void *)m);
 
 	while (r >= 0 && pos < m->e.size) {
 		off_t data = lseek(m->fd, (off_t)pos, SEEK_DATA);
@@ -582,8 +584,9 @@ static int load_contents(struct rst_ctx *ctx, const struct img_record *rec)
 		r = pages_set_add(&m->pages, &c, 0, m->e->size);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "record %u (memfd/contents): %s", rec->index,
-				r == -ENOMEM ? strerror(-r)
-					     : "damaged, out of order or outside its memfd object");
+				r == -EINVAL ? "damaged, out of order or outside its memfd object"
+					     : pages_strerror(r));
+	ctx->data_bytes += c.bytes;
 	return 0;
 }
 
@@ -654,20 +657,30 @@ static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
 	return 0;
 }
 
+struct fill_job {
+	const struct mfd_robj *m;
+	struct progress *progress; /* restart's: these bytes count in it */
+};
+
 static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 {
+	const struct fill_job *j = arg;
 	*ret_off = c->x[0].off;
-	return pages_chunk_each(c, put_extent, arg);
+	int r = pages_chunk_each(c, put_extent, (void *)j->m);
+	if (r >= 0)
+		progress_add(j->progress, c->bytes);
+	return r;
 }
 
 /* Writes the saved contents into m->fd and gives it its size. */
 static int fill(struct rst_ctx *ctx, struct mfd_robj *m)
 {
 	uint64_t off = 0;
-	int r = pages_set_apply(&m->pages, 1, put_chunk, m, &off);
+	struct fill_job j = { .m = m, .progress = &ctx->progress };
+	int r = pages_set_apply(&m->pages, 1, put_chunk, &j, &off);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "file '%s': cannot write its contents near %llu: %s",
-				robj_name(m), (unsigned long long)off, strerror(-r));
+				robj_name(m), (unsigned long long)off, pages_strerror(r));
 	if (ftruncate(m->fd, (off_t)m->e->size) < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot set its size to %llu: %s",
 				robj_name(m), (unsigned long long)m->e->size, strerror(errno));

@@ -240,6 +240,7 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 	m->e.vmas = calloc(n ? n : 1, sizeof(*m->e.vmas));
 	if (!m->vma || !m->e.vmas)
 		return -ENOMEM;
+	int refused = 0; /* the first refusal; the other mappings are looked at too */
 	for (size_t i = 0; i < n; i++) {
 		const struct proc_vma *pv = &t->vmas.v[i];
 		VmaEntry *v = &m->vma[i];
@@ -253,10 +254,16 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 		v->vmflags = pv->vmflags;
 		v->name = pv->path;
 		r = classify(ctx, t, pv, v, order, norder);
+		if (log_gathers(&ctx->log, r)) {
+			refused = refused ? refused : r;
+			continue;
+		}
 		if (r < 0)
 			return r;
 		m->e.vmas[m->e.n_vmas++] = v;
 	}
+	if (refused)
+		return refused;
 
 	const struct proc_stat *st = &t->stat;
 	m->e.start_code = st->start_code;
@@ -456,7 +463,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 				strerror(errno));
 	struct mm_read rd = { .ctx = ctx, .t = t };
 	struct pages_writer pw;
-	r = pages_writer_init(&pw, &ctx->w, MM_PAGES, 0, ctx->buf, ctx->bufsize, mm_read, &rd);
+	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; r >= 0 && i < m->e.n_vmas; i++) {
@@ -547,7 +554,7 @@ static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct 
 	int r = pages_parse(rec, &c);
 	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
 		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
-				r == -ENOMEM ? strerror(-r) : "damaged, out of order or out of bounds");
+				pages_strerror(r));
 	for (size_t i = 0; i < c.n; i++) {
 		uint64_t a = c.x[i].off, end = a + c.x[i].len;
 		/* a run may go on across adjacent vmas, each of which holds pages */
@@ -1311,12 +1318,11 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 
 	uffd_open(ctx, t, &u);
 	struct page_job j = { .progress = &ctx->progress, .t = t, .e = m->e, .u = &u };
-	ctx->progress.total = ctx->mem_bytes; /* every process's, known since load */
 	int r = pages_set_apply(&m->pages, 2, write_chunk, &j, &addr);
 	uffd_close(t, &u);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot write pages at %llx: %s", t->pid,
-				(unsigned long long)addr, strerror(-r));
+				(unsigned long long)addr, pages_strerror(r));
 	return 0;
 }
 

@@ -8,8 +8,8 @@
  * Checkpoint: which namespaces the root has of its own (their /proc/PID/ns
  * inodes against ckpt's), its hostname (an injected uname), a devpts of
  * its own on /dev/pts (its mount options), its user namespace's id maps
- * (which the creds kind reads ids through). A network or time namespace
- * of its own is refused.
+ * (which the creds kind reads ids through). Time and network namespaces
+ * are the timens and netns kinds' (timens.c, netns.c).
  * Restart: the load sets the flags the root is spawned with (rctx's
  * root_clone); at "spawn root" the maps of its new user namespace are
  * written from ckpt's side; at "root ready" it mounts its own /proc and
@@ -31,6 +31,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "kinds/mnt.h"
 #include "kinds/ns.h"
 #include "util/cleanup.h"
 #include "util/userns.h"
@@ -211,11 +212,7 @@ static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 		n->e.flags |= CLONE_NEWIPC;
 	if (!same_ns(t->pid, "cgroup")) /* made again by the cgroup kind */
 		n->e.flags |= CLONE_NEWCGROUP;
-	if (!same_ns(t->pid, "net") || !same_ns(t->pid, "time"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: is in a network or time namespace of its own; not "
-				"supported yet",
-				t->pid);
+	/* network and time namespaces are the netns and timens kinds' */
 	log_info(&ctx->log, "pid %d: a container (namespaces %#x)", t->pid, n->e.flags);
 	return 0;
 }
@@ -380,14 +377,15 @@ static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 		return 0;
 	if (ns->flags & CLONE_NEWNS) {
 		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
-		if (r >= 0)
+		/* a root of its own: its /proc and devpts are the mnt kind's */
+		if (r >= 0 && !mnt_rst_tree(ctx))
 			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),
 					   inject_str(p, 64, "/proc"), inject_str(p, 0, "proc"),
 					   MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
 		if (rst_check(ctx, t, r, "mounting the container's /proc") < 0)
 			return (int)r;
 	}
-	if (ns->devpts) {
+	if (ns->devpts && !mnt_rst_tree(ctx)) {
 		char data[160];
 		devpts_data(ns->devpts, data, sizeof(data));
 		r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "devpts"),

@@ -331,8 +331,7 @@ static int dump_pages(struct ckpt_ctx *ctx, const struct shm_seg *g, bool swappe
 	if (a == (void *)-1)
 		return log_fail(&ctx->log, -errno, "shm id %d: cannot attach it to read it: %s",
 				g->perm.id, strerror(errno));
-	r = vec ? pages_writer_init(&pw, &ctx->w, SYSV_SHM_PAGES, (uint64_t)g->perm.id, ctx->buf,
-				    ctx->bufsize, read_seg, a)
+	r = vec ? ctx_pages_writer(ctx, &pw, SYSV_SHM_PAGES, (uint64_t)g->perm.id, read_seg, a)
 		: -ENOMEM;
 	if (r < 0) {
 		shmdt(a);
@@ -425,6 +424,7 @@ int sysv_load_shm_pages(struct rst_ctx *ctx, struct sysv_rst *s, const struct im
 				"record %u (sysv/pages): damaged, out of order or outside its "
 				"shm segment",
 				rec->index);
+	ctx->data_bytes += c.bytes;
 	return 0;
 }
 
@@ -514,10 +514,19 @@ static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
 	return 0;
 }
 
+struct fill_job {
+	void *addr;                /* the segment, attached in ckpt */
+	struct progress *progress; /* restart's: these bytes count in it */
+};
+
 static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 {
+	const struct fill_job *j = arg;
 	*ret_off = c->x[0].off;
-	return pages_chunk_each(c, put_extent, arg);
+	int r = pages_chunk_each(c, put_extent, j->addr);
+	if (r >= 0)
+		progress_add(j->progress, c->bytes);
+	return r;
 }
 
 int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g)
@@ -534,9 +543,11 @@ int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g)
 		return sysv_fail_id(ctx, "shm", p->id, "cannot attach it in ckpt");
 	g->addr = a;
 	/* the extents lie inside the segment: checked at load */
-	r = pages_set_apply(&g->pages, 2, put_chunk, a, &off);
+	struct fill_job j = { .addr = a, .progress = &ctx->progress };
+	r = pages_set_apply(&g->pages, 2, put_chunk, &j, &off);
 	if (r < 0)
-		return r;
+		return log_fail(&ctx->log, r, "shm id %d: cannot write its pages near %llu: %s", p->id,
+				(unsigned long long)off, pages_strerror(r));
 	struct shmid_ds ds;
 	if (shmctl(p->id, IPC_STAT, &ds) < 0)
 		return sysv_fail_id(ctx, "shm", p->id, "IPC_STAT");

@@ -348,6 +348,12 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 		k->e.has_stopped = true;
 		k->e.stopped = true;
 	}
+	/* a stop by ^Z or a background read (SIGTSTP, SIGTTIN, SIGTTOU) is
+	 * what its parent's waitpid and a shell's job table tell apart */
+	if (t->pup.group_stopped && t->pup.group_stopped != SIGSTOP) {
+		k->e.has_stop_signal = true;
+		k->e.stop_signal = t->pup.group_stopped;
+	}
 
 	r = proc_read(t->pid, "personality", &text, NULL);
 	if (r < 0)
@@ -430,6 +436,16 @@ static int task_loaded(struct rst_ctx *ctx, struct rst_task *t)
 	if (!e)
 		return rst_require(ctx, t, KIND_task);
 	t->stopped = e->has_stopped && e->stopped;
+	t->stop_sig = SIGSTOP;
+	if (e->has_stop_signal) {
+		int sig = (int)e->stop_signal;
+		if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)
+			return log_fail(&ctx->log, -EINVAL,
+					"pid %d: stopped by signal %u, which is not a stop signal "
+					"(damaged image)",
+					t->pid, e->stop_signal);
+		t->stop_sig = sig;
+	}
 	return 0;
 }
 

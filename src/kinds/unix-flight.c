@@ -27,6 +27,7 @@
 #include "core/ctx.h"
 #include "util/proc.h"
 #include "kinds/fdtable.h"
+#include "kinds/netns.h"
 #include "kinds/unix-sk.h"
 #include "kinds/unix.h"
 #include "unix.pb-c.h"
@@ -369,11 +370,11 @@ int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 				strerror(-r));
 	if (!n)
 		return 0;
-	if (!proc_same_netns(t->pid))
+	if (!netns_saved(ctx, t->pid))
 		return log_fail(
 		    &ctx->log, -EOPNOTSUPP,
-		    "pid %d fd %d (unix socket:[%u]): in another network namespace than "
-		    "ckpt's; not supported yet",
+		    "pid %d fd %d (unix socket:[%u]): in a network namespace the image "
+		    "does not hold (neither ckpt's nor the container's); not supported yet",
 		    t->pid, fds[0].fd, fds[0].ino);
 	if ((r = unix_make_reg(ctx, &reg)) < 0)
 		return r;

@@ -184,13 +184,25 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 		return RFAIL(st, u, -errno, "cannot bind the abstract name @%.*s: %m",
 			     (int)e->name.len - 1, (const char *)e->name.data + 1);
 	}
+	/* bound to a name whose file was renamed since (a JVM's attach
+	 * socket: bound as NAME.tmp, renamed to NAME): bound at the name, then
+	 * moved where it was */
+	const char *name = (const char *)e->name.data;
+	bool moved = name[0] == '/' && !e->path_gone && strcmp(name, e->path);
 	int r = clear_path(st, u, e->path);
+	if (r >= 0 && moved)
+		r = clear_path(st, u, name);
 	if (r < 0)
 		return r;
 	r = bind_path(s, e);
 	if (r < 0)
-		return RFAIL(st, u, r, "cannot bind %s: %s", (const char *)e->name.data,
-			     strerror(-r));
+		return RFAIL(st, u, r, "cannot bind %s: %s", name, strerror(-r));
+	if (moved && rename(name, e->path) < 0) {
+		int err = errno;
+		unlink(name);
+		return RFAIL(st, u, -err, "cannot move %s to %s, where its file was at the "
+			     "checkpoint: %s", name, e->path, strerror(err));
+	}
 	struct stat made;
 	if (lstat(e->path, &made) == 0) {
 		u->made = true;

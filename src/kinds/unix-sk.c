@@ -128,7 +128,27 @@ static int table_add(struct unix_table *t, const struct nlmsghdr *h)
 }
 
 /* Every unix socket of ckpt's network namespace. */
+/* A sock_diag socket of the network namespace netns_fd refers to: made by
+ * ckpt's thread while it is in there (a socket keeps its namespace). */
+static int diag_socket_in(int netns_fd)
+{
+	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (own < 0 || setns(netns_fd, CLONE_NEWNET) < 0)
+		return -1;
+	int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	int err = errno;
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort(); /* ckpt's thread cannot go back to its own namespace */
+	errno = err;
+	return nl;
+}
+
 int unix_table_dump(struct unix_table *t)
+{
+	return unix_table_dump_ns(t, -1);
+}
+
+int unix_table_dump_ns(struct unix_table *t, int netns_fd)
 {
 	struct {
 		struct nlmsghdr h;
@@ -143,7 +163,9 @@ int unix_table_dump(struct unix_table *t)
 		  .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS | UDIAG_SHOW_PEER |
 				UDIAG_SHOW_ICONS | UDIAG_SHOW_RQLEN},
 	};
-	_cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	_cleanup_close_ int nl = netns_fd >= 0 ? diag_socket_in(netns_fd)
+					       : socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+							NETLINK_SOCK_DIAG);
 	_cleanup_free_ char *buf = malloc(1 << 16);
 	if (nl < 0 || !buf)
 		return nl < 0 ? -errno : -ENOMEM;

@@ -61,6 +61,9 @@ struct unix_table {
 };
 
 int unix_table_dump(struct unix_table *t) __attribute__((warn_unused_result));
+/* ... and those of the network namespace netns_fd refers to (-1: ckpt's),
+ * added to t */
+int unix_table_dump_ns(struct unix_table *t, int netns_fd) __attribute__((warn_unused_result));
 void unix_table_free(struct unix_table *t);
 const struct usk *unix_table_find(const struct unix_table *t, uint32_t ino);
 /* the listener in whose queue the socket ino waits, or NULL */

@@ -79,6 +79,7 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
+#include "kinds/netns.h"
 #include "kinds/unix-sk.h"
 #include "kinds/unix.h"
 #include "unix.pb-c.h"
@@ -102,6 +103,19 @@ struct unix_obj *unix_reg(struct ckpt_ctx *ctx)
 	return o ? o->ptr : NULL;
 }
 
+/* A container's own network namespace (netns.c saves it): its sockets
+ * too, from a sock_diag socket of that namespace. */
+static int dump_root_netns(struct ckpt_ctx *ctx, struct unix_table *tab)
+{
+	pid_t root = ctx->ntasks ? ctx->tasks[0].pid : 0;
+	char path[64];
+	if (!root || proc_same_netns(root) || !netns_saved(ctx, root))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", root);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : unix_table_dump_ns(tab, fd);
+}
+
 int unix_make_reg(struct ckpt_ctx *ctx, struct unix_obj **ret)
 {
 	struct unix_obj *u = unix_reg(ctx);
@@ -114,6 +128,8 @@ int unix_make_reg(struct ckpt_ctx *ctx, struct unix_obj **ret)
 		return -ENOMEM;
 	u->is_reg = true;
 	int r = unix_table_dump(&u->tab);
+	if (r >= 0)
+		r = dump_root_netns(ctx, &u->tab);
 	if (r < 0) {
 		unix_table_free(&u->tab);
 		free(u);

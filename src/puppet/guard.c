@@ -352,7 +352,7 @@ static void put_back(struct gstate *s, struct gtask *t)
 			puppet_syscall(p, SYS_close, now[i]);
 	if (puppet_scratch_unmap(p) < 0)
 		p->scratch = 0;
-	puppet_release(p, p->group_stopped ? SIGSTOP : 0);
+	puppet_release(p, p->group_stopped);
 }
 
 /* ckpt is gone (or done): every task it still held is put back or killed. */

@@ -79,7 +79,7 @@ static int wait_interrupt_stop(struct puppet *p)
 		if (!WIFSTOPPED(status))
 			continue;
 		if ((status >> 16) == PTRACE_EVENT_STOP) {
-			p->group_stopped = is_stop_signal(WSTOPSIG(status));
+			p->group_stopped = is_stop_signal(WSTOPSIG(status)) ? WSTOPSIG(status) : 0;
 			return 0;
 		}
 		/* a signal-delivery-stop: let the signal through, keep waiting */
@@ -551,9 +551,9 @@ int puppet_release(struct puppet *p, int sig)
 	/* a stop is queued rather than passed at detach (which only a
 	 * signal-delivery-stop takes): the task stops as soon as it runs, and
 	 * a checkpoint that comes first sees it pending */
-	if (sig == SIGSTOP && kill(p->pid, SIGSTOP) < 0 && !r)
+	if (is_stop_signal(sig) && kill(p->pid, sig) < 0 && !r)
 		r = -errno;
-	int detach_sig = sig == SIGSTOP ? 0 : sig;
+	int detach_sig = is_stop_signal(sig) ? 0 : sig;
 	/* the program's SIGTRAP an injection took: the task is in the
 	 * signal-delivery-stop of an injection's trap, and a signal passed at
 	 * detach that the (restored) mask blocks is queued again, with the
@@ -688,7 +688,7 @@ static int note_stop(struct puppet *p, int status)
 	    ptrace(PTRACE_GETEVENTMSG, p->pid, 0, &p->event_msg) < 0)
 		return -errno;
 	if (is_stop_signal(WSTOPSIG(status)))
-		p->group_stopped = true;
+		p->group_stopped = (uint8_t)WSTOPSIG(status);
 	return 0;
 }
 

@@ -40,7 +40,7 @@ struct puppet {
 	int memfd;              /* /proc/pid/mem, read-write */
 	struct user_regs_struct regs0;
 	uint64_t sigmask0;      /* blocked signals when seized */
-	bool group_stopped;     /* it was in a job-control stop when seized */
+	uint8_t group_stopped;  /* the signal of the job-control stop it was in when seized, or 0 */
 	bool held;              /* attached and stopped */
 	uint64_t syscall_ip;    /* address of a `syscall` instruction */
 	uint64_t scratch;       /* remote scratch area, 0 if none */

@@ -28,6 +28,23 @@ void log_init(struct ckpt_log *log, int fd, int level, char *errbuf, size_t errb
 		errbuf[0] = '\0';
 }
 
+/* One more refusal as a line of errbuf, or once a note that the log has
+ * the rest. */
+static void gather_error(struct ckpt_log *log, const char *msg)
+{
+	static const char more[] = "\n(more in the log: --log FILE)";
+	size_t used = strlen(log->errbuf), room = log->errbuf_len - used;
+	if (log->errbuf_full)
+		return;
+	if (strlen(msg) + 1 + sizeof(more) <= room) {
+		snprintf(log->errbuf + used, room, "\n%s", msg);
+		return;
+	}
+	log->errbuf_full = true;
+	if (sizeof(more) <= room)
+		snprintf(log->errbuf + used, room, "%s", more);
+}
+
 void log_vmsg(struct ckpt_log *log, int level, const char *fmt, va_list ap)
 {
 	char raw[1024], msg[1024];
@@ -39,10 +56,14 @@ void log_vmsg(struct ckpt_log *log, int level, const char *fmt, va_list ap)
 	/* messages name objects by strings from the image: never raw to a terminal */
 	esc_str(msg, sizeof(msg), raw);
 
-	if (level == CKPT_LOG_ERROR) {
-		if (log->errors++ == 0 && log->errbuf && log->errbuf_len)
+	if (level == CKPT_LOG_ERROR && log->errbuf && log->errbuf_len) {
+		if (log->errors == 0)
 			snprintf(log->errbuf, log->errbuf_len, "%s", msg);
+		else if (log->gather)
+			gather_error(log, msg);
 	}
+	if (level == CKPT_LOG_ERROR)
+		log->errors++;
 	if (level == CKPT_LOG_WARN)
 		log->warnings++;
 	if (log->fd < 0 || level > log->level)

@@ -11,7 +11,9 @@
 #ifndef CKPT_LOG_H
 #define CKPT_LOG_H
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include "ckpt.h"
 
@@ -23,7 +25,20 @@ struct ckpt_log {
 	int errors;             /* how many errors were logged */
 	unsigned long warnings; /* and warnings, at any level */
 	const char *prefix;     /* "checkpoint", "restart" */
+	/* a checkpoint's collect: every refusal is reported, not only the
+	 * first; each one after it is a line of its own in errbuf */
+	bool gather;
+	bool errbuf_full;
 };
+
+/* Up to this many errors, a refusal (-EOPNOTSUPP) met while gathering is
+ * noted and the work goes on with the next fd, mapping or task. */
+#define LOG_GATHER_MAX 64
+
+static inline bool log_gathers(const struct ckpt_log *log, int r)
+{
+	return log->gather && r == -EOPNOTSUPP && log->errors < LOG_GATHER_MAX;
+}
 
 void log_init(struct ckpt_log *log, int fd, int level, char *errbuf, size_t errbuf_len,
 	      const char *prefix);

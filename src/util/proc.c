@@ -1051,3 +1051,34 @@ bool proc_same_netns(pid_t pid)
 	return stat("/proc/self/ns/net", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
 	       a.st_dev == b.st_dev;
 }
+
+static int read_stat(pid_t pid, struct proc_stat *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = proc_read(pid, "stat", &text, NULL);
+	return r < 0 ? r : proc_parse_stat(text, ret);
+}
+
+/*
+ * The kernel's rule (will_become_orphaned_pgrp): a group is orphaned when
+ * no live member has a parent in another group of the same session; a
+ * SIGTSTP, SIGTTIN or SIGTTOU sent to it is then dropped.
+ */
+bool proc_pgrp_orphaned(pid_t pgrp)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	if (!d)
+		return true;
+	for (struct dirent *de; (de = readdir(d));) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		struct proc_stat st, parent;
+		if (*end || end == de->d_name || pid <= 0 || read_stat((pid_t)pid, &st) < 0 ||
+		    st.pgrp != pgrp || st.state == 'Z' || st.state == 'X')
+			continue;
+		if (read_stat(st.ppid, &parent) == 0 && parent.pgrp != pgrp &&
+		    parent.session == st.session)
+			return false;
+	}
+	return true;
+}

@@ -156,4 +156,8 @@ int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
 /* Is pid in ckpt's own network namespace? */
 bool proc_same_netns(pid_t pid);
 
+/* Is process group pgrp (as ckpt's pid namespace has it) orphaned? (Also
+ * when /proc cannot tell.) */
+bool proc_pgrp_orphaned(pid_t pgrp);
+
 #endif

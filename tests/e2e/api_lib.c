@@ -6,7 +6,10 @@
  * child), signal it, and reap it: it exits 42 only if its memory is
  * intact. Twice, the second time through ckpt_restart_opts(). Also the
  * refusals the API promises: no CKPT_SUBTREE for a plain process, unknown
- * flags, a pid that does not exist, RESTART_TASKSELF and RESTART_KEEP_LSM.
+ * flags, a pid that does not exist, RESTART_TASKSELF and RESTART_KEEP_LSM;
+ * and the growth of struct ckpt_opts: the first (smallest) size is served,
+ * a bigger struct is served when its unknown tail is zero and refused with
+ * E2BIG when an option there is set.
  */
 #include <ckpt.h>
 #include <errno.h>
@@ -84,10 +87,37 @@ int main(void)
 	CHECK(ckpt_checkpoint(child, img, 0x100, -1) == -EINVAL, "unknown checkpoint flag accepted");
 	CHECK(ckpt_checkpoint(1 << 22, img, CKPT_SUBTREE, -1) == -ESRCH, "nonexistent pid");
 
-	/* the real thing; the child is ours, so reap it while ckpt waits */
+	/* growth: a newer caller's bigger struct is served if what this ckpt
+	 * does not know is zero, refused (E2BIG) if an unknown option is set */
+	struct {
+		struct ckpt_opts o;
+		unsigned long newer[4];
+	} big = { .o = { .size = sizeof(big), .flags = CKPT_SUBTREE, .logfd = -1,
+			 .errbuf = err, .errbuf_len = sizeof(err) } };
+	r = ckpt_checkpoint_opts(1 << 22, img, &big.o);
+	CHECK(r == -ESRCH, "a bigger struct, zero tail: %d '%s', want -ESRCH", r, err);
+	big.newer[2] = 1;
+	r = ckpt_checkpoint_opts(child, img, &big.o);
+	CHECK(r == -E2BIG && strstr(err, "newer"), "a bigger struct with an unknown option: "
+	      "%d '%s', want -E2BIG", r, err);
+	r = ckpt_restart_opts(0, img, &big.o);
+	CHECK(r == -E2BIG, "restart, a bigger struct with an unknown option: %d", r);
+	big.newer[2] = 0;
+	big.o.size = 8192;
+	r = ckpt_checkpoint_opts(child, img, &big.o);
+	CHECK(r == -E2BIG, "a size of 8192: %d, want -E2BIG", r);
+	CHECK(kill(child, 0) == 0, "the child died of a refused checkpoint");
+
+	/* the real thing, as a caller built against the first struct (a
+	 * smaller size: no key, no result written); the child is ours, so
+	 * reap it while ckpt waits */
 	o.flags = CKPT_SUBTREE | CKPT_KILL;
+	o.size = CKPT_OPTS_SIZE_V1;
+	o.result.processes = 777;
 	r = ckpt_checkpoint_opts(child, img, &o);
 	CHECK(r == 0, "ckpt_checkpoint: %d '%s'", r, err);
+	CHECK(o.result.processes == 777, "a caller of the first struct got a result written "
+	      "past its size");
 	int st = 0;
 	waitpid(child, &st, WNOHANG);
 	if (r < 0) {

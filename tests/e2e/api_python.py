@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The Python binding (python/ckpt.py) used as a program would: fork a
-child holding 1 MiB of known bytes, ckpt.checkpoint() it with kill=True,
-ckpt.inspect() the image, ckpt.restart() it detached (it comes back as our
-child), signal it, reap it: it exits 42 only if its memory is intact.
+child holding 16 MiB of known bytes, ckpt.checkpoint() it with kill=True
+and a progress callback, ckpt.inspect() the image, ckpt.restart() it
+detached with a progress callback (it comes back as our child), signal it,
+reap it: it exits 42 only if its memory is intact. Both results give
+as_dict() with the summary line ckpt prints.
 Then the refusals: a pid that does not exist raises ckpt.Error with ESRCH
 and the library's reason. Prints PASS or FAIL lines."""
 import errno
@@ -22,7 +24,7 @@ def check(cond, what):
 
 
 def child(ready):
-    data = bytearray(os.urandom(16)) * 65536
+    data = bytearray(os.urandom(16)) * (1 << 20)
     want = hash(bytes(data))
     woken = []
     signal.signal(signal.SIGUSR1, lambda s, f: woken.append(s))
@@ -49,10 +51,18 @@ def main():
     os.close(rd)
     while not _sleeping(pid):  # then it sleeps in pause()
         os.sched_yield()
-    res = ckpt.checkpoint(pid, img, kill=True)
+    calls = []
+    res = ckpt.checkpoint(pid, img, kill=True, progress=calls.append, progress_interval_ms=1)
     check(res.processes == 1 and res.threads == 1, "checkpoint result %r" % res)
-    check(res.memory_bytes >= 1 << 20, "memory saved %d" % res.memory_bytes)
+    check(res.memory_bytes >= 16 << 20, "memory saved %d" % res.memory_bytes)
     check(os.path.getsize(img) == res.image_bytes, "image size vs result")
+    check_progress(calls, ckpt.PHASE_CHECKPOINT, "checkpoint")
+    d = res.as_dict()
+    check(d["command"] == "checkpoint" and d["image"] == img and d["pid"] == pid and
+          d["memory_bytes"] == res.memory_bytes and d["seconds"] > 0, "as_dict: %r" % d)
+    want = "checkpointed 1 process (1 thread), %.1f MiB of memory, image %s " % (
+        res.memory_bytes / 1048576.0, img)
+    check(d["summary"].startswith(want), "summary %r, want %r..." % (d["summary"], want))
     wpid, status = os.waitpid(pid, 0)
     check(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL,
           "the original ended with status %#x, not SIGKILL" % status)
@@ -61,8 +71,14 @@ def main():
     check(" %d " % pid in summary, "inspect names pid %d" % pid)
     differ, text = ckpt.inspect_diff(img, img)
     check(not differ, "inspect_diff of an image with itself: %r" % text)
-    res = ckpt.restart(img, detach=True)
+    calls = []
+    res = ckpt.restart(img, detach=True, progress=calls.append, progress_interval_ms=1)
     check(res.root == pid, "restored as pid %d, want %d" % (res.root, pid))
+    check_progress(calls, ckpt.PHASE_RESTART, "restart")
+    d = res.as_dict()
+    check(d["command"] == "restart" and d["pid"] == pid and
+          d["summary"].startswith("restarted 1 process (1 thread), ") and
+          (" as pid %d, in " % pid) in d["summary"], "restart as_dict: %r" % d)
     os.kill(pid, signal.SIGUSR1)
     wpid, status = os.waitpid(pid, 0)
     check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 42,
@@ -77,6 +93,20 @@ def main():
           "a failed checkpoint left a file behind: %s" % os.listdir("."))
     print("PASS" if not failures else "FAIL: %d check(s)" % len(failures), flush=True)
     return 1 if failures else 0
+
+
+def check_progress(calls, phase, what):
+    """Some calls of phase with done growing, then one PHASE_END."""
+    check(len(calls) >= 2, "%s: %d progress calls" % (what, len(calls)))
+    if len(calls) < 2:
+        return
+    check(all(c.phase == phase for c in calls[:-1]) and calls[-1].phase == ckpt.PHASE_END,
+          "%s: progress phases %r" % (what, [c.phase for c in calls]))
+    done = [c.done for c in calls]
+    check(done == sorted(done) and done[-1] >= 16 << 20,
+          "%s: progress done %r" % (what, done))
+    check(all(c.total >= 16 << 20 for c in calls), "%s: totals %r" % (
+        what, [c.total for c in calls]))
 
 
 def _sleeping(pid):

@@ -7,7 +7,7 @@
  *   closewait a TCP connection whose peer has closed (CLOSE_WAIT; saved
  *             since tcp_halfclose: no test refuses it any more)
  *   udpq      a UDP socket with a datagram in its receive queue
- *   netlink   a NETLINK_ROUTE socket
+ *   netlink   a NETLINK_ROUTE socket with a reply not read yet (RTM_GETLINK of lo)
  *   packet    an AF_PACKET socket
  *   raw       an AF_INET raw socket (ICMP)
  * The checkpoint must be refused naming pid, fd and what the socket is;
@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <linux/if_ether.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -117,6 +118,17 @@ int main(int argc, char **argv)
 		struct sockaddr_nl a = { .nl_family = AF_NETLINK };
 		if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0)
 			fail("bind: %m");
+		struct {
+			struct nlmsghdr h;
+			struct ifinfomsg i;
+		} req = { .h = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK,
+				 .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 },
+			  .i = { .ifi_family = AF_UNSPEC, .ifi_index = 1 } };
+		if (send(s, &req, sizeof(req), 0) != sizeof(req))
+			fail("send RTM_GETLINK: %m");
+		struct pollfd p = { .fd = s, .events = POLLIN };
+		if (poll(&p, 1, 10000) != 1)
+			fail("no reply to RTM_GETLINK");
 	} else if (!strcmp(what, "packet")) {
 		s = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
 		if (s < 0)

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A refusal inside a tree: the root's child holds a netlink socket at fd 5
- * (not supported yet). The checkpoint must fail naming the child's pid,
- * fd 5 and the socket, and every task must go on: after SIGUSR1 the root
+ * A refusal inside a tree: the root's child holds a packet socket at fd 5
+ * (not supported yet; the NETLINK_ROUTE socket used before is saved now).
+ * The checkpoint must fail naming the child's pid, fd 5 and the socket,
+ * and every task must go on: after SIGUSR1 the root
  * tells the child to finish, and the child exits 0 if its socket is
  * intact.
  */
 #include "lib.h"
 
 #include <errno.h>
-#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -23,7 +23,7 @@ int main(void)
 		fail("pipe: %m");
 	pid_t c = fork();
 	if (c == 0) {
-		int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+		int s = socket(AF_PACKET, SOCK_RAW, 0);
 		if (s < 0 || dup2(s, 5) != 5)
 			_exit(2);
 		char ch;

@@ -19,7 +19,10 @@ Modes:
 Other kinds of test: refusals (checkpoint must fail, the original must be
 unharmed), CLI errors, damaged images, real programs (sleep, python3,
 bash pipelines, multiprocessing, make -j2, redis-server, nginx, PostgreSQL:
-flows compare, make, redis, nginx and postgres drive them from outside).
+flows compare, make, redis, nginx and postgres drive them from outside; on
+TCP, flows redis_tcp, http_server, echo100, nginx_tcp and postgres_tcp,
+through tcp_cycles(), with only ckpt's network lock between the clients
+and the server while it is away).
 A real program whose package is absent is skipped, saying so.
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
@@ -35,6 +38,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 import argparse
 import json
 import os
+import pwd
 import random
 import re
 import select
@@ -105,6 +109,7 @@ TESTS = [
     entry("mem_stack"),
     entry("mem_file_private", (B, T, R)),
     entry("mem_file_shared", (B, R)),
+    entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
     entry("mem_prot"),
     entry("mem_reserve", max_image_bytes=8 * MiB),
@@ -160,12 +165,16 @@ TESTS = [
     entry("cg_threaded", (B, T), kind="cgroup", program="cg_task", cg="threaded"),
     entry("refuse_cg_v1", kind="cgroup", program="cg_task", cg="v1"),
     entry("id_personality"),
+    entry("id_timens", (B, T)),
+    entry("refuse_timens_mixed", kind="refuse", program="id_timens", pargs=["mixed"],
+          regex=r"\bpid \d+: in another time namespace than the tree's root \(pid {pid}\)"),
     entry("id_comm"),
     entry("id_rseq"),
     entry("id_seccomp", (B, T)),
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
+    entry("proc_stop_signal", (B, T)),
     entry("tree_ghost", (B, T)),
     entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
@@ -173,6 +182,8 @@ TESTS = [
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
+    entry("migrate_ct", kind="migrate", program="ct_tree", case="ok"),
+    entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -182,6 +193,25 @@ TESTS = [
     entry("ct_asyncio", (B, T), kind="ct_asyncio", argv=["@python", os.path.join(HERE, "py_asyncio.py")]),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
+    # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
+    entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
+          argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
+    entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
+          argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
+                                                                  "/t/py_mounts.py"]),
+    entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(ramfs, ram\): a file system ckpt cannot make again"),
+    entry("ct_rootfs_refuse_deleted", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "echo x > /scratch/f && exec 3< /scratch/f && rm /scratch/f && "
+                "mkfifo /scratch/p && exec 4<> /scratch/p && "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"fd 3 \(/scratch/f \(deleted\)\): a deleted file in a container with a "
+                r"root of its own(.|\n)*fd 4 \(/scratch/p\): a named FIFO in a container"),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_seccomp", (B, T)),
@@ -212,28 +242,44 @@ TESTS = [
     entry("fanotify_marks", (B, T, R), kind="mounted"),
     entry("fanotify_unpriv", (B, T, R)),
     # unix sockets
+    entry("unix_renamed", (B, T)),
     entry("unix_pair", (B, T, R)),
     # TCP and UDP sockets
     entry("tcp_pair", (B, T, R)),
     entry("tcp_pair6", (B, T)),
     entry("tcp_mapped", (B, T)),
     entry("tcp_halfclose", (B, T)),
+    entry("tcp_timewait", (B, T, R)),
     entry("netlock_listen", kind="netlock_listen", program="tcp_pair"),
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
+    # ckpt run --net: a server in a network namespace of its own, its host's
+    # client connected across checkpoint --kill and restart (the namespace
+    # made again, veth pair and host end included); a bridge link refused
+    entry("netns_tcp", (B, T), kind="netns", program="netns_srv"),
+    # the same, checkpointed with --kill --verify: the dry run beside the
+    # live original makes its pair inside, and nothing of the host's changes
+    entry("netns_tcp_verify", kind="netns", program="netns_srv", ckpt_args=["--verify"]),
+    entry("netns_refuse_link", kind="netns", program="netns_srv", pargs=["bridge"],
+          case="bridge"),
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
+          args=["server"]),
+    entry("real_java", kind="java"),
+    entry("real_sshd", (B, T), kind="sshd"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
     entry("refuse_udp_queue", kind="refuse", program="inet_refuse", pargs=["udpq"],
           regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ has datagrams in its receive queue"),
+    entry("netlink_sock", (B, T)),
     entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
-          regex=r"\bpid {pid} fd 3 \(netlink\): netlink raw socket of protocol 0 \(port id \d+"),
+          regex=r"\bpid {pid} fd 3 \(netlink\): protocol 0: \d+ bytes of messages not read yet"),
     entry("refuse_packet", kind="refuse", program="inet_refuse", pargs=["packet"],
           regex=r"\bpid {pid} fd 3 \(packet\): packet raw socket of protocol 0x0003 is not supported yet"),
     entry("refuse_raw", kind="refuse", program="inet_refuse", pargs=["raw"],
@@ -295,6 +341,8 @@ TESTS = [
     entry("img_key", kind="key", program="mem_anon"),
     entry("opt_stream_key", kind="stream", program="mem_anon", key=True),
     entry("api_key", kind="standalone"),
+    # --compress: zstd page records, plain where they do not shrink; with --key
+    entry("img_compress", kind="compress", program="mem_zstd"),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -323,10 +371,15 @@ TESTS = [
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     entry("real_nginx", (B, T, R), kind="nginx"),
+    entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
+    # IPv6, each worker its own listener of a SO_REUSEPORT group
+    entry("real_nginx_tcp6", kind="nginx_tcp", host="::1", listen_opts=" reuseport"),
     # restarting a database's first image again would undo what it wrote since: no reuse
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
+    # on TCP, a client of the runner's connected across
+    entry("real_postgres_tcp", (B, T), kind="postgres_tcp"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inet.*tcp.*not accepted yet"),
     entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
@@ -337,6 +390,11 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    entry("refuse_all", kind="refuse",
+          regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
+                r"(?=.*\bpid {pid} mapping \(anon_inode:\[io_uring\]\): an io_uring instance's rings)"
+                r"(?=.*\bpid (?!{pid}\b)\d+ fd 7 \(anon_inode:\[io_uring\]\): io_uring instance)"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
@@ -346,6 +404,7 @@ TESTS = [
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_inherited", kind="refuse_inherited", program="mem_anon", case="pipe"),
     entry("refuse_inherited_fifo", kind="refuse_inherited", program="mem_anon", case="fifo"),
+    entry("fd_external", kind="fd_external"),
     entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
@@ -362,6 +421,7 @@ TESTS = [
     entry("cli_usage", kind="cli_usage"),
     entry("cli_summary", kind="cli_summary"),
     entry("cli_progress", kind="cli_progress", program="mem_big"),
+    entry("cli_progress_memfd", kind="cli_progress_restart", program="memfd_big"),
     entry("run_detach", kind="run_detach", program="fs_umask"),
     entry("cli_check", kind="cli_check"),
     entry("cli_badout", kind="cli_badout", program="img_target"),
@@ -728,9 +788,10 @@ class Run:
             raise Fail("ckpt checkpoint exit %d: %s" % (rc, errtext.strip()[-300:]))
         if not kill:
             return rc, errtext
-        if pid_exists(self.pid):
-            # ckpt returns once the process is gone
-            raise Fail("pid %d still exists after checkpoint --kill returned" % self.pid)
+        if pid_alive(self.pid):
+            # ckpt returns once the process is gone (a container's init:
+            # dead, its parent outside may not have reaped it yet)
+            raise Fail("pid %d still lives after checkpoint --kill returned" % self.pid)
         if not os.path.isfile(img):
             raise Fail("no image %s" % img)
         mx = self.t["max_image_bytes"]
@@ -738,14 +799,14 @@ class Run:
             raise Fail("image is %d bytes, more than %d" % (os.path.getsize(img), mx))
         return rc, errtext
 
-    def restart(self, img, tag, same_pid=True, extra=()):
+    def restart(self, img, tag, same_pid=True, extra=(), pass_fds=()):
         """Starts ckpt restart; waits for the pidfile; returns the Popen."""
         pidfile = self.p(tag + ".pid")
         log, err = self.p(tag + ".log"), self.p(tag + ".err")
         self.logs += [err, log]
         rp = self.popen(self.ckpt_argv("restart", img, "--pidfile", pidfile, "--log", log,
                                        *extra),
-                        err=err, out=self.p(tag + ".out"))
+                        err=err, out=self.p(tag + ".out"), pass_fds=pass_fds)
         deadline = time.monotonic() + PIDFILE_TIMEOUT
         while True:
             try:
@@ -992,6 +1053,76 @@ class Run:
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def flow_migrate(self):
+        """ckpt migrate of a `ckpt run` container to a ckpt receive on
+        loopback. Case "ok": the copy is restored frozen, the original is
+        killed, then the copy runs and verifies itself. Case "fail": the
+        receiver cannot restore it (it takes sealed images only): the source
+        says why, and its tree runs on unharmed."""
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--hostname", "box", "--pidfile", pidfile,
+                                "--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        fail = self.t["case"] == "fail"
+        extra = []
+        if fail:
+            key = self.p("key")
+            r = self.run_ckpt(["keygen", key])
+            if r.returncode != 0:
+                raise Fail("keygen: %r" % r.stderr)
+            extra = ["--key", key]
+        rerr, merr = self.p("receive.err"), self.p("migrate.err")
+        self.logs += [rerr, merr, self.p("receive.log"), self.p("migrate.log")]
+        rp = self.popen(self.ckpt_argv("receive", "--listen", "127.0.0.1:0", "--log",
+                                       self.p("receive.log"), *extra),
+                        err=rerr, out=self.p("receive.out"))
+        port = []
+
+        def listening():
+            m = re.search(r"waiting for a migration on 127\.0\.0\.1:(\d+)", tail(rerr, 5) or "")
+            if m:
+                port.append(int(m.group(1)))
+            return bool(port)
+        self.wait_until("ckpt receive listening", listening, [rp])
+        mp = self.popen(self.ckpt_argv("migrate", str(self.pid), "--to", "127.0.0.1:%d" % port[0],
+                                       "--log", self.p("migrate.log")),
+                        err=merr, out=self.p("migrate.out"))
+        self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=[pr])
+        mtext, rtext = tail(merr, 20) or "", tail(rerr, 20) or ""
+        if fail:
+            if mp.returncode != 1 or rp.returncode != 1:
+                raise Fail("migrate exit %s, receive exit %s: want 1 and 1"
+                           % (mp.returncode, rp.returncode))
+            if not re.search(r"migration failed: .*the target could not restore it: .*runs on "
+                             r"here", mtext):
+                raise Fail("migrate said %r" % mtext.strip())
+            if not pid_alive(self.pid):
+                raise Fail("the original is gone after the failed migration")
+            return self.check_result(self.wake_and_wait(pr, "the original"), "the original")
+        if mp.returncode != 0 or rp.returncode != 0:
+            raise Fail("migrate exit %s (%r), receive exit %s (%r)"
+                       % (mp.returncode, mtext.strip(), rp.returncode, rtext.strip()))
+        if not re.search(r"migrated pid %d to 127\.0\.0\.1:%d .*down \d+ ms" % (self.pid, port[0]),
+                         mtext):
+            raise Fail("migrate said %r" % mtext.strip())
+        self.wait_all([pr], 10, "ckpt run, after its container was migrated")
+        if pid_alive(self.pid):
+            raise Fail("the original %d still lives after the migration" % self.pid)
+        with open(self.p("receive.out")) as f:
+            self.pid = int(f.read())
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while pid_alive(self.pid):
+            if time.monotonic() > deadline:
+                raise Fail("the migrated copy did not end within %.0f s" % EXIT_TIMEOUT)
+            try:
+                os.kill(self.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+            time.sleep(0.2)
+        self.check_result(0, "the migrated copy")
+
     def sockets_of(self, pid):
         """How many sockets pid holds."""
         n = 0
@@ -1020,6 +1151,186 @@ class Run:
         self.wait_until("the server to close the runner's connection",
                         lambda: self.sockets_of(self.pid) <= before, [], timeout=10)
         return out
+
+    def make_rootfs(self):
+        """A root file system in the test's directory: Debian's static
+        busybox with its links, a small /etc, ct_rootfs.sh; ckpt run's
+        arguments for it (the test's directory bound on /t)."""
+        busybox = shutil.which("busybox")
+        if not busybox:
+            raise Skip("busybox (busybox-static) not installed")
+        root = self.p("rootfs")
+        # every mount point made here: a user without privilege could not
+        for d in ("bin", "etc", "t", "dev", "proc", "sys", "scratch"):
+            os.makedirs(os.path.join(root, d))
+        open(os.path.join(root, "etc", "motd"), "w").close()
+        if not self.t.get("overlay"):  # ct_rootfs.sh's, writable by any user
+            open(os.path.join(root, "rootlog"), "w").close()
+            os.chmod(os.path.join(root, "rootlog"), 0o666)
+        shutil.copy(busybox, os.path.join(root, "bin", "busybox"))
+        names = subprocess.run([busybox, "--list"], capture_output=True, text=True).stdout
+        for name in names.split():
+            if name != "busybox":
+                os.symlink("busybox", os.path.join(root, "bin", name))
+        with open(os.path.join(root, "etc", "passwd"), "w") as f:
+            f.write("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
+        with open(os.path.join(root, "etc", "group"), "w") as f:
+            f.write("root:x:0:\ntty:x:5:\nnogroup:x:65534:\n")
+        shutil.copy(os.path.join(HERE, "ct_rootfs.sh"), os.path.join(root, "etc"))
+        with open(self.p("msg"), "w") as f:
+            f.write("before\n")
+        with open(self.p("motd"), "w") as f:
+            f.write("motd\n")
+        return ["--root", root, "--bind", self.dir + ":/t", "--bind",
+                self.p("motd") + ":/etc/motd:ro", "--tmpfs", "/scratch:size=8m"]
+
+    def flow_rootfs(self):
+        """ct_rootfs.sh as pid 1 of `ckpt run --root` (with --overlay: an
+        overlay whose lower layer is the busybox tree) with a bind and a
+        tmpfs: checkpoint --kill; the runner changes the bound file; restart
+        (the modes as flow_container): the loop goes on with the tmpfs's
+        files all there and reads the new contents through the bind."""
+        pidfile = self.p("run.pid")
+        args = self.make_rootfs()
+        if self.t.get("overlay"):  # the busybox tree as the lower layer
+            for d in ("merged", "upper", "work"):
+                os.mkdir(self.p(d))
+            args[:2] = ["--root", self.p("merged"), "--overlay",
+                        ",".join((args[1], self.p("upper"), self.p("work")))]
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile] + args + ["--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            with open(self.p("msg"), "w") as f:
+                f.write("after\n")
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        with open(self.p("msg"), "w") as f:
+            f.write("after\n")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def flow_rootfs_unpriv(self):
+        """flow_rootfs as user nobody: ckpt run makes a user namespace (no
+        /sys then), and checkpoint and restart of the root, its binds and
+        its tmpfs need no privilege."""
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            raise Skip("setpriv (util-linux) not installed")
+        os.chmod(self.dir, 0o777)
+        with open(self.p("out.log"), "w"):
+            pass
+        os.chown(self.p("out.log"), 65534, 65534)
+        wrapper = self.p("ckpt-as-nobody")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
+                    % (setpriv, os.path.abspath(self.opts.ckpt)))
+        os.chmod(wrapper, 0o755)
+        saved = self.opts.ckpt
+        self.opts.ckpt = wrapper
+        try:
+            self.flow_rootfs()
+        finally:
+            self.opts.ckpt = saved
+
+    def flow_rootfs_python(self):
+        """py_mounts.py run by the host's /usr/bin/python3 in a root of its
+        own where /usr is the host's bound read-only (bin, lib, lib64 links
+        to it, as on the host), with files open under /usr, /t and a
+        tmpfs; the modes as flow_rootfs."""
+        if not os.access("/usr/bin/python3", os.X_OK):
+            raise Skip("no /usr/bin/python3")
+        root = self.p("rootfs")
+        for d in ("usr", "etc", "t", "tmp"):
+            os.makedirs(os.path.join(root, d))
+        for name in ("bin", "lib", "lib64", "sbin"):
+            if os.path.islink("/" + name):
+                os.symlink(os.readlink("/" + name), os.path.join(root, name))
+        shutil.copy(os.path.join(HERE, "py_mounts.py"), self.dir)
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--root", root,
+                                "--bind", "/usr:/usr:ro", "--bind", self.dir + ":/t",
+                                "--tmpfs", "/scratch", "--"])
+        self.wait_container(pr, pidfile)
+        if self.opts.no_ckpt:
+            return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+        if self.t.get("overlay") and (not os.path.exists(self.p("upper", "rootlog"))
+                                      or os.path.exists(self.p("rootfs", "rootlog"))):
+            raise Fail("/rootlog is not in the overlay's upper layer alone")
+
+    def flow_rootfs_gone(self):
+        """A container with a bind whose host directory is gone at restart:
+        the restart fails naming the mount and the path, and leaves nothing
+        (no process, no mount); with the directory back, the same image
+        restarts."""
+        if self.opts.no_ckpt:
+            raise Skip("a restart test")
+        src = self.p("src")
+        os.mkdir(src)
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--bind", src + ":/src", "--"])
+        self.wait_container(pr, pidfile)
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        os.rename(src, src + ".away")
+        r = self.run_ckpt(["restart", self.p("img"), "--detach", "--log",
+                           self.p("restart.log")])
+        rc, out = r.returncode, r.stderr.decode("utf-8", "replace")
+        if rc == 0:  # restored without its bind: do not leave it running
+            os.kill(int(r.stdout.split()[0]), signal.SIGKILL)
+        want = "mount /src: its source '%s' is gone" % src
+        if rc == 0 or want not in out:
+            raise Fail("restart without the bind's source: exit %d, %r (want %r)"
+                       % (rc, out.strip()[-300:], want))
+        with open("/proc/self/mountinfo") as f:
+            if self.dir in f.read():
+                raise Fail("a mount of the test's directory is left after the failed restart")
+        left = [p for p in os.listdir("/proc") if p.isdigit() and self.cmdline_has(p, "/t/ready")]
+        if left:
+            raise Fail("processes left after the failed restart: %s" % left)
+        os.rename(src + ".away", src)
+        rp = self.restart(self.p("img"), "restart2", same_pid=False)
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], 10, "the restart with the source back")
+
+    def flow_rootfs_refuse(self):
+        """A container that mounted a file system ckpt cannot make again
+        (ramfs): the checkpoint --kill is refused naming the mount, and the
+        container runs on."""
+        if self.opts.no_ckpt:
+            raise Skip("a refusal test")
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--"])
+        self.wait_container(pr, pidfile)
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or not re.search(self.t["regex"], err):
+            raise Fail("checkpoint: exit %d, %r (want /%s/)" % (rc, err.strip()[-300:],
+                                                               self.t["regex"]))
+        if not pid_alive(self.pid):
+            raise Fail("the container did not survive the refused checkpoint")
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+
+    def cmdline_has(self, pid, word):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                return word.encode() in f.read()
+        except OSError:
+            return False
 
     def flow_ct_asyncio(self):
         """An asyncio server as pid 1 of `ckpt run` (py_asyncio.py): the
@@ -1210,6 +1521,8 @@ class Run:
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
+        if self.t.get("between"):
+            getattr(self, self.t["between"])()
         rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         if self.mode == T:
             img2 = self.p("img2")
@@ -1229,6 +1542,10 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def remove_shared(self):
+        """between checkpoint and restart (mem_remake): the mapped file goes"""
+        os.unlink(self.p("shared.dat"))
 
     def check_ckpt_log(self, tag):
         """The entry's log_regex (with {pid}) must match the checkpoint's log."""
@@ -1572,6 +1889,250 @@ class Run:
         if got != want:
             raise Fail("the client got %r, want %r" % (got, want))
 
+    def net_subnet(self):
+        """A /30 of 10.213.0.0/16 for the test's veth pair, picked from the
+        runner's pid, that no IPv4 route of the host touches: (NET/30, host
+        end's address, container's address)."""
+        taken = []
+        with open("/proc/net/route") as f:
+            for line in f.read().splitlines()[1:]:
+                fl = line.split()
+                dst, mask = (socket.ntohl(int(x, 16)) for x in (fl[1], fl[7]))
+                if mask:
+                    taken.append((dst, mask))
+        for i in range(16384):
+            net = (10 << 24) | (213 << 16) | (((os.getpid() + i) % 16384) * 4)
+            if all((net ^ d) & m & 0xfffffffc for d, m in taken):
+                ip = lambda n: socket.inet_ntoa(struct.pack(">I", n))
+                return "%s/30" % ip(net), ip(net + 1), ip(net + 2)
+        raise Skip("no /30 of 10.213.0.0/16 is free on this host")
+
+    def nft_tables(self):
+        """The names of the host's nftables tables, or None without nft."""
+        nft = shutil.which("nft") or ("/usr/sbin/nft" if os.access("/usr/sbin/nft", os.X_OK) else None)
+        if not nft:
+            return None
+        r = subprocess.run([nft, "list", "tables"], capture_output=True, timeout=30)
+        return [l.split()[-1] for l in r.stdout.decode().splitlines() if l.strip()]
+
+    def host_lock(self, tag):
+        """After checkpoint --kill of a container with a network namespace
+        of its own: the lock ckpt's log says it left exists in the host's
+        namespace (None without nft)."""
+        with open(self.p("ckpt%s.log" % tag)) as f:
+            m = re.search(r"network lock (\S+) stays until the restart", f.read())
+        if not m:
+            raise Fail("checkpoint %s left no network lock" % tag)
+        tables = self.nft_tables()
+        if tables is None:
+            self.notes.append("no nft: the host's lock not checked")
+            return None
+        if m.group(1) not in tables:
+            raise Fail("no network lock %s on the host after checkpoint --kill (tables %r)"
+                       % (m.group(1), tables))
+        return m.group(1)
+
+    def netns_restart_busy(self, img, hostif):
+        """The image restarted again while its restored copy runs: the host
+        end's name is taken, the restart fails naming the link and the host
+        end, and leaves no link behind."""
+        links = sorted(os.listdir("/sys/class/net"))
+        r = self.run_ckpt(["restart", img, "--log", self.p("busy.log"), "-v"], timeout=60)
+        self.logs.append(self.p("busy.log"))
+        self.expect_error(r, "a second restart of the image",
+                          must=["link eth0 (veth)", "host end %s" % hostif, "taken"])
+        if sorted(os.listdir("/sys/class/net")) != links:
+            raise Fail("links after the failed restart: %r, before %r"
+                       % (sorted(os.listdir("/sys/class/net")), links))
+
+    def tree_pids(self, root):
+        """root and its descendants, as /proc lists their children."""
+        out, i = [root], 0
+        while i < len(out):
+            try:
+                for t in os.listdir("/proc/%d/task" % out[i]):
+                    with open("/proc/%d/task/%s/children" % (out[i], t)) as f:
+                        out += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+            i += 1
+        return out
+
+    def flow_sshd(self):
+        """sshd (openssh-server) as pid 1 of `ckpt run --net`, listening in
+        the container's network namespace; an ssh client of the runner's,
+        logged in by key, runs a counting loop there; checkpoint --kill and
+        restart (twice in twice mode): the session goes on with no line
+        lost and no reset, the restored sshd has the same processes, and a
+        new login works."""
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        ssh, keygen = shutil.which("ssh"), shutil.which("ssh-keygen")
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        if not (os.access(sshd, os.X_OK) and ssh and keygen):
+            raise Skip("openssh-server or openssh-client not installed")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%ss" % (os.getpid() % 1000000, self.mode[0])
+        for k in ("hostkey", "userkey"):
+            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", self.p(k)], check=True,
+                           capture_output=True, timeout=60)
+        shutil.copy(self.p("userkey.pub"), self.p("authorized_keys"))
+        with open(self.p("sshd_config"), "w") as f:
+            f.write("Port 22\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin "
+                    "prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
+                    "StrictModes no\nPidFile %s\n"
+                    % (self.p("hostkey"), self.p("authorized_keys"), self.p("sshd.pid")))
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+        pidfile = self.p("run.pid")
+        pr = self.popen([self.opts.ckpt, "run", "--net", "--net-addr", sub, "--net-host-if", hostif,
+                         "--pidfile", pidfile, "--", sshd, "-D", "-e", "-f", self.p("sshd_config")],
+                        err=self.p("sshd.err"))
+        self.logs.append(self.p("sshd.err"))
+
+        def listening():
+            try:
+                socket.create_connection((cont, 22), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        self.wait_until("sshd listening on %s:22" % cont, listening, [pr], timeout=60)
+        self.wait_until("ckpt run's pidfile", lambda: os.path.exists(pidfile) and
+                        open(pidfile).read().endswith("\n"), [pr])
+        with open(pidfile) as f:
+            self.pid = int(f.read())
+        argv = [ssh, "-i", self.p("userkey"), "-o", "StrictHostKeyChecking=no", "-o",
+                "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+                "root@" + cont]
+        client = self.popen(argv + ["i=0; while true; do i=$((i+1)); echo $i; sleep 0.05; done"],
+                            out=self.p("session.out"), err=self.p("session.err"))
+        self.logs.append(self.p("session.err"))
+
+        def lines():
+            with open(self.p("session.out")) as f:
+                return f.read().split()
+        try:
+            self.wait_until("the session's first lines", lambda: len(lines()) >= 20, [client, pr])
+            if self.opts.no_ckpt:
+                return
+            procs = len(self.tree_pids(self.pid))
+            rp = pr
+            for cycle in range(2 if self.mode == T else 1):
+                n = len(lines())
+                self.checkpoint(self.p("img%d" % cycle), "ckpt%d" % cycle, reap=[rp])
+                self.wait_all([rp], 20, "the container's ckpt after its checkpoint --kill")
+                rp = self.restart(self.p("img%d" % cycle), "restart%d" % cycle, same_pid=False)
+                self.wait_until("the session going on after the restart",
+                                lambda: len(lines()) >= n + 40, [client, rp])
+                if len(self.tree_pids(self.pid)) != procs:
+                    raise Fail("the restored sshd has %d processes, the original %d"
+                               % (len(self.tree_pids(self.pid)), procs))
+            got = [int(x) for x in lines()]
+            if got != list(range(1, len(got) + 1)):
+                gap = next(i for i, v in enumerate(got) if v != i + 1)
+                raise Fail("the session lost lines: %r" % got[max(0, gap - 2):gap + 3])
+            r = subprocess.run(argv + ["echo new-login-ok"], capture_output=True, timeout=60)
+            if r.stdout.strip() != b"new-login-ok":
+                raise Fail("a new login after the restart: %r %r" % (r.stdout, r.stderr[-200:]))
+        finally:
+            client.kill()
+            client.wait()
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def flow_netns(self):
+        """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
+        end name of the runner's. tcp: the runner connects from the host to
+        the container's address, the server changes its namespace (mtu, an
+        IPv6 address, a route, sysctls) and notes it; checkpoint --kill,
+        restart (twice in twice mode): the host end exists again with its
+        address, the client's connection was never reset and what it sent
+        meanwhile arrives, the namespace inside is what it was (checked by
+        the server), and a new connection to the address is answered.
+        bridge: a bridge link in the namespace; the checkpoint refuses it
+        by name and the container runs on."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%s%s" % (os.getpid() % 1000000, self.mode[0], (self.t["case"] or "t")[0])
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
+                                "--net-host-if", hostif, "--pidfile", pidfile, "--"])
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        self.netns_case(pr, pidfile, hostif, cont)
+        # the namespace, and with it the pair, goes a little after its last
+        # process (a failed test's goes once cleanup has killed it)
+        self.wait_until("the host end %s to go with its namespace" % hostif,
+                        lambda: not host_addr(), [], timeout=20)
+
+    def netns_case(self, pr, pidfile, hostif, cont):
+        host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        if self.t["case"] == "bridge":
+            self.wait_container(pr, pidfile)
+            img = self.p("img")
+            rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or not re.search(r"pid %d: network namespace link br7 \(bridge\): only "
+                                        r"loopback and veth" % self.pid, err):
+                raise Fail("checkpoint with a bridge link: exit %d: %s" % (rc, err.strip()[-300:]))
+            if not pid_alive(self.pid):
+                raise Fail("the container died after the refused checkpoint")
+            rc = self.wake_and_wait(pr, "ckpt run")
+            return self.check_result(rc, "ckpt run")
+        self.wait_file("listening", pr)
+        if not host_addr():
+            raise Fail("no host end %s after ckpt run --net" % hostif)
+        cl = socket.create_connection((cont, 7777), timeout=60)
+        try:
+            cl.sendall(b"hello\n")
+            self.wait_container(pr, pidfile)
+            rp = pr
+            if not self.opts.no_ckpt:
+                for i in range(2 if self.mode == T else 1):
+                    tag = "" if i == 0 else "2"
+                    self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp],
+                                    extra=self.t.get("ckpt_args", ()))
+                    if rp is not pr:
+                        self.wait_all([rp], 10, "the first ckpt restart")
+                    self.wait_until("the host end %s to go with its namespace" % hostif,
+                                    lambda: not host_addr(), [], timeout=10)
+                    # the container's lock went with its namespace: the host's
+                    # retransmissions are dropped by the same lock on this side
+                    lock = self.host_lock(tag)
+                    cl.sendall(b"while down %d\n" % i)
+                    rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+                    if not host_addr():
+                        raise Fail("no host end %s after the restart" % hostif)
+                    if lock and lock in self.nft_tables():
+                        raise Fail("the network lock %s is still on the host after the "
+                                   "restart" % lock)
+                    if i == 0:
+                        self.netns_restart_busy(self.p("img"), hostif)
+            cl.sendall(b"after\nEND\n")
+            self.vlog("SIGUSR1 -> %d" % self.pid)
+            os.kill(self.pid, signal.SIGUSR1)
+            got = b""
+            while True:
+                d = cl.recv(4096)
+                if not d:
+                    break
+                got += d
+            again = socket.create_connection((cont, 7777), timeout=30).recv(100)
+        except ConnectionResetError:
+            raise Fail("the client's connection was reset")
+        except socket.timeout:
+            raise Fail("the client's connection hung")
+        finally:
+            cl.close()
+        rc = self.wait_exit(rp, "the server")
+        self.check_result(rc, "the server")
+        down = b"".join(b"while down %d\n" % i for i in range(2 if self.mode == T else 1))
+        want = b"got:hello\n" + (b"" if self.opts.no_ckpt else down) + b"after\nEND\n"
+        if got != want:
+            raise Fail("the client got %r, want %r" % (got, want))
+        if again != b"again\n":
+            raise Fail("a new connection to %s:7777 got %r" % (cont, again))
+
     @staticmethod
     def free_port():
         """A TCP port of 127.0.0.1 free now (bound to 0, read, released)."""
@@ -1579,37 +2140,97 @@ class Run:
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
 
-    def start_server(self, argv, port):
-        """Starts argv as the test's tree; returns once 127.0.0.1:port
-        accepts connections."""
+    def start_server(self, argv, port, host="127.0.0.1"):
+        """Starts argv as the test's tree; returns once host:port accepts
+        connections."""
         self.t = dict(self.t, argv=argv)
         pr = self.start()
         self.pid = pr.pid
 
         def up():
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=5).close()
+                socket.create_connection((host, port), timeout=5).close()
                 return True
             except OSError:
                 return False
         self.wait_until("a listener on port %d" % port, up, [pr])
         return pr
 
-    def tcp_cycles(self, pr, port, progress=None):
-        """checkpoint --kill and restart (twice in twice mode), the server's
-        port locked by nft meanwhile; progress() (if given) must go on
-        after each restart. Returns the last ckpt restart."""
+    NETLOCK_RX = re.compile(r"network lock (ckpt_lock_\w+): (\d+) connection\(s\) locked")
+
+    def netlock_of(self, tag):
+        """(the name, the connection count) of the network lock the log of
+        ckpt TAG says it installed, or None."""
+        try:
+            with open(self.p(tag + ".log"), errors="replace") as f:
+                m = self.NETLOCK_RX.search(f.read())
+        except OSError:
+            return None
+        return (m.group(1), int(m.group(2))) if m else None
+
+    @staticmethod
+    def nft_drops(table):
+        """The packets the rules of the nftables table inet TABLE counted
+        (dropped), or None if there is no such table."""
+        nft = shutil.which("nft") or "/usr/sbin/nft"
+        r = subprocess.run([nft, "list", "table", "inet", table], capture_output=True, timeout=20)
+        if r.returncode != 0:
+            return None
+        return sum(int(n) for n in re.findall(rb"counter packets (\d+)", r.stdout))
+
+    class DownCall:
+        """fn() run on a thread of its own, started while the server is down
+        (start, for tcp_cycles' while_down) and joined after the restart
+        (check, which raises Fail with what fn raised or if it hangs)."""
+
+        def __init__(self, what, fn):
+            self.what, self.fn, self.th, self.err = what, fn, None, None
+
+        def run(self):
+            try:
+                self.fn()
+            except Exception as e:  # reported by check()
+                self.err = e
+
+        def start(self):
+            self.th = threading.Thread(target=self.run, daemon=True)
+            self.th.start()
+
+        def check(self):
+            self.th.join(EXIT_TIMEOUT)
+            if self.th.is_alive():
+                raise Fail("%s, begun while the server was down, hung" % self.what)
+            if self.err:
+                raise Fail("%s, begun while the server was down: %r" % (self.what, self.err))
+
+    def tcp_cycles(self, pr, port, progress=None, conns=0, while_down=None):
+        """checkpoint --kill and restart (twice in twice mode) with nothing
+        but ckpt's own network lock between the clients and the server:
+        its log must say it locked at least conns connections. Between the
+        checkpoint and the restart while_down() (if given) has a client
+        send to the server (gone): the restart waits until the lock has
+        dropped a packet, which without the lock would have been answered
+        by a reset. The restart must remove the lock; progress() (if
+        given) must go on after each restart. Returns the last restart."""
         rp = pr
         for i in range(2 if self.mode == T else 1):
             tag = "" if i == 0 else "2"
-            lock = self.nft_lock(port)
-            try:
-                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
-                if rp is not pr:
-                    self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
-                rp = self.restart(self.p("img" + tag), "restart" + tag)
-            finally:
-                self.nft_unlock(lock)
+            self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+            lock = self.netlock_of("ckpt" + tag)
+            if conns and (not lock or lock[1] < conns):
+                raise Fail("ckpt%s: the log says the network lock held %s, want %d connection(s)"
+                           % (tag, lock and lock[1], conns))
+            if rp is not pr:
+                self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+            if while_down:
+                while_down()
+                if lock:
+                    self.wait_until("the network lock %s to drop a packet" % lock[0],
+                                    lambda: self.nft_drops(lock[0]), [], timeout=30)
+            rp = self.restart(self.p("img" + tag), "restart" + tag)
+            if lock:
+                self.wait_until("the restart to remove the network lock %s" % lock[0],
+                                lambda: self.nft_drops(lock[0]) is None, [rp], timeout=30)
             if progress:
                 progress()
         return rp
@@ -1633,8 +2254,10 @@ class Run:
         """redis-server on 127.0.0.1 at a free port, TCP only; a client of
         the runner's holds one connection and issues SET, GET and INCR in a
         loop, checking every reply, across checkpoint --kill and restart
-        (the server's port locked by nft meanwhile, so what it sends while
-        the server is down is retransmitted): no error, no lost reply."""
+        with only ckpt's network lock between them: no error, no lost
+        reply, no reset; the restored server holds as many sockets as the
+        original. A second connection sends PING while the server is down
+        (dropped by the lock, retransmitted): PONG after the restart."""
         if not shutil.which("redis-server"):
             raise Skip("redis-server not installed")
         port = self.free_port()
@@ -1645,6 +2268,15 @@ class Run:
         cl = socket.create_connection(("127.0.0.1", port), timeout=60)
         f = cl.makefile("rb")
         state = {"n": 0, "err": None, "stop": False}
+        # a second connection sends PING while the server is down
+        probe = socket.create_connection(("127.0.0.1", port), timeout=60)
+        pf = probe.makefile("rb")
+
+        def ping():
+            probe.sendall(self.resp_cmd(["PING"]))
+            if self.resp_read(pf) != "+PONG":
+                raise Fail("no PONG")
+        down = self.DownCall("a PING", ping)
 
         def loop():
             try:
@@ -1667,13 +2299,27 @@ class Run:
             n = state["n"]
             self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
                             [], timeout=60)
+        def held(when):
+            if self.socket_fds(self.pid) != socks:
+                raise Fail("%s: redis-server holds %d sockets, want %d as before"
+                           % (when, self.socket_fds(self.pid), socks))
         try:
             progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress)
+            probe.sendall(self.resp_cmd(["PING"]))
+            if self.resp_read(pf) != "+PONG":
+                raise Fail("no PONG before the checkpoint")
+            socks = self.socket_fds(self.pid)  # its listener, our two connections
+            if self.opts.no_ckpt:
+                rp = pr
+            else:
+                rp = self.tcp_cycles(pr, port, lambda: (down.check(), held("after the restart"),
+                                                        progress()),
+                                     conns=2, while_down=down.start)
         finally:
             state["stop"] = True
             th.join(60)
             cl.close()
+            probe.close()
         if state["err"]:
             raise Fail("the redis client: %r" % (state["err"],))
         self.vlog("%d commands" % state["n"])
@@ -1682,10 +2328,149 @@ class Run:
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
 
+    def socket_fds(self, pid):
+        """How many fds of pid are sockets."""
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+            except OSError:
+                pass
+        return n
+
+    ECHO_CLIENTS = 100
+
+    def flow_echo100(self):
+        """An asyncio echo server (py_echo.py server) and a client process
+        of the runner's, outside the tree (py_echo.py client), holding 100
+        connections with a line in flight on each, every echo checked;
+        checkpoint --kill and restart with only ckpt's network lock between
+        them (its log must say it locked the 100 connections): the server
+        holds its listener, 100 connections and its self-pipe again, the client goes on
+        (20 more rounds of echoes after each restart) and ends with no
+        reset, no lost or wrong echo; SIGTERM ends the server (status 0).
+        One more connection, the runner's, sends a line while the server
+        is down (dropped by the lock, retransmitted): echoed after the
+        restart."""
+        n = self.ECHO_CLIENTS
+        pr = self.start(args=self.t["args"])
+        self.pid = pr.pid
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(self.program_argv() + ["client", str(port), str(n)],
+                        out=self.p("client.log"), err=self.p("client.log"))
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k=20):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
+                            [cl], timeout=60)
+
+        def held(when):
+            # the listener, the connections and the runner's, the loop's
+            # self-pipe (a socketpair)
+            if self.socket_fds(self.pid) != n + 4:
+                raise Fail("%s: the server holds %d sockets, want %d" % (
+                    when, self.socket_fds(self.pid), n + 4))
+
+        progress(5)
+        probe = socket.create_connection(("127.0.0.1", port), timeout=60)
+        seq = [0]
+
+        def echo():
+            seq[0] += 1
+            want = b"probe %d\n" % seq[0]
+            probe.sendall(want)
+            got = b""
+            while len(got) < len(want):
+                d = probe.recv(len(want) - len(got))
+                if not d:
+                    raise Fail("end of file")
+                got += d
+            if got != want:
+                raise Fail("echo %r, want %r" % (got, want))
+        echo()
+        held("before")
+        down = self.DownCall("a line of the runner's", echo)
+        rp = pr
+        if not self.opts.no_ckpt:
+            rp = self.tcp_cycles(pr, port, lambda: (down.check(), held("after the restart"),
+                                                    progress()),
+                                 conns=n + 1, while_down=down.start)
+            self.notes.append("%d rounds" % rounds())
+        probe.close()
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "the echo server after SIGTERM")
+        if rp.returncode != 0 or "served" not in self.out():
+            raise Fail("the echo server: status %s: %s" % (rp.returncode, self.out()[-300:]))
+
+    def flow_java(self):
+        """A JVM (JavaThreads.java: three threads counting into files) on
+        which `jcmd PID VM.version` was used once (its attach socket, bound
+        as .java_pidN.tmp and renamed), checkpointed --kill; then another
+        JVM (`jcmd -l`) runs and deletes the first one's hsperfdata file as
+        stale; after restart the counters go on without a gap, jcmd works
+        again, and the program ends with PASS."""
+        java, javac, jcmd = (shutil.which(x) for x in ("java", "javac", "jcmd"))
+        if not (java and javac and jcmd):
+            raise Skip("openjdk (java, javac, jcmd) not installed")
+        shutil.copy(os.path.join(HERE, "JavaThreads.java"), self.dir)
+        r = subprocess.run([javac, "JavaThreads.java"], cwd=self.dir, capture_output=True,
+                           timeout=300)
+        if r.returncode != 0:
+            raise Fail("javac: %r" % r.stderr[-300:])
+        pr = self.popen([java, "-Xmx64m", "-XX:+UseSerialGC", "-cp", self.dir, "JavaThreads",
+                         self.dir], out=self.p("out.log"), err=self.p("java.err"),
+                        start_new_session=True)
+        self.logs.append(self.p("java.err"))
+        self.pid = pr.pid
+        self.wait_until("the JVM ready", lambda: os.path.exists(self.p("ready")), [pr],
+                        timeout=120)
+
+        def vm_version(what):
+            r = subprocess.run([jcmd, str(self.pid), "VM.version"], capture_output=True,
+                               timeout=120)
+            if r.returncode != 0 or b"OpenJDK" not in r.stdout:
+                raise Fail("jcmd VM.version %s: %r %r" % (what, r.stdout[-200:], r.stderr[-300:]))
+        vm_version("before")
+        if self.opts.no_ckpt:
+            open(self.p("stop"), "w").close()
+            return self.check_result(self.wait_exit(pr, "the JVM"), "the JVM")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        perf = "/tmp/hsperfdata_%s/%d" % (pwd.getpwuid(os.getuid()).pw_name, self.pid)
+        subprocess.run([jcmd, "-l"], capture_output=True, timeout=120)
+        self.vlog("hsperfdata file %s after jcmd -l" % ("still there" if os.path.exists(perf)
+                                                        else "removed"))
+        counts = [len(open(self.p("count%d" % i)).read().split()) for i in range(3)]
+        rp = self.restart(self.p("img"), "restart")
+        self.wait_until("the counters going on", lambda: all(
+            len(open(self.p("count%d" % i)).read().split()) > counts[i] + 5 for i in range(3)),
+            [rp], timeout=60)
+        vm_version("after the restart")
+        open(self.p("stop"), "w").close()
+        self.wait_all([rp], EXIT_TIMEOUT, "the restored JVM")
+        self.check_result(rp.returncode, "ckpt restart (the JVM)")
+
     def flow_http_server(self):
         """python3 -m http.server on 127.0.0.1 at a free port, serving the
         test's directory: it answers before, and after checkpoint --kill
-        and restart, a GET of a file on a new connection."""
+        and restart, a GET of a file on a new connection; a GET begun while
+        the server is down (its SYN dropped by ckpt's network lock, not
+        refused) is answered after the restart; the restored server holds
+        as many sockets as the original once they are answered."""
         port = self.free_port()
         with open(self.p("hello.txt"), "w") as f:
             f.write("hello from http.server\n" * 100)
@@ -1705,7 +2490,15 @@ class Run:
                     not data.endswith(b"hello from http.server\n" * 100):
                 raise Fail("http.server answered %r" % data[:200])
         get()
-        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, get)
+        socks = self.socket_fds(self.pid)
+
+        def held():
+            self.wait_until("http.server to hold %d socket(s) as before" % socks,
+                            lambda: self.socket_fds(self.pid) == socks, [], timeout=20)
+        down = self.DownCall("a GET", get)
+        rp = pr if self.opts.no_ckpt else \
+            self.tcp_cycles(pr, port, lambda: (down.check(), get(), held()),
+                            while_down=down.start)
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
 
@@ -1764,7 +2557,7 @@ http {{
     uwsgi_temp_path {d}/tmp/uwsgi;
     scgi_temp_path {d}/tmp/scgi;
     server {{
-        listen unix:{d}/nginx.sock;
+        listen {listen};
         root {d}/www;
     }}
 }}
@@ -1828,7 +2621,7 @@ http {{
                 f.write(data)
             os.chmod(self.p("www", name), 0o644)
         with open(self.p("nginx.conf"), "w") as f:
-            f.write(self.NGINX_CONF.format(d=d))
+            f.write(self.NGINX_CONF.format(d=d, listen="unix:%s/nginx.sock" % d))
         sock = self.p("nginx.sock")
         self.logs += [self.p("error.log"), self.p("nginx.out")]
         pr = self.popen([nginx, "-c", self.p("nginx.conf"), "-p", d], out=self.p("nginx.out"),
@@ -1865,14 +2658,140 @@ http {{
             self.expect_gone("the first restored run")
             after(self.restart(self.p("img"), "restart2"), "after the second restart")
 
+    NGINX_BIG = 50 * MiB
+    NGINX_RATE = 5 * MiB
+
+    def nginx_bin(self):
+        nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK)
+                                          else None)
+        if not nginx:
+            raise Skip("nginx not installed (Debian package nginx)")
+        if not shutil.which("curl"):
+            raise Skip("curl not installed (Debian package curl)")
+        return nginx
+
+    @staticmethod
+    def tcp_listeners(port):
+        """How many sockets of this namespace listen on TCP port port."""
+        n = 0
+        for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(name) as f:
+                for ln in f.readlines()[1:]:
+                    fl = ln.split()
+                    n += fl[3] == "0A" and int(fl[1].rsplit(":", 1)[1], 16) == port
+        return n
+
+    def flow_nginx_tcp(self):
+        """nginx as packaged (master as root, 2 workers as nobody), on
+        127.0.0.1 at a free port with sendfile on, serving a 50 MB file of
+        random bytes to curl (a process of the runner's, outside the tree)
+        limited to 5 MB/s; checkpoint --kill and restart once curl has a
+        tenth of it (twice mode: again once it got 2 MB more), with only
+        ckpt's network lock between them, whose log must say it locked the
+        download's connection: curl ends with status 0 (no reset, no
+        timeout) and the file is byte-identical; the workers are the same
+        pids, still nobody; nginx serves a new request, then SIGQUIT ends
+        it with status 0; as many sockets listen on the port as before (one,
+        or with reuseport one for each worker). A GET of
+        another file begun while nginx is down
+        (its SYN dropped by the lock, not refused) is answered after the
+        restart."""
+        nginx = self.nginx_bin()
+        d = self.dir
+        os.chmod(d, 0o755)  # the workers (nobody) read www/
+        os.mkdir(self.p("www"), 0o755)
+        os.mkdir(self.p("tmp"), 0o755)
+        big = os.urandom(self.NGINX_BIG)
+        with open(self.p("www", "big"), "wb") as f:
+            f.write(big)
+        os.chmod(self.p("www", "big"), 0o644)
+        with open(self.p("www", "small"), "wb") as f:
+            f.write(b"small\n" * 1000)
+        os.chmod(self.p("www", "small"), 0o644)
+        port = self.free_port()
+        host = self.t.get("host", "127.0.0.1")
+        listen = ("[%s]:%d" if ":" in host else "%s:%d") % (host, port)
+        conf = self.NGINX_CONF.format(d=d, listen=listen + self.t.get("listen_opts", ""))
+        with open(self.p("nginx.conf"), "w") as f:
+            f.write(conf.replace("    access_log", "    sendfile on;\n    access_log", 1))
+        self.logs += [self.p("error.log"), self.p("curl.err")]
+        pr = self.start_server([nginx, "-c", self.p("nginx.conf"), "-p", d], port, host)
+
+        def forked():
+            try:
+                return self.nginx_workers(pr.pid)
+            except Fail:
+                return None
+        self.wait_until("nginx's two workers as nobody", forked, [pr])
+        workers = self.nginx_workers(pr.pid)
+        nlisten = self.tcp_listeners(port)
+        if nlisten != (2 if "reuseport" in conf else 1):
+            raise Fail("%d listening sockets on port %d" % (nlisten, port))
+        url = "http://%s/big" % listen
+        cl = self.popen(["curl", "-sS", "--limit-rate", str(self.NGINX_RATE), "--max-time", "120",
+                         "-o", self.p("dl"), url], err=self.p("curl.err"))
+
+        def got(k):
+            at = self.size("dl")
+            self.wait_until("%d more bytes downloaded" % k, lambda: self.size("dl") >= at + k,
+                            [cl], timeout=60)
+
+        def small():
+            with socket.create_connection((host, port), timeout=30) as c:
+                c.sendall(b"GET /small HTTP/1.0\r\nHost: x\r\n\r\n")
+                data = b""
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    data += b
+            if not data.startswith(b"HTTP/1.1 200") or not data.endswith(b"\r\n\r\n" + b"small\n" * 1000):
+                raise Fail("nginx answered %r" % data[:200])
+
+        got(self.NGINX_BIG // 10)
+        small()
+        down = self.DownCall("a GET of another file", small)
+        rp = pr
+        if not self.opts.no_ckpt:
+            rp = self.tcp_cycles(pr, port, lambda: (down.check(), got(2 * MiB)), conns=1,
+                                 while_down=down.start)
+            at = self.size("dl")
+            if at >= self.NGINX_BIG:
+                raise Fail("the download had finished at the last restart")
+            self.notes.append("restarted at %d%% of the download" % (100 * at // self.NGINX_BIG))
+            if self.nginx_workers(self.pid) != workers:
+                raise Fail("the workers are not the pids %s" % workers)
+            if self.tcp_listeners(port) != nlisten:
+                raise Fail("%d listening sockets on port %d after the restart, want %d"
+                           % (self.tcp_listeners(port), port, nlisten))
+        self.wait_all([cl], 120, "curl")
+        if cl.returncode != 0:
+            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
+        with open(self.p("dl"), "rb") as f:
+            data = f.read()
+        if data != big:
+            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
+                     min(len(data), len(big)))
+            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
+                       % (n, len(data), len(big)))
+        r = subprocess.run(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
+                            "%{http_code} %{size_download}", url], capture_output=True, timeout=60)
+        if r.stdout.decode() != "200 %d" % self.NGINX_BIG:
+            raise Fail("a new request got %r: %s" % (r.stdout, r.stderr.decode(errors="replace")))
+        os.kill(self.pid, signal.SIGQUIT)
+        self.wait_all([rp], EXIT_TIMEOUT, "nginx after SIGQUIT")
+        if rp.returncode != 0:
+            raise Fail("nginx ended with status %s" % rp.returncode)
+
     PG_BIN = "/usr/lib/postgresql/15/bin"
 
     def psql(self, sql):
         """psql -At -c sql as user postgres over the test's socket: the
         output lines; then waits until the server process that served it
         has gone (its socket had a peer outside the tree)."""
-        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1",
-                "-h", self.p("pgsock"), "-U", "postgres", "-d", "postgres", "-c", sql]
+        argv = [os.path.join(self.PG_BIN, "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1"] + \
+            getattr(self, "pg_where", ["-h", self.p("pgsock")]) + \
+            ["-U", "postgres", "-d", "postgres", "-c", sql]
         try:
             r = subprocess.run(argv, capture_output=True, timeout=60, cwd=self.dir)
         except subprocess.TimeoutExpired:
@@ -1880,8 +2799,9 @@ http {{
         if r.returncode != 0:
             raise Fail("psql %r: exit %d: %s" % (sql[:60], r.returncode,
                                                   r.stderr.decode(errors="replace").strip()))
+        held = getattr(self, "pg_held", 0)  # backends of connections held across
         self.wait_until("the server process of psql to exit",
-                        lambda: not self.pg_backends(self.pid), [], timeout=20)
+                        lambda: len(self.pg_backends(self.pid)) <= held, [], timeout=20)
         return r.stdout.decode().splitlines()
 
     def pg_backends(self, master):
@@ -1902,14 +2822,12 @@ http {{
                 out.append(k)
         return out
 
-    def flow_postgres(self):
-        """PostgreSQL 15: a cluster made by initdb in the test's directory,
-        the postmaster started directly as user postgres (root dropped to
-        it: no capabilities), on a unix socket of its own only
-        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
-        --kill (its SysV interlock segment removed with the tree: the image
-        holds it), restarted on the same host; the rows are counted and a
-        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+    def pg_start(self, conf, sockname):
+        """initdb of a cluster in the test's directory, then the postmaster
+        with the settings conf (-c NAME=VALUE...), as user postgres (or, for
+        a ct test, pid 1 of `ckpt run` dropped to postgres by setpriv);
+        returns once it accepts connections (on its unix socket sockname in
+        pgsock/, if given, and at self.pg_where), self.pid set."""
         for prog in ("postgres", "initdb", "psql"):
             if not os.access(os.path.join(self.PG_BIN, prog), os.X_OK):
                 raise Skip("%s/%s not installed (Debian packages postgresql-15, "
@@ -1928,8 +2846,7 @@ http {{
         if ini.returncode != 0:
             raise Fail("initdb exit %d" % ini.returncode)
         argv = [os.path.join(self.PG_BIN, "postgres"), "-D", data,
-                "-c", "listen_addresses=", "-c", "unix_socket_directories=" + sock,
-                "-c", "shared_buffers=16MB", "-c", "max_connections=10"]
+                "-c", "shared_buffers=16MB", "-c", "max_connections=10"] + list(conf)
         ct = self.t.get("ct")
         if ct:
             # pid 1 of `ckpt run`, dropped to postgres by setpriv (which execs)
@@ -1947,17 +2864,32 @@ http {{
             pr = self.popen(argv, out=self.p("pg.log"), err=self.p("pg.log"), **as_pg)
             self.pid = pr.pid
         self.t0 = time.monotonic()
-        self.wait_until("the postmaster's socket",
-                        lambda: os.path.exists(os.path.join(sock, ".s.PGSQL.5432")), [pr])
+        if sockname:
+            self.wait_until("the postmaster's socket",
+                            lambda: os.path.exists(os.path.join(sock, sockname)), [pr])
+        where = getattr(self, "pg_where", ["-h", sock])
         self.wait_until("the database to accept connections",
-                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q",
-                                                "-h", sock], capture_output=True).returncode == 0,
+                        lambda: subprocess.run([os.path.join(self.PG_BIN, "pg_isready"), "-q"]
+                                               + where, capture_output=True).returncode == 0,
                         [pr], timeout=60)
         # its interlock segment, for cleanup() to remove if the test fails
         with open(os.path.join(data, "postmaster.pid")) as f:
             key, shmid = f.read().splitlines()[6].split()
         with open(self.p("shm.id"), "w") as f:
             f.write("%s %s\n" % (shmid, key))
+        return pr
+
+    def flow_postgres(self):
+        """PostgreSQL 15: a cluster made by initdb in the test's directory,
+        the postmaster started directly as user postgres (root dropped to
+        it: no capabilities), on a unix socket of its own only
+        (listen_addresses=''); 1000 rows inserted with psql; checkpointed
+        --kill (its SysV interlock segment removed with the tree: the image
+        holds it), restarted on the same host; the rows are counted and a
+        row is inserted; SIGINT (fast shutdown) ends it cleanly."""
+        ct = self.t.get("ct")
+        pr = self.pg_start(["-c", "listen_addresses=", "-c",
+                            "unix_socket_directories=" + self.p("pgsock")], ".s.PGSQL.5432")
         self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
         self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
 
@@ -1996,6 +2928,145 @@ http {{
         self.psql("INSERT INTO t VALUES (1001, 'after')")
         count("after the insert", 1001)
         stop(rp, "after the restart")
+
+    class PgConn:
+        """A PostgreSQL client on one TCP connection, the simple query
+        protocol (v3) and trust authentication: query() returns the rows
+        (tuples of str) or raises Fail with the server's error."""
+
+        def __init__(self, port, user="postgres"):
+            self.s = socket.create_connection(("127.0.0.1", port), timeout=60)
+            self.f = self.s.makefile("rb")
+            body = struct.pack("!I", 196608) + b"user\0%s\0database\0postgres\0\0" % \
+                user.encode()
+            self.s.sendall(struct.pack("!I", len(body) + 4) + body)
+            self.until_ready()
+
+        def msg(self):
+            hdr = self.f.read(5)
+            if len(hdr) < 5:
+                raise ConnectionError("end of file from the server")
+            t, n = hdr[:1], struct.unpack("!I", hdr[1:])[0]
+            return t, self.f.read(n - 4)
+
+        def until_ready(self):
+            rows, err = [], None
+            while True:
+                t, body = self.msg()
+                if t == b"Z":
+                    if err:
+                        raise Fail("postgres: %s" % err)
+                    return rows
+                if t == b"E":
+                    err = b"; ".join(f[1:] for f in body.split(b"\0") if f[:1] in (b"M", b"C"))
+                    err = err.decode(errors="replace")
+                elif t == b"R" and struct.unpack("!I", body[:4])[0] != 0:
+                    raise Fail("postgres asks for authentication %d" % struct.unpack("!I", body[:4]))
+                elif t == b"D":
+                    k, at, row = struct.unpack("!H", body[:2])[0], 2, []
+                    for _ in range(k):
+                        n = struct.unpack("!i", body[at:at + 4])[0]
+                        row.append(None if n < 0 else body[at + 4:at + 4 + n].decode())
+                        at += 4 + max(n, 0)
+                    rows.append(tuple(row))
+
+        def query(self, sql):
+            q = sql.encode() + b"\0"
+            self.s.sendall(b"Q" + struct.pack("!I", len(q) + 4) + q)
+            return self.until_ready()
+
+        def close(self):
+            try:
+                self.s.sendall(b"X\0\0\0\4")
+            except OSError:
+                pass
+            self.f.close()
+            self.s.close()
+
+    def flow_postgres_tcp(self):
+        """PostgreSQL 15 set up as in real_postgres, but on TCP only
+        (listen_addresses=127.0.0.1, a free port, no unix socket). A client
+        of the runner's (the protocol spoken by PgConn, in a thread) holds
+        one connection and inserts a row and reads it back (INSERT ...
+        RETURNING) in a loop, checking each reply, across checkpoint --kill
+        and restart with only ckpt's network lock between them (its log
+        must say it locked that connection); its backend is the same pid
+        after the restart; psql on new connections counts the rows; at the
+        end the held connection counts exactly the rows it was told were
+        inserted and SIGINT (fast shutdown) ends postgres cleanly. A second
+        held connection sends SELECT 42 while the server is down (dropped
+        by the lock, retransmitted): answered after the restart."""
+        port = self.free_port()
+        self.pg_where = ["-h", "127.0.0.1", "-p", str(port)]
+        pr = self.pg_start(["-c", "listen_addresses=127.0.0.1", "-c", "port=%d" % port,
+                            "-c", "unix_socket_directories="], None)
+        self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
+        self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
+        conn, probe = self.PgConn(port), self.PgConn(port)
+        self.pg_held = 2
+
+        def select42():
+            if probe.query("SELECT 42") != [("42",)]:
+                raise Fail("SELECT 42 did not answer 42")
+        down = self.DownCall("a SELECT on a second connection", select42)
+        select42()
+        backend = conn.query("SELECT pg_backend_pid()")[0][0]
+        if int(backend) not in self.pg_backends(self.pid):
+            raise Fail("the held connection's backend %s is not among the postmaster's "
+                       "children serving a client (%s)" % (backend, self.pg_backends(self.pid)))
+        state = {"n": 0, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = 1001 + state["n"]
+                    got = conn.query("INSERT INTO t VALUES (%d, 'loop') RETURNING i, s" % i)
+                    if got != [(str(i), "loop")]:
+                        raise Fail("insert %d: got %r" % (i, got))
+                    state["n"] += 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("50 more inserts", lambda: state["n"] >= n + 50 or state["err"],
+                            [], timeout=60)
+            if state["err"]:
+                raise Fail("the held connection: %r" % (state["err"],))
+            got = self.psql("SELECT count(*) >= %d FROM t" % (1000 + n))
+            if got != ["t"]:
+                raise Fail("psql counts fewer than %d rows" % (1000 + n))
+
+        try:
+            progress()
+            if self.opts.no_ckpt:
+                rp = pr
+            else:
+                rp = self.tcp_cycles(pr, port, lambda: (down.check(), progress()), conns=2,
+                                     while_down=down.start)
+        finally:
+            state["stop"] = True
+            th.join(60)
+        if state["err"]:
+            raise Fail("the held connection: %r" % (state["err"],))
+        n = state["n"]
+        got = conn.query("SELECT count(*), pg_backend_pid() FROM t")
+        if got != [(str(1000 + n), backend)]:
+            raise Fail("the held connection counts %r, want %d rows and backend %s"
+                       % (got, 1000 + n, backend))
+        self.notes.append("%d inserts" % n)
+        conn.close()
+        probe.close()
+        self.pg_held = 0
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "postgres after SIGINT (fast shutdown)")
+        if rp.returncode != 0:
+            raise Fail("postgres ended with status %s" % rp.returncode)
+        with open(self.p("pg.log"), "rb") as f:
+            if b"database system is shut down" not in f.read():
+                raise Fail("the log does not say the database was shut down")
 
     def flow_external(self):
         """A unix socket of the tree connected to a server of the runner's,
@@ -2396,6 +3467,83 @@ http {{
             self.check_result(rc, "the original")
         finally:
             os.close(r)
+
+    def flow_fd_external(self):
+        """The root's fd 5 is the write end of a pipe whose read end the runner
+        holds (a shell job's redirection): refused as held outside without
+        --external fd:5; with it, saved as external, and restart refuses
+        until --inherit-fd 5:FD gives a new pipe, into which the restored
+        program then writes."""
+        r, w = os.pipe()
+        try:
+            os.dup2(w, 251)
+            os.close(w)
+            try:
+                pr = self.start(pass_fds=(251,))
+            finally:
+                os.close(251)
+            self.wait_ready()
+            if os.read(r, 100) != b"before\n":
+                raise Fail("no 'before' on the runner's pipe")
+            if self.opts.no_ckpt:
+                rc = self.wake_and_wait(pr, "the program")
+                return self.check_result(rc, "the program")
+            self.fd_external_refusals(pr)
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr], extra=["--external", "fd:5", "--verify"])
+            pr.poll()
+            self.expect_gone("checkpoint --kill")
+            if os.read(r, 100) != b"":
+                raise Fail("the runner's old pipe is not at end of file after the kill")
+        finally:
+            os.close(r)
+        # inspect says which fds a restart must give
+        res = self.run_ckpt(["inspect", self.p("img")], verbose=False)
+        if not re.search(r"^ +fds: \d+ \([^)]*\); external \(restart needs --inherit-fd N:FD\): "
+                         r"fd 5$", res.stdout.decode(errors="replace"), re.M):
+            raise Fail("inspect does not name external fd 5: %s" % res.stdout.decode()[:600])
+        # restart: refused without the fd, or with one the image lacks
+        r2, w2 = os.pipe()
+        try:
+            for extra, must in (([], ["fd 5", "--inherit-fd 5:FD"]),
+                                (["--inherit-fd", "5:0,6:%d" % w2],
+                                 ["--inherit-fd 6:%d" % w2, "no external fd 6"]),
+                                (["--inherit-fd", "5:900"], ["5:900", "not open"])):
+                res = self.run_ckpt(["restart", self.p("img"), "--detach"] + extra)
+                self.expect_error(res, "restart %s" % " ".join(extra) or "restart", must=must)
+                if pid_exists(self.pid):
+                    raise Fail("a refused restart left pid %d behind" % self.pid)
+            rp = self.restart(self.p("img"), "rst", extra=["--inherit-fd", "5:%d" % w2],
+                              pass_fds=(w2,))
+            os.close(w2)
+            w2 = -1
+            rc = self.wake_and_wait(rp, "the restored program")
+            self.check_result(rc, "the restored program")
+            got = b""
+            while True:  # ckpt restart has exited: every writer is gone
+                data = os.read(r2, 100)
+                if not data:
+                    break
+                got += data
+            if got != b"after %d\n" % self.pid:
+                raise Fail("the new pipe got %r, want 'after %d'" % (got, self.pid))
+        finally:
+            os.close(r2)
+            if w2 >= 0:
+                os.close(w2)
+
+    def fd_external_refusals(self, pr):
+        """Without --external fd:5, or naming an fd the root lacks: refused,
+        and the tree runs on."""
+        for extra, must in (([], ["fd 5", "held outside", "--external fd:5, given again at "
+                                  "restart with --inherit-fd 5:FD"]),
+                            (["--external", "fd:7"], ["fd 7", "no fd 7"])):
+            rc, err = self.checkpoint(self.p("bad"), "bad", reap=[pr], expect_ok=False,
+                                      extra=extra)
+            if rc in (0, None) or rc < 0 or rc >= 128 or any(m not in err for m in must):
+                raise Fail("checkpoint %s: status %s, %r (want %r)" % (extra, rc,
+                                                                       err.strip(), must))
+            if not pid_alive(self.pid):
+                raise Fail("the program is gone after a refused checkpoint")
 
     def flow_traced(self):
         strace = shutil.which("strace")
@@ -3085,6 +4233,28 @@ http {{
         self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
         self.check_result(0, "the restored tree")
 
+    def flow_cli_progress_restart(self):
+        """Restart's progress line on a terminal counts every byte it fills in,
+        not only the processes' memory: a program whose 256 MiB are a memfd's
+        contents shows a line with a total of 256 MiB."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--quiet"])
+        pr.poll()
+        rc, out, text = self.run_on_pty(["restart", img, "--detach", "--progress-interval", "1"],
+                                        "restart on a pty")
+        if rc != 0 or out != "%d\n" % self.pid:
+            raise Fail("restart on a pty: exit %d, stdout %r, %r" % (rc, out, text[-300:]))
+        got = self.check_progress(text, "restart", "restart on a pty")
+        if got["verb"] != "restarted" or got["pid"] != self.pid:
+            raise Fail("restart on a pty: summary %r" % got)
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the restored tree", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the restored tree")
+
     def run_through_pipe(self, args, what, pass_fds=()):
         """ckpt ARGS with stdout and stderr pipes, as in pid=$(ckpt ...): it must
         return while what it started runs on; returns the pid it printed."""
@@ -3639,6 +4809,91 @@ http {{
                              r"not encrypted", key=k1, pid_free=False)
         rc = self.wait_exit(rp, "ckpt restart --key")
         self.check_result(rc, "ckpt restart --key")
+
+    def flow_compress(self):
+        """--compress: an image of text-like memory (24 MiB anonymous, a 4 MiB
+        memfd) and 4 MiB of random bytes is much smaller than without; the
+        random pages stay plain (the image holds them whole); inspect shows
+        the pages' size in memory and in the image; the restored program
+        checks its memory. Then compressed and sealed (--key): as small,
+        restored with the key, checked again."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        plain, img = self.p("plain"), self.p("img")
+        self.checkpoint(plain, "ckpt-plain", reap=[pr], kill=False)
+        self.checkpoint(img, "ckpt", reap=[pr], extra=["--compress"])
+        ps, zs = os.path.getsize(plain), os.path.getsize(img)
+        self.vlog("image %d bytes plain, %d compressed" % (ps, zs))
+        if ps < 32 * MiB or zs > ps // 3:
+            raise Fail("--compress: image of %d bytes, %d without: not much smaller" % (zs, ps))
+        if zs < 4 * MiB:
+            raise Fail("--compress: image of %d bytes: smaller than the random pages" % zs)
+        with open(self.p("ckpt.log"), errors="replace") as f:
+            m = re.search(r"pages: (\d+) bytes stored as (\d+) \(zstd: (\d+) of (\d+) records",
+                          f.read())
+        if not m or int(m.group(3)) == 0 or int(m.group(3)) == int(m.group(4)):
+            raise Fail("the checkpoint log does not say that some records (not all) were "
+                       "compressed: %s" % (m.group(0) if m else "no pages line"))
+        r = self.run_ckpt(["inspect", img])
+        out = r.stdout.decode(errors="replace")
+        m = re.search(r"pages: (\S+ \S+) in memory, (\S+ \S+) in the image, zstd: (\d+) of "
+                      r"(\d+) records compressed", out)
+        if r.returncode != 0 or not m or int(m.group(3)) == 0:
+            raise Fail("inspect does not show compressed pages: %s" % out[-400:])
+        r = self.run_ckpt(["inspect", plain])
+        if "records compressed" in r.stdout.decode(errors="replace"):
+            raise Fail("inspect of a plain image says zstd")
+        self.forged_frame(img)
+        rp = self.restart(img, "restart")
+        # compress, then seal: as small, and restored with the key
+        key, sealed = self.keygen("k"), self.p("img-key")
+        self.checkpoint(sealed, "ckpt-key", reap=[rp], extra=["--compress", "--key", key])
+        self.wait_all([rp], 10, "the first ckpt restart, after its process was killed")
+        ks = os.path.getsize(sealed)
+        with open(sealed, "rb") as f:
+            if not f.read(8).startswith(b"CKPTSEAL"):
+                raise Fail("--compress --key: the image is not sealed")
+        if ks > zs + zs // 20 + 65536:
+            raise Fail("--compress --key: sealed image of %d bytes, %d unsealed" % (ks, zs))
+        rp = self.restart(sealed, "restart-key", extra=["--key", key])
+        rc = self.wait_exit(rp, "ckpt restart --key")
+        self.check_result(rc, "ckpt restart --key")
+
+    def forged_frame(self, img):
+        """A copy of img whose smallest compressed page record has a damaged
+        zstd frame and a good checksum (what a forger makes): restart fails
+        naming it, and leaves nothing behind (the unit test test-pages-z
+        goes through 3000 such frames)."""
+        with open(img, "rb") as f:
+            data = bytearray(f.read())
+        recs = [r for r in walk_image(bytes(data))
+                if r[2] != TRAILER and r[5] >= 40
+                and data[r[4] + r[5] - 16:r[4] + r[5] - 12] == b"PGZ1"]
+        if not recs:
+            raise Fail("--compress: no compressed page record (PGZ1) in the image")
+        _, frame, _, _, off, length = min(recs, key=lambda r: r[5])
+        zlen = struct.unpack_from("<Q", data, off + length - 24)[0]
+        for i in range(off + zlen // 4, off + zlen // 2):
+            data[i] ^= 0x5a
+        struct.pack_into("<I", data, frame + 20, crc32c_fast(bytes(data[off:off + length])))
+        bad, pidfile = self.p("img-forged"), self.p("forged.pid")
+        with open(bad, "wb") as f:
+            f.write(data)
+        r = self.run_ckpt(["restart", bad, "--pidfile", pidfile, "--log", self.p("forged.log")],
+                          timeout=60)
+        self.logs.append(self.p("forged.log"))
+        err = r.stderr.decode("utf-8", "replace")
+        if r.returncode == 0 or os.path.exists(pidfile):
+            raise Fail("a damaged zstd frame was restarted (exit %d)" % r.returncode)
+        # refused at load if the damage breaks the frame's block structure,
+        # else as the pages are written
+        if not re.search(r"record \d+ \((mm/pages|memfd/contents)\): damaged|"
+                         r"(pid %d|file '[^']*'): .*compressed pages do not decompress"
+                         % self.pid, err):
+            raise Fail("a damaged zstd frame: message %r" % err.strip())
+        self.expect_gone("the restart of a damaged zstd frame failed")
 
     def wait_ready_file(self, proc):
         deadline = time.monotonic() + READY_TIMEOUT
@@ -4309,6 +5564,7 @@ http {{
             j = json.loads(r.stdout.decode())
         except ValueError as e:
             raise Fail("inspect --json is not JSON: %s" % e)
+        self.check_inspect_schema(j)
         types = [rec["type"] for rec in j["records"]]
         if types.count("regs/1") != 1 or "mm/1" not in types:
             raise Fail("inspect --json records: %s" % types[:20])
@@ -4322,6 +5578,56 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    @staticmethod
+    def image_md_keys():
+        """The keys docs/IMAGE.md's inspect --json tables describe, by table:
+        top, header, record, bytes."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "docs", "IMAGE.md")) as f:
+            doc = f.read()
+        part = doc.split("## `ckpt inspect --json`", 1)
+        if len(part) != 2:
+            raise Fail("docs/IMAGE.md has no section on ckpt inspect --json")
+        tables = re.split(r"\n\n(?=\| key \|)", part[1])[1:]
+        keys = [set(re.findall(r"^\| `(\w+)` \|", t.split("\n\n")[0], re.M)) for t in tables]
+        byts = re.search(r"^\| bytes \| object: (.*)$", part[1], re.M)
+        return keys, set(re.findall(r"`(\w+)` \(", byts.group(1))) | {"text"} if byts else set()
+
+    def check_inspect_schema(self, j):
+        """inspect --json: schema ckpt-inspect version 1, and every key it
+        prints is one docs/IMAGE.md describes (a field added to the output
+        without its line in the doc fails here)."""
+        if j.get("schema") != "ckpt-inspect" or j.get("schema_version") != 1:
+            raise Fail("inspect --json: schema %r version %r, want ckpt-inspect 1"
+                       % (j.get("schema"), j.get("schema_version")))
+        (top, header, record), byts = self.image_md_keys()[0][:3], self.image_md_keys()[1]
+        for what, got, doc in (("top level", set(j), top), ("header", set(j["header"]), header)):
+            if got != doc:
+                raise Fail("inspect --json %s keys %s, docs/IMAGE.md lists %s"
+                           % (what, sorted(got), sorted(doc)))
+        if set(byts) != {"length", "hex", "text"}:
+            raise Fail("docs/IMAGE.md's bytes encoding lists %s" % sorted(byts))
+        for rec in j["records"]:
+            if not set(rec) <= record or not {"index", "offset", "type", "type_id",
+                                              "length"} <= set(rec):
+                raise Fail("inspect --json record keys %s, docs/IMAGE.md lists %s"
+                           % (sorted(rec), sorted(record)))
+            if ("data" in rec) != ("message" in rec) or ("data" in rec) == ("raw" in rec):
+                raise Fail("inspect --json record %d: data/message/raw %s" % (
+                    rec["index"], sorted(rec)))
+            if rec["type_id"] & 0xff == 0 or not isinstance(rec["offset"], int):
+                raise Fail("inspect --json record %r" % {k: rec[k] for k in rec if k != "data"})
+        regs = [rec for rec in j["records"] if rec["type"] == "regs/1"][0]
+        xs = regs["data"].get("xstate")
+        if regs["message"] != "RegsEntry" or not isinstance(xs, dict) or \
+                set(xs) != {"length", "hex"} or xs["length"] < 512 or len(xs["hex"]) != 128:
+            raise Fail("inspect --json: regs/1 xstate %r" % (xs if not isinstance(xs, dict) else
+                                                            {k: xs[k] for k in xs if k != "hex"}))
+        paths = [rec["data"]["path"] for rec in j["records"] if rec.get("message") ==
+                 "FileRegEntry"]
+        if not paths or not all(isinstance(p, str) and p.startswith("/") for p in paths):
+            raise Fail("inspect --json: file paths %r" % paths[:5])
 
     def flow_inspect_summary(self):
         """inspect's summary of a tree (two processes, a thread, a pipe, a pty)
@@ -4342,6 +5648,10 @@ http {{
         want = [r"^image: 2 processes, 3 threads, [\d.]+ (KiB|MiB); made ",
                 r"^  %d +insp-parent +2 threads, session " % self.pid,
                 r"^    %d +insp-child +1 thread, " % (child[0] if child else -1),
+                # each process's fds by kind: the parent holds the pipe and the pty
+                r"^  %d +insp-parent .*\n +fds: \d+ \((?=[^)]*\bpipe [1-9])(?=[^)]*\btty [1-9])"
+                r"(?=[^)]*\bfile_reg [1-9])[^)]*\)$" % self.pid,
+                r"^    %d +insp-child .*\n +fds: \d+ \(" % (child[0] if child else -1),
                 r"^  pipe +[\d.]+ bytes +\d+  pipes", r"^  tty +[\d.]+ (bytes|KiB) +\d+  terminals",
                 r"^  mm +[\d.]+ (KiB|MiB) +\d+  address space"]
         for w in want:
@@ -4368,7 +5678,15 @@ http {{
             cwd = os.readlink("/proc/%d/cwd" % pid)
         except OSError:
             return False
-        return cwd == self.dir or cwd.startswith(self.dir + "/")
+        if cwd == self.dir or cwd.startswith(self.dir + "/"):
+            return True
+        # a container whose root of its own (a directory, or an overlay's
+        # layers) is in the test's directory
+        try:
+            with open("/proc/%d/mountinfo" % pid) as f:
+                return any(l.split()[4] == "/" and self.dir + "/" in l for l in f)
+        except (OSError, IndexError):
+            return False
 
     def remove_shm(self):
         """The host SysV segment a test named in "shm.id" (id key), if it is
@@ -4383,14 +5701,25 @@ http {{
         if any(len(r) > 1 and int(r[0]) == key and int(r[1]) == sid for r in rows):
             subprocess.run(["ipcrm", "-m", str(sid)], capture_output=True)
 
+    def remove_netlocks(self):
+        """The network locks the test's checkpoints left (a failed restart
+        leaves them for the next one), so that none outlives the test."""
+        for name in os.listdir(self.dir):
+            if name.startswith("ckpt") and name.endswith(".log"):
+                lock = self.netlock_of(name[:-4])
+                if lock and self.nft_drops(lock[0]) is not None:
+                    subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "delete", "table",
+                                    "inet", lock[0]], capture_output=True, timeout=20)
+
     def cleanup(self):
         self.remove_shm()
+        self.remove_netlocks()
         if self.pid and self.ours(self.pid):
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.t["kind"] in ("compare", "make", "redis", "nginx", "postgres"):
+        if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres", "postgres_tcp"):
             # what a failed real program left: pool workers, make's children
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):
@@ -4509,6 +5838,25 @@ def crc32c(data, crc=0):
         for _ in range(8):
             crc = (crc >> 1) ^ (0x82f63b78 & -(crc & 1))
     return crc ^ 0xffffffff
+
+
+def crc32c_fast(data):
+    """crc32c by table, for forging records of a few MiB."""
+    global CRC32C_TABLE
+    if CRC32C_TABLE is None:
+        CRC32C_TABLE = []
+        for n in range(256):
+            c = n
+            for _ in range(8):
+                c = (c >> 1) ^ (0x82f63b78 & -(c & 1))
+            CRC32C_TABLE.append(c)
+    t, crc = CRC32C_TABLE, 0xffffffff
+    for b in data:
+        crc = t[(crc ^ b) & 0xff] ^ (crc >> 8)
+    return crc ^ 0xffffffff
+
+
+CRC32C_TABLE = None
 
 
 def varint(data, pos):

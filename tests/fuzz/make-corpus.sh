@@ -8,7 +8,8 @@ set -eu
 build=${1:-build}
 tests="epoll_watch eventfd_count fifo_data file_fds inotify_watch locks_posix memfd_fd
 memfd_map mqueue_msgs pidfd_child pipe_read ptimer_basic sig_pending signalfd_mask
-sysv_shm timerfd_armed tree_share unix_listen unix_pair"
+sysv_shm timerfd_armed tree_share unix_listen unix_pair netlink_sock id_timens mem_remake
+unix_renamed"
 out=tests/fuzz/corpus
 for t in $tests; do
 	log=$(python3 tests/e2e/runner.py --ckpt "$build/ckpt" --bindir "$build/tests/e2e" \

@@ -795,9 +795,9 @@ TEST(header_fields)
 	PUT32(offsetof(struct img_header, version), 7);
 	fix_header_crc(m);
 	CHECK_EQ(check_image(m, len, &err), -EINVAL);
-	CHECK_STR(err.reason, "image format version 7 is newer than this ckpt (1)");
+	CHECK_STR(err.reason, "image format version 7 is newer than this ckpt (2)");
 	CHECK_EQ(err.index, -1);
-	/* also when the rest of the header is not what version 1 expects */
+	/* also when the rest of the header is not what version 2 expects */
 	PUT32(offsetof(struct img_header, header_size), 4096);
 	CHECK_REJECT(m, len, "version 7 is newer");
 
@@ -805,6 +805,11 @@ TEST(header_fields)
 	PUT32(offsetof(struct img_header, version), 0);
 	fix_header_crc(m);
 	CHECK_REJECT(m, len, "version 0");
+
+	RESET();
+	PUT32(offsetof(struct img_header, version), 1);
+	fix_header_crc(m);
+	CHECK_REJECT(m, len, "version 1 was made by an older ckpt");
 
 	RESET();
 	m[0] = 'X';

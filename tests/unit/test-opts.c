@@ -72,9 +72,36 @@ TEST(checkpoint_external)
 	CHECK(!a.ext_unix);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "tcp"), -EINVAL);
 	CHECK(strstr(err, "tcp") != NULL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "fd:5,unix,fd:0"), 0);
+	CHECK(a.ext_unix && a.n_ext_fds == 2 && a.ext_fds[0] == 5 && a.ext_fds[1] == 0);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "fd:5,fd:5"), -EINVAL);
+	CHECK(strstr(err, "twice") != NULL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "fd:"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "fd:-1"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "fd:5x"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "fd:5", "--external",
+		       "unix"), -EINVAL);
+	CHECK(strstr(err, "commas") != NULL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external", "unix,"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--external"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "restart", "img", "--external", "unix"), -EINVAL);
+}
+
+TEST(restart_inherit_fd)
+{
+	struct cli_args a;
+	char err[256];
+	CHECK_EQ(PARSE(&a, err, "restart", "img", "--inherit-fd", "5:7,0:3"), 0);
+	CHECK(a.n_inherit == 2 && a.inherit[0].fd == 5 && a.inherit[0].local == 7 &&
+	      a.inherit[1].fd == 0 && a.inherit[1].local == 3);
+	CHECK_EQ(PARSE(&a, err, "restart", "img"), 0);
+	CHECK(a.n_inherit == 0);
+	char *bad[] = { "5", "5:", ":7", "5:7x", "a:b", "5:7,", "5:7,5:8" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_EQ(PARSE(&a, err, "restart", "img", "--inherit-fd", bad[i]), -EINVAL);
+		CHECK(strstr(err, "--inherit-fd") != NULL);
+	}
+	CHECK_EQ(PARSE(&a, err, "checkpoint", "12", "-o", "x", "--inherit-fd", "5:7"), -EINVAL);
 }
 
 TEST(checkpoint_detach_clients)
@@ -153,6 +180,32 @@ TEST(key)
 	CHECK_STR(a.key, "k");
 	CHECK_EQ(PARSE(&a, err, "keygen"), -EINVAL);
 	CHECK_EQ(PARSE(&a, err, "keygen", "a", "b"), -EINVAL);
+}
+
+/* run --root with repeated --bind and --tmpfs, in order; their forms */
+TEST(run_root)
+{
+	struct cli_args a;
+	char err[256];
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:/b", "--bind=/c:/d:ro",
+		       "--tmpfs", "/t:size=1m", "--", "sh"),
+		 0);
+	CHECK_STR(a.root, "/r");
+	CHECK_EQ(a.binds.n, 2);
+	CHECK_STR(a.binds.v[1], "/c:/d:ro");
+	CHECK_EQ(a.tmpfs.n, 1);
+	CHECK_STR(a.tmpfs.v[0], "/t:size=1m");
+	CHECK_EQ(PARSE(&a, err, "run", "--bind", "/a:/b", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:b", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--bind", "/a:/b:rw", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--tmpfs", "/t:mode=1", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l1:/l2,/u,/w", "--", "sh"), 0);
+	CHECK_STR(a.overlay, "/l1:/l2,/u,/w");
+	CHECK_EQ(PARSE(&a, err, "run", "--overlay", "/l,/u,/w", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l,/u", "--", "sh"), -EINVAL);
+	CHECK_EQ(PARSE(&a, err, "run", "--root", "/r", "--overlay", "/l,/u,/w,/x", "--", "sh"),
+		 -EINVAL);
 }
 
 /* The text of docs/ckpt.1 between the line starting with from and the next
@@ -263,10 +316,12 @@ int main(void)
 	RUN(checkpoint);
 	RUN(checkpoint_errors);
 	RUN(checkpoint_external);
+	RUN(restart_inherit_fd);
 	RUN(checkpoint_detach_clients);
 	RUN(restart);
 	RUN(commands);
 	RUN(key);
+	RUN(run_root);
 	RUN(help_and_man);
 	return unit_done();
 }

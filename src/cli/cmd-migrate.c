@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ckpt migrate PID --to HOST:PORT and ckpt receive --listen [ADDR:]PORT:
+ * a tree moved to another ckpt over TCP, killed here only once it is
+ * restored there, and run there only once it is dead here.
+ *
+ * Two connections from the source to the target: the control connection
+ * carries lines, the data connection the image (the restart reads it to
+ * its end, which the source marks by shutting its side down).
+ *
+ *   source -> target (control)  "ckpt-migrate 1"
+ *   target -> source            "ok TOKEN"        (TOKEN: 32 random hex digits)
+ *   source -> target (data)     "TOKEN\n", then the image stream
+ *   target                      restarts it, frozen (nothing of it runs)
+ *   target -> source            "ready PID"  or  "error MESSAGE"
+ *   source                      the guardian is told to kill the tree should
+ *                               ckpt die, then (committed) ...
+ *   source -> target            "commit"
+ *   source                      kills its tree
+ *   target                      SIGCONT to every task of the copy
+ *   target -> source            "running PID"
+ *
+ * A target that fails answers "error", and the source releases its tree,
+ * which runs on (the network lock removed). A source that goes away before
+ * "commit" (its guardian then releases the original) makes the target kill
+ * its frozen copy. Neither side runs the program while the other may.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include "ckpt.h"
+#include "cli/cli.h"
+#include "util/cleanup.h"
+
+#define HELLO "ckpt-migrate 1"
+#define LINE_MAX_LEN 600
+#define TOKEN_HEX 32
+#define ACCEPT_TIMEOUT_MS 30000
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * "HOST:PORT", "[V6ADDR]:PORT" or, for a listener, "PORT" alone (loopback).
+ * Numeric addresses and names the resolver knows without the network
+ * (localhost, /etc/hosts).
+ */
+static int resolve(const char *spec, bool passive, struct sockaddr_storage *ret,
+		   socklen_t *ret_len)
+{
+	char host[256] = "127.0.0.1";
+	const char *port = strrchr(spec, ':');
+	if (port) {
+		const char *h = spec;
+		size_t n = (size_t)(port - spec);
+		if (n >= 2 && h[0] == '[' && h[n - 1] == ']')
+			h++, n -= 2;
+		if (n == 0 || n >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, h, n);
+		host[n] = '\0';
+		port++;
+	} else if (passive) {
+		port = spec;
+	} else {
+		return -EINVAL;
+	}
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
+	if (!*port || getaddrinfo(host, port, &hints, &ai) != 0)
+		return -EINVAL;
+	memcpy(ret, ai->ai_addr, ai->ai_addrlen);
+	*ret_len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static bool is_loopback(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+	return a->ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static int connect_to(const struct sockaddr_storage *a, socklen_t len)
+{
+	int fd = socket(a->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)a, len) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static int send_line(int fd, const char *fmt, const char *arg)
+{
+	char line[LINE_MAX_LEN + 2];
+	int n = snprintf(line, sizeof(line), fmt, arg);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1, line[n - 1] = '\n';
+	return send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -EPIPE;
+}
+
+/* One line (without its newline), read byte by byte so that nothing after
+ * it is taken from the socket; -ECONNRESET at EOF, -ETIMEDOUT after
+ * timeout_ms (-1: none). */
+static int read_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	size_t n = 0;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = poll(&p, 1, timeout_ms);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0)
+			return -ETIMEDOUT;
+		char c;
+		ssize_t got = read(fd, &c, 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -ECONNRESET;
+		if (c == '\n')
+			break;
+		if (n + 1 >= len)
+			return -EMSGSIZE;
+		buf[n++] = c;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* --- the source --------------------------------------------------------- */
+
+struct source {
+	int ctl, data;
+	long target_pid;
+};
+
+/* image_done: the image is all sent; has the target restored it? */
+static int target_ready(void *arg, char *why, size_t why_len)
+{
+	struct source *s = arg;
+	char line[LINE_MAX_LEN];
+	shutdown(s->data, SHUT_WR); /* the image ends here */
+	int r = read_line(s->ctl, line, sizeof(line), -1);
+	if (r < 0) {
+		snprintf(why, why_len, "the target did not answer: %s", strerror(-r));
+		return r;
+	}
+	if (!strncmp(line, "ready ", 6)) {
+		s->target_pid = strtol(line + 6, NULL, 10);
+		return 0;
+	}
+	snprintf(why, why_len, "the target could not restore it: %s",
+		 strncmp(line, "error ", 6) ? line : line + 6);
+	return -EREMOTEIO;
+}
+
+/* committed: the tree dies here whatever happens now; the copy may run */
+static void tell_commit(void *arg)
+{
+	struct source *s = arg;
+	send_line(s->ctl, "commit\n", NULL);
+}
+
+/* The control and data connections, the token read and sent. */
+static int source_connect(const char *to, struct source *s)
+{
+	struct sockaddr_storage addr;
+	socklen_t len;
+	char line[LINE_MAX_LEN];
+	if (resolve(to, false, &addr, &len) < 0) {
+		fprintf(stderr, "ckpt: --to '%s': not HOST:PORT\n", to);
+		return -EINVAL;
+	}
+	s->ctl = connect_to(&addr, len);
+	int r = s->ctl < 0 ? s->ctl : send_line(s->ctl, "%s\n", HELLO);
+	if (r >= 0)
+		r = read_line(s->ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	if (r >= 0 && (strncmp(line, "ok ", 3) || strlen(line + 3) != TOKEN_HEX))
+		r = -EPROTO;
+	if (r >= 0)
+		r = s->data = connect_to(&addr, len);
+	if (r >= 0)
+		r = send_line(s->data, "%s\n", line + 3);
+	if (r < 0)
+		fprintf(stderr, "ckpt: cannot reach a ckpt receive at %s: %s\n", to,
+			r == -EPROTO ? "it does not speak " HELLO : strerror(-r));
+	return r;
+}
+
+int cmd_migrate(const struct cli_args *a)
+{
+	char err[4096] = "", line[LINE_MAX_LEN];
+	struct source s = { .ctl = -1, .data = -1 };
+	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+	if (a->key && cli_key_load(a->key, &key) < 0)
+		return 1;
+	if (source_connect(a->to, &s) < 0) {
+		if (s.ctl >= 0)
+			close(s.ctl);
+		return 1;
+	}
+	int logfd = cli_open_log(a->log);
+	if (a->log && logfd < 0)
+		return 1;
+	struct ckpt_opts o = {
+		.size = sizeof(o),
+		.flags = CKPT_SUBTREE | CKPT_KILL,
+		.logfd = logfd,
+		.log_level = cli_log_level(a->verbose),
+		.errbuf = err,
+		.errbuf_len = sizeof(err),
+		.key = cli_key_ptr(&key),
+		.key_len = sizeof(key.bytes),
+		.image_done = target_ready,
+		.image_done_arg = &s,
+		.committed = tell_commit,
+	};
+	signal(SIGPIPE, SIG_IGN);
+	uint64_t t0 = now_ms();
+	int r = ckpt_checkpoint_opts(a->pid, s.data, &o);
+	close(s.data);
+	if (logfd >= 0)
+		close(logfd);
+	if (r < 0) {
+		/* a target that gave up early closed the data connection: its
+		 * reason is on the control one */
+		if (r != -EREMOTEIO && read_line(s.ctl, line, sizeof(line), 2000) == 0 &&
+		    !strncmp(line, "error ", 6))
+			snprintf(err, sizeof(err), "the target could not restore it: %s", line + 6);
+		fprintf(stderr, "ckpt: migration failed: %s; pid %d runs on here\n",
+			err[0] ? err : strerror(-r), a->pid);
+		close(s.ctl);
+		return 1;
+	}
+	r = read_line(s.ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	uint64_t t1 = now_ms();
+	close(s.ctl);
+	if (r < 0 || strncmp(line, "running ", 8)) {
+		fprintf(stderr, "ckpt: pid %d was restored at %s as pid %ld and killed here, but "
+			"the target did not say it runs (%s): look there\n", a->pid, a->to,
+			s.target_pid, r < 0 ? strerror(-r) : line);
+		return 1;
+	}
+	if (!a->quiet)
+		fprintf(stderr, "ckpt: migrated pid %d to %s (pid %ld there): %lu process%s, "
+			"%.1f MiB image, down %llu ms (frozen here until running there)\n",
+			a->pid, a->to, s.target_pid, o.result.processes,
+			o.result.processes == 1 ? "" : "es",
+			(double)o.result.image_bytes / (1 << 20), (unsigned long long)(t1 - t0));
+	return 0;
+}
+
+/* --- the target --------------------------------------------------------- */
+
+/* Every process of the tree under root, root first (children as /proc
+ * lists them); at most max. */
+static size_t tree_pids(pid_t root, pid_t *out, size_t max)
+{
+	size_t n = 0;
+	if (max)
+		out[n++] = root;
+	for (size_t i = 0; i < n; i++) {
+		char path[64], *buf = NULL;
+		size_t cap = 0;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", out[i], out[i]);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		ssize_t got = getdelim(&buf, &cap, '\0', f);
+		fclose(f);
+		for (char *p = got > 0 ? buf : NULL, *end; p && n < max; p = end) {
+			long v = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			out[n++] = (pid_t)v;
+		}
+		free(buf);
+	}
+	return n;
+}
+
+static void signal_tree(pid_t root, int sig)
+{
+	pid_t pids[4096];
+	size_t n = tree_pids(root, pids, sizeof(pids) / sizeof(pids[0]));
+	for (size_t i = 0; i < n; i++)
+		kill(pids[i], sig);
+}
+
+/* Where lfd listens, "ADDR:PORT", for the user and for a test that asked
+ * for port 0. */
+static void say_where(int lfd)
+{
+	struct sockaddr_storage a;
+	socklen_t len = sizeof(a);
+	char host[INET6_ADDRSTRLEN] = "?", port[16] = "?";
+	if (getsockname(lfd, (struct sockaddr *)&a, &len) == 0)
+		getnameinfo((struct sockaddr *)&a, len, host, sizeof(host), port, sizeof(port),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+	fprintf(stderr, "ckpt: waiting for a migration on %s%s%s:%s\n",
+		a.ss_family == AF_INET6 ? "[" : "", host, a.ss_family == AF_INET6 ? "]" : "",
+		port);
+}
+
+static int listen_on(const char *spec, bool keyed)
+{
+	struct sockaddr_storage addr;
+	socklen_t len;
+	if (resolve(spec, true, &addr, &len) < 0) {
+		fprintf(stderr, "ckpt: --listen '%s': not [ADDR:]PORT\n", spec);
+		return -EINVAL;
+	}
+	if (!is_loopback(&addr) && !keyed) {
+		fprintf(stderr, "ckpt: --listen on '%s', not a loopback address, needs --key: "
+			"anyone who can connect could run a program as you\n", spec);
+		return -EPERM;
+	}
+	int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&addr, len) < 0 || listen(fd, 4) < 0) {
+		int e = -errno;
+		fprintf(stderr, "ckpt: cannot listen on '%s': %s\n", spec, strerror(-e));
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static int accept_within(int lfd, int timeout_ms)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	int r;
+	while ((r = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (r <= 0)
+		return r < 0 ? -errno : -ETIMEDOUT;
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The control connection and the data one that brings its token. */
+static int target_accept(int lfd, int *ret_ctl, int *ret_data)
+{
+	char line[LINE_MAX_LEN], token[TOKEN_HEX + 1];
+	unsigned char raw[TOKEN_HEX / 2];
+	int ctl = accept_within(lfd, -1);
+	if (ctl < 0)
+		return ctl;
+	int r = read_line(ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	if (r >= 0 && strcmp(line, HELLO))
+		r = -EPROTO;
+	if (r >= 0 && getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		r = -EIO;
+	for (size_t i = 0; r >= 0 && i < sizeof(raw); i++)
+		snprintf(token + 2 * i, 3, "%02x", raw[i]);
+	if (r >= 0)
+		r = send_line(ctl, "ok %s\n", token);
+	/* a connection without the token is not the source's: closed */
+	for (int tries = 0; r >= 0 && tries < 8; tries++) {
+		int data = accept_within(lfd, ACCEPT_TIMEOUT_MS);
+		if (data < 0) {
+			r = data;
+			break;
+		}
+		if (read_line(data, line, sizeof(line), ACCEPT_TIMEOUT_MS) == 0 &&
+		    !strcmp(line, token)) {
+			*ret_ctl = ctl;
+			*ret_data = data;
+			return 0;
+		}
+		close(data);
+	}
+	close(ctl);
+	return r < 0 ? r : -EPROTO;
+}
+
+/* Restored frozen; run once the source says its tree dies, else removed. */
+static int target_finish(int ctl, pid_t pid)
+{
+	char line[LINE_MAX_LEN];
+	char num[32];
+	snprintf(num, sizeof(num), "%d", pid);
+	int r = send_line(ctl, "ready %s\n", num);
+	if (r >= 0)
+		r = read_line(ctl, line, sizeof(line), -1);
+	if (r < 0 || strcmp(line, "commit")) {
+		signal_tree(pid, SIGKILL);
+		fprintf(stderr, "ckpt: the source went away before it gave up its tree (%s): "
+			"the restored copy (pid %d) is removed; the program runs on at the "
+			"source\n", r < 0 ? strerror(-r) : "an unexpected answer", pid);
+		return -ECONNRESET;
+	}
+	signal_tree(pid, SIGCONT);
+	send_line(ctl, "running %s\n", num);
+	return 0;
+}
+
+int cmd_receive(const struct cli_args *a)
+{
+	char err[512] = "";
+	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+	if (a->key && cli_key_load(a->key, &key) < 0)
+		return 1;
+	int lfd = listen_on(a->listen, a->key != NULL), ctl, data;
+	if (lfd < 0)
+		return 1;
+	say_where(lfd);
+	int r = target_accept(lfd, &ctl, &data);
+	close(lfd);
+	if (r < 0) {
+		fprintf(stderr, "ckpt: no migration came in: %s\n", strerror(-r));
+		return 1;
+	}
+	int logfd = cli_open_log(a->log);
+	struct ckpt_opts o = {
+		.size = sizeof(o),
+		.flags = RESTART_DETACH | RESTART_FROZEN | (a->pidns ? RESTART_PIDNS : 0) |
+			 (a->tcp_close ? RESTART_CONN_RESET : 0),
+		.logfd = logfd,
+		.log_level = cli_log_level(a->verbose),
+		.errbuf = err,
+		.errbuf_len = sizeof(err),
+		.pidfile = a->pidfile,
+		.key = cli_key_ptr(&key),
+		.key_len = sizeof(key.bytes),
+	};
+	signal(SIGPIPE, SIG_IGN);
+	r = ckpt_restart_opts(0, data, &o);
+	close(data);
+	if (logfd >= 0)
+		close(logfd);
+	if (r < 0) {
+		const char *why = err[0] ? err : strerror(-r);
+		send_line(ctl, "error %s\n", why);
+		close(ctl);
+		fprintf(stderr, "ckpt: restart of the migrated tree failed: %s (the source keeps "
+			"it)\n", why);
+		return 1;
+	}
+	pid_t pid = r;
+	r = target_finish(ctl, pid);
+	close(ctl);
+	if (r < 0)
+		return 1;
+	printf("%d\n", pid); /* like restart --detach: scripts read the pid here */
+	fflush(stdout);
+	if (!a->quiet)
+		fprintf(stderr, "ckpt: received and restored %lu process%s, pid %d; running\n",
+			o.result.processes, o.result.processes == 1 ? "" : "es", pid);
+	return 0;
+}

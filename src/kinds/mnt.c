@@ -1,0 +1,1079 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A container's mount namespace, when the container has a root file
+ * system of its own (ckpt run --root: its "/" is not ckpt's). A container
+ * that shares the host's root has no record: its mounts are the copy of
+ * the host's that any new mount namespace gets, plus /proc and devpts
+ * (ns.c).
+ *
+ * Checkpoint (the root's collect): /proc/PID/mountinfo, every mount in
+ * order, parents first. A mount whose file system is also mounted in
+ * ckpt's namespace is a bind, saved by its host path (that mount's point
+ * plus the rest of its root), checked to be the same directory or file;
+ * proc, sysfs, devpts, mqueue, tmpfs and overlay instances of its own are
+ * saved by type and options (an overlay's layers by their host paths). Each gets its per-mount flags (ro, nosuid, nodev,
+ * noexec, atime) and propagation. NFS, FUSE, block-device mounts and any
+ * other file system are refused by mount point and type, with the reason.
+ * At dump, each tmpfs of its own is walked through the root's
+ * /proc/PID/root: every directory, regular file (its data in full),
+ * symlink, FIFO and the device nodes of a /dev, with mode, owner and
+ * times, one TmpfsFile record each (a mount point on it as an empty
+ * directory or file; sockets are the unix kind's; hard links are saved
+ * as separate files).
+ *
+ * Files of the container (file_reg) are marked "in root" when the path
+ * the task sees leads, through the root's /proc/PID/root, to the same
+ * inode: at restart they are opened through the new tree, once it is made
+ * (mnt_rst_path), the others by host path as before.
+ *
+ * Restart (root ready, after ns.c has made the mounts private and before
+ * anything opens a file of the container): in the root's new mount
+ * namespace, the root's host directory is bound on itself (an overlay root
+ * is mounted on its first lower layer) and every mount is made on it in
+ * order: binds from their host paths (a path that is
+ * gone fails the restart, naming the mount and the path), new instances
+ * by type (each tmpfs then filled from ckpt's side through the puppet's
+ * /proc/PID/root); then the per-mount flags and propagation are set and
+ * pivot_root makes it "/". All of it lives in the puppet's namespace, so
+ * a failed restart leaves nothing behind.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "kinds/mnt.h"
+#include "kinds/ns.h"
+#include "mnt.pb-c.h"
+#include "util/cleanup.h"
+
+enum { MNT_TREE = REC_TYPE(KID_mnt, 1), MNT_FILE = REC_TYPE(KID_mnt, 2) };
+
+#define MNT_MAX 1000
+#define MNT_FLAGS                                                                           \
+	(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME |        \
+	 MS_RELATIME | MS_STRICTATIME)
+
+/* One line of a mountinfo, its strings in the text (unescaped in place). */
+struct mi {
+	unsigned id, parent;
+	dev_t dev;
+	char *root, *point, *opts, *fields, *fstype, *source, *super;
+};
+
+struct mnt_ckpt {
+	MountTree tree;
+	MountEntry *ents;
+	MountEntry **ptrs;
+	dev_t *devs;            /* each mount's device (its tmpfs to walk) */
+	char **strs;            /* strings made here, freed with the state */
+	size_t nstrs;
+	pid_t pid;              /* the root, whose /proc/PID/root the tree is seen through */
+};
+
+/* --- mountinfo -------------------------------------------------------- */
+
+/* "\040" and the like back into their characters. */
+static void unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else
+			*o++ = *s;
+	}
+	*o = '\0';
+}
+
+static char *field(char **p)
+{
+	char *s = *p, *e;
+	while (*s == ' ')
+		s++;
+	e = s + strcspn(s, " ");
+	if (*e)
+		*e++ = '\0';
+	*p = e;
+	return s;
+}
+
+/* The lines of a mountinfo text (modified), *ret malloc'd. */
+static int parse_mountinfo(char *text, struct mi **ret, size_t *ret_n)
+{
+	size_t n = 0, cap = 0;
+	struct mi *all = NULL;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct mi m = { 0 };
+		unsigned maj, min;
+		char *sep = strstr(line, " - ");
+		if (!sep)
+			goto bad;
+		*sep = '\0';
+		char *p = line, *tail = sep + 3;
+		if (sscanf(field(&p), "%u", &m.id) != 1 || sscanf(field(&p), "%u", &m.parent) != 1 ||
+		    sscanf(field(&p), "%u:%u", &maj, &min) != 2)
+			goto bad;
+		m.dev = makedev(maj, min);
+		m.root = field(&p);
+		m.point = field(&p);
+		m.opts = field(&p);
+		m.fields = p;
+		m.fstype = field(&tail);
+		m.source = field(&tail);
+		m.super = field(&tail);
+		unescape(m.root);
+		unescape(m.point);
+		unescape(m.source);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			struct mi *na = realloc(all, cap * sizeof(*all));
+			if (!na)
+				goto nomem;
+			all = na;
+		}
+		all[n++] = m;
+	}
+	*ret = all;
+	*ret_n = n;
+	return 0;
+nomem:
+	free(all);
+	return -ENOMEM;
+bad:
+	free(all);
+	return -EINVAL;
+}
+
+/* The mount whose parent is not listed: the root of what the reader sees. */
+static const struct mi *top(const struct mi *all, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool has_parent = false;
+		for (size_t j = 0; j < n && !has_parent; j++)
+			has_parent = i != j && all[j].id == all[i].parent;
+		if (!has_parent)
+			return &all[i];
+	}
+	return NULL;
+}
+
+static uint32_t mount_flags(const char *opts)
+{
+	static const struct {
+		const char *name;
+		uint32_t flag;
+	} names[] = { { "ro", MS_RDONLY },	   { "nosuid", MS_NOSUID },
+		      { "nodev", MS_NODEV },	   { "noexec", MS_NOEXEC },
+		      { "noatime", MS_NOATIME },   { "nodiratime", MS_NODIRATIME },
+		      { "relatime", MS_RELATIME }, { "strictatime", MS_STRICTATIME } };
+	uint32_t f = 0;
+	for (const char *o = opts; *o;) {
+		size_t k = strcspn(o, ",");
+		for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+			if (strlen(names[i].name) == k && !strncmp(o, names[i].name, k))
+				f |= names[i].flag;
+		o += k + (o[k] == ',');
+	}
+	return f;
+}
+
+/* --- checkpoint -------------------------------------------------------- */
+
+static bool same_mntns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	return stat(path, &a) < 0 || (stat("/proc/self/ns/mnt", &b) == 0 && a.st_ino == b.st_ino &&
+				       a.st_dev == b.st_dev);
+}
+
+static char *keep(struct mnt_ckpt *s, char *str)
+{
+	char **ns = str ? realloc(s->strs, (s->nstrs + 1) * sizeof(*ns)) : NULL;
+	if (!ns) {
+		free(str);
+		return NULL;
+	}
+	s->strs = ns;
+	return s->strs[s->nstrs++] = str;
+}
+
+static bool has_prefix_dir(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (!strcmp(dir, "/"))
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+/* Is c overmounted at its own mount point by a later mount of the list? */
+static bool stacked(const struct mi *all, size_t n, const struct mi *c)
+{
+	for (size_t i = (size_t)(c - all) + 1; i < n; i++)
+		if (!strcmp(all[i].point, c->point))
+			return true;
+	return false;
+}
+
+/*
+ * c as a bind of the host's: the path of its root in ckpt's namespace
+ * (malloc'd), found through a mount of its device there whose root holds
+ * c's root; NULL if the file system is not mounted in ckpt's namespace.
+ */
+static char *host_path(const struct mi *c, const struct mi *host, size_t nhost)
+{
+	const struct mi *best = NULL;
+	for (size_t i = 0; i < nhost; i++)
+		if (host[i].dev == c->dev && has_prefix_dir(c->root, host[i].root) &&
+		    (!best || strlen(host[i].root) > strlen(best->root)))
+			best = &host[i];
+	if (!best)
+		return NULL;
+	const char *rest = c->root + (strcmp(best->root, "/") ? strlen(best->root) : 0);
+	char *out = NULL;
+	if (asprintf(&out, "%s%s", strcmp(best->point, "/") || !*rest ? best->point : "",
+		     rest) < 0)
+		return NULL;
+	return out;
+}
+
+/* Why a mount of c's type cannot be saved, or NULL. */
+static const char *fs_refusal(const struct mi *c)
+{
+	const char *t = c->fstype;
+	if (!strncmp(t, "nfs", 3) || !strcmp(t, "cifs") || !strcmp(t, "smb3") || !strcmp(t, "9p"))
+		return "network file systems are not supported (their files are on a server)";
+	if (!strncmp(t, "fuse", 4))
+		return "FUSE mounts are not supported yet (their files come from a process)";
+	return NULL;
+}
+
+static bool own_type(const char *t)
+{
+	return !strcmp(t, "proc") || !strcmp(t, "sysfs") || !strcmp(t, "devpts") ||
+	       !strcmp(t, "mqueue") || !strcmp(t, "tmpfs") || !strcmp(t, "overlay");
+}
+
+/*
+ * The directories of an overlay's options (lowerdir=A:B,upperdir=U,
+ * workdir=W,...): pointers into copy (modified), the first lower first;
+ * their number, or -EINVAL (no lowerdir, or more than max).
+ */
+static int overlay_dirs(char *copy, char **dirs, int max)
+{
+	int n = 0;
+	bool lower = false;
+	for (char *save = NULL, *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		bool is_lower = !strncmp(o, "lowerdir=", 9);
+		char *v = is_lower ? o + 9 : !strncmp(o, "upperdir=", 9) ? o + 9
+					 : !strncmp(o, "workdir=", 8)	 ? o + 8
+									 : NULL;
+		if (!v)
+			continue;
+		lower |= is_lower;
+		for (char *s2 = NULL, *d = strtok_r(v, ":", &s2); d; d = strtok_r(NULL, ":", &s2)) {
+			if (n == max || (!is_lower && d != v))
+				return -EINVAL;
+			dirs[n++] = d;
+		}
+	}
+	return lower ? n : -EINVAL;
+}
+
+/* The options of a new instance: its super options without rw/ro, uid=
+ * and gid= as the container sees them (a tmpfs made in a user namespace
+ * shows its owner as ckpt sees it). */
+static char *instance_data(struct ckpt_ctx *ctx, const struct mi *c)
+{
+	const char *o = c->super;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	if (!strcmp(c->fstype, "devpts"))
+		fputs("newinstance", f);
+	for (; *o;) {
+		size_t k = strcspn(o, ",");
+		unsigned id;
+		bool first = ftell(f) == 0;
+		if ((k == 2 && (!strncmp(o, "rw", 2) || !strncmp(o, "ro", 2))))
+			;
+		else if (sscanf(o, "uid=%u", &id) == 1)
+			fprintf(f, "%suid=%u", first ? "" : ",", ns_uid_inside(ctx, id));
+		else if (sscanf(o, "gid=%u", &id) == 1)
+			fprintf(f, "%sgid=%u", first ? "" : ",", ns_gid_inside(ctx, id));
+		else
+			fprintf(f, "%s%.*s", first ? "" : ",", (int)k, o);
+		o += k + (o[k] == ',');
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* One mount into e, or why it cannot be saved. */
+static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
+			      size_t n,
+			      const struct mi *host, size_t nhost, const struct mi *c,
+			      MountEntry *e)
+{
+	const char *why = fs_refusal(c);
+	if (why)
+		return why;
+	e->id = c->id;
+	e->point = c->point;
+	e->fstype = c->fstype;
+	e->flags = mount_flags(c->opts);
+	if (strstr(c->fields, "shared:")) {
+		e->has_propagation = e->has_peer = true;
+		e->propagation = MS_SHARED;
+		e->peer = (uint32_t)atoi(strstr(c->fields, "shared:") + 7);
+	}
+	if (strstr(c->fields, "master:"))
+		return "slave mounts (propagation from a master) are not supported yet";
+	if (strstr(c->fields, "unbindable")) {
+		e->has_propagation = true;
+		e->propagation = MS_UNBINDABLE;
+	}
+	char *hp = strcmp(c->fstype, "sysfs") ? host_path(c, host, nhost) : NULL;
+	if (hp) {
+		char via[4200];
+		struct stat a, b;
+		e->has_bind = e->bind = true;
+		if (!(e->source = keep(s, hp)))
+			return "out of memory";
+		snprintf(via, sizeof(via), "/proc/%d/root%s", s->pid, c->point);
+		if (!stacked(all, n, c) &&
+		    (stat(hp, &a) < 0 || stat(via, &b) < 0 || a.st_dev != b.st_dev ||
+		     a.st_ino != b.st_ino))
+			return "a bind whose host path is not the directory or file bound (moved, "
+			       "or hidden under another mount)";
+		return NULL;
+	}
+	if (!own_type(c->fstype))
+		return !strncmp(c->source, "/dev/", 5)
+			       ? "block-device mounts are not supported (the device is not saved)"
+			       : "a file system ckpt cannot make again";
+	if (strcmp(c->root, "/"))
+		return "a part of a file system of its own bound elsewhere is not supported yet";
+	e->source = c->source;
+	if (!(e->data = keep(s, instance_data(ctx, c))))
+		return "out of memory";
+	return NULL;
+}
+
+/* The mounts in an order with parents first (mountinfo's, mostly). */
+static int order(const struct mi *all, size_t n, const struct mi *root, size_t *ord)
+{
+	size_t k = 0;
+	bool *done = calloc(n, sizeof(*done));
+	if (!done)
+		return -ENOMEM;
+	ord[k++] = (size_t)(root - all);
+	done[ord[0]] = true;
+	for (bool more = true; more;) {
+		more = false;
+		for (size_t i = 0; i < n; i++) {
+			if (done[i])
+				continue;
+			for (size_t j = 0; j < k; j++)
+				if (all[ord[j]].id == all[i].parent) {
+					done[i] = more = true;
+					ord[k++] = i;
+					break;
+				}
+		}
+	}
+	free(done);
+	return k == n ? 0 : -EINVAL;
+}
+
+static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, char *htext)
+{
+	_cleanup_free_ struct mi *all = NULL, *host = NULL;
+	_cleanup_free_ size_t *ord = NULL;
+	size_t n, nhost;
+	if (parse_mountinfo(text, &all, &n) < 0 || parse_mountinfo(htext, &host, &nhost) < 0 ||
+	    !n || n > MNT_MAX)
+		return log_fail(&ctx->log, -EINVAL, "pid %d: cannot parse its mountinfo", s->pid);
+	const struct mi *root = top(all, n), *hroot = top(host, nhost);
+	if (!root || !hroot)
+		return log_fail(&ctx->log, -EINVAL, "pid %d: its mountinfo has no root", s->pid);
+	if (root->dev == hroot->dev && !strcmp(root->root, hroot->root))
+		return 1; /* the host's root: no tree of its own */
+	s->ents = calloc(n, sizeof(*s->ents));
+	s->ptrs = calloc(n, sizeof(*s->ptrs));
+	s->devs = calloc(n, sizeof(*s->devs));
+	ord = calloc(n, sizeof(*ord));
+	if (!s->ents || !s->ptrs || !s->devs || !ord)
+		return -ENOMEM;
+	if (order(all, n, root, ord) < 0)
+		return log_fail(&ctx->log, -EINVAL, "pid %d: its mounts do not form a tree", s->pid);
+	for (size_t i = 0; i < n; i++) {
+		const struct mi *c = &all[ord[i]];
+		MountEntry *e = &s->ents[i];
+		mount_entry__init(e);
+		const char *why = save_mount(ctx, s, all, n, host, nhost, c, e);
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, %s): %s",
+					s->pid, c->point, c->fstype, c->source, why);
+		e->parent = c == root ? 0 : c->parent;
+		s->ptrs[i] = e;
+		s->devs[i] = c->dev;
+	}
+	if (!s->ents[0].bind && strcmp(s->ents[0].fstype, "overlay"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: its root is neither a directory of the host nor an overlay; "
+				"not supported yet",
+				s->pid);
+	s->tree.n_mounts = n;
+	s->tree.mounts = s->ptrs;
+	return 0;
+}
+
+static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	if (t != &ctx->tasks[0] || !ctx->container || same_mntns(t->pid))
+		return 0;
+	char *text = NULL;
+	_cleanup_free_ char *htext = NULL;
+	int r = proc_read(t->pid, "mountinfo", &text, NULL);
+	if (r >= 0)
+		r = proc_read(0, "mountinfo", &htext, NULL);
+	if (r < 0) {
+		free(text);
+		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo: %s", t->pid,
+				strerror(-r));
+	}
+	struct mnt_ckpt *s = task_state(t, KIND_mnt, sizeof(*s));
+	if (!s)
+		free(text);
+	/* the strings of the entries point into text, which the state keeps */
+	if (!s || !keep(s, text))
+		return -ENOMEM;
+	mount_tree__init(&s->tree);
+	s->pid = t->pid;
+	r = collect_tree(ctx, s, text, htext);
+	if (r == 1) /* the host's root: no tree of its own, no record */
+		s->tree.n_mounts = 0;
+	if (r >= 0 && s->tree.n_mounts)
+		log_info(&ctx->log, "pid %d: a root of its own, %zu mounts", t->pid,
+			 s->tree.n_mounts);
+	return r < 0 ? r : 0;
+}
+
+static const struct mnt_ckpt *tree_of(struct ckpt_ctx *ctx)
+{
+	const struct mnt_ckpt *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
+	return s && s->tree.n_mounts ? s : NULL;
+}
+
+bool mnt_own_root(struct ckpt_ctx *ctx)
+{
+	return tree_of(ctx) != NULL;
+}
+
+const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len)
+{
+	const struct mnt_ckpt *s = tree_of(ctx);
+	int n = s && path[0] == '/' ? snprintf(buf, len, "/proc/%d/root%s", s->pid, path) : -1;
+	return n > 0 && (size_t)n < len ? buf : path;
+}
+
+bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
+{
+	const struct mnt_ckpt *s = tree_of(ctx);
+	char via[4200];
+	struct stat in;
+	if (!s || path[0] != '/')
+		return false;
+	snprintf(via, sizeof(via), "/proc/%d/root%s", s->pid, path);
+	return lstat(via, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
+}
+
+/* Device nodes a tmpfs may hold: those of a minimal /dev. */
+static bool dev_allowed(mode_t mode, dev_t rdev)
+{
+	unsigned maj = major(rdev), min = minor(rdev);
+	return S_ISCHR(mode) && ((maj == 1 && (min == 3 || min == 5 || min == 7 || min == 8 ||
+					       min == 9)) ||
+				 (maj == 5 && (min == 0 || min == 2)));
+}
+
+struct walk {
+	struct ckpt_ctx *ctx;
+	const MountEntry *m;
+	dev_t dev;
+	char path[4096]; /* relative to the tmpfs's root */
+};
+
+static int write_file(struct walk *w, int dfd, const char *name, const struct stat *st)
+{
+	TmpfsFile f;
+	_cleanup_free_ char *data = NULL;
+	char target[4096];
+	tmpfs_file__init(&f);
+	f.mount = w->m->id;
+	f.path = w->path;
+	f.mode = st->st_mode;
+	f.uid = ns_uid_inside(w->ctx, st->st_uid);
+	f.gid = ns_gid_inside(w->ctx, st->st_gid);
+	f.has_atime_ns = f.has_mtime_ns = true;
+	f.atime_ns = st->st_atim.tv_sec * 1000000000ull + st->st_atim.tv_nsec;
+	f.mtime_ns = st->st_mtim.tv_sec * 1000000000ull + st->st_mtim.tv_nsec;
+	if (st->st_dev != w->dev) { /* a mount point: what it is, empty */
+		f.mode = S_ISDIR(st->st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644;
+		f.uid = f.gid = 0;
+	} else if (S_ISLNK(st->st_mode)) {
+		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = '\0';
+		f.target = target;
+	} else if (S_ISREG(st->st_mode)) {
+		_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		size_t len = (size_t)st->st_size, got = 0;
+		if (fd < 0 || !(data = malloc(len ? len : 1)))
+			return fd < 0 ? -errno : -ENOMEM;
+		while (got < len) {
+			ssize_t r = read(fd, data + got, len - got);
+			if (r <= 0)
+				return r < 0 ? -errno : -EIO;
+			got += (size_t)r;
+		}
+		f.has_data = f.has_size = true;
+		f.data.data = (uint8_t *)data;
+		f.data.len = len;
+		f.size = len;
+	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
+		if (!dev_allowed(st->st_mode, st->st_rdev))
+			return log_fail(&w->ctx->log, -EOPNOTSUPP,
+					"mount %s (tmpfs): the device node '%s' is not one of a "
+					"minimal /dev; not supported",
+					w->m->point, w->path);
+		f.has_rdev = true;
+		f.rdev = st->st_rdev;
+	} else if (S_ISSOCK(st->st_mode)) {
+		return 0; /* a unix socket's name: the unix kind's */
+	}
+	return ctx_write_msg(w->ctx, MNT_FILE, &f.base);
+}
+
+/* Every entry of the directory dfd (at w->path), depth first. */
+static int walk_dir(struct walk *w, int dfd, int depth)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	int dup_fd = dup(dfd);
+	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return -errno;
+	}
+	if (depth > 64)
+		return -ELOOP;
+	size_t len = strlen(w->path);
+	for (struct dirent *de; (de = readdir(d));) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		if (snprintf(w->path + len, sizeof(w->path) - len, "%s%s", len ? "/" : "",
+			     de->d_name) >= (int)(sizeof(w->path) - len))
+			return -ENAMETOOLONG;
+		int r = write_file(w, dfd, de->d_name, &st);
+		if (r >= 0 && S_ISDIR(st.st_mode) && st.st_dev == w->dev) {
+			_cleanup_close_ int sub =
+				openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = sub < 0 ? -errno : walk_dir(w, sub, depth + 1);
+		}
+		w->path[len] = '\0';
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int dump_tmpfs(struct ckpt_ctx *ctx, const struct mnt_ckpt *s, size_t i)
+{
+	struct walk w = { .ctx = ctx, .m = s->ptrs[i], .dev = s->devs[i] };
+	char via[4200];
+	struct stat st;
+	snprintf(via, sizeof(via), "/proc/%d/root%s", s->pid, w.m->point);
+	_cleanup_close_ int fd = open(via, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = fd < 0 || fstat(fd, &st) < 0 ? -errno : 0;
+	if (r >= 0 && st.st_dev != w.dev)
+		r = -EBUSY; /* another mount over it */
+	if (r >= 0)
+		r = write_file(&w, fd, ".", &st);
+	if (r >= 0)
+		r = walk_dir(&w, fd, 0);
+	if (r < 0 && !ctx->log.errors)
+		log_error(&ctx->log, "pid %d: mount %s (tmpfs): cannot save its files%s%s: %s",
+			  s->pid, w.m->point, w.path[0] ? " at " : "", w.path, strerror(-r));
+	return r;
+}
+
+static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)
+{
+	const struct mnt_ckpt *s = t->kstate[KIND_mnt];
+	if (!s || !s->tree.n_mounts)
+		return 0;
+	int r = ctx_write_msg(ctx, MNT_TREE, &s->tree.base);
+	for (size_t i = 0; r >= 0 && i < s->tree.n_mounts; i++)
+		if (!s->ptrs[i]->bind && !strcmp(s->ptrs[i]->fstype, "tmpfs"))
+			r = dump_tmpfs(ctx, s, i);
+	return r;
+}
+
+static void mnt_free_state(void *state)
+{
+	struct mnt_ckpt *s = state;
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nstrs; i++)
+		free(s->strs[i]);
+	free(s->strs);
+	free(s->ents);
+	free(s->ptrs);
+	free(s->devs);
+	free(s);
+}
+
+/* --- restart ----------------------------------------------------------- */
+
+struct mnt_rst {
+	MountTree *tree;
+	TmpfsFile **files;
+	size_t nfiles;
+};
+
+static const struct mnt_rst *rst_of(struct rst_ctx *ctx)
+{
+	const struct mnt_rst *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
+	return s && s->tree ? s : NULL;
+}
+
+bool mnt_rst_tree(struct rst_ctx *ctx)
+{
+	return rst_of(ctx) != NULL;
+}
+
+int mnt_rst_path(struct rst_ctx *ctx, const char *path, char *buf, size_t len)
+{
+	if (!rst_of(ctx))
+		return -ENOENT;
+	int n = snprintf(buf, len, "/proc/%d/root%s", (int)ctx->tasks[0].pup.pid, path);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* A path inside the container: absolute (rel: relative), no "." or ".." parts. */
+static bool clean_path(const char *p, bool rel)
+{
+	if (strlen(p) >= 4000 || (rel ? p[0] == '/' : p[0] != '/'))
+		return false;
+	for (const char *c = p; *c;) {
+		while (*c == '/')
+			c++;
+		size_t k = strcspn(c, "/");
+		if ((k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += k;
+	}
+	return true;
+}
+
+static bool data_ok(const char *d)
+{
+	return !d || (strlen(d) < 256 && strspn(d, "abcdefghijklmnopqrstuvwxyz"
+						   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=,_.%-") ==
+					     strlen(d));
+}
+
+/* An overlay's options: its directories clean absolute paths, the other
+ * options plain words. */
+static bool overlay_ok(const char *d)
+{
+	char *copy = d && strlen(d) < 8192 ? strdup(d) : NULL, *dirs[20];
+	int n = copy ? overlay_dirs(copy, dirs, 20) : -EINVAL;
+	bool ok = n > 0;
+	for (int i = 0; ok && i < n; i++)
+		ok = clean_path(dirs[i], false) && !strchr(dirs[i], '\\');
+	free(copy);
+	for (const char *o = d; ok && *o;) {
+		size_t k = strcspn(o, ",");
+		if (strncmp(o, "lowerdir=", 9) && strncmp(o, "upperdir=", 9) &&
+		    strncmp(o, "workdir=", 8))
+			ok = strcspn(o, "/:") >= k;
+		o += k + (o[k] == ',');
+	}
+	return ok;
+}
+
+static const char *entry_invalid(const MountTree *tree, size_t i)
+{
+	const MountEntry *e = tree->mounts[i];
+	bool parent = i == 0 ? e->parent == 0 && !strcmp(e->point, "/") : false;
+	for (size_t j = 0; j < i; j++) {
+		parent |= tree->mounts[j]->id == e->parent;
+		if (tree->mounts[j]->id == e->id)
+			return "a mount id given twice";
+	}
+	if (!parent)
+		return "a mount before its parent (the root first)";
+	if (!clean_path(e->point, false))
+		return "a mount point that is not a clean absolute path";
+	if (e->bind ? !e->source || !clean_path(e->source, false) : !own_type(e->fstype))
+		return "a bind without an absolute source, or a file system ckpt cannot make";
+	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
+	if (i == 0 && !e->bind && !overlay)
+		return "a root that is neither a bind nor an overlay";
+	if ((e->flags & ~(uint32_t)MNT_FLAGS) || !(overlay ? overlay_ok(e->data) : data_ok(e->data)))
+		return "flags or options not valid";
+	if (e->has_propagation && e->propagation != MS_SHARED && e->propagation != MS_UNBINDABLE)
+		return "a propagation not valid";
+	return NULL;
+}
+
+static int load_tree(struct rst_ctx *ctx, struct rst_task *t, struct mnt_rst *s,
+		     const struct img_record *rec)
+{
+	if (s->tree)
+		return log_fail(&ctx->log, -EINVAL, "record %u: a second mount tree", rec->index);
+	if (!(s->tree = rctx_unpack(ctx, rec, &mount_tree__descriptor)))
+		return -EINVAL;
+	if (!s->tree->n_mounts || s->tree->n_mounts > MNT_MAX || t != &ctx->tasks[0])
+		return log_fail(&ctx->log, -EINVAL, "record %u: a mount tree not valid", rec->index);
+	for (size_t i = 0; i < s->tree->n_mounts; i++) {
+		const char *why = entry_invalid(s->tree, i);
+		if (why)
+			return log_fail(&ctx->log, -EINVAL, "record %u: mount %zu: %s", rec->index, i,
+					why);
+	}
+	return 0;
+}
+
+static const MountEntry *find_mount(const struct mnt_rst *s, uint32_t id)
+{
+	for (size_t i = 0; s->tree && i < s->tree->n_mounts; i++)
+		if (s->tree->mounts[i]->id == id)
+			return s->tree->mounts[i];
+	return NULL;
+}
+
+static int load_file(struct rst_ctx *ctx, struct mnt_rst *s, const struct img_record *rec)
+{
+	TmpfsFile *f = rctx_unpack(ctx, rec, &tmpfs_file__descriptor);
+	if (!f)
+		return -EINVAL;
+	TmpfsFile **nf = realloc(s->files, (s->nfiles + 1) * sizeof(*nf));
+	if (!nf) {
+		tmpfs_file__free_unpacked(f, NULL);
+		return -ENOMEM;
+	}
+	s->files = nf;
+	s->files[s->nfiles++] = f;
+	const MountEntry *m = find_mount(s, f->mount);
+	mode_t type = f->mode & S_IFMT;
+	bool ok = m && !m->bind && !strcmp(m->fstype, "tmpfs") &&
+		  (!f->path[0] || clean_path(f->path, true)) &&
+		  (type == S_IFDIR || type == S_IFREG || type == S_IFLNK || type == S_IFIFO ||
+		   type == S_IFCHR) &&
+		  (type != S_IFLNK || f->target) && (type != S_IFCHR || dev_allowed(f->mode, f->rdev)) &&
+		  (f->path[0] || type == S_IFDIR) &&
+		  (!f->has_data || f->data.len <= f->size);
+	if (!ok)
+		return log_fail(&ctx->log, -EINVAL, "record %u: a tmpfs file not valid", rec->index);
+	return 0;
+}
+
+static int mnt_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	struct mnt_rst *s = t->kstate[KIND_mnt];
+	if (!s && !(s = t->kstate[KIND_mnt] = calloc(1, sizeof(*s))))
+		return -ENOMEM;
+	if (rec->type == MNT_TREE)
+		return load_tree(ctx, t, s, rec);
+	if (rec->type == MNT_FILE)
+		return load_file(ctx, s, rec);
+	return log_fail(&ctx->log, -EINVAL, "record %u: unknown mnt subtype %u", rec->index,
+			REC_SUB(rec->type));
+}
+
+static long put_str(struct puppet *p, size_t off, const char *s)
+{
+	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
+}
+
+/* The container's ids as ckpt sees them: its user namespace's maps, read
+ * from the puppet (written at "spawn root"; the identity without one). */
+struct idmaps {
+	char uid[512], gid[512];
+};
+
+static int read_map(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* id inside, mapped by map ("inside outside count" lines); -1 if unmapped. */
+static int64_t outside(const char *map, uint32_t id)
+{
+	for (const char *p = map; *p;) {
+		unsigned long in, out, count;
+		int used;
+		if (sscanf(p, " %lu %lu %lu%n", &in, &out, &count, &used) != 3)
+			break;
+		if (id >= in && id - in < count)
+			return (int64_t)(out + (id - in));
+		p += used;
+	}
+	return -1;
+}
+
+/*
+ * The directory that holds path (relative to the tmpfs's root top), an
+ * O_PATH fd, found without following any symlink or leaving the tmpfs (the
+ * image's own symlinks must not lead ckpt's writes elsewhere); *ret_name
+ * the last component ("." for the root itself).
+ */
+static int parent_of(int top, const char *path, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	*ret_name = !path[0] ? "." : slash ? slash + 1 : path;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+	long fd = syscall(SYS_openat2, top, dir, &how, sizeof(how));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* One file of a tmpfs, made from ckpt's side under the tmpfs's root top. */
+static int make_file(const TmpfsFile *f, int top, const struct idmaps *ids)
+{
+	int64_t uid = outside(ids->uid, f->uid), gid = outside(ids->gid, f->gid);
+	const char *name;
+	if (uid < 0 || gid < 0)
+		return -EOVERFLOW;
+	_cleanup_close_ int dfd = parent_of(top, f->path, &name);
+	if (dfd < 0)
+		return dfd;
+	mode_t perm = f->mode & 07777;
+	int r = 0;
+	switch (f->mode & S_IFMT) {
+	case S_IFDIR:
+		r = f->path[0] && mkdirat(dfd, name, 0700) < 0 ? -errno : 0;
+		break;
+	case S_IFLNK:
+		r = symlinkat(f->target, dfd, name) < 0 ? -errno : 0;
+		break;
+	case S_IFIFO:
+	case S_IFCHR:
+		r = mknodat(dfd, name, f->mode & (S_IFMT | 07777), (dev_t)f->rdev) < 0 ? -errno : 0;
+		break;
+	case S_IFREG: {
+		_cleanup_close_ int fd =
+			openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		for (size_t done = 0; done < f->data.len;) {
+			ssize_t w = write(fd, f->data.data + done, f->data.len - done);
+			if (w < 0)
+				return -errno;
+			done += (size_t)w;
+		}
+		if (ftruncate(fd, (off_t)f->size) < 0)
+			return -errno;
+		break;
+	}
+	}
+	if (r >= 0 && fchownat(dfd, name, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
+	if (r >= 0 && !S_ISLNK(f->mode) && fchmodat(dfd, name, perm, 0) < 0)
+		r = -errno;
+	return r;
+}
+
+/* The files of the tmpfs m, at via; their times last, children first. */
+static int fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountEntry *m,
+		      const char *via)
+{
+	_cleanup_close_ int dfd = open(via, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct idmaps ids;
+	pid_t pid = ctx->tasks[0].pup.pid;
+	if (dfd < 0)
+		return log_fail(&ctx->log, -errno, "mount %s (tmpfs): cannot open it: %m", m->point);
+	if (read_map(pid, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
+	    read_map(pid, "gid_map", ids.gid, sizeof(ids.gid)) < 0)
+		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its id maps", pid);
+	for (size_t i = 0; i < s->nfiles; i++) {
+		const TmpfsFile *f = s->files[i];
+		int r = f->mount == m->id ? make_file(f, dfd, &ids) : 0;
+		if (r < 0)
+			return log_fail(&ctx->log, r, "mount %s (tmpfs): cannot make '%s': %s",
+					m->point, f->path, strerror(-r));
+	}
+	for (size_t i = s->nfiles; i-- > 0;) {
+		const TmpfsFile *f = s->files[i];
+		struct timespec ts[2] = { { (time_t)(f->atime_ns / 1000000000),
+					    (long)(f->atime_ns % 1000000000) },
+					  { (time_t)(f->mtime_ns / 1000000000),
+					    (long)(f->mtime_ns % 1000000000) } };
+		const char *name;
+		_cleanup_close_ int pfd = f->mount == m->id ? parent_of(dfd, f->path, &name) : -1;
+		if (pfd >= 0)
+			utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW);
+	}
+	return 0;
+}
+
+/* Mount m in the puppet at root + its point (the new tree, not yet "/"). */
+static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s,
+		      const MountEntry *m, const char *root)
+{
+	struct puppet *p = &t->pup;
+	char target[4200], via[4300];
+	struct stat st;
+	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") ? m->point : "");
+	snprintf(via, sizeof(via), "/proc/%d/root%s", p->pid, target);
+	if (m->bind && stat(m->source, &st) < 0)
+		return log_fail(&ctx->log, -errno, "mount %s: its source '%s' is gone: %m", m->point,
+				m->source);
+	if (lstat(via, &st) < 0)
+		return log_fail(&ctx->log, -errno, "mount %s: its mount point is missing: %m",
+				m->point);
+	if (!m->bind && !strcmp(m->fstype, "overlay")) {
+		_cleanup_free_ char *copy = strdup(m->data);
+		char *dirs[20];
+		int n = copy ? overlay_dirs(copy, dirs, 20) : -ENOMEM;
+		for (int i = 0; i < n; i++)
+			if (stat(dirs[i], &st) < 0)
+				return log_fail(&ctx->log, -errno,
+						"mount %s (overlay): its layer '%s' is gone: %m",
+						m->point, dirs[i]);
+	}
+	long r = m->bind ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
+					  put_str(p, 8192, target), 0, MS_BIND, 0)
+			 : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
+					  put_str(p, 8192, target), put_str(p, 4096, m->fstype),
+					  m->flags & ~(uint32_t)MS_RDONLY,
+					  m->data ? put_str(p, 16384, m->data) : 0);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "mount %s (%s%s%s): cannot mount it: %s",
+				m->point, m->bind ? "bind of '" : m->fstype, m->bind ? m->source : "",
+				m->bind ? "'" : "", strerror((int)-r));
+	if (!m->bind && !strcmp(m->fstype, "tmpfs"))
+		return fill_tmpfs(ctx, s, m, via);
+	return 0;
+}
+
+/* Flags and propagation of m, once every mount is made. */
+static int finish_mount(struct rst_ctx *ctx, struct rst_task *t, const MountEntry *m,
+			const char *root)
+{
+	struct puppet *p = &t->pup;
+	char target[4200];
+	long r = 0;
+	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") ? m->point : "");
+	if (m->bind || (m->flags & MS_RDONLY))
+		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0,
+				   MS_REMOUNT | MS_BIND | m->flags, 0);
+	if (r >= 0 && m->has_propagation)
+		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, m->propagation, 0);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "mount %s: cannot set its flags: %s", m->point,
+				strerror((int)-r));
+	return 0;
+}
+
+static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
+{
+	const struct mnt_rst *s = rst_of(ctx);
+	struct puppet *p = &t->pup;
+	if (!s)
+		return 0;
+	/* the new root is made on its host directory, or an overlay on its
+	 * first lower layer (hidden in the puppet's namespace only) */
+	const MountEntry *top = s->tree->mounts[0];
+	_cleanup_free_ char *copy = top->bind ? NULL : strdup(top->data);
+	char *dirs[20];
+	if (!top->bind && (!copy || overlay_dirs(copy, dirs, 20) < 1))
+		return -ENOMEM;
+	const char *root = top->bind ? top->source : dirs[0];
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
+		r = make_mount(ctx, t, s, s->tree->mounts[i], root);
+	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
+		r = finish_mount(ctx, t, s->tree->mounts[i], root);
+	if (r < 0)
+		return r;
+	long c = puppet_syscall(p, SYS_chdir, put_str(p, 0, root));
+	if (c >= 0)
+		c = puppet_syscall(p, SYS_pivot_root, put_str(p, 0, "."), put_str(p, 8, "."));
+	if (c >= 0)
+		c = puppet_syscall(p, SYS_umount2, put_str(p, 0, "."), MNT_DETACH);
+	if (c >= 0)
+		c = puppet_syscall(p, SYS_chdir, put_str(p, 0, "/"));
+	if (c < 0)
+		return log_fail(&ctx->log, (int)c, "pivot_root into the container's root '%s': %s",
+				root, strerror((int)-c));
+	log_debug(&ctx->log, "container: %zu mounts made, %zu tmpfs files", s->tree->n_mounts,
+		  s->nfiles);
+	return 0;
+}
+
+static void mnt_free_rstate(void *state)
+{
+	struct mnt_rst *s = state;
+	if (!s)
+		return;
+	if (s->tree)
+		mount_tree__free_unpacked(s->tree, NULL);
+	for (size_t i = 0; i < s->nfiles; i++)
+		tmpfs_file__free_unpacked(s->files[i], NULL);
+	free(s->files);
+	free(s);
+}
+
+static const ProtobufCMessageDescriptor *mnt_descriptor(uint32_t sub)
+{
+	return sub == REC_SUB(MNT_TREE)	  ? &mount_tree__descriptor
+	       : sub == REC_SUB(MNT_FILE) ? &tmpfs_file__descriptor
+					  : NULL;
+}
+
+const struct kind_ops mnt_ops = {
+	.collect = mnt_collect,
+	.dump = mnt_dump,
+	.load = mnt_load,
+	.root_ready = mnt_root_ready,
+	.free_state = mnt_free_state,
+	.free_rstate = mnt_free_rstate,
+	.descriptor = mnt_descriptor,
+};

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A container's mount tree (mnt.c): what the file kinds ask of it. Only a
+ * container with a root of its own (ckpt run --root) has one; for any
+ * other image these say "no tree" and paths are the host's.
+ */
+#ifndef CKPT_KINDS_MNT_H
+#define CKPT_KINDS_MNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct ckpt_ctx;
+struct rst_ctx;
+struct stat;
+
+/* Checkpoint, once the root is collected: has the container a root (a
+ * mount tree) of its own? */
+bool mnt_own_root(struct ckpt_ctx *ctx);
+/* Checkpoint, once the root is collected: does path, as the container's
+ * tasks see it, lead through its root to the file st (so that a restart
+ * opens it through the new tree)? False without a tree of its own. */
+bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st);
+/* Checkpoint: path as the container's tasks see it, as ckpt can open it
+ * (buf: through the root's /proc/PID/root), or path itself without a tree. */
+const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len);
+
+/* Restart: the image has a mount tree, made at "root ready". */
+bool mnt_rst_tree(struct rst_ctx *ctx);
+/* Restart, from "root ready" on: path of the container as ckpt opens it
+ * (through the root's /proc/PID/root); -ENOENT without a tree. */
+int mnt_rst_path(struct rst_ctx *ctx, const char *path, char *buf, size_t len)
+	__attribute__((warn_unused_result));
+
+#endif

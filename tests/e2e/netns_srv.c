@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A TCP server as pid 1 of `ckpt run --net` (flow netns): it changes its
+ * network namespace first (eth0's mtu, an IPv6 address on eth0, a route to
+ * 198.51.100.0/24 through the host end, three sysctls), notes what the
+ * namespace holds (links with index, mtu and up state, addresses, the
+ * IPv4 routes of /proc/net/route, the sysctls), listens on port 7777 and
+ * accepts the runner's connection from the host. Checkpointed with --kill
+ * and restarted, it checks from inside that the namespace holds the same,
+ * reads what the runner sent up to "END\n" on the same connection and
+ * answers, then accepts a new connection from the host and answers it.
+ *
+ * "netns_srv bridge": a bridge link (br7) is added to the namespace
+ * (rtnetlink) before ready; the checkpoint must refuse it by name. (A
+ * dummy link would do as well, but this kernel has no dummy driver.)
+ */
+#include "lib.h"
+
+/* before the linux headers, which then leave its names alone */
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/if_link.h>
+#include <linux/ipv6.h>
+#include <linux/netlink.h>
+#include <linux/route.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define PORT 7777
+
+static void write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	if (fd < 0 || write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		fail("write %s: %m", path);
+	close(fd);
+}
+
+static size_t cat(const char *path, char *out, size_t len, size_t at)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %m", path);
+	ssize_t n;
+	while (at < len - 1 && (n = read(fd, out + at, len - 1 - at)) > 0)
+		at += (size_t)n;
+	out[at] = 0;
+	close(fd);
+	return at;
+}
+
+/* Links, addresses, IPv4 routes and sysctls as text. */
+static void snapshot(char *out, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	size_t at = 0;
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (getifaddrs(&ifa) < 0 || s < 0)
+		fail("getifaddrs: %m");
+	for (i = ifa; i; i = i->ifa_next) {
+		char a[INET6_ADDRSTRLEN] = "-", m[INET6_ADDRSTRLEN] = "-";
+		int fam = i->ifa_addr ? i->ifa_addr->sa_family : 0;
+		struct ifreq r = { 0 };
+		snprintf(r.ifr_name, sizeof(r.ifr_name), "%s", i->ifa_name);
+		if (ioctl(s, SIOCGIFMTU, &r) < 0)
+			fail("SIOCGIFMTU %s: %m", i->ifa_name);
+		if (fam == AF_INET) {
+			inet_ntop(fam, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof(a));
+			inet_ntop(fam, &((struct sockaddr_in *)i->ifa_netmask)->sin_addr, m, sizeof(m));
+		} else if (fam == AF_INET6) {
+			inet_ntop(fam, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, a, sizeof(a));
+			inet_ntop(fam, &((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr, m, sizeof(m));
+		}
+		at += (size_t)snprintf(out + at, len - at, "%s index %u mtu %d %s fam %d %s %s\n",
+				       i->ifa_name, if_nametoindex(i->ifa_name), r.ifr_mtu,
+				       (i->ifa_flags & IFF_UP) ? "up" : "down", fam, a, m);
+	}
+	freeifaddrs(ifa);
+	close(s);
+	at = cat("/proc/net/route", out, len, at);
+	at = cat("/proc/sys/net/ipv4/ip_forward", out, len, at);
+	at = cat("/proc/sys/net/core/somaxconn", out, len, at);
+	cat("/proc/sys/net/ipv4/ip_local_port_range", out, len, at);
+}
+
+/* The namespace changed from what ckpt run made. */
+static void change_netns(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM, 0), s6 = socket(AF_INET6, SOCK_DGRAM, 0);
+	struct ifreq r = { .ifr_name = "eth0" };
+	r.ifr_mtu = 1400;
+	if (s < 0 || s6 < 0 || ioctl(s, SIOCSIFMTU, &r) < 0)
+		fail("eth0 mtu: %m");
+	struct in6_ifreq a6 = { .ifr6_prefixlen = 64, .ifr6_ifindex = (int)if_nametoindex("eth0") };
+	inet_pton(AF_INET6, "fd00:c0de::2", &a6.ifr6_addr);
+	if (ioctl(s6, SIOCSIFADDR, &a6) < 0)
+		fail("eth0 IPv6 address: %m");
+	/* through the host end, eth0's gateway (the default route's) */
+	FILE *f = fopen("/proc/net/route", "r");
+	char line[256];
+	unsigned gw = 0, dst;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %X %X", &dst, &gw) == 2 && dst == 0)
+			break;
+	if (f)
+		fclose(f);
+	if (!gw)
+		fail("no default route in the container");
+	struct rtentry rt = { .rt_flags = RTF_UP | RTF_GATEWAY, .rt_dev = "eth0" };
+	struct sockaddr_in *d = (struct sockaddr_in *)&rt.rt_dst, *g = (struct sockaddr_in *)&rt.rt_gateway,
+			   *m = (struct sockaddr_in *)&rt.rt_genmask;
+	d->sin_family = g->sin_family = m->sin_family = AF_INET;
+	inet_pton(AF_INET, "198.51.100.0", &d->sin_addr);
+	inet_pton(AF_INET, "255.255.255.0", &m->sin_addr);
+	g->sin_addr.s_addr = gw;
+	if (ioctl(s, SIOCADDRT, &rt) < 0)
+		fail("route to 198.51.100.0/24: %m");
+	close(s);
+	close(s6);
+	write_file("/proc/sys/net/ipv4/ip_forward", "1");
+	write_file("/proc/sys/net/core/somaxconn", "1234");
+	write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 50000");
+}
+
+/* A bridge named br7, by RTM_NEWLINK. */
+static void add_bridge(void)
+{
+	struct {
+		struct nlmsghdr h;
+		struct ifinfomsg i;
+		char attrs[64];
+	} req = { .h = { .nlmsg_type = RTM_NEWLINK,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK } };
+	size_t at = NLMSG_LENGTH(sizeof(req.i));
+	struct rtattr *ra = (struct rtattr *)((char *)&req + at);
+	ra->rta_type = IFLA_IFNAME;
+	ra->rta_len = RTA_LENGTH(4);
+	memcpy(RTA_DATA(ra), "br7", 4);
+	at += RTA_ALIGN(ra->rta_len);
+	struct rtattr *info = (struct rtattr *)((char *)&req + at);
+	info->rta_type = IFLA_LINKINFO;
+	struct rtattr *kind = RTA_DATA(info);
+	kind->rta_type = IFLA_INFO_KIND;
+	kind->rta_len = RTA_LENGTH(7);
+	memcpy(RTA_DATA(kind), "bridge", 7);
+	info->rta_len = RTA_LENGTH(RTA_ALIGN(kind->rta_len));
+	at += RTA_ALIGN(info->rta_len);
+	req.h.nlmsg_len = (uint32_t)at;
+	int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+	char buf[512];
+	if (s < 0 || send(s, &req, at, 0) < 0 || recv(s, buf, sizeof(buf), 0) < 0)
+		fail("netlink: %m");
+	struct nlmsgerr *e = NLMSG_DATA((struct nlmsghdr *)buf);
+	if (((struct nlmsghdr *)buf)->nlmsg_type == NLMSG_ERROR && e->error)
+		skip("cannot add a bridge: %s", strerror(-e->error));
+	close(s);
+}
+
+static int accept_one(int l)
+{
+	struct pollfd p = { .fd = l, .events = POLLIN };
+	if (poll(&p, 1, 30000) != 1)
+		fail("no connection from the host");
+	int c = accept(l, NULL, NULL);
+	if (c < 0)
+		fail("accept: %m");
+	return c;
+}
+
+int main(int argc, char **argv)
+{
+	static char before[16384], after[16384];
+	char buf[4096] = "";
+	size_t n = 0;
+
+	if (argc > 1 && !strcmp(argv[1], "bridge")) {
+		add_bridge();
+		test_ready();
+		test_wait();
+		pass();
+	}
+	change_netns();
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT) };
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0)
+		fail("listen: %m");
+	FILE *f = fopen("listening.tmp", "w");
+	if (!f || fprintf(f, "%d\n", PORT) < 0 || fclose(f) || rename("listening.tmp", "listening"))
+		fail("listening file: %m");
+	int c = accept_one(l);
+	struct pollfd p = { .fd = c, .events = POLLIN };
+	if (poll(&p, 1, 20000) != 1)
+		fail("the client sent nothing");
+	snapshot(before, sizeof(before));
+
+	test_ready();
+	test_wait();
+
+	snapshot(after, sizeof(after));
+	expect(!strcmp(before, after), "the namespace changed:\n--- before\n%s--- after\n%s", before,
+	       after);
+	while (n < sizeof(buf) - 1 && !strstr(buf, "END\n")) {
+		p = (struct pollfd){ .fd = c, .events = POLLIN };
+		if (poll(&p, 1, 30000) != 1)
+			fail("no data after %zu bytes: '%s'", n, buf);
+		ssize_t r = recv(c, buf + n, sizeof(buf) - 1 - n, 0);
+		if (r <= 0)
+			fail("recv after %zu bytes: %s", n, r < 0 ? strerror(errno) : "end of file");
+		n += (size_t)r;
+		buf[n] = 0;
+	}
+	char reply[4200];
+	int len = snprintf(reply, sizeof(reply), "got:%s", buf);
+	if (send(c, reply, (size_t)len, 0) != len)
+		fail("send the reply: %m");
+	close(c);
+	/* the address answers again: a new connection from the host */
+	c = accept_one(l);
+	if (send(c, "again\n", 6, 0) != 6)
+		fail("send on the new connection: %m");
+	close(c);
+	pass();
+}
