@@ -49,6 +49,7 @@ static void release_task(struct task *t)
 		t->kstate[k] = NULL;
 	}
 	proc_vmas_free(&t->vmas);
+	task_probes_free(t);
 }
 
 static void free_obj(int kind, void *ptr)
@@ -463,7 +464,7 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
 	th->pup.stub_ip = th->leader->pup.stub_ip;
-	return 0;
+	return seq_ckpt_probe(ctx, th);
 }
 
 /* Step "collect", ckpt's part for one seized task, before the kinds look. */
@@ -489,7 +490,7 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	return r;
+	return seq_ckpt_probe(ctx, t);
 }
 
 /* Step "seize": the whole tree held, its ids as the image keeps them. */
@@ -577,6 +578,7 @@ static int dump_tree(struct ckpt_ctx *ctx)
 int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t)
 {
 	TaskBegin tb = TASK_BEGIN__INIT;
+	task_probes_free(t); /* collect has read them */
 	tb.pid = t->vpid;
 	return ctx_write_msg(ctx, REC_CORE_TASK, &tb.base);
 }
@@ -662,16 +664,23 @@ int ckpt_dump_end(struct ckpt_ctx *ctx)
 	return 0;
 }
 
-/* Waits until pid is gone (reaped by its parent), up to timeout_ms. */
+/*
+ * Waits until pid is gone (reaped by its parent), up to timeout_ms. A
+ * parent outside the tree usually reaps within a few milliseconds: it is
+ * looked for every millisecond at first (a 10 ms step made every
+ * checkpoint --kill up to 10 ms longer than the reaping), every 10 ms after.
+ */
 static bool wait_gone(pid_t pid, int timeout_ms)
 {
 	char path[32];
 	struct stat st;
 	snprintf(path, sizeof(path), "/proc/%d", pid);
-	for (int waited = 0; waited < timeout_ms; waited += 10) {
+	for (int waited_us = 0; waited_us < timeout_ms * 1000;) {
 		if (stat(path, &st) < 0)
 			return true;
-		usleep(10000);
+		int step = waited_us < 100000 ? 1000 : 10000;
+		usleep(step);
+		waited_us += step;
 	}
 	return stat(path, &st) < 0;
 }

@@ -51,7 +51,34 @@ struct task {
 	struct proc_stat stat;
 	struct proc_vmas vmas;  /* smaps, before any scratch mapping */
 	void *kstate[KIND_MAX];
+	struct probe_batch *probes; /* from step "probe" until its dump (probe.c) */
 };
+
+/*
+ * A task's probes (probe.c): the injected calls its kinds ask at step
+ * "probe", run as one batch by ckpt at the start of step "collect", where
+ * the kinds' collect ops read their results.
+ */
+struct probe_batch {
+	struct puppet_call *c;
+	size_t n, cap;
+	size_t used; /* bytes of the scratch area given to the calls' outputs */
+	void *out;   /* after the run: those bytes, NULL if they could not be read */
+	bool ran;
+};
+
+/* Step "probe": adds a call; its index for task_probe_ret, or -ENOMEM. */
+int task_probe_call(struct task *t, struct puppet_call c) __attribute__((warn_unused_result));
+/* Step "probe": len bytes of the scratch area for a call's output; their
+ * address in the task, 0 if there is no room. */
+uint64_t task_probe_area(struct task *t, size_t len);
+/* Step "collect": call i's result (i < 0, the error task_probe_call gave;
+ * -ENOENT if never run). */
+long task_probe_ret(const struct task *t, int i);
+/* Step "collect": what the calls wrote at addr (an area of task_probe_area),
+ * len bytes; NULL if it could not be read. */
+const void *task_probe_out(const struct task *t, uint64_t addr, size_t len);
+void task_probes_free(struct task *t);
 
 /*
  * What the caller of a checkpoint could do at restart, on this machine

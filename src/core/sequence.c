@@ -19,7 +19,9 @@
 const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* every task and thread of the tree held, ids inside its pid namespace */
 	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
-	/* /proc read, ckpt's scratch mapped; then what each kind finds */
+	/* /proc read, ckpt's scratch mapped, the injected calls every kind needs
+	 * (its probe op, seq_ckpt_probe) run as one batch; then what each kind
+	 * finds */
 	[CKPT_COLLECT] = { "collect", NULL, ckpt_collect_task, KOP(collect), STEP_TASKS,
 			   STEP_GATHER, "" },
 	/* checks over the whole tree */
@@ -217,6 +219,19 @@ static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
 		}
 	}
 	return r < 0 ? r : first;
+}
+
+int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	for (int k = 0; k < KIND_MAX; k++) {
+		ck_task_fn fn = kinds[k].ops->probe;
+		if (!fn || (t->leader && !kinds[k].ops->per_thread))
+			continue;
+		int r = fn(ctx, t);
+		if (r < 0)
+			return r;
+	}
+	return ckpt_run_probes(ctx, t);
 }
 
 /* A task's first failure ends its part of the step; a refusal while

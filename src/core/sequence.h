@@ -122,6 +122,10 @@ int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s) __attribute__((war
 /* The drivers' parts of the checkpoint steps (checkpoint.c, precheck.c). */
 int ckpt_seize(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+int ckpt_run_probes(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+/* Step "collect", for t once its scratch area is mapped: every kind's probe
+ * op (the calls its collect needs), then those calls run as one batch. */
+int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_dump_begin(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_dump_end(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));

@@ -50,13 +50,28 @@ enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
 struct creds_ckpt {
 	CredsEntry e;
 	uint32_t groups[256];
+	int call[3];        /* the probes: securebits, dumpable, pdeathsig */
+	uint64_t pdeath_at; /* where the last writes, in the task */
 };
+
+static int creds_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct creds_ckpt *k = task_state(t, KIND_creds, sizeof(*k));
+	(void)ctx;
+	if (!k)
+		return -ENOMEM;
+	k->pdeath_at = task_probe_area(t, sizeof(uint32_t));
+	k->call[0] = task_probe_call(t, PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0));
+	k->call[1] = task_probe_call(t, PUPPET_CALL(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0));
+	k->call[2] = k->pdeath_at ? task_probe_call(t, PUPPET_CALL(SYS_prctl, PR_GET_PDEATHSIG,
+								  k->pdeath_at)) : -ENOSPC;
+	return 0;
+}
 
 static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct creds_ckpt *k = task_state(t, KIND_creds, sizeof(*k));
 	const struct proc_status *s = &t->status;
-	struct puppet *p = &t->pup;
 
 	if (!k)
 		return -ENOMEM;
@@ -86,19 +101,15 @@ static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.cap_amb = s->cap_amb;
 	k->e.no_new_privs = s->no_new_privs;
 
-	/* one batch of injected calls: one request to the guardian */
+	/* the probes (one batch with every kind's) */
 	uint32_t pdeath = 0;
-	struct puppet_call c[] = {
-		PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0),
-		PUPPET_CALL(SYS_prctl, PR_GET_DUMPABLE, 0, 0, 0, 0),
-		PUPPET_CALL(SYS_prctl, PR_GET_PDEATHSIG,
-			    puppet_scratch_put(p, 0, &pdeath, sizeof(pdeath))),
-	};
-	int br = puppet_syscalls(p, c, ARRAY_SIZE(c));
-	long sb = c[0].ret, dumpable = c[1].ret, pd = c[2].ret;
-	if (br < 0 || sb < 0 || dumpable < 0 || pd < 0 || puppet_read(p, p->scratch, &pdeath, 4) < 0)
+	long sb = task_probe_ret(t, k->call[0]), dumpable = task_probe_ret(t, k->call[1]),
+	     pd = task_probe_ret(t, k->call[2]);
+	const void *pdo = task_probe_out(t, k->pdeath_at, sizeof(pdeath));
+	if (sb < 0 || dumpable < 0 || pd < 0 || !pdo)
 		return log_fail(&ctx->log, -EIO, "pid %d: cannot read securebits/dumpable/pdeathsig",
 				t->pid);
+	memcpy(&pdeath, pdo, sizeof(pdeath));
 	k->e.has_securebits = k->e.has_dumpable = k->e.has_pdeathsig = true;
 	k->e.securebits = (uint32_t)sb;
 	k->e.dumpable = (uint32_t)dumpable;
@@ -420,6 +431,7 @@ static int creds_loaded(struct rst_ctx *ctx, struct rst_task *t)
 const struct kind_ops creds_ops = {
 	.per_thread = true,
 	.check_restore = creds_check_restore,
+	.probe = creds_probe,
 	.collect = creds_collect,
 	.dump = creds_dump,
 	.load = creds_load,

@@ -16,11 +16,27 @@ enum { ITIMERS_ENTRY = REC_TYPE(KID_itimers, 1) };
 struct itimers_ckpt {
 	ItimersEntry e;
 	ItimerEntry it[3];
+	int call[3];   /* the probes: getitimer of each */
+	uint64_t area; /* their three struct itimerval, in the task */
 };
 
 static uint64_t tv_us(const struct timeval *tv)
 {
 	return (uint64_t)tv->tv_sec * 1000000 + (uint64_t)tv->tv_usec;
+}
+
+/* The three getitimer calls, into the probes' area one after another. */
+static int itimers_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct itimers_ckpt *k = task_state(t, KIND_itimers, sizeof(*k));
+	(void)ctx;
+	if (!k)
+		return -ENOMEM;
+	k->area = task_probe_area(t, 3 * sizeof(struct itimerval));
+	for (int w = 0; w < 3; w++)
+		k->call[w] = k->area ? task_probe_call(t, PUPPET_CALL(SYS_getitimer, w,
+					k->area + w * sizeof(struct itimerval))) : -ENOSPC;
+	return 0;
 }
 
 static int itimers_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -34,23 +50,17 @@ static int itimers_collect(struct ckpt_ctx *ctx, struct task *t)
 	slot[ITIMER_REAL] = &k->e.real;
 	slot[ITIMER_VIRTUAL] = &k->e.virt;
 	slot[ITIMER_PROF] = &k->e.prof;
-	/* the three in one batch of injected calls, into scratch one after another */
-	struct itimerval vs[3];
-	struct puppet_call c[3];
-	for (int w = 0; w < 3; w++)
-		c[w] = PUPPET_CALL(SYS_getitimer, w, t->pup.scratch + w * sizeof(vs[0]));
-	int br = puppet_syscalls(&t->pup, c, 3);
-	if (br == 0 && puppet_read(&t->pup, t->pup.scratch, vs, sizeof(vs)) < 0)
-		br = -EIO;
+	const struct itimerval *vs = task_probe_out(t, k->area, 3 * sizeof(*vs));
 	for (int w = 0; w < 3; w++) {
-		struct itimerval v = vs[w];
-		long r = br < 0 ? br : c[w].ret;
+		long r = task_probe_ret(t, k->call[w]);
+		if (r >= 0 && !vs)
+			r = -EIO;
 		if (r < 0)
 			return log_fail(&ctx->log, (int)r,
 					"pid %d: cannot read interval timer %d", t->pid, w);
 		itimer_entry__init(&k->it[w]);
-		k->it[w].interval_us = tv_us(&v.it_interval);
-		k->it[w].value_us = tv_us(&v.it_value);
+		k->it[w].interval_us = tv_us(&vs[w].it_interval);
+		k->it[w].value_us = tv_us(&vs[w].it_value);
 		*slot[w] = &k->it[w];
 	}
 	return 0;
@@ -126,6 +136,7 @@ static const ProtobufCMessageDescriptor *itimers_descriptor(uint32_t sub)
 }
 
 const struct kind_ops itimers_ops = {
+	.probe = itimers_probe,
 	.collect = itimers_collect,
 	.dump = itimers_dump,
 	.load = itimers_load,

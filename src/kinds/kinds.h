@@ -13,6 +13,10 @@
  *
  * Checkpoint steps:
  *   seize            (ckpt) every task and thread of the tree held
+ *   probe(ctx, t)    (at collect, for each task before its kinds' collect)
+ *                    the injected calls collect will need, asked by
+ *                    task_probe_call (outputs in task_probe_area); ckpt
+ *                    runs them as one batch per task
  *   collect(ctx, t)  for each task: look at the object, decide whether it
  *                    can be saved; a refusal logs "pid P fd F (kind): why"
  *                    and returns -EOPNOTSUPP. Nothing is written here.
@@ -125,6 +129,7 @@ enum kind {
 
 struct kind_ops {
 	/* checkpoint */
+	int (*probe)(struct ckpt_ctx *ctx, struct task *t);
 	int (*collect)(struct ckpt_ctx *ctx, struct task *t);
 	int (*collect_end)(struct ckpt_ctx *ctx);
 	int (*dump)(struct ckpt_ctx *ctx, struct task *t);

@@ -62,7 +62,18 @@ struct mm_ckpt {
 	VmaEntry *vma;          /* array of e.n_vmas, e.vmas points into it */
 	uint64_t *auxv;
 	uint64_t **inherited;   /* per vma: its run list (mm-cow.c), to free */
+	int brk_call;           /* the probe: brk(0) */
 };
+
+static int mm_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct mm_ckpt *m = task_state(t, KIND_mm, sizeof(*m));
+	(void)ctx;
+	if (!m)
+		return -ENOMEM;
+	m->brk_call = task_probe_call(t, PUPPET_CALL(SYS_brk, 0));
+	return 0;
+}
 
 /* fds passed into the puppet for its mappings, by file objref or shmem id */
 struct remote_files {
@@ -266,7 +277,7 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 	m->e.env_start = st->env_start;
 	m->e.env_end = st->env_end;
 
-	long brk = puppet_syscall(&t->pup, SYS_brk, 0);
+	long brk = task_probe_ret(t, m->brk_call);
 	if (brk < 0)
 		return log_fail(&ctx->log, (int)brk, "pid %d: cannot read brk: %s", t->pid,
 				strerror((int)-brk));
@@ -1470,6 +1481,7 @@ static const ProtobufCMessageDescriptor *mm_descriptor(uint32_t sub)
 }
 
 const struct kind_ops mm_ops = {
+	.probe = mm_probe,
 	.collect = mm_collect,
 	.dump = mm_dump,
 	.load = mm_load,

@@ -76,6 +76,7 @@ struct ptimers_ckpt {
 	PosixTimersEntry e;
 	PosixTimerEntry *t;
 	PosixTimerEntry **pt;
+	int ids_call; /* the probe: PR_TIMER_CREATE_RESTORE_IDS_GET */
 };
 
 static uint64_t bit(int sig)
@@ -309,6 +310,21 @@ static int check_signal_state(struct ckpt_ctx *ctx, struct task *t, struct ptime
 	return 0;
 }
 
+static void ptimers_free_state(void *state);
+
+/* The state is made here for the probe's index, and dropped by collect
+ * again when the process has no timer to save. */
+static int ptimers_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct ptimers_ckpt *k = task_state(t, KIND_posix_timers, sizeof(*k));
+	(void)ctx;
+	if (!k)
+		return -ENOMEM;
+	k->ids_call = task_probe_call(t, PUPPET_CALL(SYS_prctl, PR_TIMER_CREATE_RESTORE_IDS,
+						    PR_TIMER_CREATE_RESTORE_IDS_GET, 0, 0, 0));
+	return 0;
+}
+
 static int ptimers_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	_cleanup_free_ char *text = NULL;
@@ -321,12 +337,12 @@ static int ptimers_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read /proc/%d/timers: %s", t->pid,
 				t->pid, strerror(-r));
-	long ids = puppet_syscall(&t->pup, SYS_prctl, PR_TIMER_CREATE_RESTORE_IDS,
-				  PR_TIMER_CREATE_RESTORE_IDS_GET, 0, 0, 0);
-	if (!n && ids <= 0)
+	struct ptimers_ckpt *k = t->kstate[KIND_posix_timers];
+	long ids = k ? task_probe_ret(t, k->ids_call) : -ENOENT;
+	if (!n && ids <= 0) {
+		ptimers_free_state(TAKE_PTR(t->kstate[KIND_posix_timers]));
 		return 0;
-
-	struct ptimers_ckpt *k = task_state(t, KIND_posix_timers, sizeof(*k));
+	}
 	if (!k || !(k->t = calloc(n ? n : 1, sizeof(*k->t))) ||
 	    !(k->pt = calloc(n ? n : 1, sizeof(*k->pt))))
 		return -ENOMEM;
@@ -635,6 +651,7 @@ static const ProtobufCMessageDescriptor *ptimers_descriptor(uint32_t sub)
 }
 
 const struct kind_ops posix_timers_ops = {
+    .probe = ptimers_probe,
     .collect = ptimers_collect,
     .dump = ptimers_dump,
     .load = ptimers_load,

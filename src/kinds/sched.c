@@ -72,7 +72,20 @@ struct sched_attr {
 struct sched_ckpt {
 	SchedEntry e;
 	uint8_t affinity[AFFINITY_MAX];
+	int membarrier_call; /* the probe (a process's) */
 };
+
+static int sched_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct sched_ckpt *k = task_state(t, KIND_sched, sizeof(*k));
+	(void)ctx;
+	if (!k)
+		return -ENOMEM;
+	if (!t->leader)
+		k->membarrier_call = task_probe_call(
+			t, PUPPET_CALL(SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0));
+	return 0;
+}
 
 static int read_u32_file(pid_t pid, const char *name, long long *ret)
 {
@@ -101,7 +114,7 @@ static int collect_process(struct ckpt_ctx *ctx, struct task *t, struct sched_ck
 		k->e.has_coredump_filter = true;
 		k->e.coredump_filter = (uint32_t)strtoul(text, NULL, 16);
 	}
-	long regs = puppet_syscall(&t->pup, SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0);
+	long regs = task_probe_ret(t, k->membarrier_call);
 	if (regs == -EINVAL || regs == -ENOSYS)
 		return 0; /* an older kernel: registrations cannot be read */
 	if (regs < 0)
@@ -358,6 +371,7 @@ static const ProtobufCMessageDescriptor *sched_descriptor(uint32_t sub)
 
 const struct kind_ops sched_ops = {
 	.per_thread = true,
+	.probe = sched_probe,
 	.collect = sched_collect,
 	.dump = sched_dump,
 	.load = sched_load,

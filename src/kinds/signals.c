@@ -35,10 +35,23 @@ struct signals_ckpt {
 	SiginfoEntry *pend;
 	SiginfoEntry **ppend;
 	uint8_t (*info)[128];
+	/* the probes: rt_sigaction of each signal caught or ignored (a
+	 * process's), then sigaltstack, outputs at act_at and ss_at */
+	int sigs[NSIG_K];
+	size_t nsigs;
+	int first_call;
+	uint64_t act_at, ss_at;
 };
 
 static int collect_pending(struct ckpt_ctx *ctx, struct task *t, struct signals_ckpt *k)
 {
+	/* /proc/PID/status, read before any injection, lists no pending signal
+	 * (the thread's, and for a process the process's): no queue to read, and
+	 * no request to the guardian. One sent after that instant is not in the
+	 * image, as one sent after the queue was read would not be. */
+	uint64_t pnd = t->status.sig_pnd | (t->leader ? 0 : t->status.shd_pnd);
+	if (!pnd && !t->pup.ntraps)
+		return 0;
 	uint8_t(*buf)[128] = calloc(MAX_PENDING, 128);
 	bool *shared_of = calloc(MAX_PENDING, sizeof(bool));
 	size_t n = 0;
@@ -94,43 +107,67 @@ fail:
 	return r;
 }
 
+/* The actions (of a process) and the sigaltstack, in the task's probes. */
+static int signals_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct signals_ckpt *k = task_state(t, KIND_signals, sizeof(*k));
+	uint64_t set = t->status.sig_cgt | t->status.sig_ign;
+	(void)ctx;
+
+	if (!k)
+		return -ENOMEM;
+	k->nsigs = 0;
+	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++)
+		if (set & (1ull << (sig - 1)))
+			k->sigs[k->nsigs++] = sig;
+	k->act_at = task_probe_area(t, k->nsigs * sizeof(struct kernel_sigaction));
+	k->ss_at = task_probe_area(t, sizeof(stack_t));
+	k->first_call = -ENOSPC;
+	if ((k->nsigs && !k->act_at) || !k->ss_at)
+		return 0;
+	for (size_t i = 0; i < k->nsigs; i++) {
+		int c = task_probe_call(t, PUPPET_CALL(SYS_rt_sigaction, k->sigs[i], 0,
+						       k->act_at + i * sizeof(struct kernel_sigaction),
+						       8));
+		if (i == 0 || c < 0)
+			k->first_call = c;
+		if (c < 0)
+			return 0;
+	}
+	int c = task_probe_call(t, PUPPET_CALL(SYS_sigaltstack, 0, k->ss_at));
+	if (!k->nsigs || c < 0)
+		k->first_call = c;
+	return 0;
+}
+
+/* Result of the i-th probe (the sigaltstack's is nsigs). */
+static long probe_ret_at(const struct task *t, const struct signals_ckpt *k, size_t i)
+{
+	return k->first_call < 0 ? k->first_call : task_probe_ret(t, k->first_call + (int)i);
+}
+
 static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct signals_ckpt *k = task_state(t, KIND_signals, sizeof(*k));
 	struct puppet *p = &t->pup;
-	uint64_t set = t->status.sig_cgt | t->status.sig_ign;
-	int r;
 
 	if (!k)
 		return -ENOMEM;
 	signals_entry__init(&k->e);
-	/* the actions (of a process) and the sigaltstack: one batch of injected
-	 * calls, each writing to its own place in scratch */
-	struct puppet_call c[NSIG_K + 1];
-	int sigs[NSIG_K];
-	size_t n = 0;
-	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++)
-		if (set & (1ull << (sig - 1))) {
-			sigs[n] = sig;
-			c[n] = PUPPET_CALL(SYS_rt_sigaction, sig, 0,
-					   p->scratch + n * sizeof(struct kernel_sigaction), 8);
-			n++;
-		}
-	uint64_t ss_at = p->scratch + NSIG_K * sizeof(struct kernel_sigaction);
-	c[n] = PUPPET_CALL(SYS_sigaltstack, 0, ss_at);
-	struct kernel_sigaction kas[NSIG_K];
-	r = puppet_syscalls(p, c, n + 1);
-	if (r == 0 && n)
-		r = puppet_read(p, p->scratch, kas, n * sizeof(kas[0]));
-	for (size_t i = 0; i < n; i++) {
-		long e = r < 0 ? r : c[i].ret;
+	const struct kernel_sigaction *kas =
+		k->nsigs ? task_probe_out(t, k->act_at, k->nsigs * sizeof(*kas)) : NULL;
+	for (size_t i = 0; i < k->nsigs; i++) {
+		long e = probe_ret_at(t, k, i);
+		if (e >= 0 && !kas)
+			e = -EIO;
 		if (e < 0)
 			return log_fail(&ctx->log, (int)e,
-					"pid %d: cannot read the action of signal %d", t->pid, sigs[i]);
+					"pid %d: cannot read the action of signal %d", t->pid,
+					k->sigs[i]);
 		const struct kernel_sigaction ka = kas[i];
 		SigactionEntry *a = &k->act[k->e.n_actions];
 		sigaction_entry__init(a);
-		a->sig = sigs[i];
+		a->sig = k->sigs[i];
 		a->handler = ka.handler;
 		a->flags = ka.flags;
 		a->restorer = ka.restorer;
@@ -141,8 +178,10 @@ static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.blocked = p->sigmask0;
 
 	stack_t ss;
-	if (r < 0 || c[n].ret < 0 || puppet_read(p, ss_at, &ss, sizeof(ss)) < 0)
+	const void *sso = task_probe_out(t, k->ss_at, sizeof(ss));
+	if (probe_ret_at(t, k, k->nsigs) < 0 || !sso)
 		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its sigaltstack", t->pid);
+	memcpy(&ss, sso, sizeof(ss));
 	if (!(ss.ss_flags & SS_DISABLE)) {
 		k->e.has_altstack_sp = k->e.has_altstack_size = k->e.has_altstack_flags = true;
 		k->e.altstack_sp = (uint64_t)(uintptr_t)ss.ss_sp;
@@ -278,6 +317,7 @@ static int signals_loaded(struct rst_ctx *ctx, struct rst_task *t)
 
 const struct kind_ops signals_ops = {
 	.per_thread = true,
+	.probe = signals_probe,
 	.collect = signals_collect,
 	.dump = signals_dump,
 	.load = signals_load,

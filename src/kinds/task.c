@@ -37,11 +37,16 @@ struct rseq_config {
 	uint32_t size, sig, flags, pad;
 };
 
+struct task_probes;
+
 struct task_ckpt {
 	TaskEntry e;
 	RseqEntry rseq;
 	char comm[32];
 	uint64_t nodes[1024 / 64];
+	/* from probe to collect: the calls asked, and /proc/PID/status */
+	struct task_probes *pb;
+	char *status;
 };
 
 #ifndef PR_GET_MDWE
@@ -101,15 +106,15 @@ static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
 }
 
 /*
- * Everything task_collect asks the task itself, as one batch of injected
- * calls (one request to the guardian): the calls write their outputs into
- * the scratch area at the offsets of struct probe_area (zeroed first), read
- * back at once.
+ * Everything task_collect asks the task itself, in the task's probes (one
+ * batch with the other kinds'): the calls write their outputs into an area
+ * of the scratch area at the offsets of struct probe_area (zeroed first),
+ * read back at once.
  */
 enum probe { P_TID, P_ROBUST, P_SUBREAPER, P_THP, P_SLACK, P_TSC, P_MCE, P_SPEC,
 	     P_MDWE = P_SPEC + 3, P_MERGE, P_MEMPOLICY, P_N };
 
-#define PROBE_AREA_OFF 512
+#define PROBE_AREA_OFF 0
 struct probe_area {
 	uint64_t tid, robust, robust_len, subreaper, tsc;
 	uint64_t pad[(1024 - PROBE_AREA_OFF) / 8 - 5];
@@ -120,6 +125,8 @@ struct task_probes {
 	struct puppet_call c[P_N];
 	int at[P_N]; /* index in c, -1 if not asked */
 	size_t n;
+	int first;     /* the index of c[0] in the task's probes */
+	uint64_t area; /* where out is, in the task */
 	struct probe_area out;
 	bool out_ok; /* out was read back */
 };
@@ -141,7 +148,7 @@ static bool probe_out(const struct task_probes *b, enum probe which)
 	return b->out_ok && probe_ret(b, which) == 0;
 }
 
-#define AREA(f) (scratch + PROBE_AREA_OFF + offsetof(struct probe_area, f))
+#define AREA(f) (area + offsetof(struct probe_area, f))
 
 /* Is the speculation control whose /proc/PID/status line is field one a
  * prctl may have set? (below) */
@@ -150,17 +157,17 @@ static bool spec_per_task(const char *status, const char *field);
 static const int spec_which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH,
 				  PR_SPEC_L1D_FLUSH };
 
-static int run_probes(struct task *t, const char *status, struct task_probes *b)
+static int add_probes(struct task *t, const char *status, struct task_probes *b)
 {
 	struct puppet *p = &t->pup;
-	uint64_t scratch = p->scratch;
 	const char *field[] = { "\nSpeculation_Store_Bypass:", "\nSpeculationIndirectBranch:",
 				NULL };
 
 	memset(b, 0, sizeof(*b));
 	for (int i = 0; i < P_N; i++)
 		b->at[i] = -1;
-	if (!scratch || puppet_write(p, scratch + PROBE_AREA_OFF, &b->out, sizeof(b->out)) < 0)
+	uint64_t area = b->area = task_probe_area(t, sizeof(b->out));
+	if (!area || puppet_write(p, area, &b->out, sizeof(b->out)) < 0)
 		return -EFAULT;
 	probe_add(b, P_TID, PUPPET_CALL(SYS_prctl, PR_GET_TID_ADDRESS, AREA(tid)));
 	/* get_robust_list(0, &head, &len): two outputs */
@@ -180,11 +187,57 @@ static int run_probes(struct task *t, const char *status, struct task_probes *b)
 	}
 	probe_add(b, P_MEMPOLICY, PUPPET_CALL(SYS_get_mempolicy, AREA(mp.mode), AREA(mp.nodes),
 					      NODE_BITS, 0, 0));
-	int r = puppet_syscalls(p, b->c, b->n);
-	if (r < 0)
-		return r;
-	b->out_ok = puppet_read(p, scratch + PROBE_AREA_OFF, &b->out, sizeof(b->out)) == 0;
+	b->first = -1;
+	for (size_t i = 0; i < b->n; i++) {
+		int at = task_probe_call(t, b->c[i]);
+		if (at < 0)
+			return at;
+		if (i == 0)
+			b->first = at;
+	}
 	return 0;
+}
+
+static int task_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task_ckpt *k = task_state(t, KIND_task, sizeof(*k));
+	(void)ctx;
+	if (!k)
+		return -ENOMEM;
+	if (proc_read(t->pid, "status", &k->status, NULL) < 0)
+		k->status = NULL;
+	k->pb = malloc(sizeof(*k->pb));
+	if (!k->pb)
+		return -ENOMEM;
+	if (add_probes(t, k->status, k->pb) < 0) {
+		k->pb->n = 0; /* none asked: collect finds no result */
+		for (int i = 0; i < P_N; i++)
+			k->pb->at[i] = -1;
+	}
+	return 0;
+}
+
+/* The results of the probes, after they ran; < 0 if they could not run. */
+static int probe_results(struct task *t, struct task_probes *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		b->c[i].ret = task_probe_ret(t, b->first + (int)i);
+	const void *out = b->n ? task_probe_out(t, b->area, sizeof(b->out)) : NULL;
+	if (out)
+		memcpy(&b->out, out, sizeof(b->out));
+	b->out_ok = out != NULL;
+	long r = b->n ? b->c[0].ret : 0;
+	return r == -EPIPE || r == -ESRCH ? (int)r : 0;
+}
+
+static void task_free_state(void *state)
+{
+	struct task_ckpt *k = state;
+	if (k) {
+		free(k->pb);
+		free(k->status);
+		free(k);
+	}
 }
 
 /* The thread's NUMA policy (get_mempolicy, in the probes); vma policies
@@ -309,11 +362,12 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.personality = (uint32_t)strtoul(text, NULL, 16);
 	free(text);
 
-	_cleanup_free_ char *status = NULL;
-	if (proc_read(t->pid, "status", &status, NULL) < 0)
-		status = NULL;
-	struct task_probes pb;
-	r = run_probes(t, status, &pb);
+	_cleanup_free_ char *status = TAKE_PTR(k->status);
+	_cleanup_free_ struct task_probes *pbp = TAKE_PTR(k->pb);
+	if (!pbp)
+		return -ENOMEM;
+	struct task_probes pb = *pbp;
+	r = probe_results(t, &pb);
 	if (r == -EPIPE || r == -ESRCH)
 		return log_fail(&ctx->log, r, "pid %d: cannot inject calls: %s", t->pid,
 				strerror(-r));
@@ -482,12 +536,13 @@ static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)
 
 const struct kind_ops task_ops = {
 	.per_thread = true,
+	.probe = task_probe,
 	.collect = task_collect,
 	.dump = task_dump,
 	.load = task_load,
 	.loaded = task_loaded,
 	.restore = task_restore,
-	.free_state = free,
+	.free_state = task_free_state,
 	.free_rstate = rst_free_msg,
 	.descriptor = task_descriptor,
 };

@@ -6,6 +6,7 @@
 #include "net/lock.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -476,17 +477,65 @@ struct nft_job {
 	bool want_out;
 };
 
+/*
+ * libnftables is loaded when a lock is first made or removed by a script,
+ * not linked: it and the five libraries it needs cost every run of ckpt
+ * about 2 ms of start-up (and its guardian's fork more mappings), for a
+ * lock most checkpoints never take. The handle stays (dlopen counts it).
+ */
+struct nft_api {
+	struct nft_ctx *(*ctx_new)(uint32_t flags);
+	void (*ctx_free)(struct nft_ctx *ctx);
+	int (*buffer_output)(struct nft_ctx *ctx);
+	int (*buffer_error)(struct nft_ctx *ctx);
+	int (*run_cmd)(struct nft_ctx *ctx, const char *buf);
+	const char *(*error_buffer)(struct nft_ctx *ctx);
+	const char *(*output_buffer)(struct nft_ctx *ctx);
+};
+
+#define NFT_SONAME "libnftables.so.1"
+
+static int nft_load(struct nft_api *api, char *error, size_t len)
+{
+	void *h = dlopen(NFT_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(error, len, "cannot load %s: %s", NFT_SONAME, e ? e : "not found");
+		return -ENOPKG;
+	}
+	static const char *const names[] = {
+		"nft_ctx_new", "nft_ctx_free", "nft_ctx_buffer_output", "nft_ctx_buffer_error",
+		"nft_run_cmd_from_buffer", "nft_ctx_get_error_buffer", "nft_ctx_get_output_buffer",
+	};
+	void *fns[sizeof(names) / sizeof(names[0])];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		fns[i] = dlsym(h, names[i]);
+		if (!fns[i]) {
+			snprintf(error, len, "%s has no %s", NFT_SONAME, names[i]);
+			return -ENOPKG;
+		}
+	}
+	_Static_assert(sizeof(fns) == sizeof(*api), "one pointer per function");
+	memcpy(api, fns, sizeof(*api));
+	return 0;
+}
+
 static int nft_job_run(void *arg)
 {
 	struct nft_job *j = arg;
-	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+	struct nft_api nft_;
+	int r = nft_load(&nft_, j->nl->error, sizeof(j->nl->error));
+	if (r < 0)
+		return r;
+	const struct nft_api *api = &nft_;
+	struct nft_ctx *nft = api->ctx_new(NFT_CTX_DEFAULT);
 	if (!nft)
 		return -ENOMEM;
-	nft_ctx_buffer_output(nft);
-	nft_ctx_buffer_error(nft);
-	int r = nft_run_cmd_from_buffer(nft, j->cmd);
+	api->buffer_output(nft);
+	api->buffer_error(nft);
+	r = api->run_cmd(nft, j->cmd);
 	if (r != 0) {
-		const char *e = nft_ctx_get_error_buffer(nft);
+		const char *e = api->error_buffer(nft);
 		snprintf(j->nl->error, sizeof(j->nl->error), "%s", e ? e : "");
 		size_t n = strlen(j->nl->error);
 		while (n && j->nl->error[n - 1] == '\n')
@@ -496,11 +545,11 @@ static int nft_job_run(void *arg)
 		    : strstr(j->nl->error, "No such file")	      ? -ENOENT
 								      : -EPROTO;
 	} else if (j->want_out) {
-		j->out = strdup(nft_ctx_get_output_buffer(nft));
+		j->out = strdup(api->output_buffer(nft));
 		if (!j->out)
 			r = -ENOMEM;
 	}
-	nft_ctx_free(nft);
+	api->ctx_free(nft);
 	return r;
 }
 
