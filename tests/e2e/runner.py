@@ -1004,9 +1004,8 @@ class Run:
             raise Fail("the program is pid %s in its container, not 1" % inside.strip())
         self.pid = int(outside)
 
-    def flow_ct_unpriv(self):
-        """flow_container as user nobody: ckpt run makes a user namespace,
-        and checkpoint and restart need no privilege."""
+    def as_nobody(self, flow):
+        """flow with every ckpt command run as user nobody (setpriv)."""
         setpriv = shutil.which("setpriv")
         if not setpriv:
             raise Skip("setpriv (util-linux) not installed")
@@ -1023,9 +1022,14 @@ class Run:
         saved = self.opts.ckpt
         self.opts.ckpt = wrapper
         try:
-            self.flow_container()
+            flow()
         finally:
             self.opts.ckpt = saved
+
+    def flow_ct_unpriv(self):
+        """flow_container as user nobody: ckpt run makes a user namespace,
+        and checkpoint and restart need no privilege."""
+        self.as_nobody(self.flow_container)
 
     def flow_container(self):
         """The program as pid 1 of `ckpt run --hostname box`: checkpointed
@@ -1218,24 +1222,7 @@ class Run:
         """flow_rootfs as user nobody: ckpt run makes a user namespace (no
         /sys then), and checkpoint and restart of the root, its binds and
         its tmpfs need no privilege."""
-        setpriv = shutil.which("setpriv")
-        if not setpriv:
-            raise Skip("setpriv (util-linux) not installed")
-        os.chmod(self.dir, 0o777)
-        with open(self.p("out.log"), "w"):
-            pass
-        os.chown(self.p("out.log"), 65534, 65534)
-        wrapper = self.p("ckpt-as-nobody")
-        with open(wrapper, "w") as f:
-            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
-                    % (setpriv, os.path.abspath(self.opts.ckpt)))
-        os.chmod(wrapper, 0o755)
-        saved = self.opts.ckpt
-        self.opts.ckpt = wrapper
-        try:
-            self.flow_rootfs()
-        finally:
-            self.opts.ckpt = saved
+        self.as_nobody(self.flow_rootfs)
 
     def flow_rootfs_python(self):
         """py_mounts.py run by the host's /usr/bin/python3 in a root of its
