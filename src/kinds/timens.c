@@ -36,7 +36,8 @@ enum { TIMENS_ENTRY = REC_TYPE(KID_timens, 1) };
 
 struct timens_ckpt {
 	TimensEntry e;
-	ino_t ino; /* the root's time namespace */
+	ino_t ino;  /* the tree's time namespace: the root's */
+	bool saved; /* not ckpt's: e is dumped */
 };
 
 static int ns_ino(pid_t pid, const char *name, ino_t *ret)
@@ -83,8 +84,8 @@ static int64_t clock_ns(clockid_t c)
 	return (int64_t)ts.tv_sec * NSEC + ts.tv_nsec;
 }
 
-/* The root's namespace, when it is not ckpt's: its clocks now. */
-static int collect_root(struct ckpt_ctx *ctx, struct task *t, ino_t ino)
+/* The root's namespace, the tree's; when it is not ckpt's, its clocks now. */
+static int collect_root(struct ckpt_ctx *ctx, struct task *t, ino_t ino, ino_t own)
 {
 	struct timens_ckpt *k = task_state(t, KIND_timens, sizeof(*k));
 	int64_t mono, boot, own_mono, own_boot;
@@ -92,6 +93,9 @@ static int collect_root(struct ckpt_ctx *ctx, struct task *t, ino_t ino)
 		return -ENOMEM;
 	timens_entry__init(&k->e);
 	k->ino = ino;
+	if (ino == own)
+		return 0;
+	k->saved = true;
 	int r = read_offsets(t->pid, &mono, &boot);
 	if (r >= 0)
 		r = read_offsets(0, &own_mono, &own_boot);
@@ -110,8 +114,11 @@ static int collect_root(struct ckpt_ctx *ctx, struct task *t, ino_t ino)
 
 static int timens_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	ino_t own, ns, children;
-	int r = ns_ino(0, "time", &own);
+	/* ckpt's own namespace is looked at once, with the root */
+	struct task *root = &ctx->tasks[0];
+	const struct timens_ckpt *k = root->kstate[KIND_timens];
+	ino_t own = 0, ns, children;
+	int r = t == root ? ns_ino(0, "time", &own) : 0;
 	if (r >= 0)
 		r = ns_ino(t->pid, "time", &ns);
 	if (r >= 0)
@@ -119,17 +126,14 @@ static int timens_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot look at its time namespace: %s",
 				t->pid, strerror(-r));
-	struct task *root = &ctx->tasks[0];
-	const struct timens_ckpt *k = root->kstate[KIND_timens];
-	ino_t tree = k ? k->ino : own;
 	if (children != ns)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: its children's time namespace is not its own (unshare "
 				"CLONE_NEWTIME without a fork since); not supported yet",
 				t->pid);
-	if (t == root && ns != own)
-		return collect_root(ctx, t, ns);
-	if (ns != tree)
+	if (t == root)
+		return collect_root(ctx, t, ns, own);
+	if (k && ns != k->ino)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: in another time namespace than the tree's root (pid %d); "
 				"not supported yet",
@@ -140,7 +144,7 @@ static int timens_collect(struct ckpt_ctx *ctx, struct task *t)
 static int timens_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct timens_ckpt *k = t->kstate[KIND_timens];
-	return k ? ctx_write_msg(ctx, TIMENS_ENTRY, &k->e.base) : 0;
+	return k && k->saved ? ctx_write_msg(ctx, TIMENS_ENTRY, &k->e.base) : 0;
 }
 
 /* --- restart ---------------------------------------------------------- */
