@@ -233,9 +233,12 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 					 .priority = m->priority, .has_gw = m->has_gateway,
 					 .has_prefsrc = m->has_prefsrc,
 					 .oif = oif ? (int)oif->index : 0 };
-		memcpy(rt.dst, m->dst.data, m->has_dst ? m->dst.len : 0);
-		memcpy(rt.gw, m->gateway.data, m->has_gateway ? m->gateway.len : 0);
-		memcpy(rt.prefsrc, m->prefsrc.data, m->has_prefsrc ? m->prefsrc.len : 0);
+		if (m->has_dst)
+			memcpy(rt.dst, m->dst.data, m->dst.len);
+		if (m->has_gateway)
+			memcpy(rt.gw, m->gateway.data, m->gateway.len);
+		if (m->has_prefsrc)
+			memcpy(rt.prefsrc, m->prefsrc.data, m->prefsrc.len);
 		int r = rtnl_route_add(in, &rt);
 		if (r < 0) {
 			char d[INET6_ADDRSTRLEN] = "default";

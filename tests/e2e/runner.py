@@ -1004,7 +1004,7 @@ class Run:
             raise Fail("the program is pid %s in its container, not 1" % inside.strip())
         self.pid = int(outside)
 
-    def as_nobody(self, flow):
+    def ckpt_as_nobody(self, flow):
         """flow with every ckpt command run as user nobody (setpriv)."""
         setpriv = shutil.which("setpriv")
         if not setpriv:
@@ -1029,7 +1029,7 @@ class Run:
     def flow_ct_unpriv(self):
         """flow_container as user nobody: ckpt run makes a user namespace,
         and checkpoint and restart need no privilege."""
-        self.as_nobody(self.flow_container)
+        self.ckpt_as_nobody(self.flow_container)
 
     def flow_container(self):
         """The program as pid 1 of `ckpt run --hostname box`: checkpointed
@@ -1222,7 +1222,7 @@ class Run:
         """flow_rootfs as user nobody: ckpt run makes a user namespace (no
         /sys then), and checkpoint and restart of the root, its binds and
         its tmpfs need no privilege."""
-        self.as_nobody(self.flow_rootfs)
+        self.ckpt_as_nobody(self.flow_rootfs)
 
     def flow_rootfs_python(self):
         """py_mounts.py run by the host's /usr/bin/python3 in a root of its
