@@ -131,8 +131,9 @@ int main(void)
 	       st.st_mode & 07777);
 	expect(stat("/dev/pts", &pts) == 0 && pts.st_dev == st.st_dev,
 	       "the slave is not of the devpts on /dev/pts");
+	/* ckpt closes its own copy of the slave as it hands over: wait for it */
 	struct pollfd pf = {.fd = mb, .events = POLLIN};
-	poll(&pf, 1, 0);
+	poll(&pf, 1, 10000);
 	expect(pf.revents & POLLHUP, "B's master does not see its slave closed (%#x)", pf.revents);
 
 	/* the master's queue, behind packet mode's status byte */
