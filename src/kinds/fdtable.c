@@ -31,6 +31,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <sys/xattr.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,17 @@ static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 		why = "block devices are not supported yet";
 	return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): %s", fi->pid, fi->fd, fi->path,
 			why);
+}
+
+bool fdtable_sock_proto(const struct fd_info *fi, const char *proto)
+{
+	char path[64], name[32];
+	if (!S_ISSOCK(fi->st.st_mode))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", fi->pid, fi->fd);
+	ssize_t n = getxattr(path, "system.sockprotoname", name, sizeof(name));
+	size_t len = strlen(proto);
+	return n >= (ssize_t)len && !memcmp(name, proto, len);
 }
 
 int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)

@@ -29,6 +29,10 @@ struct fd_info {
  * of t, and the kind whose fd_claim takes it (-EOPNOTSUPP, logged as for
  * any fd of a table, when none does); its fd_collect is the caller's.
  */
+/* Is fi a socket whose protocol name (system.sockprotoname: "UNIX",
+ * "NETLINK", "TCP"...) begins with proto? */
+bool fdtable_sock_proto(const struct fd_info *fi, const char *proto);
+
 int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
 	__attribute__((warn_unused_result));
 int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)

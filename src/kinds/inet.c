@@ -58,7 +58,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <linux/sockios.h>
 #include <linux/if_packet.h>
 #include <linux/capability.h>
@@ -111,12 +110,7 @@ struct inet_robj {
 
 static bool inet_fd_claim(const struct fd_info *fi)
 {
-	char path[64], proto[32];
-	if (!S_ISSOCK(fi->st.st_mode))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", fi->pid, fi->fd);
-	ssize_t n = getxattr(path, "system.sockprotoname", proto, sizeof(proto));
-	return !(n >= 4 && !memcmp(proto, "UNIX", 4));
+	return S_ISSOCK(fi->st.st_mode) && !fdtable_sock_proto(fi, "UNIX");
 }
 
 /* What inet keeps of a task while it is checkpointed. */

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 
@@ -64,12 +63,7 @@ static bool protocol_ok(int proto)
 
 static bool netlink_claim(const struct fd_info *fi)
 {
-	char path[64], proto[32];
-	if (!S_ISSOCK(fi->st.st_mode))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", fi->pid, fi->fd);
-	ssize_t n = getxattr(path, "system.sockprotoname", proto, sizeof(proto));
-	return n >= 7 && !memcmp(proto, "NETLINK", 7);
+	return fdtable_sock_proto(fi, "NETLINK");
 }
 
 /* Its line of /proc/PID/net/netlink: bytes queued to read, a dump on. */

@@ -160,6 +160,14 @@ static int add_addrs(struct rst_ctx *ctx, struct rtnl *nl, const char *link, int
 	return 0;
 }
 
+static int add_pair(const struct netns_rst *n, const NetnsLink *l, const char *hname,
+		    struct rtnl *in, struct rtnl *host, int in_ns)
+{
+	return rtnl_veth_add(n->verify ? in : host, hname,
+			     l->has_peer_mac && !n->verify ? l->peer_mac.data : NULL, l->name,
+			     l->has_mac ? l->mac.data : NULL, (int)l->index, n->verify ? -1 : in_ns);
+}
+
 /* A veth pair: the container's end inside (in), the host end in ckpt's
  * namespace (host) or, for a dry run beside the original, inside too. */
 static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, size_t i, struct rtnl *in,
@@ -169,18 +177,14 @@ static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, size_t i, struct 
 	char tmp[IF_NAMESIZE];
 	snprintf(tmp, sizeof(tmp), "ckptv%u", (unsigned)(i & 0xffff));
 	const char *hname = n->verify ? tmp : l->peer_name;
-	int r = rtnl_veth_add(n->verify ? in : host, hname,
-			      l->has_peer_mac && !n->verify ? l->peer_mac.data : NULL, l->name,
-			      l->has_mac ? l->mac.data : NULL, (int)l->index, n->verify ? -1 : in_ns);
 	/* right after checkpoint --kill the killed container's namespace, and
 	 * its host end with it, may still be going (the kernel's cleanup runs
 	 * once the last socket of it is closed): wait a little for the name */
+	int r = add_pair(n, l, hname, in, host, in_ns);
 	for (int waited = 0; r == -EEXIST && !n->verify && waited < 5000; waited += 10) {
 		usleep(10000);
-		if (if_nametoindex(hname))
-			continue;
-		r = rtnl_veth_add(host, hname, l->has_peer_mac ? l->peer_mac.data : NULL, l->name,
-				  l->has_mac ? l->mac.data : NULL, (int)l->index, in_ns);
+		if (!if_nametoindex(hname))
+			r = add_pair(n, l, hname, in, host, in_ns);
 	}
 	if (r < 0)
 		return log_fail(&ctx->log, r, "network namespace link %s (veth): cannot make it with "

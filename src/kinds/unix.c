@@ -74,7 +74,6 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -89,12 +88,7 @@
 
 bool unix_fd_claim(const struct fd_info *fi)
 {
-	char path[64], proto[32];
-	if (!S_ISSOCK(fi->st.st_mode))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", fi->pid, fi->fd);
-	ssize_t n = getxattr(path, "system.sockprotoname", proto, sizeof(proto));
-	return n >= 4 && !memcmp(proto, "UNIX", 4);
+	return fdtable_sock_proto(fi, "UNIX");
 }
 
 struct unix_obj *unix_reg(struct ckpt_ctx *ctx)

@@ -2298,15 +2298,15 @@ class Run:
             self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
                             [], timeout=60)
         def held(when):
-            if self.socket_fds(self.pid) != socks:
+            if self.sockets_of(self.pid) != socks:
                 raise Fail("%s: redis-server holds %d sockets, want %d as before"
-                           % (when, self.socket_fds(self.pid), socks))
+                           % (when, self.sockets_of(self.pid), socks))
         try:
             progress()
             probe.sendall(self.resp_cmd(["PING"]))
             if self.resp_read(pf) != "+PONG":
                 raise Fail("no PONG before the checkpoint")
-            socks = self.socket_fds(self.pid)  # its listener, our two connections
+            socks = self.sockets_of(self.pid)  # its listener, our two connections
             if self.opts.no_ckpt:
                 rp = pr
             else:
@@ -2325,16 +2325,6 @@ class Run:
             c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
-
-    def socket_fds(self, pid):
-        """How many fds of pid are sockets."""
-        n = 0
-        for fd in os.listdir("/proc/%d/fd" % pid):
-            try:
-                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
-            except OSError:
-                pass
-        return n
 
     ECHO_CLIENTS = 100
 
@@ -2373,9 +2363,9 @@ class Run:
         def held(when):
             # the listener, the connections and the runner's, the loop's
             # self-pipe (a socketpair)
-            if self.socket_fds(self.pid) != n + 4:
+            if self.sockets_of(self.pid) != n + 4:
                 raise Fail("%s: the server holds %d sockets, want %d" % (
-                    when, self.socket_fds(self.pid), n + 4))
+                    when, self.sockets_of(self.pid), n + 4))
 
         progress(5)
         probe = socket.create_connection(("127.0.0.1", port), timeout=60)
@@ -2492,11 +2482,11 @@ class Run:
         # (the client may see the end before the handler closes it)
         socks = 1
         self.wait_until("http.server to close the served connection",
-                        lambda: self.socket_fds(self.pid) == socks, [pr], timeout=20)
+                        lambda: self.sockets_of(self.pid) == socks, [pr], timeout=20)
 
         def held():
             self.wait_until("http.server to hold %d socket(s) as before" % socks,
-                            lambda: self.socket_fds(self.pid) == socks, [], timeout=20)
+                            lambda: self.sockets_of(self.pid) == socks, [], timeout=20)
         down = self.DownCall("a GET", get)
         rp = pr if self.opts.no_ckpt else \
             self.tcp_cycles(pr, port, lambda: (down.check(), get(), held()),
