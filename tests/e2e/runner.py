@@ -36,6 +36,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 """
 
 import argparse
+import errno
 import json
 import os
 import pwd
@@ -251,6 +252,7 @@ TESTS = [
     entry("tcp_halfclose", (B, T)),
     entry("tcp_timewait", (B, T, R)),
     entry("netlock_listen", kind="netlock_listen", program="tcp_pair"),
+    entry("netlock_unlock", kind="netlock_unlock", program="tcp_pair"),
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
@@ -5532,6 +5534,54 @@ http {{
             rc = self.wake_and_wait(rp, "the program")
         finally:
             probe.close()
+        self.check_result(rc, "the program")
+
+    def connect_ends(self, port, wait):
+        """A new connect to 127.0.0.1:port: its error if it ends within
+        wait seconds (0: connected), None if it is still in progress (its
+        SYN dropped)."""
+        with socket.socket() as probe:
+            probe.setblocking(False)
+            probe.connect_ex(("127.0.0.1", port))
+            _, w, _ = select.select([], [probe], [], wait)
+            return probe.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) if w else None
+
+    def flow_netlock_unlock(self):
+        """`ckpt unlock IMAGE` after checkpoint --kill (what the checkpoint's
+        host runs once the image was restarted elsewhere): the lock the
+        image names goes, so a new client's SYN to the dead listener's port
+        is answered by a reset at once where it was dropped before; a second
+        unlock finds nothing; the restart then works (its removal of the
+        lock finds it gone)."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        with open(self.p("port")) as f:
+            port = int(f.read())
+        if self.connect_ends(port, 0.5) is not None:
+            raise Fail("a connect to the listener's port ended before the unlock")
+        r = self.run_ckpt(["unlock", img])
+        err = r.stderr.decode(errors="replace")
+        m = re.search(r"network lock (ckpt_lock_\S+) removed", err)
+        if r.returncode != 0 or not m:
+            raise Fail("ckpt unlock: exit %d, %r" % (r.returncode, err.strip()))
+        tables = self.nft_tables()
+        if tables is not None and m.group(1) in tables:
+            raise Fail("table %s still there after ckpt unlock" % m.group(1))
+        got = None
+        for _ in range(20):  # the reset comes at once; a retransmitted SYN takes 1 s
+            got = self.connect_ends(port, 5)
+            if got == errno.ECONNREFUSED:
+                break
+        if got != errno.ECONNREFUSED:
+            raise Fail("after ckpt unlock a connect to the dead listener's port gave %r, "
+                       "not ECONNREFUSED" % (got if got is None else os.strerror(got)))
+        r = self.run_ckpt(["unlock", img])
+        err = r.stderr.decode(errors="replace")
+        if r.returncode != 0 or "was not here" not in err:
+            raise Fail("a second ckpt unlock: exit %d, %r" % (r.returncode, err.strip()))
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "the program")
         self.check_result(rc, "the program")
 
     def flow_inspect(self):
