@@ -33,9 +33,6 @@ struct netns_rst {
 	bool verify;  /* host ends made inside, left alone */
 };
 
-static const char *const known_sysctls[] = { "net.ipv4.ip_forward", "net.core.somaxconn",
-					     "net.ipv4.ip_local_port_range" };
-
 static bool name_ok(const char *s)
 {
 	return s && s[0] && strlen(s) < IF_NAMESIZE && !strpbrk(s, "/: \t\n") && strcmp(s, ".") &&
@@ -91,15 +88,6 @@ static bool route_ok(const NetnsEntry *e, const NetnsRoute *rt)
 	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || link_named(e, rt->oif));
 }
 
-static bool sysctl_ok(const NetnsSysctl *s)
-{
-	bool known = false;
-	for (size_t i = 0; i < sizeof(known_sysctls) / sizeof(*known_sysctls); i++)
-		known |= !strcmp(s->name, known_sysctls[i]);
-	return known && strlen(s->value) < 64 && strspn(s->value, "0123456789 \t") ==
-	       strlen(s->value);
-}
-
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	if (t != &ctx->tasks[0] || rec->type != NETNS_ENTRY || t->kstate[KIND_netns])
@@ -116,13 +104,13 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 	n->e = e;
 	n->host_ns = -1;
 	t->kstate[KIND_netns] = n;
-	bool ok = e->n_links <= 16 && e->n_routes <= 128;
+	bool ok = e->n_links <= 16 && e->n_routes <= 128 && e->n_sysctls <= 4096;
 	for (size_t i = 0; ok && i < e->n_links; i++)
 		ok = link_ok(e, i);
 	for (size_t i = 0; ok && i < e->n_routes; i++)
 		ok = route_ok(e, e->routes[i]);
 	for (size_t i = 0; ok && i < e->n_sysctls; i++)
-		ok = sysctl_ok(e->sysctls[i]);
+		ok = netns_sysctl_ok(e->sysctls[i]);
 	if (!ok)
 		return log_fail(&ctx->log, -EINVAL, "record %u: the network namespace is not valid",
 				rec->index);
@@ -256,23 +244,6 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 	return 0;
 }
 
-/* The calling thread is in the new namespace: /proc/sys/net is its. */
-static int write_sysctls(struct rst_ctx *ctx, const NetnsEntry *e)
-{
-	for (size_t i = 0; i < e->n_sysctls; i++) {
-		char path[80];
-		snprintf(path, sizeof(path), "/proc/sys/%s", e->sysctls[i]->name);
-		for (char *c = path + 10; *c; c++)
-			*c = *c == '.' ? '/' : *c;
-		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-		size_t len = strlen(e->sysctls[i]->value);
-		if (fd < 0 || write(fd, e->sysctls[i]->value, len) != (ssize_t)len)
-			return log_fail(&ctx->log, -errno, "network namespace: cannot set %s to '%s': %m",
-					e->sysctls[i]->name, e->sysctls[i]->value);
-	}
-	return 0;
-}
-
 /* Back to ckpt's own namespace (the new one lives on in what is in it). */
 static int leave(struct netns_rst *n)
 {
@@ -307,12 +278,15 @@ int netns_prepare(struct rst_ctx *ctx)
 	if (r < 0)
 		log_error(&ctx->log, "no netlink socket in the new network namespace: %s",
 			  strerror(-r));
+	/* the thread is in the new namespace: /proc/sys/net is its */
+	if (r >= 0)
+		r = netns_sysctls_write(ctx, n->e, true);
 	if (r >= 0)
 		r = make_links(ctx, n, &in, &host, in_ns);
 	if (r >= 0)
 		r = make_routes(ctx, n->e, &in);
 	if (r >= 0)
-		r = write_sysctls(ctx, n->e);
+		r = netns_sysctls_write(ctx, n->e, false);
 	rtnl_close(&in);
 	rtnl_close(&host);
 	if (r >= 0)

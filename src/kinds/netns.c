@@ -15,7 +15,8 @@
  *   addresses, which the restored mac gives back);
  * - the routes of the main table, but the kernel's own (protocol kernel,
  *   router advertisements);
- * - net.ipv4.ip_forward, net.core.somaxconn, net.ipv4.ip_local_port_range.
+ * - every sysctl of the namespace that differs from a fresh one's
+ *   (netns-conf.c).
  *
  * Restart (prepare, before any socket is made): ckpt's thread enters a new
  * network namespace and stays in it until the root is spawned, so that the
@@ -57,12 +58,6 @@ enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1) };
 #define LINKS_MAX 16
 #define ADDRS_MAX 64  /* of each end of a link */
 #define ROUTES_MAX 128
-#define VALUE_MAX 64
-
-/* the per-namespace sysctls saved, as /proc/sys paths under net/ */
-static const char *const sysctls[] = { "ipv4/ip_forward", "core/somaxconn",
-				       "ipv4/ip_local_port_range" };
-#define NSYSCTLS (sizeof(sysctls) / sizeof(sysctls[0]))
 
 struct addr_buf {
 	NetnsAddr m;
@@ -87,11 +82,8 @@ struct netns_ckpt {
 	NetnsEntry e;
 	NetnsLink *links[LINKS_MAX];
 	NetnsRoute *routes[ROUTES_MAX];
-	NetnsSysctl *sys[NSYSCTLS];
 	struct link_buf l[LINKS_MAX];
 	struct route_buf r[ROUTES_MAX];
-	NetnsSysctl s[NSYSCTLS];
-	char sname[NSYSCTLS][40], sval[NSYSCTLS][VALUE_MAX];
 	dev_t dev;
 	ino_t ino; /* the namespace's */
 	pid_t root;
@@ -279,31 +271,6 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 	return 0;
 }
 
-/* Reads the sysctls; the calling thread is in the namespace. */
-static int read_sysctls(struct netns_ckpt *n)
-{
-	n->e.sysctls = n->sys;
-	for (size_t i = 0; i < NSYSCTLS; i++) {
-		char path[80];
-		snprintf(path, sizeof(path), "/proc/sys/net/%s", sysctls[i]);
-		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t len = fd < 0 ? -1 : read(fd, n->sval[i], VALUE_MAX - 1);
-		if (len < 0)
-			return log_fail(n->log, -errno, "pid %d: network namespace: cannot read %s: %m",
-					n->root, path);
-		n->sval[i][len] = 0;
-		n->sval[i][strcspn(n->sval[i], "\n")] = 0;
-		snprintf(n->sname[i], sizeof(n->sname[i]), "net.%s", sysctls[i]);
-		for (char *c = n->sname[i]; *c; c++)
-			*c = *c == '/' ? '.' : *c;
-		netns_sysctl__init(&n->s[i]);
-		n->s[i].name = n->sname[i];
-		n->s[i].value = n->sval[i];
-		n->sys[n->e.n_sysctls++] = &n->s[i];
-	}
-	return 0;
-}
-
 /*
  * The calling thread enters the namespace of fd for an instant: a netlink
  * socket there, its sysctls read; then back to old (ckpt's own).
@@ -318,8 +285,8 @@ static int open_inside(struct netns_ckpt *n, int fd, struct rtnl *in)
 	if (r < 0)
 		log_error(n->log, "pid %d: no netlink socket in its network namespace: %s", n->root,
 			  strerror(-r));
-	if (r >= 0)
-		r = read_sysctls(n);
+	if (r >= 0) /* this leaves the namespace for a fresh one */
+		r = netns_sysctls_read(n->log, n->root, &n->e);
 	if (setns(old, CLONE_NEWNET) < 0) /* cannot happen: it is our own */
 		abort();
 	return r;
@@ -412,6 +379,14 @@ static int netns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 			"needs CAP_NET_ADMIN, which this caller lacks", t->pid);
 }
 
+static void netns_free_state(void *state)
+{
+	struct netns_ckpt *n = state;
+	if (n)
+		netns_sysctls_free(&n->e);
+	free(n);
+}
+
 /* --- restart: in netns-rst.c --------------------------------------------- */
 
 static const ProtobufCMessageDescriptor *netns_descriptor(uint32_t sub)
@@ -426,7 +401,7 @@ const struct kind_ops netns_ops = {
 	.load = netns_load,
 	.prepare = netns_prepare,
 	.root_spawned = netns_root_spawned,
-	.free_state = free,
+	.free_state = netns_free_state,
 	.free_rstate = netns_free_rstate,
 	.descriptor = netns_descriptor,
 };

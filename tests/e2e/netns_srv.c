@@ -2,7 +2,7 @@
 /*
  * A TCP server as pid 1 of `ckpt run --net` (flow netns): it changes its
  * network namespace first (eth0's mtu, an IPv6 address on eth0, a route to
- * 198.51.100.0/24 through the host end, three sysctls), notes what the
+ * 198.51.100.0/24 through the host end, ten sysctls), notes what the
  * namespace holds (links with index, mtu and up state, addresses, the
  * IPv4 routes of /proc/net/route, the sysctls), listens on port 7777 and
  * accepts the runner's connection from the host. Checkpointed with --kill
@@ -59,6 +59,18 @@ static size_t cat(const char *path, char *out, size_t len, size_t at)
 	return at;
 }
 
+/* sysctls set besides the three above, each to a value not a fresh
+ * namespace's (the runner's checkpoint saves them by difference) */
+static const char *const more[][2] = {
+	{ "/proc/sys/net/ipv4/tcp_keepalive_time", "1234" },
+	{ "/proc/sys/net/ipv4/tcp_rmem", "4096\t65536\t1048576" },
+	{ "/proc/sys/net/unix/max_dgram_qlen", "77" },
+	{ "/proc/sys/net/ipv4/conf/default/accept_redirects", "0" },
+	{ "/proc/sys/net/ipv4/conf/eth0/arp_ignore", "1" },
+	{ "/proc/sys/net/ipv6/conf/eth0/hop_limit", "33" },
+	{ "/proc/sys/net/ipv4/neigh/eth0/mcast_solicit", "5" },
+};
+
 /* Links, addresses, IPv4 routes and sysctls as text. */
 static void snapshot(char *out, size_t len)
 {
@@ -90,7 +102,9 @@ static void snapshot(char *out, size_t len)
 	at = cat("/proc/net/route", out, len, at);
 	at = cat("/proc/sys/net/ipv4/ip_forward", out, len, at);
 	at = cat("/proc/sys/net/core/somaxconn", out, len, at);
-	cat("/proc/sys/net/ipv4/ip_local_port_range", out, len, at);
+	at = cat("/proc/sys/net/ipv4/ip_local_port_range", out, len, at);
+	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
+		at = cat(more[i][0], out, len, at);
 }
 
 /* The namespace changed from what ckpt run made. */
@@ -130,6 +144,10 @@ static void change_netns(void)
 	write_file("/proc/sys/net/ipv4/ip_forward", "1");
 	write_file("/proc/sys/net/core/somaxconn", "1234");
 	write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 50000");
+	/* more of the namespace's own: outside links' directories, default,
+	 * eth0's own (IPv4, IPv6, neighbour table) */
+	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
+		write_file(more[i][0], more[i][1]);
 }
 
 /* A bridge named br7, by RTM_NEWLINK. */
