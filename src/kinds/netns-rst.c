@@ -85,7 +85,8 @@ static bool route_ok(const NetnsEntry *e, const NetnsRoute *rt)
 	return len && rt->dst_len <= len * 8 && (rt->dst_len == 0) == !rt->has_dst &&
 	       bytes_ok(rt->has_dst, &rt->dst, len) && bytes_ok(rt->has_gateway, &rt->gateway, len) &&
 	       bytes_ok(rt->has_prefsrc, &rt->prefsrc, len) && rt->protocol <= 255 &&
-	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || link_named(e, rt->oif));
+	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || link_named(e, rt->oif)) &&
+	       (!rt->has_table || (rt->table && rt->table != RT_TABLE_LOCAL));
 }
 
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -222,7 +223,8 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 		const NetnsLink *oif = link_named(e, m->oif);
 		struct rtnl_route rt = { .family = (int)m->family, .dst_len = m->dst_len,
 					 .protocol = m->protocol, .scope = m->scope, .type = m->type,
-					 .priority = m->priority, .has_gw = m->has_gateway,
+					 .priority = m->priority, .table = m->table,
+					 .has_gw = m->has_gateway,
 					 .has_prefsrc = m->has_prefsrc,
 					 .oif = oif ? (int)oif->index : 0 };
 		if (m->has_dst)

@@ -13,8 +13,10 @@
  * - each link's index, mac, mtu, up state and addresses, but those the
  *   kernel makes itself (127.0.0.1/8 and ::1 on loopback, IPv6 link-local
  *   addresses, which the restored mac gives back);
- * - the routes of the main table, but the kernel's own (protocol kernel,
- *   router advertisements);
+ * - the routes of every table, but the kernel's own (protocol kernel,
+ *   router advertisements, the local table); policy routing rules other
+ *   than the three a namespace starts with, and permanent neighbour
+ *   entries, are refused by name;
  * - every sysctl of the namespace that differs from a fresh one's
  *   (netns-conf.c).
  *
@@ -38,6 +40,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/fib_rules.h>
+#include <linux/neighbour.h>
 #include <net/if.h>
 #include <linux/rtnetlink.h>
 #include <sched.h>
@@ -233,8 +237,15 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 {
 	struct netns_ckpt *n = arg;
 	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA ||
-	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff))
+	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff) ||
+	    (rt->table == RT_TABLE_LOCAL && rt->family == AF_INET6 && rt->type == RTN_LOCAL))
 		return 0;
+	if (rt->table == RT_TABLE_LOCAL) { /* the kernel's; one a program added is not */
+		log_error(n->log, "pid %d: network namespace: a route of the local table that the "
+			  "kernel did not make (protocol %u): not supported yet", n->root,
+			  rt->protocol);
+		return n->err = -EOPNOTSUPP;
+	}
 	struct link_buf *oif = rt->oif ? link_of(n, rt->oif) : NULL;
 	if ((rt->oif && !oif) || n->e.n_routes == ROUTES_MAX) {
 		log_error(n->log, "pid %d: network namespace: a route %s", n->root,
@@ -268,6 +279,43 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 	b->m.scope = rt->scope;
 	b->m.type = rt->type;
 	b->m.priority = rt->priority;
+	b->m.has_table = rt->table != RT_TABLE_MAIN;
+	b->m.table = rt->table;
+	return 0;
+}
+
+/* The rules a namespace starts with: lookup local at 0, main at 32766,
+ * default (IPv4) at 32767; any other is refused by priority and table. */
+static int note_rule(const struct rtnl_rule *ru, void *arg)
+{
+	struct netns_ckpt *n = arg;
+	bool fresh = !ru->selects && ru->action == FR_ACT_TO_TBL &&
+		     ((ru->priority == 0 && ru->table == RT_TABLE_LOCAL) ||
+		      (ru->priority == 32766 && ru->table == RT_TABLE_MAIN) ||
+		      (ru->priority == 32767 && ru->table == RT_TABLE_DEFAULT &&
+		       ru->family == AF_INET));
+	if (fresh)
+		return 0;
+	log_error(n->log, "pid %d: network namespace: %s policy routing rule %u (table %u, action "
+		  "%u): not supported yet", n->root, ru->family == AF_INET6 ? "an IPv6" : "an IPv4",
+		  ru->priority, ru->table, ru->action);
+	n->err = -EOPNOTSUPP;
+	return 0; /* every one named */
+}
+
+/* Neighbour entries the kernel learns come back by themselves; one set
+ * by hand (permanent) is refused by address and link. */
+static int note_neigh(const struct rtnl_neigh *nb, void *arg)
+{
+	struct netns_ckpt *n = arg;
+	if (!(nb->state & NUD_PERMANENT) || (nb->family != AF_INET && nb->family != AF_INET6))
+		return 0;
+	char a[INET6_ADDRSTRLEN] = "?";
+	const struct link_buf *b = link_of(n, nb->index);
+	inet_ntop(nb->family, nb->dst, a, sizeof(a));
+	log_error(n->log, "pid %d: network namespace: a permanent neighbour entry %s on %s: not "
+		  "supported yet", n->root, a, b ? b->name : "a link");
+	n->err = -EOPNOTSUPP;
 	return 0;
 }
 
@@ -315,6 +363,12 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 		r = dumped(n, rtnl_addrs(host, note_host_addr, n), "host ends' addresses");
 	if (r >= 0)
 		r = dumped(n, rtnl_routes(in, note_route, n), "routes");
+	/* each of these names every refusal, and the next runs still */
+	if (r >= 0 || n->err < 0) {
+		int r2 = rtnl_rules(in, note_rule, n), r3 = rtnl_neighs(in, note_neigh, n);
+		r = r < 0 ? r : r2 < 0 ? dumped(n, r2, "policy routing rules")
+				       : dumped(n, r3, "neighbour entries");
+	}
 	return r;
 }
 

@@ -265,6 +265,9 @@ TESTS = [
     entry("netns_tcp_verify", kind="netns", program="netns_srv", ckpt_args=["--verify"]),
     entry("netns_refuse_link", kind="netns", program="netns_srv", pargs=["bridge"],
           case="bridge"),
+    # a policy routing rule and a permanent neighbour entry: both named
+    entry("netns_refuse_rule", kind="netns", program="netns_srv", pargs=["rule"],
+          case="rule"),
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
@@ -2068,13 +2071,18 @@ class Run:
 
     def netns_case(self, pr, pidfile, hostif, cont):
         host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)
-        if self.t["case"] == "bridge":
+        if self.t["case"] in ("bridge", "rule"):
             self.wait_container(pr, pidfile)
             img = self.p("img")
             rc, err = self.checkpoint(img, "ckpt", reap=[pr], expect_ok=False)
-            if rc == 0 or not re.search(r"pid %d: network namespace link br7 \(bridge\): only "
-                                        r"loopback and veth" % self.pid, err):
-                raise Fail("checkpoint with a bridge link: exit %d: %s" % (rc, err.strip()[-300:]))
+            want = ([r"pid %d: network namespace link br7 \(bridge\): only loopback and veth"]
+                    if self.t["case"] == "bridge" else
+                    [r"pid %d: network namespace: an IPv4 policy routing rule 100 \(table 100, ",
+                     r"pid %d: network namespace: a permanent neighbour entry 198\.51\.100\.77 "
+                     r"on eth0: not supported yet"])
+            if rc == 0 or not all(re.search(w % self.pid, err) for w in want):
+                raise Fail("checkpoint with a %s: exit %d: %s" % (self.t["case"], rc,
+                                                                 err.strip()[-400:]))
             if not pid_alive(self.pid):
                 raise Fail("the container died after the refused checkpoint")
             rc = self.wake_and_wait(pr, "ckpt run")
