@@ -112,6 +112,7 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 		ok = route_ok(e, e->routes[i]);
 	for (size_t i = 0; ok && i < e->n_sysctls; i++)
 		ok = netns_sysctl_ok(e->sysctls[i]);
+	ok = ok && netns_nft_ok(e->nftables);
 	if (!ok)
 		return log_fail(&ctx->log, -EINVAL, "record %u: the network namespace is not valid",
 				rec->index);
@@ -289,6 +290,8 @@ int netns_prepare(struct rst_ctx *ctx)
 		r = make_routes(ctx, n->e, &in);
 	if (r >= 0)
 		r = netns_sysctls_write(ctx, n->e, false);
+	if (r >= 0)
+		r = netns_nft_write(ctx, n->e);
 	rtnl_close(&in);
 	rtnl_close(&host);
 	if (r >= 0)

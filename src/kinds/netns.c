@@ -18,7 +18,8 @@
  *   than the three a namespace starts with, and permanent neighbour
  *   entries, are refused by name;
  * - every sysctl of the namespace that differs from a fresh one's
- *   (netns-conf.c).
+ *   (netns-conf.c);
+ * - its nftables tables, as text (netns-nft.c).
  *
  * Restart (prepare, before any socket is made): ckpt's thread enters a new
  * network namespace and stays in it until the root is spawned, so that the
@@ -410,6 +411,10 @@ static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
 	if (r >= 0)
 		r = read_netns(n, &in, &host);
+	/* after refusals too, to name every one */
+	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, t->pid, fd, &n->e) : 0;
+	if (r >= 0)
+		r = r2;
 	rtnl_close(&in);
 	rtnl_close(&host);
 	if (r >= 0)
@@ -436,8 +441,10 @@ static int netns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 static void netns_free_state(void *state)
 {
 	struct netns_ckpt *n = state;
-	if (n)
+	if (n) {
 		netns_sysctls_free(&n->e);
+		free(n->e.nftables);
+	}
 	free(n);
 }
 

@@ -32,6 +32,12 @@ void netns_sysctls_free(NetnsEntry *e);
 bool netns_sysctl_ok(const NetnsSysctl *s);
 int netns_sysctls_write(struct rst_ctx *ctx, const NetnsEntry *e, bool early);
 
+/* netns-nft.c: the namespace's nftables tables (NetnsEntry.nftables), read
+ * in the namespace of ns_fd; checked at load; made in the calling thread's. */
+int netns_nft_read(struct ckpt_log *log, pid_t root, int ns_fd, NetnsEntry *e);
+bool netns_nft_ok(const char *text);
+int netns_nft_write(struct rst_ctx *ctx, const NetnsEntry *e);
+
 /* netns-rst.c */
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 int netns_prepare(struct rst_ctx *ctx);

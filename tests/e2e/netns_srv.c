@@ -10,7 +10,8 @@
  * reads what the runner sent up to "END\n" on the same connection and
  * answers, then accepts a new connection from the host and answers it.
  *
- * a route in table 100 too (rtnetlink), listed in the notes.
+ * a route in table 100 too (rtnetlink), and an nftables table (nft, if
+ * installed), listed in the notes.
  *
  * "netns_srv rule": a policy routing rule (priority 100, table 100) and a
  * permanent neighbour entry on eth0; the checkpoint must refuse both by
@@ -82,7 +83,42 @@ static const char *const more[][2] = {
 	{ "/proc/sys/net/ipv4/neigh/eth0/mcast_solicit", "5" },
 };
 
-/* Links, addresses, IPv4 routes and sysctls as text. */
+/* An nftables table of the container's (nft, when installed): a set, a
+ * named counter with values, a chain with a counter; no timeouts, whose
+ * "expires" would change between the two notes. */
+#define NFT "/usr/sbin/nft"
+static const char nft_table[] =
+	"table inet ckpt_t {\n"
+	"  set blocked { type ipv4_addr; elements = { 192.0.2.1, 192.0.2.7 } }\n"
+	"  counter seen { packets 5 bytes 300 }\n"
+	"  chain in { type filter hook input priority 0; policy accept;\n"
+	"    ip saddr @blocked counter packets 3 bytes 100 drop; }\n"
+	"}\n";
+
+static void nft_add(void)
+{
+	if (access(NFT, X_OK) != 0)
+		return;
+	FILE *f = fopen("table.nft", "w");
+	if (!f || fputs(nft_table, f) < 0 || fclose(f) != 0 || system(NFT " -f table.nft") != 0)
+		fail("nft -f table.nft failed");
+}
+
+static size_t nft_list(char *out, size_t len, size_t at)
+{
+	if (access(NFT, X_OK) != 0)
+		return at;
+	FILE *p = popen(NFT " list table inet ckpt_t 2>&1", "r");
+	size_t n;
+	while (p && at < len - 1 && (n = fread(out + at, 1, len - 1 - at, p)) > 0)
+		at += n;
+	out[at] = 0;
+	if (!p || pclose(p) != 0)
+		fail("nft list table inet ckpt_t: %s", out);
+	return at;
+}
+
+/* Links, addresses, IPv4 routes, sysctls and nftables as text. */
 static void snapshot(char *out, size_t len)
 {
 	struct ifaddrs *ifa, *i;
@@ -116,7 +152,8 @@ static void snapshot(char *out, size_t len)
 	at = cat("/proc/sys/net/ipv4/ip_local_port_range", out, len, at);
 	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
 		at = cat(more[i][0], out, len, at);
-	table_routes(out, len, at);
+	at = table_routes(out, len, at);
+	nft_list(out, len, at);
 }
 
 /* The namespace changed from what ckpt run made. */
@@ -152,6 +189,7 @@ static void change_netns(void)
 	if (ioctl(s, SIOCADDRT, &rt) < 0)
 		fail("route to 198.51.100.0/24: %m");
 	add_table_route(gw);
+	nft_add();
 	close(s);
 	close(s6);
 	write_file("/proc/sys/net/ipv4/ip_forward", "1");
