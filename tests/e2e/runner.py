@@ -255,6 +255,8 @@ TESTS = [
     entry("netlock_unlock", kind="netlock_unlock", program="tcp_pair"),
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
+    # classic BPF socket filters on a UDP and a unix socket (one locked)
+    entry("sock_filter", (B, T)),
     entry("tcp_peer", kind="tcp_peer"),
     # ckpt run --net: a server in a network namespace of its own, its host's
     # client connected across checkpoint --kill and restart (the namespace
