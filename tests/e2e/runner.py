@@ -318,6 +318,7 @@ TESTS = [
     entry("locks_flock", (B, T, R)),
     entry("locks_posix", (B, T, R)),
     entry("locks_ofd", (B, T, R)),
+    entry("locks_lease", (B, T)),
     # terminals
     entry("tty_pty", (B, T, R)),
     entry("tty_jobs", (B, T, R)),
