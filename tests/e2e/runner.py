@@ -119,6 +119,8 @@ TESTS = [
     entry("mem_big"),
     entry("mem_droppable", (B, T)),
     entry("mem_mlock", (B, T)),
+    entry("mem_mlockall", (B, T)),
+    entry("mem_mlockall_onfault", (B,), program="mem_mlockall", pargs=["onfault"]),
     # cpu
     entry("cpu_regs", (B, T)),
     entry("cpu_tls"),
