@@ -162,14 +162,18 @@ static int nl_open(void)
 	return fd;
 }
 
-/* Sends one request and returns the kernel's answer to the message of seq:
- * 0 (an ack, or a reply), or its -errno. */
-static int nl_talk(int fd, const void *msg, size_t len, uint32_t seq)
+/*
+ * Sends msg and reads the kernel's answers to the messages of seqs [first,
+ * last] (a batch's begin and end, first - 1 and last + 1, are answered only
+ * when they fail): 0 once each has an ack or a reply, else the first
+ * -errno the kernel gave.
+ */
+static int nl_exchange(int fd, const void *msg, size_t len, uint32_t first, uint32_t last)
 {
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	if (sendto(fd, msg, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
 		return -errno;
-	for (;;) {
+	for (uint32_t answered = 0; answered < last - first + 1;) {
 		uint8_t buf[8192];
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
 		if (n < 0 && errno == EINTR)
@@ -178,15 +182,22 @@ static int nl_talk(int fd, const void *msg, size_t len, uint32_t seq)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
 		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_seq != seq)
+			if (h->nlmsg_seq < first - 1 || h->nlmsg_seq > last + 1)
 				continue;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
+			const struct nlmsgerr *e = NLMSG_DATA(h);
+			if (h->nlmsg_type == NLMSG_ERROR && e->error)
 				return e->error;
-			}
-			return 0; /* a reply: what was asked for exists */
+			/* an ack, or a reply: what was asked for exists */
+			answered += h->nlmsg_seq >= first && h->nlmsg_seq <= last;
 		}
 	}
+	return 0;
+}
+
+/* One request: 0 (an ack, or a reply) or the kernel's -errno. */
+static int nl_talk(int fd, const void *msg, size_t len, uint32_t seq)
+{
+	return nl_exchange(fd, msg, len, seq, seq);
 }
 
 struct name_job {
@@ -536,34 +547,6 @@ static void put_elems(struct nlbuf *b, const char *table, const char *set,
 	((struct nlmsghdr *)(b->p + start))->nlmsg_len = (uint32_t)(b->p + b->len - b->p - start);
 }
 
-/* Sends a batch and waits for the acks of seqs [first, last]. */
-static int batch_talk(int fd, const struct nlbuf *b, uint32_t first, uint32_t last)
-{
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-	if (sendto(fd, b->p, b->len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
-		return -errno;
-	for (uint32_t acked = 0; acked < last - first + 1;) {
-		uint8_t buf[8192];
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
-		     h = NLMSG_NEXT(h, n)) {
-			/* the batch's begin and end are answered only when they fail */
-			if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < first - 1 ||
-			    h->nlmsg_seq > last + 1)
-				continue;
-			const struct nlmsgerr *e = NLMSG_DATA(h);
-			if (e->error)
-				return e->error;
-			acked += h->nlmsg_seq >= first && h->nlmsg_seq <= last;
-		}
-	}
-	return 0;
-}
-
 /* The flows of family af (sorted by family first) into set c4 or c6. */
 static int add_flows(struct netlock *nl, struct nlbuf *b, int af, uint32_t *seq)
 {
@@ -587,7 +570,7 @@ static int add_flows(struct netlock *nl, struct nlbuf *b, int af, uint32_t *seq)
 		uint32_t last = *seq;
 		b->len = put_msg(b->p, b->len, NFNL_MSG_BATCH_END, 0, ++(*seq), AF_UNSPEC,
 				 NFNL_SUBSYS_NFTABLES, NULL);
-		int r = batch_talk(nl->nlfd, b, first, last);
+		int r = nl_exchange(nl->nlfd, b->p, b->len, first, last);
 		if (r < 0)
 			return r;
 	}
