@@ -85,6 +85,12 @@ int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsiz
 		pages_z_free(z);
 		return -EINVAL;
 	}
+	/* a content checksum in every frame: damage inside a block zstd
+	 * stored raw would otherwise decompress, to other bytes */
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
+		pages_z_free(z);
+		return -EINVAL;
+	}
 	/* a libzstd built without threads refuses: one thread then */
 	if (threads > 1)
 		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, (int)threads);
