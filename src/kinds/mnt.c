@@ -328,30 +328,66 @@ static char *instance_data(struct ckpt_ctx *ctx, const struct mi *c)
 	return out;
 }
 
-/* One mount into e, or why it cannot be saved. */
-static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
-			      size_t n,
-			      const struct mi *host, size_t nhost, const struct mi *c,
-			      MountEntry *e)
+/* The number after tag ("shared:", "master:") in a mountinfo's optional
+ * fields, or 0. */
+static uint32_t tag_of(const char *fields, const char *tag)
 {
+	const char *p = strstr(fields, tag);
+	return p ? (uint32_t)strtoul(p + strlen(tag), NULL, 10) : 0;
+}
+
+/* Its propagation: peer group, master, unbindable. */
+static void save_propagation(const struct mi *c, MountEntry *e)
+{
+	e->peer = tag_of(c->fields, "shared:");
+	e->master = tag_of(c->fields, "master:");
+	e->has_peer = e->peer != 0;
+	e->has_master = e->master != 0;
+	e->has_propagation = e->has_peer || e->has_master;
+	e->propagation = e->has_peer ? MS_SHARED : MS_SLAVE;
+	if (strstr(c->fields, "unbindable")) {
+		e->has_propagation = true;
+		e->propagation = MS_UNBINDABLE;
+	}
+}
+
+/*
+ * c as a bind of an earlier mount (ents[0..i)) of a file system of the
+ * container's own, whose root holds c's root: e->from and the path below
+ * it; false if there is none.
+ */
+static bool save_from(struct mnt_ckpt *s, size_t i, const struct mi *c, MountEntry *e)
+{
+	for (size_t j = 0; j < i; j++) {
+		const MountEntry *o = &s->ents[j];
+		if (s->devs[j] != c->dev || o->bind || o->has_from || !strcmp(o->fstype, "sysfs") ||
+		    !has_prefix_dir(c->root, o->root))
+			continue;
+		e->has_from = true;
+		e->from = o->id;
+		e->source = c->root + (strcmp(o->root, "/") ? strlen(o->root) : 0);
+		if (!strcmp(e->source, "/"))
+			e->source = "";
+		return true;
+	}
+	return false;
+}
+
+/* One mount into e (s->ents[i]), or why it cannot be saved. */
+static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
+			      size_t n, const struct mi *host, size_t nhost, const struct mi *c,
+			      size_t i)
+{
+	MountEntry *e = &s->ents[i];
 	const char *why = fs_refusal(c);
 	if (why)
 		return why;
 	e->id = c->id;
 	e->point = c->point;
 	e->fstype = c->fstype;
+	e->root = c->root;
 	e->flags = mount_flags(c->opts);
-	if (strstr(c->fields, "shared:")) {
-		e->has_propagation = e->has_peer = true;
-		e->propagation = MS_SHARED;
-		e->peer = (uint32_t)atoi(strstr(c->fields, "shared:") + 7);
-	}
-	if (strstr(c->fields, "master:"))
-		return "slave mounts (propagation from a master) are not supported yet";
-	if (strstr(c->fields, "unbindable")) {
-		e->has_propagation = true;
-		e->propagation = MS_UNBINDABLE;
-	}
+	save_propagation(c, e);
 	char *hp = strcmp(c->fstype, "sysfs") ? host_path(c, host, nhost) : NULL;
 	if (hp) {
 		char via[4200];
@@ -371,11 +407,61 @@ static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const st
 		return !strncmp(c->source, "/dev/", 5)
 			       ? "block-device mounts are not supported (the device is not saved)"
 			       : "a file system ckpt cannot make again";
+	if (strcmp(c->fstype, "sysfs") && save_from(s, i, c, e))
+		return NULL;
 	if (strcmp(c->root, "/"))
 		return "a part of a file system of its own bound elsewhere is not supported yet";
 	e->source = c->source;
 	if (!(e->data = keep(s, instance_data(ctx, c))))
 		return "out of memory";
+	return NULL;
+}
+
+static const char *root_of(const MountEntry *e)
+{
+	return e->root ? e->root : "/";
+}
+
+/* The member of peer group peer whose root holds every member's root (the
+ * one the others join at restart), or NULL. */
+static const MountEntry *group_rep(const MountTree *tree, uint32_t peer)
+{
+	for (size_t j = 0; j < tree->n_mounts; j++) {
+		const MountEntry *o = tree->mounts[j];
+		bool all = o->has_peer && o->peer == peer;
+		for (size_t k = 0; all && k < tree->n_mounts; k++) {
+			const MountEntry *m = tree->mounts[k];
+			all = !m->has_peer || m->peer != peer ||
+			      has_prefix_dir(root_of(m), root_of(o));
+		}
+		if (all)
+			return o;
+	}
+	return NULL;
+}
+
+static size_t find_index(const MountTree *tree, const MountEntry *e)
+{
+	size_t i = 0;
+	while (i < tree->n_mounts && tree->mounts[i] != e)
+		i++;
+	return i;
+}
+
+/*
+ * Why the propagation of mount e cannot be made again, or NULL: a slave
+ * whose master's peer group is not in the container, or a peer group no
+ * member of which holds the others' roots (move_mount's
+ * MOVE_MOUNT_SET_GROUP joins a group from a mount with a wider root).
+ */
+static const char *propagation_refusal(const MountTree *tree, const MountEntry *e)
+{
+	const MountEntry *rep = e->has_master ? group_rep(tree, e->master) : NULL;
+	if (e->has_master && (!rep || !has_prefix_dir(root_of(e), root_of(rep))))
+		return "a slave mount whose master is not a mount of the container is not "
+		       "supported";
+	if (e->has_peer && !group_rep(tree, e->peer))
+		return "a peer group whose mounts' roots do not nest is not supported yet";
 	return NULL;
 }
 
@@ -430,21 +516,29 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 		const struct mi *c = &all[ord[i]];
 		MountEntry *e = &s->ents[i];
 		mount_entry__init(e);
-		const char *why = save_mount(ctx, s, all, n, host, nhost, c, e);
+		s->devs[i] = c->dev;
+		const char *why = save_mount(ctx, s, all, n, host, nhost, c, i);
 		if (why)
 			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, %s): %s",
 					s->pid, c->point, c->fstype, c->source, why);
 		e->parent = c == root ? 0 : c->parent;
 		s->ptrs[i] = e;
-		s->devs[i] = c->dev;
+	}
+	s->tree.n_mounts = n;
+	s->tree.mounts = s->ptrs;
+	for (size_t i = 0; i < n; i++) {
+		const MountEntry *e = s->ptrs[i];
+		const char *why = propagation_refusal(&s->tree, e);
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
+					s->pid, e->point, e->fstype, e->peer, e->master,
+					why);
 	}
 	if (!s->ents[0].bind && strcmp(s->ents[0].fstype, "overlay"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: its root is neither a directory of the host nor an overlay; "
 				"not supported yet",
 				s->pid);
-	s->tree.n_mounts = n;
-	s->tree.mounts = s->ptrs;
 	return 0;
 }
 
@@ -517,12 +611,43 @@ static bool dev_allowed(mode_t mode, dev_t rdev)
 				 (maj == 5 && (min == 0 || min == 2)));
 }
 
+/* A file of several names seen by the walk: its first name's path. */
+struct seen_ino {
+	ino_t ino;
+	char *path;
+};
+
 struct walk {
 	struct ckpt_ctx *ctx;
 	const MountEntry *m;
 	dev_t dev;
+	struct seen_ino *inos; /* files with st_nlink > 1 saved so far */
+	size_t ninos;
 	char path[4096]; /* relative to the tmpfs's root */
 };
+
+/* The path a file of several names was first saved by, or NULL (then it
+ * is noted with this path: its other names are hard links to it). */
+static int first_name(struct walk *w, const struct stat *st, const char **ret)
+{
+	*ret = NULL;
+	if (S_ISDIR(st->st_mode) || S_ISSOCK(st->st_mode) || st->st_nlink < 2 ||
+	    st->st_dev != w->dev)
+		return 0;
+	for (size_t i = 0; i < w->ninos; i++)
+		if (w->inos[i].ino == st->st_ino) {
+			*ret = w->inos[i].path;
+			return 0;
+		}
+	struct seen_ino *n = realloc(w->inos, (w->ninos + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	w->inos = n;
+	if (!(n[w->ninos].path = strdup(w->path)))
+		return -ENOMEM;
+	n[w->ninos++].ino = st->st_ino;
+	return 0;
+}
 
 static int write_file(struct walk *w, int dfd, const char *name, const struct stat *st)
 {
@@ -538,7 +663,13 @@ static int write_file(struct walk *w, int dfd, const char *name, const struct st
 	f.has_atime_ns = f.has_mtime_ns = true;
 	f.atime_ns = st->st_atim.tv_sec * 1000000000ull + st->st_atim.tv_nsec;
 	f.mtime_ns = st->st_mtim.tv_sec * 1000000000ull + st->st_mtim.tv_nsec;
-	if (st->st_dev != w->dev) { /* a mount point: what it is, empty */
+	const char *first;
+	int r = first_name(w, st, &first);
+	if (r < 0)
+		return r;
+	if (first) { /* another name of a file saved before */
+		f.link = (char *)first;
+	} else if (st->st_dev != w->dev) { /* a mount point: what it is, empty */
 		f.mode = S_ISDIR(st->st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644;
 		f.uid = f.gid = 0;
 	} else if (S_ISLNK(st->st_mode)) {
@@ -625,6 +756,9 @@ static int dump_tmpfs(struct ckpt_ctx *ctx, const struct mnt_ckpt *s, size_t i)
 		r = write_file(&w, fd, ".", &st);
 	if (r >= 0)
 		r = walk_dir(&w, fd, 0);
+	for (size_t k = 0; k < w.ninos; k++)
+		free(w.inos[k].path);
+	free(w.inos);
 	if (r < 0 && !ctx->log.errors)
 		log_error(&ctx->log, "pid %d: mount %s (tmpfs): cannot save its files%s%s: %s",
 			  s->pid, w.m->point, w.path[0] ? " at " : "", w.path, strerror(-r));
@@ -638,7 +772,8 @@ static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)
 		return 0;
 	int r = ctx_write_msg(ctx, MNT_TREE, &s->tree.base);
 	for (size_t i = 0; r >= 0 && i < s->tree.n_mounts; i++)
-		if (!s->ptrs[i]->bind && !strcmp(s->ptrs[i]->fstype, "tmpfs"))
+		if (!s->ptrs[i]->bind && !s->ptrs[i]->has_from &&
+		    !strcmp(s->ptrs[i]->fstype, "tmpfs"))
 			r = dump_tmpfs(ctx, s, i);
 	return r;
 }
@@ -731,11 +866,19 @@ static const char *entry_invalid(const MountTree *tree, size_t i)
 {
 	const MountEntry *e = tree->mounts[i];
 	bool parent = i == 0 ? e->parent == 0 && !strcmp(e->point, "/") : false;
+	bool from = !e->has_from;
 	for (size_t j = 0; j < i; j++) {
-		parent |= tree->mounts[j]->id == e->parent;
-		if (tree->mounts[j]->id == e->id)
+		const MountEntry *o = tree->mounts[j];
+		parent |= o->id == e->parent;
+		from |= o->id == e->from && !o->bind && !o->has_from && !strcmp(o->fstype, e->fstype);
+		if (o->id == e->id)
 			return "a mount id given twice";
 	}
+	if (e->has_from && (i == 0 || e->bind || !from || !e->source ||
+			    (e->source[0] && !clean_path(e->source, false))))
+		return "a bind of a mount that is not an earlier instance, or its path not clean";
+	if ((e->root && !clean_path(e->root, false)) || propagation_refusal(tree, e))
+		return "a root not clean, or a propagation that cannot be made";
 	if (!parent)
 		return "a mount before its parent (the root first)";
 	if (!clean_path(e->point, false))
@@ -745,9 +888,11 @@ static const char *entry_invalid(const MountTree *tree, size_t i)
 	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
 	if (i == 0 && !e->bind && !overlay)
 		return "a root that is neither a bind nor an overlay";
-	if ((e->flags & ~(uint32_t)MNT_FLAGS) || !(overlay ? overlay_ok(e->data) : data_ok(e->data)))
+	if ((e->flags & ~(uint32_t)MNT_FLAGS) ||
+	    !(e->has_from ? !e->data : overlay ? overlay_ok(e->data) : data_ok(e->data)))
 		return "flags or options not valid";
-	if (e->has_propagation && e->propagation != MS_SHARED && e->propagation != MS_UNBINDABLE)
+	if (e->has_propagation && e->propagation != MS_SHARED && e->propagation != MS_SLAVE &&
+	    e->propagation != MS_UNBINDABLE)
 		return "a propagation not valid";
 	return NULL;
 }
@@ -792,7 +937,17 @@ static int load_file(struct rst_ctx *ctx, struct mnt_rst *s, const struct img_re
 	s->files[s->nfiles++] = f;
 	const MountEntry *m = find_mount(s, f->mount);
 	mode_t type = f->mode & S_IFMT;
-	bool ok = m && !m->bind && !strcmp(m->fstype, "tmpfs") &&
+	if (f->link) { /* a hard link: to a file of the same tmpfs saved before */
+		bool ok = false;
+		for (size_t i = 0; !ok && i + 1 < s->nfiles; i++)
+			ok = s->files[i]->mount == f->mount && !s->files[i]->link &&
+			     !strcmp(s->files[i]->path, f->link) && !S_ISDIR(s->files[i]->mode);
+		if (!ok || !clean_path(f->path, true))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: a tmpfs hard link not valid", rec->index);
+		return 0;
+	}
+	bool ok = m && !m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs") &&
 		  (!f->path[0] || clean_path(f->path, true)) &&
 		  (type == S_IFDIR || type == S_IFREG || type == S_IFLNK || type == S_IFIFO ||
 		   type == S_IFCHR) &&
@@ -884,6 +1039,13 @@ static int make_file(const TmpfsFile *f, int top, const struct idmaps *ids)
 	_cleanup_close_ int dfd = parent_of(top, f->path, &name);
 	if (dfd < 0)
 		return dfd;
+	if (f->link) { /* another name of a file made before */
+		const char *oname;
+		_cleanup_close_ int ofd = parent_of(top, f->link, &oname);
+		if (ofd < 0)
+			return ofd;
+		return linkat(ofd, oname, dfd, name, 0) < 0 ? -errno : 0;
+	}
 	mode_t perm = f->mode & 07777;
 	int r = 0;
 	switch (f->mode & S_IFMT) {
@@ -978,9 +1140,17 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 						"mount %s (overlay): its layer '%s' is gone: %m",
 						m->point, dirs[i]);
 	}
-	long r = m->bind ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
-					  put_str(p, 8192, target), 0, MS_BIND, 0)
-			 : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
+	char from[8400];
+	if (m->has_from) { /* a bind of an earlier mount of the tree */
+		const MountEntry *o = find_mount(s, m->from);
+		snprintf(from, sizeof(from), "%s%s%s", root, strcmp(o->point, "/") ? o->point : "",
+			 m->source);
+	}
+	long r = m->has_from ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
+					      put_str(p, 8192, target), 0, MS_BIND, 0)
+		 : m->bind   ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
+					      put_str(p, 8192, target), 0, MS_BIND, 0)
+			     : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
 					  put_str(p, 8192, target), put_str(p, 4096, m->fstype),
 					  m->flags & ~(uint32_t)MS_RDONLY,
 					  m->data ? put_str(p, 16384, m->data) : 0);
@@ -988,27 +1158,113 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 		return log_fail(&ctx->log, (int)r, "mount %s (%s%s%s): cannot mount it: %s",
 				m->point, m->bind ? "bind of '" : m->fstype, m->bind ? m->source : "",
 				m->bind ? "'" : "", strerror((int)-r));
-	if (!m->bind && !strcmp(m->fstype, "tmpfs"))
+	if (!m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs"))
 		return fill_tmpfs(ctx, s, m, via);
 	return 0;
 }
 
-/* Flags and propagation of m, once every mount is made. */
+static void target_of(const MountEntry *m, const char *root, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
+}
+
+/* Flags of m, once every mount is made. */
 static int finish_mount(struct rst_ctx *ctx, struct rst_task *t, const MountEntry *m,
 			const char *root)
 {
 	struct puppet *p = &t->pup;
 	char target[4200];
 	long r = 0;
-	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") ? m->point : "");
-	if (m->bind || (m->flags & MS_RDONLY))
+	target_of(m, root, target, sizeof(target));
+	if (m->bind || m->has_from || (m->flags & MS_RDONLY))
 		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0,
 				   MS_REMOUNT | MS_BIND | m->flags, 0);
-	if (r >= 0 && m->has_propagation)
-		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, m->propagation, 0);
 	if (r < 0)
 		return log_fail(&ctx->log, (int)r, "mount %s: cannot set its flags: %s", m->point,
 				strerror((int)-r));
+	return 0;
+}
+
+#ifndef MOVE_MOUNT_SET_GROUP
+#define MOVE_MOUNT_SET_GROUP 0x100
+#endif
+
+/* m joins the peer group of o (and o's master): move_mount's SET_GROUP. */
+static long join_group(struct puppet *p, const MountEntry *o, const MountEntry *m,
+		       const char *root)
+{
+	char from[4200], to[4200];
+	target_of(o, root, from, sizeof(from));
+	target_of(m, root, to, sizeof(to));
+	return puppet_syscall(p, SYS_move_mount, AT_FDCWD, put_str(p, 0, from), AT_FDCWD,
+			      put_str(p, 8192, to), MOVE_MOUNT_SET_GROUP);
+}
+
+/*
+ * The propagation of m, if what it needs is made (its master's group, or
+ * its peer group's first member): a member of a group made before joins
+ * it; else a slave joins its master's group and becomes a slave of it,
+ * and the first member of a peer group is made shared (a new group). 1 if
+ * made, 0 if it waits for another mount, or -errno.
+ */
+static int set_propagation(struct rst_ctx *ctx, struct rst_task *t, const MountTree *tree,
+			   const MountEntry *m, const char *root, bool *made)
+{
+	struct puppet *p = &t->pup;
+	const MountEntry *rep = m->has_peer ? group_rep(tree, m->peer) : NULL;
+	const MountEntry *master = m->has_master ? group_rep(tree, m->master) : NULL;
+	size_t ir = rep ? (size_t)(find_index(tree, rep)) : 0;
+	size_t im = master ? (size_t)(find_index(tree, master)) : 0;
+	long r = 0;
+	char target[4200];
+	target_of(m, root, target, sizeof(target));
+	if (rep && rep != m) { /* joins its group, and its master with it */
+		if (!made[ir])
+			return 0;
+		r = join_group(p, rep, m, root);
+	} else if (m->has_peer || m->has_master) {
+		if (master && !made[im])
+			return 0;
+		if (master)
+			r = join_group(p, master, m, root);
+		if (r >= 0 && master)
+			r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, MS_SLAVE, 0);
+		if (r >= 0 && m->has_peer)
+			r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, MS_SHARED, 0);
+	} else if (m->has_propagation) {
+		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, m->propagation, 0);
+	}
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r,
+				"mount %s: cannot set its propagation (shared:%u master:%u): %s",
+				m->point, m->peer, m->master, strerror((int)-r));
+	return 1;
+}
+
+/* Every mount's propagation, masters' groups before their slaves. */
+static int set_propagations(struct rst_ctx *ctx, struct rst_task *t, const MountTree *tree,
+			    const char *root)
+{
+	_cleanup_free_ bool *made = calloc(tree->n_mounts, sizeof(*made));
+	size_t left = tree->n_mounts;
+	if (!made)
+		return -ENOMEM;
+	for (bool more = true; more && left;) {
+		more = false;
+		for (size_t i = 0; i < tree->n_mounts; i++) {
+			if (made[i])
+				continue;
+			int r = set_propagation(ctx, t, tree, tree->mounts[i], root, made);
+			if (r < 0)
+				return r;
+			if (r > 0) {
+				made[i] = more = true;
+				left--;
+			}
+		}
+	}
+	if (left)
+		return log_fail(&ctx->log, -EINVAL, "the mounts' propagation forms a loop");
 	return 0;
 }
 
@@ -1043,6 +1299,10 @@ static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	if (c < 0)
 		return log_fail(&ctx->log, (int)c, "pivot_root into the container's root '%s': %s",
 				root, strerror((int)-c));
+	/* after pivot_root, which a shared root would refuse */
+	r = set_propagations(ctx, t, s->tree, "");
+	if (r < 0)
+		return r;
 	log_debug(&ctx->log, "container: %zu mounts made, %zu tmpfs files", s->tree->n_mounts,
 		  s->nfiles);
 	return 0;

@@ -195,6 +195,12 @@ TESTS = [
           signal=False),
     # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    # peer groups and a slave made in the container (binds of its tmpfs, of the host's)
+    entry("ct_rootfs_peers", (B, T), kind="rootfs", script="ct_rootfs_peers.sh",
+          argv=["/bin/sh", "/etc/ct_rootfs_peers.sh"]),
+    # hard links on its tmpfs: one inode, its names, its link count
+    entry("ct_rootfs_links", (B, T), kind="rootfs", script="ct_rootfs_links.sh",
+          argv=["/bin/sh", "/etc/ct_rootfs_links.sh"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
     entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
@@ -1180,7 +1186,9 @@ class Run:
             f.write("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
         with open(os.path.join(root, "etc", "group"), "w") as f:
             f.write("root:x:0:\ntty:x:5:\nnogroup:x:65534:\n")
-        shutil.copy(os.path.join(HERE, "ct_rootfs.sh"), os.path.join(root, "etc"))
+        for script in ("ct_rootfs.sh", self.t.get("script")):
+            if script:
+                shutil.copy(os.path.join(HERE, script), os.path.join(root, "etc"))
         with open(self.p("msg"), "w") as f:
             f.write("before\n")
         with open(self.p("motd"), "w") as f:
