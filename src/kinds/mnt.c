@@ -491,6 +491,60 @@ static int order(const struct mi *all, size_t n, const struct mi *root, size_t *
 	return k == n ? 0 : -EINVAL;
 }
 
+/* A mount of a container sharing the host's root that the host has not
+ * (same point and device; a cgroup namespace shows other roots), other
+ * than the /proc and devpts the ns kind makes. */
+static bool extra_mount(struct ckpt_ctx *ctx, const struct mi *c, const struct mi *host,
+			size_t nhost)
+{
+	if ((!strcmp(c->point, "/proc") && !strcmp(c->fstype, "proc")) ||
+	    (!strcmp(c->point, "/dev/pts") && !strcmp(c->fstype, "devpts") &&
+	     c->dev == ns_devpts_dev(ctx)))
+		return false;
+	for (size_t i = 0; i < nhost; i++)
+		if (host[i].dev == c->dev && !strcmp(host[i].point, c->point))
+			return false;
+	return true;
+}
+
+/*
+ * A container sharing the host's root: the mounts it made of its own, in
+ * mountinfo's order (each after the mount it is on); 1 if none (no
+ * record, as before).
+ */
+static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
+			  size_t n, const struct mi *host, size_t nhost)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct mi *c = &all[i];
+		if (!extra_mount(ctx, c, host, nhost))
+			continue;
+		MountEntry *e = &s->ents[k];
+		mount_entry__init(e);
+		s->devs[k] = c->dev;
+		const char *why = save_mount(ctx, s, all, n, host, nhost, c, k);
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, %s): %s",
+					s->pid, c->point, c->fstype, c->source, why);
+		e->parent = c->parent;
+		s->ptrs[k++] = e;
+	}
+	if (!k)
+		return 1;
+	s->tree.n_mounts = k;
+	s->tree.mounts = s->ptrs;
+	s->tree.has_host_root = s->tree.host_root = true;
+	for (size_t i = 0; i < k; i++) {
+		const MountEntry *e = s->ptrs[i];
+		const char *why = propagation_refusal(&s->tree, e);
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
+					s->pid, e->point, e->fstype, e->peer, e->master, why);
+	}
+	return 0;
+}
+
 static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, char *htext)
 {
 	_cleanup_free_ struct mi *all = NULL, *host = NULL;
@@ -502,14 +556,15 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 	const struct mi *root = top(all, n), *hroot = top(host, nhost);
 	if (!root || !hroot)
 		return log_fail(&ctx->log, -EINVAL, "pid %d: its mountinfo has no root", s->pid);
-	if (root->dev == hroot->dev && !strcmp(root->root, hroot->root))
-		return 1; /* the host's root: no tree of its own */
+	bool host_root = root->dev == hroot->dev && !strcmp(root->root, hroot->root);
 	s->ents = calloc(n, sizeof(*s->ents));
 	s->ptrs = calloc(n, sizeof(*s->ptrs));
 	s->devs = calloc(n, sizeof(*s->devs));
 	ord = calloc(n, sizeof(*ord));
 	if (!s->ents || !s->ptrs || !s->devs || !ord)
 		return -ENOMEM;
+	if (host_root)
+		return collect_extras(ctx, s, all, n, host, nhost);
 	if (order(all, n, root, ord) < 0)
 		return log_fail(&ctx->log, -EINVAL, "pid %d: its mounts do not form a tree", s->pid);
 	for (size_t i = 0; i < n; i++) {
@@ -568,7 +623,9 @@ static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (r == 1) /* the host's root: no tree of its own, no record */
 		s->tree.n_mounts = 0;
 	if (r >= 0 && s->tree.n_mounts)
-		log_info(&ctx->log, "pid %d: a root of its own, %zu mounts", t->pid,
+		log_info(&ctx->log, "pid %d: %s, %zu mounts", t->pid,
+			 s->tree.host_root ? "the host's root with mounts of its own"
+					   : "a root of its own",
 			 s->tree.n_mounts);
 	return r < 0 ? r : 0;
 }
@@ -581,7 +638,8 @@ static const struct mnt_ckpt *tree_of(struct ckpt_ctx *ctx)
 
 bool mnt_own_root(struct ckpt_ctx *ctx)
 {
-	return tree_of(ctx) != NULL;
+	const struct mnt_ckpt *s = tree_of(ctx);
+	return s && !s->tree.host_root;
 }
 
 const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len)
@@ -596,7 +654,10 @@ bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
 	const struct mnt_ckpt *s = tree_of(ctx);
 	char via[4200];
 	struct stat in;
-	if (!s || path[0] != '/')
+	bool on_own = s && !s->tree.host_root; /* else: on a mount it made */
+	for (size_t i = 0; s && !on_own && i < s->tree.n_mounts; i++)
+		on_own = s->devs[i] == st->st_dev;
+	if (!on_own || path[0] != '/')
 		return false;
 	snprintf(via, sizeof(via), "/proc/%d/root%s", s->pid, path);
 	return lstat(via, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
@@ -808,7 +869,8 @@ static const struct mnt_rst *rst_of(struct rst_ctx *ctx)
 
 bool mnt_rst_tree(struct rst_ctx *ctx)
 {
-	return rst_of(ctx) != NULL;
+	const struct mnt_rst *s = rst_of(ctx);
+	return s && !s->tree->host_root;
 }
 
 int mnt_rst_path(struct rst_ctx *ctx, const char *path, char *buf, size_t len)
@@ -865,7 +927,7 @@ static bool overlay_ok(const char *d)
 static const char *entry_invalid(const MountTree *tree, size_t i)
 {
 	const MountEntry *e = tree->mounts[i];
-	bool parent = i == 0 ? e->parent == 0 && !strcmp(e->point, "/") : false;
+	bool parent = tree->host_root || (i == 0 && e->parent == 0 && !strcmp(e->point, "/"));
 	bool from = !e->has_from;
 	for (size_t j = 0; j < i; j++) {
 		const MountEntry *o = tree->mounts[j];
@@ -886,7 +948,7 @@ static const char *entry_invalid(const MountTree *tree, size_t i)
 	if (e->bind ? !e->source || !clean_path(e->source, false) : !own_type(e->fstype))
 		return "a bind without an absolute source, or a file system ckpt cannot make";
 	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
-	if (i == 0 && !e->bind && !overlay)
+	if (i == 0 && !e->bind && !overlay && !tree->host_root)
 		return "a root that is neither a bind nor an overlay";
 	if ((e->flags & ~(uint32_t)MNT_FLAGS) ||
 	    !(e->has_from ? !e->data : overlay ? overlay_ok(e->data) : data_ok(e->data)))
@@ -1122,7 +1184,7 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	struct puppet *p = &t->pup;
 	char target[4200], via[4300];
 	struct stat st;
-	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") ? m->point : "");
+	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
 	snprintf(via, sizeof(via), "/proc/%d/root%s", p->pid, target);
 	if (m->bind && stat(m->source, &st) < 0)
 		return log_fail(&ctx->log, -errno, "mount %s: its source '%s' is gone: %m", m->point,
@@ -1268,12 +1330,31 @@ static int set_propagations(struct rst_ctx *ctx, struct rst_task *t, const Mount
 	return 0;
 }
 
+/* A container sharing the host's root: the mounts it made, made again at
+ * their points (ns.c has made its /proc and devpts). */
+static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s)
+{
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
+		r = make_mount(ctx, t, s, s->tree->mounts[i], "");
+	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
+		r = finish_mount(ctx, t, s->tree->mounts[i], "");
+	if (r >= 0)
+		r = set_propagations(ctx, t, s->tree, "");
+	if (r >= 0)
+		log_debug(&ctx->log, "container: %zu mounts of its own made on the host's root, "
+			  "%zu tmpfs files", s->tree->n_mounts, s->nfiles);
+	return r;
+}
+
 static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const struct mnt_rst *s = rst_of(ctx);
 	struct puppet *p = &t->pup;
 	if (!s)
 		return 0;
+	if (s->tree->host_root)
+		return make_extras(ctx, t, s);
 	/* the new root is made on its host directory, or an overlay on its
 	 * first lower layer (hidden in the puppet's namespace only) */
 	const MountEntry *top = s->tree->mounts[0];

@@ -193,6 +193,8 @@ TESTS = [
     entry("ct_asyncio", (B, T), kind="ct_asyncio", argv=["@python", os.path.join(HERE, "py_asyncio.py")]),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
+    # a container on the host's root with mounts of its own (a tmpfs, binds)
+    entry("ct_mounts", (B, T), kind="ct_mounts", argv=["sh", os.path.join(HERE, "ct_mounts.sh")]),
     # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     # peer groups and a slave made in the container (binds of its tmpfs, of the host's)
@@ -1062,6 +1064,35 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def flow_ct_mounts(self):
+        """ct_mounts.sh as pid 1 of `ckpt run` (the host's root): its own
+        tmpfs and binds in the test's directory; the runner changes the
+        bound directory's file while the container is away, then checks
+        that nothing of it was mounted on the host."""
+        os.mkdir(self.p("src"))
+        with open(self.p("src", "msg"), "w") as f:
+            f.write("before\n")
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--"])
+        self.wait_container(pr, pidfile)
+        if not self.opts.no_ckpt:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        with open(self.p("src", "msg"), "w") as f:
+            f.write("after\n")
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+            if self.mode == T:
+                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+                self.wait_all([rp], 10, "the first ckpt restart")
+                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+        with open("/proc/self/mountinfo") as f:
+            if self.dir in f.read():
+                raise Fail("a mount of the container is in the host's namespace")
 
     def flow_migrate(self):
         """ckpt migrate of a `ckpt run` container to a ckpt receive on
