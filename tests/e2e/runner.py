@@ -203,6 +203,10 @@ TESTS = [
     # hard links on its tmpfs: one inode, its names, its link count
     entry("ct_rootfs_links", (B, T), kind="rootfs", script="ct_rootfs_links.sh",
           argv=["/bin/sh", "/etc/ct_rootfs_links.sh"]),
+    # busybox httpd in a root of its own with a network namespace of its own,
+    # serving a file of the bind mount to the host across checkpoint --kill
+    entry("ct_rootfs_httpd", (B, T), kind="rootfs_httpd", signal=False,
+          argv=["/bin/sh", "-c", "httpd -f -p 8080 -h /t/www & echo $$ > /t/ready; wait"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
     entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
@@ -1295,6 +1299,78 @@ class Run:
         if self.t.get("overlay") and (not os.path.exists(self.p("upper", "rootlog"))
                                       or os.path.exists(self.p("rootfs", "rootlog"))):
             raise Fail("/rootlog is not in the overlay's upper layer alone")
+
+    def http_get(self, addr, path, sock=None):
+        """The body busybox httpd at addr:8080 answers GET path with (on sock,
+        a connection with the request's first line sent already)."""
+        s = sock or socket.create_connection((addr, 8080), timeout=30)
+        with s:
+            s.settimeout(30)
+            if sock is None:
+                s.sendall(b"GET %s HTTP/1.0\r\n" % path.encode())
+            s.sendall(b"\r\n")
+            got = b""
+            while True:
+                d = s.recv(4096)
+                if not d:
+                    break
+                got += d
+        head, _, body = got.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.") or b" 200 " not in head.split(b"\r\n")[0]:
+            raise Fail("GET %s: %r" % (path, got[:200]))
+        return body.decode()
+
+    def flow_rootfs_httpd(self):
+        """busybox httpd in `ckpt run --root ... --net` serving /t/www, the
+        bind mount of the test's directory, to the runner on the host over
+        the container's veth: a GET before the checkpoint, one connection
+        left half-way through its request across checkpoint --kill and
+        restart, the file changed meanwhile; after the restart both that
+        connection and a new one get the new contents."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%sh" % (os.getpid() % 1000000, self.mode[0])
+        os.mkdir(self.p("www"))
+        with open(self.p("www", "msg"), "w") as f:
+            f.write("before\n")
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
+                                "--net-host-if", hostif, "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--"])
+        self.wait_container(pr, pidfile)
+        self.wait_until("httpd to answer", lambda: self.http_ok(cont), [], timeout=20)
+        if self.http_get(cont, "/msg") != "before\n":
+            raise Fail("before the checkpoint, httpd did not serve /t/www/msg")
+        held = socket.create_connection((cont, 8080), timeout=30)
+        held.sendall(b"GET /msg HTTP/1.0\r\n")
+        rp = pr
+        if not self.opts.no_ckpt:
+            for i in range(2 if self.mode == T else 1):
+                tag = "" if i == 0 else "2"
+                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+                self.wait_all([rp], 10, "ckpt run, after its container was killed")
+                if i == 0:
+                    with open(self.p("www", "msg"), "w") as f:
+                        f.write("after\n")
+                rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+        else:
+            with open(self.p("www", "msg"), "w") as f:
+                f.write("after\n")
+        got_held = self.http_get(cont, "/msg", sock=held)
+        got_new = self.http_get(cont, "/msg")
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], 10, "the container, killed")
+        if got_held != "after\n" or got_new != "after\n":
+            raise Fail("after the restart: the held connection got %r, a new one %r"
+                       % (got_held, got_new))
+
+    def http_ok(self, addr):
+        try:
+            socket.create_connection((addr, 8080), timeout=2).close()
+            return True
+        except OSError:
+            return False
 
     def flow_rootfs_gone(self):
         """A container with a bind whose host directory is gone at restart:
