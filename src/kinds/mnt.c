@@ -41,13 +41,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -663,6 +667,13 @@ bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
 	return lstat(via, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
 }
 
+int mnt_unix_name(struct ckpt_ctx *ctx, const char *path)
+{
+	if (!path || !mnt_own_root(ctx))
+		return 0;
+	return geteuid() == 0 && !ns_own_userns(ctx) ? 1 : -EOPNOTSUPP;
+}
+
 /* Device nodes a tmpfs may hold: those of a minimal /dev. */
 static bool dev_allowed(mode_t mode, dev_t rdev)
 {
@@ -859,6 +870,8 @@ struct mnt_rst {
 	MountTree *tree;
 	TmpfsFile **files;
 	size_t nfiles;
+	int *early; /* per mount: a tmpfs made and filled at prepare, detached
+		     * (fsmount), for the unix sockets bound on it; or -1 */
 };
 
 static const struct mnt_rst *rst_of(struct rst_ctx *ctx)
@@ -974,6 +987,10 @@ static int load_tree(struct rst_ctx *ctx, struct rst_task *t, struct mnt_rst *s,
 			return log_fail(&ctx->log, -EINVAL, "record %u: mount %zu: %s", rec->index, i,
 					why);
 	}
+	if (!(s->early = malloc(s->tree->n_mounts * sizeof(*s->early))))
+		return -ENOMEM;
+	for (size_t i = 0; i < s->tree->n_mounts; i++)
+		s->early[i] = -1;
 	return 0;
 }
 
@@ -1145,6 +1162,9 @@ static int make_file(const TmpfsFile *f, int top, const struct idmaps *ids)
 }
 
 /* The files of the tmpfs m, at via; their times last, children first. */
+static int fill_tmpfs_at(struct rst_ctx *ctx, const struct mnt_rst *s, const MountEntry *m,
+			 int dfd, const struct idmaps *ids);
+
 static int fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountEntry *m,
 		      const char *via)
 {
@@ -1156,9 +1176,15 @@ static int fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountE
 	if (read_map(pid, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
 	    read_map(pid, "gid_map", ids.gid, sizeof(ids.gid)) < 0)
 		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its id maps", pid);
+	return fill_tmpfs_at(ctx, s, m, dfd, &ids);
+}
+
+static int fill_tmpfs_at(struct rst_ctx *ctx, const struct mnt_rst *s, const MountEntry *m,
+			 int dfd, const struct idmaps *ids)
+{
 	for (size_t i = 0; i < s->nfiles; i++) {
 		const TmpfsFile *f = s->files[i];
-		int r = f->mount == m->id ? make_file(f, dfd, &ids) : 0;
+		int r = f->mount == m->id ? make_file(f, dfd, ids) : 0;
 		if (r < 0)
 			return log_fail(&ctx->log, r, "mount %s (tmpfs): cannot make '%s': %s",
 					m->point, f->path, strerror(-r));
@@ -1174,6 +1200,24 @@ static int fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountE
 		if (pfd >= 0)
 			utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW);
 	}
+	return 0;
+}
+
+/* The detached tmpfs fd (made at prepare) moved onto target in the puppet. */
+static int attach_early(struct rst_ctx *ctx, struct rst_task *t, const MountEntry *m, int fd,
+			const char *target)
+{
+	struct puppet *p = &t->pup;
+	int rfd = puppet_send_fd(p, ctx->ctl[0], ctx->ctl_remote, fd);
+	long r = rfd;
+	if (rfd >= 0) {
+		r = puppet_syscall(p, SYS_move_mount, rfd, put_str(p, 0, ""), AT_FDCWD,
+				   put_str(p, 8192, target), MOVE_MOUNT_F_EMPTY_PATH);
+		puppet_syscall(p, SYS_close, rfd);
+	}
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "mount %s (tmpfs): cannot attach it: %s",
+				m->point, strerror((int)-r));
 	return 0;
 }
 
@@ -1202,6 +1246,9 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 						"mount %s (overlay): its layer '%s' is gone: %m",
 						m->point, dirs[i]);
 	}
+	size_t idx = find_index(s->tree, m);
+	if (s->early[idx] >= 0) /* made at prepare for a socket's name: attached */
+		return attach_early(ctx, t, m, s->early[idx], target);
 	char from[8400];
 	if (m->has_from) { /* a bind of an earlier mount of the tree */
 		const MountEntry *o = find_mount(s, m->from);
@@ -1389,11 +1436,187 @@ static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
+/* --- unix socket names in the container (restart, at prepare) --------- */
+
+/* A tmpfs's per-mount flags as fsmount(2) takes them (ro: at root ready). */
+static unsigned int mount_attrs(uint32_t flags)
+{
+	return ((flags & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0) |
+	       ((flags & MS_NODEV) ? MOUNT_ATTR_NODEV : 0) |
+	       ((flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0) |
+	       ((flags & MS_NOATIME) ? MOUNT_ATTR_NOATIME : 0) |
+	       ((flags & MS_STRICTATIME) ? MOUNT_ATTR_STRICTATIME : 0) |
+	       ((flags & MS_NODIRATIME) ? MOUNT_ATTR_NODIRATIME : 0);
+}
+
+/* Tmpfs i made now, detached (fsopen, fsmount) and filled from the image:
+ * attached to the tree at root ready (attach_early). */
+static int make_early(struct rst_ctx *ctx, struct mnt_rst *s, size_t i)
+{
+	const MountEntry *m = s->tree->mounts[i];
+	if (s->early[i] >= 0)
+		return 0;
+	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	_cleanup_free_ char *copy = m->data ? strdup(m->data) : NULL;
+	if (fs < 0)
+		return -errno;
+	for (char *save = NULL, *o = copy ? strtok_r(copy, ",", &save) : NULL; o;
+	     o = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(o, '=');
+		if (v)
+			*v++ = '\0';
+		if (syscall(SYS_fsconfig, fs, v ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, o, v,
+			    0) < 0)
+			return -errno;
+	}
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -errno;
+	int mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, mount_attrs(m->flags));
+	if (mfd < 0)
+		return -errno;
+	struct idmaps ids = { "0 0 4294967295", "0 0 4294967295" };
+	int r = fill_tmpfs_at(ctx, s, m, mfd, &ids);
+	if (r < 0) {
+		close(mfd);
+		return r;
+	}
+	s->early[i] = mfd;
+	return 0;
+}
+
+struct sock_bind {
+	const struct mnt_rst *s;
+	const MountEntry *m; /* the mount that holds the name */
+	int early;           /* its tmpfs (or its origin's), made at prepare; or -1 */
+	int sock, mode;
+	unsigned uid, gid;
+	const char *name, *path;
+	int r;
+};
+
+static int mkdir_p(char *path)
+{
+	for (char *p = path + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+		*p = '\0';
+		int r = mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+		*p = c;
+		if (r < 0 || !c)
+			return r;
+	}
+}
+
+/* In a thread of its own fs and mount namespace (see mnt.h). */
+static int sock_bind_in(struct sock_bind *b)
+{
+	const MountEntry *m = b->m;
+	char at[4200], base[4096];
+	const char *top = "/tmp";
+	if (unshare(CLONE_FS | CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	/* a copy of the mount that holds the name, taken before the scaffold
+	 * covers /tmp (where its source may be) */
+	const char *below = m->has_from && m->source[0] ? m->source + 1 : "";
+	_cleanup_close_ int c =
+		m->bind ? (int)syscall(SYS_open_tree, AT_FDCWD, m->source,
+				       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)
+			: (int)syscall(SYS_open_tree, b->early, below,
+				       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+					       (below[0] ? 0 : AT_EMPTY_PATH));
+	if (c < 0 || mount("ckpt", top, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		return -errno;
+	snprintf(at, sizeof(at), "%s%s", top, strcmp(m->point, "/") ? m->point : "");
+	int r = mkdir_p(at);
+	if (r < 0)
+		return r;
+	if (syscall(SYS_move_mount, c, "", AT_FDCWD, at, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	/* a relative name was bound from the directory its path starts with */
+	size_t nl = strlen(b->name), pl = strlen(b->path);
+	snprintf(base, sizeof(base), "%.*s", pl > nl + 1 ? (int)(pl - nl - 1) : 1, b->path);
+	struct stat st;
+	if (chroot(top) < 0 || chdir(b->name[0] == '/' ? "/" : base) < 0)
+		return -errno;
+	if (lstat(b->path, &st) == 0 && (!S_ISSOCK(st.st_mode) || unlink(b->path) < 0))
+		return -EEXIST; /* a stale socket file goes; anything else stays */
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (nl >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, b->name, nl);
+	if (bind(b->sock, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+							      nl + 1)) < 0)
+		return -errno;
+	if (b->mode >= 0 && (chmod(b->path, (mode_t)b->mode & 07777) < 0 ||
+			     lchown(b->path, b->uid, b->gid) < 0))
+		return -errno;
+	return 0;
+}
+
+static void *sock_bind_thread(void *arg)
+{
+	struct sock_bind *b = arg;
+	b->r = sock_bind_in(b);
+	return NULL;
+}
+
+/* The mount of the tree whose point holds path's directory (the last of
+ * those with the longest point: a later one is on top). */
+static size_t mount_of_path(const MountTree *tree, const char *path)
+{
+	size_t best = tree->n_mounts, blen = 0;
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%.*s", slash && slash != path ? (int)(slash - path) : 1, path);
+	for (size_t i = 0; i < tree->n_mounts; i++) {
+		const char *p = tree->mounts[i]->point;
+		if (has_prefix_dir(dir, p) && (best == tree->n_mounts || strlen(p) >= blen)) {
+			best = i;
+			blen = strlen(p);
+		}
+	}
+	return best;
+}
+
+int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const char *path, int mode,
+		      unsigned uid, unsigned gid)
+{
+	struct mnt_rst *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
+	if (!s || !s->tree || path[0] != '/' || !clean_path(path, false))
+		return -EOPNOTSUPP;
+	size_t i = mount_of_path(s->tree, path);
+	if (i == s->tree->n_mounts)
+		return -EOPNOTSUPP;
+	struct sock_bind b = { .s = s, .m = s->tree->mounts[i], .early = -1, .sock = sock,
+			       .mode = mode, .uid = uid, .gid = gid, .name = name, .path = path };
+	if (!b.m->bind) {
+		size_t o = b.m->has_from ? find_index(s->tree, find_mount(s, b.m->from)) : i;
+		if (o == s->tree->n_mounts || strcmp(s->tree->mounts[o]->fstype, "tmpfs") ||
+		    (ns_rst_flags(ctx) & CLONE_NEWUSER))
+			return -EOPNOTSUPP;
+		int r = make_early(ctx, s, o);
+		if (r < 0)
+			return r;
+		b.early = s->early[o];
+	}
+	pthread_t th;
+	if (pthread_create(&th, NULL, sock_bind_thread, &b) != 0)
+		return -EAGAIN;
+	pthread_join(th, NULL);
+	return b.r;
+}
+
 static void mnt_free_rstate(void *state)
 {
 	struct mnt_rst *s = state;
 	if (!s)
 		return;
+	for (size_t i = 0; s->early && i < s->tree->n_mounts; i++)
+		if (s->early[i] >= 0)
+			close(s->early[i]);
+	free(s->early);
 	if (s->tree)
 		mount_tree__free_unpacked(s->tree, NULL);
 	for (size_t i = 0; i < s->nfiles; i++)

@@ -214,6 +214,9 @@ TESTS = [
     entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
                                                                   "/t/py_mounts.py"]),
+    # unix sockets bound on its tmpfs and on a bind, a client connected
+    entry("ct_rootfs_unix", (B, T), kind="rootfs_python", script="py_unix_root.py",
+          argv=["/usr/bin/python3", "/t/py_unix_root.py"]),
     entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
           argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
@@ -1280,7 +1283,7 @@ class Run:
         for name in ("bin", "lib", "lib64", "sbin"):
             if os.path.islink("/" + name):
                 os.symlink(os.readlink("/" + name), os.path.join(root, name))
-        shutil.copy(os.path.join(HERE, "py_mounts.py"), self.dir)
+        shutil.copy(os.path.join(HERE, self.t.get("script") or "py_mounts.py"), self.dir)
         pidfile = self.p("run.pid")
         pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--root", root,
                                 "--bind", "/usr:/usr:ro", "--bind", self.dir + ":/t",
