@@ -505,7 +505,10 @@ static bool extra_mount(struct ckpt_ctx *ctx, const struct mi *c, const struct m
 /*
  * A container sharing the host's root: the mounts it made of its own, in
  * mountinfo's order (each after the mount it is on); 1 if none (no
- * record, as before).
+ * record, as before). One ckpt cannot make again is left out with a
+ * warning, not refused: a mount of the host's that the host unmounted
+ * after the container started (ip netns del) looks the same, and used to
+ * be left out too; a file open on it is refused by its kind.
  */
 static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
 			  size_t n, const struct mi *host, size_t nhost)
@@ -519,9 +522,11 @@ static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct
 		mount_entry__init(e);
 		s->devs[k] = c->dev;
 		const char *why = save_mount(ctx, s, all, n, host, nhost, c, k);
-		if (why)
-			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, %s): %s",
-					s->pid, c->point, c->fstype, c->source, why);
+		if (why) { /* or a mount of the host's it has unmounted since */
+			log_warn(&ctx->log, "pid %d: mount %s (%s, %s) left out: %s", s->pid,
+				 c->point, c->fstype, c->source, why);
+			continue;
+		}
 		e->parent = c->parent;
 		s->ptrs[k++] = e;
 	}
