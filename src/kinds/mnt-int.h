@@ -51,6 +51,9 @@ size_t mnt_find_index(const MountTree *tree, const MountEntry *e);
 /* mnt-tmpfs.c */
 /* Device nodes a tmpfs may hold: those of a minimal /dev. */
 bool mnt_dev_allowed(mode_t mode, dev_t rdev);
+/* The mount of tree whose point holds path's directory (the last of those
+ * with the longest point: a later one is on top); n_mounts if none. */
+size_t mnt_mount_of_path(const MountTree *tree, const char *path);
 /* Checkpoint, dump: the files of tmpfs s->ptrs[i], one TmpfsFile record each. */
 int mnt_dump_tmpfs(struct ckpt_ctx *ctx, const struct mnt_ckpt *s, size_t i)
 	__attribute__((warn_unused_result));

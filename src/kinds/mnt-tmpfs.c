@@ -465,9 +465,7 @@ static void *sock_bind_thread(void *arg)
 	return NULL;
 }
 
-/* The mount of the tree whose point holds path's directory (the last of
- * those with the longest point: a later one is on top). */
-static size_t mount_of_path(const MountTree *tree, const char *path)
+size_t mnt_mount_of_path(const MountTree *tree, const char *path)
 {
 	size_t best = tree->n_mounts, blen = 0;
 	const char *slash = strrchr(path, '/');
@@ -487,11 +485,13 @@ int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const cha
 		      unsigned uid, unsigned gid)
 {
 	struct mnt_rst *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
-	if (!s || !s->tree || path[0] != '/' || !mnt_clean_path(path, false))
+	if (!s || !s->tree)
+		return 1; /* no tree: the host's path */
+	if (path[0] != '/' || !mnt_clean_path(path, false))
 		return -EOPNOTSUPP;
-	size_t i = mount_of_path(s->tree, path);
+	size_t i = mnt_mount_of_path(s->tree, path);
 	if (i == s->tree->n_mounts)
-		return -EOPNOTSUPP;
+		return s->tree->host_root ? 1 : -EOPNOTSUPP; /* on none of its own mounts */
 	struct sock_bind b = { .s = s, .m = s->tree->mounts[i], .early = -1, .sock = sock,
 			       .mode = mode, .uid = uid, .gid = gid, .name = name, .path = path };
 	if (!b.m->bind) {

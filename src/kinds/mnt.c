@@ -665,7 +665,9 @@ bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
 
 int mnt_unix_name(struct ckpt_ctx *ctx, const char *path)
 {
-	if (!path || !mnt_own_root(ctx))
+	const struct mnt_ckpt *s = tree_of(ctx);
+	if (!path || !s || path[0] != '/' ||
+	    (s->tree.host_root && mnt_mount_of_path(&s->tree, path) == s->tree.n_mounts))
 		return 0;
 	return geteuid() == 0 && !ns_own_userns(ctx) ? 1 : -EOPNOTSUPP;
 }

@@ -19,6 +19,18 @@ mount --bind "$d/src" "$d/b" && mount -o remount,bind,ro "$d/b" || fail "bind sr
 mount --bind "$d/m/dir" "$d/sub" || fail "bind sub"
 exec 3>> "$d/m/log"
 echo one >&3
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1] + "/m/srv.sock")
+s.listen(4)
+open(sys.argv[1] + "/m/pyready", "w").close()
+while True:
+    c, _ = s.accept()
+    c.sendall(b"hi")
+    c.close()
+' "$d" &
+while [ ! -e "$d/m/pyready" ]; do sleep 0.05; done
 echo $$ > "$d/ready"
 while [ $got = 0 ]; do sleep 0.05; done
 echo two >&3
@@ -30,4 +42,12 @@ grep -q " $d/m tmpfs " /proc/mounts || fail "no tmpfs on m"
 echo more > "$d/sub/f2" && [ -e "$d/m/dir/f2" ] || fail "sub is not a bind of m/dir"
 [ "$(cat "$d/b/msg")" = after ] || fail "b/msg: $(cat "$d/b/msg" 2>&1)"
 (echo x > "$d/b/msg") 2> /dev/null && fail "b is writable, not read-only"
+got=$(python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1] + "/m/srv.sock")
+print(s.recv(10).decode())
+' "$d" 2>&1)
+[ "$got" = hi ] || fail "the listener on m/srv.sock: $got"
 echo PASS

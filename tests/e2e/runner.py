@@ -1100,6 +1100,9 @@ class Run:
         with open("/proc/self/mountinfo") as f:
             if self.dir in f.read():
                 raise Fail("a mount of the container is in the host's namespace")
+        if os.listdir(self.p("m")):
+            raise Fail("files on the host's directory under the container's tmpfs: %r"
+                       % os.listdir(self.p("m")))
 
     def flow_migrate(self):
         """ckpt migrate of a `ckpt run` container to a ckpt receive on
