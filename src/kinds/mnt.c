@@ -1,25 +1,23 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A container's mount namespace, when the container has a root file
- * system of its own (ckpt run --root: its "/" is not ckpt's). A container
- * that shares the host's root has no record: its mounts are the copy of
- * the host's that any new mount namespace gets, plus /proc and devpts
- * (ns.c).
+ * system of its own (ckpt run --root: its "/" is not ckpt's), or the
+ * mounts a container sharing the host's root made of its own (those the
+ * host's mountinfo does not have, but for ns.c's /proc and devpts; a tree
+ * marked host_root; none: no record).
  *
  * Checkpoint (the root's collect): /proc/PID/mountinfo, every mount in
  * order, parents first. A mount whose file system is also mounted in
  * ckpt's namespace is a bind, saved by its host path (that mount's point
  * plus the rest of its root), checked to be the same directory or file;
- * proc, sysfs, devpts, mqueue, tmpfs and overlay instances of its own are
- * saved by type and options (an overlay's layers by their host paths). Each gets its per-mount flags (ro, nosuid, nodev,
- * noexec, atime) and propagation. NFS, FUSE, block-device mounts and any
- * other file system are refused by mount point and type, with the reason.
- * At dump, each tmpfs of its own is walked through the root's
- * /proc/PID/root: every directory, regular file (its data in full),
- * symlink, FIFO and the device nodes of a /dev, with mode, owner and
- * times, one TmpfsFile record each (a mount point on it as an empty
- * directory or file; sockets are the unix kind's; hard links are saved
- * as separate files).
+ * one of a file system an earlier mount of the container's own has is a
+ * bind of that mount ("from"); proc, sysfs, devpts, mqueue, tmpfs and
+ * overlay instances of its own are saved by type and options (an
+ * overlay's layers by their host paths). Each gets its per-mount flags
+ * (ro, nosuid, nodev, noexec, atime), its root, its peer group and master.
+ * NFS, FUSE, block-device mounts and any other file system are refused by
+ * mount point and type, with the reason; so is a slave of a group outside.
+ * At dump, each tmpfs of its own is walked (mnt-tmpfs.c).
  *
  * Files of the container (file_reg) are marked "in root" when the path
  * the task sees leads, through the root's /proc/PID/root, to the same
@@ -33,30 +31,36 @@
  * order: binds from their host paths (a path that is
  * gone fails the restart, naming the mount and the path), new instances
  * by type (each tmpfs then filled from ckpt's side through the puppet's
- * /proc/PID/root); then the per-mount flags and propagation are set and
- * pivot_root makes it "/". All of it lives in the puppet's namespace, so
- * a failed restart leaves nothing behind.
+ * /proc/PID/root, or attached, made at prepare for a unix socket's name);
+ * then the per-mount flags are set, pivot_root makes it "/", and the
+ * propagation is made (peer groups joined by move_mount's
+ * MOVE_MOUNT_SET_GROUP). All of it lives in the puppet's namespace, so a
+ * failed restart leaves nothing behind.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/mnt-int.h"
 #include "kinds/mnt.h"
 #include "kinds/ns.h"
 #include "mnt.pb-c.h"
 #include "util/cleanup.h"
 
-enum { MNT_TREE = REC_TYPE(KID_mnt, 1), MNT_FILE = REC_TYPE(KID_mnt, 2) };
 
 #define MNT_MAX 1000
 #define MNT_FLAGS                                                                           \
@@ -70,15 +74,6 @@ struct mi {
 	char *root, *point, *opts, *fields, *fstype, *source, *super;
 };
 
-struct mnt_ckpt {
-	MountTree tree;
-	MountEntry *ents;
-	MountEntry **ptrs;
-	dev_t *devs;            /* each mount's device (its tmpfs to walk) */
-	char **strs;            /* strings made here, freed with the state */
-	size_t nstrs;
-	pid_t pid;              /* the root, whose /proc/PID/root the tree is seen through */
-};
 
 /* --- mountinfo -------------------------------------------------------- */
 
@@ -212,7 +207,7 @@ static char *keep(struct mnt_ckpt *s, char *str)
 	return s->strs[s->nstrs++] = str;
 }
 
-static bool has_prefix_dir(const char *path, const char *dir)
+bool mnt_has_prefix_dir(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 	if (!strcmp(dir, "/"))
@@ -238,7 +233,7 @@ static char *host_path(const struct mi *c, const struct mi *host, size_t nhost)
 {
 	const struct mi *best = NULL;
 	for (size_t i = 0; i < nhost; i++)
-		if (host[i].dev == c->dev && has_prefix_dir(c->root, host[i].root) &&
+		if (host[i].dev == c->dev && mnt_has_prefix_dir(c->root, host[i].root) &&
 		    (!best || strlen(host[i].root) > strlen(best->root)))
 			best = &host[i];
 	if (!best)
@@ -328,30 +323,66 @@ static char *instance_data(struct ckpt_ctx *ctx, const struct mi *c)
 	return out;
 }
 
-/* One mount into e, or why it cannot be saved. */
-static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
-			      size_t n,
-			      const struct mi *host, size_t nhost, const struct mi *c,
-			      MountEntry *e)
+/* The number after tag ("shared:", "master:") in a mountinfo's optional
+ * fields, or 0. */
+static uint32_t tag_of(const char *fields, const char *tag)
 {
+	const char *p = strstr(fields, tag);
+	return p ? (uint32_t)strtoul(p + strlen(tag), NULL, 10) : 0;
+}
+
+/* Its propagation: peer group, master, unbindable. */
+static void save_propagation(const struct mi *c, MountEntry *e)
+{
+	e->peer = tag_of(c->fields, "shared:");
+	e->master = tag_of(c->fields, "master:");
+	e->has_peer = e->peer != 0;
+	e->has_master = e->master != 0;
+	e->has_propagation = e->has_peer || e->has_master;
+	e->propagation = e->has_peer ? MS_SHARED : MS_SLAVE;
+	if (strstr(c->fields, "unbindable")) {
+		e->has_propagation = true;
+		e->propagation = MS_UNBINDABLE;
+	}
+}
+
+/*
+ * c as a bind of an earlier mount (ents[0..i)) of a file system of the
+ * container's own, whose root holds c's root: e->from and the path below
+ * it; false if there is none.
+ */
+static bool save_from(struct mnt_ckpt *s, size_t i, const struct mi *c, MountEntry *e)
+{
+	for (size_t j = 0; j < i; j++) {
+		const MountEntry *o = &s->ents[j];
+		if (s->devs[j] != c->dev || o->bind || o->has_from || !strcmp(o->fstype, "sysfs") ||
+		    !mnt_has_prefix_dir(c->root, o->root))
+			continue;
+		e->has_from = true;
+		e->from = o->id;
+		e->source = c->root + (strcmp(o->root, "/") ? strlen(o->root) : 0);
+		if (!strcmp(e->source, "/"))
+			e->source = "";
+		return true;
+	}
+	return false;
+}
+
+/* One mount into e (s->ents[i]), or why it cannot be saved. */
+static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
+			      size_t n, const struct mi *host, size_t nhost, const struct mi *c,
+			      size_t i)
+{
+	MountEntry *e = &s->ents[i];
 	const char *why = fs_refusal(c);
 	if (why)
 		return why;
 	e->id = c->id;
 	e->point = c->point;
 	e->fstype = c->fstype;
+	e->root = c->root;
 	e->flags = mount_flags(c->opts);
-	if (strstr(c->fields, "shared:")) {
-		e->has_propagation = e->has_peer = true;
-		e->propagation = MS_SHARED;
-		e->peer = (uint32_t)atoi(strstr(c->fields, "shared:") + 7);
-	}
-	if (strstr(c->fields, "master:"))
-		return "slave mounts (propagation from a master) are not supported yet";
-	if (strstr(c->fields, "unbindable")) {
-		e->has_propagation = true;
-		e->propagation = MS_UNBINDABLE;
-	}
+	save_propagation(c, e);
 	char *hp = strcmp(c->fstype, "sysfs") ? host_path(c, host, nhost) : NULL;
 	if (hp) {
 		char via[4200];
@@ -371,11 +402,61 @@ static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const st
 		return !strncmp(c->source, "/dev/", 5)
 			       ? "block-device mounts are not supported (the device is not saved)"
 			       : "a file system ckpt cannot make again";
+	if (strcmp(c->fstype, "sysfs") && save_from(s, i, c, e))
+		return NULL;
 	if (strcmp(c->root, "/"))
 		return "a part of a file system of its own bound elsewhere is not supported yet";
 	e->source = c->source;
 	if (!(e->data = keep(s, instance_data(ctx, c))))
 		return "out of memory";
+	return NULL;
+}
+
+static const char *root_of(const MountEntry *e)
+{
+	return e->root ? e->root : "/";
+}
+
+/* The member of peer group peer whose root holds every member's root (the
+ * one the others join at restart), or NULL. */
+static const MountEntry *group_rep(const MountTree *tree, uint32_t peer)
+{
+	for (size_t j = 0; j < tree->n_mounts; j++) {
+		const MountEntry *o = tree->mounts[j];
+		bool all = o->has_peer && o->peer == peer;
+		for (size_t k = 0; all && k < tree->n_mounts; k++) {
+			const MountEntry *m = tree->mounts[k];
+			all = !m->has_peer || m->peer != peer ||
+			      mnt_has_prefix_dir(root_of(m), root_of(o));
+		}
+		if (all)
+			return o;
+	}
+	return NULL;
+}
+
+size_t mnt_find_index(const MountTree *tree, const MountEntry *e)
+{
+	size_t i = 0;
+	while (i < tree->n_mounts && tree->mounts[i] != e)
+		i++;
+	return i;
+}
+
+/*
+ * Why the propagation of mount e cannot be made again, or NULL: a slave
+ * whose master's peer group is not in the container, or a peer group no
+ * member of which holds the others' roots (move_mount's
+ * MOVE_MOUNT_SET_GROUP joins a group from a mount with a wider root).
+ */
+static const char *propagation_refusal(const MountTree *tree, const MountEntry *e)
+{
+	const MountEntry *rep = e->has_master ? group_rep(tree, e->master) : NULL;
+	if (e->has_master && (!rep || !mnt_has_prefix_dir(root_of(e), root_of(rep))))
+		return "a slave mount whose master is not a mount of the container is not "
+		       "supported";
+	if (e->has_peer && !group_rep(tree, e->peer))
+		return "a peer group whose mounts' roots do not nest is not supported yet";
 	return NULL;
 }
 
@@ -405,6 +486,65 @@ static int order(const struct mi *all, size_t n, const struct mi *root, size_t *
 	return k == n ? 0 : -EINVAL;
 }
 
+/* A mount of a container sharing the host's root that the host has not
+ * (same point and device; a cgroup namespace shows other roots), other
+ * than the /proc and devpts the ns kind makes. */
+static bool extra_mount(struct ckpt_ctx *ctx, const struct mi *c, const struct mi *host,
+			size_t nhost)
+{
+	if ((!strcmp(c->point, "/proc") && !strcmp(c->fstype, "proc")) ||
+	    (!strcmp(c->point, "/dev/pts") && !strcmp(c->fstype, "devpts") &&
+	     c->dev == ns_devpts_dev(ctx)))
+		return false;
+	for (size_t i = 0; i < nhost; i++)
+		if (host[i].dev == c->dev && !strcmp(host[i].point, c->point))
+			return false;
+	return true;
+}
+
+/*
+ * A container sharing the host's root: the mounts it made of its own, in
+ * mountinfo's order (each after the mount it is on); 1 if none (no
+ * record, as before). One ckpt cannot make again is left out with a
+ * warning, not refused: a mount of the host's that the host unmounted
+ * after the container started (ip netns del) looks the same, and used to
+ * be left out too; a file open on it is refused by its kind.
+ */
+static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
+			  size_t n, const struct mi *host, size_t nhost)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct mi *c = &all[i];
+		if (!extra_mount(ctx, c, host, nhost))
+			continue;
+		MountEntry *e = &s->ents[k];
+		mount_entry__init(e);
+		s->devs[k] = c->dev;
+		const char *why = save_mount(ctx, s, all, n, host, nhost, c, k);
+		if (why) { /* or a mount of the host's it has unmounted since */
+			log_warn(&ctx->log, "pid %d: mount %s (%s, %s) left out: %s", s->pid,
+				 c->point, c->fstype, c->source, why);
+			continue;
+		}
+		e->parent = c->parent;
+		s->ptrs[k++] = e;
+	}
+	if (!k)
+		return 1;
+	s->tree.n_mounts = k;
+	s->tree.mounts = s->ptrs;
+	s->tree.has_host_root = s->tree.host_root = true;
+	for (size_t i = 0; i < k; i++) {
+		const MountEntry *e = s->ptrs[i];
+		const char *why = propagation_refusal(&s->tree, e);
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
+					s->pid, e->point, e->fstype, e->peer, e->master, why);
+	}
+	return 0;
+}
+
 static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, char *htext)
 {
 	_cleanup_free_ struct mi *all = NULL, *host = NULL;
@@ -416,35 +556,44 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 	const struct mi *root = top(all, n), *hroot = top(host, nhost);
 	if (!root || !hroot)
 		return log_fail(&ctx->log, -EINVAL, "pid %d: its mountinfo has no root", s->pid);
-	if (root->dev == hroot->dev && !strcmp(root->root, hroot->root))
-		return 1; /* the host's root: no tree of its own */
+	bool host_root = root->dev == hroot->dev && !strcmp(root->root, hroot->root);
 	s->ents = calloc(n, sizeof(*s->ents));
 	s->ptrs = calloc(n, sizeof(*s->ptrs));
 	s->devs = calloc(n, sizeof(*s->devs));
 	ord = calloc(n, sizeof(*ord));
 	if (!s->ents || !s->ptrs || !s->devs || !ord)
 		return -ENOMEM;
+	if (host_root)
+		return collect_extras(ctx, s, all, n, host, nhost);
 	if (order(all, n, root, ord) < 0)
 		return log_fail(&ctx->log, -EINVAL, "pid %d: its mounts do not form a tree", s->pid);
 	for (size_t i = 0; i < n; i++) {
 		const struct mi *c = &all[ord[i]];
 		MountEntry *e = &s->ents[i];
 		mount_entry__init(e);
-		const char *why = save_mount(ctx, s, all, n, host, nhost, c, e);
+		s->devs[i] = c->dev;
+		const char *why = save_mount(ctx, s, all, n, host, nhost, c, i);
 		if (why)
 			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, %s): %s",
 					s->pid, c->point, c->fstype, c->source, why);
 		e->parent = c == root ? 0 : c->parent;
 		s->ptrs[i] = e;
-		s->devs[i] = c->dev;
+	}
+	s->tree.n_mounts = n;
+	s->tree.mounts = s->ptrs;
+	for (size_t i = 0; i < n; i++) {
+		const MountEntry *e = s->ptrs[i];
+		const char *why = propagation_refusal(&s->tree, e);
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
+					s->pid, e->point, e->fstype, e->peer, e->master,
+					why);
 	}
 	if (!s->ents[0].bind && strcmp(s->ents[0].fstype, "overlay"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: its root is neither a directory of the host nor an overlay; "
 				"not supported yet",
 				s->pid);
-	s->tree.n_mounts = n;
-	s->tree.mounts = s->ptrs;
 	return 0;
 }
 
@@ -474,7 +623,9 @@ static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (r == 1) /* the host's root: no tree of its own, no record */
 		s->tree.n_mounts = 0;
 	if (r >= 0 && s->tree.n_mounts)
-		log_info(&ctx->log, "pid %d: a root of its own, %zu mounts", t->pid,
+		log_info(&ctx->log, "pid %d: %s, %zu mounts", t->pid,
+			 s->tree.host_root ? "the host's root with mounts of its own"
+					   : "a root of its own",
 			 s->tree.n_mounts);
 	return r < 0 ? r : 0;
 }
@@ -487,7 +638,8 @@ static const struct mnt_ckpt *tree_of(struct ckpt_ctx *ctx)
 
 bool mnt_own_root(struct ckpt_ctx *ctx)
 {
-	return tree_of(ctx) != NULL;
+	const struct mnt_ckpt *s = tree_of(ctx);
+	return s && !s->tree.host_root;
 }
 
 const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len)
@@ -502,133 +654,22 @@ bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
 	const struct mnt_ckpt *s = tree_of(ctx);
 	char via[4200];
 	struct stat in;
-	if (!s || path[0] != '/')
+	bool on_own = s && !s->tree.host_root; /* else: on a mount it made */
+	for (size_t i = 0; s && !on_own && i < s->tree.n_mounts; i++)
+		on_own = s->devs[i] == st->st_dev;
+	if (!on_own || path[0] != '/')
 		return false;
 	snprintf(via, sizeof(via), "/proc/%d/root%s", s->pid, path);
 	return lstat(via, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
 }
 
-/* Device nodes a tmpfs may hold: those of a minimal /dev. */
-static bool dev_allowed(mode_t mode, dev_t rdev)
+int mnt_unix_name(struct ckpt_ctx *ctx, const char *path)
 {
-	unsigned maj = major(rdev), min = minor(rdev);
-	return S_ISCHR(mode) && ((maj == 1 && (min == 3 || min == 5 || min == 7 || min == 8 ||
-					       min == 9)) ||
-				 (maj == 5 && (min == 0 || min == 2)));
-}
-
-struct walk {
-	struct ckpt_ctx *ctx;
-	const MountEntry *m;
-	dev_t dev;
-	char path[4096]; /* relative to the tmpfs's root */
-};
-
-static int write_file(struct walk *w, int dfd, const char *name, const struct stat *st)
-{
-	TmpfsFile f;
-	_cleanup_free_ char *data = NULL;
-	char target[4096];
-	tmpfs_file__init(&f);
-	f.mount = w->m->id;
-	f.path = w->path;
-	f.mode = st->st_mode;
-	f.uid = ns_uid_inside(w->ctx, st->st_uid);
-	f.gid = ns_gid_inside(w->ctx, st->st_gid);
-	f.has_atime_ns = f.has_mtime_ns = true;
-	f.atime_ns = st->st_atim.tv_sec * 1000000000ull + st->st_atim.tv_nsec;
-	f.mtime_ns = st->st_mtim.tv_sec * 1000000000ull + st->st_mtim.tv_nsec;
-	if (st->st_dev != w->dev) { /* a mount point: what it is, empty */
-		f.mode = S_ISDIR(st->st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644;
-		f.uid = f.gid = 0;
-	} else if (S_ISLNK(st->st_mode)) {
-		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
-		if (n < 0)
-			return -errno;
-		target[n] = '\0';
-		f.target = target;
-	} else if (S_ISREG(st->st_mode)) {
-		_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		size_t len = (size_t)st->st_size, got = 0;
-		if (fd < 0 || !(data = malloc(len ? len : 1)))
-			return fd < 0 ? -errno : -ENOMEM;
-		while (got < len) {
-			ssize_t r = read(fd, data + got, len - got);
-			if (r <= 0)
-				return r < 0 ? -errno : -EIO;
-			got += (size_t)r;
-		}
-		f.has_data = f.has_size = true;
-		f.data.data = (uint8_t *)data;
-		f.data.len = len;
-		f.size = len;
-	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
-		if (!dev_allowed(st->st_mode, st->st_rdev))
-			return log_fail(&w->ctx->log, -EOPNOTSUPP,
-					"mount %s (tmpfs): the device node '%s' is not one of a "
-					"minimal /dev; not supported",
-					w->m->point, w->path);
-		f.has_rdev = true;
-		f.rdev = st->st_rdev;
-	} else if (S_ISSOCK(st->st_mode)) {
-		return 0; /* a unix socket's name: the unix kind's */
-	}
-	return ctx_write_msg(w->ctx, MNT_FILE, &f.base);
-}
-
-/* Every entry of the directory dfd (at w->path), depth first. */
-static int walk_dir(struct walk *w, int dfd, int depth)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	int dup_fd = dup(dfd);
-	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
-		if (dup_fd >= 0)
-			close(dup_fd);
-		return -errno;
-	}
-	if (depth > 64)
-		return -ELOOP;
-	size_t len = strlen(w->path);
-	for (struct dirent *de; (de = readdir(d));) {
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			return -errno;
-		if (snprintf(w->path + len, sizeof(w->path) - len, "%s%s", len ? "/" : "",
-			     de->d_name) >= (int)(sizeof(w->path) - len))
-			return -ENAMETOOLONG;
-		int r = write_file(w, dfd, de->d_name, &st);
-		if (r >= 0 && S_ISDIR(st.st_mode) && st.st_dev == w->dev) {
-			_cleanup_close_ int sub =
-				openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			r = sub < 0 ? -errno : walk_dir(w, sub, depth + 1);
-		}
-		w->path[len] = '\0';
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int dump_tmpfs(struct ckpt_ctx *ctx, const struct mnt_ckpt *s, size_t i)
-{
-	struct walk w = { .ctx = ctx, .m = s->ptrs[i], .dev = s->devs[i] };
-	char via[4200];
-	struct stat st;
-	snprintf(via, sizeof(via), "/proc/%d/root%s", s->pid, w.m->point);
-	_cleanup_close_ int fd = open(via, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int r = fd < 0 || fstat(fd, &st) < 0 ? -errno : 0;
-	if (r >= 0 && st.st_dev != w.dev)
-		r = -EBUSY; /* another mount over it */
-	if (r >= 0)
-		r = write_file(&w, fd, ".", &st);
-	if (r >= 0)
-		r = walk_dir(&w, fd, 0);
-	if (r < 0 && !ctx->log.errors)
-		log_error(&ctx->log, "pid %d: mount %s (tmpfs): cannot save its files%s%s: %s",
-			  s->pid, w.m->point, w.path[0] ? " at " : "", w.path, strerror(-r));
-	return r;
+	const struct mnt_ckpt *s = tree_of(ctx);
+	if (!path || !s || path[0] != '/' ||
+	    (s->tree.host_root && mnt_mount_of_path(&s->tree, path) == s->tree.n_mounts))
+		return 0;
+	return geteuid() == 0 && !ns_own_userns(ctx) ? 1 : -EOPNOTSUPP;
 }
 
 static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)
@@ -638,8 +679,9 @@ static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)
 		return 0;
 	int r = ctx_write_msg(ctx, MNT_TREE, &s->tree.base);
 	for (size_t i = 0; r >= 0 && i < s->tree.n_mounts; i++)
-		if (!s->ptrs[i]->bind && !strcmp(s->ptrs[i]->fstype, "tmpfs"))
-			r = dump_tmpfs(ctx, s, i);
+		if (!s->ptrs[i]->bind && !s->ptrs[i]->has_from &&
+		    !strcmp(s->ptrs[i]->fstype, "tmpfs"))
+			r = mnt_dump_tmpfs(ctx, s, i);
 	return r;
 }
 
@@ -659,11 +701,6 @@ static void mnt_free_state(void *state)
 
 /* --- restart ----------------------------------------------------------- */
 
-struct mnt_rst {
-	MountTree *tree;
-	TmpfsFile **files;
-	size_t nfiles;
-};
 
 static const struct mnt_rst *rst_of(struct rst_ctx *ctx)
 {
@@ -673,7 +710,8 @@ static const struct mnt_rst *rst_of(struct rst_ctx *ctx)
 
 bool mnt_rst_tree(struct rst_ctx *ctx)
 {
-	return rst_of(ctx) != NULL;
+	const struct mnt_rst *s = rst_of(ctx);
+	return s && !s->tree->host_root;
 }
 
 int mnt_rst_path(struct rst_ctx *ctx, const char *path, char *buf, size_t len)
@@ -685,7 +723,7 @@ int mnt_rst_path(struct rst_ctx *ctx, const char *path, char *buf, size_t len)
 }
 
 /* A path inside the container: absolute (rel: relative), no "." or ".." parts. */
-static bool clean_path(const char *p, bool rel)
+bool mnt_clean_path(const char *p, bool rel)
 {
 	if (strlen(p) >= 4000 || (rel ? p[0] == '/' : p[0] != '/'))
 		return false;
@@ -715,7 +753,7 @@ static bool overlay_ok(const char *d)
 	int n = copy ? overlay_dirs(copy, dirs, 20) : -EINVAL;
 	bool ok = n > 0;
 	for (int i = 0; ok && i < n; i++)
-		ok = clean_path(dirs[i], false) && !strchr(dirs[i], '\\');
+		ok = mnt_clean_path(dirs[i], false) && !strchr(dirs[i], '\\');
 	free(copy);
 	for (const char *o = d; ok && *o;) {
 		size_t k = strcspn(o, ",");
@@ -730,24 +768,34 @@ static bool overlay_ok(const char *d)
 static const char *entry_invalid(const MountTree *tree, size_t i)
 {
 	const MountEntry *e = tree->mounts[i];
-	bool parent = i == 0 ? e->parent == 0 && !strcmp(e->point, "/") : false;
+	bool parent = tree->host_root || (i == 0 && e->parent == 0 && !strcmp(e->point, "/"));
+	bool from = !e->has_from;
 	for (size_t j = 0; j < i; j++) {
-		parent |= tree->mounts[j]->id == e->parent;
-		if (tree->mounts[j]->id == e->id)
+		const MountEntry *o = tree->mounts[j];
+		parent |= o->id == e->parent;
+		from |= o->id == e->from && !o->bind && !o->has_from && !strcmp(o->fstype, e->fstype);
+		if (o->id == e->id)
 			return "a mount id given twice";
 	}
+	if (e->has_from && (i == 0 || e->bind || !from || !e->source ||
+			    (e->source[0] && !mnt_clean_path(e->source, false))))
+		return "a bind of a mount that is not an earlier instance, or its path not clean";
+	if ((e->root && !mnt_clean_path(e->root, false)) || propagation_refusal(tree, e))
+		return "a root not clean, or a propagation that cannot be made";
 	if (!parent)
 		return "a mount before its parent (the root first)";
-	if (!clean_path(e->point, false))
+	if (!mnt_clean_path(e->point, false))
 		return "a mount point that is not a clean absolute path";
-	if (e->bind ? !e->source || !clean_path(e->source, false) : !own_type(e->fstype))
+	if (e->bind ? !e->source || !mnt_clean_path(e->source, false) : !own_type(e->fstype))
 		return "a bind without an absolute source, or a file system ckpt cannot make";
 	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
-	if (i == 0 && !e->bind && !overlay)
+	if (i == 0 && !e->bind && !overlay && !tree->host_root)
 		return "a root that is neither a bind nor an overlay";
-	if ((e->flags & ~(uint32_t)MNT_FLAGS) || !(overlay ? overlay_ok(e->data) : data_ok(e->data)))
+	if ((e->flags & ~(uint32_t)MNT_FLAGS) ||
+	    !(e->has_from ? !e->data : overlay ? overlay_ok(e->data) : data_ok(e->data)))
 		return "flags or options not valid";
-	if (e->has_propagation && e->propagation != MS_SHARED && e->propagation != MS_UNBINDABLE)
+	if (e->has_propagation && e->propagation != MS_SHARED && e->propagation != MS_SLAVE &&
+	    e->propagation != MS_UNBINDABLE)
 		return "a propagation not valid";
 	return NULL;
 }
@@ -767,10 +815,14 @@ static int load_tree(struct rst_ctx *ctx, struct rst_task *t, struct mnt_rst *s,
 			return log_fail(&ctx->log, -EINVAL, "record %u: mount %zu: %s", rec->index, i,
 					why);
 	}
+	if (!(s->early = malloc(s->tree->n_mounts * sizeof(*s->early))))
+		return -ENOMEM;
+	for (size_t i = 0; i < s->tree->n_mounts; i++)
+		s->early[i] = -1;
 	return 0;
 }
 
-static const MountEntry *find_mount(const struct mnt_rst *s, uint32_t id)
+const MountEntry *mnt_find_mount(const struct mnt_rst *s, uint32_t id)
 {
 	for (size_t i = 0; s->tree && i < s->tree->n_mounts; i++)
 		if (s->tree->mounts[i]->id == id)
@@ -790,13 +842,23 @@ static int load_file(struct rst_ctx *ctx, struct mnt_rst *s, const struct img_re
 	}
 	s->files = nf;
 	s->files[s->nfiles++] = f;
-	const MountEntry *m = find_mount(s, f->mount);
+	const MountEntry *m = mnt_find_mount(s, f->mount);
 	mode_t type = f->mode & S_IFMT;
-	bool ok = m && !m->bind && !strcmp(m->fstype, "tmpfs") &&
-		  (!f->path[0] || clean_path(f->path, true)) &&
+	if (f->link) { /* a hard link: to a file of the same tmpfs saved before */
+		bool ok = false;
+		for (size_t i = 0; !ok && i + 1 < s->nfiles; i++)
+			ok = s->files[i]->mount == f->mount && !s->files[i]->link &&
+			     !strcmp(s->files[i]->path, f->link) && !S_ISDIR(s->files[i]->mode);
+		if (!ok || !mnt_clean_path(f->path, true))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: a tmpfs hard link not valid", rec->index);
+		return 0;
+	}
+	bool ok = m && !m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs") &&
+		  (!f->path[0] || mnt_clean_path(f->path, true)) &&
 		  (type == S_IFDIR || type == S_IFREG || type == S_IFLNK || type == S_IFIFO ||
 		   type == S_IFCHR) &&
-		  (type != S_IFLNK || f->target) && (type != S_IFCHR || dev_allowed(f->mode, f->rdev)) &&
+		  (type != S_IFLNK || f->target) && (type != S_IFCHR || mnt_dev_allowed(f->mode, f->rdev)) &&
 		  (f->path[0] || type == S_IFDIR) &&
 		  (!f->has_data || f->data.len <= f->size);
 	if (!ok)
@@ -822,134 +884,21 @@ static long put_str(struct puppet *p, size_t off, const char *s)
 	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
 }
 
-/* The container's ids as ckpt sees them: its user namespace's maps, read
- * from the puppet (written at "spawn root"; the identity without one). */
-struct idmaps {
-	char uid[512], gid[512];
-};
-
-static int read_map(pid_t pid, const char *name, char *buf, size_t len)
+/* The detached tmpfs fd (made at prepare) moved onto target in the puppet. */
+static int attach_early(struct rst_ctx *ctx, struct rst_task *t, const MountEntry *m, int fd,
+			const char *target)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
-/* id inside, mapped by map ("inside outside count" lines); -1 if unmapped. */
-static int64_t outside(const char *map, uint32_t id)
-{
-	for (const char *p = map; *p;) {
-		unsigned long in, out, count;
-		int used;
-		if (sscanf(p, " %lu %lu %lu%n", &in, &out, &count, &used) != 3)
-			break;
-		if (id >= in && id - in < count)
-			return (int64_t)(out + (id - in));
-		p += used;
+	struct puppet *p = &t->pup;
+	int rfd = puppet_send_fd(p, ctx->ctl[0], ctx->ctl_remote, fd);
+	long r = rfd;
+	if (rfd >= 0) {
+		r = puppet_syscall(p, SYS_move_mount, rfd, put_str(p, 0, ""), AT_FDCWD,
+				   put_str(p, 8192, target), MOVE_MOUNT_F_EMPTY_PATH);
+		puppet_syscall(p, SYS_close, rfd);
 	}
-	return -1;
-}
-
-/*
- * The directory that holds path (relative to the tmpfs's root top), an
- * O_PATH fd, found without following any symlink or leaving the tmpfs (the
- * image's own symlinks must not lead ckpt's writes elsewhere); *ret_name
- * the last component ("." for the root itself).
- */
-static int parent_of(int top, const char *path, const char **ret_name)
-{
-	const char *slash = strrchr(path, '/');
-	char dir[4096];
-	*ret_name = !path[0] ? "." : slash ? slash + 1 : path;
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-					   RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
-	long fd = syscall(SYS_openat2, top, dir, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
-}
-
-/* One file of a tmpfs, made from ckpt's side under the tmpfs's root top. */
-static int make_file(const TmpfsFile *f, int top, const struct idmaps *ids)
-{
-	int64_t uid = outside(ids->uid, f->uid), gid = outside(ids->gid, f->gid);
-	const char *name;
-	if (uid < 0 || gid < 0)
-		return -EOVERFLOW;
-	_cleanup_close_ int dfd = parent_of(top, f->path, &name);
-	if (dfd < 0)
-		return dfd;
-	mode_t perm = f->mode & 07777;
-	int r = 0;
-	switch (f->mode & S_IFMT) {
-	case S_IFDIR:
-		r = f->path[0] && mkdirat(dfd, name, 0700) < 0 ? -errno : 0;
-		break;
-	case S_IFLNK:
-		r = symlinkat(f->target, dfd, name) < 0 ? -errno : 0;
-		break;
-	case S_IFIFO:
-	case S_IFCHR:
-		r = mknodat(dfd, name, f->mode & (S_IFMT | 07777), (dev_t)f->rdev) < 0 ? -errno : 0;
-		break;
-	case S_IFREG: {
-		_cleanup_close_ int fd =
-			openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return -errno;
-		for (size_t done = 0; done < f->data.len;) {
-			ssize_t w = write(fd, f->data.data + done, f->data.len - done);
-			if (w < 0)
-				return -errno;
-			done += (size_t)w;
-		}
-		if (ftruncate(fd, (off_t)f->size) < 0)
-			return -errno;
-		break;
-	}
-	}
-	if (r >= 0 && fchownat(dfd, name, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
-		r = -errno;
-	if (r >= 0 && !S_ISLNK(f->mode) && fchmodat(dfd, name, perm, 0) < 0)
-		r = -errno;
-	return r;
-}
-
-/* The files of the tmpfs m, at via; their times last, children first. */
-static int fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountEntry *m,
-		      const char *via)
-{
-	_cleanup_close_ int dfd = open(via, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct idmaps ids;
-	pid_t pid = ctx->tasks[0].pup.pid;
-	if (dfd < 0)
-		return log_fail(&ctx->log, -errno, "mount %s (tmpfs): cannot open it: %m", m->point);
-	if (read_map(pid, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
-	    read_map(pid, "gid_map", ids.gid, sizeof(ids.gid)) < 0)
-		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its id maps", pid);
-	for (size_t i = 0; i < s->nfiles; i++) {
-		const TmpfsFile *f = s->files[i];
-		int r = f->mount == m->id ? make_file(f, dfd, &ids) : 0;
-		if (r < 0)
-			return log_fail(&ctx->log, r, "mount %s (tmpfs): cannot make '%s': %s",
-					m->point, f->path, strerror(-r));
-	}
-	for (size_t i = s->nfiles; i-- > 0;) {
-		const TmpfsFile *f = s->files[i];
-		struct timespec ts[2] = { { (time_t)(f->atime_ns / 1000000000),
-					    (long)(f->atime_ns % 1000000000) },
-					  { (time_t)(f->mtime_ns / 1000000000),
-					    (long)(f->mtime_ns % 1000000000) } };
-		const char *name;
-		_cleanup_close_ int pfd = f->mount == m->id ? parent_of(dfd, f->path, &name) : -1;
-		if (pfd >= 0)
-			utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW);
-	}
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "mount %s (tmpfs): cannot attach it: %s",
+				m->point, strerror((int)-r));
 	return 0;
 }
 
@@ -960,7 +909,7 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	struct puppet *p = &t->pup;
 	char target[4200], via[4300];
 	struct stat st;
-	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") ? m->point : "");
+	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
 	snprintf(via, sizeof(via), "/proc/%d/root%s", p->pid, target);
 	if (m->bind && stat(m->source, &st) < 0)
 		return log_fail(&ctx->log, -errno, "mount %s: its source '%s' is gone: %m", m->point,
@@ -978,9 +927,20 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 						"mount %s (overlay): its layer '%s' is gone: %m",
 						m->point, dirs[i]);
 	}
-	long r = m->bind ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
-					  put_str(p, 8192, target), 0, MS_BIND, 0)
-			 : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
+	size_t idx = mnt_find_index(s->tree, m);
+	if (s->early[idx] >= 0) /* made at prepare for a socket's name: attached */
+		return attach_early(ctx, t, m, s->early[idx], target);
+	char from[8400];
+	if (m->has_from) { /* a bind of an earlier mount of the tree */
+		const MountEntry *o = mnt_find_mount(s, m->from);
+		snprintf(from, sizeof(from), "%s%s%s", root, strcmp(o->point, "/") ? o->point : "",
+			 m->source);
+	}
+	long r = m->has_from ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
+					      put_str(p, 8192, target), 0, MS_BIND, 0)
+		 : m->bind   ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
+					      put_str(p, 8192, target), 0, MS_BIND, 0)
+			     : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
 					  put_str(p, 8192, target), put_str(p, 4096, m->fstype),
 					  m->flags & ~(uint32_t)MS_RDONLY,
 					  m->data ? put_str(p, 16384, m->data) : 0);
@@ -988,28 +948,131 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 		return log_fail(&ctx->log, (int)r, "mount %s (%s%s%s): cannot mount it: %s",
 				m->point, m->bind ? "bind of '" : m->fstype, m->bind ? m->source : "",
 				m->bind ? "'" : "", strerror((int)-r));
-	if (!m->bind && !strcmp(m->fstype, "tmpfs"))
-		return fill_tmpfs(ctx, s, m, via);
+	if (!m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs"))
+		return mnt_fill_tmpfs(ctx, s, m, via);
 	return 0;
 }
 
-/* Flags and propagation of m, once every mount is made. */
+static void target_of(const MountEntry *m, const char *root, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
+}
+
+/* Flags of m, once every mount is made. */
 static int finish_mount(struct rst_ctx *ctx, struct rst_task *t, const MountEntry *m,
 			const char *root)
 {
 	struct puppet *p = &t->pup;
 	char target[4200];
 	long r = 0;
-	snprintf(target, sizeof(target), "%s%s", root, strcmp(m->point, "/") ? m->point : "");
-	if (m->bind || (m->flags & MS_RDONLY))
+	target_of(m, root, target, sizeof(target));
+	if (m->bind || m->has_from || (m->flags & MS_RDONLY))
 		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0,
 				   MS_REMOUNT | MS_BIND | m->flags, 0);
-	if (r >= 0 && m->has_propagation)
-		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, m->propagation, 0);
 	if (r < 0)
 		return log_fail(&ctx->log, (int)r, "mount %s: cannot set its flags: %s", m->point,
 				strerror((int)-r));
 	return 0;
+}
+
+#ifndef MOVE_MOUNT_SET_GROUP
+#define MOVE_MOUNT_SET_GROUP 0x100
+#endif
+
+/* m joins the peer group of o (and o's master): move_mount's SET_GROUP. */
+static long join_group(struct puppet *p, const MountEntry *o, const MountEntry *m,
+		       const char *root)
+{
+	char from[4200], to[4200];
+	target_of(o, root, from, sizeof(from));
+	target_of(m, root, to, sizeof(to));
+	return puppet_syscall(p, SYS_move_mount, AT_FDCWD, put_str(p, 0, from), AT_FDCWD,
+			      put_str(p, 8192, to), MOVE_MOUNT_SET_GROUP);
+}
+
+/*
+ * The propagation of m, if what it needs is made (its master's group, or
+ * its peer group's first member): a member of a group made before joins
+ * it; else a slave joins its master's group and becomes a slave of it,
+ * and the first member of a peer group is made shared (a new group). 1 if
+ * made, 0 if it waits for another mount, or -errno.
+ */
+static int set_propagation(struct rst_ctx *ctx, struct rst_task *t, const MountTree *tree,
+			   const MountEntry *m, const char *root, bool *made)
+{
+	struct puppet *p = &t->pup;
+	const MountEntry *rep = m->has_peer ? group_rep(tree, m->peer) : NULL;
+	const MountEntry *master = m->has_master ? group_rep(tree, m->master) : NULL;
+	size_t ir = rep ? (size_t)(mnt_find_index(tree, rep)) : 0;
+	size_t im = master ? (size_t)(mnt_find_index(tree, master)) : 0;
+	long r = 0;
+	char target[4200];
+	target_of(m, root, target, sizeof(target));
+	if (rep && rep != m) { /* joins its group, and its master with it */
+		if (!made[ir])
+			return 0;
+		r = join_group(p, rep, m, root);
+	} else if (m->has_peer || m->has_master) {
+		if (master && !made[im])
+			return 0;
+		if (master)
+			r = join_group(p, master, m, root);
+		if (r >= 0 && master)
+			r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, MS_SLAVE, 0);
+		if (r >= 0 && m->has_peer)
+			r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, MS_SHARED, 0);
+	} else if (m->has_propagation) {
+		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0, m->propagation, 0);
+	}
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r,
+				"mount %s: cannot set its propagation (shared:%u master:%u): %s",
+				m->point, m->peer, m->master, strerror((int)-r));
+	return 1;
+}
+
+/* Every mount's propagation, masters' groups before their slaves. */
+static int set_propagations(struct rst_ctx *ctx, struct rst_task *t, const MountTree *tree,
+			    const char *root)
+{
+	_cleanup_free_ bool *made = calloc(tree->n_mounts, sizeof(*made));
+	size_t left = tree->n_mounts;
+	if (!made)
+		return -ENOMEM;
+	for (bool more = true; more && left;) {
+		more = false;
+		for (size_t i = 0; i < tree->n_mounts; i++) {
+			if (made[i])
+				continue;
+			int r = set_propagation(ctx, t, tree, tree->mounts[i], root, made);
+			if (r < 0)
+				return r;
+			if (r > 0) {
+				made[i] = more = true;
+				left--;
+			}
+		}
+	}
+	if (left)
+		return log_fail(&ctx->log, -EINVAL, "the mounts' propagation forms a loop");
+	return 0;
+}
+
+/* A container sharing the host's root: the mounts it made, made again at
+ * their points (ns.c has made its /proc and devpts). */
+static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s)
+{
+	int r = 0;
+	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
+		r = make_mount(ctx, t, s, s->tree->mounts[i], "");
+	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
+		r = finish_mount(ctx, t, s->tree->mounts[i], "");
+	if (r >= 0)
+		r = set_propagations(ctx, t, s->tree, "");
+	if (r >= 0)
+		log_debug(&ctx->log, "container: %zu mounts of its own made on the host's root, "
+			  "%zu tmpfs files", s->tree->n_mounts, s->nfiles);
+	return r;
 }
 
 static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
@@ -1018,6 +1081,8 @@ static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	struct puppet *p = &t->pup;
 	if (!s)
 		return 0;
+	if (s->tree->host_root)
+		return make_extras(ctx, t, s);
 	/* the new root is made on its host directory, or an overlay on its
 	 * first lower layer (hidden in the puppet's namespace only) */
 	const MountEntry *top = s->tree->mounts[0];
@@ -1043,6 +1108,10 @@ static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	if (c < 0)
 		return log_fail(&ctx->log, (int)c, "pivot_root into the container's root '%s': %s",
 				root, strerror((int)-c));
+	/* after pivot_root, which a shared root would refuse */
+	r = set_propagations(ctx, t, s->tree, "");
+	if (r < 0)
+		return r;
 	log_debug(&ctx->log, "container: %zu mounts made, %zu tmpfs files", s->tree->n_mounts,
 		  s->nfiles);
 	return 0;
@@ -1053,6 +1122,10 @@ static void mnt_free_rstate(void *state)
 	struct mnt_rst *s = state;
 	if (!s)
 		return;
+	for (size_t i = 0; s->early && i < s->tree->n_mounts; i++)
+		if (s->early[i] >= 0)
+			close(s->early[i]);
+	free(s->early);
 	if (s->tree)
 		mount_tree__free_unpacked(s->tree, NULL);
 	for (size_t i = 0; i < s->nfiles; i++)

@@ -25,6 +25,26 @@ bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st);
  * (buf: through the root's /proc/PID/root), or path itself without a tree. */
 const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t len);
 
+/* Checkpoint, before --kill: a unix socket's path name. 0: not the
+ * container's (the host's checks apply: no tree, or a host-rooted
+ * container's name on none of its own mounts); 1: the container's, which
+ * a restart binds through its mounts; -EOPNOTSUPP: the container's, and a
+ * restart could not (it needs root and no user namespace of its own). */
+int mnt_unix_name(struct ckpt_ctx *ctx, const char *path);
+
+/* Restart, at prepare: binds unix socket s to name (as bind(2) was given
+ * it; path its file's absolute path, both the container's) through the
+ * container's mounts, before they are made: in a thread of its own mount
+ * namespace, the mount that holds path (a bind of the host's, or a tmpfs
+ * made here and later attached to the tree) is mounted at its point of an
+ * empty scaffold and the thread chroots into it. mode < 0: leave the
+ * file's mode and owner. 1 where the name is not the container's (no
+ * tree, or a host-rooted container's name on none of its own mounts): the
+ * caller binds it by its host path. -EOPNOTSUPP where the name's mount is
+ * not one of those. */
+int mnt_rst_bind_unix(struct rst_ctx *ctx, int s, const char *name, const char *path, int mode,
+		      unsigned uid, unsigned gid) __attribute__((warn_unused_result));
+
 /* Restart: the image has a mount tree, made at "root ready". */
 bool mnt_rst_tree(struct rst_ctx *ctx);
 /* Restart, from "root ready" on: path of the container as ckpt opens it

@@ -26,6 +26,7 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
+#include "kinds/mnt.h"
 #include "kinds/unix-sk.h"
 #include "kinds/unix.h"
 #include "unix.pb-c.h"
@@ -184,6 +185,14 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 		return RFAIL(st, u, -errno, "cannot bind the abstract name @%.*s: %m",
 			     (int)e->name.len - 1, (const char *)e->name.data + 1);
 	}
+	/* a container's path: through its mounts (1: a path of the host's) */
+	int rc = mnt_rst_bind_unix(st->ctx, s, (const char *)e->name.data, e->path,
+				   e->has_path_mode ? (int)e->path_mode : -1, e->path_uid,
+				   e->path_gid);
+	if (rc <= 0)
+		return rc < 0 ? RFAIL(st, u, rc, "cannot bind %s in the container's mounts: %s",
+				      e->path, strerror(-rc))
+			      : 0;
 	/* bound to a name whose file was renamed since (a JVM's attach
 	 * socket: bound as NAME.tmp, renamed to NAME): bound at the name, then
 	 * moved where it was */

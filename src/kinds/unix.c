@@ -78,6 +78,7 @@
 
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
+#include "kinds/mnt.h"
 #include "kinds/netns.h"
 #include "kinds/sk-filter.h"
 #include "kinds/unix-sk.h"
@@ -181,6 +182,8 @@ static int read_name(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, c
 		buf[n - dl] = 0;
 		u->e.has_path_gone = u->e.path_gone = true;
 	}
+	if (name[0] == '/' && !u->e.path_gone && mnt_inside(ctx, name, &st))
+		snprintf(buf, sizeof(buf), "%s", name); /* the container's path, as bound */
 	size_t pl = strlen(buf), nl = strlen(name);
 	if (name[0] != '/' && (pl <= nl || buf[pl - nl - 1] != '/' || strcmp(buf + pl - nl, name)))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
@@ -463,7 +466,12 @@ static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		struct unix_obj *u = o->ptr;
 		if (u->is_reg || u->pid != t->pid)
 			continue;
-		int r = unix_name_bindable(&u->e, why, sizeof(why));
+		int r = mnt_unix_name(ctx, u->e.path);
+		if (r < 0)
+			snprintf(why, sizeof(why), "cannot bind %s again in the container's root "
+				 "(only root can, without a user namespace)", u->e.path);
+		if (r == 0)
+			r = unix_name_bindable(&u->e, why, sizeof(why));
 		if (r < 0)
 			return log_fail(&ctx->log, r, "pid %d fd %d (unix socket:[%llu]): %s", t->pid,
 					u->fd, (unsigned long long)u->e.ino, why);

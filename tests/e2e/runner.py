@@ -196,8 +196,20 @@ TESTS = [
     entry("ct_asyncio", (B, T), kind="ct_asyncio", argv=["@python", os.path.join(HERE, "py_asyncio.py")]),
     entry("ct_bash_jobs", (B,), kind="container", argv=["bash", os.path.join(HERE, "sh_jobs.sh")],
           signal=False),
+    # a container on the host's root with mounts of its own (a tmpfs, binds)
+    entry("ct_mounts", (B, T), kind="ct_mounts", argv=["sh", os.path.join(HERE, "ct_mounts.sh")]),
     # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    # peer groups and a slave made in the container (binds of its tmpfs, of the host's)
+    entry("ct_rootfs_peers", (B, T), kind="rootfs", script="ct_rootfs_peers.sh",
+          argv=["/bin/sh", "/etc/ct_rootfs_peers.sh"]),
+    # hard links on its tmpfs: one inode, its names, its link count
+    entry("ct_rootfs_links", (B, T), kind="rootfs", script="ct_rootfs_links.sh",
+          argv=["/bin/sh", "/etc/ct_rootfs_links.sh"]),
+    # busybox httpd in a root of its own with a network namespace of its own,
+    # serving a file of the bind mount to the host across checkpoint --kill
+    entry("ct_rootfs_httpd", (B, T), kind="rootfs_httpd", signal=False,
+          argv=["/bin/sh", "-c", "httpd -f -p 8080 -h /t/www & echo $$ > /t/ready; wait"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
     entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
@@ -205,6 +217,9 @@ TESTS = [
     entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
                                                                   "/t/py_mounts.py"]),
+    # unix sockets bound on its tmpfs and on a bind, a client connected
+    entry("ct_rootfs_unix", (B, T), kind="rootfs_python", script="py_unix_root.py",
+          argv=["/usr/bin/python3", "/t/py_unix_root.py"]),
     entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
           argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
@@ -1067,6 +1082,38 @@ class Run:
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def flow_ct_mounts(self):
+        """ct_mounts.sh as pid 1 of `ckpt run` (the host's root): its own
+        tmpfs and binds in the test's directory; the runner changes the
+        bound directory's file while the container is away, then checks
+        that nothing of it was mounted on the host."""
+        os.mkdir(self.p("src"))
+        with open(self.p("src", "msg"), "w") as f:
+            f.write("before\n")
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--"])
+        self.wait_container(pr, pidfile)
+        if not self.opts.no_ckpt:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        with open(self.p("src", "msg"), "w") as f:
+            f.write("after\n")
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            rp = self.restart(self.p("img"), "restart", same_pid=False)
+            if self.mode == T:
+                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+                self.wait_all([rp], 10, "the first ckpt restart")
+                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+        with open("/proc/self/mountinfo") as f:
+            if self.dir in f.read():
+                raise Fail("a mount of the container is in the host's namespace")
+        if os.listdir(self.p("m")):
+            raise Fail("files on the host's directory under the container's tmpfs: %r"
+                       % os.listdir(self.p("m")))
+
     def flow_migrate(self):
         """ckpt migrate of a `ckpt run` container to a ckpt receive on
         loopback. Case "ok": the copy is restored frozen, the original is
@@ -1190,7 +1237,9 @@ class Run:
             f.write("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
         with open(os.path.join(root, "etc", "group"), "w") as f:
             f.write("root:x:0:\ntty:x:5:\nnogroup:x:65534:\n")
-        shutil.copy(os.path.join(HERE, "ct_rootfs.sh"), os.path.join(root, "etc"))
+        for script in ("ct_rootfs.sh", self.t.get("script")):
+            if script:
+                shutil.copy(os.path.join(HERE, script), os.path.join(root, "etc"))
         with open(self.p("msg"), "w") as f:
             f.write("before\n")
         with open(self.p("motd"), "w") as f:
@@ -1247,7 +1296,7 @@ class Run:
         for name in ("bin", "lib", "lib64", "sbin"):
             if os.path.islink("/" + name):
                 os.symlink(os.readlink("/" + name), os.path.join(root, name))
-        shutil.copy(os.path.join(HERE, "py_mounts.py"), self.dir)
+        shutil.copy(os.path.join(HERE, self.t.get("script") or "py_mounts.py"), self.dir)
         pidfile = self.p("run.pid")
         pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile, "--root", root,
                                 "--bind", "/usr:/usr:ro", "--bind", self.dir + ":/t",
@@ -1266,6 +1315,78 @@ class Run:
         if self.t.get("overlay") and (not os.path.exists(self.p("upper", "rootlog"))
                                       or os.path.exists(self.p("rootfs", "rootlog"))):
             raise Fail("/rootlog is not in the overlay's upper layer alone")
+
+    def http_get(self, addr, path, sock=None):
+        """The body busybox httpd at addr:8080 answers GET path with (on sock,
+        a connection with the request's first line sent already)."""
+        s = sock or socket.create_connection((addr, 8080), timeout=30)
+        with s:
+            s.settimeout(30)
+            if sock is None:
+                s.sendall(b"GET %s HTTP/1.0\r\n" % path.encode())
+            s.sendall(b"\r\n")
+            got = b""
+            while True:
+                d = s.recv(4096)
+                if not d:
+                    break
+                got += d
+        head, _, body = got.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.") or b" 200 " not in head.split(b"\r\n")[0]:
+            raise Fail("GET %s: %r" % (path, got[:200]))
+        return body.decode()
+
+    def flow_rootfs_httpd(self):
+        """busybox httpd in `ckpt run --root ... --net` serving /t/www, the
+        bind mount of the test's directory, to the runner on the host over
+        the container's veth: a GET before the checkpoint, one connection
+        left half-way through its request across checkpoint --kill and
+        restart, the file changed meanwhile; after the restart both that
+        connection and a new one get the new contents."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%d%sh" % (os.getpid() % 1000000, self.mode[0])
+        os.mkdir(self.p("www"))
+        with open(self.p("www", "msg"), "w") as f:
+            f.write("before\n")
+        pidfile = self.p("run.pid")
+        pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
+                                "--net-host-if", hostif, "--pidfile", pidfile]
+                        + self.make_rootfs() + ["--"])
+        self.wait_container(pr, pidfile)
+        self.wait_until("httpd to answer", lambda: self.http_ok(cont), [], timeout=20)
+        if self.http_get(cont, "/msg") != "before\n":
+            raise Fail("before the checkpoint, httpd did not serve /t/www/msg")
+        held = socket.create_connection((cont, 8080), timeout=30)
+        held.sendall(b"GET /msg HTTP/1.0\r\n")
+        rp = pr
+        if not self.opts.no_ckpt:
+            for i in range(2 if self.mode == T else 1):
+                tag = "" if i == 0 else "2"
+                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+                self.wait_all([rp], 10, "ckpt run, after its container was killed")
+                if i == 0:
+                    with open(self.p("www", "msg"), "w") as f:
+                        f.write("after\n")
+                rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+        else:
+            with open(self.p("www", "msg"), "w") as f:
+                f.write("after\n")
+        got_held = self.http_get(cont, "/msg", sock=held)
+        got_new = self.http_get(cont, "/msg")
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], 10, "the container, killed")
+        if got_held != "after\n" or got_new != "after\n":
+            raise Fail("after the restart: the held connection got %r, a new one %r"
+                       % (got_held, got_new))
+
+    def http_ok(self, addr):
+        try:
+            socket.create_connection((addr, 8080), timeout=2).close()
+            return True
+        except OSError:
+            return False
 
     def flow_rootfs_gone(self):
         """A container with a bind whose host directory is gone at restart:
