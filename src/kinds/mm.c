@@ -320,17 +320,23 @@ struct mm_read {
 static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
 {
 	struct mm_read *rd = arg;
-	struct iovec remote[256];
-	uint64_t bytes = 0;
+	struct iovec remote[1024]; /* IOV_MAX */
 
-	if (rd->readable && rd->ctx->ntasks == 1 && n <= ARRAY_SIZE(remote)) {
-		for (size_t i = 0; i < n; i++) {
+	/* many extents (the written pages of an incremental image) go in
+	 * batches of IOV_MAX, not one /proc/PID/mem read each */
+	while (rd->readable && rd->ctx->ntasks == 1 && n) {
+		size_t k = MIN(n, ARRAY_SIZE(remote));
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < k; i++) {
 			remote[i] = (struct iovec){ (void *)(uintptr_t)x[i].off, x[i].len };
 			bytes += x[i].len;
 		}
 		struct iovec local = { .iov_base = dst, .iov_len = bytes };
-		if (process_vm_readv(rd->t->pid, &local, 1, remote, n, 0) == (ssize_t)bytes)
-			return 0;
+		if (process_vm_readv(rd->t->pid, &local, 1, remote, k, 0) != (ssize_t)bytes)
+			break;
+		x += k;
+		n -= k;
+		dst += bytes;
 	}
 	for (size_t i = 0; i < n; i++) {
 		int r = puppet_read(&rd->t->pup, x[i].off, dst, x[i].len);
