@@ -9,7 +9,8 @@
  * named "ckpt-track" whose first bytes (struct track_note) say which pid
  * made it, at which fd its userfaultfd is, and the id of the image whose
  * checkpoint last write-protected the pages (the generation). Both fds are
- * close-on-exec, at the lowest free fd from TRACK_FD_BASE up.
+ * close-on-exec, at the lowest free fd from TRACK_FD_BASE up (half the
+ * task's fd limit, if that is lower).
  *
  * At each checkpoint that tracks, the pages of the tracked vmas are read
  * by PAGEMAP_SCAN with PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC: the
@@ -220,18 +221,24 @@ int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret
 
 /* --- setup: the userfaultfd and the memfd in the task ------------------ */
 
-static int track_fd_base(void)
+/* TRACK_FD_BASE, or half the task's own fd limit if that is lower. */
+static int track_fd_base(pid_t pid)
 {
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur / 2 < TRACK_FD_BASE)
-		return rl.rlim_cur > 16 ? (int)(rl.rlim_cur / 2) : 3;
+	struct proc_limits pl;
+	char *text = NULL;
+	int r = proc_read(pid, "limits", &text, NULL);
+	if (r >= 0)
+		r = proc_parse_limits(text, &pl);
+	free(text);
+	if (r >= 0 && pl.soft[RLIMIT_NOFILE] / 2 < TRACK_FD_BASE)
+		return pl.soft[RLIMIT_NOFILE] > 16 ? (int)(pl.soft[RLIMIT_NOFILE] / 2) : 3;
 	return TRACK_FD_BASE;
 }
 
 /* Moves the task's fd to a high number; the new one, or -errno. */
 static long move_high(struct task *t, long fd)
 {
-	long hi = puppet_syscall(&t->pup, SYS_fcntl, fd, F_DUPFD_CLOEXEC, track_fd_base());
+	long hi = puppet_syscall(&t->pup, SYS_fcntl, fd, F_DUPFD_CLOEXEC, track_fd_base(t->pid));
 	puppet_syscall(&t->pup, SYS_close, fd);
 	return hi;
 }
