@@ -6,6 +6,9 @@
  * `memhog SIZE text`: the memory holds text-like records instead
  * ("id=1234 user=beta status=ok score=56\n" ...), as a heap of strings
  * or a log buffer would: what checkpoint --compress is for.
+ * `memhog SIZE incr`: random memory; on SIGUSR2 it rewrites one page in
+ * a hundred (another seed) and writes "dirtied", for checkpoint --parent;
+ * the check on SIGUSR1 expects those pages.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -15,12 +18,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t go;
+static volatile sig_atomic_t go, dirty;
 
 static void on_usr1(int sig)
 {
 	(void)sig;
 	go = 1;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	dirty = 1;
 }
 
 static uint64_t fill(uint64_t *p, size_t n, uint64_t x, int check)
@@ -66,6 +75,7 @@ static uint64_t fill_text(char *p, size_t len, uint64_t x, int check)
 int main(int argc, char **argv)
 {
 	int text = argc > 2 && !strcmp(argv[2], "text");
+	int incr = argc > 2 && !strcmp(argv[2], "incr");
 	size_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 64;
 	size_t n = mib << 17; /* u64 words */
 	uint64_t *p = mmap(NULL, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -77,12 +87,39 @@ int main(int argc, char **argv)
 	else
 		fill(p, n, 0x9e3779b97f4a7c15ull, 0);
 	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
 	printf("ready\n");
 	fflush(stdout);
-	while (!go)
+	int dirtied = 0;
+	while (!go) {
 		pause();
-	uint64_t bad = text ? fill_text((char *)p, mib << 20, 0x9e3779b97f4a7c15ull, 1)
-			    : fill(p, n, 0x9e3779b97f4a7c15ull, 1);
+		if (incr && dirty && !dirtied) {
+			for (size_t i = 0; i < n; i += 100 * 512)
+				fill(p + i, 512, 0x51ed270b27u + i, 0);
+			dirtied = 1;
+			printf("dirtied\n");
+			fflush(stdout);
+		}
+	}
+	uint64_t bad = dirtied ? 0
+		       : text	? fill_text((char *)p, mib << 20, 0x9e3779b97f4a7c15ull, 1)
+				: fill(p, n, 0x9e3779b97f4a7c15ull, 1);
+	if (dirtied) { /* one page in a hundred has the second seed */
+		uint64_t x = 0x9e3779b97f4a7c15ull;
+		for (size_t i = 0; i < n; i += 512) {
+			uint64_t want[512];
+			for (size_t k = 0; k < 512; k++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				want[k] = x;
+			}
+			if (i % (100 * 512) == 0)
+				bad += fill(p + i, 512, 0x51ed270b27u + i, 1);
+			else
+				bad += memcmp(p + i, want, sizeof(want)) != 0;
+		}
+	}
 	printf("%s\n", bad ? "CORRUPT" : "intact");
 	return bad != 0;
 }

@@ -43,7 +43,11 @@ extern "C" {
 				    * their terminals hung up */
 #define CKPT_COMPRESS 0x200ul    /* page contents compressed with zstd where it pays
 				  * (-EPROTONOSUPPORT from a build without zstd) */
-#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS)
+#define CKPT_TRACK 0x400ul       /* leave dirty tracking in the tree (a userfaultfd in
+				  * write-protect async mode, kept at a high fd) so
+				  * that a later checkpoint with ckpt_opts.parent saves
+				  * only the pages written since this one */
+#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS | CKPT_TRACK)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */
@@ -175,6 +179,17 @@ struct ckpt_opts {
 		int local;  /* the caller's fd that goes there */
 	} *inherit_fds;
 	size_t n_inherit_fds;
+	/*
+	 * checkpoint: an incremental image. The path of the image of the
+	 * tree's last checkpoint made with CKPT_TRACK (or with a parent): the
+	 * pages of a tracked process not written since then are not saved,
+	 * the image names its parent (this path, made absolute, and the
+	 * parent's id) and restart takes them from there. A process tracked
+	 * since another checkpoint is refused; one not tracked is saved
+	 * whole. Tracking goes on (as with CKPT_TRACK). NULL for none; a
+	 * smaller size (an older caller) has none.
+	 */
+	const char *parent;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -190,6 +205,8 @@ struct ckpt_opts {
  * this ckpt knows is zero (no option it does not have is set), refused
  * with -E2BIG otherwise, as is a size above 4096. */
 #define CKPT_OPTS_SIZE_V5 offsetof(struct ckpt_opts, external_fds)
+/* The struct before parent was added. */
+#define CKPT_OPTS_SIZE_V6 offsetof(struct ckpt_opts, parent)
 #define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);

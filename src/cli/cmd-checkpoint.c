@@ -85,6 +85,13 @@ int cmd_checkpoint(const struct cli_args *a)
 	if (!to_stdout) {
 		if (check_target(a->output) < 0)
 			return 1;
+		struct stat so, sp;
+		if (a->parent && stat(a->output, &so) == 0 && stat(a->parent, &sp) == 0 &&
+		    so.st_dev == sp.st_dev && so.st_ino == sp.st_ino) {
+			fprintf(stderr, "ckpt: --parent %s is the output: the child image would "
+				"replace its own parent\n", a->parent);
+			return 2;
+		}
 		r = safe_file_create(a->output, &out);
 		if (r < 0) {
 			fprintf(stderr, "ckpt: cannot write '%s': %s\n", a->output, strerror(-r));
@@ -105,7 +112,8 @@ int cmd_checkpoint(const struct cli_args *a)
 		.flags = CKPT_SUBTREE | (a->kill ? CKPT_KILL : 0) | (a->verify ? CKPT_VERIFY : 0) |
 			 (a->leave_frozen ? CKPT_LEAVE_FROZEN : 0) | (a->shell_job ? CKPT_SHELL_JOB : 0) |
 			 (a->ext_unix ? CKPT_EXT_UNIX : 0) | (a->drop_events ? CKPT_DROP_EVENTS : 0) |
-			 (a->detach_clients ? CKPT_DETACH_CLIENTS : 0) | (a->compress ? CKPT_COMPRESS : 0),
+			 (a->detach_clients ? CKPT_DETACH_CLIENTS : 0) | (a->compress ? CKPT_COMPRESS : 0) |
+			 (a->track ? CKPT_TRACK : 0),
 		.logfd = logfd,
 		.log_level = level,
 		.errbuf = err,
@@ -116,6 +124,7 @@ int cmd_checkpoint(const struct cli_args *a)
 		.image_done_arg = &out,
 		.external_fds = a->ext_fds,
 		.n_external_fds = a->n_ext_fds,
+		.parent = a->parent,
 	};
 	struct cli_progress progress;
 	if (cli_progress_setup(a, &o, &progress) < 0) {

@@ -76,6 +76,12 @@ static const struct opt opts[] = {
 	{ "compress", 0, OPT_FLAG, CP, F(compress), NULL,
 	  "compress memory contents with zstd where it pays\n"
 	  "(restart reads them back by itself)" },
+	{ "track", 0, OPT_FLAG, CP, F(track), NULL,
+	  "leave dirty tracking in the tree, so that a later\n"
+	  "checkpoint --parent saves only the pages written since" },
+	{ "parent", 0, OPT_STRING, CP, F(parent), "FILE",
+	  "incremental: only the pages written since the tracked\n"
+	  "checkpoint whose image is FILE; restart reads FILE too" },
 	{ "detach", 'd', OPT_FLAG, RS | ON(CMD_RUN), F(detach), NULL,
 	  "print the pid alone on a line and return once it\n"
 	  "runs; run: the container's stdin, stdout and stderr\n"

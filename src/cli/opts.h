@@ -65,6 +65,8 @@ struct cli_args {
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
 	bool compress;          /* checkpoint: --compress */
+	bool track;             /* checkpoint: --track */
+	const char *parent;     /* checkpoint: --parent FILE */
 	bool json;              /* inspect, checkpoint, restart: --json */
 	bool quiet;             /* checkpoint, restart: no summary line */
 	const char *progress_interval; /* checkpoint, restart: --progress-interval MS */

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/random.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -619,6 +620,10 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	int r, fd = ctx->image_fd;
 
 	fill_header(&h);
+	/* the image's id: a child image (incremental, mm-dirty.c) names it */
+	if (getrandom(ctx->image_id, sizeof(ctx->image_id), 0) != (ssize_t)sizeof(ctx->image_id))
+		return log_fail(&ctx->log, -EIO, "cannot draw the image's id: %s", strerror(errno));
+	memcpy(h.image_id, ctx->image_id, sizeof(h.image_id));
 	if (ctx->flags & CKPT_COMPRESS) {
 		/* compressed before the seal: ciphertext does not compress */
 		h.flags |= IMG_HDR_ZSTD;

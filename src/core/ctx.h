@@ -129,6 +129,7 @@ struct ckpt_ctx {
 				       * has its own and CKPT_KILL (netlock.c) */
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
+	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
 };
 
 struct rst_task {

@@ -24,6 +24,7 @@
 #include "core/ctx.h"
 #include "net/lock.h"
 #include "files.pb-c.h"
+#include "kinds/mm.h"
 #include "util/cleanup.h"
 #include "util/units.h"
 
@@ -75,6 +76,8 @@ struct summary {
 	/* page store records (img/pages.h): bytes in memory, in the image */
 	uint64_t page_raw, page_stored;
 	uint32_t page_records, page_zrecords;
+	uint8_t *chain;         /* the first incremental record (mm-chain.c), or NULL */
+	size_t chain_len;
 };
 
 static void free_procs(struct summary *s)
@@ -90,6 +93,7 @@ static void summary_free(struct summary *s)
 	free_procs(s);
 	free(s->sigs);
 	free(s->ids);
+	free(s->chain);
 }
 
 static uint64_t fnv1a(const uint8_t *p, uint64_t n)
@@ -276,6 +280,10 @@ static int add_record(struct summary *s, uint32_t *pid, const struct img_record 
 	s->kinds[k].records++;
 	s->kinds[k].bytes += rec->len;
 	count_pages(s, rec);
+	if (rec->type == MM_REC_TRACK && !s->chain && (s->chain = malloc(rec->len ? rec->len : 1))) {
+		memcpy(s->chain, rec->data, rec->len);
+		s->chain_len = rec->len;
+	}
 	if (k != KIND_MAX && *pid)
 		take_comm(s, *pid, rec);
 	if (k != KIND_MAX && (r = take_id(s, k, rec)) < 0)
@@ -422,6 +430,12 @@ static void print_summary(FILE *f, const struct summary *s)
 		s->nprocs == 1 ? "" : "es", s->nthreads, s->nthreads == 1 ? "" : "s", size, when,
 		s->hdr.kernel_release);
 	print_namespaces(f, s);
+	fputs("id: ", f);
+	for (size_t i = 0; i < sizeof(s->hdr.image_id); i++)
+		fprintf(f, "%02x", s->hdr.image_id[i]);
+	fputc('\n', f);
+	if (s->chain)
+		mm_chain_print(f, s->chain, s->chain_len);
 	if (s->page_records) {
 		char raw[32], stored[32];
 		human_size(raw, sizeof(raw), s->page_raw);

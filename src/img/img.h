@@ -52,7 +52,10 @@ struct img_header {
 	uint32_t flags;         /* IMG_HDR_* bits; any other bit is refused */
 	uint64_t created_ns;    /* CLOCK_REALTIME at checkpoint */
 	char kernel_release[65];
-	char reserved[23];
+	uint8_t image_id[16];   /* random, this image's own: a child image
+				 * (incremental) names its parent by it; zero in
+				 * images made before it existed */
+	char reserved[7];
 	uint32_t crc;           /* crc32c of everything before it */
 } __attribute__((packed));
 

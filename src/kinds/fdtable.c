@@ -41,6 +41,7 @@
 #include "files.pb-c.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/mm.h"
 #include "util/cleanup.h"
 
 enum { FDTABLE_ENTRY = REC_TYPE(KID_fdtable, 1) };
@@ -300,6 +301,12 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		free(fi);
 		return log_fail(&ctx->log, r, "pid %d: cannot list fds: %s", t->pid, strerror(-r));
 	}
+	/* ckpt's own dirty tracking (mm-dirty.c) is not the program's */
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!mm_dirty_skip_fd(t, fds[i]))
+			fds[kept++] = fds[i];
+	n = kept;
 	f->fds = calloc(n ? n : 1, sizeof(*f->fds));
 	f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
 	f->owners = calloc(n ? n : 1, sizeof(*f->owners));

@@ -51,7 +51,10 @@ enum {
 	MM_ENTRY = REC_TYPE(KID_mm, 1),
 	/* 2 and 3 were a pagemap and its pages, before the page store */
 	MM_PAGES = REC_TYPE(KID_mm, 4), /* a page store record (img/pages.h) */
+	MM_TRACK = REC_TYPE(KID_mm, 5), /* MmTrack: incremental (mm-dirty.c, mm-chain.c) */
 };
+_Static_assert(MM_ENTRY == MM_REC_ENTRY && MM_PAGES == MM_REC_PAGES && MM_TRACK == MM_REC_TRACK,
+	       "mm.h's record types");
 
 #define PAGE 4096ull
 #define TASK_SIZE_MAX 0x7ffffffff000ull
@@ -63,6 +66,7 @@ struct mm_ckpt {
 	uint64_t *auxv;
 	uint64_t **inherited;   /* per vma: its run list (mm-cow.c), to free */
 	int brk_call;           /* the probe: brk(0) */
+	struct mm_dirty *dirty; /* incremental checkpoints (mm-dirty.c) */
 };
 
 static int mm_probe(struct ckpt_ctx *ctx, struct task *t)
@@ -86,6 +90,7 @@ struct mm_rst {
 	MmEntry *e;
 	struct pages_set pages; /* its private pages, from the page store */
 	struct remote_files rf; /* while it is restored */
+	struct mm_chain *chain; /* its parent images (mm-chain.c), or NULL */
 };
 
 /* --- checkpoint ------------------------------------------------------ */
@@ -197,7 +202,8 @@ static int refuse_vma(struct ckpt_ctx *ctx, struct task *t, const struct proc_vm
 				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end, p,
 				f, !strncmp(f, "sl", 2) ? " (sealed with mseal)" : "");
 	}
-	if (pv->vmflags & (VMF_UM | VMF_UW))
+	if ((pv->vmflags & VMF_UM) ||
+	    ((pv->vmflags & VMF_UW) && !mm_dirty_tracked(mm_dirty_of(t))))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx: userfaultfd-registered memory is not supported yet",
 				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end);
@@ -235,6 +241,9 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 
 	if (!m)
 		return -ENOMEM;
+	r = mm_dirty_collect(ctx, t, &m->dirty);
+	if (r < 0)
+		return r;
 	mm_entry__init(&m->e);
 	m->vma = calloc(n ? n : 1, sizeof(*m->vma));
 	m->e.vmas = calloc(n ? n : 1, sizeof(*m->e.vmas));
@@ -313,17 +322,23 @@ struct mm_read {
 static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
 {
 	struct mm_read *rd = arg;
-	struct iovec remote[256];
-	uint64_t bytes = 0;
+	struct iovec remote[1024]; /* IOV_MAX */
 
-	if (rd->readable && rd->ctx->ntasks == 1 && n <= ARRAY_SIZE(remote)) {
-		for (size_t i = 0; i < n; i++) {
+	/* many extents (the written pages of an incremental image) go in
+	 * batches of IOV_MAX, not one /proc/PID/mem read each */
+	while (rd->readable && rd->ctx->ntasks == 1 && n) {
+		size_t k = MIN(n, ARRAY_SIZE(remote));
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < k; i++) {
 			remote[i] = (struct iovec){ (void *)(uintptr_t)x[i].off, x[i].len };
 			bytes += x[i].len;
 		}
 		struct iovec local = { .iov_base = dst, .iov_len = bytes };
-		if (process_vm_readv(rd->t->pid, &local, 1, remote, n, 0) == (ssize_t)bytes)
-			return 0;
+		if (process_vm_readv(rd->t->pid, &local, 1, remote, k, 0) != (ssize_t)bytes)
+			break;
+		x += k;
+		n -= k;
+		dst += bytes;
 	}
 	for (size_t i = 0; i < n; i++) {
 		int r = puppet_read(&rd->t->pup, x[i].off, dst, x[i].len);
@@ -468,14 +483,21 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0)
 		return r;
+	r = mm_dirty_begin(ctx, t, m->dirty, &m->e);
 	for (size_t i = 0; r >= 0 && i < m->e.n_vmas; i++) {
 		if (!needs_pages(m->e.vmas[i]) || shmem_seen(ctx, t, i))
 			continue;
-		r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
+		if (!mm_dirty_covers(m->dirty, i)) {
+			r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
+			continue;
+		}
+		((struct mm_read *)pw.arg)->readable = m->e.vmas[i]->prot & PROT_READ;
+		r = pages_fail(ctx, &pw, mm_dirty_scan(ctx, t, m->dirty, pagemap, i,
+						       m->e.vmas[i], &pw));
 	}
 	ctx->mem_bytes += pw.bytes;
 	pages_writer_release(&pw);
-	return r;
+	return r < 0 ? r : mm_dirty_end(ctx, t, m->dirty);
 }
 
 /* --- restart: load and validate -------------------------------------- */
@@ -599,6 +621,11 @@ static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 			return log_fail(&ctx->log, -EINVAL, "record %u: pages before their mm",
 					rec->index);
 		return load_pages(ctx, rec, m);
+	case MM_TRACK:
+		if (!m->e)
+			return log_fail(&ctx->log, -EINVAL, "record %u: tracking before its mm",
+					rec->index);
+		return mm_chain_load(ctx, t, m->e, rec, &m->chain);
 	default:
 		r = -EINVAL;
 		return log_fail(&ctx->log, r, "record %u: unknown mm subtype %u", rec->index,
@@ -616,7 +643,8 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	/* an incremental image: the pages its parents have */
+	return m->chain ? mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages) : 0;
 }
 
 /* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
@@ -1463,7 +1491,14 @@ static void mm_free_state(void *state)
 	free(m->vma);
 	free(m->e.vmas);
 	free(m->auxv);
+	mm_dirty_free(m->dirty);
 	free(m);
+}
+
+struct mm_dirty *mm_dirty_of(const struct task *t)
+{
+	const struct mm_ckpt *m = t->kstate[KIND_mm];
+	return m ? m->dirty : NULL;
 }
 
 static void mm_free_rstate(void *state)
@@ -1472,6 +1507,7 @@ static void mm_free_rstate(void *state)
 	if (!m)
 		return;
 	pages_set_release(&m->pages);
+	mm_chain_free(m->chain);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);
@@ -1482,6 +1518,8 @@ static const ProtobufCMessageDescriptor *mm_descriptor(uint32_t sub)
 	switch (sub) {
 	case REC_SUB(MM_ENTRY):
 		return &mm_entry__descriptor;
+	case REC_SUB(MM_TRACK):
+		return &mm_track__descriptor;
 	default:
 		return NULL;
 	}

@@ -13,11 +13,13 @@ struct rst_task;
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 struct ckpt_ctx;
 struct task;
+struct img_record;
 struct MmEntry;
 struct VmaEntry;
 
@@ -53,6 +55,58 @@ int mm_check_file_vmas(struct rst_ctx *ctx, struct rst_task *t, const struct MmE
 /* Restart: t keeps memory from its fork (it must be forked by its parent,
  * after the parent's memory is restored). */
 bool mm_inherits(const struct rst_task *t);
+
+/* The records of mm (mm.c, mm-dirty.c, mm-chain.c). */
+#define MM_REC_ENTRY 0x301u     /* REC_TYPE(KID_mm, 1): the MmEntry */
+#define MM_REC_PAGES 0x304u     /* a page store record (img/pages.h) */
+#define MM_REC_TRACK 0x305u     /* MmTrack: incremental checkpoints */
+
+/*
+ * mm-dirty.c: incremental checkpoints, the checkpoint side. A task's
+ * tracking (a userfaultfd in write-protect async mode and a memfd that
+ * names it, both left in the task at high fds) is found at collect; at
+ * dump it is set up (CKPT_TRACK, or a parent), the vmas it covers are
+ * scanned by mm_dirty_scan() (the pages written since the parent only, when
+ * the task is saved incrementally), and mm_dirty_end() writes MM_REC_TRACK.
+ */
+struct mm_dirty;
+int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret)
+	__attribute__((warn_unused_result));
+/* The task has ckpt's tracking: its vmas' VmFlags "uw" are ckpt's. */
+bool mm_dirty_tracked(const struct mm_dirty *d);
+/* fd of t is ckpt's tracking (its own or inherited by fork): not saved. */
+bool mm_dirty_skip_fd(const struct task *t, int fd);
+int mm_dirty_begin(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d,
+		   const struct MmEntry *e) __attribute__((warn_unused_result));
+/* Vma i is scanned by mm_dirty_scan (it is tracked). */
+bool mm_dirty_covers(const struct mm_dirty *d, size_t i);
+struct pages_writer;
+int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int pagemap,
+		  size_t i, const struct VmaEntry *v, struct pages_writer *pw)
+	__attribute__((warn_unused_result));
+int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
+	__attribute__((warn_unused_result));
+void mm_dirty_free(struct mm_dirty *d);
+/* mm.c: t's tracking state, or NULL */
+struct mm_dirty *mm_dirty_of(const struct task *t);
+
+/*
+ * mm-chain.c: incremental checkpoints, the restart side. MM_REC_TRACK is
+ * loaded into *c; once the task is loaded, mm_chain_resolve() opens the
+ * parent images the chain names, checks each one's id, and makes *pages
+ * the pages of the whole chain, each from the newest image that has it.
+ */
+struct mm_chain;
+struct pages_set;
+int mm_chain_load(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e,
+		  const struct img_record *rec, struct mm_chain **c)
+	__attribute__((warn_unused_result));
+int mm_chain_resolve(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e,
+		     struct mm_chain *c, struct pages_set *pages) __attribute__((warn_unused_result));
+void mm_chain_free(struct mm_chain *c);
+/* inspect: the chain an image's MmTrack record (data, len) starts, one
+ * parent a line, each checked (there, with the id recorded) */
+void mm_chain_print(FILE *f, const uint8_t *data, size_t len);
 
 /* mm-lockall.c: mlockall(MCL_FUTURE) seen at checkpoint (once the scratch
  * area is mapped), checked at load, called again at the end of restore. */

@@ -368,6 +368,8 @@ TESTS = [
     entry("api_key", kind="standalone"),
     # --compress: zstd page records, plain where they do not shrink; with --key
     entry("img_compress", kind="compress", program="mem_zstd"),
+    # --track, --parent: incremental images, a chain of three restored
+    entry("mem_incr", kind="incr"),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -4991,6 +4993,50 @@ http {{
         rp = self.restart(sealed, "restart-key", extra=["--key", key])
         rc = self.wait_exit(rp, "ckpt restart --key")
         self.check_result(rc, "ckpt restart --key")
+
+    def flow_incr(self):
+        """Incremental checkpoints: --track (image 0, the process runs on),
+        the program writes; --parent image 0 --track (image 1), it writes
+        again; a stale parent (image 0) is refused; --parent image 1 --kill
+        (image 2). Images 1 and 2 are small (their written pages only, image
+        0 holds 32 MiB); inspect shows the chain; restart of image 2 with
+        image 1 replaced by another image is refused; with the chain in place
+        the program finds every page as it last wrote it."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img0, img1, img2 = self.p("img0"), self.p("img1"), self.p("img2")
+        self.checkpoint(img0, "ckpt0", reap=[pr], kill=False, extra=["--track"])
+        os.kill(self.pid, signal.SIGUSR1)
+        self.wait_file("step1", pr)
+        self.checkpoint(img1, "ckpt1", reap=[pr], kill=False,
+                        extra=["--parent", img0, "--track"])
+        os.kill(self.pid, signal.SIGUSR1)
+        self.wait_file("step2", pr)
+        rc, err = self.checkpoint(self.p("stale"), "ckpt-stale", reap=[pr], kill=False,
+                                  expect_ok=False, extra=["--parent", img0])
+        if rc == 0 or "is not the image of its last tracked checkpoint" not in err:
+            raise Fail("checkpoint --parent with a stale parent: exit %d: %s"
+                       % (rc, err.strip()[-300:]))
+        self.checkpoint(img2, "ckpt2", reap=[pr], extra=["--parent", img1])
+        s0, s1, s2 = (os.path.getsize(i) for i in (img0, img1, img2))
+        self.vlog("images: %d, %d, %d bytes" % (s0, s1, s2))
+        if s0 < 32 * MiB or s1 > 4 * MiB or s2 > 2 * MiB:
+            raise Fail("images of %d, %d and %d bytes: the children are not small"
+                       % (s0, s1, s2))
+        r = self.run_ckpt(["inspect", img2])
+        out = r.stdout.decode(errors="replace")
+        if r.returncode != 0 or img1 not in out or img0 not in out:
+            raise Fail("inspect does not show the chain: %s" % out[-600:])
+        # image 1 replaced by another image: refused, nothing built
+        os.rename(img1, img1 + ".kept")
+        shutil.copyfile(img0, img1)
+        self.refused_restart(img2, "restart with a replaced parent", r"not the parent")
+        os.replace(img1 + ".kept", img1)
+        rp = self.restart(img2, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
 
     def forged_frame(self, img):
         """A copy of img whose smallest compressed page record has a damaged
