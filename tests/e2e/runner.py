@@ -54,6 +54,8 @@ import tempfile
 import threading
 import time
 
+import twohost
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 READY_TIMEOUT = 20.0
@@ -184,6 +186,8 @@ TESTS = [
     entry("ct_tree", (B, T), kind="container"),
     entry("migrate_ct", kind="migrate", program="ct_tree", case="ok"),
     entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
+    # between two test hosts (network namespaces A, B; the client in C)
+    entry("real_mig_echo100", kind="mig2_echo"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -658,6 +662,7 @@ class Run:
         self.procs = []         # every Popen we started, for cleanup
         self.pid = None         # the test process' pid
         self.prog = None        # Popen of the original
+        self.topo = None        # twohost.TwoHost of a mig2_* test
         self.logs = []          # files worth showing on failure
         self.notes = []
 
@@ -1126,6 +1131,157 @@ class Run:
                 pass
             time.sleep(0.2)
         self.check_result(0, "the migrated copy")
+
+    # --- migration between two test hosts (tests/e2e/twohost.py) -------------
+
+    MIG2_SUB, MIG2_CT, MIG2_HOSTIF = "10.215.0.0/30", "10.215.0.2", "ckmig0"
+
+    def mig2_hosts(self):
+        """Hosts A and B and the client C (network namespaces of the test),
+        C routing the container's subnet through A."""
+        if os.geteuid() != 0:
+            raise Skip("the two test hosts and ckpt run --net need root")
+        if not (shutil.which("ip") and shutil.which("nsenter")):
+            raise Skip("ip (iproute2) or nsenter (util-linux) not installed")
+        self.topo = twohost.TwoHost("%d%s" % (os.getpid() % 100000, self.name))
+        try:
+            self.topo.make()
+            self.topo.route(self.MIG2_SUB, "a")
+        except twohost.TopoError as e:
+            raise Fail("the two test hosts: %s" % e)
+        return self.topo
+
+    def mig2_run(self, argv, env=None, wait=True):
+        """argv as pid 1 of `ckpt run --net` on host A (the host end in A's
+        namespace); self.pid its pid, once ckpt run's pidfile has it."""
+        pidfile = self.p("run.pid")
+        self.logs.append(self.p("out.log"))
+        pr = self.popen(self.topo.argv("a", [self.opts.ckpt, "run", "--net", "--net-addr",
+                                             self.MIG2_SUB, "--net-host-if", self.MIG2_HOSTIF,
+                                             "--pidfile", pidfile, "--"] + list(argv)),
+                        err=self.p("out.log"), out=self.p("run.out"),
+                        env=dict(os.environ, CKPT_TEST_DIR=self.dir, **(env or {})))
+        self.prog = pr
+        self.wait_until("ckpt run's pidfile", lambda: os.path.exists(pidfile) and
+                        open(pidfile).read().endswith("\n"), [pr])
+        with open(pidfile) as f:
+            self.pid = int(f.read())
+        return pr
+
+    def mig2_migrate(self, reap, tag="m"):
+        """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
+        over the A-B segment (sealed: the listener is not on loopback).
+        Returns (migrate's status, receive's, migrate's stderr, receive's)."""
+        key = self.p("key")
+        if not os.path.exists(key):
+            r = self.run_ckpt(["keygen", key])
+            if r.returncode != 0:
+                raise Fail("keygen: %r" % r.stderr)
+        rerr, merr = self.p(tag + "-receive.err"), self.p(tag + "-migrate.err")
+        rlog, mlog = self.p(tag + "-receive.log"), self.p(tag + "-migrate.log")
+        self.logs += [rerr, merr, rlog, mlog]
+        b = self.topo.addr("b")
+        rp = self.popen(self.topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0",
+                                                           "--key", key, "--log", rlog)),
+                        err=rerr, out=self.p(tag + "-receive.out"))
+        port = []
+
+        def listening():
+            m = re.search(r"waiting for a migration on %s:(\d+)" % re.escape(b), tail(rerr, 5) or "")
+            if m:
+                port.append(int(m.group(1)))
+            return bool(port)
+        self.wait_until("ckpt receive listening in host B", listening, [rp])
+        mp = self.popen(self.topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
+                                                           "%s:%d" % (b, port[0]), "--key", key,
+                                                           "--log", mlog)),
+                        err=merr, out=self.p(tag + "-migrate.out"))
+        self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
+        return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
+
+    def mig2_locks(self, host):
+        tables = self.topo.nft_tables(host)
+        return [t for t in tables or () if t.startswith("ckpt_lock")]
+
+    def mig2_move(self, reap, tag="m"):
+        """A migration from A to B that must succeed: the original is gone,
+        the copy (self.pid now) runs with its host end in B, none in A, and
+        no network lock is left in either host; C's route to the container
+        moves to B. Returns the downtime ckpt migrate printed (ms)."""
+        old = self.pid
+        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag)
+        if mrc != 0 or rrc != 0:
+            raise Fail("migrate exit %s (%r), receive exit %s (%r)"
+                       % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
+        m = re.search(r"migrated pid %d to .* down (\d+) ms" % old, mtext)
+        if not m:
+            raise Fail("migrate said %r" % mtext.strip())
+        self.topo.route(self.MIG2_SUB, "b")
+        with open(self.p(tag + "-receive.out")) as f:
+            self.pid = int(f.read())
+        self.notes.append("down %s ms" % m.group(1))
+        self.wait_until("the original %d to go" % old, lambda: not pid_alive(old), reap,
+                        timeout=20)
+        if not self.topo.link_exists("b", self.MIG2_HOSTIF):
+            raise Fail("no host end %s in host B after the migration" % self.MIG2_HOSTIF)
+        self.wait_until("the host end %s to leave host A" % self.MIG2_HOSTIF,
+                        lambda: not self.topo.link_exists("a", self.MIG2_HOSTIF), [], timeout=20)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s after the migration"
+                           % (self.mig2_locks(h), h.upper()))
+        return int(m.group(1))
+
+    def mig2_end(self, sig=signal.SIGTERM, what="the migrated server"):
+        """Signals the migrated root (not a child of the runner's) and waits
+        for it to end."""
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+        self.wait_until("%s to end" % what, lambda: not pid_alive(self.pid), [], timeout=EXIT_TIMEOUT)
+
+    def flow_mig2_echo(self):
+        """py_echo.py's asyncio echo server as pid 1 of `ckpt run --net` on
+        host A, its 100 clients (py_echo.py client) in C, each with a line
+        in flight and every echo checked; migrated to B (C's route moved
+        after): the clients go on, 20 more rounds, no reset, no wrong echo;
+        the host end is in B, none in A, no lock left in either."""
+        topo = self.mig2_hosts()
+        n = self.ECHO_CLIENTS
+        py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
+        pr = self.mig2_run(py + ["server"], env={"PY_ECHO_HOST": "0.0.0.0"})
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(topo.argv("c", py + ["client", str(port), str(n)]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=self.MIG2_CT))
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
+                            [cl], timeout=90)
+        progress(5)
+        if not self.opts.no_ckpt:
+            self.mig2_move([pr])
+            progress(20)
+            self.notes.append("%d rounds" % rounds())
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        self.mig2_end()
+
 
     def sockets_of(self, pid):
         """How many sockets pid holds."""
@@ -5731,6 +5887,8 @@ http {{
             except subprocess.TimeoutExpired:
                 pass
         self.cg_cleanup()
+        if self.topo:
+            self.topo.destroy()
 
     def run(self):
         getattr(self, "flow_" + self.t["kind"])()
