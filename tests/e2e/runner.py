@@ -188,6 +188,8 @@ TESTS = [
     entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
     # between two test hosts (network namespaces A, B; the client in C)
     entry("real_mig_echo100", kind="mig2_echo"),
+    entry("mig2_fail", kind="mig2_echo", case="fail"),
+    entry("mig2_jobstop", kind="mig2_jobstop"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -1241,12 +1243,45 @@ class Run:
             pass
         self.wait_until("%s to end" % what, lambda: not pid_alive(self.pid), [], timeout=EXIT_TIMEOUT)
 
+    def mig2_refused(self, pr, progress):
+        """A migration whose target fails: host B has a link of the host
+        end's name. Both sides exit 1, migrate names the link; the original
+        runs on in A with its connections (progress() goes on), no lock is
+        left in A or in the container's namespace, the host end is still in
+        A. The link is then removed (the migration after works)."""
+        topo, hostif = self.topo, self.MIG2_HOSTIF
+        topo.sh("-n", topo.ns["b"], "link", "add", hostif, "type", "bridge")
+        mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f")
+        if mrc != 1 or rrc != 1:
+            raise Fail("migrate exit %s, receive exit %s: want 1 and 1 (%r)"
+                       % (mrc, rrc, mtext.strip()[-300:]))
+        if not re.search(r"migration failed: .*the target could not restore it: .*host end %s.*"
+                         r"taken.*; pid %d runs on here" % (hostif, self.pid), mtext):
+            raise Fail("migrate said %r" % mtext.strip())
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the original is gone after the failed migration")
+        if not topo.link_exists("a", hostif):
+            raise Fail("the host end %s left host A after the failed migration" % hostif)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s after the failed migration"
+                           % (self.mig2_locks(h), h.upper()))
+        nft = shutil.which("nft") or "/usr/sbin/nft"
+        r = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % self.pid, "--", nft, "list",
+                            "tables"], capture_output=True, timeout=30)
+        if b"ckpt_lock" in r.stdout:
+            raise Fail("the container's network lock is left after the failed migration: %r"
+                       % r.stdout)
+        progress(10)
+        topo.sh("-n", topo.ns["b"], "link", "del", hostif)
+
     def flow_mig2_echo(self):
         """py_echo.py's asyncio echo server as pid 1 of `ckpt run --net` on
         host A, its 100 clients (py_echo.py client) in C, each with a line
         in flight and every echo checked; migrated to B (C's route moved
         after): the clients go on, 20 more rounds, no reset, no wrong echo;
-        the host end is in B, none in A, no lock left in either."""
+        the host end is in B, none in A, no lock left in either. Case
+        fail: a migration refused by B first (mig2_refused)."""
         topo = self.mig2_hosts()
         n = self.ECHO_CLIENTS
         py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
@@ -1269,6 +1304,8 @@ class Run:
             self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
                             [cl], timeout=90)
         progress(5)
+        if self.t["case"] == "fail" and not self.opts.no_ckpt:
+            self.mig2_refused(pr, progress)
         if not self.opts.no_ckpt:
             self.mig2_move([pr])
             progress(20)
@@ -1282,6 +1319,56 @@ class Run:
             raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
         self.mig2_end()
 
+
+    def counter(self, name):
+        try:
+            with open(self.p(name)) as f:
+                return int(f.read() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    @staticmethod
+    def proc_state(pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return None
+
+    def flow_mig2_jobstop(self):
+        """py_jobstop.py as pid 1 of `ckpt run --net` on host A: its child
+        is in a job-control stop (SIGTSTP), pid 1 counts; migrated to B:
+        pid 1 counts on there, the child stays stopped (state T, its
+        counter still) until the runner sends it SIGCONT, and then counts."""
+        self.mig2_hosts()
+        pr = self.mig2_run([self.opts.python, os.path.join(HERE, "py_jobstop.py")])
+        self.wait_file("stopped", pr)
+
+        def child():
+            with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+                kids = [int(x) for x in f.read().split()]
+            if len(kids) != 1:
+                raise Fail("pid %d has children %r, want one" % (self.pid, kids))
+            return kids[0]
+        if self.proc_state(child()) != "T":
+            raise Fail("the child %d is in state %s before the migration, want T"
+                       % (child(), self.proc_state(child())))
+        if self.opts.no_ckpt:
+            return self.mig2_end()
+        self.mig2_move([pr])
+        frozen = self.counter("child.n")
+        at = self.counter("parent.n")
+        self.wait_until("pid 1 counting on after the migration",
+                        lambda: self.counter("parent.n") >= at + 25, [], timeout=60)
+        kid = child()
+        if self.proc_state(kid) != "T" or self.counter("child.n") != frozen:
+            raise Fail("the child %d runs after the migration (state %s, counted %d -> %d): its "
+                       "job-control stop was lost" % (kid, self.proc_state(kid), frozen,
+                                                      self.counter("child.n")))
+        os.kill(kid, signal.SIGCONT)
+        self.wait_until("the child counting after SIGCONT",
+                        lambda: self.counter("child.n") >= frozen + 5, [], timeout=60)
+        self.mig2_end()
 
     def sockets_of(self, pid):
         """How many sockets pid holds."""
