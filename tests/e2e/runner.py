@@ -190,6 +190,9 @@ TESTS = [
     entry("real_mig_echo100", kind="mig2_echo"),
     entry("mig2_fail", kind="mig2_echo", case="fail"),
     entry("mig2_jobstop", kind="mig2_jobstop"),
+    entry("real_mig_nginx", kind="mig2_nginx"),
+    entry("real_mig_redis", kind="mig2_redis"),
+    entry("real_mig_sshd", kind="mig2_sshd"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -1148,6 +1151,7 @@ class Run:
         self.topo = twohost.TwoHost("%d%s" % (os.getpid() % 100000, self.name))
         try:
             self.topo.make()
+            self.topo.hold(self.MIG2_SUB)
             self.topo.route(self.MIG2_SUB, "a")
         except twohost.TopoError as e:
             raise Fail("the two test hosts: %s" % e)
@@ -1369,6 +1373,222 @@ class Run:
         self.wait_until("the child counting after SIGCONT",
                         lambda: self.counter("child.n") >= frozen + 5, [], timeout=60)
         self.mig2_end()
+
+    def mig2_in_c(self, argv, **kw):
+        """argv run to its end in client C."""
+        return subprocess.run(self.topo.argv("c", argv), capture_output=True, timeout=60, **kw)
+
+    def flow_mig2_nginx(self):
+        """nginx as packaged (master as root, 2 workers as nobody) as pid 1
+        of `ckpt run --net` on host A, serving a 50 MB file of random bytes
+        to curl in C (5 MB/s); migrated to B once curl has a tenth of it
+        (C's route moved after): curl ends with status 0 (no reset, no
+        timeout), the file is byte-identical, the workers are there, still
+        nobody; a new request through B is served; SIGQUIT ends nginx."""
+        topo = self.mig2_hosts()
+        nginx = self.nginx_bin()
+        os.chmod(self.dir, 0o755)  # the workers (nobody) read www/
+        os.mkdir(self.p("www"), 0o755)
+        os.mkdir(self.p("tmp"), 0o755)
+        big = os.urandom(self.NGINX_BIG)
+        with open(self.p("www", "big"), "wb") as f:
+            f.write(big)
+        os.chmod(self.p("www", "big"), 0o644)
+        conf = self.NGINX_CONF.format(d=self.dir, listen="0.0.0.0:8080")
+        with open(self.p("nginx.conf"), "w") as f:
+            f.write(conf.replace("    access_log", "    sendfile on;\n    access_log", 1))
+        self.logs += [self.p("error.log"), self.p("curl.err")]
+        pr = self.mig2_run([nginx, "-c", self.p("nginx.conf"), "-p", self.dir])
+        url = "http://%s:8080/big" % self.MIG2_CT
+        self.wait_until("nginx serving in host A", lambda: self.mig2_in_c(
+            ["curl", "-sS", "--max-time", "5", "-o", "/dev/null", "-r", "0-0", url]).returncode
+            == 0, [pr])
+
+        def forked():
+            try:
+                return self.nginx_workers(self.pid)
+            except Fail:
+                return None
+        self.wait_until("nginx's two workers as nobody", forked, [pr])
+        cl = self.popen(topo.argv("c", ["curl", "-sS", "--limit-rate", str(self.NGINX_RATE),
+                                        "--max-time", "180", "-o", self.p("dl"), url]),
+                        err=self.p("curl.err"))
+        at = [0]
+
+        def got(k):
+            at[0] = self.size("dl")
+            self.wait_until("%d more bytes downloaded" % k,
+                            lambda: self.size("dl") >= at[0] + k, [cl], timeout=60)
+        got(self.NGINX_BIG // 10)
+        if not self.opts.no_ckpt:
+            self.mig2_move([pr])
+            at[0] = self.size("dl")
+            if at[0] >= self.NGINX_BIG:
+                raise Fail("the download had finished at the migration")
+            self.notes.append("migrated at %d%% of the download" % (100 * at[0] // self.NGINX_BIG))
+            self.nginx_workers(self.pid)
+        self.wait_all([cl], 180, "curl")
+        if cl.returncode != 0:
+            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
+        with open(self.p("dl"), "rb") as f:
+            data = f.read()
+        if data != big:
+            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
+                     min(len(data), len(big)))
+            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
+                       % (n, len(data), len(big)))
+        r = self.mig2_in_c(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
+                            "%{http_code} %{size_download}", url])
+        if r.stdout.decode() != "200 %d" % self.NGINX_BIG:
+            raise Fail("a new request got %r: %s" % (r.stdout, r.stderr.decode(errors="replace")))
+        self.mig2_end(signal.SIGQUIT, "nginx")
+
+    def flow_mig2_redis(self):
+        """redis-server (TCP only) as pid 1 of `ckpt run --net` on host A;
+        redis-benchmark in C sends SETs over 10 connections (one test, no end:
+        the same connections throughout); migrated to
+        B (C's route moved after): the benchmark runs on with no error, on
+        the same 10 connections (CLIENT LIST: ids and addresses; it does not
+        reconnect, a reset one would hang), the server's command count keeps
+        growing, the key the runner set before is there; SHUTDOWN ends it."""
+        if not (shutil.which("redis-server") and shutil.which("redis-benchmark")
+                and shutil.which("redis-cli")):
+            raise Skip("redis-server, redis-benchmark or redis-cli not installed")
+        self.mig2_hosts()
+        pr = self.mig2_run(["redis-server", "--port", "6379", "--bind", "0.0.0.0",
+                            "--protected-mode", "no", "--save", "", "--appendonly", "no",
+                            "--dir", self.dir, "--logfile", self.p("redis.log")])
+        self.logs += [self.p("redis.log"), self.p("bench.err")]
+        cli = ["redis-cli", "-h", self.MIG2_CT, "-p", "6379"]
+
+        def cmd(*args):
+            r = self.mig2_in_c(cli + list(args))
+            return r.stdout.decode().strip() if r.returncode == 0 else None
+        self.wait_until("redis-server answering in host A", lambda: cmd("PING") == "PONG", [pr])
+        if cmd("SET", "before", "migration") != "OK":
+            raise Fail("SET before the migration failed")
+
+        def processed():
+            for line in (cmd("INFO", "stats") or "").splitlines():
+                if line.startswith("total_commands_processed:"):
+                    return int(line.split(":")[1])
+            return 0
+        bench = self.popen(self.topo.argv("c", ["redis-benchmark", "-h", self.MIG2_CT, "-p",
+                                                "6379", "-c", "10", "-t", "set", "-n",
+                                                "1000000000", "-q"]),
+                           out=self.p("bench.out"), err=self.p("bench.err"))
+
+        def progress(k):
+            n = processed()
+            self.wait_until("%d more commands" % k, lambda: processed() >= n + k, [bench],
+                            timeout=60)
+        def conns():
+            # the benchmark's connections (not redis-cli's own): id and address
+            lines = (cmd("CLIENT", "LIST") or "").splitlines()
+            return sorted(" ".join(w for w in l.split() if w.split("=")[0] in ("id", "addr"))
+                          for l in lines if "cmd=client" not in l)
+        progress(20000)
+        before = conns()
+        if len(before) != 10:
+            raise Fail("redis-server has %d benchmark connections, want 10: %r"
+                       % (len(before), before))
+        if not self.opts.no_ckpt:
+            self.mig2_move([pr])
+            progress(20000)
+            if conns() != before:
+                raise Fail("the benchmark's connections changed across the migration: %r, "
+                           "before %r" % (conns(), before))
+        if bench.poll() is not None:
+            raise Fail("redis-benchmark ended (%s): %s" % (bench.returncode,
+                                                          tail(self.p("bench.out"), 5)))
+        bench.send_signal(signal.SIGINT)
+        self.wait_all([bench], 30, "redis-benchmark after SIGINT")
+        out = ""
+        for name in ("bench.out", "bench.err"):
+            with open(self.p(name), errors="replace") as f:
+                out += f.read()
+        if re.search(r"(?i)error|reset|refused", out):
+            raise Fail("redis-benchmark: %r" % out[-400:])
+        if cmd("GET", "before") != "migration":
+            raise Fail("the key set before the migration is gone: %r" % cmd("GET", "before"))
+        cmd("SHUTDOWN", "NOSAVE")
+        self.wait_until("redis-server to end", lambda: not pid_alive(self.pid), [],
+                        timeout=EXIT_TIMEOUT)
+
+    def flow_mig2_sshd(self):
+        """sshd (openssh-server) as pid 1 of `ckpt run --net` on host A; an
+        ssh client in C, logged in by key, runs a counting loop there;
+        migrated to B (C's route moved after): the session goes on with no
+        line lost and no reset, the restored sshd has as many processes,
+        and a new login through B works."""
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        ssh, keygen = shutil.which("ssh"), shutil.which("ssh-keygen")
+        if not (os.access(sshd, os.X_OK) and ssh and keygen):
+            raise Skip("openssh-server or openssh-client not installed")
+        topo = self.mig2_hosts()
+        for k in ("hostkey", "userkey"):
+            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", self.p(k)], check=True,
+                           capture_output=True, timeout=60)
+        shutil.copy(self.p("userkey.pub"), self.p("authorized_keys"))
+        with open(self.p("sshd_config"), "w") as f:
+            f.write("Port 22\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin "
+                    "prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
+                    "StrictModes no\nPidFile %s\n"
+                    % (self.p("hostkey"), self.p("authorized_keys"), self.p("sshd.pid")))
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+        pr = self.mig2_run([sshd, "-D", "-e", "-f", self.p("sshd_config")])
+        ct = self.MIG2_CT
+
+        def listening():
+            r = self.mig2_in_c([self.opts.python, "-c", "import socket; print(socket."
+                                "create_connection(('%s', 22), timeout=5).recv(8))" % ct])
+            return b"SSH-" in r.stdout
+        self.wait_until("sshd listening on %s:22" % ct, listening, [pr], timeout=60)
+        argv = [ssh, "-i", self.p("userkey"), "-o", "StrictHostKeyChecking=no", "-o",
+                "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+                "root@" + ct]
+        self.logs.append(self.p("session.err"))
+
+        def lines():
+            with open(self.p("session.out")) as f:
+                return f.read().split()
+        for attempt in range(3):
+            client = self.popen(topo.argv("c", argv + ["i=0; while true; do i=$((i+1)); echo $i; "
+                                                       "sleep 0.05; done"]),
+                                out=self.p("session.out"), err=self.p("session.err"))
+            try:
+                self.wait_until("the session's first lines", lambda: len(lines()) >= 20,
+                                [client, pr])
+                break
+            except Fail:
+                if attempt == 2 or client.poll() is not None:
+                    raise
+                self.notes.append("ssh login tried again")
+        try:
+            if self.opts.no_ckpt:
+                return
+            procs = len(self.tree_pids(self.pid))
+            n = len(lines())
+            self.mig2_move([pr])
+            self.wait_until("the session going on after the migration",
+                            lambda: len(lines()) >= n + 40, [client])
+            if len(self.tree_pids(self.pid)) != procs:
+                raise Fail("the restored sshd has %d processes, the original %d"
+                           % (len(self.tree_pids(self.pid)), procs))
+            got = [int(x) for x in lines()]
+            if got != list(range(1, len(got) + 1)):
+                gap = next(i for i, v in enumerate(got) if v != i + 1)
+                raise Fail("the session lost lines: %r" % got[max(0, gap - 2):gap + 3])
+            r = self.mig2_in_c(argv + ["echo new-login-ok"])
+            if r.stdout.strip() != b"new-login-ok":
+                raise Fail("a new login after the migration: %r %r" % (r.stdout, r.stderr[-200:]))
+        finally:
+            client.kill()
+            client.wait()
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def sockets_of(self, pid):
         """How many sockets pid holds."""

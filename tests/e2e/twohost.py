@@ -9,8 +9,10 @@ migration tests of runner.py (mig2_*) and bench/migrate.py.
 A and B forward IPv4. A container of `ckpt run --net --net-addr SUB` on
 host A has its host end in A; C routes SUB through A. After a migration
 the restart makes the host end in B (the namespace ckpt receive runs in)
-and move_route() has C route SUB through B: C's connections to the
-container go on through B (their packets only retransmitted meanwhile).
+and route() has C route SUB through B: C's connections to the container
+go on through B (their packets only retransmitted meanwhile). hold()
+gives A and B a blackhole route for SUB behind the host end's, so that
+neither answers "unreachable" while the container is on neither.
 
 Only the addresses above and the container's subnet exist, each inside
 a namespace of the test; nothing of the machine's own network changes.
@@ -77,6 +79,14 @@ class TwoHost:
             self.sh("-n", self.ns[h], "link", "set", "eth0", "up")
             self.sysctl(h, "net.ipv4.ip_forward", 1)
         return self
+
+    def hold(self, subnet):
+        """A and B drop what they would forward to subnet and have no route
+        for (a blackhole route behind any other): while the container moves,
+        neither answers C with "unreachable", which fails a connect()
+        under way (established connections only retransmit)."""
+        for h in "ab":
+            self.sh("-n", self.ns[h], "route", "add", "blackhole", subnet, "metric", "4000")
 
     def route(self, subnet, via_host):
         """C routes subnet through via_host ("a" or "b")."""
