@@ -6174,7 +6174,8 @@ http {{
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres", "postgres_tcp"):
+        if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres",
+                              "postgres_tcp") or self.topo:
             # what a failed real program left: pool workers, make's children
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):
