@@ -394,10 +394,9 @@ static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_
 			struct gtask *t = done[i] ? NULL : find(s, in[i].pid);
 			if (!t || !t->p.held)
 				continue;
-			int st;
-			pid_t r = waitpid(t->p.pid, &st, WNOHANG | __WALL);
-			if ((r < 0 && errno != EINTR) ||
-			    (r == t->p.pid && (WIFEXITED(st) || WIFSIGNALED(st))))
+			pid_t r = waitpid(t->p.pid, NULL, WNOHANG | __WALL);
+			/* any report ends the wait, as in puppet_kill */
+			if ((r < 0 && errno != EINTR) || r == t->p.pid)
 				done[i] = true;
 			else
 				left++;
