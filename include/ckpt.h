@@ -190,6 +190,16 @@ struct ckpt_opts {
 	 * smaller size (an older caller) has none.
 	 */
 	const char *parent;
+	/*
+	 * Restart with RESTART_FROZEN: out, the processes that were in a
+	 * job-control stop in the image (pids as the caller sees them), which a
+	 * caller that continues the tree (SIGCONT) leaves stopped. At most
+	 * stopped_max pids are written to stopped; n_stopped counts them all.
+	 * NULL for none; a smaller size (an older caller) has none.
+	 */
+	pid_t *stopped;
+	size_t stopped_max;
+	size_t n_stopped;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -207,6 +217,8 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V5 offsetof(struct ckpt_opts, external_fds)
 /* The struct before parent was added. */
 #define CKPT_OPTS_SIZE_V6 offsetof(struct ckpt_opts, parent)
+/* The struct before stopped was added. */
+#define CKPT_OPTS_SIZE_V7 offsetof(struct ckpt_opts, stopped)
 #define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);

@@ -34,6 +34,10 @@ command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need="$need nftables"
 # real_sshd: sshd in a ckpt run --net container, an ssh client
 [ -x /usr/sbin/sshd ] || need="$need openssh-server"
 command -v ssh >/dev/null 2>&1 || need="$need openssh-client"
+# the two test hosts of the migration tests (tests/e2e/twohost.py, real_mig_*)
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need="$need iproute2"
+command -v nsenter >/dev/null 2>&1 || need="$need util-linux"
+command -v redis-benchmark >/dev/null 2>&1 || need="$need redis-tools"
 # real_java: a JVM, javac for its program, jcmd
 command -v javac >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 [ -z "$need" ] && exit 0

@@ -304,12 +304,18 @@ static size_t tree_pids(pid_t root, pid_t *out, size_t max)
 	return n;
 }
 
-static void signal_tree(pid_t root, int sig)
+/* sig to every process of the tree but those in skip (n_skip of them). */
+static void signal_tree(pid_t root, int sig, const pid_t *skip, size_t n_skip)
 {
 	pid_t pids[4096];
 	size_t n = tree_pids(root, pids, sizeof(pids) / sizeof(pids[0]));
-	for (size_t i = 0; i < n; i++)
-		kill(pids[i], sig);
+	for (size_t i = 0; i < n; i++) {
+		bool skipped = false;
+		for (size_t j = 0; j < n_skip && !skipped; j++)
+			skipped = pids[i] == skip[j];
+		if (!skipped)
+			kill(pids[i], sig);
+	}
 }
 
 /* Where lfd listens, "ADDR:PORT", for the user and for a test that asked
@@ -401,8 +407,10 @@ static int target_accept(int lfd, int *ret_ctl, int *ret_data)
 	return r < 0 ? r : -EPROTO;
 }
 
-/* Restored frozen; run once the source says its tree dies, else removed. */
-static int target_finish(int ctl, pid_t pid)
+/* Restored frozen; run once the source says its tree dies, else removed.
+ * The processes the image had in a job-control stop (o->stopped) stay
+ * stopped. */
+static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o)
 {
 	char line[LINE_MAX_LEN];
 	char num[32];
@@ -411,13 +419,14 @@ static int target_finish(int ctl, pid_t pid)
 	if (r >= 0)
 		r = read_line(ctl, line, sizeof(line), -1);
 	if (r < 0 || strcmp(line, "commit")) {
-		signal_tree(pid, SIGKILL);
+		signal_tree(pid, SIGKILL, NULL, 0);
 		fprintf(stderr, "ckpt: the source went away before it gave up its tree (%s): "
 			"the restored copy (pid %d) is removed; the program runs on at the "
 			"source\n", r < 0 ? strerror(-r) : "an unexpected answer", pid);
 		return -ECONNRESET;
 	}
-	signal_tree(pid, SIGCONT);
+	signal_tree(pid, SIGCONT, o->stopped,
+		    o->n_stopped < o->stopped_max ? o->n_stopped : o->stopped_max);
 	send_line(ctl, "running %s\n", num);
 	return 0;
 }
@@ -425,6 +434,7 @@ static int target_finish(int ctl, pid_t pid)
 int cmd_receive(const struct cli_args *a)
 {
 	char err[512] = "";
+	pid_t stopped[256];
 	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
 	if (a->key && cli_key_load(a->key, &key) < 0)
 		return 1;
@@ -450,6 +460,8 @@ int cmd_receive(const struct cli_args *a)
 		.pidfile = a->pidfile,
 		.key = cli_key_ptr(&key),
 		.key_len = sizeof(key.bytes),
+		.stopped = stopped,
+		.stopped_max = sizeof(stopped) / sizeof(stopped[0]),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	r = ckpt_restart_opts(0, data, &o);
@@ -465,7 +477,7 @@ int cmd_receive(const struct cli_args *a)
 		return 1;
 	}
 	pid_t pid = r;
-	r = target_finish(ctl, pid);
+	r = target_finish(ctl, pid, &o);
 	close(ctl);
 	if (r < 0)
 		return 1;

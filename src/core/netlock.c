@@ -259,10 +259,22 @@ out:
 	netlock_free(TAKE_PTR(*nl));
 }
 
+/* A migration (its committed callback): the killed tree runs on its target
+ * host, in the namespace restored there; nothing of it comes back here. */
+static bool migrated(const struct ckpt_ctx *ctx)
+{
+	const struct ckpt_opts *o = ctx->opts;
+	return o && o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) &&
+	       o->committed;
+}
+
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 {
 	unlock_one(ctx, &ctx->netlock, ok, "");
-	unlock_one(ctx, &ctx->netlock_host, ok, " (in ckpt's network namespace)");
+	/* the container's own lock goes with its namespace; the one in ckpt's
+	 * namespace would stay for good after a migration: removed */
+	unlock_one(ctx, &ctx->netlock_host, ok && !migrated(ctx),
+		   " (in ckpt's network namespace)");
 }
 
 int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,

@@ -474,6 +474,24 @@ static int run_tree(struct rst_ctx *ctx, const struct ckpt_opts *o, pid_t root)
 	return r;
 }
 
+/* RESTART_FROZEN: the processes a caller continuing the tree leaves in
+ * their job-control stop (ckpt_opts.stopped). */
+static void tell_stopped(const struct rst_ctx *ctx, struct ckpt_opts *o)
+{
+	if (!(o->flags & RESTART_FROZEN) ||
+	    o->size < offsetof(struct ckpt_opts, n_stopped) + sizeof(o->n_stopped))
+		return;
+	o->n_stopped = 0;
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		const struct rst_task *t = &ctx->tasks[i];
+		if (t->zombie || !t->stopped)
+			continue;
+		if (o->stopped && o->n_stopped < o->stopped_max)
+			o->stopped[o->n_stopped] = t->pup.pid;
+		o->n_stopped++;
+	}
+}
+
 int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 {
 	struct rst_ctx ctx = { .ctl = { -1, -1 }, .init = { .memfd = -1 }, .max_fd = -1 };
@@ -507,6 +525,7 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		free_ctx(&ctx);
 		return r;
 	}
+	tell_stopped(&ctx, o);
 	struct ckpt_result *res = opts_result(o);
 	if (res) {
 		res->root = root;

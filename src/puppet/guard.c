@@ -378,6 +378,35 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
 	_exit(0);
 }
 
+/*
+ * GUARD_MANY_KILL: every killed task waited for, in whatever order they
+ * die. The last thread of a pid namespace's init to exit waits
+ * (zap_pid_ns_processes) until its traced sibling threads are reaped:
+ * waited for in list order, that thread would hold the guardian for good.
+ * Bounded (10 s): one not reaped by then is left to puppet_kill. done[i]:
+ * in[i], held, is reaped.
+ */
+static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool *done)
+{
+	for (int round = 0; round < 20000; round++) {
+		size_t left = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct gtask *t = done[i] ? NULL : find(s, in[i].pid);
+			if (!t || !t->p.held)
+				continue;
+			pid_t r = waitpid(t->p.pid, NULL, WNOHANG | __WALL);
+			/* any report ends the wait, as in puppet_kill */
+			if ((r < 0 && errno != EINTR) || r == t->p.pid)
+				done[i] = true;
+			else
+				left++;
+		}
+		if (!left)
+			return;
+		usleep(500);
+	}
+}
+
 /* GUARD_MANY: the same thing done to n tasks, one record each in data. */
 static void serve_many(struct gstate *s, const struct guard_req *req,
 		       const struct guard_many_req *in, size_t n, struct guard_rep *rep,
@@ -404,6 +433,9 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 		if (t && t->p.held)
 			kill(t->p.pid, SIGKILL);
 	}
+	bool reaped[PUPPET_MANY_MAX] = { 0 };
+	if (req->a[1] == GUARD_MANY_KILL)
+		reap_killed(s, in, n, reaped);
 	for (size_t i = 0; i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
 		struct guard_many_rep m = { .ret = -ESRCH };
@@ -421,6 +453,10 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 			}
 		} else if (t && req->a[1] == GUARD_MANY_RELEASE) {
 			m.ret = puppet_release(&t->p, in[i].sig);
+		} else if (t && reaped[i]) {
+			t->p.held = false;
+			puppet_forget(&t->p);
+			m.ret = 0;
 		} else if (t) {
 			puppet_kill(&t->p);
 			m.ret = 0;

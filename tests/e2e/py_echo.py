@@ -4,7 +4,8 @@
     py_echo.py server          the tree that is checkpointed
     py_echo.py client PORT N   a process of the runner's, outside the tree
 
-The server (cwd = the test directory) listens on 127.0.0.1, a port the
+The server (cwd = the test directory) listens on 127.0.0.1 (or
+$PY_ECHO_HOST, which the client then connects to), a port the
 kernel picks, writes it to "port" (renamed into place) and echoes every
 line on every connection, one asyncio event loop for all. On SIGTERM it
 prints "served N lines on M connections" and exits 0.
@@ -49,7 +50,8 @@ async def serve():
         finally:
             writer.close()
 
-    srv = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=128)
+    srv = await asyncio.start_server(handle, os.environ.get("PY_ECHO_HOST", "127.0.0.1"), 0,
+                                     backlog=128)
     done = asyncio.get_running_loop().create_future()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set_result, None)
     put("port", "%d\n" % srv.sockets[0].getsockname()[1])
@@ -65,7 +67,8 @@ def line(c, seq):
 def client(port, n):
     socks = []
     for c in range(n):
-        s = socket.create_connection(("127.0.0.1", port), timeout=60)
+        s = socket.create_connection((os.environ.get("PY_ECHO_HOST", "127.0.0.1"), port),
+                                     timeout=60)
         s.sendall(line(c, 0))
         want = line(c, 0)
         got = b""

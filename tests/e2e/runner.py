@@ -55,6 +55,8 @@ import tempfile
 import threading
 import time
 
+import twohost
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 READY_TIMEOUT = 20.0
@@ -187,6 +189,13 @@ TESTS = [
     entry("ct_tree", (B, T), kind="container"),
     entry("migrate_ct", kind="migrate", program="ct_tree", case="ok"),
     entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
+    # between two test hosts (network namespaces A, B; the client in C)
+    entry("real_mig_echo100", kind="mig2_echo"),
+    entry("mig2_fail", kind="mig2_echo", case="fail"),
+    entry("mig2_jobstop", kind="mig2_jobstop"),
+    entry("real_mig_nginx", kind="mig2_nginx"),
+    entry("real_mig_redis", kind="mig2_redis"),
+    entry("real_mig_sshd", kind="mig2_sshd"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -685,6 +694,7 @@ class Run:
         self.procs = []         # every Popen we started, for cleanup
         self.pid = None         # the test process' pid
         self.prog = None        # Popen of the original
+        self.topo = None        # twohost.TwoHost of a mig2_* test
         self.logs = []          # files worth showing on failure
         self.notes = []
 
@@ -1185,6 +1195,472 @@ class Run:
                 pass
             time.sleep(0.2)
         self.check_result(0, "the migrated copy")
+
+    # --- migration between two test hosts (tests/e2e/twohost.py) -------------
+
+    MIG2_SUB, MIG2_CT, MIG2_HOSTIF = "10.215.0.0/30", "10.215.0.2", "ckmig0"
+
+    def mig2_hosts(self):
+        """Hosts A and B and the client C (network namespaces of the test),
+        C routing the container's subnet through A."""
+        if os.geteuid() != 0:
+            raise Skip("the two test hosts and ckpt run --net need root")
+        if not (shutil.which("ip") and shutil.which("nsenter")):
+            raise Skip("ip (iproute2) or nsenter (util-linux) not installed")
+        self.topo = twohost.TwoHost("%d%s" % (os.getpid() % 100000, self.name))
+        try:
+            self.topo.make()
+            self.topo.hold(self.MIG2_SUB)
+            self.topo.route(self.MIG2_SUB, "a")
+        except twohost.TopoError as e:
+            raise Fail("the two test hosts: %s" % e)
+        return self.topo
+
+    def mig2_run(self, argv, env=None, wait=True):
+        """argv as pid 1 of `ckpt run --net` on host A (the host end in A's
+        namespace); self.pid its pid, once ckpt run's pidfile has it."""
+        pidfile = self.p("run.pid")
+        self.logs.append(self.p("out.log"))
+        pr = self.popen(self.topo.argv("a", [self.opts.ckpt, "run", "--net", "--net-addr",
+                                             self.MIG2_SUB, "--net-host-if", self.MIG2_HOSTIF,
+                                             "--pidfile", pidfile, "--"] + list(argv)),
+                        err=self.p("out.log"), out=self.p("run.out"),
+                        env=dict(os.environ, CKPT_TEST_DIR=self.dir, **(env or {})))
+        self.prog = pr
+        self.wait_until("ckpt run's pidfile", lambda: os.path.exists(pidfile) and
+                        open(pidfile).read().endswith("\n"), [pr])
+        with open(pidfile) as f:
+            self.pid = int(f.read())
+        return pr
+
+    def mig2_migrate(self, reap, tag="m"):
+        """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
+        over the A-B segment (sealed: the listener is not on loopback).
+        Returns (migrate's status, receive's, migrate's stderr, receive's)."""
+        key = self.p("key")
+        if not os.path.exists(key):
+            r = self.run_ckpt(["keygen", key])
+            if r.returncode != 0:
+                raise Fail("keygen: %r" % r.stderr)
+        rerr, merr = self.p(tag + "-receive.err"), self.p(tag + "-migrate.err")
+        rlog, mlog = self.p(tag + "-receive.log"), self.p(tag + "-migrate.log")
+        self.logs += [rerr, merr, rlog, mlog]
+        b = self.topo.addr("b")
+        rp = self.popen(self.topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0",
+                                                           "--key", key, "--log", rlog)),
+                        err=rerr, out=self.p(tag + "-receive.out"))
+        port = []
+
+        def listening():
+            m = re.search(r"waiting for a migration on %s:(\d+)" % re.escape(b), tail(rerr, 5) or "")
+            if m:
+                port.append(int(m.group(1)))
+            return bool(port)
+        self.wait_until("ckpt receive listening in host B", listening, [rp])
+        mp = self.popen(self.topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
+                                                           "%s:%d" % (b, port[0]), "--key", key,
+                                                           "--log", mlog)),
+                        err=merr, out=self.p(tag + "-migrate.out"))
+        self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
+        return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
+
+    def mig2_locks(self, host):
+        tables = self.topo.nft_tables(host)
+        return [t for t in tables or () if t.startswith("ckpt_lock")]
+
+    def mig2_move(self, reap, tag="m"):
+        """A migration from A to B that must succeed: the original is gone,
+        the copy (self.pid now) runs with its host end in B, none in A, and
+        no network lock is left in either host; C's route to the container
+        moves to B. Returns the downtime ckpt migrate printed (ms)."""
+        old = self.pid
+        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag)
+        if mrc != 0 or rrc != 0:
+            raise Fail("migrate exit %s (%r), receive exit %s (%r)"
+                       % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
+        m = re.search(r"migrated pid %d to .* down (\d+) ms" % old, mtext)
+        if not m:
+            raise Fail("migrate said %r" % mtext.strip())
+        self.topo.route(self.MIG2_SUB, "b")
+        with open(self.p(tag + "-receive.out")) as f:
+            self.pid = int(f.read())
+        self.notes.append("down %s ms" % m.group(1))
+        self.wait_until("the original %d to go" % old, lambda: not pid_alive(old), reap,
+                        timeout=20)
+        if not self.topo.link_exists("b", self.MIG2_HOSTIF):
+            raise Fail("no host end %s in host B after the migration" % self.MIG2_HOSTIF)
+        self.wait_until("the host end %s to leave host A" % self.MIG2_HOSTIF,
+                        lambda: not self.topo.link_exists("a", self.MIG2_HOSTIF), [], timeout=20)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s after the migration"
+                           % (self.mig2_locks(h), h.upper()))
+        return int(m.group(1))
+
+    def mig2_end(self, sig=signal.SIGTERM, what="the migrated server"):
+        """Signals the migrated root (not a child of the runner's) and waits
+        for it to end."""
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+        self.wait_until("%s to end" % what, lambda: not pid_alive(self.pid), [], timeout=EXIT_TIMEOUT)
+
+    def mig2_refused(self, pr, progress):
+        """A migration whose target fails: host B has a link of the host
+        end's name. Both sides exit 1, migrate names the link; the original
+        runs on in A with its connections (progress() goes on), no lock is
+        left in A or in the container's namespace, the host end is still in
+        A. The link is then removed (the migration after works)."""
+        topo, hostif = self.topo, self.MIG2_HOSTIF
+        topo.sh("-n", topo.ns["b"], "link", "add", hostif, "type", "bridge")
+        mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f")
+        if mrc != 1 or rrc != 1:
+            raise Fail("migrate exit %s, receive exit %s: want 1 and 1 (%r)"
+                       % (mrc, rrc, mtext.strip()[-300:]))
+        if not re.search(r"migration failed: .*the target could not restore it: .*host end %s.*"
+                         r"taken.*; pid %d runs on here" % (hostif, self.pid), mtext):
+            raise Fail("migrate said %r" % mtext.strip())
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the original is gone after the failed migration")
+        if not topo.link_exists("a", hostif):
+            raise Fail("the host end %s left host A after the failed migration" % hostif)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s after the failed migration"
+                           % (self.mig2_locks(h), h.upper()))
+        nft = shutil.which("nft") or "/usr/sbin/nft"
+        r = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % self.pid, "--", nft, "list",
+                            "tables"], capture_output=True, timeout=30)
+        if b"ckpt_lock" in r.stdout:
+            raise Fail("the container's network lock is left after the failed migration: %r"
+                       % r.stdout)
+        progress(10)
+        topo.sh("-n", topo.ns["b"], "link", "del", hostif)
+
+    def flow_mig2_echo(self):
+        """py_echo.py's asyncio echo server as pid 1 of `ckpt run --net` on
+        host A, its 100 clients (py_echo.py client) in C, each with a line
+        in flight and every echo checked; migrated to B (C's route moved
+        after): the clients go on, 20 more rounds, no reset, no wrong echo;
+        the host end is in B, none in A, no lock left in either. Case
+        fail: a migration refused by B first (mig2_refused)."""
+        topo = self.mig2_hosts()
+        n = self.ECHO_CLIENTS
+        py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
+        pr = self.mig2_run(py + ["server"], env={"PY_ECHO_HOST": "0.0.0.0"})
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(topo.argv("c", py + ["client", str(port), str(n)]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=self.MIG2_CT))
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
+                            [cl], timeout=90)
+        progress(5)
+        if self.t["case"] == "fail" and not self.opts.no_ckpt:
+            self.mig2_refused(pr, progress)
+        if not self.opts.no_ckpt:
+            self.mig2_move([pr])
+            progress(20)
+            self.notes.append("%d rounds" % rounds())
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        self.mig2_end()
+
+
+    def counter(self, name):
+        try:
+            with open(self.p(name)) as f:
+                return int(f.read() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    @staticmethod
+    def proc_state(pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return None
+
+    def flow_mig2_jobstop(self):
+        """py_jobstop.py as pid 1 of `ckpt run --net` on host A: its child
+        is in a job-control stop (SIGTSTP), pid 1 counts; migrated to B:
+        pid 1 counts on there, the child stays stopped (state T, its
+        counter still) until the runner sends it SIGCONT, and then counts."""
+        self.mig2_hosts()
+        pr = self.mig2_run([self.opts.python, os.path.join(HERE, "py_jobstop.py")])
+        self.wait_file("stopped", pr)
+
+        def child():
+            with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+                kids = [int(x) for x in f.read().split()]
+            if len(kids) != 1:
+                raise Fail("pid %d has children %r, want one" % (self.pid, kids))
+            return kids[0]
+        if self.proc_state(child()) != "T":
+            raise Fail("the child %d is in state %s before the migration, want T"
+                       % (child(), self.proc_state(child())))
+        if self.opts.no_ckpt:
+            return self.mig2_end()
+        self.mig2_move([pr])
+        frozen = self.counter("child.n")
+        at = self.counter("parent.n")
+        self.wait_until("pid 1 counting on after the migration",
+                        lambda: self.counter("parent.n") >= at + 25, [], timeout=60)
+        kid = child()
+        if self.proc_state(kid) != "T" or self.counter("child.n") != frozen:
+            raise Fail("the child %d runs after the migration (state %s, counted %d -> %d): its "
+                       "job-control stop was lost" % (kid, self.proc_state(kid), frozen,
+                                                      self.counter("child.n")))
+        os.kill(kid, signal.SIGCONT)
+        self.wait_until("the child counting after SIGCONT",
+                        lambda: self.counter("child.n") >= frozen + 5, [], timeout=60)
+        self.mig2_end()
+
+    def mig2_in_c(self, argv, **kw):
+        """argv run to its end in client C."""
+        return subprocess.run(self.topo.argv("c", argv), capture_output=True, timeout=60, **kw)
+
+    def flow_mig2_nginx(self):
+        """nginx as packaged (master as root, 2 workers as nobody) as pid 1
+        of `ckpt run --net` on host A, serving a 50 MB file of random bytes
+        to curl in C (5 MB/s); migrated to B once curl has a tenth of it
+        (C's route moved after): curl ends with status 0 (no reset, no
+        timeout), the file is byte-identical, the workers are there, still
+        nobody; a new request through B is served; SIGQUIT ends nginx."""
+        topo = self.mig2_hosts()
+        nginx = self.nginx_bin()
+        os.chmod(self.dir, 0o755)  # the workers (nobody) read www/
+        os.mkdir(self.p("www"), 0o755)
+        os.mkdir(self.p("tmp"), 0o755)
+        big = os.urandom(self.NGINX_BIG)
+        with open(self.p("www", "big"), "wb") as f:
+            f.write(big)
+        os.chmod(self.p("www", "big"), 0o644)
+        conf = self.NGINX_CONF.format(d=self.dir, listen="0.0.0.0:8080")
+        with open(self.p("nginx.conf"), "w") as f:
+            f.write(conf.replace("    access_log", "    sendfile on;\n    access_log", 1))
+        self.logs += [self.p("error.log"), self.p("curl.err")]
+        pr = self.mig2_run([nginx, "-c", self.p("nginx.conf"), "-p", self.dir])
+        url = "http://%s:8080/big" % self.MIG2_CT
+        self.wait_until("nginx serving in host A", lambda: self.mig2_in_c(
+            ["curl", "-sS", "--max-time", "5", "-o", "/dev/null", "-r", "0-0", url]).returncode
+            == 0, [pr])
+
+        def forked():
+            try:
+                return self.nginx_workers(self.pid)
+            except Fail:
+                return None
+        self.wait_until("nginx's two workers as nobody", forked, [pr])
+        cl = self.popen(topo.argv("c", ["curl", "-sS", "--limit-rate", str(self.NGINX_RATE),
+                                        "--max-time", "180", "-o", self.p("dl"), url]),
+                        err=self.p("curl.err"))
+        at = [0]
+
+        def got(k):
+            at[0] = self.size("dl")
+            self.wait_until("%d more bytes downloaded" % k,
+                            lambda: self.size("dl") >= at[0] + k, [cl], timeout=60)
+        got(self.NGINX_BIG // 10)
+        if not self.opts.no_ckpt:
+            self.mig2_move([pr])
+            at[0] = self.size("dl")
+            if at[0] >= self.NGINX_BIG:
+                raise Fail("the download had finished at the migration")
+            self.notes.append("migrated at %d%% of the download" % (100 * at[0] // self.NGINX_BIG))
+            self.nginx_workers(self.pid)
+        self.wait_all([cl], 180, "curl")
+        if cl.returncode != 0:
+            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
+        with open(self.p("dl"), "rb") as f:
+            data = f.read()
+        if data != big:
+            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
+                     min(len(data), len(big)))
+            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
+                       % (n, len(data), len(big)))
+        r = self.mig2_in_c(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
+                            "%{http_code} %{size_download}", url])
+        if r.stdout.decode() != "200 %d" % self.NGINX_BIG:
+            raise Fail("a new request got %r: %s" % (r.stdout, r.stderr.decode(errors="replace")))
+        self.mig2_end(signal.SIGQUIT, "nginx")
+
+    def flow_mig2_redis(self):
+        """redis-server (TCP only) as pid 1 of `ckpt run --net` on host A;
+        redis-benchmark in C sends SETs over 10 connections (one test, no end:
+        the same connections throughout); migrated to
+        B (C's route moved after): the benchmark runs on with no error, on
+        the same 10 connections (CLIENT LIST: ids and addresses; it does not
+        reconnect, a reset one would hang), the server's command count keeps
+        growing, the key the runner set before is there; SHUTDOWN ends it."""
+        if not (shutil.which("redis-server") and shutil.which("redis-benchmark")
+                and shutil.which("redis-cli")):
+            raise Skip("redis-server, redis-benchmark or redis-cli not installed")
+        self.mig2_hosts()
+        pr = self.mig2_run(["redis-server", "--port", "6379", "--bind", "0.0.0.0",
+                            "--protected-mode", "no", "--save", "", "--appendonly", "no",
+                            "--dir", self.dir, "--logfile", self.p("redis.log")])
+        self.logs += [self.p("redis.log"), self.p("bench.err")]
+        cli = ["redis-cli", "-h", self.MIG2_CT, "-p", "6379"]
+
+        def cmd(*args):
+            r = self.mig2_in_c(cli + list(args))
+            return r.stdout.decode().strip() if r.returncode == 0 else None
+        self.wait_until("redis-server answering in host A", lambda: cmd("PING") == "PONG", [pr])
+        if cmd("SET", "before", "migration") != "OK":
+            raise Fail("SET before the migration failed")
+
+        def processed():
+            for line in (cmd("INFO", "stats") or "").splitlines():
+                if line.startswith("total_commands_processed:"):
+                    return int(line.split(":")[1])
+            return 0
+        bench = self.popen(self.topo.argv("c", ["redis-benchmark", "-h", self.MIG2_CT, "-p",
+                                                "6379", "-c", "10", "-t", "set", "-n",
+                                                "1000000000", "-q"]),
+                           out=self.p("bench.out"), err=self.p("bench.err"))
+
+        def progress(k):
+            n = processed()
+            self.wait_until("%d more commands" % k, lambda: processed() >= n + k, [bench],
+                            timeout=60)
+        def conns():
+            # the benchmark's connections (not redis-cli's own): id and address
+            lines = (cmd("CLIENT", "LIST") or "").splitlines()
+            return sorted(" ".join(w for w in l.split() if w.split("=")[0] in ("id", "addr"))
+                          for l in lines if "cmd=client" not in l)
+        progress(20000)
+        before = conns()
+        if len(before) != 10:
+            raise Fail("redis-server has %d benchmark connections, want 10: %r"
+                       % (len(before), before))
+        if not self.opts.no_ckpt:
+            self.mig2_move([pr])
+            progress(20000)
+            if conns() != before:
+                raise Fail("the benchmark's connections changed across the migration: %r, "
+                           "before %r" % (conns(), before))
+        if bench.poll() is not None:
+            raise Fail("redis-benchmark ended (%s): %s" % (bench.returncode,
+                                                          tail(self.p("bench.out"), 5)))
+        bench.send_signal(signal.SIGINT)
+        self.wait_all([bench], 30, "redis-benchmark after SIGINT")
+        out = ""
+        for name in ("bench.out", "bench.err"):
+            with open(self.p(name), errors="replace") as f:
+                out += f.read()
+        if re.search(r"(?i)error|reset|refused", out):
+            raise Fail("redis-benchmark: %r" % out[-400:])
+        if cmd("GET", "before") != "migration":
+            raise Fail("the key set before the migration is gone: %r" % cmd("GET", "before"))
+        cmd("SHUTDOWN", "NOSAVE")
+        self.wait_until("redis-server to end", lambda: not pid_alive(self.pid), [],
+                        timeout=EXIT_TIMEOUT)
+
+    def mig2_sshds(self):
+        n = 0
+        for pid in self.tree_pids(self.pid):
+            try:
+                with open("/proc/%d/comm" % pid) as f:
+                    n += f.read().strip() == "sshd"
+            except OSError:
+                pass
+        return n
+
+    def flow_mig2_sshd(self):
+        """sshd (openssh-server) as pid 1 of `ckpt run --net` on host A; an
+        ssh client in C, logged in by key, runs a counting loop there;
+        migrated to B (C's route moved after): the session goes on with no
+        line lost and no reset, the restored tree has as many sshd processes,
+        and a new login through B works."""
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        ssh, keygen = shutil.which("ssh"), shutil.which("ssh-keygen")
+        if not (os.access(sshd, os.X_OK) and ssh and keygen):
+            raise Skip("openssh-server or openssh-client not installed")
+        topo = self.mig2_hosts()
+        for k in ("hostkey", "userkey"):
+            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", self.p(k)], check=True,
+                           capture_output=True, timeout=60)
+        shutil.copy(self.p("userkey.pub"), self.p("authorized_keys"))
+        with open(self.p("sshd_config"), "w") as f:
+            f.write("Port 22\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin "
+                    "prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
+                    "StrictModes no\nPidFile %s\n"
+                    % (self.p("hostkey"), self.p("authorized_keys"), self.p("sshd.pid")))
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+        pr = self.mig2_run([sshd, "-D", "-e", "-f", self.p("sshd_config")])
+        ct = self.MIG2_CT
+
+        def listening():
+            r = self.mig2_in_c([self.opts.python, "-c", "import socket; print(socket."
+                                "create_connection(('%s', 22), timeout=5).recv(8))" % ct])
+            return b"SSH-" in r.stdout
+        self.wait_until("sshd listening on %s:22" % ct, listening, [pr], timeout=60)
+        argv = [ssh, "-i", self.p("userkey"), "-o", "StrictHostKeyChecking=no", "-o",
+                "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR",
+                "root@" + ct]
+        self.logs.append(self.p("session.err"))
+
+        def lines():
+            with open(self.p("session.out")) as f:
+                return f.read().split()
+        for attempt in range(3):
+            client = self.popen(topo.argv("c", argv + ["i=0; while true; do i=$((i+1)); echo $i; "
+                                                       "sleep 0.05; done"]),
+                                out=self.p("session.out"), err=self.p("session.err"))
+            try:
+                # the login shell's startup may take long on a loaded machine
+                self.wait_until("the session's first lines", lambda: len(lines()) >= 20,
+                                [client, pr], timeout=90)
+                break
+            except Fail:
+                if attempt == 2 or client.poll() is not None:
+                    raise
+                self.notes.append("ssh login tried again")
+        try:
+            if self.opts.no_ckpt:
+                return
+            # sshd's own processes (the session's shell forks a sleep at a
+            # time, and the shell's startup may run more)
+            procs = self.mig2_sshds()
+            n = len(lines())
+            self.mig2_move([pr])
+            self.wait_until("the session going on after the migration",
+                            lambda: len(lines()) >= n + 40, [client])
+            if self.mig2_sshds() != procs:
+                raise Fail("the restored sshd has %d sshd processes, the original %d"
+                           % (self.mig2_sshds(), procs))
+            got = [int(x) for x in lines()]
+            if got != list(range(1, len(got) + 1)):
+                gap = next(i for i, v in enumerate(got) if v != i + 1)
+                raise Fail("the session lost lines: %r" % got[max(0, gap - 2):gap + 3])
+            r = self.mig2_in_c(argv + ["echo new-login-ok"])
+            if r.stdout.strip() != b"new-login-ok":
+                raise Fail("a new login after the migration: %r %r" % (r.stdout, r.stderr[-200:]))
+        finally:
+            client.kill()
+            client.wait()
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def sockets_of(self, pid):
         """How many sockets pid holds."""
@@ -5944,7 +6420,8 @@ http {{
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-        if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres", "postgres_tcp"):
+        if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres",
+                              "postgres_tcp") or self.topo:
             # what a failed real program left: pool workers, make's children
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):
@@ -5964,6 +6441,8 @@ http {{
             except subprocess.TimeoutExpired:
                 pass
         self.cg_cleanup()
+        if self.topo:
+            self.topo.destroy()
 
     def run(self):
         getattr(self, "flow_" + self.t["kind"])()
