@@ -430,12 +430,16 @@ static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
 
 /*
  * The pages t still shares with its parent since fork, when restart will
- * fork t from that parent (same session, or t leads its own: see tree.c).
+ * fork t from that parent (same session, or t leads its own, and no table
+ * shared with a sibling: see tree.c).
  */
 static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m)
 {
 	struct task *p = ctx_find_task(ctx, t->stat.ppid);
 	if (!p || p == t || p->zombie || !p->kstate[KIND_mm] || (t->vsid != t->vpid && t->vsid != p->vsid))
+		return 0;
+	/* forked by the sibling whose fd table or fs it shares */
+	if ((t->files_with && t->files_with != p->pid) || (t->fs_with && t->fs_with != p->pid))
 		return 0;
 	m->inherited = calloc(m->e.n_vmas ? m->e.n_vmas : 1, sizeof(*m->inherited));
 	if (!m->inherited)

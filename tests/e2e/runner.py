@@ -178,6 +178,7 @@ TESTS = [
     entry("tree_ghost", (B, T)),
     entry("tree_ghost_parent", (B, T)),
     entry("tree_share", (B, T)),
+    entry("tree_share_sibling", (B, T)),
     entry("tree_shm", (B, T)),
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
     # containers (ckpt run)
