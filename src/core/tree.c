@@ -586,12 +586,13 @@ static int set_groups(struct rst_ctx *ctx)
 	return 0;
 }
 
-/* Ghosts exit and their parents reap them; zombies exit and stay. */
+/* Ghosts exit and their parents reap them; then zombies exit and stay
+ * (a ghost's parent may be a member that is a zombie: it reaps first). */
 static int finish_dead(struct rst_ctx *ctx)
 {
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		struct rst_task *t = &ctx->tasks[i];
-		if (!t->ghost && !t->zombie)
+	for (size_t k = 0; k < 2 * ctx->ntasks; k++) {
+		struct rst_task *t = &ctx->tasks[k % ctx->ntasks];
+		if (k < ctx->ntasks ? !t->ghost : !t->zombie)
 			continue;
 		int r = puppet_exit(&t->pup, t->ghost ? 0 : t->exit_code);
 		if (r < 0)

@@ -177,6 +177,7 @@ TESTS = [
     entry("proc_stop_signal", (B, T)),
     entry("tree_ghost", (B, T)),
     entry("tree_ghost_parent", (B, T)),
+    entry("tree_ghost_zombie", (B, T)),
     entry("tree_share", (B, T)),
     entry("tree_share_sibling", (B, T)),
     entry("tree_shm", (B, T)),
