@@ -885,6 +885,10 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 		for (size_t j = 0; j < m->e->n_vmas; j++)
 			if ((int)m->e->vmas[j]->kind == vdso_kind_of(names[i]))
 				to[i] = m->e->vmas[j];
+	}
+	if (!to[0] && !to[1] && !to[2]) /* unmapped by the process itself */
+		return mm_drop_vdso(ctx, t, from, 3);
+	for (int i = 0; i < 3; i++) {
 		if (!from[i] != !to[i] ||
 		    (from[i] && from[i]->end - from[i]->start != to[i]->end - to[i]->start))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
@@ -1414,6 +1418,8 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 			goto out;
 	}
 	r = write_pages(ctx, t);
+	if (r >= 0)
+		r = mm_vdso_refind(ctx, t);
 	if (r < 0)
 		goto out;
 	r = final_prots(ctx, t, m->e);

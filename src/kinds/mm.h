@@ -54,6 +54,17 @@ int mm_check_file_vmas(struct rst_ctx *ctx, struct rst_task *t, const struct MmE
  * after the parent's memory is restored). */
 bool mm_inherits(const struct rst_task *t);
 
+/*
+ * mm-vdso.c. Restart of a process that had unmapped its vDSO: the puppet's
+ * vDSO group (from[0..n), NULL where absent) is unmapped, injected calls
+ * run from the scratch stub; once the memory is there, mm_vdso_refind()
+ * finds a syscall instruction in the process's own code (a no-op if the
+ * vDSO is kept).
+ */
+int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma *const *from,
+		 int n) __attribute__((warn_unused_result));
+int mm_vdso_refind(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+
 /* After load: the task has a whole address space. */
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 

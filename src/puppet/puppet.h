@@ -145,8 +145,12 @@ void puppet_kill(struct puppet *p);
 /* Close what the struct holds without touching the task. */
 void puppet_forget(struct puppet *p);
 
-/* Finds a `syscall` instruction in the task's [vdso]. */
+/* Finds a `syscall` instruction in the task's [vdso] (or, without one, in
+ * another executable mapping outside the scratch area). */
 int puppet_find_syscall(struct puppet *p) __attribute__((warn_unused_result));
+/* Injected calls run from the syscall instruction of the scratch area's
+ * stub (while the puppet has no vDSO); -ENOEXEC without a stub. */
+int puppet_syscall_from_stub(struct puppet *p) __attribute__((warn_unused_result));
 
 long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
 		     long a6);

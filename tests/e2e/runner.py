@@ -114,6 +114,7 @@ TESTS = [
     entry("mem_prot"),
     entry("mem_reserve", max_image_bytes=8 * MiB),
     entry("mem_vdso", (B, T)),
+    entry("mem_no_vdso", (B, T)),
     entry("mem_mmfields"),
     entry("mem_big"),
     entry("mem_droppable", (B, T)),
