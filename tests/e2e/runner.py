@@ -111,6 +111,7 @@ TESTS = [
     entry("mem_file_shared", (B, R)),
     entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
+    entry("mem_devzero", (B, T)),
     entry("mem_prot"),
     entry("mem_reserve", max_image_bytes=8 * MiB),
     entry("mem_vdso", (B, T)),
@@ -172,6 +173,7 @@ TESTS = [
     entry("id_comm"),
     entry("id_rseq"),
     entry("id_seccomp", (B, T)),
+    entry("id_seccomp_strict", (B, T)),
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
