@@ -997,9 +997,8 @@ static void mm_free_robj(void *ptr)
 	free(s);
 }
 
-static int make_shmem(struct rst_ctx *ctx, uint64_t ino, struct shmem_robj **ret)
+static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct shmem_robj **ret)
 {
-	uint64_t size = 0;
 	char path[96];
 
 	for (size_t t = 0; t < ctx->ntasks; t++) {
@@ -1054,13 +1053,23 @@ static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_f
 	if (rfd >= 0)
 		return rfd;
 	if (!s) {
-		int r = make_shmem(ctx, ino, &s);
+		int r = make_shmem(ctx, ino, 0, &s);
 		if (r < 0)
 			return r;
 	}
 	return remote_add(ctx, t, rf, SHMEM_KEY(ino), s->fd, "shared memory");
 }
 
+
+int mm_shmem_fd(struct rst_ctx *ctx, uint64_t ino, uint64_t size, int *ret_fd)
+{
+	struct obj *o = objhash_next_key(&ctx->objs, NULL, KIND_mm, ino);
+	struct shmem_robj *s = o ? o->ptr : NULL;
+	int r = s ? 0 : make_shmem(ctx, ino, size ? size : 4096, &s);
+	if (r >= 0)
+		*ret_fd = s->fd;
+	return r;
+}
 
 static int do_mmap(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v, long fd, long off,
 		   int flags)

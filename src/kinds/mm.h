@@ -65,6 +65,12 @@ int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma 
 		 int n) __attribute__((warn_unused_result));
 int mm_vdso_refind(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 
+/* Restart: ckpt's fd of the shared anonymous memory object that was inode
+ * ino at checkpoint (shmem_id), made (of size bytes at least) if no vma
+ * has made it yet; owned by mm. */
+int mm_shmem_fd(struct rst_ctx *ctx, uint64_t ino, uint64_t size, int *ret_fd)
+	__attribute__((warn_unused_result));
+
 /* After load: the task has a whole address space. */
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 
