@@ -49,11 +49,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -192,6 +194,11 @@ static const char *judge(struct task *t, int fd, const char *path, const struct 
 	}
 	if (!S_ISREG(st->st_mode))
 		return "only regular files that were deleted can be saved";
+	struct statfs sfs;
+	if (!visible && fstatfs(fd, &sfs) == 0 && sfs.f_type == HUGETLBFS_MAGIC)
+		return !strncmp(path, "/memfd:", 7)
+			       ? "a hugetlb memfd (MFD_HUGETLB): hugetlb memory is not supported yet"
+			       : "hugetlb memory (a MAP_HUGETLB mapping): not supported yet";
 	*ret_memfd = !visible && !strncmp(path, "/memfd:", 7);
 	if (*ret_memfd) {
 		if ((*ret_err = memfd_dev(&dev)) < 0)

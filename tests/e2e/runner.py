@@ -231,6 +231,9 @@ TESTS = [
     entry("ptimer_basic", (B, T, R)),
     entry("ptimer_pending", (B, T)),
     entry("ptimer_overrun", (B, T)),
+    entry("refuse_hugetlb", kind="refuse",
+          regex=r"\bpid {pid} mapping [0-9a-f]+-[0-9a-f]+ \(/anon_hugepage \(deleted\)\): hugetlb memory \(a MAP_HUGETLB mapping\): not supported yet"
+                r"[\s\S]*\bpid {pid} fd \d+ \(/memfd:huge \(deleted\)\): a hugetlb memfd \(MFD_HUGETLB\)"),
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
     entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
     entry("memfd_map", (B, T, R)),
