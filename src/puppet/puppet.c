@@ -1264,6 +1264,24 @@ long puppet_get_rseq(struct puppet *p, void *buf, size_t len)
 	return n < 0 ? -errno : n;
 }
 
+#ifndef PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG
+#define PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG 0x4211
+#endif
+
+long puppet_sud_config(struct puppet *p, void *buf, size_t len)
+{
+	const size_t size = 4 * sizeof(uint64_t); /* struct ptrace_sud_config */
+	if (len < size)
+		return -EINVAL;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SUD };
+		return guard_call(p, &req, buf, size);
+	}
+	if (ptrace(PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG, p->pid, size, buf) < 0)
+		return -errno;
+	return (long)size;
+}
+
 long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
 {
 	if (p->guard) {

@@ -237,6 +237,9 @@ long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, vo
 long puppet_get_rseq(struct puppet *p, void *buf, size_t len) __attribute__((warn_unused_result));
 /* PTRACE_SECCOMP_GET_FILTER: filter n's length in instructions; with buf
  * (room for len instructions), the instructions too */
+/* The syscall user dispatch config (struct ptrace_sud_config: mode first,
+ * 32 bytes) into buf: its size, or -errno. */
+long puppet_sud_config(struct puppet *p, void *buf, size_t len) __attribute__((warn_unused_result));
 long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
 	__attribute__((warn_unused_result));
 

@@ -234,6 +234,8 @@ TESTS = [
     entry("refuse_hugetlb", kind="refuse",
           regex=r"\bpid {pid} mapping [0-9a-f]+-[0-9a-f]+ \(/anon_hugepage \(deleted\)\): hugetlb memory \(a MAP_HUGETLB mapping\): not supported yet"
                 r"[\s\S]*\bpid {pid} fd \d+ \(/memfd:huge \(deleted\)\): a hugetlb memfd \(MFD_HUGETLB\)"),
+    entry("refuse_sud", kind="refuse",
+          regex=r"\bpid {pid}: syscall user dispatch \(PR_SET_SYSCALL_USER_DISPATCH\) is on: not supported yet"),
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
     entry("memfd_fd", (B, T, R), max_image_bytes=8 * MiB),
     entry("memfd_map", (B, T, R)),
