@@ -736,8 +736,12 @@ static long inject(struct rst_ctx *ctx, struct rst_task *t, const char *what, lo
 
 static uint32_t initial_prot(const VmaEntry *v)
 {
-	/* writable while its pages are written; shared file maps get none */
-	return needs_pages(v) ? v->prot | PROT_READ | PROT_WRITE : v->prot;
+	/* writable while its pages are written; shared file maps get none; a
+	 * private vma that was never writable (no VM_ACCOUNT, "ac", nor
+	 * MAP_NORESERVE) has no pages of its own: mapped as it was, so that it
+	 * stays unaccounted ("ac" would show in its VmFlags) */
+	bool never_written = v->vmflags && !v->shared && !(v->vmflags & (VMF_AC | VMF_NR));
+	return needs_pages(v) && !never_written ? v->prot | PROT_READ | PROT_WRITE : v->prot;
 }
 
 bool mm_inherits(const struct rst_task *t)
