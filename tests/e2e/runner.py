@@ -245,6 +245,7 @@ TESTS = [
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_stale", (B, T, R)),
+    entry("inotify_deleted", (B, T)),
     entry("inotify_dropped", (B,), ckpt_args=["--drop-queued-events"],
           log_regex=r"pid {pid} fd 5 \(inotify\): \d+ bytes of queued events are not in the image"),
     entry("epoll_nested", (B, T)),
