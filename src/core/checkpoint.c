@@ -421,10 +421,42 @@ static int assign_vpids(struct ckpt_ctx *ctx)
 	return 0;
 }
 
-/* What one task shares with another of the tree (kcmp), and what it may not. */
+/*
+ * A task that shares its fd table or fs with a sibling (CLONE_FILES from
+ * one of them with CLONE_PARENT): that sibling forks it at restart, so
+ * whatever else it shares must be the sibling's too.
+ */
+static int share_with_sibling(struct ckpt_ctx *ctx, struct task *t, struct task *s)
+{
+	static const struct {
+		int kcmp;
+		const char *what;
+	} kinds[2] = { { KCMP_FILES, "fd table" }, { KCMP_FS, "cwd and root" } };
+	pid_t *with[2] = { &t->files_with, &t->fs_with };
+
+	for (int k = 0; k < 2; k++) {
+		if (!*with[k])
+			continue;
+		if (syscall(SYS_kcmp, s->pid, t->pid, kinds[k].kcmp, 0, 0) != 0)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: shares its %s with pid %d and other things with "
+					"its sibling %d, which does not; not supported yet",
+					t->pid, kinds[k].what, *with[k], s->pid);
+		*with[k] = s->pid;
+	}
+	if (t->stat.session != s->stat.session && t->stat.session != t->pid)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: shares with its sibling %d, which is in another session; "
+				"not supported yet",
+				t->pid, s->pid);
+	return 0;
+}
+
+/* What one task shares with another of the tree (kcmp), and what it may not:
+ * its parent's or a sibling's fd table and fs; another's is refused. */
 static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct task *parent = ctx_find_task(ctx, t->stat.ppid);
+	struct task *parent = ctx_find_task(ctx, t->stat.ppid), *sibling = NULL;
 
 	for (struct task *o = ctx->tasks; o < t; o++) {
 		if (o->zombie)
@@ -436,16 +468,23 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 					t->pid, o->pid);
 		bool files = syscall(SYS_kcmp, o->pid, t->pid, KCMP_FILES, 0, 0) == 0;
 		bool fs = syscall(SYS_kcmp, o->pid, t->pid, KCMP_FS, 0, 0) == 0;
-		if ((files || fs) && o != parent && !(files ? t->files_with : t->fs_with))
+		bool sib = o != parent && o->stat.ppid == t->stat.ppid && parent;
+		if ((files || fs) && o != parent && !sib &&
+		    !(files ? t->files_with : t->fs_with))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: shares its %s with pid %d, which is not its parent; "
-					"not supported yet",
+					"pid %d: shares its %s with pid %d, which is neither its "
+					"parent nor a sibling; not supported yet",
 					t->pid, files ? "fd table" : "cwd and root", o->pid);
-		if (files && o == parent)
+		if (files && !t->files_with)
 			t->files_with = o->pid;
-		if (fs && o == parent)
+		if (fs && !t->fs_with)
 			t->fs_with = o->pid;
+		if ((files || fs) && sib && !sibling)
+			sibling = o;
 	}
+	/* shared with the parent too: the parent forks it, as without siblings */
+	if (sibling && (t->files_with == sibling->pid || t->fs_with == sibling->pid))
+		return share_with_sibling(ctx, t, sibling);
 	return 0;
 }
 
@@ -562,10 +601,13 @@ static int dump_tree(struct ckpt_ctx *ctx)
 			for (size_t j = 0; j < t->nthreads; j++)
 				tids[ntids++] = (uint32_t)t->threads[j].vpid;
 		}
-		tt[i].has_files_with = t->files_with != 0;
-		tt[i].files_with = (uint32_t)t->vppid;
-		tt[i].has_fs_with = t->fs_with != 0;
-		tt[i].fs_with = (uint32_t)t->vppid;
+		/* the parent's or a sibling's vpid (CLONE_PARENT) */
+		const struct task *fw = t->files_with ? ctx_find_task(ctx, t->files_with) : NULL;
+		const struct task *sw = t->fs_with ? ctx_find_task(ctx, t->fs_with) : NULL;
+		tt[i].has_files_with = fw != NULL;
+		tt[i].files_with = fw ? (uint32_t)fw->vpid : 0;
+		tt[i].has_fs_with = sw != NULL;
+		tt[i].fs_with = sw ? (uint32_t)sw->vpid : 0;
 		ptt[i] = &tt[i];
 	}
 	tree.tasks = ptt;

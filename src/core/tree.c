@@ -120,7 +120,29 @@ static int load_entry(struct rst_ctx *ctx, const struct img_record *rec, size_t 
 	return 0;
 }
 
-/* Parents before children, each pid once, sharing only with the parent. */
+/* The sibling t shares its fd table or fs with (CLONE_PARENT), or NULL. */
+static struct rst_task *share_sibling(struct rst_ctx *ctx, const struct rst_task *t)
+{
+	pid_t ppid = ctx->tasks[t->parent].pid;
+	pid_t with = t->files_with && t->files_with != ppid ? t->files_with
+		     : t->fs_with && t->fs_with != ppid    ? t->fs_with
+							   : 0;
+	return with ? find_proc(ctx, with) : NULL;
+}
+
+/* t shares only with its parent, or only with one live sibling made before it. */
+static bool share_ok(struct rst_ctx *ctx, const struct rst_task *t)
+{
+	pid_t ppid = ctx->tasks[t->parent].pid;
+	if (!(t->files_with && t->files_with != ppid) && !(t->fs_with && t->fs_with != ppid))
+		return true;
+	const struct rst_task *s = share_sibling(ctx, t);
+	return s && s < t && !s->zombie && s->ppid == t->ppid &&
+	       (!t->files_with || t->files_with == s->pid) && (!t->fs_with || t->fs_with == s->pid);
+}
+
+/* Parents before children, each pid once, sharing only with the parent or
+ * a sibling. */
 static int link_parents(struct rst_ctx *ctx, const struct img_record *rec)
 {
 	for (size_t i = 1; i < ctx->npids; i++)
@@ -141,12 +163,12 @@ static int link_parents(struct rst_ctx *ctx, const struct img_record *rec)
 					"record %u: pid %d has parent %d, which is not a live task "
 					"before it in the tree",
 					rec->index, t->pid, t->ppid);
-		if ((t->files_with && t->files_with != p->pid) ||
-		    (t->fs_with && t->fs_with != p->pid))
-			return log_fail(&ctx->log, -EINVAL,
-					"record %u: pid %d shares with a task that is not its parent",
-					rec->index, t->pid);
 		t->parent = (int)(p - ctx->tasks);
+		if (!share_ok(ctx, t))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: pid %d shares with a task that is neither its "
+					"parent nor one sibling before it",
+					rec->index, t->pid);
 	}
 	return 0;
 }
@@ -254,6 +276,17 @@ static int plan_session(struct rst_ctx *ctx, struct rst_task *t)
 	pid_t s = t->sid;
 
 	t->creator = t->parent;
+	struct rst_task *sib = share_sibling(ctx, t);
+	if (sib) {
+		/* forked by the sibling whose table it shares, with CLONE_PARENT */
+		if (s != t->pid && s != sib->sid)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: shares with its sibling %d, which is in another "
+					"session; not supported yet",
+					t->pid, sib->pid);
+		t->creator = (int)(sib - ctx->tasks);
+		return 0;
+	}
 	if (s == t->pid || s == p->sid)
 		return 0;
 	if (outside_sid(ctx, s))
@@ -553,12 +586,13 @@ static int set_groups(struct rst_ctx *ctx)
 	return 0;
 }
 
-/* Ghosts exit and their parents reap them; zombies exit and stay. */
+/* Ghosts exit and their parents reap them; then zombies exit and stay
+ * (a ghost's parent may be a member that is a zombie: it reaps first). */
 static int finish_dead(struct rst_ctx *ctx)
 {
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		struct rst_task *t = &ctx->tasks[i];
-		if (!t->ghost && !t->zombie)
+	for (size_t k = 0; k < 2 * ctx->ntasks; k++) {
+		struct rst_task *t = &ctx->tasks[k % ctx->ntasks];
+		if (k < ctx->ntasks ? !t->ghost : !t->zombie)
 			continue;
 		int r = puppet_exit(&t->pup, t->ghost ? 0 : t->exit_code);
 		if (r < 0)

@@ -8,7 +8,11 @@
  * kernel) and the watched object: the kernel's file handle, resolved with
  * open_by_handle_at through a mount of that device, to a path that lstat
  * shows to be the same inode. A watch whose object has no path any more
- * (deleted) is refused by pid, fd and wd.
+ * (a file deleted since) is kept when an fd of the image holds that file
+ * (found in collect_end, same device and inode): it is saved by that open
+ * file's objref, and watched at restart through ckpt's fd of the remade
+ * file (/proc/self/fd/N: memfd.c remakes deleted files, deleted again);
+ * held at no fd of the image, it is refused by pid, fd and wd.
  *
  * Queued events cannot be read without taking them from the task, so an
  * instance with a non-empty queue (FIONREAD on a copy of the fd) is
@@ -180,6 +184,13 @@ static int check_watches(struct ckpt_ctx *ctx, struct task *t, int fd, struct in
 					"cannot be given back",
 					t->pid, fd, w->wd, INOTIFY_MAX_WD);
 		int r = resolve(t, w, p->kdev[i]);
+		if (r == -ENOENT || r == -ESTALE) { /* deleted: looked for in collect_end */
+			free(w->path);
+			if (!(w->path = strdup("")))
+				return -ENOMEM;
+			w->dev = fsnotify_dev(p->kdev[i]);
+			continue;
+		}
 		if (r < 0)
 			return log_fail(
 			    &ctx->log, r == -ENOMEM ? r : -EOPNOTSUPP,
@@ -250,6 +261,48 @@ static int inotify_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	return r;
 }
 
+struct same_inode {
+	dev_t dev;
+	uint64_t ino;
+	uint32_t mode;
+};
+
+static bool holds_inode(pid_t pid, int fd, void *arg)
+{
+	struct same_inode *k = arg;
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	if (stat(path, &st) < 0 || st.st_dev != k->dev || st.st_ino != k->ino)
+		return false;
+	k->mode = st.st_mode;
+	return true;
+}
+
+/* Every task's fds are known now: a deleted watched file, by the open file
+ * of the image that holds it. */
+static int inotify_collect_end(struct ckpt_ctx *ctx)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_inotify, o));) {
+		struct inotify_obj *p = o->ptr;
+		for (size_t i = 0; i < p->e.n_watches; i++) {
+			InotifyWatch *w = &p->w[i];
+			if (w->path[0])
+				continue;
+			struct same_inode k = { .dev = (dev_t)w->dev, .ino = w->ino };
+			if (fdtable_find_file(ctx, holds_inode, &k, &w->file_id) < 0)
+				return log_fail(&ctx->log, -EOPNOTSUPP,
+						"pid %d fd %d wd %u (inotify): the watched object "
+						"(inode %llu) has no path any more (deleted) and is "
+						"open at no fd of the image; not supported",
+						p->f.pid, p->f.fd, w->wd, (unsigned long long)w->ino);
+			w->has_file_id = true;
+			w->mode = k.mode;
+		}
+	}
+	return 0;
+}
+
 /* --- restart --------------------------------------------------------- */
 
 static const char *inotify_invalid(struct rst_ctx *ctx, const void *msg)
@@ -266,8 +319,8 @@ static const char *inotify_invalid(struct rst_ctx *ctx, const void *msg)
 			return "a wd is out of order or range";
 		if (!(w->mask & IN_ALL_EVENTS) || (w->mask & ~(uint32_t)IN_KEPT))
 			return "a watch has no events or unknown mask bits";
-		if (w->path[0] != '/')
-			return "a watch has no absolute path";
+		if (w->path[0] != '/' && !(w->has_file_id && !w->path[0]))
+			return "a watch has no absolute path (nor the open file of a deleted one)";
 		if (!S_ISDIR(w->mode) && !S_ISREG(w->mode) && !S_ISLNK(w->mode) &&
 		    !S_ISCHR(w->mode) && !S_ISBLK(w->mode) && !S_ISFIFO(w->mode) &&
 		    !S_ISSOCK(w->mode))
@@ -310,9 +363,30 @@ static int fill_gap(struct rst_ctx *ctx, int fd, const char *dummy, int *next, u
 	return 0;
 }
 
+/* A deleted file's watch, through ckpt's fd of the remade (deleted) file. */
+static int add_deleted(struct rst_ctx *ctx, int fd, const InotifyWatch *w)
+{
+	char path[64];
+	int lfd, r = fdtable_local_fd(ctx, w->file_id, &lfd);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "inotify wd %u: the deleted file it watched (open "
+				"file %u) is not there", w->wd, w->file_id);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", lfd);
+	int got = inotify_add_watch(fd, path, w->mask);
+	if (got < 0)
+		return log_fail(&ctx->log, -errno, "inotify wd %u: cannot watch the deleted file "
+				"again: %s", w->wd, strerror(errno));
+	if (got != (int)w->wd)
+		return log_fail(&ctx->log, -EIO, "inotify wd %u: watching the deleted file gave "
+				"wd %d instead", w->wd, got);
+	return 0;
+}
+
 static int add_one(struct rst_ctx *ctx, int fd, const InotifyWatch *w)
 {
 	struct stat st;
+	if (w->has_file_id)
+		return add_deleted(ctx, fd, w);
 	uint32_t mask = w->mask | IN_DONT_FOLLOW | (S_ISDIR(w->mode) ? IN_ONLYDIR : 0);
 
 	if (lstat(w->path, &st) < 0)
@@ -402,6 +476,7 @@ static const ProtobufCMessageDescriptor *inotify_descriptor(uint32_t sub)
 
 const struct kind_ops inotify_ops = {
 	.file = &inotify_file,
+	.collect_end = inotify_collect_end,
 	.dump = inotify_dump,
 	.load = fdobj_load,
 	.prepare = inotify_prepare,

@@ -30,6 +30,11 @@
  * shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the seal
  * would forbid mapping it again).
  *
+ * Shared memory of /dev/zero held by an fd ("/dev/zero (deleted)" on the
+ * internal shmem mount: opened through map_files) is saved as a deleted
+ * file of path "/dev/zero" with dev_zero set, and made at restart as mm's
+ * object of that inode (mm_shmem_fd), so its mappings share it again.
+ *
  * At restart (prepare, on ckpt's side) a memfd is made with
  * memfd_create(name) -- MFD_ALLOW_SEALING unless its seals were exactly
  * F_SEAL_SEAL (what a memfd made without it has), MFD_EXEC unless it has
@@ -44,11 +49,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -187,6 +194,11 @@ static const char *judge(struct task *t, int fd, const char *path, const struct 
 	}
 	if (!S_ISREG(st->st_mode))
 		return "only regular files that were deleted can be saved";
+	struct statfs sfs;
+	if (!visible && fstatfs(fd, &sfs) == 0 && sfs.f_type == HUGETLBFS_MAGIC)
+		return !strncmp(path, "/memfd:", 7)
+			       ? "a hugetlb memfd (MFD_HUGETLB): hugetlb memory is not supported yet"
+			       : "hugetlb memory (a MAP_HUGETLB mapping): not supported yet";
 	*ret_memfd = !visible && !strncmp(path, "/memfd:", 7);
 	if (*ret_memfd) {
 		if ((*ret_err = memfd_dev(&dev)) < 0)
@@ -207,6 +219,16 @@ static const char *judge(struct task *t, int fd, const char *path, const struct 
 	if ((uint64_t)st->st_size > DELETED_MAX)
 		return "deleted files larger than 1 GiB are not saved";
 	return NULL;
+}
+
+/* Shared memory of /dev/zero held by an fd: "/dev/zero (deleted)" on the
+ * internal shmem mount (where memfds live). */
+static bool is_dev_zero(pid_t pid, int fd, const char *path, const struct stat *st)
+{
+	uint64_t dev = 0;
+	return !strcmp(path, "/dev/zero (deleted)") && S_ISREG(st->st_mode) && mount_of(fd) >= 0 &&
+	       mount_visible(pid, mount_of(fd)) == 0 && memfd_dev(&dev) == 0 &&
+	       dev == st->st_dev;
 }
 
 /*
@@ -257,8 +279,9 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 				where, path, strerror(errno));
 	if ((*ret = find_inode(ctx, st.st_dev, st.st_ino)))
 		return 0;
-	const char *no = judge(t, own, path, &st, &memfd, &err);
-	if (!no && !memfd && mnt_own_root(ctx)) /* its path is not the host's */
+	bool dev_zero = is_dev_zero(t->pid, own, path, &st);
+	const char *no = dev_zero ? NULL : judge(t, own, path, &st, &memfd, &err);
+	if (!no && !memfd && !dev_zero && mnt_own_root(ctx)) /* its path is not the host's */
 		no = "a deleted file in a container with a root of its own: not supported yet";
 	if (no)
 		return log_fail(&ctx->log, err ? err : -EOPNOTSUPP, "pid %d %s (%s): %s%s%s",
@@ -287,6 +310,7 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 		m->e.mfd_flags = m->e.seals != F_SEAL_SEAL ? MFD_ALLOW_SEALING : 0;
 	} else {
 		m->e.path = m->text;
+		m->e.has_dev_zero = m->e.dev_zero = dev_zero;
 	}
 	m->e.ino = st.st_ino;
 	m->e.has_dev = m->e.has_uid = m->e.has_gid = m->e.has_mtime_ns = true;
@@ -556,6 +580,8 @@ static bool entry_valid(const MemfdEntry *e)
 	if (e->name)
 		return strlen(e->name) <= MFD_NAME_MAX && !(e->seals & ~(uint32_t)ALL_SEALS) &&
 		       !(e->mfd_flags & ~MFD_ALLOW_SEALING) && e->size <= INT64_MAX;
+	if (e->dev_zero)
+		return !strcmp(e->path, "/dev/zero") && !e->has_seals && e->size <= INT64_MAX;
 	size_t n = strlen(e->path);
 	return e->path[0] == '/' && n > 1 && n < 4096 && e->path[n - 1] != '/' && !e->has_seals &&
 	       e->size <= DELETED_MAX;
@@ -717,6 +743,21 @@ static int make_memfd(struct rst_ctx *ctx, struct mfd_robj *m)
 	return 0;
 }
 
+/* Shared memory of /dev/zero: the object mm maps (the same inode at
+ * checkpoint), filled here, so the fd and the mappings share it again. */
+static int make_dev_zero(struct rst_ctx *ctx, struct mfd_robj *m)
+{
+	int fd;
+	int r = mm_shmem_fd(ctx, m->e->ino, m->e->size, &fd);
+	if (r < 0)
+		return r;
+	m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (m->fd < 0)
+		return log_fail(&ctx->log, -errno, "/dev/zero shared memory: cannot take an fd: %s",
+				strerror(errno));
+	return fill(ctx, m);
+}
+
 /* Mode, owner and mtime of a remade deleted file. */
 static int set_attrs(struct rst_ctx *ctx, struct mfd_robj *m)
 {
@@ -815,7 +856,9 @@ static int memfd_prepare(struct rst_ctx *ctx)
 			struct mfd_robj *m = o->ptr;
 			int r = 0;
 			if (pass == 0 && !m->is_file)
-				r = m->e->name ? make_memfd(ctx, m) : make_deleted(ctx, m);
+				r = m->e->name	   ? make_memfd(ctx, m)
+				    : m->e->dev_zero ? make_dev_zero(ctx, m)
+						     : make_deleted(ctx, m);
 			else if (pass == 1 && m->is_file)
 				r = open_file(ctx, m);
 			if (r < 0)

@@ -447,12 +447,16 @@ static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
 
 /*
  * The pages t still shares with its parent since fork, when restart will
- * fork t from that parent (same session, or t leads its own: see tree.c).
+ * fork t from that parent (same session, or t leads its own, and no table
+ * shared with a sibling: see tree.c).
  */
 static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m)
 {
 	struct task *p = ctx_find_task(ctx, t->stat.ppid);
 	if (!p || p == t || p->zombie || !p->kstate[KIND_mm] || (t->vsid != t->vpid && t->vsid != p->vsid))
+		return 0;
+	/* forked by the sibling whose fd table or fs it shares */
+	if ((t->files_with && t->files_with != p->pid) || (t->fs_with && t->fs_with != p->pid))
 		return 0;
 	m->inherited = calloc(m->e.n_vmas ? m->e.n_vmas : 1, sizeof(*m->inherited));
 	if (!m->inherited)
@@ -765,8 +769,12 @@ static long inject(struct rst_ctx *ctx, struct rst_task *t, const char *what, lo
 
 static uint32_t initial_prot(const VmaEntry *v)
 {
-	/* writable while its pages are written; shared file maps get none */
-	return needs_pages(v) ? v->prot | PROT_READ | PROT_WRITE : v->prot;
+	/* writable while its pages are written; shared file maps get none; a
+	 * private vma that was never writable (no VM_ACCOUNT, "ac", nor
+	 * MAP_NORESERVE) has no pages of its own: mapped as it was, so that it
+	 * stays unaccounted ("ac" would show in its VmFlags) */
+	bool never_written = v->vmflags && !v->shared && !(v->vmflags & (VMF_AC | VMF_NR));
+	return needs_pages(v) && !never_written ? v->prot | PROT_READ | PROT_WRITE : v->prot;
 }
 
 bool mm_inherits(const struct rst_task *t)
@@ -914,6 +922,10 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 		for (size_t j = 0; j < m->e->n_vmas; j++)
 			if ((int)m->e->vmas[j]->kind == vdso_kind_of(names[i]))
 				to[i] = m->e->vmas[j];
+	}
+	if (!to[0] && !to[1] && !to[2]) /* unmapped by the process itself */
+		return mm_drop_vdso(ctx, t, from, 3);
+	for (int i = 0; i < 3; i++) {
 		if (!from[i] != !to[i] ||
 		    (from[i] && from[i]->end - from[i]->start != to[i]->end - to[i]->start))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
@@ -1022,9 +1034,8 @@ static void mm_free_robj(void *ptr)
 	free(s);
 }
 
-static int make_shmem(struct rst_ctx *ctx, uint64_t ino, struct shmem_robj **ret)
+static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct shmem_robj **ret)
 {
-	uint64_t size = 0;
 	char path[96];
 
 	for (size_t t = 0; t < ctx->ntasks; t++) {
@@ -1079,13 +1090,23 @@ static int remote_shmem(struct rst_ctx *ctx, struct rst_task *t, struct remote_f
 	if (rfd >= 0)
 		return rfd;
 	if (!s) {
-		int r = make_shmem(ctx, ino, &s);
+		int r = make_shmem(ctx, ino, 0, &s);
 		if (r < 0)
 			return r;
 	}
 	return remote_add(ctx, t, rf, SHMEM_KEY(ino), s->fd, "shared memory");
 }
 
+
+int mm_shmem_fd(struct rst_ctx *ctx, uint64_t ino, uint64_t size, int *ret_fd)
+{
+	struct obj *o = objhash_next_key(&ctx->objs, NULL, KIND_mm, ino);
+	struct shmem_robj *s = o ? o->ptr : NULL;
+	int r = s ? 0 : make_shmem(ctx, ino, size ? size : 4096, &s);
+	if (r >= 0)
+		*ret_fd = s->fd;
+	return r;
+}
 
 static int do_mmap(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v, long fd, long off,
 		   int flags)
@@ -1443,6 +1464,8 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 			goto out;
 	}
 	r = write_pages(ctx, t);
+	if (r >= 0)
+		r = mm_vdso_refind(ctx, t);
 	if (r < 0)
 		goto out;
 	r = final_prots(ctx, t, m->e);

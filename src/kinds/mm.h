@@ -107,6 +107,22 @@ void mm_chain_free(struct mm_chain *c);
 /* inspect: the chain an image's MmTrack record (data, len) starts, one
  * parent a line, each checked (there, with the id recorded) */
 void mm_chain_print(FILE *f, const uint8_t *data, size_t len);
+/*
+ * mm-vdso.c. Restart of a process that had unmapped its vDSO: the puppet's
+ * vDSO group (from[0..n), NULL where absent) is unmapped, injected calls
+ * run from the scratch stub; once the memory is there, mm_vdso_refind()
+ * finds a syscall instruction in the process's own code (a no-op if the
+ * vDSO is kept).
+ */
+int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma *const *from,
+		 int n) __attribute__((warn_unused_result));
+int mm_vdso_refind(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+
+/* Restart: ckpt's fd of the shared anonymous memory object that was inode
+ * ino at checkpoint (shmem_id), made (of size bytes at least) if no vma
+ * has made it yet; owned by mm. */
+int mm_shmem_fd(struct rst_ctx *ctx, uint64_t ino, uint64_t size, int *ret_fd)
+	__attribute__((warn_unused_result));
 
 /* mm-lockall.c: mlockall(MCL_FUTURE) seen at checkpoint (once the scratch
  * area is mapped), checked at load, called again at the end of restore. */

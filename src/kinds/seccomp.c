@@ -3,7 +3,10 @@
  * seccomp filters, read with PTRACE_SECCOMP_GET_FILTER (index 0 is the
  * newest) and installed again oldest first. The puppet runs with
  * PTRACE_O_SUSPEND_SECCOMP, so the filters do not stop the injections that
- * follow. Strict mode is refused: nothing could be injected after it.
+ * follow. Strict mode (SECCOMP_MODE_STRICT, mode 1, which no filter can
+ * join) is entered again by the thread itself through an injected
+ * seccomp(SECCOMP_SET_MODE_STRICT): suspended like filters while ckpt
+ * injects, in force once ckpt lets it go.
  */
 #include <errno.h>
 #include <linux/filter.h>
@@ -35,14 +38,13 @@ static int seccomp_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	if (t->status.seccomp == 0)
 		return 0;
-	if (t->status.seccomp == 1)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: seccomp strict mode cannot be restored", t->pid);
 	struct seccomp_ckpt *k = task_state(t, KIND_seccomp, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	seccomp_entry__init(&k->e);
-	k->e.mode = 2;
+	k->e.mode = t->status.seccomp == 1 ? 1 : 2;
+	if (k->e.mode == 1) /* strict: no filters */
+		return 0;
 	int n = 0;
 	for (;; n++) {
 		long len = puppet_seccomp_filter(&t->pup, n, NULL, 0);
@@ -82,8 +84,10 @@ static int seccomp_dump(struct ckpt_ctx *ctx, struct task *t)
 
 const char *seccomp_entry_invalid(const SeccompEntry *e)
 {
+	if (e->mode == 1)
+		return e->n_filters ? "strict mode with filters" : NULL;
 	if (e->mode != 2)
-		return "a mode other than filter";
+		return "a mode other than strict or filter";
 	if (e->n_filters > MAX_FILTERS)
 		return "too many filters";
 	for (size_t i = 0; i < e->n_filters; i++) {
@@ -124,6 +128,12 @@ static int seccomp_restore(struct rst_ctx *ctx, struct rst_task *t)
 		if (r < 0)
 			return log_fail(&ctx->log, (int)r, "pid %d: cannot install seccomp filter %zu: %s",
 					t->pid, i, strerror((int)-r));
+	}
+	if (e && e->mode == 1) {
+		long r = puppet_syscall(p, SYS_seccomp, SECCOMP_SET_MODE_STRICT, 0, 0);
+		if (r < 0)
+			return log_fail(&ctx->log, (int)r, "pid %d: cannot enter seccomp strict mode: %s",
+					t->pid, strerror((int)-r));
 	}
 	return 0;
 }

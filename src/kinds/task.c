@@ -49,6 +49,10 @@ struct task_ckpt {
 	char *status;
 };
 
+#ifndef ARCH_GET_CPUID
+#define ARCH_GET_CPUID 0x1011
+#endif
+
 #ifndef PR_GET_MDWE
 #define PR_SET_MDWE 65
 #define PR_GET_MDWE 66
@@ -112,7 +116,7 @@ static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
  * read back at once.
  */
 enum probe { P_TID, P_ROBUST, P_SUBREAPER, P_THP, P_SLACK, P_TSC, P_MCE, P_SPEC,
-	     P_MDWE = P_SPEC + 3, P_MERGE, P_MEMPOLICY, P_N };
+	     P_MDWE = P_SPEC + 3, P_MERGE, P_MEMPOLICY, P_IOFLUSH, P_CPUID, P_N };
 
 #define PROBE_AREA_OFF 0
 struct probe_area {
@@ -187,6 +191,9 @@ static int add_probes(struct task *t, const char *status, struct task_probes *b)
 	}
 	probe_add(b, P_MEMPOLICY, PUPPET_CALL(SYS_get_mempolicy, AREA(mp.mode), AREA(mp.nodes),
 					      NODE_BITS, 0, 0));
+	/* not saved: refused when set (refuse_unsaved) */
+	probe_add(b, P_IOFLUSH, PUPPET_CALL(SYS_prctl, PR_GET_IO_FLUSHER, 0, 0, 0, 0));
+	probe_add(b, P_CPUID, PUPPET_CALL(SYS_arch_prctl, ARCH_GET_CPUID, 0));
 	b->first = -1;
 	for (size_t i = 0; i < b->n; i++) {
 		int at = task_probe_call(t, b->c[i]);
@@ -279,6 +286,36 @@ static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *
 					(int)(pol - l), l, (int)strcspn(pol + 1, " \n"), pol + 1);
 	}
 	return 0;
+}
+
+/*
+ * Per-thread settings ckpt does not save, refused when they differ from a
+ * fresh thread's: syscall user dispatch (PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG),
+ * a core-scheduling cookie (PR_SCHED_CORE_GET), PR_SET_IO_FLUSHER and CPUID
+ * faulting (ARCH_SET_CPUID 0), these two asked in the probes.
+ */
+static int refuse_unsaved(struct ckpt_ctx *ctx, struct task *t, const struct task_probes *pb)
+{
+	struct {
+		uint64_t mode, offset, len, selector;
+	} sud = { 0 };
+	uint64_t cookie = 0;
+	const char *what = NULL;
+
+	if (puppet_sud_config(&t->pup, &sud, sizeof(sud)) > 0 && sud.mode)
+		what = "syscall user dispatch (PR_SET_SYSCALL_USER_DISPATCH) is on";
+	else if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, t->pid, 0 /* PIDTYPE_PID */,
+		       (unsigned long)&cookie) == 0 &&
+		 cookie)
+		what = "it has a core-scheduling cookie (PR_SCHED_CORE), which cannot be made "
+		       "again with its value";
+	else if (probe_ret(pb, P_IOFLUSH) == 1)
+		what = "it is an I/O flusher (PR_SET_IO_FLUSHER)";
+	else if (probe_ret(pb, P_CPUID) == 0)
+		what = "CPUID faulting is on (ARCH_SET_CPUID 0)";
+	return what ? log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: %s: not supported yet", t->pid,
+			       what)
+		    : 0;
 }
 
 /*
@@ -395,7 +432,9 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 		k->e.timer_slack_ns = (uint64_t)slack;
 	}
 	collect_prctls(t, &k->e, &pb);
-	r = collect_numa(ctx, t, k, status, &pb);
+	r = refuse_unsaved(ctx, t, &pb);
+	if (r >= 0)
+		r = collect_numa(ctx, t, k, status, &pb);
 	if (r < 0)
 		return r;
 

@@ -597,7 +597,13 @@ static int collect_right(struct ckpt_ctx *ctx, struct task *t, struct unix_obj *
 	r = fdtable_claim(ctx, fi, &k);
 	if (r < 0)
 		return lent_fail(ctx, errors, r, u, where, fi->path, lfd);
-	if (k == KIND_epoll || !kinds[k].ops->fd_get)
+	if (k == KIND_epoll)
+		return REFUSE(ctx, u,
+			      "%s carries %s; an epoll instance in flight is not supported (its "
+			      "watches are keyed by the fd numbers of the task that added them, "
+			      "which ckpt can give back only in a task's own fd table)",
+			      where, fi->path);
+	if (!kinds[k].ops->fd_get)
 		return REFUSE(ctx, u, "%s carries %s; %s in flight is not supported", where,
 			      fi->path, kinds[k].name);
 	if (file_locked(t->pid, lfd))

@@ -77,6 +77,7 @@ enum guard_op {
 	GUARD_BATCH, /* a[0] calls (struct puppet_call) follow the request */
 	/* a[0] tasks: their pids (int32) follow; a[1] says what to do */
 	GUARD_MANY,
+	GUARD_SUD, /* the syscall user dispatch config */
 };
 
 enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL };

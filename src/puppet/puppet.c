@@ -599,6 +599,23 @@ void puppet_forget(struct puppet *p)
 	p->have_seized_state = false;
 }
 
+/* Is v where p's syscall may be looked for: the vDSO (first pass), or
+ * another executable mapping, not ckpt's scratch nor [vsyscall] (second)? */
+static bool syscall_candidate(const struct puppet *p, const struct proc_vma *v, int pass)
+{
+	if (pass == 0)
+		return !strcmp(v->path, "[vdso]");
+	if (!(v->prot & PROT_EXEC) || !(v->prot & PROT_READ) || !strcmp(v->path, "[vdso]") ||
+	    !strcmp(v->path, "[vsyscall]"))
+		return false;
+	uint64_t s = p->scratch, e = p->scratch + p->scratch_len + p->scratch_extra;
+	return !p->scratch || v->end <= s || v->start >= e;
+}
+
+/*
+ * A syscall instruction: in the vDSO, or, for a process that unmapped it,
+ * in any other executable mapping of its own (its program or libc).
+ */
 int puppet_find_syscall(struct puppet *p)
 {
 	_cleanup_free_ char *text = NULL;
@@ -612,28 +629,27 @@ int puppet_find_syscall(struct puppet *p)
 	if (r < 0)
 		return r;
 	r = -ENOENT;
-	for (size_t i = 0; i < vmas.n && r == -ENOENT; i++) {
-		struct proc_vma *v = &vmas.v[i];
-		if (strcmp(v->path, "[vdso]"))
-			continue;
-		size_t len = v->end - v->start;
-		_cleanup_free_ uint8_t *buf = malloc(len);
-		if (!buf) {
-			r = -ENOMEM;
-			break;
-		}
-		r = puppet_read(p, v->start, buf, len);
-		if (r < 0)
-			break;
-		r = -ENOENT;
-		for (size_t off = 0; off + 1 < len; off++) {
-			if (buf[off] == 0x0f && buf[off + 1] == 0x05) {
-				p->syscall_ip = v->start + off;
-				r = 0;
+	for (int pass = 0; pass < 2 && r == -ENOENT; pass++)
+		for (size_t i = 0; i < vmas.n && r == -ENOENT; i++) {
+			struct proc_vma *v = &vmas.v[i];
+			if (!syscall_candidate(p, v, pass))
+				continue;
+			size_t len = v->end - v->start < (8u << 20) ? v->end - v->start : 8u << 20;
+			_cleanup_free_ uint8_t *buf = malloc(len);
+			if (!buf) {
+				r = -ENOMEM;
 				break;
 			}
+			if (puppet_read(p, v->start, buf, len) < 0)
+				continue; /* not readable through ptrace: the next one */
+			for (size_t off = 0; off + 1 < len; off++) {
+				if (buf[off] == 0x0f && buf[off + 1] == 0x05) {
+					p->syscall_ip = v->start + off;
+					r = 0;
+					break;
+				}
+			}
 		}
-	}
 	proc_vmas_free(&vmas);
 	return r;
 }
@@ -779,6 +795,15 @@ static const uint8_t stub_code[] = {
 	0xcc,                   /* int3 */
 };
 #define STUB_TABLE_SIZE 8192 /* PUPPET_BATCH_MAX entries of 64 bytes */
+#define STUB_SYSCALL_OFF 27     /* the syscall instruction in stub_code */
+
+int puppet_syscall_from_stub(struct puppet *p)
+{
+	if (!p->stub_ip)
+		return -ENOEXEC;
+	p->syscall_ip = p->stub_ip + STUB_SYSCALL_OFF;
+	return 0;
+}
 #define STUB_PAGE 4096
 
 int puppet_scratch_map_stub(struct puppet *p, size_t len)
@@ -1237,6 +1262,24 @@ long puppet_get_rseq(struct puppet *p, void *buf, size_t len)
 	}
 	long n = ptrace(PTRACE_GET_RSEQ_CONFIGURATION, p->pid, len, buf);
 	return n < 0 ? -errno : n;
+}
+
+#ifndef PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG
+#define PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG 0x4211
+#endif
+
+long puppet_sud_config(struct puppet *p, void *buf, size_t len)
+{
+	const size_t size = 4 * sizeof(uint64_t); /* struct ptrace_sud_config */
+	if (len < size)
+		return -EINVAL;
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SUD };
+		return guard_call(p, &req, buf, size);
+	}
+	if (ptrace(PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG, p->pid, size, buf) < 0)
+		return -errno;
+	return (long)size;
 }
 
 long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)

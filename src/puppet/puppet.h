@@ -145,8 +145,12 @@ void puppet_kill(struct puppet *p);
 /* Close what the struct holds without touching the task. */
 void puppet_forget(struct puppet *p);
 
-/* Finds a `syscall` instruction in the task's [vdso]. */
+/* Finds a `syscall` instruction in the task's [vdso] (or, without one, in
+ * another executable mapping outside the scratch area). */
 int puppet_find_syscall(struct puppet *p) __attribute__((warn_unused_result));
+/* Injected calls run from the syscall instruction of the scratch area's
+ * stub (while the puppet has no vDSO); -ENOEXEC without a stub. */
+int puppet_syscall_from_stub(struct puppet *p) __attribute__((warn_unused_result));
 
 long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
 		     long a6);
@@ -233,6 +237,9 @@ long puppet_peek_siginfo(struct puppet *p, uint64_t off, bool shared, int nr, vo
 long puppet_get_rseq(struct puppet *p, void *buf, size_t len) __attribute__((warn_unused_result));
 /* PTRACE_SECCOMP_GET_FILTER: filter n's length in instructions; with buf
  * (room for len instructions), the instructions too */
+/* The syscall user dispatch config (struct ptrace_sud_config: mode first,
+ * 32 bytes) into buf: its size, or -errno. */
+long puppet_sud_config(struct puppet *p, void *buf, size_t len) __attribute__((warn_unused_result));
 long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
 	__attribute__((warn_unused_result));
 

@@ -96,8 +96,13 @@ TEST(seccomp)
 	f.insns.len = 0;
 	CHECK(seccomp_entry_invalid(&e) != NULL);
 	f.insns.len = 8;
-	e.mode = 1; /* strict mode is refused at checkpoint, never written */
-	CHECK_STR(seccomp_entry_invalid(&e), "a mode other than filter");
+	e.mode = 1; /* strict mode has no filters */
+	CHECK_STR(seccomp_entry_invalid(&e), "strict mode with filters");
+	e.n_filters = 0;
+	CHECK(!seccomp_entry_invalid(&e));
+	e.mode = 3;
+	CHECK_STR(seccomp_entry_invalid(&e), "a mode other than strict or filter");
+	e.n_filters = 1;
 	e.mode = 2;
 	e.n_filters = 65;
 	CHECK_STR(seccomp_entry_invalid(&e), "too many filters");
