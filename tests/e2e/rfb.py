@@ -71,9 +71,12 @@ class Rfb:
         # SetPixelFormat: 32 bpp, depth 24, little endian, true colour
         self.s.sendall(struct.pack(">B3xBBBBHHHBBB3x", 0, 32, 24, 0, 1, 255, 255, 255,
                                    16, 8, 0))
-        # SetEncodings: Raw only
-        self.s.sendall(struct.pack(">BxHi", 2, 1, 0))
+        self.set_encodings()
         return self
+
+    def set_encodings(self):
+        """SetEncodings: Raw only (a message the server does not answer)."""
+        self.s.sendall(struct.pack(">BxHi", 2, 1, 0))
 
     def request(self, incremental=False):
         """FramebufferUpdateRequest for the whole screen."""
@@ -107,9 +110,11 @@ class Rfb:
             raise RfbError("unknown server message type %d" % t)
         return t
 
-    def update(self, incremental=False):
-        """Asks for an update and reads messages until it came."""
-        self.request(incremental)
+    def update(self, incremental=False, ask=True):
+        """Asks for an update (unless ask is false: one was asked for) and
+        reads messages until it came."""
+        if ask:
+            self.request(incremental)
         while self.read_message() != 0:
             pass
 

@@ -2127,11 +2127,12 @@ class Run:
             raise Fail("the xterm's part of the screen is of one colour: not drawn")
         return now
 
-    def xvnc_ticks(self, c, clock):
+    def xvnc_ticks(self, c, clock, ask=True):
         """An incremental update comes (the screen changed) and each of its
         rectangles is in the clock's window: xclock -update 1 ticks, and
-        nothing else changes (c has had a full update)."""
-        c.update(incremental=True)
+        nothing else changes (c has had a full update; ask: false when the
+        request was sent already)."""
+        c.update(incremental=True, ask=ask)
         x, y, w, h = clock
         out = [r for r in c.rects if r[0] < x or r[1] < y or r[0] + r[2] > x + w or
                r[1] + r[3] > y + h]
@@ -2204,13 +2205,14 @@ class Run:
             if rp:
                 self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
             if tcp:
-                c.request(incremental=True)      # sent while the server is away
+                c.set_encodings()                # sent while the server is away
                 self.wait_until("the network lock %s to drop a packet" % lock[0],
                                 lambda: self.nft_drops(lock[0]), [], timeout=30)
             rp = self.restart_container(self.p("img" + tag), "restart" + tag)
             if tcp:
                 self.wait_until("the restart to remove the network lock %s" % lock[0],
                                 lambda: self.nft_drops(lock[0]) is None, [rp], timeout=30)
+                self.xvnc_ticks(c, clock, ask=False)
             else:
                 c = vnc()
             if self.xvnc_screen(c, term) != screen:
