@@ -1,7 +1,8 @@
 #!/bin/sh
 # The Xvnc desktop of the real_xvnc tests, as pid 1 of `ckpt run`: Xvnc on
 # display $1 with the VNC listener $2 ("unix": -rfbunixpath vnc.sock, no TCP
-# at all; "tcp": its default TCP port 5900+N, on loopback), an xterm whose
+# at all; "tcp": its default TCP port 5900+N, on loopback; "net": the same
+# port on every address, in a container with a network of its own), an xterm whose
 # bash keeps a variable of its own (set by its rc file, not exported), and
 # xclock. Writes "ready" (its pid, 1) once both windows are mapped; then
 # waits (the runner kills the container).
@@ -11,6 +12,7 @@ unix) Xvnc ":$d" -SecurityTypes None -rfbunixpath "$PWD/vnc.sock" -rfbport -1 \
 	-nolisten tcp -geometry 800x600 -depth 24 >xvnc.log 2>&1 & ;;
 tcp) Xvnc ":$d" -SecurityTypes None -localhost -geometry 800x600 -depth 24 \
 	>xvnc.log 2>&1 & ;;
+net) Xvnc ":$d" -SecurityTypes None -geometry 800x600 -depth 24 >xvnc.log 2>&1 & ;;
 esac
 export DISPLAY=":$d"
 i=0

@@ -275,6 +275,8 @@ TESTS = [
     # or on its default TCP port with a VNC client connected across
     entry("real_xvnc", (B, T), kind="xvnc", case="unix"),
     entry("real_xvnc_tcp", (B, T), kind="xvnc", case="tcp"),
+    # its default listener on every address, in a `ckpt run --net` container
+    entry("real_xvnc_net", (B,), kind="xvnc", case="net"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -1399,9 +1401,9 @@ class Run:
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
-    def start_container(self):
-        """`ckpt run --detach -- PROGRAM`, its output to out.log through sh
-        (what ckpt run prints stays apart); returns the pid outside."""
+    def start_container(self, run_args=()):
+        """`ckpt run --detach [run_args] -- PROGRAM`, its output to out.log
+        through sh (what ckpt run prints stays apart); returns the pid outside."""
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         open(self.p("out.log"), "wb").close()
         self.logs.append(self.p("out.log"))
@@ -1412,7 +1414,7 @@ class Run:
             name = "ckpt-e2e-%d-%s-ct" % (os.getpid(), self.t["name"])
             cg = ["--cgroup", name]
             self.cg_dirs = getattr(self, "cg_dirs", []) + [where[0] + where[1] + "/" + name]
-        argv = [self.opts.ckpt, "run", "--detach"] + cg + ["--", "/bin/sh", "-c",
+        argv = [self.opts.ckpt, "run", "--detach"] + cg + list(run_args) + ["--", "/bin/sh", "-c",
                 'exec "$0" "$@" >out.log 2>&1'] + self.program_argv()
         self.vlog("$ " + " ".join(argv))
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
@@ -2139,6 +2141,21 @@ class Run:
         if out:
             raise Fail("the screen changed outside xclock's window %r: %r" % (clock, out))
 
+    def xvnc_refused(self, c):
+        """A checkpoint with the VNC client c (outside the image) connected to
+        Xvnc's unix listener is refused naming Xvnc's fd and --detach-clients;
+        the desktop runs on and c still gets updates."""
+        xvnc = [p for p in self.tree_pids(self.pid) if self.comm(p) == "Xvnc"]
+        if len(xvnc) != 1:
+            raise Fail("Xvnc processes in the container: %r" % xvnc)
+        rc, err = self.checkpoint(self.p("img0"), "ckpt0", reap=[], expect_ok=False)
+        if rc == 0 or not re.search(r"pid %d fd \d+ \(unix.*client of the image's listener "
+                                    r"%s.*--detach-clients" % (xvnc[0], re.escape(self.p("vnc.sock"))),
+                                    err):
+            raise Fail("checkpoint with a VNC client on the unix socket: exit %d, %r"
+                       % (rc, err.strip()[-400:]))
+        c.update()
+
     def flow_xvnc(self):
         """An Xvnc desktop (tigervnc-standalone-server) as the tree of `ckpt
         run` (real_xvnc.sh): Xvnc with an xterm whose bash holds a variable
@@ -2157,7 +2174,7 @@ class Run:
         if missing:
             raise Skip("%s not installed (tigervnc-standalone-server, xterm, x11-apps, "
                        "x11-utils, xdotool)" % ", ".join(missing))
-        tcp = self.t["case"] == "tcp"
+        tcp = self.t["case"] in ("tcp", "net")
         self.xdisp = n = self.xvnc_display()
         self.t = dict(self.t, argv=["/bin/sh", os.path.join(HERE, "real_xvnc.sh"), str(n),
                                     self.t["case"]])
@@ -2175,12 +2192,19 @@ class Run:
                     pass
 
     def xvnc_cycles(self, tcp, n):
-        from rfb import Rfb
-        self.wait_container_ready(self.start_container())
+        from rfb import Rfb, RfbError
+        run_args, host = [], "127.0.0.1"
+        if self.t["case"] == "net":
+            if os.geteuid() != 0:
+                raise Skip("ckpt run --net needs root")
+            sub, _, host = self.net_subnet()
+            run_args = ["--net", "--net-addr", sub, "--net-host-if",
+                        "ckpt%d%sx" % (os.getpid() % 1000000, self.mode[0])]
+        self.wait_container_ready(self.start_container(run_args))
         self.logs += [self.p("xvnc.log"), self.p("xterm.log")]
 
         def vnc():
-            return Rfb.tcp("127.0.0.1", 5900 + n, 60) if tcp else Rfb.unix(self.p("vnc.sock"), 60)
+            return Rfb.tcp(host, 5900 + n, 60) if tcp else Rfb.unix(self.p("vnc.sock"), 60)
         wins = self.xvnc_windows()
         value = self.xvnc_type(wins, "var0")
         if not value.startswith("kept-"):
@@ -2194,11 +2218,24 @@ class Run:
         rp = None
         for i in range(2 if self.mode == T else 1):
             tag = str(i + 1)
+            extra = []
             if tcp:
                 c.request(incremental=True)      # asked before, answered after
+            elif i == 0:
+                # a client of the unix listener, outside: refused by name,
+                # then detached (its connection comes back closed)
+                self.xvnc_refused(c)
+                extra = ["--detach-clients"]
             else:
-                c.close()                        # a client outside: gone before the checkpoint
-            self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp] if rp else [])
+                c.close()                        # gone before the checkpoint
+            self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp] if rp else [],
+                            extra=extra)
+            if extra:
+                try:
+                    while c.read_message() is not None:
+                        pass
+                except RfbError:                 # the server closed it: detached
+                    c.close()
             lock = self.netlock_of("ckpt" + tag)
             if tcp and not lock:
                 raise Fail("ckpt%s: no network lock for the VNC client's connection" % tag)
