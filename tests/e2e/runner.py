@@ -2178,8 +2178,11 @@ class Run:
         self.xdisp = n = self.xvnc_display()
         self.t = dict(self.t, argv=["/bin/sh", os.path.join(HERE, "real_xvnc.sh"), str(n),
                                     self.t["case"]])
+        from rfb import RfbError
         try:
             self.xvnc_cycles(tcp, n)
+        except (OSError, RfbError) as e:
+            raise Fail("the VNC client: %r" % e)
         finally:
             if self.pid and pid_alive(self.pid):
                 os.kill(self.pid, signal.SIGKILL)
