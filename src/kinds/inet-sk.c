@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers of the inet kind: options, TCP_REPAIR, addresses (inet-sk.h). */
 #include "kinds/inet-sk.h"
+#include "kinds/sk-filter.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -271,6 +272,8 @@ int inet_opts_apply_misc(int s, const InetSkEntry *e)
 	    setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, e->bindtodevice,
 		       (socklen_t)strlen(e->bindtodevice)) < 0)
 		return -errno;
+	if (e->has_filter)
+		return sk_filter_apply(s, e->filter.data, e->filter.len, e->filter_locked);
 	return 0;
 }
 

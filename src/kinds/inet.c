@@ -72,6 +72,7 @@
 #include "kinds/inet-sk.h"
 #include "kinds/inet.h"
 #include "kinds/netns.h"
+#include "kinds/sk-filter.h"
 #include "util/cleanup.h"
 
 #ifndef IPPROTO_UDPLITE
@@ -423,6 +424,14 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 		o->popts[i] = &o->opts[i];
 	o->e.opts = o->popts;
 	o->e.n_opts = n;
+	bool locked;
+	r = sk_filter_read(o->copy, &o->e.filter.data, &o->e.filter.len, &locked);
+	o->e.filter_locked = locked;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): %s", t->pid, fi->fd,
+				r == -EACCES ? "an eBPF socket filter is attached (SO_ATTACH_BPF); not "
+					       "supported yet" : "cannot read its socket filter");
+	o->e.has_filter = o->e.has_filter_locked = o->e.filter.len != 0;
 	r = collect_addrs(ctx, fi, o);
 	if (r >= 0)
 		r = proto == IPPROTO_TCP ? collect_tcp_state(ctx, fi, o)
@@ -438,6 +447,7 @@ static void inet_free_obj(void *ptr)
 	if (o->copy >= 0)
 		close(o->copy);
 	inet_tcp_free(&o->tcp);
+	free(o->e.filter.data);
 	free(o);
 }
 
@@ -604,6 +614,8 @@ static const char *entry_invalid(const InetSkEntry *e)
 	for (size_t i = 0; i < e->n_opts; i++)
 		if (!inet_opt_find(e->opts[i]->level, e->opts[i]->name))
 			return "option";
+	if (e->has_filter && !sk_filter_ok(e->filter.len))
+		return "socket filter";
 	return NULL;
 }
 

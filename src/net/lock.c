@@ -471,7 +471,8 @@ static char *install_script(struct netlock *nl)
 }
 
 struct nft_job {
-	struct netlock *nl;
+	char *error;           /* what libnftables said when it failed */
+	size_t error_len;
 	const char *cmd;
 	char *out;             /* the command's output, malloc'd, if wanted */
 	bool want_out;
@@ -524,7 +525,7 @@ static int nft_job_run(void *arg)
 {
 	struct nft_job *j = arg;
 	struct nft_api nft_;
-	int r = nft_load(&nft_, j->nl->error, sizeof(j->nl->error));
+	int r = nft_load(&nft_, j->error, j->error_len);
 	if (r < 0)
 		return r;
 	const struct nft_api *api = &nft_;
@@ -536,13 +537,13 @@ static int nft_job_run(void *arg)
 	r = api->run_cmd(nft, j->cmd);
 	if (r != 0) {
 		const char *e = api->error_buffer(nft);
-		snprintf(j->nl->error, sizeof(j->nl->error), "%s", e ? e : "");
-		size_t n = strlen(j->nl->error);
-		while (n && j->nl->error[n - 1] == '\n')
-			j->nl->error[--n] = 0;
-		r = strstr(j->nl->error, "File exists")	      ? -EEXIST
-		    : strstr(j->nl->error, "Operation not permitted") ? -EPERM
-		    : strstr(j->nl->error, "No such file")	      ? -ENOENT
+		snprintf(j->error, j->error_len, "%s", e ? e : "");
+		size_t n = strlen(j->error);
+		while (n && j->error[n - 1] == '\n')
+			j->error[--n] = 0;
+		r = strstr(j->error, "File exists")	      ? -EEXIST
+		    : strstr(j->error, "Operation not permitted") ? -EPERM
+		    : strstr(j->error, "No such file")	      ? -ENOENT
 								      : -EPROTO;
 	} else if (j->want_out) {
 		j->out = strdup(api->output_buffer(nft));
@@ -570,7 +571,7 @@ int netlock_install(struct netlock *nl)
 	_cleanup_free_ char *cmd = install_script(nl);
 	if (!cmd)
 		return -ENOMEM;
-	struct nft_job j = { .nl = nl, .cmd = cmd };
+	struct nft_job j = { .error = nl->error, .error_len = sizeof(nl->error), .cmd = cmd };
 	int r = in_netns_fds(nl->netns_fd, true, nft_job_run, &j);
 	if (r < 0)
 		return r;
@@ -606,7 +607,8 @@ int netlock_dropped(struct netlock *nl, uint64_t *ret_packets)
 		return -ENOENT;
 	char cmd[NETLOCK_NAME_MAX + 32];
 	snprintf(cmd, sizeof(cmd), "list table inet %s", nl->name);
-	struct nft_job j = { .nl = nl, .cmd = cmd, .want_out = true };
+	struct nft_job j = { .error = nl->error, .error_len = sizeof(nl->error), .cmd = cmd,
+			     .want_out = true };
 	int r = in_netns_fds(nl->netns_fd, true, nft_job_run, &j);
 	if (r < 0)
 		return r;
@@ -618,4 +620,19 @@ int netlock_dropped(struct netlock *nl, uint64_t *ret_packets)
 	free(j.out);
 	*ret_packets = sum;
 	return 0;
+}
+
+int nft_run_in(int netns_fd, const char *cmd, char **ret_out, char *error, size_t error_len)
+{
+	char none[1];
+	struct nft_job j = { .error = error_len ? error : none,
+			     .error_len = error_len ? error_len : sizeof(none), .cmd = cmd,
+			     .want_out = ret_out != NULL };
+	j.error[0] = 0;
+	int r = in_netns_fds(netns_fd, true, nft_job_run, &j);
+	if (r >= 0 && ret_out)
+		*ret_out = j.out;
+	else
+		free(j.out);
+	return r;
 }
