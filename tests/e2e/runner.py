@@ -2256,8 +2256,12 @@ class Run:
                 self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
             if tcp:
                 c.set_encodings()                # sent while the server is away
-                self.wait_until("the network lock %s to drop a packet" % lock[0],
-                                lambda: self.nft_drops(lock[0]), [], timeout=30)
+                # (with --net the container's address may have no route once
+                # its namespace is gone: the host's kernel keeps the segment
+                # for retransmission and the lock never sees it)
+                if self.t["case"] == "tcp":
+                    self.wait_until("the network lock %s to drop a packet" % lock[0],
+                                    lambda: self.nft_drops(lock[0]), [], timeout=30)
             rp = self.restart_container(self.p("img" + tag), "restart" + tag)
             if tcp:
                 self.wait_until("the restart to remove the network lock %s" % lock[0],
