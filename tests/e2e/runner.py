@@ -2123,11 +2123,14 @@ class Run:
 
     def xvnc_screen(self, c, geo):
         """The pixels of the rectangle geo of the screen, as the VNC client c
-        reads it once two full updates in a row agree (the xterm drawn)."""
+        reads it once two full updates agree with a change of the screen
+        between them (the clock's next tick: the xterm has had a second to
+        finish drawing)."""
         c.update()
         last = c.region(*geo)
         deadline = time.monotonic() + 30
         while True:
+            c.update(incremental=True)
             c.update()
             now = c.region(*geo)
             if now == last:
