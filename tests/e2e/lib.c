@@ -412,3 +412,23 @@ void test_fdinfo_lines(int fd, const char *prefix, char *buf, size_t size)
 		if (!strncmp(l, prefix, n))
 			snprintf(buf + strlen(buf), size - strlen(buf), "%s\n", l);
 }
+
+void test_vmflags(const void *addr, char *out, size_t size)
+{
+	static char smaps[1 << 20];
+	unsigned long x = (unsigned long)addr;
+	out[0] = '\0';
+	if (test_read_file("/proc/self/smaps", smaps, sizeof(smaps)) <= 0)
+		fail("read smaps: %m");
+	for (char *p = smaps; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		unsigned long lo, hi;
+		if (sscanf(p, "%lx-%lx ", &lo, &hi) != 2 || x < lo || x >= hi)
+			continue;
+		char *f = strstr(p, "VmFlags:");
+		if (!f)
+			break;
+		snprintf(out, size, "%.*s", (int)strcspn(f, "\n"), f);
+		return;
+	}
+	fail("no vma holds %p", addr);
+}

@@ -93,6 +93,9 @@ struct test_map {
 int test_find_map(uintptr_t addr, struct test_map *ret);
 /* The first /proc/self/maps entry whose path is exactly name; 0 or -1. */
 int test_find_map_named(const char *name, struct test_map *ret);
+/* The "VmFlags: ..." line of the /proc/self/smaps vma that holds addr
+ * (fails the test if none does). */
+void test_vmflags(const void *addr, char *out, size_t size);
 
 /* Field n (1-based, as in proc(5); not 2, comm) of /proc/self/stat as a number. */
 unsigned long long test_stat_field(int n);

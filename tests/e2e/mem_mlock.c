@@ -14,27 +14,6 @@
 
 #define LEN (16 * 4096)
 
-/* the VmFlags line of the vma that holds addr */
-static void vmflags(void *addr, char *out, size_t size)
-{
-	static char smaps[1 << 20];
-	unsigned long x = (unsigned long)addr;
-	out[0] = '\0';
-	if (test_read_file("/proc/self/smaps", smaps, sizeof(smaps)) <= 0)
-		fail("read smaps: %m");
-	for (char *p = smaps; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		unsigned long lo, hi;
-		if (sscanf(p, "%lx-%lx ", &lo, &hi) != 2 || x < lo || x >= hi)
-			continue;
-		char *f = strstr(p, "VmFlags:");
-		if (!f)
-			break;
-		snprintf(out, size, "%.*s", (int)strcspn(f, "\n"), f);
-		return;
-	}
-	fail("no vma holds %p", addr);
-}
-
 static long vmlck(void)
 {
 	static char status[8192];
@@ -59,9 +38,9 @@ int main(void)
 	test_fill_random(c, LEN / 2, 3);
 	uint64_t ha = test_hash(a, LEN, 0), hb = test_hash(b, LEN, 0), hc = test_hash(c, LEN, 0);
 	char fa[128], fb[128], fc[128], ga[128], gb[128], gc[128];
-	vmflags(a, fa, sizeof(fa));
-	vmflags(b, fb, sizeof(fb));
-	vmflags(c, fc, sizeof(fc));
+	test_vmflags(a, fa, sizeof(fa));
+	test_vmflags(b, fb, sizeof(fb));
+	test_vmflags(c, fc, sizeof(fc));
 	if (!strstr(fa, " lo") || !strstr(fb, " lo") || !strstr(fc, " lf"))
 		fail("locks not shown before: '%s' '%s' '%s'", fa, fb, fc);
 	long lck = vmlck();
@@ -69,9 +48,9 @@ int main(void)
 	test_ready();
 	test_wait();
 
-	vmflags(a, ga, sizeof(ga));
-	vmflags(b, gb, sizeof(gb));
-	vmflags(c, gc, sizeof(gc));
+	test_vmflags(a, ga, sizeof(ga));
+	test_vmflags(b, gb, sizeof(gb));
+	test_vmflags(c, gc, sizeof(gc));
 	expect(!strcmp(fa, ga), "mlock'ed area: '%s', was '%s'", ga, fa);
 	expect(!strcmp(fb, gb), "MAP_LOCKED area: '%s', was '%s'", gb, fb);
 	expect(!strcmp(fc, gc), "MLOCK_ONFAULT area: '%s', was '%s'", gc, fc);

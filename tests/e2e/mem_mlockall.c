@@ -16,26 +16,6 @@
 #endif
 #define LEN (4 * 4096)
 
-/* the VmFlags line of the vma that holds addr */
-static void vmflags(void *addr, char *out, size_t size)
-{
-	static char smaps[1 << 20];
-	unsigned long x = (unsigned long)addr;
-	if (test_read_file("/proc/self/smaps", smaps, sizeof(smaps)) <= 0)
-		fail("read smaps: %m");
-	for (char *p = smaps; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		unsigned long lo, hi;
-		if (sscanf(p, "%lx-%lx ", &lo, &hi) != 2 || x < lo || x >= hi)
-			continue;
-		char *f = strstr(p, "VmFlags:");
-		if (!f)
-			break;
-		snprintf(out, size, "%.*s", (int)strcspn(f, "\n"), f);
-		return;
-	}
-	fail("no vma holds %p", addr);
-}
-
 static bool has(const char *flags, const char *f)
 {
 	char w[8];
@@ -55,12 +35,12 @@ int main(int argc, char **argv)
 	test_ready();
 	test_wait();
 
-	vmflags(old, before, sizeof(before));
+	test_vmflags(old, before, sizeof(before));
 	expect(!has(before, "lo"), "a mapping made before mlockall is locked now: %s", before);
 	char *fresh = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		fail("mmap: %m");
-	vmflags(fresh, after, sizeof(after));
+	test_vmflags(fresh, after, sizeof(after));
 	expect(has(after, "lo"), "a new mapping is not locked (MCL_FUTURE lost): %s", after);
 	expect(has(after, "lf") == onfault, "a new mapping's lock-on-fault is %d, want %d: %s",
 	       has(after, "lf"), onfault, after);
