@@ -22,7 +22,8 @@ bash pipelines, multiprocessing, make -j2, redis-server, nginx, PostgreSQL:
 flows compare, make, redis, nginx and postgres drive them from outside; on
 TCP, flows redis_tcp, http_server, echo100, nginx_tcp and postgres_tcp,
 through tcp_cycles(), with only ckpt's network lock between the clients
-and the server while it is away).
+and the server while it is away); an Xvnc desktop (flow xvnc, checked
+from outside by X clients and the VNC client of rfb.py).
 A real program whose package is absent is skipped, saying so.
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
