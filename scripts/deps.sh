@@ -40,6 +40,13 @@ command -v nsenter >/dev/null 2>&1 || need="$need util-linux"
 command -v redis-benchmark >/dev/null 2>&1 || need="$need redis-tools"
 # real_java: a JVM, javac for its program, jcmd
 command -v javac >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
+# real_xvnc: an Xvnc desktop (xterm, xclock) driven by X clients from outside
+command -v Xvnc >/dev/null 2>&1 || need="$need tigervnc-standalone-server"
+command -v xterm >/dev/null 2>&1 || need="$need xterm"
+command -v xclock >/dev/null 2>&1 || need="$need x11-apps"
+command -v xwininfo >/dev/null 2>&1 || need="$need x11-utils"
+command -v xdotool >/dev/null 2>&1 || need="$need xdotool"
+[ -f /usr/share/fonts/X11/misc/6x13-ISO8859-1.pcf.gz ] || need="$need xfonts-base"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "missing packages:$need (run as root, or install them)" >&2

@@ -22,7 +22,8 @@ bash pipelines, multiprocessing, make -j2, redis-server, nginx, PostgreSQL:
 flows compare, make, redis, nginx and postgres drive them from outside; on
 TCP, flows redis_tcp, http_server, echo100, nginx_tcp and postgres_tcp,
 through tcp_cycles(), with only ckpt's network lock between the clients
-and the server while it is away).
+and the server while it is away); an Xvnc desktop (flow xvnc, checked
+from outside by X clients and the VNC client of rfb.py).
 A real program whose package is absent is skipped, saying so.
 
 --no-ckpt runs every program natively (no checkpoint, kill or restart: the
@@ -315,6 +316,12 @@ TESTS = [
           args=["server"]),
     entry("real_java", kind="java"),
     entry("real_sshd", (B, T), kind="sshd"),
+    # an Xvnc desktop (xterm, xclock) under ckpt run: VNC on a unix socket,
+    # or on its default TCP port with a VNC client connected across
+    entry("real_xvnc", (B, T), kind="xvnc", case="unix"),
+    entry("real_xvnc_tcp", (B, T), kind="xvnc", case="tcp"),
+    # its default listener on every address, in a `ckpt run --net` container
+    entry("real_xvnc_net", (B,), kind="xvnc", case="net"),
     entry("refuse_tcp_synsent", kind="refuse", program="inet_refuse", pargs=["synsent"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
@@ -2017,9 +2024,9 @@ class Run:
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
-    def start_container(self):
-        """`ckpt run --detach -- PROGRAM`, its output to out.log through sh
-        (what ckpt run prints stays apart); returns the pid outside."""
+    def start_container(self, run_args=()):
+        """`ckpt run --detach [run_args] -- PROGRAM`, its output to out.log
+        through sh (what ckpt run prints stays apart); returns the pid outside."""
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         open(self.p("out.log"), "wb").close()
         self.logs.append(self.p("out.log"))
@@ -2030,7 +2037,7 @@ class Run:
             name = "ckpt-e2e-%d-%s-ct" % (os.getpid(), self.t["name"])
             cg = ["--cgroup", name]
             self.cg_dirs = getattr(self, "cg_dirs", []) + [where[0] + where[1] + "/" + name]
-        argv = [self.opts.ckpt, "run", "--detach"] + cg + ["--", "/bin/sh", "-c",
+        argv = [self.opts.ckpt, "run", "--detach"] + cg + list(run_args) + ["--", "/bin/sh", "-c",
                 'exec "$0" "$@" >out.log 2>&1'] + self.program_argv()
         self.vlog("$ " + " ".join(argv))
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
@@ -2663,6 +2670,235 @@ class Run:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+    XVNC_TOOLS = ("Xvnc", "xterm", "xclock", "xdotool", "xwininfo", "xdpyinfo")
+
+    @staticmethod
+    def xvnc_display():
+        """A display number N free here: no lock file or socket of an X
+        server, and the VNC port 5900+N free on loopback."""
+        with open("/proc/net/unix") as f:
+            names = {ln.split()[-1] for ln in f.readlines()[1:] if len(ln.split()) > 7}
+        for n in range(42, 100):
+            if (os.path.exists("/tmp/.X%d-lock" % n) or os.path.exists("/tmp/.X11-unix/X%d" % n)
+                    or "@/tmp/.X11-unix/X%d" % n in names):
+                continue
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 5900 + n))
+            except OSError:
+                continue
+            return n
+        raise Skip("no free X display number in 42-99")
+
+    def xtool(self, *argv):
+        """An X client of the runner's (outside the image) on the test's
+        display, run to its end; its stdout."""
+        self.vlog("$ " + " ".join(argv))
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=self.dir,
+                               timeout=60, env=dict(os.environ, DISPLAY=":%d" % self.xdisp))
+        except subprocess.TimeoutExpired:
+            raise Fail("%s hung" % argv[0])
+        if r.returncode != 0:
+            raise Fail("%s: exit %d: %s" % (" ".join(argv), r.returncode,
+                                             r.stderr.decode(errors="replace").strip()[-300:]))
+        return r.stdout.decode(errors="replace")
+
+    def xvnc_windows(self):
+        """{title: window id} of the xterm and xclock, as xwininfo -root -tree
+        lists the X server's windows; Fail if one is missing."""
+        tree = self.xtool("xwininfo", "-root", "-tree")
+        wins = {m.group(2): m.group(1) for m in re.finditer(r"(0x[0-9a-f]+) \"([^\"]*)\"", tree)}
+        got = {k: wins.get(k) for k in ("xvnc-term", "xclock")}
+        if None in got.values():
+            raise Fail("xwininfo -root -tree lists no %s window: %s" % (
+                " or ".join(k for k, v in got.items() if v is None), tree[-400:]))
+        return got
+
+    def xvnc_geometry(self, wid):
+        """(x, y, w, h) of a window, its border included."""
+        info = self.xtool("xwininfo", "-id", wid)
+        v = {k: int(re.search(k + r":\s+(-?\d+)", info).group(1))
+             for k in ("Absolute upper-left X", "Absolute upper-left Y", "Width", "Height",
+                       "Border width")}
+        b = v["Border width"]
+        return (v["Absolute upper-left X"] - b, v["Absolute upper-left Y"] - b,
+                v["Width"] + 2 * b, v["Height"] + 2 * b)
+
+    def xvnc_type(self, wins, name):
+        """Types `echo "$MYVAR" >FILE` into the xterm (XTEST, through the X
+        server); returns what its shell wrote to FILE."""
+        self.xtool("xdotool", "windowfocus", wins["xvnc-term"], "type", "--delay", "10",
+                   'echo "$MYVAR" >%s\n' % self.p(name))
+        self.wait_until("the xterm's shell to write %s" % name,
+                        lambda: open(self.p(name)).read().endswith("\n")
+                        if os.path.exists(self.p(name)) else False, [], timeout=30)
+        with open(self.p(name)) as f:
+            return f.read().strip()
+
+    def xvnc_screen(self, c, geo):
+        """The pixels of the rectangle geo of the screen, as the VNC client c
+        reads it once two full updates agree with a change of the screen
+        between them (the clock's next tick: the xterm has had a second to
+        finish drawing)."""
+        c.update()
+        last = c.region(*geo)
+        deadline = time.monotonic() + 30
+        while True:
+            c.update(incremental=True)
+            c.update()
+            now = c.region(*geo)
+            if now == last:
+                break
+            if time.monotonic() > deadline:
+                raise Fail("the xterm's part of the screen is still changing after 30 s")
+            last = now
+        if len(set(now[i:i + 4] for i in range(0, len(now), 4))) < 2:
+            raise Fail("the xterm's part of the screen is of one colour: not drawn")
+        return now
+
+    def xvnc_ticks(self, c, clock, ask=True):
+        """An incremental update comes (the screen changed) and each of its
+        rectangles is in the clock's window: xclock -update 1 ticks, and
+        nothing else changes (c has had a full update; ask: false when the
+        request was sent already)."""
+        c.update(incremental=True, ask=ask)
+        x, y, w, h = clock
+        out = [r for r in c.rects if r[0] < x or r[1] < y or r[0] + r[2] > x + w or
+               r[1] + r[3] > y + h]
+        if out:
+            raise Fail("the screen changed outside xclock's window %r: %r" % (clock, out))
+
+    def xvnc_refused(self, c):
+        """A checkpoint with the VNC client c (outside the image) connected to
+        Xvnc's unix listener is refused naming Xvnc's fd and --detach-clients;
+        the desktop runs on and c still gets updates."""
+        xvnc = [p for p in self.tree_pids(self.pid) if self.comm(p) == "Xvnc"]
+        if len(xvnc) != 1:
+            raise Fail("Xvnc processes in the container: %r" % xvnc)
+        rc, err = self.checkpoint(self.p("img0"), "ckpt0", reap=[], expect_ok=False)
+        if rc == 0 or not re.search(r"pid %d fd \d+ \(unix.*client of the image's listener "
+                                    r"%s.*--detach-clients" % (xvnc[0], re.escape(self.p("vnc.sock"))),
+                                    err):
+            raise Fail("checkpoint with a VNC client on the unix socket: exit %d, %r"
+                       % (rc, err.strip()[-400:]))
+        c.update()
+
+    def flow_xvnc(self):
+        """An Xvnc desktop (tigervnc-standalone-server) as the tree of `ckpt
+        run` (real_xvnc.sh): Xvnc with an xterm whose bash holds a variable
+        of its own, and xclock -update 1. case "unix": the VNC listener is
+        a unix socket (-rfbunixpath) and nothing listens on TCP; the
+        runner's VNC client reads the screen and leaves before each
+        checkpoint. case "tcp": Xvnc's default TCP listener (port 5900+N,
+        -localhost), the runner's VNC client connected across checkpoint
+        and restart, its update requests held by ckpt's network lock while
+        the server is away. After checkpoint --kill and restart (twice in
+        twice mode), from outside: xwininfo lists the same xterm and xclock
+        windows, the shell types back the same variable (keys sent through
+        the X server by xdotool), the VNC client reads the same xterm on
+        the screen, and the clock ticks."""
+        missing = [x for x in self.XVNC_TOOLS if not shutil.which(x)]
+        if missing:
+            raise Skip("%s not installed (tigervnc-standalone-server, xterm, x11-apps, "
+                       "x11-utils, xdotool)" % ", ".join(missing))
+        tcp = self.t["case"] in ("tcp", "net")
+        self.xdisp = n = self.xvnc_display()
+        self.t = dict(self.t, argv=["/bin/sh", os.path.join(HERE, "real_xvnc.sh"), str(n),
+                                    self.t["case"]])
+        from rfb import RfbError
+        try:
+            self.xvnc_cycles(tcp, n)
+        except (OSError, RfbError) as e:
+            raise Fail("the VNC client: %r" % e)
+        finally:
+            if self.pid and pid_alive(self.pid):
+                os.kill(self.pid, signal.SIGKILL)
+                self.wait_until("the container to go", lambda: not pid_exists(self.pid), [],
+                                timeout=30)
+            for f in ("/tmp/.X%d-lock" % n, "/tmp/.X11-unix/X%d" % n):
+                try:
+                    os.unlink(f)
+                except FileNotFoundError:
+                    pass
+
+    def xvnc_cycles(self, tcp, n):
+        from rfb import Rfb, RfbError
+        run_args, host = [], "127.0.0.1"
+        if self.t["case"] == "net":
+            if os.geteuid() != 0:
+                raise Skip("ckpt run --net needs root")
+            sub, _, host = self.net_subnet()
+            run_args = ["--net", "--net-addr", sub, "--net-host-if",
+                        "ckpt%d%sx" % (os.getpid() % 1000000, self.mode[0])]
+        self.wait_container_ready(self.start_container(run_args))
+        self.logs += [self.p("xvnc.log"), self.p("xterm.log")]
+
+        def vnc():
+            return Rfb.tcp(host, 5900 + n, 60) if tcp else Rfb.unix(self.p("vnc.sock"), 60)
+        wins = self.xvnc_windows()
+        value = self.xvnc_type(wins, "var0")
+        if not value.startswith("kept-"):
+            raise Fail("the xterm's shell has MYVAR=%r" % value)
+        term, clock = (self.xvnc_geometry(wins[k]) for k in ("xvnc-term", "xclock"))
+        c = vnc()
+        screen = self.xvnc_screen(c, term)
+        self.xvnc_ticks(c, clock)
+        if self.opts.no_ckpt:
+            return
+        rp = None
+        for i in range(2 if self.mode == T else 1):
+            tag = str(i + 1)
+            extra = []
+            if tcp:
+                c.request(incremental=True)      # asked before, answered after
+            elif i == 0:
+                # a client of the unix listener, outside: refused by name,
+                # then detached (its connection comes back closed)
+                self.xvnc_refused(c)
+                extra = ["--detach-clients"]
+            else:
+                c.close()                        # gone before the checkpoint
+            self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp] if rp else [],
+                            extra=extra)
+            if extra:
+                try:
+                    while c.read_message() is not None:
+                        pass
+                except RfbError:                 # the server closed it: detached
+                    c.close()
+            lock = self.netlock_of("ckpt" + tag)
+            if tcp and not lock:
+                raise Fail("ckpt%s: no network lock for the VNC client's connection" % tag)
+            if rp:
+                self.wait_all([rp], 10, "the first ckpt restart, after its tree was killed")
+            if tcp:
+                c.set_encodings()                # sent while the server is away
+                # (with --net the container's address may have no route once
+                # its namespace is gone: the host's kernel keeps the segment
+                # for retransmission and the lock never sees it)
+                if self.t["case"] == "tcp":
+                    self.wait_until("the network lock %s to drop a packet" % lock[0],
+                                    lambda: self.nft_drops(lock[0]), [], timeout=30)
+            rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+            if tcp:
+                self.wait_until("the restart to remove the network lock %s" % lock[0],
+                                lambda: self.nft_drops(lock[0]) is None, [rp], timeout=30)
+                self.xvnc_ticks(c, clock, ask=False)
+            else:
+                c = vnc()
+            if self.xvnc_screen(c, term) != screen:
+                raise Fail("restart %s: the xterm on the VNC client's screen differs" % tag)
+            self.xvnc_ticks(c, clock)
+            if self.xvnc_windows() != wins:
+                raise Fail("restart %s: the windows are now %r, were %r"
+                           % (tag, self.xvnc_windows(), wins))
+            got = self.xvnc_type(wins, "var" + tag)
+            if got != value:
+                raise Fail("restart %s: the xterm's shell has MYVAR=%r, had %r" % (tag, got, value))
+            screen = self.xvnc_screen(c, term)
+        c.close()
 
     def flow_netns(self):
         """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
