@@ -204,7 +204,9 @@ static int task_probe(struct ckpt_ctx *ctx, struct task *t)
 	(void)ctx;
 	if (!k)
 		return -ENOMEM;
-	if (proc_read(t->pid, "status", &k->status, NULL) < 0)
+	/* read a moment ago by ckpt (step "collect"), or now */
+	k->status = TAKE_PTR(t->status_text);
+	if (!k->status && proc_read(t->pid, "status", &k->status, NULL) < 0)
 		k->status = NULL;
 	k->pb = malloc(sizeof(*k->pb));
 	if (!k->pb)
