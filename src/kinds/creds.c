@@ -25,6 +25,7 @@
  *      CAP_SETPCAP;
  *   8. capset exactly the image's sets, if step 5 lent CAP_SETPCAP;
  *   9. no_new_privs, pdeathsig, dumpable.
+ * What the puppet has is read by one batch, and the steps run as another.
  * So root keeping capabilities, root dropped to a user with none, a user's
  * process restored by root or by that user, ambient capabilities and
  * locked securebits each come back as saved.
