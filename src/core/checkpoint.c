@@ -50,6 +50,8 @@ static void release_task(struct task *t)
 		t->kstate[k] = NULL;
 	}
 	proc_vmas_free(&t->vmas);
+	free(t->status_text);
+	t->status_text = NULL;
 	task_probes_free(t);
 }
 
@@ -98,6 +100,8 @@ static int snapshot_proc(struct ckpt_ctx *ctx, struct task *t)
 	if (proc_parse_status(status, &t->status) < 0 || proc_parse_stat(stat, &t->stat) < 0 ||
 	    proc_parse_smaps(smaps, &t->vmas) < 0)
 		return log_fail(&ctx->log, -EINVAL, "pid %d: cannot parse /proc", t->pid);
+	free(t->status_text);
+	t->status_text = TAKE_PTR(status);
 	return 0;
 }
 
@@ -500,6 +504,8 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 				strerror(-r));
 	if (proc_parse_status(status, &th->status) < 0 || proc_parse_stat(stat, &th->stat) < 0)
 		return log_fail(&ctx->log, -EINVAL, "thread %d: cannot parse /proc", th->pid);
+	free(th->status_text);
+	th->status_text = TAKE_PTR(status);
 	th->pup.syscall_ip = th->leader->pup.syscall_ip;
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;

@@ -48,6 +48,7 @@ struct task {
 	pid_t vpid, vppid, vpgid, vsid;
 	struct puppet pup;
 	struct proc_status status;
+	char *status_text;      /* what status was parsed from, until its kind task takes it */
 	struct proc_stat stat;
 	struct proc_vmas vmas;  /* smaps, before any scratch mapping */
 	void *kstate[KIND_MAX];

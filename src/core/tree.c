@@ -611,20 +611,35 @@ static int finish_dead(struct rst_ctx *ctx)
 	return 0;
 }
 
-/* Threads are forked by their (bare) leader, each with its tid. */
+/* Threads are forked by their (bare) leader, each with its tid, a few at
+ * a time (one batch of clones each). */
 static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const uint64_t flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
 			       CLONE_SYSVSEM;
-	for (size_t i = 0; i < t->nthreads; i++) {
-		struct rst_task *th = &t->threads[i];
-		int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
+	for (size_t i = 0; i < t->nthreads; i += PUPPET_MANY_MAX) {
+		size_t n = MIN(t->nthreads - i, (size_t)PUPPET_MANY_MAX);
+		struct puppet *ps[PUPPET_MANY_MAX];
+		pid_t tids[PUPPET_MANY_MAX];
+		int err[PUPPET_MANY_MAX];
+		for (size_t j = 0; j < n; j++) {
+			struct rst_task *th = &t->threads[i + j];
+			int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
+			if (r < 0)
+				return r;
+			ps[j] = &th->pup;
+			tids[j] = th->pid;
+		}
+		puppet_clone_many(&t->pup, ps, tids, n, flags, 0, err);
+		int r = 0;
+		for (size_t j = 0; j < n; j++) {
+			struct rst_task *th = &t->threads[i + j];
+			th->created = err[j] == 0;
+			if (err[j] < 0 && r >= 0)
+				r = spawn_error(ctx, th, err[j]);
+		}
 		if (r < 0)
 			return r;
-		r = puppet_clone(&t->pup, &th->pup, th->pid, flags, 0);
-		if (r < 0)
-			return spawn_error(ctx, th, r);
-		th->created = true;
 	}
 	return 0;
 }

@@ -25,6 +25,7 @@
  *      CAP_SETPCAP;
  *   8. capset exactly the image's sets, if step 5 lent CAP_SETPCAP;
  *   9. no_new_privs, pdeathsig, dumpable.
+ * What the puppet has is read by one batch, and the steps run as another.
  * So root keeping capabilities, root dropped to a user with none, a user's
  * process restored by root or by that user, ambient capabilities and
  * locked securebits each come back as saved.
@@ -151,146 +152,199 @@ static int step(struct rst_ctx *ctx, struct rst_task *t, long r, const char *wha
 	return 0;
 }
 
-static int set_caps(struct rst_task *t, uint64_t eff, uint64_t prm, uint64_t inh)
+/* The calls of a restore, run as few batches (one stop of the puppet each). */
+#define CREDS_CALLS (2 * (CAP_LAST + 1) + 16)
+struct creds_calls {
+	struct puppet_call c[CREDS_CALLS];
+	const char *what[CREDS_CALLS]; /* NULL: its failure is not one */
+	size_t n;
+};
+
+static void add(struct creds_calls *b, const char *what, struct puppet_call c)
 {
-	struct puppet *p = &t->pup;
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	b->what[b->n] = what;
+	b->c[b->n++] = c;
+}
+
+/* Runs them in order; the first that failed and must not is the error. */
+static int run_calls(struct rst_ctx *ctx, struct rst_task *t, struct creds_calls *b)
+{
+	for (size_t i = 0; i < b->n; i += PUPPET_BATCH_MAX) {
+		size_t m = MIN(b->n - i, (size_t)PUPPET_BATCH_MAX);
+		int r = puppet_syscalls(&t->pup, b->c + i, m);
+		for (size_t j = i; j < i + m; j++)
+			if (b->what[j] && (r = step(ctx, t, r < 0 ? r : b->c[j].ret, b->what[j])) < 0)
+				return r;
+	}
+	return 0;
+}
+
+/* Where the calls' data go in the scratch area. */
+enum {
+	AT_HDR = 0,     /* capget/capset header */
+	AT_GOT = 64,    /* capget's sets */
+	AT_CAPS = 128,  /* capset's sets (step 5) */
+	AT_CAPS2 = 192, /* capset's sets (step 8) */
+	AT_NOW = 2048,  /* getgroups' */
+};
+
+static uint64_t put_caps(struct puppet *p, size_t off, uint64_t eff, uint64_t prm, uint64_t inh)
+{
 	struct __user_cap_data_struct data[2] = {
 		{ (uint32_t)eff, (uint32_t)prm, (uint32_t)inh },
 		{ (uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32) },
 	};
-	uint64_t h = puppet_scratch_put(p, 0, &hdr, sizeof(hdr));
-	uint64_t d = puppet_scratch_put(p, 64, data, sizeof(data));
-	return (int)puppet_syscall(p, SYS_capset, h, d);
+	return puppet_scratch_put(p, off, data, sizeof(data));
 }
 
-/* Step 1: the bounding set loses what the image lacks (CAP_SETPCAP). */
-static int restore_bounding(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e)
+/* What the puppet has now, in one batch: which bounding caps the image
+ * lacks and it still has (bnd_read[cap] == 1), its groups, its securebits,
+ * and whether it has CAP_SETPCAP to lend (only asked if securebits other
+ * than keepcaps are to be set). */
+struct creds_now {
+	long bnd_read[CAP_LAST + 1];
+	bool same_groups;
+	long securebits;
+	bool setpcap;
+};
+
+static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e, uint32_t sb,
+		    struct creds_now *now)
 {
 	struct puppet *p = &t->pup;
-	int r;
+	struct creds_calls b = { .n = 0 };
+	int cap_at[CAP_LAST + 1];
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	uint64_t h = puppet_scratch_put(p, AT_HDR, &hdr, sizeof(hdr));
 
+	if (!h)
+		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
+				t->pid);
 	for (int cap = 0; cap <= CAP_LAST; cap++) {
+		now->bnd_read[cap] = 0;
+		cap_at[cap] = -1;
 		if (e->cap_bnd & (1ull << cap))
 			continue;
-		/* already gone (or unknown to this kernel): nothing to ask for */
-		if (puppet_syscall(p, SYS_prctl, PR_CAPBSET_READ, cap, 0, 0, 0) != 1)
-			continue;
-		long b = puppet_syscall(p, SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0);
-		if (b < 0 && (r = step(ctx, t, b, "dropping a bounding cap")) < 0)
-			return r;
+		cap_at[cap] = (int)b.n;
+		add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_CAPBSET_READ, cap, 0, 0, 0));
 	}
-	return 0;
-}
-
-/* Steps 2-4: groups and gids, keepcaps, then uids. */
-static int restore_ids(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e)
-{
-	struct puppet *p = &t->pup;
-	int r;
-
-	if (e->n_groups * sizeof(uint32_t) > p->scratch_len / 2)
-		return log_fail(&ctx->log, -E2BIG, "pid %d: too many groups", t->pid);
-	uint64_t g = puppet_scratch_put(p, p->scratch_len / 2, e->groups,
-					e->n_groups * sizeof(uint32_t));
+	size_t groups = b.n;
+	add(&b, NULL, PUPPET_CALL(SYS_getgroups, 256, p->scratch + AT_NOW));
+	size_t secure = b.n;
+	add(&b, "reading securebits", PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0));
+	size_t got = b.n;
+	if (sb & ~(uint32_t)SECBIT_KEEP_CAPS)
+		add(&b, NULL, PUPPET_CALL(SYS_capget, h, p->scratch + AT_GOT));
+	int r = run_calls(ctx, t, &b);
+	if (r < 0)
+		return r;
+	for (int cap = 0; cap <= CAP_LAST; cap++)
+		if (cap_at[cap] >= 0)
+			now->bnd_read[cap] = b.c[cap_at[cap]].ret;
 	/* the same groups already (in a user namespace setgroups may be denied) */
 	uint32_t cur[256];
-	long ncur = puppet_syscall(p, SYS_getgroups, 256, p->scratch);
-	bool same = ncur == (long)e->n_groups && ncur >= 0 &&
-		    (ncur == 0 || (puppet_read(p, p->scratch, cur, (size_t)ncur * 4) == 0 &&
-				   !memcmp(cur, e->groups, (size_t)ncur * 4)));
-	if ((!same &&
-	     (r = step(ctx, t, puppet_syscall(p, SYS_setgroups, e->n_groups, g), "setgroups")) < 0) ||
-	    (r = step(ctx, t, puppet_syscall(p, SYS_setresgid, e->gid, e->egid, e->sgid),
-		      "setresgid")) < 0)
-		return r;
-	puppet_syscall(p, SYS_setfsgid, e->fsgid);
-
-	/* keepcaps needs no privilege, unlike PR_SET_SECUREBITS: the
-	 * permitted set outlives leaving uid 0, to be cut to the image's */
-	long sb = puppet_syscall(p, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
-	if (sb < 0 || !(sb & SECBIT_KEEP_CAPS)) {
-		long k = puppet_syscall(p, SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0);
-		if ((r = step(ctx, t, k, "setting keepcaps")) < 0)
-			return r;
-	}
-	if ((r = step(ctx, t, puppet_syscall(p, SYS_setresuid, e->uid, e->euid, e->suid),
-		      "setresuid")) < 0)
-		return r;
-	puppet_syscall(p, SYS_setfsuid, e->fsuid);
+	long ncur = b.c[groups].ret;
+	now->same_groups = ncur == (long)e->n_groups && ncur >= 0 &&
+			   (ncur == 0 || (puppet_read(p, p->scratch + AT_NOW, cur, (size_t)ncur * 4) == 0 &&
+					  !memcmp(cur, e->groups, (size_t)ncur * 4)));
+	now->securebits = b.c[secure].ret;
+	struct __user_cap_data_struct data[2] = { 0 };
+	now->setpcap = got < b.n && b.c[got].ret == 0 &&
+		       puppet_read(p, p->scratch + AT_GOT, data, sizeof(data)) == 0 &&
+		       (data[0].permitted & (1u << CAP_SETPCAP));
 	return 0;
 }
 
-/* Step 7: the securebits, asking for privilege only when it is needed. */
-static int restore_securebits(struct rst_ctx *ctx, struct rst_task *t, uint32_t want)
+/* Steps 1-4: the bounding set, groups and gids, keepcaps, then uids. */
+static int add_ids(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e,
+		   struct creds_now *now, struct creds_calls *b)
 {
 	struct puppet *p = &t->pup;
-	long cur = puppet_syscall(p, SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0);
-	int r;
 
-	if ((r = step(ctx, t, cur, "reading securebits")) < 0 || (uint32_t)cur == want)
-		return r;
-	if (((uint32_t)cur ^ want) == SECBIT_KEEP_CAPS)
-		return step(ctx, t,
-			    puppet_syscall(p, SYS_prctl, PR_SET_KEEPCAPS,
-					   !!(want & SECBIT_KEEP_CAPS), 0, 0, 0),
-			    "setting keepcaps");
-	return step(ctx, t, puppet_syscall(p, SYS_prctl, PR_SET_SECUREBITS, want, 0, 0, 0),
-		    "setting securebits");
+	for (int cap = 0; cap <= CAP_LAST; cap++)
+		if (now->bnd_read[cap] == 1)
+			add(b, "dropping a bounding cap",
+			    PUPPET_CALL(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0));
+	if (e->n_groups * sizeof(uint32_t) > p->scratch_len / 2)
+		return log_fail(&ctx->log, -E2BIG, "pid %d: too many groups", t->pid);
+	if (!now->same_groups) {
+		uint64_t g = puppet_scratch_put(p, p->scratch_len / 2, e->groups,
+						e->n_groups * sizeof(uint32_t));
+		add(b, "setgroups", PUPPET_CALL(SYS_setgroups, e->n_groups, g));
+	}
+	add(b, "setresgid", PUPPET_CALL(SYS_setresgid, e->gid, e->egid, e->sgid));
+	add(b, NULL, PUPPET_CALL(SYS_setfsgid, e->fsgid));
+	/* keepcaps needs no privilege, unlike PR_SET_SECUREBITS: the
+	 * permitted set outlives leaving uid 0, to be cut to the image's */
+	if (!(now->securebits & SECBIT_KEEP_CAPS)) {
+		add(b, "setting keepcaps", PUPPET_CALL(SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0));
+		now->securebits |= SECBIT_KEEP_CAPS;
+	}
+	add(b, "setresuid", PUPPET_CALL(SYS_setresuid, e->uid, e->euid, e->suid));
+	add(b, NULL, PUPPET_CALL(SYS_setfsuid, e->fsuid));
+	return 0;
 }
 
+/* Step 7: the securebits, asking for privilege only when it is needed
+ * (the puppet's are read_now()'s, with keepcaps as step 3 left it). */
+static void add_securebits(struct creds_calls *b, uint32_t cur, uint32_t want)
+{
+	if (cur == want)
+		return;
+	if ((cur ^ want) == SECBIT_KEEP_CAPS)
+		add(b, "setting keepcaps",
+		    PUPPET_CALL(SYS_prctl, PR_SET_KEEPCAPS, !!(want & SECBIT_KEEP_CAPS), 0, 0, 0));
+	else
+		add(b, "setting securebits", PUPPET_CALL(SYS_prctl, PR_SET_SECUREBITS, want, 0, 0, 0));
+}
+
+/*
+ * What the puppet has is read by one batch, then every step is one more
+ * (two stops in all, where a call each was a stop each). A failed step
+ * fails the restart, which kills the puppet: the calls after it in the
+ * batch do no harm.
+ */
 static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	CredsEntry *e = t->kstate[KIND_creds];
 	struct puppet *p = &t->pup;
+	struct creds_now now;
+	struct creds_calls b = { .n = 0 };
 	int r;
 
-	if ((r = restore_bounding(ctx, t, e)) < 0 || (r = restore_ids(ctx, t, e)) < 0)
+	uint32_t sb = e->has_securebits ? e->securebits : 0;
+	if ((r = read_now(ctx, t, e, sb, &now)) < 0 || (r = add_ids(ctx, t, e, &now, &b)) < 0)
 		return r;
-
 	/* step 5: the image's sets, plus CAP_SETPCAP while the puppet still
 	 * has it and securebits other than keepcaps are to be set (step 8
 	 * takes it away again) */
-	uint32_t sb = e->has_securebits ? e->securebits : 0;
-	uint64_t lend = 0;
-	if (sb & ~(uint32_t)SECBIT_KEEP_CAPS) {
-		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-		struct __user_cap_data_struct data[2] = { 0 };
-		uint64_t h = puppet_scratch_put(p, 0, &hdr, sizeof(hdr));
-		if (puppet_syscall(p, SYS_capget, h, p->scratch + 64) == 0 &&
-		    puppet_read(p, p->scratch + 64, data, sizeof(data)) == 0 &&
-		    (data[0].permitted & (1u << CAP_SETPCAP)))
-			lend = 1ull << CAP_SETPCAP;
-	}
-	if ((r = step(ctx, t, set_caps(t, e->cap_eff | lend, e->cap_prm | lend, e->cap_inh),
-		      "capset")) < 0)
-		return r;
+	uint64_t lend = now.setpcap ? 1ull << CAP_SETPCAP : 0;
+	uint64_t h = p->scratch + AT_HDR;
+	uint64_t d = put_caps(p, AT_CAPS, e->cap_eff | lend, e->cap_prm | lend, e->cap_inh);
+	uint64_t d2 = lend ? put_caps(p, AT_CAPS2, e->cap_eff, e->cap_prm, e->cap_inh) : 1;
+	if (!d || !d2)
+		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
+				t->pid);
+	add(&b, "capset", PUPPET_CALL(SYS_capset, h, d));
 	/* step 6: ambient caps (in permitted and inheritable now), before
 	 * securebits that may forbid raising them */
-	for (int cap = 0; cap <= CAP_LAST; cap++) {
-		if (e->has_cap_amb && (e->cap_amb & (1ull << cap)) &&
-		    (r = step(ctx, t,
-			      puppet_syscall(p, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap,
-					     0, 0),
-			      "raising an ambient cap")) < 0)
-			return r;
-	}
+	for (int cap = 0; cap <= CAP_LAST; cap++)
+		if (e->has_cap_amb && (e->cap_amb & (1ull << cap)))
+			add(&b, "raising an ambient cap",
+			    PUPPET_CALL(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0));
 	/* steps 7 and 8: securebits, then exactly the image's sets (the
 	 * ambient ones are in them and stay) */
-	if ((r = restore_securebits(ctx, t, sb)) < 0 ||
-	    (lend && (r = step(ctx, t, set_caps(t, e->cap_eff, e->cap_prm, e->cap_inh),
-			       "capset")) < 0))
-		return r;
+	add_securebits(&b, (uint32_t)now.securebits, sb);
+	if (lend)
+		add(&b, "capset", PUPPET_CALL(SYS_capset, h, d2));
 	/* step 9 */
-	if (e->has_no_new_privs && e->no_new_privs &&
-	    (r = step(ctx, t, puppet_syscall(p, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
-		      "no_new_privs")) < 0)
-		return r;
+	if (e->has_no_new_privs && e->no_new_privs)
+		add(&b, "no_new_privs", PUPPET_CALL(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	/* the puppet died with ckpt until now; from here it has its own */
-	puppet_syscall(p, SYS_prctl, PR_SET_PDEATHSIG, e->has_pdeathsig ? e->pdeathsig : 0);
+	add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_SET_PDEATHSIG, e->has_pdeathsig ? e->pdeathsig : 0));
 	if (e->has_dumpable)
-		puppet_syscall(p, SYS_prctl, PR_SET_DUMPABLE, e->dumpable);
-	return 0;
+		add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_SET_DUMPABLE, e->dumpable));
+	return run_calls(ctx, t, &b);
 }
 
 /* --- before --kill: could this caller give them back? -------------------- */

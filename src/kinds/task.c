@@ -211,7 +211,9 @@ static int task_probe(struct ckpt_ctx *ctx, struct task *t)
 	(void)ctx;
 	if (!k)
 		return -ENOMEM;
-	if (proc_read(t->pid, "status", &k->status, NULL) < 0)
+	/* read a moment ago by ckpt (step "collect"), or now */
+	k->status = TAKE_PTR(t->status_text);
+	if (!k->status && proc_read(t->pid, "status", &k->status, NULL) < 0)
 		k->status = NULL;
 	k->pb = malloc(sizeof(*k->pb));
 	if (!k->pb)
@@ -533,9 +535,10 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 	uint64_t comm = puppet_scratch_put(p, 0, e->comm, strnlen(e->comm, 15) + 1);
 	if (!comm)
 		return -EFAULT;
-	/* its name, personality, tid address, robust list and rseq: one batch */
-	struct puppet_call c[5];
-	const char *what[5];
+	/* its name, personality, tid address, robust list, rseq and the
+	 * prctls whose failure is not one: one batch */
+	struct puppet_call c[8];
+	const char *what[8];
 	size_t n = 0;
 	what[n] = NULL;
 	c[n++] = PUPPET_CALL(SYS_prctl, PR_SET_NAME, comm);
@@ -555,16 +558,22 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 		what[n] = "rseq registration";
 		c[n++] = PUPPET_CALL(SYS_rseq, e->rseq->ptr, e->rseq->len, 0, e->rseq->sig);
 	}
+	if (e->has_child_subreaper && e->child_subreaper) {
+		what[n] = NULL;
+		c[n++] = PUPPET_CALL(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
+	}
+	if (e->has_thp_disable && e->thp_disable) {
+		what[n] = NULL;
+		c[n++] = PUPPET_CALL(SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	}
+	if (e->has_timer_slack_ns) {
+		what[n] = NULL;
+		c[n++] = PUPPET_CALL(SYS_prctl, PR_SET_TIMERSLACK, e->timer_slack_ns, 0, 0, 0);
+	}
 	int br = puppet_syscalls(p, c, n);
 	for (size_t i = 0; i < n; i++)
 		if (what[i] && rst_check(ctx, t, br < 0 ? br : c[i].ret, what[i]) < 0)
 			return br < 0 ? br : (int)c[i].ret;
-	if (e->has_child_subreaper && e->child_subreaper)
-		puppet_syscall(p, SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
-	if (e->has_thp_disable && e->thp_disable)
-		puppet_syscall(p, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0);
-	if (e->has_timer_slack_ns)
-		puppet_syscall(p, SYS_prctl, PR_SET_TIMERSLACK, e->timer_slack_ns, 0, 0, 0);
 	return restore_prctls(ctx, t, e);
 }
 

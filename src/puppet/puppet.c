@@ -425,37 +425,42 @@ int puppet_spawn_init(struct puppet *p, uint64_t ns_flags, int ctl_fd, int ctl_t
 	return spawn(p, 0, CLONE_NEWPID | ns_flags, ctl_fd, ctl_target, true);
 }
 
-int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags,
-		 int exit_signal)
+/* clone3's arguments for a child, at CLONE_ARGS_OFF of the scratch area
+ * (the i-th of a batch at i times its size further) */
+struct clone_arg {
+	struct clone_args args;
+	pid_t tid;
+};
+#define CLONE_ARGS_OFF 2048
+
+static struct clone_arg clone_arg(const struct puppet *parent, size_t i, pid_t pid,
+				  uint64_t flags, int exit_signal)
+{
+	struct clone_arg ca = { .args = { .flags = flags, .exit_signal = (uint64_t)exit_signal } };
+	if (pid > 0) {
+		ca.tid = pid;
+		ca.args.set_tid = parent->scratch + CLONE_ARGS_OFF + i * sizeof(ca) +
+				  offsetof(struct clone_arg, tid);
+		ca.args.set_tid_size = 1;
+	}
+	return ca;
+}
+
+/* The parent's clones are followed: each child is attached from its start. */
+static int clone_options(struct puppet *parent)
 {
 	const long opts = PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK |
 			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK;
-	struct {
-		struct clone_args args;
-		pid_t tid;
-	} ca = { .args = { .flags = flags, .exit_signal = (uint64_t)exit_signal } };
-	const size_t off = 2048;
-
-	*child = (struct puppet){ .memfd = -1 };
-	if (!parent->held || !parent->scratch)
-		return -ESRCH;
-	if (pid > 0) {
-		ca.tid = pid;
-		ca.args.set_tid = parent->scratch + off + offsetof(typeof(ca), tid);
-		ca.args.set_tid_size = 1;
-	}
-	uint64_t addr = puppet_scratch_put(parent, off, &ca, sizeof(ca));
-	if (!addr)
-		return -EFAULT;
 	if (ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts) < 0 &&
 	    ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts & ~PTRACE_O_SUSPEND_SECCOMP) < 0)
 		return -errno;
-	parent->event_msg = 0;
-	long r = puppet_syscall(parent, SYS_clone3, addr, sizeof(ca.args));
-	if (r < 0)
-		return (int)r;
-	/* r is the pid in the parent's namespace; ptrace wants ckpt's */
-	child->pid = (pid_t)parent->event_msg;
+	return 0;
+}
+
+/* The child (pid as ckpt sees it) held, with the parent's scratch area. */
+static int clone_take(const struct puppet *parent, struct puppet *child, pid_t pid)
+{
+	child->pid = pid;
 	if (child->pid <= 0)
 		return -ECHILD;
 	int e = puppet_take(child);
@@ -470,6 +475,70 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 	child->stub_ip = parent->stub_ip; /* the copy's, at the same place */
 	child->sigmask0 = parent->sigmask0;
 	return 0;
+}
+
+int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags,
+		 int exit_signal)
+{
+	*child = (struct puppet){ .memfd = -1 };
+	if (!parent->held || !parent->scratch)
+		return -ESRCH;
+	struct clone_arg ca = clone_arg(parent, 0, pid, flags, exit_signal);
+	uint64_t addr = puppet_scratch_put(parent, CLONE_ARGS_OFF, &ca, sizeof(ca));
+	if (!addr)
+		return -EFAULT;
+	int e = clone_options(parent);
+	if (e < 0)
+		return e;
+	parent->event_msg = 0;
+	long r = puppet_syscall(parent, SYS_clone3, addr, sizeof(ca.args));
+	if (r < 0)
+		return (int)r;
+	/* r is the pid in the parent's namespace; ptrace wants ckpt's */
+	return clone_take(parent, child, (pid_t)parent->event_msg);
+}
+
+static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
+		    size_t *nev);
+
+void puppet_clone_many(struct puppet *parent, struct puppet *const *children, const pid_t *pids,
+		       size_t n, uint64_t flags, int exit_signal, int *err)
+{
+	struct clone_arg ca[PUPPET_MANY_MAX] = { 0 };
+	struct puppet_call c[PUPPET_MANY_MAX];
+	unsigned long ev[PUPPET_MANY_MAX];
+	size_t nev = 0;
+
+	if (n > PUPPET_MANY_MAX || !parent->stub_ip || parent->guard || !parent->held ||
+	    !parent->scratch) {
+		for (size_t i = 0; i < n; i++)
+			err[i] = puppet_clone(parent, children[i], pids[i], flags, exit_signal);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		*children[i] = (struct puppet){ .memfd = -1 };
+		ca[i] = clone_arg(parent, i, pids[i], flags, exit_signal);
+		c[i] = PUPPET_CALL(SYS_clone3, parent->scratch + CLONE_ARGS_OFF + i * sizeof(ca[0]),
+				   sizeof(ca[0].args));
+	}
+	int r = puppet_scratch_put(parent, CLONE_ARGS_OFF, ca, n * sizeof(ca[0])) ? 0 : -EFAULT;
+	if (r == 0)
+		r = clone_options(parent);
+	if (r == 0)
+		r = run_stub(parent, c, n, ev, &nev);
+	/* each clone made stopped the parent once, in order, with the child's pid */
+	for (size_t i = 0, j = 0; i < n; i++) {
+		if (r < 0 || c[i].ret < 0)
+			err[i] = r < 0 ? r : (int)c[i].ret;
+		else
+			err[i] = j < nev ? clone_take(parent, children[i], (pid_t)ev[j++]) : -ECHILD;
+	}
+	/* a batch that failed half-way: the children it made go */
+	for (size_t j = 0; r < 0 && j < nev; j++) {
+		struct puppet orphan = { .memfd = -1 };
+		if (clone_take(parent, &orphan, (pid_t)ev[j]) == 0)
+			puppet_kill(&orphan);
+	}
 }
 
 int puppet_exit(struct puppet *p, int status)
@@ -873,8 +942,10 @@ static int stub_mem(struct puppet *p, uint64_t addr, void *buf, size_t len, bool
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-/* Runs a batch by the stub: one stop for all the calls. */
-static int run_stub(struct puppet *p, struct puppet_call *c, size_t n)
+/* Runs a batch by the stub: one stop for all the calls (and one for each
+ * fork or clone, whose new pids go to ev, if not NULL). */
+static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
+		    size_t *nev)
 {
 	uint64_t t[PUPPET_BATCH_MAX][8];
 	uint64_t table = p->stub_ip - STUB_TABLE_SIZE;
@@ -906,8 +977,8 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n)
 		}
 		if (!WIFSTOPPED(status))
 			continue;
-		int sig = WSTOPSIG(status), ev = status >> 16;
-		if (sig == SIGTRAP && ev == 0) {
+		int sig = WSTOPSIG(status), event = status >> 16;
+		if (sig == SIGTRAP && event == 0) {
 			/* the stub's int3 (sent by the kernel), or the program's
 			 * own SIGTRAP, kept for the release */
 			if ((r = own_trap(p)) < 0)
@@ -918,7 +989,10 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n)
 		}
 		if ((r = note_stop(p, status)) < 0)
 			return r;
-		if (!is_stop_signal(sig) && ev == 0)
+		if (ev && *nev < n && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+				       event == PTRACE_EVENT_CLONE))
+			ev[(*nev)++] = p->event_msg;
+		if (!is_stop_signal(sig) && event == 0)
 			return -EFAULT; /* a fault in the stub: nothing more is run */
 	}
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
@@ -962,7 +1036,7 @@ int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
 		for (size_t i = 0; r == 0 && i < n; i++)
 			c[i].ret = rets[i];
 	} else if (r == 0 && stub_can_run(p, c, n)) {
-		r = run_stub(p, c, n);
+		r = run_stub(p, c, n, NULL, NULL);
 	} else if (r == 0) {
 		bool stopped = false;
 		for (size_t i = 0; i < n; i++) {

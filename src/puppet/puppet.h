@@ -116,6 +116,14 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 		 int exit_signal) __attribute__((warn_unused_result));
 
 /*
+ * The same for n children (n <= PUPPET_MANY_MAX): one stop of the parent
+ * for every clone and one for the batch, by its stub (without one, a
+ * puppet_clone each). err[i] is children[i]'s result, as puppet_clone.
+ */
+void puppet_clone_many(struct puppet *parent, struct puppet *const *children, const pid_t *pids,
+		       size_t n, uint64_t flags, int exit_signal, int *err);
+
+/*
  * Lets the held puppet die on its own, detached, so that its parent sees
  * the wait status `status` (an exit code, or a signal, without the core
  * dump bit); returns once it is a zombie (or gone).

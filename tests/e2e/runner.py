@@ -247,6 +247,7 @@ TESTS = [
                 r"root of its own(.|\n)*fd 4 \(/scratch/p\): a named FIFO in a container"),
     # threads
     entry("thread_pthreads", (B, T, R)),
+    entry("thread_many", (B, T)),
     entry("thread_seccomp", (B, T)),
     entry("thread_timer", (B, T)),
     entry("tree_churn", kind="churn"),
