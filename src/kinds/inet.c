@@ -327,18 +327,46 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 	}
 }
 
+/* Queued datagrams (peeked), multicast groups, shutdown: see inet-udp.c. */
 static int collect_udp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
 			     int proto)
 {
-	int s = o->copy, outq = 0;
-	char c;
-	if (recv(s, &c, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0)
-		return REFUSE(ctx, fi, s, proto,
-			      "has datagrams in its receive queue; not supported yet (they cannot "
-			      "be read without taking them; retry once the program has read them)");
+	int s = o->copy, outq = 0, family = (int)o->e.family;
 	if (ioctl(s, SIOCOUTQ, &outq) == 0 && outq > 0)
 		return REFUSE(ctx, fi, s, proto,
 			      "has %d bytes corked or not sent yet; not supported yet", outq);
+	int r = inet_udp_peek(s, family, &o->e.rcvq, &o->e.n_rcvq);
+	if (r == -EOPNOTSUPP)
+		return REFUSE(ctx, fi, s, proto,
+			      "has datagrams in its receive queue; not supported yet (this kernel "
+			      "has no SO_PEEK_OFF for UDP: they cannot be read without taking them; "
+			      "retry once the program has read them)");
+	if (r == -EFBIG || r == -EMSGSIZE)
+		return REFUSE(ctx, fi, s, proto, "has %s in its receive queue; not supported yet",
+			      r == -EFBIG ? "more than 64 MiB" : "a datagram larger than 64 KiB");
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot peek at its receive "
+				"queue: %s", fi->pid, fi->fd, strerror(-r));
+	r = inet_mcast_read(s, family, fi->pid, &o->e.mcast, &o->e.n_mcast);
+	if (r == -E2BIG)
+		return REFUSE(ctx, fi, s, proto, "has a multicast source filter of more than 64 "
+			      "sources; not supported yet");
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot read its multicast "
+				"groups: %s", fi->pid, fi->fd, strerror(-r));
+	uint32_t shut = 0;
+	r = inet_udp_shutdown(s, family, proto, &shut);
+	if (r < 0 && r != -ENOENT)
+		log_debug(&ctx->log, "pid %d fd %d (inet): sock_diag does not show its shutdown "
+			  "state (%s): only a shutdown of reading is seen", fi->pid, fi->fd,
+			  strerror(-r));
+	if (shut) {
+		o->e.has_shutdown = true;
+		o->e.shutdown = shut;
+	}
+	if (o->e.n_rcvq || o->e.n_mcast)
+		log_debug(&ctx->log, "pid %d fd %d (inet): %zu datagram(s) queued, %zu multicast "
+			  "group(s)", fi->pid, fi->fd, o->e.n_rcvq, o->e.n_mcast);
 	o->e.state = o->e.dst.len ? INET_ST_CONNECTED : INET_ST_CLOSED;
 	return 0;
 }
@@ -438,6 +466,8 @@ static void inet_free_obj(void *ptr)
 	if (o->copy >= 0)
 		close(o->copy);
 	inet_tcp_free(&o->tcp);
+	inet_udp_free(o->e.rcvq, o->e.n_rcvq);
+	inet_mcast_free(o->e.mcast, o->e.n_mcast);
 	free(o);
 }
 
@@ -512,6 +542,12 @@ static int inet_check_restore(struct ckpt_ctx *ctx, struct task *t)
 					"pid %d fd %d (inet): an established TCP connection is "
 					"restored with TCP_REPAIR, which needs CAP_NET_ADMIN; the "
 					"caller lacks it", o->pid, o->fd);
+		if (o->pid == t->pid && o->e.n_rcvq && !caller_can(ctx->caller, CAP_NET_RAW))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d fd %d (inet): its %zu queued datagram(s) are sent "
+					"again from their senders' addresses through a raw socket, "
+					"which needs CAP_NET_RAW; the caller lacks it", o->pid,
+					o->fd, o->e.n_rcvq);
 	}
 	return 0;
 }
@@ -604,6 +640,29 @@ static const char *entry_invalid(const InetSkEntry *e)
 	for (size_t i = 0; i < e->n_opts; i++)
 		if (!inet_opt_find(e->opts[i]->level, e->opts[i]->name))
 			return "option";
+	if ((e->n_rcvq || e->n_mcast || e->has_shutdown) && !udp)
+		return "UDP state";
+	if (e->has_shutdown && e->shutdown & ~3u)
+		return "shutdown state";
+	size_t total = 0;
+	for (size_t i = 0; i < e->n_rcvq; i++) {
+		const UdpDgram *d = e->rcvq[i];
+		total += d->data.len;
+		if ((d->src.len != 4 && d->src.len != 16) || d->src_port > 65535 ||
+		    (d->has_dst && d->dst.len != d->src.len) || d->data.len > 65535 ||
+		    total > INET_QUEUE_MAX)
+			return "queued datagram";
+	}
+	for (size_t i = 0; i < e->n_mcast; i++) {
+		const InetMcast *m = e->mcast[i];
+		if ((m->group.len != 4 && (m->group.len != 16 || e->family != AF_INET6)) ||
+		    m->n_sources > 64 || (m->fmode != MCAST_INCLUDE && m->fmode != MCAST_EXCLUDE) ||
+		    (m->ifname && strlen(m->ifname) >= IFNAMSIZ))
+			return "multicast group";
+		for (size_t k = 0; k < m->n_sources; k++)
+			if (m->sources[k].len != m->group.len)
+				return "multicast source";
+	}
 	return NULL;
 }
 
@@ -693,6 +752,31 @@ static int bind_tcp(struct rst_ctx *ctx, struct inet_robj *o, const union inet_a
 	return bind(o->fd, &a->sa, al) < 0 ? -errno : 0;
 }
 
+/* A UDP socket, bound: its multicast groups joined, its queue refilled. */
+static int udp_state(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetSkEntry *e = o->e;
+	const InetMcast *bad = NULL;
+	char g[INET6_ADDRSTRLEN] = "?";
+	int r = inet_mcast_apply(o->fd, e, &bad);
+	if (r < 0) {
+		inet_ntop(bad->group.len == 4 ? AF_INET : AF_INET6, bad->group.data, g, sizeof(g));
+		return RFAIL(ctx, o, r, "cannot join multicast group %s on %s: %s", g,
+			     bad->ifname ? bad->ifname : "its interface", strerror(-r));
+	}
+	if (!e->n_rcvq)
+		return 0;
+	size_t got = 0;
+	r = inet_udp_refill(o->fd, e, &got);
+	if (r == -EPERM)
+		return RFAIL(ctx, o, r, "its %zu queued datagram(s) are sent again through a raw "
+			     "socket, which needs CAP_NET_RAW", e->n_rcvq);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot queue its %zu datagram(s) again (%zu arrived): %s",
+			     e->n_rcvq, got, strerror(-r));
+	return 0;
+}
+
 /* Options, bind, listen or connect: every socket but an established TCP one. */
 static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 {
@@ -716,11 +800,19 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 	}
 	if (e->state == INET_ST_LISTEN && listen(o->fd, (int)e->backlog) < 0)
 		return RFAIL(ctx, o, -errno, "cannot listen: %m");
+	/* before connect: a connected socket takes only its peer's */
+	if ((r = udp_state(ctx, o)) < 0)
+		return r;
 	if (e->state == INET_ST_CONNECTED) {
 		al = inet_mkaddr(&a, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
 		if (connect(o->fd, &a.sa, al) < 0)
 			return RFAIL(ctx, o, -errno, "cannot connect: %m");
 	}
+	/* an unconnected socket is marked too (the kernel says ENOTCONN) */
+	if (e->has_shutdown && e->shutdown &&
+	    shutdown(o->fd, e->shutdown == 3 ? SHUT_RDWR : e->shutdown == 1 ? SHUT_RD : SHUT_WR) < 0 &&
+	    errno != ENOTCONN)
+		return RFAIL(ctx, o, -errno, "cannot shut it down again: %m");
 	r = inet_opts_apply(o->fd, e, false, false, &bad);
 	if (r < 0)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",

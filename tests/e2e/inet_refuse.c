@@ -6,7 +6,8 @@
  *   pending   a TCP listener with a connection not accepted yet
  *   closewait a TCP connection whose peer has closed (CLOSE_WAIT; saved
  *             since tcp_halfclose: no test refuses it any more)
- *   udpq      a UDP socket with a datagram in its receive queue
+ *   udpcork   a UDP socket with data corked (UDP_CORK) in its send queue
+ *             (datagrams in a receive queue are saved since udp_queue)
  *   netlink   a NETLINK_ROUTE socket with a reply not read yet (RTM_GETLINK of lo)
  *   packet    an AF_PACKET socket
  *   raw       an AF_INET raw socket (ICMP)
@@ -23,6 +24,9 @@
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,19 +104,18 @@ int main(int argc, char **argv)
 		struct pollfd p = { .fd = s, .events = POLLIN };
 		if (poll(&p, 1, 10000) != 1 || tcp_state(s) != 8 /* CLOSE_WAIT */)
 			fail("not in CLOSE_WAIT: %d", tcp_state(s));
-	} else if (!strcmp(what, "udpq")) {
+	} else if (!strcmp(what, "udpcork")) {
 		ensure_fd3(s = socket(AF_INET, SOCK_DGRAM, 0));
+		int r = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
 		struct sockaddr_in a = lo(0);
 		socklen_t al = sizeof(a);
-		if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-		    getsockname(s, (struct sockaddr *)&a, &al) < 0)
+		if (bind(r, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    getsockname(r, (struct sockaddr *)&a, &al) < 0 ||
+		    connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
 			fail("bind: %m");
-		int c = socket(AF_INET, SOCK_DGRAM, 0);
-		if (sendto(c, "dgram", 5, 0, (struct sockaddr *)&a, sizeof(a)) != 5)
-			fail("sendto: %m");
-		struct pollfd p = { .fd = s, .events = POLLIN };
-		if (poll(&p, 1, 10000) != 1)
-			fail("the datagram did not arrive");
+		if (setsockopt(s, IPPROTO_UDP, UDP_CORK, &one, sizeof(one)) < 0 ||
+		    send(s, "dgram", 5, 0) != 5)
+			fail("corked send: %m");
 	} else if (!strcmp(what, "netlink")) {
 		ensure_fd3(s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
 		struct sockaddr_nl a = { .nl_family = AF_NETLINK };
@@ -145,9 +148,9 @@ int main(int argc, char **argv)
 	test_ready();
 	test_wait();
 	expect(fcntl(3, F_GETFD) >= 0, "fd 3 is gone");
-	if (!strcmp(what, "udpq")) {
-		char buf[16];
-		expect(recv(s, buf, sizeof(buf), MSG_DONTWAIT) == 5, "the datagram is gone");
+	if (!strcmp(what, "udpcork")) {
+		int q = -1;
+		expect(ioctl(s, SIOCOUTQ, &q) == 0 && q > 0, "the corked data is gone (%d)", q);
 	}
 	pass();
 }

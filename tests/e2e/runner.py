@@ -253,6 +253,7 @@ TESTS = [
     entry("netlock_listen", kind="netlock_listen", program="tcp_pair"),
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
+    entry("udp_queue", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
     # ckpt run --net: a server in a network namespace of its own, its host's
     # client connected across checkpoint --kill and restart (the namespace
@@ -275,8 +276,8 @@ TESTS = [
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ in state SYN_SENT is not supported yet"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
-    entry("refuse_udp_queue", kind="refuse", program="inet_refuse", pargs=["udpq"],
-          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ has datagrams in its receive queue"),
+    entry("refuse_udp_cork", kind="refuse", program="inet_refuse", pargs=["udpcork"],
+          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet"),
     entry("netlink_sock", (B, T)),
     entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
           regex=r"\bpid {pid} fd 3 \(netlink\): protocol 0: \d+ bytes of messages not read yet"),
