@@ -627,13 +627,14 @@ int inet_tcp_read(int s, TcpRepair *t)
 		return -errno;
 	if (outq < 0 || unsent < 0 || inq < 0 || unsent > outq)
 		return -EINVAL;
-	/* FIN_WAIT1: the FIN not acknowledged yet is counted in both (if not
-	 * sent) and is no byte of the queue */
+	/* FIN_WAIT1, LAST_ACK, CLOSING: the FIN not acknowledged yet is
+	 * counted in both (if not sent) and is no byte of the queue */
 	struct tcp_info ti;
 	socklen_t tl = sizeof(ti);
 	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
 		return -errno;
-	if (ti.tcpi_state == TCP_FIN_WAIT1 && outq > 0) {
+	if ((ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ||
+	     ti.tcpi_state == TCP_CLOSING) && outq > 0) {
 		outq--;
 		if (unsent > 0)
 			unsent--;

@@ -85,6 +85,7 @@ enum {
 	INET_ST_CLOSED,    /* unbound, or bound (src) */
 	INET_ST_LISTEN,    /* TCP */
 	INET_ST_CONNECTED, /* TCP: established (tcp); UDP: connected (dst) */
+	INET_ST_SYN_SENT,  /* TCP: a connect in progress (src, dst): made again */
 	INET_ST_MAX,
 };
 
@@ -305,20 +306,43 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 	}
 	case TCP_FIN_WAIT1:
 	case TCP_FIN_WAIT2:
-	case TCP_CLOSE_WAIT: {
-		/* half-closed: an established connection and the FIN replayed
-		 * at restart (see "Inet sockets" in DESIGN.md) */
+	case TCP_CLOSE_WAIT:
+	case TCP_LAST_ACK:
+	case TCP_CLOSING: {
+		/* half-closed or closing: an established connection and the
+		 * FINs replayed at restart (see "Inet sockets" in DESIGN.md):
+		 * LAST_ACK and CLOSING have sent theirs (not acknowledged yet)
+		 * and received the peer's */
 		o->e.state = INET_ST_CONNECTED;
 		int r = collect_tcp(ctx, fi, o);
 		if (r < 0)
 			return r;
+		int st = ti.tcpi_state;
 		o->tcp.has_fin = true;
-		o->tcp.fin = ti.tcpi_state == TCP_CLOSE_WAIT ? TCP_FIN_RECEIVED : TCP_FIN_SENT;
-		if (o->tcp.fin == TCP_FIN_SENT && o->tcp.unsent)
+		o->tcp.fin = st == TCP_CLOSE_WAIT ? TCP_FIN_RECEIVED
+			     : st == TCP_LAST_ACK || st == TCP_CLOSING ? TCP_FIN_SENT | TCP_FIN_RECEIVED
+			     : TCP_FIN_SENT;
+		/* reading shut down too (a LAST_ACK or CLOSING restored) */
+		struct pollfd p = { .fd = s, .events = POLLRDHUP };
+		if (poll(&p, 1, 0) == 1 && (p.revents & POLLRDHUP))
+			o->tcp.fin |= TCP_FIN_RECEIVED;
+		if ((o->tcp.fin & TCP_FIN_SENT) && o->tcp.unsent)
 			return REFUSE(ctx, fi, s, IPPROTO_TCP,
 				      "in state %s has %u bytes never sent before its FIN; not "
-				      "supported yet", inet_tcp_state_name(ti.tcpi_state),
-				      o->tcp.unsent);
+				      "supported yet", inet_tcp_state_name(st), o->tcp.unsent);
+		return 0;
+	}
+	case TCP_SYN_SENT: {
+		/* a connect in progress: connected again at restart */
+		union inet_addr peer;
+		size_t len;
+		if (inet_proc_peer(s, &peer) < 0)
+			return REFUSE(ctx, fi, s, IPPROTO_TCP, "in state SYN_SENT: its peer is not "
+				      "in /proc/net/tcp; not supported yet");
+		split_addr(&peer, o->dst, &len, &o->e.dst_port);
+		o->e.has_dst = o->e.has_dst_port = true;
+		o->e.dst = (ProtobufCBinaryData){ .len = len, .data = o->dst };
+		o->e.state = INET_ST_SYN_SENT;
 		return 0;
 	}
 	default:
@@ -628,8 +652,11 @@ static const char *entry_invalid(const InetSkEntry *e)
 	if (!addr_ok(e->family, e->has_src, &e->src, e->has_src_port, e->src_port) ||
 	    !addr_ok(e->family, e->has_dst, &e->dst, e->has_dst_port, e->dst_port))
 		return "address";
-	if (e->state == INET_ST_CONNECTED && (!e->has_dst || !e->has_src))
+	if ((e->state == INET_ST_CONNECTED || e->state == INET_ST_SYN_SENT) &&
+	    (!e->has_dst || !e->has_src))
 		return "connection without addresses";
+	if (e->state == INET_ST_SYN_SENT && !tcp)
+		return "state";
 	if ((e->state == INET_ST_CONNECTED && tcp) != (e->tcp != NULL) ||
 	    (e->tcp && !tcp_ok(e->tcp)))
 		return "TCP connection";
@@ -952,6 +979,23 @@ static int reuse_again(int s, const InetSkEntry *e)
 	return 0;
 }
 
+/* A connect in progress (SYN_SENT), bound in prepare: connect again,
+ * without waiting (the program waits as it did, in poll or in connect). */
+static int connect_again(struct inet_robj *o)
+{
+	const InetSkEntry *e = o->e;
+	union inet_addr a;
+	socklen_t al = inet_mkaddr(&a, (int)e->family, e->dst.data, e->dst.len,
+				   (uint16_t)e->dst_port);
+	int fl = fcntl(o->fd, F_GETFL);
+	if (fl < 0 || fcntl(o->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	int r = connect(o->fd, &a.sa, al) < 0 && errno != EINPROGRESS ? -errno : 0;
+	if (fcntl(o->fd, F_SETFL, fl) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 /* Every socket exists: connections leave repair mode, then the rest. */
 static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 {
@@ -959,6 +1003,8 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 	const InetOpt *bad = NULL;
 	int r;
 
+	if (e->state == INET_ST_SYN_SENT && (r = connect_again(o)) < 0)
+		return RFAIL(ctx, o, r, "cannot connect again: %s", strerror(-r));
 	if (e->tcp && o->repair && (ctx->flags & RESTART_CONN_RESET)) {
 		/* --tcp-close: out of repair mode without a probe, then a
 		 * disconnect: a reset to the peer, ECONNRESET to the program */

@@ -2,7 +2,8 @@
 /*
  * A socket the inet kind refuses, chosen by argv[1], at fd 3:
  *   synsent   a TCP connect in progress (SYN_SENT: the listener's accept
- *             queue is full, so its SYN is dropped)
+ *             queue is full, so its SYN is dropped; saved since tcp_states,
+ *             and this listener's queue is refused: no test uses it)
  *   pending   a TCP listener with a connection not accepted yet
  *   closewait a TCP connection whose peer has closed (CLOSE_WAIT; saved
  *             since tcp_halfclose: no test refuses it any more)
