@@ -42,6 +42,15 @@
 #ifndef IPV6_MULTICAST_ALL
 #define IPV6_MULTICAST_ALL 29
 #endif
+#ifndef IPV6_HDRINCL
+#define IPV6_HDRINCL 36
+#endif
+#ifndef SOL_RAW
+#define SOL_RAW 255
+#endif
+#ifndef ICMP_FILTER
+#define ICMP_FILTER 1
+#endif
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
 #endif
@@ -100,6 +109,10 @@ static const struct inet_opt_desc opt_table[] = {
 	{ IPPROTO_IPV6, IPV6_MULTICAST_LOOP, U | OPT_V6, "IPV6_MULTICAST_LOOP" },
 	{ IPPROTO_IPV6, IPV6_MULTICAST_IF, U | OPT_V6, "IPV6_MULTICAST_IF" },
 	{ IPPROTO_IPV6, IPV6_MULTICAST_ALL, U | OPT_V6, "IPV6_MULTICAST_ALL" },
+	{ IPPROTO_IP, IP_HDRINCL, OPT_RAW | OPT_V4, "IP_HDRINCL" },
+	{ SOL_RAW, ICMP_FILTER, OPT_RAW | OPT_V4, "ICMP_FILTER" }, /* a u32 mask */
+	{ IPPROTO_IPV6, IPV6_HDRINCL, OPT_RAW | OPT_V6, "IPV6_HDRINCL" },
+	{ IPPROTO_IPV6, IPV6_CHECKSUM, OPT_RAW | OPT_V6, "IPV6_CHECKSUM" },
 	{ IPPROTO_UDP, UDP_SEGMENT, U, "UDP_SEGMENT" },
 	{ IPPROTO_UDP, UDP_GRO, U, "UDP_GRO" },
 	{ SOL_UDPLITE, UDPLITE_SEND_CSCOV, U, "UDPLITE_SEND_CSCOV" },
@@ -117,9 +130,13 @@ const struct inet_opt_desc *inet_opt_find(uint32_t level, uint32_t name)
 	return NULL;
 }
 
-static bool opt_applies(const struct inet_opt_desc *d, int family, int proto)
+static bool opt_applies(const struct inet_opt_desc *d, int family, int type, int proto)
 {
-	if (!(d->flags & (proto == IPPROTO_TCP ? OPT_TCP : OPT_UDP)))
+	/* raw and ping sockets: the datagram options (those their protocol
+	 * does not have fail on a new socket, and are not read) and theirs */
+	bool raw = type == SOCK_RAW || proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6;
+	unsigned want = raw ? OPT_UDP | OPT_RAW : proto == IPPROTO_TCP ? OPT_TCP : OPT_UDP;
+	if (!(d->flags & want))
 		return false;
 	if ((d->flags & OPT_V4) && family != AF_INET)
 		return false;
@@ -202,7 +219,7 @@ static int opt_defaults(int family, int type, int proto, struct inet_opt_default
 	if (fresh < 0)
 		return -errno;
 	for (size_t i = 0; i < OPT_TABLE_N; i++)
-		ok[i] = opt_applies(&opt_table[i], family, proto) &&
+		ok[i] = opt_applies(&opt_table[i], family, type, proto) &&
 			get_int(fresh, opt_table[i].level, opt_table[i].name, &val[i]) == 0;
 	if (defs && defs->n < sizeof(defs->e) / sizeof(defs->e[0])) {
 		defs->e[defs->n].family = family;

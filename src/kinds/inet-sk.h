@@ -59,6 +59,7 @@ enum {
 	OPT_BIND = 16, /* set before bind */
 	OPT_LISTEN = 32, /* TCP listeners only */
 	OPT_LAST = 64, /* set after the queues are refilled (TCP_CORK) */
+	OPT_RAW = 128, /* raw and ICMP ping sockets only (which take OPT_UDP ones too) */
 };
 
 /* TcpRepair.fin: what a half-closed connection has done (bits) */

@@ -61,6 +61,7 @@
 #include <linux/sockios.h>
 #include <linux/if_packet.h>
 #include <linux/capability.h>
+#include <netinet/icmp6.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -98,6 +99,7 @@ struct inet_obj {
 	InetOpt *popts[OPTS_MAX];
 	uint8_t src[16], dst[16];
 	char dev[IFNAMSIZ + 1];
+	uint8_t icmp6f[sizeof(struct icmp6_filter)];
 	pid_t pid;
 	int fd;
 	int copy; /* ckpt's, until the end */
@@ -418,6 +420,40 @@ static int collect_addrs(struct ckpt_ctx *ctx, const struct fd_info *fi, struct 
 	return 0;
 }
 
+/* A raw socket, or an ICMP ping socket (SOCK_DGRAM, ICMP over IPv4,
+ * ICMPv6 over IPv6). */
+static bool is_raw_or_ping(int family, int type, int proto)
+{
+	return (type == SOCK_RAW && proto >= 0 && proto <= 255) ||
+	       (type == SOCK_DGRAM && ((family == AF_INET && proto == IPPROTO_ICMP) ||
+				       (family == AF_INET6 && proto == IPPROTO_ICMPV6)));
+}
+
+/* A raw or ping socket: its receive queue must be empty (there is no
+ * SO_PEEK_OFF for them); an IPv6 ICMPv6 raw socket's filter. */
+static int collect_raw_state(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
+			     int proto)
+{
+	int s = o->copy;
+	char c;
+	const char *what = o->e.type == SOCK_RAW ? "raw" : "ICMP ping";
+	if (recv(s, &c, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		return REFUSE(ctx, fi, s, proto, "(a %s socket) has datagrams in its receive "
+			      "queue; not supported yet (they cannot be read without taking "
+			      "them; retry once the program has read them)", what);
+	if (o->e.family == AF_INET6 && o->e.type == SOCK_RAW && proto == IPPROTO_ICMPV6) {
+		static const uint8_t none[sizeof(struct icmp6_filter)];
+		socklen_t l = sizeof(o->icmp6f);
+		if (getsockopt(s, IPPROTO_ICMPV6, ICMP6_FILTER, o->icmp6f, &l) == 0 &&
+		    l == sizeof(o->icmp6f) && memcmp(o->icmp6f, none, l)) {
+			o->e.has_icmp6_filter = true;
+			o->e.icmp6_filter = (ProtobufCBinaryData){ .len = l, .data = o->icmp6f };
+		}
+	}
+	o->e.state = INET_ST_CLOSED;
+	return 0;
+}
+
 /* The family, type and protocol of s if this kind saves it; else refused. */
 static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct fd_info *fi,
 		      int s, int *family, int *type, int *proto)
@@ -435,7 +471,8 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"ckpt's; not supported yet", fi->pid, fi->fd);
 	bool ok = (*type == SOCK_STREAM && *proto == IPPROTO_TCP) ||
-		  (*type == SOCK_DGRAM && (*proto == IPPROTO_UDP || *proto == IPPROTO_UDPLITE));
+		  (*type == SOCK_DGRAM && (*proto == IPPROTO_UDP || *proto == IPPROTO_UDPLITE)) ||
+		  is_raw_or_ping(*family, *type, *proto);
 	if (ok)
 		return 0;
 	const char *what = *type == SOCK_RAW ? "a raw socket"
@@ -477,8 +514,9 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	o->e.n_opts = n;
 	r = collect_addrs(ctx, fi, o);
 	if (r >= 0)
-		r = proto == IPPROTO_TCP ? collect_tcp_state(ctx, fi, o)
-					 : collect_udp_state(ctx, fi, o, proto);
+		r = is_raw_or_ping(family, type, proto) ? collect_raw_state(ctx, fi, o, proto)
+		    : proto == IPPROTO_TCP		 ? collect_tcp_state(ctx, fi, o)
+							 : collect_udp_state(ctx, fi, o, proto);
 	return r;
 }
 
@@ -566,6 +604,10 @@ static int inet_check_restore(struct ckpt_ctx *ctx, struct task *t)
 					"pid %d fd %d (inet): an established TCP connection is "
 					"restored with TCP_REPAIR, which needs CAP_NET_ADMIN; the "
 					"caller lacks it", o->pid, o->fd);
+		if (o->pid == t->pid && o->e.type == SOCK_RAW && !caller_can(ctx->caller, CAP_NET_RAW))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d fd %d (inet): a raw socket is made again with "
+					"CAP_NET_RAW; the caller lacks it", o->pid, o->fd);
 		if (o->pid == t->pid && o->e.n_rcvq && !caller_can(ctx->caller, CAP_NET_RAW))
 			return log_fail(&ctx->log, -EPERM,
 					"pid %d fd %d (inet): its %zu queued datagram(s) are sent "
@@ -643,8 +685,13 @@ static const char *entry_invalid(const InetSkEntry *e)
 {
 	bool tcp = e->type == SOCK_STREAM && e->proto == IPPROTO_TCP;
 	bool udp = e->type == SOCK_DGRAM && (e->proto == IPPROTO_UDP || e->proto == IPPROTO_UDPLITE);
-	if ((e->family != AF_INET && e->family != AF_INET6) || (!tcp && !udp))
+	bool raw = is_raw_or_ping((int)e->family, (int)e->type, (int)e->proto);
+	if ((e->family != AF_INET && e->family != AF_INET6) || (!tcp && !udp && !raw))
 		return "family, type or protocol";
+	if (raw && e->state != INET_ST_CLOSED)
+		return "state";
+	if (e->has_icmp6_filter && (!raw || e->icmp6_filter.len != sizeof(struct icmp6_filter)))
+		return "ICMPv6 filter";
 	if (e->state >= INET_ST_MAX || (e->state == INET_ST_LISTEN && !tcp))
 		return "state";
 	if (e->flags & ~(uint32_t)O_NONBLOCK)
@@ -820,6 +867,10 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",
 			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
 			     "device)", strerror(-r));
+	if (e->has_icmp6_filter &&
+	    setsockopt(o->fd, IPPROTO_ICMPV6, ICMP6_FILTER, e->icmp6_filter.data,
+		       (socklen_t)e->icmp6_filter.len) < 0)
+		return RFAIL(ctx, o, -errno, "cannot set its ICMPv6 filter: %m");
 	if (e->has_src && (e->src_port || !any_addr(e))) {
 		al = inet_mkaddr(&a, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
 		if ((r = bind_tcp(ctx, o, &a, al)) < 0)

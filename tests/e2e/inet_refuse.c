@@ -11,7 +11,8 @@
  *             (datagrams in a receive queue are saved since udp_queue)
  *   netlink   a NETLINK_ROUTE socket with a reply not read yet (RTM_GETLINK of lo)
  *   packet    an AF_PACKET socket
- *   raw       an AF_INET raw socket (ICMP)
+ *   raw       an AF_INET raw socket (ICMP; saved since raw_sock: no test
+ *             refuses it)
  * The checkpoint must be refused naming pid, fd and what the socket is;
  * the original then goes on: the socket still works as it did.
  */
