@@ -10,7 +10,7 @@
  *   udpcork   a UDP socket with data corked (UDP_CORK) in its send queue
  *             (datagrams in a receive queue are saved since udp_queue)
  *   netlink   a NETLINK_ROUTE socket with a reply not read yet (RTM_GETLINK of lo)
- *   packet    an AF_PACKET socket
+ *   packet    an AF_PACKET socket with an mmap'ed receive ring
  *   raw       an AF_INET raw socket (ICMP; saved since raw_sock: no test
  *             refuses it)
  * The checkpoint must be refused naming pid, fd and what the socket is;
@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <sys/mman.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
@@ -135,10 +137,17 @@ int main(int argc, char **argv)
 		if (poll(&p, 1, 10000) != 1)
 			fail("no reply to RTM_GETLINK");
 	} else if (!strcmp(what, "packet")) {
-		s = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+		/* a receive ring; protocol 0: no packet comes in */
+		s = socket(AF_PACKET, SOCK_RAW, 0);
 		if (s < 0)
 			skip("no packet socket: %m");
 		ensure_fd3(s);
+		struct tpacket_req rq = { .tp_block_size = 4096, .tp_block_nr = 4,
+					  .tp_frame_size = 2048, .tp_frame_nr = 8 };
+		if (setsockopt(s, SOL_PACKET, PACKET_RX_RING, &rq, sizeof(rq)) < 0)
+			fail("PACKET_RX_RING: %m");
+		if (mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, s, 0) == MAP_FAILED)
+			fail("mmap of the ring: %m");
 	} else if (!strcmp(what, "raw")) {
 		s = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
 		if (s < 0)

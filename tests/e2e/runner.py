@@ -258,6 +258,7 @@ TESTS = [
     entry("udp_sock", (B, T, R)),
     entry("udp_queue", (B, T, R)),
     entry("raw_sock", (B, T, R)),
+    entry("packet_sock", (B, T, R)),
     entry("tcp_peer", kind="tcp_peer"),
     # ckpt run --net: a server in a network namespace of its own, its host's
     # client connected across checkpoint --kill and restart (the namespace
@@ -284,7 +285,7 @@ TESTS = [
     entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
           regex=r"\bpid {pid} fd 3 \(netlink\): protocol 0: \d+ bytes of messages not read yet"),
     entry("refuse_packet", kind="refuse", program="inet_refuse", pargs=["packet"],
-          regex=r"\bpid {pid} fd 3 \(packet\): packet raw socket of protocol 0x0003 is not supported yet"),
+          regex=r"\bpid {pid} fd 3 \(packet\): has an mmap'ed receive ring \(PACKET_RX_RING\); not supported yet"),
     entry("unix_listen", (B, T, R)),
     entry("unix_dgram_bound", (B, T, R)),
     entry("unix_names", (B, T)),
