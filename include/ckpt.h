@@ -43,7 +43,10 @@ extern "C" {
 				    * their terminals hung up */
 #define CKPT_COMPRESS 0x200ul    /* page contents compressed with zstd where it pays
 				  * (-EPROTONOSUPPORT from a build without zstd) */
-#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS)
+#define CKPT_SKIP_IN_FLIGHT 0x400ul /* TCP connections in a listener's accept queue
+				     * are left out: with CKPT_KILL their peers
+				     * get a reset */
+#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS | CKPT_SKIP_IN_FLIGHT)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */

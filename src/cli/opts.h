@@ -64,6 +64,7 @@ struct cli_args {
 	bool drop_events;       /* checkpoint --drop-queued-events */
 	bool detach_clients;    /* checkpoint: --detach-clients */
 	bool compress;          /* checkpoint: --compress */
+	bool skip_in_flight;    /* checkpoint: --skip-in-flight */
 	bool json;              /* inspect, checkpoint, restart: --json */
 	bool quiet;             /* checkpoint, restart: no summary line */
 	const char *progress_interval; /* checkpoint, restart: --progress-interval MS */

@@ -286,10 +286,17 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 		return 0;
 	case TCP_LISTEN:
 		/* a listener's tcp_info: unacked is the accept queue, sacked the backlog */
-		if (ti.tcpi_unacked)
+		if (ti.tcpi_unacked && (ctx->flags & CKPT_SKIP_IN_FLIGHT)) {
+			char d[192];
+			log_info(&ctx->log, "pid %d fd %d (inet): %s: %u connection(s) not accepted "
+				 "yet are left out (--skip-in-flight)%s", fi->pid, fi->fd,
+				 describe(s, IPPROTO_TCP, d, sizeof(d)), ti.tcpi_unacked,
+				 (ctx->flags & CKPT_KILL) ? ": their peers get a reset" : "");
+		} else if (ti.tcpi_unacked)
 			return REFUSE(ctx, fi, s, IPPROTO_TCP,
 				      "is listening with %u connection(s) not accepted yet; not "
-				      "supported yet (retry once the program has accepted them)",
+				      "supported yet (retry once the program has accepted them, or "
+				      "leave them out with --skip-in-flight)",
 				      ti.tcpi_unacked);
 		o->e.state = INET_ST_LISTEN;
 		o->e.has_backlog = true;

@@ -252,6 +252,8 @@ TESTS = [
     # LAST_ACK, CLOSING, SYN_SENT (not T: right after a restart they are on
     # their way to other states)
     entry("tcp_states", (B, R)),
+    entry("tcp_inflight", (B, R), ckpt_args=["--skip-in-flight"],
+          log_regex=r"pid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+: 1 connection\(s\) not accepted yet are left out \(--skip-in-flight\): their peers get a reset"),
     entry("tcp_timewait", (B, T, R)),
     entry("netlock_listen", kind="netlock_listen", program="tcp_pair"),
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
