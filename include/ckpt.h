@@ -216,6 +216,14 @@ CKPT_EXPORT int ckpt_inspect_summary(int fd, int out_fd, const void *key, size_t
 CKPT_EXPORT int ckpt_inspect_diff(int fd_a, int fd_b, int out_fd, const void *key,
 				  size_t key_len, char *errbuf, size_t errbuf_len);
 
+/* Remove the network lock that a checkpoint --kill of this image left in
+ * the caller's network namespace (needed on the checkpoint's host when the
+ * image was restarted on another one, where the restart cannot remove it).
+ * name gets the lock's name, "" if the image names none. Returns 1 if it
+ * was removed, 0 if the image names none or it is gone already, or -errno. */
+CKPT_EXPORT int ckpt_unlock(int fd, const void *key, size_t key_len, char *name,
+			    size_t name_len, char *errbuf, size_t errbuf_len);
+
 /*
  * Probe the kernel features ckpt needs; writes one line per feature to
  * out_fd ("present", "MISSING": the kernel lacks it, or "DENIED": this

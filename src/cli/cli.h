@@ -13,6 +13,7 @@ int cmd_run(const struct cli_args *a);
 int cmd_keygen(const struct cli_args *a);
 int cmd_migrate(const struct cli_args *a);
 int cmd_receive(const struct cli_args *a);
+int cmd_unlock(const struct cli_args *a);
 
 /* run-root.c: in the container, before the exec: --root with its /dev,
  * /proc, /sys (none when userns: a user namespace of its own), --bind and

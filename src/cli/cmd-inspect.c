@@ -48,3 +48,31 @@ int cmd_inspect(const struct cli_args *a)
 	}
 	return r; /* --diff: 1 when the images differ */
 }
+
+int cmd_unlock(const struct cli_args *a)
+{
+	char err[512] = "", name[64] = "";
+	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+	_cleanup_close_ int fd = -1;
+
+	if (a->key && cli_key_load(a->key, &key) < 0)
+		return 1;
+	if ((fd = open_image(a->image)) < 0)
+		return 1;
+	int r = ckpt_unlock(fd, cli_key_ptr(&key), sizeof(key.bytes), name, sizeof(name), err,
+			    sizeof(err));
+	if (r == -ENOKEY) {
+		fputs("ckpt: unlock failed: this image is encrypted: use --key FILE\n", stderr);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "ckpt: unlock failed: %s\n", err[0] ? err : strerror(-r));
+		return 1;
+	}
+	if (!name[0])
+		fputs("ckpt: the image's checkpoint left no network lock\n", stderr);
+	else
+		fprintf(stderr, "ckpt: network lock %s %s\n", name,
+			r ? "removed" : "was not here (removed already, or another host's)");
+	return 0;
+}

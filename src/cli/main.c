@@ -22,6 +22,7 @@ static const struct {
 	{ CMD_KEYGEN, cmd_keygen },
 	{ CMD_MIGRATE, cmd_migrate },
 	{ CMD_RECEIVE, cmd_receive },
+	{ CMD_UNLOCK, cmd_unlock },
 };
 
 /* Never through a symlink, never into a file that is not the caller's own. */

@@ -11,7 +11,7 @@ const char *const cli_cmd_names[CMD_MAX] = {
 	[CMD_CHECKPOINT] = "checkpoint", [CMD_RESTART] = "restart", [CMD_INSPECT] = "inspect",
 	[CMD_CHECK] = "check",		 [CMD_HELP] = "help",	    [CMD_VERSION] = "version",
 	[CMD_RUN] = "run",		 [CMD_KEYGEN] = "keygen",   [CMD_MIGRATE] = "migrate",
-	[CMD_RECEIVE] = "receive",
+	[CMD_RECEIVE] = "receive", [CMD_UNLOCK] = "unlock",
 };
 
 #define ON(c) (1u << (c))
@@ -149,10 +149,10 @@ static const struct opt opts[] = {
 	{ "progress-interval", 0, OPT_STRING, CP | RS, F(progress_interval), "MS",
 	  "update the progress line shown on a terminal\n"
 	  "every MS milliseconds (default 100)" },
-	{ "key", 0, OPT_STRING, CP | RS | MG | RC | ON(CMD_INSPECT), F(key), "KEYFILE",
+	{ "key", 0, OPT_STRING, CP | RS | MG | RC | ON(CMD_INSPECT) | ON(CMD_UNLOCK), F(key), "KEYFILE",
 	  "encrypt the image with the key in KEYFILE\n"
 	  "(checkpoint); refuse any image not made with it\n"
-	  "(restart, inspect)" },
+	  "(restart, inspect, unlock)" },
 	{ "log", 0, OPT_STRING, CP | RS | MG | RC, F(log), "FILE",
 	  "append an account of what was done, and why\n"
 	  "something failed, to FILE" },
@@ -203,6 +203,10 @@ static const struct {
 			  "wait for one ckpt migrate, restore its tree, run it once the source\n"
 			  "has given it up, print its pid and exit; the tree is removed again\n"
 			  "if the source goes away first\n" },
+	[CMD_UNLOCK] = { "FILE [OPTIONS]", "remove the network lock an image's checkpoint left",
+			 "remove the network lock that checkpoint --kill of FILE left on this\n"
+			 "host, once the image has been restarted on another host (a restart\n"
+			 "on this host removes it by itself)\n" },
 	[CMD_HELP] = { "[COMMAND]", "print help (of one command)", "" },
 	[CMD_VERSION] = { "", "print the version", "" },
 };
@@ -376,7 +380,8 @@ static int positional(struct cli_args *a, const char *arg, int *npos, char *err,
 		if (!*arg || *end || v <= 0 || v > 0x3fffffff)
 			return fail(err, len, "'%s' is not a pid", arg);
 		a->pid = (pid_t)v;
-	} else if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && *npos == 0) {
+	} else if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT || a->cmd == CMD_UNLOCK) &&
+		   *npos == 0) {
 		a->image = arg;
 	} else if (a->cmd == CMD_INSPECT && *npos == 1) {
 		a->image2 = arg;
@@ -538,7 +543,7 @@ static int check_args(struct cli_args *a, char *err, size_t len)
 		return -EINVAL;
 	if (parse_external(a, err, len) < 0 || parse_inherit(a, err, len) < 0)
 		return -EINVAL;
-	if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT) && !a->image)
+	if ((a->cmd == CMD_RESTART || a->cmd == CMD_INSPECT || a->cmd == CMD_UNLOCK) && !a->image)
 		return fail(err, len, "%s needs an image file (or - for stdin)",
 			    cli_cmd_names[a->cmd]);
 	if (a->cmd == CMD_KEYGEN && (!a->key || is_stdout(a->key)))

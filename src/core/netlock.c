@@ -249,7 +249,7 @@ static void unlock_one(struct ckpt_ctx *ctx, struct netlock **nl, bool ok, const
 		goto out;
 	if (ok && (ctx->flags & CKPT_KILL)) {
 		log_info(&ctx->log, "network lock %s%s stays until the restart of this image (or "
-			 "`nft delete table inet %s`)", netlock_name_of(*nl), where,
+			 "`ckpt unlock IMAGE`, `nft delete table inet %s`)", netlock_name_of(*nl), where,
 			 netlock_name_of(*nl));
 		netlock_keep(*nl);
 		goto out;

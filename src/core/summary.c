@@ -11,6 +11,7 @@
  * names, descriptions and the command name field come from kinds.def and
  * the records' own descriptors.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "net/lock.h"
 #include "files.pb-c.h"
 #include "util/cleanup.h"
 #include "util/units.h"
@@ -613,4 +615,71 @@ int ckpt_inspect_diff(int fd_a, int fd_b, int out_fd, const void *key, size_t ke
 	summary_free(&a);
 	summary_free(&b);
 	return r;
+}
+
+/* A lock name ckpt made (netlock_name): "ckpt_lock_" then digits, '_' and
+ * hex digits; anything else in an image is not removed. */
+static bool lock_name_ok(const char *s)
+{
+	if (strncmp(s, "ckpt_lock_", 10) || strlen(s) > 63 || !s[10])
+		return false;
+	for (s += 10; *s; s++)
+		if (!isxdigit((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}
+
+int ckpt_unlock(int fd, const void *key, size_t key_len, char *name, size_t name_len,
+		char *errbuf, size_t errbuf_len)
+{
+	struct img_reader r = { 0 };
+	struct img_error err = { 0 };
+	struct img_record rec;
+	char lock[64] = "";
+	int ret = img_reader_open_key(&r, fd, key, key_len, &err);
+
+	if (errbuf && errbuf_len)
+		errbuf[0] = '\0';
+	if (name && name_len)
+		name[0] = '\0';
+	if (ret == 0)
+		ret = img_reader_validate(&r, &err);
+	while (ret == 0 && (ret = img_reader_next(&r, &rec, &err)) == 0) {
+		if (rec.type != REC_CORE_TREE)
+			continue;
+		TreeEntry *t = tree_entry__unpack(NULL, rec.len, rec.data);
+		if (!t) {
+			snprintf(err.reason, sizeof(err.reason), "cannot decode it");
+			err.index = rec.index;
+			err.offset = rec.offset;
+			err.type = rec.type;
+			ret = -EBADMSG;
+			break;
+		}
+		snprintf(lock, sizeof(lock), "%s", t->netlock ? t->netlock : "");
+		tree_entry__free_unpacked(t, NULL);
+		break;
+	}
+	img_reader_close(&r);
+	if (ret < 0 && ret != -ENODATA) {
+		error_text(&err, "", errbuf, errbuf_len);
+		return ret;
+	}
+	if (!lock[0])
+		return 0;
+	if (name && name_len)
+		snprintf(name, name_len, "%s", lock);
+	if (!lock_name_ok(lock)) {
+		if (errbuf && errbuf_len)
+			snprintf(errbuf, errbuf_len, "the image names a lock '%.63s' ckpt did not make",
+				 lock);
+		return -EBADMSG;
+	}
+	ret = netlock_remove_name(-1, lock);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0 && errbuf && errbuf_len)
+		snprintf(errbuf, errbuf_len, "network lock %s: cannot remove it: %s", lock,
+			 strerror(-ret));
+	return ret < 0 ? ret : 1;
 }

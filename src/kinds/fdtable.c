@@ -112,15 +112,25 @@ static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 			why);
 }
 
+/* A socket's protocol name, "" if it cannot be read. */
+static void read_sockproto(pid_t pid, int fd, char *name, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	ssize_t n = getxattr(path, "system.sockprotoname", name, size - 1);
+	name[n > 0 ? n : 0] = '\0';
+}
+
 bool fdtable_sock_proto(const struct fd_info *fi, const char *proto)
 {
-	char path[64], name[32];
+	char name[32];
 	if (!S_ISSOCK(fi->st.st_mode))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", fi->pid, fi->fd);
-	ssize_t n = getxattr(path, "system.sockprotoname", name, sizeof(name));
-	size_t len = strlen(proto);
-	return n >= (ssize_t)len && !memcmp(name, proto, len);
+	if (fi->sockproto_read) /* fdtable_inspect_fd read it */
+		snprintf(name, sizeof(name), "%s", fi->sockproto);
+	else
+		read_sockproto(fi->pid, fi->fd, name, sizeof(name));
+	return !strncmp(name, proto, strlen(proto));
 }
 
 int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
@@ -137,6 +147,9 @@ int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_i
 		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
 				strerror(errno));
 	fi->path[n] = '\0';
+	fi->sockproto_read = S_ISSOCK(fi->st.st_mode);
+	if (fi->sockproto_read) /* each socket kind's claim asks for it */
+		read_sockproto(t->pid, fd, fi->sockproto, sizeof(fi->sockproto));
 	snprintf(link, sizeof(link), "fdinfo/%d", fd);
 	r = proc_read(t->pid, link, &text, NULL);
 	if (r >= 0)

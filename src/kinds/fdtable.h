@@ -21,6 +21,8 @@ struct fd_info {
 	char path[4096];        /* readlink of /proc/PID/fd/FD */
 	struct stat st;         /* stat of it: the open file's inode */
 	struct proc_fdinfo fi;
+	char sockproto[32];     /* a socket's system.sockprotoname, read once */
+	bool sockproto_read;
 };
 
 /*

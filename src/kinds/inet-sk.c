@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers of the inet kind: options, TCP_REPAIR, addresses (inet-sk.h). */
 #include "kinds/inet-sk.h"
+#include "kinds/sk-filter.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -301,6 +302,12 @@ int inet_opts_apply_misc(int s, const InetSkEntry *e)
 		       (socklen_t)strlen(e->bindtodevice)) < 0)
 		return -errno;
 	return 0;
+}
+
+int inet_filter_apply(int s, const InetSkEntry *e)
+{
+	return e->has_filter ? sk_filter_apply(s, e->filter.data, e->filter.len, e->filter_locked)
+			     : 0;
 }
 
 /* sk_sndbuf/sk_rcvbuf = 2 * what is set: set half, forced if the limit is lower */

@@ -102,6 +102,10 @@ int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last,
 		    const InetOpt **ret_bad) __attribute__((warn_unused_result));
 /* linger, timeouts, device (before bind) */
 int inet_opts_apply_misc(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
+/* The classic BPF filter and its lock (sk-filter.c), if saved: after a UDP
+ * socket's queue is refilled (a datagram queued before the program
+ * attached it would not pass it again). */
+int inet_filter_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
 /* Buffer sizes and their locks as saved; forced (CAP_NET_ADMIN) when the
  * limits are lower. */
 int inet_bufs_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_result));

@@ -73,6 +73,7 @@
 #include "kinds/inet-sk.h"
 #include "kinds/inet.h"
 #include "kinds/netns.h"
+#include "kinds/sk-filter.h"
 #include "util/cleanup.h"
 
 #ifndef IPPROTO_UDPLITE
@@ -519,6 +520,14 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 		o->popts[i] = &o->opts[i];
 	o->e.opts = o->popts;
 	o->e.n_opts = n;
+	bool locked;
+	r = sk_filter_read(o->copy, &o->e.filter.data, &o->e.filter.len, &locked);
+	o->e.filter_locked = locked;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): %s", t->pid, fi->fd,
+				r == -EACCES ? "an eBPF socket filter is attached (SO_ATTACH_BPF); not "
+					       "supported yet" : "cannot read its socket filter");
+	o->e.has_filter = o->e.has_filter_locked = o->e.filter.len != 0;
 	r = collect_addrs(ctx, fi, o);
 	if (r >= 0)
 		r = is_raw_or_ping(family, type, proto) ? collect_raw_state(ctx, fi, o, proto)
@@ -537,6 +546,7 @@ static void inet_free_obj(void *ptr)
 	inet_tcp_free(&o->tcp);
 	inet_udp_free(o->e.rcvq, o->e.n_rcvq);
 	inet_mcast_free(o->e.mcast, o->e.n_mcast);
+	free(o->e.filter.data);
 	free(o);
 }
 
@@ -744,6 +754,8 @@ static const char *entry_invalid(const InetSkEntry *e)
 			if (m->sources[k].len != m->group.len)
 				return "multicast source";
 	}
+	if (e->has_filter && !sk_filter_ok(e->filter.len))
+		return "socket filter";
 	return NULL;
 }
 
@@ -888,6 +900,8 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 	/* before connect: a connected socket takes only its peer's */
 	if ((r = udp_state(ctx, o)) < 0)
 		return r;
+	if ((r = inet_filter_apply(o->fd, e)) < 0)
+		return RFAIL(ctx, o, r, "cannot attach its socket filter: %s", strerror(-r));
 	if (e->state == INET_ST_CONNECTED) {
 		al = inet_mkaddr(&a, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
 		if (connect(o->fd, &a.sa, al) < 0)
@@ -916,6 +930,8 @@ static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
 	int r = inet_opts_apply(o->fd, e, true, false, &bad);
 	if (r == 0)
 		r = inet_opts_apply_misc(o->fd, e);
+	if (r == 0)
+		r = inet_filter_apply(o->fd, e);
 	if (r == 0)
 		r = inet_opts_apply(o->fd, e, false, false, &bad);
 	if (r < 0)

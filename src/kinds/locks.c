@@ -19,7 +19,9 @@
  *   refused, naming an fd of that file. So is a blocked request ("->")
  *   on such an inode, a task of the image stopped while waiting in
  *   F_SETLKW, F_OFD_SETLKW or a blocking flock() (the kernel dropped its
- *   request when ckpt stopped it; it would wait again), and any lease.
+ *   request when ckpt stopped it; it would wait again), a lease being
+ *   broken, and a delegation. An active read or write lease (F_SETLEASE)
+ *   is the open file's, like a flock lock.
  *   Inodes are compared as /proc/locks prints them (major:minor:inode of
  *   the superblock) with each fd's stat; a file system whose stat reports
  *   another device (btrfs subvolumes) is matched only by the image's own
@@ -27,7 +29,9 @@
  *
  * Restart: the kind comes after fdtable in kinds.def, so each task takes
  * its locks again once its fds are in place, by an injected flock(LOCK_NB)
- * or fcntl(F_SETLK / F_OFD_SETLK) with the same type and byte range. An
+ * or fcntl(F_SETLK / F_OFD_SETLK) with the same type and byte range, or
+ * fcntl(F_SETLEASE), which makes the caller the file's signal owner: the
+ * owner the fdtable kind restored is read before and set again after. An
  * open file's lock is taken once, through the fd of the task that holds
  * it; a POSIX lock by its owner, so F_GETLK reports the same pid. A lock
  * that conflicts with one held meanwhile (the original still running, or
@@ -52,7 +56,7 @@
 #include "util/cleanup.h"
 
 enum { LOCKS_ENTRY = REC_TYPE(KID_locks, 1) };
-enum { LK_FLOCK = 1, LK_POSIX = 2, LK_OFD = 3 };
+enum { LK_FLOCK = 1, LK_POSIX = 2, LK_OFD = 3, LK_LEASE = 4 };
 #define LOCKS_MAX    (1u << 16) /* per task */
 #define LOCKS_MAX_FD (1u << 20)
 #define OFFSET_MAX_K INT64_MAX
@@ -162,6 +166,8 @@ static int lock_class(const struct lock_line *l)
 		return LK_FLOCK;
 	if (!strcmp(l->cls, "POSIX"))
 		return LK_POSIX;
+	if (!strcmp(l->cls, "LEASE"))
+		return LK_LEASE;
 	return !strcmp(l->cls, "OFDLCK") ? LK_OFD : 0;
 }
 
@@ -260,10 +266,20 @@ static int check_line(struct ckpt_ctx *ctx, struct task *t, int fd, const struct
 {
 	if (!lock_class(l))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (lock): holds a %s (a lease or delegation); not "
-				"supported",
+				"pid %d fd %d (lock): holds a %s (a delegation?); not supported",
 				t->pid, fd, l->cls);
-	if (strcmp(l->mode, "ADVISORY") || (strcmp(l->type, "READ") && strcmp(l->type, "WRITE")))
+	if (lock_class(l) == LK_LEASE && strcmp(l->mode, "ACTIVE"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (lock): a %s lease (%s): a lease being broken or "
+				"given up is not supported; retry once its break is over",
+				t->pid, fd, l->type, l->mode);
+	if (lock_class(l) == LK_LEASE && strcmp(l->type, "READ") && strcmp(l->type, "WRITE"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (lock): a %s lease; only read and write leases are "
+				"supported",
+				t->pid, fd, l->type);
+	if (lock_class(l) != LK_LEASE &&
+	    (strcmp(l->mode, "ADVISORY") || (strcmp(l->type, "READ") && strcmp(l->type, "WRITE"))))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (lock): a %s %s %s lock; only advisory read and "
 				"write locks are supported",
@@ -489,10 +505,10 @@ static const char *invalid(const LockEntry *l)
 {
 	if (l->fd >= LOCKS_MAX_FD)
 		return "its fd is out of range";
-	if (l->type < LK_FLOCK || l->type > LK_OFD)
+	if (l->type < LK_FLOCK || l->type > LK_LEASE)
 		return "unknown lock type";
-	if (l->type == LK_FLOCK && (l->start || l->has_end))
-		return "a flock lock with a byte range";
+	if ((l->type == LK_FLOCK || l->type == LK_LEASE) && (l->start || l->has_end))
+		return "a flock lock or lease with a byte range";
 	if (l->start > (uint64_t)OFFSET_MAX_K - 1 ||
 	    (l->has_end && (l->end < l->start || l->end >= (uint64_t)OFFSET_MAX_K)))
 		return "its byte range is not valid";
@@ -517,14 +533,34 @@ static int locks_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 	return 0;
 }
 
-static const char *const type_name[] = {"", "flock", "POSIX", "OFD"};
+static const char *const type_name[] = {"", "flock", "POSIX", "OFD", "lease"};
+
+/* F_SETLEASE makes the caller the file's owner for signals (F_SETOWN):
+ * the owner fdtable restored is put back after it. */
+static long take_lease(struct rst_task *t, const LockEntry *l)
+{
+	struct f_owner_ex own = { 0 };
+	uint64_t addr = puppet_scratch_put(&t->pup, 0, &own, sizeof(own));
+	if (!addr)
+		return -EFAULT;
+	long r = puppet_syscall(&t->pup, SYS_fcntl, l->fd, F_GETOWN_EX, addr);
+	if (r >= 0)
+		r = puppet_syscall(&t->pup, SYS_fcntl, l->fd, F_SETLEASE,
+				   l->write ? F_WRLCK : F_RDLCK);
+	if (r >= 0)
+		r = puppet_syscall(&t->pup, SYS_fcntl, l->fd, F_SETOWN_EX, addr);
+	return r;
+}
 
 static int take(struct rst_ctx *ctx, struct rst_task *t, const LockEntry *l)
 {
 	long r;
 	char what[64];
 
-	if (l->type == LK_FLOCK) {
+	if (l->type == LK_LEASE) {
+		snprintf(what, sizeof(what), "the file");
+		r = take_lease(t, l);
+	} else if (l->type == LK_FLOCK) {
 		snprintf(what, sizeof(what), "the whole file");
 		r = puppet_syscall(&t->pup, SYS_flock, l->fd,
 				   (l->write ? LOCK_EX : LOCK_SH) | LOCK_NB);
@@ -546,6 +582,12 @@ static int take(struct rst_ctx *ctx, struct rst_task *t, const LockEntry *l)
 					  l->type == LK_OFD ? F_OFD_SETLK : F_SETLK, addr)
 			 : -EFAULT;
 	}
+	if ((r == -EAGAIN || r == -EACCES) && l->type == LK_LEASE)
+		return log_fail(&ctx->log, -EBUSY,
+				"pid %d fd %u (lock): cannot take its %s lease again: the file is "
+				"open %s elsewhere (the original, still running?)",
+				t->pid, l->fd, l->write ? "write" : "read",
+				l->write ? "" : "for writing");
 	if (r == -EAGAIN || r == -EACCES)
 		return log_fail(&ctx->log, -EBUSY,
 				"pid %d fd %u (lock): cannot take its %s %s lock on %s again: "

@@ -282,6 +282,8 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 		return log_fail(&ctx->log, (int)brk, "pid %d: cannot read brk: %s", t->pid,
 				strerror((int)-brk));
 	m->e.brk = (uint64_t)brk;
+	if ((r = mm_lockall_read(ctx, t, &m->e)) < 0)
+		return r;
 
 	char *auxv = NULL;
 	size_t len;
@@ -588,6 +590,9 @@ static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 		m->e = rctx_unpack(ctx, rec, &mm_entry__descriptor);
 		if (!m->e)
 			return -EINVAL;
+		if (!mm_lockall_ok(m->e))
+			return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: mlockall flags %#x are "
+					"not valid", rec->index, t->pid, m->e->mlockall);
 		return validate_vmas(ctx, rec, m->e);
 	case MM_PAGES:
 		if (!m->e)
@@ -1416,6 +1421,8 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (r < 0)
 		goto out;
 	r = lock_vmas(ctx, t);
+	if (r >= 0)
+		r = mm_lockall_restore(ctx, t, m->e);
 	if (r < 0)
 		goto out;
 	r = set_mm_fields(ctx, t, &m->rf);

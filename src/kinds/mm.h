@@ -54,6 +54,16 @@ int mm_check_file_vmas(struct rst_ctx *ctx, struct rst_task *t, const struct MmE
  * after the parent's memory is restored). */
 bool mm_inherits(const struct rst_task *t);
 
+/* mm-lockall.c: mlockall(MCL_FUTURE) seen at checkpoint (once the scratch
+ * area is mapped), checked at load, called again at the end of restore. */
+struct ckpt_ctx;
+struct task;
+int mm_lockall_read(struct ckpt_ctx *ctx, struct task *t, struct MmEntry *e)
+	__attribute__((warn_unused_result));
+bool mm_lockall_ok(const struct MmEntry *e);
+int mm_lockall_restore(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e)
+	__attribute__((warn_unused_result));
+
 /* After load: the task has a whole address space. */
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 

@@ -33,9 +33,6 @@ struct netns_rst {
 	bool verify;  /* host ends made inside, left alone */
 };
 
-static const char *const known_sysctls[] = { "net.ipv4.ip_forward", "net.core.somaxconn",
-					     "net.ipv4.ip_local_port_range" };
-
 static bool name_ok(const char *s)
 {
 	return s && s[0] && strlen(s) < IF_NAMESIZE && !strpbrk(s, "/: \t\n") && strcmp(s, ".") &&
@@ -88,16 +85,8 @@ static bool route_ok(const NetnsEntry *e, const NetnsRoute *rt)
 	return len && rt->dst_len <= len * 8 && (rt->dst_len == 0) == !rt->has_dst &&
 	       bytes_ok(rt->has_dst, &rt->dst, len) && bytes_ok(rt->has_gateway, &rt->gateway, len) &&
 	       bytes_ok(rt->has_prefsrc, &rt->prefsrc, len) && rt->protocol <= 255 &&
-	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || link_named(e, rt->oif));
-}
-
-static bool sysctl_ok(const NetnsSysctl *s)
-{
-	bool known = false;
-	for (size_t i = 0; i < sizeof(known_sysctls) / sizeof(*known_sysctls); i++)
-		known |= !strcmp(s->name, known_sysctls[i]);
-	return known && strlen(s->value) < 64 && strspn(s->value, "0123456789 \t") ==
-	       strlen(s->value);
+	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || link_named(e, rt->oif)) &&
+	       (!rt->has_table || (rt->table && rt->table != RT_TABLE_LOCAL));
 }
 
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -116,13 +105,14 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 	n->e = e;
 	n->host_ns = -1;
 	t->kstate[KIND_netns] = n;
-	bool ok = e->n_links <= 16 && e->n_routes <= 128;
+	bool ok = e->n_links <= 16 && e->n_routes <= 128 && e->n_sysctls <= 4096;
 	for (size_t i = 0; ok && i < e->n_links; i++)
 		ok = link_ok(e, i);
 	for (size_t i = 0; ok && i < e->n_routes; i++)
 		ok = route_ok(e, e->routes[i]);
 	for (size_t i = 0; ok && i < e->n_sysctls; i++)
-		ok = sysctl_ok(e->sysctls[i]);
+		ok = netns_sysctl_ok(e->sysctls[i]);
+	ok = ok && netns_nft_ok(e->nftables);
 	if (!ok)
 		return log_fail(&ctx->log, -EINVAL, "record %u: the network namespace is not valid",
 				rec->index);
@@ -234,7 +224,8 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 		const NetnsLink *oif = link_named(e, m->oif);
 		struct rtnl_route rt = { .family = (int)m->family, .dst_len = m->dst_len,
 					 .protocol = m->protocol, .scope = m->scope, .type = m->type,
-					 .priority = m->priority, .has_gw = m->has_gateway,
+					 .priority = m->priority, .table = m->table,
+					 .has_gw = m->has_gateway,
 					 .has_prefsrc = m->has_prefsrc,
 					 .oif = oif ? (int)oif->index : 0 };
 		if (m->has_dst)
@@ -252,23 +243,6 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 					"%s%s: %s", d, m->dst_len, oif ? " dev " : "",
 					oif ? oif->name : "", strerror(-r));
 		}
-	}
-	return 0;
-}
-
-/* The calling thread is in the new namespace: /proc/sys/net is its. */
-static int write_sysctls(struct rst_ctx *ctx, const NetnsEntry *e)
-{
-	for (size_t i = 0; i < e->n_sysctls; i++) {
-		char path[80];
-		snprintf(path, sizeof(path), "/proc/sys/%s", e->sysctls[i]->name);
-		for (char *c = path + 10; *c; c++)
-			*c = *c == '.' ? '/' : *c;
-		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-		size_t len = strlen(e->sysctls[i]->value);
-		if (fd < 0 || write(fd, e->sysctls[i]->value, len) != (ssize_t)len)
-			return log_fail(&ctx->log, -errno, "network namespace: cannot set %s to '%s': %m",
-					e->sysctls[i]->name, e->sysctls[i]->value);
 	}
 	return 0;
 }
@@ -307,12 +281,17 @@ int netns_prepare(struct rst_ctx *ctx)
 	if (r < 0)
 		log_error(&ctx->log, "no netlink socket in the new network namespace: %s",
 			  strerror(-r));
+	/* the thread is in the new namespace: /proc/sys/net is its */
+	if (r >= 0)
+		r = netns_sysctls_write(ctx, n->e, true);
 	if (r >= 0)
 		r = make_links(ctx, n, &in, &host, in_ns);
 	if (r >= 0)
 		r = make_routes(ctx, n->e, &in);
 	if (r >= 0)
-		r = write_sysctls(ctx, n->e);
+		r = netns_sysctls_write(ctx, n->e, false);
+	if (r >= 0)
+		r = netns_nft_write(ctx, n->e);
 	rtnl_close(&in);
 	rtnl_close(&host);
 	if (r >= 0)

@@ -13,9 +13,13 @@
  * - each link's index, mac, mtu, up state and addresses, but those the
  *   kernel makes itself (127.0.0.1/8 and ::1 on loopback, IPv6 link-local
  *   addresses, which the restored mac gives back);
- * - the routes of the main table, but the kernel's own (protocol kernel,
- *   router advertisements);
- * - net.ipv4.ip_forward, net.core.somaxconn, net.ipv4.ip_local_port_range.
+ * - the routes of every table, but the kernel's own (protocol kernel,
+ *   router advertisements, the local table); policy routing rules other
+ *   than the three a namespace starts with, and permanent neighbour
+ *   entries, are refused by name;
+ * - every sysctl of the namespace that differs from a fresh one's
+ *   (netns-conf.c);
+ * - its nftables tables, as text (netns-nft.c).
  *
  * Restart (prepare, before any socket is made): ckpt's thread enters a new
  * network namespace and stays in it until the root is spawned, so that the
@@ -37,6 +41,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/fib_rules.h>
+#include <linux/neighbour.h>
 #include <net/if.h>
 #include <linux/rtnetlink.h>
 #include <sched.h>
@@ -57,12 +63,6 @@ enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1) };
 #define LINKS_MAX 16
 #define ADDRS_MAX 64  /* of each end of a link */
 #define ROUTES_MAX 128
-#define VALUE_MAX 64
-
-/* the per-namespace sysctls saved, as /proc/sys paths under net/ */
-static const char *const sysctls[] = { "ipv4/ip_forward", "core/somaxconn",
-				       "ipv4/ip_local_port_range" };
-#define NSYSCTLS (sizeof(sysctls) / sizeof(sysctls[0]))
 
 struct addr_buf {
 	NetnsAddr m;
@@ -87,11 +87,8 @@ struct netns_ckpt {
 	NetnsEntry e;
 	NetnsLink *links[LINKS_MAX];
 	NetnsRoute *routes[ROUTES_MAX];
-	NetnsSysctl *sys[NSYSCTLS];
 	struct link_buf l[LINKS_MAX];
 	struct route_buf r[ROUTES_MAX];
-	NetnsSysctl s[NSYSCTLS];
-	char sname[NSYSCTLS][40], sval[NSYSCTLS][VALUE_MAX];
 	dev_t dev;
 	ino_t ino; /* the namespace's */
 	pid_t root;
@@ -241,8 +238,15 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 {
 	struct netns_ckpt *n = arg;
 	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA ||
-	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff))
+	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff) ||
+	    (rt->table == RT_TABLE_LOCAL && rt->family == AF_INET6 && rt->type == RTN_LOCAL))
 		return 0;
+	if (rt->table == RT_TABLE_LOCAL) { /* the kernel's; one a program added is not */
+		log_error(n->log, "pid %d: network namespace: a route of the local table that the "
+			  "kernel did not make (protocol %u): not supported yet", n->root,
+			  rt->protocol);
+		return n->err = -EOPNOTSUPP;
+	}
 	struct link_buf *oif = rt->oif ? link_of(n, rt->oif) : NULL;
 	if ((rt->oif && !oif) || n->e.n_routes == ROUTES_MAX) {
 		log_error(n->log, "pid %d: network namespace: a route %s", n->root,
@@ -276,31 +280,43 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 	b->m.scope = rt->scope;
 	b->m.type = rt->type;
 	b->m.priority = rt->priority;
+	b->m.has_table = rt->table != RT_TABLE_MAIN;
+	b->m.table = rt->table;
 	return 0;
 }
 
-/* Reads the sysctls; the calling thread is in the namespace. */
-static int read_sysctls(struct netns_ckpt *n)
+/* The rules a namespace starts with: lookup local at 0, main at 32766,
+ * default (IPv4) at 32767; any other is refused by priority and table. */
+static int note_rule(const struct rtnl_rule *ru, void *arg)
 {
-	n->e.sysctls = n->sys;
-	for (size_t i = 0; i < NSYSCTLS; i++) {
-		char path[80];
-		snprintf(path, sizeof(path), "/proc/sys/net/%s", sysctls[i]);
-		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t len = fd < 0 ? -1 : read(fd, n->sval[i], VALUE_MAX - 1);
-		if (len < 0)
-			return log_fail(n->log, -errno, "pid %d: network namespace: cannot read %s: %m",
-					n->root, path);
-		n->sval[i][len] = 0;
-		n->sval[i][strcspn(n->sval[i], "\n")] = 0;
-		snprintf(n->sname[i], sizeof(n->sname[i]), "net.%s", sysctls[i]);
-		for (char *c = n->sname[i]; *c; c++)
-			*c = *c == '/' ? '.' : *c;
-		netns_sysctl__init(&n->s[i]);
-		n->s[i].name = n->sname[i];
-		n->s[i].value = n->sval[i];
-		n->sys[n->e.n_sysctls++] = &n->s[i];
-	}
+	struct netns_ckpt *n = arg;
+	bool fresh = !ru->selects && ru->action == FR_ACT_TO_TBL &&
+		     ((ru->priority == 0 && ru->table == RT_TABLE_LOCAL) ||
+		      (ru->priority == 32766 && ru->table == RT_TABLE_MAIN) ||
+		      (ru->priority == 32767 && ru->table == RT_TABLE_DEFAULT &&
+		       ru->family == AF_INET));
+	if (fresh)
+		return 0;
+	log_error(n->log, "pid %d: network namespace: %s policy routing rule %u (table %u, action "
+		  "%u): not supported yet", n->root, ru->family == AF_INET6 ? "an IPv6" : "an IPv4",
+		  ru->priority, ru->table, ru->action);
+	n->err = -EOPNOTSUPP;
+	return 0; /* every one named */
+}
+
+/* Neighbour entries the kernel learns come back by themselves; one set
+ * by hand (permanent) is refused by address and link. */
+static int note_neigh(const struct rtnl_neigh *nb, void *arg)
+{
+	struct netns_ckpt *n = arg;
+	if (!(nb->state & NUD_PERMANENT) || (nb->family != AF_INET && nb->family != AF_INET6))
+		return 0;
+	char a[INET6_ADDRSTRLEN] = "?";
+	const struct link_buf *b = link_of(n, nb->index);
+	inet_ntop(nb->family, nb->dst, a, sizeof(a));
+	log_error(n->log, "pid %d: network namespace: a permanent neighbour entry %s on %s: not "
+		  "supported yet", n->root, a, b ? b->name : "a link");
+	n->err = -EOPNOTSUPP;
 	return 0;
 }
 
@@ -318,8 +334,8 @@ static int open_inside(struct netns_ckpt *n, int fd, struct rtnl *in)
 	if (r < 0)
 		log_error(n->log, "pid %d: no netlink socket in its network namespace: %s", n->root,
 			  strerror(-r));
-	if (r >= 0)
-		r = read_sysctls(n);
+	if (r >= 0) /* this leaves the namespace for a fresh one */
+		r = netns_sysctls_read(n->log, n->root, &n->e);
 	if (setns(old, CLONE_NEWNET) < 0) /* cannot happen: it is our own */
 		abort();
 	return r;
@@ -348,6 +364,12 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 		r = dumped(n, rtnl_addrs(host, note_host_addr, n), "host ends' addresses");
 	if (r >= 0)
 		r = dumped(n, rtnl_routes(in, note_route, n), "routes");
+	/* each of these names every refusal, and the next runs still */
+	if (r >= 0 || n->err < 0) {
+		int r2 = rtnl_rules(in, note_rule, n), r3 = rtnl_neighs(in, note_neigh, n);
+		r = r < 0 ? r : r2 < 0 ? dumped(n, r2, "policy routing rules")
+				       : dumped(n, r3, "neighbour entries");
+	}
 	return r;
 }
 
@@ -389,6 +411,10 @@ static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
 	if (r >= 0)
 		r = read_netns(n, &in, &host);
+	/* after refusals too, to name every one */
+	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, t->pid, fd, &n->e) : 0;
+	if (r >= 0)
+		r = r2;
 	rtnl_close(&in);
 	rtnl_close(&host);
 	if (r >= 0)
@@ -412,6 +438,16 @@ static int netns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 			"needs CAP_NET_ADMIN, which this caller lacks", t->pid);
 }
 
+static void netns_free_state(void *state)
+{
+	struct netns_ckpt *n = state;
+	if (n) {
+		netns_sysctls_free(&n->e);
+		free(n->e.nftables);
+	}
+	free(n);
+}
+
 /* --- restart: in netns-rst.c --------------------------------------------- */
 
 static const ProtobufCMessageDescriptor *netns_descriptor(uint32_t sub)
@@ -426,7 +462,7 @@ const struct kind_ops netns_ops = {
 	.load = netns_load,
 	.prepare = netns_prepare,
 	.root_spawned = netns_root_spawned,
-	.free_state = free,
+	.free_state = netns_free_state,
 	.free_rstate = netns_free_rstate,
 	.descriptor = netns_descriptor,
 };

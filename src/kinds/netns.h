@@ -20,6 +20,24 @@ struct rst_task;
  * the image holds (ckpt's own, or the root's, which this kind saves)? */
 bool netns_saved(struct ckpt_ctx *ctx, pid_t pid);
 
+/* netns-conf.c: the namespace's sysctls (NetnsEntry.sysctls). Checkpoint:
+ * the calling thread is in the namespace, and is left in a fresh one. */
+typedef struct NetnsEntry NetnsEntry;
+typedef struct NetnsSysctl NetnsSysctl;
+struct ckpt_log;
+int netns_sysctls_read(struct ckpt_log *log, pid_t root, NetnsEntry *e);
+void netns_sysctls_free(NetnsEntry *e);
+/* Restart: a saved one well formed; write those outside the links'
+ * directories (early) or the links' own, in the new namespace. */
+bool netns_sysctl_ok(const NetnsSysctl *s);
+int netns_sysctls_write(struct rst_ctx *ctx, const NetnsEntry *e, bool early);
+
+/* netns-nft.c: the namespace's nftables tables (NetnsEntry.nftables), read
+ * in the namespace of ns_fd; checked at load; made in the calling thread's. */
+int netns_nft_read(struct ckpt_log *log, pid_t root, int ns_fd, NetnsEntry *e);
+bool netns_nft_ok(const char *text);
+int netns_nft_write(struct rst_ctx *ctx, const NetnsEntry *e);
+
 /* netns-rst.c */
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 int netns_prepare(struct rst_ctx *ctx);

@@ -160,6 +160,11 @@ static int swap_gather(struct swap *sw, const struct unix_table *tab, const stru
 			return log_fail(&ctx->log, c->copy < 0 ? c->copy : -errno,
 					"pid %d fd %d (unix socket:[%u]): cannot read it", pid,
 					c->fds[0], c->ino);
+		if (filter)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d fd %d (unix socket:[%u]): an eBPF socket filter is "
+					"attached (SO_ATTACH_BPF); not supported yet",
+					pid, c->fds[0], c->ino);
 	}
 	return 0;
 }
@@ -264,6 +269,7 @@ static void swap_free(struct swap *sw)
 		if (sw->c[i].accepted >= 0)
 			close(sw->c[i].accepted);
 		unix_msgs_free(&sw->c[i].q);
+		unix_opts_free(&sw->c[i].opts);
 	}
 	free(sw->c);
 	for (int i = 0; i < 2; i++)

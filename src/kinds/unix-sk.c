@@ -4,6 +4,7 @@
  * reading a receive queue without taking it out, socket options,
  * addresses and sending messages again. See unix-sk.h.
  */
+#include "kinds/sk-filter.h"
 #include "kinds/unix-sk.h"
 
 #include <errno.h>
@@ -425,11 +426,11 @@ static uint64_t get_timeo(int s, int opt)
 	return (uint64_t)tv.tv_sec * 1000000 + (uint64_t)tv.tv_usec;
 }
 
-/* Reads the options; *ret_filter: a socket filter is attached. */
-int unix_opts_read(int s, UnixOpts *o, bool *ret_filter)
+/* Reads the options; *ret_ebpf: an eBPF socket filter, unreadable, is
+ * attached (a classic one is read into o, malloc'd: unix_opts_free). */
+int unix_opts_read(int s, UnixOpts *o, bool *ret_ebpf)
 {
 	int v, r;
-	socklen_t l = 0;
 
 	unix_opts__init(o);
 	if ((r = get_int(s, SO_SNDBUF, &v)) < 0)
@@ -459,8 +460,22 @@ int unix_opts_read(int s, UnixOpts *o, bool *ret_filter)
 		o->has_rcvtimeo_us = true;
 	if ((o->sndtimeo_us = get_timeo(s, SO_SNDTIMEO)))
 		o->has_sndtimeo_us = true;
-	*ret_filter = getsockopt(s, SOL_SOCKET, SO_GET_FILTER, NULL, &l) == 0 && l > 0;
+	bool locked;
+	r = sk_filter_read(s, &o->filter.data, &o->filter.len, &locked);
+	*ret_ebpf = r == -EACCES;
+	if (r < 0 && r != -EACCES)
+		return r;
+	o->has_filter = o->has_filter_locked = o->filter.len != 0;
+	o->filter_locked = locked;
 	return 0;
+}
+
+void unix_opts_free(UnixOpts *o)
+{
+	free(o->filter.data);
+	o->filter.data = NULL;
+	o->filter.len = 0;
+	o->has_filter = false;
 }
 
 static int set_int(int s, int opt, int v)
@@ -518,6 +533,9 @@ int unix_opts_finish(int s, const UnixOpts *o)
 		r = set_int(s, SO_PASSPIDFD, 1);
 	if (r == 0 && get_int(s, SO_RCVBUF, &cur) == 0 && (uint32_t)cur != o->rcvbuf)
 		r = unix_set_buf(s, false, o->rcvbuf);
+	/* after the queues are refilled: what they hold passed it already */
+	if (r == 0 && o->has_filter)
+		r = sk_filter_apply(s, o->filter.data, o->filter.len, o->filter_locked);
 	if (r == 0 && o->has_peek_off)
 		r = set_int(s, SO_PEEK_OFF, o->peek_off);
 	return r;

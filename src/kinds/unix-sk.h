@@ -94,7 +94,8 @@ int unix_peek_queue(int s, int type, uint8_t shutdown, bool keep, struct unix_ms
     __attribute__((warn_unused_result));
 
 /* Options: *ret_filter says a socket filter is attached. */
-int unix_opts_read(int s, UnixOpts *o, bool *ret_filter) __attribute__((warn_unused_result));
+int unix_opts_read(int s, UnixOpts *o, bool *ret_ebpf) __attribute__((warn_unused_result));
+void unix_opts_free(UnixOpts *o);
 /* On a new socket: all but what unix_opts_finish sets; raises the send
  * buffer meanwhile, so that queues can be refilled. */
 int unix_opts_apply(int s, const UnixOpts *o) __attribute__((warn_unused_result));

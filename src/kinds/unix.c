@@ -45,7 +45,7 @@
  * O_NONBLOCK. fdtable then passes the sockets in.
  *
  * Refused: peers (or pending connections, or listeners) outside the
- * image (but see --external unix and --detach-clients below), out-of-band data, socket filters, other network namespaces; fds
+ * image (but see --external unix and --detach-clients below), out-of-band data, eBPF socket filters, other network namespaces; fds
  * in flight of a kind tied to a task's fd numbers (epoll) or of no kind,
  * files in flight holding a flock or OFD lock, unix sockets in flight that
  * hold fds in flight themselves; credentials a receiver shows (SO_PASSCRED)
@@ -79,6 +79,7 @@
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
 #include "kinds/netns.h"
+#include "kinds/sk-filter.h"
 #include "kinds/unix-sk.h"
 #include "kinds/unix.h"
 #include "unix.pb-c.h"
@@ -343,7 +344,8 @@ static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 				fi->pid, fi->fd, fi->path, strerror(-r));
 	if (filter)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (%s): a socket filter is attached; not supported yet",
+				"pid %d fd %d (%s): an eBPF socket filter is attached (SO_ATTACH_BPF); "
+				"not supported yet",
 				fi->pid, fi->fd, fi->path);
 	u->e.opts = &u->opts;
 	if ((r = read_name(ctx, fi, copy, k, u)) < 0 || (r = read_state(ctx, fi, reg, k, u)) < 0 ||
@@ -443,6 +445,7 @@ static void unix_free_obj(void *ptr)
 		unix_msgs_free(&u->caps[i].q);
 	free(u->caps);
 	unix_msgs_free(&u->queue);
+	unix_opts_free(&u->opts);
 	for (size_t i = 0; u->pendq && i < u->npend; i++)
 		unix_msgs_free(&u->pendq[i]);
 	free(u->pendq);
@@ -507,7 +510,8 @@ static bool valid_opts(const UnixOpts *o)
 {
 	return o && o->sndbuf <= INT_MAX && o->rcvbuf <= INT_MAX &&
 	       (!o->has_peek_off || o->peek_off >= -1) && (!o->has_rcvlowat || o->rcvlowat >= 0) &&
-	       o->rcvtimeo_us < TIMEO_MAX && o->sndtimeo_us < TIMEO_MAX && o->priority <= INT_MAX;
+	       o->rcvtimeo_us < TIMEO_MAX && o->sndtimeo_us < TIMEO_MAX && o->priority <= INT_MAX &&
+	       (!o->has_filter || sk_filter_ok(o->filter.len));
 }
 
 /* external: a name as in name, a path absolute; stream and seqpacket:

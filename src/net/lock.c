@@ -156,6 +156,9 @@ static int nl_open(void)
 		return -errno;
 	struct timeval tv = { .tv_sec = 5 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* an error answers with the request's header only, not its 50 KiB */
+	int one = 1;
+	setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
 	return fd;
 }
 
@@ -444,25 +447,7 @@ static char *install_script(struct netlock *nl)
 	}
 	if (nl->nports)
 		fprintf(f, " }\n");
-	for (int fam = 0; fam < 2; fam++) {
-		int af = fam ? AF_INET6 : AF_INET;
-		bool first = true;
-		for (size_t i = 0; i < nl->nflows; i++) {
-			const struct flow *fl = &nl->flows[i];
-			if (fl->family != af)
-				continue;
-			char s[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
-			inet_ntop(af, fl->saddr, s, sizeof(s));
-			inet_ntop(af, fl->daddr, d, sizeof(d));
-			if (first)
-				fprintf(f, "add element inet %s c%c { ", n, fam ? '6' : '4');
-			fprintf(f, "%s%s . %u . %s . %u", first ? "" : ", ", s, fl->sport, d,
-				fl->dport);
-			first = false;
-		}
-		if (!first)
-			fprintf(f, " }\n");
-	}
+	/* the connections' elements go in as netlink messages (add_flows) */
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;
@@ -470,8 +455,161 @@ static char *install_script(struct netlock *nl)
 	return buf;
 }
 
+/* ---- the connections' elements, as raw nf_tables messages ---- */
+
+/*
+ * libnftables parses a text of 20,000 elements in about 0.4 s; the same
+ * elements as NFT_MSG_NEWSETELEM messages cost the kernel a few ms. A
+ * set's key is its fields one after the other, each in 4-byte registers:
+ * address, port (network order, 2 bytes and 2 of padding), address, port.
+ */
+#define ELEMS_PER_MSG 1024
+#define BATCH_MAX (128u << 10) /* under the socket's send buffer */
+
+struct nlbuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void *nlbuf_put(struct nlbuf *b, size_t n)
+{
+	n = NLA_ALIGN(n);
+	if (b->len + n > b->cap)
+		return NULL; /* sized for the worst case by the caller */
+	void *at = b->p + b->len;
+	memset(at, 0, n);
+	b->len += n;
+	return at;
+}
+
+static struct nlattr *attr_put(struct nlbuf *b, uint16_t type, const void *data, size_t n)
+{
+	struct nlattr *a = nlbuf_put(b, NLA_HDRLEN + n);
+	a->nla_type = type;
+	a->nla_len = (uint16_t)(NLA_HDRLEN + n);
+	if (n)
+		memcpy((uint8_t *)a + NLA_HDRLEN, data, n);
+	return a;
+}
+
+static void attr_end(struct nlbuf *b, struct nlattr *nest)
+{
+	nest->nla_len = (uint16_t)(b->p + b->len - (uint8_t *)nest);
+}
+
+static size_t flow_key(const struct flow *fl, uint8_t key[40])
+{
+	size_t alen = fl->family == AF_INET ? 4 : 16, at = 0;
+	uint16_t sp = htons(fl->sport), dp = htons(fl->dport);
+	memset(key, 0, 40);
+	memcpy(key + at, fl->saddr, alen), at += alen;
+	memcpy(key + at, &sp, 2), at += 4;
+	memcpy(key + at, fl->daddr, alen), at += alen;
+	memcpy(key + at, &dp, 2), at += 4;
+	return at;
+}
+
+/* One NEWSETELEM message of flows [from, to) of family af into set. */
+static void put_elems(struct nlbuf *b, const char *table, const char *set,
+		      const struct flow *flows, size_t from, size_t to, uint32_t seq)
+{
+	struct nlmsghdr *h = nlbuf_put(b, NLMSG_HDRLEN);
+	size_t start = (size_t)((uint8_t *)h - b->p);
+	h->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWSETELEM;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_ACK;
+	h->nlmsg_seq = seq;
+	struct nfgenmsg *g = nlbuf_put(b, sizeof(*g));
+	*g = (struct nfgenmsg){ .nfgen_family = NFPROTO_INET, .version = NFNETLINK_V0 };
+	attr_put(b, NFTA_SET_ELEM_LIST_TABLE, table, strlen(table) + 1);
+	attr_put(b, NFTA_SET_ELEM_LIST_SET, set, strlen(set) + 1);
+	struct nlattr *list = attr_put(b, NFTA_SET_ELEM_LIST_ELEMENTS | NLA_F_NESTED, NULL, 0);
+	for (size_t i = from; i < to; i++) {
+		uint8_t key[40];
+		size_t klen = flow_key(&flows[i], key);
+		struct nlattr *el = attr_put(b, NFTA_LIST_ELEM | NLA_F_NESTED, NULL, 0);
+		struct nlattr *k = attr_put(b, NFTA_SET_ELEM_KEY | NLA_F_NESTED, NULL, 0);
+		attr_put(b, NFTA_DATA_VALUE, key, klen);
+		attr_end(b, k);
+		attr_end(b, el);
+	}
+	attr_end(b, list);
+	((struct nlmsghdr *)(b->p + start))->nlmsg_len = (uint32_t)(b->p + b->len - b->p - start);
+}
+
+/* Sends a batch and waits for the acks of seqs [first, last]. */
+static int batch_talk(int fd, const struct nlbuf *b, uint32_t first, uint32_t last)
+{
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	if (sendto(fd, b->p, b->len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+		return -errno;
+	for (uint32_t acked = 0; acked < last - first + 1;) {
+		uint8_t buf[8192];
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		     h = NLMSG_NEXT(h, n)) {
+			/* the batch's begin and end are answered only when they fail */
+			if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < first - 1 ||
+			    h->nlmsg_seq > last + 1)
+				continue;
+			const struct nlmsgerr *e = NLMSG_DATA(h);
+			if (e->error)
+				return e->error;
+			acked += h->nlmsg_seq >= first && h->nlmsg_seq <= last;
+		}
+	}
+	return 0;
+}
+
+/* The flows of family af (sorted by family first) into set c4 or c6. */
+static int add_flows(struct netlock *nl, struct nlbuf *b, int af, uint32_t *seq)
+{
+	size_t i = 0, n = nl->nflows;
+	const char *set = af == AF_INET ? "c4" : "c6";
+	while (i < n && nl->flows[i].family != af)
+		i++;
+	while (i < n && nl->flows[i].family == af) {
+		b->len = put_msg(b->p, 0, NFNL_MSG_BATCH_BEGIN, 0, ++(*seq), AF_UNSPEC,
+				 NFNL_SUBSYS_NFTABLES, NULL);
+		uint32_t first = *seq + 1;
+		/* messages while the next would still fit, with the batch end */
+		while (i < n && nl->flows[i].family == af &&
+		       b->len + (ELEMS_PER_MSG + 1) * 64 + 256 <= BATCH_MAX) {
+			size_t to = i;
+			while (to < n && nl->flows[to].family == af && to - i < ELEMS_PER_MSG)
+				to++;
+			put_elems(b, nl->name, set, nl->flows, i, to, ++(*seq));
+			i = to;
+		}
+		uint32_t last = *seq;
+		b->len = put_msg(b->p, b->len, NFNL_MSG_BATCH_END, 0, ++(*seq), AF_UNSPEC,
+				 NFNL_SUBSYS_NFTABLES, NULL);
+		int r = batch_talk(nl->nlfd, b, first, last);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int install_flows(struct netlock *nl)
+{
+	struct nlbuf b = { .p = malloc(BATCH_MAX), .cap = BATCH_MAX };
+	uint32_t seq = 100;
+	if (!b.p)
+		return -ENOMEM;
+	int r = add_flows(nl, &b, AF_INET, &seq);
+	if (r >= 0)
+		r = add_flows(nl, &b, AF_INET6, &seq);
+	free(b.p);
+	return r;
+}
+
 struct nft_job {
-	struct netlock *nl;
+	char *error;           /* what libnftables said when it failed */
+	size_t error_len;
 	const char *cmd;
 	char *out;             /* the command's output, malloc'd, if wanted */
 	bool want_out;
@@ -524,7 +662,7 @@ static int nft_job_run(void *arg)
 {
 	struct nft_job *j = arg;
 	struct nft_api nft_;
-	int r = nft_load(&nft_, j->nl->error, sizeof(j->nl->error));
+	int r = nft_load(&nft_, j->error, j->error_len);
 	if (r < 0)
 		return r;
 	const struct nft_api *api = &nft_;
@@ -536,13 +674,13 @@ static int nft_job_run(void *arg)
 	r = api->run_cmd(nft, j->cmd);
 	if (r != 0) {
 		const char *e = api->error_buffer(nft);
-		snprintf(j->nl->error, sizeof(j->nl->error), "%s", e ? e : "");
-		size_t n = strlen(j->nl->error);
-		while (n && j->nl->error[n - 1] == '\n')
-			j->nl->error[--n] = 0;
-		r = strstr(j->nl->error, "File exists")	      ? -EEXIST
-		    : strstr(j->nl->error, "Operation not permitted") ? -EPERM
-		    : strstr(j->nl->error, "No such file")	      ? -ENOENT
+		snprintf(j->error, j->error_len, "%s", e ? e : "");
+		size_t n = strlen(j->error);
+		while (n && j->error[n - 1] == '\n')
+			j->error[--n] = 0;
+		r = strstr(j->error, "File exists")	      ? -EEXIST
+		    : strstr(j->error, "Operation not permitted") ? -EPERM
+		    : strstr(j->error, "No such file")	      ? -ENOENT
 								      : -EPROTO;
 	} else if (j->want_out) {
 		j->out = strdup(api->output_buffer(nft));
@@ -570,10 +708,19 @@ int netlock_install(struct netlock *nl)
 	_cleanup_free_ char *cmd = install_script(nl);
 	if (!cmd)
 		return -ENOMEM;
-	struct nft_job j = { .nl = nl, .cmd = cmd };
+	struct nft_job j = { .error = nl->error, .error_len = sizeof(nl->error), .cmd = cmd };
 	int r = in_netns_fds(nl->netns_fd, true, nft_job_run, &j);
 	if (r < 0)
 		return r;
+	/* the socket is in the namespace already */
+	r = install_flows(nl);
+	if (r < 0) {
+		snprintf(nl->error, sizeof(nl->error), "adding the connections' elements: %s",
+			 strerror(-r));
+		struct name_job del = { .name = nl->name, .fd = nl->nlfd };
+		(void)name_job_run(&del);
+		return r;
+	}
 	nl->installed = true;
 	clock_gettime(CLOCK_MONOTONIC, &nl->since);
 	return 0;
@@ -606,7 +753,8 @@ int netlock_dropped(struct netlock *nl, uint64_t *ret_packets)
 		return -ENOENT;
 	char cmd[NETLOCK_NAME_MAX + 32];
 	snprintf(cmd, sizeof(cmd), "list table inet %s", nl->name);
-	struct nft_job j = { .nl = nl, .cmd = cmd, .want_out = true };
+	struct nft_job j = { .error = nl->error, .error_len = sizeof(nl->error), .cmd = cmd,
+			     .want_out = true };
 	int r = in_netns_fds(nl->netns_fd, true, nft_job_run, &j);
 	if (r < 0)
 		return r;
@@ -618,4 +766,19 @@ int netlock_dropped(struct netlock *nl, uint64_t *ret_packets)
 	free(j.out);
 	*ret_packets = sum;
 	return 0;
+}
+
+int nft_run_in(int netns_fd, const char *cmd, char **ret_out, char *error, size_t error_len)
+{
+	char none[1];
+	struct nft_job j = { .error = error_len ? error : none,
+			     .error_len = error_len ? error_len : sizeof(none), .cmd = cmd,
+			     .want_out = ret_out != NULL };
+	j.error[0] = 0;
+	int r = in_netns_fds(netns_fd, true, nft_job_run, &j);
+	if (r >= 0 && ret_out)
+		*ret_out = j.out;
+	else
+		free(j.out);
+	return r;
 }

@@ -127,4 +127,11 @@ int netlock_remove_name(int netns_fd, const char *name) __attribute__((warn_unus
 /* Does the table inet name exist in the namespace netns_fd? 1, 0 or -errno. */
 int netlock_exists(int netns_fd, const char *name) __attribute__((warn_unused_result));
 
+/* Runs nft commands (libnftables, loaded on first use) in the network
+ * namespace netns_fd (-1: the calling thread's); *ret_out gets what they
+ * print (malloc'd) if ret_out is not NULL; error what libnftables said on
+ * a failure (-EEXIST, -EPERM, -ENOENT, -EPROTO, -ENOPKG without it). */
+int nft_run_in(int netns_fd, const char *cmd, char **ret_out, char *error, size_t error_len)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -9,7 +9,9 @@
 #include <libmnl/libmnl.h>
 #include <net/if.h>
 #include <linux/if_addr.h>
+#include <linux/fib_rules.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <stdlib.h>
@@ -210,11 +212,11 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_ERROR;
 	uint32_t table = tb[RTA_TABLE] ? mnl_attr_get_u32(tb[RTA_TABLE]) : rm->rtm_table;
 	size_t len = rm->rtm_family == AF_INET ? 4 : rm->rtm_family == AF_INET6 ? 16 : 0;
-	if (table != RT_TABLE_MAIN || !len)
+	if (!len)
 		return MNL_CB_OK;
 	struct rtnl_route rt = { .family = rm->rtm_family, .dst_len = rm->rtm_dst_len,
 				 .protocol = rm->rtm_protocol, .scope = rm->rtm_scope,
-				 .type = rm->rtm_type };
+				 .type = rm->rtm_type, .table = table };
 	copy_addr(tb[RTA_DST], rt.dst, len, NULL);
 	copy_addr(tb[RTA_GATEWAY], rt.gw, len, &rt.has_gw);
 	copy_addr(tb[RTA_PREFSRC], rt.prefsrc, len, &rt.has_prefsrc);
@@ -230,6 +232,63 @@ int rtnl_routes(struct rtnl *r, int (*cb)(const struct rtnl_route *rt, void *arg
 {
 	struct dump d = { .cb = (void *)cb, .arg = arg };
 	return dump(r, RTM_GETROUTE, sizeof(struct rtmsg), AF_UNSPEC, route_cb, &d);
+}
+
+static int rule_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct dump *d = data;
+	const struct fib_rule_hdr *fh = mnl_nlmsg_get_payload(nlh);
+	TB(tb, FRA_MAX);
+	if (nlh->nlmsg_type != RTM_NEWRULE)
+		return MNL_CB_OK;
+	if (mnl_attr_parse(nlh, sizeof(*fh), attr_cb, tb) < 0)
+		return MNL_CB_ERROR;
+	struct rtnl_rule ru = { .family = fh->family, .action = fh->action, .table = fh->table };
+	if (tb[FRA_TABLE] && mnl_attr_get_payload_len(tb[FRA_TABLE]) == 4)
+		ru.table = mnl_attr_get_u32(tb[FRA_TABLE]);
+	if (tb[FRA_PRIORITY] && mnl_attr_get_payload_len(tb[FRA_PRIORITY]) == 4)
+		ru.priority = mnl_attr_get_u32(tb[FRA_PRIORITY]);
+	static const int selectors[] = { FRA_DST, FRA_SRC, FRA_IIFNAME, FRA_OIFNAME, FRA_FWMARK,
+					 FRA_FWMASK, FRA_UID_RANGE, FRA_IP_PROTO, FRA_SPORT_RANGE,
+					 FRA_DPORT_RANGE, FRA_L3MDEV, FRA_TUN_ID, FRA_GOTO };
+	static const int suppress[] = { FRA_SUPPRESS_PREFIXLEN, FRA_SUPPRESS_IFGROUP };
+	ru.selects = fh->src_len || fh->dst_len || fh->tos || (fh->flags & FIB_RULE_INVERT);
+	for (size_t i = 0; i < sizeof(selectors) / sizeof(*selectors); i++)
+		ru.selects |= tb[selectors[i]] != NULL;
+	for (size_t i = 0; i < sizeof(suppress) / sizeof(*suppress); i++) /* ~0: not set */
+		ru.selects |= tb[suppress[i]] && mnl_attr_get_payload_len(tb[suppress[i]]) == 4 &&
+			      mnl_attr_get_u32(tb[suppress[i]]) != ~0u;
+	d->ret = ((int (*)(const struct rtnl_rule *, void *))d->cb)(&ru, d->arg);
+	return d->ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
+}
+
+int rtnl_rules(struct rtnl *r, int (*cb)(const struct rtnl_rule *ru, void *arg), void *arg)
+{
+	struct dump d = { .cb = (void *)cb, .arg = arg };
+	return dump(r, RTM_GETRULE, sizeof(struct fib_rule_hdr), AF_UNSPEC, rule_cb, &d);
+}
+
+static int neigh_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct dump *d = data;
+	const struct ndmsg *nd = mnl_nlmsg_get_payload(nlh);
+	TB(tb, NDA_MAX);
+	if (nlh->nlmsg_type != RTM_NEWNEIGH)
+		return MNL_CB_OK;
+	if (mnl_attr_parse(nlh, sizeof(*nd), attr_cb, tb) < 0)
+		return MNL_CB_ERROR;
+	size_t len = nd->ndm_family == AF_INET ? 4 : nd->ndm_family == AF_INET6 ? 16 : 0;
+	struct rtnl_neigh n = { .family = nd->ndm_family, .index = nd->ndm_ifindex,
+				.state = nd->ndm_state, .flags = nd->ndm_flags };
+	copy_addr(tb[NDA_DST], n.dst, len, NULL);
+	d->ret = ((int (*)(const struct rtnl_neigh *, void *))d->cb)(&n, d->arg);
+	return d->ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
+}
+
+int rtnl_neighs(struct rtnl *r, int (*cb)(const struct rtnl_neigh *n, void *arg), void *arg)
+{
+	struct dump d = { .cb = (void *)cb, .arg = arg };
+	return dump(r, RTM_GETNEIGH, sizeof(struct ndmsg), AF_UNSPEC, neigh_cb, &d);
 }
 
 static int get_cb(const struct nlmsghdr *nlh, void *data)
@@ -340,7 +399,8 @@ int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 	struct rtmsg *rm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rm));
 	rm->rtm_family = (uint8_t)rt->family;
 	rm->rtm_dst_len = (uint8_t)rt->dst_len;
-	rm->rtm_table = RT_TABLE_MAIN;
+	uint32_t table = rt->table ? rt->table : RT_TABLE_MAIN;
+	rm->rtm_table = (uint8_t)(table < 256 ? table : RT_TABLE_UNSPEC);
 	rm->rtm_protocol = (uint8_t)(rt->protocol ? rt->protocol : RTPROT_BOOT);
 	rm->rtm_scope = (uint8_t)rt->scope;
 	rm->rtm_type = (uint8_t)(rt->type ? rt->type : RTN_UNICAST);
@@ -354,5 +414,6 @@ int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 		mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)rt->oif);
 	if (rt->priority)
 		mnl_attr_put_u32(nlh, RTA_PRIORITY, rt->priority);
+	mnl_attr_put_u32(nlh, RTA_TABLE, table);
 	return request(r, nlh);
 }

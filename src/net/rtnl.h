@@ -48,13 +48,30 @@ struct rtnl_addr {
 	uint8_t addr[16];
 };
 
-/* One route of the main table (RTM_NEWROUTE). */
+/* One route (RTM_NEWROUTE) of any table. */
 struct rtnl_route {
 	int family;
 	unsigned dst_len, protocol, scope, type, priority;
+	unsigned table; /* RTA_TABLE; 0 at rtnl_route_add: the main table */
 	uint8_t dst[16], gw[16], prefsrc[16];
 	bool has_gw, has_prefsrc;
 	int oif; /* 0: none */
+};
+
+/* One policy routing rule (RTM_NEWRULE): its priority, table, action, and
+ * whether it selects packets by anything (addresses, links, marks...). */
+struct rtnl_rule {
+	int family;
+	unsigned priority, table, action;
+	bool selects;
+};
+
+/* One neighbour entry (RTM_NEWNEIGH). */
+struct rtnl_neigh {
+	int family;
+	int index;
+	unsigned state, flags; /* NUD_*, NTF_* */
+	uint8_t dst[16];
 };
 
 /* Opens the socket in the calling thread's network namespace. */
@@ -62,13 +79,17 @@ int rtnl_open(struct rtnl *r) __attribute__((warn_unused_result));
 /* Closes it; a closed or zeroed one is fine. */
 void rtnl_close(struct rtnl *r);
 
-/* Calls cb for each link, address (family AF_UNSPEC: both), route of the
- * main table; the first cb < 0 stops the dump and is returned. */
+/* Calls cb for each link, address (family AF_UNSPEC: both), route, rule,
+ * neighbour entry; the first cb < 0 stops the dump and is returned. */
 int rtnl_links(struct rtnl *r, int (*cb)(const struct rtnl_link *l, void *arg), void *arg)
 	__attribute__((warn_unused_result));
 int rtnl_addrs(struct rtnl *r, int (*cb)(const struct rtnl_addr *a, void *arg), void *arg)
 	__attribute__((warn_unused_result));
 int rtnl_routes(struct rtnl *r, int (*cb)(const struct rtnl_route *rt, void *arg), void *arg)
+	__attribute__((warn_unused_result));
+int rtnl_rules(struct rtnl *r, int (*cb)(const struct rtnl_rule *ru, void *arg), void *arg)
+	__attribute__((warn_unused_result));
+int rtnl_neighs(struct rtnl *r, int (*cb)(const struct rtnl_neigh *n, void *arg), void *arg)
 	__attribute__((warn_unused_result));
 
 /* The link of that index or name: -ENODEV if none. */
@@ -91,7 +112,7 @@ int rtnl_link_del(struct rtnl *r, int index) __attribute__((warn_unused_result))
 /* Adds an address (IPv6 ones without duplicate address detection, so that
  * they can be bound at once). */
 int rtnl_addr_add(struct rtnl *r, const struct rtnl_addr *a) __attribute__((warn_unused_result));
-/* Adds a route to the main table. */
+/* Adds a route (to the main table if rt->table is 0). */
 int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 	__attribute__((warn_unused_result));
 

@@ -2,13 +2,20 @@
 /*
  * A TCP server as pid 1 of `ckpt run --net` (flow netns): it changes its
  * network namespace first (eth0's mtu, an IPv6 address on eth0, a route to
- * 198.51.100.0/24 through the host end, three sysctls), notes what the
+ * 198.51.100.0/24 through the host end, ten sysctls), notes what the
  * namespace holds (links with index, mtu and up state, addresses, the
  * IPv4 routes of /proc/net/route, the sysctls), listens on port 7777 and
  * accepts the runner's connection from the host. Checkpointed with --kill
  * and restarted, it checks from inside that the namespace holds the same,
  * reads what the runner sent up to "END\n" on the same connection and
  * answers, then accepts a new connection from the host and answers it.
+ *
+ * a route in table 100 too (rtnetlink), and an nftables table (nft, if
+ * installed), listed in the notes.
+ *
+ * "netns_srv rule": a policy routing rule (priority 100, table 100) and a
+ * permanent neighbour entry on eth0; the checkpoint must refuse both by
+ * name.
  *
  * "netns_srv bridge": a bridge link (br7) is added to the namespace
  * (rtnetlink) before ready; the checkpoint must refuse it by name. (A
@@ -22,7 +29,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/fib_rules.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/ipv6.h>
 #include <linux/netlink.h>
 #include <linux/route.h>
@@ -37,6 +46,9 @@
 #include <unistd.h>
 
 #define PORT 7777
+
+static size_t table_routes(char *out, size_t len, size_t at);
+static void add_table_route(uint32_t gw);
 
 static void write_file(const char *path, const char *val)
 {
@@ -59,7 +71,54 @@ static size_t cat(const char *path, char *out, size_t len, size_t at)
 	return at;
 }
 
-/* Links, addresses, IPv4 routes and sysctls as text. */
+/* sysctls set besides the three above, each to a value not a fresh
+ * namespace's (the runner's checkpoint saves them by difference) */
+static const char *const more[][2] = {
+	{ "/proc/sys/net/ipv4/tcp_keepalive_time", "1234" },
+	{ "/proc/sys/net/ipv4/tcp_rmem", "4096\t65536\t1048576" },
+	{ "/proc/sys/net/unix/max_dgram_qlen", "77" },
+	{ "/proc/sys/net/ipv4/conf/default/accept_redirects", "0" },
+	{ "/proc/sys/net/ipv4/conf/eth0/arp_ignore", "1" },
+	{ "/proc/sys/net/ipv6/conf/eth0/hop_limit", "33" },
+	{ "/proc/sys/net/ipv4/neigh/eth0/mcast_solicit", "5" },
+};
+
+/* An nftables table of the container's (nft, when installed): a set, a
+ * named counter with values, a chain with a counter; no timeouts, whose
+ * "expires" would change between the two notes. */
+#define NFT "/usr/sbin/nft"
+static const char nft_table[] =
+	"table inet ckpt_t {\n"
+	"  set blocked { type ipv4_addr; elements = { 192.0.2.1, 192.0.2.7 } }\n"
+	"  counter seen { packets 5 bytes 300 }\n"
+	"  chain in { type filter hook input priority 0; policy accept;\n"
+	"    ip saddr @blocked counter packets 3 bytes 100 drop; }\n"
+	"}\n";
+
+static void nft_add(void)
+{
+	if (access(NFT, X_OK) != 0)
+		return;
+	FILE *f = fopen("table.nft", "w");
+	if (!f || fputs(nft_table, f) < 0 || fclose(f) != 0 || system(NFT " -f table.nft") != 0)
+		fail("nft -f table.nft failed");
+}
+
+static size_t nft_list(char *out, size_t len, size_t at)
+{
+	if (access(NFT, X_OK) != 0)
+		return at;
+	FILE *p = popen(NFT " list table inet ckpt_t 2>&1", "r");
+	size_t n;
+	while (p && at < len - 1 && (n = fread(out + at, 1, len - 1 - at, p)) > 0)
+		at += n;
+	out[at] = 0;
+	if (!p || pclose(p) != 0)
+		fail("nft list table inet ckpt_t: %s", out);
+	return at;
+}
+
+/* Links, addresses, IPv4 routes, sysctls and nftables as text. */
 static void snapshot(char *out, size_t len)
 {
 	struct ifaddrs *ifa, *i;
@@ -90,7 +149,11 @@ static void snapshot(char *out, size_t len)
 	at = cat("/proc/net/route", out, len, at);
 	at = cat("/proc/sys/net/ipv4/ip_forward", out, len, at);
 	at = cat("/proc/sys/net/core/somaxconn", out, len, at);
-	cat("/proc/sys/net/ipv4/ip_local_port_range", out, len, at);
+	at = cat("/proc/sys/net/ipv4/ip_local_port_range", out, len, at);
+	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
+		at = cat(more[i][0], out, len, at);
+	at = table_routes(out, len, at);
+	nft_list(out, len, at);
 }
 
 /* The namespace changed from what ckpt run made. */
@@ -125,11 +188,129 @@ static void change_netns(void)
 	g->sin_addr.s_addr = gw;
 	if (ioctl(s, SIOCADDRT, &rt) < 0)
 		fail("route to 198.51.100.0/24: %m");
+	add_table_route(gw);
+	nft_add();
 	close(s);
 	close(s6);
 	write_file("/proc/sys/net/ipv4/ip_forward", "1");
 	write_file("/proc/sys/net/core/somaxconn", "1234");
 	write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 50000");
+	/* more of the namespace's own: outside links' directories, default,
+	 * eth0's own (IPv4, IPv6, neighbour table) */
+	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
+		write_file(more[i][0], more[i][1]);
+}
+
+/* One rtnetlink request: fails the test on an error, but skips with
+ * "skip_on" when the kernel cannot (-EOPNOTSUPP and the like). */
+static void nl_req(struct nlmsghdr *h, const char *what)
+{
+	int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+	char buf[512];
+	if (s < 0 || send(s, h, h->nlmsg_len, 0) < 0 || recv(s, buf, sizeof(buf), 0) < 0)
+		fail("netlink (%s): %m", what);
+	struct nlmsgerr *e = NLMSG_DATA((struct nlmsghdr *)buf);
+	if (((struct nlmsghdr *)buf)->nlmsg_type == NLMSG_ERROR && e->error)
+		fail("%s: %s", what, strerror(-e->error));
+	close(s);
+}
+
+static void put_attr(struct nlmsghdr *h, unsigned short type, const void *data, size_t len)
+{
+	struct rtattr *ra = (struct rtattr *)((char *)h + NLMSG_ALIGN(h->nlmsg_len));
+	ra->rta_type = type;
+	ra->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(ra), data, len);
+	h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(ra->rta_len);
+}
+
+#define TABLE 100
+
+/* 198.51.100.0/25 through gw (network order) in routing table 100. */
+static void add_table_route(uint32_t gw)
+{
+	struct {
+		struct nlmsghdr h;
+		struct rtmsg r;
+		char attrs[64];
+	} req = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)), .nlmsg_type = RTM_NEWROUTE,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK },
+		  .r = { .rtm_family = AF_INET, .rtm_dst_len = 25, .rtm_table = TABLE,
+			 .rtm_protocol = RTPROT_STATIC, .rtm_scope = RT_SCOPE_UNIVERSE,
+			 .rtm_type = RTN_UNICAST } };
+	uint32_t dst;
+	inet_pton(AF_INET, "198.51.100.0", &dst);
+	put_attr(&req.h, RTA_DST, &dst, 4);
+	put_attr(&req.h, RTA_GATEWAY, &gw, 4);
+	nl_req(&req.h, "a route in table 100");
+}
+
+/* The routes of table 100 as text ("198.51.100.0/25\n"), read by a dump. */
+static size_t table_routes(char *out, size_t len, size_t at)
+{
+	struct {
+		struct nlmsghdr h;
+		struct rtmsg r;
+	} req = { .h = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETROUTE,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
+		  .r = { .rtm_family = AF_INET } };
+	static char buf[65536];
+	int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+	if (s < 0 || send(s, &req, sizeof(req), 0) < 0)
+		fail("route dump: %m");
+	for (;;) {
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+		if (n <= 0)
+			fail("route dump: %m");
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_DONE) {
+				close(s);
+				return at;
+			}
+			struct rtmsg *r = NLMSG_DATA(h);
+			if (h->nlmsg_type != RTM_NEWROUTE || r->rtm_table != TABLE)
+				continue;
+			char a[INET_ADDRSTRLEN] = "default";
+			int alen = (int)RTM_PAYLOAD(h);
+			for (struct rtattr *ra = RTM_RTA(r); RTA_OK(ra, alen); ra = RTA_NEXT(ra, alen))
+				if (ra->rta_type == RTA_DST)
+					inet_ntop(AF_INET, RTA_DATA(ra), a, sizeof(a));
+			at += (size_t)snprintf(out + at, len - at, "table %d: %s/%u\n", TABLE, a,
+					       r->rtm_dst_len);
+		}
+	}
+}
+
+/* "netns_srv rule": a policy routing rule and a permanent neighbour entry,
+ * which the checkpoint must refuse by name. */
+static void add_rule_neigh(void)
+{
+	struct {
+		struct nlmsghdr h;
+		struct fib_rule_hdr f;
+		char attrs[64];
+	} rule = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct fib_rule_hdr)),
+			  .nlmsg_type = RTM_NEWRULE,
+			  .nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK },
+		   .f = { .family = AF_INET, .action = FR_ACT_TO_TBL, .table = TABLE } };
+	uint32_t prio = 100, table = TABLE;
+	put_attr(&rule.h, FRA_PRIORITY, &prio, 4);
+	put_attr(&rule.h, FRA_TABLE, &table, 4);
+	nl_req(&rule.h, "a policy routing rule");
+	struct {
+		struct nlmsghdr h;
+		struct ndmsg n;
+		char attrs[64];
+	} nb = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg)), .nlmsg_type = RTM_NEWNEIGH,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK },
+		 .n = { .ndm_family = AF_INET, .ndm_ifindex = (int)if_nametoindex("eth0"),
+			.ndm_state = NUD_PERMANENT } };
+	uint32_t dst;
+	uint8_t mac[6] = { 2, 0, 0, 0, 0, 0x77 };
+	inet_pton(AF_INET, "198.51.100.77", &dst);
+	put_attr(&nb.h, NDA_DST, &dst, 4);
+	put_attr(&nb.h, NDA_LLADDR, mac, 6);
+	nl_req(&nb.h, "a permanent neighbour entry");
 }
 
 /* A bridge named br7, by RTM_NEWLINK. */
@@ -183,8 +364,11 @@ int main(int argc, char **argv)
 	char buf[4096] = "";
 	size_t n = 0;
 
-	if (argc > 1 && !strcmp(argv[1], "bridge")) {
-		add_bridge();
+	if (argc > 1 && (!strcmp(argv[1], "bridge") || !strcmp(argv[1], "rule"))) {
+		if (!strcmp(argv[1], "bridge"))
+			add_bridge();
+		else
+			add_rule_neigh();
 		test_ready();
 		test_wait();
 		pass();

@@ -2,8 +2,8 @@
 /*
  * TCP sockets in the closing states and in a connect in progress, made on
  * loopback with sockets that drop every packet (a classic BPF filter that
- * returns 0, attached to the peer: the filter is not saved, so after the
- * restart the peers hear what was retransmitted):
+ * returns 0, attached to the peer and detached after the restart, when the
+ * peers hear what is retransmitted):
  * - LAST_ACK: a sent "hello" and shut down writing (FIN_WAIT2); then, a's
  *   packets dropped, b (CLOSE_WAIT, "hello" unread) sent "world" and shut
  *   down writing: b is in LAST_ACK, "world" and its FIN not acknowledged;
@@ -161,6 +161,11 @@ int main(void)
 	test_ready();
 	test_wait();
 
+	/* the peers hear again (their filters are restored since sock_filter) */
+	int none = 0;
+	setsockopt(a, SOL_SOCKET, SO_DETACH_FILTER, &none, sizeof(none));
+	setsockopt(d, SOL_SOCKET, SO_DETACH_FILTER, &none, sizeof(none));
+	setsockopt(l, SOL_SOCKET, SO_DETACH_FILTER, &none, sizeof(none));
 	expect_then_eof(b, "hello", "b (LAST_ACK)");
 	expect_epipe(b, "b (LAST_ACK)");
 	expect_then_eof(a, "world", "a (b's peer)");
