@@ -414,7 +414,7 @@ TESTS = [
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
     entry("refuse_aio", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+-[0-9a-f]+: an AIO ring"),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
-    entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp)"),
+    entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp|packet)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
     entry("refuse_inherited", kind="refuse_inherited", program="mem_anon", case="pipe"),
     entry("refuse_inherited_fifo", kind="refuse_inherited", program="mem_anon", case="fifo"),
