@@ -47,7 +47,11 @@ extern "C" {
 				  * write-protect async mode, kept at a high fd) so
 				  * that a later checkpoint with ckpt_opts.parent saves
 				  * only the pages written since this one */
-#define CKPT_FLAGS_ALL (0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS | CKPT_TRACK)
+#define CKPT_SKIP_IN_FLIGHT 0x800ul /* TCP connections in a listener's accept queue
+				     * are left out: with CKPT_KILL their peers
+				     * get a reset */
+#define CKPT_FLAGS_ALL \
+	(0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS | CKPT_TRACK | CKPT_SKIP_IN_FLIGHT)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */

@@ -25,7 +25,7 @@ import threading
 __all__ = ["Error", "Result", "checkpoint", "restart", "inspect", "inspect_diff",
            "CKPT_SUBTREE", "CKPT_KILL", "CKPT_LEAVE_FROZEN", "CKPT_SHELL_JOB",
            "CKPT_EXT_UNIX", "CKPT_VERIFY", "CKPT_DROP_EVENTS", "CKPT_DETACH_CLIENTS",
-           "CKPT_COMPRESS",
+           "CKPT_COMPRESS", "CKPT_SKIP_IN_FLIGHT",
            "RESTART_FROZEN", "RESTART_GHOST", "RESTART_CONN_RESET", "RESTART_DETACH",
            "RESTART_PIDNS", "RESTART_SHELL_JOB", "LOG_ERROR", "LOG_WARN", "LOG_INFO",
            "LOG_DEBUG", "Progress", "PHASE_CHECKPOINT", "PHASE_RESTART", "PHASE_END"]
@@ -34,6 +34,7 @@ __all__ = ["Error", "Result", "checkpoint", "restart", "inspect", "inspect_diff"
 CKPT_SUBTREE, CKPT_KILL, CKPT_LEAVE_FROZEN, CKPT_SHELL_JOB = 0x1, 0x2, 0x4, 0x8
 CKPT_EXT_UNIX, CKPT_VERIFY, CKPT_DROP_EVENTS, CKPT_DETACH_CLIENTS = 0x10, 0x20, 0x40, 0x100
 CKPT_COMPRESS = 0x200  # zstd page records (a libckpt built with zstd)
+CKPT_SKIP_IN_FLIGHT = 0x800  # connections not accepted yet left out
 RESTART_FROZEN, RESTART_GHOST, RESTART_CONN_RESET = 0x2, 0x4, 0x10
 RESTART_DETACH, RESTART_PIDNS, RESTART_SHELL_JOB = 0x20, 0x40, 0x80
 LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3

@@ -113,7 +113,7 @@ int cmd_checkpoint(const struct cli_args *a)
 			 (a->leave_frozen ? CKPT_LEAVE_FROZEN : 0) | (a->shell_job ? CKPT_SHELL_JOB : 0) |
 			 (a->ext_unix ? CKPT_EXT_UNIX : 0) | (a->drop_events ? CKPT_DROP_EVENTS : 0) |
 			 (a->detach_clients ? CKPT_DETACH_CLIENTS : 0) | (a->compress ? CKPT_COMPRESS : 0) |
-			 (a->track ? CKPT_TRACK : 0),
+			 (a->track ? CKPT_TRACK : 0) | (a->skip_in_flight ? CKPT_SKIP_IN_FLIGHT : 0),
 		.logfd = logfd,
 		.log_level = level,
 		.errbuf = err,

@@ -73,6 +73,9 @@ static const struct opt opts[] = {
 	  "a server's clients outside the tree (tmux attach,\n"
 	  "screen -r) are detached: their connections and\n"
 	  "terminals come back closed" },
+	{ "skip-in-flight", 0, OPT_FLAG, CP, F(skip_in_flight), NULL,
+	  "TCP connections a listener has not accepted yet\n"
+	  "are left out (with --kill their peers get a reset)" },
 	{ "compress", 0, OPT_FLAG, CP, F(compress), NULL,
 	  "compress memory contents with zstd where it pays\n"
 	  "(restart reads them back by itself)" },

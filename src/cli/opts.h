@@ -67,6 +67,7 @@ struct cli_args {
 	bool compress;          /* checkpoint: --compress */
 	bool track;             /* checkpoint: --track */
 	const char *parent;     /* checkpoint: --parent FILE */
+	bool skip_in_flight;    /* checkpoint: --skip-in-flight */
 	bool json;              /* inspect, checkpoint, restart: --json */
 	bool quiet;             /* checkpoint, restart: no summary line */
 	const char *progress_interval; /* checkpoint, restart: --progress-interval MS */

@@ -37,6 +37,21 @@
 #ifndef UDP_GRO
 #define UDP_GRO 104
 #endif
+#ifndef IP_MULTICAST_ALL
+#define IP_MULTICAST_ALL 49
+#endif
+#ifndef IPV6_MULTICAST_ALL
+#define IPV6_MULTICAST_ALL 29
+#endif
+#ifndef IPV6_HDRINCL
+#define IPV6_HDRINCL 36
+#endif
+#ifndef SOL_RAW
+#define SOL_RAW 255
+#endif
+#ifndef ICMP_FILTER
+#define ICMP_FILTER 1
+#endif
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
 #endif
@@ -79,6 +94,10 @@ static const struct inet_opt_desc opt_table[] = {
 	{ IPPROTO_IP, IP_RECVTTL, U | OPT_V4, "IP_RECVTTL" },
 	{ IPPROTO_IP, IP_MULTICAST_TTL, U | OPT_V4, "IP_MULTICAST_TTL" },
 	{ IPPROTO_IP, IP_MULTICAST_LOOP, U | OPT_V4, "IP_MULTICAST_LOOP" },
+	/* the interface's address as an int (the index alone, ip_mreqn with
+	 * no address, is not shown by getsockopt) */
+	{ IPPROTO_IP, IP_MULTICAST_IF, U | OPT_V4, "IP_MULTICAST_IF" },
+	{ IPPROTO_IP, IP_MULTICAST_ALL, U | OPT_V4, "IP_MULTICAST_ALL" },
 	{ IPPROTO_IPV6, IPV6_V6ONLY, TU | OPT_V6 | OPT_BIND, "IPV6_V6ONLY" },
 	{ IPPROTO_IPV6, IPV6_FREEBIND, TU | OPT_V6 | OPT_BIND, "IPV6_FREEBIND" },
 	{ IPPROTO_IPV6, IPV6_TRANSPARENT, TU | OPT_V6 | OPT_BIND, "IPV6_TRANSPARENT" },
@@ -89,6 +108,12 @@ static const struct inet_opt_desc opt_table[] = {
 	{ IPPROTO_IPV6, IPV6_RECVPKTINFO, U | OPT_V6, "IPV6_RECVPKTINFO" },
 	{ IPPROTO_IPV6, IPV6_MULTICAST_HOPS, U | OPT_V6, "IPV6_MULTICAST_HOPS" },
 	{ IPPROTO_IPV6, IPV6_MULTICAST_LOOP, U | OPT_V6, "IPV6_MULTICAST_LOOP" },
+	{ IPPROTO_IPV6, IPV6_MULTICAST_IF, U | OPT_V6, "IPV6_MULTICAST_IF" },
+	{ IPPROTO_IPV6, IPV6_MULTICAST_ALL, U | OPT_V6, "IPV6_MULTICAST_ALL" },
+	{ IPPROTO_IP, IP_HDRINCL, OPT_RAW | OPT_V4, "IP_HDRINCL" },
+	{ SOL_RAW, ICMP_FILTER, OPT_RAW | OPT_V4, "ICMP_FILTER" }, /* a u32 mask */
+	{ IPPROTO_IPV6, IPV6_HDRINCL, OPT_RAW | OPT_V6, "IPV6_HDRINCL" },
+	{ IPPROTO_IPV6, IPV6_CHECKSUM, OPT_RAW | OPT_V6, "IPV6_CHECKSUM" },
 	{ IPPROTO_UDP, UDP_SEGMENT, U, "UDP_SEGMENT" },
 	{ IPPROTO_UDP, UDP_GRO, U, "UDP_GRO" },
 	{ SOL_UDPLITE, UDPLITE_SEND_CSCOV, U, "UDPLITE_SEND_CSCOV" },
@@ -106,9 +131,13 @@ const struct inet_opt_desc *inet_opt_find(uint32_t level, uint32_t name)
 	return NULL;
 }
 
-static bool opt_applies(const struct inet_opt_desc *d, int family, int proto)
+static bool opt_applies(const struct inet_opt_desc *d, int family, int type, int proto)
 {
-	if (!(d->flags & (proto == IPPROTO_TCP ? OPT_TCP : OPT_UDP)))
+	/* raw and ping sockets: the datagram options (those their protocol
+	 * does not have fail on a new socket, and are not read) and theirs */
+	bool raw = type == SOCK_RAW || proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6;
+	unsigned want = raw ? OPT_UDP | OPT_RAW : proto == IPPROTO_TCP ? OPT_TCP : OPT_UDP;
+	if (!(d->flags & want))
 		return false;
 	if ((d->flags & OPT_V4) && family != AF_INET)
 		return false;
@@ -191,7 +220,7 @@ static int opt_defaults(int family, int type, int proto, struct inet_opt_default
 	if (fresh < 0)
 		return -errno;
 	for (size_t i = 0; i < OPT_TABLE_N; i++)
-		ok[i] = opt_applies(&opt_table[i], family, proto) &&
+		ok[i] = opt_applies(&opt_table[i], family, type, proto) &&
 			get_int(fresh, opt_table[i].level, opt_table[i].name, &val[i]) == 0;
 	if (defs && defs->n < sizeof(defs->e) / sizeof(defs->e[0])) {
 		defs->e[defs->n].family = family;
@@ -272,9 +301,13 @@ int inet_opts_apply_misc(int s, const InetSkEntry *e)
 	    setsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, e->bindtodevice,
 		       (socklen_t)strlen(e->bindtodevice)) < 0)
 		return -errno;
-	if (e->has_filter)
-		return sk_filter_apply(s, e->filter.data, e->filter.len, e->filter_locked);
 	return 0;
+}
+
+int inet_filter_apply(int s, const InetSkEntry *e)
+{
+	return e->has_filter ? sk_filter_apply(s, e->filter.data, e->filter.len, e->filter_locked)
+			     : 0;
 }
 
 /* sk_sndbuf/sk_rcvbuf = 2 * what is set: set half, forced if the limit is lower */
@@ -618,13 +651,14 @@ int inet_tcp_read(int s, TcpRepair *t)
 		return -errno;
 	if (outq < 0 || unsent < 0 || inq < 0 || unsent > outq)
 		return -EINVAL;
-	/* FIN_WAIT1: the FIN not acknowledged yet is counted in both (if not
-	 * sent) and is no byte of the queue */
+	/* FIN_WAIT1, LAST_ACK, CLOSING: the FIN not acknowledged yet is
+	 * counted in both (if not sent) and is no byte of the queue */
 	struct tcp_info ti;
 	socklen_t tl = sizeof(ti);
 	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
 		return -errno;
-	if (ti.tcpi_state == TCP_FIN_WAIT1 && outq > 0) {
+	if ((ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ||
+	     ti.tcpi_state == TCP_CLOSING) && outq > 0) {
 		outq--;
 		if (unsent > 0)
 			unsent--;

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "inet.pb-c.h"
 
@@ -58,6 +59,7 @@ enum {
 	OPT_BIND = 16, /* set before bind */
 	OPT_LISTEN = 32, /* TCP listeners only */
 	OPT_LAST = 64, /* set after the queues are refilled (TCP_CORK) */
+	OPT_RAW = 128, /* raw and ICMP ping sockets only (which take OPT_UDP ones too) */
 };
 
 /* TcpRepair.fin: what a half-closed connection has done (bits) */
@@ -100,6 +102,10 @@ int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last,
 		    const InetOpt **ret_bad) __attribute__((warn_unused_result));
 /* linger, timeouts, device (before bind) */
 int inet_opts_apply_misc(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
+/* The classic BPF filter and its lock (sk-filter.c), if saved: after a UDP
+ * socket's queue is refilled (a datagram queued before the program
+ * attached it would not pass it again). */
+int inet_filter_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
 /* Buffer sizes and their locks as saved; forced (CAP_NET_ADMIN) when the
  * limits are lower. */
 int inet_bufs_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
@@ -148,6 +154,44 @@ void inet_tcp_free(TcpRepair *t);
 int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, socklen_t srclen,
 		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
 	__attribute__((warn_unused_result));
+/* ---- UDP and UDP-Lite (inet-udp.c) ---- */
+
+/*
+ * The datagrams in the receive queue of s, oldest first, without taking
+ * them (MSG_PEEK from SO_PEEK_OFF 0, then the program's offset again),
+ * each with its sender and the address it was sent to (IP_PKTINFO, turned
+ * on for the peek). -EOPNOTSUPP: the kernel has no SO_PEEK_OFF for UDP;
+ * -EFBIG: over INET_QUEUE_MAX bytes; -EMSGSIZE: one larger than 64 KiB.
+ * Free with inet_udp_free.
+ */
+int inet_udp_peek(int s, int family, UdpDgram ***ret, size_t *ret_n)
+	__attribute__((warn_unused_result));
+void inet_udp_free(UdpDgram **v, size_t n);
+/*
+ * Sends the datagrams of e->rcvq to s (bound, not connected yet) from their
+ * senders' addresses through a raw socket (CAP_NET_RAW; its packets carry
+ * the network lock's pass mark), one at a time, each waited for in the
+ * queue (SO_MEMINFO: what the queue holds grew). *ret_got: how many came.
+ * -ETIMEDOUT: one did not come (5 s in all); -ENOBUFS: s dropped one.
+ */
+int inet_udp_refill(int s, const InetSkEntry *e, size_t *ret_got)
+	__attribute__((warn_unused_result));
+/* The multicast groups s joined: candidates from /proc/PID/net/igmp (and
+ * igmp6 for AF_INET6), each asked of s with MCAST_MSFILTER, which fails
+ * for a group it did not join. -E2BIG: a filter of over 64 sources. */
+int inet_mcast_read(int s, int family, pid_t pid, InetMcast ***ret, size_t *ret_n)
+	__attribute__((warn_unused_result));
+void inet_mcast_free(InetMcast **v, size_t n);
+/* Joins e's groups again (MCAST_JOIN_GROUP, then MCAST_MSFILTER for a
+ * source filter); the interface by name if saved. *ret_bad: what failed. */
+int inet_mcast_apply(int s, const InetSkEntry *e, const InetMcast **ret_bad)
+	__attribute__((warn_unused_result));
+/* What of s is shut down (bit 1 reading, 2 writing): poll(POLLRDHUP), and
+ * sock_diag's INET_DIAG_SHUTDOWN when the socket is found by its addresses
+ * and cookie (-ENOENT if not: *ret has what poll said). */
+int inet_udp_shutdown(int s, int family, int proto, uint32_t *ret)
+	__attribute__((warn_unused_result));
+
 /* TCP_REPAIR on s: TCP_REPAIR_ON, TCP_REPAIR_OFF, TCP_REPAIR_OFF_NO_WP */
 int inet_tcp_repair(int s, int mode) __attribute__((warn_unused_result));
 

@@ -61,6 +61,7 @@
 #include <linux/sockios.h>
 #include <linux/if_packet.h>
 #include <linux/capability.h>
+#include <netinet/icmp6.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -86,6 +87,7 @@ enum {
 	INET_ST_CLOSED,    /* unbound, or bound (src) */
 	INET_ST_LISTEN,    /* TCP */
 	INET_ST_CONNECTED, /* TCP: established (tcp); UDP: connected (dst) */
+	INET_ST_SYN_SENT,  /* TCP: a connect in progress (src, dst): made again */
 	INET_ST_MAX,
 };
 
@@ -98,6 +100,7 @@ struct inet_obj {
 	InetOpt *popts[OPTS_MAX];
 	uint8_t src[16], dst[16];
 	char dev[IFNAMSIZ + 1];
+	uint8_t icmp6f[sizeof(struct icmp6_filter)];
 	pid_t pid;
 	int fd;
 	int copy; /* ckpt's, until the end */
@@ -284,10 +287,17 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 		return 0;
 	case TCP_LISTEN:
 		/* a listener's tcp_info: unacked is the accept queue, sacked the backlog */
-		if (ti.tcpi_unacked)
+		if (ti.tcpi_unacked && (ctx->flags & CKPT_SKIP_IN_FLIGHT)) {
+			char d[192];
+			log_info(&ctx->log, "pid %d fd %d (inet): %s: %u connection(s) not accepted "
+				 "yet are left out (--skip-in-flight)%s", fi->pid, fi->fd,
+				 describe(s, IPPROTO_TCP, d, sizeof(d)), ti.tcpi_unacked,
+				 (ctx->flags & CKPT_KILL) ? ": their peers get a reset" : "");
+		} else if (ti.tcpi_unacked)
 			return REFUSE(ctx, fi, s, IPPROTO_TCP,
 				      "is listening with %u connection(s) not accepted yet; not "
-				      "supported yet (retry once the program has accepted them)",
+				      "supported yet (retry once the program has accepted them, or "
+				      "leave them out with --skip-in-flight)",
 				      ti.tcpi_unacked);
 		o->e.state = INET_ST_LISTEN;
 		o->e.has_backlog = true;
@@ -306,20 +316,43 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 	}
 	case TCP_FIN_WAIT1:
 	case TCP_FIN_WAIT2:
-	case TCP_CLOSE_WAIT: {
-		/* half-closed: an established connection and the FIN replayed
-		 * at restart (see "Inet sockets" in DESIGN.md) */
+	case TCP_CLOSE_WAIT:
+	case TCP_LAST_ACK:
+	case TCP_CLOSING: {
+		/* half-closed or closing: an established connection and the
+		 * FINs replayed at restart (see "Inet sockets" in DESIGN.md):
+		 * LAST_ACK and CLOSING have sent theirs (not acknowledged yet)
+		 * and received the peer's */
 		o->e.state = INET_ST_CONNECTED;
 		int r = collect_tcp(ctx, fi, o);
 		if (r < 0)
 			return r;
+		int st = ti.tcpi_state;
 		o->tcp.has_fin = true;
-		o->tcp.fin = ti.tcpi_state == TCP_CLOSE_WAIT ? TCP_FIN_RECEIVED : TCP_FIN_SENT;
-		if (o->tcp.fin == TCP_FIN_SENT && o->tcp.unsent)
+		o->tcp.fin = st == TCP_CLOSE_WAIT ? TCP_FIN_RECEIVED
+			     : st == TCP_LAST_ACK || st == TCP_CLOSING ? TCP_FIN_SENT | TCP_FIN_RECEIVED
+			     : TCP_FIN_SENT;
+		/* reading shut down too (a LAST_ACK or CLOSING restored) */
+		struct pollfd p = { .fd = s, .events = POLLRDHUP };
+		if (poll(&p, 1, 0) == 1 && (p.revents & POLLRDHUP))
+			o->tcp.fin |= TCP_FIN_RECEIVED;
+		if ((o->tcp.fin & TCP_FIN_SENT) && o->tcp.unsent)
 			return REFUSE(ctx, fi, s, IPPROTO_TCP,
 				      "in state %s has %u bytes never sent before its FIN; not "
-				      "supported yet", inet_tcp_state_name(ti.tcpi_state),
-				      o->tcp.unsent);
+				      "supported yet", inet_tcp_state_name(st), o->tcp.unsent);
+		return 0;
+	}
+	case TCP_SYN_SENT: {
+		/* a connect in progress: connected again at restart */
+		union inet_addr peer;
+		size_t len;
+		if (inet_proc_peer(s, &peer) < 0)
+			return REFUSE(ctx, fi, s, IPPROTO_TCP, "in state SYN_SENT: its peer is not "
+				      "in /proc/net/tcp; not supported yet");
+		split_addr(&peer, o->dst, &len, &o->e.dst_port);
+		o->e.has_dst = o->e.has_dst_port = true;
+		o->e.dst = (ProtobufCBinaryData){ .len = len, .data = o->dst };
+		o->e.state = INET_ST_SYN_SENT;
 		return 0;
 	}
 	default:
@@ -328,18 +361,46 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 	}
 }
 
+/* Queued datagrams (peeked), multicast groups, shutdown: see inet-udp.c. */
 static int collect_udp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
 			     int proto)
 {
-	int s = o->copy, outq = 0;
-	char c;
-	if (recv(s, &c, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0)
-		return REFUSE(ctx, fi, s, proto,
-			      "has datagrams in its receive queue; not supported yet (they cannot "
-			      "be read without taking them; retry once the program has read them)");
+	int s = o->copy, outq = 0, family = (int)o->e.family;
 	if (ioctl(s, SIOCOUTQ, &outq) == 0 && outq > 0)
 		return REFUSE(ctx, fi, s, proto,
 			      "has %d bytes corked or not sent yet; not supported yet", outq);
+	int r = inet_udp_peek(s, family, &o->e.rcvq, &o->e.n_rcvq);
+	if (r == -EOPNOTSUPP)
+		return REFUSE(ctx, fi, s, proto,
+			      "has datagrams in its receive queue; not supported yet (this kernel "
+			      "has no SO_PEEK_OFF for UDP: they cannot be read without taking them; "
+			      "retry once the program has read them)");
+	if (r == -EFBIG || r == -EMSGSIZE)
+		return REFUSE(ctx, fi, s, proto, "has %s in its receive queue; not supported yet",
+			      r == -EFBIG ? "more than 64 MiB" : "a datagram larger than 64 KiB");
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot peek at its receive "
+				"queue: %s", fi->pid, fi->fd, strerror(-r));
+	r = inet_mcast_read(s, family, fi->pid, &o->e.mcast, &o->e.n_mcast);
+	if (r == -E2BIG)
+		return REFUSE(ctx, fi, s, proto, "has a multicast source filter of more than 64 "
+			      "sources; not supported yet");
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot read its multicast "
+				"groups: %s", fi->pid, fi->fd, strerror(-r));
+	uint32_t shut = 0;
+	r = inet_udp_shutdown(s, family, proto, &shut);
+	if (r < 0 && r != -ENOENT)
+		log_debug(&ctx->log, "pid %d fd %d (inet): sock_diag does not show its shutdown "
+			  "state (%s): only a shutdown of reading is seen", fi->pid, fi->fd,
+			  strerror(-r));
+	if (shut) {
+		o->e.has_shutdown = true;
+		o->e.shutdown = shut;
+	}
+	if (o->e.n_rcvq || o->e.n_mcast)
+		log_debug(&ctx->log, "pid %d fd %d (inet): %zu datagram(s) queued, %zu multicast "
+			  "group(s)", fi->pid, fi->fd, o->e.n_rcvq, o->e.n_mcast);
 	o->e.state = o->e.dst.len ? INET_ST_CONNECTED : INET_ST_CLOSED;
 	return 0;
 }
@@ -367,6 +428,40 @@ static int collect_addrs(struct ckpt_ctx *ctx, const struct fd_info *fi, struct 
 	return 0;
 }
 
+/* A raw socket, or an ICMP ping socket (SOCK_DGRAM, ICMP over IPv4,
+ * ICMPv6 over IPv6). */
+static bool is_raw_or_ping(int family, int type, int proto)
+{
+	return (type == SOCK_RAW && proto >= 0 && proto <= 255) ||
+	       (type == SOCK_DGRAM && ((family == AF_INET && proto == IPPROTO_ICMP) ||
+				       (family == AF_INET6 && proto == IPPROTO_ICMPV6)));
+}
+
+/* A raw or ping socket: its receive queue must be empty (there is no
+ * SO_PEEK_OFF for them); an IPv6 ICMPv6 raw socket's filter. */
+static int collect_raw_state(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
+			     int proto)
+{
+	int s = o->copy;
+	char c;
+	const char *what = o->e.type == SOCK_RAW ? "raw" : "ICMP ping";
+	if (recv(s, &c, 1, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		return REFUSE(ctx, fi, s, proto, "(a %s socket) has datagrams in its receive "
+			      "queue; not supported yet (they cannot be read without taking "
+			      "them; retry once the program has read them)", what);
+	if (o->e.family == AF_INET6 && o->e.type == SOCK_RAW && proto == IPPROTO_ICMPV6) {
+		static const uint8_t none[sizeof(struct icmp6_filter)];
+		socklen_t l = sizeof(o->icmp6f);
+		if (getsockopt(s, IPPROTO_ICMPV6, ICMP6_FILTER, o->icmp6f, &l) == 0 &&
+		    l == sizeof(o->icmp6f) && memcmp(o->icmp6f, none, l)) {
+			o->e.has_icmp6_filter = true;
+			o->e.icmp6_filter = (ProtobufCBinaryData){ .len = l, .data = o->icmp6f };
+		}
+	}
+	o->e.state = INET_ST_CLOSED;
+	return 0;
+}
+
 /* The family, type and protocol of s if this kind saves it; else refused. */
 static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct fd_info *fi,
 		      int s, int *family, int *type, int *proto)
@@ -384,7 +479,8 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"ckpt's; not supported yet", fi->pid, fi->fd);
 	bool ok = (*type == SOCK_STREAM && *proto == IPPROTO_TCP) ||
-		  (*type == SOCK_DGRAM && (*proto == IPPROTO_UDP || *proto == IPPROTO_UDPLITE));
+		  (*type == SOCK_DGRAM && (*proto == IPPROTO_UDP || *proto == IPPROTO_UDPLITE)) ||
+		  is_raw_or_ping(*family, *type, *proto);
 	if (ok)
 		return 0;
 	const char *what = *type == SOCK_RAW ? "a raw socket"
@@ -434,8 +530,9 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	o->e.has_filter = o->e.has_filter_locked = o->e.filter.len != 0;
 	r = collect_addrs(ctx, fi, o);
 	if (r >= 0)
-		r = proto == IPPROTO_TCP ? collect_tcp_state(ctx, fi, o)
-					 : collect_udp_state(ctx, fi, o, proto);
+		r = is_raw_or_ping(family, type, proto) ? collect_raw_state(ctx, fi, o, proto)
+		    : proto == IPPROTO_TCP		 ? collect_tcp_state(ctx, fi, o)
+							 : collect_udp_state(ctx, fi, o, proto);
 	return r;
 }
 
@@ -447,6 +544,8 @@ static void inet_free_obj(void *ptr)
 	if (o->copy >= 0)
 		close(o->copy);
 	inet_tcp_free(&o->tcp);
+	inet_udp_free(o->e.rcvq, o->e.n_rcvq);
+	inet_mcast_free(o->e.mcast, o->e.n_mcast);
 	free(o->e.filter.data);
 	free(o);
 }
@@ -522,6 +621,16 @@ static int inet_check_restore(struct ckpt_ctx *ctx, struct task *t)
 					"pid %d fd %d (inet): an established TCP connection is "
 					"restored with TCP_REPAIR, which needs CAP_NET_ADMIN; the "
 					"caller lacks it", o->pid, o->fd);
+		if (o->pid == t->pid && o->e.type == SOCK_RAW && !caller_can(ctx->caller, CAP_NET_RAW))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d fd %d (inet): a raw socket is made again with "
+					"CAP_NET_RAW; the caller lacks it", o->pid, o->fd);
+		if (o->pid == t->pid && o->e.n_rcvq && !caller_can(ctx->caller, CAP_NET_RAW))
+			return log_fail(&ctx->log, -EPERM,
+					"pid %d fd %d (inet): its %zu queued datagram(s) are sent "
+					"again from their senders' addresses through a raw socket, "
+					"which needs CAP_NET_RAW; the caller lacks it", o->pid,
+					o->fd, o->e.n_rcvq);
 	}
 	return 0;
 }
@@ -593,8 +702,13 @@ static const char *entry_invalid(const InetSkEntry *e)
 {
 	bool tcp = e->type == SOCK_STREAM && e->proto == IPPROTO_TCP;
 	bool udp = e->type == SOCK_DGRAM && (e->proto == IPPROTO_UDP || e->proto == IPPROTO_UDPLITE);
-	if ((e->family != AF_INET && e->family != AF_INET6) || (!tcp && !udp))
+	bool raw = is_raw_or_ping((int)e->family, (int)e->type, (int)e->proto);
+	if ((e->family != AF_INET && e->family != AF_INET6) || (!tcp && !udp && !raw))
 		return "family, type or protocol";
+	if (raw && e->state != INET_ST_CLOSED)
+		return "state";
+	if (e->has_icmp6_filter && (!raw || e->icmp6_filter.len != sizeof(struct icmp6_filter)))
+		return "ICMPv6 filter";
 	if (e->state >= INET_ST_MAX || (e->state == INET_ST_LISTEN && !tcp))
 		return "state";
 	if (e->flags & ~(uint32_t)O_NONBLOCK)
@@ -602,8 +716,11 @@ static const char *entry_invalid(const InetSkEntry *e)
 	if (!addr_ok(e->family, e->has_src, &e->src, e->has_src_port, e->src_port) ||
 	    !addr_ok(e->family, e->has_dst, &e->dst, e->has_dst_port, e->dst_port))
 		return "address";
-	if (e->state == INET_ST_CONNECTED && (!e->has_dst || !e->has_src))
+	if ((e->state == INET_ST_CONNECTED || e->state == INET_ST_SYN_SENT) &&
+	    (!e->has_dst || !e->has_src))
 		return "connection without addresses";
+	if (e->state == INET_ST_SYN_SENT && !tcp)
+		return "state";
 	if ((e->state == INET_ST_CONNECTED && tcp) != (e->tcp != NULL) ||
 	    (e->tcp && !tcp_ok(e->tcp)))
 		return "TCP connection";
@@ -614,6 +731,29 @@ static const char *entry_invalid(const InetSkEntry *e)
 	for (size_t i = 0; i < e->n_opts; i++)
 		if (!inet_opt_find(e->opts[i]->level, e->opts[i]->name))
 			return "option";
+	if ((e->n_rcvq || e->n_mcast || e->has_shutdown) && !udp)
+		return "UDP state";
+	if (e->has_shutdown && e->shutdown & ~3u)
+		return "shutdown state";
+	size_t total = 0;
+	for (size_t i = 0; i < e->n_rcvq; i++) {
+		const UdpDgram *d = e->rcvq[i];
+		total += d->data.len;
+		if ((d->src.len != 4 && d->src.len != 16) || d->src_port > 65535 ||
+		    (d->has_dst && d->dst.len != d->src.len) || d->data.len > 65535 ||
+		    total > INET_QUEUE_MAX)
+			return "queued datagram";
+	}
+	for (size_t i = 0; i < e->n_mcast; i++) {
+		const InetMcast *m = e->mcast[i];
+		if ((m->group.len != 4 && (m->group.len != 16 || e->family != AF_INET6)) ||
+		    m->n_sources > 64 || (m->fmode != MCAST_INCLUDE && m->fmode != MCAST_EXCLUDE) ||
+		    (m->ifname && strlen(m->ifname) >= IFNAMSIZ))
+			return "multicast group";
+		for (size_t k = 0; k < m->n_sources; k++)
+			if (m->sources[k].len != m->group.len)
+				return "multicast source";
+	}
 	if (e->has_filter && !sk_filter_ok(e->filter.len))
 		return "socket filter";
 	return NULL;
@@ -705,6 +845,31 @@ static int bind_tcp(struct rst_ctx *ctx, struct inet_robj *o, const union inet_a
 	return bind(o->fd, &a->sa, al) < 0 ? -errno : 0;
 }
 
+/* A UDP socket, bound: its multicast groups joined, its queue refilled. */
+static int udp_state(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetSkEntry *e = o->e;
+	const InetMcast *bad = NULL;
+	char g[INET6_ADDRSTRLEN] = "?";
+	int r = inet_mcast_apply(o->fd, e, &bad);
+	if (r < 0) {
+		inet_ntop(bad->group.len == 4 ? AF_INET : AF_INET6, bad->group.data, g, sizeof(g));
+		return RFAIL(ctx, o, r, "cannot join multicast group %s on %s: %s", g,
+			     bad->ifname ? bad->ifname : "its interface", strerror(-r));
+	}
+	if (!e->n_rcvq)
+		return 0;
+	size_t got = 0;
+	r = inet_udp_refill(o->fd, e, &got);
+	if (r == -EPERM)
+		return RFAIL(ctx, o, r, "its %zu queued datagram(s) are sent again through a raw "
+			     "socket, which needs CAP_NET_RAW", e->n_rcvq);
+	if (r < 0)
+		return RFAIL(ctx, o, r, "cannot queue its %zu datagram(s) again (%zu arrived): %s",
+			     e->n_rcvq, got, strerror(-r));
+	return 0;
+}
+
 /* Options, bind, listen or connect: every socket but an established TCP one. */
 static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 {
@@ -721,6 +886,10 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",
 			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
 			     "device)", strerror(-r));
+	if (e->has_icmp6_filter &&
+	    setsockopt(o->fd, IPPROTO_ICMPV6, ICMP6_FILTER, e->icmp6_filter.data,
+		       (socklen_t)e->icmp6_filter.len) < 0)
+		return RFAIL(ctx, o, -errno, "cannot set its ICMPv6 filter: %m");
 	if (e->has_src && (e->src_port || !any_addr(e))) {
 		al = inet_mkaddr(&a, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
 		if ((r = bind_tcp(ctx, o, &a, al)) < 0)
@@ -728,11 +897,21 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 	}
 	if (e->state == INET_ST_LISTEN && listen(o->fd, (int)e->backlog) < 0)
 		return RFAIL(ctx, o, -errno, "cannot listen: %m");
+	/* before connect: a connected socket takes only its peer's */
+	if ((r = udp_state(ctx, o)) < 0)
+		return r;
+	if ((r = inet_filter_apply(o->fd, e)) < 0)
+		return RFAIL(ctx, o, r, "cannot attach its socket filter: %s", strerror(-r));
 	if (e->state == INET_ST_CONNECTED) {
 		al = inet_mkaddr(&a, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
 		if (connect(o->fd, &a.sa, al) < 0)
 			return RFAIL(ctx, o, -errno, "cannot connect: %m");
 	}
+	/* an unconnected socket is marked too (the kernel says ENOTCONN) */
+	if (e->has_shutdown && e->shutdown &&
+	    shutdown(o->fd, e->shutdown == 3 ? SHUT_RDWR : e->shutdown == 1 ? SHUT_RD : SHUT_WR) < 0 &&
+	    errno != ENOTCONN)
+		return RFAIL(ctx, o, -errno, "cannot shut it down again: %m");
 	r = inet_opts_apply(o->fd, e, false, false, &bad);
 	if (r < 0)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",
@@ -751,6 +930,8 @@ static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
 	int r = inet_opts_apply(o->fd, e, true, false, &bad);
 	if (r == 0)
 		r = inet_opts_apply_misc(o->fd, e);
+	if (r == 0)
+		r = inet_filter_apply(o->fd, e);
 	if (r == 0)
 		r = inet_opts_apply(o->fd, e, false, false, &bad);
 	if (r < 0)
@@ -872,6 +1053,23 @@ static int reuse_again(int s, const InetSkEntry *e)
 	return 0;
 }
 
+/* A connect in progress (SYN_SENT), bound in prepare: connect again,
+ * without waiting (the program waits as it did, in poll or in connect). */
+static int connect_again(struct inet_robj *o)
+{
+	const InetSkEntry *e = o->e;
+	union inet_addr a;
+	socklen_t al = inet_mkaddr(&a, (int)e->family, e->dst.data, e->dst.len,
+				   (uint16_t)e->dst_port);
+	int fl = fcntl(o->fd, F_GETFL);
+	if (fl < 0 || fcntl(o->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	int r = connect(o->fd, &a.sa, al) < 0 && errno != EINPROGRESS ? -errno : 0;
+	if (fcntl(o->fd, F_SETFL, fl) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
 /* Every socket exists: connections leave repair mode, then the rest. */
 static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 {
@@ -879,6 +1077,8 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 	const InetOpt *bad = NULL;
 	int r;
 
+	if (e->state == INET_ST_SYN_SENT && (r = connect_again(o)) < 0)
+		return RFAIL(ctx, o, r, "cannot connect again: %s", strerror(-r));
 	if (e->tcp && o->repair && (ctx->flags & RESTART_CONN_RESET)) {
 		/* --tcp-close: out of repair mode without a probe, then a
 		 * disconnect: a reset to the peer, ECONNRESET to the program */

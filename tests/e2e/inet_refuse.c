@@ -2,14 +2,17 @@
 /*
  * A socket the inet kind refuses, chosen by argv[1], at fd 3:
  *   synsent   a TCP connect in progress (SYN_SENT: the listener's accept
- *             queue is full, so its SYN is dropped)
+ *             queue is full, so its SYN is dropped; saved since tcp_states,
+ *             and this listener's queue is refused: no test uses it)
  *   pending   a TCP listener with a connection not accepted yet
  *   closewait a TCP connection whose peer has closed (CLOSE_WAIT; saved
  *             since tcp_halfclose: no test refuses it any more)
- *   udpq      a UDP socket with a datagram in its receive queue
+ *   udpcork   a UDP socket with data corked (UDP_CORK) in its send queue
+ *             (datagrams in a receive queue are saved since udp_queue)
  *   netlink   a NETLINK_ROUTE socket with a reply not read yet (RTM_GETLINK of lo)
- *   packet    an AF_PACKET socket
- *   raw       an AF_INET raw socket (ICMP)
+ *   packet    an AF_PACKET socket with an mmap'ed receive ring
+ *   raw       an AF_INET raw socket (ICMP; saved since raw_sock: no test
+ *             refuses it)
  * The checkpoint must be refused naming pid, fd and what the socket is;
  * the original then goes on: the socket still works as it did.
  */
@@ -19,10 +22,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <sys/mman.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <netinet/udp.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,19 +108,18 @@ int main(int argc, char **argv)
 		struct pollfd p = { .fd = s, .events = POLLIN };
 		if (poll(&p, 1, 10000) != 1 || tcp_state(s) != 8 /* CLOSE_WAIT */)
 			fail("not in CLOSE_WAIT: %d", tcp_state(s));
-	} else if (!strcmp(what, "udpq")) {
+	} else if (!strcmp(what, "udpcork")) {
 		ensure_fd3(s = socket(AF_INET, SOCK_DGRAM, 0));
+		int r = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
 		struct sockaddr_in a = lo(0);
 		socklen_t al = sizeof(a);
-		if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-		    getsockname(s, (struct sockaddr *)&a, &al) < 0)
+		if (bind(r, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    getsockname(r, (struct sockaddr *)&a, &al) < 0 ||
+		    connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
 			fail("bind: %m");
-		int c = socket(AF_INET, SOCK_DGRAM, 0);
-		if (sendto(c, "dgram", 5, 0, (struct sockaddr *)&a, sizeof(a)) != 5)
-			fail("sendto: %m");
-		struct pollfd p = { .fd = s, .events = POLLIN };
-		if (poll(&p, 1, 10000) != 1)
-			fail("the datagram did not arrive");
+		if (setsockopt(s, IPPROTO_UDP, UDP_CORK, &one, sizeof(one)) < 0 ||
+		    send(s, "dgram", 5, 0) != 5)
+			fail("corked send: %m");
 	} else if (!strcmp(what, "netlink")) {
 		ensure_fd3(s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
 		struct sockaddr_nl a = { .nl_family = AF_NETLINK };
@@ -130,10 +137,17 @@ int main(int argc, char **argv)
 		if (poll(&p, 1, 10000) != 1)
 			fail("no reply to RTM_GETLINK");
 	} else if (!strcmp(what, "packet")) {
-		s = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+		/* a receive ring; protocol 0: no packet comes in */
+		s = socket(AF_PACKET, SOCK_RAW, 0);
 		if (s < 0)
 			skip("no packet socket: %m");
 		ensure_fd3(s);
+		struct tpacket_req rq = { .tp_block_size = 4096, .tp_block_nr = 4,
+					  .tp_frame_size = 2048, .tp_frame_nr = 8 };
+		if (setsockopt(s, SOL_PACKET, PACKET_RX_RING, &rq, sizeof(rq)) < 0)
+			fail("PACKET_RX_RING: %m");
+		if (mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, s, 0) == MAP_FAILED)
+			fail("mmap of the ring: %m");
 	} else if (!strcmp(what, "raw")) {
 		s = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
 		if (s < 0)
@@ -145,9 +159,9 @@ int main(int argc, char **argv)
 	test_ready();
 	test_wait();
 	expect(fcntl(3, F_GETFD) >= 0, "fd 3 is gone");
-	if (!strcmp(what, "udpq")) {
-		char buf[16];
-		expect(recv(s, buf, sizeof(buf), MSG_DONTWAIT) == 5, "the datagram is gone");
+	if (!strcmp(what, "udpcork")) {
+		int q = -1;
+		expect(ioctl(s, SIOCOUTQ, &q) == 0 && q > 0, "the corked data is gone (%d)", q);
 	}
 	pass();
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A refusal inside a tree: the root's child holds a packet socket at fd 5
- * (not supported yet; the NETLINK_ROUTE socket used before is saved now).
+ * A refusal inside a tree: the root's child holds a packet socket with a
+ * receive ring at fd 5 (not supported; the NETLINK_ROUTE socket used
+ * before, then a plain packet socket, are saved now).
  * The checkpoint must fail naming the child's pid, fd 5 and the socket,
  * and every task must go on: after SIGUSR1 the root
  * tells the child to finish, and the child exits 0 if its socket is
@@ -10,6 +11,7 @@
 #include "lib.h"
 
 #include <errno.h>
+#include <linux/if_packet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -24,7 +26,10 @@ int main(void)
 	pid_t c = fork();
 	if (c == 0) {
 		int s = socket(AF_PACKET, SOCK_RAW, 0);
-		if (s < 0 || dup2(s, 5) != 5)
+		struct tpacket_req rq = { .tp_block_size = 4096, .tp_block_nr = 4,
+					  .tp_frame_size = 2048, .tp_frame_nr = 8 };
+		if (s < 0 || setsockopt(s, SOL_PACKET, PACKET_RX_RING, &rq, sizeof(rq)) < 0 ||
+		    dup2(s, 5) != 5)
 			_exit(2);
 		char ch;
 		while (read(go[0], &ch, 1) < 0 && errno == EINTR)
