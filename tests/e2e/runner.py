@@ -116,6 +116,14 @@ TESTS = [
     entry("mem_vdso", (B, T)),
     entry("mem_mmfields"),
     entry("mem_big"),
+    # restart --lazy: memory filled on first touch and in the background
+    entry("mem_lazy", pargs=("256",), rst_args=("--lazy",)),
+    entry("mem_lazy_tree", program="mem_lazy", pargs=("64", "tree"), rst_args=("--lazy",)),
+    entry("mem_lazy_killed", kind="lazy_killed", program="mem_lazy", pargs=("256",)),
+    entry("mem_lazy_stream", kind="stream", program="mem_lazy", pargs=("64",),
+          rst_args=("--lazy",)),
+    entry("mem_lazy_sealed", kind="stream", program="mem_lazy", pargs=("64",), key=True,
+          rst_args=("--lazy",)),
     entry("mem_droppable", (B, T)),
     entry("mem_mlock", (B, T)),
     # cpu
@@ -4680,7 +4688,8 @@ http {{
                                                  *key),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=ce,
                                   cwd=self.dir)
-            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key),
+            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key,
+                                                 *self.t.get("rst_args", ())),
                                   stdin=cp.stdout, stdout=subprocess.DEVNULL, stderr=re_,
                                   cwd=self.dir)
         cp.stdout.close()
@@ -4697,6 +4706,47 @@ http {{
             raise Fail("checkpoint -o - exit %d" % cp.returncode)
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
+
+    def flow_lazy_killed(self):
+        """restart --lazy, and the lazy server SIGKILLed as soon as the process
+        runs: its guard kills the restored tree (it says so in the log), or,
+        if the guard did not (the fill was done first), the memory is whole."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        rp = self.restart(img, "restart", extra=("--lazy",))
+        with open(self.p("restart.log"), errors="replace") as f:
+            m = re.search(r"memory is served by pid (\d+)", f.read())
+        if not m:
+            raise Fail("restart --lazy does not name its server in the log")
+        try:
+            os.kill(int(m.group(1)), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while True:
+            with open(self.p("restart.log"), errors="replace") as f:
+                text = f.read()
+            killed = "the restored processes are killed" in text
+            if killed or "all pages in" in text or rp.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                raise Fail("neither the guard nor the server said anything")
+            time.sleep(POLL)
+        if killed:
+            self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy")
+            if rp.returncode != 128 + signal.SIGKILL:
+                raise Fail("the guard killed the tree, yet ckpt restart exited %s"
+                           % rp.returncode)
+            self.expect_gone("its lazy server was killed")
+            self.vlog("the server was killed mid-fill: the tree is gone")
+            return
+        self.vlog("the fill was done before the kill: the process must be whole")
+        rc = self.wait_exit(rp, "ckpt restart --lazy")
+        self.check_result(rc, "ckpt restart --lazy")
 
     def keygen(self, name):
         """ckpt keygen: a new key file in the test directory; checks its mode."""
