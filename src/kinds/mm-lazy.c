@@ -52,7 +52,7 @@
 #include "util/cleanup.h"
 
 #define LAZY_AROUND (64u << 10) /* what a fault brings in around its page */
-#define LAZY_STEP (2u << 20)    /* one background copy */
+#define LAZY_STEP (256u << 10) /* one background copy: a fault waits for it at most */
 #define LAZY_EVENTS 64          /* messages read at once */
 #define LAZY_FEATURES                                                              \
 	(UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE | \
@@ -507,6 +507,8 @@ static int add_child(struct server *s, size_t parent, int fd)
 		return r;
 	}
 	fcntl(fd, F_SETFL, O_NONBLOCK);
+	log_debug(&s->log, "a process forked: its memory is served too (%llu pages owed)",
+		  (unsigned long long)s->mm[s->n].left);
 	s->n++;
 	struct lazy_msg g = { .type = MSG_FD };
 	send_msg(s->guard, &g, NULL, 0, fd); /* held by the guard too */
@@ -537,6 +539,9 @@ static int on_msg(struct server *s, size_t mi, const struct uffd_msg *msg)
 		r = add_child(s, mi, (int)msg->arg.fork.ufd);
 		break;
 	case UFFD_EVENT_REMAP:
+		log_debug(&s->log, "remap %llx -> %llx (%llu bytes), %llu pages owed",
+			  (unsigned long long)msg->arg.remap.from, (unsigned long long)msg->arg.remap.to,
+			  (unsigned long long)msg->arg.remap.len, (unsigned long long)m->left);
 		r = remap(m, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len);
 		break;
 	case UFFD_EVENT_REMOVE:

@@ -120,6 +120,8 @@ TESTS = [
     entry("mem_lazy", pargs=("256",), rst_args=("--lazy",)),
     entry("mem_lazy_tree", program="mem_lazy", pargs=("64", "tree"), rst_args=("--lazy",)),
     entry("mem_lazy_killed", kind="lazy_killed", program="mem_lazy", pargs=("256",)),
+    entry("mem_lazy_compressed", kind="lazy_compressed", program="mem_lazy", pargs=("16",)),
+    entry("mem_lazy_damaged", kind="lazy_damaged", program="mem_lazy", pargs=("64",)),
     entry("mem_lazy_stream", kind="stream", program="mem_lazy", pargs=("64",),
           rst_args=("--lazy",)),
     entry("mem_lazy_sealed", kind="stream", program="mem_lazy", pargs=("64",), key=True,
@@ -4707,6 +4709,48 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
 
+    def flow_lazy_compressed(self):
+        """restart --lazy of a compressed image is refused before anything is
+        made; the same image restarts without --lazy."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=("--compress",))
+        self.refused_restart(img, "restart --lazy of a compressed image",
+                             r"--lazy: the image's pages are compressed", extra=["--lazy"])
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_lazy_damaged(self):
+        """restart --lazy of an image whose page bytes are damaged: the
+        checksum is checked by the server before it uses the record, which
+        finds it, says so, and the guard kills the restored process."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        size = os.path.getsize(img)
+        with open(img, "r+b") as f:  # a byte in the middle: the big region's pages
+            f.seek(size // 2)
+            b = f.read(1)
+            f.seek(size // 2)
+            f.write(bytes([b[0] ^ 0x5a]))
+        rp = self.restart(img, "restart", extra=("--lazy",))
+        self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy")
+        if rp.returncode != 128 + signal.SIGKILL:
+            raise Fail("ckpt restart --lazy of a damaged image exited %s, want 137"
+                       % rp.returncode)
+        with open(self.p("restart.log"), errors="replace") as f:
+            text = f.read()
+        if "damaged (data checksum mismatch)" not in text:
+            raise Fail("the log does not say the page record is damaged")
+        self.expect_gone("the damaged image's server stopped")
+
     def flow_lazy_killed(self):
         """restart --lazy, and the lazy server SIGKILLed as soon as the process
         runs: its guard kills the restored tree (it says so in the log), or,
@@ -4760,7 +4804,7 @@ http {{
                        % (st.st_mode & 0o7777, st.st_size))
         return path
 
-    def refused_restart(self, img, what, must, key=None, pid_free=True):
+    def refused_restart(self, img, what, must, key=None, pid_free=True, extra=()):
         """ckpt restart of img must fail with a message matching must, before
         anything is built: no pidfile, the image's pid free, and the log
         never got as far as "image validated"."""
@@ -4768,7 +4812,7 @@ http {{
         pidfile, log = self.p(tag + ".pid"), self.p(tag + ".log")
         self.logs.append(log)
         r = self.run_ckpt(["restart", img, "--pidfile", pidfile, "--log", log]
-                          + (["--key", key] if key else []), timeout=60)
+                          + (["--key", key] if key else []) + list(extra), timeout=60)
         err = r.stderr.decode("utf-8", "replace")
         if r.returncode == 0 or os.path.exists(pidfile):
             if pid_free and pid_exists(self.pid) and self.ours(self.pid):
