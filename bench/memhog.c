@@ -6,6 +6,8 @@
  * `memhog SIZE text`: the memory holds text-like records instead
  * ("id=1234 user=beta status=ok score=56\n" ...), as a heap of strings
  * or a log buffer would: what checkpoint --compress is for.
+ * `memhog SIZE ping`: on SIGUSR2 it writes one byte to fd 3 (a pipe the
+ * benchmark holds): the restored process runs (bench/run --lazy).
  */
 #include <signal.h>
 #include <stdint.h>
@@ -21,6 +23,12 @@ static void on_usr1(int sig)
 {
 	(void)sig;
 	go = 1;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	(void)!write(3, "p", 1);
 }
 
 static uint64_t fill(uint64_t *p, size_t n, uint64_t x, int check)
@@ -77,6 +85,9 @@ int main(int argc, char **argv)
 	else
 		fill(p, n, 0x9e3779b97f4a7c15ull, 0);
 	signal(SIGUSR1, on_usr1);
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "ping"))
+			signal(SIGUSR2, on_usr2);
 	printf("ready\n");
 	fflush(stdout);
 	while (!go)
