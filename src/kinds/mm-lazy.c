@@ -129,6 +129,13 @@ static ssize_t recv_msg(int sock, void *buf, size_t size, int *fd)
 
 /* --- the guard ------------------------------------------------------------ */
 
+/* A restored task, as the guard knows it: by a pidfd taken while it surely
+ * was the task, so that a pid used again is never killed. */
+struct known {
+	pid_t pid;
+	int pidfd;
+};
+
 /* Adds the children of every thread of pid to *set (n of cap). */
 static void add_children(pid_t pid, pid_t **set, size_t *n, size_t *cap)
 {
@@ -174,14 +181,27 @@ static void add_children(pid_t pid, pid_t **set, size_t *n, size_t *cap)
  * forked, is stopped (it forks no more), found, then killed. The
  * userfaultfds are still held here meanwhile, so no fault reads zeros.
  */
-static void guard_kill(struct ckpt_log *log, pid_t *set, size_t n, size_t cap)
+static void guard_kill(struct ckpt_log *log, const struct known *k, size_t nk)
 {
+	pid_t *set = NULL;
+	size_t n = 0, cap = 0;
 	log_error(log, "the lazy server ended before all memory was in: the restored processes "
 		  "are killed");
-	for (size_t i = 0; i < n; i++)
-		kill(set[i], SIGSTOP);
+	for (size_t i = 0; i < nk; i++) {
+		if (syscall(SYS_pidfd_send_signal, k[i].pidfd, SIGSTOP, NULL, 0) < 0)
+			continue; /* gone: its pid may be someone else's now */
+		if (n == cap) {
+			pid_t *ns = realloc(set, (cap = cap * 2 + 16) * sizeof(*set));
+			if (!ns)
+				break;
+			set = ns;
+		}
+		set[n++] = k[i].pid;
+	}
 	for (size_t i = 0; i < n; i++) /* n grows as children are found */
 		add_children(set[i], &set, &n, &cap);
+	for (size_t i = 0; i < nk; i++)
+		syscall(SYS_pidfd_send_signal, k[i].pidfd, SIGKILL, NULL, 0);
 	for (size_t i = 0; i < n; i++)
 		kill(set[i], SIGKILL);
 	free(set);
@@ -189,7 +209,7 @@ static void guard_kill(struct ckpt_log *log, pid_t *set, size_t n, size_t cap)
 
 static _Noreturn void guard(int sock, struct ckpt_log *log)
 {
-	pid_t *set = NULL;
+	struct known *set = NULL;
 	size_t n = 0, cap = 0;
 	prctl(PR_SET_NAME, "ckpt-lazy-guard");
 	for (;;) {
@@ -201,17 +221,19 @@ static _Noreturn void guard(int sock, struct ckpt_log *log)
 			_exit(0);
 		if (k == (ssize_t)sizeof(m) && m.type == MSG_PID) {
 			if (n == cap) {
-				pid_t *ns = realloc(set, (cap = cap * 2 + 16) * sizeof(*set));
+				struct known *ns = realloc(set, (cap = cap * 2 + 16) * sizeof(*set));
 				if (ns)
 					set = ns;
 			}
-			if (n < cap)
-				set[n++] = m.pid;
+			/* the task is stopped by ckpt while this is sent: it is the pid's */
+			int pfd = (int)syscall(SYS_pidfd_open, m.pid, 0);
+			if (n < cap && pfd >= 0)
+				set[n++] = (struct known){ m.pid, pfd };
 			continue;
 		}
 		if (k == (ssize_t)sizeof(m) || k == -EAGAIN)
 			continue;
-		guard_kill(log, set, n, cap); /* EOF: the server is gone, not done */
+		guard_kill(log, set, n); /* EOF: the server is gone, not done */
 		_exit(1);
 	}
 }
@@ -756,11 +778,16 @@ static _Noreturn void server_main(struct rst_ctx *ctx, int ctl)
 		_exit(1);
 	s.guard = gs[0];
 	int r = server_loop(&s);
+	struct lazy_msg done = { .type = MSG_DONE };
+	if (r == -ECANCELED) { /* the restart failed: ckpt kills what it made */
+		send_msg(s.guard, &done, NULL, 0, -1);
+		_exit(1);
+	}
 	if (r < 0) {
 		if (r == -EBADMSG)
 			log_error(&s.log, "a page record of the image is damaged (data checksum "
 				    "mismatch); the restored processes are killed: %s", strerror(-r));
-		else if (r != -ECANCELED)
+		else
 			log_error(&s.log, "serving the restored memory failed; the restored "
 				    "processes are killed: %s", strerror(-r));
 		_exit(1); /* the guard kills the tree */
@@ -773,7 +800,6 @@ static _Noreturn void server_main(struct rst_ctx *ctx, int ctl)
 		 (unsigned long long)s.zeroed,
 		 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 			 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
-	struct lazy_msg done = { .type = MSG_DONE };
 	send_msg(s.guard, &done, NULL, 0, -1);
 	_exit(0);
 }
