@@ -9,6 +9,8 @@
  * `memhog SIZE incr`: random memory; on SIGUSR2 it rewrites one page in
  * a hundred (another seed) and writes "dirtied", for checkpoint --parent;
  * the check on SIGUSR1 expects those pages.
+ * `memhog SIZE ping`: on SIGUSR2 it writes one byte to fd 3 (a pipe the
+ * benchmark holds): the restored process runs (bench/run --lazy).
  */
 #include <signal.h>
 #include <stdint.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t go, dirty;
+static int ping; /* `memhog SIZE ping`: SIGUSR2 answers on fd 3 */
 
 static void on_usr1(int sig)
 {
@@ -29,7 +32,10 @@ static void on_usr1(int sig)
 static void on_usr2(int sig)
 {
 	(void)sig;
-	dirty = 1;
+	if (ping)
+		(void)!write(3, "p", 1);
+	else
+		dirty = 1;
 }
 
 static uint64_t fill(uint64_t *p, size_t n, uint64_t x, int check)
@@ -76,6 +82,8 @@ int main(int argc, char **argv)
 {
 	int text = argc > 2 && !strcmp(argv[2], "text");
 	int incr = argc > 2 && !strcmp(argv[2], "incr");
+	for (int i = 2; i < argc; i++)
+		ping |= !strcmp(argv[i], "ping");
 	size_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 64;
 	size_t n = mib << 17; /* u64 words */
 	uint64_t *p = mmap(NULL, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,

@@ -66,7 +66,9 @@ extern "C" {
 #define RESTART_VERIFY 0x100ul   /* with RESTART_GHOST: the original still runs;
 				  * what it holds (socket names, locks) is checked,
 				  * not taken, so nothing of it is disturbed */
-#define RESTART_FLAGS_ALL 0x1fful
+#define RESTART_LAZY 0x200ul     /* private memory filled on first touch and in
+				  * the background by a server (userfaultfd) */
+#define RESTART_FLAGS_ALL 0x3fful
 
 /* verbosity for the log */
 enum ckpt_log_level {

@@ -98,6 +98,10 @@ static const struct opt opts[] = {
 	{ "tcp-close", 0, OPT_FLAG, RS | RC, F(tcp_close), NULL,
 	  "established TCP connections come back closed (the\n"
 	  "program reads ECONNRESET); listening sockets live" },
+	{ "lazy", 0, OPT_FLAG, RS, F(lazy), NULL,
+	  "return once the process runs: its private memory is\n"
+	  "filled on first touch and in the background by a\n"
+	  "server process that exits when all of it is in" },
 	{ "pidns", 0, OPT_FLAG, RS | RC, F(pidns), NULL,
 	  "in a new pid namespace under an init of ckpt's, when\n"
 	  "the pids are taken here (without privilege: in a\n"

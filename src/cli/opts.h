@@ -51,7 +51,7 @@ struct cli_args {
 	int verbose;            /* -v, repeatable */
 	bool kill, leave_frozen;
 	bool verify;            /* checkpoint --kill --verify */
-	bool detach, frozen, dry_run, tcp_close, pidns;
+	bool detach, frozen, dry_run, tcp_close, pidns, lazy;
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */
 	bool ext_unix;          /* ... of which "unix" */

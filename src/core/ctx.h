@@ -196,6 +196,8 @@ struct rst_ctx {
 	/* the caller's fds for the image's external fds (ckpt_opts.inherit_fds) */
 	const struct ckpt_inherit_fd *inherit;
 	size_t ninherit;
+	/* RESTART_LAZY: the lazy server, once started (mm-lazy.c) */
+	struct mm_lazy *lazy;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */

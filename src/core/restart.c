@@ -27,6 +27,7 @@
 #include "core/ctx.h"
 #include "core/netlock.h"
 #include "core/sequence.h"
+#include "kinds/mm.h"
 #include "util/cleanup.h"
 #include "util/features.h"
 #include "util/esc.h"
@@ -108,10 +109,16 @@ int rst_load_image(struct rst_ctx *ctx)
 	struct rst_task *cur = NULL;
 	int r;
 
-	r = img_reader_open_key(&ctx->r, ctx->image_fd, ctx->key, IMG_KEY_BYTES, &err);
+	bool lazy = ctx->flags & RESTART_LAZY;
+	/* lazily, a file's pages are read when the server needs them */
+	r = lazy && !ctx->key ? img_reader_open_lazy(&ctx->r, ctx->image_fd, &err)
+			      : img_reader_open_key(&ctx->r, ctx->image_fd, ctx->key, IMG_KEY_BYTES,
+						    &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);
 	log_debug(&ctx->log, "image loaded: %zu bytes", ctx->r.size);
+	if (lazy && (r = mm_lazy_image(ctx)) < 0)
+		return r;
 	r = img_reader_validate(&ctx->r, &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);

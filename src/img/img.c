@@ -428,7 +428,7 @@ static int check_header(struct img_reader *r, struct img_error *err)
 	return 0;
 }
 
-int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
+static int open_fd(struct img_reader *r, int fd, bool populate, struct img_error *err)
 {
 	struct img_reader n = { 0 };
 	struct stat st;
@@ -443,7 +443,8 @@ int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 	}
 
 	if (S_ISREG(st.st_mode) && st.st_size > 0 && (uint64_t)st.st_size <= SIZE_MAX) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
+			       MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
 
 		if (p != MAP_FAILED) {
 			n.base = p;
@@ -469,6 +470,16 @@ int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 	if (ret == 0)
 		r->mapped = n.mapped;
 	return ret;
+}
+
+int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
+{
+	return open_fd(r, fd, true, err);
+}
+
+int img_reader_open_lazy(struct img_reader *r, int fd, struct img_error *err)
+{
+	return open_fd(r, fd, false, err);
 }
 
 int img_reader_adopt(struct img_reader *r, uint8_t *base, size_t size, struct img_error *err)
@@ -641,6 +652,7 @@ struct crc_job {
 	size_t n;
 	size_t next;            /* atomic */
 	size_t first_bad;       /* atomic min; n if none */
+	uint32_t skip;          /* a type whose data is checked later, or 0 */
 };
 
 static void *crc_worker(void *arg)
@@ -652,7 +664,8 @@ static void *crc_worker(void *arg)
 			break;
 		struct img_frame f;
 		memcpy(&f, j->base + j->frame_off[i], sizeof(f));
-		if (img_crc32c(0, j->data[i], j->len[i]) == f.data_crc)
+		if ((j->skip && f.type == j->skip) ||
+		    img_crc32c(0, j->data[i], j->len[i]) == f.data_crc)
 			continue;
 		size_t cur = __atomic_load_n(&j->first_bad, __ATOMIC_RELAXED);
 		while (i < cur && !__atomic_compare_exchange_n(&j->first_bad, &cur, i, false,
@@ -667,7 +680,7 @@ static int check_data(struct img_reader *r, size_t n, const size_t *off, const u
 		      struct img_error *err)
 {
 	struct crc_job j = { .base = r->base, .frame_off = off, .data = data, .len = len, .n = n,
-			     .first_bad = n };
+			     .first_bad = n, .skip = r->crc_later };
 	pthread_t helper;
 	bool two = total >= (32u << 20) && pthread_create(&helper, NULL, crc_worker, &j) == 0;
 

@@ -147,11 +147,19 @@ struct img_reader {
 	size_t pos;             /* offset of the next frame */
 	uint32_t next_index;
 	bool validated;
+	/* validate leaves the data checksums of records of this type (0:
+	 * none) to the caller, which checks them before it uses their bytes
+	 * (a lazy restart's pages: mm-lazy.c) */
+	uint32_t crc_later;
 };
 
 /* Loads the stream and checks the header. A sealed image (seal.h) is
  * refused with -ENOKEY: it needs img_reader_open_sealed(). */
 int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
+	__attribute__((warn_unused_result));
+/* The same, but a file is mapped without reading it in first (MAP_POPULATE):
+ * pages come from the page cache or the disk as they are first read. */
+int img_reader_open_lazy(struct img_reader *r, int fd, struct img_error *err)
 	__attribute__((warn_unused_result));
 /* Takes over an anonymous mapping of size bytes holding a whole stream (it is
  * unmapped on failure too) and checks the header, as img_reader_open does. */

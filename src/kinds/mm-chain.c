@@ -117,6 +117,11 @@ int mm_chain_load(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
 	if (m->pid != (uint32_t)t->pid || check_from(m, e) < 0)
 		return log_fail(&ctx->log, -EINVAL, "record %u (mm/track): pages of a parent image "
 				"not valid for pid %d", rec->index, t->pid);
+	/* the lazy server serves the records of one image (mm-lazy.c) */
+	if ((ctx->flags & RESTART_LAZY) && m->n_from_parent)
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: its memory is partly in a parent "
+				"image (%s); restart --lazy of an incremental image is not "
+				"supported yet", t->pid, m->parent_path ? m->parent_path : "?");
 	return 0;
 }
 

@@ -43,21 +43,13 @@
 #include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
 #include "kinds/mm.h"
+#include "kinds/mm-rst.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
 
-enum {
-	MM_ENTRY = REC_TYPE(KID_mm, 1),
-	/* 2 and 3 were a pagemap and its pages, before the page store */
-	MM_PAGES = REC_TYPE(KID_mm, 4), /* a page store record (img/pages.h) */
-	MM_TRACK = REC_TYPE(KID_mm, 5), /* MmTrack: incremental (mm-dirty.c, mm-chain.c) */
-};
 _Static_assert(MM_ENTRY == MM_REC_ENTRY && MM_PAGES == MM_REC_PAGES && MM_TRACK == MM_REC_TRACK,
 	       "mm.h's record types");
-
-#define PAGE 4096ull
-#define TASK_SIZE_MAX 0x7ffffffff000ull
 #define VSYSCALL_ADDR 0xffffffffff600000ull
 
 struct mm_ckpt {
@@ -79,19 +71,6 @@ static int mm_probe(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* fds passed into the puppet for its mappings, by file objref or shmem id */
-struct remote_files {
-	uint64_t key[64];
-	int fd[64];
-	int n;
-};
-
-struct mm_rst {
-	MmEntry *e;
-	struct pages_set pages; /* its private pages, from the page store */
-	struct remote_files rf; /* while it is restored */
-	struct mm_chain *chain; /* its parent images (mm-chain.c), or NULL */
-};
 
 /* --- checkpoint ------------------------------------------------------ */
 
@@ -598,7 +577,7 @@ static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct 
 		}
 	}
 	ctx->mem_bytes += c.bytes;
-	return 0;
+	return (ctx->flags & RESTART_LAZY) ? mm_lazy_note(ctx, m, rec) : 0;
 }
 
 static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -757,7 +736,7 @@ static int mm_prepare(struct rst_ctx *ctx)
 	ctx->scratch_addr = find_gap(r, n, MM_SCRATCH_REGION);
 	if (!ctx->scratch_addr)
 		return log_fail(&ctx->log, -ENOMEM, "no free address range for ckpt's scratch area");
-	return 0;
+	return (ctx->flags & RESTART_LAZY) ? mm_lazy_start(ctx) : 0;
 }
 
 /* --- restart: rebuild ------------------------------------------------ */
@@ -1219,6 +1198,7 @@ static int advise_vma(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 struct uffd {
 	int fd;
 	bool *reg;              /* per vma: registered */
+	bool lazy;              /* RESTART_LAZY: registered pages are the server's */
 };
 
 static void uffd_close(struct rst_task *t, struct uffd *u)
@@ -1279,6 +1259,8 @@ static int uffd_copy(const MmEntry *e, struct uffd *u, ssize_t idx, uint64_t add
 {
 	if (idx < 0 || u->fd < 0 || !u->reg[idx])
 		return -ENOTSUP;
+	if (u->lazy) /* filled on first touch by the lazy server */
+		return 0;
 	struct uffdio_copy c = { .dst = addr, .src = (uint64_t)(uintptr_t)src, .len = len };
 	if (ioctl(u->fd, UFFDIO_COPY, &c) == 0 || (errno == EAGAIN && c.copy == (int64_t)len))
 		return 0;
@@ -1315,7 +1297,22 @@ struct page_job {
 	struct rst_task *t;
 	const MmEntry *e;
 	struct uffd *u;
+	const struct mm_rst *m;
 };
+
+/* RESTART_LAZY: is every page of ch the server's (in a registered vma)? */
+static bool all_lazy(const MmEntry *e, const struct uffd *u, const struct pages_chunk *ch)
+{
+	for (size_t i = 0; i < ch->n; i++) {
+		for (uint64_t a = ch->x[i].off, end = a + ch->x[i].len; a < end;) {
+			ssize_t idx = vma_index(e, a);
+			if (idx < 0 || !u->reg[idx])
+				return false;
+			a = e->vmas[idx]->end;
+		}
+	}
+	return true;
+}
 
 static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_addr)
 {
@@ -1327,6 +1324,13 @@ static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_ad
 	uint64_t bytes = 0;
 	int r = 0;
 
+	if (j->u->lazy && !all_lazy(e, j->u, ch)) { /* its checksum was left for now */
+		r = mm_lazy_check_rec(&j->m->recs[ch - j->m->pages.c]);
+		if (r < 0) {
+			*ret_addr = ch->x[0].off;
+			return r;
+		}
+	}
 	for (size_t i = 0; i < ch->n && r >= 0; i++) {
 		uint64_t addr = ch->x[i].off, end = addr + ch->x[i].len;
 		/* piece by piece, one vma each: a run may span registered and
@@ -1370,10 +1374,34 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	struct uffd u;
 	uint64_t addr = 0;
 
-	uffd_open(ctx, t, &u);
-	struct page_job j = { .progress = &ctx->progress, .t = t, .e = m->e, .u = &u };
-	int r = pages_set_apply(&m->pages, 2, write_chunk, &j, &addr);
-	uffd_close(t, &u);
+	bool lazy = ctx->lazy && !m->eager;
+	int r = 0;
+	if (lazy) {
+		u = (struct uffd){ .fd = -1, .lazy = true };
+		r = mm_lazy_uffd(ctx, t, &u.fd, &u.reg);
+		if (r < 0)
+			return r;
+	} else {
+		uffd_open(ctx, t, &u);
+	}
+	struct page_job j = { .progress = &ctx->progress, .t = t, .e = m->e, .u = &u, .m = m };
+	r = pages_set_apply(&m->pages, 2, write_chunk, &j, &addr);
+	if (lazy && r >= 0) {
+		/* the server has it now: registered vmas stay registered */
+		r = mm_lazy_give(ctx, t, u.fd, u.reg);
+		free(u.reg);
+		close(u.fd);
+		if (r < 0)
+			return r;
+	} else if (lazy) {
+		u.lazy = false;
+		uffd_close(t, &u);
+	} else {
+		uffd_close(t, &u);
+	}
+	if (r == -EBADMSG)
+		return log_fail(&ctx->log, r, "pid %d: the image's pages at %llx are damaged "
+				"(data checksum mismatch)", t->pid, (unsigned long long)addr);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot write pages at %llx: %s", t->pid,
 				(unsigned long long)addr, pages_strerror(r));
@@ -1493,6 +1521,9 @@ static int mm_before_fork(struct rst_ctx *ctx, struct rst_task *t)
 	if (!mm_inherits(t))
 		return 0;
 	struct rst_task *p = &ctx->tasks[t->parent];
+	struct mm_rst *pm = p->kstate[KIND_mm];
+	if (pm) /* filled before the fork: a child must not find it lazy */
+		pm->eager = true;
 	if (t->creator != t->parent)
 		return log_fail(&ctx->log, -EINVAL,
 				"pid %d: keeps memory from its parent %d but is not forked by it",
@@ -1531,6 +1562,7 @@ static void mm_free_rstate(void *state)
 		return;
 	pages_set_release(&m->pages);
 	mm_chain_free(m->chain);
+	free(m->recs);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);
@@ -1557,6 +1589,8 @@ const struct kind_ops mm_ops = {
 	.prepare = mm_prepare,
 	.before_fork = mm_before_fork,
 	.restore = mm_restore,
+	.handover = mm_lazy_handover,
+	.restore_abort = mm_lazy_abort,
 	.free_state = mm_free_state,
 	.free_rstate = mm_free_rstate,
 	.free_robj = mm_free_robj,

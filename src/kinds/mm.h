@@ -133,6 +133,35 @@ int mm_lockall_read(struct ckpt_ctx *ctx, struct task *t, struct MmEntry *e)
 bool mm_lockall_ok(const struct MmEntry *e);
 int mm_lockall_restore(struct rst_ctx *ctx, struct rst_task *t, const struct MmEntry *e)
 	__attribute__((warn_unused_result));
+/*
+ * mm-lazy.c: RESTART_LAZY. Private anonymous memory is filled on first
+ * touch (userfaultfd) and in the background by a server process of ckpt's
+ * that outlives the restart; DESIGN.md, "Lazy restart".
+ */
+struct mm_rst;
+struct mm_rec;
+struct img_record;
+/* At load, before the records are checked: refuses what --lazy cannot
+ * serve and leaves the page records' checksums for later. */
+int mm_lazy_image(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+/* At load: one more page record of m. */
+int mm_lazy_note(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec)
+	__attribute__((warn_unused_result));
+/* -EBADMSG if the record's data is not what its checksum says. */
+int mm_lazy_check_rec(const struct mm_rec *r) __attribute__((warn_unused_result));
+/* At prepare: the server forked (ctx->lazy). */
+int mm_lazy_start(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+/* A userfaultfd of t's (ret_fd, ckpt's copy) with its private anonymous
+ * vmas registered (ret_reg: per vma, to free). */
+int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **ret_reg)
+	__attribute__((warn_unused_result));
+/* Hands t's userfaultfd and registered vmas to the server. */
+int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg)
+	__attribute__((warn_unused_result));
+/* The tree runs: the server finishes on its own (handover op). */
+void *mm_lazy_handover(struct rst_ctx *ctx);
+/* The restart failed: the server and its guard end. */
+void mm_lazy_abort(struct rst_ctx *ctx);
 
 /* After load: the task has a whole address space. */
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));

@@ -122,6 +122,16 @@ TESTS = [
     entry("mem_no_vdso", (B, T)),
     entry("mem_mmfields"),
     entry("mem_big"),
+    # restart --lazy: memory filled on first touch and in the background
+    entry("mem_lazy", pargs=("256",), rst_args=("--lazy",)),
+    entry("mem_lazy_tree", program="mem_lazy", pargs=("64", "tree"), rst_args=("--lazy",)),
+    entry("mem_lazy_killed", kind="lazy_killed", program="mem_lazy", pargs=("256",)),
+    entry("mem_lazy_compressed", kind="lazy_compressed", program="mem_lazy", pargs=("16",)),
+    entry("mem_lazy_damaged", kind="lazy_damaged", program="mem_lazy", pargs=("64",)),
+    entry("mem_lazy_stream", kind="stream", program="mem_lazy", pargs=("64",),
+          rst_args=("--lazy",)),
+    entry("mem_lazy_sealed", kind="stream", program="mem_lazy", pargs=("64",), key=True,
+          rst_args=("--lazy",)),
     entry("mem_droppable", (B, T)),
     entry("mem_mlock", (B, T)),
     entry("mem_mlockall", (B, T)),
@@ -191,6 +201,7 @@ TESTS = [
     entry("tree_share_sibling", (B, T)),
     entry("tree_shm", (B, T)),
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
+    entry("tree_cow_lazy", program="tree_cow", max_image_bytes=80 * MiB, rst_args=("--lazy",)),
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
     entry("migrate_ct", kind="migrate", program="ct_tree", case="ok"),
@@ -5551,7 +5562,8 @@ http {{
                                                  *key),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=ce,
                                   cwd=self.dir)
-            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key),
+            rp = subprocess.Popen(self.ckpt_argv("restart", "-", "--pidfile", pidfile, *key,
+                                                 *self.t.get("rst_args", ())),
                                   stdin=cp.stdout, stdout=subprocess.DEVNULL, stderr=re_,
                                   cwd=self.dir)
         cp.stdout.close()
@@ -5569,6 +5581,89 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
 
+    def flow_lazy_compressed(self):
+        """restart --lazy of a compressed image is refused before anything is
+        made; the same image restarts without --lazy."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=("--compress",))
+        self.refused_restart(img, "restart --lazy of a compressed image",
+                             r"--lazy: the image's pages are compressed", extra=["--lazy"])
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_lazy_damaged(self):
+        """restart --lazy of an image whose page bytes are damaged: the
+        checksum is checked by the server before it uses the record, which
+        finds it, says so, and the guard kills the restored process."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        size = os.path.getsize(img)
+        with open(img, "r+b") as f:  # a byte in the middle: the big region's pages
+            f.seek(size // 2)
+            b = f.read(1)
+            f.seek(size // 2)
+            f.write(bytes([b[0] ^ 0x5a]))
+        rp = self.restart(img, "restart", extra=("--lazy",))
+        self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy")
+        if rp.returncode != 128 + signal.SIGKILL:
+            raise Fail("ckpt restart --lazy of a damaged image exited %s, want 137"
+                       % rp.returncode)
+        with open(self.p("restart.log"), errors="replace") as f:
+            text = f.read()
+        if "damaged (data checksum mismatch)" not in text:
+            raise Fail("the log does not say the page record is damaged")
+        self.expect_gone("the damaged image's server stopped")
+
+    def flow_lazy_killed(self):
+        """restart --lazy, and the lazy server SIGKILLed as soon as the process
+        runs: its guard kills the restored tree (it says so in the log), or,
+        if the guard did not (the fill was done first), the memory is whole."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        rp = self.restart(img, "restart", extra=("--lazy",))
+        with open(self.p("restart.log"), errors="replace") as f:
+            m = re.search(r"memory is served by pid (\d+)", f.read())
+        if not m:
+            raise Fail("restart --lazy does not name its server in the log")
+        try:
+            os.kill(int(m.group(1)), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while True:
+            with open(self.p("restart.log"), errors="replace") as f:
+                text = f.read()
+            killed = "the restored processes are killed" in text
+            if killed or "all pages in" in text or rp.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                raise Fail("neither the guard nor the server said anything")
+            time.sleep(POLL)
+        if killed:
+            self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy")
+            if rp.returncode != 128 + signal.SIGKILL:
+                raise Fail("the guard killed the tree, yet ckpt restart exited %s"
+                           % rp.returncode)
+            self.expect_gone("its lazy server was killed")
+            self.vlog("the server was killed mid-fill: the tree is gone")
+            return
+        self.vlog("the fill was done before the kill: the process must be whole")
+        rc = self.wait_exit(rp, "ckpt restart --lazy")
+        self.check_result(rc, "ckpt restart --lazy")
+
     def keygen(self, name):
         """ckpt keygen: a new key file in the test directory; checks its mode."""
         path = self.p(name)
@@ -5581,7 +5676,7 @@ http {{
                        % (st.st_mode & 0o7777, st.st_size))
         return path
 
-    def refused_restart(self, img, what, must, key=None, pid_free=True):
+    def refused_restart(self, img, what, must, key=None, pid_free=True, extra=()):
         """ckpt restart of img must fail with a message matching must, before
         anything is built: no pidfile, the image's pid free, and the log
         never got as far as "image validated"."""
@@ -5589,7 +5684,7 @@ http {{
         pidfile, log = self.p(tag + ".pid"), self.p(tag + ".log")
         self.logs.append(log)
         r = self.run_ckpt(["restart", img, "--pidfile", pidfile, "--log", log]
-                          + (["--key", key] if key else []), timeout=60)
+                          + (["--key", key] if key else []) + list(extra), timeout=60)
         err = r.stderr.decode("utf-8", "replace")
         if r.returncode == 0 or os.path.exists(pidfile):
             if pid_free and pid_exists(self.pid) and self.ours(self.pid):

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* mm's restart state, shared by mm.c and mm-lazy.c only. */
+#ifndef CKPT_MM_RST_H
+#define CKPT_MM_RST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "img/img.h"
+#include "img/pages.h"
+#include "mm.pb-c.h"
+
+enum {
+	MM_ENTRY = REC_TYPE(KID_mm, 1),
+	/* 2 and 3 were a pagemap and its pages, before the page store */
+	MM_PAGES = REC_TYPE(KID_mm, 4), /* a page store record (img/pages.h) */
+	MM_TRACK = REC_TYPE(KID_mm, 5), /* MmTrack: incremental (mm-dirty.c, mm-chain.c) */
+};
+
+#define PAGE 4096ull
+#define TASK_SIZE_MAX 0x7ffffffff000ull
+
+/* fds passed into the puppet for its mappings, by file objref or shmem id */
+struct remote_files {
+	uint64_t key[64];
+	int fd[64];
+	int n;
+};
+
+/* A page record's data and checksum (RESTART_LAZY: checked before use). */
+struct mm_rec {
+	const uint8_t *data;
+	uint64_t len;
+	uint32_t crc;
+	bool crc_ok;            /* the lazy server's: checked */
+};
+
+struct mm_rst {
+	MmEntry *e;
+	struct pages_set pages; /* its private pages, from the page store */
+	struct mm_rec *recs;    /* RESTART_LAZY: per chunk of pages, its record */
+	struct remote_files rf; /* while it is restored */
+	bool eager;             /* RESTART_LAZY, but restored before its children
+				 * are forked: filled now */
+	struct mm_chain *chain; /* its parent images (mm-chain.c), or NULL */
+};
+
+#endif
