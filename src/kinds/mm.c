@@ -1399,7 +1399,9 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	} else {
 		uffd_close(t, &u);
 	}
-	if (r == -EBADMSG)
+	/* --lazy checks a page record's checksum when it is first used; else a
+	 * bad message is a compressed frame's (pages_strerror) */
+	if (r == -EBADMSG && ctx->lazy)
 		return log_fail(&ctx->log, r, "pid %d: the image's pages at %llx are damaged "
 				"(data checksum mismatch)", t->pid, (unsigned long long)addr);
 	if (r < 0)
