@@ -1523,15 +1523,7 @@ class Run:
             self.notes.append("migrated at %d%% of the download" % (100 * at[0] // self.NGINX_BIG))
             self.nginx_workers(self.pid)
         self.wait_all([cl], 180, "curl")
-        if cl.returncode != 0:
-            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
-        with open(self.p("dl"), "rb") as f:
-            data = f.read()
-        if data != big:
-            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
-                     min(len(data), len(big)))
-            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
-                       % (n, len(data), len(big)))
+        self.check_download(cl, big)
         r = self.mig2_in_c(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
                             "%{http_code} %{size_download}", url])
         if r.stdout.decode() != "200 %d" % self.NGINX_BIG:
@@ -3013,6 +3005,18 @@ class Run:
         if again != b"again\n":
             raise Fail("a new connection to %s:7777 got %r" % (cont, again))
 
+    def check_download(self, cl, big):
+        """curl (cl, done) ended with status 0 and its file dl is big."""
+        if cl.returncode != 0:
+            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
+        with open(self.p("dl"), "rb") as f:
+            data = f.read()
+        if data != big:
+            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
+                     min(len(data), len(big)))
+            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
+                       % (n, len(data), len(big)))
+
     @staticmethod
     def free_port():
         """A TCP port of 127.0.0.1 free now (bound to 0, read, released)."""
@@ -3639,15 +3643,7 @@ http {{
                 raise Fail("%d listening sockets on port %d after the restart, want %d"
                            % (self.tcp_listeners(port), port, nlisten))
         self.wait_all([cl], 120, "curl")
-        if cl.returncode != 0:
-            raise Fail("curl exited %d: %s" % (cl.returncode, tail(self.p("curl.err"), 5)))
-        with open(self.p("dl"), "rb") as f:
-            data = f.read()
-        if data != big:
-            n = next((i for i in range(min(len(data), len(big))) if data[i] != big[i]),
-                     min(len(data), len(big)))
-            raise Fail("the download differs from the file at byte %d (%d bytes, want %d)"
-                       % (n, len(data), len(big)))
+        self.check_download(cl, big)
         r = subprocess.run(["curl", "-sS", "--max-time", "30", "-o", "/dev/null", "-w",
                             "%{http_code} %{size_download}", url], capture_output=True, timeout=60)
         if r.stdout.decode() != "200 %d" % self.NGINX_BIG:
