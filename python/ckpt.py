@@ -22,10 +22,10 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["Error", "Result", "checkpoint", "restart", "inspect", "inspect_diff",
+__all__ = ["Error", "Result", "checkpoint", "restart", "inspect", "inspect_diff", "unlock",
            "CKPT_SUBTREE", "CKPT_KILL", "CKPT_LEAVE_FROZEN", "CKPT_SHELL_JOB",
            "CKPT_EXT_UNIX", "CKPT_VERIFY", "CKPT_DROP_EVENTS", "CKPT_DETACH_CLIENTS",
-           "CKPT_COMPRESS", "CKPT_SKIP_IN_FLIGHT",
+           "CKPT_COMPRESS", "CKPT_TRACK", "CKPT_SKIP_IN_FLIGHT", "RESTART_LAZY",
            "RESTART_FROZEN", "RESTART_GHOST", "RESTART_CONN_RESET", "RESTART_DETACH",
            "RESTART_PIDNS", "RESTART_SHELL_JOB", "LOG_ERROR", "LOG_WARN", "LOG_INFO",
            "LOG_DEBUG", "Progress", "PHASE_CHECKPOINT", "PHASE_RESTART", "PHASE_END"]
@@ -34,9 +34,11 @@ __all__ = ["Error", "Result", "checkpoint", "restart", "inspect", "inspect_diff"
 CKPT_SUBTREE, CKPT_KILL, CKPT_LEAVE_FROZEN, CKPT_SHELL_JOB = 0x1, 0x2, 0x4, 0x8
 CKPT_EXT_UNIX, CKPT_VERIFY, CKPT_DROP_EVENTS, CKPT_DETACH_CLIENTS = 0x10, 0x20, 0x40, 0x100
 CKPT_COMPRESS = 0x200  # zstd page records (a libckpt built with zstd)
+CKPT_TRACK = 0x400  # dirty tracking left in the tree, for a later checkpoint's parent
 CKPT_SKIP_IN_FLIGHT = 0x800  # connections not accepted yet left out
 RESTART_FROZEN, RESTART_GHOST, RESTART_CONN_RESET = 0x2, 0x4, 0x10
 RESTART_DETACH, RESTART_PIDNS, RESTART_SHELL_JOB = 0x20, 0x40, 0x80
+RESTART_LAZY = 0x200  # memory filled on first touch by a server (root)
 LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3
 PHASE_CHECKPOINT, PHASE_RESTART, PHASE_END = 1, 2, 3
 KEY_BYTES = 32
@@ -143,6 +145,8 @@ def _library():
                                          ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
     lib.ckpt_inspect_diff.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                                       ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    lib.ckpt_unlock.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                                ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
     return lib
 
 
@@ -331,3 +335,20 @@ def inspect_diff(a, b, key=None):
     k, klen = _key(key)
     r, text = _inspect(_get().ckpt_inspect_diff, [a, b], k, klen)
     return r == 1, text
+
+
+def unlock(image, key=None):
+    """Remove the network lock that checkpoint --kill of image left on this
+    host (for an image restarted on another one): (name, removed), name
+    None when the image names no lock, removed False when it was gone."""
+    k, klen = _key(key)
+    name = ctypes.create_string_buffer(64)
+    err = ctypes.create_string_buffer(512)
+    fd = os.open(image, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        r = _get().ckpt_unlock(fd, k, klen, name, len(name), err, len(err))
+    finally:
+        os.close(fd)
+    if r < 0:
+        _fail(r, err, "unlock of %s" % image)
+    return (name.value.decode() or None), r == 1

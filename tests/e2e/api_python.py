@@ -71,6 +71,8 @@ def main():
     check(" %d " % pid in summary, "inspect names pid %d" % pid)
     differ, text = ckpt.inspect_diff(img, img)
     check(not differ, "inspect_diff of an image with itself: %r" % text)
+    check(ckpt.unlock(img) == (None, False), "unlock of an image without a lock: %r"
+          % (ckpt.unlock(img),))
     calls = []
     res = ckpt.restart(img, detach=True, progress=calls.append, progress_interval_ms=1)
     check(res.root == pid, "restored as pid %d, want %d" % (res.root, pid))
