@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -431,4 +433,26 @@ void test_vmflags(const void *addr, char *out, size_t size)
 		return;
 	}
 	fail("no vma holds %p", addr);
+}
+
+int test_getopt(int s, int level, int name)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+	return getsockopt(s, level, name, &v, &l) < 0 ? -1 : v;
+}
+
+void test_setopt(int s, int level, int name, int v)
+{
+	if (setsockopt(s, level, name, &v, sizeof(v)) < 0)
+		fail("setsockopt %d/%d: %m", level, name);
+}
+
+int test_tcp_state(int s)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l);
+	return ti.tcpi_state;
 }

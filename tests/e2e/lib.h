@@ -93,6 +93,12 @@ struct test_map {
 int test_find_map(uintptr_t addr, struct test_map *ret);
 /* The first /proc/self/maps entry whose path is exactly name; 0 or -1. */
 int test_find_map_named(const char *name, struct test_map *ret);
+/* Socket options: an int option's value (-1 if it cannot be read); set
+ * one (fails the test if it cannot); a TCP socket's state (TCP_INFO). */
+int test_getopt(int s, int level, int name);
+void test_setopt(int s, int level, int name, int v);
+int test_tcp_state(int s);
+
 /* The "VmFlags: ..." line of the /proc/self/smaps vma that holds addr
  * (fails the test if none does). */
 void test_vmflags(const void *addr, char *out, size_t size);

@@ -27,19 +27,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int opt(int s, int level, int name)
-{
-	int v = -1;
-	socklen_t l = sizeof(v);
-	return getsockopt(s, level, name, &v, &l) < 0 ? -1 : v;
-}
-
-static void setopt(int s, int level, int name, int v)
-{
-	if (setsockopt(s, level, name, &v, sizeof(v)) < 0)
-		fail("setsockopt %d/%d: %m", level, name);
-}
-
 static uint16_t csum(const void *p, size_t len)
 {
 	const uint8_t *b = p;
@@ -109,9 +96,9 @@ int main(void)
 	struct icmp_filter f4 = { .data = 1u << ICMP_ECHO };
 	if (setsockopt(r4, SOL_RAW, ICMP_FILTER, &f4, sizeof(f4)) < 0)
 		fail("ICMP_FILTER: %m");
-	setopt(r4, IPPROTO_IP, IP_TTL, 33);
+	test_setopt(r4, IPPROTO_IP, IP_TTL, 33);
 	int h4 = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-	setopt(h4, IPPROTO_IP, IP_TOS, 0x10);
+	test_setopt(h4, IPPROTO_IP, IP_TOS, 0x10);
 	int r6 = socket(AF_INET6, SOCK_RAW, IPPROTO_ICMPV6);
 	if (r6 < 0 || bind(r6, (struct sockaddr *)&lo6, sizeof(lo6)) < 0)
 		fail("r6: %m");
@@ -121,7 +108,7 @@ int main(void)
 	if (setsockopt(r6, IPPROTO_ICMPV6, ICMP6_FILTER, &f6, sizeof(f6)) < 0)
 		fail("ICMP6_FILTER: %m");
 	int c6 = socket(AF_INET6, SOCK_RAW, 253);
-	setopt(c6, IPPROTO_IPV6, IPV6_CHECKSUM, 2);
+	test_setopt(c6, IPPROTO_IPV6, IPV6_CHECKSUM, 2);
 
 	/* ping sockets, where this process may make them */
 	struct sockaddr_in p4n;
@@ -132,7 +119,7 @@ int main(void)
 	if (p4 >= 0) {
 		if (bind(p4, (struct sockaddr *)&lo4, sizeof(lo4)) < 0)
 			fail("p4: %m");
-		setopt(p4, IPPROTO_IP, IP_TTL, 44);
+		test_setopt(p4, IPPROTO_IP, IP_TTL, 44);
 		l = sizeof(p4n);
 		getsockname(p4, (struct sockaddr *)&p4n, &l);
 	} else {
@@ -161,10 +148,10 @@ int main(void)
 	l = sizeof(g4);
 	getsockopt(r4, SOL_RAW, ICMP_FILTER, &g4, &l);
 	expect(g4.data == f4.data, "r4: ICMP_FILTER %#x, was %#x", g4.data, f4.data);
-	expect(opt(r4, IPPROTO_IP, IP_TTL) == 33, "r4: IP_TTL lost");
-	expect(opt(h4, SOL_SOCKET, SO_PROTOCOL) == IPPROTO_RAW && opt(h4, IPPROTO_IP, IP_HDRINCL) == 1,
+	expect(test_getopt(r4, IPPROTO_IP, IP_TTL) == 33, "r4: IP_TTL lost");
+	expect(test_getopt(h4, SOL_SOCKET, SO_PROTOCOL) == IPPROTO_RAW && test_getopt(h4, IPPROTO_IP, IP_HDRINCL) == 1,
 	       "h4: not an IPPROTO_RAW socket with IP_HDRINCL");
-	expect(opt(h4, IPPROTO_IP, IP_TOS) == 0x10, "h4: IP_TOS lost");
+	expect(test_getopt(h4, IPPROTO_IP, IP_TOS) == 0x10, "h4: IP_TOS lost");
 	l = sizeof(a6);
 	expect(getsockname(r6, (struct sockaddr *)&a6, &l) == 0 &&
 	       !memcmp(&a6.sin6_addr, &in6addr_loopback, 16), "r6: not bound to ::1");
@@ -172,7 +159,7 @@ int main(void)
 	l = sizeof(g6);
 	getsockopt(r6, IPPROTO_ICMPV6, ICMP6_FILTER, &g6, &l);
 	expect(!memcmp(&g6, &f6, sizeof(f6)), "r6: ICMP6_FILTER changed");
-	expect(opt(c6, SOL_SOCKET, SO_PROTOCOL) == 253 && opt(c6, IPPROTO_IPV6, IPV6_CHECKSUM) == 2,
+	expect(test_getopt(c6, SOL_SOCKET, SO_PROTOCOL) == 253 && test_getopt(c6, IPPROTO_IPV6, IPV6_CHECKSUM) == 2,
 	       "c6: protocol or IPV6_CHECKSUM lost");
 
 	/* the kernel answers; the filters keep the requests out */
@@ -185,7 +172,7 @@ int main(void)
 		l = sizeof(a4);
 		getsockname(p4, (struct sockaddr *)&a4, &l);
 		expect(a4.sin_port == p4n.sin_port, "p4: its id changed");
-		expect(opt(p4, IPPROTO_IP, IP_TTL) == 44, "p4: IP_TTL lost");
+		expect(test_getopt(p4, IPPROTO_IP, IP_TTL) == 44, "p4: IP_TTL lost");
 		echo(p4, false, (struct sockaddr *)&lo4, sizeof(lo4), 0, 7);
 		expect(reply_first(p4, false, false, ntohs(p4n.sin_port)), "p4: no echo reply");
 	}

@@ -75,12 +75,6 @@ static int opt(int s, int level, int name)
 	return v;
 }
 
-static void setopt(int s, int level, int name, int v)
-{
-	if (setsockopt(s, level, name, &v, sizeof(v)) < 0)
-		fail("setsockopt %d/%d: %m", level, name);
-}
-
 static uint8_t pattern(uint64_t i, uint8_t seed)
 {
 	return (uint8_t)((i * 7 + (i >> 8) * 13 + seed) & 0xff);
@@ -174,10 +168,10 @@ int main(void)
 	int lst = socket(lfam, SOCK_STREAM, 0);
 	if (lst < 0)
 		fail("socket: %m");
-	setopt(lst, SOL_SOCKET, SO_REUSEADDR, 1);
-	setopt(lst, SOL_SOCKET, SO_RCVBUF, 8192);
+	test_setopt(lst, SOL_SOCKET, SO_REUSEADDR, 1);
+	test_setopt(lst, SOL_SOCKET, SO_RCVBUF, 8192);
 #if FAMILY == 46
-	setopt(lst, IPPROTO_IPV6, IPV6_V6ONLY, 0);
+	test_setopt(lst, IPPROTO_IPV6, IPV6_V6ONLY, 0);
 #endif
 	l = mkaddr(&la, lfam, lip, 0);
 	if (bind(lst, &la.sa, l) < 0 || listen(lst, 16) < 0)
@@ -188,19 +182,19 @@ int main(void)
 		fail("port file: %m");
 
 	int c = socket(cfam, SOCK_STREAM, 0);
-	setopt(c, IPPROTO_TCP, TCP_NODELAY, 1);
-	setopt(c, SOL_SOCKET, SO_SNDBUF, 32768);
-	setopt(c, SOL_SOCKET, SO_RCVBUF, 16384);
+	test_setopt(c, IPPROTO_TCP, TCP_NODELAY, 1);
+	test_setopt(c, SOL_SOCKET, SO_SNDBUF, 32768);
+	test_setopt(c, SOL_SOCKET, SO_RCVBUF, 16384);
 	l = mkaddr(&ca, cfam, cip, port);
 	if (connect(c, &ca.sa, l) < 0)
 		fail("connect: %m");
 	int a = accept(lst, NULL, NULL);
 	if (a < 0)
 		fail("accept: %m");
-	setopt(a, SOL_SOCKET, SO_KEEPALIVE, 1);
-	setopt(a, IPPROTO_TCP, TCP_KEEPIDLE, 77);
-	setopt(a, IPPROTO_TCP, TCP_KEEPINTVL, 11);
-	setopt(a, IPPROTO_TCP, TCP_KEEPCNT, 5);
+	test_setopt(a, SOL_SOCKET, SO_KEEPALIVE, 1);
+	test_setopt(a, IPPROTO_TCP, TCP_KEEPIDLE, 77);
+	test_setopt(a, IPPROTO_TCP, TCP_KEEPINTVL, 11);
+	test_setopt(a, IPPROTO_TCP, TCP_KEEPCNT, 5);
 	struct linger lg = { 1, 3 };
 	if (setsockopt(a, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
 		fail("SO_LINGER: %m");

@@ -32,21 +32,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int tcp_state(int s)
-{
-	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
-	memset(&ti, 0, sizeof(ti));
-	getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l);
-	return ti.tcpi_state;
-}
-
 static void wait_state(int s, int state, const char *what)
 {
-	for (int i = 0; i < 30000 && tcp_state(s) != state; i++)
+	for (int i = 0; i < 30000 && test_tcp_state(s) != state; i++)
 		poll(NULL, 0, 1);
-	if (tcp_state(s) != state)
-		fail("%s: state %d, want %d", what, tcp_state(s), state);
+	if (test_tcp_state(s) != state)
+		fail("%s: state %d, want %d", what, test_tcp_state(s), state);
 }
 
 static void drop_all(int s, bool on)

@@ -130,19 +130,6 @@ static void expect_empty(int s, const char *what)
 	       what);
 }
 
-static int opt(int s, int level, int name)
-{
-	int v = -1;
-	socklen_t l = sizeof(v);
-	return getsockopt(s, level, name, &v, &l) < 0 ? -1 : v;
-}
-
-static void setopt(int s, int level, int name, int v)
-{
-	if (setsockopt(s, level, name, &v, sizeof(v)) < 0)
-		fail("setsockopt %d/%d: %m", level, name);
-}
-
 /* the filter of s for group on ifindex: mode and sources, or -1 if not joined */
 static int msfilter(int s, int family, const char *group, unsigned ifindex, int *nsrc)
 {
@@ -184,11 +171,11 @@ int main(void)
 	unsigned lo = if_nametoindex("lo");
 
 	int r4 = sock_at(AF_INET, 0, "127.0.0.1", &r4n, &r4l);
-	setopt(r4, IPPROTO_IP, IP_PKTINFO, 1);
+	test_setopt(r4, IPPROTO_IP, IP_PKTINFO, 1);
 	int a4 = sock_at(AF_INET, 0, "127.0.0.1", &a4n, &a4l);
 	int b4 = sock_at(AF_INET, 0, "127.0.0.2", &b4n, &b4l);
 	int r6 = sock_at(AF_INET6, 0, "::", &r6n, &r6l);
-	setopt(r6, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	test_setopt(r6, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
 	int a6 = sock_at(AF_INET6, 0, "::1", &a6n, &a6l);
 	int lite = sock_at(AF_INET, IPPROTO_UDPLITE, "127.0.0.1", &litn, &litl);
 	int ls = sock_at(AF_INET, IPPROTO_UDPLITE, "127.0.0.1", &lsn, &lsl);
@@ -224,8 +211,8 @@ int main(void)
 	addr_of(AF_INET, "127.0.0.1", (union addr *)&gs.gsr_source);
 	if (setsockopt(m4, IPPROTO_IP, MCAST_JOIN_SOURCE_GROUP, &gs, sizeof(gs)) < 0)
 		fail("MCAST_JOIN_SOURCE_GROUP: %m");
-	setopt(m4, IPPROTO_IP, IP_MULTICAST_TTL, 7);
-	setopt(m4, IPPROTO_IP, IP_MULTICAST_LOOP, 0);
+	test_setopt(m4, IPPROTO_IP, IP_MULTICAST_TTL, 7);
+	test_setopt(m4, IPPROTO_IP, IP_MULTICAST_LOOP, 0);
 	struct in_addr ifa;
 	inet_pton(AF_INET, "127.0.0.1", &ifa);
 	if (setsockopt(m4, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof(ifa)) < 0)
@@ -235,8 +222,8 @@ int main(void)
 	inet_pton(AF_INET6, "ff15::1234", &m6r.ipv6mr_multiaddr);
 	if (setsockopt(m6, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m6r, sizeof(m6r)) < 0)
 		fail("IPV6_JOIN_GROUP: %m");
-	setopt(m6, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, 9);
-	setopt(m6, IPPROTO_IPV6, IPV6_MULTICAST_IF, (int)lo);
+	test_setopt(m6, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, 9);
+	test_setopt(m6, IPPROTO_IPV6, IPV6_MULTICAST_IF, (int)lo);
 
 	/* shutdown */
 	union addr skn;
@@ -290,14 +277,14 @@ int main(void)
 	expect(msfilter(m4, AF_INET, "239.9.9.9", lo, &nsrc) < 0, "m4: in a group it never joined");
 	expect(msfilter(m6, AF_INET6, "ff15::1234", lo, &nsrc) == MCAST_EXCLUDE && nsrc == 0,
 	       "m6: not in ff15::1234 on lo");
-	expect(opt(m4, IPPROTO_IP, IP_MULTICAST_TTL) == 7, "IP_MULTICAST_TTL lost");
-	expect(opt(m4, IPPROTO_IP, IP_MULTICAST_LOOP) == 0, "IP_MULTICAST_LOOP lost");
+	expect(test_getopt(m4, IPPROTO_IP, IP_MULTICAST_TTL) == 7, "IP_MULTICAST_TTL lost");
+	expect(test_getopt(m4, IPPROTO_IP, IP_MULTICAST_LOOP) == 0, "IP_MULTICAST_LOOP lost");
 	struct in_addr ifb = { 0 };
 	socklen_t il = sizeof(ifb);
 	getsockopt(m4, IPPROTO_IP, IP_MULTICAST_IF, &ifb, &il);
 	expect(ifb.s_addr == ifa.s_addr, "IP_MULTICAST_IF lost");
-	expect(opt(m6, IPPROTO_IPV6, IPV6_MULTICAST_HOPS) == 9, "IPV6_MULTICAST_HOPS lost");
-	expect(opt(m6, IPPROTO_IPV6, IPV6_MULTICAST_IF) == (int)lo, "IPV6_MULTICAST_IF lost");
+	expect(test_getopt(m6, IPPROTO_IPV6, IPV6_MULTICAST_HOPS) == 9, "IPV6_MULTICAST_HOPS lost");
+	expect(test_getopt(m6, IPPROTO_IPV6, IPV6_MULTICAST_IF) == (int)lo, "IPV6_MULTICAST_IF lost");
 
 	io_state(shw, now, sizeof(now));
 	expect(!strcmp(now, shw_was), "shw (SHUT_WR): %s, was %s", now, shw_was);

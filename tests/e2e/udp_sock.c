@@ -28,19 +28,6 @@ union addr {
 	struct sockaddr_storage ss;
 };
 
-static int opt(int s, int level, int name)
-{
-	int v = -1;
-	socklen_t l = sizeof(v);
-	return getsockopt(s, level, name, &v, &l) < 0 ? -1 : v;
-}
-
-static void setopt(int s, int level, int name, int v)
-{
-	if (setsockopt(s, level, name, &v, sizeof(v)) < 0)
-		fail("setsockopt %d/%d: %m", level, name);
-}
-
 static socklen_t name_of(int s, bool peer, union addr *a)
 {
 	socklen_t l = sizeof(*a);
@@ -77,9 +64,9 @@ int main(void)
 	socklen_t s4l, c4l, s6l, c6l;
 
 	int s4 = socket(AF_INET, SOCK_DGRAM, 0);
-	setopt(s4, SOL_SOCKET, SO_BROADCAST, 1);
-	setopt(s4, IPPROTO_IP, IP_TOS, 0x10);
-	setopt(s4, SOL_SOCKET, SO_RCVBUF, 100000);
+	test_setopt(s4, SOL_SOCKET, SO_BROADCAST, 1);
+	test_setopt(s4, IPPROTO_IP, IP_TOS, 0x10);
+	test_setopt(s4, SOL_SOCKET, SO_RCVBUF, 100000);
 	a.v4 = (struct sockaddr_in){ .sin_family = AF_INET };
 	a.v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (bind(s4, &a.sa, sizeof(a.v4)) < 0)
@@ -92,7 +79,7 @@ int main(void)
 	int u = socket(AF_INET, SOCK_DGRAM, 0);
 
 	int s6 = socket(AF_INET6, SOCK_DGRAM, 0);
-	setopt(s6, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	test_setopt(s6, IPPROTO_IPV6, IPV6_V6ONLY, 1);
 	a.v6 = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_addr = in6addr_loopback };
 	if (bind(s6, &a.sa, sizeof(a.v6)) < 0)
 		fail("bind6: %m");
@@ -103,7 +90,7 @@ int main(void)
 	c6l = name_of(c6, false, &c6n);
 	dgram(c4, NULL, 0, s4, &c4n, c4l, "before 4");
 	dgram(c6, NULL, 0, s6, &c6n, c6l, "before 6");
-	int rcvbuf = opt(s4, SOL_SOCKET, SO_RCVBUF);
+	int rcvbuf = test_getopt(s4, SOL_SOCKET, SO_RCVBUF);
 
 	test_ready();
 	test_wait();
@@ -115,13 +102,13 @@ int main(void)
 	expect(name_of(s6, false, &x) == s6l && !memcmp(&x, &s6n, s6l), "server 6: name changed");
 	expect(name_of(c6, true, &x) == s6l && !memcmp(&x, &s6n, s6l), "client 6: peer changed");
 	expect(name_of(s4, true, &x) == 0 && errno == ENOTCONN, "server 4 is connected");
-	expect(opt(s4, SOL_SOCKET, SO_BROADCAST) == 1, "SO_BROADCAST lost");
-	expect(opt(s4, IPPROTO_IP, IP_TOS) == 0x10, "IP_TOS is %d", opt(s4, IPPROTO_IP, IP_TOS));
-	expect(opt(s4, SOL_SOCKET, SO_RCVBUF) == rcvbuf, "SO_RCVBUF %d, was %d",
-	       opt(s4, SOL_SOCKET, SO_RCVBUF), rcvbuf);
-	expect(opt(s6, IPPROTO_IPV6, IPV6_V6ONLY) == 1, "IPV6_V6ONLY lost");
+	expect(test_getopt(s4, SOL_SOCKET, SO_BROADCAST) == 1, "SO_BROADCAST lost");
+	expect(test_getopt(s4, IPPROTO_IP, IP_TOS) == 0x10, "IP_TOS is %d", test_getopt(s4, IPPROTO_IP, IP_TOS));
+	expect(test_getopt(s4, SOL_SOCKET, SO_RCVBUF) == rcvbuf, "SO_RCVBUF %d, was %d",
+	       test_getopt(s4, SOL_SOCKET, SO_RCVBUF), rcvbuf);
+	expect(test_getopt(s6, IPPROTO_IPV6, IPV6_V6ONLY) == 1, "IPV6_V6ONLY lost");
 	expect(fcntl(c4, F_GETFL) & O_NONBLOCK, "O_NONBLOCK lost");
-	expect(opt(u, SOL_SOCKET, SO_TYPE) == SOCK_DGRAM, "the unbound socket is not a dgram one");
+	expect(test_getopt(u, SOL_SOCKET, SO_TYPE) == SOCK_DGRAM, "the unbound socket is not a dgram one");
 	dgram(c4, NULL, 0, s4, &c4n, c4l, "after 4");
 	dgram(s4, &c4n, c4l, c4, &s4n, s4l, "answer 4");
 	dgram(c6, NULL, 0, s6, &c6n, c6l, "after 6");
