@@ -226,7 +226,8 @@ static void put_udp(uint8_t *pkt, size_t off, const uint8_t *saddr, const uint8_
 	uint16_t ulen = (uint16_t)(8 + data->len);
 	uint16_t w[4] = { htons(sport), htons(dport), htons(proto == IPPROTO_UDP ? ulen : 0), 0 };
 	memcpy(u, w, 8);
-	memcpy(u + 8, data->data, data->len);
+	if (data->len) /* a datagram of 0 bytes has no data pointer */
+		memcpy(u + 8, data->data, data->len);
 	uint8_t ph[8] = { 0, 0, (uint8_t)(ulen >> 8), (uint8_t)ulen, 0, 0, 0, (uint8_t)proto };
 	uint32_t sum = csum_add(0, saddr, alen);
 	sum = csum_add(sum, daddr, alen);

@@ -350,7 +350,8 @@ static int join(struct rst_ctx *ctx, int s, const PacketEntry *m)
 					m->id, c->ifname);
 		struct packet_mreq mr = { .mr_ifindex = idx, .mr_type = (unsigned short)c->type,
 					  .mr_alen = (unsigned short)c->addr.len };
-		memcpy(mr.mr_address, c->addr.data, c->addr.len);
+		if (c->addr.len) /* a promiscuous or allmulti membership has none */
+			memcpy(mr.mr_address, c->addr.data, c->addr.len);
 		for (uint32_t k = 0; k < c->count; k++)
 			if (setsockopt(s, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
 				return log_fail(&ctx->log, -errno, "packet %u: cannot add its "
