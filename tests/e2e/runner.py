@@ -1623,16 +1623,7 @@ class Run:
         if not (os.access(sshd, os.X_OK) and ssh and keygen):
             raise Skip("openssh-server or openssh-client not installed")
         topo = self.mig2_hosts()
-        for k in ("hostkey", "userkey"):
-            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", self.p(k)], check=True,
-                           capture_output=True, timeout=60)
-        shutil.copy(self.p("userkey.pub"), self.p("authorized_keys"))
-        with open(self.p("sshd_config"), "w") as f:
-            f.write("Port 22\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin "
-                    "prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
-                    "StrictModes no\nPidFile %s\n"
-                    % (self.p("hostkey"), self.p("authorized_keys"), self.p("sshd.pid")))
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+        self.sshd_setup(keygen)
         pr = self.mig2_run([sshd, "-D", "-e", "-f", self.p("sshd_config")])
         ct = self.MIG2_CT
 
@@ -2585,6 +2576,20 @@ class Run:
             i += 1
         return out
 
+    def sshd_setup(self, keygen):
+        """sshd's host key, the client's key (authorized) and sshd_config in
+        the test's directory, and sshd's privilege separation directory."""
+        for k in ("hostkey", "userkey"):
+            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", self.p(k)], check=True,
+                           capture_output=True, timeout=60)
+        shutil.copy(self.p("userkey.pub"), self.p("authorized_keys"))
+        with open(self.p("sshd_config"), "w") as f:
+            f.write("Port 22\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin "
+                    "prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
+                    "StrictModes no\nPidFile %s\n"
+                    % (self.p("hostkey"), self.p("authorized_keys"), self.p("sshd.pid")))
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+
     def flow_sshd(self):
         """sshd (openssh-server) as pid 1 of `ckpt run --net`, listening in
         the container's network namespace; an ssh client of the runner's,
@@ -2600,16 +2605,7 @@ class Run:
             raise Skip("openssh-server or openssh-client not installed")
         sub, host, cont = self.net_subnet()
         hostif = "ckpt%d%ss" % (os.getpid() % 1000000, self.mode[0])
-        for k in ("hostkey", "userkey"):
-            subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-f", self.p(k)], check=True,
-                           capture_output=True, timeout=60)
-        shutil.copy(self.p("userkey.pub"), self.p("authorized_keys"))
-        with open(self.p("sshd_config"), "w") as f:
-            f.write("Port 22\nHostKey %s\nAuthorizedKeysFile %s\nPermitRootLogin "
-                    "prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
-                    "StrictModes no\nPidFile %s\n"
-                    % (self.p("hostkey"), self.p("authorized_keys"), self.p("sshd.pid")))
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # its privilege separation dir
+        self.sshd_setup(keygen)
         pidfile = self.p("run.pid")
         pr = self.popen([self.opts.ckpt, "run", "--net", "--net-addr", sub, "--net-host-if", hostif,
                          "--pidfile", pidfile, "--", sshd, "-D", "-e", "-f", self.p("sshd_config")],
