@@ -94,6 +94,10 @@ struct netns_ckpt {
 	pid_t root;
 	struct ckpt_log *log;
 	int err; /* a refusal from a dump callback */
+	/* the socket in the namespace, open until the checkpoint ends: it
+	 * holds the namespace, so that after --kill its links are cut before
+	 * it can die (netns_after_kill) */
+	struct rtnl in;
 };
 
 /* --- checkpoint ------------------------------------------------------- */
@@ -405,17 +409,16 @@ static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 	n->ino = st.st_ino;
 	n->root = t->pid;
 	n->log = &ctx->log;
-	struct rtnl in = { 0 }, host = { 0 };
-	int r = open_inside(n, fd, &in);
+	struct rtnl host = { 0 };
+	int r = open_inside(n, fd, &n->in);
 	if (r >= 0 && (r = rtnl_open(&host)) < 0)
 		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
 	if (r >= 0)
-		r = read_netns(n, &in, &host);
+		r = read_netns(n, &n->in, &host);
 	/* after refusals too, to name every one */
 	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, t->pid, fd, &n->e) : 0;
 	if (r >= 0)
 		r = r2;
-	rtnl_close(&in);
 	rtnl_close(&host);
 	if (r >= 0)
 		log_info(&ctx->log, "pid %d: a network namespace of its own: %zu link(s), %zu route(s)",
@@ -438,10 +441,35 @@ static int netns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 			"needs CAP_NET_ADMIN, which this caller lacks", t->pid);
 }
 
+/*
+ * --kill, the tree dead: its namespace, which only n->in holds now, is cut
+ * off before it goes. When the last reference goes, the kernel takes the
+ * network lock's hooks away (nf_tables' pre_exit) before it takes the
+ * links down, and a peer's retransmission that comes in through a veth in
+ * between finds no socket and is answered with a reset. With the veth
+ * pairs deleted first (both ends), nothing comes in.
+ */
+static void netns_after_kill(struct ckpt_ctx *ctx)
+{
+	struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	if (!n || !n->in.nl)
+		return;
+	for (size_t i = 0; i < n->e.n_links; i++) {
+		const NetnsLink *l = n->e.links[i];
+		if (!strcmp(l->kind, "loopback"))
+			continue;
+		int r = rtnl_link_del(&n->in, (int)l->index);
+		if (r < 0 && r != -ENODEV)
+			log_warn(&ctx->log, "pid %d: link %s of its network namespace: cannot delete "
+				 "it after the kill: %s", n->root, l->name, strerror(-r));
+	}
+}
+
 static void netns_free_state(void *state)
 {
 	struct netns_ckpt *n = state;
 	if (n) {
+		rtnl_close(&n->in);
 		netns_sysctls_free(&n->e);
 		free(n->e.nftables);
 	}
@@ -459,6 +487,7 @@ const struct kind_ops netns_ops = {
 	.collect = netns_collect,
 	.dump = netns_dump,
 	.check_restore = netns_check_restore,
+	.after_kill = netns_after_kill,
 	.load = netns_load,
 	.prepare = netns_prepare,
 	.root_spawned = netns_root_spawned,
