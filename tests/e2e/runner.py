@@ -366,6 +366,10 @@ TESTS = [
     # checkpoint and a restart (ckpt-fault), and at random moments
     entry("fault_walk", kind="fault", program="fault_victim"),
     entry("sig_trap_pending", kind="keep"),
+    # SIGTRAP ignored: injected calls stop at syscall entry and exit instead
+    # of single-stepping (a forced SIGTRAP resets an ignored one to SIG_DFL)
+    entry("sig_trap_ignored", kind="keep"),
+    entry("sig_trap_ignored_rst", (B, T, R), program="sig_trap_ignored", pargs=("handler",)),
     entry("fault_random", kind="fault_random", program="fault_victim"),
     # the network lock removed by the guardian when ckpt dies (SIGKILL at
     # each request of a checkpoint that locked a TCP connection)
