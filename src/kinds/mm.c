@@ -83,7 +83,8 @@ static bool needs_pages(const VmaEntry *v)
 static bool mm_vma_claim(const struct proc_vma *pv)
 {
 	const char *p = pv->path;
-	return !p[0] || p[0] == '[' || (pv->shared && pv->deleted && !strcmp(p, "/dev/zero"));
+	return !p[0] || p[0] == '[' || (pv->shared && pv->deleted && !strcmp(p, "/dev/zero")) ||
+	       mm_huge_claim(pv);
 }
 
 /* The mappings the kernel makes itself, moved or left as they are. */
@@ -242,6 +243,8 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 		v->vmflags = pv->vmflags;
 		v->name = pv->path;
 		r = classify(ctx, t, pv, v, order, norder);
+		if (r >= 0)
+			r = mm_huge_collect(ctx, t, pv, v);
 		if (log_gathers(&ctx->log, r)) {
 			refused = refused ? refused : r;
 			continue;
@@ -358,8 +361,11 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 	int r;
 
 	((struct mm_read *)pw->arg)->readable = v->prot & PROT_READ;
-	if (v->shared) /* shared anonymous: every page, zero ones dropped */
+	if (v->shared && !v->has_huge_page) /* shared anonymous: every page, zero ones dropped */
 		return pages_fail(ctx, pw, pages_add(pw, v->start, v->end - v->start));
+	/* hugetlb: the pages there, file or anonymous (a page never touched
+	 * is not read: that would take a huge page from the pool) */
+	uint64_t excl = v->has_huge_page ? 0 : PAGE_IS_PFNZERO | PAGE_IS_FILE;
 
 	struct page_region regs[512];
 	uint64_t pos = v->start;
@@ -370,8 +376,8 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 			.end = v->end,
 			.vec = (uint64_t)(uintptr_t)regs,
 			.vec_len = ARRAY_SIZE(regs),
-			.category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
-			.category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			.category_inverted = excl,
+			.category_mask = excl,
 			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 		};
@@ -521,6 +527,10 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): file vma %llx has no file", rec->index,
 					(unsigned long long)v->start);
+		if (mm_huge_valid(v) < 0)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm): vma %llx: its huge page size is not valid",
+					rec->index, (unsigned long long)v->start);
 		if (mm_cow_validate(v) < 0)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %llx: its pages shared with the parent "
@@ -752,7 +762,8 @@ static uint32_t initial_prot(const VmaEntry *v)
 	 * private vma that was never writable (no VM_ACCOUNT, "ac", nor
 	 * MAP_NORESERVE) has no pages of its own: mapped as it was, so that it
 	 * stays unaccounted ("ac" would show in its VmFlags) */
-	bool never_written = v->vmflags && !v->shared && !(v->vmflags & (VMF_AC | VMF_NR));
+	bool never_written = v->vmflags && !v->shared && !(v->vmflags & (VMF_AC | VMF_NR)) &&
+			     !v->has_huge_page; /* hugetlb has no "ac" */
 	return needs_pages(v) && !never_written ? v->prot | PROT_READ | PROT_WRITE : v->prot;
 }
 
@@ -1013,19 +1024,11 @@ static void mm_free_robj(void *ptr)
 	free(s);
 }
 
-static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct shmem_robj **ret)
+/* A shmem object of size bytes, as MAP_SHARED|MAP_ANONYMOUS makes one
+ * ("/dev/zero (deleted)"), by an fd of ckpt's. */
+static int make_zero_fd(struct rst_ctx *ctx, uint64_t size, int *ret_fd)
 {
 	char path[96];
-
-	for (size_t t = 0; t < ctx->ntasks; t++) {
-		const struct mm_rst *m = ctx->tasks[t].kstate[KIND_mm];
-		for (size_t i = 0; m && m->e && i < m->e->n_vmas; i++) {
-			const VmaEntry *v = m->e->vmas[i];
-			if (v->kind == VMA_KIND__VMA_ANON && v->shared && v->has_shmem_id &&
-			    v->shmem_id == ino)
-				size = MAX(size, v->pgoff + (v->end - v->start));
-		}
-	}
 	_cleanup_close_ int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
 	if (zero < 0)
 		return log_fail(&ctx->log, -errno, "cannot open /dev/zero: %s", strerror(errno));
@@ -1041,6 +1044,29 @@ static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct s
 	if (fd < 0)
 		return log_fail(&ctx->log, -err, "cannot open shared memory through map_files: %s",
 				strerror(err));
+	*ret_fd = fd;
+	return 0;
+}
+
+static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct shmem_robj **ret)
+{
+	uint64_t huge = 0;
+
+	for (size_t t = 0; t < ctx->ntasks; t++) {
+		const struct mm_rst *m = ctx->tasks[t].kstate[KIND_mm];
+		for (size_t i = 0; m && m->e && i < m->e->n_vmas; i++) {
+			const VmaEntry *v = m->e->vmas[i];
+			if (v->kind == VMA_KIND__VMA_ANON && v->shared && v->has_shmem_id &&
+			    v->shmem_id == ino) {
+				size = MAX(size, v->pgoff + (v->end - v->start));
+				huge = v->has_huge_page ? v->huge_page : huge;
+			}
+		}
+	}
+	int fd = -1; /* hugetlb: mm-huge.c */
+	int r = huge ? mm_huge_make_shared(ctx, size, huge, &fd) : make_zero_fd(ctx, size, &fd);
+	if (r < 0)
+		return r;
 	struct shmem_robj *s = malloc(sizeof(*s));
 	if (!s || objhash_add(&ctx->objs, KIND_mm, ino, 0, s, NULL) < 0) {
 		free(s);
@@ -1129,7 +1155,9 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 		int fd = remote_shmem(ctx, t, &m->rf, v->shmem_id);
 		return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
 	}
-	return do_mmap(ctx, t, v, -1, 0, MAP_ANONYMOUS | (v->vmflags & VMF_NR ? MAP_NORESERVE : 0));
+	return do_mmap(ctx, t, v, -1, 0,
+		       MAP_ANONYMOUS | (v->vmflags & VMF_NR ? MAP_NORESERVE : 0) |
+			       mm_huge_map_flags(v));
 }
 
 /* madvise bits that shape how memory behaves, applied before pages are written */
@@ -1239,7 +1267,7 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 	}
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared)
+		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page)
 			continue;
 		struct uffdio_register reg = {
 			.range = { v->start, v->end - v->start },
