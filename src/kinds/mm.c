@@ -84,7 +84,7 @@ static bool mm_vma_claim(const struct proc_vma *pv)
 {
 	const char *p = pv->path;
 	return !p[0] || p[0] == '[' || (pv->shared && pv->deleted && !strcmp(p, "/dev/zero")) ||
-	       mm_huge_claim(pv);
+	       mm_huge_claim(pv) || mm_aio_claim(pv);
 }
 
 /* The mappings the kernel makes itself, moved or left as they are. */
@@ -116,6 +116,8 @@ static int mm_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct pro
 		v->kind = special[sp].kind;
 		return 0;
 	}
+	if (mm_aio_claim(pv)) /* mm-aio.c */
+		return mm_aio_collect(ctx, t, pv, v);
 	v->kind = VMA_KIND__VMA_ANON;
 	if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") && strncmp(p, "[anon:", 6) &&
 	    strncmp(p, "[anon_shmem:", 12))
@@ -161,11 +163,6 @@ static int refuse_vma(struct ckpt_ctx *ctx, struct task *t, const struct proc_vm
 		      VmaEntry *v)
 {
 	const char *p = pv->path;
-	if (pv->deleted && !strcmp(p, "/[aio]"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d vma %llx-%llx: an AIO ring (io_setup): AIO contexts are not "
-				"supported yet",
-				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end);
 	if (pv->vmflags & (VMF_IO | VMF_PF))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx (%s): device (I/O or PFN) mappings cannot be saved",
@@ -515,7 +512,7 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 		if (v->start >= v->end || (v->start | v->end) % PAGE || v->start < prev_end ||
 		    (!vsys && v->end > TASK_SIZE_MAX) || (vsys && v->start != VSYSCALL_ADDR) ||
 		    (v->prot & ~(uint32_t)(PROT_READ | PROT_WRITE | PROT_EXEC)) ||
-		    v->kind > VMA_KIND__VMA_SYSV_SHM || v->pgoff % PAGE)
+		    v->kind > VMA_KIND__VMA_AIO || v->pgoff % PAGE || mm_aio_valid(v) < 0)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %zu (%llx-%llx) is not valid", rec->index,
 					i, (unsigned long long)v->start, (unsigned long long)v->end);
@@ -646,7 +643,7 @@ static int mm_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
 		if (v->has_owner && v->owner == KID_mm && v->kind != VMA_KIND__VMA_ANON &&
-		    !is_special(v))
+		    v->kind != VMA_KIND__VMA_AIO && !is_special(v))
 			return log_fail(&ctx->log, -EINVAL,
 					"image: pid %d vma %llx: not anonymous memory", t->pid,
 					(unsigned long long)v->start);
@@ -1147,6 +1144,8 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 
+	if (v->kind == VMA_KIND__VMA_AIO) /* mm-aio.c */
+		return mm_aio_map(ctx, t, v);
 	if (v->kind != VMA_KIND__VMA_ANON) /* the vDSO group is moved, not mapped */
 		return 0;
 	if (v->inherit)
@@ -1571,6 +1570,8 @@ static void mm_free_state(void *state)
 		return;
 	for (size_t i = 0; m->inherited && i < m->e.n_vmas; i++)
 		free(m->inherited[i]);
+	for (size_t i = 0; m->vma && i < m->e.n_vmas; i++)
+		mm_aio_free(m->e.vmas[i]);
 	free(m->inherited);
 	free(m->vma);
 	free(m->e.vmas);

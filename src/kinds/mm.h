@@ -180,6 +180,19 @@ int mm_huge_map_flags(const struct VmaEntry *v);
 int mm_huge_make_shared(struct rst_ctx *ctx, uint64_t size, uint64_t page, int *ret_fd)
 	__attribute__((warn_unused_result));
 
+/*
+ * mm-aio.c: AIO contexts (io_setup). mm claims their rings ("/[aio]
+ * (deleted)") as VMA_AIO vmas with an AioRing; at restart each is made
+ * by io_setup and moved to its address, its unreaped events put back.
+ */
+bool mm_aio_claim(const struct proc_vma *pv);
+int mm_aio_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+		   struct VmaEntry *v) __attribute__((warn_unused_result));
+void mm_aio_free(struct VmaEntry *v);
+int mm_aio_valid(const struct VmaEntry *v) __attribute__((warn_unused_result));
+int mm_aio_map(struct rst_ctx *ctx, struct rst_task *t, const struct VmaEntry *v)
+	__attribute__((warn_unused_result));
+
 /* After load: the task has a whole address space. */
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 
