@@ -479,6 +479,7 @@ TESTS = [
     # AIO contexts (mm-aio.c): remade by io_setup at the ring's address
     entry("aio_ring", (B, T, R)),
     entry("aio_ring_lazy", program="aio_ring", rst_args=("--lazy",)),
+    entry("real_fio_aio", kind="command", argv=["@python", os.path.join(HERE, "real_fio_aio.py")]),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp|packet)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
