@@ -11,10 +11,15 @@
  * machine has only if it reserved them at boot, and none of ours does, so
  * it could not be tested).
  *
- * Checkpoint: the pages present (PAGEMAP_SCAN, PRESENT or SWAPPED, with no
- * exclusion of file pages: a private hugetlb page may be either) are read
- * like any other memory; a page never touched is not saved (and not
- * faulted in by the read, which would take a huge page from the pool).
+ * Checkpoint: of a private mapping, the pages present (PAGEMAP_SCAN,
+ * PRESENT or SWAPPED, with no exclusion of file pages: a private hugetlb
+ * page may be either) are read like any other memory; a page never touched
+ * is not saved (and not faulted in by the read, which would take a huge
+ * page from the pool). Of a shared mapping, every page, as for shared
+ * anonymous memory: a page another task touched is in its page tables
+ * only (postgres' backends fill the postmaster's shared buffers); reading
+ * faults the others in from the pages the mapping reserved, and the page
+ * store drops them as zero.
  *
  * Restart: private anonymous hugetlb is mapped MAP_HUGETLB|MAP_HUGE_2MB;
  * shared anonymous hugetlb is one object made by ckpt (an anonymous

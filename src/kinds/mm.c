@@ -358,10 +358,13 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 	int r;
 
 	((struct mm_read *)pw->arg)->readable = v->prot & PROT_READ;
-	if (v->shared && !v->has_huge_page) /* shared anonymous: every page, zero ones dropped */
+	/* shared anonymous: every page, zero ones dropped (a page may be in
+	 * another task's page tables only; hugetlb too, whose pages the
+	 * mapping reserved) */
+	if (v->shared)
 		return pages_fail(ctx, pw, pages_add(pw, v->start, v->end - v->start));
-	/* hugetlb: the pages there, file or anonymous (a page never touched
-	 * is not read: that would take a huge page from the pool) */
+	/* private hugetlb: the pages there, file or anonymous (one never
+	 * touched is not read: that would take a huge page from the pool) */
 	uint64_t excl = v->has_huge_page ? 0 : PAGE_IS_PFNZERO | PAGE_IS_FILE;
 
 	struct page_region regs[512];

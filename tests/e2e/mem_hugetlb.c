@@ -2,7 +2,8 @@
 /*
  * hugetlb memory of 2 MiB pages: a private MAP_HUGETLB mapping of two
  * pages (the first written, the second never touched), a shared one
- * (MAP_SHARED|MAP_ANONYMOUS|MAP_HUGETLB) shared with a child, and a
+ * (MAP_SHARED|MAP_ANONYMOUS|MAP_HUGETLB) of two pages shared with a child
+ * (the second written by the child only: in its page tables only), and a
  * hugetlb memfd (MFD_HUGETLB) held by an fd and mapped shared. Huge pages
  * are had by raising vm.nr_hugepages for the whole test (the old value is
  * in "hugepages.old": the runner writes it back at the end); without them
@@ -83,7 +84,7 @@ int main(void)
 
 	uint8_t *priv = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-	uint8_t *shared = mmap(NULL, HUGE, PROT_READ | PROT_WRITE,
+	uint8_t *shared = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	int fd = memfd_create("huge", MFD_HUGETLB | MFD_CLOEXEC);
 	if (priv == MAP_FAILED || shared == MAP_FAILED || fd < 0)
@@ -99,27 +100,37 @@ int main(void)
 	const uint64_t hp = test_hash(priv, HUGE, 0), hs = test_hash(shared, HUGE, 0),
 		       hm = test_hash(mf, HUGE, 0);
 
-	int go[2];
-	if (pipe(go) < 0)
+	int go[2], back[2];
+	if (pipe(go) < 0 || pipe(back) < 0)
 		fail("pipe: %m");
 	pid_t c = fork();
 	if (c < 0)
 		fail("fork: %m");
-	if (c == 0) { /* after the restart: writes to the shared page, exits */
+	if (c == 0) { /* fills the second shared page; after the restart
+		       * writes to the first, exits */
 		char x;
 		close(go[1]);
+		test_fill_random(shared + HUGE, HUGE, 4);
+		uint64_t h = test_hash(shared + HUGE, HUGE, 0);
+		if (write(back[1], &h, sizeof(h)) != sizeof(h))
+			_exit(3);
 		if (read(go[0], &x, 1) != 1)
 			_exit(2);
 		shared[HUGE - 1] = 'c';
 		_exit(0);
 	}
 	close(go[0]);
+	uint64_t hc;
+	if (read(back[0], &hc, sizeof(hc)) != sizeof(hc))
+		fail("the child's hash: %m");
 
 	test_ready();
 	test_wait();
 
 	expect(test_hash(priv, HUGE, 0) == hp, "the private huge page lost its contents");
 	expect(test_hash(shared, HUGE, 0) == hs, "the shared huge page lost its contents");
+	expect(test_hash(shared + HUGE, HUGE, 0) == hc,
+	       "the shared huge page the child wrote lost its contents");
 	expect(test_hash(mf, HUGE, 0) == hm, "the hugetlb memfd's page lost its contents");
 	for (size_t i = HUGE; i < 2 * HUGE; i += 4096)
 		if (priv[i]) {

@@ -454,6 +454,8 @@ TESTS = [
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
+    # huge_pages=on: its shared memory is MAP_SHARED|MAP_HUGETLB (mm-huge.c)
+    entry("real_postgres_huge", (B, T), kind="postgres", huge=True),
     # on TCP, a client of the runner's connected across
     entry("real_postgres_tcp", (B, T), kind="postgres_tcp"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
@@ -3697,6 +3699,39 @@ http {{
                 out.append(k)
         return out
 
+    def pg_huge(self):
+        """For a huge=True test: 2 MiB huge pages reserved for the time of
+        the test (vm.nr_hugepages raised by 48; the old value in
+        hugepages.old, written back by cleanup) and huge_pages=on; else
+        nothing."""
+        if not self.t.get("huge"):
+            return []
+        try:
+            with open("/proc/sys/vm/nr_hugepages") as f:
+                old = int(f.read())
+            with open(self.p("hugepages.old"), "w") as f:
+                f.write("%d\n" % old)
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write("%d\n" % (old + 48))
+            with open("/proc/sys/vm/nr_hugepages") as f:
+                got = int(f.read())
+        except (OSError, ValueError) as e:
+            raise Skip("cannot reserve huge pages: %s" % e)
+        if got < old + 24:
+            raise Skip("no huge pages to be had (vm.nr_hugepages %d)" % got)
+        return ["-c", "huge_pages=on"]
+
+    def pg_check_huge(self, when):
+        """The postmaster's shared memory is hugetlb (2 MiB pages)."""
+        with open("/proc/%d/smaps" % self.pid) as f:
+            text = f.read()
+        blocks = [b for b in text.split("\n") if "anon_hugepage" in b]
+        if not blocks:
+            raise Fail("%s: the postmaster has no hugetlb mapping (huge_pages=on)" % when)
+        at = text.index(blocks[0])
+        if "KernelPageSize:     2048 kB" not in text[at:at + 2000].split("VmFlags")[0]:
+            raise Fail("%s: the postmaster's hugetlb mapping is not of 2 MiB pages" % when)
+
     def pg_start(self, conf, sockname):
         """initdb of a cluster in the test's directory, then the postmaster
         with the settings conf (-c NAME=VALUE...), as user postgres (or, for
@@ -3764,7 +3799,10 @@ http {{
         row is inserted; SIGINT (fast shutdown) ends it cleanly."""
         ct = self.t.get("ct")
         pr = self.pg_start(["-c", "listen_addresses=", "-c",
-                            "unix_socket_directories=" + self.p("pgsock")], ".s.PGSQL.5432")
+                            "unix_socket_directories=" + self.p("pgsock")] + self.pg_huge(),
+                           ".s.PGSQL.5432")
+        if self.t.get("huge"):
+            self.pg_check_huge("before")
         self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
         self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
 
@@ -3800,6 +3838,8 @@ http {{
         else:
             rp = self.real_cycle(pr, between=lambda: count("between", 1000))
         count("after the restart", 1000)
+        if self.t.get("huge"):
+            self.pg_check_huge("after the restart")
         self.psql("INSERT INTO t VALUES (1001, 'after')")
         count("after the insert", 1001)
         stop(rp, "after the restart")
