@@ -24,7 +24,10 @@
  * that still has another name in the same directory (glibc's sem_open()
  * makes /dev/shm/sem.XXXXXX, links it to sem.NAME and unlinks the first)
  * is not this kind's: it is an ordinary file of that name (file_reg),
- * opened by it at restart. Refused: hugetlb memfds, other internal kernel
+ * opened by it at restart. A hugetlb memfd (MFD_HUGETLB, on hugetlbfs) of
+ * 2 MiB pages is saved with its page size (MemfdEntry.huge_page), made
+ * with MFD_HUGETLB and filled through a mapping (mm-huge.c). Refused:
+ * hugetlb memfds of other page sizes, other internal kernel
  * files (secretmem...), a deleted file that still has a name elsewhere
  * (a hard link in another directory) or is larger than 1 GiB, a writable
  * shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the seal
