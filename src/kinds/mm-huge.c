@@ -97,7 +97,6 @@ int mm_huge_map_flags(const VmaEntry *v)
 
 int mm_huge_make_shared(struct rst_ctx *ctx, uint64_t size, uint64_t page, int *ret_fd)
 {
-	char path[96];
 	size = (size + page - 1) / page * page;
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB |
@@ -108,15 +107,5 @@ int mm_huge_make_shared(struct rst_ctx *ctx, uint64_t size, uint64_t page, int *
 				"cannot make shared hugetlb memory of %llu bytes: %s (free huge "
 				"pages: see vm.nr_hugepages)",
 				(unsigned long long)size, strerror(errno));
-	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)m,
-		 (unsigned long)m + size);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	int err = errno;
-	munmap(m, size);
-	if (fd < 0)
-		return log_fail(&ctx->log, -err,
-				"cannot open shared hugetlb memory through map_files: %s",
-				strerror(err));
-	*ret_fd = fd;
-	return 0;
+	return mm_mapping_fd(ctx, m, size, ret_fd);
 }

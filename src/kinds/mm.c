@@ -1024,18 +1024,9 @@ static void mm_free_robj(void *ptr)
 	free(s);
 }
 
-/* A shmem object of size bytes, as MAP_SHARED|MAP_ANONYMOUS makes one
- * ("/dev/zero (deleted)"), by an fd of ckpt's. */
-static int make_zero_fd(struct rst_ctx *ctx, uint64_t size, int *ret_fd)
+int mm_mapping_fd(struct rst_ctx *ctx, void *m, uint64_t size, int *ret_fd)
 {
 	char path[96];
-	_cleanup_close_ int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
-	if (zero < 0)
-		return log_fail(&ctx->log, -errno, "cannot open /dev/zero: %s", strerror(errno));
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0);
-	if (m == MAP_FAILED)
-		return log_fail(&ctx->log, -errno, "cannot make a shared memory object of %llu bytes: %s",
-				(unsigned long long)size, strerror(errno));
 	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)m,
 		 (unsigned long)m + size);
 	int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -1046,6 +1037,20 @@ static int make_zero_fd(struct rst_ctx *ctx, uint64_t size, int *ret_fd)
 				strerror(err));
 	*ret_fd = fd;
 	return 0;
+}
+
+/* A shmem object of size bytes, as MAP_SHARED|MAP_ANONYMOUS makes one
+ * ("/dev/zero (deleted)"), by an fd of ckpt's. */
+static int make_zero_fd(struct rst_ctx *ctx, uint64_t size, int *ret_fd)
+{
+	_cleanup_close_ int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
+	if (zero < 0)
+		return log_fail(&ctx->log, -errno, "cannot open /dev/zero: %s", strerror(errno));
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0);
+	if (m == MAP_FAILED)
+		return log_fail(&ctx->log, -errno, "cannot make a shared memory object of %llu bytes: %s",
+				(unsigned long long)size, strerror(errno));
+	return mm_mapping_fd(ctx, m, size, ret_fd);
 }
 
 static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct shmem_robj **ret)

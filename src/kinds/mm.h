@@ -123,6 +123,10 @@ int mm_vdso_refind(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_
  * has made it yet; owned by mm. */
 int mm_shmem_fd(struct rst_ctx *ctx, uint64_t ino, uint64_t size, int *ret_fd)
 	__attribute__((warn_unused_result));
+/* ckpt's fd of the object its own shared mapping m (size bytes) maps,
+ * opened through map_files; m is unmapped. */
+int mm_mapping_fd(struct rst_ctx *ctx, void *m, uint64_t size, int *ret_fd)
+	__attribute__((warn_unused_result));
 
 /* mm-lockall.c: mlockall(MCL_FUTURE) seen at checkpoint (once the scratch
  * area is mapped), checked at load, called again at the end of restore. */

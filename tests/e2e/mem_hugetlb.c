@@ -27,23 +27,6 @@
 
 #define HUGE (2ul << 20)
 
-static long nr_get(void)
-{
-	char b[32];
-	if (test_read_file("/proc/sys/vm/nr_hugepages", b, sizeof(b)) < 0)
-		return -1;
-	return atol(b);
-}
-
-static int nr_set(long n)
-{
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "w");
-	if (!f)
-		return -1;
-	int r = fprintf(f, "%ld\n", n) > 0 ? 0 : -1;
-	return fclose(f) || r ? -1 : 0;
-}
-
 /* The smaps block of the vma at addr is hugetlb of 2 MiB pages. */
 static void expect_huge(void *addr, const char *what)
 {
@@ -71,16 +54,11 @@ static void expect_huge(void *addr, const char *what)
 
 int main(void)
 {
-	long old = nr_get();
-	if (old < 0 || nr_set(old + 6) < 0)
+	long more = test_hugepages_raise(6);
+	if (more < 0)
 		skip("cannot raise vm.nr_hugepages: %m");
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%ld\n", old);
-	int of = open("hugepages.old", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (of < 0 || write(of, buf, (size_t)n) != n || close(of))
-		fail("hugepages.old: %m");
-	if (nr_get() < old + 4)
-		skip("no huge pages to be had (vm.nr_hugepages %ld)", nr_get());
+	if (more < 5)
+		skip("no huge pages to be had (%ld more)", more);
 
 	uint8_t *priv = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);

@@ -19,33 +19,12 @@
 
 #define HUGE (2ul << 20)
 
-static long nr_get(void)
-{
-	char b[32];
-	if (test_read_file("/proc/sys/vm/nr_hugepages", b, sizeof(b)) < 0)
-		return -1;
-	return atol(b);
-}
-
-static int nr_set(long n)
-{
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "w");
-	if (!f)
-		return -1;
-	int r = fprintf(f, "%ld\n", n) > 0 ? 0 : -1;
-	return fclose(f) || r ? -1 : 0;
-}
-
 int main(void)
 {
-	long old = nr_get();
-	if (old < 0 || nr_set(old + 2) < 0)
+	if (test_hugepages_raise(2) < 0)
 		skip("cannot raise vm.nr_hugepages: %m");
 	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%ld\n", old);
-	int of = open("hugepages.old", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (of < 0 || write(of, buf, (size_t)n) != n || close(of))
-		fail("hugepages.old: %m");
+	int n, of;
 	int id = shmget(IPC_PRIVATE, HUGE, IPC_CREAT | SHM_HUGETLB | 0600);
 	if (id < 0)
 		skip("no huge pages to be had: %m");
