@@ -63,12 +63,13 @@ int netnat_add(const char *ifname, bool *forwarding_was_off, char *error, size_t
 		return -EINVAL;
 	}
 	table_of(ifname, table, sizeof(table));
-	snprintf(cmd, sizeof(cmd),
-		 "add table ip %s\n"
-		 "flush table ip %s\n"
-		 "add chain ip %s post { type nat hook postrouting priority srcnat; policy accept; }\n"
-		 "add rule ip %s post iifname \"%s\" oifname != \"%s\" masquerade\n",
-		 table, table, table, table, ifname, ifname);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "add table ip %s\n"
+	    "flush table ip %s\n"
+	    "add chain ip %s post { type nat hook postrouting priority srcnat; policy accept; }\n"
+	    "add rule ip %s post iifname \"%s\" oifname != \"%s\" masquerade\n",
+	    table, table, table, table, ifname, ifname);
 	int r = nft_run_in(-1, cmd, NULL, error, error_len);
 	if (r >= 0 && (r = forwarding_on(forwarding_was_off)) < 0)
 		snprintf(error, error_len, "cannot turn IPv4 forwarding on (%s): %s", FORWARDING,

@@ -18,7 +18,7 @@
  * *forwarding_was_off is set if it was off. -errno, with libnftables'
  * message in error. */
 int netnat_add(const char *ifname, bool *forwarding_was_off, char *error, size_t error_len)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Removes it: 0, -ENOENT if there was none. */
 int netnat_remove(const char *ifname) __attribute__((warn_unused_result));
 /* Is there one? 1, 0 or -errno. */
