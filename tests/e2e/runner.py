@@ -284,6 +284,8 @@ TESTS = [
     entry("memfd_map", (B, T, R)),
     entry("memfd_exec", (B, T, R)),
     entry("file_deleted", (B, T, R)),
+    # a deleted file of 3 GiB, sparse: streamed, holes kept
+    entry("file_deleted_big", (B, R), max_image_bytes=16 * MiB),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
