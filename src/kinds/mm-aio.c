@@ -6,8 +6,11 @@
  * aio_ring: id, nr, head, tail, magic...) is followed by nr io_events, of
  * which those from head to tail are completed and not yet reaped.
  *
- * Checkpoint: the vma is a VMA_AIO whose AioRing keeps nr, head, tail and
- * the unreaped events. Requests still in flight cannot be seen from user
+ * Checkpoint: whether the ring has a context is asked by a probe,
+ * io_getevents(ring, 0, 0), which reads nothing: a child forked after
+ * io_setup has its parent's ring mapped but no context (EINVAL), and that
+ * vma is kept as plain shared memory (mm.c). A ring with its context is a
+ * VMA_AIO whose AioRing keeps nr, head, tail and the unreaped events. Requests still in flight cannot be seen from user
  * space (the kernel counts them in the context, shown nowhere): ckpt waits
  * for the ring's tail to stay still a moment (AIO_SETTLE), so that I/O
  * that completes by itself (O_DIRECT reads and writes, what fio's libaio

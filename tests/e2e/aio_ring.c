@@ -6,6 +6,8 @@
  * ring). After restart: the context is the same id, its ring still at
  * that address; io_getevents returns the two events (data, results, the
  * bytes read); new requests are submitted and reaped; io_destroy works.
+ * A child forked after io_setup has the ring mapped but no context: it
+ * comes back with the memory (its header) and still no context (EINVAL).
  */
 #include "lib.h"
 
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static long submit(aio_context_t ctx, int fd, int op, void *buf, size_t len, off_t off,
@@ -38,6 +41,24 @@ int main(void)
 	aio_context_t ctx = 0;
 	if (syscall(SYS_io_setup, 8, &ctx) < 0)
 		skip("io_setup: %m");
+	int go[2];
+	if (pipe(go) < 0)
+		fail("pipe: %m");
+	pid_t c = fork();
+	if (c < 0)
+		fail("fork: %m");
+	if (c == 0) { /* the ring without its context, after the restart */
+		char x;
+		close(go[1]);
+		if (read(go[0], &x, 1) != 1)
+			_exit(2);
+		if (((const unsigned *)(uintptr_t)ctx)[4] != 0xa10a10a1)
+			_exit(3); /* the ring's magic */
+		if (syscall(SYS_io_getevents, ctx, 0, 0, NULL, NULL) != -1 || errno != EINVAL)
+			_exit(4);
+		_exit(0);
+	}
+	close(go[0]);
 	int fd = open("aio.data", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		fail("open: %m");
@@ -91,5 +112,9 @@ int main(void)
 		}
 	}
 	expect(syscall(SYS_io_destroy, ctx) == 0, "io_destroy: %m");
+	int st = 0;
+	expect(write(go[1], "x", 1) == 1 && waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		       WEXITSTATUS(st) == 0,
+	       "the child with the ring but no context: status %#x", st);
 	pass();
 }
