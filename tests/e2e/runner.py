@@ -310,6 +310,9 @@ TESTS = [
     # LAST_ACK, CLOSING, SYN_SENT (not T: right after a restart they are on
     # their way to other states)
     entry("tcp_states", (B, R)),
+    # the same, the connect in progress's local port taken meanwhile by a
+    # connection of the runner's to elsewhere: the restart binds beside it
+    entry("tcp_port_taken", program="tcp_states", between="take_syn_port"),
     entry("tcp_inflight", (B, R), ckpt_args=["--skip-in-flight"],
           log_regex=r"pid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+: 1 connection\(s\) not accepted yet are left out \(--skip-in-flight\): their peers get a reset"),
     entry("tcp_timewait", (B, T, R)),
@@ -2278,6 +2281,35 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def take_syn_port(self):
+        """between checkpoint and restart (tcp_port_taken): a connection of
+        the runner's from 127.0.0.1:PORT, the port of tcp_states's connect in
+        progress, to a listener of its own, held until the test ends."""
+        with open(self.p("sport")) as f:
+            port = int(f.read())
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen()
+        c = socket.socket()
+
+        def live_holder():
+            """a live socket (not an orphan) of 127.0.0.1 has the port: one
+            a connect() of someone else's was given (ephemeral ports are
+            shared by connections to different peers)"""
+            with open("/proc/net/tcp") as f:
+                rows = [l.split() for l in f.read().splitlines()[1:]]
+            return any(r[1] == "0100007F:%04X" % port and r[9] != "0" for r in rows)
+
+        def taken():  # once the killed original's socket has gone
+            try:
+                c.bind(("127.0.0.1", port))
+                c.connect(lst.getsockname())
+                self.held = getattr(self, "held", []) + [lst, c, lst.accept()[0]]
+                return True
+            except OSError:
+                return live_holder()
+        self.wait_until("port %d to be taken by a connection of the runner's" % port, taken, [])
 
     def remove_shared(self):
         """between checkpoint and restart (mem_remake): the mapped file goes"""
