@@ -380,6 +380,7 @@ TESTS = [
     # of single-stepping (a forced SIGTRAP resets an ignored one to SIG_DFL)
     entry("sig_trap_ignored", kind="keep"),
     entry("sig_trap_ignored_rst", (B, T, R), program="sig_trap_ignored", pargs=("handler",)),
+    entry("fault_walk_trapign", kind="fault", program="fault_victim", pargs=("0", "trapign")),
     entry("fault_random", kind="fault_random", program="fault_victim"),
     # the network lock removed by the guardian when ckpt dies (SIGKILL at
     # each request of a checkpoint that locked a TCP connection)
