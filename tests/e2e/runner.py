@@ -213,6 +213,7 @@ TESTS = [
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
+    entry("real_mig_xvnc", kind="mig2_xvnc"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -2903,6 +2904,74 @@ class Run:
                 raise Fail("restart %s: the xterm's shell has MYVAR=%r, had %r" % (tag, got, value))
             screen = self.xvnc_screen(c, term)
         c.close()
+
+    def flow_mig2_xvnc(self):
+        """real_xvnc.sh's desktop (Xvnc listening on every address, an
+        xterm whose bash holds a variable of its own, xclock -update 1) as
+        pid 1 of `ckpt run --net` on host A, a VNC client (rfb.py) connected
+        from C; migrated to B with an update request in flight and the
+        encodings sent while the desktop is away: the same connection gets
+        the clock's ticks after, the xterm is the same on its screen, the X
+        server (reached through its socket file) lists the same windows and
+        the shell types back the same variable."""
+        from rfb import Rfb, RfbError
+        missing = [x for x in self.XVNC_TOOLS if not shutil.which(x)]
+        if missing:
+            raise Skip("%s not installed (tigervnc-standalone-server, xterm, x11-apps, "
+                       "x11-utils, xdotool)" % ", ".join(missing))
+        topo = self.mig2_hosts()
+        self.xdisp = n = self.xvnc_display()
+        try:
+            pr = self.mig2_run(["/bin/sh", os.path.join(HERE, "real_xvnc.sh"), str(n), "net"])
+            self.logs += [self.p("xvnc.log"), self.p("xterm.log")]
+            self.wait_file("ready", pr)
+            wins = self.xvnc_windows()
+            value = self.xvnc_type(wins, "var0")
+            if not value.startswith("kept-"):
+                raise Fail("the xterm's shell has MYVAR=%r" % value)
+            term, clock = (self.xvnc_geometry(wins[k]) for k in ("xvnc-term", "xclock"))
+            self.wait_until("Xvnc listening on %s:%d" % (self.MIG2_CT, 5900 + n),
+                            lambda: self.vnc_port_open(topo, n), [pr])
+            c = Rfb(topo.connect("c", self.MIG2_CT, 5900 + n)).handshake()
+            screen = self.xvnc_screen(c, term)
+            self.xvnc_ticks(c, clock)
+            if self.opts.no_ckpt:
+                return
+            c.request(incremental=True)          # asked before, answered after
+            self.mig2_move([pr])
+            c.set_encodings()                    # sent while the desktop moves
+            self.xvnc_ticks(c, clock, ask=False)
+            if self.xvnc_screen(c, term) != screen:
+                raise Fail("the xterm on the VNC client's screen differs after the migration")
+            self.xvnc_ticks(c, clock)
+            if self.xvnc_windows() != wins:
+                raise Fail("the windows are now %r, were %r" % (self.xvnc_windows(), wins))
+            got = self.xvnc_type(wins, "var1")
+            if got != value:
+                raise Fail("the xterm's shell has MYVAR=%r after the migration, had %r"
+                           % (got, value))
+            self.notes.append("%d updates" % c.updates)
+            c.close()
+        except (OSError, RfbError) as e:
+            raise Fail("the VNC client: %r" % e)
+        finally:
+            if self.pid and pid_alive(self.pid):
+                os.kill(self.pid, signal.SIGKILL)
+                self.wait_until("the desktop to go", lambda: not pid_exists(self.pid), [],
+                                timeout=30)
+            for f in ("/tmp/.X%d-lock" % n, "/tmp/.X11-unix/X%d" % n):
+                try:
+                    os.unlink(f)
+                except FileNotFoundError:
+                    pass
+
+    def vnc_port_open(self, topo, n):
+        """Xvnc's TCP listener answers a connection from C."""
+        try:
+            topo.connect("c", self.MIG2_CT, 5900 + n, 5).close()
+            return True
+        except OSError:
+            return False
 
     def flow_netns(self):
         """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host
