@@ -214,6 +214,9 @@ TESTS = [
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
     entry("real_mig_xvnc", kind="mig2_xvnc"),
+    # a plain process of host A's namespace (no --net): its address moves
+    entry("migrate_plain", kind="mig2_plain", case="ok"),
+    entry("migrate_plain_refuse", kind="mig2_plain", case="refuse"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -1270,10 +1273,11 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m"):
+    def mig2_migrate(self, reap, tag="m", rargs=()):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
-        Returns (migrate's status, receive's, migrate's stderr, receive's)."""
+        rargs: more arguments of ckpt receive. Returns (migrate's status,
+        receive's, migrate's stderr, receive's)."""
         key = self.p("key")
         if not os.path.exists(key):
             r = self.run_ckpt(["keygen", key])
@@ -1284,7 +1288,8 @@ class Run:
         self.logs += [rerr, merr, rlog, mlog]
         b = self.topo.addr("b")
         rp = self.popen(self.topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0",
-                                                           "--key", key, "--log", rlog)),
+                                                           "--key", key, "--log", rlog,
+                                                           *rargs)),
                         err=rerr, out=self.p(tag + "-receive.out"))
         port = []
 
@@ -1419,6 +1424,94 @@ class Run:
             raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
         self.mig2_end()
 
+
+    MIG2_VIP = "10.214.0.100"
+
+    def mig2_vip_on(self, host):
+        return (" %s/24 " % self.MIG2_VIP) in self.topo.sh("-n", self.topo.ns[host], "-o", "addr",
+                                                            "show", "dev", "eth0")
+
+    def flow_mig2_plain(self):
+        """py_plain.py's echo server, a process of host A's namespace (no
+        `ckpt run --net`), listening on every address; A's eth0 also holds
+        10.214.0.100/24, the address its 4 clients (py_echo.py client, in
+        C) connect to. ok: migrated to B (ckpt receive --pidns: the original
+        holds its pids until the kill): the address is on B's eth0 and gone
+        from A's, the clients go on (B's gratuitous ARP tells C), 20 more
+        rounds with every echo checked, no network lock in A or B. refuse:
+        the server also holds a loopback connection to py_plain.py peer, a
+        process of A outside the tree: migrate is refused naming the
+        server's socket and the peer, both sides exit 1, the address stays
+        on A alone, the server runs on in A and its clients go on."""
+        topo = self.mig2_hosts()
+        topo.sh("-n", topo.ns["a"], "addr", "add", self.MIG2_VIP + "/24", "dev", "eth0")
+        py = [self.opts.python, os.path.join(HERE, "py_plain.py")]
+        args = ["server"]
+        if self.t["case"] == "refuse":
+            self.logs.append(self.p("peer.log"))
+            peer = self.popen(topo.argv("a", py + ["peer"]), out=self.p("peer.log"),
+                              err=self.p("peer.log"))
+            args.append(self.wait_file("peerport", peer).strip())
+        self.logs.append(self.p("server.log"))
+        pr = self.popen(topo.argv("a", py + args), out=self.p("server.log"),
+                        err=self.p("server.log"))
+        self.prog, self.pid = pr, pr.pid
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(topo.argv("c", [self.opts.python, os.path.join(HERE, "py_echo.py"),
+                                        "client", str(port), "4"]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=self.MIG2_VIP))
+
+        def progress(k):
+            r = self.counter("rounds")
+            self.wait_until("%d more rounds of echoes" % k,
+                            lambda: self.counter("rounds") >= r + k, [cl], timeout=90)
+        progress(5)
+        if self.opts.no_ckpt:
+            pass
+        elif self.t["case"] == "refuse":
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f", rargs=["--pidns"])
+            want = (r"pid %d fd \d+ \(inet\): a loopback connection to 127\.0\.0\.1:%s, a "
+                    r"process outside the tree, cannot move to another host" % (self.pid, args[1]))
+            if mrc != 1 or rrc != 1 or not re.search(want, mtext):
+                raise Fail("migrate exit %s, receive exit %s: want 1 and 1 and %r in %r"
+                           % (mrc, rrc, want, mtext.strip()[-500:]))
+            if not pid_alive(self.pid) or pr.poll() is not None:
+                raise Fail("the server is gone after the refused migration")
+            if not self.mig2_vip_on("a") or self.mig2_vip_on("b"):
+                raise Fail("after the refused migration %s is on A: %s, on B: %s (want A only)"
+                           % (self.MIG2_VIP, self.mig2_vip_on("a"), self.mig2_vip_on("b")))
+            progress(5)
+        else:
+            old = self.pid
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], rargs=["--pidns"])
+            m = re.search(r"migrated pid %d to .* down (\d+) ms" % old, mtext)
+            if mrc != 0 or rrc != 0 or not m:
+                raise Fail("migrate exit %s (%r), receive exit %s (%r)"
+                           % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
+            self.notes.append("down %s ms" % m.group(1))
+            with open(self.p("m-receive.out")) as f:
+                self.pid = int(f.read())
+            self.wait_until("the original %d to go" % old, lambda: not pid_alive(old), [pr],
+                            timeout=20)
+            if self.mig2_vip_on("a") or not self.mig2_vip_on("b"):
+                raise Fail("after the migration %s is on A: %s, on B: %s (want B only)"
+                           % (self.MIG2_VIP, self.mig2_vip_on("a"), self.mig2_vip_on("b")))
+            for h in "ab":
+                if self.mig2_locks(h):
+                    raise Fail("network lock(s) %s left in host %s after the migration"
+                               % (self.mig2_locks(h), h.upper()))
+            progress(20)
+        self.notes.append("%d rounds" % self.counter("rounds"))
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        self.mig2_end()
 
     def counter(self, name):
         try:
