@@ -1485,6 +1485,12 @@ class Run:
             progress(5)
         else:
             old = self.pid
+            # B knows C's mac already: its packets to C ask nothing that
+            # would tell C where the address went
+            mac_c = re.search(r"link/ether (\S+)", topo.sh("-n", topo.ns["c"], "link", "show",
+                                                            "br0")).group(1)
+            topo.sh("-n", topo.ns["b"], "neigh", "replace", topo.addr("c"), "lladdr", mac_c,
+                    "dev", "eth0", "nud", "permanent")
             mrc, rrc, mtext, rtext = self.mig2_migrate([pr], rargs=["--pidns"])
             m = re.search(r"migrated pid %d to .* down (\d+) ms" % old, mtext)
             if mrc != 0 or rrc != 0 or not m:
@@ -1498,6 +1504,13 @@ class Run:
             if self.mig2_vip_on("a") or not self.mig2_vip_on("b"):
                 raise Fail("after the migration %s is on A: %s, on B: %s (want B only)"
                            % (self.MIG2_VIP, self.mig2_vip_on("a"), self.mig2_vip_on("b")))
+            # B's gratuitous ARP: C has B's mac for the address at once (its
+            # own probing would take 5 s or more: delay_first_probe_time)
+            mac_b = re.search(r"link/ether (\S+)", topo.sh("-n", topo.ns["b"], "link", "show",
+                                                            "eth0")).group(1)
+            self.wait_until("C to have B's mac %s for %s" % (mac_b, self.MIG2_VIP),
+                            lambda: mac_b in topo.sh("-n", topo.ns["c"], "neigh", "show",
+                                                     self.MIG2_VIP), [], timeout=3)
             for h in "ab":
                 if self.mig2_locks(h):
                     raise Fail("network lock(s) %s left in host %s after the migration"
