@@ -79,7 +79,7 @@ static bool parse_local(const char *text, bool v6, int *family, uint8_t *addr)
 	}
 	if (sscanf(text, "%8X%8X%8X%8X:%X", &w[0], &w[1], &w[2], &w[3], &port) != 5)
 		return false;
-	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
 	if (!memcmp(w, mapped, 12)) { /* a v4-mapped address is IPv4 on the wire */
 		*family = AF_INET;
 		memcpy(addr, (uint8_t *)w + 12, 4);
@@ -92,7 +92,7 @@ static bool parse_local(const char *text, bool v6, int *family, uint8_t *addr)
 
 static bool movable(int family, const uint8_t *a)
 {
-	static const uint8_t zero[16], lo6[16] = { [15] = 1 };
+	static const uint8_t zero[16], lo6[16] = {[15] = 1};
 	if (family == AF_INET)
 		return memcmp(a, zero, 4) && a[0] != 127;
 	return memcmp(a, zero, 16) && memcmp(a, lo6, 16);
@@ -136,12 +136,12 @@ static int link_of(const struct rtnl_addr *ra, void *arg)
 int migrate_addrs_of_tree(const pid_t *pids, size_t npids, struct ckpt_addr *out, size_t max,
 			  size_t *ret_n, char *why, size_t why_len)
 {
-	struct inodes s = { 0 };
+	struct inodes s = {0};
 	size_t n = 0;
 	int r = 0;
 	for (size_t i = 0; r >= 0 && i < npids; i++)
 		r = add_inodes(pids[i], &s);
-	static const char *const tables[] = { "tcp", "tcp6", "udp", "udp6", "raw", "raw6" };
+	static const char *const tables[] = {"tcp", "tcp6", "udp", "udp6", "raw", "raw6"};
 	for (size_t t = 0; r >= 0 && s.n && t < sizeof(tables) / sizeof(*tables); t++) {
 		char path[64], *line = NULL;
 		size_t cap = 0;
@@ -155,8 +155,8 @@ int migrate_addrs_of_tree(const pid_t *pids, size_t npids, struct ckpt_addr *out
 			unsigned long ino;
 			uint8_t a[16];
 			int family;
-			if (first || sscanf(line, " %*s %63s %*s %*s %*s %*s %*s %*s %*s %lu", local,
-					    &ino) != 2)
+			if (first || sscanf(line, " %*s %63s %*s %*s %*s %*s %*s %*s %*s %lu",
+					    local, &ino) != 2)
 				continue;
 			if (!has_inode(&s, ino) || !parse_local(local, v6, &family, a) ||
 			    !movable(family, a))
@@ -171,16 +171,18 @@ int migrate_addrs_of_tree(const pid_t *pids, size_t npids, struct ckpt_addr *out
 		snprintf(why, why_len, "cannot list the tree's socket addresses: %s", strerror(-r));
 		return r;
 	}
-	struct rtnl rt = { 0 };
+	struct rtnl rt = {0};
 	r = n ? rtnl_open(&rt) : 0;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
-		struct find_link f = { .a = &out[i] };
+		struct find_link f = {.a = &out[i]};
 		r = rtnl_addrs(&rt, link_of, &f);
 		if (r >= 0 && !f.found) {
 			char text[INET6_ADDRSTRLEN] = "?";
 			inet_ntop(out[i].family, out[i].addr, text, sizeof(text));
-			snprintf(why, why_len, "a socket of the tree has the address %s, which no link "
-				 "of this host holds: it cannot move", text);
+			snprintf(why, why_len,
+				 "a socket of the tree has the address %s, which no link "
+				 "of this host holds: it cannot move",
+				 text);
 			rtnl_close(&rt);
 			return -EADDRNOTAVAIL;
 		}
@@ -201,8 +203,8 @@ int migrate_addr_format(const struct ckpt_addr *a, char *buf, size_t len)
 	char text[INET6_ADDRSTRLEN];
 	if (!inet_ntop(a->family, a->addr, text, sizeof(text)))
 		return -EINVAL;
-	int n = snprintf(buf, len, "addr %s/%u %.*s\n", text, a->prefixlen,
-			 (int)sizeof(a->ifname), a->ifname);
+	int n = snprintf(buf, len, "addr %s/%u %.*s\n", text, a->prefixlen, (int)sizeof(a->ifname),
+			 a->ifname);
 	return n < 0 || (size_t)n >= len ? -EMSGSIZE : 0;
 }
 
@@ -241,7 +243,7 @@ static int holds(const struct rtnl_addr *ra, void *arg)
 
 int migrate_addrs_take(struct migrate_addr *v, size_t n, char *why, size_t why_len)
 {
-	struct rtnl rt = { 0 };
+	struct rtnl rt = {0};
 	int r = n ? rtnl_open(&rt) : 0;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		struct migrate_addr *m = &v[i];
@@ -253,13 +255,14 @@ int migrate_addrs_take(struct migrate_addr *v, size_t n, char *why, size_t why_l
 			continue;
 		m->index = (int)if_nametoindex(ifname);
 		if (!m->index) {
-			snprintf(why, why_len, "address %s/%u: no link %s on this host to put it on",
-				 text, m->a.prefixlen, ifname);
+			snprintf(why, why_len,
+				 "address %s/%u: no link %s on this host to put it on", text,
+				 m->a.prefixlen, ifname);
 			r = -ENODEV;
 			break;
 		}
-		struct rtnl_addr ra = { .family = m->a.family, .index = m->index,
-					.prefixlen = m->a.prefixlen };
+		struct rtnl_addr ra = {
+		    .family = m->a.family, .index = m->index, .prefixlen = m->a.prefixlen};
 		memcpy(ra.addr, m->a.addr, sizeof(ra.addr));
 		r = rtnl_addr_add(&rt, &ra);
 		if (r < 0) {
@@ -272,7 +275,8 @@ int migrate_addrs_take(struct migrate_addr *v, size_t n, char *why, size_t why_l
 	rtnl_close(&rt);
 	if (r < 0) {
 		if (!why[0])
-			snprintf(why, why_len, "cannot list this host's addresses: %s", strerror(-r));
+			snprintf(why, why_len, "cannot list this host's addresses: %s",
+				 strerror(-r));
 		migrate_addrs_drop(v, n);
 	}
 	return r;
@@ -280,7 +284,7 @@ int migrate_addrs_take(struct migrate_addr *v, size_t n, char *why, size_t why_l
 
 void migrate_addrs_drop(struct migrate_addr *v, size_t n)
 {
-	struct rtnl rt = { 0 };
+	struct rtnl rt = {0};
 	bool open = false;
 	for (size_t i = 0; i < n; i++) {
 		if (!v[i].added)
@@ -288,8 +292,8 @@ void migrate_addrs_drop(struct migrate_addr *v, size_t n)
 		if (!open && rtnl_open(&rt) < 0)
 			return;
 		open = true;
-		struct rtnl_addr ra = { .family = v[i].a.family, .index = v[i].index,
-					.prefixlen = v[i].a.prefixlen };
+		struct rtnl_addr ra = {
+		    .family = v[i].a.family, .index = v[i].index, .prefixlen = v[i].a.prefixlen};
 		memcpy(ra.addr, v[i].a.addr, sizeof(ra.addr));
 		int e = rtnl_addr_del(&rt, &ra); /* gone already, or nothing more to do */
 		(void)e;
@@ -302,7 +306,7 @@ void migrate_addrs_drop(struct migrate_addr *v, size_t n)
  * own mac: the neighbours that had the source's mac for it take ours. */
 static int garp(const struct migrate_addr *m)
 {
-	struct rtnl rt = { 0 };
+	struct rtnl rt = {0};
 	struct rtnl_link l;
 	int r = rtnl_open(&rt);
 	if (r >= 0)
@@ -319,14 +323,19 @@ static int garp(const struct migrate_addr *m)
 		struct arphdr h;
 		uint8_t sha[ETH_ALEN], sip[4], tha[ETH_ALEN], tip[4];
 	} __attribute__((packed)) p = {
-		.h = { .ar_hrd = htons(ARPHRD_ETHER), .ar_pro = htons(ETH_P_IP), .ar_hln = ETH_ALEN,
-		       .ar_pln = 4, .ar_op = htons(ARPOP_REQUEST) },
+	    .h = {.ar_hrd = htons(ARPHRD_ETHER),
+		  .ar_pro = htons(ETH_P_IP),
+		  .ar_hln = ETH_ALEN,
+		  .ar_pln = 4,
+		  .ar_op = htons(ARPOP_REQUEST)},
 	};
 	memcpy(p.sha, l.mac, ETH_ALEN);
 	memcpy(p.sip, m->a.addr, 4);
 	memcpy(p.tip, m->a.addr, 4);
-	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ARP),
-				  .sll_ifindex = m->index, .sll_halen = ETH_ALEN };
+	struct sockaddr_ll to = {.sll_family = AF_PACKET,
+				 .sll_protocol = htons(ETH_P_ARP),
+				 .sll_ifindex = m->index,
+				 .sll_halen = ETH_ALEN};
 	memset(to.sll_addr, 0xff, ETH_ALEN);
 	for (int i = 0; i < 2; i++)
 		if (sendto(s, &p, sizeof(p), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
@@ -343,8 +352,9 @@ void migrate_addrs_announce(const struct migrate_addr *v, size_t n)
 		if (r < 0) {
 			char text[INET6_ADDRSTRLEN] = "?";
 			inet_ntop(AF_INET, v[i].a.addr, text, sizeof(text));
-			fprintf(stderr, "ckpt: address %s: cannot announce it (gratuitous ARP): %s\n",
-				text, strerror(-r));
+			fprintf(stderr,
+				"ckpt: address %s: cannot announce it (gratuitous ARP): %s\n", text,
+				strerror(-r));
 		}
 	}
 }

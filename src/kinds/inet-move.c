@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static const uint8_t mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const uint8_t mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 /* An address as the wire has it: a v4-mapped one is IPv4. */
 static void wire(int family, const uint8_t *a, int *ret_family, const uint8_t **ret_a)
@@ -29,7 +29,7 @@ static bool is_any(int family, const uint8_t *a)
 
 static bool is_loopback(int family, const uint8_t *a)
 {
-	static const uint8_t lo6[16] = { [15] = 1 };
+	static const uint8_t lo6[16] = {[15] = 1};
 	return family == AF_INET ? a[0] == 127 : !memcmp(a, lo6, 16);
 }
 
@@ -49,16 +49,19 @@ const char *inet_move_refusal(const struct inet_move_sock *s, const struct ckpt_
 		const uint8_t *dst;
 		wire(s->family, s->dst, &dfam, &dst);
 		inet_ntop(dfam, dst, text, sizeof(text));
-		snprintf(buf, len, "a loopback connection to %s%s%s:%u, a process outside the tree, "
-			 "cannot move to another host", dfam == AF_INET6 ? "[" : "", text,
-			 dfam == AF_INET6 ? "]" : "", s->dport);
+		snprintf(buf, len,
+			 "a loopback connection to %s%s%s:%u, a process outside the tree, "
+			 "cannot move to another host",
+			 dfam == AF_INET6 ? "[" : "", text, dfam == AF_INET6 ? "]" : "", s->dport);
 		return buf;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (addrs[i].family == fam && !memcmp(addrs[i].addr, src, fam == AF_INET ? 4 : 16))
 			return NULL;
 	inet_ntop(fam, src, text, sizeof(text));
-	snprintf(buf, len, "its local address %s is not one that moves with the tree to the "
-		 "target host", text);
+	snprintf(buf, len,
+		 "its local address %s is not one that moves with the tree to the "
+		 "target host",
+		 text);
 	return buf;
 }

@@ -23,11 +23,11 @@
 
 /* One socket, as the check sees it. */
 struct inet_move_sock {
-	int family;          /* AF_INET, AF_INET6 */
-	const uint8_t *src;  /* its local address (4 or 16 bytes by family) */
-	const uint8_t *dst;  /* its peer's, NULL if not connected */
+	int family;	    /* AF_INET, AF_INET6 */
+	const uint8_t *src; /* its local address (4 or 16 bytes by family) */
+	const uint8_t *dst; /* its peer's, NULL if not connected */
 	uint16_t dport;
-	bool peer_in_tree;   /* a connection whose other end is a socket of the tree */
+	bool peer_in_tree; /* a connection whose other end is a socket of the tree */
 };
 
 /*
