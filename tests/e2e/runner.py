@@ -1380,6 +1380,18 @@ class Run:
         progress(10)
         topo.sh("-n", topo.ns["b"], "link", "del", hostif)
 
+    def mig2_echo_done(self, cl):
+        """py_echo.py's client cl told to stop; it must say PASS; then the
+        migrated server ends."""
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        self.mig2_end()
+
     def flow_mig2_echo(self):
         """py_echo.py's asyncio echo server as pid 1 of `ckpt run --net` on
         host A, its 100 clients (py_echo.py client) in C, each with a line
@@ -1415,15 +1427,7 @@ class Run:
             self.mig2_move([pr])
             progress(20)
             self.notes.append("%d rounds" % rounds())
-        with open(self.p("stop"), "w"):
-            pass
-        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
-        with open(self.p("client.log"), errors="replace") as f:
-            out = f.read()
-        if cl.returncode != 0 or not out.startswith("PASS"):
-            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
-        self.mig2_end()
-
+        self.mig2_echo_done(cl)
 
     MIG2_VIP = "10.214.0.100"
 
@@ -1517,14 +1521,7 @@ class Run:
                                % (self.mig2_locks(h), h.upper()))
             progress(20)
         self.notes.append("%d rounds" % self.counter("rounds"))
-        with open(self.p("stop"), "w"):
-            pass
-        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
-        with open(self.p("client.log"), errors="replace") as f:
-            out = f.read()
-        if cl.returncode != 0 or not out.startswith("PASS"):
-            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
-        self.mig2_end()
+        self.mig2_echo_done(cl)
 
     def counter(self, name):
         try:
@@ -2896,6 +2893,32 @@ class Run:
                        % (rc, err.strip()[-400:]))
         c.update()
 
+    def xvnc_same(self, c, was, tag, when):
+        """After a restart or a migration (when): the VNC client c reads the
+        same xterm and the clock ticks, the X server lists the same windows,
+        the shell types back the same variable; was: (xterm geometry, clock
+        geometry, xterm pixels, windows, variable) from before."""
+        term, clock, screen, wins, value = was
+        if self.xvnc_screen(c, term) != screen:
+            raise Fail("%s: the xterm on the VNC client's screen differs" % when)
+        self.xvnc_ticks(c, clock)
+        if self.xvnc_windows() != wins:
+            raise Fail("%s: the windows are now %r, were %r" % (when, self.xvnc_windows(), wins))
+        got = self.xvnc_type(wins, "var" + tag)
+        if got != value:
+            raise Fail("%s: the xterm's shell has MYVAR=%r, had %r" % (when, got, value))
+
+    def xvnc_end(self, n):
+        """The desktop killed (the container's pid 1), display n's files gone."""
+        if self.pid and pid_alive(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait_until("the desktop to go", lambda: not pid_exists(self.pid), [], timeout=30)
+        for f in ("/tmp/.X%d-lock" % n, "/tmp/.X11-unix/X%d" % n):
+            try:
+                os.unlink(f)
+            except FileNotFoundError:
+                pass
+
     def flow_xvnc(self):
         """An Xvnc desktop (tigervnc-standalone-server) as the tree of `ckpt
         run` (real_xvnc.sh): Xvnc with an xterm whose bash holds a variable
@@ -2924,15 +2947,7 @@ class Run:
         except (OSError, RfbError) as e:
             raise Fail("the VNC client: %r" % e)
         finally:
-            if self.pid and pid_alive(self.pid):
-                os.kill(self.pid, signal.SIGKILL)
-                self.wait_until("the container to go", lambda: not pid_exists(self.pid), [],
-                                timeout=30)
-            for f in ("/tmp/.X%d-lock" % n, "/tmp/.X11-unix/X%d" % n):
-                try:
-                    os.unlink(f)
-                except FileNotFoundError:
-                    pass
+            self.xvnc_end(n)
 
     def xvnc_cycles(self, tcp, n):
         from rfb import Rfb, RfbError
@@ -2999,15 +3014,7 @@ class Run:
                 self.xvnc_ticks(c, clock, ask=False)
             else:
                 c = vnc()
-            if self.xvnc_screen(c, term) != screen:
-                raise Fail("restart %s: the xterm on the VNC client's screen differs" % tag)
-            self.xvnc_ticks(c, clock)
-            if self.xvnc_windows() != wins:
-                raise Fail("restart %s: the windows are now %r, were %r"
-                           % (tag, self.xvnc_windows(), wins))
-            got = self.xvnc_type(wins, "var" + tag)
-            if got != value:
-                raise Fail("restart %s: the xterm's shell has MYVAR=%r, had %r" % (tag, got, value))
+            self.xvnc_same(c, (term, clock, screen, wins, value), tag, "restart " + tag)
             screen = self.xvnc_screen(c, term)
         c.close()
 
@@ -3047,29 +3054,13 @@ class Run:
             self.mig2_move([pr])
             c.set_encodings()                    # sent while the desktop moves
             self.xvnc_ticks(c, clock, ask=False)
-            if self.xvnc_screen(c, term) != screen:
-                raise Fail("the xterm on the VNC client's screen differs after the migration")
-            self.xvnc_ticks(c, clock)
-            if self.xvnc_windows() != wins:
-                raise Fail("the windows are now %r, were %r" % (self.xvnc_windows(), wins))
-            got = self.xvnc_type(wins, "var1")
-            if got != value:
-                raise Fail("the xterm's shell has MYVAR=%r after the migration, had %r"
-                           % (got, value))
+            self.xvnc_same(c, (term, clock, screen, wins, value), "1", "after the migration")
             self.notes.append("%d updates" % c.updates)
             c.close()
         except (OSError, RfbError) as e:
             raise Fail("the VNC client: %r" % e)
         finally:
-            if self.pid and pid_alive(self.pid):
-                os.kill(self.pid, signal.SIGKILL)
-                self.wait_until("the desktop to go", lambda: not pid_exists(self.pid), [],
-                                timeout=30)
-            for f in ("/tmp/.X%d-lock" % n, "/tmp/.X11-unix/X%d" % n):
-                try:
-                    os.unlink(f)
-                except FileNotFoundError:
-                    pass
+            self.xvnc_end(n)
 
     def vnc_port_open(self, topo, n):
         """Xvnc's TCP listener answers a connection from C."""
