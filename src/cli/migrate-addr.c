@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if_arp.h>
+#include <netinet/icmp6.h>
 #include <netpacket/packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -343,18 +344,61 @@ static int garp(const struct migrate_addr *m)
 	return 0;
 }
 
+/* An unsolicited neighbour advertisement (RFC 4861 7.2.6: override, to all
+ * nodes, from the address, hop limit 255) with the link's mac: IPv6's
+ * gratuitous ARP. The kernel fills in the ICMPv6 checksum. */
+static int unsolicited_na(const struct migrate_addr *m)
+{
+	struct rtnl rt = {0};
+	struct rtnl_link l;
+	int r = rtnl_open(&rt);
+	if (r >= 0)
+		r = rtnl_link_get(&rt, m->index, NULL, &l);
+	rtnl_close(&rt);
+	if (r < 0)
+		return r;
+	if (l.maclen != ETH_ALEN || (l.flags & IFF_NOARP))
+		return 0;
+	_cleanup_close_ int s = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
+	if (s < 0)
+		return -errno;
+	int hops = 255, ifindex = m->index;
+	struct sockaddr_in6 from = {.sin6_family = AF_INET6};
+	memcpy(&from.sin6_addr, m->a.addr, 16);
+	if (setsockopt(s, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof(hops)) < 0 ||
+	    setsockopt(s, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex)) < 0 ||
+	    bind(s, (struct sockaddr *)&from, sizeof(from)) < 0)
+		return -errno;
+	struct {
+		struct nd_neighbor_advert na;
+		struct nd_opt_hdr opt;
+		uint8_t mac[ETH_ALEN];
+	} __attribute__((packed)) p = {
+	    .na = {.nd_na_type = ND_NEIGHBOR_ADVERT, .nd_na_flags_reserved = ND_NA_FLAG_OVERRIDE},
+	    .opt = {.nd_opt_type = ND_OPT_TARGET_LINKADDR, .nd_opt_len = 1},
+	};
+	memcpy(&p.na.nd_na_target, m->a.addr, 16);
+	memcpy(p.mac, l.mac, ETH_ALEN);
+	struct sockaddr_in6 to = {.sin6_family = AF_INET6, .sin6_scope_id = (uint32_t)m->index};
+	inet_pton(AF_INET6, "ff02::1", &to.sin6_addr);
+	for (int i = 0; i < 2; i++)
+		if (sendto(s, &p, sizeof(p), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+			return -errno;
+	return 0;
+}
+
 void migrate_addrs_announce(const struct migrate_addr *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (!v[i].added || v[i].a.family != AF_INET)
+		if (!v[i].added)
 			continue;
-		int r = garp(&v[i]);
+		bool v4 = v[i].a.family == AF_INET;
+		int r = v4 ? garp(&v[i]) : unsolicited_na(&v[i]);
 		if (r < 0) {
 			char text[INET6_ADDRSTRLEN] = "?";
-			inet_ntop(AF_INET, v[i].a.addr, text, sizeof(text));
-			fprintf(stderr,
-				"ckpt: address %s: cannot announce it (gratuitous ARP): %s\n", text,
-				strerror(-r));
+			inet_ntop(v[i].a.family, v[i].a.addr, text, sizeof(text));
+			fprintf(stderr, "ckpt: address %s: cannot announce it (%s): %s\n", text,
+				v4 ? "gratuitous ARP" : "neighbour advertisement", strerror(-r));
 		}
 	}
 }

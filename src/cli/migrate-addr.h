@@ -13,8 +13,9 @@
  * another address, deletes the addresses from the source host once the
  * tree is dead, and only then removes the network lock. The target deletes
  * what it added if the restart fails or the source does not commit; once
- * the copy runs it announces each IPv4 address it added by gratuitous ARP,
- * so that neighbours that had the source's mac for it take the target's.
+ * the copy runs it announces each address it added (gratuitous ARP,
+ * unsolicited neighbour advertisement), so that neighbours that had the
+ * source's mac for it take the target's.
  */
 #ifndef CKPT_CLI_MIGRATE_ADDR_H
 #define CKPT_CLI_MIGRATE_ADDR_H
@@ -46,7 +47,8 @@ struct migrate_addr {
 int migrate_addrs_take(struct migrate_addr *v, size_t n, char *why, size_t why_len);
 /* Deletes the addresses added. */
 void migrate_addrs_drop(struct migrate_addr *v, size_t n);
-/* Gratuitous ARP for each IPv4 address added. */
+/* Announces each address added: gratuitous ARP (IPv4), unsolicited
+ * neighbour advertisement (IPv6). */
 void migrate_addrs_announce(const struct migrate_addr *v, size_t n);
 
 #endif

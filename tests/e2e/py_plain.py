@@ -3,7 +3,8 @@
 host A's network namespace itself (no `ckpt run --net`), migrated to B with
 the address its clients use.
 
-    py_plain.py server [PEERPORT]   the tree: listens on every address, a
+    py_plain.py server [PEERPORT]   the tree: listens on every address (::,
+                                    IPv4 too, as v4-mapped), a
                                     port the kernel picks (written to
                                     "port"), echoes every line on every
                                     connection (one selector loop); with
@@ -31,8 +32,10 @@ def put(name, text):
 
 
 def listener(host, name):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if ":" in host:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     s.bind((host, 0))
     s.listen(128)
     put(name, "%d\n" % s.getsockname()[1])
@@ -45,7 +48,7 @@ def serve(peerport):
     held = []
     if peerport:
         held.append(socket.create_connection(("127.0.0.1", peerport), timeout=30))
-    ls = listener("0.0.0.0", "port")
+    ls = listener("::", "port")
     sel.register(ls, selectors.EVENT_READ, None)
     bufs = {}
     while True:

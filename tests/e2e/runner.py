@@ -220,6 +220,7 @@ TESTS = [
     # a plain process of host A's namespace (no --net): its address moves
     entry("migrate_plain", kind="mig2_plain", case="ok"),
     entry("migrate_plain_refuse", kind="mig2_plain", case="refuse"),
+    entry("migrate_plain_nolink", kind="mig2_plain", case="nolink"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -1539,11 +1540,33 @@ class Run:
             self.notes.append("%d rounds" % rounds())
         self.mig2_echo_done(cl)
 
-    MIG2_VIP = "10.214.0.100"
+    MIG2_VIP, MIG2_VIP6 = "10.214.0.100", "fd00:214::100"
 
-    def mig2_vip_on(self, host):
-        return (" %s/24 " % self.MIG2_VIP) in self.topo.sh("-n", self.topo.ns[host], "-o", "addr",
-                                                            "show", "dev", "eth0")
+    def mig2_vip_on(self, host, vip=MIG2_VIP):
+        return re.search(r" %s/\d+ " % re.escape(vip),
+                         self.topo.sh("-n", self.topo.ns[host], "-o", "addr", "show")) is not None
+
+    def mig2_mac_for(self, vip, host):
+        """C's neighbour entry for vip names host's eth0 mac within 3 s (B
+        knows C's macs beforehand: only B's announcement can tell C)."""
+        topo = self.topo
+        mac = re.search(r"link/ether (\S+)", topo.sh("-n", topo.ns[host], "link", "show",
+                                                      "eth0")).group(1)
+        self.wait_until("C to have %s's mac %s for %s" % (host.upper(), mac, vip),
+                        lambda: mac in topo.sh("-n", topo.ns["c"], "neigh", "show", vip), [],
+                        timeout=3)
+
+    @staticmethod
+    def mig2_echo_line(sock, text):
+        sock.sendall(text.encode() + b"\n")
+        got = b""
+        while not got.endswith(b"\n"):
+            b = sock.recv(100)
+            if not b:
+                raise Fail("the IPv6 client's connection ended")
+            got += b
+        if got.decode().strip() != text:
+            raise Fail("the IPv6 client got %r for %r" % (got, text))
 
     def flow_mig2_plain(self):
         """py_plain.py's echo server, a process of host A's namespace (no
@@ -1556,9 +1579,29 @@ class Run:
         the server also holds a loopback connection to py_plain.py peer, a
         process of A outside the tree: migrate is refused naming the
         server's socket and the peer, both sides exit 1, the address stays
-        on A alone, the server runs on in A and its clients go on."""
+        on A alone, the server runs on in A and its clients go on. ok also
+        has fd00:214::100/64 on A and one IPv6 connection of the runner's
+        from C to it, echoed before and after (announced by B's unsolicited
+        neighbour advertisement). nolink:
+        the address is 10.214.5.1/24 on a link cksvc0 of A (a veth) (C routes
+        10.214.5.0/24 through A), which B lacks: B refuses the address before
+        anything is frozen, both sides exit 1 naming the link, the address
+        stays on A alone and the clients go on."""
         topo = self.mig2_hosts()
-        topo.sh("-n", topo.ns["a"], "addr", "add", self.MIG2_VIP + "/24", "dev", "eth0")
+        vip = self.MIG2_VIP
+        if self.t["case"] == "nolink":
+            vip = "10.214.5.1"
+            topo.sh("-n", topo.ns["a"], "link", "add", "cksvc0", "type", "veth", "peer", "name",
+                    "cksvc1")
+            for l in ("cksvc0", "cksvc1"):
+                topo.sh("-n", topo.ns["a"], "link", "set", l, "up")
+            topo.sh("-n", topo.ns["a"], "addr", "add", vip + "/24", "dev", "cksvc0")
+            topo.sh("-n", topo.ns["c"], "route", "add", "10.214.5.0/24", "via", topo.addr("a"))
+        else:
+            topo.sh("-n", topo.ns["a"], "addr", "add", vip + "/24", "dev", "eth0")
+            topo.sh("-n", topo.ns["a"], "addr", "add", self.MIG2_VIP6 + "/64", "dev", "eth0",
+                    "nodad")
+            topo.sh("-n", topo.ns["c"], "addr", "add", "fd00:214::3/64", "dev", "br0", "nodad")
         py = [self.opts.python, os.path.join(HERE, "py_plain.py")]
         args = ["server"]
         if self.t["case"] == "refuse":
@@ -1575,7 +1618,7 @@ class Run:
         cl = self.popen(topo.argv("c", [self.opts.python, os.path.join(HERE, "py_echo.py"),
                                         "client", str(port), "4"]),
                         out=self.p("client.log"), err=self.p("client.log"),
-                        env=dict(os.environ, PY_ECHO_HOST=self.MIG2_VIP))
+                        env=dict(os.environ, PY_ECHO_HOST=vip))
 
         def progress(k):
             r = self.counter("rounds")
@@ -1597,14 +1640,35 @@ class Run:
                 raise Fail("after the refused migration %s is on A: %s, on B: %s (want A only)"
                            % (self.MIG2_VIP, self.mig2_vip_on("a"), self.mig2_vip_on("b")))
             progress(5)
+        elif self.t["case"] == "nolink":
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f", rargs=["--pidns"])
+            want = (r"migration refused: the target cannot take the tree's addresses: address "
+                    r"10\.214\.5\.1/24: no link cksvc0 on this host to put it on")
+            if mrc != 1 or rrc != 1 or not re.search(want, mtext):
+                raise Fail("migrate exit %s, receive exit %s: want 1 and 1 and %r in %r"
+                           % (mrc, rrc, want, mtext.strip()[-500:]))
+            if os.path.exists(self.p("f-migrate.log")) and "network lock" in open(
+                    self.p("f-migrate.log")).read():
+                raise Fail("the tree was frozen (its network lock made) before B refused its "
+                           "address")
+            if not pid_alive(self.pid) or pr.poll() is not None:
+                raise Fail("the server is gone after the refused migration")
+            if not self.mig2_vip_on("a", vip) or self.mig2_vip_on("b", vip):
+                raise Fail("after the refused migration %s is on A: %s, on B: %s (want A only)"
+                           % (vip, self.mig2_vip_on("a", vip), self.mig2_vip_on("b", vip)))
+            progress(5)
         else:
             old = self.pid
-            # B knows C's mac already: its packets to C ask nothing that
-            # would tell C where the address went
+            # one IPv6 connection too, from C to the IPv6 address
+            c6 = topo.connect("c", self.MIG2_VIP6, port, 30)
+            self.mig2_echo_line(c6, "v6 before")
+            # B knows C's macs already: its packets to C ask nothing that
+            # would tell C where the addresses went
             mac_c = re.search(r"link/ether (\S+)", topo.sh("-n", topo.ns["c"], "link", "show",
                                                             "br0")).group(1)
-            topo.sh("-n", topo.ns["b"], "neigh", "replace", topo.addr("c"), "lladdr", mac_c,
-                    "dev", "eth0", "nud", "permanent")
+            for addr_c in (topo.addr("c"), "fd00:214::3"):
+                topo.sh("-n", topo.ns["b"], "neigh", "replace", addr_c, "lladdr", mac_c,
+                        "dev", "eth0", "nud", "permanent")
             mrc, rrc, mtext, rtext = self.mig2_migrate([pr], rargs=["--pidns"])
             m = re.search(r"migrated pid %d to .* down (\d+) ms" % old, mtext)
             if mrc != 0 or rrc != 0 or not m:
@@ -1615,16 +1679,15 @@ class Run:
                 self.pid = int(f.read())
             self.wait_until("the original %d to go" % old, lambda: not pid_alive(old), [pr],
                             timeout=20)
-            if self.mig2_vip_on("a") or not self.mig2_vip_on("b"):
-                raise Fail("after the migration %s is on A: %s, on B: %s (want B only)"
-                           % (self.MIG2_VIP, self.mig2_vip_on("a"), self.mig2_vip_on("b")))
-            # B's gratuitous ARP: C has B's mac for the address at once (its
-            # own probing would take 5 s or more: delay_first_probe_time)
-            mac_b = re.search(r"link/ether (\S+)", topo.sh("-n", topo.ns["b"], "link", "show",
-                                                            "eth0")).group(1)
-            self.wait_until("C to have B's mac %s for %s" % (mac_b, self.MIG2_VIP),
-                            lambda: mac_b in topo.sh("-n", topo.ns["c"], "neigh", "show",
-                                                     self.MIG2_VIP), [], timeout=3)
+            for v in (self.MIG2_VIP, self.MIG2_VIP6):
+                if self.mig2_vip_on("a", v) or not self.mig2_vip_on("b", v):
+                    raise Fail("after the migration %s is on A: %s, on B: %s (want B only)"
+                               % (v, self.mig2_vip_on("a", v), self.mig2_vip_on("b", v)))
+                # B's gratuitous ARP, its unsolicited neighbour advertisement:
+                # C's own probing would take 5 s or more (delay_first_probe_time)
+                self.mig2_mac_for(v, "b")
+            self.mig2_echo_line(c6, "v6 after")
+            c6.close()
             for h in "ab":
                 if self.mig2_locks(h):
                     raise Fail("network lock(s) %s left in host %s after the migration"

@@ -106,7 +106,8 @@ class TwoHost:
                 raise TopoError("setns into %s: %s" % (self.ns[host],
                                                        os.strerror(ctypes.get_errno())))
             try:
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET,
+                                  socket.SOCK_STREAM)
             finally:
                 if libc.setns(old.fileno(), clone_newnet) != 0:
                     raise TopoError("setns back: %s" % os.strerror(ctypes.get_errno()))
