@@ -23,8 +23,9 @@
  *   source -> target            "commit"
  *   source                      kills its tree
  *   source                      deletes the moved addresses, then its lock
- *   target                      SIGCONT to every task of the copy; gratuitous
- *                               ARP for each IPv4 address it added
+ *   target                      SIGCONT to every task of the copy; each
+ *                               address it added announced (gratuitous ARP,
+ *                               unsolicited neighbour advertisement)
  *   target -> source            "running PID"
  *
  * A target that fails answers "error", and the source releases its tree,
