@@ -11,8 +11,11 @@
  *   source -> target (control)  "ckpt-migrate 1"
  *   target -> source            "ok TOKEN"        (TOKEN: 32 random hex digits)
  *   source -> target (control)  a tree of the source's own network namespace
- *                               only: "addr ADDR/PREFIX IFNAME" for each
- *                               local address of its sockets, "addrs end"
+ *                               only: "addrs from ID" (boot id, netns)
+ *   target -> source            "addrs here" (the same namespace: nothing
+ *                               moves, skip to the data) or "addrs send"
+ *   source -> target            "addr ADDR/PREFIX IFNAME" for each local
+ *                               address of its sockets, "addrs end"
  *   target -> source            "addrs ok" (each added to IFNAME if it was
  *                               not here) or "error MESSAGE" (migrate-addr.h)
  *   source -> target (data)     "TOKEN\n", then the image stream
@@ -201,13 +204,29 @@ static void tell_commit(void *arg)
 
 /* The moved addresses told to the target and taken there; none of them
  * may be the one the migration itself speaks from. */
-static int send_addrs(struct source *s, const struct ckpt_addr *addrs, size_t n, char *why,
-		      size_t why_len)
+static int send_addrs(struct source *s, const struct ckpt_addr *addrs, size_t n, bool *ret_here,
+		      char *why, size_t why_len)
 {
 	struct sockaddr_storage me;
 	socklen_t len = sizeof(me);
-	char line[LINE_MAX_LEN];
-	int r = getsockname(s->ctl, (struct sockaddr *)&me, &len) < 0 ? -errno : 0;
+	char line[LINE_MAX_LEN], id[128];
+	/* first: is the target in this very network namespace? then nothing moves */
+	int r = migrate_host_id(id, sizeof(id));
+	if (r >= 0)
+		r = send_line(s->ctl, "addrs from %s\n", id);
+	if (r >= 0)
+		r = read_line(s->ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	if (r >= 0 && !strcmp(line, "addrs here")) {
+		*ret_here = true;
+		return 0;
+	}
+	if (r >= 0 && strcmp(line, "addrs send")) {
+		snprintf(why, why_len, "the target cannot take the tree's addresses: %.500s",
+			 strncmp(line, "error ", 6) ? line : line + 6);
+		return -EREMOTEIO;
+	}
+	if (r >= 0)
+		r = getsockname(s->ctl, (struct sockaddr *)&me, &len) < 0 ? -errno : 0;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		const void *mine = me.ss_family == AF_INET
 					   ? (const void *)&((struct sockaddr_in *)&me)->sin_addr
@@ -242,9 +261,10 @@ static int send_addrs(struct source *s, const struct ckpt_addr *addrs, size_t n,
 }
 
 /* The control and data connections, the token read and sent; with
- * addresses to move (addrs not NULL), they are taken by the target first. */
+ * addresses to move (addrs not NULL), they are taken by the target first,
+ * unless it says it is in this network namespace (*ret_here). */
 static int source_connect(const char *to, struct source *s, const struct ckpt_addr *addrs,
-			  size_t naddrs)
+			  size_t naddrs, bool *ret_here)
 {
 	struct sockaddr_storage addr;
 	socklen_t len;
@@ -262,7 +282,7 @@ static int source_connect(const char *to, struct source *s, const struct ckpt_ad
 	if (r >= 0 && addrs) {
 		char why[2 * LINE_MAX_LEN] = "", token[TOKEN_HEX + 1];
 		snprintf(token, sizeof(token), "%s", line + 3);
-		r = send_addrs(s, addrs, naddrs, why, sizeof(why));
+		r = send_addrs(s, addrs, naddrs, ret_here, why, sizeof(why));
 		if (r < 0) {
 			fprintf(stderr, "ckpt: migration refused: %s\n", why);
 			return r;
@@ -302,7 +322,8 @@ int cmd_migrate(const struct cli_args *a)
 			return 1;
 		}
 	}
-	if (source_connect(a->to, &s, here ? addrs : NULL, naddrs) < 0) {
+	bool same_ns = false;
+	if (source_connect(a->to, &s, here ? addrs : NULL, naddrs, &same_ns) < 0) {
 		if (s.ctl >= 0)
 			close(s.ctl);
 		return 1;
@@ -322,7 +343,7 @@ int cmd_migrate(const struct cli_args *a)
 		.image_done = target_ready,
 		.image_done_arg = &s,
 		.committed = tell_commit,
-		.target_addrs = here ? addrs : NULL,
+		.target_addrs = here && !same_ns ? addrs : NULL,
 		.n_target_addrs = naddrs,
 	};
 	signal(SIGPIPE, SIG_IGN);
@@ -461,9 +482,18 @@ static int accept_within(int lfd, int timeout_ms)
  * answered "addrs ok" or "error WHY". */
 static int take_addrs(int ctl, struct migrate_addr *v, size_t *n)
 {
-	char line[LINE_MAX_LEN], why[LINE_MAX_LEN] = "";
-	int r;
-	while ((r = read_line(ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS)) == 0 &&
+	char line[LINE_MAX_LEN], why[LINE_MAX_LEN] = "", id[128];
+	/* a source in this very network namespace: nothing moves */
+	int r = read_line(ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	if (r == 0 && strncmp(line, "addrs from ", 11))
+		r = -EPROTO;
+	if (r == 0)
+		r = migrate_host_id(id, sizeof(id));
+	if (r == 0 && !strcmp(line + 11, id))
+		return send_line(ctl, "addrs here\n", NULL);
+	if (r == 0)
+		r = send_line(ctl, "addrs send\n", NULL);
+	while (r == 0 && (r = read_line(ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS)) == 0 &&
 	       strcmp(line, "addrs end")) {
 		if (*n == ADDRS_MAX || migrate_addr_parse(line, &v[*n].a) < 0) {
 			snprintf(why, sizeof(why), "%s: %.200s", *n == ADDRS_MAX ? "too many addresses"

@@ -197,6 +197,22 @@ int migrate_addrs_of_tree(const pid_t *pids, size_t npids, struct ckpt_addr *out
 	return 0;
 }
 
+int migrate_host_id(char *buf, size_t len)
+{
+	char boot[64] = "";
+	struct stat st;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	bool ok = f && fgets(boot, sizeof(boot), f);
+	if (f)
+		fclose(f);
+	boot[strcspn(boot, "\n ")] = 0;
+	if (!ok || !boot[0] || stat("/proc/self/ns/net", &st) < 0)
+		return -ENOENT;
+	int n = snprintf(buf, len, "%s %lu:%lu", boot, (unsigned long)st.st_dev,
+			 (unsigned long)st.st_ino);
+	return n < 0 || (size_t)n >= len ? -EMSGSIZE : 0;
+}
+
 /* ---- the lines ------------------------------------------------------------ */
 
 int migrate_addr_format(const struct ckpt_addr *a, char *buf, size_t len)

@@ -5,7 +5,10 @@
  *
  * The source lists them before the freeze (every address a socket of the
  * tree has that is not a wildcard or loopback, with the link that holds it
- * and its prefix) and sends one line each, "addr ADDR/PREFIX IFNAME", then
+ * and its prefix) and sends "addrs from ID" (migrate_host_id()); a target in
+ * the same network namespace answers "addrs here" and nothing moves (the
+ * migration is one of the host, as before). Else it answers "addrs send",
+ * and the source sends one line each, "addr ADDR/PREFIX IFNAME", then
  * "addrs end". The target adds each address it does not hold to the link
  * of that name (IPv6 without duplicate address detection) and answers
  * "addrs ok", or "error WHY" having added nothing. The library's
@@ -30,6 +33,11 @@
  * /proc/ROOT/net is read), at most max, with their links; -errno and why. */
 int migrate_addrs_of_tree(const pid_t *pids, size_t npids, struct ckpt_addr *out, size_t max,
 			  size_t *ret_n, char *why, size_t why_len);
+
+/* This kernel's boot id and this network namespace's device and inode:
+ * equal at both ends of a migration within one network namespace, where
+ * no address moves. */
+int migrate_host_id(char *buf, size_t len);
 
 /* "addr ADDR/PREFIX IFNAME\n" into buf; and the other way (-EPROTO). */
 int migrate_addr_format(const struct ckpt_addr *a, char *buf, size_t len);

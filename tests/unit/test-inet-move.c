@@ -84,9 +84,22 @@ TEST(lines)
 	CHECK_EQ(migrate_addr_parse("addr 10.0.0.999/24 eth0", &b), -EPROTO);
 }
 
+/* The same in one namespace; another network namespace would differ in its
+ * inode (not made here: no privilege needed for this test). */
+TEST(host_id)
+{
+	char a[128], b[128];
+	CHECK_EQ(migrate_host_id(a, sizeof(a)), 0);
+	CHECK_EQ(migrate_host_id(b, sizeof(b)), 0);
+	CHECK_STR(a, b);
+	CHECK(strchr(a, ' ') && strchr(a, ':'));
+	CHECK_EQ(migrate_host_id(a, 8), -EMSGSIZE);
+}
+
 int main(void)
 {
 	RUN(refusal);
 	RUN(lines);
+	RUN(host_id);
 	return unit_done();
 }
