@@ -2461,22 +2461,19 @@ class Run:
         lst.listen()
         c = socket.socket()
 
-        def live_holder():
-            """a live socket (not an orphan) of 127.0.0.1 has the port: one
-            a connect() of someone else's was given (ephemeral ports are
-            shared by connections to different peers)"""
-            with open("/proc/net/tcp") as f:
-                rows = [l.split() for l in f.read().splitlines()[1:]]
-            return any(r[1] == "0100007F:%04X" % port and r[9] != "0" for r in rows)
-
-        def taken():  # once the killed original's socket has gone
+        def taken():
+            """bound and connected; or the port is not free anyway (a
+            connect() of someone else's given it as an ephemeral port, a
+            connection of it in TIME_WAIT): taken all the same"""
             try:
                 c.bind(("127.0.0.1", port))
                 c.connect(lst.getsockname())
                 self.held = getattr(self, "held", []) + [lst, c, lst.accept()[0]]
                 return True
-            except OSError:
-                return live_holder()
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    return True
+                raise
         self.wait_until("port %d to be taken by a connection of the runner's" % port, taken, [])
 
     def remove_shared(self):
