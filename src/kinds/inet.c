@@ -1136,7 +1136,7 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",
 			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
 	/* added to what is there: fdtable's restore_end may set O_ASYNC */
-	int fl = fcntl(o->fd, F_GETFL);
+	int fl = e->flags ? fcntl(o->fd, F_GETFL) : 0; /* none to add: no system call */
 	if (e->flags && (fl < 0 || fcntl(o->fd, F_SETFL, fl | (int)e->flags) < 0))
 		return RFAIL(ctx, o, -errno, "cannot set its file flags: %m");
 	return 0;
