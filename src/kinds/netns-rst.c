@@ -112,7 +112,7 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 		ok = route_ok(e, e->routes[i]);
 	for (size_t i = 0; ok && i < e->n_sysctls; i++)
 		ok = netns_sysctl_ok(e->sysctls[i]);
-	ok = ok && netns_nft_ok(e->nftables);
+	ok = ok && netns_nft_ok(e->nftables) && netns_rules_ok(e);
 	if (!ok)
 		return log_fail(&ctx->log, -EINVAL, "record %u: the network namespace is not valid",
 				rec->index);
@@ -288,6 +288,8 @@ int netns_prepare(struct rst_ctx *ctx)
 		r = make_links(ctx, n, &in, &host, in_ns);
 	if (r >= 0)
 		r = make_routes(ctx, n->e, &in);
+	if (r >= 0)
+		r = netns_rules_write(ctx, n->e, &in);
 	if (r >= 0)
 		r = netns_sysctls_write(ctx, n->e, false);
 	if (r >= 0)

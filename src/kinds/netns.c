@@ -41,8 +41,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <linux/fib_rules.h>
-#include <linux/neighbour.h>
 #include <net/if.h>
 #include <linux/rtnetlink.h>
 #include <sched.h>
@@ -289,41 +287,6 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 	return 0;
 }
 
-/* The rules a namespace starts with: lookup local at 0, main at 32766,
- * default (IPv4) at 32767; any other is refused by priority and table. */
-static int note_rule(const struct rtnl_rule *ru, void *arg)
-{
-	struct netns_ckpt *n = arg;
-	bool fresh = !ru->selects && ru->action == FR_ACT_TO_TBL &&
-		     ((ru->priority == 0 && ru->table == RT_TABLE_LOCAL) ||
-		      (ru->priority == 32766 && ru->table == RT_TABLE_MAIN) ||
-		      (ru->priority == 32767 && ru->table == RT_TABLE_DEFAULT &&
-		       ru->family == AF_INET));
-	if (fresh)
-		return 0;
-	log_error(n->log, "pid %d: network namespace: %s policy routing rule %u (table %u, action "
-		  "%u): not supported yet", n->root, ru->family == AF_INET6 ? "an IPv6" : "an IPv4",
-		  ru->priority, ru->table, ru->action);
-	n->err = -EOPNOTSUPP;
-	return 0; /* every one named */
-}
-
-/* Neighbour entries the kernel learns come back by themselves; one set
- * by hand (permanent) is refused by address and link. */
-static int note_neigh(const struct rtnl_neigh *nb, void *arg)
-{
-	struct netns_ckpt *n = arg;
-	if (!(nb->state & NUD_PERMANENT) || (nb->family != AF_INET && nb->family != AF_INET6))
-		return 0;
-	char a[INET6_ADDRSTRLEN] = "?";
-	const struct link_buf *b = link_of(n, nb->index);
-	inet_ntop(nb->family, nb->dst, a, sizeof(a));
-	log_error(n->log, "pid %d: network namespace: a permanent neighbour entry %s on %s: not "
-		  "supported yet", n->root, a, b ? b->name : "a link");
-	n->err = -EOPNOTSUPP;
-	return 0;
-}
-
 /*
  * The calling thread enters the namespace of fd for an instant: a netlink
  * socket there, its sysctls read; then back to old (ckpt's own).
@@ -368,11 +331,10 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 		r = dumped(n, rtnl_addrs(host, note_host_addr, n), "host ends' addresses");
 	if (r >= 0)
 		r = dumped(n, rtnl_routes(in, note_route, n), "routes");
-	/* each of these names every refusal, and the next runs still */
+	/* names every refusal, after the others' too */
 	if (r >= 0 || n->err < 0) {
-		int r2 = rtnl_rules(in, note_rule, n), r3 = rtnl_neighs(in, note_neigh, n);
-		r = r < 0 ? r : r2 < 0 ? dumped(n, r2, "policy routing rules")
-				       : dumped(n, r3, "neighbour entries");
+		int r2 = netns_rules_read(n->log, n->root, in, &n->e);
+		r = r < 0 ? r : r2;
 	}
 	return r;
 }
@@ -471,6 +433,7 @@ static void netns_free_state(void *state)
 	if (n) {
 		rtnl_close(&n->in);
 		netns_sysctls_free(&n->e);
+		netns_rules_free(&n->e);
 		free(n->e.nftables);
 	}
 	free(n);

@@ -38,6 +38,16 @@ int netns_nft_read(struct ckpt_log *log, pid_t root, int ns_fd, NetnsEntry *e);
 bool netns_nft_ok(const char *text);
 int netns_nft_write(struct rst_ctx *ctx, const NetnsEntry *e);
 
+/* netns-rules.c: the namespace's policy routing rules and permanent
+ * neighbour entries (NetnsEntry.rules, rules_gone, neighs): read through
+ * in (its links already in e); checked at load; made through in (after
+ * the links and routes). */
+struct rtnl;
+int netns_rules_read(struct ckpt_log *log, pid_t root, struct rtnl *in, NetnsEntry *e);
+void netns_rules_free(NetnsEntry *e);
+bool netns_rules_ok(const NetnsEntry *e);
+int netns_rules_write(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in);
+
 /* netns-rst.c */
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 int netns_prepare(struct rst_ctx *ctx);
