@@ -339,20 +339,46 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 	return r;
 }
 
+/* Every thread in its process's namespace, every process in the root's
+ * (which is ckpt's, or the one this kind saves): else refused by pid. */
+static int same_netns(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct stat st, ts;
+	char path[64];
+	if (t->zombie)
+		return 0;
+	int r = ns_ident(t->pid, &st);
+	for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/ns/net", t->pid, t->threads[j].pid);
+		if (stat(path, &ts) < 0)
+			r = -errno;
+		else if (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d thread %d: in another network namespace (net:[%lu]) "
+					"than its process (net:[%lu]); not supported", t->pid,
+					t->threads[j].pid, (unsigned long)ts.st_ino,
+					(unsigned long)st.st_ino);
+	}
+	struct task *root = &ctx->tasks[0];
+	if (r >= 0 && t != root && (r = ns_ident(root->pid, &ts)) >= 0 &&
+	    (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: in another network namespace (net:[%lu]) than the tree's "
+				"root (net:[%lu]); not supported", t->pid, (unsigned long)st.st_ino,
+				(unsigned long)ts.st_ino);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its network namespace: %s", t->pid,
+				strerror(-r));
+	return 0;
+}
+
 static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct task *root = &ctx->tasks[0];
-	struct netns_ckpt *rn = root->kstate[KIND_netns];
 	struct stat st;
-	/* a tree in ckpt's namespace: as before, the inet and unix kinds
-	 * refuse sockets of any other */
-	if (t != root) {
-		if (!rn || (ns_ident(t->pid, &st) == 0 && st.st_dev == rn->dev && st.st_ino == rn->ino))
-			return 0;
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: in another network namespace than its root's; not supported",
-				t->pid);
-	}
+	int r = same_netns(ctx, t);
+	if (r < 0 || t != root)
+		return r;
 	if (proc_same_netns(t->pid))
 		return 0;
 	char path[64];
@@ -372,7 +398,7 @@ static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 	n->root = t->pid;
 	n->log = &ctx->log;
 	struct rtnl host = { 0 };
-	int r = open_inside(n, fd, &n->in);
+	r = open_inside(n, fd, &n->in);
 	if (r >= 0 && (r = rtnl_open(&host)) < 0)
 		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
 	if (r >= 0)

@@ -330,6 +330,15 @@ TESTS = [
     # permanent neighbour entries: the same after the restart (`ip` lists)
     entry("netns_rules", (B, T), kind="netns", program="netns_srv", pargs=["rules"],
           case="rules"),
+    # a tree in several network namespaces: named
+    entry("refuse_netns_thread", kind="refuse", program="refuse_netns", pargs=["thread"],
+          regex=r"\bpid {pid} thread \d+: in another network namespace \(net:\[\d+\]\) than "
+                r"its process \(net:\[\d+\]\)"),
+    entry("refuse_netns_child", kind="refuse", program="refuse_netns", pargs=["child"],
+          regex=r"\bpid (?!{pid}\b)\d+: in another network namespace \(net:\[\d+\]\) than "
+                r"the tree's root \(net:\[\d+\]\)"),
+    entry("refuse_netns_nsfile", kind="refuse", program="refuse_netns", pargs=["nsfile"],
+          regex=r"\bpid {pid} fd 5\b.*net.*no process of the image"),
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),

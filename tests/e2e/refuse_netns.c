@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Refusals of a tree in several network namespaces (the tree itself in
+ * ckpt's namespace):
+ * - "thread": a second thread unshares a network namespace of its own;
+ *   the checkpoint must refuse it by pid and thread;
+ * - "child": a child unshares a network namespace of its own; the
+ *   checkpoint must refuse it by pid;
+ * - "nsfile": fd 5 holds a network namespace no process is in (a child
+ *   made it with unshare and exited, as `ip netns` leaves one bound); the
+ *   checkpoint must refuse it by pid and fd.
+ * Each time the process lives on and checks that what it made is still
+ * there.
+ */
+#include "lib.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int pipefd[2];
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	char c = unshare(CLONE_NEWNET) == 0 ? 'u' : 'e';
+	if (write(pipefd[1], &c, 1) != 1)
+		return NULL;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* The tid of the process's other thread. */
+static int other_tid(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int tid = 0;
+	while (d && (e = readdir(d)))
+		if (atoi(e->d_name) > 0 && atoi(e->d_name) != getpid())
+			tid = atoi(e->d_name);
+	if (d)
+		closedir(d);
+	if (!tid)
+		fail("no other thread");
+	return tid;
+}
+
+static ino_t ns_ino(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		fail("stat %s: %m", path);
+	return st.st_ino;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "thread";
+	char c, path[64];
+	pid_t child = 0;
+	pthread_t th;
+	if (pipe(pipefd))
+		fail("pipe: %m");
+	if (!strcmp(mode, "thread")) {
+		if (pthread_create(&th, NULL, thread_main, NULL))
+			fail("pthread_create");
+	} else if ((child = fork()) == 0) {
+		if (unshare(CLONE_NEWNET) < 0)
+			_exit(1);
+		if (write(pipefd[1], "u", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	} else if (child < 0) {
+		fail("fork: %m");
+	}
+	if (read(pipefd[0], &c, 1) != 1 || c != 'u')
+		fail("no network namespace of its own (unshare failed)");
+	if (!strcmp(mode, "nsfile")) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
+		int fd = open(path, O_RDONLY);
+		if (fd < 0)
+			fail("open %s: %m", path);
+		test_move_fd(fd, 5);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = 0;
+	}
+	ino_t mine = ns_ino("/proc/self/ns/net");
+
+	test_ready();
+	test_wait();
+
+	if (!strcmp(mode, "nsfile")) {
+		struct stat st;
+		expect(fstat(5, &st) == 0 && st.st_ino != mine, "fd 5 is not the other namespace");
+	} else {
+		if (!strcmp(mode, "thread")) {
+			/* the thread's tid: the other entry of /proc/self/task */
+			snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
+		} else {
+			snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
+		}
+		expect(ns_ino(path) != mine, "%s is in the process's network namespace", mode);
+	}
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	pass();
+}
