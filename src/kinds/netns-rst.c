@@ -71,7 +71,7 @@ static bool link_ok(const NetnsEntry *e, size_t i)
 	return true;
 }
 
-static const NetnsLink *link_named(const NetnsEntry *e, const char *name)
+const NetnsLink *netns_link_named(const NetnsEntry *e, const char *name)
 {
 	for (size_t i = 0; name && i < e->n_links; i++)
 		if (!strcmp(e->links[i]->name, name))
@@ -85,7 +85,7 @@ static bool route_ok(const NetnsEntry *e, const NetnsRoute *rt)
 	return len && rt->dst_len <= len * 8 && (rt->dst_len == 0) == !rt->has_dst &&
 	       bytes_ok(rt->has_dst, &rt->dst, len) && bytes_ok(rt->has_gateway, &rt->gateway, len) &&
 	       bytes_ok(rt->has_prefsrc, &rt->prefsrc, len) && rt->protocol <= 255 &&
-	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || link_named(e, rt->oif)) &&
+	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || netns_link_named(e, rt->oif)) &&
 	       (!rt->has_table || (rt->table && rt->table != RT_TABLE_LOCAL));
 }
 
@@ -221,7 +221,7 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 {
 	for (size_t i = 0; i < e->n_routes; i++) {
 		const NetnsRoute *m = e->routes[i];
-		const NetnsLink *oif = link_named(e, m->oif);
+		const NetnsLink *oif = netns_link_named(e, m->oif);
 		struct rtnl_route rt = { .family = (int)m->family, .dst_len = m->dst_len,
 					 .protocol = m->protocol, .scope = m->scope, .type = m->type,
 					 .priority = m->priority, .table = m->table,

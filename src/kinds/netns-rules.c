@@ -243,14 +243,6 @@ void netns_rules_free(NetnsEntry *e)
 
 /* --- restart ------------------------------------------------------------ */
 
-static const NetnsLink *link_named(const NetnsEntry *e, const char *name)
-{
-	for (size_t i = 0; name && i < e->n_links; i++)
-		if (!strcmp(e->links[i]->name, name))
-			return e->links[i];
-	return NULL;
-}
-
 static bool rule_ok(const NetnsRule *m)
 {
 	unsigned bits = m->family == AF_INET ? 32 : m->family == AF_INET6 ? 128 : 0;
@@ -278,7 +270,7 @@ bool netns_rules_ok(const NetnsEntry *e)
 	for (size_t i = 0; i < e->n_neighs; i++) {
 		const NetnsNeigh *n = e->neighs[i];
 		size_t len = n->family == AF_INET ? 4 : n->family == AF_INET6 ? 16 : 0;
-		if (!len || n->dst.len != len || !link_named(e, n->link) ||
+		if (!len || n->dst.len != len || !netns_link_named(e, n->link) ||
 		    (n->has_lladdr && n->lladdr.len > 32) || !(n->state & NUD_PERMANENT) ||
 		    n->state > 0xff || n->flags > 0xff)
 			return false;
@@ -333,7 +325,7 @@ int netns_rules_write(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in)
 	for (size_t i = 0; i < e->n_neighs; i++) {
 		const NetnsNeigh *m = e->neighs[i];
 		struct rtnl_neigh n = { .family = (int)m->family,
-					.index = (int)link_named(e, m->link)->index,
+					.index = (int)netns_link_named(e, m->link)->index,
 					.state = m->state, .flags = m->flags };
 		memcpy(n.dst, m->dst.data, m->dst.len);
 		if (m->has_lladdr) {

@@ -48,7 +48,9 @@ void netns_rules_free(NetnsEntry *e);
 bool netns_rules_ok(const NetnsEntry *e);
 int netns_rules_write(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in);
 
-/* netns-rst.c */
+/* netns-rst.c; the link of that name in e (NULL: none) */
+typedef struct NetnsLink NetnsLink;
+const NetnsLink *netns_link_named(const NetnsEntry *e, const char *name);
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 int netns_prepare(struct rst_ctx *ctx);
 int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root);

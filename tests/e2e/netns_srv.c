@@ -106,18 +106,24 @@ static void nft_add(void)
 		fail("nft -f table.nft failed");
 }
 
-static size_t nft_list(char *out, size_t len, size_t at)
+/* What cmd prints, appended to out at at. */
+static size_t cmd_out(const char *cmd, char *out, size_t len, size_t at)
 {
-	if (access(NFT, X_OK) != 0)
-		return at;
-	FILE *p = popen(NFT " list table inet ckpt_t 2>&1", "r");
+	FILE *p = popen(cmd, "r");
 	size_t n;
 	while (p && at < len - 1 && (n = fread(out + at, 1, len - 1 - at, p)) > 0)
 		at += n;
 	out[at] = 0;
 	if (!p || pclose(p) != 0)
-		fail("nft list table inet ckpt_t: %s", out);
+		fail("%s: %s", cmd, out);
 	return at;
+}
+
+static size_t nft_list(char *out, size_t len, size_t at)
+{
+	if (access(NFT, X_OK) != 0)
+		return at;
+	return cmd_out(NFT " list table inet ckpt_t 2>&1", out, len, at);
 }
 
 /* Links, addresses, IPv4 routes, sysctls and nftables as text. */
@@ -344,16 +350,10 @@ static size_t ip_list(char *out, size_t len, size_t at)
 {
 	if (!rules_mode)
 		return at;
-	FILE *p = popen("ip rule; ip -6 rule; ip route show table 100; ip route show table 1000; "
-			"ip -6 route show table 100; ip -6 route show table 1000; "
-			"ip neigh show nud permanent; ip -6 neigh show nud permanent", "r");
-	size_t n;
-	while (p && at < len - 1 && (n = fread(out + at, 1, len - 1 - at, p)) > 0)
-		at += n;
-	out[at] = 0;
-	if (!p || pclose(p) != 0)
-		fail("ip lists: %s", out);
-	return at;
+	return cmd_out("ip rule; ip -6 rule; ip route show table 100; ip route show table 1000; "
+		       "ip -6 route show table 100; ip -6 route show table 1000; "
+		       "ip neigh show nud permanent; ip -6 neigh show nud permanent",
+		       out, len, at);
 }
 
 /* A bridge named br7, by RTM_NEWLINK. */
