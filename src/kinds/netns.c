@@ -96,6 +96,10 @@ struct netns_ckpt {
 	 * holds the namespace, so that after --kill its links are cut before
 	 * it can die (netns_after_kill) */
 	struct rtnl in;
+	/* the root's kstate is the first of a list: the root's own namespace
+	 * (held false) if it has one, then those held by namespace files only */
+	bool held;
+	struct netns_ckpt *next;
 };
 
 /* --- checkpoint ------------------------------------------------------- */
@@ -113,7 +117,8 @@ bool netns_saved(struct ckpt_ctx *ctx, pid_t pid)
 	struct stat st;
 	if (proc_same_netns(pid))
 		return true;
-	return n && ns_ident(pid, &st) == 0 && st.st_dev == n->dev && st.st_ino == n->ino;
+	return n && !n->held && ns_ident(pid, &st) == 0 && st.st_dev == n->dev &&
+	       st.st_ino == n->ino;
 }
 
 static struct link_buf *link_of(struct netns_ckpt *n, int index)
@@ -372,6 +377,37 @@ static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
+static void netns_free_state(void *state);
+
+/* Reads the namespace of fd (st) into a new n, which it returns in *ret
+ * (to be freed by netns_free_state, read or not); pid names it in logs. */
+static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat *st,
+		      struct netns_ckpt **ret)
+{
+	struct netns_ckpt *n = calloc(1, sizeof(*n));
+	if (!(*ret = n))
+		return -ENOMEM;
+	netns_entry__init(&n->e);
+	n->e.links = n->links;
+	n->e.routes = n->routes;
+	n->dev = st->st_dev;
+	n->ino = st->st_ino;
+	n->root = pid;
+	n->log = &ctx->log;
+	struct rtnl host = { 0 };
+	int r = open_inside(n, fd, &n->in);
+	if (r >= 0 && (r = rtnl_open(&host)) < 0)
+		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
+	if (r >= 0)
+		r = read_netns(n, &n->in, &host);
+	/* after refusals too, to name every one */
+	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, pid, fd, &n->e) : 0;
+	if (r >= 0)
+		r = r2;
+	rtnl_close(&host);
+	return r;
+}
+
 static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct task *root = &ctx->tasks[0];
@@ -387,37 +423,60 @@ static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open its network namespace: %m",
 				t->pid);
-	struct netns_ckpt *n = task_state(t, KIND_netns, sizeof(*n));
+	struct netns_ckpt *n;
+	r = save_netns(ctx, t->pid, fd, &st, &n);
 	if (!n)
-		return -ENOMEM;
-	netns_entry__init(&n->e);
-	n->e.links = n->links;
-	n->e.routes = n->routes;
-	n->dev = st.st_dev;
-	n->ino = st.st_ino;
-	n->root = t->pid;
-	n->log = &ctx->log;
-	struct rtnl host = { 0 };
-	r = open_inside(n, fd, &n->in);
-	if (r >= 0 && (r = rtnl_open(&host)) < 0)
-		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
-	if (r >= 0)
-		r = read_netns(n, &n->in, &host);
-	/* after refusals too, to name every one */
-	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, t->pid, fd, &n->e) : 0;
-	if (r >= 0)
-		r = r2;
-	rtnl_close(&host);
+		return r;
+	/* first in the list (held ones met before come after it) */
+	n->next = t->kstate[KIND_netns];
+	t->kstate[KIND_netns] = n;
 	if (r >= 0)
 		log_info(&ctx->log, "pid %d: a network namespace of its own: %zu link(s), %zu route(s)",
 			 t->pid, n->e.n_links, n->e.n_routes);
 	return r;
 }
 
+int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
+{
+	struct task *root = &ctx->tasks[0];
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0 || fstat(nsfd, &st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot open its network namespace: "
+				"%m", pid, fd);
+	struct netns_ckpt **at = (struct netns_ckpt **)&root->kstate[KIND_netns];
+	uint32_t n_held = 0;
+	for (; *at; at = &(*at)->next) {
+		if ((*at)->dev == st.st_dev && (*at)->ino == st.st_ino && (*at)->held) {
+			*id = (*at)->e.id;
+			return 0;
+		}
+		n_held += (*at)->held;
+	}
+	if (n_held == 8)
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d: more than 8 network namespaces "
+				"no process is in", pid, fd);
+	int r = save_netns(ctx, pid, nsfd, &st, at);
+	if (!*at)
+		return r;
+	(*at)->held = true;
+	(*at)->e.has_held = (*at)->e.held = true;
+	(*at)->e.has_id = true;
+	*id = (*at)->e.id = n_held + 1;
+	if (r >= 0)
+		log_info(&ctx->log, "pid %d fd %d: a network namespace no process is in (%u): %zu "
+			 "link(s), %zu route(s)", pid, fd, *id, (*at)->e.n_links, (*at)->e.n_routes);
+	return r;
+}
+
 static int netns_dump(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct netns_ckpt *n = t->kstate[KIND_netns];
-	return n ? ctx_write_msg(ctx, NETNS_ENTRY, &n->e.base) : 0;
+	int r = 0;
+	for (struct netns_ckpt *n = t->kstate[KIND_netns]; r >= 0 && n; n = n->next)
+		r = ctx_write_msg(ctx, NETNS_ENTRY, &n->e.base);
+	return r;
 }
 
 /* Before --kill: the namespace and its host ends take CAP_NET_ADMIN. */
@@ -440,29 +499,31 @@ static int netns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 static void netns_after_kill(struct ckpt_ctx *ctx)
 {
 	struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
-	if (!n || !n->in.nl)
-		return;
-	for (size_t i = 0; i < n->e.n_links; i++) {
-		const NetnsLink *l = n->e.links[i];
-		if (!strcmp(l->kind, "loopback"))
-			continue;
-		int r = rtnl_link_del(&n->in, (int)l->index);
-		if (r < 0 && r != -ENODEV)
-			log_warn(&ctx->log, "pid %d: link %s of its network namespace: cannot delete "
-				 "it after the kill: %s", n->root, l->name, strerror(-r));
+	for (; n; n = n->next) {
+		for (size_t i = 0; n->in.nl && i < n->e.n_links; i++) {
+			const NetnsLink *l = n->e.links[i];
+			if (!strcmp(l->kind, "loopback"))
+				continue;
+			int r = rtnl_link_del(&n->in, (int)l->index);
+			if (r < 0 && r != -ENODEV)
+				log_warn(&ctx->log, "pid %d: link %s of its network namespace: cannot "
+					 "delete it after the kill: %s", n->root, l->name, strerror(-r));
+		}
 	}
 }
 
 static void netns_free_state(void *state)
 {
 	struct netns_ckpt *n = state;
-	if (n) {
+	while (n) {
+		struct netns_ckpt *next = n->next;
 		rtnl_close(&n->in);
 		netns_sysctls_free(&n->e);
 		netns_rules_free(&n->e);
 		free(n->e.nftables);
+		free(n);
+		n = next;
 	}
-	free(n);
 }
 
 /* --- restart: in netns-rst.c --------------------------------------------- */

@@ -8,6 +8,7 @@
 #define CKPT_KINDS_NETNS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "kinds/kinds.h"
@@ -19,6 +20,11 @@ struct rst_task;
 /* Checkpoint, once the root is collected: is pid's network namespace one
  * the image holds (ckpt's own, or the root's, which this kind saves)? */
 bool netns_saved(struct ckpt_ctx *ctx, pid_t pid);
+
+/* Checkpoint: fd of pid is a network namespace no task of the image is in
+ * (nor ckpt): saved once, as a held namespace; its id in *id. */
+int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
+	__attribute__((warn_unused_result));
 
 /* netns-conf.c: the namespace's sysctls (NetnsEntry.sysctls). Checkpoint:
  * the calling thread is in the namespace, and is left in a fresh one. */
@@ -55,5 +61,8 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 int netns_prepare(struct rst_ctx *ctx);
 int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root);
 void netns_free_rstate(void *state);
+/* Restart: the held namespace of that id (NetnsEntry.id), made at prepare:
+ * its fd (ckpt's, not to be closed), or -1. */
+int netns_held_fd(struct rst_ctx *ctx, uint32_t id);
 
 #endif

@@ -6,9 +6,6 @@
  *   the checkpoint must refuse it by pid and thread;
  * - "child": a child unshares a network namespace of its own; the
  *   checkpoint must refuse it by pid;
- * - "nsfile": fd 5 holds a network namespace no process is in (a child
- *   made it with unshare and exited, as `ip netns` leaves one bound); the
- *   checkpoint must refuse it by pid and fd.
  * Each time the process lives on and checks that what it made is still
  * there.
  */
@@ -86,33 +83,16 @@ int main(int argc, char **argv)
 	}
 	if (read(pipefd[0], &c, 1) != 1 || c != 'u')
 		fail("no network namespace of its own (unshare failed)");
-	if (!strcmp(mode, "nsfile")) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
-		int fd = open(path, O_RDONLY);
-		if (fd < 0)
-			fail("open %s: %m", path);
-		test_move_fd(fd, 5);
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		child = 0;
-	}
 	ino_t mine = ns_ino("/proc/self/ns/net");
 
 	test_ready();
 	test_wait();
 
-	if (!strcmp(mode, "nsfile")) {
-		struct stat st;
-		expect(fstat(5, &st) == 0 && st.st_ino != mine, "fd 5 is not the other namespace");
-	} else {
-		if (!strcmp(mode, "thread")) {
-			/* the thread's tid: the other entry of /proc/self/task */
-			snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
-		} else {
-			snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
-		}
-		expect(ns_ino(path) != mine, "%s is in the process's network namespace", mode);
-	}
+	if (!strcmp(mode, "thread")) /* the other entry of /proc/self/task */
+		snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
+	else
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
+	expect(ns_ino(path) != mine, "%s is in the process's network namespace", mode);
 	if (child > 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
