@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A network namespace of the tree's own: the root's, when it is not
- * ckpt's (`ckpt run --net`). Every task of the tree must be in it. One
- * record (NetnsEntry), the root's.
+ * ckpt's (`ckpt run --net`). Every task (and thread) of the tree must be
+ * in the root's namespace. One record (NetnsEntry) of the root; and one
+ * for each network namespace no task is in that namespace files hold
+ * (netns_hold, called by the nsfile kind: held, with an id), made at
+ * restart before the root's, the same way.
  *
  * Checkpoint (collect, the root): through a rtnetlink socket opened in the
  * namespace (ckpt's thread enters it for that instant, and to read the

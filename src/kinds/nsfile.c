@@ -5,12 +5,13 @@
  * file (fdobj.c finds the fds that share one). The namespace is named by a
  * task of the image that is in it (the first whose /proc/PID/ns/NAME has
  * the same inode) or, when none is, by ckpt's own (a subtree holding the
- * host's namespace); a namespace of neither is refused.
+ * host's namespace); a network namespace of neither is saved by the netns
+ * kind (netns_hold: NsFileEntry.netns, its id), any other refused.
  *
  * At restart the file is opened on the first fd_get, when every task
  * exists: /proc/PID/ns/NAME of the restored task (a container's fresh
  * namespaces, or the namespaces a subtree is restored into), or ckpt's
- * /proc/self/ns/NAME.
+ * /proc/self/ns/NAME, or the held network namespace the netns kind made.
  */
 #include <errno.h>
 #include <fcntl.h>
