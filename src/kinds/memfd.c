@@ -26,7 +26,7 @@
  * is not this kind's: it is an ordinary file of that name (file_reg),
  * opened by it at restart. Refused: hugetlb memfds, other internal kernel
  * files (secretmem...), a deleted file that still has a name elsewhere
- * (a hard link in another directory) or is larger than 1 GiB, a writable
+ * (a hard link in another directory), a writable
  * shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the seal
  * would forbid mapping it again).
  *
@@ -91,7 +91,6 @@ enum {
 #define FILE_FLAGS                                                                                 \
 	(O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | KERNEL_O_LARGEFILE |    \
 	 O_NOATIME | O_PATH)
-#define DELETED_MAX  (1ull << 30) /* a deleted file larger is refused */
 #define MFD_NAME_MAX 249	  /* NAME_MAX - strlen("memfd:") */
 #define SUFFIX	     " (deleted)"
 #define SUFFIX_LEN   10
@@ -216,8 +215,6 @@ static const char *judge(struct task *t, int fd, const char *path, const struct 
 	if (st->st_nlink)
 		return "it was deleted but still has another name (a hard link), not in its "
 		       "directory; not supported yet";
-	if ((uint64_t)st->st_size > DELETED_MAX)
-		return "deleted files larger than 1 GiB are not saved";
 	return NULL;
 }
 
@@ -584,7 +581,7 @@ static bool entry_valid(const MemfdEntry *e)
 		return !strcmp(e->path, "/dev/zero") && !e->has_seals && e->size <= INT64_MAX;
 	size_t n = strlen(e->path);
 	return e->path[0] == '/' && n > 1 && n < 4096 && e->path[n - 1] != '/' && !e->has_seals &&
-	       e->size <= DELETED_MAX;
+	       e->size <= INT64_MAX;
 }
 
 static struct mfd_robj *inode_of(struct rst_ctx *ctx, uint32_t id)

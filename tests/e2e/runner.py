@@ -208,6 +208,9 @@ TESTS = [
     entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
     # between two test hosts (network namespaces A, B; the client in C)
     entry("real_mig_echo100", kind="mig2_echo"),
+    # ckpt run --net --nat on test host A: clients in the container connect
+    # to C, which has no route back but through A's masquerade
+    entry("netns_nat", kind="netns_nat"),
     entry("mig2_fail", kind="mig2_echo", case="fail"),
     entry("mig2_jobstop", kind="mig2_jobstop"),
     entry("real_mig_nginx", kind="mig2_nginx"),
@@ -281,6 +284,8 @@ TESTS = [
     entry("memfd_map", (B, T, R)),
     entry("memfd_exec", (B, T, R)),
     entry("file_deleted", (B, T, R)),
+    # a deleted file of 3 GiB, sparse: streamed, holes kept
+    entry("file_deleted_big", (B, R), max_image_bytes=16 * MiB),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
@@ -1386,6 +1391,111 @@ class Run:
                        % r.stdout)
         progress(10)
         topo.sh("-n", topo.ns["b"], "link", "del", hostif)
+
+    def flow_netns_nat(self):
+        """ckpt run --net --nat on test host A, py_echo.py's server in C, its
+        client (3 connections) the container: C has no route to the
+        container's subnet, so the echoes come back only through A's NAT,
+        and C sees A's address as every peer. checkpoint --kill in A, A's
+        NAT table removed meanwhile; the restart makes it again: the
+        connections go on (A's conntrack kept their translation), a new
+        connection from the restored namespace is answered, and C sees only
+        A's address."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        if not (shutil.which("ip") and shutil.which("nsenter")):
+            raise Skip("ip (iproute2) or nsenter (util-linux) not installed")
+        topo = self.topo = twohost.TwoHost("%d%s" % (os.getpid() % 100000, self.name))
+        try:
+            topo.make()
+        except twohost.TopoError as e:
+            raise Fail("the test hosts: %s" % e)
+        hostif, table, c = "cknat0", "ckpt_nat_cknat0", topo.addr("c")
+        py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
+        srv = self.popen(topo.argv("c", py + ["server"]), err=self.p("server.log"),
+                         env=dict(os.environ, PY_ECHO_HOST="0.0.0.0"))
+        self.logs += [self.p("server.log"), self.p("client.log")]
+        port = int(self.wait_file("port", srv))
+        pidfile = self.p("run.pid")
+        pr = self.popen(topo.argv("a", [self.opts.ckpt, "run", "--net", "--nat", "--net-addr",
+                                        self.MIG2_SUB, "--net-host-if", hostif, "--pidfile",
+                                        pidfile, "--"] + py + ["client", str(port), "3"]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=c))
+        self.wait_until("ckpt run's pidfile", lambda: os.path.exists(pidfile) and
+                        open(pidfile).read().endswith("\n"), [pr])
+        with open(pidfile) as f:
+            self.pid = int(f.read())
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k, procs):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k, procs,
+                            timeout=90)
+
+        def peers():
+            r = subprocess.run(topo.argv("c", ["ss", "-tnH", "state", "established",
+                                               "sport", "= :%d" % port]),
+                               capture_output=True, timeout=30)
+            return sorted(l.split()[-1].rsplit(":", 1)[0] for l in r.stdout.decode().splitlines())
+
+        progress(5, [pr])
+        if table not in (topo.nft_tables("a") or ()):
+            raise Fail("no table %s in host A after ckpt run --nat" % table)
+        if peers() != [topo.addr("a")] * 3:
+            raise Fail("C sees the peers %r, want A's address %s three times"
+                       % (peers(), topo.addr("a")))
+        img, log = self.p("img"), self.p("ckpt.log")
+        self.logs += [self.p("ckpt.err"), log, self.p("restart.err"), self.p("restart.log")]
+        cp = self.popen(topo.argv("a", self.ckpt_argv("checkpoint", str(self.pid), "-o", img,
+                                                      "--kill", "--log", log)),
+                        err=self.p("ckpt.err"))
+        self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint", reap=[pr])
+        if cp.returncode != 0:
+            raise Fail("checkpoint exit %d: %s" % (cp.returncode, tail(self.p("ckpt.err"), 5)))
+        self.wait_until("the host end %s to go" % hostif,
+                        lambda: not topo.link_exists("a", hostif), [], timeout=20)
+        topo.sh("-n", topo.ns["a"], "link", "show")  # A is still there
+        subprocess.run(topo.argv("a", ["nft", "delete", "table", "ip", table]),
+                       capture_output=True, timeout=30)
+        rpid = self.p("restart.pid")
+        rp = self.popen(topo.argv("a", self.ckpt_argv("restart", img, "--detach", "--pidfile",
+                                                      rpid, "--log", self.p("restart.log"))),
+                        err=self.p("restart.err"), out=self.p("restart.out"))
+        self.wait_all([rp], CHECKPOINT_TIMEOUT, "ckpt restart")
+        if rp.returncode != 0:
+            raise Fail("restart exit %d: %s" % (rp.returncode, tail(self.p("restart.err"), 5)))
+        with open(rpid) as f:
+            self.pid = int(f.read())
+        if table not in (topo.nft_tables("a") or ()):
+            raise Fail("no table %s in host A after the restart" % table)
+        progress(10, [])
+        again = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % self.pid, "--",
+                                self.opts.python, "-c",
+                                "import socket; s = socket.create_connection((%r, %d), 30); "
+                                "s.sendall(b'new\\n'); print(s.recv(100).decode().strip())"
+                                % (c, port)], capture_output=True, timeout=60)
+        if again.stdout.decode().strip() != "new":
+            raise Fail("a new connection from the restored container to C: %r %r"
+                       % (again.stdout, again.stderr[-300:]))
+        if peers() != [topo.addr("a")] * 3:
+            raise Fail("after the restart C sees the peers %r, want A's address %s three "
+                       "times" % (peers(), topo.addr("a")))
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_until("the restored client to end", lambda: not pid_alive(self.pid), [],
+                        timeout=EXIT_TIMEOUT)
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if "PASS" not in out or "FAIL" in out:
+            raise Fail("the echo client: %s" % out.strip()[-300:])
+        self.notes.append("%d rounds" % rounds())
 
     def flow_mig2_echo(self):
         """py_echo.py's asyncio echo server as pid 1 of `ckpt run --net` on
