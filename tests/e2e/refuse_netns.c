@@ -6,6 +6,10 @@
  *   the checkpoint must refuse it by pid and thread;
  * - "child": a child unshares a network namespace of its own; the
  *   checkpoint must refuse it by pid;
+ * - "veth": fds 5 and 6 hold two network namespaces no process is in,
+ *   joined by a veth pair (a0 in the first, b0 in the second); the
+ *   checkpoint must refuse the link, whose other end is not in ckpt's
+ *   namespace, by name.
  * Each time the process lives on and checks that what it made is still
  * there.
  */
@@ -60,6 +64,48 @@ static ino_t ns_ino(const char *path)
 	return st.st_ino;
 }
 
+/* A child in a network namespace of its own, ready when this returns. */
+static pid_t ns_child(void)
+{
+	char c;
+	pid_t child = fork();
+	if (child == 0) {
+		if (unshare(CLONE_NEWNET) < 0)
+			_exit(1);
+		if (write(pipefd[1], "u", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	if (child < 0)
+		fail("fork: %m");
+	if (read(pipefd[0], &c, 1) != 1 || c != 'u')
+		fail("no network namespace of its own (unshare failed)");
+	return child;
+}
+
+/* "veth": two namespaces held by fds 5 and 6, a veth pair between them. */
+static void veth_between(void)
+{
+	pid_t a = ns_child(), b = ns_child();
+	char path[64], cmd[256];
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", i ? b : a);
+		int fd = open(path, O_RDONLY);
+		if (fd < 0)
+			fail("open %s: %m", path);
+		test_move_fd(fd, 5 + i);
+	}
+	snprintf(cmd, sizeof(cmd), "ip link add a0 netns /proc/%d/ns/net type veth peer name b0 "
+		 "netns /proc/%d/ns/net", a, b);
+	if (system(cmd) != 0)
+		fail("%s failed", cmd);
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "thread";
@@ -71,18 +117,13 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "thread")) {
 		if (pthread_create(&th, NULL, thread_main, NULL))
 			fail("pthread_create");
-	} else if ((child = fork()) == 0) {
-		if (unshare(CLONE_NEWNET) < 0)
-			_exit(1);
-		if (write(pipefd[1], "u", 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	} else if (child < 0) {
-		fail("fork: %m");
+		if (read(pipefd[0], &c, 1) != 1 || c != 'u')
+			fail("no network namespace of its own (unshare failed)");
+	} else if (!strcmp(mode, "veth")) {
+		veth_between();
+	} else {
+		child = ns_child();
 	}
-	if (read(pipefd[0], &c, 1) != 1 || c != 'u')
-		fail("no network namespace of its own (unshare failed)");
 	ino_t mine = ns_ino("/proc/self/ns/net");
 
 	test_ready();
@@ -90,6 +131,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "thread")) /* the other entry of /proc/self/task */
 		snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
+	else if (!strcmp(mode, "veth"))
+		snprintf(path, sizeof(path), "/proc/self/fd/5");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
 	expect(ns_ino(path) != mine, "%s is in the process's network namespace", mode);

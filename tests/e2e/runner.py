@@ -342,6 +342,10 @@ TESTS = [
     entry("refuse_netns_child", kind="refuse", program="refuse_netns", pargs=["child"],
           regex=r"\bpid (?!{pid}\b)\d+: in another network namespace \(net:\[\d+\]\) than "
                 r"the tree's root \(net:\[\d+\]\)"),
+    # two held namespaces joined by a veth pair: its other end is not the host's
+    entry("refuse_netns_veth", kind="refuse", program="refuse_netns", pargs=["veth"],
+          regex=r"\bpid {pid}: network namespace link (a0|b0) \(veth\): its other end is not "
+                r"in ckpt's network namespace"),
     # a network namespace no process is in, held by fds (as `ip netns`
     # files are), with a veth pair to the host, an address, a table route, a
     # rule: made again and the fds opened on it
