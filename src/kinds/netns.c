@@ -53,6 +53,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libmnl/libmnl.h>
+#include <sys/socket.h>
+
 #include "core/ctx.h"
 #include "kinds/netns.h"
 #include "net/nat.h"
@@ -123,6 +126,33 @@ bool netns_saved(struct ckpt_ctx *ctx, pid_t pid)
 		return true;
 	return n && !n->held && ns_ident(pid, &st) == 0 && st.st_dev == n->dev &&
 	       st.st_ino == n->ino;
+}
+
+/* A socket's namespace cookie (SO_NETNS_COOKIE), 0 if none. */
+static uint64_t sock_cookie(int s)
+{
+	uint64_t c = 0;
+	socklen_t l = sizeof(c);
+	return getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &c, &l) == 0 ? c : 0;
+}
+
+uint64_t netns_tree_cookie(struct ckpt_ctx *ctx)
+{
+	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	if (n && !n->held)
+		return n->in.nl ? sock_cookie(mnl_socket_get_fd(n->in.nl)) : 0;
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	uint64_t c = s < 0 ? 0 : sock_cookie(s);
+	if (s >= 0)
+		close(s);
+	return c;
+}
+
+bool netns_sock_saved(uint64_t tree_cookie, int s)
+{
+	uint64_t c = sock_cookie(s);
+	/* a kernel without cookies (before 5.14) tells nothing */
+	return !c || !tree_cookie || c == tree_cookie;
 }
 
 static struct link_buf *link_of(struct netns_ckpt *n, int index)

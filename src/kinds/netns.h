@@ -20,6 +20,12 @@ struct rst_task;
 /* Checkpoint, once the root is collected: is pid's network namespace one
  * the image holds (ckpt's own, or the root's, which this kind saves)? */
 bool netns_saved(struct ckpt_ctx *ctx, pid_t pid);
+/* Checkpoint: the tree's network namespace's cookie (SO_NETNS_COOKIE: the
+ * root's own, else ckpt's; 0 if the kernel has none); whether socket s is
+ * of the namespace of that cookie (a task may make a socket in another
+ * namespace, setns there and back). */
+uint64_t netns_tree_cookie(struct ckpt_ctx *ctx);
+bool netns_sock_saved(uint64_t tree_cookie, int s);
 
 /* Checkpoint: fd of pid is a network namespace no task of the image is in
  * (nor ckpt): saved once, as a held namespace; its id in *id. */

@@ -10,6 +10,9 @@
  *   joined by a veth pair (a0 in the first, b0 in the second); the
  *   checkpoint must refuse the link, whose other end is not in ckpt's
  *   namespace, by name.
+ * - "inet", "unix": fd 5 holds a network namespace no process is in, and
+ *   fd 7 is a socket (UDP, unix datagram) the process made in it (setns
+ *   there and back); the checkpoint must refuse the socket by pid and fd.
  * Each time the process lives on and checks that what it made is still
  * there.
  */
@@ -23,7 +26,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,6 +113,32 @@ static void veth_between(void)
 	waitpid(b, NULL, 0);
 }
 
+/* "inet", "unix": a socket of a held namespace at fd 7. */
+static void sock_in_held(bool inet)
+{
+	pid_t a = ns_child();
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", a);
+	int fd = open(path, O_RDONLY), own = open("/proc/self/ns/net", O_RDONLY);
+	if (fd < 0 || own < 0)
+		fail("open %s: %m", path);
+	test_move_fd(fd, 5);
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	if (setns(5, CLONE_NEWNET) < 0)
+		fail("setns: %m");
+	int s = socket(inet ? AF_INET6 : AF_UNIX, SOCK_DGRAM, 0);
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_un un = { .sun_family = AF_UNIX, .sun_path = "\0ckpt-refuse-netns" };
+	if (s < 0 || (inet ? bind(s, (struct sockaddr *)&a6, sizeof(a6))
+			   : bind(s, (struct sockaddr *)&un, sizeof(un))) < 0)
+		fail("socket in the held namespace: %m");
+	test_move_fd(s, 7);
+	if (setns(own, CLONE_NEWNET) < 0)
+		fail("setns back: %m");
+	close(own);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "thread";
@@ -121,6 +154,8 @@ int main(int argc, char **argv)
 			fail("no network namespace of its own (unshare failed)");
 	} else if (!strcmp(mode, "veth")) {
 		veth_between();
+	} else if (!strcmp(mode, "inet") || !strcmp(mode, "unix")) {
+		sock_in_held(!strcmp(mode, "inet"));
 	} else {
 		child = ns_child();
 	}
@@ -131,7 +166,7 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "thread")) /* the other entry of /proc/self/task */
 		snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
-	else if (!strcmp(mode, "veth"))
+	else if (strcmp(mode, "child"))
 		snprintf(path, sizeof(path), "/proc/self/fd/5");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);

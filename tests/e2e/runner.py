@@ -346,6 +346,13 @@ TESTS = [
     entry("refuse_netns_veth", kind="refuse", program="refuse_netns", pargs=["veth"],
           regex=r"\bpid {pid}: network namespace link (a0|b0) \(veth\): its other end is not "
                 r"in ckpt's network namespace"),
+    # a socket made in a held namespace
+    entry("refuse_netns_inet", kind="refuse", program="refuse_netns", pargs=["inet"],
+          regex=r"\bpid {pid} fd 7 \(inet\): a socket of another network namespace than its "
+                r"process's"),
+    entry("refuse_netns_unix", kind="refuse", program="refuse_netns", pargs=["unix"],
+          regex=r"\bpid {pid} fd 7 \(socket:\[\d+\]\): a unix socket sock_diag does not show "
+                r"\(another netns\?\)"),
     # a network namespace no process is in, held by fds (as `ip netns`
     # files are), with a veth pair to the host, an address, a table route, a
     # rule: made again and the fds opened on it
