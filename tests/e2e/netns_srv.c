@@ -19,6 +19,10 @@
  * neighbour entries of both families; the notes hold them as `ip` lists
  * them (rules, routes of those tables, permanent neighbours).
  *
+ * "netns_srv held": the same as tcp, and fd 9 holds a network namespace no
+ * process is in (a child made it, set lo up with 192.0.2.55/32, exited);
+ * the notes hold its addresses (nsenter through fd 9).
+ *
  * "netns_srv bridge": a bridge link (br7) is added to the namespace
  * (rtnetlink) before ready; the checkpoint must refuse it by name. (A
  * dummy link would do as well, but this kernel has no dummy driver.)
@@ -39,6 +43,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -50,7 +57,7 @@
 static size_t table_routes(char *out, size_t len, size_t at);
 static void add_table_route(uint32_t gw);
 static size_t ip_list(char *out, size_t len, size_t at);
-static int rules_mode;
+static int rules_mode, held_mode;
 
 static void write_file(const char *path, const char *val)
 {
@@ -162,6 +169,9 @@ static void snapshot(char *out, size_t len)
 		at = cat(more[i][0], out, len, at);
 	at = table_routes(out, len, at);
 	at = ip_list(out, len, at);
+	if (held_mode)
+		at = cmd_out("nsenter --net=/proc/self/fd/9 ip -4 -o addr show | awk '{print $2, $4}'",
+			     out, len, at);
 	nft_list(out, len, at);
 }
 
@@ -390,6 +400,35 @@ static void add_bridge(void)
 	close(s);
 }
 
+/* "netns_srv held": fd 9, a network namespace no process is in. */
+static void hold_netns(void)
+{
+	int p[2];
+	char c, path[64];
+	if (pipe(p))
+		fail("pipe: %m");
+	pid_t k = fork();
+	if (k == 0) {
+		if (unshare(CLONE_NEWNET) < 0 ||
+		    system("ip link set lo up && ip addr add 192.0.2.55/32 dev lo") != 0 ||
+		    write(p[1], "u", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	if (k < 0 || read(p[0], &c, 1) != 1)
+		fail("the child did not make its namespace");
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", k);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %m", path);
+	test_move_fd(fd, 9);
+	kill(k, SIGKILL);
+	waitpid(k, NULL, 0);
+	close(p[0]);
+	close(p[1]);
+}
+
 static int accept_one(int l)
 {
 	struct pollfd p = { .fd = l, .events = POLLIN };
@@ -414,6 +453,9 @@ int main(int argc, char **argv)
 		pass();
 	}
 	rules_mode = argc > 1 && !strcmp(argv[1], "rules");
+	held_mode = argc > 1 && !strcmp(argv[1], "held");
+	if (held_mode)
+		hold_netns();
 	change_netns();
 	if (rules_mode)
 		add_rules();
@@ -430,6 +472,8 @@ int main(int argc, char **argv)
 	if (poll(&p, 1, 20000) != 1)
 		fail("the client sent nothing");
 	snapshot(before, sizeof(before));
+	expect(!held_mode || strstr(before, "lo 192.0.2.55/32"), "no held namespace in the notes:\n%s",
+	       before);
 	for (size_t i = 0; rules_mode && i < sizeof(rule_want) / sizeof(*rule_want); i++)
 		expect(strstr(before, rule_want[i]) != NULL, "no '%s' in the notes:\n%s", rule_want[i],
 		       before);

@@ -335,6 +335,9 @@ TESTS = [
     # permanent neighbour entries: the same after the restart (`ip` lists)
     entry("netns_rules", (B, T), kind="netns", program="netns_srv", pargs=["rules"],
           case="rules"),
+    # netns_tcp whose server holds (fd 9) a network namespace no process is in
+    entry("netns_held_ct", (B, T), kind="netns", program="netns_srv", pargs=["held"],
+          case="held"),
     # a tree in several network namespaces: named
     entry("refuse_netns_thread", kind="refuse", program="refuse_netns", pargs=["thread"],
           regex=r"\bpid {pid} thread \d+: in another network namespace \(net:\[\d+\]\) than "
