@@ -274,9 +274,11 @@ TESTS = [
     entry("ptimer_basic", (B, T, R)),
     entry("ptimer_pending", (B, T)),
     entry("ptimer_overrun", (B, T)),
+    # hugetlb memory of 2 MiB pages (mm-huge.c): private, shared, memfd
+    entry("mem_hugetlb", (B, T, R)),
+    entry("mem_hugetlb_lazy", program="mem_hugetlb", rst_args=("--lazy",)),
     entry("refuse_hugetlb", kind="refuse",
-          regex=r"\bpid {pid} mapping [0-9a-f]+-[0-9a-f]+ \(/anon_hugepage \(deleted\)\): hugetlb memory \(a MAP_HUGETLB mapping\): not supported yet"
-                r"[\s\S]*\bpid {pid} fd \d+ \(/memfd:huge \(deleted\)\): a hugetlb memfd \(MFD_HUGETLB\)"),
+          regex=r"\bpid {pid} vma [0-9a-f]+\b.*: a hugetlb \(SHM_HUGETLB\) SysV segment: not supported"),
     entry("refuse_sud", kind="refuse",
           regex=r"\bpid {pid}: syscall user dispatch \(PR_SET_SYSCALL_USER_DISPATCH\) is on: not supported yet"),
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
@@ -308,6 +310,9 @@ TESTS = [
     # LAST_ACK, CLOSING, SYN_SENT (not T: right after a restart they are on
     # their way to other states)
     entry("tcp_states", (B, R)),
+    # the same, the connect in progress's local port taken meanwhile by a
+    # connection of the runner's to elsewhere: the restart binds beside it
+    entry("tcp_port_taken", program="tcp_states", between="take_syn_port"),
     entry("tcp_inflight", (B, R), ckpt_args=["--skip-in-flight"],
           log_regex=r"pid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+: 1 connection\(s\) not accepted yet are left out \(--skip-in-flight\): their peers get a reset"),
     entry("tcp_timewait", (B, T, R)),
@@ -398,6 +403,10 @@ TESTS = [
     # checkpoint and a restart (ckpt-fault), and at random moments
     entry("fault_walk", kind="fault", program="fault_victim"),
     entry("sig_trap_pending", kind="keep"),
+    # SIGTRAP ignored: injected calls stop at syscall entry and exit instead
+    # of single-stepping (a forced SIGTRAP resets an ignored one to SIG_DFL)
+    entry("sig_trap_ignored", kind="keep"),
+    entry("sig_trap_ignored_rst", (B, T, R), program="sig_trap_ignored", pargs=("handler",)),
     entry("fault_random", kind="fault_random", program="fault_victim"),
     # the network lock removed by the guardian when ckpt dies (SIGKILL at
     # each request of a checkpoint that locked a TCP connection)
@@ -480,6 +489,8 @@ TESTS = [
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
+    # huge_pages=on: its shared memory is MAP_SHARED|MAP_HUGETLB (mm-huge.c)
+    entry("real_postgres_huge", (B, T), kind="postgres", huge=True),
     # on TCP, a client of the runner's connected across
     entry("real_postgres_tcp", (B, T), kind="postgres_tcp"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
@@ -502,7 +513,10 @@ TESTS = [
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
-    entry("refuse_aio", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+-[0-9a-f]+: an AIO ring"),
+    # AIO contexts (mm-aio.c): remade by io_setup at the ring's address
+    entry("aio_ring", (B, T, R)),
+    entry("aio_ring_lazy", program="aio_ring", rst_args=("--lazy",)),
+    entry("real_fio_aio", kind="command", argv=["@python", os.path.join(HERE, "real_fio_aio.py")]),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp|packet)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
@@ -2295,6 +2309,35 @@ class Run:
 
     flow_command = flow_program
 
+    def take_syn_port(self):
+        """between checkpoint and restart (tcp_port_taken): a connection of
+        the runner's from 127.0.0.1:PORT, the port of tcp_states's connect in
+        progress, to a listener of its own, held until the test ends."""
+        with open(self.p("sport")) as f:
+            port = int(f.read())
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen()
+        c = socket.socket()
+
+        def live_holder():
+            """a live socket (not an orphan) of 127.0.0.1 has the port: one
+            a connect() of someone else's was given (ephemeral ports are
+            shared by connections to different peers)"""
+            with open("/proc/net/tcp") as f:
+                rows = [l.split() for l in f.read().splitlines()[1:]]
+            return any(r[1] == "0100007F:%04X" % port and r[9] != "0" for r in rows)
+
+        def taken():  # once the killed original's socket has gone
+            try:
+                c.bind(("127.0.0.1", port))
+                c.connect(lst.getsockname())
+                self.held = getattr(self, "held", []) + [lst, c, lst.accept()[0]]
+                return True
+            except OSError:
+                return live_holder()
+        self.wait_until("port %d to be taken by a connection of the runner's" % port, taken, [])
+
     def remove_shared(self):
         """between checkpoint and restart (mem_remake): the mapped file goes"""
         os.unlink(self.p("shared.dat"))
@@ -3821,6 +3864,39 @@ http {{
                 out.append(k)
         return out
 
+    def pg_huge(self):
+        """For a huge=True test: 2 MiB huge pages reserved for the time of
+        the test (vm.nr_hugepages raised by 48; the old value in
+        hugepages.old, written back by cleanup) and huge_pages=on; else
+        nothing."""
+        if not self.t.get("huge"):
+            return []
+        try:
+            with open("/proc/sys/vm/nr_hugepages") as f:
+                old = int(f.read())
+            with open(self.p("hugepages.old"), "w") as f:
+                f.write("%d\n" % old)
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write("%d\n" % (old + 48))
+            with open("/proc/sys/vm/nr_hugepages") as f:
+                got = int(f.read())
+        except (OSError, ValueError) as e:
+            raise Skip("cannot reserve huge pages: %s" % e)
+        if got < old + 24:
+            raise Skip("no huge pages to be had (vm.nr_hugepages %d)" % got)
+        return ["-c", "huge_pages=on"]
+
+    def pg_check_huge(self, when):
+        """The postmaster's shared memory is hugetlb (2 MiB pages)."""
+        with open("/proc/%d/smaps" % self.pid) as f:
+            text = f.read()
+        blocks = [b for b in text.split("\n") if "anon_hugepage" in b]
+        if not blocks:
+            raise Fail("%s: the postmaster has no hugetlb mapping (huge_pages=on)" % when)
+        at = text.index(blocks[0])
+        if "KernelPageSize:     2048 kB" not in text[at:at + 2000].split("VmFlags")[0]:
+            raise Fail("%s: the postmaster's hugetlb mapping is not of 2 MiB pages" % when)
+
     def pg_start(self, conf, sockname):
         """initdb of a cluster in the test's directory, then the postmaster
         with the settings conf (-c NAME=VALUE...), as user postgres (or, for
@@ -3888,7 +3964,10 @@ http {{
         row is inserted; SIGINT (fast shutdown) ends it cleanly."""
         ct = self.t.get("ct")
         pr = self.pg_start(["-c", "listen_addresses=", "-c",
-                            "unix_socket_directories=" + self.p("pgsock")], ".s.PGSQL.5432")
+                            "unix_socket_directories=" + self.p("pgsock")] + self.pg_huge(),
+                           ".s.PGSQL.5432")
+        if self.t.get("huge"):
+            self.pg_check_huge("before")
         self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
         self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
 
@@ -3924,6 +4003,8 @@ http {{
         else:
             rp = self.real_cycle(pr, between=lambda: count("between", 1000))
         count("after the restart", 1000)
+        if self.t.get("huge"):
+            self.pg_check_huge("after the restart")
         self.psql("INSERT INTO t VALUES (1001, 'after')")
         count("after the insert", 1001)
         stop(rp, "after the restart")
@@ -6886,8 +6967,20 @@ http {{
                     subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "delete", "table",
                                     "inet", lock[0]], capture_output=True, timeout=20)
 
+    def restore_hugepages(self):
+        """vm.nr_hugepages as it was before a hugetlb test raised it (the
+        test wrote the old value to hugepages.old)."""
+        try:
+            with open(self.p("hugepages.old")) as f:
+                old = int(f.read())
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write("%d\n" % old)
+        except (OSError, ValueError):
+            pass
+
     def cleanup(self):
         self.remove_shm()
+        self.restore_hugepages()
         self.remove_netlocks()
         if self.pid and self.ours(self.pid):
             try:
