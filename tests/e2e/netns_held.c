@@ -67,42 +67,23 @@ static void run(const char *fmt, const char *arg)
 int main(void)
 {
 	static char before[16384], after[16384];
-	int p[2];
 	snprintf(host_if, sizeof(host_if), "nh%d", getpid() % 1000000);
-	if (pipe(p))
-		fail("pipe: %m");
-	pid_t c = fork();
-	if (c < 0)
-		fail("fork: %m");
-	if (c == 0) {
-		if (unshare(CLONE_NEWNET) < 0)
-			_exit(1);
-		if (system("ip link set lo up && ip addr add 198.51.100.1/24 dev lo && "
-			   "ip route add 203.0.113.0/24 dev lo table 100 && "
-			   "ip rule add pref 100 lookup 100 && "
-			   "echo 1 > /proc/sys/net/ipv4/ip_forward") != 0 ||
-		    write(p[1], "u", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	char ch, path[64];
-	if (read(p[0], &ch, 1) != 1)
-		fail("the child did not make its namespace");
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", c);
-	int fd = open(path, O_RDONLY), fd2 = open(path, O_RDONLY);
-	if (fd < 0 || fd2 < 0)
-		fail("open %s: %m", path);
-	test_move_fd(fd, 5);
-	test_move_fd(fd2, 6);
+	pid_t c = test_netns_child("ip link set lo up && ip addr add 198.51.100.1/24 dev lo && "
+				   "ip route add 203.0.113.0/24 dev lo table 100 && "
+				   "ip rule add pref 100 lookup 100 && "
+				   "echo 1 > /proc/sys/net/ipv4/ip_forward");
 	/* the veth pair: the host end here, eth0 there */
-	char cmd[256];
+	char cmd[256], path[64];
 	snprintf(cmd, sizeof(cmd), "ip link add %s type veth peer name eth0 netns /proc/%d/ns/net",
 		 host_if, c);
 	if (system(cmd) != 0)
 		fail("%s failed", cmd);
-	kill(c, SIGKILL);
-	waitpid(c, NULL, 0);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", c);
+	int fd2 = open(path, O_RDONLY);
+	if (fd2 < 0)
+		fail("open %s: %m", path);
+	test_move_fd(fd2, 6);
+	test_hold_netns(c, 5);
 	run("ip addr add 10.213.77.1/30 dev %s && ip link set %s up", host_if);
 	/* inside: eth0's address, up */
 	pid_t s = fork();

@@ -403,30 +403,7 @@ static void add_bridge(void)
 /* "netns_srv held": fd 9, a network namespace no process is in. */
 static void hold_netns(void)
 {
-	int p[2];
-	char c, path[64];
-	if (pipe(p))
-		fail("pipe: %m");
-	pid_t k = fork();
-	if (k == 0) {
-		if (unshare(CLONE_NEWNET) < 0 ||
-		    system("ip link set lo up && ip addr add 192.0.2.55/32 dev lo") != 0 ||
-		    write(p[1], "u", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	if (k < 0 || read(p[0], &c, 1) != 1)
-		fail("the child did not make its namespace");
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", k);
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail("open %s: %m", path);
-	test_move_fd(fd, 9);
-	kill(k, SIGKILL);
-	waitpid(k, NULL, 0);
-	close(p[0]);
-	close(p[1]);
+	test_hold_netns(test_netns_child("ip link set lo up && ip addr add 192.0.2.55/32 dev lo"), 9);
 }
 
 static int accept_one(int l)

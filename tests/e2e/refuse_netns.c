@@ -71,60 +71,26 @@ static ino_t ns_ino(const char *path)
 	return st.st_ino;
 }
 
-/* A child in a network namespace of its own, ready when this returns. */
-static pid_t ns_child(void)
-{
-	char c;
-	pid_t child = fork();
-	if (child == 0) {
-		if (unshare(CLONE_NEWNET) < 0)
-			_exit(1);
-		if (write(pipefd[1], "u", 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	if (child < 0)
-		fail("fork: %m");
-	if (read(pipefd[0], &c, 1) != 1 || c != 'u')
-		fail("no network namespace of its own (unshare failed)");
-	return child;
-}
-
 /* "veth": two namespaces held by fds 5 and 6, a veth pair between them. */
 static void veth_between(void)
 {
-	pid_t a = ns_child(), b = ns_child();
-	char path[64], cmd[256];
-	for (int i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", i ? b : a);
-		int fd = open(path, O_RDONLY);
-		if (fd < 0)
-			fail("open %s: %m", path);
-		test_move_fd(fd, 5 + i);
-	}
+	pid_t a = test_netns_child(NULL), b = test_netns_child(NULL);
+	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "ip link add a0 netns /proc/%d/ns/net type veth peer name b0 "
 		 "netns /proc/%d/ns/net", a, b);
 	if (system(cmd) != 0)
 		fail("%s failed", cmd);
-	kill(a, SIGKILL);
-	kill(b, SIGKILL);
-	waitpid(a, NULL, 0);
-	waitpid(b, NULL, 0);
+	test_hold_netns(a, 5);
+	test_hold_netns(b, 6);
 }
 
 /* "inet", "unix": a socket of a held namespace at fd 7. */
 static void sock_in_held(bool inet)
 {
-	pid_t a = ns_child();
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", a);
-	int fd = open(path, O_RDONLY), own = open("/proc/self/ns/net", O_RDONLY);
-	if (fd < 0 || own < 0)
-		fail("open %s: %m", path);
-	test_move_fd(fd, 5);
-	kill(a, SIGKILL);
-	waitpid(a, NULL, 0);
+	test_hold_netns(test_netns_child(NULL), 5);
+	int own = open("/proc/self/ns/net", O_RDONLY);
+	if (own < 0)
+		fail("open /proc/self/ns/net: %m");
 	if (setns(5, CLONE_NEWNET) < 0)
 		fail("setns: %m");
 	int s = socket(inet ? AF_INET6 : AF_UNIX, SOCK_DGRAM, 0);
@@ -157,7 +123,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "inet") || !strcmp(mode, "unix")) {
 		sock_in_held(!strcmp(mode, "inet"));
 	} else {
-		child = ns_child();
+		child = test_netns_child(NULL);
 	}
 	ino_t mine = ns_ino("/proc/self/ns/net");
 
