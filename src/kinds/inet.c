@@ -123,6 +123,7 @@ static bool inet_fd_claim(const struct fd_info *fi)
 struct inet_task {
 	struct inet_opt_defaults defs;
 	int netns; /* 0 not known yet, 1 ckpt's network namespace, -1 another */
+	uint64_t cookie; /* its namespace's cookie (netns_tree_cookie), once netns is known */
 };
 
 static void inet_free_state(void *state)
@@ -494,12 +495,19 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
 	/* ckpt's namespace, or the tree's own that the netns kind saves */
-	if (it && !it->netns) /* once a task: two stats a socket were 5% of 10,000 */
+	if (it && !it->netns) { /* once a task: two stats a socket were 5% of 10,000 */
 		it->netns = netns_saved(ctx, fi->pid) ? 1 : -1;
+		it->cookie = netns_tree_cookie(ctx);
+	}
 	if (it ? it->netns < 0 : !netns_saved(ctx, fi->pid))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"ckpt's; not supported yet", fi->pid, fi->fd);
+	/* made in another namespace than its task's (setns there and back) */
+	if (!netns_sock_saved(it ? it->cookie : netns_tree_cookie(ctx), s))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (inet): a socket of another network namespace than "
+				"its process's; not supported yet", fi->pid, fi->fd);
 	bool ok = (*type == SOCK_STREAM && *proto == IPPROTO_TCP) ||
 		  (*type == SOCK_DGRAM && (*proto == IPPROTO_UDP || *proto == IPPROTO_UDPLITE)) ||
 		  is_raw_or_ping(*family, *type, *proto);
