@@ -1255,6 +1255,157 @@ int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd,
 	return r < 0 ? (int)r : target_fd;
 }
 
+/* The receiving side of puppet_send_fds, in the scratch area */
+struct fds_msg {
+	struct msghdr msg;
+	struct iovec iov;
+	char byte;
+	char pad[7];
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PUPPET_FDS_MAX)];
+		struct cmsghdr align;
+	} cmsg;
+};
+
+int puppet_send_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds, size_t n,
+		    int *rfds)
+{
+	if (n == 0)
+		return 0;
+	if (n > PUPPET_FDS_MAX)
+		return -E2BIG;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PUPPET_FDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	char byte = 'F';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = CMSG_SPACE(sizeof(int) * n),
+	};
+	memset(u.buf, 0, sizeof(u.buf));
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+	if (sendmsg(local_sock, &msg, MSG_NOSIGNAL) != 1)
+		return -errno;
+
+	const size_t off = 1024;
+	uint64_t base = p->scratch + off;
+	struct fds_msg fm = { 0 };
+	if (!p->scratch || off + sizeof(fm) > p->scratch_len)
+		return -ENOSPC;
+	fm.iov.iov_base = (void *)(uintptr_t)(base + offsetof(struct fds_msg, byte));
+	fm.iov.iov_len = 1;
+	fm.msg.msg_iov = (void *)(uintptr_t)(base + offsetof(struct fds_msg, iov));
+	fm.msg.msg_iovlen = 1;
+	fm.msg.msg_control = (void *)(uintptr_t)(base + offsetof(struct fds_msg, cmsg));
+	fm.msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+	if (!puppet_scratch_put(p, off, &fm, sizeof(fm)))
+		return -EFAULT;
+	long r = puppet_syscall(p, SYS_recvmsg, remote_sock, base, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (r < 0)
+		return (int)r;
+	struct fds_msg got;
+	int e = puppet_read(p, base, &got, sizeof(got));
+	if (e < 0)
+		return e;
+	struct msghdr lm = got.msg;
+	lm.msg_control = got.cmsg.buf;
+	struct cmsghdr *rc = CMSG_FIRSTHDR(&lm);
+	if (r != 1 || !rc || rc->cmsg_type != SCM_RIGHTS ||
+	    rc->cmsg_len != CMSG_LEN(sizeof(int) * n)) {
+		/* what did arrive is closed again, so nothing is left behind */
+		size_t got_n = rc && rc->cmsg_type == SCM_RIGHTS && rc->cmsg_len > CMSG_LEN(0)
+				       ? (rc->cmsg_len - CMSG_LEN(0)) / sizeof(int)
+				       : 0;
+		struct puppet_call cl[PUPPET_FDS_MAX];
+		for (size_t i = 0; i < got_n && i < n; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(rc) + i * sizeof(int), sizeof(int));
+			cl[i] = PUPPET_CALL(SYS_close, fd);
+		}
+		if (got_n && puppet_syscalls(p, cl, MIN(got_n, n)) < 0)
+			return -EBADMSG;
+		return -EBADMSG;
+	}
+	memcpy(rfds, CMSG_DATA(rc), sizeof(int) * n);
+	return 0;
+}
+
+/* Is fd one of the targets but the i-th? */
+static bool other_target(const int *targets, size_t n, size_t i, int fd)
+{
+	for (size_t j = 0; j < n; j++)
+		if (j != i && targets[j] == fd)
+			return true;
+	return false;
+}
+
+int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds,
+		       const int *targets, const bool *cloexec, size_t n, int *err)
+{
+	int tmp[PUPPET_FDS_MAX];
+	struct puppet_call c[2 * PUPPET_FDS_MAX];
+	size_t nc = 0;
+	bool clash = false;
+	int hi = 0;
+
+	if (n > PUPPET_FDS_MAX || 2 * n > PUPPET_BATCH_MAX)
+		return -E2BIG;
+	int r = puppet_send_fds(p, local_sock, remote_sock, fds, n, tmp);
+	for (size_t i = 0; i < n; i++)
+		err[i] = r;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		clash |= tmp[i] != targets[i] && other_target(targets, n, i, tmp[i]);
+		hi = MAX(hi, MAX(tmp[i], targets[i]) + 1);
+	}
+	/* a fd received at the number another is to get: all moved above
+	 * every target first (received close-on-exec, so is the copy) */
+	if (clash) {
+		for (size_t i = 0; i < n; i++) {
+			c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_DUPFD_CLOEXEC, hi);
+			c[nc++] = PUPPET_CALL(SYS_close, tmp[i]);
+		}
+		r = puppet_syscalls(p, c, nc);
+		for (size_t i = 0; i < n; i++) {
+			int e = r < 0 ? r : (int)c[2 * i].ret;
+			if (e < 0 && err[i] == 0)
+				err[i] = e;
+			tmp[i] = e < 0 ? -1 : e;
+		}
+		nc = 0;
+	}
+	size_t at[PUPPET_FDS_MAX];
+	for (size_t i = 0; i < n; i++) {
+		at[i] = nc;
+		if (tmp[i] < 0)
+			continue;
+		if (tmp[i] == targets[i]) {
+			c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_SETFD, cloexec[i] ? FD_CLOEXEC : 0);
+			continue;
+		}
+		c[nc++] = PUPPET_CALL(SYS_dup3, tmp[i], targets[i], cloexec[i] ? O_CLOEXEC : 0);
+		c[nc++] = PUPPET_CALL(SYS_close, tmp[i]);
+	}
+	r = nc ? puppet_syscalls(p, c, nc) : 0;
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (err[i] == 0 && tmp[i] >= 0)
+			err[i] = r < 0 ? r : c[at[i]].ret < 0 ? (int)c[at[i]].ret : 0;
+		if (err[i] < 0 && first == 0)
+			first = err[i];
+	}
+	return first;
+}
+
 int puppet_getfd(struct puppet *p, int remote_fd)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);

@@ -230,6 +230,24 @@ int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
  */
 int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
 	__attribute__((warn_unused_result));
+/*
+ * The same for n fds (n <= PUPPET_FDS_MAX) at once: one sendmsg, one
+ * injected recvmsg. rfds gets the numbers the task got, in order, each
+ * close-on-exec. 0 or -errno (then the task holds none of them).
+ */
+#define PUPPET_FDS_MAX 32
+int puppet_send_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds, size_t n,
+		    int *rfds) __attribute__((warn_unused_result));
+/*
+ * Puts fds[i] into the task as targets[i] (O_CLOEXEC if cloexec[i]), for
+ * n <= PUPPET_FDS_MAX fds: one puppet_send_fds and one batch of dup3s and
+ * closes (two batches when a received fd lands on another's target).
+ * err[i] is fds[i]'s result (0 or -errno); returns the first error, or 0.
+ * For any fd kind (files, sockets); targets must be distinct.
+ */
+int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds,
+		       const int *targets, const bool *cloexec, size_t n, int *err)
+	__attribute__((warn_unused_result));
 /* A copy of the task's remote_fd, in ckpt (pidfd_getfd). */
 int puppet_getfd(struct puppet *p, int remote_fd) __attribute__((warn_unused_result));
 /* Puts fd into the task as target_fd (O_CLOEXEC if cloexec). */
