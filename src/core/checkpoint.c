@@ -492,8 +492,8 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* A thread: what it has of its own, injected through the leader's scratch. */
-static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
+/* A thread's /proc files, and the leader's scratch area and stub for it. */
+static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 {
 	_cleanup_free_ char *status = NULL, *stat = NULL;
 	int r;
@@ -510,7 +510,17 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
 	th->pup.stub_ip = th->leader->pup.stub_ip;
-	return seq_ckpt_probe(ctx, th);
+	return 0;
+}
+
+/* A thread: what it has of its own, injected through the leader's scratch
+ * (its probes already run, with its siblings', by ckpt_probe_threads). */
+static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
+{
+	if (th->probes && th->probes->ran)
+		return 0;
+	int r = thread_proc(ctx, th);
+	return r < 0 ? r : seq_ckpt_probe(ctx, th);
 }
 
 /* Step "collect", ckpt's part for one seized task, before the kinds look. */
@@ -536,7 +546,10 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	return seq_ckpt_probe(ctx, t);
+	r = seq_ckpt_probe(ctx, t);
+	if (r >= 0 && t->nthreads)
+		ckpt_probe_threads(ctx, t, thread_proc);
+	return r;
 }
 
 /* Step "seize": the whole tree held, its ids as the image keeps them. */

@@ -66,6 +66,10 @@ struct probe_batch {
 	size_t used; /* bytes of the scratch area given to the calls' outputs */
 	void *out;   /* after the run: those bytes, NULL if they could not be read */
 	bool ran;
+	/* where its areas start in the scratch area (a thread's probes, run
+	 * side by side with its siblings', each in a slice of the leader's
+	 * scratch area: probe.c), and the end of that slice */
+	size_t base, limit;
 };
 
 /* Step "probe": adds a call; its index for task_probe_ret, or -ENOMEM. */

@@ -942,15 +942,14 @@ static int stub_mem(struct puppet *p, uint64_t addr, void *buf, size_t len, bool
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-/* Runs a batch by the stub: one stop for all the calls (and one for each
- * fork or clone, whose new pids go to ev, if not NULL). */
-static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
-		    size_t *nev)
+/* The first half of a batch by the stub: its table written at table (the
+ * stub's own, or any other writable place in the task) and the task
+ * started on it. */
+static int stub_start(struct puppet *p, const struct puppet_call *c, size_t n, uint64_t table)
 {
 	uint64_t t[PUPPET_BATCH_MAX][8];
-	uint64_t table = p->stub_ip - STUB_TABLE_SIZE;
 	struct user_regs_struct regs = p->regs0;
-	int status, r;
+	int r;
 
 	for (size_t i = 0; i < n; i++) {
 		t[i][0] = (uint64_t)c[i].nr;
@@ -966,34 +965,49 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 	regs.orig_rax = -1;
 	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0)
 		return -errno;
+	if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The second: waits for the stub's trap (one stop for each fork or clone
+ * on the way, whose new pids go to ev if not NULL) and takes the results. */
+static int stub_finish(struct puppet *p, struct puppet_call *c, size_t n, uint64_t table,
+		       unsigned long *ev, size_t *nev)
+{
+	uint64_t t[PUPPET_BATCH_MAX][8];
+	struct user_regs_struct regs;
+	int status, r;
+
 	for (;;) {
-		if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
-			return -errno;
 		if ((r = wait_task(p->pid, &status)) < 0)
 			return r;
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			p->held = false;
 			return -ESRCH;
 		}
-		if (!WIFSTOPPED(status))
-			continue;
-		int sig = WSTOPSIG(status), event = status >> 16;
-		if (sig == SIGTRAP && event == 0) {
-			/* the stub's int3 (sent by the kernel), or the program's
-			 * own SIGTRAP, kept for the release */
-			if ((r = own_trap(p)) < 0)
-				return r;
-			if (r == 0)
-				break;
-			continue;
+		if (WIFSTOPPED(status)) {
+			int sig = WSTOPSIG(status), event = status >> 16;
+			if (sig == SIGTRAP && event == 0) {
+				/* the stub's int3 (sent by the kernel), or the program's
+				 * own SIGTRAP, kept for the release */
+				if ((r = own_trap(p)) < 0)
+					return r;
+				if (r == 0)
+					break;
+			} else {
+				if ((r = note_stop(p, status)) < 0)
+					return r;
+				if (ev && *nev < n &&
+				    (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+				     event == PTRACE_EVENT_CLONE))
+					ev[(*nev)++] = p->event_msg;
+				if (!is_stop_signal(sig) && event == 0)
+					return -EFAULT; /* a fault in the stub: nothing more is run */
+			}
 		}
-		if ((r = note_stop(p, status)) < 0)
-			return r;
-		if (ev && *nev < n && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
-				       event == PTRACE_EVENT_CLONE))
-			ev[(*nev)++] = p->event_msg;
-		if (!is_stop_signal(sig) && event == 0)
-			return -EFAULT; /* a fault in the stub: nothing more is run */
+		if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
+			return -errno;
 	}
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
 		return -errno;
@@ -1004,6 +1018,16 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 	for (size_t i = 0; i < n; i++)
 		c[i].ret = (long)t[i][7];
 	return 0;
+}
+
+/* Runs a batch by the stub: one stop for all the calls (and one for each
+ * fork or clone, whose new pids go to ev, if not NULL). */
+static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
+		    size_t *nev)
+{
+	uint64_t table = p->stub_ip - STUB_TABLE_SIZE;
+	int r = stub_start(p, c, n, table);
+	return r < 0 ? r : stub_finish(p, c, n, table, ev, nev);
 }
 
 /* Can the stub run this batch? (it knows nothing of arg_prev and stop) */
@@ -1052,6 +1076,94 @@ int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
 	for (size_t i = 0; r < 0 && i < n; i++)
 		c[i].ret = r;
 	return r;
+}
+
+/* Can batch i of puppet_syscalls_many run side by side with the others? */
+static bool many_can_run(struct puppet *const *ps, struct puppet_call *const *calls,
+			 const size_t *ns, const uint64_t *tables, size_t i)
+{
+	for (size_t j = 0; j < ns[i]; j++)
+		if (calls[i][j].nr == SYS_rseq)
+			return false;
+	return ps[i]->held && ps[i]->syscall_ip && tables[i] && ns[i] <= PUPPET_BATCH_MAX &&
+	       ps[i]->guard == ps[0]->guard && stub_can_run(ps[i], calls[i], ns[i]);
+}
+
+static void syscalls_many_guarded(struct puppet *const *ps, struct puppet_call *const *calls,
+				  const size_t *ns, const uint64_t *tables, size_t np, int *err)
+{
+	size_t len = 0, outlen = 0;
+	for (size_t i = 0; i < np; i++) {
+		len += sizeof(struct guard_bm_hdr) + ns[i] * sizeof(struct puppet_call);
+		outlen += sizeof(struct guard_bm_rep) + ns[i] * sizeof(int64_t);
+	}
+	_cleanup_free_ uint8_t *in = malloc(len), *out = malloc(outlen);
+	long g = in && out ? 0 : -ENOMEM;
+	if (g == 0 && len > GUARD_BM_MAX)
+		g = -E2BIG;
+	size_t at = 0;
+	for (size_t i = 0; g == 0 && i < np; i++) {
+		struct guard_bm_hdr h = { .pid = ps[i]->pid,
+					  .n = (uint32_t)ns[i],
+					  .table = tables[i],
+					  .stub_ip = ps[i]->stub_ip,
+					  .syscall_ip = ps[i]->syscall_ip };
+		memcpy(in + at, &h, sizeof(h));
+		at += sizeof(h);
+		memcpy(in + at, calls[i], ns[i] * sizeof(struct puppet_call));
+		at += ns[i] * sizeof(struct puppet_call);
+	}
+	if (g == 0) {
+		struct guard_req req = { .op = GUARD_BATCH_MANY,
+					 .syscall_ip = ps[0]->syscall_ip,
+					 .a = { (int64_t)np, (int64_t)len } };
+		g = guard_call_in(ps[0], &req, in, len, out, outlen);
+	}
+	at = 0;
+	for (size_t i = 0; i < np; i++) {
+		struct guard_bm_rep rep = { .ret = g < 0 ? g : 0, .held = ps[i]->held };
+		if (g >= 0)
+			memcpy(&rep, out + at, sizeof(rep));
+		at += sizeof(rep);
+		ps[i]->held = rep.held;
+		err[i] = (int)rep.ret;
+		for (size_t j = 0; j < ns[i]; j++) {
+			int64_t ret = rep.ret;
+			if (rep.ret == 0)
+				memcpy(&ret, out + at + j * sizeof(int64_t), sizeof(ret));
+			calls[i][j].ret = (long)ret;
+		}
+		at += ns[i] * sizeof(int64_t);
+	}
+}
+
+void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *calls,
+			  const size_t *ns, const uint64_t *tables, size_t np, int *err)
+{
+	bool together = np > 1 && np <= PUPPET_MANY_MAX;
+	size_t len = 0;
+	for (size_t i = 0; together && i < np; i++) {
+		together = many_can_run(ps, calls, ns, tables, i);
+		len += sizeof(struct guard_bm_hdr) + ns[i] * sizeof(struct puppet_call);
+	}
+	together = together && (!ps[0]->guard || len <= GUARD_BM_MAX);
+	if (!together) {
+		for (size_t i = 0; i < np; i++)
+			err[i] = puppet_syscalls(ps[i], calls[i], ns[i]);
+		return;
+	}
+	if (ps[0]->guard) {
+		syscalls_many_guarded(ps, calls, ns, tables, np, err);
+		return;
+	}
+	for (size_t i = 0; i < np; i++)
+		err[i] = stub_start(ps[i], calls[i], ns[i], tables[i]);
+	for (size_t i = 0; i < np; i++)
+		if (err[i] == 0)
+			err[i] = stub_finish(ps[i], calls[i], ns[i], tables[i], NULL, NULL);
+	for (size_t i = 0; i < np; i++)
+		for (size_t j = 0; err[i] < 0 && j < ns[i]; j++)
+			calls[i][j].ret = err[i];
 }
 
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)

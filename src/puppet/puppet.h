@@ -184,6 +184,19 @@ struct puppet_call {
  * not be run at all (every ret is then that error). */
 int puppet_syscalls(struct puppet *p, struct puppet_call *calls, size_t n)
 	__attribute__((warn_unused_result));
+/*
+ * Batches for np <= PUPPET_MANY_MAX tasks (threads of one process, say) at
+ * once: every task is started on its batch before any is waited for, so
+ * that they run side by side (with a guardian, all of them one request).
+ * Batch i (ns[i] <= PUPPET_BATCH_MAX calls) runs in ps[i] by the stub with
+ * its table at tables[i] (ns[i] * 64 writable bytes of the task, apart for
+ * each task sharing memory with another of the list). A task without a
+ * stub, or whose batch the stub cannot run, runs its batch alone by
+ * puppet_syscalls. err[i] is as puppet_syscalls' result for ps[i].
+ */
+void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *calls,
+			  const size_t *ns, const uint64_t *tables, size_t np, int *err);
+#define PUPPET_STUB_ENTRY 64 /* bytes of a stub table for each call */
 /* A call for a batch: PUPPET_CALL(SYS_x, args...), up to six arguments */
 #define PUPPET_CALL6_(nr_, a1, a2, a3, a4, a5, a6, ...)                                        \
 	((struct puppet_call){ .nr = (nr_),                                                    \
