@@ -53,6 +53,9 @@ struct task {
 	struct proc_vmas vmas;  /* smaps, before any scratch mapping */
 	void *kstate[KIND_MAX];
 	struct probe_batch *probes; /* from step "probe" until its dump (probe.c) */
+	/* the same number for the tasks that share their memory, fd table, fs
+	 * (kcmp KCMP_VM, KCMP_FILES, KCMP_FS), from step "seize"; -1 unknown */
+	int share_class[3];
 };
 
 /*
