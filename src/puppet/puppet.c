@@ -1286,68 +1286,11 @@ int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
 }
 
 /* scratch layout for recvmsg: msghdr, iovec, one byte, cmsg buffer */
-struct fd_msg {
-	struct msghdr msg;
-	struct iovec iov;
-	char byte;
-	char pad[7];
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cmsg;
-};
-
 int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	if (sendmsg(local_sock, &msg, MSG_NOSIGNAL) != 1)
-		return -errno;
-
-	/* build the receiving msghdr in the task's scratch area */
-	const size_t off = 1024;
-	uint64_t base = p->scratch + off;
-	struct fd_msg fm = { 0 };
-	if (!p->scratch || off + sizeof(fm) > p->scratch_len)
-		return -ENOSPC;
-	fm.iov.iov_base = (void *)(uintptr_t)(base + offsetof(struct fd_msg, byte));
-	fm.iov.iov_len = 1;
-	fm.msg.msg_iov = (void *)(uintptr_t)(base + offsetof(struct fd_msg, iov));
-	fm.msg.msg_iovlen = 1;
-	fm.msg.msg_control = (void *)(uintptr_t)(base + offsetof(struct fd_msg, cmsg));
-	fm.msg.msg_controllen = sizeof(fm.cmsg.buf);
-	if (!puppet_scratch_put(p, off, &fm, sizeof(fm)))
-		return -EFAULT;
-	long r = puppet_syscall(p, SYS_recvmsg, remote_sock, base, MSG_DONTWAIT);
-	if (r < 0)
-		return (int)r;
-	struct fd_msg got;
-	int e = puppet_read(p, base, &got, sizeof(got));
-	if (e < 0)
-		return e;
-	struct msghdr lm = got.msg;
-	lm.msg_control = got.cmsg.buf;
-	struct cmsghdr *rc = CMSG_FIRSTHDR(&lm);
-	if (r != 1 || !rc || rc->cmsg_type != SCM_RIGHTS || rc->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EBADMSG;
 	int rfd;
-	memcpy(&rfd, CMSG_DATA(rc), sizeof(int));
-	return rfd;
+	int r = puppet_send_fds(p, local_sock, remote_sock, &fd, 1, &rfd);
+	return r < 0 ? r : rfd;
 }
 
 int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd, int target_fd,
@@ -1420,7 +1363,7 @@ int puppet_send_fds(struct puppet *p, int local_sock, int remote_sock, const int
 	fm.msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
 	if (!puppet_scratch_put(p, off, &fm, sizeof(fm)))
 		return -EFAULT;
-	long r = puppet_syscall(p, SYS_recvmsg, remote_sock, base, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	long r = puppet_syscall(p, SYS_recvmsg, remote_sock, base, MSG_DONTWAIT);
 	if (r < 0)
 		return (int)r;
 	struct fds_msg got;
@@ -1480,7 +1423,7 @@ int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const 
 		hi = MAX(hi, MAX(tmp[i], targets[i]) + 1);
 	}
 	/* a fd received at the number another is to get: all moved above
-	 * every target first (received close-on-exec, so is the copy) */
+	 * every target first (their flags are set by the dup3 after) */
 	if (clash) {
 		for (size_t i = 0; i < n; i++) {
 			c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_DUPFD_CLOEXEC, hi);

@@ -245,8 +245,8 @@ int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
 	__attribute__((warn_unused_result));
 /*
  * The same for n fds (n <= PUPPET_FDS_MAX) at once: one sendmsg, one
- * injected recvmsg. rfds gets the numbers the task got, in order, each
- * close-on-exec. 0 or -errno (then the task holds none of them).
+ * injected recvmsg. rfds gets the numbers the task got, in order. 0 or
+ * -errno (then the task holds none of them).
  */
 #define PUPPET_FDS_MAX 32
 int puppet_send_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds, size_t n,
