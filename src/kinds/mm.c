@@ -765,6 +765,77 @@ bool mm_inherits(const struct rst_task *t)
 	return false;
 }
 
+/*
+ * The calls that map a task's vmas (mmap, mprotect and madvise of the vmas
+ * kept from the fork, the madvise bits), queued while mm_restore walks the
+ * vmas and run as batches of PUPPET_BATCH_MAX: one stop of the task for
+ * each batch instead of one per call. Each call keeps its vma, for the
+ * message if it fails.
+ */
+enum vma_call_check { VC_MMAP, VC_FAIL, VC_WARN, VC_IGNORE };
+struct vma_calls {
+	struct puppet_call c[PUPPET_BATCH_MAX];
+	const VmaEntry *v[PUPPET_BATCH_MAX];
+	uint8_t check[PUPPET_BATCH_MAX];
+	const char *what[PUPPET_BATCH_MAX];
+	size_t n;
+	/* the vDSO's mremaps are queued: where its syscall is once they ran */
+	uint64_t new_ip;
+};
+
+static int vma_calls_flush(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct vma_calls *q = m ? m->calls : NULL;
+	if (!q || !q->n)
+		return 0;
+	int r = puppet_syscalls(&t->pup, q->c, q->n), first = 0;
+	if (q->new_ip && r == 0) { /* run from the stub: the vDSO has moved */
+		t->pup.syscall_ip = q->new_ip;
+		q->new_ip = 0;
+	}
+	for (size_t i = 0; i < q->n && first == 0; i++) {
+		const VmaEntry *v = q->v[i];
+		long ret = r < 0 ? r : q->c[i].ret;
+		if (q->check[i] == VC_MMAP && ret < 0 && ret > -4096)
+			first = log_fail(&ctx->log, (int)ret,
+					 "pid %d vma %llx-%llx (%s): mmap failed: %s", t->pid,
+					 (unsigned long long)v->start, (unsigned long long)v->end,
+					 v->name ? v->name : "", strerror((int)-ret));
+		else if (q->check[i] == VC_MMAP && (uint64_t)ret != v->start)
+			first = log_fail(&ctx->log, -EEXIST, "pid %d vma %llx: mapped at %lx instead",
+					 t->pid, (unsigned long long)v->start, ret);
+		else if (q->check[i] == VC_FAIL && ret < 0)
+			first = (int)inject(ctx, t, q->what[i], ret);
+		else if (q->check[i] == VC_WARN && ret < 0)
+			log_warn(&ctx->log, "pid %d vma %llx: %s failed: %s", t->pid,
+				 (unsigned long long)v->start, q->what[i], strerror((int)-ret));
+	}
+	q->n = 0;
+	return first;
+}
+
+/* Queues c (or, with no queue, runs it now: its result) */
+static long vma_call(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v,
+		     struct puppet_call c, enum vma_call_check check, const char *what)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct vma_calls *q = m ? m->calls : NULL;
+	if (!q)
+		return puppet_syscall6(&t->pup, c.nr, c.a[0], c.a[1], c.a[2], c.a[3], c.a[4],
+				       c.a[5]);
+	if (q->n == PUPPET_BATCH_MAX) {
+		int r = vma_calls_flush(ctx, t);
+		if (r < 0)
+			return r;
+	}
+	q->c[q->n] = c;
+	q->v[q->n] = v;
+	q->check[q->n] = (uint8_t)check;
+	q->what[q->n++] = what;
+	return check == VC_MMAP ? (long)v->start : 0;
+}
+
 /* calls (munmap, mprotect) gathered into batches of injected calls */
 struct unmaps {
 	struct puppet_call c[PUPPET_BATCH_MAX];
@@ -842,76 +913,17 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 			continue;
 		r = unmap_but_inherited(p, &u, e, v->start, v->end);
 	}
+	struct mm_rst *m = t->kstate[KIND_mm];
+	if (r == 0 && m->calls && p->stub_ip) { /* run with the vmas' calls */
+		for (size_t i = 0; r >= 0 && i < u.n; i++)
+			r = vma_call(ctx, t, NULL, u.c[i], VC_FAIL, "munmap of ckpt's memory");
+		return r < 0 ? (int)r : 0;
+	}
 	if (r == 0)
 		r = unmaps_flush(p, &u);
 	if (inject(ctx, t, "munmap of ckpt's memory", r) < 0)
 		return (int)r;
 	return 0;
-}
-
-/*
- * The calls that map a task's vmas (mmap, mprotect and madvise of the vmas
- * kept from the fork, the madvise bits), queued while mm_restore walks the
- * vmas and run as batches of PUPPET_BATCH_MAX: one stop of the task for
- * each batch instead of one per call. Each call keeps its vma, for the
- * message if it fails.
- */
-enum vma_call_check { VC_MMAP, VC_FAIL, VC_WARN };
-struct vma_calls {
-	struct puppet_call c[PUPPET_BATCH_MAX];
-	const VmaEntry *v[PUPPET_BATCH_MAX];
-	uint8_t check[PUPPET_BATCH_MAX];
-	const char *what[PUPPET_BATCH_MAX];
-	size_t n;
-};
-
-static int vma_calls_flush(struct rst_ctx *ctx, struct rst_task *t)
-{
-	struct mm_rst *m = t->kstate[KIND_mm];
-	struct vma_calls *q = m ? m->calls : NULL;
-	if (!q || !q->n)
-		return 0;
-	int r = puppet_syscalls(&t->pup, q->c, q->n), first = 0;
-	for (size_t i = 0; i < q->n && first == 0; i++) {
-		const VmaEntry *v = q->v[i];
-		long ret = r < 0 ? r : q->c[i].ret;
-		if (q->check[i] == VC_MMAP && ret < 0 && ret > -4096)
-			first = log_fail(&ctx->log, (int)ret,
-					 "pid %d vma %llx-%llx (%s): mmap failed: %s", t->pid,
-					 (unsigned long long)v->start, (unsigned long long)v->end,
-					 v->name ? v->name : "", strerror((int)-ret));
-		else if (q->check[i] == VC_MMAP && (uint64_t)ret != v->start)
-			first = log_fail(&ctx->log, -EEXIST, "pid %d vma %llx: mapped at %lx instead",
-					 t->pid, (unsigned long long)v->start, ret);
-		else if (q->check[i] == VC_FAIL && ret < 0)
-			first = (int)inject(ctx, t, q->what[i], ret);
-		else if (q->check[i] == VC_WARN && ret < 0)
-			log_warn(&ctx->log, "pid %d vma %llx: %s failed: %s", t->pid,
-				 (unsigned long long)v->start, q->what[i], strerror((int)-ret));
-	}
-	q->n = 0;
-	return first;
-}
-
-/* Queues c (or, with no queue, runs it now: its result) */
-static long vma_call(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v,
-		     struct puppet_call c, enum vma_call_check check, const char *what)
-{
-	struct mm_rst *m = t->kstate[KIND_mm];
-	struct vma_calls *q = m ? m->calls : NULL;
-	if (!q)
-		return puppet_syscall6(&t->pup, c.nr, c.a[0], c.a[1], c.a[2], c.a[3], c.a[4],
-				       c.a[5]);
-	if (q->n == PUPPET_BATCH_MAX) {
-		int r = vma_calls_flush(ctx, t);
-		if (r < 0)
-			return r;
-	}
-	q->c[q->n] = c;
-	q->v[q->n] = v;
-	q->check[q->n] = (uint8_t)check;
-	q->what[q->n++] = what;
-	return check == VC_MMAP ? (long)v->start : 0;
 }
 
 /*
@@ -1029,7 +1041,14 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 			p->syscall_ip = ip;
 		}
 	}
-	if (p->stub_ip && nc) {
+	if (p->stub_ip && nc && m->calls) { /* run with the vmas' calls */
+		for (size_t i = 0; i < nc; i++) {
+			long r = vma_call(ctx, t, NULL, c[i], VC_FAIL, "mremap of the vDSO");
+			if (r < 0)
+				return (int)r;
+		}
+		m->calls->new_ip = ip;
+	} else if (p->stub_ip && nc) {
 		long r = puppet_syscalls(p, c, nc);
 		for (size_t i = 0; r == 0 && i < nc; i++)
 			r = c[i].ret < 0 ? c[i].ret : 0;
@@ -1567,7 +1586,10 @@ static int set_mm_fields(struct rst_ctx *ctx, struct rst_task *t, struct remote_
 	uint64_t addr = puppet_scratch_put(p, 0, &map, sizeof(map));
 	if (!auxv || !addr)
 		return -EFAULT;
-	long r = puppet_syscall(p, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, addr, sizeof(map), 0);
+	/* queued (with the closes of the fds passed for the mappings, after) */
+	long r = vma_call(ctx, t, NULL, PUPPET_CALL(SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, addr,
+						    sizeof(map), 0),
+			  VC_FAIL, "prctl(PR_SET_MM_MAP)");
 	if (inject(ctx, t, "prctl(PR_SET_MM_MAP)", r) < 0)
 		return (int)r;
 	return 0;
@@ -1634,26 +1656,32 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	r = proc_read(t->pup.pid, "maps", &text, NULL);
 	if (r < 0 || (r = proc_parse_smaps(text, &cur)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its maps", t->pid);
+	/* the unmaps, the vDSO's move and the vmas' calls: one batch, mostly */
+	_cleanup_free_ struct vma_calls *q = malloc(sizeof(*q));
+	if (!q) {
+		proc_vmas_free(&cur);
+		return -ENOMEM;
+	}
+	q->n = 0;
+	q->new_ip = 0;
+	m->calls = q;
 	r = unmap_all_but_vdso(ctx, t, &cur);
 	if (r >= 0)
 		r = move_vdso(ctx, t, &cur);
 	proc_vmas_free(&cur);
 	if (r < 0)
-		return r;
-
-	struct vma_calls *q = malloc(sizeof(*q));
-	if (!q) {
-		r = -ENOMEM;
 		goto out;
-	}
-	q->n = 0;
-	m->calls = q;
 	prefetch_files(ctx, t);
 	for (size_t i = 0; i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
 		if (is_special(v)) /* the vDSO group is moved, [vsyscall] is there */
 			continue;
-		r = vma_owner(v)->vma_map(ctx, t, v);
+		/* another kind's map (shmat) is injected now: what is queued first */
+		const struct kind_ops *o = vma_owner(v);
+		r = o->vma_map == mm_vma_map || o->vma_map == mm_map_file ? 0
+									 : vma_calls_flush(ctx, t);
+		if (r >= 0)
+			r = o->vma_map(ctx, t, v);
 		if (r >= 0)
 			r = advise_vma(ctx, t, v);
 		if (r < 0)
@@ -1662,7 +1690,6 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (r >= 0)
 		r = vma_calls_flush(ctx, t);
 	m->calls = NULL;
-	free(q);
 	if (r < 0)
 		goto out;
 	r = write_pages(ctx, t);
@@ -1678,9 +1705,17 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 		r = mm_lockall_restore(ctx, t, m->e);
 	if (r < 0)
 		goto out;
+	m->calls = q;
 	r = set_mm_fields(ctx, t, &m->rf);
+	for (int i = 0; r >= 0 && i < m->rf.n; i++)
+		r = (int)vma_call(ctx, t, NULL, PUPPET_CALL(SYS_close, m->rf.fd[i]), VC_IGNORE, NULL);
+	if (r >= 0) {
+		m->rf.n = 0;
+		r = vma_calls_flush(ctx, t);
+	}
 	t->mm_done = r >= 0;
 out:
+	m->calls = NULL;
 	close_remote_files(t, &m->rf);
 	return r;
 }
