@@ -1267,8 +1267,10 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 
-	if (v->kind == VMA_KIND__VMA_AIO) /* mm-aio.c */
-		return mm_aio_map(ctx, t, v);
+	if (v->kind == VMA_KIND__VMA_AIO) { /* mm-aio.c, injected now: the queue first */
+		int r = vma_calls_flush(ctx, t);
+		return r < 0 ? r : mm_aio_map(ctx, t, v);
+	}
 	if (v->kind != VMA_KIND__VMA_ANON) /* the vDSO group is moved, not mapped */
 		return 0;
 	if (v->inherit)
