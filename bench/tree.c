@@ -50,6 +50,13 @@ int main(int argc, char **argv)
 	bool threads = !strcmp(argv[1], "threads");
 	pid_t *kids = calloc(n, sizeof(*kids));
 	signal(SIGUSR1, on_usr1);
+	/* SIGUSR1 blocked but while the root waits for it in sigsuspend: no
+	 * thread takes it in the root's stead, none is lost before a pause */
+	sigset_t usr1, old;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, &old);
+	sigdelset(&old, SIGUSR1);
 	double t0 = now();
 	for (int i = 1; i < n; i++) {
 		if (threads) {
@@ -61,6 +68,7 @@ int main(int argc, char **argv)
 		kids[i] = fork();
 		if (kids[i] == 0) {
 			signal(SIGUSR1, SIG_DFL);
+			sigprocmask(SIG_SETMASK, &old, NULL);
 			for (;;)
 				pause();
 		}
@@ -70,7 +78,7 @@ int main(int argc, char **argv)
 	printf("ready %.6f\n", now() - t0);
 	fflush(stdout);
 	while (!go)
-		pause();
+		sigsuspend(&old);
 	int bad = threads ? alive != n - 1 : 0;
 	for (int i = 1; !threads && i < n; i++) {
 		int st;

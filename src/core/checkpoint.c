@@ -456,6 +456,67 @@ static int share_with_sibling(struct ckpt_ctx *ctx, struct task *t, struct task 
 	return 0;
 }
 
+static const int share_kcmp[3] = { KCMP_VM, KCMP_FILES, KCMP_FS };
+
+struct share_sort {
+	int type;
+	bool failed;
+};
+
+/* kcmp orders the kernel objects: 0 equal, 1 less, 2 greater (3: cannot
+ * tell, an error: the sort is then not used) */
+static int share_cmp(const void *a, const void *b, void *arg)
+{
+	struct share_sort *ss = arg;
+	pid_t pa = (*(struct task *const *)a)->pid, pb = (*(struct task *const *)b)->pid;
+	long r = syscall(SYS_kcmp, pa, pb, ss->type, 0, 0);
+	if (r < 0 || r > 2) {
+		ss->failed = true;
+		return pa < pb ? -1 : pa > pb;
+	}
+	return r == 0 ? 0 : r == 1 ? -1 : 1;
+}
+
+/*
+ * Which processes share their memory, fd table, fs: the processes sorted
+ * by kcmp's order of each object, n log n calls where comparing every
+ * pair was n^2 (500,000 of each for 1,000 processes); the tasks of a run
+ * of equal ones get the same class. If kcmp cannot order them, the classes
+ * stay unknown (-1) and find_shares compares pairs as before.
+ */
+static void share_classes(struct ckpt_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		for (int k = 0; k < 3; k++)
+			ctx->tasks[i].share_class[k] = -1;
+	_cleanup_free_ struct task **v = calloc(ctx->ntasks ? ctx->ntasks : 1, sizeof(*v));
+	size_t n = 0;
+	if (!v)
+		return;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (!ctx->tasks[i].zombie)
+			v[n++] = &ctx->tasks[i];
+	for (int k = 0; k < 3; k++) {
+		struct share_sort ss = { .type = share_kcmp[k] };
+		qsort_r(v, n, sizeof(*v), share_cmp, &ss);
+		for (size_t i = 0, c = 0; !ss.failed && i < n; i++) {
+			if (i > 0 && share_cmp(&v[i - 1], &v[i], &ss) != 0)
+				c++;
+			v[i]->share_class[k] = (int)c;
+		}
+		for (size_t i = 0; ss.failed && i < n; i++)
+			v[i]->share_class[k] = -1;
+	}
+}
+
+/* Do o and t share object k (0 memory, 1 fd table, 2 fs)? */
+static bool shares(const struct task *o, const struct task *t, int k)
+{
+	if (o->share_class[k] >= 0 && t->share_class[k] >= 0)
+		return o->share_class[k] == t->share_class[k];
+	return syscall(SYS_kcmp, o->pid, t->pid, share_kcmp[k], 0, 0) == 0;
+}
+
 /* What one task shares with another of the tree (kcmp), and what it may not:
  * its parent's or a sibling's fd table and fs; another's is refused. */
 static int find_shares(struct ckpt_ctx *ctx, struct task *t)
@@ -465,13 +526,13 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 	for (struct task *o = ctx->tasks; o < t; o++) {
 		if (o->zombie)
 			continue;
-		if (syscall(SYS_kcmp, o->pid, t->pid, KCMP_VM, 0, 0) == 0)
+		if (shares(o, t, 0))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d: shares its memory with pid %d (CLONE_VM or vfork); "
 					"not supported",
 					t->pid, o->pid);
-		bool files = syscall(SYS_kcmp, o->pid, t->pid, KCMP_FILES, 0, 0) == 0;
-		bool fs = syscall(SYS_kcmp, o->pid, t->pid, KCMP_FS, 0, 0) == 0;
+		bool files = shares(o, t, 1);
+		bool fs = shares(o, t, 2);
 		bool sib = o != parent && o->stat.ppid == t->stat.ppid && parent;
 		if ((files || fs) && o != parent && !sib &&
 		    !(files ? t->files_with : t->fs_with))
@@ -492,8 +553,8 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* A thread: what it has of its own, injected through the leader's scratch. */
-static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
+/* A thread's /proc files, and the leader's scratch area and stub for it. */
+static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 {
 	_cleanup_free_ char *status = NULL, *stat = NULL;
 	int r;
@@ -510,7 +571,17 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
 	th->pup.stub_ip = th->leader->pup.stub_ip;
-	return seq_ckpt_probe(ctx, th);
+	return 0;
+}
+
+/* A thread: what it has of its own, injected through the leader's scratch
+ * (its probes already run, with its siblings', by ckpt_probe_threads). */
+static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
+{
+	if (th->probes && th->probes->ran)
+		return 0;
+	int r = thread_proc(ctx, th);
+	return r < 0 ? r : seq_ckpt_probe(ctx, th);
 }
 
 /* Step "collect", ckpt's part for one seized task, before the kinds look. */
@@ -536,7 +607,10 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	return seq_ckpt_probe(ctx, t);
+	r = seq_ckpt_probe(ctx, t);
+	if (r >= 0 && t->nthreads)
+		ckpt_probe_threads(ctx, t, thread_proc);
+	return r;
 }
 
 /* Step "seize": the whole tree held, its ids as the image keeps them. */
@@ -553,6 +627,7 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 		return r;
 	if (!ctx->ntasks) /* an image of nothing is never made, let alone a kill */
 		return log_fail(&ctx->log, -ESRCH, "pid %d: no process could be seized", pid);
+	share_classes(ctx);
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
 	/* frozen: no peer of a connection hears from it until it runs again */
 	return ckpt_netlock_lock(ctx);

@@ -53,6 +53,9 @@ struct task {
 	struct proc_vmas vmas;  /* smaps, before any scratch mapping */
 	void *kstate[KIND_MAX];
 	struct probe_batch *probes; /* from step "probe" until its dump (probe.c) */
+	/* the same number for the tasks that share their memory, fd table, fs
+	 * (kcmp KCMP_VM, KCMP_FILES, KCMP_FS), from step "seize"; -1 unknown */
+	int share_class[3];
 };
 
 /*
@@ -66,6 +69,10 @@ struct probe_batch {
 	size_t used; /* bytes of the scratch area given to the calls' outputs */
 	void *out;   /* after the run: those bytes, NULL if they could not be read */
 	bool ran;
+	/* where its areas start in the scratch area (a thread's probes, run
+	 * side by side with its siblings', each in a slice of the leader's
+	 * scratch area: probe.c), and the end of that slice */
+	size_t base, limit;
 };
 
 /* Step "probe": adds a call; its index for task_probe_ret, or -ENOMEM. */

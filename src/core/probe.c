@@ -13,6 +13,8 @@
 
 #include "core/ctx.h"
 #include "core/sequence.h"
+#include "kinds/kinds.h"
+#include "util/cleanup.h"
 
 static struct probe_batch *probes_of(struct task *t)
 {
@@ -42,9 +44,10 @@ uint64_t task_probe_area(struct task *t, size_t len)
 {
 	struct probe_batch *b = probes_of(t);
 	len = (len + 15) & ~(size_t)15;
-	if (!b || !t->pup.scratch || b->used + len > t->pup.scratch_len)
+	size_t limit = b && b->limit ? b->limit : t->pup.scratch_len;
+	if (!b || !t->pup.scratch || b->base + b->used + len > limit)
 		return 0;
-	uint64_t at = t->pup.scratch + b->used;
+	uint64_t at = t->pup.scratch + b->base + b->used;
 	b->used += len;
 	return at;
 }
@@ -60,10 +63,10 @@ long task_probe_ret(const struct task *t, int i)
 const void *task_probe_out(const struct task *t, uint64_t addr, size_t len)
 {
 	const struct probe_batch *b = t->probes;
-	if (!b || !b->out || !addr || addr < t->pup.scratch ||
-	    addr - t->pup.scratch + len > b->used)
+	uint64_t from = t->pup.scratch + (b ? b->base : 0);
+	if (!b || !b->out || !addr || addr < from || addr - from + len > b->used)
 		return NULL;
-	return (const char *)b->out + (addr - t->pup.scratch);
+	return (const char *)b->out + (addr - from);
 }
 
 void task_probes_free(struct task *t)
@@ -96,10 +99,85 @@ int ckpt_run_probes(struct ckpt_ctx *ctx, struct task *t)
 	b->ran = true;
 	if (r >= 0 && b->used) {
 		b->out = malloc(b->used);
-		if (b->out && puppet_read(&t->pup, t->pup.scratch, b->out, b->used) < 0) {
+		if (b->out && puppet_read(&t->pup, t->pup.scratch + b->base, b->out, b->used) < 0) {
 			free(b->out);
 			b->out = NULL;
 		}
 	}
 	return 0;
+}
+
+/*
+ * The probes of a process's threads, side by side: up to PUPPET_MANY_MAX
+ * threads at a time, each with a slice of the leader's scratch area (after
+ * what the leader's own probes use) for its outputs and, at the slice's
+ * end, its stub table; their batches run together (puppet_syscalls_many,
+ * one request to the guardian, their stops overlapping) and the slices are
+ * read back by one read. prepare(ctx, th) does a thread's part before its
+ * probes (its /proc files); a thread it fails for, or whose probes do not
+ * fit, is left to collect alone (its probes not marked as run).
+ */
+#define SLICE_MIN 2048
+void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
+			int (*prepare)(struct ckpt_ctx *ctx, struct task *th))
+{
+	size_t first = t->probes ? (t->probes->used + 63) & ~(size_t)63 : 0;
+	if (!t->pup.scratch || !t->pup.stub_ip || first >= t->pup.scratch_len)
+		return;
+	size_t slice = ((t->pup.scratch_len - first) / PUPPET_MANY_MAX) & ~(size_t)63;
+	if (slice < SLICE_MIN)
+		return;
+	for (size_t i = 0; i < t->nthreads; i += PUPPET_MANY_MAX) {
+		struct task *ths[PUPPET_MANY_MAX];
+		struct puppet *ps[PUPPET_MANY_MAX];
+		struct puppet_call *calls[PUPPET_MANY_MAX];
+		size_t ns[PUPPET_MANY_MAX], np = 0;
+		uint64_t tables[PUPPET_MANY_MAX];
+		int err[PUPPET_MANY_MAX];
+		for (size_t j = i; j < t->nthreads && j < i + PUPPET_MANY_MAX; j++) {
+			struct task *th = &t->threads[j];
+			size_t base = first + np * slice;
+			if (prepare(ctx, th) < 0)
+				continue;
+			struct probe_batch *b = probes_of(th);
+			if (!b || b->n || b->used)
+				continue;
+			b->base = base;
+			b->limit = base + slice;
+			bool ok = true;
+			for (int k = 0; ok && k < KIND_MAX; k++) {
+				int (*fn)(struct ckpt_ctx *, struct task *) = kinds[k].ops->probe;
+				if (fn && kinds[k].ops->per_thread)
+					ok = fn(ctx, th) >= 0;
+			}
+			/* the table after the outputs, inside the slice */
+			size_t tab = (b->base + b->used + 63) & ~(size_t)63;
+			if (!ok || b->n > PUPPET_BATCH_MAX ||
+			    tab + b->n * PUPPET_STUB_ENTRY > b->limit) {
+				task_probes_free(th); /* collected alone, from scratch */
+				continue;
+			}
+			ths[np] = th;
+			ps[np] = &th->pup;
+			calls[np] = b->c;
+			ns[np] = b->n;
+			tables[np++] = th->pup.scratch + tab;
+		}
+		if (!np)
+			continue;
+		puppet_syscalls_many(ps, calls, ns, tables, np, err);
+		size_t span = (size_t)(ths[np - 1]->probes->base + ths[np - 1]->probes->used) - first;
+		_cleanup_free_ uint8_t *all = malloc(span ? span : 1);
+		bool read_ok = all && (!span || puppet_read(&t->pup, t->pup.scratch + first, all,
+							      span) == 0);
+		for (size_t j = 0; j < np; j++) {
+			struct probe_batch *b = ths[j]->probes;
+			b->ran = true;
+			if (err[j] < 0 || !b->used || !read_ok)
+				continue;
+			b->out = malloc(b->used);
+			if (b->out)
+				memcpy(b->out, all + (b->base - first), b->used);
+		}
+	}
 }

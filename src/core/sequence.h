@@ -124,6 +124,9 @@ int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s) __attribute__((war
 int ckpt_seize(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_run_probes(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+/* The probes of t's threads, run side by side (probe.c) */
+void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
+			int (*prepare)(struct ckpt_ctx *ctx, struct task *th));
 /* Step "collect", for t once its scratch area is mapped: every kind's probe
  * op (the calls its collect needs), then those calls run as one batch. */
 int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));

@@ -530,9 +530,36 @@ int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 	return kinds[o->kind].ops->fd_get(ctx, o->ptr, ret_fd);
 }
 
+/* fds installed by batches of PUPPET_FDS_MAX: one sendmsg, one recvmsg
+ * and one batch of dup3s in the task for each (puppet_install_fds) */
+static int install_batch(struct rst_ctx *ctx, struct rst_task *t, const FdEntry *const *fes,
+			 const int *local, size_t n)
+{
+	int target[PUPPET_FDS_MAX] = { 0 }, err[PUPPET_FDS_MAX] = { 0 };
+	bool cloexec[PUPPET_FDS_MAX] = { 0 };
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		target[i] = (int)fes[i]->fd;
+		cloexec[i] = fes[i]->cloexec;
+	}
+	int r = puppet_install_fds(&t->pup, ctx->ctl[0], ctx->ctl_remote, local, target, cloexec,
+				   n, err);
+	for (size_t i = 0; r < 0 && i < n; i++)
+		if (err[i] < 0)
+			return log_fail(&ctx->log, err[i], "pid %d fd %u: cannot install it: %s",
+					t->pid, fes[i]->fd, strerror(-err[i]));
+	return r;
+}
+
 static int fdtable_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	FdTableEntry *e = t->kstate[KIND_fdtable];
+	const FdEntry *fes[PUPPET_FDS_MAX];
+	int locals[PUPPET_FDS_MAX];
+	size_t n = 0;
+
 	for (size_t i = 0; e && i < e->n_fds; i++) {
 		const FdEntry *fe = e->fds[i];
 		int local = fe->external ? inherited(ctx, fe->fd) : -1, r = 0;
@@ -540,13 +567,16 @@ static int fdtable_restore(struct rst_ctx *ctx, struct rst_task *t)
 			continue;
 		if (!fe->external && (r = fdtable_local_fd(ctx, fe->file_id, &local)) < 0)
 			return r;
-		r = puppet_install_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, local, (int)fe->fd,
-				      fe->cloexec);
-		if (r < 0)
-			return log_fail(&ctx->log, r, "pid %d fd %u: cannot install it: %s", t->pid,
-					fe->fd, strerror(-r));
+		fes[n] = fe;
+		locals[n++] = local;
+		if (n == PUPPET_FDS_MAX) {
+			r = install_batch(ctx, t, fes, locals, n);
+			if (r < 0)
+				return r;
+			n = 0;
+		}
 	}
-	return 0;
+	return install_batch(ctx, t, fes, locals, n);
 }
 
 static int set_owner(struct rst_ctx *ctx, struct rst_task *t, const FdEntry *fe)

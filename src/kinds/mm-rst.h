@@ -43,6 +43,8 @@ struct mm_rst {
 	bool eager;             /* RESTART_LAZY, but restored before its children
 				 * are forked: filled now */
 	struct mm_chain *chain; /* its parent images (mm-chain.c), or NULL */
+	struct vma_calls *calls; /* while its vmas are mapped: the calls queued
+				  * to run as batches (mm.c), or NULL */
 };
 
 #endif

@@ -798,6 +798,77 @@ bool mm_inherits(const struct rst_task *t)
 	return false;
 }
 
+/*
+ * The calls that map a task's vmas (mmap, mprotect and madvise of the vmas
+ * kept from the fork, the madvise bits), queued while mm_restore walks the
+ * vmas and run as batches of PUPPET_BATCH_MAX: one stop of the task for
+ * each batch instead of one per call. Each call keeps its vma, for the
+ * message if it fails.
+ */
+enum vma_call_check { VC_MMAP, VC_FAIL, VC_WARN, VC_IGNORE };
+struct vma_calls {
+	struct puppet_call c[PUPPET_BATCH_MAX];
+	const VmaEntry *v[PUPPET_BATCH_MAX];
+	uint8_t check[PUPPET_BATCH_MAX];
+	const char *what[PUPPET_BATCH_MAX];
+	size_t n;
+	/* the vDSO's mremaps are queued: where its syscall is once they ran */
+	uint64_t new_ip;
+};
+
+static int vma_calls_flush(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct vma_calls *q = m ? m->calls : NULL;
+	if (!q || !q->n)
+		return 0;
+	int r = puppet_syscalls(&t->pup, q->c, q->n), first = 0;
+	if (q->new_ip && r == 0) { /* run from the stub: the vDSO has moved */
+		t->pup.syscall_ip = q->new_ip;
+		q->new_ip = 0;
+	}
+	for (size_t i = 0; i < q->n && first == 0; i++) {
+		const VmaEntry *v = q->v[i];
+		long ret = r < 0 ? r : q->c[i].ret;
+		if (q->check[i] == VC_MMAP && ret < 0 && ret > -4096)
+			first = log_fail(&ctx->log, (int)ret,
+					 "pid %d vma %llx-%llx (%s): mmap failed: %s", t->pid,
+					 (unsigned long long)v->start, (unsigned long long)v->end,
+					 v->name ? v->name : "", strerror((int)-ret));
+		else if (q->check[i] == VC_MMAP && (uint64_t)ret != v->start)
+			first = log_fail(&ctx->log, -EEXIST, "pid %d vma %llx: mapped at %lx instead",
+					 t->pid, (unsigned long long)v->start, ret);
+		else if (q->check[i] == VC_FAIL && ret < 0)
+			first = (int)inject(ctx, t, q->what[i], ret);
+		else if (q->check[i] == VC_WARN && ret < 0)
+			log_warn(&ctx->log, "pid %d vma %llx: %s failed: %s", t->pid,
+				 (unsigned long long)v->start, q->what[i], strerror((int)-ret));
+	}
+	q->n = 0;
+	return first;
+}
+
+/* Queues c (or, with no queue, runs it now: its result) */
+static long vma_call(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v,
+		     struct puppet_call c, enum vma_call_check check, const char *what)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct vma_calls *q = m ? m->calls : NULL;
+	if (!q)
+		return puppet_syscall6(&t->pup, c.nr, c.a[0], c.a[1], c.a[2], c.a[3], c.a[4],
+				       c.a[5]);
+	if (q->n == PUPPET_BATCH_MAX) {
+		int r = vma_calls_flush(ctx, t);
+		if (r < 0)
+			return r;
+	}
+	q->c[q->n] = c;
+	q->v[q->n] = v;
+	q->check[q->n] = (uint8_t)check;
+	q->what[q->n++] = what;
+	return check == VC_MMAP ? (long)v->start : 0;
+}
+
 /* calls (munmap, mprotect) gathered into batches of injected calls */
 struct unmaps {
 	struct puppet_call c[PUPPET_BATCH_MAX];
@@ -875,6 +946,12 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 			continue;
 		r = unmap_but_inherited(p, &u, e, v->start, v->end);
 	}
+	struct mm_rst *m = t->kstate[KIND_mm];
+	if (r == 0 && m->calls && p->stub_ip) { /* run with the vmas' calls */
+		for (size_t i = 0; r >= 0 && i < u.n; i++)
+			r = vma_call(ctx, t, NULL, u.c[i], VC_FAIL, "munmap of ckpt's memory");
+		return r < 0 ? (int)r : 0;
+	}
 	if (r == 0)
 		r = unmaps_flush(p, &u);
 	if (inject(ctx, t, "munmap of ckpt's memory", r) < 0)
@@ -889,17 +966,20 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
  */
 static int keep_inherited(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 {
-	struct puppet *p = &t->pup;
-	long r = puppet_syscall(p, SYS_mprotect, v->start, v->end - v->start, initial_prot(v));
+	static const char what[] = "keeping memory shared with the parent";
+	long r = vma_call(ctx, t, v,
+			  PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
+			  VC_FAIL, what);
 	uint64_t pos = v->start;
 	for (size_t k = 0; r >= 0 && k <= v->n_inherited; k += 2) {
 		uint64_t a = k < v->n_inherited ? v->inherited[k] : v->end;
 		if (a > pos)
-			r = puppet_syscall(p, SYS_madvise, pos, a - pos, MADV_DONTNEED);
+			r = vma_call(ctx, t, v, PUPPET_CALL(SYS_madvise, pos, a - pos, MADV_DONTNEED),
+				     VC_FAIL, what);
 		if (k < v->n_inherited)
 			pos = a + v->inherited[k + 1] * PAGE;
 	}
-	return (int)inject(ctx, t, "keeping memory shared with the parent", r);
+	return (int)inject(ctx, t, what, r);
 }
 
 static const struct proc_vma *cur_named(const struct proc_vmas *cur, const char *name)
@@ -962,6 +1042,11 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 			lo = MIN(lo, from[i]->start);
 			hi = MAX(hi, from[i]->end);
 		}
+	/* one batch when the task has the stub (the calls then run from it,
+	 * not from the vDSO that moves); else one call at a time */
+	struct puppet_call c[6];
+	size_t nc = 0;
+	uint64_t ip = p->syscall_ip;
 	for (int pass = overlap ? 0 : 1; pass < 2; pass++) {
 		for (int i = 0; i < 3; i++) {
 			if (!from[i])
@@ -976,13 +1061,33 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 			uint64_t len = from[i]->end - from[i]->start;
 			if (src == dst)
 				continue;
+			if (i == 2) /* we execute from the vDSO: follow it */
+				ip = ip - src + dst;
+			c[nc++] = PUPPET_CALL(SYS_mremap, src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+					      dst);
+			if (p->stub_ip)
+				continue;
 			long r = puppet_syscall(p, SYS_mremap, src, len, len,
 						MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 			if (inject(ctx, t, "mremap of the vDSO", r) < 0)
 				return (int)r;
-			if (i == 2) /* we execute from the vDSO: follow it */
-				p->syscall_ip = p->syscall_ip - src + dst;
+			p->syscall_ip = ip;
 		}
+	}
+	if (p->stub_ip && nc && m->calls) { /* run with the vmas' calls */
+		for (size_t i = 0; i < nc; i++) {
+			long r = vma_call(ctx, t, NULL, c[i], VC_FAIL, "mremap of the vDSO");
+			if (r < 0)
+				return (int)r;
+		}
+		m->calls->new_ip = ip;
+	} else if (p->stub_ip && nc) {
+		long r = puppet_syscalls(p, c, nc);
+		for (size_t i = 0; r == 0 && i < nc; i++)
+			r = c[i].ret < 0 ? c[i].ret : 0;
+		if (inject(ctx, t, "mremap of the vDSO", r) < 0)
+			return (int)r;
+		p->syscall_ip = ip;
 	}
 	(void)hi;
 	return 0;
@@ -992,8 +1097,12 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 
 static void close_remote_files(struct rst_task *t, struct remote_files *rf)
 {
+	struct puppet_call c[ARRAY_SIZE(rf->fd)];
 	for (int i = 0; i < rf->n; i++)
-		puppet_syscall(&t->pup, SYS_close, rf->fd[i]);
+		c[i] = PUPPET_CALL(SYS_close, rf->fd[i]);
+	if (rf->n && puppet_syscalls(&t->pup, c, (size_t)rf->n) < 0) {
+		/* the task is gone or cannot run calls: nothing to close */
+	}
 	rf->n = 0;
 }
 
@@ -1008,8 +1117,12 @@ static int remote_cached(struct remote_files *rf, uint64_t key)
 static int remote_add(struct rst_ctx *ctx, struct rst_task *t, struct remote_files *rf,
 		      uint64_t key, int local, const char *what)
 {
-	if (rf->n == (int)ARRAY_SIZE(rf->key)) /* full: recycle */
+	if (rf->n == (int)ARRAY_SIZE(rf->key)) { /* full: recycle, once queued maps ran */
+		int r = vma_calls_flush(ctx, t);
+		if (r < 0)
+			return r;
 		close_remote_files(t, rf);
+	}
 	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, local);
 	if (rfd < 0)
 		return log_fail(&ctx->log, rfd, "pid %d: cannot pass %s to the new process: %s",
@@ -1150,8 +1263,10 @@ static int do_mmap(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v, l
 		flags |= MAP_GROWSDOWN;
 	if (v->vmflags & VMF_DP)
 		flags = (flags & ~(MAP_SHARED | MAP_PRIVATE)) | MAP_DROPPABLE;
-	r = puppet_syscall(&t->pup, SYS_mmap, v->start, v->end - v->start, initial_prot(v), flags,
-			   fd, off);
+	r = vma_call(ctx, t, v,
+		     PUPPET_CALL(SYS_mmap, v->start, v->end - v->start, initial_prot(v), flags, fd,
+				 off),
+		     VC_MMAP, "mmap");
 	if (r < 0 && r > -4096)
 		return log_fail(&ctx->log, (int)r, "pid %d vma %llx-%llx (%s): mmap failed: %s",
 				t->pid, (unsigned long long)v->start, (unsigned long long)v->end,
@@ -1174,8 +1289,10 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 
-	if (v->kind == VMA_KIND__VMA_AIO) /* mm-aio.c */
-		return mm_aio_map(ctx, t, v);
+	if (v->kind == VMA_KIND__VMA_AIO) { /* mm-aio.c, injected now: the queue first */
+		int r = vma_calls_flush(ctx, t);
+		return r < 0 ? r : mm_aio_map(ctx, t, v);
+	}
 	if (v->kind != VMA_KIND__VMA_ANON) /* the vDSO group is moved, not mapped */
 		return 0;
 	if (v->inherit)
@@ -1227,13 +1344,18 @@ static int advise_vma(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 	for (size_t i = 0; i < ARRAY_SIZE(adv); i++) {
 		if (!(v->vmflags & adv[i].flag))
 			continue;
-		long r = puppet_syscall(&t->pup, SYS_madvise, v->start, v->end - v->start,
-					adv[i].advice);
+		long r = vma_call(ctx, t, v,
+				  PUPPET_CALL(SYS_madvise, v->start, v->end - v->start,
+					      adv[i].advice),
+				  VC_WARN, adv[i].name);
 		if (r < 0)
 			log_warn(&ctx->log, "pid %d vma %llx: %s failed: %s", t->pid,
 				 (unsigned long long)v->start, adv[i].name, strerror((int)-r));
 	}
 	if (v->name && (!strncmp(v->name, "[anon:", 6) || !strncmp(v->name, "[anon_shmem:", 12))) {
+		int r = vma_calls_flush(ctx, t); /* the name goes where a queued call may look */
+		if (r < 0)
+			return r;
 		const char *n = strchr(v->name, ':') + 1;
 		char name[80];
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(n, "]"), n);
@@ -1272,6 +1394,12 @@ static void uffd_close(struct rst_task *t, struct uffd *u)
 	free(u->reg);
 	*u = (struct uffd){ .fd = -1 };
 }
+
+/* Below this many bytes of private pages, a task's pages go by
+ * process_vm_writev: the faults and clears it costs (about a microsecond a
+ * page) are less than the userfaultfd's two injected calls in a small
+ * process (a tree of idle ones) */
+#define UFFD_MIN_BYTES (1ull << 20)
 
 static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 {
@@ -1438,6 +1566,8 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 		r = mm_lazy_uffd(ctx, t, &u.fd, &u.reg);
 		if (r < 0)
 			return r;
+	} else if (m->pages.bytes < UFFD_MIN_BYTES) {
+		u = (struct uffd){ .fd = -1 }; /* process_vm_writev: cheaper than two injections */
 	} else {
 		uffd_open(ctx, t, &u);
 	}
@@ -1515,10 +1645,62 @@ static int set_mm_fields(struct rst_ctx *ctx, struct rst_task *t, struct remote_
 	uint64_t addr = puppet_scratch_put(p, 0, &map, sizeof(map));
 	if (!auxv || !addr)
 		return -EFAULT;
-	long r = puppet_syscall(p, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, addr, sizeof(map), 0);
+	/* queued (with the closes of the fds passed for the mappings, after) */
+	long r = vma_call(ctx, t, NULL, PUPPET_CALL(SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, addr,
+						    sizeof(map), 0),
+			  VC_FAIL, "prctl(PR_SET_MM_MAP)");
 	if (inject(ctx, t, "prctl(PR_SET_MM_MAP)", r) < 0)
 		return (int)r;
 	return 0;
+}
+
+/*
+ * The files and shared memory objects the task's vmas map, passed into it
+ * all at once (puppet_send_fds) before the vmas are mapped, rather than
+ * one injected recvmsg each. Best effort: what is not passed here is
+ * passed by remote_file() as before, which also reports any failure.
+ */
+static void prefetch_files(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct remote_files *rf = &m->rf;
+	int local[PUPPET_FDS_MAX], rfd[PUPPET_FDS_MAX];
+	uint64_t key[PUPPET_FDS_MAX];
+	size_t n = 0, room = MIN((size_t)PUPPET_FDS_MAX, ARRAY_SIZE(rf->key) - (size_t)rf->n);
+
+	for (size_t i = 0; i < m->e->n_vmas && n < room; i++) {
+		const VmaEntry *v = m->e->vmas[i];
+		const struct kind_ops *o = is_special(v) ? NULL : vma_owner(v);
+		uint64_t k;
+		int fd = -1;
+		if (!o)
+			continue;
+		if (o->vma_map == mm_map_file && v->has_file_id) {
+			k = v->file_id;
+			if (fdtable_local_fd(ctx, v->file_id, &fd) < 0)
+				continue;
+		} else if (o->vma_map == mm_vma_map && v->kind == VMA_KIND__VMA_ANON && !v->inherit &&
+			   v->shared && v->has_shmem_id) {
+			k = SHMEM_KEY(v->shmem_id);
+			if (mm_shmem_fd(ctx, v->shmem_id, 0, &fd) < 0)
+				continue;
+		} else {
+			continue;
+		}
+		bool dup = remote_cached(rf, k) >= 0;
+		for (size_t j = 0; j < n && !dup; j++)
+			dup = key[j] == k;
+		if (dup)
+			continue;
+		key[n] = k;
+		local[n++] = fd;
+	}
+	if (n < 2 || puppet_send_fds(&t->pup, ctx->ctl[0], ctx->ctl_remote, local, n, rfd) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		rf->key[rf->n] = key[i];
+		rf->fd[rf->n++] = rfd[i];
+	}
 }
 
 static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
@@ -1533,23 +1715,42 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	r = proc_read(t->pup.pid, "maps", &text, NULL);
 	if (r < 0 || (r = proc_parse_smaps(text, &cur)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its maps", t->pid);
+	/* the unmaps, the vDSO's move and the vmas' calls: one batch, mostly */
+	_cleanup_free_ struct vma_calls *q = malloc(sizeof(*q));
+	if (!q) {
+		proc_vmas_free(&cur);
+		return -ENOMEM;
+	}
+	q->n = 0;
+	q->new_ip = 0;
+	m->calls = q;
 	r = unmap_all_but_vdso(ctx, t, &cur);
 	if (r >= 0)
 		r = move_vdso(ctx, t, &cur);
 	proc_vmas_free(&cur);
 	if (r < 0)
-		return r;
-
+		goto out;
+	prefetch_files(ctx, t);
 	for (size_t i = 0; i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
 		if (is_special(v)) /* the vDSO group is moved, [vsyscall] is there */
 			continue;
-		r = vma_owner(v)->vma_map(ctx, t, v);
+		/* another kind's map (shmat) is injected now: what is queued first */
+		const struct kind_ops *o = vma_owner(v);
+		r = o->vma_map == mm_vma_map || o->vma_map == mm_map_file ? 0
+									 : vma_calls_flush(ctx, t);
+		if (r >= 0)
+			r = o->vma_map(ctx, t, v);
 		if (r >= 0)
 			r = advise_vma(ctx, t, v);
 		if (r < 0)
-			goto out;
+			break;
 	}
+	if (r >= 0)
+		r = vma_calls_flush(ctx, t);
+	m->calls = NULL;
+	if (r < 0)
+		goto out;
 	r = write_pages(ctx, t);
 	if (r >= 0)
 		r = mm_vdso_refind(ctx, t);
@@ -1563,9 +1764,17 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 		r = mm_lockall_restore(ctx, t, m->e);
 	if (r < 0)
 		goto out;
+	m->calls = q;
 	r = set_mm_fields(ctx, t, &m->rf);
+	for (int i = 0; r >= 0 && i < m->rf.n; i++)
+		r = (int)vma_call(ctx, t, NULL, PUPPET_CALL(SYS_close, m->rf.fd[i]), VC_IGNORE, NULL);
+	if (r >= 0) {
+		m->rf.n = 0;
+		r = vma_calls_flush(ctx, t);
+	}
 	t->mm_done = r >= 0;
 out:
+	m->calls = NULL;
 	close_remote_files(t, &m->rf);
 	return r;
 }

@@ -477,6 +477,62 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 	rep->held = true;
 }
 
+/* GUARD_BATCH_MANY: batches run side by side in many tasks. */
+static void serve_batch_many(struct gstate *s, const struct guard_req *req, uint8_t *in,
+			     size_t len, struct guard_rep *rep, uint8_t *data)
+{
+	struct puppet *ps[PUPPET_MANY_MAX];
+	struct puppet_call *calls[PUPPET_MANY_MAX];
+	size_t ns[PUPPET_MANY_MAX], np = (size_t)req->a[0], at = 0, out = 0;
+	uint64_t tables[PUPPET_MANY_MAX];
+	int err[PUPPET_MANY_MAX];
+
+	rep->held = true;
+	if (req->a[0] < 1 || np > PUPPET_MANY_MAX) {
+		rep->ret = -EINVAL;
+		return;
+	}
+	for (size_t i = 0; i < np; i++) {
+		struct guard_bm_hdr h;
+		if (at + sizeof(h) > len) {
+			rep->ret = -EINVAL;
+			return;
+		}
+		memcpy(&h, in + at, sizeof(h));
+		at += sizeof(h);
+		struct gtask *t = find(s, h.pid);
+		if (!t || h.n > PUPPET_BATCH_MAX || at + h.n * sizeof(struct puppet_call) > len ||
+		    out + sizeof(struct guard_bm_rep) + h.n * sizeof(int64_t) > GUARD_DATA_MAX) {
+			rep->ret = t ? -EINVAL : -ESRCH;
+			return;
+		}
+		ps[i] = &t->p;
+		if (h.syscall_ip)
+			t->p.syscall_ip = h.syscall_ip;
+		if (!t->p.scratch) /* a thread uses its leader's stub */
+			t->p.stub_ip = h.stub_ip;
+		calls[i] = (struct puppet_call *)(in + at); /* aligned: the header is 32 bytes */
+		ns[i] = h.n;
+		tables[i] = h.table;
+		at += h.n * sizeof(struct puppet_call);
+		out += sizeof(struct guard_bm_rep) + h.n * sizeof(int64_t);
+	}
+	puppet_syscalls_many(ps, calls, ns, tables, np, err);
+	out = 0;
+	for (size_t i = 0; i < np; i++) {
+		struct guard_bm_rep r = { .ret = err[i], .held = ps[i]->held };
+		memcpy(data + out, &r, sizeof(r));
+		out += sizeof(r);
+		for (size_t j = 0; j < ns[i]; j++) {
+			int64_t v = calls[i][j].ret;
+			memcpy(data + out, &v, sizeof(v));
+			out += sizeof(v);
+		}
+	}
+	rep->held = ps[0]->held;
+	rep->len = (uint32_t)out;
+}
+
 static void serve(struct gstate *s, const struct guard_req *req, struct puppet_call *calls,
 		  size_t ncalls, struct guard_rep *rep, void *data)
 {
@@ -612,6 +668,7 @@ static __attribute__((noreturn)) void guardian(int fd)
 				struct puppet_call calls[PUPPET_BATCH_MAX];
 				struct guard_many_req many[PUPPET_MANY_MAX];
 				char extra[GUARD_UNDO_MAX]; /* GUARD_ON_DEATH: the message */
+				uint8_t bm[GUARD_BM_MAX]; /* GUARD_BATCH_MANY */
 			};
 		} in;
 		struct guard_req req;
@@ -638,8 +695,11 @@ static __attribute__((noreturn)) void guardian(int fd)
 		size_t nextra = req.op == GUARD_ON_DEATH && n > (ssize_t)sizeof(req)
 					? (size_t)n - sizeof(req)
 					: 0;
+		if (req.op == GUARD_BATCH_MANY && req.a[1] >= 0 && req.a[1] <= (int64_t)GUARD_BM_MAX)
+			nextra = (size_t)req.a[1];
 		if (n < (ssize_t)sizeof(req) || (mh.msg_flags & MSG_TRUNC) ||
-		    ncalls > PUPPET_BATCH_MAX || nmany > PUPPET_MANY_MAX || nextra > GUARD_UNDO_MAX ||
+		    ncalls > PUPPET_BATCH_MAX || nmany > PUPPET_MANY_MAX ||
+		    (req.op != GUARD_BATCH_MANY && nextra > GUARD_UNDO_MAX) ||
 		    (size_t)n != sizeof(req) + ncalls * sizeof(in.calls[0]) +
 					 nmany * sizeof(in.many[0]) + nextra)
 			m.rep.ret = -EINVAL;
@@ -654,6 +714,8 @@ static __attribute__((noreturn)) void guardian(int fd)
 				memcpy(u->msg, in.extra, u->len);
 				rfd = -1;
 			}
+		} else if (req.op == GUARD_BATCH_MANY) {
+			serve_batch_many(&s, &req, in.bm, nextra, &m.rep, (uint8_t *)m.data);
 		} else if (req.op == GUARD_MANY)
 			serve_many(&s, &req, in.many, nmany, &m.rep, (uint8_t *)m.data);
 		else if (req.op == GUARD_COMMIT) {

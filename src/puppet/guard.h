@@ -29,7 +29,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-struct puppet;
+#include "puppet/puppet.h"
 
 struct puppet_guard {
 	int fd;    /* ckpt's end of the channel */
@@ -78,7 +78,23 @@ enum guard_op {
 	/* a[0] tasks: their pids (int32) follow; a[1] says what to do */
 	GUARD_MANY,
 	GUARD_SUD, /* the syscall user dispatch config */
+	/* a[0] tasks, a[1] bytes: for each, a struct guard_bm_hdr and its
+	 * calls (puppet_syscalls_many); the reply, for each, a struct
+	 * guard_bm_rep and its calls' results (int64) */
+	GUARD_BATCH_MANY,
 };
+
+struct guard_bm_hdr {
+	int32_t pid;
+	uint32_t n;
+	uint64_t table, stub_ip, syscall_ip;
+};
+struct guard_bm_rep {
+	int64_t ret;
+	uint8_t held, pad[7];
+};
+/* the largest GUARD_BATCH_MANY request's data */
+#define GUARD_BM_MAX (PUPPET_MANY_MAX * (sizeof(struct guard_bm_hdr) + 32 * sizeof(struct puppet_call)))
 
 enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL };
 

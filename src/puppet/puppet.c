@@ -1058,15 +1058,14 @@ static int stub_mem(struct puppet *p, uint64_t addr, void *buf, size_t len, bool
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
 
-/* Runs a batch by the stub: one stop for all the calls (and one for each
- * fork or clone, whose new pids go to ev, if not NULL). */
-static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
-		    size_t *nev)
+/* The first half of a batch by the stub: its table written at table (the
+ * stub's own, or any other writable place in the task) and the task
+ * started on it. */
+static int stub_start(struct puppet *p, const struct puppet_call *c, size_t n, uint64_t table)
 {
 	uint64_t t[PUPPET_BATCH_MAX][8];
-	uint64_t table = p->stub_ip - STUB_TABLE_SIZE;
 	struct user_regs_struct regs = p->regs0;
-	int status, r;
+	int r;
 
 	for (size_t i = 0; i < n; i++) {
 		t[i][0] = (uint64_t)c[i].nr;
@@ -1082,34 +1081,49 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 	regs.orig_rax = -1;
 	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0)
 		return -errno;
+	if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The second: waits for the stub's trap (one stop for each fork or clone
+ * on the way, whose new pids go to ev if not NULL) and takes the results. */
+static int stub_finish(struct puppet *p, struct puppet_call *c, size_t n, uint64_t table,
+		       unsigned long *ev, size_t *nev)
+{
+	uint64_t t[PUPPET_BATCH_MAX][8];
+	struct user_regs_struct regs;
+	int status, r;
+
 	for (;;) {
-		if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
-			return -errno;
 		if ((r = wait_task(p->pid, &status)) < 0)
 			return r;
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			p->held = false;
 			return -ESRCH;
 		}
-		if (!WIFSTOPPED(status))
-			continue;
-		int sig = WSTOPSIG(status), event = status >> 16;
-		if (sig == SIGTRAP && event == 0) {
-			/* the stub's int3 (sent by the kernel), or the program's
-			 * own SIGTRAP, kept for the release */
-			if ((r = own_trap(p)) < 0)
-				return r;
-			if (r == 0)
-				break;
-			continue;
+		if (WIFSTOPPED(status)) {
+			int sig = WSTOPSIG(status), event = status >> 16;
+			if (sig == SIGTRAP && event == 0) {
+				/* the stub's int3 (sent by the kernel), or the program's
+				 * own SIGTRAP, kept for the release */
+				if ((r = own_trap(p)) < 0)
+					return r;
+				if (r == 0)
+					break;
+			} else {
+				if ((r = note_stop(p, status)) < 0)
+					return r;
+				if (ev && *nev < n &&
+				    (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+				     event == PTRACE_EVENT_CLONE))
+					ev[(*nev)++] = p->event_msg;
+				if (!is_stop_signal(sig) && event == 0)
+					return -EFAULT; /* a fault in the stub: nothing more is run */
+			}
 		}
-		if ((r = note_stop(p, status)) < 0)
-			return r;
-		if (ev && *nev < n && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
-				       event == PTRACE_EVENT_CLONE))
-			ev[(*nev)++] = p->event_msg;
-		if (!is_stop_signal(sig) && event == 0)
-			return -EFAULT; /* a fault in the stub: nothing more is run */
+		if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
+			return -errno;
 	}
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
 		return -errno;
@@ -1120,6 +1134,16 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 	for (size_t i = 0; i < n; i++)
 		c[i].ret = (long)t[i][7];
 	return 0;
+}
+
+/* Runs a batch by the stub: one stop for all the calls (and one for each
+ * fork or clone, whose new pids go to ev, if not NULL). */
+static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
+		    size_t *nev)
+{
+	uint64_t table = p->stub_ip - STUB_TABLE_SIZE;
+	int r = stub_start(p, c, n, table);
+	return r < 0 ? r : stub_finish(p, c, n, table, ev, nev);
 }
 
 /* Can the stub run this batch? (it knows nothing of arg_prev and stop) */
@@ -1169,6 +1193,94 @@ int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
 	for (size_t i = 0; r < 0 && i < n; i++)
 		c[i].ret = r;
 	return r;
+}
+
+/* Can batch i of puppet_syscalls_many run side by side with the others? */
+static bool many_can_run(struct puppet *const *ps, struct puppet_call *const *calls,
+			 const size_t *ns, const uint64_t *tables, size_t i)
+{
+	for (size_t j = 0; j < ns[i]; j++)
+		if (calls[i][j].nr == SYS_rseq)
+			return false;
+	return ps[i]->held && ps[i]->syscall_ip && tables[i] && ns[i] <= PUPPET_BATCH_MAX &&
+	       ps[i]->guard == ps[0]->guard && stub_can_run(ps[i], calls[i], ns[i]);
+}
+
+static void syscalls_many_guarded(struct puppet *const *ps, struct puppet_call *const *calls,
+				  const size_t *ns, const uint64_t *tables, size_t np, int *err)
+{
+	size_t len = 0, outlen = 0;
+	for (size_t i = 0; i < np; i++) {
+		len += sizeof(struct guard_bm_hdr) + ns[i] * sizeof(struct puppet_call);
+		outlen += sizeof(struct guard_bm_rep) + ns[i] * sizeof(int64_t);
+	}
+	_cleanup_free_ uint8_t *in = malloc(len), *out = malloc(outlen);
+	long g = in && out ? 0 : -ENOMEM;
+	if (g == 0 && len > GUARD_BM_MAX)
+		g = -E2BIG;
+	size_t at = 0;
+	for (size_t i = 0; g == 0 && i < np; i++) {
+		struct guard_bm_hdr h = { .pid = ps[i]->pid,
+					  .n = (uint32_t)ns[i],
+					  .table = tables[i],
+					  .stub_ip = ps[i]->stub_ip,
+					  .syscall_ip = ps[i]->syscall_ip };
+		memcpy(in + at, &h, sizeof(h));
+		at += sizeof(h);
+		memcpy(in + at, calls[i], ns[i] * sizeof(struct puppet_call));
+		at += ns[i] * sizeof(struct puppet_call);
+	}
+	if (g == 0) {
+		struct guard_req req = { .op = GUARD_BATCH_MANY,
+					 .syscall_ip = ps[0]->syscall_ip,
+					 .a = { (int64_t)np, (int64_t)len } };
+		g = guard_call_in(ps[0], &req, in, len, out, outlen);
+	}
+	at = 0;
+	for (size_t i = 0; i < np; i++) {
+		struct guard_bm_rep rep = { .ret = g < 0 ? g : 0, .held = ps[i]->held };
+		if (g >= 0)
+			memcpy(&rep, out + at, sizeof(rep));
+		at += sizeof(rep);
+		ps[i]->held = rep.held;
+		err[i] = (int)rep.ret;
+		for (size_t j = 0; j < ns[i]; j++) {
+			int64_t ret = rep.ret;
+			if (rep.ret == 0)
+				memcpy(&ret, out + at + j * sizeof(int64_t), sizeof(ret));
+			calls[i][j].ret = (long)ret;
+		}
+		at += ns[i] * sizeof(int64_t);
+	}
+}
+
+void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *calls,
+			  const size_t *ns, const uint64_t *tables, size_t np, int *err)
+{
+	bool together = np > 1 && np <= PUPPET_MANY_MAX;
+	size_t len = 0;
+	for (size_t i = 0; together && i < np; i++) {
+		together = many_can_run(ps, calls, ns, tables, i);
+		len += sizeof(struct guard_bm_hdr) + ns[i] * sizeof(struct puppet_call);
+	}
+	together = together && (!ps[0]->guard || len <= GUARD_BM_MAX);
+	if (!together) {
+		for (size_t i = 0; i < np; i++)
+			err[i] = puppet_syscalls(ps[i], calls[i], ns[i]);
+		return;
+	}
+	if (ps[0]->guard) {
+		syscalls_many_guarded(ps, calls, ns, tables, np, err);
+		return;
+	}
+	for (size_t i = 0; i < np; i++)
+		err[i] = stub_start(ps[i], calls[i], ns[i], tables[i]);
+	for (size_t i = 0; i < np; i++)
+		if (err[i] == 0)
+			err[i] = stub_finish(ps[i], calls[i], ns[i], tables[i], NULL, NULL);
+	for (size_t i = 0; i < np; i++)
+		for (size_t j = 0; err[i] < 0 && j < ns[i]; j++)
+			calls[i][j].ret = err[i];
 }
 
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
@@ -1291,68 +1403,11 @@ int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
 }
 
 /* scratch layout for recvmsg: msghdr, iovec, one byte, cmsg buffer */
-struct fd_msg {
-	struct msghdr msg;
-	struct iovec iov;
-	char byte;
-	char pad[7];
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cmsg;
-};
-
 int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	char byte = 'F';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	if (sendmsg(local_sock, &msg, MSG_NOSIGNAL) != 1)
-		return -errno;
-
-	/* build the receiving msghdr in the task's scratch area */
-	const size_t off = 1024;
-	uint64_t base = p->scratch + off;
-	struct fd_msg fm = { 0 };
-	if (!p->scratch || off + sizeof(fm) > p->scratch_len)
-		return -ENOSPC;
-	fm.iov.iov_base = (void *)(uintptr_t)(base + offsetof(struct fd_msg, byte));
-	fm.iov.iov_len = 1;
-	fm.msg.msg_iov = (void *)(uintptr_t)(base + offsetof(struct fd_msg, iov));
-	fm.msg.msg_iovlen = 1;
-	fm.msg.msg_control = (void *)(uintptr_t)(base + offsetof(struct fd_msg, cmsg));
-	fm.msg.msg_controllen = sizeof(fm.cmsg.buf);
-	if (!puppet_scratch_put(p, off, &fm, sizeof(fm)))
-		return -EFAULT;
-	long r = puppet_syscall(p, SYS_recvmsg, remote_sock, base, MSG_DONTWAIT);
-	if (r < 0)
-		return (int)r;
-	struct fd_msg got;
-	int e = puppet_read(p, base, &got, sizeof(got));
-	if (e < 0)
-		return e;
-	struct msghdr lm = got.msg;
-	lm.msg_control = got.cmsg.buf;
-	struct cmsghdr *rc = CMSG_FIRSTHDR(&lm);
-	if (r != 1 || !rc || rc->cmsg_type != SCM_RIGHTS || rc->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EBADMSG;
 	int rfd;
-	memcpy(&rfd, CMSG_DATA(rc), sizeof(int));
-	return rfd;
+	int r = puppet_send_fds(p, local_sock, remote_sock, &fd, 1, &rfd);
+	return r < 0 ? r : rfd;
 }
 
 int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd, int target_fd,
@@ -1370,6 +1425,157 @@ int puppet_install_fd(struct puppet *p, int local_sock, int remote_sock, int fd,
 	r = puppet_syscall(p, SYS_dup3, tmp, target_fd, cloexec ? O_CLOEXEC : 0);
 	puppet_syscall(p, SYS_close, tmp);
 	return r < 0 ? (int)r : target_fd;
+}
+
+/* The receiving side of puppet_send_fds, in the scratch area */
+struct fds_msg {
+	struct msghdr msg;
+	struct iovec iov;
+	char byte;
+	char pad[7];
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PUPPET_FDS_MAX)];
+		struct cmsghdr align;
+	} cmsg;
+};
+
+int puppet_send_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds, size_t n,
+		    int *rfds)
+{
+	if (n == 0)
+		return 0;
+	if (n > PUPPET_FDS_MAX)
+		return -E2BIG;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PUPPET_FDS_MAX)];
+		struct cmsghdr align;
+	} u;
+	char byte = 'F';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = CMSG_SPACE(sizeof(int) * n),
+	};
+	memset(u.buf, 0, sizeof(u.buf));
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+	if (sendmsg(local_sock, &msg, MSG_NOSIGNAL) != 1)
+		return -errno;
+
+	const size_t off = 1024;
+	uint64_t base = p->scratch + off;
+	struct fds_msg fm = { 0 };
+	if (!p->scratch || off + sizeof(fm) > p->scratch_len)
+		return -ENOSPC;
+	fm.iov.iov_base = (void *)(uintptr_t)(base + offsetof(struct fds_msg, byte));
+	fm.iov.iov_len = 1;
+	fm.msg.msg_iov = (void *)(uintptr_t)(base + offsetof(struct fds_msg, iov));
+	fm.msg.msg_iovlen = 1;
+	fm.msg.msg_control = (void *)(uintptr_t)(base + offsetof(struct fds_msg, cmsg));
+	fm.msg.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+	if (!puppet_scratch_put(p, off, &fm, sizeof(fm)))
+		return -EFAULT;
+	long r = puppet_syscall(p, SYS_recvmsg, remote_sock, base, MSG_DONTWAIT);
+	if (r < 0)
+		return (int)r;
+	struct fds_msg got;
+	int e = puppet_read(p, base, &got, sizeof(got));
+	if (e < 0)
+		return e;
+	struct msghdr lm = got.msg;
+	lm.msg_control = got.cmsg.buf;
+	struct cmsghdr *rc = CMSG_FIRSTHDR(&lm);
+	if (r != 1 || !rc || rc->cmsg_type != SCM_RIGHTS ||
+	    rc->cmsg_len != CMSG_LEN(sizeof(int) * n)) {
+		/* what did arrive is closed again, so nothing is left behind */
+		size_t got_n = rc && rc->cmsg_type == SCM_RIGHTS && rc->cmsg_len > CMSG_LEN(0)
+				       ? (rc->cmsg_len - CMSG_LEN(0)) / sizeof(int)
+				       : 0;
+		struct puppet_call cl[PUPPET_FDS_MAX];
+		for (size_t i = 0; i < got_n && i < n; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(rc) + i * sizeof(int), sizeof(int));
+			cl[i] = PUPPET_CALL(SYS_close, fd);
+		}
+		if (got_n && puppet_syscalls(p, cl, MIN(got_n, n)) < 0)
+			return -EBADMSG;
+		return -EBADMSG;
+	}
+	memcpy(rfds, CMSG_DATA(rc), sizeof(int) * n);
+	return 0;
+}
+
+/* Is fd one of the targets but the i-th? */
+static bool other_target(const int *targets, size_t n, size_t i, int fd)
+{
+	for (size_t j = 0; j < n; j++)
+		if (j != i && targets[j] == fd)
+			return true;
+	return false;
+}
+
+int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds,
+		       const int *targets, const bool *cloexec, size_t n, int *err)
+{
+	int tmp[PUPPET_FDS_MAX];
+	struct puppet_call c[2 * PUPPET_FDS_MAX];
+	size_t nc = 0;
+	bool clash = false;
+	int hi = 0;
+
+	if (n > PUPPET_FDS_MAX || 2 * n > PUPPET_BATCH_MAX)
+		return -E2BIG;
+	int r = puppet_send_fds(p, local_sock, remote_sock, fds, n, tmp);
+	for (size_t i = 0; i < n; i++)
+		err[i] = r;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		clash |= tmp[i] != targets[i] && other_target(targets, n, i, tmp[i]);
+		hi = MAX(hi, MAX(tmp[i], targets[i]) + 1);
+	}
+	/* a fd received at the number another is to get: all moved above
+	 * every target first (their flags are set by the dup3 after) */
+	if (clash) {
+		for (size_t i = 0; i < n; i++) {
+			c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_DUPFD_CLOEXEC, hi);
+			c[nc++] = PUPPET_CALL(SYS_close, tmp[i]);
+		}
+		r = puppet_syscalls(p, c, nc);
+		for (size_t i = 0; i < n; i++) {
+			int e = r < 0 ? r : (int)c[2 * i].ret;
+			if (e < 0 && err[i] == 0)
+				err[i] = e;
+			tmp[i] = e < 0 ? -1 : e;
+		}
+		nc = 0;
+	}
+	size_t at[PUPPET_FDS_MAX];
+	for (size_t i = 0; i < n; i++) {
+		at[i] = nc;
+		if (tmp[i] < 0)
+			continue;
+		if (tmp[i] == targets[i]) {
+			c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_SETFD, cloexec[i] ? FD_CLOEXEC : 0);
+			continue;
+		}
+		c[nc++] = PUPPET_CALL(SYS_dup3, tmp[i], targets[i], cloexec[i] ? O_CLOEXEC : 0);
+		c[nc++] = PUPPET_CALL(SYS_close, tmp[i]);
+	}
+	r = nc ? puppet_syscalls(p, c, nc) : 0;
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (err[i] == 0 && tmp[i] >= 0)
+			err[i] = r < 0 ? r : c[at[i]].ret < 0 ? (int)c[at[i]].ret : 0;
+		if (err[i] < 0 && first == 0)
+			first = err[i];
+	}
+	return first;
 }
 
 int puppet_getfd(struct puppet *p, int remote_fd)

@@ -196,6 +196,19 @@ struct puppet_call {
  * not be run at all (every ret is then that error). */
 int puppet_syscalls(struct puppet *p, struct puppet_call *calls, size_t n)
 	__attribute__((warn_unused_result));
+/*
+ * Batches for np <= PUPPET_MANY_MAX tasks (threads of one process, say) at
+ * once: every task is started on its batch before any is waited for, so
+ * that they run side by side (with a guardian, all of them one request).
+ * Batch i (ns[i] <= PUPPET_BATCH_MAX calls) runs in ps[i] by the stub with
+ * its table at tables[i] (ns[i] * 64 writable bytes of the task, apart for
+ * each task sharing memory with another of the list). A task without a
+ * stub, or whose batch the stub cannot run, runs its batch alone by
+ * puppet_syscalls. err[i] is as puppet_syscalls' result for ps[i].
+ */
+void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *calls,
+			  const size_t *ns, const uint64_t *tables, size_t np, int *err);
+#define PUPPET_STUB_ENTRY 64 /* bytes of a stub table for each call */
 /* A call for a batch: PUPPET_CALL(SYS_x, args...), up to six arguments */
 #define PUPPET_CALL6_(nr_, a1, a2, a3, a4, a5, a6, ...)                                        \
 	((struct puppet_call){ .nr = (nr_),                                                    \
@@ -241,6 +254,24 @@ int puppet_set_xstate(struct puppet *p, const void *buf, size_t len)
  * fd number it got in the task.
  */
 int puppet_send_fd(struct puppet *p, int local_sock, int remote_sock, int fd)
+	__attribute__((warn_unused_result));
+/*
+ * The same for n fds (n <= PUPPET_FDS_MAX) at once: one sendmsg, one
+ * injected recvmsg. rfds gets the numbers the task got, in order. 0 or
+ * -errno (then the task holds none of them).
+ */
+#define PUPPET_FDS_MAX 32
+int puppet_send_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds, size_t n,
+		    int *rfds) __attribute__((warn_unused_result));
+/*
+ * Puts fds[i] into the task as targets[i] (O_CLOEXEC if cloexec[i]), for
+ * n <= PUPPET_FDS_MAX fds: one puppet_send_fds and one batch of dup3s and
+ * closes (two batches when a received fd lands on another's target).
+ * err[i] is fds[i]'s result (0 or -errno); returns the first error, or 0.
+ * For any fd kind (files, sockets); targets must be distinct.
+ */
+int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const int *fds,
+		       const int *targets, const bool *cloexec, size_t n, int *err)
 	__attribute__((warn_unused_result));
 /* A copy of the task's remote_fd, in ckpt (pidfd_getfd). */
 int puppet_getfd(struct puppet *p, int remote_fd) __attribute__((warn_unused_result));
