@@ -210,6 +210,8 @@ TESTS = [
     entry("real_mig_echo100", kind="mig2_echo"),
     entry("mig2_fail", kind="mig2_echo", case="fail"),
     entry("mig2_jobstop", kind="mig2_jobstop"),
+    entry("mig2_precopy", kind="mig2_echo", case="precopy"),
+    entry("mig2_precopy_fail", kind="mig2_precopy_fail"),
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
@@ -1269,7 +1271,7 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m"):
+    def mig2_migrate(self, reap, tag="m", rargs=(), margs=()):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
         Returns (migrate's status, receive's, migrate's stderr, receive's)."""
@@ -1283,7 +1285,8 @@ class Run:
         self.logs += [rerr, merr, rlog, mlog]
         b = self.topo.addr("b")
         rp = self.popen(self.topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0",
-                                                           "--key", key, "--log", rlog)),
+                                                           "--key", key, "--log", rlog,
+                                                           *rargs)),
                         err=rerr, out=self.p(tag + "-receive.out"))
         port = []
 
@@ -1295,7 +1298,7 @@ class Run:
         self.wait_until("ckpt receive listening in host B", listening, [rp])
         mp = self.popen(self.topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
                                                            "%s:%d" % (b, port[0]), "--key", key,
-                                                           "--log", mlog)),
+                                                           "--log", mlog, *margs)),
                         err=merr, out=self.p(tag + "-migrate.out"))
         self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
         return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
@@ -1304,13 +1307,13 @@ class Run:
         tables = self.topo.nft_tables(host)
         return [t for t in tables or () if t.startswith("ckpt_lock")]
 
-    def mig2_move(self, reap, tag="m"):
+    def mig2_move(self, reap, tag="m", rargs=(), margs=()):
         """A migration from A to B that must succeed: the original is gone,
         the copy (self.pid now) runs with its host end in B, none in A, and
         no network lock is left in either host; C's route to the container
         moves to B. Returns the downtime ckpt migrate printed (ms)."""
         old = self.pid
-        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag)
+        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag, rargs, margs)
         if mrc != 0 or rrc != 0:
             raise Fail("migrate exit %s (%r), receive exit %s (%r)"
                        % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
@@ -1380,11 +1383,18 @@ class Run:
         in flight and every echo checked; migrated to B (C's route moved
         after): the clients go on, 20 more rounds, no reset, no wrong echo;
         the host end is in B, none in A, no lock left in either. Case
-        fail: a migration refused by B first (mig2_refused)."""
+        fail: a migration refused by B first (mig2_refused). Case precopy:
+        the server also keeps rewriting 64 MiB of stamped pages (py_echo.py,
+        $PY_ECHO_MEM); the migration must pre-copy in 2 rounds or more, and
+        every page must hold its last stamp after it."""
         topo = self.mig2_hosts()
         n = self.ECHO_CLIENTS
         py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
-        pr = self.mig2_run(py + ["server"], env={"PY_ECHO_HOST": "0.0.0.0"})
+        precopy = self.t["case"].startswith("precopy")
+        env = {"PY_ECHO_HOST": "0.0.0.0"}
+        if precopy:
+            env["PY_ECHO_MEM"] = "64"
+        pr = self.mig2_run(py + ["server"], env=env)
         port = int(self.wait_file("port", pr))
         self.logs.append(self.p("client.log"))
         cl = self.popen(topo.argv("c", py + ["client", str(port), str(n)]),
@@ -1406,9 +1416,16 @@ class Run:
         if self.t["case"] == "fail" and not self.opts.no_ckpt:
             self.mig2_refused(pr, progress)
         if not self.opts.no_ckpt:
-            self.mig2_move([pr])
+            self.mig2_move([pr], rargs=("--lazy",) if self.t["case"] == "precopy_lazy" else ())
             progress(20)
             self.notes.append("%d rounds" % rounds())
+        if precopy and not self.opts.no_ckpt:
+            with open(self.p("m-migrate.err"), errors="replace") as f:
+                m = re.search(r"pre-copy: (\d+) rounds?, ([\d.]+) MiB", f.read())
+            if not m or int(m.group(1)) < 2 or float(m.group(2)) < 64:
+                raise Fail("no pre-copy of 2 rounds or more and 64 MiB: migrate said %r"
+                           % (m.group(0) if m else tail(self.p("m-migrate.err"), 5)))
+            self.notes.append("pre-copy %s rounds" % m.group(1))
         with open(self.p("stop"), "w"):
             pass
         self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
@@ -1417,6 +1434,15 @@ class Run:
         if cl.returncode != 0 or not out.startswith("PASS"):
             raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
         self.mig2_end()
+        if precopy:
+            try:
+                with open(self.p("memcheck")) as f:
+                    mem = f.read()
+            except OSError as e:
+                raise Fail("the migrated server wrote no memory check: %s" % e)
+            if not mem.startswith("ok"):
+                raise Fail("the server's memory after the migration: %s" % mem.strip())
+            self.notes.append("memory " + mem.strip())
 
 
     def counter(self, name):
