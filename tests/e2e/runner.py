@@ -1460,6 +1460,118 @@ class Run:
         except (OSError, IndexError):
             return None
 
+    def mig2_untracked(self, pid):
+        """Why pid still has ckpt's dirty tracking (a tracking fd, a vma
+        registered for it: VmFlags "uw"), or None."""
+        fds = os.listdir("/proc/%d/fd" % pid)
+        for fd in fds:
+            try:
+                link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if "ckpt-track" in link or "userfaultfd" in link:
+                return "fd %s is %s" % (fd, link)
+        with open("/proc/%d/smaps" % pid) as f:
+            for ln in f:
+                if ln.startswith("VmFlags:") and " uw" in ln:
+                    return "a vma is still registered for write-protection (%s)" % ln.strip()
+        return None
+
+    def flow_mig2_precopy_fail(self):
+        """Pre-copy migrations whose transport breaks in round 1. First a
+        fake target (py_migfake.py in B) takes round 0 and closes both
+        connections in the middle of round 1: ckpt migrate exits 1 naming
+        the round, the server (py_echo.py with 16 MiB of stamped pages,
+        clients in C) runs on with its connections, without ckpt's tracking
+        (no tracking fd, no vma with VmFlags "uw"), no lock in A or B or the
+        container, its host end still in A. Then a fake source sends that
+        round 0 to a real ckpt receive in B and breaks round 1: receive
+        exits 1 and its pre-copy directory (under $TMPDIR) is gone, nothing
+        restored. Finally every echo and page is checked."""
+        topo = self.mig2_hosts()
+        py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
+        fake = [self.opts.python, os.path.join(HERE, "py_migfake.py")]
+        pr = self.mig2_run(py + ["server"], env={"PY_ECHO_HOST": "0.0.0.0", "PY_ECHO_MEM": "16"})
+        port = int(self.wait_file("port", pr))
+        self.logs += [self.p("client.log"), self.p("ft.err"), self.p("fs.err"), self.p("f.err"),
+                      self.p("f.log"), self.p("r.err"), self.p("r.log")]
+        cl = self.popen(topo.argv("c", py + ["client", str(port), "10"]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=self.MIG2_CT))
+
+        def progress(k):
+            r = self.counter("rounds")
+            self.wait_until("%d more rounds of echoes" % k,
+                            lambda: self.counter("rounds") >= r + k, [cl], timeout=90)
+        progress(3)
+        if self.opts.no_ckpt:
+            raise Skip("needs ckpt")
+        key, b = self.p("key"), topo.addr("b")
+        if self.run_ckpt(["keygen", key]).returncode != 0:
+            raise Fail("keygen failed")
+        ft = self.popen(topo.argv("b", fake + ["target", b, self.dir]), out=self.p("ft.out"),
+                        err=self.p("ft.err"))
+        fport = int(self.wait_file("fake-port", ft))
+        mp = self.popen(topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
+                                                      "%s:%d" % (b, fport), "--key", key,
+                                                      "--log", self.p("f.log"))),
+                        err=self.p("f.err"), out=self.p("f.out"))
+        self.wait_all([mp, ft], CHECKPOINT_TIMEOUT, "ckpt migrate and the fake target", reap=[pr])
+        mtext = tail(self.p("f.err"), 10) or ""
+        if ft.returncode != 0:
+            raise Fail("the fake target: %s" % tail(self.p("ft.err"), 5))
+        if mp.returncode != 1 or not re.search(r"migration failed in pre-copy round 1: .*pid %d "
+                                                r"runs on here" % self.pid, mtext):
+            raise Fail("migrate exit %s: %r" % (mp.returncode, mtext.strip()[-400:]))
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the server is gone after the failed pre-copy")
+        why = self.mig2_untracked(self.pid)
+        if why:
+            raise Fail("the tracking is left after the failed pre-copy: %s" % why)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s" % (self.mig2_locks(h), h.upper()))
+        if not topo.link_exists("a", self.MIG2_HOSTIF):
+            raise Fail("the host end left host A after the failed pre-copy")
+        progress(5)
+        tmp = self.p("rtmp")
+        os.mkdir(tmp)
+        rp = self.popen(topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0", "--key",
+                                                      key, "--log", self.p("r.log"))),
+                        err=self.p("r.err"), out=self.p("r.out"),
+                        env=dict(os.environ, TMPDIR=tmp))
+        rport = []
+
+        def listening():
+            m = re.search(r"waiting for a migration on %s:(\d+)" % re.escape(b),
+                          tail(self.p("r.err"), 5) or "")
+            return bool(m and rport.append(int(m.group(1))) is None)
+        self.wait_until("ckpt receive listening in host B", listening, [rp])
+        fs = self.popen(topo.argv("a", fake + ["source", b, str(rport[0]), self.dir]),
+                        out=self.p("fs.out"), err=self.p("fs.err"))
+        self.wait_all([rp, fs], CHECKPOINT_TIMEOUT, "ckpt receive and the fake source",
+                      reap=[pr])
+        rtext = tail(self.p("r.err"), 10) or ""
+        if fs.returncode != 0:
+            raise Fail("the fake source: %s" % tail(self.p("fs.err"), 5))
+        if rp.returncode != 1 or "the migration failed: pre-copy round 1" not in rtext:
+            raise Fail("receive exit %s: %r" % (rp.returncode, rtext.strip()[-400:]))
+        if os.listdir(tmp):
+            raise Fail("receive left %s in its TMPDIR" % os.listdir(tmp))
+        progress(5)
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        self.mig2_end()
+        with open(self.p("memcheck")) as f:
+            mem = f.read()
+        if not mem.startswith("ok"):
+            raise Fail("the server's memory: %s" % mem.strip())
+
     def flow_mig2_jobstop(self):
         """py_jobstop.py as pid 1 of `ckpt run --net` on host A: its child
         is in a job-control stop (SIGTSTP), pid 1 counts; migrated to B:
