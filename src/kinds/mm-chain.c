@@ -121,11 +121,6 @@ int mm_chain_load(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
 		return log_fail(&ctx->log, -EINVAL, "record %u (mm/track): the image of a pre-copy "
 				"round holds only memory: it is a parent, it cannot be restarted",
 				rec->index);
-	/* the lazy server serves the records of one image (mm-lazy.c) */
-	if ((ctx->flags & RESTART_LAZY) && m->n_from_parent)
-		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: its memory is partly in a parent "
-				"image (%s); restart --lazy of an incremental image is not "
-				"supported yet", t->pid, m->parent_path ? m->parent_path : "?");
 	return 0;
 }
 

@@ -671,7 +671,25 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 			return r;
 	}
 	/* an incremental image: the pages its parents have */
-	return m->chain ? mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages) : 0;
+	if (!m->chain)
+		return 0;
+	bool lazy = ctx->flags & RESTART_LAZY;
+	/* --lazy: the image's own records checked now (their chunks are
+	 * rebuilt over the chain's; the parents were checked whole) */
+	for (size_t i = 0; lazy && i < m->pages.n; i++)
+		if (mm_lazy_check_rec(&m->recs[i]) < 0)
+			return log_fail(&ctx->log, -EBADMSG, "pid %d: a page record of the image is "
+					"damaged (its checksum differs)", t->pid);
+	int r = mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages);
+	if (r < 0 || !lazy)
+		return r;
+	struct mm_rec *nr = realloc(m->recs, (m->pages.n ? m->pages.n : 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	m->recs = nr;
+	for (size_t i = 0; i < m->pages.n; i++)
+		nr[i] = (struct mm_rec){ m->pages.c[i].data, m->pages.c[i].bytes, 0, true };
+	return 0;
 }
 
 /* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
@@ -1368,7 +1386,8 @@ static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_ad
 	uint64_t bytes = 0;
 	int r = 0;
 
-	if (j->u->lazy && !all_lazy(e, j->u, ch)) { /* its checksum was left for now */
+	/* its checksum was left for now (not when a chain's was checked) */
+	if (j->u->lazy && !all_lazy(e, j->u, ch) && !j->m->recs[ch - j->m->pages.c].crc_ok) {
 		r = mm_lazy_check_rec(&j->m->recs[ch - j->m->pages.c]);
 		if (r < 0) {
 			*ret_addr = ch->x[0].off;

@@ -212,6 +212,7 @@ TESTS = [
     entry("mig2_jobstop", kind="mig2_jobstop"),
     entry("mig2_precopy", kind="mig2_echo", case="precopy"),
     entry("mig2_precopy_fail", kind="mig2_precopy_fail"),
+    entry("mig2_precopy_lazy", kind="mig2_echo", case="precopy_lazy"),
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
@@ -415,6 +416,7 @@ TESTS = [
     entry("img_compress", kind="compress", program="mem_zstd"),
     # --track, --parent: incremental images, a chain of three restored
     entry("mem_incr", kind="incr"),
+    entry("mem_incr_lazy", kind="incr", case="lazy", program="mem_incr"),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -5956,7 +5958,9 @@ http {{
         (image 2). Images 1 and 2 are small (their written pages only, image
         0 holds 32 MiB); inspect shows the chain; restart of image 2 with
         image 1 replaced by another image is refused; with the chain in place
-        the program finds every page as it last wrote it."""
+        the program finds every page as it last wrote it. Case lazy: the
+        last restart is --lazy (the server serves the pages of the whole
+        chain)."""
         if self.opts.no_ckpt:
             return self.native()
         pr = self.start()
@@ -5989,8 +5993,12 @@ http {{
         shutil.copyfile(img0, img1)
         self.refused_restart(img2, "restart with a replaced parent", r"not the parent")
         os.replace(img1 + ".kept", img1)
-        rp = self.restart(img2, "restart")
+        lazy = self.t.get("case") == "lazy"
+        rp = self.restart(img2, "restart", extra=("--lazy",) if lazy else ())
         rc = self.wait_exit(rp, "ckpt restart")
+        if lazy and not re.search(r"lazy: memory is served by pid \d+",
+                                  open(self.p("restart.log"), errors="replace").read()):
+            raise Fail("restart --lazy did not start a lazy server")
         self.check_result(rc, "ckpt restart")
 
     def forged_frame(self, img):
