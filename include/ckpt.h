@@ -78,7 +78,9 @@ extern "C" {
 #define RESTART_PLAIN_PARENTS 0x800ul /* parent images named by a plain name (the id
 				       * a CKPT_PRECOPY chain records) are opened in
 				       * the directory ckpt_opts.parent, unsealed
-				       * (ckpt_unseal) even when the image is sealed */
+				       * (ckpt_unseal) even when the image is sealed,
+				       * and trusted: checked when ckpt_unseal wrote
+				       * them, their data checksums are not again */
 #define RESTART_FLAGS_ALL (0x3fful | RESTART_PLAIN_PARENTS)
 
 /* verbosity for the log */
