@@ -16,9 +16,9 @@
  *   source                      the guardian is told to kill the tree should
  *                               ckpt die, then (committed) ...
  *   source -> target            "commit"
- *   source                      kills its tree
  *   target                      SIGCONT to every task of the copy
  *   target -> source            "running PID"
+ *   source                      kills its tree (frozen all along)
  *
  * Pre-copy (protocol "ckpt-migrate 2", the default; --rounds 0 speaks 1):
  * before the frozen round above, rounds of memory sent while the tree runs,
@@ -184,6 +184,10 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
 struct source {
 	int ctl, data;
 	long target_pid;
+	int running;                    /* the target's answer to commit: 0 (read into
+					 * running_line), -errno */
+	uint64_t running_ms;            /* when it came */
+	char running_line[LINE_MAX_LEN];
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
 	char token[TOKEN_HEX + 1];
@@ -209,11 +213,17 @@ static int target_ready(void *arg, char *why, size_t why_len)
 	return -EREMOTEIO;
 }
 
-/* committed: the tree dies here whatever happens now; the copy may run */
+/* committed: the tree dies here whatever happens now; the copy may run.
+ * Its "running" is waited for here, before the frozen original is killed
+ * (which takes its time), so that the downtime is the program's. */
 static void tell_commit(void *arg)
 {
 	struct source *s = arg;
-	send_line(s->ctl, "commit\n", NULL);
+	s->running = send_line(s->ctl, "commit\n", NULL);
+	if (s->running >= 0)
+		s->running = read_line(s->ctl, s->running_line, sizeof(s->running_line),
+				       ACCEPT_TIMEOUT_MS);
+	s->running_ms = now_ms();
 }
 
 /* A data connection, its token sent. */
@@ -288,12 +298,17 @@ static int precopy_round(const struct cli_args *a, struct source *s, struct prec
 	};
 	r = ckpt_checkpoint_opts(a->pid, s->data, &o);
 	shutdown(s->data, SHUT_WR);
+	/* a target that gave up early closed the data connection: its reason
+	 * is on the control one */
+	if (r < 0 && read_line(s->ctl, line, sizeof(line), 2000) == 0 &&
+	    !strncmp(line, "error ", 6))
+		snprintf(err, err_len, "the target could not restore it: %s", line + 6);
 	if (r >= 0) {
 		r = read_line(s->ctl, line, sizeof(line), -1);
 		if (r < 0)
 			snprintf(err, err_len, "the target did not answer: %s", strerror(-r));
 		else if (strncmp(line, "got ", 4) || strtoul(line + 4, NULL, 10) != k) {
-			snprintf(err, err_len, "the target could not take it: %s",
+			snprintf(err, err_len, "the target could not restore it: %s",
 				 strncmp(line, "error ", 6) ? line : line + 6);
 			r = -EREMOTEIO;
 		}
@@ -378,7 +393,7 @@ int cmd_migrate(const struct cli_args *a)
 			r = data_connect(&s);
 		if (r < 0) {
 			untrack(a->pid, logfd);
-			fprintf(stderr, "ckpt: migration failed in pre-copy round %u: %s; pid %d runs "
+			fprintf(stderr, "ckpt: migration failed: pre-copy round %u: %s; pid %d runs "
 				"on here\n", pc.rounds, err[0] ? err : strerror(-r), a->pid);
 			if (s.data >= 0)
 				close(s.data);
@@ -420,8 +435,9 @@ int cmd_migrate(const struct cli_args *a)
 		close(s.ctl);
 		return 1;
 	}
-	r = read_line(s.ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
-	uint64_t t1 = now_ms();
+	r = s.running;
+	uint64_t t1 = s.running_ms;
+	snprintf(line, sizeof(line), "%s", s.running_line);
 	close(s.ctl);
 	if (r < 0 || strncmp(line, "running ", 8)) {
 		fprintf(stderr, "ckpt: pid %d was restored at %s as pid %ld and killed here, but "

@@ -1522,7 +1522,7 @@ class Run:
         mtext = tail(self.p("f.err"), 10) or ""
         if ft.returncode != 0:
             raise Fail("the fake target: %s" % tail(self.p("ft.err"), 5))
-        if mp.returncode != 1 or not re.search(r"migration failed in pre-copy round 1: .*pid %d "
+        if mp.returncode != 1 or not re.search(r"migration failed: pre-copy round 1: .*pid %d "
                                                 r"runs on here" % self.pid, mtext):
             raise Fail("migrate exit %s: %r" % (mp.returncode, mtext.strip()[-400:]))
         if not pid_alive(self.pid) or pr.poll() is not None:
