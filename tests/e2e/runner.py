@@ -1516,7 +1516,7 @@ class Run:
         topo = self.mig2_hosts()
         n = self.ECHO_CLIENTS
         py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
-        precopy = self.t["case"].startswith("precopy")
+        precopy = (self.t["case"] or "").startswith("precopy")
         env = {"PY_ECHO_HOST": "0.0.0.0"}
         if precopy:
             env["PY_ECHO_MEM"] = "64"
