@@ -18,8 +18,8 @@
 long long ckpt_unseal(int fd, int out_fd, const void *key, size_t key_len, unsigned char id[16],
 		      char *errbuf, size_t errbuf_len)
 {
-	struct img_reader r = { 0 };
-	struct img_error err = { 0 };
+	struct img_reader r = {0};
+	struct img_error err = {0};
 	long long ret;
 
 	if (errbuf && errbuf_len)
@@ -31,8 +31,8 @@ long long ckpt_unseal(int fd, int out_fd, const void *key, size_t key_len, unsig
 		ret = img_reader_validate(&r, &err);
 	if (ret < 0) {
 		if (errbuf && errbuf_len)
-			snprintf(errbuf, errbuf_len, "%s", err.reason[0] ? err.reason
-									 : strerror((int)-ret));
+			snprintf(errbuf, errbuf_len, "%s",
+				 err.reason[0] ? err.reason : strerror((int)-ret));
 		img_reader_close(&r);
 		return ret;
 	}
