@@ -13,12 +13,15 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/inet-move.h"
+#include "net/rtnl.h"
 #include "net/lock.h"
 #include "util/cleanup.h"
 
@@ -268,13 +271,81 @@ static bool migrated(const struct ckpt_ctx *ctx)
 	       o->committed;
 }
 
+/* A migration of a tree in ckpt's own namespace whose addresses move
+ * (target_addrs, checked by the inet kind at collect end). */
+static bool moved(const struct ckpt_ctx *ctx)
+{
+	const struct ckpt_addr *addrs;
+	opts_target_addrs(ctx->opts, &addrs);
+	return addrs && migrated(ctx);
+}
+
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 {
-	unlock_one(ctx, &ctx->netlock, ok, "");
+	/* a moved tree's lock stays until its addresses are gone from here:
+	 * ckpt_netlock_moved() */
+	if (!(ok && (ctx->flags & CKPT_KILL) && moved(ctx)))
+		unlock_one(ctx, &ctx->netlock, ok, "");
 	/* the container's own lock goes with its namespace; the one in ckpt's
 	 * namespace would stay for good after a migration: removed */
 	unlock_one(ctx, &ctx->netlock_host, ok && !migrated(ctx),
 		   " (in ckpt's network namespace)");
+}
+
+/*
+ * The step "unlock moved", after the kill of a migrated tree of ckpt's own
+ * network namespace: its sockets are gone (after kill closed ckpt's copies
+ * quietly), the copy runs on the target with the addresses. Each address is
+ * deleted from its link here, so that this host no longer answers for it
+ * (neither a reset nor an ARP reply), and only then is the lock removed. If
+ * one cannot be deleted the lock stays (its name logged), since what comes
+ * in to that address would be answered by a reset.
+ */
+int ckpt_netlock_moved(struct ckpt_ctx *ctx)
+{
+	const struct ckpt_addr *addrs;
+	size_t n = opts_target_addrs(ctx->opts, &addrs), failed = 0;
+	if (!addrs || !migrated(ctx))
+		return 0;
+	struct rtnl rt = { 0 };
+	int r = n ? rtnl_open(&rt) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ckpt_addr *a = &addrs[i];
+		char text[INET6_ADDRSTRLEN] = "?", ifname[IF_NAMESIZE + 1];
+		inet_ntop(a->family, a->addr, text, sizeof(text));
+		snprintf(ifname, sizeof(ifname), "%.*s", (int)sizeof(a->ifname), a->ifname);
+		struct rtnl_addr ra = {
+			.family = a->family,
+			.index = (int)if_nametoindex(ifname),
+			.prefixlen = a->prefixlen,
+		};
+		memcpy(ra.addr, a->addr, a->family == AF_INET ? 4 : 16);
+		int e = r < 0 ? r : !ra.index ? -ENODEV : rtnl_addr_del(&rt, &ra);
+		if (e == -EADDRNOTAVAIL)
+			e = 0; /* gone already */
+		if (e < 0) {
+			failed++;
+			log_warn(&ctx->log, "address %s/%u on %s: cannot delete it from this host after "
+				 "the migration: %s", text, a->prefixlen, ifname, strerror(-e));
+		} else {
+			log_info(&ctx->log, "address %s/%u deleted from %s: it moved with the tree",
+				 text, a->prefixlen, ifname);
+		}
+	}
+	rtnl_close(&rt);
+	if (!netlock_installed(ctx->netlock))
+		goto out;
+	if (failed) {
+		log_warn(&ctx->log, "network lock %s stays while this host holds an address of the "
+			 "migrated tree (`nft delete table inet %s` once it is gone)",
+			 netlock_name_of(ctx->netlock), netlock_name_of(ctx->netlock));
+		netlock_keep(ctx->netlock);
+	} else {
+		remove_logged(&ctx->log, ctx->netlock);
+	}
+out:
+	netlock_free(TAKE_PTR(ctx->netlock));
+	return 0;
 }
 
 int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,

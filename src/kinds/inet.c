@@ -70,6 +70,7 @@
 #include "inet.pb-c.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/inet-move.h"
 #include "kinds/inet-sk.h"
 #include "kinds/inet.h"
 #include "kinds/netns.h"
@@ -610,6 +611,63 @@ static void inet_after_kill(struct ckpt_ctx *ctx)
 		close(o->copy);
 		o->copy = -1;
 	}
+}
+
+/* Is the other end of o's connection a socket of the tree? */
+static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *p = ob->ptr;
+		if (p != o && p->e.family == o->e.family && p->e.has_dst &&
+		    p->e.src_port == o->e.dst_port && p->e.dst_port == o->e.src_port &&
+		    p->e.src.len == o->e.dst.len && !memcmp(p->src, o->dst, o->e.dst.len) &&
+		    !memcmp(p->dst, o->src, o->e.src.len))
+			return true;
+	}
+	return false;
+}
+
+/* A migration of a tree in ckpt's network namespace (target_addrs): each
+ * socket must be able to follow it (inet-move.h); every one that cannot is
+ * named. */
+static int inet_collect_end(struct ckpt_ctx *ctx)
+{
+	const struct ckpt_addr *addrs;
+	size_t n = opts_target_addrs(ctx->opts, &addrs);
+	if (!addrs)
+		return 0;
+	if (!(ctx->flags & CKPT_KILL) || !ctx->opts->committed)
+		return log_fail(&ctx->log, -EINVAL, "addresses to move (target_addrs) go with a "
+				"migration: CKPT_KILL and a committed callback");
+	if (!proc_same_netns(ctx->tasks[0].pid))
+		return log_fail(&ctx->log, -EINVAL, "pid %d: the tree has a network namespace of "
+				"its own, which moves whole: no addresses to move (target_addrs)",
+				ctx->tasks[0].pid);
+	int ret = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *o = ob->ptr;
+		char why[160];
+		if (!o->e.has_src || (o->e.src.len != 4 && o->e.src.len != 16))
+			continue;
+		bool conn = o->e.has_dst && o->e.dst.len == o->e.src.len;
+		struct inet_move_sock s = {
+			.family = (int)o->e.family,
+			.src = o->src,
+			.dst = conn ? o->dst : NULL,
+			.dport = (uint16_t)o->e.dst_port,
+		};
+		if (!inet_move_refusal(&s, addrs, n, why, sizeof(why)))
+			continue;
+		s.peer_in_tree = conn && peer_in_tree(ctx, o);
+		if (!inet_move_refusal(&s, addrs, n, why, sizeof(why)))
+			continue;
+		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): %s", o->pid, o->fd,
+				 why);
+		if (!log_gathers(&ctx->log, r))
+			return r;
+		ret = r;
+	}
+	return ret;
 }
 
 static int inet_check_restore(struct ckpt_ctx *ctx, struct task *t)
@@ -1217,6 +1275,7 @@ const struct kind_ops inet_ops = {
 	.fd_claim = inet_fd_claim,
 	.fd_collect = inet_fd_collect,
 	.fd_get = inet_fd_get,
+	.collect_end = inet_collect_end,
 	.dump = inet_dump,
 	.after_kill = inet_after_kill,
 	.check_restore = inet_check_restore,
