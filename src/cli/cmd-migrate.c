@@ -665,6 +665,17 @@ static int accept_within(int lfd, int timeout_ms)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The next line on ctl (waiting) is the source's "addrs from ...", not a
+ * pre-copy's "round 0". */
+static bool addrs_next(int ctl)
+{
+	char peek[5];
+	ssize_t n;
+	while ((n = recv(ctl, peek, sizeof(peek), MSG_PEEK | MSG_WAITALL)) < 0 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(peek) && !memcmp(peek, "addrs", sizeof(peek));
+}
+
 /* "addr" lines up to "addrs end": each address taken (migrate-addr.h),
  * answered "addrs ok" or "error WHY". */
 static int take_addrs(int ctl, struct migrate_addr *v, size_t *n)
@@ -753,7 +764,11 @@ static int target_accept(int lfd, int *ret_ctl, int *ret_data, char token[TOKEN_
 	if (r == 0)
 		r = -ETIMEDOUT;
 	else if (r > 0)
-		r = (p[1].revents & POLLIN) ? take_addrs(ctl, v, nv) : 0;
+		/* the data connection first: a pre-copy's "round 0" may follow it
+		 * on the control connection at once (addresses come before it) */
+		r = !(p[0].revents & POLLIN) && (p[1].revents & POLLIN) && addrs_next(ctl)
+			    ? take_addrs(ctl, v, nv)
+			    : 0;
 	else
 		r = -errno;
 	/* a connection without the token is not the source's: closed */
