@@ -76,6 +76,7 @@
 #include "kinds/netns.h"
 #include "kinds/sk-filter.h"
 #include "util/cleanup.h"
+#include "util/sockopts.h"
 
 #ifndef IPPROTO_UDPLITE
 #define IPPROTO_UDPLITE 136
@@ -122,8 +123,16 @@ static bool inet_fd_claim(const struct fd_info *fi)
 struct inet_task {
 	struct inet_opt_defaults defs;
 	int netns; /* 0 not known yet, 1 ckpt's network namespace, -1 another */
+	uint64_t cookie; /* its namespace's cookie (netns_tree_cookie), once netns is known */
 };
 
+static void inet_free_state(void *state)
+{
+	struct inet_task *it = state;
+	if (it)
+		sockopts_free(it->defs.so);
+	free(it);
+}
 
 static int get_int(int s, int level, int name)
 {
@@ -238,7 +247,12 @@ static void split_addr(const union inet_addr *a, uint8_t *bytes, size_t *len, ui
 /* An established connection: read in repair mode, which is left at once. */
 static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o)
 {
-	int s = o->copy, reuse = get_int(s, SOL_SOCKET, SO_REUSEADDR), r = -EAGAIN;
+	int s = o->copy, reuse = 0, r;
+	/* read with the options (inet_opts_read keeps those not 0, a new
+	 * socket's SO_REUSEADDR) */
+	for (size_t i = 0; i < o->e.n_opts; i++)
+		if (o->opts[i].level == SOL_SOCKET && o->opts[i].name == SO_REUSEADDR)
+			reuse = o->opts[i].val;
 	r = inet_tcp_repair(s, TCP_REPAIR_ON);
 	if (r < 0)
 		return r == -EPERM ? REFUSE(ctx, fi, s, IPPROTO_TCP,
@@ -467,18 +481,33 @@ static int collect_raw_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct fd_info *fi,
 		      int s, int *family, int *type, int *proto)
 {
-	*family = get_int(s, SOL_SOCKET, SO_DOMAIN);
-	*type = get_int(s, SOL_SOCKET, SO_TYPE);
-	*proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
+	/* TCP's protocol names say all three (no getsockopt a socket) */
+	bool tcp4 = fi->sockproto_read && !strcmp(fi->sockproto, "TCP");
+	if (tcp4 || (fi->sockproto_read && !strcmp(fi->sockproto, "TCPv6"))) {
+		*family = tcp4 ? AF_INET : AF_INET6;
+		*type = SOCK_STREAM;
+		*proto = IPPROTO_TCP;
+	} else {
+		*family = get_int(s, SOL_SOCKET, SO_DOMAIN);
+		*type = get_int(s, SOL_SOCKET, SO_TYPE);
+		*proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
+	}
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
 	/* ckpt's namespace, or the tree's own that the netns kind saves */
-	if (it && !it->netns) /* once a task: two stats a socket were 5% of 10,000 */
+	if (it && !it->netns) { /* once a task: two stats a socket were 5% of 10,000 */
 		it->netns = netns_saved(ctx, fi->pid) ? 1 : -1;
+		it->cookie = netns_tree_cookie(ctx);
+	}
 	if (it ? it->netns < 0 : !netns_saved(ctx, fi->pid))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"ckpt's; not supported yet", fi->pid, fi->fd);
+	/* made in another namespace than its task's (setns there and back) */
+	if (!netns_sock_saved(it ? it->cookie : netns_tree_cookie(ctx), s))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (inet): a socket of another network namespace than "
+				"its process's; not supported yet", fi->pid, fi->fd);
 	bool ok = (*type == SOCK_STREAM && *proto == IPPROTO_TCP) ||
 		  (*type == SOCK_DGRAM && (*proto == IPPROTO_UDP || *proto == IPPROTO_UDPLITE)) ||
 		  is_raw_or_ping(*family, *type, *proto);
@@ -498,7 +527,7 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	int family, type, proto, r;
 	size_t n = 0;
 
-	o->copy = puppet_getfd(&t->pup, fi->fd);
+	o->copy = fdtable_copy(t, fi);
 	if (o->copy < 0)
 		return log_fail(&ctx->log, o->copy, "pid %d fd %d (inet): cannot take a copy: %s",
 				t->pid, fi->fd, strerror(-o->copy));
@@ -1214,7 +1243,7 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",
 			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
 	/* added to what is there: fdtable's restore_end may set O_ASYNC */
-	int fl = fcntl(o->fd, F_GETFL);
+	int fl = e->flags ? fcntl(o->fd, F_GETFL) : 0; /* none to add: no system call */
 	if (e->flags && (fl < 0 || fcntl(o->fd, F_SETFL, fl | (int)e->flags) < 0))
 		return RFAIL(ctx, o, -errno, "cannot set its file flags: %m");
 	return 0;
@@ -1284,7 +1313,7 @@ const struct kind_ops inet_ops = {
 	.restore_end = inet_restore_end,
 	.restore_abort = inet_restore_abort,
 	.free_obj = inet_free_obj,
-	.free_state = free,
+	.free_state = inet_free_state,
 	.free_robj = inet_free_robj,
 	.descriptor = inet_descriptor,
 };

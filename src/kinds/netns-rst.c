@@ -26,11 +26,21 @@
 
 enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1) };
 
+#define HELD_MAX 8
+
+/* One namespace to make. */
+struct one_ns {
+	NetnsEntry *e;
+	int index[32]; /* each link's host end index in ckpt's namespace, 0 none */
+	int fd;        /* a held one's, once made; -1 */
+};
+
 /* What the restart keeps in the root's kstate[KIND_netns]. */
 struct netns_rst {
-	NetnsEntry *e;
+	struct one_ns own; /* the root's; e NULL: the root is in ckpt's */
+	struct one_ns held[HELD_MAX]; /* held by namespace files only */
+	size_t nheld;
 	int host_ns;  /* ckpt's own network namespace, -1 once back in it */
-	int index[32]; /* each link's host end index in ckpt's namespace, 0 none */
 	bool verify;  /* host ends made inside, left alone */
 };
 
@@ -72,7 +82,7 @@ static bool link_ok(const NetnsEntry *e, size_t i)
 	return true;
 }
 
-static const NetnsLink *link_named(const NetnsEntry *e, const char *name)
+const NetnsLink *netns_link_named(const NetnsEntry *e, const char *name)
 {
 	for (size_t i = 0; name && i < e->n_links; i++)
 		if (!strcmp(e->links[i]->name, name))
@@ -86,26 +96,12 @@ static bool route_ok(const NetnsEntry *e, const NetnsRoute *rt)
 	return len && rt->dst_len <= len * 8 && (rt->dst_len == 0) == !rt->has_dst &&
 	       bytes_ok(rt->has_dst, &rt->dst, len) && bytes_ok(rt->has_gateway, &rt->gateway, len) &&
 	       bytes_ok(rt->has_prefsrc, &rt->prefsrc, len) && rt->protocol <= 255 &&
-	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || link_named(e, rt->oif)) &&
+	       rt->scope <= 255 && rt->type <= 255 && (!rt->oif || netns_link_named(e, rt->oif)) &&
 	       (!rt->has_table || (rt->table && rt->table != RT_TABLE_LOCAL));
 }
 
-int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+static bool entry_ok(const NetnsEntry *e)
 {
-	if (t != &ctx->tasks[0] || rec->type != NETNS_ENTRY || t->kstate[KIND_netns])
-		return log_fail(&ctx->log, -EINVAL, "record %u: a network namespace not of the root, "
-				"or a second one", rec->index);
-	NetnsEntry *e = rctx_unpack(ctx, rec, &netns_entry__descriptor);
-	if (!e)
-		return -EINVAL;
-	struct netns_rst *n = calloc(1, sizeof(*n));
-	if (!n) {
-		protobuf_c_message_free_unpacked(&e->base, NULL);
-		return -ENOMEM;
-	}
-	n->e = e;
-	n->host_ns = -1;
-	t->kstate[KIND_netns] = n;
 	bool ok = e->n_links <= 16 && e->n_routes <= 128 && e->n_sysctls <= 4096;
 	for (size_t i = 0; ok && i < e->n_links; i++)
 		ok = link_ok(e, i);
@@ -113,11 +109,51 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 		ok = route_ok(e, e->routes[i]);
 	for (size_t i = 0; ok && i < e->n_sysctls; i++)
 		ok = netns_sysctl_ok(e->sysctls[i]);
-	ok = ok && netns_nft_ok(e->nftables);
-	if (!ok)
+	return ok && netns_nft_ok(e->nftables) && netns_rules_ok(e);
+}
+
+int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	struct netns_rst *n = t->kstate[KIND_netns];
+	if (t != &ctx->tasks[0] || rec->type != NETNS_ENTRY)
+		return log_fail(&ctx->log, -EINVAL, "record %u: a network namespace not of the root",
+				rec->index);
+	if (!n) {
+		if (!(n = calloc(1, sizeof(*n))))
+			return -ENOMEM;
+		n->host_ns = n->own.fd = -1;
+		t->kstate[KIND_netns] = n;
+	}
+	NetnsEntry *e = rctx_unpack(ctx, rec, &netns_entry__descriptor);
+	if (!e)
+		return -EINVAL;
+	struct one_ns *o = e->held ? (n->nheld < HELD_MAX ? &n->held[n->nheld] : NULL) : &n->own;
+	bool dup = false;
+	for (size_t i = 0; e->held && i < n->nheld; i++)
+		dup |= n->held[i].e->id == e->id;
+	if (!o || o->e || dup || (e->held && !e->id)) {
+		protobuf_c_message_free_unpacked(&e->base, NULL);
+		return log_fail(&ctx->log, -EINVAL, "record %u: a second network namespace of the "
+				"root, more than %d held ones, or a held one without an id or twice",
+				rec->index, HELD_MAX);
+	}
+	o->e = e;
+	o->fd = -1;
+	if (e->held)
+		n->nheld++;
+	if (!entry_ok(e))
 		return log_fail(&ctx->log, -EINVAL, "record %u: the network namespace is not valid",
 				rec->index);
 	return 0;
+}
+
+int netns_held_fd(struct rst_ctx *ctx, uint32_t id)
+{
+	const struct netns_rst *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	for (size_t i = 0; n && i < n->nheld; i++)
+		if (n->held[i].e->id == id)
+			return n->held[i].fd;
+	return -1;
 }
 
 static void to_addr(const NetnsAddr *m, int index, struct rtnl_addr *a)
@@ -161,10 +197,10 @@ static int add_pair(const struct netns_rst *n, const NetnsLink *l, const char *h
 
 /* A veth pair: the container's end inside (in), the host end in ckpt's
  * namespace (host) or, for a dry run beside the original, inside too. */
-static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, size_t i, struct rtnl *in,
-		     struct rtnl *host, int in_ns)
+static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o, size_t i,
+		     struct rtnl *in, struct rtnl *host, int in_ns)
 {
-	const NetnsLink *l = n->e->links[i];
+	const NetnsLink *l = o->e->links[i];
 	char tmp[IF_NAMESIZE];
 	snprintf(tmp, sizeof(tmp), "ckptv%u", (unsigned)(i & 0xffff));
 	const char *hname = n->verify ? tmp : l->peer_name;
@@ -190,17 +226,17 @@ static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, size_t i, struct 
 	if (r < 0)
 		return log_fail(&ctx->log, r, "network namespace link %s: its host end %s: %s",
 				l->name, l->peer_name, strerror(-r));
-	n->index[i] = h.index;
+	o->index[i] = h.index;
 	return add_addrs(ctx, host, l->peer_name, h.index, l->peer_addrs, l->n_peer_addrs);
 }
 
-static int make_links(struct rst_ctx *ctx, struct netns_rst *n, struct rtnl *in,
-		      struct rtnl *host, int in_ns)
+static int make_links(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o,
+		      struct rtnl *in, struct rtnl *host, int in_ns)
 {
-	for (size_t i = 0; i < n->e->n_links; i++) {
-		const NetnsLink *l = n->e->links[i];
+	for (size_t i = 0; i < o->e->n_links; i++) {
+		const NetnsLink *l = o->e->links[i];
 		struct rtnl_link got;
-		int r = strcmp(l->kind, "veth") ? 0 : make_veth(ctx, n, i, in, host, in_ns);
+		int r = strcmp(l->kind, "veth") ? 0 : make_veth(ctx, n, o, i, in, host, in_ns);
 		if (r < 0)
 			return r;
 		r = rtnl_link_get(in, 0, l->name, &got);
@@ -222,7 +258,7 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 {
 	for (size_t i = 0; i < e->n_routes; i++) {
 		const NetnsRoute *m = e->routes[i];
-		const NetnsLink *oif = link_named(e, m->oif);
+		const NetnsLink *oif = netns_link_named(e, m->oif);
 		struct rtnl_route rt = { .family = (int)m->family, .dst_len = m->dst_len,
 					 .protocol = m->protocol, .scope = m->scope, .type = m->type,
 					 .priority = m->priority, .table = m->table,
@@ -259,45 +295,64 @@ static int leave(struct netns_rst *n)
 	return r;
 }
 
+/* ckpt's thread enters a new namespace and makes o there; it stays in it. */
+static int make_ns(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o, struct rtnl *host)
+{
+	struct rtnl in = { 0 };
+	if (unshare(CLONE_NEWNET) < 0)
+		return log_fail(&ctx->log, -errno, "cannot make a network namespace: %m");
+	_cleanup_close_ int in_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int r = in_ns < 0 ? -errno : rtnl_open(&in);
+	if (r < 0)
+		log_error(&ctx->log, "no netlink socket in the new network namespace: %s",
+			  strerror(-r));
+	/* the thread is in the new namespace: /proc/sys/net is its */
+	if (r >= 0)
+		r = netns_sysctls_write(ctx, o->e, true);
+	if (r >= 0)
+		r = make_links(ctx, n, o, &in, host, in_ns);
+	if (r >= 0)
+		r = make_routes(ctx, o->e, &in);
+	if (r >= 0)
+		r = netns_rules_write(ctx, o->e, &in);
+	if (r >= 0)
+		r = netns_sysctls_write(ctx, o->e, false);
+	if (r >= 0)
+		r = netns_nft_write(ctx, o->e);
+	rtnl_close(&in);
+	if (r >= 0 && o->e->held && (o->fd = dup(in_ns)) < 0)
+		r = -errno;
+	if (r >= 0)
+		log_info(&ctx->log, "network namespace%s made: %zu link(s), %zu route(s)",
+			 o->e->held ? " (held by a namespace file)" : "", o->e->n_links,
+			 o->e->n_routes);
+	return r;
+}
+
 int netns_prepare(struct rst_ctx *ctx)
 {
 	struct netns_rst *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
 	if (!n)
 		return 0;
 	n->verify = ctx->flags & RESTART_VERIFY;
-	struct rtnl in = { 0 }, host = { 0 };
+	struct rtnl host = { 0 };
 	n->host_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	int r = n->host_ns < 0 ? -errno : rtnl_open(&host);
-	if (r >= 0 && unshare(CLONE_NEWNET) < 0)
-		r = -errno;
 	if (r < 0) {
 		close(n->host_ns);
 		n->host_ns = -1;
-		rtnl_close(&host);
 		return log_fail(&ctx->log, r, "cannot make a network namespace: %s", strerror(-r));
 	}
-	/* from here ckpt's thread is in it, until "spawn root" (or the end) */
-	_cleanup_close_ int in_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	r = in_ns < 0 ? -errno : rtnl_open(&in);
-	if (r < 0)
-		log_error(&ctx->log, "no netlink socket in the new network namespace: %s",
-			  strerror(-r));
-	/* the thread is in the new namespace: /proc/sys/net is its */
-	if (r >= 0)
-		r = netns_sysctls_write(ctx, n->e, true);
-	if (r >= 0)
-		r = make_links(ctx, n, &in, &host, in_ns);
-	if (r >= 0)
-		r = make_routes(ctx, n->e, &in);
-	if (r >= 0)
-		r = netns_sysctls_write(ctx, n->e, false);
-	if (r >= 0)
-		r = netns_nft_write(ctx, n->e);
-	rtnl_close(&in);
+	/* the held ones, each left at once; then the root's, where ckpt's
+	 * thread stays until "spawn root" (or the end) */
+	for (size_t i = 0; r >= 0 && i < n->nheld; i++) {
+		r = make_ns(ctx, n, &n->held[i], &host);
+		if (setns(n->host_ns, CLONE_NEWNET) < 0) /* cannot happen: it is our own */
+			abort();
+	}
+	if (r >= 0 && n->own.e)
+		r = make_ns(ctx, n, &n->own, &host);
 	rtnl_close(&host);
-	if (r >= 0)
-		log_info(&ctx->log, "network namespace made: %zu link(s), %zu route(s)",
-			 n->e->n_links, n->e->n_routes);
 	return r;
 }
 
@@ -331,13 +386,17 @@ int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root)
 		return 0;
 	struct rtnl host = { 0 };
 	r = rtnl_open(&host);
-	for (size_t i = 0; r >= 0 && i < n->e->n_links; i++) {
-		const NetnsLink *l = n->e->links[i];
-		if (n->index[i] && l->peer_up && (r = rtnl_link_set(&host, n->index[i], 0, true)) < 0)
-			log_error(&ctx->log, "network namespace link %s: cannot bring its host end %s "
-				  "up: %s", l->name, l->peer_name, strerror(-r));
-		if (r >= 0 && n->index[i] && l->peer_nat)
-			r = remake_nat(ctx, l);
+	for (size_t k = 0; r >= 0 && k <= n->nheld; k++) {
+		const struct one_ns *o = k < n->nheld ? &n->held[k] : &n->own;
+		for (size_t i = 0; r >= 0 && o->e && i < o->e->n_links; i++) {
+			const NetnsLink *l = o->e->links[i];
+			if (o->index[i] && l->peer_up &&
+			    (r = rtnl_link_set(&host, o->index[i], 0, true)) < 0)
+				log_error(&ctx->log, "network namespace link %s: cannot bring its host "
+					  "end %s up: %s", l->name, l->peer_name, strerror(-r));
+			if (r >= 0 && o->index[i] && l->peer_nat)
+				r = remake_nat(ctx, l);
+		}
 	}
 	rtnl_close(&host);
 	return r;
@@ -351,6 +410,12 @@ void netns_free_rstate(void *state)
 	/* a restart that failed before "spawn root": ckpt's own namespace again */
 	if (leave(n) < 0)
 		abort();
-	protobuf_c_message_free_unpacked(&n->e->base, NULL);
+	for (size_t k = 0; k <= n->nheld && k <= HELD_MAX; k++) {
+		struct one_ns *o = k < n->nheld ? &n->held[k] : &n->own;
+		if (o->fd >= 0)
+			close(o->fd);
+		if (o->e)
+			protobuf_c_message_free_unpacked(&o->e->base, NULL);
+	}
 	free(n);
 }

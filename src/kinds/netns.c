@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A network namespace of the tree's own: the root's, when it is not
- * ckpt's (`ckpt run --net`). Every task of the tree must be in it. One
- * record (NetnsEntry), the root's.
+ * ckpt's (`ckpt run --net`). Every task (and thread) of the tree must be
+ * in the root's namespace. One record (NetnsEntry) of the root; and one
+ * for each network namespace no task is in that namespace files hold
+ * (netns_hold, called by the nsfile kind: held, with an id), made at
+ * restart before the root's, the same way.
  *
  * Checkpoint (collect, the root): through a rtnetlink socket opened in the
  * namespace (ckpt's thread enters it for that instant, and to read the
@@ -41,8 +44,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <linux/fib_rules.h>
-#include <linux/neighbour.h>
 #include <net/if.h>
 #include <linux/rtnetlink.h>
 #include <sched.h>
@@ -51,6 +52,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <libmnl/libmnl.h>
+#include <sys/socket.h>
 
 #include "core/ctx.h"
 #include "kinds/netns.h"
@@ -99,6 +103,10 @@ struct netns_ckpt {
 	 * holds the namespace, so that after --kill its links are cut before
 	 * it can die (netns_after_kill) */
 	struct rtnl in;
+	/* the root's kstate is the first of a list: the root's own namespace
+	 * (held false) if it has one, then those held by namespace files only */
+	bool held;
+	struct netns_ckpt *next;
 };
 
 /* --- checkpoint ------------------------------------------------------- */
@@ -116,7 +124,35 @@ bool netns_saved(struct ckpt_ctx *ctx, pid_t pid)
 	struct stat st;
 	if (proc_same_netns(pid))
 		return true;
-	return n && ns_ident(pid, &st) == 0 && st.st_dev == n->dev && st.st_ino == n->ino;
+	return n && !n->held && ns_ident(pid, &st) == 0 && st.st_dev == n->dev &&
+	       st.st_ino == n->ino;
+}
+
+/* A socket's namespace cookie (SO_NETNS_COOKIE), 0 if none. */
+static uint64_t sock_cookie(int s)
+{
+	uint64_t c = 0;
+	socklen_t l = sizeof(c);
+	return getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &c, &l) == 0 ? c : 0;
+}
+
+uint64_t netns_tree_cookie(struct ckpt_ctx *ctx)
+{
+	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	if (n && !n->held)
+		return n->in.nl ? sock_cookie(mnl_socket_get_fd(n->in.nl)) : 0;
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	uint64_t c = s < 0 ? 0 : sock_cookie(s);
+	if (s >= 0)
+		close(s);
+	return c;
+}
+
+bool netns_sock_saved(uint64_t tree_cookie, int s)
+{
+	uint64_t c = sock_cookie(s);
+	/* a kernel without cookies (before 5.14) tells nothing */
+	return !c || !tree_cookie || c == tree_cookie;
 }
 
 static struct link_buf *link_of(struct netns_ckpt *n, int index)
@@ -295,41 +331,6 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 	return 0;
 }
 
-/* The rules a namespace starts with: lookup local at 0, main at 32766,
- * default (IPv4) at 32767; any other is refused by priority and table. */
-static int note_rule(const struct rtnl_rule *ru, void *arg)
-{
-	struct netns_ckpt *n = arg;
-	bool fresh = !ru->selects && ru->action == FR_ACT_TO_TBL &&
-		     ((ru->priority == 0 && ru->table == RT_TABLE_LOCAL) ||
-		      (ru->priority == 32766 && ru->table == RT_TABLE_MAIN) ||
-		      (ru->priority == 32767 && ru->table == RT_TABLE_DEFAULT &&
-		       ru->family == AF_INET));
-	if (fresh)
-		return 0;
-	log_error(n->log, "pid %d: network namespace: %s policy routing rule %u (table %u, action "
-		  "%u): not supported yet", n->root, ru->family == AF_INET6 ? "an IPv6" : "an IPv4",
-		  ru->priority, ru->table, ru->action);
-	n->err = -EOPNOTSUPP;
-	return 0; /* every one named */
-}
-
-/* Neighbour entries the kernel learns come back by themselves; one set
- * by hand (permanent) is refused by address and link. */
-static int note_neigh(const struct rtnl_neigh *nb, void *arg)
-{
-	struct netns_ckpt *n = arg;
-	if (!(nb->state & NUD_PERMANENT) || (nb->family != AF_INET && nb->family != AF_INET6))
-		return 0;
-	char a[INET6_ADDRSTRLEN] = "?";
-	const struct link_buf *b = link_of(n, nb->index);
-	inet_ntop(nb->family, nb->dst, a, sizeof(a));
-	log_error(n->log, "pid %d: network namespace: a permanent neighbour entry %s on %s: not "
-		  "supported yet", n->root, a, b ? b->name : "a link");
-	n->err = -EOPNOTSUPP;
-	return 0;
-}
-
 /*
  * The calling thread enters the namespace of fd for an instant: a netlink
  * socket there, its sysctls read; then back to old (ckpt's own).
@@ -374,46 +375,63 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 		r = dumped(n, rtnl_addrs(host, note_host_addr, n), "host ends' addresses");
 	if (r >= 0)
 		r = dumped(n, rtnl_routes(in, note_route, n), "routes");
-	/* each of these names every refusal, and the next runs still */
+	/* names every refusal, after the others' too */
 	if (r >= 0 || n->err < 0) {
-		int r2 = rtnl_rules(in, note_rule, n), r3 = rtnl_neighs(in, note_neigh, n);
-		r = r < 0 ? r : r2 < 0 ? dumped(n, r2, "policy routing rules")
-				       : dumped(n, r3, "neighbour entries");
+		int r2 = netns_rules_read(n->log, n->root, in, &n->e);
+		r = r < 0 ? r : r2;
 	}
 	return r;
 }
 
-static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
+/* Every thread in its process's namespace, every process in the root's
+ * (which is ckpt's, or the one this kind saves): else refused by pid. */
+static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct task *root = &ctx->tasks[0];
-	struct netns_ckpt *rn = root->kstate[KIND_netns];
-	struct stat st;
-	/* a tree in ckpt's namespace: as before, the inet and unix kinds
-	 * refuse sockets of any other */
-	if (t != root) {
-		if (!rn || (ns_ident(t->pid, &st) == 0 && st.st_dev == rn->dev && st.st_ino == rn->ino))
-			return 0;
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: in another network namespace than its root's; not supported",
-				t->pid);
-	}
-	if (proc_same_netns(t->pid))
-		return 0;
+	struct stat st, ts;
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", t->pid);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d: cannot open its network namespace: %m",
-				t->pid);
-	struct netns_ckpt *n = task_state(t, KIND_netns, sizeof(*n));
-	if (!n)
+	if (t->zombie)
+		return 0;
+	int r = ns_ident(t->pid, &st);
+	for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/ns/net", t->pid, t->threads[j].pid);
+		if (stat(path, &ts) < 0)
+			r = -errno;
+		else if (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d thread %d: in another network namespace (net:[%lu]) "
+					"than its process (net:[%lu]); not supported", t->pid,
+					t->threads[j].pid, (unsigned long)ts.st_ino,
+					(unsigned long)st.st_ino);
+	}
+	struct task *root = &ctx->tasks[0];
+	if (r >= 0 && t != root && (r = ns_ident(root->pid, &ts)) >= 0 &&
+	    (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: in another network namespace (net:[%lu]) than the tree's "
+				"root (net:[%lu]); not supported", t->pid, (unsigned long)st.st_ino,
+				(unsigned long)ts.st_ino);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its network namespace: %s", t->pid,
+				strerror(-r));
+	return 0;
+}
+
+static void netns_free_state(void *state);
+
+/* Reads the namespace of fd (st) into a new n, which it returns in *ret
+ * (to be freed by netns_free_state, read or not); pid names it in logs. */
+static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat *st,
+		      struct netns_ckpt **ret)
+{
+	struct netns_ckpt *n = calloc(1, sizeof(*n));
+	if (!(*ret = n))
 		return -ENOMEM;
 	netns_entry__init(&n->e);
 	n->e.links = n->links;
 	n->e.routes = n->routes;
-	n->dev = st.st_dev;
-	n->ino = st.st_ino;
-	n->root = t->pid;
+	n->dev = st->st_dev;
+	n->ino = st->st_ino;
+	n->root = pid;
 	n->log = &ctx->log;
 	struct rtnl host = { 0 };
 	int r = open_inside(n, fd, &n->in);
@@ -422,20 +440,82 @@ static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (r >= 0)
 		r = read_netns(n, &n->in, &host);
 	/* after refusals too, to name every one */
-	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, t->pid, fd, &n->e) : 0;
+	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, pid, fd, &n->e) : 0;
 	if (r >= 0)
 		r = r2;
 	rtnl_close(&host);
+	return r;
+}
+
+static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task *root = &ctx->tasks[0];
+	struct stat st;
+	int r = same_netns(ctx, t);
+	if (r < 0 || t != root)
+		return r;
+	if (proc_same_netns(t->pid))
+		return 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", t->pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot open its network namespace: %m",
+				t->pid);
+	struct netns_ckpt *n;
+	r = save_netns(ctx, t->pid, fd, &st, &n);
+	if (!n)
+		return r;
+	/* first in the list (held ones met before come after it) */
+	n->next = t->kstate[KIND_netns];
+	t->kstate[KIND_netns] = n;
 	if (r >= 0)
 		log_info(&ctx->log, "pid %d: a network namespace of its own: %zu link(s), %zu route(s)",
 			 t->pid, n->e.n_links, n->e.n_routes);
 	return r;
 }
 
+int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
+{
+	struct task *root = &ctx->tasks[0];
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0 || fstat(nsfd, &st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot open its network namespace: "
+				"%m", pid, fd);
+	struct netns_ckpt **at = (struct netns_ckpt **)&root->kstate[KIND_netns];
+	uint32_t n_held = 0;
+	for (; *at; at = &(*at)->next) {
+		if ((*at)->dev == st.st_dev && (*at)->ino == st.st_ino && (*at)->held) {
+			*id = (*at)->e.id;
+			return 0;
+		}
+		n_held += (*at)->held;
+	}
+	if (n_held == 8)
+		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d: more than 8 network namespaces "
+				"no process is in", pid, fd);
+	int r = save_netns(ctx, pid, nsfd, &st, at);
+	if (!*at)
+		return r;
+	(*at)->held = true;
+	(*at)->e.has_held = (*at)->e.held = true;
+	(*at)->e.has_id = true;
+	*id = (*at)->e.id = n_held + 1;
+	if (r >= 0)
+		log_info(&ctx->log, "pid %d fd %d: a network namespace no process is in (%u): %zu "
+			 "link(s), %zu route(s)", pid, fd, *id, (*at)->e.n_links, (*at)->e.n_routes);
+	return r;
+}
+
 static int netns_dump(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct netns_ckpt *n = t->kstate[KIND_netns];
-	return n ? ctx_write_msg(ctx, NETNS_ENTRY, &n->e.base) : 0;
+	int r = 0;
+	for (struct netns_ckpt *n = t->kstate[KIND_netns]; r >= 0 && n; n = n->next)
+		r = ctx_write_msg(ctx, NETNS_ENTRY, &n->e.base);
+	return r;
 }
 
 /* Before --kill: the namespace and its host ends take CAP_NET_ADMIN. */
@@ -458,28 +538,31 @@ static int netns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 static void netns_after_kill(struct ckpt_ctx *ctx)
 {
 	struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
-	if (!n || !n->in.nl)
-		return;
-	for (size_t i = 0; i < n->e.n_links; i++) {
-		const NetnsLink *l = n->e.links[i];
-		if (!strcmp(l->kind, "loopback"))
-			continue;
-		int r = rtnl_link_del(&n->in, (int)l->index);
-		if (r < 0 && r != -ENODEV)
-			log_warn(&ctx->log, "pid %d: link %s of its network namespace: cannot delete "
-				 "it after the kill: %s", n->root, l->name, strerror(-r));
+	for (; n; n = n->next) {
+		for (size_t i = 0; n->in.nl && i < n->e.n_links; i++) {
+			const NetnsLink *l = n->e.links[i];
+			if (!strcmp(l->kind, "loopback"))
+				continue;
+			int r = rtnl_link_del(&n->in, (int)l->index);
+			if (r < 0 && r != -ENODEV)
+				log_warn(&ctx->log, "pid %d: link %s of its network namespace: cannot "
+					 "delete it after the kill: %s", n->root, l->name, strerror(-r));
+		}
 	}
 }
 
 static void netns_free_state(void *state)
 {
 	struct netns_ckpt *n = state;
-	if (n) {
+	while (n) {
+		struct netns_ckpt *next = n->next;
 		rtnl_close(&n->in);
 		netns_sysctls_free(&n->e);
+		netns_rules_free(&n->e);
 		free(n->e.nftables);
+		free(n);
+		n = next;
 	}
-	free(n);
 }
 
 /* --- restart: in netns-rst.c --------------------------------------------- */

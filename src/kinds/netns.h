@@ -8,6 +8,7 @@
 #define CKPT_KINDS_NETNS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "kinds/kinds.h"
@@ -19,6 +20,17 @@ struct rst_task;
 /* Checkpoint, once the root is collected: is pid's network namespace one
  * the image holds (ckpt's own, or the root's, which this kind saves)? */
 bool netns_saved(struct ckpt_ctx *ctx, pid_t pid);
+/* Checkpoint: the tree's network namespace's cookie (SO_NETNS_COOKIE: the
+ * root's own, else ckpt's; 0 if the kernel has none); whether socket s is
+ * of the namespace of that cookie (a task may make a socket in another
+ * namespace, setns there and back). */
+uint64_t netns_tree_cookie(struct ckpt_ctx *ctx);
+bool netns_sock_saved(uint64_t tree_cookie, int s);
+
+/* Checkpoint: fd of pid is a network namespace no task of the image is in
+ * (nor ckpt): saved once, as a held namespace; its id in *id. */
+int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
+	__attribute__((warn_unused_result));
 
 /* netns-conf.c: the namespace's sysctls (NetnsEntry.sysctls). Checkpoint:
  * the calling thread is in the namespace, and is left in a fresh one. */
@@ -38,10 +50,25 @@ int netns_nft_read(struct ckpt_log *log, pid_t root, int ns_fd, NetnsEntry *e);
 bool netns_nft_ok(const char *text);
 int netns_nft_write(struct rst_ctx *ctx, const NetnsEntry *e);
 
-/* netns-rst.c */
+/* netns-rules.c: the namespace's policy routing rules and permanent
+ * neighbour entries (NetnsEntry.rules, rules_gone, neighs): read through
+ * in (its links already in e); checked at load; made through in (after
+ * the links and routes). */
+struct rtnl;
+int netns_rules_read(struct ckpt_log *log, pid_t root, struct rtnl *in, NetnsEntry *e);
+void netns_rules_free(NetnsEntry *e);
+bool netns_rules_ok(const NetnsEntry *e);
+int netns_rules_write(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in);
+
+/* netns-rst.c; the link of that name in e (NULL: none) */
+typedef struct NetnsLink NetnsLink;
+const NetnsLink *netns_link_named(const NetnsEntry *e, const char *name);
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 int netns_prepare(struct rst_ctx *ctx);
 int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root);
 void netns_free_rstate(void *state);
+/* Restart: the held namespace of that id (NetnsEntry.id), made at prepare:
+ * its fd (ckpt's, not to be closed), or -1. */
+int netns_held_fd(struct rst_ctx *ctx, uint32_t id);
 
 #endif

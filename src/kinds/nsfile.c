@@ -5,12 +5,13 @@
  * file (fdobj.c finds the fds that share one). The namespace is named by a
  * task of the image that is in it (the first whose /proc/PID/ns/NAME has
  * the same inode) or, when none is, by ckpt's own (a subtree holding the
- * host's namespace); a namespace of neither is refused.
+ * host's namespace); a network namespace of neither is saved by the netns
+ * kind (netns_hold: NsFileEntry.netns, its id), any other refused.
  *
  * At restart the file is opened on the first fd_get, when every task
  * exists: /proc/PID/ns/NAME of the restored task (a container's fresh
  * namespaces, or the namespaces a subtree is restored into), or ckpt's
- * /proc/self/ns/NAME.
+ * /proc/self/ns/NAME, or the held network namespace the netns kind made.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 #include "core/ctx.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/netns.h"
 #include "nsfile.pb-c.h"
 #include "util/cleanup.h"
 
@@ -96,6 +98,11 @@ static int identify(struct ckpt_ctx *ctx, const struct fd_info *fi, NsFileEntry 
 			return 0;
 		}
 	}
+	if (!strcmp(link, "net")) { /* saved by the netns kind, once */
+		e->name = (char *)nsfiles[type].name;
+		e->has_netns = true;
+		return netns_hold(ctx, fi->pid, fi->fd, &e->netns);
+	}
 	return log_fail(&ctx->log, -EOPNOTSUPP,
 			"pid %d fd %d (%s): a namespace no process of the image is in", fi->pid,
 			fi->fd, fi->path);
@@ -124,8 +131,9 @@ static const char *nsfile_invalid(struct rst_ctx *ctx, const void *msg)
 {
 	const NsFileEntry *e = msg;
 	(void)ctx;
-	if (!known_name(e->name) || e->has_pid == e->caller)
-		return "no namespace, or both a task and ckpt's";
+	if (!known_name(e->name) || (e->has_pid + e->caller + e->has_netns) != 1 ||
+	    (e->has_netns && strcmp(e->name, "net")))
+		return "no namespace, or more than one of a task, ckpt's and a network namespace";
 	return e->flags & ~(uint32_t)(O_ACCMODE | O_NONBLOCK | KERNEL_O_LARGEFILE) ? "unknown flags"
 										      : NULL;
 }
@@ -136,6 +144,16 @@ static int nsfile_open(struct rst_ctx *ctx, void *obj)
 	struct fdobj_r *n = obj;
 	const NsFileEntry *e = n->msg;
 	char path[64];
+	if (e->has_netns) { /* made at prepare by the netns kind */
+		int held = netns_held_fd(ctx, e->netns);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", held);
+		n->fd = held < 0 ? -1 : open(path, (int)(e->flags & ~(uint32_t)KERNEL_O_LARGEFILE) |
+							   O_CLOEXEC);
+		if (n->fd < 0)
+			return log_fail(&ctx->log, held < 0 ? -EINVAL : -errno, "namespace file %u: "
+					"its network namespace %u is not in the image", n->id, e->netns);
+		return 0;
+	}
 	const struct rst_task *to = e->has_pid ? tree_find(ctx, e->pid) : NULL;
 	if (e->has_pid && (!to || to->zombie))
 		return log_fail(&ctx->log, -EINVAL, "namespace file %u: its task %d is not in the "

@@ -234,6 +234,14 @@ int rtnl_routes(struct rtnl *r, int (*cb)(const struct rtnl_route *rt, void *arg
 	return dump(r, RTM_GETROUTE, sizeof(struct rtmsg), AF_UNSPEC, route_cb, &d);
 }
 
+/* Attributes a rule is made again with (FRA_PAD and the unused ones are
+ * the kernel's own). */
+static bool rule_attr_kept(uint16_t type)
+{
+	return type && type <= FRA_MAX && type != FRA_PAD && type != FRA_UNUSED2 &&
+	       type != FRA_UNUSED3 && type != FRA_UNUSED4 && type != FRA_UNUSED5;
+}
+
 static int rule_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct dump *d = data;
@@ -243,7 +251,9 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_OK;
 	if (mnl_attr_parse(nlh, sizeof(*fh), attr_cb, tb) < 0)
 		return MNL_CB_ERROR;
-	struct rtnl_rule ru = { .family = fh->family, .action = fh->action, .table = fh->table };
+	struct rtnl_rule ru = { .family = fh->family, .action = fh->action, .table = fh->table,
+				.src_len = fh->src_len, .dst_len = fh->dst_len, .tos = fh->tos,
+				.flags = fh->flags, .hdr_table = fh->table };
 	if (tb[FRA_TABLE] && mnl_attr_get_payload_len(tb[FRA_TABLE]) == 4)
 		ru.table = mnl_attr_get_u32(tb[FRA_TABLE]);
 	if (tb[FRA_PRIORITY] && mnl_attr_get_payload_len(tb[FRA_PRIORITY]) == 4)
@@ -258,6 +268,24 @@ static int rule_cb(const struct nlmsghdr *nlh, void *data)
 	for (size_t i = 0; i < sizeof(suppress) / sizeof(*suppress); i++) /* ~0: not set */
 		ru.selects |= tb[suppress[i]] && mnl_attr_get_payload_len(tb[suppress[i]]) == 4 &&
 			      mnl_attr_get_u32(tb[suppress[i]]) != ~0u;
+	/* every attribute, as it came */
+	const struct nlattr *a;
+	mnl_attr_for_each(a, nlh, sizeof(*fh)) {
+		uint16_t type = mnl_attr_get_type(a), len = mnl_attr_get_payload_len(a);
+		if (type == FRA_PAD)
+			continue;
+		if (!rule_attr_kept(type) || len > sizeof(ru.attrs[0].data) ||
+		    ru.nattrs == RTNL_RULE_ATTRS) {
+			ru.selects = true;
+			if (!ru.unknown)
+				ru.unknown = type;
+			continue;
+		}
+		struct rtnl_rule_attr *k = &ru.attrs[ru.nattrs++];
+		k->type = type;
+		k->len = len;
+		memcpy(k->data, mnl_attr_get_payload(a), len);
+	}
 	d->ret = ((int (*)(const struct rtnl_rule *, void *))d->cb)(&ru, d->arg);
 	return d->ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
 }
@@ -281,6 +309,10 @@ static int neigh_cb(const struct nlmsghdr *nlh, void *data)
 	struct rtnl_neigh n = { .family = nd->ndm_family, .index = nd->ndm_ifindex,
 				.state = nd->ndm_state, .flags = nd->ndm_flags };
 	copy_addr(tb[NDA_DST], n.dst, len, NULL);
+	if (tb[NDA_LLADDR] && mnl_attr_get_payload_len(tb[NDA_LLADDR]) <= sizeof(n.lladdr)) {
+		n.lladdr_len = mnl_attr_get_payload_len(tb[NDA_LLADDR]);
+		memcpy(n.lladdr, mnl_attr_get_payload(tb[NDA_LLADDR]), n.lladdr_len);
+	}
 	d->ret = ((int (*)(const struct rtnl_neigh *, void *))d->cb)(&n, d->arg);
 	return d->ret < 0 ? MNL_CB_ERROR : MNL_CB_OK;
 }
@@ -428,5 +460,47 @@ int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 	if (rt->priority)
 		mnl_attr_put_u32(nlh, RTA_PRIORITY, rt->priority);
 	mnl_attr_put_u32(nlh, RTA_TABLE, table);
+	return request(r, nlh);
+}
+
+static int rule_req(struct rtnl *r, const struct rtnl_rule *ru, uint16_t type, uint16_t flags)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = new_msg(buf, type, flags);
+	struct fib_rule_hdr *fh = mnl_nlmsg_put_extra_header(nlh, sizeof(*fh));
+	fh->family = (uint8_t)ru->family;
+	fh->src_len = (uint8_t)ru->src_len;
+	fh->dst_len = (uint8_t)ru->dst_len;
+	fh->tos = (uint8_t)ru->tos;
+	fh->table = (uint8_t)ru->hdr_table;
+	fh->action = (uint8_t)ru->action;
+	fh->flags = ru->flags;
+	for (unsigned i = 0; i < ru->nattrs && i < RTNL_RULE_ATTRS; i++)
+		mnl_attr_put(nlh, ru->attrs[i].type, ru->attrs[i].len, ru->attrs[i].data);
+	return request(r, nlh);
+}
+
+int rtnl_rule_add(struct rtnl *r, const struct rtnl_rule *ru)
+{
+	return rule_req(r, ru, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL);
+}
+
+int rtnl_rule_del(struct rtnl *r, const struct rtnl_rule *ru)
+{
+	return rule_req(r, ru, RTM_DELRULE, 0);
+}
+
+int rtnl_neigh_add(struct rtnl *r, const struct rtnl_neigh *n)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = new_msg(buf, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE);
+	struct ndmsg *nd = mnl_nlmsg_put_extra_header(nlh, sizeof(*nd));
+	nd->ndm_family = (uint8_t)n->family;
+	nd->ndm_ifindex = n->index;
+	nd->ndm_state = (uint16_t)n->state;
+	nd->ndm_flags = (uint8_t)n->flags;
+	mnl_attr_put(nlh, NDA_DST, n->family == AF_INET ? 4 : 16, n->dst);
+	if (n->lladdr_len)
+		mnl_attr_put(nlh, NDA_LLADDR, n->lladdr_len, n->lladdr);
 	return request(r, nlh);
 }

@@ -59,11 +59,23 @@ struct rtnl_route {
 };
 
 /* One policy routing rule (RTM_NEWRULE): its priority, table, action, and
- * whether it selects packets by anything (addresses, links, marks...). */
+ * whether it selects packets by anything (addresses, links, marks...); its
+ * header and attributes as they came (attrs), to make it again. */
+#define RTNL_RULE_ATTRS 24
+struct rtnl_rule_attr {
+	uint16_t type, len;
+	uint8_t data[16];
+};
 struct rtnl_rule {
 	int family;
 	unsigned priority, table, action;
 	bool selects;
+	unsigned src_len, dst_len, tos, flags, hdr_table; /* fib_rule_hdr */
+	unsigned nattrs;
+	struct rtnl_rule_attr attrs[RTNL_RULE_ATTRS];
+	/* an attribute not kept: its type (one these headers do not know, or
+	 * too long), 0 if none */
+	unsigned unknown;
 };
 
 /* One neighbour entry (RTM_NEWNEIGH). */
@@ -72,6 +84,8 @@ struct rtnl_neigh {
 	int index;
 	unsigned state, flags; /* NUD_*, NTF_* */
 	uint8_t dst[16];
+	uint8_t lladdr[32];
+	unsigned lladdr_len; /* 0: none */
 };
 
 /* Opens the socket in the calling thread's network namespace. */
@@ -118,5 +132,12 @@ int rtnl_addr_del(struct rtnl *r, const struct rtnl_addr *a) __attribute__((warn
 /* Adds a route (to the main table if rt->table is 0). */
 int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 	__attribute__((warn_unused_result));
+
+/* Adds a policy routing rule made of ru's header and attrs; deletes one
+ * (the kernel finds it by what ru gives). */
+int rtnl_rule_add(struct rtnl *r, const struct rtnl_rule *ru) __attribute__((warn_unused_result));
+int rtnl_rule_del(struct rtnl *r, const struct rtnl_rule *ru) __attribute__((warn_unused_result));
+/* Adds a neighbour entry (n->state, lladdr if n->lladdr_len). */
+int rtnl_neigh_add(struct rtnl *r, const struct rtnl_neigh *n) __attribute__((warn_unused_result));
 
 #endif

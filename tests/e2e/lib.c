@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,4 +489,39 @@ long test_hugepages_raise(long more)
 		return -1;
 	long now = hugepages_get();
 	return now < 0 ? -1 : now - old;
+}
+
+pid_t test_netns_child(const char *setup)
+{
+	int p[2];
+	char c;
+	if (pipe(p))
+		fail("pipe: %m");
+	pid_t child = fork();
+	if (child == 0) {
+		if (unshare(CLONE_NEWNET) < 0 || (setup && system(setup) != 0) ||
+		    write(p[1], "u", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	if (child < 0)
+		fail("fork: %m");
+	if (read(p[0], &c, 1) != 1)
+		fail("no network namespace of its own (unshare or '%s' failed)", setup ? setup : "");
+	close(p[0]);
+	close(p[1]);
+	return child;
+}
+
+int test_hold_netns(pid_t child, int target)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		fail("open %s: %m", path);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	return test_move_fd(fd, target);
 }

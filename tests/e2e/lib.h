@@ -122,6 +122,13 @@ void test_fdinfo_lines(int fd, const char *prefix, char *buf, size_t size);
 /* sendmsg of data with n fds as SCM_RIGHTS (n <= 8); fails the test on error. */
 void test_send_fds(int s, const char *data, const int *fds, int n);
 
+/* A child in a network namespace of its own, where it ran the shell
+ * command setup (NULL: none) before this returns (fails the test else). */
+pid_t test_netns_child(const char *setup);
+/* An fd (at number target) of child's network namespace; child is killed
+ * and reaped: the fd is all that holds the namespace. */
+int test_hold_netns(pid_t child, int target);
+
 /* Allocation that fails the test on error. */
 void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 

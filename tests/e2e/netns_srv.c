@@ -13,9 +13,15 @@
  * a route in table 100 too (rtnetlink), and an nftables table (nft, if
  * installed), listed in the notes.
  *
- * "netns_srv rule": a policy routing rule (priority 100, table 100) and a
- * permanent neighbour entry on eth0; the checkpoint must refuse both by
- * name.
+ * "netns_srv rules": the same, and policy routing rules of both families
+ * with every kind of selector and action (`ip rule`), the IPv4 default rule
+ * deleted, routes in tables 100 and 1000 of both families, permanent
+ * neighbour entries of both families; the notes hold them as `ip` lists
+ * them (rules, routes of those tables, permanent neighbours).
+ *
+ * "netns_srv held": the same as tcp, and fd 9 holds a network namespace no
+ * process is in (a child made it, set lo up with 192.0.2.55/32, exited);
+ * the notes hold its addresses (nsenter through fd 9).
  *
  * "netns_srv bridge": a bridge link (br7) is added to the namespace
  * (rtnetlink) before ready; the checkpoint must refuse it by name. (A
@@ -29,9 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
-#include <linux/fib_rules.h>
 #include <linux/if_link.h>
-#include <linux/neighbour.h>
 #include <linux/ipv6.h>
 #include <linux/netlink.h>
 #include <linux/route.h>
@@ -39,6 +43,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -49,6 +56,8 @@
 
 static size_t table_routes(char *out, size_t len, size_t at);
 static void add_table_route(uint32_t gw);
+static size_t ip_list(char *out, size_t len, size_t at);
+static int rules_mode, held_mode;
 
 static void write_file(const char *path, const char *val)
 {
@@ -104,18 +113,24 @@ static void nft_add(void)
 		fail("nft -f table.nft failed");
 }
 
-static size_t nft_list(char *out, size_t len, size_t at)
+/* What cmd prints, appended to out at at. */
+static size_t cmd_out(const char *cmd, char *out, size_t len, size_t at)
 {
-	if (access(NFT, X_OK) != 0)
-		return at;
-	FILE *p = popen(NFT " list table inet ckpt_t 2>&1", "r");
+	FILE *p = popen(cmd, "r");
 	size_t n;
 	while (p && at < len - 1 && (n = fread(out + at, 1, len - 1 - at, p)) > 0)
 		at += n;
 	out[at] = 0;
 	if (!p || pclose(p) != 0)
-		fail("nft list table inet ckpt_t: %s", out);
+		fail("%s: %s", cmd, out);
 	return at;
+}
+
+static size_t nft_list(char *out, size_t len, size_t at)
+{
+	if (access(NFT, X_OK) != 0)
+		return at;
+	return cmd_out(NFT " list table inet ckpt_t 2>&1", out, len, at);
 }
 
 /* Links, addresses, IPv4 routes, sysctls and nftables as text. */
@@ -153,6 +168,10 @@ static void snapshot(char *out, size_t len)
 	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
 		at = cat(more[i][0], out, len, at);
 	at = table_routes(out, len, at);
+	at = ip_list(out, len, at);
+	if (held_mode)
+		at = cmd_out("nsenter --net=/proc/self/fd/9 ip -4 -o addr show | awk '{print $2, $4}'",
+			     out, len, at);
 	nft_list(out, len, at);
 }
 
@@ -281,36 +300,70 @@ static size_t table_routes(char *out, size_t len, size_t at)
 	}
 }
 
-/* "netns_srv rule": a policy routing rule and a permanent neighbour entry,
- * which the checkpoint must refuse by name. */
-static void add_rule_neigh(void)
+/* "netns_srv rules": what `ip` sets, each command checked. */
+static const char *const rule_cmds[] = {
+	"ip rule add pref 100 from 10.1.0.0/16 to 198.51.100.0/24 lookup 100",
+	"ip rule add pref 101 fwmark 0x10/0xff lookup 1000",
+	"ip rule add pref 102 iif lo oif eth0 lookup 100",
+	"ip rule add pref 103 from 192.0.2.0/24 tos 0x10 prohibit",
+	"ip rule add pref 104 ipproto tcp sport 1000-2000 dport 8000-8080 blackhole",
+	"ip rule add pref 105 uidrange 1000-2000 lookup main suppress_prefixlength 0",
+	"ip rule add pref 106 from 203.0.113.0/24 goto 32766",
+	"ip rule add pref 107 not to 198.51.100.128/25 lookup 100 protocol 150",
+	"ip rule add pref 108 to 192.0.2.8 unreachable",
+	"ip rule add pref 108 fwmark 3 lookup 1000",
+	"ip rule add pref 0 from 192.0.2.99 lookup 1000",
+	"ip rule del pref 32767",
+	"ip -6 rule add pref 200 from fd00:c0de::/64 lookup 100",
+	"ip -6 rule add pref 201 fwmark 7 iif eth0 lookup 1000",
+	"ip -6 rule add pref 202 to fd00:beef::/48 prohibit",
+	"ip route add blackhole 203.0.113.0/24 table 1000",
+	"ip route add 192.0.2.0/24 dev eth0 table 1000 metric 5",
+	"ip -6 route add fd00:beef::/64 dev eth0 table 100",
+	"ip -6 route add unreachable fd00:dead::/64 table 1000",
+	"ip neigh add 198.51.100.77 lladdr 02:00:00:00:00:77 dev eth0 nud permanent",
+	"ip -6 neigh add fd00:c0de::77 lladdr 02:00:00:00:00:78 dev eth0 nud permanent router",
+};
+
+/* What the notes must hold (what the commands above made). */
+static const char *const rule_want[] = {
+	"100:\tfrom 10.1.0.0/16 to 198.51.100.0/24 lookup 100",
+	"101:\tfrom all fwmark 0x10/0xff lookup 1000",
+	"102:\tfrom all iif lo oif eth0 lookup 100",
+	"103:\tfrom 192.0.2.0/24 tos 0x10 prohibit",
+	"104:\tfrom all ipproto tcp sport 1000-2000 dport 8000-8080 blackhole",
+	"105:\tfrom all uidrange 1000-2000 lookup main suppress_prefixlength 0",
+	"106:\tfrom 203.0.113.0/24 goto 32766",
+	"107:\tnot from all to 198.51.100.128/25 lookup 100 proto 150",
+	"0:\tfrom 192.0.2.99 lookup 1000",
+	"200:\tfrom fd00:c0de::/64 lookup 100",
+	"201:\tfrom all fwmark 0x7 iif eth0 lookup 1000",
+	"blackhole 203.0.113.0/24",
+	"fd00:beef::/64 dev eth0",
+	"198.51.100.77 dev eth0 lladdr 02:00:00:00:00:77 PERMANENT",
+	"fd00:c0de::77 dev eth0 lladdr 02:00:00:00:00:78 router PERMANENT",
+};
+
+static void add_rules(void)
 {
-	struct {
-		struct nlmsghdr h;
-		struct fib_rule_hdr f;
-		char attrs[64];
-	} rule = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct fib_rule_hdr)),
-			  .nlmsg_type = RTM_NEWRULE,
-			  .nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK },
-		   .f = { .family = AF_INET, .action = FR_ACT_TO_TBL, .table = TABLE } };
-	uint32_t prio = 100, table = TABLE;
-	put_attr(&rule.h, FRA_PRIORITY, &prio, 4);
-	put_attr(&rule.h, FRA_TABLE, &table, 4);
-	nl_req(&rule.h, "a policy routing rule");
-	struct {
-		struct nlmsghdr h;
-		struct ndmsg n;
-		char attrs[64];
-	} nb = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct ndmsg)), .nlmsg_type = RTM_NEWNEIGH,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK },
-		 .n = { .ndm_family = AF_INET, .ndm_ifindex = (int)if_nametoindex("eth0"),
-			.ndm_state = NUD_PERMANENT } };
-	uint32_t dst;
-	uint8_t mac[6] = { 2, 0, 0, 0, 0, 0x77 };
-	inet_pton(AF_INET, "198.51.100.77", &dst);
-	put_attr(&nb.h, NDA_DST, &dst, 4);
-	put_attr(&nb.h, NDA_LLADDR, mac, 6);
-	nl_req(&nb.h, "a permanent neighbour entry");
+	for (size_t i = 0; i < sizeof(rule_cmds) / sizeof(*rule_cmds); i++) {
+		char cmd[256];
+		snprintf(cmd, sizeof(cmd), "%s 2>&1", rule_cmds[i]);
+		if (system(cmd) != 0)
+			fail("%s failed", rule_cmds[i]);
+	}
+}
+
+/* `ip`'s lists of rules, routes of tables 100 and 1000, permanent
+ * neighbours ("netns_srv rules" only). */
+static size_t ip_list(char *out, size_t len, size_t at)
+{
+	if (!rules_mode)
+		return at;
+	return cmd_out("ip rule; ip -6 rule; ip route show table 100; ip route show table 1000; "
+		       "ip -6 route show table 100; ip -6 route show table 1000; "
+		       "ip neigh show nud permanent; ip -6 neigh show nud permanent",
+		       out, len, at);
 }
 
 /* A bridge named br7, by RTM_NEWLINK. */
@@ -347,6 +400,12 @@ static void add_bridge(void)
 	close(s);
 }
 
+/* "netns_srv held": fd 9, a network namespace no process is in. */
+static void hold_netns(void)
+{
+	test_hold_netns(test_netns_child("ip link set lo up && ip addr add 192.0.2.55/32 dev lo"), 9);
+}
+
 static int accept_one(int l)
 {
 	struct pollfd p = { .fd = l, .events = POLLIN };
@@ -360,20 +419,23 @@ static int accept_one(int l)
 
 int main(int argc, char **argv)
 {
-	static char before[16384], after[16384];
+	static char before[65536], after[65536];
 	char buf[4096] = "";
 	size_t n = 0;
 
-	if (argc > 1 && (!strcmp(argv[1], "bridge") || !strcmp(argv[1], "rule"))) {
-		if (!strcmp(argv[1], "bridge"))
-			add_bridge();
-		else
-			add_rule_neigh();
+	if (argc > 1 && !strcmp(argv[1], "bridge")) {
+		add_bridge();
 		test_ready();
 		test_wait();
 		pass();
 	}
+	rules_mode = argc > 1 && !strcmp(argv[1], "rules");
+	held_mode = argc > 1 && !strcmp(argv[1], "held");
+	if (held_mode)
+		hold_netns();
 	change_netns();
+	if (rules_mode)
+		add_rules();
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(PORT) };
 	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -387,6 +449,11 @@ int main(int argc, char **argv)
 	if (poll(&p, 1, 20000) != 1)
 		fail("the client sent nothing");
 	snapshot(before, sizeof(before));
+	expect(!held_mode || strstr(before, "lo 192.0.2.55/32"), "no held namespace in the notes:\n%s",
+	       before);
+	for (size_t i = 0; rules_mode && i < sizeof(rule_want) / sizeof(*rule_want); i++)
+		expect(strstr(before, rule_want[i]) != NULL, "no '%s' in the notes:\n%s", rule_want[i],
+		       before);
 
 	test_ready();
 	test_wait();
