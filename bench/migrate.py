@@ -5,6 +5,7 @@ between the two test hosts of tests/e2e/twohost.py (network namespaces A
 and B, clients in C; root only).
 
     bench/migrate.py [--ckpt build/ckpt] [--mib 1024] [--conns 100] [--repeat 1] [--keep]
+                     [--rounds N] [--lazy]
 
 The server, pid 1 of `ckpt run --net` on host A, holds MIB MiB of touched
 memory and keeps writing 1% of it per second (in steps of 0.1% every 100
@@ -18,8 +19,11 @@ dirtied during the migration while it still ran (1%/s times the total
 time less the downtime). --keep keeps the run's directory with both
 sides' logs.
 
-Without pre-copy (another piece of issue 12, not in this ckpt) the whole
-memory is sent while the server is frozen: the downtime grows with MIB.
+By default ckpt migrate pre-copies: the memory is sent while the server
+runs, then what it wrote meanwhile, in rounds (--rounds N, at most; 0:
+none, the whole memory is sent while the server is frozen and the downtime
+grows with MIB); --lazy makes the target's restart lazy (receive --lazy).
+The bytes sent are every round's image and the final one.
 Targets (issue 12): downtime under 300 ms, stretch 100 ms; bytes within
 1.2x of memory plus what was dirtied meanwhile.
 """
@@ -141,7 +145,8 @@ def one(args, run):
         key = os.path.join(d, "key")
         subprocess.run([args.ckpt, "keygen", key], check=True, capture_output=True)
         rcv = popen("b", [args.ckpt, "receive", "--listen", topo.addr("b") + ":0", "--key", key,
-                          "--log", os.path.join(d, "receive.log")], "receive")
+                          "--log", os.path.join(d, "receive.log")] +
+                    (["--lazy"] if args.lazy else []), "receive")
         port = []
 
         def listening():
@@ -151,7 +156,8 @@ def one(args, run):
         t0 = time.monotonic()
         mig = popen("a", [args.ckpt, "migrate", str(pid), "--to", "%s:%d" % (topo.addr("b"),
                                                                                 port[0]),
-                          "--key", key, "--log", os.path.join(d, "migrate.log")], "migrate")
+                          "--key", key, "--log", os.path.join(d, "migrate.log"),
+                          "--rounds", str(args.rounds)], "migrate")
         mig.wait()
         total = time.monotonic() - t0
         rcv.wait(60)
@@ -168,14 +174,18 @@ def one(args, run):
         if cl.returncode != 0 or not out.startswith("intact"):
             raise RuntimeError("the client: %s" % out.strip())
         image, down = float(m.group(1)), int(m.group(2))
+        pre = re.search(r"pre-copy: (\d+) rounds?, .* sent in all ([\d.]+) MiB", err)
+        rounds = int(pre.group(1)) if pre else 0
+        if pre:
+            image = float(pre.group(2))
         # what the server wrote while it still ran during the migration
         # (without pre-copy it is frozen from the start: nothing)
         dirtied = args.mib * 0.01 * max(0.0, total - down / 1000)
-        print("run %d: %d MiB, %d connections: down %d ms, total %.2f s, sent %.1f MiB "
-              "(%.3fx memory; %.1f MiB dirtied meanwhile, %.3fx memory+dirtied), "
-              "connections intact" % (run, args.mib, args.conns, down, total, image,
-                                      image / args.mib, dirtied, image / (args.mib + dirtied)),
-              flush=True)
+        print("run %d: %d MiB, %d connections, %d pre-copy rounds: down %d ms, total %.2f s, "
+              "sent %.1f MiB (%.3fx memory; %.1f MiB dirtied meanwhile, %.3fx "
+              "memory+dirtied), connections intact"
+              % (run, args.mib, args.conns, rounds, down, total, image, image / args.mib,
+                 dirtied, image / (args.mib + dirtied)), flush=True)
         return down, total, image
     finally:
         for p in procs:
@@ -208,6 +218,8 @@ def main():
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--conns", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=8, help="pre-copy rounds at most (0: none)")
+    ap.add_argument("--lazy", action="store_true", help="ckpt receive --lazy")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory (logs)")
     args = ap.parse_args()
     args.ckpt = os.path.abspath(args.ckpt)
@@ -217,7 +229,7 @@ def main():
     if len(res) > 1:
         res.sort()
         print("median: down %d ms, total %.2f s, sent %.1f MiB" % res[len(res) // 2])
-    print("no pre-copy in this ckpt: the whole memory is sent while the server is frozen")
+    print("load %s" % open("/proc/loadavg").read().split()[0])
 
 
 if __name__ == "__main__":

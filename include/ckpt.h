@@ -50,8 +50,15 @@ extern "C" {
 #define CKPT_SKIP_IN_FLIGHT 0x800ul /* TCP connections in a listener's accept queue
 				     * are left out: with CKPT_KILL their peers
 				     * get a reset */
+#define CKPT_PRECOPY 0x1000ul     /* a pre-copy round of a live migration: only the
+				   * memory of the tracked private anonymous vmas
+				   * (with ckpt_opts.parent_id: what was written
+				   * since that round), read while the tree runs
+				   * again; implies CKPT_TRACK. The image serves only
+				   * as a parent of the next round's or final image */
 #define CKPT_FLAGS_ALL \
-	(0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS | CKPT_TRACK | CKPT_SKIP_IN_FLIGHT)
+	(0x7ful | CKPT_DETACH_CLIENTS | CKPT_COMPRESS | CKPT_TRACK | CKPT_SKIP_IN_FLIGHT | \
+	 CKPT_PRECOPY)
 
 /* restart flags */
 #define RESTART_TASKSELF 0x1ul   /* restore one task on top of the caller */
@@ -68,7 +75,13 @@ extern "C" {
 				  * not taken, so nothing of it is disturbed */
 #define RESTART_LAZY 0x200ul     /* private memory filled on first touch and in
 				  * the background by a server (userfaultfd) */
-#define RESTART_FLAGS_ALL 0x3fful
+#define RESTART_PLAIN_PARENTS 0x800ul /* parent images named by a plain name (the id
+				       * a CKPT_PRECOPY chain records) are opened in
+				       * the directory ckpt_opts.parent, unsealed
+				       * (ckpt_unseal) even when the image is sealed,
+				       * and trusted: checked when ckpt_unseal wrote
+				       * them, their data checksums are not again */
+#define RESTART_FLAGS_ALL (0x3fful | RESTART_PLAIN_PARENTS)
 
 /* verbosity for the log */
 enum ckpt_log_level {
@@ -206,7 +219,16 @@ struct ckpt_opts {
 	pid_t *stopped;
 	size_t stopped_max;
 	size_t n_stopped;
-	/* (the fields of CKPT_OPTS_SIZE_V8 come here) */
+	/*
+	 * checkpoint: the parent given by its id (16 bytes, the image_id of
+	 * the tree's last checkpoint with CKPT_TRACK or CKPT_PRECOPY) instead
+	 * of a path; the image records the id's 32 hex digits as the parent's
+	 * name, for a restart with RESTART_PLAIN_PARENTS. NULL for none.
+	 * image_id: out, the id of the image written. A smaller size (an
+	 * older caller) has neither.
+	 */
+	const unsigned char *parent_id;
+	unsigned char image_id[16];
 	/*
 	 * checkpoint with CKPT_KILL and a committed callback (a migration) of
 	 * a tree in the caller's network namespace: the local addresses that
@@ -246,6 +268,8 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V6 offsetof(struct ckpt_opts, parent)
 /* The struct before stopped was added. */
 #define CKPT_OPTS_SIZE_V7 offsetof(struct ckpt_opts, stopped)
+/* The struct before parent_id was added. */
+#define CKPT_OPTS_SIZE_V8 offsetof(struct ckpt_opts, parent_id)
 /* The struct before target_addrs was added. */
 #define CKPT_OPTS_SIZE_V9 offsetof(struct ckpt_opts, target_addrs)
 #define CKPT_OPTS_SIZE_MAX 4096
@@ -278,6 +302,15 @@ CKPT_EXPORT int ckpt_inspect_diff(int fd_a, int fd_b, int out_fd, const void *ke
  * was removed, 0 if the image names none or it is gone already, or -errno. */
 CKPT_EXPORT int ckpt_unlock(int fd, const void *key, size_t key_len, char *name,
 			    size_t name_len, char *errbuf, size_t errbuf_len);
+
+/* Live migration. ckpt_untrack: the dirty tracking (CKPT_TRACK,
+ * CKPT_PRECOPY) removed from every process of the tree of pid, which is
+ * held only for that; 0, or -errno. ckpt_unseal: one image stream read
+ * from fd (sealed with key, or plain with key NULL), checked, and written
+ * plain to out_fd; id gets its image id; the bytes written, or -errno. */
+CKPT_EXPORT int ckpt_untrack(pid_t pid, int logfd, char *errbuf, size_t errbuf_len);
+CKPT_EXPORT long long ckpt_unseal(int fd, int out_fd, const void *key, size_t key_len,
+				  unsigned char id[16], char *errbuf, size_t errbuf_len);
 
 /*
  * Probe the kernel features ckpt needs; writes one line per feature to

@@ -24,12 +24,32 @@
  *   source                      the guardian is told to kill the tree should
  *                               ckpt die, then (committed) ...
  *   source -> target            "commit"
- *   source                      kills its tree
- *   source                      deletes the moved addresses, then its lock
  *   target                      SIGCONT to every task of the copy; each
  *                               address it added announced (gratuitous ARP,
  *                               unsolicited neighbour advertisement)
  *   target -> source            "running PID"
+ *   source                      kills its tree (frozen all along), deletes
+ *                               the moved addresses, then its lock
+ *
+ * Pre-copy (protocol "ckpt-migrate 2", the default; --rounds 0 speaks 1):
+ * before the frozen round above, rounds of memory sent while the tree runs,
+ * each on a data connection of its own that begins with the token:
+ *
+ *   source -> target (control)  "round K"
+ *   source -> target (data)     "TOKEN\n", then a CKPT_PRECOPY image (round 0:
+ *                               every tracked page; then the pages written
+ *                               since the round before, its id the parent)
+ *   target                      keeps it, plain, as DIR/ID (ckpt_unseal)
+ *   target -> source            "got K"  or  "error MESSAGE"
+ *   ...                         until a round is small or --rounds are sent
+ *   source -> target (control)  "final"; then the data connection and the
+ *                               frozen image as above, its parent the last
+ *                               round's, restored over the chain in DIR
+ *                               (RESTART_PLAIN_PARENTS)
+ *
+ * A pre-copy that fails (the target's "error", a broken connection) leaves
+ * the tree running without ckpt's dirty tracking (ckpt_untrack); a target
+ * that loses the source removes DIR and whatever it restored.
  *
  * A target that fails answers "error", and the source releases its tree,
  * which runs on (the network lock removed). A source that goes away before
@@ -44,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -59,9 +80,15 @@
 #include "util/cleanup.h"
 
 #define HELLO "ckpt-migrate 1"
+#define HELLO_PRECOPY "ckpt-migrate 2"
+#define ROUNDS_DEFAULT 8
+#define ROUNDS_MAX 64
+/* pre-copy ends when a round sent less than this, or did not shrink */
+#define ROUND_SMALL (2ull << 20)
 #define LINE_MAX_LEN 600
 #define TOKEN_HEX 32
 #define ACCEPT_TIMEOUT_MS 30000
+#define PATH_MAX_LEN 4096
 #define ADDRS_MAX 64
 
 static size_t tree_pids(pid_t root, pid_t *out, size_t max);
@@ -173,6 +200,13 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
 struct source {
 	int ctl, data;
 	long target_pid;
+	int running;                    /* the target's answer to commit: 0 (read into
+					 * running_line), -errno */
+	uint64_t running_ms;            /* when it came */
+	char running_line[LINE_MAX_LEN];
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	char token[TOKEN_HEX + 1];
 };
 
 /* image_done: the image is all sent; has the target restored it? */
@@ -195,11 +229,26 @@ static int target_ready(void *arg, char *why, size_t why_len)
 	return -EREMOTEIO;
 }
 
-/* committed: the tree dies here whatever happens now; the copy may run */
+/* committed: the tree dies here whatever happens now; the copy may run.
+ * Its "running" is waited for here, before the frozen original is killed
+ * (which takes its time), so that the downtime is the program's. */
 static void tell_commit(void *arg)
 {
 	struct source *s = arg;
-	send_line(s->ctl, "commit\n", NULL);
+	s->running = send_line(s->ctl, "commit\n", NULL);
+	if (s->running >= 0)
+		s->running = read_line(s->ctl, s->running_line, sizeof(s->running_line),
+				       ACCEPT_TIMEOUT_MS);
+	s->running_ms = now_ms();
+}
+
+/* A data connection, its token sent. */
+static int data_connect(struct source *s)
+{
+	int r = s->data = connect_to(&s->addr, s->addr_len);
+	if (r >= 0)
+		r = send_line(s->data, "%s\n", s->token);
+	return r;
 }
 
 /* The moved addresses told to the target and taken there; none of them
@@ -263,18 +312,16 @@ static int send_addrs(struct source *s, const struct ckpt_addr *addrs, size_t n,
 /* The control and data connections, the token read and sent; with
  * addresses to move (addrs not NULL), they are taken by the target first,
  * unless it says it is in this network namespace (*ret_here). */
-static int source_connect(const char *to, struct source *s, const struct ckpt_addr *addrs,
-			  size_t naddrs, bool *ret_here)
+static int source_connect(const char *to, const char *hello, struct source *s,
+			  const struct ckpt_addr *addrs, size_t naddrs, bool *ret_here)
 {
-	struct sockaddr_storage addr;
-	socklen_t len;
 	char line[LINE_MAX_LEN];
-	if (resolve(to, false, &addr, &len) < 0) {
+	if (resolve(to, false, &s->addr, &s->addr_len) < 0) {
 		fprintf(stderr, "ckpt: --to '%s': not HOST:PORT\n", to);
 		return -EINVAL;
 	}
-	s->ctl = connect_to(&addr, len);
-	int r = s->ctl < 0 ? s->ctl : send_line(s->ctl, "%s\n", HELLO);
+	s->ctl = connect_to(&s->addr, s->addr_len);
+	int r = s->ctl < 0 ? s->ctl : send_line(s->ctl, "%s\n", hello);
 	if (r >= 0)
 		r = read_line(s->ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
 	if (r >= 0 && (strncmp(line, "ok ", 3) || strlen(line + 3) != TOKEN_HEX))
@@ -289,21 +336,132 @@ static int source_connect(const char *to, struct source *s, const struct ckpt_ad
 		}
 		snprintf(line, sizeof(line), "ok %s", token);
 	}
-	if (r >= 0)
-		r = s->data = connect_to(&addr, len);
-	if (r >= 0)
-		r = send_line(s->data, "%s\n", line + 3);
+	if (r >= 0) {
+		memcpy(s->token, line + 3, TOKEN_HEX + 1);
+		r = data_connect(s);
+	}
 	if (r < 0)
-		fprintf(stderr, "ckpt: cannot reach a ckpt receive at %s: %s\n", to,
-			r == -EPROTO ? "it does not speak " HELLO : strerror(-r));
+		fprintf(stderr, "ckpt: cannot reach a ckpt receive at %s: %s%s\n", to,
+			r == -EPROTO ? "it does not speak " : strerror(-r),
+			r == -EPROTO ? hello : "");
 	return r;
+}
+
+struct precopy {
+	unsigned rounds;                /* sent */
+	unsigned char last[16];         /* the last round's image id */
+	unsigned long long bytes;       /* their images' bytes */
+	unsigned long long memory;      /* their pages' bytes */
+};
+
+/*
+ * One pre-copy round on s->data (then closed): the tree's pages (written
+ * since round k-1's image, p->last), read while it runs; 1 if it was small
+ * enough to be the last, 0 if not, -errno (why in err).
+ */
+static int precopy_round(const struct cli_args *a, struct source *s, struct precopy *p,
+			 const struct cli_key *key, int logfd, char *err, size_t err_len)
+{
+	char num[16], line[LINE_MAX_LEN];
+	unsigned k = p->rounds;
+	snprintf(num, sizeof(num), "%u", k);
+	int r = send_line(s->ctl, "round %s\n", num);
+	if (r >= 0 && s->data < 0)
+		r = data_connect(s);
+	if (r < 0) {
+		snprintf(err, err_len, "the target went away: %s", strerror(-r));
+		return r;
+	}
+	struct ckpt_opts o = {
+		.size = sizeof(o),
+		.flags = CKPT_SUBTREE | CKPT_PRECOPY,
+		.logfd = logfd,
+		.log_level = cli_log_level(a->verbose),
+		.errbuf = err,
+		.errbuf_len = err_len,
+		.key = cli_key_ptr(key),
+		.key_len = sizeof(key->bytes),
+		.parent_id = k ? p->last : NULL,
+	};
+	r = ckpt_checkpoint_opts(a->pid, s->data, &o);
+	shutdown(s->data, SHUT_WR);
+	/* a target that gave up early closed the data connection: its reason
+	 * is on the control one */
+	if (r < 0 && read_line(s->ctl, line, sizeof(line), 2000) == 0 &&
+	    !strncmp(line, "error ", 6))
+		snprintf(err, err_len, "the target could not restore it: %s", line + 6);
+	if (r >= 0) {
+		r = read_line(s->ctl, line, sizeof(line), -1);
+		if (r < 0)
+			snprintf(err, err_len, "the target did not answer: %s", strerror(-r));
+		else if (strncmp(line, "got ", 4) || strtoul(line + 4, NULL, 10) != k) {
+			snprintf(err, err_len, "the target could not restore it: %s",
+				 strncmp(line, "error ", 6) ? line : line + 6);
+			r = -EREMOTEIO;
+		}
+	}
+	close(s->data);
+	s->data = -1;
+	if (r < 0)
+		return r;
+	memcpy(p->last, o.image_id, sizeof(p->last));
+	p->rounds++;
+	p->bytes += o.result.image_bytes;
+	p->memory += o.result.memory_bytes;
+	if (!a->quiet && a->verbose)
+		fprintf(stderr, "ckpt: pre-copy round %u: %.1f MiB in %.0f ms\n", k,
+			(double)o.result.memory_bytes / (1 << 20),
+			(double)o.result.elapsed_us / 1000);
+	return o.result.memory_bytes < ROUND_SMALL;
+}
+
+/* The rounds; 0 once they are done, or -errno (the tree untracked). */
+static int precopy(const struct cli_args *a, struct source *s, struct precopy *p,
+		   unsigned max, const struct cli_key *key, int logfd, char *err, size_t err_len)
+{
+	unsigned long long before = 0, last = 0;
+	for (unsigned k = 0; k < max; k++) {
+		int r = precopy_round(a, s, p, key, logfd, err, err_len);
+		if (r < 0)
+			return r;
+		unsigned long long sent = p->memory - before;
+		/* small, or not shrinking by a quarter: the program writes about
+		 * as fast as the rounds send */
+		if (r > 0 || (k > 0 && sent * 4 > last * 3))
+			break;
+		before = p->memory;
+		last = sent;
+	}
+	return 0;
+}
+
+/* After a failed pre-copy or migration: the tree's dirty tracking removed. */
+static void untrack(pid_t pid, int logfd)
+{
+	char err[512] = "";
+	int r = ckpt_untrack(pid, logfd, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "ckpt: pid %d: cannot remove the dirty tracking of the pre-copy: "
+			"%s\n", pid, err[0] ? err : strerror(-r));
 }
 
 int cmd_migrate(const struct cli_args *a)
 {
 	char err[4096] = "", line[LINE_MAX_LEN];
 	struct source s = { .ctl = -1, .data = -1 };
+	struct precopy pc = { 0 };
+	unsigned rounds = ROUNDS_DEFAULT;
 	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
+	if (a->rounds) {
+		char *end;
+		unsigned long v = strtoul(a->rounds, &end, 10);
+		if (end == a->rounds || *end || v > ROUNDS_MAX) {
+			fprintf(stderr, "ckpt: --rounds '%s': not a number from 0 to %d\n",
+				a->rounds, ROUNDS_MAX);
+			return 1;
+		}
+		rounds = (unsigned)v;
+	}
 	if (a->key && cli_key_load(a->key, &key) < 0)
 		return 1;
 	/* a tree of this network namespace takes its addresses along */
@@ -323,7 +481,8 @@ int cmd_migrate(const struct cli_args *a)
 		}
 	}
 	bool same_ns = false;
-	if (source_connect(a->to, &s, here ? addrs : NULL, naddrs, &same_ns) < 0) {
+	if (source_connect(a->to, rounds ? HELLO_PRECOPY : HELLO, &s, here ? addrs : NULL, naddrs,
+			   &same_ns) < 0) {
 		if (s.ctl >= 0)
 			close(s.ctl);
 		return 1;
@@ -331,6 +490,24 @@ int cmd_migrate(const struct cli_args *a)
 	int logfd = cli_open_log(a->log);
 	if (a->log && logfd < 0)
 		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	uint64_t tp = now_ms();
+	if (rounds) {
+		int r = precopy(a, &s, &pc, rounds, &key, logfd, err, sizeof(err));
+		if (r >= 0 && (r = send_line(s.ctl, "final\n", NULL)) >= 0 && s.data < 0)
+			r = data_connect(&s);
+		if (r < 0) {
+			untrack(a->pid, logfd);
+			fprintf(stderr, "ckpt: migration failed: pre-copy round %u: %s; pid %d runs "
+				"on here\n", pc.rounds, err[0] ? err : strerror(-r), a->pid);
+			if (s.data >= 0)
+				close(s.data);
+			close(s.ctl);
+			if (logfd >= 0)
+				close(logfd);
+			return 1;
+		}
+	}
 	struct ckpt_opts o = {
 		.size = sizeof(o),
 		.flags = CKPT_SUBTREE | CKPT_KILL,
@@ -343,13 +520,15 @@ int cmd_migrate(const struct cli_args *a)
 		.image_done = target_ready,
 		.image_done_arg = &s,
 		.committed = tell_commit,
+		.parent_id = pc.rounds ? pc.last : NULL,
 		.target_addrs = here && !same_ns ? addrs : NULL,
 		.n_target_addrs = naddrs,
 	};
-	signal(SIGPIPE, SIG_IGN);
 	uint64_t t0 = now_ms();
 	int r = ckpt_checkpoint_opts(a->pid, s.data, &o);
 	close(s.data);
+	if (r < 0 && rounds)
+		untrack(a->pid, logfd);
 	if (logfd >= 0)
 		close(logfd);
 	if (r < 0) {
@@ -364,8 +543,9 @@ int cmd_migrate(const struct cli_args *a)
 		close(s.ctl);
 		return 1;
 	}
-	r = read_line(s.ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
-	uint64_t t1 = now_ms();
+	r = s.running;
+	uint64_t t1 = s.running_ms;
+	snprintf(line, sizeof(line), "%s", s.running_line);
 	close(s.ctl);
 	if (r < 0 || strncmp(line, "running ", 8)) {
 		fprintf(stderr, "ckpt: pid %d was restored at %s as pid %ld and killed here, but "
@@ -379,6 +559,13 @@ int cmd_migrate(const struct cli_args *a)
 			a->pid, a->to, s.target_pid, o.result.processes,
 			o.result.processes == 1 ? "" : "es",
 			(double)o.result.image_bytes / (1 << 20), (unsigned long long)(t1 - t0));
+	if (!a->quiet && rounds)
+		fprintf(stderr, "ckpt: pre-copy: %u round%s, %.1f MiB of memory sent while it ran "
+			"(%.1f MiB of images); sent in all %.1f MiB in %llu ms\n", pc.rounds,
+			pc.rounds == 1 ? "" : "s", (double)pc.memory / (1 << 20),
+			(double)pc.bytes / (1 << 20),
+			(double)(pc.bytes + o.result.image_bytes) / (1 << 20),
+			(unsigned long long)(t1 - tp));
 	return 0;
 }
 
@@ -478,6 +665,17 @@ static int accept_within(int lfd, int timeout_ms)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The next line on ctl (waiting) is the source's "addrs from ...", not a
+ * pre-copy's "round 0". */
+static bool addrs_next(int ctl)
+{
+	char peek[5];
+	ssize_t n;
+	while ((n = recv(ctl, peek, sizeof(peek), MSG_PEEK | MSG_WAITALL)) < 0 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(peek) && !memcmp(peek, "addrs", sizeof(peek));
+}
+
 /* "addr" lines up to "addrs end": each address taken (migrate-addr.h),
  * answered "addrs ok" or "error WHY". */
 static int take_addrs(int ctl, struct migrate_addr *v, size_t *n)
@@ -522,18 +720,36 @@ static int take_addrs(int ctl, struct migrate_addr *v, size_t *n)
 	return send_line(ctl, "addrs ok\n", NULL);
 }
 
-/* The control connection and the data one that brings its token; the
- * addresses to move, if the source sends them first. */
-static int target_accept(int lfd, int *ret_ctl, int *ret_data, struct migrate_addr *v,
-			 size_t *nv)
+/* A data connection that begins with token (others are closed). */
+static int accept_data(int lfd, const char *token)
 {
-	char line[LINE_MAX_LEN], token[TOKEN_HEX + 1];
+	char line[LINE_MAX_LEN];
+	for (int tries = 0; tries < 8; tries++) {
+		int data = accept_within(lfd, ACCEPT_TIMEOUT_MS);
+		if (data < 0)
+			return data;
+		if (read_line(data, line, sizeof(line), ACCEPT_TIMEOUT_MS) == 0 &&
+		    !strcmp(line, token))
+			return data;
+		close(data);
+	}
+	return -EPROTO;
+}
+
+/* The control connection and the data one that brings its token; the
+ * protocol's version (1, or 2: pre-copy), or -errno. */
+static int target_accept(int lfd, int *ret_ctl, int *ret_data, char token[TOKEN_HEX + 1],
+			 struct migrate_addr *v, size_t *nv)
+{
+	char line[LINE_MAX_LEN];
 	unsigned char raw[TOKEN_HEX / 2];
-	int ctl = accept_within(lfd, -1);
+	int ctl = accept_within(lfd, -1), version = 1;
 	if (ctl < 0)
 		return ctl;
 	int r = read_line(ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
-	if (r >= 0 && strcmp(line, HELLO))
+	if (r >= 0 && !strcmp(line, HELLO_PRECOPY))
+		version = 2;
+	else if (r >= 0 && strcmp(line, HELLO))
 		r = -EPROTO;
 	if (r >= 0 && getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		r = -EIO;
@@ -548,27 +764,93 @@ static int target_accept(int lfd, int *ret_ctl, int *ret_data, struct migrate_ad
 	if (r == 0)
 		r = -ETIMEDOUT;
 	else if (r > 0)
-		r = (p[1].revents & POLLIN) ? take_addrs(ctl, v, nv) : 0;
+		/* the data connection first: a pre-copy's "round 0" may follow it
+		 * on the control connection at once (addresses come before it) */
+		r = !(p[0].revents & POLLIN) && (p[1].revents & POLLIN) && addrs_next(ctl)
+			    ? take_addrs(ctl, v, nv)
+			    : 0;
 	else
 		r = -errno;
 	/* a connection without the token is not the source's: closed */
-	for (int tries = 0; r >= 0 && tries < 8; tries++) {
-		int data = accept_within(lfd, ACCEPT_TIMEOUT_MS);
-		if (data < 0) {
-			r = data;
-			break;
-		}
-		if (read_line(data, line, sizeof(line), ACCEPT_TIMEOUT_MS) == 0 &&
-		    !strcmp(line, token)) {
-			*ret_ctl = ctl;
-			*ret_data = data;
-			return 0;
-		}
-		close(data);
+	int data = r < 0 ? r : accept_data(lfd, token);
+	if (data >= 0) {
+		*ret_ctl = ctl;
+		*ret_data = data;
+		return version;
 	}
 	close(ctl);
 	migrate_addrs_drop(v, *nv);
-	return r < 0 ? r : -EPROTO;
+	return data;
+}
+
+/* --- the target's pre-copy: the rounds kept in a directory ------------- */
+
+/* Removes dir and the images in it (plain names only: ckpt's own). */
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	for (struct dirent *de; d && (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/*
+ * The pre-copy rounds into dir, until "final" (0: *data is then its data
+ * connection); -errno with why, after "error" was sent if the source is
+ * still there.
+ */
+static int target_rounds(int lfd, int ctl, int *data, const char *token, const char *dir,
+			 const struct cli_key *key, char *why, size_t why_len)
+{
+	char line[LINE_MAX_LEN], name[40], err[512] = "";
+	for (unsigned k = 0;; k++) {
+		int r = read_line(ctl, line, sizeof(line), -1);
+		if (r < 0) {
+			snprintf(why, why_len, "the source went away: %s", strerror(-r));
+			return r;
+		}
+		if (*data < 0 && (r = *data = accept_data(lfd, token)) < 0) {
+			snprintf(why, why_len, "no data connection came: %s", strerror(-r));
+			return r;
+		}
+		if (!strcmp(line, "final"))
+			return 0;
+		if (strncmp(line, "round ", 6) || strtoul(line + 6, NULL, 10) != k) {
+			snprintf(why, why_len, "the source said '%.64s', not round %u", line, k);
+			send_line(ctl, "error %s\n", why);
+			return -EPROTO;
+		}
+		unsigned char id[16];
+		char from[PATH_MAX_LEN], to[PATH_MAX_LEN];
+		snprintf(from, sizeof(from), "%s/round", dir);
+		int out = open(from, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		long long n = out < 0 ? -errno
+				      : ckpt_unseal(*data, out, cli_key_ptr(key), sizeof(key->bytes), id,
+						    err, sizeof(err));
+		if (out >= 0 && close(out) < 0 && n >= 0)
+			n = -errno;
+		close(*data);
+		*data = -1;
+		for (size_t i = 0; n >= 0 && i < 16; i++)
+			snprintf(name + 2 * i, 3, "%02x", id[i]);
+		snprintf(to, sizeof(to), "%s/%.32s", dir, name);
+		if (n >= 0 && rename(from, to) < 0)
+			n = -errno;
+		if (n < 0) {
+			snprintf(why, why_len, "pre-copy round %u: %s", k,
+				 err[0] ? err : strerror((int)-n));
+			send_line(ctl, "error %s\n", why);
+			return (int)n;
+		}
+		snprintf(name, sizeof(name), "%u", k);
+		if ((r = send_line(ctl, "got %s\n", name)) < 0) {
+			snprintf(why, why_len, "the source went away: %s", strerror(-r));
+			return r;
+		}
+	}
 }
 
 /* Restored frozen; run once the source says its tree dies, else removed.
@@ -600,7 +882,7 @@ static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o,
 
 int cmd_receive(const struct cli_args *a)
 {
-	char err[512] = "";
+	char err[512] = "", token[TOKEN_HEX + 1], dir[PATH_MAX_LEN] = "";
 	pid_t stopped[256];
 	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
 	if (a->key && cli_key_load(a->key, &key) < 0)
@@ -609,19 +891,47 @@ int cmd_receive(const struct cli_args *a)
 	if (lfd < 0)
 		return 1;
 	say_where(lfd);
+	signal(SIGPIPE, SIG_IGN);
 	struct migrate_addr addrs[ADDRS_MAX] = { 0 };
 	size_t naddrs = 0;
-	int r = target_accept(lfd, &ctl, &data, addrs, &naddrs);
+	int version = target_accept(lfd, &ctl, &data, token, addrs, &naddrs);
+	if (version < 0) {
+		close(lfd);
+		fprintf(stderr, "ckpt: no migration came in: %s\n", strerror(-version));
+		return 1;
+	}
+	int r = 0;
+	if (version == 2) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(dir, sizeof(dir), "%s/ckpt-receive.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(dir)) {
+			r = -errno;
+			snprintf(err, sizeof(err), "cannot make a directory for the pre-copy rounds "
+				 "(%s): %s", dir, strerror(errno));
+			send_line(ctl, "error %s\n", err);
+			dir[0] = '\0';
+		} else {
+			r = target_rounds(lfd, ctl, &data, token, dir, &key, err, sizeof(err));
+		}
+	}
 	close(lfd);
 	if (r < 0) {
-		fprintf(stderr, "ckpt: no migration came in: %s\n", strerror(-r));
+		if (data >= 0)
+			close(data);
+		close(ctl);
+		if (dir[0])
+			remove_dir(dir);
+		migrate_addrs_drop(addrs, naddrs);
+		fprintf(stderr, "ckpt: the migration failed: %s; everything received is removed "
+			"(the source keeps the program)\n", err);
 		return 1;
 	}
 	int logfd = cli_open_log(a->log);
 	struct ckpt_opts o = {
 		.size = sizeof(o),
 		.flags = RESTART_DETACH | RESTART_FROZEN | (a->pidns ? RESTART_PIDNS : 0) |
-			 (a->tcp_close ? RESTART_CONN_RESET : 0),
+			 (a->tcp_close ? RESTART_CONN_RESET : 0) |
+			 (dir[0] ? RESTART_PLAIN_PARENTS : 0) | (a->lazy ? RESTART_LAZY : 0),
 		.logfd = logfd,
 		.log_level = cli_log_level(a->verbose),
 		.errbuf = err,
@@ -631,12 +941,16 @@ int cmd_receive(const struct cli_args *a)
 		.key_len = sizeof(key.bytes),
 		.stopped = stopped,
 		.stopped_max = sizeof(stopped) / sizeof(stopped[0]),
+		.parent = dir[0] ? dir : NULL,
 	};
-	signal(SIGPIPE, SIG_IGN);
 	r = ckpt_restart_opts(0, data, &o);
 	close(data);
 	if (logfd >= 0)
 		close(logfd);
+	/* the restored tree has its memory (a lazy server maps what it serves
+	 * from, which stays until it is done): the rounds go */
+	if (dir[0])
+		remove_dir(dir);
 	if (r < 0) {
 		const char *why = err[0] ? err : strerror(-r);
 		send_line(ctl, "error %s\n", why);

@@ -39,6 +39,10 @@ struct opt {
 static const struct opt opts[] = {
 	{ "to", 0, OPT_STRING, MG, F(to), "HOST:PORT",
 	  "the ckpt receive to move the tree to" },
+	{ "rounds", 0, OPT_STRING, MG, F(rounds), "N",
+	  "pre-copy: send the memory while the tree runs, then\n"
+	  "what it wrote meanwhile, at most N rounds (default\n"
+	  "8; 0: no pre-copy, all memory sent while frozen)" },
 	{ "listen", 0, OPT_STRING, RC, F(listen), "[ADDR:]PORT",
 	  "wait there for one migration (ADDR: 127.0.0.1 by\n"
 	  "default; another address needs --key)" },
@@ -98,7 +102,7 @@ static const struct opt opts[] = {
 	{ "tcp-close", 0, OPT_FLAG, RS | RC, F(tcp_close), NULL,
 	  "established TCP connections come back closed (the\n"
 	  "program reads ECONNRESET); listening sockets live" },
-	{ "lazy", 0, OPT_FLAG, RS, F(lazy), NULL,
+	{ "lazy", 0, OPT_FLAG, RS | RC, F(lazy), NULL,
 	  "return once the process runs: its private memory is\n"
 	  "filled on first touch and in the background by a\n"
 	  "server process that exits when all of it is in" },
@@ -212,7 +216,9 @@ static const struct {
 			  "checkpoint the tree of PID into a ckpt receive at HOST:PORT, which\n"
 			  "restores it stopped; the tree is killed here once it is restored\n"
 			  "there, and runs there once it is dead here; if the target fails,\n"
-			  "the tree runs on here; prints the downtime\n" },
+			  "the tree runs on here; prints the downtime. By default the memory\n"
+			  "is sent first while the tree runs (pre-copy rounds, --rounds), and\n"
+			  "the tree is frozen only for what it wrote since and the rest\n" },
 	[CMD_RECEIVE] = { "--listen [ADDR:]PORT [OPTIONS]", "restore one tree sent by ckpt migrate",
 			  "wait for one ckpt migrate, restore its tree, run it once the source\n"
 			  "has given it up, print its pid and exit; the tree is removed again\n"

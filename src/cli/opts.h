@@ -40,6 +40,7 @@ struct cli_args {
 	enum cli_cmd cmd;
 	pid_t pid;              /* checkpoint, migrate */
 	const char *to;         /* migrate --to HOST:PORT */
+	const char *rounds;     /* migrate --rounds N: pre-copy rounds at most */
 	const char *listen;     /* receive --listen [ADDR:]PORT */
 	const char *output;     /* checkpoint -o; "-" is stdout */
 	const char *image;      /* restart, inspect; "-" is stdin */

@@ -32,6 +32,7 @@
 #include "puppet/guard.h"
 #include "util/cleanup.h"
 #include "img/pages.h"
+#include "kinds/mm.h"
 #include "util/features.h"
 
 #define COPY_BUF (8u << 20)
@@ -629,6 +630,9 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 		return log_fail(&ctx->log, -ESRCH, "pid %d: no process could be seized", pid);
 	share_classes(ctx);
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
+	/* a pre-copy round touches no socket: the tree's peers go on */
+	if (ctx->flags & CKPT_PRECOPY)
+		return 0;
 	/* frozen: no peer of a connection hears from it until it runs again */
 	return ckpt_netlock_lock(ctx);
 }
@@ -1024,6 +1028,9 @@ static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o
 		return log_fail(&ctx->log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
 	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))
 		return log_fail(&ctx->log, -EINVAL, "CKPT_VERIFY goes with CKPT_KILL");
+	if ((o->flags & CKPT_PRECOPY) && (o->flags & (CKPT_KILL | CKPT_LEAVE_FROZEN)))
+		return log_fail(&ctx->log, -EINVAL, "CKPT_PRECOPY leaves the tree running: not with "
+				"CKPT_KILL or CKPT_LEAVE_FROZEN");
 	if ((o->flags & CKPT_COMPRESS) && !pages_have_zstd())
 		return log_fail(&ctx->log, -EPROTONOSUPPORT, "cannot compress the image: this ckpt "
 				"was built without zstd");
@@ -1041,6 +1048,8 @@ static void fill_result(struct ckpt_ctx *ctx, struct ckpt_opts *o, uint64_t t0)
 	for (size_t i = 0; i < ctx->ntasks; i++)
 		res->threads += ctx->tasks[i].zombie ? 0 : 1 + ctx->tasks[i].nthreads;
 	res->warnings = ctx->log.warnings;
+	if (o->size >= offsetof(struct ckpt_opts, image_id) + sizeof(o->image_id))
+		memcpy(o->image_id, ctx->image_id, sizeof(o->image_id));
 }
 
 int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
@@ -1079,6 +1088,53 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	img_seal_free(ctx.seal);
 	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);
+	return r < 0 ? r : 0;
+}
+
+/*
+ * The tracking of a pre-copy that failed: the tree held just long enough
+ * to close ckpt's userfaultfd and note in each process (mm-dirty.c), then
+ * released; nothing else of it is read or changed.
+ */
+int ckpt_untrack(pid_t pid, int logfd, char *errbuf, size_t errbuf_len)
+{
+	struct ckpt_opts o = { .size = sizeof(o), .flags = CKPT_SUBTREE | CKPT_PRECOPY,
+			       .logfd = logfd, .errbuf = errbuf, .errbuf_len = errbuf_len };
+	struct ckpt_ctx ctx = { .pid = pid, .image_fd = -1, .opts = &o };
+	int r, n = 0;
+
+	log_init(&ctx.log, logfd, CKPT_LOG_INFO, errbuf, errbuf_len, "untrack");
+	if ((r = check_opts(&ctx, pid, &o)) < 0)
+		return r;
+	ctx.flags = o.flags;
+	if ((r = objhash_init(&ctx.objs)) < 0)
+		return r;
+	r = puppet_guard_start(&ctx.guard);
+	if (r < 0)
+		log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
+	else
+		r = ckpt_seize(&ctx);
+	for (size_t i = 0; r >= 0 && i < ctx.ntasks; i++) {
+		struct task *t = &ctx.tasks[i];
+		if (t->zombie || !t->pup.held)
+			continue;
+		r = puppet_find_syscall(&t->pup);
+		if (r < 0)
+			r = log_fail(&ctx.log, r, "pid %d: no syscall instruction to close its "
+				     "tracking with", t->pid);
+		else if ((r = mm_dirty_untrack(&ctx, t)) > 0)
+			n++;
+	}
+	if (r < 0)
+		ctx.failed = r;
+	if (ctx.guard)
+		ckpt_let_go(&ctx);
+	for (size_t i = 0; i < ctx.ntasks; i++)
+		release_task(&ctx.tasks[i]);
+	free(ctx.tasks);
+	objhash_free(&ctx.objs, free_obj);
+	if (r >= 0)
+		log_info(&ctx.log, "pid %d: tracking removed from %d process(es)", pid, n);
 	return r < 0 ? r : 0;
 }
 

@@ -205,6 +205,9 @@ struct rst_ctx {
 	size_t ninherit;
 	/* RESTART_LAZY: the lazy server, once started (mm-lazy.c) */
 	struct mm_lazy *lazy;
+	/* RESTART_PLAIN_PARENTS: where parents named by their id are
+	 * (ckpt_opts.parent), plain (mm-chain.c) */
+	const char *parents_dir;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */

@@ -434,6 +434,12 @@ static int open_ctx(struct rst_ctx *ctx, pid_t pid, int fd, struct ckpt_opts *o)
 		ctx->inherit = o->inherit_fds;
 		ctx->ninherit = o->n_inherit_fds;
 	}
+	if (o->flags & RESTART_PLAIN_PARENTS) {
+		if (o->size < offsetof(struct ckpt_opts, parent) + sizeof(o->parent) || !o->parent)
+			return log_fail(&ctx->log, -EINVAL, "RESTART_PLAIN_PARENTS needs the "
+					"parents' directory in ckpt_opts.parent");
+		ctx->parents_dir = o->parent;
+	}
 	r = check_flags(ctx, pid, o->flags);
 	if (r < 0)
 		return r;

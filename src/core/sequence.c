@@ -27,16 +27,18 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* checks over the whole tree */
 	[CKPT_COLLECT_END] = { "collect end", NULL, NULL, KOP(collect_end), STEP_ONCE, STEP_GATHER,
 			       NULL },
-	/* header and tree record; each task's begin record, then its kinds' */
+	/* header and tree record; each task's begin record, then its kinds'
+	 * (in a pre-copy round, only the kinds that have a dump_live op) */
 	[CKPT_DUMP] = { "dump", ckpt_dump_begin, ckpt_task_begin, KOP(dump), STEP_TASKS, 0, NULL },
 	/* the trailer: the image is complete */
-	[CKPT_IMAGE_END] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE, 0, NULL },
+	[CKPT_IMAGE_END] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
 	/* would a restart by this caller work? (precheck.c, which runs the
 	 * kinds' op for each task, and the dry run of CKPT_VERIFY) */
 	[CKPT_CHECK_RESTORE] = { "check restore", precheck_restore, NULL, KOP(check_restore),
 				 STEP_EACH, STEP_KILL, "a restart would fail: " },
 	/* the caller names the image; CKPT_KILL: the guardian kills if ckpt dies */
-	[CKPT_IMAGE_DONE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE, 0, NULL },
+	[CKPT_IMAGE_DONE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE, STEP_NOT_LIVE,
+			       NULL },
 	/* what collect put in the tasks taken out, while they are held */
 	[CKPT_FINISH] = { "finish", NULL, NULL, KOP(finish), STEP_ONCE, STEP_VOID | STEP_ALWAYS,
 			  NULL },
@@ -49,6 +51,11 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	 * here, then its network lock removed (netlock.c) */
 	[CKPT_UNLOCK_MOVED] = { "unlock moved", ckpt_netlock_moved, NULL, 0, STEP_NONE, STEP_KILL,
 				NULL },
+	/* a pre-copy round (CKPT_PRECOPY): the tree runs again; what dump
+	 * noted (the pages to send) is read from it and written */
+	[CKPT_LIVE] = { "live", NULL, NULL, KOP(dump_live), STEP_TASKS, STEP_LIVE, NULL },
+	/* the pre-copy round's trailer */
+	[CKPT_LIVE_END] = { "live end", ckpt_dump_end, NULL, 0, STEP_NONE, STEP_LIVE, NULL },
 };
 
 /*
@@ -212,6 +219,8 @@ static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
 		memcpy(&fn, (const char *)kinds[k].ops + st->op, sizeof(fn));
 		if (!fn || (t->leader && !kinds[k].ops->per_thread))
 			continue;
+		if (s == CKPT_DUMP && (ctx->flags & CKPT_PRECOPY) && !kinds[k].ops->dump_live)
+			continue;
 		r = fn(ctx, t);
 		if (r < 0 && st->why && !ctx->log.errors)
 			log_error(&ctx->log, "%s %d: %s: %s%s", t->leader ? "thread" : "pid", t->pid,
@@ -286,7 +295,9 @@ int seq_ckpt_run(struct ckpt_ctx *ctx)
 	for (int s = 0; s < CKPT_NSTEPS; s++) {
 		const struct ckpt_step *st = &ckpt_sequence[s];
 		if ((ctx->failed && !(st->when & STEP_ALWAYS)) ||
-		    ((st->when & STEP_KILL) && !(ctx->flags & CKPT_KILL)))
+		    ((st->when & STEP_KILL) && !(ctx->flags & CKPT_KILL)) ||
+		    ((st->when & STEP_LIVE) && !(ctx->flags & CKPT_PRECOPY)) ||
+		    ((st->when & STEP_NOT_LIVE) && (ctx->flags & CKPT_PRECOPY)))
 			continue;
 		ctx->log.gather = st->when & STEP_GATHER;
 		int r = st->run ? st->run(ctx) : 0;

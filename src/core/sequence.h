@@ -88,6 +88,8 @@ enum ckpt_step_id {
 	CKPT_LET_GO,
 	CKPT_AFTER_KILL,
 	CKPT_UNLOCK_MOVED,
+	CKPT_LIVE,
+	CKPT_LIVE_END,
 	CKPT_NSTEPS,
 };
 
@@ -111,6 +113,9 @@ struct ckpt_step {
 #define STEP_ALWAYS 2u
 #define STEP_KILL 4u
 #define STEP_GATHER 8u
+/* only in a pre-copy round (CKPT_PRECOPY); not in one */
+#define STEP_LIVE 16u
+#define STEP_NOT_LIVE 32u
 
 extern const struct ckpt_step ckpt_sequence[CKPT_NSTEPS];
 

@@ -36,6 +36,9 @@
  *                    tree held outside itself that the image now holds (a
  *                    restart on this host must find it free); failures are
  *                    warnings
+ *   dump_live(ctx, t) a pre-copy round (CKPT_PRECOPY), the tree released:
+ *                    the kind's records read from the running task. In such
+ *                    a round only kinds with this op take part in "dump"
  *
  * Restart steps (a failure at any step after "spawn root" kills every
  * process made, then calls restore_abort):
@@ -136,6 +139,9 @@ struct kind_ops {
 	int (*check_restore)(struct ckpt_ctx *ctx, struct task *t);
 	void (*finish)(struct ckpt_ctx *ctx);
 	void (*after_kill)(struct ckpt_ctx *ctx);
+	/* a pre-copy round (CKPT_PRECOPY): only kinds with this op dump, and
+	 * this op runs for each task once the tree runs again */
+	int (*dump_live)(struct ckpt_ctx *ctx, struct task *t);
 	/* restart, in the order of rst_sequence */
 	int (*load)(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 	int (*loaded)(struct rst_ctx *ctx, struct rst_task *t);

@@ -117,11 +117,10 @@ int mm_chain_load(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
 	if (m->pid != (uint32_t)t->pid || check_from(m, e) < 0)
 		return log_fail(&ctx->log, -EINVAL, "record %u (mm/track): pages of a parent image "
 				"not valid for pid %d", rec->index, t->pid);
-	/* the lazy server serves the records of one image (mm-lazy.c) */
-	if ((ctx->flags & RESTART_LAZY) && m->n_from_parent)
-		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: its memory is partly in a parent "
-				"image (%s); restart --lazy of an incremental image is not "
-				"supported yet", t->pid, m->parent_path ? m->parent_path : "?");
+	if (m->live)
+		return log_fail(&ctx->log, -EINVAL, "record %u (mm/track): the image of a pre-copy "
+				"round holds only memory: it is a parent, it cannot be restarted",
+				rec->index);
 	return 0;
 }
 
@@ -221,17 +220,29 @@ static int open_parent(struct rst_ctx *ctx, struct mm_chain *c, const char *path
 	if (!nr)
 		return -ENOMEM;
 	c->r = nr;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a pre-copy chain: its parents by id, plain, in the directory given */
+	bool plain = (ctx->flags & RESTART_PLAIN_PARENTS) && !strchr(path, '/');
+	_cleanup_close_ int dir = plain ? open(ctx->parents_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+					: AT_FDCWD;
+	_cleanup_close_ int fd = plain && dir < 0 ? -1 : openat(dir, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return log_fail(&ctx->log, -errno, "parent image %s: cannot open: %s", path,
+		return log_fail(&ctx->log, -errno, "parent image %s%s%s: cannot open: %s",
+				plain ? ctx->parents_dir : "", plain ? "/" : "", path,
 				strerror(errno));
 	struct img_reader *r = &c->r[c->nr];
-	int e = img_reader_open_key(r, fd, ctx->key, IMG_KEY_BYTES, &err);
+	/* a pre-copy round's copy was checked whole as it came in (ckpt_unseal)
+	 * into the caller's directory: its frames are checked as they are
+	 * read, its data checksums not again, and it is not read in first */
+	int e = plain ? img_reader_open_lazy(r, fd, &err)
+		      : img_reader_open_key(r, fd, ctx->key, IMG_KEY_BYTES, &err);
 	if (e < 0)
 		return log_fail(&ctx->log, e, "parent image %s: %s", path,
 				err.reason[0] ? err.reason : strerror(-e));
 	c->nr++;
-	e = img_reader_validate(r, &err);
+	if (plain)
+		r->validated = true;
+	else
+		e = img_reader_validate(r, &err);
 	if (e < 0)
 		return log_fail(&ctx->log, e, "parent image %s: record %lld: %s", path,
 				(long long)err.index, err.reason);

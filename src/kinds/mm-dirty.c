@@ -76,6 +76,9 @@ struct mm_dirty {
 	uint64_t *from;         /* address, length, ...: the parent's pages */
 	size_t nfrom, capfrom;
 	uint64_t from_bytes;
+	uint64_t *live;         /* a pre-copy round: address, length, ... of the
+				 * pages to read once the tree runs */
+	size_t nlive, caplive;
 };
 
 bool mm_dirty_tracked(const struct mm_dirty *d)
@@ -102,6 +105,7 @@ void mm_dirty_free(struct mm_dirty *d)
 	free(d->reg);
 	free(d->had);
 	free(d->from);
+	free(d->live);
 	free(d);
 }
 
@@ -111,6 +115,15 @@ static const char *opts_parent(const struct ckpt_ctx *ctx)
 	if (!o || o->size < offsetof(struct ckpt_opts, parent) + sizeof(o->parent))
 		return NULL;
 	return o->parent;
+}
+
+/* ckpt_opts.parent_id (a pre-copy chain's parent, by id), or NULL */
+static const uint8_t *opts_parent_id(const struct ckpt_ctx *ctx)
+{
+	const struct ckpt_opts *o = ctx->opts;
+	if (!o || o->size < offsetof(struct ckpt_opts, parent_id) + sizeof(o->parent_id))
+		return NULL;
+	return o->parent_id;
 }
 
 /* Reads the note of the memfd at fd of t; 0 if it is ckpt's. */
@@ -184,7 +197,9 @@ static int parent_id(struct ckpt_ctx *ctx, const char *path, uint8_t id[16])
 int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret)
 {
 	const char *parent = opts_parent(ctx);
+	const uint8_t *by_id = opts_parent_id(ctx);
 	struct mm_dirty *d = calloc(1, sizeof(*d));
+	char hex[33];
 	int r;
 
 	*ret = d;
@@ -192,15 +207,22 @@ int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret
 		return -ENOMEM;
 	d->uffd = d->memfd = -1;
 	find_tracking(t, d);
-	d->track = (ctx->flags & CKPT_TRACK) || parent;
-	if (!parent)
+	d->track = (ctx->flags & (CKPT_TRACK | CKPT_PRECOPY)) || parent || by_id;
+	if (by_id) {
+		/* a pre-copy chain: the parent is named by its id, which the
+		 * target names its copy by (RESTART_PLAIN_PARENTS) */
+		memcpy(d->parent_id, by_id, sizeof(d->parent_id));
+		for (size_t i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", by_id[i]);
+		parent = hex;
+	} else if (!parent) {
 		return 0;
-	if (ctx->key)
+	} else if (ctx->key) {
 		return log_fail(&ctx->log, -EOPNOTSUPP, "--parent: sealed incremental images are "
 				"not supported yet");
-	r = parent_id(ctx, parent, d->parent_id);
-	if (r < 0)
+	} else if ((r = parent_id(ctx, parent, d->parent_id)) < 0) {
 		return r;
+	}
 	if (!d->own) {
 		log_info(&ctx->log, "pid %d: its writes were not tracked since %s: all its pages "
 			 "are saved", t->pid, parent);
@@ -212,7 +234,7 @@ int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret
 				"image was replaced, or the process was checkpointed again since): "
 				"checkpoint it without --parent, or with the newest image",
 				t->pid, parent);
-	d->parent_path = realpath(parent, NULL);
+	d->parent_path = by_id ? strdup(hex) : realpath(parent, NULL);
 	if (!d->parent_path)
 		return -errno;
 	d->incremental = true;
@@ -371,6 +393,50 @@ static int from_add(struct mm_dirty *d, uint64_t start, uint64_t end)
 	return 0;
 }
 
+static int live_add(struct mm_dirty *d, uint64_t start, uint64_t end)
+{
+	if (d->nlive && d->live[d->nlive - 2] + d->live[d->nlive - 1] == start) {
+		d->live[d->nlive - 1] += end - start;
+		return 0;
+	}
+	if (d->nlive + 2 > d->caplive) {
+		size_t cap = d->caplive ? 2 * d->caplive : 256;
+		uint64_t *n = realloc(d->live, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		d->live = n;
+		d->caplive = cap;
+	}
+	d->live[d->nlive++] = start;
+	d->live[d->nlive++] = end - start;
+	return 0;
+}
+
+size_t mm_dirty_live_runs(const struct mm_dirty *d, const uint64_t **ret)
+{
+	*ret = d ? d->live : NULL;
+	return d ? d->nlive : 0;
+}
+
+int mm_dirty_untrack(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct mm_dirty d = { .uffd = -1, .memfd = -1 };
+	find_tracking(t, &d);
+	if (d.uffd < 0 && d.memfd < 0)
+		return 0;
+	/* the last close of the userfaultfd unregisters every vma and clears
+	 * the write protection */
+	long r = d.uffd >= 0 ? puppet_syscall(&t->pup, SYS_close, d.uffd) : 0;
+	long r2 = puppet_syscall(&t->pup, SYS_close, d.memfd);
+	if (r < 0 || r2 < 0)
+		return log_fail(&ctx->log, (int)(r < 0 ? r : r2), "pid %d: cannot close its "
+				"tracking fds %d and %d: %s", t->pid, d.uffd, d.memfd,
+				strerror((int)-(r < 0 ? r : r2)));
+	log_info(&ctx->log, "pid %d: dirty tracking removed (fds %d and %d closed)", t->pid,
+		 d.uffd, d.memfd);
+	return 1;
+}
+
 int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int pagemap, size_t i,
 		  const VmaEntry *v, struct pages_writer *pw)
 {
@@ -399,9 +465,11 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 					(unsigned long long)v->end, strerror(errno));
 		for (long k = 0; k < n; k++) {
 			const struct page_region *g = &regs[k];
-			r = !incr || (g->categories & PAGE_IS_WRITTEN)
-				    ? pages_add(pw, g->start, g->end - g->start)
-				    : from_add(d, g->start, g->end);
+			if (incr && !(g->categories & PAGE_IS_WRITTEN))
+				r = from_add(d, g->start, g->end);
+			else
+				r = pw ? pages_add(pw, g->start, g->end - g->start)
+				       : live_add(d, g->start, g->end);
 			if (r < 0)
 				return r;
 		}
@@ -409,7 +477,7 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 			break;
 		pos = arg.walk_end;
 	}
-	return pages_flush(pw);
+	return pw ? pages_flush(pw) : 0;
 }
 
 int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
@@ -420,6 +488,7 @@ int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
 	m.pid = (uint32_t)t->vpid;
 	m.has_tracked = true;
 	m.tracked = true;
+	m.has_live = m.live = (ctx->flags & CKPT_PRECOPY) != 0;
 	if (d->incremental) {
 		m.has_parent_id = true;
 		m.parent_id.data = d->parent_id;

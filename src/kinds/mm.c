@@ -318,6 +318,12 @@ struct mm_read {
 	struct ckpt_ctx *ctx;
 	struct task *t;
 	bool readable;
+	/* a pre-copy round: the task runs again, and its /proc/PID/mem (-1:
+	 * gone) is read; a page that cannot be read (unmapped since, the
+	 * task gone) is sent as zeros: it is not in a tracked vma at the next
+	 * round, so that round sends it again or the image does not have it */
+	bool live;
+	int live_fd;
 };
 
 static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
@@ -342,6 +348,15 @@ static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *d
 		dst += bytes;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (rd->live) {
+			ssize_t got = rd->live_fd < 0 ? -1 : pread(rd->live_fd, dst, x[i].len,
+								   (off_t)x[i].off);
+			if (got < (ssize_t)x[i].len)
+				memset(dst + (got > 0 ? got : 0), 0,
+				       x[i].len - (uint64_t)(got > 0 ? got : 0));
+			dst += x[i].len;
+			continue;
+		}
 		int r = puppet_read(&rd->t->pup, x[i].off, dst, x[i].len);
 		if (r < 0)
 			return log_fail(&rd->ctx->log, r, "pid %d: cannot read memory at %llx: %s",
@@ -494,18 +509,47 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0)
 		return r;
+	/* a pre-copy round: the tracked vmas' pages noted, read at dump_live */
+	bool live = ctx->flags & CKPT_PRECOPY;
 	r = mm_dirty_begin(ctx, t, m->dirty, &m->e);
 	for (size_t i = 0; r >= 0 && i < m->e.n_vmas; i++) {
 		if (!needs_pages(m->e.vmas[i]) || shmem_seen(ctx, t, i))
 			continue;
 		if (!mm_dirty_covers(m->dirty, i)) {
-			r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
+			if (!live)
+				r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
 			continue;
 		}
 		((struct mm_read *)pw.arg)->readable = m->e.vmas[i]->prot & PROT_READ;
 		r = pages_fail(ctx, &pw, mm_dirty_scan(ctx, t, m->dirty, pagemap, i,
-						       m->e.vmas[i], &pw));
+						       m->e.vmas[i], live ? NULL : &pw));
 	}
+	ctx->mem_bytes += pw.bytes;
+	pages_writer_release(&pw);
+	return r < 0 || live ? r : mm_dirty_end(ctx, t, m->dirty);
+}
+
+/* A pre-copy round, the tree running: the pages mm_dump noted. */
+static int mm_dump_live(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct mm_ckpt *m = t->kstate[KIND_mm];
+	const uint64_t *runs;
+	char path[64];
+	if (!m)
+		return 0;
+	size_t n = mm_dirty_live_runs(m->dirty, &runs);
+	snprintf(path, sizeof(path), "/proc/%d/mem", t->pid);
+	_cleanup_close_ int mem = open(path, O_RDONLY | O_CLOEXEC);
+	struct mm_read rd = { .ctx = ctx, .t = t, .readable = true, .live = true, .live_fd = mem };
+	struct pages_writer pw;
+	int r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; r >= 0 && i + 1 < n; i += 2)
+		r = pages_add(&pw, runs[i], runs[i + 1]);
+	if (r >= 0)
+		r = pages_flush(&pw);
+	r = pages_fail(ctx, &pw, r);
 	ctx->mem_bytes += pw.bytes;
 	pages_writer_release(&pw);
 	return r < 0 ? r : mm_dirty_end(ctx, t, m->dirty);
@@ -659,7 +703,25 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 			return r;
 	}
 	/* an incremental image: the pages its parents have */
-	return m->chain ? mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages) : 0;
+	if (!m->chain)
+		return 0;
+	bool lazy = ctx->flags & RESTART_LAZY;
+	/* --lazy: the image's own records checked now (their chunks are
+	 * rebuilt over the chain's; the parents were checked whole) */
+	for (size_t i = 0; lazy && i < m->pages.n; i++)
+		if (mm_lazy_check_rec(&m->recs[i]) < 0)
+			return log_fail(&ctx->log, -EBADMSG, "pid %d: a page record of the image is "
+					"damaged (its checksum differs)", t->pid);
+	int r = mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages);
+	if (r < 0 || !lazy)
+		return r;
+	struct mm_rec *nr = realloc(m->recs, (m->pages.n ? m->pages.n : 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	m->recs = nr;
+	for (size_t i = 0; i < m->pages.n; i++)
+		nr[i] = (struct mm_rec){ m->pages.c[i].data, m->pages.c[i].bytes, 0, true };
+	return 0;
 }
 
 /* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
@@ -1509,7 +1571,8 @@ static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_ad
 	uint64_t bytes = 0;
 	int r = 0;
 
-	if (j->u->lazy && !all_lazy(e, j->u, ch)) { /* its checksum was left for now */
+	/* its checksum was left for now (not when a chain's was checked) */
+	if (j->u->lazy && !all_lazy(e, j->u, ch) && !j->m->recs[ch - j->m->pages.c].crc_ok) {
 		r = mm_lazy_check_rec(&j->m->recs[ch - j->m->pages.c]);
 		if (r < 0) {
 			*ret_addr = ch->x[0].off;
@@ -1855,6 +1918,7 @@ const struct kind_ops mm_ops = {
 	.probe = mm_probe,
 	.collect = mm_collect,
 	.dump = mm_dump,
+	.dump_live = mm_dump_live,
 	.load = mm_load,
 	.loaded = mm_check_loaded,
 	.prepare = mm_prepare,

@@ -86,6 +86,12 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 	__attribute__((warn_unused_result));
 int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
 	__attribute__((warn_unused_result));
+/* A pre-copy round (CKPT_PRECOPY): mm_dirty_scan() given no writer notes
+ * the pages to save (address, length, ...) for mm's dump_live, which reads
+ * them once the tree runs again. */
+size_t mm_dirty_live_runs(const struct mm_dirty *d, const uint64_t **ret);
+/* ckpt_untrack: t's tracking fds closed (t held); 1 if it had some. */
+int mm_dirty_untrack(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 void mm_dirty_free(struct mm_dirty *d);
 /* mm.c: t's tracking state, or NULL */
 struct mm_dirty *mm_dirty_of(const struct task *t);

@@ -10,6 +10,12 @@ kernel picks, writes it to "port" (renamed into place) and echoes every
 line on every connection, one asyncio event loop for all. On SIGTERM it
 prints "served N lines on M connections" and exits 0.
 
+With $PY_ECHO_MEM=MIB (a pre-copy test) the server also holds MIB MiB of
+pages that it keeps rewriting, 1% of them (chosen at random) every 100 ms,
+each with a new stamp (its 4 bytes repeated over the page), the stamps also
+kept in an array; on SIGTERM it checks that every page holds its stamp and
+writes "memcheck": "ok PAGES WRITES" or "bad: page P ...".
+
 The client opens N connections first (each echoes once before the next
 is opened, so that none waits in the listener's accept queue), then keeps
 one line in flight on each: "c<conn> <seq> <payload>", the payload depends
@@ -50,12 +56,43 @@ async def serve():
         finally:
             writer.close()
 
+    mem = None
+    if os.environ.get("PY_ECHO_MEM"):
+        import array
+        import random
+        npages = int(os.environ["PY_ECHO_MEM"]) << 8
+        mem = bytearray(npages << 12)
+        stamps = array.array("I", [0] * npages)
+        state = {"n": 0}
+        for p in range(npages):  # every page touched, stamp 0 but not zero pages
+            mem[p << 12:(p + 1) << 12] = b"\0\0\0\0" * 1023 + b"\1\0\0\0"
+
+        def page(stamp):
+            return stamp.to_bytes(4, "little") * 1023 + b"\1\0\0\0"
+
+        def dirty():
+            for _ in range(max(1, npages // 100)):
+                p = random.randrange(npages)
+                state["n"] += 1
+                stamps[p] = state["n"]
+                mem[p << 12:(p + 1) << 12] = page(state["n"])
+            asyncio.get_running_loop().call_later(0.1, dirty)
+
+        def check():
+            for p in range(npages):
+                if mem[p << 12:(p + 1) << 12] != page(stamps[p]):
+                    got = int.from_bytes(mem[p << 12:(p << 12) + 4], "little")
+                    return "bad: page %d holds stamp %d, want %d" % (p, got, stamps[p])
+            return "ok %d %d" % (npages, state["n"])
+        dirty()
     srv = await asyncio.start_server(handle, os.environ.get("PY_ECHO_HOST", "127.0.0.1"), 0,
                                      backlog=128)
     done = asyncio.get_running_loop().create_future()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set_result, None)
     put("port", "%d\n" % srv.sockets[0].getsockname()[1])
     await done
+    if mem is not None:
+        put("memcheck", check() + "\n")
     srv.close()
     print("served %d lines on %d connections" % (stats["lines"], stats["conns"]), flush=True)
 

@@ -213,6 +213,9 @@ TESTS = [
     entry("netns_nat", kind="netns_nat"),
     entry("mig2_fail", kind="mig2_echo", case="fail"),
     entry("mig2_jobstop", kind="mig2_jobstop"),
+    entry("mig2_precopy", kind="mig2_echo", case="precopy"),
+    entry("mig2_precopy_fail", kind="mig2_precopy_fail"),
+    entry("mig2_precopy_lazy", kind="mig2_echo", case="precopy_lazy"),
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
@@ -460,6 +463,7 @@ TESTS = [
     entry("img_compress", kind="compress", program="mem_zstd"),
     # --track, --parent: incremental images, a chain of three restored
     entry("mem_incr", kind="incr"),
+    entry("mem_incr_lazy", kind="incr", case="lazy", program="mem_incr"),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -1321,7 +1325,7 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m", rargs=()):
+    def mig2_migrate(self, reap, tag="m", rargs=(), margs=()):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
         rargs: more arguments of ckpt receive. Returns (migrate's status,
@@ -1349,7 +1353,7 @@ class Run:
         self.wait_until("ckpt receive listening in host B", listening, [rp])
         mp = self.popen(self.topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
                                                            "%s:%d" % (b, port[0]), "--key", key,
-                                                           "--log", mlog)),
+                                                           "--log", mlog, *margs)),
                         err=merr, out=self.p(tag + "-migrate.out"))
         self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
         return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
@@ -1358,13 +1362,13 @@ class Run:
         tables = self.topo.nft_tables(host)
         return [t for t in tables or () if t.startswith("ckpt_lock")]
 
-    def mig2_move(self, reap, tag="m"):
+    def mig2_move(self, reap, tag="m", rargs=(), margs=()):
         """A migration from A to B that must succeed: the original is gone,
         the copy (self.pid now) runs with its host end in B, none in A, and
         no network lock is left in either host; C's route to the container
         moves to B. Returns the downtime ckpt migrate printed (ms)."""
         old = self.pid
-        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag)
+        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag, rargs, margs)
         if mrc != 0 or rrc != 0:
             raise Fail("migrate exit %s (%r), receive exit %s (%r)"
                        % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
@@ -1542,11 +1546,18 @@ class Run:
         in flight and every echo checked; migrated to B (C's route moved
         after): the clients go on, 20 more rounds, no reset, no wrong echo;
         the host end is in B, none in A, no lock left in either. Case
-        fail: a migration refused by B first (mig2_refused)."""
+        fail: a migration refused by B first (mig2_refused). Case precopy:
+        the server also keeps rewriting 64 MiB of stamped pages (py_echo.py,
+        $PY_ECHO_MEM); the migration must pre-copy in 2 rounds or more, and
+        every page must hold its last stamp after it."""
         topo = self.mig2_hosts()
         n = self.ECHO_CLIENTS
         py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
-        pr = self.mig2_run(py + ["server"], env={"PY_ECHO_HOST": "0.0.0.0"})
+        precopy = (self.t["case"] or "").startswith("precopy")
+        env = {"PY_ECHO_HOST": "0.0.0.0"}
+        if precopy:
+            env["PY_ECHO_MEM"] = "64"
+        pr = self.mig2_run(py + ["server"], env=env)
         port = int(self.wait_file("port", pr))
         self.logs.append(self.p("client.log"))
         cl = self.popen(topo.argv("c", py + ["client", str(port), str(n)]),
@@ -1568,10 +1579,31 @@ class Run:
         if self.t["case"] == "fail" and not self.opts.no_ckpt:
             self.mig2_refused(pr, progress)
         if not self.opts.no_ckpt:
-            self.mig2_move([pr])
+            self.mig2_move([pr], rargs=("--lazy",) if self.t["case"] == "precopy_lazy" else ())
             progress(20)
             self.notes.append("%d rounds" % rounds())
+        if precopy and not self.opts.no_ckpt:
+            with open(self.p("m-migrate.err"), errors="replace") as f:
+                m = re.search(r"pre-copy: (\d+) rounds?, ([\d.]+) MiB", f.read())
+            if not m or int(m.group(1)) < 2 or float(m.group(2)) < 64:
+                raise Fail("no pre-copy of 2 rounds or more and 64 MiB: migrate said %r"
+                           % (m.group(0) if m else tail(self.p("m-migrate.err"), 5)))
+            self.notes.append("pre-copy %s rounds" % m.group(1))
+        self.mig2_echo_end(cl, precopy)
+
+    def mig2_echo_end(self, cl, memcheck):
+        """mig2_echo_done; then, with memcheck, py_echo.py's check of its
+        stamped pages must say ok."""
         self.mig2_echo_done(cl)
+        if memcheck:
+            try:
+                with open(self.p("memcheck")) as f:
+                    mem = f.read()
+            except OSError as e:
+                raise Fail("the migrated server wrote no memory check: %s" % e)
+            if not mem.startswith("ok"):
+                raise Fail("the server's memory after the migration: %s" % mem.strip())
+            self.notes.append("memory " + mem.strip())
 
     MIG2_VIP, MIG2_VIP6 = "10.214.0.100", "fd00:214::100"
 
@@ -1743,6 +1775,107 @@ class Run:
                 return f.read().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             return None
+
+    def mig2_untracked(self, pid):
+        """Why pid still has ckpt's dirty tracking (a tracking fd, a vma
+        registered for it: VmFlags "uw"), or None."""
+        fds = os.listdir("/proc/%d/fd" % pid)
+        for fd in fds:
+            try:
+                link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if "ckpt-track" in link or "userfaultfd" in link:
+                return "fd %s is %s" % (fd, link)
+        with open("/proc/%d/smaps" % pid) as f:
+            for ln in f:
+                if ln.startswith("VmFlags:") and " uw" in ln:
+                    return "a vma is still registered for write-protection (%s)" % ln.strip()
+        return None
+
+    def flow_mig2_precopy_fail(self):
+        """Pre-copy migrations whose transport breaks in round 1. First a
+        fake target (py_migfake.py in B) takes round 0 and closes both
+        connections in the middle of round 1: ckpt migrate exits 1 naming
+        the round, the server (py_echo.py with 16 MiB of stamped pages,
+        clients in C) runs on with its connections, without ckpt's tracking
+        (no tracking fd, no vma with VmFlags "uw"), no lock in A or B or the
+        container, its host end still in A. Then a fake source sends that
+        round 0 to a real ckpt receive in B and breaks round 1: receive
+        exits 1 and its pre-copy directory (under $TMPDIR) is gone, nothing
+        restored. Finally every echo and page is checked."""
+        topo = self.mig2_hosts()
+        py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
+        fake = [self.opts.python, os.path.join(HERE, "py_migfake.py")]
+        pr = self.mig2_run(py + ["server"], env={"PY_ECHO_HOST": "0.0.0.0", "PY_ECHO_MEM": "16"})
+        port = int(self.wait_file("port", pr))
+        self.logs += [self.p("client.log"), self.p("ft.err"), self.p("fs.err"), self.p("f.err"),
+                      self.p("f.log"), self.p("r.err"), self.p("r.log")]
+        cl = self.popen(topo.argv("c", py + ["client", str(port), "10"]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=self.MIG2_CT))
+
+        def progress(k):
+            r = self.counter("rounds")
+            self.wait_until("%d more rounds of echoes" % k,
+                            lambda: self.counter("rounds") >= r + k, [cl], timeout=90)
+        progress(3)
+        if self.opts.no_ckpt:
+            raise Skip("needs ckpt")
+        key, b = self.p("key"), topo.addr("b")
+        if self.run_ckpt(["keygen", key]).returncode != 0:
+            raise Fail("keygen failed")
+        ft = self.popen(topo.argv("b", fake + ["target", b, self.dir]), out=self.p("ft.out"),
+                        err=self.p("ft.err"))
+        fport = int(self.wait_file("fake-port", ft))
+        mp = self.popen(topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
+                                                      "%s:%d" % (b, fport), "--key", key,
+                                                      "--log", self.p("f.log"))),
+                        err=self.p("f.err"), out=self.p("f.out"))
+        self.wait_all([mp, ft], CHECKPOINT_TIMEOUT, "ckpt migrate and the fake target", reap=[pr])
+        mtext = tail(self.p("f.err"), 10) or ""
+        if ft.returncode != 0:
+            raise Fail("the fake target: %s" % tail(self.p("ft.err"), 5))
+        if mp.returncode != 1 or not re.search(r"migration failed: pre-copy round 1: .*pid %d "
+                                                r"runs on here" % self.pid, mtext):
+            raise Fail("migrate exit %s: %r" % (mp.returncode, mtext.strip()[-400:]))
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the server is gone after the failed pre-copy")
+        why = self.mig2_untracked(self.pid)
+        if why:
+            raise Fail("the tracking is left after the failed pre-copy: %s" % why)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s" % (self.mig2_locks(h), h.upper()))
+        if not topo.link_exists("a", self.MIG2_HOSTIF):
+            raise Fail("the host end left host A after the failed pre-copy")
+        progress(5)
+        tmp = self.p("rtmp")
+        os.mkdir(tmp)
+        rp = self.popen(topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0", "--key",
+                                                      key, "--log", self.p("r.log"))),
+                        err=self.p("r.err"), out=self.p("r.out"),
+                        env=dict(os.environ, TMPDIR=tmp))
+        rport = []
+
+        def listening():
+            m = re.search(r"waiting for a migration on %s:(\d+)" % re.escape(b),
+                          tail(self.p("r.err"), 5) or "")
+            return bool(m and rport.append(int(m.group(1))) is None)
+        self.wait_until("ckpt receive listening in host B", listening, [rp])
+        fs = self.popen(topo.argv("a", fake + ["source", b, str(rport[0]), self.dir]),
+                        out=self.p("fs.out"), err=self.p("fs.err"))
+        self.wait_all([rp, fs], CHECKPOINT_TIMEOUT, "ckpt receive and the fake source",
+                      reap=[pr])
+        rtext = tail(self.p("r.err"), 10) or ""
+        if fs.returncode != 0:
+            raise Fail("the fake source: %s" % tail(self.p("fs.err"), 5))
+        if rp.returncode != 1 or "the migration failed: pre-copy round 1" not in rtext:
+            raise Fail("receive exit %s: %r" % (rp.returncode, rtext.strip()[-400:]))
+        if os.listdir(tmp):
+            raise Fail("receive left %s in its TMPDIR" % os.listdir(tmp))
+        progress(5)
+        self.mig2_echo_end(cl, True)
 
     def flow_mig2_jobstop(self):
         """py_jobstop.py as pid 1 of `ckpt run --net` on host A: its child
@@ -6250,7 +6383,9 @@ http {{
         (image 2). Images 1 and 2 are small (their written pages only, image
         0 holds 32 MiB); inspect shows the chain; restart of image 2 with
         image 1 replaced by another image is refused; with the chain in place
-        the program finds every page as it last wrote it."""
+        the program finds every page as it last wrote it. Case lazy: the
+        last restart is --lazy (the server serves the pages of the whole
+        chain)."""
         if self.opts.no_ckpt:
             return self.native()
         pr = self.start()
@@ -6283,8 +6418,12 @@ http {{
         shutil.copyfile(img0, img1)
         self.refused_restart(img2, "restart with a replaced parent", r"not the parent")
         os.replace(img1 + ".kept", img1)
-        rp = self.restart(img2, "restart")
+        lazy = self.t.get("case") == "lazy"
+        rp = self.restart(img2, "restart", extra=("--lazy",) if lazy else ())
         rc = self.wait_exit(rp, "ckpt restart")
+        if lazy and not re.search(r"lazy: memory is served by pid \d+",
+                                  open(self.p("restart.log"), errors="replace").read()):
+            raise Fail("restart --lazy did not start a lazy server")
         self.check_result(rc, "ckpt restart")
 
     def forged_frame(self, img):
