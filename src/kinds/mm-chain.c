@@ -117,11 +117,6 @@ int mm_chain_load(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
 	if (m->pid != (uint32_t)t->pid || check_from(m, e) < 0)
 		return log_fail(&ctx->log, -EINVAL, "record %u (mm/track): pages of a parent image "
 				"not valid for pid %d", rec->index, t->pid);
-	/* the lazy server serves the records of one image (mm-lazy.c) */
-	if ((ctx->flags & RESTART_LAZY) && m->n_from_parent)
-		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: its memory is partly in a parent "
-				"image (%s); restart --lazy of an incremental image is not "
-				"supported yet", t->pid, m->parent_path ? m->parent_path : "?");
 	return 0;
 }
 
@@ -326,6 +321,10 @@ int mm_chain_resolve(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
 
 	if (w)
 		memcpy(w, m->from_parent, nw * sizeof(*w));
+	/* lazily, the image's own records were not checked at load: they are
+	 * now, before the set is rebuilt of pieces of several images */
+	if (r >= 0 && (ctx->flags & RESTART_LAZY))
+		r = mm_lazy_settle(ctx, t);
 	for (size_t i = 0; r >= 0 && i < pages->n; i++)
 		r = flatten(c, &pages->c[i], &all);
 	const char *path = m->parent_path;
