@@ -76,8 +76,11 @@ struct mm_lazy {
 
 /* --- helpers of both sides ---------------------------------------------- */
 
+static void populate(const void *p, uint64_t len);
+
 int mm_lazy_check_rec(const struct mm_rec *r)
 {
+	populate(r->data, r->len); /* one call, not a fault per page */
 	return img_crc32c(0, r->data, r->len) == r->crc ? 0 : -EBADMSG;
 }
 
@@ -360,7 +363,6 @@ static int build_mm(struct lmm *m, struct mm_rst *mr, const uint8_t *reg)
 	for (size_t c = 0; c < mr->pages.n; c++) {
 		const struct pages_chunk *ch = &mr->pages.c[c];
 		uint64_t off = 0;
-		populate(ch->x, ch->n * sizeof(*ch->x));
 		for (size_t i = 0; i < ch->n; i++) {
 			uint64_t a = ch->x[i].off, end = a + ch->x[i].len;
 			size_t v = 0;
@@ -899,16 +901,50 @@ int mm_lazy_image(struct rst_ctx *ctx)
 	return 0;
 }
 
-int mm_lazy_note(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec)
+int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec,
+		  struct pages_chunk *ret)
 {
-	struct img_frame f;
-	memcpy(&f, ctx->r.base + rec->offset, sizeof(f));
-	struct mm_rec *nr = realloc(m->recs, m->pages.n * sizeof(*nr));
-	if (!nr)
+	uint8_t last[16];
+	uint64_t len;
+	/* the reader is sparse: the table is read with pread into memory of
+	 * ckpt's (the server, a fork, has it too), the mapping not touched */
+	int r = rec->len < sizeof(last) ? -EINVAL
+		: img_reader_pread(&ctx->r, rec->data + rec->len - sizeof(last), last, sizeof(last));
+	if (r >= 0)
+		r = pages_table_len(rec, last, &len);
+	if (r < 0)
+		return r;
+	if (m->ntails % 64 == 0) {
+		uint8_t **nt = realloc(m->tails, (m->ntails + 64) * sizeof(*nt));
+		struct mm_rec *nr = realloc(m->recs, (m->ntails + 64) * sizeof(*nr));
+		if (nt)
+			m->tails = nt;
+		if (nr)
+			m->recs = nr;
+		if (!nt || !nr)
+			return -ENOMEM;
+	}
+	uint8_t *tail = malloc(len);
+	if (!tail)
 		return -ENOMEM;
-	m->recs = nr;
-	nr[m->pages.n - 1] = (struct mm_rec){ rec->data, rec->len, f.data_crc, false };
+	r = img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len);
+	if (r >= 0)
+		r = pages_parse_tail(rec, tail, len, ret);
+	if (r < 0) {
+		free(tail);
+		return r;
+	}
+	m->recs[m->ntails] = (struct mm_rec){ rec->data, rec->len, rec->data_crc, false };
+	m->tails[m->ntails++] = tail;
 	return 0;
+}
+
+void mm_lazy_free(struct mm_rst *m)
+{
+	for (size_t i = 0; i < m->ntails; i++)
+		free(m->tails[i]);
+	free(m->tails);
+	free(m->recs);
 }
 
 /* The vma of e holding addr (vmas are sorted), or -1. */

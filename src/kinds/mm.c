@@ -558,7 +558,7 @@ static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
 static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct mm_rst *m)
 {
 	struct pages_chunk c;
-	int r = pages_parse(rec, &c);
+	int r = (ctx->flags & RESTART_LAZY) ? mm_lazy_parse(ctx, m, rec, &c) : pages_parse(rec, &c);
 	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
 		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
 				pages_strerror(r));
@@ -577,7 +577,7 @@ static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct 
 		}
 	}
 	ctx->mem_bytes += c.bytes;
-	return (ctx->flags & RESTART_LAZY) ? mm_lazy_note(ctx, m, rec) : 0;
+	return 0;
 }
 
 static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -1547,7 +1547,7 @@ static void mm_free_rstate(void *state)
 		return;
 	pages_set_release(&m->pages);
 	mm_chain_free(m->chain);
-	free(m->recs);
+	mm_lazy_free(m);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);

@@ -533,6 +533,8 @@ TESTS = [
     entry("files_interrupted", kind="files_interrupted", program="mem_big"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
+    # the same with restart --lazy (sparse reader, page records checked by the lazy server)
+    entry("img_damage_lazy", kind="damage", program="img_target", rst_args=("--lazy",)),
 ]
 
 
@@ -4835,7 +4837,7 @@ http {{
             path = self.p("dmg-" + kind)
             with open(path, "wb") as f:
                 f.write(data)
-            name = "img_damage/" + kind
+            name = self.t["name"] + "/" + kind
             try:
                 self.restart_damaged(path, kind, where)
                 sub.ok(name)
@@ -4850,10 +4852,10 @@ http {{
                 raise Fail("restart --dry-run exit %d: %s"
                            % (r.returncode, r.stderr.decode(errors="replace").strip()))
             self.expect_gone("restart --dry-run")
-            sub.ok("img_damage/dry-run")
+            sub.ok(self.t["name"] + "/dry-run")
         except Fail as e:
-            sub.bad("img_damage/dry-run", str(e), self)
-        rp = self.restart(img, "restart")
+            sub.bad(self.t["name"] + "/dry-run", str(e), self)
+        rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the undamaged image")
 
@@ -4861,9 +4863,23 @@ http {{
         tag = "dmg-" + kind
         pidfile = self.p(tag + ".pid")
         err = self.p(tag + ".err")
+        lazy = "--lazy" in self.t.get("rst_args", ())
         rp = self.popen(self.ckpt_argv("restart", path, "--pidfile", pidfile, "--log",
-                                       self.p(tag + ".log")), err=err, out=self.p(tag + ".out"))
+                                       self.p(tag + ".log"), *self.t.get("rst_args", ())),
+                        err=err, out=self.p(tag + ".out"))
         deadline = time.monotonic() + 30
+        if lazy and kind == "pages":
+            # --lazy checks a page record when the server first uses it: the
+            # process may run until then; the server names the damage and
+            # its guard kills it
+            self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy of a damaged image")
+            log = tail(self.p(tag + ".log"), 50) or ""
+            rc = rp.returncode
+            if not (rc == 128 + signal.SIGKILL or 0 < rc < 128) or "damaged" not in log:
+                raise Fail("%s (%s): restart --lazy exit %s, log %r" % (
+                    kind, where, rp.returncode, log.strip()[-300:]))
+            self.expect_gone("the damaged image's lazy server stopped")
+            return
         try:
             while rp.poll() is None:
                 if os.path.exists(pidfile):
