@@ -777,6 +777,10 @@ static int server_loop(struct server *s)
 		bool work = work_left(s);
 		if (!s->ctl_open && (!s->committed || !work))
 			return s->committed ? 0 : -ECANCELED;
+		/* until the tree runs, faults only: a fault (the rseq registration,
+		 * an injected call) never waits behind a background step, and
+		 * ckpt has the CPU for the rest of the restart */
+		bool fill_now = work && s->committed;
 		_cleanup_free_ struct pollfd *pf = calloc(s->n + 1, sizeof(*pf));
 		if (!pf)
 			return -ENOMEM;
@@ -786,7 +790,7 @@ static int server_loop(struct server *s)
 		size_t first_mm = np;
 		for (size_t i = 0; i < s->n; i++)
 			pf[np++] = (struct pollfd){ .fd = s->mm[i].fd, .events = POLLIN };
-		if (poll(pf, np, work || s->nretry ? 0 : -1) < 0 && errno != EINTR)
+		if (poll(pf, np, fill_now || s->nretry ? 0 : -1) < 0 && errno != EINTR)
 			return -errno;
 		int r = 0;
 		size_t nmm = s->n; /* a fork adds one: polled next time */
@@ -805,7 +809,7 @@ static int server_loop(struct server *s)
 				r = add_retry(s, old[i].mm, old[i].addr);
 		}
 		free(old);
-		if (r >= 0 && work)
+		if (r >= 0 && fill_now)
 			r = fill_step(s, &next_mm);
 		if (r < 0)
 			return r;
