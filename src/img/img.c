@@ -611,12 +611,17 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (left < sizeof(f))
 		return fail(err, -EINVAL, idx, pos, 0, "truncated in frame (%zu of %zu bytes)", left,
 			    sizeof(f));
-	/* sparse: the frame and what may be its pad, in one pread */
+	/* sparse: the frame and what may be its pad, in one pread; once
+	 * validated, the frame kept from the first pass (its pad was checked) */
 	uint8_t head[sizeof(f) + IMG_PAGE_SIZE];
+	bool kept = r->sparse && r->validated && r->next_index < r->nframes;
 	size_t got = r->sparse ? MIN(left, sizeof(head)) : sizeof(f);
-	if (r->sparse && img_reader_pread(r, r->base + pos, head, got) < 0)
+	if (r->sparse && !kept && img_reader_pread(r, r->base + pos, head, got) < 0)
 		return fail(err, -EIO, idx, pos, 0, "cannot read the frame");
-	memcpy(&f, r->sparse ? head : r->base + pos, sizeof(f));
+	if (kept)
+		f = r->frames[r->next_index];
+	else
+		memcpy(&f, r->sparse ? head : r->base + pos, sizeof(f));
 	if (img_crc32c(0, &f, FRAME_CRC_LEN) != f.hdr_crc)
 		return fail(err, -EBADMSG, idx, pos, 0, "frame checksum mismatch");
 	left -= sizeof(f);
@@ -642,7 +647,8 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (pad && data_off % IMG_PAGE_SIZE)
 		return fail(err, -EINVAL, idx, pos, f.type,
 			    "pad %zu does not align the data (at offset %zu)", pad, data_off);
-	if (pad && memcmp(r->sparse ? head + sizeof(f) : r->base + pos + sizeof(f), zero_pad, pad))
+	if (pad && !kept &&
+	    memcmp(r->sparse ? head + sizeof(f) : r->base + pos + sizeof(f), zero_pad, pad))
 		return fail(err, -EINVAL, idx, pos, f.type, "pad is not zero");
 	/* once validated, data checksums are not computed again (frames are) */
 	if (!r->validated && img_crc32c(0, r->base + data_off, data_len) != f.data_crc)
@@ -662,6 +668,15 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 		.len = data_len,
 		.data_crc = f.data_crc,
 	};
+	if (r->sparse && r->next_index == r->nframes) {
+		if (r->nframes % 256 == 0) {
+			struct img_frame *nf = realloc(r->frames, (r->nframes + 256) * sizeof(*nf));
+			if (!nf)
+				return fail(err, -ENOMEM, idx, pos, f.type, "out of memory");
+			r->frames = nf;
+		}
+		r->frames[r->nframes++] = f;
+	}
 	r->pos = data_off + data_len;
 	r->data_sum += data_len;
 	r->next_index++;
@@ -808,6 +823,7 @@ void img_reader_close(struct img_reader *r)
 		return;
 	if (r->sparse)
 		close(r->fd);
+	free(r->frames);
 	if (r->base && r->size)
 		munmap(r->base, r->size);
 	*r = (struct img_reader){ 0 };

@@ -159,6 +159,10 @@ struct img_reader {
 	bool sparse;
 	int fd;                 /* only if sparse */
 	uint64_t data_sum;      /* sparse: data bytes of the records read since rewind */
+	/* sparse: the frames read so far, by index, so that a pass after
+	 * validation reads none again */
+	struct img_frame *frames;
+	size_t nframes;
 };
 
 /* Loads the stream and checks the header. A sealed image (seal.h) is

@@ -908,16 +908,13 @@ int mm_lazy_image(struct rst_ctx *ctx)
 int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec,
 		  struct pages_chunk *ret)
 {
-	uint8_t last[16];
-	uint64_t len;
 	/* the reader is sparse: the table is read with pread into memory of
-	 * ckpt's (the server, a fork, has it too), the mapping not touched */
-	int r = rec->len < sizeof(last) ? -EINVAL
-		: img_reader_pread(&ctx->r, rec->data + rec->len - sizeof(last), last, sizeof(last));
-	if (r >= 0)
-		r = pages_table_len(rec, last, &len);
-	if (r < 0)
-		return r;
+	 * ckpt's (the server, a fork, has it too), the mapping not touched;
+	 * the record's last page first, which holds the table of up to 254
+	 * extents, then the rest if it is longer */
+	uint64_t got = MIN((uint64_t)IMG_PAGE_SIZE, rec->len), len;
+	if (rec->len < sizeof(struct pages_head) || rec->len % 8)
+		return -EINVAL;
 	if (m->ntails % 64 == 0) {
 		uint8_t **nt = realloc(m->tails, (m->ntails + 64) * sizeof(*nt));
 		struct mm_rec *nr = realloc(m->recs, (m->ntails + 64) * sizeof(*nr));
@@ -928,12 +925,19 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 		if (!nt || !nr)
 			return -ENOMEM;
 	}
-	uint8_t *tail = malloc(len);
-	if (!tail)
-		return -ENOMEM;
-	r = img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len);
+	uint8_t *tail = malloc(got);
+	int r = tail ? img_reader_pread(&ctx->r, rec->data + rec->len - got, tail, got) : -ENOMEM;
 	if (r >= 0)
-		r = pages_parse_tail(rec, tail, len, ret);
+		r = pages_table_len(rec, tail + got - sizeof(struct pages_head), &len);
+	if (r >= 0 && len > got) {
+		uint8_t *t2 = malloc(len);
+		free(tail);
+		tail = t2;
+		got = len;
+		r = tail ? img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len) : -ENOMEM;
+	}
+	if (r >= 0)
+		r = pages_parse_tail(rec, tail, got, ret);
 	if (r < 0) {
 		free(tail);
 		return r;
