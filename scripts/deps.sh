@@ -38,6 +38,8 @@ command -v ssh >/dev/null 2>&1 || need="$need openssh-client"
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need="$need iproute2"
 command -v nsenter >/dev/null 2>&1 || need="$need util-linux"
 command -v redis-benchmark >/dev/null 2>&1 || need="$need redis-tools"
+# real_fio_aio: fio's libaio engine across a restart (AIO contexts)
+command -v fio >/dev/null 2>&1 || need="$need fio"
 # real_java: a JVM, javac for its program, jcmd
 command -v javac >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 # real_xvnc: an Xvnc desktop (xterm, xclock) driven by X clients from outside

@@ -252,7 +252,8 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 
 /* The container runs CMD, or says why it could not: a pidfile, then detach
  * or wait for it. */
-static int run_started(const struct cli_args *a, long pid, int report_fd, struct run_cgroup *cg)
+static int run_started(const struct cli_args *a, long pid, int report_fd, struct run_cgroup *cg,
+		       const struct run_net *net)
 {
 	/* the exec closes the pipe; a message means it failed */
 	char msg[4400];
@@ -263,6 +264,7 @@ static int run_started(const struct cli_args *a, long pid, int report_fd, struct
 		fprintf(stderr, "ckpt: run %s: %s\n", a->run_argv[0], msg);
 		waitpid((pid_t)pid, NULL, 0);
 		remove_cgroup(cg);
+		run_net_ended(net, 0);
 		return 127;
 	}
 	if (a->pidfile) {
@@ -287,6 +289,7 @@ static int run_started(const struct cli_args *a, long pid, int report_fd, struct
 			break;
 		}
 	remove_cgroup(cg); /* kept while a restored container is in it */
+	run_net_ended(net, st);
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
@@ -374,9 +377,10 @@ int cmd_run(const struct cli_args *a)
 			kill((pid_t)pid, SIGKILL);
 			waitpid((pid_t)pid, NULL, 0);
 			remove_cgroup(&cg);
+			run_net_ended(&net, 0);
 			return 1;
 		}
 		close(mapped[1]);
 	}
-	return run_started(a, pid, report[0], &cg);
+	return run_started(a, pid, report[0], &cg, &net);
 }

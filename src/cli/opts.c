@@ -122,6 +122,10 @@ static const struct opt opts[] = {
 	  "second; default a free /30 of 10.200.0.0/16)" },
 	{ "net-host-if", 0, OPT_STRING, ON(CMD_RUN), F(net_host_if), "NAME",
 	  "with --net: the host end's name (default ckptPID-h)" },
+	{ "nat", 0, OPT_FLAG, ON(CMD_RUN), F(nat), NULL,
+	  "with --net: what the container sends beyond the host\n"
+	  "leaves with the host's address (masquerade; turns the\n"
+	  "host's IPv4 forwarding on)" },
 	{ "cgroup", 0, OPT_STRING, ON(CMD_RUN), F(cgroup), "NAME",
 	  "the container's cgroup, relative to ckpt's (default\n"
 	  "ckpt-PID), with a cgroup namespace rooted there" },
@@ -537,10 +541,10 @@ static int check_run(const struct cli_args *a, char *err, size_t len)
 		if (t[0] != '/' || (c && strncmp(c, ":size=", 6)))
 			return fail(err, len, "--tmpfs '%s' is not /DST or /DST:size=N", t);
 	}
-	if ((a->net_addr || a->net_host_if) && !a->net)
-		return fail(err, len, "%s", "--net-addr and --net-host-if go with --net");
+	if ((a->net_addr || a->net_host_if || a->nat) && !a->net)
+		return fail(err, len, "%s", "--net-addr, --net-host-if and --nat go with --net");
 	if (a->net_host_if && (!a->net_host_if[0] || strlen(a->net_host_if) > 15 ||
-			       strpbrk(a->net_host_if, "/: \t\n")))
+			       strpbrk(a->net_host_if, "/: \t\n\"\\")))
 		return fail(err, len, "'%s' is not a link name (1-15 bytes, no '/', ':' or space)",
 			    a->net_host_if);
 	return 0;

@@ -77,6 +77,7 @@ struct cli_args {
 	const char *output_log; /* run --detach --output-log FILE */
 	bool keep_fds;          /* run --keep-fds */
 	bool net;               /* run --net */
+	bool nat;               /* run --net --nat */
 	const char *net_addr;   /* run --net-addr NET/LEN */
 	const char *net_host_if; /* run --net-host-if NAME */
 	const char *cgroup;     /* run --cgroup NAME: under ckpt's cgroup */

@@ -19,10 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <signal.h>
 
 #include "cli/cli.h"
 #include "cli/run-net.h"
+#include "net/nat.h"
 #include "net/rtnl.h"
 #include "util/cleanup.h"
 
@@ -104,6 +107,7 @@ int run_net_plan(const struct cli_args *a, struct run_net *n)
 	if (!a->net)
 		return 0;
 	n->on = true;
+	n->nat = a->nat;
 	if (geteuid() != 0) {
 		fprintf(stderr, "ckpt: run --net: a veth pair to the host needs root\n");
 		return -EPERM;
@@ -143,6 +147,19 @@ static void put4(uint8_t *to, uint32_t host_order)
 	memcpy(to, &v, 4);
 }
 
+static int add_nat(const char *host_if)
+{
+	char err[512];
+	bool was_off;
+	int r = netnat_add(host_if, &was_off, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "ckpt: run --nat: %s\n", err);
+	else if (was_off)
+		fprintf(stderr, "ckpt: run --nat: IPv4 forwarding was off on this host and is "
+				"now on (net.ipv4.ip_forward=1)\n");
+	return r;
+}
+
 /* In ckpt's namespace: the pair, the host end's address, up. */
 int run_net_setup(struct run_net *n, pid_t pid)
 {
@@ -169,6 +186,10 @@ int run_net_setup(struct run_net *n, pid_t pid)
 		if (r >= 0) {
 			what = "bringing the host end up";
 			r = rtnl_link_set(&nl, host.index, 0, true);
+		}
+		if (r >= 0 && n->nat) {
+			what = "NAT for the host end";
+			r = add_nat(n->host_if);
 		}
 		if (r < 0 && rtnl_link_del(&nl, host.index) < 0)
 			what = "the host end's address (and the pair stays)";
@@ -228,4 +249,14 @@ void run_net_close(struct run_net *n)
 		if (n->go[i] >= 0)
 			close(n->go[i]);
 	n->go[0] = n->go[1] = -1;
+}
+
+void run_net_ended(const struct run_net *n, int st)
+{
+	if (!n->nat || (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
+		return;
+	int r = netnat_remove(n->host_if);
+	if (r < 0 && r != -ENOENT)
+		fprintf(stderr, "ckpt: run --nat: cannot remove the NAT table of %s: %s\n",
+			n->host_if, strerror(-r));
 }

@@ -20,6 +20,7 @@
 
 struct run_net {
 	bool on;
+	bool nat; /* --nat: the host end's traffic to beyond is masqueraded */
 	char host_if[IF_NAMESIZE];
 	uint32_t net; /* the subnet, host order: host end net+1, container net+2 */
 	unsigned plen;
@@ -30,5 +31,8 @@ int run_net_plan(const struct cli_args *a, struct run_net *n);
 int run_net_setup(struct run_net *n, pid_t pid);
 int run_net_inside(const struct run_net *n);
 void run_net_close(struct run_net *n);
+/* The container ended with status st: its NAT goes with it, but after a
+ * SIGKILL (checkpoint --kill), for the restart to find. */
+void run_net_ended(const struct run_net *n, int st);
 
 #endif

@@ -475,8 +475,10 @@ static bool same_local(const union inet_addr *a, const union inet_addr *loc)
 	       !memcmp(&a->v6.sin6_addr, &loc->v6.sin6_addr, 16);
 }
 
-/* SOCK_DESTROY of the TCP connection loc -> rem on the sock_diag socket nl */
-static int destroy_one(int nl, const union inet_addr *loc, const union inet_addr *rem)
+/* SOCK_DESTROY of the TCP connection loc -> rem in state on the sock_diag
+ * socket nl */
+static int destroy_one(int nl, const union inet_addr *loc, const union inet_addr *rem,
+		       unsigned state)
 {
 	struct {
 		struct nlmsghdr h;
@@ -485,7 +487,7 @@ static int destroy_one(int nl, const union inet_addr *loc, const union inet_addr
 		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DESTROY,
 		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 },
 		.r = { .sdiag_family = loc->sa.sa_family, .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = 1u << TCP_TIME_WAIT,
+		       .idiag_states = 1u << state,
 		       .id = { .idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } } },
 	};
 	bool v6 = loc->sa.sa_family == AF_INET6;
@@ -510,26 +512,43 @@ static int destroy_one(int nl, const union inet_addr *loc, const union inet_addr
 	return ack.e.error == -ENOENT ? 0 : ack.e.error;
 }
 
-int inet_tw_destroy(const union inet_addr *a)
+static bool same_addr(const union inet_addr *x, const union inet_addr *y)
+{
+	uint32_t a, b;
+	if (addr_v4(x, &a) && addr_v4(y, &b))
+		return a == b && x->v4.sin_port == y->v4.sin_port;
+	return x->sa.sa_family == AF_INET6 && y->sa.sa_family == AF_INET6 &&
+	       !memcmp(&x->v6.sin6_addr, &y->v6.sin6_addr, 16) && x->v6.sin6_port == y->v6.sin6_port;
+}
+
+int inet_stale_destroy(const union inet_addr *a, const union inet_addr *rem)
 {
 	uint16_t port = a->sa.sa_family == AF_INET ? a->v4.sin_port : a->v6.sin6_port;
 	_cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (nl < 0)
 		return -errno;
-	char line[512], loc[64], rem[64];
+	char line[512], loc[64], rm[64];
 	unsigned st;
+	unsigned long ino;
 	int n = 0;
 	for (int v6 = 0; v6 < 2; v6++) {
 		_cleanup_fclose_ FILE *f = fopen(v6 ? "/proc/net/tcp6" : "/proc/net/tcp", "re");
 		while (f && fgets(line, sizeof(line), f)) {
 			union inet_addr l, r;
 			int fam = v6 ? AF_INET6 : AF_INET;
-			if (sscanf(line, "%*s %63s %63s %x", loc, rem, &st) != 3 || st != TCP_TIME_WAIT ||
-			    parse_proc_addr(loc, fam, &l) < 0 || parse_proc_addr(rem, fam, &r) < 0)
+			if (sscanf(line, "%*s %63s %63s %x %*s %*s %*s %*s %*s %lu", loc, rm, &st,
+				   &ino) != 4 ||
+			    parse_proc_addr(loc, fam, &l) < 0 || parse_proc_addr(rm, fam, &r) < 0)
 				continue;
 			if ((v6 ? l.v6.sin6_port : l.v4.sin_port) != port || !same_local(a, &l))
 				continue;
-			int e = destroy_one(nl, &l, &r);
+			/* TIME_WAIT of the port; else an orphan of this very connection */
+			bool stale = st == TCP_TIME_WAIT ||
+				     (rem && ino == 0 && st != TCP_LISTEN && st != TCP_CLOSE &&
+				      same_addr(a, &l) && same_addr(rem, &r));
+			if (!stale)
+				continue;
+			int e = destroy_one(nl, &l, &r, st);
 			if (e < 0)
 				return e;
 			n++;

@@ -123,15 +123,19 @@ const char *inet_tcp_state_name(int state);
 int inet_proc_peer(int s, union inet_addr *ret);
 
 /*
- * Destroys (SOCK_DESTROY of sock_diag, which sends nothing) every TCP
- * connection of the caller's network namespace in TIME_WAIT whose local
- * port is that of a and whose local address is a's (a v4-mapped one its
- * IPv4 address) or any if a's is the any address: they keep a socket of
- * a program that did not set SO_REUSEADDR from binding its port again,
- * which the original could when it bound it. Returns how many, or -errno
- * (-EPERM without CAP_NET_ADMIN).
+ * Destroys (SOCK_DESTROY of sock_diag) every TCP connection of the
+ * caller's network namespace in TIME_WAIT whose local port is that of a
+ * and whose local address is a's (a v4-mapped one its IPv4 address) or
+ * any if a's is the any address: they keep a socket of a program that did
+ * not set SO_REUSEADDR from binding its port again, which the original
+ * could when it bound it. With rem (a connection's peer), also the
+ * orphans (held by no process: closed, in FIN_WAIT1/2, CLOSING, LAST_ACK)
+ * of exactly the connection a -> rem: what is left of an earlier life of
+ * the connection being restored (the original, killed, or an earlier
+ * restart of the same image that ended). Live sockets are left alone.
+ * Returns how many, or -errno (-EPERM without CAP_NET_ADMIN).
  */
-int inet_tw_destroy(const union inet_addr *a);
+int inet_stale_destroy(const union inet_addr *a, const union inet_addr *rem);
 const char *inet_proto_name(int proto);
 
 /*

@@ -821,11 +821,41 @@ static bool any_addr(const InetSkEntry *e)
 }
 
 /*
+ * A connect in progress whose local port another socket took meanwhile
+ * (an ephemeral port, which connect() gives to every 4-tuple that differs):
+ * the connection it makes is a 4-tuple of its own, which connect() checks,
+ * so it may share the port, as it did: bound in repair mode (SK_FORCE_REUSE,
+ * CAP_NET_ADMIN), then out of it, SO_REUSEADDR as it was. err: bind's.
+ */
+static int bind_forced(struct rst_ctx *ctx, struct inet_robj *o, const union inet_addr *a,
+		       socklen_t al, int err)
+{
+	int on = 1, off = -1 /* TCP_REPAIR_OFF_NO_WP */, reuse = 0;
+	socklen_t l = sizeof(reuse);
+	if (getsockopt(o->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &l) < 0 ||
+	    setsockopt(o->fd, IPPROTO_TCP, TCP_REPAIR, &on, sizeof(on)) < 0)
+		return err;
+	int r = bind(o->fd, &a->sa, al) < 0 ? -errno : 0;
+	if (setsockopt(o->fd, IPPROTO_TCP, TCP_REPAIR, &off, sizeof(off)) < 0 ||
+	    (reuse && setsockopt(o->fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)) < 0))
+		return -errno;
+	if (r < 0)
+		return err;
+	char h[64], s[64];
+	log_info(&ctx->log, "%s (inet): tcp %s: its port is taken by another connection now; "
+		 "bound beside it for its connect", holder(ctx, o->e->id, h, sizeof(h)),
+		 inet_addr_str(a, s, sizeof(s)));
+	return 0;
+}
+
+/*
  * bind, and for TCP once more if the port is taken and connections of it
  * in TIME_WAIT were destroyed: the program's own, closed before the
  * checkpoint, which keep a socket without SO_REUSEADDR from binding the
- * port (the original bound it before they existed). Live sockets that
- * hold the port are left alone (EADDRINUSE).
+ * port (the original bound it before they existed); for a connect in
+ * progress (SYN_SENT) also the orphans of its very connection, which an
+ * earlier restart of the image left closing. Live sockets that hold the
+ * port are left alone (EADDRINUSE).
  */
 static int bind_tcp(struct rst_ctx *ctx, struct inet_robj *o, const union inet_addr *a,
 		    socklen_t al)
@@ -835,14 +865,25 @@ static int bind_tcp(struct rst_ctx *ctx, struct inet_robj *o, const union inet_a
 	int r = -errno;
 	if (r != -EADDRINUSE || o->e->proto != IPPROTO_TCP)
 		return r;
-	int n = inet_tw_destroy(a);
-	if (n <= 0)
-		return n < 0 && n != -EPERM ? n : r;
-	char h[64], s[64];
-	log_info(&ctx->log, "%s (inet): tcp %s: %d connection(s) of its port in TIME_WAIT "
-		 "destroyed to bind it again", holder(ctx, o->e->id, h, sizeof(h)),
-		 inet_addr_str(a, s, sizeof(s)), n);
-	return bind(o->fd, &a->sa, al) < 0 ? -errno : 0;
+	union inet_addr peer;
+	const InetSkEntry *e = o->e;
+	bool conn = e->has_dst && e->dst_port;
+	if (conn)
+		inet_mkaddr(&peer, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
+	int n = inet_stale_destroy(a, conn ? &peer : NULL);
+	if (n < 0 && n != -EPERM)
+		return n;
+	if (n > 0) {
+		char h[64], s[64];
+		log_info(&ctx->log, "%s (inet): tcp %s: %d connection(s) of its port in TIME_WAIT%s "
+			 "destroyed to bind it again", holder(ctx, o->e->id, h, sizeof(h)),
+			 inet_addr_str(a, s, sizeof(s)), n,
+			 conn ? " or left of an earlier life of this connection" : "");
+		if (bind(o->fd, &a->sa, al) == 0)
+			return 0;
+		r = -errno;
+	}
+	return conn && r == -EADDRINUSE ? bind_forced(ctx, o, a, al, r) : r;
 }
 
 /* A UDP socket, bound: its multicast groups joined, its queue refilled. */

@@ -24,9 +24,12 @@
  * that still has another name in the same directory (glibc's sem_open()
  * makes /dev/shm/sem.XXXXXX, links it to sem.NAME and unlinks the first)
  * is not this kind's: it is an ordinary file of that name (file_reg),
- * opened by it at restart. Refused: hugetlb memfds, other internal kernel
+ * opened by it at restart. A hugetlb memfd (MFD_HUGETLB, on hugetlbfs) of
+ * 2 MiB pages is saved with its page size (MemfdEntry.huge_page), made
+ * with MFD_HUGETLB and filled through a mapping (mm-huge.c). Refused:
+ * hugetlb memfds of other page sizes, other internal kernel
  * files (secretmem...), a deleted file that still has a name elsewhere
- * (a hard link in another directory) or is larger than 1 GiB, a writable
+ * (a hard link in another directory), a writable
  * shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the seal
  * would forbid mapping it again).
  *
@@ -91,7 +94,6 @@ enum {
 #define FILE_FLAGS                                                                                 \
 	(O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | KERNEL_O_LARGEFILE |    \
 	 O_NOATIME | O_PATH)
-#define DELETED_MAX  (1ull << 30) /* a deleted file larger is refused */
 #define MFD_NAME_MAX 249	  /* NAME_MAX - strlen("memfd:") */
 #define SUFFIX	     " (deleted)"
 #define SUFFIX_LEN   10
@@ -181,7 +183,7 @@ static struct mfd_obj *find_inode(struct ckpt_ctx *ctx, uint64_t dev, uint64_t i
  * at its end) cannot be saved, or NULL; *ret_memfd says what it is.
  */
 static const char *judge(struct task *t, int fd, const char *path, const struct stat *st,
-			 bool *ret_memfd, int *ret_err)
+			 bool *ret_memfd, uint64_t *ret_huge, int *ret_err)
 {
 	int mnt = mount_of(fd);
 	int visible = mnt < 0 ? mnt : mount_visible(t->pid, mnt);
@@ -195,16 +197,23 @@ static const char *judge(struct task *t, int fd, const char *path, const struct 
 	if (!S_ISREG(st->st_mode))
 		return "only regular files that were deleted can be saved";
 	struct statfs sfs;
-	if (!visible && fstatfs(fd, &sfs) == 0 && sfs.f_type == HUGETLBFS_MAGIC)
-		return !strncmp(path, "/memfd:", 7)
-			       ? "a hugetlb memfd (MFD_HUGETLB): hugetlb memory is not supported yet"
-			       : "hugetlb memory (a MAP_HUGETLB mapping): not supported yet";
+	*ret_huge = 0;
+	if (!visible && fstatfs(fd, &sfs) == 0 && sfs.f_type == HUGETLBFS_MAGIC) {
+		/* a hugetlb memfd (mm-huge.c); anonymous hugetlb memory is
+		 * mm's, only reached here through an fd of map_files */
+		if (strncmp(path, "/memfd:", 7))
+			return "hugetlb memory (a MAP_HUGETLB mapping) held by an fd: not supported";
+		const char *no = mm_huge_refusal((uint64_t)sfs.f_bsize);
+		if (no)
+			return no;
+		*ret_huge = (uint64_t)sfs.f_bsize;
+	}
 	*ret_memfd = !visible && !strncmp(path, "/memfd:", 7);
 	if (*ret_memfd) {
-		if ((*ret_err = memfd_dev(&dev)) < 0)
+		if (!*ret_huge && (*ret_err = memfd_dev(&dev)) < 0)
 			return "cannot make a memfd to compare it with";
-		if (dev != st->st_dev)
-			return "hugetlb memfds are not supported yet";
+		if (!*ret_huge && dev != st->st_dev)
+			return "a memfd on an unknown internal filesystem: not supported";
 		if (strlen(path) - 7 - SUFFIX_LEN > MFD_NAME_MAX)
 			return "its name is too long for a memfd";
 		return NULL;
@@ -216,8 +225,6 @@ static const char *judge(struct task *t, int fd, const char *path, const struct 
 	if (st->st_nlink)
 		return "it was deleted but still has another name (a hard link), not in its "
 		       "directory; not supported yet";
-	if ((uint64_t)st->st_size > DELETED_MAX)
-		return "deleted files larger than 1 GiB are not saved";
 	return NULL;
 }
 
@@ -272,6 +279,7 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 	_cleanup_close_ int own = fd;
 	struct stat st;
 	bool memfd = false;
+	uint64_t huge = 0;
 	int err;
 
 	if (fstat(own, &st) < 0)
@@ -280,7 +288,7 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 	if ((*ret = find_inode(ctx, st.st_dev, st.st_ino)))
 		return 0;
 	bool dev_zero = is_dev_zero(t->pid, own, path, &st);
-	const char *no = dev_zero ? NULL : judge(t, own, path, &st, &memfd, &err);
+	const char *no = dev_zero ? NULL : judge(t, own, path, &st, &memfd, &huge, &err);
 	if (!no && !memfd && !dev_zero && mnt_own_root(ctx)) /* its path is not the host's */
 		no = "a deleted file in a container with a root of its own: not supported yet";
 	if (no)
@@ -308,6 +316,8 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 		}
 		m->e.seals = (uint32_t)seals;
 		m->e.mfd_flags = m->e.seals != F_SEAL_SEAL ? MFD_ALLOW_SEALING : 0;
+		m->e.has_huge_page = huge != 0;
+		m->e.huge_page = huge;
 	} else {
 		m->e.path = m->text;
 		m->e.has_dev_zero = m->e.dev_zero = dev_zero;
@@ -579,12 +589,14 @@ static bool entry_valid(const MemfdEntry *e)
 		return false;
 	if (e->name)
 		return strlen(e->name) <= MFD_NAME_MAX && !(e->seals & ~(uint32_t)ALL_SEALS) &&
+		       (!e->has_huge_page ||
+			(e->huge_page == MM_HUGE_2M && e->size % e->huge_page == 0)) &&
 		       !(e->mfd_flags & ~MFD_ALLOW_SEALING) && e->size <= INT64_MAX;
 	if (e->dev_zero)
 		return !strcmp(e->path, "/dev/zero") && !e->has_seals && e->size <= INT64_MAX;
 	size_t n = strlen(e->path);
 	return e->path[0] == '/' && n > 1 && n < 4096 && e->path[n - 1] != '/' && !e->has_seals &&
-	       e->size <= DELETED_MAX;
+	       e->size <= INT64_MAX;
 }
 
 static struct mfd_robj *inode_of(struct rst_ctx *ctx, uint32_t id)
@@ -671,9 +683,22 @@ static int memfd_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 
 /* --- restart: make --------------------------------------------------------- */
 
+struct fill_job {
+	const struct mfd_robj *m;
+	struct progress *progress; /* restart's: these bytes count in it */
+	uint8_t *map;              /* hugetlb: the file mapped (no write() there) */
+};
+
 static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
 {
-	const struct mfd_robj *m = arg;
+	const struct fill_job *j = arg;
+	const struct mfd_robj *m = j->m;
+	if (j->map) {
+		if (off > m->e->size || len > m->e->size - off)
+			return -EFBIG;
+		memcpy(j->map + off, src, len);
+		return 0;
+	}
 	for (uint64_t done = 0; done < len;) {
 		ssize_t n = pwrite(m->fd, src + done, len - done, (off_t)(off + done));
 		if (n <= 0)
@@ -683,16 +708,11 @@ static int put_extent(void *arg, uint64_t off, const uint8_t *src, uint64_t len)
 	return 0;
 }
 
-struct fill_job {
-	const struct mfd_robj *m;
-	struct progress *progress; /* restart's: these bytes count in it */
-};
-
 static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 {
 	const struct fill_job *j = arg;
 	*ret_off = c->x[0].off;
-	int r = pages_chunk_each(c, put_extent, (void *)j->m);
+	int r = pages_chunk_each(c, put_extent, (void *)j);
 	if (r >= 0)
 		progress_add(j->progress, c->bytes);
 	return r;
@@ -703,11 +723,26 @@ static int fill(struct rst_ctx *ctx, struct mfd_robj *m)
 {
 	uint64_t off = 0;
 	struct fill_job j = { .m = m, .progress = &ctx->progress };
+	bool huge = m->e->has_huge_page;
+	/* hugetlbfs has no write(): sized first, written through a mapping
+	 * (which takes its huge pages from the pool) */
+	if (huge && ftruncate(m->fd, (off_t)m->e->size) < 0)
+		return log_fail(&ctx->log, -errno, "file '%s': cannot set its size to %llu: %s",
+				robj_name(m), (unsigned long long)m->e->size, strerror(errno));
+	if (huge && m->e->size && m->pages.n) {
+		void *p = mmap(NULL, m->e->size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+		if (p == MAP_FAILED)
+			return log_fail(&ctx->log, -errno, "hugetlb memfd '%s': cannot map it to fill "
+					"it: %s", robj_name(m), strerror(errno));
+		j.map = p;
+	}
 	int r = pages_set_apply(&m->pages, 1, put_chunk, &j, &off);
+	if (j.map)
+		munmap(j.map, m->e->size);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "file '%s': cannot write its contents near %llu: %s",
 				robj_name(m), (unsigned long long)off, pages_strerror(r));
-	if (ftruncate(m->fd, (off_t)m->e->size) < 0)
+	if (!huge && ftruncate(m->fd, (off_t)m->e->size) < 0)
 		return log_fail(&ctx->log, -errno, "file '%s': cannot set its size to %llu: %s",
 				robj_name(m), (unsigned long long)m->e->size, strerror(errno));
 	return 0;
@@ -717,6 +752,8 @@ static int make_memfd(struct rst_ctx *ctx, struct mfd_robj *m)
 {
 	const MemfdEntry *e = m->e;
 	unsigned flags = MFD_CLOEXEC | (e->mfd_flags & MFD_ALLOW_SEALING);
+	if (e->has_huge_page) /* mm-huge.c */
+		flags |= MFD_HUGETLB | ((unsigned)__builtin_ctzll(e->huge_page) << MAP_HUGE_SHIFT);
 	bool exec = !(e->seals & F_SEAL_EXEC);
 
 	m->fd = memfd_create(e->name, flags | (exec ? MFD_EXEC : 0));

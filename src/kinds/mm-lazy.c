@@ -1089,8 +1089,8 @@ int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **re
 	}
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared)
-			continue;
+		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page)
+			continue; /* hugetlb: written now (mm-huge.c) */
 		struct uffdio_register rg = { .range = { v->start, v->end - v->start },
 					      .mode = UFFDIO_REGISTER_MODE_MISSING };
 		reg[i] = ioctl(fd, UFFDIO_REGISTER, &rg) == 0; /* else written now */

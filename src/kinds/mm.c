@@ -83,7 +83,8 @@ static bool needs_pages(const VmaEntry *v)
 static bool mm_vma_claim(const struct proc_vma *pv)
 {
 	const char *p = pv->path;
-	return !p[0] || p[0] == '[' || (pv->shared && pv->deleted && !strcmp(p, "/dev/zero"));
+	return !p[0] || p[0] == '[' || (pv->shared && pv->deleted && !strcmp(p, "/dev/zero")) ||
+	       mm_huge_claim(pv) || mm_aio_claim(pv);
 }
 
 /* The mappings the kernel makes itself, moved or left as they are. */
@@ -115,6 +116,8 @@ static int mm_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct pro
 		v->kind = special[sp].kind;
 		return 0;
 	}
+	if (mm_aio_claim(pv)) /* mm-aio.c */
+		return mm_aio_collect(ctx, t, pv, v);
 	v->kind = VMA_KIND__VMA_ANON;
 	if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") && strncmp(p, "[anon:", 6) &&
 	    strncmp(p, "[anon_shmem:", 12))
@@ -160,11 +163,6 @@ static int refuse_vma(struct ckpt_ctx *ctx, struct task *t, const struct proc_vm
 		      VmaEntry *v)
 {
 	const char *p = pv->path;
-	if (pv->deleted && !strcmp(p, "/[aio]"))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d vma %llx-%llx: an AIO ring (io_setup): AIO contexts are not "
-				"supported yet",
-				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end);
 	if (pv->vmflags & (VMF_IO | VMF_PF))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d vma %llx-%llx (%s): device (I/O or PFN) mappings cannot be saved",
@@ -242,6 +240,8 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 		v->vmflags = pv->vmflags;
 		v->name = pv->path;
 		r = classify(ctx, t, pv, v, order, norder);
+		if (r >= 0)
+			r = mm_huge_collect(ctx, t, pv, v);
 		if (log_gathers(&ctx->log, r)) {
 			refused = refused ? refused : r;
 			continue;
@@ -358,8 +358,14 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 	int r;
 
 	((struct mm_read *)pw->arg)->readable = v->prot & PROT_READ;
-	if (v->shared) /* shared anonymous: every page, zero ones dropped */
+	/* shared anonymous: every page, zero ones dropped (a page may be in
+	 * another task's page tables only; hugetlb too, whose pages the
+	 * mapping reserved) */
+	if (v->shared)
 		return pages_fail(ctx, pw, pages_add(pw, v->start, v->end - v->start));
+	/* private hugetlb: the pages there, file or anonymous (one never
+	 * touched is not read: that would take a huge page from the pool) */
+	uint64_t excl = v->has_huge_page ? 0 : PAGE_IS_PFNZERO | PAGE_IS_FILE;
 
 	struct page_region regs[512];
 	uint64_t pos = v->start;
@@ -370,8 +376,8 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 			.end = v->end,
 			.vec = (uint64_t)(uintptr_t)regs,
 			.vec_len = ARRAY_SIZE(regs),
-			.category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
-			.category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			.category_inverted = excl,
+			.category_mask = excl,
 			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 		};
@@ -509,7 +515,7 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 		if (v->start >= v->end || (v->start | v->end) % PAGE || v->start < prev_end ||
 		    (!vsys && v->end > TASK_SIZE_MAX) || (vsys && v->start != VSYSCALL_ADDR) ||
 		    (v->prot & ~(uint32_t)(PROT_READ | PROT_WRITE | PROT_EXEC)) ||
-		    v->kind > VMA_KIND__VMA_SYSV_SHM || v->pgoff % PAGE)
+		    v->kind > VMA_KIND__VMA_AIO || v->pgoff % PAGE || mm_aio_valid(v) < 0)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %zu (%llx-%llx) is not valid", rec->index,
 					i, (unsigned long long)v->start, (unsigned long long)v->end);
@@ -521,6 +527,10 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): file vma %llx has no file", rec->index,
 					(unsigned long long)v->start);
+		if (mm_huge_valid(v) < 0)
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u (mm): vma %llx: its huge page size is not valid",
+					rec->index, (unsigned long long)v->start);
 		if (mm_cow_validate(v) < 0)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %llx: its pages shared with the parent "
@@ -636,7 +646,7 @@ static int mm_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
 		if (v->has_owner && v->owner == KID_mm && v->kind != VMA_KIND__VMA_ANON &&
-		    !is_special(v))
+		    v->kind != VMA_KIND__VMA_AIO && !is_special(v))
 			return log_fail(&ctx->log, -EINVAL,
 					"image: pid %d vma %llx: not anonymous memory", t->pid,
 					(unsigned long long)v->start);
@@ -752,7 +762,8 @@ static uint32_t initial_prot(const VmaEntry *v)
 	 * private vma that was never writable (no VM_ACCOUNT, "ac", nor
 	 * MAP_NORESERVE) has no pages of its own: mapped as it was, so that it
 	 * stays unaccounted ("ac" would show in its VmFlags) */
-	bool never_written = v->vmflags && !v->shared && !(v->vmflags & (VMF_AC | VMF_NR));
+	bool never_written = v->vmflags && !v->shared && !(v->vmflags & (VMF_AC | VMF_NR)) &&
+			     !v->has_huge_page; /* hugetlb has no "ac" */
 	return needs_pages(v) && !never_written ? v->prot | PROT_READ | PROT_WRITE : v->prot;
 }
 
@@ -1013,26 +1024,9 @@ static void mm_free_robj(void *ptr)
 	free(s);
 }
 
-static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct shmem_robj **ret)
+int mm_mapping_fd(struct rst_ctx *ctx, void *m, uint64_t size, int *ret_fd)
 {
 	char path[96];
-
-	for (size_t t = 0; t < ctx->ntasks; t++) {
-		const struct mm_rst *m = ctx->tasks[t].kstate[KIND_mm];
-		for (size_t i = 0; m && m->e && i < m->e->n_vmas; i++) {
-			const VmaEntry *v = m->e->vmas[i];
-			if (v->kind == VMA_KIND__VMA_ANON && v->shared && v->has_shmem_id &&
-			    v->shmem_id == ino)
-				size = MAX(size, v->pgoff + (v->end - v->start));
-		}
-	}
-	_cleanup_close_ int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
-	if (zero < 0)
-		return log_fail(&ctx->log, -errno, "cannot open /dev/zero: %s", strerror(errno));
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0);
-	if (m == MAP_FAILED)
-		return log_fail(&ctx->log, -errno, "cannot make a shared memory object of %llu bytes: %s",
-				(unsigned long long)size, strerror(errno));
 	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)m,
 		 (unsigned long)m + size);
 	int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -1041,6 +1035,43 @@ static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct s
 	if (fd < 0)
 		return log_fail(&ctx->log, -err, "cannot open shared memory through map_files: %s",
 				strerror(err));
+	*ret_fd = fd;
+	return 0;
+}
+
+/* A shmem object of size bytes, as MAP_SHARED|MAP_ANONYMOUS makes one
+ * ("/dev/zero (deleted)"), by an fd of ckpt's. */
+static int make_zero_fd(struct rst_ctx *ctx, uint64_t size, int *ret_fd)
+{
+	_cleanup_close_ int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
+	if (zero < 0)
+		return log_fail(&ctx->log, -errno, "cannot open /dev/zero: %s", strerror(errno));
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0);
+	if (m == MAP_FAILED)
+		return log_fail(&ctx->log, -errno, "cannot make a shared memory object of %llu bytes: %s",
+				(unsigned long long)size, strerror(errno));
+	return mm_mapping_fd(ctx, m, size, ret_fd);
+}
+
+static int make_shmem(struct rst_ctx *ctx, uint64_t ino, uint64_t size, struct shmem_robj **ret)
+{
+	uint64_t huge = 0;
+
+	for (size_t t = 0; t < ctx->ntasks; t++) {
+		const struct mm_rst *m = ctx->tasks[t].kstate[KIND_mm];
+		for (size_t i = 0; m && m->e && i < m->e->n_vmas; i++) {
+			const VmaEntry *v = m->e->vmas[i];
+			if (v->kind == VMA_KIND__VMA_ANON && v->shared && v->has_shmem_id &&
+			    v->shmem_id == ino) {
+				size = MAX(size, v->pgoff + (v->end - v->start));
+				huge = v->has_huge_page ? v->huge_page : huge;
+			}
+		}
+	}
+	int fd = -1; /* hugetlb: mm-huge.c */
+	int r = huge ? mm_huge_make_shared(ctx, size, huge, &fd) : make_zero_fd(ctx, size, &fd);
+	if (r < 0)
+		return r;
 	struct shmem_robj *s = malloc(sizeof(*s));
 	if (!s || objhash_add(&ctx->objs, KIND_mm, ino, 0, s, NULL) < 0) {
 		free(s);
@@ -1121,6 +1152,8 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 
+	if (v->kind == VMA_KIND__VMA_AIO) /* mm-aio.c */
+		return mm_aio_map(ctx, t, v);
 	if (v->kind != VMA_KIND__VMA_ANON) /* the vDSO group is moved, not mapped */
 		return 0;
 	if (v->inherit)
@@ -1129,7 +1162,9 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 		int fd = remote_shmem(ctx, t, &m->rf, v->shmem_id);
 		return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
 	}
-	return do_mmap(ctx, t, v, -1, 0, MAP_ANONYMOUS | (v->vmflags & VMF_NR ? MAP_NORESERVE : 0));
+	return do_mmap(ctx, t, v, -1, 0,
+		       MAP_ANONYMOUS | (v->vmflags & VMF_NR ? MAP_NORESERVE : 0) |
+			       mm_huge_map_flags(v));
 }
 
 /* madvise bits that shape how memory behaves, applied before pages are written */
@@ -1239,7 +1274,7 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 	}
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared)
+		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page)
 			continue;
 		struct uffdio_register reg = {
 			.range = { v->start, v->end - v->start },
@@ -1526,6 +1561,8 @@ static void mm_free_state(void *state)
 		return;
 	for (size_t i = 0; m->inherited && i < m->e.n_vmas; i++)
 		free(m->inherited[i]);
+	for (size_t i = 0; m->vma && i < m->e.n_vmas; i++)
+		mm_aio_free(m->e.vmas[i]);
 	free(m->inherited);
 	free(m->vma);
 	free(m->e.vmas);

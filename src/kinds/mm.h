@@ -123,6 +123,10 @@ int mm_vdso_refind(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_
  * has made it yet; owned by mm. */
 int mm_shmem_fd(struct rst_ctx *ctx, uint64_t ino, uint64_t size, int *ret_fd)
 	__attribute__((warn_unused_result));
+/* ckpt's fd of the object its own shared mapping m (size bytes) maps,
+ * opened through map_files; m is unmapped. */
+int mm_mapping_fd(struct rst_ctx *ctx, void *m, uint64_t size, int *ret_fd)
+	__attribute__((warn_unused_result));
 
 /* mm-lockall.c: mlockall(MCL_FUTURE) seen at checkpoint (once the scratch
  * area is mapped), checked at load, called again at the end of restore. */
@@ -178,6 +182,36 @@ int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *re
 void *mm_lazy_handover(struct rst_ctx *ctx);
 /* The restart failed: the server and its guard end. */
 void mm_lazy_abort(struct rst_ctx *ctx);
+
+/*
+ * mm-huge.c: hugetlb memory (VmaEntry.huge_page). mm claims anonymous
+ * hugetlb ("/anon_hugepage (deleted)"); mm_huge_collect() sets huge_page
+ * of a vma of hugetlbfs or refuses its page size; at restart, the extra
+ * mmap flags of an anonymous one, and the object of a shared one.
+ */
+#define MM_HUGE_2M (2ull << 20)
+bool mm_huge_claim(const struct proc_vma *pv);
+/* Why hugetlb memory of that page size (bytes) is refused, or NULL. */
+const char *mm_huge_refusal(uint64_t page);
+int mm_huge_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+		    struct VmaEntry *v) __attribute__((warn_unused_result));
+int mm_huge_valid(const struct VmaEntry *v) __attribute__((warn_unused_result));
+int mm_huge_map_flags(const struct VmaEntry *v);
+int mm_huge_make_shared(struct rst_ctx *ctx, uint64_t size, uint64_t page, int *ret_fd)
+	__attribute__((warn_unused_result));
+
+/*
+ * mm-aio.c: AIO contexts (io_setup). mm claims their rings ("/[aio]
+ * (deleted)") as VMA_AIO vmas with an AioRing; at restart each is made
+ * by io_setup and moved to its address, its unreaped events put back.
+ */
+bool mm_aio_claim(const struct proc_vma *pv);
+int mm_aio_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
+		   struct VmaEntry *v) __attribute__((warn_unused_result));
+void mm_aio_free(struct VmaEntry *v);
+int mm_aio_valid(const struct VmaEntry *v) __attribute__((warn_unused_result));
+int mm_aio_map(struct rst_ctx *ctx, struct rst_task *t, const struct VmaEntry *v)
+	__attribute__((warn_unused_result));
 
 /* After load: the task has a whole address space. */
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));

@@ -19,6 +19,7 @@
 
 #include "core/ctx.h"
 #include "kinds/netns.h"
+#include "net/nat.h"
 #include "net/rtnl.h"
 #include "netns.pb-c.h"
 #include "util/cleanup.h"
@@ -300,6 +301,21 @@ int netns_prepare(struct rst_ctx *ctx)
 	return r;
 }
 
+/* `ckpt run --nat`: the host end's table again (net/nat.h). */
+static int remake_nat(struct rst_ctx *ctx, const NetnsLink *l)
+{
+	char err[512];
+	bool was_off;
+	int r = netnat_add(l->peer_name, &was_off, err, sizeof(err));
+	if (r < 0)
+		return log_fail(&ctx->log, r, "network namespace link %s: NAT for its host end %s: %s",
+				l->name, l->peer_name, err);
+	if (was_off)
+		log_warn(&ctx->log, "network namespace link %s: NAT for its host end %s: IPv4 "
+			 "forwarding was off on this host and is now on", l->name, l->peer_name);
+	return 0;
+}
+
 /* The root is in the namespace: ckpt goes back to its own, and the host
  * ends come up (the restart's network lock is in place). */
 int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root)
@@ -320,6 +336,8 @@ int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root)
 		if (n->index[i] && l->peer_up && (r = rtnl_link_set(&host, n->index[i], 0, true)) < 0)
 			log_error(&ctx->log, "network namespace link %s: cannot bring its host end %s "
 				  "up: %s", l->name, l->peer_name, strerror(-r));
+		if (r >= 0 && n->index[i] && l->peer_nat)
+			r = remake_nat(ctx, l);
 	}
 	rtnl_close(&host);
 	return r;

@@ -54,6 +54,7 @@
 
 #include "core/ctx.h"
 #include "kinds/netns.h"
+#include "net/nat.h"
 #include "net/rtnl.h"
 #include "netns.pb-c.h"
 #include "util/cleanup.h"
@@ -178,6 +179,11 @@ static int host_end(struct netns_ckpt *n, struct rtnl *host, struct link_buf *b)
 	b->m.has_peer_mtu = b->m.has_peer_up = true;
 	b->m.peer_mtu = p.mtu;
 	b->m.peer_up = p.flags & IFF_UP;
+	int nat = netnat_exists(p.name);
+	if (nat < 0 && nat != -ENOPKG)
+		log_warn(n->log, "pid %d: network namespace link %s: cannot tell whether its host "
+			 "end %s has NAT: %s", n->root, b->name, p.name, strerror(-nat));
+	b->m.has_peer_nat = b->m.peer_nat = nat > 0;
 	if (p.maclen == 6) {
 		memcpy(b->peer_mac, p.mac, 6);
 		b->m.has_peer_mac = true;

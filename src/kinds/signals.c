@@ -256,6 +256,10 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 			return log_fail(&ctx->log, (int)e, "pid %d: cannot set the action of signal %d: %s",
 					t->pid, sigs[i], strerror((int)-e));
 	}
+	/* SIGTRAP ignored: the threads' puppets must not step from now on
+	 * either (a forced SIGTRAP would reset the shared action) */
+	for (size_t i = 0; !t->leader && i < t->nthreads; i++)
+		t->threads[i].pup.trap_ignored = acts[SIGTRAP].handler == (uintptr_t)SIG_IGN;
 	stack_t ss = { .ss_flags = SS_DISABLE };
 	if (e->has_altstack_sp) {
 		ss.ss_sp = (void *)(uintptr_t)e->altstack_sp;

@@ -61,6 +61,13 @@ static int add_seg(struct sysv_ckpt *s, int id, const struct shmid_ds *ds)
 	return 0;
 }
 
+/* SysV segments are made again by shmget and filled through ckpt's own
+ * attachment, not on hugetlbfs (MAP_HUGETLB and MFD_HUGETLB memory is
+ * saved: mm-huge.c) */
+#define SHM_HUGE_WHY                                                                               \
+	"a hugetlb (SHM_HUGETLB) SysV segment: not supported (ckpt makes segments again "          \
+	"without SHM_HUGETLB; hugetlb memory of MAP_HUGETLB and MFD_HUGETLB is supported)"
+
 /* Attaches segment id in ckpt a moment: is it of hugetlbfs? */
 static int check_hugetlb(struct ckpt_ctx *ctx, int id)
 {
@@ -86,7 +93,7 @@ static int check_hugetlb(struct ckpt_ctx *ctx, int id)
 				"shm id %d: cannot find ckpt's own attachment of it", id);
 	if (huge)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"shm id %d: a hugetlb (SHM_HUGETLB) segment; not supported yet",
+				"shm id %d: " SHM_HUGE_WHY,
 				id);
 	return 0;
 }
@@ -150,7 +157,7 @@ static int seg_of(struct ckpt_ctx *ctx, struct sysv_ckpt *s, struct task *t,
 				(unsigned long long)pv->start, pv->path, id, strerror(errno));
 	if (pv->vmflags & VMF_HT)
 		return vma_fail(ctx, t, pv, -EOPNOTSUPP,
-				"a hugetlb (SHM_HUGETLB) segment; not supported yet");
+				SHM_HUGE_WHY);
 	int r = add_seg(s, id, &ds);
 	if (r < 0)
 		return r;

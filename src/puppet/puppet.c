@@ -26,6 +26,7 @@
 #include "util/proc.h"
 
 static void requeue_shared(struct puppet *p);
+static int leave_sysstop(struct puppet *p);
 
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
@@ -88,6 +89,20 @@ static int wait_interrupt_stop(struct puppet *p)
 	}
 }
 
+/* Does the task ignore SIGTRAP (SigIgn of its status)? */
+static bool trap_ignored(pid_t pid)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *l = strstr(buf, "\nSigIgn:");
+	return l && (strtoull(l + 9, NULL, 16) & (1ull << (SIGTRAP - 1)));
+}
+
 static int puppet_take(struct puppet *p)
 {
 	char path[64];
@@ -107,6 +122,7 @@ static int puppet_take(struct puppet *p)
 	p->memfd = open(path, O_RDWR | O_CLOEXEC);
 	if (p->memfd < 0)
 		return -errno;
+	p->trap_ignored = trap_ignored(p->pid);
 	return 0;
 }
 
@@ -157,8 +173,8 @@ int puppet_seize_start(struct puppet *p, pid_t pid)
 	*p = (struct puppet){ .pid = pid, .memfd = -1 };
 	/* suspending seccomp needs CAP_SYS_ADMIN; without it, injections may
 	 * be filtered, which the caller finds out when one fails */
-	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_SUSPEND_SECCOMP) < 0 &&
-	    (errno != EPERM || ptrace(PTRACE_SEIZE, pid, 0, 0) < 0))
+	if (ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_TRACESYSGOOD) < 0 &&
+	    (errno != EPERM || ptrace(PTRACE_SEIZE, pid, 0, PTRACE_O_TRACESYSGOOD) < 0))
 		return -errno;
 	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0) {
 		int r = -errno;
@@ -399,8 +415,10 @@ static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 
 	p->pid = (pid_t)r;
 	/* suspending seccomp needs CAP_SYS_ADMIN: without it, not */
-	if ((ptrace(PTRACE_SEIZE, p->pid, 0, PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL) < 0 &&
-	     (errno != EPERM || ptrace(PTRACE_SEIZE, p->pid, 0, PTRACE_O_EXITKILL) < 0)) ||
+	if ((ptrace(PTRACE_SEIZE, p->pid, 0,
+		    PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0 &&
+	     (errno != EPERM ||
+	      ptrace(PTRACE_SEIZE, p->pid, 0, PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0)) ||
 	    ptrace(PTRACE_INTERRUPT, p->pid, 0, 0) < 0) {
 		int e = -errno;
 		kill(p->pid, SIGKILL);
@@ -450,7 +468,7 @@ static struct clone_arg clone_arg(const struct puppet *parent, size_t i, pid_t p
 static int clone_options(struct puppet *parent)
 {
 	const long opts = PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK |
-			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK;
+			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK | PTRACE_O_TRACESYSGOOD;
 	if (ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts) < 0 &&
 	    ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts & ~PTRACE_O_SUSPEND_SECCOMP) < 0)
 		return -errno;
@@ -510,7 +528,7 @@ void puppet_clone_many(struct puppet *parent, struct puppet *const *children, co
 	size_t nev = 0;
 
 	if (n > PUPPET_MANY_MAX || !parent->stub_ip || parent->guard || !parent->held ||
-	    !parent->scratch) {
+	    !parent->scratch || parent->trap_ignored) {
 		for (size_t i = 0; i < n; i++)
 			err[i] = puppet_clone(parent, children[i], pids[i], flags, exit_signal);
 		return;
@@ -613,7 +631,8 @@ int puppet_release(struct puppet *p, int sig)
 	CKPT_FAULT(CKPT_FAULT_REQUEST);
 	if (p->ntraps > 1)
 		requeue_shared(p);
-	if (ptrace(PTRACE_SETREGS, p->pid, 0, &p->regs0) < 0)
+	r = leave_sysstop(p);
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, &p->regs0) < 0 && !r)
 		r = -errno;
 	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 && !r)
 		r = -errno;
@@ -777,6 +796,92 @@ static int note_stop(struct puppet *p, int status)
 	return 0;
 }
 
+/*
+ * rt_sigaction(SIGTRAP, act): 1 if act ignores it, 0 if not, -1 if act is
+ * NULL (no change) or unreadable.
+ */
+static int new_trap_ignored(struct puppet *p, long act)
+{
+	uint64_t h;
+	if (!act || pread(p->memfd, &h, sizeof(h), (off_t)act) != sizeof(h))
+		return -1;
+	return h == (uint64_t)(uintptr_t)SIG_IGN;
+}
+
+/*
+ * One injected call without a single-step (the task ignores SIGTRAP):
+ * PTRACE_SYSCALL to the call's entry stop and on to its exit stop, where
+ * rax is its result. The program's own SIGTRAP taken meanwhile is kept,
+ * like a step's; a fork's event and a stop signal are noted.
+ */
+static long syscall_by_stops(struct puppet *p, struct user_regs_struct *regs)
+{
+	int status, r, stops = 0;
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, regs) < 0)
+		return -errno;
+	while (stops < 2) {
+		if (ptrace(PTRACE_SYSCALL, p->pid, 0, 0) < 0)
+			return -errno;
+		if ((r = wait_task(p->pid, &status)) < 0)
+			return r;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			p->held = false;
+			return -ESRCH;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			stops++;
+			continue;
+		}
+		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0) {
+			if ((r = own_trap(p)) < 0)
+				return r;
+			continue;
+		}
+		if ((r = note_stop(p, status)) < 0)
+			return r;
+	}
+	p->in_sysstop = true;
+	if (ptrace(PTRACE_GETREGS, p->pid, 0, regs) < 0)
+		return -errno;
+	if (regs->rip != p->syscall_ip + 2)
+		return -EFAULT;
+	return (long)regs->rax;
+}
+
+/*
+ * A task left in a syscall-exit stop is moved to a PTRACE_INTERRUPT stop,
+ * in the signal path: released from there, the kernel restarts the call
+ * regs0 say it was in (released from the exit stop, it would not).
+ */
+static int leave_sysstop(struct puppet *p)
+{
+	int status, r;
+	if (!p->in_sysstop)
+		return 0;
+	p->in_sysstop = false;
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, &p->regs0) < 0 ||
+	    ptrace(PTRACE_INTERRUPT, p->pid, 0, 0) < 0 || ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
+		return -errno;
+	for (;;) {
+		if ((r = wait_task(p->pid, &status)) < 0)
+			return r;
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return -ESRCH;
+		if (!WIFSTOPPED(status))
+			continue;
+		if ((status >> 16) == PTRACE_EVENT_STOP)
+			return 0;
+		if (WSTOPSIG(status) == SIGTRAP && (status >> 16) == 0 && (r = own_trap(p)) < 0)
+			return r;
+		if (WSTOPSIG(status) != SIGTRAP && (r = note_stop(p, status)) < 0)
+			return r;
+		if (ptrace(PTRACE_CONT, p->pid, 0, 0) < 0)
+			return -errno;
+	}
+}
+
 long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
 		     long a6)
 {
@@ -805,6 +910,14 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 	regs.r8 = a5;
 	regs.r9 = a6;
 	regs.rip = p->syscall_ip;
+	/* rt_sigaction(SIGTRAP, SIG_IGN) is itself run without a step */
+	int ign = nr == SYS_rt_sigaction && a1 == SIGTRAP ? new_trap_ignored(p, a2) : -1;
+	if (p->trap_ignored || ign == 1) {
+		long ret = syscall_by_stops(p, &regs);
+		if (ign >= 0 && ret == 0)
+			p->trap_ignored = ign;
+		return ret;
+	}
 	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0)
 		return -errno;
 	for (;;) {
@@ -837,10 +950,13 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		if ((r = note_stop(p, status)) < 0)
 			return r;
 	}
+	p->in_sysstop = false;
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &regs) < 0)
 		return -errno;
 	if (regs.rip != p->syscall_ip + 2)
 		return -EFAULT;
+	if (ign >= 0 && regs.rax == 0)
+		p->trap_ignored = ign;
 	return (long)regs.rax;
 }
 
@@ -1009,10 +1125,11 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 /* Can the stub run this batch? (it knows nothing of arg_prev and stop) */
 static bool stub_can_run(const struct puppet *p, const struct puppet_call *c, size_t n)
 {
-	if (!p->stub_ip || !n)
+	if (!p->stub_ip || !n || p->trap_ignored)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (c[i].arg_prev || c[i].stop)
+		if (c[i].arg_prev || c[i].stop ||
+		    (c[i].nr == SYS_rt_sigaction && c[i].a[0] == SIGTRAP && c[i].a[1]))
 			return false;
 	return true;
 }

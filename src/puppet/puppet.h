@@ -10,8 +10,12 @@
  * - Injection is: set registers (rax = nr, args, rip = a `syscall`
  *   instruction the task already has mapped, orig_rax = -1 so the kernel
  *   does no restart fix-up), single-step over the instruction, read rax.
- *   Single-stepping, not PTRACE_SYSCALL: the latter was seen to leak
- *   -ERESTART_RESTARTBLOCK into a program interrupted in nanosleep.
+ *   Single-stepping, not PTRACE_SYSCALL: the latter leaves the task in a
+ *   syscall-exit stop, and a task released from there returns to user
+ *   space with no restart fix-up (-ERESTART_RESTARTBLOCK leaked into a
+ *   program interrupted in nanosleep). Except for a task that ignores
+ *   SIGTRAP (trap_ignored): there PTRACE_SYSCALL, and the release goes
+ *   through a PTRACE_INTERRUPT stop in the signal path first.
  * - All signals but SIGKILL and SIGSTOP are blocked with PTRACE_SETSIGMASK
  *   for the time it is held, so no handler runs between injections; the
  *   original mask (sigmask0) is put back on release.
@@ -56,6 +60,14 @@ struct puppet {
 	 * pending with the same siginfo, on release */
 	int ntraps;
 	siginfo_t trap_info[2];
+	/* SIGTRAP is ignored by the task (SIG_IGN): the kernel resets an
+	 * ignored signal it forces to SIG_DFL, so injections do not
+	 * single-step (nor run the stub, which ends on int3) but stop at the
+	 * syscall's entry and exit (PTRACE_SYSCALL); in_sysstop: the task is
+	 * in such a stop, which puppet_release() leaves for a signal-path stop
+	 * first, so a syscall the task was in is restarted as it should be */
+	bool trap_ignored;
+	bool in_sysstop;
 	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
 	 * from this process */
 	struct puppet_guard *guard;

@@ -437,6 +437,8 @@ static int smaps_key(const char *s, const char *e, struct proc_vma *v)
 		return parse_kb(val, e, &v->anon_kb);
 	if (key_is(s, ke, "Swap"))
 		return parse_kb(val, e, &v->swap_kb);
+	if (key_is(s, ke, "KernelPageSize"))
+		return parse_kb(val, e, &v->page_kb);
 	if (key_is(s, ke, "VmFlags"))
 		parse_vmflags(val, e, v);
 	/* everything else (Size, Pss, THPeligible, ProtectionKey...) is ignored */

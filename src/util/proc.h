@@ -47,6 +47,7 @@ struct proc_vma {
 	uint32_t vmflags;       /* VMF_*, only from smaps */
 	char unknown_flags[32];
 	uint64_t rss_kb, anon_kb, swap_kb; /* from smaps */
+	uint64_t page_kb;       /* smaps' KernelPageSize (2048 for 2 MiB hugetlb) */
 };
 
 struct proc_vmas {

@@ -456,3 +456,34 @@ int test_tcp_state(int s)
 	getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l);
 	return ti.tcpi_state;
 }
+
+static long hugepages_get(void)
+{
+	char b[32];
+	if (test_read_file("/proc/sys/vm/nr_hugepages", b, sizeof(b)) < 0)
+		return -1;
+	return atol(b);
+}
+
+static int hugepages_set(long n)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "w");
+	if (!f)
+		return -1;
+	int r = fprintf(f, "%ld\n", n) > 0 ? 0 : -1;
+	return fclose(f) || r ? -1 : 0;
+}
+
+long test_hugepages_raise(long more)
+{
+	long old = hugepages_get();
+	if (old < 0)
+		return -1;
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", old);
+	int fd = open("hugepages.old", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) || hugepages_set(old + more) < 0)
+		return -1;
+	long now = hugepages_get();
+	return now < 0 ? -1 : now - old;
+}

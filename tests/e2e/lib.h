@@ -78,6 +78,13 @@ int64_t test_now_ns(int clockid);
  * bytes), NUL-terminates and returns the length, or -1 with errno.
  */
 ssize_t test_read_file(const char *path, char *buf, size_t size);
+/*
+ * Raises vm.nr_hugepages by more 2 MiB pages for the test, the old value
+ * written to "hugepages.old" first (the runner writes it back at the end);
+ * returns how many more there are (fewer when memory is short), or -1
+ * with errno.
+ */
+long test_hugepages_raise(long more);
 /* The value of "Name:" in /proc/self/status, whitespace trimmed; 0 or -1. */
 int test_status_field(const char *name, char *out, size_t size);
 long test_tracer_pid(void);

@@ -222,6 +222,9 @@ TESTS = [
     entry("migrate_fail", kind="migrate", program="ct_tree", case="fail"),
     # between two test hosts (network namespaces A, B; the client in C)
     entry("real_mig_echo100", kind="mig2_echo"),
+    # ckpt run --net --nat on test host A: clients in the container connect
+    # to C, which has no route back but through A's masquerade
+    entry("netns_nat", kind="netns_nat"),
     entry("mig2_fail", kind="mig2_echo", case="fail"),
     entry("mig2_jobstop", kind="mig2_jobstop"),
     entry("real_mig_nginx", kind="mig2_nginx"),
@@ -285,9 +288,11 @@ TESTS = [
     entry("ptimer_basic", (B, T, R)),
     entry("ptimer_pending", (B, T)),
     entry("ptimer_overrun", (B, T)),
+    # hugetlb memory of 2 MiB pages (mm-huge.c): private, shared, memfd
+    entry("mem_hugetlb", (B, T, R)),
+    entry("mem_hugetlb_lazy", program="mem_hugetlb", rst_args=("--lazy",)),
     entry("refuse_hugetlb", kind="refuse",
-          regex=r"\bpid {pid} mapping [0-9a-f]+-[0-9a-f]+ \(/anon_hugepage \(deleted\)\): hugetlb memory \(a MAP_HUGETLB mapping\): not supported yet"
-                r"[\s\S]*\bpid {pid} fd \d+ \(/memfd:huge \(deleted\)\): a hugetlb memfd \(MFD_HUGETLB\)"),
+          regex=r"\bpid {pid} vma [0-9a-f]+\b.*: a hugetlb \(SHM_HUGETLB\) SysV segment: not supported"),
     entry("refuse_sud", kind="refuse",
           regex=r"\bpid {pid}: syscall user dispatch \(PR_SET_SYSCALL_USER_DISPATCH\) is on: not supported yet"),
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
@@ -295,6 +300,8 @@ TESTS = [
     entry("memfd_map", (B, T, R)),
     entry("memfd_exec", (B, T, R)),
     entry("file_deleted", (B, T, R)),
+    # a deleted file of 3 GiB, sparse: streamed, holes kept
+    entry("file_deleted_big", (B, R), max_image_bytes=16 * MiB),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
@@ -317,6 +324,9 @@ TESTS = [
     # LAST_ACK, CLOSING, SYN_SENT (not T: right after a restart they are on
     # their way to other states)
     entry("tcp_states", (B, R)),
+    # the same, the connect in progress's local port taken meanwhile by a
+    # connection of the runner's to elsewhere: the restart binds beside it
+    entry("tcp_port_taken", program="tcp_states", between="take_syn_port"),
     entry("tcp_inflight", (B, R), ckpt_args=["--skip-in-flight"],
           log_regex=r"pid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+: 1 connection\(s\) not accepted yet are left out \(--skip-in-flight\): their peers get a reset"),
     entry("tcp_timewait", (B, T, R)),
@@ -380,6 +390,10 @@ TESTS = [
     # checkpoint and a restart (ckpt-fault), and at random moments
     entry("fault_walk", kind="fault", program="fault_victim"),
     entry("sig_trap_pending", kind="keep"),
+    # SIGTRAP ignored: injected calls stop at syscall entry and exit instead
+    # of single-stepping (a forced SIGTRAP resets an ignored one to SIG_DFL)
+    entry("sig_trap_ignored", kind="keep"),
+    entry("sig_trap_ignored_rst", (B, T, R), program="sig_trap_ignored", pargs=("handler",)),
     entry("fault_random", kind="fault_random", program="fault_victim"),
     # the network lock removed by the guardian when ckpt dies (SIGKILL at
     # each request of a checkpoint that locked a TCP connection)
@@ -462,6 +476,8 @@ TESTS = [
     entry("real_postgres", (B, T), kind="postgres"),
     # the same as pid 1 of a `ckpt run` container (epoll keyed by its pids there)
     entry("ct_postgres", (B, T), kind="postgres", ct=True),
+    # huge_pages=on: its shared memory is MAP_SHARED|MAP_HUGETLB (mm-huge.c)
+    entry("real_postgres_huge", (B, T), kind="postgres", huge=True),
     # on TCP, a client of the runner's connected across
     entry("real_postgres_tcp", (B, T), kind="postgres_tcp"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
@@ -484,7 +500,10 @@ TESTS = [
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
-    entry("refuse_aio", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+-[0-9a-f]+: an AIO ring"),
+    # AIO contexts (mm-aio.c): remade by io_setup at the ring's address
+    entry("aio_ring", (B, T, R)),
+    entry("aio_ring_lazy", program="aio_ring", rst_args=("--lazy",)),
+    entry("real_fio_aio", kind="command", argv=["@python", os.path.join(HERE, "real_fio_aio.py")]),
     entry("refuse_traced", kind="traced", regex=r"trac|ptrace"),
     entry("refuse_tree", kind="refuse", regex=r"\bpid \d+\b.*\bfd 5\b.*(socket|inet|tcp|packet)"),
     entry("refuse_pipe", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*pipe"),
@@ -1390,6 +1409,111 @@ class Run:
         progress(10)
         topo.sh("-n", topo.ns["b"], "link", "del", hostif)
 
+    def flow_netns_nat(self):
+        """ckpt run --net --nat on test host A, py_echo.py's server in C, its
+        client (3 connections) the container: C has no route to the
+        container's subnet, so the echoes come back only through A's NAT,
+        and C sees A's address as every peer. checkpoint --kill in A, A's
+        NAT table removed meanwhile; the restart makes it again: the
+        connections go on (A's conntrack kept their translation), a new
+        connection from the restored namespace is answered, and C sees only
+        A's address."""
+        if os.geteuid() != 0:
+            raise Skip("ckpt run --net needs root")
+        if not (shutil.which("ip") and shutil.which("nsenter")):
+            raise Skip("ip (iproute2) or nsenter (util-linux) not installed")
+        topo = self.topo = twohost.TwoHost("%d%s" % (os.getpid() % 100000, self.name))
+        try:
+            topo.make()
+        except twohost.TopoError as e:
+            raise Fail("the test hosts: %s" % e)
+        hostif, table, c = "cknat0", "ckpt_nat_cknat0", topo.addr("c")
+        py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
+        srv = self.popen(topo.argv("c", py + ["server"]), err=self.p("server.log"),
+                         env=dict(os.environ, PY_ECHO_HOST="0.0.0.0"))
+        self.logs += [self.p("server.log"), self.p("client.log")]
+        port = int(self.wait_file("port", srv))
+        pidfile = self.p("run.pid")
+        pr = self.popen(topo.argv("a", [self.opts.ckpt, "run", "--net", "--nat", "--net-addr",
+                                        self.MIG2_SUB, "--net-host-if", hostif, "--pidfile",
+                                        pidfile, "--"] + py + ["client", str(port), "3"]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=c))
+        self.wait_until("ckpt run's pidfile", lambda: os.path.exists(pidfile) and
+                        open(pidfile).read().endswith("\n"), [pr])
+        with open(pidfile) as f:
+            self.pid = int(f.read())
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k, procs):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k, procs,
+                            timeout=90)
+
+        def peers():
+            r = subprocess.run(topo.argv("c", ["ss", "-tnH", "state", "established",
+                                               "sport", "= :%d" % port]),
+                               capture_output=True, timeout=30)
+            return sorted(l.split()[-1].rsplit(":", 1)[0] for l in r.stdout.decode().splitlines())
+
+        progress(5, [pr])
+        if table not in (topo.nft_tables("a") or ()):
+            raise Fail("no table %s in host A after ckpt run --nat" % table)
+        if peers() != [topo.addr("a")] * 3:
+            raise Fail("C sees the peers %r, want A's address %s three times"
+                       % (peers(), topo.addr("a")))
+        img, log = self.p("img"), self.p("ckpt.log")
+        self.logs += [self.p("ckpt.err"), log, self.p("restart.err"), self.p("restart.log")]
+        cp = self.popen(topo.argv("a", self.ckpt_argv("checkpoint", str(self.pid), "-o", img,
+                                                      "--kill", "--log", log)),
+                        err=self.p("ckpt.err"))
+        self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint", reap=[pr])
+        if cp.returncode != 0:
+            raise Fail("checkpoint exit %d: %s" % (cp.returncode, tail(self.p("ckpt.err"), 5)))
+        self.wait_until("the host end %s to go" % hostif,
+                        lambda: not topo.link_exists("a", hostif), [], timeout=20)
+        topo.sh("-n", topo.ns["a"], "link", "show")  # A is still there
+        subprocess.run(topo.argv("a", ["nft", "delete", "table", "ip", table]),
+                       capture_output=True, timeout=30)
+        rpid = self.p("restart.pid")
+        rp = self.popen(topo.argv("a", self.ckpt_argv("restart", img, "--detach", "--pidfile",
+                                                      rpid, "--log", self.p("restart.log"))),
+                        err=self.p("restart.err"), out=self.p("restart.out"))
+        self.wait_all([rp], CHECKPOINT_TIMEOUT, "ckpt restart")
+        if rp.returncode != 0:
+            raise Fail("restart exit %d: %s" % (rp.returncode, tail(self.p("restart.err"), 5)))
+        with open(rpid) as f:
+            self.pid = int(f.read())
+        if table not in (topo.nft_tables("a") or ()):
+            raise Fail("no table %s in host A after the restart" % table)
+        progress(10, [])
+        again = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % self.pid, "--",
+                                self.opts.python, "-c",
+                                "import socket; s = socket.create_connection((%r, %d), 30); "
+                                "s.sendall(b'new\\n'); print(s.recv(100).decode().strip())"
+                                % (c, port)], capture_output=True, timeout=60)
+        if again.stdout.decode().strip() != "new":
+            raise Fail("a new connection from the restored container to C: %r %r"
+                       % (again.stdout, again.stderr[-300:]))
+        if peers() != [topo.addr("a")] * 3:
+            raise Fail("after the restart C sees the peers %r, want A's address %s three "
+                       "times" % (peers(), topo.addr("a")))
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_until("the restored client to end", lambda: not pid_alive(self.pid), [],
+                        timeout=EXIT_TIMEOUT)
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if "PASS" not in out or "FAIL" in out:
+            raise Fail("the echo client: %s" % out.strip()[-300:])
+        self.notes.append("%d rounds" % rounds())
+
     def flow_mig2_echo(self):
         """py_echo.py's asyncio echo server as pid 1 of `ckpt run --net` on
         host A, its 100 clients (py_echo.py client) in C, each with a line
@@ -2173,6 +2297,35 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     flow_command = flow_program
+
+    def take_syn_port(self):
+        """between checkpoint and restart (tcp_port_taken): a connection of
+        the runner's from 127.0.0.1:PORT, the port of tcp_states's connect in
+        progress, to a listener of its own, held until the test ends."""
+        with open(self.p("sport")) as f:
+            port = int(f.read())
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", 0))
+        lst.listen()
+        c = socket.socket()
+
+        def live_holder():
+            """a live socket (not an orphan) of 127.0.0.1 has the port: one
+            a connect() of someone else's was given (ephemeral ports are
+            shared by connections to different peers)"""
+            with open("/proc/net/tcp") as f:
+                rows = [l.split() for l in f.read().splitlines()[1:]]
+            return any(r[1] == "0100007F:%04X" % port and r[9] != "0" for r in rows)
+
+        def taken():  # once the killed original's socket has gone
+            try:
+                c.bind(("127.0.0.1", port))
+                c.connect(lst.getsockname())
+                self.held = getattr(self, "held", []) + [lst, c, lst.accept()[0]]
+                return True
+            except OSError:
+                return live_holder()
+        self.wait_until("port %d to be taken by a connection of the runner's" % port, taken, [])
 
     def remove_shared(self):
         """between checkpoint and restart (mem_remake): the mapped file goes"""
@@ -3704,6 +3857,39 @@ http {{
                 out.append(k)
         return out
 
+    def pg_huge(self):
+        """For a huge=True test: 2 MiB huge pages reserved for the time of
+        the test (vm.nr_hugepages raised by 48; the old value in
+        hugepages.old, written back by cleanup) and huge_pages=on; else
+        nothing."""
+        if not self.t.get("huge"):
+            return []
+        try:
+            with open("/proc/sys/vm/nr_hugepages") as f:
+                old = int(f.read())
+            with open(self.p("hugepages.old"), "w") as f:
+                f.write("%d\n" % old)
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write("%d\n" % (old + 48))
+            with open("/proc/sys/vm/nr_hugepages") as f:
+                got = int(f.read())
+        except (OSError, ValueError) as e:
+            raise Skip("cannot reserve huge pages: %s" % e)
+        if got < old + 24:
+            raise Skip("no huge pages to be had (vm.nr_hugepages %d)" % got)
+        return ["-c", "huge_pages=on"]
+
+    def pg_check_huge(self, when):
+        """The postmaster's shared memory is hugetlb (2 MiB pages)."""
+        with open("/proc/%d/smaps" % self.pid) as f:
+            text = f.read()
+        blocks = [b for b in text.split("\n") if "anon_hugepage" in b]
+        if not blocks:
+            raise Fail("%s: the postmaster has no hugetlb mapping (huge_pages=on)" % when)
+        at = text.index(blocks[0])
+        if "KernelPageSize:     2048 kB" not in text[at:at + 2000].split("VmFlags")[0]:
+            raise Fail("%s: the postmaster's hugetlb mapping is not of 2 MiB pages" % when)
+
     def pg_start(self, conf, sockname):
         """initdb of a cluster in the test's directory, then the postmaster
         with the settings conf (-c NAME=VALUE...), as user postgres (or, for
@@ -3771,7 +3957,10 @@ http {{
         row is inserted; SIGINT (fast shutdown) ends it cleanly."""
         ct = self.t.get("ct")
         pr = self.pg_start(["-c", "listen_addresses=", "-c",
-                            "unix_socket_directories=" + self.p("pgsock")], ".s.PGSQL.5432")
+                            "unix_socket_directories=" + self.p("pgsock")] + self.pg_huge(),
+                           ".s.PGSQL.5432")
+        if self.t.get("huge"):
+            self.pg_check_huge("before")
         self.psql("CREATE TABLE t (i int PRIMARY KEY, s text)")
         self.psql("INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g")
 
@@ -3807,6 +3996,8 @@ http {{
         else:
             rp = self.real_cycle(pr, between=lambda: count("between", 1000))
         count("after the restart", 1000)
+        if self.t.get("huge"):
+            self.pg_check_huge("after the restart")
         self.psql("INSERT INTO t VALUES (1001, 'after')")
         count("after the insert", 1001)
         stop(rp, "after the restart")
@@ -6873,8 +7064,20 @@ http {{
                     subprocess.run([shutil.which("nft") or "/usr/sbin/nft", "delete", "table",
                                     "inet", lock[0]], capture_output=True, timeout=20)
 
+    def restore_hugepages(self):
+        """vm.nr_hugepages as it was before a hugetlb test raised it (the
+        test wrote the old value to hugepages.old)."""
+        try:
+            with open(self.p("hugepages.old")) as f:
+                old = int(f.read())
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write("%d\n" % old)
+        except (OSError, ValueError):
+            pass
+
     def cleanup(self):
         self.remove_shm()
+        self.restore_hugepages()
         self.remove_netlocks()
         if self.pid and self.ours(self.pid):
             try:

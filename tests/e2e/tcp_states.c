@@ -148,6 +148,11 @@ int main(void)
 	wait_state(s, TCP_SYN_SENT, "s");
 	socklen_t sl = sizeof(sn);
 	getsockname(s, (struct sockaddr *)&sn, &sl);
+	/* its local port, for a runner that takes it meanwhile (tcp_port_taken) */
+	FILE *pf = fopen("sport.tmp", "w");
+	if (!pf || fprintf(pf, "%d\n", ntohs(sn.sin_port)) < 0 || fclose(pf) ||
+	    rename("sport.tmp", "sport"))
+		fail("sport file: %m");
 
 	test_ready();
 	test_wait();
