@@ -206,6 +206,27 @@ struct ckpt_opts {
 	pid_t *stopped;
 	size_t stopped_max;
 	size_t n_stopped;
+	/* (the fields of CKPT_OPTS_SIZE_V8 come here) */
+	/*
+	 * checkpoint with CKPT_KILL and a committed callback (a migration) of
+	 * a tree in the caller's network namespace: the local addresses that
+	 * move with it to the target host, which holds them by then (ckpt
+	 * receive adds them). Any socket of the tree bound to another address
+	 * that is not a wildcard or loopback is refused, and so is a loopback
+	 * connection to a process outside the tree (it cannot follow). Once
+	 * the tree is dead each address is deleted from its link on this host,
+	 * and only then is the network lock removed: its peers never hear a
+	 * reset from here. A tree with a network namespace of its own moves
+	 * with its namespace: refused with these. Restart ignores them. NULL
+	 * for none; a smaller size (an older caller) has none.
+	 */
+	const struct ckpt_addr {
+		int family;             /* AF_INET, AF_INET6 */
+		unsigned char addr[16]; /* network order; 4 bytes used for AF_INET */
+		unsigned prefixlen;
+		char ifname[16];        /* the link that holds it on this host */
+	} *target_addrs;
+	size_t n_target_addrs;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -225,6 +246,8 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V6 offsetof(struct ckpt_opts, parent)
 /* The struct before stopped was added. */
 #define CKPT_OPTS_SIZE_V7 offsetof(struct ckpt_opts, stopped)
+/* The struct before target_addrs was added. */
+#define CKPT_OPTS_SIZE_V9 offsetof(struct ckpt_opts, target_addrs)
 #define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);

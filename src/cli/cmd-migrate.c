@@ -10,6 +10,14 @@
  *
  *   source -> target (control)  "ckpt-migrate 1"
  *   target -> source            "ok TOKEN"        (TOKEN: 32 random hex digits)
+ *   source -> target (control)  a tree of the source's own network namespace
+ *                               only: "addrs from ID" (boot id, netns)
+ *   target -> source            "addrs here" (the same namespace: nothing
+ *                               moves, skip to the data) or "addrs send"
+ *   source -> target            "addr ADDR/PREFIX IFNAME" for each local
+ *                               address of its sockets, "addrs end"
+ *   target -> source            "addrs ok" (each added to IFNAME if it was
+ *                               not here) or "error MESSAGE" (migrate-addr.h)
  *   source -> target (data)     "TOKEN\n", then the image stream
  *   target                      restarts it, frozen (nothing of it runs)
  *   target -> source            "ready PID"  or  "error MESSAGE"
@@ -17,7 +25,10 @@
  *                               ckpt die, then (committed) ...
  *   source -> target            "commit"
  *   source                      kills its tree
- *   target                      SIGCONT to every task of the copy
+ *   source                      deletes the moved addresses, then its lock
+ *   target                      SIGCONT to every task of the copy; each
+ *                               address it added announced (gratuitous ARP,
+ *                               unsolicited neighbour advertisement)
  *   target -> source            "running PID"
  *
  * A target that fails answers "error", and the source releases its tree,
@@ -35,6 +46,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -43,12 +55,16 @@
 
 #include "ckpt.h"
 #include "cli/cli.h"
+#include "cli/migrate-addr.h"
 #include "util/cleanup.h"
 
 #define HELLO "ckpt-migrate 1"
 #define LINE_MAX_LEN 600
 #define TOKEN_HEX 32
 #define ACCEPT_TIMEOUT_MS 30000
+#define ADDRS_MAX 64
+
+static size_t tree_pids(pid_t root, pid_t *out, size_t max);
 
 static uint64_t now_ms(void)
 {
@@ -186,8 +202,69 @@ static void tell_commit(void *arg)
 	send_line(s->ctl, "commit\n", NULL);
 }
 
-/* The control and data connections, the token read and sent. */
-static int source_connect(const char *to, struct source *s)
+/* The moved addresses told to the target and taken there; none of them
+ * may be the one the migration itself speaks from. */
+static int send_addrs(struct source *s, const struct ckpt_addr *addrs, size_t n, bool *ret_here,
+		      char *why, size_t why_len)
+{
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+	char line[LINE_MAX_LEN], id[128];
+	/* first: is the target in this very network namespace? then nothing moves */
+	int r = migrate_host_id(id, sizeof(id));
+	if (r >= 0)
+		r = send_line(s->ctl, "addrs from %s\n", id);
+	if (r >= 0)
+		r = read_line(s->ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	if (r >= 0 && !strcmp(line, "addrs here")) {
+		*ret_here = true;
+		return 0;
+	}
+	if (r >= 0 && strcmp(line, "addrs send")) {
+		snprintf(why, why_len, "the target cannot take the tree's addresses: %.500s",
+			 strncmp(line, "error ", 6) ? line : line + 6);
+		return -EREMOTEIO;
+	}
+	if (r >= 0)
+		r = getsockname(s->ctl, (struct sockaddr *)&me, &len) < 0 ? -errno : 0;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		const void *mine = me.ss_family == AF_INET
+					   ? (const void *)&((struct sockaddr_in *)&me)->sin_addr
+					   : (const void *)&((struct sockaddr_in6 *)&me)->sin6_addr;
+		if (addrs[i].family == me.ss_family &&
+		    !memcmp(addrs[i].addr, mine, me.ss_family == AF_INET ? 4 : 16)) {
+			inet_ntop(addrs[i].family, addrs[i].addr, line, sizeof(line));
+			snprintf(why, why_len, "a socket of the tree has the address %.64s, which this "
+				 "migration speaks to the target from: it cannot move (give the "
+				 "program an address of its own)", line);
+			return -EADDRINUSE;
+		}
+		r = migrate_addr_format(&addrs[i], line, sizeof(line));
+		if (r >= 0)
+			r = send_line(s->ctl, "%s", line);
+	}
+	if (r >= 0)
+		r = send_line(s->ctl, "addrs end\n", NULL);
+	if (r >= 0)
+		r = read_line(s->ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	if (r < 0) {
+		snprintf(why, why_len, "the target did not take the tree's addresses: %s%s",
+			 strerror(-r), r == -ETIMEDOUT ? " (a ckpt receive that moves none?)" : "");
+		return r;
+	}
+	if (strcmp(line, "addrs ok")) {
+		snprintf(why, why_len, "the target cannot take the tree's addresses: %.500s",
+			 strncmp(line, "error ", 6) ? line : line + 6);
+		return -EREMOTEIO;
+	}
+	return 0;
+}
+
+/* The control and data connections, the token read and sent; with
+ * addresses to move (addrs not NULL), they are taken by the target first,
+ * unless it says it is in this network namespace (*ret_here). */
+static int source_connect(const char *to, struct source *s, const struct ckpt_addr *addrs,
+			  size_t naddrs, bool *ret_here)
 {
 	struct sockaddr_storage addr;
 	socklen_t len;
@@ -202,6 +279,16 @@ static int source_connect(const char *to, struct source *s)
 		r = read_line(s->ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
 	if (r >= 0 && (strncmp(line, "ok ", 3) || strlen(line + 3) != TOKEN_HEX))
 		r = -EPROTO;
+	if (r >= 0 && addrs) {
+		char why[2 * LINE_MAX_LEN] = "", token[TOKEN_HEX + 1];
+		snprintf(token, sizeof(token), "%s", line + 3);
+		r = send_addrs(s, addrs, naddrs, ret_here, why, sizeof(why));
+		if (r < 0) {
+			fprintf(stderr, "ckpt: migration refused: %s\n", why);
+			return r;
+		}
+		snprintf(line, sizeof(line), "ok %s", token);
+	}
 	if (r >= 0)
 		r = s->data = connect_to(&addr, len);
 	if (r >= 0)
@@ -219,7 +306,24 @@ int cmd_migrate(const struct cli_args *a)
 	_cleanup_(cli_key_wipe) struct cli_key key = { 0 };
 	if (a->key && cli_key_load(a->key, &key) < 0)
 		return 1;
-	if (source_connect(a->to, &s) < 0) {
+	/* a tree of this network namespace takes its addresses along */
+	struct ckpt_addr addrs[ADDRS_MAX];
+	size_t naddrs = 0;
+	char path[64];
+	struct stat mine, its;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", a->pid);
+	bool here = stat(path, &its) == 0 && stat("/proc/self/ns/net", &mine) == 0 &&
+		    its.st_ino == mine.st_ino && its.st_dev == mine.st_dev;
+	if (here) {
+		pid_t pids[4096];
+		size_t np = tree_pids(a->pid, pids, sizeof(pids) / sizeof(pids[0]));
+		if (migrate_addrs_of_tree(pids, np, addrs, ADDRS_MAX, &naddrs, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ckpt: migration refused: pid %d: %s\n", a->pid, err);
+			return 1;
+		}
+	}
+	bool same_ns = false;
+	if (source_connect(a->to, &s, here ? addrs : NULL, naddrs, &same_ns) < 0) {
 		if (s.ctl >= 0)
 			close(s.ctl);
 		return 1;
@@ -239,6 +343,8 @@ int cmd_migrate(const struct cli_args *a)
 		.image_done = target_ready,
 		.image_done_arg = &s,
 		.committed = tell_commit,
+		.target_addrs = here && !same_ns ? addrs : NULL,
+		.n_target_addrs = naddrs,
 	};
 	signal(SIGPIPE, SIG_IGN);
 	uint64_t t0 = now_ms();
@@ -249,7 +355,8 @@ int cmd_migrate(const struct cli_args *a)
 	if (r < 0) {
 		/* a target that gave up early closed the data connection: its
 		 * reason is on the control one */
-		if (r != -EREMOTEIO && read_line(s.ctl, line, sizeof(line), 2000) == 0 &&
+		if ((r == -EPIPE || r == -ECONNRESET || !err[0]) &&
+		    read_line(s.ctl, line, sizeof(line), 2000) == 0 &&
 		    !strncmp(line, "error ", 6))
 			snprintf(err, sizeof(err), "the target could not restore it: %s", line + 6);
 		fprintf(stderr, "ckpt: migration failed: %s; pid %d runs on here\n",
@@ -371,8 +478,54 @@ static int accept_within(int lfd, int timeout_ms)
 	return fd < 0 ? -errno : fd;
 }
 
-/* The control connection and the data one that brings its token. */
-static int target_accept(int lfd, int *ret_ctl, int *ret_data)
+/* "addr" lines up to "addrs end": each address taken (migrate-addr.h),
+ * answered "addrs ok" or "error WHY". */
+static int take_addrs(int ctl, struct migrate_addr *v, size_t *n)
+{
+	char line[LINE_MAX_LEN], why[LINE_MAX_LEN] = "", id[128];
+	/* a source in this very network namespace: nothing moves */
+	int r = read_line(ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS);
+	if (r == 0 && strncmp(line, "addrs from ", 11))
+		r = -EPROTO;
+	if (r == 0)
+		r = migrate_host_id(id, sizeof(id));
+	if (r == 0 && !strcmp(line + 11, id))
+		return send_line(ctl, "addrs here\n", NULL);
+	if (r == 0)
+		r = send_line(ctl, "addrs send\n", NULL);
+	while (r == 0 && (r = read_line(ctl, line, sizeof(line), ACCEPT_TIMEOUT_MS)) == 0 &&
+	       strcmp(line, "addrs end")) {
+		if (*n == ADDRS_MAX || migrate_addr_parse(line, &v[*n].a) < 0) {
+			snprintf(why, sizeof(why), "%s: %.200s", *n == ADDRS_MAX ? "too many addresses"
+				 : "not an address line", line);
+			r = -EPROTO;
+			break;
+		}
+		(*n)++;
+	}
+	if (r == 0)
+		r = migrate_addrs_take(v, *n, why, sizeof(why));
+	if (r < 0) {
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", strerror(-r));
+		send_line(ctl, "error %s\n", why);
+		fprintf(stderr, "ckpt: the migrated tree's addresses: %s\n", why);
+		*n = 0;
+		return r;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		char text[LINE_MAX_LEN];
+		if (migrate_addr_format(&v[i].a, text, sizeof(text)) == 0)
+			fprintf(stderr, "ckpt: %s %s", v[i].added ? "added" : "already here:",
+				text + 5);
+	}
+	return send_line(ctl, "addrs ok\n", NULL);
+}
+
+/* The control connection and the data one that brings its token; the
+ * addresses to move, if the source sends them first. */
+static int target_accept(int lfd, int *ret_ctl, int *ret_data, struct migrate_addr *v,
+			 size_t *nv)
 {
 	char line[LINE_MAX_LEN], token[TOKEN_HEX + 1];
 	unsigned char raw[TOKEN_HEX / 2];
@@ -388,6 +541,16 @@ static int target_accept(int lfd, int *ret_ctl, int *ret_data)
 		snprintf(token + 2 * i, 3, "%02x", raw[i]);
 	if (r >= 0)
 		r = send_line(ctl, "ok %s\n", token);
+	/* addresses come on the control connection before the data one is made */
+	struct pollfd p[2] = { { .fd = lfd, .events = POLLIN }, { .fd = ctl, .events = POLLIN } };
+	while (r >= 0 && (r = poll(p, 2, ACCEPT_TIMEOUT_MS)) < 0 && errno == EINTR)
+		r = 0;
+	if (r == 0)
+		r = -ETIMEDOUT;
+	else if (r > 0)
+		r = (p[1].revents & POLLIN) ? take_addrs(ctl, v, nv) : 0;
+	else
+		r = -errno;
 	/* a connection without the token is not the source's: closed */
 	for (int tries = 0; r >= 0 && tries < 8; tries++) {
 		int data = accept_within(lfd, ACCEPT_TIMEOUT_MS);
@@ -404,13 +567,15 @@ static int target_accept(int lfd, int *ret_ctl, int *ret_data)
 		close(data);
 	}
 	close(ctl);
+	migrate_addrs_drop(v, *nv);
 	return r < 0 ? r : -EPROTO;
 }
 
 /* Restored frozen; run once the source says its tree dies, else removed.
  * The processes the image had in a job-control stop (o->stopped) stay
  * stopped. */
-static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o)
+static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o,
+			 struct migrate_addr *v, size_t nv)
 {
 	char line[LINE_MAX_LEN];
 	char num[32];
@@ -420,6 +585,7 @@ static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o)
 		r = read_line(ctl, line, sizeof(line), -1);
 	if (r < 0 || strcmp(line, "commit")) {
 		signal_tree(pid, SIGKILL, NULL, 0);
+		migrate_addrs_drop(v, nv);
 		fprintf(stderr, "ckpt: the source went away before it gave up its tree (%s): "
 			"the restored copy (pid %d) is removed; the program runs on at the "
 			"source\n", r < 0 ? strerror(-r) : "an unexpected answer", pid);
@@ -427,6 +593,7 @@ static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o)
 	}
 	signal_tree(pid, SIGCONT, o->stopped,
 		    o->n_stopped < o->stopped_max ? o->n_stopped : o->stopped_max);
+	migrate_addrs_announce(v, nv);
 	send_line(ctl, "running %s\n", num);
 	return 0;
 }
@@ -442,7 +609,9 @@ int cmd_receive(const struct cli_args *a)
 	if (lfd < 0)
 		return 1;
 	say_where(lfd);
-	int r = target_accept(lfd, &ctl, &data);
+	struct migrate_addr addrs[ADDRS_MAX] = { 0 };
+	size_t naddrs = 0;
+	int r = target_accept(lfd, &ctl, &data, addrs, &naddrs);
 	close(lfd);
 	if (r < 0) {
 		fprintf(stderr, "ckpt: no migration came in: %s\n", strerror(-r));
@@ -472,12 +641,13 @@ int cmd_receive(const struct cli_args *a)
 		const char *why = err[0] ? err : strerror(-r);
 		send_line(ctl, "error %s\n", why);
 		close(ctl);
+		migrate_addrs_drop(addrs, naddrs);
 		fprintf(stderr, "ckpt: restart of the migrated tree failed: %s (the source keeps "
 			"it)\n", why);
 		return 1;
 	}
 	pid_t pid = r;
-	r = target_finish(ctl, pid, &o);
+	r = target_finish(ctl, pid, &o, addrs, naddrs);
 	close(ctl);
 	if (r < 0)
 		return 1;

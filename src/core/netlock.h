@@ -10,6 +10,9 @@
  *                           failed): remove it. With CKPT_KILL and an image
  *                           made, it stays: the image names it, and the
  *                           restart removes it once the restored sockets run
+ *   ckpt_netlock_moved()    after the kill of a migrated tree of ckpt's own
+ *                           namespace (ckpt_opts.target_addrs): its addresses
+ *                           deleted from this host, then the lock removed
  * restart
  *   rst_netlock_add()       a kind loading its records: a connection that
  *                           comes back (the inet kind)
@@ -33,6 +36,7 @@ struct rst_ctx;
 
 int ckpt_netlock_lock(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok);
+int ckpt_netlock_moved(struct ckpt_ctx *ctx);
 
 int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,
 		    const struct sockaddr *remote) __attribute__((warn_unused_result));

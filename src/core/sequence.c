@@ -45,6 +45,10 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* what the dead tree held outside itself, now the image's */
 	[CKPT_AFTER_KILL] = { "after kill", NULL, NULL, KOP(after_kill), STEP_ONCE,
 			      STEP_VOID | STEP_KILL, NULL },
+	/* a migrated tree of ckpt's network namespace: its addresses deleted
+	 * here, then its network lock removed (netlock.c) */
+	[CKPT_UNLOCK_MOVED] = { "unlock moved", ckpt_netlock_moved, NULL, 0, STEP_NONE, STEP_KILL,
+				NULL },
 };
 
 /*

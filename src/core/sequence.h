@@ -87,6 +87,7 @@ enum ckpt_step_id {
 	CKPT_FINISH,
 	CKPT_LET_GO,
 	CKPT_AFTER_KILL,
+	CKPT_UNLOCK_MOVED,
 	CKPT_NSTEPS,
 };
 

@@ -134,7 +134,16 @@ bool fdtable_sock_proto(const struct fd_info *fi, const char *proto)
 	return !strncmp(name, proto, strlen(proto));
 }
 
-int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
+int fdtable_copy(struct task *t, const struct fd_info *fi)
+{
+	if (fi->copy < 0)
+		return puppet_getfd(&t->pup, fi->fd);
+	int c = fcntl(fi->copy, F_DUPFD_CLOEXEC, 3);
+	return c < 0 ? -errno : c;
+}
+
+/* fdtable_inspect_fd, and with pidfd >= 0 (the task's) the copy too */
+static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi, int pidfd)
 {
 	char link[64], *text = NULL;
 	ssize_t n;
@@ -142,14 +151,22 @@ int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_i
 
 	fi->pid = t->pid;
 	fi->fd = fd;
+	/* pidfd_getfd's copy is close-on-exec; none for an fd gone meanwhile
+	 * (the readlink below says so) */
+	fi->copy = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0) : -1;
 	snprintf(link, sizeof(link), "/proc/%d/fd/%d", t->pid, fd);
 	n = readlink(link, fi->path, sizeof(fi->path) - 1);
-	if (n < 0 || stat(link, &fi->st) < 0)
+	/* the copy's inode is the link's, without a walk of /proc */
+	if (n < 0 || (fi->copy >= 0 ? fstat(fi->copy, &fi->st) : stat(link, &fi->st)) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
 				strerror(errno));
 	fi->path[n] = '\0';
 	fi->sockproto_read = S_ISSOCK(fi->st.st_mode);
-	if (fi->sockproto_read) /* each socket kind's claim asks for it */
+	if (fi->sockproto_read && fi->copy >= 0) { /* each socket kind's claim asks for it */
+		ssize_t l = fgetxattr(fi->copy, "system.sockprotoname", fi->sockproto,
+				      sizeof(fi->sockproto) - 1);
+		fi->sockproto[l > 0 ? l : 0] = '\0';
+	} else if (fi->sockproto_read)
 		read_sockproto(t->pid, fd, fi->sockproto, sizeof(fi->sockproto));
 	snprintf(link, sizeof(link), "fdinfo/%d", fd);
 	r = proc_read(t->pid, link, &text, NULL);
@@ -159,6 +176,11 @@ int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_i
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d: cannot read its fdinfo", t->pid, fd);
 	return 0;
+}
+
+int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
+{
+	return inspect_fd(ctx, t, fd, fi, -1);
 }
 
 int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
@@ -220,7 +242,8 @@ static int collect_owner(struct ckpt_ctx *ctx, struct task *t, const struct fd_i
 	struct f_owner_ex own = { 0 };
 	if (fi->fi.flags & O_PATH) /* only a path: no I/O, no owner */
 		return 0;
-	_cleanup_close_ int copy = puppet_getfd(&t->pup, fi->fd);
+	_cleanup_close_ int own_copy = fi->copy < 0 ? puppet_getfd(&t->pup, fi->fd) : -1;
+	int copy = fi->copy < 0 ? own_copy : fi->copy;
 	if (copy < 0)
 		return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s",
 				t->pid, fi->fd, fi->path, strerror(-copy));
@@ -313,12 +336,17 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!f->fds || !f->pfds || !f->owners)
 		r = -ENOMEM;
 	int refused = 0; /* the first refusal; the other fds are looked at too */
+	/* one pidfd for the table's copies (not one a copy) */
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	fi->copy = -1;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		FdEntry *e = &f->fds[i];
 		fd_entry__init(e);
 		e->fd = fds[i];
 		bool ext = is_external(ctx, t, fds[i]);
-		r = fdtable_inspect_fd(ctx, t, fds[i], fi);
+		if (fi->copy >= 0)
+			close(fi->copy);
+		r = inspect_fd(ctx, t, fds[i], fi, pidfd);
 		if (r >= 0 && ext) {
 			e->has_external = e->external = true;
 			log_info(&ctx->log, "pid %d fd %d (%s): saved as external, to be given "
@@ -340,6 +368,8 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		e->cloexec = fi->fi.flags & O_CLOEXEC;
 		f->pfds[f->e.n_fds++] = e;
 	}
+	if (fi->copy >= 0)
+		close(fi->copy);
 	f->e.fds = f->pfds;
 	if (r >= 0)
 		r = check_external(ctx, t, fds, n);

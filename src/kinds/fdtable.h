@@ -23,7 +23,16 @@ struct fd_info {
 	struct proc_fdinfo fi;
 	char sockproto[32];     /* a socket's system.sockprotoname, read once */
 	bool sockproto_read;
+	/* ckpt's copy of the fd (pidfd_getfd through one pidfd a table), made
+	 * by fdtable's walk of a table and closed by it after the fd's kind
+	 * collected it; -1 elsewhere. A kind that keeps one dups it
+	 * (fdtable_copy). */
+	int copy;
 };
+
+/* A copy of fi's fd in ckpt, to keep: a dup of fi->copy when fdtable has
+ * one, else pidfd_getfd; -errno. */
+int fdtable_copy(struct task *t, const struct fd_info *fi) __attribute__((warn_unused_result));
 
 /*
  * Checkpoint, for open files collected outside a task's table (unix.c's

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/sockopts.h"
 
 #ifndef UDPLITE_SEND_CSCOV
 #define UDPLITE_SEND_CSCOV 10
@@ -160,44 +161,65 @@ static uint64_t tv_us(const struct timeval *tv)
 	return (uint64_t)tv->tv_sec * 1000000u + (uint64_t)tv->tv_usec;
 }
 
-static int read_misc(int s, InetSkEntry *e, char *dev, size_t devlen)
-{
-	int v, r;
-	struct linger lg = { 0 };
-	struct timeval tv;
-	socklen_t l;
+/* What read_misc reads, asked with the options in one batch. */
+struct misc_vals {
+	int sndbuf, rcvbuf, buf_lock;
+	struct linger lg;
+	struct timeval rcvtimeo, sndtimeo;
+};
+enum { MISC_SNDBUF, MISC_RCVBUF, MISC_BUF_LOCK, MISC_LINGER, MISC_RCVTIMEO, MISC_SNDTIMEO,
+       MISC_DEV, MISC_N };
 
-	if ((r = get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) < 0)
-		return r;
-	e->sndbuf = (uint32_t)v;
-	if ((r = get_int(s, SOL_SOCKET, SO_RCVBUF, &v)) < 0)
-		return r;
-	e->rcvbuf = (uint32_t)v;
-	e->buf_lock = get_int(s, SOL_SOCKET, SO_BUF_LOCK, &v) == 0 ? (uint32_t)v & 3 : 0;
-	l = sizeof(lg);
-	if (getsockopt(s, SOL_SOCKET, SO_LINGER, &lg, &l) < 0)
-		return -errno;
-	if (lg.l_onoff) {
+static void misc_reqs(int s, struct misc_vals *m, char *dev, size_t devlen,
+		      struct sockopt_req *q)
+{
+	memset(m, 0, sizeof(*m));
+	dev[0] = 0;
+	q[MISC_SNDBUF] = (struct sockopt_req){ s, SOL_SOCKET, SO_SNDBUF, &m->sndbuf, sizeof(int), 0 };
+	q[MISC_RCVBUF] = (struct sockopt_req){ s, SOL_SOCKET, SO_RCVBUF, &m->rcvbuf, sizeof(int), 0 };
+	q[MISC_BUF_LOCK] =
+		(struct sockopt_req){ s, SOL_SOCKET, SO_BUF_LOCK, &m->buf_lock, sizeof(int), 0 };
+	q[MISC_LINGER] = (struct sockopt_req){ s, SOL_SOCKET, SO_LINGER, &m->lg, sizeof(m->lg), 0 };
+	q[MISC_RCVTIMEO] = (struct sockopt_req){ s, SOL_SOCKET, SO_RCVTIMEO, &m->rcvtimeo,
+						 sizeof(m->rcvtimeo), 0 };
+	q[MISC_SNDTIMEO] = (struct sockopt_req){ s, SOL_SOCKET, SO_SNDTIMEO, &m->sndtimeo,
+						 sizeof(m->sndtimeo), 0 };
+	q[MISC_DEV] = (struct sockopt_req){ s, SOL_SOCKET, SO_BINDTODEVICE, dev,
+					    (socklen_t)devlen, 0 };
+}
+
+/* buffers, linger, timeouts, device, from the answers q[MISC_N] */
+static int read_misc(const struct sockopt_req *q, const struct misc_vals *m, InetSkEntry *e,
+		     char *dev, size_t devlen)
+{
+	if (q[MISC_SNDBUF].res < 0)
+		return q[MISC_SNDBUF].res;
+	e->sndbuf = (uint32_t)m->sndbuf;
+	if (q[MISC_RCVBUF].res < 0)
+		return q[MISC_RCVBUF].res;
+	e->rcvbuf = (uint32_t)m->rcvbuf;
+	e->buf_lock = q[MISC_BUF_LOCK].res == 0 ? (uint32_t)m->buf_lock & 3 : 0;
+	if (q[MISC_LINGER].res < 0)
+		return q[MISC_LINGER].res;
+	if (m->lg.l_onoff) {
 		e->has_linger_on = e->has_linger_secs = true;
 		e->linger_on = true;
-		e->linger_secs = (uint32_t)lg.l_linger;
+		e->linger_secs = (uint32_t)m->lg.l_linger;
 	}
-	l = sizeof(tv);
-	if (getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, &l) == 0 && tv_us(&tv)) {
+	if (q[MISC_RCVTIMEO].res == 0 && tv_us(&m->rcvtimeo)) {
 		e->has_rcvtimeo_us = true;
-		e->rcvtimeo_us = tv_us(&tv);
+		e->rcvtimeo_us = tv_us(&m->rcvtimeo);
 	}
-	l = sizeof(tv);
-	if (getsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) == 0 && tv_us(&tv)) {
+	if (q[MISC_SNDTIMEO].res == 0 && tv_us(&m->sndtimeo)) {
 		e->has_sndtimeo_us = true;
-		e->sndtimeo_us = tv_us(&tv);
+		e->sndtimeo_us = tv_us(&m->sndtimeo);
 	}
-	l = (socklen_t)devlen;
-	dev[0] = 0;
-	if (getsockopt(s, SOL_SOCKET, SO_BINDTODEVICE, dev, &l) == 0 && l > 0 && dev[0]) {
+	socklen_t l = q[MISC_DEV].len;
+	if (q[MISC_DEV].res == 0 && l > 0 && dev[0]) {
 		dev[l < devlen ? l : devlen - 1] = 0;
 		e->bindtodevice = dev;
-	}
+	} else
+		dev[0] = 0;
 	return 0;
 }
 
@@ -236,27 +258,42 @@ static int opt_defaults(int family, int type, int proto, struct inet_opt_default
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
 		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
 {
-	int def[INET_OPTS_TABLE];
+	int def[INET_OPTS_TABLE], val[INET_OPTS_TABLE];
 	bool ok[INET_OPTS_TABLE];
-	size_t n = 0;
+	struct sockopt_req q[INET_OPTS_TABLE + MISC_N];
+	size_t at[INET_OPTS_TABLE], nq = MISC_N, n = 0;
+	struct misc_vals m;
 	int r = opt_defaults(family, type, proto, defs, def, ok);
 	if (r < 0)
 		return r;
+	/* the options and the rest in one batch (sockopts.h): the SOL_SOCKET
+	 * ones in one system call */
+	if (defs && !defs->so && !defs->no_ring && sockopts_new(32, &defs->so) < 0)
+		defs->no_ring = true;
+	misc_reqs(s, &m, dev, devlen, q);
+	for (size_t i = 0; i < OPT_TABLE_N; i++) {
+		if (!ok[i])
+			continue;
+		val[i] = 0;
+		at[i] = nq;
+		q[nq++] = (struct sockopt_req){ s, opt_table[i].level, opt_table[i].name, &val[i],
+						sizeof(int), 0 };
+	}
+	sockopts_get(defs ? defs->so : NULL, q, nq);
 	for (size_t i = 0; i < OPT_TABLE_N; i++) {
 		const struct inet_opt_desc *d = &opt_table[i];
-		int a;
-		if (!ok[i] || get_int(s, d->level, d->name, &a) < 0 || a == def[i])
+		if (!ok[i] || q[at[i]].res < 0 || val[i] == def[i])
 			continue;
 		if (n == cap)
 			return -E2BIG;
 		inet_opt__init(&v[n]);
 		v[n].level = (uint32_t)d->level;
 		v[n].name = (uint32_t)d->name;
-		v[n].val = a;
+		v[n].val = val[i];
 		n++;
 	}
 	*ret_n = n;
-	return read_misc(s, e, dev, devlen);
+	return read_misc(q, &m, e, dev, devlen);
 }
 
 int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last, const InetOpt **ret_bad)
@@ -625,18 +662,15 @@ static int peek_queue(int s, int q, size_t len, ProtobufCBinaryData *ret)
 	return 0;
 }
 
-static int read_opts(int s, TcpRepair *t)
+/* ti: the connection's tcp_info, read in repair mode */
+static int read_opts(int s, const struct tcp_info *ti, TcpRepair *t)
 {
-	struct tcp_info ti;
-	socklen_t l = sizeof(ti);
+	socklen_t l;
 	int mss;
 
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
-		return -errno;
-	t->opts = ti.tcpi_options & (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_WSCALE);
-	t->snd_wscale = ti.tcpi_snd_wscale;
-	t->rcv_wscale = ti.tcpi_rcv_wscale;
+	t->opts = ti->tcpi_options & (TCPI_OPT_TIMESTAMPS | TCPI_OPT_SACK | TCPI_OPT_WSCALE);
+	t->snd_wscale = ti->tcpi_snd_wscale;
+	t->rcv_wscale = ti->tcpi_rcv_wscale;
 	l = sizeof(mss);
 	if (getsockopt(s, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) < 0)
 		return -errno;
@@ -674,6 +708,7 @@ int inet_tcp_read(int s, TcpRepair *t)
 	 * counted in both (if not sent) and is no byte of the queue */
 	struct tcp_info ti;
 	socklen_t tl = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
 		return -errno;
 	if ((ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ||
@@ -690,7 +725,7 @@ int inet_tcp_read(int s, TcpRepair *t)
 	if (r == 0)
 		r = peek_queue(s, TCP_RECV_QUEUE, (size_t)inq, &t->recvq);
 	if (r == 0)
-		r = read_opts(s, t);
+		r = read_opts(s, &ti, t);
 	/* data that came in meanwhile (a peer outside the tree) */
 	if (r == 0)
 		r = queue_seq(s, TCP_RECV_QUEUE, &rcv2);

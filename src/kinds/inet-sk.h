@@ -91,6 +91,8 @@ struct inet_opt_defaults {
 		int val[INET_OPTS_TABLE];
 		bool ok[INET_OPTS_TABLE];
 	} e[6];
+	struct sockopts *so; /* the batches' ring (sockopts.h), freed with the cache */
+	bool no_ring;        /* none to be had */
 };
 /* defs: the cache (a task's kind state), NULL to read a new socket. */
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,

@@ -70,11 +70,13 @@
 #include "inet.pb-c.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/inet-move.h"
 #include "kinds/inet-sk.h"
 #include "kinds/inet.h"
 #include "kinds/netns.h"
 #include "kinds/sk-filter.h"
 #include "util/cleanup.h"
+#include "util/sockopts.h"
 
 #ifndef IPPROTO_UDPLITE
 #define IPPROTO_UDPLITE 136
@@ -123,6 +125,13 @@ struct inet_task {
 	int netns; /* 0 not known yet, 1 ckpt's network namespace, -1 another */
 };
 
+static void inet_free_state(void *state)
+{
+	struct inet_task *it = state;
+	if (it)
+		sockopts_free(it->defs.so);
+	free(it);
+}
 
 static int get_int(int s, int level, int name)
 {
@@ -237,7 +246,12 @@ static void split_addr(const union inet_addr *a, uint8_t *bytes, size_t *len, ui
 /* An established connection: read in repair mode, which is left at once. */
 static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o)
 {
-	int s = o->copy, reuse = get_int(s, SOL_SOCKET, SO_REUSEADDR), r = -EAGAIN;
+	int s = o->copy, reuse = 0, r;
+	/* read with the options (inet_opts_read keeps those not 0, a new
+	 * socket's SO_REUSEADDR) */
+	for (size_t i = 0; i < o->e.n_opts; i++)
+		if (o->opts[i].level == SOL_SOCKET && o->opts[i].name == SO_REUSEADDR)
+			reuse = o->opts[i].val;
 	r = inet_tcp_repair(s, TCP_REPAIR_ON);
 	if (r < 0)
 		return r == -EPERM ? REFUSE(ctx, fi, s, IPPROTO_TCP,
@@ -466,9 +480,17 @@ static int collect_raw_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct fd_info *fi,
 		      int s, int *family, int *type, int *proto)
 {
-	*family = get_int(s, SOL_SOCKET, SO_DOMAIN);
-	*type = get_int(s, SOL_SOCKET, SO_TYPE);
-	*proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
+	/* TCP's protocol names say all three (no getsockopt a socket) */
+	bool tcp4 = fi->sockproto_read && !strcmp(fi->sockproto, "TCP");
+	if (tcp4 || (fi->sockproto_read && !strcmp(fi->sockproto, "TCPv6"))) {
+		*family = tcp4 ? AF_INET : AF_INET6;
+		*type = SOCK_STREAM;
+		*proto = IPPROTO_TCP;
+	} else {
+		*family = get_int(s, SOL_SOCKET, SO_DOMAIN);
+		*type = get_int(s, SOL_SOCKET, SO_TYPE);
+		*proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
+	}
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
 	/* ckpt's namespace, or the tree's own that the netns kind saves */
@@ -497,7 +519,7 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	int family, type, proto, r;
 	size_t n = 0;
 
-	o->copy = puppet_getfd(&t->pup, fi->fd);
+	o->copy = fdtable_copy(t, fi);
 	if (o->copy < 0)
 		return log_fail(&ctx->log, o->copy, "pid %d fd %d (inet): cannot take a copy: %s",
 				t->pid, fi->fd, strerror(-o->copy));
@@ -610,6 +632,63 @@ static void inet_after_kill(struct ckpt_ctx *ctx)
 		close(o->copy);
 		o->copy = -1;
 	}
+}
+
+/* Is the other end of o's connection a socket of the tree? */
+static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *p = ob->ptr;
+		if (p != o && p->e.family == o->e.family && p->e.has_dst &&
+		    p->e.src_port == o->e.dst_port && p->e.dst_port == o->e.src_port &&
+		    p->e.src.len == o->e.dst.len && !memcmp(p->src, o->dst, o->e.dst.len) &&
+		    !memcmp(p->dst, o->src, o->e.src.len))
+			return true;
+	}
+	return false;
+}
+
+/* A migration of a tree in ckpt's network namespace (target_addrs): each
+ * socket must be able to follow it (inet-move.h); every one that cannot is
+ * named. */
+static int inet_collect_end(struct ckpt_ctx *ctx)
+{
+	const struct ckpt_addr *addrs;
+	size_t n = opts_target_addrs(ctx->opts, &addrs);
+	if (!addrs)
+		return 0;
+	if (!(ctx->flags & CKPT_KILL) || !ctx->opts->committed)
+		return log_fail(&ctx->log, -EINVAL, "addresses to move (target_addrs) go with a "
+				"migration: CKPT_KILL and a committed callback");
+	if (!proc_same_netns(ctx->tasks[0].pid))
+		return log_fail(&ctx->log, -EINVAL, "pid %d: the tree has a network namespace of "
+				"its own, which moves whole: no addresses to move (target_addrs)",
+				ctx->tasks[0].pid);
+	int ret = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *o = ob->ptr;
+		char why[160];
+		if (!o->e.has_src || (o->e.src.len != 4 && o->e.src.len != 16))
+			continue;
+		bool conn = o->e.has_dst && o->e.dst.len == o->e.src.len;
+		struct inet_move_sock s = {
+			.family = (int)o->e.family,
+			.src = o->src,
+			.dst = conn ? o->dst : NULL,
+			.dport = (uint16_t)o->e.dst_port,
+		};
+		if (!inet_move_refusal(&s, addrs, n, why, sizeof(why)))
+			continue;
+		s.peer_in_tree = conn && peer_in_tree(ctx, o);
+		if (!inet_move_refusal(&s, addrs, n, why, sizeof(why)))
+			continue;
+		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): %s", o->pid, o->fd,
+				 why);
+		if (!log_gathers(&ctx->log, r))
+			return r;
+		ret = r;
+	}
+	return ret;
 }
 
 static int inet_check_restore(struct ckpt_ctx *ctx, struct task *t)
@@ -1156,7 +1235,7 @@ static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
 		return RFAIL(ctx, o, r, "cannot set option %s: %s",
 			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
 	/* added to what is there: fdtable's restore_end may set O_ASYNC */
-	int fl = fcntl(o->fd, F_GETFL);
+	int fl = e->flags ? fcntl(o->fd, F_GETFL) : 0; /* none to add: no system call */
 	if (e->flags && (fl < 0 || fcntl(o->fd, F_SETFL, fl | (int)e->flags) < 0))
 		return RFAIL(ctx, o, -errno, "cannot set its file flags: %m");
 	return 0;
@@ -1217,6 +1296,7 @@ const struct kind_ops inet_ops = {
 	.fd_claim = inet_fd_claim,
 	.fd_collect = inet_fd_collect,
 	.fd_get = inet_fd_get,
+	.collect_end = inet_collect_end,
 	.dump = inet_dump,
 	.after_kill = inet_after_kill,
 	.check_restore = inet_check_restore,
@@ -1225,7 +1305,7 @@ const struct kind_ops inet_ops = {
 	.restore_end = inet_restore_end,
 	.restore_abort = inet_restore_abort,
 	.free_obj = inet_free_obj,
-	.free_state = free,
+	.free_state = inet_free_state,
 	.free_robj = inet_free_robj,
 	.descriptor = inet_descriptor,
 };

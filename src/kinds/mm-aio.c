@@ -6,10 +6,14 @@
  * aio_ring: id, nr, head, tail, magic...) is followed by nr io_events, of
  * which those from head to tail are completed and not yet reaped.
  *
- * Checkpoint: the vma is a VMA_AIO whose AioRing keeps nr, head, tail and
- * the unreaped events. Requests still in flight cannot be seen from user
- * space (the kernel counts them in the context, shown nowhere): ckpt waits
- * for the ring's tail to stay still a moment (AIO_SETTLE), so that I/O
+ * Checkpoint: whether the ring has a context is asked by a probe,
+ * io_getevents(ring, 0, 0), which reads nothing: a child forked after
+ * io_setup has its parent's ring mapped but no context (EINVAL), and that
+ * vma is kept as plain shared memory (mm.c). A ring with its context is a
+ * VMA_AIO whose AioRing keeps nr, head, tail and the unreaped events.
+ * Requests still in flight cannot be seen from user space (the kernel
+ * counts them in the context, shown nowhere): ckpt waits for the ring's
+ * tail to stay still a moment (AIO_SETTLE), so that I/O
  * that completes by itself (O_DIRECT reads and writes, what fio's libaio
  * engine does) lands in the ring before it is read. A request that stays
  * in flight longer (IOCB_CMD_POLL on an fd never ready) is lost: after
@@ -44,7 +48,7 @@ struct aio_ring_hdr {
 	uint32_t id, nr, head, tail, magic, compat_features, incompat_features, header_length;
 };
 #define AIO_RING_MAGIC 0xa10a10a1
-#define AIO_SETTLE_MS  20  /* the tail still for this long: nothing more is coming */
+#define AIO_SETTLE_MS  20 /* the tail still for this long: nothing more is coming */
 #define AIO_WAIT_MS    2000
 #define AIO_BATCH      64
 
@@ -66,14 +70,14 @@ int mm_aio_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *
 	uint64_t len = pv->end - pv->start;
 	int r = puppet_read(&t->pup, pv->start, &h, sizeof(h));
 	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d vma %llx: cannot read its AIO ring: %s", t->pid,
-				(unsigned long long)pv->start, strerror(-r));
+		return log_fail(&ctx->log, r, "pid %d vma %llx: cannot read its AIO ring: %s",
+				t->pid, (unsigned long long)pv->start, strerror(-r));
 	/* in flight: wait for the tail to settle */
 	uint64_t start = now_ms(), still = start;
 	for (uint32_t tail = h.tail; now_ms() - start < AIO_WAIT_MS;) {
 		if (now_ms() - still >= AIO_SETTLE_MS)
 			break;
-		struct timespec ts = { 0, 2 * 1000 * 1000 };
+		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 		if ((r = puppet_read(&t->pup, pv->start, &h, sizeof(h))) < 0)
 			return r;
@@ -99,9 +103,9 @@ int mm_aio_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *
 	}
 	aio_ring__init(a);
 	for (uint32_t i = 0; i < k && r >= 0; i++)
-		r = puppet_read(&t->pup,
-				pv->start + sizeof(h) + ((head + i) % h.nr) * sizeof(struct io_event),
-				ev + i * sizeof(struct io_event), sizeof(struct io_event));
+		r = puppet_read(
+		    &t->pup, pv->start + sizeof(h) + ((head + i) % h.nr) * sizeof(struct io_event),
+		    ev + i * sizeof(struct io_event), sizeof(struct io_event));
 	if (r < 0) {
 		free(a);
 		free(ev);
@@ -141,8 +145,8 @@ int mm_aio_valid(const VmaEntry *v)
 	uint64_t len = v->end - v->start;
 	if (a->nr < 2 || a->nr > (1u << 24) || a->tail >= a->nr || a->head >= a->nr ||
 	    sizeof(struct aio_ring_hdr) + (uint64_t)a->nr * sizeof(struct io_event) > len ||
-	    (a->has_events && a->events.len != ((a->tail + a->nr - a->head) % a->nr) *
-							 sizeof(struct io_event)) ||
+	    (a->has_events &&
+	     a->events.len != ((a->tail + a->nr - a->head) % a->nr) * sizeof(struct io_event)) ||
 	    v->shared == false)
 		return -EINVAL;
 	return 0;
@@ -153,11 +157,13 @@ static int aio_advance(struct rst_ctx *ctx, struct rst_task *t, uint64_t id, uin
 {
 	struct puppet *p = &t->pup;
 	uint64_t path = puppet_scratch_put(p, 0, "/dev/null", 10);
-	long fd = path ? puppet_syscall(p, SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -EFAULT;
+	long fd =
+	    path ? puppet_syscall(p, SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC) : -EFAULT;
 	if (fd < 0)
-		return log_fail(&ctx->log, (int)fd, "pid %d: AIO context %llx: cannot open /dev/null "
-				"to restore its ring: %s", t->pid, (unsigned long long)id,
-				strerror((int)-fd));
+		return log_fail(&ctx->log, (int)fd,
+				"pid %d: AIO context %llx: cannot open /dev/null "
+				"to restore its ring: %s",
+				t->pid, (unsigned long long)id, strerror((int)-fd));
 	long r = 0;
 	while (k && r >= 0) {
 		uint32_t n = k < AIO_BATCH ? k : AIO_BATCH;
@@ -187,9 +193,10 @@ static int aio_advance(struct rst_ctx *ctx, struct rst_task *t, uint64_t id, uin
 		k -= n;
 	}
 	puppet_syscall(p, SYS_close, fd);
-	return r < 0 ? log_fail(&ctx->log, (int)r, "pid %d: AIO context %llx: cannot restore its "
-				"ring's tail: %s", t->pid, (unsigned long long)id,
-				strerror((int)-r))
+	return r < 0 ? log_fail(&ctx->log, (int)r,
+				"pid %d: AIO context %llx: cannot restore its "
+				"ring's tail: %s",
+				t->pid, (unsigned long long)id, strerror((int)-r))
 		     : 0;
 }
 
@@ -204,9 +211,9 @@ int mm_aio_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 	if (r >= 0)
 		r = puppet_read(p, at, &id, sizeof(id));
 	if (r < 0)
-		return log_fail(&ctx->log, (int)r, "pid %d: AIO context %llx: io_setup(%u) failed: %s",
-				t->pid, (unsigned long long)v->start, (a->nr - 2) / 2,
-				strerror((int)-r));
+		return log_fail(&ctx->log, (int)r,
+				"pid %d: AIO context %llx: io_setup(%u) failed: %s", t->pid,
+				(unsigned long long)v->start, (a->nr - 2) / 2, strerror((int)-r));
 	struct aio_ring_hdr h;
 	r = puppet_read(p, id, &h, sizeof(h));
 	if (r >= 0 && h.nr != a->nr) {
@@ -220,9 +227,10 @@ int mm_aio_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 		r = puppet_syscall(p, SYS_mremap, id, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
 				   v->start);
 	if (r < 0 && r > -4096)
-		return log_fail(&ctx->log, (int)r, "pid %d: AIO context %llx: cannot move its ring "
-				"there: %s", t->pid, (unsigned long long)v->start,
-				strerror((int)-r));
+		return log_fail(&ctx->log, (int)r,
+				"pid %d: AIO context %llx: cannot move its ring "
+				"there: %s",
+				t->pid, (unsigned long long)v->start, strerror((int)-r));
 	uint32_t k = (uint32_t)(a->events.len / sizeof(struct io_event));
 	if (!k)
 		return 0;
@@ -231,16 +239,18 @@ int mm_aio_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 		return e;
 	/* the saved events at 0..k-1, head 0: the kernel's tail is k */
 	if ((e = puppet_read(p, v->start, &h, sizeof(h))) < 0 || h.tail != k)
-		return log_fail(&ctx->log, e < 0 ? e : -EIO, "pid %d: AIO context %llx: its ring's "
-				"tail is %u, not %u", t->pid, (unsigned long long)v->start,
-				h.tail, k);
+		return log_fail(&ctx->log, e < 0 ? e : -EIO,
+				"pid %d: AIO context %llx: its ring's "
+				"tail is %u, not %u",
+				t->pid, (unsigned long long)v->start, h.tail, k);
 	uint32_t head = 0;
 	e = puppet_write(p, v->start + sizeof(h), a->events.data, a->events.len);
 	if (e >= 0)
 		e = puppet_write(p, v->start + offsetof(struct aio_ring_hdr, head), &head,
 				 sizeof(head));
-	return e < 0 ? log_fail(&ctx->log, e, "pid %d: AIO context %llx: cannot write its "
-				"events: %s", t->pid, (unsigned long long)v->start,
-				strerror(-e))
+	return e < 0 ? log_fail(&ctx->log, e,
+				"pid %d: AIO context %llx: cannot write its "
+				"events: %s",
+				t->pid, (unsigned long long)v->start, strerror(-e))
 		     : 0;
 }

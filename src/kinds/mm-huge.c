@@ -62,8 +62,7 @@ const char *mm_huge_refusal(uint64_t page)
 	return "hugetlb memory of a page size other than 2 MiB: not supported";
 }
 
-int mm_huge_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
-		    VmaEntry *v)
+int mm_huge_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv, VmaEntry *v)
 {
 	if (!(pv->vmflags & VMF_HT))
 		return 0;
@@ -100,7 +99,7 @@ int mm_huge_make_shared(struct rst_ctx *ctx, uint64_t size, uint64_t page, int *
 	size = (size + page - 1) / page * page;
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS | MAP_HUGETLB |
-			       (__builtin_ctzll(page) << MAP_HUGE_SHIFT),
+			   (__builtin_ctzll(page) << MAP_HUGE_SHIFT),
 		       -1, 0);
 	if (m == MAP_FAILED)
 		return log_fail(&ctx->log, -errno,

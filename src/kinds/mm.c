@@ -58,6 +58,7 @@ struct mm_ckpt {
 	uint64_t *auxv;
 	uint64_t **inherited;   /* per vma: its run list (mm-cow.c), to free */
 	int brk_call;           /* the probe: brk(0) */
+	int *aio_call;          /* per vma of an AIO ring: io_getevents(ring, 0, 0): has it a context? */
 	struct mm_dirty *dirty; /* incremental checkpoints (mm-dirty.c) */
 };
 
@@ -68,6 +69,14 @@ static int mm_probe(struct ckpt_ctx *ctx, struct task *t)
 	if (!m)
 		return -ENOMEM;
 	m->brk_call = task_probe_call(t, PUPPET_CALL(SYS_brk, 0));
+	for (size_t i = 0; i < t->vmas.n; i++) {
+		if (!mm_aio_claim(&t->vmas.v[i]))
+			continue;
+		if (!m->aio_call && !(m->aio_call = calloc(t->vmas.n, sizeof(*m->aio_call))))
+			return -ENOMEM;
+		m->aio_call[i] = task_probe_call(
+			t, PUPPET_CALL(SYS_io_getevents, t->vmas.v[i].start, 0, 0, 0, 0));
+	}
 	return 0;
 }
 
@@ -116,8 +125,21 @@ static int mm_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct pro
 		v->kind = special[sp].kind;
 		return 0;
 	}
-	if (mm_aio_claim(pv)) /* mm-aio.c */
-		return mm_aio_collect(ctx, t, pv, v);
+	if (mm_aio_claim(pv)) { /* mm-aio.c */
+		const struct mm_ckpt *m = t->kstate[KIND_mm];
+		long alive = m->aio_call ? task_probe_ret(t, m->aio_call[pv - t->vmas.v]) : -ENOENT;
+		if (alive == 0)
+			return mm_aio_collect(ctx, t, pv, v);
+		if (alive != -EINVAL)
+			return log_fail(&ctx->log, (int)alive,
+					"pid %d vma %llx: cannot tell whether its AIO context exists: %s",
+					t->pid, (unsigned long long)pv->start, strerror((int)-alive));
+		/* the ring of a context of its parent's, copied by fork: memory
+		 * without a context, kept as shared memory with its contents */
+		log_info(&ctx->log, "pid %d vma %llx: an AIO ring without its context (its "
+			 "parent's, inherited by fork): restored as plain shared memory",
+			 t->pid, (unsigned long long)pv->start);
+	}
 	v->kind = VMA_KIND__VMA_ANON;
 	if (p[0] == '[' && strcmp(p, "[heap]") && strcmp(p, "[stack]") && strncmp(p, "[anon:", 6) &&
 	    strncmp(p, "[anon_shmem:", 12))
@@ -1565,6 +1587,7 @@ static void mm_free_state(void *state)
 		mm_aio_free(m->e.vmas[i]);
 	free(m->inherited);
 	free(m->vma);
+	free(m->aio_call);
 	free(m->e.vmas);
 	free(m->auxv);
 	mm_dirty_free(m->dirty);

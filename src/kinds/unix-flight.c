@@ -48,7 +48,7 @@ static int task_unix_fds(pid_t pid, struct sockfd **ret, size_t *ret_n)
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < nfds; i++) {
-		struct fd_info fi = {.pid = pid, .fd = fds[i]};
+		struct fd_info fi = {.pid = pid, .fd = fds[i], .copy = -1};
 		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fi.fd);
 		ssize_t l = readlink(path, link, sizeof(link) - 1);
 		if (l < 0)

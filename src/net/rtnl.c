@@ -391,6 +391,19 @@ int rtnl_addr_add(struct rtnl *r, const struct rtnl_addr *a)
 	return request(r, nlh);
 }
 
+int rtnl_addr_del(struct rtnl *r, const struct rtnl_addr *a)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	size_t len = a->family == AF_INET ? 4 : 16;
+	struct nlmsghdr *nlh = new_msg(buf, RTM_DELADDR, 0);
+	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = (uint8_t)a->family;
+	ifa->ifa_prefixlen = (uint8_t)a->prefixlen;
+	ifa->ifa_index = (uint32_t)a->index;
+	mnl_attr_put(nlh, IFA_LOCAL, len, a->addr);
+	return request(r, nlh);
+}
+
 int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];

@@ -112,6 +112,9 @@ int rtnl_link_del(struct rtnl *r, int index) __attribute__((warn_unused_result))
 /* Adds an address (IPv6 ones without duplicate address detection, so that
  * they can be bound at once). */
 int rtnl_addr_add(struct rtnl *r, const struct rtnl_addr *a) __attribute__((warn_unused_result));
+/* Deletes the address a->addr/a->prefixlen of the link a->index:
+ * -EADDRNOTAVAIL if it has none such. */
+int rtnl_addr_del(struct rtnl *r, const struct rtnl_addr *a) __attribute__((warn_unused_result));
 /* Adds a route (to the main table if rt->table is 0). */
 int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 	__attribute__((warn_unused_result));

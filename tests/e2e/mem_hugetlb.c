@@ -94,6 +94,10 @@ int main(void)
 			_exit(3);
 		if (read(go[0], &x, 1) != 1)
 			_exit(2);
+		/* its copy-on-write view of the parent's private page */
+		if (test_hash(priv, HUGE, 0) != hp)
+			_exit(5);
+		priv[0] ^= 1; /* its own copy now: the parent's stays */
 		shared[HUGE - 1] = 'c';
 		_exit(0);
 	}
@@ -130,5 +134,6 @@ int main(void)
 	expect(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	       "the child ended with status %#x", st);
 	expect(shared[HUGE - 1] == 'c', "the child's write to the shared huge page is not seen");
+	expect(test_hash(priv, HUGE, 0) == hp, "the child's write to its private huge page is seen");
 	pass();
 }

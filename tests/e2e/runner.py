@@ -230,6 +230,11 @@ TESTS = [
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
+    entry("real_mig_xvnc", kind="mig2_xvnc"),
+    # a plain process of host A's namespace (no --net): its address moves
+    entry("migrate_plain", kind="mig2_plain", case="ok"),
+    entry("migrate_plain_refuse", kind="mig2_plain", case="refuse"),
+    entry("migrate_plain_nolink", kind="mig2_plain", case="nolink"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -394,6 +399,7 @@ TESTS = [
     # of single-stepping (a forced SIGTRAP resets an ignored one to SIG_DFL)
     entry("sig_trap_ignored", kind="keep"),
     entry("sig_trap_ignored_rst", (B, T, R), program="sig_trap_ignored", pargs=("handler",)),
+    entry("fault_walk_trapign", kind="fault", program="fault_victim", pargs=("0", "trapign")),
     entry("fault_random", kind="fault_random", program="fault_victim"),
     # the network lock removed by the guardian when ckpt dies (SIGKILL at
     # each request of a checkpoint that locked a TCP connection)
@@ -1304,10 +1310,11 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m"):
+    def mig2_migrate(self, reap, tag="m", rargs=()):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
-        Returns (migrate's status, receive's, migrate's stderr, receive's)."""
+        rargs: more arguments of ckpt receive. Returns (migrate's status,
+        receive's, migrate's stderr, receive's)."""
         key = self.p("key")
         if not os.path.exists(key):
             r = self.run_ckpt(["keygen", key])
@@ -1318,7 +1325,8 @@ class Run:
         self.logs += [rerr, merr, rlog, mlog]
         b = self.topo.addr("b")
         rp = self.popen(self.topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0",
-                                                           "--key", key, "--log", rlog)),
+                                                           "--key", key, "--log", rlog,
+                                                           *rargs)),
                         err=rerr, out=self.p(tag + "-receive.out"))
         port = []
 
@@ -1408,6 +1416,18 @@ class Run:
                        % r.stdout)
         progress(10)
         topo.sh("-n", topo.ns["b"], "link", "del", hostif)
+
+    def mig2_echo_done(self, cl):
+        """py_echo.py's client cl told to stop; it must say PASS; then the
+        migrated server ends."""
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
+        with open(self.p("client.log"), errors="replace") as f:
+            out = f.read()
+        if cl.returncode != 0 or not out.startswith("PASS"):
+            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
+        self.mig2_end()
 
     def flow_netns_nat(self):
         """ckpt run --net --nat on test host A, py_echo.py's server in C, its
@@ -1549,15 +1569,163 @@ class Run:
             self.mig2_move([pr])
             progress(20)
             self.notes.append("%d rounds" % rounds())
-        with open(self.p("stop"), "w"):
-            pass
-        self.wait_all([cl], EXIT_TIMEOUT, "the echo client")
-        with open(self.p("client.log"), errors="replace") as f:
-            out = f.read()
-        if cl.returncode != 0 or not out.startswith("PASS"):
-            raise Fail("the echo client: status %s: %s" % (cl.returncode, out.strip()[-300:]))
-        self.mig2_end()
+        self.mig2_echo_done(cl)
 
+    MIG2_VIP, MIG2_VIP6 = "10.214.0.100", "fd00:214::100"
+
+    def mig2_vip_on(self, host, vip=MIG2_VIP):
+        return re.search(r" %s/\d+ " % re.escape(vip),
+                         self.topo.sh("-n", self.topo.ns[host], "-o", "addr", "show")) is not None
+
+    def mig2_mac_for(self, vip, host):
+        """C's neighbour entry for vip names host's eth0 mac within 3 s (B
+        knows C's macs beforehand: only B's announcement can tell C)."""
+        topo = self.topo
+        mac = re.search(r"link/ether (\S+)", topo.sh("-n", topo.ns[host], "link", "show",
+                                                      "eth0")).group(1)
+        self.wait_until("C to have %s's mac %s for %s" % (host.upper(), mac, vip),
+                        lambda: mac in topo.sh("-n", topo.ns["c"], "neigh", "show", vip), [],
+                        timeout=3)
+
+    @staticmethod
+    def mig2_echo_line(sock, text):
+        sock.sendall(text.encode() + b"\n")
+        got = b""
+        while not got.endswith(b"\n"):
+            b = sock.recv(100)
+            if not b:
+                raise Fail("the IPv6 client's connection ended")
+            got += b
+        if got.decode().strip() != text:
+            raise Fail("the IPv6 client got %r for %r" % (got, text))
+
+    def flow_mig2_plain(self):
+        """py_plain.py's echo server, a process of host A's namespace (no
+        `ckpt run --net`), listening on every address; A's eth0 also holds
+        10.214.0.100/24, the address its 4 clients (py_echo.py client, in
+        C) connect to. ok: migrated to B (ckpt receive --pidns: the original
+        holds its pids until the kill): the address is on B's eth0 and gone
+        from A's, the clients go on (B's gratuitous ARP tells C), 20 more
+        rounds with every echo checked, no network lock in A or B. refuse:
+        the server also holds a loopback connection to py_plain.py peer, a
+        process of A outside the tree: migrate is refused naming the
+        server's socket and the peer, both sides exit 1, the address stays
+        on A alone, the server runs on in A and its clients go on. ok also
+        has fd00:214::100/64 on A and one IPv6 connection of the runner's
+        from C to it, echoed before and after (announced by B's unsolicited
+        neighbour advertisement). nolink:
+        the address is 10.214.5.1/24 on a link cksvc0 of A (a veth) (C routes
+        10.214.5.0/24 through A), which B lacks: B refuses the address before
+        anything is frozen, both sides exit 1 naming the link, the address
+        stays on A alone and the clients go on."""
+        topo = self.mig2_hosts()
+        vip = self.MIG2_VIP
+        if self.t["case"] == "nolink":
+            vip = "10.214.5.1"
+            topo.sh("-n", topo.ns["a"], "link", "add", "cksvc0", "type", "veth", "peer", "name",
+                    "cksvc1")
+            for l in ("cksvc0", "cksvc1"):
+                topo.sh("-n", topo.ns["a"], "link", "set", l, "up")
+            topo.sh("-n", topo.ns["a"], "addr", "add", vip + "/24", "dev", "cksvc0")
+            topo.sh("-n", topo.ns["c"], "route", "add", "10.214.5.0/24", "via", topo.addr("a"))
+        else:
+            topo.sh("-n", topo.ns["a"], "addr", "add", vip + "/24", "dev", "eth0")
+            topo.sh("-n", topo.ns["a"], "addr", "add", self.MIG2_VIP6 + "/64", "dev", "eth0",
+                    "nodad")
+            topo.sh("-n", topo.ns["c"], "addr", "add", "fd00:214::3/64", "dev", "br0", "nodad")
+        py = [self.opts.python, os.path.join(HERE, "py_plain.py")]
+        args = ["server"]
+        if self.t["case"] == "refuse":
+            self.logs.append(self.p("peer.log"))
+            peer = self.popen(topo.argv("a", py + ["peer"]), out=self.p("peer.log"),
+                              err=self.p("peer.log"))
+            args.append(self.wait_file("peerport", peer).strip())
+        self.logs.append(self.p("server.log"))
+        pr = self.popen(topo.argv("a", py + args), out=self.p("server.log"),
+                        err=self.p("server.log"))
+        self.prog, self.pid = pr, pr.pid
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(topo.argv("c", [self.opts.python, os.path.join(HERE, "py_echo.py"),
+                                        "client", str(port), "4"]),
+                        out=self.p("client.log"), err=self.p("client.log"),
+                        env=dict(os.environ, PY_ECHO_HOST=vip))
+
+        def progress(k):
+            r = self.counter("rounds")
+            self.wait_until("%d more rounds of echoes" % k,
+                            lambda: self.counter("rounds") >= r + k, [cl], timeout=90)
+        progress(5)
+        if self.opts.no_ckpt:
+            pass
+        elif self.t["case"] == "refuse":
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f", rargs=["--pidns"])
+            want = (r"pid %d fd \d+ \(inet\): a loopback connection to 127\.0\.0\.1:%s, a "
+                    r"process outside the tree, cannot move to another host" % (self.pid, args[1]))
+            if mrc != 1 or rrc != 1 or not re.search(want, mtext):
+                raise Fail("migrate exit %s, receive exit %s: want 1 and 1 and %r in %r"
+                           % (mrc, rrc, want, mtext.strip()[-500:]))
+            if not pid_alive(self.pid) or pr.poll() is not None:
+                raise Fail("the server is gone after the refused migration")
+            if not self.mig2_vip_on("a") or self.mig2_vip_on("b"):
+                raise Fail("after the refused migration %s is on A: %s, on B: %s (want A only)"
+                           % (self.MIG2_VIP, self.mig2_vip_on("a"), self.mig2_vip_on("b")))
+            progress(5)
+        elif self.t["case"] == "nolink":
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f", rargs=["--pidns"])
+            want = (r"migration refused: the target cannot take the tree's addresses: address "
+                    r"10\.214\.5\.1/24: no link cksvc0 on this host to put it on")
+            if mrc != 1 or rrc != 1 or not re.search(want, mtext):
+                raise Fail("migrate exit %s, receive exit %s: want 1 and 1 and %r in %r"
+                           % (mrc, rrc, want, mtext.strip()[-500:]))
+            if os.path.exists(self.p("f-migrate.log")) and "network lock" in open(
+                    self.p("f-migrate.log")).read():
+                raise Fail("the tree was frozen (its network lock made) before B refused its "
+                           "address")
+            if not pid_alive(self.pid) or pr.poll() is not None:
+                raise Fail("the server is gone after the refused migration")
+            if not self.mig2_vip_on("a", vip) or self.mig2_vip_on("b", vip):
+                raise Fail("after the refused migration %s is on A: %s, on B: %s (want A only)"
+                           % (vip, self.mig2_vip_on("a", vip), self.mig2_vip_on("b", vip)))
+            progress(5)
+        else:
+            old = self.pid
+            # one IPv6 connection too, from C to the IPv6 address
+            c6 = topo.connect("c", self.MIG2_VIP6, port, 30)
+            self.mig2_echo_line(c6, "v6 before")
+            # B knows C's macs already: its packets to C ask nothing that
+            # would tell C where the addresses went
+            mac_c = re.search(r"link/ether (\S+)", topo.sh("-n", topo.ns["c"], "link", "show",
+                                                            "br0")).group(1)
+            for addr_c in (topo.addr("c"), "fd00:214::3"):
+                topo.sh("-n", topo.ns["b"], "neigh", "replace", addr_c, "lladdr", mac_c,
+                        "dev", "eth0", "nud", "permanent")
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], rargs=["--pidns"])
+            m = re.search(r"migrated pid %d to .* down (\d+) ms" % old, mtext)
+            if mrc != 0 or rrc != 0 or not m:
+                raise Fail("migrate exit %s (%r), receive exit %s (%r)"
+                           % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
+            self.notes.append("down %s ms" % m.group(1))
+            with open(self.p("m-receive.out")) as f:
+                self.pid = int(f.read())
+            self.wait_until("the original %d to go" % old, lambda: not pid_alive(old), [pr],
+                            timeout=20)
+            for v in (self.MIG2_VIP, self.MIG2_VIP6):
+                if self.mig2_vip_on("a", v) or not self.mig2_vip_on("b", v):
+                    raise Fail("after the migration %s is on A: %s, on B: %s (want B only)"
+                               % (v, self.mig2_vip_on("a", v), self.mig2_vip_on("b", v)))
+                # B's gratuitous ARP, its unsolicited neighbour advertisement:
+                # C's own probing would take 5 s or more (delay_first_probe_time)
+                self.mig2_mac_for(v, "b")
+            self.mig2_echo_line(c6, "v6 after")
+            c6.close()
+            for h in "ab":
+                if self.mig2_locks(h):
+                    raise Fail("network lock(s) %s left in host %s after the migration"
+                               % (self.mig2_locks(h), h.upper()))
+            progress(20)
+        self.notes.append("%d rounds" % self.counter("rounds"))
+        self.mig2_echo_done(cl)
 
     def counter(self, name):
         try:
@@ -2309,22 +2477,19 @@ class Run:
         lst.listen()
         c = socket.socket()
 
-        def live_holder():
-            """a live socket (not an orphan) of 127.0.0.1 has the port: one
-            a connect() of someone else's was given (ephemeral ports are
-            shared by connections to different peers)"""
-            with open("/proc/net/tcp") as f:
-                rows = [l.split() for l in f.read().splitlines()[1:]]
-            return any(r[1] == "0100007F:%04X" % port and r[9] != "0" for r in rows)
-
-        def taken():  # once the killed original's socket has gone
+        def taken():
+            """bound and connected; or the port is not free anyway (a
+            connect() of someone else's given it as an ephemeral port, a
+            connection of it in TIME_WAIT): taken all the same"""
             try:
                 c.bind(("127.0.0.1", port))
                 c.connect(lst.getsockname())
                 self.held = getattr(self, "held", []) + [lst, c, lst.accept()[0]]
                 return True
-            except OSError:
-                return live_holder()
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    return True
+                raise
         self.wait_until("port %d to be taken by a connection of the runner's" % port, taken, [])
 
     def remove_shared(self):
@@ -2958,6 +3123,32 @@ class Run:
                        % (rc, err.strip()[-400:]))
         c.update()
 
+    def xvnc_same(self, c, was, tag, when):
+        """After a restart or a migration (when): the VNC client c reads the
+        same xterm and the clock ticks, the X server lists the same windows,
+        the shell types back the same variable; was: (xterm geometry, clock
+        geometry, xterm pixels, windows, variable) from before."""
+        term, clock, screen, wins, value = was
+        if self.xvnc_screen(c, term) != screen:
+            raise Fail("%s: the xterm on the VNC client's screen differs" % when)
+        self.xvnc_ticks(c, clock)
+        if self.xvnc_windows() != wins:
+            raise Fail("%s: the windows are now %r, were %r" % (when, self.xvnc_windows(), wins))
+        got = self.xvnc_type(wins, "var" + tag)
+        if got != value:
+            raise Fail("%s: the xterm's shell has MYVAR=%r, had %r" % (when, got, value))
+
+    def xvnc_end(self, n):
+        """The desktop killed (the container's pid 1), display n's files gone."""
+        if self.pid and pid_alive(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait_until("the desktop to go", lambda: not pid_exists(self.pid), [], timeout=30)
+        for f in ("/tmp/.X%d-lock" % n, "/tmp/.X11-unix/X%d" % n):
+            try:
+                os.unlink(f)
+            except FileNotFoundError:
+                pass
+
     def flow_xvnc(self):
         """An Xvnc desktop (tigervnc-standalone-server) as the tree of `ckpt
         run` (real_xvnc.sh): Xvnc with an xterm whose bash holds a variable
@@ -2986,15 +3177,7 @@ class Run:
         except (OSError, RfbError) as e:
             raise Fail("the VNC client: %r" % e)
         finally:
-            if self.pid and pid_alive(self.pid):
-                os.kill(self.pid, signal.SIGKILL)
-                self.wait_until("the container to go", lambda: not pid_exists(self.pid), [],
-                                timeout=30)
-            for f in ("/tmp/.X%d-lock" % n, "/tmp/.X11-unix/X%d" % n):
-                try:
-                    os.unlink(f)
-                except FileNotFoundError:
-                    pass
+            self.xvnc_end(n)
 
     def xvnc_cycles(self, tcp, n):
         from rfb import Rfb, RfbError
@@ -3061,17 +3244,61 @@ class Run:
                 self.xvnc_ticks(c, clock, ask=False)
             else:
                 c = vnc()
-            if self.xvnc_screen(c, term) != screen:
-                raise Fail("restart %s: the xterm on the VNC client's screen differs" % tag)
-            self.xvnc_ticks(c, clock)
-            if self.xvnc_windows() != wins:
-                raise Fail("restart %s: the windows are now %r, were %r"
-                           % (tag, self.xvnc_windows(), wins))
-            got = self.xvnc_type(wins, "var" + tag)
-            if got != value:
-                raise Fail("restart %s: the xterm's shell has MYVAR=%r, had %r" % (tag, got, value))
+            self.xvnc_same(c, (term, clock, screen, wins, value), tag, "restart " + tag)
             screen = self.xvnc_screen(c, term)
         c.close()
+
+    def flow_mig2_xvnc(self):
+        """real_xvnc.sh's desktop (Xvnc listening on every address, an
+        xterm whose bash holds a variable of its own, xclock -update 1) as
+        pid 1 of `ckpt run --net` on host A, a VNC client (rfb.py) connected
+        from C; migrated to B with an update request in flight and the
+        encodings sent while the desktop is away: the same connection gets
+        the clock's ticks after, the xterm is the same on its screen, the X
+        server (reached through its socket file) lists the same windows and
+        the shell types back the same variable."""
+        from rfb import Rfb, RfbError
+        missing = [x for x in self.XVNC_TOOLS if not shutil.which(x)]
+        if missing:
+            raise Skip("%s not installed (tigervnc-standalone-server, xterm, x11-apps, "
+                       "x11-utils, xdotool)" % ", ".join(missing))
+        topo = self.mig2_hosts()
+        self.xdisp = n = self.xvnc_display()
+        try:
+            pr = self.mig2_run(["/bin/sh", os.path.join(HERE, "real_xvnc.sh"), str(n), "net"])
+            self.logs += [self.p("xvnc.log"), self.p("xterm.log")]
+            self.wait_file("ready", pr)
+            wins = self.xvnc_windows()
+            value = self.xvnc_type(wins, "var0")
+            if not value.startswith("kept-"):
+                raise Fail("the xterm's shell has MYVAR=%r" % value)
+            term, clock = (self.xvnc_geometry(wins[k]) for k in ("xvnc-term", "xclock"))
+            self.wait_until("Xvnc listening on %s:%d" % (self.MIG2_CT, 5900 + n),
+                            lambda: self.vnc_port_open(topo, n), [pr])
+            c = Rfb(topo.connect("c", self.MIG2_CT, 5900 + n)).handshake()
+            screen = self.xvnc_screen(c, term)
+            self.xvnc_ticks(c, clock)
+            if self.opts.no_ckpt:
+                return
+            c.request(incremental=True)          # asked before, answered after
+            self.mig2_move([pr])
+            c.set_encodings()                    # sent while the desktop moves
+            self.xvnc_ticks(c, clock, ask=False)
+            self.xvnc_same(c, (term, clock, screen, wins, value), "1", "after the migration")
+            self.notes.append("%d updates" % c.updates)
+            c.close()
+        except (OSError, RfbError) as e:
+            raise Fail("the VNC client: %r" % e)
+        finally:
+            self.xvnc_end(n)
+
+    def vnc_port_open(self, topo, n):
+        """Xvnc's TCP listener answers a connection from C."""
+        try:
+            topo.connect("c", self.MIG2_CT, 5900 + n, 5).close()
+            return True
+        except OSError:
+            return False
 
     def flow_netns(self):
         """netns_srv.c as pid 1 of `ckpt run --net` with a subnet and host

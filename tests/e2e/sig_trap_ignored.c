@@ -32,7 +32,7 @@ static void on_trap(int sig)
 static void *sleeper(void *arg)
 {
 	(void)arg;
-	struct timespec ts = { 0, 300 * 1000 * 1000 }; /* slept in pieces: some is interrupted */
+	struct timespec ts = {0, 300 * 1000 * 1000}; /* slept in pieces: some is interrupted */
 	long r = 0;
 	for (int i = 0; i < 1000000 && !r; i++)
 		r = nanosleep(&ts, NULL) < 0 && errno != EINTR ? -errno : 0;
@@ -43,7 +43,7 @@ static void *sleeper(void *arg)
 int main(int argc, char **argv)
 {
 	bool handler = argc > 1 && !strcmp(argv[1], "handler");
-	struct sigaction sa = { .sa_handler = SIG_IGN };
+	struct sigaction sa = {.sa_handler = SIG_IGN};
 	if (sigaction(SIGTRAP, &sa, NULL) < 0)
 		fail("sigaction: %m");
 	pthread_t th;
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	expect(slept_ret == 1, "nanosleep in the other thread returned %ld (%s)", slept_ret,
 	       strerror((int)-slept_ret));
 	if (handler) {
-		struct sigaction h = { .sa_handler = on_trap };
+		struct sigaction h = {.sa_handler = on_trap};
 		expect(sigaction(SIGTRAP, &h, NULL) == 0, "sigaction: %m");
 		raise(SIGTRAP);
 		expect(trapped == 1, "the SIGTRAP handler ran %d times, not once", (int)trapped);

@@ -19,8 +19,10 @@ a namespace of the test; nothing of the machine's own network changes.
 The namespaces are named ck<tag>a/b/c (ip netns, /run/netns) and removed
 by destroy().
 """
+import ctypes
 import os
 import shutil
+import socket
 import subprocess
 
 SEGMENT = "10.214.0.%d"
@@ -91,6 +93,31 @@ class TwoHost:
     def route(self, subnet, via_host):
         """C routes subnet through via_host ("a" or "b")."""
         self.sh("-n", self.ns["c"], "route", "replace", subnet, "via", ADDR[via_host])
+
+    def connect(self, host, addr, port, timeout=60.0):
+        """A TCP socket of host's network namespace connected to addr:port,
+        for a client kept by the caller (a socket stays in the namespace it
+        was made in): the calling thread enters the namespace (setns) for
+        the socket() call only."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        clone_newnet = 0x40000000
+        with open("/proc/thread-self/ns/net") as old, open("/run/netns/" + self.ns[host]) as new:
+            if libc.setns(new.fileno(), clone_newnet) != 0:
+                raise TopoError("setns into %s: %s" % (self.ns[host],
+                                                       os.strerror(ctypes.get_errno())))
+            try:
+                s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET,
+                                  socket.SOCK_STREAM)
+            finally:
+                if libc.setns(old.fileno(), clone_newnet) != 0:
+                    raise TopoError("setns back: %s" % os.strerror(ctypes.get_errno()))
+        try:
+            s.settimeout(timeout)
+            s.connect((addr, port))
+        except OSError:
+            s.close()
+            raise
+        return s
 
     def link_exists(self, host, name):
         r = subprocess.run([self.ip, "-n", self.ns[host], "link", "show", name],
