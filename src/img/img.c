@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -469,7 +470,32 @@ static int open_fd(struct img_reader *r, int fd, bool populate, struct img_error
 	ret = img_reader_adopt(r, n.base, n.size, err);
 	if (ret == 0)
 		r->mapped = n.mapped;
+	if (ret == 0 && n.mapped && !populate) {
+		r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		r->sparse = r->fd >= 0;
+	}
 	return ret;
+}
+
+int img_reader_pread(const struct img_reader *r, const uint8_t *at, void *buf, size_t len)
+{
+	if (!r || !r->base || at < r->base || (size_t)(at - r->base) > r->size ||
+	    len > r->size - (size_t)(at - r->base))
+		return -EINVAL;
+	if (!r->sparse) {
+		memcpy(buf, at, len);
+		return 0;
+	}
+	for (size_t done = 0; done < len;) {
+		ssize_t k = pread(r->fd, (uint8_t *)buf + done, len - done,
+				  (off_t)(at - r->base + done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		done += (size_t)k;
+	}
+	return 0;
 }
 
 int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
@@ -545,7 +571,8 @@ static int check_trailer(struct img_reader *r, const struct img_frame *f, size_t
 		return fail(err, -EINVAL, idx, pos, f->type, "%zu bytes after the trailer",
 			    r->size - end);
 
-	memcpy(&t, r->base + pos + sizeof(*f), sizeof(t));
+	if (img_reader_pread(r, r->base + pos + sizeof(*f), &t, sizeof(t)) < 0)
+		return fail(err, -EIO, idx, pos, f->type, "cannot read the trailer");
 	if (t.magic != IMG_TRAILER_MAGIC)
 		return fail(err, -EINVAL, idx, pos, f->type, "bad trailer magic 0x%08x", t.magic);
 	if (t.reserved)
@@ -555,7 +582,10 @@ static int check_trailer(struct img_reader *r, const struct img_frame *f, size_t
 		return fail(err, -EINVAL, idx, pos, f->type,
 			    "trailer counts %llu records, the image has %u",
 			    (unsigned long long)t.records, r->next_index);
-	if (sum_data(r, pos, &sum) < 0)
+	/* sparse: the frames were read once each, by pread, on the way here */
+	if (r->sparse)
+		sum = r->data_sum;
+	else if (sum_data(r, pos, &sum) < 0)
 		return fail(err, -EINVAL, idx, pos, f->type, "records before the trailer changed");
 	if (t.data_bytes != sum)
 		return fail(err, -EINVAL, idx, pos, f->type,
@@ -581,7 +611,17 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (left < sizeof(f))
 		return fail(err, -EINVAL, idx, pos, 0, "truncated in frame (%zu of %zu bytes)", left,
 			    sizeof(f));
-	memcpy(&f, r->base + pos, sizeof(f));
+	/* sparse: the frame and what may be its pad, in one pread; once
+	 * validated, the frame kept from the first pass (its pad was checked) */
+	uint8_t head[sizeof(f) + IMG_PAGE_SIZE];
+	bool kept = r->sparse && r->validated && r->next_index < r->nframes;
+	size_t got = r->sparse ? MIN(left, sizeof(head)) : sizeof(f);
+	if (r->sparse && !kept && img_reader_pread(r, r->base + pos, head, got) < 0)
+		return fail(err, -EIO, idx, pos, 0, "cannot read the frame");
+	if (kept)
+		f = r->frames[r->next_index];
+	else
+		memcpy(&f, r->sparse ? head : r->base + pos, sizeof(f));
 	if (img_crc32c(0, &f, FRAME_CRC_LEN) != f.hdr_crc)
 		return fail(err, -EBADMSG, idx, pos, 0, "frame checksum mismatch");
 	left -= sizeof(f);
@@ -607,7 +647,8 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (pad && data_off % IMG_PAGE_SIZE)
 		return fail(err, -EINVAL, idx, pos, f.type,
 			    "pad %zu does not align the data (at offset %zu)", pad, data_off);
-	if (pad && memcmp(r->base + pos + sizeof(f), zero_pad, pad))
+	if (pad && !kept &&
+	    memcmp(r->sparse ? head + sizeof(f) : r->base + pos + sizeof(f), zero_pad, pad))
 		return fail(err, -EINVAL, idx, pos, f.type, "pad is not zero");
 	/* once validated, data checksums are not computed again (frames are) */
 	if (!r->validated && img_crc32c(0, r->base + data_off, data_len) != f.data_crc)
@@ -625,8 +666,19 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 		.offset = pos,
 		.data = r->base + data_off,
 		.len = data_len,
+		.data_crc = f.data_crc,
 	};
+	if (r->sparse && r->next_index == r->nframes) {
+		if (r->nframes % 256 == 0) {
+			struct img_frame *nf = realloc(r->frames, (r->nframes + 256) * sizeof(*nf));
+			if (!nf)
+				return fail(err, -ENOMEM, idx, pos, f.type, "out of memory");
+			r->frames = nf;
+		}
+		r->frames[r->nframes++] = f;
+	}
 	r->pos = data_off + data_len;
+	r->data_sum += data_len;
 	r->next_index++;
 	return 0;
 }
@@ -637,6 +689,7 @@ void img_reader_rewind(struct img_reader *r)
 		return;
 	r->pos = sizeof(struct img_header);
 	r->next_index = 0;
+	r->data_sum = 0;
 }
 
 /*
@@ -649,6 +702,8 @@ struct crc_job {
 	const size_t *frame_off; /* per record: offset of its frame */
 	const uint8_t **data;
 	const uint64_t *len;
+	const uint32_t *type;
+	const uint32_t *crc;    /* per record: its frame's data_crc */
 	size_t n;
 	size_t next;            /* atomic */
 	size_t first_bad;       /* atomic min; n if none */
@@ -662,10 +717,8 @@ static void *crc_worker(void *arg)
 		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
 		if (i >= j->n)
 			break;
-		struct img_frame f;
-		memcpy(&f, j->base + j->frame_off[i], sizeof(f));
-		if ((j->skip && f.type == j->skip) ||
-		    img_crc32c(0, j->data[i], j->len[i]) == f.data_crc)
+		if ((j->skip && j->type[i] == j->skip) ||
+		    img_crc32c(0, j->data[i], j->len[i]) == j->crc[i])
 			continue;
 		size_t cur = __atomic_load_n(&j->first_bad, __ATOMIC_RELAXED);
 		while (i < cur && !__atomic_compare_exchange_n(&j->first_bad, &cur, i, false,
@@ -676,11 +729,11 @@ static void *crc_worker(void *arg)
 }
 
 static int check_data(struct img_reader *r, size_t n, const size_t *off, const uint8_t **data,
-		      const uint64_t *len, const uint32_t *type, uint64_t total,
+		      const uint64_t *len, const uint32_t *type, const uint32_t *crc, uint64_t total,
 		      struct img_error *err)
 {
-	struct crc_job j = { .base = r->base, .frame_off = off, .data = data, .len = len, .n = n,
-			     .first_bad = n, .skip = r->crc_later };
+	struct crc_job j = { .base = r->base, .frame_off = off, .data = data, .len = len,
+			     .type = type, .crc = crc, .n = n, .first_bad = n, .skip = r->crc_later };
 	pthread_t helper;
 	bool two = total >= (32u << 20) && pthread_create(&helper, NULL, crc_worker, &j) == 0;
 
@@ -700,7 +753,7 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 	size_t *off = NULL;
 	const uint8_t **data = NULL;
 	uint64_t *len = NULL, total = 0;
-	uint32_t *type = NULL;
+	uint32_t *type = NULL, *crc = NULL;
 	int ret;
 
 	if (!r)
@@ -715,6 +768,7 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 			const uint8_t **d = o ? realloc(data, cap * sizeof(*d)) : NULL;
 			uint64_t *l = d ? realloc(len, cap * sizeof(*l)) : NULL;
 			uint32_t *t = l ? realloc(type, cap * sizeof(*t)) : NULL;
+			uint32_t *c = t ? realloc(crc, cap * sizeof(*c)) : NULL;
 			if (o)
 				off = o;
 			if (d)
@@ -723,7 +777,9 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 				len = l;
 			if (t)
 				type = t;
-			if (!t) {
+			if (c)
+				crc = c;
+			if (!c) {
 				ret = -ENOMEM;
 				break;
 			}
@@ -732,23 +788,30 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 		data[n] = rec.data;
 		len[n] = rec.len;
 		type[n] = rec.type;
+		crc[n] = rec.data_crc;
 		total += rec.len;
 		n++;
 	}
 	if (ret == -ENODATA) {
 		/* the trailer's own data, at pos */
-		struct img_frame f;
-		memcpy(&f, r->base + r->pos, sizeof(f));
-		if (img_crc32c(0, r->base + r->pos + sizeof(f), sizeof(struct img_trailer)) !=
-		    f.data_crc)
-			ret = fail(err, -EBADMSG, (int64_t)n, r->pos, f.type, "data checksum mismatch");
+		struct {
+			struct img_frame f;
+			struct img_trailer t;
+		} __attribute__((packed)) ft;
+		if (img_reader_pread(r, r->base + r->pos, &ft, sizeof(ft)) < 0)
+			ret = fail(err, -EIO, (int64_t)n, r->pos, IMG_REC_TRAILER,
+				   "cannot read the trailer");
+		else if (img_crc32c(0, &ft.t, sizeof(ft.t)) != ft.f.data_crc)
+			ret = fail(err, -EBADMSG, (int64_t)n, r->pos, ft.f.type,
+				   "data checksum mismatch");
 		else
-			ret = check_data(r, n, off, data, len, type, total, err);
+			ret = check_data(r, n, off, data, len, type, crc, total, err);
 	}
 	free(off);
 	free(data);
 	free(len);
 	free(type);
+	free(crc);
 	img_reader_rewind(r);
 	r->validated = ret == 0;
 	return ret;
@@ -758,6 +821,9 @@ void img_reader_close(struct img_reader *r)
 {
 	if (!r)
 		return;
+	if (r->sparse)
+		close(r->fd);
+	free(r->frames);
 	if (r->base && r->size)
 		munmap(r->base, r->size);
 	*r = (struct img_reader){ 0 };

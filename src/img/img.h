@@ -125,6 +125,7 @@ struct img_record {
 	uint64_t offset;        /* of the frame in the stream */
 	const uint8_t *data;    /* points into the reader's buffer */
 	uint64_t len;           /* data length (pad excluded) */
+	uint32_t data_crc;      /* the frame's: crc32c of data */
 };
 
 struct img_error {
@@ -151,6 +152,17 @@ struct img_reader {
 	 * none) to the caller, which checks them before it uses their bytes
 	 * (a lazy restart's pages: mm-lazy.c) */
 	uint32_t crc_later;
+	/* sparse (img_reader_open_lazy of a file): frames, pads and the
+	 * trailer are read with pread() from fd (the reader's own), never
+	 * through the mapping, whose pages are then touched only where a
+	 * record's data is read */
+	bool sparse;
+	int fd;                 /* only if sparse */
+	uint64_t data_sum;      /* sparse: data bytes of the records read since rewind */
+	/* sparse: the frames read so far, by index, so that a pass after
+	 * validation reads none again */
+	struct img_frame *frames;
+	size_t nframes;
 };
 
 /* Loads the stream and checks the header. A sealed image (seal.h) is
@@ -158,8 +170,16 @@ struct img_reader {
 int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 	__attribute__((warn_unused_result));
 /* The same, but a file is mapped without reading it in first (MAP_POPULATE):
- * pages come from the page cache or the disk as they are first read. */
+ * pages come from the page cache or the disk as they are first read; the
+ * reader is sparse (frames read with pread: a first touch of a mapped page
+ * costs far more than a pread on a virtual machine), so that a restart
+ * touches no page of the records whose data it leaves to later. */
 int img_reader_open_lazy(struct img_reader *r, int fd, struct img_error *err)
+	__attribute__((warn_unused_result));
+/* Copies len bytes at at (inside r's buffer) to buf: with pread() for a
+ * sparse reader (the mapping is not touched), else memcpy. -EINVAL outside
+ * the image, -EIO if the file is shorter now. */
+int img_reader_pread(const struct img_reader *r, const uint8_t *at, void *buf, size_t len)
 	__attribute__((warn_unused_result));
 /* Takes over an anonymous mapping of size bytes holding a whole stream (it is
  * unmapped on failure too) and checks the header, as img_reader_open does. */

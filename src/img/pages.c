@@ -412,19 +412,26 @@ static int check_extents(const struct pages_extent *x, uint32_t n, uint64_t max,
 	return 0;
 }
 
+/*
+ * The record's table is read from tail, a copy of (or pointer to) its last
+ * tail_len bytes, which must hold the whole table (extents, zlen, head);
+ * the chunk's extents then point into tail.
+ */
 /* A compressed record: a frame, padded to 8, then the table with zlen. */
 static int parse_z(const struct img_record *rec, const struct pages_head *head,
-		   struct pages_chunk *ret)
+		   const uint8_t *tail, uint64_t tail_len, struct pages_chunk *ret)
 {
 	uint64_t zlen, sum;
+	const uint8_t *end = tail + tail_len;
 
-	if (ztable_size(head->n) > rec->len)
+	if (ztable_size(head->n) > rec->len || ztable_size(head->n) > tail_len)
 		return -EINVAL;
 	uint64_t tab = rec->len - ztable_size(head->n);
-	memcpy(&zlen, rec->data + rec->len - sizeof(*head) - sizeof(zlen), sizeof(zlen));
+	memcpy(&zlen, end - sizeof(*head) - sizeof(zlen), sizeof(zlen));
 	if (tab % 8 || !zlen || zlen > tab || ALIGN8(zlen) != tab)
 		return -EINVAL;
-	const struct pages_extent *x = (const struct pages_extent *)(const void *)(rec->data + tab);
+	const struct pages_extent *x =
+		(const struct pages_extent *)(const void *)(end - ztable_size(head->n));
 	if (check_extents(x, head->n, PAGES_MAX_RAW, &sum) < 0)
 		return -EINVAL;
 	if (!pages_have_zstd())
@@ -437,28 +444,48 @@ static int parse_z(const struct img_record *rec, const struct pages_head *head,
 	return 0;
 }
 
-int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
+int pages_table_len(const struct img_record *rec, const void *last16, uint64_t *ret)
+{
+	struct pages_head head;
+	if (!rec || rec->len < sizeof(head))
+		return -EINVAL;
+	memcpy(&head, last16, sizeof(head));
+	if ((head.magic != PAGES_MAGIC && head.magic != PAGES_MAGIC_ZSTD) || !head.n ||
+	    head.n > PAGES_MAX_EXTENTS)
+		return -EINVAL;
+	uint64_t len = head.magic == PAGES_MAGIC_ZSTD ? ztable_size(head.n) : table_size(head.n);
+	if (len > rec->len)
+		return -EINVAL;
+	*ret = len;
+	return 0;
+}
+
+int pages_parse_tail(const struct img_record *rec, const uint8_t *tail, uint64_t tail_len,
+		     struct pages_chunk *ret)
 {
 	struct pages_head head;
 	uint64_t sum;
 
 	/* an aligned record's data is page-aligned in the reader's mapping */
 	if (!rec || !rec->data || (uintptr_t)rec->data % IMG_PAGE_SIZE ||
-	    rec->len < sizeof(head))
+	    rec->len < sizeof(head) || !tail || tail_len < sizeof(head) || tail_len > rec->len ||
+	    (uintptr_t)tail % 8)
 		return -EINVAL;
-	memcpy(&head, rec->data + rec->len - sizeof(head), sizeof(head));
+	const uint8_t *end = tail + tail_len;
+	memcpy(&head, end - sizeof(head), sizeof(head));
 	if ((head.magic != PAGES_MAGIC && head.magic != PAGES_MAGIC_ZSTD) || !head.n ||
 	    head.n > PAGES_MAX_EXTENTS)
 		return -EINVAL;
 	if (head.magic == PAGES_MAGIC_ZSTD)
-		return parse_z(rec, &head, ret);
-	if (table_size(head.n) > rec->len)
+		return parse_z(rec, &head, tail, tail_len, ret);
+	if (table_size(head.n) > rec->len || table_size(head.n) > tail_len)
 		return -EINVAL;
 	/* the bytes, padded to 8, then the table: 8-aligned in the record */
 	uint64_t tab = rec->len - table_size(head.n);
 	if (tab % 8)
 		return -EINVAL;
-	const struct pages_extent *x = (const struct pages_extent *)(const void *)(rec->data + tab);
+	const struct pages_extent *x =
+		(const struct pages_extent *)(const void *)(end - table_size(head.n));
 	if (check_extents(x, head.n, tab, &sum) < 0 || ALIGN8(sum) != tab)
 		return -EINVAL;
 	*ret = (struct pages_chunk){
@@ -469,6 +496,16 @@ int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
 		.bytes = sum,
 	};
 	return 0;
+}
+
+int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
+{
+	if (!rec || !rec->data)
+		return -EINVAL;
+	/* the record itself is its tail; its end is 8-aligned if the table is */
+	if ((uintptr_t)(rec->data + rec->len) % 8)
+		return -EINVAL;
+	return pages_parse_tail(rec, rec->data, rec->len, ret);
 }
 
 const char *pages_strerror(int err)

@@ -200,6 +200,17 @@ struct pages_chunk {
 int pages_parse(const struct img_record *rec, struct pages_chunk *ret)
 	__attribute__((warn_unused_result));
 
+/* The same, the table read from tail: a copy of the record's last tail_len
+ * bytes (8-aligned), which the chunk's extents then point into. A reader
+ * that does not touch the record's bytes (a sparse image reader: lazy
+ * restart) reads the 16 bytes of its head, asks pages_table_len() how many
+ * bytes the table takes, and reads those. A compressed record's frame is
+ * still checked in place (rec->data). */
+int pages_table_len(const struct img_record *rec, const void *last16, uint64_t *ret)
+	__attribute__((warn_unused_result));
+int pages_parse_tail(const struct img_record *rec, const uint8_t *tail, uint64_t tail_len,
+		     struct pages_chunk *ret) __attribute__((warn_unused_result));
+
 /* The chunks of one owner, in the order of their offsets. */
 struct pages_set {
 	struct pages_chunk *c;

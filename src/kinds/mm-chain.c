@@ -337,6 +337,10 @@ int mm_chain_resolve(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
 
 	if (w)
 		memcpy(w, m->from_parent, nw * sizeof(*w));
+	/* lazily, the image's own records were not checked at load: they are
+	 * now, before the set is rebuilt of pieces of several images */
+	if (r >= 0 && (ctx->flags & RESTART_LAZY))
+		r = mm_lazy_settle(ctx, t);
 	for (size_t i = 0; r >= 0 && i < pages->n; i++)
 		r = flatten(c, &pages->c[i], &all);
 	const char *path = m->parent_path;

@@ -76,8 +76,11 @@ struct mm_lazy {
 
 /* --- helpers of both sides ---------------------------------------------- */
 
+static void populate(const void *p, uint64_t len);
+
 int mm_lazy_check_rec(const struct mm_rec *r)
 {
+	populate(r->data, r->len); /* one call, not a fault per page */
 	return img_crc32c(0, r->data, r->len) == r->crc ? 0 : -EBADMSG;
 }
 
@@ -240,18 +243,22 @@ static _Noreturn void guard(int sock, struct ckpt_log *log)
 
 /* --- the server: what it knows of each address space ---------------------- */
 
-/* A stretch of owed pages: the image's bytes at src, from bit on in owed[]. */
+/* A stretch of owed pages: the bytes of chunk `chunk` of the task's page set
+ * from off on (the chunk's plain bytes: a compressed one's once
+ * decompressed), from bit on in owed[]. */
 struct run {
 	uint64_t addr;
 	uint64_t npages;
-	const uint8_t *src;
 	size_t bit;
-	struct mm_rec *rec;
+	size_t chunk;
+	uint64_t off;
 };
 
 struct lmm {
 	int fd;                 /* the userfaultfd */
 	pid_t pid;              /* 0 for one forked after the restart */
+	pid_t from;             /* that one's: the restored process it comes from */
+	struct mm_rst *mr;      /* its page set (a fork's: its parent's) */
 	struct run *runs;       /* by address, not overlapping */
 	size_t nruns;
 	uint64_t *owed;         /* per page of the runs: the image's bytes still due */
@@ -265,6 +272,16 @@ struct retry {
 	uint64_t addr;
 };
 
+/* A compressed chunk decompressed whole (pages.h), kept for the faults and
+ * fill steps that follow: the fill reads a chunk front to back. */
+#define LAZY_ZSLOTS 4
+struct zslot {
+	const struct pages_chunk *ch; /* NULL: empty */
+	uint8_t *buf;
+	size_t cap;
+	uint64_t used;          /* the server's tick when last used */
+};
+
 struct server {
 	struct rst_ctx *ctx;
 	struct ckpt_log log;
@@ -274,8 +291,13 @@ struct server {
 	size_t n;
 	struct retry *retry;
 	size_t nretry;
-	bool *checked;          /* per record of recs (by pointer range) */
+	struct zslot z[LAZY_ZSLOTS];
+	uint64_t tick, frames;  /* frames: compressed chunks decompressed */
 	uint64_t filled, served, zeroed; /* pages */
+	/* the first failure: where, and what it means */
+	pid_t err_pid, err_from;
+	uint64_t err_addr;
+	const char *err_why;
 };
 
 static bool owed(const struct lmm *m, size_t bit)
@@ -337,11 +359,10 @@ static int build_mm(struct lmm *m, struct mm_rst *mr, const uint8_t *reg)
 {
 	size_t cap = 0;
 	const MmEntry *e = mr->e;
-	*m = (struct lmm){ .fd = -1 };
+	*m = (struct lmm){ .fd = -1, .mr = mr };
 	for (size_t c = 0; c < mr->pages.n; c++) {
 		const struct pages_chunk *ch = &mr->pages.c[c];
-		const uint8_t *src = ch->data;
-		populate(ch->x, ch->n * sizeof(*ch->x));
+		uint64_t off = 0;
 		for (size_t i = 0; i < ch->n; i++) {
 			uint64_t a = ch->x[i].off, end = a + ch->x[i].len;
 			size_t v = 0;
@@ -350,12 +371,12 @@ static int build_mm(struct lmm *m, struct mm_rst *mr, const uint8_t *reg)
 					v++;
 				uint64_t stop = v < e->n_vmas ? MIN(end, e->vmas[v]->end) : end;
 				bool in = v < e->n_vmas && e->vmas[v]->start <= a && reg[v];
-				if (in && add_run(m, &cap, (struct run){ a, (stop - a) / PAGE, src,
-									 m->nbits, &mr->recs[c] }) < 0)
+				if (in && add_run(m, &cap, (struct run){ a, (stop - a) / PAGE, m->nbits,
+									 c, off }) < 0)
 					return -ENOMEM;
 				if (in)
 					m->nbits += (stop - a) / PAGE;
-				src += stop - a;
+				off += stop - a;
 				a = stop;
 			}
 		}
@@ -374,6 +395,7 @@ static int copy_mm(struct lmm *dst, const struct lmm *src, int fd)
 {
 	*dst = *src;
 	dst->fd = fd;
+	dst->from = src->pid ? src->pid : src->from;
 	dst->pid = 0;
 	dst->runs = malloc((src->nruns ? src->nruns : 1) * sizeof(*src->runs));
 	dst->owed = malloc((src->nbits / 64 + 1) * sizeof(uint64_t));
@@ -410,8 +432,8 @@ static int split_at(struct lmm *m, uint64_t addr)
 	m->runs = nr;
 	memmove(&nr[i + 2], &nr[i + 1], (m->nruns - i - 1) * sizeof(*nr));
 	uint64_t k = (addr - nr[i].addr) / PAGE;
-	nr[i + 1] = (struct run){ addr, nr[i].npages - k, nr[i].src + k * PAGE, nr[i].bit + k,
-				  nr[i].rec };
+	nr[i + 1] = (struct run){ addr, nr[i].npages - k, nr[i].bit + k, nr[i].chunk,
+				  nr[i].off + k * PAGE };
 	nr[i].npages = k;
 	m->nruns++;
 	return 0;
@@ -447,6 +469,62 @@ static int remap(struct lmm *m, uint64_t from, uint64_t to, uint64_t len)
 /* --- the server: filling ------------------------------------------------- */
 
 
+/* The plain bytes of compressed chunk ch: from the cache, or decompressed
+ * whole into its least recently used slot. */
+static int zcache_get(struct server *s, const struct pages_chunk *ch, const uint8_t **ret)
+{
+	struct zslot *z = &s->z[0];
+	for (size_t i = 0; i < LAZY_ZSLOTS; i++) {
+		if (s->z[i].ch == ch) {
+			z = &s->z[i];
+			goto found;
+		}
+		if (s->z[i].used < z->used)
+			z = &s->z[i];
+	}
+	struct pages_chunk plain;
+	z->ch = NULL;
+	int r = pages_chunk_plain(ch, &z->buf, &z->cap, &plain);
+	if (r < 0)
+		return r == -EINVAL ? -EBADMSG : r;
+	z->ch = ch;
+	s->frames++;
+found:
+	z->used = ++s->tick;
+	*ret = z->buf;
+	return 0;
+}
+
+/*
+ * The bytes of run r: its record's checksum checked the first time it is
+ * used (the image was mapped without reading it), a compressed chunk
+ * decompressed (its frame's content checksum checked by zstd).
+ */
+static int run_src(struct server *s, const struct lmm *m, const struct run *r,
+		   const uint8_t **ret)
+{
+	const struct pages_chunk *ch = &m->mr->pages.c[r->chunk];
+	struct mm_rec *rec = m->mr->recs ? &m->mr->recs[r->chunk] : NULL;
+	const uint8_t *base = ch->data;
+	if (rec && !rec->crc_ok) {
+		if (mm_lazy_check_rec(rec) < 0) {
+			s->err_why = "a page record of the image is damaged (data checksum mismatch)";
+			return -EBADMSG;
+		}
+		rec->crc_ok = true;
+	}
+	if (ch->z) {
+		int e = zcache_get(s, ch, &base);
+		if (e < 0) {
+			s->err_why = e == -EBADMSG ? "its compressed pages do not decompress "
+						     "(damaged or forged)" : NULL;
+			return e;
+		}
+	}
+	*ret = base + r->off;
+	return 0;
+}
+
 /*
  * Copies the owed pages [a, b) of run ri (all owed) into m. 0, or -EAGAIN
  * (the address space is changing: an event is on its way), or -errno.
@@ -454,16 +532,19 @@ static int remap(struct lmm *m, uint64_t from, uint64_t to, uint64_t len)
 static int fill(struct server *s, struct lmm *m, size_t ri, uint64_t a, uint64_t b)
 {
 	struct run *r = &m->runs[ri];
-	struct mm_rec *rec = r->rec;
-	if (!rec->crc_ok) {
-		if (mm_lazy_check_rec(rec) < 0)
-			return -EBADMSG;
-		rec->crc_ok = true;
+	const uint8_t *base;
+	int err = run_src(s, m, r, &base);
+	if (err < 0) {
+		s->err_pid = m->pid;
+		s->err_from = m->from;
+		s->err_addr = a;
+		return err;
 	}
-	const uint8_t *src = r->src + (a - r->addr);
-	populate(src, b - a);
+	const uint8_t *src = base + (a - r->addr);
+	if (!m->mr->pages.c[r->chunk].z)
+		populate(src, b - a);
 	struct uffdio_copy c = { .dst = a, .src = (uint64_t)(uintptr_t)src, .len = b - a };
-	int err = ioctl(m->fd, UFFDIO_COPY, &c) < 0 ? -errno : 0;
+	err = ioctl(m->fd, UFFDIO_COPY, &c) < 0 ? -errno : 0;
 	uint64_t done = c.copy > 0 ? (uint64_t)c.copy : 0;
 	if (err == 0)
 		done = b - a;
@@ -482,6 +563,11 @@ static int fill(struct server *s, struct lmm *m, size_t ri, uint64_t a, uint64_t
 	if (err == -ESRCH) { /* the address space is gone */
 		m->left = 0;
 		return 0;
+	}
+	if (err < 0 && err != -EAGAIN) {
+		s->err_pid = m->pid;
+		s->err_from = m->from;
+		s->err_addr = a + done;
 	}
 	return err;
 }
@@ -691,6 +777,10 @@ static int server_loop(struct server *s)
 		bool work = work_left(s);
 		if (!s->ctl_open && (!s->committed || !work))
 			return s->committed ? 0 : -ECANCELED;
+		/* until the tree runs, faults only: a fault (the rseq registration,
+		 * an injected call) never waits behind a background step, and
+		 * ckpt has the CPU for the rest of the restart */
+		bool fill_now = work && s->committed;
 		_cleanup_free_ struct pollfd *pf = calloc(s->n + 1, sizeof(*pf));
 		if (!pf)
 			return -ENOMEM;
@@ -700,7 +790,7 @@ static int server_loop(struct server *s)
 		size_t first_mm = np;
 		for (size_t i = 0; i < s->n; i++)
 			pf[np++] = (struct pollfd){ .fd = s->mm[i].fd, .events = POLLIN };
-		if (poll(pf, np, work || s->nretry ? 0 : -1) < 0 && errno != EINTR)
+		if (poll(pf, np, fill_now || s->nretry ? 0 : -1) < 0 && errno != EINTR)
 			return -errno;
 		int r = 0;
 		size_t nmm = s->n; /* a fork adds one: polled next time */
@@ -719,7 +809,7 @@ static int server_loop(struct server *s)
 				r = add_retry(s, old[i].mm, old[i].addr);
 		}
 		free(old);
-		if (r >= 0 && work)
+		if (r >= 0 && fill_now)
 			r = fill_step(s, &next_mm);
 		if (r < 0)
 			return r;
@@ -784,20 +874,23 @@ static _Noreturn void server_main(struct rst_ctx *ctx, int ctl)
 		_exit(1);
 	}
 	if (r < 0) {
-		if (r == -EBADMSG)
-			log_error(&s.log, "a page record of the image is damaged (data checksum "
-				    "mismatch); the restored processes are killed: %s", strerror(-r));
+		if (s.err_why)
+			log_error(&s.log, "%s%d: its memory at %llx cannot be served: %s; the "
+				  "restored processes are killed", s.err_pid ? "pid " : "a process "
+				  "forked by pid ", s.err_pid ? s.err_pid : s.err_from, (unsigned long long)s.err_addr, s.err_why);
 		else
-			log_error(&s.log, "serving the restored memory failed; the restored "
-				    "processes are killed: %s", strerror(-r));
+			log_error(&s.log, "serving the restored memory failed%s; the restored "
+				  "processes are killed: %s", s.err_addr ? " (at a page copy)" : "",
+				  strerror(-r));
 		_exit(1); /* the guard kills the tree */
 	}
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	log_info(&s.log, "all pages in: %llu pages copied in the background, %llu "
-		 "faults served with the image's pages, %llu with zeros; %.3f s of CPU",
+		 "faults served with the image's pages, %llu with zeros, %llu compressed "
+		 "records decompressed; %.3f s of CPU",
 		 (unsigned long long)s.filled, (unsigned long long)s.served,
-		 (unsigned long long)s.zeroed,
+		 (unsigned long long)s.zeroed, (unsigned long long)s.frames,
 		 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
 			 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	send_msg(s.guard, &done, NULL, 0, -1);
@@ -808,23 +901,128 @@ static _Noreturn void server_main(struct rst_ctx *ctx, int ctl)
 
 int mm_lazy_image(struct rst_ctx *ctx)
 {
-	if (ctx->r.hdr.flags & IMG_HDR_ZSTD)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"--lazy: the image's pages are compressed (checkpoint --compress): "
-				"restart it without --lazy");
 	ctx->r.crc_later = MM_PAGES;
 	return 0;
 }
 
-int mm_lazy_note(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec)
+int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec,
+		  struct pages_chunk *ret)
 {
-	struct img_frame f;
-	memcpy(&f, ctx->r.base + rec->offset, sizeof(f));
-	struct mm_rec *nr = realloc(m->recs, m->pages.n * sizeof(*nr));
-	if (!nr)
-		return -ENOMEM;
-	m->recs = nr;
-	nr[m->pages.n - 1] = (struct mm_rec){ rec->data, rec->len, f.data_crc, false };
+	/* the reader is sparse: the table is read with pread into memory of
+	 * ckpt's (the server, a fork, has it too), the mapping not touched;
+	 * the record's last page first, which holds the table of up to 254
+	 * extents, then the rest if it is longer */
+	uint64_t got = MIN((uint64_t)IMG_PAGE_SIZE, rec->len), len;
+	if (rec->len < sizeof(struct pages_head) || rec->len % 8)
+		return -EINVAL;
+	if (m->ntails % 64 == 0) {
+		uint8_t **nt = realloc(m->tails, (m->ntails + 64) * sizeof(*nt));
+		struct mm_rec *nr = realloc(m->recs, (m->ntails + 64) * sizeof(*nr));
+		if (nt)
+			m->tails = nt;
+		if (nr)
+			m->recs = nr;
+		if (!nt || !nr)
+			return -ENOMEM;
+	}
+	uint8_t *tail = malloc(got);
+	int r = tail ? img_reader_pread(&ctx->r, rec->data + rec->len - got, tail, got) : -ENOMEM;
+	if (r >= 0)
+		r = pages_table_len(rec, tail + got - sizeof(struct pages_head), &len);
+	if (r >= 0 && len > got) {
+		uint8_t *t2 = malloc(len);
+		free(tail);
+		tail = t2;
+		got = len;
+		r = tail ? img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len) : -ENOMEM;
+	}
+	if (r >= 0)
+		r = pages_parse_tail(rec, tail, got, ret);
+	if (r < 0) {
+		free(tail);
+		return r;
+	}
+	m->recs[m->ntails] = (struct mm_rec){ rec->data, rec->len, rec->data_crc, false };
+	m->tails[m->ntails++] = tail;
+	return 0;
+}
+
+void mm_lazy_free(struct mm_rst *m)
+{
+	for (size_t i = 0; i < m->ntails; i++)
+		free(m->tails[i]);
+	free(m->tails);
+	free(m->recs);
+}
+
+/* The vma of e holding addr (vmas are sorted), or -1. */
+static ssize_t vma_idx(const MmEntry *e, uint64_t addr)
+{
+	size_t lo = 0, hi = e->n_vmas;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (addr < e->vmas[mid]->start)
+			hi = mid;
+		else if (addr >= e->vmas[mid]->end)
+			lo = mid + 1;
+		else
+			return (ssize_t)mid;
+	}
+	return -1;
+}
+
+/* Has chunk ch a page outside the registered vmas (reg)? */
+static bool has_eager(const MmEntry *e, const bool *reg, const struct pages_chunk *ch)
+{
+	for (size_t i = 0; i < ch->n; i++) {
+		for (uint64_t a = ch->x[i].off, end = a + ch->x[i].len; a < end;) {
+			ssize_t v = vma_idx(e, a);
+			if (v < 0 || !reg[v])
+				return true;
+			a = e->vmas[v]->end;
+		}
+	}
+	return false;
+}
+
+int mm_lazy_eager(struct rst_ctx *ctx, struct rst_task *t, const bool *reg,
+		  struct pages_set *ret)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	struct pages_set s = { 0 };
+	for (size_t c = 0; c < m->pages.n; c++) {
+		const struct pages_chunk *ch = &m->pages.c[c];
+		if (reg && !has_eager(m->e, reg, ch))
+			continue;
+		struct mm_rec *rec = m->recs ? &m->recs[c] : NULL;
+		int r = 0;
+		if (rec && !rec->crc_ok && mm_lazy_check_rec(rec) < 0)
+			r = log_fail(&ctx->log, -EBADMSG, "pid %d: the image's pages at %llx are "
+				     "damaged (data checksum mismatch)", t->pid,
+				     (unsigned long long)ch->x[0].off);
+		else if (rec)
+			rec->crc_ok = true;
+		if (r >= 0 && (r = pages_set_add(&s, ch, 0, UINT64_MAX)) < 0)
+			log_fail(&ctx->log, r, "pid %d: %s", t->pid, strerror(-r));
+		if (r < 0) {
+			pages_set_release(&s);
+			return r;
+		}
+	}
+	*ret = s;
+	return 0;
+}
+
+int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	for (size_t c = 0; m->recs && c < m->pages.n; c++)
+		if (!m->recs[c].crc_ok && mm_lazy_check_rec(&m->recs[c]) < 0)
+			return log_fail(&ctx->log, -EBADMSG, "pid %d: the image's pages at %llx are "
+					"damaged (data checksum mismatch)", t->pid,
+					(unsigned long long)m->pages.c[c].x[0].off);
+	free(m->recs);
+	m->recs = NULL;
 	return 0;
 }
 

@@ -38,7 +38,11 @@ struct mm_rec {
 struct mm_rst {
 	MmEntry *e;
 	struct pages_set pages; /* its private pages, from the page store */
-	struct mm_rec *recs;    /* RESTART_LAZY: per chunk of pages, its record */
+	struct mm_rec *recs;    /* RESTART_LAZY: per chunk of pages, its record
+				 * (NULL once all are checked: mm_lazy_settle) */
+	uint8_t **tails;        /* RESTART_LAZY: per record, its table read by
+				 * pread (the chunks' extents point there) */
+	size_t ntails;
 	struct remote_files rf; /* while it is restored */
 	bool eager;             /* RESTART_LAZY, but restored before its children
 				 * are forked: filled now */

@@ -634,7 +634,7 @@ static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
 static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct mm_rst *m)
 {
 	struct pages_chunk c;
-	int r = pages_parse(rec, &c);
+	int r = (ctx->flags & RESTART_LAZY) ? mm_lazy_parse(ctx, m, rec, &c) : pages_parse(rec, &c);
 	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
 		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
 				pages_strerror(r));
@@ -653,7 +653,7 @@ static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct 
 		}
 	}
 	ctx->mem_bytes += c.bytes;
-	return (ctx->flags & RESTART_LAZY) ? mm_lazy_note(ctx, m, rec) : 0;
+	return 0;
 }
 
 static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -1544,22 +1544,7 @@ struct page_job {
 	struct rst_task *t;
 	const MmEntry *e;
 	struct uffd *u;
-	const struct mm_rst *m;
 };
-
-/* RESTART_LAZY: is every page of ch the server's (in a registered vma)? */
-static bool all_lazy(const MmEntry *e, const struct uffd *u, const struct pages_chunk *ch)
-{
-	for (size_t i = 0; i < ch->n; i++) {
-		for (uint64_t a = ch->x[i].off, end = a + ch->x[i].len; a < end;) {
-			ssize_t idx = vma_index(e, a);
-			if (idx < 0 || !u->reg[idx])
-				return false;
-			a = e->vmas[idx]->end;
-		}
-	}
-	return true;
-}
 
 static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_addr)
 {
@@ -1571,14 +1556,6 @@ static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_ad
 	uint64_t bytes = 0;
 	int r = 0;
 
-	/* its checksum was left for now (not when a chain's was checked) */
-	if (j->u->lazy && !all_lazy(e, j->u, ch) && !j->m->recs[ch - j->m->pages.c].crc_ok) {
-		r = mm_lazy_check_rec(&j->m->recs[ch - j->m->pages.c]);
-		if (r < 0) {
-			*ret_addr = ch->x[0].off;
-			return r;
-		}
-	}
 	for (size_t i = 0; i < ch->n && r >= 0; i++) {
 		uint64_t addr = ch->x[i].off, end = addr + ch->x[i].len;
 		/* piece by piece, one vma each: a run may span registered and
@@ -1634,8 +1611,18 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	} else {
 		uffd_open(ctx, t, &u);
 	}
-	struct page_job j = { .progress = &ctx->progress, .t = t, .e = m->e, .u = &u, .m = m };
-	r = pages_set_apply(&m->pages, 2, write_chunk, &j, &addr);
+	struct page_job j = { .progress = &ctx->progress, .t = t, .e = m->e, .u = &u };
+	/* with --lazy, ckpt writes only the chunks with pages outside the
+	 * registered vmas (all of a task filled now: m->eager), their
+	 * checksums checked first (not at load); the rest is the server's */
+	struct pages_set eager = { 0 };
+	bool checked_late = ctx->flags & RESTART_LAZY;
+	if (checked_late)
+		r = mm_lazy_eager(ctx, t, lazy ? u.reg : NULL, &eager);
+	bool logged = r < 0;
+	if (r >= 0)
+		r = pages_set_apply(checked_late ? &eager : &m->pages, 2, write_chunk, &j, &addr);
+	pages_set_release(&eager);
 	if (lazy && r >= 0) {
 		/* the server has it now: registered vmas stay registered */
 		r = mm_lazy_give(ctx, t, u.fd, u.reg);
@@ -1649,15 +1636,10 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	} else {
 		uffd_close(t, &u);
 	}
-	/* --lazy checks a page record's checksum when it is first used; else a
-	 * bad message is a compressed frame's (pages_strerror) */
-	if (r == -EBADMSG && ctx->lazy)
-		return log_fail(&ctx->log, r, "pid %d: the image's pages at %llx are damaged "
-				"(data checksum mismatch)", t->pid, (unsigned long long)addr);
-	if (r < 0)
+	if (r < 0 && !logged)
 		return log_fail(&ctx->log, r, "pid %d: cannot write pages at %llx: %s", t->pid,
 				(unsigned long long)addr, pages_strerror(r));
-	return 0;
+	return r;
 }
 
 /*
@@ -1896,7 +1878,7 @@ static void mm_free_rstate(void *state)
 		return;
 	pages_set_release(&m->pages);
 	mm_chain_free(m->chain);
-	free(m->recs);
+	mm_lazy_free(m);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);

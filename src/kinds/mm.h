@@ -154,11 +154,27 @@ struct img_record;
 /* At load, before the records are checked: refuses what --lazy cannot
  * serve and leaves the page records' checksums for later. */
 int mm_lazy_image(struct rst_ctx *ctx) __attribute__((warn_unused_result));
-/* At load: one more page record of m. */
-int mm_lazy_note(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec)
-	__attribute__((warn_unused_result));
+/* At load, instead of pages_parse(): one more page record of m, parsed
+ * from its table read by pread (the image's mapping is not touched), its
+ * checksum kept for the first use; the table is m's until mm_lazy_free(). */
+struct pages_chunk;
+int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record *rec,
+		  struct pages_chunk *ret) __attribute__((warn_unused_result));
+/* Frees what mm_lazy_parse() kept in m. */
+void mm_lazy_free(struct mm_rst *m);
 /* -EBADMSG if the record's data is not what its checksum says. */
 int mm_lazy_check_rec(const struct mm_rec *r) __attribute__((warn_unused_result));
+/* The chunks of t's page set that have pages outside the registered vmas
+ * (reg: per vma; NULL: none is), which ckpt writes itself, their records'
+ * checksums checked (a damaged one is refused here, logged); *ret to
+ * release. */
+struct pages_set;
+int mm_lazy_eager(struct rst_ctx *ctx, struct rst_task *t, const bool *reg,
+		  struct pages_set *ret) __attribute__((warn_unused_result));
+/* t's page set is about to be rebuilt from its image and its parents'
+ * (mm-chain.c): its own records' checksums are checked now, and the
+ * server takes the rebuilt set as checked. */
+int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 /* At prepare: the server forked (ctx->lazy). */
 int mm_lazy_start(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 /* A userfaultfd of t's (ret_fd, ckpt's copy) with its private anonymous

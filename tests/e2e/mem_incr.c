@@ -9,6 +9,7 @@
  * more ("step2"); checkpoints --parent image 1 --kill (image 2) and
  * restarts that. Every page must then hold what the program last wrote:
  * some from image 2, most from image 1 or image 0, the dropped ones zero.
+ * argv[1] "text": the patterns are letters, compressible (--compress).
  */
 #include "lib.h"
 
@@ -22,9 +23,13 @@
 #define PG 4096ul
 #define NPAGES (32 * MiB / PG)
 
+static bool text; /* set once in main, before any page is filled */
+
 static void fill_page(unsigned char *p, uint64_t seed, size_t i)
 {
 	test_fill_random(p, PG, seed * 1000003u + i);
+	for (size_t k = 0; text && k < PG; k++)
+		p[k] = (unsigned char)('a' + (p[k] & 15));
 }
 
 static bool page_is(const unsigned char *p, uint64_t seed, size_t i)
@@ -82,8 +87,9 @@ static uint64_t final_seed(size_t i)
 	return 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	text = argc > 1 && !strcmp(argv[1], "text");
 	const int rw = PROT_READ | PROT_WRITE, fl = MAP_PRIVATE | MAP_ANONYMOUS;
 	unsigned char *big = test_mmap(NULL, 32 * MiB, rw, fl, -1, 0);
 	unsigned char *old = test_mmap(NULL, 256 * 1024, rw, fl, -1, 0);

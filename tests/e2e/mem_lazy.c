@@ -9,9 +9,10 @@
  * the child's). The small regions are mapped first, at the highest
  * addresses, which the server's background fill reaches last.
  *
- * argv[1]: MiB of the big region (default 128); argv[2] "tree": a child
+ * argv[1]: MiB of the big region (default 128); then "tree": a child
  * made before the checkpoint does the same with its own patterns, woken by
- * the root, which reports both.
+ * the root, which reports both; "text": the patterns are compressible
+ * (checkpoint --compress: mem_lazy_compressed and its neighbours).
  */
 #include "lib.h"
 
@@ -23,9 +24,13 @@
 
 #define SMALL (4ul << 20)
 
+static bool text; /* set once in main, before anything reads it */
+
 static uint64_t word(uint64_t seed, size_t i)
 {
 	uint64_t x = (seed + i) * 0x9e3779b97f4a7c15ull;
+	if (text) /* digits and a few letters: zstd keeps a quarter of it */
+		return 0x2020303030303030ull | ((x >> 40) & 0x0f0f0f0f0f0full) | (i & 0xff) << 56;
 	return x ^ (x >> 29);
 }
 
@@ -158,7 +163,11 @@ static void verify(struct mem *m)
 int main(int argc, char **argv)
 {
 	size_t big = (argc > 1 ? strtoul(argv[1], NULL, 0) : 128) << 20;
-	bool tree = argc > 2 && !strcmp(argv[2], "tree");
+	bool tree = false;
+	for (int i = 2; i < argc; i++) {
+		tree |= !strcmp(argv[i], "tree");
+		text |= !strcmp(argv[i], "text");
+	}
 	struct mem m;
 	pid_t child = 0;
 	int res[2] = { -1, -1 };

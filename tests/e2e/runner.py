@@ -126,8 +126,22 @@ TESTS = [
     entry("mem_lazy", pargs=("256",), rst_args=("--lazy",)),
     entry("mem_lazy_tree", program="mem_lazy", pargs=("64", "tree"), rst_args=("--lazy",)),
     entry("mem_lazy_killed", kind="lazy_killed", program="mem_lazy", pargs=("256",)),
-    entry("mem_lazy_compressed", kind="lazy_compressed", program="mem_lazy", pargs=("16",)),
     entry("mem_lazy_damaged", kind="lazy_damaged", program="mem_lazy", pargs=("64",)),
+    # restart --lazy of compressed images (zstd frames decompressed on demand) and of chains
+    entry("mem_lazy_compressed", program="mem_lazy", pargs=("64", "text"),
+          ckpt_args=["--compress"], rst_args=("--lazy",),
+          log_regex=r"zstd: [1-9]\d* of \d+ records compressed"),
+    entry("mem_lazy_compressed_tree", program="tree_cow", pargs=("text",),
+          ckpt_args=["--compress"], rst_args=("--lazy",),
+          log_regex=r"zstd: [1-9]\d* of \d+ records compressed"),
+    entry("mem_lazy_compressed_damaged", kind="lazy_damaged", program="mem_lazy",
+          pargs=("64", "text"), compress=True),
+    entry("mem_lazy_compressed_forged", kind="lazy_forged", program="mem_lazy",
+          pargs=("64", "text")),
+    entry("mem_lazy_chain", kind="lazy_chain", program="mem_incr"),
+    entry("mem_lazy_chain_compressed", kind="lazy_chain", program="mem_incr", pargs=("text",),
+          compress=True),
+    entry("mem_lazy_chain_damaged", kind="lazy_chain_damaged", program="mem_incr"),
     entry("mem_lazy_stream", kind="stream", program="mem_lazy", pargs=("64",),
           rst_args=("--lazy",)),
     entry("mem_lazy_sealed", kind="stream", program="mem_lazy", pargs=("64",), key=True,
@@ -575,6 +589,8 @@ TESTS = [
     entry("files_interrupted", kind="files_interrupted", program="mem_big"),
     # damaged images
     entry("img_damage", kind="damage", program="img_target"),
+    # the same with restart --lazy (sparse reader, page records checked by the lazy server)
+    entry("img_damage_lazy", kind="damage", program="img_target", rst_args=("--lazy",)),
 ]
 
 
@@ -5386,7 +5402,7 @@ http {{
             path = self.p("dmg-" + kind)
             with open(path, "wb") as f:
                 f.write(data)
-            name = "img_damage/" + kind
+            name = self.t["name"] + "/" + kind
             try:
                 self.restart_damaged(path, kind, where)
                 sub.ok(name)
@@ -5401,10 +5417,10 @@ http {{
                 raise Fail("restart --dry-run exit %d: %s"
                            % (r.returncode, r.stderr.decode(errors="replace").strip()))
             self.expect_gone("restart --dry-run")
-            sub.ok("img_damage/dry-run")
+            sub.ok(self.t["name"] + "/dry-run")
         except Fail as e:
-            sub.bad("img_damage/dry-run", str(e), self)
-        rp = self.restart(img, "restart")
+            sub.bad(self.t["name"] + "/dry-run", str(e), self)
+        rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the undamaged image")
 
@@ -5412,9 +5428,23 @@ http {{
         tag = "dmg-" + kind
         pidfile = self.p(tag + ".pid")
         err = self.p(tag + ".err")
+        lazy = "--lazy" in self.t.get("rst_args", ())
         rp = self.popen(self.ckpt_argv("restart", path, "--pidfile", pidfile, "--log",
-                                       self.p(tag + ".log")), err=err, out=self.p(tag + ".out"))
+                                       self.p(tag + ".log"), *self.t.get("rst_args", ())),
+                        err=err, out=self.p(tag + ".out"))
         deadline = time.monotonic() + 30
+        if lazy and kind == "pages":
+            # --lazy checks a page record when the server first uses it: the
+            # process may run until then; the server names the damage and
+            # its guard kills it
+            self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy of a damaged image")
+            log = tail(self.p(tag + ".log"), 50) or ""
+            rc = rp.returncode
+            if not (rc == 128 + signal.SIGKILL or 0 < rc < 128) or "damaged" not in log:
+                raise Fail("%s (%s): restart --lazy exit %s, log %r" % (
+                    kind, where, rp.returncode, log.strip()[-300:]))
+            self.expect_gone("the damaged image's lazy server stopped")
+            return
         try:
             while rp.poll() is None:
                 if os.path.exists(pidfile):
@@ -6138,47 +6168,137 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart -")
         self.check_result(rc, "ckpt restart -")
 
-    def flow_lazy_compressed(self):
-        """restart --lazy of a compressed image is refused before anything is
-        made; the same image restarts without --lazy."""
+    def lazy_restart_killed(self, img, tag, must):
+        """restart --lazy of a damaged img: the server finds the damage as it
+        fills, says so (must, a regex, in the log) and the guard kills the
+        restored process (ckpt restart exits 137); nothing is left."""
+        rp = self.restart(img, tag, extra=("--lazy",))
+        self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy")
+        if rp.returncode != 128 + signal.SIGKILL:
+            raise Fail("ckpt restart --lazy of a damaged image exited %s, want 137"
+                       % rp.returncode)
+        with open(self.p(tag + ".log"), errors="replace") as f:
+            text = f.read()
+        if not re.search(must, text):
+            raise Fail("the log does not say /%s/" % must)
+        self.expect_gone("the damaged image's server stopped")
+
+    def flow_lazy_damaged(self):
+        """restart --lazy of an image whose page bytes are damaged (compress:
+        a byte inside a zstd frame): the checksum is checked by the server
+        before it uses the record, which finds it, says so, and the guard
+        kills the restored process."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        z = self.t.get("compress")
+        self.checkpoint(img, "ckpt", reap=[pr], extra=("--compress",) if z else ())
+        with open(img, "rb") as f:
+            data = bytearray(f.read())
+        if z:  # the middle of the largest zstd frame
+            _, _, off, length, zlen = max(zstd_records(data), key=lambda r: r[3])
+            at = off + zlen // 2
+        else:  # a byte in the middle: the big region's pages
+            at = len(data) // 2
+        data[at] ^= 0x5a
+        with open(img, "wb") as f:
+            f.write(data)
+        self.lazy_restart_killed(img, "restart", r"pid %d: its memory at [0-9a-f]+ cannot be "
+                                 r"served: .*damaged \(data checksum mismatch\)" % self.pid)
+
+    def flow_lazy_forged(self):
+        """restart --lazy of a compressed image forged with good checksums:
+        a frame length that is not the frame's is refused before anything is
+        made, naming the record; a frame whose content checksum is wrong
+        passes every check at load and fails when the server decompresses
+        it: the log names the process and the address, the guard kills it."""
         if self.opts.no_ckpt:
             return self.native()
         pr = self.start()
         self.wait_ready()
         img = self.p("img")
         self.checkpoint(img, "ckpt", reap=[pr], extra=("--compress",))
-        self.refused_restart(img, "restart --lazy of a compressed image",
-                             r"--lazy: the image's pages are compressed", extra=["--lazy"])
-        rp = self.restart(img, "restart")
-        rc = self.wait_exit(rp, "ckpt restart")
-        self.check_result(rc, "ckpt restart")
+        with open(img, "rb") as f:
+            good = f.read()
+        frame, off, length, zlen = max(zstd_records(good), key=lambda r: r[3])[1:]
+        data = bytearray(good)
+        struct.pack_into("<Q", data, off + length - 24, zlen + 8)  # the table's zlen
+        struct.pack_into("<I", data, frame + 20, crc32c_fast(bytes(data[off:off + length])))
+        with open(self.p("img-zlen"), "wb") as f:
+            f.write(data)
+        self.refused_restart(self.p("img-zlen"), "a forged frame length",
+                             r"record \d+ \(mm/pages\): damaged", extra=["--lazy"])
+        data = bytearray(good)
+        for i in range(off + zlen - 4, off + zlen):  # the frame's content checksum
+            data[i] ^= 0x5a
+        struct.pack_into("<I", data, frame + 20, crc32c_fast(bytes(data[off:off + length])))
+        with open(img, "wb") as f:
+            f.write(data)
+        self.lazy_restart_killed(img, "restart", r"pid %d: its memory at [0-9a-f]+ cannot be "
+                                 r"served: its compressed pages do not decompress" % self.pid)
 
-    def flow_lazy_damaged(self):
-        """restart --lazy of an image whose page bytes are damaged: the
-        checksum is checked by the server before it uses the record, which
-        finds it, says so, and the guard kills the restored process."""
+    def lazy_chain(self, pr, extra):
+        """mem_incr's chain (flow_incr): image 0 (--track), image 1 (--parent
+        image 0), image 2 (--parent image 1, --kill); the three paths."""
+        imgs = [self.p("img%d" % i) for i in range(3)]
+        self.checkpoint(imgs[0], "ckpt0", reap=[pr], kill=False, extra=["--track", *extra])
+        os.kill(self.pid, signal.SIGUSR1)
+        self.wait_file("step1", pr)
+        self.checkpoint(imgs[1], "ckpt1", reap=[pr], kill=False,
+                        extra=["--parent", imgs[0], "--track", *extra])
+        os.kill(self.pid, signal.SIGUSR1)
+        self.wait_file("step2", pr)
+        self.checkpoint(imgs[2], "ckpt2", reap=[pr], extra=["--parent", imgs[1], *extra])
+        return imgs
+
+    def flow_lazy_chain(self):
+        """restart --lazy of the newest image of a chain of three (compress:
+        each made with --compress): every page comes from the newest image
+        that has it, served by the lazy server; checked from inside."""
         if self.opts.no_ckpt:
             return self.native()
         pr = self.start()
         self.wait_ready()
-        img = self.p("img")
-        self.checkpoint(img, "ckpt", reap=[pr])
-        size = os.path.getsize(img)
-        with open(img, "r+b") as f:  # a byte in the middle: the big region's pages
-            f.seek(size // 2)
-            b = f.read(1)
-            f.seek(size // 2)
-            f.write(bytes([b[0] ^ 0x5a]))
-        rp = self.restart(img, "restart", extra=("--lazy",))
-        self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy")
-        if rp.returncode != 128 + signal.SIGKILL:
-            raise Fail("ckpt restart --lazy of a damaged image exited %s, want 137"
-                       % rp.returncode)
+        z = ["--compress"] if self.t.get("compress") else []
+        imgs = self.lazy_chain(pr, z)
+        if z and not zstd_records(open(imgs[0], "rb").read()):
+            raise Fail("--compress: image 0 has no compressed page record")
+        rp = self.restart(imgs[2], "restart", extra=("--lazy",))
         with open(self.p("restart.log"), errors="replace") as f:
-            text = f.read()
-        if "damaged (data checksum mismatch)" not in text:
-            raise Fail("the log does not say the page record is damaged")
-        self.expect_gone("the damaged image's server stopped")
+            if "memory is served by pid" not in f.read():
+                raise Fail("restart --lazy started no lazy server")
+        rc = self.wait_exit(rp, "ckpt restart --lazy")
+        self.check_result(rc, "ckpt restart --lazy")
+
+    def flow_lazy_chain_damaged(self):
+        """restart --lazy of a chain with a damaged page record: in the parent
+        (every parent is checked whole) or in the newest image (its own
+        records are checked before the chain's pages are put together), the
+        restart is refused before anything is made, naming it; with the
+        chain mended it restarts."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        imgs = self.lazy_chain(pr, [])
+        for which, must in ((1, r"parent image .*img1: record \d+: data checksum mismatch"),
+                            (2, r"pid %d: the image's pages at [0-9a-f]+ are damaged" % self.pid)):
+            with open(imgs[which], "rb") as f:
+                good = f.read()
+            r = max(walk_image(good)[:-1], key=lambda r: r[5])
+            data = bytearray(good)
+            data[r[4] + r[5] // 3] ^= 0x5a
+            with open(imgs[which], "wb") as f:
+                f.write(data)
+            self.refused_restart(imgs[2], "restart --lazy, image %d damaged" % which, must,
+                                 extra=["--lazy"])
+            with open(imgs[which], "wb") as f:
+                f.write(good)
+        rp = self.restart(imgs[2], "restart", extra=("--lazy",))
+        rc = self.wait_exit(rp, "ckpt restart --lazy")
+        self.check_result(rc, "ckpt restart --lazy")
 
     def flow_lazy_killed(self):
         """restart --lazy, and the lazy server SIGKILLed as soon as the process
@@ -7400,6 +7520,17 @@ def walk_image(data):
                    "header_size %d, %d records, stopped at %d of %d" % (hs, len(recs), pos,
                                                                         len(data)))
     return recs
+
+
+def zstd_records(data):
+    """[(index, frame_off, data_off, data_len, zlen)] of the compressed page
+    records (pages.h: the head's magic PGZ1, zlen before it)."""
+    out = []
+    for r in walk_image(bytes(data))[:-1]:
+        end = r[4] + r[5]
+        if r[5] >= 40 and data[end - 16:end - 12] == b"PGZ1":
+            out.append((r[0], r[1], r[4], r[5], struct.unpack_from("<Q", data, end - 24)[0]))
+    return out
 
 
 def flip(data, off):

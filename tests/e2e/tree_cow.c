@@ -7,7 +7,8 @@
  * still shared with the children (Shared_Dirty of the area, and Pss about
  * a quarter of Rss); then the root changes a page, and each child checks
  * its copy: the root's data with its own 16 pages changed, not the root's
- * new change.
+ * new change. argv[1] "text": the data is compressible (letters), for
+ * checkpoint --compress (tree_cow_lazy_compressed).
  */
 #include "lib.h"
 
@@ -59,13 +60,22 @@ static uint64_t expected_hash(const uint8_t *base, int kid)
 	return h;
 }
 
-int main(void)
+/* random bytes, or with `text` letters of them: compressible by a half */
+static void fill(uint8_t *p, size_t len, uint64_t seed, bool text)
 {
+	test_fill_random(p, len, seed);
+	for (size_t i = 0; text && i < len; i++)
+		p[i] = (uint8_t)('a' + (p[i] & 15));
+}
+
+int main(int argc, char **argv)
+{
+	bool text = argc > 1 && !strcmp(argv[1], "text");
 	int go[2];
 	if (pipe(go))
 		fail("pipe: %m");
 	uint8_t *mem = test_mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	test_fill_random(mem, LEN, 7);
+	fill(mem, LEN, 7, text);
 	/* the children's expectations, computed before anyone changes a page */
 	uint64_t want[KIDS];
 	for (int k = 0; k < KIDS; k++)
@@ -78,7 +88,7 @@ int main(void)
 			memset(mem + (size_t)(k * 100 + 1000) * PG, k + 1, 16 * PG);
 			uint8_t *own = test_mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
 						 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			test_fill_random(own, 1 << 20, 100 + k);
+			fill(own, 1 << 20, 100 + k, text);
 			const uint64_t own_hash = test_hash(own, 1 << 20, 0);
 			char c;
 			while (read(go[0], &c, 1) < 0 && errno == EINTR)
