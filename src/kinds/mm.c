@@ -703,25 +703,7 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 			return r;
 	}
 	/* an incremental image: the pages its parents have */
-	if (!m->chain)
-		return 0;
-	bool lazy = ctx->flags & RESTART_LAZY;
-	/* --lazy: the image's own records checked now (their chunks are
-	 * rebuilt over the chain's; the parents were checked whole) */
-	for (size_t i = 0; lazy && i < m->pages.n; i++)
-		if (mm_lazy_check_rec(&m->recs[i]) < 0)
-			return log_fail(&ctx->log, -EBADMSG, "pid %d: a page record of the image is "
-					"damaged (its checksum differs)", t->pid);
-	int r = mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages);
-	if (r < 0 || !lazy)
-		return r;
-	struct mm_rec *nr = realloc(m->recs, (m->pages.n ? m->pages.n : 1) * sizeof(*nr));
-	if (!nr)
-		return -ENOMEM;
-	m->recs = nr;
-	for (size_t i = 0; i < m->pages.n; i++)
-		nr[i] = (struct mm_rec){ m->pages.c[i].data, m->pages.c[i].bytes, 0, true };
-	return 0;
+	return m->chain ? mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages) : 0;
 }
 
 /* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
