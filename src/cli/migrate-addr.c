@@ -319,20 +319,28 @@ void migrate_addrs_drop(struct migrate_addr *v, size_t n)
 	rtnl_close(&rt);
 }
 
+/* The link of m, into l: 1 if it is an Ethernet link that answers ARP
+ * (an announcement makes sense), 0 if not, or -errno. */
+static int announcing_link(const struct migrate_addr *m, struct rtnl_link *l)
+{
+	struct rtnl rt = {0};
+	int r = rtnl_open(&rt);
+	if (r >= 0)
+		r = rtnl_link_get(&rt, m->index, NULL, l);
+	rtnl_close(&rt);
+	if (r < 0)
+		return r;
+	return l->maclen == ETH_ALEN && !(l->flags & IFF_NOARP);
+}
+
 /* A gratuitous ARP request (sender and target: the address) from the link's
  * own mac: the neighbours that had the source's mac for it take ours. */
 static int garp(const struct migrate_addr *m)
 {
-	struct rtnl rt = {0};
 	struct rtnl_link l;
-	int r = rtnl_open(&rt);
-	if (r >= 0)
-		r = rtnl_link_get(&rt, m->index, NULL, &l);
-	rtnl_close(&rt);
-	if (r < 0)
+	int r = announcing_link(m, &l);
+	if (r <= 0)
 		return r;
-	if (l.maclen != ETH_ALEN || (l.flags & IFF_NOARP))
-		return 0;
 	_cleanup_close_ int s = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ARP));
 	if (s < 0)
 		return -errno;
@@ -365,16 +373,10 @@ static int garp(const struct migrate_addr *m)
  * gratuitous ARP. The kernel fills in the ICMPv6 checksum. */
 static int unsolicited_na(const struct migrate_addr *m)
 {
-	struct rtnl rt = {0};
 	struct rtnl_link l;
-	int r = rtnl_open(&rt);
-	if (r >= 0)
-		r = rtnl_link_get(&rt, m->index, NULL, &l);
-	rtnl_close(&rt);
-	if (r < 0)
+	int r = announcing_link(m, &l);
+	if (r <= 0)
 		return r;
-	if (l.maclen != ETH_ALEN || (l.flags & IFF_NOARP))
-		return 0;
 	_cleanup_close_ int s = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
 	if (s < 0)
 		return -errno;
