@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A refusal: fd 5 holds a deleted file of 2 GiB (sparse), larger than
- * ckpt saves. The runner expects the checkpoint to fail naming the pid,
- * fd 5 and the size limit; the original goes on with its file.
+ * A refusal: fd 5 holds a file deleted from its directory that still has
+ * a name (a hard link) in another directory, which ckpt does not look
+ * for. The runner expects the checkpoint to fail naming the pid, fd 5 and
+ * the reason; the original goes on with its file.
  */
 #include "lib.h"
 
@@ -12,8 +13,11 @@
 
 int main(void)
 {
-	int fd = open("big", O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0 || ftruncate(fd, 2l << 30) || pwrite(fd, "x", 1, 1 << 20) != 1 || unlink("big"))
+	if (mkdir("a", 0700) || mkdir("b", 0700))
+		fail("mkdir: %m");
+	int fd = open("a/big", O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || pwrite(fd, "x", 1, 1 << 20) != 1 || link("a/big", "b/other") ||
+	    unlink("a/big"))
 		fail("big: %m");
 	test_move_fd(fd, 5);
 
@@ -21,6 +25,7 @@ int main(void)
 	test_wait();
 
 	struct stat st;
-	expect(fstat(5, &st) == 0 && st.st_size == 2l << 30, "the file changed");
+	expect(fstat(5, &st) == 0 && st.st_size == (1 << 20) + 1 && st.st_nlink == 1,
+	       "the file changed");
 	pass();
 }

@@ -547,7 +547,7 @@ TESTS = [
     entry("refuse_inherited", kind="refuse_inherited", program="mem_anon", case="pipe"),
     entry("refuse_inherited_fifo", kind="refuse_inherited", program="mem_anon", case="fifo"),
     entry("fd_external", kind="fd_external"),
-    entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*1 GiB"),
+    entry("refuse_deleted", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*big \(deleted\).*still has another name"),
     entry("refuse_inotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*queued.*--drop-queued-events"),
     entry("refuse_fanotify_perm", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*fanotify.*permission events"),
