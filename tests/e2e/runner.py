@@ -1324,14 +1324,16 @@ class Run:
             raise Fail("the two test hosts: %s" % e)
         return self.topo
 
-    def mig2_run(self, argv, env=None, wait=True):
-        """argv as pid 1 of `ckpt run --net` on host A (the host end in A's
-        namespace); self.pid its pid, once ckpt run's pidfile has it."""
+    def mig2_run(self, argv, env=None, wait=True, run_args=()):
+        """argv as pid 1 of `ckpt run --net [run_args]` on host A (the host
+        end in A's namespace); self.pid its pid, once ckpt run's pidfile has
+        it."""
         pidfile = self.p("run.pid")
         self.logs.append(self.p("out.log"))
         pr = self.popen(self.topo.argv("a", [self.opts.ckpt, "run", "--net", "--net-addr",
                                              self.MIG2_SUB, "--net-host-if", self.MIG2_HOSTIF,
-                                             "--pidfile", pidfile, "--"] + list(argv)),
+                                             "--pidfile", pidfile] + list(run_args) +
+                                       ["--"] + list(argv)),
                         err=self.p("out.log"), out=self.p("run.out"),
                         env=dict(os.environ, CKPT_TEST_DIR=self.dir, **(env or {})))
         self.prog = pr
@@ -1479,22 +1481,15 @@ class Run:
             topo.make()
         except twohost.TopoError as e:
             raise Fail("the test hosts: %s" % e)
-        hostif, table, c = "cknat0", "ckpt_nat_cknat0", topo.addr("c")
+        hostif, c = self.MIG2_HOSTIF, topo.addr("c")
+        table = "ckpt_nat_" + hostif
         py = [self.opts.python, os.path.join(HERE, "py_echo.py")]
         srv = self.popen(topo.argv("c", py + ["server"]), err=self.p("server.log"),
                          env=dict(os.environ, PY_ECHO_HOST="0.0.0.0"))
-        self.logs += [self.p("server.log"), self.p("run.log")]
+        self.logs.append(self.p("server.log"))
         port = int(self.wait_file("port", srv))
-        pidfile = self.p("run.pid")
-        pr = self.popen(topo.argv("a", [self.opts.ckpt, "run", "--net", "--nat", "--net-addr",
-                                        self.MIG2_SUB, "--net-host-if", hostif, "--pidfile",
-                                        pidfile, "--", self.opts.python, "-c",
-                                        "import signal; signal.pause()"]),
-                        out=self.p("run.log"), err=self.p("run.log"))
-        self.wait_until("ckpt run's pidfile", lambda: os.path.exists(pidfile) and
-                        open(pidfile).read().endswith("\n"), [pr])
-        with open(pidfile) as f:
-            self.pid = int(f.read())
+        pr = self.mig2_run([self.opts.python, "-c", "import signal; signal.pause()"],
+                           run_args=["--nat"])
 
         def through_nat(when):
             """one line echoed on a new connection from the container's
@@ -2627,21 +2622,15 @@ class Run:
         lst.bind(("127.0.0.1", 0))
         lst.listen()
         c = socket.socket()
-
-        def taken():
-            """bound and connected; or the port is not free anyway (a
-            connect() of someone else's given it as an ephemeral port, a
-            connection of it in TIME_WAIT): taken all the same"""
-            try:
-                c.bind(("127.0.0.1", port))
-                c.connect(lst.getsockname())
-                self.held = getattr(self, "held", []) + [lst, c, lst.accept()[0]]
-                return True
-            except OSError as e:
-                if e.errno == errno.EADDRINUSE:
-                    return True
+        try:
+            c.bind(("127.0.0.1", port))
+            c.connect(lst.getsockname())
+            self.held = getattr(self, "held", []) + [lst, c, lst.accept()[0]]
+        except OSError as e:
+            # not free anyway (a connect() of someone else's was given it as
+            # an ephemeral port, a connection of it in TIME_WAIT): taken
+            if e.errno != errno.EADDRINUSE:
                 raise
-        self.wait_until("port %d to be taken by a connection of the runner's" % port, taken, [])
 
     def remove_shared(self):
         """between checkpoint and restart (mem_remake): the mapped file goes"""
