@@ -5,7 +5,7 @@ between the two test hosts of tests/e2e/twohost.py (network namespaces A
 and B, clients in C; root only).
 
     bench/migrate.py [--ckpt build/ckpt] [--mib 1024] [--conns 100] [--repeat 1] [--keep]
-                     [--rounds N] [--lazy]
+                     [--rounds N] [--lazy] [--timing]
 
 The server, pid 1 of `ckpt run --net` on host A, holds MIB MiB of touched
 memory and keeps writing 1% of it per second (in steps of 0.1% every 100
@@ -17,7 +17,10 @@ a line again. Printed for each run: the downtime ckpt migrate reports
 image bytes it sent, their ratio to the memory, and what the server
 dirtied during the migration while it still ran (1%/s times the total
 time less the downtime). --keep keeps the run's directory with both
-sides' logs.
+sides' logs. --timing runs both sides with -v and prints the final
+round's timeline from their logs: each step of the frozen checkpoint and
+of the target's restart with the kinds that took time in it, and the
+migration's marks (image sent, target's ready, commit, running).
 
 By default ckpt migrate pre-copies: the memory is sent while the server
 runs, then what it wrote meanwhile, in rounds (--rounds N, at most; 0:
@@ -119,6 +122,35 @@ def wait_for(what, pred, procs, timeout=600):
         time.sleep(0.05)
 
 
+LINE = re.compile(r"^\(\s*(\d+\.\d+)\) (\w+): \w+: (.*)$")
+
+
+def timeline(d):
+    """The final round, both sides' -v logs merged by time (one clock: one
+    machine): each step's time and its costly kinds, the migration's marks."""
+    ev = []
+    for side, name, start in (("A", "migrate.log", "final round"),
+                              ("B", "receive.log", "final round comes")):
+        on = False
+        for line in open(os.path.join(d, name), errors="replace"):
+            m = LINE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            t, who, text = float(m.group(1)), m.group(2), m.group(3)
+            if who == "migrate" and text.startswith(start + " "):
+                on = True
+            if on and (who == "migrate" or " step " in text or "locked in" in text or
+                       "removed after" in text):
+                ev.append((t, side, who, text))
+    if not ev:
+        return
+    ev.sort()
+    t0 = [e[0] for e in ev if e[2] == "migrate" and e[3].startswith("final round ")][0]
+    print("timeline of the final round (ms from the freeze; A source, B target):")
+    for t, side, who, text in ev:
+        print("  %+8.1f %s %s" % ((t - t0) * 1000, side, text))
+
+
 def one(args, run):
     topo = twohost.TwoHost("bm%d" % os.getpid()).make()
     d = tempfile.mkdtemp(prefix="ckpt-bench-mig-")
@@ -146,7 +178,8 @@ def one(args, run):
         subprocess.run([args.ckpt, "keygen", key], check=True, capture_output=True)
         rcv = popen("b", [args.ckpt, "receive", "--listen", topo.addr("b") + ":0", "--key", key,
                           "--log", os.path.join(d, "receive.log")] +
-                    (["--lazy"] if args.lazy else []), "receive")
+                    (["--lazy"] if args.lazy else []) + (["-v"] if args.timing else []),
+                    "receive")
         port = []
 
         def listening():
@@ -157,7 +190,8 @@ def one(args, run):
         mig = popen("a", [args.ckpt, "migrate", str(pid), "--to", "%s:%d" % (topo.addr("b"),
                                                                                 port[0]),
                           "--key", key, "--log", os.path.join(d, "migrate.log"),
-                          "--rounds", str(args.rounds)], "migrate")
+                          "--rounds", str(args.rounds)] + (["-v"] if args.timing else []),
+                    "migrate")
         mig.wait()
         total = time.monotonic() - t0
         rcv.wait(60)
@@ -186,6 +220,8 @@ def one(args, run):
               "memory+dirtied), connections intact"
               % (run, args.mib, args.conns, rounds, down, total, image, image / args.mib,
                  dirtied, image / (args.mib + dirtied)), flush=True)
+        if args.timing:
+            timeline(d)
         return down, total, image
     finally:
         for p in procs:
@@ -221,6 +257,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=8, help="pre-copy rounds at most (0: none)")
     ap.add_argument("--lazy", action="store_true", help="ckpt receive --lazy")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory (logs)")
+    ap.add_argument("--timing", action="store_true",
+                    help="both sides log with -v; print the final round's timeline")
     args = ap.parse_args()
     args.ckpt = os.path.abspath(args.ckpt)
     if os.geteuid() != 0:

@@ -195,9 +195,28 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
 	return 0;
 }
 
+/*
+ * A moment of the migration in the log, at debug level (-v), stamped like
+ * the library's lines (CLOCK_MONOTONIC): with the target's log, where the
+ * downtime goes (bench/migrate.py --timing).
+ */
+static void mark(int logfd, int verbose, const char *what, unsigned arg)
+{
+	struct timespec ts;
+	char line[200];
+	if (logfd < 0 || !verbose)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int n = snprintf(line, sizeof(line), "(%5ld.%06ld) migrate: debug: %s %u\n",
+			 (long)ts.tv_sec, ts.tv_nsec / 1000, what, arg);
+	if (n > 0 && write(logfd, line, (size_t)n) < 0) {
+	}
+}
+
 /* --- the source --------------------------------------------------------- */
 
 struct source {
+	int logfd, verbose;             /* for mark() */
 	int ctl, data;
 	long target_pid;
 	int running;                    /* the target's answer to commit: 0 (read into
@@ -215,7 +234,9 @@ static int target_ready(void *arg, char *why, size_t why_len)
 	struct source *s = arg;
 	char line[LINE_MAX_LEN];
 	shutdown(s->data, SHUT_WR); /* the image ends here */
+	mark(s->logfd, s->verbose, "final image sent", 0);
 	int r = read_line(s->ctl, line, sizeof(line), -1);
+	mark(s->logfd, s->verbose, "target answered", 0);
 	if (r < 0) {
 		snprintf(why, why_len, "the target did not answer: %s", strerror(-r));
 		return r;
@@ -235,11 +256,13 @@ static int target_ready(void *arg, char *why, size_t why_len)
 static void tell_commit(void *arg)
 {
 	struct source *s = arg;
+	mark(s->logfd, s->verbose, "commit", 0);
 	s->running = send_line(s->ctl, "commit\n", NULL);
 	if (s->running >= 0)
 		s->running = read_line(s->ctl, s->running_line, sizeof(s->running_line),
 				       ACCEPT_TIMEOUT_MS);
 	s->running_ms = now_ms();
+	mark(s->logfd, s->verbose, "running", 0);
 }
 
 /* A data connection, its token sent. */
@@ -365,6 +388,7 @@ static int precopy_round(const struct cli_args *a, struct source *s, struct prec
 	char num[16], line[LINE_MAX_LEN];
 	unsigned k = p->rounds;
 	snprintf(num, sizeof(num), "%u", k);
+	mark(logfd, a->verbose, "pre-copy round", k);
 	int r = send_line(s->ctl, "round %s\n", num);
 	if (r >= 0 && s->data < 0)
 		r = data_connect(s);
@@ -391,7 +415,9 @@ static int precopy_round(const struct cli_args *a, struct source *s, struct prec
 	    !strncmp(line, "error ", 6))
 		snprintf(err, err_len, "the target could not restore it: %s", line + 6);
 	if (r >= 0) {
+		mark(logfd, a->verbose, "pre-copy round sent", k);
 		r = read_line(s->ctl, line, sizeof(line), -1);
+		mark(logfd, a->verbose, "pre-copy round taken", k);
 		if (r < 0)
 			snprintf(err, err_len, "the target did not answer: %s", strerror(-r));
 		else if (strncmp(line, "got ", 4) || strtoul(line + 4, NULL, 10) != k) {
@@ -524,6 +550,9 @@ int cmd_migrate(const struct cli_args *a)
 		.target_addrs = here && !same_ns ? addrs : NULL,
 		.n_target_addrs = naddrs,
 	};
+	s.logfd = logfd;
+	s.verbose = a->verbose;
+	mark(logfd, a->verbose, "final round", pc.rounds);
 	uint64_t t0 = now_ms();
 	int r = ckpt_checkpoint_opts(a->pid, s.data, &o);
 	close(s.data);
@@ -803,7 +832,7 @@ static void remove_dir(const char *dir)
  * still there.
  */
 static int target_rounds(int lfd, int ctl, int *data, const char *token, const char *dir,
-			 const struct cli_key *key, char *why, size_t why_len)
+			 const struct cli_key *key, int logfd, int verbose, char *why, size_t why_len)
 {
 	char line[LINE_MAX_LEN], name[40], err[512] = "";
 	for (unsigned k = 0;; k++) {
@@ -816,6 +845,7 @@ static int target_rounds(int lfd, int ctl, int *data, const char *token, const c
 			snprintf(why, why_len, "no data connection came: %s", strerror(-r));
 			return r;
 		}
+		mark(logfd, verbose, !strcmp(line, "final") ? "final round comes" : "round comes", k);
 		if (!strcmp(line, "final"))
 			return 0;
 		if (strncmp(line, "round ", 6) || strtoul(line + 6, NULL, 10) != k) {
@@ -846,6 +876,7 @@ static int target_rounds(int lfd, int ctl, int *data, const char *token, const c
 			return (int)n;
 		}
 		snprintf(name, sizeof(name), "%u", k);
+		mark(logfd, verbose, "round kept", k);
 		if ((r = send_line(ctl, "got %s\n", name)) < 0) {
 			snprintf(why, why_len, "the source went away: %s", strerror(-r));
 			return r;
@@ -857,14 +888,16 @@ static int target_rounds(int lfd, int ctl, int *data, const char *token, const c
  * The processes the image had in a job-control stop (o->stopped) stay
  * stopped. */
 static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o,
-			 struct migrate_addr *v, size_t nv)
+			 struct migrate_addr *v, size_t nv, int logfd, int verbose)
 {
 	char line[LINE_MAX_LEN];
 	char num[32];
 	snprintf(num, sizeof(num), "%d", pid);
+	mark(logfd, verbose, "ready", 0);
 	int r = send_line(ctl, "ready %s\n", num);
 	if (r >= 0)
 		r = read_line(ctl, line, sizeof(line), -1);
+	mark(logfd, verbose, "commit came", 0);
 	if (r < 0 || strcmp(line, "commit")) {
 		signal_tree(pid, SIGKILL, NULL, 0);
 		migrate_addrs_drop(v, nv);
@@ -877,6 +910,7 @@ static int target_finish(int ctl, pid_t pid, const struct ckpt_opts *o,
 		    o->n_stopped < o->stopped_max ? o->n_stopped : o->stopped_max);
 	migrate_addrs_announce(v, nv);
 	send_line(ctl, "running %s\n", num);
+	mark(logfd, verbose, "running", 0);
 	return 0;
 }
 
@@ -900,7 +934,7 @@ int cmd_receive(const struct cli_args *a)
 		fprintf(stderr, "ckpt: no migration came in: %s\n", strerror(-version));
 		return 1;
 	}
-	int r = 0;
+	int r = 0, logfd = cli_open_log(a->log);
 	if (version == 2) {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(dir, sizeof(dir), "%s/ckpt-receive.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -911,11 +945,14 @@ int cmd_receive(const struct cli_args *a)
 			send_line(ctl, "error %s\n", err);
 			dir[0] = '\0';
 		} else {
-			r = target_rounds(lfd, ctl, &data, token, dir, &key, err, sizeof(err));
+			r = target_rounds(lfd, ctl, &data, token, dir, &key, logfd, a->verbose, err,
+					  sizeof(err));
 		}
 	}
 	close(lfd);
 	if (r < 0) {
+		if (logfd >= 0)
+			close(logfd);
 		if (data >= 0)
 			close(data);
 		close(ctl);
@@ -926,7 +963,6 @@ int cmd_receive(const struct cli_args *a)
 			"(the source keeps the program)\n", err);
 		return 1;
 	}
-	int logfd = cli_open_log(a->log);
 	struct ckpt_opts o = {
 		.size = sizeof(o),
 		.flags = RESTART_DETACH | RESTART_FROZEN | (a->pidns ? RESTART_PIDNS : 0) |
@@ -945,24 +981,29 @@ int cmd_receive(const struct cli_args *a)
 	};
 	r = ckpt_restart_opts(0, data, &o);
 	close(data);
-	if (logfd >= 0)
-		close(logfd);
-	/* the restored tree has its memory (a lazy server maps what it serves
-	 * from, which stays until it is done): the rounds go */
-	if (dir[0])
-		remove_dir(dir);
 	if (r < 0) {
 		const char *why = err[0] ? err : strerror(-r);
+		if (dir[0])
+			remove_dir(dir);
 		send_line(ctl, "error %s\n", why);
 		close(ctl);
+		if (logfd >= 0)
+			close(logfd);
 		migrate_addrs_drop(addrs, naddrs);
 		fprintf(stderr, "ckpt: restart of the migrated tree failed: %s (the source keeps "
 			"it)\n", why);
 		return 1;
 	}
 	pid_t pid = r;
-	r = target_finish(ctl, pid, &o, addrs, naddrs);
+	r = target_finish(ctl, pid, &o, addrs, naddrs, logfd, a->verbose);
 	close(ctl);
+	/* the restored tree has its memory (a lazy server maps what it serves
+	 * from, which stays until it is done): the rounds go, once the tree
+	 * runs (removing 1 GiB of them took 12-45 ms, which was downtime) */
+	if (dir[0])
+		remove_dir(dir);
+	if (logfd >= 0)
+		close(logfd);
 	if (r < 0)
 		return 1;
 	printf("%d\n", pid); /* like restart --detach: scripts read the pid here */

@@ -5,6 +5,7 @@
  * kind that has it, in kinds.def order. What each op is for is in kinds.h;
  * DESIGN.md tells the sequence in prose.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/sequence.h"
@@ -110,6 +111,39 @@ const struct rst_step rst_sequence[RST_NSTEPS] = {
 	 * after "end" in a dry run: every process killed, restore_abort */
 };
 
+/*
+ * Where a step's time went: each kind's ops of the step, added up over the
+ * tasks, for the debug line "... step NAME: done in N us (kind N, ...)"
+ * that the migration's breakdown (bench/migrate.py --timing) reads. Kinds
+ * under 200 us are left out.
+ */
+struct step_times {
+	uint64_t us[KIND_MAX];
+};
+
+static void times_add(struct step_times *st, int k, uint64_t t0)
+{
+	if (st)
+		st->us[k] += now_us() - t0;
+}
+
+static void times_log(struct ckpt_log *log, const char *what, const char *name, uint64_t t0,
+		      const struct step_times *st)
+{
+	char kinds_[512] = "";
+	size_t n = 0;
+	if (log->fd < 0 || log->level < CKPT_LOG_DEBUG)
+		return;
+	for (int k = 0; st && k < KIND_MAX && n < sizeof(kinds_); k++)
+		if (st->us[k] >= 200) {
+			int w = snprintf(kinds_ + n, sizeof(kinds_) - n, "%s%s %llu", n ? ", " : "",
+					 kinds[k].name, (unsigned long long)st->us[k]);
+			n += w > 0 ? (size_t)w : 0;
+		}
+	log_debug(log, "%s step %s: done in %llu us%s%s%s", what, name,
+		  (unsigned long long)(now_us() - t0), n ? " (" : "", kinds_, n ? ")" : "");
+}
+
 typedef int (*op_once_fn)(struct rst_ctx *ctx);
 typedef int (*op_task_fn)(struct rst_ctx *ctx, struct rst_task *t);
 
@@ -129,12 +163,15 @@ static op_once_fn once_op(const struct kind_ops *ops, size_t off)
 }
 
 /* One kind's op of step s for t: logged with the kind's name on failure. */
-static int call_task(struct rst_ctx *ctx, enum rst_step_id s, int k, struct rst_task *t)
+static int call_task(struct rst_ctx *ctx, enum rst_step_id s, int k, struct rst_task *t,
+		     struct step_times *times)
 {
 	op_task_fn fn = task_op(kinds[k].ops, rst_sequence[s].op);
 	if (!fn || (t->leader && !kinds[k].ops->per_thread))
 		return 0;
+	uint64_t t0 = now_us();
 	int r = fn(ctx, t);
+	times_add(times, k, t0);
 	if (r < 0 && !ctx->log.errors)
 		log_error(&ctx->log, "%s %d: restoring %s failed%s%s: %s",
 			  t->leader ? "thread" : "pid", t->pid, kinds[k].name,
@@ -143,28 +180,34 @@ static int call_task(struct rst_ctx *ctx, enum rst_step_id s, int k, struct rst_
 	return r;
 }
 
-int seq_rst_task(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task *t)
+static int rst_task_timed(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task *t,
+			  struct step_times *times)
 {
 	for (int k = 0; k < KIND_MAX; k++) {
-		int r = call_task(ctx, s, k, t);
+		int r = call_task(ctx, s, k, t, times);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
+int seq_rst_task(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task *t)
+{
+	return rst_task_timed(ctx, s, t, NULL);
+}
+
 /* STEP_TASKS: each process, all kinds; then its threads, the per_thread kinds. */
-static int run_tasks(struct rst_ctx *ctx, enum rst_step_id s)
+static int run_tasks(struct rst_ctx *ctx, enum rst_step_id s, struct step_times *times)
 {
 	for (size_t i = 0; i < ctx->nimage; i++) {
 		struct rst_task *t = &ctx->tasks[i];
 		if (t->zombie)
 			continue;
-		int r = seq_rst_task(ctx, s, t);
+		int r = rst_task_timed(ctx, s, t, times);
 		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
 			/* the vDSO may have moved with the leader's mm */
 			t->threads[j].pup.syscall_ip = t->pup.syscall_ip;
-			r = seq_rst_task(ctx, s, &t->threads[j]);
+			r = rst_task_timed(ctx, s, &t->threads[j], times);
 		}
 		if (r < 0)
 			return r;
@@ -172,7 +215,7 @@ static int run_tasks(struct rst_ctx *ctx, enum rst_step_id s)
 	return 0;
 }
 
-static int run_step(struct rst_ctx *ctx, enum rst_step_id s)
+static int run_step(struct rst_ctx *ctx, enum rst_step_id s, struct step_times *times)
 {
 	const struct rst_step *st = &rst_sequence[s];
 	int r = st->run ? st->run(ctx) : 0;
@@ -182,13 +225,16 @@ static int run_step(struct rst_ctx *ctx, enum rst_step_id s)
 	case STEP_ONCE:
 		for (int k = 0; r >= 0 && k < KIND_MAX; k++) {
 			op_once_fn fn = once_op(kinds[k].ops, st->op);
+			uint64_t t0 = now_us();
 			r = fn ? fn(ctx) : 0;
+			if (fn)
+				times_add(times, k, t0);
 		}
 		return r;
 	case STEP_ROOT:
-		return seq_rst_task(ctx, s, &ctx->tasks[0]);
+		return rst_task_timed(ctx, s, &ctx->tasks[0], times);
 	case STEP_TASKS:
-		return run_tasks(ctx, s);
+		return run_tasks(ctx, s, times);
 	default: /* STEP_EACH: run by the step above; STEP_NONE */
 		return 0;
 	}
@@ -197,11 +243,13 @@ static int run_step(struct rst_ctx *ctx, enum rst_step_id s)
 int seq_rst_run(struct rst_ctx *ctx, enum rst_step_id first, enum rst_step_id last)
 {
 	for (int s = first; s <= (int)last; s++) {
-		int r = run_step(ctx, s);
+		struct step_times times = { 0 };
+		uint64_t t0 = now_us();
+		int r = run_step(ctx, s, &times);
 		if (r < 0)
 			return r;
 		if (rst_sequence[s].name[0])
-			log_debug(&ctx->log, "restart step %s: done", rst_sequence[s].name);
+			times_log(&ctx->log, "restart", rst_sequence[s].name, t0, &times);
 	}
 	return 0;
 }
@@ -210,7 +258,8 @@ typedef int (*ck_once_fn)(struct ckpt_ctx *ctx);
 typedef void (*ck_void_fn)(struct ckpt_ctx *ctx);
 typedef int (*ck_task_fn)(struct ckpt_ctx *ctx, struct task *t);
 
-static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
+static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t,
+		     struct step_times *times)
 {
 	const struct ckpt_step *st = &ckpt_sequence[s];
 	int r = st->run_task ? st->run_task(ctx, t) : 0, first = 0;
@@ -221,7 +270,9 @@ static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t)
 			continue;
 		if (s == CKPT_DUMP && (ctx->flags & CKPT_PRECOPY) && !kinds[k].ops->dump_live)
 			continue;
+		uint64_t t0 = now_us();
 		r = fn(ctx, t);
+		times_add(times, k, t0);
 		if (r < 0 && st->why && !ctx->log.errors)
 			log_error(&ctx->log, "%s %d: %s: %s%s", t->leader ? "thread" : "pid", t->pid,
 				  kinds[k].name, st->why, strerror(-r));
@@ -249,16 +300,16 @@ int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
 
 /* A task's first failure ends its part of the step; a refusal while
  * gathering lets the next task go on. */
-int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s)
+static int ckpt_tasks_timed(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct step_times *times)
 {
 	int first = 0;
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct task *t = &ctx->tasks[i];
 		if (t->zombie)
 			continue;
-		int r = ckpt_task(ctx, s, t);
+		int r = ckpt_task(ctx, s, t, times);
 		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
-			r = ckpt_task(ctx, s, &t->threads[j]);
+			r = ckpt_task(ctx, s, &t->threads[j], times);
 		if (r < 0 && !log_gathers(&ctx->log, r))
 			return r;
 		if (r < 0 && !first)
@@ -267,21 +318,31 @@ int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s)
 	return first;
 }
 
-static int ckpt_once(struct ckpt_ctx *ctx, const struct ckpt_step *st)
+int seq_ckpt_tasks(struct ckpt_ctx *ctx, enum ckpt_step_id s)
+{
+	return ckpt_tasks_timed(ctx, s, NULL);
+}
+
+static int ckpt_once(struct ckpt_ctx *ctx, const struct ckpt_step *st, struct step_times *times)
 {
 	int first = 0;
 	for (int k = 0; k < KIND_MAX; k++) {
 		const char *at = (const char *)kinds[k].ops + st->op;
+		uint64_t t0 = now_us();
 		if (st->when & STEP_VOID) {
 			ck_void_fn fn;
 			memcpy(&fn, at, sizeof(fn));
-			if (fn)
+			if (fn) {
 				fn(ctx);
+				times_add(times, k, t0);
+			}
 			continue;
 		}
 		ck_once_fn fn;
 		memcpy(&fn, at, sizeof(fn));
 		int r = fn ? fn(ctx) : 0;
+		if (fn)
+			times_add(times, k, t0);
 		if (r < 0 && !log_gathers(&ctx->log, r))
 			return r;
 		if (r < 0 && !first)
@@ -299,16 +360,21 @@ int seq_ckpt_run(struct ckpt_ctx *ctx)
 		    ((st->when & STEP_LIVE) && !(ctx->flags & CKPT_PRECOPY)) ||
 		    ((st->when & STEP_NOT_LIVE) && (ctx->flags & CKPT_PRECOPY)))
 			continue;
+		struct step_times times = { 0 };
+		uint64_t t0 = now_us();
 		ctx->log.gather = st->when & STEP_GATHER;
 		int r = st->run ? st->run(ctx) : 0;
 		if (r >= 0 && st->over == STEP_ONCE)
-			r = ckpt_once(ctx, st);
+			r = ckpt_once(ctx, st, &times);
 		else if (r >= 0 && st->over == STEP_TASKS)
-			r = seq_ckpt_tasks(ctx, s);
+			r = ckpt_tasks_timed(ctx, s, &times);
 		ctx->log.gather = false;
 		if (r < 0 && !ctx->failed)
 			ctx->failed = r;
-		log_debug(&ctx->log, "checkpoint step %s: %s", st->name, r < 0 ? "failed" : "done");
+		if (r < 0)
+			log_debug(&ctx->log, "checkpoint step %s: failed", st->name);
+		else
+			times_log(&ctx->log, "checkpoint", st->name, t0, &times);
 	}
 	return ctx->failed;
 }

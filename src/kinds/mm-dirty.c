@@ -24,6 +24,10 @@
  * The generation is written to the memfd before any page is
  * write-protected, so a checkpoint that fails halfway leaves a generation
  * no complete image has: the next --parent is refused, never wrong.
+ *
+ * A checkpoint with CKPT_KILL (a migration's frozen round) neither
+ * write-protects nor registers: nothing is tracked after it (if it fails,
+ * the tree runs on with the new generation, which no complete image has).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -339,6 +343,10 @@ static int register_vmas(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *
 			d->reg[i] = true;
 			continue;
 		}
+		/* the tree dies after this image: a vma with no history goes
+		 * whole, registered or not */
+		if (ctx->flags & CKPT_KILL)
+			continue;
 		struct uffdio_register reg = {
 			.range = { v->start, v->end - v->start },
 			.mode = UFFDIO_REGISTER_MODE_WP,
@@ -441,6 +449,11 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 		  const VmaEntry *v, struct pages_writer *pw)
 {
 	bool incr = d->incremental && d->had[i] && d->reg[i];
+	/* a checkpoint that kills the tree (a migration's frozen round) lists
+	 * the pages written without write-protecting them again: nothing
+	 * tracks them after it; a tree that runs on after a failure has its
+	 * tracking removed, or a generation no complete image has */
+	unsigned wp = ctx->flags & CKPT_KILL ? 0 : PM_SCAN_WP_MATCHING;
 	struct page_region regs[512];
 	uint64_t pos = v->start;
 	int r;
@@ -448,7 +461,7 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 	while (pos < v->end) {
 		struct pm_scan_arg arg = {
 			.size = sizeof(arg),
-			.flags = d->reg[i] ? PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC : 0,
+			.flags = d->reg[i] ? wp | PM_SCAN_CHECK_WPASYNC : 0,
 			.start = pos,
 			.end = v->end,
 			.vec = (uint64_t)(uintptr_t)regs,
