@@ -258,6 +258,15 @@ static int install(struct ckpt_log *log, struct netlock *nl, struct puppet_guard
 	return 0;
 }
 
+/* A migration (its committed callback): the killed tree runs on its target
+ * host, in the namespace restored there; nothing of it comes back here. */
+static bool migrated(const struct ckpt_ctx *ctx)
+{
+	const struct ckpt_opts *o = ctx->opts;
+	return o && o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) &&
+	       o->committed;
+}
+
 int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 {
 	struct inodes s = { 0 };
@@ -297,7 +306,11 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	 * too, under the same name, which the restart removes; its ports are
 	 * not this namespace's.
 	 */
-	bool host = (ctx->flags & CKPT_KILL) && !proc_same_netns(root);
+	/* not for a migration: its tree is killed only once the copy runs on
+	 * the target, and this lock would be removed right after the kill
+	 * (ckpt_netlock_unlock); until the kill the container's own lock
+	 * drops what comes through the veth pair (1.6-5 ms of frozen time) */
+	bool host = (ctx->flags & CKPT_KILL) && !migrated(ctx) && !proc_same_netns(root);
 	if (r >= 0 && host)
 		r = netlock_new(-1, name, &ctx->netlock_host);
 	for (size_t i = 0; r >= 0 && host && i < 2; i++)
@@ -345,15 +358,6 @@ static void unlock_one(struct ckpt_ctx *ctx, struct netlock **nl, bool ok, const
 	remove_logged(&ctx->log, *nl);
 out:
 	netlock_free(TAKE_PTR(*nl));
-}
-
-/* A migration (its committed callback): the killed tree runs on its target
- * host, in the namespace restored there; nothing of it comes back here. */
-static bool migrated(const struct ckpt_ctx *ctx)
-{
-	const struct ckpt_opts *o = ctx->opts;
-	return o && o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) &&
-	       o->committed;
 }
 
 /* A migration of a tree in ckpt's own namespace whose addresses move
