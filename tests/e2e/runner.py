@@ -38,6 +38,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 
 import argparse
 import errno
+import http.client
 import json
 import os
 import pwd
@@ -395,6 +396,8 @@ TESTS = [
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
+    entry("real_node", (B, T), kind="node"),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -3940,6 +3943,55 @@ class Run:
                             while_down=down.start)
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
+
+    def flow_node(self):
+        """real_node.js, Node.js's HTTP server on 127.0.0.1 at a free port
+        with a worker thread and a timer counting: a keep-alive connection
+        of the runner's asks GET /count before, and after checkpoint --kill
+        and restart (twice in twice mode) on the same connection, and a new
+        connection too; the worker's and the timer's counts go on growing
+        after the restart (the threads run), the served count goes on from
+        where it was, the pid is the same."""
+        node = shutil.which("node") or shutil.which("nodejs")
+        if not node:
+            raise Skip("node not installed")
+        port = self.free_port()
+        pr = self.start_server([node, os.path.join(HERE, "real_node.js"), str(port)], port)
+        held = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        last = {}
+
+        def count(conn=None):
+            c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/count")
+            r = c.getresponse()
+            body = r.read().decode()
+            if conn is None:
+                c.close()
+            m = re.fullmatch(r"worker (\d+) timer (\d+) served (\d+) pid (\d+)\n", body)
+            if r.status != 200 or not m:
+                raise Fail("node answered %s %r" % (r.status, body))
+            w, t, s, p = (int(x) for x in m.groups())
+            if p != self.pid:
+                raise Fail("node says pid %d, want %d" % (p, self.pid))
+            if last and s <= last["s"]:
+                raise Fail("node's served count went from %d to %d" % (last["s"], s))
+            last.update(w=w, t=t, s=s)
+            return w, t
+
+        def grows():
+            """the worker thread and the timer run: both counts grow"""
+            w0, t0 = count(held)
+            self.wait_until("node's worker thread and timer to count on",
+                            lambda: all(a > b for a, b in zip(count(held), (w0, t0))),
+                            [], timeout=30)
+            count()
+        self.wait_until("node's worker thread to start counting", lambda: count(held)[0] > 0,
+                        [pr], timeout=30)
+        grows()
+        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, grows, conns=1)
+        held.close()
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
 
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
