@@ -539,7 +539,7 @@ TESTS = [
     # with a kernel thread polling its ring and a worker blocked in a read:
     # threads that take no ptrace stop (the checkpoint used to hang)
     entry("refuse_uring_sqpoll", kind="refuse", program="refuse_uring", pargs=["sqpoll"],
-          regex=r"\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance"),
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*io_uring instance"),
     entry("refuse_all", kind="refuse",
           regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
                 r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
