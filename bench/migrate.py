@@ -151,6 +151,11 @@ def timeline(d):
         print("  %+8.1f %s %s" % ((t - t0) * 1000, side, text))
 
 
+def nice_of(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
 def one(args, run):
     topo = twohost.TwoHost("bm%d" % os.getpid()).make()
     d = tempfile.mkdtemp(prefix="ckpt-bench-mig-")
@@ -171,6 +176,7 @@ def one(args, run):
                           "--pidfile", pidfile, "--"] + me + ["serve", str(args.mib)], "run")
         wait_for("the server's memory", lambda: os.path.exists(os.path.join(d, "ready")), [srv])
         pid = int(open(pidfile).read())
+        nice = nice_of(pid)
         cl = popen("c", me + ["client", str(args.conns)], "client")
         wait_for("the connections", lambda: os.path.exists(os.path.join(d, "connected")),
                  [cl, srv])
@@ -201,6 +207,11 @@ def one(args, run):
             raise RuntimeError("migration failed: %s %s" % (err.strip(), open(
                 os.path.join(d, "receive.err")).read().strip()))
         topo.route(SUB, "b")
+        # the target's ckpt runs at nice -10 meanwhile: the copy must not
+        restored = int(open(os.path.join(d, "receive.out")).read())
+        if nice_of(restored) != nice:
+            raise RuntimeError("the copy runs at nice %d, the original at %d"
+                               % (nice_of(restored), nice))
         put(os.path.join(d, "check"), "")
         cl.wait(120)
         out = open(os.path.join(d, "client.out")).read() + open(

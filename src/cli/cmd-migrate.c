@@ -63,6 +63,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,25 +473,38 @@ static int precopy(const struct cli_args *a, struct source *s, struct precopy *p
 /*
  * The frozen round runs at a raised priority (nice FROZEN_NICE, when ckpt
  * may: CAP_SYS_NICE), the old one back after it: on a loaded host most of
- * the downtime was ckpt waiting for a CPU while the tree was frozen. Only
- * the source does it: what the target forks (the restored tree, a lazy
- * server, a pid namespace's init) would inherit it. The old nice, or
- * INT_MIN if it was left as it was.
+ * the downtime was ckpt waiting for a CPU while the tree was frozen. The
+ * source raises it for the frozen checkpoint, the target from the final
+ * image's arrival to "running". With SCHED_RESET_ON_FORK, so that nothing
+ * ckpt forks meanwhile inherits it (the kernel gives a child of a
+ * negative nice 0): not the restored tree (whose nice the sched kind sets
+ * from the image anyway), a lazy server, a pid namespace's init, nor
+ * ckpt's own threads. Only under SCHED_OTHER. The old nice, or INT_MIN if
+ * nothing was changed.
  */
 #define FROZEN_NICE (-10)
 
 static int raise_priority(void)
 {
+	struct sched_param p = { 0 };
 	errno = 0;
 	int old = getpriority(PRIO_PROCESS, 0);
-	if (errno || old <= FROZEN_NICE || setpriority(PRIO_PROCESS, 0, FROZEN_NICE) < 0)
+	if (errno || old <= FROZEN_NICE || sched_getscheduler(0) != SCHED_OTHER ||
+	    sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &p) < 0)
 		return INT_MIN;
+	if (setpriority(PRIO_PROCESS, 0, FROZEN_NICE) < 0) {
+		sched_setscheduler(0, SCHED_OTHER, &p);
+		return INT_MIN;
+	}
 	return old;
 }
 
 static void restore_priority(int old)
 {
-	if (old != INT_MIN && setpriority(PRIO_PROCESS, 0, old) < 0) {
+	struct sched_param p = { 0 };
+	if (old == INT_MIN)
+		return;
+	if (sched_setscheduler(0, SCHED_OTHER, &p) < 0 || setpriority(PRIO_PROCESS, 0, old) < 0) {
 	}
 }
 
@@ -1002,6 +1016,7 @@ int cmd_receive(const struct cli_args *a)
 			"(the source keeps the program)\n", err);
 		return 1;
 	}
+	int nice_was = raise_priority();
 	struct ckpt_opts o = {
 		.size = sizeof(o),
 		.flags = RESTART_DETACH | RESTART_FROZEN | (a->pidns ? RESTART_PIDNS : 0) |
@@ -1020,6 +1035,8 @@ int cmd_receive(const struct cli_args *a)
 	};
 	r = ckpt_restart_opts(0, data, &o);
 	close(data);
+	if (r < 0)
+		restore_priority(nice_was);
 	if (r < 0) {
 		const char *why = err[0] ? err : strerror(-r);
 		if (dir[0])
@@ -1035,6 +1052,7 @@ int cmd_receive(const struct cli_args *a)
 	}
 	pid_t pid = r;
 	r = target_finish(ctl, pid, &o, addrs, naddrs, logfd, a->verbose);
+	restore_priority(nice_was);
 	close(ctl);
 	/* the restored tree has its memory (a lazy server maps what it serves
 	 * from, which stays until it is done): the rounds go, once the tree
