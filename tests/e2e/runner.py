@@ -536,6 +536,8 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    # a vfork parent, its child waiting: a task that takes no ptrace stop
+    entry("refuse_vfork", kind="vfork"),
     # with a kernel thread polling its ring and a worker blocked in a read:
     # threads that take no ptrace stop (the checkpoint used to hang)
     entry("refuse_uring_sqpoll", kind="refuse", program="refuse_uring", pargs=["sqpoll"],
@@ -4947,6 +4949,37 @@ http {{
             raise Fail("the original is gone after the refused checkpoint")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def flow_vfork(self):
+        """refuse_vfork.c: the parent sleeps in vfork while its child waits
+        for SIGUSR1. The checkpoint fails within the guardian's bound (10 s)
+        naming the parent as a task that did not stop, in vfork; both run
+        on, neither traced once ckpt is gone; SIGUSR1 to the child ends it
+        and the parent exits 0 (a parent left in a ptrace stop would not)."""
+        pr = self.start()
+        self.pid = pr.pid
+        child = int(self.wait_file("vforked", pr))
+        if self.opts.no_ckpt:
+            os.kill(child, signal.SIGUSR1)
+            return self.check_result(self.wait_exit(pr, "the parent"), "the parent")
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint: status %d, expected a refusal" % rc)
+        rx = (r"\bpid %d: did not stop within 10 s of being seized \(state D, in the kernel "
+              r"at \w+\): a parent that called vfork\(\) waits so" % self.pid)
+        if not re.search(rx, err):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+
+        def untraced(pid):
+            with open("/proc/%d/status" % pid) as f:
+                return [l for l in f if l.startswith("TracerPid:")][0].split()[1] == "0"
+        for pid in (self.pid, child):
+            self.wait_until("pid %d to be traced no more" % pid, lambda: untraced(pid), [pr],
+                            timeout=20)
+        os.kill(child, signal.SIGUSR1)
+        rc = self.wait_exit(pr, "the parent")
+        if rc != 0:
+            raise Fail("the parent exited %s after its vfork child, want 0" % rc)
 
     def flow_refuse_inherited(self):
         """The root inherits fd 251, a pipe's (or FIFO's) write end, from the runner that
