@@ -398,6 +398,9 @@ TESTS = [
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
+    # SQLite's shell fed inserts by a shell loop through a pipe, one
+    # transaction each (its journal made and deleted every time)
+    entry("real_sqlite", (B, T), kind="sqlite"),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -3994,6 +3997,52 @@ class Run:
         held.close()
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
+
+    def flow_sqlite(self):
+        """sqlite3 (the shell) reading `insert into t values(I);` lines from
+        a shell loop through a pipe, 50 a second, each its own transaction
+        (its rollback journal made, then deleted at commit, sometimes while
+        still open when the tree is frozen: O_NOFOLLOW); checkpoint --kill
+        and restart (twice in twice mode) once rows are in: the inserts go
+        on after, and the rows are exactly 1..N, none lost or repeated (the
+        shell waits for the runner's read locks: .timeout)."""
+        if not shutil.which("sqlite3"):
+            raise Skip("sqlite3 not installed")
+        import sqlite3
+        db = self.p("db.sqlite")
+        loop = ('i=0; while true; do i=$((i+1)); echo "insert into t values($i);"; '
+                'sleep 0.02; done | sqlite3 -cmd ".timeout 20000" -cmd "create table t(x integer);" ' + db)
+        self.t = dict(self.t, argv=["sh", "-c", loop])
+        pr = self.start()
+        self.pid = pr.pid
+
+        def rows():
+            try:
+                with sqlite3.connect(db, timeout=10) as c:
+                    return c.execute("select count(*), min(x), max(x) from t").fetchone()
+            except sqlite3.OperationalError:
+                return (0, None, None)  # not made yet
+        self.wait_until("20 rows", lambda: rows()[0] >= 20, [pr], timeout=30)
+
+        def more():
+            n = rows()[0]
+            self.wait_until("20 more rows", lambda: rows()[0] >= n + 20, [], timeout=30)
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=more)
+        more()
+        # the shell loop (a child sh of the root) ends: sqlite3 reads the end
+        # of its input and exits, and so does the root
+        with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+        loops = [k for k in kids if self.comm(k) == "sh"]
+        if not loops or not any(self.comm(k) == "sqlite3" for k in kids):
+            raise Fail("the root's children %s are not the loop and sqlite3" % kids)
+        for k in loops:
+            os.kill(k, signal.SIGKILL)
+        self.wait_all([rp], EXIT_TIMEOUT, "the sqlite3 pipeline after its loop was killed")
+        n, lo, hi = rows()
+        if (n, lo, hi) != (hi, 1, hi):
+            raise Fail("rows: %d, from %s to %s; want 1..N each once" % (n, lo, hi))
+        self.notes.append("%d rows" % n)
 
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
