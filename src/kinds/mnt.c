@@ -254,6 +254,9 @@ static const char *fs_refusal(const struct mi *c)
 		return "network file systems are not supported (their files are on a server)";
 	if (!strncmp(t, "fuse", 4))
 		return "FUSE mounts are not supported yet (their files come from a process)";
+	if (!strcmp(t, "nsfs"))
+		return "a namespace file bound (the namespace it holds is not saved) is not "
+		       "supported yet";
 	return NULL;
 }
 
@@ -399,7 +402,7 @@ static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const st
 		return NULL;
 	}
 	if (!own_type(c->fstype))
-		return !strncmp(c->source, "/dev/", 5)
+		return major(c->dev) != 0 || !strncmp(c->source, "/dev/", 5)
 			       ? "block-device mounts are not supported (the device is not saved)"
 			       : "a file system ckpt cannot make again";
 	if (strcmp(c->fstype, "sysfs") && save_from(s, i, c, e))
@@ -458,6 +461,48 @@ static const char *propagation_refusal(const MountTree *tree, const MountEntry *
 	if (e->has_peer && !group_rep(tree, e->peer))
 		return "a peer group whose mounts' roots do not nest is not supported yet";
 	return NULL;
+}
+
+/*
+ * A mount of ckpt's namespace in the peer group e is in or receives from
+ * (a mount of the host's grafted into the container by open_tree and
+ * move_mount, or a namespace made without private propagation), or NULL:
+ * such a mount shares its propagation with a namespace the container does
+ * not own, which a restart, in a namespace of its own, cannot give back.
+ */
+static const struct mi *outside_peer(const MountEntry *e, const struct mi *host, size_t nhost)
+{
+	for (size_t i = 0; i < nhost; i++) {
+		uint32_t g = tag_of(host[i].fields, "shared:");
+		if (g && ((e->has_peer && g == e->peer) || (e->has_master && g == e->master)))
+			return &host[i];
+	}
+	return NULL;
+}
+
+/* Each mount's propagation can be made again, and is the container's
+ * alone: 0, or refused naming the mount. */
+static int check_propagation(struct ckpt_ctx *ctx, const struct mnt_ckpt *s,
+			     const struct mi *host, size_t nhost)
+{
+	for (size_t i = 0; i < s->tree.n_mounts; i++) {
+		const MountEntry *e = s->tree.mounts[i];
+		const struct mi *h = outside_peer(e, host, nhost);
+		const char *why = propagation_refusal(&s->tree, e);
+		if (h)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: mount %s (%s, shared:%u, master:%u): shares its "
+					"propagation with a mount outside the container (%s in ckpt's "
+					"mount namespace, shared:%u): a mount of a namespace the "
+					"container does not own is not supported",
+					s->pid, e->point, e->fstype, e->peer, e->master, h->point,
+					tag_of(h->fields, "shared:"));
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: mount %s (%s, shared:%u, master:%u): %s", s->pid,
+					e->point, e->fstype, e->peer, e->master, why);
+	}
+	return 0;
 }
 
 /* The mounts in an order with parents first (mountinfo's, mostly). */
@@ -535,14 +580,7 @@ static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct
 	s->tree.n_mounts = k;
 	s->tree.mounts = s->ptrs;
 	s->tree.has_host_root = s->tree.host_root = true;
-	for (size_t i = 0; i < k; i++) {
-		const MountEntry *e = s->ptrs[i];
-		const char *why = propagation_refusal(&s->tree, e);
-		if (why)
-			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
-					s->pid, e->point, e->fstype, e->peer, e->master, why);
-	}
-	return 0;
+	return check_propagation(ctx, s, host, nhost);
 }
 
 static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, char *htext)
@@ -581,14 +619,9 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 	}
 	s->tree.n_mounts = n;
 	s->tree.mounts = s->ptrs;
-	for (size_t i = 0; i < n; i++) {
-		const MountEntry *e = s->ptrs[i];
-		const char *why = propagation_refusal(&s->tree, e);
-		if (why)
-			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
-					s->pid, e->point, e->fstype, e->peer, e->master,
-					why);
-	}
+	int r = check_propagation(ctx, s, host, nhost);
+	if (r < 0)
+		return r;
 	if (!s->ents[0].bind && strcmp(s->ents[0].fstype, "overlay"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: its root is neither a directory of the host nor an overlay; "
@@ -597,13 +630,55 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 	return 0;
 }
 
+/* stat of /proc/PID[/task/TID]/ns/mnt into st: 0, or -errno */
+static int mntns_ident(pid_t pid, pid_t tid, struct stat *st)
+{
+	char path[64];
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/ns/mnt", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	return stat(path, st) < 0 ? -errno : 0;
+}
+
+/*
+ * Every thread of t in the mount namespace of the tree's root, whose
+ * mounts are the ones saved (a task that unshared CLONE_NEWNS has mounts
+ * of a namespace nothing saves, and would come back in the root's): else
+ * refused by pid.
+ */
+static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task *root = &ctx->tasks[0];
+	struct stat rs, ts;
+	if (t->zombie)
+		return 0;
+	int r = mntns_ident(root->pid, 0, &rs);
+	for (size_t j = 0; r >= 0 && j < t->nthreads + (t != root); j++) {
+		pid_t tid = j < t->nthreads ? t->threads[j].pid : 0;
+		r = mntns_ident(t->pid, tid, &ts);
+		if (r >= 0 && (ts.st_ino != rs.st_ino || ts.st_dev != rs.st_dev))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d%s%.0d: in another mount namespace (mnt:[%lu]) than the "
+					"tree's root (pid %d, mnt:[%lu]): its mounts are not saved; not "
+					"supported yet",
+					t->pid, tid ? " thread " : "", tid, (unsigned long)ts.st_ino,
+					root->pid, (unsigned long)rs.st_ino);
+	}
+	if (r < 0 && r != -ENOENT)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its mount namespace: %s", t->pid,
+				strerror(-r));
+	return 0;
+}
+
 static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	if (t != &ctx->tasks[0] || !ctx->container || same_mntns(t->pid))
-		return 0;
+	int r = in_root_mntns(ctx, t);
+	if (r < 0 || t != &ctx->tasks[0] || !ctx->container || same_mntns(t->pid))
+		return r;
 	char *text = NULL;
 	_cleanup_free_ char *htext = NULL;
-	int r = proc_read(t->pid, "mountinfo", &text, NULL);
+	r = proc_read(t->pid, "mountinfo", &text, NULL);
 	if (r >= 0)
 		r = proc_read(0, "mountinfo", &htext, NULL);
 	if (r < 0) {

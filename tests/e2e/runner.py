@@ -284,6 +284,32 @@ TESTS = [
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
           regex=r"fd 3 \(/scratch/f \(deleted\)\): a deleted file in a container with a "
                 r"root of its own(.|\n)*fd 4 \(/scratch/p\): a named FIFO in a container"),
+    # refused by name: a block device (a loop device's ext4), FUSE, a namespace
+    # file bound, a task in a mount namespace of its own, a mount shared with
+    # the host's namespace (a peer of a shared host mount grafted in)
+    entry("ct_rootfs_refuse_blk", (B,), kind="rootfs_refuse", signal=False, case="blk",
+          argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ext4 /dev/blk /mnt || exit 1; "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(ext4, /dev/blk\): block-device mounts are not supported"),
+    entry("ct_rootfs_refuse_fuse", (B,), kind="rootfs_refuse", signal=False, case="fuse",
+          argv=["/bin/sh", "-c", "mkdir -p /mnt && exec 3<> /dev/fuse && mount -t fuse -o "
+                "fd=3,rootmode=40000,user_id=0,group_id=0 fz /mnt || exit 1; exec 3>&-; "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(fuse, fz\): FUSE mounts are not supported"),
+    entry("ct_rootfs_refuse_nsfs", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "touch /scratch/uts && mount --bind /proc/1/ns/uts /scratch/uts "
+                "|| exit 1; echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /scratch/uts \(nsfs, nsfs\): a namespace file bound"),
+    entry("ct_rootfs_refuse_mntns", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "mkdir -p /mnt; unshare -m sh -c 'mount -t tmpfs x /mnt && "
+                "echo > /mnt/f && touch /t/child; while :; do sleep 1; done' & "
+                "while [ ! -e /t/child ]; do sleep 0.05; done; echo $$ > /t/ready; "
+                "while :; do sleep 1; done"],
+          regex=r"pid \d+: in another mount namespace \(mnt:\[\d+\]\) than the tree's root"),
+    entry("ct_rootfs_refuse_shared", (B,), kind="rootfs_refuse", signal=False, case="graft",
+          argv=["/bin/sh", "-c", "mkdir -p /mnt; echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(tmpfs, shared:\d+, master:0\): shares its propagation with a "
+                r"mount outside the container \(\S+/hs in ckpt's mount namespace"),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_many", (B, T)),
@@ -2389,22 +2415,67 @@ class Run:
 
     def flow_rootfs_refuse(self):
         """A container that mounted a file system ckpt cannot make again
-        (ramfs): the checkpoint --kill is refused naming the mount, and the
-        container runs on."""
+        (ramfs; case blk: an ext4 on a loop device the runner made, bound
+        on /dev/blk; fuse: the host's /dev/fuse bound, a FUSE mount whose
+        connection is closed; graft: a clone of a shared tmpfs of the
+        host's moved into the container by graft_mount.py, a peer of the
+        host's): the checkpoint --kill is refused naming the mount, and
+        the container runs on."""
         if self.opts.no_ckpt:
             raise Skip("a refusal test")
-        pidfile = self.p("run.pid")
-        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
-                        + self.make_rootfs() + ["--"])
-        self.wait_container(pr, pidfile)
-        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
-        if rc == 0 or not re.search(self.t["regex"], err):
-            raise Fail("checkpoint: exit %d, %r (want /%s/)" % (rc, err.strip()[-300:],
-                                                               self.t["regex"]))
-        if not pid_alive(self.pid):
-            raise Fail("the container did not survive the refused checkpoint")
-        os.kill(self.pid, signal.SIGKILL)
-        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        if os.geteuid() != 0:
+            raise Skip("the container mounts: needs root")
+        case, extra, undo = self.t["case"], [], []
+        try:
+            if case == "blk":
+                extra = ["--bind", self.loop_device(undo) + ":/dev/blk"]
+            elif case == "fuse":
+                if not os.path.exists("/dev/fuse"):
+                    raise Skip("no /dev/fuse")
+                extra = ["--bind", "/dev/fuse:/dev/fuse"]
+            elif case == "graft":
+                os.mkdir(self.p("hs"))
+                subprocess.run(["mount", "-t", "tmpfs", "hs", self.p("hs")], check=True)
+                undo.append(lambda: subprocess.run(["umount", "-l", self.p("hs")]))
+                subprocess.run(["mount", "--make-shared", self.p("hs")], check=True)
+            pidfile = self.p("run.pid")
+            pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                            + self.make_rootfs() + extra + ["--"])
+            self.wait_container(pr, pidfile)
+            if case == "graft":
+                g = subprocess.run([sys.executable, os.path.join(HERE, "graft_mount.py"),
+                                    self.p("hs"), str(self.pid), "/mnt"],
+                                   capture_output=True, text=True)
+                if g.returncode != 0:
+                    raise Fail("graft_mount.py: %s" % g.stderr.strip()[-300:])
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or not re.search(self.t["regex"], err):
+                raise Fail("checkpoint: exit %d, %r (want /%s/)" % (rc, err.strip()[-300:],
+                                                                   self.t["regex"]))
+            if not pid_alive(self.pid):
+                raise Fail("the container did not survive the refused checkpoint")
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        finally:
+            for u in reversed(undo):
+                u()
+
+    def loop_device(self, undo):
+        """A loop device on an 8 MiB ext4 image in the test's directory
+        (detached by undo); Skip where losetup or mkfs.ext4 cannot."""
+        img = self.p("blk.img")
+        with open(img, "wb") as f:
+            f.truncate(8 * MiB)
+        if not shutil.which("mkfs.ext4") or not shutil.which("losetup"):
+            raise Skip("mkfs.ext4 or losetup (e2fsprogs, util-linux) not installed")
+        if subprocess.run(["mkfs.ext4", "-q", "-F", img], capture_output=True).returncode:
+            raise Skip("mkfs.ext4 failed")
+        r = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Skip("no loop device: %s" % r.stderr.strip())
+        dev = r.stdout.strip()
+        undo.append(lambda: subprocess.run(["losetup", "-d", dev], capture_output=True))
+        return dev
 
     def cmdline_has(self, pid, word):
         try:
