@@ -989,9 +989,7 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	if (m->bind && stat(m->source, &st) < 0)
 		return log_fail(&ctx->log, -errno, "mount %s: its source '%s' is gone: %m", m->point,
 				m->source);
-	if (lstat(via, &st) < 0)
-		return log_fail(&ctx->log, -errno, "mount %s: its mount point is missing: %m",
-				m->point);
+	/* before the mount point: an overlay root's is its first lower layer */
 	if (!m->bind && !strcmp(m->fstype, "overlay")) {
 		_cleanup_free_ char *copy = strdup(m->data);
 		char *dirs[20];
@@ -1002,6 +1000,9 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 						"mount %s (overlay): its layer '%s' is gone: %m",
 						m->point, dirs[i]);
 	}
+	if (lstat(via, &st) < 0)
+		return log_fail(&ctx->log, -errno, "mount %s: its mount point is missing: %m",
+				m->point);
 	size_t idx = mnt_find_index(s->tree, m);
 	if (s->early[idx] >= 0) /* made at prepare for a socket's name: attached */
 		return attach_early(ctx, t, m, s->early[idx], target);

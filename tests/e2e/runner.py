@@ -263,6 +263,9 @@ TESTS = [
           argv=["/bin/sh", "-c", "httpd -f -p 8080 -h /t/www & echo $$ > /t/ready; wait"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
+    # the same with an overlay root, each of its layers gone in turn
+    entry("ct_rootfs_gone_overlay", (B,), kind="rootfs_gone", signal=False, overlay=True,
+          argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
     entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
           argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
@@ -2231,15 +2234,12 @@ class Run:
         return ["--root", root, "--bind", self.dir + ":/t", "--bind",
                 self.p("motd") + ":/etc/motd:ro", "--tmpfs", "/scratch:size=8m"]
 
-    def flow_rootfs(self):
-        """ct_rootfs.sh as pid 1 of `ckpt run --root` (with --overlay: an
-        overlay whose lower layer is the busybox tree) with a bind and a
-        tmpfs: checkpoint --kill; the runner changes the bound file; restart
-        (the modes as flow_container): the loop goes on with the tmpfs's
-        files all there and reads the new contents through the bind."""
-        pidfile = self.p("run.pid")
+    def rootfs_args(self):
+        """make_rootfs's arguments; with overlay=True an overlay root
+        (merged) whose lower layer is the busybox tree, upper and work
+        in the test's directory."""
         args = self.make_rootfs()
-        if self.t.get("overlay"):  # the busybox tree as the lower layer
+        if self.t.get("overlay"):
             for d in ("merged", "upper", "work"):
                 os.mkdir(self.p(d))
             if self.t["kind"] == "rootfs_unpriv":  # nobody's overlay writes them
@@ -2247,6 +2247,16 @@ class Run:
                     os.chown(self.p(d), 65534, 65534)
             args[:2] = ["--root", self.p("merged"), "--overlay",
                         ",".join((args[1], self.p("upper"), self.p("work")))]
+        return args
+
+    def flow_rootfs(self):
+        """ct_rootfs.sh as pid 1 of `ckpt run --root` (with --overlay: an
+        overlay whose lower layer is the busybox tree) with a bind and a
+        tmpfs: checkpoint --kill; the runner changes the bound file; restart
+        (the modes as flow_container): the loop goes on with the tmpfs's
+        files all there and reads the new contents through the bind."""
+        pidfile = self.p("run.pid")
+        args = self.rootfs_args()
         pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile] + args + ["--"])
         self.wait_container(pr, pidfile)
         if self.opts.no_ckpt:
@@ -2388,30 +2398,41 @@ class Run:
         os.mkdir(src)
         pidfile = self.p("run.pid")
         pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
-                        + self.make_rootfs() + ["--bind", src + ":/src", "--"])
+                        + self.rootfs_args() + ["--bind", src + ":/src", "--"])
         self.wait_container(pr, pidfile)
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
-        os.rename(src, src + ".away")
-        r = self.run_ckpt(["restart", self.p("img"), "--detach", "--log",
-                           self.p("restart.log")])
+        gone = [(src, "mount /src: its source '%s' is gone" % src)]
+        if self.t.get("overlay"):  # each layer gone in turn, the bind's source back
+            gone = [(self.p(d), "mount / (overlay): its layer '%s' is gone" % self.p(d))
+                    for d in ("rootfs", "upper", "work")]
+        for path, want in gone:
+            self.restart_gone(path, want)
+        rp = self.restart(self.p("img"), "restart2", same_pid=False)
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], 10, "the restart with the source back")
+
+    def restart_gone(self, path, want):
+        """With path moved away, the restart of img fails saying want and
+        leaves no mount and no process behind; then path is put back."""
+        os.rename(path, path + ".away")
+        try:
+            r = self.run_ckpt(["restart", self.p("img"), "--detach", "--log",
+                               self.p("restart.log")])
+        finally:
+            os.rename(path + ".away", path)
         rc, out = r.returncode, r.stderr.decode("utf-8", "replace")
-        if rc == 0:  # restored without its bind: do not leave it running
+        if rc == 0:  # restored without it: do not leave it running
             os.kill(int(r.stdout.split()[0]), signal.SIGKILL)
-        want = "mount /src: its source '%s' is gone" % src
         if rc == 0 or want not in out:
-            raise Fail("restart without the bind's source: exit %d, %r (want %r)"
-                       % (rc, out.strip()[-300:], want))
+            raise Fail("restart without %s: exit %d, %r (want %r)"
+                       % (path, rc, out.strip()[-300:], want))
         with open("/proc/self/mountinfo") as f:
             if self.dir in f.read():
                 raise Fail("a mount of the test's directory is left after the failed restart")
         left = [p for p in os.listdir("/proc") if p.isdigit() and self.cmdline_has(p, "/t/ready")]
         if left:
             raise Fail("processes left after the failed restart: %s" % left)
-        os.rename(src + ".away", src)
-        rp = self.restart(self.p("img"), "restart2", same_pid=False)
-        os.kill(self.pid, signal.SIGKILL)
-        self.wait_all([rp], 10, "the restart with the source back")
 
     def flow_rootfs_refuse(self):
         """A container that mounted a file system ckpt cannot make again
