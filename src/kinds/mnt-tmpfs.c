@@ -78,6 +78,55 @@ static int first_name(struct walk *w, const struct stat *st, const char **ret)
 	return 0;
 }
 
+/*
+ * The data runs of the file fd of size bytes (SEEK_DATA, SEEK_HOLE), as
+ * (offset, length) pairs in *ret (malloc'd), *ret_n numbers; a file that
+ * changes meanwhile (it should not: the tree is frozen) is read to size.
+ */
+static int data_runs(int fd, uint64_t size, uint64_t **ret, size_t *ret_n)
+{
+	uint64_t *runs = NULL;
+	size_t n = 0;
+	for (off_t off = 0; (uint64_t)off < size;) {
+		off_t d = lseek(fd, off, SEEK_DATA), h;
+		if (d < 0 && errno == ENXIO)
+			break; /* a hole to the end */
+		if (d < 0 || (h = lseek(fd, d, SEEK_HOLE)) < 0 || h <= d) {
+			free(runs);
+			return d < 0 || h < 0 ? -errno : -EIO;
+		}
+		if ((uint64_t)h > size)
+			h = (off_t)size;
+		uint64_t *nr = (uint64_t)d < size ? realloc(runs, (n + 2) * sizeof(*nr)) : runs;
+		if (!nr) {
+			free(runs);
+			return -ENOMEM;
+		}
+		runs = nr;
+		if ((uint64_t)d < size) {
+			runs[n++] = (uint64_t)d;
+			runs[n++] = (uint64_t)(h - d);
+		}
+		off = h;
+	}
+	*ret = runs;
+	*ret_n = n;
+	return 0;
+}
+
+/* len bytes at offset off of fd into buf; *got += len. */
+static int read_run(int fd, char *buf, uint64_t off, uint64_t len, size_t *got)
+{
+	for (uint64_t done = 0; done < len;) {
+		ssize_t r = pread(fd, buf + done, len - done, (off_t)(off + done));
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		done += (uint64_t)r;
+	}
+	*got += len;
+	return 0;
+}
+
 static int write_file(struct walk *w, int dfd, const char *name, const struct stat *st)
 {
 	TmpfsFile f;
@@ -109,19 +158,26 @@ static int write_file(struct walk *w, int dfd, const char *name, const struct st
 		f.target = target;
 	} else if (S_ISREG(st->st_mode)) {
 		_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		size_t len = (size_t)st->st_size, got = 0;
-		if (fd < 0 || !(data = malloc(len ? len : 1)))
-			return fd < 0 ? -errno : -ENOMEM;
-		while (got < len) {
-			ssize_t r = read(fd, data + got, len - got);
-			if (r <= 0)
-				return r < 0 ? -errno : -EIO;
-			got += (size_t)r;
+		size_t len = 0;
+		if (fd < 0)
+			return -errno;
+		r = data_runs(fd, (uint64_t)st->st_size, &f.extents, &f.n_extents);
+		for (size_t k = 1; r >= 0 && k < f.n_extents; k += 2)
+			len += (size_t)f.extents[k];
+		if (r >= 0 && !(data = malloc(len ? len : 1)))
+			r = -ENOMEM;
+		for (size_t k = 0, got = 0; r >= 0 && k < f.n_extents; k += 2)
+			r = read_run(fd, data + got, f.extents[k], f.extents[k + 1], &got);
+		if (r >= 0 && f.n_extents == 2 && f.extents[0] == 0 && len == (size_t)st->st_size)
+			f.n_extents = 0; /* no hole: the data from offset 0, as before */
+		if (r < 0) {
+			free(f.extents);
+			return r;
 		}
 		f.has_data = f.has_size = true;
 		f.data.data = (uint8_t *)data;
 		f.data.len = len;
-		f.size = len;
+		f.size = (uint64_t)st->st_size;
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		if (!mnt_dev_allowed(st->st_mode, st->st_rdev))
 			return log_fail(&w->ctx->log, -EOPNOTSUPP,
@@ -133,7 +189,9 @@ static int write_file(struct walk *w, int dfd, const char *name, const struct st
 	} else if (S_ISSOCK(st->st_mode)) {
 		return 0; /* a unix socket's name: the unix kind's */
 	}
-	return ctx_write_msg(w->ctx, MNT_FILE, &f.base);
+	r = ctx_write_msg(w->ctx, MNT_FILE, &f.base);
+	free(f.extents);
+	return r;
 }
 
 /* Every entry of the directory dfd (at w->path), depth first. */
@@ -278,11 +336,19 @@ static int make_file(const TmpfsFile *f, int top, const struct idmaps *ids)
 			openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -errno;
-		for (size_t done = 0; done < f->data.len;) {
-			ssize_t w = write(fd, f->data.data + done, f->data.len - done);
-			if (w < 0)
-				return -errno;
-			done += (size_t)w;
+		/* each data run at its offset (one from 0 without extents): holes stay */
+		size_t from = 0;
+		for (size_t k = 0; k < (f->n_extents ? f->n_extents : 2); k += 2) {
+			uint64_t at = f->n_extents ? f->extents[k] : 0;
+			size_t len = f->n_extents ? (size_t)f->extents[k + 1] : f->data.len;
+			for (size_t done = 0; done < len;) {
+				ssize_t w = pwrite(fd, f->data.data + from + done, len - done,
+						   (off_t)(at + done));
+				if (w < 0)
+					return -errno;
+				done += (size_t)w;
+			}
+			from += len;
 		}
 		if (ftruncate(fd, (off_t)f->size) < 0)
 			return -errno;

@@ -905,6 +905,25 @@ const MountEntry *mnt_find_mount(const struct mnt_rst *s, uint32_t id)
 	return NULL;
 }
 
+/* A sparse file's runs: pairs, ascending, within its size, data their
+ * total (none: data from offset 0). */
+static bool extents_ok(const TmpfsFile *f)
+{
+	uint64_t end = 0, total = 0;
+	if (!f->n_extents)
+		return true;
+	if (f->n_extents % 2 || !f->has_data || (f->mode & S_IFMT) != S_IFREG)
+		return false;
+	for (size_t k = 0; k < f->n_extents; k += 2) {
+		uint64_t off = f->extents[k], len = f->extents[k + 1];
+		if (off < end || len > f->size || off > f->size - len)
+			return false;
+		end = off + len;
+		total += len;
+	}
+	return total == f->data.len;
+}
+
 static int load_file(struct rst_ctx *ctx, struct mnt_rst *s, const struct img_record *rec)
 {
 	TmpfsFile *f = rctx_unpack(ctx, rec, &tmpfs_file__descriptor);
@@ -935,7 +954,7 @@ static int load_file(struct rst_ctx *ctx, struct mnt_rst *s, const struct img_re
 		   type == S_IFCHR) &&
 		  (type != S_IFLNK || f->target) && (type != S_IFCHR || mnt_dev_allowed(f->mode, f->rdev)) &&
 		  (f->path[0] || type == S_IFDIR) &&
-		  (!f->has_data || f->data.len <= f->size);
+		  (!f->has_data || f->data.len <= f->size) && extents_ok(f);
 	if (!ok)
 		return log_fail(&ctx->log, -EINVAL, "record %u: a tmpfs file not valid", rec->index);
 	return 0;

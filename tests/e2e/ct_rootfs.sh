@@ -17,6 +17,24 @@ echo secret > /scratch/dir/f
 ln -s dir/f /scratch/link
 dd if=/dev/urandom of=/scratch/big bs=65536 count=16 2>/dev/null
 md5sum /scratch/big > /scratch/big.md5
+# a file with holes, larger than the tmpfs (8 MiB) would hold written out
+dd if=/dev/urandom of=/scratch/sparse bs=4096 count=1 seek=4096 2>/dev/null
+md5sum /scratch/sparse > /scratch/sparse.md5
+# times (a file's, then its directory's), an owner where ids other than 0 map
+touch -d '2001-02-03 04:05:06' /scratch/dir/f /scratch/dir
+stat -c '%Y %X' /scratch/dir/f > /scratch/f.times
+stat -c %Y /scratch/dir > /scratch/dir.mtime
+owners=0
+if grep -q '^ *0 *0 *4294967295' /proc/self/uid_map; then
+	chown 1234:5678 /scratch/dir/f || fail "chown"
+	owners=1
+fi
+# the mount table as the kernel shows it: root, point, flags, type, source, options
+mounts() {
+	awk '{ for (i = 7; $i != "-"; i++); print $4, $5, $6, $(i+1), $(i+2), $(i+3) }' \
+		/proc/self/mountinfo | sort
+}
+mounts > /scratch/mounts
 # a file of the root (with --overlay: its upper layer), held open
 exec 3>> /rootlog
 # an overlay root (ct_rootfs_overlay*): its upper layer is /t/upper
@@ -46,6 +64,34 @@ head -n 1 /scratch/log | grep -q ' before$' || fail "first line: $(head -n 1 /sc
 tail -n 1 /scratch/log | grep -q ' after$' ||
 	fail "the bind is not the host's directory again: $(tail -n 1 /scratch/log)"
 md5sum -c /scratch/big.md5 > /dev/null || fail "/scratch/big changed"
+md5sum -c /scratch/sparse.md5 > /dev/null || fail "/scratch/sparse changed"
+[ "$(stat -c %s /scratch/sparse)" = 16781312 ] || fail "/scratch/sparse: size $(stat -c %s /scratch/sparse)"
+[ "$(stat -c %b /scratch/sparse)" -le 16 ] ||
+	fail "/scratch/sparse lost its holes: $(stat -c %b /scratch/sparse) blocks"
+[ "$(stat -c '%Y %X' /scratch/dir/f)" = "$(cat /scratch/f.times)" ] ||
+	fail "/scratch/dir/f times: $(stat -c '%Y %X' /scratch/dir/f), not $(cat /scratch/f.times)"
+[ "$(stat -c %Y /scratch/dir)" = "$(cat /scratch/dir.mtime)" ] || fail "/scratch/dir mtime"
+[ $owners = 0 ] || [ "$(stat -c %u:%g /scratch/dir/f)" = 1234:5678 ] ||
+	fail "/scratch/dir/f owner $(stat -c %u:%g /scratch/dir/f)"
+mounts > /scratch/mounts.after
+diff /scratch/mounts /scratch/mounts.after > /scratch/mounts.diff || fail "mounts differ: $(cat /scratch/mounts.diff)"
+# the minimal /dev, its devpts, shm and mqueue, /proc, /sys (read-only, not in a user namespace)
+for d in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
+	n=${d%%:*}
+	[ -c /dev/$n ] && [ "$(stat -c %t:%T /dev/$n)" = "$(printf '%x:%x' $(echo ${d#*:} | tr : ' '))" ] ||
+		fail "/dev/$n: $(ls -l /dev/$n 2>&1)"
+done
+[ "$(readlink /dev/ptmx)" = pts/ptmx ] || fail "/dev/ptmx: $(ls -l /dev/ptmx 2>&1)"
+[ "$(head -c 4 /dev/zero | od -An -tx1 | tr -d ' ')" = 00000000 ] || fail "/dev/zero"
+(echo x > /dev/full) 2> /dev/null && fail "/dev/full took a write"
+grep -q '^devpts /dev/pts devpts ' /proc/mounts || fail "no devpts on /dev/pts"
+grep -q ' /dev/shm tmpfs ' /proc/mounts || fail "no tmpfs on /dev/shm"
+grep -q ' /dev/mqueue mqueue ' /proc/mounts || fail "no mqueue on /dev/mqueue"
+[ "$(readlink /proc/self)" = $$ ] || [ -n "$(readlink /proc/self)" ] || fail "/proc"
+[ -r /proc/1/status ] || fail "no /proc of its pid namespace"
+if [ $owners = 1 ]; then
+	grep -q ' /sys sysfs ro,' /proc/mounts || fail "/sys is not sysfs read-only"
+fi
 [ "$(cat /scratch/link)" = secret ] || fail "/scratch/link: $(cat /scratch/link)"
 [ "$(stat -c %a /scratch/dir)" = 700 ] || fail "/scratch/dir has mode $(stat -c %a /scratch/dir)"
 [ "$(cat /etc/motd)" = motd ] || fail "/etc/motd: $(cat /etc/motd)"
