@@ -15,8 +15,11 @@
  * overlay instances of its own are saved by type and options (an
  * overlay's layers by their host paths). Each gets its per-mount flags
  * (ro, nosuid, nodev, noexec, atime), its root, its peer group and master.
- * NFS, FUSE, block-device mounts and any other file system are refused by
- * mount point and type, with the reason; so is a slave of a group outside.
+ * NFS, FUSE, block-device mounts, namespace files (nsfs) and any other
+ * file system are refused by mount point and type, with the reason; so is
+ * a slave of a group outside, and a mount in (or a slave of) a peer group
+ * that has mounts in ckpt's namespace. Every task must be in the root's
+ * mount namespace (any tree: a subtree's too).
  * At dump, each tmpfs of its own is walked (mnt-tmpfs.c).
  *
  * Files of the container (file_reg) are marked "in root" when the path
