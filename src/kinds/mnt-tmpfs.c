@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kinds/mnt-int.h"
@@ -453,6 +454,19 @@ static int make_early(struct rst_ctx *ctx, struct mnt_rst *s, size_t i)
 	return 0;
 }
 
+/* Has ckpt CAP_SYS_ADMIN (to make a mount namespace of its own)? */
+static bool may_mount(void)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2] = { 0 };
+	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> 21 & 1);
+}
+
 struct sock_bind {
 	const struct mnt_rst *s;
 	const MountEntry *m; /* the mount that holds the name */
@@ -460,6 +474,7 @@ struct sock_bind {
 	int sock, mode;
 	unsigned uid, gid;
 	const char *name, *path;
+	bool userns; /* in sock_bind_userns's child */
 	int r;
 };
 
@@ -477,13 +492,14 @@ static int mkdir_p(char *path)
 	}
 }
 
-/* In a thread of its own fs and mount namespace (see mnt.h). */
+/* In a thread of its own fs and mount namespace (see mnt.h), or a child
+ * process of its own user namespace too (sock_bind_userns). */
 static int sock_bind_in(struct sock_bind *b)
 {
 	const MountEntry *m = b->m;
 	char at[4200], base[4096];
 	const char *top = "/tmp";
-	if (unshare(CLONE_FS | CLONE_NEWNS) < 0 ||
+	if ((!b->userns && unshare(CLONE_FS | CLONE_NEWNS) < 0) ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 	/* a copy of the mount that holds the name, taken before the scaffold
@@ -531,6 +547,54 @@ static void *sock_bind_thread(void *arg)
 	return NULL;
 }
 
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : write(fd, s, strlen(s));
+	int r = n == (ssize_t)strlen(s) ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * Without root (or CAP_SYS_ADMIN), a name on a bind of the host's: the
+ * same, in a child process (a thread may not change its user namespace)
+ * that unshares a user namespace mapping 0 to ckpt's ids and a mount
+ * namespace; the socket's file is then made by ckpt's ids in the host's
+ * directory, and its mode set. The owner must be ckpt's (mnt_unix_name).
+ */
+static int sock_bind_userns(struct sock_bind *b)
+{
+	char uid_map[32], gid_map[32];
+	snprintf(uid_map, sizeof(uid_map), "0 %u 1", (unsigned)geteuid());
+	snprintf(gid_map, sizeof(gid_map), "0 %u 1", (unsigned)getegid());
+	if (b->mode >= 0 && (b->uid != geteuid() || b->gid != getegid()))
+		return -EPERM;
+	b->uid = b->gid = 0; /* ckpt's ids, as the child sees them */
+	b->userns = true;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) { /* only system calls from here: the parent has threads */
+		int r = unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 ? -errno : 0;
+		if (r >= 0)
+			r = write_str("/proc/self/setgroups", "deny");
+		if (r >= 0)
+			r = write_str("/proc/self/uid_map", uid_map);
+		if (r >= 0)
+			r = write_str("/proc/self/gid_map", gid_map);
+		if (r >= 0)
+			r = sock_bind_in(b);
+		_exit(r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
 size_t mnt_mount_of_path(const MountTree *tree, const char *path)
 {
 	size_t best = tree->n_mounts, blen = 0;
@@ -545,6 +609,25 @@ size_t mnt_mount_of_path(const MountTree *tree, const char *path)
 		}
 	}
 	return best;
+}
+
+int mnt_rst_unix_file(struct rst_ctx *ctx, const char *path)
+{
+	struct mnt_rst *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
+	size_t i = s && s->tree && path[0] == '/' ? mnt_mount_of_path(s->tree, path) : 0;
+	if (!s || !s->tree || path[0] != '/' || i == s->tree->n_mounts || !s->tree->mounts[i]->bind)
+		return -EOPNOTSUPP;
+	const MountEntry *m = s->tree->mounts[i];
+	char host[8400];
+	struct stat st;
+	snprintf(host, sizeof(host), "%s%s", m->source,
+		 path + (strcmp(m->point, "/") ? strlen(m->point) : 0));
+	int fd = open(host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))) {
+		close(fd);
+		return -ENOTSOCK;
+	}
+	return fd < 0 ? -errno : fd;
 }
 
 int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const char *path, int mode,
@@ -570,6 +653,8 @@ int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const cha
 			return r;
 		b.early = s->early[o];
 	}
+	if (b.m->bind && !may_mount())
+		return sock_bind_userns(&b);
 	pthread_t th;
 	if (pthread_create(&th, NULL, sock_bind_thread, &b) != 0)
 		return -EAGAIN;

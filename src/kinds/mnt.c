@@ -741,13 +741,26 @@ bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
 	return lstat(via, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
 }
 
-int mnt_unix_name(struct ckpt_ctx *ctx, const char *path)
+int mnt_unix_name(struct ckpt_ctx *ctx, const char *path, uid_t uid, gid_t gid)
 {
 	const struct mnt_ckpt *s = tree_of(ctx);
-	if (!path || !s || path[0] != '/' ||
-	    (s->tree.host_root && mnt_mount_of_path(&s->tree, path) == s->tree.n_mounts))
+	size_t i = s && path ? mnt_mount_of_path(&s->tree, path) : 0;
+	if (!path || !s || path[0] != '/' || (s->tree.host_root && i == s->tree.n_mounts))
 		return 0;
-	return geteuid() == 0 && !ns_own_userns(ctx) ? 1 : -EOPNOTSUPP;
+	if (geteuid() == 0 && !ns_own_userns(ctx))
+		return 1;
+	const MountEntry *m = i < s->tree.n_mounts ? s->tree.mounts[i] : NULL;
+	if (!m || !m->bind)
+		return -EOPNOTSUPP; /* a tmpfs's: made at prepare, not in its user namespace */
+	/* a bind of the host's: bound in a user namespace of ckpt's (see
+	 * mnt_rst_bind_unix), as ckpt, in the host's directory */
+	char dir[8400];
+	const char *rest = path + (strcmp(m->point, "/") ? strlen(m->point) : 0);
+	const char *slash = strrchr(rest, '/');
+	snprintf(dir, sizeof(dir), "%s%.*s", m->source, slash ? (int)(slash - rest) : 0, rest);
+	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0)
+		return -EACCES;
+	return geteuid() == 0 || (uid == geteuid() && gid == getegid()) ? 1 : -EPERM;
 }
 
 static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)

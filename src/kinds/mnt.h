@@ -29,8 +29,12 @@ const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t l
  * container's (the host's checks apply: no tree, or a host-rooted
  * container's name on none of its own mounts); 1: the container's, which
  * a restart binds through its mounts; -EOPNOTSUPP: the container's, and a
- * restart could not (it needs root and no user namespace of its own). */
-int mnt_unix_name(struct ckpt_ctx *ctx, const char *path);
+ * restart could not (a tmpfs's needs root and no user namespace of its
+ * own); on a bind of the host's, without root or in a user namespace of
+ * its own, -EACCES where ckpt may not create files in the host's
+ * directory, -EPERM where the file's owner (uid, gid as ckpt sees them)
+ * is not ckpt's. */
+int mnt_unix_name(struct ckpt_ctx *ctx, const char *path, uid_t uid, gid_t gid);
 
 /* Restart, at prepare: binds unix socket s to name (as bind(2) was given
  * it; path its file's absolute path, both the container's) through the
@@ -44,6 +48,12 @@ int mnt_unix_name(struct ckpt_ctx *ctx, const char *path);
  * not one of those. */
 int mnt_rst_bind_unix(struct rst_ctx *ctx, int s, const char *name, const char *path, int mode,
 		      unsigned uid, unsigned gid) __attribute__((warn_unused_result));
+
+/* Restart, after mnt_rst_bind_unix bound a name on a bind of the host's:
+ * an O_PATH fd of its socket file, by its host path (for a caller without
+ * CAP_NET_ADMIN, where SIOCUNIXFILE fails); -errno, -EOPNOTSUPP for a
+ * name on no such bind. */
+int mnt_rst_unix_file(struct rst_ctx *ctx, const char *path) __attribute__((warn_unused_result));
 
 /* Restart: the image has a mount tree, made at "root ready". */
 bool mnt_rst_tree(struct rst_ctx *ctx);

@@ -224,13 +224,23 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 	return 0;
 }
 
+/* The O_PATH fd of s's socket file (e its entry): SIOCUNIXFILE, or
+ * without CAP_NET_ADMIN a container's name by its host path; -1. */
+static int sock_file(struct rst_unix *st, int s, const UnixSkEntry *e)
+{
+	int fd = ioctl(s, SIOCUNIXFILE);
+	if (fd < 0 && errno == EPERM && e->path && e->path[0] == '/')
+		fd = mnt_rst_unix_file(st->ctx, e->path);
+	return fd < 0 ? -1 : fd;
+}
+
 /* After bind: the O_PATH fd ckpt reaches it by; unlink if it was gone. */
 static int after_bind(struct rst_unix *st, struct unix_robj *u, int s)
 {
 	if (!u->e->has_name || unix_name_abstract(&u->e->name))
 		return 0;
 	if (u->opath < 0)
-		u->opath = ioctl(s, SIOCUNIXFILE);
+		u->opath = sock_file(st, s, u->e);
 	if (u->e->path_gone && unlink(u->e->path) < 0)
 		return RFAIL(st, u, -errno, "cannot remove %s, unlinked at checkpoint: %m",
 			     u->e->path);
@@ -351,7 +361,7 @@ static int temp_listener(struct rst_unix *st, struct unix_robj *a, int c)
 	if (listen(l, 1) < 0)
 		return RFAIL(st, a, -errno, "cannot listen: %m");
 	if (!unix_name_abstract(&a->e->name))
-		tl.opath = ioctl(l, SIOCUNIXFILE);
+		tl.opath = sock_file(st, l, a->e);
 	r = connect_accept(c, l, &tl, &a->fd);
 	if (tl.opath >= 0)
 		close(tl.opath);

@@ -152,6 +152,27 @@ struct unix_obj *unix_find_obj(struct ckpt_ctx *ctx, uint64_t ino, uint32_t *ret
 
 /* --- collecting one socket --------------------------------------------- */
 
+/*
+ * Without CAP_NET_ADMIN SIOCUNIXFILE fails (EPERM): the file of k's
+ * absolute name seen from pid's root, if it is the socket's (the inode and
+ * device sock_diag gives), as an O_PATH fd; else -1 with errno EPERM.
+ */
+static int file_by_name(pid_t pid, const struct usk *k)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	if (k->name[0] != '/' || !k->has_vfs)
+		return errno = EPERM, -1;
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, (const char *)k->name);
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == k->vfs_ino &&
+	    major(st.st_dev) == (k->vfs_dev >> 20) && minor(st.st_dev) == (k->vfs_dev & 0xfffff))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return errno = EPERM, -1;
+}
+
 /* The bound name, and for a path name the file's path, mode and owner. */
 static int read_name(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, const struct usk *k,
 		     struct unix_obj *u)
@@ -169,6 +190,8 @@ static int read_name(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, c
 		return 0;
 	const char *name = (const char *)u->name; /* NUL-terminated by the kernel */
 	_cleanup_close_ int opath = ioctl(copy, SIOCUNIXFILE);
+	if (opath < 0 && errno == EPERM)
+		opath = file_by_name(fi->pid, k);
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", opath);
 	ssize_t n = opath >= 0 ? readlink(link, buf, sizeof(buf) - 1) : -1;
 	if (n < 0 || fstat(opath, &st) < 0)
@@ -466,10 +489,14 @@ static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		struct unix_obj *u = o->ptr;
 		if (u->is_reg || u->pid != t->pid)
 			continue;
-		int r = mnt_unix_name(ctx, u->e.path);
+		int r = mnt_unix_name(ctx, u->e.path, u->e.path_uid, u->e.path_gid);
 		if (r < 0)
-			snprintf(why, sizeof(why), "cannot bind %s again in the container's root "
-				 "(only root can, without a user namespace)", u->e.path);
+			snprintf(why, sizeof(why), "cannot bind %s again in the container's root%s",
+				 u->e.path,
+				 r == -EACCES  ? ": cannot create files in its host directory"
+				 : r == -EPERM ? ": cannot give its file back its owner (only root can)"
+					       : " (on a tmpfs of its own only root can, without a "
+						 "user namespace)");
 		if (r == 0)
 			r = unix_name_bindable(&u->e, why, sizeof(why));
 		if (r < 0)

@@ -277,6 +277,9 @@ TESTS = [
     # unix sockets bound on its tmpfs and on a bind, a client connected
     entry("ct_rootfs_unix", (B, T), kind="rootfs_python", script="py_unix_root.py",
           argv=["/usr/bin/python3", "/t/py_unix_root.py"]),
+    # the same as user nobody (a user namespace of its own): a listener on the bind
+    entry("ct_rootfs_unix_unpriv", (B, T), kind="rootfs_python_unpriv", script="py_unix_root.py",
+          argv=["/usr/bin/python3", "/t/py_unix_root.py", "bind"]),
     entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
           argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
@@ -2293,7 +2296,8 @@ class Run:
         if not os.access("/usr/bin/python3", os.X_OK):
             raise Skip("no /usr/bin/python3")
         root = self.p("rootfs")
-        for d in ("usr", "etc", "t", "tmp"):
+        # every mount point made here: a user without privilege could not
+        for d in ("usr", "etc", "t", "tmp", "dev", "proc", "sys", "scratch"):
             os.makedirs(os.path.join(root, d))
         for name in ("bin", "lib", "lib64", "sbin"):
             if os.path.islink("/" + name):
@@ -2314,6 +2318,10 @@ class Run:
             self.wait_all([rp], 10, "the first ckpt restart")
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def flow_rootfs_python_unpriv(self):
+        """flow_rootfs_python as user nobody: ckpt run makes a user namespace."""
+        self.ckpt_as_nobody(self.flow_rootfs_python)
 
     def http_get(self, addr, path, sock=None):
         """The body busybox httpd at addr:8080 answers GET path with (on sock,
