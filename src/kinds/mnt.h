@@ -55,6 +55,9 @@ int mnt_rst_bind_unix(struct rst_ctx *ctx, int s, const char *name, const char *
  * name on no such bind. */
 int mnt_rst_unix_file(struct rst_ctx *ctx, const char *path) __attribute__((warn_unused_result));
 
+/* A path inside the container: absolute (rel: relative), no "." or ".." parts. */
+bool mnt_clean_path(const char *p, bool rel);
+
 /* Restart: the image has a mount tree, made at "root ready". */
 bool mnt_rst_tree(struct rst_ctx *ctx);
 /* Restart, from "root ready" on: path of the container as ckpt opens it

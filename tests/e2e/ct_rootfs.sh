@@ -37,6 +37,10 @@ mounts() {
 mounts > /scratch/mounts
 # a file of the root (with --overlay: its upper layer), held open
 exec 3>> /rootlog
+# deleted files of the tmpfs held open: one read after the restart, one the
+# loop appends to
+echo deleted > /scratch/gone && exec 4< /scratch/gone && rm /scratch/gone || fail "gone"
+exec 5>> /scratch/gone2 && rm /scratch/gone2 || fail "gone2"
 # an overlay root (ct_rootfs_overlay*): its upper layer is /t/upper
 overlay=0
 grep -q '^[^ ]* / overlay ' /proc/mounts && overlay=1
@@ -45,6 +49,7 @@ while :; do
 	i=$((i+1))
 	echo "$i $(cat /t/msg)" >> /scratch/log
 	echo $i >&3
+	echo $i >&5
 	# a file opened anew each turn: after the restart, through the new overlay
 	[ $overlay = 1 ] && echo $i > /last
 	[ $i = 3 ] && echo $$ > /t/ready
@@ -98,6 +103,11 @@ fi
 (echo x > /etc/motd) 2> /dev/null && fail "/etc/motd is writable, not read-only"
 echo x > /dev/null || fail "/dev/null"
 grep -q ' /scratch tmpfs ' /proc/mounts || fail "no tmpfs on /scratch"
+[ "$(cat <&4)" = deleted ] || fail "the deleted /scratch/gone lost its contents"
+[ "$(readlink /proc/self/fd/4)" = "/scratch/gone (deleted)" ] || fail "fd 4: $(readlink /proc/self/fd/4)"
+[ "$(wc -l < /proc/self/fd/5)" = $i ] || fail "the deleted /scratch/gone2 has $(wc -l < /proc/self/fd/5) lines"
+[ -e /scratch/gone ] || [ -e /scratch/gone2 ] && fail "a deleted file has its name again"
+ls -a /scratch | grep -q '^\.ckpt-' && fail "a temporary file left in /scratch: $(ls -a /scratch)"
 if [ $overlay = 1 ]; then
 	[ -d /t/upper ] || fail "no /t/upper for the overlay root"
 	cmp -s /rootlog /t/upper/rootlog || fail "/rootlog is not the upper layer's"

@@ -284,12 +284,13 @@ TESTS = [
           argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
           regex=r"mount /mnt \(ramfs, ram\): a file system ckpt cannot make again"),
+    # a named FIFO: refused (a deleted file, refused too before, is saved)
     entry("ct_rootfs_refuse_deleted", (B,), kind="rootfs_refuse", signal=False,
           argv=["/bin/sh", "-c", "echo x > /scratch/f && exec 3< /scratch/f && rm /scratch/f && "
                 "mkfifo /scratch/p && exec 4<> /scratch/p && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
-          regex=r"fd 3 \(/scratch/f \(deleted\)\): a deleted file in a container with a "
-                r"root of its own(.|\n)*fd 4 \(/scratch/p\): a named FIFO in a container"),
+          regex=r"^(?![\s\S]*deleted)[\s\S]*fd 4 \(/scratch/p\): a named FIFO in a "
+                r"container"),
     # refused by name: a block device (a loop device's ext4), FUSE, a namespace
     # file bound, a task in a mount namespace of its own, a mount shared with
     # the host's namespace (a peer of a shared host mount grafted in)
