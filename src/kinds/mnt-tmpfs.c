@@ -31,6 +31,7 @@
 #include "kinds/mnt.h"
 #include "kinds/ns.h"
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 /* Device nodes a tmpfs may hold: those of a minimal /dev. */
 bool mnt_dev_allowed(mode_t mode, dev_t rdev)
@@ -454,19 +455,6 @@ static int make_early(struct rst_ctx *ctx, struct mnt_rst *s, size_t i)
 	return 0;
 }
 
-/* Has ckpt CAP_SYS_ADMIN (to make a mount namespace of its own)? */
-static bool may_mount(void)
-{
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-	struct {
-		uint32_t effective, permitted, inheritable;
-	} data[2] = { 0 };
-	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> 21 & 1);
-}
-
 struct sock_bind {
 	const struct mnt_rst *s;
 	const MountEntry *m; /* the mount that holds the name */
@@ -653,7 +641,7 @@ int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const cha
 			return r;
 		b.early = s->early[o];
 	}
-	if (b.m->bind && !may_mount())
+	if (b.m->bind && !userns_may_mount())
 		return sock_bind_userns(&b);
 	pthread_t th;
 	if (pthread_create(&th, NULL, sock_bind_thread, &b) != 0)
