@@ -317,6 +317,15 @@ TESTS = [
                 "while [ ! -e /t/child ]; do sleep 0.05; done; echo $$ > /t/ready; "
                 "while :; do sleep 1; done"],
           regex=r"pid \d+: in another mount namespace \(mnt:\[\d+\]\) than the tree's root"),
+    # a peer group of two binds of one tmpfs, /x and /y, the whole made private
+    entry("ct_rootfs_refuse_peers", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "mkdir -p /scratch/a /scratch/b /scratch/c && "
+                "mount -t tmpfs pa /scratch/a && mkdir /scratch/a/x /scratch/a/y && "
+                "mount --make-shared /scratch/a && mount --bind /scratch/a/x /scratch/b && "
+                "mount --bind /scratch/a/y /scratch/c && mount --make-private /scratch/a || exit 1; "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /scratch/[bc] \(tmpfs, shared:\d+, master:0\): a peer group whose "
+                r"mounts' roots do not nest"),
     entry("ct_rootfs_refuse_shared", (B,), kind="rootfs_refuse", signal=False, case="graft",
           argv=["/bin/sh", "-c", "mkdir -p /mnt; echo $$ > /t/ready; while :; do sleep 1; done"],
           regex=r"mount /mnt \(tmpfs, shared:\d+, master:0\): shares its propagation with a "
