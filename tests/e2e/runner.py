@@ -2495,11 +2495,15 @@ class Run:
             raise Skip("the container mounts: needs root")
         case, extra, undo = self.t["case"], [], []
         try:
+            with open("/proc/filesystems") as f:
+                fstypes = f.read().split()
             if case == "blk":
+                if "ext4" not in fstypes:
+                    raise Skip("no ext4 in this kernel")
                 extra = ["--bind", self.loop_device(undo) + ":/dev/blk"]
             elif case == "fuse":
-                if not os.path.exists("/dev/fuse"):
-                    raise Skip("no /dev/fuse")
+                if not os.path.exists("/dev/fuse") or "fuse" not in fstypes:
+                    raise Skip("no FUSE (/dev/fuse, fuse in /proc/filesystems)")
                 extra = ["--bind", "/dev/fuse:/dev/fuse"]
             elif case == "graft":
                 os.mkdir(self.p("hs"))
