@@ -153,17 +153,19 @@ struct unix_obj *unix_find_obj(struct ckpt_ctx *ctx, uint64_t ino, uint32_t *ret
 /* --- collecting one socket --------------------------------------------- */
 
 /*
- * Without CAP_NET_ADMIN SIOCUNIXFILE fails (EPERM): the file of k's
- * absolute name seen from pid's root, if it is the socket's (the inode and
- * device sock_diag gives), as an O_PATH fd; else -1 with errno EPERM.
+ * Without CAP_NET_ADMIN SIOCUNIXFILE fails (EPERM): the file of k's name
+ * seen from pid's root (an absolute name) or cwd (a relative one, if the
+ * task has not moved since), if it is the socket's (the inode and device
+ * sock_diag gives), as an O_PATH fd; else -1 with errno EPERM.
  */
 static int file_by_name(pid_t pid, const struct usk *k)
 {
 	char path[PATH_MAX + 32];
 	struct stat st;
-	if (k->name[0] != '/' || !k->has_vfs)
+	if (!k->has_vfs)
 		return errno = EPERM, -1;
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, (const char *)k->name);
+	snprintf(path, sizeof(path), "/proc/%d/%s%s", pid, k->name[0] == '/' ? "root" : "cwd/",
+		 (const char *)k->name);
 	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == k->vfs_ino &&
 	    major(st.st_dev) == (k->vfs_dev >> 20) && minor(st.st_dev) == (k->vfs_dev & 0xfffff))

@@ -243,6 +243,8 @@ TESTS = [
     # removes the lock
     entry("migrate_plain_srcdies", kind="mig2_plain", case="srcdies"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
+    # a unix socket bound to a relative path name, checkpointed by a user (no SIOCUNIXFILE)
+    entry("ct_unpriv_unix", (B, T), kind="ct_unpriv", program="unix_dgram_bound"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
     # epoll watches keyed by the container's pids
