@@ -603,19 +603,91 @@ int mnt_rst_unix_file(struct rst_ctx *ctx, const char *path)
 {
 	struct mnt_rst *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
 	size_t i = s && s->tree && path[0] == '/' ? mnt_mount_of_path(s->tree, path) : 0;
-	if (!s || !s->tree || path[0] != '/' || i == s->tree->n_mounts || !s->tree->mounts[i]->bind)
+	if (!s || !s->tree || path[0] != '/' || i == s->tree->n_mounts)
 		return -EOPNOTSUPP;
 	const MountEntry *m = s->tree->mounts[i];
 	char host[8400];
 	struct stat st;
-	snprintf(host, sizeof(host), "%s%s", m->source,
-		 path + (strcmp(m->point, "/") ? strlen(m->point) : 0));
+	if (!m->bind) { /* bound at root ready: through the made tree */
+		int r = ctx->tasks[0].pup.pid > 0 ? mnt_rst_path(ctx, path, host, sizeof(host))
+						   : -EOPNOTSUPP;
+		if (r < 0)
+			return r;
+	} else
+		snprintf(host, sizeof(host), "%s%s", m->source,
+			 path + (strcmp(m->point, "/") ? strlen(m->point) : 0));
 	int fd = open(host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))) {
 		close(fd);
 		return -ENOTSOCK;
 	}
 	return fd < 0 ? -errno : fd;
+}
+
+/* id (as ckpt sees it) inside, by map ("inside outside count" lines); -1
+ * if unmapped. */
+static int64_t inside(const char *map, uint32_t id)
+{
+	for (const char *p = map; *p;) {
+		unsigned long in, out, count;
+		int used;
+		if (sscanf(p, " %lu %lu %lu%n", &in, &out, &count, &used) != 3)
+			break;
+		if (id >= out && id - out < count)
+			return (int64_t)(in + (id - out));
+		p += used;
+	}
+	return -1;
+}
+
+int mnt_rst_bind_unix_late(struct rst_ctx *ctx, int sock, const char *name, const char *path,
+			   int mode, unsigned uid, unsigned gid)
+{
+	pid_t root = ctx->tasks[0].pup.pid;
+	char upath[64], mpath[64], base[4096];
+	struct idmaps ids;
+	int64_t iu = 0, ig = 0;
+	if (mode >= 0 && (read_map(root, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
+			  read_map(root, "gid_map", ids.gid, sizeof(ids.gid)) < 0 ||
+			  (iu = inside(ids.uid, uid)) < 0 || (ig = inside(ids.gid, gid)) < 0))
+		return -EOVERFLOW;
+	snprintf(upath, sizeof(upath), "/proc/%d/ns/user", (int)root);
+	snprintf(mpath, sizeof(mpath), "/proc/%d/ns/mnt", (int)root);
+	size_t nl = strlen(name), pl = strlen(path);
+	snprintf(base, sizeof(base), "%.*s", pl > nl + 1 ? (int)(pl - nl - 1) : 1, path);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (nl >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, name, nl);
+	_cleanup_close_ int ufd = open(upath, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int mfd = open(mpath, O_RDONLY | O_CLOEXEC);
+	if (ufd < 0 || mfd < 0)
+		return -errno;
+	bool own_userns = ns_rst_flags(ctx) & CLONE_NEWUSER;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) { /* system calls only: the parent has threads */
+		struct stat st;
+		int r = 0;
+		/* into the container's namespaces: "/" and cwd are its root */
+		if ((own_userns && setns(ufd, CLONE_NEWUSER) < 0) || setns(mfd, CLONE_NEWNS) < 0 ||
+		    chdir(name[0] == '/' ? "/" : base) < 0)
+			r = -errno;
+		else if (lstat(path, &st) == 0 && (!S_ISSOCK(st.st_mode) || unlink(path) < 0))
+			r = -EEXIST;
+		else if (bind(sock, (struct sockaddr *)&a,
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + nl + 1)) < 0 ||
+			 (mode >= 0 && (chmod(path, (mode_t)mode & 07777) < 0 ||
+					lchown(path, (uid_t)iu, (gid_t)ig) < 0)))
+			r = -errno;
+		_exit(r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
 }
 
 int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const char *path, int mode,
@@ -633,9 +705,10 @@ int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const cha
 			       .mode = mode, .uid = uid, .gid = gid, .name = name, .path = path };
 	if (!b.m->bind) {
 		size_t o = b.m->has_from ? mnt_find_index(s->tree, mnt_find_mount(s, b.m->from)) : i;
-		if (o == s->tree->n_mounts || strcmp(s->tree->mounts[o]->fstype, "tmpfs") ||
-		    (ns_rst_flags(ctx) & CLONE_NEWUSER))
+		if (o == s->tree->n_mounts || strcmp(s->tree->mounts[o]->fstype, "tmpfs"))
 			return -EOPNOTSUPP;
+		if (ns_rst_flags(ctx) & CLONE_NEWUSER)
+			return 2; /* its tmpfs must be the user namespace's: at root ready */
 		int r = make_early(ctx, s, o);
 		if (r < 0)
 			return r;

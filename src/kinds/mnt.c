@@ -750,8 +750,10 @@ int mnt_unix_name(struct ckpt_ctx *ctx, const char *path, uid_t uid, gid_t gid)
 	if (geteuid() == 0 && !ns_own_userns(ctx))
 		return 1;
 	const MountEntry *m = i < s->tree.n_mounts ? s->tree.mounts[i] : NULL;
+	if (m && !m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs") && ns_own_userns(ctx))
+		return 2; /* a tmpfs's: bound once its tree is made, in its namespaces */
 	if (!m || !m->bind)
-		return -EOPNOTSUPP; /* a tmpfs's: made at prepare, not in its user namespace */
+		return -EOPNOTSUPP;
 	/* a bind of the host's: bound in a user namespace of ckpt's (see
 	 * mnt_rst_bind_unix), as ckpt, in the host's directory */
 	char dir[8400];

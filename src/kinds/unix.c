@@ -483,6 +483,20 @@ static void unix_free_obj(void *ptr)
 	free(u);
 }
 
+/* A connected socket of the same path name as u (accepted from u, or
+ * bound to it): made at prepare, before the name can be (mnt_unix_name 2) */
+static bool accepted_from(struct ckpt_ctx *ctx, const struct unix_obj *u)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
+		const struct unix_obj *v = o->ptr;
+		if (v != u && !v->is_reg && v->e.state == UNIX_ST_CONNECTED && v->e.has_name &&
+		    v->e.name.len == u->e.name.len &&
+		    !memcmp(v->e.name.data, u->e.name.data, u->e.name.len))
+			return true;
+	}
+	return false;
+}
+
 /* Before --kill: could this caller bind the names again? (sockets held by t) */
 static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 {
@@ -492,10 +506,15 @@ static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		if (u->is_reg || u->pid != t->pid)
 			continue;
 		int r = mnt_unix_name(ctx, u->e.path, u->e.path_uid, u->e.path_gid);
+		if (r == 2 && accepted_from(ctx, u))
+			r = -EBUSY;
 		if (r < 0)
 			snprintf(why, sizeof(why), "cannot bind %s again in the container's root%s",
 				 u->e.path,
-				 r == -EACCES  ? ": cannot create files in its host directory"
+				 r == -EBUSY ? ": a connection accepted from it needs the name "
+					       "before the container's tmpfs exists (a user "
+					       "namespace of its own); not supported yet"
+				 : r == -EACCES ? ": cannot create files in its host directory"
 				 : r == -EPERM ? ": cannot give its file back its owner (only root can)"
 					       : " (on a tmpfs of its own only root can, without a "
 						 "user namespace)");
@@ -646,6 +665,7 @@ const struct kind_ops unix_ops = {
     .load = unix_load,
     .prepare = unix_prepare,
     .tree_ready = unix_tree_ready,
+    .root_ready = unix_root_ready,
     .free_obj = unix_free_obj,
     .free_robj = unix_free_robj,
     .descriptor = unix_descriptor,

@@ -5,10 +5,10 @@
 # on /t/srv.sock (the bound test directory) -- checked after the restart:
 # the names are the same, the files are there (as sockets) at those paths
 # inside, the connection carries data both ways, and a new client
-# connects to each listener by its path. With the argument "bind"
-# (ct_rootfs_unix_unpriv: a user namespace of its own, where a name on a
-# tmpfs of its own is refused) only the listener on /t/srv.sock, which the
-# client is connected to.
+# connects to each listener by its path. With the argument "userns"
+# (ct_rootfs_unix_unpriv: a user namespace of its own, where a name on its
+# tmpfs is bound once its mounts exist, after the connections are made)
+# the client is connected to /t/srv.sock instead.
 import os
 import signal
 import socket
@@ -26,8 +26,9 @@ def listener(path):
     return s
 
 
-bind_only = sys.argv[1:] == ["bind"]
-names = ["/t/srv.sock"] if bind_only else ["/scratch/srv.sock", "/t/srv.sock"]
+names = ["/scratch/srv.sock", "/t/srv.sock"]
+if sys.argv[1:] == ["userns"]:
+    names.reverse()
 socks = [listener(n) for n in names]
 cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 cl.connect(names[0])

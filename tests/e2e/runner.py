@@ -283,9 +283,9 @@ TESTS = [
     # unix sockets bound on its tmpfs and on a bind, a client connected
     entry("ct_rootfs_unix", (B, T), kind="rootfs_python", script="py_unix_root.py",
           argv=["/usr/bin/python3", "/t/py_unix_root.py"]),
-    # the same as user nobody (a user namespace of its own): a listener on the bind
+    # the same as user nobody (a user namespace of its own), the client on the bind's
     entry("ct_rootfs_unix_unpriv", (B, T), kind="rootfs_python_unpriv", script="py_unix_root.py",
-          argv=["/usr/bin/python3", "/t/py_unix_root.py", "bind"]),
+          argv=["/usr/bin/python3", "/t/py_unix_root.py", "userns"]),
     entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
           argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
