@@ -516,7 +516,7 @@ static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 					       "namespace of its own); not supported yet"
 				 : r == -EACCES ? ": cannot create files in its host directory"
 				 : r == -EPERM ? ": cannot give its file back its owner (only root can)"
-					       : " (on a tmpfs of its own only root can, without a "
+					       : " (through this mount only root can, without a "
 						 "user namespace)");
 		if (r == 0)
 			r = unix_name_bindable(&u->e, why, sizeof(why));
