@@ -269,19 +269,26 @@ static int read_map(pid_t pid, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-/* id inside, mapped by map ("inside outside count" lines); -1 if unmapped. */
-static int64_t outside(const char *map, uint32_t id)
+/* id mapped by map ("inside outside count" lines): an id inside to the one
+ * ckpt sees (in = false: the other way); -1 if unmapped. */
+static int64_t map_id(const char *map, uint32_t id, bool in)
 {
 	for (const char *p = map; *p;) {
-		unsigned long in, out, count;
+		unsigned long ids[2], count;
 		int used;
-		if (sscanf(p, " %lu %lu %lu%n", &in, &out, &count, &used) != 3)
+		if (sscanf(p, " %lu %lu %lu%n", &ids[0], &ids[1], &count, &used) != 3)
 			break;
-		if (id >= in && id - in < count)
-			return (int64_t)(out + (id - in));
+		unsigned long from = ids[!in], to = ids[in];
+		if (id >= from && id - from < count)
+			return (int64_t)(to + (id - from));
 		p += used;
 	}
 	return -1;
+}
+
+static int64_t outside(const char *map, uint32_t id)
+{
+	return map_id(map, id, true);
 }
 
 /*
@@ -535,6 +542,22 @@ static void *sock_bind_thread(void *arg)
 	return NULL;
 }
 
+/* A child's end: its -errno result as its exit status. */
+static void __attribute__((noreturn)) child_exit(int r)
+{
+	_exit(r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0);
+}
+
+/* child_exit's result back: 0 or -errno. */
+static int child_wait(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
 static int write_str(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -574,13 +597,9 @@ static int sock_bind_userns(struct sock_bind *b)
 			r = write_str("/proc/self/gid_map", gid_map);
 		if (r >= 0)
 			r = sock_bind_in(b);
-		_exit(r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0);
+		child_exit(r);
 	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+	return child_wait(pid);
 }
 
 size_t mnt_mount_of_path(const MountTree *tree, const char *path)
@@ -624,22 +643,6 @@ int mnt_rst_unix_file(struct rst_ctx *ctx, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-/* id (as ckpt sees it) inside, by map ("inside outside count" lines); -1
- * if unmapped. */
-static int64_t inside(const char *map, uint32_t id)
-{
-	for (const char *p = map; *p;) {
-		unsigned long in, out, count;
-		int used;
-		if (sscanf(p, " %lu %lu %lu%n", &in, &out, &count, &used) != 3)
-			break;
-		if (id >= out && id - out < count)
-			return (int64_t)(in + (id - out));
-		p += used;
-	}
-	return -1;
-}
-
 int mnt_rst_bind_unix_late(struct rst_ctx *ctx, int sock, const char *name, const char *path,
 			   int mode, unsigned uid, unsigned gid)
 {
@@ -649,7 +652,7 @@ int mnt_rst_bind_unix_late(struct rst_ctx *ctx, int sock, const char *name, cons
 	int64_t iu = 0, ig = 0;
 	if (mode >= 0 && (read_map(root, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
 			  read_map(root, "gid_map", ids.gid, sizeof(ids.gid)) < 0 ||
-			  (iu = inside(ids.uid, uid)) < 0 || (ig = inside(ids.gid, gid)) < 0))
+			  (iu = map_id(ids.uid, uid, false)) < 0 || (ig = map_id(ids.gid, gid, false)) < 0))
 		return -EOVERFLOW;
 	snprintf(upath, sizeof(upath), "/proc/%d/ns/user", (int)root);
 	snprintf(mpath, sizeof(mpath), "/proc/%d/ns/mnt", (int)root);
@@ -681,13 +684,9 @@ int mnt_rst_bind_unix_late(struct rst_ctx *ctx, int sock, const char *name, cons
 			 (mode >= 0 && (chmod(path, (mode_t)mode & 07777) < 0 ||
 					lchown(path, (uid_t)iu, (gid_t)ig) < 0)))
 			r = -errno;
-		_exit(r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0);
+		child_exit(r);
 	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+	return child_wait(pid);
 }
 
 int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const char *path, int mode,
