@@ -451,6 +451,8 @@ TESTS = [
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
+    # dbus-daemon (its audit netlink socket), asked over new connections
+    entry("real_dbus", (B, T), kind="dbus"),
     # coreutils' tail -f, in poll with a timeout (restart_block) when frozen
     entry("real_tail", (B, T), kind="tail"),
     # SQLite's shell fed inserts by a shell loop through a pipe, one
@@ -4133,6 +4135,43 @@ class Run:
         held.close()
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
+
+    def flow_dbus(self):
+        """dbus-daemon --session on a unix socket of the test's directory
+        (it holds a NETLINK_AUDIT socket to log with): before and after
+        checkpoint --kill and restart (twice in twice mode), dbus-send from
+        outside on a new connection asks its bus id (the same after: the
+        daemon's own state) and its names (the bus itself)."""
+        daemon, send = shutil.which("dbus-daemon"), shutil.which("dbus-send")
+        if not daemon or not send:
+            raise Skip("dbus-daemon or dbus-send not installed")
+        bus = "unix:path=" + self.p("bus")
+        self.t = dict(self.t, argv=[daemon, "--session", "--nofork", "--address=" + bus])
+        pr = self.start()
+        self.pid = pr.pid
+        self.wait_until("dbus-daemon's socket", lambda: os.path.exists(self.p("bus")), [pr],
+                        timeout=30)
+
+        def ask(method):
+            r = subprocess.run([send, "--bus=" + bus, "--print-reply",
+                                "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                "org.freedesktop.DBus." + method],
+                               capture_output=True, text=True, timeout=30)
+            if r.returncode != 0:
+                raise Fail("dbus-send %s: %s" % (method, r.stderr.strip()))
+            return r.stdout
+        bus_id = re.search(r'string "(\w+)"', ask("GetId")).group(1)
+
+        def same():
+            got = re.search(r'string "(\w+)"', ask("GetId")).group(1)
+            if got != bus_id:
+                raise Fail("the bus id is %s after the restart, was %s" % (got, bus_id))
+            if '"org.freedesktop.DBus"' not in ask("ListNames"):
+                raise Fail("ListNames does not list the bus")
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=same)
+        same()
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "dbus-daemon after SIGTERM")
 
     def flow_tail(self):
         """`tail -f grow.txt` (coreutils: poll() on its inotify fd with a
