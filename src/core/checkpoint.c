@@ -28,6 +28,7 @@
 #include "core.pb-c.h"
 #include "core/ctx.h"
 #include "core/netlock.h"
+#include "util/fault.h"
 #include "core/sequence.h"
 #include "net/lock.h"
 #include "puppet/guard.h"
@@ -229,6 +230,44 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
 	return r;
 }
 
+/*
+ * Is tid a thread the kernel runs for an io_uring of the process (an
+ * SQPOLL thread "iou-sqp-N", an io-wq worker "iou-wrk-N": PF_IO_WORKER in
+ * the flags of its stat, which the program cannot set, unlike its name)?
+ * Such a thread is not the program's: it takes no ptrace stop (a seize
+ * would wait for it for ever, the program held stopped), and the io_uring
+ * that owns it is refused by its fd.
+ */
+static bool io_worker(pid_t pid, pid_t tid)
+{
+	char name[64], *text = NULL;
+	snprintf(name, sizeof(name), "task/%d/stat", tid);
+	if (proc_read(pid, name, &text, NULL) < 0)
+		return false;
+	/* the fields after the name (which may hold anything): state ppid
+	 * pgrp session tty_nr tpgid flags */
+	const char *p = strrchr(text, ')');
+	unsigned long flags = 0;
+	bool r = p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
+		 (flags & 0x10 /* PF_IO_WORKER */);
+	free(text);
+	return r;
+}
+
+/* How many of pid's threads are io_uring threads (io_worker()). */
+static unsigned io_workers(pid_t pid)
+{
+	char path[64];
+	unsigned n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		n += tid > 0 && tid != pid && io_worker(pid, tid);
+	}
+	return n;
+}
+
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
 static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 {
@@ -245,6 +284,11 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
 			continue;
+		if (io_worker(t->pid, tid)) {
+			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
+				 "left alone", t->pid, tid);
+			continue;
+		}
 		if (t->nthreads + n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 8;
 			struct task *nt = realloc(t->threads, ncap * sizeof(*nt));
@@ -594,7 +638,9 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	int r = snapshot_proc(ctx, t);
 	if (r < 0)
 		return r;
-	if (t->status.threads != t->nthreads + 1)
+	if (t->status.threads != t->nthreads + 1 + (t->status.threads > t->nthreads + 1
+							   ? io_workers(t->pid)
+							   : 0))
 		return log_fail(&ctx->log, -EAGAIN,
 				"pid %d (%s): has %u threads, %zu were seized; it changed meanwhile",
 				t->pid, t->status.name, t->status.threads, t->nthreads + 1);
@@ -1017,6 +1063,13 @@ int ckpt_let_go(struct ckpt_ctx *ctx)
 	return 0;
 }
 
+/* The caller's commit message (ckpt_opts.commit_msg), if it has one. */
+static bool committed_msg(const struct ckpt_opts *o)
+{
+	return o->size >= offsetof(struct ckpt_opts, commit_msg_len) + sizeof(size_t) &&
+	       o->committed && o->commit_msg && o->commit_msg_len;
+}
+
 /* Step "image done": the image under its final name before any task dies
  * (cmd-checkpoint.c); then, with CKPT_KILL, if ckpt dies the guardian
  * finishes the kill rather than resuming the tree. */
@@ -1032,8 +1085,18 @@ int ckpt_image_done(struct ckpt_ctx *ctx)
 			return log_fail(&ctx->log, r, "the image is complete, but %s",
 					why[0] ? why : strerror(-r));
 	}
+	/* should ckpt die from the commit on: what a migration does after it */
+	if ((ctx->flags & CKPT_KILL) && committed_msg(o) &&
+	    (r = puppet_guard_on_death(ctx->guard, GUARD_COMMITTED, o->commit_fd, o->commit_msg,
+				       o->commit_msg_len)) < 0)
+		return log_fail(&ctx->log, r, "the guardian cannot hold the commit message: %s",
+				strerror(-r));
+	if ((ctx->flags & CKPT_KILL) && (r = ckpt_netlock_arm_moved(ctx)) < 0)
+		return r;
 	if ((ctx->flags & CKPT_KILL) && (r = puppet_guard_commit(ctx->guard)) < 0)
 		return log_fail(&ctx->log, r, "the guardian process is gone: %s", strerror(-r));
+	if (ctx->flags & CKPT_KILL)
+		CKPT_FAULT(CKPT_FAULT_COMMIT);
 	if ((ctx->flags & CKPT_KILL) &&
 	    o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) && o->committed)
 		o->committed(o->image_done_arg);
@@ -1053,6 +1116,9 @@ static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o
 		return log_fail(&ctx->log, -EINVAL, "pid %d: not a valid pid", pid);
 	if (pid == getpid())
 		return log_fail(&ctx->log, -EINVAL, "pid %d: ckpt cannot checkpoint itself", pid);
+	if (committed_msg(o) && o->commit_msg_len > GUARD_UNDO_MAX)
+		return log_fail(&ctx->log, -EINVAL, "a commit message of %zu bytes (at most %d)",
+				o->commit_msg_len, GUARD_UNDO_MAX);
 	if ((o->flags & CKPT_KILL) && (o->flags & CKPT_LEAVE_FROZEN))
 		return log_fail(&ctx->log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
 	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))

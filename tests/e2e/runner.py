@@ -38,6 +38,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 
 import argparse
 import errno
+import http.client
 import json
 import os
 import pwd
@@ -238,6 +239,10 @@ TESTS = [
     entry("migrate_plain", kind="mig2_plain", case="ok"),
     entry("migrate_plain_refuse", kind="mig2_plain", case="refuse"),
     entry("migrate_plain_nolink", kind="mig2_plain", case="nolink"),
+    # the source's ckpt dies (SIGKILL) right after its commit: its guardian
+    # tells the target, kills the original, deletes the moved address and
+    # removes the lock
+    entry("migrate_plain_srcdies", kind="mig2_plain", case="srcdies"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -391,6 +396,8 @@ TESTS = [
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
+    entry("real_node", (B, T), kind="node"),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -529,6 +536,10 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    # with a kernel thread polling its ring and a worker blocked in a read:
+    # threads that take no ptrace stop (the checkpoint used to hang)
+    entry("refuse_uring_sqpoll", kind="refuse", program="refuse_uring", pargs=["sqpoll"],
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*io_uring instance"),
     entry("refuse_all", kind="refuse",
           regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
                 r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
@@ -1343,11 +1354,12 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m", rargs=(), margs=()):
+    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
-        rargs: more arguments of ckpt receive. Returns (migrate's status,
-        receive's, migrate's stderr, receive's)."""
+        rargs: more arguments of ckpt receive; mfault: migrate is ckpt-fault
+        with that CKPT_FAULT. Returns (migrate's status, receive's,
+        migrate's stderr, receive's)."""
         key = self.p("key")
         if not os.path.exists(key):
             r = self.run_ckpt(["keygen", key])
@@ -1369,10 +1381,12 @@ class Run:
                 port.append(int(m.group(1)))
             return bool(port)
         self.wait_until("ckpt receive listening in host B", listening, [rp])
-        mp = self.popen(self.topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
-                                                           "%s:%d" % (b, port[0]), "--key", key,
-                                                           "--log", mlog, *margs)),
-                        err=merr, out=self.p(tag + "-migrate.out"))
+        margv = self.ckpt_argv("migrate", str(self.pid), "--to", "%s:%d" % (b, port[0]),
+                               "--key", key, "--log", mlog, *margs)
+        if mfault:
+            margv[0] = self.fault_bin()
+        mp = self.popen(self.topo.argv("a", margv), err=merr, out=self.p(tag + "-migrate.out"),
+                        env=dict(os.environ, CKPT_FAULT=mfault) if mfault else None)
         self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
         return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
 
@@ -1733,6 +1747,28 @@ class Run:
                 raise Fail("after the refused migration %s is on A: %s, on B: %s (want A only)"
                            % (vip, self.mig2_vip_on("a", vip), self.mig2_vip_on("b", vip)))
             progress(5)
+        elif self.t["case"] == "srcdies":
+            old = self.pid
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "d", rargs=["--pidns"],
+                                                       mfault="commit")
+            if mrc != -signal.SIGKILL or rrc != 0:
+                raise Fail("migrate (killed at its commit) exit %s (%r), receive exit %s (%r): "
+                           "want -9 and 0" % (mrc, mtext.strip()[-400:], rrc,
+                                              rtext.strip()[-400:]))
+            with open(self.p("d-receive.out")) as f:
+                self.pid = int(f.read())
+            self.wait_until("the original %d to go" % old, lambda: not pid_alive(old), [pr],
+                            timeout=20)
+            if not pid_alive(self.pid):
+                raise Fail("the copy %d on B is not running" % self.pid)
+            # the guardian's work, after the kill: address, then lock
+            self.wait_until("%s to leave A" % vip, lambda: not self.mig2_vip_on("a"), [],
+                            timeout=20)
+            if not self.mig2_vip_on("b"):
+                raise Fail("%s is not on B after the migration" % vip)
+            self.wait_until("A's network lock to go", lambda: not self.mig2_locks("a"), [],
+                            timeout=20)
+            progress(20)
         else:
             old = self.pid
             # one IPv6 connection too, from C to the IPv6 address
@@ -3907,6 +3943,55 @@ class Run:
                             while_down=down.start)
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
+
+    def flow_node(self):
+        """real_node.js, Node.js's HTTP server on 127.0.0.1 at a free port
+        with a worker thread and a timer counting: a keep-alive connection
+        of the runner's asks GET /count before, and after checkpoint --kill
+        and restart (twice in twice mode) on the same connection, and a new
+        connection too; the worker's and the timer's counts go on growing
+        after the restart (the threads run), the served count goes on from
+        where it was, the pid is the same."""
+        node = shutil.which("node") or shutil.which("nodejs")
+        if not node:
+            raise Skip("node not installed")
+        port = self.free_port()
+        pr = self.start_server([node, os.path.join(HERE, "real_node.js"), str(port)], port)
+        held = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        last = {}
+
+        def count(conn=None):
+            c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/count")
+            r = c.getresponse()
+            body = r.read().decode()
+            if conn is None:
+                c.close()
+            m = re.fullmatch(r"worker (\d+) timer (\d+) served (\d+) pid (\d+)\n", body)
+            if r.status != 200 or not m:
+                raise Fail("node answered %s %r" % (r.status, body))
+            w, t, s, p = (int(x) for x in m.groups())
+            if p != self.pid:
+                raise Fail("node says pid %d, want %d" % (p, self.pid))
+            if last and s <= last["s"]:
+                raise Fail("node's served count went from %d to %d" % (last["s"], s))
+            last.update(w=w, t=t, s=s)
+            return w, t
+
+        def grows():
+            """the worker thread and the timer run: both counts grow"""
+            w0, t0 = count(held)
+            self.wait_until("node's worker thread and timer to count on",
+                            lambda: all(a > b for a, b in zip(count(held), (w0, t0))),
+                            [], timeout=30)
+            count()
+        self.wait_until("node's worker thread to start counting", lambda: count(held)[0] > 0,
+                        [pr], timeout=30)
+        grows()
+        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, grows, conns=1)
+        held.close()
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
 
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
