@@ -783,15 +783,18 @@ static uint64_t estimate_memory(struct ckpt_ctx *ctx)
 }
 
 /*
- * The two page-copy buffers the page store fills in turn (pages_writer_async),
- * made before the seize: their pages are faulted in here, in bulk, and not
+ * The two page-copy buffers the page store fills in turn (pages_writer_async;
+ * one, buf2 NULL, when ckpt may run on one CPU only), made before the seize: their pages are faulted in here, in bulk, and not
  * page by page at 1-2 GB/s in the first records while the tree is frozen.
  * MADV_DONTFORK: a child ckpt forks later neither gets them nor makes
  * their pages copy-on-write.
  */
 static int alloc_copy_bufs(struct ckpt_ctx *ctx)
 {
-	size_t len = 2 * (size_t)COPY_BUF, huge = 2u << 20;
+	/* one CPU to run on: a writer thread would only take turns with us */
+	cpu_set_t cpus;
+	bool two = sched_getaffinity(0, sizeof(cpus), &cpus) < 0 || CPU_COUNT(&cpus) > 1;
+	size_t len = (two ? 2 : 1) * (size_t)COPY_BUF, huge = 2u << 20;
 	uint8_t *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			  -1, 0);
 	if (p == MAP_FAILED)
@@ -808,7 +811,7 @@ static int alloc_copy_bufs(struct ckpt_ctx *ctx)
 		memset(a, 0, len);
 	ctx->bufsize = COPY_BUF;
 	ctx->buf = a;
-	ctx->buf2 = a + COPY_BUF;
+	ctx->buf2 = two ? a + COPY_BUF : NULL;
 	return 0;
 }
 
@@ -1182,7 +1185,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		release_task(&ctx.tasks[i]);
 	free(ctx.tasks);
 	if (ctx.buf)
-		munmap(ctx.buf, 2 * ctx.bufsize);
+		munmap(ctx.buf, (ctx.buf2 ? 2 : 1) * ctx.bufsize);
 	img_seal_free(ctx.seal);
 	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);

@@ -510,8 +510,8 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return r;
 	/* records written by a thread while the next is read (not compressed:
-	 * the compressor has one output buffer) */
-	if (!ctx->pz && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
+	 * the compressor has one output buffer; not on one CPU: no buf2) */
+	if (!ctx->pz && ctx->buf2 && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
 		pages_writer_release(&pw);
 		return r;
 	}
