@@ -65,6 +65,29 @@ static void free_obj(int kind, void *ptr)
 }
 
 /* Why pid cannot be seized, as precisely as /proc tells. */
+/* A task that took no stop when seized (GUARD_STOP_TIMEOUT_MS): where the
+ * kernel holds it. */
+static int explain_no_stop(struct ckpt_ctx *ctx, pid_t pid)
+{
+	_cleanup_free_ char *stat = NULL, *wchan = NULL;
+	struct proc_stat st = { 0 };
+	bool known = proc_read(pid, "stat", &stat, NULL) == 0 && proc_parse_stat(stat, &st) == 0;
+	if (proc_read(pid, "wchan", &wchan, NULL) < 0 || !wchan[0] || !strcmp(wchan, "0")) {
+		free(wchan);
+		wchan = NULL;
+	}
+	/* wait_for_vfork_done, inlined in kernel_clone on some kernels */
+	bool vfork = wchan && (strstr(wchan, "vfork") || !strcmp(wchan, "kernel_clone"));
+	return log_fail(&ctx->log, -ETIMEDOUT,
+			"pid %d: did not stop within %d s of being seized (state %c%s%s): %s; "
+			"nothing was changed, try again later", pid, GUARD_STOP_TIMEOUT_MS / 1000,
+			known ? st.state : '?', wchan ? ", in the kernel at " : "", wchan ? wchan : "",
+			vfork ? "a parent that called vfork() waits so until its child calls exec or "
+				"exits"
+			      : "a task in uninterruptible sleep (a file system or device that does "
+				"not answer, a vfork parent) cannot be stopped");
+}
+
 static int explain_seize(struct ckpt_ctx *ctx, pid_t pid, int r)
 {
 	struct proc_status st;
@@ -72,6 +95,8 @@ static int explain_seize(struct ckpt_ctx *ctx, pid_t pid, int r)
 
 	if (r == -ESRCH && proc_read(pid, "status", &text, NULL) < 0)
 		return log_fail(&ctx->log, -ESRCH, "pid %d: no such process", pid);
+	if (r == -ETIMEDOUT)
+		return explain_no_stop(ctx, pid);
 	if (text || proc_read(pid, "status", &text, NULL) == 0) {
 		int pr = proc_parse_status(text, &st);
 		free(text);
@@ -240,18 +265,12 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
  */
 static bool io_worker(pid_t pid, pid_t tid)
 {
-	char name[64], *text = NULL;
+	char name[64];
+	_cleanup_free_ char *text = NULL;
+	struct proc_stat st;
 	snprintf(name, sizeof(name), "task/%d/stat", tid);
-	if (proc_read(pid, name, &text, NULL) < 0)
-		return false;
-	/* the fields after the name (which may hold anything): state ppid
-	 * pgrp session tty_nr tpgid flags */
-	const char *p = strrchr(text, ')');
-	unsigned long flags = 0;
-	bool r = p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
-		 (flags & 0x10 /* PF_IO_WORKER */);
-	free(text);
-	return r;
+	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, &st) == 0 &&
+	       (st.flags & 0x10 /* PF_IO_WORKER */);
 }
 
 /* How many of pid's threads are io_uring threads (io_worker()). */

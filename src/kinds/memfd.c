@@ -93,7 +93,7 @@ enum {
 #define KERNEL_O_LARGEFILE 00100000 /* 0 in x86_64 userspace, set by the kernel */
 #define FILE_FLAGS                                                                                 \
 	(O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | KERNEL_O_LARGEFILE |    \
-	 O_NOATIME | O_PATH)
+	 O_NOATIME | O_PATH | O_NOFOLLOW)
 #define MFD_NAME_MAX 249	  /* NAME_MAX - strlen("memfd:") */
 #define SUFFIX	     " (deleted)"
 #define SUFFIX_LEN   10
@@ -819,6 +819,27 @@ static int set_attrs(struct rst_ctx *ctx, struct mfd_robj *m)
 }
 
 /*
+ * The open files of deleted file m opened with O_NOFOLLOW, opened again
+ * while it still has a name (name in dfd) with their flags: through
+ * /proc/self/fd, O_NOFOLLOW would refuse the magic link, and without it
+ * the flag (which F_GETFL shows) would be lost.
+ */
+static int open_nofollow(struct rst_ctx *ctx, struct mfd_robj *m, int dfd, const char *name)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_memfd, o));) {
+		struct mfd_robj *f = o->ptr;
+		if (!f->is_file || f->fd >= 0 || f->f->memfd_id != m->e->id ||
+		    !(f->f->flags & O_NOFOLLOW))
+			continue;
+		f->fd = openat(dfd, name, (int)(f->f->flags & FILE_FLAGS) | O_CLOEXEC | O_NOCTTY);
+		if (f->fd < 0)
+			return log_fail(&ctx->log, -errno, "deleted file '%s': cannot open it again "
+					"(flags %#o): %s", m->e->path, f->f->flags, strerror(errno));
+	}
+	return 0;
+}
+
+/*
  * A deleted file: made as a temporary in its directory, filled, renamed to
  * its old name if that is free (so its link reads "PATH (deleted)"), then
  * unlinked. Nothing is left in the directory, whatever happens.
@@ -859,6 +880,8 @@ static int make_deleted(struct rst_ctx *ctx, struct mfd_robj *m)
 		log_info(&ctx->log, "deleted file '%s': %s; it reads as '%s/%s (deleted)' now",
 			 path, errno == EEXIST ? "a file has its name again" : strerror(errno), dir,
 			 tmp);
+	if (r >= 0)
+		r = open_nofollow(ctx, m, dfd, name);
 	if (unlinkat(dfd, name, 0) < 0 && r >= 0)
 		r = log_fail(&ctx->log, -errno, "deleted file '%s': cannot unlink it again: %s",
 			     path, strerror(errno));
@@ -873,7 +896,10 @@ static int open_file(struct rst_ctx *ctx, struct mfd_robj *f)
 	if (!ino || ino->fd < 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", ino->fd);
-	f->fd = open(path, (int)(f->f->flags & FILE_FLAGS) | O_CLOEXEC | O_NOCTTY);
+	/* one with O_NOFOLLOW was opened by its name (make_deleted): a magic
+	 * link of /proc is never followed with it */
+	if (f->fd < 0)
+		f->fd = open(path, (int)(f->f->flags & FILE_FLAGS) | O_CLOEXEC | O_NOCTTY);
 	if (f->fd < 0)
 		return log_fail(&ctx->log, -errno,
 				"file '%s': cannot open it again (flags %#o): %s", robj_name(ino),

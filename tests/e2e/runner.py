@@ -398,6 +398,9 @@ TESTS = [
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
+    # SQLite's shell fed inserts by a shell loop through a pipe, one
+    # transaction each (its journal made and deleted every time)
+    entry("real_sqlite", (B, T), kind="sqlite"),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -536,6 +539,8 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    # a vfork parent, its child waiting: a task that takes no ptrace stop
+    entry("refuse_vfork", kind="vfork"),
     # with a kernel thread polling its ring and a worker blocked in a read:
     # threads that take no ptrace stop (the checkpoint used to hang)
     entry("refuse_uring_sqpoll", kind="refuse", program="refuse_uring", pargs=["sqpoll"],
@@ -3993,6 +3998,52 @@ class Run:
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
 
+    def flow_sqlite(self):
+        """sqlite3 (the shell) reading `insert into t values(I);` lines from
+        a shell loop through a pipe, 50 a second, each its own transaction
+        (its rollback journal made, then deleted at commit, sometimes while
+        still open when the tree is frozen: O_NOFOLLOW); checkpoint --kill
+        and restart (twice in twice mode) once rows are in: the inserts go
+        on after, and the rows are exactly 1..N, none lost or repeated (the
+        shell waits for the runner's read locks: .timeout)."""
+        if not shutil.which("sqlite3"):
+            raise Skip("sqlite3 not installed")
+        import sqlite3
+        db = self.p("db.sqlite")
+        loop = ('i=0; while true; do i=$((i+1)); echo "insert into t values($i);"; '
+                'sleep 0.02; done | sqlite3 -cmd ".timeout 20000" -cmd "create table t(x integer);" ' + db)
+        self.t = dict(self.t, argv=["sh", "-c", loop])
+        pr = self.start()
+        self.pid = pr.pid
+
+        def rows():
+            try:
+                with sqlite3.connect(db, timeout=10) as c:
+                    return c.execute("select count(*), min(x), max(x) from t").fetchone()
+            except sqlite3.OperationalError:
+                return (0, None, None)  # not made yet
+        self.wait_until("20 rows", lambda: rows()[0] >= 20, [pr], timeout=30)
+
+        def more():
+            n = rows()[0]
+            self.wait_until("20 more rows", lambda: rows()[0] >= n + 20, [], timeout=30)
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=more)
+        more()
+        # the shell loop (a child sh of the root) ends: sqlite3 reads the end
+        # of its input and exits, and so does the root
+        with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+        loops = [k for k in kids if self.comm(k) == "sh"]
+        if not loops or not any(self.comm(k) == "sqlite3" for k in kids):
+            raise Fail("the root's children %s are not the loop and sqlite3" % kids)
+        for k in loops:
+            os.kill(k, signal.SIGKILL)
+        self.wait_all([rp], EXIT_TIMEOUT, "the sqlite3 pipeline after its loop was killed")
+        n, lo, hi = rows()
+        if (n, lo, hi) != (hi, 1, hi):
+            raise Fail("rows: %d, from %s to %s; want 1..N each once" % (n, lo, hi))
+        self.notes.append("%d rows" % n)
+
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
         (real_redis.py), checkpointed with its data; the runner talks to
@@ -4947,6 +4998,37 @@ http {{
             raise Fail("the original is gone after the refused checkpoint")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def flow_vfork(self):
+        """refuse_vfork.c: the parent sleeps in vfork while its child waits
+        for SIGUSR1. The checkpoint fails within the guardian's bound (10 s)
+        naming the parent as a task that did not stop, in vfork; both run
+        on, neither traced once ckpt is gone; SIGUSR1 to the child ends it
+        and the parent exits 0 (a parent left in a ptrace stop would not)."""
+        pr = self.start()
+        self.pid = pr.pid
+        child = int(self.wait_file("vforked", pr))
+        if self.opts.no_ckpt:
+            os.kill(child, signal.SIGUSR1)
+            return self.check_result(self.wait_exit(pr, "the parent"), "the parent")
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint: status %d, expected a refusal" % rc)
+        rx = (r"\bpid %d: did not stop within 10 s of being seized \(state D, in the kernel "
+              r"at \w+\): a parent that called vfork\(\) waits so" % self.pid)
+        if not re.search(rx, err):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+
+        def untraced(pid):
+            with open("/proc/%d/status" % pid) as f:
+                return [l for l in f if l.startswith("TracerPid:")][0].split()[1] == "0"
+        for pid in (self.pid, child):
+            self.wait_until("pid %d to be traced no more" % pid, lambda: untraced(pid), [pr],
+                            timeout=20)
+        os.kill(child, signal.SIGUSR1)
+        rc = self.wait_exit(pr, "the parent")
+        if rc != 0:
+            raise Fail("the parent exited %s after its vfork child, want 0" % rc)
 
     def flow_refuse_inherited(self):
         """The root inherits fd 251, a pipe's (or FIFO's) write end, from the runner that
