@@ -127,6 +127,8 @@ struct ckpt_ctx {
 	struct task *tasks;
 	size_t ntasks;
 	void *buf;              /* page-copy buffer, bufsize bytes */
+	void *buf2;             /* the second one, right after buf (pages_writer_async);
+				 * NULL when ckpt may run on one CPU only */
 	size_t bufsize;
 	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
 	struct img_seal *seal;  /* what the writer writes through, with a key */

@@ -509,6 +509,12 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0)
 		return r;
+	/* records written by a thread while the next is read (not compressed:
+	 * the compressor has one output buffer; not on one CPU: no buf2) */
+	if (!ctx->pz && ctx->buf2 && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
+		pages_writer_release(&pw);
+		return r;
+	}
 	/* a pre-copy round: the tracked vmas' pages noted, read at dump_live */
 	bool live = ctx->flags & CKPT_PRECOPY;
 	r = mm_dirty_begin(ctx, t, m->dirty, &m->e);
@@ -524,6 +530,10 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 		r = pages_fail(ctx, &pw, mm_dirty_scan(ctx, t, m->dirty, pagemap, i,
 						       m->e.vmas[i], live ? NULL : &pw));
 	}
+	/* the last record written before anything else is */
+	int s = pages_sync(&pw);
+	if (r >= 0 && s < 0)
+		r = pages_fail(ctx, &pw, s);
 	ctx->mem_bytes += pw.bytes;
 	pages_writer_release(&pw);
 	return r < 0 || live ? r : mm_dirty_end(ctx, t, m->dirty);
