@@ -597,6 +597,13 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %llx: its huge page size is not valid",
 					rec->index, (unsigned long long)v->start);
+		if (v->has_huge_page) {
+			char what[48];
+			snprintf(what, sizeof(what), "vma %llx", (unsigned long long)v->start);
+			int r = mm_huge_avail(&ctx->log, v->huge_page, what);
+			if (r < 0)
+				return r;
+		}
 		if (mm_cow_validate(v) < 0)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %llx: its pages shared with the parent "

@@ -299,8 +299,6 @@ TESTS = [
     # hugetlb memory of 2 MiB pages (mm-huge.c): private, shared, memfd
     entry("mem_hugetlb", (B, T, R)),
     entry("mem_hugetlb_lazy", program="mem_hugetlb", rst_args=("--lazy",)),
-    entry("refuse_hugetlb", kind="refuse",
-          regex=r"\bpid {pid} vma [0-9a-f]+\b.*: a hugetlb \(SHM_HUGETLB\) SysV segment: not supported"),
     entry("refuse_sud", kind="refuse",
           regex=r"\bpid {pid}: syscall user dispatch \(PR_SET_SYSCALL_USER_DISPATCH\) is on: not supported yet"),
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
@@ -463,6 +461,10 @@ TESTS = [
     entry("sysv_sem", (B, T, R), kind="ct_detached"),
     entry("sysv_shm_host", (B, T, R)),
     entry("sysv_shm_kept", (B, T, R)),
+    # hugetlb (SHM_HUGETLB) segments: attached in the host's namespace; in a
+    # container's, one attached and one not
+    entry("sysv_shm_huge", (B, T, R)),
+    entry("sysv_shm_huge_ct", (B, T, R), kind="ct_detached"),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
