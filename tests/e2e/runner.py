@@ -465,6 +465,8 @@ TESTS = [
     # container's, one attached and one not
     entry("sysv_shm_huge", (B, T, R)),
     entry("sysv_shm_huge_ct", (B, T, R), kind="ct_detached"),
+    entry("sysv_shm_huge_1g", kind="huge_forged", program="sysv_shm_huge"),
+    entry("mem_hugetlb_1g", (B, T)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -7155,6 +7157,30 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
+    def flow_huge_forged(self):
+        """The image of a hugetlb SysV segment forged to 1 GiB pages: where
+        this machine has none, the restart fails at load naming the size and
+        why; then the genuine image restores."""
+        if self.opts.no_ckpt:
+            return self.native()
+        if os.path.exists("/sys/kernel/mm/hugepages/hugepages-1048576kB"):
+            raise Skip("this machine has 1 GiB huge pages")
+        img = self.checkpointed()
+        with open(img, "rb") as f:
+            good = f.read()
+        bad = self.p("forged")
+        with open(bad, "wb") as f:
+            f.write(forged("shm_huge_1g")(good, None)[0])
+        log = self.p("forged.log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=30)
+        self.expect_error(r, "restart of the forged image",
+                          must=["1048576 kB pages", "this machine has none", "pdpe1gb"])
+        self.expect_gone("the refused restart")
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the genuine image")
+
     def flow_rst_addr_busy(self):
         """A restart whose listening address is taken (by the runner) fails
         naming the pid, the fd and the address, and leaves nothing behind:
@@ -7436,15 +7462,19 @@ http {{
                                     "inet", lock[0]], capture_output=True, timeout=20)
 
     def restore_hugepages(self):
-        """vm.nr_hugepages as it was before a hugetlb test raised it (the
-        test wrote the old value to hugepages.old)."""
-        try:
-            with open(self.p("hugepages.old")) as f:
-                old = int(f.read())
-            with open("/proc/sys/vm/nr_hugepages", "w") as f:
-                f.write("%d\n" % old)
-        except (OSError, ValueError):
-            pass
+        """vm.nr_hugepages (and the 1 GiB pages' nr_hugepages) as it was
+        before a hugetlb test raised it (the test wrote the old value to
+        hugepages.old, hugepages1g.old)."""
+        for name, path in (("hugepages.old", "/proc/sys/vm/nr_hugepages"),
+                           ("hugepages1g.old",
+                            "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages")):
+            try:
+                with open(self.p(name)) as f:
+                    old = int(f.read())
+                with open(path, "w") as f:
+                    f.write("%d\n" % old)
+            except (OSError, ValueError):
+                pass
 
     def cleanup(self):
         self.remove_shm()
