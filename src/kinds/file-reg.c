@@ -60,7 +60,10 @@ static const char *refusal(const char *path, const struct stat *st)
 {
 	size_t n = strlen(path);
 	if (!strcmp(path, "anon_inode:[io_uring]"))
-		return "an io_uring instance's rings: io_uring is not supported yet";
+		return "the rings of an io_uring instance: not supported (ckpt does not make "
+		       "io_uring instances again: the rings' contents, registered files and "
+		       "buffers would be lost, and requests in flight cannot be read from the "
+		       "kernel, their submission entries consumed)";
 	if (!strncmp(path, "anon_inode:", 11))
 		return "mappings of anonymous-inode files are not supported yet";
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !is_mem_device(st))
@@ -637,11 +640,13 @@ static int keep_contents(struct ckpt_ctx *ctx, struct task *t, const char *link,
 static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
 				VmaEntry *v)
 {
-	char link[64], full[96];
+	char link[64], full[96], what[48];
 	struct stat st;
 	int flags = mm_vma_flags(pv);
 
 	mm_vma_link(pv, link, sizeof(link));
+	snprintf(what, sizeof(what), "vma %llx-%llx", (unsigned long long)pv->start,
+		 (unsigned long long)pv->end);
 	v->kind = VMA_KIND__VMA_FILE;
 	v->has_file_id = true;
 	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
@@ -656,9 +661,9 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 					"identified without CAP_CHECKPOINT_RESTORE",
 					t->pid, (unsigned long long)pv->start,
 					(unsigned long long)pv->end, pv->path);
-		return file_reg_collect_path(ctx, t, pv->path, flags, "mapping", &v->file_id);
+		return file_reg_collect_path(ctx, t, pv->path, flags, what, &v->file_id);
 	}
-	int r = file_reg_collect_path(ctx, t, link, flags, "mapping", &v->file_id);
+	int r = file_reg_collect_path(ctx, t, link, flags, what, &v->file_id);
 	return r < 0 || !pv->shared ? r : keep_contents(ctx, t, full, v->file_id);
 }
 
