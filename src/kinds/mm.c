@@ -1013,7 +1013,8 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 /*
  * A vma kept from the fork: writable while its own pages are written, and
  * what the parent has there but the task did not (pages outside the
- * inherited runs) dropped, so that it reads zero until written.
+ * inherited runs) dropped, so that it reads zero (the file, for a private
+ * file mapping) until written.
  */
 static int keep_inherited(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 {
@@ -1331,6 +1332,8 @@ static int do_mmap(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v, l
 int mm_map_file(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
+	if (v->inherit) /* a private file mapping kept from the fork (mm-cow.c) */
+		return keep_inherited(ctx, t, v);
 	int fd = remote_file(ctx, t, &m->rf, v->file_id);
 	return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
 }
