@@ -311,6 +311,7 @@ TESTS = [
     entry("file_deleted_big", (B, R), max_image_bytes=16 * MiB),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
+    entry("fifo_deleted", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_stale", (B, T, R)),
     entry("inotify_deleted", (B, T)),
