@@ -529,6 +529,8 @@ TESTS = [
     entry("refuse_unix_ext", kind="refuse", program="refuse_unix", ckpt_args=["--external", "unix"],
           regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
+    entry("refuse_unix_glue", kind="refuse",
+          regex=r"\bpid {pid} fd 5 \(unix stream socket:\[\d+\]\): its queue holds fds in flight and more segments than a peek shows"),
     entry("refuse_epoll_flight", kind="refuse",
           regex=r"\bpid {pid}\b.*\bfd 5\b.*carries anon_inode:\[eventpoll\]; an epoll instance in flight is not supported \(its watches are keyed by the fd numbers"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
