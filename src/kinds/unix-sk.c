@@ -226,7 +226,12 @@ int unix_stream_wmem(const struct unix_msgs *q, uint32_t sndbuf, uint64_t *ret)
 	int sv[2], half = (int)(sndbuf / 2);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	int r = setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &half, sizeof(half)) < 0 ? -errno : 0;
+	/* without CAP_NET_ADMIN, SO_SNDBUF (capped by net.core.wmem_max): a
+	 * message it cuts otherwise is not compared (-EAGAIN below) */
+	int r = setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &half, sizeof(half)) < 0 &&
+			setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &half, sizeof(half)) < 0
+		    ? -errno
+		    : 0;
 	for (size_t i = 0; r >= 0 && i < q->n; i++) {
 		const UnixMsg *m = q->v[i];
 		const int *fds = q->rights ? q->rights[i] : NULL;
