@@ -249,6 +249,19 @@ struct ckpt_opts {
 		char ifname[16];        /* the link that holds it on this host */
 	} *target_addrs;
 	size_t n_target_addrs;
+	/*
+	 * checkpoint with CKPT_KILL and a committed callback: what committed
+	 * tells another process, for when ckpt dies once the tree's death is
+	 * decided but before committed has told it: the guardian, having
+	 * killed the tree, sends commit_msg (commit_msg_len bytes, at most 512)
+	 * on a copy of commit_fd. A migration's "commit" line to its target,
+	 * so that the copy runs although the source died then (the target
+	 * must take the message twice: it may come from both). commit_msg_len
+	 * 0 for none; a smaller size (an older caller) has none.
+	 */
+	int commit_fd;
+	const void *commit_msg;
+	size_t commit_msg_len;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -272,6 +285,8 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V8 offsetof(struct ckpt_opts, parent_id)
 /* The struct before target_addrs was added. */
 #define CKPT_OPTS_SIZE_V9 offsetof(struct ckpt_opts, target_addrs)
+/* The struct before commit_fd was added. */
+#define CKPT_OPTS_SIZE_V10 offsetof(struct ckpt_opts, commit_fd)
 #define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);

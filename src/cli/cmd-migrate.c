@@ -54,7 +54,10 @@
  * A target that fails answers "error", and the source releases its tree,
  * which runs on (the network lock removed). A source that goes away before
  * "commit" (its guardian then releases the original) makes the target kill
- * its frozen copy. Neither side runs the program while the other may.
+ * its frozen copy; one that dies after its guardian was told of the commit
+ * leaves the guardian to say "commit" (ckpt_opts.commit_msg), kill the
+ * original, delete the moved addresses and remove the lock. Neither side
+ * runs the program while the other may.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -229,13 +232,16 @@ static int target_ready(void *arg, char *why, size_t why_len)
 	return -EREMOTEIO;
 }
 
+/* The target takes it once; it may come twice (the guardian's copy) */
+#define COMMIT_LINE "commit\n"
+
 /* committed: the tree dies here whatever happens now; the copy may run.
  * Its "running" is waited for here, before the frozen original is killed
  * (which takes its time), so that the downtime is the program's. */
 static void tell_commit(void *arg)
 {
 	struct source *s = arg;
-	s->running = send_line(s->ctl, "commit\n", NULL);
+	s->running = send_line(s->ctl, COMMIT_LINE, NULL);
 	if (s->running >= 0)
 		s->running = read_line(s->ctl, s->running_line, sizeof(s->running_line),
 				       ACCEPT_TIMEOUT_MS);
@@ -523,6 +529,10 @@ int cmd_migrate(const struct cli_args *a)
 		.parent_id = pc.rounds ? pc.last : NULL,
 		.target_addrs = here && !same_ns ? addrs : NULL,
 		.n_target_addrs = naddrs,
+		/* should this ckpt die before it says "commit", its guardian does */
+		.commit_fd = s.ctl,
+		.commit_msg = COMMIT_LINE,
+		.commit_msg_len = strlen(COMMIT_LINE),
 	};
 	uint64_t t0 = now_ms();
 	int r = ckpt_checkpoint_opts(a->pid, s.data, &o);

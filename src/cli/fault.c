@@ -2,7 +2,8 @@
 /*
  * The fault-injection hook, linked only into the test binary ckpt-fault.
  * CKPT_FAULT=request:N kills ckpt (SIGKILL, itself) at its Nth ptrace
- * request, write:N at its Nth image record; CKPT_FAULT=count prints the
+ * request, write:N at its Nth image record, commit right after a
+ * checkpoint --kill's commit to the guardian; CKPT_FAULT=count prints the
  * counts on stderr at exit. This is test code: it keeps its counts in
  * static variables, which the normal binary does not have.
  */
@@ -14,7 +15,7 @@
 
 #include "util/fault.h"
 
-static unsigned long counts[2], limit[2];
+static unsigned long counts[3], limit[3];
 static int mode; /* 0: off, 1: kill, 2: count */
 static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
 
@@ -36,6 +37,9 @@ __attribute__((constructor)) static void setup(void)
 	} else if (!strncmp(env, "request:", 8)) {
 		mode = 1;
 		limit[CKPT_FAULT_REQUEST] = strtoul(env + 8, NULL, 10);
+	} else if (!strcmp(env, "commit")) {
+		mode = 1;
+		limit[CKPT_FAULT_COMMIT] = 1;
 	} else if (!strncmp(env, "write:", 6)) {
 		mode = 1;
 		limit[CKPT_FAULT_WRITE] = strtoul(env + 6, NULL, 10);

@@ -27,6 +27,7 @@
 #include "core.pb-c.h"
 #include "core/ctx.h"
 #include "core/netlock.h"
+#include "util/fault.h"
 #include "core/sequence.h"
 #include "net/lock.h"
 #include "puppet/guard.h"
@@ -988,6 +989,13 @@ int ckpt_let_go(struct ckpt_ctx *ctx)
 	return 0;
 }
 
+/* The caller's commit message (ckpt_opts.commit_msg), if it has one. */
+static bool committed_msg(const struct ckpt_opts *o)
+{
+	return o->size >= offsetof(struct ckpt_opts, commit_msg_len) + sizeof(size_t) &&
+	       o->committed && o->commit_msg && o->commit_msg_len;
+}
+
 /* Step "image done": the image under its final name before any task dies
  * (cmd-checkpoint.c); then, with CKPT_KILL, if ckpt dies the guardian
  * finishes the kill rather than resuming the tree. */
@@ -1003,8 +1011,18 @@ int ckpt_image_done(struct ckpt_ctx *ctx)
 			return log_fail(&ctx->log, r, "the image is complete, but %s",
 					why[0] ? why : strerror(-r));
 	}
+	/* should ckpt die from the commit on: what a migration does after it */
+	if ((ctx->flags & CKPT_KILL) && committed_msg(o) &&
+	    (r = puppet_guard_on_death(ctx->guard, GUARD_COMMITTED, o->commit_fd, o->commit_msg,
+				       o->commit_msg_len)) < 0)
+		return log_fail(&ctx->log, r, "the guardian cannot hold the commit message: %s",
+				strerror(-r));
+	if ((ctx->flags & CKPT_KILL) && (r = ckpt_netlock_arm_moved(ctx)) < 0)
+		return r;
 	if ((ctx->flags & CKPT_KILL) && (r = puppet_guard_commit(ctx->guard)) < 0)
 		return log_fail(&ctx->log, r, "the guardian process is gone: %s", strerror(-r));
+	if (ctx->flags & CKPT_KILL)
+		CKPT_FAULT(CKPT_FAULT_COMMIT);
 	if ((ctx->flags & CKPT_KILL) &&
 	    o->size >= offsetof(struct ckpt_opts, committed) + sizeof(void *) && o->committed)
 		o->committed(o->image_done_arg);
@@ -1024,6 +1042,9 @@ static int check_opts(struct ckpt_ctx *ctx, pid_t pid, const struct ckpt_opts *o
 		return log_fail(&ctx->log, -EINVAL, "pid %d: not a valid pid", pid);
 	if (pid == getpid())
 		return log_fail(&ctx->log, -EINVAL, "pid %d: ckpt cannot checkpoint itself", pid);
+	if (committed_msg(o) && o->commit_msg_len > GUARD_UNDO_MAX)
+		return log_fail(&ctx->log, -EINVAL, "a commit message of %zu bytes (at most %d)",
+				o->commit_msg_len, GUARD_UNDO_MAX);
 	if ((o->flags & CKPT_KILL) && (o->flags & CKPT_LEAVE_FROZEN))
 		return log_fail(&ctx->log, -EINVAL, "CKPT_KILL and CKPT_LEAVE_FROZEN exclude each other");
 	if ((o->flags & CKPT_VERIFY) && !(o->flags & CKPT_KILL))

@@ -235,7 +235,7 @@ static int arm_guard(struct puppet_guard *g, struct netlock *nl)
 	const void *msg;
 	size_t len;
 	int r = netlock_undo(nl, &fd, &msg, &len);
-	return r < 0 ? r : puppet_guard_on_death(g, fd, msg, len);
+	return r < 0 ? r : puppet_guard_on_death(g, GUARD_UNCOMMITTED, fd, msg, len);
 }
 
 static int install(struct ckpt_log *log, struct netlock *nl, struct puppet_guard *g)
@@ -377,6 +377,67 @@ void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 		   " (in ckpt's network namespace)");
 }
 
+/* A moved address as rtnetlink takes it; ifname gets its link's name (its
+ * index 0 if this host has no such link now). */
+static struct rtnl_addr moved_addr(const struct ckpt_addr *a, char ifname[IF_NAMESIZE + 1])
+{
+	snprintf(ifname, IF_NAMESIZE + 1, "%.*s", (int)sizeof(a->ifname), a->ifname);
+	struct rtnl_addr ra = { .family = a->family, .index = (int)if_nametoindex(ifname),
+				.prefixlen = a->prefixlen };
+	memcpy(ra.addr, a->addr, a->family == AF_INET ? 4 : 16);
+	return ra;
+}
+
+/* The rtnetlink requests that delete the moved addresses, as many as fit
+ * in one datagram from *from on; its length (0: none). */
+static size_t moved_del_msg(const struct ckpt_addr *addrs, size_t n, size_t *from, char *buf,
+			    size_t room)
+{
+	size_t len = 0;
+	for (; *from < n; ++*from) {
+		char ifname[IF_NAMESIZE + 1];
+		struct rtnl_addr ra = moved_addr(&addrs[*from], ifname);
+		size_t one = ra.index ? rtnl_addr_del_msg(buf + len, room - len, &ra) : 0;
+		if (ra.index && !one)
+			break; /* full */
+		len += one;
+	}
+	return len;
+}
+
+/*
+ * Before the commit of a migration: should ckpt die once the tree's death
+ * is decided, the guardian, having killed the tree, does what "unlock
+ * moved" would: each moved address deleted here, then the lock removed.
+ * The requests are built now; the guardian only sends them (their answers
+ * unread: an address gone already is no matter).
+ */
+int ckpt_netlock_arm_moved(struct ckpt_ctx *ctx)
+{
+	const struct ckpt_addr *addrs;
+	size_t n = opts_target_addrs(ctx->opts, &addrs), from = 0;
+	if (!addrs || !n || !migrated(ctx) || !(ctx->flags & CKPT_KILL))
+		return 0;
+	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	int r = fd < 0 ? -errno : 0;
+	char buf[GUARD_UNDO_MAX] __attribute__((aligned(8)));
+	while (r >= 0 && from < n) {
+		size_t len = moved_del_msg(addrs, n, &from, buf, sizeof(buf));
+		if (len)
+			r = puppet_guard_on_death(ctx->guard, GUARD_COMMITTED, fd, buf, len);
+	}
+	const void *msg;
+	size_t len;
+	int lfd;
+	if (r >= 0 && netlock_installed(ctx->netlock) &&
+	    (r = netlock_undo(ctx->netlock, &lfd, &msg, &len)) >= 0)
+		r = puppet_guard_on_death(ctx->guard, GUARD_COMMITTED, lfd, msg, len);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "the guardian cannot hold the removal of the moved "
+				"addresses and the network lock, should ckpt die: %s", strerror(-r));
+	return 0;
+}
+
 /*
  * The step "unlock moved", after the kill of a migrated tree of ckpt's own
  * network namespace: its sockets are gone (after kill closed ckpt's copies
@@ -398,13 +459,7 @@ int ckpt_netlock_moved(struct ckpt_ctx *ctx)
 		const struct ckpt_addr *a = &addrs[i];
 		char text[INET6_ADDRSTRLEN] = "?", ifname[IF_NAMESIZE + 1];
 		inet_ntop(a->family, a->addr, text, sizeof(text));
-		snprintf(ifname, sizeof(ifname), "%.*s", (int)sizeof(a->ifname), a->ifname);
-		struct rtnl_addr ra = {
-			.family = a->family,
-			.index = (int)if_nametoindex(ifname),
-			.prefixlen = a->prefixlen,
-		};
-		memcpy(ra.addr, a->addr, a->family == AF_INET ? 4 : 16);
+		struct rtnl_addr ra = moved_addr(a, ifname);
 		int e = r < 0 ? r : !ra.index ? -ENODEV : rtnl_addr_del(&rt, &ra);
 		if (e == -EADDRNOTAVAIL)
 			e = 0; /* gone already */

@@ -37,6 +37,9 @@ struct rst_ctx;
 int ckpt_netlock_lock(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok);
 int ckpt_netlock_moved(struct ckpt_ctx *ctx);
+/* Before the commit of a migration whose addresses move: the guardian is
+ * given what ckpt_netlock_moved() does, for if ckpt dies after the commit. */
+int ckpt_netlock_arm_moved(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 
 int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,
 		    const struct sockaddr *remote) __attribute__((warn_unused_result));

@@ -423,9 +423,9 @@ int rtnl_addr_add(struct rtnl *r, const struct rtnl_addr *a)
 	return request(r, nlh);
 }
 
-int rtnl_addr_del(struct rtnl *r, const struct rtnl_addr *a)
+/* RTM_DELADDR of a, built at buf (room for it: RTNL_ADDR_DEL_MAX). */
+static struct nlmsghdr *addr_del_msg(char *buf, const struct rtnl_addr *a)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
 	size_t len = a->family == AF_INET ? 4 : 16;
 	struct nlmsghdr *nlh = new_msg(buf, RTM_DELADDR, 0);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
@@ -433,7 +433,25 @@ int rtnl_addr_del(struct rtnl *r, const struct rtnl_addr *a)
 	ifa->ifa_prefixlen = (uint8_t)a->prefixlen;
 	ifa->ifa_index = (uint32_t)a->index;
 	mnl_attr_put(nlh, IFA_LOCAL, len, a->addr);
-	return request(r, nlh);
+	return nlh;
+}
+
+int rtnl_addr_del(struct rtnl *r, const struct rtnl_addr *a)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	return request(r, addr_del_msg(buf, a));
+}
+
+size_t rtnl_addr_del_msg(void *buf, size_t room, const struct rtnl_addr *a)
+{
+	char one[RTNL_ADDR_DEL_MAX] __attribute__((aligned(NLMSG_ALIGNTO)));
+	memset(one, 0, sizeof(one));
+	struct nlmsghdr *nlh = addr_del_msg(one, a);
+	size_t len = NLMSG_ALIGN(nlh->nlmsg_len);
+	if (len > room)
+		return 0;
+	memcpy(buf, one, len);
+	return len;
 }
 
 int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)

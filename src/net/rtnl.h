@@ -129,6 +129,11 @@ int rtnl_addr_add(struct rtnl *r, const struct rtnl_addr *a) __attribute__((warn
 /* Deletes the address a->addr/a->prefixlen of the link a->index:
  * -EADDRNOTAVAIL if it has none such. */
 int rtnl_addr_del(struct rtnl *r, const struct rtnl_addr *a) __attribute__((warn_unused_result));
+/* The same request, built at buf for another to send (several may follow
+ * one another in one datagram; no answer is asked for): its length, or 0
+ * if it does not fit in room. */
+#define RTNL_ADDR_DEL_MAX 64
+size_t rtnl_addr_del_msg(void *buf, size_t room, const struct rtnl_addr *a);
 /* Adds a route (to the main table if rt->table is 0). */
 int rtnl_route_add(struct rtnl *r, const struct rtnl_route *rt)
 	__attribute__((warn_unused_result));

@@ -101,13 +101,14 @@ int puppet_guard_watch(struct puppet_guard *g, pid_t pid)
 	return g ? (int)guard_call(&p, &req, NULL, 0) : 0;
 }
 
-int puppet_guard_on_death(struct puppet_guard *g, int fd, const void *msg, size_t len)
+int puppet_guard_on_death(struct puppet_guard *g, enum guard_when when, int fd, const void *msg,
+			  size_t len)
 {
 	if (!g)
 		return 0;
 	if (len > GUARD_UNDO_MAX)
 		return -EMSGSIZE;
-	struct guard_req req = { .op = GUARD_ON_DEATH, .a = { (int64_t)len } };
+	struct guard_req req = { .op = GUARD_ON_DEATH, .a = { (int64_t)len, when } };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -187,13 +188,14 @@ struct gtask {
 
 struct undo {
 	int fd;
+	bool committed; /* sent if ckpt dies after commit, else before */
 	size_t len;
 	char msg[GUARD_UNDO_MAX];
 };
 
 struct gstate {
 	struct arena arena;
-	struct undo undo[GUARD_UNDO_SLOTS]; /* sent if ckpt dies before commit */
+	struct undo undo[GUARD_UNDO_SLOTS]; /* sent if ckpt dies */
 	size_t nundo;
 	struct gtask *tab; /* open addressing on the tid */
 	size_t cap, n;
@@ -373,8 +375,9 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
 		}
 	}
 	/* the tasks run (or are dead): what ckpt set up around them goes */
-	for (size_t i = 0; !s->done && !s->commit && i < s->nundo; i++)
-		send(s->undo[i].fd, s->undo[i].msg, s->undo[i].len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	for (size_t i = 0; !s->done && i < s->nundo; i++)
+		if (s->undo[i].committed == s->commit)
+			send(s->undo[i].fd, s->undo[i].msg, s->undo[i].len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	_exit(0);
 }
 
@@ -710,6 +713,7 @@ static __attribute__((noreturn)) void guardian(int fd)
 			if (m.rep.ret == 0) {
 				struct undo *u = &s.undo[s.nundo++];
 				u->fd = rfd;
+				u->committed = req.a[1] == GUARD_COMMITTED;
 				u->len = nextra;
 				memcpy(u->msg, in.extra, u->len);
 				rfd = -1;

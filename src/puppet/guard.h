@@ -47,14 +47,19 @@ int puppet_guard_commit(struct puppet_guard *g) __attribute__((warn_unused_resul
  */
 int puppet_guard_watch(struct puppet_guard *g, pid_t pid) __attribute__((warn_unused_result));
 /*
- * Until puppet_guard_commit() or puppet_guard_end(), if ckpt dies, the
- * guardian sends msg (len bytes, at most GUARD_UNDO_MAX) as one datagram on
- * a copy of fd that it keeps, after it has put back or killed the tasks: a
- * request built in advance (the guardian allocates nothing), such as the
- * netlink message that removes ckpt's network lock. At most GUARD_UNDO_SLOTS.
+ * If ckpt dies before puppet_guard_end(), the guardian sends msg (len
+ * bytes, at most GUARD_UNDO_MAX) as one datagram on a copy of fd that it
+ * keeps, after it has put back or killed the tasks: a request built in
+ * advance (the guardian allocates nothing). GUARD_UNCOMMITTED: only if
+ * ckpt dies before puppet_guard_commit() (the tasks put back), such as
+ * the netlink message that removes ckpt's network lock. GUARD_COMMITTED:
+ * only if it dies after (the tasks killed), such as what a migration
+ * does once its tree is dead. Sent in the order given; at most
+ * GUARD_UNDO_SLOTS in all.
  */
-int puppet_guard_on_death(struct puppet_guard *g, int fd, const void *msg, size_t len)
-	__attribute__((warn_unused_result));
+enum guard_when { GUARD_UNCOMMITTED, GUARD_COMMITTED };
+int puppet_guard_on_death(struct puppet_guard *g, enum guard_when when, int fd, const void *msg,
+			  size_t len) __attribute__((warn_unused_result));
 /* Every puppet is released or killed: the guardian exits (waited for). */
 int puppet_guard_end(struct puppet_guard *g);
 
@@ -112,7 +117,7 @@ struct guard_many_req {
 	int32_t pid, sig;
 };
 #define GUARD_UNDO_MAX 512
-#define GUARD_UNDO_SLOTS 4
+#define GUARD_UNDO_SLOTS 8
 
 struct guard_req {
 	uint32_t op;

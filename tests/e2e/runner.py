@@ -239,6 +239,10 @@ TESTS = [
     entry("migrate_plain", kind="mig2_plain", case="ok"),
     entry("migrate_plain_refuse", kind="mig2_plain", case="refuse"),
     entry("migrate_plain_nolink", kind="mig2_plain", case="nolink"),
+    # the source's ckpt dies (SIGKILL) right after its commit: its guardian
+    # tells the target, kills the original, deletes the moved address and
+    # removes the lock
+    entry("migrate_plain_srcdies", kind="mig2_plain", case="srcdies"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
@@ -1352,11 +1356,12 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m", rargs=(), margs=()):
+    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
-        rargs: more arguments of ckpt receive. Returns (migrate's status,
-        receive's, migrate's stderr, receive's)."""
+        rargs: more arguments of ckpt receive; mfault: migrate is ckpt-fault
+        with that CKPT_FAULT. Returns (migrate's status, receive's,
+        migrate's stderr, receive's)."""
         key = self.p("key")
         if not os.path.exists(key):
             r = self.run_ckpt(["keygen", key])
@@ -1378,10 +1383,12 @@ class Run:
                 port.append(int(m.group(1)))
             return bool(port)
         self.wait_until("ckpt receive listening in host B", listening, [rp])
-        mp = self.popen(self.topo.argv("a", self.ckpt_argv("migrate", str(self.pid), "--to",
-                                                           "%s:%d" % (b, port[0]), "--key", key,
-                                                           "--log", mlog, *margs)),
-                        err=merr, out=self.p(tag + "-migrate.out"))
+        margv = self.ckpt_argv("migrate", str(self.pid), "--to", "%s:%d" % (b, port[0]),
+                               "--key", key, "--log", mlog, *margs)
+        if mfault:
+            margv[0] = self.fault_bin()
+        mp = self.popen(self.topo.argv("a", margv), err=merr, out=self.p(tag + "-migrate.out"),
+                        env=dict(os.environ, CKPT_FAULT=mfault) if mfault else None)
         self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
         return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
 
@@ -1742,6 +1749,28 @@ class Run:
                 raise Fail("after the refused migration %s is on A: %s, on B: %s (want A only)"
                            % (vip, self.mig2_vip_on("a", vip), self.mig2_vip_on("b", vip)))
             progress(5)
+        elif self.t["case"] == "srcdies":
+            old = self.pid
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "d", rargs=["--pidns"],
+                                                       mfault="commit")
+            if mrc != -signal.SIGKILL or rrc != 0:
+                raise Fail("migrate (killed at its commit) exit %s (%r), receive exit %s (%r): "
+                           "want -9 and 0" % (mrc, mtext.strip()[-400:], rrc,
+                                              rtext.strip()[-400:]))
+            with open(self.p("d-receive.out")) as f:
+                self.pid = int(f.read())
+            self.wait_until("the original %d to go" % old, lambda: not pid_alive(old), [pr],
+                            timeout=20)
+            if not pid_alive(self.pid):
+                raise Fail("the copy %d on B is not running" % self.pid)
+            # the guardian's work, after the kill: address, then lock
+            self.wait_until("%s to leave A" % vip, lambda: not self.mig2_vip_on("a"), [],
+                            timeout=20)
+            if not self.mig2_vip_on("b"):
+                raise Fail("%s is not on B after the migration" % vip)
+            self.wait_until("A's network lock to go", lambda: not self.mig2_locks("a"), [],
+                            timeout=20)
+            progress(20)
         else:
             old = self.pid
             # one IPv6 connection too, from C to the IPv6 address
