@@ -168,6 +168,7 @@ TESTS = [
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
     entry("fs_deleted", (B, T, R)),
+    entry("fs_deleted_root", (B, T, R)),
     entry("file_sigio", (B, T)),
     entry("file_opath", (B, T)),
     entry("file_proc", (B, T)),
