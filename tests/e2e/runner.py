@@ -112,6 +112,7 @@ TESTS = [
     entry("mem_heap", (B, R)),
     entry("mem_stack"),
     entry("mem_file_private", (B, T, R)),
+    entry("mem_file_changed", kind="file_changed", program="mem_file_private"),
     entry("mem_file_shared", (B, R)),
     entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
@@ -7191,6 +7192,32 @@ http {{
         rp = self.restart(img, "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
+
+    def flow_file_changed(self):
+        """A file mapped private whose bytes change (same size) between
+        checkpoint --kill and restart: the restart fails naming it (its crc
+        differs); written back as it was (its mtime changed, its contents
+        the same), the restart works and the program checks its mapping."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        path = self.p("data")
+        with open(path, "rb") as f:
+            good = f.read()
+        with open(path, "r+b") as f:
+            f.seek(5 * 4096 + 7)
+            f.write(bytes([good[5 * 4096 + 7] ^ 0xff]))
+        log = self.p("changed.log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", img, "--log", log], timeout=60)
+        self.expect_error(r, "restart with the mapped file changed",
+                          must=["data': its contents changed since the checkpoint"])
+        self.expect_gone("the refused restart")
+        with open(path, "r+b") as f:
+            f.write(good)
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart with the file written back")
 
     def flow_huge_forged(self):
         """The image of a hugetlb SysV segment forged to 1 GiB pages: where
