@@ -30,7 +30,7 @@ enum { FILE_REG_ENTRY = REC_TYPE(KID_file_reg, 1) };
 
 /* A file mapped private up to this size has the crc32c of its contents
  * saved: a restart finding it modified (mtime) checks they are the same. */
-#define CRC_MAX (64u << 20)
+#define CRC_MAX (32u << 20)
 
 /* checkpoint: one object */
 struct file_obj {
