@@ -104,7 +104,7 @@ static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 			 "instances again: its rings, registered files and buffers would be lost, "
 			 "and requests in flight cannot be read from the kernel)",
 			 fi->fd),
-			why = buf;
+		    why = buf;
 	else if (!strncmp(fi->path, "anon_inode:", 11))
 		snprintf(buf, sizeof(buf), "%s files are not supported yet", fi->path + 11), why = buf;
 	else if (S_ISCHR(fi->st.st_mode))

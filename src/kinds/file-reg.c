@@ -459,11 +459,12 @@ static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 		return log_fail(&ctx->log, (int)crc, "file '%s': cannot read it to compare: %s",
 				f->e->path, strerror((int)-crc));
 	if ((uint32_t)crc != f->e->content_crc)
-		return log_fail(&ctx->log, -ESTALE,
-				"file '%s': its contents changed since the checkpoint (same size); "
-				"a private mapping of it would show the new bytes where the process "
-				"never wrote",
-				f->e->path);
+		return log_fail(
+		    &ctx->log, -ESTALE,
+		    "file '%s': its contents changed since the checkpoint (same size); "
+		    "a private mapping of it would show the new bytes where the process "
+		    "never wrote",
+		    f->e->path);
 	log_info(&ctx->log, "file '%s': modified since the checkpoint, same contents", f->e->path);
 	return 0;
 }
@@ -726,7 +727,8 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 	int r = file_reg_collect_path(ctx, t, link, flags, what, &v->file_id);
 	if (r < 0)
 		return r;
-	return pv->shared ? keep_contents(ctx, t, full, v->file_id) : keep_crc(ctx, full, v->file_id);
+	return pv->shared ? keep_contents(ctx, t, full, v->file_id)
+			  : keep_crc(ctx, full, v->file_id);
 }
 
 static int file_reg_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)

@@ -38,13 +38,14 @@
 #define PAGE 4096ull
 #define PFN_MASK ((1ull << 55) - 1)
 #define PM_PRESENT (1ull << 63)
-#define PM_FILE (1ull << 61) /* a file page or shared anonymous */
+#define PM_FILE	   (1ull << 61) /* a file page or shared anonymous */
 #define BLOCK 4096 /* pagemap entries read at a time */
 
 /* Private memory whose pages a fork shares: anonymous, or of a file. */
 static bool cow_kind(const VmaEntry *v)
 {
-	return (v->kind == VMA_KIND__VMA_ANON || (v->kind == VMA_KIND__VMA_FILE && v->has_file_id)) &&
+	return (v->kind == VMA_KIND__VMA_ANON ||
+		(v->kind == VMA_KIND__VMA_FILE && v->has_file_id)) &&
 	       !v->shared;
 }
 

@@ -205,7 +205,7 @@ const char *mm_huge_refusal(uint64_t page);
 /* Restart: this machine has huge pages of that size, or -EOPNOTSUPP
  * logged for what ("pid 5 vma 7f0000000000", "shm id 3"). */
 int mm_huge_avail(struct ckpt_log *log, uint64_t page, const char *what)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 int mm_huge_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
 		    struct VmaEntry *v) __attribute__((warn_unused_result));
 int mm_huge_valid(const struct VmaEntry *v) __attribute__((warn_unused_result));

@@ -357,7 +357,8 @@ static int pread_seg(void *arg, const struct pages_extent *x, size_t n, uint8_t 
 	int fd = *(const int *)arg;
 	for (size_t i = 0; i < n; i++) {
 		for (uint64_t done = 0; done < x[i].len;) {
-			ssize_t k = pread(fd, dst + done, x[i].len - done, (off_t)(x[i].off + done));
+			ssize_t k =
+			    pread(fd, dst + done, x[i].len - done, (off_t)(x[i].off + done));
 			if (k <= 0)
 				return k < 0 ? -errno : -EIO;
 			done += (uint64_t)k;
@@ -459,8 +460,8 @@ int sysv_shm_dump(struct ckpt_ctx *ctx, struct sysv_ckpt *s)
 
 static bool shm_valid(const struct sysv_rst *s, const SysvShmEntry *e)
 {
-	if (!sysv_perm_ok(e->perm) || !e->size || e->size > SHM_SIZE_MAX || s->nshm >= MAX_OBJECTS ||
-	    (e->has_huge_page && !mm_huge_size_ok(e->huge_page)))
+	if (!sysv_perm_ok(e->perm) || !e->size || e->size > SHM_SIZE_MAX ||
+	    s->nshm >= MAX_OBJECTS || (e->has_huge_page && !mm_huge_size_ok(e->huge_page)))
 		return false;
 	for (size_t i = 0; i < s->nshm; i++) {
 		const SysvShmEntry *o = s->shm[i].e;
@@ -623,7 +624,7 @@ static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g)
 {
 	const SysvPerm *p = g->e->perm;
-	struct getter get = { "shm", get_shm, rm_shm, g->e->size, 0 };
+	struct getter get = {"shm", get_shm, rm_shm, g->e->size, 0};
 	if (g->e->has_huge_page)
 		get.flags = SHM_HUGETLB | (__builtin_ctzll(g->e->huge_page) << SHM_HUGE_SHIFT);
 	uint64_t off;

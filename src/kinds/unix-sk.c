@@ -240,8 +240,8 @@ int unix_stream_wmem(const struct unix_msgs *q, uint32_t sndbuf, uint64_t *ret)
 			struct cmsghdr align;
 		} cm;
 		size_t nf = fds ? (size_t)fds[0] : 0;
-		struct iovec iov = { .iov_base = m->data.data, .iov_len = m->data.len };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct iovec iov = {.iov_base = m->data.data, .iov_len = m->data.len};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 		if (nf) {
 			msg.msg_control = cm.buf;
 			msg.msg_controllen = CMSG_SPACE(sizeof(int) * nf);

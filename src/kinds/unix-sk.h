@@ -51,7 +51,7 @@ struct usk {
 	uint32_t ino, peer, rqlen, wqlen, vfs_ino, vfs_dev, nicons, namelen;
 	uint8_t type, state, shutdown;
 	bool has_peer, has_vfs, has_mem;
-	uint32_t wmem, sndbuf; /* has_mem: SK_MEMINFO_WMEM_ALLOC, _SNDBUF */
+	uint32_t wmem, sndbuf;	/* has_mem: SK_MEMINFO_WMEM_ALLOC, _SNDBUF */
 	uint8_t name[NAME_BUF]; /* sun_path bytes; a path name ends with its NUL */
 	uint32_t *icons;	/* listener: clients of pending connections */
 };
@@ -91,7 +91,7 @@ void unix_msgs_free(struct unix_msgs *q);
  * -EAGAIN: they do not fit, or q has messages whose fds were not kept.
  */
 int unix_stream_wmem(const struct unix_msgs *q, uint32_t sndbuf, uint64_t *ret)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /*
  * Reads the receive queue of s (of type, with shutdown bits) into q

@@ -62,13 +62,13 @@ int main(void)
 	struct stat a, b;
 	expect(fstat(15, &a) == 0 && fstat(16, &b) == 0 && a.st_ino == b.st_ino,
 	       "fds 15 and 16 are not one FIFO");
-	char buf[16] = { 0 };
+	char buf[16] = {0};
 	expect(read(15, buf, sizeof(buf)) == 5 && !memcmp(buf, "hello", 5), "read %s", buf);
 	expect(write(16, "more", 4) == 4, "write: %m");
 	memset(buf, 0, sizeof(buf));
 	expect(read(15, buf, sizeof(buf)) == 4 && !memcmp(buf, "more", 4),
 	       "after the restart: read %s", buf);
-	struct pollfd p = { .fd = 17, .events = POLLIN };
+	struct pollfd p = {.fd = 17, .events = POLLIN};
 	expect(poll(&p, 1, 0) == 0, "g polls %#x", p.revents);
 	pass();
 }

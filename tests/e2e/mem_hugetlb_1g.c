@@ -37,7 +37,8 @@ static long raise_1g(long more)
 	long old = nr_get();
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%ld\n", old);
-	int fd = old < 0 ? -1 : open("hugepages1g.old", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd =
+	    old < 0 ? -1 : open("hugepages1g.old", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd))
 		return -1;
 	FILE *f = fopen(NR, "w");
@@ -90,7 +91,8 @@ int main(void)
 	test_ready();
 	test_wait();
 
-	expect(test_hash(priv, 1 << 16, 0) == hp && priv[GIB - 1] == 'p', "private: contents differ");
+	expect(test_hash(priv, 1 << 16, 0) == hp && priv[GIB - 1] == 'p',
+	       "private: contents differ");
 	expect(test_hash(mf, 1 << 16, 0) == hm && mf[GIB - 1] == 'm', "memfd: contents differ");
 	expect(test_hash(seg, 1 << 16, 0) == hs && seg[GIB - 1] == 's', "SysV: contents differ");
 	expect_1g(priv, "private MAP_HUGETLB");

@@ -32,15 +32,15 @@ int main(void)
 	test_ready();
 	test_wait();
 
-	char buf[8] = { 0 };
+	char buf[8] = {0};
 	expect(read(5, buf, 3) == 3 && !memcmp(buf, "abc", 3), "read %s", buf);
 	union {
 		char b[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr a;
 	} cm;
-	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
-			    .msg_controllen = sizeof(cm.b) };
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+	struct msghdr m = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
 	memset(buf, 0, sizeof(buf));
 	expect(recvmsg(5, &m, 0) == 3 && !memcmp(buf, "xyz", 3), "recvmsg: %s", buf);
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);

@@ -69,8 +69,7 @@ int main(void)
 	expect(k != (void *)-1, "shmat of K after restart: %m");
 	if (k != (void *)-1) {
 		expect_huge(k, "K");
-		expect(test_hash(k, 8192, 0) == hk && k[K_SIZE - 1] == 'k',
-		       "K's contents differ");
+		expect(test_hash(k, 8192, 0) == hk && k[K_SIZE - 1] == 'k', "K's contents differ");
 		shmdt(k);
 	}
 	expect_huge(a, "A");

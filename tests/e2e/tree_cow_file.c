@@ -90,8 +90,9 @@ int main(void)
 			expect(a && b && a != b, "page 3: the child's own copy shares %#llx",
 			       (unsigned long long)a);
 		else
-			expect(a && a == b, "page %d is not shared with the child (pfn %#llx, %#llx)",
-			       p, (unsigned long long)a, (unsigned long long)b);
+			expect(a && a == b,
+			       "page %d is not shared with the child (pfn %#llx, %#llx)", p,
+			       (unsigned long long)a, (unsigned long long)b);
 	}
 	for (int p = 0; p < 8; p++)
 		expect(m[p * PG + 100] == 'a' + p, "page %d reads %d", p, m[p * PG + 100]);
