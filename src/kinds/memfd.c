@@ -25,9 +25,10 @@
  * makes /dev/shm/sem.XXXXXX, links it to sem.NAME and unlinks the first)
  * is not this kind's: it is an ordinary file of that name (file_reg),
  * opened by it at restart. A hugetlb memfd (MFD_HUGETLB, on hugetlbfs) of
- * 2 MiB pages is saved with its page size (MemfdEntry.huge_page), made
- * with MFD_HUGETLB and filled through a mapping (mm-huge.c). Refused:
- * hugetlb memfds of other page sizes, other internal kernel
+ * any page size is saved with its page size (MemfdEntry.huge_page), made
+ * with MFD_HUGETLB and filled through a mapping (mm-huge.c); a restart on
+ * a machine without huge pages of that size fails at load. Refused:
+ * other internal kernel
  * files (secretmem...), a deleted file that still has a name elsewhere
  * (a hard link in another directory), a writable
  * shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the seal
@@ -593,7 +594,7 @@ static bool entry_valid(const MemfdEntry *e)
 	if (e->name)
 		return strlen(e->name) <= MFD_NAME_MAX && !(e->seals & ~(uint32_t)ALL_SEALS) &&
 		       (!e->has_huge_page ||
-			(e->huge_page == MM_HUGE_2M && e->size % e->huge_page == 0)) &&
+			(mm_huge_size_ok(e->huge_page) && e->size % e->huge_page == 0)) &&
 		       !(e->mfd_flags & ~MFD_ALLOW_SEALING) && e->size <= INT64_MAX;
 	if (e->dev_zero)
 		return !strcmp(e->path, "/dev/zero") && !e->has_seals && e->size <= INT64_MAX;
@@ -656,6 +657,16 @@ static int load_obj(struct rst_ctx *ctx, const struct img_record *rec, bool is_f
 		if (ok) {
 			id = m->e->id;
 			key = m->e->ino;
+		}
+	}
+	if (ok && !is_file && m->e->has_huge_page) {
+		char what[80];
+		snprintf(what, sizeof(what), "memfd '%s'", robj_name(m));
+		int r = mm_huge_avail(&ctx->log, m->e->huge_page, what);
+		if (r < 0) {
+			memfd_entry__free_unpacked(m->e, NULL);
+			free(m);
+			return r;
 		}
 	}
 	if (ok && objhash_add(&ctx->objs, KIND_memfd, key, id, m, NULL) == 0)

@@ -297,9 +297,44 @@ static int read_pending(struct unix_obj *reg, const struct usk *k, struct unix_o
 	return 0;
 }
 
+/*
+ * A stream queue whose messages carry fds comes back as the peek showed
+ * it: each message one segment, the plain bytes before an fd-carrying one
+ * glued to it (no peek shows where they end, see the README), so a
+ * program that read()s exactly those bytes would lose the fds with them.
+ * The queue's segments are counted instead by their memory: the sender's
+ * SK_MEMINFO_WMEM_ALLOC (sock_diag) is the truesize of the skbs queued
+ * here, and a socketpair of ckpt's, sent the messages as the restart
+ * sends them, gives what they would take. More in the original means more
+ * segments than ckpt would make: refused. Not checked (nothing to measure
+ * with): a peer that is gone or whose memory sock_diag does not show.
+ */
+static int check_segments(struct ckpt_ctx *ctx, const struct unix_table *tab, const struct usk *k,
+			  struct unix_obj *u)
+{
+	const struct usk *peer = k->has_peer ? unix_table_find(tab, k->peer) : NULL;
+	uint64_t want = 0;
+	if (!peer || !peer->has_mem)
+		return 0;
+	int r = unix_stream_wmem(&u->queue, peer->sndbuf, &want);
+	if (r == -EAGAIN)
+		return 0;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "unix socket:[%u]: cannot measure its queue: %s",
+				k->ino, strerror(-r));
+	if (peer->wmem > want)
+		return REFUSE(ctx, u,
+			      "its queue holds fds in flight and more segments than a peek shows "
+			      "(its sender's queued memory is %u bytes, %llu as ckpt would queue "
+			      "it): plain bytes sent apart before a message carrying fds cannot be "
+			      "told from it, and a read() of them would drop the fds after restart",
+			      peer->wmem, (unsigned long long)want);
+	return 0;
+}
+
 /* The receive queue; its fds in flight are kept (keep) for unix_collect_rights. */
 static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, const struct usk *k,
-		      struct unix_obj *u, bool keep)
+		      struct unix_obj *u, bool keep, const struct unix_table *tab)
 {
 	uint32_t st = u->e.state;
 	if (st == UNIX_ST_LISTEN || (k->type != SOCK_DGRAM && st == UNIX_ST_CLOSED))
@@ -320,6 +355,8 @@ static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, 
 				fi->pid, fi->fd, fi->path, r == -EFBIG ? "too big" : strerror(-r));
 	u->e.n_queue = u->queue.n;
 	u->e.queue = u->queue.v;
+	if (k->type == SOCK_STREAM && keep && u->queue.has_rights)
+		return check_segments(ctx, tab, k, u);
 	return 0;
 }
 
@@ -377,7 +414,7 @@ static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 				fi->pid, fi->fd, fi->path);
 	u->e.opts = &u->opts;
 	if ((r = read_name(ctx, fi, copy, k, u)) < 0 || (r = read_state(ctx, fi, reg, k, u)) < 0 ||
-	    (r = read_queue(ctx, fi, copy, k, u, reg->depth == 0)) < 0)
+	    (r = read_queue(ctx, fi, copy, k, u, reg->depth == 0, &reg->tab)) < 0)
 		return r;
 	r = read_pending(reg, k, u);
 	if (r < 0)

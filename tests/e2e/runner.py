@@ -113,6 +113,7 @@ TESTS = [
     entry("mem_heap", (B, R)),
     entry("mem_stack"),
     entry("mem_file_private", (B, T, R)),
+    entry("mem_file_changed", kind="file_changed", program="mem_file_private"),
     entry("mem_file_shared", (B, R)),
     entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
@@ -175,6 +176,7 @@ TESTS = [
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
     entry("fs_deleted", (B, T, R)),
+    entry("fs_deleted_root", (B, T, R)),
     entry("file_sigio", (B, T)),
     entry("file_opath", (B, T)),
     entry("file_proc", (B, T)),
@@ -222,6 +224,7 @@ TESTS = [
     entry("tree_share_sibling", (B, T)),
     entry("tree_shm", (B, T)),
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
+    entry("tree_cow_file", (B, T, R)),
     entry("tree_cow_lazy", program="tree_cow", max_image_bytes=80 * MiB, rst_args=("--lazy",)),
     # containers (ckpt run)
     entry("ct_tree", (B, T), kind="container"),
@@ -357,8 +360,6 @@ TESTS = [
     # hugetlb memory of 2 MiB pages (mm-huge.c): private, shared, memfd
     entry("mem_hugetlb", (B, T, R)),
     entry("mem_hugetlb_lazy", program="mem_hugetlb", rst_args=("--lazy",)),
-    entry("refuse_hugetlb", kind="refuse",
-          regex=r"\bpid {pid} vma [0-9a-f]+\b.*: a hugetlb \(SHM_HUGETLB\) SysV segment: not supported"),
     entry("refuse_sud", kind="refuse",
           regex=r"\bpid {pid}: syscall user dispatch \(PR_SET_SYSCALL_USER_DISPATCH\) is on: not supported yet"),
     entry("refuse_ptimer", kind="refuse", regex=r"\bpid {pid}\b.*\btimer 0\b.*CPU-time clock of process 1\b"),
@@ -370,6 +371,7 @@ TESTS = [
     entry("file_deleted_big", (B, R), max_image_bytes=16 * MiB),
     entry("file_relinked", (B, T)),
     entry("fifo_data", (B, T, R)),
+    entry("fifo_deleted", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_stale", (B, T, R)),
     entry("inotify_deleted", (B, T)),
@@ -530,6 +532,12 @@ TESTS = [
     entry("sysv_sem", (B, T, R), kind="ct_detached"),
     entry("sysv_shm_host", (B, T, R)),
     entry("sysv_shm_kept", (B, T, R)),
+    # hugetlb (SHM_HUGETLB) segments: attached in the host's namespace; in a
+    # container's, one attached and one not
+    entry("sysv_shm_huge", (B, T, R)),
+    entry("sysv_shm_huge_ct", (B, T, R), kind="ct_detached"),
+    entry("sysv_shm_huge_1g", kind="huge_forged", program="sysv_shm_huge"),
+    entry("mem_hugetlb_1g", (B, T)),
     # restart options and inspect
     entry("opt_detach", kind="detach", program="mem_anon"),
     entry("opt_frozen", kind="frozen", program="mem_anon"),
@@ -590,6 +598,8 @@ TESTS = [
     entry("refuse_unix_ext", kind="refuse", program="refuse_unix", ckpt_args=["--external", "unix"],
           regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
+    entry("refuse_unix_glue", kind="refuse",
+          regex=r"\bpid {pid} fd 5 \(unix stream socket:\[\d+\]\): its queue holds fds in flight and more segments than a peek shows"),
     entry("refuse_epoll_flight", kind="refuse",
           regex=r"\bpid {pid}\b.*\bfd 5\b.*carries anon_inode:\[eventpoll\]; an epoll instance in flight is not supported \(its watches are keyed by the fd numbers"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
@@ -603,10 +613,11 @@ TESTS = [
     entry("refuse_uring_sqpoll", kind="refuse", program="refuse_uring", pargs=["sqpoll"],
           regex=r"\bpid {pid}\b.*\bfd 5\b.*io_uring instance"),
     entry("refuse_all", kind="refuse",
-          regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
-                r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
-                r"(?=.*\bpid {pid} mapping \(anon_inode:\[io_uring\]\): an io_uring instance's rings)"
-                r"(?=.*\bpid (?!{pid}\b)\d+ fd 7 \(anon_inode:\[io_uring\]\): io_uring instance)"),
+          regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance at fd 5: not supported \(ckpt does not make)"
+                r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance at fd 6: )"
+                r"(?=.*\bpid {pid} vma [0-9a-f]+-[0-9a-f]+ \(anon_inode:\[io_uring\]\): the rings of an io_uring instance: not supported \(ckpt does not make)"
+                r"(?=.*\bpid (?!{pid}\b)\d+ fd 7 \(anon_inode:\[io_uring\]\): io_uring instance at fd 7: )"
+                r"(?=.*\bpid (?!{pid}\b)\d+ vma [0-9a-f]+-[0-9a-f]+\b.*sealed with mseal)"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
@@ -7526,6 +7537,56 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
+    def flow_file_changed(self):
+        """A file mapped private whose bytes change (same size) between
+        checkpoint --kill and restart: the restart fails naming it (its crc
+        differs); written back as it was (its mtime changed, its contents
+        the same), the restart works and the program checks its mapping."""
+        if self.opts.no_ckpt:
+            return self.native()
+        img = self.checkpointed()
+        path = self.p("data")
+        with open(path, "rb") as f:
+            good = f.read()
+        with open(path, "r+b") as f:
+            f.seek(5 * 4096 + 7)
+            f.write(bytes([good[5 * 4096 + 7] ^ 0xff]))
+        log = self.p("changed.log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", img, "--log", log], timeout=60)
+        self.expect_error(r, "restart with the mapped file changed",
+                          must=["data': its contents changed since the checkpoint"])
+        self.expect_gone("the refused restart")
+        with open(path, "r+b") as f:
+            f.write(good)
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart with the file written back")
+
+    def flow_huge_forged(self):
+        """The image of a hugetlb SysV segment forged to 1 GiB pages: where
+        this machine has none, the restart fails at load naming the size and
+        why; then the genuine image restores."""
+        if self.opts.no_ckpt:
+            return self.native()
+        if os.path.exists("/sys/kernel/mm/hugepages/hugepages-1048576kB"):
+            raise Skip("this machine has 1 GiB huge pages")
+        img = self.checkpointed()
+        with open(img, "rb") as f:
+            good = f.read()
+        bad = self.p("forged")
+        with open(bad, "wb") as f:
+            f.write(forged("shm_huge_1g")(good, None)[0])
+        log = self.p("forged.log")
+        self.logs.append(log)
+        r = self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=30)
+        self.expect_error(r, "restart of the forged image",
+                          must=["1048576 kB pages", "this machine has none", "pdpe1gb"])
+        self.expect_gone("the refused restart")
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the genuine image")
+
     def flow_rst_addr_busy(self):
         """A restart whose listening address is taken (by the runner) fails
         naming the pid, the fd and the address, and leaves nothing behind:
@@ -7807,15 +7868,19 @@ http {{
                                     "inet", lock[0]], capture_output=True, timeout=20)
 
     def restore_hugepages(self):
-        """vm.nr_hugepages as it was before a hugetlb test raised it (the
-        test wrote the old value to hugepages.old)."""
-        try:
-            with open(self.p("hugepages.old")) as f:
-                old = int(f.read())
-            with open("/proc/sys/vm/nr_hugepages", "w") as f:
-                f.write("%d\n" % old)
-        except (OSError, ValueError):
-            pass
+        """vm.nr_hugepages (and the 1 GiB pages' nr_hugepages) as it was
+        before a hugetlb test raised it (the test wrote the old value to
+        hugepages.old, hugepages1g.old)."""
+        for name, path in (("hugepages.old", "/proc/sys/vm/nr_hugepages"),
+                           ("hugepages1g.old",
+                            "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages")):
+            try:
+                with open(self.p(name)) as f:
+                    old = int(f.read())
+                with open(path, "w") as f:
+                    f.write("%d\n" % old)
+            except (OSError, ValueError):
+                pass
 
     def cleanup(self):
         self.remove_shm()
