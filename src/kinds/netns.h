@@ -66,6 +66,7 @@ const NetnsLink *netns_link_named(const NetnsEntry *e, const char *name);
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 int netns_prepare(struct rst_ctx *ctx);
 int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root);
+int netns_forked(struct rst_ctx *ctx, struct rst_task *t);
 void netns_free_rstate(void *state);
 /* Restart: the held namespace of that id (NetnsEntry.id), made at prepare:
  * its fd (ckpt's, not to be closed), or -1. */

@@ -391,6 +391,9 @@ TESTS = [
     # files are), with a veth pair to the host, an address, a table route, a
     # rule: made again and the fds opened on it
     entry("netns_held", (B, T)),
+    # ckpt run --net whose child unshares a network namespace with a veth
+    # pair to the root's, and forks one task there and one in a third
+    entry("netns_multi", (B, T), kind="container", run_args=["--net"]),
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
@@ -1186,7 +1189,7 @@ class Run:
         fresh namespaces (a new outside pid, the same pids inside)."""
         pidfile = self.p("run.pid")
         pr = self.start(prefix=[self.opts.ckpt, "run", "--hostname", "box", "--pidfile",
-                                pidfile, "--"])
+                                pidfile] + list(self.t.get("run_args", ())) + ["--"])
         self.wait_container(pr, pidfile)
         if self.opts.no_ckpt:
             rc = self.wait_exit(pr, "ckpt run")
