@@ -122,8 +122,9 @@ static bool inet_fd_claim(const struct fd_info *fi)
 /* What inet keeps of a task while it is checkpointed. */
 struct inet_task {
 	struct inet_opt_defaults defs;
-	int netns; /* 0 not known yet, 1 ckpt's network namespace, -1 another */
-	uint64_t cookie; /* its namespace's cookie (netns_tree_cookie), once netns is known */
+	int netns; /* 0 not known yet, 1 known (netns_id), -1 one the image does not hold */
+	uint32_t netns_id; /* 0 the root's, else NetnsEntry.id */
+	uint64_t cookie; /* its namespace's cookie, once netns is known */
 };
 
 static void inet_free_state(void *state)
@@ -479,7 +480,7 @@ static int collect_raw_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 
 /* The family, type and protocol of s if this kind saves it; else refused. */
 static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct fd_info *fi,
-		      int s, int *family, int *type, int *proto)
+		      int s, int *family, int *type, int *proto, uint32_t *netns)
 {
 	/* TCP's protocol names say all three (no getsockopt a socket) */
 	bool tcp4 = fi->sockproto_read && !strcmp(fi->sockproto, "TCP");
@@ -494,17 +495,21 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 	}
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
-	/* ckpt's namespace, or the tree's own that the netns kind saves */
-	if (it && !it->netns) { /* once a task: two stats a socket were 5% of 10,000 */
-		it->netns = netns_saved(ctx, fi->pid) ? 1 : -1;
-		it->cookie = netns_tree_cookie(ctx);
-	}
-	if (it ? it->netns < 0 : !netns_saved(ctx, fi->pid))
+	/* the tree's namespace (ckpt's, or the root's own), or another of a
+	 * task that the netns kind saves */
+	struct inet_task one = { 0 };
+	if (!it)
+		it = &one;
+	if (!it->netns) /* once a task: two stats a socket were 5% of 10,000 */
+		it->netns = netns_of_task(ctx, fi->pid, &it->netns_id, &it->cookie) < 0 ? -1 : 1;
+	if (it->netns < 0)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (inet): a socket of another network namespace than "
-				"ckpt's; not supported yet", fi->pid, fi->fd);
+				"pid %d fd %d (inet): a socket of a process in ckpt's network "
+				"namespace while the tree's root has its own; not supported yet",
+				fi->pid, fi->fd);
+	*netns = it->netns_id;
 	/* made in another namespace than its task's (setns there and back) */
-	if (!netns_sock_saved(it ? it->cookie : netns_tree_cookie(ctx), s))
+	if (!netns_sock_saved(it->cookie, s))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"its process's; not supported yet", fi->pid, fi->fd);
@@ -532,9 +537,12 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 		return log_fail(&ctx->log, o->copy, "pid %d fd %d (inet): cannot take a copy: %s",
 				t->pid, fi->fd, strerror(-o->copy));
 	struct inet_task *it = task_state(t, KIND_inet, sizeof(*it));
-	r = check_kind(ctx, it, fi, o->copy, &family, &type, &proto);
+	uint32_t netns;
+	r = check_kind(ctx, it, fi, o->copy, &family, &type, &proto, &netns);
 	if (r < 0)
 		return r;
+	o->e.has_netns = netns != 0;
+	o->e.netns = netns;
 	o->e.family = (uint32_t)family;
 	o->e.type = (uint32_t)type;
 	o->e.proto = (uint32_t)proto;
@@ -1126,6 +1134,36 @@ static int lock_conn(const struct inet_conn *c, void *arg)
 	return rst_netlock_add(arg, (struct sockaddr *)&l, (struct sockaddr *)&r);
 }
 
+/* The sockets of one pass (0: all but established TCP, 1: those) of the
+ * root's namespace (root) or of the others, by namespace. */
+static int make_pass(struct rst_ctx *ctx, int pass, bool root)
+{
+	uint32_t cur = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_robj *o = ob->ptr;
+		if (!o->e->tcp != !pass || root != !o->e->netns || o->fd >= 0)
+			continue;
+		if (!root && cur && cur != o->e->netns)
+			continue; /* another namespace's: its own round */
+		int r = root || cur ? 0 : netns_rst_enter(ctx, o->e->netns);
+		if (r < 0)
+			return RFAIL(ctx, o, r, "cannot enter its network namespace %u: %s",
+				     o->e->netns, strerror(-r));
+		cur = o->e->netns;
+		o->fd = socket((int)o->e->family, (int)o->e->type | SOCK_CLOEXEC,
+			       (int)o->e->proto);
+		if (o->fd < 0)
+			return RFAIL(ctx, o, -errno, "cannot make the socket: %m");
+		r = (ctx->flags & RESTART_VERIFY) ? verify_one(ctx, o)
+		    : pass			  ? make_tcp(ctx, o)
+						  : make_plain(ctx, o);
+		if (r < 0)
+			return r;
+	}
+	/* another namespace's sockets left: another round */
+	return cur ? make_pass(ctx, pass, root) : 0;
+}
+
 static int inet_prepare(struct rst_ctx *ctx)
 {
 	/* the connections' packets are dropped from the "network lock" step
@@ -1138,24 +1176,17 @@ static int inet_prepare(struct rst_ctx *ctx)
 					strerror(-r));
 	}
 	/* listeners and bound sockets first: an established socket bound in
-	 * repair mode shares its port with anything */
-	for (int pass = 0; pass < 2; pass++) {
-		for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
-			struct inet_robj *o = ob->ptr;
-			if (!o->e->tcp != !pass)
-				continue;
-			o->fd = socket((int)o->e->family, (int)o->e->type | SOCK_CLOEXEC,
-				       (int)o->e->proto);
-			if (o->fd < 0)
-				return RFAIL(ctx, o, -errno, "cannot make the socket: %m");
-			int r = (ctx->flags & RESTART_VERIFY) ? verify_one(ctx, o)
-				: pass			       ? make_tcp(ctx, o)
-							       : make_plain(ctx, o);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
+	 * repair mode shares its port with anything; each made in its network
+	 * namespace (ckpt's thread is in the root's, and enters another for
+	 * the sockets of its tasks, once for each namespace and pass) */
+	int r = 0;
+	for (int pass = 0; r >= 0 && pass < 4; pass++)
+		r = make_pass(ctx, pass % 2, pass < 2);
+	int r2 = netns_rst_enter(ctx, 0);
+	if (r2 < 0 && r >= 0)
+		r = log_fail(&ctx->log, r2, "inet: cannot go back to the root's network namespace: "
+			     "%s", strerror(-r2));
+	return r;
 }
 
 static int send_all(int s, const uint8_t *buf, size_t len)

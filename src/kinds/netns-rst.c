@@ -195,6 +195,18 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 	return 0;
 }
 
+int netns_rst_enter(struct rst_ctx *ctx, uint32_t id)
+{
+	struct netns_rst *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	const struct one_ns *o = id ? by_id(n, id) : NULL;
+	if (id && !o)
+		return -EINVAL;
+	int fd = o ? o->fd : !n ? -1 : n->own.e ? n->own.fd : n->host_ns;
+	if (fd < 0) /* the root is in ckpt's, and so is ckpt */
+		return 0;
+	return setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+}
+
 int netns_held_fd(struct rst_ctx *ctx, uint32_t id)
 {
 	const struct one_ns *o = by_id(ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL, id);

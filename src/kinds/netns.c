@@ -118,6 +118,7 @@ struct netns_ckpt {
 	 * it can die (netns_after_kill) */
 	struct rtnl in;
 	int nsfd; /* the namespace */
+	uint64_t cookie; /* its sockets' SO_NETNS_COOKIE (0: unknown) */
 	/* the root's kstate is the first of a list: the root's own namespace
 	 * (held false) if it has one, then the others, each with an id (held
 	 * true): those held by namespace files only, and those of tasks */
@@ -465,8 +466,10 @@ static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat
 	int r = open_inside(n, fd, &n->in);
 	if (r >= 0 && (r = rtnl_open(&host)) < 0)
 		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
-	if (r >= 0)
+	if (r >= 0) {
+		n->cookie = sock_cookie(mnl_socket_get_fd(n->in.nl));
 		r = read_netns(n, &n->in, &host);
+	}
 	/* after refusals too, to name every one */
 	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, pid, fd, &n->e) : 0;
 	if (r >= 0)
@@ -583,6 +586,24 @@ int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
 		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot open its network namespace: "
 				"%m", pid, fd);
 	return extra_netns(ctx, pid, fd, nsfd, &st, id);
+}
+
+int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cookie)
+{
+	struct stat st;
+	*id = 0;
+	if (netns_saved(ctx, pid)) {
+		*cookie = netns_tree_cookie(ctx);
+		return 0;
+	}
+	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	for (; n && ns_ident(pid, &st) == 0; n = n->next)
+		if (n->held && n->dev == st.st_dev && n->ino == st.st_ino) {
+			*id = n->e.id;
+			*cookie = n->cookie;
+			return 0;
+		}
+	return -EOPNOTSUPP;
 }
 
 static int netns_dump(struct ckpt_ctx *ctx, struct task *t)

@@ -7,6 +7,9 @@
  *   10.77.0.1/30), loopback up with 192.0.2.7/32, a route through vc0,
  *   net.ipv4.ip_forward on; then forks G, which stays in C's namespace, and
  *   G2, which unshares one more (loopback up only);
+ * - G is a TCP echo server on 127.0.0.1:7777 of C's namespace, C its client:
+ *   a line echoed before the checkpoint, and one after the restart on the
+ *   same connection;
  * - each notes what `ip` lists in its namespace (C, and the root).
  * After the checkpoint and restart, each checks from inside: its notes are
  * the same; C's namespace is not the root's, G's is C's, G2's is neither;
@@ -16,6 +19,7 @@
 #include "lib.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -70,6 +74,73 @@ static void get(int fd, char *c)
 		fail("a pipe closed");
 }
 
+static struct sockaddr_in lo7777(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7777) };
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	return a;
+}
+
+/* Is socket s of the caller's network namespace (by their cookies)? */
+static bool here(int s)
+{
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+	uint64_t a = 0, b = 0;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+	int t = socket(AF_INET, SOCK_DGRAM, 0);
+	if (t < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0 ||
+	    getsockopt(t, SOL_SOCKET, SO_NETNS_COOKIE, &b, &lb) < 0)
+		fail("SO_NETNS_COOKIE: %m");
+	close(t);
+	return a == b;
+}
+
+/* G: echoes what comes on one connection to 127.0.0.1:7777 until its end. */
+static void echo(int listening)
+{
+	struct sockaddr_in a = lo7777();
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0)
+		fail("G: listen on 127.0.0.1:7777: %m");
+	if (write(listening, "l", 1) != 1)
+		fail("write: %m");
+	int s = accept(l, NULL, NULL);
+	if (s < 0)
+		fail("G: accept: %m");
+	char buf[256];
+	ssize_t n;
+	while ((n = read(s, buf, sizeof(buf))) != 0) {
+		if (n < 0)
+			fail("G: read: %m");
+		if (!here(s) || !here(l))
+			fail("G: its sockets are not of its network namespace");
+		if (write(s, buf, (size_t)n) != n)
+			fail("G: write: %m");
+	}
+	close(s);
+	close(l);
+}
+
+/* C: one line sent and its echo read back. */
+static void line(int s, const char *text)
+{
+	char buf[64];
+	size_t len = strlen(text), at = 0;
+	if (write(s, text, len) != (ssize_t)len)
+		fail("C: write: %m");
+	while (at < len) {
+		ssize_t n = read(s, buf + at, len - at);
+		if (n <= 0)
+			fail("C: the echo of %s: %s", text, n ? strerror(errno) : "end of file");
+		at += (size_t)n;
+	}
+	buf[at] = 0;
+	expect(!strcmp(buf, text), "C: sent %s, got %s back", text, buf);
+}
+
 /* G and G2: wait for the word, check their namespace, exit 0 if right. */
 static int grandchild(int go, bool own)
 {
@@ -101,9 +172,21 @@ static int child_c(int ready, int go, int res)
 	int gp[2];
 	if (pipe(gp))
 		fail("pipe: %m");
+	int lp[2];
+	if (pipe(lp))
+		fail("pipe: %m");
 	pid_t g = fork();
-	if (g == 0)
+	if (g == 0) {
+		echo(lp[1]);
 		_exit(grandchild(gp[0], false));
+	}
+	char l;
+	get(lp[0], &l);
+	int conn = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a7777 = lo7777();
+	if (conn < 0 || connect(conn, (struct sockaddr *)&a7777, sizeof(a7777)) < 0)
+		fail("C: connect to 127.0.0.1:7777: %m");
+	line(conn, "before\n");
 	pid_t g2 = fork();
 	if (g2 == 0) {
 		if (unshare(CLONE_NEWNET) < 0 || system("ip link set lo up") != 0)
@@ -125,6 +208,9 @@ static int child_c(int ready, int go, int res)
 		fail("write: %m");
 
 	get(go, &c);
+	expect(here(conn), "C: its connection is not of its network namespace");
+	line(conn, "after the restart\n");
+	close(conn);
 	if (write(gp[1], "gg", 2) != 2)
 		fail("write: %m");
 	notes(after, sizeof(after));
