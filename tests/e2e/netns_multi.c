@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #define NOTES "ip -4 -o addr show | awk '{print $2, $4}'; " \
-	      "ip -o link show | awk '{sub(/@.*/, \"\", $2); print $2, $3, $5}'; ip route; " \
+	      "ip -o link show | awk '{sub(/@.*/, \"\", $2); print $2, ($3 ~ /[<,]UP[,>]/ ? \"up\" : \"down\"), $5}'; ip route | sed 's/ linkdown//'; " \
 	      "cat /proc/sys/net/ipv4/ip_forward"
 
 /* What `ip` lists in the caller's network namespace. */
@@ -202,7 +202,7 @@ static int child_c(int ready, int go, int res)
 	notes(before, sizeof(before));
 	expect(strstr(before, "vc0 10.77.0.2/30") && strstr(before, "lo 192.0.2.7/32") &&
 		       strstr(before, "198.51.100.0/24 via 10.77.0.1 dev vc0") &&
-		       strstr(before, "LOWER_UP> 1400"),
+		       strstr(before, "vc0 up 1400"),
 	       "C's notes before:\n%s", before);
 	if (write(ready, "n", 1) != 1)
 		fail("write: %m");

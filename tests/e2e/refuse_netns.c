@@ -4,12 +4,14 @@
  * ckpt's namespace):
  * - "thread": a second thread unshares a network namespace of its own;
  *   the checkpoint must refuse it by pid and thread;
- * - "child": a child unshares a network namespace of its own; the
- *   checkpoint must refuse it by pid;
- * - "veth": fds 5 and 6 hold two network namespaces no process is in,
- *   joined by a veth pair (a0 in the first, b0 in the second); the
- *   checkpoint must refuse the link, whose other end is not in ckpt's
- *   namespace, by name.
+ * - "child": a child unshares a network namespace of its own and holds a
+ *   unix socket pair (fds 7 and 8) made there; the checkpoint must refuse
+ *   the socket by pid and fd (a namespace of a task is saved, and its TCP
+ *   and UDP sockets, not its unix ones);
+ * - "veth": fd 5 holds a network namespace no process is in, joined by a
+ *   veth pair (a0 there) to a named one (`ip netns add`) that nothing of
+ *   the tree holds; the checkpoint must refuse the link, whose other end is
+ *   outside the image, by name.
  * - "inet", "unix": fd 5 holds a network namespace no process is in, and
  *   fd 7 is a socket (UDP, unix datagram) the process made in it (setns
  *   there and back); the checkpoint must refuse the socket by pid and fd.
@@ -71,17 +73,45 @@ static ino_t ns_ino(const char *path)
 	return st.st_ino;
 }
 
-/* "veth": two namespaces held by fds 5 and 6, a veth pair between them. */
+static char named[32];
+
+/* "veth": a namespace held by fd 5, a veth pair to a named one. */
 static void veth_between(void)
 {
-	pid_t a = test_netns_child(NULL), b = test_netns_child(NULL);
+	pid_t a = test_netns_child(NULL);
 	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "ip link add a0 netns /proc/%d/ns/net type veth peer name b0 "
-		 "netns /proc/%d/ns/net", a, b);
+	snprintf(named, sizeof(named), "ckpt-rn-%d", getpid());
+	snprintf(cmd, sizeof(cmd), "ip netns add %s && ip link add a0 netns /proc/%d/ns/net type "
+		 "veth peer name b0 netns %s", named, a, named);
 	if (system(cmd) != 0)
 		fail("%s failed", cmd);
 	test_hold_netns(a, 5);
-	test_hold_netns(b, 6);
+}
+
+/* "child": a child in a namespace of its own with a unix socket pair. */
+static pid_t child_unix(void)
+{
+	int p[2];
+	char c;
+	if (pipe(p))
+		fail("pipe: %m");
+	pid_t child = fork();
+	if (child == 0) {
+		int sv[2];
+		if (unshare(CLONE_NEWNET) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+			_exit(1);
+		test_move_fd(sv[0], 7);
+		test_move_fd(sv[1], 8);
+		if (write(p[1], "u", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	if (child < 0 || read(p[0], &c, 1) != 1)
+		fail("no child in a namespace of its own with a socket pair");
+	close(p[0]);
+	close(p[1]);
+	return child;
 }
 
 /* "inet", "unix": a socket of a held namespace at fd 7. */
@@ -123,7 +153,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "inet") || !strcmp(mode, "unix")) {
 		sock_in_held(!strcmp(mode, "inet"));
 	} else {
-		child = test_netns_child(NULL);
+		child = child_unix();
 	}
 	ino_t mine = ns_ino("/proc/self/ns/net");
 
@@ -140,6 +170,11 @@ int main(int argc, char **argv)
 	if (child > 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
+	}
+	if (named[0]) {
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "ip netns del %s", named);
+		expect(system(cmd) == 0, "%s failed", cmd);
 	}
 	pass();
 }
