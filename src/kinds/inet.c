@@ -655,7 +655,7 @@ static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
 {
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *p = ob->ptr;
-		if (p != o && p->e.family == o->e.family && p->e.has_dst &&
+		if (p != o && p->e.family == o->e.family && p->e.has_dst && p->e.netns == o->e.netns &&
 		    p->e.src_port == o->e.dst_port && p->e.dst_port == o->e.src_port &&
 		    p->e.src.len == o->e.dst.len && !memcmp(p->src, o->dst, o->e.dst.len) &&
 		    !memcmp(p->dst, o->src, o->e.src.len))
@@ -664,15 +664,40 @@ static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
 	return false;
 }
 
+/*
+ * A TCP connection of another network namespace than the root's whose
+ * peer is not in the image: the network lock (core/netlock.c) covers the
+ * root's namespace only, so its peer could see a reset while the tree is
+ * away. Each is named.
+ */
+static int inner_peers(struct ckpt_ctx *ctx)
+{
+	int ret = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *o = ob->ptr;
+		if (!o->e.netns || o->e.type != SOCK_STREAM || !o->e.has_dst || peer_in_tree(ctx, o))
+			continue;
+		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): a TCP connection of "
+				 "a network namespace other than the tree's root's, to a peer outside "
+				 "the image: the network lock does not cover that namespace yet; not "
+				 "supported yet", o->pid, o->fd);
+		if (!log_gathers(&ctx->log, r))
+			return r;
+		ret = r;
+	}
+	return ret;
+}
+
 /* A migration of a tree in ckpt's network namespace (target_addrs): each
  * socket must be able to follow it (inet-move.h); every one that cannot is
- * named. */
+ * named. First the connections of other namespaces (inner_peers). */
 static int inet_collect_end(struct ckpt_ctx *ctx)
 {
 	const struct ckpt_addr *addrs;
 	size_t n = opts_target_addrs(ctx->opts, &addrs);
-	if (!addrs)
-		return 0;
+	int r0 = inner_peers(ctx);
+	if (r0 < 0 || !addrs)
+		return r0;
 	if (!(ctx->flags & CKPT_KILL) || !ctx->opts->committed)
 		return log_fail(&ctx->log, -EINVAL, "addresses to move (target_addrs) go with a "
 				"migration: CKPT_KILL and a committed callback");

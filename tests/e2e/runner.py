@@ -377,6 +377,11 @@ TESTS = [
     entry("refuse_netns_child", kind="refuse", program="refuse_netns", pargs=["child"],
           regex=r"\bpid (?!{pid}\b)\d+ fd [78] \(unix socket:\[\d+\]\): of a process in "
                 r"another network namespace than the tree's root's; not supported yet"),
+    # a child's namespace (saved) with a TCP connection to a process outside
+    # the tree there: the network lock does not cover it
+    entry("refuse_netns_tcp", kind="refuse", program="refuse_netns", pargs=["tcp"],
+          regex=r"\bpid (?!{pid}\b)\d+ fd 7 \(inet\): a TCP connection of a network "
+                r"namespace other than the tree's root's, to a peer outside the image"),
     # a held namespace joined by a veth pair to a named one outside the image
     entry("refuse_netns_veth", kind="refuse", program="refuse_netns", pargs=["veth"],
           regex=r"\bpid {pid}: network namespace link a0 \(veth\): its other end is neither "
