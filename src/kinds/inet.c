@@ -1341,7 +1341,8 @@ int inet_rst_connections(struct rst_ctx *ctx, int (*cb)(const struct inet_conn *
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const InetSkEntry *e = ((struct inet_robj *)ob->ptr)->e;
 		struct inet_conn c;
-		if (!e->tcp)
+		/* another namespace's: both ends are in the image (inner_peers) */
+		if (!e->tcp || e->netns)
 			continue;
 		conn_of((int)e->family, e->src.data, e->src_port, e->dst.data, e->dst_port, &c);
 		int r = cb(&c, arg);

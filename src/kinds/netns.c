@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A network namespace of the tree's own: the root's, when it is not
- * ckpt's (`ckpt run --net`). Every task (and thread) of the tree must be
- * in the root's namespace. One record (NetnsEntry) of the root; and one
- * for each network namespace no task is in that namespace files hold
- * (netns_hold, called by the nsfile kind: held, with an id), made at
- * restart before the root's, the same way.
+ * Network namespaces: the tree's own, its root's, when it is not ckpt's
+ * (`ckpt run --net`); those of other tasks; those no task is in that
+ * namespace files hold. Every thread must be in its process's namespace.
+ * The root's kstate holds a list: the root's own namespace first (if
+ * any), then every other one once, each with an id (1, 2...): held by
+ * namespace files (netns_hold, called by the nsfile kind) or the namespace
+ * of a task (task_netns, at the task's collect). Each is one NetnsEntry
+ * record of the root; a task (not the root) in another namespace than the
+ * root's has a NetnsTask naming its id (or ckpt's namespace). At restart
+ * all are made at prepare, the others before the root's, and each task
+ * enters its own right after its fork (netns_forked, step "forked").
  *
  * Checkpoint (collect, the root): through a rtnetlink socket opened in the
  * namespace (ckpt's thread enters it for that instant, and to read the
  * sysctls under /proc/sys/net, which show the reader's namespace):
  * - links: loopback and veth only, any other kind refused by name. A veth's
- *   other end must be in ckpt's namespace (the host end of ckpt run --net):
- *   its name, mac, mtu, up state and addresses are saved with it;
+ *   other end must be in ckpt's namespace (the host end of ckpt run --net:
+ *   its name, mac, mtu, up state and addresses are saved with it) or in
+ *   another namespace of the image (found at collect end by the id the
+ *   namespace gives the other, NetnsLink.peer_netns);
  * - each link's index, mac, mtu, up state and addresses, but those the
  *   kernel makes itself (127.0.0.1/8 and ::1 on loopback, IPv6 link-local
  *   addresses, which the restored mac gives back);
@@ -38,7 +45,13 @@
  * veth pairs, host ends included) goes with the last reference to it.
  * A dry run beside the live original (RESTART_VERIFY) makes each pair with
  * both ends in the new namespace and the host end unconfigured, so that
- * nothing of the host's changes.
+ * nothing of the host's changes. With several namespaces (netns-rst.c):
+ * each is made first (unshare, an fd kept, back to ckpt's), then every
+ * veth pair (one between two namespaces of the image from the one made
+ * last, both ends with their names, macs and indexes), then the links
+ * set, then each one's routes, rules, sysctls and nftables; ckpt's thread
+ * then enters the root's. The inet kind makes a socket of another
+ * namespace in it (netns_rst_enter).
  */
 #include <arpa/inet.h>
 #include <errno.h>
