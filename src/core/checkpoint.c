@@ -64,6 +64,29 @@ static void free_obj(int kind, void *ptr)
 }
 
 /* Why pid cannot be seized, as precisely as /proc tells. */
+/* A task that took no stop when seized (GUARD_STOP_TIMEOUT_MS): where the
+ * kernel holds it. */
+static int explain_no_stop(struct ckpt_ctx *ctx, pid_t pid)
+{
+	_cleanup_free_ char *stat = NULL, *wchan = NULL;
+	struct proc_stat st = { 0 };
+	bool known = proc_read(pid, "stat", &stat, NULL) == 0 && proc_parse_stat(stat, &st) == 0;
+	if (proc_read(pid, "wchan", &wchan, NULL) < 0 || !wchan[0] || !strcmp(wchan, "0")) {
+		free(wchan);
+		wchan = NULL;
+	}
+	/* wait_for_vfork_done, inlined in kernel_clone on some kernels */
+	bool vfork = wchan && (strstr(wchan, "vfork") || !strcmp(wchan, "kernel_clone"));
+	return log_fail(&ctx->log, -ETIMEDOUT,
+			"pid %d: did not stop within %d s of being seized (state %c%s%s): %s; "
+			"nothing was changed, try again later", pid, GUARD_STOP_TIMEOUT_MS / 1000,
+			known ? st.state : '?', wchan ? ", in the kernel at " : "", wchan ? wchan : "",
+			vfork ? "a parent that called vfork() waits so until its child calls exec or "
+				"exits"
+			      : "a task in uninterruptible sleep (a file system or device that does "
+				"not answer, a vfork parent) cannot be stopped");
+}
+
 static int explain_seize(struct ckpt_ctx *ctx, pid_t pid, int r)
 {
 	struct proc_status st;
@@ -71,6 +94,8 @@ static int explain_seize(struct ckpt_ctx *ctx, pid_t pid, int r)
 
 	if (r == -ESRCH && proc_read(pid, "status", &text, NULL) < 0)
 		return log_fail(&ctx->log, -ESRCH, "pid %d: no such process", pid);
+	if (r == -ETIMEDOUT)
+		return explain_no_stop(ctx, pid);
 	if (text || proc_read(pid, "status", &text, NULL) == 0) {
 		int pr = proc_parse_status(text, &st);
 		free(text);
@@ -229,6 +254,38 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
 	return r;
 }
 
+/*
+ * Is tid a thread the kernel runs for an io_uring of the process (an
+ * SQPOLL thread "iou-sqp-N", an io-wq worker "iou-wrk-N": PF_IO_WORKER in
+ * the flags of its stat, which the program cannot set, unlike its name)?
+ * Such a thread is not the program's: it takes no ptrace stop (a seize
+ * would wait for it for ever, the program held stopped), and the io_uring
+ * that owns it is refused by its fd.
+ */
+static bool io_worker(pid_t pid, pid_t tid)
+{
+	char name[64];
+	_cleanup_free_ char *text = NULL;
+	struct proc_stat st;
+	snprintf(name, sizeof(name), "task/%d/stat", tid);
+	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, &st) == 0 &&
+	       (st.flags & 0x10 /* PF_IO_WORKER */);
+}
+
+/* How many of pid's threads are io_uring threads (io_worker()). */
+static unsigned io_workers(pid_t pid)
+{
+	char path[64];
+	unsigned n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		pid_t tid = (pid_t)atoi(de->d_name);
+		n += tid > 0 && tid != pid && io_worker(pid, tid);
+	}
+	return n;
+}
+
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
 static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 {
@@ -245,6 +302,11 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
 			continue;
+		if (io_worker(t->pid, tid)) {
+			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
+				 "left alone", t->pid, tid);
+			continue;
+		}
 		if (t->nthreads + n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 8;
 			struct task *nt = realloc(t->threads, ncap * sizeof(*nt));
@@ -594,7 +656,9 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	int r = snapshot_proc(ctx, t);
 	if (r < 0)
 		return r;
-	if (t->status.threads != t->nthreads + 1)
+	if (t->status.threads != t->nthreads + 1 + (t->status.threads > t->nthreads + 1
+							   ? io_workers(t->pid)
+							   : 0))
 		return log_fail(&ctx->log, -EAGAIN,
 				"pid %d (%s): has %u threads, %zu were seized; it changed meanwhile",
 				t->pid, t->status.name, t->status.threads, t->nthreads + 1);

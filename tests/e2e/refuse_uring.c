@@ -5,10 +5,19 @@
  * checkpoint to fail naming the pid and io_uring (by the fd or the ring
  * mapping); the process lives on and its ring still works (another NOP
  * completes). Skipped where io_uring_setup is not allowed.
+ *
+ * "sqpoll": the ring has a kernel thread polling its submissions
+ * (IORING_SETUP_SQPOLL, "iou-sqp-N") and a read of an empty pipe is left
+ * pending in an io-wq worker ("iou-wrk-N"), both threads of this process
+ * that take no ptrace stop: the checkpoint must still end, by the refusal,
+ * rather than wait for them to stop (it used to hang, the program held
+ * stopped).
  */
 #include "lib.h"
 
+#include <dirent.h>
 #include <linux/io_uring.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -40,8 +49,50 @@ static void nop(uint64_t tag)
 	__atomic_store_n(head, *head + 1, __ATOMIC_RELEASE);
 }
 
-int main(void)
+/* The process's threads, its own and the kernel's. */
+static int threads(void)
 {
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	if (!d)
+		fail("opendir /proc/self/task: %m");
+	for (struct dirent *de; (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A read of an empty pipe handed to an io-wq worker (IOSQE_ASYNC): it
+ * stays pending, the worker blocked in it. */
+static void pending_read(void)
+{
+	static char buf[8];
+	int fds[2];
+	if (pipe(fds) < 0)
+		fail("pipe: %m");
+	uint32_t *tail = (uint32_t *)(sq + p.sq_off.tail);
+	uint32_t *array = (uint32_t *)(sq + p.sq_off.array);
+	uint32_t idx = *tail & *(uint32_t *)(sq + p.sq_off.ring_mask);
+	memset(&sqes[idx], 0, sizeof(sqes[idx]));
+	sqes[idx].opcode = IORING_OP_READ;
+	sqes[idx].flags = IOSQE_ASYNC;
+	sqes[idx].fd = fds[0];
+	sqes[idx].addr = (uint64_t)(uintptr_t)buf;
+	sqes[idx].len = sizeof(buf);
+	sqes[idx].user_data = 99;
+	array[idx] = idx;
+	__atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+	if (syscall(SYS_io_uring_enter, ring, 1, 0, IORING_ENTER_SQ_WAKEUP, NULL, 0) < 0)
+		fail("io_uring_enter: %m");
+}
+
+int main(int argc, char **argv)
+{
+	bool sqpoll = argc > 1 && !strcmp(argv[1], "sqpoll");
+	if (sqpoll) {
+		p.flags = IORING_SETUP_SQPOLL;
+		p.sq_thread_idle = 60000; /* ms: the thread stays awake */
+	}
 	ring = (int)syscall(SYS_io_uring_setup, 4, &p);
 	if (ring < 0)
 		skip("io_uring_setup: %m");
@@ -56,6 +107,15 @@ int main(void)
 	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
 		fail("mmap rings: %m");
 	nop(1);
+	if (sqpoll) {
+		pending_read();
+		/* the leader, iou-sqp and iou-wrk */
+		for (int i = 0; threads() < 3; i++) {
+			if (i == 10000)
+				fail("no io_uring threads after 10 s: %d thread(s)", threads());
+			usleep(1000);
+		}
+	}
 
 	test_ready();
 	test_wait();

@@ -38,6 +38,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 
 import argparse
 import errno
+import http.client
 import json
 import os
 import pwd
@@ -406,6 +407,8 @@ TESTS = [
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
     entry("real_http_server", (B, T), kind="http_server"),
+    # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
+    entry("real_node", (B, T), kind="node"),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -544,6 +547,12 @@ TESTS = [
     entry("refuse_mseal", kind="refuse", regex=r"\bpid {pid}\b.*vma .*sealed with mseal"),
     entry("refuse_sigio", kind="refuse", regex=r"\bpid {pid} fd 5\b.*SIGIO.*outside the image"),
     entry("refuse_uring", kind="refuse", regex=r"\bpid {pid}\b.*io_uring.*not supported"),
+    # a vfork parent, its child waiting: a task that takes no ptrace stop
+    entry("refuse_vfork", kind="vfork"),
+    # with a kernel thread polling its ring and a worker blocked in a read:
+    # threads that take no ptrace stop (the checkpoint used to hang)
+    entry("refuse_uring_sqpoll", kind="refuse", program="refuse_uring", pargs=["sqpoll"],
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*io_uring instance"),
     entry("refuse_all", kind="refuse",
           regex=r"(?s)(?=.*\bpid {pid} fd 5 \(anon_inode:\[io_uring\]\): io_uring instance)"
                 r"(?=.*\bpid {pid} fd 6 \(anon_inode:\[io_uring\]\): io_uring instance)"
@@ -3948,6 +3957,55 @@ class Run:
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "http.server after SIGINT")
 
+    def flow_node(self):
+        """real_node.js, Node.js's HTTP server on 127.0.0.1 at a free port
+        with a worker thread and a timer counting: a keep-alive connection
+        of the runner's asks GET /count before, and after checkpoint --kill
+        and restart (twice in twice mode) on the same connection, and a new
+        connection too; the worker's and the timer's counts go on growing
+        after the restart (the threads run), the served count goes on from
+        where it was, the pid is the same."""
+        node = shutil.which("node") or shutil.which("nodejs")
+        if not node:
+            raise Skip("node not installed")
+        port = self.free_port()
+        pr = self.start_server([node, os.path.join(HERE, "real_node.js"), str(port)], port)
+        held = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        last = {}
+
+        def count(conn=None):
+            c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/count")
+            r = c.getresponse()
+            body = r.read().decode()
+            if conn is None:
+                c.close()
+            m = re.fullmatch(r"worker (\d+) timer (\d+) served (\d+) pid (\d+)\n", body)
+            if r.status != 200 or not m:
+                raise Fail("node answered %s %r" % (r.status, body))
+            w, t, s, p = (int(x) for x in m.groups())
+            if p != self.pid:
+                raise Fail("node says pid %d, want %d" % (p, self.pid))
+            if last and s <= last["s"]:
+                raise Fail("node's served count went from %d to %d" % (last["s"], s))
+            last.update(w=w, t=t, s=s)
+            return w, t
+
+        def grows():
+            """the worker thread and the timer run: both counts grow"""
+            w0, t0 = count(held)
+            self.wait_until("node's worker thread and timer to count on",
+                            lambda: all(a > b for a, b in zip(count(held), (w0, t0))),
+                            [], timeout=30)
+            count()
+        self.wait_until("node's worker thread to start counting", lambda: count(held)[0] > 0,
+                        [pr], timeout=30)
+        grows()
+        rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, grows, conns=1)
+        held.close()
+        os.kill(self.pid, signal.SIGINT)
+        self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
+
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
         (real_redis.py), checkpointed with its data; the runner talks to
@@ -4902,6 +4960,37 @@ http {{
             raise Fail("the original is gone after the refused checkpoint")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def flow_vfork(self):
+        """refuse_vfork.c: the parent sleeps in vfork while its child waits
+        for SIGUSR1. The checkpoint fails within the guardian's bound (10 s)
+        naming the parent as a task that did not stop, in vfork; both run
+        on, neither traced once ckpt is gone; SIGUSR1 to the child ends it
+        and the parent exits 0 (a parent left in a ptrace stop would not)."""
+        pr = self.start()
+        self.pid = pr.pid
+        child = int(self.wait_file("vforked", pr))
+        if self.opts.no_ckpt:
+            os.kill(child, signal.SIGUSR1)
+            return self.check_result(self.wait_exit(pr, "the parent"), "the parent")
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint: status %d, expected a refusal" % rc)
+        rx = (r"\bpid %d: did not stop within 10 s of being seized \(state D, in the kernel "
+              r"at \w+\): a parent that called vfork\(\) waits so" % self.pid)
+        if not re.search(rx, err):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+
+        def untraced(pid):
+            with open("/proc/%d/status" % pid) as f:
+                return [l for l in f if l.startswith("TracerPid:")][0].split()[1] == "0"
+        for pid in (self.pid, child):
+            self.wait_until("pid %d to be traced no more" % pid, lambda: untraced(pid), [pr],
+                            timeout=20)
+        os.kill(child, signal.SIGUSR1)
+        rc = self.wait_exit(pr, "the parent")
+        if rc != 0:
+            raise Fail("the parent exited %s after its vfork child, want 0" % rc)
 
     def flow_refuse_inherited(self):
         """The root inherits fd 251, a pipe's (or FIFO's) write end, from the runner that
