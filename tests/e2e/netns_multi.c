@@ -141,12 +141,14 @@ static void line(int s, const char *text)
 	expect(!strcmp(buf, text), "C: sent %s, got %s back", text, buf);
 }
 
+static pid_t root_pid;
+
 /* G and G2: wait for the word, check their namespace, exit 0 if right. */
 static int grandchild(int go, bool own)
 {
 	char c;
 	get(go, &c);
-	ino_t mine = ns_of(getpid()), parent = ns_of(getppid()), root = ns_of(1);
+	ino_t mine = ns_of(getpid()), parent = ns_of(getppid()), root = ns_of(root_pid);
 	if (own ? mine == parent || mine == root : mine != parent)
 		fail("%s: net:[%lu], its parent's net:[%lu], the root's net:[%lu]",
 		     own ? "G2" : "G", (unsigned long)mine, (unsigned long)parent,
@@ -244,6 +246,7 @@ int main(void)
 {
 	static char before[8192], after[8192];
 	int ready[2], go[2], res[2];
+	root_pid = getpid();
 	if (pipe(ready) || pipe(go) || pipe(res))
 		fail("pipe: %m");
 	pid_t c = fork();

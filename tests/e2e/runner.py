@@ -401,6 +401,9 @@ TESTS = [
     # ckpt run --net whose child unshares a network namespace with a veth
     # pair to the root's, and forks one task there and one in a third
     entry("netns_multi", (B, T), kind="container", run_args=["--net"]),
+    # the same tree in ckpt's namespace: the child's pair has its other end
+    # (vr0, with its address) in ckpt's, a host end
+    entry("netns_multi_host", (B, T), program="netns_multi"),
     # twelve network namespaces held by fds, two of them joined by a veth pair
     entry("netns_held12", (B, T)),
     entry("tcp_reset", rst_args=["--tcp-close"]),
