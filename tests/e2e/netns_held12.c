@@ -28,31 +28,11 @@
 /* What `ip` lists in the namespace of fd. */
 static void notes(int fd, char *out, size_t len)
 {
-	int p[2];
-	if (pipe(p))
-		fail("pipe: %m");
-	pid_t c = fork();
-	if (c < 0)
-		fail("fork: %m");
-	if (c == 0) {
-		if (setns(fd, CLONE_NEWNET) < 0 || dup2(p[1], 1) < 0)
-			_exit(1);
-		execl("/bin/sh", "sh", "-c",
-		      "ip -4 -o addr show | awk '{print $2, $4}'; ip -o link show | "
-		      "awk '{sub(/@.*/, \"\", $2); print $2, ($3 ~ /[<,]UP[,>]/ ? \"up\" : \"down\"), $5}'; ip route | sed 's/ linkdown//'",
-		      (char *)NULL);
-		_exit(1);
-	}
-	close(p[1]);
-	size_t at = 0;
-	ssize_t n;
-	while (at < len - 1 && (n = read(p[0], out + at, len - 1 - at)) > 0)
-		at += (size_t)n;
-	out[at] = 0;
-	close(p[0]);
-	int st;
-	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
-		fail("the notes of fd %d's namespace: %s", fd, out);
+	test_netns_run(fd,
+		       "ip -4 -o addr show | awk '{print $2, $4}'; ip -o link show | "
+		       "awk '{sub(/@.*/, \"\", $2); print $2, ($3 ~ /[<,]UP[,>]/ ? \"up\" : \"down\"), $5}'; "
+		       "ip route | sed 's/ linkdown//'",
+		       out, len);
 }
 
 /* A UDP socket made in the namespace of fd, bound to addr:7071. */

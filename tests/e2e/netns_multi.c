@@ -40,13 +40,7 @@
 /* What `ip` lists in the caller's network namespace. */
 static void notes(char *out, size_t len)
 {
-	FILE *f = popen(NOTES, "r");
-	if (!f)
-		fail("popen: %m");
-	size_t n = fread(out, 1, len - 1, f);
-	out[n] = 0;
-	if (pclose(f) != 0)
-		fail("the notes: %s", out);
+	test_netns_run(-1, NOTES, out, len);
 }
 
 static ino_t ns_of(pid_t pid)
