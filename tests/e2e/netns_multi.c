@@ -33,9 +33,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define NOTES "ip -4 -o addr show | awk '{print $2, $4}'; " \
-	      "ip -o link show | awk '{sub(/@.*/, \"\", $2); print $2, ($3 ~ /[<,]UP[,>]/ ? \"up\" : \"down\"), $5}'; ip route | sed 's/ linkdown//'; " \
-	      "cat /proc/sys/net/ipv4/ip_forward"
+#define NOTES                                                                                      \
+	"ip -4 -o addr show | awk '{print $2, $4}'; "                                              \
+	"ip -o link show | awk '{sub(/@.*/, \"\", $2); print $2, ($3 ~ /[<,]UP[,>]/ ? \"up\" : "   \
+	"\"down\"), $5}'; ip route | sed 's/ linkdown//'; "                                        \
+	"cat /proc/sys/net/ipv4/ip_forward"
 
 /* What `ip` lists in the caller's network namespace. */
 static void notes(char *out, size_t len)
@@ -70,7 +72,7 @@ static void get(int fd, char *c)
 
 static struct sockaddr_in lo7777(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7777) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(7777)};
 	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
 	return a;
 }
@@ -197,8 +199,8 @@ static int child_c(int ready, int go, int res)
 	get(go, &c); /* vr0 is up */
 	notes(before, sizeof(before));
 	expect(strstr(before, "vc0 10.77.0.2/30") && strstr(before, "lo 192.0.2.7/32") &&
-		       strstr(before, "198.51.100.0/24 via 10.77.0.1 dev vc0") &&
-		       strstr(before, "vc0 up 1400"),
+		   strstr(before, "198.51.100.0/24 via 10.77.0.1 dev vc0") &&
+		   strstr(before, "vc0 up 1400"),
 	       "C's notes before:\n%s", before);
 	if (write(ready, "n", 1) != 1)
 		fail("write: %m");
@@ -213,25 +215,23 @@ static int child_c(int ready, int go, int res)
 	expect(!strcmp(before, after), "C's namespace changed:\n--- before\n%s--- after\n%s",
 	       before, after);
 	ino_t mine = ns_of(getpid()), root = ns_of(getppid());
-	expect(mine != root, "C is in the root's network namespace net:[%lu]",
-	       (unsigned long)mine);
+	expect(mine != root, "C is in the root's network namespace net:[%lu]", (unsigned long)mine);
 	int st;
 	expect(waitpid(g, &st, 0) == g && WIFEXITED(st) && !WEXITSTATUS(st), "G: status %x", st);
-	expect(waitpid(g2, &st, 0) == g2 && WIFEXITED(st) && !WEXITSTATUS(st), "G2: status %x",
-	       st);
+	expect(waitpid(g2, &st, 0) == g2 && WIFEXITED(st) && !WEXITSTATUS(st), "G2: status %x", st);
 
 	/* the pair: the root's datagram comes in */
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7070) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(7070)};
 	inet_pton(AF_INET, "10.77.0.2", &a.sin_addr);
 	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0)
 		fail("C: bind 10.77.0.2: %m");
 	if (write(res, "b", 1) != 1)
 		fail("write: %m");
-	struct pollfd p = { .fd = s, .events = POLLIN };
+	struct pollfd p = {.fd = s, .events = POLLIN};
 	char buf[16] = "";
 	expect(poll(&p, 1, 30000) == 1 && recv(s, buf, sizeof(buf) - 1, 0) == 5 &&
-		       !strcmp(buf, "hello"),
+		   !strcmp(buf, "hello"),
 	       "C: no datagram from the root through the pair");
 	return test_failures() ? 1 : 0;
 }
@@ -272,8 +272,8 @@ int main(void)
 	char b;
 	get(res[0], &b);
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in from = { .sin_family = AF_INET }, to = { .sin_family = AF_INET,
-								   .sin_port = htons(7070) };
+	struct sockaddr_in from = {.sin_family = AF_INET},
+			   to = {.sin_family = AF_INET, .sin_port = htons(7070)};
 	inet_pton(AF_INET, "10.77.0.1", &from.sin_addr);
 	inet_pton(AF_INET, "10.77.0.2", &to.sin_addr);
 	if (s < 0 || bind(s, (struct sockaddr *)&from, sizeof(from)) < 0 ||
