@@ -1139,8 +1139,9 @@ static int verify_one(struct rst_ctx *ctx, struct inet_robj *o)
 	return 0;
 }
 
-/* One restored connection for the network lock (core/netlock.h). */
-static int lock_conn(const struct inet_conn *c, void *arg)
+/* One restored connection for the network lock (core/netlock.h), in the
+ * namespace of that id (0: the root's). */
+static int lock_conn_in(struct rst_ctx *ctx, uint32_t netns, const struct inet_conn *c)
 {
 	struct sockaddr_storage l = { 0 }, r = { 0 };
 	if (c->family == AF_INET) {
@@ -1156,7 +1157,29 @@ static int lock_conn(const struct inet_conn *c, void *arg)
 		memcpy(&a->sin6_addr, c->src, 16);
 		memcpy(&b->sin6_addr, c->dst, 16);
 	}
-	return rst_netlock_add(arg, (struct sockaddr *)&l, (struct sockaddr *)&r);
+	return netns ? rst_netlock_add_ns(ctx, netns, (struct sockaddr *)&l, (struct sockaddr *)&r)
+		     : rst_netlock_add(ctx, (struct sockaddr *)&l, (struct sockaddr *)&r);
+}
+
+static int lock_conn(const struct inet_conn *c, void *arg)
+{
+	return lock_conn_in(arg, 0, c);
+}
+
+/* The established connections of the other namespaces, each in its own. */
+static int lock_others(struct rst_ctx *ctx)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const InetSkEntry *e = ((struct inet_robj *)ob->ptr)->e;
+		struct inet_conn c;
+		if (!e->tcp || !e->netns)
+			continue;
+		conn_of((int)e->family, e->src.data, e->src_port, e->dst.data, e->dst_port, &c);
+		int r = lock_conn_in(ctx, e->netns, &c);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* The sockets of one pass (0: all but established TCP, 1: those) of the
@@ -1196,6 +1219,8 @@ static int inet_prepare(struct rst_ctx *ctx)
 	 * original (RESTART_VERIFY), whose packets they are */
 	if (!(ctx->flags & RESTART_VERIFY)) {
 		int r = inet_rst_connections(ctx, lock_conn, ctx);
+		if (r >= 0)
+			r = lock_others(ctx);
 		if (r < 0)
 			return log_fail(&ctx->log, r, "inet: cannot lock the connections: %s",
 					strerror(-r));

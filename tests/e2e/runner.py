@@ -400,10 +400,13 @@ TESTS = [
     entry("netns_held", (B, T)),
     # ckpt run --net whose child unshares a network namespace with a veth
     # pair to the root's, and forks one task there and one in a third
-    entry("netns_multi", (B, T), kind="container", run_args=["--net"]),
+    # (the child's connection locked in its namespace: the root's has none)
+    entry("netns_multi", (B, T), kind="container", run_args=["--net"],
+          log_regex=r"network lock ckpt_lock_\w+: 1 connection\(s\) locked"),
     # the same tree in ckpt's namespace: the child's pair has its other end
     # (vr0, with its address) in ckpt's, a host end
-    entry("netns_multi_host", (B, T), program="netns_multi"),
+    entry("netns_multi_host", (B, T), program="netns_multi",
+          log_regex=r"network lock ckpt_lock_\w+: 1 connection\(s\) locked"),
     # twelve network namespaces held by fds, two of them joined by a veth pair
     entry("netns_held12", (B, T)),
     entry("tcp_reset", rst_args=["--tcp-close"]),
@@ -1215,6 +1218,7 @@ class Run:
             rc = self.wait_exit(pr, "ckpt run")
             return self.check_result(rc, "ckpt run")
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.check_ckpt_log("ckpt")
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
         held = [os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY) for _ in range(self.t["hold_ptys"])]
         try:
