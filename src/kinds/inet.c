@@ -666,9 +666,9 @@ static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
 
 /*
  * A TCP connection of another network namespace than the root's whose
- * peer is not in the image: the network lock (core/netlock.c) covers the
- * root's namespace only, so its peer could see a reset while the tree is
- * away. Each is named.
+ * peer is not in the image: a peer in that namespace stays in the old one
+ * and cannot reach the restored socket, and one reached through the
+ * root's namespace (routed) is not tested yet. Each is named.
  */
 static int inner_peers(struct ckpt_ctx *ctx)
 {
@@ -679,8 +679,7 @@ static int inner_peers(struct ckpt_ctx *ctx)
 			continue;
 		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): a TCP connection of "
 				 "a network namespace other than the tree's root's, to a peer outside "
-				 "the image: the network lock does not cover that namespace yet; not "
-				 "supported yet", o->pid, o->fd);
+				 "the image; not supported yet", o->pid, o->fd);
 		if (!log_gathers(&ctx->log, r))
 			return r;
 		ret = r;
