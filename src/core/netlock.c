@@ -6,7 +6,10 @@
  * any kind has looked at a socket: every socket inode the tree's processes
  * hold (/proc/PID/fd) that /proc/ROOT/net/tcp or tcp6 lists with a peer
  * (any state but LISTEN and CLOSE) is one connection, its local and remote
- * address from that line. The root's network namespace is the lock's.
+ * address from that line. The root's network namespace is the lock's;
+ * each other namespace of the tree's tasks that has connections or ports
+ * gets one of the same name (lock_others), and so at restart each other
+ * namespace of the image with connections (rst_netlock_add_ns).
  * When it is ckpt's own, TCP's sockets come from a sock_diag dump instead
  * of that text (the same fields, no text printed and parsed back).
  */
