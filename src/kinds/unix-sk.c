@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 /* --- the sock_diag table ----------------------------------------------- */
 
@@ -651,24 +652,11 @@ static bool in_my_groups(gid_t g)
 	return false;
 }
 
-/* Has this process CAP_SYS_ADMIN (for unix_bind_hidden's mount namespace)? */
-static bool may_mount(void)
-{
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-	struct {
-		uint32_t effective, permitted, inheritable;
-	} data[2] = { 0 };
-	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> 21 & 1);
-}
-
 int unix_name_bindable(const UnixSkEntry *e, char *why, size_t len)
 {
 	if (!e->has_name || unix_name_abstract(&e->name) || !e->path)
 		return 0; /* an abstract name is free once its holder is gone */
-	if (e->path_gone && may_mount())
+	if (e->path_gone && userns_may_mount())
 		return 0; /* bound where no one sees it (unix_bind_hidden) */
 	char dir[PATH_MAX];
 	struct stat st;

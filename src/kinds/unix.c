@@ -152,6 +152,29 @@ struct unix_obj *unix_find_obj(struct ckpt_ctx *ctx, uint64_t ino, uint32_t *ret
 
 /* --- collecting one socket --------------------------------------------- */
 
+/*
+ * Without CAP_NET_ADMIN SIOCUNIXFILE fails (EPERM): the file of k's name
+ * seen from pid's root (an absolute name) or cwd (a relative one, if the
+ * task has not moved since), if it is the socket's (the inode and device
+ * sock_diag gives), as an O_PATH fd; else -1 with errno EPERM.
+ */
+static int file_by_name(pid_t pid, const struct usk *k)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	if (!k->has_vfs)
+		return errno = EPERM, -1;
+	snprintf(path, sizeof(path), "/proc/%d/%s%s", pid, k->name[0] == '/' ? "root" : "cwd/",
+		 (const char *)k->name);
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == k->vfs_ino &&
+	    major(st.st_dev) == (k->vfs_dev >> 20) && minor(st.st_dev) == (k->vfs_dev & 0xfffff))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return errno = EPERM, -1;
+}
+
 /* The bound name, and for a path name the file's path, mode and owner. */
 static int read_name(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, const struct usk *k,
 		     struct unix_obj *u)
@@ -169,6 +192,8 @@ static int read_name(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, c
 		return 0;
 	const char *name = (const char *)u->name; /* NUL-terminated by the kernel */
 	_cleanup_close_ int opath = ioctl(copy, SIOCUNIXFILE);
+	if (opath < 0 && errno == EPERM)
+		opath = file_by_name(fi->pid, k);
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", opath);
 	ssize_t n = opath >= 0 ? readlink(link, buf, sizeof(buf) - 1) : -1;
 	if (n < 0 || fstat(opath, &st) < 0)
@@ -458,6 +483,20 @@ static void unix_free_obj(void *ptr)
 	free(u);
 }
 
+/* A connected socket of the same path name as u (accepted from u, or
+ * bound to it): made at prepare, before the name can be (mnt_unix_name 2) */
+static bool accepted_from(struct ckpt_ctx *ctx, const struct unix_obj *u)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
+		const struct unix_obj *v = o->ptr;
+		if (v != u && !v->is_reg && v->e.state == UNIX_ST_CONNECTED && v->e.has_name &&
+		    v->e.name.len == u->e.name.len &&
+		    !memcmp(v->e.name.data, u->e.name.data, u->e.name.len))
+			return true;
+	}
+	return false;
+}
+
 /* Before --kill: could this caller bind the names again? (sockets held by t) */
 static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 {
@@ -466,10 +505,19 @@ static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		struct unix_obj *u = o->ptr;
 		if (u->is_reg || u->pid != t->pid)
 			continue;
-		int r = mnt_unix_name(ctx, u->e.path);
+		int r = mnt_unix_name(ctx, u->e.path, u->e.path_uid, u->e.path_gid);
+		if (r == 2 && accepted_from(ctx, u))
+			r = -EBUSY;
 		if (r < 0)
-			snprintf(why, sizeof(why), "cannot bind %s again in the container's root "
-				 "(only root can, without a user namespace)", u->e.path);
+			snprintf(why, sizeof(why), "cannot bind %s again in the container's root%s",
+				 u->e.path,
+				 r == -EBUSY ? ": a connection accepted from it needs the name "
+					       "before the container's tmpfs exists (a user "
+					       "namespace of its own); not supported yet"
+				 : r == -EACCES ? ": cannot create files in its host directory"
+				 : r == -EPERM ? ": cannot give its file back its owner (only root can)"
+					       : " (through this mount only root can, without a "
+						 "user namespace)");
 		if (r == 0)
 			r = unix_name_bindable(&u->e, why, sizeof(why));
 		if (r < 0)
@@ -617,6 +665,7 @@ const struct kind_ops unix_ops = {
     .load = unix_load,
     .prepare = unix_prepare,
     .tree_ready = unix_tree_ready,
+    .root_ready = unix_root_ready,
     .free_obj = unix_free_obj,
     .free_robj = unix_free_robj,
     .descriptor = unix_descriptor,

@@ -244,6 +244,8 @@ TESTS = [
     # removes the lock
     entry("migrate_plain_srcdies", kind="mig2_plain", case="srcdies"),
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
+    # a unix socket bound to a relative path name, checkpointed by a user (no SIOCUNIXFILE)
+    entry("ct_unpriv_unix", (B, T), kind="ct_unpriv", program="unix_dgram_bound"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
     # epoll watches keyed by the container's pids
@@ -268,24 +270,69 @@ TESTS = [
           argv=["/bin/sh", "-c", "httpd -f -p 8080 -h /t/www & echo $$ > /t/ready; wait"]),
     entry("ct_rootfs_gone", (B,), kind="rootfs_gone", signal=False,
           argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
+    # the same with an overlay root, each of its layers gone in turn
+    entry("ct_rootfs_gone_overlay", (B,), kind="rootfs_gone", signal=False, overlay=True,
+          argv=["/bin/sh", "-c", "echo $$ > /t/ready; while :; do sleep 1; done"]),
     entry("ct_rootfs_overlay", (B, T), kind="rootfs", overlay=True,
           argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_unpriv", (B,), kind="rootfs_unpriv", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
+    # the overlay root, its binds and tmpfs run, checkpointed and restarted by user nobody
+    entry("ct_rootfs_overlay_unpriv", (B, T), kind="rootfs_unpriv", overlay=True,
+          argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     entry("ct_rootfs_python", (B, T), kind="rootfs_python", argv=["/usr/bin/python3",
                                                                   "/t/py_mounts.py"]),
     # unix sockets bound on its tmpfs and on a bind, a client connected
     entry("ct_rootfs_unix", (B, T), kind="rootfs_python", script="py_unix_root.py",
           argv=["/usr/bin/python3", "/t/py_unix_root.py"]),
+    # the same as user nobody (a user namespace of its own), the client on the bind's
+    entry("ct_rootfs_unix_unpriv", (B, T), kind="rootfs_python_unpriv", script="py_unix_root.py",
+          argv=["/usr/bin/python3", "/t/py_unix_root.py", "userns"]),
     entry("ct_rootfs_refuse", (B,), kind="rootfs_refuse", signal=False,
           argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ramfs ram /mnt && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
           regex=r"mount /mnt \(ramfs, ram\): a file system ckpt cannot make again"),
+    # a named FIFO: refused (a deleted file, refused too before, is saved)
     entry("ct_rootfs_refuse_deleted", (B,), kind="rootfs_refuse", signal=False,
           argv=["/bin/sh", "-c", "echo x > /scratch/f && exec 3< /scratch/f && rm /scratch/f && "
                 "mkfifo /scratch/p && exec 4<> /scratch/p && "
                 "echo $$ > /t/ready; while :; do sleep 1; done"],
-          regex=r"fd 3 \(/scratch/f \(deleted\)\): a deleted file in a container with a "
-                r"root of its own(.|\n)*fd 4 \(/scratch/p\): a named FIFO in a container"),
+          regex=r"^(?![\s\S]*deleted)[\s\S]*fd 4 \(/scratch/p\): a named FIFO in a "
+                r"container"),
+    # refused by name: a block device (a loop device's ext4), FUSE, a namespace
+    # file bound, a task in a mount namespace of its own, a mount shared with
+    # the host's namespace (a peer of a shared host mount grafted in)
+    entry("ct_rootfs_refuse_blk", (B,), kind="rootfs_refuse", signal=False, case="blk",
+          argv=["/bin/sh", "-c", "mkdir -p /mnt && mount -t ext4 /dev/blk /mnt || exit 1; "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(ext4, /dev/blk\): block-device mounts are not supported"),
+    entry("ct_rootfs_refuse_fuse", (B,), kind="rootfs_refuse", signal=False, case="fuse",
+          argv=["/bin/sh", "-c", "mkdir -p /mnt && exec 3<> /dev/fuse && mount -t fuse -o "
+                "fd=3,rootmode=40000,user_id=0,group_id=0 fz /mnt || exit 1; exec 3>&-; "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(fuse, fz\): FUSE mounts are not supported"),
+    entry("ct_rootfs_refuse_nsfs", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "touch /scratch/uts && mount --bind /proc/1/ns/uts /scratch/uts "
+                "|| exit 1; echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /scratch/uts \(nsfs, nsfs\): a namespace file bound"),
+    entry("ct_rootfs_refuse_mntns", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "mkdir -p /mnt; unshare -m sh -c 'mount -t tmpfs x /mnt && "
+                "echo > /mnt/f && touch /t/child; while :; do sleep 1; done' & "
+                "while [ ! -e /t/child ]; do sleep 0.05; done; echo $$ > /t/ready; "
+                "while :; do sleep 1; done"],
+          regex=r"pid \d+: in another mount namespace \(mnt:\[\d+\]\) than the tree's root"),
+    # a peer group of two binds of one tmpfs, /x and /y, the whole made private
+    entry("ct_rootfs_refuse_peers", (B,), kind="rootfs_refuse", signal=False,
+          argv=["/bin/sh", "-c", "mkdir -p /scratch/a /scratch/b /scratch/c && "
+                "mount -t tmpfs pa /scratch/a && mkdir /scratch/a/x /scratch/a/y && "
+                "mount --make-shared /scratch/a && mount --bind /scratch/a/x /scratch/b && "
+                "mount --bind /scratch/a/y /scratch/c && mount --make-private /scratch/a || exit 1; "
+                "echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /scratch/[bc] \(tmpfs, shared:\d+, master:0\): a peer group whose "
+                r"mounts' roots do not nest"),
+    entry("ct_rootfs_refuse_shared", (B,), kind="rootfs_refuse", signal=False, case="graft",
+          argv=["/bin/sh", "-c", "mkdir -p /mnt; echo $$ > /t/ready; while :; do sleep 1; done"],
+          regex=r"mount /mnt \(tmpfs, shared:\d+, master:0\): shares its propagation with a "
+                r"mount outside the container \(\S+/hs in ckpt's mount namespace"),
     # threads
     entry("thread_pthreads", (B, T, R)),
     entry("thread_many", (B, T)),
@@ -415,6 +462,9 @@ TESTS = [
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
+    # SQLite's shell fed inserts by a shell loop through a pipe, one
+    # transaction each (its journal made and deleted every time)
+    entry("real_sqlite", (B, T), kind="sqlite"),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -1190,9 +1240,13 @@ class Run:
             pass
         os.chown(self.p("out.log"), 65534, 65534)
         wrapper = self.p("ckpt-as-nobody")
+        ckpt = os.path.abspath(self.opts.ckpt)
+        drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        if subprocess.run(drop + ["test", "-x", ckpt]).returncode != 0:
+            ckpt = self.p("ckpt")  # the checkout is not nobody's to enter: a copy it can run
+            shutil.copy(self.opts.ckpt, ckpt)
         with open(wrapper, "w") as f:
-            f.write("#!/bin/sh\nexec %s --reuid=65534 --regid=65534 --clear-groups %s \"$@\"\n"
-                    % (setpriv, os.path.abspath(self.opts.ckpt)))
+            f.write("#!/bin/sh\nexec %s \"$@\"\n" % " ".join(drop + [ckpt]))
         os.chmod(wrapper, 0o755)
         saved = self.opts.ckpt
         self.opts.ckpt = wrapper
@@ -2254,6 +2308,21 @@ class Run:
         return ["--root", root, "--bind", self.dir + ":/t", "--bind",
                 self.p("motd") + ":/etc/motd:ro", "--tmpfs", "/scratch:size=8m"]
 
+    def rootfs_args(self):
+        """make_rootfs's arguments; with overlay=True an overlay root
+        (merged) whose lower layer is the busybox tree, upper and work
+        in the test's directory."""
+        args = self.make_rootfs()
+        if self.t.get("overlay"):
+            for d in ("merged", "upper", "work"):
+                os.mkdir(self.p(d))
+            if self.t["kind"] == "rootfs_unpriv":  # nobody's overlay writes them
+                for d in ("upper", "work"):
+                    os.chown(self.p(d), 65534, 65534)
+            args[:2] = ["--root", self.p("merged"), "--overlay",
+                        ",".join((args[1], self.p("upper"), self.p("work")))]
+        return args
+
     def flow_rootfs(self):
         """ct_rootfs.sh as pid 1 of `ckpt run --root` (with --overlay: an
         overlay whose lower layer is the busybox tree) with a bind and a
@@ -2261,12 +2330,7 @@ class Run:
         (the modes as flow_container): the loop goes on with the tmpfs's
         files all there and reads the new contents through the bind."""
         pidfile = self.p("run.pid")
-        args = self.make_rootfs()
-        if self.t.get("overlay"):  # the busybox tree as the lower layer
-            for d in ("merged", "upper", "work"):
-                os.mkdir(self.p(d))
-            args[:2] = ["--root", self.p("merged"), "--overlay",
-                        ",".join((args[1], self.p("upper"), self.p("work")))]
+        args = self.rootfs_args()
         pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile] + args + ["--"])
         self.wait_container(pr, pidfile)
         if self.opts.no_ckpt:
@@ -2283,6 +2347,11 @@ class Run:
             self.wait_all([rp], 10, "the first ckpt restart")
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+        if self.t.get("overlay"):
+            for name in ("rootlog", "last"):
+                if (not os.path.exists(self.p("upper", name))
+                        or os.path.exists(self.p("rootfs", name))):
+                    raise Fail("/%s is not in the overlay's upper layer alone" % name)
 
     def flow_rootfs_unpriv(self):
         """flow_rootfs as user nobody: ckpt run makes a user namespace (no
@@ -2298,7 +2367,8 @@ class Run:
         if not os.access("/usr/bin/python3", os.X_OK):
             raise Skip("no /usr/bin/python3")
         root = self.p("rootfs")
-        for d in ("usr", "etc", "t", "tmp"):
+        # every mount point made here: a user without privilege could not
+        for d in ("usr", "etc", "t", "tmp", "dev", "proc", "sys", "scratch"):
             os.makedirs(os.path.join(root, d))
         for name in ("bin", "lib", "lib64", "sbin"):
             if os.path.islink("/" + name):
@@ -2319,9 +2389,10 @@ class Run:
             self.wait_all([rp], 10, "the first ckpt restart")
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
-        if self.t.get("overlay") and (not os.path.exists(self.p("upper", "rootlog"))
-                                      or os.path.exists(self.p("rootfs", "rootlog"))):
-            raise Fail("/rootlog is not in the overlay's upper layer alone")
+
+    def flow_rootfs_python_unpriv(self):
+        """flow_rootfs_python as user nobody: ckpt run makes a user namespace."""
+        self.ckpt_as_nobody(self.flow_rootfs_python)
 
     def http_get(self, addr, path, sock=None):
         """The body busybox httpd at addr:8080 answers GET path with (on sock,
@@ -2406,49 +2477,109 @@ class Run:
         os.mkdir(src)
         pidfile = self.p("run.pid")
         pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
-                        + self.make_rootfs() + ["--bind", src + ":/src", "--"])
+                        + self.rootfs_args() + ["--bind", src + ":/src", "--"])
         self.wait_container(pr, pidfile)
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
-        os.rename(src, src + ".away")
-        r = self.run_ckpt(["restart", self.p("img"), "--detach", "--log",
-                           self.p("restart.log")])
+        gone = [(src, "mount /src: its source '%s' is gone" % src)]
+        if self.t.get("overlay"):  # each layer gone in turn, the bind's source back
+            gone = [(self.p(d), "mount / (overlay): its layer '%s' is gone" % self.p(d))
+                    for d in ("rootfs", "upper", "work")]
+        for path, want in gone:
+            self.restart_gone(path, want)
+        rp = self.restart(self.p("img"), "restart2", same_pid=False)
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], 10, "the restart with the source back")
+
+    def restart_gone(self, path, want):
+        """With path moved away, the restart of img fails saying want and
+        leaves no mount and no process behind; then path is put back."""
+        os.rename(path, path + ".away")
+        try:
+            r = self.run_ckpt(["restart", self.p("img"), "--detach", "--log",
+                               self.p("restart.log")])
+        finally:
+            os.rename(path + ".away", path)
         rc, out = r.returncode, r.stderr.decode("utf-8", "replace")
-        if rc == 0:  # restored without its bind: do not leave it running
+        if rc == 0:  # restored without it: do not leave it running
             os.kill(int(r.stdout.split()[0]), signal.SIGKILL)
-        want = "mount /src: its source '%s' is gone" % src
         if rc == 0 or want not in out:
-            raise Fail("restart without the bind's source: exit %d, %r (want %r)"
-                       % (rc, out.strip()[-300:], want))
+            raise Fail("restart without %s: exit %d, %r (want %r)"
+                       % (path, rc, out.strip()[-300:], want))
         with open("/proc/self/mountinfo") as f:
             if self.dir in f.read():
                 raise Fail("a mount of the test's directory is left after the failed restart")
         left = [p for p in os.listdir("/proc") if p.isdigit() and self.cmdline_has(p, "/t/ready")]
         if left:
             raise Fail("processes left after the failed restart: %s" % left)
-        os.rename(src + ".away", src)
-        rp = self.restart(self.p("img"), "restart2", same_pid=False)
-        os.kill(self.pid, signal.SIGKILL)
-        self.wait_all([rp], 10, "the restart with the source back")
 
     def flow_rootfs_refuse(self):
         """A container that mounted a file system ckpt cannot make again
-        (ramfs): the checkpoint --kill is refused naming the mount, and the
-        container runs on."""
+        (ramfs; case blk: an ext4 on a loop device the runner made, bound
+        on /dev/blk; fuse: the host's /dev/fuse bound, a FUSE mount whose
+        connection is closed; graft: a clone of a shared tmpfs of the
+        host's moved into the container by graft_mount.py, a peer of the
+        host's): the checkpoint --kill is refused naming the mount, and
+        the container runs on."""
         if self.opts.no_ckpt:
             raise Skip("a refusal test")
-        pidfile = self.p("run.pid")
-        pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
-                        + self.make_rootfs() + ["--"])
-        self.wait_container(pr, pidfile)
-        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
-        if rc == 0 or not re.search(self.t["regex"], err):
-            raise Fail("checkpoint: exit %d, %r (want /%s/)" % (rc, err.strip()[-300:],
-                                                               self.t["regex"]))
-        if not pid_alive(self.pid):
-            raise Fail("the container did not survive the refused checkpoint")
-        os.kill(self.pid, signal.SIGKILL)
-        self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        if os.geteuid() != 0:
+            raise Skip("the container mounts: needs root")
+        case, extra, undo = self.t["case"], [], []
+        try:
+            with open("/proc/filesystems") as f:
+                fstypes = f.read().split()
+            if case == "blk":
+                if "ext4" not in fstypes:
+                    raise Skip("no ext4 in this kernel")
+                extra = ["--bind", self.loop_device(undo) + ":/dev/blk"]
+            elif case == "fuse":
+                if not os.path.exists("/dev/fuse") or "fuse" not in fstypes:
+                    raise Skip("no FUSE (/dev/fuse, fuse in /proc/filesystems)")
+                extra = ["--bind", "/dev/fuse:/dev/fuse"]
+            elif case == "graft":
+                os.mkdir(self.p("hs"))
+                subprocess.run(["mount", "-t", "tmpfs", "hs", self.p("hs")], check=True)
+                undo.append(lambda: subprocess.run(["umount", "-l", self.p("hs")]))
+                subprocess.run(["mount", "--make-shared", self.p("hs")], check=True)
+            pidfile = self.p("run.pid")
+            pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", pidfile]
+                            + self.make_rootfs() + extra + ["--"])
+            self.wait_container(pr, pidfile)
+            if case == "graft":
+                g = subprocess.run([sys.executable, os.path.join(HERE, "graft_mount.py"),
+                                    self.p("hs"), str(self.pid), "/mnt"],
+                                   capture_output=True, text=True)
+                if g.returncode != 0:
+                    raise Fail("graft_mount.py: %s" % g.stderr.strip()[-300:])
+            rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+            if rc == 0 or not re.search(self.t["regex"], err):
+                raise Fail("checkpoint: exit %d, %r (want /%s/)" % (rc, err.strip()[-300:],
+                                                                   self.t["regex"]))
+            if not pid_alive(self.pid):
+                raise Fail("the container did not survive the refused checkpoint")
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait_all([pr], 10, "ckpt run, after its container was killed")
+        finally:
+            for u in reversed(undo):
+                u()
+
+    def loop_device(self, undo):
+        """A loop device on an 8 MiB ext4 image in the test's directory
+        (detached by undo); Skip where losetup or mkfs.ext4 cannot."""
+        img = self.p("blk.img")
+        with open(img, "wb") as f:
+            f.truncate(8 * MiB)
+        if not shutil.which("mkfs.ext4") or not shutil.which("losetup"):
+            raise Skip("mkfs.ext4 or losetup (e2fsprogs, util-linux) not installed")
+        if subprocess.run(["mkfs.ext4", "-q", "-F", img], capture_output=True).returncode:
+            raise Skip("mkfs.ext4 failed")
+        r = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Skip("no loop device: %s" % r.stderr.strip())
+        dev = r.stdout.strip()
+        undo.append(lambda: subprocess.run(["losetup", "-d", dev], capture_output=True))
+        return dev
 
     def cmdline_has(self, pid, word):
         try:
@@ -4012,6 +4143,52 @@ class Run:
         held.close()
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
+
+    def flow_sqlite(self):
+        """sqlite3 (the shell) reading `insert into t values(I);` lines from
+        a shell loop through a pipe, 50 a second, each its own transaction
+        (its rollback journal made, then deleted at commit, sometimes while
+        still open when the tree is frozen: O_NOFOLLOW); checkpoint --kill
+        and restart (twice in twice mode) once rows are in: the inserts go
+        on after, and the rows are exactly 1..N, none lost or repeated (the
+        shell waits for the runner's read locks: .timeout)."""
+        if not shutil.which("sqlite3"):
+            raise Skip("sqlite3 not installed")
+        import sqlite3
+        db = self.p("db.sqlite")
+        loop = ('i=0; while true; do i=$((i+1)); echo "insert into t values($i);"; '
+                'sleep 0.02; done | sqlite3 -cmd ".timeout 20000" -cmd "create table t(x integer);" ' + db)
+        self.t = dict(self.t, argv=["sh", "-c", loop])
+        pr = self.start()
+        self.pid = pr.pid
+
+        def rows():
+            try:
+                with sqlite3.connect(db, timeout=10) as c:
+                    return c.execute("select count(*), min(x), max(x) from t").fetchone()
+            except sqlite3.OperationalError:
+                return (0, None, None)  # not made yet
+        self.wait_until("20 rows", lambda: rows()[0] >= 20, [pr], timeout=30)
+
+        def more():
+            n = rows()[0]
+            self.wait_until("20 more rows", lambda: rows()[0] >= n + 20, [], timeout=30)
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=more)
+        more()
+        # the shell loop (a child sh of the root) ends: sqlite3 reads the end
+        # of its input and exits, and so does the root
+        with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+        loops = [k for k in kids if self.comm(k) == "sh"]
+        if not loops or not any(self.comm(k) == "sqlite3" for k in kids):
+            raise Fail("the root's children %s are not the loop and sqlite3" % kids)
+        for k in loops:
+            os.kill(k, signal.SIGKILL)
+        self.wait_all([rp], EXIT_TIMEOUT, "the sqlite3 pipeline after its loop was killed")
+        n, lo, hi = rows()
+        if (n, lo, hi) != (hi, 1, hi):
+            raise Fail("rows: %d, from %s to %s; want 1..N each once" % (n, lo, hi))
+        self.notes.append("%d rows" % n)
 
     def flow_redis(self):
         """redis-server, child of a python3 client holding a connection
