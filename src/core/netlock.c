@@ -265,18 +265,18 @@ static int install(struct ckpt_log *log, struct netlock *nl, struct puppet_guard
 
 static const char *const tables[] = { "net/tcp", "net/tcp6", "net/udp", "net/udp6" };
 
-/* Has an earlier task of the tree (before i) the namespace of st? */
-static bool ns_seen(struct ckpt_ctx *ctx, size_t i, const struct stat *st)
+/* Is st among the n namespaces of seen? Else it is added (0 or -ENOMEM). */
+static int ns_seen(struct stat **seen, size_t *n, const struct stat *st)
 {
-	for (size_t j = 0; j < i; j++) {
-		struct stat o;
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", ctx->tasks[j].pid);
-		if (!ctx->tasks[j].zombie && stat(path, &o) == 0 && o.st_dev == st->st_dev &&
-		    o.st_ino == st->st_ino)
-			return true;
-	}
-	return false;
+	for (size_t j = 0; j < *n; j++)
+		if ((*seen)[j].st_dev == st->st_dev && (*seen)[j].st_ino == st->st_ino)
+			return 1;
+	struct stat *more = realloc(*seen, (*n + 1) * sizeof(**seen));
+	if (!more)
+		return -ENOMEM;
+	*seen = more;
+	more[(*n)++] = *st;
+	return 0;
 }
 
 /*
@@ -289,6 +289,8 @@ static bool ns_seen(struct ckpt_ctx *ctx, size_t i, const struct stat *st)
 static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inodes *s)
 {
 	struct stat root, self, st;
+	_cleanup_free_ struct stat *seen = NULL;
+	size_t nseen = 0;
 	char path[64];
 	int r = 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", ctx->tasks[0].pid);
@@ -299,8 +301,10 @@ static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inod
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
 		if (ctx->tasks[i].zombie || stat(path, &st) < 0 ||
 		    (st.st_dev == root.st_dev && st.st_ino == root.st_ino) ||
-		    (st.st_dev == self.st_dev && st.st_ino == self.st_ino) || ns_seen(ctx, i, &st))
+		    (st.st_dev == self.st_dev && st.st_ino == self.st_ino))
 			continue;
+		if ((r = ns_seen(&seen, &nseen, &st)) != 0)
+			continue; /* seen (1), or -ENOMEM, which ends the loop */
 		_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
 		struct netlock *nl = NULL;
 		r = ns < 0 ? -errno : netlock_new(ns, name, &nl);
