@@ -157,6 +157,12 @@ TESTS = [
     # system calls interrupted by the checkpoint
     entry("sys_nanosleep", (B, T, R)),
     entry("sys_poll"),
+    # calls restarted through restart_block: re-issued, never EINTR
+    entry("sys_restart_poll", program="sys_restart_block", pargs=["poll"]),
+    entry("sys_restart_nanosleep", program="sys_restart_block", pargs=["nanosleep"]),
+    entry("sys_restart_usleep", program="sys_restart_block", pargs=["usleep"]),
+    entry("sys_restart_abs", program="sys_restart_block", pargs=["abs"]),
+    entry("sys_restart_futex", program="sys_restart_block", pargs=["futex"]),
     entry("sys_futex"),
     entry("sys_sigsuspend"),
     # signals
@@ -462,6 +468,8 @@ TESTS = [
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
+    # coreutils' tail -f, in poll with a timeout (restart_block) when frozen
+    entry("real_tail", (B, T), kind="tail"),
     # SQLite's shell fed inserts by a shell loop through a pipe, one
     # transaction each (its journal made and deleted every time)
     entry("real_sqlite", (B, T), kind="sqlite"),
@@ -4143,6 +4151,37 @@ class Run:
         held.close()
         os.kill(self.pid, signal.SIGINT)
         self.wait_all([rp], EXIT_TIMEOUT, "node after SIGINT")
+
+    def flow_tail(self):
+        """`tail -f grow.txt` (coreutils: poll() on its inotify fd with a
+        timeout, restarted through restart_block, which exits on EINTR)
+        across checkpoint --kill and restart (twice in twice mode): a line
+        appended after each restart is printed, and tail still runs."""
+        grow = self.p("grow.txt")
+        with open(grow, "w") as f:
+            f.write("line 0\n")
+        self.t = dict(self.t, argv=["tail", "-f", grow])
+        pr = self.start()
+        self.pid = pr.pid
+        lines = [0]
+
+        def append():
+            lines[0] += 1
+            with open(grow, "a") as f:
+                f.write("line %d\n" % lines[0])
+            want = "line %d" % lines[0]
+            self.wait_until("tail to print %r" % want,
+                            lambda: (tail(self.p("out.log"), 50) or "").endswith(want), [],
+                            timeout=30)
+        self.wait_until("tail to print line 0",
+                        lambda: "line 0" in (tail(self.p("out.log"), 50) or ""), [pr],
+                        timeout=30)
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=append)
+        append()
+        if not pid_alive(self.pid) or rp.poll() is not None:
+            raise Fail("tail is gone: %r" % (tail(self.p("out.log"), 5) or ""))
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "tail after SIGTERM")
 
     def flow_sqlite(self):
         """sqlite3 (the shell) reading `insert into t values(I);` lines from
