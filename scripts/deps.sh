@@ -42,6 +42,11 @@ command -v redis-benchmark >/dev/null 2>&1 || need="$need redis-tools"
 command -v fio >/dev/null 2>&1 || need="$need fio"
 # real_node: Node.js's HTTP server, a worker thread
 command -v node >/dev/null 2>&1 || need="$need nodejs"
+# real_sqlite: SQLite's shell
+command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
+# real_dbus: a session bus daemon, and dbus-send to ask it
+command -v dbus-daemon >/dev/null 2>&1 || need="$need dbus-daemon"
+command -v dbus-send >/dev/null 2>&1 || need="$need dbus-bin"
 # real_java: a JVM, javac for its program, jcmd
 command -v javac >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 # real_xvnc: an Xvnc desktop (xterm, xclock) driven by X clients from outside

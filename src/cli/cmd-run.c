@@ -115,6 +115,13 @@ static int make_cgroup(const struct cli_args *a, struct run_cgroup *cg)
 		snprintf(dir, sizeof(dir), "%s%s", cg->mnt, cg->rel);
 		cg->made = mkdir(dir, 0755) == 0;
 		r = cg->made || errno == EEXIST ? 0 : -errno;
+		/* a ckpt-PID left by an earlier container of that pid, perhaps
+		 * another user's: joined only if we may (else clone3 fails) */
+		char procs[sizeof(dir) + 16];
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+		if (r >= 0 && !cg->made && !a->cgroup &&
+		    faccessat(AT_FDCWD, procs, W_OK, AT_EACCESS) < 0)
+			r = -errno;
 	}
 	if (r >= 0 && (r = set_limits(a, cg)) < 0) {
 		if (cg->made)

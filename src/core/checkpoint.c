@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -64,6 +65,29 @@ static void free_obj(int kind, void *ptr)
 }
 
 /* Why pid cannot be seized, as precisely as /proc tells. */
+/* A task that took no stop when seized (GUARD_STOP_TIMEOUT_MS): where the
+ * kernel holds it. */
+static int explain_no_stop(struct ckpt_ctx *ctx, pid_t pid)
+{
+	_cleanup_free_ char *stat = NULL, *wchan = NULL;
+	struct proc_stat st = { 0 };
+	bool known = proc_read(pid, "stat", &stat, NULL) == 0 && proc_parse_stat(stat, &st) == 0;
+	if (proc_read(pid, "wchan", &wchan, NULL) < 0 || !wchan[0] || !strcmp(wchan, "0")) {
+		free(wchan);
+		wchan = NULL;
+	}
+	/* wait_for_vfork_done, inlined in kernel_clone on some kernels */
+	bool vfork = wchan && (strstr(wchan, "vfork") || !strcmp(wchan, "kernel_clone"));
+	return log_fail(&ctx->log, -ETIMEDOUT,
+			"pid %d: did not stop within %d s of being seized (state %c%s%s): %s; "
+			"nothing was changed, try again later", pid, GUARD_STOP_TIMEOUT_MS / 1000,
+			known ? st.state : '?', wchan ? ", in the kernel at " : "", wchan ? wchan : "",
+			vfork ? "a parent that called vfork() waits so until its child calls exec or "
+				"exits"
+			      : "a task in uninterruptible sleep (a file system or device that does "
+				"not answer, a vfork parent) cannot be stopped");
+}
+
 static int explain_seize(struct ckpt_ctx *ctx, pid_t pid, int r)
 {
 	struct proc_status st;
@@ -71,6 +95,8 @@ static int explain_seize(struct ckpt_ctx *ctx, pid_t pid, int r)
 
 	if (r == -ESRCH && proc_read(pid, "status", &text, NULL) < 0)
 		return log_fail(&ctx->log, -ESRCH, "pid %d: no such process", pid);
+	if (r == -ETIMEDOUT)
+		return explain_no_stop(ctx, pid);
 	if (text || proc_read(pid, "status", &text, NULL) == 0) {
 		int pr = proc_parse_status(text, &st);
 		free(text);
@@ -239,18 +265,12 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
  */
 static bool io_worker(pid_t pid, pid_t tid)
 {
-	char name[64], *text = NULL;
+	char name[64];
+	_cleanup_free_ char *text = NULL;
+	struct proc_stat st;
 	snprintf(name, sizeof(name), "task/%d/stat", tid);
-	if (proc_read(pid, name, &text, NULL) < 0)
-		return false;
-	/* the fields after the name (which may hold anything): state ppid
-	 * pgrp session tty_nr tpgid flags */
-	const char *p = strrchr(text, ')');
-	unsigned long flags = 0;
-	bool r = p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
-		 (flags & 0x10 /* PF_IO_WORKER */);
-	free(text);
-	return r;
+	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, &st) == 0 &&
+	       (st.flags & 0x10 /* PF_IO_WORKER */);
 }
 
 /* How many of pid's threads are io_uring threads (io_worker()). */
@@ -781,6 +801,39 @@ static uint64_t estimate_memory(struct ckpt_ctx *ctx)
 	return sum;
 }
 
+/*
+ * The two page-copy buffers the page store fills in turn (pages_writer_async;
+ * one, buf2 NULL, when ckpt may run on one CPU only), made before the seize: their pages are faulted in here, in bulk, and not
+ * page by page at 1-2 GB/s in the first records while the tree is frozen.
+ * MADV_DONTFORK: a child ckpt forks later neither gets them nor makes
+ * their pages copy-on-write.
+ */
+static int alloc_copy_bufs(struct ckpt_ctx *ctx)
+{
+	/* one CPU to run on: a writer thread would only take turns with us */
+	cpu_set_t cpus;
+	bool two = sched_getaffinity(0, sizeof(cpus), &cpus) < 0 || CPU_COUNT(&cpus) > 1;
+	size_t len = (two ? 2 : 1) * (size_t)COPY_BUF, huge = 2u << 20;
+	uint8_t *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	/* on 2 MiB boundaries, in huge pages where the kernel has them */
+	uint8_t *a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + len < p + len + huge)
+		munmap(a + len, (size_t)(p + len + huge - (a + len)));
+	(void)madvise(a, len, MADV_HUGEPAGE);
+	(void)madvise(a, len, MADV_DONTFORK);
+	if (madvise(a, len, MADV_POPULATE_WRITE) < 0)
+		memset(a, 0, len);
+	ctx->bufsize = COPY_BUF;
+	ctx->buf = a;
+	ctx->buf2 = two ? a + COPY_BUF : NULL;
+	return 0;
+}
+
 static void image_wrote(void *arg, uint64_t offset)
 {
 	progress_set(arg, offset);
@@ -817,10 +870,8 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 		ctx->w.wrote = image_wrote;
 		ctx->w.wrote_arg = &ctx->progress;
 	}
-	ctx->bufsize = COPY_BUF;
-	ctx->buf = aligned_alloc(4096, ctx->bufsize);
-	if (!ctx->buf)
-		return -ENOMEM;
+	if (!ctx->buf && (r = alloc_copy_bufs(ctx)) < 0)
+		return log_fail(&ctx->log, r, "cannot allocate the copy buffers: %s", strerror(-r));
 	return dump_tree(ctx);
 }
 
@@ -1140,6 +1191,8 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
 	}
 
+	/* failing here is not fatal: ckpt_dump_begin tries again */
+	(void)!alloc_copy_bufs(&ctx);
 	r = seq_ckpt_run(&ctx);
 	progress_end(&ctx.progress);
 	if (r >= 0) {
@@ -1150,7 +1203,8 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	for (size_t i = 0; i < ctx.ntasks; i++)
 		release_task(&ctx.tasks[i]);
 	free(ctx.tasks);
-	free(ctx.buf);
+	if (ctx.buf)
+		munmap(ctx.buf, (ctx.buf2 ? 2 : 1) * ctx.bufsize);
 	img_seal_free(ctx.seal);
 	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);

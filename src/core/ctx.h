@@ -127,6 +127,8 @@ struct ckpt_ctx {
 	struct task *tasks;
 	size_t ntasks;
 	void *buf;              /* page-copy buffer, bufsize bytes */
+	void *buf2;             /* the second one, right after buf (pages_writer_async);
+				 * NULL when ckpt may run on one CPU only */
 	size_t bufsize;
 	const uint8_t *key;     /* the caller's, IMG_KEY_BYTES: seal the image; or NULL */
 	struct img_seal *seal;  /* what the writer writes through, with a key */
@@ -135,6 +137,10 @@ struct ckpt_ctx {
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
 	struct netlock *netlock_host; /* the same in ckpt's namespace, when the tree
 				       * has its own and CKPT_KILL (netlock.c) */
+	/* the same in each other network namespace of the tree's tasks that
+	 * has connections or ports (netlock.c), at most CKPT_NETLOCK_NS */
+	struct netlock *netlock_ns[4];
+	size_t n_netlock_ns;
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
@@ -189,6 +195,11 @@ struct rst_ctx {
 	/* kills the tree if ckpt dies while releasing it (guard.h) */
 	struct puppet_guard *watch;
 	struct netlock *netlock; /* restored connections locked (core/netlock.h) */
+	/* those of the other network namespaces, each in its own (by its
+	 * NetnsEntry.id), at most CKPT_NETLOCK_NS */
+	struct netlock *netlock_ns[4];
+	uint32_t netlock_ns_id[4];
+	size_t n_netlock_ns;
 	char netlock_left[64];  /* the lock a checkpoint --kill left, from the image */
 	size_t npids;
 	int ctl_remote;         /* the control socket's fd number in every puppet */

@@ -6,7 +6,10 @@
  * any kind has looked at a socket: every socket inode the tree's processes
  * hold (/proc/PID/fd) that /proc/ROOT/net/tcp or tcp6 lists with a peer
  * (any state but LISTEN and CLOSE) is one connection, its local and remote
- * address from that line. The root's network namespace is the lock's.
+ * address from that line. The root's network namespace is the lock's;
+ * each other namespace of the tree's tasks that has connections or ports
+ * gets one of the same name (lock_others), and so at restart each other
+ * namespace of the image with connections (rst_netlock_add_ns).
  * When it is ckpt's own, TCP's sockets come from a sock_diag dump instead
  * of that text (the same fields, no text printed and parsed back).
  */
@@ -23,10 +26,12 @@
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
 #include "kinds/inet-move.h"
+#include "kinds/netns.h"
 #include "net/rtnl.h"
 #include "net/lock.h"
 #include "util/cleanup.h"
@@ -267,6 +272,72 @@ static bool migrated(const struct ckpt_ctx *ctx)
 	       o->committed;
 }
 
+static const char *const tables[] = { "net/tcp", "net/tcp6", "net/udp", "net/udp6" };
+
+/* Is st among the n namespaces of seen? Else it is added (0 or -ENOMEM). */
+static int ns_seen(struct stat **seen, size_t *n, const struct stat *st)
+{
+	for (size_t j = 0; j < *n; j++)
+		if ((*seen)[j].st_dev == st->st_dev && (*seen)[j].st_ino == st->st_ino)
+			return 1;
+	struct stat *more = realloc(*seen, (*n + 1) * sizeof(**seen));
+	if (!more)
+		return -ENOMEM;
+	*seen = more;
+	more[(*n)++] = *st;
+	return 0;
+}
+
+/*
+ * The tree's tasks in other network namespaces than the root's and ckpt's
+ * (the netns kind saves them): a lock of the same name in each that has
+ * connections or ports (from /proc/PID/net of a task in it). Not in the
+ * host lock: their connections' peers are in the image (the inet kind
+ * refuses others), and a loopback flow there would be ckpt's namespace's.
+ */
+static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inodes *s)
+{
+	struct stat root, self, st;
+	_cleanup_free_ struct stat *seen = NULL;
+	size_t nseen = 0;
+	char path[64];
+	int r = 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", ctx->tasks[0].pid);
+	if (stat(path, &root) < 0 || stat("/proc/thread-self/ns/net", &self) < 0)
+		return -errno;
+	for (size_t i = 1; r >= 0 && i < ctx->ntasks; i++) {
+		pid_t pid = ctx->tasks[i].pid;
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+		if (ctx->tasks[i].zombie || stat(path, &st) < 0 ||
+		    (st.st_dev == root.st_dev && st.st_ino == root.st_ino) ||
+		    (st.st_dev == self.st_dev && st.st_ino == self.st_ino))
+			continue;
+		if ((r = ns_seen(&seen, &nseen, &st)) != 0)
+			continue; /* seen (1), or -ENOMEM, which ends the loop */
+		_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
+		struct netlock *nl = NULL;
+		r = ns < 0 ? -errno : netlock_new(ns, name, &nl);
+		for (size_t k = 0; r >= 0 && k < 4; k++)
+			r = add_table(nl, true, pid, tables[k], s);
+		if (r < 0 || (!netlock_count(nl) && !netlock_ports(nl))) {
+			netlock_free(nl);
+			continue;
+		}
+		if (ctx->n_netlock_ns == CKPT_NETLOCK_NS) {
+			netlock_free(nl);
+			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: network lock: more than %d "
+					"network namespaces of the tree's tasks hold connections or "
+					"ports; not supported", pid, CKPT_NETLOCK_NS);
+		}
+		ctx->netlock_ns[ctx->n_netlock_ns++] = nl;
+		r = install(&ctx->log, nl, ctx->guard);
+	}
+	if (r < 0)
+		return log_fail(&ctx->log, r, "network lock: cannot lock the connections of the "
+				"tree's other network namespaces: %s", strerror(-r));
+	return 0;
+}
+
 int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 {
 	struct inodes s = { 0 };
@@ -287,7 +358,6 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
 	netlock_name(name, sizeof(name));
 	r = ns < 0 ? -errno : netlock_new(ns, name, &ctx->netlock);
-	static const char *const tables[] = { "net/tcp", "net/tcp6", "net/udp", "net/udp6" };
 	/* TCP through sock_diag in ckpt's own namespace (where its netlink
 	 * socket is), else as text from the root's /proc */
 	bool diag = proc_same_netns(root);
@@ -315,10 +385,15 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 		r = netlock_new(-1, name, &ctx->netlock_host);
 	for (size_t i = 0; r >= 0 && host && i < 2; i++)
 		r = add_table(ctx->netlock_host, false, root, tables[i], &s);
-	free(s.v);
-	if (r < 0)
+	if (r < 0) {
+		free(s.v);
 		return log_fail(&ctx->log, r, "pid %d: network lock: cannot list its connections: %s",
 				root, strerror(-r));
+	}
+	r = lock_others(ctx, name, &s);
+	free(s.v);
+	if (r < 0)
+		return r;
 	if (host && netlock_count(ctx->netlock_host) &&
 	    (r = install(&ctx->log, ctx->netlock_host, ctx->guard)) < 0)
 		return r;
@@ -379,6 +454,16 @@ void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 	 * namespace would stay for good after a migration: removed */
 	unlock_one(ctx, &ctx->netlock_host, ok && !migrated(ctx),
 		   " (in ckpt's network namespace)");
+	/* the other namespaces' go with them after a kill */
+	for (size_t i = 0; i < ctx->n_netlock_ns; i++) {
+		struct netlock *nl = TAKE_PTR(ctx->netlock_ns[i]);
+		if (ok && (ctx->flags & CKPT_KILL) && netlock_installed(nl))
+			netlock_keep(nl);
+		else if (netlock_installed(nl))
+			remove_logged(&ctx->log, nl);
+		netlock_free(nl);
+	}
+	ctx->n_netlock_ns = 0;
 }
 
 /* A moved address as rtnetlink takes it; ifname gets its link's name (its
@@ -505,8 +590,37 @@ int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,
 	return netlock_add(ctx->netlock, local, remote);
 }
 
+int rst_netlock_add_ns(struct rst_ctx *ctx, uint32_t netns, const struct sockaddr *local,
+		       const struct sockaddr *remote)
+{
+	size_t i = 0;
+	while (i < ctx->n_netlock_ns && ctx->netlock_ns_id[i] != netns)
+		i++;
+	if (i == ctx->n_netlock_ns) {
+		char name[NETLOCK_NAME_MAX];
+		int fd = netns_held_fd(ctx, netns);
+		if (fd < 0)
+			return -EINVAL;
+		if (i == CKPT_NETLOCK_NS)
+			return log_fail(&ctx->log, -EOPNOTSUPP, "network lock: more than %d network "
+					"namespaces of the image hold connections", CKPT_NETLOCK_NS);
+		netlock_name(name, sizeof(name));
+		int r = netlock_new(fd, name, &ctx->netlock_ns[i]);
+		if (r < 0)
+			return r;
+		ctx->netlock_ns_id[i] = netns;
+		ctx->n_netlock_ns++;
+	}
+	return netlock_add(ctx->netlock_ns[i], local, remote);
+}
+
 int rst_netlock_lock(struct rst_ctx *ctx)
 {
+	for (size_t i = 0; i < ctx->n_netlock_ns; i++) {
+		int r = install(&ctx->log, ctx->netlock_ns[i], ctx->watch);
+		if (r < 0)
+			return r;
+	}
 	if (!ctx->netlock || !netlock_count(ctx->netlock))
 		return 0;
 	return install(&ctx->log, ctx->netlock, ctx->watch);
@@ -517,6 +631,12 @@ void rst_netlock_unlock(struct rst_ctx *ctx, bool ok)
 	if (netlock_installed(ctx->netlock))
 		remove_logged(&ctx->log, ctx->netlock);
 	netlock_free(TAKE_PTR(ctx->netlock));
+	for (size_t i = 0; i < ctx->n_netlock_ns; i++) {
+		if (netlock_installed(ctx->netlock_ns[i]))
+			remove_logged(&ctx->log, ctx->netlock_ns[i]);
+		netlock_free(TAKE_PTR(ctx->netlock_ns[i]));
+	}
+	ctx->n_netlock_ns = 0;
 	/* the one the checkpoint left (--kill): the restored sockets run now;
 	 * after a failure it stays, for the next restart */
 	if (ok && ctx->netlock_left[0]) {

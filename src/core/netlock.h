@@ -29,7 +29,12 @@
 #define CKPT_CORE_NETLOCK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
+
+/* The network namespaces other than the root's that may hold a lock (each
+ * takes one of the guardian's slots): ckpt_ctx.netlock_ns */
+#define CKPT_NETLOCK_NS 4
 
 struct ckpt_ctx;
 struct rst_ctx;
@@ -43,6 +48,10 @@ int ckpt_netlock_arm_moved(struct ckpt_ctx *ctx) __attribute__((warn_unused_resu
 
 int rst_netlock_add(struct rst_ctx *ctx, const struct sockaddr *local,
 		    const struct sockaddr *remote) __attribute__((warn_unused_result));
+/* The same for a connection of another network namespace of the image
+ * than the root's (NetnsEntry.id netns): locked in that namespace. */
+int rst_netlock_add_ns(struct rst_ctx *ctx, uint32_t netns, const struct sockaddr *local,
+		       const struct sockaddr *remote) __attribute__((warn_unused_result));
 int rst_netlock_lock(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 void rst_netlock_unlock(struct rst_ctx *ctx, bool ok);
 /* The restart's step "network unlock": rst_netlock_unlock(ctx, true). */

@@ -87,6 +87,8 @@ const struct rst_step rst_sequence[RST_NSTEPS] = {
 	[RST_FORK] = { "fork", NULL, KOP(before_fork), STEP_EACH },
 	/* - right after its setsid(), before it forks (controlling tty) */
 	[RST_SESSION] = { "session", NULL, KOP(session), STEP_EACH },
+	/* - then, before it forks or gets anything (its network namespace) */
+	[RST_FORKED] = { "forked", NULL, KOP(forked), STEP_EACH },
 	/* process groups joined (foreground groups) */
 	[RST_GROUPS] = { "groups", tree_set_groups, KOP(groups_ready), STEP_ONCE },
 	/* threads made; ghosts and zombies exit (whole-tree work: unix queues,

@@ -451,7 +451,8 @@ int tree_root_ready(struct rst_ctx *ctx)
 	return 0;
 }
 
-/* A task just made: a session leader calls setsid() (then the kinds' session op). */
+/* A task just made: a session leader calls setsid() (then the kinds' session
+ * op); then the kinds' forked op. */
 static int made_one(struct rst_ctx *ctx, struct rst_task *t)
 {
 	if (t->sid == t->pid) {
@@ -463,6 +464,9 @@ static int made_one(struct rst_ctx *ctx, struct rst_task *t)
 		if (r < 0)
 			return r;
 	}
+	int r = t->ghost || t->zombie ? 0 : seq_rst_task(ctx, RST_FORKED, t);
+	if (r < 0)
+		return r;
 	log_debug(&ctx->log, "pid %d: created%s", t->pid, t->ghost ? " (ghost)" : "");
 	return 0;
 }

@@ -165,7 +165,7 @@ int img_writer_init_sealed(struct img_writer *w, int fd, struct img_seal *seal,
  * kernel takes it. The trailer goes through here too, and is not counted.
  */
 static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
-			const struct iovec *iov, size_t cnt, bool aligned)
+			const struct iovec *iov, size_t cnt, bool aligned, const uint32_t *data_crc)
 {
 	struct img_frame f = { .type = type };
 	struct iovec head[2];
@@ -184,8 +184,10 @@ static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
 	if (type != IMG_REC_TRAILER && w->records >= UINT32_MAX)
 		return -EOVERFLOW; /* the reader numbers records in 32 bits */
 
-	for (size_t i = 0; i < cnt; i++)
+	for (size_t i = 0; !data_crc && i < cnt; i++)
 		crc = img_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+	if (data_crc)
+		crc = *data_crc;
 	if (aligned)
 		pad = (size_t)(-(w->offset + sizeof(f)) & (IMG_PAGE_SIZE - 1));
 
@@ -219,14 +221,22 @@ int img_write(struct img_writer *w, uint32_t type, uint32_t flags, const void *d
 
 	if (!w || w->finished || !user_type(type) || (flags & IMG_FLAG_PAD_MASK))
 		return -EINVAL;
-	return write_record(w, type, flags, &iov, 1, false);
+	return write_record(w, type, flags, &iov, 1, false, NULL);
 }
 
 int img_write_aligned(struct img_writer *w, uint32_t type, const struct iovec *iov, int iovcnt)
 {
 	if (!w || w->finished || !user_type(type) || iovcnt < 0 || (iovcnt > 0 && !iov))
 		return -EINVAL;
-	return write_record(w, type, 0, iov, (size_t)iovcnt, true);
+	return write_record(w, type, 0, iov, (size_t)iovcnt, true, NULL);
+}
+
+int img_write_aligned_crc(struct img_writer *w, uint32_t type, const struct iovec *iov,
+			  int iovcnt, uint32_t crc)
+{
+	if (!w || w->finished || !user_type(type) || iovcnt < 0 || (iovcnt > 0 && !iov))
+		return -EINVAL;
+	return write_record(w, type, 0, iov, (size_t)iovcnt, true, &crc);
 }
 
 int img_writer_finish(struct img_writer *w)
@@ -246,7 +256,7 @@ int img_writer_finish(struct img_writer *w)
 	/* whatever happens now, nothing more may be appended */
 	w->finished = true;
 
-	r = write_record(w, IMG_REC_TRAILER, 0, &iov, 1, false);
+	r = write_record(w, IMG_REC_TRAILER, 0, &iov, 1, false, NULL);
 	if (r >= 0 && w->seal)
 		r = img_seal_finish(w->seal);
 	if (r < 0)

@@ -112,6 +112,11 @@ int img_write(struct img_writer *w, uint32_t type, uint32_t flags, const void *d
 /* Like img_write, the data given as an iovec, placed page-aligned in the stream. */
 int img_write_aligned(struct img_writer *w, uint32_t type, const struct iovec *iov,
 		      int iovcnt) __attribute__((warn_unused_result));
+/* The same, with the crc32c of the iovec's bytes computed by the caller
+ * (img_crc32c chained over them): a writer thread is then left only the
+ * write (pages.c). A wrong crc makes a record the reader refuses. */
+int img_write_aligned_crc(struct img_writer *w, uint32_t type, const struct iovec *iov,
+			  int iovcnt, uint32_t crc) __attribute__((warn_unused_result));
 /* Writes the trailer (sealed: and the final chunk) and, if fd is a regular
  * file, fsyncs it. */
 int img_writer_finish(struct img_writer *w) __attribute__((warn_unused_result));

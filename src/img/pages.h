@@ -124,6 +124,7 @@ struct pages_extent {
  * counts say what went through it.
  */
 struct pages_z;
+struct pages_async;
 struct pages_z_stats {
 	uint64_t raw;           /* page bytes given to writers that had it */
 	uint64_t stored;        /* what they took in the image (frames or plain) */
@@ -156,6 +157,7 @@ struct pages_writer {
 	size_t out_cap;
 	uint64_t end;           /* the end of the last extent added */
 	struct pages_z *z;      /* NULL, or the compressor (not owned) */
+	struct pages_async *async; /* NULL, or the writer thread (pages_writer_async) */
 	/* results */
 	uint64_t bytes;         /* page bytes written so far (zero blocks dropped) */
 	uint64_t records;
@@ -170,6 +172,23 @@ int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t ty
  * -EINVAL if z's buffer is smaller than the writer's. */
 int pages_writer_compress(struct pages_writer *pw, struct pages_z *z)
 	__attribute__((warn_unused_result));
+/*
+ * From now on, records may be written by a thread of the writer's own
+ * while the caller's thread reads the next one into buf2 (bufsize bytes,
+ * the caller's; the two buffers take turns): reading and writing
+ * overlap, the copy in and the copy out on two cores. The thread is
+ * started at the first record written because the buffer was full (a
+ * writer that only ever writes one small record never starts it). The
+ * crc of a record is computed by the caller's thread (img_write_aligned_crc),
+ * which leaves the thread only the write. While a record is in flight the
+ * thread owns the image writer: the caller must call pages_sync() before
+ * it writes anything else to it. A write error comes back from the next
+ * pages_add/pages_flush/pages_sync (read_failed false). -EINVAL with a
+ * compressor (its output buffer is single).
+ */
+int pages_writer_async(struct pages_writer *pw, void *buf2) __attribute__((warn_unused_result));
+/* Waits until every record handed to the thread is written; its error, or 0. */
+int pages_sync(struct pages_writer *pw) __attribute__((warn_unused_result));
 /* Queues [off, off + len); -EINVAL if it starts before the end of the last
  * one, or wraps. May write records. */
 int pages_add(struct pages_writer *pw, uint64_t off, uint64_t len)
@@ -178,7 +197,8 @@ int pages_add(struct pages_writer *pw, uint64_t off, uint64_t len)
 int pages_flush(struct pages_writer *pw) __attribute__((warn_unused_result));
 /* A new owner: the tag of the records from now on (flushes first). */
 int pages_retag(struct pages_writer *pw, uint64_t tag) __attribute__((warn_unused_result));
-/* Frees what init allocated (not buf); does not flush. NULL-safe. */
+/* Frees what init allocated (not buf); does not flush; waits for the
+ * record in flight and stops the thread. NULL-safe. */
 void pages_writer_release(struct pages_writer *pw);
 
 /* --- restart ----------------------------------------------------------- */

@@ -92,15 +92,19 @@ int fdtable_list(pid_t pid, int **ret_fds, size_t *ret_n)
 static int refuse_fd(struct ckpt_ctx *ctx, const struct fd_info *fi)
 {
 	const char *why = "this kind of file is not supported yet";
-	char buf[160];
+	char buf[256];
 
 	if (S_ISSOCK(fi->st.st_mode))
 		why = "sockets are not supported yet";
 	else if (S_ISFIFO(fi->st.st_mode))
 		why = "named FIFOs are not supported yet";
 	else if (!strcmp(fi->path, "anon_inode:[io_uring]"))
-		why = "io_uring instance: io_uring is not supported yet (its rings, registered "
-		      "files and buffers and requests in flight are not saved)";
+		snprintf(buf, sizeof(buf),
+			 "io_uring instance at fd %d: not supported (ckpt does not make io_uring "
+			 "instances again: its rings, registered files and buffers would be lost, "
+			 "and requests in flight cannot be read from the kernel)",
+			 fi->fd),
+		    why = buf;
 	else if (!strncmp(fi->path, "anon_inode:", 11))
 		snprintf(buf, sizeof(buf), "%s files are not supported yet", fi->path + 11), why = buf;
 	else if (S_ISCHR(fi->st.st_mode))

@@ -17,6 +17,12 @@
  * and no data is opened without it, so that its readers still see no
  * POLLHUP until a writer comes.
  *
+ * A FIFO whose name was removed (" (deleted)") is saved with the path it
+ * had, its mode and owner; restart makes it again there with mkfifo (or at
+ * a free name beside it, PATH.ckpt-PID-N, when the path is taken), opens
+ * it O_PATH and removes the name at once: its ends then read
+ * "PATH (deleted)" again.
+ *
  * Ends held outside the image: a FIFO whose read side is only outside is
  * refused at checkpoint (a write end polls POLLERR when there is no reader
  * anywhere: then it is fine); one whose write side is only outside cannot
@@ -101,14 +107,23 @@ static int add(struct ckpt_ctx *ctx, uint64_t ino, struct fifo_obj *f, uint32_t 
 	return 0;
 }
 
-static int new_fifo(struct ckpt_ctx *ctx, const struct fd_info *fi, struct fifo_obj **ret)
+static int new_fifo(struct ckpt_ctx *ctx, const struct fd_info *fi, bool deleted,
+		    struct fifo_obj **ret)
 {
 	struct fifo_obj *f = calloc(1, sizeof(*f));
-	if (!f || !(f->path = strdup(fi->path))) {
+	size_t n = strlen(fi->path) - (deleted ? 10 : 0);
+	if (!f || !(f->path = strndup(fi->path, n))) {
 		free(f);
 		return -ENOMEM;
 	}
 	fifo_entry__init(&f->e);
+	if (deleted) {
+		f->e.has_deleted = f->e.deleted = true;
+		f->e.has_mode = f->e.has_uid = f->e.has_gid = true;
+		f->e.mode = fi->st.st_mode & 07777;
+		f->e.uid = fi->st.st_uid;
+		f->e.gid = fi->st.st_gid;
+	}
 	f->f.fd = -1;
 	f->e.path = f->path;
 	f->e.ino = fi->st.st_ino;
@@ -129,11 +144,7 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	size_t n = strlen(fi->path);
 	int r;
 
-	if (n > 10 && !strcmp(fi->path + n - 10, " (deleted)"))
-		return log_fail(
-		    &ctx->log, -EOPNOTSUPP,
-		    "pid %d fd %d (%s): a FIFO whose name was removed; not supported yet", t->pid,
-		    fi->fd, fi->path);
+	bool deleted = n > 10 && !strcmp(fi->path + n - 10, " (deleted)");
 	if (mnt_own_root(ctx)) /* its path is the container's, not the host's */
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): a named FIFO in a container with a root of its "
@@ -145,7 +156,7 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		    "pid %d fd %d (%s): a FIFO opened with flags %#o; not supported yet", t->pid,
 		    fi->fd, fi->path, fi->fi.flags);
 	f = find(ctx, fi->st.st_dev, fi->st.st_ino);
-	if (!f && (r = new_fifo(ctx, fi, &f)) < 0)
+	if (!f && (r = new_fifo(ctx, fi, deleted, &f)) < 0)
 		return r;
 	if (acc != O_WRONLY && !f->rpid) {
 		f->rpid = t->pid;
@@ -286,8 +297,39 @@ static struct fifo_robj *fifo_of(struct rst_ctx *ctx, uint32_t id)
 static bool fifo_valid(const FifoEntry *e)
 {
 	size_t n = strlen(e->path);
-	return e->path[0] == '/' && n < 4096 && e->size <= (1u << 30) &&
-	       (!e->has_data || e->data.len <= MIN(e->size, FIFO_MAX_DATA));
+	return e->path[0] == '/' && n < 4000 && e->size <= (1u << 30) &&
+	       (!e->has_data || e->data.len <= MIN(e->size, FIFO_MAX_DATA)) &&
+	       (!e->deleted || (e->has_mode && e->has_uid && e->has_gid && !(e->mode & ~07777u)));
+}
+
+/* A FIFO whose name was removed: made again at its path (or a free name
+ * beside it), opened O_PATH, and its name removed. */
+static int remake_deleted(struct rst_ctx *ctx, const FifoEntry *e, int *ret_fd)
+{
+	char tmp[4096];
+	const char *name = e->path;
+	int r = mkfifo(name, 0600) < 0 ? -errno : 0;
+	for (int i = 0; r == -EEXIST && i < 100; i++) {
+		snprintf(tmp, sizeof(tmp), "%s.ckpt-%d-%d", e->path, (int)getpid(), i);
+		name = tmp;
+		r = mkfifo(name, 0600) < 0 ? -errno : 0;
+	}
+	if (r < 0) /* nothing made: nothing to remove */
+		return log_fail(&ctx->log, r, "FIFO '%s' (deleted): cannot make it again: %s",
+				e->path, strerror(-r));
+	int fd = open(name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH) < 0 ||
+	    chmod(name, e->mode) < 0)
+		r = -errno;
+	unlink(name);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return log_fail(&ctx->log, r, "FIFO '%s' (deleted): cannot make it again: %s",
+				e->path, strerror(-r));
+	}
+	*ret_fd = fd;
+	return 0;
 }
 
 static int fifo_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -344,7 +386,13 @@ static int open_fifo(struct rst_ctx *ctx, void *obj)
 	char path[64];
 	int held = 0;
 
-	f->path_fd = open(e->path, O_PATH | O_CLOEXEC);
+	if (e->deleted) {
+		int r = remake_deleted(ctx, e, &f->path_fd);
+		if (r < 0)
+			return r;
+	} else {
+		f->path_fd = open(e->path, O_PATH | O_CLOEXEC);
+	}
 	if (f->path_fd < 0)
 		return log_fail(&ctx->log, -errno, "FIFO '%s': cannot open it: %s", e->path,
 				strerror(errno));

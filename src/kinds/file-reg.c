@@ -28,6 +28,10 @@ enum { FILE_REG_ENTRY = REC_TYPE(KID_file_reg, 1) };
  * hsperfdata file stale deletes it). */
 #define REMAKE_MAX (1u << 20)
 
+/* A file mapped private up to this size has the crc32c of its contents
+ * saved: a restart finding it modified (mtime) checks they are the same. */
+#define CRC_MAX (32u << 20)
+
 /* checkpoint: one object */
 struct file_obj {
 	FileRegEntry e;
@@ -60,7 +64,10 @@ static const char *refusal(const char *path, const struct stat *st)
 {
 	size_t n = strlen(path);
 	if (!strcmp(path, "anon_inode:[io_uring]"))
-		return "an io_uring instance's rings: io_uring is not supported yet";
+		return "the rings of an io_uring instance: not supported (ckpt does not make "
+		       "io_uring instances again: the rings' contents, registered files and "
+		       "buffers would be lost, and requests in flight cannot be read from the "
+		       "kernel, their submission entries consumed)";
 	if (!strncmp(path, "anon_inode:", 11))
 		return "mappings of anonymous-inode files are not supported yet";
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode) && !is_mem_device(st))
@@ -402,10 +409,29 @@ static int open_one(struct rst_ctx *ctx, struct file_rst *f, const char *path)
 	return 0;
 }
 
+/* The crc32c of the first size bytes of fd; -errno. */
+static int64_t file_crc(int fd, uint64_t size)
+{
+	_cleanup_free_ uint8_t *buf = malloc(1 << 20);
+	uint32_t crc = 0;
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < size;) {
+		ssize_t n = pread(fd, buf, MIN((uint64_t)1 << 20, size - off), (off_t)off);
+		if (n <= 0)
+			return n < 0 ? -errno : -ESTALE;
+		crc = img_crc32c(crc, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	return crc;
+}
+
 /*
  * A mapped file must still be the file that was mapped: a different size
- * is refused (pages would move or vanish); a different mtime is only
- * reported, since rewriting the same bytes (or touch) changes it too.
+ * is refused (pages would move or vanish); a different mtime, since
+ * rewriting the same bytes (or touch) changes it too, is refused only when
+ * the contents saved as a crc differ (pages a private mapping never wrote
+ * would show other bytes), and reported otherwise.
  */
 static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 {
@@ -421,9 +447,25 @@ static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 				"a mapped file must be the same",
 				f->e->path, (unsigned long long)st.st_size,
 				(unsigned long long)f->e->size);
-	if (mtime != f->e->mtime_ns)
+	if (mtime == f->e->mtime_ns)
+		return 0;
+	if (!f->e->has_content_crc) {
 		log_warn(&ctx->log, "file '%s': modified since the checkpoint (same size)",
 			 f->e->path);
+		return 0;
+	}
+	int64_t crc = file_crc(f->fd, f->e->size);
+	if (crc < 0)
+		return log_fail(&ctx->log, (int)crc, "file '%s': cannot read it to compare: %s",
+				f->e->path, strerror((int)-crc));
+	if ((uint32_t)crc != f->e->content_crc)
+		return log_fail(
+		    &ctx->log, -ESTALE,
+		    "file '%s': its contents changed since the checkpoint (same size); "
+		    "a private mapping of it would show the new bytes where the process "
+		    "never wrote",
+		    f->e->path);
+	log_info(&ctx->log, "file '%s': modified since the checkpoint, same contents", f->e->path);
 	return 0;
 }
 
@@ -634,14 +676,38 @@ static int keep_contents(struct ckpt_ctx *ctx, struct task *t, const char *link,
 	return 0;
 }
 
+/* A regular file mapped private, up to CRC_MAX: the crc32c of its
+ * contents, once per file object, read through the mapping's link. */
+static int keep_crc(struct ckpt_ctx *ctx, const char *link, uint32_t id)
+{
+	struct obj *o;
+	struct file_obj *f = objhash_get(&ctx->objs, id, KIND_file_reg, &o) == 0 ? o->ptr : NULL;
+	if (!f || f->e.has_content_crc || !S_ISREG(f->e.mode) || f->e.size > CRC_MAX)
+		return 0;
+	_cleanup_close_ int fd = open(link, O_RDONLY | O_CLOEXEC); /* a /proc link */
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || (uint64_t)st.st_size != f->e.size)
+		return 0; /* not kept: a changed mtime is then only reported */
+	int64_t crc = file_crc(fd, f->e.size);
+	if (crc == -ENOMEM)
+		return -ENOMEM;
+	if (crc >= 0) {
+		f->e.has_content_crc = true;
+		f->e.content_crc = (uint32_t)crc;
+	}
+	return 0;
+}
+
 static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
 				VmaEntry *v)
 {
-	char link[64], full[96];
+	char link[64], full[96], what[48];
 	struct stat st;
 	int flags = mm_vma_flags(pv);
 
 	mm_vma_link(pv, link, sizeof(link));
+	snprintf(what, sizeof(what), "vma %llx-%llx", (unsigned long long)pv->start,
+		 (unsigned long long)pv->end);
 	v->kind = VMA_KIND__VMA_FILE;
 	v->has_file_id = true;
 	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
@@ -656,10 +722,13 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 					"identified without CAP_CHECKPOINT_RESTORE",
 					t->pid, (unsigned long long)pv->start,
 					(unsigned long long)pv->end, pv->path);
-		return file_reg_collect_path(ctx, t, pv->path, flags, "mapping", &v->file_id);
+		return file_reg_collect_path(ctx, t, pv->path, flags, what, &v->file_id);
 	}
-	int r = file_reg_collect_path(ctx, t, link, flags, "mapping", &v->file_id);
-	return r < 0 || !pv->shared ? r : keep_contents(ctx, t, full, v->file_id);
+	int r = file_reg_collect_path(ctx, t, link, flags, what, &v->file_id);
+	if (r < 0)
+		return r;
+	return pv->shared ? keep_contents(ctx, t, full, v->file_id)
+			  : keep_crc(ctx, full, v->file_id);
 }
 
 static int file_reg_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)

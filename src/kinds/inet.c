@@ -122,8 +122,9 @@ static bool inet_fd_claim(const struct fd_info *fi)
 /* What inet keeps of a task while it is checkpointed. */
 struct inet_task {
 	struct inet_opt_defaults defs;
-	int netns; /* 0 not known yet, 1 ckpt's network namespace, -1 another */
-	uint64_t cookie; /* its namespace's cookie (netns_tree_cookie), once netns is known */
+	int netns; /* 0 not known yet, 1 known (netns_id), -1 one the image does not hold */
+	uint32_t netns_id; /* 0 the root's, else NetnsEntry.id */
+	uint64_t cookie; /* its namespace's cookie, once netns is known */
 };
 
 static void inet_free_state(void *state)
@@ -479,7 +480,7 @@ static int collect_raw_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 
 /* The family, type and protocol of s if this kind saves it; else refused. */
 static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct fd_info *fi,
-		      int s, int *family, int *type, int *proto)
+		      int s, int *family, int *type, int *proto, uint32_t *netns)
 {
 	/* TCP's protocol names say all three (no getsockopt a socket) */
 	bool tcp4 = fi->sockproto_read && !strcmp(fi->sockproto, "TCP");
@@ -494,17 +495,21 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 	}
 	if (*family != AF_INET && *family != AF_INET6)
 		return refuse_other(ctx, fi, s, *family);
-	/* ckpt's namespace, or the tree's own that the netns kind saves */
-	if (it && !it->netns) { /* once a task: two stats a socket were 5% of 10,000 */
-		it->netns = netns_saved(ctx, fi->pid) ? 1 : -1;
-		it->cookie = netns_tree_cookie(ctx);
-	}
-	if (it ? it->netns < 0 : !netns_saved(ctx, fi->pid))
+	/* the tree's namespace (ckpt's, or the root's own), or another of a
+	 * task that the netns kind saves */
+	struct inet_task one = { 0 };
+	if (!it)
+		it = &one;
+	if (!it->netns) /* once a task: two stats a socket were 5% of 10,000 */
+		it->netns = netns_of_task(ctx, fi->pid, &it->netns_id, &it->cookie) < 0 ? -1 : 1;
+	if (it->netns < 0)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d fd %d (inet): a socket of another network namespace than "
-				"ckpt's; not supported yet", fi->pid, fi->fd);
+				"pid %d fd %d (inet): a socket of a process in ckpt's network "
+				"namespace while the tree's root has its own; not supported yet",
+				fi->pid, fi->fd);
+	*netns = it->netns_id;
 	/* made in another namespace than its task's (setns there and back) */
-	if (!netns_sock_saved(it ? it->cookie : netns_tree_cookie(ctx), s))
+	if (!netns_sock_saved(it->cookie, s))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (inet): a socket of another network namespace than "
 				"its process's; not supported yet", fi->pid, fi->fd);
@@ -532,9 +537,12 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 		return log_fail(&ctx->log, o->copy, "pid %d fd %d (inet): cannot take a copy: %s",
 				t->pid, fi->fd, strerror(-o->copy));
 	struct inet_task *it = task_state(t, KIND_inet, sizeof(*it));
-	r = check_kind(ctx, it, fi, o->copy, &family, &type, &proto);
+	uint32_t netns;
+	r = check_kind(ctx, it, fi, o->copy, &family, &type, &proto, &netns);
 	if (r < 0)
 		return r;
+	o->e.has_netns = netns != 0;
+	o->e.netns = netns;
 	o->e.family = (uint32_t)family;
 	o->e.type = (uint32_t)type;
 	o->e.proto = (uint32_t)proto;
@@ -647,7 +655,7 @@ static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
 {
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *p = ob->ptr;
-		if (p != o && p->e.family == o->e.family && p->e.has_dst &&
+		if (p != o && p->e.family == o->e.family && p->e.has_dst && p->e.netns == o->e.netns &&
 		    p->e.src_port == o->e.dst_port && p->e.dst_port == o->e.src_port &&
 		    p->e.src.len == o->e.dst.len && !memcmp(p->src, o->dst, o->e.dst.len) &&
 		    !memcmp(p->dst, o->src, o->e.src.len))
@@ -656,15 +664,39 @@ static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
 	return false;
 }
 
+/*
+ * A TCP connection of another network namespace than the root's whose
+ * peer is not in the image: a peer in that namespace stays in the old one
+ * and cannot reach the restored socket, and one reached through the
+ * root's namespace (routed) is not tested yet. Each is named.
+ */
+static int inner_peers(struct ckpt_ctx *ctx)
+{
+	int ret = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *o = ob->ptr;
+		if (!o->e.netns || o->e.type != SOCK_STREAM || !o->e.has_dst || peer_in_tree(ctx, o))
+			continue;
+		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): a TCP connection of "
+				 "a network namespace other than the tree's root's, to a peer outside "
+				 "the image; not supported yet", o->pid, o->fd);
+		if (!log_gathers(&ctx->log, r))
+			return r;
+		ret = r;
+	}
+	return ret;
+}
+
 /* A migration of a tree in ckpt's network namespace (target_addrs): each
  * socket must be able to follow it (inet-move.h); every one that cannot is
- * named. */
+ * named. First the connections of other namespaces (inner_peers). */
 static int inet_collect_end(struct ckpt_ctx *ctx)
 {
 	const struct ckpt_addr *addrs;
 	size_t n = opts_target_addrs(ctx->opts, &addrs);
-	if (!addrs)
-		return 0;
+	int r0 = inner_peers(ctx);
+	if (r0 < 0 || !addrs)
+		return r0;
 	if (!(ctx->flags & CKPT_KILL) || !ctx->opts->committed)
 		return log_fail(&ctx->log, -EINVAL, "addresses to move (target_addrs) go with a "
 				"migration: CKPT_KILL and a committed callback");
@@ -1106,8 +1138,9 @@ static int verify_one(struct rst_ctx *ctx, struct inet_robj *o)
 	return 0;
 }
 
-/* One restored connection for the network lock (core/netlock.h). */
-static int lock_conn(const struct inet_conn *c, void *arg)
+/* One restored connection for the network lock (core/netlock.h), in the
+ * namespace of that id (0: the root's). */
+static int lock_conn_in(struct rst_ctx *ctx, uint32_t netns, const struct inet_conn *c)
 {
 	struct sockaddr_storage l = { 0 }, r = { 0 };
 	if (c->family == AF_INET) {
@@ -1123,7 +1156,59 @@ static int lock_conn(const struct inet_conn *c, void *arg)
 		memcpy(&a->sin6_addr, c->src, 16);
 		memcpy(&b->sin6_addr, c->dst, 16);
 	}
-	return rst_netlock_add(arg, (struct sockaddr *)&l, (struct sockaddr *)&r);
+	return netns ? rst_netlock_add_ns(ctx, netns, (struct sockaddr *)&l, (struct sockaddr *)&r)
+		     : rst_netlock_add(ctx, (struct sockaddr *)&l, (struct sockaddr *)&r);
+}
+
+static int lock_conn(const struct inet_conn *c, void *arg)
+{
+	return lock_conn_in(arg, 0, c);
+}
+
+/* The established connections of the other namespaces, each in its own. */
+static int lock_others(struct rst_ctx *ctx)
+{
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const InetSkEntry *e = ((struct inet_robj *)ob->ptr)->e;
+		struct inet_conn c;
+		if (!e->tcp || !e->netns)
+			continue;
+		conn_of((int)e->family, e->src.data, e->src_port, e->dst.data, e->dst_port, &c);
+		int r = lock_conn_in(ctx, e->netns, &c);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The sockets of one pass (0: all but established TCP, 1: those) of the
+ * root's namespace (root) or of the others, by namespace. */
+static int make_pass(struct rst_ctx *ctx, int pass, bool root)
+{
+	uint32_t cur = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_robj *o = ob->ptr;
+		if (!o->e->tcp != !pass || root != !o->e->netns || o->fd >= 0)
+			continue;
+		if (!root && cur && cur != o->e->netns)
+			continue; /* another namespace's: its own round */
+		int r = root || cur ? 0 : netns_rst_enter(ctx, o->e->netns);
+		if (r < 0)
+			return RFAIL(ctx, o, r, "cannot enter its network namespace %u: %s",
+				     o->e->netns, strerror(-r));
+		cur = o->e->netns;
+		o->fd = socket((int)o->e->family, (int)o->e->type | SOCK_CLOEXEC,
+			       (int)o->e->proto);
+		if (o->fd < 0)
+			return RFAIL(ctx, o, -errno, "cannot make the socket: %m");
+		r = (ctx->flags & RESTART_VERIFY) ? verify_one(ctx, o)
+		    : pass			  ? make_tcp(ctx, o)
+						  : make_plain(ctx, o);
+		if (r < 0)
+			return r;
+	}
+	/* another namespace's sockets left: another round */
+	return cur ? make_pass(ctx, pass, root) : 0;
 }
 
 static int inet_prepare(struct rst_ctx *ctx)
@@ -1133,29 +1218,24 @@ static int inet_prepare(struct rst_ctx *ctx)
 	 * original (RESTART_VERIFY), whose packets they are */
 	if (!(ctx->flags & RESTART_VERIFY)) {
 		int r = inet_rst_connections(ctx, lock_conn, ctx);
+		if (r >= 0)
+			r = lock_others(ctx);
 		if (r < 0)
 			return log_fail(&ctx->log, r, "inet: cannot lock the connections: %s",
 					strerror(-r));
 	}
 	/* listeners and bound sockets first: an established socket bound in
-	 * repair mode shares its port with anything */
-	for (int pass = 0; pass < 2; pass++) {
-		for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
-			struct inet_robj *o = ob->ptr;
-			if (!o->e->tcp != !pass)
-				continue;
-			o->fd = socket((int)o->e->family, (int)o->e->type | SOCK_CLOEXEC,
-				       (int)o->e->proto);
-			if (o->fd < 0)
-				return RFAIL(ctx, o, -errno, "cannot make the socket: %m");
-			int r = (ctx->flags & RESTART_VERIFY) ? verify_one(ctx, o)
-				: pass			       ? make_tcp(ctx, o)
-							       : make_plain(ctx, o);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
+	 * repair mode shares its port with anything; each made in its network
+	 * namespace (ckpt's thread is in the root's, and enters another for
+	 * the sockets of its tasks, once for each namespace and pass) */
+	int r = 0;
+	for (int pass = 0; r >= 0 && pass < 4; pass++)
+		r = make_pass(ctx, pass % 2, pass < 2);
+	int r2 = netns_rst_enter(ctx, 0);
+	if (r2 < 0 && r >= 0)
+		r = log_fail(&ctx->log, r2, "inet: cannot go back to the root's network namespace: "
+			     "%s", strerror(-r2));
+	return r;
 }
 
 static int send_all(int s, const uint8_t *buf, size_t len)
@@ -1285,7 +1365,8 @@ int inet_rst_connections(struct rst_ctx *ctx, int (*cb)(const struct inet_conn *
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const InetSkEntry *e = ((struct inet_robj *)ob->ptr)->e;
 		struct inet_conn c;
-		if (!e->tcp)
+		/* another namespace's: both ends are in the image (inner_peers) */
+		if (!e->tcp || e->netns)
 			continue;
 		conn_of((int)e->family, e->src.data, e->src_port, e->dst.data, e->dst_port, &c);
 		int r = cb(&c, arg);

@@ -32,7 +32,8 @@ struct inet_conn {
  */
 int inet_connections(struct ckpt_ctx *ctx, int (*cb)(const struct inet_conn *c, void *arg),
 		     void *arg) __attribute__((warn_unused_result));
-/* Restart, once the image is loaded: the same from the image. */
+/* Restart, once the image is loaded: the same from the image, but those of
+ * another network namespace than the root's (whose both ends are in it). */
 int inet_rst_connections(struct rst_ctx *ctx, int (*cb)(const struct inet_conn *c, void *arg),
 			 void *arg) __attribute__((warn_unused_result));
 

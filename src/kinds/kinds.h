@@ -59,6 +59,9 @@
  *                        parent must have before, for t to keep it)
  *   session(rctx, t)     t has just called setsid(), before it forks (its
  *                        controlling terminal)
+ *   forked(rctx, t)      t (not a ghost, not a zombie) has just been made
+ *                        (after setsid), before it forks or gets anything
+ *                        (its network namespace)
  *   groups_ready(rctx)   every task and process group exists (foreground
  *                        groups)
  *   tree_ready(rctx)     every process and thread exists, ghosts gone, all
@@ -150,6 +153,7 @@ struct kind_ops {
 	int (*root_ready)(struct rst_ctx *ctx, struct rst_task *root);
 	int (*before_fork)(struct rst_ctx *ctx, struct rst_task *t);
 	int (*session)(struct rst_ctx *ctx, struct rst_task *t);
+	int (*forked)(struct rst_ctx *ctx, struct rst_task *t);
 	int (*groups_ready)(struct rst_ctx *ctx);
 	int (*tree_ready)(struct rst_ctx *ctx);
 	int (*restore)(struct rst_ctx *ctx, struct rst_task *t);

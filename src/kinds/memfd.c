@@ -25,9 +25,10 @@
  * makes /dev/shm/sem.XXXXXX, links it to sem.NAME and unlinks the first)
  * is not this kind's: it is an ordinary file of that name (file_reg),
  * opened by it at restart. A hugetlb memfd (MFD_HUGETLB, on hugetlbfs) of
- * 2 MiB pages is saved with its page size (MemfdEntry.huge_page), made
- * with MFD_HUGETLB and filled through a mapping (mm-huge.c). Refused:
- * hugetlb memfds of other page sizes, other internal kernel
+ * any page size is saved with its page size (MemfdEntry.huge_page), made
+ * with MFD_HUGETLB and filled through a mapping (mm-huge.c); a restart on
+ * a machine without huge pages of that size fails at load. Refused:
+ * other internal kernel
  * files (secretmem...), a deleted file that still has a name elsewhere
  * (a hard link in another directory), a writable
  * shared mapping of a memfd sealed with F_SEAL_FUTURE_WRITE (the seal
@@ -93,7 +94,7 @@ enum {
 #define KERNEL_O_LARGEFILE 00100000 /* 0 in x86_64 userspace, set by the kernel */
 #define FILE_FLAGS                                                                                 \
 	(O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | KERNEL_O_LARGEFILE |    \
-	 O_NOATIME | O_PATH)
+	 O_NOATIME | O_PATH | O_NOFOLLOW)
 #define MFD_NAME_MAX 249	  /* NAME_MAX - strlen("memfd:") */
 #define SUFFIX	     " (deleted)"
 #define SUFFIX_LEN   10
@@ -289,8 +290,6 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 		return 0;
 	bool dev_zero = is_dev_zero(t->pid, own, path, &st);
 	const char *no = dev_zero ? NULL : judge(t, own, path, &st, &memfd, &huge, &err);
-	if (!no && !memfd && !dev_zero && mnt_own_root(ctx)) /* its path is not the host's */
-		no = "a deleted file in a container with a root of its own: not supported yet";
 	if (no)
 		return log_fail(&ctx->log, err ? err : -EOPNOTSUPP, "pid %d %s (%s): %s%s%s",
 				t->pid, where, path, no, err ? ": " : "",
@@ -303,6 +302,8 @@ static int get_inode(struct ckpt_ctx *ctx, struct task *t, const char *where, co
 		return -ENOMEM;
 	}
 	memfd_entry__init(&m->e);
+	/* its path is the container's: made through its tree at restart */
+	m->e.in_root = m->e.has_in_root = !memfd && !dev_zero && mnt_own_root(ctx);
 	if (memfd) {
 		m->e.name = m->text;
 		m->e.has_seals = m->e.has_mfd_flags = true;
@@ -587,10 +588,13 @@ static bool entry_valid(const MemfdEntry *e)
 {
 	if (!e->name == !e->path || (e->mode & ~(uint32_t)(S_IFMT | 07777)) || !S_ISREG(e->mode))
 		return false;
+	/* a container's path is walked through /proc/ROOT/root: no ".." */
+	if (e->in_root && (e->name || e->dev_zero || !mnt_clean_path(e->path, false)))
+		return false;
 	if (e->name)
 		return strlen(e->name) <= MFD_NAME_MAX && !(e->seals & ~(uint32_t)ALL_SEALS) &&
 		       (!e->has_huge_page ||
-			(e->huge_page == MM_HUGE_2M && e->size % e->huge_page == 0)) &&
+			(mm_huge_size_ok(e->huge_page) && e->size % e->huge_page == 0)) &&
 		       !(e->mfd_flags & ~MFD_ALLOW_SEALING) && e->size <= INT64_MAX;
 	if (e->dev_zero)
 		return !strcmp(e->path, "/dev/zero") && !e->has_seals && e->size <= INT64_MAX;
@@ -653,6 +657,16 @@ static int load_obj(struct rst_ctx *ctx, const struct img_record *rec, bool is_f
 		if (ok) {
 			id = m->e->id;
 			key = m->e->ino;
+		}
+	}
+	if (ok && !is_file && m->e->has_huge_page) {
+		char what[80];
+		snprintf(what, sizeof(what), "memfd '%s'", robj_name(m));
+		int r = mm_huge_avail(&ctx->log, m->e->huge_page, what);
+		if (r < 0) {
+			memfd_entry__free_unpacked(m->e, NULL);
+			free(m);
+			return r;
 		}
 	}
 	if (ok && objhash_add(&ctx->objs, KIND_memfd, key, id, m, NULL) == 0)
@@ -819,6 +833,27 @@ static int set_attrs(struct rst_ctx *ctx, struct mfd_robj *m)
 }
 
 /*
+ * The open files of deleted file m opened with O_NOFOLLOW, opened again
+ * while it still has a name (name in dfd) with their flags: through
+ * /proc/self/fd, O_NOFOLLOW would refuse the magic link, and without it
+ * the flag (which F_GETFL shows) would be lost.
+ */
+static int open_nofollow(struct rst_ctx *ctx, struct mfd_robj *m, int dfd, const char *name)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_memfd, o));) {
+		struct mfd_robj *f = o->ptr;
+		if (!f->is_file || f->fd >= 0 || f->f->memfd_id != m->e->id ||
+		    !(f->f->flags & O_NOFOLLOW))
+			continue;
+		f->fd = openat(dfd, name, (int)(f->f->flags & FILE_FLAGS) | O_CLOEXEC | O_NOCTTY);
+		if (f->fd < 0)
+			return log_fail(&ctx->log, -errno, "deleted file '%s': cannot open it again "
+					"(flags %#o): %s", m->e->path, f->f->flags, strerror(errno));
+	}
+	return 0;
+}
+
+/*
  * A deleted file: made as a temporary in its directory, filled, renamed to
  * its old name if that is free (so its link reads "PATH (deleted)"), then
  * unlinked. Nothing is left in the directory, whatever happens.
@@ -827,13 +862,18 @@ static int make_deleted(struct rst_ctx *ctx, struct mfd_robj *m)
 {
 	const char *path = m->e->path;
 	_cleanup_free_ char *d = strdup(path), *b = strdup(path);
-	char tmp[96];
+	char tmp[96], via[4200];
 	int r;
 
 	if (!d || !b)
 		return -ENOMEM;
 	const char *dir = dirname(d), *base = basename(b);
-	_cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* a container's: through its restored tree (/proc/ROOT/root/DIR) */
+	if (m->e->in_root && (r = mnt_rst_path(ctx, dir, via, sizeof(via))) < 0)
+		return log_fail(&ctx->log, r,
+				"deleted file '%s': cannot recreate it before the container's "
+				"mounts are made: %s", path, strerror(-r));
+	_cleanup_close_ int dfd = open(m->e->in_root ? via : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return log_fail(&ctx->log, -errno,
 				"deleted file '%s': cannot recreate it, its directory '%s' %s: %s",
@@ -859,6 +899,8 @@ static int make_deleted(struct rst_ctx *ctx, struct mfd_robj *m)
 		log_info(&ctx->log, "deleted file '%s': %s; it reads as '%s/%s (deleted)' now",
 			 path, errno == EEXIST ? "a file has its name again" : strerror(errno), dir,
 			 tmp);
+	if (r >= 0)
+		r = open_nofollow(ctx, m, dfd, name);
 	if (unlinkat(dfd, name, 0) < 0 && r >= 0)
 		r = log_fail(&ctx->log, -errno, "deleted file '%s': cannot unlink it again: %s",
 			     path, strerror(errno));
@@ -873,7 +915,10 @@ static int open_file(struct rst_ctx *ctx, struct mfd_robj *f)
 	if (!ino || ino->fd < 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", ino->fd);
-	f->fd = open(path, (int)(f->f->flags & FILE_FLAGS) | O_CLOEXEC | O_NOCTTY);
+	/* one with O_NOFOLLOW was opened by its name (make_deleted): a magic
+	 * link of /proc is never followed with it */
+	if (f->fd < 0)
+		f->fd = open(path, (int)(f->f->flags & FILE_FLAGS) | O_CLOEXEC | O_NOCTTY);
 	if (f->fd < 0)
 		return log_fail(&ctx->log, -errno,
 				"file '%s': cannot open it again (flags %#o): %s", robj_name(ino),
@@ -886,12 +931,21 @@ static int open_file(struct rst_ctx *ctx, struct mfd_robj *f)
 	return 0;
 }
 
+/* m (an inode or an open file of one) is a container's deleted file */
+static bool in_root(struct rst_ctx *ctx, const struct mfd_robj *m)
+{
+	const struct mfd_robj *ino = m->is_file ? inode_of(ctx, m->f->memfd_id) : m;
+	return ino && ino->e->in_root;
+}
+
 static int memfd_prepare(struct rst_ctx *ctx)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_memfd, o));) {
 			struct mfd_robj *m = o->ptr;
 			int r = 0;
+			if (in_root(ctx, m))
+				continue; /* made on first use, through the container's tree */
 			if (pass == 0 && !m->is_file)
 				r = m->e->name	   ? make_memfd(ctx, m)
 				    : m->e->dev_zero ? make_dev_zero(ctx, m)
@@ -908,6 +962,12 @@ static int memfd_prepare(struct rst_ctx *ctx)
 static int memfd_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd)
 {
 	struct mfd_robj *m = robj;
+	if (m->is_file && m->fd < 0 && in_root(ctx, m)) { /* from root ready on */
+		struct mfd_robj *ino = inode_of(ctx, m->f->memfd_id);
+		int r = ino->fd < 0 ? make_deleted(ctx, ino) : 0;
+		if (r < 0 || (r = open_file(ctx, m)) < 0)
+			return r;
+	}
 	if (!m->is_file || m->fd < 0)
 		return log_fail(&ctx->log, -EINVAL,
 				"an fd or vma refers to a memfd object, not an open file of it");

@@ -18,7 +18,20 @@
  * engine does) lands in the ring before it is read. A request that stays
  * in flight longer (IOCB_CMD_POLL on an fd never ready) is lost: after
  * restart the program waits for it forever. Buffered I/O completes inside
- * io_submit, so it is never in flight.
+ * io_submit, so it is never in flight. A ring whose tail still moves when
+ * AIO_WAIT_MS is over is refused (completions were still coming).
+ *
+ * Why a request that stays in flight cannot be detected: the kernel counts
+ * them only inside the kioctx (reqs_available, split into per-CPU caches
+ * of up to 2 * req_batch slots each, and a percpu_ref), which no /proc
+ * file, fdinfo (a context has no fd) or ring field shows; fs.aio-nr sums
+ * the contexts' reserved slots, not requests. io_cancel finds a request
+ * only by the user address of its iocb, and cancels it when it does (its
+ * event then lands in the ring: not a probe). A probe io_submit of
+ * requests of ckpt's own until EAGAIN cannot count one missing slot
+ * (slots move in per-CPU batches) and its requests would post events into
+ * the program's ring. Reading the kioctx needs code in the kernel (a BPF
+ * program over the ring file's mapping): not done.
  *
  * Restart: io_setup((nr - 2) / 2) makes a ring of the same nr (the kernel
  * doubles the count and adds 2; checked), which is moved by mremap to the
@@ -74,8 +87,9 @@ int mm_aio_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *
 				t->pid, (unsigned long long)pv->start, strerror(-r));
 	/* in flight: wait for the tail to settle */
 	uint64_t start = now_ms(), still = start;
+	bool settled = false;
 	for (uint32_t tail = h.tail; now_ms() - start < AIO_WAIT_MS;) {
-		if (now_ms() - still >= AIO_SETTLE_MS)
+		if ((settled = now_ms() - still >= AIO_SETTLE_MS))
 			break;
 		struct timespec ts = {0, 2 * 1000 * 1000};
 		nanosleep(&ts, NULL);
@@ -93,6 +107,13 @@ int mm_aio_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *
 				"one ckpt knows (magic %#x, nr %u, tail %u)",
 				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end,
 				h.magic, h.nr, h.tail);
+	if (!settled) /* completions still coming: more would be after the read */
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d vma %llx-%llx: AIO context (io_setup): its ring was still "
+				"receiving completions %d ms after the tree stopped; requests in "
+				"flight would be lost; checkpoint when its I/O is idle",
+				t->pid, (unsigned long long)pv->start, (unsigned long long)pv->end,
+				AIO_WAIT_MS);
 	uint32_t head = h.head % h.nr, k = (h.tail + h.nr - head) % h.nr;
 	AioRing *a = calloc(1, sizeof(*a));
 	uint8_t *ev = malloc(k ? k * sizeof(struct io_event) : 1);

@@ -13,6 +13,13 @@
  * CLONE_PARENT: the child is in its parent's session or leads its own),
  * and only vmas the parent would pass on at fork (no MADV_DONTFORK or
  * MADV_WIPEONFORK).
+ *
+ * Private anonymous vmas and private file mappings (the same file at the
+ * same offsets in both): of a file mapping only the pages written since it
+ * was mapped (anonymous copies, not the file's page cache, which pagemap
+ * marks PM_FILE and both map anyway) are the parent's. At restart the
+ * child keeps such a vma from the fork; MADV_DONTNEED of the rest gives it
+ * the file's pages again where it had them, and its own pages are written.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,18 +38,30 @@
 #define PAGE 4096ull
 #define PFN_MASK ((1ull << 55) - 1)
 #define PM_PRESENT (1ull << 63)
+#define PM_FILE	   (1ull << 61) /* a file page or shared anonymous */
 #define BLOCK 4096 /* pagemap entries read at a time */
+
+/* Private memory whose pages a fork shares: anonymous, or of a file. */
+static bool cow_kind(const VmaEntry *v)
+{
+	return (v->kind == VMA_KIND__VMA_ANON ||
+		(v->kind == VMA_KIND__VMA_FILE && v->has_file_id)) &&
+	       !v->shared;
+}
 
 /* The parent's vma that the child's v came from at fork, or NULL. */
 static const VmaEntry *parent_vma(const MmEntry *pe, const VmaEntry *v)
 {
 	for (size_t i = 0; pe && i < pe->n_vmas; i++) {
 		const VmaEntry *w = pe->vmas[i];
-		if (w->start <= v->start && v->end <= w->end)
-			return w->kind == VMA_KIND__VMA_ANON && !w->shared &&
-					       !(w->vmflags & (VMF_DC | VMF_WF))
-				       ? w
-				       : NULL;
+		if (w->start > v->start || v->end > w->end)
+			continue;
+		if (!cow_kind(w) || w->kind != v->kind || (w->vmflags & (VMF_DC | VMF_WF)))
+			return NULL;
+		if (w->kind == VMA_KIND__VMA_FILE &&
+		    (w->file_id != v->file_id || w->pgoff + (v->start - w->start) != v->pgoff))
+			return NULL;
+		return w;
 	}
 	return NULL;
 }
@@ -87,7 +106,8 @@ static int shared_pages(int pm_child, int pm_parent, uint64_t start, uint64_t en
 			return -EIO;
 		for (size_t i = 0; i < n; i++) {
 			bool same = (a[i] & PM_PRESENT) && (b[i] & PM_PRESENT) &&
-				    (a[i] & PFN_MASK) && (a[i] & PFN_MASK) == (b[i] & PFN_MASK);
+				    !(a[i] & PM_FILE) && (a[i] & PFN_MASK) &&
+				    (a[i] & PFN_MASK) == (b[i] & PFN_MASK);
 			int r = same ? add_page(out, pos + i * PAGE) : 0;
 			if (r < 0)
 				return r;
@@ -117,7 +137,7 @@ int mm_cow_find(struct ckpt_ctx *ctx, struct task *t, MmEntry *e, const MmEntry 
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		VmaEntry *v = e->vmas[i];
 		struct runs r = { 0 };
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared || !parent_vma(pe, v))
+		if (!cow_kind(v) || !parent_vma(pe, v))
 			continue;
 		int err = shared_pages(pmc, pmp, v->start, v->end, &r);
 		if (err < 0) {
@@ -163,7 +183,7 @@ int mm_cow_validate(const VmaEntry *v)
 {
 	if (!v->inherit)
 		return v->n_inherited ? -EINVAL : 0;
-	if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->n_inherited % 2)
+	if (!cow_kind(v) || v->n_inherited % 2)
 		return -EINVAL;
 	uint64_t prev = v->start;
 	for (size_t k = 0; k < v->n_inherited; k += 2) {

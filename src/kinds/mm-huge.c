@@ -4,12 +4,14 @@
  *
  * A vma whose VmFlags have "ht" is of hugetlbfs: MAP_HUGETLB anonymous
  * memory ("/anon_hugepage (deleted)", private or shared), a mapping of a
- * hugetlb memfd (MFD_HUGETLB), or a SysV SHM_HUGETLB segment (refused by
- * sysv). Its page size is smaps' KernelPageSize, saved as
- * VmaEntry.huge_page. Only 2 MiB pages are supported: 1 GiB pages are
- * refused by name (a restart needs that many free 1 GiB pages, which a
- * machine has only if it reserved them at boot, and none of ours does, so
- * it could not be tested).
+ * hugetlb memfd (MFD_HUGETLB), or a SysV SHM_HUGETLB segment (made again
+ * with SHM_HUGETLB by sysv). Its page size is smaps' KernelPageSize, saved as
+ * VmaEntry.huge_page. Any page size the kernel has is saved the same way
+ * (mmap flags MAP_HUGE_<log2 of the size>); a restart on a machine that has
+ * no huge pages of that size (no /sys/kernel/mm/hugepages/hugepages-NkB:
+ * 1 GiB pages on x86 need the CPU flag pdpe1gb) fails at load, naming the
+ * size. Only 2 MiB pages were tested: the machines here have no 1 GiB
+ * pages (e2e mem_hugetlb_1g is skipped where /sys has none).
  *
  * Checkpoint: of a private mapping, the pages present (PAGEMAP_SCAN,
  * PRESENT or SWAPPED, with no exclusion of file pages: a private hugetlb
@@ -51,15 +53,34 @@ bool mm_huge_claim(const struct proc_vma *pv)
 	return pv->deleted && !strcmp(pv->path, "/anon_hugepage");
 }
 
+bool mm_huge_size_ok(uint64_t page)
+{
+	/* a power of two above the base page; MAP_HUGE_* holds its log2 in
+	 * 6 bits, and no architecture has pages above 16 GiB */
+	return page > 4096 && page <= (1ull << 34) && !(page & (page - 1));
+}
+
 const char *mm_huge_refusal(uint64_t page)
 {
-	if (page == MM_HUGE_2M)
+	if (mm_huge_size_ok(page))
 		return NULL;
-	if (page == 1ull << 30)
-		return "hugetlb memory of 1 GiB pages: not supported (a restart needs free 1 GiB "
-		       "pages, which exist only where they were reserved at boot; only 2 MiB "
-		       "pages are)";
-	return "hugetlb memory of a page size other than 2 MiB: not supported";
+	return "hugetlb memory of a page size that is not a power of two above 4 KiB: not "
+	       "supported";
+}
+
+int mm_huge_avail(struct ckpt_log *log, uint64_t page, const char *what)
+{
+	char path[80];
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%llukB",
+		 (unsigned long long)(page >> 10));
+	if (access(path, F_OK) == 0)
+		return 0;
+	return log_fail(log, -EOPNOTSUPP,
+			"%s: hugetlb memory of %llu kB pages, and this machine has none (no %s%s)",
+			what, (unsigned long long)(page >> 10), path,
+			page == 1ull << 30 ? "; on x86, 1 GiB pages need the CPU flag pdpe1gb and "
+					     "are reserved at boot or through its nr_hugepages"
+					   : "");
 }
 
 int mm_huge_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv, VmaEntry *v)
@@ -81,8 +102,9 @@ int mm_huge_valid(const VmaEntry *v)
 {
 	if (!v->has_huge_page)
 		return 0;
-	if (v->huge_page != MM_HUGE_2M || (v->start | v->end | v->pgoff) % v->huge_page ||
-	    (v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE))
+	if (!mm_huge_size_ok(v->huge_page) || (v->start | v->end | v->pgoff) % v->huge_page ||
+	    (v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE &&
+	     v->kind != VMA_KIND__VMA_SYSV_SHM))
 		return -EINVAL;
 	return 0;
 }

@@ -509,6 +509,12 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0)
 		return r;
+	/* records written by a thread while the next is read (not compressed:
+	 * the compressor has one output buffer; not on one CPU: no buf2) */
+	if (!ctx->pz && ctx->buf2 && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
+		pages_writer_release(&pw);
+		return r;
+	}
 	/* a pre-copy round: the tracked vmas' pages noted, read at dump_live */
 	bool live = ctx->flags & CKPT_PRECOPY;
 	r = mm_dirty_begin(ctx, t, m->dirty, &m->e);
@@ -524,6 +530,10 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 		r = pages_fail(ctx, &pw, mm_dirty_scan(ctx, t, m->dirty, pagemap, i,
 						       m->e.vmas[i], live ? NULL : &pw));
 	}
+	/* the last record written before anything else is */
+	int s = pages_sync(&pw);
+	if (r >= 0 && s < 0)
+		r = pages_fail(ctx, &pw, s);
 	ctx->mem_bytes += pw.bytes;
 	pages_writer_release(&pw);
 	return r < 0 || live ? r : mm_dirty_end(ctx, t, m->dirty);
@@ -597,6 +607,13 @@ static int validate_vmas(struct rst_ctx *ctx, const struct img_record *rec, cons
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %llx: its huge page size is not valid",
 					rec->index, (unsigned long long)v->start);
+		if (v->has_huge_page) {
+			char what[48];
+			snprintf(what, sizeof(what), "vma %llx", (unsigned long long)v->start);
+			int r = mm_huge_avail(&ctx->log, v->huge_page, what);
+			if (r < 0)
+				return r;
+		}
 		if (mm_cow_validate(v) < 0)
 			return log_fail(&ctx->log, -EINVAL,
 					"record %u (mm): vma %llx: its pages shared with the parent "
@@ -1006,7 +1023,8 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 /*
  * A vma kept from the fork: writable while its own pages are written, and
  * what the parent has there but the task did not (pages outside the
- * inherited runs) dropped, so that it reads zero until written.
+ * inherited runs) dropped, so that it reads zero (the file, for a private
+ * file mapping) until written.
  */
 static int keep_inherited(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 {
@@ -1324,6 +1342,8 @@ static int do_mmap(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v, l
 int mm_map_file(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
+	if (v->inherit) /* a private file mapping kept from the fork (mm-cow.c) */
+		return keep_inherited(ctx, t, v);
 	int fd = remote_file(ctx, t, &m->rf, v->file_id);
 	return fd < 0 ? fd : do_mmap(ctx, t, v, fd, (long)v->pgoff, 0);
 }

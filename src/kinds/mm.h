@@ -18,6 +18,7 @@ struct rst_task;
 #include <sys/types.h>
 
 struct ckpt_ctx;
+struct ckpt_log;
 struct task;
 struct img_record;
 struct MmEntry;
@@ -197,8 +198,14 @@ void mm_lazy_abort(struct rst_ctx *ctx);
  */
 #define MM_HUGE_2M (2ull << 20)
 bool mm_huge_claim(const struct proc_vma *pv);
+/* A page size (bytes) hugetlb can have: a power of two above 4 KiB. */
+bool mm_huge_size_ok(uint64_t page);
 /* Why hugetlb memory of that page size (bytes) is refused, or NULL. */
 const char *mm_huge_refusal(uint64_t page);
+/* Restart: this machine has huge pages of that size, or -EOPNOTSUPP
+ * logged for what ("pid 5 vma 7f0000000000", "shm id 3"). */
+int mm_huge_avail(struct ckpt_log *log, uint64_t page, const char *what)
+    __attribute__((warn_unused_result));
 int mm_huge_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
 		    struct VmaEntry *v) __attribute__((warn_unused_result));
 int mm_huge_valid(const struct VmaEntry *v) __attribute__((warn_unused_result));

@@ -42,8 +42,6 @@ struct idmaps {
 /* mnt.c */
 /* Is path dir or below it? ("/" holds everything) */
 bool mnt_has_prefix_dir(const char *path, const char *dir);
-/* A path inside the container: absolute (rel: relative), no "." or ".." parts. */
-bool mnt_clean_path(const char *p, bool rel);
 const MountEntry *mnt_find_mount(const struct mnt_rst *s, uint32_t id);
 /* e's index in tree, n_mounts if it is not there. */
 size_t mnt_find_index(const MountTree *tree, const MountEntry *e);

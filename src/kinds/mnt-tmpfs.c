@@ -24,12 +24,14 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kinds/mnt-int.h"
 #include "kinds/mnt.h"
 #include "kinds/ns.h"
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 /* Device nodes a tmpfs may hold: those of a minimal /dev. */
 bool mnt_dev_allowed(mode_t mode, dev_t rdev)
@@ -78,6 +80,55 @@ static int first_name(struct walk *w, const struct stat *st, const char **ret)
 	return 0;
 }
 
+/*
+ * The data runs of the file fd of size bytes (SEEK_DATA, SEEK_HOLE), as
+ * (offset, length) pairs in *ret (malloc'd), *ret_n numbers; a file that
+ * changes meanwhile (it should not: the tree is frozen) is read to size.
+ */
+static int data_runs(int fd, uint64_t size, uint64_t **ret, size_t *ret_n)
+{
+	uint64_t *runs = NULL;
+	size_t n = 0;
+	for (off_t off = 0; (uint64_t)off < size;) {
+		off_t d = lseek(fd, off, SEEK_DATA), h;
+		if (d < 0 && errno == ENXIO)
+			break; /* a hole to the end */
+		if (d < 0 || (h = lseek(fd, d, SEEK_HOLE)) < 0 || h <= d) {
+			free(runs);
+			return d < 0 || h < 0 ? -errno : -EIO;
+		}
+		if ((uint64_t)h > size)
+			h = (off_t)size;
+		uint64_t *nr = (uint64_t)d < size ? realloc(runs, (n + 2) * sizeof(*nr)) : runs;
+		if (!nr) {
+			free(runs);
+			return -ENOMEM;
+		}
+		runs = nr;
+		if ((uint64_t)d < size) {
+			runs[n++] = (uint64_t)d;
+			runs[n++] = (uint64_t)(h - d);
+		}
+		off = h;
+	}
+	*ret = runs;
+	*ret_n = n;
+	return 0;
+}
+
+/* len bytes at offset off of fd into buf; *got += len. */
+static int read_run(int fd, char *buf, uint64_t off, uint64_t len, size_t *got)
+{
+	for (uint64_t done = 0; done < len;) {
+		ssize_t r = pread(fd, buf + done, len - done, (off_t)(off + done));
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		done += (uint64_t)r;
+	}
+	*got += len;
+	return 0;
+}
+
 static int write_file(struct walk *w, int dfd, const char *name, const struct stat *st)
 {
 	TmpfsFile f;
@@ -109,19 +160,26 @@ static int write_file(struct walk *w, int dfd, const char *name, const struct st
 		f.target = target;
 	} else if (S_ISREG(st->st_mode)) {
 		_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		size_t len = (size_t)st->st_size, got = 0;
-		if (fd < 0 || !(data = malloc(len ? len : 1)))
-			return fd < 0 ? -errno : -ENOMEM;
-		while (got < len) {
-			ssize_t r = read(fd, data + got, len - got);
-			if (r <= 0)
-				return r < 0 ? -errno : -EIO;
-			got += (size_t)r;
+		size_t len = 0;
+		if (fd < 0)
+			return -errno;
+		r = data_runs(fd, (uint64_t)st->st_size, &f.extents, &f.n_extents);
+		for (size_t k = 1; r >= 0 && k < f.n_extents; k += 2)
+			len += (size_t)f.extents[k];
+		if (r >= 0 && !(data = malloc(len ? len : 1)))
+			r = -ENOMEM;
+		for (size_t k = 0, got = 0; r >= 0 && k < f.n_extents; k += 2)
+			r = read_run(fd, data + got, f.extents[k], f.extents[k + 1], &got);
+		if (r >= 0 && f.n_extents == 2 && f.extents[0] == 0 && len == (size_t)st->st_size)
+			f.n_extents = 0; /* no hole: the data from offset 0, as before */
+		if (r < 0) {
+			free(f.extents);
+			return r;
 		}
 		f.has_data = f.has_size = true;
 		f.data.data = (uint8_t *)data;
 		f.data.len = len;
-		f.size = len;
+		f.size = (uint64_t)st->st_size;
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		if (!mnt_dev_allowed(st->st_mode, st->st_rdev))
 			return log_fail(&w->ctx->log, -EOPNOTSUPP,
@@ -133,7 +191,9 @@ static int write_file(struct walk *w, int dfd, const char *name, const struct st
 	} else if (S_ISSOCK(st->st_mode)) {
 		return 0; /* a unix socket's name: the unix kind's */
 	}
-	return ctx_write_msg(w->ctx, MNT_FILE, &f.base);
+	r = ctx_write_msg(w->ctx, MNT_FILE, &f.base);
+	free(f.extents);
+	return r;
 }
 
 /* Every entry of the directory dfd (at w->path), depth first. */
@@ -209,19 +269,26 @@ static int read_map(pid_t pid, const char *name, char *buf, size_t len)
 	return 0;
 }
 
-/* id inside, mapped by map ("inside outside count" lines); -1 if unmapped. */
-static int64_t outside(const char *map, uint32_t id)
+/* id mapped by map ("inside outside count" lines): an id inside to the one
+ * ckpt sees (in = false: the other way); -1 if unmapped. */
+static int64_t map_id(const char *map, uint32_t id, bool in)
 {
 	for (const char *p = map; *p;) {
-		unsigned long in, out, count;
+		unsigned long ids[2], count;
 		int used;
-		if (sscanf(p, " %lu %lu %lu%n", &in, &out, &count, &used) != 3)
+		if (sscanf(p, " %lu %lu %lu%n", &ids[0], &ids[1], &count, &used) != 3)
 			break;
-		if (id >= in && id - in < count)
-			return (int64_t)(out + (id - in));
+		unsigned long from = ids[!in], to = ids[in];
+		if (id >= from && id - from < count)
+			return (int64_t)(to + (id - from));
 		p += used;
 	}
 	return -1;
+}
+
+static int64_t outside(const char *map, uint32_t id)
+{
+	return map_id(map, id, true);
 }
 
 /*
@@ -278,11 +345,19 @@ static int make_file(const TmpfsFile *f, int top, const struct idmaps *ids)
 			openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -errno;
-		for (size_t done = 0; done < f->data.len;) {
-			ssize_t w = write(fd, f->data.data + done, f->data.len - done);
-			if (w < 0)
-				return -errno;
-			done += (size_t)w;
+		/* each data run at its offset (one from 0 without extents): holes stay */
+		size_t from = 0;
+		for (size_t k = 0; k < (f->n_extents ? f->n_extents : 2); k += 2) {
+			uint64_t at = f->n_extents ? f->extents[k] : 0;
+			size_t len = f->n_extents ? (size_t)f->extents[k + 1] : f->data.len;
+			for (size_t done = 0; done < len;) {
+				ssize_t w = pwrite(fd, f->data.data + from + done, len - done,
+						   (off_t)(at + done));
+				if (w < 0)
+					return -errno;
+				done += (size_t)w;
+			}
+			from += len;
 		}
 		if (ftruncate(fd, (off_t)f->size) < 0)
 			return -errno;
@@ -394,6 +469,7 @@ struct sock_bind {
 	int sock, mode;
 	unsigned uid, gid;
 	const char *name, *path;
+	bool userns; /* in sock_bind_userns's child */
 	int r;
 };
 
@@ -411,13 +487,14 @@ static int mkdir_p(char *path)
 	}
 }
 
-/* In a thread of its own fs and mount namespace (see mnt.h). */
+/* In a thread of its own fs and mount namespace (see mnt.h), or a child
+ * process of its own user namespace too (sock_bind_userns). */
 static int sock_bind_in(struct sock_bind *b)
 {
 	const MountEntry *m = b->m;
 	char at[4200], base[4096];
 	const char *top = "/tmp";
-	if (unshare(CLONE_FS | CLONE_NEWNS) < 0 ||
+	if ((!b->userns && unshare(CLONE_FS | CLONE_NEWNS) < 0) ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
 	/* a copy of the mount that holds the name, taken before the scaffold
@@ -465,6 +542,66 @@ static void *sock_bind_thread(void *arg)
 	return NULL;
 }
 
+/* A child's end: its -errno result as its exit status. */
+static void __attribute__((noreturn)) child_exit(int r)
+{
+	_exit(r < 0 && -r < 256 ? -r : r < 0 ? EIO : 0);
+}
+
+/* child_exit's result back: 0 or -errno. */
+static int child_wait(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : write(fd, s, strlen(s));
+	int r = n == (ssize_t)strlen(s) ? 0 : -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * Without root (or CAP_SYS_ADMIN), a name on a bind of the host's: the
+ * same, in a child process (a thread may not change its user namespace)
+ * that unshares a user namespace mapping 0 to ckpt's ids and a mount
+ * namespace; the socket's file is then made by ckpt's ids in the host's
+ * directory, and its mode set. The owner must be ckpt's (mnt_unix_name).
+ */
+static int sock_bind_userns(struct sock_bind *b)
+{
+	char uid_map[32], gid_map[32];
+	snprintf(uid_map, sizeof(uid_map), "0 %u 1", (unsigned)geteuid());
+	snprintf(gid_map, sizeof(gid_map), "0 %u 1", (unsigned)getegid());
+	if (b->mode >= 0 && (b->uid != geteuid() || b->gid != getegid()))
+		return -EPERM;
+	b->uid = b->gid = 0; /* ckpt's ids, as the child sees them */
+	b->userns = true;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) { /* only system calls from here: the parent has threads */
+		int r = unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 ? -errno : 0;
+		if (r >= 0)
+			r = write_str("/proc/self/setgroups", "deny");
+		if (r >= 0)
+			r = write_str("/proc/self/uid_map", uid_map);
+		if (r >= 0)
+			r = write_str("/proc/self/gid_map", gid_map);
+		if (r >= 0)
+			r = sock_bind_in(b);
+		child_exit(r);
+	}
+	return child_wait(pid);
+}
+
 size_t mnt_mount_of_path(const MountTree *tree, const char *path)
 {
 	size_t best = tree->n_mounts, blen = 0;
@@ -479,6 +616,77 @@ size_t mnt_mount_of_path(const MountTree *tree, const char *path)
 		}
 	}
 	return best;
+}
+
+int mnt_rst_unix_file(struct rst_ctx *ctx, const char *path)
+{
+	struct mnt_rst *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_mnt] : NULL;
+	size_t i = s && s->tree && path[0] == '/' ? mnt_mount_of_path(s->tree, path) : 0;
+	if (!s || !s->tree || path[0] != '/' || i == s->tree->n_mounts)
+		return -EOPNOTSUPP;
+	const MountEntry *m = s->tree->mounts[i];
+	char host[8400];
+	struct stat st;
+	if (!m->bind) { /* bound at root ready: through the made tree */
+		int r = ctx->tasks[0].pup.pid > 0 ? mnt_rst_path(ctx, path, host, sizeof(host))
+						   : -EOPNOTSUPP;
+		if (r < 0)
+			return r;
+	} else
+		snprintf(host, sizeof(host), "%s%s", m->source,
+			 path + (strcmp(m->point, "/") ? strlen(m->point) : 0));
+	int fd = open(host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))) {
+		close(fd);
+		return -ENOTSOCK;
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+int mnt_rst_bind_unix_late(struct rst_ctx *ctx, int sock, const char *name, const char *path,
+			   int mode, unsigned uid, unsigned gid)
+{
+	pid_t root = ctx->tasks[0].pup.pid;
+	char upath[64], mpath[64], base[4096];
+	struct idmaps ids;
+	int64_t iu = 0, ig = 0;
+	if (mode >= 0 && (read_map(root, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
+			  read_map(root, "gid_map", ids.gid, sizeof(ids.gid)) < 0 ||
+			  (iu = map_id(ids.uid, uid, false)) < 0 || (ig = map_id(ids.gid, gid, false)) < 0))
+		return -EOVERFLOW;
+	snprintf(upath, sizeof(upath), "/proc/%d/ns/user", (int)root);
+	snprintf(mpath, sizeof(mpath), "/proc/%d/ns/mnt", (int)root);
+	size_t nl = strlen(name), pl = strlen(path);
+	snprintf(base, sizeof(base), "%.*s", pl > nl + 1 ? (int)(pl - nl - 1) : 1, path);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (nl >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(a.sun_path, name, nl);
+	_cleanup_close_ int ufd = open(upath, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int mfd = open(mpath, O_RDONLY | O_CLOEXEC);
+	if (ufd < 0 || mfd < 0)
+		return -errno;
+	bool own_userns = ns_rst_flags(ctx) & CLONE_NEWUSER;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) { /* system calls only: the parent has threads */
+		struct stat st;
+		int r = 0;
+		/* into the container's namespaces: "/" and cwd are its root */
+		if ((own_userns && setns(ufd, CLONE_NEWUSER) < 0) || setns(mfd, CLONE_NEWNS) < 0 ||
+		    chdir(name[0] == '/' ? "/" : base) < 0)
+			r = -errno;
+		else if (lstat(path, &st) == 0 && (!S_ISSOCK(st.st_mode) || unlink(path) < 0))
+			r = -EEXIST;
+		else if (bind(sock, (struct sockaddr *)&a,
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + nl + 1)) < 0 ||
+			 (mode >= 0 && (chmod(path, (mode_t)mode & 07777) < 0 ||
+					lchown(path, (uid_t)iu, (gid_t)ig) < 0)))
+			r = -errno;
+		child_exit(r);
+	}
+	return child_wait(pid);
 }
 
 int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const char *path, int mode,
@@ -496,14 +704,17 @@ int mnt_rst_bind_unix(struct rst_ctx *ctx, int sock, const char *name, const cha
 			       .mode = mode, .uid = uid, .gid = gid, .name = name, .path = path };
 	if (!b.m->bind) {
 		size_t o = b.m->has_from ? mnt_find_index(s->tree, mnt_find_mount(s, b.m->from)) : i;
-		if (o == s->tree->n_mounts || strcmp(s->tree->mounts[o]->fstype, "tmpfs") ||
-		    (ns_rst_flags(ctx) & CLONE_NEWUSER))
+		if (o == s->tree->n_mounts || strcmp(s->tree->mounts[o]->fstype, "tmpfs"))
 			return -EOPNOTSUPP;
+		if (ns_rst_flags(ctx) & CLONE_NEWUSER)
+			return 2; /* its tmpfs must be the user namespace's: at root ready */
 		int r = make_early(ctx, s, o);
 		if (r < 0)
 			return r;
 		b.early = s->early[o];
 	}
+	if (b.m->bind && !userns_may_mount())
+		return sock_bind_userns(&b);
 	pthread_t th;
 	if (pthread_create(&th, NULL, sock_bind_thread, &b) != 0)
 		return -EAGAIN;

@@ -15,8 +15,11 @@
  * overlay instances of its own are saved by type and options (an
  * overlay's layers by their host paths). Each gets its per-mount flags
  * (ro, nosuid, nodev, noexec, atime), its root, its peer group and master.
- * NFS, FUSE, block-device mounts and any other file system are refused by
- * mount point and type, with the reason; so is a slave of a group outside.
+ * NFS, FUSE, block-device mounts, namespace files (nsfs) and any other
+ * file system are refused by mount point and type, with the reason; so is
+ * a slave of a group outside, and a mount in (or a slave of) a peer group
+ * that has mounts in ckpt's namespace. Every task must be in the root's
+ * mount namespace (any tree: a subtree's too).
  * At dump, each tmpfs of its own is walked (mnt-tmpfs.c).
  *
  * Files of the container (file_reg) are marked "in root" when the path
@@ -254,6 +257,9 @@ static const char *fs_refusal(const struct mi *c)
 		return "network file systems are not supported (their files are on a server)";
 	if (!strncmp(t, "fuse", 4))
 		return "FUSE mounts are not supported yet (their files come from a process)";
+	if (!strcmp(t, "nsfs"))
+		return "a namespace file bound (the namespace it holds is not saved) is not "
+		       "supported yet";
 	return NULL;
 }
 
@@ -399,7 +405,7 @@ static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const st
 		return NULL;
 	}
 	if (!own_type(c->fstype))
-		return !strncmp(c->source, "/dev/", 5)
+		return major(c->dev) != 0 || !strncmp(c->source, "/dev/", 5)
 			       ? "block-device mounts are not supported (the device is not saved)"
 			       : "a file system ckpt cannot make again";
 	if (strcmp(c->fstype, "sysfs") && save_from(s, i, c, e))
@@ -458,6 +464,48 @@ static const char *propagation_refusal(const MountTree *tree, const MountEntry *
 	if (e->has_peer && !group_rep(tree, e->peer))
 		return "a peer group whose mounts' roots do not nest is not supported yet";
 	return NULL;
+}
+
+/*
+ * A mount of ckpt's namespace in the peer group e is in or receives from
+ * (a mount of the host's grafted into the container by open_tree and
+ * move_mount, or a namespace made without private propagation), or NULL:
+ * such a mount shares its propagation with a namespace the container does
+ * not own, which a restart, in a namespace of its own, cannot give back.
+ */
+static const struct mi *outside_peer(const MountEntry *e, const struct mi *host, size_t nhost)
+{
+	for (size_t i = 0; i < nhost; i++) {
+		uint32_t g = tag_of(host[i].fields, "shared:");
+		if (g && ((e->has_peer && g == e->peer) || (e->has_master && g == e->master)))
+			return &host[i];
+	}
+	return NULL;
+}
+
+/* Each mount's propagation can be made again, and is the container's
+ * alone: 0, or refused naming the mount. */
+static int check_propagation(struct ckpt_ctx *ctx, const struct mnt_ckpt *s,
+			     const struct mi *host, size_t nhost)
+{
+	for (size_t i = 0; i < s->tree.n_mounts; i++) {
+		const MountEntry *e = s->tree.mounts[i];
+		const struct mi *h = outside_peer(e, host, nhost);
+		const char *why = propagation_refusal(&s->tree, e);
+		if (h)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: mount %s (%s, shared:%u, master:%u): shares its "
+					"propagation with a mount outside the container (%s in ckpt's "
+					"mount namespace, shared:%u): a mount of a namespace the "
+					"container does not own is not supported",
+					s->pid, e->point, e->fstype, e->peer, e->master, h->point,
+					tag_of(h->fields, "shared:"));
+		if (why)
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: mount %s (%s, shared:%u, master:%u): %s", s->pid,
+					e->point, e->fstype, e->peer, e->master, why);
+	}
+	return 0;
 }
 
 /* The mounts in an order with parents first (mountinfo's, mostly). */
@@ -535,14 +583,7 @@ static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct
 	s->tree.n_mounts = k;
 	s->tree.mounts = s->ptrs;
 	s->tree.has_host_root = s->tree.host_root = true;
-	for (size_t i = 0; i < k; i++) {
-		const MountEntry *e = s->ptrs[i];
-		const char *why = propagation_refusal(&s->tree, e);
-		if (why)
-			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
-					s->pid, e->point, e->fstype, e->peer, e->master, why);
-	}
-	return 0;
+	return check_propagation(ctx, s, host, nhost);
 }
 
 static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, char *htext)
@@ -581,14 +622,9 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 	}
 	s->tree.n_mounts = n;
 	s->tree.mounts = s->ptrs;
-	for (size_t i = 0; i < n; i++) {
-		const MountEntry *e = s->ptrs[i];
-		const char *why = propagation_refusal(&s->tree, e);
-		if (why)
-			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: mount %s (%s, shared:%u, master:%u): %s",
-					s->pid, e->point, e->fstype, e->peer, e->master,
-					why);
-	}
+	int r = check_propagation(ctx, s, host, nhost);
+	if (r < 0)
+		return r;
 	if (!s->ents[0].bind && strcmp(s->ents[0].fstype, "overlay"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: its root is neither a directory of the host nor an overlay; "
@@ -597,13 +633,55 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 	return 0;
 }
 
+/* stat of /proc/PID[/task/TID]/ns/mnt into st: 0, or -errno */
+static int mntns_ident(pid_t pid, pid_t tid, struct stat *st)
+{
+	char path[64];
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/ns/mnt", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	return stat(path, st) < 0 ? -errno : 0;
+}
+
+/*
+ * Every thread of t in the mount namespace of the tree's root, whose
+ * mounts are the ones saved (a task that unshared CLONE_NEWNS has mounts
+ * of a namespace nothing saves, and would come back in the root's): else
+ * refused by pid.
+ */
+static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task *root = &ctx->tasks[0];
+	struct stat rs, ts;
+	if (t->zombie)
+		return 0;
+	int r = mntns_ident(root->pid, 0, &rs);
+	for (size_t j = 0; r >= 0 && j < t->nthreads + (t != root); j++) {
+		pid_t tid = j < t->nthreads ? t->threads[j].pid : 0;
+		r = mntns_ident(t->pid, tid, &ts);
+		if (r >= 0 && (ts.st_ino != rs.st_ino || ts.st_dev != rs.st_dev))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d%s%.0d: in another mount namespace (mnt:[%lu]) than the "
+					"tree's root (pid %d, mnt:[%lu]): its mounts are not saved; not "
+					"supported yet",
+					t->pid, tid ? " thread " : "", tid, (unsigned long)ts.st_ino,
+					root->pid, (unsigned long)rs.st_ino);
+	}
+	if (r < 0 && r != -ENOENT)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its mount namespace: %s", t->pid,
+				strerror(-r));
+	return 0;
+}
+
 static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	if (t != &ctx->tasks[0] || !ctx->container || same_mntns(t->pid))
-		return 0;
+	int r = in_root_mntns(ctx, t);
+	if (r < 0 || t != &ctx->tasks[0] || !ctx->container || same_mntns(t->pid))
+		return r;
 	char *text = NULL;
 	_cleanup_free_ char *htext = NULL;
-	int r = proc_read(t->pid, "mountinfo", &text, NULL);
+	r = proc_read(t->pid, "mountinfo", &text, NULL);
 	if (r >= 0)
 		r = proc_read(0, "mountinfo", &htext, NULL);
 	if (r < 0) {
@@ -663,13 +741,28 @@ bool mnt_inside(struct ckpt_ctx *ctx, const char *path, const struct stat *st)
 	return lstat(via, &in) == 0 && in.st_dev == st->st_dev && in.st_ino == st->st_ino;
 }
 
-int mnt_unix_name(struct ckpt_ctx *ctx, const char *path)
+int mnt_unix_name(struct ckpt_ctx *ctx, const char *path, uid_t uid, gid_t gid)
 {
 	const struct mnt_ckpt *s = tree_of(ctx);
-	if (!path || !s || path[0] != '/' ||
-	    (s->tree.host_root && mnt_mount_of_path(&s->tree, path) == s->tree.n_mounts))
+	size_t i = s && path ? mnt_mount_of_path(&s->tree, path) : 0;
+	if (!path || !s || path[0] != '/' || (s->tree.host_root && i == s->tree.n_mounts))
 		return 0;
-	return geteuid() == 0 && !ns_own_userns(ctx) ? 1 : -EOPNOTSUPP;
+	if (geteuid() == 0 && !ns_own_userns(ctx))
+		return 1;
+	const MountEntry *m = i < s->tree.n_mounts ? s->tree.mounts[i] : NULL;
+	if (m && !m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs") && ns_own_userns(ctx))
+		return 2; /* a tmpfs's: bound once its tree is made, in its namespaces */
+	if (!m || !m->bind)
+		return -EOPNOTSUPP;
+	/* a bind of the host's: bound in a user namespace of ckpt's (see
+	 * mnt_rst_bind_unix), as ckpt, in the host's directory */
+	char dir[8400];
+	const char *rest = path + (strcmp(m->point, "/") ? strlen(m->point) : 0);
+	const char *slash = strrchr(rest, '/');
+	snprintf(dir, sizeof(dir), "%s%.*s", m->source, slash ? (int)(slash - rest) : 0, rest);
+	if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) < 0)
+		return -EACCES;
+	return geteuid() == 0 || (uid == geteuid() && gid == getegid()) ? 1 : -EPERM;
 }
 
 static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)
@@ -830,6 +923,25 @@ const MountEntry *mnt_find_mount(const struct mnt_rst *s, uint32_t id)
 	return NULL;
 }
 
+/* A sparse file's runs: pairs, ascending, within its size, data their
+ * total (none: data from offset 0). */
+static bool extents_ok(const TmpfsFile *f)
+{
+	uint64_t end = 0, total = 0;
+	if (!f->n_extents)
+		return true;
+	if (f->n_extents % 2 || !f->has_data || (f->mode & S_IFMT) != S_IFREG)
+		return false;
+	for (size_t k = 0; k < f->n_extents; k += 2) {
+		uint64_t off = f->extents[k], len = f->extents[k + 1];
+		if (off < end || len > f->size || off > f->size - len)
+			return false;
+		end = off + len;
+		total += len;
+	}
+	return total == f->data.len;
+}
+
 static int load_file(struct rst_ctx *ctx, struct mnt_rst *s, const struct img_record *rec)
 {
 	TmpfsFile *f = rctx_unpack(ctx, rec, &tmpfs_file__descriptor);
@@ -860,7 +972,7 @@ static int load_file(struct rst_ctx *ctx, struct mnt_rst *s, const struct img_re
 		   type == S_IFCHR) &&
 		  (type != S_IFLNK || f->target) && (type != S_IFCHR || mnt_dev_allowed(f->mode, f->rdev)) &&
 		  (f->path[0] || type == S_IFDIR) &&
-		  (!f->has_data || f->data.len <= f->size);
+		  (!f->has_data || f->data.len <= f->size) && extents_ok(f);
 	if (!ok)
 		return log_fail(&ctx->log, -EINVAL, "record %u: a tmpfs file not valid", rec->index);
 	return 0;
@@ -914,9 +1026,7 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	if (m->bind && stat(m->source, &st) < 0)
 		return log_fail(&ctx->log, -errno, "mount %s: its source '%s' is gone: %m", m->point,
 				m->source);
-	if (lstat(via, &st) < 0)
-		return log_fail(&ctx->log, -errno, "mount %s: its mount point is missing: %m",
-				m->point);
+	/* before the mount point: an overlay root's is its first lower layer */
 	if (!m->bind && !strcmp(m->fstype, "overlay")) {
 		_cleanup_free_ char *copy = strdup(m->data);
 		char *dirs[20];
@@ -927,6 +1037,9 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 						"mount %s (overlay): its layer '%s' is gone: %m",
 						m->point, dirs[i]);
 	}
+	if (lstat(via, &st) < 0)
+		return log_fail(&ctx->log, -errno, "mount %s: its mount point is missing: %m",
+				m->point);
 	size_t idx = mnt_find_index(s->tree, m);
 	if (s->early[idx] >= 0) /* made at prepare for a socket's name: attached */
 		return attach_early(ctx, t, m, s->early[idx], target);

@@ -29,8 +29,13 @@ const char *mnt_seen(struct ckpt_ctx *ctx, const char *path, char *buf, size_t l
  * container's (the host's checks apply: no tree, or a host-rooted
  * container's name on none of its own mounts); 1: the container's, which
  * a restart binds through its mounts; -EOPNOTSUPP: the container's, and a
- * restart could not (it needs root and no user namespace of its own). */
-int mnt_unix_name(struct ckpt_ctx *ctx, const char *path);
+ * restart could not (a tmpfs's needs root and no user namespace of its
+ * own); on a bind of the host's, without root or in a user namespace of
+ * its own, -EACCES where ckpt may not create files in the host's
+ * directory, -EPERM where the file's owner (uid, gid as ckpt sees them)
+ * is not ckpt's; 2: on a tmpfs of a container with a user namespace of
+ * its own, bound at root ready (nothing may connect to it at prepare). */
+int mnt_unix_name(struct ckpt_ctx *ctx, const char *path, uid_t uid, gid_t gid);
 
 /* Restart, at prepare: binds unix socket s to name (as bind(2) was given
  * it; path its file's absolute path, both the container's) through the
@@ -40,10 +45,29 @@ int mnt_unix_name(struct ckpt_ctx *ctx, const char *path);
  * empty scaffold and the thread chroots into it. mode < 0: leave the
  * file's mode and owner. 1 where the name is not the container's (no
  * tree, or a host-rooted container's name on none of its own mounts): the
- * caller binds it by its host path. -EOPNOTSUPP where the name's mount is
- * not one of those. */
+ * caller binds it by its host path. 2 where it must wait for the tree
+ * (a tmpfs's in a container with a user namespace of its own, whose tmpfs
+ * belongs to it): mnt_rst_bind_unix_late then. -EOPNOTSUPP where the
+ * name's mount is not one of those. */
 int mnt_rst_bind_unix(struct rst_ctx *ctx, int s, const char *name, const char *path, int mode,
 		      unsigned uid, unsigned gid) __attribute__((warn_unused_result));
+
+/* Restart, from root ready on (the tree made): binds s to name in the
+ * root's namespaces (user and mount: a child process enters them, "/" and
+ * the cwd are then the container's root), mode and owner (ids as ckpt
+ * sees them, mapped inside) as mnt_rst_bind_unix. */
+int mnt_rst_bind_unix_late(struct rst_ctx *ctx, int s, const char *name, const char *path,
+			   int mode, unsigned uid, unsigned gid) __attribute__((warn_unused_result));
+
+/* Restart, once a name of the container is bound: an O_PATH fd of its
+ * socket file, by its host path on a bind of the host's, else through the
+ * root's /proc/PID/root (for a caller without CAP_NET_ADMIN, where
+ * SIOCUNIXFILE fails); -errno, -EOPNOTSUPP for a name on no mount of the
+ * container. */
+int mnt_rst_unix_file(struct rst_ctx *ctx, const char *path) __attribute__((warn_unused_result));
+
+/* A path inside the container: absolute (rel: relative), no "." or ".." parts. */
+bool mnt_clean_path(const char *p, bool rel);
 
 /* Restart: the image has a mount tree, made at "root ready". */
 bool mnt_rst_tree(struct rst_ctx *ctx);

@@ -11,9 +11,10 @@
  * with messages not read yet or a dump in progress (/proc/PID/net/netlink:
  * Rmem, Dump), which cannot be put back; and the protocols whose
  * subsystems keep state of their own by port id that is not saved here
- * (audit's daemon registration, nfnetlink queues and logs, the proc
- * connector...): only route, sock_diag, xfrm, selinux, fib_lookup,
- * kobject_uevent and generic netlink are taken.
+ * (nfnetlink queues and logs, the proc connector...): only route,
+ * sock_diag, xfrm, selinux, fib_lookup, kobject_uevent, generic netlink
+ * and audit are taken, audit but the socket of the audit daemon the
+ * kernel has registered (AUDIT_GET's pid: its registration is not saved).
  *
  * At restart ckpt makes the socket, sets its options, binds it to the saved
  * port id (free again: its holder was killed; a dry run beside the live
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/audit.h>
 #include <linux/netlink.h>
 
 #include "core/ctx.h"
@@ -58,7 +60,46 @@ static bool protocol_ok(int proto)
 {
 	return proto == NETLINK_ROUTE || proto == NETLINK_SOCK_DIAG || proto == NETLINK_XFRM ||
 	       proto == NETLINK_SELINUX || proto == NETLINK_FIB_LOOKUP ||
-	       proto == NETLINK_KOBJECT_UEVENT || proto == NETLINK_GENERIC;
+	       proto == NETLINK_KOBJECT_UEVENT || proto == NETLINK_GENERIC || proto == NETLINK_AUDIT;
+}
+
+/*
+ * The pid of the audit daemon the kernel has registered (AUDIT_GET), 0 if
+ * none, -errno if it cannot be asked (no audit in the kernel; a caller
+ * without CAP_AUDIT_CONTROL, who cannot checkpoint a root daemon anyway).
+ */
+static int audit_daemon_pid(void)
+{
+	_cleanup_close_ int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+	struct nlmsghdr req = { .nlmsg_len = NLMSG_LENGTH(0), .nlmsg_type = AUDIT_GET,
+				.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK, .nlmsg_seq = 1 };
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct timeval tv = { 2, 0 };
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    sendto(s, &req, req.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+		return -errno;
+	union {
+		struct nlmsghdr h;
+		char b[8192];
+	} buf;
+	for (int tries = 0; tries < 4; tries++) {
+		ssize_t n = recv(s, buf.b, sizeof(buf.b), 0);
+		if (n < 0)
+			return -errno;
+		for (struct nlmsghdr *h = &buf.h; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+				if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error)
+					return e->error;
+			} else if (h->nlmsg_type == AUDIT_GET) {
+				struct audit_status st = { 0 };
+				size_t len = NLMSG_PAYLOAD(h, 0);
+				memcpy(&st, NLMSG_DATA(h), len < sizeof(st) ? len : sizeof(st));
+				return (int)st.pid;
+			}
+		}
+	}
+	return -EPROTO;
 }
 
 static bool netlink_claim(const struct fd_info *fi)
@@ -107,6 +148,11 @@ static int check_socket(struct ckpt_ctx *ctx, const struct fd_info *fi, int prot
 	if (!proc_same_netns(fi->pid))
 		return REFUSE(ctx, fi, "a socket of another network namespace than ckpt's; not "
 			      "supported yet");
+	/* audit: only the daemon's registration (AUDIT_SET) is state of the
+	 * kernel's; a socket that sends user messages (dbus-daemon) is not */
+	if (proto == NETLINK_AUDIT && audit_daemon_pid() == fi->pid)
+		return REFUSE(ctx, fi, "the audit daemon's socket (its registration with the "
+			      "kernel, AUDIT_SET, is not saved); not supported");
 	if (!protocol_ok(proto))
 		return REFUSE(ctx, fi, "protocol %d: not supported yet (its subsystem's state "
 			      "for the socket would not be saved)", proto);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <net/if.h>
 
@@ -22,25 +23,36 @@
 #include "net/nat.h"
 #include "net/rtnl.h"
 #include "netns.pb-c.h"
+#include "puppet/puppet.h"
 #include "util/cleanup.h"
 
-enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1) };
-
-#define HELD_MAX 8
+enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1), NETNS_TASK = REC_TYPE(KID_netns, 2) };
 
 /* One namespace to make. */
 struct one_ns {
 	NetnsEntry *e;
-	int index[32]; /* each link's host end index in ckpt's namespace, 0 none */
-	int fd;        /* a held one's, once made; -1 */
+	int index[16]; /* each link's host end index in ckpt's namespace, 0 none */
+	int fd;        /* once made; -1 */
+	struct rtnl in; /* a netlink socket in it, during prepare */
 };
 
-/* What the restart keeps in the root's kstate[KIND_netns]. */
+/* What a task's kstate[KIND_netns] holds: the root's, a struct netns_rst;
+ * another task's in another namespace than the root's, a NetnsTask. */
+enum { NETNS_RST = 1, NETNS_TREF };
+
+struct netns_tref {
+	int tag; /* NETNS_TREF */
+	NetnsTask *m;
+	int fd; /* its namespace (ckpt's, not to be closed), once made */
+};
+
 struct netns_rst {
+	int tag; /* NETNS_RST */
 	struct one_ns own; /* the root's; e NULL: the root is in ckpt's */
-	struct one_ns held[HELD_MAX]; /* held by namespace files only */
+	struct one_ns *held; /* the others (held by files, or tasks'), by id */
 	size_t nheld;
-	int host_ns;  /* ckpt's own network namespace, -1 once back in it */
+	int host_ns;  /* ckpt's own network namespace */
+	bool away;    /* ckpt's thread is in own, not back in host_ns */
 	bool verify;  /* host ends made inside, left alone */
 };
 
@@ -112,30 +124,66 @@ static bool entry_ok(const NetnsEntry *e)
 	return ok && netns_nft_ok(e->nftables) && netns_rules_ok(e);
 }
 
+static struct one_ns *by_id(struct netns_rst *n, uint32_t id)
+{
+	for (size_t i = 0; n && i < n->nheld; i++)
+		if (n->held[i].e->id == id)
+			return &n->held[i];
+	return NULL;
+}
+
+/* A task's NetnsTask: a namespace of the root's records, or ckpt's. */
+static int load_task(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
+{
+	struct netns_rst *n = ctx->tasks[0].kstate[KIND_netns];
+	struct netns_tref *ref = calloc(1, sizeof(*ref));
+	if (!ref)
+		return -ENOMEM;
+	ref->tag = NETNS_TREF;
+	ref->fd = -1;
+	t->kstate[KIND_netns] = ref;
+	if (!(ref->m = rctx_unpack(ctx, rec, &netns_task__descriptor)))
+		return -EINVAL;
+	if (t == &ctx->tasks[0] || ref->m->has_netns == ref->m->caller ||
+	    (ref->m->has_netns && !by_id(n, ref->m->netns)) || (ref->m->caller && !n->own.e))
+		return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: a network namespace the "
+				"image does not hold, or of the root", rec->index, t->pid);
+	return 0;
+}
+
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	struct netns_rst *n = t->kstate[KIND_netns];
+	if (rec->type == NETNS_TASK && !n && ctx->tasks[0].kstate[KIND_netns])
+		return load_task(ctx, t, rec);
 	if (t != &ctx->tasks[0] || rec->type != NETNS_ENTRY)
-		return log_fail(&ctx->log, -EINVAL, "record %u: a network namespace not of the root",
-				rec->index);
+		return log_fail(&ctx->log, -EINVAL, "record %u: a network namespace not of the root, "
+				"or a task's twice", rec->index);
 	if (!n) {
 		if (!(n = calloc(1, sizeof(*n))))
 			return -ENOMEM;
+		n->tag = NETNS_RST;
 		n->host_ns = n->own.fd = -1;
 		t->kstate[KIND_netns] = n;
 	}
 	NetnsEntry *e = rctx_unpack(ctx, rec, &netns_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	struct one_ns *o = e->held ? (n->nheld < HELD_MAX ? &n->held[n->nheld] : NULL) : &n->own;
-	bool dup = false;
-	for (size_t i = 0; e->held && i < n->nheld; i++)
-		dup |= n->held[i].e->id == e->id;
-	if (!o || o->e || dup || (e->held && !e->id)) {
+	if (e->held && n->nheld % 16 == 0) {
+		struct one_ns *h = realloc(n->held, (n->nheld + 16) * sizeof(*h));
+		if (!h) {
+			protobuf_c_message_free_unpacked(&e->base, NULL);
+			return -ENOMEM;
+		}
+		n->held = h;
+	}
+	struct one_ns *o = e->held ? &n->held[n->nheld] : &n->own;
+	if (e->held)
+		*o = (struct one_ns){ .fd = -1 };
+	if (o->e || (e->held && (!e->id || by_id(n, e->id)))) {
 		protobuf_c_message_free_unpacked(&e->base, NULL);
 		return log_fail(&ctx->log, -EINVAL, "record %u: a second network namespace of the "
-				"root, more than %d held ones, or a held one without an id or twice",
-				rec->index, HELD_MAX);
+				"root, or another one without an id or twice", rec->index);
 	}
 	o->e = e;
 	o->fd = -1;
@@ -147,13 +195,22 @@ int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record 
 	return 0;
 }
 
+int netns_rst_enter(struct rst_ctx *ctx, uint32_t id)
+{
+	struct netns_rst *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	const struct one_ns *o = id ? by_id(n, id) : NULL;
+	if (id && !o)
+		return -EINVAL;
+	int fd = o ? o->fd : !n ? -1 : n->own.e ? n->own.fd : n->host_ns;
+	if (fd < 0) /* the root is in ckpt's, and so is ckpt */
+		return 0;
+	return setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+}
+
 int netns_held_fd(struct rst_ctx *ctx, uint32_t id)
 {
-	const struct netns_rst *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
-	for (size_t i = 0; n && i < n->nheld; i++)
-		if (n->held[i].e->id == id)
-			return n->held[i].fd;
-	return -1;
+	const struct one_ns *o = by_id(ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL, id);
+	return o ? o->fd : -1;
 }
 
 static void to_addr(const NetnsAddr *m, int index, struct rtnl_addr *a)
@@ -195,10 +252,10 @@ static int add_pair(const struct netns_rst *n, const NetnsLink *l, const char *h
 			     l->has_mac ? l->mac.data : NULL, (int)l->index, n->verify ? -1 : in_ns);
 }
 
-/* A veth pair: the container's end inside (in), the host end in ckpt's
+/* A veth pair: the container's end inside (o), the host end in ckpt's
  * namespace (host) or, for a dry run beside the original, inside too. */
 static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o, size_t i,
-		     struct rtnl *in, struct rtnl *host, int in_ns)
+		     struct rtnl *host)
 {
 	const NetnsLink *l = o->e->links[i];
 	char tmp[IF_NAMESIZE];
@@ -207,11 +264,11 @@ static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o,
 	/* right after checkpoint --kill the killed container's namespace, and
 	 * its host end with it, may still be going (the kernel's cleanup runs
 	 * once the last socket of it is closed): wait a little for the name */
-	int r = add_pair(n, l, hname, in, host, in_ns);
+	int r = add_pair(n, l, hname, &o->in, host, o->fd);
 	for (int waited = 0; r == -EEXIST && !n->verify && waited < 5000; waited += 10) {
 		usleep(10000);
 		if (!if_nametoindex(hname))
-			r = add_pair(n, l, hname, in, host, in_ns);
+			r = add_pair(n, l, hname, &o->in, host, o->fd);
 	}
 	if (r < 0)
 		return log_fail(&ctx->log, r, "network namespace link %s (veth): cannot make it with "
@@ -230,24 +287,85 @@ static int make_veth(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o,
 	return add_addrs(ctx, host, l->peer_name, h.index, l->peer_addrs, l->n_peer_addrs);
 }
 
+/* The namespace of the other end of a veth between two of the image's. */
+static struct one_ns *peer_ns(struct netns_rst *n, const NetnsLink *l)
+{
+	return l->peer_netns ? by_id(n, l->peer_netns) : n->own.e ? &n->own : NULL;
+}
+
+/* Where o comes in the order the namespaces are made: the others, then own. */
+static size_t order(const struct netns_rst *n, const struct one_ns *o)
+{
+	return o == &n->own ? n->nheld : (size_t)(o - n->held);
+}
+
+/* Each veth between two namespaces of the image names one whose link of
+ * that name names it back. */
+static bool pairs_ok(struct netns_rst *n, struct one_ns *o)
+{
+	uint32_t me = o == &n->own ? 0 : o->e->id;
+	for (size_t i = 0; i < o->e->n_links; i++) {
+		const NetnsLink *l = o->e->links[i];
+		if (!l->has_peer_netns)
+			continue;
+		struct one_ns *p = peer_ns(n, l);
+		const NetnsLink *pl = p ? netns_link_named(p->e, l->peer_name) : NULL;
+		if (!p || p == o || !pl || strcmp(l->kind, "veth") || strcmp(pl->kind, "veth") ||
+		    !pl->has_peer_netns || pl->peer_netns != me || strcmp(pl->peer_name, l->name) ||
+		    l->n_peer_addrs || l->peer_nat)
+			return false;
+	}
+	return true;
+}
+
+/* A veth between two namespaces of the image: made once, both ends with
+ * their names, macs and indexes, from the one made last. */
+static int make_inner(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o,
+		      const NetnsLink *l)
+{
+	struct one_ns *p = peer_ns(n, l);
+	if (order(n, o) < order(n, p))
+		return 0;
+	const NetnsLink *pl = netns_link_named(p->e, l->peer_name);
+	int r = rtnl_veth_add_at(&o->in, l->name, l->has_mac ? l->mac.data : NULL, (int)l->index,
+				 pl->name, pl->has_mac ? pl->mac.data : NULL, (int)pl->index, p->fd);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "network namespace link %s (veth): cannot make it with "
+				"its other end %s in another namespace of the image: %s", l->name,
+				pl->name, strerror(-r));
+	return 0;
+}
+
+/* o's veth pairs (its other links are there already). */
 static int make_links(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o,
-		      struct rtnl *in, struct rtnl *host, int in_ns)
+		      struct rtnl *host)
+{
+	for (size_t i = 0; i < o->e->n_links; i++) {
+		const NetnsLink *l = o->e->links[i];
+		int r = strcmp(l->kind, "veth")	   ? 0
+			: l->has_peer_netns ? make_inner(ctx, n, o, l)
+					    : make_veth(ctx, n, o, i, host);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Each link of o, every pair made: its index checked, mtu, state, addresses. */
+static int set_links(struct rst_ctx *ctx, struct one_ns *o)
 {
 	for (size_t i = 0; i < o->e->n_links; i++) {
 		const NetnsLink *l = o->e->links[i];
 		struct rtnl_link got;
-		int r = strcmp(l->kind, "veth") ? 0 : make_veth(ctx, n, o, i, in, host, in_ns);
-		if (r < 0)
-			return r;
-		r = rtnl_link_get(in, 0, l->name, &got);
+		int r = rtnl_link_get(&o->in, 0, l->name, &got);
 		if (r >= 0 && (unsigned)got.index != l->index)
 			r = -EADDRNOTAVAIL;
 		if (r >= 0)
-			r = rtnl_link_set(in, got.index, l->mtu, l->up);
+			r = rtnl_link_set(&o->in, got.index, l->mtu, l->up);
 		if (r < 0)
 			return log_fail(&ctx->log, r, "network namespace link %s (index %u): %s", l->name,
 					l->index, strerror(-r));
-		r = add_addrs(ctx, in, l->name, got.index, l->addrs, l->n_addrs);
+		r = add_addrs(ctx, &o->in, l->name, got.index, l->addrs, l->n_addrs);
 		if (r < 0)
 			return r;
 	}
@@ -284,75 +402,93 @@ static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in
 	return 0;
 }
 
-/* Back to ckpt's own namespace (the new one lives on in what is in it). */
-static int leave(struct netns_rst *n)
+/* ckpt's thread back to its own namespace; it cannot fail (it is ours). */
+static void back(const struct netns_rst *n)
 {
-	if (n->host_ns < 0)
-		return 0;
-	int r = setns(n->host_ns, CLONE_NEWNET) < 0 ? -errno : 0;
-	close(n->host_ns);
-	n->host_ns = -1;
-	return r;
+	if (setns(n->host_ns, CLONE_NEWNET) < 0)
+		abort();
 }
 
-/* ckpt's thread enters a new namespace and makes o there; it stays in it. */
-static int make_ns(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o, struct rtnl *host)
+/* A new namespace for o (ckpt's thread unshares, then goes back): its fd,
+ * a netlink socket in it, the sysctls outside the links' directories. */
+static int new_ns(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o)
 {
-	struct rtnl in = { 0 };
 	if (unshare(CLONE_NEWNET) < 0)
 		return log_fail(&ctx->log, -errno, "cannot make a network namespace: %m");
-	_cleanup_close_ int in_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	int r = in_ns < 0 ? -errno : rtnl_open(&in);
+	o->fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int r = o->fd < 0 ? -errno : rtnl_open(&o->in);
 	if (r < 0)
 		log_error(&ctx->log, "no netlink socket in the new network namespace: %s",
 			  strerror(-r));
 	/* the thread is in the new namespace: /proc/sys/net is its */
 	if (r >= 0)
 		r = netns_sysctls_write(ctx, o->e, true);
+	back(n);
+	return r;
+}
+
+/* o's links all made: its routes, rules, the links' sysctls, nftables. */
+static int fill_ns(struct rst_ctx *ctx, struct netns_rst *n, struct one_ns *o)
+{
+	int r = make_routes(ctx, o->e, &o->in);
 	if (r >= 0)
-		r = make_links(ctx, n, o, &in, host, in_ns);
-	if (r >= 0)
-		r = make_routes(ctx, o->e, &in);
-	if (r >= 0)
-		r = netns_rules_write(ctx, o->e, &in);
-	if (r >= 0)
+		r = netns_rules_write(ctx, o->e, &o->in);
+	if (r >= 0 && setns(o->fd, CLONE_NEWNET) < 0)
+		r = log_fail(&ctx->log, -errno, "cannot enter the new network namespace: %m");
+	else if (r >= 0) {
 		r = netns_sysctls_write(ctx, o->e, false);
-	if (r >= 0)
-		r = netns_nft_write(ctx, o->e);
-	rtnl_close(&in);
-	if (r >= 0 && o->e->held && (o->fd = dup(in_ns)) < 0)
-		r = -errno;
+		if (r >= 0)
+			r = netns_nft_write(ctx, o->e);
+		back(n);
+	}
+	rtnl_close(&o->in);
 	if (r >= 0)
 		log_info(&ctx->log, "network namespace%s made: %zu link(s), %zu route(s)",
-			 o->e->held ? " (held by a namespace file)" : "", o->e->n_links,
-			 o->e->n_routes);
+			 o == &n->own ? "" : " (of tasks or held by a namespace file)",
+			 o->e->n_links, o->e->n_routes);
 	return r;
+}
+
+/* The k-th namespace to make: the others, then the root's own (if any). */
+static struct one_ns *nth(struct netns_rst *n, size_t k)
+{
+	return k < n->nheld ? &n->held[k] : k == n->nheld && n->own.e ? &n->own : NULL;
 }
 
 int netns_prepare(struct rst_ctx *ctx)
 {
 	struct netns_rst *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	struct one_ns *o;
 	if (!n)
 		return 0;
 	n->verify = ctx->flags & RESTART_VERIFY;
+	for (size_t k = 0; (o = nth(n, k)); k++)
+		if (!pairs_ok(n, o))
+			return log_fail(&ctx->log, -EINVAL, "network namespace %u: a veth pair to "
+					"another namespace of the image that is not one",
+					o == &n->own ? 0 : o->e->id);
 	struct rtnl host = { 0 };
 	n->host_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	int r = n->host_ns < 0 ? -errno : rtnl_open(&host);
-	if (r < 0) {
-		close(n->host_ns);
-		n->host_ns = -1;
+	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot make a network namespace: %s", strerror(-r));
-	}
-	/* the held ones, each left at once; then the root's, where ckpt's
-	 * thread stays until "spawn root" (or the end) */
-	for (size_t i = 0; r >= 0 && i < n->nheld; i++) {
-		r = make_ns(ctx, n, &n->held[i], &host);
-		if (setns(n->host_ns, CLONE_NEWNET) < 0) /* cannot happen: it is our own */
-			abort();
-	}
-	if (r >= 0 && n->own.e)
-		r = make_ns(ctx, n, &n->own, &host);
+	/* every namespace, then every pair (its ends may be in two), then the
+	 * links set, then what goes through them; ckpt's thread stays in the
+	 * root's (if it has one of its own) until "spawn root" (or the end) */
+	for (size_t k = 0; r >= 0 && (o = nth(n, k)); k++)
+		r = new_ns(ctx, n, o);
+	for (size_t k = 0; r >= 0 && (o = nth(n, k)); k++)
+		r = make_links(ctx, n, o, &host);
+	for (size_t k = 0; r >= 0 && (o = nth(n, k)); k++)
+		r = set_links(ctx, o);
+	for (size_t k = 0; r >= 0 && (o = nth(n, k)); k++)
+		r = fill_ns(ctx, n, o);
 	rtnl_close(&host);
+	if (r >= 0 && n->own.e) {
+		if (setns(n->own.fd, CLONE_NEWNET) < 0)
+			return log_fail(&ctx->log, -errno, "cannot enter the new network namespace: %m");
+		n->away = true;
+	}
 	return r;
 }
 
@@ -376,19 +512,19 @@ static int remake_nat(struct rst_ctx *ctx, const NetnsLink *l)
 int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root)
 {
 	struct netns_rst *n = root->kstate[KIND_netns];
+	struct one_ns *o;
 	if (!n)
 		return 0;
-	int r = leave(n);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "cannot go back to ckpt's network namespace: %s",
-				strerror(-r));
+	if (n->away) {
+		back(n);
+		n->away = false;
+	}
 	if (n->verify)
 		return 0;
 	struct rtnl host = { 0 };
-	r = rtnl_open(&host);
-	for (size_t k = 0; r >= 0 && k <= n->nheld; k++) {
-		const struct one_ns *o = k < n->nheld ? &n->held[k] : &n->own;
-		for (size_t i = 0; r >= 0 && o->e && i < o->e->n_links; i++) {
+	int r = rtnl_open(&host);
+	for (size_t k = 0; r >= 0 && (o = nth(n, k)); k++) {
+		for (size_t i = 0; r >= 0 && i < o->e->n_links; i++) {
 			const NetnsLink *l = o->e->links[i];
 			if (o->index[i] && l->peer_up &&
 			    (r = rtnl_link_set(&host, o->index[i], 0, true)) < 0)
@@ -402,20 +538,64 @@ int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root)
 	return r;
 }
 
+/* The fd of the namespace t is to be in (ckpt's), t forked: its own, or
+ * the root's; a ghost or a zombie stays in its creator's. */
+static int target_fd(struct rst_ctx *ctx, const struct netns_rst *n, const struct rst_task *t)
+{
+	while ((t->ghost || t->zombie) && t->creator >= 0)
+		t = &ctx->tasks[t->creator];
+	const struct netns_tref *ref = t->kstate[KIND_netns];
+	if (ref && ref->tag == NETNS_TREF)
+		return ref->m->caller ? n->host_ns : by_id((struct netns_rst *)n, ref->m->netns)->fd;
+	return n->own.e ? n->own.fd : n->host_ns;
+}
+
+int netns_forked(struct rst_ctx *ctx, struct rst_task *t)
+{
+	const struct netns_rst *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	if (!n || t->creator < 0 || t->ghost || t->zombie)
+		return 0;
+	int want = target_fd(ctx, n, t), had = target_fd(ctx, n, &ctx->tasks[t->creator]);
+	if (want == had)
+		return 0;
+	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, want);
+	long e = rfd < 0 ? rfd : puppet_syscall(&t->pup, SYS_setns, rfd, CLONE_NEWNET);
+	if (rfd >= 0)
+		(void)puppet_syscall(&t->pup, SYS_close, rfd);
+	if (e < 0)
+		return log_fail(&ctx->log, (int)e, "pid %d: cannot enter its network namespace: %s",
+				t->pid, strerror((int)-e));
+	log_debug(&ctx->log, "pid %d: in its network namespace", t->pid);
+	return 0;
+}
+
 void netns_free_rstate(void *state)
 {
 	struct netns_rst *n = state;
+	struct one_ns *o;
 	if (!n)
 		return;
+	if (n->tag == NETNS_TREF) {
+		struct netns_tref *ref = state;
+		if (ref->m)
+			protobuf_c_message_free_unpacked(&ref->m->base, NULL);
+		free(ref);
+		return;
+	}
 	/* a restart that failed before "spawn root": ckpt's own namespace again */
-	if (leave(n) < 0)
-		abort();
-	for (size_t k = 0; k <= n->nheld && k <= HELD_MAX; k++) {
-		struct one_ns *o = k < n->nheld ? &n->held[k] : &n->own;
+	if (n->away)
+		back(n);
+	if (n->host_ns >= 0)
+		close(n->host_ns);
+	for (size_t k = 0; k <= n->nheld; k++) {
+		if (!(o = k < n->nheld ? &n->held[k] : &n->own))
+			continue;
+		rtnl_close(&o->in);
 		if (o->fd >= 0)
 			close(o->fd);
 		if (o->e)
 			protobuf_c_message_free_unpacked(&o->e->base, NULL);
 	}
+	free(n->held);
 	free(n);
 }

@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A network namespace of the tree's own: the root's, when it is not
- * ckpt's (`ckpt run --net`). Every task (and thread) of the tree must be
- * in the root's namespace. One record (NetnsEntry) of the root; and one
- * for each network namespace no task is in that namespace files hold
- * (netns_hold, called by the nsfile kind: held, with an id), made at
- * restart before the root's, the same way.
+ * Network namespaces: the tree's own, its root's, when it is not ckpt's
+ * (`ckpt run --net`); those of other tasks; those no task is in that
+ * namespace files hold. Every thread must be in its process's namespace.
+ * The root's kstate holds a list: the root's own namespace first (if
+ * any), then every other one once, each with an id (1, 2...): held by
+ * namespace files (netns_hold, called by the nsfile kind) or the namespace
+ * of a task (task_netns, at the task's collect). Each is one NetnsEntry
+ * record of the root; a task (not the root) in another namespace than the
+ * root's has a NetnsTask naming its id (or ckpt's namespace). At restart
+ * all are made at prepare, the others before the root's, and each task
+ * enters its own right after its fork (netns_forked, step "forked").
  *
  * Checkpoint (collect, the root): through a rtnetlink socket opened in the
  * namespace (ckpt's thread enters it for that instant, and to read the
  * sysctls under /proc/sys/net, which show the reader's namespace):
  * - links: loopback and veth only, any other kind refused by name. A veth's
- *   other end must be in ckpt's namespace (the host end of ckpt run --net):
- *   its name, mac, mtu, up state and addresses are saved with it;
+ *   other end must be in ckpt's namespace (the host end of ckpt run --net:
+ *   its name, mac, mtu, up state and addresses are saved with it) or in
+ *   another namespace of the image (found at collect end by the id the
+ *   namespace gives the other, NetnsLink.peer_netns);
  * - each link's index, mac, mtu, up state and addresses, but those the
  *   kernel makes itself (127.0.0.1/8 and ::1 on loopback, IPv6 link-local
  *   addresses, which the restored mac gives back);
@@ -38,7 +45,13 @@
  * veth pairs, host ends included) goes with the last reference to it.
  * A dry run beside the live original (RESTART_VERIFY) makes each pair with
  * both ends in the new namespace and the host end unconfigured, so that
- * nothing of the host's changes.
+ * nothing of the host's changes. With several namespaces (netns-rst.c):
+ * each is made first (unshare, an fd kept, back to ckpt's), then every
+ * veth pair (one between two namespaces of the image from the one made
+ * last, both ends with their names, macs and indexes), then the links
+ * set, then each one's routes, rules, sysctls and nftables; ckpt's thread
+ * then enters the root's. The inet kind makes a socket of another
+ * namespace in it (netns_rst_enter).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -63,7 +76,7 @@
 #include "netns.pb-c.h"
 #include "util/cleanup.h"
 
-enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1) };
+enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1), NETNS_TASK = REC_TYPE(KID_netns, 2) };
 
 #define LINKS_MAX 16
 #define ADDRS_MAX 64  /* of each end of a link */
@@ -81,6 +94,10 @@ struct link_buf {
 	uint8_t mac[6], peer_mac[6];
 	NetnsAddr *addrs[ADDRS_MAX], *peer_addrs[ADDRS_MAX];
 	struct addr_buf a[ADDRS_MAX], pa[ADDRS_MAX];
+	/* a veth whose other end is not in ckpt's namespace: the id of that
+	 * end's namespace here (IFLA_LINK_NETNSID), found at collect end */
+	int peer_nsid;
+	bool pending;
 };
 
 struct route_buf {
@@ -88,7 +105,17 @@ struct route_buf {
 	uint8_t dst[16], gw[16], src[16];
 };
 
+/* What a task's kstate[KIND_netns] holds: the root's, a list of
+ * namespaces (struct netns_ckpt); another task's, a NetnsTask. */
+enum { NETNS_LIST = 1, NETNS_TREF };
+
+struct netns_tref {
+	int tag; /* NETNS_TREF */
+	NetnsTask m;
+};
+
 struct netns_ckpt {
+	int tag; /* NETNS_LIST */
 	NetnsEntry e;
 	NetnsLink *links[LINKS_MAX];
 	NetnsRoute *routes[ROUTES_MAX];
@@ -103,8 +130,11 @@ struct netns_ckpt {
 	 * holds the namespace, so that after --kill its links are cut before
 	 * it can die (netns_after_kill) */
 	struct rtnl in;
+	int nsfd; /* the namespace */
+	uint64_t cookie; /* its sockets' SO_NETNS_COOKIE (0: unknown) */
 	/* the root's kstate is the first of a list: the root's own namespace
-	 * (held false) if it has one, then those held by namespace files only */
+	 * (held false) if it has one, then the others, each with an id (held
+	 * true): those held by namespace files only, and those of tasks */
 	bool held;
 	struct netns_ckpt *next;
 };
@@ -118,14 +148,20 @@ static int ns_ident(pid_t pid, struct stat *st)
 	return stat(path, st) < 0 ? -errno : 0;
 }
 
-bool netns_saved(struct ckpt_ctx *ctx, pid_t pid)
+/* The root's own namespace's entry, or NULL (the root is in ckpt's). */
+static const struct netns_ckpt *own_of(struct ckpt_ctx *ctx)
 {
 	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	return n && !n->held ? n : NULL;
+}
+
+bool netns_saved(struct ckpt_ctx *ctx, pid_t pid)
+{
+	const struct netns_ckpt *n = own_of(ctx);
 	struct stat st;
-	if (proc_same_netns(pid))
-		return true;
-	return n && !n->held && ns_ident(pid, &st) == 0 && st.st_dev == n->dev &&
-	       st.st_ino == n->ino;
+	if (!n)
+		return proc_same_netns(pid);
+	return ns_ident(pid, &st) == 0 && st.st_dev == n->dev && st.st_ino == n->ino;
 }
 
 /* A socket's namespace cookie (SO_NETNS_COOKIE), 0 if none. */
@@ -138,8 +174,8 @@ static uint64_t sock_cookie(int s)
 
 uint64_t netns_tree_cookie(struct ckpt_ctx *ctx)
 {
-	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
-	if (n && !n->held)
+	const struct netns_ckpt *n = own_of(ctx);
+	if (n)
 		return n->in.nl ? sock_cookie(mnl_socket_get_fd(n->in.nl)) : 0;
 	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	uint64_t c = s < 0 ? 0 : sock_cookie(s);
@@ -197,6 +233,7 @@ static int note_link(const struct rtnl_link *l, void *arg)
 		b->m.mac = (ProtobufCBinaryData){ 6, b->mac };
 	}
 	b->peer_index = lo ? 0 : l->peer_other_ns ? l->peer : -1;
+	b->peer_nsid = l->peer_nsid;
 	return 0;
 }
 
@@ -362,13 +399,23 @@ static int dumped(struct netns_ckpt *n, int r, const char *what)
 	return 0;
 }
 
-/* What the namespace holds, read through in (its) and host (ckpt's). */
+/* What the namespace holds, read through in (its) and host (ckpt's). A
+ * veth whose other end is in another namespace than ckpt's (by the id the
+ * namespace gives ckpt's) is left pending, for collect end. */
 static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 {
 	int r = dumped(n, rtnl_links(in, note_link, n), "links");
-	for (size_t i = 0; r >= 0 && i < n->e.n_links; i++)
-		if (n->l[i].peer_index)
-			r = host_end(n, host, &n->l[i]);
+	_cleanup_close_ int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int host_nsid = self < 0 ? -EBADF : rtnl_nsid(in, self);
+	for (size_t i = 0; r >= 0 && i < n->e.n_links; i++) {
+		struct link_buf *b = &n->l[i];
+		/* without ids (an old kernel), the host's or refused, as before */
+		if (b->peer_index > 0 && (host_nsid >= 0 || host_nsid == -ENOENT) &&
+		    b->peer_nsid != host_nsid)
+			b->pending = true;
+		else if (b->peer_index)
+			r = host_end(n, host, b);
+	}
 	if (r >= 0)
 		r = dumped(n, rtnl_addrs(in, note_addr, n), "addresses");
 	if (r >= 0)
@@ -383,8 +430,7 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 	return r;
 }
 
-/* Every thread in its process's namespace, every process in the root's
- * (which is ckpt's, or the one this kind saves): else refused by pid. */
+/* Every thread in its process's namespace: else refused by pid and thread. */
 static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct stat st, ts;
@@ -403,13 +449,6 @@ static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 					t->threads[j].pid, (unsigned long)ts.st_ino,
 					(unsigned long)st.st_ino);
 	}
-	struct task *root = &ctx->tasks[0];
-	if (r >= 0 && t != root && (r = ns_ident(root->pid, &ts)) >= 0 &&
-	    (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev))
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: in another network namespace (net:[%lu]) than the tree's "
-				"root (net:[%lu]); not supported", t->pid, (unsigned long)st.st_ino,
-				(unsigned long)ts.st_ino);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its network namespace: %s", t->pid,
 				strerror(-r));
@@ -426,7 +465,10 @@ static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat
 	struct netns_ckpt *n = calloc(1, sizeof(*n));
 	if (!(*ret = n))
 		return -ENOMEM;
+	n->tag = NETNS_LIST;
 	netns_entry__init(&n->e);
+	if ((n->nsfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return -errno;
 	n->e.links = n->links;
 	n->e.routes = n->routes;
 	n->dev = st->st_dev;
@@ -437,8 +479,10 @@ static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat
 	int r = open_inside(n, fd, &n->in);
 	if (r >= 0 && (r = rtnl_open(&host)) < 0)
 		log_error(&ctx->log, "cannot open a netlink socket: %s", strerror(-r));
-	if (r >= 0)
+	if (r >= 0) {
+		n->cookie = sock_cookie(mnl_socket_get_fd(n->in.nl));
 		r = read_netns(n, &n->in, &host);
+	}
 	/* after refusals too, to name every one */
 	int r2 = r >= 0 || r == n->err ? netns_nft_read(&ctx->log, pid, fd, &n->e) : 0;
 	if (r >= 0)
@@ -447,13 +491,83 @@ static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat
 	return r;
 }
 
+/*
+ * A namespace other than the root's (nsfd, st), of a task or held by fd
+ * fd of pid (fd -1: pid is in it): the one of the root's list that is
+ * it, or saved at the list's end with the next id. Its id in *id.
+ */
+static int extra_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, int nsfd, const struct stat *st,
+		       uint32_t *id)
+{
+	struct task *root = &ctx->tasks[0];
+	struct netns_ckpt **at = (struct netns_ckpt **)&root->kstate[KIND_netns];
+	uint32_t n_extra = 0;
+	for (; *at; at = &(*at)->next) {
+		if ((*at)->dev == st->st_dev && (*at)->ino == st->st_ino && (*at)->held) {
+			*id = (*at)->e.id;
+			return 0;
+		}
+		n_extra += (*at)->held;
+	}
+	int r = save_netns(ctx, pid, nsfd, st, at);
+	if (!*at)
+		return r;
+	(*at)->held = true;
+	(*at)->e.has_held = (*at)->e.held = true;
+	(*at)->e.has_id = true;
+	*id = (*at)->e.id = n_extra + 1;
+	if (r >= 0 && fd >= 0)
+		log_info(&ctx->log, "pid %d fd %d: a network namespace no process is in (%u): %zu "
+			 "link(s), %zu route(s)", pid, fd, *id, (*at)->e.n_links, (*at)->e.n_routes);
+	else if (r >= 0)
+		log_info(&ctx->log, "pid %d: in a network namespace other than the root's (%u): %zu "
+			 "link(s), %zu route(s)", pid, *id, (*at)->e.n_links, (*at)->e.n_routes);
+	return r;
+}
+
+/* A task other than the root in another namespace than the root's: its
+ * NetnsTask (the namespace saved once, by extra_netns, or ckpt's). */
+static int task_netns(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct stat st, rs;
+	int r = ns_ident(t->pid, &st);
+	if (r >= 0)
+		r = ns_ident(ctx->tasks[0].pid, &rs);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its network namespace: %s", t->pid,
+				strerror(-r));
+	if (st.st_dev == rs.st_dev && st.st_ino == rs.st_ino)
+		return 0;
+	struct netns_tref *ref = calloc(1, sizeof(*ref));
+	if (!ref)
+		return -ENOMEM;
+	ref->tag = NETNS_TREF;
+	netns_task__init(&ref->m);
+	t->kstate[KIND_netns] = ref;
+	if (proc_same_netns(t->pid)) {
+		ref->m.has_caller = ref->m.caller = true;
+		log_info(&ctx->log, "pid %d: in ckpt's network namespace, not the root's", t->pid);
+		return 0;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", t->pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: cannot open its network namespace: %m",
+				t->pid);
+	ref->m.has_netns = true;
+	return extra_netns(ctx, t->pid, -1, fd, &st, &ref->m.netns);
+}
+
 static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct task *root = &ctx->tasks[0];
 	struct stat st;
 	int r = same_netns(ctx, t);
-	if (r < 0 || t != root)
+	if (r < 0 || t->zombie)
 		return r;
+	if (t != root)
+		return task_netns(ctx, t);
 	if (proc_same_netns(t->pid))
 		return 0;
 	char path[64];
@@ -477,7 +591,6 @@ static int netns_collect(struct ckpt_ctx *ctx, struct task *t)
 
 int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
 {
-	struct task *root = &ctx->tasks[0];
 	char path[64];
 	struct stat st;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
@@ -485,36 +598,77 @@ int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
 	if (nsfd < 0 || fstat(nsfd, &st) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot open its network namespace: "
 				"%m", pid, fd);
-	struct netns_ckpt **at = (struct netns_ckpt **)&root->kstate[KIND_netns];
-	uint32_t n_held = 0;
-	for (; *at; at = &(*at)->next) {
-		if ((*at)->dev == st.st_dev && (*at)->ino == st.st_ino && (*at)->held) {
-			*id = (*at)->e.id;
+	return extra_netns(ctx, pid, fd, nsfd, &st, id);
+}
+
+int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cookie)
+{
+	struct stat st;
+	*id = 0;
+	if (netns_saved(ctx, pid)) {
+		*cookie = netns_tree_cookie(ctx);
+		return 0;
+	}
+	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	for (; n && ns_ident(pid, &st) == 0; n = n->next)
+		if (n->held && n->dev == st.st_dev && n->ino == st.st_ino) {
+			*id = n->e.id;
+			*cookie = n->cookie;
 			return 0;
 		}
-		n_held += (*at)->held;
-	}
-	if (n_held == 8)
-		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d: more than 8 network namespaces "
-				"no process is in", pid, fd);
-	int r = save_netns(ctx, pid, nsfd, &st, at);
-	if (!*at)
-		return r;
-	(*at)->held = true;
-	(*at)->e.has_held = (*at)->e.held = true;
-	(*at)->e.has_id = true;
-	*id = (*at)->e.id = n_held + 1;
-	if (r >= 0)
-		log_info(&ctx->log, "pid %d fd %d: a network namespace no process is in (%u): %zu "
-			 "link(s), %zu route(s)", pid, fd, *id, (*at)->e.n_links, (*at)->e.n_routes);
-	return r;
+	return -EOPNOTSUPP;
 }
 
 static int netns_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	int r = 0;
+	const struct netns_tref *ref = t->kstate[KIND_netns];
+	if (ref && ref->tag == NETNS_TREF)
+		return ctx_write_msg(ctx, NETNS_TASK, &ref->m.base);
 	for (struct netns_ckpt *n = t->kstate[KIND_netns]; r >= 0 && n; n = n->next)
 		r = ctx_write_msg(ctx, NETNS_ENTRY, &n->e.base);
+	return r;
+}
+
+/*
+ * A veth of n whose other end is in another namespace of the image: m,
+ * the one n gives the id b->peer_nsid, whose link b->peer_index is a veth
+ * pointing back. Its NetnsLink names m (its id, 0 the root's own) and the
+ * other end; false if no namespace of the image has it.
+ */
+static bool peer_in_image(struct netns_ckpt *list, struct netns_ckpt *n, struct link_buf *b)
+{
+	for (struct netns_ckpt *m = list; m; m = m->next) {
+		struct rtnl_link p;
+		struct link_buf *pb;
+		if (m == n || rtnl_nsid(&n->in, m->nsfd) != b->peer_nsid ||
+		    rtnl_link_get(&m->in, b->peer_index, NULL, &p) < 0 || strcmp(p.kind, "veth") ||
+		    p.peer != (int)b->m.index || !p.peer_other_ns || !(pb = link_of(m, p.index)))
+			continue;
+		memcpy(b->peer_name, pb->name, sizeof(b->peer_name));
+		b->m.peer_name = b->peer_name;
+		b->m.has_peer_netns = true;
+		b->m.peer_netns = m->held ? m->e.id : 0;
+		return true;
+	}
+	return false;
+}
+
+/* Collect end: every namespace read; the veth pairs between two of them. */
+static int netns_collect_end(struct ckpt_ctx *ctx)
+{
+	struct netns_ckpt *list = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	int r = 0;
+	for (struct netns_ckpt *n = list; n; n = n->next)
+		for (size_t i = 0; i < n->e.n_links; i++) {
+			struct link_buf *b = &n->l[i];
+			if (!b->pending || peer_in_image(list, n, b))
+				continue;
+			r = log_fail(&ctx->log, -EOPNOTSUPP,
+				     "pid %d: network namespace link %s (veth): its other end is "
+				     "neither in ckpt's network namespace nor in one the image holds",
+				     n->root, b->name);
+		}
 	return r;
 }
 
@@ -554,8 +708,14 @@ static void netns_after_kill(struct ckpt_ctx *ctx)
 static void netns_free_state(void *state)
 {
 	struct netns_ckpt *n = state;
+	if (n && n->tag == NETNS_TREF) {
+		free(state);
+		return;
+	}
 	while (n) {
 		struct netns_ckpt *next = n->next;
+		if (n->nsfd > 0)
+			close(n->nsfd);
 		rtnl_close(&n->in);
 		netns_sysctls_free(&n->e);
 		netns_rules_free(&n->e);
@@ -569,17 +729,21 @@ static void netns_free_state(void *state)
 
 static const ProtobufCMessageDescriptor *netns_descriptor(uint32_t sub)
 {
-	return sub == REC_SUB(NETNS_ENTRY) ? &netns_entry__descriptor : NULL;
+	return sub == REC_SUB(NETNS_ENTRY)  ? &netns_entry__descriptor
+	       : sub == REC_SUB(NETNS_TASK) ? &netns_task__descriptor
+					    : NULL;
 }
 
 const struct kind_ops netns_ops = {
 	.collect = netns_collect,
+	.collect_end = netns_collect_end,
 	.dump = netns_dump,
 	.check_restore = netns_check_restore,
 	.after_kill = netns_after_kill,
 	.load = netns_load,
 	.prepare = netns_prepare,
 	.root_spawned = netns_root_spawned,
+	.forked = netns_forked,
 	.free_state = netns_free_state,
 	.free_rstate = netns_free_rstate,
 	.descriptor = netns_descriptor,

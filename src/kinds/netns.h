@@ -27,6 +27,13 @@ bool netns_saved(struct ckpt_ctx *ctx, pid_t pid);
 uint64_t netns_tree_cookie(struct ckpt_ctx *ctx);
 bool netns_sock_saved(uint64_t tree_cookie, int s);
 
+/* Checkpoint, pid collected: the network namespace of pid's sockets, *id
+ * 0 if it is the tree's (the root's), else the id of the one the image
+ * holds (a task's); *cookie, that namespace's cookie (0 if none).
+ * -EOPNOTSUPP for any other (ckpt's while the root has its own). */
+int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cookie)
+	__attribute__((warn_unused_result));
+
 /* Checkpoint: fd of pid is a network namespace no task of the image is in
  * (nor ckpt): saved once, as a held namespace; its id in *id. */
 int netns_hold(struct ckpt_ctx *ctx, pid_t pid, int fd, uint32_t *id)
@@ -66,9 +73,14 @@ const NetnsLink *netns_link_named(const NetnsEntry *e, const char *name);
 int netns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec);
 int netns_prepare(struct rst_ctx *ctx);
 int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root);
+int netns_forked(struct rst_ctx *ctx, struct rst_task *t);
 void netns_free_rstate(void *state);
 /* Restart: the held namespace of that id (NetnsEntry.id), made at prepare:
  * its fd (ckpt's, not to be closed), or -1. */
 int netns_held_fd(struct rst_ctx *ctx, uint32_t id);
+/* Restart, after prepare: ckpt's thread into the namespace of that id (0:
+ * the root's, where it is from prepare to "spawn root"), to make sockets
+ * there; -EINVAL if the image has none such. */
+int netns_rst_enter(struct rst_ctx *ctx, uint32_t id) __attribute__((warn_unused_result));
 
 #endif

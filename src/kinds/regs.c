@@ -7,14 +7,14 @@
  * = the call. The image keeps them raw; restore applies what the kernel
  * would do on return from a signal without a handler: ERESTARTSYS,
  * ERESTARTNOINTR and ERESTARTNOHAND restart the call (rip -= 2, rax =
- * orig_rax); ERESTART_RESTARTBLOCK (nanosleep, poll with a timeout, futex
- * wait) cannot be resumed in a new process, whose restart_block is empty,
- * so the call returns -EINTR (nanosleep has written the time left to its
- * rem argument by then).
+ * orig_rax); ERESTART_RESTARTBLOCK (nanosleep, poll, futex wait with a
+ * timeout) cannot be resumed in a new process, whose restart_block is
+ * empty, so the call is re-issued (restart_fixup).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
@@ -105,14 +105,40 @@ static int regs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
  * the kernel itself restarts the call, or makes it return EINTR if a
  * signal with a handler is delivered first, exactly as for the original.
  * ERESTART_RESTARTBLOCK would run restart_syscall() on the puppet's
- * restart_block, which is not the original's: it returns EINTR instead.
+ * restart_block, which is not the original's: it would return EINTR, which
+ * a program that installed no handler never gets from these calls (tail -f
+ * exits on it). The calls known are re-issued instead, as ERESTARTNOHAND
+ * (a handler still makes them return EINTR, as restart_syscall would):
+ * poll and futex with their arguments (a relative timeout starts again in
+ * full: later, never earlier, than asked; a futex word changed meanwhile
+ * makes it EAGAIN, which callers take as a wake-up); nanosleep and a
+ * relative clock_nanosleep with the time left, which the kernel wrote to
+ * their rem at the interruption (without rem, their request again). Any
+ * other (restart_syscall itself) returns -EINTR.
  */
 static void restart_fixup(struct user_regs_struct *r)
 {
-	if ((long)r->orig_rax >= 0 && (long)r->rax == -KERN_ERESTART_RESTARTBLOCK) {
+	if ((long)r->orig_rax < 0 || (long)r->rax != -KERN_ERESTART_RESTARTBLOCK)
+		return;
+	switch (r->orig_rax) {
+	case SYS_nanosleep: /* (req, rem) */
+		if (r->rsi)
+			r->rdi = r->rsi;
+		break;
+	case SYS_clock_nanosleep: /* (clock, flags, req, rem); TIMER_ABSTIME is
+				   * ERESTARTNOHAND already */
+		if (r->r10)
+			r->rdx = r->r10;
+		break;
+	case SYS_poll:
+	case SYS_futex:
+		break;
+	default:
 		r->rax = (uint64_t)-EINTR;
 		r->orig_rax = (uint64_t)-1;
+		return;
 	}
+	r->rax = (uint64_t)-KERN_ERESTARTNOHAND;
 }
 
 static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)

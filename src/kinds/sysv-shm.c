@@ -15,6 +15,19 @@
  * as SYSV_SHM_PAGES records tagged with the shmid, after the segment's
  * SYSV_SHM record. At restart they are copied into ckpt's attachment of
  * the new segment.
+ *
+ * A hugetlb segment (SHM_HUGETLB, on hugetlbfs) keeps its page size
+ * (SysvShmEntry.huge_page, the KernelPageSize of an attachment) and is
+ * made again with SHM_HUGETLB and that size (SHM_HUGE_<log2>); its
+ * attachments and pages are whole huge pages. Its contents are read with
+ * pread from ckpt's attachment's file (/proc/self/map_files): hugetlbfs
+ * reads a page that was never faulted in as zeros without allocating it,
+ * where reading through the mapping would take a huge page from the pool
+ * (and fault with SIGBUS for a SHM_NORESERVE segment when none is free);
+ * mincore sees a hugetlb page only in the caller's own page tables. Filled
+ * at restart through ckpt's attachment, as other segments, which takes
+ * the huge pages from the pool: a restart without free ones fails naming
+ * the segment.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +40,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/mm.h"
 #include "kinds/sysv.h"
 #include "util/cleanup.h"
 
@@ -61,16 +75,33 @@ static int add_seg(struct sysv_ckpt *s, int id, const struct shmid_ds *ds)
 	return 0;
 }
 
-/* SysV segments are made again by shmget and filled through ckpt's own
- * attachment, not on hugetlbfs (MAP_HUGETLB and MFD_HUGETLB memory is
- * saved: mm-huge.c) */
-#define SHM_HUGE_WHY                                                                               \
-	"a hugetlb (SHM_HUGETLB) SysV segment: not supported (ckpt makes segments again "          \
-	"without SHM_HUGETLB; hugetlb memory of MAP_HUGETLB and MFD_HUGETLB is supported)"
+#ifndef SHM_HUGE_SHIFT
+#define SHM_HUGE_SHIFT 26
+#endif
 
-/* Attaches segment id in ckpt a moment: is it of hugetlbfs? */
-static int check_hugetlb(struct ckpt_ctx *ctx, int id)
+/* What the segment's attachments and pages are a multiple of. */
+static uint64_t seg_align(const SysvShmEntry *e)
 {
+	return e->has_huge_page ? e->huge_page : PAGE;
+}
+
+/* A hugetlb segment's page size (bytes, smaps' KernelPageSize) into g,
+ * or its refusal. */
+static int set_huge(struct ckpt_ctx *ctx, struct shm_seg *g, uint64_t page_kb)
+{
+	uint64_t page = page_kb * 1024;
+	const char *no = mm_huge_refusal(page);
+	if (no)
+		return log_fail(&ctx->log, -EOPNOTSUPP, "shm id %d: %s", g->perm.id, no);
+	g->e.has_huge_page = true;
+	g->e.huge_page = page;
+	return 0;
+}
+
+/* Attaches segment g in ckpt a moment: is it of hugetlbfs? */
+static int check_hugetlb(struct ckpt_ctx *ctx, struct shm_seg *g)
+{
+	int id = g->perm.id;
 	void *a = shmat(id, NULL, SHM_RDONLY);
 	if (a == (void *)-1)
 		return log_fail(&ctx->log, -errno, "shm id %d: cannot attach it to read it: %s", id,
@@ -81,21 +112,19 @@ static int check_hugetlb(struct ckpt_ctx *ctx, int id)
 	if (r >= 0)
 		r = proc_parse_smaps(text, &v);
 	bool huge = false, found = false;
+	uint64_t page_kb = 0;
 	for (size_t i = 0; r >= 0 && i < v.n; i++)
 		if (v.v[i].start == (uint64_t)(uintptr_t)a) {
 			found = true;
 			huge = v.v[i].vmflags & VMF_HT;
+			page_kb = v.v[i].page_kb;
 		}
 	proc_vmas_free(&v);
 	shmdt(a);
 	if (r < 0 || !found)
 		return log_fail(&ctx->log, r < 0 ? r : -ENOENT,
 				"shm id %d: cannot find ckpt's own attachment of it", id);
-	if (huge)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"shm id %d: " SHM_HUGE_WHY,
-				id);
-	return 0;
+	return huge ? set_huge(ctx, g, page_kb) : 0;
 }
 
 int sysv_list_shm(struct sysv_ckpt *s)
@@ -116,7 +145,7 @@ int sysv_list_shm(struct sysv_ckpt *s)
 					strerror(errno));
 		int r = add_seg(s, id, &ds);
 		if (r >= 0)
-			r = check_hugetlb(ctx, id);
+			r = check_hugetlb(ctx, &s->shm[s->nshm - 1]);
 		if (r < 0)
 			return r;
 		if (s->rmid_forced && !ds.shm_nattch)
@@ -155,14 +184,11 @@ static int seg_of(struct ckpt_ctx *ctx, struct sysv_ckpt *s, struct task *t,
 		return log_fail(&ctx->log, -errno,
 				"pid %d vma %llx (%s): cannot read shm id %d: %s", t->pid,
 				(unsigned long long)pv->start, pv->path, id, strerror(errno));
-	if (pv->vmflags & VMF_HT)
-		return vma_fail(ctx, t, pv, -EOPNOTSUPP,
-				SHM_HUGE_WHY);
 	int r = add_seg(s, id, &ds);
 	if (r < 0)
 		return r;
 	*ret = &s->shm[s->nshm - 1];
-	return 0;
+	return pv->vmflags & VMF_HT ? set_huge(ctx, *ret, pv->page_kb) : 0;
 }
 
 /* One attachment: vmas i.. of t, the first at offset 0; returns the
@@ -179,7 +205,7 @@ static int note_attachment(struct ckpt_ctx *ctx, struct sysv_ckpt *s, struct tas
 		return vma_fail(ctx, t, pv, -EOPNOTSUPP,
 				"a part of a SysV shm attachment whose start is unmapped; not "
 				"supported");
-	uint64_t want = ALIGN_UP(g->e.size, PAGE), end = pv->start;
+	uint64_t want = ALIGN_UP(g->e.size, seg_align(&g->e)), end = pv->start;
 	size_t j = i;
 	while (j < t->vmas.n && vma_is_shm(&v[j]) && v[j].ino == pv->ino &&
 	       v[j].start == end && v[j].pgoff == end - pv->start && end - pv->start < want)
@@ -325,9 +351,62 @@ static int read_seg(void *arg, const struct pages_extent *x, size_t n, uint8_t *
 	return 0;
 }
 
+/* The page store's reader of a hugetlb segment: its file. */
+static int pread_seg(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
+{
+	int fd = *(const int *)arg;
+	for (size_t i = 0; i < n; i++) {
+		for (uint64_t done = 0; done < x[i].len;) {
+			ssize_t k =
+			    pread(fd, dst + done, x[i].len - done, (off_t)(x[i].off + done));
+			if (k <= 0)
+				return k < 0 ? -errno : -EIO;
+			done += (uint64_t)k;
+		}
+		dst += x[i].len;
+	}
+	return 0;
+}
+
+/* The pages of hugetlb segment g, read from its file: every huge page
+ * (the page store drops the zero ones, and a page never faulted in reads
+ * as zeros without being allocated). */
+static int dump_huge_pages(struct ckpt_ctx *ctx, const struct shm_seg *g)
+{
+	uint64_t len = ALIGN_UP(g->e.size, g->e.huge_page);
+	char path[64];
+	uint8_t *a = shmat(g->perm.id, NULL, SHM_RDONLY);
+	if (a == (void *)-1)
+		return log_fail(&ctx->log, -errno, "shm id %d: cannot attach it to read it: %s",
+				g->perm.id, strerror(errno));
+	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)a,
+		 (unsigned long)(a + len));
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int r = fd < 0 ? -errno : 0;
+	shmdt(a);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "shm id %d: cannot open its hugetlb file: %s",
+				g->perm.id, strerror(-r));
+	struct pages_writer pw;
+	r = ctx_pages_writer(ctx, &pw, SYSV_SHM_PAGES, (uint64_t)g->perm.id, pread_seg, &fd);
+	if (r < 0)
+		return r;
+	for (uint64_t off = 0; r >= 0 && off < len; off += g->e.huge_page)
+		r = pages_add(&pw, off, g->e.huge_page);
+	if (r >= 0)
+		r = pages_flush(&pw);
+	pages_writer_release(&pw);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "shm id %d: cannot write its pages to the image: %s",
+				g->perm.id, strerror(-r));
+	return 0;
+}
+
 /* The pages of segment g that exist, to the page store. */
 static int dump_pages(struct ckpt_ctx *ctx, const struct shm_seg *g, bool swapped)
 {
+	if (g->e.has_huge_page)
+		return dump_huge_pages(ctx, g);
 	uint64_t len = ALIGN_UP(g->e.size, PAGE);
 	size_t np = len / PAGE;
 	_cleanup_free_ unsigned char *vec = malloc(np ? np : 1);
@@ -381,7 +460,8 @@ int sysv_shm_dump(struct ckpt_ctx *ctx, struct sysv_ckpt *s)
 
 static bool shm_valid(const struct sysv_rst *s, const SysvShmEntry *e)
 {
-	if (!sysv_perm_ok(e->perm) || !e->size || e->size > SHM_SIZE_MAX || s->nshm >= MAX_OBJECTS)
+	if (!sysv_perm_ok(e->perm) || !e->size || e->size > SHM_SIZE_MAX ||
+	    s->nshm >= MAX_OBJECTS || (e->has_huge_page && !mm_huge_size_ok(e->huge_page)))
 		return false;
 	for (size_t i = 0; i < s->nshm; i++) {
 		const SysvShmEntry *o = s->shm[i].e;
@@ -405,10 +485,13 @@ int sysv_load_shm(struct rst_ctx *ctx, struct sysv_rst *s, const struct img_reco
 		    "record %u (sysv/shm): segment is not valid or repeats an id or key",
 		    rec->index);
 	}
-	struct shm_rst *n = realloc(s->shm, (s->nshm + 1) * sizeof(*n));
+	char what[32];
+	snprintf(what, sizeof(what), "shm id %d", e->perm->id);
+	int r = e->has_huge_page ? mm_huge_avail(&ctx->log, e->huge_page, what) : 0;
+	struct shm_rst *n = r < 0 ? NULL : realloc(s->shm, (s->nshm + 1) * sizeof(*n));
 	if (!n) {
 		sysv_shm_entry__free_unpacked(e, NULL);
-		return -ENOMEM;
+		return r < 0 ? r : -ENOMEM;
 	}
 	s->shm = n;
 	s->shm[s->nshm++] = (struct shm_rst){.e = e};
@@ -425,7 +508,7 @@ int sysv_load_shm_pages(struct rst_ctx *ctx, struct sysv_rst *s, const struct im
 	for (uint32_t i = 0; ok && i < c.n; i++)
 		ok = c.x[i].off % PAGE == 0 && c.x[i].len % PAGE == 0;
 	if (ok)
-		r = pages_set_add(&g->pages, &c, 0, ALIGN_UP(g->e->size, PAGE));
+		r = pages_set_add(&g->pages, &c, 0, ALIGN_UP(g->e->size, seg_align(g->e)));
 	if (!ok || r < 0)
 		return log_fail(&ctx->log, r == -ENOMEM ? r : -EINVAL,
 				"record %u (sysv/pages): damaged, out of order or outside its "
@@ -456,7 +539,7 @@ int sysv_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
 			continue;
 		}
 		const struct shm_rst *g = v->has_shm_id && mine ? find_rseg(s, v->shm_id) : NULL;
-		uint64_t want = g ? ALIGN_UP(g->e->size, PAGE) : 0, at = v->start;
+		uint64_t want = g ? ALIGN_UP(g->e->size, seg_align(g->e)) : 0, at = v->start;
 		size_t j = i;
 		while (g && v->shared && v->has_vmflags && !v->pgoff && j < e->n_vmas) {
 			const VmaEntry *w = e->vmas[j];
@@ -464,6 +547,8 @@ int sysv_vma_check(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
 			    w->owner != KID_sysv || !w->has_shm_id || w->shm_id != v->shm_id ||
 			    w->start != at || w->pgoff != at - v->start || !w->shared ||
 			    !w->has_vmflags || ((w->vmflags ^ v->vmflags) & VMF_MW) ||
+			    w->has_huge_page != g->e->has_huge_page ||
+			    (w->has_huge_page && w->huge_page != g->e->huge_page) ||
 			    at - v->start >= want)
 				break;
 			at = w->end;
@@ -508,7 +593,7 @@ int sysv_shm_check_free(struct rst_ctx *ctx, const struct sysv_rst *s)
 
 static int get_shm(const struct getter *g, int key, int flags)
 {
-	return shmget(key, g->size, flags);
+	return shmget(key, g->size, flags | g->flags);
 }
 static int rm_shm(int id)
 {
@@ -539,7 +624,9 @@ static int put_chunk(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g)
 {
 	const SysvPerm *p = g->e->perm;
-	struct getter get = {"shm", get_shm, rm_shm, g->e->size};
+	struct getter get = {"shm", get_shm, rm_shm, g->e->size, 0};
+	if (g->e->has_huge_page)
+		get.flags = SHM_HUGETLB | (__builtin_ctzll(g->e->huge_page) << SHM_HUGE_SHIFT);
 	uint64_t off;
 	int r = sysv_make_obj(ctx, &get, p);
 	if (r < 0)

@@ -52,7 +52,7 @@
  * against a process without one tells whether a task has a semaphore undo
  * list at all (a SEM_UNDO semop or creating a thread makes one), and such
  * a task is refused when its namespace has semaphore sets. hugetlb
- * segments are refused.
+ * segments (SHM_HUGETLB) are made again with their page size (sysv-shm.c).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -136,6 +136,7 @@ struct getter {
 	int (*get)(const struct getter *g, int key, int flags);
 	int (*rm)(int id);
 	uint64_t size; /* shm: bytes; sem: nsems */
+	int flags;     /* shm: SHM_HUGETLB and its page size, or 0 */
 };
 
 /* sysv.c: shared */

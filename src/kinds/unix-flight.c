@@ -379,8 +379,8 @@ int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!netns_saved(ctx, t->pid))
 		return log_fail(
 		    &ctx->log, -EOPNOTSUPP,
-		    "pid %d fd %d (unix socket:[%u]): in a network namespace the image "
-		    "does not hold (neither ckpt's nor the container's); not supported yet",
+		    "pid %d fd %d (unix socket:[%u]): of a process in another network "
+		    "namespace than the tree's root's; not supported yet",
 		    t->pid, fds[0].fd, fds[0].ino);
 	if ((r = unix_make_reg(ctx, &reg)) < 0)
 		return r;

@@ -41,6 +41,7 @@ struct rst_unix {
 	struct unix_table live; /* ckpt's namespace before anything was made */
 	bool have_live;
 	int anon; /* an unnamed dgram socket, to send as unnamed senders */
+	bool defer_ok; /* bind_all: a name may wait for root ready (u->deferred) */
 };
 
 #define RFAIL(st, u, r, fmt, ...)                                                                  \
@@ -189,6 +190,16 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 	int rc = mnt_rst_bind_unix(st->ctx, s, (const char *)e->name.data, e->path,
 				   e->has_path_mode ? (int)e->path_mode : -1, e->path_uid,
 				   e->path_gid);
+	if (rc == 2 && st->defer_ok && s == u->fd) {
+		u->deferred = true; /* bound at root ready (unix_root_ready) */
+		return 0;
+	}
+	if (rc == 2)
+		return RFAIL(st, u, -EOPNOTSUPP,
+			     "cannot bind %s before the container's mounts exist (a tmpfs of a "
+			     "container with a user namespace of its own), where a connection "
+			     "needs it; not supported yet",
+			     e->path);
 	if (rc <= 0)
 		return rc < 0 ? RFAIL(st, u, rc, "cannot bind %s in the container's mounts: %s",
 				      e->path, strerror(-rc))
@@ -224,13 +235,23 @@ static int bind_name(struct rst_unix *st, struct unix_robj *u, int s, const Unix
 	return 0;
 }
 
+/* The O_PATH fd of s's socket file (e its entry): SIOCUNIXFILE, or
+ * without CAP_NET_ADMIN a container's name by its host path; -1. */
+static int sock_file(struct rst_unix *st, int s, const UnixSkEntry *e)
+{
+	int fd = ioctl(s, SIOCUNIXFILE);
+	if (fd < 0 && errno == EPERM && e->path && e->path[0] == '/')
+		fd = mnt_rst_unix_file(st->ctx, e->path);
+	return fd < 0 ? -1 : fd;
+}
+
 /* After bind: the O_PATH fd ckpt reaches it by; unlink if it was gone. */
 static int after_bind(struct rst_unix *st, struct unix_robj *u, int s)
 {
 	if (!u->e->has_name || unix_name_abstract(&u->e->name))
 		return 0;
 	if (u->opath < 0)
-		u->opath = ioctl(s, SIOCUNIXFILE);
+		u->opath = sock_file(st, s, u->e);
 	if (u->e->path_gone && unlink(u->e->path) < 0)
 		return RFAIL(st, u, -errno, "cannot remove %s, unlinked at checkpoint: %m",
 			     u->e->path);
@@ -289,6 +310,7 @@ static int create_all(struct rst_unix *st)
 static int bind_all(struct rst_unix *st)
 {
 	/* names unlinked at checkpoint first: their path may be another's now */
+	st->defer_ok = true;
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < st->n; i++) {
 			struct unix_robj *u = st->v[i];
@@ -301,7 +323,7 @@ static int bind_all(struct rst_unix *st)
 					: -EPERM;
 			if (r == -EPERM) {
 				r = bind_name(st, u, u->fd, u->e);
-				if (r == 0)
+				if (r == 0 && !u->deferred)
 					r = after_bind(st, u, u->fd);
 			} else if (r < 0)
 				return RFAIL(st, u, r, "cannot bind %s (unlinked at checkpoint) in a "
@@ -310,10 +332,44 @@ static int bind_all(struct rst_unix *st)
 				return r;
 		}
 	}
+	st->defer_ok = false;
 	for (size_t i = 0; i < st->n; i++) {
 		struct unix_robj *u = st->v[i];
 		int bl = (int)MAX(u->e->backlog, u->e->n_pending);
-		if (u->e->state == UNIX_ST_LISTEN && listen(u->fd, bl) < 0)
+		if (u->e->state == UNIX_ST_LISTEN && !u->deferred && listen(u->fd, bl) < 0)
+			return RFAIL(st, u, -errno, "cannot listen: %m");
+	}
+	return 0;
+}
+
+/* Root ready: the names bind_all left for the container's tree (a tmpfs
+ * of a container with a user namespace of its own), bound there, then
+ * listen as bind_all does. */
+static int late_all(struct rst_unix *st)
+{
+	for (size_t i = 0; i < st->n; i++) {
+		struct unix_robj *u = st->v[i];
+		const UnixSkEntry *e = u->e;
+		if (!u->deferred)
+			continue;
+		int r = mnt_rst_bind_unix_late(st->ctx, u->fd, (const char *)e->name.data, e->path,
+					       e->has_path_mode ? (int)e->path_mode : -1,
+					       e->path_uid, e->path_gid);
+		if (r < 0)
+			return RFAIL(st, u, r, "cannot bind %s in the container's mounts: %s",
+				     e->path, strerror(-r));
+		u->deferred = false;
+		struct stat made;
+		char via[4200];
+		if (mnt_rst_path(st->ctx, e->path, via, sizeof(via)) == 0 && lstat(via, &made) == 0) {
+			u->made = true;
+			u->made_dev = made.st_dev;
+			u->made_ino = made.st_ino;
+		}
+		if ((r = after_bind(st, u, u->fd)) < 0)
+			return r;
+		int bl = (int)MAX(e->backlog, e->n_pending);
+		if (e->state == UNIX_ST_LISTEN && listen(u->fd, bl) < 0)
 			return RFAIL(st, u, -errno, "cannot listen: %m");
 	}
 	return 0;
@@ -351,7 +407,7 @@ static int temp_listener(struct rst_unix *st, struct unix_robj *a, int c)
 	if (listen(l, 1) < 0)
 		return RFAIL(st, a, -errno, "cannot listen: %m");
 	if (!unix_name_abstract(&a->e->name))
-		tl.opath = ioctl(l, SIOCUNIXFILE);
+		tl.opath = sock_file(st, l, a->e);
 	r = connect_accept(c, l, &tl, &a->fd);
 	if (tl.opath >= 0)
 		close(tl.opath);
@@ -394,6 +450,12 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 		if (cfd < 0 || unix_set_buf(cfd, true, BIG_SNDBUF) < 0)
 			return RFAIL(st, x, -errno, "cannot make a socket: %m");
 	}
+	if (l && l->deferred)
+		return RFAIL(st, a, -EOPNOTSUPP,
+			     "cannot connect it through its listener %s before the container's "
+			     "mounts exist (a tmpfs of a container with a user namespace of its "
+			     "own); not supported yet",
+			     l->e->path);
 	if (l) {
 		r = connect_accept(cfd, l->fd, l, &a->fd);
 		if (r < 0)
@@ -788,6 +850,13 @@ int unix_prepare(struct rst_ctx *ctx)
 
 /* Once the processes exist (their pids are what queued messages name as
  * their senders): the queues, then the final state. */
+int unix_root_ready(struct rst_ctx *ctx, struct rst_task *root)
+{
+	static const phase_fn phases[] = {late_all};
+	(void)root;
+	return run_phases(ctx, phases, ARRAY_SIZE(phases));
+}
+
 int unix_tree_ready(struct rst_ctx *ctx)
 {
 	static const phase_fn phases[] = {pending_all, fill_all, dgram_all, finish_all};

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 /* --- the sock_diag table ----------------------------------------------- */
 
@@ -98,6 +99,13 @@ static int parse_attr(struct usk *s, const struct rtattr *a)
 		if (len >= 1)
 			s->shutdown = *(const uint8_t *)d;
 		break;
+	case UNIX_DIAG_MEMINFO:
+		if (len >= sizeof(uint32_t) * (SK_MEMINFO_SNDBUF + 1)) {
+			s->has_mem = true;
+			s->wmem = ((const uint32_t *)d)[SK_MEMINFO_WMEM_ALLOC];
+			s->sndbuf = ((const uint32_t *)d)[SK_MEMINFO_SNDBUF];
+		}
+		break;
 	}
 	return 0;
 }
@@ -162,7 +170,7 @@ int unix_table_dump_ns(struct unix_table *t, int netns_fd)
 	    .r = {.sdiag_family = AF_UNIX,
 		  .udiag_states = ~0u,
 		  .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS | UDIAG_SHOW_PEER |
-				UDIAG_SHOW_ICONS | UDIAG_SHOW_RQLEN},
+				UDIAG_SHOW_ICONS | UDIAG_SHOW_RQLEN | UDIAG_SHOW_MEMINFO},
 	};
 	_cleanup_close_ int nl = netns_fd >= 0 ? diag_socket_in(netns_fd)
 					       : socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
@@ -212,6 +220,53 @@ void unix_msgs_free(struct unix_msgs *q)
 	free(q->v);
 	free(q->rights);
 	*q = (struct unix_msgs){0};
+}
+
+int unix_stream_wmem(const struct unix_msgs *q, uint32_t sndbuf, uint64_t *ret)
+{
+	int sv[2], half = (int)(sndbuf / 2);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	/* without CAP_NET_ADMIN, SO_SNDBUF (capped by net.core.wmem_max): a
+	 * message it cuts otherwise is not compared (-EAGAIN below) */
+	int r = setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &half, sizeof(half)) < 0 &&
+			setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &half, sizeof(half)) < 0
+		    ? -errno
+		    : 0;
+	for (size_t i = 0; r >= 0 && i < q->n; i++) {
+		const UnixMsg *m = q->v[i];
+		const int *fds = q->rights ? q->rights[i] : NULL;
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * RIGHTS_MAX)];
+			struct cmsghdr align;
+		} cm;
+		size_t nf = fds ? (size_t)fds[0] : 0;
+		struct iovec iov = {.iov_base = m->data.data, .iov_len = m->data.len};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+		if (nf) {
+			msg.msg_control = cm.buf;
+			msg.msg_controllen = CMSG_SPACE(sizeof(int) * nf);
+			struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int) * nf);
+			memcpy(CMSG_DATA(c), fds + 1, sizeof(int) * nf);
+		}
+		ssize_t n = sendmsg(sv[0], &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0)
+			r = errno == EAGAIN ? -EAGAIN : -errno;
+		else if ((size_t)n != m->data.len)
+			r = -EAGAIN; /* split by the sndbuf: not compared */
+	}
+	uint32_t v[SK_MEMINFO_VARS];
+	socklen_t l = sizeof(v);
+	if (r >= 0 && getsockopt(sv[0], SOL_SOCKET, SO_MEMINFO, v, &l) < 0)
+		r = -errno;
+	if (r >= 0)
+		*ret = v[SK_MEMINFO_WMEM_ALLOC];
+	close(sv[0]);
+	close(sv[1]);
+	return r < 0 ? r : 0;
 }
 
 int unix_msgs_add(struct unix_msgs *q, const void *data, size_t len, const void *from,
@@ -651,24 +706,11 @@ static bool in_my_groups(gid_t g)
 	return false;
 }
 
-/* Has this process CAP_SYS_ADMIN (for unix_bind_hidden's mount namespace)? */
-static bool may_mount(void)
-{
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-	struct {
-		uint32_t effective, permitted, inheritable;
-	} data[2] = { 0 };
-	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> 21 & 1);
-}
-
 int unix_name_bindable(const UnixSkEntry *e, char *why, size_t len)
 {
 	if (!e->has_name || unix_name_abstract(&e->name) || !e->path)
 		return 0; /* an abstract name is free once its holder is gone */
-	if (e->path_gone && may_mount())
+	if (e->path_gone && userns_may_mount())
 		return 0; /* bound where no one sees it (unix_bind_hidden) */
 	char dir[PATH_MAX];
 	struct stat st;

@@ -50,7 +50,8 @@ enum { RCV_SHUTDOWN = 1, SEND_SHUTDOWN = 2 };
 struct usk {
 	uint32_t ino, peer, rqlen, wqlen, vfs_ino, vfs_dev, nicons, namelen;
 	uint8_t type, state, shutdown;
-	bool has_peer, has_vfs;
+	bool has_peer, has_vfs, has_mem;
+	uint32_t wmem, sndbuf;	/* has_mem: SK_MEMINFO_WMEM_ALLOC, _SNDBUF */
 	uint8_t name[NAME_BUF]; /* sun_path bytes; a path name ends with its NUL */
 	uint32_t *icons;	/* listener: clients of pending connections */
 };
@@ -82,6 +83,15 @@ int unix_msgs_add(struct unix_msgs *q, const void *data, size_t len, const void 
 		  size_t fromlen, const struct ucred *cred, int *rights)
     __attribute__((warn_unused_result));
 void unix_msgs_free(struct unix_msgs *q);
+/*
+ * The sender memory (SK_MEMINFO_WMEM_ALLOC: the skbs' truesize) the
+ * messages of q take queued on a stream socket when each is sent by one
+ * sendmsg with its kept fds, from a sender whose sk_sndbuf is sndbuf: what
+ * the restart makes of q. Measured on a socketpair of ckpt's own.
+ * -EAGAIN: they do not fit, or q has messages whose fds were not kept.
+ */
+int unix_stream_wmem(const struct unix_msgs *q, uint32_t sndbuf, uint64_t *ret)
+    __attribute__((warn_unused_result));
 
 /*
  * Reads the receive queue of s (of type, with shutdown bits) into q

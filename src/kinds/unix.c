@@ -152,6 +152,29 @@ struct unix_obj *unix_find_obj(struct ckpt_ctx *ctx, uint64_t ino, uint32_t *ret
 
 /* --- collecting one socket --------------------------------------------- */
 
+/*
+ * Without CAP_NET_ADMIN SIOCUNIXFILE fails (EPERM): the file of k's name
+ * seen from pid's root (an absolute name) or cwd (a relative one, if the
+ * task has not moved since), if it is the socket's (the inode and device
+ * sock_diag gives), as an O_PATH fd; else -1 with errno EPERM.
+ */
+static int file_by_name(pid_t pid, const struct usk *k)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	if (!k->has_vfs)
+		return errno = EPERM, -1;
+	snprintf(path, sizeof(path), "/proc/%d/%s%s", pid, k->name[0] == '/' ? "root" : "cwd/",
+		 (const char *)k->name);
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == k->vfs_ino &&
+	    major(st.st_dev) == (k->vfs_dev >> 20) && minor(st.st_dev) == (k->vfs_dev & 0xfffff))
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return errno = EPERM, -1;
+}
+
 /* The bound name, and for a path name the file's path, mode and owner. */
 static int read_name(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, const struct usk *k,
 		     struct unix_obj *u)
@@ -169,6 +192,8 @@ static int read_name(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, c
 		return 0;
 	const char *name = (const char *)u->name; /* NUL-terminated by the kernel */
 	_cleanup_close_ int opath = ioctl(copy, SIOCUNIXFILE);
+	if (opath < 0 && errno == EPERM)
+		opath = file_by_name(fi->pid, k);
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", opath);
 	ssize_t n = opath >= 0 ? readlink(link, buf, sizeof(buf) - 1) : -1;
 	if (n < 0 || fstat(opath, &st) < 0)
@@ -272,9 +297,44 @@ static int read_pending(struct unix_obj *reg, const struct usk *k, struct unix_o
 	return 0;
 }
 
+/*
+ * A stream queue whose messages carry fds comes back as the peek showed
+ * it: each message one segment, the plain bytes before an fd-carrying one
+ * glued to it (no peek shows where they end, see the README), so a
+ * program that read()s exactly those bytes would lose the fds with them.
+ * The queue's segments are counted instead by their memory: the sender's
+ * SK_MEMINFO_WMEM_ALLOC (sock_diag) is the truesize of the skbs queued
+ * here, and a socketpair of ckpt's, sent the messages as the restart
+ * sends them, gives what they would take. More in the original means more
+ * segments than ckpt would make: refused. Not checked (nothing to measure
+ * with): a peer that is gone or whose memory sock_diag does not show.
+ */
+static int check_segments(struct ckpt_ctx *ctx, const struct unix_table *tab, const struct usk *k,
+			  struct unix_obj *u)
+{
+	const struct usk *peer = k->has_peer ? unix_table_find(tab, k->peer) : NULL;
+	uint64_t want = 0;
+	if (!peer || !peer->has_mem)
+		return 0;
+	int r = unix_stream_wmem(&u->queue, peer->sndbuf, &want);
+	if (r == -EAGAIN)
+		return 0;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "unix socket:[%u]: cannot measure its queue: %s",
+				k->ino, strerror(-r));
+	if (peer->wmem > want)
+		return REFUSE(ctx, u,
+			      "its queue holds fds in flight and more segments than a peek shows "
+			      "(its sender's queued memory is %u bytes, %llu as ckpt would queue "
+			      "it): plain bytes sent apart before a message carrying fds cannot be "
+			      "told from it, and a read() of them would drop the fds after restart",
+			      peer->wmem, (unsigned long long)want);
+	return 0;
+}
+
 /* The receive queue; its fds in flight are kept (keep) for unix_collect_rights. */
 static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, const struct usk *k,
-		      struct unix_obj *u, bool keep)
+		      struct unix_obj *u, bool keep, const struct unix_table *tab)
 {
 	uint32_t st = u->e.state;
 	if (st == UNIX_ST_LISTEN || (k->type != SOCK_DGRAM && st == UNIX_ST_CLOSED))
@@ -295,6 +355,8 @@ static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, 
 				fi->pid, fi->fd, fi->path, r == -EFBIG ? "too big" : strerror(-r));
 	u->e.n_queue = u->queue.n;
 	u->e.queue = u->queue.v;
+	if (k->type == SOCK_STREAM && keep && u->queue.has_rights)
+		return check_segments(ctx, tab, k, u);
 	return 0;
 }
 
@@ -352,7 +414,7 @@ static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 				fi->pid, fi->fd, fi->path);
 	u->e.opts = &u->opts;
 	if ((r = read_name(ctx, fi, copy, k, u)) < 0 || (r = read_state(ctx, fi, reg, k, u)) < 0 ||
-	    (r = read_queue(ctx, fi, copy, k, u, reg->depth == 0)) < 0)
+	    (r = read_queue(ctx, fi, copy, k, u, reg->depth == 0, &reg->tab)) < 0)
 		return r;
 	r = read_pending(reg, k, u);
 	if (r < 0)
@@ -458,6 +520,20 @@ static void unix_free_obj(void *ptr)
 	free(u);
 }
 
+/* A connected socket of the same path name as u (accepted from u, or
+ * bound to it): made at prepare, before the name can be (mnt_unix_name 2) */
+static bool accepted_from(struct ckpt_ctx *ctx, const struct unix_obj *u)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
+		const struct unix_obj *v = o->ptr;
+		if (v != u && !v->is_reg && v->e.state == UNIX_ST_CONNECTED && v->e.has_name &&
+		    v->e.name.len == u->e.name.len &&
+		    !memcmp(v->e.name.data, u->e.name.data, u->e.name.len))
+			return true;
+	}
+	return false;
+}
+
 /* Before --kill: could this caller bind the names again? (sockets held by t) */
 static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 {
@@ -466,10 +542,19 @@ static int unix_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		struct unix_obj *u = o->ptr;
 		if (u->is_reg || u->pid != t->pid)
 			continue;
-		int r = mnt_unix_name(ctx, u->e.path);
+		int r = mnt_unix_name(ctx, u->e.path, u->e.path_uid, u->e.path_gid);
+		if (r == 2 && accepted_from(ctx, u))
+			r = -EBUSY;
 		if (r < 0)
-			snprintf(why, sizeof(why), "cannot bind %s again in the container's root "
-				 "(only root can, without a user namespace)", u->e.path);
+			snprintf(why, sizeof(why), "cannot bind %s again in the container's root%s",
+				 u->e.path,
+				 r == -EBUSY ? ": a connection accepted from it needs the name "
+					       "before the container's tmpfs exists (a user "
+					       "namespace of its own); not supported yet"
+				 : r == -EACCES ? ": cannot create files in its host directory"
+				 : r == -EPERM ? ": cannot give its file back its owner (only root can)"
+					       : " (through this mount only root can, without a "
+						 "user namespace)");
 		if (r == 0)
 			r = unix_name_bindable(&u->e, why, sizeof(why));
 		if (r < 0)
@@ -617,6 +702,7 @@ const struct kind_ops unix_ops = {
     .load = unix_load,
     .prepare = unix_prepare,
     .tree_ready = unix_tree_ready,
+    .root_ready = unix_root_ready,
     .free_obj = unix_free_obj,
     .free_robj = unix_free_robj,
     .descriptor = unix_descriptor,

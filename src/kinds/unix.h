@@ -91,6 +91,7 @@ struct unix_robj {
 	struct unix_robj *peer, *listener;
 	bool pair; /* dgram: made by socketpair with its peer */
 	bool made; /* bind made the file made_dev/made_ino at its path */
+	bool deferred; /* its name is bound at root ready (unix_root_ready) */
 	dev_t made_dev;
 	ino_t made_ino;
 };
@@ -128,6 +129,8 @@ const char *unix_name_str(const uint8_t *name, size_t len, char *buf, size_t siz
 /* unix-restore.c: the kind ops of restart */
 int unix_prepare(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int unix_tree_ready(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+/* unix-restore.c: root ready, the names that waited for the container's tree */
+int unix_root_ready(struct rst_ctx *ctx, struct rst_task *root) __attribute__((warn_unused_result));
 int unix_fd_get(struct rst_ctx *ctx, void *robj, int *ret_fd) __attribute__((warn_unused_result));
 void unix_free_robj(void *ptr);
 

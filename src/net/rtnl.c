@@ -12,6 +12,7 @@
 #include <linux/fib_rules.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
+#include <linux/net_namespace.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <stdlib.h>
@@ -128,6 +129,9 @@ static int link_parse(const struct nlmsghdr *nlh, struct rtnl_link *l)
 	if (tb[IFLA_LINK] && mnl_attr_get_payload_len(tb[IFLA_LINK]) == 4)
 		l->peer = (int)mnl_attr_get_u32(tb[IFLA_LINK]);
 	l->peer_other_ns = tb[IFLA_LINK_NETNSID] != NULL;
+	l->peer_nsid = l->peer_other_ns && mnl_attr_get_payload_len(tb[IFLA_LINK_NETNSID]) == 4
+			       ? (int)mnl_attr_get_u32(tb[IFLA_LINK_NETNSID])
+			       : -1;
 	if (tb[IFLA_LINKINFO])
 		parse_linkinfo(tb[IFLA_LINKINFO], l);
 	return 0;
@@ -347,6 +351,30 @@ int rtnl_link_get(struct rtnl *r, int index, const char *name, struct rtnl_link 
 	return e;
 }
 
+static int nsid_cb(const struct nlmsghdr *nlh, void *data)
+{
+	int *nsid = data;
+	TB(tb, NETNSA_MAX);
+	if (nlh->nlmsg_type != RTM_NEWNSID ||
+	    mnl_attr_parse(nlh, sizeof(struct rtgenmsg), attr_cb, tb) < 0)
+		return MNL_CB_OK;
+	if (tb[NETNSA_NSID] && mnl_attr_get_payload_len(tb[NETNSA_NSID]) == 4)
+		*nsid = (int)mnl_attr_get_u32(tb[NETNSA_NSID]);
+	return MNL_CB_OK;
+}
+
+int rtnl_nsid(struct rtnl *r, int ns_fd)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = new_msg(buf, RTM_GETNSID, NLM_F_ACK);
+	struct rtgenmsg *g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->rtgen_family = AF_UNSPEC;
+	mnl_attr_put_u32(nlh, NETNSA_FD, (uint32_t)ns_fd);
+	int nsid = -1;
+	int e = talk(r, nlh, nsid_cb, &nsid);
+	return e < 0 ? e : nsid < 0 ? -ENOENT : nsid;
+}
+
 /* ---- changes ---- */
 
 static int request(struct rtnl *r, struct nlmsghdr *nlh)
@@ -358,9 +386,16 @@ static int request(struct rtnl *r, struct nlmsghdr *nlh)
 int rtnl_veth_add(struct rtnl *r, const char *name, const uint8_t *mac, const char *peer_name,
 		  const uint8_t *peer_mac, int peer_index, int peer_ns_fd)
 {
+	return rtnl_veth_add_at(r, name, mac, 0, peer_name, peer_mac, peer_index, peer_ns_fd);
+}
+
+int rtnl_veth_add_at(struct rtnl *r, const char *name, const uint8_t *mac, int index,
+		     const char *peer_name, const uint8_t *peer_mac, int peer_index, int peer_ns_fd)
+{
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = new_msg(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
-	mnl_nlmsg_put_extra_header(nlh, sizeof(struct ifinfomsg));
+	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_index = index;
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
 	if (mac)
 		mnl_attr_put(nlh, IFLA_ADDRESS, 6, mac);

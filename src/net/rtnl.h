@@ -38,6 +38,7 @@ struct rtnl_link {
 	unsigned maclen;
 	int peer;
 	bool peer_other_ns;
+	int peer_nsid; /* IFLA_LINK_NETNSID when peer_other_ns, else -1 */
 };
 
 /* One address (RTM_NEWADDR): the local address (IFA_LOCAL, else IFA_ADDRESS). */
@@ -118,6 +119,13 @@ int rtnl_link_get(struct rtnl *r, int index, const char *name, struct rtnl_link 
 int rtnl_veth_add(struct rtnl *r, const char *name, const uint8_t *mac, const char *peer_name,
 		  const uint8_t *peer_mac, int peer_index, int peer_ns_fd)
 	__attribute__((warn_unused_result));
+/* The same, this end with the index index (0: any). */
+int rtnl_veth_add_at(struct rtnl *r, const char *name, const uint8_t *mac, int index,
+		     const char *peer_name, const uint8_t *peer_mac, int peer_index, int peer_ns_fd)
+	__attribute__((warn_unused_result));
+/* The id the socket's namespace gives the namespace of ns_fd (what
+ * IFLA_LINK_NETNSID of its links names it by): -ENOENT if it gave none. */
+int rtnl_nsid(struct rtnl *r, int ns_fd) __attribute__((warn_unused_result));
 /* Sets a link's mtu (0: leaves it) and up or down. */
 int rtnl_link_set(struct rtnl *r, int index, unsigned mtu, bool up)
 	__attribute__((warn_unused_result));

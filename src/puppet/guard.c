@@ -410,6 +410,22 @@ static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_
 	}
 }
 
+
+/* A seize whose stop is waited for GUARD_STOP_TIMEOUT_MS at most. */
+static int seize_start(struct puppet *p, pid_t pid)
+{
+	int r = puppet_seize_start(p, pid);
+	p->stop_timeout_ms = GUARD_STOP_TIMEOUT_MS;
+	return r;
+}
+
+/* SIGALRM interrupts the guardian's waitpid (seize_start) and does nothing
+ * else. */
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
 /* GUARD_MANY: the same thing done to n tasks, one record each in data. */
 static void serve_many(struct gstate *s, const struct guard_req *req,
 		       const struct guard_many_req *in, size_t n, struct guard_rep *rep,
@@ -426,7 +442,7 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 	/* all interrupted, then each waited for: their stops overlap */
 	for (size_t i = 0; seize && i < n; i++)
 		if (err[i] == 0)
-			err[i] = puppet_seize_start(&find(s, in[i].pid)->p, in[i].pid);
+			err[i] = seize_start(&find(s, in[i].pid)->p, in[i].pid);
 	for (size_t i = 0; seize && i < n; i++)
 		if (err[i] == 0)
 			err[i] = puppet_seize_finish(&find(s, in[i].pid)->p);
@@ -549,7 +565,9 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 		p->syscall_ip = req->syscall_ip;
 	switch (req->op) {
 	case GUARD_SEIZE: {
-		rep->ret = puppet_seize(p, req->pid);
+		rep->ret = seize_start(p, req->pid);
+		if (rep->ret == 0)
+			rep->ret = puppet_seize_finish(p);
 		if (rep->ret < 0)
 			break;
 		puppet_forget(p); /* its memory is ckpt's business */
@@ -663,6 +681,9 @@ static __attribute__((noreturn)) void guardian(int fd)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* no SA_RESTART: an alarm ends a wait for a stop (seize_start) */
+	struct sigaction sa = { .sa_handler = on_alarm };
+	sigaction(SIGALRM, &sa, NULL);
 
 	for (;;) {
 		struct {

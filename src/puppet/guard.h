@@ -117,7 +117,11 @@ struct guard_many_req {
 	int32_t pid, sig;
 };
 #define GUARD_UNDO_MAX 512
-#define GUARD_UNDO_SLOTS 8
+#define GUARD_UNDO_SLOTS 16
+/* A task seized for a checkpoint that takes no stop within this is not
+ * held (the seize fails with -ETIMEDOUT): a vfork parent, a task in
+ * uninterruptible sleep */
+#define GUARD_STOP_TIMEOUT_MS 10000
 
 struct guard_req {
 	uint32_t op;

@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,13 +68,45 @@ static bool is_stop_signal(int sig)
 }
 
 /*
+ * The wait for a seize's stop, bounded when p->stop_timeout_ms is set (by
+ * the guardian, whose SIGALRM has a handler that interrupts waitpid): a
+ * task that never takes the stop (a vfork parent until its child execs, a
+ * task in uninterruptible sleep) makes it -ETIMEDOUT, not a wait for ever.
+ */
+static int wait_stop_bounded(struct puppet *p, int *status)
+{
+	if (!p->stop_timeout_ms)
+		return wait_task(p->pid, status);
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long long left = (long long)p->stop_timeout_ms * 1000 -
+				 ((now.tv_sec - t0.tv_sec) * 1000000LL +
+				  (now.tv_nsec - t0.tv_nsec) / 1000);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		/* woken by the alarm at most every 100 ms to look at the time */
+		struct itimerval it = { .it_value = { 0, left < 100000 ? left : 100000 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		pid_t r = waitpid(p->pid, status, __WALL);
+		int e = errno;
+		setitimer(ITIMER_REAL, &(struct itimerval){ 0 }, NULL);
+		if (r == p->pid)
+			return 0;
+		if (r >= 0 || e != EINTR)
+			return r < 0 ? -e : -ECHILD;
+	}
+}
+
+/*
  * Wait for the PTRACE_INTERRUPT stop. A signal may be reported first: it is
  * delivered (the task would have had it anyway) and we wait on.
  */
 static int wait_interrupt_stop(struct puppet *p)
 {
 	for (;;) {
-		int status, r = wait_task(p->pid, &status);
+		int status, r = wait_stop_bounded(p, &status);
 		if (r < 0)
 			return r;
 		if (WIFEXITED(status) || WIFSIGNALED(status))

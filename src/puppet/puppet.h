@@ -68,6 +68,9 @@ struct puppet {
 	 * first, so a syscall the task was in is restarted as it should be */
 	bool trap_ignored;
 	bool in_sysstop;
+	/* the wait for a seize's stop gives up after this (0: waits for
+	 * ever); the guardian's, whose SIGALRM interrupts waitpid */
+	unsigned stop_timeout_ms;
 	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
 	 * from this process */
 	struct puppet_guard *guard;

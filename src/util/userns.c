@@ -6,7 +6,9 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +59,18 @@ int userns_map_self(pid_t pid, const char **ret_what)
 	snprintf(u, sizeof(u), "%u %u 1", (unsigned)geteuid(), (unsigned)geteuid());
 	snprintf(g, sizeof(g), "%u %u 1", (unsigned)getegid(), (unsigned)getegid());
 	return userns_write_maps(pid, u, g, ret_what);
+}
+
+bool userns_may_mount(void)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} data[2] = { 0 };
+	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> 21 & 1);
 }
 
 bool userns_can_make(void)

@@ -6,7 +6,8 @@
 # /t made shared and /t3 its peer. After the restart a mount made under
 # one peer must appear under the others (and under the slave), one made
 # under the slave must not appear under its master, and the binds show
-# the same files.
+# the same files. /scratch/e, a tmpfs with nosuid, nodev, noexec and
+# noatime made unbindable, must come back so (a bind of it is refused).
 got=0
 trap 'got=1' USR1
 fail() { echo "FAIL: $*"; exit 1; }
@@ -20,7 +21,11 @@ mount --bind /scratch/a /scratch/c || fail "bind c"
 mount --make-slave /scratch/c || fail "make-slave c"
 mount --bind /scratch/a/dir /scratch/d || fail "bind d"
 mount --bind /t /t2 && mount --make-shared /t2 && mount --bind /t2 /t3 || fail "bind t2 t3"
-grep -E ' /scratch/[abcd] | /t[23] ' /proc/self/mountinfo > /scratch/before
+mkdir -p /scratch/e /scratch/x
+mount -t tmpfs -o nosuid,nodev,noexec,noatime,size=1m,mode=0710 pe /scratch/e || fail "mount e"
+mount --make-unbindable /scratch/e || fail "make-unbindable e"
+mount --bind /scratch/e /scratch/x 2> /dev/null && fail "a bind of the unbindable e before"
+grep -E ' /scratch/[abcde] | /t[23] ' /proc/self/mountinfo > /scratch/before
 echo $$ > /t/ready
 while [ $got = 0 ]; do sleep 0.05; done
 # what the kernel shows: the same peer group for a, b, d; c a slave of it
@@ -45,4 +50,9 @@ mkdir -p /t3/sub3 && mount -t tmpfs t3 /t3/sub3 || fail "mount under /t3"
 grep -q ' /t2/sub3 ' /proc/self/mountinfo || fail "a mount under /t3 is not under /t2"
 umount /t3/sub3
 [ "$(cat /scratch/d/f)" = hello ] || fail "d: $(cat /scratch/d/f)"
+e=$(grep ' /scratch/e ' /proc/self/mountinfo)
+echo "$e" | grep -q ' unbindable ' || fail "e is not unbindable: $e"
+echo "$e" | grep -q ' rw,nosuid,nodev,noexec,noatime ' || fail "e lost its flags: $e"
+echo "$e" | grep -q 'size=1024k,mode=710' || fail "e lost its options: $e"
+mount --bind /scratch/e /scratch/x 2> /dev/null && fail "a bind of the unbindable e"
 echo PASS

@@ -2,7 +2,8 @@
 /*
  * Files deleted while open. "victim" (mode 0640, 100 KiB of data, a hole,
  * 4 KiB at 1 MiB, an odd size) is held by fd 5 (O_RDWR, offset 4242) and
- * fd 6 (a second open file, O_RDONLY), mapped MAP_SHARED (2 pages at m)
+ * fd 6 (a second open file, O_RDONLY | O_NOFOLLOW, as SQLite opens its
+ * journal), mapped MAP_SHARED (2 pages at m)
  * and MAP_PRIVATE (page 3 at w, written), then unlinked. "reused" is
  * deleted while fd 7 holds it, and a new file takes its name. After
  * restore: the links read "DIR/victim (deleted)", size, mode, nlink 0,
@@ -53,7 +54,7 @@ int main(void)
 	    pwrite(fd, b, sizeof(b), FAR) != sizeof(b) || ftruncate(fd, SIZE))
 		fail("victim: %m");
 	test_move_fd(fd, 5);
-	int ro = open("victim", O_RDONLY);
+	int ro = open("victim", O_RDONLY | O_NOFOLLOW);
 	if (ro < 0)
 		fail("open: %m");
 	test_move_fd(ro, 6);
@@ -97,6 +98,7 @@ int main(void)
 	       "offsets %lld and %lld, want 4242 and 0", (long long)lseek(5, 0, SEEK_CUR),
 	       (long long)lseek(6, 0, SEEK_CUR));
 	expect((fcntl(6, F_GETFL) & O_ACCMODE) == O_RDONLY, "fd 6 is not O_RDONLY");
+	expect(fcntl(6, F_GETFL) & O_NOFOLLOW, "fd 6 lost O_NOFOLLOW");
 	expect(m[1] == 'M' && !memcmp(m + 2, a + 2, PG - 2), "the shared mapping's contents differ");
 	m[PG + 5] = 'S';
 	expect(pread(6, got, 1, PG + 5) == 1 && got[0] == 'S',

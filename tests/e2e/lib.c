@@ -514,6 +514,32 @@ pid_t test_netns_child(const char *setup)
 	return child;
 }
 
+void test_netns_run(int fd, const char *cmd, char *out, size_t len)
+{
+	int p[2];
+	if (pipe(p))
+		fail("pipe: %m");
+	pid_t c = fork();
+	if (c < 0)
+		fail("fork: %m");
+	if (c == 0) {
+		if ((fd >= 0 && setns(fd, CLONE_NEWNET) < 0) || dup2(p[1], 1) < 0)
+			_exit(1);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(1);
+	}
+	close(p[1]);
+	size_t at = 0;
+	ssize_t n;
+	while (at < len - 1 && (n = read(p[0], out + at, len - 1 - at)) > 0)
+		at += (size_t)n;
+	out[at] = 0;
+	close(p[0]);
+	int st;
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
+		fail("%s in fd %d's network namespace: %s", cmd, fd, out);
+}
+
 int test_hold_netns(pid_t child, int target)
 {
 	char path[64];

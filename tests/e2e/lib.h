@@ -128,6 +128,9 @@ pid_t test_netns_child(const char *setup);
 /* An fd (at number target) of child's network namespace; child is killed
  * and reaped: the fd is all that holds the namespace. */
 int test_hold_netns(pid_t child, int target);
+/* The output of sh -c cmd run in the network namespace of fd (-1: the
+ * caller's), in out (len bytes, NUL-terminated); fails the test if cmd does. */
+void test_netns_run(int fd, const char *cmd, char *out, size_t len);
 
 /* Allocation that fails the test on error. */
 void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);

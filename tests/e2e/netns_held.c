@@ -28,32 +28,11 @@ static char host_if[16];
 /* What `ip` lists inside the namespace of fd 5. */
 static void notes(char *out, size_t len)
 {
-	int p[2];
-	if (pipe(p))
-		fail("pipe: %m");
-	pid_t c = fork();
-	if (c < 0)
-		fail("fork: %m");
-	if (c == 0) {
-		if (setns(5, CLONE_NEWNET) < 0 || dup2(p[1], 1) < 0)
-			_exit(1);
-		execl("/bin/sh", "sh", "-c",
-		      "ip -4 -o addr show | awk '{print $2, $4}'; ip -o link show | "
-		      "awk '{sub(/@.*/, \"\", $2); print $2, $5, $17}'; ip route; ip route show table 100; ip rule; "
-		      "cat /proc/sys/net/ipv4/ip_forward",
-		      (char *)NULL);
-		_exit(1);
-	}
-	close(p[1]);
-	size_t at = 0;
-	ssize_t n;
-	while (at < len - 1 && (n = read(p[0], out + at, len - 1 - at)) > 0)
-		at += (size_t)n;
-	out[at] = 0;
-	close(p[0]);
-	int st;
-	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
-		fail("the notes of the namespace: %s", out);
+	test_netns_run(5,
+		       "ip -4 -o addr show | awk '{print $2, $4}'; ip -o link show | "
+		       "awk '{sub(/@.*/, \"\", $2); print $2, $5, $17}'; ip route; ip route show table 100; ip rule; "
+		       "cat /proc/sys/net/ipv4/ip_forward",
+		       out, len);
 }
 
 static void run(const char *fmt, const char *arg)

@@ -5,7 +5,10 @@
 # on /t/srv.sock (the bound test directory) -- checked after the restart:
 # the names are the same, the files are there (as sockets) at those paths
 # inside, the connection carries data both ways, and a new client
-# connects to each listener by its path.
+# connects to each listener by its path. With the argument "userns"
+# (ct_rootfs_unix_unpriv: a user namespace of its own, where a name on its
+# tmpfs is bound once its mounts exist, after the connections are made)
+# the client is connected to /t/srv.sock instead.
 import os
 import signal
 import socket
@@ -23,11 +26,13 @@ def listener(path):
     return s
 
 
-tmp = listener("/scratch/srv.sock")
-bound = listener("/t/srv.sock")
+names = ["/scratch/srv.sock", "/t/srv.sock"]
+if sys.argv[1:] == ["userns"]:
+    names.reverse()
+socks = [listener(n) for n in names]
 cl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-cl.connect("/scratch/srv.sock")
-acc, _ = tmp.accept()
+cl.connect(names[0])
+acc, _ = socks[0].accept()
 cl.sendall(b"queued")  # in flight across the checkpoint
 
 with open("/t/ready", "w") as f:
@@ -41,7 +46,7 @@ def fail(why):
     sys.exit(1)
 
 
-for s, path in ((tmp, "/scratch/srv.sock"), (bound, "/t/srv.sock")):
+for s, path in zip(socks, names):
     if s.getsockname() != path:
         fail("%s is bound to %r" % (path, s.getsockname()))
     if not stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -61,6 +66,6 @@ if acc.recv(10) != b"queued":
 acc.sendall(b"back")
 if cl.recv(10) != b"back":
     fail("the held connection does not carry data back")
-if cl.getpeername() != "/scratch/srv.sock":
+if cl.getpeername() != names[0]:
     fail("the client's peer is %r" % cl.getpeername())
 print("PASS", flush=True)

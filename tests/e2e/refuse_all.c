@@ -2,9 +2,11 @@
 /*
  * Every refusal at once: the root holds io_uring instances at fds 5 and 6
  * and the rings of a third one mapped (its fd closed); its child holds one
- * at fd 7. The runner expects one checkpoint to name all four (both fds,
- * the mapping, the child's fd), not only the first; the tree runs on.
- * Skipped where io_uring_setup is not allowed.
+ * at fd 7 and an area sealed with mseal (another kind of refusal, of
+ * memory, by mm). The runner expects one checkpoint to name all five (both
+ * fds, the mapping, the child's fd and its sealed area), not only the
+ * first; the tree runs on. Skipped where io_uring_setup or mseal is not
+ * allowed.
  */
 #include "lib.h"
 
@@ -14,6 +16,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
 
 static int uring_at(int fd)
 {
@@ -48,14 +54,21 @@ int main(void)
 		uring_at(7);
 		close(5);
 		close(6);
+		char *a = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (a == MAP_FAILED || syscall(SYS_mseal, a, 4096, 0) < 0)
+			_exit(2);
 		if (write(ready[1], "r", 1) != 1)
 			_exit(1);
 		for (;;)
 			pause();
 	}
 	char c;
-	if (read(ready[0], &c, 1) != 1)
+	if (read(ready[0], &c, 1) != 1) {
+		int st;
+		if (waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 2)
+			skip("mseal: not allowed here");
 		fail("the child did not start");
+	}
 
 	test_ready();
 	test_wait();

@@ -4,12 +4,19 @@
  * ckpt's namespace):
  * - "thread": a second thread unshares a network namespace of its own;
  *   the checkpoint must refuse it by pid and thread;
- * - "child": a child unshares a network namespace of its own; the
- *   checkpoint must refuse it by pid;
- * - "veth": fds 5 and 6 hold two network namespaces no process is in,
- *   joined by a veth pair (a0 in the first, b0 in the second); the
- *   checkpoint must refuse the link, whose other end is not in ckpt's
- *   namespace, by name.
+ * - "child": a child unshares a network namespace of its own and holds a
+ *   unix socket pair (fds 7 and 8) made there; the checkpoint must refuse
+ *   the socket by pid and fd (a namespace of a task is saved, and its TCP
+ *   and UDP sockets, not its unix ones);
+ * - "tcp": a child unshares a network namespace of its own, listens on its
+ *   127.0.0.1:7778 and accepts (fd 7) a connection from a process outside
+ *   the tree (a grandchild's orphan) in that namespace; the checkpoint must
+ *   refuse the connection by pid and fd (the network lock does not cover
+ *   that namespace);
+ * - "veth": fd 5 holds a network namespace no process is in, joined by a
+ *   veth pair (a0 there) to a named one (`ip netns add`) that nothing of
+ *   the tree holds; the checkpoint must refuse the link, whose other end is
+ *   outside the image, by name.
  * - "inet", "unix": fd 5 holds a network namespace no process is in, and
  *   fd 7 is a socket (UDP, unix datagram) the process made in it (setns
  *   there and back); the checkpoint must refuse the socket by pid and fd.
@@ -71,17 +78,103 @@ static ino_t ns_ino(const char *path)
 	return st.st_ino;
 }
 
-/* "veth": two namespaces held by fds 5 and 6, a veth pair between them. */
+static char named[32];
+
+/* "veth": a namespace held by fd 5, a veth pair to a named one. */
 static void veth_between(void)
 {
-	pid_t a = test_netns_child(NULL), b = test_netns_child(NULL);
+	pid_t a = test_netns_child(NULL);
 	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "ip link add a0 netns /proc/%d/ns/net type veth peer name b0 "
-		 "netns /proc/%d/ns/net", a, b);
+	snprintf(named, sizeof(named), "ckpt-rn-%d", getpid());
+	snprintf(cmd, sizeof(cmd), "ip netns add %s && ip link add a0 netns /proc/%d/ns/net type "
+		 "veth peer name b0 netns %s", named, a, named);
 	if (system(cmd) != 0)
 		fail("%s failed", cmd);
 	test_hold_netns(a, 5);
-	test_hold_netns(b, 6);
+}
+
+static pid_t outsider;
+
+/* "tcp": a child in a namespace of its own, connected to a process outside
+ * the tree there. */
+static pid_t child_tcp(void)
+{
+	int p[2], alive[2];
+	if (pipe(p) || pipe(alive))
+		fail("pipe: %m");
+	alive[0] = test_move_fd(alive[0], 30);
+	alive[1] = test_move_fd(alive[1], 31);
+	pid_t child = fork();
+	if (child == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(7778),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int l = -1;
+		if (unshare(CLONE_NEWNET) < 0 || system("ip link set lo up") != 0 ||
+		    (l = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+		    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0)
+			_exit(1);
+		pid_t d = fork();
+		if (d == 0) {
+			pid_t e = fork();
+			if (e == 0) {
+				int s = socket(AF_INET, SOCK_STREAM, 0);
+				char c;
+				close(alive[1]);
+				if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+					_exit(1);
+				/* until the tree is gone, whatever the end of the test */
+				while (read(alive[0], &c, 1) < 0)
+					;
+				_exit(0);
+			}
+			_exit(write(p[1], &e, sizeof(e)) == sizeof(e) ? 0 : 1);
+		}
+		int s = accept(l, NULL, NULL);
+		if (d < 0 || waitpid(d, NULL, 0) != d || s < 0)
+			_exit(1);
+		close(l);
+		test_move_fd(s, 7);
+		for (;;)
+			pause();
+	}
+	if (child < 0 || read(p[0], &outsider, sizeof(outsider)) != sizeof(outsider))
+		fail("no child in a namespace of its own connected to an outsider");
+	close(p[0]);
+	close(p[1]);
+	/* the connection accepted: the child holds fd 7 */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/7", child);
+	for (int i = 0; i < 3000 && access(path, F_OK) < 0; i++)
+		usleep(10000);
+	if (access(path, F_OK) < 0)
+		fail("the child has no fd 7");
+	return child;
+}
+
+/* "child": a child in a namespace of its own with a unix socket pair. */
+static pid_t child_unix(void)
+{
+	int p[2];
+	char c;
+	if (pipe(p))
+		fail("pipe: %m");
+	pid_t child = fork();
+	if (child == 0) {
+		int sv[2];
+		if (unshare(CLONE_NEWNET) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+			_exit(1);
+		test_move_fd(sv[0], 7);
+		test_move_fd(sv[1], 8);
+		if (write(p[1], "u", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	if (child < 0 || read(p[0], &c, 1) != 1)
+		fail("no child in a namespace of its own with a socket pair");
+	close(p[0]);
+	close(p[1]);
+	return child;
 }
 
 /* "inet", "unix": a socket of a held namespace at fd 7. */
@@ -122,8 +215,10 @@ int main(int argc, char **argv)
 		veth_between();
 	} else if (!strcmp(mode, "inet") || !strcmp(mode, "unix")) {
 		sock_in_held(!strcmp(mode, "inet"));
+	} else if (!strcmp(mode, "tcp")) {
+		child = child_tcp();
 	} else {
-		child = test_netns_child(NULL);
+		child = child_unix();
 	}
 	ino_t mine = ns_ino("/proc/self/ns/net");
 
@@ -132,14 +227,21 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "thread")) /* the other entry of /proc/self/task */
 		snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
-	else if (strcmp(mode, "child"))
+	else if (strcmp(mode, "child") && strcmp(mode, "tcp"))
 		snprintf(path, sizeof(path), "/proc/self/fd/5");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
 	expect(ns_ino(path) != mine, "%s is in the process's network namespace", mode);
+	if (outsider > 0)
+		kill(outsider, SIGKILL);
 	if (child > 0) {
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
+	}
+	if (named[0]) {
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "ip netns del %s", named);
+		expect(system(cmd) == 0, "%s failed", cmd);
 	}
 	pass();
 }

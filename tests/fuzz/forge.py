@@ -20,6 +20,7 @@ FILE_REG = 0x0201
 PIPE = 0x0c01
 MQUEUE = 0x1b01
 MQUEUE_FILE = 0x1b02
+SYSV_SHM = 0x1602
 
 _T = []
 for n in range(256):
@@ -191,6 +192,12 @@ def get_field(msg, field):
     raise ValueError("no field %d" % field)
 
 
+def f_shm_huge_1g(hdr, recs):
+    """a hugetlb SysV segment of 1 GiB pages: refused at load where the machine has none"""
+    i = [i for i, r in enumerate(recs) if r[0] == SYSV_SHM and get_varint(r[2], 310)][0]
+    recs[i][2] = set_field(recs[i][2], 310, 1 << 30)
+
+
 def f_tree_bad_pid(hdr, recs):
     """the tree's first task with pid 0: free_ctx() closed fd 0 of ckpt"""
     i = first(recs, 0x0001)
@@ -256,7 +263,7 @@ FORGERIES = {
     "hdr_xfeatures": f_hdr_xfeatures, "hdr_xsave": f_hdr_xsave,
     "hdr_release": f_hdr_release, "path_escape": f_path_escape,
     "tree_bad_pid": f_tree_bad_pid, "rec_flags": f_rec_flags,
-    "mqueue_id_huge": f_mqueue_id_huge,
+    "mqueue_id_huge": f_mqueue_id_huge, "shm_huge_1g": f_shm_huge_1g,
 }
 
 

@@ -6,6 +6,8 @@
  * record and extent: damaged input is refused, never read past.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,7 @@
 #include "img/pages.h"
 #include "unit.h"
 
-#define SPACE (96u * 1024)
+#define SPACE (160u * 4096) /* more than a read piece (256 KiB) */
 #define TYPE 0x301u
 
 struct space {
@@ -78,26 +80,31 @@ static int put_fail(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
 	return -EFAULT;
 }
 
-/* Writes the given extents of s into an image (memfd); returns its fd. */
+/* Writes the given extents of s into an image (memfd); returns its fd.
+ * async: records written by the writer's thread (pages_writer_async). */
 static int write_image(struct space *s, const struct pages_extent *x, size_t n, size_t bufsize,
-		       uint64_t tag, uint64_t *ret_records, uint64_t *ret_bytes)
+		       uint64_t tag, bool async, uint64_t *ret_records, uint64_t *ret_bytes)
 {
 	int fd = memfd_create("test-pages", MFD_CLOEXEC);
 	struct img_header h = { .arch = 62, .page_size = IMG_PAGE_SIZE };
 	struct img_writer w;
 	struct pages_writer pw;
-	void *buf = aligned_alloc(4096, bufsize);
-	CHECK(fd >= 0 && buf);
+	void *buf = aligned_alloc(4096, bufsize), *buf2 = aligned_alloc(4096, bufsize);
+	CHECK(fd >= 0 && buf && buf2);
 	CHECK_EQ(img_writer_init(&w, fd, &h), 0);
 	CHECK_EQ(pages_writer_init(&pw, &w, TYPE, tag, buf, bufsize, read_space, s), 0);
+	if (async)
+		CHECK_EQ(pages_writer_async(&pw, buf2), 0);
 	for (size_t i = 0; i < n; i++)
 		CHECK_EQ(pages_add(&pw, x[i].off, x[i].len), 0);
 	CHECK_EQ(pages_flush(&pw), 0);
+	CHECK_EQ(pages_sync(&pw), 0);
 	*ret_records = pw.records;
 	*ret_bytes = pw.bytes;
 	pages_writer_release(&pw);
 	CHECK_EQ(img_writer_finish(&w), 0);
 	free(buf);
+	free(buf2);
 	return fd;
 }
 
@@ -121,23 +128,29 @@ static int read_set(int fd, struct img_reader *r, struct pages_set *set, uint64_
 	return e == -ENODATA ? 0 : e;
 }
 
-TEST(round_trip)
+/*
+ * bufsize: three blocks cut the extents into many records; 512 KiB holds
+ * them in two, read in pieces of 256 KiB cut inside a block (the long
+ * extent starts 100 bytes into one). async: the writer's thread writes.
+ */
+static void round_trip_with(size_t bufsize, bool async)
 {
 	static struct space s, d;
 	/* ragged extents: cut blocks, a zero block, adjacent ones merged,
 	 * one past the end of the source (zeros) */
 	const struct pages_extent x[] = {
 		{ 100, 5000 }, { 5100, 3000 }, { 8192, 8192 }, { 6 * 4096, 4 * 4096 + 17 },
-		{ 12 * 4096, 9 * 4096 }, { SPACE - 4096, 4096 }, { SPACE, 8192 },
+		{ 12 * 4096, 9 * 4096 }, { 22 * 4096 + 100, SPACE - 24 * 4096 - 150 },
+		{ SPACE - 4096, 4096 }, { SPACE, 8192 },
 	};
 	uint64_t records, bytes;
 	struct img_reader r;
 	struct pages_set set = { 0 };
 
 	fill_space(&s);
-	/* three blocks of buffer: extents are cut into several records */
-	int fd = write_image(&s, x, sizeof(x) / sizeof(x[0]), 3 * 4096, 42, &records, &bytes);
-	CHECK(records > 3);
+	int fd = write_image(&s, x, sizeof(x) / sizeof(x[0]), bufsize, 42, async, &records,
+			     &bytes);
+	CHECK(records >= (bufsize < 65536 ? 4 : 2));
 	CHECK_EQ(read_set(fd, &r, &set, 0, SPACE), 0);
 	CHECK_EQ(set.n, records);
 	CHECK_EQ(set.bytes, bytes);
@@ -175,6 +188,51 @@ TEST(round_trip)
 	CHECK_EQ(read_set(fd, &r, &high, 200, SPACE), -EINVAL);
 	pages_set_release(&high);
 	img_reader_close(&r);
+	close(fd);
+}
+
+TEST(round_trip)
+{
+	round_trip_with(3 * 4096, false);
+	round_trip_with(512 * 1024, false);
+}
+
+TEST(round_trip_async)
+{
+	round_trip_with(3 * 4096, true);
+	round_trip_with(512 * 1024, true);
+}
+
+/* A write that fails in the writer's thread comes back, not as a read error. */
+TEST(async_write_fails)
+{
+	static struct space s;
+	int fd = memfd_create("test-pages", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	struct img_header h = { .arch = 62, .page_size = IMG_PAGE_SIZE };
+	struct img_writer w;
+	struct pages_writer pw;
+	void *buf = aligned_alloc(4096, 8192), *buf2 = aligned_alloc(4096, 8192);
+	int r = 0;
+	CHECK(fd >= 0 && buf && buf2);
+	fill_space(&s);
+	CHECK_EQ(img_writer_init(&w, fd, &h), 0);
+	CHECK_EQ(pages_writer_init(&pw, &w, TYPE, 1, buf, 8192, read_space, &s), 0);
+	CHECK_EQ(pages_writer_async(&pw, NULL), -EINVAL);
+	CHECK_EQ(pages_writer_async(&pw, buf2), 0);
+	CHECK_EQ(pages_writer_async(&pw, buf2), -EINVAL); /* once */
+	CHECK_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), 0);
+	for (uint64_t off = 0; r == 0 && off < SPACE; off += 4096)
+		r = pages_add(&pw, off, 4096);
+	if (r == 0)
+		r = pages_flush(&pw);
+	if (r == 0)
+		r = pages_sync(&pw);
+	CHECK_EQ(r, -EPERM);
+	CHECK(!pw.read_failed);
+	CHECK_EQ(pages_sync(&pw), -EPERM); /* kept */
+	pages_writer_release(&pw);
+	free(buf);
+	free(buf2);
 	close(fd);
 }
 
@@ -302,6 +360,8 @@ TEST(forged_records)
 int main(void)
 {
 	RUN(round_trip);
+	RUN(round_trip_async);
+	RUN(async_write_fails);
 	RUN(writer_refuses);
 	RUN(forged_records);
 	return unit_done();

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bench/ helper: the machine's own copy rate, with no checkpoint logic, for
+ * bench/run --copy (issue 14 goal 1). Prints "SECONDS BYTES".
+ *
+ *   copyrate readv PID FILE    process_vm_readv of PID's private anonymous
+ *                              mappings (rw-p, no path, [heap], [stack]) in
+ *                              1 MiB iovecs into an 8 MiB buffer (ckpt's
+ *                              copy buffer size), write() to FILE
+ *   copyrate vmsplice MIB FILE fills MIB MiB of its own (not timed), then
+ *                              vmsplice of it into a 1 MiB pipe and splice
+ *                              to FILE (what a program can do with its own
+ *                              pages: CRIU's parasite does this)
+ *
+ * The time is from the open of FILE to its close; FILE is left in place
+ * (the caller removes it), so the page cache keeps what was written, as
+ * after a checkpoint.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUF (8u << 20)
+#define IOV (1u << 20)
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The ranges to read: private anonymous rw mappings of pid. */
+static size_t ranges(pid_t pid, uint64_t (*r)[2], size_t max)
+{
+	char path[64], line[512];
+	size_t n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, ino;
+		char perm[8], name[256] = "";
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu %255s", &a, &b, perm, &ino, name) < 4)
+			continue;
+		if (strcmp(perm, "rw-p") || ino ||
+		    (name[0] && strcmp(name, "[heap]") && strcmp(name, "[stack]")))
+			continue;
+		r[n][0] = a;
+		r[n][1] = b;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static int do_readv(pid_t pid, const char *file)
+{
+	static uint64_t r[4096][2];
+	size_t nr = ranges(pid, r, 4096);
+	uint8_t *buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+			    MAP_POPULATE, -1, 0);
+	if (!nr || buf == MAP_FAILED)
+		return 2;
+	uint64_t total = 0;
+	double t0 = now();
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 2;
+	for (size_t i = 0; i < nr; i++) {
+		for (uint64_t at = r[i][0]; at < r[i][1];) {
+			struct iovec remote[BUF / IOV];
+			size_t k = 0, len = 0;
+			while (k < BUF / IOV && at < r[i][1]) {
+				size_t l = r[i][1] - at < IOV ? r[i][1] - at : IOV;
+				remote[k++] = (struct iovec){ (void *)(uintptr_t)at, l };
+				at += l;
+				len += l;
+			}
+			struct iovec local = { buf, len };
+			ssize_t got = process_vm_readv(pid, &local, 1, remote, k, 0);
+			if (got <= 0)
+				continue; /* a guard page or the like: skip */
+			if (write_all(fd, buf, (size_t)got) < 0)
+				return 2;
+			total += (uint64_t)got;
+		}
+	}
+	close(fd);
+	printf("%.6f %llu\n", now() - t0, (unsigned long long)total);
+	return 0;
+}
+
+static int do_vmsplice(size_t mib, const char *file)
+{
+	size_t len = mib << 20;
+	uint64_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int pfd[2];
+	if (p == MAP_FAILED || pipe2(pfd, O_CLOEXEC) < 0)
+		return 2;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < len / 8; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = x;
+	}
+	int psz = fcntl(pfd[1], F_SETPIPE_SZ, IOV);
+	if (psz < 0)
+		psz = 65536;
+	double t0 = now();
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 2;
+	for (size_t at = 0; at < len;) {
+		struct iovec v = { (uint8_t *)p + at, len - at < (size_t)psz ? len - at : (size_t)psz };
+		ssize_t n = vmsplice(pfd[1], &v, 1, 0);
+		if (n <= 0)
+			return 2;
+		for (ssize_t left = n; left;) {
+			ssize_t m = splice(pfd[0], NULL, fd, NULL, (size_t)left, SPLICE_F_MOVE);
+			if (m <= 0)
+				return 2;
+			left -= m;
+		}
+		at += (size_t)n;
+	}
+	close(fd);
+	printf("%.6f %llu\n", now() - t0, (unsigned long long)len);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "readv"))
+		return do_readv((pid_t)atoi(argv[2]), argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "vmsplice"))
+		return do_vmsplice(strtoull(argv[2], NULL, 10), argv[3]);
+	fprintf(stderr, "usage: copyrate readv PID FILE | copyrate vmsplice MIB FILE\n");
+	return 1;
+}
