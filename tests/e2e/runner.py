@@ -7535,19 +7535,22 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
+    def forged_dry_run(self, forgery, timeout):
+        """The test's program checkpointed, its image forged by forgery
+        (tests/fuzz/forge.py), then `restart --dry-run` of it: the result."""
+        with open(self.checkpointed(), "rb") as f:
+            good = f.read()
+        bad, log = self.p("forged"), self.p("forged.log")
+        with open(bad, "wb") as f:
+            f.write(forged(forgery)(good, None)[0])
+        self.logs.append(log)
+        return self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=timeout)
+
     def flow_mqueue_forged(self):
         """A queue whose forged id is near 2^32: the dry run is not slowed by it."""
         if self.opts.no_ckpt:
             return self.native()
-        img = self.checkpointed()
-        with open(img, "rb") as f:
-            good = f.read()
-        bad = self.p("forged")
-        with open(bad, "wb") as f:
-            f.write(forged("mqueue_id_huge")(good, None)[0])
-        log = self.p("forged.log")
-        self.logs.append(log)
-        r = self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=5)
+        r = self.forged_dry_run("mqueue_id_huge", 5)
         if r.returncode != 0:
             self.expect_error(r, "dry run of the forged image", must=["mqueue"])
         self.expect_gone("the dry run")
@@ -7589,15 +7592,7 @@ http {{
             return self.native()
         if os.path.exists("/sys/kernel/mm/hugepages/hugepages-1048576kB"):
             raise Skip("this machine has 1 GiB huge pages")
-        img = self.checkpointed()
-        with open(img, "rb") as f:
-            good = f.read()
-        bad = self.p("forged")
-        with open(bad, "wb") as f:
-            f.write(forged("shm_huge_1g")(good, None)[0])
-        log = self.p("forged.log")
-        self.logs.append(log)
-        r = self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=30)
+        r = self.forged_dry_run("shm_huge_1g", 30)
         self.expect_error(r, "restart of the forged image",
                           must=["1048576 kB pages", "this machine has none", "pdpe1gb"])
         self.expect_gone("the refused restart")
