@@ -7536,8 +7536,9 @@ http {{
         self.check_result(rc, "ckpt restart of the genuine image")
 
     def forged_dry_run(self, forgery, timeout):
-        """The test's program checkpointed, its image forged by forgery
-        (tests/fuzz/forge.py), then `restart --dry-run` of it: the result."""
+        """The test's program checkpointed (its image: self.p("img")), the
+        image forged by forgery (tests/fuzz/forge.py), then `restart
+        --dry-run` of the forged copy: the result."""
         with open(self.checkpointed(), "rb") as f:
             good = f.read()
         bad, log = self.p("forged"), self.p("forged.log")
@@ -7554,7 +7555,7 @@ http {{
         if r.returncode != 0:
             self.expect_error(r, "dry run of the forged image", must=["mqueue"])
         self.expect_gone("the dry run")
-        rp = self.restart(img, "restart")
+        rp = self.restart(self.p("img"), "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
@@ -7596,7 +7597,7 @@ http {{
         self.expect_error(r, "restart of the forged image",
                           must=["1048576 kB pages", "this machine has none", "pdpe1gb"])
         self.expect_gone("the refused restart")
-        rp = self.restart(img, "restart")
+        rp = self.restart(self.p("img"), "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
