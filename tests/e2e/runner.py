@@ -617,6 +617,8 @@ TESTS = [
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_unix_glue", kind="refuse",
           regex=r"\bpid {pid} fd 5 \(unix stream socket:\[\d+\]\): its queue holds fds in flight and more segments than a peek shows"),
+    entry("refuse_unix_glue_closed", kind="refuse", program="refuse_unix_glue", pargs=["closed"],
+          regex=r"\bpid {pid} fd 5 \(unix stream socket:\[\d+\]\): its queue holds a message of 6 bytes carrying fds, and its sender is gone"),
     entry("refuse_epoll_flight", kind="refuse",
           regex=r"\bpid {pid}\b.*\bfd 5\b.*carries anon_inode:\[eventpoll\]; an epoll instance in flight is not supported \(its watches are keyed by the fd numbers"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
