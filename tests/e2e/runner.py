@@ -8225,6 +8225,12 @@ def main():
         return 0
     if os.geteuid() != 0:
         print("warning: not root; several tests need root", file=sys.stderr)
+    # started in the background of a shell (SIGINT, SIGQUIT ignored), the
+    # programs would inherit that, and the tests that end a server by
+    # SIGINT would wait for ever: they get the defaults
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
     if not opts.no_ckpt and not os.access(opts.ckpt, os.X_OK):
         print("error: %s is not executable" % opts.ckpt, file=sys.stderr)
         return 2
