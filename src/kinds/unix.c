@@ -306,16 +306,29 @@ static int read_pending(struct unix_obj *reg, const struct usk *k, struct unix_o
  * SK_MEMINFO_WMEM_ALLOC (sock_diag) is the truesize of the skbs queued
  * here, and a socketpair of ckpt's, sent the messages as the restart
  * sends them, gives what they would take. More in the original means more
- * segments than ckpt would make: refused. Not checked (nothing to measure
- * with): a peer that is gone or whose memory sock_diag does not show.
+ * segments than ckpt would make: refused. With nothing to measure with (a
+ * peer that is gone, or whose memory sock_diag does not show), a message
+ * carrying fds with more than one byte is refused: it may be glued.
  */
 static int check_segments(struct ckpt_ctx *ctx, const struct unix_table *tab, const struct usk *k,
 			  struct unix_obj *u)
 {
 	const struct usk *peer = k->has_peer ? unix_table_find(tab, k->peer) : NULL;
 	uint64_t want = 0;
-	if (!peer || !peer->has_mem)
+	if (!peer || !peer->has_mem) {
+		/* nothing to measure with (the sender is gone): a message with
+		 * fds and one byte is one segment (each holds a byte at least);
+		 * with more, bytes sent apart before it may be glued to it */
+		for (size_t i = 0; i < u->queue.n; i++)
+			if (u->queue.rights && u->queue.rights[i] && u->queue.v[i]->data.len > 1)
+				return REFUSE(ctx, u,
+					      "its queue holds a message of %zu bytes carrying fds, "
+					      "and its sender is gone, so ckpt cannot tell whether "
+					      "bytes sent apart before it are glued to it (a read() "
+					      "of them would drop the fds after restart); not "
+					      "supported", u->queue.v[i]->data.len);
 		return 0;
+	}
 	int r = unix_stream_wmem(&u->queue, peer->sndbuf, &want);
 	if (r == -EAGAIN)
 		return 0;

@@ -617,6 +617,8 @@ TESTS = [
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_unix_glue", kind="refuse",
           regex=r"\bpid {pid} fd 5 \(unix stream socket:\[\d+\]\): its queue holds fds in flight and more segments than a peek shows"),
+    entry("refuse_unix_glue_closed", kind="refuse", program="refuse_unix_glue", pargs=["closed"],
+          regex=r"\bpid {pid} fd 5 \(unix stream socket:\[\d+\]\): its queue holds a message of 6 bytes carrying fds, and its sender is gone"),
     entry("refuse_epoll_flight", kind="refuse",
           regex=r"\bpid {pid}\b.*\bfd 5\b.*carries anon_inode:\[eventpoll\]; an epoll instance in flight is not supported \(its watches are keyed by the fd numbers"),
     entry("refuse_perf", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*perf"),
@@ -7535,23 +7537,27 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
+    def forged_dry_run(self, forgery, timeout):
+        """The test's program checkpointed (its image: self.p("img")), the
+        image forged by forgery (tests/fuzz/forge.py), then `restart
+        --dry-run` of the forged copy: the result."""
+        with open(self.checkpointed(), "rb") as f:
+            good = f.read()
+        bad, log = self.p("forged"), self.p("forged.log")
+        with open(bad, "wb") as f:
+            f.write(forged(forgery)(good, None)[0])
+        self.logs.append(log)
+        return self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=timeout)
+
     def flow_mqueue_forged(self):
         """A queue whose forged id is near 2^32: the dry run is not slowed by it."""
         if self.opts.no_ckpt:
             return self.native()
-        img = self.checkpointed()
-        with open(img, "rb") as f:
-            good = f.read()
-        bad = self.p("forged")
-        with open(bad, "wb") as f:
-            f.write(forged("mqueue_id_huge")(good, None)[0])
-        log = self.p("forged.log")
-        self.logs.append(log)
-        r = self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=5)
+        r = self.forged_dry_run("mqueue_id_huge", 5)
         if r.returncode != 0:
             self.expect_error(r, "dry run of the forged image", must=["mqueue"])
         self.expect_gone("the dry run")
-        rp = self.restart(img, "restart")
+        rp = self.restart(self.p("img"), "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
@@ -7589,19 +7595,11 @@ http {{
             return self.native()
         if os.path.exists("/sys/kernel/mm/hugepages/hugepages-1048576kB"):
             raise Skip("this machine has 1 GiB huge pages")
-        img = self.checkpointed()
-        with open(img, "rb") as f:
-            good = f.read()
-        bad = self.p("forged")
-        with open(bad, "wb") as f:
-            f.write(forged("shm_huge_1g")(good, None)[0])
-        log = self.p("forged.log")
-        self.logs.append(log)
-        r = self.run_ckpt(["restart", bad, "--dry-run", "--log", log], timeout=30)
+        r = self.forged_dry_run("shm_huge_1g", 30)
         self.expect_error(r, "restart of the forged image",
                           must=["1048576 kB pages", "this machine has none", "pdpe1gb"])
         self.expect_gone("the refused restart")
-        rp = self.restart(img, "restart")
+        rp = self.restart(self.p("img"), "restart")
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the genuine image")
 
@@ -8227,6 +8225,12 @@ def main():
         return 0
     if os.geteuid() != 0:
         print("warning: not root; several tests need root", file=sys.stderr)
+    # started in the background of a shell (SIGINT, SIGQUIT ignored), the
+    # programs would inherit that, and the tests that end a server by
+    # SIGINT would wait for ever: they get the defaults
+    for sig in (signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
     if not opts.no_ckpt and not os.access(opts.ckpt, os.X_OK):
         print("error: %s is not executable" % opts.ckpt, file=sys.stderr)
         return 2
