@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int ring;
@@ -38,7 +39,10 @@ static void nop(uint64_t tag)
 	sqes[idx].user_data = tag;
 	array[idx] = idx;
 	__atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
-	if (syscall(SYS_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) != 1)
+	/* with SQPOLL, a wake-up too: the thread may sleep (IORING_SQ_NEED_WAKEUP)
+	 * and then never takes the entry (a hang seen once in 15 starts) */
+	unsigned wake = (p.flags & IORING_SETUP_SQPOLL) ? IORING_ENTER_SQ_WAKEUP : 0;
+	if (syscall(SYS_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS | wake, NULL, 0) != 1)
 		fail("io_uring_enter: %m");
 	uint32_t *head = (uint32_t *)(cq + p.cq_off.head);
 	struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
@@ -110,9 +114,10 @@ int main(int argc, char **argv)
 	if (sqpoll) {
 		pending_read();
 		/* the leader, iou-sqp and iou-wrk */
-		for (int i = 0; threads() < 3; i++) {
-			if (i == 10000)
-				fail("no io_uring threads after 10 s: %d thread(s)", threads());
+		int64_t end = test_now_ns(CLOCK_MONOTONIC) + 15000000000ll;
+		while (threads() < 3) {
+			if (test_now_ns(CLOCK_MONOTONIC) > end)
+				fail("no io_uring threads after 15 s: %d thread(s)", threads());
 			usleep(1000);
 		}
 	}
