@@ -8159,10 +8159,21 @@ class Results:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
+        self.times = []  # (seconds, name) of every run, for the slowest list
 
     def ok(self, name, notes=()):
         self.passed += 1
         print("PASS %s%s" % (name, " (%s)" % ", ".join(notes) if notes else ""), flush=True)
+
+    def timed(self, name, seconds):
+        self.times.append((seconds, name))
+
+    def slowest(self, n=15):
+        """The n slowest runs and the whole, so that the suite's time is seen to grow."""
+        total = sum(s for s, _ in self.times)
+        top = sorted(self.times, reverse=True)[:n]
+        return "time: %.0f s in all; slowest: %s" % (
+            total, ", ".join("%s %.1f s" % (name, s) for s, name in top))
 
     def skip(self, name, why):
         self.skipped += 1
@@ -8253,6 +8264,7 @@ def main():
                 continue
             run = Run(opts, t, mode)
             run.keep = False
+            started = time.monotonic()
             try:
                 run.run()
                 res.ok(run.name, run.notes)
@@ -8264,11 +8276,14 @@ def main():
                 res.bad(run.name, "runner error: %r" % e, run)
             finally:
                 run.cleanup()
+                res.timed(run.name, time.monotonic() - started)
                 if run.keep or opts.keep:
                     print("  kept %s" % run.dir, flush=True)
                 else:
                     shutil.rmtree(run.dir, ignore_errors=True)
 
+    if len(res.times) > 1:
+        print(res.slowest())
     line = "%d passed, %d failed" % (res.passed, res.failed)
     if res.skipped:
         line += ", %d skipped" % res.skipped
