@@ -3039,12 +3039,11 @@ class Run:
         if self.opts.no_ckpt:
             rp = pr
         else:
-            def grown():
-                """the restored run writes on: a twentieth more output"""
-                at = self.size("output")
-                self.wait_until("the restored run's output to grow",
-                                lambda: self.size("output") > at + want // 20, [])
-            rp = self.real_cycle(pr, between=grown)
+            def more():
+                """the restored build goes on: one more object"""
+                b = built()
+                self.wait_until("one more object built", lambda: built() > b, [])
+            rp = self.real_cycle(pr, between=more)
             if os.path.exists(self.p("prog")) or built() == len(objs):
                 raise Fail("the build had finished at the checkpoint")
             self.notes.append("checkpointed with %d/%d objects built" % (built(), len(objs)))
