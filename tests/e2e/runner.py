@@ -470,6 +470,9 @@ TESTS = [
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
+    # clients that connect for every command (as redis-benchmark -k 0):
+    # its accept queue is rarely empty, checkpoints succeed all the same
+    entry("real_redis_reconnect", (B,), kind="redis_reconnect"),
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
@@ -3954,6 +3957,72 @@ class Run:
             n = int(line[1:])
             return None if n < 0 else f.read(n + 2)[:-2].decode()
         return line[:-2].decode()
+
+    def flow_redis_reconnect(self):
+        """redis-server on 127.0.0.1 at a free port; 6 client threads of the
+        runner's each connect for every SET, GET and INCR (then close), so
+        that connections wait in the listener's queue at any instant (before
+        step "hold out", 6 of 10 checkpoints of redis under
+        `redis-benchmark -k 0` were refused for it). Four checkpoints that
+        let it go on, then checkpoint --kill and restart: every one succeeds,
+        no client sees an error or a wrong reply, and the counter the
+        clients INCR equals the commands they made."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        port = self.free_port()
+        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", self.dir,
+                                "--logfile", self.p("redis.log")], port)
+        self.logs.append(self.p("redis.log"))
+        state = {"n": [0] * 6, "err": None, "stop": False}
+
+        def loop(t):
+            try:
+                while not state["stop"] and not state["err"]:
+                    i = state["n"][t]
+                    with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+                        f = c.makefile("rb")
+                        c.sendall(self.resp_cmd(["SET", "k%d_%d" % (t, i), "v%d" % i]) +
+                                  self.resp_cmd(["GET", "k%d_%d" % (t, i)]) +
+                                  self.resp_cmd(["INCR", "total"]))
+                        got = [self.resp_read(f) for _ in range(3)]
+                    if got[:2] != ["+OK", "v%d" % i] or not got[2].startswith(":"):
+                        raise Fail("client %d, command %d: got %r" % (t, i, got))
+                    state["n"][t] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = state["err"] or "client %d: %r" % (t, e)
+        ths = [threading.Thread(target=loop, args=(t,), daemon=True) for t in range(6)]
+        for th in ths:
+            th.start()
+
+        def progress(k=100):
+            n = sum(state["n"])
+            self.wait_until("%d more commands" % k,
+                            lambda: sum(state["n"]) >= n + k or state["err"], [], timeout=60)
+            if state["err"]:
+                raise Fail("the redis clients: %s" % state["err"])
+        try:
+            progress()
+            rp = pr
+            if not self.opts.no_ckpt:
+                for k in range(4):
+                    self.checkpoint(self.p("live%d" % k), "live%d" % k, reap=[], kill=False)
+                    progress()
+                rp = self.tcp_cycles(pr, port, progress)
+        finally:
+            state["stop"] = True
+            for th in ths:
+                th.join(60)
+        if state["err"]:
+            raise Fail("the redis clients: %s" % state["err"])
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+            c.sendall(self.resp_cmd(["GET", "total"]))
+            total = self.resp_read(c.makefile("rb"))
+        if total != str(sum(state["n"])):
+            raise Fail("redis counted %s commands, the clients made %d" % (total, sum(state["n"])))
+        self.notes.append("%d commands on as many connections" % sum(state["n"]))
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SIGTERM")
 
     def flow_redis_tcp(self):
         """redis-server on 127.0.0.1 at a free port, TCP only; a client of
