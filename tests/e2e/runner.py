@@ -1614,17 +1614,10 @@ class Run:
         pr = self.mig2_run(py + ["client", str(port), "3"], run_args=["--nat"],
                            env=dict(PY_ECHO_HOST=c))
 
-        def rounds():
-            try:
-                with open(self.p("rounds")) as f:
-                    return int(f.read() or 0)
-            except (OSError, ValueError):
-                return 0
+        rounds = self.echo_rounds
 
         def progress(k=20):
-            r = rounds()
-            self.wait_until("%d more rounds of echoes through the NAT" % k,
-                            lambda: rounds() >= r + k, [], timeout=60)
+            self.echo_progress(k, [], 60)
         progress(5)
 
         def through_nat(when):
@@ -1690,6 +1683,21 @@ class Run:
         progress()
         self.nat_echo_done(rounds())
         self.mig2_end(signal.SIGKILL, "the restored container")  # its pid 1: no SIGTERM
+
+    def echo_rounds(self):
+        """py_echo.py's client's count of full rounds (its file "rounds")."""
+        try:
+            with open(self.p("rounds")) as f:
+                return int(f.read() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def echo_progress(self, k, procs, timeout):
+        """Waits for k more rounds of py_echo.py's client; Fail if one of
+        procs exits first."""
+        r = self.echo_rounds()
+        self.wait_until("%d more rounds of echoes" % k, lambda: self.echo_rounds() >= r + k,
+                        procs, timeout=timeout)
 
     def nat_echo_done(self, rounds):
         """The container's echo client told to stop: it must say PASS."""
@@ -4124,17 +4132,10 @@ class Run:
         cl = self.popen(self.program_argv() + ["client", str(port), str(n)],
                         out=self.p("client.log"), err=self.p("client.log"))
 
-        def rounds():
-            try:
-                with open(self.p("rounds")) as f:
-                    return int(f.read() or 0)
-            except (OSError, ValueError):
-                return 0
+        rounds = self.echo_rounds
 
         def progress(k=20):
-            r = rounds()
-            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
-                            [cl], timeout=60)
+            self.echo_progress(k, [cl], 60)
 
         def held(when):
             # the listener, the connections and the runner's, the loop's
