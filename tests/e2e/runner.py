@@ -481,6 +481,11 @@ TESTS = [
     # SQLite's shell fed inserts by a shell loop through a pipe, one
     # transaction each (its journal made and deleted every time)
     entry("real_sqlite", (B, T), kind="sqlite"),
+    # a server whose accept queue is never empty while its clients keep
+    # connecting: new clients held out before the freeze until it has
+    # accepted what was queued
+    entry("accept_busy", (B, T), kind="accept_busy",
+          argv=["@python", os.path.join(HERE, "py_slow_accept.py")]),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -4076,6 +4081,69 @@ class Run:
         self.wait_all([rp], EXIT_TIMEOUT, "the echo server after SIGTERM")
         if rp.returncode != 0 or "served" not in self.out():
             raise Fail("the echo server: status %s: %s" % (rp.returncode, self.out()[-300:]))
+
+    ACCEPTED_RX = re.compile(r"new clients held out, the (\d+) connection\(s\) its listeners "
+                             r"had queued were accepted in \d+ ms")
+
+    def flow_accept_busy(self):
+        """py_slow_accept.py: a server that accepts one connection every
+        40 ms while 8 client threads (a process of the runner's, outside
+        the tree) connect again and again, so that its accept queue is
+        never empty. A checkpoint that lets it go on, then checkpoint
+        --kill and restart (twice in twice mode): each checkpoint succeeds
+        and its log says that queued connections were accepted before the
+        freeze (none is left in a queue, which would be refused); the
+        clients see no error, and the count they are told goes on growing,
+        from the restored server (the same pid)."""
+        pr = self.start(args=["server", self.dir])
+        self.pid = pr.pid
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(self.program_argv() + ["client", str(port), "8", self.dir],
+                        out=self.p("client.log"), err=self.p("client.log"))
+
+        def served():
+            try:
+                with open(self.p("served")) as f:
+                    c, p = f.read().split()
+                return int(c), int(p)
+            except (OSError, ValueError):
+                return 0, 0
+
+        def progress(k=10):
+            c = served()[0]
+            self.wait_until("%d more connections served" % k, lambda: served()[0] >= c + k,
+                            [cl], timeout=60)
+
+        def accepted(tag):
+            with open(self.p(tag + ".log"), errors="replace") as f:
+                m = self.ACCEPTED_RX.search(f.read())
+            if not m or int(m.group(1)) < 1:
+                raise Fail("%s: the log does not say that queued connections were accepted "
+                           "before the freeze" % tag)
+
+        progress()
+        rp = pr
+        if not self.opts.no_ckpt:
+            self.checkpoint(self.p("live"), "live", reap=[], kill=False)
+            accepted("live")
+            progress()
+            rp = self.tcp_cycles(pr, port, progress)
+            accepted("ckpt")
+            if self.mode == T:
+                accepted("ckpt2")
+        count, pid = served()
+        if pid != self.pid:
+            raise Fail("the server says pid %d, want %d" % (pid, self.pid))
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the clients")
+        if cl.returncode != 0:
+            with open(self.p("client.log"), errors="replace") as f:
+                raise Fail("the clients: status %s: %s" % (cl.returncode, f.read()[-300:]))
+        self.notes.append("%d served" % count)
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "the server after SIGTERM")
 
     def flow_java(self):
         """A JVM (JavaThreads.java: three threads counting into files) on
@@ -8207,10 +8275,21 @@ class Results:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
+        self.times = []  # (seconds, name) of every run, for the slowest list
 
     def ok(self, name, notes=()):
         self.passed += 1
         print("PASS %s%s" % (name, " (%s)" % ", ".join(notes) if notes else ""), flush=True)
+
+    def timed(self, name, seconds):
+        self.times.append((seconds, name))
+
+    def slowest(self, n=15):
+        """The n slowest runs and the whole, so that the suite's time is seen to grow."""
+        total = sum(s for s, _ in self.times)
+        top = sorted(self.times, reverse=True)[:n]
+        return "time: %.0f s in all; slowest: %s" % (
+            total, ", ".join("%s %.1f s" % (name, s) for s, name in top))
 
     def skip(self, name, why):
         self.skipped += 1
@@ -8301,6 +8380,7 @@ def main():
                 continue
             run = Run(opts, t, mode)
             run.keep = False
+            started = time.monotonic()
             try:
                 run.run()
                 res.ok(run.name, run.notes)
@@ -8312,11 +8392,14 @@ def main():
                 res.bad(run.name, "runner error: %r" % e, run)
             finally:
                 run.cleanup()
+                res.timed(run.name, time.monotonic() - started)
                 if run.keep or opts.keep:
                     print("  kept %s" % run.dir, flush=True)
                 else:
                     shutil.rmtree(run.dir, ignore_errors=True)
 
+    if len(res.times) > 1:
+        print(res.slowest())
     line = "%d passed, %d failed" % (res.passed, res.failed)
     if res.skipped:
         line += ", %d skipped" % res.skipped
