@@ -29,7 +29,6 @@
 #include "img/img.h"
 #include "img/seal.h"
 #include "util/cleanup.h"
-#include "util/thread.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the image is little-endian");
 _Static_assert(sizeof(struct img_header) == 140, "struct img_header is part of the format");
@@ -746,7 +745,7 @@ static int check_data(struct img_reader *r, size_t n, const size_t *off, const u
 	struct crc_job j = { .base = r->base, .frame_off = off, .data = data, .len = len,
 			     .type = type, .crc = crc, .n = n, .first_bad = n, .skip = r->crc_later };
 	pthread_t helper;
-	bool two = total >= (32u << 20) && util_thread_create(&helper, crc_worker, &j) == 0;
+	bool two = total >= (32u << 20) && pthread_create(&helper, NULL, crc_worker, &j) == 0;
 
 	crc_worker(&j);
 	if (two)

@@ -1,4 +1,3 @@
-
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The page store (pages.h). */
 #include "img/pages.h"
@@ -10,7 +9,6 @@
 #include <sys/uio.h>
 
 #include "util/cleanup.h"
-#include "util/thread.h"
 #ifdef CKPT_HAVE_ZSTD
 #include <zstd.h>
 #include <zstd_errors.h>
@@ -459,7 +457,7 @@ static int async_post(struct pages_writer *pw, const struct iovec *iov, uint32_t
 	if (r < 0)
 		return r;
 	if (!a->started) {
-		if (util_thread_create(&a->thread, async_main, a) != 0)
+		if (pthread_create(&a->thread, NULL, async_main, a) != 0)
 			return 0;
 		a->started = true;
 	}
@@ -881,7 +879,7 @@ int pages_set_apply(const struct pages_set *s, unsigned workers, pages_put_fn pu
 		workers = 8;
 	/* a thread is worth it with a few chunks to share */
 	while (started + 1 < workers && s->n >= 4 * (started + 1) &&
-	       util_thread_create(&th[started], apply_worker, &j) == 0)
+	       pthread_create(&th[started], NULL, apply_worker, &j) == 0)
 		started++;
 	apply_worker(&j);
 	for (unsigned i = 0; i < started; i++)

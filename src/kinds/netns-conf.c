@@ -47,7 +47,6 @@
 #include "kinds/netns.h"
 #include "netns.pb-c.h"
 #include "util/cleanup.h"
-#include "util/thread.h"
 
 #define SYSCTL_NAME_MAX 160
 #define SYSCTL_VALUE_MAX 1024
@@ -280,7 +279,7 @@ int netns_sysctls_read(struct ckpt_log *log, pid_t root, NetnsEntry *e)
 	struct kvs ns = { 0 };
 	struct fresh_job job = { .ret = -EAGAIN };
 	pthread_t th;
-	bool threaded = util_thread_create(&th, walk_fresh, &job) == 0;
+	bool threaded = pthread_create(&th, NULL, walk_fresh, &job) == 0;
 	int r = walk_net(&ns);
 	if (threaded)
 		pthread_join(th, NULL);

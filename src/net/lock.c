@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
-#include "util/thread.h"
 
 /* One element of a set: saddr . sport . daddr . dport, addresses raw. */
 struct flow {
@@ -103,7 +102,7 @@ static int in_netns_fds(int netns_fd, bool private_fds, int (*fn)(void *), void 
 	struct ns_job job = { .netns_fd = netns_fd, .private_fds = private_fds, .fn = fn,
 			      .arg = arg };
 	pthread_t th;
-	int e = util_thread_create(&th, ns_thread, &job);
+	int e = pthread_create(&th, NULL, ns_thread, &job);
 	if (e)
 		return -e;
 	pthread_join(th, NULL);
