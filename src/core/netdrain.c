@@ -21,7 +21,9 @@
  * refused at collect as before, its queue named.
  *
  * Only the root's network namespace is looked at; a listener's queue in
- * another namespace of the tree is refused as before.
+ * another namespace of the tree is refused as before. When that namespace
+ * is not ckpt's (ckpt run --net), every listener in it is taken as the
+ * tree's, without a walk of its fds.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -43,6 +45,7 @@
 #include "net/lock.h"
 #include "puppet/puppet.h"
 #include "util/cleanup.h"
+#include "util/proc.h"
 
 #define HOLD_OUT_MS    1000u
 #define HOLD_OUT_PORTS 64u /* listening ports held out at most; more: none are */
@@ -289,7 +292,16 @@ int ckpt_netlock_hold(struct ckpt_ctx *ctx)
 	_cleanup_free_ struct listeners *ls = calloc(1, sizeof(*ls));
 	if (fd < 0 || !ls || list_listeners(fd, ls) < 0 || !ls->n)
 		return 0; /* nothing to hold out, or no way to: collect refuses a queue */
-	int found = mark_tree(ctx->pid, ls);
+	/* a namespace of the tree's own (ckpt run --net): its listeners are
+	 * the tree's, no walk of its fds (10,000 links read: 0.05-0.15 s) */
+	int found = 0;
+	if (!proc_same_netns(ctx->pid)) {
+		for (size_t i = 0; i < ls->n; i++)
+			ls->v[i].tree = true;
+		found = (int)ls->n;
+	} else {
+		found = mark_tree(ctx->pid, ls);
+	}
 	if (found <= 0 || ls->more)
 		return found < 0 ? found : 0;
 
