@@ -52,6 +52,9 @@ struct fdt_ckpt {
 	FdEntry *fds;
 	FdEntry **pfds;
 	FdOwner *owners;
+	struct fdtable_seen *seen; /* each fd looked at, for the locks kind */
+	size_t nseen;
+	bool walked;
 };
 
 static int cmp_int(const void *a, const void *b)
@@ -146,8 +149,19 @@ int fdtable_copy(struct task *t, const struct fd_info *fi)
 	return c < 0 ? -errno : c;
 }
 
-/* fdtable_inspect_fd, and with pidfd >= 0 (the task's) the copy too */
-static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi, int pidfd)
+/* The "lock:" lines of an fdinfo text (the last ones the kernel prints),
+ * malloc'ed; NULL when there are none. */
+static char *lock_lines(const char *text)
+{
+	const char *l = !strncmp(text, "lock:", 5) ? text : strstr(text, "\nlock:");
+	return l ? strdup(l + (*l == '\n')) : NULL;
+}
+
+/* fdtable_inspect_fd, and with pidfd >= 0 (the task's) the copy too;
+ * fdinfo_dir: an fd of /proc/PID/fdinfo, or -1; ret_locks (if not NULL):
+ * the fdinfo's lock lines (lock_lines) */
+static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi, int pidfd,
+		      int fdinfo_dir, char **ret_locks)
 {
 	char link[64], *text = NULL;
 	ssize_t n;
@@ -172,10 +186,17 @@ static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_in
 		fi->sockproto[l > 0 ? l : 0] = '\0';
 	} else if (fi->sockproto_read)
 		read_sockproto(t->pid, fd, fi->sockproto, sizeof(fi->sockproto));
-	snprintf(link, sizeof(link), "fdinfo/%d", fd);
-	r = proc_read(t->pid, link, &text, NULL);
+	if (fdinfo_dir >= 0) { /* one read, no walk of /proc/PID */
+		snprintf(link, sizeof(link), "%d", fd);
+		r = proc_read_single(fdinfo_dir, link, &text);
+	} else {
+		snprintf(link, sizeof(link), "fdinfo/%d", fd);
+		r = proc_read(t->pid, link, &text, NULL);
+	}
 	if (r >= 0)
 		r = proc_parse_fdinfo(text, &fi->fi);
+	if (r >= 0 && ret_locks && !(*ret_locks = lock_lines(text)) && strstr(text, "lock:"))
+		r = -ENOMEM;
 	free(text);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d: cannot read its fdinfo", t->pid, fd);
@@ -184,7 +205,7 @@ static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_in
 
 int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
 {
-	return inspect_fd(ctx, t, fd, fi, -1);
+	return inspect_fd(ctx, t, fd, fi, -1, -1, NULL);
 }
 
 int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
@@ -337,11 +358,16 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	f->fds = calloc(n ? n : 1, sizeof(*f->fds));
 	f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
 	f->owners = calloc(n ? n : 1, sizeof(*f->owners));
-	if (!f->fds || !f->pfds || !f->owners)
+	f->seen = calloc(n ? n : 1, sizeof(*f->seen));
+	if (!f->fds || !f->pfds || !f->owners || !f->seen)
 		r = -ENOMEM;
+	f->walked = true;
 	int refused = 0; /* the first refusal; the other fds are looked at too */
 	/* one pidfd for the table's copies (not one a copy) */
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/fdinfo", t->pid);
+	_cleanup_close_ int fdinfo_dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	fi->copy = -1;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		FdEntry *e = &f->fds[i];
@@ -350,7 +376,12 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		bool ext = is_external(ctx, t, fds[i]);
 		if (fi->copy >= 0)
 			close(fi->copy);
-		r = inspect_fd(ctx, t, fds[i], fi, pidfd);
+		char *locks = NULL;
+		r = inspect_fd(ctx, t, fds[i], fi, pidfd, fdinfo_dir, &locks);
+		if (r >= 0)
+			f->seen[f->nseen++] = (struct fdtable_seen){
+				.fd = fds[i], .dev = fi->st.st_dev, .ino = fi->st.st_ino, .locks = locks
+			};
 		if (r >= 0 && ext) {
 			e->has_external = e->external = true;
 			log_info(&ctx->log, "pid %d fd %d (%s): saved as external, to be given "
@@ -380,6 +411,16 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	free(fds);
 	free(fi);
 	return r < 0 ? r : refused;
+}
+
+int fdtable_seen(struct task *t, const struct fdtable_seen **ret, size_t *ret_n)
+{
+	const struct fdt_ckpt *f = t->kstate[KIND_fdtable];
+	if (!f || !f->walked)
+		return -ENOENT;
+	*ret = f->seen;
+	*ret_n = f->nseen;
+	return 0;
 }
 
 static int fdtable_dump(struct ckpt_ctx *ctx, struct task *t)
@@ -636,6 +677,9 @@ static void fdtable_free_state(void *state)
 		free(f->fds);
 		free(f->pfds);
 		free(f->owners);
+		for (size_t i = 0; i < f->nseen; i++)
+			free(f->seen[i].locks);
+		free(f->seen);
 		free(f);
 	}
 }

@@ -246,7 +246,8 @@ static void split_addr(const union inet_addr *a, uint8_t *bytes, size_t *len, ui
 	})
 
 /* An established connection: read in repair mode, which is left at once. */
-static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o)
+static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
+		       const struct tcp_info *ti)
 {
 	int s = o->copy, reuse = 0, r;
 	/* read with the options (inet_opts_read keeps those not 0, a new
@@ -262,7 +263,7 @@ static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct in
 				   : log_fail(&ctx->log, r, "pid %d fd %d (inet): TCP_REPAIR: %s",
 					      fi->pid, fi->fd, strerror(-r));
 	for (int i = 0; i < 20; i++) {
-		r = inet_tcp_read(s, &o->tcp);
+		r = inet_tcp_read(s, i ? NULL : ti, &o->tcp);
 		if (r != -EAGAIN)
 			break;
 	}
@@ -321,7 +322,7 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 		return 0;
 	case TCP_ESTABLISHED: {
 		o->e.state = INET_ST_CONNECTED;
-		int r = collect_tcp(ctx, fi, o);
+		int r = collect_tcp(ctx, fi, o, &ti);
 		/* reading shut down (by the program, or a CLOSE_WAIT restored) */
 		struct pollfd p = { .fd = s, .events = POLLRDHUP };
 		if (r == 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLRDHUP)) {
@@ -340,7 +341,7 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 		 * LAST_ACK and CLOSING have sent theirs (not acknowledged yet)
 		 * and received the peer's */
 		o->e.state = INET_ST_CONNECTED;
-		int r = collect_tcp(ctx, fi, o);
+		int r = collect_tcp(ctx, fi, o, &ti);
 		if (r < 0)
 			return r;
 		int st = ti.tcpi_state;
