@@ -98,8 +98,8 @@ enum {
 struct inet_obj {
 	InetSkEntry e;
 	TcpRepair tcp;
-	InetOpt opts[OPTS_MAX];
-	InetOpt *popts[OPTS_MAX];
+	InetOpt *opts; /* e.n_opts of them, malloc'ed (most sockets have none) */
+	InetOpt **popts;
 	uint8_t src[16], dst[16];
 	char dev[IFNAMSIZ + 1];
 	uint8_t icmp6f[sizeof(struct icmp6_filter)];
@@ -238,12 +238,16 @@ static void split_addr(const union inet_addr *a, uint8_t *bytes, size_t *len, ui
 	}
 }
 
+/* ctx NULL: quietly (a prefetch thread, see prefetch()), the error alone */
 #define REFUSE(ctx, fi, s, proto, fmt, ...)                                                   \
 	({                                                                                     \
 		char d_[192];                                                                  \
-		log_fail(&(ctx)->log, -EOPNOTSUPP, "pid %d fd %d (inet): %s " fmt, (fi)->pid,  \
-			 (fi)->fd, describe(s, proto, d_, sizeof(d_)), ##__VA_ARGS__);         \
+		(ctx) ? log_fail(&(ctx)->log, -EOPNOTSUPP, "pid %d fd %d (inet): %s " fmt,     \
+				 (fi)->pid, (fi)->fd, describe(s, proto, d_, sizeof(d_)),      \
+				 ##__VA_ARGS__)                                                \
+		      : -EOPNOTSUPP;                                                           \
 	})
+#define FAIL(ctx, r, fmt, ...) ((ctx) ? log_fail(&(ctx)->log, r, fmt, ##__VA_ARGS__) : (r))
 
 /* An established connection: read in repair mode, which is left at once. */
 static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
@@ -260,8 +264,8 @@ static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct in
 		return r == -EPERM ? REFUSE(ctx, fi, s, IPPROTO_TCP,
 					    "is established: saving it needs TCP_REPAIR, which "
 					    "needs CAP_NET_ADMIN")
-				   : log_fail(&ctx->log, r, "pid %d fd %d (inet): TCP_REPAIR: %s",
-					      fi->pid, fi->fd, strerror(-r));
+				   : FAIL(ctx, r, "pid %d fd %d (inet): TCP_REPAIR: %s",
+					  fi->pid, fi->fd, strerror(-r));
 	for (int i = 0; i < 20; i++) {
 		r = inet_tcp_read(s, i ? NULL : ti, &o->tcp);
 		if (r != -EAGAIN)
@@ -277,14 +281,18 @@ static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct in
 			      "has more than %u MiB queued one way; not supported yet",
 			      INET_QUEUE_MAX >> 20);
 	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot read the connection "
-				"in repair mode: %s", fi->pid, fi->fd, strerror(-r));
+		return FAIL(ctx, r, "pid %d fd %d (inet): cannot read the connection in repair "
+			    "mode: %s", fi->pid, fi->fd, strerror(-r));
 	o->e.tcp = &o->tcp;
+	return 0;
+}
+
+static void log_tcp(struct ckpt_ctx *ctx, const struct inet_obj *o)
+{
 	log_debug(&ctx->log, "pid %d fd %d (inet): send queue %zu bytes up to %u (%u never sent), "
-		  "receive queue %zu bytes up to %u, windows snd %u rcv %u", fi->pid, fi->fd,
+		  "receive queue %zu bytes up to %u, windows snd %u rcv %u", o->pid, o->fd,
 		  o->tcp.sendq.len, o->tcp.snd_seq, o->tcp.unsent, o->tcp.recvq.len, o->tcp.rcv_seq,
 		  o->tcp.snd_wnd, o->tcp.rcv_wnd);
-	return 0;
 }
 
 /* State and addresses of a TCP socket; refuses the states not saved. */
@@ -296,14 +304,15 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d (inet): TCP_INFO: %m", fi->pid,
-				fi->fd);
+		return FAIL(ctx, -errno, "pid %d fd %d (inet): TCP_INFO: %m", fi->pid, fi->fd);
 	switch (ti.tcpi_state) {
 	case TCP_CLOSE:
 		o->e.state = INET_ST_CLOSED;
 		return 0;
 	case TCP_LISTEN:
 		/* a listener's tcp_info: unacked is the accept queue, sacked the backlog */
+		if (ti.tcpi_unacked && !ctx)
+			return -EAGAIN; /* said by the caller's look */
 		if (ti.tcpi_unacked && (ctx->flags & CKPT_SKIP_IN_FLIGHT)) {
 			char d[192];
 			log_info(&ctx->log, "pid %d fd %d (inet): %s: %u connection(s) not accepted "
@@ -363,6 +372,8 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 		/* a connect in progress: connected again at restart */
 		union inet_addr peer;
 		size_t len;
+		if (!ctx)
+			return -EAGAIN; /* /proc/net/tcp: by the caller's look */
 		if (inet_proc_peer(s, &peer) < 0)
 			return REFUSE(ctx, fi, s, IPPROTO_TCP, "in state SYN_SENT: its peer is not "
 				      "in /proc/net/tcp; not supported yet");
@@ -428,17 +439,15 @@ static int collect_addrs(struct ckpt_ctx *ctx, const struct fd_info *fi, struct 
 	socklen_t l = sizeof(a);
 	size_t len;
 	if (getsockname(o->copy, &a.sa, &l) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d (inet): getsockname: %m", fi->pid,
-				fi->fd);
+		return FAIL(ctx, -errno, "pid %d fd %d (inet): getsockname: %m", fi->pid, fi->fd);
 	split_addr(&a, o->src, &len, &o->e.src_port);
 	o->e.has_src = o->e.has_src_port = true;
 	o->e.src = (ProtobufCBinaryData){ .len = len, .data = o->src };
 	l = sizeof(a);
 	if (getpeername(o->copy, &a.sa, &l) < 0)
 		return errno == ENOTCONN ? 0
-					 : log_fail(&ctx->log, -errno,
-						    "pid %d fd %d (inet): getpeername: %m", fi->pid,
-						    fi->fd);
+					 : FAIL(ctx, -errno, "pid %d fd %d (inet): getpeername: %m",
+						fi->pid, fi->fd);
 	split_addr(&a, o->dst, &len, &o->e.dst_port);
 	o->e.has_dst = o->e.has_dst_port = true;
 	o->e.dst = (ProtobufCBinaryData){ .len = len, .data = o->dst };
@@ -527,11 +536,54 @@ static int check_kind(struct ckpt_ctx *ctx, struct inet_task *it, const struct f
 		      family_name(*family), type_name(*type), *proto, what);
 }
 
+/* The options of o (family, type, proto set), its filter, addresses and
+ * state. ctx NULL: quietly, for a prefetch thread (prefetch()): nothing
+ * logged, -EAGAIN for what the caller's own look must say. */
+static int read_obj(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_obj *o,
+		    struct inet_opt_defaults *defs)
+{
+	int family = (int)o->e.family, type = (int)o->e.type, proto = (int)o->e.proto;
+	InetOpt opts[OPTS_MAX];
+	size_t n = 0;
+	/* options first: leaving repair mode changes SO_REUSEADDR */
+	int r = inet_opts_read(o->copy, family, type, proto, defs, opts, OPTS_MAX, &n, &o->e,
+			       o->dev, sizeof(o->dev));
+	if (r < 0)
+		return FAIL(ctx, r, "pid %d fd %d (inet): cannot read its options: %s", fi->pid,
+			    fi->fd, strerror(-r));
+	if (n) {
+		o->opts = malloc(n * sizeof(*o->opts));
+		o->popts = malloc(n * sizeof(*o->popts));
+		if (!o->opts || !o->popts)
+			return -ENOMEM;
+		memcpy(o->opts, opts, n * sizeof(*o->opts));
+		for (size_t i = 0; i < n; i++)
+			o->popts[i] = &o->opts[i];
+	}
+	o->e.opts = o->popts;
+	o->e.n_opts = n;
+	bool locked;
+	r = sk_filter_read(o->copy, &o->e.filter.data, &o->e.filter.len, &locked);
+	o->e.filter_locked = locked;
+	if (r < 0)
+		return FAIL(ctx, r, "pid %d fd %d (inet): %s", fi->pid, fi->fd,
+			    r == -EACCES ? "an eBPF socket filter is attached (SO_ATTACH_BPF); not "
+					   "supported yet" : "cannot read its socket filter");
+	o->e.has_filter = o->e.has_filter_locked = o->e.filter.len != 0;
+	r = collect_addrs(ctx, fi, o);
+	if (r >= 0 && !ctx && proto != IPPROTO_TCP)
+		r = -EAGAIN; /* UDP's, raw's: by the caller's look */
+	if (r >= 0)
+		r = is_raw_or_ping(family, type, proto) ? collect_raw_state(ctx, fi, o, proto)
+		    : proto == IPPROTO_TCP		 ? collect_tcp_state(ctx, fi, o)
+							 : collect_udp_state(ctx, fi, o, proto);
+	return r;
+}
+
 static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 		   struct inet_obj *o)
 {
 	int family, type, proto, r;
-	size_t n = 0;
 
 	o->copy = fdtable_copy(t, fi);
 	if (o->copy < 0)
@@ -548,30 +600,9 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	o->e.type = (uint32_t)type;
 	o->e.proto = (uint32_t)proto;
 	o->e.flags = fi->fi.flags & O_NONBLOCK;
-	/* options first: leaving repair mode changes SO_REUSEADDR */
-	r = inet_opts_read(o->copy, family, type, proto,
-			   it ? &it->defs : NULL, o->opts,
-			   OPTS_MAX, &n, &o->e, o->dev, sizeof(o->dev));
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d fd %d (inet): cannot read its options: %s",
-				t->pid, fi->fd, strerror(-r));
-	for (size_t i = 0; i < n; i++)
-		o->popts[i] = &o->opts[i];
-	o->e.opts = o->popts;
-	o->e.n_opts = n;
-	bool locked;
-	r = sk_filter_read(o->copy, &o->e.filter.data, &o->e.filter.len, &locked);
-	o->e.filter_locked = locked;
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d fd %d (inet): %s", t->pid, fi->fd,
-				r == -EACCES ? "an eBPF socket filter is attached (SO_ATTACH_BPF); not "
-					       "supported yet" : "cannot read its socket filter");
-	o->e.has_filter = o->e.has_filter_locked = o->e.filter.len != 0;
-	r = collect_addrs(ctx, fi, o);
-	if (r >= 0)
-		r = is_raw_or_ping(family, type, proto) ? collect_raw_state(ctx, fi, o, proto)
-		    : proto == IPPROTO_TCP		 ? collect_tcp_state(ctx, fi, o)
-							 : collect_udp_state(ctx, fi, o, proto);
+	r = read_obj(ctx, fi, o, it ? &it->defs : NULL);
+	if (r >= 0 && o->e.tcp)
+		log_tcp(ctx, o);
 	return r;
 }
 
@@ -586,6 +617,8 @@ static void inet_free_obj(void *ptr)
 	inet_udp_free(o->e.rcvq, o->e.n_rcvq);
 	inet_mcast_free(o->e.mcast, o->e.n_mcast);
 	free(o->e.filter.data);
+	free(o->opts);
+	free(o->popts);
 	free(o);
 }
 
