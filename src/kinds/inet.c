@@ -58,6 +58,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <linux/sockios.h>
 #include <linux/if_packet.h>
 #include <linux/capability.h>
@@ -76,6 +78,7 @@
 #include "kinds/netns.h"
 #include "kinds/sk-filter.h"
 #include "util/cleanup.h"
+#include "util/par.h"
 #include "util/sockopts.h"
 
 #ifndef IPPROTO_UDPLITE
@@ -125,13 +128,28 @@ struct inet_task {
 	int netns; /* 0 not known yet, 1 known (netns_id), -1 one the image does not hold */
 	uint32_t netns_id; /* 0 the root's, else NetnsEntry.id */
 	uint64_t cookie; /* its namespace's cookie, once netns is known */
+	bool pre_done; /* prefetch() ran (or will not) */
+	struct pre_ent *pre; /* its TCP sockets read ahead, by inode */
+	size_t npre;
 };
+
+/* A socket read ahead by prefetch(), until inet_fd_collect takes it. */
+struct pre_ent {
+	unsigned long ino;
+	struct inet_obj *o;
+};
+
+static void inet_free_obj(void *ptr);
 
 static void inet_free_state(void *state)
 {
 	struct inet_task *it = state;
-	if (it)
+	if (it) {
 		sockopts_free(it->defs.so);
+		for (size_t i = 0; i < it->npre; i++)
+			inet_free_obj(it->pre[i].o);
+		free(it->pre);
+	}
 	free(it);
 }
 
@@ -622,6 +640,155 @@ static void inet_free_obj(void *ptr)
 	free(o);
 }
 
+/*
+ * Prefetch: a task's TCP sockets read by threads, all at once, at its
+ * first socket (inet_fd_collect), so that both cores of a server of
+ * 10,000 connections read them (each is some 40 system calls). First
+ * each fd is copied (pidfd_getfd), and kept if it is a TCP socket of the
+ * task's namespace; then, each inode once and none the image has
+ * already, read as new_obj() reads it (read_obj, quietly: no ctx), each
+ * thread with its own option defaults and ring. inet_fd_collect takes
+ * what was read; a socket that failed or is in a state the threads leave
+ * (a listener with connections not accepted, a connect in progress) is
+ * looked at again the usual way, which says why.
+ */
+#define PRE_MIN_FDS 1 /* every table: the tests see this way (par_for runs a few on the caller) */
+#define PRE_THREADS 4
+
+struct prefetch {
+	const struct inet_task *it;
+	int pidfd;
+	pid_t pid;
+	const int *fds;
+	struct pre_ent *e;		/* one an fd; o NULL: nothing */
+	int *copy;			/* one an fd, -1: none */
+	bool *v4;			/* one an fd: "TCP", else "TCPv6" */
+	struct inet_opt_defaults *defs; /* one a thread */
+};
+
+static void pre_copy(void *arg, size_t i, unsigned slot)
+{
+	struct prefetch *p = arg;
+	struct stat st;
+	char name[32];
+	(void)slot;
+	int c = (int)syscall(SYS_pidfd_getfd, p->pidfd, p->fds[i], 0);
+	ssize_t l = -1;
+	if (c >= 0 && fstat(c, &st) == 0 && S_ISSOCK(st.st_mode))
+		l = fgetxattr(c, "system.sockprotoname", name, sizeof(name) - 1);
+	if (l > 0)
+		name[l] = '\0';
+	if (l <= 0 || (strcmp(name, "TCP") && strcmp(name, "TCPv6")) ||
+	    !netns_sock_saved(p->it->cookie, c)) {
+		if (c >= 0)
+			close(c);
+		return;
+	}
+	p->copy[i] = c;
+	p->e[i].ino = st.st_ino;
+	p->v4[i] = !strcmp(name, "TCP");
+}
+
+static void pre_read(void *arg, size_t i, unsigned slot)
+{
+	struct prefetch *p = arg;
+	int c = p->copy[i];
+	if (c < 0)
+		return;
+	p->copy[i] = -1;
+	struct inet_obj *o = calloc(1, sizeof(*o));
+	if (!o) {
+		close(c);
+		return;
+	}
+	inet_sk_entry__init(&o->e);
+	tcp_repair__init(&o->tcp);
+	o->copy = c;
+	o->pid = p->pid;
+	o->fd = p->fds[i];
+	o->e.has_netns = p->it->netns_id != 0;
+	o->e.netns = p->it->netns_id;
+	o->e.family = p->v4[i] ? AF_INET : AF_INET6;
+	o->e.type = SOCK_STREAM;
+	o->e.proto = IPPROTO_TCP;
+	if (read_obj(NULL, NULL, o, &p->defs[slot]) < 0) {
+		inet_free_obj(o);
+		return;
+	}
+	p->e[i].o = o;
+}
+
+static int cmp_pre(const void *a, const void *b)
+{
+	const struct pre_ent *x = a, *y = b;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
+{
+	_cleanup_free_ int *fds = NULL, *copy = NULL;
+	_cleanup_free_ bool *v4 = NULL;
+	_cleanup_free_ struct pre_ent *idx = NULL;
+	struct inet_opt_defaults defs[PRE_THREADS];
+	size_t n = 0, m = 0;
+	unsigned th = par_cpus();
+
+	it->pre_done = true;
+	th = th < PRE_THREADS ? th : PRE_THREADS;
+	if (th < 2 || it->netns <= 0 || fdtable_list(t->pid, &fds, &n) < 0 || n < PRE_MIN_FDS)
+		return;
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	it->pre = calloc(n, sizeof(*it->pre));
+	copy = malloc(n * sizeof(*copy));
+	v4 = calloc(n, sizeof(*v4));
+	idx = calloc(n, sizeof(*idx));
+	if (pidfd < 0 || !it->pre || !copy || !v4 || !idx)
+		return;
+	for (size_t i = 0; i < n; i++)
+		copy[i] = -1;
+	memset(defs, 0, sizeof(defs));
+	struct prefetch p = { it, pidfd, t->pid, fds, it->pre, copy, v4, defs };
+	par_for(n, th, pre_copy, &p);
+	/* each inode once (two threads would read an fd and its dup at
+	 * once), none the image has (shared with a task read before); idx's
+	 * o is the fd's index */
+	for (size_t i = 0; i < n; i++)
+		if (copy[i] >= 0)
+			idx[m++] = (struct pre_ent){ it->pre[i].ino, (void *)(uintptr_t)i };
+	qsort(idx, m, sizeof(*idx), cmp_pre);
+	for (size_t k = 0; k < m; k++) {
+		size_t i = (uintptr_t)idx[k].o;
+		if ((k && idx[k].ino == idx[k - 1].ino) ||
+		    objhash_next_key(&ctx->objs, NULL, KIND_inet, idx[k].ino)) {
+			close(copy[i]);
+			copy[i] = -1;
+		}
+	}
+	par_for(n, th, pre_read, &p);
+	for (unsigned k = 0; k < th; k++)
+		sockopts_free(defs[k].so);
+	m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (it->pre[i].o)
+			it->pre[m++] = it->pre[i];
+	it->npre = m;
+	qsort(it->pre, m, sizeof(*it->pre), cmp_pre);
+	log_debug(&ctx->log, "pid %d: %zu TCP socket(s) of %zu fds read ahead by %u threads",
+		  t->pid, m, n, th);
+}
+
+/* The socket of inode ino that prefetch() read, taken; NULL if none. */
+static struct inet_obj *pre_take(struct inet_task *it, unsigned long ino)
+{
+	struct pre_ent key = { ino, NULL };
+	struct pre_ent *e = it && it->npre ? bsearch(&key, it->pre, it->npre, sizeof(key), cmp_pre)
+					   : NULL;
+	struct inet_obj *o = e ? e->o : NULL;
+	if (e)
+		e->o = NULL;
+	return o;
+}
+
 static int inet_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 			   uint32_t *ret_id)
 {
@@ -630,14 +797,30 @@ static int inet_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		*ret_id = ob->id;
 		return 0;
 	}
-	struct inet_obj *o = calloc(1, sizeof(*o));
-	if (!o)
-		return -ENOMEM;
-	inet_sk_entry__init(&o->e);
-	tcp_repair__init(&o->tcp);
-	o->pid = t->pid;
-	o->fd = fi->fd;
-	int r = new_obj(ctx, t, fi, o);
+	struct inet_task *it = task_state(t, KIND_inet, sizeof(*it));
+	if (it && !it->pre_done && fi->copy >= 0) { /* a table's walk, not a lent fd */
+		if (!it->netns)
+			it->netns = netns_of_task(ctx, t->pid, &it->netns_id, &it->cookie) < 0 ? -1 : 1;
+		prefetch(ctx, t, it);
+	}
+	struct inet_obj *o = pre_take(it, fi->st.st_ino);
+	int r = 0;
+	if (o) {
+		o->pid = t->pid;
+		o->fd = fi->fd;
+		o->e.flags = fi->fi.flags & O_NONBLOCK;
+		if (o->e.tcp)
+			log_tcp(ctx, o);
+	} else {
+		o = calloc(1, sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		inet_sk_entry__init(&o->e);
+		tcp_repair__init(&o->tcp);
+		o->pid = t->pid;
+		o->fd = fi->fd;
+		r = new_obj(ctx, t, fi, o);
+	}
 	if (r >= 0)
 		r = objhash_add(&ctx->objs, KIND_inet, fi->st.st_ino, 0, o, &ob);
 	if (r < 0) {
