@@ -173,9 +173,14 @@ static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_in
 	 * (the readlink below says so) */
 	fi->copy = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0) : -1;
 	snprintf(link, sizeof(link), "/proc/%d/fd/%d", t->pid, fd);
-	n = readlink(link, fi->path, sizeof(fi->path) - 1);
-	/* the copy's inode is the link's, without a walk of /proc */
-	if (n < 0 || (fi->copy >= 0 ? fstat(fi->copy, &fi->st) : stat(link, &fi->st)) < 0)
+	/* the copy's inode is the link's, without a walk of /proc; a
+	 * socket's link is "socket:[INODE]" (no readlink) */
+	bool stated = fi->copy >= 0 && fstat(fi->copy, &fi->st) == 0;
+	if (stated && S_ISSOCK(fi->st.st_mode))
+		n = snprintf(fi->path, sizeof(fi->path), "socket:[%llu]",
+			     (unsigned long long)fi->st.st_ino);
+	else if ((n = readlink(link, fi->path, sizeof(fi->path) - 1)) < 0 ||
+		 (!stated && stat(link, &fi->st) < 0))
 		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
 				strerror(errno));
 	fi->path[n] = '\0';

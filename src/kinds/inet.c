@@ -849,22 +849,54 @@ static int inet_dump(struct ckpt_ctx *ctx, struct task *t)
 }
 
 /* --kill: the tree is gone, ckpt's copies hold the sockets; closed in
- * repair mode, an established one sends nothing */
+ * repair mode, an established one sends nothing. By threads (par.h):
+ * 10,000 connections are 20,000 system calls. */
+struct kill_close {
+	struct inet_obj **o;
+	int *err; /* TCP_REPAIR's, said after */
+};
+
+static void close_one(void *arg, size_t i, unsigned slot)
+{
+	struct kill_close *k = arg;
+	struct inet_obj *o = k->o[i];
+	(void)slot;
+	if (o->e.tcp)
+		k->err[i] = inet_tcp_repair(o->copy, TCP_REPAIR_ON);
+	close(o->copy);
+	o->copy = -1;
+}
+
 static void inet_after_kill(struct ckpt_ctx *ctx)
 {
+	size_t n = 0, i = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));)
+		n += ((struct inet_obj *)ob->ptr)->copy >= 0;
+	_cleanup_free_ struct inet_obj **v = calloc(n ? n : 1, sizeof(*v));
+	_cleanup_free_ int *err = calloc(n ? n : 1, sizeof(*err));
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		struct inet_obj *o = ob->ptr;
 		if (o->copy < 0)
 			continue;
-		if (o->e.tcp) {
-			int r = inet_tcp_repair(o->copy, TCP_REPAIR_ON);
-			if (r < 0)
-				log_warn(&ctx->log, "pid %d fd %d (inet): cannot put it in repair "
-					 "mode to close it quietly: %s", o->pid, o->fd, strerror(-r));
+		if (v && err) {
+			v[i++] = o;
+			continue;
 		}
+		/* no memory for the list: one by one */
+		int r = o->e.tcp ? inet_tcp_repair(o->copy, TCP_REPAIR_ON) : 0;
+		if (r < 0)
+			log_warn(&ctx->log, "pid %d fd %d (inet): cannot put it in repair mode to "
+				 "close it quietly: %s", o->pid, o->fd, strerror(-r));
 		close(o->copy);
 		o->copy = -1;
 	}
+	struct kill_close k = { v, err };
+	unsigned th = par_cpus();
+	par_for(i, th < PRE_THREADS ? th : PRE_THREADS, close_one, &k);
+	for (size_t j = 0; j < i; j++)
+		if (err[j] < 0)
+			log_warn(&ctx->log, "pid %d fd %d (inet): cannot put it in repair mode to "
+				 "close it quietly: %s", v[j]->pid, v[j]->fd, strerror(-err[j]));
 }
 
 /* Is the other end of o's connection a socket of the tree? */
