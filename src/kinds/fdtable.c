@@ -55,6 +55,9 @@ struct fdt_ckpt {
 	struct fdtable_seen *seen; /* each fd looked at, for the locks kind */
 	size_t nseen;
 	bool walked;
+	struct fd_link *links; /* fdtable_links, once read */
+	size_t nlinks;
+	bool linked;
 };
 
 static int cmp_int(const void *a, const void *b)
@@ -418,6 +421,52 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	return r < 0 ? r : refused;
 }
 
+static int cmp_link(const void *a, const void *b)
+{
+	return ((const struct fd_link *)a)->fd - ((const struct fd_link *)b)->fd;
+}
+
+int fdtable_links(struct task *t, const struct fd_link **ret, size_t *ret_n)
+{
+	struct fdt_ckpt *f = task_state(t, KIND_fdtable, sizeof(*f));
+	char path[64], target[PATH_MAX];
+	size_t cap = 0;
+	if (!f)
+		return -ENOMEM;
+	if (!f->linked) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
+		_cleanup_closedir_ DIR *d = opendir(path);
+		if (!d)
+			return -errno;
+		for (struct dirent *de; (de = readdir(d));) {
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			/* relative to the directory: no walk of /proc/PID each */
+			ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+			if (n < 0)
+				continue; /* closed meanwhile */
+			target[n] = '\0';
+			if (f->nlinks == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct fd_link *v = realloc(f->links, cap * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				f->links = v;
+			}
+			char *l = strdup(target);
+			if (!l)
+				return -ENOMEM;
+			f->links[f->nlinks++] = (struct fd_link){ atoi(de->d_name), l };
+		}
+		if (f->nlinks)
+			qsort(f->links, f->nlinks, sizeof(*f->links), cmp_link);
+		f->linked = true;
+	}
+	*ret = f->links;
+	*ret_n = f->nlinks;
+	return 0;
+}
+
 int fdtable_seen(struct task *t, const struct fdtable_seen **ret, size_t *ret_n)
 {
 	const struct fdt_ckpt *f = t->kstate[KIND_fdtable];
@@ -431,7 +480,8 @@ int fdtable_seen(struct task *t, const struct fdtable_seen **ret, size_t *ret_n)
 static int fdtable_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f = t->kstate[KIND_fdtable];
-	return f ? ctx_write_msg(ctx, FDTABLE_ENTRY, &f->e.base) : 0;
+	/* a table shared with another task has links (fdtable_links) and no walk */
+	return f && f->walked ? ctx_write_msg(ctx, FDTABLE_ENTRY, &f->e.base) : 0;
 }
 
 static int fdtable_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -685,6 +735,9 @@ static void fdtable_free_state(void *state)
 		for (size_t i = 0; i < f->nseen; i++)
 			free(f->seen[i].locks);
 		free(f->seen);
+		for (size_t i = 0; i < f->nlinks; i++)
+			free(f->links[i].link);
+		free(f->links);
 		free(f);
 	}
 }

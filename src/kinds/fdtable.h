@@ -55,6 +55,19 @@ int fdtable_collect_file(struct ckpt_ctx *ctx, int kind, struct task *t, const s
  * /proc/PID/fd); *ret_fds is malloc'ed, NULL when there are none. */
 int fdtable_list(pid_t pid, int **ret_fds, size_t *ret_n) __attribute__((warn_unused_result));
 
+/* Checkpoint: what the fds of t link to (readlink of /proc/PID/fd/FD),
+ * ascending, read once a task by the first pass that asks (the network
+ * lock's, at the freeze) and kept for the others (unix's, the dirty
+ * tracking's) instead of a walk of /proc each. A frozen tree's fds do not
+ * change, but ckpt's own injections do: a pass that runs after those
+ * reads /proc itself. -errno. */
+struct fd_link {
+	int fd;
+	char *link;
+};
+int fdtable_links(struct task *t, const struct fd_link **ret, size_t *ret_n)
+	__attribute__((warn_unused_result));
+
 /* Checkpoint, once fdtable collected t (collect_end): each fd of its
  * table it looked at, ascending, with the inode of the open file (stat)
  * and the "lock:" lines of its fdinfo, NULL when it had none; -ENOENT if
