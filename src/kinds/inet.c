@@ -764,7 +764,7 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 			copy[i] = -1;
 		}
 	}
-	par_for(n, th, pre_read, &p);
+	unsigned used = par_for(n, th, pre_read, &p);
 	for (unsigned k = 0; k < th; k++)
 		sockopts_free(defs[k].so);
 	m = 0;
@@ -773,8 +773,8 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 			it->pre[m++] = it->pre[i];
 	it->npre = m;
 	qsort(it->pre, m, sizeof(*it->pre), cmp_pre);
-	log_debug(&ctx->log, "pid %d: %zu TCP socket(s) of %zu fds read ahead by %u threads",
-		  t->pid, m, n, th);
+	log_debug(&ctx->log, "pid %d: %zu TCP socket(s) of %zu fds read ahead by %u thread(s)",
+		  t->pid, m, n, used);
 }
 
 /* The socket of inode ino that prefetch() read, taken; NULL if none. */
