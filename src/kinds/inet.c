@@ -11,7 +11,8 @@
  * raw...), to refuse it by what it is.
  *
  * Checkpoint, in fd_collect, through a copy of the fd (pidfd_getfd), which
- * ckpt keeps until the end:
+ * ckpt keeps until the end (a task's TCP sockets are read ahead by
+ * threads at its first socket: prefetch()):
  * - TCP: unbound or bound (CLOSE), listening (LISTEN, the backlog; a
  *   listener with connections not accepted yet is refused), established:
  *   put in repair mode, its sequence numbers, both queues (peeked) and

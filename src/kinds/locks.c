@@ -7,7 +7,9 @@
  * Checkpoint (collect_end, once every task's fd table is known):
  * - Each fd's /proc/PID/fdinfo lists, as "lock:" lines, the locks of that
  *   open file: its flock and OFD locks, and the POSIX locks the task took
- *   through it. A lock is saved once, with the fd it is taken through
+ *   through it (the lines fdtable kept when it read the fdinfo, with the
+ *   inode of the fd: fdtable_seen; a table fdtable did not walk is read
+ *   from /proc). A lock is saved once, with the fd it is taken through
  *   again: an open file's lock (seen at every fd of that file, in every
  *   task) by the task whose pid the kernel recorded when it was taken, if
  *   that task holds the file, else by the first holder; a POSIX lock by
