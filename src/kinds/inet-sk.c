@@ -168,7 +168,7 @@ struct misc_vals {
 	struct timeval rcvtimeo, sndtimeo;
 };
 enum { MISC_SNDBUF, MISC_RCVBUF, MISC_BUF_LOCK, MISC_LINGER, MISC_RCVTIMEO, MISC_SNDTIMEO,
-       MISC_DEV, MISC_N };
+       MISC_DEV, MISC_FILTER, MISC_N };
 
 static void misc_reqs(int s, struct misc_vals *m, char *dev, size_t devlen,
 		      struct sockopt_req *q)
@@ -186,6 +186,8 @@ static void misc_reqs(int s, struct misc_vals *m, char *dev, size_t devlen,
 						 sizeof(m->sndtimeo), 0 };
 	q[MISC_DEV] = (struct sockopt_req){ s, SOL_SOCKET, SO_BINDTODEVICE, dev,
 					    (socklen_t)devlen, 0 };
+	/* no room: the number of the filter's instructions (sk-filter.c) */
+	q[MISC_FILTER] = (struct sockopt_req){ s, SOL_SOCKET, SO_GET_FILTER, NULL, 0, 0 };
 }
 
 /* buffers, linger, timeouts, device, from the answers q[MISC_N] */
@@ -256,7 +258,8 @@ static int opt_defaults(int family, int type, int proto, struct inet_opt_default
 }
 
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
-		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
+		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen,
+		   int *ret_filter)
 {
 	int def[INET_OPTS_TABLE], val[INET_OPTS_TABLE];
 	bool ok[INET_OPTS_TABLE];
@@ -293,6 +296,7 @@ int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defau
 		n++;
 	}
 	*ret_n = n;
+	*ret_filter = q[MISC_FILTER].res < 0 ? q[MISC_FILTER].res : (int)q[MISC_FILTER].len;
 	return read_misc(q, &m, e, dev, devlen);
 }
 

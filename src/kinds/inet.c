@@ -564,9 +564,10 @@ static int read_obj(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_
 	int family = (int)o->e.family, type = (int)o->e.type, proto = (int)o->e.proto;
 	InetOpt opts[OPTS_MAX];
 	size_t n = 0;
+	int insns;
 	/* options first: leaving repair mode changes SO_REUSEADDR */
 	int r = inet_opts_read(o->copy, family, type, proto, defs, opts, OPTS_MAX, &n, &o->e,
-			       o->dev, sizeof(o->dev));
+			       o->dev, sizeof(o->dev), &insns);
 	if (r < 0)
 		return FAIL(ctx, r, "pid %d fd %d (inet): cannot read its options: %s", fi->pid,
 			    fi->fd, strerror(-r));
@@ -581,8 +582,9 @@ static int read_obj(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_
 	}
 	o->e.opts = o->popts;
 	o->e.n_opts = n;
-	bool locked;
-	r = sk_filter_read(o->copy, &o->e.filter.data, &o->e.filter.len, &locked);
+	bool locked = false;
+	/* the batch said no filter: sk_filter_read's first question */
+	r = insns ? sk_filter_read(o->copy, &o->e.filter.data, &o->e.filter.len, &locked) : 0;
 	o->e.filter_locked = locked;
 	if (r < 0)
 		return FAIL(ctx, r, "pid %d fd %d (inet): %s", fi->pid, fi->fd,
