@@ -27,6 +27,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -500,8 +501,15 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	th = th < PRE_THREADS ? th : PRE_THREADS;
 	_cleanup_free_ struct fd_pre *pre = NULL;
 	struct fd_info *buf[PRE_THREADS] = { 0 };
+	/* a batch's copies come on top of what the kinds keep (inet one a
+	 * socket): within the fd limit, with room for them */
+	struct rlimit nofile;
 	size_t batch = n < PRE_BATCH ? n : PRE_BATCH;
-	if (r >= 0 && n && th > 1 && pidfd >= 0 && fdinfo_dir >= 0 &&
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+		size_t room = nofile.rlim_cur > n + 64 ? (size_t)(nofile.rlim_cur - n - 64) / 2 : 0;
+		batch = batch < room ? batch : room;
+	}
+	if (r >= 0 && batch && th > 1 && pidfd >= 0 && fdinfo_dir >= 0 &&
 	    (pre = calloc(batch, sizeof(*pre)))) {
 		for (size_t k = 0; k < batch; k++)
 			pre[k] = (struct fd_pre){ .r = -EAGAIN, .copy = -1 };
