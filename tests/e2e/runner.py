@@ -7876,6 +7876,10 @@ http {{
                 err = probe.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 raise Fail("a new client's connect to the listener's port ended while the "
                            "program was away: %s" % os.strerror(err))
+            # closed before the restart: its SYN retransmitted 1 s later would
+            # reach the restored listener, and the program's accept() could
+            # take it for its own new connection (seen once)
+            probe.close()
             rp = self.restart(img, "restart")
             rc = self.wake_and_wait(rp, "the program")
         finally:
