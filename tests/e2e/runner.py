@@ -4225,7 +4225,8 @@ class Run:
         progress()
         rp = pr
         if not self.opts.no_ckpt:
-            self.checkpoint(self.p("live"), "live", reap=[], kill=False)
+            # -v: the hold's debug line says how many were queued, if this fails
+            self.checkpoint(self.p("live"), "live", reap=[], kill=False, extra=["-v"])
             accepted("live")
             progress()
             rp = self.tcp_cycles(pr, port, progress)
@@ -7876,14 +7877,14 @@ http {{
                 err = probe.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 raise Fail("a new client's connect to the listener's port ended while the "
                            "program was away: %s" % os.strerror(err))
-            # closed before the restart: its SYN retransmitted 1 s later would
-            # reach the restored listener, and the program's accept() could
-            # take it for its own new connection (seen once)
-            probe.close()
-            rp = self.restart(img, "restart")
-            rc = self.wake_and_wait(rp, "the program")
         finally:
+            # closed before the restart: its SYN sent again would reach the
+            # restored listener, whose program takes the next connection
+            # it accepts for one of its own (seen: "new connection: not
+            # received")
             probe.close()
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "the program")
         self.check_result(rc, "the program")
 
     def connect_ends(self, port, wait):
