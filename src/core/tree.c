@@ -524,8 +524,21 @@ static bool leads_a_group(struct rst_ctx *ctx, pid_t pid)
 	return false;
 }
 
+/* Is t in group pgid (0: its own) already, inherited from its creator?
+ * Asked from ckpt's side where pids are the same for both. */
+static bool in_group(struct rst_ctx *ctx, struct rst_task *t, pid_t pgid)
+{
+	if (ctx->root_clone || ctx->pidns)
+		return false;
+	pid_t cur = getpgid(t->pup.pid);
+	return cur > 0 && cur == (pgid ? pgid : t->pid);
+}
+
 static int join_group(struct rst_ctx *ctx, struct rst_task *t, pid_t pgid)
 {
+	/* a no-op setpgid costs a stop per process */
+	if (in_group(ctx, t, pgid))
+		return 0;
 	long r = puppet_syscall(&t->pup, SYS_setpgid, 0, pgid);
 	if (r < 0)
 		return log_fail(&ctx->log, (int)r, "pid %d: cannot join process group %d: %s",
