@@ -219,6 +219,62 @@ static int seize_one(struct ckpt_ctx *ctx, struct task *t)
 	return explain_seize(ctx, t->pid, err);
 }
 
+/*
+ * Seizes tasks [i, i + n) by one request to the guardian (their stops
+ * overlap), or finds them dead, as seize_one; the tasks gone are dropped.
+ * Returns how many of the n are left, or -errno.
+ */
+static int seize_some(struct ckpt_ctx *ctx, size_t i, size_t n)
+{
+	struct puppet *ps[PUPPET_MANY_MAX];
+	pid_t pids[PUPPET_MANY_MAX];
+	size_t at[PUPPET_MANY_MAX], k = 0;
+	int err[PUPPET_MANY_MAX], r;
+	bool gone[PUPPET_MANY_MAX] = { false };
+
+	for (size_t j = 0; j < n; j++) {
+		struct task *t = &ctx->tasks[i + j];
+		if ((r = read_stat(t->pid, &t->stat)) < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot read /proc: %s", t->pid,
+					strerror(-r));
+		gone[j] = t->stat.state == 'X';
+		t->zombie = t->stat.state == 'Z';
+		if (gone[j] || t->zombie)
+			continue;
+		ps[k] = &t->pup;
+		pids[k] = t->pid;
+		at[k++] = j;
+	}
+	puppet_seize_many(ps, pids, k, ctx->guard, err);
+	for (size_t m = 0; m < k; m++) {
+		struct task *t = &ctx->tasks[i + at[m]];
+		if (err[m] == 0) {
+			log_debug(&ctx->log, "pid %d: seized", t->pid);
+			continue;
+		}
+		/* died meanwhile (a zombie kept, gone dropped), or refused */
+		if ((err[m] == -ESRCH || err[m] == -EPERM) && (r = read_stat(t->pid, &t->stat)) < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot read /proc: %s", t->pid,
+					strerror(-r));
+		if ((err[m] == -ESRCH || err[m] == -EPERM) && t->stat.state == 'X')
+			gone[at[m]] = true;
+		else if ((err[m] == -ESRCH || err[m] == -EPERM) && t->stat.state == 'Z')
+			t->zombie = true;
+		else
+			return explain_seize(ctx, t->pid, err[m]);
+	}
+	size_t left = n;
+	for (size_t j = n; j-- > 0;) {
+		if (!gone[j])
+			continue;
+		memmove(&ctx->tasks[i + j], &ctx->tasks[i + j + 1],
+			(ctx->ntasks - i - j - 1) * sizeof(*ctx->tasks));
+		ctx->ntasks--;
+		left--;
+	}
+	return (int)left;
+}
+
 static bool has_thread(const struct task *t, pid_t tid)
 {
 	for (size_t i = 0; i < t->nthreads; i++)
@@ -395,17 +451,24 @@ static int seize_tree(struct ckpt_ctx *ctx, pid_t root)
 
 	if ((r = add_task(ctx, &cap, root)) < 0)
 		return r;
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		r = seize_one(ctx, &ctx->tasks[i]);
-		if (r == 1) {
-			memmove(&ctx->tasks[i], &ctx->tasks[i + 1],
-				(ctx->ntasks - i - 1) * sizeof(*ctx->tasks));
-			ctx->ntasks--;
-			i--;
-			continue;
+	/* the root alone (it is checked first), then up to PUPPET_MANY_MAX
+	 * listed tasks at a time: one request and overlapped stops */
+	for (size_t i = 0, seized = 0; i < ctx->ntasks; i++) {
+		if (i == seized) {
+			size_t n = i ? MIN(ctx->ntasks - i, (size_t)PUPPET_MANY_MAX) : 1;
+			r = i ? seize_some(ctx, i, n) : seize_one(ctx, &ctx->tasks[i]);
+			if (r < 0)
+				return r;
+			if (!i && r == 1) { /* the root is gone */
+				ctx->ntasks--;
+				break;
+			}
+			seized = i + (i ? (size_t)r : 1);
+			if (i == seized) {
+				i--;
+				continue;
+			}
 		}
-		if (r < 0)
-			return r;
 		if (ctx->tasks[i].zombie)
 			continue;
 		if ((r = seize_threads(ctx, &ctx->tasks[i])) < 0)
