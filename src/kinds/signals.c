@@ -269,12 +269,15 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (!ssa || !set || !ts)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write its signal stack to it",
 				t->pid);
+	/* a thread made by clone(CLONE_VM) has none (the kernel's
+	 * copy_process resets it): no call for one that had none */
 	size_t alt = n;
-	c[n++] = PUPPET_CALL(SYS_sigaltstack, ssa, 0);
+	if (!t->leader || e->has_altstack_sp)
+		c[n++] = PUPPET_CALL(SYS_sigaltstack, ssa, 0);
 	size_t waits = n;
 	for (int i = 0; i < SIGWAIT_BATCH && !t->leader; i++)
 		c[n++] = PUPPET_CALL(SYS_rt_sigtimedwait, set, 0, ts, 8);
-	r = puppet_syscalls(p, c, n);
+	r = n ? puppet_syscalls(p, c, n) : 0;
 	for (size_t i = 0; i < alt; i++) {
 		long e = r < 0 ? r : c[i].ret;
 		if (e < 0)
@@ -285,8 +288,9 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	 * either (a forced SIGTRAP would reset the shared action) */
 	for (size_t i = 0; !t->leader && i < t->nthreads; i++)
 		t->threads[i].pup.trap_ignored = acts[SIGTRAP].handler == (uintptr_t)SIG_IGN;
-	if (rst_check(ctx, t, r < 0 ? r : c[alt].ret, "sigaltstack") < 0)
-		return r < 0 ? (int)r : (int)c[alt].ret;
+	long ra = r < 0 ? r : waits > alt ? c[alt].ret : 0;
+	if (rst_check(ctx, t, ra, "sigaltstack") < 0)
+		return (int)ra;
 
 	/* more pending than the batch took: one by one */
 	bool more = n > waits && c[n - 1].ret >= 0;
