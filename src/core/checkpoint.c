@@ -712,11 +712,9 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	return r < 0 ? r : seq_ckpt_probe(ctx, th);
 }
 
-/* Step "collect", ckpt's part for one seized task, before the kinds look. */
-int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
+/* ckpt's part for one process up to its probes, which are asked but not run */
+static int prepare_proc(struct ckpt_ctx *ctx, struct task *t)
 {
-	if (t->leader)
-		return collect_thread(ctx, t);
 	int r = snapshot_proc(ctx, t);
 	if (r < 0)
 		return r;
@@ -737,10 +735,46 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	r = seq_ckpt_probe(ctx, t);
-	if (r >= 0 && t->nthreads)
-		ckpt_probe_threads(ctx, t, thread_proc);
-	return r;
+	return seq_ckpt_probe_ops(ctx, t);
+}
+
+/*
+ * ckpt's part of step "collect" for t and the next processes, up to
+ * PUPPET_MANY_MAX of them: each one's /proc read, scratch area mapped and
+ * probes asked, then all their probes run side by side (one request to the
+ * guardian, their stops overlapping, where each process was a request and
+ * a stop after the other); then each one's threads' probes. Each keeps its
+ * result for its turn. Nothing of it depends on another process's collect
+ * (the shares are found with the processes before it, from seize).
+ */
+static void collect_ahead(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task *g[PUPPET_MANY_MAX] = { NULL };
+	size_t n = 0;
+	for (struct task *u = t; u < ctx->tasks + ctx->ntasks && n < PUPPET_MANY_MAX; u++) {
+		if (u->zombie || u->ahead)
+			continue;
+		u->ahead = true;
+		u->ahead_r = prepare_proc(ctx, u);
+		if (u->ahead_r >= 0)
+			g[n++] = u;
+		else if (u == t || !log_gathers(&ctx->log, u->ahead_r))
+			break; /* as if one after the other: nothing after a failure */
+	}
+	ckpt_probe_procs(ctx, g, n);
+	for (size_t i = 0; i < n; i++)
+		if (g[i]->nthreads)
+			ckpt_probe_threads(ctx, g[i], thread_proc);
+}
+
+/* Step "collect", ckpt's part for one seized task, before the kinds look. */
+int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
+{
+	if (t->leader)
+		return collect_thread(ctx, t);
+	if (!t->ahead)
+		collect_ahead(ctx, t);
+	return t->ahead_r;
 }
 
 /* Step "seize": the whole tree held, its ids as the image keeps them. */
