@@ -260,19 +260,21 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 		ss.ss_size = e->altstack_size;
 		ss.ss_flags = (int)e->altstack_flags;
 	}
+	/* a thread made by clone(CLONE_VM) has none (the kernel's
+	 * copy_process resets it): no call for one that had none; and a
+	 * thread has no waits (nothing is written for them either) */
+	bool call_alt = !t->leader || e->has_altstack_sp;
 	const size_t ss_off = (sizeof(acts) + 63) & ~63ul, set_off = ss_off + 64,
 		     ts_off = set_off + 64;
 	uint64_t all = ~0ull, zero[2] = { 0, 0 };
-	uint64_t ssa = puppet_scratch_put(p, ss_off, &ss, sizeof(ss));
-	uint64_t set = puppet_scratch_put(p, set_off, &all, sizeof(all));
-	uint64_t ts = puppet_scratch_put(p, ts_off, zero, sizeof(zero));
+	uint64_t ssa = call_alt ? puppet_scratch_put(p, ss_off, &ss, sizeof(ss)) : 1;
+	uint64_t set = t->leader ? 1 : puppet_scratch_put(p, set_off, &all, sizeof(all));
+	uint64_t ts = t->leader ? 1 : puppet_scratch_put(p, ts_off, zero, sizeof(zero));
 	if (!ssa || !set || !ts)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write its signal stack to it",
 				t->pid);
-	/* a thread made by clone(CLONE_VM) has none (the kernel's
-	 * copy_process resets it): no call for one that had none */
 	size_t alt = n;
-	if (!t->leader || e->has_altstack_sp)
+	if (call_alt)
 		c[n++] = PUPPET_CALL(SYS_sigaltstack, ssa, 0);
 	size_t waits = n;
 	for (int i = 0; i < SIGWAIT_BATCH && !t->leader; i++)
