@@ -56,6 +56,10 @@ struct task {
 	/* the same number for the tasks that share their memory, fd table, fs
 	 * (kcmp KCMP_VM, KCMP_FILES, KCMP_FS), from step "seize"; -1 unknown */
 	int share_class[3];
+	/* step "collect": ckpt's part done already, with an earlier process's
+	 * (checkpoint.c, collect_ahead), and its result */
+	bool ahead;
+	int ahead_r;
 };
 
 /*

@@ -290,7 +290,7 @@ static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t,
 	return r < 0 ? r : first;
 }
 
-int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
+int seq_ckpt_probe_ops(struct ckpt_ctx *ctx, struct task *t)
 {
 	for (int k = 0; k < KIND_MAX; k++) {
 		ck_task_fn fn = kinds[k].ops->probe;
@@ -300,7 +300,13 @@ int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
 		if (r < 0)
 			return r;
 	}
-	return ckpt_run_probes(ctx, t);
+	return 0;
+}
+
+int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	int r = seq_ckpt_probe_ops(ctx, t);
+	return r < 0 ? r : ckpt_run_probes(ctx, t);
 }
 
 /* A task's first failure ends its part of the step; a refusal while

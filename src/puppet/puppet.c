@@ -834,7 +834,7 @@ static int note_stop(struct puppet *p, int status)
  * rt_sigaction(SIGTRAP, act): 1 if act ignores it, 0 if not, -1 if act is
  * NULL (no change) or unreadable.
  */
-static int new_trap_ignored(struct puppet *p, long act)
+static int new_trap_ignored(const struct puppet *p, long act)
 {
 	uint64_t h;
 	if (!act || pread(p->memfd, &h, sizeof(h), (off_t)act) != sizeof(h))
@@ -1180,14 +1180,20 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 	return r < 0 ? r : stub_finish(p, c, n, table, ev, nev);
 }
 
-/* Can the stub run this batch? (it knows nothing of arg_prev and stop) */
+/*
+ * Can the stub run this batch? (it knows nothing of arg_prev and stop) Not
+ * one that makes the task ignore SIGTRAP (the stub's int3 would reset it),
+ * or whose action for it ckpt cannot read; one that sets any other action
+ * for it can (every signal's action in one batch at restart).
+ */
 static bool stub_can_run(const struct puppet *p, const struct puppet_call *c, size_t n)
 {
 	if (!p->stub_ip || !n || p->trap_ignored)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (c[i].arg_prev || c[i].stop ||
-		    (c[i].nr == SYS_rt_sigaction && c[i].a[0] == SIGTRAP && c[i].a[1]))
+		    (c[i].nr == SYS_rt_sigaction && c[i].a[0] == SIGTRAP && c[i].a[1] &&
+		     new_trap_ignored(p, c[i].a[1]) != 0))
 			return false;
 	return true;
 }
