@@ -28,7 +28,8 @@ enum { REGS_ENTRY = REC_TYPE(KID_regs, 1) };
 
 struct regs_ckpt {
 	RegsEntry e;
-	uint8_t xstate[XSTATE_MAX];
+	size_t cap;       /* of xstate */
+	uint8_t xstate[]; /* as much as the task's needs (read with the seize) */
 };
 
 #define REGS_FIELDS(X) \
@@ -46,9 +47,17 @@ static uint64_t xstate_u64(const uint8_t *x, size_t len, size_t off)
 
 static int regs_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct regs_ckpt *k = task_state(t, KIND_regs, sizeof(*k));
+	/* room for the size read with the seize (not 16 KiB zeroed for
+	 * each thread) */
+	size_t len = t->pup.have_seized_state && t->pup.xstate && t->pup.xstate_len
+			     ? t->pup.xstate_len
+			     : XSTATE_MAX;
+	struct regs_ckpt *k = t->kstate[KIND_regs];
+	if (!k && (k = task_state(t, KIND_regs, sizeof(*k) + len)))
+		k->cap = len;
+	if (k)
+		len = k->cap;
 	const struct user_regs_struct *r = &t->pup.regs0;
-	size_t len = sizeof(k->xstate);
 
 	if (!k)
 		return -ENOMEM;

@@ -110,6 +110,8 @@ struct guard_many_rep {
 	uint64_t sigmask0;
 	int64_t rseq_ret;
 	uint8_t rseq[32];
+	int64_t sud_ret;
+	uint8_t sud[32];
 	uint32_t xstate_len; /* bytes of xstate after this, rounded up to 8 */
 	uint8_t held, group_stopped;
 };
@@ -137,9 +139,13 @@ struct guard_rep {
 	uint8_t held, group_stopped;
 	uint32_t len; /* of the data that follows */
 	/* GUARD_SEIZE: the rseq configuration (PTRACE_GET_RSEQ_CONFIGURATION's
-	 * result and data) and the xstate, which is the data */
+	 * result and data), the syscall user dispatch config, and the xstate,
+	 * which is the data */
 	int64_t rseq_ret;
 	uint8_t rseq[32];
+	/* and the syscall user dispatch config */
+	int64_t sud_ret;
+	uint8_t sud[32];
 	/* GUARD_PEEKSIGINFO of the thread's queue from 0: the process's queue
 	 * too (this many, after GUARD_PEEK_MAX of the thread's), which ckpt
 	 * asks next */

@@ -148,24 +148,28 @@ static int puppet_take(struct puppet *p)
 	p->held = true;
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &p->regs0) < 0)
 		return -errno;
-	if (ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
+	if (!(p->take_skip & PUPPET_TAKE_NO_MASK) &&
+	    (ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 ||
+	     ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0))
 		return -errno;
-	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
-		return -errno;
-	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
-	p->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (p->memfd < 0)
-		return -errno;
-	p->trap_ignored = trap_ignored(p->pid);
+	if (!(p->take_skip & PUPPET_TAKE_NO_MEM)) {
+		snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+		p->memfd = open(path, O_RDWR | O_CLOEXEC);
+		if (p->memfd < 0)
+			return -errno;
+	}
+	if (!(p->take_skip & PUPPET_TAKE_NO_TRAP))
+		p->trap_ignored = trap_ignored(p->pid);
 	return 0;
 }
 
-/* The task's memory, once the guardian holds it (ckpt reads it itself). */
-static int open_mem(struct puppet *p)
+/* The task's memory, once the guardian holds it (ckpt reads it itself);
+ * a copy of like if it is not -1 (the same memory: a thread's). */
+static int open_mem(struct puppet *p, int like)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
-	p->memfd = open(path, O_RDWR | O_CLOEXEC);
+	p->memfd = like >= 0 ? fcntl(like, F_DUPFD_CLOEXEC, 0) : open(path, O_RDWR | O_CLOEXEC);
 	if (p->memfd >= 0)
 		return 0;
 	int r = -errno;
@@ -194,7 +198,7 @@ static int seize_via_guard(struct puppet *p, pid_t pid, struct puppet_guard *g)
 	if (r < 0)
 		return (int)r;
 	p->have_seized_state = true;
-	return open_mem(p);
+	return open_mem(p, -1);
 }
 
 int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard)
@@ -252,6 +256,7 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 		in[i] = (struct guard_many_req){ pids[i], sigs ? sigs[i] : 0 };
 	long r = out ? guard_call_in(&dummy, &req, in, n * sizeof(in[0]), out, room) : -ENOMEM;
 	size_t off = 0;
+	int memfd = -1; /* the first thread's: the others' memory too */
 	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = ps[i];
 		struct guard_many_rep m = { .ret = r < 0 ? r : -EIO };
@@ -266,6 +271,8 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 			p->sigmask0 = m.sigmask0;
 			p->rseq_ret = m.rseq_ret;
 			memcpy(p->rseq, m.rseq, sizeof(p->rseq));
+			p->sud_ret = m.sud_ret;
+			memcpy(p->sud, m.sud, sizeof(p->sud));
 			p->have_seized_state = m.ret == 0;
 			if (m.ret == 0 && m.xstate_len && off + m.xstate_len <= room &&
 			    (p->xstate = malloc(m.xstate_len))) {
@@ -273,7 +280,9 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 				p->xstate_len = m.xstate_len;
 			}
 			off += (m.xstate_len + 7) & ~7u;
-			err[i] = m.ret < 0 ? (int)m.ret : open_mem(p);
+			err[i] = m.ret < 0 ? (int)m.ret : open_mem(p, memfd);
+			if (err[i] == 0 && memfd < 0)
+				memfd = p->memfd;
 			continue;
 		}
 		err[i] = (int)m.ret;
@@ -1704,6 +1713,11 @@ long puppet_sud_config(struct puppet *p, void *buf, size_t len)
 	const size_t size = 4 * sizeof(uint64_t); /* struct ptrace_sud_config */
 	if (len < size)
 		return -EINVAL;
+	if (p->have_seized_state && p->held) { /* read with the seize */
+		if (p->sud_ret > 0)
+			memcpy(buf, p->sud, size);
+		return p->sud_ret;
+	}
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_SUD };
 		return guard_call(p, &req, buf, size);
