@@ -133,14 +133,56 @@ const char *creds_entry_invalid(const CredsEntry *e)
 	return NULL;
 }
 
+/*
+ * What a puppet had before its credentials were set: every bounding cap,
+ * its groups, securebits and capabilities. A process with threads reads
+ * them all, and its threads, cloned from it before, had the same: each
+ * takes them from here rather than by a batch of its own.
+ */
+struct creds_had {
+	long bnd[CAP_LAST + 1];
+	long ngroups;
+	uint32_t groups[256];
+	long securebits;
+	long capget;
+	struct __user_cap_data_struct data[2];
+};
+
+/* A task's state at restart: its entry, and (a process with threads) what
+ * it had. */
+struct creds_rst {
+	CredsEntry *e;
+	bool have_had;
+	struct creds_had had;
+};
+
+static void creds_free_rstate(void *state)
+{
+	struct creds_rst *c = state;
+	if (c) {
+		rst_free_msg(c->e);
+		free(c);
+	}
+}
+
 static int creds_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	CredsEntry *e = rctx_load_one(ctx, t, rec, KIND_creds, CREDS_ENTRY, &creds_entry__descriptor);
-	const char *why = e ? creds_entry_invalid(e) : NULL;
+	if (!e)
+		return -EINVAL;
+	struct creds_rst *c = calloc(1, sizeof(*c));
+	if (!c) {
+		rst_free_msg(e);
+		t->kstate[KIND_creds] = NULL;
+		return -ENOMEM;
+	}
+	c->e = e;
+	t->kstate[KIND_creds] = c;
+	const char *why = creds_entry_invalid(e);
 	if (why)
 		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d: %s", rec->index,
 				t->pid, why);
-	return e ? 0 : -EINVAL;
+	return 0;
 }
 
 static int step(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what)
@@ -208,22 +250,47 @@ struct creds_now {
 	bool setpcap;
 };
 
+/* now as had says, for entry e (whose securebits are sb) */
+static void now_from(const struct creds_had *had, const CredsEntry *e, uint32_t sb,
+		     struct creds_now *now)
+{
+	for (int cap = 0; cap <= CAP_LAST; cap++)
+		now->bnd_read[cap] = e->cap_bnd & (1ull << cap) ? 0 : had->bnd[cap];
+	now->same_groups = had->ngroups == (long)e->n_groups && had->ngroups >= 0 &&
+			   (had->ngroups == 0 || !memcmp(had->groups, e->groups, (size_t)had->ngroups * 4));
+	now->securebits = had->securebits;
+	now->setpcap = (sb & ~(uint32_t)SECBIT_KEEP_CAPS) && had->capget == 0 &&
+		       (had->data[0].permitted & (1u << CAP_SETPCAP));
+}
+
+/*
+ * What the puppet has, by one batch; a process with threads reads all of
+ * it (every bounding cap, its capabilities) and keeps it for them: they
+ * had the same when they were cloned from it (tree ready, before any
+ * task state), so a thread runs no batch of its own here.
+ */
 static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e, uint32_t sb,
 		    struct creds_now *now)
 {
 	struct puppet *p = &t->pup;
-	struct creds_calls b = { .n = 0 };
-	int cap_at[CAP_LAST + 1];
+	struct creds_rst *lc = t->leader ? t->leader->kstate[KIND_creds] : NULL;
+	struct creds_rst *c = t->kstate[KIND_creds];
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	uint64_t h = puppet_scratch_put(p, AT_HDR, &hdr, sizeof(hdr));
 
 	if (!h)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
 				t->pid);
+	if (lc && lc->have_had) {
+		now_from(&lc->had, e, sb, now);
+		return 0;
+	}
+	bool all = !t->leader && t->nthreads;
+	struct creds_calls b = { .n = 0 };
+	int cap_at[CAP_LAST + 1];
 	for (int cap = 0; cap <= CAP_LAST; cap++) {
-		now->bnd_read[cap] = 0;
 		cap_at[cap] = -1;
-		if (e->cap_bnd & (1ull << cap))
+		if ((e->cap_bnd & (1ull << cap)) && !all)
 			continue;
 		cap_at[cap] = (int)b.n;
 		add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_CAPBSET_READ, cap, 0, 0, 0));
@@ -233,25 +300,27 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	size_t secure = b.n;
 	add(&b, "reading securebits", PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0));
 	size_t got = b.n;
-	if (sb & ~(uint32_t)SECBIT_KEEP_CAPS)
+	if ((sb & ~(uint32_t)SECBIT_KEEP_CAPS) || all)
 		add(&b, NULL, PUPPET_CALL(SYS_capget, h, p->scratch + AT_GOT));
 	int r = run_calls(ctx, t, &b);
 	if (r < 0)
 		return r;
+	struct creds_had had = { .capget = -ENOENT };
 	for (int cap = 0; cap <= CAP_LAST; cap++)
-		if (cap_at[cap] >= 0)
-			now->bnd_read[cap] = b.c[cap_at[cap]].ret;
-	/* the same groups already (in a user namespace setgroups may be denied) */
-	uint32_t cur[256];
-	long ncur = b.c[groups].ret;
-	now->same_groups = ncur == (long)e->n_groups && ncur >= 0 &&
-			   (ncur == 0 || (puppet_read(p, p->scratch + AT_NOW, cur, (size_t)ncur * 4) == 0 &&
-					  !memcmp(cur, e->groups, (size_t)ncur * 4)));
-	now->securebits = b.c[secure].ret;
-	struct __user_cap_data_struct data[2] = { 0 };
-	now->setpcap = got < b.n && b.c[got].ret == 0 &&
-		       puppet_read(p, p->scratch + AT_GOT, data, sizeof(data)) == 0 &&
-		       (data[0].permitted & (1u << CAP_SETPCAP));
+		had.bnd[cap] = cap_at[cap] >= 0 ? b.c[cap_at[cap]].ret : 0;
+	had.ngroups = b.c[groups].ret;
+	if (had.ngroups > 0 &&
+	    puppet_read(p, p->scratch + AT_NOW, had.groups, (size_t)had.ngroups * 4) < 0)
+		had.ngroups = -EIO;
+	had.securebits = b.c[secure].ret;
+	if (got < b.n && b.c[got].ret == 0 &&
+	    puppet_read(p, p->scratch + AT_GOT, had.data, sizeof(had.data)) == 0)
+		had.capget = 0;
+	now_from(&had, e, sb, now);
+	if (all && c) {
+		c->had = had;
+		c->have_had = true;
+	}
 	return 0;
 }
 
@@ -306,7 +375,7 @@ static void add_securebits(struct creds_calls *b, uint32_t cur, uint32_t want)
  */
 static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
-	CredsEntry *e = t->kstate[KIND_creds];
+	CredsEntry *e = ((struct creds_rst *)t->kstate[KIND_creds])->e;
 	struct puppet *p = &t->pup;
 	struct creds_now now;
 	struct creds_calls b = { .n = 0 };
@@ -492,6 +561,6 @@ const struct kind_ops creds_ops = {
 	.loaded = creds_loaded,
 	.restore = creds_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
+	.free_rstate = creds_free_rstate,
 	.descriptor = creds_descriptor,
 };

@@ -150,6 +150,38 @@ static void restart_fixup(struct user_regs_struct *r)
 	r->rax = (uint64_t)-KERN_ERESTARTNOHAND;
 }
 
+/* Can this CPU take e's xstate? (its features, its size) */
+static int check_xstate(struct rst_ctx *ctx, struct rst_task *t, const RegsEntry *e)
+{
+	/* a thread whose xstate is the size of its leader's, with no feature
+	 * the leader's lacks: checked with the leader's, which came first */
+	const RegsEntry *le = t->leader ? t->leader->kstate[KIND_regs] : NULL;
+	if (le && le->has_xstate && le->xstate.len == e->xstate.len &&
+	    !((e->has_xfeatures ? e->xfeatures : 0) & ~(le->has_xfeatures ? le->xfeatures : 0)))
+		return 0;
+	static const size_t cap = XSTATE_MAX;
+	uint8_t *host = malloc(cap);
+	size_t len = cap;
+	if (!host)
+		return -ENOMEM;
+	int x = puppet_get_xstate(&t->pup, host, &len);
+	uint64_t have = features_xcr0();
+	free(host);
+	if (x < 0)
+		return log_fail(&ctx->log, x, "pid %d: cannot read the FPU state layout", t->pid);
+	uint64_t need = e->has_xfeatures ? e->xfeatures : 0;
+	if (need & ~have)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: the image uses CPU state features %#llx that this CPU "
+				"lacks (it has %#llx)",
+				t->pid, (unsigned long long)(need & ~have), (unsigned long long)have);
+	if (len != e->xstate.len)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: xstate size %zu differs from this CPU's %zu", t->pid,
+				(size_t)e->xstate.len, len);
+	return 0;
+}
+
 static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	RegsEntry *e = t->kstate[KIND_regs];
@@ -157,28 +189,9 @@ static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)
 	struct user_regs_struct r = p->regs0;
 
 	if (e->has_xstate) {
-		static const size_t cap = XSTATE_MAX;
-		uint8_t *host = malloc(cap);
-		size_t len = cap;
-		if (!host)
-			return -ENOMEM;
-		int x = puppet_get_xstate(p, host, &len);
-		uint64_t have = features_xcr0();
-		free(host);
+		int x = check_xstate(ctx, t, e);
 		if (x < 0)
-			return log_fail(&ctx->log, x, "pid %d: cannot read the FPU state layout",
-					t->pid);
-		uint64_t need = e->has_xfeatures ? e->xfeatures : 0;
-		if (need & ~have)
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: the image uses CPU state features %#llx that this CPU "
-					"lacks (it has %#llx)",
-					t->pid, (unsigned long long)(need & ~have),
-					(unsigned long long)have);
-		if (len != e->xstate.len)
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: xstate size %zu differs from this CPU's %zu", t->pid,
-					(size_t)e->xstate.len, len);
+			return x;
 		x = puppet_set_xstate(p, e->xstate.data, e->xstate.len);
 		if (x < 0)
 			return log_fail(&ctx->log, x, "pid %d: cannot set its FPU state: %s", t->pid,

@@ -266,7 +266,11 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 		ss.ss_size = e->altstack_size;
 		ss.ss_flags = (int)e->altstack_flags;
 	}
-	r = puppet_syscall(p, SYS_sigaltstack, puppet_scratch_put(p, 0, &ss, sizeof(ss)), 0);
+	/* a thread made by clone(CLONE_VM) has none (the kernel's
+	 * copy_process resets it): no call for one that had none */
+	r = t->leader && !e->has_altstack_sp
+		    ? 0
+		    : puppet_syscall(p, SYS_sigaltstack, puppet_scratch_put(p, 0, &ss, sizeof(ss)), 0);
 	if (rst_check(ctx, t, r, "sigaltstack") < 0)
 		return (int)r;
 

@@ -149,8 +149,9 @@ static int puppet_take(struct puppet *p)
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &p->regs0) < 0)
 		return -errno;
 	if (!(p->take_skip & PUPPET_TAKE_NO_MASK) &&
-	    (ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0 ||
-	     ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0))
+	    ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
+		return -errno;
+	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
 		return -errno;
 	if (!(p->take_skip & PUPPET_TAKE_NO_MEM)) {
 		snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
@@ -518,12 +519,19 @@ static int clone_options(struct puppet *parent)
 	return 0;
 }
 
-/* The child (pid as ckpt sees it) held, with the parent's scratch area. */
-static int clone_take(const struct puppet *parent, struct puppet *child, pid_t pid)
+/* The child (pid as ckpt sees it) held, with the parent's scratch area,
+ * signal mask and SIGTRAP disposition, and its memory if it shares it
+ * (CLONE_VM: the parent's /proc/PID/mem, copied). */
+static int clone_take(const struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags)
 {
 	child->pid = pid;
 	if (child->pid <= 0)
 		return -ECHILD;
+	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP;
+	child->trap_ignored = parent->trap_ignored;
+	if ((flags & CLONE_VM) && parent->memfd >= 0 &&
+	    (child->memfd = fcntl(parent->memfd, F_DUPFD_CLOEXEC, 0)) >= 0)
+		child->take_skip |= PUPPET_TAKE_NO_MEM;
 	int e = puppet_take(child);
 	if (e < 0) {
 		puppet_kill(child);
@@ -556,7 +564,7 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 	if (r < 0)
 		return (int)r;
 	/* r is the pid in the parent's namespace; ptrace wants ckpt's */
-	return clone_take(parent, child, (pid_t)parent->event_msg);
+	return clone_take(parent, child, (pid_t)parent->event_msg, flags);
 }
 
 static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
@@ -592,12 +600,12 @@ void puppet_clone_many(struct puppet *parent, struct puppet *const *children, co
 		if (r < 0 || c[i].ret < 0)
 			err[i] = r < 0 ? r : (int)c[i].ret;
 		else
-			err[i] = j < nev ? clone_take(parent, children[i], (pid_t)ev[j++]) : -ECHILD;
+			err[i] = j < nev ? clone_take(parent, children[i], (pid_t)ev[j++], flags) : -ECHILD;
 	}
 	/* a batch that failed half-way: the children it made go */
 	for (size_t j = 0; r < 0 && j < nev; j++) {
 		struct puppet orphan = { .memfd = -1 };
-		if (clone_take(parent, &orphan, (pid_t)ev[j]) == 0)
+		if (clone_take(parent, &orphan, (pid_t)ev[j], flags) == 0)
 			puppet_kill(&orphan);
 	}
 }

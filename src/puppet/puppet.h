@@ -71,10 +71,10 @@ struct puppet {
 	/* the wait for a seize's stop gives up after this (0: waits for
 	 * ever); the guardian's, whose SIGALRM interrupts waitpid */
 	unsigned stop_timeout_ms;
-	/* what taking the task's first stop may skip (PUPPET_TAKE_*): its
-	 * memory (the guardian's puppets, whose memory ckpt reads), reading
-	 * its SIGTRAP disposition (trap_ignored given), its mask (a clone
-	 * child: the parent's, held) */
+	/* what taking the task's first stop may skip (PUPPET_TAKE_*): opening
+	 * its memory (the guardian's puppets, whose memory ckpt reads; memfd
+	 * given), reading its SIGTRAP disposition (trap_ignored given),
+	 * reading its mask (sigmask0 given) */
 	uint8_t take_skip;
 	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
 	 * from this process */
