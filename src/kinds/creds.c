@@ -230,13 +230,14 @@ enum {
 	AT_NOW = 2048,  /* getgroups' */
 };
 
-static uint64_t put_caps(struct puppet *p, size_t off, uint64_t eff, uint64_t prm, uint64_t inh)
+static uint64_t put_caps(struct rst_ctx *ctx, struct rst_task *t, size_t off, uint64_t eff,
+			 uint64_t prm, uint64_t inh)
 {
 	struct __user_cap_data_struct data[2] = {
 		{ (uint32_t)eff, (uint32_t)prm, (uint32_t)inh },
 		{ (uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32) },
 	};
-	return puppet_scratch_put(p, off, data, sizeof(data));
+	return rst_put(ctx, t, off, data, sizeof(data));
 }
 
 /* What the puppet has now, in one batch: which bounding caps the image
@@ -337,7 +338,7 @@ static int add_ids(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e,
 	if (e->n_groups * sizeof(uint32_t) > p->scratch_len / 2)
 		return log_fail(&ctx->log, -E2BIG, "pid %d: too many groups", t->pid);
 	if (!now->same_groups) {
-		uint64_t g = puppet_scratch_put(p, p->scratch_len / 2, e->groups,
+		uint64_t g = rst_put(ctx, t, p->scratch_len / 2, e->groups,
 						e->n_groups * sizeof(uint32_t));
 		add(b, "setgroups", PUPPET_CALL(SYS_setgroups, e->n_groups, g));
 	}
@@ -376,7 +377,6 @@ static void add_securebits(struct creds_calls *b, uint32_t cur, uint32_t want)
 static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	CredsEntry *e = ((struct creds_rst *)t->kstate[KIND_creds])->e;
-	struct puppet *p = &t->pup;
 	struct creds_now now;
 	struct creds_calls b = { .n = 0 };
 	int r;
@@ -388,10 +388,11 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	 * has it and securebits other than keepcaps are to be set (step 8
 	 * takes it away again) */
 	uint64_t lend = now.setpcap ? 1ull << CAP_SETPCAP : 0;
-	uint64_t h = p->scratch + AT_HDR;
-	uint64_t d = put_caps(p, AT_CAPS, e->cap_eff | lend, e->cap_prm | lend, e->cap_inh);
-	uint64_t d2 = lend ? put_caps(p, AT_CAPS2, e->cap_eff, e->cap_prm, e->cap_inh) : 1;
-	if (!d || !d2)
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	uint64_t h = rst_put(ctx, t, AT_HDR, &hdr, sizeof(hdr));
+	uint64_t d = put_caps(ctx, t, AT_CAPS, e->cap_eff | lend, e->cap_prm | lend, e->cap_inh);
+	uint64_t d2 = lend ? put_caps(ctx, t, AT_CAPS2, e->cap_eff, e->cap_prm, e->cap_inh) : 1;
+	if (!h || !d || !d2)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
 				t->pid);
 	add(&b, "capset", PUPPET_CALL(SYS_capset, h, d));
@@ -413,7 +414,9 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_SET_PDEATHSIG, e->has_pdeathsig ? e->pdeathsig : 0));
 	if (e->has_dumpable)
 		add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_SET_DUMPABLE, e->dumpable));
-	return run_calls(ctx, t, &b);
+	/* a thread's are queued, run with its siblings' (core/calls.c) */
+	return rst_calls(ctx, t, b.c, b.what, "(a restart may not grant more than its caller has)",
+			 b.n);
 }
 
 /* --- before --kill: could this caller give them back? -------------------- */

@@ -536,9 +536,8 @@ static int restore_prctls(struct rst_ctx *ctx, struct rst_task *t, const TaskEnt
 static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	TaskEntry *e = t->kstate[KIND_task];
-	struct puppet *p = &t->pup;
 
-	uint64_t comm = puppet_scratch_put(p, 0, e->comm, strnlen(e->comm, 15) + 1);
+	uint64_t comm = rst_put(ctx, t, 0, e->comm, strnlen(e->comm, 15) + 1);
 	if (!comm)
 		return -EFAULT;
 	/* its name, personality, tid address, robust list, rseq and the
@@ -576,11 +575,9 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 		what[n] = NULL;
 		c[n++] = PUPPET_CALL(SYS_prctl, PR_SET_TIMERSLACK, e->timer_slack_ns, 0, 0, 0);
 	}
-	int br = puppet_syscalls(p, c, n);
-	for (size_t i = 0; i < n; i++)
-		if (what[i] && rst_check(ctx, t, br < 0 ? br : c[i].ret, what[i]) < 0)
-			return br < 0 ? br : (int)c[i].ret;
-	return restore_prctls(ctx, t, e);
+	/* a thread's are queued, run with its siblings' (core/calls.c) */
+	int r = rst_calls(ctx, t, c, what, NULL, n);
+	return r < 0 ? r : restore_prctls(ctx, t, e);
 }
 
 static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)

@@ -1250,9 +1250,6 @@ int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
 static bool many_can_run(struct puppet *const *ps, struct puppet_call *const *calls,
 			 const size_t *ns, const uint64_t *tables, size_t i)
 {
-	for (size_t j = 0; j < ns[i]; j++)
-		if (calls[i][j].nr == SYS_rseq)
-			return false;
 	return ps[i]->held && ps[i]->syscall_ip && tables[i] && ns[i] <= PUPPET_BATCH_MAX &&
 	       ps[i]->guard == ps[0]->guard && stub_can_run(ps[i], calls[i], ns[i]);
 }
@@ -1320,6 +1317,11 @@ void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *c
 			err[i] = puppet_syscalls(ps[i], calls[i], ns[i]);
 		return;
 	}
+	/* an rseq registration changes what the seize read */
+	for (size_t i = 0; i < np; i++)
+		for (size_t j = 0; j < ns[i]; j++)
+			if (calls[i][j].nr == SYS_rseq)
+				ps[i]->have_seized_state = false;
 	if (ps[0]->guard) {
 		syscalls_many_guarded(ps, calls, ns, tables, np, err);
 		return;
