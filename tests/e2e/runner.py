@@ -477,6 +477,11 @@ TESTS = [
     # SQLite's shell fed inserts by a shell loop through a pipe, one
     # transaction each (its journal made and deleted every time)
     entry("real_sqlite", (B, T), kind="sqlite"),
+    # a server whose accept queue is never empty while its clients keep
+    # connecting: new clients held out before the freeze until it has
+    # accepted what was queued
+    entry("accept_busy", (B, T), kind="accept_busy",
+          argv=["@python", os.path.join(HERE, "py_slow_accept.py")]),
     entry("real_echo100", (B, T), kind="echo100", argv=["@python", os.path.join(HERE, "py_echo.py")],
           args=["server"]),
     entry("real_java", kind="java"),
@@ -2927,10 +2932,10 @@ class Run:
             return 0
 
     def pipeline_input(self):
-        """A million lines of text, the same every time."""
+        """400,000 lines of text, the same every time."""
         r = random.Random(4)
         with open(self.p("input"), "w") as f:
-            for i in range(1000000):
+            for i in range(400000):
                 f.write("%d %s\n" % (i, "".join(r.choice("abcdefgh xyz")
                                                 for _ in range(r.randint(0, 30)))))
 
@@ -2939,20 +2944,37 @@ class Run:
         (argv + ref, writing "expected"), then again (argv + args, writing
         "output") checkpointed once a tenth of the output is there; the
         output must be byte-identical to the uninterrupted run's."""
-        if self.t["setup"]:
-            getattr(self, self.t["setup"])()
         argv = self.program_argv()
-        ref = subprocess.run(argv + self.t["ref"], stdin=subprocess.DEVNULL,
-                             capture_output=True, cwd=self.dir, timeout=EXIT_TIMEOUT)
-        if ref.returncode != 0:
-            raise Fail("the uninterrupted run exited %d: %s" % (ref.returncode, ref.stderr[-300:]))
+        # the setup's files and the uninterrupted run's output are the same
+        # in every mode: made once a runner
+        cache = COMPARE_CACHE.setdefault(self.t["name"], {})
+        if not cache:
+            if self.t["setup"]:
+                getattr(self, self.t["setup"])()
+            ref = subprocess.run(argv + self.t["ref"], stdin=subprocess.DEVNULL,
+                                 capture_output=True, cwd=self.dir, timeout=EXIT_TIMEOUT)
+            if ref.returncode != 0:
+                raise Fail("the uninterrupted run exited %d: %s"
+                           % (ref.returncode, ref.stderr[-300:]))
+            for name in os.listdir(self.dir):
+                with open(self.p(name), "rb") as f:
+                    cache[name] = f.read()
+        else:
+            for name, data in cache.items():
+                with open(self.p(name), "wb") as f:
+                    f.write(data)
         want = self.size("expected")
         pr = self.start(args=self.t["args"])
         self.wait_until("a tenth of the output", lambda: self.size("output") > want // 10, [pr])
         if self.opts.no_ckpt:
             rp = pr
         else:
-            rp = self.real_cycle(pr, between=lambda: time.sleep(1.0))
+            def grown():
+                """the restored run writes on: a twentieth more output"""
+                at = self.size("output")
+                self.wait_until("the restored run's output to grow",
+                                lambda: self.size("output") > at + want // 20, [])
+            rp = self.real_cycle(pr, between=grown)
             at = self.size("output")
             if at >= want:
                 raise Fail("the program had finished at the checkpoint")
@@ -3017,7 +3039,11 @@ class Run:
         if self.opts.no_ckpt:
             rp = pr
         else:
-            rp = self.real_cycle(pr, between=lambda: time.sleep(1.0))
+            def more():
+                """the restored build goes on: one more object"""
+                b = built()
+                self.wait_until("one more object built", lambda: built() > b, [])
+            rp = self.real_cycle(pr, between=more)
             if os.path.exists(self.p("prog")) or built() == len(objs):
                 raise Fail("the build had finished at the checkpoint")
             self.notes.append("checkpointed with %d/%d objects built" % (built(), len(objs)))
@@ -4028,6 +4054,69 @@ class Run:
         self.wait_all([rp], EXIT_TIMEOUT, "the echo server after SIGTERM")
         if rp.returncode != 0 or "served" not in self.out():
             raise Fail("the echo server: status %s: %s" % (rp.returncode, self.out()[-300:]))
+
+    ACCEPTED_RX = re.compile(r"new clients held out, the (\d+) connection\(s\) its listeners "
+                             r"had queued were accepted in \d+ ms")
+
+    def flow_accept_busy(self):
+        """py_slow_accept.py: a server that accepts one connection every
+        40 ms while 8 client threads (a process of the runner's, outside
+        the tree) connect again and again, so that its accept queue is
+        never empty. A checkpoint that lets it go on, then checkpoint
+        --kill and restart (twice in twice mode): each checkpoint succeeds
+        and its log says that queued connections were accepted before the
+        freeze (none is left in a queue, which would be refused); the
+        clients see no error, and the count they are told goes on growing,
+        from the restored server (the same pid)."""
+        pr = self.start(args=["server", self.dir])
+        self.pid = pr.pid
+        port = int(self.wait_file("port", pr))
+        self.logs.append(self.p("client.log"))
+        cl = self.popen(self.program_argv() + ["client", str(port), "8", self.dir],
+                        out=self.p("client.log"), err=self.p("client.log"))
+
+        def served():
+            try:
+                with open(self.p("served")) as f:
+                    c, p = f.read().split()
+                return int(c), int(p)
+            except (OSError, ValueError):
+                return 0, 0
+
+        def progress(k=10):
+            c = served()[0]
+            self.wait_until("%d more connections served" % k, lambda: served()[0] >= c + k,
+                            [cl], timeout=60)
+
+        def accepted(tag):
+            with open(self.p(tag + ".log"), errors="replace") as f:
+                m = self.ACCEPTED_RX.search(f.read())
+            if not m or int(m.group(1)) < 1:
+                raise Fail("%s: the log does not say that queued connections were accepted "
+                           "before the freeze" % tag)
+
+        progress()
+        rp = pr
+        if not self.opts.no_ckpt:
+            self.checkpoint(self.p("live"), "live", reap=[], kill=False)
+            accepted("live")
+            progress()
+            rp = self.tcp_cycles(pr, port, progress)
+            accepted("ckpt")
+            if self.mode == T:
+                accepted("ckpt2")
+        count, pid = served()
+        if pid != self.pid:
+            raise Fail("the server says pid %d, want %d" % (pid, self.pid))
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_all([cl], EXIT_TIMEOUT, "the clients")
+        if cl.returncode != 0:
+            with open(self.p("client.log"), errors="replace") as f:
+                raise Fail("the clients: status %s: %s" % (cl.returncode, f.read()[-300:]))
+        self.notes.append("%d served" % count)
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "the server after SIGTERM")
 
     def flow_java(self):
         """A JVM (JavaThreads.java: three threads counting into files) on
@@ -8059,6 +8148,7 @@ def crc32c_fast(data):
 
 
 CRC32C_TABLE = None
+COMPARE_CACHE = {}  # flow_compare: a test's files before its checkpointed run
 
 
 def varint(data, pos):
@@ -8159,10 +8249,21 @@ class Results:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
+        self.times = []  # (seconds, name) of every run, for the slowest list
 
     def ok(self, name, notes=()):
         self.passed += 1
         print("PASS %s%s" % (name, " (%s)" % ", ".join(notes) if notes else ""), flush=True)
+
+    def timed(self, name, seconds):
+        self.times.append((seconds, name))
+
+    def slowest(self, n=15):
+        """The n slowest runs and the whole, so that the suite's time is seen to grow."""
+        total = sum(s for s, _ in self.times)
+        top = sorted(self.times, reverse=True)[:n]
+        return "time: %.0f s in all; slowest: %s" % (
+            total, ", ".join("%s %.1f s" % (name, s) for s, name in top))
 
     def skip(self, name, why):
         self.skipped += 1
@@ -8253,6 +8354,7 @@ def main():
                 continue
             run = Run(opts, t, mode)
             run.keep = False
+            started = time.monotonic()
             try:
                 run.run()
                 res.ok(run.name, run.notes)
@@ -8264,11 +8366,14 @@ def main():
                 res.bad(run.name, "runner error: %r" % e, run)
             finally:
                 run.cleanup()
+                res.timed(run.name, time.monotonic() - started)
                 if run.keep or opts.keep:
                     print("  kept %s" % run.dir, flush=True)
                 else:
                     shutil.rmtree(run.dir, ignore_errors=True)
 
+    if len(res.times) > 1:
+        print(res.slowest())
     line = "%d passed, %d failed" % (res.passed, res.failed)
     if res.skipped:
         line += ", %d skipped" % res.skipped
