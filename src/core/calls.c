@@ -37,6 +37,8 @@ struct calls_q {
 	struct rst_task *t; /* NULL: left the queue */
 	uint64_t slice;     /* its slice, in the task */
 	size_t used;        /* bytes of the slice taken by rst_put */
+	size_t written;     /* of them, written into the task (all by one write) */
+	uint8_t data[CALLS_SLICE];
 	size_t n;
 	struct puppet_call c[PUPPET_BATCH_MAX];
 	const char *what[PUPPET_BATCH_MAX];
@@ -71,11 +73,23 @@ static int check(struct rst_ctx *ctx, struct rst_task *t, const struct puppet_ca
 	return 0;
 }
 
+/* What rst_put gave, written into the slice by one write. */
+static int write_data(struct calls_q *q)
+{
+	int r = q->used > q->written ? puppet_write(&q->t->pup, q->slice + q->written,
+						    q->data + q->written, q->used - q->written)
+				     : 0;
+	q->written = q->used;
+	return r;
+}
+
 /* Runs q's calls now, alone (the stub's own table), and empties it; its
  * slice stays taken (data of calls still to come may be there). */
 static int run_alone(struct rst_ctx *ctx, struct calls_q *q)
 {
-	int r = q->n ? puppet_syscalls(&q->t->pup, q->c, q->n) : 0;
+	int r = write_data(q);
+	if (r == 0 && q->n)
+		r = puppet_syscalls(&q->t->pup, q->c, q->n);
 	r = check(ctx, q->t, q->c, q->what, q->hint, q->n, r);
 	q->n = 0;
 	return r;
@@ -129,8 +143,7 @@ uint64_t rst_put(struct rst_ctx *ctx, struct rst_task *t, size_t off, const void
 	if (!q)
 		return puppet_scratch_put(&t->pup, off, buf, len);
 	uint64_t at = q->slice + q->used;
-	if (puppet_write(&t->pup, at, buf, len) < 0)
-		return 0;
+	memcpy(q->data + q->used, buf, len);
 	q->used += need;
 	return at;
 }
@@ -154,7 +167,7 @@ bool rst_calls_begin(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		g->q[i].t = ts[i];
 		g->q[i].slice = p->scratch + CALLS_SLICES_OFF + i * CALLS_SLICE;
-		g->q[i].used = 0;
+		g->q[i].used = g->q[i].written = 0;
 		g->q[i].n = 0;
 	}
 	ctx->calls = g;
@@ -179,8 +192,11 @@ int rst_calls_end(struct rst_ctx *ctx, bool run)
 		/* its table at the end of its slice, after its data */
 		uint64_t table = (q->slice + CALLS_SLICE - q->n * PUPPET_STUB_ENTRY) &
 				 ~(uint64_t)(PUPPET_STUB_ENTRY - 1);
-		if (table < q->slice + q->used) {
-			int e = run_alone(ctx, q);
+		int e = table < q->slice + q->used ? run_alone(ctx, q) : write_data(q);
+		if (e < 0 && table >= q->slice + q->used)
+			log_fail(&ctx->log, e, "thread %d: cannot write to ckpt's scratch area: %s",
+				 q->t->pid, strerror(-e));
+		if (e < 0 || table < q->slice + q->used) {
 			r = r < 0 ? r : e;
 			continue;
 		}

@@ -276,16 +276,15 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	struct puppet *p = &t->pup;
 	struct creds_rst *lc = t->leader ? t->leader->kstate[KIND_creds] : NULL;
 	struct creds_rst *c = t->kstate[KIND_creds];
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	uint64_t h = puppet_scratch_put(p, AT_HDR, &hdr, sizeof(hdr));
-
-	if (!h)
-		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
-				t->pid);
 	if (lc && lc->have_had) {
 		now_from(&lc->had, e, sb, now);
 		return 0;
 	}
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	uint64_t h = puppet_scratch_put(p, AT_HDR, &hdr, sizeof(hdr));
+	if (!h)
+		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
+				t->pid);
 	bool all = !t->leader && t->nthreads;
 	struct creds_calls b = { .n = 0 };
 	int cap_at[CAP_LAST + 1];

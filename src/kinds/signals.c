@@ -276,9 +276,9 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 
 	/* what the tree's making left pending (a zombie's or ghost's SIGCHLD) */
 	uint64_t all = ~0ull, zero[2] = { 0, 0 };
-	uint64_t set = puppet_scratch_put(p, 0, &all, sizeof(all));
-	uint64_t ts = puppet_scratch_put(p, 64, zero, sizeof(zero));
-	for (int n = 0; set && ts && !t->leader && n < 128; n++)
+	uint64_t set = t->leader ? 0 : puppet_scratch_put(p, 0, &all, sizeof(all));
+	uint64_t ts = t->leader ? 0 : puppet_scratch_put(p, 64, zero, sizeof(zero));
+	for (int n = 0; set && ts && n < 128; n++)
 		if (puppet_syscall(p, SYS_rt_sigtimedwait, set, 0, ts, 8) < 0)
 			break;
 

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -508,15 +509,36 @@ static struct clone_arg clone_arg(const struct puppet *parent, size_t i, pid_t p
 	return ca;
 }
 
-/* The parent's clones are followed: each child is attached from its start. */
-static int clone_options(struct puppet *parent)
+#define TRACE_CLONES (PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK)
+
+/* The parent's clones are followed: each child is attached from its start
+ * (a stop of the parent for each, which tells the child's pid); without
+ * events, no stop of the parent (the children of a clone with CLONE_PTRACE
+ * are attached all the same). */
+static int clone_options_ev(struct puppet *parent, bool events)
 {
-	const long opts = PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK |
-			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK | PTRACE_O_TRACESYSGOOD;
+	const long opts = PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD |
+			  (events ? TRACE_CLONES : 0);
 	if (ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts) < 0 &&
 	    ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts & ~PTRACE_O_SUSPEND_SECCOMP) < 0)
 		return -errno;
 	return 0;
+}
+
+static int clone_options(struct puppet *parent)
+{
+	return clone_options_ev(parent, true);
+}
+
+/* Are pid's children in ckpt's pid namespace (the pids they are given
+ * with set_tid are the ones ckpt sees)? */
+static bool same_pidns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid_for_children", pid);
+	return stat("/proc/self/ns/pid", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
 }
 
 /* The child (pid as ckpt sees it) held, with the parent's scratch area,
@@ -584,17 +606,31 @@ void puppet_clone_many(struct puppet *parent, struct puppet *const *children, co
 			err[i] = puppet_clone(parent, children[i], pids[i], flags, exit_signal);
 		return;
 	}
+	/* the children's pids known as ckpt sees them: CLONE_PTRACE attaches
+	 * them, and the parent does not stop for each (its events off) */
+	bool known = same_pidns(parent->pid);
+	for (size_t i = 0; known && i < n; i++)
+		known = pids[i] > 0;
 	for (size_t i = 0; i < n; i++) {
 		*children[i] = (struct puppet){ .memfd = -1 };
-		ca[i] = clone_arg(parent, i, pids[i], flags, exit_signal);
+		ca[i] = clone_arg(parent, i, pids[i], flags | (known ? CLONE_PTRACE : 0), exit_signal);
 		c[i] = PUPPET_CALL(SYS_clone3, parent->scratch + CLONE_ARGS_OFF + i * sizeof(ca[0]),
 				   sizeof(ca[0].args));
 	}
 	int r = puppet_scratch_put(parent, CLONE_ARGS_OFF, ca, n * sizeof(ca[0])) ? 0 : -EFAULT;
 	if (r == 0)
-		r = clone_options(parent);
+		r = clone_options_ev(parent, !known);
 	if (r == 0)
 		r = run_stub(parent, c, n, ev, &nev);
+	if (known) {
+		int e = clone_options(parent);
+		r = r < 0 ? r : e;
+		/* (after a failure, any of them may exist: each is looked
+		 * for below, and only a tracee of ckpt's can be waited for) */
+		for (size_t i = 0; i < n && nev < PUPPET_MANY_MAX; i++)
+			if (r < 0 || c[i].ret > 0)
+				ev[nev++] = (unsigned long)pids[i];
+	}
 	/* each clone made stopped the parent once, in order, with the child's pid */
 	for (size_t i = 0, j = 0; i < n; i++) {
 		if (r < 0 || c[i].ret < 0)
