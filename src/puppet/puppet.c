@@ -595,12 +595,12 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 void puppet_clone_many(struct puppet *parent, struct puppet *const *children, const pid_t *pids,
 		       size_t n, uint64_t flags, int exit_signal, int *err)
 {
-	struct clone_arg ca[PUPPET_MANY_MAX] = { 0 };
-	struct puppet_call c[PUPPET_MANY_MAX];
-	unsigned long ev[PUPPET_MANY_MAX];
+	struct clone_arg ca[PUPPET_CLONE_MAX] = { 0 };
+	struct puppet_call c[PUPPET_CLONE_MAX];
+	unsigned long ev[PUPPET_CLONE_MAX];
 	size_t nev = 0;
 
-	if (n > PUPPET_MANY_MAX || !parent->stub_ip || parent->guard || !parent->held ||
+	if (n > PUPPET_CLONE_MAX || !parent->stub_ip || parent->guard || !parent->held ||
 	    !parent->scratch || parent->trap_ignored) {
 		for (size_t i = 0; i < n; i++)
 			err[i] = puppet_clone(parent, children[i], pids[i], flags, exit_signal);
@@ -627,7 +627,7 @@ void puppet_clone_many(struct puppet *parent, struct puppet *const *children, co
 		r = r < 0 ? r : e;
 		/* (after a failure, any of them may exist: each is looked
 		 * for below, and only a tracee of ckpt's can be waited for) */
-		for (size_t i = 0; i < n && nev < PUPPET_MANY_MAX; i++)
+		for (size_t i = 0; i < n && nev < PUPPET_CLONE_MAX; i++)
 			if (r < 0 || c[i].ret > 0)
 				ev[nev++] = (unsigned long)pids[i];
 	}

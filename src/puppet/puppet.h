@@ -143,10 +143,13 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 		 int exit_signal) __attribute__((warn_unused_result));
 
 /*
- * The same for n children (n <= PUPPET_MANY_MAX): one stop of the parent
- * for every clone and one for the batch, by its stub (without one, a
- * puppet_clone each). err[i] is children[i]'s result, as puppet_clone.
+ * The same for n children (n <= PUPPET_CLONE_MAX): one stop of the parent
+ * for the batch, by its stub, and one for every clone unless the
+ * children's pids are ckpt's too (then clone3 with CLONE_PTRACE attaches
+ * them); without a stub, a puppet_clone each. err[i] is children[i]'s
+ * result, as puppet_clone.
  */
+#define PUPPET_CLONE_MAX 64
 void puppet_clone_many(struct puppet *parent, struct puppet *const *children, const pid_t *pids,
 		       size_t n, uint64_t flags, int exit_signal, int *err);
 
