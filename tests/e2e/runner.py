@@ -235,6 +235,9 @@ TESTS = [
     # ckpt run --net --nat on test host A: clients in the container connect
     # to C, which has no route back but through A's masquerade
     entry("netns_nat", kind="netns_nat"),
+    # the same container migrated to B: refused (its connections through
+    # A's NAT would reach C from B's address), it runs on in A
+    entry("netns_nat_mig", kind="netns_nat", case="migrate"),
     entry("mig2_fail", kind="mig2_echo", case="fail"),
     entry("mig2_jobstop", kind="mig2_jobstop"),
     entry("mig2_precopy", kind="mig2_echo", case="precopy"),
@@ -467,6 +470,9 @@ TESTS = [
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
+    # clients that connect for every command (as redis-benchmark -k 0):
+    # its accept queue is rarely empty, checkpoints succeed all the same
+    entry("real_redis_reconnect", (B,), kind="redis_reconnect"),
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
@@ -1585,9 +1591,10 @@ class Run:
         answered only through A's NAT, and C sees A's address as its peer.
         checkpoint --kill in A; A's NAT table removed meanwhile; the restart
         makes it again, and a new connection from the restored namespace is
-        answered through it. (Connections through the NAT established
-        before the checkpoint are not checked: one in three to five runs
-        was reset right after the restart, see DESIGN.md.)"""
+        answered through it. The container is py_echo.py's client, its 3
+        connections to C's server through the NAT each with a line in
+        flight: they go on after the restart (20 more rounds of echoes), no
+        reset, no wrong echo."""
         if os.geteuid() != 0:
             raise Skip("ckpt run --net needs root")
         if not (shutil.which("ip") and shutil.which("nsenter")):
@@ -1604,8 +1611,21 @@ class Run:
                          env=dict(os.environ, PY_ECHO_HOST="0.0.0.0"))
         self.logs.append(self.p("server.log"))
         port = int(self.wait_file("port", srv))
-        pr = self.mig2_run([self.opts.python, "-c", "import signal; signal.pause()"],
-                           run_args=["--nat"])
+        pr = self.mig2_run(py + ["client", str(port), "3"], run_args=["--nat"],
+                           env=dict(PY_ECHO_HOST=c))
+
+        def rounds():
+            try:
+                with open(self.p("rounds")) as f:
+                    return int(f.read() or 0)
+            except (OSError, ValueError):
+                return 0
+
+        def progress(k=20):
+            r = rounds()
+            self.wait_until("%d more rounds of echoes through the NAT" % k,
+                            lambda: rounds() >= r + k, [], timeout=60)
+        progress(5)
 
         def through_nat(when):
             """one line echoed on a new connection from the container's
@@ -1639,6 +1659,8 @@ class Run:
         through_nat("before the checkpoint")
         if table not in (topo.nft_tables("a") or ()):
             raise Fail("no table %s in host A after ckpt run --nat" % table)
+        if self.t["case"] == "migrate":
+            return self.nat_migrate_refused(pr, port, progress)
         img, log = self.p("img"), self.p("ckpt.log")
         self.logs += [self.p("ckpt.err"), log, self.p("restart.err"), self.p("restart.log")]
         cp = self.popen(topo.argv("a", self.ckpt_argv("checkpoint", str(self.pid), "-o", img,
@@ -1665,7 +1687,45 @@ class Run:
         if table not in (topo.nft_tables("a") or ()):
             raise Fail("no table %s in host A after the restart" % table)
         through_nat("after the restart")
+        progress()
+        self.nat_echo_done(rounds())
         self.mig2_end(signal.SIGKILL, "the restored container")  # its pid 1: no SIGTERM
+
+    def nat_echo_done(self, rounds):
+        """The container's echo client told to stop: it must say PASS."""
+        with open(self.p("stop"), "w"):
+            pass
+        self.wait_until("the echo client to end", lambda: not pid_alive(self.pid), [],
+                        timeout=EXIT_TIMEOUT)
+        with open(self.p("run.out"), errors="replace") as f:
+            out = f.read()
+        if "PASS" not in out:
+            raise Fail("the echo client in the container: %r" % out.strip()[-300:])
+        self.notes.append("%d rounds" % rounds)
+
+    def nat_migrate_refused(self, pr, port, progress):
+        """netns_nat_mig: the container's connections leave through A's NAT,
+        which B's would not give the same address: ckpt migrate refuses,
+        naming each by pid and fd, peer and host end; the container runs on
+        in A with its connections (10 more rounds), no lock left."""
+        c, hostif = self.topo.addr("c"), self.MIG2_HOSTIF
+        mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "m")
+        if mrc == 0:
+            raise Fail("migrate of connections through the NAT: exit 0 (%r)" % mtext[-300:])
+        rx = (r"pid \d+ fd \d+ \(inet\): its peer %s port %d is reached through this host's "
+              r"NAT \(masquerade on the host end %s\)" % (re.escape(c), port, re.escape(hostif)))
+        if not re.search(rx, mtext):
+            raise Fail("migrate said %r" % mtext.strip()[-500:])
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the original is gone after the refused migration")
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s after the refused migration"
+                           % (self.mig2_locks(h), h.upper()))
+        progress(10)
+        with open(self.p("rounds")) as f:
+            self.nat_echo_done(int(f.read() or 0))
+        self.mig2_end(signal.SIGKILL, "the container")
 
     def flow_mig2_echo(self):
         """py_echo.py's asyncio echo server as pid 1 of `ckpt run --net` on
@@ -3897,6 +3957,72 @@ class Run:
             n = int(line[1:])
             return None if n < 0 else f.read(n + 2)[:-2].decode()
         return line[:-2].decode()
+
+    def flow_redis_reconnect(self):
+        """redis-server on 127.0.0.1 at a free port; 6 client threads of the
+        runner's each connect for every SET, GET and INCR (then close), so
+        that connections wait in the listener's queue at any instant (before
+        step "hold out", 6 of 10 checkpoints of redis under
+        `redis-benchmark -k 0` were refused for it). Four checkpoints that
+        let it go on, then checkpoint --kill and restart: every one succeeds,
+        no client sees an error or a wrong reply, and the counter the
+        clients INCR equals the commands they made."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        port = self.free_port()
+        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", self.dir,
+                                "--logfile", self.p("redis.log")], port)
+        self.logs.append(self.p("redis.log"))
+        state = {"n": [0] * 6, "err": None, "stop": False}
+
+        def loop(t):
+            try:
+                while not state["stop"] and not state["err"]:
+                    i = state["n"][t]
+                    with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+                        f = c.makefile("rb")
+                        c.sendall(self.resp_cmd(["SET", "k%d_%d" % (t, i), "v%d" % i]) +
+                                  self.resp_cmd(["GET", "k%d_%d" % (t, i)]) +
+                                  self.resp_cmd(["INCR", "total"]))
+                        got = [self.resp_read(f) for _ in range(3)]
+                    if got[:2] != ["+OK", "v%d" % i] or not got[2].startswith(":"):
+                        raise Fail("client %d, command %d: got %r" % (t, i, got))
+                    state["n"][t] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = state["err"] or "client %d: %r" % (t, e)
+        ths = [threading.Thread(target=loop, args=(t,), daemon=True) for t in range(6)]
+        for th in ths:
+            th.start()
+
+        def progress(k=100):
+            n = sum(state["n"])
+            self.wait_until("%d more commands" % k,
+                            lambda: sum(state["n"]) >= n + k or state["err"], [], timeout=60)
+            if state["err"]:
+                raise Fail("the redis clients: %s" % state["err"])
+        try:
+            progress()
+            rp = pr
+            if not self.opts.no_ckpt:
+                for k in range(4):
+                    self.checkpoint(self.p("live%d" % k), "live%d" % k, reap=[], kill=False)
+                    progress()
+                rp = self.tcp_cycles(pr, port, progress)
+        finally:
+            state["stop"] = True
+            for th in ths:
+                th.join(60)
+        if state["err"]:
+            raise Fail("the redis clients: %s" % state["err"])
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+            c.sendall(self.resp_cmd(["GET", "total"]))
+            total = self.resp_read(c.makefile("rb"))
+        if total != str(sum(state["n"])):
+            raise Fail("redis counted %s commands, the clients made %d" % (total, sum(state["n"])))
+        self.notes.append("%d commands on as many connections" % sum(state["n"]))
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SIGTERM")
 
     def flow_redis_tcp(self):
         """redis-server on 127.0.0.1 at a free port, TCP only; a client of
