@@ -317,7 +317,8 @@ static int wait_pid_free(struct rst_ctx *ctx, pid_t pid)
 	for (int waited = 0;; waited += 20) {
 		_cleanup_free_ char *text = NULL;
 		struct proc_status st;
-		if (proc_read(pid, "status", &text, NULL) < 0)
+		/* no task has it (kill finds threads too): no /proc read */
+		if ((kill(pid, 0) < 0 && errno == ESRCH) || proc_read(pid, "status", &text, NULL) < 0)
 			return 0;
 		if (proc_parse_status(text, &st) == 0 && st.state != 'Z' && st.state != 'X')
 			return log_fail(&ctx->log, -EEXIST,
