@@ -437,15 +437,27 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 	uint8_t xstate[GUARD_XSTATE_MAX];
 	int err[PUPPET_MANY_MAX];
 	size_t off = 0;
-	bool seize = req->a[1] == GUARD_MANY_SEIZE;
+	bool seize = req->a[1] == GUARD_MANY_SEIZE, start = req->a[1] == GUARD_MANY_START;
+	bool started = seize && req->a[2] == 1; /* by a GUARD_MANY_START before */
 
 	/* all added first: adding may move the table */
-	for (size_t i = 0; seize && i < n; i++)
-		err[i] = add(s, in[i].pid) ? 0 : -ENOMEM;
+	for (size_t i = 0; (seize || start) && i < n; i++) {
+		struct gtask *t = started ? find(s, in[i].pid) : NULL;
+		err[i] = started ? (t && !t->p.held ? 0 : -ESRCH) : add(s, in[i].pid) ? 0 : -ENOMEM;
+	}
 	/* all interrupted, then each waited for: their stops overlap */
-	for (size_t i = 0; seize && i < n; i++)
+	for (size_t i = 0; (seize || start) && !started && i < n; i++)
 		if (err[i] == 0)
 			err[i] = seize_start(&find(s, in[i].pid)->p, in[i].pid);
+	if (start) {
+		for (size_t i = 0; i < n; i++) {
+			struct guard_many_rep m = { .ret = err[i] };
+			memcpy(data + i * sizeof(m), &m, sizeof(m));
+		}
+		rep->len = (uint32_t)(n * sizeof(struct guard_many_rep));
+		rep->held = true;
+		return;
+	}
 	/* threads of one process: SIGTRAP's disposition read of the first */
 	int trap = -1;
 	for (size_t i = 0; seize && i < n; i++) {

@@ -101,7 +101,13 @@ struct guard_bm_rep {
 /* the largest GUARD_BATCH_MANY request's data */
 #define GUARD_BM_MAX (PUPPET_MANY_MAX * (sizeof(struct guard_bm_hdr) + 32 * sizeof(struct puppet_call)))
 
-enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL };
+/*
+ * GUARD_MANY_START: each task seized and interrupted, not waited for (the
+ * reply: each one's ret); a GUARD_MANY_SEIZE with a[2] = 1 then waits for
+ * the stops of tasks so started. A task started and never waited for is
+ * detached by the kernel when the guardian exits: nothing of it changed.
+ */
+enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL, GUARD_MANY_START };
 
 /* GUARD_MANY: for each task, this (then, for a seize, its xstate) */
 struct guard_many_rep {

@@ -244,12 +244,14 @@ int puppet_seize(struct puppet *p, pid_t pid)
 	return r < 0 ? r : puppet_seize_finish(p);
 }
 
-/* One GUARD_MANY request for n <= PUPPET_MANY_MAX tasks. */
+/* One GUARD_MANY request for n <= PUPPET_MANY_MAX tasks (a seize of tasks
+ * a GUARD_MANY_START started if started). */
 static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const int *sigs,
-			   size_t n, struct puppet_guard *g, enum guard_many what, int *err)
+			   size_t n, struct puppet_guard *g, enum guard_many what, bool started,
+			   int *err)
 {
 	struct guard_many_req in[PUPPET_MANY_MAX];
-	struct guard_req req = { .op = GUARD_MANY, .a = { (int64_t)n, what } };
+	struct guard_req req = { .op = GUARD_MANY, .a = { (int64_t)n, what, started } };
 	struct puppet dummy = { .guard = g, .memfd = -1 };
 	size_t room = GUARD_DATA_MAX;
 	_cleanup_free_ uint8_t *out = malloc(room);
@@ -298,7 +300,8 @@ static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, s
 {
 	for (size_t at = 0; g && at < n; at += PUPPET_MANY_MAX) {
 		size_t k = n - at < PUPPET_MANY_MAX ? n - at : PUPPET_MANY_MAX;
-		many_via_guard(ps + at, pids + at, sigs ? sigs + at : NULL, k, g, what, err + at);
+		many_via_guard(ps + at, pids + at, sigs ? sigs + at : NULL, k, g, what, false,
+			       err + at);
 	}
 	for (size_t i = 0; !g && i < n; i++) {
 		if (what == GUARD_MANY_SEIZE)
@@ -310,10 +313,36 @@ static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, s
 	}
 }
 
+/*
+ * More tasks than one request takes: every one interrupted first, by
+ * requests that wait for none (GUARD_MANY_START), then their stops taken
+ * PUPPET_MANY_MAX a request; by then most have stopped, all of them side
+ * by side, where each request waited for its own 16 in turn.
+ */
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
 		       struct puppet_guard *guard, int *err)
 {
-	many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, err);
+	_cleanup_free_ size_t *idx = guard && n > PUPPET_MANY_MAX ? malloc(n * sizeof(*idx)) : NULL;
+	if (!idx)
+		return many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, err);
+	many(ps, pids, NULL, n, guard, GUARD_MANY_START, err);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (err[i] == 0)
+			idx[m++] = i;
+	for (size_t at = 0; at < m; at += PUPPET_MANY_MAX) {
+		size_t k = m - at < PUPPET_MANY_MAX ? m - at : PUPPET_MANY_MAX;
+		struct puppet *cps[PUPPET_MANY_MAX];
+		pid_t cpids[PUPPET_MANY_MAX];
+		int cerr[PUPPET_MANY_MAX];
+		for (size_t j = 0; j < k; j++) {
+			cps[j] = ps[idx[at + j]];
+			cpids[j] = pids[idx[at + j]];
+		}
+		many_via_guard(cps, cpids, NULL, k, guard, GUARD_MANY_SEIZE, true, cerr);
+		for (size_t j = 0; j < k; j++)
+			err[idx[at + j]] = cerr[j];
+	}
 }
 
 /* The tasks that are held, and their pids (all of one guardian, or none). */
