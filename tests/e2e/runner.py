@@ -4214,23 +4214,30 @@ class Run:
             self.wait_until("%d more connections served" % k, lambda: served()[0] >= c + k,
                             [cl], timeout=60)
 
-        def accepted(tag):
-            with open(self.p(tag + ".log"), errors="replace") as f:
-                m = self.ACCEPTED_RX.search(f.read())
-            if not m or int(m.group(1)) < 1:
-                raise Fail("%s: the log does not say that queued connections were accepted "
-                           "before the freeze" % tag)
+        def accepted(tags):
+            """how many of the checkpoints' logs say that queued connections
+            were accepted before the freeze"""
+            n = 0
+            for tag in tags:
+                with open(self.p(tag + ".log"), errors="replace") as f:
+                    m = self.ACCEPTED_RX.search(f.read())
+                n += bool(m and int(m.group(1)) >= 1)
+            return n
 
         progress()
         rp = pr
         if not self.opts.no_ckpt:
             self.checkpoint(self.p("live"), "live", reap=[], kill=False)
-            accepted("live")
             progress()
             rp = self.tcp_cycles(pr, port, progress)
-            accepted("ckpt")
-            if self.mode == T:
-                accepted("ckpt2")
+            # the queue is never empty but for a moment (every client held
+            # back at once by the load): at least one checkpoint must have
+            # found connections queued and had them accepted, and none was
+            # refused (each of them was, before step "hold out")
+            tags = ["live", "ckpt"] + (["ckpt2"] if self.mode == T else [])
+            if not accepted(tags):
+                raise Fail("no log of %s says that queued connections were accepted before "
+                           "the freeze" % ", ".join(tags))
         count, pid = served()
         if pid != self.pid:
             raise Fail("the server says pid %d, want %d" % (pid, self.pid))
@@ -7875,10 +7882,14 @@ http {{
                 err = probe.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 raise Fail("a new client's connect to the listener's port ended while the "
                            "program was away: %s" % os.strerror(err))
-            rp = self.restart(img, "restart")
-            rc = self.wake_and_wait(rp, "the program")
         finally:
+            # closed before the restart: its SYN sent again would reach the
+            # restored listener, whose program takes the next connection
+            # it accepts for one of its own (seen: "new connection: not
+            # received")
             probe.close()
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "the program")
         self.check_result(rc, "the program")
 
     def connect_ends(self, port, wait):
