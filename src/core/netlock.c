@@ -14,6 +14,7 @@
  * of that text (the same fields, no text printed and parsed back).
  */
 #include "core/netlock.h"
+#include "kinds/fdtable.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -32,6 +33,7 @@
 #include "core/ctx.h"
 #include "kinds/inet-move.h"
 #include "kinds/netns.h"
+#include "net/diag.h"
 #include "net/rtnl.h"
 #include "net/lock.h"
 #include "util/cleanup.h"
@@ -47,34 +49,22 @@ static int cmp_ul(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The socket inodes of pid's fds, appended. */
-static int socket_inodes(pid_t pid, struct inodes *s)
+/* The socket inodes of t's fds, appended (fdtable_links: read once a
+ * task for this pass and the collect's). */
+static int socket_inodes(struct task *t, struct inodes *s)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(d)) != NULL) {
-		char target[64];
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = 0;
+	const struct fd_link *l;
+	size_t n;
+	int r = fdtable_links(t, &l, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
 		unsigned long ino;
-		if (sscanf(target, "socket:[%lu]", &ino) != 1)
+		if (strncmp(l[i].link, "socket:[", 8) || sscanf(l[i].link, "socket:[%lu]", &ino) != 1)
 			continue;
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? 2 * s->cap : 64;
 			unsigned long *v = realloc(s->v, cap * sizeof(*v));
-			if (!v) {
-				r = -ENOMEM;
-				break;
-			}
+			if (!v)
+				return -ENOMEM;
 			s->v = v;
 			s->cap = cap;
 		}
@@ -127,6 +117,38 @@ static int add_sock(struct netlock *nl, bool ports, bool udp, unsigned state,
 	return netlock_add(nl, (const struct sockaddr *)l, (const struct sockaddr *)rm);
 }
 
+struct diag_add {
+	struct netlock *nl;
+	bool ports;
+	const struct inodes *s;
+};
+
+/* One socket of the dump: the tree's (its inode one of s) is added. */
+static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
+{
+	const struct diag_add *d = arg;
+	unsigned long ino = m->idiag_inode;
+	if (!ino || !bsearch(&ino, d->s->v, d->s->n, sizeof(*d->s->v), cmp_ul))
+		return 0;
+	struct sockaddr_storage l = { 0 }, rm = { 0 };
+	if (m->idiag_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l, *b = (struct sockaddr_in6 *)&rm;
+		a->sin6_family = b->sin6_family = AF_INET6;
+		memcpy(&a->sin6_addr, m->id.idiag_src, 16);
+		memcpy(&b->sin6_addr, m->id.idiag_dst, 16);
+		a->sin6_port = m->id.idiag_sport;
+		b->sin6_port = m->id.idiag_dport;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&l, *b = (struct sockaddr_in *)&rm;
+		a->sin_family = b->sin_family = AF_INET;
+		memcpy(&a->sin_addr, m->id.idiag_src, 4);
+		memcpy(&b->sin_addr, m->id.idiag_dst, 4);
+		a->sin_port = m->id.idiag_sport;
+		b->sin_port = m->id.idiag_dport;
+	}
+	return add_sock(d->nl, d->ports, false, m->idiag_state, &l, &rm);
+}
+
 /* add_table for TCP of family through sock_diag (ckpt's own network
  * namespace): one binary dump, not the kernel's text of every socket
  * parsed back (0.2-0.4 s of a checkpoint of 10,000 connections). */
@@ -135,63 +157,8 @@ static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
 		return -errno;
-	struct {
-		struct nlmsghdr h;
-		struct inet_diag_req_v2 r;
-	} req = {
-		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
-		.r = { .sdiag_family = (uint8_t)family, .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = ~0u },
-	};
-	if (send(fd, &req, sizeof(req), 0) < 0)
-		return -errno;
-	_cleanup_free_ char *buf = malloc(1 << 16);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = recv(fd, buf, 1 << 16, 0);
-		if (n < 0)
-			return errno == EINTR ? -EAGAIN : -errno;
-		if (n == 0)
-			return -EPROTO;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
-		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-				return e->error ? e->error : -EPROTO;
-			}
-			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-				continue;
-			const struct inet_diag_msg *m = NLMSG_DATA(h);
-			unsigned long ino = m->idiag_inode;
-			if (!ino || !bsearch(&ino, s->v, s->n, sizeof(*s->v), cmp_ul))
-				continue;
-			struct sockaddr_storage l = { 0 }, rm = { 0 };
-			if (m->idiag_family == AF_INET6) {
-				struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l,
-						    *b = (struct sockaddr_in6 *)&rm;
-				a->sin6_family = b->sin6_family = AF_INET6;
-				memcpy(&a->sin6_addr, m->id.idiag_src, 16);
-				memcpy(&b->sin6_addr, m->id.idiag_dst, 16);
-				a->sin6_port = m->id.idiag_sport;
-				b->sin6_port = m->id.idiag_dport;
-			} else {
-				struct sockaddr_in *a = (struct sockaddr_in *)&l,
-						   *b = (struct sockaddr_in *)&rm;
-				a->sin_family = b->sin_family = AF_INET;
-				memcpy(&a->sin_addr, m->id.idiag_src, 4);
-				memcpy(&b->sin_addr, m->id.idiag_dst, 4);
-				a->sin_port = m->id.idiag_sport;
-				b->sin_port = m->id.idiag_dport;
-			}
-			int r = add_sock(nl, ports, false, m->idiag_state, &l, &rm);
-			if (r < 0)
-				return r;
-		}
-	}
+	struct diag_add d = { .nl = nl, .ports = ports, .s = s };
+	return tcp_diag_dump(fd, family, ~0u, add_diag_sock, &d);
 }
 
 /* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds
@@ -343,7 +310,7 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	int r = 0;
 	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++)
 		if (!ctx->tasks[i].zombie && !ctx->tasks[i].files_with)
-			r = socket_inodes(ctx->tasks[i].pid, &s);
+			r = socket_inodes(&ctx->tasks[i], &s);
 	if (r < 0 || !s.n) {
 		free(s.v);
 		return r < 0 ? log_fail(&ctx->log, r, "network lock: cannot list the tree's sockets: "

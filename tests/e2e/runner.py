@@ -243,6 +243,10 @@ TESTS = [
     entry("mig2_precopy", kind="mig2_echo", case="precopy"),
     entry("mig2_precopy_fail", kind="mig2_precopy_fail"),
     entry("mig2_precopy_lazy", kind="mig2_echo", case="precopy_lazy"),
+    # receive is lazy by default; --eager writes the memory first; a receive that cannot
+    # make a userfaultfd for the lazy server (no CAP_SYS_PTRACE) is eager, and says so
+    entry("mig2_precopy_eager", kind="mig2_echo", case="precopy_eager"),
+    entry("mig2_precopy_nouffd", kind="mig2_echo", case="precopy_nouffd"),
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
@@ -390,6 +394,7 @@ TESTS = [
     # TCP and UDP sockets
     entry("tcp_pair", (B, T, R)),
     entry("tcp_pair6", (B, T)),
+    entry("tcp_many", (B, T, R)),
     entry("tcp_mapped", (B, T)),
     entry("tcp_halfclose", (B, T)),
     # LAST_ACK, CLOSING, SYN_SENT (not T: right after a restart they are on
@@ -1462,12 +1467,12 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None):
+    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None, rprefix=()):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
-        rargs: more arguments of ckpt receive; mfault: migrate is ckpt-fault
-        with that CKPT_FAULT. Returns (migrate's status, receive's,
-        migrate's stderr, receive's)."""
+        rargs: more arguments of ckpt receive; rprefix: a command it runs
+        under (setpriv); mfault: migrate is ckpt-fault with that CKPT_FAULT.
+        Returns (migrate's status, receive's, migrate's stderr, receive's)."""
         key = self.p("key")
         if not os.path.exists(key):
             r = self.run_ckpt(["keygen", key])
@@ -1477,9 +1482,9 @@ class Run:
         rlog, mlog = self.p(tag + "-receive.log"), self.p(tag + "-migrate.log")
         self.logs += [rerr, merr, rlog, mlog]
         b = self.topo.addr("b")
-        rp = self.popen(self.topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0",
-                                                           "--key", key, "--log", rlog,
-                                                           *rargs)),
+        rp = self.popen(self.topo.argv("b", list(rprefix) +
+                                       self.ckpt_argv("receive", "--listen", b + ":0",
+                                                      "--key", key, "--log", rlog, *rargs)),
                         err=rerr, out=self.p(tag + "-receive.out"))
         port = []
 
@@ -1502,13 +1507,13 @@ class Run:
         tables = self.topo.nft_tables(host)
         return [t for t in tables or () if t.startswith("ckpt_lock")]
 
-    def mig2_move(self, reap, tag="m", rargs=(), margs=()):
+    def mig2_move(self, reap, tag="m", rargs=(), margs=(), rprefix=()):
         """A migration from A to B that must succeed: the original is gone,
         the copy (self.pid now) runs with its host end in B, none in A, and
         no network lock is left in either host; C's route to the container
         moves to B. Returns the downtime ckpt migrate printed (ms)."""
         old = self.pid
-        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag, rargs, margs)
+        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag, rargs, margs, rprefix=rprefix)
         if mrc != 0 or rrc != 0:
             raise Fail("migrate exit %s (%r), receive exit %s (%r)"
                        % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
@@ -1614,17 +1619,10 @@ class Run:
         pr = self.mig2_run(py + ["client", str(port), "3"], run_args=["--nat"],
                            env=dict(PY_ECHO_HOST=c))
 
-        def rounds():
-            try:
-                with open(self.p("rounds")) as f:
-                    return int(f.read() or 0)
-            except (OSError, ValueError):
-                return 0
+        rounds = self.echo_rounds
 
         def progress(k=20):
-            r = rounds()
-            self.wait_until("%d more rounds of echoes through the NAT" % k,
-                            lambda: rounds() >= r + k, [], timeout=60)
+            self.echo_progress(k, [], 60)
         progress(5)
 
         def through_nat(when):
@@ -1691,6 +1689,21 @@ class Run:
         self.nat_echo_done(rounds())
         self.mig2_end(signal.SIGKILL, "the restored container")  # its pid 1: no SIGTERM
 
+    def echo_rounds(self):
+        """py_echo.py's client's count of full rounds (its file "rounds")."""
+        try:
+            with open(self.p("rounds")) as f:
+                return int(f.read() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def echo_progress(self, k, procs, timeout):
+        """Waits for k more rounds of py_echo.py's client; Fail if one of
+        procs exits first."""
+        r = self.echo_rounds()
+        self.wait_until("%d more rounds of echoes" % k, lambda: self.echo_rounds() >= r + k,
+                        procs, timeout=timeout)
+
     def nat_echo_done(self, rounds):
         """The container's echo client told to stop: it must say PASS."""
         with open(self.p("stop"), "w"):
@@ -1744,7 +1757,9 @@ class Run:
         env = {"PY_ECHO_HOST": "0.0.0.0"}
         if precopy:
             env["PY_ECHO_MEM"] = "64"
-        pr = self.mig2_run(py + ["server"], env=env)
+        # without CAP_SYS_PTRACE, as the receive that restores it
+        pr = self.mig2_run(list(self.mig2_fill_args().get("rprefix", ())) + py + ["server"],
+                           env=env)
         port = int(self.wait_file("port", pr))
         self.logs.append(self.p("client.log"))
         cl = self.popen(topo.argv("c", py + ["client", str(port), str(n)]),
@@ -1766,7 +1781,8 @@ class Run:
         if self.t["case"] == "fail" and not self.opts.no_ckpt:
             self.mig2_refused(pr, progress)
         if not self.opts.no_ckpt:
-            self.mig2_move([pr], rargs=("--lazy",) if self.t["case"] == "precopy_lazy" else ())
+            self.mig2_move([pr], **self.mig2_fill_args())
+            self.mig2_fill_check()
             progress(20)
             self.notes.append("%d rounds" % rounds())
         if precopy and not self.opts.no_ckpt:
@@ -1777,6 +1793,47 @@ class Run:
                            % (m.group(0) if m else tail(self.p("m-migrate.err"), 5)))
             self.notes.append("pre-copy %s rounds" % m.group(1))
         self.mig2_echo_end(cl, precopy)
+
+    def mig2_fill_args(self):
+        """How mig2_echo's case runs ckpt receive: --lazy, --eager, or
+        without CAP_SYS_PTRACE (no userfaultfd for the lazy server, as long
+        as vm.unprivileged_userfaultfd is 0: else the case is skipped; the
+        server runs without it too, or no restart could give it back)."""
+        case = self.t["case"]
+        if case == "precopy_lazy":
+            return {"rargs": ("--lazy",)}
+        if case == "precopy_eager":
+            return {"rargs": ("--eager",)}
+        if case == "precopy_nouffd":
+            with open("/proc/sys/vm/unprivileged_userfaultfd") as f:
+                if f.read().strip() != "0":
+                    raise Skip("vm.unprivileged_userfaultfd is not 0: any receive may make a "
+                               "userfaultfd")
+            return {"rprefix": ("setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps",
+                                "-sys_ptrace", "--")}
+        return {}
+
+    def mig2_fill_check(self):
+        """The receive filled the memory as its case says: lazily unless
+        --eager or it could not (then it says why)."""
+        with open(self.p("m-receive.err"), errors="replace") as f:
+            text = f.read()
+        lazy = "its memory filled lazily" in text
+        fallback = re.search(r"memory is written before the tree runs \(not lazily: (.*)\)", text)
+        case = self.t["case"]
+        if case == "precopy_nouffd":
+            if lazy or not fallback or "userfaultfd" not in fallback.group(1):
+                raise Fail("receive without CAP_SYS_PTRACE: want the eager fallback and its "
+                           "reason, it said %r" % text.strip()[-400:])
+            self.notes.append("eager: no userfaultfd")
+        elif case == "precopy_eager":
+            if lazy or fallback:
+                raise Fail("receive --eager: it said %r" % text.strip()[-400:])
+            self.notes.append("eager")
+        elif case and case.startswith("precopy"):
+            if not lazy:
+                raise Fail("receive (lazy by default): it said %r" % text.strip()[-400:])
+            self.notes.append("lazy")
 
     def mig2_echo_end(self, cl, memcheck):
         """mig2_echo_done; then, with memcheck, py_echo.py's check of its
@@ -4124,17 +4181,10 @@ class Run:
         cl = self.popen(self.program_argv() + ["client", str(port), str(n)],
                         out=self.p("client.log"), err=self.p("client.log"))
 
-        def rounds():
-            try:
-                with open(self.p("rounds")) as f:
-                    return int(f.read() or 0)
-            except (OSError, ValueError):
-                return 0
+        rounds = self.echo_rounds
 
         def progress(k=20):
-            r = rounds()
-            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
-                            [cl], timeout=60)
+            self.echo_progress(k, [cl], 60)
 
         def held(when):
             # the listener, the connections and the runner's, the loop's
