@@ -319,14 +319,19 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
  * would wait for it for ever, the program held stopped), and the io_uring
  * that owns it is refused by its fd.
  */
-static bool io_worker(pid_t pid, pid_t tid)
+static bool io_worker_stat(pid_t pid, pid_t tid, struct proc_stat *st)
 {
 	char name[64];
 	_cleanup_free_ char *text = NULL;
-	struct proc_stat st;
 	snprintf(name, sizeof(name), "task/%d/stat", tid);
-	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, &st) == 0 &&
-	       (st.flags & 0x10 /* PF_IO_WORKER */);
+	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, st) == 0 &&
+	       (st->flags & 0x10 /* PF_IO_WORKER */);
+}
+
+static bool io_worker(pid_t pid, pid_t tid)
+{
+	struct proc_stat st;
+	return io_worker_stat(pid, tid, &st);
 }
 
 /* How many of pid's threads are io_uring threads (io_worker()). */
@@ -359,7 +364,9 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
 			continue;
-		if (io_worker(t->pid, tid)) {
+		/* its stat kept: thread_proc does not read it again */
+		struct proc_stat st = { 0 };
+		if (io_worker_stat(t->pid, tid, &st)) {
 			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
 				 "left alone", t->pid, tid);
 			continue;
@@ -374,7 +381,8 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 			t->threads = nt;
 			*cap = ncap;
 		}
-		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
+		t->threads[t->nthreads + n++] =
+			(struct task){ .pid = tid, .pup = { .memfd = -1 }, .stat = st };
 	}
 	size_t before = t->nthreads;
 	if (r >= 0 && n)
@@ -538,7 +546,10 @@ static int assign_vpids(struct ckpt_ctx *ctx)
 		struct task *t = &ctx->tasks[i];
 		int r = assign_vpid(ctx, t, depth);
 		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
-			t->threads[j].stat = t->stat;
+			/* its own if read when it was found (its group and
+			 * session are the process's all the same) */
+			if (t->threads[j].stat.pid != t->threads[j].pid)
+				t->threads[j].stat = t->stat;
 			r = assign_vpid(ctx, &t->threads[j], depth);
 		}
 		if (r < 0)
@@ -681,17 +692,26 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* A thread's /proc files, and the leader's scratch area and stub for it. */
+/*
+ * A thread's /proc files, and the leader's scratch area and stub for it.
+ * Its stat is the one read when it was found (seize_new_threads), or read
+ * now as /proc/PID/task/TID/stat: /proc/TID/stat is the whole process's
+ * (CPU times and faults summed over every thread), which made reading
+ * 1,000 threads' cost grow with the square of their number.
+ */
 static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 {
 	_cleanup_free_ char *status = NULL, *stat = NULL;
+	char name[64];
 	int r;
 
+	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
 	if ((r = proc_read(th->pid, "status", &status, NULL)) < 0 ||
-	    (r = proc_read(th->pid, "stat", &stat, NULL)) < 0)
+	    (th->stat.pid != th->pid && (r = proc_read(th->leader->pid, name, &stat, NULL)) < 0))
 		return log_fail(&ctx->log, r, "thread %d: cannot read /proc: %s", th->pid,
 				strerror(-r));
-	if (proc_parse_status(status, &th->status) < 0 || proc_parse_stat(stat, &th->stat) < 0)
+	if (proc_parse_status(status, &th->status) < 0 ||
+	    (stat && proc_parse_stat(stat, &th->stat) < 0))
 		return log_fail(&ctx->log, -EINVAL, "thread %d: cannot parse /proc", th->pid);
 	free(th->status_text);
 	th->status_text = TAKE_PTR(status);

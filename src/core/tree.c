@@ -317,7 +317,8 @@ static int wait_pid_free(struct rst_ctx *ctx, pid_t pid)
 	for (int waited = 0;; waited += 20) {
 		_cleanup_free_ char *text = NULL;
 		struct proc_status st;
-		if (proc_read(pid, "status", &text, NULL) < 0)
+		/* no task has it (kill finds threads too): no /proc read */
+		if ((kill(pid, 0) < 0 && errno == ESRCH) || proc_read(pid, "status", &text, NULL) < 0)
 			return 0;
 		if (proc_parse_status(text, &st) == 0 && st.state != 'Z' && st.state != 'X')
 			return log_fail(&ctx->log, -EEXIST,
@@ -695,11 +696,11 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const uint64_t flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
 			       CLONE_SYSVSEM;
-	for (size_t i = 0; i < t->nthreads; i += PUPPET_MANY_MAX) {
-		size_t n = MIN(t->nthreads - i, (size_t)PUPPET_MANY_MAX);
-		struct puppet *ps[PUPPET_MANY_MAX];
-		pid_t tids[PUPPET_MANY_MAX];
-		int err[PUPPET_MANY_MAX];
+	for (size_t i = 0; i < t->nthreads; i += PUPPET_CLONE_MAX) {
+		size_t n = MIN(t->nthreads - i, (size_t)PUPPET_CLONE_MAX);
+		struct puppet *ps[PUPPET_CLONE_MAX];
+		pid_t tids[PUPPET_CLONE_MAX];
+		int err[PUPPET_CLONE_MAX];
 		for (size_t j = 0; j < n; j++) {
 			struct rst_task *th = &t->threads[i + j];
 			int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);
