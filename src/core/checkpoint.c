@@ -245,7 +245,7 @@ static int seize_some(struct ckpt_ctx *ctx, size_t i, size_t n)
 		pids[k] = t->pid;
 		at[k++] = j;
 	}
-	puppet_seize_many(ps, pids, k, ctx->guard, err);
+	puppet_seize_many(ps, pids, k, ctx->guard, false, err); /* processes */
 	for (size_t m = 0; m < k; m++) {
 		struct task *t = &ctx->tasks[i + at[m]];
 		if (err[m] == 0) {
@@ -299,7 +299,7 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
 		ps[i] = &th[i].pup;
 		tids[i] = th[i].pid;
 	}
-	puppet_seize_many(ps, tids, n, ctx->guard, err);
+	puppet_seize_many(ps, tids, n, ctx->guard, true, err); /* one process's threads */
 	for (size_t i = 0; i < n; i++) {
 		if (err[i] == -ESRCH) /* it exited meanwhile */
 			continue;

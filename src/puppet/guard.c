@@ -458,8 +458,10 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 		rep->held = true;
 		return;
 	}
-	/* threads of one process: SIGTRAP's disposition read of the first */
+	/* threads of one process (a[3]): SIGTRAP's disposition read of the
+	 * first; processes: of each */
 	int trap = -1;
+	bool one_process = req->a[3] == 1;
 	for (size_t i = 0; seize && i < n; i++) {
 		struct puppet *p = err[i] == 0 ? &find(s, in[i].pid)->p : NULL;
 		if (p && trap >= 0) {
@@ -468,7 +470,7 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 		}
 		if (p)
 			err[i] = puppet_seize_finish(p);
-		if (p && err[i] == 0 && trap < 0)
+		if (p && err[i] == 0 && trap < 0 && one_process)
 			trap = p->trap_ignored;
 	}
 	/* all killed, then each waited for: their deaths overlap */

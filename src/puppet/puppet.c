@@ -248,10 +248,11 @@ int puppet_seize(struct puppet *p, pid_t pid)
  * a GUARD_MANY_START started if started). */
 static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const int *sigs,
 			   size_t n, struct puppet_guard *g, enum guard_many what, bool started,
-			   int *err)
+			   bool one_process, int *err)
 {
 	struct guard_many_req in[PUPPET_MANY_MAX];
-	struct guard_req req = { .op = GUARD_MANY, .a = { (int64_t)n, what, started } };
+	struct guard_req req = { .op = GUARD_MANY,
+				 .a = { (int64_t)n, what, started, one_process } };
 	struct puppet dummy = { .guard = g, .memfd = -1 };
 	size_t room = GUARD_DATA_MAX;
 	_cleanup_free_ uint8_t *out = malloc(room);
@@ -260,7 +261,7 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 		in[i] = (struct guard_many_req){ pids[i], sigs ? sigs[i] : 0 };
 	long r = out ? guard_call_in(&dummy, &req, in, n * sizeof(in[0]), out, room) : -ENOMEM;
 	size_t off = 0;
-	int memfd = -1; /* the first thread's: the others' memory too */
+	int memfd = -1; /* one process's threads: the first's is the others' memory too */
 	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = ps[i];
 		struct guard_many_rep m = { .ret = r < 0 ? r : -EIO };
@@ -285,7 +286,7 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 			}
 			off += (m.xstate_len + 7) & ~7u;
 			err[i] = m.ret < 0 ? (int)m.ret : open_mem(p, memfd);
-			if (err[i] == 0 && memfd < 0)
+			if (err[i] == 0 && memfd < 0 && one_process)
 				memfd = p->memfd;
 			continue;
 		}
@@ -296,12 +297,12 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 }
 
 static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, size_t n,
-		 struct puppet_guard *g, enum guard_many what, int *err)
+		 struct puppet_guard *g, enum guard_many what, bool one_process, int *err)
 {
 	for (size_t at = 0; g && at < n; at += PUPPET_MANY_MAX) {
 		size_t k = n - at < PUPPET_MANY_MAX ? n - at : PUPPET_MANY_MAX;
 		many_via_guard(ps + at, pids + at, sigs ? sigs + at : NULL, k, g, what, false,
-			       err + at);
+			       one_process, err + at);
 	}
 	for (size_t i = 0; !g && i < n; i++) {
 		if (what == GUARD_MANY_SEIZE)
@@ -320,12 +321,12 @@ static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, s
  * by side, where each request waited for its own 16 in turn.
  */
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
-		       struct puppet_guard *guard, int *err)
+		       struct puppet_guard *guard, bool one_process, int *err)
 {
 	_cleanup_free_ size_t *idx = guard && n > PUPPET_MANY_MAX ? malloc(n * sizeof(*idx)) : NULL;
 	if (!idx)
-		return many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, err);
-	many(ps, pids, NULL, n, guard, GUARD_MANY_START, err);
+		return many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, one_process, err);
+	many(ps, pids, NULL, n, guard, GUARD_MANY_START, one_process, err);
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
 		if (err[i] == 0)
@@ -339,7 +340,8 @@ void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
 			cps[j] = ps[idx[at + j]];
 			cpids[j] = pids[idx[at + j]];
 		}
-		many_via_guard(cps, cpids, NULL, k, guard, GUARD_MANY_SEIZE, true, cerr);
+		many_via_guard(cps, cpids, NULL, k, guard, GUARD_MANY_SEIZE, true, one_process,
+			       cerr);
 		for (size_t j = 0; j < k; j++)
 			err[idx[at + j]] = cerr[j];
 	}
@@ -372,7 +374,7 @@ void puppet_release_many(struct puppet *const *ps, const int *sigs, size_t n, in
 		return;
 	}
 	size_t k = held_of(ps, sigs, n, h, pids, hs);
-	many(h, pids, hs, k, k ? h[0]->guard : NULL, GUARD_MANY_RELEASE, hs + n);
+	many(h, pids, hs, k, k ? h[0]->guard : NULL, GUARD_MANY_RELEASE, false, hs + n);
 	for (size_t i = 0, j = 0; i < n && j < k; i++)
 		if (ps[i] == h[j])
 			err[i] = hs[n + j++];
@@ -390,7 +392,7 @@ void puppet_kill_many(struct puppet *const *ps, size_t n)
 		return;
 	}
 	size_t k = held_of(ps, NULL, n, h, pids, hs);
-	many(h, pids, NULL, k, k ? h[0]->guard : NULL, GUARD_MANY_KILL, hs + n);
+	many(h, pids, NULL, k, k ? h[0]->guard : NULL, GUARD_MANY_KILL, false, hs + n);
 }
 
 /*

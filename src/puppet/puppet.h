@@ -164,13 +164,14 @@ int puppet_exit(struct puppet *p, int status);
  * Many tasks at once (threads of a process): with a guardian, one request
  * for up to PUPPET_MANY_MAX of them, and every task is interrupted before
  * any is waited for, so their stops overlap. err[i] is the result for ps[i]
- * (as puppet_seize_guarded, puppet_release). puppet_seize_many's tasks
- * must be threads of one process: they share their memory (one open of
- * /proc/PID/mem) and signal dispositions (one read of SigIgn).
+ * (as puppet_seize_guarded, puppet_release). puppet_seize_many's tasks are
+ * processes, or with one_process threads of one process: these share their
+ * memory (one open of /proc/PID/mem) and signal dispositions (one read of
+ * SigIgn).
  */
 #define PUPPET_MANY_MAX 16
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
-		       struct puppet_guard *guard, int *err);
+		       struct puppet_guard *guard, bool one_process, int *err);
 void puppet_release_many(struct puppet *const *ps, const int *sigs, size_t n, int *err);
 void puppet_kill_many(struct puppet *const *ps, size_t n);
 /* The first half of puppet_seize (PTRACE_SEIZE and PTRACE_INTERRUPT) and
