@@ -621,11 +621,14 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (left < sizeof(f))
 		return fail(err, -EINVAL, idx, pos, 0, "truncated in frame (%zu of %zu bytes)", left,
 			    sizeof(f));
-	/* sparse: the frame and what may be its pad, in one pread; once
+	/* sparse: the frame and what may be its pad, in one pread up to the
+	 * page boundary where a padded record's data starts (a pad is shorter
+	 * than a page), so that the first page of the data is not read; once
 	 * validated, the frame kept from the first pass (its pad was checked) */
 	uint8_t head[sizeof(f) + IMG_PAGE_SIZE];
 	bool kept = r->sparse && r->validated && r->next_index < r->nframes;
-	size_t got = r->sparse ? MIN(left, sizeof(head)) : sizeof(f);
+	size_t upto = ((pos + sizeof(f)) / IMG_PAGE_SIZE + 1) * IMG_PAGE_SIZE - pos;
+	size_t got = r->sparse ? MIN(left, upto) : sizeof(f);
 	if (r->sparse && !kept && img_reader_pread(r, r->base + pos, head, got) < 0)
 		return fail(err, -EIO, idx, pos, 0, "cannot read the frame");
 	if (kept)
@@ -657,6 +660,8 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (pad && data_off % IMG_PAGE_SIZE)
 		return fail(err, -EINVAL, idx, pos, f.type,
 			    "pad %zu does not align the data (at offset %zu)", pad, data_off);
+	if (pad && r->sparse && !kept && pad > got - sizeof(f)) /* not after the checks above */
+		return fail(err, -EINVAL, idx, pos, f.type, "pad %zu runs past a page", pad);
 	if (pad && !kept &&
 	    memcmp(r->sparse ? head + sizeof(f) : r->base + pos + sizeof(f), zero_pad, pad))
 		return fail(err, -EINVAL, idx, pos, f.type, "pad is not zero");
