@@ -699,8 +699,11 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 	/* a pre-copy round touches no socket: the tree's peers go on */
 	if (ctx->flags & CKPT_PRECOPY)
 		return 0;
-	/* frozen: no peer of a connection hears from it until it runs again */
-	return ckpt_netlock_lock(ctx);
+	/* frozen: no peer of a connection hears from it until it runs again;
+	 * the lock drops what new clients send too: the hold is done */
+	r = ckpt_netlock_lock(ctx);
+	ckpt_netlock_unhold(ctx);
+	return r;
 }
 
 static void fill_header(struct img_header *h)

@@ -135,6 +135,7 @@ struct ckpt_ctx {
 	struct pages_z *pz;     /* CKPT_COMPRESS: the page store's compressor */
 	struct puppet_guard *guard; /* the tracer of the tasks (guard.h) */
 	struct netlock *netlock; /* the tree's TCP connections locked (core/netlock.h) */
+	struct netlock *netlock_hold; /* new clients held out until the seize (netdrain.c) */
 	struct netlock *netlock_host; /* the same in ckpt's namespace, when the tree
 				       * has its own and CKPT_KILL (netlock.c) */
 	/* the same in each other network namespace of the tree's tasks that

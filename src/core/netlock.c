@@ -233,8 +233,7 @@ static int add_table(struct netlock *nl, bool ports, pid_t root, const char *nam
 	return 0;
 }
 
-/* Gives the guardian the request that removes the lock if ckpt dies. */
-static int arm_guard(struct puppet_guard *g, struct netlock *nl)
+int ckpt_netlock_arm(struct puppet_guard *g, struct netlock *nl)
 {
 	int fd;
 	const void *msg;
@@ -249,7 +248,7 @@ static int install(struct ckpt_log *log, struct netlock *nl, struct puppet_guard
 	snprintf(name, sizeof(name), "%s", netlock_name_of(nl));
 	uint64_t t0 = now_us();
 	/* first the guardian, so that no instant has the table and no remover */
-	int r = arm_guard(g, nl);
+	int r = ckpt_netlock_arm(g, nl);
 	if (r < 0)
 		return log_fail(log, r, "network lock %s: the guardian cannot hold its removal: %s",
 				name, strerror(-r));
@@ -446,6 +445,7 @@ static bool moved(const struct ckpt_ctx *ctx)
 
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 {
+	ckpt_netlock_unhold(ctx); /* a failure before the lock */
 	/* a moved tree's lock stays until its addresses are gone from here:
 	 * ckpt_netlock_moved() */
 	if (!(ok && (ctx->flags & CKPT_KILL) && moved(ctx)))

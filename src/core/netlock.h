@@ -4,6 +4,10 @@
  * the lock itself). Each function is one step of the drivers' order:
  *
  * checkpoint
+ *   ckpt_netlock_hold()     before the seize: new clients of the tree's
+ *                           listeners held out (their first SYN dropped)
+ *                           until the program has accepted what its
+ *                           listeners queued (netdrain.c)
  *   ckpt_netlock_lock()     the tree is frozen: drop the packets of its TCP
  *                           connections (before any kind reads a socket)
  *   ckpt_netlock_unlock()   the tasks are released (or the checkpoint
@@ -39,7 +43,14 @@
 struct ckpt_ctx;
 struct rst_ctx;
 
+int ckpt_netlock_hold(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+/* The hold's table removed (the network lock in place, or a failure). */
+void ckpt_netlock_unhold(struct ckpt_ctx *ctx);
 int ckpt_netlock_lock(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+/* Gives the guardian the request that removes nl if ckpt dies. */
+struct puppet_guard;
+struct netlock;
+int ckpt_netlock_arm(struct puppet_guard *g, struct netlock *nl) __attribute__((warn_unused_result));
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok);
 int ckpt_netlock_moved(struct ckpt_ctx *ctx);
 /* Before the commit of a migration whose addresses move: the guardian is

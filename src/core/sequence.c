@@ -18,6 +18,9 @@
  * fsync'd before a task is killed (CKPT_KILL, at "let go").
  */
 const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
+	/* the tree runs: new clients of its listeners held out until it has
+	 * accepted what they queued (netdrain.c) */
+	[CKPT_HOLD_OUT] = { "hold out", ckpt_netlock_hold, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
 	/* every task and thread of the tree held, ids inside its pid namespace */
 	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
 	/* /proc read, ckpt's scratch mapped, the injected calls every kind needs

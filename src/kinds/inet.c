@@ -690,11 +690,48 @@ static int inner_peers(struct ckpt_ctx *ctx)
 /* A migration of a tree in ckpt's network namespace (target_addrs): each
  * socket must be able to follow it (inet-move.h); every one that cannot is
  * named. First the connections of other namespaces (inner_peers). */
+/* A migration of a tree with a network namespace of its own and NAT on
+ * its host end (ckpt run --net --nat): a connection that leaves through
+ * the NAT carries this host's address, which the target host's NAT does
+ * not give it: the peer would answer the moved connection with a reset.
+ * (A checkpoint --kill restarted on this host keeps them: the host's
+ * conntrack keeps their translation.) */
+static int nat_conns(struct ckpt_ctx *ctx)
+{
+	int ret = 0;
+	if (!(ctx->flags & CKPT_KILL) || !ctx->opts || !ctx->opts->committed)
+		return 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		const struct inet_obj *o = ob->ptr;
+		char via[IF_NAMESIZE + 1];
+		if (!o->e.has_dst || !o->e.has_src || o->e.dst.len != o->e.src.len ||
+		    (o->e.dst.len != 4 && o->e.dst.len != 16) || o->e.type == SOCK_RAW ||
+		    !o->e.dst_port ||
+		    !netns_via_nat(ctx, o->e.dst.len == 4 ? AF_INET : AF_INET6, o->src,
+				   (uint16_t)o->e.src_port, o->dst, (uint16_t)o->e.dst_port, via,
+				   sizeof(via)))
+			continue;
+		char peer[INET6_ADDRSTRLEN];
+		inet_ntop(o->e.dst.len == 4 ? AF_INET : AF_INET6, o->dst, peer, sizeof(peer));
+		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): its peer %s port %u "
+				 "is reached through this host's NAT (masquerade on the host end "
+				 "%s): a migrated connection would reach it from another address, "
+				 "and be reset; not supported (close it first, or checkpoint and "
+				 "restart on this host)", o->pid, o->fd, peer, o->e.dst_port, via);
+		if (!log_gathers(&ctx->log, r))
+			return r;
+		ret = r;
+	}
+	return ret;
+}
+
 static int inet_collect_end(struct ckpt_ctx *ctx)
 {
 	const struct ckpt_addr *addrs;
 	size_t n = opts_target_addrs(ctx->opts, &addrs);
 	int r0 = inner_peers(ctx);
+	if (r0 >= 0)
+		r0 = nat_conns(ctx);
 	if (r0 < 0 || !addrs)
 		return r0;
 	if (!(ctx->flags & CKPT_KILL) || !ctx->opts->committed)

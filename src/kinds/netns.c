@@ -155,6 +155,90 @@ static const struct netns_ckpt *own_of(struct ckpt_ctx *ctx)
 	return n && !n->held ? n : NULL;
 }
 
+/* Is the IPv4 address a (network order bytes) within m's prefix? */
+static bool in_prefix4(const NetnsAddr *m, const uint8_t *a)
+{
+	if (m->family != AF_INET || m->addr.len != 4 || m->prefixlen > 32)
+		return false;
+	uint32_t x, y, mask = m->prefixlen ? ~0u << (32 - m->prefixlen) : 0;
+	memcpy(&x, m->addr.data, 4);
+	memcpy(&y, a, 4);
+	return (ntohl(x) & mask) == (ntohl(y) & mask);
+}
+
+/* Is a an address of ckpt's network namespace (a bind to it works)? */
+static bool host_local4(const uint8_t *a)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	memcpy(&in.sin_addr, a, 4);
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	return s >= 0 && (bind(s, (struct sockaddr *)&in, sizeof(in)) == 0 || errno == EADDRINUSE);
+}
+
+/*
+ * Is the IPv4 connection src:sport -> dst:dport translated by this host
+ * (its conntrack entry's reply goes to another address or port)? From
+ * /proc/net/nf_conntrack; 1, 0 (no such entry: nothing translated it), or
+ * -errno if the table cannot be read.
+ */
+static int translated4(const uint8_t *src, uint16_t sport, const uint8_t *dst, uint16_t dport)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/net/nf_conntrack", "re");
+	if (!f)
+		return -errno;
+	char s[INET_ADDRSTRLEN], d[INET_ADDRSTRLEN], want[128], line[512];
+	inet_ntop(AF_INET, src, s, sizeof(s));
+	inet_ntop(AF_INET, dst, d, sizeof(d));
+	snprintf(want, sizeof(want), " src=%s dst=%s sport=%u dport=%u ", s, d, sport, dport);
+	while (fgets(line, sizeof(line), f)) {
+		const char *at = strstr(line, want);
+		if (!at || strncmp(line, "ipv4 ", 5) ||
+		    (!strstr(line, " tcp ") && !strstr(line, " udp ")))
+			continue;
+		/* the reply tuple: src=DST dst=X sport=DPORT dport=Y */
+		char rd[INET_ADDRSTRLEN];
+		unsigned rdport;
+		const char *reply = strstr(at + strlen(want), "src=");
+		if (!reply || sscanf(reply, "src=%*s dst=%15s sport=%*u dport=%u", rd, &rdport) != 2)
+			continue;
+		return strcmp(rd, s) || rdport != sport;
+	}
+	return 0;
+}
+
+bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,
+		   const uint8_t *dst, uint16_t dport, char *via, size_t vialen)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const struct netns_ckpt *n = own_of(ctx);
+	const NetnsLink *nat = NULL;
+	if (!n)
+		return false;
+	if (family == AF_INET6 && !memcmp(dst, mapped, 12)) {
+		dst += 12; /* a v4-mapped peer: an IPv4 packet */
+		src += 12;
+		family = AF_INET;
+	}
+	if (family != AF_INET || dst[0] == 127) /* the table is `ip`: IPv4 only */
+		return false;
+	for (size_t i = 0; i < n->e.n_links; i++) {
+		const NetnsLink *l = n->e.links[i];
+		for (size_t k = 0; k < l->n_addrs; k++)
+			if (in_prefix4(l->addrs[k], dst))
+				return false; /* on one of its own links */
+		if (l->has_peer_nat && l->peer_nat && !nat)
+			nat = l;
+	}
+	if (!nat || host_local4(dst))
+		return false;
+	/* an inbound connection routed to it is not translated: the host's
+	 * conntrack tells; without its table, taken as translated */
+	if (translated4(src, sport, dst, dport) == 0)
+		return false;
+	snprintf(via, vialen, "%s", nat->peer_name ? nat->peer_name : "?");
+	return true;
+}
+
 bool netns_saved(struct ckpt_ctx *ctx, pid_t pid)
 {
 	const struct netns_ckpt *n = own_of(ctx);

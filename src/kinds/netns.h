@@ -27,6 +27,16 @@ bool netns_saved(struct ckpt_ctx *ctx, pid_t pid);
 uint64_t netns_tree_cookie(struct ckpt_ctx *ctx);
 bool netns_sock_saved(uint64_t tree_cookie, int s);
 
+/* Checkpoint, the root collected: is the connection src:sport ->
+ * dst:dport of the root's own network namespace (IPv4 or IPv6 addresses,
+ * family's length) translated by the NAT of a veth's host end (`ckpt run
+ * --nat`)? That is, the host end has NAT, dst is IPv4, not of the
+ * namespace's own subnets nor loopback nor an address of ckpt's namespace,
+ * and ckpt's namespace's conntrack translated it (or cannot be read). The
+ * host end's name in via. */
+bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,
+		   const uint8_t *dst, uint16_t dport, char *via, size_t vialen);
+
 /* Checkpoint, pid collected: the network namespace of pid's sockets, *id
  * 0 if it is the tree's (the root's), else the id of the one the image
  * holds (a task's); *cookie, that namespace's cookie (0 if none).

@@ -44,7 +44,7 @@ struct netlock {
 	char name[NETLOCK_NAME_MAX];
 	struct flow *flows;     /* two per connection */
 	size_t nflows, cap;
-	struct { uint8_t proto; uint16_t port; } ports[NETLOCK_PORTS_MAX];
+	struct { uint8_t proto; bool syn; uint16_t port; } ports[NETLOCK_PORTS_MAX];
 	size_t nports;
 	bool installed;
 	struct timespec since;  /* when it was installed */
@@ -251,6 +251,24 @@ int netlock_exists(int netns_fd, const char *name)
 	return in_netns(netns_fd, name_job_run, &j);
 }
 
+struct sock_job {
+	int domain, type, proto, fd;
+};
+
+static int sock_job_run(void *arg)
+{
+	struct sock_job *j = arg;
+	j->fd = socket(j->domain, j->type | SOCK_CLOEXEC, j->proto);
+	return j->fd < 0 ? -errno : 0;
+}
+
+int netns_socket(int netns_fd, int domain, int type, int proto)
+{
+	struct sock_job j = { .domain = domain, .type = type, .proto = proto, .fd = -1 };
+	int r = in_netns(netns_fd, sock_job_run, &j);
+	return r < 0 ? r : j.fd;
+}
+
 /* ---- the lock ---- */
 
 static int open_nl_job(void *arg)
@@ -361,21 +379,33 @@ int netlock_add(struct netlock *nl, const struct sockaddr *local, const struct s
 	return 0;
 }
 
-int netlock_add_port(struct netlock *nl, int proto, uint16_t port)
+static int add_port(struct netlock *nl, int proto, bool syn, uint16_t port)
 {
 	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
 		return -EPROTONOSUPPORT;
 	if (nl->installed)
 		return -EBUSY;
 	for (size_t i = 0; i < nl->nports; i++)
-		if (nl->ports[i].proto == proto && nl->ports[i].port == port)
+		if (nl->ports[i].proto == proto && nl->ports[i].syn == syn &&
+		    nl->ports[i].port == port)
 			return 0;
 	if (nl->nports == NETLOCK_PORTS_MAX)
 		return -E2BIG;
 	nl->ports[nl->nports].proto = (uint8_t)proto;
+	nl->ports[nl->nports].syn = syn;
 	nl->ports[nl->nports].port = port;
 	nl->nports++;
 	return 0;
+}
+
+int netlock_add_port(struct netlock *nl, int proto, uint16_t port)
+{
+	return add_port(nl, proto, false, port);
+}
+
+int netlock_add_syn_port(struct netlock *nl, uint16_t port)
+{
+	return add_port(nl, IPPROTO_TCP, true, port);
 }
 
 size_t netlock_ports(const struct netlock *nl)
@@ -450,14 +480,28 @@ static char *install_script(struct netlock *nl)
 	/* what comes in to a listener or a UDP port: no connection of it is
 	 * outside the tree (those inside are in c4/c6 anyway) */
 	fprintf(f, "add rule inet %s in meta l4proto . th dport @p counter drop\n", n);
-	for (size_t i = 0; i < nl->nports; i++) {
-		if (!i)
-			fprintf(f, "add element inet %s p { ", n);
-		fprintf(f, "%s%s . %u", i ? ", " : "",
-			nl->ports[i].proto == IPPROTO_TCP ? "tcp" : "udp", nl->ports[i].port);
+	/* a new client's first SYN to a listener, and nothing else of its port */
+	fprintf(f, "add set inet %s s { type inet_service; }\n", n);
+	fprintf(f, "add rule inet %s in tcp flags & (syn | ack) == syn tcp dport @s counter drop\n",
+		n);
+	for (int syn = 0; syn < 2; syn++) {
+		bool any = false;
+		for (size_t i = 0; i < nl->nports; i++) {
+			if (nl->ports[i].syn != syn)
+				continue;
+			if (!any)
+				fprintf(f, "add element inet %s %s { ", n, syn ? "s" : "p");
+			if (syn)
+				fprintf(f, "%s%u", any ? ", " : "", nl->ports[i].port);
+			else
+				fprintf(f, "%s%s . %u", any ? ", " : "",
+					nl->ports[i].proto == IPPROTO_TCP ? "tcp" : "udp",
+					nl->ports[i].port);
+			any = true;
+		}
+		if (any)
+			fprintf(f, " }\n");
 	}
-	if (nl->nports)
-		fprintf(f, " }\n");
 	/* the connections' elements go in as netlink messages (add_flows) */
 	if (fclose(f) != 0) {
 		free(buf);

@@ -13,6 +13,10 @@
  *                 ip  saddr . tcp sport . ip  daddr . tcp dport @c4 counter drop
  *                 ip6 saddr . tcp sport . ip6 daddr . tcp dport @c6 counter drop }
  *     chain out { type filter hook output priority -350; ... the same }
+ *     set p { type inet_proto . inet_service }   listeners' and UDP ports:
+ *                                                 all that comes in dropped
+ *     set s { type inet_service }                 ports whose new clients'
+ *                                                 first SYN is dropped
  *   }
  *
  * Each connection (local L:l, remote R:r) puts two elements in its set:
@@ -77,6 +81,13 @@ int netlock_add(struct netlock *nl, const struct sockaddr *local, const struct s
  */
 int netlock_add_port(struct netlock *nl, int proto, uint16_t port)
 	__attribute__((warn_unused_result));
+/*
+ * A listening TCP port whose new clients are held out: only a first SYN
+ * (SYN without ACK) to it is dropped, so that the connections already made
+ * or being made go on and the listener's accept queue can only shrink.
+ * Before netlock_install() only.
+ */
+int netlock_add_syn_port(struct netlock *nl, uint16_t port) __attribute__((warn_unused_result));
 /* How many ports were added. */
 size_t netlock_ports(const struct netlock *nl);
 /* How many connections were added (duplicates counted once after install). */
@@ -126,6 +137,10 @@ int netlock_dropped(struct netlock *nl, uint64_t *ret_packets) __attribute__((wa
 int netlock_remove_name(int netns_fd, const char *name) __attribute__((warn_unused_result));
 /* Does the table inet name exist in the namespace netns_fd? 1, 0 or -errno. */
 int netlock_exists(int netns_fd, const char *name) __attribute__((warn_unused_result));
+
+/* A socket (close-on-exec) made in the network namespace netns_fd (-1:
+ * the caller's), for a sock_diag or rtnetlink query there; -errno. */
+int netns_socket(int netns_fd, int domain, int type, int proto) __attribute__((warn_unused_result));
 
 /* Runs nft commands (libnftables, loaded on first use) in the network
  * namespace netns_fd (-1: the calling thread's); *ret_out gets what they

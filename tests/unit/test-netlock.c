@@ -173,6 +173,71 @@ TEST(lock_drops_one_flow)
 	close(a.client), close(a.server), close(b.client), close(b.server), close(lfd);
 }
 
+/* A listener's port held out: a new client's first SYN is dropped (its
+ * connect waits, nothing queued), a connection already made goes on both
+ * ways; once removed, the client's retransmitted SYN connects. */
+TEST(hold_drops_first_syn)
+{
+	int lfd = listener(AF_INET);
+	struct pair a;
+	CHECK(lfd >= 0);
+	CHECK(connect_pair(lfd, AF_INET, &a) == 0);
+	struct sockaddr_in to;
+	socklen_t len = sizeof(to);
+	CHECK(getsockname(lfd, (struct sockaddr *)&to, &len) == 0);
+
+	char name[NETLOCK_NAME_MAX];
+	netlock_name(name, sizeof(name));
+	struct netlock *nl = NULL;
+	CHECK_EQ(netlock_new(ns_a, name, &nl), 0);
+	CHECK_EQ(netlock_add_syn_port(nl, ntohs(to.sin_port)), 0);
+	CHECK_EQ(netlock_install(nl), 0);
+
+	/* the new client: its SYN counted as dropped, nothing to accept */
+	int c = socket_a(AF_INET);
+	CHECK(c >= 0);
+	CHECK(fcntl(c, F_SETFL, O_NONBLOCK) == 0);
+	CHECK(connect(c, (struct sockaddr *)&to, len) < 0 && errno == EINPROGRESS);
+	CHECK(wait_dropped(nl, 1) >= 1);
+	struct pollfd lp = { .fd = lfd, .events = POLLIN };
+	CHECK_EQ(poll(&lp, 1, 200), 0);
+	/* the connection made before goes on */
+	CHECK_EQ(send(a.client, "x", 1, 0), 1);
+	CHECK_EQ(recv_byte(a.server, 10000), 'x');
+	CHECK_EQ(send(a.server, "y", 1, 0), 1);
+	CHECK_EQ(recv_byte(a.client, 10000), 'y');
+
+	/* removed: the SYN's retransmission (after 1 s) is answered */
+	CHECK_EQ(netlock_remove(nl), 0);
+	CHECK_EQ(poll(&lp, 1, 20000), 1);
+	int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(s >= 0);
+	struct pollfd cp = { .fd = c, .events = POLLOUT };
+	int err = -1;
+	socklen_t el = sizeof(err);
+	CHECK_EQ(poll(&cp, 1, 10000), 1);
+	CHECK(getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0);
+	netlock_free(nl);
+	close(s), close(c), close(a.client), close(a.server), close(lfd);
+}
+
+/* A socket made in namespace A from B: it reaches A's loopback listener. */
+TEST(socket_in_namespace)
+{
+	int lfd = listener(AF_INET);
+	CHECK(lfd >= 0);
+	struct sockaddr_in to;
+	socklen_t len = sizeof(to);
+	CHECK(getsockname(lfd, (struct sockaddr *)&to, &len) == 0);
+	int here = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(here >= 0 && connect(here, (struct sockaddr *)&to, len) < 0); /* B: no such */
+	int c = netns_socket(ns_a, AF_INET, SOCK_STREAM, 0);
+	CHECK(c >= 0);
+	CHECK_EQ(connect(c, (struct sockaddr *)&to, len), 0);
+	CHECK(fcntl(c, F_GETFD) & FD_CLOEXEC);
+	close(c), close(here), close(lfd);
+}
+
 TEST(lock_ipv6_and_mapped)
 {
 	int l6 = listener(AF_INET6);
@@ -300,6 +365,8 @@ int main(void)
 	netlock_free(probe);
 	RUN(lock_drops_one_flow);
 	RUN(lock_ipv6_and_mapped);
+	RUN(hold_drops_first_syn);
+	RUN(socket_in_namespace);
 	RUN(remove_from_another_process);
 	RUN(many_fds);
 	return unit_done();
