@@ -910,9 +910,10 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 		  struct pages_chunk *ret)
 {
 	/* the reader is sparse: the table is read with pread into memory of
-	 * ckpt's (the server, a fork, has it too), the mapping not touched;
-	 * the record's last page first, which holds the table of up to 254
-	 * extents, then the rest if it is longer. Only the table is kept, in
+	 * ckpt's (the server, a fork, has it too), the mapping not touched:
+	 * the record's last 64 bytes as the reader kept them (the table of up
+	 * to 2 extents), else its last page (up to 254), then the rest if it
+	 * is longer. Only the table is kept, in
 	 * an allocation of its size: a page per record would be hundreds of
 	 * heap pages for 4 GiB, each written (a copy-on-write fault, the server
 	 * being a fork) when it is freed */
@@ -931,11 +932,28 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 			return -ENOMEM;
 	}
 	uint8_t *last = (uint8_t *)page;
-	int r = img_reader_pread(&ctx->r, rec->data + rec->len - got, last, got);
+	const uint8_t *end;
+	size_t kept;
+	int r = 0;
+	/* a table of a few extents (a run of contiguous memory) is in the
+	 * bytes the reader kept of the record's end, with the next frame */
+	if (img_reader_end(&ctx->r, rec, &end, &kept) == 0 && kept >= sizeof(struct pages_head) &&
+	    kept % 8 == 0) {
+		memcpy(last, end, kept);
+		got = kept;
+	} else {
+		r = img_reader_pread(&ctx->r, rec->data + rec->len - got, last, got);
+	}
 	if (r >= 0)
 		r = pages_table_len(rec, last + got - sizeof(struct pages_head), &len);
 	if (r < 0)
 		return r;
+	if (len > got && got < MIN((uint64_t)IMG_PAGE_SIZE, rec->len)) { /* a longer table */
+		got = MIN((uint64_t)IMG_PAGE_SIZE, rec->len);
+		r = img_reader_pread(&ctx->r, rec->data + rec->len - got, last, got);
+		if (r < 0)
+			return r;
+	}
 	/* malloc's alignment (16) is the 8 pages_parse_tail() needs */
 	uint8_t *tail = malloc(len);
 	if (!tail)
