@@ -5,7 +5,7 @@ between the two test hosts of tests/e2e/twohost.py (network namespaces A
 and B, clients in C; root only).
 
     bench/migrate.py [--ckpt build/ckpt] [--mib 1024] [--conns 100] [--repeat 1] [--keep]
-                     [--rounds N] [--lazy] [--timing]
+                     [--rounds N] [--lazy | --eager] [--timing]
 
 The server, pid 1 of `ckpt run --net` on host A, holds MIB MiB of touched
 memory and keeps writing 1% of it per second (in steps of 0.1% every 100
@@ -25,7 +25,10 @@ migration's marks (image sent, target's ready, commit, running).
 By default ckpt migrate pre-copies: the memory is sent while the server
 runs, then what it wrote meanwhile, in rounds (--rounds N, at most; 0:
 none, the whole memory is sent while the server is frozen and the downtime
-grows with MIB); --lazy makes the target's restart lazy (receive --lazy).
+grows with MIB). The target's restart is lazy by default (ckpt receive
+fills the memory from the received images after the copy runs); --eager
+makes it write all memory first (receive --eager), --lazy asks for lazy
+explicitly (a ckpt older than that default was eager without flags).
 The bytes sent are every round's image and the final one.
 Targets (issue 12): downtime under 300 ms, stretch 100 ms; bytes within
 1.2x of memory plus what was dirtied meanwhile.
@@ -184,7 +187,8 @@ def one(args, run):
         subprocess.run([args.ckpt, "keygen", key], check=True, capture_output=True)
         rcv = popen("b", [args.ckpt, "receive", "--listen", topo.addr("b") + ":0", "--key", key,
                           "--log", os.path.join(d, "receive.log")] +
-                    (["--lazy"] if args.lazy else []) + (["-v"] if args.timing else []),
+                    (["--lazy"] if args.lazy else []) + (["--eager"] if args.eager else []) +
+                    (["-v"] if args.timing else []),
                     "receive")
         port = []
 
@@ -267,6 +271,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=8, help="pre-copy rounds at most (0: none)")
     ap.add_argument("--lazy", action="store_true", help="ckpt receive --lazy")
+    ap.add_argument("--eager", action="store_true", help="ckpt receive --eager")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory (logs)")
     ap.add_argument("--timing", action="store_true",
                     help="both sides log with -v; print the final round's timeline")

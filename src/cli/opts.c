@@ -106,6 +106,9 @@ static const struct opt opts[] = {
 	  "return once the process runs: its private memory is\n"
 	  "filled on first touch and in the background by a\n"
 	  "server process that exits when all of it is in" },
+	{ "eager", 0, OPT_FLAG, RC, F(eager), NULL,
+	  "write all memory before the tree runs (the default is\n"
+	  "--lazy from the received images, where it can)" },
 	{ "pidns", 0, OPT_FLAG, RS | RC, F(pidns), NULL,
 	  "in a new pid namespace under an init of ckpt's, when\n"
 	  "the pids are taken here (without privilege: in a\n"

@@ -53,6 +53,7 @@ struct cli_args {
 	bool kill, leave_frozen;
 	bool verify;            /* checkpoint --kill --verify */
 	bool detach, frozen, dry_run, tcp_close, pidns, lazy;
+	bool eager;             /* receive --eager: memory written before it runs */
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */
 	bool ext_unix;          /* ... of which "unix" */

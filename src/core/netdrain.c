@@ -42,6 +42,7 @@
 #include "core/ctx.h"
 #include "core/netlock.h"
 #include "core/sequence.h"
+#include "net/diag.h"
 #include "net/lock.h"
 #include "puppet/puppet.h"
 #include "util/cleanup.h"
@@ -63,50 +64,6 @@ struct listeners {
 	bool more; /* the namespace has more listeners than v holds */
 };
 
-/* fn for each TCP socket of family in the states (a TCPF_ mask) that the
- * sock_diag socket fd answers. */
-static int diag_dump(int fd, int family, uint32_t states,
-		     int (*fn)(const struct inet_diag_msg *m, void *arg), void *arg)
-{
-	struct {
-		struct nlmsghdr h;
-		struct inet_diag_req_v2 r;
-	} req = {
-	    .h = {.nlmsg_len = sizeof(req),
-		  .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-		  .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-		  .nlmsg_seq = 1},
-	    .r = {.sdiag_family = (uint8_t)family,
-		  .sdiag_protocol = IPPROTO_TCP,
-		  .idiag_states = states},
-	};
-	if (send(fd, &req, sizeof(req), 0) < 0)
-		return -errno;
-	char buf[16384] __attribute__((aligned(8)));
-	for (;;) {
-		ssize_t got = recv(fd, buf, sizeof(buf), 0);
-		if (got < 0)
-			return -errno;
-		if (got == 0)
-			return -EPROTO;
-		int n = (int)got;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, n);
-		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-				return e->error ? e->error : -EPROTO;
-			}
-			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-				return -EPROTO;
-			int r = fn(NLMSG_DATA(h), arg);
-			if (r < 0)
-				return r;
-		}
-	}
-}
-
 static int add_listener(const struct inet_diag_msg *m, void *arg)
 {
 	struct listeners *ls = arg;
@@ -124,8 +81,8 @@ static int list_listeners(int fd, struct listeners *ls)
 {
 	ls->n = 0;
 	ls->more = false;
-	int r = diag_dump(fd, AF_INET, 1u << TCP_LISTEN, add_listener, ls);
-	return r < 0 ? r : diag_dump(fd, AF_INET6, 1u << TCP_LISTEN, add_listener, ls);
+	int r = tcp_diag_dump(fd, AF_INET, 1u << TCP_LISTEN, add_listener, ls);
+	return r < 0 ? r : tcp_diag_dump(fd, AF_INET6, 1u << TCP_LISTEN, add_listener, ls);
 }
 
 /* Marks the listeners whose inode a fd of pid is; false if pid is gone. */
@@ -240,8 +197,8 @@ static int pending_of(int fd, const struct listeners *ls, struct pending *p)
 	*p = (struct pending){.ls = ls};
 	/* TCP_SYN_RECV asks for the request sockets too (TCP_NEW_SYN_RECV) */
 	uint32_t states = (1u << TCP_LISTEN) | (1u << TCP_SYN_RECV);
-	int r = diag_dump(fd, AF_INET, states, count_queued, p);
-	return r < 0 ? r : diag_dump(fd, AF_INET6, states, count_queued, p);
+	int r = tcp_diag_dump(fd, AF_INET, states, count_queued, p);
+	return r < 0 ? r : tcp_diag_dump(fd, AF_INET6, states, count_queued, p);
 }
 
 static uint64_t ms_now(void)

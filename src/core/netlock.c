@@ -32,6 +32,7 @@
 #include "core/ctx.h"
 #include "kinds/inet-move.h"
 #include "kinds/netns.h"
+#include "net/diag.h"
 #include "net/rtnl.h"
 #include "net/lock.h"
 #include "util/cleanup.h"
@@ -127,6 +128,38 @@ static int add_sock(struct netlock *nl, bool ports, bool udp, unsigned state,
 	return netlock_add(nl, (const struct sockaddr *)l, (const struct sockaddr *)rm);
 }
 
+struct diag_add {
+	struct netlock *nl;
+	bool ports;
+	const struct inodes *s;
+};
+
+/* One socket of the dump: the tree's (its inode one of s) is added. */
+static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
+{
+	const struct diag_add *d = arg;
+	unsigned long ino = m->idiag_inode;
+	if (!ino || !bsearch(&ino, d->s->v, d->s->n, sizeof(*d->s->v), cmp_ul))
+		return 0;
+	struct sockaddr_storage l = { 0 }, rm = { 0 };
+	if (m->idiag_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l, *b = (struct sockaddr_in6 *)&rm;
+		a->sin6_family = b->sin6_family = AF_INET6;
+		memcpy(&a->sin6_addr, m->id.idiag_src, 16);
+		memcpy(&b->sin6_addr, m->id.idiag_dst, 16);
+		a->sin6_port = m->id.idiag_sport;
+		b->sin6_port = m->id.idiag_dport;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&l, *b = (struct sockaddr_in *)&rm;
+		a->sin_family = b->sin_family = AF_INET;
+		memcpy(&a->sin_addr, m->id.idiag_src, 4);
+		memcpy(&b->sin_addr, m->id.idiag_dst, 4);
+		a->sin_port = m->id.idiag_sport;
+		b->sin_port = m->id.idiag_dport;
+	}
+	return add_sock(d->nl, d->ports, false, m->idiag_state, &l, &rm);
+}
+
 /* add_table for TCP of family through sock_diag (ckpt's own network
  * namespace): one binary dump, not the kernel's text of every socket
  * parsed back (0.2-0.4 s of a checkpoint of 10,000 connections). */
@@ -135,63 +168,8 @@ static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
 		return -errno;
-	struct {
-		struct nlmsghdr h;
-		struct inet_diag_req_v2 r;
-	} req = {
-		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
-		.r = { .sdiag_family = (uint8_t)family, .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = ~0u },
-	};
-	if (send(fd, &req, sizeof(req), 0) < 0)
-		return -errno;
-	_cleanup_free_ char *buf = malloc(1 << 16);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = recv(fd, buf, 1 << 16, 0);
-		if (n < 0)
-			return errno == EINTR ? -EAGAIN : -errno;
-		if (n == 0)
-			return -EPROTO;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
-		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-				return e->error ? e->error : -EPROTO;
-			}
-			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-				continue;
-			const struct inet_diag_msg *m = NLMSG_DATA(h);
-			unsigned long ino = m->idiag_inode;
-			if (!ino || !bsearch(&ino, s->v, s->n, sizeof(*s->v), cmp_ul))
-				continue;
-			struct sockaddr_storage l = { 0 }, rm = { 0 };
-			if (m->idiag_family == AF_INET6) {
-				struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l,
-						    *b = (struct sockaddr_in6 *)&rm;
-				a->sin6_family = b->sin6_family = AF_INET6;
-				memcpy(&a->sin6_addr, m->id.idiag_src, 16);
-				memcpy(&b->sin6_addr, m->id.idiag_dst, 16);
-				a->sin6_port = m->id.idiag_sport;
-				b->sin6_port = m->id.idiag_dport;
-			} else {
-				struct sockaddr_in *a = (struct sockaddr_in *)&l,
-						   *b = (struct sockaddr_in *)&rm;
-				a->sin_family = b->sin_family = AF_INET;
-				memcpy(&a->sin_addr, m->id.idiag_src, 4);
-				memcpy(&b->sin_addr, m->id.idiag_dst, 4);
-				a->sin_port = m->id.idiag_sport;
-				b->sin_port = m->id.idiag_dport;
-			}
-			int r = add_sock(nl, ports, false, m->idiag_state, &l, &rm);
-			if (r < 0)
-				return r;
-		}
-	}
+	struct diag_add d = { .nl = nl, .ports = ports, .s = s };
+	return tcp_diag_dump(fd, family, ~0u, add_diag_sock, &d);
 }
 
 /* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds

@@ -243,6 +243,10 @@ TESTS = [
     entry("mig2_precopy", kind="mig2_echo", case="precopy"),
     entry("mig2_precopy_fail", kind="mig2_precopy_fail"),
     entry("mig2_precopy_lazy", kind="mig2_echo", case="precopy_lazy"),
+    # receive is lazy by default; --eager writes the memory first; a receive that cannot
+    # make a userfaultfd for the lazy server (no CAP_SYS_PTRACE) is eager, and says so
+    entry("mig2_precopy_eager", kind="mig2_echo", case="precopy_eager"),
+    entry("mig2_precopy_nouffd", kind="mig2_echo", case="precopy_nouffd"),
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
@@ -470,6 +474,9 @@ TESTS = [
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
+    # clients that connect for every command (as redis-benchmark -k 0):
+    # its accept queue is rarely empty, checkpoints succeed all the same
+    entry("real_redis_reconnect", (B,), kind="redis_reconnect"),
     entry("real_http_server", (B, T), kind="http_server"),
     # Node.js: an HTTP server with a keep-alive client, a worker thread, timers
     entry("real_node", (B, T), kind="node"),
@@ -1459,12 +1466,12 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None):
+    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None, rprefix=()):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
-        rargs: more arguments of ckpt receive; mfault: migrate is ckpt-fault
-        with that CKPT_FAULT. Returns (migrate's status, receive's,
-        migrate's stderr, receive's)."""
+        rargs: more arguments of ckpt receive; rprefix: a command it runs
+        under (setpriv); mfault: migrate is ckpt-fault with that CKPT_FAULT.
+        Returns (migrate's status, receive's, migrate's stderr, receive's)."""
         key = self.p("key")
         if not os.path.exists(key):
             r = self.run_ckpt(["keygen", key])
@@ -1474,9 +1481,9 @@ class Run:
         rlog, mlog = self.p(tag + "-receive.log"), self.p(tag + "-migrate.log")
         self.logs += [rerr, merr, rlog, mlog]
         b = self.topo.addr("b")
-        rp = self.popen(self.topo.argv("b", self.ckpt_argv("receive", "--listen", b + ":0",
-                                                           "--key", key, "--log", rlog,
-                                                           *rargs)),
+        rp = self.popen(self.topo.argv("b", list(rprefix) +
+                                       self.ckpt_argv("receive", "--listen", b + ":0",
+                                                      "--key", key, "--log", rlog, *rargs)),
                         err=rerr, out=self.p(tag + "-receive.out"))
         port = []
 
@@ -1499,13 +1506,13 @@ class Run:
         tables = self.topo.nft_tables(host)
         return [t for t in tables or () if t.startswith("ckpt_lock")]
 
-    def mig2_move(self, reap, tag="m", rargs=(), margs=()):
+    def mig2_move(self, reap, tag="m", rargs=(), margs=(), rprefix=()):
         """A migration from A to B that must succeed: the original is gone,
         the copy (self.pid now) runs with its host end in B, none in A, and
         no network lock is left in either host; C's route to the container
         moves to B. Returns the downtime ckpt migrate printed (ms)."""
         old = self.pid
-        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag, rargs, margs)
+        mrc, rrc, mtext, rtext = self.mig2_migrate(reap, tag, rargs, margs, rprefix=rprefix)
         if mrc != 0 or rrc != 0:
             raise Fail("migrate exit %s (%r), receive exit %s (%r)"
                        % (mrc, mtext.strip()[-400:], rrc, rtext.strip()[-400:]))
@@ -1611,17 +1618,10 @@ class Run:
         pr = self.mig2_run(py + ["client", str(port), "3"], run_args=["--nat"],
                            env=dict(PY_ECHO_HOST=c))
 
-        def rounds():
-            try:
-                with open(self.p("rounds")) as f:
-                    return int(f.read() or 0)
-            except (OSError, ValueError):
-                return 0
+        rounds = self.echo_rounds
 
         def progress(k=20):
-            r = rounds()
-            self.wait_until("%d more rounds of echoes through the NAT" % k,
-                            lambda: rounds() >= r + k, [], timeout=60)
+            self.echo_progress(k, [], 60)
         progress(5)
 
         def through_nat(when):
@@ -1688,6 +1688,21 @@ class Run:
         self.nat_echo_done(rounds())
         self.mig2_end(signal.SIGKILL, "the restored container")  # its pid 1: no SIGTERM
 
+    def echo_rounds(self):
+        """py_echo.py's client's count of full rounds (its file "rounds")."""
+        try:
+            with open(self.p("rounds")) as f:
+                return int(f.read() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def echo_progress(self, k, procs, timeout):
+        """Waits for k more rounds of py_echo.py's client; Fail if one of
+        procs exits first."""
+        r = self.echo_rounds()
+        self.wait_until("%d more rounds of echoes" % k, lambda: self.echo_rounds() >= r + k,
+                        procs, timeout=timeout)
+
     def nat_echo_done(self, rounds):
         """The container's echo client told to stop: it must say PASS."""
         with open(self.p("stop"), "w"):
@@ -1741,7 +1756,9 @@ class Run:
         env = {"PY_ECHO_HOST": "0.0.0.0"}
         if precopy:
             env["PY_ECHO_MEM"] = "64"
-        pr = self.mig2_run(py + ["server"], env=env)
+        # without CAP_SYS_PTRACE, as the receive that restores it
+        pr = self.mig2_run(list(self.mig2_fill_args().get("rprefix", ())) + py + ["server"],
+                           env=env)
         port = int(self.wait_file("port", pr))
         self.logs.append(self.p("client.log"))
         cl = self.popen(topo.argv("c", py + ["client", str(port), str(n)]),
@@ -1763,7 +1780,8 @@ class Run:
         if self.t["case"] == "fail" and not self.opts.no_ckpt:
             self.mig2_refused(pr, progress)
         if not self.opts.no_ckpt:
-            self.mig2_move([pr], rargs=("--lazy",) if self.t["case"] == "precopy_lazy" else ())
+            self.mig2_move([pr], **self.mig2_fill_args())
+            self.mig2_fill_check()
             progress(20)
             self.notes.append("%d rounds" % rounds())
         if precopy and not self.opts.no_ckpt:
@@ -1774,6 +1792,47 @@ class Run:
                            % (m.group(0) if m else tail(self.p("m-migrate.err"), 5)))
             self.notes.append("pre-copy %s rounds" % m.group(1))
         self.mig2_echo_end(cl, precopy)
+
+    def mig2_fill_args(self):
+        """How mig2_echo's case runs ckpt receive: --lazy, --eager, or
+        without CAP_SYS_PTRACE (no userfaultfd for the lazy server, as long
+        as vm.unprivileged_userfaultfd is 0: else the case is skipped; the
+        server runs without it too, or no restart could give it back)."""
+        case = self.t["case"]
+        if case == "precopy_lazy":
+            return {"rargs": ("--lazy",)}
+        if case == "precopy_eager":
+            return {"rargs": ("--eager",)}
+        if case == "precopy_nouffd":
+            with open("/proc/sys/vm/unprivileged_userfaultfd") as f:
+                if f.read().strip() != "0":
+                    raise Skip("vm.unprivileged_userfaultfd is not 0: any receive may make a "
+                               "userfaultfd")
+            return {"rprefix": ("setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps",
+                                "-sys_ptrace", "--")}
+        return {}
+
+    def mig2_fill_check(self):
+        """The receive filled the memory as its case says: lazily unless
+        --eager or it could not (then it says why)."""
+        with open(self.p("m-receive.err"), errors="replace") as f:
+            text = f.read()
+        lazy = "its memory filled lazily" in text
+        fallback = re.search(r"memory is written before the tree runs \(not lazily: (.*)\)", text)
+        case = self.t["case"]
+        if case == "precopy_nouffd":
+            if lazy or not fallback or "userfaultfd" not in fallback.group(1):
+                raise Fail("receive without CAP_SYS_PTRACE: want the eager fallback and its "
+                           "reason, it said %r" % text.strip()[-400:])
+            self.notes.append("eager: no userfaultfd")
+        elif case == "precopy_eager":
+            if lazy or fallback:
+                raise Fail("receive --eager: it said %r" % text.strip()[-400:])
+            self.notes.append("eager")
+        elif case and case.startswith("precopy"):
+            if not lazy:
+                raise Fail("receive (lazy by default): it said %r" % text.strip()[-400:])
+            self.notes.append("lazy")
 
     def mig2_echo_end(self, cl, memcheck):
         """mig2_echo_done; then, with memcheck, py_echo.py's check of its
@@ -3955,6 +4014,72 @@ class Run:
             return None if n < 0 else f.read(n + 2)[:-2].decode()
         return line[:-2].decode()
 
+    def flow_redis_reconnect(self):
+        """redis-server on 127.0.0.1 at a free port; 6 client threads of the
+        runner's each connect for every SET, GET and INCR (then close), so
+        that connections wait in the listener's queue at any instant (before
+        step "hold out", 6 of 10 checkpoints of redis under
+        `redis-benchmark -k 0` were refused for it). Four checkpoints that
+        let it go on, then checkpoint --kill and restart: every one succeeds,
+        no client sees an error or a wrong reply, and the counter the
+        clients INCR equals the commands they made."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        port = self.free_port()
+        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", self.dir,
+                                "--logfile", self.p("redis.log")], port)
+        self.logs.append(self.p("redis.log"))
+        state = {"n": [0] * 6, "err": None, "stop": False}
+
+        def loop(t):
+            try:
+                while not state["stop"] and not state["err"]:
+                    i = state["n"][t]
+                    with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+                        f = c.makefile("rb")
+                        c.sendall(self.resp_cmd(["SET", "k%d_%d" % (t, i), "v%d" % i]) +
+                                  self.resp_cmd(["GET", "k%d_%d" % (t, i)]) +
+                                  self.resp_cmd(["INCR", "total"]))
+                        got = [self.resp_read(f) for _ in range(3)]
+                    if got[:2] != ["+OK", "v%d" % i] or not got[2].startswith(":"):
+                        raise Fail("client %d, command %d: got %r" % (t, i, got))
+                    state["n"][t] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = state["err"] or "client %d: %r" % (t, e)
+        ths = [threading.Thread(target=loop, args=(t,), daemon=True) for t in range(6)]
+        for th in ths:
+            th.start()
+
+        def progress(k=100):
+            n = sum(state["n"])
+            self.wait_until("%d more commands" % k,
+                            lambda: sum(state["n"]) >= n + k or state["err"], [], timeout=60)
+            if state["err"]:
+                raise Fail("the redis clients: %s" % state["err"])
+        try:
+            progress()
+            rp = pr
+            if not self.opts.no_ckpt:
+                for k in range(4):
+                    self.checkpoint(self.p("live%d" % k), "live%d" % k, reap=[], kill=False)
+                    progress()
+                rp = self.tcp_cycles(pr, port, progress)
+        finally:
+            state["stop"] = True
+            for th in ths:
+                th.join(60)
+        if state["err"]:
+            raise Fail("the redis clients: %s" % state["err"])
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+            c.sendall(self.resp_cmd(["GET", "total"]))
+            total = self.resp_read(c.makefile("rb"))
+        if total != str(sum(state["n"])):
+            raise Fail("redis counted %s commands, the clients made %d" % (total, sum(state["n"])))
+        self.notes.append("%d commands on as many connections" % sum(state["n"]))
+        os.kill(self.pid, signal.SIGTERM)
+        self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SIGTERM")
+
     def flow_redis_tcp(self):
         """redis-server on 127.0.0.1 at a free port, TCP only; a client of
         the runner's holds one connection and issues SET, GET and INCR in a
@@ -4055,17 +4180,10 @@ class Run:
         cl = self.popen(self.program_argv() + ["client", str(port), str(n)],
                         out=self.p("client.log"), err=self.p("client.log"))
 
-        def rounds():
-            try:
-                with open(self.p("rounds")) as f:
-                    return int(f.read() or 0)
-            except (OSError, ValueError):
-                return 0
+        rounds = self.echo_rounds
 
         def progress(k=20):
-            r = rounds()
-            self.wait_until("%d more rounds of echoes" % k, lambda: rounds() >= r + k,
-                            [cl], timeout=60)
+            self.echo_progress(k, [cl], 60)
 
         def held(when):
             # the listener, the connections and the runner's, the loop's
@@ -4145,23 +4263,30 @@ class Run:
             self.wait_until("%d more connections served" % k, lambda: served()[0] >= c + k,
                             [cl], timeout=60)
 
-        def accepted(tag):
-            with open(self.p(tag + ".log"), errors="replace") as f:
-                m = self.ACCEPTED_RX.search(f.read())
-            if not m or int(m.group(1)) < 1:
-                raise Fail("%s: the log does not say that queued connections were accepted "
-                           "before the freeze" % tag)
+        def accepted(tags):
+            """how many of the checkpoints' logs say that queued connections
+            were accepted before the freeze"""
+            n = 0
+            for tag in tags:
+                with open(self.p(tag + ".log"), errors="replace") as f:
+                    m = self.ACCEPTED_RX.search(f.read())
+                n += bool(m and int(m.group(1)) >= 1)
+            return n
 
         progress()
         rp = pr
         if not self.opts.no_ckpt:
             self.checkpoint(self.p("live"), "live", reap=[], kill=False)
-            accepted("live")
             progress()
             rp = self.tcp_cycles(pr, port, progress)
-            accepted("ckpt")
-            if self.mode == T:
-                accepted("ckpt2")
+            # the queue is never empty but for a moment (every client held
+            # back at once by the load): at least one checkpoint must have
+            # found connections queued and had them accepted, and none was
+            # refused (each of them was, before step "hold out")
+            tags = ["live", "ckpt"] + (["ckpt2"] if self.mode == T else [])
+            if not accepted(tags):
+                raise Fail("no log of %s says that queued connections were accepted before "
+                           "the freeze" % ", ".join(tags))
         count, pid = served()
         if pid != self.pid:
             raise Fail("the server says pid %d, want %d" % (pid, self.pid))
@@ -7806,10 +7931,14 @@ http {{
                 err = probe.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 raise Fail("a new client's connect to the listener's port ended while the "
                            "program was away: %s" % os.strerror(err))
-            rp = self.restart(img, "restart")
-            rc = self.wake_and_wait(rp, "the program")
         finally:
+            # closed before the restart: its SYN sent again would reach the
+            # restored listener, whose program takes the next connection
+            # it accepts for one of its own (seen: "new connection: not
+            # received")
             probe.close()
+        rp = self.restart(img, "restart")
+        rc = self.wake_and_wait(rp, "the program")
         self.check_result(rc, "the program")
 
     def connect_ends(self, port, wait):
