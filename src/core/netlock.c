@@ -14,6 +14,7 @@
  * of that text (the same fields, no text printed and parsed back).
  */
 #include "core/netlock.h"
+#include "kinds/fdtable.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -48,34 +49,22 @@ static int cmp_ul(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The socket inodes of pid's fds, appended. */
-static int socket_inodes(pid_t pid, struct inodes *s)
+/* The socket inodes of t's fds, appended (fdtable_links: read once a
+ * task for this pass and the collect's). */
+static int socket_inodes(struct task *t, struct inodes *s)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(d)) != NULL) {
-		char target[64];
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
-		if (n <= 0)
-			continue;
-		target[n] = 0;
+	const struct fd_link *l;
+	size_t n;
+	int r = fdtable_links(t, &l, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
 		unsigned long ino;
-		if (sscanf(target, "socket:[%lu]", &ino) != 1)
+		if (strncmp(l[i].link, "socket:[", 8) || sscanf(l[i].link, "socket:[%lu]", &ino) != 1)
 			continue;
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? 2 * s->cap : 64;
 			unsigned long *v = realloc(s->v, cap * sizeof(*v));
-			if (!v) {
-				r = -ENOMEM;
-				break;
-			}
+			if (!v)
+				return -ENOMEM;
 			s->v = v;
 			s->cap = cap;
 		}
@@ -321,7 +310,7 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	int r = 0;
 	for (size_t i = 0; r >= 0 && i < ctx->ntasks; i++)
 		if (!ctx->tasks[i].zombie && !ctx->tasks[i].files_with)
-			r = socket_inodes(ctx->tasks[i].pid, &s);
+			r = socket_inodes(&ctx->tasks[i], &s);
 	if (r < 0 || !s.n) {
 		free(s.v);
 		return r < 0 ? log_fail(&ctx->log, r, "network lock: cannot list the tree's sockets: "

@@ -27,6 +27,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -43,6 +44,7 @@
 #include "kinds/fdtable.h"
 #include "kinds/mm.h"
 #include "util/cleanup.h"
+#include "util/par.h"
 
 enum { FDTABLE_ENTRY = REC_TYPE(KID_fdtable, 1) };
 #define FD_MAX_RESTORE (1 << 20)
@@ -52,6 +54,12 @@ struct fdt_ckpt {
 	FdEntry *fds;
 	FdEntry **pfds;
 	FdOwner *owners;
+	struct fdtable_seen *seen; /* each fd looked at, for the locks kind */
+	size_t nseen;
+	bool walked;
+	struct fd_link *links; /* fdtable_links, once read */
+	size_t nlinks;
+	bool linked;
 };
 
 static int cmp_int(const void *a, const void *b)
@@ -146,24 +154,40 @@ int fdtable_copy(struct task *t, const struct fd_info *fi)
 	return c < 0 ? -errno : c;
 }
 
-/* fdtable_inspect_fd, and with pidfd >= 0 (the task's) the copy too */
-static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi, int pidfd)
+/* The "lock:" lines of an fdinfo text (the last ones the kernel prints),
+ * malloc'ed; NULL when there are none. */
+static char *lock_lines(const char *text)
+{
+	const char *l = !strncmp(text, "lock:", 5) ? text : strstr(text, "\nlock:");
+	return l ? strdup(l + (*l == '\n')) : NULL;
+}
+
+/* fdtable_inspect_fd, and with pidfd >= 0 (the task's) the copy too;
+ * fdinfo_dir: an fd of /proc/PID/fdinfo, or -1; ret_locks (if not NULL):
+ * the fdinfo's lock lines (lock_lines) */
+static int inspect_core(pid_t pid, int fd, struct fd_info *fi, int pidfd, int fdinfo_dir,
+			char **ret_locks, bool *ret_fdinfo)
 {
 	char link[64], *text = NULL;
 	ssize_t n;
 	int r;
 
-	fi->pid = t->pid;
+	*ret_fdinfo = false;
+	fi->pid = pid;
 	fi->fd = fd;
 	/* pidfd_getfd's copy is close-on-exec; none for an fd gone meanwhile
 	 * (the readlink below says so) */
 	fi->copy = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0) : -1;
-	snprintf(link, sizeof(link), "/proc/%d/fd/%d", t->pid, fd);
-	n = readlink(link, fi->path, sizeof(fi->path) - 1);
-	/* the copy's inode is the link's, without a walk of /proc */
-	if (n < 0 || (fi->copy >= 0 ? fstat(fi->copy, &fi->st) : stat(link, &fi->st)) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
-				strerror(errno));
+	snprintf(link, sizeof(link), "/proc/%d/fd/%d", pid, fd);
+	/* the copy's inode is the link's, without a walk of /proc; a
+	 * socket's link is "socket:[INODE]" (no readlink) */
+	bool stated = fi->copy >= 0 && fstat(fi->copy, &fi->st) == 0;
+	if (stated && S_ISSOCK(fi->st.st_mode))
+		n = snprintf(fi->path, sizeof(fi->path), "socket:[%llu]",
+			     (unsigned long long)fi->st.st_ino);
+	else if ((n = readlink(link, fi->path, sizeof(fi->path) - 1)) < 0 ||
+		 (!stated && stat(link, &fi->st) < 0))
+		return -errno;
 	fi->path[n] = '\0';
 	fi->sockproto_read = S_ISSOCK(fi->st.st_mode);
 	if (fi->sockproto_read && fi->copy >= 0) { /* each socket kind's claim asks for it */
@@ -171,20 +195,39 @@ static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_in
 				      sizeof(fi->sockproto) - 1);
 		fi->sockproto[l > 0 ? l : 0] = '\0';
 	} else if (fi->sockproto_read)
-		read_sockproto(t->pid, fd, fi->sockproto, sizeof(fi->sockproto));
-	snprintf(link, sizeof(link), "fdinfo/%d", fd);
-	r = proc_read(t->pid, link, &text, NULL);
+		read_sockproto(pid, fd, fi->sockproto, sizeof(fi->sockproto));
+	if (fdinfo_dir >= 0) { /* one read, no walk of /proc/PID */
+		snprintf(link, sizeof(link), "%d", fd);
+		r = proc_read_single(fdinfo_dir, link, &text);
+	} else {
+		snprintf(link, sizeof(link), "fdinfo/%d", fd);
+		r = proc_read(pid, link, &text, NULL);
+	}
 	if (r >= 0)
 		r = proc_parse_fdinfo(text, &fi->fi);
+	if (r >= 0 && ret_locks && !(*ret_locks = lock_lines(text)) && strstr(text, "lock:"))
+		r = -ENOMEM;
 	free(text);
-	if (r < 0)
+	*ret_fdinfo = r < 0;
+	return r;
+}
+
+static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi, int pidfd,
+		      int fdinfo_dir, char **ret_locks)
+{
+	bool fdinfo;
+	int r = inspect_core(t->pid, fd, fi, pidfd, fdinfo_dir, ret_locks, &fdinfo);
+	if (r < 0 && fdinfo)
 		return log_fail(&ctx->log, r, "pid %d fd %d: cannot read its fdinfo", t->pid, fd);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d: cannot inspect: %s", t->pid, fd,
+				strerror(-r));
 	return 0;
 }
 
 int fdtable_inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_info *fi)
 {
-	return inspect_fd(ctx, t, fd, fi, -1);
+	return inspect_fd(ctx, t, fd, fi, -1, -1, NULL);
 }
 
 int fdtable_claim(struct ckpt_ctx *ctx, const struct fd_info *fi, int *ret_kind)
@@ -240,21 +283,35 @@ static pid_t image_id(struct ckpt_ctx *ctx, int type, pid_t id)
 	return 0;
 }
 
+/* An fd's owner and signal as read ahead (fd_pre), or not yet (read). */
+struct owner_pre {
+	bool read;
+	int sig;
+	struct f_owner_ex own;
+};
+
 static int collect_owner(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			 FdOwner *o, FdEntry *e)
+			 const struct owner_pre *op, FdOwner *o, FdEntry *e)
 {
 	struct f_owner_ex own = { 0 };
+	int sig;
 	if (fi->fi.flags & O_PATH) /* only a path: no I/O, no owner */
 		return 0;
-	_cleanup_close_ int own_copy = fi->copy < 0 ? puppet_getfd(&t->pup, fi->fd) : -1;
-	int copy = fi->copy < 0 ? own_copy : fi->copy;
-	if (copy < 0)
-		return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s",
-				t->pid, fi->fd, fi->path, strerror(-copy));
-	int sig = fcntl(copy, F_GETSIG);
-	if (fcntl(copy, F_GETOWN_EX, &own) < 0 || sig < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d (%s): cannot read its owner: %m",
-				t->pid, fi->fd, fi->path);
+	if (op && op->read) {
+		sig = op->sig;
+		own = op->own;
+	} else {
+		_cleanup_close_ int own_copy = fi->copy < 0 ? puppet_getfd(&t->pup, fi->fd) : -1;
+		int copy = fi->copy < 0 ? own_copy : fi->copy;
+		if (copy < 0)
+			return log_fail(&ctx->log, copy, "pid %d fd %d (%s): cannot take a copy: %s",
+					t->pid, fi->fd, fi->path, strerror(-copy));
+		sig = fcntl(copy, F_GETSIG);
+		if (fcntl(copy, F_GETOWN_EX, &own) < 0 || sig < 0)
+			return log_fail(&ctx->log, -errno,
+					"pid %d fd %d (%s): cannot read its owner: %m", t->pid,
+					fi->fd, fi->path);
+	}
 	bool async = fi->fi.flags & O_ASYNC;
 	if (!own.pid && !sig && !async)
 		return 0;
@@ -307,6 +364,97 @@ static int check_external(struct ckpt_ctx *ctx, struct task *t, const int *fds, 
 	return 0;
 }
 
+/*
+ * A table's fds inspected ahead by threads (util/par.h), a batch at a time
+ * (each holds a copy until its turn: PRE_BATCH more fds at most): copy,
+ * stat, link, protocol name, fdinfo, owner, each of them a system call or
+ * more, for 10,000 sockets. The walk then takes what they read; an fd they
+ * could not inspect is inspected again in turn, which says why.
+ */
+#define PRE_BATCH   512
+#define PRE_THREADS 4
+
+struct fd_pre {
+	int r; /* inspect_core's; its copy closed if not 0 */
+	int copy;
+	struct stat st;
+	struct proc_fdinfo fi;
+	char sockproto[32];
+	bool sockproto_read;
+	char *path, *locks;
+	struct owner_pre own;
+};
+
+struct pre_batch {
+	pid_t pid;
+	int pidfd, fdinfo_dir;
+	const int *fds; /* the batch's */
+	struct fd_pre *pre;
+	struct fd_info **buf; /* one a thread */
+};
+
+static void pre_inspect(void *arg, size_t i, unsigned slot)
+{
+	struct pre_batch *b = arg;
+	struct fd_pre *p = &b->pre[i];
+	struct fd_info *fi = b->buf[slot];
+	bool fdinfo;
+	p->r = inspect_core(b->pid, b->fds[i], fi, b->pidfd, b->fdinfo_dir, &p->locks, &fdinfo);
+	p->copy = fi->copy;
+	if (p->r == 0 && !(p->path = strdup(fi->path)))
+		p->r = -ENOMEM;
+	if (p->r < 0) {
+		if (fi->copy >= 0)
+			close(fi->copy);
+		p->copy = -1;
+		free(p->locks);
+		p->locks = NULL;
+		return;
+	}
+	p->st = fi->st;
+	p->fi = fi->fi;
+	memcpy(p->sockproto, fi->sockproto, sizeof(p->sockproto));
+	p->sockproto_read = fi->sockproto_read;
+	if (p->copy >= 0 && !(fi->fi.flags & O_PATH)) {
+		p->own.sig = fcntl(p->copy, F_GETSIG);
+		p->own.read = p->own.sig >= 0 && fcntl(p->copy, F_GETOWN_EX, &p->own.own) == 0;
+	}
+}
+
+/* The pre-inspection of fd i into fi (its copy, path and lock lines given
+ * over); false if there is none to take. */
+static bool pre_take(struct fd_pre *p, struct fd_info *fi, pid_t pid, int fd, char **ret_locks)
+{
+	if (!p || p->r < 0)
+		return false;
+	fi->pid = pid;
+	fi->fd = fd;
+	fi->copy = p->copy;
+	fi->st = p->st;
+	fi->fi = p->fi;
+	memcpy(fi->sockproto, p->sockproto, sizeof(fi->sockproto));
+	fi->sockproto_read = p->sockproto_read;
+	snprintf(fi->path, sizeof(fi->path), "%s", p->path);
+	free(p->path);
+	p->path = NULL;
+	p->copy = -1;
+	*ret_locks = p->locks;
+	p->locks = NULL;
+	return true;
+}
+
+/* Empties n entries (their copies closed): none to take. */
+static void pre_free(struct fd_pre *pre, size_t n)
+{
+	for (size_t i = 0; pre && i < n; i++) {
+		if (pre[i].copy >= 0)
+			close(pre[i].copy);
+		free(pre[i].path);
+		free(pre[i].locks);
+		pre[i] = (struct fd_pre){ .r = -EAGAIN, .copy = -1 };
+	}
+}
+
 static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f;
@@ -337,12 +485,42 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	f->fds = calloc(n ? n : 1, sizeof(*f->fds));
 	f->pfds = calloc(n ? n : 1, sizeof(*f->pfds));
 	f->owners = calloc(n ? n : 1, sizeof(*f->owners));
-	if (!f->fds || !f->pfds || !f->owners)
+	f->seen = calloc(n ? n : 1, sizeof(*f->seen));
+	if (!f->fds || !f->pfds || !f->owners || !f->seen)
 		r = -ENOMEM;
+	f->walked = true;
 	int refused = 0; /* the first refusal; the other fds are looked at too */
 	/* one pidfd for the table's copies (not one a copy) */
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/fdinfo", t->pid);
+	_cleanup_close_ int fdinfo_dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	fi->copy = -1;
+	/* threads for a large table (10,000 sockets) */
+	unsigned th = par_cpus();
+	th = th < PRE_THREADS ? th : PRE_THREADS;
+	_cleanup_free_ struct fd_pre *pre = NULL;
+	struct fd_info *buf[PRE_THREADS] = { 0 };
+	/* a batch's copies come on top of what the kinds keep (inet one a
+	 * socket): within the fd limit, with room for them */
+	struct rlimit nofile;
+	size_t batch = n < PRE_BATCH ? n : PRE_BATCH;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+		size_t room = nofile.rlim_cur > n + 64 ? (size_t)(nofile.rlim_cur - n - 64) / 2 : 0;
+		batch = batch < room ? batch : room;
+	}
+	if (r >= 0 && batch && th > 1 && pidfd >= 0 && fdinfo_dir >= 0 &&
+	    (pre = calloc(batch, sizeof(*pre)))) {
+		for (size_t k = 0; k < batch; k++)
+			pre[k] = (struct fd_pre){ .r = -EAGAIN, .copy = -1 };
+		for (unsigned k = 0; k < th; k++)
+			if (!(buf[k] = malloc(sizeof(*buf[k]))))
+				th = 0;
+		if (!th) {
+			free(pre);
+			pre = NULL;
+		}
+	}
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		FdEntry *e = &f->fds[i];
 		fd_entry__init(e);
@@ -350,7 +528,22 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		bool ext = is_external(ctx, t, fds[i]);
 		if (fi->copy >= 0)
 			close(fi->copy);
-		r = inspect_fd(ctx, t, fds[i], fi, pidfd);
+		fi->copy = -1;
+		if (pre && i % batch == 0) {
+			pre_free(pre, batch);
+			size_t nb = n - i < batch ? n - i : batch;
+			struct pre_batch b = { t->pid, pidfd, fdinfo_dir, fds + i, pre, buf };
+			par_for(nb, th, pre_inspect, &b);
+		}
+		struct fd_pre *p = pre ? &pre[i % batch] : NULL;
+		char *locks = NULL;
+		r = pre_take(p, fi, t->pid, fds[i], &locks)
+			? 0
+			: inspect_fd(ctx, t, fds[i], fi, pidfd, fdinfo_dir, &locks);
+		if (r >= 0)
+			f->seen[f->nseen++] = (struct fdtable_seen){
+				.fd = fds[i], .dev = fi->st.st_dev, .ino = fi->st.st_ino, .locks = locks
+			};
 		if (r >= 0 && ext) {
 			e->has_external = e->external = true;
 			log_info(&ctx->log, "pid %d fd %d (%s): saved as external, to be given "
@@ -360,7 +553,7 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		if (r >= 0 && !ext)
 			r = collect_one(ctx, t, fi, &e->file_id);
 		if (r >= 0 && !ext)
-			r = collect_owner(ctx, t, fi, &f->owners[i], e);
+			r = collect_owner(ctx, t, fi, p ? &p->own : NULL, &f->owners[i], e);
 		if (log_gathers(&ctx->log, r)) {
 			refused = refused ? refused : r;
 			r = 0;
@@ -374,6 +567,9 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	}
 	if (fi->copy >= 0)
 		close(fi->copy);
+	pre_free(pre, pre ? batch : 0);
+	for (unsigned k = 0; k < PRE_THREADS; k++)
+		free(buf[k]);
 	f->e.fds = f->pfds;
 	if (r >= 0)
 		r = check_external(ctx, t, fds, n);
@@ -382,10 +578,67 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 	return r < 0 ? r : refused;
 }
 
+static int cmp_link(const void *a, const void *b)
+{
+	return ((const struct fd_link *)a)->fd - ((const struct fd_link *)b)->fd;
+}
+
+int fdtable_links(struct task *t, const struct fd_link **ret, size_t *ret_n)
+{
+	struct fdt_ckpt *f = task_state(t, KIND_fdtable, sizeof(*f));
+	char path[64], target[PATH_MAX];
+	size_t cap = 0;
+	if (!f)
+		return -ENOMEM;
+	if (!f->linked) {
+		snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
+		_cleanup_closedir_ DIR *d = opendir(path);
+		if (!d)
+			return -errno;
+		for (struct dirent *de; (de = readdir(d));) {
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			/* relative to the directory: no walk of /proc/PID each */
+			ssize_t n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+			if (n < 0)
+				continue; /* closed meanwhile */
+			target[n] = '\0';
+			if (f->nlinks == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct fd_link *v = realloc(f->links, cap * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				f->links = v;
+			}
+			char *l = strdup(target);
+			if (!l)
+				return -ENOMEM;
+			f->links[f->nlinks++] = (struct fd_link){ atoi(de->d_name), l };
+		}
+		if (f->nlinks)
+			qsort(f->links, f->nlinks, sizeof(*f->links), cmp_link);
+		f->linked = true;
+	}
+	*ret = f->links;
+	*ret_n = f->nlinks;
+	return 0;
+}
+
+int fdtable_seen(struct task *t, const struct fdtable_seen **ret, size_t *ret_n)
+{
+	const struct fdt_ckpt *f = t->kstate[KIND_fdtable];
+	if (!f || !f->walked)
+		return -ENOENT;
+	*ret = f->seen;
+	*ret_n = f->nseen;
+	return 0;
+}
+
 static int fdtable_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct fdt_ckpt *f = t->kstate[KIND_fdtable];
-	return f ? ctx_write_msg(ctx, FDTABLE_ENTRY, &f->e.base) : 0;
+	/* a table shared with another task has links (fdtable_links) and no walk */
+	return f && f->walked ? ctx_write_msg(ctx, FDTABLE_ENTRY, &f->e.base) : 0;
 }
 
 static int fdtable_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
@@ -636,6 +889,12 @@ static void fdtable_free_state(void *state)
 		free(f->fds);
 		free(f->pfds);
 		free(f->owners);
+		for (size_t i = 0; i < f->nseen; i++)
+			free(f->seen[i].locks);
+		free(f->seen);
+		for (size_t i = 0; i < f->nlinks; i++)
+			free(f->links[i].link);
+		free(f->links);
 		free(f);
 	}
 }

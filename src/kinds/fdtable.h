@@ -55,6 +55,33 @@ int fdtable_collect_file(struct ckpt_ctx *ctx, int kind, struct task *t, const s
  * /proc/PID/fd); *ret_fds is malloc'ed, NULL when there are none. */
 int fdtable_list(pid_t pid, int **ret_fds, size_t *ret_n) __attribute__((warn_unused_result));
 
+/* Checkpoint: what the fds of t link to (readlink of /proc/PID/fd/FD),
+ * ascending, read once a task by the first pass that asks (the network
+ * lock's, at the freeze) and kept for the others (unix's, the dirty
+ * tracking's) instead of a walk of /proc each. A frozen tree's fds do not
+ * change, but ckpt's own injections do: a pass that runs after those
+ * reads /proc itself. -errno. */
+struct fd_link {
+	int fd;
+	char *link;
+};
+int fdtable_links(struct task *t, const struct fd_link **ret, size_t *ret_n)
+	__attribute__((warn_unused_result));
+
+/* Checkpoint, once fdtable collected t (collect_end): each fd of its
+ * table it looked at, ascending, with the inode of the open file (stat)
+ * and the "lock:" lines of its fdinfo, NULL when it had none; -ENOENT if
+ * fdtable did not walk t's table (it shares another task's). For the
+ * locks kind, which would otherwise read every fdinfo again. */
+struct fdtable_seen {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	char *locks;
+};
+int fdtable_seen(struct task *t, const struct fdtable_seen **ret, size_t *ret_n)
+	__attribute__((warn_unused_result));
+
 /* Restart: the fd ckpt holds for the open-file object id, of any fd kind. */
 int fdtable_local_fd(struct rst_ctx *ctx, uint32_t id, int *ret_fd)
 	__attribute__((warn_unused_result));

@@ -168,7 +168,7 @@ struct misc_vals {
 	struct timeval rcvtimeo, sndtimeo;
 };
 enum { MISC_SNDBUF, MISC_RCVBUF, MISC_BUF_LOCK, MISC_LINGER, MISC_RCVTIMEO, MISC_SNDTIMEO,
-       MISC_DEV, MISC_N };
+       MISC_DEV, MISC_FILTER, MISC_N };
 
 static void misc_reqs(int s, struct misc_vals *m, char *dev, size_t devlen,
 		      struct sockopt_req *q)
@@ -186,6 +186,8 @@ static void misc_reqs(int s, struct misc_vals *m, char *dev, size_t devlen,
 						 sizeof(m->sndtimeo), 0 };
 	q[MISC_DEV] = (struct sockopt_req){ s, SOL_SOCKET, SO_BINDTODEVICE, dev,
 					    (socklen_t)devlen, 0 };
+	/* no room: the number of the filter's instructions (sk-filter.c) */
+	q[MISC_FILTER] = (struct sockopt_req){ s, SOL_SOCKET, SO_GET_FILTER, NULL, 0, 0 };
 }
 
 /* buffers, linger, timeouts, device, from the answers q[MISC_N] */
@@ -256,7 +258,8 @@ static int opt_defaults(int family, int type, int proto, struct inet_opt_default
 }
 
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
-		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
+		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen,
+		   int *ret_filter)
 {
 	int def[INET_OPTS_TABLE], val[INET_OPTS_TABLE];
 	bool ok[INET_OPTS_TABLE];
@@ -293,6 +296,7 @@ int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defau
 		n++;
 	}
 	*ret_n = n;
+	*ret_filter = q[MISC_FILTER].res < 0 ? q[MISC_FILTER].res : (int)q[MISC_FILTER].len;
 	return read_misc(q, &m, e, dev, devlen);
 }
 
@@ -628,17 +632,33 @@ static int set_queue(int s, int q)
 	return setsockopt(s, IPPROTO_TCP, TCP_REPAIR_QUEUE, &q, sizeof(q)) < 0 ? -errno : 0;
 }
 
-static int queue_seq(int s, int q, uint32_t *ret)
+/* The repair queue selected on a socket while it is read: a selection
+ * already made is not made again (one setsockopt less each). */
+struct qsel {
+	int s;
+	int cur; /* -1: not known */
+};
+
+static int qsel_set(struct qsel *q, int which)
+{
+	if (q->cur == which)
+		return 0;
+	int r = set_queue(q->s, which);
+	q->cur = r == 0 ? which : -1;
+	return r;
+}
+
+static int qsel_seq(struct qsel *q, int which, uint32_t *ret)
 {
 	socklen_t l = sizeof(*ret);
-	int r = set_queue(s, q);
-	if (r == 0 && getsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, ret, &l) < 0)
+	int r = qsel_set(q, which);
+	if (r == 0 && getsockopt(q->s, IPPROTO_TCP, TCP_QUEUE_SEQ, ret, &l) < 0)
 		r = -errno;
 	return r;
 }
 
-/* Peeks len bytes of queue q (repair mode) into a new buffer. */
-static int peek_queue(int s, int q, size_t len, ProtobufCBinaryData *ret)
+/* Peeks len bytes of queue which (repair mode) into a new buffer. */
+static int peek_queue(struct qsel *q, int which, size_t len, ProtobufCBinaryData *ret)
 {
 	ret->len = 0;
 	ret->data = NULL;
@@ -646,13 +666,13 @@ static int peek_queue(int s, int q, size_t len, ProtobufCBinaryData *ret)
 		return 0;
 	if (len > INET_QUEUE_MAX)
 		return -EFBIG;
-	int r = set_queue(s, q);
+	int r = qsel_set(q, which);
 	if (r < 0)
 		return r;
 	uint8_t *buf = malloc(len + 1);
 	if (!buf)
 		return -ENOMEM;
-	ssize_t n = recv(s, buf, len + 1, MSG_PEEK | MSG_DONTWAIT);
+	ssize_t n = recv(q->s, buf, len + 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0 || (size_t)n != len) {
 		free(buf);
 		return n < 0 ? -errno : -EAGAIN;
@@ -693,45 +713,54 @@ static int read_opts(int s, const struct tcp_info *ti, TcpRepair *t)
 	return 0;
 }
 
-int inet_tcp_read(int s, TcpRepair *t)
+int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
 {
-	int outq, unsent, inq, r;
+	int outq, unsent = 0, inq, r;
 	uint32_t rcv2;
+	struct qsel q = { s, -1 };
 
 	tcp_repair__init(t);
-	if (ioctl(s, SIOCOUTQ, &outq) < 0 || ioctl(s, SIOCOUTQNSD, &unsent) < 0 ||
+	/* nothing queued to send: nothing unsent (no SIOCOUTQNSD) */
+	if (ioctl(s, SIOCOUTQ, &outq) < 0 || (outq && ioctl(s, SIOCOUTQNSD, &unsent) < 0) ||
 	    ioctl(s, SIOCINQ, &inq) < 0)
 		return -errno;
 	if (outq < 0 || unsent < 0 || inq < 0 || unsent > outq)
 		return -EINVAL;
 	/* FIN_WAIT1, LAST_ACK, CLOSING: the FIN not acknowledged yet is
-	 * counted in both (if not sent) and is no byte of the queue */
+	 * counted in both (if not sent) and is no byte of the queue. An
+	 * ESTABLISHED tcp_info read before repair mode serves: from there
+	 * the frozen program's peer can only make it CLOSE_WAIT, which
+	 * counts no FIN sent, and the options are those of the handshake */
 	struct tcp_info ti;
-	socklen_t tl = sizeof(ti);
-	memset(&ti, 0, sizeof(ti));
-	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
-		return -errno;
+	if (ti0 && ti0->tcpi_state == TCP_ESTABLISHED) {
+		ti = *ti0;
+	} else {
+		socklen_t tl = sizeof(ti);
+		memset(&ti, 0, sizeof(ti));
+		if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &tl) < 0)
+			return -errno;
+	}
 	if ((ti.tcpi_state == TCP_FIN_WAIT1 || ti.tcpi_state == TCP_LAST_ACK ||
 	     ti.tcpi_state == TCP_CLOSING) && outq > 0) {
 		outq--;
 		if (unsent > 0)
 			unsent--;
 	}
-	r = queue_seq(s, TCP_SEND_QUEUE, &t->snd_seq);
+	r = qsel_seq(&q, TCP_SEND_QUEUE, &t->snd_seq);
 	if (r == 0)
-		r = queue_seq(s, TCP_RECV_QUEUE, &t->rcv_seq);
+		r = peek_queue(&q, TCP_SEND_QUEUE, (size_t)outq, &t->sendq);
 	if (r == 0)
-		r = peek_queue(s, TCP_SEND_QUEUE, (size_t)outq, &t->sendq);
+		r = qsel_seq(&q, TCP_RECV_QUEUE, &t->rcv_seq);
 	if (r == 0)
-		r = peek_queue(s, TCP_RECV_QUEUE, (size_t)inq, &t->recvq);
+		r = peek_queue(&q, TCP_RECV_QUEUE, (size_t)inq, &t->recvq);
 	if (r == 0)
 		r = read_opts(s, &ti, t);
 	/* data that came in meanwhile (a peer outside the tree) */
 	if (r == 0)
-		r = queue_seq(s, TCP_RECV_QUEUE, &rcv2);
+		r = qsel_seq(&q, TCP_RECV_QUEUE, &rcv2);
 	if (r == 0 && rcv2 != t->rcv_seq)
 		r = -EAGAIN;
-	set_queue(s, TCP_NO_QUEUE);
+	qsel_set(&q, TCP_NO_QUEUE);
 	t->unsent = (uint32_t)unsent;
 	if (r < 0)
 		inet_tcp_free(t);

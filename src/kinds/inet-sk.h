@@ -95,9 +95,11 @@ struct inet_opt_defaults {
 	bool no_ring;        /* none to be had */
 };
 /* defs: the cache (a task's kind state), NULL to read a new socket. */
+/* *ret_filter: the number of instructions of its socket filter
+ * (SO_GET_FILTER with no room, asked in the batch), or -errno. */
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
-		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen)
-	__attribute__((warn_unused_result));
+		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen,
+		   int *ret_filter) __attribute__((warn_unused_result));
 /* Sets the options of e whose OPT_BIND flag is bind (and not OPT_LAST), or
  * with last, the OPT_LAST ones. *ret_bad: the option that failed. */
 int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last,
@@ -143,10 +145,14 @@ const char *inet_proto_name(int proto);
 /*
  * Reads the established connection of s, which must be in repair mode
  * (the caller turns it on and off): *t filled, its queues malloc'ed (free
- * with inet_tcp_free). -EAGAIN: data arrived while it was read (read it
- * again); -EFBIG: a queue is larger than INET_QUEUE_MAX.
+ * with inet_tcp_free). ti0, if not NULL, is its tcp_info read before repair
+ * mode, used instead of another read when it says ESTABLISHED. -EAGAIN:
+ * data arrived while it was read (read it again); -EFBIG: a queue is
+ * larger than INET_QUEUE_MAX.
  */
-int inet_tcp_read(int s, TcpRepair *t) __attribute__((warn_unused_result));
+struct tcp_info;
+int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
+	__attribute__((warn_unused_result));
 void inet_tcp_free(TcpRepair *t);
 
 /*

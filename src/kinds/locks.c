@@ -7,7 +7,9 @@
  * Checkpoint (collect_end, once every task's fd table is known):
  * - Each fd's /proc/PID/fdinfo lists, as "lock:" lines, the locks of that
  *   open file: its flock and OFD locks, and the POSIX locks the task took
- *   through it. A lock is saved once, with the fd it is taken through
+ *   through it (the lines fdtable kept when it read the fdinfo, with the
+ *   inode of the fd: fdtable_seen; a table fdtable did not walk is read
+ *   from /proc). A lock is saved once, with the fd it is taken through
  *   again: an open file's lock (seen at every fd of that file, in every
  *   task) by the task whose pid the kernel recorded when it was taken, if
  *   that task holds the file, else by the first holder; a POSIX lock by
@@ -287,29 +289,19 @@ static int check_line(struct ckpt_ctx *ctx, struct task *t, int fd, const struct
 	return 0;
 }
 
-/* fd of t: its inode, and the locks its fdinfo lists. */
-static int scan_fd(struct ckpt_ctx *ctx, struct scan *s, struct task *t, int fd)
+/* fd of t, whose open file is inode st_ino of st_dev: recorded, and the
+ * locks of text (its fdinfo, or only its "lock:" lines; NULL: none). */
+static int scan_text(struct ckpt_ctx *ctx, struct scan *s, struct task *t, int fd, dev_t st_dev,
+		     ino_t st_ino, char *text)
 {
-	_cleanup_free_ char *text = NULL;
-	char name[64];
-	struct stat st;
-
-	snprintf(name, sizeof(name), "/proc/%d/fd/%d", t->pid, fd);
-	if (stat(name, &st) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d fd %d (lock): cannot stat it: %s",
-				t->pid, fd, strerror(errno));
+	int r;
 	if (grow((void **)&s->u, &s->capu, s->nu, sizeof(*s->u)) < 0)
 		return -ENOMEM;
 	struct used *u = &s->u[s->nu++];
-	snprintf(u->dev, sizeof(u->dev), "%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev),
-		 (unsigned long long)st.st_ino);
+	snprintf(u->dev, sizeof(u->dev), "%02x:%02x:%llu", major(st_dev), minor(st_dev),
+		 (unsigned long long)st_ino);
 	u->pid = t->pid;
 	u->fd = fd;
-	snprintf(name, sizeof(name), "fdinfo/%d", fd);
-	int r = proc_read(t->pid, name, &text, NULL);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d fd %d (lock): cannot read its fdinfo: %s",
-				t->pid, fd, strerror(-r));
 	for (char *line = text, *next; line && *line; line = next) {
 		struct lock_line l;
 		next = strchr(line, '\n');
@@ -333,11 +325,42 @@ static int scan_fd(struct ckpt_ctx *ctx, struct scan *s, struct task *t, int fd)
 	return 0;
 }
 
+/* fd of t: its inode, and the locks its fdinfo lists. */
+static int scan_fd(struct ckpt_ctx *ctx, struct scan *s, struct task *t, int fd)
+{
+	_cleanup_free_ char *text = NULL;
+	char name[64];
+	struct stat st;
+
+	snprintf(name, sizeof(name), "/proc/%d/fd/%d", t->pid, fd);
+	if (stat(name, &st) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d fd %d (lock): cannot stat it: %s",
+				t->pid, fd, strerror(errno));
+	snprintf(name, sizeof(name), "fdinfo/%d", fd);
+	int r = proc_read(t->pid, name, &text, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d fd %d (lock): cannot read its fdinfo: %s",
+				t->pid, fd, strerror(-r));
+	return scan_text(ctx, s, t, fd, st.st_dev, st.st_ino, text);
+}
+
 static int scan_task(struct ckpt_ctx *ctx, struct scan *s, struct task *t)
 {
 	char path[64];
 	int r = 0;
+	const struct fdtable_seen *seen;
+	size_t nseen;
 
+	/* what fdtable read of each fd (its inode, its fdinfo's locks) */
+	if (fdtable_seen(t, &seen, &nseen) == 0) {
+		for (size_t i = 0; r >= 0 && i < nseen; i++) {
+			_cleanup_free_ char *text = seen[i].locks ? strdup(seen[i].locks) : NULL;
+			r = seen[i].locks && !text ? -ENOMEM
+						   : scan_text(ctx, s, t, seen[i].fd, seen[i].dev,
+							       seen[i].ino, text);
+		}
+		return r;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
 	_cleanup_closedir_ DIR *d = opendir(path);
 	if (!d)

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "kinds/fdtable.h"
 #include "img/pages.h"
 #include "kinds/mm.h"
 #include "mm.pb-c.h"
@@ -155,9 +156,32 @@ static bool fd_is(pid_t pid, int fd, const char *link)
 	return !strcmp(buf, link);
 }
 
-/* ckpt's tracking fds in t, if any. */
-static void find_tracking(struct task *t, struct mm_dirty *d)
+/* The note of ckpt's tracking memfd at fd of t, into d; false if it is not one. */
+static bool found(struct task *t, struct mm_dirty *d, int fd)
 {
+	struct track_note n;
+	if (read_note(t->pid, fd, &n) < 0)
+		return false;
+	d->memfd = fd;
+	if (fd_is(t->pid, n.uffd, "anon_inode:[userfaultfd]"))
+		d->uffd = n.uffd;
+	d->own = n.pid == t->pid && d->uffd >= 0;
+	memcpy(d->gen, n.gen, sizeof(d->gen));
+	return true;
+}
+
+/* ckpt's tracking fds in t, if any. links: what the fds linked to at the
+ * freeze (fdtable_links), before ckpt made any; else /proc is read. */
+static void find_tracking(struct task *t, struct mm_dirty *d, bool links)
+{
+	const struct fd_link *l;
+	size_t nl;
+	if (links && fdtable_links(t, &l, &nl) == 0) {
+		for (size_t i = 0; i < nl; i++)
+			if (l[i].fd >= 3 && !strcmp(l[i].link, TRACK_LINK) && found(t, d, l[i].fd))
+				return;
+		return;
+	}
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
 	_cleanup_closedir_ DIR *dir = opendir(path);
@@ -165,15 +189,8 @@ static void find_tracking(struct task *t, struct mm_dirty *d)
 		if (de->d_name[0] == '.')
 			continue;
 		int fd = atoi(de->d_name);
-		struct track_note n;
-		if (fd < 3 || !fd_is(t->pid, fd, TRACK_LINK) || read_note(t->pid, fd, &n) < 0)
-			continue;
-		d->memfd = fd;
-		if (fd_is(t->pid, n.uffd, "anon_inode:[userfaultfd]"))
-			d->uffd = n.uffd;
-		d->own = n.pid == t->pid && d->uffd >= 0;
-		memcpy(d->gen, n.gen, sizeof(d->gen));
-		return;
+		if (fd >= 3 && fd_is(t->pid, fd, TRACK_LINK) && found(t, d, fd))
+			return;
 	}
 }
 
@@ -210,7 +227,7 @@ int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret
 	if (!d)
 		return -ENOMEM;
 	d->uffd = d->memfd = -1;
-	find_tracking(t, d);
+	find_tracking(t, d, true);
 	d->track = (ctx->flags & (CKPT_TRACK | CKPT_PRECOPY)) || parent || by_id;
 	if (by_id) {
 		/* a pre-copy chain: the parent is named by its id, which the
@@ -429,7 +446,7 @@ size_t mm_dirty_live_runs(const struct mm_dirty *d, const uint64_t **ret)
 int mm_dirty_untrack(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct mm_dirty d = { .uffd = -1, .memfd = -1 };
-	find_tracking(t, &d);
+	find_tracking(t, &d, false);
 	if (d.uffd < 0 && d.memfd < 0)
 		return 0;
 	/* the last close of the userfaultfd unregisters every vma and clears

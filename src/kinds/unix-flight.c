@@ -33,38 +33,30 @@
 #include "unix.pb-c.h"
 #include "util/cleanup.h"
 
-/* The unix sockets among pid's fds (in the fd table's listing). */
-static int task_unix_fds(pid_t pid, struct sockfd **ret, size_t *ret_n)
+/* The unix sockets among t's fds (fdtable_links: the links read once). */
+static int task_unix_fds(struct task *t, struct sockfd **ret, size_t *ret_n)
 {
-	_cleanup_free_ int *fds = NULL;
-	char path[64], link[64];
+	const struct fd_link *links;
 	size_t nfds, n = 0;
 	unsigned long ino;
 
-	int r = fdtable_list(pid, &fds, &nfds);
+	int r = fdtable_links(t, &links, &nfds);
 	if (r < 0)
 		return r;
 	struct sockfd *v = calloc(nfds ? nfds : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < nfds; i++) {
-		struct fd_info fi = {.pid = pid, .fd = fds[i], .copy = -1};
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fi.fd);
-		ssize_t l = readlink(path, link, sizeof(link) - 1);
-		if (l < 0)
-			continue;
-		link[l] = 0;
+		struct fd_info fi = {.pid = t->pid, .fd = links[i].fd, .copy = -1};
 		fi.st.st_mode = S_IFSOCK;
-		if (sscanf(link, "socket:[%lu]", &ino) == 1 && unix_fd_claim(&fi))
+		if (!strncmp(links[i].link, "socket:[", 8) &&
+		    sscanf(links[i].link, "socket:[%lu]", &ino) == 1 && unix_fd_claim(&fi))
 			v[n++] = (struct sockfd){.fd = fi.fd, .ino = (uint32_t)ino};
 	}
 	*ret = v;
 	*ret_n = n;
 	return 0;
 }
-
-
-
 
 /* --- the swap of pending connections --------------------------------------- */
 
@@ -369,7 +361,7 @@ int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 	_cleanup_free_ uint32_t *done = NULL;
 	struct unix_obj *reg;
 	size_t n = 0, ndone = 0;
-	int r = task_unix_fds(t->pid, &fds, &n);
+	int r = task_unix_fds(t, &fds, &n);
 
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot list its sockets: %s", t->pid,

@@ -82,6 +82,37 @@ int proc_read(pid_t pid, const char *name, char **ret_text, size_t *ret_len)
 	return 0;
 }
 
+int proc_read_single(int dirfd, const char *name, char **ret_text)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_free_ char *buf = NULL;
+	size_t cap = 1024, len = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		char *nb = realloc(buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		buf = nb;
+		/* a seq_file record that fits is given whole by one read */
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		len += (size_t)r;
+		if (r == 0 || len < cap - 1)
+			break;
+		if (cap > (1u << 30))
+			return -EFBIG;
+		cap *= 2;
+	}
+	buf[len] = '\0';
+	*ret_text = TAKE_PTR(buf);
+	return 0;
+}
+
 /* --- span helpers ---------------------------------------------------- */
 
 static bool is_blank(char c)

@@ -17,6 +17,14 @@
 int proc_read(pid_t pid, const char *name, char **ret_text, size_t *ret_len)
 	__attribute__((warn_unused_result));
 
+/* Reads name (relative to dirfd, which may be AT_FDCWD) of a /proc file the
+ * kernel shows as one record (single_open: /proc/PID/fdinfo/FD, status...):
+ * a read that does not fill the buffer had the whole text, so there is no
+ * read to see its end (one system call less a file). NUL-terminated,
+ * malloc'd. */
+int proc_read_single(int dirfd, const char *name, char **ret_text)
+	__attribute__((warn_unused_result));
+
 /* --- maps / smaps ---------------------------------------------------- */
 
 /* VmFlags of smaps, one bit each */

@@ -394,6 +394,7 @@ TESTS = [
     # TCP and UDP sockets
     entry("tcp_pair", (B, T, R)),
     entry("tcp_pair6", (B, T)),
+    entry("tcp_many", (B, T, R)),
     entry("tcp_mapped", (B, T)),
     entry("tcp_halfclose", (B, T)),
     # LAST_ACK, CLOSING, SYN_SENT (not T: right after a restart they are on

@@ -11,6 +11,9 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1304,6 +1307,48 @@ TEST(live_other_pid)
 	free(text);
 }
 
+/* proc_read_single (one read while it does not fill the buffer) gives
+ * what proc_read (reads to end of file) gives: small fdinfo texts, one
+ * with lock lines, and an epoll's of more than the first buffer (1 KiB). */
+TEST(read_single)
+{
+	char tmpl[] = "/tmp/ckpt-test-proc-XXXXXX", name[32];
+	int f = mkstemp(tmpl), ep = epoll_create1(EPOLL_CLOEXEC), ev[64];
+	CHECK(f >= 0 && ep >= 0);
+	unlink(tmpl);
+	CHECK_EQ(flock(f, LOCK_EX), 0);
+	for (int i = 0; i < 64; i++) {
+		ev[i] = eventfd(0, EFD_CLOEXEC);
+		struct epoll_event e = { .events = EPOLLIN, .data.u64 = (uint64_t)i };
+		CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, ev[i], &e), 0);
+	}
+	int dir = open("/proc/self/fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(dir >= 0);
+	int fds[] = { 0, f, ep, ev[0] };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		char *a = NULL, *b = NULL;
+		snprintf(name, sizeof(name), "fdinfo/%d", fds[i]);
+		CHECK_EQ(proc_read(0, name, &a, NULL), 0);
+		snprintf(name, sizeof(name), "%d", fds[i]);
+		CHECK_EQ(proc_read_single(dir, name, &b), 0);
+		CHECK_STR(a, b);
+		if (fds[i] == f)
+			CHECK(b && strstr(b, "\nlock:"));
+		if (fds[i] == ep)
+			CHECK(b && strlen(b) > 2048);
+		free(a);
+		free(b);
+	}
+	char *c = NULL;
+	CHECK_EQ(proc_read_single(dir, "999999", &c), -ENOENT);
+	CHECK(!c);
+	close(dir);
+	for (int i = 0; i < 64; i++)
+		close(ev[i]);
+	close(ep);
+	close(f);
+}
+
 int main(void)
 {
 	RUN(maps_line);
@@ -1334,5 +1379,6 @@ int main(void)
 	RUN(live_limits);
 	RUN(live_fdinfo);
 	RUN(live_other_pid);
+	RUN(read_single);
 	return unit_done();
 }

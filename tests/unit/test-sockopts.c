@@ -8,6 +8,8 @@
 #include "util/sockopts.h"
 #include "unit.h"
 
+#include <linux/filter.h>
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -113,9 +115,39 @@ TEST(with_ring)
 	close(s1);
 }
 
+/* SO_GET_FILTER with no room (inet's question: how many instructions)
+ * answers the same through the ring and by getsockopt: 3 with a filter,
+ * 0 without. */
+TEST(filter_count)
+{
+	struct sock_filter prog[] = { BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
+				      BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 1, 0, 0),
+				      BPF_STMT(BPF_RET | BPF_K, 0xffff) };
+	struct sock_fprog fp = { .len = 3, .filter = prog };
+	int s0 = mksock(0), s1 = mksock(1);
+	CHECK_EQ(setsockopt(s1, SOL_SOCKET, SO_ATTACH_FILTER, &fp, sizeof(fp)), 0);
+	struct sockopts *so = NULL;
+	int r = sockopts_new(8, &so);
+	for (int pass = 0; pass < 2; pass++) {
+		struct sockopt_req q[2] = { { s0, SOL_SOCKET, SO_GET_FILTER, NULL, 0, 1 },
+					    { s1, SOL_SOCKET, SO_GET_FILTER, NULL, 0, 1 } };
+		sockopts_get(pass ? so : NULL, q, 2);
+		CHECK_EQ(q[0].res, 0);
+		CHECK_EQ(q[0].len, 0);
+		CHECK_EQ(q[1].res, 0);
+		CHECK_EQ(q[1].len, 3);
+	}
+	if (r < 0)
+		fprintf(stderr, "no io_uring here: the fallback only\n");
+	sockopts_free(so);
+	close(s0);
+	close(s1);
+}
+
 int main(void)
 {
 	RUN(without_ring);
 	RUN(with_ring);
+	RUN(filter_count);
 	return unit_done();
 }

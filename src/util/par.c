@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A parallel loop over independent objects (par.h). */
+#include "util/par.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#define PAR_MAX   16
+#define PAR_CHUNK 16 /* indices taken at once: fewer atomics, calls near in order */
+
+struct par {
+	size_t n;
+	atomic_size_t next;
+	void (*fn)(void *arg, size_t i, unsigned slot);
+	void *arg;
+};
+
+struct par_slot {
+	struct par *p;
+	unsigned slot;
+};
+
+static void run(struct par *p, unsigned slot)
+{
+	for (;;) {
+		size_t i = atomic_fetch_add(&p->next, PAR_CHUNK);
+		if (i >= p->n)
+			return;
+		size_t end = i + PAR_CHUNK < p->n ? i + PAR_CHUNK : p->n;
+		for (; i < end; i++)
+			p->fn(p->arg, i, slot);
+	}
+}
+
+static void *thread_main(void *arg)
+{
+	struct par_slot *s = arg;
+	run(s->p, s->slot);
+	return NULL;
+}
+
+unsigned par_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+unsigned par_for(size_t n, unsigned nthreads, void (*fn)(void *arg, size_t i, unsigned slot),
+		 void *arg)
+{
+	struct par p = { .n = n, .fn = fn, .arg = arg };
+	struct par_slot slots[PAR_MAX];
+	pthread_t th[PAR_MAX];
+	unsigned made = 0;
+	sigset_t all, old;
+
+	atomic_init(&p.next, 0);
+	if (nthreads > PAR_MAX)
+		nthreads = PAR_MAX;
+	if (nthreads > 1 && n > PAR_CHUNK) {
+		/* no signal for the helpers: the caller's thread takes them */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		for (unsigned k = 1; k < nthreads && (size_t)k * PAR_CHUNK < n; k++) {
+			slots[made] = (struct par_slot){ &p, k };
+			if (pthread_create(&th[made], NULL, thread_main, &slots[made]) != 0)
+				break;
+			made++;
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	run(&p, 0);
+	for (unsigned k = 0; k < made; k++)
+		pthread_join(th[k], NULL);
+	return made + 1;
+}
