@@ -219,6 +219,62 @@ static int seize_one(struct ckpt_ctx *ctx, struct task *t)
 	return explain_seize(ctx, t->pid, err);
 }
 
+/*
+ * Seizes tasks [i, i + n) by one request to the guardian (their stops
+ * overlap), or finds them dead, as seize_one; the tasks gone are dropped.
+ * Returns how many of the n are left, or -errno.
+ */
+static int seize_some(struct ckpt_ctx *ctx, size_t i, size_t n)
+{
+	struct puppet *ps[PUPPET_MANY_MAX];
+	pid_t pids[PUPPET_MANY_MAX];
+	size_t at[PUPPET_MANY_MAX], k = 0;
+	int err[PUPPET_MANY_MAX], r;
+	bool gone[PUPPET_MANY_MAX] = { false };
+
+	for (size_t j = 0; j < n; j++) {
+		struct task *t = &ctx->tasks[i + j];
+		if ((r = read_stat(t->pid, &t->stat)) < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot read /proc: %s", t->pid,
+					strerror(-r));
+		gone[j] = t->stat.state == 'X';
+		t->zombie = t->stat.state == 'Z';
+		if (gone[j] || t->zombie)
+			continue;
+		ps[k] = &t->pup;
+		pids[k] = t->pid;
+		at[k++] = j;
+	}
+	puppet_seize_many(ps, pids, k, ctx->guard, err);
+	for (size_t m = 0; m < k; m++) {
+		struct task *t = &ctx->tasks[i + at[m]];
+		if (err[m] == 0) {
+			log_debug(&ctx->log, "pid %d: seized", t->pid);
+			continue;
+		}
+		/* died meanwhile (a zombie kept, gone dropped), or refused */
+		if ((err[m] == -ESRCH || err[m] == -EPERM) && (r = read_stat(t->pid, &t->stat)) < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot read /proc: %s", t->pid,
+					strerror(-r));
+		if ((err[m] == -ESRCH || err[m] == -EPERM) && t->stat.state == 'X')
+			gone[at[m]] = true;
+		else if ((err[m] == -ESRCH || err[m] == -EPERM) && t->stat.state == 'Z')
+			t->zombie = true;
+		else
+			return explain_seize(ctx, t->pid, err[m]);
+	}
+	size_t left = n;
+	for (size_t j = n; j-- > 0;) {
+		if (!gone[j])
+			continue;
+		memmove(&ctx->tasks[i + j], &ctx->tasks[i + j + 1],
+			(ctx->ntasks - i - j - 1) * sizeof(*ctx->tasks));
+		ctx->ntasks--;
+		left--;
+	}
+	return (int)left;
+}
+
 static bool has_thread(const struct task *t, pid_t tid)
 {
 	for (size_t i = 0; i < t->nthreads; i++)
@@ -263,14 +319,19 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
  * would wait for it for ever, the program held stopped), and the io_uring
  * that owns it is refused by its fd.
  */
-static bool io_worker(pid_t pid, pid_t tid)
+static bool io_worker_stat(pid_t pid, pid_t tid, struct proc_stat *st)
 {
 	char name[64];
 	_cleanup_free_ char *text = NULL;
-	struct proc_stat st;
 	snprintf(name, sizeof(name), "task/%d/stat", tid);
-	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, &st) == 0 &&
-	       (st.flags & 0x10 /* PF_IO_WORKER */);
+	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, st) == 0 &&
+	       (st->flags & 0x10 /* PF_IO_WORKER */);
+}
+
+static bool io_worker(pid_t pid, pid_t tid)
+{
+	struct proc_stat st;
+	return io_worker_stat(pid, tid, &st);
 }
 
 /* How many of pid's threads are io_uring threads (io_worker()). */
@@ -303,7 +364,9 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
 			continue;
-		if (io_worker(t->pid, tid)) {
+		/* its stat kept: thread_proc does not read it again */
+		struct proc_stat st = { 0 };
+		if (io_worker_stat(t->pid, tid, &st)) {
 			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
 				 "left alone", t->pid, tid);
 			continue;
@@ -318,7 +381,8 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 			t->threads = nt;
 			*cap = ncap;
 		}
-		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
+		t->threads[t->nthreads + n++] =
+			(struct task){ .pid = tid, .pup = { .memfd = -1 }, .stat = st };
 	}
 	size_t before = t->nthreads;
 	if (r >= 0 && n)
@@ -395,17 +459,24 @@ static int seize_tree(struct ckpt_ctx *ctx, pid_t root)
 
 	if ((r = add_task(ctx, &cap, root)) < 0)
 		return r;
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		r = seize_one(ctx, &ctx->tasks[i]);
-		if (r == 1) {
-			memmove(&ctx->tasks[i], &ctx->tasks[i + 1],
-				(ctx->ntasks - i - 1) * sizeof(*ctx->tasks));
-			ctx->ntasks--;
-			i--;
-			continue;
+	/* the root alone (it is checked first), then up to PUPPET_MANY_MAX
+	 * listed tasks at a time: one request and overlapped stops */
+	for (size_t i = 0, seized = 0; i < ctx->ntasks; i++) {
+		if (i == seized) {
+			size_t n = i ? MIN(ctx->ntasks - i, (size_t)PUPPET_MANY_MAX) : 1;
+			r = i ? seize_some(ctx, i, n) : seize_one(ctx, &ctx->tasks[i]);
+			if (r < 0)
+				return r;
+			if (!i && r == 1) { /* the root is gone */
+				ctx->ntasks--;
+				break;
+			}
+			seized = i + (i ? (size_t)r : 1);
+			if (i == seized) {
+				i--;
+				continue;
+			}
 		}
-		if (r < 0)
-			return r;
 		if (ctx->tasks[i].zombie)
 			continue;
 		if ((r = seize_threads(ctx, &ctx->tasks[i])) < 0)
@@ -475,7 +546,10 @@ static int assign_vpids(struct ckpt_ctx *ctx)
 		struct task *t = &ctx->tasks[i];
 		int r = assign_vpid(ctx, t, depth);
 		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
-			t->threads[j].stat = t->stat;
+			/* its own if read when it was found (its group and
+			 * session are the process's all the same) */
+			if (t->threads[j].stat.pid != t->threads[j].pid)
+				t->threads[j].stat = t->stat;
 			r = assign_vpid(ctx, &t->threads[j], depth);
 		}
 		if (r < 0)
@@ -618,17 +692,26 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* A thread's /proc files, and the leader's scratch area and stub for it. */
+/*
+ * A thread's /proc files, and the leader's scratch area and stub for it.
+ * Its stat is the one read when it was found (seize_new_threads), or read
+ * now as /proc/PID/task/TID/stat: /proc/TID/stat is the whole process's
+ * (CPU times and faults summed over every thread), which made reading
+ * 1,000 threads' cost grow with the square of their number.
+ */
 static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 {
 	_cleanup_free_ char *status = NULL, *stat = NULL;
+	char name[64];
 	int r;
 
+	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
 	if ((r = proc_read(th->pid, "status", &status, NULL)) < 0 ||
-	    (r = proc_read(th->pid, "stat", &stat, NULL)) < 0)
+	    (th->stat.pid != th->pid && (r = proc_read(th->leader->pid, name, &stat, NULL)) < 0))
 		return log_fail(&ctx->log, r, "thread %d: cannot read /proc: %s", th->pid,
 				strerror(-r));
-	if (proc_parse_status(status, &th->status) < 0 || proc_parse_stat(stat, &th->stat) < 0)
+	if (proc_parse_status(status, &th->status) < 0 ||
+	    (stat && proc_parse_stat(stat, &th->stat) < 0))
 		return log_fail(&ctx->log, -EINVAL, "thread %d: cannot parse /proc", th->pid);
 	free(th->status_text);
 	th->status_text = TAKE_PTR(status);
@@ -649,11 +732,9 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	return r < 0 ? r : seq_ckpt_probe(ctx, th);
 }
 
-/* Step "collect", ckpt's part for one seized task, before the kinds look. */
-int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
+/* ckpt's part for one process up to its probes, which are asked but not run */
+static int prepare_proc(struct ckpt_ctx *ctx, struct task *t)
 {
-	if (t->leader)
-		return collect_thread(ctx, t);
 	int r = snapshot_proc(ctx, t);
 	if (r < 0)
 		return r;
@@ -674,10 +755,46 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
-	r = seq_ckpt_probe(ctx, t);
-	if (r >= 0 && t->nthreads)
-		ckpt_probe_threads(ctx, t, thread_proc);
-	return r;
+	return seq_ckpt_probe_ops(ctx, t);
+}
+
+/*
+ * ckpt's part of step "collect" for t and the next processes, up to
+ * PUPPET_MANY_MAX of them: each one's /proc read, scratch area mapped and
+ * probes asked, then all their probes run side by side (one request to the
+ * guardian, their stops overlapping, where each process was a request and
+ * a stop after the other); then each one's threads' probes. Each keeps its
+ * result for its turn. Nothing of it depends on another process's collect
+ * (the shares are found with the processes before it, from seize).
+ */
+static void collect_ahead(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct task *g[PUPPET_MANY_MAX] = { NULL };
+	size_t n = 0;
+	for (struct task *u = t; u < ctx->tasks + ctx->ntasks && n < PUPPET_MANY_MAX; u++) {
+		if (u->zombie || u->ahead)
+			continue;
+		u->ahead = true;
+		u->ahead_r = prepare_proc(ctx, u);
+		if (u->ahead_r >= 0)
+			g[n++] = u;
+		else if (u == t || !log_gathers(&ctx->log, u->ahead_r))
+			break; /* as if one after the other: nothing after a failure */
+	}
+	ckpt_probe_procs(ctx, g, n);
+	for (size_t i = 0; i < n; i++)
+		if (g[i]->nthreads)
+			ckpt_probe_threads(ctx, g[i], thread_proc);
+}
+
+/* Step "collect", ckpt's part for one seized task, before the kinds look. */
+int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
+{
+	if (t->leader)
+		return collect_thread(ctx, t);
+	if (!t->ahead)
+		collect_ahead(ctx, t);
+	return t->ahead_r;
 }
 
 /* Step "seize": the whole tree held, its ids as the image keeps them. */

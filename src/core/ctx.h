@@ -56,6 +56,10 @@ struct task {
 	/* the same number for the tasks that share their memory, fd table, fs
 	 * (kcmp KCMP_VM, KCMP_FILES, KCMP_FS), from step "seize"; -1 unknown */
 	int share_class[3];
+	/* step "collect": ckpt's part done already, with an earlier process's
+	 * (checkpoint.c, collect_ahead), and its result */
+	bool ahead;
+	int ahead_r;
 };
 
 /*
@@ -220,6 +224,8 @@ struct rst_ctx {
 	/* RESTART_PLAIN_PARENTS: where parents named by their id are
 	 * (ckpt_opts.parent), plain (mm-chain.c) */
 	const char *parents_dir;
+	/* the threads restored together, their calls queued (core/calls.c) */
+	struct rst_calls_group *calls;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */
@@ -278,6 +284,29 @@ void *task_state(struct task *t, enum kind k, size_t size);
 
 /* An injected call that failed: log "pid P: what failed: strerror" and return r. */
 long rst_check(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what);
+
+/*
+ * core/calls.c: a thread's calls at step "task state", queued while it is
+ * restored with others (sequence.c) and run with theirs, side by side.
+ * rst_calls(): runs c[0..n) in t now, or queues them; either way a call
+ * with what[i] that fails fails the restore, logged "pid P: what[i]
+ * failed: strerror hint" (now: its error returned; queued: at
+ * rst_calls_end). Nothing may read their results. rst_put(): buf into the
+ * scratch area at off, or, for a queued thread, into its own slice; its
+ * address in the task, 0 if it could not be written. rst_calls_flush():
+ * t's queued calls run now (before a call of a kind's own that must come
+ * after them).
+ */
+int rst_calls(struct rst_ctx *ctx, struct rst_task *t, struct puppet_call *c,
+	      const char *const *what, const char *hint, size_t n)
+	__attribute__((warn_unused_result));
+uint64_t rst_put(struct rst_ctx *ctx, struct rst_task *t, size_t off, const void *buf, size_t len);
+int rst_calls_flush(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+/* The n threads ts (of one process) queue their calls from here (false:
+ * they cannot, each runs its own); rst_calls_end() runs the queues if
+ * run, checks them, and ends it. */
+bool rst_calls_begin(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n);
+int rst_calls_end(struct rst_ctx *ctx, bool run) __attribute__((warn_unused_result));
 
 /*
  * The key of a struct ckpt_opts, or NULL: a caller built before the key

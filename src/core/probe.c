@@ -181,3 +181,55 @@ void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
 		}
 	}
 }
+
+/*
+ * The probes of processes prepared together (checkpoint.c's
+ * ckpt_collect_task, up to PUPPET_MANY_MAX at a time), side by side: each
+ * has its own scratch area and stub, with its table right after the
+ * scratch area (where a batch of its own puts it); one request to the
+ * guardian for all their batches, their stops overlapping. A process with
+ * more probes than its share of the request (PROBES_MANY_CALLS), or none,
+ * runs them alone (ckpt_run_probes).
+ */
+#define PROBES_MANY_CALLS 32
+void ckpt_probe_procs(struct ckpt_ctx *ctx, struct task *const *ts, size_t n)
+{
+	struct task *in[PUPPET_MANY_MAX];
+	struct puppet *ps[PUPPET_MANY_MAX];
+	struct puppet_call *calls[PUPPET_MANY_MAX];
+	size_t ns[PUPPET_MANY_MAX], np = 0;
+	uint64_t tables[PUPPET_MANY_MAX];
+	int err[PUPPET_MANY_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		struct task *t = ts[i];
+		struct probe_batch *b = t->probes;
+		if (np == PUPPET_MANY_MAX || !b || !b->n || b->n > PROBES_MANY_CALLS ||
+		    !t->pup.scratch || !t->pup.stub_ip || b->base) {
+			/* alone; its results say how it went */
+			if (ckpt_run_probes(ctx, t) < 0 && b)
+				b->ran = true;
+			continue;
+		}
+		in[np] = t;
+		ps[np] = &t->pup;
+		calls[np] = b->c;
+		ns[np] = b->n;
+		tables[np++] = t->pup.scratch + t->pup.scratch_len;
+	}
+	if (!np)
+		return;
+	puppet_syscalls_many(ps, calls, ns, tables, np, err);
+	for (size_t j = 0; j < np; j++) {
+		struct probe_batch *b = in[j]->probes;
+		b->ran = true;
+		for (size_t k = 0; err[j] < 0 && k < b->n; k++)
+			b->c[k].ret = err[j];
+		if (err[j] < 0 || !b->used || !(b->out = malloc(b->used)))
+			continue;
+		if (puppet_read(&in[j]->pup, in[j]->pup.scratch, b->out, b->used) < 0) {
+			free(b->out);
+			b->out = NULL;
+		}
+	}
+}

@@ -201,6 +201,35 @@ int seq_rst_task(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task *t)
 	return rst_task_timed(ctx, s, t, NULL);
 }
 
+/*
+ * A process's threads n at a time: at "task state", their calls queued
+ * and run side by side at the end (core/calls.c), one stop each.
+ */
+static int run_threads(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task *t,
+		       struct step_times *times)
+{
+	for (size_t j = 0; j < t->nthreads; j += PUPPET_MANY_MAX) {
+		struct rst_task *ts[PUPPET_MANY_MAX];
+		size_t n = t->nthreads - j < PUPPET_MANY_MAX ? t->nthreads - j : PUPPET_MANY_MAX, k = 0;
+		for (size_t i = 0; i < n; i++) {
+			ts[i] = &t->threads[j + i];
+			/* the vDSO may have moved with the leader's mm */
+			ts[i]->pup.syscall_ip = t->pup.syscall_ip;
+		}
+		bool queued = s == RST_TASK_STATE && rst_calls_begin(ctx, ts, n);
+		int r = 0;
+		for (; r >= 0 && k < n; k++)
+			r = rst_task_timed(ctx, s, ts[k], times);
+		if (queued) {
+			int e = rst_calls_end(ctx, r >= 0);
+			r = r < 0 ? r : e;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* STEP_TASKS: each process, all kinds; then its threads, the per_thread kinds. */
 static int run_tasks(struct rst_ctx *ctx, enum rst_step_id s, struct step_times *times)
 {
@@ -209,11 +238,8 @@ static int run_tasks(struct rst_ctx *ctx, enum rst_step_id s, struct step_times 
 		if (t->zombie)
 			continue;
 		int r = rst_task_timed(ctx, s, t, times);
-		for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
-			/* the vDSO may have moved with the leader's mm */
-			t->threads[j].pup.syscall_ip = t->pup.syscall_ip;
-			r = rst_task_timed(ctx, s, &t->threads[j], times);
-		}
+		if (r >= 0)
+			r = run_threads(ctx, s, t, times);
 		if (r < 0)
 			return r;
 	}
@@ -290,7 +316,7 @@ static int ckpt_task(struct ckpt_ctx *ctx, enum ckpt_step_id s, struct task *t,
 	return r < 0 ? r : first;
 }
 
-int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
+int seq_ckpt_probe_ops(struct ckpt_ctx *ctx, struct task *t)
 {
 	for (int k = 0; k < KIND_MAX; k++) {
 		ck_task_fn fn = kinds[k].ops->probe;
@@ -300,7 +326,13 @@ int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
 		if (r < 0)
 			return r;
 	}
-	return ckpt_run_probes(ctx, t);
+	return 0;
+}
+
+int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	int r = seq_ckpt_probe_ops(ctx, t);
+	return r < 0 ? r : ckpt_run_probes(ctx, t);
 }
 
 /* A task's first failure ends its part of the step; a refusal while

@@ -137,6 +137,11 @@ void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
 /* Step "collect", for t once its scratch area is mapped: every kind's probe
  * op (the calls its collect needs), then those calls run as one batch. */
 int seq_ckpt_probe(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+/* The same without the run: every kind's probe op only. */
+int seq_ckpt_probe_ops(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
+/* The probes of n <= PUPPET_MANY_MAX processes (each with its scratch area
+ * and stub), run side by side (probe.c) */
+void ckpt_probe_procs(struct ckpt_ctx *ctx, struct task *const *ts, size_t n);
 int ckpt_dump_begin(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 int ckpt_task_begin(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 int ckpt_dump_end(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));

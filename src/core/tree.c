@@ -317,7 +317,8 @@ static int wait_pid_free(struct rst_ctx *ctx, pid_t pid)
 	for (int waited = 0;; waited += 20) {
 		_cleanup_free_ char *text = NULL;
 		struct proc_status st;
-		if (proc_read(pid, "status", &text, NULL) < 0)
+		/* no task has it (kill finds threads too): no /proc read */
+		if ((kill(pid, 0) < 0 && errno == ESRCH) || proc_read(pid, "status", &text, NULL) < 0)
 			return 0;
 		if (proc_parse_status(text, &st) == 0 && st.state != 'Z' && st.state != 'X')
 			return log_fail(&ctx->log, -EEXIST,
@@ -471,20 +472,35 @@ static int made_one(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
-/* Forks t from its creator. */
-static int create_one(struct rst_ctx *ctx, struct rst_task *t)
+/* clone3's flags and exit signal for t */
+static uint64_t clone_flags(const struct rst_task *t, int *ret_sig)
+{
+	uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
+			 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
+	/* with CLONE_PARENT the child takes the creator's exit signal */
+	*ret_sig = (flags & CLONE_PARENT) ? 0 : t->exit_signal;
+	return flags;
+}
+
+/* What comes before t's fork: its pid free, its kinds' before_fork. */
+static int before_fork(struct rst_ctx *ctx, struct rst_task *t)
 {
 	/* in a fresh pid namespace every pid is free */
 	int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, t->pid);
 	if (r < 0)
 		return r;
-	struct rst_task *c = &ctx->tasks[t->creator];
-	if (!t->ghost && (r = seq_rst_task(ctx, RST_FORK, t)) < 0)
+	return t->ghost ? 0 : seq_rst_task(ctx, RST_FORK, t);
+}
+
+/* Forks t from its creator. */
+static int create_one(struct rst_ctx *ctx, struct rst_task *t)
+{
+	int r = before_fork(ctx, t);
+	if (r < 0)
 		return r;
-	uint64_t flags = (t->creator != t->parent ? CLONE_PARENT : 0) |
-			 (t->files_with ? CLONE_FILES : 0) | (t->fs_with ? CLONE_FS : 0);
-	/* with CLONE_PARENT the child takes the creator's exit signal */
-	int sig = (flags & CLONE_PARENT) ? 0 : t->exit_signal;
+	struct rst_task *c = &ctx->tasks[t->creator];
+	int sig;
+	uint64_t flags = clone_flags(t, &sig);
 	r = puppet_clone(&c->pup, &t->pup, t->pid, flags, sig);
 	if (r < 0)
 		return spawn_error(ctx, t, r);
@@ -493,8 +509,48 @@ static int create_one(struct rst_ctx *ctx, struct rst_task *t)
 }
 
 /*
+ * Forks b[0..n) (siblings: one creator, the same flags) by one batch of
+ * clones of their creator: one stop of the creator for each and one for
+ * the batch, where a clone each was two. Each one's before_fork first
+ * (the creator's memory is restored by the first that needs it, as when
+ * they were forked one by one), then the clones, then each one's setsid
+ * and session and forked ops.
+ */
+static int create_batch(struct rst_ctx *ctx, struct rst_task *const *b, size_t n)
+{
+	struct puppet *ps[PUPPET_MANY_MAX];
+	pid_t pids[PUPPET_MANY_MAX];
+	int err[PUPPET_MANY_MAX], sig, r = 0;
+	uint64_t flags = clone_flags(b[0], &sig);
+	for (size_t i = 0; i < n; i++) {
+		if ((r = before_fork(ctx, b[i])) < 0)
+			return r;
+		ps[i] = &b[i]->pup;
+		pids[i] = b[i]->pid;
+	}
+	puppet_clone_many(&ctx->tasks[b[0]->creator].pup, ps, pids, n, flags, sig, err);
+	for (size_t i = 0; i < n; i++) {
+		b[i]->created = err[i] == 0;
+		if (err[i] < 0 && r >= 0)
+			r = spawn_error(ctx, b[i], err[i]);
+	}
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = made_one(ctx, b[i]);
+	return r;
+}
+
+/* Can u be forked in the same batch as t? */
+static bool same_batch(const struct rst_task *t, const struct rst_task *u)
+{
+	int ts, us;
+	return !u->created && !u->ghost && u->creator == t->creator &&
+	       clone_flags(u, &us) == clone_flags(t, &ts) && us == ts;
+}
+
+/*
  * Creates the tasks of the image and the session ghosts, each once its
- * creator exists (a session leader may come after the task it forks).
+ * creator exists (a session leader may come after the task it forks);
+ * siblings that can, up to PUPPET_MANY_MAX at a time, by one batch.
  */
 static int create_all(struct rst_ctx *ctx)
 {
@@ -505,10 +561,16 @@ static int create_all(struct rst_ctx *ctx)
 			struct rst_task *t = &ctx->tasks[i];
 			if (t->created || t->creator < 0 || !ctx->tasks[t->creator].created)
 				continue;
-			int r = create_one(ctx, t);
+			struct rst_task *b[PUPPET_MANY_MAX] = { t };
+			size_t n = 1;
+			for (size_t j = i + 1; !t->ghost && j < ctx->ntasks && n < PUPPET_MANY_MAX;
+			     j++)
+				if (same_batch(t, &ctx->tasks[j]))
+					b[n++] = &ctx->tasks[j];
+			int r = n > 1 ? create_batch(ctx, b, n) : create_one(ctx, t);
 			if (r < 0)
 				return r;
-			left--;
+			left -= n;
 		}
 		if (left == before)
 			return log_fail(&ctx->log, -EINVAL, "the tree's sessions form a cycle");
@@ -524,8 +586,21 @@ static bool leads_a_group(struct rst_ctx *ctx, pid_t pid)
 	return false;
 }
 
+/* Is t in group pgid (0: its own) already, inherited from its creator?
+ * Asked from ckpt's side where pids are the same for both. */
+static bool in_group(struct rst_ctx *ctx, struct rst_task *t, pid_t pgid)
+{
+	if (ctx->root_clone || ctx->pidns)
+		return false;
+	pid_t cur = getpgid(t->pup.pid);
+	return cur > 0 && cur == (pgid ? pgid : t->pid);
+}
+
 static int join_group(struct rst_ctx *ctx, struct rst_task *t, pid_t pgid)
 {
+	/* a no-op setpgid costs a stop per process */
+	if (in_group(ctx, t, pgid))
+		return 0;
 	long r = puppet_syscall(&t->pup, SYS_setpgid, 0, pgid);
 	if (r < 0)
 		return log_fail(&ctx->log, (int)r, "pid %d: cannot join process group %d: %s",
@@ -621,11 +696,11 @@ static int create_threads(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const uint64_t flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
 			       CLONE_SYSVSEM;
-	for (size_t i = 0; i < t->nthreads; i += PUPPET_MANY_MAX) {
-		size_t n = MIN(t->nthreads - i, (size_t)PUPPET_MANY_MAX);
-		struct puppet *ps[PUPPET_MANY_MAX];
-		pid_t tids[PUPPET_MANY_MAX];
-		int err[PUPPET_MANY_MAX];
+	for (size_t i = 0; i < t->nthreads; i += PUPPET_CLONE_MAX) {
+		size_t n = MIN(t->nthreads - i, (size_t)PUPPET_CLONE_MAX);
+		struct puppet *ps[PUPPET_CLONE_MAX];
+		pid_t tids[PUPPET_CLONE_MAX];
+		int err[PUPPET_CLONE_MAX];
 		for (size_t j = 0; j < n; j++) {
 			struct rst_task *th = &t->threads[i + j];
 			int r = ctx->root_clone || ctx->pidns ? 0 : wait_pid_free(ctx, th->pid);

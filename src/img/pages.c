@@ -868,6 +868,8 @@ static void *apply_worker(void *p)
 	return NULL;
 }
 
+#define APPLY_THREAD_BYTES (4ull << 20)
+
 int pages_set_apply(const struct pages_set *s, unsigned workers, pages_put_fn put, void *arg,
 		    uint64_t *ret_off)
 {
@@ -877,8 +879,11 @@ int pages_set_apply(const struct pages_set *s, unsigned workers, pages_put_fn pu
 
 	if (workers > 8)
 		workers = 8;
-	/* a thread is worth it with a few chunks to share */
+	/* a thread is worth it with a few chunks and some MiB to share: its
+	 * creation and join cost about what copying 1 MiB does, and a tree
+	 * of small processes paid them once per process */
 	while (started + 1 < workers && s->n >= 4 * (started + 1) &&
+	       s->bytes >= (uint64_t)(started + 1) * APPLY_THREAD_BYTES &&
 	       pthread_create(&th[started], NULL, apply_worker, &j) == 0)
 		started++;
 	apply_worker(&j);

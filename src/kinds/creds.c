@@ -133,14 +133,56 @@ const char *creds_entry_invalid(const CredsEntry *e)
 	return NULL;
 }
 
+/*
+ * What a puppet had before its credentials were set: every bounding cap,
+ * its groups, securebits and capabilities. A process with threads reads
+ * them all, and its threads, cloned from it before, had the same: each
+ * takes them from here rather than by a batch of its own.
+ */
+struct creds_had {
+	long bnd[CAP_LAST + 1];
+	long ngroups;
+	uint32_t groups[256];
+	long securebits;
+	long capget;
+	struct __user_cap_data_struct data[2];
+};
+
+/* A task's state at restart: its entry, and (a process with threads) what
+ * it had. */
+struct creds_rst {
+	CredsEntry *e;
+	bool have_had;
+	struct creds_had had;
+};
+
+static void creds_free_rstate(void *state)
+{
+	struct creds_rst *c = state;
+	if (c) {
+		rst_free_msg(c->e);
+		free(c);
+	}
+}
+
 static int creds_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	CredsEntry *e = rctx_load_one(ctx, t, rec, KIND_creds, CREDS_ENTRY, &creds_entry__descriptor);
-	const char *why = e ? creds_entry_invalid(e) : NULL;
+	if (!e)
+		return -EINVAL;
+	struct creds_rst *c = calloc(1, sizeof(*c));
+	if (!c) {
+		rst_free_msg(e);
+		t->kstate[KIND_creds] = NULL;
+		return -ENOMEM;
+	}
+	c->e = e;
+	t->kstate[KIND_creds] = c;
+	const char *why = creds_entry_invalid(e);
 	if (why)
 		return log_fail(&ctx->log, -EINVAL, "record %u: creds of pid %d: %s", rec->index,
 				t->pid, why);
-	return e ? 0 : -EINVAL;
+	return 0;
 }
 
 static int step(struct rst_ctx *ctx, struct rst_task *t, long r, const char *what)
@@ -188,13 +230,14 @@ enum {
 	AT_NOW = 2048,  /* getgroups' */
 };
 
-static uint64_t put_caps(struct puppet *p, size_t off, uint64_t eff, uint64_t prm, uint64_t inh)
+static uint64_t put_caps(struct rst_ctx *ctx, struct rst_task *t, size_t off, uint64_t eff,
+			 uint64_t prm, uint64_t inh)
 {
 	struct __user_cap_data_struct data[2] = {
 		{ (uint32_t)eff, (uint32_t)prm, (uint32_t)inh },
 		{ (uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32) },
 	};
-	return puppet_scratch_put(p, off, data, sizeof(data));
+	return rst_put(ctx, t, off, data, sizeof(data));
 }
 
 /* What the puppet has now, in one batch: which bounding caps the image
@@ -208,22 +251,46 @@ struct creds_now {
 	bool setpcap;
 };
 
+/* now as had says, for entry e (whose securebits are sb) */
+static void now_from(const struct creds_had *had, const CredsEntry *e, uint32_t sb,
+		     struct creds_now *now)
+{
+	for (int cap = 0; cap <= CAP_LAST; cap++)
+		now->bnd_read[cap] = e->cap_bnd & (1ull << cap) ? 0 : had->bnd[cap];
+	now->same_groups = had->ngroups == (long)e->n_groups && had->ngroups >= 0 &&
+			   (had->ngroups == 0 || !memcmp(had->groups, e->groups, (size_t)had->ngroups * 4));
+	now->securebits = had->securebits;
+	now->setpcap = (sb & ~(uint32_t)SECBIT_KEEP_CAPS) && had->capget == 0 &&
+		       (had->data[0].permitted & (1u << CAP_SETPCAP));
+}
+
+/*
+ * What the puppet has, by one batch; a process with threads reads all of
+ * it (every bounding cap, its capabilities) and keeps it for them: they
+ * had the same when they were cloned from it (tree ready, before any
+ * task state), so a thread runs no batch of its own here.
+ */
 static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e, uint32_t sb,
 		    struct creds_now *now)
 {
 	struct puppet *p = &t->pup;
-	struct creds_calls b = { .n = 0 };
-	int cap_at[CAP_LAST + 1];
+	struct creds_rst *lc = t->leader ? t->leader->kstate[KIND_creds] : NULL;
+	struct creds_rst *c = t->kstate[KIND_creds];
+	if (lc && lc->have_had) {
+		now_from(&lc->had, e, sb, now);
+		return 0;
+	}
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	uint64_t h = puppet_scratch_put(p, AT_HDR, &hdr, sizeof(hdr));
-
 	if (!h)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
 				t->pid);
+	bool all = !t->leader && t->nthreads;
+	struct creds_calls b = { .n = 0 };
+	int cap_at[CAP_LAST + 1];
 	for (int cap = 0; cap <= CAP_LAST; cap++) {
-		now->bnd_read[cap] = 0;
 		cap_at[cap] = -1;
-		if (e->cap_bnd & (1ull << cap))
+		if ((e->cap_bnd & (1ull << cap)) && !all)
 			continue;
 		cap_at[cap] = (int)b.n;
 		add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_CAPBSET_READ, cap, 0, 0, 0));
@@ -233,25 +300,27 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	size_t secure = b.n;
 	add(&b, "reading securebits", PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0));
 	size_t got = b.n;
-	if (sb & ~(uint32_t)SECBIT_KEEP_CAPS)
+	if ((sb & ~(uint32_t)SECBIT_KEEP_CAPS) || all)
 		add(&b, NULL, PUPPET_CALL(SYS_capget, h, p->scratch + AT_GOT));
 	int r = run_calls(ctx, t, &b);
 	if (r < 0)
 		return r;
+	struct creds_had had = { .capget = -ENOENT };
 	for (int cap = 0; cap <= CAP_LAST; cap++)
-		if (cap_at[cap] >= 0)
-			now->bnd_read[cap] = b.c[cap_at[cap]].ret;
-	/* the same groups already (in a user namespace setgroups may be denied) */
-	uint32_t cur[256];
-	long ncur = b.c[groups].ret;
-	now->same_groups = ncur == (long)e->n_groups && ncur >= 0 &&
-			   (ncur == 0 || (puppet_read(p, p->scratch + AT_NOW, cur, (size_t)ncur * 4) == 0 &&
-					  !memcmp(cur, e->groups, (size_t)ncur * 4)));
-	now->securebits = b.c[secure].ret;
-	struct __user_cap_data_struct data[2] = { 0 };
-	now->setpcap = got < b.n && b.c[got].ret == 0 &&
-		       puppet_read(p, p->scratch + AT_GOT, data, sizeof(data)) == 0 &&
-		       (data[0].permitted & (1u << CAP_SETPCAP));
+		had.bnd[cap] = cap_at[cap] >= 0 ? b.c[cap_at[cap]].ret : 0;
+	had.ngroups = b.c[groups].ret;
+	if (had.ngroups > 0 &&
+	    puppet_read(p, p->scratch + AT_NOW, had.groups, (size_t)had.ngroups * 4) < 0)
+		had.ngroups = -EIO;
+	had.securebits = b.c[secure].ret;
+	if (got < b.n && b.c[got].ret == 0 &&
+	    puppet_read(p, p->scratch + AT_GOT, had.data, sizeof(had.data)) == 0)
+		had.capget = 0;
+	now_from(&had, e, sb, now);
+	if (all && c) {
+		c->had = had;
+		c->have_had = true;
+	}
 	return 0;
 }
 
@@ -268,7 +337,7 @@ static int add_ids(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e,
 	if (e->n_groups * sizeof(uint32_t) > p->scratch_len / 2)
 		return log_fail(&ctx->log, -E2BIG, "pid %d: too many groups", t->pid);
 	if (!now->same_groups) {
-		uint64_t g = puppet_scratch_put(p, p->scratch_len / 2, e->groups,
+		uint64_t g = rst_put(ctx, t, p->scratch_len / 2, e->groups,
 						e->n_groups * sizeof(uint32_t));
 		add(b, "setgroups", PUPPET_CALL(SYS_setgroups, e->n_groups, g));
 	}
@@ -306,8 +375,7 @@ static void add_securebits(struct creds_calls *b, uint32_t cur, uint32_t want)
  */
 static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
-	CredsEntry *e = t->kstate[KIND_creds];
-	struct puppet *p = &t->pup;
+	CredsEntry *e = ((struct creds_rst *)t->kstate[KIND_creds])->e;
 	struct creds_now now;
 	struct creds_calls b = { .n = 0 };
 	int r;
@@ -319,10 +387,11 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	 * has it and securebits other than keepcaps are to be set (step 8
 	 * takes it away again) */
 	uint64_t lend = now.setpcap ? 1ull << CAP_SETPCAP : 0;
-	uint64_t h = p->scratch + AT_HDR;
-	uint64_t d = put_caps(p, AT_CAPS, e->cap_eff | lend, e->cap_prm | lend, e->cap_inh);
-	uint64_t d2 = lend ? put_caps(p, AT_CAPS2, e->cap_eff, e->cap_prm, e->cap_inh) : 1;
-	if (!d || !d2)
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	uint64_t h = rst_put(ctx, t, AT_HDR, &hdr, sizeof(hdr));
+	uint64_t d = put_caps(ctx, t, AT_CAPS, e->cap_eff | lend, e->cap_prm | lend, e->cap_inh);
+	uint64_t d2 = lend ? put_caps(ctx, t, AT_CAPS2, e->cap_eff, e->cap_prm, e->cap_inh) : 1;
+	if (!h || !d || !d2)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
 				t->pid);
 	add(&b, "capset", PUPPET_CALL(SYS_capset, h, d));
@@ -344,7 +413,9 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_SET_PDEATHSIG, e->has_pdeathsig ? e->pdeathsig : 0));
 	if (e->has_dumpable)
 		add(&b, NULL, PUPPET_CALL(SYS_prctl, PR_SET_DUMPABLE, e->dumpable));
-	return run_calls(ctx, t, &b);
+	/* a thread's are queued, run with its siblings' (core/calls.c) */
+	return rst_calls(ctx, t, b.c, b.what, "(a restart may not grant more than its caller has)",
+			 b.n);
 }
 
 /* --- before --kill: could this caller give them back? -------------------- */
@@ -492,6 +563,6 @@ const struct kind_ops creds_ops = {
 	.loaded = creds_loaded,
 	.restore = creds_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
+	.free_rstate = creds_free_rstate,
 	.descriptor = creds_descriptor,
 };

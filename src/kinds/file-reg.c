@@ -698,12 +698,60 @@ static int keep_crc(struct ckpt_ctx *ctx, const char *link, uint32_t id)
 	return 0;
 }
 
+/*
+ * A process's last file vma (per task): the next vmas of the same file (an
+ * executable or library maps 4-5 in a row) reuse its stat and path rather
+ * than a stat and readlink of their map_files entry each. The same file:
+ * the same device, inode, path and deletion in /proc/PID/maps.
+ */
+struct file_reg_last {
+	uint32_t dev_major, dev_minor;
+	uint64_t ino;
+	bool deleted;
+	char *maps_path, *path;
+	struct stat st;
+};
+
+static void file_reg_free_state(void *state)
+{
+	struct file_reg_last *l = state;
+	if (l) {
+		free(l->maps_path);
+		free(l->path);
+		free(l);
+	}
+}
+
+static bool same_file(const struct file_reg_last *l, const struct proc_vma *pv)
+{
+	return l && l->path && l->dev_major == pv->dev_major && l->dev_minor == pv->dev_minor &&
+	       l->ino == pv->ino && l->deleted == pv->deleted && !strcmp(l->maps_path, pv->path);
+}
+
+static void remember_file(struct task *t, const struct proc_vma *pv, const char *path,
+			  const struct stat *st)
+{
+	struct file_reg_last *l = task_state(t, KIND_file_reg, sizeof(*l));
+	if (!l)
+		return;
+	free(l->maps_path);
+	free(l->path);
+	*l = (struct file_reg_last){ pv->dev_major, pv->dev_minor, pv->ino, pv->deleted,
+				     strdup(pv->path), strdup(path), *st };
+	if (!l->maps_path || !l->path) {
+		free(l->maps_path);
+		free(l->path);
+		l->maps_path = l->path = NULL;
+	}
+}
+
 static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
 				VmaEntry *v)
 {
-	char link[64], full[96], what[48];
+	char link[64], full[96], what[48], path[4096];
 	struct stat st;
 	int flags = mm_vma_flags(pv);
+	int r;
 
 	mm_vma_link(pv, link, sizeof(link));
 	snprintf(what, sizeof(what), "vma %llx-%llx", (unsigned long long)pv->start,
@@ -713,7 +761,13 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
 	 * shows, if it is still the file mapped (same inode) */
 	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
-	if (stat(full, &st) < 0 && errno == EPERM) {
+	const struct file_reg_last *last = t->kstate[KIND_file_reg];
+	if (same_file(last, pv)) {
+		r = file_reg_collect_named(ctx, t, last->path, &last->st, flags, what, &v->file_id);
+		goto keep;
+	}
+	int sr = stat(full, &st);
+	if (sr < 0 && errno == EPERM) {
 		char seen[4200];
 		if (stat(mnt_seen(ctx, pv->path, seen, sizeof(seen)), &st) < 0 ||
 		    st.st_ino != pv->ino)
@@ -724,7 +778,16 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 					(unsigned long long)pv->end, pv->path);
 		return file_reg_collect_path(ctx, t, pv->path, flags, what, &v->file_id);
 	}
-	int r = file_reg_collect_path(ctx, t, link, flags, what, &v->file_id);
+	ssize_t n = sr == 0 ? readlink(full, path, sizeof(path) - 1) : -1;
+	if (n >= 0) { /* the stat above was map_files' */
+		path[n] = '\0';
+		r = file_reg_collect_named(ctx, t, path, &st, flags, what, &v->file_id);
+		if (r >= 0)
+			remember_file(t, pv, path, &st);
+	} else {
+		r = file_reg_collect_path(ctx, t, link, flags, what, &v->file_id);
+	}
+keep:
 	if (r < 0)
 		return r;
 	return pv->shared ? keep_contents(ctx, t, full, v->file_id)
@@ -747,6 +810,7 @@ const struct kind_ops file_reg_ops = {
 	.fd_get = file_reg_fd_get,
 	.free_obj = file_reg_free_obj,
 	.free_robj = file_reg_free_robj,
+	.free_state = file_reg_free_state,
 	.descriptor = file_reg_descriptor,
 	.vma_claim = file_reg_vma_claim,
 	.vma_collect = file_reg_vma_collect,

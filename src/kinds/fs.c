@@ -101,9 +101,10 @@ static int fs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 }
 
 /* Opens dir on ckpt's side (made again if it was removed: gone) and makes
- * the puppet fchdir into it. */
+ * the puppet fchdir into it; umask too (if not negative), in the same
+ * batch as the fchdir and the close: two stops, not four. */
 static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir,
-		     const DeletedDir *gone)
+		     const DeletedDir *gone, long umask)
 {
 	_cleanup_close_ int fd = -1;
 	char in_root[4200]; /* a container with a root of its own: through its tree */
@@ -119,8 +120,11 @@ static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir,
 	if (rfd < 0)
 		return log_fail(&ctx->log, rfd, "pid %d: cannot pass '%s': %s", t->pid, dir,
 				strerror(-rfd));
-	long r = puppet_syscall(&t->pup, SYS_fchdir, rfd);
-	puppet_syscall(&t->pup, SYS_close, rfd);
+	struct puppet_call c[3] = { PUPPET_CALL(SYS_fchdir, rfd), PUPPET_CALL(SYS_close, rfd),
+				    PUPPET_CALL(SYS_umask, umask) };
+	long r = puppet_syscalls(&t->pup, c, umask < 0 ? 2 : 3);
+	if (r >= 0)
+		r = c[0].ret;
 	if (r < 0)
 		return log_fail(&ctx->log, (int)r, "pid %d: cannot enter '%s': %s", t->pid, dir,
 				strerror((int)-r));
@@ -135,7 +139,7 @@ static int fs_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (!e)
 		return 0;
 	if (strcmp(e->root, "/")) {
-		r = enter_dir(ctx, t, e->root, e->root_deleted);
+		r = enter_dir(ctx, t, e->root, e->root_deleted, -1);
 		if (r < 0)
 			return r;
 		uint64_t dot = puppet_scratch_put(&t->pup, 0, ".", 2);
@@ -144,11 +148,7 @@ static int fs_restore(struct rst_ctx *ctx, struct rst_task *t)
 			return log_fail(&ctx->log, (int)c, "pid %d: chroot to '%s' failed: %s",
 					t->pid, e->root, strerror((int)-c));
 	}
-	r = enter_dir(ctx, t, e->cwd, e->cwd_deleted);
-	if (r < 0)
-		return r;
-	puppet_syscall(&t->pup, SYS_umask, e->umask);
-	return 0;
+	return enter_dir(ctx, t, e->cwd, e->cwd_deleted, (long)e->umask);
 }
 
 static const ProtobufCMessageDescriptor *fs_descriptor(uint32_t sub)

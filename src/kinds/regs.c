@@ -28,7 +28,8 @@ enum { REGS_ENTRY = REC_TYPE(KID_regs, 1) };
 
 struct regs_ckpt {
 	RegsEntry e;
-	uint8_t xstate[XSTATE_MAX];
+	size_t cap;       /* of xstate */
+	uint8_t xstate[]; /* as much as the task's needs (read with the seize) */
 };
 
 #define REGS_FIELDS(X) \
@@ -46,9 +47,17 @@ static uint64_t xstate_u64(const uint8_t *x, size_t len, size_t off)
 
 static int regs_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct regs_ckpt *k = task_state(t, KIND_regs, sizeof(*k));
+	/* room for the size read with the seize (not 16 KiB zeroed for
+	 * each thread) */
+	size_t len = t->pup.have_seized_state && t->pup.xstate && t->pup.xstate_len
+			     ? t->pup.xstate_len
+			     : XSTATE_MAX;
+	struct regs_ckpt *k = t->kstate[KIND_regs];
+	if (!k && (k = task_state(t, KIND_regs, sizeof(*k) + len)))
+		k->cap = len;
+	if (k)
+		len = k->cap;
 	const struct user_regs_struct *r = &t->pup.regs0;
-	size_t len = sizeof(k->xstate);
 
 	if (!k)
 		return -ENOMEM;
@@ -141,6 +150,38 @@ static void restart_fixup(struct user_regs_struct *r)
 	r->rax = (uint64_t)-KERN_ERESTARTNOHAND;
 }
 
+/* Can this CPU take e's xstate? (its features, its size) */
+static int check_xstate(struct rst_ctx *ctx, struct rst_task *t, const RegsEntry *e)
+{
+	/* a thread whose xstate is the size of its leader's, with no feature
+	 * the leader's lacks: checked with the leader's, which came first */
+	const RegsEntry *le = t->leader ? t->leader->kstate[KIND_regs] : NULL;
+	if (le && le->has_xstate && le->xstate.len == e->xstate.len &&
+	    !((e->has_xfeatures ? e->xfeatures : 0) & ~(le->has_xfeatures ? le->xfeatures : 0)))
+		return 0;
+	static const size_t cap = XSTATE_MAX;
+	uint8_t *host = malloc(cap);
+	size_t len = cap;
+	if (!host)
+		return -ENOMEM;
+	int x = puppet_get_xstate(&t->pup, host, &len);
+	uint64_t have = features_xcr0();
+	free(host);
+	if (x < 0)
+		return log_fail(&ctx->log, x, "pid %d: cannot read the FPU state layout", t->pid);
+	uint64_t need = e->has_xfeatures ? e->xfeatures : 0;
+	if (need & ~have)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: the image uses CPU state features %#llx that this CPU "
+				"lacks (it has %#llx)",
+				t->pid, (unsigned long long)(need & ~have), (unsigned long long)have);
+	if (len != e->xstate.len)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: xstate size %zu differs from this CPU's %zu", t->pid,
+				(size_t)e->xstate.len, len);
+	return 0;
+}
+
 static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	RegsEntry *e = t->kstate[KIND_regs];
@@ -148,28 +189,9 @@ static int regs_restore(struct rst_ctx *ctx, struct rst_task *t)
 	struct user_regs_struct r = p->regs0;
 
 	if (e->has_xstate) {
-		static const size_t cap = XSTATE_MAX;
-		uint8_t *host = malloc(cap);
-		size_t len = cap;
-		if (!host)
-			return -ENOMEM;
-		int x = puppet_get_xstate(p, host, &len);
-		uint64_t have = features_xcr0();
-		free(host);
+		int x = check_xstate(ctx, t, e);
 		if (x < 0)
-			return log_fail(&ctx->log, x, "pid %d: cannot read the FPU state layout",
-					t->pid);
-		uint64_t need = e->has_xfeatures ? e->xfeatures : 0;
-		if (need & ~have)
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: the image uses CPU state features %#llx that this CPU "
-					"lacks (it has %#llx)",
-					t->pid, (unsigned long long)(need & ~have),
-					(unsigned long long)have);
-		if (len != e->xstate.len)
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: xstate size %zu differs from this CPU's %zu", t->pid,
-					(size_t)e->xstate.len, len);
+			return x;
 		x = puppet_set_xstate(p, e->xstate.data, e->xstate.len);
 		if (x < 0)
 			return log_fail(&ctx->log, x, "pid %d: cannot set its FPU state: %s", t->pid,

@@ -255,9 +255,11 @@ static int restore_policy(struct rst_ctx *ctx, struct rst_task *t, const SchedEn
 		attr.sched_util_max = e->util_max;
 	}
 	/* the nice value stays under a policy that ignores it (idle,
-	 * real-time) and reads back: set it first, as a normal policy */
+	 * real-time) and reads back: set it first, as a normal policy (a
+	 * normal policy takes it with the rest: one call) */
 	struct sched_attr nice = { .size = sizeof(nice), .sched_nice = e->nice };
-	if (syscall(SYS_sched_setattr, t->pup.pid, &nice, 0) == 0 &&
+	bool normal = e->policy == SCHED_OTHER || e->policy == SCHED_BATCH;
+	if ((normal || syscall(SYS_sched_setattr, t->pup.pid, &nice, 0) == 0) &&
 	    syscall(SYS_sched_setattr, t->pup.pid, &attr, 0) == 0)
 		return 0;
 	/* a normal policy whose nice is below ckpt's own: kept at ckpt's */

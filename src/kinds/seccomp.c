@@ -114,6 +114,10 @@ static int seccomp_restore(struct rst_ctx *ctx, struct rst_task *t)
 	SeccompEntry *e = t->kstate[KIND_seccomp];
 	struct puppet *p = &t->pup;
 
+	/* a filter may forbid what a thread's kinds queued before: run first */
+	int q = e && (e->n_filters || e->mode == 1) ? rst_calls_flush(ctx, t) : 0;
+	if (q < 0)
+		return q;
 	for (size_t i = 0; e && i < e->n_filters; i++) {
 		const ProtobufCBinaryData *d = &e->filters[i]->insns;
 		if (sizeof(struct sock_fprog) + d->len > p->scratch_len / 2)

@@ -222,6 +222,9 @@ static int signals_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 	return e ? 0 : -EINVAL;
 }
 
+/* rt_sigtimedwait calls in the batch (more are made one by one if needed) */
+#define SIGWAIT_BATCH 4
+
 static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	SignalsEntry *e = t->kstate[KIND_signals];
@@ -235,8 +238,10 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 							  a->mask };
 	}
 	/* every signal: the puppet had ckpt's dispositions (shared by threads,
-	 * set by the leader); one batch, each action at its own place in scratch */
-	struct puppet_call c[NSIG_K];
+	 * set by the leader); each action at its own place in scratch; then
+	 * the alternate stack and the first waits for what the tree's making
+	 * left pending (a zombie's or ghost's SIGCHLD), all in one batch */
+	struct puppet_call c[NSIG_K + 1 + SIGWAIT_BATCH];
 	int sigs[NSIG_K];
 	size_t n = 0;
 	uint64_t base = t->leader ? 0 : puppet_scratch_put(p, 0, acts, sizeof(acts));
@@ -249,8 +254,33 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 		sigs[n] = sig;
 		c[n++] = PUPPET_CALL(SYS_rt_sigaction, sig, base + sig * sizeof(acts[0]), 0, 8);
 	}
+	stack_t ss = { .ss_flags = SS_DISABLE };
+	if (e->has_altstack_sp) {
+		ss.ss_sp = (void *)(uintptr_t)e->altstack_sp;
+		ss.ss_size = e->altstack_size;
+		ss.ss_flags = (int)e->altstack_flags;
+	}
+	/* a thread made by clone(CLONE_VM) has none (the kernel's
+	 * copy_process resets it): no call for one that had none; and a
+	 * thread has no waits (nothing is written for them either) */
+	bool call_alt = !t->leader || e->has_altstack_sp;
+	const size_t ss_off = (sizeof(acts) + 63) & ~63ul, set_off = ss_off + 64,
+		     ts_off = set_off + 64;
+	uint64_t all = ~0ull, zero[2] = { 0, 0 };
+	uint64_t ssa = call_alt ? puppet_scratch_put(p, ss_off, &ss, sizeof(ss)) : 1;
+	uint64_t set = t->leader ? 1 : puppet_scratch_put(p, set_off, &all, sizeof(all));
+	uint64_t ts = t->leader ? 1 : puppet_scratch_put(p, ts_off, zero, sizeof(zero));
+	if (!ssa || !set || !ts)
+		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write its signal stack to it",
+				t->pid);
+	size_t alt = n;
+	if (call_alt)
+		c[n++] = PUPPET_CALL(SYS_sigaltstack, ssa, 0);
+	size_t waits = n;
+	for (int i = 0; i < SIGWAIT_BATCH && !t->leader; i++)
+		c[n++] = PUPPET_CALL(SYS_rt_sigtimedwait, set, 0, ts, 8);
 	r = n ? puppet_syscalls(p, c, n) : 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < alt; i++) {
 		long e = r < 0 ? r : c[i].ret;
 		if (e < 0)
 			return log_fail(&ctx->log, (int)e, "pid %d: cannot set the action of signal %d: %s",
@@ -260,21 +290,13 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	 * either (a forced SIGTRAP would reset the shared action) */
 	for (size_t i = 0; !t->leader && i < t->nthreads; i++)
 		t->threads[i].pup.trap_ignored = acts[SIGTRAP].handler == (uintptr_t)SIG_IGN;
-	stack_t ss = { .ss_flags = SS_DISABLE };
-	if (e->has_altstack_sp) {
-		ss.ss_sp = (void *)(uintptr_t)e->altstack_sp;
-		ss.ss_size = e->altstack_size;
-		ss.ss_flags = (int)e->altstack_flags;
-	}
-	r = puppet_syscall(p, SYS_sigaltstack, puppet_scratch_put(p, 0, &ss, sizeof(ss)), 0);
-	if (rst_check(ctx, t, r, "sigaltstack") < 0)
-		return (int)r;
+	long ra = r < 0 ? r : waits > alt ? c[alt].ret : 0;
+	if (rst_check(ctx, t, ra, "sigaltstack") < 0)
+		return (int)ra;
 
-	/* what the tree's making left pending (a zombie's or ghost's SIGCHLD) */
-	uint64_t all = ~0ull, zero[2] = { 0, 0 };
-	uint64_t set = puppet_scratch_put(p, 0, &all, sizeof(all));
-	uint64_t ts = puppet_scratch_put(p, 64, zero, sizeof(zero));
-	for (int n = 0; set && ts && !t->leader && n < 128; n++)
+	/* more pending than the batch took: one by one */
+	bool more = n > waits && c[n - 1].ret >= 0;
+	for (int k = 0; more && k < 128; k++)
 		if (puppet_syscall(p, SYS_rt_sigtimedwait, set, 0, ts, 8) < 0)
 			break;
 

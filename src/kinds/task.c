@@ -116,7 +116,7 @@ static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
  * read back at once.
  */
 enum probe { P_TID, P_ROBUST, P_SUBREAPER, P_THP, P_SLACK, P_TSC, P_MCE, P_SPEC,
-	     P_MDWE = P_SPEC + 3, P_MERGE, P_MEMPOLICY, P_IOFLUSH, P_CPUID, P_N };
+	     P_MDWE = P_SPEC + 3, P_MERGE, P_MEMPOLICY, P_IOFLUSH, P_CPUID, P_PERSONALITY, P_N };
 
 #define PROBE_AREA_OFF 0
 struct probe_area {
@@ -194,6 +194,9 @@ static int add_probes(struct task *t, const char *status, struct task_probes *b)
 	/* not saved: refused when set (refuse_unsaved) */
 	probe_add(b, P_IOFLUSH, PUPPET_CALL(SYS_prctl, PR_GET_IO_FLUSHER, 0, 0, 0, 0));
 	probe_add(b, P_CPUID, PUPPET_CALL(SYS_arch_prctl, ARCH_GET_CPUID, 0));
+	/* personality(0xffffffff) only reads it: no /proc/PID/personality read
+	 * of each thread */
+	probe_add(b, P_PERSONALITY, PUPPET_CALL(SYS_personality, 0xffffffff));
 	b->first = -1;
 	for (size_t i = 0; i < b->n; i++) {
 		int at = task_probe_call(t, b->c[i]);
@@ -394,13 +397,6 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 		k->e.stop_signal = t->pup.group_stopped;
 	}
 
-	r = proc_read(t->pid, "personality", &text, NULL);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot read personality", t->pid);
-	k->e.has_personality = true;
-	k->e.personality = (uint32_t)strtoul(text, NULL, 16);
-	free(text);
-
 	_cleanup_free_ char *status = TAKE_PTR(k->status);
 	_cleanup_free_ struct task_probes *pbp = TAKE_PTR(k->pb);
 	if (!pbp)
@@ -410,6 +406,16 @@ static int task_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (r == -EPIPE || r == -ESRCH)
 		return log_fail(&ctx->log, r, "pid %d: cannot inject calls: %s", t->pid,
 				strerror(-r));
+	long pers = probe_ret(&pb, P_PERSONALITY);
+	if (pers < 0) {
+		r = proc_read(t->pid, "personality", &text, NULL);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot read personality", t->pid);
+		pers = (long)strtoul(text, NULL, 16);
+		free(text);
+	}
+	k->e.has_personality = true;
+	k->e.personality = (uint32_t)pers;
 	if (probe_out(&pb, P_TID)) {
 		k->e.has_tid_address = true;
 		k->e.tid_address = pb.out.tid;
@@ -530,9 +536,8 @@ static int restore_prctls(struct rst_ctx *ctx, struct rst_task *t, const TaskEnt
 static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	TaskEntry *e = t->kstate[KIND_task];
-	struct puppet *p = &t->pup;
 
-	uint64_t comm = puppet_scratch_put(p, 0, e->comm, strnlen(e->comm, 15) + 1);
+	uint64_t comm = rst_put(ctx, t, 0, e->comm, strnlen(e->comm, 15) + 1);
 	if (!comm)
 		return -EFAULT;
 	/* its name, personality, tid address, robust list, rseq and the
@@ -570,11 +575,9 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 		what[n] = NULL;
 		c[n++] = PUPPET_CALL(SYS_prctl, PR_SET_TIMERSLACK, e->timer_slack_ns, 0, 0, 0);
 	}
-	int br = puppet_syscalls(p, c, n);
-	for (size_t i = 0; i < n; i++)
-		if (what[i] && rst_check(ctx, t, br < 0 ? br : c[i].ret, what[i]) < 0)
-			return br < 0 ? br : (int)c[i].ret;
-	return restore_prctls(ctx, t, e);
+	/* a thread's are queued, run with its siblings' (core/calls.c) */
+	int r = rst_calls(ctx, t, c, what, NULL, n);
+	return r < 0 ? r : restore_prctls(ctx, t, e);
 }
 
 static const ProtobufCMessageDescriptor *task_descriptor(uint32_t sub)

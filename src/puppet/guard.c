@@ -69,6 +69,8 @@ long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size
 		p->sigmask0 = rep.sigmask0;
 		p->rseq_ret = rep.rseq_ret;
 		memcpy(p->rseq, rep.rseq, sizeof(p->rseq));
+		p->sud_ret = rep.sud_ret;
+		memcpy(p->sud, rep.sud, sizeof(p->sud));
 		p->xstate_len = out && rep.len <= outlen ? rep.len : 0;
 	}
 	if (req->op == GUARD_SCRATCH_MAP || req->op == GUARD_SCRATCH_UNMAP) {
@@ -416,6 +418,7 @@ static int seize_start(struct puppet *p, pid_t pid)
 {
 	int r = puppet_seize_start(p, pid);
 	p->stop_timeout_ms = GUARD_STOP_TIMEOUT_MS;
+	p->take_skip = PUPPET_TAKE_NO_MEM; /* its memory is ckpt's business */
 	return r;
 }
 
@@ -434,18 +437,40 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 	uint8_t xstate[GUARD_XSTATE_MAX];
 	int err[PUPPET_MANY_MAX];
 	size_t off = 0;
-	bool seize = req->a[1] == GUARD_MANY_SEIZE;
+	bool seize = req->a[1] == GUARD_MANY_SEIZE, start = req->a[1] == GUARD_MANY_START;
+	bool started = seize && req->a[2] == 1; /* by a GUARD_MANY_START before */
 
 	/* all added first: adding may move the table */
-	for (size_t i = 0; seize && i < n; i++)
-		err[i] = add(s, in[i].pid) ? 0 : -ENOMEM;
+	for (size_t i = 0; (seize || start) && i < n; i++) {
+		struct gtask *t = started ? find(s, in[i].pid) : NULL;
+		err[i] = started ? (t && !t->p.held ? 0 : -ESRCH) : add(s, in[i].pid) ? 0 : -ENOMEM;
+	}
 	/* all interrupted, then each waited for: their stops overlap */
-	for (size_t i = 0; seize && i < n; i++)
+	for (size_t i = 0; (seize || start) && !started && i < n; i++)
 		if (err[i] == 0)
 			err[i] = seize_start(&find(s, in[i].pid)->p, in[i].pid);
-	for (size_t i = 0; seize && i < n; i++)
-		if (err[i] == 0)
-			err[i] = puppet_seize_finish(&find(s, in[i].pid)->p);
+	if (start) {
+		for (size_t i = 0; i < n; i++) {
+			struct guard_many_rep m = { .ret = err[i] };
+			memcpy(data + i * sizeof(m), &m, sizeof(m));
+		}
+		rep->len = (uint32_t)(n * sizeof(struct guard_many_rep));
+		rep->held = true;
+		return;
+	}
+	/* threads of one process: SIGTRAP's disposition read of the first */
+	int trap = -1;
+	for (size_t i = 0; seize && i < n; i++) {
+		struct puppet *p = err[i] == 0 ? &find(s, in[i].pid)->p : NULL;
+		if (p && trap >= 0) {
+			p->take_skip |= PUPPET_TAKE_NO_TRAP;
+			p->trap_ignored = trap;
+		}
+		if (p)
+			err[i] = puppet_seize_finish(p);
+		if (p && err[i] == 0 && trap < 0)
+			trap = p->trap_ignored;
+	}
 	/* all killed, then each waited for: their deaths overlap */
 	for (size_t i = 0; req->a[1] == GUARD_MANY_KILL && i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
@@ -469,6 +494,7 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 								    (n - i - 1) * sizeof(m))
 					len = 0;
 				m.rseq_ret = puppet_get_rseq(&t->p, m.rseq, sizeof(m.rseq));
+				m.sud_ret = puppet_sud_config(&t->p, m.sud, sizeof(m.sud));
 			}
 		} else if (t && req->a[1] == GUARD_MANY_RELEASE) {
 			m.ret = puppet_release(&t->p, in[i].sig);
@@ -576,6 +602,7 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 		if (puppet_get_xstate(p, data, &len) == 0)
 			rep->len = (uint32_t)len;
 		rep->rseq_ret = puppet_get_rseq(p, rep->rseq, sizeof(rep->rseq));
+		rep->sud_ret = puppet_sud_config(p, rep->sud, sizeof(rep->sud));
 		break;
 	}
 	case GUARD_BATCH:

@@ -101,7 +101,13 @@ struct guard_bm_rep {
 /* the largest GUARD_BATCH_MANY request's data */
 #define GUARD_BM_MAX (PUPPET_MANY_MAX * (sizeof(struct guard_bm_hdr) + 32 * sizeof(struct puppet_call)))
 
-enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL };
+/*
+ * GUARD_MANY_START: each task seized and interrupted, not waited for (the
+ * reply: each one's ret); a GUARD_MANY_SEIZE with a[2] = 1 then waits for
+ * the stops of tasks so started. A task started and never waited for is
+ * detached by the kernel when the guardian exits: nothing of it changed.
+ */
+enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL, GUARD_MANY_START };
 
 /* GUARD_MANY: for each task, this (then, for a seize, its xstate) */
 struct guard_many_rep {
@@ -110,6 +116,8 @@ struct guard_many_rep {
 	uint64_t sigmask0;
 	int64_t rseq_ret;
 	uint8_t rseq[32];
+	int64_t sud_ret;
+	uint8_t sud[32];
 	uint32_t xstate_len; /* bytes of xstate after this, rounded up to 8 */
 	uint8_t held, group_stopped;
 };
@@ -137,9 +145,13 @@ struct guard_rep {
 	uint8_t held, group_stopped;
 	uint32_t len; /* of the data that follows */
 	/* GUARD_SEIZE: the rseq configuration (PTRACE_GET_RSEQ_CONFIGURATION's
-	 * result and data) and the xstate, which is the data */
+	 * result and data), the syscall user dispatch config, and the xstate,
+	 * which is the data */
 	int64_t rseq_ret;
 	uint8_t rseq[32];
+	/* and the syscall user dispatch config */
+	int64_t sud_ret;
+	uint8_t sud[32];
 	/* GUARD_PEEKSIGINFO of the thread's queue from 0: the process's queue
 	 * too (this many, after GUARD_PEEK_MAX of the thread's), which ckpt
 	 * asks next */

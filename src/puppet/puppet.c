@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -148,24 +149,29 @@ static int puppet_take(struct puppet *p)
 	p->held = true;
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &p->regs0) < 0)
 		return -errno;
-	if (ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
+	if (!(p->take_skip & PUPPET_TAKE_NO_MASK) &&
+	    ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
 		return -errno;
 	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
 		return -errno;
-	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
-	p->memfd = open(path, O_RDWR | O_CLOEXEC);
-	if (p->memfd < 0)
-		return -errno;
-	p->trap_ignored = trap_ignored(p->pid);
+	if (!(p->take_skip & PUPPET_TAKE_NO_MEM)) {
+		snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+		p->memfd = open(path, O_RDWR | O_CLOEXEC);
+		if (p->memfd < 0)
+			return -errno;
+	}
+	if (!(p->take_skip & PUPPET_TAKE_NO_TRAP))
+		p->trap_ignored = trap_ignored(p->pid);
 	return 0;
 }
 
-/* The task's memory, once the guardian holds it (ckpt reads it itself). */
-static int open_mem(struct puppet *p)
+/* The task's memory, once the guardian holds it (ckpt reads it itself);
+ * a copy of like if it is not -1 (the same memory: a thread's). */
+static int open_mem(struct puppet *p, int like)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
-	p->memfd = open(path, O_RDWR | O_CLOEXEC);
+	p->memfd = like >= 0 ? fcntl(like, F_DUPFD_CLOEXEC, 0) : open(path, O_RDWR | O_CLOEXEC);
 	if (p->memfd >= 0)
 		return 0;
 	int r = -errno;
@@ -194,7 +200,7 @@ static int seize_via_guard(struct puppet *p, pid_t pid, struct puppet_guard *g)
 	if (r < 0)
 		return (int)r;
 	p->have_seized_state = true;
-	return open_mem(p);
+	return open_mem(p, -1);
 }
 
 int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard)
@@ -238,12 +244,14 @@ int puppet_seize(struct puppet *p, pid_t pid)
 	return r < 0 ? r : puppet_seize_finish(p);
 }
 
-/* One GUARD_MANY request for n <= PUPPET_MANY_MAX tasks. */
+/* One GUARD_MANY request for n <= PUPPET_MANY_MAX tasks (a seize of tasks
+ * a GUARD_MANY_START started if started). */
 static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const int *sigs,
-			   size_t n, struct puppet_guard *g, enum guard_many what, int *err)
+			   size_t n, struct puppet_guard *g, enum guard_many what, bool started,
+			   int *err)
 {
 	struct guard_many_req in[PUPPET_MANY_MAX];
-	struct guard_req req = { .op = GUARD_MANY, .a = { (int64_t)n, what } };
+	struct guard_req req = { .op = GUARD_MANY, .a = { (int64_t)n, what, started } };
 	struct puppet dummy = { .guard = g, .memfd = -1 };
 	size_t room = GUARD_DATA_MAX;
 	_cleanup_free_ uint8_t *out = malloc(room);
@@ -252,6 +260,7 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 		in[i] = (struct guard_many_req){ pids[i], sigs ? sigs[i] : 0 };
 	long r = out ? guard_call_in(&dummy, &req, in, n * sizeof(in[0]), out, room) : -ENOMEM;
 	size_t off = 0;
+	int memfd = -1; /* the first thread's: the others' memory too */
 	for (size_t i = 0; i < n; i++) {
 		struct puppet *p = ps[i];
 		struct guard_many_rep m = { .ret = r < 0 ? r : -EIO };
@@ -266,6 +275,8 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 			p->sigmask0 = m.sigmask0;
 			p->rseq_ret = m.rseq_ret;
 			memcpy(p->rseq, m.rseq, sizeof(p->rseq));
+			p->sud_ret = m.sud_ret;
+			memcpy(p->sud, m.sud, sizeof(p->sud));
 			p->have_seized_state = m.ret == 0;
 			if (m.ret == 0 && m.xstate_len && off + m.xstate_len <= room &&
 			    (p->xstate = malloc(m.xstate_len))) {
@@ -273,7 +284,9 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 				p->xstate_len = m.xstate_len;
 			}
 			off += (m.xstate_len + 7) & ~7u;
-			err[i] = m.ret < 0 ? (int)m.ret : open_mem(p);
+			err[i] = m.ret < 0 ? (int)m.ret : open_mem(p, memfd);
+			if (err[i] == 0 && memfd < 0)
+				memfd = p->memfd;
 			continue;
 		}
 		err[i] = (int)m.ret;
@@ -287,7 +300,8 @@ static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, s
 {
 	for (size_t at = 0; g && at < n; at += PUPPET_MANY_MAX) {
 		size_t k = n - at < PUPPET_MANY_MAX ? n - at : PUPPET_MANY_MAX;
-		many_via_guard(ps + at, pids + at, sigs ? sigs + at : NULL, k, g, what, err + at);
+		many_via_guard(ps + at, pids + at, sigs ? sigs + at : NULL, k, g, what, false,
+			       err + at);
 	}
 	for (size_t i = 0; !g && i < n; i++) {
 		if (what == GUARD_MANY_SEIZE)
@@ -299,10 +313,36 @@ static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, s
 	}
 }
 
+/*
+ * More tasks than one request takes: every one interrupted first, by
+ * requests that wait for none (GUARD_MANY_START), then their stops taken
+ * PUPPET_MANY_MAX a request; by then most have stopped, all of them side
+ * by side, where each request waited for its own 16 in turn.
+ */
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
 		       struct puppet_guard *guard, int *err)
 {
-	many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, err);
+	_cleanup_free_ size_t *idx = guard && n > PUPPET_MANY_MAX ? malloc(n * sizeof(*idx)) : NULL;
+	if (!idx)
+		return many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, err);
+	many(ps, pids, NULL, n, guard, GUARD_MANY_START, err);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (err[i] == 0)
+			idx[m++] = i;
+	for (size_t at = 0; at < m; at += PUPPET_MANY_MAX) {
+		size_t k = m - at < PUPPET_MANY_MAX ? m - at : PUPPET_MANY_MAX;
+		struct puppet *cps[PUPPET_MANY_MAX];
+		pid_t cpids[PUPPET_MANY_MAX];
+		int cerr[PUPPET_MANY_MAX];
+		for (size_t j = 0; j < k; j++) {
+			cps[j] = ps[idx[at + j]];
+			cpids[j] = pids[idx[at + j]];
+		}
+		many_via_guard(cps, cpids, NULL, k, guard, GUARD_MANY_SEIZE, true, cerr);
+		for (size_t j = 0; j < k; j++)
+			err[idx[at + j]] = cerr[j];
+	}
 }
 
 /* The tasks that are held, and their pids (all of one guardian, or none). */
@@ -498,23 +538,51 @@ static struct clone_arg clone_arg(const struct puppet *parent, size_t i, pid_t p
 	return ca;
 }
 
-/* The parent's clones are followed: each child is attached from its start. */
-static int clone_options(struct puppet *parent)
+#define TRACE_CLONES (PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK)
+
+/* The parent's clones are followed: each child is attached from its start
+ * (a stop of the parent for each, which tells the child's pid); without
+ * events, no stop of the parent (the children of a clone with CLONE_PTRACE
+ * are attached all the same). */
+static int clone_options_ev(struct puppet *parent, bool events)
 {
-	const long opts = PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK |
-			  PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK | PTRACE_O_TRACESYSGOOD;
+	const long opts = PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD |
+			  (events ? TRACE_CLONES : 0);
 	if (ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts) < 0 &&
 	    ptrace(PTRACE_SETOPTIONS, parent->pid, 0, opts & ~PTRACE_O_SUSPEND_SECCOMP) < 0)
 		return -errno;
 	return 0;
 }
 
-/* The child (pid as ckpt sees it) held, with the parent's scratch area. */
-static int clone_take(const struct puppet *parent, struct puppet *child, pid_t pid)
+static int clone_options(struct puppet *parent)
+{
+	return clone_options_ev(parent, true);
+}
+
+/* Are pid's children in ckpt's pid namespace (the pids they are given
+ * with set_tid are the ones ckpt sees)? */
+static bool same_pidns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid_for_children", pid);
+	return stat("/proc/self/ns/pid", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
+/* The child (pid as ckpt sees it) held, with the parent's scratch area,
+ * signal mask and SIGTRAP disposition, and its memory if it shares it
+ * (CLONE_VM: the parent's /proc/PID/mem, copied). */
+static int clone_take(const struct puppet *parent, struct puppet *child, pid_t pid, uint64_t flags)
 {
 	child->pid = pid;
 	if (child->pid <= 0)
 		return -ECHILD;
+	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP;
+	child->trap_ignored = parent->trap_ignored;
+	if ((flags & CLONE_VM) && parent->memfd >= 0 &&
+	    (child->memfd = fcntl(parent->memfd, F_DUPFD_CLOEXEC, 0)) >= 0)
+		child->take_skip |= PUPPET_TAKE_NO_MEM;
 	int e = puppet_take(child);
 	if (e < 0) {
 		puppet_kill(child);
@@ -547,7 +615,7 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 	if (r < 0)
 		return (int)r;
 	/* r is the pid in the parent's namespace; ptrace wants ckpt's */
-	return clone_take(parent, child, (pid_t)parent->event_msg);
+	return clone_take(parent, child, (pid_t)parent->event_msg, flags);
 }
 
 static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
@@ -556,39 +624,53 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 void puppet_clone_many(struct puppet *parent, struct puppet *const *children, const pid_t *pids,
 		       size_t n, uint64_t flags, int exit_signal, int *err)
 {
-	struct clone_arg ca[PUPPET_MANY_MAX] = { 0 };
-	struct puppet_call c[PUPPET_MANY_MAX];
-	unsigned long ev[PUPPET_MANY_MAX];
+	struct clone_arg ca[PUPPET_CLONE_MAX] = { 0 };
+	struct puppet_call c[PUPPET_CLONE_MAX];
+	unsigned long ev[PUPPET_CLONE_MAX];
 	size_t nev = 0;
 
-	if (n > PUPPET_MANY_MAX || !parent->stub_ip || parent->guard || !parent->held ||
+	if (n > PUPPET_CLONE_MAX || !parent->stub_ip || parent->guard || !parent->held ||
 	    !parent->scratch || parent->trap_ignored) {
 		for (size_t i = 0; i < n; i++)
 			err[i] = puppet_clone(parent, children[i], pids[i], flags, exit_signal);
 		return;
 	}
+	/* the children's pids known as ckpt sees them: CLONE_PTRACE attaches
+	 * them, and the parent does not stop for each (its events off) */
+	bool known = same_pidns(parent->pid);
+	for (size_t i = 0; known && i < n; i++)
+		known = pids[i] > 0;
 	for (size_t i = 0; i < n; i++) {
 		*children[i] = (struct puppet){ .memfd = -1 };
-		ca[i] = clone_arg(parent, i, pids[i], flags, exit_signal);
+		ca[i] = clone_arg(parent, i, pids[i], flags | (known ? CLONE_PTRACE : 0), exit_signal);
 		c[i] = PUPPET_CALL(SYS_clone3, parent->scratch + CLONE_ARGS_OFF + i * sizeof(ca[0]),
 				   sizeof(ca[0].args));
 	}
 	int r = puppet_scratch_put(parent, CLONE_ARGS_OFF, ca, n * sizeof(ca[0])) ? 0 : -EFAULT;
 	if (r == 0)
-		r = clone_options(parent);
+		r = clone_options_ev(parent, !known);
 	if (r == 0)
 		r = run_stub(parent, c, n, ev, &nev);
+	if (known) {
+		int e = clone_options(parent);
+		r = r < 0 ? r : e;
+		/* (after a failure, any of them may exist: each is looked
+		 * for below, and only a tracee of ckpt's can be waited for) */
+		for (size_t i = 0; i < n && nev < PUPPET_CLONE_MAX; i++)
+			if (r < 0 || c[i].ret > 0)
+				ev[nev++] = (unsigned long)pids[i];
+	}
 	/* each clone made stopped the parent once, in order, with the child's pid */
 	for (size_t i = 0, j = 0; i < n; i++) {
 		if (r < 0 || c[i].ret < 0)
 			err[i] = r < 0 ? r : (int)c[i].ret;
 		else
-			err[i] = j < nev ? clone_take(parent, children[i], (pid_t)ev[j++]) : -ECHILD;
+			err[i] = j < nev ? clone_take(parent, children[i], (pid_t)ev[j++], flags) : -ECHILD;
 	}
 	/* a batch that failed half-way: the children it made go */
 	for (size_t j = 0; r < 0 && j < nev; j++) {
 		struct puppet orphan = { .memfd = -1 };
-		if (clone_take(parent, &orphan, (pid_t)ev[j]) == 0)
+		if (clone_take(parent, &orphan, (pid_t)ev[j], flags) == 0)
 			puppet_kill(&orphan);
 	}
 }
@@ -834,7 +916,7 @@ static int note_stop(struct puppet *p, int status)
  * rt_sigaction(SIGTRAP, act): 1 if act ignores it, 0 if not, -1 if act is
  * NULL (no change) or unreadable.
  */
-static int new_trap_ignored(struct puppet *p, long act)
+static int new_trap_ignored(const struct puppet *p, long act)
 {
 	uint64_t h;
 	if (!act || pread(p->memfd, &h, sizeof(h), (off_t)act) != sizeof(h))
@@ -1180,14 +1262,20 @@ static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned 
 	return r < 0 ? r : stub_finish(p, c, n, table, ev, nev);
 }
 
-/* Can the stub run this batch? (it knows nothing of arg_prev and stop) */
+/*
+ * Can the stub run this batch? (it knows nothing of arg_prev and stop) Not
+ * one that makes the task ignore SIGTRAP (the stub's int3 would reset it),
+ * or whose action for it ckpt cannot read; one that sets any other action
+ * for it can (every signal's action in one batch at restart).
+ */
 static bool stub_can_run(const struct puppet *p, const struct puppet_call *c, size_t n)
 {
 	if (!p->stub_ip || !n || p->trap_ignored)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (c[i].arg_prev || c[i].stop ||
-		    (c[i].nr == SYS_rt_sigaction && c[i].a[0] == SIGTRAP && c[i].a[1]))
+		    (c[i].nr == SYS_rt_sigaction && c[i].a[0] == SIGTRAP && c[i].a[1] &&
+		     new_trap_ignored(p, c[i].a[1]) != 0))
 			return false;
 	return true;
 }
@@ -1233,9 +1321,6 @@ int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
 static bool many_can_run(struct puppet *const *ps, struct puppet_call *const *calls,
 			 const size_t *ns, const uint64_t *tables, size_t i)
 {
-	for (size_t j = 0; j < ns[i]; j++)
-		if (calls[i][j].nr == SYS_rseq)
-			return false;
 	return ps[i]->held && ps[i]->syscall_ip && tables[i] && ns[i] <= PUPPET_BATCH_MAX &&
 	       ps[i]->guard == ps[0]->guard && stub_can_run(ps[i], calls[i], ns[i]);
 }
@@ -1303,6 +1388,11 @@ void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *c
 			err[i] = puppet_syscalls(ps[i], calls[i], ns[i]);
 		return;
 	}
+	/* an rseq registration changes what the seize read */
+	for (size_t i = 0; i < np; i++)
+		for (size_t j = 0; j < ns[i]; j++)
+			if (calls[i][j].nr == SYS_rseq)
+				ps[i]->have_seized_state = false;
 	if (ps[0]->guard) {
 		syscalls_many_guarded(ps, calls, ns, tables, np, err);
 		return;
@@ -1704,6 +1794,11 @@ long puppet_sud_config(struct puppet *p, void *buf, size_t len)
 	const size_t size = 4 * sizeof(uint64_t); /* struct ptrace_sud_config */
 	if (len < size)
 		return -EINVAL;
+	if (p->have_seized_state && p->held) { /* read with the seize */
+		if (p->sud_ret > 0)
+			memcpy(buf, p->sud, size);
+		return p->sud_ret;
+	}
 	if (p->guard) {
 		struct guard_req req = { .op = GUARD_SUD };
 		return guard_call(p, &req, buf, size);

@@ -71,6 +71,11 @@ struct puppet {
 	/* the wait for a seize's stop gives up after this (0: waits for
 	 * ever); the guardian's, whose SIGALRM interrupts waitpid */
 	unsigned stop_timeout_ms;
+	/* what taking the task's first stop may skip (PUPPET_TAKE_*): opening
+	 * its memory (the guardian's puppets, whose memory ckpt reads; memfd
+	 * given), reading its SIGTRAP disposition (trap_ignored given),
+	 * reading its mask (sigmask0 given) */
+	uint8_t take_skip;
 	/* the guardian that is the tracer (src/puppet/guard.h), NULL: ptrace
 	 * from this process */
 	struct puppet_guard *guard;
@@ -82,12 +87,19 @@ struct puppet {
 	size_t xstate_len;
 	long rseq_ret;
 	uint8_t rseq[32];
+	/* and the syscall user dispatch config (puppet_sud_config) */
+	long sud_ret;
+	uint8_t sud[32];
 	/* the process's pending signals (peek_shared_n siginfos), read by the
 	 * guardian with the thread's (puppet_peek_siginfo), until the next
 	 * request */
 	void *peek_shared;
 	long peek_shared_n;
 };
+
+#define PUPPET_TAKE_NO_MEM 1
+#define PUPPET_TAKE_NO_TRAP 2
+#define PUPPET_TAKE_NO_MASK 4
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
 
@@ -131,10 +143,13 @@ int puppet_clone(struct puppet *parent, struct puppet *child, pid_t pid, uint64_
 		 int exit_signal) __attribute__((warn_unused_result));
 
 /*
- * The same for n children (n <= PUPPET_MANY_MAX): one stop of the parent
- * for every clone and one for the batch, by its stub (without one, a
- * puppet_clone each). err[i] is children[i]'s result, as puppet_clone.
+ * The same for n children (n <= PUPPET_CLONE_MAX): one stop of the parent
+ * for the batch, by its stub, and one for every clone unless the
+ * children's pids are ckpt's too (then clone3 with CLONE_PTRACE attaches
+ * them); without a stub, a puppet_clone each. err[i] is children[i]'s
+ * result, as puppet_clone.
  */
+#define PUPPET_CLONE_MAX 64
 void puppet_clone_many(struct puppet *parent, struct puppet *const *children, const pid_t *pids,
 		       size_t n, uint64_t flags, int exit_signal, int *err);
 
@@ -149,7 +164,9 @@ int puppet_exit(struct puppet *p, int status);
  * Many tasks at once (threads of a process): with a guardian, one request
  * for up to PUPPET_MANY_MAX of them, and every task is interrupted before
  * any is waited for, so their stops overlap. err[i] is the result for ps[i]
- * (as puppet_seize_guarded, puppet_release).
+ * (as puppet_seize_guarded, puppet_release). puppet_seize_many's tasks
+ * must be threads of one process: they share their memory (one open of
+ * /proc/PID/mem) and signal dispositions (one read of SigIgn).
  */
 #define PUPPET_MANY_MAX 16
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
