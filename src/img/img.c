@@ -508,6 +508,25 @@ int img_reader_pread(const struct img_reader *r, const uint8_t *at, void *buf, s
 	return 0;
 }
 
+int img_reader_end(const struct img_reader *r, const struct img_record *rec, const uint8_t **ret,
+		   size_t *len)
+{
+	size_t lo = 0, hi = r && rec ? r->nends : 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->ends[mid].index < rec->index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= (r && rec ? r->nends : 0) || r->ends[lo].index != rec->index ||
+	    r->ends[lo].len > rec->len)
+		return -ENOENT;
+	*ret = r->ends[lo].b;
+	*len = r->ends[lo].len;
+	return 0;
+}
+
 int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 {
 	return open_fd(r, fd, true, err);
@@ -621,13 +640,38 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (left < sizeof(f))
 		return fail(err, -EINVAL, idx, pos, 0, "truncated in frame (%zu of %zu bytes)", left,
 			    sizeof(f));
-	/* sparse: the frame and what may be its pad, in one pread; once
+	/* sparse: the frame and what may be its pad, in one pread up to the
+	 * page boundary where a padded record's data starts (a pad is shorter
+	 * than a page), so that the first page of the data is not read; once
 	 * validated, the frame kept from the first pass (its pad was checked) */
-	uint8_t head[sizeof(f) + IMG_PAGE_SIZE];
+	uint8_t buf[IMG_END_KEEP + sizeof(f) + IMG_PAGE_SIZE];
+	uint8_t *head = buf + IMG_END_KEEP;
 	bool kept = r->sparse && r->validated && r->next_index < r->nframes;
-	size_t got = r->sparse ? MIN(left, sizeof(head)) : sizeof(f);
-	if (r->sparse && !kept && img_reader_pread(r, r->base + pos, head, got) < 0)
+	size_t upto = ((pos + sizeof(f)) / IMG_PAGE_SIZE + 1) * IMG_PAGE_SIZE - pos;
+	size_t got = r->sparse ? MIN(left, upto) : sizeof(f);
+	/* the previous record's last bytes too, when its data is checked
+	 * later: it ends here, so they are in the same pread (and page) */
+	const struct img_frame *prev = r->sparse && !kept && r->nframes &&
+					       r->next_index == r->nframes
+					       ? &r->frames[r->nframes - 1] : NULL;
+	size_t end = prev && r->crc_later && prev->type == r->crc_later
+			     ? MIN((size_t)IMG_END_KEEP, (size_t)(prev->length -
+								   (prev->flags & IMG_FLAG_PAD_MASK)))
+			     : 0;
+	if (r->sparse && !kept && img_reader_pread(r, r->base + pos - end, head - end, got + end) < 0)
 		return fail(err, -EIO, idx, pos, 0, "cannot read the frame");
+	if (end && r->nends % 256 == 0) {
+		struct img_end *ne = realloc(r->ends, (r->nends + 256) * sizeof(*ne));
+		if (!ne)
+			return fail(err, -ENOMEM, idx, pos, 0, "out of memory");
+		r->ends = ne;
+	}
+	if (end) {
+		struct img_end *e = &r->ends[r->nends++];
+		e->index = r->next_index - 1;
+		e->len = (uint32_t)end;
+		memcpy(e->b, head - end, end);
+	}
 	if (kept)
 		f = r->frames[r->next_index];
 	else
@@ -657,6 +701,8 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	if (pad && data_off % IMG_PAGE_SIZE)
 		return fail(err, -EINVAL, idx, pos, f.type,
 			    "pad %zu does not align the data (at offset %zu)", pad, data_off);
+	if (pad && r->sparse && !kept && pad > got - sizeof(f)) /* not after the checks above */
+		return fail(err, -EINVAL, idx, pos, f.type, "pad %zu runs past a page", pad);
 	if (pad && !kept &&
 	    memcmp(r->sparse ? head + sizeof(f) : r->base + pos + sizeof(f), zero_pad, pad))
 		return fail(err, -EINVAL, idx, pos, f.type, "pad is not zero");
@@ -799,7 +845,9 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 		len[n] = rec.len;
 		type[n] = rec.type;
 		crc[n] = rec.data_crc;
-		total += rec.len;
+		/* what check_data() reads: a record checked later is not (the
+		 * helper thread is made only for enough bytes to share) */
+		total += r->crc_later && rec.type == r->crc_later ? 0 : rec.len;
 		n++;
 	}
 	if (ret == -ENODATA) {
@@ -834,6 +882,7 @@ void img_reader_close(struct img_reader *r)
 	if (r->sparse)
 		close(r->fd);
 	free(r->frames);
+	free(r->ends);
 	if (r->base && r->size)
 		munmap(r->base, r->size);
 	*r = (struct img_reader){ 0 };

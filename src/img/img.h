@@ -145,6 +145,13 @@ struct img_error {
  * anything else (a pipe, a socket) is read to the end into an anonymous
  * mapping. Records then point into it, so page data is never copied.
  */
+#define IMG_END_KEEP 64
+struct img_end {
+	uint32_t index;         /* the record's */
+	uint32_t len;           /* bytes kept: its last ones */
+	uint8_t b[IMG_END_KEEP];
+};
+
 struct img_reader {
 	uint8_t *base;
 	size_t size;
@@ -168,6 +175,10 @@ struct img_reader {
 	 * validation reads none again */
 	struct img_frame *frames;
 	size_t nframes;
+	/* sparse: the last bytes of each record of type crc_later, read with
+	 * the next frame in the same pread (img_reader_end()) */
+	struct img_end *ends;
+	size_t nends;
 };
 
 /* Loads the stream and checks the header. A sealed image (seal.h) is
@@ -181,6 +192,11 @@ int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
  * touches no page of the records whose data it leaves to later. */
 int img_reader_open_lazy(struct img_reader *r, int fd, struct img_error *err)
 	__attribute__((warn_unused_result));
+/* A sparse reader's copy of the last bytes (up to IMG_END_KEEP) of record
+ * rec, of type crc_later, read with the frame that follows it: *ret and
+ * *len, 0; -ENOENT if there is none (the caller reads them itself). */
+int img_reader_end(const struct img_reader *r, const struct img_record *rec, const uint8_t **ret,
+		   size_t *len) __attribute__((warn_unused_result));
 /* Copies len bytes at at (inside r's buffer) to buf: with pread() for a
  * sparse reader (the mapping is not touched), else memcpy. -EINVAL outside
  * the image, -EIO if the file is shorter now. */

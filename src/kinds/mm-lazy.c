@@ -71,7 +71,8 @@ struct lazy_msg {
 
 struct mm_lazy {
 	int sock;               /* ckpt's end; -1 once closed */
-	pid_t server;
+	pid_t starter;          /* the server's starter, until reaped */
+	pid_t server;           /* 0 until known (lazy_server()) */
 };
 
 /* --- helpers of both sides ---------------------------------------------- */
@@ -909,9 +910,14 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 		  struct pages_chunk *ret)
 {
 	/* the reader is sparse: the table is read with pread into memory of
-	 * ckpt's (the server, a fork, has it too), the mapping not touched;
-	 * the record's last page first, which holds the table of up to 254
-	 * extents, then the rest if it is longer */
+	 * ckpt's (the server, a fork, has it too), the mapping not touched:
+	 * the record's last 64 bytes as the reader kept them (the table of up
+	 * to 2 extents), else its last page (up to 254), then the rest if it
+	 * is longer. Only the table is kept, in
+	 * an allocation of its size: a page per record would be hundreds of
+	 * heap pages for 4 GiB, each written (a copy-on-write fault, the server
+	 * being a fork) when it is freed */
+	uint64_t page[IMG_PAGE_SIZE / 8];
 	uint64_t got = MIN((uint64_t)IMG_PAGE_SIZE, rec->len), len;
 	if (rec->len < sizeof(struct pages_head) || rec->len % 8)
 		return -EINVAL;
@@ -925,19 +931,39 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 		if (!nt || !nr)
 			return -ENOMEM;
 	}
-	uint8_t *tail = malloc(got);
-	int r = tail ? img_reader_pread(&ctx->r, rec->data + rec->len - got, tail, got) : -ENOMEM;
-	if (r >= 0)
-		r = pages_table_len(rec, tail + got - sizeof(struct pages_head), &len);
-	if (r >= 0 && len > got) {
-		uint8_t *t2 = malloc(len);
-		free(tail);
-		tail = t2;
-		got = len;
-		r = tail ? img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len) : -ENOMEM;
+	uint8_t *last = (uint8_t *)page;
+	const uint8_t *end;
+	size_t kept;
+	int r = 0;
+	/* a table of a few extents (a run of contiguous memory) is in the
+	 * bytes the reader kept of the record's end, with the next frame */
+	if (img_reader_end(&ctx->r, rec, &end, &kept) == 0 && kept >= sizeof(struct pages_head) &&
+	    kept % 8 == 0) {
+		memcpy(last, end, kept);
+		got = kept;
+	} else {
+		r = img_reader_pread(&ctx->r, rec->data + rec->len - got, last, got);
 	}
 	if (r >= 0)
-		r = pages_parse_tail(rec, tail, got, ret);
+		r = pages_table_len(rec, last + got - sizeof(struct pages_head), &len);
+	if (r < 0)
+		return r;
+	if (len > got && got < MIN((uint64_t)IMG_PAGE_SIZE, rec->len)) { /* a longer table */
+		got = MIN((uint64_t)IMG_PAGE_SIZE, rec->len);
+		r = img_reader_pread(&ctx->r, rec->data + rec->len - got, last, got);
+		if (r < 0)
+			return r;
+	}
+	/* malloc's alignment (16) is the 8 pages_parse_tail() needs */
+	uint8_t *tail = malloc(len);
+	if (!tail)
+		return -ENOMEM;
+	if (len <= got)
+		memcpy(tail, last + got - len, len);
+	else
+		r = img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len);
+	if (r >= 0)
+		r = pages_parse_tail(rec, tail, len, ret);
 	if (r < 0) {
 		free(tail);
 		return r;
@@ -1026,12 +1052,25 @@ int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t)
 	return 0;
 }
 
+/*
+ * The server is forked by a child of ckpt that calls setsid(), sends the
+ * server's pid and exits. ckpt waits for neither here: on a loaded machine
+ * a new process may wait milliseconds for a CPU, and the restart goes on
+ * meanwhile; the child is reaped and the pid read when the first task's
+ * memory is handed over (lazy_server()), by which time both have run.
+ */
 int mm_lazy_start(struct rst_ctx *ctx)
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return log_fail(&ctx->log, -errno, "--lazy: cannot make a socket: %s",
 				strerror(errno));
+	ctx->lazy = malloc(sizeof(*ctx->lazy));
+	if (!ctx->lazy) {
+		close(sv[0]);
+		close(sv[1]);
+		return -ENOMEM;
+	}
 	pid_t x = fork();
 	if (x == 0) { /* out of ckpt's session, and not its child */
 		setsid();
@@ -1042,23 +1081,39 @@ int mm_lazy_start(struct rst_ctx *ctx)
 		send_msg(sv[1], &m, NULL, 0, -1);
 		_exit(s < 0);
 	}
+	int r = -errno;
 	close(sv[1]);
-	int st = 0, fd;
-	struct lazy_msg m = { 0 };
-	while (x > 0 && waitpid(x, &st, 0) < 0 && errno == EINTR)
-		;
-	if (x < 0 || recv_msg(sv[0], &m, sizeof(m), &fd) != sizeof(m) || m.pid <= 0) {
+	if (x < 0) {
 		close(sv[0]);
-		return log_fail(&ctx->log, -ECHILD, "--lazy: cannot start the lazy server");
+		free(ctx->lazy);
+		ctx->lazy = NULL;
+		return log_fail(&ctx->log, r, "--lazy: cannot start the lazy server: %s",
+				strerror(-r));
 	}
-	ctx->lazy = malloc(sizeof(*ctx->lazy));
-	if (!ctx->lazy) {
-		close(sv[0]);
-		return -ENOMEM;
-	}
-	*ctx->lazy = (struct mm_lazy){ .sock = sv[0], .server = m.pid };
-	log_info(&ctx->log, "lazy: memory is served by pid %d", m.pid);
+	*ctx->lazy = (struct mm_lazy){ .sock = sv[0], .starter = x };
 	return 0;
+}
+
+/* The server's pid, its starter reaped first (0: it did not start). */
+static pid_t lazy_server(struct rst_ctx *ctx)
+{
+	struct mm_lazy *l = ctx->lazy;
+	if (l->starter <= 0)
+		return l->server;
+	int st;
+	while (waitpid(l->starter, &st, 0) < 0 && errno == EINTR)
+		;
+	l->starter = 0;
+	/* sent before the starter exited: there now, or never */
+	struct lazy_msg m = { 0 };
+	ssize_t k;
+	while ((k = recv(l->sock, &m, sizeof(m), MSG_DONTWAIT)) < 0 && errno == EINTR)
+		;
+	if (k == (ssize_t)sizeof(m) && m.type == MSG_PID && m.pid > 0) {
+		l->server = m.pid;
+		log_info(&ctx->log, "lazy: memory is served by pid %d", m.pid);
+	}
+	return l->server;
 }
 
 int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **ret_reg)
@@ -1106,6 +1161,8 @@ int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *re
 	_Static_assert(sizeof(bool) == 1, "registered flags are sent as bytes");
 	struct lazy_msg m = { .type = MSG_TASK, .task = (uint32_t)(t - ctx->tasks),
 			      .pid = t->pup.pid, .nvmas = (uint32_t)e->n_vmas };
+	if (lazy_server(ctx) <= 0)
+		return log_fail(&ctx->log, -ECHILD, "--lazy: cannot start the lazy server");
 	int r = e->n_vmas > 65536 ? -E2BIG : send_msg(ctx->lazy->sock, &m, reg, e->n_vmas, fd);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot hand its memory to the lazy server "
@@ -1118,6 +1175,7 @@ static void lazy_end(struct rst_ctx *ctx, bool commit)
 	if (!ctx->lazy)
 		return;
 	struct lazy_msg m = { .type = MSG_COMMIT };
+	lazy_server(ctx); /* its starter reaped */
 	if (commit && send_msg(ctx->lazy->sock, &m, NULL, 0, -1) < 0)
 		log_error(&ctx->log, "lazy server (pid %d) is gone: the restored processes are "
 			  "killed by its guard", ctx->lazy->server);
