@@ -4015,6 +4015,18 @@ class Run:
             return None if n < 0 else f.read(n + 2)[:-2].decode()
         return line[:-2].decode()
 
+    def start_redis(self):
+        """redis-server on 127.0.0.1 at a free port, TCP only, no saving, as
+        the test's tree: (its Popen, the port), once it accepts."""
+        if not shutil.which("redis-server"):
+            raise Skip("redis-server not installed")
+        port = self.free_port()
+        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--dir", self.dir,
+                                "--logfile", self.p("redis.log")], port)
+        self.logs.append(self.p("redis.log"))
+        return pr, port
+
     def flow_redis_reconnect(self):
         """redis-server on 127.0.0.1 at a free port; 6 client threads of the
         runner's each connect for every SET, GET and INCR (then close), so
@@ -4024,13 +4036,7 @@ class Run:
         let it go on, then checkpoint --kill and restart: every one succeeds,
         no client sees an error or a wrong reply, and the counter the
         clients INCR equals the commands they made."""
-        if not shutil.which("redis-server"):
-            raise Skip("redis-server not installed")
-        port = self.free_port()
-        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                                "--save", "", "--appendonly", "no", "--dir", self.dir,
-                                "--logfile", self.p("redis.log")], port)
-        self.logs.append(self.p("redis.log"))
+        pr, port = self.start_redis()
         state = {"n": [0] * 6, "err": None, "stop": False}
 
         def loop(t):
@@ -4089,13 +4095,7 @@ class Run:
         reply, no reset; the restored server holds as many sockets as the
         original. A second connection sends PING while the server is down
         (dropped by the lock, retransmitted): PONG after the restart."""
-        if not shutil.which("redis-server"):
-            raise Skip("redis-server not installed")
-        port = self.free_port()
-        pr = self.start_server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                                "--save", "", "--appendonly", "no", "--dir", self.dir,
-                                "--logfile", self.p("redis.log")], port)
-        self.logs.append(self.p("redis.log"))
+        pr, port = self.start_redis()
         cl = socket.create_connection(("127.0.0.1", port), timeout=60)
         f = cl.makefile("rb")
         state = {"n": 0, "err": None, "stop": False}
