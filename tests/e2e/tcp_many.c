@@ -101,24 +101,33 @@ static void expect_queue(int s, int i, int len, int side, const char *who)
 			fail("conn %d %s: byte %d differs", i, who, k);
 }
 
+union addr {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+};
+
+/* The loopback address of family at port (0: any), and its length. */
+static socklen_t loopback(int family, int port, union addr *a)
+{
+	*a = (union addr){ 0 };
+	if (family == AF_INET) {
+		a->v4.sin_family = AF_INET;
+		a->v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		a->v4.sin_port = htons((uint16_t)port);
+		return sizeof(a->v4);
+	}
+	a->v6.sin6_family = AF_INET6;
+	a->v6.sin6_addr = in6addr_loopback;
+	a->v6.sin6_port = htons((uint16_t)port);
+	return sizeof(a->v6);
+}
+
 static int listener(int family, int *port)
 {
 	int l = socket(family, SOCK_STREAM, 0);
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} a = { 0 };
-	socklen_t al;
-	if (family == AF_INET) {
-		a.v4.sin_family = AF_INET;
-		a.v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		al = sizeof(a.v4);
-	} else {
-		a.v6.sin6_family = AF_INET6;
-		a.v6.sin6_addr = in6addr_loopback;
-		al = sizeof(a.v6);
-	}
+	union addr a;
+	socklen_t al = loopback(family, 0, &a);
 	if (l < 0 || bind(l, &a.sa, al) < 0 || listen(l, 256) < 0)
 		return -1;
 	al = sizeof(a);
@@ -155,23 +164,8 @@ static void make(int i, int l, int family, int port)
 		if (setsockopt(k->c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
 			fail("SO_LINGER: %m");
 	}
-	union {
-		struct sockaddr sa;
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} a = { 0 };
-	socklen_t al;
-	if (family == AF_INET) {
-		a.v4.sin_family = AF_INET;
-		a.v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		a.v4.sin_port = htons((uint16_t)port);
-		al = sizeof(a.v4);
-	} else {
-		a.v6.sin6_family = AF_INET6;
-		a.v6.sin6_addr = in6addr_loopback;
-		a.v6.sin6_port = htons((uint16_t)port);
-		al = sizeof(a.v6);
-	}
+	union addr a;
+	socklen_t al = loopback(family, port, &a);
 	if (connect(k->c, &a.sa, al) < 0)
 		fail("connect %d: %m", i);
 	k->s = accept(l, NULL, NULL);
