@@ -33,6 +33,7 @@
 #include "core/ctx.h"
 #include "kinds/inet-move.h"
 #include "kinds/netns.h"
+#include "net/ct.h"
 #include "net/diag.h"
 #include "net/rtnl.h"
 #include "net/lock.h"
@@ -161,10 +162,44 @@ static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct
 	return tcp_diag_dump(fd, family, ~0u, add_diag_sock, &d);
 }
 
+/* The IPv4 (or v4-mapped) TCP connection l -> rm as this namespace's NAT
+ * shows it to the peer, if it translates it (one of nat): added too. */
+static int add_nat_view(struct netlock *nl, const struct ct_nat *nat, size_t nnat,
+			const struct sockaddr_storage *l, const struct sockaddr_storage *rm)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const uint8_t *la, *ra;
+	uint16_t lp, rp;
+	if (l->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)l, *b = (const void *)rm;
+		la = (const uint8_t *)&a->sin_addr;
+		ra = (const uint8_t *)&b->sin_addr;
+		lp = a->sin_port;
+		rp = b->sin_port;
+	} else {
+		const struct sockaddr_in6 *a = (const void *)l, *b = (const void *)rm;
+		if (memcmp(&a->sin6_addr, mapped, 12) || memcmp(&b->sin6_addr, mapped, 12))
+			return 0;
+		la = (const uint8_t *)&a->sin6_addr + 12;
+		ra = (const uint8_t *)&b->sin6_addr + 12;
+		lp = a->sin6_port;
+		rp = b->sin6_port;
+	}
+	const struct ct_nat *e = ct_nat_find(nat, nnat, IPPROTO_TCP, la, ntohs(lp), ra, ntohs(rp));
+	if (!e)
+		return 0;
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(e->toport) };
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = rp };
+	memcpy(&to.sin_addr, e->to, 4);
+	memcpy(&peer.sin_addr, ra, 4);
+	return netlock_add(nl, (const struct sockaddr *)&to, (const struct sockaddr *)&peer);
+}
+
 /* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds
- * to nl (and, with ports, its listening and bound ports). */
+ * to nl (and, with ports, its listening and bound ports); with nat (this
+ * namespace's translated connections), also each one's translated view. */
 static int add_table(struct netlock *nl, bool ports, pid_t root, const char *name,
-		     const struct inodes *s)
+		     const struct inodes *s, const struct ct_nat *nat, size_t nnat)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
@@ -193,7 +228,10 @@ static int add_table(struct netlock *nl, bool ports, pid_t root, const char *nam
 		struct sockaddr_storage l, rm;
 		if (!parse_addr(local, v6, &l) || !parse_addr(remote, v6, &rm))
 			continue;
-		r = add_sock(nl, ports, strstr(name, "udp") != NULL, state, &l, &rm);
+		bool udp = strstr(name, "udp") != NULL;
+		r = add_sock(nl, ports, udp, state, &l, &rm);
+		if (r >= 0 && nnat && !udp && state != 0x0a && state != 0x07)
+			r = add_nat_view(nl, nat, nnat, &l, &rm);
 		if (r < 0)
 			return r;
 	}
@@ -284,7 +322,7 @@ static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inod
 		struct netlock *nl = NULL;
 		r = ns < 0 ? -errno : netlock_new(ns, name, &nl);
 		for (size_t k = 0; r >= 0 && k < 4; k++)
-			r = add_table(nl, true, pid, tables[k], s);
+			r = add_table(nl, true, pid, tables[k], s, NULL, 0);
 		if (r < 0 || (!netlock_count(nl) && !netlock_ports(nl))) {
 			netlock_free(nl);
 			continue;
@@ -332,7 +370,7 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 				  : -ENOENT;
 		/* refused at once (no IPv6, no inet_diag): nothing was added */
 		if (r == -ENOENT || r == -EINVAL || r == -EOPNOTSUPP || r == -EPROTONOSUPPORT)
-			r = add_table(ctx->netlock, true, root, tables[i], &s);
+			r = add_table(ctx->netlock, true, root, tables[i], &s, NULL, 0);
 	}
 	/*
 	 * A tree in a network namespace of its own (ckpt run --net), killed:
@@ -340,17 +378,26 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	 * peers on this host retransmit into ckpt's namespace (its default
 	 * route) until the restart. The same connections are locked there
 	 * too, under the same name, which the restart removes; its ports are
-	 * not this namespace's.
+	 * not this namespace's. A connection this namespace's NAT translates
+	 * (ckpt run --nat) is also locked as its peer sees it (the translated
+	 * address and port): while no nat chain is loaded here (its table
+	 * deleted before the restart makes it again) a retransmission is not
+	 * translated back, but comes in to this namespace's own address and
+	 * port, where no socket is: it would be answered with a reset.
 	 */
 	/* not for a migration: its tree is killed only once the copy runs on
 	 * the target, and this lock would be removed right after the kill
 	 * (ckpt_netlock_unlock); until the kill the container's own lock
 	 * drops what comes through the veth pair (1.6-5 ms of frozen time) */
 	bool host = (ctx->flags & CKPT_KILL) && !migrated(ctx) && !proc_same_netns(root);
+	_cleanup_free_ struct ct_nat *nat = NULL;
+	size_t nnat = 0;
 	if (r >= 0 && host)
 		r = netlock_new(-1, name, &ctx->netlock_host);
+	if (r >= 0 && host && (r = ct_nat_list(&nat, &nnat)) == -ENOENT)
+		r = 0; /* no conntrack here: nothing translated */
 	for (size_t i = 0; r >= 0 && host && i < 2; i++)
-		r = add_table(ctx->netlock_host, false, root, tables[i], &s);
+		r = add_table(ctx->netlock_host, false, root, tables[i], &s, nat, nnat);
 	if (r < 0) {
 		free(s.v);
 		return log_fail(&ctx->log, r, "pid %d: network lock: cannot list its connections: %s",

@@ -72,6 +72,7 @@
 #include "core/ctx.h"
 #include "kinds/netns.h"
 #include "net/nat.h"
+#include "net/ct.h"
 #include "net/rtnl.h"
 #include "netns.pb-c.h"
 #include "util/cleanup.h"
@@ -183,27 +184,10 @@ static bool host_local4(const uint8_t *a)
  */
 static int translated4(const uint8_t *src, uint16_t sport, const uint8_t *dst, uint16_t dport)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/net/nf_conntrack", "re");
-	if (!f)
-		return -errno;
-	char s[INET_ADDRSTRLEN], d[INET_ADDRSTRLEN], want[128], line[512];
-	inet_ntop(AF_INET, src, s, sizeof(s));
-	inet_ntop(AF_INET, dst, d, sizeof(d));
-	snprintf(want, sizeof(want), " src=%s dst=%s sport=%u dport=%u ", s, d, sport, dport);
-	while (fgets(line, sizeof(line), f)) {
-		const char *at = strstr(line, want);
-		if (!at || strncmp(line, "ipv4 ", 5) ||
-		    (!strstr(line, " tcp ") && !strstr(line, " udp ")))
-			continue;
-		/* the reply tuple: src=DST dst=X sport=DPORT dport=Y */
-		char rd[INET_ADDRSTRLEN];
-		unsigned rdport;
-		const char *reply = strstr(at + strlen(want), "src=");
-		if (!reply || sscanf(reply, "src=%*s dst=%15s sport=%*u dport=%u", rd, &rdport) != 2)
-			continue;
-		return strcmp(rd, s) || rdport != sport;
-	}
-	return 0;
+	_cleanup_free_ struct ct_nat *v = NULL;
+	size_t n;
+	int r = ct_nat_list(&v, &n);
+	return r < 0 ? r : ct_nat_find(v, n, 0, src, sport, dst, dport) != NULL;
 }
 
 bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,

@@ -1673,6 +1673,7 @@ class Run:
             raise Fail("the table %s left host A with the SIGKILL of the container" % table)
         subprocess.run(topo.argv("a", ["nft", "delete", "table", "ip", table]),
                        capture_output=True, timeout=30)
+        self.nat_retransmit(topo, port)
         rpid = self.p("restart.pid")
         rp = self.popen(topo.argv("a", self.ckpt_argv("restart", img, "--detach", "--pidfile",
                                                       rpid, "--log", self.p("restart.log"))),
@@ -1688,6 +1689,34 @@ class Run:
         progress()
         self.nat_echo_done(rounds())
         self.mig2_end(signal.SIGKILL, "the restored container")  # its pid 1: no SIGTERM
+
+    def c_conns(self, topo, port):
+        """C's server's connections: (count, how many have data unacked,
+        retransmissions in all), from ss -ti in C."""
+        out = subprocess.run(topo.argv("c", ["ss", "-tinH", "state", "established", "sport",
+                                             "= :%d" % port]),
+                             capture_output=True, timeout=30).stdout.decode()
+        n = len(re.findall(r"^\S", out, re.M))
+        unacked = len(re.findall(r"\bunacked:[1-9]", out))
+        retrans = sum(int(x) for x in re.findall(r"\bretrans:\d+/(\d+)", out))
+        return n, unacked, retrans
+
+    def nat_retransmit(self, topo, port):
+        """With A's NAT table gone, C's retransmissions are not translated
+        back: they come in to A's own address and port, where no socket
+        is. When C has data in flight, waits until it has retransmitted
+        once more (or a connection is gone: the reset the lock must
+        prevent), so that the restart meets what came in meanwhile."""
+        n, unacked, retrans = self.c_conns(topo, port)
+        if not unacked:
+            self.notes.append("nothing in flight from C")
+            return
+
+        def more():
+            m, _, r = self.c_conns(topo, port)
+            return m < n or r > retrans
+        self.wait_until("C to retransmit into A without its NAT", more, [], timeout=30)
+        self.notes.append("C retransmitted")
 
     def echo_rounds(self):
         """py_echo.py's client's count of full rounds (its file "rounds")."""
