@@ -81,7 +81,12 @@ extern "C" {
 				       * (ckpt_unseal) even when the image is sealed,
 				       * and trusted: checked when ckpt_unseal wrote
 				       * them, their data checksums are not again */
-#define RESTART_FLAGS_ALL (0x3fful | RESTART_PLAIN_PARENTS)
+#define RESTART_CHANGED_FILES 0x1000ul /* a file mapped private that changed since the
+					* checkpoint (mtime) at the same size, too big
+					* for its contents to have been kept to compare
+					* (over 32 MiB), is accepted with a warning,
+					* not refused */
+#define RESTART_FLAGS_ALL (0x3fful | RESTART_PLAIN_PARENTS | RESTART_CHANGED_FILES)
 
 /* verbosity for the log */
 enum ckpt_log_level {

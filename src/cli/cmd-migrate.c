@@ -1077,6 +1077,7 @@ int cmd_receive(const struct cli_args *a)
 		.size = sizeof(o),
 		.flags = RESTART_DETACH | RESTART_FROZEN | (a->pidns ? RESTART_PIDNS : 0) |
 			 (a->tcp_close ? RESTART_CONN_RESET : 0) |
+			 (a->changed_files ? RESTART_CHANGED_FILES : 0) |
 			 (dir[0] ? RESTART_PLAIN_PARENTS : 0) | (lazy ? RESTART_LAZY : 0),
 		.logfd = logfd,
 		.log_level = cli_log_level(a->verbose),

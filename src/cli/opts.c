@@ -102,6 +102,10 @@ static const struct opt opts[] = {
 	{ "tcp-close", 0, OPT_FLAG, RS | RC, F(tcp_close), NULL,
 	  "established TCP connections come back closed (the\n"
 	  "program reads ECONNRESET); listening sockets live" },
+	{ "accept-changed-files", 0, OPT_FLAG, RS | RC, F(changed_files), NULL,
+	  "a file mapped private that changed since the checkpoint\n"
+	  "at the same size, too big (over 32 MiB) for its\n"
+	  "contents to be compared, is taken as it is now" },
 	{ "lazy", 0, OPT_FLAG, RS | RC, F(lazy), NULL,
 	  "return once the process runs: its private memory is\n"
 	  "filled on first touch and in the background by a\n"

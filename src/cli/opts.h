@@ -52,7 +52,7 @@ struct cli_args {
 	int verbose;            /* -v, repeatable */
 	bool kill, leave_frozen;
 	bool verify;            /* checkpoint --kill --verify */
-	bool detach, frozen, dry_run, tcp_close, pidns, lazy;
+	bool detach, frozen, dry_run, tcp_close, pidns, lazy, changed_files;
 	bool eager;             /* receive --eager: memory written before it runs */
 	bool shell_job;         /* checkpoint, restart: --shell-job */
 	const char *external;   /* checkpoint --external KIND[,KIND...] */

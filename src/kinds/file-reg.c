@@ -431,7 +431,8 @@ static int64_t file_crc(int fd, uint64_t size)
  * is refused (pages would move or vanish); a different mtime, since
  * rewriting the same bytes (or touch) changes it too, is refused only when
  * the contents saved as a crc differ (pages a private mapping never wrote
- * would show other bytes), and reported otherwise.
+ * would show other bytes), and reported otherwise; a file with no crc (over
+ * CRC_MAX) is refused unless RESTART_CHANGED_FILES.
  */
 static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 {
@@ -450,9 +451,18 @@ static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 	if (mtime == f->e->mtime_ns)
 		return 0;
 	if (!f->e->has_content_crc) {
-		log_warn(&ctx->log, "file '%s': modified since the checkpoint (same size)",
-			 f->e->path);
-		return 0;
+		if (ctx->flags & RESTART_CHANGED_FILES) {
+			log_warn(&ctx->log, "file '%s': modified since the checkpoint (same size), "
+				 "accepted: a private mapping of it may show new bytes where the "
+				 "process never wrote", f->e->path);
+			return 0;
+		}
+		return log_fail(&ctx->log, -ESTALE,
+				"file '%s': modified since the checkpoint (same size, another "
+				"mtime), and over %u MiB, so its contents were not kept to "
+				"compare: a private mapping of it could show new bytes where the "
+				"process never wrote (restart --accept-changed-files takes it as "
+				"it is now)", f->e->path, CRC_MAX >> 20);
 	}
 	int64_t crc = file_crc(f->fd, f->e->size);
 	if (crc < 0)

@@ -11,6 +11,7 @@
  *   file) and still backed by the file: a page never written through the
  *   mapping shows a later pwrite() to the file (Linux semantics for pages
  *   not yet copied-on-write). The file is put back as it was afterwards.
+ * With an argument N, the file also has N MiB of hole after its pages.
  */
 #include "lib.h"
 
@@ -48,7 +49,7 @@ static void check_map(const char *what, void *p, const char *perms, unsigned lon
 	expect(!strcmp(m.path, path), "%s: maps path '%s', want '%s'", what, m.path, path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *dir = getenv("CKPT_TEST_DIR");
 	char path[4096];
@@ -65,6 +66,9 @@ int main(void)
 	}
 	if (pwrite(fd, file_page, sizeof(file_page), 0) != (ssize_t)sizeof(file_page))
 		fail("write data: %m");
+	/* argv[1]: MiB of hole after the pages (a file too big for its crc) */
+	if (argc > 1 && ftruncate(fd, (off_t)sizeof(file_page) + (atol(argv[1]) << 20)) < 0)
+		fail("extend data: %m");
 	unsigned char *m = test_mmap(NULL, NPAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE,
 				     fd, 0);
 	unsigned char *ro = test_mmap(NULL, RO_PAGES * PAGE, PROT_READ, MAP_PRIVATE, fd,
