@@ -79,10 +79,28 @@ struct mm_lazy {
 
 static void populate(const void *p, uint64_t len);
 
-int mm_lazy_check_rec(const struct mm_rec *r)
+/* The rest of r's checksum (from what check_step() did). */
+int mm_lazy_check_rec(struct mm_rec *r)
 {
-	populate(r->data, r->len); /* one call, not a fault per page */
-	return img_crc32c(0, r->data, r->len) == r->crc ? 0 : -EBADMSG;
+	populate(r->data + r->checked, r->len - r->checked); /* one call, not a fault per page */
+	r->part = img_crc32c(r->part, r->data + r->checked, r->len - r->checked);
+	r->checked = r->len;
+	return r->part == r->crc ? 0 : -EBADMSG;
+}
+
+/* The next LAZY_STEP bytes of r's checksum; 0, or -EBADMSG at its end. */
+static int check_step(struct mm_rec *r)
+{
+	uint64_t n = MIN((uint64_t)LAZY_STEP, r->len - r->checked);
+	populate(r->data + r->checked, n);
+	r->part = img_crc32c(r->part, r->data + r->checked, n);
+	r->checked += n;
+	if (r->checked < r->len)
+		return 0;
+	if (r->part != r->crc)
+		return -EBADMSG;
+	r->crc_ok = true;
+	return 0;
 }
 
 static int send_msg(int sock, const struct lazy_msg *m, const void *extra, size_t len, int fd)
@@ -714,6 +732,19 @@ static int fill_step(struct server *s, size_t *next_mm)
 				e++;
 			*next_mm = mi + 1;
 			uint64_t a = r->addr + (b - r->bit) * PAGE;
+			/* a record not checked yet is checked a step at a time
+			 * first (8 MiB at once would hold a fault that long) */
+			struct mm_rec *rec = m->mr->recs ? &m->mr->recs[r->chunk] : NULL;
+			if (rec && !rec->crc_ok && check_step(rec) < 0) {
+				s->err_pid = m->pid;
+				s->err_from = m->from;
+				s->err_addr = a;
+				s->err_why = "a page record of the image is damaged (data checksum "
+					     "mismatch)";
+				return -EBADMSG;
+			}
+			if (rec && !rec->crc_ok)
+				return 0;
 			int err = fill(s, m, m->cursor, a, a + (e - b) * PAGE);
 			return err == -EAGAIN ? 0 : err; /* EAGAIN: an event comes first */
 		}

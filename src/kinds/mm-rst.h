@@ -33,6 +33,9 @@ struct mm_rec {
 	uint64_t len;
 	uint32_t crc;
 	bool crc_ok;            /* the lazy server's: checked */
+	uint32_t part;          /* the crc32c of the first `checked` bytes: the
+				 * server checks a record a step at a time */
+	uint64_t checked;
 };
 
 struct mm_rst {

@@ -164,7 +164,7 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 /* Frees what mm_lazy_parse() kept in m. */
 void mm_lazy_free(struct mm_rst *m);
 /* -EBADMSG if the record's data is not what its checksum says. */
-int mm_lazy_check_rec(const struct mm_rec *r) __attribute__((warn_unused_result));
+int mm_lazy_check_rec(struct mm_rec *r) __attribute__((warn_unused_result));
 /* The chunks of t's page set that have pages outside the registered vmas
  * (reg: per vma; NULL: none is), which ckpt writes itself, their records'
  * checksums checked (a damaged one is refused here, logged); *ret to
