@@ -117,6 +117,42 @@ static int shared_pages(int pm_child, int pm_parent, uint64_t start, uint64_t en
 	return 0;
 }
 
+/*
+ * shared_pages over the parts of [start, end) where the child has present
+ * anonymous pages (PAGEMAP_SCAN: present, not a file page), the only ones
+ * it can share: a library's text, hundreds of page-cache pages, was read
+ * from both pagemaps for none. The whole range if the scan fails.
+ */
+static int shared_anon_pages(int pm_child, int pm_parent, uint64_t start, uint64_t end,
+			     struct runs *out)
+{
+	struct page_region regs[64];
+	for (uint64_t pos = start; pos < end;) {
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.start = pos,
+			.end = end,
+			.vec = (uint64_t)(uintptr_t)regs,
+			.vec_len = ARRAY_SIZE(regs),
+			.category_inverted = PAGE_IS_FILE,
+			.category_mask = PAGE_IS_FILE | PAGE_IS_PRESENT,
+			.return_mask = PAGE_IS_PRESENT,
+		};
+		long n = ioctl(pm_child, PAGEMAP_SCAN, &arg);
+		if (n < 0)
+			return shared_pages(pm_child, pm_parent, pos, end, out);
+		for (long i = 0; i < n; i++) {
+			int r = shared_pages(pm_child, pm_parent, regs[i].start, regs[i].end, out);
+			if (r < 0)
+				return r;
+		}
+		if (arg.walk_end <= pos)
+			break;
+		pos = arg.walk_end;
+	}
+	return 0;
+}
+
 static int open_pagemap(pid_t pid)
 {
 	char path[64];
@@ -139,7 +175,7 @@ int mm_cow_find(struct ckpt_ctx *ctx, struct task *t, MmEntry *e, const MmEntry 
 		struct runs r = { 0 };
 		if (!cow_kind(v) || !parent_vma(pe, v))
 			continue;
-		int err = shared_pages(pmc, pmp, v->start, v->end, &r);
+		int err = shared_anon_pages(pmc, pmp, v->start, v->end, &r);
 		if (err < 0) {
 			free(r.v);
 			return log_fail(&ctx->log, err, "pid %d: cannot compare %llx-%llx with its "

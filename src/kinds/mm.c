@@ -16,8 +16,8 @@
  * anonymous mappings, every page; of shared file mappings, none (the file
  * holds them). They go to the page store (img/pages.h), which drops the
  * pages whose content is all zero and writes MM_PAGES records: one per
- * chunk of ckpt's copy buffer, and at least one per vma (the pages of a
- * vma are read with one method, see mm_read).
+ * chunk of ckpt's copy buffer, the vmas of a process sharing them (a record
+ * ends where the read method changes, see mm_read and read_as).
  *
  * Restore, in the puppet: unmap all it had from ckpt but the vDSO group and
  * the scratch area; move [vvar], [vvar_vclock] and [vdso] together to their
@@ -388,13 +388,31 @@ static int add_own_runs(struct pages_writer *pw, const VmaEntry *v, uint64_t sta
 	return run < end ? pages_add(pw, run, end - run) : 0;
 }
 
+/*
+ * The pages queued next are v's: the pages of a record are read with one
+ * method (mm_read: process_vm_readv only for a lone process's readable
+ * vmas), so what is queued is written first if v's method differs. A tree's
+ * vmas otherwise share records: a record per vma was a write and a pad to
+ * the next page per vma (most of step "dump" for a tree of small processes).
+ */
+static int read_as(struct ckpt_ctx *ctx, struct pages_writer *pw, const VmaEntry *v)
+{
+	struct mm_read *rd = pw->arg;
+	bool readable = v->prot & PROT_READ;
+	if (rd->readable == readable)
+		return 0;
+	int r = ctx->ntasks == 1 ? pages_flush(pw) : 0;
+	rd->readable = readable;
+	return r;
+}
+
 /* Gives the pages of v that must be saved to the page store. */
 static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const VmaEntry *v,
 		    struct pages_writer *pw)
 {
-	int r;
-
-	((struct mm_read *)pw->arg)->readable = v->prot & PROT_READ;
+	int r = read_as(ctx, pw, v);
+	if (r < 0)
+		return pages_fail(ctx, pw, r);
 	/* shared anonymous: every page, zero ones dropped (a page may be in
 	 * another task's page tables only; hugetlb too, whose pages the
 	 * mapping reserved) */
@@ -433,8 +451,7 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 			break;
 		pos = arg.walk_end;
 	}
-	/* the pages of a record are read with one readability */
-	return pages_fail(ctx, pw, pages_flush(pw));
+	return 0;
 }
 
 /* Vma v maps a part of a shmem object that vma w covers. */
@@ -526,10 +543,14 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 				r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
 			continue;
 		}
-		((struct mm_read *)pw.arg)->readable = m->e.vmas[i]->prot & PROT_READ;
-		r = pages_fail(ctx, &pw, mm_dirty_scan(ctx, t, m->dirty, pagemap, i,
-						       m->e.vmas[i], live ? NULL : &pw));
+		r = read_as(ctx, &pw, m->e.vmas[i]);
+		if (r >= 0)
+			r = mm_dirty_scan(ctx, t, m->dirty, pagemap, i, m->e.vmas[i],
+					  live ? NULL : &pw);
+		r = pages_fail(ctx, &pw, r);
 	}
+	if (r >= 0)
+		r = pages_fail(ctx, &pw, pages_flush(&pw));
 	/* the last record written before anything else is */
 	int s = pages_sync(&pw);
 	if (r >= 0 && s < 0)
