@@ -406,13 +406,95 @@ static int read_as(struct ckpt_ctx *ctx, struct pages_writer *pw, const VmaEntry
 	return r;
 }
 
+size_t mm_map_first(const struct mm_pages_map *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->r[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A vma whose pages the process's one scan gives (scan_vma, mm-cow.c). */
+static bool map_scanned(const VmaEntry *v)
+{
+	return needs_pages(v) && !v->shared && !v->has_huge_page;
+}
+
+/*
+ * t's present or swapped pages in the span of its private vmas, by one
+ * PAGEMAP_SCAN with their categories, where the pages of each vma were a
+ * scan of their own, and again for the copy-on-write comparison with the
+ * parent (system calls are dear on this paravirtualized machine: a tree of
+ * small processes spent more time on them than on their pages). The map is
+ * left not ok if the scan fails: each vma is scanned on its own then.
+ */
+static void map_pages(int pagemap, const MmEntry *e, struct mm_pages_map *m)
+{
+	*m = (struct mm_pages_map){ .start = UINT64_MAX };
+	for (size_t i = 0; i < e->n_vmas; i++)
+		if (map_scanned(e->vmas[i])) {
+			m->start = MIN(m->start, e->vmas[i]->start);
+			m->end = MAX(m->end, e->vmas[i]->end);
+		}
+	for (uint64_t pos = m->start; pos < m->end;) {
+		if (m->n == m->cap) {
+			size_t cap = m->cap ? m->cap * 2 : 256;
+			struct page_region *nr = realloc(m->r, cap * sizeof(*nr));
+			if (!nr)
+				goto fail;
+			m->r = nr;
+			m->cap = cap;
+		}
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.start = pos,
+			.end = m->end,
+			.vec = (uint64_t)(uintptr_t)(m->r + m->n),
+			.vec_len = m->cap - m->n,
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_FILE |
+				       PAGE_IS_PFNZERO,
+		};
+		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+		if (n < 0)
+			goto fail;
+		m->n += (size_t)n;
+		if (arg.walk_end <= pos)
+			goto fail;
+		pos = arg.walk_end;
+	}
+	m->ok = m->start < m->end;
+	return;
+fail:
+	free(m->r);
+	*m = (struct mm_pages_map){ 0 };
+}
+
 /* Gives the pages of v that must be saved to the page store. */
 static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const VmaEntry *v,
-		    struct pages_writer *pw)
+		    struct pages_writer *pw, const struct mm_pages_map *map)
 {
 	int r = read_as(ctx, pw, v);
 	if (r < 0)
 		return pages_fail(ctx, pw, r);
+	/* private, not hugetlb: the pages there and not the zero page, nor
+	 * file pages (what the loop below asks the kernel), from the map */
+	if (map->ok && map_scanned(v) && v->start >= map->start && v->end <= map->end) {
+		for (size_t i = mm_map_first(map, v->start);
+		     r >= 0 && i < map->n && map->r[i].start < v->end; i++) {
+			const struct page_region *g = &map->r[i];
+			uint64_t a = MAX(g->start, v->start), b = MIN(g->end, v->end);
+			if (g->categories & (PAGE_IS_PFNZERO | PAGE_IS_FILE))
+				continue;
+			r = v->inherit ? add_own_runs(pw, v, a, b) : pages_add(pw, a, b - a);
+		}
+		return pages_fail(ctx, pw, r);
+	}
 	/* shared anonymous: every page, zero ones dropped (a page may be in
 	 * another task's page tables only; hugetlb too, whose pages the
 	 * mapping reserved) */
@@ -489,7 +571,8 @@ static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
  * fork t from that parent (same session, or t leads its own, and no table
  * shared with a sibling: see tree.c).
  */
-static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m)
+static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m, int pagemap,
+			  const struct mm_pages_map *map)
 {
 	struct task *p = ctx_find_task(ctx, t->stat.ppid);
 	if (!p || p == t || p->zombie || !p->kstate[KIND_mm] || (t->vsid != t->vpid && t->vsid != p->vsid))
@@ -501,7 +584,7 @@ static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *
 	if (!m->inherited)
 		return -ENOMEM;
 	return mm_cow_find(ctx, t, &m->e, &((struct mm_ckpt *)p->kstate[KIND_mm])->e, p->pid,
-			   m->inherited);
+			   m->inherited, pagemap, map);
 }
 
 static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
@@ -510,22 +593,31 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	char path[64];
 	int r;
 
-	r = find_inherited(ctx, t, m);
-	if (r >= 0)
-		r = ctx_write_msg(ctx, MM_ENTRY, &m->e.base);
-	if (r < 0)
-		return r;
-
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", t->pid);
 	_cleanup_close_ int pagemap = open(path, O_RDONLY | O_CLOEXEC);
 	if (pagemap < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open pagemap: %s", t->pid,
 				strerror(errno));
+	struct mm_pages_map map;
+	/* a pre-copy round reads no pages now; a tracked vma is scanned apart */
+	if (!(ctx->flags & CKPT_PRECOPY))
+		map_pages(pagemap, &m->e, &map);
+	else
+		map = (struct mm_pages_map){ 0 };
+	r = find_inherited(ctx, t, m, pagemap, &map);
+	if (r >= 0)
+		r = ctx_write_msg(ctx, MM_ENTRY, &m->e.base);
+	if (r < 0) {
+		free(map.r);
+		return r;
+	}
 	struct mm_read rd = { .ctx = ctx, .t = t };
 	struct pages_writer pw;
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
-	if (r < 0)
+	if (r < 0) {
+		free(map.r);
 		return r;
+	}
 	/* records written by a thread while the next is read (not compressed:
 	 * the compressor has one output buffer; not on one CPU: no buf2) */
 	if (!ctx->pz && ctx->buf2 && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
@@ -540,7 +632,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 			continue;
 		if (!mm_dirty_covers(m->dirty, i)) {
 			if (!live)
-				r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
+				r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw, &map);
 			continue;
 		}
 		r = read_as(ctx, &pw, m->e.vmas[i]);
@@ -557,6 +649,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 		r = pages_fail(ctx, &pw, s);
 	ctx->mem_bytes += pw.bytes;
 	pages_writer_release(&pw);
+	free(map.r);
 	return r < 0 || live ? r : mm_dirty_end(ctx, t, m->dirty);
 }
 

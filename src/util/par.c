@@ -3,6 +3,7 @@
 #include "util/par.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -41,8 +42,13 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* The CPUs this thread may run on: one system call, where sysconf's
+ * online count opened and read a /sys file (fdtable asks once a process) */
 unsigned par_cpus(void)
 {
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (unsigned)n : 1;
 }

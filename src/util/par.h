@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-/* The online CPUs, at least 1. */
+/* The CPUs the calling thread may run on (its affinity), at least 1. */
 unsigned par_cpus(void);
 
 /* The number of threads that ran calls (at least 1). */
