@@ -60,6 +60,9 @@ struct task {
 	 * (checkpoint.c, collect_ahead), and its result */
 	bool ahead;
 	int ahead_r;
+	/* /proc/PID/numa_maps, read ahead with its status (collect_ahead)
+	 * until task's collect takes it; NULL: task reads it */
+	char *numa_text;
 };
 
 /*
