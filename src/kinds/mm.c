@@ -1091,6 +1091,19 @@ static int final_prots(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e
 {
 	struct unmaps u = { .n = 0 };
 	long r = 0;
+	if (((struct mm_rst *)t->kstate[KIND_mm])->calls) {
+		/* queued, to run in one batch with what follows (PR_SET_MM_MAP) */
+		for (size_t i = 0; r >= 0 && i < e->n_vmas; i++) {
+			const VmaEntry *v = e->vmas[i];
+			if ((v->kind == VMA_KIND__VMA_ANON || v->kind == VMA_KIND__VMA_FILE) &&
+			    initial_prot(v) != v->prot)
+				r = vma_call(ctx, t, v,
+					     PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start,
+							 v->prot),
+					     VC_FAIL, "mprotect");
+		}
+		return (int)r;
+	}
 	for (size_t i = 0; r == 0 && i <= e->n_vmas; i++) {
 		if (i == e->n_vmas || u.n == PUPPET_BATCH_MAX) {
 			r = unmaps_flush(&t->pup, &u);
@@ -1487,6 +1500,17 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 /* madvise bits that shape how memory behaves, applied before pages are written */
 /* mlock'ed and MAP_LOCKED vmas, once their pages are in (VmFlags "lo"; "lf"
  * for MLOCK_ONFAULT, which locks only the pages that are there) */
+/* Has a vma lock_vmas locks? */
+static bool has_locked(const MmEntry *e)
+{
+	for (size_t i = 0; i < e->n_vmas; i++)
+		if ((e->vmas[i]->kind == VMA_KIND__VMA_ANON ||
+		     e->vmas[i]->kind == VMA_KIND__VMA_FILE) &&
+		    (e->vmas[i]->vmflags & VMF_LO))
+			return true;
+	return false;
+}
+
 static int lock_vmas(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const struct mm_rst *m = t->kstate[KIND_mm];
@@ -1917,15 +1941,18 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 		r = mm_vdso_refind(ctx, t);
 	if (r < 0)
 		goto out;
+	/* the final protections, PR_SET_MM_MAP and the closes: one batch
+	 * (the first two were one each), unless a lock comes between */
+	m->calls = q;
 	r = final_prots(ctx, t, m->e);
-	if (r < 0)
-		goto out;
-	r = lock_vmas(ctx, t);
+	if (r >= 0 && (m->e->has_mlockall || has_locked(m->e)))
+		r = vma_calls_flush(ctx, t);
+	if (r >= 0)
+		r = lock_vmas(ctx, t);
 	if (r >= 0)
 		r = mm_lockall_restore(ctx, t, m->e);
 	if (r < 0)
 		goto out;
-	m->calls = q;
 	r = set_mm_fields(ctx, t, &m->rf);
 	for (int i = 0; r >= 0 && i < m->rf.n; i++)
 		r = (int)vma_call(ctx, t, NULL, PUPPET_CALL(SYS_close, m->rf.fd[i]), VC_IGNORE, NULL);
