@@ -973,6 +973,14 @@ static uint64_t estimate_memory(struct ckpt_ctx *ctx)
  * MADV_DONTFORK: a child ckpt forks later neither gets them nor makes
  * their pages copy-on-write.
  */
+/* The thread's: faults in only (a page in use keeps what it holds) */
+static void *fill_bufs(void *arg)
+{
+	struct ckpt_ctx *ctx = arg;
+	(void)madvise(ctx->buf, (ctx->buf2 ? 2 : 1) * ctx->bufsize, MADV_POPULATE_WRITE);
+	return NULL;
+}
+
 static int alloc_copy_bufs(struct ckpt_ctx *ctx)
 {
 	/* one CPU to run on: a writer thread would only take turns with us */
@@ -991,12 +999,29 @@ static int alloc_copy_bufs(struct ckpt_ctx *ctx)
 		munmap(a + len, (size_t)(p + len + huge - (a + len)));
 	(void)madvise(a, len, MADV_HUGEPAGE);
 	(void)madvise(a, len, MADV_DONTFORK);
-	if (madvise(a, len, MADV_POPULATE_WRITE) < 0)
-		memset(a, 0, len);
 	ctx->bufsize = COPY_BUF;
 	ctx->buf = a;
 	ctx->buf2 = two ? a + COPY_BUF : NULL;
+	/* faulted in by a thread of its own on the other CPU while the tree
+	 * is seized and collected (16 MiB zeroed: 20 ms, all before the seize,
+	 * for a tree of small processes); the buffers may be used meanwhile
+	 * (a page not in yet is faulted by its user), joined before the unmap */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* no signal for it: ckpt's thread takes them */
+	if (two && pthread_create(&ctx->buf_filler, NULL, fill_bufs, ctx) == 0)
+		ctx->buf_filling = true;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ctx->buf_filling && madvise(a, len, MADV_POPULATE_WRITE) < 0)
+		memset(a, 0, len);
 	return 0;
+}
+
+static void join_buf_filler(struct ckpt_ctx *ctx)
+{
+	if (ctx->buf_filling)
+		pthread_join(ctx->buf_filler, NULL);
+	ctx->buf_filling = false;
 }
 
 static void image_wrote(void *arg, uint64_t offset)
@@ -1368,6 +1393,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	for (size_t i = 0; i < ctx.ntasks; i++)
 		release_task(&ctx.tasks[i]);
 	free(ctx.tasks);
+	join_buf_filler(&ctx);
 	if (ctx.buf)
 		munmap(ctx.buf, (ctx.buf2 ? 2 : 1) * ctx.bufsize);
 	img_seal_free(ctx.seal);

@@ -15,6 +15,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -154,6 +155,9 @@ struct ckpt_ctx {
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
 	struct cg_self *cg_self;
+	/* the thread faulting buf in while the tree is seized (checkpoint.c) */
+	pthread_t buf_filler;
+	bool buf_filling;
 };
 
 struct rst_task {
