@@ -16,6 +16,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -235,6 +236,10 @@ struct rst_ctx {
 	const char *parents_dir;
 	/* the threads restored together, their calls queued (core/calls.c) */
 	struct rst_calls_group *calls;
+	/* ckpt's CPU affinity from before it pinned its thread to one CPU
+	 * while it makes the tree (restart.c), which the sched kind gives
+	 * each task in its stead; NULL: not pinned */
+	cpu_set_t *affinity;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */
