@@ -249,6 +249,8 @@ TESTS = [
     # make a userfaultfd for the lazy server (no CAP_SYS_PTRACE) is eager, and says so
     entry("mig2_precopy_eager", kind="mig2_echo", case="precopy_eager"),
     entry("mig2_precopy_nouffd", kind="mig2_echo", case="precopy_nouffd"),
+    # the server also keeps unmapping and mapping pages next to pages it wrote once
+    entry("mig2_precopy_remap", kind="mig2_echo", case="precopy_remap"),
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
@@ -1788,6 +1790,8 @@ class Run:
         env = {"PY_ECHO_HOST": "0.0.0.0"}
         if precopy:
             env["PY_ECHO_MEM"] = "64"
+        if self.t["case"] == "precopy_remap":
+            env["PY_ECHO_REMAP"] = "1"
         # without CAP_SYS_PTRACE, as the receive that restores it
         pr = self.mig2_run(list(self.mig2_fill_args().get("rprefix", ())) + py + ["server"],
                            env=env)
