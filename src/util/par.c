@@ -89,8 +89,8 @@ unsigned par_for(size_t n, unsigned nthreads, void (*fn)(void *arg, size_t i, un
 	return par_run(n, PAR_CHUNK, nthreads, fn, arg);
 }
 
-unsigned par_for_each(size_t n, unsigned nthreads,
-		      void (*fn)(void *arg, size_t i, unsigned slot), void *arg)
+unsigned par_for_each(size_t n, unsigned nthreads, void (*fn)(void *arg, size_t i, unsigned slot),
+		      void *arg)
 {
 	return par_run(n, 1, nthreads, fn, arg);
 }

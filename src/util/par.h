@@ -22,7 +22,7 @@ unsigned par_for(size_t n, unsigned nthreads, void (*fn)(void *arg, size_t i, un
 		 void *arg);
 /* The same for a few slow calls: each index taken alone (par_for takes 16
  * at a time and makes no thread for 16 or fewer). */
-unsigned par_for_each(size_t n, unsigned nthreads,
-		      void (*fn)(void *arg, size_t i, unsigned slot), void *arg);
+unsigned par_for_each(size_t n, unsigned nthreads, void (*fn)(void *arg, size_t i, unsigned slot),
+		      void *arg);
 
 #endif
