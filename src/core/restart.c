@@ -536,15 +536,16 @@ static void tell_stopped(const struct rst_ctx *ctx, struct ckpt_opts *o)
  * idle virtual CPU here): a tree of 100 small processes spent about half
  * its "task state" so. The sched kind gives every task its own affinity
  * (within ckpt's from before: ctx->affinity), and ckpt takes its own back
- * before the release. Not with much memory (its pages are written by two
- * threads), nor with a helper of ckpt's that outlives the making (the
- * lazy server, ckpt's init of RESTART_PIDNS).
+ * before the release. Not where pages are written by two threads (a
+ * process with 4 MiB of them or more, see pages_set_apply; or as much of
+ * files' and segments' data), nor with a helper of ckpt's that outlives
+ * the making (the lazy server, ckpt's init of RESTART_PIDNS).
  */
-#define PIN_MAX_BYTES (64ull << 20)
+#define PIN_MAX_BYTES (4ull << 20)
 static void pin_cpu(struct rst_ctx *ctx)
 {
-	if ((ctx->flags & (RESTART_LAZY | RESTART_PIDNS)) ||
-	    ctx->mem_bytes + ctx->data_bytes > PIN_MAX_BYTES)
+	if ((ctx->flags & (RESTART_LAZY | RESTART_PIDNS)) || ctx->data_bytes >= PIN_MAX_BYTES ||
+	    mm_largest_pages(ctx) >= PIN_MAX_BYTES)
 		return;
 	cpu_set_t *all = malloc(sizeof(*all)), one;
 	int cpu = sched_getcpu();

@@ -1994,6 +1994,16 @@ static int mm_before_fork(struct rst_ctx *ctx, struct rst_task *t)
 	return r;
 }
 
+uint64_t mm_largest_pages(const struct rst_ctx *ctx)
+{
+	uint64_t max = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct mm_rst *m = ctx->tasks[i].kstate[KIND_mm];
+		max = m && m->pages.bytes > max ? m->pages.bytes : max;
+	}
+	return max;
+}
+
 static void mm_free_state(void *state)
 {
 	struct mm_ckpt *m = state;

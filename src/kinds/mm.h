@@ -141,6 +141,8 @@ void mm_chain_print(FILE *f, const uint8_t *data, size_t len);
 int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma *const *from,
 		 int n) __attribute__((warn_unused_result));
 int mm_vdso_refind(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+/* Restart: the most private page bytes any one process of the image has. */
+uint64_t mm_largest_pages(const struct rst_ctx *ctx);
 
 /* Restart: ckpt's fd of the shared anonymous memory object that was inode
  * ino at checkpoint (shmem_id), made (of size bytes at least) if no vma
