@@ -365,33 +365,63 @@ static int set_buf(int s, bool snd, uint32_t val)
 	return 0;
 }
 
-int inet_bufs_raise(int s, size_t sndq, size_t rcvq)
+int inet_bufs_raise_at(int s, size_t sndq, size_t rcvq, const int *now)
 {
 	int v, r;
-	if (sndq && (r = get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) == 0 && (size_t)v < 4 * sndq)
+	if (sndq && (r = now && now[0] >= 0 ? (v = now[0], 0) : get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) == 0 &&
+	    (size_t)v < 4 * sndq)
 		r = set_buf(s, true, (uint32_t)(4 * sndq));
 	else
 		r = 0;
-	if (r == 0 && rcvq && get_int(s, SOL_SOCKET, SO_RCVBUF, &v) == 0 && (size_t)v < 4 * rcvq)
+	if (r == 0 && rcvq &&
+	    (now && now[1] >= 0 ? (v = now[1], 0) : get_int(s, SOL_SOCKET, SO_RCVBUF, &v)) == 0 &&
+	    (size_t)v < 4 * rcvq)
 		r = set_buf(s, false, (uint32_t)(4 * rcvq));
 	return r;
 }
 
-int inet_bufs_apply(int s, const InetSkEntry *e)
+int inet_bufs_raise(int s, size_t sndq, size_t rcvq)
+{
+	return inet_bufs_raise_at(s, sndq, rcvq, NULL);
+}
+
+int inet_bufs_set(int s, const InetSkEntry *e, const int *fresh, int *now)
 {
 	int cur, r;
+	bool set = false;
 	/* as saved, whether the program set them or the kernel tuned them;
 	 * then the locks as they were (a buffer the kernel tunes stays so) */
-	if (get_int(s, SOL_SOCKET, SO_SNDBUF, &cur) == 0 && (uint32_t)cur != e->sndbuf &&
-	    (r = set_buf(s, true, e->sndbuf)) < 0)
-		return r;
-	if (get_int(s, SOL_SOCKET, SO_RCVBUF, &cur) == 0 && (uint32_t)cur != e->rcvbuf &&
-	    (r = set_buf(s, false, e->rcvbuf)) < 0)
-		return r;
+	if (fresh)
+		cur = fresh[0];
+	if ((fresh || get_int(s, SOL_SOCKET, SO_SNDBUF, &cur) == 0) && (uint32_t)cur != e->sndbuf) {
+		if ((r = set_buf(s, true, e->sndbuf)) < 0)
+			return r;
+		cur = -1;
+		set = true;
+	}
+	if (now)
+		now[0] = fresh ? cur : -1;
+	if (fresh)
+		cur = fresh[1];
+	if ((fresh || get_int(s, SOL_SOCKET, SO_RCVBUF, &cur) == 0) && (uint32_t)cur != e->rcvbuf) {
+		if ((r = set_buf(s, false, e->rcvbuf)) < 0)
+			return r;
+		cur = -1;
+		set = true;
+	}
+	if (now)
+		now[1] = fresh ? cur : -1;
+	/* a new socket's lock is 0, and only set_buf sets one */
 	int lock = (int)e->buf_lock;
-	if (setsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &lock, sizeof(lock)) < 0 && lock)
+	if ((set || lock || !fresh) &&
+	    setsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &lock, sizeof(lock)) < 0 && lock)
 		return -errno;
 	return 0;
+}
+
+int inet_bufs_apply(int s, const InetSkEntry *e)
+{
+	return inet_bufs_set(s, e, NULL, NULL);
 }
 
 socklen_t inet_mkaddr(union inet_addr *a, int family, const uint8_t *addr, size_t len,
@@ -775,12 +805,13 @@ void inet_tcp_free(TcpRepair *t)
 	t->sendq.len = t->recvq.len = 0;
 }
 
-/* Writes len bytes into queue q of s in repair mode. */
-static int fill_queue(int s, int q, const uint8_t *buf, size_t len)
+/* Writes len bytes into queue which of q's socket in repair mode (none:
+ * no selection either). */
+static int fill_queue(struct qsel *q, int which, const uint8_t *buf, size_t len)
 {
-	int r = set_queue(s, q);
+	int r = len ? qsel_set(q, which) : 0;
 	while (r == 0 && len) {
-		ssize_t n = send(s, buf, len, MSG_DONTWAIT);
+		ssize_t n = send(q->s, buf, len, MSG_DONTWAIT);
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
 		buf += n;
@@ -807,7 +838,8 @@ static int set_repair_opts(int s, const TcpRepair *t)
 }
 
 int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, socklen_t srclen,
-		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
+		     const union inet_addr *dst, socklen_t dstlen, const int *bufs,
+		     const char **ret_step)
 {
 	size_t sent = t->sendq.len - t->unsent;
 	/* a FIN sent takes one sequence number after the data: queued again
@@ -824,12 +856,16 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 		if ((r = (call)) < 0)         \
 			return r;             \
 	} while (0)
+	/* the queue selected once for its sequence and again only to fill
+	 * the other (two setsockopt fewer than a selection each step) */
+	struct qsel q = { s, -1 };
 	STEP("TCP_REPAIR", inet_tcp_repair(s, TCP_REPAIR_ON));
-	STEP("the send sequence", set_queue(s, TCP_SEND_QUEUE));
+	q.cur = TCP_NO_QUEUE;
+	STEP("the send sequence", qsel_set(&q, TCP_SEND_QUEUE));
 	*ret_step = "the send sequence";
 	if (setsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, &snd, sizeof(snd)) < 0)
 		return -errno;
-	STEP("the receive sequence", set_queue(s, TCP_RECV_QUEUE));
+	STEP("the receive sequence", qsel_set(&q, TCP_RECV_QUEUE));
 	*ret_step = "the receive sequence";
 	if (setsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, &rcv, sizeof(rcv)) < 0)
 		return -errno;
@@ -843,9 +879,9 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 	*ret_step = "TCP_TIMESTAMP";
 	if (setsockopt(s, IPPROTO_TCP, TCP_TIMESTAMP, &t->timestamp, sizeof(t->timestamp)) < 0)
 		return -errno;
-	STEP("the buffers", inet_bufs_raise(s, t->sendq.len, t->recvq.len));
-	STEP("the receive queue", fill_queue(s, TCP_RECV_QUEUE, t->recvq.data, t->recvq.len));
-	STEP("the send queue", fill_queue(s, TCP_SEND_QUEUE, t->sendq.data, sent));
+	STEP("the buffers", inet_bufs_raise_at(s, t->sendq.len, t->recvq.len, bufs));
+	STEP("the receive queue", fill_queue(&q, TCP_RECV_QUEUE, t->recvq.data, t->recvq.len));
+	STEP("the send queue", fill_queue(&q, TCP_SEND_QUEUE, t->sendq.data, sent));
 	/* in repair mode with the send queue selected, the FIN is queued as
 	 * sent, not sent: the timer sends it again once repair mode is off
 	 * (the peer, which had it, acknowledges it again) */
@@ -862,7 +898,7 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 		if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR_WINDOW, &w, sizeof(w)) < 0)
 			return -errno;
 	}
-	set_queue(s, TCP_NO_QUEUE);
+	qsel_set(&q, TCP_NO_QUEUE);
 	*ret_step = NULL;
 	return 0;
 #undef STEP

@@ -113,8 +113,16 @@ int inet_filter_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_re
 /* Buffer sizes and their locks as saved; forced (CAP_NET_ADMIN) when the
  * limits are lower. */
 int inet_bufs_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
+/* The same on a new socket whose SO_SNDBUF and SO_RCVBUF are fresh[0], [1]
+ * (no getsockopt; nor SO_BUF_LOCK if it stays 0); now[0], [1]: what they
+ * are after, -1 if not known. */
+int inet_bufs_set(int s, const InetSkEntry *e, const int *fresh, int *now)
+	__attribute__((warn_unused_result));
 /* Raises both buffers for a refill of sndq and rcvq bytes. */
 int inet_bufs_raise(int s, size_t sndq, size_t rcvq) __attribute__((warn_unused_result));
+/* The same, now[0], [1] the sizes (-1 or now NULL: asked). */
+int inet_bufs_raise_at(int s, size_t sndq, size_t rcvq, const int *now)
+	__attribute__((warn_unused_result));
 
 /* An address of family with raw bytes (4 or 16) and port into a. */
 socklen_t inet_mkaddr(union inet_addr *a, int family, const uint8_t *addr, size_t len,
@@ -161,11 +169,12 @@ void inet_tcp_free(TcpRepair *t);
  * options, the timestamp, the receive queue and the part of the send
  * queue that was sent, the window. The socket stays in repair mode; what
  * was never sent (t->unsent bytes at the end of sendq) is the caller's to
- * send once it has left it. *ret_step: what failed.
+ * send once it has left it. bufs: its SO_SNDBUF and SO_RCVBUF (-1, or bufs
+ * NULL: asked). *ret_step: what failed.
  */
 int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, socklen_t srclen,
-		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
-	__attribute__((warn_unused_result));
+		     const union inet_addr *dst, socklen_t dstlen, const int *bufs,
+		     const char **ret_step) __attribute__((warn_unused_result));
 /* ---- UDP and UDP-Lite (inet-udp.c) ---- */
 
 /*

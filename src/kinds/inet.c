@@ -116,6 +116,7 @@ struct inet_robj {
 	InetSkEntry *e;
 	int fd; /* ckpt's socket */
 	bool repair; /* in repair mode now */
+	bool finished; /* by restore_end's threads */
 };
 
 static bool inet_fd_claim(const struct fd_info *fi)
@@ -1368,44 +1369,128 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 	return 0;
 }
 
-/* An established connection, left in repair mode. */
-static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
+/* What make_tcp() failed at (its message). */
+enum mk_step { MK_OPT = 1, MK_BUFS, MK_REPAIR };
+
+/* An established connection, left in repair mode; nothing logged. */
+static int make_tcp_core(struct inet_robj *o, const int *fresh, int *ret_what,
+			 const InetOpt **bad, const char **step)
 {
 	const InetSkEntry *e = o->e;
-	const InetOpt *bad = NULL;
-	const char *step = NULL;
 	union inet_addr src, dst;
+	int now[2] = { -1, -1 };
 
-	int r = inet_opts_apply(o->fd, e, true, false, &bad);
+	*ret_what = MK_OPT;
+	int r = inet_opts_apply(o->fd, e, true, false, bad);
 	if (r == 0)
 		r = inet_opts_apply_misc(o->fd, e);
 	if (r == 0)
 		r = inet_filter_apply(o->fd, e);
 	if (r == 0)
-		r = inet_opts_apply(o->fd, e, false, false, &bad);
+		r = inet_opts_apply(o->fd, e, false, false, bad);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set option %s: %s",
-			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
-			     "device)", strerror(-r));
+		return r;
 	/* before connect, which sizes the window (window clamp, receive
 	 * threshold) by the receive buffer: a window the buffer cannot hold
 	 * makes the receiver drop */
-	r = inet_bufs_apply(o->fd, e);
+	*ret_what = MK_BUFS;
+	r = inet_bufs_set(o->fd, e, fresh, now);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
+		return r;
 	socklen_t sl = inet_mkaddr(&src, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
 	socklen_t dl = inet_mkaddr(&dst, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
+	*ret_what = MK_REPAIR;
 	o->repair = true;
-	r = inet_tcp_restore(o->fd, e->tcp, &src, sl, &dst, dl, &step);
+	return inet_tcp_restore(o->fd, e->tcp, &src, sl, &dst, dl, now, step);
+}
+
+/* An established connection, left in repair mode. */
+static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetOpt *bad = NULL;
+	const char *step = NULL;
+	int what = 0;
+	int r = make_tcp_core(o, NULL, &what, &bad, &step);
+	if (r >= 0)
+		return 0;
+	if (what == MK_OPT)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
+			     "device)", strerror(-r));
+	if (what == MK_BUFS)
+		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
 	if (r == -EPERM && step && !strcmp(step, "TCP_REPAIR"))
 		return RFAIL(ctx, o, r, "restoring an established connection needs TCP_REPAIR, "
 			     "which needs CAP_NET_ADMIN");
-	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot restore the connection (%s): %s", step,
-			     r == -EADDRINUSE || r == -EADDRNOTAVAIL
-				     ? "the address is in use or not available on this host"
-				     : strerror(-r));
-	return 0;
+	return RFAIL(ctx, o, r, "cannot restore the connection (%s): %s", step,
+		     r == -EADDRINUSE || r == -EADDRNOTAVAIL
+			     ? "the address is in use or not available on this host"
+			     : strerror(-r));
+}
+
+/*
+ * The established connections of the root's namespace made by threads
+ * (both cores: a socket in repair mode is independent of every other
+ * until fdtable passes it in). One that fails is closed (in repair mode:
+ * nothing goes out) and left for make_pass's loop, which makes it again
+ * and says why it fails.
+ */
+#define MK_THREADS 4
+
+struct mk {
+	struct inet_robj **v;
+	int fresh[2][2]; /* a new TCP socket's SO_SNDBUF, SO_RCVBUF: IPv4, IPv6 */
+	bool have[2];	 /* fresh[f] known */
+};
+
+static void mk_one(void *arg, size_t i, unsigned slot)
+{
+	struct mk *m = arg;
+	struct inet_robj *o = m->v[i];
+	const InetOpt *bad;
+	const char *step;
+	int what;
+	(void)slot;
+	o->fd = socket((int)o->e->family, (int)o->e->type | SOCK_CLOEXEC, (int)o->e->proto);
+	if (o->fd < 0 ||
+	    make_tcp_core(o, m->have[o->e->family != AF_INET] ? m->fresh[o->e->family != AF_INET] : NULL,
+			  &what, &bad, &step) >= 0)
+		return;
+	close(o->fd);
+	o->fd = -1;
+	o->repair = false;
+}
+
+static void make_tcp_par(struct rst_ctx *ctx)
+{
+	unsigned th = par_cpus();
+	size_t n = 0;
+	if (th < 2 || (ctx->flags & RESTART_VERIFY))
+		return;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_robj *o = ob->ptr;
+		n += o->e->tcp && !o->e->netns && o->fd < 0;
+	}
+	_cleanup_free_ struct inet_robj **v = n ? malloc(n * sizeof(*v)) : NULL;
+	if (!v)
+		return;
+	n = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_robj *o = ob->ptr;
+		if (o->e->tcp && !o->e->netns && o->fd < 0)
+			v[n++] = o;
+	}
+	/* a new socket's buffer sizes, the same for every one of a family
+	 * (the namespace's tcp_wmem, tcp_rmem): two getsockopt fewer each */
+	struct mk m = { .v = v };
+	for (int f = 0; f < 2; f++) {
+		_cleanup_close_ int s = socket(f ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		socklen_t l = sizeof(int);
+		m.have[f] = s >= 0 && getsockopt(s, SOL_SOCKET, SO_SNDBUF, &m.fresh[f][0], &l) == 0 &&
+			    getsockopt(s, SOL_SOCKET, SO_RCVBUF, &m.fresh[f][1], &l) == 0;
+	}
+	unsigned used = par_for(n, th < MK_THREADS ? th : MK_THREADS, mk_one, &m);
+	log_debug(&ctx->log, "inet: %zu connection(s) made by %u thread(s)", n, used);
 }
 
 /* RESTART_VERIFY, a dry run beside the live original (which holds the
@@ -1518,8 +1603,11 @@ static int inet_prepare(struct rst_ctx *ctx)
 	 * namespace (ckpt's thread is in the root's, and enters another for
 	 * the sockets of its tasks, once for each namespace and pass) */
 	int r = 0;
-	for (int pass = 0; r >= 0 && pass < 4; pass++)
+	for (int pass = 0; r >= 0 && pass < 4; pass++) {
+		if (pass == 1)
+			make_tcp_par(ctx);
 		r = make_pass(ctx, pass % 2, pass < 2);
+	}
 	int r2 = netns_rst_enter(ctx, 0);
 	if (r2 < 0 && r >= 0)
 		r = log_fail(&ctx->log, r2, "inet: cannot go back to the root's network namespace: "
@@ -1568,54 +1656,105 @@ static int connect_again(struct inet_robj *o)
 }
 
 /* Every socket exists: connections leave repair mode, then the rest. */
-static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
+/* What finish_core() failed at (its message). */
+enum fin_step { FIN_CONNECT = 1, FIN_RESET, FIN_REPAIR, FIN_SEND, FIN_BUFS, FIN_OPT, FIN_FLAGS };
+
+/* One socket out of repair mode, its last options; nothing logged. */
+static int finish_core(unsigned flags, struct inet_robj *o, int *ret_what, const InetOpt **bad)
 {
 	const InetSkEntry *e = o->e;
-	const InetOpt *bad = NULL;
 	int r;
 
+	*ret_what = FIN_CONNECT;
 	if (e->state == INET_ST_SYN_SENT && (r = connect_again(o)) < 0)
-		return RFAIL(ctx, o, r, "cannot connect again: %s", strerror(-r));
-	if (e->tcp && o->repair && (ctx->flags & RESTART_CONN_RESET)) {
+		return r;
+	if (e->tcp && o->repair && (flags & RESTART_CONN_RESET)) {
 		/* --tcp-close: out of repair mode without a probe, then a
 		 * disconnect: a reset to the peer, ECONNRESET to the program */
 		struct sockaddr un = { .sa_family = AF_UNSPEC };
+		*ret_what = FIN_RESET;
 		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF_NO_WP);
 		if (r == 0 && connect(o->fd, &un, sizeof(un)) < 0)
 			r = -errno;
 		if (r < 0)
-			return RFAIL(ctx, o, r, "cannot reset the connection: %s", strerror(-r));
+			return r;
 		/* as a reset received leaves it: reads end of file after the
 		 * error, writes EPIPE (on a closed socket shutdown says
 		 * ENOTCONN, and still marks it) */
 		shutdown(o->fd, SHUT_RDWR);
 		o->repair = false;
 	} else if (e->tcp && o->repair) {
+		*ret_what = FIN_REPAIR;
 		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF);
 		if (r < 0)
-			return RFAIL(ctx, o, r, "cannot leave repair mode: %s", strerror(-r));
+			return r;
 		o->repair = false;
 		/* leaving repair mode cleared SO_REUSEADDR */
+		*ret_what = FIN_SEND;
 		r = reuse_again(o->fd, e);
 		if (r == 0)
 			r = send_all(o->fd, e->tcp->sendq.data + e->tcp->sendq.len - e->tcp->unsent,
 				     e->tcp->unsent);
 		if (r < 0)
-			return RFAIL(ctx, o, r, "cannot send what was not sent yet: %s",
-				     strerror(-r));
+			return r;
 	}
+	*ret_what = FIN_BUFS;
 	r = inet_bufs_apply(o->fd, e);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
-	r = inet_opts_apply(o->fd, e, false, true, &bad);
+		return r;
+	*ret_what = FIN_OPT;
+	r = inet_opts_apply(o->fd, e, false, true, bad);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set option %s: %s",
-			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+		return r;
 	/* added to what is there: fdtable's restore_end may set O_ASYNC */
+	*ret_what = FIN_FLAGS;
 	int fl = e->flags ? fcntl(o->fd, F_GETFL) : 0; /* none to add: no system call */
 	if (e->flags && (fl < 0 || fcntl(o->fd, F_SETFL, fl | (int)e->flags) < 0))
-		return RFAIL(ctx, o, -errno, "cannot set its file flags: %m");
+		return -errno;
 	return 0;
+}
+
+static int finish_fail(struct rst_ctx *ctx, struct inet_robj *o, int r, int what,
+		       const InetOpt *bad)
+{
+	switch (what) {
+	case FIN_CONNECT:
+		return RFAIL(ctx, o, r, "cannot connect again: %s", strerror(-r));
+	case FIN_RESET:
+		return RFAIL(ctx, o, r, "cannot reset the connection: %s", strerror(-r));
+	case FIN_REPAIR:
+		return RFAIL(ctx, o, r, "cannot leave repair mode: %s", strerror(-r));
+	case FIN_SEND:
+		return RFAIL(ctx, o, r, "cannot send what was not sent yet: %s", strerror(-r));
+	case FIN_BUFS:
+		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
+	case FIN_OPT:
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+	default:
+		return RFAIL(ctx, o, r, "cannot set its file flags: %s", strerror(-r));
+	}
+}
+
+/*
+ * The established connections finished by threads (each is independent
+ * of the others; the network lock holds their packets until the tree
+ * runs), the other sockets after them in order. A failure is kept in its
+ * object and reported by the caller's thread, the first in order.
+ */
+struct fin {
+	struct inet_robj **v;
+	int *err, *what;
+	const InetOpt **bad;
+	unsigned flags;
+};
+
+static void fin_one(void *arg, size_t i, unsigned slot)
+{
+	struct fin *f = arg;
+	(void)slot;
+	f->err[i] = finish_core(f->flags, f->v[i], &f->what[i], &f->bad[i]);
+	f->v[i]->finished = true;
 }
 
 static int inet_restore_end(struct rst_ctx *ctx)
@@ -1624,10 +1763,34 @@ static int inet_restore_end(struct rst_ctx *ctx)
 	 * so that no peer hears of them */
 	if (ctx->flags & (RESTART_VERIFY | RESTART_GHOST))
 		return 0;
+	size_t n = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));)
+		n++;
+	_cleanup_free_ struct inet_robj **v = malloc((n ? n : 1) * sizeof(*v));
+	_cleanup_free_ int *err = calloc(n ? n : 1, 2 * sizeof(*err));
+	_cleanup_free_ const InetOpt **bad = calloc(n ? n : 1, sizeof(*bad));
+	unsigned th = par_cpus();
+	size_t m = 0;
+	if (v && err && bad && th > 1) {
+		for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+			struct inet_robj *o = ob->ptr;
+			if (o->e->tcp && o->repair && o->fd >= 0)
+				v[m++] = o;
+		}
+		struct fin f = { v, err, err + n, bad, ctx->flags };
+		par_for(m, th < MK_THREADS ? th : MK_THREADS, fin_one, &f);
+		for (size_t i = 0; i < m; i++)
+			if (err[i] < 0)
+				return finish_fail(ctx, v[i], err[i], err[n + i], bad[i]);
+	}
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
-		int r = finish_one(ctx, ob->ptr);
+		struct inet_robj *o = ob->ptr;
+		if (o->finished)
+			continue;
+		const InetOpt *b = NULL;
+		int what = 0, r = finish_core(ctx->flags, o, &what, &b);
 		if (r < 0)
-			return r;
+			return finish_fail(ctx, o, r, what, b);
 	}
 	return 0;
 }
