@@ -1328,6 +1328,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	img_seal_free(ctx.seal);
 	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);
+	free(ctx.tcp_seen);
 	return r < 0 ? r : 0;
 }
 

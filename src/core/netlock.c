@@ -118,10 +118,16 @@ static int add_sock(struct netlock *nl, bool ports, bool udp, unsigned state,
 	return netlock_add(nl, (const struct sockaddr *)l, (const struct sockaddr *)rm);
 }
 
+struct seen_set {
+	struct tcp_seen *v;
+	size_t n, cap;
+};
+
 struct diag_add {
 	struct netlock *nl;
 	bool ports;
 	const struct inodes *s;
+	struct seen_set *seen; /* what the dump says of the tree's sockets */
 };
 
 /* One socket of the dump: the tree's (its inode one of s) is added. */
@@ -131,6 +137,22 @@ static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
 	unsigned long ino = m->idiag_inode;
 	if (!ino || !bsearch(&ino, d->s->v, d->s->n, sizeof(*d->s->v), cmp_ul))
 		return 0;
+	struct seen_set *ss = d->seen;
+	if (ss && ss->n == ss->cap) {
+		size_t cap = ss->cap ? 2 * ss->cap : 256;
+		struct tcp_seen *v = realloc(ss->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ss->v = v;
+		ss->cap = cap;
+	}
+	if (ss) {
+		struct tcp_seen *ts = &ss->v[ss->n++];
+		*ts = (struct tcp_seen){ ino, m->idiag_family, m->idiag_state,
+					 ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport) };
+		memcpy(ts->src, m->id.idiag_src, 16);
+		memcpy(ts->dst, m->id.idiag_dst, 16);
+	}
 	struct sockaddr_storage l = { 0 }, rm = { 0 };
 	if (m->idiag_family == AF_INET6) {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l, *b = (struct sockaddr_in6 *)&rm;
@@ -153,12 +175,13 @@ static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
 /* add_table for TCP of family through sock_diag (ckpt's own network
  * namespace): one binary dump, not the kernel's text of every socket
  * parsed back (0.2-0.4 s of a checkpoint of 10,000 connections). */
-static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct inodes *s)
+static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct inodes *s,
+			struct seen_set *seen)
 {
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
 		return -errno;
-	struct diag_add d = { .nl = nl, .ports = ports, .s = s };
+	struct diag_add d = { .nl = nl, .ports = ports, .s = s, .seen = seen };
 	return tcp_diag_dump(fd, family, ~0u, add_diag_sock, &d);
 }
 
@@ -365,13 +388,24 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	/* TCP through sock_diag in ckpt's own namespace (where its netlink
 	 * socket is), else as text from the root's /proc */
 	bool diag = proc_same_netns(root);
+	struct seen_set seen = { 0 };
 	for (size_t i = 0; r >= 0 && i < 4; i++) {
-		r = diag && i < 2 ? add_tcp_diag(ctx->netlock, true, i ? AF_INET6 : AF_INET, &s)
+		r = diag && i < 2 ? add_tcp_diag(ctx->netlock, true, i ? AF_INET6 : AF_INET, &s,
+						  &seen)
 				  : -ENOENT;
 		/* refused at once (no IPv6, no inet_diag): nothing was added */
 		if (r == -ENOENT || r == -EINVAL || r == -EOPNOTSUPP || r == -EPROTONOSUPPORT)
 			r = add_table(ctx->netlock, true, root, tables[i], &s, NULL, 0);
 	}
+	/* what inet's read ahead takes from the dump (a socket not in it is
+	 * looked at as before) */
+	if (r >= 0 && seen.n) {
+		qsort(seen.v, seen.n, sizeof(*seen.v), cmp_ul);
+		free(ctx->tcp_seen);
+		ctx->tcp_seen = TAKE_PTR(seen.v);
+		ctx->n_tcp_seen = seen.n;
+	}
+	free(seen.v);
 	/*
 	 * A tree in a network namespace of its own (ckpt run --net), killed:
 	 * its namespace goes with it, its lock and veth pairs too, and its
@@ -457,9 +491,18 @@ static bool moved(const struct ckpt_ctx *ctx)
 	return addrs && migrated(ctx);
 }
 
+const struct tcp_seen *ckpt_tcp_seen(const struct ckpt_ctx *ctx, unsigned long ino)
+{
+	return ctx->n_tcp_seen ? bsearch(&ino, ctx->tcp_seen, ctx->n_tcp_seen,
+					 sizeof(*ctx->tcp_seen), cmp_ul)
+			       : NULL;
+}
+
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 {
 	ckpt_netlock_unhold(ctx); /* a failure before the lock */
+	free(TAKE_PTR(ctx->tcp_seen));
+	ctx->n_tcp_seen = 0;
 	/* a moved tree's lock stays until its addresses are gone from here:
 	 * ckpt_netlock_moved() */
 	if (!(ok && (ctx->flags & CKPT_KILL) && moved(ctx)))

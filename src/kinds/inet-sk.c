@@ -746,7 +746,6 @@ static int read_opts(int s, const struct tcp_info *ti, TcpRepair *t)
 int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
 {
 	int outq, unsent = 0, inq, r;
-	uint32_t rcv2;
 	struct qsel q = { s, -1 };
 
 	tcp_repair__init(t);
@@ -785,11 +784,11 @@ int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
 		r = peek_queue(&q, TCP_RECV_QUEUE, (size_t)inq, &t->recvq);
 	if (r == 0)
 		r = read_opts(s, &ti, t);
-	/* data that came in meanwhile (a peer outside the tree) */
-	if (r == 0)
-		r = qsel_seq(&q, TCP_RECV_QUEUE, &rcv2);
-	if (r == 0 && rcv2 != t->rcv_seq)
-		r = -EAGAIN;
+	/* data that came in meanwhile (a peer outside the tree, were it not
+	 * locked out): after SIOCINQ and before the peek, the peek finds more
+	 * than inq bytes (-EAGAIN: read again); after the receive sequence
+	 * with nothing queued, or after the peek, it is in neither the
+	 * sequence nor the queue read, which agree (no second TCP_QUEUE_SEQ) */
 	qsel_set(&q, TCP_NO_QUEUE);
 	t->unsent = (uint32_t)unsent;
 	if (r < 0)

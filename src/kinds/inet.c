@@ -110,6 +110,7 @@ struct inet_obj {
 	pid_t pid;
 	int fd;
 	int copy; /* ckpt's, until the end */
+	const struct tcp_seen *seen; /* the lock's dump of it (prefetch), or NULL */
 };
 
 struct inet_robj {
@@ -244,6 +245,13 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, i
 			"not supported yet", fi->pid, fi->fd, fam, fam, type_name(type), proto);
 }
 
+/* A TCP state in which getsockname and getpeername both answer. */
+static bool has_peer(int state)
+{
+	return state == TCP_ESTABLISHED || state == TCP_FIN_WAIT1 || state == TCP_FIN_WAIT2 ||
+	       state == TCP_CLOSE_WAIT || state == TCP_LAST_ACK || state == TCP_CLOSING;
+}
+
 /* The address bytes and port of a into bytes/len and port. */
 static void split_addr(const union inet_addr *a, uint8_t *bytes, size_t *len, uint32_t *port)
 {
@@ -325,6 +333,8 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
 		return FAIL(ctx, -errno, "pid %d fd %d (inet): TCP_INFO: %m", fi->pid, fi->fd);
+	if (o->seen && has_peer(o->seen->state) && !has_peer(ti.tcpi_state))
+		return -EAGAIN; /* its addresses taken from the dump: read again */
 	switch (ti.tcpi_state) {
 	case TCP_CLOSE:
 		o->e.state = INET_ST_CLOSED;
@@ -458,6 +468,21 @@ static int collect_addrs(struct ckpt_ctx *ctx, const struct fd_info *fi, struct 
 	union inet_addr a;
 	socklen_t l = sizeof(a);
 	size_t len;
+	/* the lock's dump says them (a connection's never change; a state
+	 * without a peer by the time TCP_INFO is read: read again, the usual
+	 * way) */
+	const struct tcp_seen *ts = o->seen;
+	if (ts && has_peer(ts->state)) {
+		len = ts->family == AF_INET ? 4 : 16;
+		memcpy(o->src, ts->src, len);
+		memcpy(o->dst, ts->dst, len);
+		o->e.src_port = ts->sport;
+		o->e.dst_port = ts->dport;
+		o->e.has_src = o->e.has_src_port = o->e.has_dst = o->e.has_dst_port = true;
+		o->e.src = (ProtobufCBinaryData){ .len = len, .data = o->src };
+		o->e.dst = (ProtobufCBinaryData){ .len = len, .data = o->dst };
+		return 0;
+	}
 	if (getsockname(o->copy, &a.sa, &l) < 0)
 		return FAIL(ctx, -errno, "pid %d fd %d (inet): getsockname: %m", fi->pid, fi->fd);
 	split_addr(&a, o->src, &len, &o->e.src_port);
@@ -668,7 +693,15 @@ struct prefetch {
 	int *copy;			/* one an fd, -1: none */
 	bool *v4;			/* one an fd: "TCP", else "TCPv6" */
 	struct inet_opt_defaults *defs; /* one a thread */
+	/* one an fd or NULL: what the lock's dump saw of it (a TCP socket of
+	 * the task's namespace: no stat, protocol name or namespace asked),
+	 * or ino 0 and family AF_UNSPEC: no socket (not copied) */
+	const struct tcp_seen **seen;
 };
+
+/* p->seen's marks of an fd the dump did not see: another socket (looked at
+ * as without the dump), nothing of the kind */
+static const struct tcp_seen slow_sock, no_sock;
 
 static void pre_copy(void *arg, size_t i, unsigned slot)
 {
@@ -676,7 +709,18 @@ static void pre_copy(void *arg, size_t i, unsigned slot)
 	struct stat st;
 	char name[32];
 	(void)slot;
+	const struct tcp_seen *ts = p->seen ? p->seen[i] : NULL;
+	if (p->seen && (!ts || ts == &no_sock))
+		return; /* no TCP socket of the task's namespace */
 	int c = (int)syscall(SYS_pidfd_getfd, p->pidfd, p->fds[i], 0);
+	if (ts && ts != &slow_sock) {
+		if (c < 0)
+			return;
+		p->copy[i] = c;
+		p->e[i].ino = ts->ino;
+		p->v4[i] = ts->family == AF_INET;
+		return;
+	}
 	ssize_t l = -1;
 	if (c >= 0 && fstat(c, &st) == 0 && S_ISSOCK(st.st_mode))
 		l = fgetxattr(c, "system.sockprotoname", name, sizeof(name) - 1);
@@ -713,6 +757,8 @@ static void pre_read(void *arg, size_t i, unsigned slot)
 	o->e.has_netns = p->it->netns_id != 0;
 	o->e.netns = p->it->netns_id;
 	o->e.family = p->v4[i] ? AF_INET : AF_INET6;
+	if (p->seen && p->seen[i] != &slow_sock)
+		o->seen = p->seen[i];
 	o->e.type = SOCK_STREAM;
 	o->e.proto = IPPROTO_TCP;
 	if (read_obj(NULL, NULL, o, &p->defs[slot]) < 0) {
@@ -739,7 +785,34 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 
 	it->pre_done = true;
 	th = th < PRE_THREADS ? th : PRE_THREADS;
-	if (th < 2 || it->netns <= 0 || fdtable_list(t->pid, &fds, &n) < 0 || n < PRE_MIN_FDS)
+	if (th < 2 || it->netns <= 0)
+		return;
+	/* the links read at the freeze (fdtable_links), with what the lock's
+	 * dump saw (the task in the root's namespace, which is ckpt's, its
+	 * table its own) */
+	_cleanup_free_ const struct tcp_seen **seen = NULL;
+	const struct fd_link *lk;
+	size_t nl;
+	if (ctx->n_tcp_seen && it->netns_id == 0 && !t->files_with &&
+	    fdtable_links(t, &lk, &nl) == 0 && nl && (fds = malloc(nl * sizeof(*fds))) &&
+	    (seen = malloc(nl * sizeof(*seen)))) {
+		for (size_t i = 0; i < nl; i++) {
+			unsigned long ino;
+			const struct tcp_seen *ts = NULL;
+			fds[i] = lk[i].fd;
+			if (!strncmp(lk[i].link, "socket:[", 8) &&
+			    sscanf(lk[i].link, "socket:[%lu]", &ino) == 1)
+				ts = ckpt_tcp_seen(ctx, ino);
+			seen[i] = ts ? ts : strncmp(lk[i].link, "socket:[", 8) ? &no_sock : &slow_sock;
+		}
+		n = nl;
+	} else {
+		free(TAKE_PTR(fds));
+		free(TAKE_PTR(seen));
+		if (fdtable_list(t->pid, &fds, &n) < 0)
+			return;
+	}
+	if (n < PRE_MIN_FDS)
 		return;
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	it->pre = calloc(n, sizeof(*it->pre));
@@ -751,7 +824,7 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 	for (size_t i = 0; i < n; i++)
 		copy[i] = -1;
 	memset(defs, 0, sizeof(defs));
-	struct prefetch p = { it, pidfd, t->pid, fds, it->pre, copy, v4, defs };
+	struct prefetch p = { it, pidfd, t->pid, fds, it->pre, copy, v4, defs, seen };
 	par_for(n, th, pre_copy, &p);
 	/* each inode once (two threads would read an fd and its dup at
 	 * once), none the image has (shared with a task read before); idx's
@@ -777,8 +850,11 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 			it->pre[m++] = it->pre[i];
 	it->npre = m;
 	qsort(it->pre, m, sizeof(*it->pre), cmp_pre);
-	log_debug(&ctx->log, "pid %d: %zu TCP socket(s) of %zu fds read ahead by %u thread(s)",
-		  t->pid, m, n, used);
+	size_t dumped = 0;
+	for (size_t i = 0; seen && i < m; i++)
+		dumped += it->pre[i].o->seen != NULL;
+	log_debug(&ctx->log, "pid %d: %zu TCP socket(s) of %zu fds read ahead by %u thread(s), "
+		  "%zu as the network lock's dump saw them", t->pid, m, n, used, dumped);
 }
 
 /* The socket of inode ino that prefetch() read, taken; NULL if none. */
