@@ -35,6 +35,7 @@
 #include "kinds/netns.h"
 #include "net/ct.h"
 #include "net/diag.h"
+#include <linux/rtnetlink.h>
 #include "net/rtnl.h"
 #include "net/lock.h"
 #include "util/cleanup.h"
@@ -131,7 +132,8 @@ struct diag_add {
 };
 
 /* One socket of the dump: the tree's (its inode one of s) is added. */
-static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
+static int add_diag_sock(const struct inet_diag_msg *m, const struct rtattr *a, size_t alen,
+			 void *arg)
 {
 	const struct diag_add *d = arg;
 	unsigned long ino = m->idiag_inode;
@@ -152,6 +154,24 @@ static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
 					 ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport) };
 		memcpy(ts->src, m->id.idiag_src, 16);
 		memcpy(ts->dst, m->id.idiag_dst, 16);
+		/* options the kernel says with every socket (SOCKOPT, Linux
+		 * 5.10) or when asked (TOS): getsockopt calls fewer in inet */
+		unsigned int left = (unsigned int)alen;
+		for (; RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+			if (a->rta_type == INET_DIAG_TOS && RTA_PAYLOAD(a) >= 1) {
+				ts->tos = *(const uint8_t *)RTA_DATA(a);
+				ts->has_tos = true;
+			} else if (a->rta_type == INET_DIAG_SOCKOPT &&
+				   RTA_PAYLOAD(a) >= sizeof(struct inet_diag_sockopt)) {
+				struct inet_diag_sockopt o;
+				memcpy(&o, RTA_DATA(a), sizeof(o));
+				ts->recverr = o.recverr;
+				ts->freebind = o.freebind;
+				ts->transparent = o.transparent;
+				ts->bind_no_port = o.bind_address_no_port;
+				ts->has_opts = true;
+			}
+		}
 	}
 	struct sockaddr_storage l = { 0 }, rm = { 0 };
 	if (m->idiag_family == AF_INET6) {
@@ -182,7 +202,7 @@ static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct
 	if (fd < 0)
 		return -errno;
 	struct diag_add d = { .nl = nl, .ports = ports, .s = s, .seen = seen };
-	return tcp_diag_dump(fd, family, ~0u, add_diag_sock, &d);
+	return tcp_diag_dump_ext(fd, family, ~0u, 1u << (INET_DIAG_TOS - 1), add_diag_sock, &d);
 }
 
 /* The IPv4 (or v4-mapped) TCP connection l -> rm as this namespace's NAT

@@ -55,6 +55,10 @@ struct tcp_seen {
 	uint8_t family, state;
 	uint16_t sport, dport;	  /* host order */
 	uint8_t src[16], dst[16]; /* 4 bytes for AF_INET */
+	bool has_tos, has_opts;	  /* INET_DIAG_TOS, INET_DIAG_SOCKOPT came */
+	uint8_t tos;		  /* IP_TOS */
+	/* IP_RECVERR, IP_FREEBIND, IP_TRANSPARENT, IP_BIND_ADDRESS_NO_PORT */
+	uint8_t recverr, freebind, transparent, bind_no_port;
 };
 const struct tcp_seen *ckpt_tcp_seen(const struct ckpt_ctx *ctx, unsigned long ino);
 /* Gives the guardian the request that removes nl if ckpt dies. */

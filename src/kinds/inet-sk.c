@@ -258,11 +258,11 @@ static int opt_defaults(int family, int type, int proto, struct inet_opt_default
 }
 
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
-		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen,
-		   int *ret_filter)
+		   const struct inet_opt_val *known, size_t nknown, InetOpt *v, size_t cap,
+		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen, int *ret_filter)
 {
 	int def[INET_OPTS_TABLE], val[INET_OPTS_TABLE];
-	bool ok[INET_OPTS_TABLE];
+	bool ok[INET_OPTS_TABLE], got[INET_OPTS_TABLE];
 	struct sockopt_req q[INET_OPTS_TABLE + MISC_N];
 	size_t at[INET_OPTS_TABLE], nq = MISC_N, n = 0;
 	struct misc_vals m;
@@ -278,6 +278,14 @@ int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defau
 		if (!ok[i])
 			continue;
 		val[i] = 0;
+		got[i] = false;
+		for (size_t k = 0; k < nknown && !got[i]; k++)
+			if (known[k].level == opt_table[i].level && known[k].name == opt_table[i].name) {
+				val[i] = known[k].val;
+				got[i] = true;
+			}
+		if (got[i])
+			continue;
 		at[i] = nq;
 		q[nq++] = (struct sockopt_req){ s, opt_table[i].level, opt_table[i].name, &val[i],
 						sizeof(int), 0 };
@@ -285,7 +293,7 @@ int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defau
 	sockopts_get(defs ? defs->so : NULL, q, nq);
 	for (size_t i = 0; i < OPT_TABLE_N; i++) {
 		const struct inet_opt_desc *d = &opt_table[i];
-		if (!ok[i] || q[at[i]].res < 0 || val[i] == def[i])
+		if (!ok[i] || (!got[i] && q[at[i]].res < 0) || val[i] == def[i])
 			continue;
 		if (n == cap)
 			return -E2BIG;

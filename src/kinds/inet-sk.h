@@ -97,9 +97,15 @@ struct inet_opt_defaults {
 /* defs: the cache (a task's kind state), NULL to read a new socket. */
 /* *ret_filter: the number of instructions of its socket filter
  * (SO_GET_FILTER with no room, asked in the batch), or -errno. */
+/* known: nknown options of the table whose values are known already (the
+ * network lock's sock_diag dump), not asked. */
+struct inet_opt_val {
+	int level, name, val;
+};
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
-		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen,
-		   int *ret_filter) __attribute__((warn_unused_result));
+		   const struct inet_opt_val *known, size_t nknown, InetOpt *v, size_t cap,
+		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen, int *ret_filter)
+	__attribute__((warn_unused_result));
 /* Sets the options of e whose OPT_BIND flag is bind (and not OPT_LAST), or
  * with last, the OPT_LAST ones. *ret_bad: the option that failed. */
 int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last,

@@ -592,8 +592,21 @@ static int read_obj(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_
 	size_t n = 0;
 	int insns;
 	/* options first: leaving repair mode changes SO_REUSEADDR */
-	int r = inet_opts_read(o->copy, family, type, proto, defs, opts, OPTS_MAX, &n, &o->e,
-			       o->dev, sizeof(o->dev), &insns);
+	/* an IPv4 socket's IP options that the lock's dump said */
+	struct inet_opt_val kn[5];
+	size_t nk = 0;
+	const struct tcp_seen *ts = o->seen;
+	if (ts && family == AF_INET && ts->has_opts) {
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_RECVERR, ts->recverr };
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_FREEBIND, ts->freebind };
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_TRANSPARENT, ts->transparent };
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT,
+						  ts->bind_no_port };
+	}
+	if (ts && family == AF_INET && ts->has_tos)
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_TOS, ts->tos };
+	int r = inet_opts_read(o->copy, family, type, proto, defs, kn, nk, opts, OPTS_MAX, &n,
+			       &o->e, o->dev, sizeof(o->dev), &insns);
 	if (r < 0)
 		return FAIL(ctx, r, "pid %d fd %d (inet): cannot read its options: %s", fi->pid,
 			    fi->fd, strerror(-r));
