@@ -1512,6 +1512,16 @@ class Run:
         self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
         return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
 
+    def mig2_source_intact(self, pr, what):
+        """After a migration that did not happen: the original runs on in
+        A, and no network lock is left in A or B."""
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the original is gone after the %s migration" % what)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s after the %s migration"
+                           % (self.mig2_locks(h), h.upper(), what))
+
     def mig2_locks(self, host):
         tables = self.topo.nft_tables(host)
         return [t for t in tables or () if t.startswith("ckpt_lock")]
@@ -1610,12 +1620,7 @@ class Run:
         if not re.search(r"migration failed: .*no space left on device.*runs on here",
                          mtext, re.I | re.S):
             raise Fail("migrate said %r" % mtext.strip()[-400:])
-        if not pid_alive(self.pid) or pr.poll() is not None:
-            raise Fail("the original is gone after the failed migration")
-        for h in "ab":
-            if self.mig2_locks(h):
-                raise Fail("network lock(s) %s left in host %s after the failed migration"
-                           % (self.mig2_locks(h), h.upper()))
+        self.mig2_source_intact(pr, "failed")
         if left:
             raise Fail("ckpt receive left %r in its directory" % left)
         progress(10)
@@ -1801,12 +1806,7 @@ class Run:
               r"NAT \(masquerade on the host end %s\)" % (re.escape(c), port, re.escape(hostif)))
         if not re.search(rx, mtext):
             raise Fail("migrate said %r" % mtext.strip()[-500:])
-        if not pid_alive(self.pid) or pr.poll() is not None:
-            raise Fail("the original is gone after the refused migration")
-        for h in "ab":
-            if self.mig2_locks(h):
-                raise Fail("network lock(s) %s left in host %s after the refused migration"
-                           % (self.mig2_locks(h), h.upper()))
+        self.mig2_source_intact(pr, "refused")
         progress(10)
         with open(self.p("rounds")) as f:
             self.nat_echo_done(int(f.read() or 0))
