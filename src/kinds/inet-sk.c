@@ -393,32 +393,35 @@ int inet_bufs_raise(int s, size_t sndq, size_t rcvq)
 	return inet_bufs_raise_at(s, sndq, rcvq, NULL);
 }
 
+/* One buffer (snd: SO_SNDBUF) as saved (want); fresh: its size on a new
+ * socket or NULL (asked). *now: its size after, -1 if not known; *set:
+ * set_buf ran. */
+static int one_buf(int s, bool snd, uint32_t want, const int *fresh, int *now, bool *set)
+{
+	int cur = fresh ? *fresh : -1, r;
+	if (!fresh && get_int(s, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &cur) < 0)
+		cur = (int)want; /* not known: left as it is */
+	if ((uint32_t)cur != want) {
+		if ((r = set_buf(s, snd, want)) < 0)
+			return r;
+		cur = -1;
+		*set = true;
+	}
+	*now = fresh ? cur : -1;
+	return 0;
+}
+
 int inet_bufs_set(int s, const InetSkEntry *e, const int *fresh, int *now)
 {
-	int cur, r;
+	int here[2], r;
 	bool set = false;
 	/* as saved, whether the program set them or the kernel tuned them;
 	 * then the locks as they were (a buffer the kernel tunes stays so) */
-	if (fresh)
-		cur = fresh[0];
-	if ((fresh || get_int(s, SOL_SOCKET, SO_SNDBUF, &cur) == 0) && (uint32_t)cur != e->sndbuf) {
-		if ((r = set_buf(s, true, e->sndbuf)) < 0)
-			return r;
-		cur = -1;
-		set = true;
-	}
+	if ((r = one_buf(s, true, e->sndbuf, fresh, &here[0], &set)) < 0 ||
+	    (r = one_buf(s, false, e->rcvbuf, fresh ? &fresh[1] : NULL, &here[1], &set)) < 0)
+		return r;
 	if (now)
-		now[0] = fresh ? cur : -1;
-	if (fresh)
-		cur = fresh[1];
-	if ((fresh || get_int(s, SOL_SOCKET, SO_RCVBUF, &cur) == 0) && (uint32_t)cur != e->rcvbuf) {
-		if ((r = set_buf(s, false, e->rcvbuf)) < 0)
-			return r;
-		cur = -1;
-		set = true;
-	}
-	if (now)
-		now[1] = fresh ? cur : -1;
+		memcpy(now, here, sizeof(here));
 	/* a new socket's lock is 0, and only set_buf sets one */
 	int lock = (int)e->buf_lock;
 	if ((set || lock || !fresh) &&
