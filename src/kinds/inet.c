@@ -53,6 +53,7 @@
 #include <net/if.h>
 #include <stddef.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1572,6 +1573,7 @@ static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
  * and says why it fails.
  */
 #define MK_THREADS 4
+#define MK_PIN_MIN 256 /* sockets from which restore_end unpins its threads */
 
 struct mk {
 	struct inet_robj **v;
@@ -1905,6 +1907,13 @@ static int inet_restore_end(struct rst_ctx *ctx)
 	_cleanup_free_ struct inet_robj **v = malloc((n ? n : 1) * sizeof(*v));
 	_cleanup_free_ int *err = calloc(n ? n : 1, 2 * sizeof(*err));
 	_cleanup_free_ const InetOpt **bad = calloc(n ? n : 1, sizeof(*bad));
+	/* ckpt's thread pinned to one CPU while it makes a small tree
+	 * (restart.c pin_cpu): its CPUs of before for the threads (which
+	 * inherit them) while no task runs, then the one CPU again */
+	cpu_set_t one;
+	bool repin = ctx->affinity && n > MK_PIN_MIN &&
+		     sched_getaffinity(0, sizeof(one), &one) == 0 &&
+		     sched_setaffinity(0, sizeof(*ctx->affinity), ctx->affinity) == 0;
 	unsigned th = par_cpus();
 	size_t m = 0;
 	if (v && err && bad && th > 1) {
@@ -1915,10 +1924,15 @@ static int inet_restore_end(struct rst_ctx *ctx)
 		}
 		struct fin f = { v, err, err + n, bad, ctx->flags };
 		par_for(m, th < MK_THREADS ? th : MK_THREADS, fin_one, &f);
+		if (repin)
+			(void)sched_setaffinity(0, sizeof(one), &one);
+		repin = false;
 		for (size_t i = 0; i < m; i++)
 			if (err[i] < 0)
 				return finish_fail(ctx, v[i], err[i], err[n + i], bad[i]);
 	}
+	if (repin)
+		(void)sched_setaffinity(0, sizeof(one), &one);
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		struct inet_robj *o = ob->ptr;
 		if (o->finished)
