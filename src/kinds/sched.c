@@ -90,7 +90,7 @@ static int sched_probe(struct ckpt_ctx *ctx, struct task *t)
 static int read_u32_file(pid_t pid, const char *name, long long *ret)
 {
 	_cleanup_free_ char *text = NULL;
-	int r = proc_read(pid, name, &text, NULL);
+	int r = proc_read_one(pid, name, &text);
 	if (r < 0)
 		return r;
 	char *end;

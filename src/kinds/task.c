@@ -216,7 +216,7 @@ static int task_probe(struct ckpt_ctx *ctx, struct task *t)
 		return -ENOMEM;
 	/* read a moment ago by ckpt (step "collect"), or now */
 	k->status = TAKE_PTR(t->status_text);
-	if (!k->status && proc_read(t->pid, "status", &k->status, NULL) < 0)
+	if (!k->status && proc_read_one(t->pid, "status", &k->status) < 0)
 		k->status = NULL;
 	k->pb = malloc(sizeof(*k->pb));
 	if (!k->pb)
