@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "core/ctx.h"
 #include "core/sequence.h"
@@ -166,19 +167,24 @@ void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
 		if (!np)
 			continue;
 		puppet_syscalls_many(ps, calls, ns, tables, np, err);
-		size_t span = (size_t)(ths[np - 1]->probes->base + ths[np - 1]->probes->used) - first;
-		_cleanup_free_ uint8_t *all = malloc(span ? span : 1);
-		bool read_ok = all && (!span || puppet_read(&t->pup, t->pup.scratch + first, all,
-							      span) == 0);
+		/* each one's outputs, and only them, by one read */
+		struct iovec lv[PUPPET_MANY_MAX], rv[PUPPET_MANY_MAX];
+		size_t nv = 0, want = 0;
 		for (size_t j = 0; j < np; j++) {
 			struct probe_batch *b = ths[j]->probes;
 			b->ran = true;
-			if (err[j] < 0 || !b->used || !read_ok)
+			if (err[j] < 0 || !b->used || !(b->out = malloc(b->used)))
 				continue;
-			b->out = malloc(b->used);
-			if (b->out)
-				memcpy(b->out, all + (b->base - first), b->used);
+			lv[nv] = (struct iovec){ b->out, b->used };
+			rv[nv++] = (struct iovec){ (void *)(uintptr_t)(t->pup.scratch + b->base),
+						   b->used };
+			want += b->used;
 		}
+		if (nv && process_vm_readv(t->pid, lv, nv, rv, nv, 0) != (ssize_t)want)
+			for (size_t j = 0; j < np; j++) {
+				free(ths[j]->probes->out);
+				ths[j]->probes->out = NULL;
+			}
 	}
 }
 

@@ -393,7 +393,7 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
  */
 static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool *done)
 {
-	for (int round = 0; round < 20000; round++) {
+	for (int round = 0; round < 20040; round++) {
 		size_t left = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct gtask *t = done[i] ? NULL : find(s, in[i].pid);
@@ -408,7 +408,10 @@ static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_
 		}
 		if (!left)
 			return;
-		usleep(500);
+		/* a killed thread is usually gone within tens of microseconds:
+		 * looked for again soon at first (a 500 us step made the kill
+		 * of 1,000 threads, 16 a request, 30 ms longer) */
+		usleep(round < 40 ? 50 : 500);
 	}
 }
 
