@@ -1337,6 +1337,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	free(ctx.tasks);
 	if (ctx.buf)
 		munmap(ctx.buf, (ctx.buf2 ? 2 : 1) * ctx.bufsize);
+	img_writer_drop(&ctx.w); /* a checkpoint that failed before its trailer */
 	img_seal_free(ctx.seal);
 	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);
