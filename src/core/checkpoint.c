@@ -27,6 +27,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "util/par.h"
 #include "core/netlock.h"
 #include "util/fault.h"
 #include "core/sequence.h"
@@ -354,6 +355,22 @@ static unsigned io_workers(pid_t pid)
 	return n;
 }
 
+/* Many threads' /proc files are read on every CPU (par_for) */
+#define PAR_THREADS_MIN 32
+
+struct io_check {
+	struct task *t;
+	struct task *th; /* the threads listed, n of them */
+	bool *io;
+};
+
+static void io_check_one(void *arg, size_t i, unsigned slot)
+{
+	struct io_check *c = arg;
+	(void)slot;
+	c->io[i] = io_worker_stat(c->t->pid, c->th[i].pid, &c->th[i].stat);
+}
+
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
 static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 {
@@ -376,13 +393,6 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		pid_t tid = (pid_t)atoi(de->d_name);
 		if (tid <= 0 || tid == t->pid || has_thread(held, t->nthreads, tid))
 			continue;
-		/* its stat kept: thread_proc does not read it again */
-		struct proc_stat st = { 0 };
-		if (io_worker_stat(t->pid, tid, &st)) {
-			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
-				 "left alone", t->pid, tid);
-			continue;
-		}
 		if (t->nthreads + n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 8;
 			struct task *nt = realloc(t->threads, ncap * sizeof(*nt));
@@ -393,12 +403,29 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 			t->threads = nt;
 			*cap = ncap;
 		}
-		t->threads[t->nthreads + n++] =
-			(struct task){ .pid = tid, .pup = { .memfd = -1 }, .stat = st };
+		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
+	}
+	/* each one's stat, kept (thread_proc does not read it again), says
+	 * whether it is an io_uring thread: read on every CPU for many */
+	struct task *th = &t->threads[t->nthreads];
+	_cleanup_free_ bool *io = calloc(n ? n : 1, sizeof(*io));
+	if (r >= 0 && !io)
+		r = -ENOMEM;
+	struct io_check c = { .t = t, .th = th, .io = io };
+	if (r >= 0)
+		par_for(n, n >= PAR_THREADS_MIN ? par_cpus() : 1, io_check_one, &c);
+	size_t kept = 0;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		if (io[i]) {
+			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
+				 "left alone", t->pid, th[i].pid);
+			continue;
+		}
+		th[kept++] = th[i];
 	}
 	size_t before = t->nthreads;
-	if (r >= 0 && n)
-		r = seize_listed(ctx, t, n);
+	if (r >= 0 && kept)
+		r = seize_listed(ctx, t, kept);
 	return r < 0 ? r : t->nthreads > before;
 }
 
@@ -422,37 +449,75 @@ static int seize_threads(struct ckpt_ctx *ctx, struct task *t)
 			"stopped", t->pid);
 }
 
-/* The children of every thread of pid, as /proc lists them. */
+struct kids_read {
+	pid_t pid;
+	char (*names)[24];
+	char **text;
+};
+
+static void kids_one(void *arg, size_t i, unsigned slot)
+{
+	struct kids_read *k = arg;
+	char name[64];
+	(void)slot;
+	snprintf(name, sizeof(name), "task/%s/children", k->names[i]);
+	if (proc_read(k->pid, name, &k->text[i], NULL) < 0)
+		k->text[i] = NULL;
+}
+
+/* The children of every thread of pid, as /proc lists them (read on every
+ * CPU for many threads). */
 static int read_children(pid_t pid, char **ret)
 {
 	char name[64], *all = NULL;
-	size_t len = 0;
+	size_t len = 0, n = 0, cap = 0;
 	_cleanup_closedir_ DIR *d = NULL;
+	struct kids_read k = { .pid = pid };
+	int r = 0;
 
 	snprintf(name, sizeof(name), "/proc/%d/task", pid);
 	d = opendir(name);
 	if (!d)
 		return -errno;
 	for (struct dirent *de; (de = readdir(d));) {
-		char *text = NULL;
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(*k.names))
 			continue;
-		snprintf(name, sizeof(name), "task/%.20s/children", de->d_name);
-		if (proc_read(pid, name, &text, NULL) < 0)
-			continue;
-		size_t n = strlen(text);
-		char *na = realloc(all, len + n + 2);
-		if (!na) {
-			free(text);
-			free(all);
-			return -ENOMEM;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			char(*nn)[24] = realloc(k.names, cap * sizeof(*nn));
+			if (!nn) {
+				free(k.names);
+				return -ENOMEM;
+			}
+			k.names = nn;
 		}
-		all = na;
-		memcpy(all + len, text, n);
-		len += n;
-		all[len++] = ' ';
-		all[len] = '\0';
-		free(text);
+		snprintf(k.names[n++], sizeof(*k.names), "%s", de->d_name);
+	}
+	k.text = calloc(n ? n : 1, sizeof(*k.text));
+	if (!k.text) {
+		free(k.names);
+		return -ENOMEM;
+	}
+	par_for(n, n >= PAR_THREADS_MIN ? par_cpus() : 1, kids_one, &k);
+	for (size_t i = 0; i < n; i++) {
+		size_t m = k.text[i] ? strlen(k.text[i]) : 0;
+		char *na = r < 0 || !k.text[i] ? NULL : realloc(all, len + m + 2);
+		if (k.text[i] && r >= 0 && !na)
+			r = -ENOMEM;
+		if (na) {
+			all = na;
+			memcpy(all + len, k.text[i], m);
+			len += m;
+			all[len++] = ' ';
+			all[len] = '\0';
+		}
+		free(k.text[i]);
+	}
+	free(k.text);
+	free(k.names);
+	if (r < 0) {
+		free(all);
+		return r;
 	}
 	*ret = all;
 	return 0;
@@ -717,6 +782,8 @@ static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 	char name[64];
 	int r;
 
+	if (th->status_text) /* read already (read_threads_proc) */
+		goto scratch;
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
 	if ((r = proc_read_one(th->pid, "status", &status)) < 0 ||
 	    (th->stat.pid != th->pid && (r = proc_read_one(th->leader->pid, name, &stat)) < 0))
@@ -727,11 +794,32 @@ static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 		return log_fail(&ctx->log, -EINVAL, "thread %d: cannot parse /proc", th->pid);
 	free(th->status_text);
 	th->status_text = TAKE_PTR(status);
+scratch:
 	th->pup.syscall_ip = th->leader->pup.syscall_ip;
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
 	th->pup.stub_ip = th->leader->pup.stub_ip;
 	return 0;
+}
+
+/* thread_proc's reads of one thread, nothing logged: a thread they fail
+ * for is read again by thread_proc, which tells why */
+static void thread_proc_ahead(void *arg, size_t i, unsigned slot)
+{
+	struct task *th = &((struct task *)arg)->threads[i];
+	_cleanup_free_ char *status = NULL, *stat = NULL;
+	char name[64];
+	(void)slot;
+
+	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
+	if (th->status_text || proc_read_one(th->pid, "status", &status) < 0 ||
+	    (th->stat.pid != th->pid && proc_read_one(th->leader->pid, name, &stat) < 0))
+		return;
+	struct proc_stat st = th->stat;
+	if (proc_parse_status(status, &th->status) < 0 || (stat && proc_parse_stat(stat, &st) < 0))
+		return;
+	th->stat = st;
+	th->status_text = TAKE_PTR(status);
 }
 
 /* A thread: what it has of its own, injected through the leader's scratch
@@ -794,9 +882,13 @@ static void collect_ahead(struct ckpt_ctx *ctx, struct task *t)
 			break; /* as if one after the other: nothing after a failure */
 	}
 	ckpt_probe_procs(ctx, g, n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		/* the threads' /proc files first, on every CPU */
+		if (g[i]->nthreads >= PAR_THREADS_MIN)
+			par_for(g[i]->nthreads, par_cpus(), thread_proc_ahead, g[i]);
 		if (g[i]->nthreads)
 			ckpt_probe_threads(ctx, g[i], thread_proc);
+	}
 }
 
 /* Step "collect", ckpt's part for one seized task, before the kinds look. */
