@@ -17,6 +17,7 @@
  * namespace, tty's ptys in that devpts) and before anything forks.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "kinds/mnt.h"
 #include "kinds/ns.h"
 #include "util/cleanup.h"
+#include "util/par.h"
 #include "util/userns.h"
 
 enum { NS_ENTRY = REC_TYPE(KID_ns, 1) };
@@ -421,3 +423,35 @@ const struct kind_ops ns_ops = {
 	.free_rstate = rst_free_msg,
 	.descriptor = ns_descriptor,
 };
+
+struct ns_stat {
+	const struct task *t;
+	int dfd;
+	const char *name;
+	struct stat *st;
+	int *err;
+};
+
+static void ns_stat_one(void *arg, size_t i, unsigned slot)
+{
+	struct ns_stat *a = arg;
+	char path[48];
+	(void)slot;
+	snprintf(path, sizeof(path), "%d/ns/%s", a->t->threads[i].pid, a->name);
+	a->err[i] = fstatat(a->dfd, path, &a->st[i], 0) < 0 ? -errno : 0;
+	if (a->err[i] < 0)
+		a->st[i].st_ino = 0;
+}
+
+int ns_threads_stat(const struct task *t, const char *name, struct stat *st, int *err)
+{
+	char path[48];
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	/* relative to the process's task directory: a shorter walk each */
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ns_stat a = { .t = t, .dfd = dfd, .name = name, .st = st, .err = err };
+	par_for(t->nthreads, t->nthreads >= 32 ? par_cpus() : 1, ns_stat_one, &a);
+	if (dfd >= 0)
+		close(dfd);
+	return 0;
+}

@@ -24,6 +24,14 @@ bool ns_own_userns(struct ckpt_ctx *ctx);
 /* The device of the container's own devpts on /dev/pts, 0 if none. */
 uint64_t ns_devpts_dev(struct ckpt_ctx *ctx);
 
+/* Checkpoint: the namespace file name (ns/NAME: "mnt", "net") of each of
+ * t's threads (struct task's threads), stat'd into st[i] (t->nthreads of
+ * them), on every CPU for many; st[i].st_ino is 0 where it failed, err[i]
+ * the -errno. 0, or -ENOMEM. */
+struct task;
+struct stat;
+int ns_threads_stat(const struct task *t, const char *name, struct stat *st, int *err);
+
 /* Restart, once the root's records are loaded: the container's namespaces
  * (NULL for a subtree); its CLONE_NEW* flags (0 for a subtree). */
 const NamespacesEntry *ns_rst(struct rst_ctx *ctx);
