@@ -822,6 +822,15 @@ static void thread_proc_ahead(void *arg, size_t i, unsigned slot)
 	th->status_text = TAKE_PTR(status);
 }
 
+/* thread_proc for ckpt_probe_threads, which may run it on another thread
+ * of ckpt: nothing logged (a thread it fails for is collected alone, and
+ * thread_proc then tells why) */
+static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
+{
+	thread_proc_ahead(th->leader, (size_t)(th - th->leader->threads), 0);
+	return th->status_text ? thread_proc(ctx, th) : -EAGAIN;
+}
+
 /* A thread: what it has of its own, injected through the leader's scratch
  * (its probes already run, with its siblings', by ckpt_probe_threads). */
 static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
@@ -851,7 +860,8 @@ static int prepare_proc(struct ckpt_ctx *ctx, struct task *t)
 	if (r < 0)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: has no vDSO to run system calls from; not supported", t->pid);
-	r = puppet_scratch_map(&t->pup, 0, PUPPET_SCRATCH_SIZE);
+	/* twice the room for many threads' probes (probe.c) */
+	r = puppet_scratch_map(&t->pup, 0, (t->nthreads >= 32 ? 2 : 1) * PUPPET_SCRATCH_SIZE);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
@@ -887,7 +897,7 @@ static void collect_ahead(struct ckpt_ctx *ctx, struct task *t)
 		if (g[i]->nthreads >= PAR_THREADS_MIN)
 			par_for(g[i]->nthreads, par_cpus(), thread_proc_ahead, g[i]);
 		if (g[i]->nthreads)
-			ckpt_probe_threads(ctx, g[i], thread_proc);
+			ckpt_probe_threads(ctx, g[i], thread_proc_quiet);
 	}
 }
 
