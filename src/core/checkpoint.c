@@ -782,7 +782,7 @@ static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 	char name[64];
 	int r;
 
-	if (th->status_text) /* read already (read_threads_proc) */
+	if (th->status_text) /* read already (thread_proc_quiet) */
 		goto scratch;
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
 	if ((r = proc_read_one(th->pid, "status", &status)) < 0 ||
@@ -802,33 +802,26 @@ scratch:
 	return 0;
 }
 
-/* thread_proc's reads of one thread, nothing logged: a thread they fail
- * for is read again by thread_proc, which tells why */
-static void thread_proc_ahead(void *arg, size_t i, unsigned slot)
+/*
+ * thread_proc for ckpt_probe_threads, which may run it on another thread of
+ * ckpt: its reads, nothing logged (a thread they fail for is collected
+ * alone, and thread_proc then tells why).
+ */
+static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
 {
-	struct task *th = &((struct task *)arg)->threads[i];
 	_cleanup_free_ char *status = NULL, *stat = NULL;
 	char name[64];
-	(void)slot;
 
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
 	if (th->status_text || proc_read_one(th->pid, "status", &status) < 0 ||
 	    (th->stat.pid != th->pid && proc_read_one(th->leader->pid, name, &stat) < 0))
-		return;
+		return th->status_text ? thread_proc(ctx, th) : -EAGAIN;
 	struct proc_stat st = th->stat;
 	if (proc_parse_status(status, &th->status) < 0 || (stat && proc_parse_stat(stat, &st) < 0))
-		return;
+		return -EAGAIN;
 	th->stat = st;
 	th->status_text = TAKE_PTR(status);
-}
-
-/* thread_proc for ckpt_probe_threads, which may run it on another thread
- * of ckpt: nothing logged (a thread it fails for is collected alone, and
- * thread_proc then tells why) */
-static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
-{
-	thread_proc_ahead(th->leader, (size_t)(th - th->leader->threads), 0);
-	return th->status_text ? thread_proc(ctx, th) : -EAGAIN;
+	return thread_proc(ctx, th);
 }
 
 /* A thread: what it has of its own, injected through the leader's scratch
@@ -893,9 +886,6 @@ static void collect_ahead(struct ckpt_ctx *ctx, struct task *t)
 	}
 	ckpt_probe_procs(ctx, g, n);
 	for (size_t i = 0; i < n; i++) {
-		/* the threads' /proc files first, on every CPU */
-		if (g[i]->nthreads >= PAR_THREADS_MIN)
-			par_for(g[i]->nthreads, par_cpus(), thread_proc_ahead, g[i]);
 		if (g[i]->nthreads)
 			ckpt_probe_threads(ctx, g[i], thread_proc_quiet);
 	}
