@@ -321,9 +321,14 @@ struct mm_read {
 	/* a pre-copy round: the task runs again, and its /proc/PID/mem (-1:
 	 * gone) is read; a page that cannot be read (unmapped since, the
 	 * task gone) is sent as zeros: it is not in a tracked vma at the next
-	 * round, so that round sends it again or the image does not have it */
+	 * round, so that round sends it again or the image does not have it.
+	 * Only that page: an extent can span two vmas, and the pages of the
+	 * one still there, write-protected when listed, are left to this
+	 * image by the next round (zeros there lost them: e2e
+	 * mig2_precopy_remap) */
 	bool live;
 	int live_fd;
+	uint64_t gone; /* bytes of it that could not be read */
 };
 
 static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
@@ -349,11 +354,7 @@ static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *d
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (rd->live) {
-			ssize_t got = rd->live_fd < 0 ? -1 : pread(rd->live_fd, dst, x[i].len,
-								   (off_t)x[i].off);
-			if (got < (ssize_t)x[i].len)
-				memset(dst + (got > 0 ? got : 0), 0,
-				       x[i].len - (uint64_t)(got > 0 ? got : 0));
+			rd->gone += proc_mem_read_gone(rd->live_fd, x[i].off, x[i].len, dst);
 			dst += x[i].len;
 			continue;
 		}
@@ -562,6 +563,9 @@ static int mm_dump_live(struct ckpt_ctx *ctx, struct task *t)
 	r = pages_fail(ctx, &pw, r);
 	ctx->mem_bytes += pw.bytes;
 	pages_writer_release(&pw);
+	if (rd.gone)
+		log_info(&ctx->log, "pid %d: %llu KiB of its memory unmapped since this round "
+			 "listed it, sent as zeros", t->pid, (unsigned long long)(rd.gone >> 10));
 	return r < 0 ? r : mm_dirty_end(ctx, t, m->dirty);
 }
 

@@ -1133,3 +1133,24 @@ bool proc_pgrp_orphaned(pid_t pgrp)
 	}
 	return true;
 }
+
+uint64_t proc_mem_read_gone(int fd, uint64_t off, uint64_t len, uint8_t *dst)
+{
+	const uint64_t page = 4096;
+	uint64_t done = 0, zeros = 0;
+	while (fd >= 0 && done < len) {
+		ssize_t got = pread(fd, dst + done, len - done, (off_t)(off + done));
+		if (got > 0) {
+			done += (uint64_t)got;
+			continue;
+		}
+		/* the page at off + done is gone (EIO), or the read failed */
+		uint64_t n = page - (off + done) % page;
+		n = n < len - done ? n : len - done;
+		memset(dst + done, 0, n);
+		done += n;
+		zeros += n;
+	}
+	memset(dst + done, 0, len - done);
+	return zeros + (len - done);
+}

@@ -167,6 +167,14 @@ typedef bool (*proc_skip_fn)(void *arg, pid_t pid);
 int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
 		      struct proc_holder *ret, size_t max);
 
+/*
+ * [off, off + len) (whole pages) of a running task's /proc/PID/mem (fd; -1
+ * when the task is gone) into dst: each page that cannot be read (unmapped
+ * since) is zeros, every other page is read, also after such a hole. The
+ * number of bytes of zeros.
+ */
+uint64_t proc_mem_read_gone(int fd, uint64_t off, uint64_t len, uint8_t *dst);
+
 /* Is pid in ckpt's own network namespace? */
 bool proc_same_netns(pid_t pid);
 

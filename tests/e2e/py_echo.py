@@ -16,6 +16,13 @@ each with a new stamp (its 4 bytes repeated over the page), the stamps also
 kept in an array; on SIGTERM it checks that every page holds its stamp and
 writes "memcheck": "ok PAGES WRITES" or "bad: page P ...".
 
+With $PY_ECHO_REMAP as well, it also maps 32 pages of its own (ctypes,
+mmap), writes a known pattern into the upper 16 once, and keeps unmapping
+and mapping again the lower 16 (MAP_FIXED_NOREPLACE, written each time)
+every 2 ms: a pre-copy round that lists both halves as one extent finds the
+lower gone when it reads them; the check also wants the upper 16 as they
+were written ("bad: upper page P ...").
+
 The client opens N connections first (each echoes once before the next
 is opened, so that none waits in the listener's accept queue), then keeps
 one line in flight on each: "c<conn> <seq> <payload>", the payload depends
@@ -83,7 +90,12 @@ async def serve():
                 if mem[p << 12:(p + 1) << 12] != page(stamps[p]):
                     got = int.from_bytes(mem[p << 12:(p << 12) + 4], "little")
                     return "bad: page %d holds stamp %d, want %d" % (p, got, stamps[p])
+            if remap is not None:
+                bad = remap.check()
+                if bad:
+                    return bad
             return "ok %d %d" % (npages, state["n"])
+        remap = Remap() if os.environ.get("PY_ECHO_REMAP") else None
         dirty()
     srv = await asyncio.start_server(handle, os.environ.get("PY_ECHO_HOST", "127.0.0.1"), 0,
                                      backlog=128)
@@ -95,6 +107,54 @@ async def serve():
         put("memcheck", check() + "\n")
     srv.close()
     print("served %d lines on %d connections" % (stats["lines"], stats["conns"]), flush=True)
+
+
+class Remap:
+    """$PY_ECHO_REMAP: 32 pages at an address the kernel picks; the upper
+    16 written once, the lower 16 unmapped and mapped again every 2 ms."""
+    N = 16
+
+    def __init__(self):
+        import ctypes
+        self.ct = ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.mmap, self.munmap = libc.mmap, libc.munmap
+        self.mmap.restype = ctypes.c_void_p
+        self.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_long]
+        self.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        size = 2 * self.N << 12
+        self.base = self.mmap(None, size, 3, 0x22, -1, 0)  # rw, MAP_PRIVATE|MAP_ANONYMOUS
+        if self.base in (None, 2 ** 64 - 1):
+            raise SystemExit("PY_ECHO_REMAP: mmap failed")
+        self.upper = self.base + (self.N << 12)
+        for p in range(self.N):
+            ctypes.memmove(self.upper + (p << 12), self.pattern(p), 4096)
+        self.mapped = True
+        asyncio.get_running_loop().call_later(0.002, self.flip)
+
+    @staticmethod
+    def pattern(p):
+        return bytes((p * 31 + i) % 251 + 1 for i in range(256)) * 16
+
+    def flip(self):
+        if self.mapped:
+            self.munmap(self.base, self.N << 12)
+            self.mapped = False
+        else:
+            # MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED_NOREPLACE: the hole it left
+            got = self.mmap(self.base, self.N << 12, 3, 0x100022, -1, 0)
+            if got == self.base:
+                self.ct.memset(self.base, 0x5a, self.N << 12)
+                self.mapped = True
+        asyncio.get_running_loop().call_later(0.002, self.flip)
+
+    def check(self):
+        for p in range(self.N):
+            got = self.ct.string_at(self.upper + (p << 12), 4096)
+            if got != self.pattern(p):
+                return "bad: upper page %d of the remapped pair holds %r..." % (p, got[:8])
+        return None
 
 
 def line(c, seq):

@@ -241,6 +241,8 @@ TESTS = [
     # A's NAT would reach C from B's address), it runs on in A
     entry("netns_nat_mig", kind="netns_nat", case="migrate"),
     entry("mig2_fail", kind="mig2_echo", case="fail"),
+    # the target's disk is full: its directory a tmpfs of 16 MiB, the server's memory 64 MiB
+    entry("mig2_nospace", kind="mig2_echo", case="precopy_nospace"),
     entry("mig2_jobstop", kind="mig2_jobstop"),
     entry("mig2_precopy", kind="mig2_echo", case="precopy"),
     entry("mig2_precopy_fail", kind="mig2_precopy_fail"),
@@ -249,6 +251,8 @@ TESTS = [
     # make a userfaultfd for the lazy server (no CAP_SYS_PTRACE) is eager, and says so
     entry("mig2_precopy_eager", kind="mig2_echo", case="precopy_eager"),
     entry("mig2_precopy_nouffd", kind="mig2_echo", case="precopy_nouffd"),
+    # the server also keeps unmapping and mapping pages next to pages it wrote once
+    entry("mig2_precopy_remap", kind="mig2_echo", case="precopy_remap"),
     entry("real_mig_nginx", kind="mig2_nginx"),
     entry("real_mig_redis", kind="mig2_redis"),
     entry("real_mig_sshd", kind="mig2_sshd"),
@@ -1469,11 +1473,13 @@ class Run:
             self.pid = int(f.read())
         return pr
 
-    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None, rprefix=()):
+    def mig2_migrate(self, reap, tag="m", rargs=(), margs=(), mfault=None, rprefix=(),
+                     renv=None):
         """ckpt receive in B's namespace, ckpt migrate of self.pid in A's,
         over the A-B segment (sealed: the listener is not on loopback).
         rargs: more arguments of ckpt receive; rprefix: a command it runs
-        under (setpriv); mfault: migrate is ckpt-fault with that CKPT_FAULT.
+        under (setpriv); renv: more of its environment; mfault: migrate is
+        ckpt-fault with that CKPT_FAULT.
         Returns (migrate's status, receive's, migrate's stderr, receive's)."""
         key = self.p("key")
         if not os.path.exists(key):
@@ -1487,7 +1493,8 @@ class Run:
         rp = self.popen(self.topo.argv("b", list(rprefix) +
                                        self.ckpt_argv("receive", "--listen", b + ":0",
                                                       "--key", key, "--log", rlog, *rargs)),
-                        err=rerr, out=self.p(tag + "-receive.out"))
+                        err=rerr, out=self.p(tag + "-receive.out"),
+                        env=dict(os.environ, **renv) if renv else None)
         port = []
 
         def listening():
@@ -1504,6 +1511,16 @@ class Run:
                         env=dict(os.environ, CKPT_FAULT=mfault) if mfault else None)
         self.wait_all([mp, rp], CHECKPOINT_TIMEOUT, "ckpt migrate and ckpt receive", reap=reap)
         return mp.returncode, rp.returncode, tail(merr, 20) or "", tail(rerr, 20) or ""
+
+    def mig2_source_intact(self, pr, what):
+        """After a migration that did not happen: the original runs on in
+        A, and no network lock is left in A or B."""
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the original is gone after the %s migration" % what)
+        for h in "ab":
+            if self.mig2_locks(h):
+                raise Fail("network lock(s) %s left in host %s after the %s migration"
+                           % (self.mig2_locks(h), h.upper(), what))
 
     def mig2_locks(self, host):
         tables = self.topo.nft_tables(host)
@@ -1578,6 +1595,35 @@ class Run:
                        % r.stdout)
         progress(10)
         topo.sh("-n", topo.ns["b"], "link", "del", hostif)
+
+    def mig2_nospace(self, pr, progress):
+        """A migration whose target runs out of space: ckpt receive keeps
+        the pre-copy rounds in $TMPDIR, here a tmpfs of 16 MiB, and the
+        server holds 64 MiB. Both sides exit 1, migrate says the target ran
+        out of space; the original runs on in A with its connections, no
+        lock is left in A or B, receive left nothing in its directory. Then
+        the migration to a roomy target works."""
+        small = self.p("small")
+        os.mkdir(small)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "ckpt-test", small],
+                           capture_output=True, timeout=30)
+        if r.returncode != 0:
+            raise Skip("cannot mount a tmpfs: %r" % r.stderr.decode().strip())
+        try:
+            mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f", renv={"TMPDIR": small})
+            left = os.listdir(small)
+        finally:
+            subprocess.run(["umount", small], capture_output=True, timeout=30)
+        if mrc != 1 or rrc != 1:
+            raise Fail("migrate exit %s, receive exit %s: want 1 and 1 (%r)"
+                       % (mrc, rrc, mtext.strip()[-300:]))
+        if not re.search(r"migration failed: .*no space left on device.*runs on here",
+                         mtext, re.I | re.S):
+            raise Fail("migrate said %r" % mtext.strip()[-400:])
+        self.mig2_source_intact(pr, "failed")
+        if left:
+            raise Fail("ckpt receive left %r in its directory" % left)
+        progress(10)
 
     def mig2_echo_done(self, cl):
         """py_echo.py's client cl told to stop; it must say PASS; then the
@@ -1760,12 +1806,7 @@ class Run:
               r"NAT \(masquerade on the host end %s\)" % (re.escape(c), port, re.escape(hostif)))
         if not re.search(rx, mtext):
             raise Fail("migrate said %r" % mtext.strip()[-500:])
-        if not pid_alive(self.pid) or pr.poll() is not None:
-            raise Fail("the original is gone after the refused migration")
-        for h in "ab":
-            if self.mig2_locks(h):
-                raise Fail("network lock(s) %s left in host %s after the refused migration"
-                           % (self.mig2_locks(h), h.upper()))
+        self.mig2_source_intact(pr, "refused")
         progress(10)
         with open(self.p("rounds")) as f:
             self.nat_echo_done(int(f.read() or 0))
@@ -1788,6 +1829,8 @@ class Run:
         env = {"PY_ECHO_HOST": "0.0.0.0"}
         if precopy:
             env["PY_ECHO_MEM"] = "64"
+        if self.t["case"] == "precopy_remap":
+            env["PY_ECHO_REMAP"] = "1"
         # without CAP_SYS_PTRACE, as the receive that restores it
         pr = self.mig2_run(list(self.mig2_fill_args().get("rprefix", ())) + py + ["server"],
                            env=env)
@@ -1811,6 +1854,8 @@ class Run:
         progress(5)
         if self.t["case"] == "fail" and not self.opts.no_ckpt:
             self.mig2_refused(pr, progress)
+        if self.t["case"] == "precopy_nospace" and not self.opts.no_ckpt:
+            self.mig2_nospace(pr, progress)
         if not self.opts.no_ckpt:
             self.mig2_move([pr], **self.mig2_fill_args())
             self.mig2_fill_check()

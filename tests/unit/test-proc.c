@@ -214,6 +214,35 @@ static const char fdinfo_epoll[] =
 
 /* --- maps lines ------------------------------------------------------ */
 
+/* A pre-copy round's read of pages one of which was unmapped since: the
+ * pages after the hole are still read. */
+TEST(mem_read_gone)
+{
+	const size_t pg = 4096;
+	uint8_t *m = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	memset(m, 'a', pg);
+	memset(m + 2 * pg, 'c', pg);
+	CHECK(munmap(m + pg, pg) == 0);
+	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	uint8_t *buf = malloc(3 * pg);
+	memset(buf, 'x', 3 * pg);
+	CHECK(proc_mem_read_gone(fd, (uintptr_t)m, 3 * pg, buf) == pg);
+	CHECK(buf[0] == 'a' && buf[pg - 1] == 'a');
+	CHECK(buf[pg] == 0 && buf[2 * pg - 1] == 0);
+	CHECK(buf[2 * pg] == 'c' && buf[3 * pg - 1] == 'c');
+	/* the hole first, then the task gone */
+	memset(buf, 'x', 3 * pg);
+	CHECK(proc_mem_read_gone(fd, (uintptr_t)m + pg, 2 * pg, buf) == pg);
+	CHECK(buf[0] == 0 && buf[pg] == 'c');
+	CHECK(proc_mem_read_gone(-1, (uintptr_t)m, 2 * pg, buf) == 2 * pg && buf[pg] == 0);
+	close(fd);
+	free(buf);
+	munmap(m, pg);
+	munmap(m + 2 * pg, pg);
+}
+
 TEST(maps_line)
 {
 	struct proc_vma v;
@@ -1351,6 +1380,7 @@ TEST(read_single)
 
 int main(void)
 {
+	RUN(mem_read_gone);
 	RUN(maps_line);
 	RUN(maps_line_malformed);
 	RUN(smaps);
