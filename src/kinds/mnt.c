@@ -654,18 +654,14 @@ static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
 	if (t->zombie)
 		return 0;
 	int r = mntns_ident(root->pid, &rs);
-	size_t n = t->nthreads;
-	_cleanup_free_ struct stat *ths = calloc(n ? n : 1, sizeof(*ths));
-	_cleanup_free_ int *err = calloc(n ? n : 1, sizeof(*err));
-	if (!ths || !err)
+	_cleanup_free_ struct ns_thread_stat *ths = ns_threads_stat(t, "mnt");
+	if (!ths)
 		return -ENOMEM;
-	if (r >= 0 && n)
-		ns_threads_stat(t, "mnt", ths, err);
 	for (size_t j = 0; r >= 0 && j < t->nthreads + (t != root); j++) {
 		pid_t tid = j < t->nthreads ? t->threads[j].pid : 0;
 		if (tid) {
-			r = err[j];
-			ts = ths[j];
+			r = ths[j].err;
+			ts = ths[j].st;
 		} else {
 			r = mntns_ident(t->pid, &ts);
 		}

@@ -506,17 +506,13 @@ static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 	if (t->zombie)
 		return 0;
 	int r = ns_ident(t->pid, &st);
-	size_t n = t->nthreads;
-	_cleanup_free_ struct stat *ths = calloc(n ? n : 1, sizeof(*ths));
-	_cleanup_free_ int *err = calloc(n ? n : 1, sizeof(*err));
-	if (!ths || !err)
+	_cleanup_free_ struct ns_thread_stat *ths = ns_threads_stat(t, "net");
+	if (!ths)
 		return -ENOMEM;
-	if (r >= 0 && n)
-		ns_threads_stat(t, "net", ths, err);
 	for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
-		ts = ths[j];
-		if (err[j] < 0)
-			r = err[j];
+		ts = ths[j].st;
+		if (ths[j].err < 0)
+			r = ths[j].err;
 		else if (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev)
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d thread %d: in another network namespace (net:[%lu]) "

@@ -428,8 +428,7 @@ struct ns_stat {
 	const struct task *t;
 	int dfd;
 	const char *name;
-	struct stat *st;
-	int *err;
+	struct ns_thread_stat *v;
 };
 
 static void ns_stat_one(void *arg, size_t i, unsigned slot)
@@ -438,20 +437,21 @@ static void ns_stat_one(void *arg, size_t i, unsigned slot)
 	char path[48];
 	(void)slot;
 	snprintf(path, sizeof(path), "%d/ns/%s", a->t->threads[i].pid, a->name);
-	a->err[i] = fstatat(a->dfd, path, &a->st[i], 0) < 0 ? -errno : 0;
-	if (a->err[i] < 0)
-		a->st[i].st_ino = 0;
+	a->v[i].err = fstatat(a->dfd, path, &a->v[i].st, 0) < 0 ? -errno : 0;
 }
 
-int ns_threads_stat(const struct task *t, const char *name, struct stat *st, int *err)
+struct ns_thread_stat *ns_threads_stat(const struct task *t, const char *name)
 {
 	char path[48];
+	struct ns_thread_stat *v = calloc(t->nthreads ? t->nthreads : 1, sizeof(*v));
+	if (!v)
+		return NULL;
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
 	/* relative to the process's task directory: a shorter walk each */
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct ns_stat a = { .t = t, .dfd = dfd, .name = name, .st = st, .err = err };
+	struct ns_stat a = { .t = t, .dfd = dfd, .name = name, .v = v };
 	par_for(t->nthreads, t->nthreads >= 32 ? par_cpus() : 1, ns_stat_one, &a);
 	if (dfd >= 0)
 		close(dfd);
-	return 0;
+	return v;
 }
