@@ -15,6 +15,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -60,6 +62,9 @@ struct task {
 	 * (checkpoint.c, collect_ahead), and its result */
 	bool ahead;
 	int ahead_r;
+	/* /proc/PID/numa_maps, read ahead with its status (collect_ahead)
+	 * until task's collect takes it; NULL: task reads it */
+	char *numa_text;
 };
 
 /*
@@ -149,6 +154,11 @@ struct ckpt_ctx {
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
+	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
+	struct cg_self *cg_self;
+	/* the thread faulting buf in while the tree is seized (checkpoint.c) */
+	pthread_t buf_filler;
+	bool buf_filling;
 };
 
 struct rst_task {
@@ -226,6 +236,10 @@ struct rst_ctx {
 	const char *parents_dir;
 	/* the threads restored together, their calls queued (core/calls.c) */
 	struct rst_calls_group *calls;
+	/* ckpt's CPU affinity from before it pinned its thread to one CPU
+	 * while it makes the tree (restart.c), which the sched kind gives
+	 * each task in its stead; NULL: not pinned */
+	cpu_set_t *affinity;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */

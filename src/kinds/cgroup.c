@@ -271,18 +271,56 @@ static int check_ns_root(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* Are the two tasks (0: ckpt) in one cgroup namespace? */
-static bool same_cgroup_ns(pid_t a, pid_t b)
+/*
+ * What cgroup_collect reads of ckpt itself, the same for every process:
+ * read at the first one and kept for the checkpoint (ctx->cg_self), where
+ * each process read /proc/self/cgroup, /proc/self/mountinfo (the whole
+ * table, for cg_mount) and stat'd /proc/self/ns/cgroup again.
+ */
+struct cg_self {
+	int mnt_r;              /* cg_mount's result; mnt valid if 0 */
+	char mnt[CG_PATH_MAX];
+	bool ns_ok;             /* ns_dev, ns_ino: /proc/self/ns/cgroup's */
+	dev_t ns_dev;
+	ino_t ns_ino;
+	char text[];            /* /proc/self/cgroup */
+};
+
+static int self_of(struct ckpt_ctx *ctx, struct cg_self **ret)
+{
+	if (ctx->cg_self) {
+		*ret = ctx->cg_self;
+		return 0;
+	}
+	_cleanup_free_ char *text = NULL;
+	int r = proc_read(0, "cgroup", &text, NULL);
+	if (r < 0)
+		return r;
+	size_t n = strlen(text);
+	struct cg_self *s = malloc(sizeof(*s) + n + 1);
+	if (!s)
+		return -ENOMEM;
+	memcpy(s->text, text, n + 1);
+	s->mnt_r = cg_mount(s->mnt, sizeof(s->mnt));
+	struct stat st;
+	s->ns_ok = stat("/proc/self/ns/cgroup", &st) == 0;
+	s->ns_dev = s->ns_ok ? st.st_dev : 0;
+	s->ns_ino = s->ns_ok ? st.st_ino : 0;
+	*ret = ctx->cg_self = s;
+	return 0;
+}
+
+/* Are the two tasks (0: ckpt, whose namespace is self's) in one cgroup namespace? */
+static bool same_cgroup_ns(const struct cg_self *self, pid_t a, pid_t b)
 {
 	char path[64];
 	struct stat sa, sb;
 	snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", a);
 	if (stat(path, &sa) < 0)
 		return true;
-	if (b)
-		snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", b);
-	else
-		snprintf(path, sizeof(path), "/proc/self/ns/cgroup");
+	if (!b)
+		return self->ns_ok && sa.st_ino == self->ns_ino && sa.st_dev == self->ns_dev;
+	snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", b);
 	return stat(path, &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
 }
 
@@ -315,15 +353,16 @@ static int find_dir(struct ckpt_ctx *ctx, const char *path, struct obj **ret)
 
 static int cgroup_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	_cleanup_free_ char *text = NULL, *self = NULL;
-	char path[CG_PATH_MAX], mnt[CG_PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	struct cg_self *self = NULL;
+	char path[CG_PATH_MAX];
 	int r = proc_read(t->pid, "cgroup", &text, NULL);
 	if (r >= 0)
-		r = proc_read(0, "cgroup", &self, NULL);
+		r = self_of(ctx, &self);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its cgroups: %s", t->pid,
 				strerror(-r));
-	if ((r = check_v1(ctx, t, text, self)) < 0)
+	if ((r = check_v1(ctx, t, text, self->text)) < 0)
 		return r;
 	if (cg_v2_path(text, path, sizeof(path)) < 0)
 		return 0; /* no cgroup v2 hierarchy here */
@@ -333,9 +372,9 @@ static int cgroup_collect(struct ckpt_ctx *ctx, struct task *t)
 				path);
 	/* a cgroup namespace: only the container's own, made by its root */
 	bool own_ns = false;
-	if (!same_cgroup_ns(t->pid, 0)) {
-		if (!ctx->container || !same_cgroup_ns(t->pid, ctx->tasks[0].pid) ||
-		    same_cgroup_ns(ctx->tasks[0].pid, 0))
+	if (!same_cgroup_ns(self, t->pid, 0)) {
+		if (!ctx->container || !same_cgroup_ns(self, t->pid, ctx->tasks[0].pid) ||
+		    same_cgroup_ns(self, ctx->tasks[0].pid, 0))
 			return log_fail(
 			    &ctx->log, -EOPNOTSUPP,
 			    "pid %d: in a cgroup namespace that is not its container's: "
@@ -343,7 +382,7 @@ static int cgroup_collect(struct ckpt_ctx *ctx, struct task *t)
 			    t->pid);
 		own_ns = t == &ctx->tasks[0];
 	}
-	if (cg_mount(mnt, sizeof(mnt)) < 0) {
+	if (self->mnt_r < 0) {
 		if (!strcmp(path, "/") && !own_ns)
 			return 0; /* the root: where a restart puts it anyway */
 		return log_fail(&ctx->log, -EOPNOTSUPP,
@@ -668,6 +707,13 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 	if (r < 0)
 		return r;
 	struct cg_rdir *d = o->ptr;
+	/* already there (forked in it): nothing to write, and no need to look
+	 * for the mount (mountinfo read whole: it was most of this step) */
+	_cleanup_free_ char *text = NULL;
+	char now[CG_PATH_MAX];
+	if (!d->e->own && proc_read(t->pup.pid, "cgroup", &text, NULL) == 0 &&
+	    cg_v2_path(text, now, sizeof(now)) == 0 && !strcmp(now, d->e->path))
+		return 0;
 	if (cg_mount(mnt, sizeof(mnt)) < 0) {
 		log_warn(&ctx->log,
 			 "pid %d: no cgroup2 file system is mounted here: the task stays "
@@ -675,12 +721,6 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 			 t->pid, d->e->path);
 		return 0;
 	}
-	/* already there (forked in it): nothing to write */
-	_cleanup_free_ char *text = NULL;
-	char now[CG_PATH_MAX];
-	if (proc_read(t->pup.pid, "cgroup", &text, NULL) == 0 &&
-	    cg_v2_path(text, now, sizeof(now)) == 0 && !strcmp(now, d->e->path) && !d->e->own)
-		return 0;
 	if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
 		return r;
 	snprintf(pid, sizeof(pid), "%d", t->pup.pid);

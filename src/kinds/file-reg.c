@@ -431,8 +431,9 @@ static int64_t file_crc(int fd, uint64_t size)
  * is refused (pages would move or vanish); a different mtime, since
  * rewriting the same bytes (or touch) changes it too, is refused only when
  * the contents saved as a crc differ (pages a private mapping never wrote
- * would show other bytes), and reported otherwise; a file with no crc (over
- * CRC_MAX) is refused unless RESTART_CHANGED_FILES.
+ * would show other bytes), and reported otherwise; a file mapped private
+ * with no crc (over CRC_MAX, or unreadable then) is refused unless
+ * RESTART_CHANGED_FILES; one mapped shared only is reported.
  */
 static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 {
@@ -450,6 +451,12 @@ static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 				(unsigned long long)f->e->size);
 	if (mtime == f->e->mtime_ns)
 		return 0;
+	if (!f->e->has_content_crc && !f->e->mapped_private) {
+		/* mapped shared only: it shows the file as it is now */
+		log_warn(&ctx->log, "file '%s': modified since the checkpoint (same size)",
+			 f->e->path);
+		return 0;
+	}
 	if (!f->e->has_content_crc) {
 		if (ctx->flags & RESTART_CHANGED_FILES) {
 			log_warn(&ctx->log, "file '%s': modified since the checkpoint (same size), "
@@ -459,10 +466,10 @@ static int check_mapped(struct rst_ctx *ctx, struct file_rst *f)
 		}
 		return log_fail(&ctx->log, -ESTALE,
 				"file '%s': modified since the checkpoint (same size, another "
-				"mtime), and over %u MiB, so its contents were not kept to "
-				"compare: a private mapping of it could show new bytes where the "
-				"process never wrote (restart --accept-changed-files takes it as "
-				"it is now)", f->e->path, CRC_MAX >> 20);
+				"mtime), and its contents were not kept to compare (over %u MiB): "
+				"a private mapping of it could show new bytes where the process "
+				"never wrote (restart --accept-changed-files takes it as it is "
+				"now)", f->e->path, CRC_MAX >> 20);
 	}
 	int64_t crc = file_crc(f->fd, f->e->size);
 	if (crc < 0)
@@ -692,6 +699,8 @@ static int keep_crc(struct ckpt_ctx *ctx, const char *link, uint32_t id)
 {
 	struct obj *o;
 	struct file_obj *f = objhash_get(&ctx->objs, id, KIND_file_reg, &o) == 0 ? o->ptr : NULL;
+	if (f && S_ISREG(f->e.mode))
+		f->e.has_mapped_private = f->e.mapped_private = true;
 	if (!f || f->e.has_content_crc || !S_ISREG(f->e.mode) || f->e.size > CRC_MAX)
 		return 0;
 	_cleanup_close_ int fd = open(link, O_RDONLY | O_CLOEXEC); /* a /proc link */

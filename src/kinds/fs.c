@@ -5,6 +5,9 @@
  * root other than "/" is entered with chroot(".") from inside it. A cwd or
  * root that was removed (its link reads "PATH (deleted)" and it has no
  * links) is made again and removed once entered (file_reg_deleted_dir).
+ * A puppet in its cwd already (its cwd link reads the path and is the same
+ * directory: a task forked by a puppet has ckpt's cwd) is not passed it, and
+ * gets no umask call if it has the umask: two stops a process fewer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,6 +103,39 @@ static int fs_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 	return e ? 0 : -EINVAL;
 }
 
+/*
+ * The puppet is in directory fd (path at) already: its cwd link reads at
+ * and is that directory (a task forked by a puppet has ckpt's cwd, most
+ * often the program's too). Then nothing is passed nor entered.
+ */
+static bool in_it_already(const struct rst_task *t, int fd, const char *at)
+{
+	char link[64], now[4200];
+	struct stat a, b;
+	snprintf(link, sizeof(link), "/proc/%d/cwd", t->pup.pid);
+	ssize_t n = readlink(link, now, sizeof(now) - 1);
+	if (n <= 0)
+		return false;
+	now[n] = '\0';
+	return !strcmp(now, at) && fstat(fd, &a) == 0 && stat(link, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* umask (if not negative), unless the puppet has it already */
+static int set_umask(struct rst_ctx *ctx, struct rst_task *t, long umask)
+{
+	_cleanup_free_ char *text = NULL;
+	struct proc_status st;
+	if (umask < 0 || (proc_read(t->pup.pid, "status", &text, NULL) == 0 &&
+			  strstr(text, "\nUmask:") && proc_parse_status(text, &st) == 0 &&
+			  st.umask == (uint32_t)umask))
+		return 0;
+	long r = puppet_syscall(&t->pup, SYS_umask, umask);
+	return r < 0 ? log_fail(&ctx->log, (int)r, "pid %d: umask failed: %s", t->pid,
+				strerror((int)-r))
+		     : 0;
+}
+
 /* Opens dir on ckpt's side (made again if it was removed: gone) and makes
  * the puppet fchdir into it; umask too (if not negative), in the same
  * batch as the fchdir and the close: two stops, not four. */
@@ -116,6 +152,8 @@ static int enter_dir(struct rst_ctx *ctx, struct rst_task *t, const char *dir,
 	} else if ((fd = open(at, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open directory '%s': %s", t->pid,
 				dir, strerror(errno));
+	if (!gone && in_it_already(t, fd, at))
+		return set_umask(ctx, t, umask);
 	int rfd = puppet_send_fd(&t->pup, ctx->ctl[0], ctx->ctl_remote, fd);
 	if (rfd < 0)
 		return log_fail(&ctx->log, rfd, "pid %d: cannot pass '%s': %s", t->pid, dir,

@@ -117,6 +117,55 @@ static int shared_pages(int pm_child, int pm_parent, uint64_t start, uint64_t en
 	return 0;
 }
 
+/*
+ * shared_pages over the parts of [start, end) where the child has present
+ * anonymous pages (PAGEMAP_SCAN: present, not a file page), the only ones
+ * it can share: a library's text, hundreds of page-cache pages, was read
+ * from both pagemaps for none. The whole range if the scan fails.
+ */
+static int shared_anon_pages(int pm_child, int pm_parent, uint64_t start, uint64_t end,
+			     const struct mm_pages_map *map, struct runs *out)
+{
+	if (map && map->ok && start >= map->start && end <= map->end) {
+		for (size_t i = mm_map_first(map, start); i < map->n && map->r[i].start < end;
+		     i++) {
+			const struct page_region *g = &map->r[i];
+			if (!(g->categories & PAGE_IS_PRESENT) || (g->categories & PAGE_IS_FILE))
+				continue;
+			int r = shared_pages(pm_child, pm_parent, MAX(g->start, start),
+					     MIN(g->end, end), out);
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	struct page_region regs[64];
+	for (uint64_t pos = start; pos < end;) {
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.start = pos,
+			.end = end,
+			.vec = (uint64_t)(uintptr_t)regs,
+			.vec_len = ARRAY_SIZE(regs),
+			.category_inverted = PAGE_IS_FILE,
+			.category_mask = PAGE_IS_FILE | PAGE_IS_PRESENT,
+			.return_mask = PAGE_IS_PRESENT,
+		};
+		long n = ioctl(pm_child, PAGEMAP_SCAN, &arg);
+		if (n < 0)
+			return shared_pages(pm_child, pm_parent, pos, end, out);
+		for (long i = 0; i < n; i++) {
+			int r = shared_pages(pm_child, pm_parent, regs[i].start, regs[i].end, out);
+			if (r < 0)
+				return r;
+		}
+		if (arg.walk_end <= pos)
+			break;
+		pos = arg.walk_end;
+	}
+	return 0;
+}
+
 static int open_pagemap(pid_t pid)
 {
 	char path[64];
@@ -126,20 +175,24 @@ static int open_pagemap(pid_t pid)
 }
 
 int mm_cow_find(struct ckpt_ctx *ctx, struct task *t, MmEntry *e, const MmEntry *pe,
-		pid_t parent, uint64_t **ret_bufs)
+		pid_t parent, uint64_t **ret_bufs, int pmc, const struct mm_pages_map *map)
 {
-	_cleanup_close_ int pmc = open_pagemap(t->pid), pmp = open_pagemap(parent);
 	uint64_t saved = 0;
+	bool any = false;
 
-	if (pmc < 0 || pmp < 0)
-		return log_fail(&ctx->log, pmc < 0 ? pmc : pmp, "pid %d: cannot open pagemap",
-				t->pid);
+	for (size_t i = 0; i < e->n_vmas && !any; i++)
+		any = cow_kind(e->vmas[i]) && parent_vma(pe, e->vmas[i]);
+	if (!any)
+		return 0; /* nothing the parent could share */
+	_cleanup_close_ int pmp = open_pagemap(parent);
+	if (pmp < 0)
+		return log_fail(&ctx->log, pmp, "pid %d: cannot open pagemap", t->pid);
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		VmaEntry *v = e->vmas[i];
 		struct runs r = { 0 };
 		if (!cow_kind(v) || !parent_vma(pe, v))
 			continue;
-		int err = shared_pages(pmc, pmp, v->start, v->end, &r);
+		int err = shared_anon_pages(pmc, pmp, v->start, v->end, map, &r);
 		if (err < 0) {
 			free(r.v);
 			return log_fail(&ctx->log, err, "pid %d: cannot compare %llx-%llx with its "

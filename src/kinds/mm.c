@@ -16,8 +16,8 @@
  * anonymous mappings, every page; of shared file mappings, none (the file
  * holds them). They go to the page store (img/pages.h), which drops the
  * pages whose content is all zero and writes MM_PAGES records: one per
- * chunk of ckpt's copy buffer, and at least one per vma (the pages of a
- * vma are read with one method, see mm_read).
+ * chunk of ckpt's copy buffer, the vmas of a process sharing them (a record
+ * ends where the read method changes, see mm_read and read_as).
  *
  * Restore, in the puppet: unmap all it had from ckpt but the vDSO group and
  * the scratch area; move [vvar], [vvar_vclock] and [vdso] together to their
@@ -389,13 +389,113 @@ static int add_own_runs(struct pages_writer *pw, const VmaEntry *v, uint64_t sta
 	return run < end ? pages_add(pw, run, end - run) : 0;
 }
 
+/*
+ * The pages queued next are v's: the pages of a record are read with one
+ * method (mm_read: process_vm_readv only for a lone process's readable
+ * vmas), so what is queued is written first if v's method differs. A tree's
+ * vmas otherwise share records: a record per vma was a write and a pad to
+ * the next page per vma (most of step "dump" for a tree of small processes).
+ */
+static int read_as(struct ckpt_ctx *ctx, struct pages_writer *pw, const VmaEntry *v)
+{
+	struct mm_read *rd = pw->arg;
+	bool readable = v->prot & PROT_READ;
+	if (rd->readable == readable)
+		return 0;
+	int r = ctx->ntasks == 1 ? pages_flush(pw) : 0;
+	rd->readable = readable;
+	return r;
+}
+
+size_t mm_map_first(const struct mm_pages_map *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m->r[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A vma whose pages the process's one scan gives (scan_vma, mm-cow.c). */
+static bool map_scanned(const VmaEntry *v)
+{
+	return needs_pages(v) && !v->shared && !v->has_huge_page;
+}
+
+/*
+ * t's present or swapped pages in the span of its private vmas, by one
+ * PAGEMAP_SCAN with their categories, where the pages of each vma were a
+ * scan of their own, and again for the copy-on-write comparison with the
+ * parent (system calls are dear on this paravirtualized machine: a tree of
+ * small processes spent more time on them than on their pages). The map is
+ * left not ok if the scan fails: each vma is scanned on its own then.
+ */
+static void map_pages(int pagemap, const MmEntry *e, struct mm_pages_map *m)
+{
+	*m = (struct mm_pages_map){ .start = UINT64_MAX };
+	for (size_t i = 0; i < e->n_vmas; i++)
+		if (map_scanned(e->vmas[i])) {
+			m->start = MIN(m->start, e->vmas[i]->start);
+			m->end = MAX(m->end, e->vmas[i]->end);
+		}
+	for (uint64_t pos = m->start; pos < m->end;) {
+		if (m->n == m->cap) {
+			size_t cap = m->cap ? m->cap * 2 : 256;
+			struct page_region *nr = realloc(m->r, cap * sizeof(*nr));
+			if (!nr)
+				goto fail;
+			m->r = nr;
+			m->cap = cap;
+		}
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.start = pos,
+			.end = m->end,
+			.vec = (uint64_t)(uintptr_t)(m->r + m->n),
+			.vec_len = m->cap - m->n,
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_FILE |
+				       PAGE_IS_PFNZERO,
+		};
+		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+		if (n < 0)
+			goto fail;
+		m->n += (size_t)n;
+		if (arg.walk_end <= pos)
+			goto fail;
+		pos = arg.walk_end;
+	}
+	m->ok = m->start < m->end;
+	return;
+fail:
+	free(m->r);
+	*m = (struct mm_pages_map){ 0 };
+}
+
 /* Gives the pages of v that must be saved to the page store. */
 static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const VmaEntry *v,
-		    struct pages_writer *pw)
+		    struct pages_writer *pw, const struct mm_pages_map *map)
 {
-	int r;
-
-	((struct mm_read *)pw->arg)->readable = v->prot & PROT_READ;
+	int r = read_as(ctx, pw, v);
+	if (r < 0)
+		return pages_fail(ctx, pw, r);
+	/* private, not hugetlb: the pages there and not the zero page, nor
+	 * file pages (what the loop below asks the kernel), from the map */
+	if (map->ok && map_scanned(v) && v->start >= map->start && v->end <= map->end) {
+		for (size_t i = mm_map_first(map, v->start);
+		     r >= 0 && i < map->n && map->r[i].start < v->end; i++) {
+			const struct page_region *g = &map->r[i];
+			uint64_t a = MAX(g->start, v->start), b = MIN(g->end, v->end);
+			if (g->categories & (PAGE_IS_PFNZERO | PAGE_IS_FILE))
+				continue;
+			r = v->inherit ? add_own_runs(pw, v, a, b) : pages_add(pw, a, b - a);
+		}
+		return pages_fail(ctx, pw, r);
+	}
 	/* shared anonymous: every page, zero ones dropped (a page may be in
 	 * another task's page tables only; hugetlb too, whose pages the
 	 * mapping reserved) */
@@ -434,8 +534,7 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 			break;
 		pos = arg.walk_end;
 	}
-	/* the pages of a record are read with one readability */
-	return pages_fail(ctx, pw, pages_flush(pw));
+	return 0;
 }
 
 /* Vma v maps a part of a shmem object that vma w covers. */
@@ -473,7 +572,8 @@ static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
  * fork t from that parent (same session, or t leads its own, and no table
  * shared with a sibling: see tree.c).
  */
-static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m)
+static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *m, int pagemap,
+			  const struct mm_pages_map *map)
 {
 	struct task *p = ctx_find_task(ctx, t->stat.ppid);
 	if (!p || p == t || p->zombie || !p->kstate[KIND_mm] || (t->vsid != t->vpid && t->vsid != p->vsid))
@@ -485,7 +585,7 @@ static int find_inherited(struct ckpt_ctx *ctx, struct task *t, struct mm_ckpt *
 	if (!m->inherited)
 		return -ENOMEM;
 	return mm_cow_find(ctx, t, &m->e, &((struct mm_ckpt *)p->kstate[KIND_mm])->e, p->pid,
-			   m->inherited);
+			   m->inherited, pagemap, map);
 }
 
 static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
@@ -494,22 +594,31 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	char path[64];
 	int r;
 
-	r = find_inherited(ctx, t, m);
-	if (r >= 0)
-		r = ctx_write_msg(ctx, MM_ENTRY, &m->e.base);
-	if (r < 0)
-		return r;
-
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", t->pid);
 	_cleanup_close_ int pagemap = open(path, O_RDONLY | O_CLOEXEC);
 	if (pagemap < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot open pagemap: %s", t->pid,
 				strerror(errno));
+	struct mm_pages_map map;
+	/* a pre-copy round reads no pages now; a tracked vma is scanned apart */
+	if (!(ctx->flags & CKPT_PRECOPY))
+		map_pages(pagemap, &m->e, &map);
+	else
+		map = (struct mm_pages_map){ 0 };
+	r = find_inherited(ctx, t, m, pagemap, &map);
+	if (r >= 0)
+		r = ctx_write_msg(ctx, MM_ENTRY, &m->e.base);
+	if (r < 0) {
+		free(map.r);
+		return r;
+	}
 	struct mm_read rd = { .ctx = ctx, .t = t };
 	struct pages_writer pw;
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
-	if (r < 0)
+	if (r < 0) {
+		free(map.r);
 		return r;
+	}
 	/* records written by a thread while the next is read (not compressed:
 	 * the compressor has one output buffer; not on one CPU: no buf2) */
 	if (!ctx->pz && ctx->buf2 && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
@@ -524,19 +633,24 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 			continue;
 		if (!mm_dirty_covers(m->dirty, i)) {
 			if (!live)
-				r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw);
+				r = scan_vma(ctx, t, pagemap, m->e.vmas[i], &pw, &map);
 			continue;
 		}
-		((struct mm_read *)pw.arg)->readable = m->e.vmas[i]->prot & PROT_READ;
-		r = pages_fail(ctx, &pw, mm_dirty_scan(ctx, t, m->dirty, pagemap, i,
-						       m->e.vmas[i], live ? NULL : &pw));
+		r = read_as(ctx, &pw, m->e.vmas[i]);
+		if (r >= 0)
+			r = mm_dirty_scan(ctx, t, m->dirty, pagemap, i, m->e.vmas[i],
+					  live ? NULL : &pw);
+		r = pages_fail(ctx, &pw, r);
 	}
+	if (r >= 0)
+		r = pages_fail(ctx, &pw, pages_flush(&pw));
 	/* the last record written before anything else is */
 	int s = pages_sync(&pw);
 	if (r >= 0 && s < 0)
 		r = pages_fail(ctx, &pw, s);
 	ctx->mem_bytes += pw.bytes;
 	pages_writer_release(&pw);
+	free(map.r);
 	return r < 0 || live ? r : mm_dirty_end(ctx, t, m->dirty);
 }
 
@@ -981,6 +1095,19 @@ static int final_prots(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e
 {
 	struct unmaps u = { .n = 0 };
 	long r = 0;
+	if (((struct mm_rst *)t->kstate[KIND_mm])->calls) {
+		/* queued, to run in one batch with what follows (PR_SET_MM_MAP) */
+		for (size_t i = 0; r >= 0 && i < e->n_vmas; i++) {
+			const VmaEntry *v = e->vmas[i];
+			if ((v->kind == VMA_KIND__VMA_ANON || v->kind == VMA_KIND__VMA_FILE) &&
+			    initial_prot(v) != v->prot)
+				r = vma_call(ctx, t, v,
+					     PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start,
+							 v->prot),
+					     VC_FAIL, "mprotect");
+		}
+		return (int)r;
+	}
 	for (size_t i = 0; r == 0 && i <= e->n_vmas; i++) {
 		if (i == e->n_vmas || u.n == PUPPET_BATCH_MAX) {
 			r = unmaps_flush(&t->pup, &u);
@@ -1377,6 +1504,17 @@ static int mm_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 /* madvise bits that shape how memory behaves, applied before pages are written */
 /* mlock'ed and MAP_LOCKED vmas, once their pages are in (VmFlags "lo"; "lf"
  * for MLOCK_ONFAULT, which locks only the pages that are there) */
+/* Has a vma lock_vmas locks? */
+static bool has_locked(const MmEntry *e)
+{
+	for (size_t i = 0; i < e->n_vmas; i++)
+		if ((e->vmas[i]->kind == VMA_KIND__VMA_ANON ||
+		     e->vmas[i]->kind == VMA_KIND__VMA_FILE) &&
+		    (e->vmas[i]->vmflags & VMF_LO))
+			return true;
+	return false;
+}
+
 static int lock_vmas(struct rst_ctx *ctx, struct rst_task *t)
 {
 	const struct mm_rst *m = t->kstate[KIND_mm];
@@ -1807,15 +1945,18 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 		r = mm_vdso_refind(ctx, t);
 	if (r < 0)
 		goto out;
+	/* the final protections, PR_SET_MM_MAP and the closes: one batch
+	 * (the first two were one each), unless a lock comes between */
+	m->calls = q;
 	r = final_prots(ctx, t, m->e);
-	if (r < 0)
-		goto out;
-	r = lock_vmas(ctx, t);
+	if (r >= 0 && (m->e->has_mlockall || has_locked(m->e)))
+		r = vma_calls_flush(ctx, t);
+	if (r >= 0)
+		r = lock_vmas(ctx, t);
 	if (r >= 0)
 		r = mm_lockall_restore(ctx, t, m->e);
 	if (r < 0)
 		goto out;
-	m->calls = q;
 	r = set_mm_fields(ctx, t, &m->rf);
 	for (int i = 0; r >= 0 && i < m->rf.n; i++)
 		r = (int)vma_call(ctx, t, NULL, PUPPET_CALL(SYS_close, m->rf.fd[i]), VC_IGNORE, NULL);
@@ -1851,6 +1992,16 @@ static int mm_before_fork(struct rst_ctx *ctx, struct rst_task *t)
 	if (r < 0 && !ctx->log.errors)
 		log_error(&ctx->log, "pid %d: restoring mm failed: %s", p->pid, strerror(-r));
 	return r;
+}
+
+uint64_t mm_largest_pages(const struct rst_ctx *ctx)
+{
+	uint64_t max = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct mm_rst *m = ctx->tasks[i].kstate[KIND_mm];
+		max = m && m->pages.bytes > max ? m->pages.bytes : max;
+	}
+	return max;
 }
 
 static void mm_free_state(void *state)

@@ -25,13 +25,30 @@ struct MmEntry;
 struct VmaEntry;
 
 /*
+ * At checkpoint, the pages of a process by one PAGEMAP_SCAN over its
+ * private vmas' span [start, end) (mm.c): the regions that are present or
+ * swapped, in address order, with their categories (PAGE_IS_PRESENT,
+ * _SWAPPED, _FILE, _PFNZERO); n == 0 and ok false if the scan failed.
+ */
+struct page_region;
+struct mm_pages_map {
+	bool ok;
+	uint64_t start, end;
+	struct page_region *r;
+	size_t n, cap;
+};
+/* The index of the first region of m that ends after addr. */
+size_t mm_map_first(const struct mm_pages_map *m, uint64_t addr);
+
+/*
  * mm-cow.c. At checkpoint: marks the vmas of t (entry e) that share pages
  * copy-on-write with its parent (entry pe); ret_bufs[i] gets the run list
- * of vma i to free.
+ * of vma i to free. pm: t's pagemap, open; map: its pages (or NULL, or not
+ * ok: each vma scanned).
  */
 int mm_cow_find(struct ckpt_ctx *ctx, struct task *t, struct MmEntry *e,
-		const struct MmEntry *pe, pid_t parent, uint64_t **ret_bufs)
-	__attribute__((warn_unused_result));
+		const struct MmEntry *pe, pid_t parent, uint64_t **ret_bufs, int pm,
+		const struct mm_pages_map *map) __attribute__((warn_unused_result));
 /* The page at addr of v is the parent's (inherited): not saved here. */
 bool mm_cow_skip(const struct VmaEntry *v, uint64_t addr);
 /* -EINVAL if v's inherited runs are not valid. */
@@ -124,6 +141,8 @@ void mm_chain_print(FILE *f, const uint8_t *data, size_t len);
 int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma *const *from,
 		 int n) __attribute__((warn_unused_result));
 int mm_vdso_refind(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+/* Restart: the most private page bytes any one process of the image has. */
+uint64_t mm_largest_pages(const struct rst_ctx *ctx);
 
 /* Restart: ckpt's fd of the shared anonymous memory object that was inode
  * ino at checkpoint (shmem_id), made (of size bytes at least) if no vma

@@ -4,8 +4,10 @@
  * needs CAP_SYS_RESOURCE when its credentials differ); set by an injected
  * prlimit64 on the puppet itself. A hard limit above ckpt's own cannot be
  * raised without CAP_SYS_RESOURCE: it is kept at ckpt's, with a warning.
+ * A limit the puppet has already (its /proc/PID/limits) is not set again.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -107,6 +109,12 @@ static int raise_limit(struct rst_ctx *ctx, struct rst_task *t, const RlimitEntr
 static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	RlimitsEntry *e = t->kstate[KIND_rlimits];
+	/* what the puppet has already (ckpt's, most often the program's too)
+	 * is not set again: no call, and no stop if none is left */
+	_cleanup_free_ char *text = NULL;
+	struct proc_limits now;
+	bool have = e && proc_read(t->pup.pid, "limits", &text, NULL) >= 0 &&
+		    proc_parse_limits(text, &now) >= 0;
 	for (size_t i = 0; e && i < e->n_limits; i += RLIMITS_BATCH) {
 		struct rlimit want[RLIMITS_BATCH];
 		struct puppet_call c[RLIMITS_BATCH];
@@ -114,6 +122,9 @@ static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)
 		size_t n = 0;
 		for (size_t j = i; j < e->n_limits && j < i + RLIMITS_BATCH; j++) {
 			const RlimitEntry *l = e->limits[j];
+			if (have && l->resource < PROC_NLIMITS && now.soft[l->resource] == l->cur &&
+			    now.hard[l->resource] == l->max)
+				continue;
 			want[n] = (struct rlimit){ .rlim_cur = l->cur, .rlim_max = l->max };
 			if (raise_limit(ctx, t, l, &want[n]) == 0)
 				ls[n++] = l;

@@ -247,7 +247,10 @@ static int restore_affinity(struct rst_ctx *ctx, struct rst_task *t, const Sched
 	cpu_set_t want, here;
 	CPU_ZERO(&want);
 	memcpy(&want, e->affinity.data, MIN(e->affinity.len, sizeof(want)));
-	if (sched_getaffinity(0, sizeof(here), &here) < 0)
+	/* ckpt's own: from before it pinned its thread (restart.c) */
+	if (ctx->affinity)
+		here = *ctx->affinity;
+	else if (sched_getaffinity(0, sizeof(here), &here) < 0)
 		return log_fail(&ctx->log, -errno, "cannot read ckpt's CPU affinity: %m");
 	cpu_set_t both;
 	CPU_AND(&both, &want, &here);
@@ -377,8 +380,12 @@ static int sched_restore(struct rst_ctx *ctx, struct rst_task *t)
 	SchedEntry *e = t->kstate[KIND_sched];
 	int r;
 
-	if (!e)
-		return 0;
+	if (!e) /* not pinned with ckpt's thread: its affinity from before */
+		return ctx->affinity && sched_setaffinity(t->pup.pid, sizeof(*ctx->affinity),
+							 ctx->affinity) < 0
+			       ? log_fail(&ctx->log, -errno,
+					  "pid %d: cannot set its CPU affinity: %m", t->pid)
+			       : 0;
 	if (e->has_loginuid && (r = restore_loginuid(ctx, t, e->loginuid)) < 0)
 		return r;
 	if (e->has_membarrier && (r = restore_membarrier(ctx, t, e->membarrier)) < 0)

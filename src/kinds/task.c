@@ -281,7 +281,8 @@ static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *
 			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d: linear address masking "
 					"(LAM) is on: not supported yet", t->pid);
 	}
-	if (t->leader || proc_read(t->pid, "numa_maps", &numa, NULL) < 0)
+	numa = TAKE_PTR(t->numa_text); /* read ahead (checkpoint.c, snapshot_read) */
+	if (t->leader || (!numa && proc_read(t->pid, "numa_maps", &numa, NULL) < 0))
 		return 0;
 	/* a vma without a policy of its own shows the task's */
 	char own[256];

@@ -840,10 +840,17 @@ int puppet_find_syscall(struct puppet *p)
 	r = proc_parse_smaps(text, &vmas);
 	if (r < 0)
 		return r;
-	r = -ENOENT;
+	r = puppet_find_syscall_in(p, &vmas);
+	proc_vmas_free(&vmas);
+	return r;
+}
+
+int puppet_find_syscall_in(struct puppet *p, const struct proc_vmas *vmas)
+{
+	int r = -ENOENT;
 	for (int pass = 0; pass < 2 && r == -ENOENT; pass++)
-		for (size_t i = 0; i < vmas.n && r == -ENOENT; i++) {
-			struct proc_vma *v = &vmas.v[i];
+		for (size_t i = 0; i < vmas->n && r == -ENOENT; i++) {
+			struct proc_vma *v = &vmas->v[i];
 			if (!syscall_candidate(p, v, pass))
 				continue;
 			size_t len = v->end - v->start < (8u << 20) ? v->end - v->start : 8u << 20;
@@ -862,7 +869,6 @@ int puppet_find_syscall(struct puppet *p)
 				}
 			}
 		}
-	proc_vmas_free(&vmas);
 	return r;
 }
 

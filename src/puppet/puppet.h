@@ -189,6 +189,10 @@ void puppet_forget(struct puppet *p);
 /* Finds a `syscall` instruction in the task's [vdso] (or, without one, in
  * another executable mapping outside the scratch area). */
 int puppet_find_syscall(struct puppet *p) __attribute__((warn_unused_result));
+/* The same among vmas, the task's maps as read already (not read again). */
+struct proc_vmas;
+int puppet_find_syscall_in(struct puppet *p, const struct proc_vmas *vmas)
+	__attribute__((warn_unused_result));
 /* Injected calls run from the syscall instruction of the scratch area's
  * stub (while the puppet has no vDSO); -ENOEXEC without a stub. */
 int puppet_syscall_from_stub(struct puppet *p) __attribute__((warn_unused_result));

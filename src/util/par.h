@@ -14,11 +14,15 @@
 
 #include <stddef.h>
 
-/* The online CPUs, at least 1. */
+/* The CPUs the calling thread may run on (its affinity), at least 1. */
 unsigned par_cpus(void);
 
 /* The number of threads that ran calls (at least 1). */
 unsigned par_for(size_t n, unsigned nthreads, void (*fn)(void *arg, size_t i, unsigned slot),
 		 void *arg);
+/* The same for a few slow calls: each index taken alone (par_for takes 16
+ * at a time and makes no thread for 16 or fewer). */
+unsigned par_for_each(size_t n, unsigned nthreads, void (*fn)(void *arg, size_t i, unsigned slot),
+		      void *arg);
 
 #endif
