@@ -27,6 +27,7 @@
 
 #include "core.pb-c.h"
 #include "core/ctx.h"
+#include "util/par.h"
 #include "core/netlock.h"
 #include "util/fault.h"
 #include "core/sequence.h"
@@ -130,8 +131,8 @@ static int snapshot_read(struct task *t)
 	_cleanup_free_ char *status = NULL, *stat = NULL, *smaps = NULL;
 	int r;
 
-	if ((r = proc_read(t->pid, "status", &status, NULL)) < 0 ||
-	    (r = proc_read(t->pid, "stat", &stat, NULL)) < 0 ||
+	if ((r = proc_read_one(t->pid, "status", &status)) < 0 ||
+	    (r = proc_read_one(t->pid, "stat", &stat)) < 0 ||
 	    (r = proc_read(t->pid, "smaps", &smaps, NULL)) < 0)
 		return r;
 	proc_vmas_free(&t->vmas);
@@ -204,7 +205,7 @@ static int add_task(struct ckpt_ctx *ctx, size_t *cap, pid_t pid)
 static int read_stat(pid_t pid, struct proc_stat *st)
 {
 	_cleanup_free_ char *text = NULL;
-	int r = proc_read(pid, "stat", &text, NULL);
+	int r = proc_read_one(pid, "stat", &text);
 	if (r == -ENOENT || r == -ESRCH) {
 		*st = (struct proc_stat){ .state = 'X' };
 		return 0;
@@ -300,12 +301,18 @@ static int seize_some(struct ckpt_ctx *ctx, size_t i, size_t n)
 	return (int)left;
 }
 
-static bool has_thread(const struct task *t, pid_t tid)
+static int cmp_pid(const void *a, const void *b)
 {
-	for (size_t i = 0; i < t->nthreads; i++)
-		if (t->threads[i].pid == tid)
-			return true;
-	return false;
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Is tid one of held, the sorted tids of the threads held (n of them)? A
+ * scan of t->threads for every tid listed made a pass over 1,000 threads
+ * half a million comparisons, each a cache miss. */
+static bool has_thread(const pid_t *held, size_t n, pid_t tid)
+{
+	return n && bsearch(&tid, held, n, sizeof(*held), cmp_pid);
 }
 
 /* Seizes the threads listed in t->threads[t->nthreads, +n) at once (one
@@ -349,7 +356,7 @@ static bool io_worker_stat(pid_t pid, pid_t tid, struct proc_stat *st)
 	char name[64];
 	_cleanup_free_ char *text = NULL;
 	snprintf(name, sizeof(name), "task/%d/stat", tid);
-	return proc_read(pid, name, &text, NULL) == 0 && proc_parse_stat(text, st) == 0 &&
+	return proc_read_one(pid, name, &text) == 0 && proc_parse_stat(text, st) == 0 &&
 	       (st->flags & 0x10 /* PF_IO_WORKER */);
 }
 
@@ -373,6 +380,22 @@ static unsigned io_workers(pid_t pid)
 	return n;
 }
 
+/* Many threads' /proc files are read on every CPU (par_for) */
+#define PAR_THREADS_MIN 32
+
+struct io_check {
+	struct task *t;
+	struct task *th; /* the threads listed, n of them */
+	bool *io;
+};
+
+static void io_check_one(void *arg, size_t i, unsigned slot)
+{
+	struct io_check *c = arg;
+	(void)slot;
+	c->io[i] = io_worker_stat(c->t->pid, c->th[i].pid, &c->th[i].stat);
+}
+
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
 static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 {
@@ -380,6 +403,12 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 	size_t n = 0;
 	int r = 0;
 
+	_cleanup_free_ pid_t *held = malloc((t->nthreads ? t->nthreads : 1) * sizeof(*held));
+	if (!held)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nthreads; i++)
+		held[i] = t->threads[i].pid;
+	qsort(held, t->nthreads, sizeof(*held), cmp_pid);
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
 	_cleanup_closedir_ DIR *d = opendir(path);
 	if (!d)
@@ -387,15 +416,8 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 				strerror(errno));
 	for (struct dirent *de; (de = readdir(d));) {
 		pid_t tid = (pid_t)atoi(de->d_name);
-		if (tid <= 0 || tid == t->pid || has_thread(t, tid))
+		if (tid <= 0 || tid == t->pid || has_thread(held, t->nthreads, tid))
 			continue;
-		/* its stat kept: thread_proc does not read it again */
-		struct proc_stat st = { 0 };
-		if (io_worker_stat(t->pid, tid, &st)) {
-			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
-				 "left alone", t->pid, tid);
-			continue;
-		}
 		if (t->nthreads + n == *cap) {
 			size_t ncap = *cap ? *cap * 2 : 8;
 			struct task *nt = realloc(t->threads, ncap * sizeof(*nt));
@@ -406,12 +428,29 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 			t->threads = nt;
 			*cap = ncap;
 		}
-		t->threads[t->nthreads + n++] =
-			(struct task){ .pid = tid, .pup = { .memfd = -1 }, .stat = st };
+		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
+	}
+	/* each one's stat, kept (thread_proc does not read it again), says
+	 * whether it is an io_uring thread: read on every CPU for many */
+	struct task *th = &t->threads[t->nthreads];
+	_cleanup_free_ bool *io = calloc(n ? n : 1, sizeof(*io));
+	if (r >= 0 && !io)
+		r = -ENOMEM;
+	struct io_check c = { .t = t, .th = th, .io = io };
+	if (r >= 0)
+		par_for(n, n >= PAR_THREADS_MIN ? par_cpus() : 1, io_check_one, &c);
+	size_t kept = 0;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		if (io[i]) {
+			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
+				 "left alone", t->pid, th[i].pid);
+			continue;
+		}
+		th[kept++] = th[i];
 	}
 	size_t before = t->nthreads;
-	if (r >= 0 && n)
-		r = seize_listed(ctx, t, n);
+	if (r >= 0 && kept)
+		r = seize_listed(ctx, t, kept);
 	return r < 0 ? r : t->nthreads > before;
 }
 
@@ -435,37 +474,75 @@ static int seize_threads(struct ckpt_ctx *ctx, struct task *t)
 			"stopped", t->pid);
 }
 
-/* The children of every thread of pid, as /proc lists them. */
+struct kids_read {
+	pid_t pid;
+	char (*names)[24];
+	char **text;
+};
+
+static void kids_one(void *arg, size_t i, unsigned slot)
+{
+	struct kids_read *k = arg;
+	char name[64];
+	(void)slot;
+	snprintf(name, sizeof(name), "task/%s/children", k->names[i]);
+	if (proc_read(k->pid, name, &k->text[i], NULL) < 0)
+		k->text[i] = NULL;
+}
+
+/* The children of every thread of pid, as /proc lists them (read on every
+ * CPU for many threads). */
 static int read_children(pid_t pid, char **ret)
 {
 	char name[64], *all = NULL;
-	size_t len = 0;
+	size_t len = 0, n = 0, cap = 0;
 	_cleanup_closedir_ DIR *d = NULL;
+	struct kids_read k = { .pid = pid };
+	int r = 0;
 
 	snprintf(name, sizeof(name), "/proc/%d/task", pid);
 	d = opendir(name);
 	if (!d)
 		return -errno;
 	for (struct dirent *de; (de = readdir(d));) {
-		char *text = NULL;
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(*k.names))
 			continue;
-		snprintf(name, sizeof(name), "task/%.20s/children", de->d_name);
-		if (proc_read(pid, name, &text, NULL) < 0)
-			continue;
-		size_t n = strlen(text);
-		char *na = realloc(all, len + n + 2);
-		if (!na) {
-			free(text);
-			free(all);
-			return -ENOMEM;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			char(*nn)[24] = realloc(k.names, cap * sizeof(*nn));
+			if (!nn) {
+				free(k.names);
+				return -ENOMEM;
+			}
+			k.names = nn;
 		}
-		all = na;
-		memcpy(all + len, text, n);
-		len += n;
-		all[len++] = ' ';
-		all[len] = '\0';
-		free(text);
+		snprintf(k.names[n++], sizeof(*k.names), "%s", de->d_name);
+	}
+	k.text = calloc(n ? n : 1, sizeof(*k.text));
+	if (!k.text) {
+		free(k.names);
+		return -ENOMEM;
+	}
+	par_for(n, n >= PAR_THREADS_MIN ? par_cpus() : 1, kids_one, &k);
+	for (size_t i = 0; i < n; i++) {
+		size_t m = k.text[i] ? strlen(k.text[i]) : 0;
+		char *na = r < 0 || !k.text[i] ? NULL : realloc(all, len + m + 2);
+		if (k.text[i] && r >= 0 && !na)
+			r = -ENOMEM;
+		if (na) {
+			all = na;
+			memcpy(all + len, k.text[i], m);
+			len += m;
+			all[len++] = ' ';
+			all[len] = '\0';
+		}
+		free(k.text[i]);
+	}
+	free(k.text);
+	free(k.names);
+	if (r < 0) {
+		free(all);
+		return r;
 	}
 	*ret = all;
 	return 0;
@@ -730,9 +807,11 @@ static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 	char name[64];
 	int r;
 
+	if (th->status_text) /* read already (thread_proc_quiet) */
+		goto scratch;
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
-	if ((r = proc_read(th->pid, "status", &status, NULL)) < 0 ||
-	    (th->stat.pid != th->pid && (r = proc_read(th->leader->pid, name, &stat, NULL)) < 0))
+	if ((r = proc_read_one(th->pid, "status", &status)) < 0 ||
+	    (th->stat.pid != th->pid && (r = proc_read_one(th->leader->pid, name, &stat)) < 0))
 		return log_fail(&ctx->log, r, "thread %d: cannot read /proc: %s", th->pid,
 				strerror(-r));
 	if (proc_parse_status(status, &th->status) < 0 ||
@@ -740,11 +819,34 @@ static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 		return log_fail(&ctx->log, -EINVAL, "thread %d: cannot parse /proc", th->pid);
 	free(th->status_text);
 	th->status_text = TAKE_PTR(status);
+scratch:
 	th->pup.syscall_ip = th->leader->pup.syscall_ip;
 	th->pup.scratch = th->leader->pup.scratch;
 	th->pup.scratch_len = th->leader->pup.scratch_len;
 	th->pup.stub_ip = th->leader->pup.stub_ip;
 	return 0;
+}
+
+/*
+ * thread_proc for ckpt_probe_threads, which may run it on another thread of
+ * ckpt: its reads, nothing logged (a thread they fail for is collected
+ * alone, and thread_proc then tells why).
+ */
+static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
+{
+	_cleanup_free_ char *status = NULL, *stat = NULL;
+	char name[64];
+
+	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
+	if (th->status_text || proc_read_one(th->pid, "status", &status) < 0 ||
+	    (th->stat.pid != th->pid && proc_read_one(th->leader->pid, name, &stat) < 0))
+		return th->status_text ? thread_proc(ctx, th) : -EAGAIN;
+	struct proc_stat st = th->stat;
+	if (proc_parse_status(status, &th->status) < 0 || (stat && proc_parse_stat(stat, &st) < 0))
+		return -EAGAIN;
+	th->stat = st;
+	th->status_text = TAKE_PTR(status);
+	return thread_proc(ctx, th);
 }
 
 /* A thread: what it has of its own, injected through the leader's scratch
@@ -777,7 +879,8 @@ static int prepare_proc(struct ckpt_ctx *ctx, struct task *t, int snap)
 	if (r < 0)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: has no vDSO to run system calls from; not supported", t->pid);
-	r = puppet_scratch_map(&t->pup, 0, PUPPET_SCRATCH_SIZE);
+	/* twice the room for many threads' probes (probe.c) */
+	r = puppet_scratch_map(&t->pup, 0, (t->nthreads >= 32 ? 2 : 1) * PUPPET_SCRATCH_SIZE);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
@@ -827,9 +930,10 @@ static void collect_ahead(struct ckpt_ctx *ctx, struct task *t)
 			break; /* as if one after the other: nothing after a failure */
 	}
 	ckpt_probe_procs(ctx, g, n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (g[i]->nthreads)
-			ckpt_probe_threads(ctx, g[i], thread_proc);
+			ckpt_probe_threads(ctx, g[i], thread_proc_quiet);
+	}
 }
 
 /* Step "collect", ckpt's part for one seized task, before the kinds look. */
@@ -1396,9 +1500,11 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	join_buf_filler(&ctx);
 	if (ctx.buf)
 		munmap(ctx.buf, (ctx.buf2 ? 2 : 1) * ctx.bufsize);
+	img_writer_drop(&ctx.w); /* a checkpoint that failed before its trailer */
 	img_seal_free(ctx.seal);
 	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);
+	free(ctx.tcp_seen);
 	free(ctx.cg_self);
 	return r < 0 ? r : 0;
 }

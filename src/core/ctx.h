@@ -151,6 +151,10 @@ struct ckpt_ctx {
 	 * has connections or ports (netlock.c), at most CKPT_NETLOCK_NS */
 	struct netlock *netlock_ns[4];
 	size_t n_netlock_ns;
+	/* the tree's TCP sockets in the root's namespace, when it is ckpt's:
+	 * what the lock's sock_diag dump said of them, by inode (netlock.h) */
+	struct tcp_seen *tcp_seen;
+	size_t n_tcp_seen;
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */

@@ -35,6 +35,7 @@
 #include "kinds/netns.h"
 #include "net/ct.h"
 #include "net/diag.h"
+#include <linux/rtnetlink.h>
 #include "net/rtnl.h"
 #include "net/lock.h"
 #include "util/cleanup.h"
@@ -118,19 +119,60 @@ static int add_sock(struct netlock *nl, bool ports, bool udp, unsigned state,
 	return netlock_add(nl, (const struct sockaddr *)l, (const struct sockaddr *)rm);
 }
 
+struct seen_set {
+	struct tcp_seen *v;
+	size_t n, cap;
+};
+
 struct diag_add {
 	struct netlock *nl;
 	bool ports;
 	const struct inodes *s;
+	struct seen_set *seen; /* what the dump says of the tree's sockets */
 };
 
 /* One socket of the dump: the tree's (its inode one of s) is added. */
-static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
+static int add_diag_sock(const struct inet_diag_msg *m, const struct rtattr *a, size_t alen,
+			 void *arg)
 {
 	const struct diag_add *d = arg;
 	unsigned long ino = m->idiag_inode;
 	if (!ino || !bsearch(&ino, d->s->v, d->s->n, sizeof(*d->s->v), cmp_ul))
 		return 0;
+	struct seen_set *ss = d->seen;
+	if (ss && ss->n == ss->cap) {
+		size_t cap = ss->cap ? 2 * ss->cap : 256;
+		struct tcp_seen *v = realloc(ss->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		ss->v = v;
+		ss->cap = cap;
+	}
+	if (ss) {
+		struct tcp_seen *ts = &ss->v[ss->n++];
+		*ts = (struct tcp_seen){ ino, m->idiag_family, m->idiag_state,
+					 ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport) };
+		memcpy(ts->src, m->id.idiag_src, 16);
+		memcpy(ts->dst, m->id.idiag_dst, 16);
+		/* options the kernel says with every socket (SOCKOPT, Linux
+		 * 5.10) or when asked (TOS): getsockopt calls fewer in inet */
+		unsigned int left = (unsigned int)alen;
+		for (; RTA_OK(a, left); a = RTA_NEXT(a, left)) {
+			if (a->rta_type == INET_DIAG_TOS && RTA_PAYLOAD(a) >= 1) {
+				ts->tos = *(const uint8_t *)RTA_DATA(a);
+				ts->has_tos = true;
+			} else if (a->rta_type == INET_DIAG_SOCKOPT &&
+				   RTA_PAYLOAD(a) >= sizeof(struct inet_diag_sockopt)) {
+				struct inet_diag_sockopt o;
+				memcpy(&o, RTA_DATA(a), sizeof(o));
+				ts->recverr = o.recverr;
+				ts->freebind = o.freebind;
+				ts->transparent = o.transparent;
+				ts->bind_no_port = o.bind_address_no_port;
+				ts->has_opts = true;
+			}
+		}
+	}
 	struct sockaddr_storage l = { 0 }, rm = { 0 };
 	if (m->idiag_family == AF_INET6) {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l, *b = (struct sockaddr_in6 *)&rm;
@@ -153,13 +195,14 @@ static int add_diag_sock(const struct inet_diag_msg *m, void *arg)
 /* add_table for TCP of family through sock_diag (ckpt's own network
  * namespace): one binary dump, not the kernel's text of every socket
  * parsed back (0.2-0.4 s of a checkpoint of 10,000 connections). */
-static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct inodes *s)
+static int add_tcp_diag(struct netlock *nl, bool ports, int family, const struct inodes *s,
+			struct seen_set *seen)
 {
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (fd < 0)
 		return -errno;
-	struct diag_add d = { .nl = nl, .ports = ports, .s = s };
-	return tcp_diag_dump(fd, family, ~0u, add_diag_sock, &d);
+	struct diag_add d = { .nl = nl, .ports = ports, .s = s, .seen = seen };
+	return tcp_diag_dump_ext(fd, family, ~0u, 1u << (INET_DIAG_TOS - 1), add_diag_sock, &d);
 }
 
 /* The IPv4 (or v4-mapped) TCP connection l -> rm as this namespace's NAT
@@ -365,13 +408,24 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	/* TCP through sock_diag in ckpt's own namespace (where its netlink
 	 * socket is), else as text from the root's /proc */
 	bool diag = proc_same_netns(root);
+	struct seen_set seen = { 0 };
 	for (size_t i = 0; r >= 0 && i < 4; i++) {
-		r = diag && i < 2 ? add_tcp_diag(ctx->netlock, true, i ? AF_INET6 : AF_INET, &s)
+		r = diag && i < 2 ? add_tcp_diag(ctx->netlock, true, i ? AF_INET6 : AF_INET, &s,
+						  &seen)
 				  : -ENOENT;
 		/* refused at once (no IPv6, no inet_diag): nothing was added */
 		if (r == -ENOENT || r == -EINVAL || r == -EOPNOTSUPP || r == -EPROTONOSUPPORT)
 			r = add_table(ctx->netlock, true, root, tables[i], &s, NULL, 0);
 	}
+	/* what inet's read ahead takes from the dump (a socket not in it is
+	 * looked at as before) */
+	if (r >= 0 && seen.n) {
+		qsort(seen.v, seen.n, sizeof(*seen.v), cmp_ul);
+		free(ctx->tcp_seen);
+		ctx->tcp_seen = TAKE_PTR(seen.v);
+		ctx->n_tcp_seen = seen.n;
+	}
+	free(seen.v);
 	/*
 	 * A tree in a network namespace of its own (ckpt run --net), killed:
 	 * its namespace goes with it, its lock and veth pairs too, and its
@@ -457,9 +511,18 @@ static bool moved(const struct ckpt_ctx *ctx)
 	return addrs && migrated(ctx);
 }
 
+const struct tcp_seen *ckpt_tcp_seen(const struct ckpt_ctx *ctx, unsigned long ino)
+{
+	return ctx->n_tcp_seen ? bsearch(&ino, ctx->tcp_seen, ctx->n_tcp_seen,
+					 sizeof(*ctx->tcp_seen), cmp_ul)
+			       : NULL;
+}
+
 void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 {
 	ckpt_netlock_unhold(ctx); /* a failure before the lock */
+	free(TAKE_PTR(ctx->tcp_seen));
+	ctx->n_tcp_seen = 0;
 	/* a moved tree's lock stays until its addresses are gone from here:
 	 * ckpt_netlock_moved() */
 	if (!(ok && (ctx->flags & CKPT_KILL) && moved(ctx)))

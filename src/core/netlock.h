@@ -47,6 +47,20 @@ int ckpt_netlock_hold(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 /* The hold's table removed (the network lock in place, or a failure). */
 void ckpt_netlock_unhold(struct ckpt_ctx *ctx);
 int ckpt_netlock_lock(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+/* A TCP socket of the tree as the lock's sock_diag dump saw it (the root
+ * in ckpt's network namespace): ctx->tcp_seen, sorted by inode, kept
+ * until the lock is removed. */
+struct tcp_seen {
+	unsigned long ino;
+	uint8_t family, state;
+	uint16_t sport, dport;	  /* host order */
+	uint8_t src[16], dst[16]; /* 4 bytes for AF_INET */
+	bool has_tos, has_opts;	  /* INET_DIAG_TOS, INET_DIAG_SOCKOPT came */
+	uint8_t tos;		  /* IP_TOS */
+	/* IP_RECVERR, IP_FREEBIND, IP_TRANSPARENT, IP_BIND_ADDRESS_NO_PORT */
+	uint8_t recverr, freebind, transparent, bind_no_port;
+};
+const struct tcp_seen *ckpt_tcp_seen(const struct ckpt_ctx *ctx, unsigned long ino);
 /* Gives the guardian the request that removes nl if ckpt dies. */
 struct puppet_guard;
 struct netlock;

@@ -8,8 +8,11 @@
  * then take their results from here.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "core/ctx.h"
 #include "core/sequence.h"
@@ -112,21 +115,131 @@ int ckpt_run_probes(struct ckpt_ctx *ctx, struct task *t)
  * threads at a time, each with a slice of the leader's scratch area (after
  * what the leader's own probes use) for its outputs and, at the slice's
  * end, its stub table; their batches run together (puppet_syscalls_many,
- * one request to the guardian, their stops overlapping) and the slices are
- * read back by one read. prepare(ctx, th) does a thread's part before its
- * probes (its /proc files); a thread it fails for, or whose probes do not
- * fit, is left to collect alone (its probes not marked as run).
+ * one request to the guardian, their stops overlapping) and their outputs
+ * are read back by one read. prepare(ctx, th) does a thread's part before
+ * its probes (its /proc files); a thread it fails for, or whose probes do
+ * not fit, is left to collect alone (its probes not marked as run).
+ *
+ * For many threads, a thread of ckpt prepares them (prepare, then the
+ * per_thread kinds' probe ops) in order while this one runs the batches
+ * of those ready: the preparing overlaps the guardian's work, where each
+ * waited for the other. prepare and those probe ops then run on that
+ * thread: they touch only the thread given and log nothing. A probe op
+ * may write its slice (task.c's initial outputs): the slices are twice
+ * as many then, one set for the batch that runs and one for the batch
+ * being prepared, which is at most one ahead (the leader's scratch area
+ * is larger for it: checkpoint.c's prepare_proc).
  */
 #define SLICE_MIN 2048
+#define BG_THREADS_MIN 32
+
+struct probe_prep {
+	struct ckpt_ctx *ctx;
+	struct task *t;
+	int (*prepare)(struct ckpt_ctx *ctx, struct task *th);
+	size_t first, slice, nslices;
+	bool *ok; /* the thread's probes are asked and fit its slice */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t done;     /* threads [0, done) prepared, under lock */
+	size_t finished; /* batches run and read back, under lock */
+};
+
+static void prepare_one(struct probe_prep *a, size_t j)
+{
+	struct task *th = &a->t->threads[j];
+	a->ok[j] = false;
+	if (a->prepare(a->ctx, th) < 0)
+		return;
+	struct probe_batch *b = probes_of(th);
+	if (!b || b->n || b->used)
+		return;
+	b->base = a->first + (j % a->nslices) * a->slice;
+	b->limit = b->base + a->slice;
+	bool ok = true;
+	for (int k = 0; ok && k < KIND_MAX; k++) {
+		int (*fn)(struct ckpt_ctx *, struct task *) = kinds[k].ops->probe;
+		if (fn && kinds[k].ops->per_thread)
+			ok = fn(a->ctx, th) >= 0;
+	}
+	/* the table after the outputs, inside the slice */
+	size_t tab = (b->base + b->used + 63) & ~(size_t)63;
+	if (!ok || b->n > PUPPET_BATCH_MAX || tab + b->n * PUPPET_STUB_ENTRY > b->limit) {
+		task_probes_free(th); /* collected alone, from scratch */
+		return;
+	}
+	a->ok[j] = true;
+}
+
+static void *prepare_main(void *arg)
+{
+	struct probe_prep *a = arg;
+	for (size_t j = 0; j < a->t->nthreads; j++) {
+		if (j % PUPPET_MANY_MAX == 0) { /* its slices free: the batch before is done */
+			pthread_mutex_lock(&a->lock);
+			while (j / PUPPET_MANY_MAX >= a->finished + 2)
+				pthread_cond_wait(&a->cond, &a->lock);
+			pthread_mutex_unlock(&a->lock);
+		}
+		prepare_one(a, j);
+		if ((j + 1) % PUPPET_MANY_MAX && j + 1 < a->t->nthreads)
+			continue;
+		pthread_mutex_lock(&a->lock);
+		a->done = j + 1;
+		pthread_cond_broadcast(&a->cond);
+		pthread_mutex_unlock(&a->lock);
+	}
+	return NULL;
+}
+
+/* Waits until threads [0, n) are prepared. */
+static void prepared(struct probe_prep *a, size_t n)
+{
+	pthread_mutex_lock(&a->lock);
+	while (a->done < n)
+		pthread_cond_wait(&a->cond, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* A batch is run and read back: its slices are free again. */
+static void finished(struct probe_prep *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->finished++;
+	pthread_cond_broadcast(&a->cond);
+	pthread_mutex_unlock(&a->lock);
+}
+
 void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
 			int (*prepare)(struct ckpt_ctx *ctx, struct task *th))
 {
 	size_t first = t->probes ? (t->probes->used + 63) & ~(size_t)63 : 0;
 	if (!t->pup.scratch || !t->pup.stub_ip || first >= t->pup.scratch_len)
 		return;
-	size_t slice = ((t->pup.scratch_len - first) / PUPPET_MANY_MAX) & ~(size_t)63;
+	size_t nslices = 2 * PUPPET_MANY_MAX;
+	size_t slice = ((t->pup.scratch_len - first) / nslices) & ~(size_t)63;
+	bool bg_ok = t->nthreads >= BG_THREADS_MIN && slice >= SLICE_MIN;
+	if (!bg_ok) {
+		nslices = PUPPET_MANY_MAX;
+		slice = ((t->pup.scratch_len - first) / nslices) & ~(size_t)63;
+	}
 	if (slice < SLICE_MIN)
 		return;
+	_cleanup_free_ bool *ok = calloc(t->nthreads ? t->nthreads : 1, sizeof(*ok));
+	if (!ok)
+		return;
+	struct probe_prep a = { .ctx = ctx, .t = t, .prepare = prepare, .first = first,
+				.slice = slice, .nslices = nslices, .ok = ok,
+				.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	pthread_t bg;
+	bool started = false;
+	if (bg_ok) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		started = pthread_create(&bg, NULL, prepare_main, &a) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	for (size_t i = 0; i < t->nthreads; i += PUPPET_MANY_MAX) {
 		struct task *ths[PUPPET_MANY_MAX];
 		struct puppet *ps[PUPPET_MANY_MAX];
@@ -134,52 +247,53 @@ void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
 		size_t ns[PUPPET_MANY_MAX], np = 0;
 		uint64_t tables[PUPPET_MANY_MAX];
 		int err[PUPPET_MANY_MAX];
-		for (size_t j = i; j < t->nthreads && j < i + PUPPET_MANY_MAX; j++) {
+		size_t end = t->nthreads - i < PUPPET_MANY_MAX ? t->nthreads : i + PUPPET_MANY_MAX;
+		if (started)
+			prepared(&a, end);
+		for (size_t j = i; j < end; j++) {
 			struct task *th = &t->threads[j];
-			size_t base = first + np * slice;
-			if (prepare(ctx, th) < 0)
+			if (!started)
+				prepare_one(&a, j);
+			if (!ok[j])
 				continue;
-			struct probe_batch *b = probes_of(th);
-			if (!b || b->n || b->used)
-				continue;
-			b->base = base;
-			b->limit = base + slice;
-			bool ok = true;
-			for (int k = 0; ok && k < KIND_MAX; k++) {
-				int (*fn)(struct ckpt_ctx *, struct task *) = kinds[k].ops->probe;
-				if (fn && kinds[k].ops->per_thread)
-					ok = fn(ctx, th) >= 0;
-			}
-			/* the table after the outputs, inside the slice */
-			size_t tab = (b->base + b->used + 63) & ~(size_t)63;
-			if (!ok || b->n > PUPPET_BATCH_MAX ||
-			    tab + b->n * PUPPET_STUB_ENTRY > b->limit) {
-				task_probes_free(th); /* collected alone, from scratch */
-				continue;
-			}
+			struct probe_batch *b = th->probes;
 			ths[np] = th;
 			ps[np] = &th->pup;
 			calls[np] = b->c;
 			ns[np] = b->n;
-			tables[np++] = th->pup.scratch + tab;
+			tables[np++] = th->pup.scratch + ((b->base + b->used + 63) & ~(size_t)63);
 		}
-		if (!np)
+		if (!np) {
+			if (started)
+				finished(&a);
 			continue;
+		}
 		puppet_syscalls_many(ps, calls, ns, tables, np, err);
-		size_t span = (size_t)(ths[np - 1]->probes->base + ths[np - 1]->probes->used) - first;
-		_cleanup_free_ uint8_t *all = malloc(span ? span : 1);
-		bool read_ok = all && (!span || puppet_read(&t->pup, t->pup.scratch + first, all,
-							      span) == 0);
+		/* each one's outputs, and only them, by one read */
+		struct iovec lv[PUPPET_MANY_MAX], rv[PUPPET_MANY_MAX];
+		size_t nv = 0, want = 0;
 		for (size_t j = 0; j < np; j++) {
 			struct probe_batch *b = ths[j]->probes;
 			b->ran = true;
-			if (err[j] < 0 || !b->used || !read_ok)
+			if (err[j] < 0 || !b->used || !(b->out = malloc(b->used)))
 				continue;
-			b->out = malloc(b->used);
-			if (b->out)
-				memcpy(b->out, all + (b->base - first), b->used);
+			lv[nv] = (struct iovec){ b->out, b->used };
+			rv[nv++] = (struct iovec){ (void *)(uintptr_t)(t->pup.scratch + b->base),
+						   b->used };
+			want += b->used;
 		}
+		if (nv && process_vm_readv(t->pid, lv, nv, rv, nv, 0) != (ssize_t)want)
+			for (size_t j = 0; j < np; j++) {
+				free(ths[j]->probes->out);
+				ths[j]->probes->out = NULL;
+			}
+		if (started)
+			finished(&a);
 	}
+	if (started)
+		pthread_join(bg, NULL);
+	pthread_mutex_destroy(&a.lock);
+	pthread_cond_destroy(&a.cond);
 }
 
 /*

@@ -2,8 +2,10 @@
 /*
  * The image container: writer and reader (the format is described in img.h).
  *
- * The writer never seeks: the fd may be a pipe or a socket. Each record goes
- * out as one writev() of frame, pad and data where the kernel takes it all;
+ * The writer never seeks: the fd may be a pipe or a socket. To a regular
+ * file, small records are gathered in a buffer and go out together, before
+ * the next aligned record or the trailer. A record goes out as one writev()
+ * of what was gathered, its frame, pad and data where the kernel takes it all;
  * short writes, EINTR and EAGAIN (a non-blocking fd) are carried on from.
  * The stream offset it keeps is what places aligned data on a page boundary.
  *
@@ -119,13 +121,64 @@ static int writev_all(int fd, const struct iovec *head, size_t nhead, const stru
 	return 0;
 }
 
-/* The writer's output: fd, or the seal that encrypts to it. */
+/* The writer's output: fd, or the seal that encrypts to it; what was
+ * gathered first. */
 static int write_out(struct img_writer *w, const struct iovec *head, size_t nhead,
 		     const struct iovec *iov, size_t cnt)
 {
-	if (w->seal)
-		return img_seal_write(w->seal, head, nhead, iov, cnt, &w->offset);
-	return writev_all(w->fd, head, nhead, iov, cnt, &w->offset);
+	uint64_t *offset = &w->offset, gathered = 0;
+	struct iovec g[3];
+	size_t ng = 0;
+
+	if (w->buf_len) { /* counted in offset when gathered */
+		g[ng++] = (struct iovec){ .iov_base = w->buf, .iov_len = w->buf_len };
+		gathered = w->buf_len;
+		w->buf_len = 0;
+	}
+	for (size_t i = 0; i < nhead && ng < 3; i++)
+		g[ng++] = head[i];
+	if (!gathered)
+		ng = 0;
+	uint64_t at = *offset - gathered;
+	int r = w->seal ? img_seal_write(w->seal, ng ? g : head, ng ? ng : nhead, iov, cnt, &at)
+			: writev_all(w->fd, ng ? g : head, ng ? ng : nhead, iov, cnt, &at);
+	*offset = at;
+	return r;
+}
+
+/* Gathers a small record (frame, data) for a later write; 0 if it does not
+ * fit (the caller writes it), 1 if gathered, or -errno. */
+#define GATHER_SIZE (128u << 10)
+#define GATHER_RECORD_MAX (8u << 10)
+static int gather(struct img_writer *w, const struct img_frame *f, const struct iovec *iov,
+		  size_t cnt, uint64_t len)
+{
+	if (!w->gather || len > GATHER_RECORD_MAX)
+		return 0;
+	if (!w->buf && !(w->buf = malloc(GATHER_SIZE)))
+		return 0;
+	if (w->buf_len + sizeof(*f) + len > GATHER_SIZE) {
+		int r = write_out(w, NULL, 0, NULL, 0);
+		if (r < 0)
+			return r;
+	}
+	memcpy(w->buf + w->buf_len, f, sizeof(*f));
+	w->buf_len += sizeof(*f);
+	for (size_t i = 0; i < cnt; i++) {
+		memcpy(w->buf + w->buf_len, iov[i].iov_base, iov[i].iov_len);
+		w->buf_len += iov[i].iov_len;
+	}
+	w->offset += sizeof(*f) + len;
+	return 1;
+}
+
+void img_writer_drop(struct img_writer *w)
+{
+	if (!w)
+		return;
+	free(w->buf);
+	w->buf = NULL;
+	w->buf_len = 0;
 }
 
 int img_writer_init(struct img_writer *w, int fd, struct img_header *hdr)
@@ -156,6 +209,8 @@ int img_writer_init_sealed(struct img_writer *w, int fd, struct img_seal *seal,
 	r = write_out(&n, &iov, 1, NULL, 0);
 	if (r < 0)
 		return r;
+	struct stat st;
+	n.gather = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
 	*w = n;
 	return 0;
 }
@@ -198,7 +253,9 @@ static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
 
 	head[0] = (struct iovec){ .iov_base = &f, .iov_len = sizeof(f) };
 	head[1] = (struct iovec){ .iov_base = (void *)zero_pad, .iov_len = pad };
-	r = write_out(w, head, pad ? 2 : 1, iov, cnt);
+	r = aligned || type == IMG_REC_TRAILER ? 0 : gather(w, &f, iov, cnt, len);
+	if (r == 0)
+		r = write_out(w, head, pad ? 2 : 1, iov, cnt);
 	if (r < 0)
 		return r;
 	if (type != IMG_REC_TRAILER) {
@@ -257,6 +314,7 @@ int img_writer_finish(struct img_writer *w)
 	w->finished = true;
 
 	r = write_record(w, IMG_REC_TRAILER, 0, &iov, 1, false, NULL);
+	img_writer_drop(w);
 	if (r >= 0 && w->seal)
 		r = img_seal_finish(w->seal);
 	if (r < 0)

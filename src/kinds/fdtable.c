@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/netlock.h"
 #include "files.pb-c.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
@@ -165,8 +166,8 @@ static char *lock_lines(const char *text)
 /* fdtable_inspect_fd, and with pidfd >= 0 (the task's) the copy too;
  * fdinfo_dir: an fd of /proc/PID/fdinfo, or -1; ret_locks (if not NULL):
  * the fdinfo's lock lines (lock_lines) */
-static int inspect_core(pid_t pid, int fd, struct fd_info *fi, int pidfd, int fdinfo_dir,
-			char **ret_locks, bool *ret_fdinfo)
+static int inspect_core(const struct ckpt_ctx *ctx, pid_t pid, int fd, struct fd_info *fi,
+			int pidfd, int fdinfo_dir, char **ret_locks, bool *ret_fdinfo)
 {
 	char link[64], *text = NULL;
 	ssize_t n;
@@ -190,7 +191,13 @@ static int inspect_core(pid_t pid, int fd, struct fd_info *fi, int pidfd, int fd
 		return -errno;
 	fi->path[n] = '\0';
 	fi->sockproto_read = S_ISSOCK(fi->st.st_mode);
-	if (fi->sockproto_read && fi->copy >= 0) { /* each socket kind's claim asks for it */
+	/* a TCP socket the network lock's dump saw: its name is its family's */
+	const struct tcp_seen *ts =
+	    fi->sockproto_read && stated && ctx ? ckpt_tcp_seen(ctx, fi->st.st_ino) : NULL;
+	if (ts)
+		snprintf(fi->sockproto, sizeof(fi->sockproto), "%s",
+			 ts->family == AF_INET ? "TCP" : "TCPv6");
+	else if (fi->sockproto_read && fi->copy >= 0) { /* each socket kind's claim asks for it */
 		ssize_t l = fgetxattr(fi->copy, "system.sockprotoname", fi->sockproto,
 				      sizeof(fi->sockproto) - 1);
 		fi->sockproto[l > 0 ? l : 0] = '\0';
@@ -216,7 +223,7 @@ static int inspect_fd(struct ckpt_ctx *ctx, struct task *t, int fd, struct fd_in
 		      int fdinfo_dir, char **ret_locks)
 {
 	bool fdinfo;
-	int r = inspect_core(t->pid, fd, fi, pidfd, fdinfo_dir, ret_locks, &fdinfo);
+	int r = inspect_core(ctx, t->pid, fd, fi, pidfd, fdinfo_dir, ret_locks, &fdinfo);
 	if (r < 0 && fdinfo)
 		return log_fail(&ctx->log, r, "pid %d fd %d: cannot read its fdinfo", t->pid, fd);
 	if (r < 0)
@@ -386,6 +393,7 @@ struct fd_pre {
 };
 
 struct pre_batch {
+	const struct ckpt_ctx *ctx; /* read only: its tcp_seen */
 	pid_t pid;
 	int pidfd, fdinfo_dir;
 	const int *fds; /* the batch's */
@@ -399,7 +407,8 @@ static void pre_inspect(void *arg, size_t i, unsigned slot)
 	struct fd_pre *p = &b->pre[i];
 	struct fd_info *fi = b->buf[slot];
 	bool fdinfo;
-	p->r = inspect_core(b->pid, b->fds[i], fi, b->pidfd, b->fdinfo_dir, &p->locks, &fdinfo);
+	p->r = inspect_core(b->ctx, b->pid, b->fds[i], fi, b->pidfd, b->fdinfo_dir, &p->locks,
+			    &fdinfo);
 	p->copy = fi->copy;
 	if (p->r == 0 && !(p->path = strdup(fi->path)))
 		p->r = -ENOMEM;
@@ -532,7 +541,7 @@ static int fdtable_collect(struct ckpt_ctx *ctx, struct task *t)
 		if (pre && i % batch == 0) {
 			pre_free(pre, batch);
 			size_t nb = n - i < batch ? n - i : batch;
-			struct pre_batch b = { t->pid, pidfd, fdinfo_dir, fds + i, pre, buf };
+			struct pre_batch b = { ctx, t->pid, pidfd, fdinfo_dir, fds + i, pre, buf };
 			par_for(nb, th, pre_inspect, &b);
 		}
 		struct fd_pre *p = pre ? &pre[i % batch] : NULL;

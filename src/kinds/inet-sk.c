@@ -258,11 +258,11 @@ static int opt_defaults(int family, int type, int proto, struct inet_opt_default
 }
 
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
-		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen,
-		   int *ret_filter)
+		   const struct inet_opt_val *known, size_t nknown, InetOpt *v, size_t cap,
+		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen, int *ret_filter)
 {
 	int def[INET_OPTS_TABLE], val[INET_OPTS_TABLE];
-	bool ok[INET_OPTS_TABLE];
+	bool ok[INET_OPTS_TABLE], got[INET_OPTS_TABLE];
 	struct sockopt_req q[INET_OPTS_TABLE + MISC_N];
 	size_t at[INET_OPTS_TABLE], nq = MISC_N, n = 0;
 	struct misc_vals m;
@@ -278,6 +278,14 @@ int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defau
 		if (!ok[i])
 			continue;
 		val[i] = 0;
+		got[i] = false;
+		for (size_t k = 0; k < nknown && !got[i]; k++)
+			if (known[k].level == opt_table[i].level && known[k].name == opt_table[i].name) {
+				val[i] = known[k].val;
+				got[i] = true;
+			}
+		if (got[i])
+			continue;
 		at[i] = nq;
 		q[nq++] = (struct sockopt_req){ s, opt_table[i].level, opt_table[i].name, &val[i],
 						sizeof(int), 0 };
@@ -285,7 +293,7 @@ int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defau
 	sockopts_get(defs ? defs->so : NULL, q, nq);
 	for (size_t i = 0; i < OPT_TABLE_N; i++) {
 		const struct inet_opt_desc *d = &opt_table[i];
-		if (!ok[i] || q[at[i]].res < 0 || val[i] == def[i])
+		if (!ok[i] || (!got[i] && q[at[i]].res < 0) || val[i] == def[i])
 			continue;
 		if (n == cap)
 			return -E2BIG;
@@ -365,33 +373,66 @@ static int set_buf(int s, bool snd, uint32_t val)
 	return 0;
 }
 
-int inet_bufs_raise(int s, size_t sndq, size_t rcvq)
+int inet_bufs_raise_at(int s, size_t sndq, size_t rcvq, const int *now)
 {
 	int v, r;
-	if (sndq && (r = get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) == 0 && (size_t)v < 4 * sndq)
+	if (sndq && (r = now && now[0] >= 0 ? (v = now[0], 0) : get_int(s, SOL_SOCKET, SO_SNDBUF, &v)) == 0 &&
+	    (size_t)v < 4 * sndq)
 		r = set_buf(s, true, (uint32_t)(4 * sndq));
 	else
 		r = 0;
-	if (r == 0 && rcvq && get_int(s, SOL_SOCKET, SO_RCVBUF, &v) == 0 && (size_t)v < 4 * rcvq)
+	if (r == 0 && rcvq &&
+	    (now && now[1] >= 0 ? (v = now[1], 0) : get_int(s, SOL_SOCKET, SO_RCVBUF, &v)) == 0 &&
+	    (size_t)v < 4 * rcvq)
 		r = set_buf(s, false, (uint32_t)(4 * rcvq));
 	return r;
 }
 
-int inet_bufs_apply(int s, const InetSkEntry *e)
+int inet_bufs_raise(int s, size_t sndq, size_t rcvq)
 {
-	int cur, r;
+	return inet_bufs_raise_at(s, sndq, rcvq, NULL);
+}
+
+/* One buffer (snd: SO_SNDBUF) as saved (want); fresh: its size on a new
+ * socket or NULL (asked). *now: its size after, -1 if not known; *set:
+ * set_buf ran. */
+static int one_buf(int s, bool snd, uint32_t want, const int *fresh, int *now, bool *set)
+{
+	int cur = fresh ? *fresh : -1, r;
+	if (!fresh && get_int(s, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &cur) < 0)
+		cur = (int)want; /* not known: left as it is */
+	if ((uint32_t)cur != want) {
+		if ((r = set_buf(s, snd, want)) < 0)
+			return r;
+		cur = -1;
+		*set = true;
+	}
+	*now = fresh ? cur : -1;
+	return 0;
+}
+
+int inet_bufs_set(int s, const InetSkEntry *e, const int *fresh, int *now)
+{
+	int here[2], r;
+	bool set = false;
 	/* as saved, whether the program set them or the kernel tuned them;
 	 * then the locks as they were (a buffer the kernel tunes stays so) */
-	if (get_int(s, SOL_SOCKET, SO_SNDBUF, &cur) == 0 && (uint32_t)cur != e->sndbuf &&
-	    (r = set_buf(s, true, e->sndbuf)) < 0)
+	if ((r = one_buf(s, true, e->sndbuf, fresh, &here[0], &set)) < 0 ||
+	    (r = one_buf(s, false, e->rcvbuf, fresh ? &fresh[1] : NULL, &here[1], &set)) < 0)
 		return r;
-	if (get_int(s, SOL_SOCKET, SO_RCVBUF, &cur) == 0 && (uint32_t)cur != e->rcvbuf &&
-	    (r = set_buf(s, false, e->rcvbuf)) < 0)
-		return r;
+	if (now)
+		memcpy(now, here, sizeof(here));
+	/* a new socket's lock is 0, and only set_buf sets one */
 	int lock = (int)e->buf_lock;
-	if (setsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &lock, sizeof(lock)) < 0 && lock)
+	if ((set || lock || !fresh) &&
+	    setsockopt(s, SOL_SOCKET, SO_BUF_LOCK, &lock, sizeof(lock)) < 0 && lock)
 		return -errno;
 	return 0;
+}
+
+int inet_bufs_apply(int s, const InetSkEntry *e)
+{
+	return inet_bufs_set(s, e, NULL, NULL);
 }
 
 socklen_t inet_mkaddr(union inet_addr *a, int family, const uint8_t *addr, size_t len,
@@ -713,10 +754,9 @@ static int read_opts(int s, const struct tcp_info *ti, TcpRepair *t)
 	return 0;
 }
 
-int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
+int inet_tcp_read(int s, const struct tcp_info *ti0, bool keep_queue, TcpRepair *t)
 {
 	int outq, unsent = 0, inq, r;
-	uint32_t rcv2;
 	struct qsel q = { s, -1 };
 
 	tcp_repair__init(t);
@@ -755,12 +795,13 @@ int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
 		r = peek_queue(&q, TCP_RECV_QUEUE, (size_t)inq, &t->recvq);
 	if (r == 0)
 		r = read_opts(s, &ti, t);
-	/* data that came in meanwhile (a peer outside the tree) */
-	if (r == 0)
-		r = qsel_seq(&q, TCP_RECV_QUEUE, &rcv2);
-	if (r == 0 && rcv2 != t->rcv_seq)
-		r = -EAGAIN;
-	qsel_set(&q, TCP_NO_QUEUE);
+	/* data that came in meanwhile (a peer outside the tree, were it not
+	 * locked out): after SIOCINQ and before the peek, the peek finds more
+	 * than inq bytes (-EAGAIN: read again); after the receive sequence
+	 * with nothing queued, or after the peek, it is in neither the
+	 * sequence nor the queue read, which agree (no second TCP_QUEUE_SEQ) */
+	if (!keep_queue || r < 0)
+		qsel_set(&q, TCP_NO_QUEUE);
 	t->unsent = (uint32_t)unsent;
 	if (r < 0)
 		inet_tcp_free(t);
@@ -775,12 +816,13 @@ void inet_tcp_free(TcpRepair *t)
 	t->sendq.len = t->recvq.len = 0;
 }
 
-/* Writes len bytes into queue q of s in repair mode. */
-static int fill_queue(int s, int q, const uint8_t *buf, size_t len)
+/* Writes len bytes into queue which of q's socket in repair mode (none:
+ * no selection either). */
+static int fill_queue(struct qsel *q, int which, const uint8_t *buf, size_t len)
 {
-	int r = set_queue(s, q);
+	int r = len ? qsel_set(q, which) : 0;
 	while (r == 0 && len) {
-		ssize_t n = send(s, buf, len, MSG_DONTWAIT);
+		ssize_t n = send(q->s, buf, len, MSG_DONTWAIT);
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
 		buf += n;
@@ -807,7 +849,8 @@ static int set_repair_opts(int s, const TcpRepair *t)
 }
 
 int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, socklen_t srclen,
-		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
+		     const union inet_addr *dst, socklen_t dstlen, const int *bufs,
+		     const char **ret_step)
 {
 	size_t sent = t->sendq.len - t->unsent;
 	/* a FIN sent takes one sequence number after the data: queued again
@@ -824,12 +867,16 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 		if ((r = (call)) < 0)         \
 			return r;             \
 	} while (0)
+	/* the queue selected once for its sequence and again only to fill
+	 * the other (two setsockopt fewer than a selection each step) */
+	struct qsel q = { s, -1 };
 	STEP("TCP_REPAIR", inet_tcp_repair(s, TCP_REPAIR_ON));
-	STEP("the send sequence", set_queue(s, TCP_SEND_QUEUE));
+	q.cur = TCP_NO_QUEUE;
+	STEP("the send sequence", qsel_set(&q, TCP_SEND_QUEUE));
 	*ret_step = "the send sequence";
 	if (setsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, &snd, sizeof(snd)) < 0)
 		return -errno;
-	STEP("the receive sequence", set_queue(s, TCP_RECV_QUEUE));
+	STEP("the receive sequence", qsel_set(&q, TCP_RECV_QUEUE));
 	*ret_step = "the receive sequence";
 	if (setsockopt(s, IPPROTO_TCP, TCP_QUEUE_SEQ, &rcv, sizeof(rcv)) < 0)
 		return -errno;
@@ -843,9 +890,9 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 	*ret_step = "TCP_TIMESTAMP";
 	if (setsockopt(s, IPPROTO_TCP, TCP_TIMESTAMP, &t->timestamp, sizeof(t->timestamp)) < 0)
 		return -errno;
-	STEP("the buffers", inet_bufs_raise(s, t->sendq.len, t->recvq.len));
-	STEP("the receive queue", fill_queue(s, TCP_RECV_QUEUE, t->recvq.data, t->recvq.len));
-	STEP("the send queue", fill_queue(s, TCP_SEND_QUEUE, t->sendq.data, sent));
+	STEP("the buffers", inet_bufs_raise_at(s, t->sendq.len, t->recvq.len, bufs));
+	STEP("the receive queue", fill_queue(&q, TCP_RECV_QUEUE, t->recvq.data, t->recvq.len));
+	STEP("the send queue", fill_queue(&q, TCP_SEND_QUEUE, t->sendq.data, sent));
 	/* in repair mode with the send queue selected, the FIN is queued as
 	 * sent, not sent: the timer sends it again once repair mode is off
 	 * (the peer, which had it, acknowledges it again) */
@@ -862,7 +909,7 @@ int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, sock
 		if (setsockopt(s, IPPROTO_TCP, TCP_REPAIR_WINDOW, &w, sizeof(w)) < 0)
 			return -errno;
 	}
-	set_queue(s, TCP_NO_QUEUE);
+	qsel_set(&q, TCP_NO_QUEUE);
 	*ret_step = NULL;
 	return 0;
 #undef STEP

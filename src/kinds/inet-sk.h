@@ -97,9 +97,15 @@ struct inet_opt_defaults {
 /* defs: the cache (a task's kind state), NULL to read a new socket. */
 /* *ret_filter: the number of instructions of its socket filter
  * (SO_GET_FILTER with no room, asked in the batch), or -errno. */
+/* known: nknown options of the table whose values are known already (the
+ * network lock's sock_diag dump), not asked. */
+struct inet_opt_val {
+	int level, name, val;
+};
 int inet_opts_read(int s, int family, int type, int proto, struct inet_opt_defaults *defs,
-		   InetOpt *v, size_t cap, size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen,
-		   int *ret_filter) __attribute__((warn_unused_result));
+		   const struct inet_opt_val *known, size_t nknown, InetOpt *v, size_t cap,
+		   size_t *ret_n, InetSkEntry *e, char *dev, size_t devlen, int *ret_filter)
+	__attribute__((warn_unused_result));
 /* Sets the options of e whose OPT_BIND flag is bind (and not OPT_LAST), or
  * with last, the OPT_LAST ones. *ret_bad: the option that failed. */
 int inet_opts_apply(int s, const InetSkEntry *e, bool bind, bool last,
@@ -113,8 +119,16 @@ int inet_filter_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_re
 /* Buffer sizes and their locks as saved; forced (CAP_NET_ADMIN) when the
  * limits are lower. */
 int inet_bufs_apply(int s, const InetSkEntry *e) __attribute__((warn_unused_result));
+/* The same on a new socket whose SO_SNDBUF and SO_RCVBUF are fresh[0], [1]
+ * (no getsockopt; nor SO_BUF_LOCK if it stays 0); now[0], [1]: what they
+ * are after, -1 if not known. */
+int inet_bufs_set(int s, const InetSkEntry *e, const int *fresh, int *now)
+	__attribute__((warn_unused_result));
 /* Raises both buffers for a refill of sndq and rcvq bytes. */
 int inet_bufs_raise(int s, size_t sndq, size_t rcvq) __attribute__((warn_unused_result));
+/* The same, now[0], [1] the sizes (-1 or now NULL: asked). */
+int inet_bufs_raise_at(int s, size_t sndq, size_t rcvq, const int *now)
+	__attribute__((warn_unused_result));
 
 /* An address of family with raw bytes (4 or 16) and port into a. */
 socklen_t inet_mkaddr(union inet_addr *a, int family, const uint8_t *addr, size_t len,
@@ -146,12 +160,14 @@ const char *inet_proto_name(int proto);
  * Reads the established connection of s, which must be in repair mode
  * (the caller turns it on and off): *t filled, its queues malloc'ed (free
  * with inet_tcp_free). ti0, if not NULL, is its tcp_info read before repair
- * mode, used instead of another read when it says ESTABLISHED. -EAGAIN:
+ * mode, used instead of another read when it says ESTABLISHED. keep_queue:
+ * the receive queue stays selected when it succeeds (the next TCP_REPAIR on
+ * selects none; a setsockopt less). -EAGAIN:
  * data arrived while it was read (read it again); -EFBIG: a queue is
  * larger than INET_QUEUE_MAX.
  */
 struct tcp_info;
-int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
+int inet_tcp_read(int s, const struct tcp_info *ti0, bool keep_queue, TcpRepair *t)
 	__attribute__((warn_unused_result));
 void inet_tcp_free(TcpRepair *t);
 
@@ -161,11 +177,12 @@ void inet_tcp_free(TcpRepair *t);
  * options, the timestamp, the receive queue and the part of the send
  * queue that was sent, the window. The socket stays in repair mode; what
  * was never sent (t->unsent bytes at the end of sendq) is the caller's to
- * send once it has left it. *ret_step: what failed.
+ * send once it has left it. bufs: its SO_SNDBUF and SO_RCVBUF (-1, or bufs
+ * NULL: asked). *ret_step: what failed.
  */
 int inet_tcp_restore(int s, const TcpRepair *t, const union inet_addr *src, socklen_t srclen,
-		     const union inet_addr *dst, socklen_t dstlen, const char **ret_step)
-	__attribute__((warn_unused_result));
+		     const union inet_addr *dst, socklen_t dstlen, const int *bufs,
+		     const char **ret_step) __attribute__((warn_unused_result));
 /* ---- UDP and UDP-Lite (inet-udp.c) ---- */
 
 /*

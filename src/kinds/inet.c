@@ -53,6 +53,7 @@
 #include <net/if.h>
 #include <stddef.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +111,19 @@ struct inet_obj {
 	pid_t pid;
 	int fd;
 	int copy; /* ckpt's, until the end */
+	const struct tcp_seen *seen; /* the lock's dump of it (prefetch), or NULL */
+	/* CKPT_KILL: an established connection read leaves its repair queue
+	 * selected and SO_REUSEADDR cleared (reuse: its value) for the kill;
+	 * inet_finish puts them back if the tree lives on */
+	bool lazy;
+	int reuse;
 };
 
 struct inet_robj {
 	InetSkEntry *e;
 	int fd; /* ckpt's socket */
 	bool repair; /* in repair mode now */
+	bool finished; /* by restore_end's threads */
 };
 
 static bool inet_fd_claim(const struct fd_info *fi)
@@ -243,6 +251,13 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, i
 			"not supported yet", fi->pid, fi->fd, fam, fam, type_name(type), proto);
 }
 
+/* A TCP state in which getsockname and getpeername both answer. */
+static bool has_peer(int state)
+{
+	return state == TCP_ESTABLISHED || state == TCP_FIN_WAIT1 || state == TCP_FIN_WAIT2 ||
+	       state == TCP_CLOSE_WAIT || state == TCP_LAST_ACK || state == TCP_CLOSING;
+}
+
 /* The address bytes and port of a into bytes/len and port. */
 static void split_addr(const union inet_addr *a, uint8_t *bytes, size_t *len, uint32_t *port)
 {
@@ -286,13 +301,16 @@ static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct in
 				   : FAIL(ctx, r, "pid %d fd %d (inet): TCP_REPAIR: %s",
 					  fi->pid, fi->fd, strerror(-r));
 	for (int i = 0; i < 20; i++) {
-		r = inet_tcp_read(s, i ? NULL : ti, &o->tcp);
+		r = inet_tcp_read(s, i ? NULL : ti, o->lazy, &o->tcp);
 		if (r != -EAGAIN)
 			break;
 	}
 	int off = inet_tcp_repair(s, TCP_REPAIR_OFF_NO_WP);
-	if (reuse > 0)
+	o->reuse = reuse;
+	if (reuse > 0 && (!o->lazy || r < 0 || off < 0))
 		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
+	if (r < 0 || off < 0)
+		o->lazy = false;
 	if (off < 0 && r >= 0)
 		r = off;
 	if (r == -EFBIG)
@@ -324,6 +342,8 @@ static int collect_tcp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(s, IPPROTO_TCP, TCP_INFO, &ti, &l) < 0)
 		return FAIL(ctx, -errno, "pid %d fd %d (inet): TCP_INFO: %m", fi->pid, fi->fd);
+	if (o->seen && has_peer(o->seen->state) && !has_peer(ti.tcpi_state))
+		return -EAGAIN; /* its addresses taken from the dump: read again */
 	switch (ti.tcpi_state) {
 	case TCP_CLOSE:
 		o->e.state = INET_ST_CLOSED;
@@ -457,6 +477,21 @@ static int collect_addrs(struct ckpt_ctx *ctx, const struct fd_info *fi, struct 
 	union inet_addr a;
 	socklen_t l = sizeof(a);
 	size_t len;
+	/* the lock's dump says them (a connection's never change; a state
+	 * without a peer by the time TCP_INFO is read: read again, the usual
+	 * way) */
+	const struct tcp_seen *ts = o->seen;
+	if (ts && has_peer(ts->state)) {
+		len = ts->family == AF_INET ? 4 : 16;
+		memcpy(o->src, ts->src, len);
+		memcpy(o->dst, ts->dst, len);
+		o->e.src_port = ts->sport;
+		o->e.dst_port = ts->dport;
+		o->e.has_src = o->e.has_src_port = o->e.has_dst = o->e.has_dst_port = true;
+		o->e.src = (ProtobufCBinaryData){ .len = len, .data = o->src };
+		o->e.dst = (ProtobufCBinaryData){ .len = len, .data = o->dst };
+		return 0;
+	}
 	if (getsockname(o->copy, &a.sa, &l) < 0)
 		return FAIL(ctx, -errno, "pid %d fd %d (inet): getsockname: %m", fi->pid, fi->fd);
 	split_addr(&a, o->src, &len, &o->e.src_port);
@@ -566,8 +601,21 @@ static int read_obj(struct ckpt_ctx *ctx, const struct fd_info *fi, struct inet_
 	size_t n = 0;
 	int insns;
 	/* options first: leaving repair mode changes SO_REUSEADDR */
-	int r = inet_opts_read(o->copy, family, type, proto, defs, opts, OPTS_MAX, &n, &o->e,
-			       o->dev, sizeof(o->dev), &insns);
+	/* an IPv4 socket's IP options that the lock's dump said */
+	struct inet_opt_val kn[5];
+	size_t nk = 0;
+	const struct tcp_seen *ts = o->seen;
+	if (ts && family == AF_INET && ts->has_opts) {
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_RECVERR, ts->recverr };
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_FREEBIND, ts->freebind };
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_TRANSPARENT, ts->transparent };
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT,
+						  ts->bind_no_port };
+	}
+	if (ts && family == AF_INET && ts->has_tos)
+		kn[nk++] = (struct inet_opt_val){ IPPROTO_IP, IP_TOS, ts->tos };
+	int r = inet_opts_read(o->copy, family, type, proto, defs, kn, nk, opts, OPTS_MAX, &n,
+			       &o->e, o->dev, sizeof(o->dev), &insns);
 	if (r < 0)
 		return FAIL(ctx, r, "pid %d fd %d (inet): cannot read its options: %s", fi->pid,
 			    fi->fd, strerror(-r));
@@ -621,6 +669,7 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	o->e.type = (uint32_t)type;
 	o->e.proto = (uint32_t)proto;
 	o->e.flags = fi->fi.flags & O_NONBLOCK;
+	o->lazy = (ctx->flags & CKPT_KILL) != 0;
 	r = read_obj(ctx, fi, o, it ? &it->defs : NULL);
 	if (r >= 0 && o->e.tcp)
 		log_tcp(ctx, o);
@@ -667,7 +716,16 @@ struct prefetch {
 	int *copy;			/* one an fd, -1: none */
 	bool *v4;			/* one an fd: "TCP", else "TCPv6" */
 	struct inet_opt_defaults *defs; /* one a thread */
+	/* one an fd or NULL: what the lock's dump saw of it (a TCP socket of
+	 * the task's namespace: no stat, protocol name or namespace asked),
+	 * or ino 0 and family AF_UNSPEC: no socket (not copied) */
+	const struct tcp_seen **seen;
+	bool lazy; /* CKPT_KILL (inet_obj.lazy) */
 };
+
+/* p->seen's marks of an fd the dump did not see: another socket (looked at
+ * as without the dump), nothing of the kind */
+static const struct tcp_seen slow_sock, no_sock;
 
 static void pre_copy(void *arg, size_t i, unsigned slot)
 {
@@ -675,7 +733,18 @@ static void pre_copy(void *arg, size_t i, unsigned slot)
 	struct stat st;
 	char name[32];
 	(void)slot;
+	const struct tcp_seen *ts = p->seen ? p->seen[i] : NULL;
+	if (p->seen && (!ts || ts == &no_sock))
+		return; /* no TCP socket of the task's namespace */
 	int c = (int)syscall(SYS_pidfd_getfd, p->pidfd, p->fds[i], 0);
+	if (ts && ts != &slow_sock) {
+		if (c < 0)
+			return;
+		p->copy[i] = c;
+		p->e[i].ino = ts->ino;
+		p->v4[i] = ts->family == AF_INET;
+		return;
+	}
 	ssize_t l = -1;
 	if (c >= 0 && fstat(c, &st) == 0 && S_ISSOCK(st.st_mode))
 		l = fgetxattr(c, "system.sockprotoname", name, sizeof(name) - 1);
@@ -708,10 +777,13 @@ static void pre_read(void *arg, size_t i, unsigned slot)
 	tcp_repair__init(&o->tcp);
 	o->copy = c;
 	o->pid = p->pid;
+	o->lazy = p->lazy;
 	o->fd = p->fds[i];
 	o->e.has_netns = p->it->netns_id != 0;
 	o->e.netns = p->it->netns_id;
 	o->e.family = p->v4[i] ? AF_INET : AF_INET6;
+	if (p->seen && p->seen[i] != &slow_sock)
+		o->seen = p->seen[i];
 	o->e.type = SOCK_STREAM;
 	o->e.proto = IPPROTO_TCP;
 	if (read_obj(NULL, NULL, o, &p->defs[slot]) < 0) {
@@ -738,7 +810,34 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 
 	it->pre_done = true;
 	th = th < PRE_THREADS ? th : PRE_THREADS;
-	if (th < 2 || it->netns <= 0 || fdtable_list(t->pid, &fds, &n) < 0 || n < PRE_MIN_FDS)
+	if (th < 2 || it->netns <= 0)
+		return;
+	/* the links read at the freeze (fdtable_links), with what the lock's
+	 * dump saw (the task in the root's namespace, which is ckpt's, its
+	 * table its own) */
+	_cleanup_free_ const struct tcp_seen **seen = NULL;
+	const struct fd_link *lk;
+	size_t nl;
+	if (ctx->n_tcp_seen && it->netns_id == 0 && !t->files_with &&
+	    fdtable_links(t, &lk, &nl) == 0 && nl && (fds = malloc(nl * sizeof(*fds))) &&
+	    (seen = malloc(nl * sizeof(*seen)))) {
+		for (size_t i = 0; i < nl; i++) {
+			unsigned long ino;
+			const struct tcp_seen *ts = NULL;
+			fds[i] = lk[i].fd;
+			if (!strncmp(lk[i].link, "socket:[", 8) &&
+			    sscanf(lk[i].link, "socket:[%lu]", &ino) == 1)
+				ts = ckpt_tcp_seen(ctx, ino);
+			seen[i] = ts ? ts : strncmp(lk[i].link, "socket:[", 8) ? &no_sock : &slow_sock;
+		}
+		n = nl;
+	} else {
+		free(TAKE_PTR(fds));
+		free(TAKE_PTR(seen));
+		if (fdtable_list(t->pid, &fds, &n) < 0)
+			return;
+	}
+	if (n < PRE_MIN_FDS)
 		return;
 	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	it->pre = calloc(n, sizeof(*it->pre));
@@ -750,7 +849,8 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 	for (size_t i = 0; i < n; i++)
 		copy[i] = -1;
 	memset(defs, 0, sizeof(defs));
-	struct prefetch p = { it, pidfd, t->pid, fds, it->pre, copy, v4, defs };
+	struct prefetch p = { it, pidfd, t->pid, fds, it->pre, copy, v4, defs, seen,
+			      (ctx->flags & CKPT_KILL) != 0 };
 	par_for(n, th, pre_copy, &p);
 	/* each inode once (two threads would read an fd and its dup at
 	 * once), none the image has (shared with a task read before); idx's
@@ -776,8 +876,11 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 			it->pre[m++] = it->pre[i];
 	it->npre = m;
 	qsort(it->pre, m, sizeof(*it->pre), cmp_pre);
-	log_debug(&ctx->log, "pid %d: %zu TCP socket(s) of %zu fds read ahead by %u thread(s)",
-		  t->pid, m, n, used);
+	size_t dumped = 0;
+	for (size_t i = 0; seen && i < m; i++)
+		dumped += it->pre[i].o->seen != NULL;
+	log_debug(&ctx->log, "pid %d: %zu TCP socket(s) of %zu fds read ahead by %u thread(s), "
+		  "%zu as the network lock's dump saw them", t->pid, m, n, used, dumped);
 }
 
 /* The socket of inode ino that prefetch() read, taken; NULL if none. */
@@ -900,6 +1003,41 @@ static void inet_after_kill(struct ckpt_ctx *ctx)
 		if (err[j] < 0)
 			log_warn(&ctx->log, "pid %d fd %d (inet): cannot put it in repair mode to "
 				 "close it quietly: %s", v[j]->pid, v[j]->fd, strerror(-err[j]));
+}
+
+/* A checkpoint that failed, or that lets the tree go on: what the reads
+ * left for the kill (inet_obj.lazy) put back while the tree is held: no
+ * repair queue selected (TCP_REPAIR on selects none) and SO_REUSEADDR.
+ * (Should ckpt die before, the program finds only those two getsockopt
+ * answers changed: TCP_QUEUE_SEQ readable, SO_REUSEADDR 0.) */
+static void put_back(struct ckpt_ctx *ctx, struct inet_obj *o)
+{
+	if (!o || !o->lazy || o->copy < 0)
+		return;
+	o->lazy = false;
+	int r = inet_tcp_repair(o->copy, TCP_REPAIR_ON);
+	if (r == 0)
+		r = inet_tcp_repair(o->copy, TCP_REPAIR_OFF_NO_WP);
+	if (r == 0 && o->reuse > 0 &&
+	    setsockopt(o->copy, SOL_SOCKET, SO_REUSEADDR, &o->reuse, sizeof(o->reuse)) < 0)
+		r = -errno;
+	if (r < 0)
+		log_warn(&ctx->log, "pid %d fd %d (inet): cannot put its repair queue and "
+			 "SO_REUSEADDR back: %s", o->pid, o->fd, strerror(-r));
+}
+
+static void inet_finish(struct ckpt_ctx *ctx)
+{
+	if ((ctx->flags & CKPT_KILL) && !ctx->failed)
+		return;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));)
+		put_back(ctx, ob->ptr);
+	/* read ahead, not taken (the collect stopped before their fds) */
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct inet_task *it = ctx->tasks[i].kstate[KIND_inet];
+		for (size_t k = 0; it && k < it->npre; k++)
+			put_back(ctx, it->pre[k].o);
+	}
 }
 
 /* Is the other end of o's connection a socket of the tree? */
@@ -1368,44 +1506,129 @@ static int make_plain(struct rst_ctx *ctx, struct inet_robj *o)
 	return 0;
 }
 
-/* An established connection, left in repair mode. */
-static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
+/* What make_tcp() failed at (its message). */
+enum mk_step { MK_OPT = 1, MK_BUFS, MK_REPAIR };
+
+/* An established connection, left in repair mode; nothing logged. */
+static int make_tcp_core(struct inet_robj *o, const int *fresh, int *ret_what,
+			 const InetOpt **bad, const char **step)
 {
 	const InetSkEntry *e = o->e;
-	const InetOpt *bad = NULL;
-	const char *step = NULL;
 	union inet_addr src, dst;
+	int now[2] = { -1, -1 };
 
-	int r = inet_opts_apply(o->fd, e, true, false, &bad);
+	*ret_what = MK_OPT;
+	int r = inet_opts_apply(o->fd, e, true, false, bad);
 	if (r == 0)
 		r = inet_opts_apply_misc(o->fd, e);
 	if (r == 0)
 		r = inet_filter_apply(o->fd, e);
 	if (r == 0)
-		r = inet_opts_apply(o->fd, e, false, false, &bad);
+		r = inet_opts_apply(o->fd, e, false, false, bad);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set option %s: %s",
-			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
-			     "device)", strerror(-r));
+		return r;
 	/* before connect, which sizes the window (window clamp, receive
 	 * threshold) by the receive buffer: a window the buffer cannot hold
 	 * makes the receiver drop */
-	r = inet_bufs_apply(o->fd, e);
+	*ret_what = MK_BUFS;
+	r = inet_bufs_set(o->fd, e, fresh, now);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
+		return r;
 	socklen_t sl = inet_mkaddr(&src, (int)e->family, e->src.data, e->src.len, (uint16_t)e->src_port);
 	socklen_t dl = inet_mkaddr(&dst, (int)e->family, e->dst.data, e->dst.len, (uint16_t)e->dst_port);
+	*ret_what = MK_REPAIR;
 	o->repair = true;
-	r = inet_tcp_restore(o->fd, e->tcp, &src, sl, &dst, dl, &step);
+	return inet_tcp_restore(o->fd, e->tcp, &src, sl, &dst, dl, now, step);
+}
+
+/* An established connection, left in repair mode. */
+static int make_tcp(struct rst_ctx *ctx, struct inet_robj *o)
+{
+	const InetOpt *bad = NULL;
+	const char *step = NULL;
+	int what = 0;
+	int r = make_tcp_core(o, NULL, &what, &bad, &step);
+	if (r >= 0)
+		return 0;
+	if (what == MK_OPT)
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     bad ? inet_opt_find(bad->level, bad->name)->text : "(linger, timeouts or "
+			     "device)", strerror(-r));
+	if (what == MK_BUFS)
+		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
 	if (r == -EPERM && step && !strcmp(step, "TCP_REPAIR"))
 		return RFAIL(ctx, o, r, "restoring an established connection needs TCP_REPAIR, "
 			     "which needs CAP_NET_ADMIN");
-	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot restore the connection (%s): %s", step,
-			     r == -EADDRINUSE || r == -EADDRNOTAVAIL
-				     ? "the address is in use or not available on this host"
-				     : strerror(-r));
-	return 0;
+	return RFAIL(ctx, o, r, "cannot restore the connection (%s): %s", step,
+		     r == -EADDRINUSE || r == -EADDRNOTAVAIL
+			     ? "the address is in use or not available on this host"
+			     : strerror(-r));
+}
+
+/*
+ * The established connections of the root's namespace made by threads
+ * (both cores: a socket in repair mode is independent of every other
+ * until fdtable passes it in). One that fails is closed (in repair mode:
+ * nothing goes out) and left for make_pass's loop, which makes it again
+ * and says why it fails.
+ */
+#define MK_THREADS 4
+#define MK_PIN_MIN 256 /* sockets from which restore_end unpins its threads */
+
+struct mk {
+	struct inet_robj **v;
+	int fresh[2][2]; /* a new TCP socket's SO_SNDBUF, SO_RCVBUF: IPv4, IPv6 */
+	bool have[2];	 /* fresh[f] known */
+};
+
+static void mk_one(void *arg, size_t i, unsigned slot)
+{
+	struct mk *m = arg;
+	struct inet_robj *o = m->v[i];
+	const InetOpt *bad;
+	const char *step;
+	int what;
+	(void)slot;
+	o->fd = socket((int)o->e->family, (int)o->e->type | SOCK_CLOEXEC, (int)o->e->proto);
+	if (o->fd < 0 ||
+	    make_tcp_core(o, m->have[o->e->family != AF_INET] ? m->fresh[o->e->family != AF_INET] : NULL,
+			  &what, &bad, &step) >= 0)
+		return;
+	close(o->fd);
+	o->fd = -1;
+	o->repair = false;
+}
+
+static void make_tcp_par(struct rst_ctx *ctx)
+{
+	unsigned th = par_cpus();
+	size_t n = 0;
+	if (th < 2 || (ctx->flags & RESTART_VERIFY))
+		return;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_robj *o = ob->ptr;
+		n += o->e->tcp && !o->e->netns && o->fd < 0;
+	}
+	_cleanup_free_ struct inet_robj **v = n ? malloc(n * sizeof(*v)) : NULL;
+	if (!v)
+		return;
+	n = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+		struct inet_robj *o = ob->ptr;
+		if (o->e->tcp && !o->e->netns && o->fd < 0)
+			v[n++] = o;
+	}
+	/* a new socket's buffer sizes, the same for every one of a family
+	 * (the namespace's tcp_wmem, tcp_rmem): two getsockopt fewer each */
+	struct mk m = { .v = v };
+	for (int f = 0; f < 2; f++) {
+		_cleanup_close_ int s = socket(f ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		socklen_t l = sizeof(int);
+		m.have[f] = s >= 0 && getsockopt(s, SOL_SOCKET, SO_SNDBUF, &m.fresh[f][0], &l) == 0 &&
+			    getsockopt(s, SOL_SOCKET, SO_RCVBUF, &m.fresh[f][1], &l) == 0;
+	}
+	unsigned used = par_for(n, th < MK_THREADS ? th : MK_THREADS, mk_one, &m);
+	log_debug(&ctx->log, "inet: %zu connection(s) made by %u thread(s)", n, used);
 }
 
 /* RESTART_VERIFY, a dry run beside the live original (which holds the
@@ -1518,8 +1741,11 @@ static int inet_prepare(struct rst_ctx *ctx)
 	 * namespace (ckpt's thread is in the root's, and enters another for
 	 * the sockets of its tasks, once for each namespace and pass) */
 	int r = 0;
-	for (int pass = 0; r >= 0 && pass < 4; pass++)
+	for (int pass = 0; r >= 0 && pass < 4; pass++) {
+		if (pass == 1)
+			make_tcp_par(ctx);
 		r = make_pass(ctx, pass % 2, pass < 2);
+	}
 	int r2 = netns_rst_enter(ctx, 0);
 	if (r2 < 0 && r >= 0)
 		r = log_fail(&ctx->log, r2, "inet: cannot go back to the root's network namespace: "
@@ -1568,54 +1794,105 @@ static int connect_again(struct inet_robj *o)
 }
 
 /* Every socket exists: connections leave repair mode, then the rest. */
-static int finish_one(struct rst_ctx *ctx, struct inet_robj *o)
+/* What finish_core() failed at (its message). */
+enum fin_step { FIN_CONNECT = 1, FIN_RESET, FIN_REPAIR, FIN_SEND, FIN_BUFS, FIN_OPT, FIN_FLAGS };
+
+/* One socket out of repair mode, its last options; nothing logged. */
+static int finish_core(unsigned flags, struct inet_robj *o, int *ret_what, const InetOpt **bad)
 {
 	const InetSkEntry *e = o->e;
-	const InetOpt *bad = NULL;
 	int r;
 
+	*ret_what = FIN_CONNECT;
 	if (e->state == INET_ST_SYN_SENT && (r = connect_again(o)) < 0)
-		return RFAIL(ctx, o, r, "cannot connect again: %s", strerror(-r));
-	if (e->tcp && o->repair && (ctx->flags & RESTART_CONN_RESET)) {
+		return r;
+	if (e->tcp && o->repair && (flags & RESTART_CONN_RESET)) {
 		/* --tcp-close: out of repair mode without a probe, then a
 		 * disconnect: a reset to the peer, ECONNRESET to the program */
 		struct sockaddr un = { .sa_family = AF_UNSPEC };
+		*ret_what = FIN_RESET;
 		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF_NO_WP);
 		if (r == 0 && connect(o->fd, &un, sizeof(un)) < 0)
 			r = -errno;
 		if (r < 0)
-			return RFAIL(ctx, o, r, "cannot reset the connection: %s", strerror(-r));
+			return r;
 		/* as a reset received leaves it: reads end of file after the
 		 * error, writes EPIPE (on a closed socket shutdown says
 		 * ENOTCONN, and still marks it) */
 		shutdown(o->fd, SHUT_RDWR);
 		o->repair = false;
 	} else if (e->tcp && o->repair) {
+		*ret_what = FIN_REPAIR;
 		r = inet_tcp_repair(o->fd, TCP_REPAIR_OFF);
 		if (r < 0)
-			return RFAIL(ctx, o, r, "cannot leave repair mode: %s", strerror(-r));
+			return r;
 		o->repair = false;
 		/* leaving repair mode cleared SO_REUSEADDR */
+		*ret_what = FIN_SEND;
 		r = reuse_again(o->fd, e);
 		if (r == 0)
 			r = send_all(o->fd, e->tcp->sendq.data + e->tcp->sendq.len - e->tcp->unsent,
 				     e->tcp->unsent);
 		if (r < 0)
-			return RFAIL(ctx, o, r, "cannot send what was not sent yet: %s",
-				     strerror(-r));
+			return r;
 	}
+	*ret_what = FIN_BUFS;
 	r = inet_bufs_apply(o->fd, e);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
-	r = inet_opts_apply(o->fd, e, false, true, &bad);
+		return r;
+	*ret_what = FIN_OPT;
+	r = inet_opts_apply(o->fd, e, false, true, bad);
 	if (r < 0)
-		return RFAIL(ctx, o, r, "cannot set option %s: %s",
-			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+		return r;
 	/* added to what is there: fdtable's restore_end may set O_ASYNC */
+	*ret_what = FIN_FLAGS;
 	int fl = e->flags ? fcntl(o->fd, F_GETFL) : 0; /* none to add: no system call */
 	if (e->flags && (fl < 0 || fcntl(o->fd, F_SETFL, fl | (int)e->flags) < 0))
-		return RFAIL(ctx, o, -errno, "cannot set its file flags: %m");
+		return -errno;
 	return 0;
+}
+
+static int finish_fail(struct rst_ctx *ctx, struct inet_robj *o, int r, int what,
+		       const InetOpt *bad)
+{
+	switch (what) {
+	case FIN_CONNECT:
+		return RFAIL(ctx, o, r, "cannot connect again: %s", strerror(-r));
+	case FIN_RESET:
+		return RFAIL(ctx, o, r, "cannot reset the connection: %s", strerror(-r));
+	case FIN_REPAIR:
+		return RFAIL(ctx, o, r, "cannot leave repair mode: %s", strerror(-r));
+	case FIN_SEND:
+		return RFAIL(ctx, o, r, "cannot send what was not sent yet: %s", strerror(-r));
+	case FIN_BUFS:
+		return RFAIL(ctx, o, r, "cannot set its buffer sizes: %s", strerror(-r));
+	case FIN_OPT:
+		return RFAIL(ctx, o, r, "cannot set option %s: %s",
+			     inet_opt_find(bad->level, bad->name)->text, strerror(-r));
+	default:
+		return RFAIL(ctx, o, r, "cannot set its file flags: %s", strerror(-r));
+	}
+}
+
+/*
+ * The established connections finished by threads (each is independent
+ * of the others; the network lock holds their packets until the tree
+ * runs), the other sockets after them in order. A failure is kept in its
+ * object and reported by the caller's thread, the first in order.
+ */
+struct fin {
+	struct inet_robj **v;
+	int *err, *what;
+	const InetOpt **bad;
+	unsigned flags;
+};
+
+static void fin_one(void *arg, size_t i, unsigned slot)
+{
+	struct fin *f = arg;
+	(void)slot;
+	f->err[i] = finish_core(f->flags, f->v[i], &f->what[i], &f->bad[i]);
+	f->v[i]->finished = true;
 }
 
 static int inet_restore_end(struct rst_ctx *ctx)
@@ -1624,10 +1901,46 @@ static int inet_restore_end(struct rst_ctx *ctx)
 	 * so that no peer hears of them */
 	if (ctx->flags & (RESTART_VERIFY | RESTART_GHOST))
 		return 0;
+	size_t n = 0;
+	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));)
+		n++;
+	_cleanup_free_ struct inet_robj **v = malloc((n ? n : 1) * sizeof(*v));
+	_cleanup_free_ int *err = calloc(n ? n : 1, 2 * sizeof(*err));
+	_cleanup_free_ const InetOpt **bad = calloc(n ? n : 1, sizeof(*bad));
+	/* ckpt's thread pinned to one CPU while it makes a small tree
+	 * (restart.c pin_cpu): its CPUs of before for the threads (which
+	 * inherit them) while no task runs, then the one CPU again */
+	cpu_set_t one;
+	bool repin = ctx->affinity && n > MK_PIN_MIN &&
+		     sched_getaffinity(0, sizeof(one), &one) == 0 &&
+		     sched_setaffinity(0, sizeof(*ctx->affinity), ctx->affinity) == 0;
+	unsigned th = par_cpus();
+	size_t m = 0;
+	if (v && err && bad && th > 1) {
+		for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
+			struct inet_robj *o = ob->ptr;
+			if (o->e->tcp && o->repair && o->fd >= 0)
+				v[m++] = o;
+		}
+		struct fin f = { v, err, err + n, bad, ctx->flags };
+		par_for(m, th < MK_THREADS ? th : MK_THREADS, fin_one, &f);
+		if (repin)
+			(void)sched_setaffinity(0, sizeof(one), &one);
+		repin = false;
+		for (size_t i = 0; i < m; i++)
+			if (err[i] < 0)
+				return finish_fail(ctx, v[i], err[i], err[n + i], bad[i]);
+	}
+	if (repin)
+		(void)sched_setaffinity(0, sizeof(one), &one);
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
-		int r = finish_one(ctx, ob->ptr);
+		struct inet_robj *o = ob->ptr;
+		if (o->finished)
+			continue;
+		const InetOpt *b = NULL;
+		int what = 0, r = finish_core(ctx->flags, o, &what, &b);
 		if (r < 0)
-			return r;
+			return finish_fail(ctx, o, r, what, b);
 	}
 	return 0;
 }
@@ -1676,6 +1989,7 @@ const struct kind_ops inet_ops = {
 	.fd_get = inet_fd_get,
 	.collect_end = inet_collect_end,
 	.dump = inet_dump,
+	.finish = inet_finish,
 	.after_kill = inet_after_kill,
 	.check_restore = inet_check_restore,
 	.load = inet_load,

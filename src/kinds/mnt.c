@@ -634,13 +634,10 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 }
 
 /* stat of /proc/PID[/task/TID]/ns/mnt into st: 0, or -errno */
-static int mntns_ident(pid_t pid, pid_t tid, struct stat *st)
+static int mntns_ident(pid_t pid, struct stat *st)
 {
 	char path[64];
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/ns/mnt", pid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
 	return stat(path, st) < 0 ? -errno : 0;
 }
 
@@ -656,10 +653,18 @@ static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
 	struct stat rs, ts;
 	if (t->zombie)
 		return 0;
-	int r = mntns_ident(root->pid, 0, &rs);
+	int r = mntns_ident(root->pid, &rs);
+	_cleanup_free_ struct ns_thread_stat *ths = ns_threads_stat(t, "mnt");
+	if (!ths)
+		return -ENOMEM;
 	for (size_t j = 0; r >= 0 && j < t->nthreads + (t != root); j++) {
 		pid_t tid = j < t->nthreads ? t->threads[j].pid : 0;
-		r = mntns_ident(t->pid, tid, &ts);
+		if (tid) {
+			r = ths[j].err;
+			ts = ths[j].st;
+		} else {
+			r = mntns_ident(t->pid, &ts);
+		}
 		if (r >= 0 && (ts.st_ino != rs.st_ino || ts.st_dev != rs.st_dev))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d%s%.0d: in another mount namespace (mnt:[%lu]) than the "

@@ -71,6 +71,7 @@
 
 #include "core/ctx.h"
 #include "kinds/netns.h"
+#include "kinds/ns.h"
 #include "net/nat.h"
 #include "net/ct.h"
 #include "net/rtnl.h"
@@ -502,14 +503,16 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct stat st, ts;
-	char path[64];
 	if (t->zombie)
 		return 0;
 	int r = ns_ident(t->pid, &st);
+	_cleanup_free_ struct ns_thread_stat *ths = ns_threads_stat(t, "net");
+	if (!ths)
+		return -ENOMEM;
 	for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/ns/net", t->pid, t->threads[j].pid);
-		if (stat(path, &ts) < 0)
-			r = -errno;
+		ts = ths[j].st;
+		if (ths[j].err < 0)
+			r = ths[j].err;
 		else if (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev)
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d thread %d: in another network namespace (net:[%lu]) "

@@ -17,6 +17,7 @@
  * namespace, tty's ptys in that devpts) and before anything forks.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "kinds/mnt.h"
 #include "kinds/ns.h"
 #include "util/cleanup.h"
+#include "util/par.h"
 #include "util/userns.h"
 
 enum { NS_ENTRY = REC_TYPE(KID_ns, 1) };
@@ -421,3 +423,35 @@ const struct kind_ops ns_ops = {
 	.free_rstate = rst_free_msg,
 	.descriptor = ns_descriptor,
 };
+
+struct ns_stat {
+	const struct task *t;
+	int dfd;
+	const char *name;
+	struct ns_thread_stat *v;
+};
+
+static void ns_stat_one(void *arg, size_t i, unsigned slot)
+{
+	struct ns_stat *a = arg;
+	char path[48];
+	(void)slot;
+	snprintf(path, sizeof(path), "%d/ns/%s", a->t->threads[i].pid, a->name);
+	a->v[i].err = fstatat(a->dfd, path, &a->v[i].st, 0) < 0 ? -errno : 0;
+}
+
+struct ns_thread_stat *ns_threads_stat(const struct task *t, const char *name)
+{
+	char path[48];
+	struct ns_thread_stat *v = calloc(t->nthreads ? t->nthreads : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	/* relative to the process's task directory: a shorter walk each */
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ns_stat a = { .t = t, .dfd = dfd, .name = name, .v = v };
+	par_for(t->nthreads, t->nthreads >= 32 ? par_cpus() : 1, ns_stat_one, &a);
+	if (dfd >= 0)
+		close(dfd);
+	return v;
+}

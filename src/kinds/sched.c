@@ -40,6 +40,7 @@
 #include "kinds/checks.h"
 #include "sched.pb-c.h"
 #include "util/cleanup.h"
+#include "util/par.h"
 
 enum { SCHED_ENTRY = REC_TYPE(KID_sched, 1) };
 
@@ -73,6 +74,7 @@ struct sched_ckpt {
 	SchedEntry e;
 	uint8_t affinity[AFFINITY_MAX];
 	int membarrier_call; /* the probe (a process's) */
+	bool read;           /* a thread's, read with its siblings' */
 };
 
 static int sched_probe(struct ckpt_ctx *ctx, struct task *t)
@@ -90,7 +92,7 @@ static int sched_probe(struct ckpt_ctx *ctx, struct task *t)
 static int read_u32_file(pid_t pid, const char *name, long long *ret)
 {
 	_cleanup_free_ char *text = NULL;
-	int r = proc_read(pid, name, &text, NULL);
+	int r = proc_read_one(pid, name, &text);
 	if (r < 0)
 		return r;
 	char *end;
@@ -132,17 +134,15 @@ static int collect_process(struct ckpt_ctx *ctx, struct task *t, struct sched_ck
 	return 0;
 }
 
-static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
+/* What sched_collect reads of a task, into k (k->e initialized): 0, or
+ * -errno with *what the call that failed (nothing logged). */
+static int read_sched(pid_t pid, struct sched_ckpt *k, const char **what)
 {
-	struct sched_ckpt *k = task_state(t, KIND_sched, sizeof(*k));
 	struct sched_attr attr = { 0 };
 
-	if (!k)
-		return -ENOMEM;
-	sched_entry__init(&k->e);
-	if (syscall(SYS_sched_getattr, t->pid, &attr, sizeof(attr), 0) < 0)
-		return log_fail(&ctx->log, -errno, "pid %d: cannot read its scheduling policy: %m",
-				t->pid);
+	*what = "scheduling policy";
+	if (syscall(SYS_sched_getattr, pid, &attr, sizeof(attr), 0) < 0)
+		return -errno;
 	k->e.policy = attr.sched_policy;
 	k->e.flags = attr.sched_flags;
 	k->e.nice = attr.sched_nice;
@@ -159,22 +159,56 @@ static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
 		k->e.util_min = attr.sched_util_min;
 		k->e.util_max = attr.sched_util_max;
 	}
-	long n = syscall(SYS_sched_getaffinity, t->pid, sizeof(k->affinity), k->affinity);
+	*what = "CPU affinity";
+	long n = syscall(SYS_sched_getaffinity, pid, sizeof(k->affinity), k->affinity);
 	if (n < 0)
-		return log_fail(&ctx->log, -errno, "pid %d: cannot read its CPU affinity: %m",
-				t->pid);
+		return -errno;
 	k->e.affinity.data = k->affinity;
 	k->e.affinity.len = (size_t)n;
-	long prio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, t->pid);
+	long prio = syscall(SYS_ioprio_get, IOPRIO_WHO_PROCESS, pid);
 	if (prio > 0) {
 		k->e.has_ioprio = true;
 		k->e.ioprio = (uint32_t)prio;
 	}
 	long long uid;
-	if (read_u32_file(t->pid, "loginuid", &uid) == 0) {
+	if (read_u32_file(pid, "loginuid", &uid) == 0) {
 		k->e.has_loginuid = true;
 		k->e.loginuid = (uint32_t)uid;
 	}
+	return 0;
+}
+
+/* A thread's, read ahead by its process's collect (read_threads) */
+static void read_thread(void *arg, size_t i, unsigned slot)
+{
+	struct task *th = &((struct task *)arg)->threads[i];
+	struct sched_ckpt *k = th->kstate[KIND_sched];
+	const char *what;
+	(void)slot;
+	if (!k)
+		return;
+	sched_entry__init(&k->e);
+	k->read = read_sched(th->pid, k, &what) == 0;
+}
+
+static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct sched_ckpt *k = task_state(t, KIND_sched, sizeof(*k));
+	const char *what;
+
+	if (!k)
+		return -ENOMEM;
+	/* many threads: read on every CPU, each one's state its own; one
+	 * that failed is read again below, which tells why */
+	if (!t->leader && t->nthreads >= 32)
+		par_for(t->nthreads, par_cpus(), read_thread, t);
+	if (k->read)
+		return 0;
+	sched_entry__init(&k->e);
+	int r = read_sched(t->pid, k, &what);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its %s: %s", t->pid, what,
+				strerror(-r));
 	return t->leader ? 0 : collect_process(ctx, t, k);
 }
 

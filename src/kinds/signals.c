@@ -30,8 +30,6 @@ enum { SIGNALS_ENTRY = REC_TYPE(KID_signals, 1) };
 
 struct signals_ckpt {
 	SignalsEntry e;
-	SigactionEntry act[NSIG_K];
-	SigactionEntry *pact[NSIG_K];
 	SiginfoEntry *pend;
 	SiginfoEntry **ppend;
 	uint8_t (*info)[128];
@@ -41,7 +39,17 @@ struct signals_ckpt {
 	size_t nsigs;
 	int first_call;
 	uint64_t act_at, ss_at;
+	/* a process's actions; a thread has none, and no room for them (5 KiB
+	 * less for each of 1,000 threads: pages not faulted in) */
+	SigactionEntry *pact[NSIG_K];
+	SigactionEntry act[NSIG_K];
 };
+
+static struct signals_ckpt *state_of(struct task *t)
+{
+	return task_state(t, KIND_signals,
+			  t->leader ? offsetof(struct signals_ckpt, pact) : sizeof(struct signals_ckpt));
+}
 
 static int collect_pending(struct ckpt_ctx *ctx, struct task *t, struct signals_ckpt *k)
 {
@@ -110,7 +118,7 @@ fail:
 /* The actions (of a process) and the sigaltstack, in the task's probes. */
 static int signals_probe(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct signals_ckpt *k = task_state(t, KIND_signals, sizeof(*k));
+	struct signals_ckpt *k = state_of(t);
 	uint64_t set = t->status.sig_cgt | t->status.sig_ign;
 	(void)ctx;
 
@@ -148,7 +156,7 @@ static long probe_ret_at(const struct task *t, const struct signals_ckpt *k, siz
 
 static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct signals_ckpt *k = task_state(t, KIND_signals, sizeof(*k));
+	struct signals_ckpt *k = state_of(t);
 	struct puppet *p = &t->pup;
 
 	if (!k)
@@ -174,7 +182,7 @@ static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 		a->mask = ka.mask;
 		k->pact[k->e.n_actions++] = a;
 	}
-	k->e.actions = k->pact;
+	k->e.actions = k->e.n_actions ? k->pact : NULL;
 	k->e.blocked = p->sigmask0;
 
 	stack_t ss;

@@ -47,6 +47,10 @@ struct task_ckpt {
 	/* from probe to collect: the calls asked, and /proc/PID/status */
 	struct task_probes *pb;
 	char *status;
+	/* PR_SCHED_CORE_GET failed with EINVAL or ENODEV (a kernel without
+	 * core scheduling, a machine without SMT): not asked again for the
+	 * process's threads */
+	bool no_core_sched;
 };
 
 #ifndef ARCH_GET_CPUID
@@ -216,7 +220,7 @@ static int task_probe(struct ckpt_ctx *ctx, struct task *t)
 		return -ENOMEM;
 	/* read a moment ago by ckpt (step "collect"), or now */
 	k->status = TAKE_PTR(t->status_text);
-	if (!k->status && proc_read(t->pid, "status", &k->status, NULL) < 0)
+	if (!k->status && proc_read_one(t->pid, "status", &k->status) < 0)
 		k->status = NULL;
 	k->pb = malloc(sizeof(*k->pb));
 	if (!k->pb)
@@ -307,12 +311,19 @@ static int refuse_unsaved(struct ckpt_ctx *ctx, struct task *t, const struct tas
 	} sud = { 0 };
 	uint64_t cookie = 0;
 	const char *what = NULL;
+	const struct task_ckpt *lk = t->leader ? t->leader->kstate[KIND_task] : NULL;
+	struct task_ckpt *k = t->kstate[KIND_task];
+	int core = -1;
 
+	if (!(lk && lk->no_core_sched)) {
+		core = prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, t->pid, 0 /* PIDTYPE_PID */,
+			     (unsigned long)&cookie);
+		if (core < 0 && (errno == EINVAL || errno == ENODEV) && k)
+			k->no_core_sched = true;
+	}
 	if (puppet_sud_config(&t->pup, &sud, sizeof(sud)) > 0 && sud.mode)
 		what = "syscall user dispatch (PR_SET_SYSCALL_USER_DISPATCH) is on";
-	else if (prctl(PR_SCHED_CORE, PR_SCHED_CORE_GET, t->pid, 0 /* PIDTYPE_PID */,
-		       (unsigned long)&cookie) == 0 &&
-		 cookie)
+	else if (core == 0 && cookie)
 		what = "it has a core-scheduling cookie (PR_SCHED_CORE), which cannot be made "
 		       "again with its value";
 	else if (probe_ret(pb, P_IOFLUSH) == 1)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "core/netlock.h"
 #include "util/proc.h"
 #include "kinds/fdtable.h"
 #include "kinds/netns.h"
@@ -34,7 +35,8 @@
 #include "util/cleanup.h"
 
 /* The unix sockets among t's fds (fdtable_links: the links read once). */
-static int task_unix_fds(struct task *t, struct sockfd **ret, size_t *ret_n)
+static int task_unix_fds(const struct ckpt_ctx *ctx, struct task *t, struct sockfd **ret,
+			 size_t *ret_n)
 {
 	const struct fd_link *links;
 	size_t nfds, n = 0;
@@ -49,8 +51,11 @@ static int task_unix_fds(struct task *t, struct sockfd **ret, size_t *ret_n)
 	for (size_t i = 0; i < nfds; i++) {
 		struct fd_info fi = {.pid = t->pid, .fd = links[i].fd, .copy = -1};
 		fi.st.st_mode = S_IFSOCK;
+		/* a TCP socket the network lock's dump saw: no protocol name
+		 * asked (getxattr by path) */
 		if (!strncmp(links[i].link, "socket:[", 8) &&
-		    sscanf(links[i].link, "socket:[%lu]", &ino) == 1 && unix_fd_claim(&fi))
+		    sscanf(links[i].link, "socket:[%lu]", &ino) == 1 && !ckpt_tcp_seen(ctx, ino) &&
+		    unix_fd_claim(&fi))
 			v[n++] = (struct sockfd){.fd = fi.fd, .ino = (uint32_t)ino};
 	}
 	*ret = v;
@@ -361,7 +366,7 @@ int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 	_cleanup_free_ uint32_t *done = NULL;
 	struct unix_obj *reg;
 	size_t n = 0, ndone = 0;
-	int r = task_unix_fds(t, &fds, &n);
+	int r = task_unix_fds(ctx, t, &fds, &n);
 
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot list its sockets: %s", t->pid,

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -13,8 +14,11 @@
 
 #define DIAG_BUF (1u << 16) /* a 10,000-socket dump in few reads */
 
-int tcp_diag_dump(int fd, int family, uint32_t states,
-		  int (*fn)(const struct inet_diag_msg *m, void *arg), void *arg)
+static int dump(int fd, int family, uint32_t states, uint8_t ext,
+		int (*fn)(const struct inet_diag_msg *m, void *arg),
+		int (*fn_ext)(const struct inet_diag_msg *m, const struct rtattr *a, size_t len,
+			      void *arg),
+		void *arg)
 {
 	struct {
 		struct nlmsghdr h;
@@ -23,7 +27,7 @@ int tcp_diag_dump(int fd, int family, uint32_t states,
 		.h = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
 		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
 		.r = { .sdiag_family = (uint8_t)family, .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = states },
+		       .idiag_ext = ext, .idiag_states = states },
 	};
 	if (send(fd, &req, sizeof(req), 0) < 0)
 		return -errno;
@@ -47,9 +51,26 @@ int tcp_diag_dump(int fd, int family, uint32_t states,
 			}
 			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
 				continue;
-			int r = fn(NLMSG_DATA(h), arg);
+			const struct inet_diag_msg *m = NLMSG_DATA(h);
+			size_t al = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+			int r = fn ? fn(m, arg)
+				   : fn_ext(m, (const struct rtattr *)(m + 1), al, arg);
 			if (r < 0)
 				return r;
 		}
 	}
+}
+
+int tcp_diag_dump(int fd, int family, uint32_t states,
+		  int (*fn)(const struct inet_diag_msg *m, void *arg), void *arg)
+{
+	return dump(fd, family, states, 0, fn, NULL, arg);
+}
+
+int tcp_diag_dump_ext(int fd, int family, uint32_t states, uint8_t ext,
+		      int (*fn)(const struct inet_diag_msg *m, const struct rtattr *a, size_t len,
+				void *arg),
+		      void *arg)
+{
+	return dump(fd, family, states, ext, NULL, fn, arg);
 }

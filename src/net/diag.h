@@ -8,6 +8,7 @@
 #define CKPT_NET_DIAG_H
 
 #include <linux/inet_diag.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -19,5 +20,12 @@
 int tcp_diag_dump(int fd, int family, uint32_t states,
 		  int (*fn)(const struct inet_diag_msg *m, void *arg), void *arg)
 	__attribute__((warn_unused_result));
+/* The same, asking the extensions of ext (1 << (INET_DIAG_x - 1)), each
+ * message given with its attributes (a, len bytes: RTA_OK, RTA_NEXT). */
+struct rtattr;
+int tcp_diag_dump_ext(int fd, int family, uint32_t states, uint8_t ext,
+		      int (*fn)(const struct inet_diag_msg *m, const struct rtattr *a, size_t len,
+				void *arg),
+		      void *arg) __attribute__((warn_unused_result));
 
 #endif

@@ -157,7 +157,8 @@ int puppet_guard_end(struct puppet_guard *g)
 
 /* ---- the guardian ---- */
 
-/* A bump allocator on mmap: nothing is freed before the guardian exits. */
+/* A bump allocator on mmap: nothing is freed before the guardian exits, and
+ * what it gives is zero (fresh anonymous memory, never given twice). */
 struct arena {
 	char *cur;
 	size_t left;
@@ -245,10 +246,12 @@ static struct gtask *add(struct gstate *s, pid_t pid)
 {
 	if (2 * (s->n + 1) > s->cap) {
 		struct gstate ns = { .cap = s->cap ? 2 * s->cap : 256 };
+		/* zero already: the arena's memory is fresh mappings, never
+		 * reused (a memset touched every page of the 2,048 slots'
+		 * table of 1,000 threads, and of each smaller one before it) */
 		ns.tab = arena_alloc(&s->arena, ns.cap * sizeof(*ns.tab));
 		if (!ns.tab)
 			return NULL;
-		memset(ns.tab, 0, ns.cap * sizeof(*ns.tab));
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->tab[i].used)
 				ns.tab[slot_of(&ns, s->tab[i].p.pid)] = s->tab[i];
@@ -393,7 +396,7 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
  */
 static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool *done)
 {
-	for (int round = 0; round < 20000; round++) {
+	for (int round = 0; round < 20040; round++) {
 		size_t left = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct gtask *t = done[i] ? NULL : find(s, in[i].pid);
@@ -408,7 +411,10 @@ static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_
 		}
 		if (!left)
 			return;
-		usleep(500);
+		/* a killed thread is usually gone within tens of microseconds:
+		 * looked for again soon at first (a 500 us step made the kill
+		 * of 1,000 threads, 16 a request, 30 ms longer) */
+		usleep(round < 40 ? 50 : 500);
 	}
 }
 

@@ -78,6 +78,12 @@ static int wait_stop_bounded(struct puppet *p, int *status)
 {
 	if (!p->stop_timeout_ms)
 		return wait_task(p->pid, status);
+	/* a stop there already (the many seized together) needs no alarm */
+	pid_t w = waitpid(p->pid, status, __WALL | WNOHANG);
+	if (w == p->pid)
+		return 0;
+	if (w < 0 && errno != EINTR)
+		return -errno;
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {

@@ -82,11 +82,11 @@ int proc_read(pid_t pid, const char *name, char **ret_text, size_t *ret_len)
 	return 0;
 }
 
-int proc_read_single(int dirfd, const char *name, char **ret_text)
+static int read_single(int dirfd, const char *name, size_t cap, char **ret_text)
 {
 	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	_cleanup_free_ char *buf = NULL;
-	size_t cap = 1024, len = 0;
+	size_t len = 0;
 
 	if (fd < 0)
 		return -errno;
@@ -109,8 +109,26 @@ int proc_read_single(int dirfd, const char *name, char **ret_text)
 		cap *= 2;
 	}
 	buf[len] = '\0';
-	*ret_text = TAKE_PTR(buf);
+	/* kept by many (a thread's status until its dump): no room unused */
+	char *fit = len + 1 < cap ? realloc(buf, len + 1) : NULL;
+	*ret_text = fit ? fit : TAKE_PTR(buf);
+	if (fit)
+		buf = NULL;
 	return 0;
+}
+
+int proc_read_single(int dirfd, const char *name, char **ret_text)
+{
+	return read_single(dirfd, name, 1024, ret_text);
+}
+
+int proc_read_one(pid_t pid, const char *name, char **ret_text)
+{
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	if (pid <= 0 || n < 0 || (size_t)n >= sizeof(path))
+		return -EINVAL;
+	return read_single(AT_FDCWD, path, 2048, ret_text);
 }
 
 /* --- span helpers ---------------------------------------------------- */

@@ -24,6 +24,11 @@ int proc_read(pid_t pid, const char *name, char **ret_text, size_t *ret_len)
  * malloc'd. */
 int proc_read_single(int dirfd, const char *name, char **ret_text)
 	__attribute__((warn_unused_result));
+/* The same for /proc/PID/NAME (pid > 0), a file of one record (status,
+ * stat, task/TID/stat, cgroup, loginuid...), read into a buffer of 2 KiB
+ * first; the text keeps no room unused. */
+int proc_read_one(pid_t pid, const char *name, char **ret_text)
+	__attribute__((warn_unused_result));
 
 /* --- maps / smaps ---------------------------------------------------- */
 

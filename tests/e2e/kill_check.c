@@ -8,6 +8,10 @@
  *              limit rejects the image)
  *   rich       a unix listener bound to "sock", an flock on "lockfile", a
  *              pty pair
+ *   tcp        a loopback TCP connection, both ends SO_REUSEADDR, 3 bytes
+ *              unread each way (read in repair mode by a checkpoint that is
+ *              then refused: SO_REUSEADDR and no repair queue selected must
+ *              be back, the bytes there, one more byte passes each way)
  * After the wake it checks from inside: its ids and groups are what they
  * were (and, by test_check_common, its pid), the listener still answers
  * at "sock", the lock is still its own, the pty passes data, fd 1000 is
@@ -15,8 +19,11 @@
  */
 #include "lib.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +74,52 @@ static void check_rich(const struct rich *r)
 	expect(atoi(ptsname(r->ptm) + strlen("/dev/pts/")) == r->index, "pty index changed");
 }
 
+static void make_tcp(int *c, int *s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 || *c < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(*c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) < 0 ||
+	    connect(*c, (struct sockaddr *)&a, sizeof(a)) < 0 || (*s = accept(l, NULL, NULL)) < 0)
+		fail("tcp pair: %s", strerror(errno));
+	close(l);
+	if (write(*c, "abc", 3) != 3 || write(*s, "xyz", 3) != 3)
+		fail("tcp write: %s", strerror(errno));
+}
+
+static void check_tcp_end(int fd, const char *want, const char *who)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+	expect(getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, &l) == 0 && v == 1,
+	       "%s: SO_REUSEADDR %d, was 1", who, v);
+	uint32_t seq;
+	l = sizeof(seq);
+	expect(getsockopt(fd, IPPROTO_TCP, TCP_QUEUE_SEQ, &seq, &l) < 0 && errno == EINVAL,
+	       "%s: a repair queue is still selected (TCP_QUEUE_SEQ answers)", who);
+	char buf[8] = "";
+	expect(recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 3 && !memcmp(buf, want, 3),
+	       "%s: the 3 unread bytes are not there", who);
+}
+
+static void check_tcp(int c, int s)
+{
+	check_tcp_end(c, "xyz", "client");
+	check_tcp_end(s, "abc", "server");
+	char b = 0;
+	expect(write(c, "1", 1) == 1 && read(s, &b, 1) == 1 && b == '1', "client to server: no byte");
+	expect(write(s, "2", 1) == 1 && read(c, &b, 1) == 1 && b == '2', "server to client: no byte");
+}
+
 int main(int argc, char **argv)
 {
 	struct rich r = { -1, -1, -1, -1, -1 };
-	bool rich = false, hifd = false;
+	bool rich = false, hifd = false, tcp = false;
+	int tc = -1, ts = -1;
 	gid_t groups[64], after[64];
 	int n = getgroups(64, groups);
 	uid_t uid = getuid();
@@ -88,7 +137,10 @@ int main(int argc, char **argv)
 		}
 		rich |= !strcmp(argv[i], "rich");
 		hifd |= !strcmp(argv[i], "hifd");
+		tcp |= !strcmp(argv[i], "tcp");
 	}
+	if (tcp)
+		make_tcp(&tc, &ts);
 	if (hifd) {
 		int f = open("/dev/null", O_RDONLY);
 		if (f < 0 || dup2(f, 1000) != 1000)
@@ -108,5 +160,7 @@ int main(int argc, char **argv)
 		expect(fcntl(1000, F_GETFD) >= 0, "fd 1000 is not open");
 	if (rich)
 		check_rich(&r);
+	if (tcp)
+		check_tcp(tc, ts);
 	pass();
 }

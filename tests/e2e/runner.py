@@ -5930,7 +5930,8 @@ http {{
         (a supplementary group, which a user namespace's denied setgroups
         cannot give back), "file" (a file open for writing that only root
         may open now). By root: "sock" (a unix socket whose directory is
-        now read-only, so its name cannot be bound again)."""
+        now read-only, so its name cannot be bound again; with a loopback
+        TCP connection too, read in repair mode before the refusal)."""
         case = self.t["case"]
         args, drop, run = [], [], lambda fn, *a, **kw: fn(*a, **kw)
         if case != "sock":
@@ -5946,7 +5947,7 @@ http {{
             args = ["file=" + victim]
         if case == "sock":
             os.mkdir(sockdir)
-            args = ["bind=" + sock]
+            args = ["bind=" + sock, "tcp"]
         pr = self.start(prefix=drop, args=args)
         self.wait_ready()
         if self.opts.no_ckpt:

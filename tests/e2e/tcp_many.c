@@ -8,7 +8,10 @@
  * 160 connections over IPv4 and 40 over IPv6 (both ends in the process),
  * two listeners. Connection i: TCP_NODELAY on odd i, SO_KEEPALIVE with
  * TCP_KEEPIDLE/INTVL/CNT of its own on every third, TCP_USER_TIMEOUT on
- * i % 4 == 1, IP_TOS or IPV6_TCLASS (i % 8) << 2, SO_RCVBUF set (locked)
+ * i % 4 == 1, IP_TOS or IPV6_TCLASS (i % 8) << 2 (IPv4: IP_RECVERR on
+ * i % 3 == 1, IP_FREEBIND on i % 6 == 2, IP_TRANSPARENT on i % 10 == 3,
+ * IP_BIND_ADDRESS_NO_PORT on i % 5 == 4, and IP_RECVERR on the accepted end
+ * of i % 4 == 2: the IP options the network lock's dump says), SO_RCVBUF set (locked)
  * on i % 5 == 0, SO_LINGER on i % 7 == 0, O_NONBLOCK on the accepted end
  * of even i, the accepted end of i % 10 == 0 dup'ed at a second fd. The
  * client sent i + 1 bytes the server end has not read; the server end
@@ -43,7 +46,9 @@ static const struct {
 	{ IPPROTO_TCP, TCP_KEEPCNT },	{ IPPROTO_TCP, TCP_USER_TIMEOUT },
 	{ SOL_SOCKET, SO_RCVBUF },	{ SOL_SOCKET, SO_SNDBUF },
 	{ IPPROTO_IP, IP_TOS },		{ IPPROTO_IPV6, IPV6_TCLASS },
-	{ SOL_SOCKET, SO_REUSEADDR },
+	{ SOL_SOCKET, SO_REUSEADDR },	{ IPPROTO_IP, IP_RECVERR },
+	{ IPPROTO_IP, IP_FREEBIND },	{ IPPROTO_IP, IP_TRANSPARENT },
+	{ IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -153,8 +158,17 @@ static void make(int i, int l, int family, int port)
 	}
 	if (i % 4 == 1)
 		test_setopt(k->c, IPPROTO_TCP, TCP_USER_TIMEOUT, 1000 + 10 * i);
-	if (family == AF_INET)
+	if (family == AF_INET) {
 		test_setopt(k->c, IPPROTO_IP, IP_TOS, (i % 8) << 2);
+		if (i % 3 == 1)
+			test_setopt(k->c, IPPROTO_IP, IP_RECVERR, 1);
+		if (i % 6 == 2)
+			test_setopt(k->c, IPPROTO_IP, IP_FREEBIND, 1);
+		if (i % 10 == 3)
+			test_setopt(k->c, IPPROTO_IP, IP_TRANSPARENT, 1);
+		if (i % 5 == 4)
+			test_setopt(k->c, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1);
+	}
 	else
 		test_setopt(k->c, IPPROTO_IPV6, IPV6_TCLASS, (i % 8) << 2);
 	if (i % 5 == 0)
@@ -171,6 +185,8 @@ static void make(int i, int l, int family, int port)
 	k->s = accept(l, NULL, NULL);
 	if (k->s < 0)
 		fail("accept %d: %m", i);
+	if (family == AF_INET && i % 4 == 2)
+		test_setopt(k->s, IPPROTO_IP, IP_RECVERR, 1);
 	if (i % 2 == 0 && fcntl(k->s, F_SETFL, O_NONBLOCK) < 0)
 		fail("O_NONBLOCK: %m");
 	k->dup = i % 10 == 0 ? dup(k->s) : -1;
