@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int go[2], pids[2];
+static int go[2], pids[2], mpids[2]; /* X writes L's pid to pids, L its members' to mpids */
 
 static void wait_go(void)
 {
@@ -56,12 +56,12 @@ static __attribute__((noreturn)) void leader(pid_t root)
 			_exit(1);
 	}
 	kill(m[1], SIGKILL);
-	_exit(write(pids[1], m, sizeof(m)) == sizeof(m) ? 0 : 1);
+	_exit(write(mpids[1], m, sizeof(m)) == sizeof(m) ? 0 : 1);
 }
 
 int main(void)
 {
-	if (pipe(go) || pipe(pids))
+	if (pipe(go) || pipe(pids) || pipe(mpids))
 		fail("pipe: %m");
 	pid_t root = getpid(), x = fork();
 	if (x < 0)
@@ -76,7 +76,7 @@ int main(void)
 		_exit(getppid() == root ? 0 : 2);
 	}
 	pid_t l, m[3];
-	if (read(pids[0], &l, sizeof(l)) != sizeof(l) || read(pids[0], m, sizeof(m)) != sizeof(m))
+	if (read(pids[0], &l, sizeof(l)) != sizeof(l) || read(mpids[0], m, sizeof(m)) != sizeof(m))
 		fail("no pids from L");
 	int st;
 	if (waitpid(l, &st, 0) != l || !WIFEXITED(st) || WEXITSTATUS(st))
