@@ -7837,9 +7837,15 @@ http {{
         r = subprocess.run([path], stdin=subprocess.DEVNULL, capture_output=True,
                            cwd=self.dir, timeout=120)
         out = r.stdout.decode(errors="replace")
+        for name, data in (("stdout.log", r.stdout), ("stderr.log", r.stderr)):
+            with open(self.p(name), "wb") as f:  # whole, for a failure's report
+                f.write(data)
+            self.logs.append(self.p(name))
         if r.returncode != 0 or "PASS" not in out:
-            raise Fail("%s exit %d: %s %s" % (self.t["program"], r.returncode, out.strip()[-400:],
-                                              r.stderr.decode(errors="replace").strip()[-200:]))
+            err = r.stderr.decode(errors="replace").strip()
+            # a sanitizer's report says what it found at its head
+            raise Fail("%s exit %d: %s\n--- stderr, first lines:\n%s" % (
+                self.t["program"], r.returncode, out.strip()[-400:], err[:1200]))
 
     def flow_python_api(self):
         """tests/e2e/api_python.py drives the Python binding (python/ckpt.py)
