@@ -182,7 +182,8 @@ static size_t index_after(const struct objhash *h, const struct obj *prev)
 	size_t lo = 0, hi = x->n;
 
 	if (!x->sorted) {
-		qsort(x->v, x->n, sizeof(*x->v), by_id);
+		if (x->n) /* an empty index may have no array: qsort must not see NULL */
+			qsort(x->v, x->n, sizeof(*x->v), by_id);
 		x->sorted = true;
 	}
 	if (!prev)
