@@ -165,7 +165,8 @@ static int gather(struct img_writer *w, const struct img_frame *f, const struct 
 	memcpy(w->buf + w->buf_len, f, sizeof(*f));
 	w->buf_len += sizeof(*f);
 	for (size_t i = 0; i < cnt; i++) {
-		memcpy(w->buf + w->buf_len, iov[i].iov_base, iov[i].iov_len);
+		if (iov[i].iov_len) /* an empty record may have no data pointer */
+			memcpy(w->buf + w->buf_len, iov[i].iov_base, iov[i].iov_len);
 		w->buf_len += iov[i].iov_len;
 	}
 	w->offset += sizeof(*f) + len;
