@@ -754,7 +754,7 @@ static int read_opts(int s, const struct tcp_info *ti, TcpRepair *t)
 	return 0;
 }
 
-int inet_tcp_read(int s, const struct tcp_info *ti0, bool keep_queue, TcpRepair *t)
+int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
 {
 	int outq, unsent = 0, inq, r;
 	struct qsel q = { s, -1 };
@@ -800,8 +800,7 @@ int inet_tcp_read(int s, const struct tcp_info *ti0, bool keep_queue, TcpRepair 
 	 * than inq bytes (-EAGAIN: read again); after the receive sequence
 	 * with nothing queued, or after the peek, it is in neither the
 	 * sequence nor the queue read, which agree (no second TCP_QUEUE_SEQ) */
-	if (!keep_queue || r < 0)
-		qsel_set(&q, TCP_NO_QUEUE);
+	qsel_set(&q, TCP_NO_QUEUE);
 	t->unsent = (uint32_t)unsent;
 	if (r < 0)
 		inet_tcp_free(t);

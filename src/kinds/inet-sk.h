@@ -160,14 +160,12 @@ const char *inet_proto_name(int proto);
  * Reads the established connection of s, which must be in repair mode
  * (the caller turns it on and off): *t filled, its queues malloc'ed (free
  * with inet_tcp_free). ti0, if not NULL, is its tcp_info read before repair
- * mode, used instead of another read when it says ESTABLISHED. keep_queue:
- * the receive queue stays selected when it succeeds (the next TCP_REPAIR on
- * selects none; a setsockopt less). -EAGAIN:
+ * mode, used instead of another read when it says ESTABLISHED. -EAGAIN:
  * data arrived while it was read (read it again); -EFBIG: a queue is
  * larger than INET_QUEUE_MAX.
  */
 struct tcp_info;
-int inet_tcp_read(int s, const struct tcp_info *ti0, bool keep_queue, TcpRepair *t)
+int inet_tcp_read(int s, const struct tcp_info *ti0, TcpRepair *t)
 	__attribute__((warn_unused_result));
 void inet_tcp_free(TcpRepair *t);
 

@@ -112,11 +112,6 @@ struct inet_obj {
 	int fd;
 	int copy; /* ckpt's, until the end */
 	const struct tcp_seen *seen; /* the lock's dump of it (prefetch), or NULL */
-	/* CKPT_KILL: an established connection read leaves its repair queue
-	 * selected and SO_REUSEADDR cleared (reuse: its value) for the kill;
-	 * inet_finish puts them back if the tree lives on */
-	bool lazy;
-	int reuse;
 };
 
 struct inet_robj {
@@ -301,16 +296,13 @@ static int collect_tcp(struct ckpt_ctx *ctx, const struct fd_info *fi, struct in
 				   : FAIL(ctx, r, "pid %d fd %d (inet): TCP_REPAIR: %s",
 					  fi->pid, fi->fd, strerror(-r));
 	for (int i = 0; i < 20; i++) {
-		r = inet_tcp_read(s, i ? NULL : ti, o->lazy, &o->tcp);
+		r = inet_tcp_read(s, i ? NULL : ti, &o->tcp);
 		if (r != -EAGAIN)
 			break;
 	}
 	int off = inet_tcp_repair(s, TCP_REPAIR_OFF_NO_WP);
-	o->reuse = reuse;
-	if (reuse > 0 && (!o->lazy || r < 0 || off < 0))
+	if (reuse > 0)
 		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
-	if (r < 0 || off < 0)
-		o->lazy = false;
 	if (off < 0 && r >= 0)
 		r = off;
 	if (r == -EFBIG)
@@ -669,7 +661,6 @@ static int new_obj(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *f
 	o->e.type = (uint32_t)type;
 	o->e.proto = (uint32_t)proto;
 	o->e.flags = fi->fi.flags & O_NONBLOCK;
-	o->lazy = (ctx->flags & CKPT_KILL) != 0;
 	r = read_obj(ctx, fi, o, it ? &it->defs : NULL);
 	if (r >= 0 && o->e.tcp)
 		log_tcp(ctx, o);
@@ -720,7 +711,6 @@ struct prefetch {
 	 * the task's namespace: no stat, protocol name or namespace asked),
 	 * or ino 0 and family AF_UNSPEC: no socket (not copied) */
 	const struct tcp_seen **seen;
-	bool lazy; /* CKPT_KILL (inet_obj.lazy) */
 };
 
 /* p->seen's marks of an fd the dump did not see: another socket (looked at
@@ -777,7 +767,6 @@ static void pre_read(void *arg, size_t i, unsigned slot)
 	tcp_repair__init(&o->tcp);
 	o->copy = c;
 	o->pid = p->pid;
-	o->lazy = p->lazy;
 	o->fd = p->fds[i];
 	o->e.has_netns = p->it->netns_id != 0;
 	o->e.netns = p->it->netns_id;
@@ -849,8 +838,7 @@ static void prefetch(struct ckpt_ctx *ctx, struct task *t, struct inet_task *it)
 	for (size_t i = 0; i < n; i++)
 		copy[i] = -1;
 	memset(defs, 0, sizeof(defs));
-	struct prefetch p = { it, pidfd, t->pid, fds, it->pre, copy, v4, defs, seen,
-			      (ctx->flags & CKPT_KILL) != 0 };
+	struct prefetch p = { it, pidfd, t->pid, fds, it->pre, copy, v4, defs, seen };
 	par_for(n, th, pre_copy, &p);
 	/* each inode once (two threads would read an fd and its dup at
 	 * once), none the image has (shared with a task read before); idx's
@@ -1003,41 +991,6 @@ static void inet_after_kill(struct ckpt_ctx *ctx)
 		if (err[j] < 0)
 			log_warn(&ctx->log, "pid %d fd %d (inet): cannot put it in repair mode to "
 				 "close it quietly: %s", v[j]->pid, v[j]->fd, strerror(-err[j]));
-}
-
-/* A checkpoint that failed, or that lets the tree go on: what the reads
- * left for the kill (inet_obj.lazy) put back while the tree is held: no
- * repair queue selected (TCP_REPAIR on selects none) and SO_REUSEADDR.
- * (Should ckpt die before, the program finds only those two getsockopt
- * answers changed: TCP_QUEUE_SEQ readable, SO_REUSEADDR 0.) */
-static void put_back(struct ckpt_ctx *ctx, struct inet_obj *o)
-{
-	if (!o || !o->lazy || o->copy < 0)
-		return;
-	o->lazy = false;
-	int r = inet_tcp_repair(o->copy, TCP_REPAIR_ON);
-	if (r == 0)
-		r = inet_tcp_repair(o->copy, TCP_REPAIR_OFF_NO_WP);
-	if (r == 0 && o->reuse > 0 &&
-	    setsockopt(o->copy, SOL_SOCKET, SO_REUSEADDR, &o->reuse, sizeof(o->reuse)) < 0)
-		r = -errno;
-	if (r < 0)
-		log_warn(&ctx->log, "pid %d fd %d (inet): cannot put its repair queue and "
-			 "SO_REUSEADDR back: %s", o->pid, o->fd, strerror(-r));
-}
-
-static void inet_finish(struct ckpt_ctx *ctx)
-{
-	if ((ctx->flags & CKPT_KILL) && !ctx->failed)
-		return;
-	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));)
-		put_back(ctx, ob->ptr);
-	/* read ahead, not taken (the collect stopped before their fds) */
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		struct inet_task *it = ctx->tasks[i].kstate[KIND_inet];
-		for (size_t k = 0; it && k < it->npre; k++)
-			put_back(ctx, it->pre[k].o);
-	}
 }
 
 /* Is the other end of o's connection a socket of the tree? */
@@ -1989,7 +1942,6 @@ const struct kind_ops inet_ops = {
 	.fd_get = inet_fd_get,
 	.collect_end = inet_collect_end,
 	.dump = inet_dump,
-	.finish = inet_finish,
 	.after_kill = inet_after_kill,
 	.check_restore = inet_check_restore,
 	.load = inet_load,
