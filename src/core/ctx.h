@@ -155,6 +155,10 @@ struct ckpt_ctx {
 	 * what the lock's sock_diag dump said of them, by inode (netlock.h) */
 	struct tcp_seen *tcp_seen;
 	size_t n_tcp_seen;
+	/* the connections of other namespaces than the root's whose peer is
+	 * outside the tree: where the lock found it, by inode (netlock.h) */
+	struct netns_peer *netns_peers;
+	size_t n_netns_peers;
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */

@@ -1009,20 +1009,45 @@ static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
 
 /*
  * A TCP connection of another network namespace than the root's whose
- * peer is not in the image: a peer in that namespace stays in the old one
- * and cannot reach the restored socket, and one reached through the
- * root's namespace (routed) is not tested yet. Each is named.
+ * peer is not in the image. One whose peer is a socket of ckpt's namespace
+ * (reached through the root's, routed) goes on: the lock of ckpt's
+ * namespace holds its peer's packets while the tree's namespaces are gone
+ * (netlock.c), and the restored namespace's veth pair and addresses
+ * bring the route back; but not after a migration, which takes it away
+ * from its peer. Any other is named: a peer in that same namespace stays
+ * in the old one and cannot reach the restored socket; one elsewhere
+ * (another host, another namespace, translated by a NAT) is not covered
+ * by the lock.
  */
 static int inner_peers(struct ckpt_ctx *ctx)
 {
 	int ret = 0;
+	bool migration = (ctx->flags & CKPT_KILL) && ctx->opts && ctx->opts->committed;
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *o = ob->ptr;
 		if (!o->e.netns || o->e.type != SOCK_STREAM || !o->e.has_dst || peer_in_tree(ctx, o))
 			continue;
-		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): a TCP connection of "
-				 "a network namespace other than the tree's root's, to a peer outside "
-				 "the image; not supported yet", o->pid, o->fd);
+		int where = ckpt_netns_peer(ctx, (unsigned long)ob->key);
+		if (where == NETNS_PEER_HOST && !migration)
+			continue;
+		const char *why =
+		    where == NETNS_PEER_HOST
+			? "its peer is in ckpt's network namespace, on this host, which "
+			  "a migration leaves"
+		    : where == NETNS_PEER_SAME
+			? "its peer is a socket of that same namespace outside the tree, "
+			  "which stays in the old namespace and cannot reach the restored "
+			  "one (put the peer in the tree, or reach it through the root's "
+			  "network namespace)"
+			: "its peer is neither a socket of the image, of that namespace nor "
+			  "of ckpt's network namespace (another host, or a NAT between): "
+			  "the network lock cannot hold it";
+		int r =
+		    log_fail(&ctx->log, -EOPNOTSUPP,
+			     "pid %d fd %d (inet): a TCP connection of "
+			     "a network namespace other than the tree's root's, to a peer outside "
+			     "the image: %s; not supported",
+			     o->pid, o->fd, why);
 		if (!log_gathers(&ctx->log, r))
 			return r;
 		ret = r;
@@ -1920,7 +1945,7 @@ int inet_rst_connections(struct rst_ctx *ctx, int (*cb)(const struct inet_conn *
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const InetSkEntry *e = ((struct inet_robj *)ob->ptr)->e;
 		struct inet_conn c;
-		/* another namespace's: both ends are in the image (inner_peers) */
+		/* another namespace's: locked in its own (lock_others) */
 		if (!e->tcp || e->netns)
 			continue;
 		conn_of((int)e->family, e->src.data, e->src_port, e->dst.data, e->dst_port, &c);

@@ -448,10 +448,12 @@ TESTS = [
           regex=r"\bpid (?!{pid}\b)\d+ fd [78] \(unix socket:\[\d+\]\): of a process in "
                 r"another network namespace than the tree's root's; not supported yet"),
     # a child's namespace (saved) with a TCP connection to a process outside
-    # the tree there: the network lock does not cover it
+    # the tree there: it would stay in the old namespace
     entry("refuse_netns_tcp", kind="refuse", program="refuse_netns", pargs=["tcp"],
           regex=r"\bpid (?!{pid}\b)\d+ fd 7 \(inet\): a TCP connection of a network "
-                r"namespace other than the tree's root's, to a peer outside the image"),
+                r"namespace other than the tree's root's, to a peer outside the image: its "
+                r"peer is a socket of that same namespace outside the tree, which stays in "
+                r"the old namespace"),
     # a held namespace joined by a veth pair to a named one outside the image
     entry("refuse_netns_veth", kind="refuse", program="refuse_netns", pargs=["veth"],
           regex=r"\bpid {pid}: network namespace link a0 \(veth\): its other end is neither "
@@ -476,6 +478,11 @@ TESTS = [
     # (vr0, with its address) in ckpt's, a host end
     entry("netns_multi_host", (B, T), program="netns_multi",
           log_regex=r"network lock ckpt_lock_\w+: 1 connection\(s\) locked"),
+    # a child in a network namespace of its own joined by a veth pair to the
+    # root's (ckpt's), its TCP connection to the runner's client there
+    # (routed, outside the image) kept across checkpoint --kill and restart
+    # while the client keeps sending and checking echoes
+    entry("netns_routed", (B, T), kind="netns_routed"),
     # twelve network namespaces held by fds, two of them joined by a veth pair
     entry("netns_held12", (B, T)),
     entry("tcp_reset", rst_args=["--tcp-close"]),
@@ -3893,6 +3900,110 @@ class Run:
         # process (a failed test's goes once cleanup has killed it)
         self.wait_until("the host end %s to go with its namespace" % hostif,
                         lambda: not host_addr(), [], timeout=20)
+
+    def flow_netns_routed(self):
+        """netns_routed.c, the tree's root in ckpt's network namespace, its
+        child in one of its own joined by a veth pair (host end named by the
+        runner, a free /30). The runner's client connects to the child's
+        address and keeps sending numbered lines, a few at a time, checking
+        each echo byte for byte; checkpoint --kill (twice in twice mode):
+        the lock the checkpoint left in ckpt's namespace holds the
+        connection (its log, nft), the client sends on meanwhile; restart:
+        the lock is gone, the host end back, and the echoes go on (lines
+        sent after the restart are echoed), never a reset. The child checks
+        from inside that no line was lost or came twice and that its
+        connection is of its namespace."""
+        if os.geteuid() != 0:
+            raise Skip("network namespaces need root")
+        sub, host, cont = self.net_subnet()
+        hostif = "ckpt%dr%s" % (os.getpid() % 1000000, self.mode[0])
+        self.t = dict(self.t, pargs=(hostif, host, cont))
+        pr = self.start()
+        host_link = lambda: os.path.exists("/sys/class/net/%s" % hostif)
+        self.wait_file("listening", pr)
+        cl = socket.create_connection((cont, 7777), timeout=60)
+        st = {"sent": b"", "got": b"", "err": None, "stop": False, "n": 0}
+
+        def client():
+            try:
+                while not st["stop"]:
+                    batch = b"".join(b"%d\n" % (st["n"] + i) for i in range(3))
+                    st["n"] += 3
+                    cl.sendall(batch)
+                    st["sent"] += batch
+                    while len(st["got"]) < len(st["sent"]):
+                        d = cl.recv(4096)
+                        if not d:
+                            raise Fail("the connection ended")
+                        st["got"] += d
+                        if not st["sent"].startswith(st["got"]):
+                            raise Fail("the echo differs from what was sent at byte %d"
+                                       % len(st["got"]))
+                    time.sleep(0.005)
+            except ConnectionResetError:
+                st["err"] = Fail("the client's connection was reset")
+            except socket.timeout:
+                st["err"] = Fail("the client's connection hung")
+            except Exception as e:  # noqa: BLE001 (told to the main thread)
+                st["err"] = e
+
+        th = threading.Thread(target=client, daemon=True)
+        th.start()
+        failed = lambda: st["err"] is not None or not th.is_alive()
+        try:
+            self.wait_ready()
+            self.wait_until("echoes", lambda: failed() or len(st["got"]) > 30, [pr])
+            rp = pr
+            for i in range(2 if self.mode == T else 1):
+                tag = "" if i == 0 else "2"
+                self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
+                if rp is not pr:
+                    self.wait_all([rp], 10, "the first ckpt restart")
+                lock = self.host_lock(tag)
+                with open(self.p("ckpt%s.log" % tag), errors="replace") as f:
+                    locked = [int(n) for n in self.NETLOCK_RX_N.findall(f.read())]
+                # the child's namespace's lock, and the one left in ckpt's
+                if locked != [1, 1]:
+                    raise Fail("checkpoint%s: connections locked %r, want [1, 1] (the "
+                               "child's namespace's, ckpt's)" % (tag, locked))
+                self.wait_until("the host end %s to go with its namespace" % hostif,
+                                lambda: not host_link(), [], timeout=20)
+                before = len(st["got"])
+                rp = self.restart(self.p("img" + tag), "restart" + tag)
+                if lock and lock in self.nft_tables():
+                    raise Fail("the network lock %s is still there after the restart" % lock)
+                if not host_link():
+                    raise Fail("no host end %s after the restart" % hostif)
+                self.wait_until("echoes after the restart",
+                                lambda: failed() or len(st["got"]) > before + 60, [rp])
+            st["stop"] = True
+            th.join(60)
+            if st["err"]:
+                raise st["err"]
+            if th.is_alive():
+                raise Fail("the client hung")
+            cl.sendall(b"END\n")
+            rc = self.wake_and_wait(rp, "the tree")
+            rest = b""
+            while True:
+                d = cl.recv(4096)
+                if not d:
+                    break
+                rest += d
+        except ConnectionResetError:
+            raise Fail("the client's connection was reset")
+        except socket.timeout:
+            raise Fail("the client's connection hung")
+        finally:
+            st["stop"] = True
+            cl.close()
+        self.check_result(rc, "the tree")
+        if rest != b"END\n":
+            raise Fail("after END the client got %r" % rest[:100])
+        self.wait_until("the host end %s to go with its namespace" % hostif,
+                        lambda: not host_link(), [], timeout=20)
+
+    NETLOCK_RX_N = re.compile(r"network lock ckpt_lock_\w+: (\d+) connection\(s\) locked")
 
     def netns_case(self, pr, pidfile, hostif, cont):
         host_addr = lambda: os.path.exists("/sys/class/net/%s" % hostif)

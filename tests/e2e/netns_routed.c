@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * netns_routed HOSTIF HOSTADDR CHILDADDR: a tree whose child has a network
+ * namespace of its own, joined by a veth pair to the root's (vc0 in the
+ * child's with CHILDADDR/30, HOSTIF in the root's with HOSTADDR/30, the
+ * child's default route through it), and a TCP connection there to a peer
+ * outside the tree, reached through the root's namespace (the runner's
+ * client, in ckpt's).
+ * - The child listens on CHILDADDR:7777 ("listening" made) and echoes what
+ *   its one client sends, line by line until "END": each line must be the
+ *   number after the one before (from 0), so that no byte is lost nor
+ *   comes twice across the checkpoint --kill and restart.
+ * - After the restart (the root woken by SIGUSR1, the child told), the
+ *   child checks from inside: its connection is of its own namespace, which
+ *   is not the root's, still established, and lines came on it after the
+ *   restart (its namespace's cookie another); then it closes it.
+ */
+#include "lib.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static ino_t ns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st) < 0)
+		fail("stat %s: %m", path);
+	return st.st_ino;
+}
+
+static void sh(const char *cmd)
+{
+	if (system(cmd) != 0)
+		fail("%s failed", cmd);
+}
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
+/* The cookie of socket s's network namespace (a restored one has another). */
+static uint64_t cookie(int s)
+{
+	uint64_t a = 0;
+	socklen_t la = sizeof(a);
+	if (getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0)
+		fail("SO_NETNS_COOKIE: %m");
+	return a;
+}
+
+/* Is socket s of the caller's network namespace (by their cookies)? */
+static bool here(int s)
+{
+	int t = socket(AF_INET, SOCK_DGRAM, 0);
+	if (t < 0)
+		fail("socket: %m");
+	bool same = cookie(s) == cookie(t);
+	close(t);
+	return same;
+}
+
+static void get(int fd, char *c)
+{
+	ssize_t n;
+	while ((n = read(fd, c, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		fail("a pipe closed");
+}
+
+/* The child: the namespace, the echo server, the checks. */
+static int child(const char *hostif, const char *hostaddr, const char *addr, int up, int go)
+{
+	char cmd[512], c;
+	if (unshare(CLONE_NEWNET) < 0)
+		fail("unshare: %m");
+	snprintf(cmd, sizeof(cmd),
+		 "ip link set lo up && ip link add vc0 type veth peer name %s netns "
+		 "/proc/%d/ns/net && ip addr add %s/30 dev vc0 && ip link set vc0 up",
+		 hostif, getppid(), addr);
+	sh(cmd);
+	if (write(up, "v", 1) != 1)
+		fail("write: %m");
+	get(go, &c); /* the root's end is up */
+	snprintf(cmd, sizeof(cmd), "ip route add default via %s dev vc0", hostaddr);
+	sh(cmd);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(7777)};
+	inet_pton(AF_INET, addr, &a.sin_addr);
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0)
+		fail("listen on %s:7777: %m", addr);
+	int f = open("listening", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (f < 0)
+		fail("listening: %m");
+	close(f);
+	int s = accept(l, NULL, NULL);
+	if (s < 0)
+		fail("accept: %m");
+	close(l);
+	char buf[4096], line[64];
+	size_t at = 0;
+	long want = 0, after = 0;
+	bool restarted = false, end = false;
+	uint64_t first = cookie(s);
+	while (!end) {
+		struct pollfd p[2] = {{.fd = s, .events = POLLIN}, {.fd = go, .events = POLLIN}};
+		if (poll(p, restarted ? 1 : 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			fail("poll: %m");
+		}
+		if (!restarted && (p[1].revents & POLLIN)) {
+			get(go, &c);
+			restarted = true;
+		}
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		ssize_t n = read(s, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			fail("the connection: %s after line %ld",
+			     n ? strerror(errno) : "end of file", want - 1);
+		if (write(s, buf, (size_t)n) != n)
+			fail("write: %m");
+		bool restored = cookie(s) != first; /* in a restored namespace */
+		for (ssize_t i = 0; i < n && !end; i++) {
+			if (buf[i] != '\n') {
+				if (at + 1 >= sizeof(line))
+					fail("a line of more than %zu bytes", sizeof(line));
+				line[at++] = buf[i];
+				continue;
+			}
+			line[at] = 0;
+			at = 0;
+			if (!strcmp(line, "END")) {
+				end = true;
+				break;
+			}
+			char *e;
+			long v = strtol(line, &e, 10);
+			if (*e || v != want)
+				fail("line %s, want %ld: a byte lost or twice", line, want);
+			want++;
+			after += restored;
+		}
+	}
+	if (!restarted)
+		get(go, &c);
+	expect(here(s), "its connection is not of its network namespace");
+	expect(ns_of(getpid()) != ns_of(getppid()), "it is in the root's network namespace");
+	expect(test_tcp_state(s) == 1, "its connection is in state %d", test_tcp_state(s));
+	expect(after > 0, "no line came after the restart (%ld before)", want);
+	test_log("%ld lines, %ld of them after the restart\n", want, after);
+	close(s);
+	return test_failures() ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4)
+		fail("usage: netns_routed HOSTIF HOSTADDR CHILDADDR");
+	int up[2], go[2];
+	if (pipe(up) || pipe(go))
+		fail("pipe: %m");
+	pid_t c = fork();
+	if (c < 0)
+		fail("fork: %m");
+	if (c == 0)
+		_exit(child(argv[1], argv[2], argv[3], up[1], go[0]));
+	char r;
+	get(up[0], &r);
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "ip addr add %s/30 dev %s && ip link set %s up", argv[2],
+		 argv[1], argv[1]);
+	sh(cmd);
+	if (write(go[1], "u", 1) != 1)
+		fail("write: %m");
+
+	test_ready();
+	test_wait();
+
+	expect(ns_of(c) != ns_of(getpid()), "the child is in the root's network namespace");
+	if (write(go[1], "g", 1) != 1)
+		fail("write: %m");
+	int st;
+	expect(waitpid(c, &st, 0) == c && WIFEXITED(st) && !WEXITSTATUS(st), "the child: status %x",
+	       st);
+	pass();
+}
