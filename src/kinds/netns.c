@@ -83,6 +83,7 @@ enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1), NETNS_TASK = REC_TYPE(KID_netns, 2)
 #define LINKS_MAX 16
 #define ADDRS_MAX 64  /* of each end of a link */
 #define ROUTES_MAX 128
+#define HOST_ROUTES_MAX 16
 
 struct addr_buf {
 	NetnsAddr m;
@@ -123,6 +124,8 @@ struct netns_ckpt {
 	NetnsRoute *routes[ROUTES_MAX];
 	struct link_buf l[LINKS_MAX];
 	struct route_buf r[ROUTES_MAX];
+	NetnsRoute *host_routes[HOST_ROUTES_MAX];
+	struct route_buf hr[HOST_ROUTES_MAX];
 	dev_t dev;
 	ino_t ino; /* the namespace's */
 	pid_t root;
@@ -386,27 +389,9 @@ static int note_host_addr(const struct rtnl_addr *a, void *arg)
 	return 0;
 }
 
-static int note_route(const struct rtnl_route *rt, void *arg)
+/* b: rt, through the link named oif (NULL: none). */
+static void route_fill(struct route_buf *b, const struct rtnl_route *rt, char *oif)
 {
-	struct netns_ckpt *n = arg;
-	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA ||
-	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff) ||
-	    (rt->table == RT_TABLE_LOCAL && rt->family == AF_INET6 && rt->type == RTN_LOCAL))
-		return 0;
-	if (rt->table == RT_TABLE_LOCAL) { /* the kernel's; one a program added is not */
-		log_error(n->log, "pid %d: network namespace: a route of the local table that the "
-			  "kernel did not make (protocol %u): not supported yet", n->root,
-			  rt->protocol);
-		return n->err = -EOPNOTSUPP;
-	}
-	struct link_buf *oif = rt->oif ? link_of(n, rt->oif) : NULL;
-	if ((rt->oif && !oif) || n->e.n_routes == ROUTES_MAX) {
-		log_error(n->log, "pid %d: network namespace: a route %s", n->root,
-			  oif || !rt->oif ? "too many (more than 128)" : "through an unknown link");
-		return n->err = -EOPNOTSUPP;
-	}
-	struct route_buf *b = &n->r[n->e.n_routes];
-	n->routes[n->e.n_routes++] = &b->m;
 	netns_route__init(&b->m);
 	size_t len = rt->family == AF_INET ? 4 : 16;
 	b->m.family = (uint32_t)rt->family;
@@ -426,7 +411,7 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 		b->m.has_prefsrc = true;
 		b->m.prefsrc = (ProtobufCBinaryData){ len, b->src };
 	}
-	b->m.oif = oif ? oif->name : NULL;
+	b->m.oif = oif;
 	b->m.has_protocol = b->m.has_scope = b->m.has_type = b->m.has_priority = true;
 	b->m.protocol = rt->protocol;
 	b->m.scope = rt->scope;
@@ -434,6 +419,59 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 	b->m.priority = rt->priority;
 	b->m.has_table = rt->table != RT_TABLE_MAIN;
 	b->m.table = rt->table;
+}
+
+static int note_route(const struct rtnl_route *rt, void *arg)
+{
+	struct netns_ckpt *n = arg;
+	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA ||
+	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff) ||
+	    (rt->table == RT_TABLE_LOCAL && rt->family == AF_INET6 && rt->type == RTN_LOCAL))
+		return 0;
+	if (rt->table == RT_TABLE_LOCAL) { /* the kernel's; one a program added is not */
+		log_error(n->log,
+			  "pid %d: network namespace: a route of the local table that the "
+			  "kernel did not make (protocol %u): not supported yet",
+			  n->root, rt->protocol);
+		return n->err = -EOPNOTSUPP;
+	}
+	struct link_buf *oif = rt->oif ? link_of(n, rt->oif) : NULL;
+	if ((rt->oif && !oif) || n->e.n_routes == ROUTES_MAX) {
+		log_error(n->log, "pid %d: network namespace: a route %s", n->root,
+			  oif || !rt->oif ? "too many (more than 128)" : "through an unknown link");
+		return n->err = -EOPNOTSUPP;
+	}
+	struct route_buf *b = &n->r[n->e.n_routes];
+	n->routes[n->e.n_routes++] = &b->m;
+	route_fill(b, rt, oif ? oif->name : NULL);
+	return 0;
+}
+
+/* A route of ckpt's namespace through one of the host ends: kept, but
+ * the kernel's own (the host end's addresses', multicast). */
+static int note_host_route(const struct rtnl_route *rt, void *arg)
+{
+	struct netns_ckpt *n = arg;
+	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA || !rt->oif ||
+	    rt->table == RT_TABLE_LOCAL ||
+	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff))
+		return 0;
+	const struct link_buf *end = NULL;
+	for (size_t i = 0; !end && i < n->e.n_links; i++)
+		if (n->l[i].m.peer_name && !n->l[i].pending && n->l[i].peer_index == rt->oif)
+			end = &n->l[i];
+	if (!end)
+		return 0;
+	if (n->e.n_host_routes == HOST_ROUTES_MAX) {
+		log_error(n->log,
+			  "pid %d: network namespace: more than %d routes of ckpt's "
+			  "network namespace through its host ends",
+			  n->root, HOST_ROUTES_MAX);
+		return n->err = -EOPNOTSUPP;
+	}
+	struct route_buf *b = &n->hr[n->e.n_host_routes];
+	n->host_routes[n->e.n_host_routes++] = &b->m;
+	route_fill(b, rt, end->m.peer_name);
 	return 0;
 }
 
@@ -491,6 +529,8 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 		r = dumped(n, rtnl_addrs(host, note_host_addr, n), "host ends' addresses");
 	if (r >= 0)
 		r = dumped(n, rtnl_routes(in, note_route, n), "routes");
+	if (r >= 0)
+		r = dumped(n, rtnl_routes(host, note_host_route, n), "host ends' routes");
 	/* names every refusal, after the others' too */
 	if (r >= 0 || n->err < 0) {
 		int r2 = netns_rules_read(n->log, n->root, in, &n->e);
@@ -542,6 +582,7 @@ static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat
 		return -errno;
 	n->e.links = n->links;
 	n->e.routes = n->routes;
+	n->e.host_routes = n->host_routes;
 	n->dev = st->st_dev;
 	n->ino = st->st_ino;
 	n->root = pid;

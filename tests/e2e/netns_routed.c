@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * netns_routed HOSTIF HOSTADDR CHILDADDR: a tree whose child has a network
+ * netns_routed HOSTIF HOSTADDR CHILDADDR [forward]: a tree whose child has a network
  * namespace of its own, joined by a veth pair to the root's (vc0 in the
  * child's with CHILDADDR/30, HOSTIF in the root's with HOSTADDR/30, the
  * child's default route through it), and a TCP connection there to a peer
  * outside the tree, reached through the root's namespace (the runner's
- * client, in ckpt's).
+ * client, in ckpt's). "forward": the root's namespace is a `ckpt run --net`
+ * container's, which forwards (ip_forward on) between the child's and the
+ * host's.
  * - The child listens on CHILDADDR:7777 ("listening" made) and echoes what
  *   its one client sends, line by line until "END": each line must be the
  *   number after the one before (from 0), so that no byte is lost nor
@@ -172,8 +174,8 @@ static int child(const char *hostif, const char *hostaddr, const char *addr, int
 
 int main(int argc, char **argv)
 {
-	if (argc != 4)
-		fail("usage: netns_routed HOSTIF HOSTADDR CHILDADDR");
+	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "forward")))
+		fail("usage: netns_routed HOSTIF HOSTADDR CHILDADDR [forward]");
 	int up[2], go[2];
 	if (pipe(up) || pipe(go))
 		fail("pipe: %m");
@@ -185,8 +187,8 @@ int main(int argc, char **argv)
 	char r;
 	get(up[0], &r);
 	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "ip addr add %s/30 dev %s && ip link set %s up", argv[2],
-		 argv[1], argv[1]);
+	snprintf(cmd, sizeof(cmd), "ip addr add %s/30 dev %s && ip link set %s up%s", argv[2],
+		 argv[1], argv[1], argc == 5 ? " && echo 1 > /proc/sys/net/ipv4/ip_forward" : "");
 	sh(cmd);
 	if (write(go[1], "u", 1) != 1)
 		fail("write: %m");

@@ -483,6 +483,10 @@ TESTS = [
     # (routed, outside the image) kept across checkpoint --kill and restart
     # while the client keeps sending and checking echoes
     entry("netns_routed", (B, T), kind="netns_routed"),
+    # the same as pid 1 of `ckpt run --net`: the child's namespace behind
+    # the container's, the host's route to it through the host end (a route
+    # ckpt saves with the host end and adds again at restart)
+    entry("netns_routed_ct", (B, T), kind="netns_routed", program="netns_routed", case="ct"),
     # twelve network namespaces held by fds, two of them joined by a veth pair
     entry("netns_held12", (B, T)),
     entry("tcp_reset", rst_args=["--tcp-close"]),
@@ -3414,10 +3418,10 @@ class Run:
         if got != want:
             raise Fail("the client got %r, want %r" % (got, want))
 
-    def net_subnet(self):
+    def net_subnet(self, skip=None):
         """A /30 of 10.213.0.0/16 for the test's veth pair, picked from the
         runner's pid, that no IPv4 route of the host touches: (NET/30, host
-        end's address, container's address)."""
+        end's address, container's address); not skip (a NET/30 taken)."""
         taken = []
         with open("/proc/net/route") as f:
             for line in f.read().splitlines()[1:]:
@@ -3427,8 +3431,8 @@ class Run:
                     taken.append((dst, mask))
         for i in range(16384):
             net = (10 << 24) | (213 << 16) | (((os.getpid() + i) % 16384) * 4)
-            if all((net ^ d) & m & 0xfffffffc for d, m in taken):
-                ip = lambda n: socket.inet_ntoa(struct.pack(">I", n))
+            ip = lambda n: socket.inet_ntoa(struct.pack(">I", n))
+            if all((net ^ d) & m & 0xfffffffc for d, m in taken) and "%s/30" % ip(net) != skip:
                 return "%s/30" % ip(net), ip(net + 1), ip(net + 2)
         raise Skip("no /30 of 10.213.0.0/16 is free on this host")
 
@@ -3915,12 +3919,31 @@ class Run:
         connection is of its namespace."""
         if os.geteuid() != 0:
             raise Skip("network namespaces need root")
+        ct = self.t["case"] == "ct"
         sub, host, cont = self.net_subnet()
         hostif = "ckpt%dr%s" % (os.getpid() % 1000000, self.mode[0])
-        self.t = dict(self.t, pargs=(hostif, host, cont))
-        pr = self.start()
+        route = None
+        if ct:
+            # the container's /30 (host end hostif), the child's behind it
+            sub2, host2, cont2 = self.net_subnet(skip=sub)
+            self.t = dict(self.t, pargs=("vr0", host2, cont2, "forward"))
+            pidfile = self.p("run.pid")
+            pr = self.start(prefix=[self.opts.ckpt, "run", "--net", "--net-addr", sub,
+                                    "--net-host-if", hostif, "--pidfile", pidfile, "--"])
+            route = [sub2, "via", cont, "dev", hostif]
+        else:
+            self.t = dict(self.t, pargs=(hostif, host, cont))
+            pr = self.start()
         host_link = lambda: os.path.exists("/sys/class/net/%s" % hostif)
         self.wait_file("listening", pr)
+        if ct:
+            r = subprocess.run(["ip", "route", "add"] + route, capture_output=True, timeout=30)
+            if r.returncode != 0:
+                raise Fail("ip route add %s: %s" % (" ".join(route), r.stderr.decode().strip()))
+            cont = cont2
+        has_route = lambda: route is None or subprocess.run(
+            ["ip", "route", "show", route[0], "dev", hostif], capture_output=True,
+            timeout=30).stdout.decode().strip().startswith(route[0] + " via " + route[2])
         cl = socket.create_connection((cont, 7777), timeout=60)
         st = {"sent": b"", "got": b"", "err": None, "stop": False, "n": 0}
 
@@ -3951,7 +3974,10 @@ class Run:
         th.start()
         failed = lambda: st["err"] is not None or not th.is_alive()
         try:
-            self.wait_ready()
+            if ct:
+                self.wait_container(pr, pidfile)
+            else:
+                self.wait_ready()
             self.wait_until("echoes", lambda: failed() or len(st["got"]) > 30, [pr])
             rp = pr
             for i in range(2 if self.mode == T else 1):
@@ -3959,9 +3985,16 @@ class Run:
                 self.checkpoint(self.p("img" + tag), "ckpt" + tag, reap=[rp])
                 if rp is not pr:
                     self.wait_all([rp], 10, "the first ckpt restart")
-                lock = self.host_lock(tag)
                 with open(self.p("ckpt%s.log" % tag), errors="replace") as f:
-                    locked = [int(n) for n in self.NETLOCK_RX_N.findall(f.read())]
+                    text = f.read()
+                locked = [int(n) for n in self.NETLOCK_RX_N.findall(text)]
+                m = re.search(r"network lock (\S+)(?: \(in ckpt's network namespace\))? "
+                              r"stays until the restart", text)
+                if not m:
+                    raise Fail("checkpoint%s left no network lock" % tag)
+                lock = m.group(1)
+                if self.nft_tables() is not None and lock not in self.nft_tables():
+                    raise Fail("no network lock %s after checkpoint --kill" % lock)
                 # the child's namespace's lock, and the one left in ckpt's
                 if locked != [1, 1]:
                     raise Fail("checkpoint%s: connections locked %r, want [1, 1] (the "
@@ -3969,11 +4002,16 @@ class Run:
                 self.wait_until("the host end %s to go with its namespace" % hostif,
                                 lambda: not host_link(), [], timeout=20)
                 before = len(st["got"])
-                rp = self.restart(self.p("img" + tag), "restart" + tag)
-                if lock and lock in self.nft_tables():
+                if ct:
+                    rp = self.restart_container(self.p("img" + tag), "restart" + tag)
+                else:
+                    rp = self.restart(self.p("img" + tag), "restart" + tag)
+                if lock in (self.nft_tables() or ()):
                     raise Fail("the network lock %s is still there after the restart" % lock)
                 if not host_link():
                     raise Fail("no host end %s after the restart" % hostif)
+                if not has_route():
+                    raise Fail("no route %s after the restart" % " ".join(route))
                 self.wait_until("echoes after the restart",
                                 lambda: failed() or len(st["got"]) > before + 60, [rp])
             st["stop"] = True
@@ -3983,7 +4021,11 @@ class Run:
             if th.is_alive():
                 raise Fail("the client hung")
             cl.sendall(b"END\n")
-            rc = self.wake_and_wait(rp, "the tree")
+            if ct:
+                self.vlog("SIGUSR1 -> %d" % self.pid)
+                os.kill(self.pid, signal.SIGUSR1)
+            else:
+                rc = self.wake_and_wait(rp, "the tree")
             rest = b""
             while True:
                 d = cl.recv(4096)
@@ -3997,6 +4039,8 @@ class Run:
         finally:
             st["stop"] = True
             cl.close()
+        if ct:
+            rc = self.wait_exit(rp, "the tree")
         self.check_result(rc, "the tree")
         if rest != b"END\n":
             raise Fail("after END the client got %r" % rest[:100])
