@@ -37,8 +37,10 @@
 #include <sys/socket.h>
 
 /* The network namespaces other than the root's that may hold a lock (each
- * takes one of the guardian's slots): ckpt_ctx.netlock_ns */
-#define CKPT_NETLOCK_NS 4
+ * takes one of the guardian's GUARD_UNDO_SLOTS, which the hold, the root's
+ * lock, its copy in ckpt's namespace and a migration's requests share):
+ * ckpt_ctx.netlock_ns, rst_ctx.netlock_ns */
+#define CKPT_NETLOCK_NS 32
 
 struct ckpt_ctx;
 struct rst_ctx;

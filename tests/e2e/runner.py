@@ -487,6 +487,10 @@ TESTS = [
     # the container's, the host's route to it through the host end (a route
     # ckpt saves with the host end and adds again at restart)
     entry("netns_routed_ct", (B, T), kind="netns_routed", program="netns_routed", case="ct"),
+    # six children, each in a network namespace of its own with a connection
+    # there and bytes in flight on it: a lock in each of the six
+    entry("netns_many", (B, T),
+          log_regex=r"(?s)(?:network lock ckpt_lock_\w+: \d+ connection\(s\) locked.*?){{6}}"),
     # twelve network namespaces held by fds, two of them joined by a veth pair
     entry("netns_held12", (B, T)),
     entry("tcp_reset", rst_args=["--tcp-close"]),
