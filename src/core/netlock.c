@@ -482,6 +482,11 @@ static int find_peers(struct ckpt_ctx *ctx, pid_t pid, const struct inodes *s, s
 			r = note_peer(ctx, o.ino, NETNS_PEER_SAME);
 			continue;
 		}
+		/* a loopback peer is never routed: the same tuple in ckpt's
+		 * namespace is another flow */
+		static const uint8_t lo6[16] = {[15] = 1};
+		if ((o.r.v4 && o.r.a[0] == 127) || (!o.r.v4 && !memcmp(o.r.a, lo6, 16)))
+			continue;
 		if ((r = host_conns(host, dumped)) < 0 || !conns_find(host, &o.l, &o.r))
 			continue;
 		struct sockaddr_storage l = sa_of(&o.l), rm = sa_of(&o.r);

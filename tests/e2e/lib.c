@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -538,6 +539,28 @@ void test_netns_run(int fd, const char *cmd, char *out, size_t len)
 	int st;
 	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
 		fail("%s in fd %d's network namespace: %s", cmd, fd, out);
+}
+
+ino_t test_netns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st) < 0)
+		fail("stat %s: %m", path);
+	return st.st_ino;
+}
+
+uint64_t test_netns_cookie(int s)
+{
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+	uint64_t c = 0;
+	socklen_t len = sizeof(c);
+	if (getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &c, &len) < 0)
+		fail("SO_NETNS_COOKIE: %m");
+	return c;
 }
 
 int test_hold_netns(pid_t child, int target)

@@ -131,6 +131,12 @@ int test_hold_netns(pid_t child, int target);
 /* The output of sh -c cmd run in the network namespace of fd (-1: the
  * caller's), in out (len bytes, NUL-terminated); fails the test if cmd does. */
 void test_netns_run(int fd, const char *cmd, char *out, size_t len);
+/* The inode of pid's network namespace (/proc/PID/ns/net); fails the test
+ * if it cannot be read. */
+ino_t test_netns_of(pid_t pid);
+/* The cookie of socket s's network namespace (SO_NETNS_COOKIE: a restored
+ * namespace has another); fails the test without one. */
+uint64_t test_netns_cookie(int s);
 
 /* Allocation that fails the test on error. */
 void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);

@@ -25,16 +25,6 @@
 
 #define MAX 32
 
-static ino_t ns_of(pid_t pid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	if (stat(path, &st) < 0)
-		fail("stat %s: %m", path);
-	return st.st_ino;
-}
-
 static void get(int fd, void *buf, size_t len)
 {
 	size_t at = 0;
@@ -106,9 +96,9 @@ int main(int argc, char **argv)
 	test_wait();
 
 	ino_t ns[MAX + 1];
-	ns[n] = ns_of(getpid());
+	ns[n] = test_netns_of(getpid());
 	for (int i = 0; i < n; i++)
-		ns[i] = ns_of(kids[i]);
+		ns[i] = test_netns_of(kids[i]);
 	for (int i = 0; i < n; i++)
 		for (int j = i + 1; j <= n; j++)
 			expect(ns[i] != ns[j],

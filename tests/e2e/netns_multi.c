@@ -45,16 +45,6 @@ static void notes(char *out, size_t len)
 	test_netns_run(-1, NOTES, out, len);
 }
 
-static ino_t ns_of(pid_t pid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	if (stat(path, &st) < 0)
-		fail("stat %s: %m", path);
-	return st.st_ino;
-}
-
 static void sh(const char *cmd)
 {
 	if (system(cmd) != 0)
@@ -144,7 +134,8 @@ static int grandchild(int go, bool own)
 {
 	char c;
 	get(go, &c);
-	ino_t mine = ns_of(getpid()), parent = ns_of(getppid()), root = ns_of(root_pid);
+	ino_t mine = test_netns_of(getpid()), parent = test_netns_of(getppid()),
+	      root = test_netns_of(root_pid);
 	if (own ? mine == parent || mine == root : mine != parent)
 		fail("%s: net:[%lu], its parent's net:[%lu], the root's net:[%lu]",
 		     own ? "G2" : "G", (unsigned long)mine, (unsigned long)parent,
@@ -214,7 +205,7 @@ static int child_c(int ready, int go, int res)
 	notes(after, sizeof(after));
 	expect(!strcmp(before, after), "C's namespace changed:\n--- before\n%s--- after\n%s",
 	       before, after);
-	ino_t mine = ns_of(getpid()), root = ns_of(getppid());
+	ino_t mine = test_netns_of(getpid()), root = test_netns_of(getppid());
 	expect(mine != root, "C is in the root's network namespace net:[%lu]", (unsigned long)mine);
 	int st;
 	expect(waitpid(g, &st, 0) == g && WIFEXITED(st) && !WEXITSTATUS(st), "G: status %x", st);
@@ -266,7 +257,7 @@ int main(void)
 	notes(after, sizeof(after));
 	expect(!strcmp(before, after), "the root's namespace changed:\n--- before\n%s--- after\n%s",
 	       before, after);
-	expect(ns_of(c) != ns_of(getpid()), "C is in the root's network namespace");
+	expect(test_netns_of(c) != test_netns_of(getpid()), "C is in the root's network namespace");
 	if (write(go[1], "g", 1) != 1)
 		fail("write: %m");
 	char b;

@@ -33,34 +33,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static ino_t ns_of(pid_t pid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	if (stat(path, &st) < 0)
-		fail("stat %s: %m", path);
-	return st.st_ino;
-}
-
 static void sh(const char *cmd)
 {
 	if (system(cmd) != 0)
 		fail("%s failed", cmd);
-}
-
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71
-#endif
-
-/* The cookie of socket s's network namespace (a restored one has another). */
-static uint64_t cookie(int s)
-{
-	uint64_t a = 0;
-	socklen_t la = sizeof(a);
-	if (getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0)
-		fail("SO_NETNS_COOKIE: %m");
-	return a;
 }
 
 /* Is socket s of the caller's network namespace (by their cookies)? */
@@ -69,7 +45,7 @@ static bool here(int s)
 	int t = socket(AF_INET, SOCK_DGRAM, 0);
 	if (t < 0)
 		fail("socket: %m");
-	bool same = cookie(s) == cookie(t);
+	bool same = test_netns_cookie(s) == test_netns_cookie(t);
 	close(t);
 	return same;
 }
@@ -117,7 +93,7 @@ static int child(const char *hostif, const char *hostaddr, const char *addr, int
 	size_t at = 0;
 	long want = 0, after = 0;
 	bool restarted = false, end = false;
-	uint64_t first = cookie(s);
+	uint64_t first = test_netns_cookie(s);
 	while (!end) {
 		struct pollfd p[2] = {{.fd = s, .events = POLLIN}, {.fd = go, .events = POLLIN}};
 		if (poll(p, restarted ? 1 : 2, -1) < 0) {
@@ -139,7 +115,7 @@ static int child(const char *hostif, const char *hostaddr, const char *addr, int
 			     n ? strerror(errno) : "end of file", want - 1);
 		if (write(s, buf, (size_t)n) != n)
 			fail("write: %m");
-		bool restored = cookie(s) != first; /* in a restored namespace */
+		bool restored = test_netns_cookie(s) != first; /* in a restored namespace */
 		for (ssize_t i = 0; i < n && !end; i++) {
 			if (buf[i] != '\n') {
 				if (at + 1 >= sizeof(line))
@@ -164,7 +140,8 @@ static int child(const char *hostif, const char *hostaddr, const char *addr, int
 	if (!restarted)
 		get(go, &c);
 	expect(here(s), "its connection is not of its network namespace");
-	expect(ns_of(getpid()) != ns_of(getppid()), "it is in the root's network namespace");
+	expect(test_netns_of(getpid()) != test_netns_of(getppid()),
+	       "it is in the root's network namespace");
 	expect(test_tcp_state(s) == 1, "its connection is in state %d", test_tcp_state(s));
 	expect(after > 0, "no line came after the restart (%ld before)", want);
 	test_log("%ld lines, %ld of them after the restart\n", want, after);
@@ -196,7 +173,8 @@ int main(int argc, char **argv)
 	test_ready();
 	test_wait();
 
-	expect(ns_of(c) != ns_of(getpid()), "the child is in the root's network namespace");
+	expect(test_netns_of(c) != test_netns_of(getpid()),
+	       "the child is in the root's network namespace");
 	if (write(go[1], "g", 1) != 1)
 		fail("write: %m");
 	int st;
