@@ -177,8 +177,10 @@ int main(int argc, char **argv)
 	       "the child is in the root's network namespace");
 	if (write(go[1], "g", 1) != 1)
 		fail("write: %m");
-	int st;
-	expect(waitpid(c, &st, 0) == c && WIFEXITED(st) && !WEXITSTATUS(st), "the child: status %x",
-	       st);
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(c, &st, 0)) < 0 && errno == EINTR) /* SIGUSR1 again */
+		;
+	expect(w == c && WIFEXITED(st) && !WEXITSTATUS(st), "the child: status %x", st);
 	pass();
 }
