@@ -180,19 +180,22 @@ static bool host_local4(const uint8_t *a)
 /*
  * Is the IPv4 connection src:sport -> dst:dport translated by this host
  * (its conntrack entry's reply goes to another address or port)? From
- * /proc/net/nf_conntrack; 1, 0 (no such entry: nothing translated it), or
- * -errno if the table cannot be read.
+ * /proc/net/nf_conntrack, read into *t at the first question; 1, 0 (no
+ * such entry: nothing translated it), or -errno if the table cannot be
+ * read.
  */
-static int translated4(const uint8_t *src, uint16_t sport, const uint8_t *dst, uint16_t dport)
+static int translated4(struct ct_table *t, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+		       uint16_t dport)
 {
-	_cleanup_free_ struct ct_nat *v = NULL;
-	size_t n;
-	int r = ct_nat_list(&v, &n);
-	return r < 0 ? r : ct_nat_find(v, n, 0, src, sport, dst, dport) != NULL;
+	if (!t->read) {
+		t->err = ct_nat_list(&t->v, &t->n);
+		t->read = true;
+	}
+	return t->err < 0 ? t->err : ct_nat_find(t->v, t->n, 0, src, sport, dst, dport) != NULL;
 }
 
-bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,
-		   const uint8_t *dst, uint16_t dport, char *via, size_t vialen)
+bool netns_via_nat(struct ckpt_ctx *ctx, struct ct_table *ct, int family, const uint8_t *src,
+		   uint16_t sport, const uint8_t *dst, uint16_t dport, char *via, size_t vialen)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	const struct netns_ckpt *n = own_of(ctx);
@@ -218,7 +221,7 @@ bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_
 		return false;
 	/* an inbound connection routed to it is not translated: the host's
 	 * conntrack tells; without its table, taken as translated */
-	if (translated4(src, sport, dst, dport) == 0)
+	if (translated4(ct, src, sport, dst, dport) == 0)
 		return false;
 	snprintf(via, vialen, "%s", nat->peer_name ? nat->peer_name : "?");
 	return true;

@@ -33,9 +33,17 @@ bool netns_sock_saved(uint64_t tree_cookie, int s);
  * --nat`)? That is, the host end has NAT, dst is IPv4, not of the
  * namespace's own subnets nor loopback nor an address of ckpt's namespace,
  * and ckpt's namespace's conntrack translated it (or cannot be read). The
- * host end's name in via. */
-bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,
-		   const uint8_t *dst, uint16_t dport, char *via, size_t vialen);
+ * host end's name in via. ct: the conntrack table, read at the first
+ * question and kept for the next ones (zeroed before the first; the
+ * caller frees ct->v). */
+struct ct_table {
+	struct ct_nat *v;
+	size_t n;
+	int err;
+	bool read;
+};
+bool netns_via_nat(struct ckpt_ctx *ctx, struct ct_table *ct, int family, const uint8_t *src,
+		   uint16_t sport, const uint8_t *dst, uint16_t dport, char *via, size_t vialen);
 
 /* Checkpoint, pid collected: the network namespace of pid's sockets, *id
  * 0 if it is the tree's (the root's), else the id of the one the image
