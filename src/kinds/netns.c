@@ -690,6 +690,59 @@ int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cooki
 	return -EOPNOTSUPP;
 }
 
+int netns_other(struct ckpt_ctx *ctx, size_t k, uint32_t *id, int *fd)
+{
+	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	for (; n; n = n->next) {
+		if (!n->held || k--)
+			continue;
+		*id = n->e.id;
+		*fd = n->nsfd;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+const char *netns_sock_of(struct ckpt_ctx *ctx, pid_t pid, int s, uint32_t *id)
+{
+	uint64_t cookie = 0;
+	if (netns_of_task(ctx, pid, id, &cookie) < 0)
+		return "a socket of a process in ckpt's network namespace while the tree's root "
+		       "has its own; not supported yet";
+	if (!netns_sock_saved(cookie, s))
+		return "a socket of another network namespace than its process's (made there, "
+		       "setns back); not supported yet";
+	return NULL;
+}
+
+int netns_enter_task(pid_t pid, int *own)
+{
+	char path[64];
+	*own = -1;
+	if (proc_same_netns(pid))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int me = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || me < 0 || setns(fd, CLONE_NEWNET) < 0) {
+		int err = -errno;
+		if (me >= 0)
+			close(me);
+		return err;
+	}
+	*own = me;
+	return 0;
+}
+
+void netns_leave(int own)
+{
+	if (own < 0)
+		return;
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort(); /* ckpt's thread cannot go back to its own namespace */
+	close(own);
+}
+
 static int netns_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	int r = 0;
