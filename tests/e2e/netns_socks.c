@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Sockets of a task in another network namespace than the tree's root's:
+ * child C unshares a network namespace of its own (loopback up) and makes
+ * there
+ * (a) a unix stream socketpair with bytes queued in one end, and a unix
+ *     datagram socketpair with two datagrams queued;
+ * (b) a unix stream listener bound to an abstract name, a client connected
+ *     and accepted (with bytes queued at the server's end), and a second
+ *     client connected and not accepted yet that sent bytes (the
+ *     checkpoint swaps that pending connection, in C's namespace);
+ * (c) a NETLINK_ROUTE socket bound to RTMGRP_IPV4_IFADDR;
+ * (d) a packet socket bound to the namespace's lo, protocol 0x88b5 (a
+ *     local experimental ethertype: nothing else sends it, so its queue
+ *     is empty at the checkpoint).
+ * (e) C also holds one end of a unix stream socketpair the root made before
+ *     the fork (so of the root's namespace), the root the other, with
+ *     bytes queued for C.
+ * After checkpoint --kill and restart, C
+ * checks from inside: each socket is of its namespace (SO_NETNS_COOKIE),
+ * the queued bytes and datagrams are there, the accepted connection and
+ * the pending one hold what was sent, a new client reaches the abstract
+ * name; an address added to lo comes as RTM_NEWADDR on (c); a frame sent
+ * on lo with that ethertype comes in on (d); its end of (e) is of the
+ * root's namespace, not its own, and holds the bytes. The root checks that the
+ * abstract name is not reachable in its own namespace.
+ */
+#include "lib.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ETH_LOCAL 0x88b5
+
+static char name[64]; /* the abstract name, without its leading NUL */
+
+static socklen_t abstract(struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	size_t n = strlen(name);
+	memcpy(a->sun_path + 1, name, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static ino_t ns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st) < 0)
+		fail("stat %s: %m", path);
+	return st.st_ino;
+}
+
+/* Is socket s of the caller's network namespace (by their cookies)? */
+static bool here(int s)
+{
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+	uint64_t a = 0, b = 0;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+	int t = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (t < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0 ||
+	    getsockopt(t, SOL_SOCKET, SO_NETNS_COOKIE, &b, &lb) < 0)
+		fail("SO_NETNS_COOKIE: %m");
+	close(t);
+	return a == b;
+}
+
+static void get(int fd, char *c)
+{
+	ssize_t n;
+	while ((n = read(fd, c, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		fail("a pipe closed");
+}
+
+/* Reads exactly len bytes from s within 10 s (what was queued). */
+static void read_all(int s, char *buf, size_t len, const char *what)
+{
+	size_t at = 0;
+	while (at < len) {
+		struct pollfd p = {.fd = s, .events = POLLIN};
+		if (poll(&p, 1, 10000) != 1)
+			fail("%s: nothing to read after %zu bytes", what, at);
+		ssize_t n = read(s, buf + at, len - at);
+		if (n <= 0)
+			fail("%s: %s", what, n ? strerror(errno) : "end of file");
+		at += (size_t)n;
+	}
+	buf[at] = 0;
+}
+
+static void expect_read(int s, const char *want, const char *what)
+{
+	char buf[128];
+	read_all(s, buf, strlen(want), what);
+	expect(!strcmp(buf, want), "%s: read '%s', expected '%s'", what, buf, want);
+}
+
+static void send_str(int s, const char *text)
+{
+	if (send(s, text, strlen(text), 0) != (ssize_t)strlen(text))
+		fail("send %s: %m", text);
+}
+
+static void lo_up(void)
+{
+	struct ifreq r = {0};
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	snprintf(r.ifr_name, sizeof(r.ifr_name), "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &r) < 0)
+		fail("lo: %m");
+	r.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &r) < 0)
+		fail("lo up: %m");
+	close(s);
+}
+
+/* Does an RTM_NEWADDR come on s within 10 s? */
+static bool newaddr(int s)
+{
+	char buf[8192];
+	for (;;) {
+		struct pollfd p = {.fd = s, .events = POLLIN};
+		if (poll(&p, 1, 10000) != 1)
+			return false;
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+		if (n < 0)
+			return false;
+		int len = (int)n;
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len))
+			if (h->nlmsg_type == RTM_NEWADDR)
+				return true;
+	}
+}
+
+struct c_socks {
+	int cross; /* (e) */
+	int pair[2], dpair[2], listener, client, server, pending, nl, pk;
+};
+
+static void make_socks(struct c_socks *k)
+{
+	struct sockaddr_un a;
+	socklen_t alen = abstract(&a);
+	/* (a) */
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, k->pair) < 0 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM, 0, k->dpair) < 0)
+		fail("socketpair: %m");
+	send_str(k->pair[1], "queued in the pair");
+	send_str(k->dpair[1], "first datagram");
+	send_str(k->dpair[1], "second");
+	/* (b) */
+	k->listener = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (k->listener < 0 || bind(k->listener, (struct sockaddr *)&a, alen) < 0 ||
+	    listen(k->listener, 8) < 0)
+		fail("listen on @%s: %m", name);
+	k->client = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (k->client < 0 || connect(k->client, (struct sockaddr *)&a, alen) < 0)
+		fail("connect to @%s: %m", name);
+	k->server = accept(k->listener, NULL, NULL);
+	if (k->server < 0)
+		fail("accept: %m");
+	send_str(k->client, "to the server");
+	k->pending = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (k->pending < 0 || connect(k->pending, (struct sockaddr *)&a, alen) < 0)
+		fail("connect to @%s: %m", name);
+	send_str(k->pending, "sent while pending");
+	/* (c) */
+	struct sockaddr_nl nl = {.nl_family = AF_NETLINK, .nl_groups = RTMGRP_IPV4_IFADDR};
+	k->nl = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+	if (k->nl < 0 || bind(k->nl, (struct sockaddr *)&nl, sizeof(nl)) < 0)
+		fail("netlink: %m");
+	/* (d) */
+	struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_LOCAL),
+				 .sll_ifindex = (int)if_nametoindex("lo")};
+	k->pk = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_LOCAL));
+	if (k->pk < 0 || !ll.sll_ifindex || bind(k->pk, (struct sockaddr *)&ll, sizeof(ll)) < 0)
+		fail("packet socket on lo: %m");
+}
+
+static void check_socks(struct c_socks *k)
+{
+	struct sockaddr_un a;
+	socklen_t alen = abstract(&a);
+	int all[] = {k->pair[0], k->pair[1], k->dpair[0], k->dpair[1], k->listener,
+		     k->client,	 k->server,  k->pending,  k->nl,	k->pk};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		expect(here(all[i]), "C: socket %zu (fd %d) is not of its network namespace", i,
+		       all[i]);
+	/* (e) */
+	expect(!here(k->cross), "C: its end of the root's pair is of its own namespace");
+	expect_read(k->cross, "from the root", "the root's pair");
+	/* (a) */
+	expect_read(k->pair[0], "queued in the pair", "the stream pair");
+	send_str(k->pair[0], "back");
+	expect_read(k->pair[1], "back", "the stream pair, the other way");
+	char buf[64];
+	ssize_t n = recv(k->dpair[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	expect(n == 14 && !memcmp(buf, "first datagram", 14), "the dgram pair: first %zd", n);
+	n = recv(k->dpair[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	expect(n == 6 && !memcmp(buf, "second", 6), "the dgram pair: second %zd", n);
+	/* (b) */
+	expect_read(k->server, "to the server", "the accepted connection");
+	send_str(k->server, "reply");
+	expect_read(k->client, "reply", "the client");
+	int p = accept(k->listener, NULL, NULL);
+	if (p < 0)
+		fail("C: accept the pending connection: %m");
+	expect_read(p, "sent while pending", "the pending connection");
+	send_str(p, "late reply");
+	expect_read(k->pending, "late reply", "the pending client");
+	int c = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&a, alen) < 0)
+		fail("C: a new client to @%s: %m", name);
+	int s = accept(k->listener, NULL, NULL);
+	expect(s >= 0, "C: accept the new client: %m");
+	close(c);
+	close(s);
+	close(p);
+	/* (c) */
+	if (system("ip addr add 192.0.2.9/32 dev lo") != 0)
+		fail("ip addr add failed");
+	expect(newaddr(k->nl), "C: no RTM_NEWADDR on the restored route socket");
+	/* (d) */
+	struct sockaddr_ll to = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_LOCAL),
+				 .sll_ifindex = (int)if_nametoindex("lo"), .sll_halen = 6};
+	int snd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_LOCAL));
+	if (snd < 0 || sendto(snd, "frame", 5, 0, (struct sockaddr *)&to, sizeof(to)) != 5)
+		fail("C: send a frame on lo: %m");
+	close(snd);
+	struct pollfd pf = {.fd = k->pk, .events = POLLIN};
+	n = poll(&pf, 1, 10000) == 1 ? recv(k->pk, buf, sizeof(buf), MSG_DONTWAIT) : -1;
+	expect(n == 5 && !memcmp(buf, "frame", 5), "C: the frame on lo did not come (%zd)", n);
+	struct sockaddr_ll me = {0};
+	socklen_t ml = sizeof(me);
+	expect(getsockname(k->pk, (struct sockaddr *)&me, &ml) == 0 &&
+		   me.sll_ifindex == (int)if_nametoindex("lo") &&
+		   ntohs(me.sll_protocol) == ETH_LOCAL,
+	       "C: the packet socket is not bound to lo, 0x%x", ETH_LOCAL);
+}
+
+static int child_c(int ready, int go, int cross)
+{
+	struct c_socks k = {.cross = cross};
+	if (unshare(CLONE_NEWNET) < 0)
+		fail("unshare: %m");
+	lo_up();
+	make_socks(&k);
+	char c;
+	if (write(ready, "c", 1) != 1)
+		fail("write: %m");
+	get(go, &c);
+	check_socks(&k);
+	return test_failures() ? 1 : 0;
+}
+
+int main(void)
+{
+	int ready[2], go[2], cross[2];
+	snprintf(name, sizeof(name), "ckpt-netns-socks-%d", getpid());
+	if (pipe(ready) || pipe(go) || socketpair(AF_UNIX, SOCK_STREAM, 0, cross))
+		fail("pipe: %m");
+	pid_t c = fork();
+	if (c < 0)
+		fail("fork: %m");
+	if (c == 0) {
+		close(cross[1]);
+		_exit(child_c(ready[1], go[0], cross[0]));
+	}
+	close(cross[0]);
+	send_str(cross[1], "from the root");
+	char r;
+	get(ready[0], &r);
+
+	test_ready();
+	test_wait();
+
+	expect(ns_of(c) != ns_of(getpid()), "C is in the root's network namespace");
+	/* the abstract name is C's namespace's only */
+	struct sockaddr_un a;
+	socklen_t alen = abstract(&a);
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	expect(s >= 0 && connect(s, (struct sockaddr *)&a, alen) < 0 && errno == ECONNREFUSED,
+	       "the root reaches @%s in its own namespace", name);
+	close(s);
+	if (write(go[1], "g", 1) != 1)
+		fail("write: %m");
+	int st;
+	expect(waitpid(c, &st, 0) == c && WIFEXITED(st) && !WEXITSTATUS(st), "C: status %x", st);
+	pass();
+}
