@@ -294,25 +294,23 @@ static int setup(struct rst_ctx *ctx, int s, const NetlinkEntry *m)
 	return 0;
 }
 
-static int netlink_open(struct rst_ctx *ctx, void *obj)
+static int open_in(struct rst_ctx *ctx, void *obj)
 {
 	struct fdobj_r *p = obj;
 	const NetlinkEntry *m = p->msg;
 	int type = (int)m->type | SOCK_CLOEXEC | (m->flags & O_NONBLOCK ? SOCK_NONBLOCK : 0);
-	/* in its namespace (ckpt's thread is in the root's at prepare) */
-	int r = m->netns ? netns_rst_enter(ctx, m->netns) : 0;
-	if (r < 0)
-		return log_fail(&ctx->log, r, "netlink %u: cannot enter its network namespace %u: "
-				"%s", m->id, m->netns, strerror(-r));
 	p->fd = socket(AF_NETLINK, type, (int)m->protocol);
-	r = p->fd < 0 ? log_fail(&ctx->log, -errno, "netlink %u: cannot make a socket of "
-				 "protocol %u: %m", m->id, m->protocol)
-		      : setup(ctx, p->fd, m);
-	int r2 = m->netns ? netns_rst_enter(ctx, 0) : 0;
-	if (r2 < 0 && r >= 0)
-		r = log_fail(&ctx->log, r2, "netlink %u: cannot go back to the root's network "
-			     "namespace: %s", m->id, strerror(-r2));
-	return r;
+	if (p->fd < 0)
+		return log_fail(&ctx->log, -errno, "netlink %u: cannot make a socket of protocol "
+				"%u: %m", m->id, m->protocol);
+	return setup(ctx, p->fd, m);
+}
+
+/* in its namespace (its port id and groups are that namespace's) */
+static int netlink_open(struct rst_ctx *ctx, void *obj)
+{
+	const NetlinkEntry *m = ((struct fdobj_r *)obj)->msg;
+	return netns_rst_call(ctx, m->netns, open_in, obj);
 }
 
 static const struct fdobj_ops netlink_file = {

@@ -107,5 +107,10 @@ int netns_held_fd(struct rst_ctx *ctx, uint32_t id);
  * the root's, where it is from prepare to "spawn root"), to make sockets
  * there; -EINVAL if the image has none such. */
 int netns_rst_enter(struct rst_ctx *ctx, uint32_t id) __attribute__((warn_unused_result));
+/* Restart, at prepare (ckpt's thread in the root's namespace): fn(ctx, arg)
+ * with the thread in the namespace of that id (0: the root's), back in the
+ * root's after; a failure to enter or come back logged. */
+int netns_rst_call(struct rst_ctx *ctx, uint32_t id, int (*fn)(struct rst_ctx *, void *), void *arg)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -281,8 +281,7 @@ static int collect_in(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, str
 	return 0;
 }
 
-static int packet_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			  void *obj)
+static int packet_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi, void *obj)
 {
 	struct packet_obj *o = obj;
 	_cleanup_close_ int s = puppet_getfd(&t->pup, fi->fd);
@@ -299,8 +298,9 @@ static int packet_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_
 	int own;
 	int r = netns_enter_task(fi->pid, &own);
 	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d fd %d (packet): cannot enter its network "
-				"namespace: %s", fi->pid, fi->fd, strerror(-r));
+		return log_fail(&ctx->log, r,
+				"pid %d fd %d (packet): cannot enter its network namespace: %s",
+				fi->pid, fi->fd, strerror(-r));
 	r = collect_in(ctx, fi, s, o);
 	netns_leave(own);
 	return r;
@@ -422,26 +422,23 @@ static int setup(struct rst_ctx *ctx, int s, const PacketEntry *m)
 	return join(ctx, s, m);
 }
 
-static int packet_open(struct rst_ctx *ctx, void *obj)
+static int open_in(struct rst_ctx *ctx, void *obj)
 {
 	struct fdobj_r *p = obj;
 	const PacketEntry *m = p->msg;
 	int type = (int)m->type | SOCK_CLOEXEC | (m->flags & O_NONBLOCK ? SOCK_NONBLOCK : 0);
-	/* in its namespace, whose devices it is bound to (ckpt's thread is in
-	 * the root's at prepare) */
-	int r = m->netns ? netns_rst_enter(ctx, m->netns) : 0;
-	if (r < 0)
-		return log_fail(&ctx->log, r, "packet %u: cannot enter its network namespace %u: "
-				"%s", m->id, m->netns, strerror(-r));
 	p->fd = socket(AF_PACKET, type, (int)m->protocol);
-	r = p->fd < 0 ? log_fail(&ctx->log, -errno, "packet %u: cannot make a packet socket of "
-				 "protocol 0x%04x: %m", m->id, ntohs((uint16_t)m->protocol))
-		      : setup(ctx, p->fd, m);
-	int r2 = m->netns ? netns_rst_enter(ctx, 0) : 0;
-	if (r2 < 0 && r >= 0)
-		r = log_fail(&ctx->log, r2, "packet %u: cannot go back to the root's network "
-			     "namespace: %s", m->id, strerror(-r2));
-	return r;
+	if (p->fd < 0)
+		return log_fail(&ctx->log, -errno, "packet %u: cannot make a packet socket of "
+				"protocol 0x%04x: %m", m->id, ntohs((uint16_t)m->protocol));
+	return setup(ctx, p->fd, m);
+}
+
+/* in its namespace, whose devices it is bound to */
+static int packet_open(struct rst_ctx *ctx, void *obj)
+{
+	const PacketEntry *m = ((struct fdobj_r *)obj)->msg;
+	return netns_rst_call(ctx, m->netns, open_in, obj);
 }
 
 static const struct fdobj_ops packet_file = {

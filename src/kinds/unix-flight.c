@@ -232,8 +232,8 @@ static int swap_take(struct swap *sw)
 static int swap_put(struct swap *sw, struct swap_client *c, struct capture *cap)
 {
 	/* in the listener's namespace: its abstract name is there */
-	_cleanup_close_ int s = unix_socket_as(unix_reg(sw->ctx), sw->l,
-					       sw->l->type | SOCK_CLOEXEC | SOCK_NONBLOCK);
+	_cleanup_close_ int s =
+	    unix_socket_as(unix_reg(sw->ctx), sw->l, sw->l->type | SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct stat st;
 	int r = s < 0 ? -errno : 0;
 

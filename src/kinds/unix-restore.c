@@ -455,7 +455,8 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 	if (!a->e->has_name) { /* neither has a name */
 		int sv[2];
 		if (y && ns_of(y) != ns_of(x))
-			return RFAIL(st, x, -EINVAL, "its unnamed peer is of another network "
+			return RFAIL(st, x, -EINVAL,
+				     "its unnamed peer is of another network "
 				     "namespace");
 		if (sock_in(st, ns_of(x), (int)x->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, sv) < 0)
 			return RFAIL(st, x, -errno, "cannot make a socketpair: %m");
@@ -642,9 +643,9 @@ static int pending_all(struct rst_unix *st)
 			_cleanup_close_ int tmp = -1;
 			int s = c ? c->fd : -1, r = 0;
 			if (!c) { /* its client was closed: a stand-in, closed after */
-				s = tmp = sock_in(st, ns_of(l),
-						  (int)l->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK,
-						  NULL);
+				s = tmp =
+				    sock_in(st, ns_of(l),
+					    (int)l->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, NULL);
 				r = s < 0 ? -errno : unix_set_buf(s, true, BIG_SNDBUF);
 			}
 			if (r == 0)
@@ -777,7 +778,8 @@ static int dgram_all(struct rst_unix *st)
 		if (u->peer) {
 			r = connect_to(u->fd, u->peer);
 		} else { /* connected to a socket since closed */
-			_cleanup_close_ int tmp = sock_in(st, ns_of(u), SOCK_DGRAM | SOCK_CLOEXEC, NULL);
+			_cleanup_close_ int tmp =
+			    sock_in(st, ns_of(u), SOCK_DGRAM | SOCK_CLOEXEC, NULL);
 			struct sockaddr_un a = {.sun_family = AF_UNIX};
 			socklen_t alen = sizeof(sa_family_t);
 			if (tmp < 0 || bind(tmp, (struct sockaddr *)&a, alen) < 0 ||

@@ -192,7 +192,8 @@ int unix_make_reg(struct ckpt_ctx *ctx, struct unix_obj **ret)
 		/* namespaces of the tasks collected since */
 		r = table_sync(ctx, u);
 		if (r < 0)
-			return log_fail(&ctx->log, r, "cannot list the unix sockets (sock_diag): %s",
+			return log_fail(&ctx->log, r,
+					"cannot list the unix sockets (sock_diag): %s",
 					strerror(-r));
 		*ret = u;
 		return 0;

@@ -193,7 +193,8 @@ static void make_socks(struct c_socks *k)
 	if (k->nl < 0 || bind(k->nl, (struct sockaddr *)&nl, sizeof(nl)) < 0)
 		fail("netlink: %m");
 	/* (d) */
-	struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_LOCAL),
+	struct sockaddr_ll ll = {.sll_family = AF_PACKET,
+				 .sll_protocol = htons(ETH_LOCAL),
 				 .sll_ifindex = (int)if_nametoindex("lo")};
 	k->pk = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_LOCAL));
 	if (k->pk < 0 || !ll.sll_ifindex || bind(k->pk, (struct sockaddr *)&ll, sizeof(ll)) < 0)
@@ -205,7 +206,7 @@ static void check_socks(struct c_socks *k)
 	struct sockaddr_un a;
 	socklen_t alen = abstract(&a);
 	int all[] = {k->pair[0], k->pair[1], k->dpair[0], k->dpair[1], k->listener,
-		     k->client,	 k->server,  k->pending,  k->nl,	k->pk};
+		     k->client,	 k->server,  k->pending,  k->nl,       k->pk};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		expect(here(all[i]), "C: socket %zu (fd %d) is not of its network namespace", i,
 		       all[i]);
@@ -244,8 +245,10 @@ static void check_socks(struct c_socks *k)
 		fail("ip addr add failed");
 	expect(newaddr(k->nl), "C: no RTM_NEWADDR on the restored route socket");
 	/* (d) */
-	struct sockaddr_ll to = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_LOCAL),
-				 .sll_ifindex = (int)if_nametoindex("lo"), .sll_halen = 6};
+	struct sockaddr_ll to = {.sll_family = AF_PACKET,
+				 .sll_protocol = htons(ETH_LOCAL),
+				 .sll_ifindex = (int)if_nametoindex("lo"),
+				 .sll_halen = 6};
 	int snd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_LOCAL));
 	if (snd < 0 || sendto(snd, "frame", 5, 0, (struct sockaddr *)&to, sizeof(to)) != 5)
 		fail("C: send a frame on lo: %m");

@@ -179,7 +179,7 @@ static void sock_in_other(const char *mode)
 		     : socket(AF_UNIX, SOCK_DGRAM, 0);
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
 	struct sockaddr_un un = { .sun_family = AF_UNIX, .sun_path = "\0ckpt-refuse-netns" };
-	struct sockaddr_nl snl = { .nl_family = AF_NETLINK };
+	struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
 	if (s < 0 || (inet ? bind(s, (struct sockaddr *)&a6, sizeof(a6))
 		      : nl ? bind(s, (struct sockaddr *)&snl, sizeof(snl))
 			   : bind(s, (struct sockaddr *)&un, sizeof(un))) < 0)
