@@ -60,32 +60,6 @@ static socklen_t abstract(struct sockaddr_un *a)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-static ino_t ns_of(pid_t pid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	if (stat(path, &st) < 0)
-		fail("stat %s: %m", path);
-	return st.st_ino;
-}
-
-/* Is socket s of the caller's network namespace (by their cookies)? */
-static bool here(int s)
-{
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71
-#endif
-	uint64_t a = 0, b = 0;
-	socklen_t la = sizeof(a), lb = sizeof(b);
-	int t = socket(AF_UNIX, SOCK_DGRAM, 0);
-	if (t < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0 ||
-	    getsockopt(t, SOL_SOCKET, SO_NETNS_COOKIE, &b, &lb) < 0)
-		fail("SO_NETNS_COOKIE: %m");
-	close(t);
-	return a == b;
-}
-
 static void get(int fd, char *c)
 {
 	ssize_t n;
@@ -208,10 +182,10 @@ static void check_socks(struct c_socks *k)
 	int all[] = {k->pair[0], k->pair[1], k->dpair[0], k->dpair[1], k->listener,
 		     k->client,	 k->server,  k->pending,  k->nl,       k->pk};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		expect(here(all[i]), "C: socket %zu (fd %d) is not of its network namespace", i,
-		       all[i]);
+		expect(test_netns_here(all[i]),
+		       "C: socket %zu (fd %d) is not of its network namespace", i, all[i]);
 	/* (e) */
-	expect(!here(k->cross), "C: its end of the root's pair is of its own namespace");
+	expect(!test_netns_here(k->cross), "C: its end of the root's pair is of its own namespace");
 	expect_read(k->cross, "from the root", "the root's pair");
 	/* (a) */
 	expect_read(k->pair[0], "queued in the pair", "the stream pair");
@@ -300,7 +274,7 @@ int main(void)
 	test_ready();
 	test_wait();
 
-	expect(ns_of(c) != ns_of(getpid()), "C is in the root's network namespace");
+	expect(test_netns_of(c) != test_netns_of(getpid()), "C is in the root's network namespace");
 	/* the abstract name is C's namespace's only */
 	struct sockaddr_un a;
 	socklen_t alen = abstract(&a);
