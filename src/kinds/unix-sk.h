@@ -3,7 +3,7 @@
  * Helpers of the unix kind (unix.c), with no knowledge of images or tasks:
  *
  * - the sock_diag table: what NETLINK_SOCK_DIAG says of every unix socket
- *   of ckpt's network namespace, read in one dump. Embryos (connections
+ *   of a network namespace, read in one dump (several may be added). Embryos (connections
  *   not accepted yet) have no inode and are left out: they are seen
  *   through their listener's icons (the inodes of their clients, 0 for a
  *   client since closed, in accept order).

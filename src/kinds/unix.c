@@ -8,8 +8,8 @@
  * (UNIX_DIAG_PEER), so the two ends of a connection may belong to
  * different tasks.
  *
- * Checkpoint. What the kernel says of every unix socket of the network
- * namespace is read once (NETLINK_SOCK_DIAG: name, VFS inode, peer,
+ * Checkpoint. What the kernel says of every unix socket of each network
+ * namespace of the image is read once (NETLINK_SOCK_DIAG: name, VFS inode, peer,
  * pending connections, queue lengths, shutdown) into a table kept in the
  * objhash under key 0. Each socket is then read through a copy of its fd
  * (pidfd_getfd): options with getsockopt, the bound file with SIOCUNIXFILE,
@@ -45,7 +45,10 @@
  * O_NONBLOCK. fdtable then passes the sockets in.
  *
  * Refused: peers (or pending connections, or listeners) outside the
- * image (but see --external unix and --detach-clients below), out-of-band data, eBPF socket filters, other network namespaces; fds
+ * image (but see --external unix and --detach-clients below), out-of-band
+ * data, eBPF socket filters, a socket of a network namespace the image
+ * does not hold (those it holds, a task's or one held by an fd, are read
+ * by sock_diag in each, and each socket is made again in its own); fds
  * in flight of a kind tied to a task's fd numbers (epoll) or of no kind,
  * files in flight holding a flock or OFD lock, unix sockets in flight that
  * hold fds in flight themselves; credentials a receiver shows (SO_PASSCRED)
