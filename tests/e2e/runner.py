@@ -482,6 +482,9 @@ TESTS = [
     # group and a packet socket bound to lo: made again there; the
     # abstract name is not the root's namespace's
     entry("netns_socks", (B, T)),
+    # checkpointed with --kill --verify: the dry run beside the live
+    # original makes the child's sockets in a namespace of its own too
+    entry("netns_socks_verify", program="netns_socks", ckpt_args=["--verify"]),
     # the same as pid 1 of `ckpt run --net` (the root in a namespace of its own)
     entry("netns_socks_ct", (B, T), kind="container", run_args=["--net"],
           program="netns_socks"),
