@@ -3,8 +3,10 @@
  * Sockets of a task in another network namespace than the tree's root's:
  * child C unshares a network namespace of its own (loopback up) and makes
  * there
- * (a) a unix stream socketpair with bytes queued in one end, and a unix
- *     datagram socketpair with two datagrams queued;
+ * (a) a unix stream socketpair with bytes queued in one end, a unix
+ *     datagram socketpair with two datagrams queued, and a seqpacket
+ *     socketpair with two records queued, the second carrying a pipe's
+ *     read end (SCM_RIGHTS) with bytes in the pipe;
  * (b) a unix stream listener bound to an abstract name, a client connected
  *     and accepted (with bytes queued at the server's end), and a second
  *     client connected and not accepted yet that sent bytes (the
@@ -131,7 +133,7 @@ static bool newaddr(int s)
 
 struct c_socks {
 	int cross; /* (e) */
-	int pair[2], dpair[2], listener, client, server, pending, nl, pk;
+	int pair[2], dpair[2], spair[2], listener, client, server, pending, nl, pk;
 };
 
 static void make_socks(struct c_socks *k)
@@ -145,6 +147,15 @@ static void make_socks(struct c_socks *k)
 	send_str(k->pair[1], "queued in the pair");
 	send_str(k->dpair[1], "first datagram");
 	send_str(k->dpair[1], "second");
+	int pp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, k->spair) < 0 || pipe(pp) < 0)
+		fail("a seqpacket pair: %m");
+	send_str(k->spair[1], "record one");
+	if (write(pp[1], "piped", 5) != 5)
+		fail("write: %m");
+	test_send_fds(k->spair[1], "with a pipe", &pp[0], 1);
+	close(pp[0]);
+	close(pp[1]);
 	/* (b) */
 	k->listener = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (k->listener < 0 || bind(k->listener, (struct sockaddr *)&a, alen) < 0 ||
@@ -179,8 +190,8 @@ static void check_socks(struct c_socks *k)
 {
 	struct sockaddr_un a;
 	socklen_t alen = abstract(&a);
-	int all[] = {k->pair[0], k->pair[1], k->dpair[0], k->dpair[1], k->listener,
-		     k->client,	 k->server,  k->pending,  k->nl,       k->pk};
+	int all[] = {k->pair[0],  k->pair[1], k->dpair[0], k->dpair[1], k->spair[0], k->spair[1],
+		     k->listener, k->client,  k->server,   k->pending,	k->nl,	     k->pk};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		expect(test_netns_here(all[i]),
 		       "C: socket %zu (fd %d) is not of its network namespace", i, all[i]);
@@ -196,6 +207,27 @@ static void check_socks(struct c_socks *k)
 	expect(n == 14 && !memcmp(buf, "first datagram", 14), "the dgram pair: first %zd", n);
 	n = recv(k->dpair[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
 	expect(n == 6 && !memcmp(buf, "second", 6), "the dgram pair: second %zd", n);
+	n = recv(k->spair[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	expect(n == 10 && !memcmp(buf, "record one", 10), "the seqpacket pair: first %zd", n);
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+	n = recvmsg(k->spair[0], &mh, MSG_DONTWAIT);
+	struct cmsghdr *ch = n == 11 ? CMSG_FIRSTHDR(&mh) : NULL;
+	expect(ch && ch->cmsg_type == SCM_RIGHTS && !memcmp(buf, "with a pipe", 11),
+	       "the seqpacket pair: no second record with its fd (%zd)", n);
+	if (ch) {
+		int pfd;
+		memcpy(&pfd, CMSG_DATA(ch), sizeof(pfd));
+		char piped[8] = "";
+		expect(read(pfd, piped, sizeof(piped) - 1) == 5 && !strcmp(piped, "piped"),
+		       "the pipe passed on the seqpacket pair lost its bytes");
+		close(pfd);
+	}
 	/* (b) */
 	expect_read(k->server, "to the server", "the accepted connection");
 	send_str(k->server, "reply");
