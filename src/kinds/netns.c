@@ -59,10 +59,12 @@
 #include <linux/capability.h>
 #include <net/if.h>
 #include <linux/rtnetlink.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -700,6 +702,22 @@ int netns_other(struct ckpt_ctx *ctx, size_t k, uint32_t *id, int *fd)
 		*fd = n->nsfd;
 		return 0;
 	}
+	return -ENOENT;
+}
+
+int netns_of_sock_task(struct ckpt_ctx *ctx, int sock, uint32_t *id)
+{
+	struct stat st, ts;
+	_cleanup_close_ int nsfd = ioctl(sock, SIOCGSKNS);
+	if (nsfd < 0 || fstat(nsfd, &st) < 0)
+		return -errno;
+	for (size_t i = 1; i < ctx->ntasks; i++)
+		if (!ctx->tasks[i].zombie && ns_ident(ctx->tasks[i].pid, &ts) == 0 &&
+		    ts.st_dev == st.st_dev && ts.st_ino == st.st_ino)
+			/* ckpt's or the root's: not another one */
+			return netns_saved(ctx, ctx->tasks[i].pid)
+				   ? -ENOENT
+				   : extra_netns(ctx, ctx->tasks[i].pid, -1, nsfd, &st, id);
 	return -ENOENT;
 }
 

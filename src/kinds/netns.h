@@ -44,6 +44,13 @@ bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_
 int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cookie)
 	__attribute__((warn_unused_result));
 
+/* Checkpoint: socket sock (a copy of a task's fd) is of the network
+ * namespace of a task of the tree not collected yet (a child's socket its
+ * parent holds): that namespace saved now (the task finds it again), its
+ * id in *id; -ENOENT if no task of the tree is in it (SIOCGSKNS). */
+int netns_of_sock_task(struct ckpt_ctx *ctx, int sock, uint32_t *id)
+    __attribute__((warn_unused_result));
+
 /* Checkpoint: the k-th (from 0) namespace the image holds other than the
  * tree's: its id (NetnsEntry.id) and an fd of it (the kind's, not to be
  * closed); -ENOENT past the last. */

@@ -512,6 +512,19 @@ static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 	return read_rights(ctx, t, reg, k, u);
 }
 
+/* A socket sock_diag has not shown yet: of the namespace of a task the
+ * collect has not met (a child's, held by its parent)? That namespace is
+ * saved now and its sockets read into the table. */
+static int ns_of_later_task(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			    struct unix_obj **reg)
+{
+	uint32_t id;
+	_cleanup_close_ int copy = puppet_getfd(&t->pup, fi->fd);
+	if (copy < 0 || netns_of_sock_task(ctx, copy, &id) < 0)
+		return 0; /* no: refused as sock_diag does not show it */
+	return unix_make_reg(ctx, reg);
+}
+
 static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 			   uint32_t *ret_id)
 {
@@ -525,6 +538,10 @@ static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	if ((r = unix_make_reg(ctx, &reg)) < 0)
 		return r;
 	const struct usk *k = unix_table_find(&reg->tab, ino);
+	if (!k && (r = ns_of_later_task(ctx, t, fi, &reg)) < 0)
+		return r;
+	if (!k)
+		k = unix_table_find(&reg->tab, ino);
 	if (!k || (k->type != SOCK_STREAM && k->type != SOCK_DGRAM && k->type != SOCK_SEQPACKET))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): a unix socket sock_diag does not show (%s)",

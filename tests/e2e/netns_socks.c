@@ -17,7 +17,10 @@
  *     is empty at the checkpoint).
  * (e) C also holds one end of a unix stream socketpair the root made before
  *     the fork (so of the root's namespace), the root the other, with
- *     bytes queued for C.
+ *     bytes queued for C; and (f) C makes a unix stream socketpair in its
+ *     namespace and passes one end to the root over (e) (SCM_RIGHTS), bytes
+ *     queued for the root: the root, collected first, holds a socket of a
+ *     namespace the checkpoint has not met yet.
  * After checkpoint --kill and restart, C
  * checks from inside: each socket is of its namespace (SO_NETNS_COOKIE),
  * the queued bytes and datagrams are there, the accepted connection and
@@ -133,8 +136,40 @@ static bool newaddr(int s)
 
 struct c_socks {
 	int cross; /* (e) */
+	int mine;  /* (f): C's end */
 	int pair[2], dpair[2], spair[2], listener, client, server, pending, nl, pk;
 };
+
+/* (f): one end of a pair of C's namespace passed to the root */
+static void pass_to_root(struct c_socks *k)
+{
+	int fp[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, fp) < 0)
+		fail("socketpair: %m");
+	test_send_fds(k->cross, "f", &fp[1], 1);
+	close(fp[1]);
+	send_str(fp[0], "to the root");
+	k->mine = fp[0];
+}
+
+/* The root: the fd that came with a message on s. */
+static int recv_fd(int s)
+{
+	char c;
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+	struct cmsghdr *ch = recvmsg(s, &mh, 0) == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	int fd;
+	if (!ch || ch->cmsg_type != SCM_RIGHTS)
+		fail("the root: no fd from C: %m");
+	memcpy(&fd, CMSG_DATA(ch), sizeof(fd));
+	return fd;
+}
 
 static void make_socks(struct c_socks *k)
 {
@@ -195,8 +230,11 @@ static void check_socks(struct c_socks *k)
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		expect(test_netns_here(all[i]),
 		       "C: socket %zu (fd %d) is not of its network namespace", i, all[i]);
-	/* (e) */
+	/* (e), (f) */
 	expect(!test_netns_here(k->cross), "C: its end of the root's pair is of its own namespace");
+	expect(test_netns_here(k->mine),
+	       "C: its end of the pair it passed is not of its namespace");
+	expect_read(k->mine, "to C", "the pair C passed to the root");
 	expect_read(k->cross, "from the root", "the root's pair");
 	/* (a) */
 	expect_read(k->pair[0], "queued in the pair", "the stream pair");
@@ -277,6 +315,7 @@ static int child_c(int ready, int go, int cross)
 		fail("unshare: %m");
 	lo_up();
 	make_socks(&k);
+	pass_to_root(&k);
 	char c;
 	if (write(ready, "c", 1) != 1)
 		fail("write: %m");
@@ -302,11 +341,15 @@ int main(void)
 	send_str(cross[1], "from the root");
 	char r;
 	get(ready[0], &r);
+	int passed = recv_fd(cross[1]);
 
 	test_ready();
 	test_wait();
 
 	expect(test_netns_of(c) != test_netns_of(getpid()), "C is in the root's network namespace");
+	expect(!test_netns_here(passed), "the root: the end C passed is of the root's namespace");
+	expect_read(passed, "to the root", "the root: the end C passed");
+	send_str(passed, "to C");
 	/* the abstract name is C's namespace's only */
 	struct sockaddr_un a;
 	socklen_t alen = abstract(&a);
