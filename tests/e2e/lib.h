@@ -131,6 +131,10 @@ int test_hold_netns(pid_t child, int target);
 /* The output of sh -c cmd run in the network namespace of fd (-1: the
  * caller's), in out (len bytes, NUL-terminated); fails the test if cmd does. */
 void test_netns_run(int fd, const char *cmd, char *out, size_t len);
+/* Is socket s of the caller's network namespace (by their SO_NETNS_COOKIE)? */
+bool test_netns_here(int s);
+/* The inode of pid's network namespace (fails the test if it cannot be read). */
+ino_t test_netns_of(pid_t pid);
 
 /* Allocation that fails the test on error. */
 void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
