@@ -1069,13 +1069,14 @@ static int nat_conns(struct ckpt_ctx *ctx)
 	int ret = 0;
 	if (!(ctx->flags & CKPT_KILL) || !ctx->opts || !ctx->opts->committed)
 		return 0;
+	struct ct_table ct = { 0 };
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *o = ob->ptr;
 		char via[IF_NAMESIZE + 1];
 		if (!o->e.has_dst || !o->e.has_src || o->e.dst.len != o->e.src.len ||
 		    (o->e.dst.len != 4 && o->e.dst.len != 16) || o->e.type == SOCK_RAW ||
 		    !o->e.dst_port ||
-		    !netns_via_nat(ctx, o->e.dst.len == 4 ? AF_INET : AF_INET6, o->src,
+		    !netns_via_nat(ctx, &ct, o->e.dst.len == 4 ? AF_INET : AF_INET6, o->src,
 				   (uint16_t)o->e.src_port, o->dst, (uint16_t)o->e.dst_port, via,
 				   sizeof(via)))
 			continue;
@@ -1086,10 +1087,11 @@ static int nat_conns(struct ckpt_ctx *ctx)
 				 "%s): a migrated connection would reach it from another address, "
 				 "and be reset; not supported (close it first, or checkpoint and "
 				 "restart on this host)", o->pid, o->fd, peer, o->e.dst_port, via);
-		if (!log_gathers(&ctx->log, r))
-			return r;
 		ret = r;
+		if (!log_gathers(&ctx->log, r))
+			break;
 	}
+	free(ct.v);
 	return ret;
 }
 

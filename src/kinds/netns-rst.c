@@ -221,6 +221,20 @@ int netns_rst_enter(struct rst_ctx *ctx, uint32_t id)
 	return setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
 }
 
+int netns_rst_call(struct rst_ctx *ctx, uint32_t id, int (*fn)(struct rst_ctx *, void *), void *arg)
+{
+	int r = id ? netns_rst_enter(ctx, id) : 0;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot enter network namespace %u: %s", id,
+				strerror(-r));
+	r = fn(ctx, arg);
+	int r2 = id ? netns_rst_enter(ctx, 0) : 0;
+	if (r2 < 0 && r >= 0)
+		r = log_fail(&ctx->log, r2, "cannot go back to the root's network namespace: %s",
+			     strerror(-r2));
+	return r;
+}
+
 int netns_held_fd(struct rst_ctx *ctx, uint32_t id)
 {
 	const struct one_ns *o = by_id(ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL, id);

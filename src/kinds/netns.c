@@ -59,10 +59,12 @@
 #include <linux/capability.h>
 #include <net/if.h>
 #include <linux/rtnetlink.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -183,19 +185,22 @@ static bool host_local4(const uint8_t *a)
 /*
  * Is the IPv4 connection src:sport -> dst:dport translated by this host
  * (its conntrack entry's reply goes to another address or port)? From
- * /proc/net/nf_conntrack; 1, 0 (no such entry: nothing translated it), or
- * -errno if the table cannot be read.
+ * /proc/net/nf_conntrack, read into *t at the first question; 1, 0 (no
+ * such entry: nothing translated it), or -errno if the table cannot be
+ * read.
  */
-static int translated4(const uint8_t *src, uint16_t sport, const uint8_t *dst, uint16_t dport)
+static int translated4(struct ct_table *t, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+		       uint16_t dport)
 {
-	_cleanup_free_ struct ct_nat *v = NULL;
-	size_t n;
-	int r = ct_nat_list(&v, &n);
-	return r < 0 ? r : ct_nat_find(v, n, 0, src, sport, dst, dport) != NULL;
+	if (!t->read) {
+		t->err = ct_nat_list(&t->v, &t->n);
+		t->read = true;
+	}
+	return t->err < 0 ? t->err : ct_nat_find(t->v, t->n, 0, src, sport, dst, dport) != NULL;
 }
 
-bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,
-		   const uint8_t *dst, uint16_t dport, char *via, size_t vialen)
+bool netns_via_nat(struct ckpt_ctx *ctx, struct ct_table *ct, int family, const uint8_t *src,
+		   uint16_t sport, const uint8_t *dst, uint16_t dport, char *via, size_t vialen)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	const struct netns_ckpt *n = own_of(ctx);
@@ -221,7 +226,7 @@ bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_
 		return false;
 	/* an inbound connection routed to it is not translated: the host's
 	 * conntrack tells; without its table, taken as translated */
-	if (translated4(src, sport, dst, dport) == 0)
+	if (translated4(ct, src, sport, dst, dport) == 0)
 		return false;
 	snprintf(via, vialen, "%s", nat->peer_name ? nat->peer_name : "?");
 	return true;
@@ -729,6 +734,75 @@ int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cooki
 			return 0;
 		}
 	return -EOPNOTSUPP;
+}
+
+int netns_other(struct ckpt_ctx *ctx, size_t k, uint32_t *id, int *fd)
+{
+	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	for (; n; n = n->next) {
+		if (!n->held || k--)
+			continue;
+		*id = n->e.id;
+		*fd = n->nsfd;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int netns_of_sock_task(struct ckpt_ctx *ctx, int sock, uint32_t *id)
+{
+	struct stat st, ts;
+	_cleanup_close_ int nsfd = ioctl(sock, SIOCGSKNS);
+	if (nsfd < 0 || fstat(nsfd, &st) < 0)
+		return -errno;
+	for (size_t i = 1; i < ctx->ntasks; i++)
+		if (!ctx->tasks[i].zombie && ns_ident(ctx->tasks[i].pid, &ts) == 0 &&
+		    ts.st_dev == st.st_dev && ts.st_ino == st.st_ino)
+			/* ckpt's or the root's: not another one */
+			return netns_saved(ctx, ctx->tasks[i].pid)
+				   ? -ENOENT
+				   : extra_netns(ctx, ctx->tasks[i].pid, -1, nsfd, &st, id);
+	return -ENOENT;
+}
+
+const char *netns_sock_of(struct ckpt_ctx *ctx, pid_t pid, int s, uint32_t *id)
+{
+	uint64_t cookie = 0;
+	if (netns_of_task(ctx, pid, id, &cookie) < 0)
+		return "a socket of a process in ckpt's network namespace while the tree's root "
+		       "has its own; not supported yet";
+	if (!netns_sock_saved(cookie, s))
+		return "a socket of another network namespace than its process's (made there, "
+		       "setns back); not supported yet";
+	return NULL;
+}
+
+int netns_enter_task(pid_t pid, int *own)
+{
+	char path[64];
+	*own = -1;
+	if (proc_same_netns(pid))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int me = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || me < 0 || setns(fd, CLONE_NEWNET) < 0) {
+		int err = -errno;
+		if (me >= 0)
+			close(me);
+		return err;
+	}
+	*own = me;
+	return 0;
+}
+
+void netns_leave(int own)
+{
+	if (own < 0)
+		return;
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort(); /* ckpt's thread cannot go back to its own namespace */
+	close(own);
 }
 
 static int netns_dump(struct ckpt_ctx *ctx, struct task *t)

@@ -515,6 +515,31 @@ pid_t test_netns_child(const char *setup)
 	return child;
 }
 
+ino_t test_netns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st) < 0)
+		fail("stat %s: %m", path);
+	return st.st_ino;
+}
+
+bool test_netns_here(int s)
+{
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+	uint64_t a = 0, b = 0;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+	int t = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (t < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0 ||
+	    getsockopt(t, SOL_SOCKET, SO_NETNS_COOKIE, &b, &lb) < 0)
+		fail("SO_NETNS_COOKIE: %m");
+	close(t);
+	return a == b;
+}
+
 void test_netns_run(int fd, const char *cmd, char *out, size_t len)
 {
 	int p[2];
@@ -541,21 +566,8 @@ void test_netns_run(int fd, const char *cmd, char *out, size_t len)
 		fail("%s in fd %d's network namespace: %s", cmd, fd, out);
 }
 
-ino_t test_netns_of(pid_t pid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	if (stat(path, &st) < 0)
-		fail("stat %s: %m", path);
-	return st.st_ino;
-}
-
 uint64_t test_netns_cookie(int s)
 {
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71
-#endif
 	uint64_t c = 0;
 	socklen_t len = sizeof(c);
 	if (getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &c, &len) < 0)

@@ -131,8 +131,9 @@ int test_hold_netns(pid_t child, int target);
 /* The output of sh -c cmd run in the network namespace of fd (-1: the
  * caller's), in out (len bytes, NUL-terminated); fails the test if cmd does. */
 void test_netns_run(int fd, const char *cmd, char *out, size_t len);
-/* The inode of pid's network namespace (/proc/PID/ns/net); fails the test
- * if it cannot be read. */
+/* Is socket s of the caller's network namespace (by their SO_NETNS_COOKIE)? */
+bool test_netns_here(int s);
+/* The inode of pid's network namespace (fails the test if it cannot be read). */
 ino_t test_netns_of(pid_t pid);
 /* The cookie of socket s's network namespace (SO_NETNS_COOKIE: a restored
  * namespace has another); fails the test without one. */

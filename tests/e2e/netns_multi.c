@@ -67,22 +67,6 @@ static struct sockaddr_in lo7777(void)
 	return a;
 }
 
-/* Is socket s of the caller's network namespace (by their cookies)? */
-static bool here(int s)
-{
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71
-#endif
-	uint64_t a = 0, b = 0;
-	socklen_t la = sizeof(a), lb = sizeof(b);
-	int t = socket(AF_INET, SOCK_DGRAM, 0);
-	if (t < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0 ||
-	    getsockopt(t, SOL_SOCKET, SO_NETNS_COOKIE, &b, &lb) < 0)
-		fail("SO_NETNS_COOKIE: %m");
-	close(t);
-	return a == b;
-}
-
 /* G: echoes what comes on one connection to 127.0.0.1:7777 until its end. */
 static void echo(int listening)
 {
@@ -101,7 +85,7 @@ static void echo(int listening)
 	while ((n = read(s, buf, sizeof(buf))) != 0) {
 		if (n < 0)
 			fail("G: read: %m");
-		if (!here(s) || !here(l))
+		if (!test_netns_here(s) || !test_netns_here(l))
 			fail("G: its sockets are not of its network namespace");
 		if (write(s, buf, (size_t)n) != n)
 			fail("G: write: %m");
@@ -197,7 +181,7 @@ static int child_c(int ready, int go, int res)
 		fail("write: %m");
 
 	get(go, &c);
-	expect(here(conn), "C: its connection is not of its network namespace");
+	expect(test_netns_here(conn), "C: its connection is not of its network namespace");
 	line(conn, "after the restart\n");
 	close(conn);
 	if (write(gp[1], "gg", 2) != 2)

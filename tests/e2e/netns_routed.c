@@ -39,17 +39,6 @@ static void sh(const char *cmd)
 		fail("%s failed", cmd);
 }
 
-/* Is socket s of the caller's network namespace (by their cookies)? */
-static bool here(int s)
-{
-	int t = socket(AF_INET, SOCK_DGRAM, 0);
-	if (t < 0)
-		fail("socket: %m");
-	bool same = test_netns_cookie(s) == test_netns_cookie(t);
-	close(t);
-	return same;
-}
-
 static void get(int fd, char *c)
 {
 	ssize_t n;
@@ -139,7 +128,7 @@ static int child(const char *hostif, const char *hostaddr, const char *addr, int
 	}
 	if (!restarted)
 		get(go, &c);
-	expect(here(s), "its connection is not of its network namespace");
+	expect(test_netns_here(s), "its connection is not of its network namespace");
 	expect(test_netns_of(getpid()) != test_netns_of(getppid()),
 	       "it is in the root's network namespace");
 	expect(test_tcp_state(s) == 1, "its connection is in state %d", test_tcp_state(s));

@@ -443,10 +443,6 @@ TESTS = [
     entry("refuse_netns_thread", kind="refuse", program="refuse_netns", pargs=["thread"],
           regex=r"\bpid {pid} thread \d+: in another network namespace \(net:\[\d+\]\) than "
                 r"its process \(net:\[\d+\]\)"),
-    # a child in a namespace of its own (saved) with a unix socket pair (not)
-    entry("refuse_netns_child", kind="refuse", program="refuse_netns", pargs=["child"],
-          regex=r"\bpid (?!{pid}\b)\d+ fd [78] \(unix socket:\[\d+\]\): of a process in "
-                r"another network namespace than the tree's root's; not supported yet"),
     # a child's namespace (saved) with a TCP connection to a process outside
     # the tree there: it would stay in the old namespace
     entry("refuse_netns_tcp", kind="refuse", program="refuse_netns", pargs=["tcp"],
@@ -462,9 +458,13 @@ TESTS = [
     entry("refuse_netns_inet", kind="refuse", program="refuse_netns", pargs=["inet"],
           regex=r"\bpid {pid} fd 7 \(inet\): a socket of another network namespace than its "
                 r"process's"),
+    entry("refuse_netns_netlink", kind="refuse", program="refuse_netns", pargs=["netlink"],
+          regex=r"\bpid {pid} fd 7 \(netlink\): a socket of another network namespace than "
+                r"its process's"),
+    # a unix socket made in a named namespace nothing of the tree holds
     entry("refuse_netns_unix", kind="refuse", program="refuse_netns", pargs=["unix"],
           regex=r"\bpid {pid} fd 7 \(socket:\[\d+\]\): a unix socket sock_diag does not show "
-                r"\(another netns\?\)"),
+                r"\(made in a network namespace the image does not hold\?\)"),
     # a network namespace no process is in, held by fds (as `ip netns`
     # files are), with a veth pair to the host, an address, a table route, a
     # rule: made again and the fds opened on it
@@ -491,6 +491,18 @@ TESTS = [
     # there and bytes in flight on it: a lock in each of the six
     entry("netns_many", (B, T),
           log_regex=r"(?s)(?:network lock ckpt_lock_\w+: \d+ connection\(s\) locked.*?){{6}}"),
+    # a child in a network namespace of its own with unix sockets (stream
+    # and dgram pairs with queued data, an abstract listener with an
+    # accepted and a pending connection), a NETLINK_ROUTE socket bound to a
+    # group and a packet socket bound to lo: made again there; the
+    # abstract name is not the root's namespace's
+    entry("netns_socks", (B, T)),
+    # checkpointed with --kill --verify: the dry run beside the live
+    # original makes the child's sockets in a namespace of its own too
+    entry("netns_socks_verify", program="netns_socks", ckpt_args=["--verify"]),
+    # the same as pid 1 of `ckpt run --net` (the root in a namespace of its own)
+    entry("netns_socks_ct", (B, T), kind="container", run_args=["--net"],
+          program="netns_socks"),
     # twelve network namespaces held by fds, two of them joined by a veth pair
     entry("netns_held12", (B, T)),
     entry("tcp_reset", rst_args=["--tcp-close"]),
