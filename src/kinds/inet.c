@@ -993,18 +993,24 @@ static void inet_after_kill(struct ckpt_ctx *ctx)
 				 "close it quietly: %s", v[j]->pid, v[j]->fd, strerror(-err[j]));
 }
 
-/* Is the other end of o's connection a socket of the tree? */
-static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
+/* Is the other end of o's connection a socket of the tree (of o's network
+ * namespace, or with any, of any)? */
+static bool peer_in_tree_ns(struct ckpt_ctx *ctx, const struct inet_obj *o, bool any)
 {
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *p = ob->ptr;
-		if (p != o && p->e.family == o->e.family && p->e.has_dst && p->e.netns == o->e.netns &&
-		    p->e.src_port == o->e.dst_port && p->e.dst_port == o->e.src_port &&
-		    p->e.src.len == o->e.dst.len && !memcmp(p->src, o->dst, o->e.dst.len) &&
-		    !memcmp(p->dst, o->src, o->e.src.len))
+		if (p != o && p->e.family == o->e.family && p->e.has_dst &&
+		    (any || p->e.netns == o->e.netns) && p->e.src_port == o->e.dst_port &&
+		    p->e.dst_port == o->e.src_port && p->e.src.len == o->e.dst.len &&
+		    !memcmp(p->src, o->dst, o->e.dst.len) && !memcmp(p->dst, o->src, o->e.src.len))
 			return true;
 	}
 	return false;
+}
+
+static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
+{
+	return peer_in_tree_ns(ctx, o, false);
 }
 
 /*
@@ -1030,8 +1036,11 @@ static int inner_peers(struct ckpt_ctx *ctx)
 		int where = ckpt_netns_peer(ctx, (unsigned long)ob->key);
 		if (where == NETNS_PEER_HOST && !migration)
 			continue;
+		bool other = where != NETNS_PEER_HOST && peer_in_tree_ns(ctx, o, true);
 		const char *why =
-		    where == NETNS_PEER_HOST
+		    other ? "its peer is a socket of the image in another of its network "
+			    "namespaces, routed between them: not done yet"
+		    : where == NETNS_PEER_HOST
 			? "its peer is in ckpt's network namespace, on this host, which "
 			  "a migration leaves"
 		    : where == NETNS_PEER_SAME
@@ -1042,12 +1051,11 @@ static int inner_peers(struct ckpt_ctx *ctx)
 			: "its peer is neither a socket of the image, of that namespace nor "
 			  "of ckpt's network namespace (another host, or a NAT between): "
 			  "the network lock cannot hold it";
-		int r =
-		    log_fail(&ctx->log, -EOPNOTSUPP,
-			     "pid %d fd %d (inet): a TCP connection of "
-			     "a network namespace other than the tree's root's, to a peer outside "
-			     "the image: %s; not supported",
-			     o->pid, o->fd, why);
+		int r = log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d fd %d (inet): a TCP connection of "
+		    "a network namespace other than the tree's root's%s: %s; not supported",
+		    o->pid, o->fd, other ? "" : ", to a peer outside the image", why);
 		if (!log_gathers(&ctx->log, r))
 			return r;
 		ret = r;
