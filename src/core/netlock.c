@@ -443,6 +443,27 @@ static int host_conns(struct conns *host, bool *dumped)
 	return r;
 }
 
+/*
+ * Is r the address ckpt's namespace reaches l from: the source it picks
+ * for l (a UDP connect, which sends nothing)? A peer bound to the host
+ * end's address is; one bound to an address that outlives the host end
+ * (another link's) is not, and is not tested (DESIGN "Not done").
+ */
+static bool reached_from(const struct tup *l, const struct tup *r)
+{
+	struct sockaddr_storage dst = sa_of(l), src;
+	socklen_t len = sizeof(src);
+	bool v4 = dst.ss_family == AF_INET;
+	_cleanup_close_ int s = socket(dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0 ||
+	    connect(s, (struct sockaddr *)&dst,
+		    v4 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0 ||
+	    getsockname(s, (struct sockaddr *)&src, &len) < 0 || src.ss_family != dst.ss_family)
+		return false;
+	return v4 ? !memcmp(&((struct sockaddr_in *)&src)->sin_addr, r->a, 4)
+		  : !memcmp(&((struct sockaddr_in6 *)&src)->sin6_addr, r->a, 16);
+}
+
 static int note_peer(struct ckpt_ctx *ctx, unsigned long ino, int where)
 {
 	struct netns_peer *v = realloc(ctx->netns_peers, (ctx->n_netns_peers + 1) * sizeof(*v));
@@ -489,6 +510,10 @@ static int find_peers(struct ckpt_ctx *ctx, pid_t pid, const struct inodes *s, s
 			continue;
 		if ((r = host_conns(host, dumped)) < 0 || !conns_find(host, &o.l, &o.r))
 			continue;
+		if (!reached_from(&o.l, &o.r)) {
+			r = note_peer(ctx, o.ino, NETNS_PEER_ADDR);
+			continue;
+		}
 		struct sockaddr_storage l = sa_of(&o.l), rm = sa_of(&o.r);
 		r = note_peer(ctx, o.ino, NETNS_PEER_HOST);
 		if (r >= 0 && hl)

@@ -71,9 +71,11 @@ const struct tcp_seen *ckpt_tcp_seen(const struct ckpt_ctx *ctx, unsigned long i
  * the connection is locked in ckpt's namespace too, where the peer's
  * packets pass while the killed tree's namespaces are gone. NETNS_PEER_SAME:
  * a socket of the connection's own namespace outside the tree.
- * NETNS_PEER_UNKNOWN: neither (or not looked at).
+ * NETNS_PEER_ADDR: a socket of ckpt's namespace bound to another address
+ * than the one ckpt's namespace reaches the connection's from (not
+ * tested: refused). NETNS_PEER_UNKNOWN: none (or not looked at).
  */
-enum { NETNS_PEER_UNKNOWN, NETNS_PEER_SAME, NETNS_PEER_HOST };
+enum { NETNS_PEER_UNKNOWN, NETNS_PEER_SAME, NETNS_PEER_HOST, NETNS_PEER_ADDR };
 struct netns_peer {
 	unsigned long ino;
 	int where;

@@ -1043,6 +1043,11 @@ static int inner_peers(struct ckpt_ctx *ctx)
 		    : where == NETNS_PEER_HOST
 			? "its peer is in ckpt's network namespace, on this host, which "
 			  "a migration leaves"
+		    : where == NETNS_PEER_ADDR
+			? "its peer is in ckpt's network namespace but bound to another "
+			  "address than the one that namespace reaches the connection's "
+			  "from (an address that outlives the namespace's veth pair): not "
+			  "tested, and seen to hang; not done yet"
 		    : where == NETNS_PEER_SAME
 			? "its peer is a socket of that same namespace outside the tree, "
 			  "which stays in the old namespace and cannot reach the restored "

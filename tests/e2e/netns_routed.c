@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * netns_routed HOSTIF HOSTADDR CHILDADDR [forward]: a tree whose child has a network
+ * netns_routed HOSTIF HOSTADDR CHILDADDR [forward|kept]: a tree whose child has a network
  * namespace of its own, joined by a veth pair to the root's (vc0 in the
  * child's with CHILDADDR/30, HOSTIF in the root's with HOSTADDR/30, the
  * child's default route through it), and a TCP connection there to a peer
@@ -15,7 +15,9 @@
  * - After the restart (the root woken by SIGUSR1, the child told), the
  *   child checks from inside: its connection is of its own namespace, which
  *   is not the root's, still established, and lines came on it after the
- *   restart (its namespace's cookie another); then it closes it.
+ *   restart (its namespace's cookie another); then it closes it. "kept":
+ *   the checkpoint is refused, no restart is awaited (lines came in the
+ *   original namespace only).
  */
 #include "lib.h"
 
@@ -49,7 +51,8 @@ static void get(int fd, char *c)
 }
 
 /* The child: the namespace, the echo server, the checks. */
-static int child(const char *hostif, const char *hostaddr, const char *addr, int up, int go)
+static int child(const char *hostif, const char *hostaddr, const char *addr, int up, int go,
+		 bool kept)
 {
 	char cmd[512], c;
 	if (unshare(CLONE_NEWNET) < 0)
@@ -132,7 +135,8 @@ static int child(const char *hostif, const char *hostaddr, const char *addr, int
 	expect(test_netns_of(getpid()) != test_netns_of(getppid()),
 	       "it is in the root's network namespace");
 	expect(test_tcp_state(s) == 1, "its connection is in state %d", test_tcp_state(s));
-	expect(after > 0, "no line came after the restart (%ld before)", want);
+	expect(kept || after > 0, "no line came after the restart (%ld before)", want);
+	expect(!kept || !after, "%ld lines came in another namespace, never restored", after);
 	test_log("%ld lines, %ld of them after the restart\n", want, after);
 	close(s);
 	return test_failures() ? 1 : 0;
@@ -140,8 +144,10 @@ static int child(const char *hostif, const char *hostaddr, const char *addr, int
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 && !(argc == 5 && !strcmp(argv[4], "forward")))
-		fail("usage: netns_routed HOSTIF HOSTADDR CHILDADDR [forward]");
+	bool fwd = argc == 5 && !strcmp(argv[4], "forward"),
+	     kept = argc == 5 && !strcmp(argv[4], "kept");
+	if (argc != 4 && !fwd && !kept)
+		fail("usage: netns_routed HOSTIF HOSTADDR CHILDADDR [forward|kept]");
 	int up[2], go[2];
 	if (pipe(up) || pipe(go))
 		fail("pipe: %m");
@@ -149,12 +155,12 @@ int main(int argc, char **argv)
 	if (c < 0)
 		fail("fork: %m");
 	if (c == 0)
-		_exit(child(argv[1], argv[2], argv[3], up[1], go[0]));
+		_exit(child(argv[1], argv[2], argv[3], up[1], go[0], kept));
 	char r;
 	get(up[0], &r);
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "ip addr add %s/30 dev %s && ip link set %s up%s", argv[2],
-		 argv[1], argv[1], argc == 5 ? " && echo 1 > /proc/sys/net/ipv4/ip_forward" : "");
+		 argv[1], argv[1], fwd ? " && echo 1 > /proc/sys/net/ipv4/ip_forward" : "");
 	sh(cmd);
 	if (write(go[1], "u", 1) != 1)
 		fail("write: %m");
