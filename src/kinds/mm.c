@@ -1630,7 +1630,8 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 	}
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page)
+		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page ||
+		    mm_thp_fill(v))
 			continue;
 		struct uffdio_register reg = {
 			.range = { v->start, v->end - v->start },
