@@ -329,6 +329,9 @@ struct mm_read {
 	bool live;
 	int live_fd;
 	uint64_t gone; /* bytes of it that could not be read */
+	/* record pw->records holds pages restart --lazy writes itself (read_as) */
+	bool eager;
+	uint64_t eager_rec;
 };
 
 static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
@@ -390,6 +393,31 @@ static int add_own_runs(struct pages_writer *pw, const VmaEntry *v, uint64_t sta
 }
 
 /*
+ * restart --lazy gives the private anonymous vmas (not hugetlb) to its
+ * server and writes the pages of every other vma itself, once it has
+ * checked the checksum of their whole record, before the tree runs. So a
+ * large private anonymous vma starts a record of its own after such pages,
+ * and such pages one after more than LAZY_CUT of others: that check stays
+ * small. (A 4 GiB memhog's first record held its data page, its heap and
+ * the first 8 MiB of its memory: ckpt read and summed all 8 MiB.)
+ */
+#define LAZY_CUT (1ull << 20)
+
+static int lazy_cut(struct pages_writer *pw, const VmaEntry *v)
+{
+	struct mm_read *rd = pw->arg;
+	bool lazy = v->kind == VMA_KIND__VMA_ANON && !v->shared && !v->has_huge_page;
+	bool held = rd->eager && rd->eager_rec == pw->records && pw->queued;
+	bool cut = lazy ? held && v->end - v->start > LAZY_CUT : !held && pw->queued > LAZY_CUT;
+	int r = cut ? pages_flush(pw) : 0;
+	if (!lazy) {
+		rd->eager = true;
+		rd->eager_rec = pw->records;
+	}
+	return r;
+}
+
+/*
  * The pages queued next are v's: the pages of a record are read with one
  * method (mm_read: process_vm_readv only for a lone process's readable
  * vmas), so what is queued is written first if v's method differs. A tree's
@@ -400,11 +428,12 @@ static int read_as(struct ckpt_ctx *ctx, struct pages_writer *pw, const VmaEntry
 {
 	struct mm_read *rd = pw->arg;
 	bool readable = v->prot & PROT_READ;
-	if (rd->readable == readable)
-		return 0;
-	int r = ctx->ntasks == 1 ? pages_flush(pw) : 0;
-	rd->readable = readable;
-	return r;
+	int r = 0;
+	if (rd->readable != readable) {
+		r = ctx->ntasks == 1 ? pages_flush(pw) : 0;
+		rd->readable = readable;
+	}
+	return r < 0 ? r : lazy_cut(pw, v);
 }
 
 size_t mm_map_first(const struct mm_pages_map *m, uint64_t addr)
