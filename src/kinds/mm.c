@@ -1766,6 +1766,44 @@ static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_ad
 	return r;
 }
 
+/*
+ * The huge pages of the MADV_HUGEPAGE vmas (mm_thp_fill) that hold pages
+ * of s, faulted in at once: MADV_POPULATE_WRITE of each run of 2 MiB
+ * blocks with pages, one injected call per run, before process_vm_writev
+ * fills them. Only blocks with pages, so that memory the original never
+ * touched stays out. A failure is not one: the writes fault them in.
+ */
+static void thp_populate(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
+			 const struct pages_set *s)
+{
+	uint64_t lo = 0, hi = 0;
+	for (size_t c = 0; c < s->n; c++) {
+		for (uint32_t i = 0; i < s->c[c].n; i++) {
+			const struct pages_extent *x = &s->c[c].x[i];
+			ssize_t idx = vma_index(e, x->off);
+			if (idx < 0 || !mm_thp_fill(e->vmas[idx]))
+				continue;
+			const VmaEntry *v = e->vmas[idx];
+			uint64_t a = MAX(v->start, x->off & ~(MM_HUGE_2M - 1));
+			uint64_t b = MIN(v->end, (x->off + x->len + MM_HUGE_2M - 1) & ~(MM_HUGE_2M - 1));
+			if (a <= hi && hi) { /* the run goes on */
+				hi = MAX(hi, b);
+				continue;
+			}
+			if (hi)
+				puppet_syscall(&t->pup, SYS_madvise, lo, hi - lo, MADV_POPULATE_WRITE);
+			lo = a;
+			hi = b;
+		}
+	}
+	if (hi) {
+		long r = puppet_syscall(&t->pup, SYS_madvise, lo, hi - lo, MADV_POPULATE_WRITE);
+		if (r < 0)
+			log_debug(&ctx->log, "pid %d: MADV_POPULATE_WRITE of %llx-%llx: %s", t->pid,
+				  (unsigned long long)lo, (unsigned long long)hi, strerror((int)-r));
+	}
+}
+
 /* Chunks are independent: two workers (the machine's cores) share them. */
 static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 {
@@ -1794,6 +1832,8 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	if (checked_late)
 		r = mm_lazy_eager(ctx, t, lazy ? u.reg : NULL, &eager);
 	bool logged = r < 0;
+	if (r >= 0 && !lazy)
+		thp_populate(ctx, t, m->e, checked_late ? &eager : &m->pages);
 	if (r >= 0)
 		r = pages_set_apply(checked_late ? &eager : &m->pages, 2, write_chunk, &j, &addr);
 	pages_set_release(&eager);
