@@ -25,23 +25,11 @@
  * in its VmFlags */
 static long anon_huge(void *addr, int *hg)
 {
-	static char text[1 << 20];
-	if (test_read_file("/proc/self/smaps", text, sizeof(text)) < 0)
-		fail("smaps: %m");
-	char head[32];
-	snprintf(head, sizeof(head), "%lx-", (unsigned long)addr);
-	char *p = strstr(text, head);
-	while (p && p != text && p[-1] != '\n')
-		p = strstr(p + 1, head);
-	if (!p)
-		return -1;
-	char *ah = strstr(p, "\nAnonHugePages:");
-	char *flags = strstr(p, "\nVmFlags:");
+	char *p = test_smaps_vma(addr);
+	char *ah = p ? strstr(p, "\nAnonHugePages:") : NULL;
+	char *flags = p ? strstr(p, "\nVmFlags:") : NULL;
 	if (!ah || !flags)
 		return -1;
-	char *eol = strchr(flags + 1, '\n');
-	if (eol)
-		*eol = 0;
 	*hg = strstr(flags, " hg") != NULL;
 	return atol(ah + 15);
 }
