@@ -258,6 +258,23 @@ ssize_t test_read_file(const char *path, char *buf, size_t size)
 	return (ssize_t)len;
 }
 
+char *test_smaps_vma(const void *addr)
+{
+	static char text[1 << 20];
+	if (test_read_file("/proc/self/smaps", text, sizeof(text)) < 0)
+		fail("smaps: %m");
+	char head[32];
+	snprintf(head, sizeof(head), "%lx-", (unsigned long)addr);
+	char *p = strstr(text, head);
+	while (p && p != text && p[-1] != '\n')
+		p = strstr(p + 1, head);
+	char *flags = p ? strstr(p, "\nVmFlags:") : NULL;
+	char *eol = flags ? strchr(flags + 1, '\n') : NULL;
+	if (eol)
+		eol[1] = 0;
+	return p;
+}
+
 int test_status_field(const char *name, char *out, size_t size)
 {
 	static char buf[16384];

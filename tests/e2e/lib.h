@@ -79,6 +79,12 @@ int64_t test_now_ns(int clockid);
  */
 ssize_t test_read_file(const char *path, char *buf, size_t size);
 /*
+ * The block of /proc/self/smaps of the vma that starts at addr, ended after
+ * its VmFlags line, in a buffer of its own (valid until the next call), or
+ * NULL if there is no such vma; fails the test if smaps cannot be read.
+ */
+char *test_smaps_vma(const void *addr);
+/*
  * Raises vm.nr_hugepages by more 2 MiB pages for the test, the old value
  * written to "hugepages.old" first (the runner writes it back at the end);
  * returns how many more there are (fewer when memory is short), or -1

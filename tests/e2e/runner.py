@@ -126,6 +126,8 @@ TESTS = [
     entry("mem_no_vdso", (B, T)),
     entry("mem_mmfields"),
     entry("mem_big"),
+    # transparent huge pages (MADV_HUGEPAGE) come back as huge pages
+    entry("mem_thp", (B, T, R)),
     # restart --lazy: memory filled on first touch and in the background
     entry("mem_lazy", pargs=("256",), rst_args=("--lazy",)),
     entry("mem_lazy_tree", program="mem_lazy", pargs=("64", "tree"), rst_args=("--lazy",)),
