@@ -127,45 +127,6 @@ static int do_readv(pid_t pid, const char *file)
 	return 0;
 }
 
-static int do_vmsplice(size_t mib, const char *file)
-{
-	size_t len = mib << 20;
-	uint64_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int pfd[2];
-	if (p == MAP_FAILED || pipe2(pfd, O_CLOEXEC) < 0)
-		return 2;
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < len / 8; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = x;
-	}
-	int psz = fcntl(pfd[1], F_SETPIPE_SZ, IOV);
-	if (psz < 0)
-		psz = 65536;
-	double t0 = now();
-	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return 2;
-	for (size_t at = 0; at < len;) {
-		struct iovec v = { (uint8_t *)p + at, len - at < (size_t)psz ? len - at : (size_t)psz };
-		ssize_t n = vmsplice(pfd[1], &v, 1, 0);
-		if (n <= 0)
-			return 2;
-		for (ssize_t left = n; left;) {
-			ssize_t m = splice(pfd[0], NULL, fd, NULL, (size_t)left, SPLICE_F_MOVE);
-			if (m <= 0)
-				return 2;
-			left -= m;
-		}
-		at += (size_t)n;
-	}
-	close(fd);
-	printf("%.6f %llu\n", now() - t0, (unsigned long long)len);
-	return 0;
-}
-
 /* MIB MiB of random bytes, faulted in, page-aligned */
 static uint8_t *random_mem(size_t len)
 {
@@ -180,6 +141,38 @@ static uint8_t *random_mem(size_t len)
 		p[i] = x;
 	}
 	return (uint8_t *)p;
+}
+
+static int do_vmsplice(size_t mib, const char *file)
+{
+	size_t len = mib << 20;
+	uint8_t *p = random_mem(len);
+	int pfd[2];
+	if (!p || pipe2(pfd, O_CLOEXEC) < 0)
+		return 2;
+	int psz = fcntl(pfd[1], F_SETPIPE_SZ, IOV);
+	if (psz < 0)
+		psz = 65536;
+	double t0 = now();
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 2;
+	for (size_t at = 0; at < len;) {
+		struct iovec v = { p + at, len - at < (size_t)psz ? len - at : (size_t)psz };
+		ssize_t n = vmsplice(pfd[1], &v, 1, 0);
+		if (n <= 0)
+			return 2;
+		for (ssize_t left = n; left;) {
+			ssize_t m = splice(pfd[0], NULL, fd, NULL, (size_t)left, SPLICE_F_MOVE);
+			if (m <= 0)
+				return 2;
+			left -= m;
+		}
+		at += (size_t)n;
+	}
+	close(fd);
+	printf("%.6f %llu\n", now() - t0, (unsigned long long)len);
+	return 0;
 }
 
 #define KICK (8ull << 20)   /* syncrange: writeback started every KICK bytes */
