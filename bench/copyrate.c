@@ -24,11 +24,28 @@
  *                              (read(2) into 2 MiB-aligned MADV_HUGEPAGE
  *                              memory)
  *
- * The time is from the open of FILE to its close; FILE is left in place
- * (the caller removes it), so the page cache keeps what was written, as
- * after a checkpoint.
+ *   copyrate disk HOW MIB FILE fills MIB MiB of its own (random, not
+ *                              timed), then writes it to FILE and fsyncs
+ *                              it, 8 MiB at a time (ckpt's copy buffer):
+ *       write      buffered write(), then fsync (what dd conv=fsync does)
+ *       direct     O_DIRECT write() from the page-aligned memory, then
+ *                  fsync (no copy into the page cache)
+ *       vmsplice   vmsplice into a 1 MiB pipe, splice to FILE, fsync
+ *       syncrange  buffered write(), and behind the writer every 8 MiB
+ *                  written sync_file_range(SYNC_FILE_RANGE_WRITE) of what
+ *                  came before (writeback started at once, not at the
+ *                  fsync), then fsync
+ *       syncwait   the same, and also waiting (WAIT_BEFORE) for the
+ *                  writeback of the range 32 MiB behind: the page cache
+ *                  holds at most that much dirty of the file
+ *
+ * The time is from the open of FILE to its close (disk: to the end of the
+ * fsync); FILE is left in place (the caller removes it), so the page cache
+ * keeps what was written, as after a checkpoint.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,13 +142,12 @@ static int do_readv(pid_t pid, const char *file)
 	return 0;
 }
 
-static int do_vmsplice(size_t mib, const char *file)
+/* MIB MiB of random bytes, faulted in, page-aligned */
+static uint8_t *random_mem(size_t len)
 {
-	size_t len = mib << 20;
 	uint64_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int pfd[2];
-	if (p == MAP_FAILED || pipe2(pfd, O_CLOEXEC) < 0)
-		return 2;
+	if (p == MAP_FAILED)
+		return NULL;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	for (size_t i = 0; i < len / 8; i++) {
 		x ^= x << 13;
@@ -139,6 +155,16 @@ static int do_vmsplice(size_t mib, const char *file)
 		x ^= x << 17;
 		p[i] = x;
 	}
+	return (uint8_t *)p;
+}
+
+static int do_vmsplice(size_t mib, const char *file)
+{
+	size_t len = mib << 20;
+	uint8_t *p = random_mem(len);
+	int pfd[2];
+	if (!p || pipe2(pfd, O_CLOEXEC) < 0)
+		return 2;
 	int psz = fcntl(pfd[1], F_SETPIPE_SZ, IOV);
 	if (psz < 0)
 		psz = 65536;
@@ -147,7 +173,7 @@ static int do_vmsplice(size_t mib, const char *file)
 	if (fd < 0)
 		return 2;
 	for (size_t at = 0; at < len;) {
-		struct iovec v = { (uint8_t *)p + at, len - at < (size_t)psz ? len - at : (size_t)psz };
+		struct iovec v = { p + at, len - at < (size_t)psz ? len - at : (size_t)psz };
 		ssize_t n = vmsplice(pfd[1], &v, 1, 0);
 		if (n <= 0)
 			return 2;
@@ -229,6 +255,68 @@ static int do_fill(const char *path)
 	return 0;
 }
 
+#define KICK (8ull << 20)   /* syncrange: writeback started every KICK bytes */
+#define BEHIND (32ull << 20) /* syncwait: dirty bytes of the file at most */
+
+static int do_disk(const char *how, size_t mib, const char *file)
+{
+	size_t len = mib << 20;
+	uint8_t *p = random_mem(len);
+	bool direct = !strcmp(how, "direct"), splc = !strcmp(how, "vmsplice");
+	bool kick = !strcmp(how, "syncrange") || !strcmp(how, "syncwait");
+	bool wait = !strcmp(how, "syncwait");
+	int pfd[2];
+	if (!p || (!direct && !splc && !kick && strcmp(how, "write")))
+		return 2;
+	if (splc && (pipe2(pfd, O_CLOEXEC) < 0 || fcntl(pfd[1], F_SETPIPE_SZ, IOV) < 0))
+		return 2;
+	double t0 = now();
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (direct ? O_DIRECT : 0), 0600);
+	if (fd < 0) {
+		fprintf(stderr, "copyrate: %s: %s\n", file, strerror(errno));
+		return 2;
+	}
+	uint64_t kicked = 0;
+	for (size_t at = 0; at < len;) {
+		size_t l = len - at < BUF ? len - at : BUF;
+		if (splc) {
+			for (size_t done = 0; done < l;) {
+				struct iovec v = { p + at + done, l - done < IOV ? l - done : IOV };
+				ssize_t n = vmsplice(pfd[1], &v, 1, 0);
+				if (n <= 0)
+					return 2;
+				for (ssize_t left = n; left;) {
+					ssize_t m = splice(pfd[0], NULL, fd, NULL, (size_t)left,
+							   SPLICE_F_MOVE);
+					if (m <= 0)
+						return 2;
+					left -= m;
+				}
+				done += (size_t)n;
+			}
+		} else if (write_all(fd, p + at, l) < 0) {
+			fprintf(stderr, "copyrate: write: %s\n", strerror(errno));
+			return 2;
+		}
+		at += l;
+		if (kick && at - kicked >= KICK) {
+			if (sync_file_range(fd, (off_t)kicked, (off_t)(at - kicked),
+					    SYNC_FILE_RANGE_WRITE) < 0)
+				return 2;
+			kicked = at;
+			if (wait && kicked > BEHIND &&
+			    sync_file_range(fd, 0, (off_t)(kicked - BEHIND),
+					    SYNC_FILE_RANGE_WAIT_BEFORE) < 0)
+				return 2;
+		}
+	}
+	if (fsync(fd) < 0)
+		return 2;
+	close(fd);
+	printf("%.6f %llu\n", now() - t0, (unsigned long long)len);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "fill"))
@@ -237,7 +325,10 @@ int main(int argc, char **argv)
 		return do_readv((pid_t)atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "vmsplice"))
 		return do_vmsplice(strtoull(argv[2], NULL, 10), argv[3]);
-	fprintf(stderr, "usage: copyrate readv PID FILE | copyrate vmsplice MIB FILE | "
-		"copyrate fill FILE\n");
+	if (argc == 5 && !strcmp(argv[1], "disk"))
+		return do_disk(argv[2], strtoull(argv[3], NULL, 10), argv[4]);
+	fprintf(stderr, "usage: copyrate readv PID FILE | copyrate vmsplice MIB FILE |\n"
+			"       copyrate fill FILE |\n"
+			"       copyrate disk write|direct|vmsplice|syncrange|syncwait MIB FILE\n");
 	return 1;
 }

@@ -1164,6 +1164,16 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	r = img_writer_init_sealed(&ctx->w, fd, ctx->seal, &h);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
+	/* to a file on a disk: page bytes by O_DIRECT, not through the page
+	 * cache (img.h; DESIGN.md "Writing to a disk"); elsewhere as before */
+	if (!ctx->seal) {
+		r = img_writer_direct(&ctx->w);
+		if (r < 0 && r != -EINVAL)
+			log_debug(&ctx->log, "image: pages written through the page cache (no "
+				  "direct I/O: %s)", strerror(-r));
+		else if (r == 0)
+			log_debug(&ctx->log, "image: pages written with O_DIRECT");
+	}
 	if (ctx->progress.fn) {
 		ctx->progress.total = estimate_memory(ctx);
 		ctx->w.wrote = image_wrote;
@@ -1187,8 +1197,9 @@ int ckpt_dump_end(struct ckpt_ctx *ctx)
 			 "compressed)", (unsigned long long)st.raw, (unsigned long long)st.stored,
 			 (unsigned long long)st.compressed, (unsigned long long)st.records);
 	}
-	log_info(&ctx->log, "image complete: %llu records, %llu bytes",
-		 (unsigned long long)ctx->w.records, (unsigned long long)ctx->w.offset);
+	log_info(&ctx->log, "image complete: %llu records, %llu bytes (%llu by direct I/O)",
+		 (unsigned long long)ctx->w.records, (unsigned long long)ctx->w.offset,
+		 (unsigned long long)ctx->w.direct_bytes);
 	return 0;
 }
 

@@ -8,6 +8,11 @@
  * of what was gathered, its frame, pad and data where the kernel takes it all;
  * short writes, EINTR and EAGAIN (a non-blocking fd) are carried on from.
  * The stream offset it keeps is what places aligned data on a page boundary.
+ * With img_writer_direct, an aligned record's page bytes go to the file by
+ * O_DIRECT pwrite() at their place, between the buffered writes of what
+ * comes before them (ending on the page boundary where they start) and
+ * after them (starting on the one where they end): the two ways never
+ * share a page of the file.
  *
  * The reader trusts nothing it has not checked: every length is compared
  * with what is left of the buffer before it is added to anything, so a
@@ -173,10 +178,103 @@ static int gather(struct img_writer *w, const struct img_frame *f, const struct 
 	return 1;
 }
 
+static void direct_off(struct img_writer *w)
+{
+	if (w->direct)
+		close(w->dfd);
+	w->direct = false;
+	w->dfd = -1;
+}
+
+/* The bytes of an aligned record that go out directly: the whole pages at
+ * the start of iov[0], if its memory is page-aligned. */
+static size_t direct_len(const struct img_writer *w, const struct iovec *iov, size_t cnt)
+{
+	if (!w->direct || !cnt || (uintptr_t)iov[0].iov_base % IMG_PAGE_SIZE)
+		return 0;
+	return iov[0].iov_len / IMG_PAGE_SIZE * IMG_PAGE_SIZE;
+}
+
+/*
+ * An aligned record whose first dlen bytes of data go out directly: what
+ * was gathered, the frame and the pad to fd (ending on a page boundary),
+ * the dlen bytes to dfd, the rest to fd again after a seek past them.
+ */
+static int write_direct(struct img_writer *w, const struct iovec *head, size_t nhead,
+			const struct iovec *iov, size_t cnt, size_t dlen)
+{
+	const uint8_t *p = iov[0].iov_base;
+	size_t done = 0;
+	int r = write_out(w, head, nhead, NULL, 0);
+
+	if (r < 0)
+		return r;
+	while (done < dlen) {
+		ssize_t k = pwrite(w->dfd, p + done, dlen - done,
+				   (off_t)(w->dbase + w->offset + done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EINVAL) {
+			direct_off(w); /* refused after all: the rest the ordinary way */
+			break;
+		}
+		if (k <= 0) {
+			r = k < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)k;
+	}
+	w->offset += done;
+	w->direct_bytes += done;
+	if (done && lseek(w->fd, (off_t)(w->dbase + w->offset), SEEK_SET) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		return r;
+	struct iovec first = { .iov_base = (void *)(p + done), .iov_len = iov[0].iov_len - done };
+	return write_out(w, &first, 1, iov + 1, cnt - 1);
+}
+
+int img_writer_direct(struct img_writer *w)
+{
+	struct statx sx;
+	char path[64];
+	off_t pos;
+	int fl, dfd;
+
+	if (!w || w->finished || w->seal || !w->gather || w->direct)
+		return -EINVAL;
+	fl = fcntl(w->fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (fl & O_APPEND)
+		return -EINVAL;
+	if (statx(w->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) < 0)
+		return -errno;
+	if (!(sx.stx_mask & STATX_DIOALIGN) || !sx.stx_dio_offset_align || !sx.stx_dio_mem_align ||
+	    IMG_PAGE_SIZE % sx.stx_dio_offset_align || IMG_PAGE_SIZE % sx.stx_dio_mem_align)
+		return -EOPNOTSUPP;
+	/* stream offset 0 must be on a page boundary of the file */
+	uint64_t written = w->offset - w->buf_len;
+	pos = lseek(w->fd, 0, SEEK_CUR);
+	if (pos < 0)
+		return -errno;
+	if ((uint64_t)pos < written || ((uint64_t)pos - written) % IMG_PAGE_SIZE)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", w->fd);
+	dfd = open(path, O_WRONLY | O_DIRECT | O_NOCTTY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	w->dfd = dfd;
+	w->dbase = (uint64_t)pos - written;
+	w->direct = true;
+	return 0;
+}
+
 void img_writer_drop(struct img_writer *w)
 {
 	if (!w)
 		return;
+	direct_off(w);
 	free(w->buf);
 	w->buf = NULL;
 	w->buf_len = 0;
@@ -190,7 +288,7 @@ int img_writer_init(struct img_writer *w, int fd, struct img_header *hdr)
 int img_writer_init_sealed(struct img_writer *w, int fd, struct img_seal *seal,
 			   struct img_header *hdr)
 {
-	struct img_writer n = { .fd = fd, .seal = seal };
+	struct img_writer n = { .fd = fd, .seal = seal, .dfd = -1 };
 	struct iovec iov;
 	int r;
 
@@ -254,8 +352,11 @@ static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
 
 	head[0] = (struct iovec){ .iov_base = &f, .iov_len = sizeof(f) };
 	head[1] = (struct iovec){ .iov_base = (void *)zero_pad, .iov_len = pad };
+	size_t dlen = aligned ? direct_len(w, iov, cnt) : 0;
 	r = aligned || type == IMG_REC_TRAILER ? 0 : gather(w, &f, iov, cnt, len);
-	if (r == 0)
+	if (r == 0 && dlen)
+		r = write_direct(w, head, pad ? 2 : 1, iov, cnt, dlen);
+	else if (r == 0)
 		r = write_out(w, head, pad ? 2 : 1, iov, cnt);
 	if (r < 0)
 		return r;

@@ -105,6 +105,14 @@ struct img_writer {
 	bool gather;
 	uint8_t *buf;
 	size_t buf_len;
+	/* img_writer_direct: the page bytes of aligned records go to dfd (the
+	 * same file opened O_DIRECT) at dbase + offset, by pwrite from the
+	 * caller's buffer, no copy into the page cache; everything else is
+	 * written to fd as before (never in a page the direct writes touch) */
+	bool direct;
+	int dfd;
+	uint64_t dbase;         /* fd's position at stream offset 0 */
+	uint64_t direct_bytes;  /* written through dfd so far */
 };
 
 /* Writes the header. hdr->magic, version, header_size and crc are filled in. */
@@ -124,6 +132,20 @@ int img_write_aligned(struct img_writer *w, uint32_t type, const struct iovec *i
  * write (pages.c). A wrong crc makes a record the reader refuses. */
 int img_write_aligned_crc(struct img_writer *w, uint32_t type, const struct iovec *iov,
 			  int iovcnt, uint32_t crc) __attribute__((warn_unused_result));
+/*
+ * To a regular file on a file system that does direct I/O (statx reports
+ * STATX_DIOALIGN with an alignment that divides the page size; tmpfs does
+ * not), from now on the page-aligned part of each aligned record's first
+ * iovec, when its memory is page-aligned too, is written with O_DIRECT
+ * (the file reopened through /proc/self/fd): no copy into the page cache,
+ * no dirty pages to throttle the writer or to flush at the fsync. The
+ * stream is the same byte for byte. 0 if enabled; -EOPNOTSUPP, -EINVAL
+ * (sealed, a pipe, an unaligned position, O_APPEND) or the reopen's error
+ * if not: the writer then goes on as it was. A direct write that the file
+ * system refuses later (EINVAL) turns direct writing off and is written
+ * the ordinary way. img_writer_finish's fsync covers both ways.
+ */
+int img_writer_direct(struct img_writer *w) __attribute__((warn_unused_result));
 /* Writes the trailer (sealed: and the final chunk) and, if fd is a regular
  * file, fsyncs it. */
 int img_writer_finish(struct img_writer *w) __attribute__((warn_unused_result));

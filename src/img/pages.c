@@ -79,7 +79,10 @@ int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsiz
 	z->cctx = ZSTD_createCCtx();
 	z->probe = ZSTD_createCCtx();
 	/* a frame worth keeping is smaller than its input (see z_compress) */
-	z->out = malloc(bufsize);
+	/* page-aligned: a frame's whole pages can go to the image by direct
+	 * I/O (img_writer_direct) as plain bytes do */
+	z->out = aligned_alloc(IMG_PAGE_SIZE, (bufsize + IMG_PAGE_SIZE - 1) / IMG_PAGE_SIZE *
+						      IMG_PAGE_SIZE);
 	if (!z->cctx || !z->probe || !z->out) {
 		pages_z_free(z);
 		return -ENOMEM;

@@ -128,6 +128,9 @@ TESTS = [
     entry("mem_big"),
     # transparent huge pages (MADV_HUGEPAGE) come back as huge pages
     entry("mem_thp", (B, T, R)),
+    # the image's page bytes by O_DIRECT to a disk, and the fall back on a tmpfs
+    entry("mem_direct", kind="direct", case="disk"),
+    entry("mem_direct_tmpfs", kind="direct", program="mem_direct", case="tmpfs"),
     # restart --lazy: memory filled on first touch and in the background
     entry("mem_lazy", pargs=("256",), rst_args=("--lazy",)),
     entry("mem_lazy_tree", program="mem_lazy", pargs=("64", "tree"), rst_args=("--lazy",)),
@@ -3084,6 +3087,46 @@ class Run:
     def remove_shared(self):
         """between checkpoint and restart (mem_remake): the mapped file goes"""
         os.unlink(self.p("shared.dat"))
+
+    def flow_direct(self):
+        """checkpoint --kill of mem_direct with its image on a disk (the
+        test's directory: its page bytes must go by O_DIRECT, unless the
+        file system has no direct I/O, which skips) or, case tmpfs, in a
+        directory of /dev/shm (none may: the writer falls back to the page
+        cache); then restart, and the program checks its memory."""
+        if self.opts.no_ckpt:
+            return self.native()
+        tmpfs = self.t["case"] == "tmpfs"
+        where = tempfile.mkdtemp(prefix="ckpt-e2e-direct-", dir="/dev/shm") if tmpfs else self.dir
+        try:
+            fstype = subprocess.run(["stat", "-f", "-c", "%T", where], capture_output=True,
+                                    text=True).stdout.strip()
+            if tmpfs != (fstype in ("tmpfs", "ramfs")):
+                raise Skip("%s is on %s" % (where, fstype or "an unknown file system"))
+            pr = self.start()
+            self.wait_ready()
+            img = os.path.join(where, "img")
+            self.checkpoint(img, "ckpt", reap=[pr], extra=["-v"])
+            with open(self.p("ckpt.log"), errors="replace") as f:
+                text = f.read()
+            m = re.search(r"image complete: \d+ records, (\d+) bytes \((\d+) by direct I/O\)",
+                          text)
+            if not m:
+                raise Fail("the checkpoint log does not say how many bytes went by direct I/O")
+            direct = int(m.group(2))
+            if not tmpfs and "no direct I/O: Operation not supported" in text:
+                raise Skip("the %s file system of %s has no direct I/O" % (fstype, where))
+            if tmpfs and direct:
+                raise Fail("%d bytes by direct I/O to a tmpfs" % direct)
+            # the 40 MiB of memory and most of the memfd's 3 MiB went directly
+            if not tmpfs and direct < 30 * MiB:
+                raise Fail("only %d bytes of %s by direct I/O" % (direct, m.group(1)))
+            rp = self.restart(img, "restart")
+            rc = self.wait_exit(rp, "ckpt restart")
+            self.check_result(rc, "ckpt restart")
+        finally:
+            if tmpfs:
+                shutil.rmtree(where, ignore_errors=True)
 
     def check_ckpt_log(self, tag):
         """The entry's log_regex (with {pid}) must match the checkpoint's log."""

@@ -412,6 +412,149 @@ TEST(roundtrip_file)
 		free(bufs[i]);
 }
 
+/*
+ * The records of direct_records() to fd: small ones, aligned ones from
+ * page-aligned memory of whole pages and with a tail inside a page, from
+ * unaligned memory, of several iovecs, one of no data.
+ */
+static int direct_records(struct img_writer *w, uint8_t *big)
+{
+	int bad = 0;
+	for (uint32_t i = 0; i < 24; i++) {
+		uint8_t small[300];
+		fill(small, sizeof(small), i);
+		bad |= img_write(w, 1, 0, small, (i * 37) % sizeof(small));
+		size_t len = (size_t)((i % 5) + 1) * IMG_PAGE_SIZE + (i % 3 ? 0 : 777 * i);
+		uint8_t *at = big + (i % 4 == 1 ? 8 : 0); /* unaligned: the ordinary way */
+		fill(at, len, i + 100);
+		struct iovec iov[3] = { { at, len }, { small, 8 }, { small, i } };
+		bad |= img_write_aligned(w, 2, iov, i % 2 ? 3 : 1);
+	}
+	bad |= img_write_aligned(w, 3, NULL, 0);
+	return bad;
+}
+
+/* A disk directory of the test, or NULL: the build directory (cwd) or
+ * /var/tmp, whichever has direct I/O (statx STATX_DIOALIGN). */
+static const char *direct_dir(void)
+{
+	static const char *const dirs[] = { ".", "/var/tmp" };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		struct statx sx;
+		int fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		bool ok = fd >= 0 && statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+			  (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align;
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return dirs[i];
+	}
+	return NULL;
+}
+
+/*
+ * img_writer_direct: to a file on a disk the page bytes go by O_DIRECT and
+ * the file is byte for byte what the ordinary writer makes (also after a
+ * first write that leaves the file's position one page on); to a memfd or
+ * a tmpfs, a pipe, an unaligned position or O_APPEND it is refused and the
+ * writer goes on as before.
+ */
+TEST(direct_writes)
+{
+	const char *dir = direct_dir();
+	struct img_header h1, h2;
+	struct img_writer w1, w2;
+	struct img_error err;
+	struct img_reader r;
+	size_t len1 = 0, len2 = 0;
+	uint8_t *big = mmap(NULL, 8 * IMG_PAGE_SIZE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ref = memfd_create("direct-ref", MFD_CLOEXEC);
+
+	CHECK(big != MAP_FAILED && ref >= 0);
+	if (big == MAP_FAILED || ref < 0)
+		return;
+	make_hdr(&h1);
+	CHECK_EQ(img_writer_init(&w1, ref, &h1), 0);
+	CHECK_EQ(img_writer_direct(&w1), -EOPNOTSUPP); /* a memfd: shmem has none */
+	CHECK_EQ(direct_records(&w1, big), 0);
+	CHECK_EQ(img_writer_finish(&w1), 0);
+	CHECK_EQ(w1.direct_bytes, 0);
+	uint8_t *want = slurp(ref, &len1);
+	CHECK(want != NULL);
+
+	if (!dir) {
+		fprintf(stderr, "direct_writes: no directory with direct I/O (., /var/tmp): "
+				"only the refusals checked\n");
+	} else {
+		for (int skip = 0; skip < 2 && want; skip++) {
+			int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+			CHECK(fd >= 0);
+			if (fd < 0)
+				break;
+			/* skip: the stream starts one page into the file */
+			if (skip)
+				CHECK_EQ(lseek(fd, IMG_PAGE_SIZE, SEEK_SET), IMG_PAGE_SIZE);
+			make_hdr(&h2);
+			CHECK_EQ(img_writer_init(&w2, fd, &h2), 0);
+			CHECK_EQ(img_writer_direct(&w2), 0);
+			CHECK(w2.direct);
+			CHECK_EQ(direct_records(&w2, big), 0);
+			CHECK_EQ(img_writer_finish(&w2), 0);
+			CHECK(!w2.direct && w2.dfd == -1); /* closed */
+			CHECK(w2.direct_bytes >= 40 * IMG_PAGE_SIZE);
+			CHECK_EQ(w2.offset, w1.offset);
+			uint8_t *got = slurp(fd, &len2);
+			CHECK(got != NULL);
+			CHECK_EQ(len2, len1 + (skip ? IMG_PAGE_SIZE : 0));
+			if (got && len2 == len1 + (skip ? IMG_PAGE_SIZE : 0))
+				CHECK_EQ(memcmp(got + (skip ? IMG_PAGE_SIZE : 0), want, len1), 0);
+			free(got);
+			if (!skip) {
+				CHECK_EQ(img_reader_open(&r, fd, &err), 0);
+				CHECK_EQ(img_reader_validate(&r, &err), 0);
+				img_reader_close(&r);
+			}
+			close(fd);
+		}
+		/* an unaligned position, O_APPEND: refused, written as before */
+		int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		CHECK(fd >= 0);
+		if (fd >= 0) {
+			CHECK_EQ(write(fd, "x", 1), 1);
+			make_hdr(&h2);
+			CHECK_EQ(img_writer_init(&w2, fd, &h2), 0);
+			CHECK_EQ(img_writer_direct(&w2), -EINVAL);
+			CHECK_EQ(fcntl(fd, F_SETFL, O_APPEND), 0);
+			CHECK_EQ(img_writer_direct(&w2), -EINVAL);
+			CHECK_EQ(direct_records(&w2, big), 0);
+			CHECK_EQ(img_writer_finish(&w2), 0);
+			CHECK_EQ(w2.direct_bytes, 0);
+			close(fd);
+		}
+	}
+	/* a tmpfs takes O_DIRECT at open, but has no direct I/O: refused */
+	int shm = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (shm >= 0) {
+		make_hdr(&h2);
+		CHECK_EQ(img_writer_init(&w2, shm, &h2), 0);
+		CHECK_EQ(img_writer_direct(&w2), -EOPNOTSUPP);
+		img_writer_drop(&w2);
+		close(shm);
+	}
+	int p[2];
+	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+	make_hdr(&h2);
+	CHECK_EQ(img_writer_init(&w2, p[1], &h2), 0);
+	CHECK_EQ(img_writer_direct(&w2), -EINVAL); /* not a regular file */
+	img_writer_drop(&w2);
+	close(p[0]);
+	close(p[1]);
+	free(want);
+	close(ref);
+	munmap(big, 8 * IMG_PAGE_SIZE);
+}
+
 /* Small records to a regular file are gathered, over many fills of the
  * writer's buffer, with aligned ones between: all read back in order. */
 TEST(gathered_records)
@@ -1118,6 +1261,7 @@ int main(void)
 	RUN(crc_chaining);
 	RUN(roundtrip_file);
 	RUN(gathered_records);
+	RUN(direct_writes);
 	RUN(writer_rejects);
 	RUN(writer_epipe);
 	RUN(stream_pipe);
