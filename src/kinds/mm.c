@@ -436,7 +436,7 @@ bool mm_map_covers(const struct mm_pages_map *m, uint64_t start, uint64_t end)
 		else
 			hi = mid;
 	}
-	return lo < m->nspan / 2 && m->span[2 * lo] <= start;
+	return m->ok && lo < m->nspan / 2 && m->span[2 * lo] <= start;
 }
 
 void mm_map_free(struct mm_pages_map *m)
