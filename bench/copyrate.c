@@ -11,6 +11,18 @@
  *                              vmsplice of it into a 1 MiB pipe and splice
  *                              to FILE (what a program can do with its own
  *                              pages: CRIU's parasite does this)
+ *   copyrate fill FILE         the floor of a restart's copy of FILE (an
+ *                              image, in the page cache) into fresh memory,
+ *                              each way timed alone, one "WAY SECONDS BYTES"
+ *                              line each: read (1 MiB read(2)s into one
+ *                              buffer: bench's "read s"), 4k (read(2) into
+ *                              fresh anonymous memory: a fault and a clear
+ *                              per 4 KiB page), populate (MADV_POPULATE_WRITE
+ *                              of it first, then read(2)), uffd (read(2) into
+ *                              an 8 MiB buffer, UFFDIO_COPY into registered
+ *                              fresh memory: ckpt's eager restart), thp
+ *                              (read(2) into 2 MiB-aligned MADV_HUGEPAGE
+ *                              memory)
  *
  * The time is from the open of FILE to its close; FILE is left in place
  * (the caller removes it), so the page cache keeps what was written, as
@@ -21,7 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,12 +164,80 @@ static int do_vmsplice(size_t mib, const char *file)
 	return 0;
 }
 
+/* read(2) of fd from 0 into dst (advancing by len, or into the same
+ * buffer when stay), then UFFDIO_COPY of each piece to to (uffd >= 0) */
+static int read_into(int fd, uint8_t *dst, size_t len, int stay, int uffd, uint8_t *to)
+{
+	for (size_t off = 0; off < len;) {
+		size_t n = len - off < BUF ? len - off : BUF;
+		ssize_t k = pread(fd, stay ? dst : dst + off, n, (off_t)off);
+		if (k <= 0)
+			return -1;
+		struct uffdio_copy c = { .dst = (uint64_t)(uintptr_t)(to + off),
+					 .src = (uint64_t)(uintptr_t)dst, .len = (uint64_t)k };
+		if (uffd >= 0 && ioctl(uffd, UFFDIO_COPY, &c) < 0)
+			return -1;
+		off += (size_t)k;
+	}
+	return 0;
+}
+
+static int do_fill(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	off_t size = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	if (size <= 0)
+		return 1;
+	size_t len = (size_t)size & ~(size_t)4095, huge = 2u << 20;
+	uint8_t *buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED || read_into(fd, buf, len, 1, -1, NULL) < 0) /* in the cache */
+		return 1;
+	static const char *ways[] = { "read", "4k", "populate", "uffd", "thp" };
+	for (size_t w = 0; w < sizeof(ways) / sizeof(ways[0]); w++) {
+		uint8_t *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return 1;
+		uint8_t *a = w == 4 ? m + (huge - (uintptr_t)m % huge) % huge : m;
+		int uffd = -1;
+		if (w == 3) {
+			struct uffdio_api api = { .api = UFFD_API };
+			struct uffdio_register reg = { .range = { (uintptr_t)a, len },
+						       .mode = UFFDIO_REGISTER_MODE_MISSING };
+			uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+			if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0 ||
+			    ioctl(uffd, UFFDIO_REGISTER, &reg) < 0)
+				return 1;
+		}
+		if (w == 4 && madvise(a, len, MADV_HUGEPAGE) < 0)
+			return 1;
+		double t0 = now();
+		if (w == 2 && madvise(a, len, MADV_POPULATE_WRITE) < 0)
+			return 1;
+		int r = w == 0 ? read_into(fd, buf, len, 1, -1, NULL)
+			: w == 3 ? read_into(fd, buf, len, 1, uffd, a)
+				 : read_into(fd, a, len, 0, -1, NULL);
+		double t = now() - t0;
+		if (r < 0)
+			return 1;
+		printf("%s %.6f %zu\n", ways[w], t, len);
+		if (uffd >= 0)
+			close(uffd);
+		munmap(m, len + huge);
+	}
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "fill"))
+		return do_fill(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "readv"))
 		return do_readv((pid_t)atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "vmsplice"))
 		return do_vmsplice(strtoull(argv[2], NULL, 10), argv[3]);
-	fprintf(stderr, "usage: copyrate readv PID FILE | copyrate vmsplice MIB FILE\n");
+	fprintf(stderr, "usage: copyrate readv PID FILE | copyrate vmsplice MIB FILE | "
+		"copyrate fill FILE\n");
 	return 1;
 }

@@ -11,6 +11,9 @@
  * the check on SIGUSR1 expects those pages.
  * `memhog SIZE ping`: on SIGUSR2 it writes one byte to fd 3 (a pipe the
  * benchmark holds): the restored process runs (bench/run --lazy).
+ * `memhog SIZE ... thp`: the memory is 2 MiB-aligned and
+ * madvise(MADV_HUGEPAGE)'d before it is touched, so that transparent huge
+ * pages back it where THP is "madvise" or "always" (bench/run --lazy --thp).
  */
 #include <signal.h>
 #include <stdint.h>
@@ -82,14 +85,29 @@ int main(int argc, char **argv)
 {
 	int text = argc > 2 && !strcmp(argv[2], "text");
 	int incr = argc > 2 && !strcmp(argv[2], "incr");
-	for (int i = 2; i < argc; i++)
+	int thp = 0;
+	for (int i = 2; i < argc; i++) {
 		ping |= !strcmp(argv[i], "ping");
+		thp |= !strcmp(argv[i], "thp");
+	}
 	size_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : 64;
 	size_t n = mib << 17; /* u64 words */
-	uint64_t *p = mmap(NULL, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			   -1, 0);
-	if (p == MAP_FAILED)
+	size_t huge = thp ? 2u << 20 : 0; /* room to align the area to a huge page */
+	uint8_t *m = mmap(NULL, (mib << 20) + huge, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
 		return 2;
+	uint64_t *p = (uint64_t *)m;
+	if (thp) {
+		size_t head = (huge - (uintptr_t)m % huge) % huge;
+		if (head)
+			munmap(m, head);
+		if (huge - head)
+			munmap(m + head + (mib << 20), huge - head);
+		p = (uint64_t *)(m + head);
+		if (madvise(p, mib << 20, MADV_HUGEPAGE) < 0)
+			return 2;
+	}
 	if (text)
 		fill_text((char *)p, mib << 20, 0x9e3779b97f4a7c15ull, 0);
 	else

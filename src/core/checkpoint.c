@@ -1043,8 +1043,13 @@ static int dump_tree(struct ckpt_ctx *ctx)
 	}
 	tree.tasks = ptt;
 	tree.n_tasks = ctx->ntasks;
+	/* the lock left in ckpt's namespace: the root's, or its copy there
+	 * (the same name), which may hold only connections of other
+	 * namespaces to peers of ckpt's (netlock.c) */
 	if ((ctx->flags & CKPT_KILL) && netlock_installed(ctx->netlock))
 		tree.netlock = (char *)netlock_name_of(ctx->netlock);
+	else if ((ctx->flags & CKPT_KILL) && netlock_installed(ctx->netlock_host))
+		tree.netlock = (char *)netlock_name_of(ctx->netlock_host);
 	return ctx_write_msg(ctx, REC_CORE_TREE, &tree.base);
 }
 

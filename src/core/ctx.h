@@ -24,6 +24,7 @@
 
 #include "ckpt.h"
 #include "core.pb-c.h"
+#include "core/netlock.h"
 #include "core/objhash.h"
 #include "core/progress.h"
 #include "img/img.h"
@@ -149,12 +150,16 @@ struct ckpt_ctx {
 				       * has its own and CKPT_KILL (netlock.c) */
 	/* the same in each other network namespace of the tree's tasks that
 	 * has connections or ports (netlock.c), at most CKPT_NETLOCK_NS */
-	struct netlock *netlock_ns[4];
+	struct netlock *netlock_ns[CKPT_NETLOCK_NS];
 	size_t n_netlock_ns;
 	/* the tree's TCP sockets in the root's namespace, when it is ckpt's:
 	 * what the lock's sock_diag dump said of them, by inode (netlock.h) */
 	struct tcp_seen *tcp_seen;
 	size_t n_tcp_seen;
+	/* the connections of other namespaces than the root's whose peer is
+	 * outside the tree: where the lock found it, by inode (netlock.h) */
+	struct netns_peer *netns_peers;
+	size_t n_netns_peers;
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
@@ -216,8 +221,8 @@ struct rst_ctx {
 	struct netlock *netlock; /* restored connections locked (core/netlock.h) */
 	/* those of the other network namespaces, each in its own (by its
 	 * NetnsEntry.id), at most CKPT_NETLOCK_NS */
-	struct netlock *netlock_ns[4];
-	uint32_t netlock_ns_id[4];
+	struct netlock *netlock_ns[CKPT_NETLOCK_NS];
+	uint32_t netlock_ns_id[CKPT_NETLOCK_NS];
 	size_t n_netlock_ns;
 	char netlock_left[64];  /* the lock a checkpoint --kill left, from the image */
 	size_t npids;

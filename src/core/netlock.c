@@ -238,15 +238,17 @@ static int add_nat_view(struct netlock *nl, const struct ct_nat *nat, size_t nna
 	return netlock_add(nl, (const struct sockaddr *)&to, (const struct sockaddr *)&peer);
 }
 
-/* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds
- * to nl (and, with ports, its listening and bound ports); with nat (this
- * namespace's translated connections), also each one's translated view. */
-static int add_table(struct netlock *nl, bool ports, pid_t root, const char *name,
-		     const struct inodes *s, const struct ct_nat *nat, size_t nnat)
+/* fn(state, ino, local, remote, arg) for each socket of /proc/PID/NAME
+ * (tcp, tcp6, udp, udp6) whose inode is one of s (NULL: any); none
+ * without the file (no IPv6). */
+static int each_line(pid_t pid, const char *name, const struct inodes *s,
+		     int (*fn)(unsigned state, unsigned long ino, const struct sockaddr_storage *l,
+			       const struct sockaddr_storage *rm, void *arg),
+		     void *arg)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
-	int r = proc_read(root, name, &text, &len);
+	int r = proc_read(pid, name, &text, &len);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r; /* no IPv6 */
 	bool v6 = strchr(name, '6') != NULL;
@@ -266,19 +268,274 @@ static int add_table(struct netlock *nl, bool ports, pid_t root, const char *nam
 			*next = '\n';
 		if (nf != 4)
 			continue;
-		if (!ino || !bsearch(&ino, s->v, s->n, sizeof(*s->v), cmp_ul))
+		if (!ino || (s && !bsearch(&ino, s->v, s->n, sizeof(*s->v), cmp_ul)))
 			continue;
 		struct sockaddr_storage l, rm;
 		if (!parse_addr(local, v6, &l) || !parse_addr(remote, v6, &rm))
 			continue;
-		bool udp = strstr(name, "udp") != NULL;
-		r = add_sock(nl, ports, udp, state, &l, &rm);
-		if (r >= 0 && nnat && !udp && state != 0x0a && state != 0x07)
-			r = add_nat_view(nl, nat, nnat, &l, &rm);
-		if (r < 0)
+		if ((r = fn(state, ino, &l, &rm, arg)) < 0)
 			return r;
 	}
 	return 0;
+}
+
+struct table_add {
+	struct netlock *nl;
+	bool ports, udp;
+	const struct ct_nat *nat;
+	size_t nnat;
+};
+
+static int table_sock(unsigned state, unsigned long ino, const struct sockaddr_storage *l,
+		      const struct sockaddr_storage *rm, void *arg)
+{
+	const struct table_add *t = arg;
+	(void)ino;
+	int r = add_sock(t->nl, t->ports, t->udp, state, l, rm);
+	if (r >= 0 && t->nnat && !t->udp && state != 0x0a && state != 0x07)
+		r = add_nat_view(t->nl, t->nat, t->nnat, l, rm);
+	return r;
+}
+
+/* Adds each connection of /proc/ROOT/net/NAME whose inode the tree holds
+ * to nl (and, with ports, its listening and bound ports); with nat (this
+ * namespace's translated connections), also each one's translated view. */
+static int add_table(struct netlock *nl, bool ports, pid_t root, const char *name,
+		     const struct inodes *s, const struct ct_nat *nat, size_t nnat)
+{
+	struct table_add t = {nl, ports, strstr(name, "udp") != NULL, nat, nnat};
+	return each_line(root, name, s, table_sock, &t);
+}
+
+/* One end of a TCP connection, as its packets carry it (a v4-mapped IPv6
+ * address as the IPv4 one); no padding, so that memcmp compares. */
+struct tup {
+	uint8_t a[16];
+	uint16_t port; /* network order */
+	uint8_t v4, pad;
+};
+struct conn {
+	struct tup l, r; /* local, remote */
+	unsigned long ino;
+	bool tree;
+};
+struct conns {
+	struct conn *v;
+	size_t n, cap;
+	bool sorted;
+};
+
+static struct tup tup_of(const struct sockaddr_storage *sa)
+{
+	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+	struct tup t = {0};
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const void *)sa;
+		t.v4 = 1;
+		memcpy(t.a, &a->sin_addr, 4);
+		t.port = a->sin_port;
+		return t;
+	}
+	const struct sockaddr_in6 *a = (const void *)sa;
+	t.v4 = !memcmp(&a->sin6_addr, mapped, 12);
+	memcpy(t.a, (const uint8_t *)&a->sin6_addr + (t.v4 ? 12 : 0), t.v4 ? 4 : 16);
+	t.port = a->sin6_port;
+	return t;
+}
+
+static struct sockaddr_storage sa_of(const struct tup *t)
+{
+	struct sockaddr_storage sa = {0};
+	if (t->v4) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&sa;
+		a->sin_family = AF_INET;
+		a->sin_port = t->port;
+		memcpy(&a->sin_addr, t->a, 4);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&sa;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = t->port;
+		memcpy(&a->sin6_addr, t->a, 16);
+	}
+	return sa;
+}
+
+static int cmp_conn(const void *a, const void *b)
+{
+	return memcmp(a, b, 2 * sizeof(struct tup));
+}
+
+static int conns_push(struct conns *c, const struct conn *one)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct conn *v = realloc(c->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = *one;
+	return 0;
+}
+
+/* The socket whose local end is r and remote end l in c, or NULL. */
+static const struct conn *conns_find(struct conns *c, const struct tup *l, const struct tup *r)
+{
+	if (!c->sorted && c->n)
+		qsort(c->v, c->n, sizeof(*c->v), cmp_conn);
+	c->sorted = true;
+	struct conn key = {.l = *r, .r = *l};
+	return c->n ? bsearch(&key, c->v, c->n, sizeof(*c->v), cmp_conn) : NULL;
+}
+
+struct ns_conns {
+	struct conns *c;
+	const struct inodes *s;
+};
+
+/* A socket of a namespace's /proc/PID/net/tcp(6) with a peer. */
+static int ns_conn(unsigned state, unsigned long ino, const struct sockaddr_storage *l,
+		   const struct sockaddr_storage *rm, void *arg)
+{
+	const struct ns_conns *n = arg;
+	if (state == 0x0a || state == 0x07)
+		return 0;
+	struct conn c = {.l = tup_of(l), .r = tup_of(rm), .ino = ino};
+	c.tree = bsearch(&ino, n->s->v, n->s->n, sizeof(*n->s->v), cmp_ul) != NULL;
+	return conns_push(n->c, &c);
+}
+
+/* A socket of ckpt's namespace (the sock_diag dump). */
+static int host_conn(const struct inet_diag_msg *m, void *arg)
+{
+	struct sockaddr_storage l = {0}, rm = {0};
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)&l, *b = (struct sockaddr_in6 *)&rm;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&l, *b4 = (struct sockaddr_in *)&rm;
+	if (m->idiag_family == AF_INET6) {
+		a->sin6_family = b->sin6_family = AF_INET6;
+		memcpy(&a->sin6_addr, m->id.idiag_src, 16);
+		memcpy(&b->sin6_addr, m->id.idiag_dst, 16);
+	} else {
+		a4->sin_family = b4->sin_family = AF_INET;
+		memcpy(&a4->sin_addr, m->id.idiag_src, 4);
+		memcpy(&b4->sin_addr, m->id.idiag_dst, 4);
+	}
+	struct conn c = {.l = tup_of(&l), .r = tup_of(&rm)};
+	c.l.port = m->id.idiag_sport;
+	c.r.port = m->id.idiag_dport;
+	return conns_push(arg, &c);
+}
+
+/* ckpt's namespace's TCP sockets with a peer, once. */
+static int host_conns(struct conns *host, bool *dumped)
+{
+	if (*dumped)
+		return 0;
+	*dumped = true;
+	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	uint32_t states = ~0u & ~(1u << 10) & ~(1u << 7); /* not LISTEN, CLOSE */
+	int r = tcp_diag_dump(fd, AF_INET, states, host_conn, host);
+	if (r >= 0 && (r = tcp_diag_dump(fd, AF_INET6, states, host_conn, host)) == -ENOENT)
+		r = 0; /* no IPv6 */
+	return r;
+}
+
+/*
+ * Is r the address ckpt's namespace reaches l from: the source it picks
+ * for l (a UDP connect, which sends nothing)? A peer bound to the host
+ * end's address is; one bound to an address that outlives the host end
+ * (another link's) is not, and is not tested (DESIGN "Not done").
+ */
+static bool reached_from(const struct tup *l, const struct tup *r)
+{
+	struct sockaddr_storage dst = sa_of(l), src;
+	socklen_t len = sizeof(src);
+	bool v4 = dst.ss_family == AF_INET;
+	_cleanup_close_ int s = socket(dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0 ||
+	    connect(s, (struct sockaddr *)&dst,
+		    v4 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0 ||
+	    getsockname(s, (struct sockaddr *)&src, &len) < 0 || src.ss_family != dst.ss_family)
+		return false;
+	return v4 ? !memcmp(&((struct sockaddr_in *)&src)->sin_addr, r->a, 4)
+		  : !memcmp(&((struct sockaddr_in6 *)&src)->sin6_addr, r->a, 16);
+}
+
+static int note_peer(struct ckpt_ctx *ctx, unsigned long ino, int where)
+{
+	struct netns_peer *v = realloc(ctx->netns_peers, (ctx->n_netns_peers + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ctx->netns_peers = v;
+	v[ctx->n_netns_peers++] = (struct netns_peer){ino, where};
+	return 0;
+}
+
+/*
+ * The tree's TCP connections of the namespace of pid (a task in it, not
+ * the root's nor ckpt's) whose peer is not a socket of the tree: where it
+ * is (ctx->netns_peers). One in ckpt's namespace (a routed peer, reached
+ * through the root's namespace) is added to hl, the lock of ckpt's
+ * namespace that stays after a kill (NULL: none).
+ */
+static int find_peers(struct ckpt_ctx *ctx, pid_t pid, const struct inodes *s, struct netlock *hl,
+		      struct conns *host, bool *dumped)
+{
+	struct conns c = {0};
+	struct ns_conns n = {&c, s};
+	int r = each_line(pid, "net/tcp", NULL, ns_conn, &n);
+	if (r >= 0)
+		r = each_line(pid, "net/tcp6", NULL, ns_conn, &n);
+	if (r >= 0 && c.n)
+		qsort(c.v, c.n, sizeof(*c.v), cmp_conn);
+	c.sorted = true;
+	for (size_t i = 0; r >= 0 && i < c.n; i++) {
+		struct conn o = c.v[i];
+		if (!o.tree)
+			continue;
+		const struct conn *p = conns_find(&c, &o.l, &o.r);
+		if (p && p->tree)
+			continue; /* both ends in the image */
+		if (p) {
+			r = note_peer(ctx, o.ino, NETNS_PEER_SAME);
+			continue;
+		}
+		/* a loopback peer is never routed: the same tuple in ckpt's
+		 * namespace is another flow */
+		static const uint8_t lo6[16] = {[15] = 1};
+		if ((o.r.v4 && o.r.a[0] == 127) || (!o.r.v4 && !memcmp(o.r.a, lo6, 16)))
+			continue;
+		if ((r = host_conns(host, dumped)) < 0 || !conns_find(host, &o.l, &o.r))
+			continue;
+		if (!reached_from(&o.l, &o.r)) {
+			r = note_peer(ctx, o.ino, NETNS_PEER_ADDR);
+			continue;
+		}
+		struct sockaddr_storage l = sa_of(&o.l), rm = sa_of(&o.r);
+		r = note_peer(ctx, o.ino, NETNS_PEER_HOST);
+		if (r >= 0 && hl)
+			r = netlock_add(hl, (struct sockaddr *)&l, (struct sockaddr *)&rm);
+	}
+	free(c.v);
+	return r;
+}
+
+static int cmp_peer(const void *a, const void *b)
+{
+	return cmp_ul(&((const struct netns_peer *)a)->ino, &((const struct netns_peer *)b)->ino);
+}
+
+int ckpt_netns_peer(const struct ckpt_ctx *ctx, unsigned long ino)
+{
+	struct netns_peer key = {ino, 0};
+	const struct netns_peer *p =
+	    ctx->n_netns_peers
+		? bsearch(&key, ctx->netns_peers, ctx->n_netns_peers, sizeof(key), cmp_peer)
+		: NULL;
+	return p ? p->where : NETNS_PEER_UNKNOWN;
 }
 
 int ckpt_netlock_arm(struct puppet_guard *g, struct netlock *nl)
@@ -338,12 +595,16 @@ static int ns_seen(struct stat **seen, size_t *n, const struct stat *st)
 /*
  * The tree's tasks in other network namespaces than the root's and ckpt's
  * (the netns kind saves them): a lock of the same name in each that has
- * connections or ports (from /proc/PID/net of a task in it). Not in the
- * host lock: their connections' peers are in the image (the inet kind
- * refuses others), and a loopback flow there would be ckpt's namespace's.
+ * connections or ports (from /proc/PID/net of a task in it). In the host
+ * lock hl only those whose peer is a socket of ckpt's namespace
+ * (find_peers): a flow of the namespace's own (loopback) would be ckpt's
+ * namespace's there.
  */
-static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inodes *s)
+static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inodes *s,
+		       struct netlock *hl)
 {
+	struct conns host = {0};
+	bool dumped = false;
 	struct stat root, self, st;
 	_cleanup_free_ struct stat *seen = NULL;
 	size_t nseen = 0;
@@ -366,6 +627,8 @@ static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inod
 		r = ns < 0 ? -errno : netlock_new(ns, name, &nl);
 		for (size_t k = 0; r >= 0 && k < 4; k++)
 			r = add_table(nl, true, pid, tables[k], s, NULL, 0);
+		if (r >= 0)
+			r = find_peers(ctx, pid, s, hl, &host, &dumped);
 		if (r < 0 || (!netlock_count(nl) && !netlock_ports(nl))) {
 			netlock_free(nl);
 			continue;
@@ -379,6 +642,9 @@ static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inod
 		ctx->netlock_ns[ctx->n_netlock_ns++] = nl;
 		r = install(&ctx->log, nl, ctx->guard);
 	}
+	free(host.v);
+	if (r >= 0 && ctx->n_netns_peers)
+		qsort(ctx->netns_peers, ctx->n_netns_peers, sizeof(*ctx->netns_peers), cmp_peer);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "network lock: cannot lock the connections of the "
 				"tree's other network namespaces: %s", strerror(-r));
@@ -457,7 +723,10 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 		return log_fail(&ctx->log, r, "pid %d: network lock: cannot list its connections: %s",
 				root, strerror(-r));
 	}
-	r = lock_others(ctx, name, &s);
+	/* a connection of another namespace to a peer in ckpt's (routed
+	 * through the root's) is locked in ckpt's too: the lock there stays
+	 * after a kill, and the peer's packets pass it */
+	r = lock_others(ctx, name, &s, diag ? ctx->netlock : ctx->netlock_host);
 	free(s.v);
 	if (r < 0)
 		return r;
@@ -523,6 +792,8 @@ void ckpt_netlock_unlock(struct ckpt_ctx *ctx, bool ok)
 	ckpt_netlock_unhold(ctx); /* a failure before the lock */
 	free(TAKE_PTR(ctx->tcp_seen));
 	ctx->n_tcp_seen = 0;
+	free(TAKE_PTR(ctx->netns_peers));
+	ctx->n_netns_peers = 0;
 	/* a moved tree's lock stays until its addresses are gone from here:
 	 * ckpt_netlock_moved() */
 	if (!(ok && (ctx->flags & CKPT_KILL) && moved(ctx)))

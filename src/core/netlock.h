@@ -37,8 +37,10 @@
 #include <sys/socket.h>
 
 /* The network namespaces other than the root's that may hold a lock (each
- * takes one of the guardian's slots): ckpt_ctx.netlock_ns */
-#define CKPT_NETLOCK_NS 4
+ * takes one of the guardian's GUARD_UNDO_SLOTS, which the hold, the root's
+ * lock, its copy in ckpt's namespace and a migration's requests share):
+ * ckpt_ctx.netlock_ns, rst_ctx.netlock_ns */
+#define CKPT_NETLOCK_NS 32
 
 struct ckpt_ctx;
 struct rst_ctx;
@@ -61,6 +63,24 @@ struct tcp_seen {
 	uint8_t recverr, freebind, transparent, bind_no_port;
 };
 const struct tcp_seen *ckpt_tcp_seen(const struct ckpt_ctx *ctx, unsigned long ino);
+/*
+ * A TCP connection of a task in another network namespace than the root's
+ * (and ckpt's), whose peer is not a socket of the tree: where the lock
+ * found the peer, by the connection's inode. NETNS_PEER_HOST: a socket of
+ * ckpt's namespace, reached through the root's (routed); with CKPT_KILL
+ * the connection is locked in ckpt's namespace too, where the peer's
+ * packets pass while the killed tree's namespaces are gone. NETNS_PEER_SAME:
+ * a socket of the connection's own namespace outside the tree.
+ * NETNS_PEER_ADDR: a socket of ckpt's namespace bound to another address
+ * than the one ckpt's namespace reaches the connection's from (not
+ * tested: refused). NETNS_PEER_UNKNOWN: none (or not looked at).
+ */
+enum { NETNS_PEER_UNKNOWN, NETNS_PEER_SAME, NETNS_PEER_HOST, NETNS_PEER_ADDR };
+struct netns_peer {
+	unsigned long ino;
+	int where;
+};
+int ckpt_netns_peer(const struct ckpt_ctx *ctx, unsigned long ino);
 /* Gives the guardian the request that removes nl if ckpt dies. */
 struct puppet_guard;
 struct netlock;

@@ -34,6 +34,7 @@ static uint64_t ztable_size(uint64_t n)
 struct pages_z {
 #ifdef CKPT_HAVE_ZSTD
 	ZSTD_CCtx *cctx;
+	ZSTD_CCtx *probe; /* one thread, for the samples (z_worth) */
 #endif
 	uint8_t *out;           /* a frame being made */
 	size_t cap;             /* the largest input: the writers' bufsize */
@@ -55,6 +56,7 @@ void pages_z_free(struct pages_z *z)
 		return;
 #ifdef CKPT_HAVE_ZSTD
 	ZSTD_freeCCtx(z->cctx);
+	ZSTD_freeCCtx(z->probe);
 #endif
 	free(z->out);
 	free(z);
@@ -75,13 +77,15 @@ int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsiz
 		return -ENOMEM;
 	z->cap = bufsize;
 	z->cctx = ZSTD_createCCtx();
+	z->probe = ZSTD_createCCtx();
 	/* a frame worth keeping is smaller than its input (see z_compress) */
 	z->out = malloc(bufsize);
-	if (!z->cctx || !z->out) {
+	if (!z->cctx || !z->probe || !z->out) {
 		pages_z_free(z);
 		return -ENOMEM;
 	}
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level))) {
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(z->probe, ZSTD_c_compressionLevel, level))) {
 		pages_z_free(z);
 		return -EINVAL;
 	}
@@ -98,10 +102,34 @@ int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsiz
 	return 0;
 }
 
+/*
+ * Is src worth compressing? A record of random bytes (encrypted or
+ * compressed data, a random heap) would go through zstd almost whole
+ * before it gives up (it stops only when the frame outgrows the bound):
+ * 4 samples of ZSAMPLE bytes spread over it are compressed first, and if
+ * none saves an eighth the record is written plain. A record with one
+ * compressible part in four is still tried whole.
+ */
+#define ZSAMPLE (16u << 10)
+static bool z_worth(struct pages_z *z, const uint8_t *src, size_t len)
+{
+	if (len < 8 * ZSAMPLE)
+		return true;
+	for (size_t i = 0; i < 4; i++) {
+		size_t r = ZSTD_compress2(z->probe, z->out, ZSAMPLE - ZSAMPLE / 8,
+					  src + (len - ZSAMPLE) / 3 * i, ZSAMPLE);
+		if (!ZSTD_isError(r))
+			return true;
+	}
+	return false;
+}
+
 /* 1 and the frame's size in *zlen if it saves an eighth of len, 0 if not
- * (zstd stops as soon as the frame outgrows that: random data is quick). */
+ * (z_worth's samples, or zstd giving up when the frame outgrows that). */
 static int z_compress(struct pages_z *z, const uint8_t *src, size_t len, size_t *zlen)
 {
+	if (!z_worth(z, src, len))
+		return 0;
 	size_t r = ZSTD_compress2(z->cctx, z->out, len - len / 8, src, len);
 	if (ZSTD_isError(r)) {
 		/* the context is left mid-frame; the next frame starts afresh */

@@ -993,36 +993,74 @@ static void inet_after_kill(struct ckpt_ctx *ctx)
 				 "close it quietly: %s", v[j]->pid, v[j]->fd, strerror(-err[j]));
 }
 
-/* Is the other end of o's connection a socket of the tree? */
-static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
+/* Is the other end of o's connection a socket of the tree (of o's network
+ * namespace, or with any, of any)? */
+static bool peer_in_tree_ns(struct ckpt_ctx *ctx, const struct inet_obj *o, bool any)
 {
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *p = ob->ptr;
-		if (p != o && p->e.family == o->e.family && p->e.has_dst && p->e.netns == o->e.netns &&
-		    p->e.src_port == o->e.dst_port && p->e.dst_port == o->e.src_port &&
-		    p->e.src.len == o->e.dst.len && !memcmp(p->src, o->dst, o->e.dst.len) &&
-		    !memcmp(p->dst, o->src, o->e.src.len))
+		if (p != o && p->e.family == o->e.family && p->e.has_dst &&
+		    (any || p->e.netns == o->e.netns) && p->e.src_port == o->e.dst_port &&
+		    p->e.dst_port == o->e.src_port && p->e.src.len == o->e.dst.len &&
+		    !memcmp(p->src, o->dst, o->e.dst.len) && !memcmp(p->dst, o->src, o->e.src.len))
 			return true;
 	}
 	return false;
 }
 
+static bool peer_in_tree(struct ckpt_ctx *ctx, const struct inet_obj *o)
+{
+	return peer_in_tree_ns(ctx, o, false);
+}
+
 /*
  * A TCP connection of another network namespace than the root's whose
- * peer is not in the image: a peer in that namespace stays in the old one
- * and cannot reach the restored socket, and one reached through the
- * root's namespace (routed) is not tested yet. Each is named.
+ * peer is not in the image. One whose peer is a socket of ckpt's namespace
+ * (reached through the root's, routed) goes on: the lock of ckpt's
+ * namespace holds its peer's packets while the tree's namespaces are gone
+ * (netlock.c), and the restored namespace's veth pair and addresses
+ * bring the route back; but not after a migration, which takes it away
+ * from its peer. Any other is named: a peer in that same namespace stays
+ * in the old one and cannot reach the restored socket; one elsewhere
+ * (another host, another namespace, translated by a NAT) is not covered
+ * by the lock.
  */
 static int inner_peers(struct ckpt_ctx *ctx)
 {
 	int ret = 0;
+	bool migration = (ctx->flags & CKPT_KILL) && ctx->opts && ctx->opts->committed;
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *o = ob->ptr;
 		if (!o->e.netns || o->e.type != SOCK_STREAM || !o->e.has_dst || peer_in_tree(ctx, o))
 			continue;
-		int r = log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (inet): a TCP connection of "
-				 "a network namespace other than the tree's root's, to a peer outside "
-				 "the image; not supported yet", o->pid, o->fd);
+		int where = ckpt_netns_peer(ctx, (unsigned long)ob->key);
+		if (where == NETNS_PEER_HOST && !migration)
+			continue;
+		bool other = where != NETNS_PEER_HOST && peer_in_tree_ns(ctx, o, true);
+		const char *why =
+		    other ? "its peer is a socket of the image in another of its network "
+			    "namespaces, routed between them: not done yet"
+		    : where == NETNS_PEER_HOST
+			? "its peer is in ckpt's network namespace, on this host, which "
+			  "a migration leaves"
+		    : where == NETNS_PEER_ADDR
+			? "its peer is in ckpt's network namespace but bound to another "
+			  "address than the one that namespace reaches the connection's "
+			  "from (an address that outlives the namespace's veth pair): not "
+			  "tested, and seen to hang; not done yet"
+		    : where == NETNS_PEER_SAME
+			? "its peer is a socket of that same namespace outside the tree, "
+			  "which stays in the old namespace and cannot reach the restored "
+			  "one (put the peer in the tree, or reach it through the root's "
+			  "network namespace)"
+			: "its peer is neither a socket of the image, of that namespace nor "
+			  "of ckpt's network namespace (another host, or a NAT between): "
+			  "the network lock cannot hold it";
+		int r = log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d fd %d (inet): a TCP connection of "
+		    "a network namespace other than the tree's root's%s: %s; not supported",
+		    o->pid, o->fd, other ? "" : ", to a peer outside the image", why);
 		if (!log_gathers(&ctx->log, r))
 			return r;
 		ret = r;
@@ -1044,13 +1082,14 @@ static int nat_conns(struct ckpt_ctx *ctx)
 	int ret = 0;
 	if (!(ctx->flags & CKPT_KILL) || !ctx->opts || !ctx->opts->committed)
 		return 0;
+	struct ct_table ct = { 0 };
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const struct inet_obj *o = ob->ptr;
 		char via[IF_NAMESIZE + 1];
 		if (!o->e.has_dst || !o->e.has_src || o->e.dst.len != o->e.src.len ||
 		    (o->e.dst.len != 4 && o->e.dst.len != 16) || o->e.type == SOCK_RAW ||
 		    !o->e.dst_port ||
-		    !netns_via_nat(ctx, o->e.dst.len == 4 ? AF_INET : AF_INET6, o->src,
+		    !netns_via_nat(ctx, &ct, o->e.dst.len == 4 ? AF_INET : AF_INET6, o->src,
 				   (uint16_t)o->e.src_port, o->dst, (uint16_t)o->e.dst_port, via,
 				   sizeof(via)))
 			continue;
@@ -1061,10 +1100,11 @@ static int nat_conns(struct ckpt_ctx *ctx)
 				 "%s): a migrated connection would reach it from another address, "
 				 "and be reset; not supported (close it first, or checkpoint and "
 				 "restart on this host)", o->pid, o->fd, peer, o->e.dst_port, via);
-		if (!log_gathers(&ctx->log, r))
-			return r;
 		ret = r;
+		if (!log_gathers(&ctx->log, r))
+			break;
 	}
+	free(ct.v);
 	return ret;
 }
 
@@ -1920,7 +1960,7 @@ int inet_rst_connections(struct rst_ctx *ctx, int (*cb)(const struct inet_conn *
 	for (struct obj *ob = NULL; (ob = objhash_next_of(&ctx->objs, KIND_inet, ob));) {
 		const InetSkEntry *e = ((struct inet_robj *)ob->ptr)->e;
 		struct inet_conn c;
-		/* another namespace's: both ends are in the image (inner_peers) */
+		/* another namespace's: locked in its own (lock_others) */
 		if (!e->tcp || e->netns)
 			continue;
 		conn_of((int)e->family, e->src.data, e->src_port, e->dst.data, e->dst_port, &c);

@@ -130,3 +130,17 @@ int mm_huge_make_shared(struct rst_ctx *ctx, uint64_t size, uint64_t page, int *
 				(unsigned long long)size, strerror(errno));
 	return mm_mapping_fd(ctx, m, size, ret_fd);
 }
+
+bool mm_thp_fill(const VmaEntry *v)
+{
+	if (!(v->vmflags & VMF_HG))
+		return false;
+	char buf[128] = "";
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return !strstr(buf, "[never]") && n > 0;
+}

@@ -329,6 +329,9 @@ struct mm_read {
 	bool live;
 	int live_fd;
 	uint64_t gone; /* bytes of it that could not be read */
+	/* record pw->records holds pages restart --lazy writes itself (read_as) */
+	bool eager;
+	uint64_t eager_rec;
 };
 
 static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
@@ -390,6 +393,31 @@ static int add_own_runs(struct pages_writer *pw, const VmaEntry *v, uint64_t sta
 }
 
 /*
+ * restart --lazy gives the private anonymous vmas (not hugetlb) to its
+ * server and writes the pages of every other vma itself, once it has
+ * checked the checksum of their whole record, before the tree runs. So a
+ * large private anonymous vma starts a record of its own after such pages,
+ * and such pages one after more than LAZY_CUT of others: that check stays
+ * small. (A 4 GiB memhog's first record held its data page, its heap and
+ * the first 8 MiB of its memory: ckpt read and summed all 8 MiB.)
+ */
+#define LAZY_CUT (1ull << 20)
+
+static int lazy_cut(struct pages_writer *pw, const VmaEntry *v)
+{
+	struct mm_read *rd = pw->arg;
+	bool lazy = v->kind == VMA_KIND__VMA_ANON && !v->shared && !v->has_huge_page;
+	bool held = rd->eager && rd->eager_rec == pw->records && pw->queued;
+	bool cut = lazy ? held && v->end - v->start > LAZY_CUT : !held && pw->queued > LAZY_CUT;
+	int r = cut ? pages_flush(pw) : 0;
+	if (!lazy) {
+		rd->eager = true;
+		rd->eager_rec = pw->records;
+	}
+	return r;
+}
+
+/*
  * The pages queued next are v's: the pages of a record are read with one
  * method (mm_read: process_vm_readv only for a lone process's readable
  * vmas), so what is queued is written first if v's method differs. A tree's
@@ -400,11 +428,12 @@ static int read_as(struct ckpt_ctx *ctx, struct pages_writer *pw, const VmaEntry
 {
 	struct mm_read *rd = pw->arg;
 	bool readable = v->prot & PROT_READ;
-	if (rd->readable == readable)
-		return 0;
-	int r = ctx->ntasks == 1 ? pages_flush(pw) : 0;
-	rd->readable = readable;
-	return r;
+	int r = 0;
+	if (rd->readable != readable) {
+		r = ctx->ntasks == 1 ? pages_flush(pw) : 0;
+		rd->readable = readable;
+	}
+	return r < 0 ? r : lazy_cut(pw, v);
 }
 
 size_t mm_map_first(const struct mm_pages_map *m, uint64_t addr)
@@ -1680,7 +1709,8 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 	}
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page)
+		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page ||
+		    mm_thp_fill(v))
 			continue;
 		struct uffdio_register reg = {
 			.range = { v->start, v->end - v->start },
@@ -1786,6 +1816,44 @@ static int write_chunk(void *arg, const struct pages_chunk *ch, uint64_t *ret_ad
 	return r;
 }
 
+/*
+ * The huge pages of the MADV_HUGEPAGE vmas (mm_thp_fill) that hold pages
+ * of s, faulted in at once: MADV_POPULATE_WRITE of each run of 2 MiB
+ * blocks with pages, one injected call per run, before process_vm_writev
+ * fills them. Only blocks with pages, so that memory the original never
+ * touched stays out. A failure is not one: the writes fault them in.
+ */
+static void thp_populate(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e,
+			 const struct pages_set *s)
+{
+	uint64_t lo = 0, hi = 0;
+	for (size_t c = 0; c < s->n; c++) {
+		for (uint32_t i = 0; i < s->c[c].n; i++) {
+			const struct pages_extent *x = &s->c[c].x[i];
+			ssize_t idx = vma_index(e, x->off);
+			if (idx < 0 || !mm_thp_fill(e->vmas[idx]))
+				continue;
+			const VmaEntry *v = e->vmas[idx];
+			uint64_t a = MAX(v->start, x->off & ~(MM_HUGE_2M - 1));
+			uint64_t b = MIN(v->end, (x->off + x->len + MM_HUGE_2M - 1) & ~(MM_HUGE_2M - 1));
+			if (a <= hi && hi) { /* the run goes on */
+				hi = MAX(hi, b);
+				continue;
+			}
+			if (hi)
+				puppet_syscall(&t->pup, SYS_madvise, lo, hi - lo, MADV_POPULATE_WRITE);
+			lo = a;
+			hi = b;
+		}
+	}
+	if (hi) {
+		long r = puppet_syscall(&t->pup, SYS_madvise, lo, hi - lo, MADV_POPULATE_WRITE);
+		if (r < 0)
+			log_debug(&ctx->log, "pid %d: MADV_POPULATE_WRITE of %llx-%llx: %s", t->pid,
+				  (unsigned long long)lo, (unsigned long long)hi, strerror((int)-r));
+	}
+}
+
 /* Chunks are independent: two workers (the machine's cores) share them. */
 static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 {
@@ -1814,6 +1882,8 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	if (checked_late)
 		r = mm_lazy_eager(ctx, t, lazy ? u.reg : NULL, &eager);
 	bool logged = r < 0;
+	if (r >= 0 && !lazy)
+		thp_populate(ctx, t, m->e, checked_late ? &eager : &m->pages);
 	if (r >= 0)
 		r = pages_set_apply(checked_late ? &eager : &m->pages, 2, write_chunk, &j, &addr);
 	pages_set_release(&eager);

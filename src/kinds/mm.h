@@ -240,6 +240,11 @@ int mm_huge_valid(const struct VmaEntry *v) __attribute__((warn_unused_result));
 int mm_huge_map_flags(const struct VmaEntry *v);
 int mm_huge_make_shared(struct rst_ctx *ctx, uint64_t size, uint64_t page, int *ret_fd)
 	__attribute__((warn_unused_result));
+/* An eager restart writes this vma's pages so that transparent huge pages
+ * back it again: it had MADV_HUGEPAGE ("hg") and THP is not "never" here.
+ * Its pages then go by process_vm_writev (the kernel's fault allocates a
+ * huge page), not UFFDIO_COPY (which allocates 4 KiB pages). */
+bool mm_thp_fill(const struct VmaEntry *v);
 
 /*
  * mm-aio.c: AIO contexts (io_setup). mm claims their rings ("/[aio]

@@ -7,7 +7,8 @@
  * a connect() set, the SOL_NETLINK options that are on, buffer sizes and
  * SO_PASSCRED, all read on a copy of the fd (pidfd_getfd).
  *
- * Refused, by fd: a socket of another network namespace than ckpt's; one
+ * Refused, by fd: a socket of another network namespace than its process's,
+ * or of a process in ckpt's namespace while the root has its own; one
  * with messages not read yet or a dump in progress (/proc/PID/net/netlink:
  * Rmem, Dump), which cannot be put back; and the protocols whose
  * subsystems keep state of their own by port id that is not saved here
@@ -35,6 +36,7 @@
 #include "core/ctx.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/netns.h"
 #include "netlink.pb-c.h"
 #include "util/cleanup.h"
 
@@ -141,13 +143,16 @@ static int get_int(int s, int level, int opt)
 		 ##__VA_ARGS__)
 
 /* Whether this socket can be saved; its queue and dump state. */
-static int check_socket(struct ckpt_ctx *ctx, const struct fd_info *fi, int proto)
+static int check_socket(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, int proto,
+			uint32_t *netns)
 {
 	unsigned long rmem = 0;
 	int dump = 0;
-	if (!proc_same_netns(fi->pid))
-		return REFUSE(ctx, fi, "a socket of another network namespace than ckpt's; not "
-			      "supported yet");
+	/* its process's namespace, one the image holds (the root's, or a
+	 * task's: its port ids and groups are that namespace's) */
+	const char *why = netns_sock_of(ctx, fi->pid, s, netns);
+	if (why)
+		return REFUSE(ctx, fi, "%s", why);
 	/* audit: only the daemon's registration (AUDIT_SET) is state of the
 	 * kernel's; a socket that sends user messages (dbus-daemon) is not */
 	if (proto == NETLINK_AUDIT && audit_daemon_pid() == fi->pid)
@@ -179,9 +184,12 @@ static int netlink_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		return log_fail(&ctx->log, s, "pid %d fd %d (netlink): cannot take a copy: %s",
 				fi->pid, fi->fd, strerror(-s));
 	int type = get_int(s, SOL_SOCKET, SO_TYPE), proto = get_int(s, SOL_SOCKET, SO_PROTOCOL);
-	int r = check_socket(ctx, fi, proto);
+	uint32_t netns = 0;
+	int r = check_socket(ctx, fi, s, proto, &netns);
 	if (r < 0)
 		return r;
+	o->e.has_netns = netns != 0;
+	o->e.netns = netns;
 	struct sockaddr_nl me = { 0 }, peer = { 0 };
 	socklen_t l = sizeof(me), gl = sizeof(o->groups);
 	if (getsockname(s, (struct sockaddr *)&me, &l) < 0 ||
@@ -286,7 +294,7 @@ static int setup(struct rst_ctx *ctx, int s, const NetlinkEntry *m)
 	return 0;
 }
 
-static int netlink_open(struct rst_ctx *ctx, void *obj)
+static int open_in(struct rst_ctx *ctx, void *obj)
 {
 	struct fdobj_r *p = obj;
 	const NetlinkEntry *m = p->msg;
@@ -296,6 +304,13 @@ static int netlink_open(struct rst_ctx *ctx, void *obj)
 		return log_fail(&ctx->log, -errno, "netlink %u: cannot make a socket of protocol "
 				"%u: %m", m->id, m->protocol);
 	return setup(ctx, p->fd, m);
+}
+
+/* in its namespace (its port id and groups are that namespace's) */
+static int netlink_open(struct rst_ctx *ctx, void *obj)
+{
+	const NetlinkEntry *m = ((struct fdobj_r *)obj)->msg;
+	return netns_rst_call(ctx, m->netns, open_in, obj);
 }
 
 static const struct fdobj_ops netlink_file = {

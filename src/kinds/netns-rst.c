@@ -112,9 +112,23 @@ static bool route_ok(const NetnsEntry *e, const NetnsRoute *rt)
 	       (!rt->has_table || (rt->table && rt->table != RT_TABLE_LOCAL));
 }
 
+/* A route of ckpt's namespace through a host end of e's links. */
+static bool host_route_ok(const NetnsEntry *e, const NetnsRoute *rt)
+{
+	bool end = false;
+	for (size_t i = 0; !end && rt->oif && i < e->n_links; i++)
+		end = e->links[i]->peer_name && !strcmp(e->links[i]->peer_name, rt->oif);
+	NetnsRoute inner = *rt;
+	inner.oif = NULL;
+	return end && route_ok(e, &inner);
+}
+
 static bool entry_ok(const NetnsEntry *e)
 {
-	bool ok = e->n_links <= 16 && e->n_routes <= 128 && e->n_sysctls <= 4096;
+	bool ok = e->n_links <= 16 && e->n_routes <= 128 && e->n_sysctls <= 4096 &&
+		  e->n_host_routes <= 16;
+	for (size_t i = 0; ok && i < e->n_host_routes; i++)
+		ok = host_route_ok(e, e->host_routes[i]);
 	for (size_t i = 0; ok && i < e->n_links; i++)
 		ok = link_ok(e, i);
 	for (size_t i = 0; ok && i < e->n_routes; i++)
@@ -205,6 +219,20 @@ int netns_rst_enter(struct rst_ctx *ctx, uint32_t id)
 	if (fd < 0) /* the root is in ckpt's, and so is ckpt */
 		return 0;
 	return setns(fd, CLONE_NEWNET) < 0 ? -errno : 0;
+}
+
+int netns_rst_call(struct rst_ctx *ctx, uint32_t id, int (*fn)(struct rst_ctx *, void *), void *arg)
+{
+	int r = id ? netns_rst_enter(ctx, id) : 0;
+	if (r < 0)
+		return log_fail(&ctx->log, r, "cannot enter network namespace %u: %s", id,
+				strerror(-r));
+	r = fn(ctx, arg);
+	int r2 = id ? netns_rst_enter(ctx, 0) : 0;
+	if (r2 < 0 && r >= 0)
+		r = log_fail(&ctx->log, r2, "cannot go back to the root's network namespace: %s",
+			     strerror(-r2));
+	return r;
 }
 
 int netns_held_fd(struct rst_ctx *ctx, uint32_t id)
@@ -372,34 +400,77 @@ static int set_links(struct rst_ctx *ctx, struct one_ns *o)
 	return 0;
 }
 
+/* The route m, through the link of index oif (0: none), added through in. */
+static int add_route(struct rtnl *in, const NetnsRoute *m, int oif)
+{
+	struct rtnl_route rt = {.family = (int)m->family,
+				.dst_len = m->dst_len,
+				.protocol = m->protocol,
+				.scope = m->scope,
+				.type = m->type,
+				.priority = m->priority,
+				.table = m->table,
+				.has_gw = m->has_gateway,
+				.has_prefsrc = m->has_prefsrc,
+				.oif = oif};
+	if (m->has_dst)
+		memcpy(rt.dst, m->dst.data, m->dst.len);
+	if (m->has_gateway)
+		memcpy(rt.gw, m->gateway.data, m->gateway.len);
+	if (m->has_prefsrc)
+		memcpy(rt.prefsrc, m->prefsrc.data, m->prefsrc.len);
+	return rtnl_route_add(in, &rt);
+}
+
+/* "to D/N dev X" of m, for a message. */
+static const char *route_text(const NetnsRoute *m, char *buf, size_t len)
+{
+	char d[INET6_ADDRSTRLEN] = "default";
+	if (m->has_dst)
+		inet_ntop((int)m->family, m->dst.data, d, sizeof(d));
+	snprintf(buf, len, "to %s/%u%s%s", d, m->dst_len, m->oif ? " dev " : "",
+		 m->oif ? m->oif : "");
+	return buf;
+}
+
 static int make_routes(struct rst_ctx *ctx, const NetnsEntry *e, struct rtnl *in)
 {
 	for (size_t i = 0; i < e->n_routes; i++) {
 		const NetnsRoute *m = e->routes[i];
 		const NetnsLink *oif = netns_link_named(e, m->oif);
-		struct rtnl_route rt = { .family = (int)m->family, .dst_len = m->dst_len,
-					 .protocol = m->protocol, .scope = m->scope, .type = m->type,
-					 .priority = m->priority, .table = m->table,
-					 .has_gw = m->has_gateway,
-					 .has_prefsrc = m->has_prefsrc,
-					 .oif = oif ? (int)oif->index : 0 };
-		if (m->has_dst)
-			memcpy(rt.dst, m->dst.data, m->dst.len);
-		if (m->has_gateway)
-			memcpy(rt.gw, m->gateway.data, m->gateway.len);
-		if (m->has_prefsrc)
-			memcpy(rt.prefsrc, m->prefsrc.data, m->prefsrc.len);
-		int r = rtnl_route_add(in, &rt);
-		if (r < 0) {
-			char d[INET6_ADDRSTRLEN] = "default";
-			if (m->has_dst)
-				inet_ntop((int)m->family, m->dst.data, d, sizeof(d));
-			return log_fail(&ctx->log, r, "network namespace: cannot add the route to %s/%u"
-					"%s%s: %s", d, m->dst_len, oif ? " dev " : "",
-					oif ? oif->name : "", strerror(-r));
-		}
+		int r = add_route(in, m, oif ? (int)oif->index : 0);
+		char text[80];
+		if (r < 0)
+			return log_fail(&ctx->log, r,
+					"network namespace: cannot add the route %s: %s",
+					route_text(m, text, sizeof(text)), strerror(-r));
 	}
 	return 0;
+}
+
+/* o's host ends up: the routes of ckpt's namespace through them again
+ * (one there already is left); a failure is told, the tree runs on. */
+static void make_host_routes(struct rst_ctx *ctx, const struct one_ns *o, struct rtnl *host)
+{
+	for (size_t k = 0; k < o->e->n_host_routes; k++) {
+		const NetnsRoute *m = o->e->host_routes[k];
+		int oif = 0;
+		for (size_t i = 0; !oif && i < o->e->n_links; i++)
+			if (o->e->links[i]->peer_name && !strcmp(o->e->links[i]->peer_name, m->oif))
+				oif = o->index[i];
+		char text[80];
+		int r = oif ? add_route(host, m, oif) : -ENODEV;
+		if (r < 0 && r != -EEXIST)
+			log_warn(&ctx->log,
+				 "network namespace: cannot add the route %s of ckpt's "
+				 "network namespace again: %s",
+				 route_text(m, text, sizeof(text)), strerror(-r));
+		else if (r == 0)
+			log_info(&ctx->log,
+				 "network namespace: the route %s of ckpt's network "
+				 "namespace added again",
+				 route_text(m, text, sizeof(text)));
+	}
 }
 
 /* ckpt's thread back to its own namespace; it cannot fail (it is ours). */
@@ -533,6 +604,8 @@ int netns_root_spawned(struct rst_ctx *ctx, struct rst_task *root)
 			if (r >= 0 && o->index[i] && l->peer_nat)
 				r = remake_nat(ctx, l);
 		}
+		if (r >= 0)
+			make_host_routes(ctx, o, &host);
 	}
 	rtnl_close(&host);
 	return r;

@@ -59,10 +59,12 @@
 #include <linux/capability.h>
 #include <net/if.h>
 #include <linux/rtnetlink.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,6 +85,7 @@ enum { NETNS_ENTRY = REC_TYPE(KID_netns, 1), NETNS_TASK = REC_TYPE(KID_netns, 2)
 #define LINKS_MAX 16
 #define ADDRS_MAX 64  /* of each end of a link */
 #define ROUTES_MAX 128
+#define HOST_ROUTES_MAX 16
 
 struct addr_buf {
 	NetnsAddr m;
@@ -123,6 +126,8 @@ struct netns_ckpt {
 	NetnsRoute *routes[ROUTES_MAX];
 	struct link_buf l[LINKS_MAX];
 	struct route_buf r[ROUTES_MAX];
+	NetnsRoute *host_routes[HOST_ROUTES_MAX];
+	struct route_buf hr[HOST_ROUTES_MAX];
 	dev_t dev;
 	ino_t ino; /* the namespace's */
 	pid_t root;
@@ -180,19 +185,22 @@ static bool host_local4(const uint8_t *a)
 /*
  * Is the IPv4 connection src:sport -> dst:dport translated by this host
  * (its conntrack entry's reply goes to another address or port)? From
- * /proc/net/nf_conntrack; 1, 0 (no such entry: nothing translated it), or
- * -errno if the table cannot be read.
+ * /proc/net/nf_conntrack, read into *t at the first question; 1, 0 (no
+ * such entry: nothing translated it), or -errno if the table cannot be
+ * read.
  */
-static int translated4(const uint8_t *src, uint16_t sport, const uint8_t *dst, uint16_t dport)
+static int translated4(struct ct_table *t, const uint8_t *src, uint16_t sport, const uint8_t *dst,
+		       uint16_t dport)
 {
-	_cleanup_free_ struct ct_nat *v = NULL;
-	size_t n;
-	int r = ct_nat_list(&v, &n);
-	return r < 0 ? r : ct_nat_find(v, n, 0, src, sport, dst, dport) != NULL;
+	if (!t->read) {
+		t->err = ct_nat_list(&t->v, &t->n);
+		t->read = true;
+	}
+	return t->err < 0 ? t->err : ct_nat_find(t->v, t->n, 0, src, sport, dst, dport) != NULL;
 }
 
-bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,
-		   const uint8_t *dst, uint16_t dport, char *via, size_t vialen)
+bool netns_via_nat(struct ckpt_ctx *ctx, struct ct_table *ct, int family, const uint8_t *src,
+		   uint16_t sport, const uint8_t *dst, uint16_t dport, char *via, size_t vialen)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	const struct netns_ckpt *n = own_of(ctx);
@@ -218,7 +226,7 @@ bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_
 		return false;
 	/* an inbound connection routed to it is not translated: the host's
 	 * conntrack tells; without its table, taken as translated */
-	if (translated4(src, sport, dst, dport) == 0)
+	if (translated4(ct, src, sport, dst, dport) == 0)
 		return false;
 	snprintf(via, vialen, "%s", nat->peer_name ? nat->peer_name : "?");
 	return true;
@@ -386,27 +394,9 @@ static int note_host_addr(const struct rtnl_addr *a, void *arg)
 	return 0;
 }
 
-static int note_route(const struct rtnl_route *rt, void *arg)
+/* b: rt, through the link named oif (NULL: none). */
+static void route_fill(struct route_buf *b, const struct rtnl_route *rt, char *oif)
 {
-	struct netns_ckpt *n = arg;
-	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA ||
-	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff) ||
-	    (rt->table == RT_TABLE_LOCAL && rt->family == AF_INET6 && rt->type == RTN_LOCAL))
-		return 0;
-	if (rt->table == RT_TABLE_LOCAL) { /* the kernel's; one a program added is not */
-		log_error(n->log, "pid %d: network namespace: a route of the local table that the "
-			  "kernel did not make (protocol %u): not supported yet", n->root,
-			  rt->protocol);
-		return n->err = -EOPNOTSUPP;
-	}
-	struct link_buf *oif = rt->oif ? link_of(n, rt->oif) : NULL;
-	if ((rt->oif && !oif) || n->e.n_routes == ROUTES_MAX) {
-		log_error(n->log, "pid %d: network namespace: a route %s", n->root,
-			  oif || !rt->oif ? "too many (more than 128)" : "through an unknown link");
-		return n->err = -EOPNOTSUPP;
-	}
-	struct route_buf *b = &n->r[n->e.n_routes];
-	n->routes[n->e.n_routes++] = &b->m;
 	netns_route__init(&b->m);
 	size_t len = rt->family == AF_INET ? 4 : 16;
 	b->m.family = (uint32_t)rt->family;
@@ -426,7 +416,7 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 		b->m.has_prefsrc = true;
 		b->m.prefsrc = (ProtobufCBinaryData){ len, b->src };
 	}
-	b->m.oif = oif ? oif->name : NULL;
+	b->m.oif = oif;
 	b->m.has_protocol = b->m.has_scope = b->m.has_type = b->m.has_priority = true;
 	b->m.protocol = rt->protocol;
 	b->m.scope = rt->scope;
@@ -434,6 +424,59 @@ static int note_route(const struct rtnl_route *rt, void *arg)
 	b->m.priority = rt->priority;
 	b->m.has_table = rt->table != RT_TABLE_MAIN;
 	b->m.table = rt->table;
+}
+
+static int note_route(const struct rtnl_route *rt, void *arg)
+{
+	struct netns_ckpt *n = arg;
+	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA ||
+	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff) ||
+	    (rt->table == RT_TABLE_LOCAL && rt->family == AF_INET6 && rt->type == RTN_LOCAL))
+		return 0;
+	if (rt->table == RT_TABLE_LOCAL) { /* the kernel's; one a program added is not */
+		log_error(n->log,
+			  "pid %d: network namespace: a route of the local table that the "
+			  "kernel did not make (protocol %u): not supported yet",
+			  n->root, rt->protocol);
+		return n->err = -EOPNOTSUPP;
+	}
+	struct link_buf *oif = rt->oif ? link_of(n, rt->oif) : NULL;
+	if ((rt->oif && !oif) || n->e.n_routes == ROUTES_MAX) {
+		log_error(n->log, "pid %d: network namespace: a route %s", n->root,
+			  oif || !rt->oif ? "too many (more than 128)" : "through an unknown link");
+		return n->err = -EOPNOTSUPP;
+	}
+	struct route_buf *b = &n->r[n->e.n_routes];
+	n->routes[n->e.n_routes++] = &b->m;
+	route_fill(b, rt, oif ? oif->name : NULL);
+	return 0;
+}
+
+/* A route of ckpt's namespace through one of the host ends: kept, but
+ * the kernel's own (the host end's addresses', multicast). */
+static int note_host_route(const struct rtnl_route *rt, void *arg)
+{
+	struct netns_ckpt *n = arg;
+	if (rt->protocol == RTPROT_KERNEL || rt->protocol == RTPROT_RA || !rt->oif ||
+	    rt->table == RT_TABLE_LOCAL ||
+	    (rt->family == AF_INET6 && rt->dst_len >= 8 && rt->dst[0] == 0xff))
+		return 0;
+	const struct link_buf *end = NULL;
+	for (size_t i = 0; !end && i < n->e.n_links; i++)
+		if (n->l[i].m.peer_name && !n->l[i].pending && n->l[i].peer_index == rt->oif)
+			end = &n->l[i];
+	if (!end)
+		return 0;
+	if (n->e.n_host_routes == HOST_ROUTES_MAX) {
+		log_error(n->log,
+			  "pid %d: network namespace: more than %d routes of ckpt's "
+			  "network namespace through its host ends",
+			  n->root, HOST_ROUTES_MAX);
+		return n->err = -EOPNOTSUPP;
+	}
+	struct route_buf *b = &n->hr[n->e.n_host_routes];
+	n->host_routes[n->e.n_host_routes++] = &b->m;
+	route_fill(b, rt, end->m.peer_name);
 	return 0;
 }
 
@@ -491,6 +534,8 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 		r = dumped(n, rtnl_addrs(host, note_host_addr, n), "host ends' addresses");
 	if (r >= 0)
 		r = dumped(n, rtnl_routes(in, note_route, n), "routes");
+	if (r >= 0)
+		r = dumped(n, rtnl_routes(host, note_host_route, n), "host ends' routes");
 	/* names every refusal, after the others' too */
 	if (r >= 0 || n->err < 0) {
 		int r2 = netns_rules_read(n->log, n->root, in, &n->e);
@@ -542,6 +587,7 @@ static int save_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, const struct stat
 		return -errno;
 	n->e.links = n->links;
 	n->e.routes = n->routes;
+	n->e.host_routes = n->host_routes;
 	n->dev = st->st_dev;
 	n->ino = st->st_ino;
 	n->root = pid;
@@ -688,6 +734,75 @@ int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cooki
 			return 0;
 		}
 	return -EOPNOTSUPP;
+}
+
+int netns_other(struct ckpt_ctx *ctx, size_t k, uint32_t *id, int *fd)
+{
+	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
+	for (; n; n = n->next) {
+		if (!n->held || k--)
+			continue;
+		*id = n->e.id;
+		*fd = n->nsfd;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int netns_of_sock_task(struct ckpt_ctx *ctx, int sock, uint32_t *id)
+{
+	struct stat st, ts;
+	_cleanup_close_ int nsfd = ioctl(sock, SIOCGSKNS);
+	if (nsfd < 0 || fstat(nsfd, &st) < 0)
+		return -errno;
+	for (size_t i = 1; i < ctx->ntasks; i++)
+		if (!ctx->tasks[i].zombie && ns_ident(ctx->tasks[i].pid, &ts) == 0 &&
+		    ts.st_dev == st.st_dev && ts.st_ino == st.st_ino)
+			/* ckpt's or the root's: not another one */
+			return netns_saved(ctx, ctx->tasks[i].pid)
+				   ? -ENOENT
+				   : extra_netns(ctx, ctx->tasks[i].pid, -1, nsfd, &st, id);
+	return -ENOENT;
+}
+
+const char *netns_sock_of(struct ckpt_ctx *ctx, pid_t pid, int s, uint32_t *id)
+{
+	uint64_t cookie = 0;
+	if (netns_of_task(ctx, pid, id, &cookie) < 0)
+		return "a socket of a process in ckpt's network namespace while the tree's root "
+		       "has its own; not supported yet";
+	if (!netns_sock_saved(cookie, s))
+		return "a socket of another network namespace than its process's (made there, "
+		       "setns back); not supported yet";
+	return NULL;
+}
+
+int netns_enter_task(pid_t pid, int *own)
+{
+	char path[64];
+	*own = -1;
+	if (proc_same_netns(pid))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int me = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || me < 0 || setns(fd, CLONE_NEWNET) < 0) {
+		int err = -errno;
+		if (me >= 0)
+			close(me);
+		return err;
+	}
+	*own = me;
+	return 0;
+}
+
+void netns_leave(int own)
+{
+	if (own < 0)
+		return;
+	if (setns(own, CLONE_NEWNET) < 0)
+		abort(); /* ckpt's thread cannot go back to its own namespace */
+	close(own);
 }
 
 static int netns_dump(struct ckpt_ctx *ctx, struct task *t)

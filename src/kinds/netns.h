@@ -33,9 +33,17 @@ bool netns_sock_saved(uint64_t tree_cookie, int s);
  * --nat`)? That is, the host end has NAT, dst is IPv4, not of the
  * namespace's own subnets nor loopback nor an address of ckpt's namespace,
  * and ckpt's namespace's conntrack translated it (or cannot be read). The
- * host end's name in via. */
-bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_t sport,
-		   const uint8_t *dst, uint16_t dport, char *via, size_t vialen);
+ * host end's name in via. ct: the conntrack table, read at the first
+ * question and kept for the next ones (zeroed before the first; the
+ * caller frees ct->v). */
+struct ct_table {
+	struct ct_nat *v;
+	size_t n;
+	int err;
+	bool read;
+};
+bool netns_via_nat(struct ckpt_ctx *ctx, struct ct_table *ct, int family, const uint8_t *src,
+		   uint16_t sport, const uint8_t *dst, uint16_t dport, char *via, size_t vialen);
 
 /* Checkpoint, pid collected: the network namespace of pid's sockets, *id
  * 0 if it is the tree's (the root's), else the id of the one the image
@@ -43,6 +51,28 @@ bool netns_via_nat(struct ckpt_ctx *ctx, int family, const uint8_t *src, uint16_
  * -EOPNOTSUPP for any other (ckpt's while the root has its own). */
 int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cookie)
 	__attribute__((warn_unused_result));
+
+/* Checkpoint: socket sock (a copy of a task's fd) is of the network
+ * namespace of a task of the tree not collected yet (a child's socket its
+ * parent holds): that namespace saved now (the task finds it again), its
+ * id in *id; -ENOENT if no task of the tree is in it (SIOCGSKNS). */
+int netns_of_sock_task(struct ckpt_ctx *ctx, int sock, uint32_t *id)
+    __attribute__((warn_unused_result));
+
+/* Checkpoint: the k-th (from 0) namespace the image holds other than the
+ * tree's: its id (NetnsEntry.id) and an fd of it (the kind's, not to be
+ * closed); -ENOENT past the last. */
+int netns_other(struct ckpt_ctx *ctx, size_t k, uint32_t *id, int *fd);
+/* Checkpoint: ckpt's calling thread into pid's network namespace, to ask
+ * what only a socket there sees (sock_diag, device names); *own is what
+ * netns_leave takes it back to (-1: it was there already). */
+int netns_enter_task(pid_t pid, int *own) __attribute__((warn_unused_result));
+void netns_leave(int own);
+
+/* Checkpoint: socket s of pid (a copy of its fd) is of pid's namespace,
+ * one the image holds: its id in *id as netns_of_task says it; else NULL,
+ * the refusal's words. */
+const char *netns_sock_of(struct ckpt_ctx *ctx, pid_t pid, int s, uint32_t *id);
 
 /* Checkpoint: fd of pid is a network namespace no task of the image is in
  * (nor ckpt): saved once, as a held namespace; its id in *id. */
@@ -92,5 +122,10 @@ int netns_held_fd(struct rst_ctx *ctx, uint32_t id);
  * the root's, where it is from prepare to "spawn root"), to make sockets
  * there; -EINVAL if the image has none such. */
 int netns_rst_enter(struct rst_ctx *ctx, uint32_t id) __attribute__((warn_unused_result));
+/* Restart, at prepare (ckpt's thread in the root's namespace): fn(ctx, arg)
+ * with the thread in the namespace of that id (0: the root's), back in the
+ * root's after; a failure to enter or come back logged. */
+int netns_rst_call(struct rst_ctx *ctx, uint32_t id, int (*fn)(struct rst_ctx *, void *), void *arg)
+    __attribute__((warn_unused_result));
 
 #endif

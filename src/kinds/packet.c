@@ -13,7 +13,8 @@
  * classic BPF filter, the copy threshold, and the memory its receive
  * queue holds. Devices are saved by name and found by name at restart.
  *
- * Refused, by fd: a socket of another network namespace than ckpt's; one
+ * Refused, by fd: a socket of another network namespace than its process's,
+ * or of a process in ckpt's namespace while the root has its own; one
  * with an mmap'ed ring (PACKET_RX_RING, PACKET_TX_RING: the ring's frames
  * and the program's mapping of them are not saved); one with packets in
  * its receive queue (a packet socket cannot be read without taking them:
@@ -42,6 +43,7 @@
 #include "core/ctx.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/netns.h"
 #include "packet.pb-c.h"
 #include "util/cleanup.h"
 #include "util/proc.h"
@@ -233,21 +235,14 @@ static void save_diag(struct packet_obj *o, const struct pdiag *d)
 	o->e.copy_thresh = d->copy_thresh;
 }
 
-static int packet_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
-			  void *obj)
+/* packet_collect, ckpt's thread in the socket's namespace */
+static int collect_in(struct ckpt_ctx *ctx, const struct fd_info *fi, int s, struct packet_obj *o)
 {
-	struct packet_obj *o = obj;
-	if (!proc_same_netns(fi->pid))
-		return REFUSE(ctx, fi, "a socket of another network namespace than ckpt's; not "
-			      "supported yet");
-	_cleanup_close_ int s = puppet_getfd(&t->pup, fi->fd);
-	if (s < 0)
-		return log_fail(&ctx->log, s, "pid %d fd %d (packet): cannot take a copy: %s",
-				fi->pid, fi->fd, strerror(-s));
+	int r;
 	_cleanup_free_ struct pdiag *d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	int r = diag(fi->st.st_ino, d, o->filter);
+	r = diag(fi->st.st_ino, d, o->filter);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d fd %d (packet): packet_diag: %s%s", fi->pid,
 				fi->fd, strerror(-r),
@@ -284,6 +279,31 @@ static int packet_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_
 	o->e.rcvbuf = (uint32_t)get_int(s, SOL_SOCKET, SO_RCVBUF);
 	o->e.sndbuf = (uint32_t)get_int(s, SOL_SOCKET, SO_SNDBUF);
 	return 0;
+}
+
+static int packet_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi, void *obj)
+{
+	struct packet_obj *o = obj;
+	_cleanup_close_ int s = puppet_getfd(&t->pup, fi->fd);
+	if (s < 0)
+		return log_fail(&ctx->log, s, "pid %d fd %d (packet): cannot take a copy: %s",
+				fi->pid, fi->fd, strerror(-s));
+	uint32_t netns = 0;
+	const char *why = netns_sock_of(ctx, fi->pid, s, &netns);
+	if (why)
+		return REFUSE(ctx, fi, "%s", why);
+	o->e.has_netns = netns != 0;
+	o->e.netns = netns;
+	/* packet_diag and the devices' names: of the socket's namespace */
+	int own;
+	int r = netns_enter_task(fi->pid, &own);
+	if (r < 0)
+		return log_fail(&ctx->log, r,
+				"pid %d fd %d (packet): cannot enter its network namespace: %s",
+				fi->pid, fi->fd, strerror(-r));
+	r = collect_in(ctx, fi, s, o);
+	netns_leave(own);
+	return r;
 }
 
 /* --- restart --------------------------------------------------------- */
@@ -402,7 +422,7 @@ static int setup(struct rst_ctx *ctx, int s, const PacketEntry *m)
 	return join(ctx, s, m);
 }
 
-static int packet_open(struct rst_ctx *ctx, void *obj)
+static int open_in(struct rst_ctx *ctx, void *obj)
 {
 	struct fdobj_r *p = obj;
 	const PacketEntry *m = p->msg;
@@ -412,6 +432,13 @@ static int packet_open(struct rst_ctx *ctx, void *obj)
 		return log_fail(&ctx->log, -errno, "packet %u: cannot make a packet socket of "
 				"protocol 0x%04x: %m", m->id, ntohs((uint16_t)m->protocol));
 	return setup(ctx, p->fd, m);
+}
+
+/* in its namespace, whose devices it is bound to */
+static int packet_open(struct rst_ctx *ctx, void *obj)
+{
+	const PacketEntry *m = ((struct fdobj_r *)obj)->msg;
+	return netns_rst_call(ctx, m->netns, open_in, obj);
 }
 
 static const struct fdobj_ops packet_file = {

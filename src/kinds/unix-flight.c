@@ -231,7 +231,9 @@ static int swap_take(struct swap *sw)
  * had sent, and put in the task in place of the old one. */
 static int swap_put(struct swap *sw, struct swap_client *c, struct capture *cap)
 {
-	_cleanup_close_ int s = socket(AF_UNIX, sw->l->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* in the listener's namespace: its abstract name is there */
+	_cleanup_close_ int s =
+	    unix_socket_as(unix_reg(sw->ctx), sw->l, sw->l->type | SOCK_CLOEXEC | SOCK_NONBLOCK);
 	struct stat st;
 	int r = s < 0 ? -errno : 0;
 
@@ -373,12 +375,6 @@ int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 				strerror(-r));
 	if (!n)
 		return 0;
-	if (!netns_saved(ctx, t->pid))
-		return log_fail(
-		    &ctx->log, -EOPNOTSUPP,
-		    "pid %d fd %d (unix socket:[%u]): of a process in another network "
-		    "namespace than the tree's root's; not supported yet",
-		    t->pid, fds[0].fd, fds[0].ino);
 	if ((r = unix_make_reg(ctx, &reg)) < 0)
 		return r;
 	done = calloc(n, sizeof(*done));
@@ -398,8 +394,7 @@ int unix_collect(struct ckpt_ctx *ctx, struct task *t)
 	}
 	if (!ndone)
 		return 0;
-	unix_table_free(&reg->tab);
-	r = unix_table_dump(&reg->tab);
+	r = unix_table_again(reg);
 	return r < 0 ? log_fail(&ctx->log, r, "cannot list the unix sockets (sock_diag): %s",
 				strerror(-r))
 		     : 0;

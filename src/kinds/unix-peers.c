@@ -87,7 +87,8 @@ static const struct usk *listener_of_name(struct ckpt_ctx *ctx, const struct uni
 	for (size_t i = 0; p->namelen && i < tab->n; i++) {
 		const struct usk *l = &tab->v[i];
 		if (l->state == K_LISTEN && l->type == p->type && l->namelen == p->namelen &&
-		    !memcmp(l->name, p->name, p->namelen) && !unix_find_obj(ctx, l->ino, NULL))
+		    !memcmp(l->name, p->name, p->namelen) && !unix_find_obj(ctx, l->ino, NULL) &&
+		    (p->name[0] != 0 || l->tag == p->tag)) /* abstract: the same namespace's */
 			return l;
 	}
 	return NULL;
@@ -250,8 +251,7 @@ static const struct unix_obj *own_listener(struct ckpt_ctx *ctx, const struct un
 	for (struct obj *o = NULL; e->has_name && (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
 		const struct unix_obj *l = o->ptr;
 		if (!l->is_reg && l->e.state == UNIX_ST_LISTEN && l->e.type == e->type &&
-		    l->e.has_name && l->e.name.len == e->name.len &&
-		    !memcmp(l->e.name.data, e->name.data, e->name.len))
+		    unix_same_name(&l->e, e))
 			return l;
 	}
 	return NULL;

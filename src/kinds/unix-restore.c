@@ -27,6 +27,7 @@
 #include "core/ctx.h"
 #include "kinds/fdtable.h"
 #include "kinds/mnt.h"
+#include "kinds/netns.h"
 #include "kinds/unix-sk.h"
 #include "kinds/unix.h"
 #include "unix.pb-c.h"
@@ -61,12 +62,33 @@ static bool same_name(const UnixSkEntry *a, const ProtobufCBinaryData *n)
 	return a->has_name && a->name.len == n->len && !memcmp(a->name.data, n->data, n->len);
 }
 
+/* The network namespace u was made in: 0 the root's, else NetnsEntry.id */
+static uint32_t ns_of(const struct unix_robj *u)
+{
+	return u->e->has_netns ? u->e->netns : 0;
+}
+
+/*
+ * A socket (sv NULL) or a socketpair of the network namespace of that id:
+ * the root's (0) is where ckpt's thread is while the sockets are made (as
+ * before namespaces other than the root's were taken); another is entered
+ * for the call, for the socket keeps it and so does an abstract name bound
+ * to it. -1 with errno.
+ */
+static int sock_in(struct rst_unix *st, uint32_t netns, int type, int *sv)
+{
+	int fd = -1;
+	if (netns && (fd = netns_held_fd(st->ctx, netns)) < 0)
+		return errno = ENOENT, -1;
+	return sv ? unix_socketpair_in(fd, type, sv) : unix_socket_in(fd, AF_UNIX, type, 0);
+}
+
 /* The listener of the image bound to u's name (u was accepted from it). */
 static struct unix_robj *listener_named(struct rst_unix *st, const struct unix_robj *u)
 {
 	for (size_t i = 0; u && u->e->has_name && i < st->n; i++)
 		if (st->v[i]->e->state == UNIX_ST_LISTEN && st->v[i]->e->type == u->e->type &&
-		    st->v[i] != u && same_name(st->v[i]->e, &u->e->name))
+		    st->v[i] != u && unix_same_name(st->v[i]->e, u->e))
 			return st->v[i];
 	return NULL;
 }
@@ -108,7 +130,7 @@ static int link_all(struct rst_unix *st)
 		if (e->type == SOCK_DGRAM && u->peer) {
 			const UnixSkEntry *p = u->peer->e;
 			u->pair = u->peer != u && p->has_peer && p->peer == e->ino &&
-				  (!e->has_name || !p->has_name);
+				  (!e->has_name || !p->has_name) && ns_of(u) == ns_of(u->peer);
 			if (!u->pair && !p->has_name)
 				return RFAIL(st, u, -EINVAL, "connected to an unnamed socket");
 		}
@@ -270,9 +292,10 @@ static socklen_t robj_addr(const struct unix_robj *u, struct sockaddr_un *a)
 
 static int new_socket(struct rst_unix *st, struct unix_robj *u, int *ret)
 {
-	int s = socket(AF_UNIX, (int)u->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int s = sock_in(st, ns_of(u), (int)u->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, NULL);
 	if (s < 0)
-		return RFAIL(st, u, -errno, "cannot make a socket: %m");
+		return RFAIL(st, u, -errno, "cannot make a socket (network namespace %u): %m",
+			     ns_of(u));
 	int r = unix_opts_apply(s, u->e->opts);
 	if (r < 0) {
 		close(s);
@@ -295,7 +318,7 @@ static int create_all(struct rst_unix *st)
 				return r;
 			continue;
 		}
-		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+		if (sock_in(st, ns_of(u), SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, sv) < 0)
 			return RFAIL(st, u, -errno, "cannot make a socketpair: %m");
 		u->fd = sv[0];
 		u->peer->fd = sv[1];
@@ -396,7 +419,8 @@ static int connect_accept(int c, int lfd, const struct unix_robj *l, int *ret)
  * closed): made, connected to, and closed again. */
 static int temp_listener(struct rst_unix *st, struct unix_robj *a, int c)
 {
-	_cleanup_close_ int l = socket(AF_UNIX, (int)a->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	_cleanup_close_ int l =
+	    sock_in(st, ns_of(a), (int)a->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, NULL);
 	struct unix_robj tl = {.e = a->e, .opath = -1};
 	int r;
 
@@ -430,7 +454,11 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 		a = y, c = x;
 	if (!a->e->has_name) { /* neither has a name */
 		int sv[2];
-		if (socketpair(AF_UNIX, (int)x->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
+		if (y && ns_of(y) != ns_of(x))
+			return RFAIL(st, x, -EINVAL,
+				     "its unnamed peer is of another network "
+				     "namespace");
+		if (sock_in(st, ns_of(x), (int)x->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, sv) < 0)
 			return RFAIL(st, x, -errno, "cannot make a socketpair: %m");
 		x->fd = sv[0];
 		*(y ? &y->fd : &x->tmp_peer) = sv[1];
@@ -446,7 +474,7 @@ static int make_conn(struct rst_unix *st, struct unix_robj *x)
 		cfd = c->fd;
 	} else {
 		cfd = x->tmp_peer =
-		    socket(AF_UNIX, (int)x->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		    sock_in(st, ns_of(x), (int)x->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, NULL);
 		if (cfd < 0 || unix_set_buf(cfd, true, BIG_SNDBUF) < 0)
 			return RFAIL(st, x, -errno, "cannot make a socket: %m");
 	}
@@ -521,7 +549,8 @@ static int external_all(struct rst_unix *st)
 		if (!u->e->has_external)
 			continue;
 		if (u->e->type == SOCK_DGRAM) {
-			_cleanup_close_ int probe = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			_cleanup_close_ int probe =
+			    sock_in(st, ns_of(u), SOCK_DGRAM | SOCK_CLOEXEC, NULL);
 			if (probe < 0 || (r = connect_external(probe, u->e)) < 0)
 				return external_fail(st, u, probe < 0 ? -errno : r);
 			continue;
@@ -614,8 +643,9 @@ static int pending_all(struct rst_unix *st)
 			_cleanup_close_ int tmp = -1;
 			int s = c ? c->fd : -1, r = 0;
 			if (!c) { /* its client was closed: a stand-in, closed after */
-				s = tmp = socket(AF_UNIX,
-						 (int)l->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+				s = tmp =
+				    sock_in(st, ns_of(l),
+					    (int)l->e->type | SOCK_CLOEXEC | SOCK_NONBLOCK, NULL);
 				r = s < 0 ? -errno : unix_set_buf(s, true, BIG_SNDBUF);
 			}
 			if (r == 0)
@@ -638,6 +668,17 @@ static int dgram_sender(struct rst_unix *st, struct unix_robj *u, const UnixMsg 
 			int *ret_tmp)
 {
 	*ret_tmp = -1;
+	if (!m->has_from && ns_of(u)) { /* an unnamed one of u's namespace */
+		int s = sock_in(st, ns_of(u), SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NULL);
+		if (s < 0 || unix_set_buf(s, true, BIG_SNDBUF) < 0) {
+			int e = -errno;
+			if (s >= 0)
+				close(s);
+			return RFAIL(st, u, e, "cannot make a socket: %s", strerror(-e));
+		}
+		*ret = *ret_tmp = s;
+		return 0;
+	}
 	if (!m->has_from) {
 		if (st->anon < 0) {
 			st->anon = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -649,7 +690,8 @@ static int dgram_sender(struct rst_unix *st, struct unix_robj *u, const UnixMsg 
 	}
 	for (size_t i = 0; i < st->n; i++) {
 		const UnixSkEntry *e = st->v[i]->e;
-		if (e->type == SOCK_DGRAM && same_name(e, &m->from) && st->v[i]->fd >= 0) {
+		if (e->type == SOCK_DGRAM && same_name(e, &m->from) && st->v[i]->fd >= 0 &&
+		    (m->from.data[0] || ns_of(st->v[i]) == ns_of(u))) {
 			*ret = st->v[i]->fd;
 			return 0;
 		}
@@ -660,7 +702,7 @@ static int dgram_sender(struct rst_unix *st, struct unix_robj *u, const UnixMsg 
 	/* an abstract sender since closed: a stand-in bound to its name */
 	struct sockaddr_un a;
 	socklen_t alen = unix_mkaddr(&a, m->from.data, m->from.len);
-	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int s = sock_in(st, ns_of(u), SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NULL);
 	if (s < 0 || unix_set_buf(s, true, BIG_SNDBUF) < 0 ||
 	    bind(s, (struct sockaddr *)&a, alen) < 0) {
 		int e = -errno;
@@ -736,7 +778,8 @@ static int dgram_all(struct rst_unix *st)
 		if (u->peer) {
 			r = connect_to(u->fd, u->peer);
 		} else { /* connected to a socket since closed */
-			_cleanup_close_ int tmp = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			_cleanup_close_ int tmp =
+			    sock_in(st, ns_of(u), SOCK_DGRAM | SOCK_CLOEXEC, NULL);
 			struct sockaddr_un a = {.sun_family = AF_UNIX};
 			socklen_t alen = sizeof(sa_family_t);
 			if (tmp < 0 || bind(tmp, (struct sockaddr *)&a, alen) < 0 ||

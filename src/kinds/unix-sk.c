@@ -136,20 +136,31 @@ static int table_add(struct unix_table *t, const struct nlmsghdr *h)
 	return 0;
 }
 
-/* Every unix socket of ckpt's network namespace. */
-/* A sock_diag socket of the network namespace netns_fd refers to: made by
- * ckpt's thread while it is in there (a socket keeps its namespace). */
-static int diag_socket_in(int netns_fd)
+/* socket(2) (sv NULL) or socketpair(2) in the namespace netns_fd (-1: the
+ * calling thread's) */
+static int make_in(int netns_fd, int domain, int type, int proto, int *sv)
 {
+	if (netns_fd < 0)
+		return sv ? socketpair(domain, type, proto, sv) : socket(domain, type, proto);
 	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (own < 0 || setns(netns_fd, CLONE_NEWNET) < 0)
 		return -1;
-	int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	int s = sv ? socketpair(domain, type, proto, sv) : socket(domain, type, proto);
 	int err = errno;
 	if (setns(own, CLONE_NEWNET) < 0)
 		abort(); /* ckpt's thread cannot go back to its own namespace */
 	errno = err;
-	return nl;
+	return s;
+}
+
+int unix_socket_in(int netns_fd, int domain, int type, int proto)
+{
+	return make_in(netns_fd, domain, type, proto, NULL);
+}
+
+int unix_socketpair_in(int netns_fd, int type, int sv[2])
+{
+	return make_in(netns_fd, AF_UNIX, type, 0, sv);
 }
 
 int unix_table_dump(struct unix_table *t)
@@ -172,9 +183,8 @@ int unix_table_dump_ns(struct unix_table *t, int netns_fd)
 		  .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS | UDIAG_SHOW_PEER |
 				UDIAG_SHOW_ICONS | UDIAG_SHOW_RQLEN | UDIAG_SHOW_MEMINFO},
 	};
-	_cleanup_close_ int nl = netns_fd >= 0 ? diag_socket_in(netns_fd)
-					       : socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
-							NETLINK_SOCK_DIAG);
+	_cleanup_close_ int nl =
+	    unix_socket_in(netns_fd, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	_cleanup_free_ char *buf = malloc(1 << 16);
 	if (nl < 0 || !buf)
 		return nl < 0 ? -errno : -ENOMEM;

@@ -3,7 +3,7 @@
  * Helpers of the unix kind (unix.c), with no knowledge of images or tasks:
  *
  * - the sock_diag table: what NETLINK_SOCK_DIAG says of every unix socket
- *   of ckpt's network namespace, read in one dump. Embryos (connections
+ *   of a network namespace, read in one dump (several may be added). Embryos (connections
  *   not accepted yet) have no inode and are left out: they are seen
  *   through their listener's icons (the inodes of their clients, 0 for a
  *   client since closed, in accept order).
@@ -54,6 +54,7 @@ struct usk {
 	uint32_t wmem, sndbuf;	/* has_mem: SK_MEMINFO_WMEM_ALLOC, _SNDBUF */
 	uint8_t name[NAME_BUF]; /* sun_path bytes; a path name ends with its NUL */
 	uint32_t *icons;	/* listener: clients of pending connections */
+	uint32_t tag;		/* the caller's: which namespace's dump saw it */
 };
 
 struct unix_table {
@@ -66,6 +67,11 @@ int unix_table_dump(struct unix_table *t) __attribute__((warn_unused_result));
  * added to t */
 int unix_table_dump_ns(struct unix_table *t, int netns_fd) __attribute__((warn_unused_result));
 void unix_table_free(struct unix_table *t);
+/* socket(2) in the network namespace netns_fd refers to (-1: the calling
+ * thread's): made by the thread while it is in there (a socket keeps its
+ * namespace, and so does an abstract name bound to it) */
+int unix_socket_in(int netns_fd, int domain, int type, int proto);
+int unix_socketpair_in(int netns_fd, int type, int sv[2]);
 const struct usk *unix_table_find(const struct unix_table *t, uint32_t ino);
 /* the listener in whose queue the socket ino waits, or NULL */
 const struct usk *unix_table_listener_of(const struct unix_table *t, uint32_t ino);

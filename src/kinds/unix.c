@@ -8,8 +8,8 @@
  * (UNIX_DIAG_PEER), so the two ends of a connection may belong to
  * different tasks.
  *
- * Checkpoint. What the kernel says of every unix socket of the network
- * namespace is read once (NETLINK_SOCK_DIAG: name, VFS inode, peer,
+ * Checkpoint. What the kernel says of every unix socket of each network
+ * namespace of the image is read once (NETLINK_SOCK_DIAG: name, VFS inode, peer,
  * pending connections, queue lengths, shutdown) into a table kept in the
  * objhash under key 0. Each socket is then read through a copy of its fd
  * (pidfd_getfd): options with getsockopt, the bound file with SIOCUNIXFILE,
@@ -45,7 +45,10 @@
  * O_NONBLOCK. fdtable then passes the sockets in.
  *
  * Refused: peers (or pending connections, or listeners) outside the
- * image (but see --external unix and --detach-clients below), out-of-band data, eBPF socket filters, other network namespaces; fds
+ * image (but see --external unix and --detach-clients below), out-of-band
+ * data, eBPF socket filters, a socket of a network namespace the image
+ * does not hold (those it holds, a task's or one held by an fd, are read
+ * by sock_diag in each, and each socket is made again in its own); fds
  * in flight of a kind tied to a task's fd numbers (epoll) or of no kind,
  * files in flight holding a flock or OFD lock, unix sockets in flight that
  * hold fds in flight themselves; credentials a receiver shows (SO_PASSCRED)
@@ -88,6 +91,8 @@
 
 /* --- checkpoint ------------------------------------------------------------ */
 
+static void unix_free_obj(void *ptr);
+
 bool unix_fd_claim(const struct fd_info *fi)
 {
 	return fdtable_sock_proto(fi, "UNIX");
@@ -99,23 +104,100 @@ struct unix_obj *unix_reg(struct ckpt_ctx *ctx)
 	return o ? o->ptr : NULL;
 }
 
-/* A container's own network namespace (netns.c saves it): its sockets
- * too, from a sock_diag socket of that namespace. */
-static int dump_root_netns(struct ckpt_ctx *ctx, struct unix_table *tab)
+/* The sockets of one more namespace (fd -1: ckpt's) added to reg's table,
+ * tagged with its place in reg's list; fd is the table's if owned. */
+static int dump_ns(struct unix_obj *reg, uint32_t id, int fd, bool owned)
+{
+	struct unix_ns *v = realloc(reg->ns, (reg->nns + 1) * sizeof(*v));
+	if (!v) {
+		if (owned)
+			close(fd);
+		return -ENOMEM;
+	}
+	reg->ns = v;
+	reg->ns[reg->nns] = (struct unix_ns){.id = id, .fd = fd, .owned = owned};
+	size_t n0 = reg->tab.n;
+	int r = unix_table_dump_ns(&reg->tab, fd);
+	for (size_t i = n0; i < reg->tab.n; i++)
+		reg->tab.v[i].tag = (uint32_t)reg->nns;
+	reg->nns++;
+	return r;
+}
+
+/*
+ * The namespaces whose sockets the table holds: ckpt's, a container's own
+ * (the root's, which netns.c saves), both the tree's (id 0), then each
+ * other one the image holds (a task's that unshared one, saved by netns.c
+ * as the tasks are collected), added as they come: a socket's namespace
+ * is the one whose dump shows it, whichever task holds it.
+ */
+static int table_sync(struct ckpt_ctx *ctx, struct unix_obj *reg)
 {
 	pid_t root = ctx->ntasks ? ctx->tasks[0].pid : 0;
-	char path[64];
-	if (!root || proc_same_netns(root) || !netns_saved(ctx, root))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", root);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : unix_table_dump_ns(tab, fd);
+	int r = 0;
+	if (!reg->nns)
+		r = dump_ns(reg, 0, -1, false);
+	if (r >= 0 && reg->nns == 1 && root && !proc_same_netns(root) && netns_saved(ctx, root)) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", root);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		r = fd < 0 ? -errno : dump_ns(reg, 0, fd, true);
+	}
+	uint32_t id;
+	int fd;
+	for (size_t k = 0; r >= 0 && netns_other(ctx, k, &id, &fd) == 0; k++) {
+		bool have = false;
+		for (size_t i = 0; i < reg->nns; i++)
+			have |= reg->ns[i].id == id;
+		if (!have)
+			r = dump_ns(reg, id, fd, false);
+	}
+	return r;
+}
+
+int unix_table_again(struct unix_obj *reg)
+{
+	unix_table_free(&reg->tab);
+	for (size_t k = 0; k < reg->nns; k++) {
+		size_t n0 = reg->tab.n;
+		int r = unix_table_dump_ns(&reg->tab, reg->ns[k].fd);
+		for (size_t i = n0; i < reg->tab.n; i++)
+			reg->tab.v[i].tag = (uint32_t)k;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int unix_socket_as(const struct unix_obj *reg, const struct usk *k, int type)
+{
+	int fd = k->tag < reg->nns ? reg->ns[k->tag].fd : -1;
+	return unix_socket_in(fd, AF_UNIX, type, 0);
+}
+
+static uint32_t netns_of(const UnixSkEntry *e)
+{
+	return e->has_netns ? e->netns : 0;
+}
+
+bool unix_same_name(const UnixSkEntry *a, const UnixSkEntry *b)
+{
+	return a->has_name && b->has_name && a->name.len == b->name.len &&
+	       !memcmp(a->name.data, b->name.data, a->name.len) &&
+	       (!unix_name_abstract(&a->name) || netns_of(a) == netns_of(b));
 }
 
 int unix_make_reg(struct ckpt_ctx *ctx, struct unix_obj **ret)
 {
 	struct unix_obj *u = unix_reg(ctx);
+	int r;
 	if (u) {
+		/* namespaces of the tasks collected since */
+		r = table_sync(ctx, u);
+		if (r < 0)
+			return log_fail(&ctx->log, r,
+					"cannot list the unix sockets (sock_diag): %s",
+					strerror(-r));
 		*ret = u;
 		return 0;
 	}
@@ -123,19 +205,15 @@ int unix_make_reg(struct ckpt_ctx *ctx, struct unix_obj **ret)
 	if (!u)
 		return -ENOMEM;
 	u->is_reg = true;
-	int r = unix_table_dump(&u->tab);
-	if (r >= 0)
-		r = dump_root_netns(ctx, &u->tab);
+	r = table_sync(ctx, u);
 	if (r < 0) {
-		unix_table_free(&u->tab);
-		free(u);
+		unix_free_obj(u);
 		return log_fail(&ctx->log, r, "cannot list the unix sockets (sock_diag): %s",
 				strerror(-r));
 	}
 	r = objhash_add(&ctx->objs, KIND_unix, 0, 0, u, NULL);
 	if (r < 0) {
-		unix_table_free(&u->tab);
-		free(u);
+		unix_free_obj(u);
 		return r;
 	}
 	*ret = u;
@@ -373,8 +451,6 @@ static int read_queue(struct ckpt_ctx *ctx, const struct fd_info *fi, int copy, 
 	return 0;
 }
 
-static void unix_free_obj(void *ptr);
-
 /* Credentials and fds in flight of the queues read: a socket collected as
  * an fd in flight itself (depth > 0) may have none (-ELOOP, logged by the
  * socket that carries it). */
@@ -436,6 +512,19 @@ static int read_socket(struct ckpt_ctx *ctx, struct task *t, const struct fd_inf
 	return read_rights(ctx, t, reg, k, u);
 }
 
+/* A socket sock_diag has not shown yet: of the namespace of a task the
+ * collect has not met (a child's, held by its parent)? That namespace is
+ * saved now and its sockets read into the table. */
+static int ns_of_later_task(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
+			    struct unix_obj **reg)
+{
+	uint32_t id;
+	_cleanup_close_ int copy = puppet_getfd(&t->pup, fi->fd);
+	if (copy < 0 || netns_of_sock_task(ctx, copy, &id) < 0)
+		return 0; /* no: refused as sock_diag does not show it */
+	return unix_make_reg(ctx, reg);
+}
+
 static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd_info *fi,
 			   uint32_t *ret_id)
 {
@@ -449,17 +538,25 @@ static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	if ((r = unix_make_reg(ctx, &reg)) < 0)
 		return r;
 	const struct usk *k = unix_table_find(&reg->tab, ino);
+	if (!k && (r = ns_of_later_task(ctx, t, fi, &reg)) < 0)
+		return r;
+	if (!k)
+		k = unix_table_find(&reg->tab, ino);
 	if (!k || (k->type != SOCK_STREAM && k->type != SOCK_DGRAM && k->type != SOCK_SEQPACKET))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): a unix socket sock_diag does not show (%s)",
 				fi->pid, fi->fd, fi->path,
-				k ? "of an unknown type" : "another netns?");
+				k ? "of an unknown type"
+				  : "made in a network namespace the image does not hold?");
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
 	unix_sk_entry__init(&u->e);
 	u->e.ino = ino;
 	u->e.type = k->type;
+	/* the namespace it was made in, whichever task holds it */
+	u->e.netns = k->tag < reg->nns ? reg->ns[k->tag].id : 0;
+	u->e.has_netns = u->e.netns != 0;
 	u->e.flags = fi->fi.flags & O_NONBLOCK;
 	u->e.has_shutdown = k->shutdown != 0;
 	u->e.shutdown = k->shutdown & 3;
@@ -513,6 +610,10 @@ static void unix_free_obj(void *ptr)
 	if (!u)
 		return;
 	unix_table_free(&u->tab);
+	for (size_t i = 0; i < u->nns; i++)
+		if (u->ns[i].owned)
+			close(u->ns[i].fd);
+	free(u->ns);
 	for (size_t i = 0; i < u->nlent; i++) {
 		if (u->lent[i].chan >= 0)
 			close(u->lent[i].chan);
@@ -539,9 +640,8 @@ static bool accepted_from(struct ckpt_ctx *ctx, const struct unix_obj *u)
 {
 	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_unix, o));) {
 		const struct unix_obj *v = o->ptr;
-		if (v != u && !v->is_reg && v->e.state == UNIX_ST_CONNECTED && v->e.has_name &&
-		    v->e.name.len == u->e.name.len &&
-		    !memcmp(v->e.name.data, u->e.name.data, u->e.name.len))
+		if (v != u && !v->is_reg && v->e.state == UNIX_ST_CONNECTED &&
+		    unix_same_name(&v->e, &u->e))
 			return true;
 	}
 	return false;

@@ -53,10 +53,21 @@ struct lent {
 	size_t n, cap;
 };
 
+/* A network namespace whose sockets the table holds (a socket's usk tag
+ * is its index in the table's list): the tree's (ckpt's, the root's own),
+ * then those of other tasks of the image. */
+struct unix_ns {
+	uint32_t id; /* 0: the tree's, else NetnsEntry.id */
+	int fd;	     /* an fd of it; -1: ckpt's */
+	bool owned;  /* fd is the table's to close (else the netns kind's) */
+};
+
 /* checkpoint object: the table (key 0) or one socket */
 struct unix_obj {
 	bool is_reg;
 	struct unix_table tab; /* is_reg */
+	struct unix_ns *ns;    /* is_reg: the namespaces tab holds */
+	size_t nns;
 	struct capture *caps;
 	size_t ncaps;
 	struct lent *lent; /* is_reg: per task */
@@ -107,6 +118,13 @@ bool unix_fd_claim(const struct fd_info *fi);
 struct unix_obj *unix_reg(struct ckpt_ctx *ctx);
 int unix_make_reg(struct ckpt_ctx *ctx, struct unix_obj **ret) __attribute__((warn_unused_result));
 struct unix_obj *unix_find_obj(struct ckpt_ctx *ctx, uint64_t ino, uint32_t *ret_id);
+/* unix.c: the table read again (every namespace it holds); a socket made in
+ * the namespace of a socket of the table (the swap's); do names a and b
+ * (of the image's entries) reach the same socket: the same bytes, and an
+ * abstract one in the same network namespace */
+int unix_table_again(struct unix_obj *reg) __attribute__((warn_unused_result));
+int unix_socket_as(const struct unix_obj *reg, const struct usk *k, int type);
+bool unix_same_name(const UnixSkEntry *a, const UnixSkEntry *b);
 
 /* unix-flight.c: kind ops collect (the swap) and finish (lent fds taken
  * back); a listener whose pending connections must be swapped; the fds

@@ -125,7 +125,7 @@ struct guard_many_req {
 	int32_t pid, sig;
 };
 #define GUARD_UNDO_MAX 512
-#define GUARD_UNDO_SLOTS 16
+#define GUARD_UNDO_SLOTS 48 /* CKPT_NETLOCK_NS network namespaces' locks and more */
 /* A task seized for a checkpoint that takes no stop within this is not
  * held (the seize fails with -ETIMEDOUT): a vfork parent, a task in
  * uninterruptible sleep */

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -255,6 +256,23 @@ ssize_t test_read_file(const char *path, char *buf, size_t size)
 	close(fd);
 	buf[len] = 0;
 	return (ssize_t)len;
+}
+
+char *test_smaps_vma(const void *addr)
+{
+	static char text[1 << 20];
+	if (test_read_file("/proc/self/smaps", text, sizeof(text)) < 0)
+		fail("smaps: %m");
+	char head[32];
+	snprintf(head, sizeof(head), "%lx-", (unsigned long)addr);
+	char *p = strstr(text, head);
+	while (p && p != text && p[-1] != '\n')
+		p = strstr(p + 1, head);
+	char *flags = p ? strstr(p, "\nVmFlags:") : NULL;
+	char *eol = flags ? strchr(flags + 1, '\n') : NULL;
+	if (eol)
+		eol[1] = 0;
+	return p;
 }
 
 int test_status_field(const char *name, char *out, size_t size)
@@ -514,6 +532,31 @@ pid_t test_netns_child(const char *setup)
 	return child;
 }
 
+ino_t test_netns_of(pid_t pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st) < 0)
+		fail("stat %s: %m", path);
+	return st.st_ino;
+}
+
+bool test_netns_here(int s)
+{
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+	uint64_t a = 0, b = 0;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+	int t = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (t < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0 ||
+	    getsockopt(t, SOL_SOCKET, SO_NETNS_COOKIE, &b, &lb) < 0)
+		fail("SO_NETNS_COOKIE: %m");
+	close(t);
+	return a == b;
+}
+
 void test_netns_run(int fd, const char *cmd, char *out, size_t len)
 {
 	int p[2];
@@ -538,6 +581,15 @@ void test_netns_run(int fd, const char *cmd, char *out, size_t len)
 	int st;
 	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
 		fail("%s in fd %d's network namespace: %s", cmd, fd, out);
+}
+
+uint64_t test_netns_cookie(int s)
+{
+	uint64_t c = 0;
+	socklen_t len = sizeof(c);
+	if (getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &c, &len) < 0)
+		fail("SO_NETNS_COOKIE: %m");
+	return c;
 }
 
 int test_hold_netns(pid_t child, int target)

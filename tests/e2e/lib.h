@@ -79,6 +79,12 @@ int64_t test_now_ns(int clockid);
  */
 ssize_t test_read_file(const char *path, char *buf, size_t size);
 /*
+ * The block of /proc/self/smaps of the vma that starts at addr, ended after
+ * its VmFlags line, in a buffer of its own (valid until the next call), or
+ * NULL if there is no such vma; fails the test if smaps cannot be read.
+ */
+char *test_smaps_vma(const void *addr);
+/*
  * Raises vm.nr_hugepages by more 2 MiB pages for the test, the old value
  * written to "hugepages.old" first (the runner writes it back at the end);
  * returns how many more there are (fewer when memory is short), or -1
@@ -131,6 +137,13 @@ int test_hold_netns(pid_t child, int target);
 /* The output of sh -c cmd run in the network namespace of fd (-1: the
  * caller's), in out (len bytes, NUL-terminated); fails the test if cmd does. */
 void test_netns_run(int fd, const char *cmd, char *out, size_t len);
+/* Is socket s of the caller's network namespace (by their SO_NETNS_COOKIE)? */
+bool test_netns_here(int s);
+/* The inode of pid's network namespace (fails the test if it cannot be read). */
+ino_t test_netns_of(pid_t pid);
+/* The cookie of socket s's network namespace (SO_NETNS_COOKIE: a restored
+ * namespace has another); fails the test without one. */
+uint64_t test_netns_cookie(int s);
 
 /* Allocation that fails the test on error. */
 void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);

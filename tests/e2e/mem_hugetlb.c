@@ -30,14 +30,7 @@
 /* The smaps block of the vma at addr is hugetlb of 2 MiB pages. */
 static void expect_huge(void *addr, const char *what)
 {
-	static char text[1 << 20];
-	if (test_read_file("/proc/self/smaps", text, sizeof(text)) < 0)
-		fail("smaps: %m");
-	char head[32];
-	snprintf(head, sizeof(head), "%lx-", (unsigned long)addr);
-	char *p = strstr(text, head);
-	while (p && p != text && p[-1] != '\n')
-		p = strstr(p + 1, head);
+	char *p = test_smaps_vma(addr);
 	if (!p) {
 		expect(0, "%s: no vma at %p", what, addr);
 		return;
@@ -45,9 +38,6 @@ static void expect_huge(void *addr, const char *what)
 	char *next = strstr(p, "\nVmFlags:");
 	char *kps = strstr(p, "\nKernelPageSize:");
 	expect(kps && atol(kps + 16) == 2048, "%s: KernelPageSize is not 2048 kB", what);
-	char *eol = next ? strchr(next + 1, '\n') : NULL;
-	if (eol)
-		*eol = 0;
 	expect(next && strstr(next, " ht"), "%s: VmFlags without ht (%s)", what,
 	       next ? next + 1 : "none");
 }

@@ -45,16 +45,6 @@ static void notes(char *out, size_t len)
 	test_netns_run(-1, NOTES, out, len);
 }
 
-static ino_t ns_of(pid_t pid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	if (stat(path, &st) < 0)
-		fail("stat %s: %m", path);
-	return st.st_ino;
-}
-
 static void sh(const char *cmd)
 {
 	if (system(cmd) != 0)
@@ -77,22 +67,6 @@ static struct sockaddr_in lo7777(void)
 	return a;
 }
 
-/* Is socket s of the caller's network namespace (by their cookies)? */
-static bool here(int s)
-{
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71
-#endif
-	uint64_t a = 0, b = 0;
-	socklen_t la = sizeof(a), lb = sizeof(b);
-	int t = socket(AF_INET, SOCK_DGRAM, 0);
-	if (t < 0 || getsockopt(s, SOL_SOCKET, SO_NETNS_COOKIE, &a, &la) < 0 ||
-	    getsockopt(t, SOL_SOCKET, SO_NETNS_COOKIE, &b, &lb) < 0)
-		fail("SO_NETNS_COOKIE: %m");
-	close(t);
-	return a == b;
-}
-
 /* G: echoes what comes on one connection to 127.0.0.1:7777 until its end. */
 static void echo(int listening)
 {
@@ -111,7 +85,7 @@ static void echo(int listening)
 	while ((n = read(s, buf, sizeof(buf))) != 0) {
 		if (n < 0)
 			fail("G: read: %m");
-		if (!here(s) || !here(l))
+		if (!test_netns_here(s) || !test_netns_here(l))
 			fail("G: its sockets are not of its network namespace");
 		if (write(s, buf, (size_t)n) != n)
 			fail("G: write: %m");
@@ -144,7 +118,8 @@ static int grandchild(int go, bool own)
 {
 	char c;
 	get(go, &c);
-	ino_t mine = ns_of(getpid()), parent = ns_of(getppid()), root = ns_of(root_pid);
+	ino_t mine = test_netns_of(getpid()), parent = test_netns_of(getppid()),
+	      root = test_netns_of(root_pid);
 	if (own ? mine == parent || mine == root : mine != parent)
 		fail("%s: net:[%lu], its parent's net:[%lu], the root's net:[%lu]",
 		     own ? "G2" : "G", (unsigned long)mine, (unsigned long)parent,
@@ -206,7 +181,7 @@ static int child_c(int ready, int go, int res)
 		fail("write: %m");
 
 	get(go, &c);
-	expect(here(conn), "C: its connection is not of its network namespace");
+	expect(test_netns_here(conn), "C: its connection is not of its network namespace");
 	line(conn, "after the restart\n");
 	close(conn);
 	if (write(gp[1], "gg", 2) != 2)
@@ -214,7 +189,7 @@ static int child_c(int ready, int go, int res)
 	notes(after, sizeof(after));
 	expect(!strcmp(before, after), "C's namespace changed:\n--- before\n%s--- after\n%s",
 	       before, after);
-	ino_t mine = ns_of(getpid()), root = ns_of(getppid());
+	ino_t mine = test_netns_of(getpid()), root = test_netns_of(getppid());
 	expect(mine != root, "C is in the root's network namespace net:[%lu]", (unsigned long)mine);
 	int st;
 	expect(waitpid(g, &st, 0) == g && WIFEXITED(st) && !WEXITSTATUS(st), "G: status %x", st);
@@ -266,7 +241,7 @@ int main(void)
 	notes(after, sizeof(after));
 	expect(!strcmp(before, after), "the root's namespace changed:\n--- before\n%s--- after\n%s",
 	       before, after);
-	expect(ns_of(c) != ns_of(getpid()), "C is in the root's network namespace");
+	expect(test_netns_of(c) != test_netns_of(getpid()), "C is in the root's network namespace");
 	if (write(go[1], "g", 1) != 1)
 		fail("write: %m");
 	char b;

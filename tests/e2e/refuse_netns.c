@@ -4,10 +4,6 @@
  * ckpt's namespace):
  * - "thread": a second thread unshares a network namespace of its own;
  *   the checkpoint must refuse it by pid and thread;
- * - "child": a child unshares a network namespace of its own and holds a
- *   unix socket pair (fds 7 and 8) made there; the checkpoint must refuse
- *   the socket by pid and fd (a namespace of a task is saved, and its TCP
- *   and UDP sockets, not its unix ones);
  * - "tcp": a child unshares a network namespace of its own, listens on its
  *   127.0.0.1:7778 and accepts (fd 7) a connection from a process outside
  *   the tree (a grandchild's orphan) in that namespace; the checkpoint must
@@ -17,9 +13,14 @@
  *   veth pair (a0 there) to a named one (`ip netns add`) that nothing of
  *   the tree holds; the checkpoint must refuse the link, whose other end is
  *   outside the image, by name.
- * - "inet", "unix": fd 5 holds a network namespace no process is in, and
- *   fd 7 is a socket (UDP, unix datagram) the process made in it (setns
- *   there and back); the checkpoint must refuse the socket by pid and fd.
+ * - "inet", "netlink": fd 5 holds a network namespace no process is in,
+ *   and fd 7 is a socket (UDP, NETLINK_ROUTE) the process made in it (setns
+ *   there and back); the checkpoint must refuse the socket by pid and fd
+ *   (a unix socket made so is saved: its namespace is the one whose
+ *   sock_diag shows it);
+ * - "unix": fd 7 is a unix datagram socket the process made in a named
+ *   network namespace (`ip netns add`) that nothing of the tree holds; the
+ *   checkpoint must refuse it by pid and fd.
  * Each time the process lives on and checks that what it made is still
  * there.
  */
@@ -33,6 +34,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -151,51 +153,43 @@ static pid_t child_tcp(void)
 	return child;
 }
 
-/* "child": a child in a namespace of its own with a unix socket pair. */
-static pid_t child_unix(void)
+/* "inet", "netlink": a socket of a held namespace (fd 5) at fd 7; "unix":
+ * of a named namespace the tree does not hold. */
+static void sock_in_other(const char *mode)
 {
-	int p[2];
-	char c;
-	if (pipe(p))
-		fail("pipe: %m");
-	pid_t child = fork();
-	if (child == 0) {
-		int sv[2];
-		if (unshare(CLONE_NEWNET) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
-			_exit(1);
-		test_move_fd(sv[0], 7);
-		test_move_fd(sv[1], 8);
-		if (write(p[1], "u", 1) != 1)
-			_exit(1);
-		for (;;)
-			pause();
+	int ns = 5;
+	if (!strcmp(mode, "unix")) {
+		char cmd[64], path[64];
+		snprintf(named, sizeof(named), "ckpt-rn-%d", getpid());
+		snprintf(cmd, sizeof(cmd), "ip netns add %s", named);
+		snprintf(path, sizeof(path), "/run/netns/%s", named);
+		if (system(cmd) != 0 || (ns = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			fail("%s failed", cmd);
+	} else {
+		test_hold_netns(test_netns_child(NULL), 5);
 	}
-	if (child < 0 || read(p[0], &c, 1) != 1)
-		fail("no child in a namespace of its own with a socket pair");
-	close(p[0]);
-	close(p[1]);
-	return child;
-}
-
-/* "inet", "unix": a socket of a held namespace at fd 7. */
-static void sock_in_held(bool inet)
-{
-	test_hold_netns(test_netns_child(NULL), 5);
 	int own = open("/proc/self/ns/net", O_RDONLY);
 	if (own < 0)
 		fail("open /proc/self/ns/net: %m");
-	if (setns(5, CLONE_NEWNET) < 0)
+	if (setns(ns, CLONE_NEWNET) < 0)
 		fail("setns: %m");
-	int s = socket(inet ? AF_INET6 : AF_UNIX, SOCK_DGRAM, 0);
+	bool inet = !strcmp(mode, "inet"), nl = !strcmp(mode, "netlink");
+	int s = inet ? socket(AF_INET6, SOCK_DGRAM, 0)
+		: nl ? socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)
+		     : socket(AF_UNIX, SOCK_DGRAM, 0);
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
 	struct sockaddr_un un = { .sun_family = AF_UNIX, .sun_path = "\0ckpt-refuse-netns" };
+	struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
 	if (s < 0 || (inet ? bind(s, (struct sockaddr *)&a6, sizeof(a6))
+		      : nl ? bind(s, (struct sockaddr *)&snl, sizeof(snl))
 			   : bind(s, (struct sockaddr *)&un, sizeof(un))) < 0)
-		fail("socket in the held namespace: %m");
+		fail("socket in the other namespace: %m");
 	test_move_fd(s, 7);
 	if (setns(own, CLONE_NEWNET) < 0)
 		fail("setns back: %m");
 	close(own);
+	if (ns != 5)
+		close(ns);
 }
 
 int main(int argc, char **argv)
@@ -213,12 +207,10 @@ int main(int argc, char **argv)
 			fail("no network namespace of its own (unshare failed)");
 	} else if (!strcmp(mode, "veth")) {
 		veth_between();
-	} else if (!strcmp(mode, "inet") || !strcmp(mode, "unix")) {
-		sock_in_held(!strcmp(mode, "inet"));
-	} else if (!strcmp(mode, "tcp")) {
-		child = child_tcp();
+	} else if (!strcmp(mode, "inet") || !strcmp(mode, "unix") || !strcmp(mode, "netlink")) {
+		sock_in_other(mode);
 	} else {
-		child = child_unix();
+		child = child_tcp();
 	}
 	ino_t mine = ns_ino("/proc/self/ns/net");
 
@@ -227,7 +219,9 @@ int main(int argc, char **argv)
 
 	if (!strcmp(mode, "thread")) /* the other entry of /proc/self/task */
 		snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
-	else if (strcmp(mode, "child") && strcmp(mode, "tcp"))
+	else if (!strcmp(mode, "unix")) /* the socket, of the named namespace */
+		snprintf(path, sizeof(path), "/run/netns/%s", named);
+	else if (strcmp(mode, "tcp"))
 		snprintf(path, sizeof(path), "/proc/self/fd/5");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);

@@ -180,6 +180,53 @@ TEST(round_trip)
 	round_trip_with(1 << 20, false);
 }
 
+/* The compressed records of one SPACE-long record of space, filled as it is. */
+static uint64_t one_record_compressed(void)
+{
+	struct pages_z *z;
+	struct img_header h = { .arch = 62, .page_size = IMG_PAGE_SIZE, .flags = IMG_HDR_ZSTD };
+	struct img_writer w;
+	struct pages_writer pw;
+	void *buf = aligned_alloc(4096, SPACE);
+	int fd = memfd_create("test-pages-z", MFD_CLOEXEC);
+	struct pages_z_stats st;
+
+	CHECK_EQ(pages_z_new(&z, 1, 0, SPACE), 0);
+	CHECK_EQ(img_writer_init(&w, fd, &h), 0);
+	CHECK_EQ(pages_writer_init(&pw, &w, TYPE, 42, buf, SPACE, read_space, NULL), 0);
+	CHECK_EQ(pages_writer_compress(&pw, z), 0);
+	CHECK_EQ(pages_add(&pw, 0, SPACE), 0);
+	CHECK_EQ(pages_flush(&pw), 0);
+	pages_writer_release(&pw);
+	CHECK_EQ(img_writer_finish(&w), 0);
+	pages_z_stats(z, &st);
+	CHECK_EQ(st.records, 1);
+	pages_z_free(z);
+	close(fd);
+	free(buf);
+	return st.compressed;
+}
+
+/* The samples taken before a record is compressed (z_worth): a record of
+ * noise is written plain; one whose last quarter only is text (only the
+ * last sample finds it) is still compressed whole. */
+TEST(sampled)
+{
+	fill();
+	/* noise: the second half copied over the first */
+	memcpy(space, space + SPACE / 2, SPACE / 2);
+	CHECK_EQ(one_record_compressed(), 0);
+	fill();
+	/* noise, then the text's first quarter last */
+	uint8_t *text = malloc(SPACE / 4);
+	memcpy(text, space, SPACE / 4);
+	memcpy(space, space + SPACE / 2, SPACE / 2);
+	memcpy(space + SPACE / 2, space + SPACE / 2 + SPACE / 4, SPACE / 4);
+	memcpy(space + 3 * SPACE / 4, text, SPACE / 4);
+	free(text);
+	CHECK_EQ(one_record_compressed(), 1);
+}
+
 /* the first compressed record kept by round_trip */
 static const struct rec *first_z(void)
 {
@@ -362,6 +409,7 @@ int main(void)
 	RUN(forged_compressed);
 	RUN(corrupted_frames);
 	RUN(header_flag);
+	RUN(sampled);
 	for (size_t i = 0; i < nrecs; i++)
 		free(recs[i].mem);
 #else
