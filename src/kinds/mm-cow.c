@@ -126,7 +126,7 @@ static int shared_pages(int pm_child, int pm_parent, uint64_t start, uint64_t en
 static int shared_anon_pages(int pm_child, int pm_parent, uint64_t start, uint64_t end,
 			     const struct mm_pages_map *map, struct runs *out)
 {
-	if (map && map->ok && start >= map->start && end <= map->end) {
+	if (map && mm_map_covers(map, start, end)) {
 		for (size_t i = mm_map_first(map, start); i < map->n && map->r[i].start < end;
 		     i++) {
 			const struct page_region *g = &map->r[i];

@@ -344,6 +344,11 @@ static bool trackable(const VmaEntry *v)
 	return v->kind == VMA_KIND__VMA_ANON && !v->shared && !v->inherit;
 }
 
+bool mm_dirty_may_cover(const struct mm_dirty *d, const VmaEntry *v)
+{
+	return d && d->track && trackable(v);
+}
+
 /* Registers the trackable vmas of e not registered yet. */
 static int register_vmas(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d,
 			 const MmEntry *e)

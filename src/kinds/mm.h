@@ -33,12 +33,18 @@ struct VmaEntry;
 struct page_region;
 struct mm_pages_map {
 	bool ok;
-	uint64_t start, end;
 	struct page_region *r;
 	size_t n, cap;
+	/* the address ranges scanned, in order ([start, end) pairs): the
+	 * vmas the dirty tracking scans are left out */
+	uint64_t *span;
+	size_t nspan;
 };
 /* The index of the first region of m that ends after addr. */
 size_t mm_map_first(const struct mm_pages_map *m, uint64_t addr);
+/* m holds the pages of [start, end) (one of its spans covers it). */
+bool mm_map_covers(const struct mm_pages_map *m, uint64_t start, uint64_t end);
+void mm_map_free(struct mm_pages_map *m);
 
 /*
  * mm-cow.c. At checkpoint: marks the vmas of t (entry e) that share pages
@@ -98,6 +104,9 @@ int mm_dirty_begin(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d,
 		   const struct MmEntry *e) __attribute__((warn_unused_result));
 /* Vma i is scanned by mm_dirty_scan (it is tracked). */
 bool mm_dirty_covers(const struct mm_dirty *d, size_t i);
+/* Before mm_dirty_begin: v may be scanned by mm_dirty_scan (it is of a
+ * kind tracked, in a task tracked; whether it is registered is known after). */
+bool mm_dirty_may_cover(const struct mm_dirty *d, const struct VmaEntry *v);
 struct pages_writer;
 int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int pagemap,
 		  size_t i, const struct VmaEntry *v, struct pages_writer *pw)
