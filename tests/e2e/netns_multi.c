@@ -127,10 +127,36 @@ static int grandchild(int go, bool own)
 	return 0;
 }
 
+/* The vr0 of an earlier run in the root's namespace (ckpt's, for
+ * netns_multi_host) goes only when that run's namespace is freed, which the
+ * kernel does later: wait until the root's namespace has none. */
+static void wait_no_vr0(pid_t root)
+{
+	char path[64];
+	static char buf[65536];
+	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int)root);
+	for (int i = 0; i < 3000; i++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fail("open %s: %m", path);
+		size_t len = 0;
+		ssize_t n;
+		while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+			len += (size_t)n;
+		close(fd);
+		buf[len] = 0;
+		if (!strstr(buf, " vr0:") && !strstr(buf, "\nvr0:"))
+			return;
+		usleep(10000);
+	}
+	fail("a vr0 of an earlier run is still in the root's namespace after 30 s");
+}
+
 /* C: its namespace made, G and G2 forked; after the restart, the checks. */
 static int child_c(int ready, int go, int res)
 {
 	static char before[8192], after[8192];
+	wait_no_vr0(getppid());
 	if (unshare(CLONE_NEWNET) < 0)
 		fail("unshare: %m");
 	char cmd[512];

@@ -810,6 +810,16 @@ def pty_index(master):
     return struct.unpack("I", buf)[0]
 
 
+def recv_to_eof(sock):
+    """What sock receives until its peer closes."""
+    got = b""
+    while True:
+        d = sock.recv(4096)
+        if not d:
+            return got
+        got += d
+
+
 def pid_exists(pid):
     return os.path.exists("/proc/%d" % pid)
 
@@ -3473,12 +3483,7 @@ class Run:
                 cl.sendall(b"while down\n")
             cl.sendall(b"after\nEND\n")
             rc = self.wake_and_wait(rp, "the server")
-            got = b""
-            while True:
-                d = cl.recv(4096)
-                if not d:
-                    break
-                got += d
+            got = recv_to_eof(cl)
         except ConnectionResetError:
             raise Fail("the client's connection was reset")
         except socket.timeout:
@@ -4119,12 +4124,7 @@ class Run:
                 os.kill(self.pid, signal.SIGUSR1)
             else:
                 rc = self.wake_and_wait(rp, "the tree")
-            rest = b""
-            while True:
-                d = cl.recv(4096)
-                if not d:
-                    break
-                rest += d
+            rest = recv_to_eof(cl)
         except ConnectionResetError:
             raise Fail("the client's connection was reset")
         except socket.timeout:
@@ -4188,12 +4188,7 @@ class Run:
             cl.sendall(b"after\nEND\n")
             self.vlog("SIGUSR1 -> %d" % self.pid)
             os.kill(self.pid, signal.SIGUSR1)
-            got = b""
-            while True:
-                d = cl.recv(4096)
-                if not d:
-                    break
-                got += d
+            got = recv_to_eof(cl)
             again = socket.create_connection((cont, 7777), timeout=30).recv(100)
         except ConnectionResetError:
             raise Fail("the client's connection was reset")
