@@ -486,18 +486,17 @@ static int note_host_route(const struct rtnl_route *rt, void *arg)
  */
 static int open_inside(struct netns_ckpt *n, int fd, struct rtnl *in)
 {
-	_cleanup_close_ int old = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (old < 0 || setns(fd, CLONE_NEWNET) < 0)
-		return log_fail(n->log, -errno, "pid %d: cannot enter its network namespace: %m",
-				n->root);
-	int r = rtnl_open(in);
+	int old, r = netns_enter_fd(fd, &old);
+	if (r < 0)
+		return log_fail(n->log, r, "pid %d: cannot enter its network namespace: %s", n->root,
+				strerror(-r));
+	r = rtnl_open(in);
 	if (r < 0)
 		log_error(n->log, "pid %d: no netlink socket in its network namespace: %s", n->root,
 			  strerror(-r));
 	if (r >= 0) /* this leaves the namespace for a fresh one */
 		r = netns_sysctls_read(n->log, n->root, &n->e);
-	if (setns(old, CLONE_NEWNET) < 0) /* cannot happen: it is our own */
-		abort();
+	netns_leave(old);
 	return r;
 }
 
@@ -785,14 +784,20 @@ int netns_enter_task(pid_t pid, int *own)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int me = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || me < 0 || setns(fd, CLONE_NEWNET) < 0) {
+	return fd < 0 ? -errno : netns_enter_fd(fd, own);
+}
+
+int netns_enter_fd(int fd, int *own)
+{
+	*own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (*own < 0)
+		return -errno;
+	if (setns(fd, CLONE_NEWNET) < 0) {
 		int err = -errno;
-		if (me >= 0)
-			close(me);
+		close(*own);
+		*own = -1;
 		return err;
 	}
-	*own = me;
 	return 0;
 }
 

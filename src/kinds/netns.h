@@ -67,6 +67,9 @@ int netns_other(struct ckpt_ctx *ctx, size_t k, uint32_t *id, int *fd);
  * what only a socket there sees (sock_diag, device names); *own is what
  * netns_leave takes it back to (-1: it was there already). */
 int netns_enter_task(pid_t pid, int *own) __attribute__((warn_unused_result));
+/* The calling thread into the network namespace of fd; *own, its own, for
+ * netns_leave. 0 or -errno (*own -1: it stays where it was). */
+int netns_enter_fd(int fd, int *own) __attribute__((warn_unused_result));
 void netns_leave(int own);
 
 /* Checkpoint: socket s of pid (a copy of its fd) is of pid's namespace,

@@ -4,6 +4,7 @@
  * reading a receive queue without taking it out, socket options,
  * addresses and sending messages again. See unix-sk.h.
  */
+#include "kinds/netns.h"
 #include "kinds/sk-filter.h"
 #include "kinds/unix-sk.h"
 
@@ -142,13 +143,14 @@ static int make_in(int netns_fd, int domain, int type, int proto, int *sv)
 {
 	if (netns_fd < 0)
 		return sv ? socketpair(domain, type, proto, sv) : socket(domain, type, proto);
-	_cleanup_close_ int own = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (own < 0 || setns(netns_fd, CLONE_NEWNET) < 0)
+	int own, r = netns_enter_fd(netns_fd, &own);
+	if (r < 0) {
+		errno = -r;
 		return -1;
+	}
 	int s = sv ? socketpair(domain, type, proto, sv) : socket(domain, type, proto);
 	int err = errno;
-	if (setns(own, CLONE_NEWNET) < 0)
-		abort(); /* ckpt's thread cannot go back to its own namespace */
+	netns_leave(own);
 	errno = err;
 	return s;
 }
