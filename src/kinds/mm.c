@@ -559,22 +559,29 @@ fail:
 static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const VmaEntry *v,
 		    struct pages_writer *pw, const struct mm_pages_map *map)
 {
-	int r = read_as(ctx, pw, v);
-	if (r < 0)
-		return pages_fail(ctx, pw, r);
+	int r = 0;
 	/* private, not hugetlb: the pages there and not the zero page, nor
-	 * file pages (what the loop below asks the kernel), from the map */
+	 * file pages (what the loop below asks the kernel), from the map. A
+	 * vma with none of them (a thread stack's guard page) does not change
+	 * the read method (read_as): 1,000 threads' stacks and guards made
+	 * 1,000 records, each a write and a pad */
 	if (map_scanned(v) && mm_map_covers(map, v->start, v->end)) {
+		bool as = false;
 		for (size_t i = mm_map_first(map, v->start);
 		     r >= 0 && i < map->n && map->r[i].start < v->end; i++) {
 			const struct page_region *g = &map->r[i];
 			uint64_t a = MAX(g->start, v->start), b = MIN(g->end, v->end);
 			if (g->categories & (PAGE_IS_PFNZERO | PAGE_IS_FILE))
 				continue;
+			if (!as && (r = read_as(ctx, pw, v)) < 0)
+				break;
+			as = true;
 			r = v->inherit ? add_own_runs(pw, v, a, b) : pages_add(pw, a, b - a);
 		}
 		return pages_fail(ctx, pw, r);
 	}
+	if ((r = read_as(ctx, pw, v)) < 0)
+		return pages_fail(ctx, pw, r);
 	/* shared anonymous: every page, zero ones dropped (a page may be in
 	 * another task's page tables only; hugetlb too, whose pages the
 	 * mapping reserved) */
