@@ -349,19 +349,13 @@ static int seize_listed(struct ckpt_ctx *ctx, struct task *t, size_t n)
  * would wait for it for ever, the program held stopped), and the io_uring
  * that owns it is refused by its fd.
  */
-static bool io_worker_stat(pid_t pid, pid_t tid, struct proc_stat *st)
+static bool io_worker_stat(int taskdir, pid_t tid, struct proc_stat *st)
 {
 	char name[64];
 	_cleanup_free_ char *text = NULL;
-	snprintf(name, sizeof(name), "task/%d/stat", tid);
-	return proc_read_one(pid, name, &text) == 0 && proc_parse_stat(text, st) == 0 &&
+	snprintf(name, sizeof(name), "%d/stat", tid);
+	return proc_read_single(taskdir, name, &text) == 0 && proc_parse_stat(text, st) == 0 &&
 	       (st->flags & 0x10 /* PF_IO_WORKER */);
-}
-
-static bool io_worker(pid_t pid, pid_t tid)
-{
-	struct proc_stat st;
-	return io_worker_stat(pid, tid, &st);
 }
 
 /* How many of pid's threads are io_uring threads (io_worker()). */
@@ -373,7 +367,8 @@ static unsigned io_workers(pid_t pid)
 	_cleanup_closedir_ DIR *d = opendir(path);
 	for (struct dirent *de; d && (de = readdir(d));) {
 		pid_t tid = (pid_t)atoi(de->d_name);
-		n += tid > 0 && tid != pid && io_worker(pid, tid);
+		struct proc_stat st;
+		n += tid > 0 && tid != pid && io_worker_stat(dirfd(d), tid, &st);
 	}
 	return n;
 }
@@ -382,7 +377,7 @@ static unsigned io_workers(pid_t pid)
 #define PAR_THREADS_MIN 32
 
 struct io_check {
-	struct task *t;
+	int taskdir; /* /proc/PID/task */
 	struct task *th; /* the threads listed, n of them */
 	bool *io;
 };
@@ -391,7 +386,7 @@ static void io_check_one(void *arg, size_t i, unsigned slot)
 {
 	struct io_check *c = arg;
 	(void)slot;
-	c->io[i] = io_worker_stat(c->t->pid, c->th[i].pid, &c->th[i].stat);
+	c->io[i] = io_worker_stat(c->taskdir, c->th[i].pid, &c->th[i].stat);
 }
 
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
@@ -434,7 +429,7 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 	_cleanup_free_ bool *io = calloc(n ? n : 1, sizeof(*io));
 	if (r >= 0 && !io)
 		r = -ENOMEM;
-	struct io_check c = { .t = t, .th = th, .io = io };
+	struct io_check c = { .taskdir = dirfd(d), .th = th, .io = io };
 	if (r >= 0)
 		par_for(n, n >= PAR_THREADS_MIN ? par_cpus() : 1, io_check_one, &c);
 	size_t kept = 0;
@@ -473,18 +468,21 @@ static int seize_threads(struct ckpt_ctx *ctx, struct task *t)
 }
 
 struct kids_read {
-	pid_t pid;
+	int dir; /* /proc/PID/task */
 	char (*names)[24];
 	char **text;
 };
 
+/* TID/children, relative to the task directory, by one read() for a
+ * thread without many children (a path from /proc and a read to its end
+ * were a walk and a system call more a thread) */
 static void kids_one(void *arg, size_t i, unsigned slot)
 {
 	struct kids_read *k = arg;
 	char name[64];
 	(void)slot;
-	snprintf(name, sizeof(name), "task/%s/children", k->names[i]);
-	if (proc_read(k->pid, name, &k->text[i], NULL) < 0)
+	snprintf(name, sizeof(name), "%s/children", k->names[i]);
+	if (proc_read_records(k->dir, name, &k->text[i]) < 0)
 		k->text[i] = NULL;
 }
 
@@ -495,13 +493,14 @@ static int read_children(pid_t pid, char **ret)
 	char name[64], *all = NULL;
 	size_t len = 0, n = 0, cap = 0;
 	_cleanup_closedir_ DIR *d = NULL;
-	struct kids_read k = { .pid = pid };
+	struct kids_read k = { 0 };
 	int r = 0;
 
 	snprintf(name, sizeof(name), "/proc/%d/task", pid);
 	d = opendir(name);
 	if (!d)
 		return -errno;
+	k.dir = dirfd(d);
 	for (struct dirent *de; (de = readdir(d));) {
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(*k.names))
 			continue;

@@ -122,6 +122,40 @@ int proc_read_single(int dirfd, const char *name, char **ret_text)
 	return read_single(dirfd, name, 1024, ret_text);
 }
 
+int proc_read_records(int dirfd, const char *name, char **ret_text)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_free_ char *buf = NULL;
+	size_t cap = 1024, len = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (!(buf = malloc(cap)))
+		return -ENOMEM;
+	/* the first read asks less than the seq_file's page, so only its end
+	 * stops it short; a later, larger one may stop where the page is full */
+	for (bool first = true;; first = false) {
+		if (cap - len < 2) {
+			char *nb = cap > (1u << 30) ? NULL : realloc(buf, 2 * cap);
+			if (!nb)
+				return cap > (1u << 30) ? -EFBIG : -ENOMEM;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		len += (size_t)r;
+		if (r == 0 || (first && len < cap - 1))
+			break;
+	}
+	buf[len] = '\0';
+	*ret_text = TAKE_PTR(buf);
+	return 0;
+}
+
 int proc_read_one(pid_t pid, const char *name, char **ret_text)
 {
 	char path[PATH_MAX];

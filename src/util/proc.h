@@ -24,6 +24,12 @@ int proc_read(pid_t pid, const char *name, char **ret_text, size_t *ret_len)
  * malloc'd. */
 int proc_read_single(int dirfd, const char *name, char **ret_text)
 	__attribute__((warn_unused_result));
+/* Reads name (relative to dirfd) of a /proc seq_file of small records
+ * (task/TID/children): a first read of under 1 KiB that comes back short
+ * had the whole text (one system call less a file); a longer text is read
+ * to its end. NUL-terminated, malloc'd. */
+int proc_read_records(int dirfd, const char *name, char **ret_text)
+	__attribute__((warn_unused_result));
 /* The same for /proc/PID/NAME (pid > 0), a file of one record (status,
  * stat, task/TID/stat, cgroup, loginuid...), read into a buffer of 2 KiB
  * first; the text keeps no room unused. */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -18,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* --- fixtures -------------------------------------------------------- */
@@ -211,6 +213,54 @@ static const char fdinfo_eventfd[] =
 static const char fdinfo_epoll[] =
 	"pos:\t0\nflags:\t02\nmnt_id:\t15\nino:\t1057\n"
 	"tfd:        5 events:       19 data:                5  pos:99 ino:3 sdev:e\n";
+
+/* task/TID/children of a thread with many children (a text of over two
+ * seq_file pages: a short read after the first is not its end; a reader
+ * that took it for the end, as proc_read_single may, lost a third of the
+ * 2,000) and with none, read as proc_read reads them. */
+TEST(read_records_children)
+{
+	enum { KIDS = 2000 };
+	static pid_t kids[KIDS];
+	size_t n = 0;
+	int ready[2];
+	CHECK(pipe(ready) == 0);
+	for (; n < KIDS; n++) {
+		kids[n] = fork();
+		if (kids[n] == 0) {
+			close(ready[0]);
+			close(ready[1]);
+			pause();
+			_exit(0);
+		}
+		if (kids[n] < 0)
+			break;
+	}
+	CHECK_EQ(n, KIDS);
+	char name[64], *a = NULL, *b = NULL;
+	snprintf(name, sizeof(name), "task/%d/children", (int)getpid());
+	CHECK(proc_read(getpid(), name, &a, NULL) == 0);
+	snprintf(name, sizeof(name), "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
+	CHECK(proc_read_records(AT_FDCWD, name, &b) == 0);
+	CHECK(a && b && strlen(a) > 8192 && !strcmp(a, b));
+	size_t words = 0;
+	for (const char *p = b; p && *p; p++)
+		words += *p == ' ';
+	CHECK_EQ(words, n);
+	for (size_t i = 0; i < n; i++)
+		kill(kids[i], SIGKILL);
+	for (size_t i = 0; i < n; i++)
+		waitpid(kids[i], NULL, 0);
+	free(a);
+	free(b);
+	b = NULL;
+	CHECK(proc_read_records(AT_FDCWD, name, &b) == 0);
+	CHECK_STR(b, "");
+	free(b);
+	CHECK(proc_read_records(AT_FDCWD, "/proc/self/nonexistent", &b) == -ENOENT);
+	close(ready[0]);
+	close(ready[1]);
+}
 
 /* --- maps lines ------------------------------------------------------ */
 
@@ -1381,6 +1431,7 @@ TEST(read_single)
 int main(void)
 {
 	RUN(mem_read_gone);
+	RUN(read_records_children);
 	RUN(maps_line);
 	RUN(maps_line_malformed);
 	RUN(smaps);
