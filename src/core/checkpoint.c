@@ -1280,7 +1280,9 @@ static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 }
 
 /* Kills the held tasks of ctx->tasks whose depth is d, and their threads,
- * together (one request to the guardian per few: their deaths overlap). */
+ * together (one request to the guardian per few: their deaths overlap).
+ * A process is killed once, by its first held task: the others of its
+ * thread group die of that kill and are only waited for. */
 static void kill_level(struct ckpt_ctx *ctx, const int *depth, int d)
 {
 	size_t n = 0;
@@ -1288,21 +1290,26 @@ static void kill_level(struct ckpt_ctx *ctx, const int *depth, int d)
 		if (depth[i] == d)
 			n += 1 + ctx->tasks[i].nthreads;
 	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
+	_cleanup_free_ bool *killed = calloc(n ? n : 1, sizeof(*killed));
 	n = 0;
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct task *t = &ctx->tasks[i];
 		if (depth[i] != d)
 			continue;
+		bool group = false;
 		for (size_t j = 0; j <= t->nthreads; j++) {
 			struct puppet *p = j < t->nthreads ? &t->threads[j].pup : &t->pup;
-			if (ps)
+			if (ps && killed) {
+				killed[n] = group && p->held;
+				group = group || p->held;
 				ps[n++] = p;
-			else if (p->held)
+			} else if (p->held) {
 				puppet_kill(p);
+			}
 		}
 	}
-	if (ps)
-		puppet_kill_many(ps, n);
+	if (ps && killed)
+		puppet_kill_many(ps, killed, n);
 }
 
 /* The parent p reaps its children of depth d that were killed (an injected

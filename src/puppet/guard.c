@@ -479,10 +479,11 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 		if (p && err[i] == 0 && trap < 0 && one_process)
 			trap = p->trap_ignored;
 	}
-	/* all killed, then each waited for: their deaths overlap */
+	/* all killed, then each waited for: their deaths overlap; a thread
+	 * whose process an earlier entry killed (sig 1) is only waited for */
 	for (size_t i = 0; req->a[1] == GUARD_MANY_KILL && i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
-		if (t && t->p.held)
+		if (t && t->p.held && in[i].sig != 1)
 			kill(t->p.pid, SIGKILL);
 	}
 	bool reaped[PUPPET_MANY_MAX] = { 0 };

@@ -386,7 +386,7 @@ void puppet_release_many(struct puppet *const *ps, const int *sigs, size_t n, in
 			err[i] = hs[n + j++];
 }
 
-void puppet_kill_many(struct puppet *const *ps, size_t n)
+void puppet_kill_many(struct puppet *const *ps, const bool *group_killed, size_t n)
 {
 	_cleanup_free_ struct puppet **h = calloc(n ? n : 1, sizeof(*h));
 	_cleanup_free_ pid_t *pids = calloc(n ? n : 1, sizeof(*pids));
@@ -397,8 +397,11 @@ void puppet_kill_many(struct puppet *const *ps, size_t n)
 				puppet_kill(ps[i]);
 		return;
 	}
-	size_t k = held_of(ps, NULL, n, h, pids, hs);
-	many(h, pids, NULL, k, k ? h[0]->guard : NULL, GUARD_MANY_KILL, false, hs + n);
+	/* sigs: 1 for a task only waited for (in[i].sig of GUARD_MANY_KILL) */
+	for (size_t i = 0; i < n; i++)
+		hs[i] = group_killed && group_killed[i];
+	size_t k = held_of(ps, hs, n, h, pids, hs);
+	many(h, pids, hs, k, k ? h[0]->guard : NULL, GUARD_MANY_KILL, false, hs + n);
 }
 
 /*

@@ -167,13 +167,16 @@ int puppet_exit(struct puppet *p, int status);
  * (as puppet_seize_guarded, puppet_release). puppet_seize_many's tasks are
  * processes, or with one_process threads of one process: these share their
  * memory (one open of /proc/PID/mem) and signal dispositions (one read of
- * SigIgn).
+ * SigIgn). puppet_kill_many kills ps[i] unless group_killed is given and
+ * group_killed[i] is set: then a task before it in ps is of its thread
+ * group (its process), whose kill killed it too, and it is only waited
+ * for (1,000 threads were 1,000 kills).
  */
 #define PUPPET_MANY_MAX 16
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
 		       struct puppet_guard *guard, bool one_process, int *err);
 void puppet_release_many(struct puppet *const *ps, const int *sigs, size_t n, int *err);
-void puppet_kill_many(struct puppet *const *ps, size_t n);
+void puppet_kill_many(struct puppet *const *ps, const bool *group_killed, size_t n);
 /* The first half of puppet_seize (PTRACE_SEIZE and PTRACE_INTERRUPT) and
  * the second (wait for the stop and take the task); for the guardian. */
 int puppet_seize_start(struct puppet *p, pid_t pid) __attribute__((warn_unused_result));
