@@ -82,7 +82,11 @@ int proc_read(pid_t pid, const char *name, char **ret_text, size_t *ret_len)
 	return 0;
 }
 
-static int read_single(int dirfd, const char *name, size_t cap, char **ret_text)
+/* records: a seq_file of many small records (task/TID/children): the
+ * first read asks less than the page the kernel builds it in, so only the
+ * text's end stops it short; a later, larger read may stop short where
+ * that page is full, so the text is then read to its end. */
+static int read_single(int dirfd, const char *name, size_t cap, bool records, char **ret_text)
 {
 	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	_cleanup_free_ char *buf = NULL;
@@ -90,7 +94,7 @@ static int read_single(int dirfd, const char *name, size_t cap, char **ret_text)
 
 	if (fd < 0)
 		return -errno;
-	for (;;) {
+	for (bool first = true;; first = false) {
 		char *nb = realloc(buf, cap);
 		if (!nb)
 			return -ENOMEM;
@@ -102,8 +106,10 @@ static int read_single(int dirfd, const char *name, size_t cap, char **ret_text)
 		if (r < 0)
 			return -errno;
 		len += (size_t)r;
-		if (r == 0 || len < cap - 1)
+		if (r == 0 || (len < cap - 1 && (first || !records)))
 			break;
+		if (len < cap - 1)
+			continue;
 		if (cap > (1u << 30))
 			return -EFBIG;
 		cap *= 2;
@@ -119,41 +125,12 @@ static int read_single(int dirfd, const char *name, size_t cap, char **ret_text)
 
 int proc_read_single(int dirfd, const char *name, char **ret_text)
 {
-	return read_single(dirfd, name, 1024, ret_text);
+	return read_single(dirfd, name, 1024, false, ret_text);
 }
 
 int proc_read_records(int dirfd, const char *name, char **ret_text)
 {
-	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	_cleanup_free_ char *buf = NULL;
-	size_t cap = 1024, len = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (!(buf = malloc(cap)))
-		return -ENOMEM;
-	/* the first read asks less than the seq_file's page, so only its end
-	 * stops it short; a later, larger one may stop where the page is full */
-	for (bool first = true;; first = false) {
-		if (cap - len < 2) {
-			char *nb = cap > (1u << 30) ? NULL : realloc(buf, 2 * cap);
-			if (!nb)
-				return cap > (1u << 30) ? -EFBIG : -ENOMEM;
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		len += (size_t)r;
-		if (r == 0 || (first && len < cap - 1))
-			break;
-	}
-	buf[len] = '\0';
-	*ret_text = TAKE_PTR(buf);
-	return 0;
+	return read_single(dirfd, name, 1024, true, ret_text);
 }
 
 int proc_read_one(pid_t pid, const char *name, char **ret_text)
@@ -162,7 +139,7 @@ int proc_read_one(pid_t pid, const char *name, char **ret_text)
 	int n = snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	if (pid <= 0 || n < 0 || (size_t)n >= sizeof(path))
 		return -EINVAL;
-	return read_single(AT_FDCWD, path, 2048, ret_text);
+	return read_single(AT_FDCWD, path, 2048, false, ret_text);
 }
 
 /* --- span helpers ---------------------------------------------------- */
