@@ -571,7 +571,10 @@ static void serve_batch_many(struct gstate *s, const struct guard_req *req, uint
 		at += h.n * sizeof(struct puppet_call);
 		out += sizeof(struct guard_bm_rep) + h.n * sizeof(int64_t);
 	}
-	puppet_syscalls_many(ps, calls, ns, tables, np, err);
+	if (req->a[2] == 1) /* tasks of one memory */
+		puppet_syscalls_many_one_mm(ps, calls, ns, tables, np, err);
+	else
+		puppet_syscalls_many(ps, calls, ns, tables, np, err);
 	out = 0;
 	for (size_t i = 0; i < np; i++) {
 		struct guard_bm_rep r = { .ret = err[i], .held = ps[i]->held };
