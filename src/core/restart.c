@@ -120,6 +120,8 @@ int rst_load_image(struct rst_ctx *ctx)
 	log_debug(&ctx->log, "image loaded: %zu bytes", ctx->r.size);
 	if (lazy && (r = mm_lazy_image(ctx)) < 0)
 		return r;
+	if (!lazy && !ctx->key)
+		mm_pages_checked_late(ctx);
 	r = img_reader_validate(&ctx->r, &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);

@@ -41,6 +41,9 @@ struct mm_rec {
 struct mm_rst {
 	MmEntry *e;
 	struct pages_set pages; /* its private pages, from the page store */
+	struct pages_check **checks; /* an eager restart: its page records,
+				      * checked as their pages go in */
+	size_t nchecks;
 	struct mm_rec *recs;    /* RESTART_LAZY: per chunk of pages, its record
 				 * (NULL once all are checked: mm_lazy_settle) */
 	uint8_t **tails;        /* RESTART_LAZY: per record, its table read by

@@ -845,10 +845,32 @@ static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
 }
 
 /* A page store record of the task: whole pages, inside vmas that hold pages. */
+/* An eager restart: the record's checksum is checked by the worker that
+ * writes its pages (mm_pages_checked_late), recorded in m->checks. */
+static int check_later(const struct img_record *rec, struct mm_rst *m, struct pages_chunk *c)
+{
+	if (m->nchecks % 64 == 0) {
+		struct pages_check **n = realloc(m->checks, (m->nchecks + 64) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->checks = n;
+	}
+	struct pages_check *k = malloc(sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct pages_check){ .data = rec->data, .len = rec->len, .crc = rec->data_crc,
+				   .index = rec->index, .offset = rec->offset };
+	m->checks[m->nchecks++] = k;
+	c->check = k;
+	return 0;
+}
+
 static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct mm_rst *m)
 {
 	struct pages_chunk c;
 	int r = (ctx->flags & RESTART_LAZY) ? mm_lazy_parse(ctx, m, rec, &c) : pages_parse(rec, &c);
+	if (r >= 0 && ctx->r.crc_later == MM_PAGES && !(ctx->flags & RESTART_LAZY))
+		r = check_later(rec, m, &c);
 	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
 		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
 				pages_strerror(r));
@@ -906,6 +928,21 @@ static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 	}
 }
 
+static int bad_check(struct rst_ctx *ctx, const struct rst_task *t, const struct pages_check *k)
+{
+	return log_fail(&ctx->log, -EBADMSG, "record %u at offset %llu (mm/pages of pid %d): data "
+			"checksum mismatch: the image is damaged", k->index,
+			(unsigned long long)k->offset, t->pid);
+}
+
+/* Step "load", an eager restart of an image without a key: the data
+ * checksums of page records are left to the workers that write their
+ * pages (pages_set_apply), so that the image is read once, not twice. */
+void mm_pages_checked_late(struct rst_ctx *ctx)
+{
+	ctx->r.crc_later = MM_PAGES;
+}
+
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
@@ -916,8 +953,14 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 		if (r < 0)
 			return r;
 	}
-	/* an incremental image: the pages its parents have */
-	return m->chain ? mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages) : 0;
+	if (!m->chain)
+		return 0;
+	/* an incremental image: the pages its parents have, merged with its
+	 * own, which are cut and copied: checked whole first */
+	for (size_t i = 0; i < m->nchecks; i++)
+		if (pages_check_run(m->checks[i]) < 0)
+			return bad_check(ctx, t, m->checks[i]);
+	return mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages);
 }
 
 /* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
@@ -1900,6 +1943,9 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	} else {
 		uffd_close(t, &u);
 	}
+	for (size_t i = 0; r == -EBADMSG && !logged && i < m->nchecks; i++)
+		if (__atomic_load_n(&m->checks[i]->state, __ATOMIC_ACQUIRE) < 0)
+			return bad_check(ctx, t, m->checks[i]);
 	if (r < 0 && !logged)
 		return log_fail(&ctx->log, r, "pid %d: cannot write pages at %llx: %s", t->pid,
 				(unsigned long long)addr, pages_strerror(r));
@@ -2154,6 +2200,9 @@ static void mm_free_rstate(void *state)
 	if (!m)
 		return;
 	pages_set_release(&m->pages);
+	for (size_t i = 0; i < m->nchecks; i++)
+		free(m->checks[i]);
+	free(m->checks);
 	mm_chain_free(m->chain);
 	mm_lazy_free(m);
 	if (m->e)

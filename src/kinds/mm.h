@@ -183,6 +183,7 @@ struct img_record;
 /* At load, before the records are checked: refuses what --lazy cannot
  * serve and leaves the page records' checksums for later. */
 int mm_lazy_image(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+void mm_pages_checked_late(struct rst_ctx *ctx);
 /* At load, instead of pages_parse(): one more page record of m, parsed
  * from its table read by pread (the image's mapping is not touched), its
  * checksum kept for the first use; the table is m's until mm_lazy_free(). */

@@ -150,7 +150,9 @@ TESTS = [
     entry("mem_lazy_chain", kind="lazy_chain", program="mem_incr"),
     entry("mem_lazy_chain_compressed", kind="lazy_chain", program="mem_incr", pargs=("text",),
           compress=True),
-    entry("mem_lazy_chain_damaged", kind="lazy_chain_damaged", program="mem_incr"),
+    entry("mem_lazy_chain_damaged", kind="lazy_chain_damaged", program="mem_incr",
+          rst_args=("--lazy",)),
+    entry("mem_chain_damaged", kind="lazy_chain_damaged", program="mem_incr"),
     entry("mem_lazy_stream", kind="stream", program="mem_lazy", pargs=("64",),
           rst_args=("--lazy",)),
     entry("mem_lazy_sealed", kind="stream", program="mem_lazy", pargs=("64",), key=True,
@@ -752,6 +754,9 @@ TESTS = [
     entry("img_damage", kind="damage", program="img_target"),
     # the same with restart --lazy (sparse reader, page records checked by the lazy server)
     entry("img_damage_lazy", kind="damage", program="img_target", rst_args=("--lazy",)),
+    # an eager restart of a tree with one process's page record damaged:
+    # found as its pages go in, the tree made by then is removed
+    entry("img_damage_tree", kind="damage_tree", program="tree_cow"),
 ]
 
 
@@ -6409,6 +6414,53 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the undamaged image")
 
+    def flow_damage_tree(self):
+        """Eager restart of tree_cow's image with the last page record (a
+        child's) damaged in its middle. Page records are checked as their
+        pages are written, after the processes are made: the restart must
+        fail naming the record, and no pid of the tree may be left; the
+        undamaged image then restarts and checks itself."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        pids = self.tree_pids(self.pid)
+        if len(pids) < 2:
+            raise Fail("tree_cow made no children: %r" % pids)
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        with open(img, "rb") as f:
+            good = f.read()
+        pages = [r for r in walk_image(good)[:-1]
+                 if r[5] >= 16 and good[r[4] + r[5] - 16:r[4] + r[5] - 12] == b"PGS1"]
+        if len(pages) < 2:
+            raise Fail("the image has %d plain page records, want several" % len(pages))
+        r = pages[-1]
+        with open(img, "wb") as f:
+            f.write(flip(good, r[4] + r[5] // 2))
+        log = self.p("damaged.log")
+        res = self.run_ckpt(["restart", img, "--log", log], timeout=120)
+        err = res.stderr.decode("utf-8", "replace")
+        if res.returncode == 0:
+            raise Fail("the damaged tree was restarted")
+        self.expect_error(res, "restart of the damaged tree")
+        if not re.search(r"record %d at offset %d \(mm/pages of pid \d+\): data checksum "
+                         r"mismatch" % (r[0], r[1]), err):
+            raise Fail("message %r does not name record %d" % (err.strip(), r[0]))
+        if "image validated" not in (tail(log, 400) or ""):
+            raise Fail("refused at load: the page record was not left to the writers")
+        deadline = time.monotonic() + 10
+        while [p for p in pids if pid_exists(p)]:
+            if time.monotonic() > deadline:
+                raise Fail("pids %r of the tree left after the failed restart"
+                           % [p for p in pids if pid_exists(p)])
+            time.sleep(POLL)
+        with open(img, "wb") as f:
+            f.write(good)
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the undamaged tree")
+
     def restart_damaged(self, path, kind, where):
         tag = "dmg-" + kind
         pidfile = self.p(tag + ".pid")
@@ -7258,18 +7310,23 @@ http {{
         self.check_result(rc, "ckpt restart --lazy")
 
     def flow_lazy_chain_damaged(self):
-        """restart --lazy of a chain with a damaged page record: in the parent
-        (every parent is checked whole) or in the newest image (its own
-        records are checked before the chain's pages are put together), the
-        restart is refused before anything is made, naming it; with the
-        chain mended it restarts."""
+        """restart (--lazy with rst_args) of a chain with a damaged page
+        record: in the parent (every parent is checked whole) or in the
+        newest image (its own records are checked before the chain's pages
+        are put together), the restart is refused, naming it, and nothing
+        it made is left; with the chain mended it restarts."""
         if self.opts.no_ckpt:
             return self.native()
+        extra = list(self.t.get("rst_args", ()))
         pr = self.start()
         self.wait_ready()
+        newest = (r"pid %d: the image's pages at [0-9a-f]+ are damaged" % self.pid
+                  if "--lazy" in extra else
+                  r"record \d+ at offset \d+ \(mm/pages of pid %d\): data checksum mismatch"
+                  % self.pid)
         imgs = self.lazy_chain(pr, [])
         for which, must in ((1, r"parent image .*img1: record \d+: data checksum mismatch"),
-                            (2, r"pid %d: the image's pages at [0-9a-f]+ are damaged" % self.pid)):
+                            (2, newest)):
             with open(imgs[which], "rb") as f:
                 good = f.read()
             r = max(walk_image(good)[:-1], key=lambda r: r[5])
@@ -7277,13 +7334,13 @@ http {{
             data[r[4] + r[5] // 3] ^= 0x5a
             with open(imgs[which], "wb") as f:
                 f.write(data)
-            self.refused_restart(imgs[2], "restart --lazy, image %d damaged" % which, must,
-                                 extra=["--lazy"])
+            self.refused_restart(imgs[2], "restart %s, image %d damaged" % (extra, which),
+                                 must, extra=extra)
             with open(imgs[which], "wb") as f:
                 f.write(good)
-        rp = self.restart(imgs[2], "restart", extra=("--lazy",))
-        rc = self.wait_exit(rp, "ckpt restart --lazy")
-        self.check_result(rc, "ckpt restart --lazy")
+        rp = self.restart(imgs[2], "restart", extra=extra)
+        rc = self.wait_exit(rp, "ckpt restart %s" % extra)
+        self.check_result(rc, "ckpt restart %s" % extra)
 
     def flow_lazy_killed(self):
         """restart --lazy, and the lazy server SIGKILLed as soon as the process
