@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "util/cleanup.h"
 #ifdef CKPT_HAVE_ZSTD
@@ -883,82 +882,18 @@ struct apply_job {
 	uint64_t err_off;
 };
 
-/* A worker's buffer for records read with pread (pages_check.fd). */
-struct rbuf {
-	uint8_t *p;
-	size_t cap;
-};
-
-static bool inside(const void *p, const struct pages_check *k)
-{
-	return (const uint8_t *)p >= k->data && (const uint8_t *)p <= k->data + k->len;
-}
-
-/*
- * The chunk ch, whose record k is not checked yet, read with pread into
- * b and checked there: *out is ch with its pointers moved into b. 1 if
- * done, 0 if the record is not one to read (the caller checks it in
- * place), -EBADMSG if damaged, -errno.
- */
-static int read_checked(const struct pages_chunk *ch, struct rbuf *b, struct pages_chunk *out)
-{
-	struct pages_check *k = ch->check;
-	if (k->fd < 0 || !k->len || k->len > PAGES_READ_MAX || !inside(ch->x, k) ||
-	    !inside(ch->x + ch->n, k) || (ch->data && !inside(ch->data, k)) ||
-	    (ch->z && !inside(ch->z, k)))
-		return 0;
-	if (b->cap < k->len) {
-		size_t cap = b->cap ? b->cap : 64u << 10;
-		while (cap < k->len)
-			cap *= 2;
-		void *n = NULL;
-		if (posix_memalign(&n, 4096, cap))
-			return -ENOMEM;
-		free(b->p);
-		b->p = n;
-		b->cap = cap;
-	}
-	for (uint64_t done = 0; done < k->len;) {
-		ssize_t got = pread(k->fd, b->p + done, k->len - done, (off_t)(k->pos + done));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return got < 0 ? -errno : -EIO;
-		done += (uint64_t)got;
-	}
-	int s = img_crc32c(0, b->p, k->len) == k->crc ? 1 : -EBADMSG;
-	__atomic_store_n(&k->state, s, __ATOMIC_RELEASE);
-	if (s < 0)
-		return s;
-	*out = *ch;
-	out->x = (const struct pages_extent *)(const void *)(b->p + ((const uint8_t *)ch->x - k->data));
-	if (ch->data)
-		out->data = b->p + (ch->data - k->data);
-	if (ch->z)
-		out->z = b->p + (ch->z - k->data);
-	out->check = NULL;
-	return 1;
-}
-
 static void *apply_worker(void *p)
 {
 	struct apply_job *j = p;
 	_cleanup_free_ uint8_t *buf = NULL; /* this worker's decompressed piece */
-	struct rbuf rb = { 0 };
 	struct zwork zw = { 0 };
 	for (;;) {
 		size_t c = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
 		if (c >= j->s->n || __atomic_load_n(&j->err, __ATOMIC_RELAXED))
 			break;
 		const struct pages_chunk *ch = &j->s->c[c];
-		struct pages_chunk rd;
 		uint64_t off = ch->x[0].off;
-		int r = 0;
-		if (ch->check && !__atomic_load_n(&ch->check->state, __ATOMIC_ACQUIRE) &&
-		    (r = read_checked(ch, &rb, &rd)) > 0)
-			ch = &rd;
-		else if (r == 0 && ch->check)
-			r = pages_check_run(ch->check);
+		int r = ch->check ? pages_check_run(ch->check) : 0;
 		if (r >= 0 && ch->z && !buf && !(buf = malloc(PIECE)))
 			r = -ENOMEM;
 		if (r >= 0)
@@ -973,7 +908,6 @@ static void *apply_worker(void *p)
 		}
 	}
 	zwork_free(&zw);
-	free(rb.p);
 	return NULL;
 }
 

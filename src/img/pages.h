@@ -217,15 +217,7 @@ struct pages_check {
 	uint32_t index;         /* the record's, for the caller's message */
 	uint64_t offset;
 	int state;              /* 0 not checked, 1 good, -EBADMSG damaged */
-	/* data is also at file offset pos of fd (-1: only in memory): the
-	 * worker then reads the record with pread into a buffer of its own,
-	 * checks it there and copies from there (PAGES_READ_MAX bytes at
-	 * most), because on these VMs reading an image page through the
-	 * reader's mapping costs several times what pread's copy does */
-	int fd;
-	uint64_t pos;
 };
-#define PAGES_READ_MAX (8u << 20)
 
 /* Checks k once (later calls return the first answer): 0 or -EBADMSG. */
 int pages_check_run(struct pages_check *k) __attribute__((warn_unused_result));

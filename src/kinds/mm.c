@@ -847,8 +847,7 @@ static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
 /* A page store record of the task: whole pages, inside vmas that hold pages. */
 /* An eager restart: the record's checksum is checked by the worker that
  * writes its pages (mm_pages_checked_late), recorded in m->checks. */
-static int check_later(struct rst_ctx *ctx, const struct img_record *rec, struct mm_rst *m,
-		       struct pages_chunk *c)
+static int check_later(const struct img_record *rec, struct mm_rst *m, struct pages_chunk *c)
 {
 	if (m->nchecks % 64 == 0) {
 		struct pages_check **n = realloc(m->checks, (m->nchecks + 64) * sizeof(*n));
@@ -860,12 +859,7 @@ static int check_later(struct rst_ctx *ctx, const struct img_record *rec, struct
 	if (!k)
 		return -ENOMEM;
 	*k = (struct pages_check){ .data = rec->data, .len = rec->len, .crc = rec->data_crc,
-				   .index = rec->index, .offset = rec->offset, .fd = -1 };
-	/* a file mapped whole: read with pread by the worker (pages.h) */
-	if (ctx->r.mapped && !ctx->r.sparse && ctx->image_fd >= 0) {
-		k->fd = ctx->image_fd;
-		k->pos = (uint64_t)(rec->data - ctx->r.base);
-	}
+				   .index = rec->index, .offset = rec->offset };
 	m->checks[m->nchecks++] = k;
 	c->check = k;
 	return 0;
@@ -876,7 +870,7 @@ static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct 
 	struct pages_chunk c;
 	int r = (ctx->flags & RESTART_LAZY) ? mm_lazy_parse(ctx, m, rec, &c) : pages_parse(rec, &c);
 	if (r >= 0 && ctx->r.crc_later == MM_PAGES && !(ctx->flags & RESTART_LAZY))
-		r = check_later(ctx, rec, m, &c);
+		r = check_later(rec, m, &c);
 	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
 		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
 				pages_strerror(r));

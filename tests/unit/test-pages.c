@@ -384,7 +384,7 @@ TEST(checked_late)
 	for (int i = 0; i < 2; i++)
 		k[i] = (struct pages_check){ .data = data + i * 8192, .len = 8192,
 					     .crc = img_crc32c(0, data + i * 8192, 8192),
-					     .index = (uint32_t)i, .fd = -1 };
+					     .index = (uint32_t)i };
 	for (int i = 0; i < 4; i++) {
 		struct pages_chunk c = { .n = 1, .x = &x[i], .data = data + i * 4096,
 					 .bytes = 4096, .check = &k[i / 2] };
@@ -411,45 +411,6 @@ TEST(checked_late)
 	pages_set_release(&set);
 }
 
-/* put: the chunk's bytes are not read from the record in memory, and are
- * the record's */
-static int put_elsewhere(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
-{
-	(void)ret_off;
-	const uint8_t *rec = arg;
-	if (c->data >= rec && c->data < rec + 3 * 4096)
-		return -EFAULT;
-	return memcmp(c->data, rec, c->bytes) ? -EIO : 0;
-}
-
-/* With fd: the record is read with pread into the worker's buffer, checked
- * and put from there (the file's bytes, not the mapping's). */
-TEST(checked_late_read)
-{
-	static uint8_t rec[3 * 4096] __attribute__((aligned(4096)));
-	memset(rec, 0x22, 2 * 4096);
-	struct pages_extent *x = (struct pages_extent *)(void *)(rec + 2 * 4096);
-	x[0] = (struct pages_extent){ 0, 2 * 4096 };
-	int fd = memfd_create("rec", 0);
-	CHECK(fd >= 0);
-	CHECK_EQ(pwrite(fd, rec, sizeof(rec), 4096), (long)sizeof(rec));
-	struct pages_check k = { .data = rec, .len = sizeof(rec),
-				 .crc = img_crc32c(0, rec, sizeof(rec)), .fd = fd, .pos = 4096 };
-	struct pages_set set = { 0 };
-	struct pages_chunk c = { .n = 1, .x = x, .data = rec, .bytes = 2 * 4096, .check = &k };
-	uint64_t off = 0;
-	CHECK_EQ(pages_set_add(&set, &c, 0, 1u << 20), 0);
-	CHECK_EQ(pages_set_apply(&set, 1, put_elsewhere, rec, &off), 0);
-	CHECK_EQ(k.state, 1);
-	/* the file damaged, memory as it was: found */
-	CHECK_EQ(pwrite(fd, "x", 1, 4096 + 100), 1);
-	k.state = 0;
-	CHECK_EQ(pages_set_apply(&set, 1, put_elsewhere, rec, &off), -EBADMSG);
-	CHECK_EQ(k.state, -EBADMSG);
-	pages_set_release(&set);
-	close(fd);
-}
-
 int main(void)
 {
 	RUN(round_trip);
@@ -458,6 +419,5 @@ int main(void)
 	RUN(writer_refuses);
 	RUN(forged_records);
 	RUN(checked_late);
-	RUN(checked_late_read);
 	return unit_done();
 }
