@@ -11,6 +11,7 @@
 #include "core/sequence.h"
 
 #include "core/netlock.h"
+#include "kinds/mm.h"
 
 /*
  * Checkpoint. Nothing is written before "dump": a refusal at "collect" or
@@ -18,6 +19,9 @@
  * fsync'd before a task is killed (CKPT_KILL, at "let go").
  */
 const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
+	/* the tree runs: with a parent, the pages written since it copied
+	 * (mm-dirty.c); under the freeze only what is written after */
+	[CKPT_PRE_COPY] = { "pre-copy", mm_pre_copy, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
 	/* the tree runs: new clients of its listeners held out until it has
 	 * accepted what they queued (netdrain.c) */
 	[CKPT_HOLD_OUT] = { "hold out", ckpt_netlock_hold, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },

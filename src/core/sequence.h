@@ -78,6 +78,7 @@ int rst_clean_tasks(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int rst_release_tree(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 enum ckpt_step_id {
+	CKPT_PRE_COPY,
 	CKPT_HOLD_OUT,
 	CKPT_SEIZE,
 	CKPT_COLLECT,
