@@ -51,6 +51,7 @@
 #include "kinds/mm.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 #include "util/kernel.h"
 
 #ifndef UFFD_FEATURE_WP_ASYNC
@@ -824,6 +825,7 @@ int mm_pre_copy(struct ckpt_ctx *ctx)
 		pre->n++;
 		log_info(&ctx->log, "pid %d: pre-copy: %llu KiB written since the parent copied "
 			 "while it runs", p->pid, (unsigned long long)(p->bytes >> 10));
+		CKPT_FAULT(CKPT_FAULT_PRECOPY);
 	}
 	return 0;
 }
