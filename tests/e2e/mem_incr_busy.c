@@ -10,6 +10,12 @@
  * by the pre-copy and written again before the freeze. After the restart
  * each busy page must hold its last write by seq (a pre-copied copy used
  * for it would be an older one), each still page its second pattern.
+ * argv[1] "undo": once it has seen "rewritten.pre" it also opens a
+ * userfaultfd of its own, which ckpt refuses at collect: image 1 fails
+ * after its pre-copy and must put the tracking back (the pages it
+ * protected written again); when "unblock" exists the program closes it
+ * ("unblocked") and the runner makes image 2 (--parent image 0 --kill),
+ * restarted: the still pages must come from image 2, not image 0.
  */
 #include "lib.h"
 
@@ -17,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PG 4096ul
@@ -51,8 +58,10 @@ static void made(const char *name)
 	close(fd);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	bool undo = argc > 1 && !strcmp(argv[1], "undo");
+	int blocker = -1; /* undo: the userfaultfd ckpt refuses */
 	unsigned char *m = test_mmap(NULL, (1 + NBUSY + NSTILL) * PG, PROT_READ | PROT_WRITE,
 				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct hdr *h = (struct hdr *)m;
@@ -74,11 +83,19 @@ int main(void)
 		uint64_t s = h->seq + 1;
 		fill_page(busy + ((s - 1) % NBUSY) * WORDS, s);
 		__atomic_store_n(&h->seq, s, __ATOMIC_RELEASE);
-		if (!h->rewritten && !seen && s % 64 == 0 && access("rewritten.pre", F_OK) == 0)
+		if (!h->rewritten && !seen && s % 64 == 0 && access("rewritten.pre", F_OK) == 0) {
 			seen = s;
+			if (undo && (blocker = (int)syscall(SYS_userfaultfd, O_CLOEXEC)) < 0)
+				fail("userfaultfd: %m");
+		}
 		if (!h->rewritten && seen && s == seen + NBUSY) {
 			h->rewritten = s;
 			made("rewritten");
+		}
+		if (blocker >= 0 && s % 64 == 0 && access("unblock", F_OK) == 0) {
+			close(blocker);
+			blocker = -1;
+			made("unblocked");
 		}
 	}
 	/* restarted (image 1), woken */
