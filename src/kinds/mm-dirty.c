@@ -923,7 +923,7 @@ uint64_t mm_pre_fill(const struct mm_pre_task *p, uint64_t addr, uint64_t end, u
 		else if (v != *got)
 			break;
 	}
-	if (*got)
+	if (*got && dst)
 		memcpy(dst, p->data + u->off + (addr - u->addr), x - addr);
 	return x - addr;
 }

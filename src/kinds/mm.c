@@ -374,11 +374,13 @@ static int read_task(struct mm_read *rd, const struct pages_extent *x, size_t n,
 static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
 {
 	struct mm_read *rd = arg;
-	if (!rd->pre)
+	bool got;
+	/* extents with no page from the copies are read in one batch */
+	if (!rd->pre || (n && mm_pre_fill(rd->pre, x[0].off, x[n - 1].off + x[n - 1].len, NULL,
+					  &got) == x[n - 1].off + x[n - 1].len - x[0].off && !got))
 		return read_task(rd, x, n, dst);
 	for (size_t i = 0; i < n; i++) {
 		for (uint64_t a = x[i].off, end = a + x[i].len; a < end;) {
-			bool got;
 			uint64_t k = mm_pre_fill(rd->pre, a, end, dst, &got);
 			int r = got ? 0 : read_task(rd, &(struct pages_extent){ .off = a, .len = k }, 1, dst);
 			if (r < 0)

@@ -134,7 +134,7 @@ struct mm_pre_task;
 /* t's pre-copy, if its dump uses one */
 const struct mm_pre_task *mm_dirty_pre(const struct mm_dirty *d);
 /* For mm_read: the bytes from addr (< end) that come from the copy (*got:
- * copied to dst) or not (*got false: to read from the task). */
+ * copied to dst, if not NULL) or not (*got false: to read from the task). */
 uint64_t mm_pre_fill(const struct mm_pre_task *p, uint64_t addr, uint64_t end, uint8_t *dst,
 		     bool *got);
 /* mm.c: t's tracking state, or NULL */
