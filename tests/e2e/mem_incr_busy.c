@@ -77,6 +77,11 @@ int main(int argc, char **argv)
 
 	for (size_t i = 0; i < NSTILL; i++)
 		fill_page(still + i * WORDS, 2000000 + i);
+	/* every busy page written once since image 0 before the runner goes on */
+	for (uint64_t s = 1; s <= NBUSY; s++) {
+		fill_page(busy + (s - 1) * WORDS, s);
+		__atomic_store_n(&h->seq, s, __ATOMIC_RELEASE);
+	}
 	made("step1");
 	uint64_t seen = 0; /* the seq at which rewritten.pre was seen */
 	while (!test_woken) {
