@@ -89,6 +89,8 @@ enum ckpt_step_id {
 	CKPT_IMAGE_DONE,
 	CKPT_FINISH,
 	CKPT_LET_GO,
+	CKPT_IMAGE_END_LATE,
+	CKPT_IMAGE_DONE_LATE,
 	CKPT_AFTER_KILL,
 	CKPT_UNLOCK_MOVED,
 	CKPT_LIVE,
@@ -119,6 +121,10 @@ struct ckpt_step {
 /* only in a pre-copy round (CKPT_PRECOPY); not in one */
 #define STEP_LIVE 16u
 #define STEP_NOT_LIVE 32u
+/* only when the tree is killed or left frozen (CKPT_KILL, CKPT_LEAVE_FROZEN);
+ * only when it runs on after the checkpoint (neither) */
+#define STEP_HELD 64u
+#define STEP_RUNS_ON 128u
 
 extern const struct ckpt_step ckpt_sequence[CKPT_NSTEPS];
 
