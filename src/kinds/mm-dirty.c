@@ -90,7 +90,7 @@ struct mm_pre_task {
 	struct pre_run *run;
 	size_t nrun, caprun;
 	uint8_t *data;
-	uint8_t *valid;         /* a bit per page of data: mm_pre_keep'd */
+	uint8_t *valid;         /* a bit per page of data: pre_keep set it */
 	uint64_t bytes, kept;   /* copied; of them used by the image */
 };
 
@@ -604,7 +604,7 @@ int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
  * write would have made it written again), else left to the parent. So a
  * page written again after its pre-copy comes from the frozen process, and
  * a copy is used only for a page the frozen scan saw present and unwritten
- * in a vma tracked since the parent (mm_pre_keep marks those; mm_read
+ * in a vma tracked since the parent (pre_keep marks those; mm_read
  * serves only them from the copy): a page dropped, unmapped or remapped
  * since the pre-copy never comes from it.
  *
