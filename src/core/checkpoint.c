@@ -1156,8 +1156,11 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	int r, fd = ctx->image_fd;
 
 	fill_header(&h);
-	/* the image's id: a child image (incremental, mm-dirty.c) names it */
-	if (getrandom(ctx->image_id, sizeof(ctx->image_id), 0) != (ssize_t)sizeof(ctx->image_id))
+	/* the image's id: a child image (incremental, mm-dirty.c) names it;
+	 * drawn already if a pre-copy wrote it in the tracked processes */
+	static const uint8_t none[16];
+	if (!memcmp(ctx->image_id, none, sizeof(none)) &&
+	    getrandom(ctx->image_id, sizeof(ctx->image_id), 0) != (ssize_t)sizeof(ctx->image_id))
 		return log_fail(&ctx->log, -EIO, "cannot draw the image's id: %s", strerror(errno));
 	memcpy(h.image_id, ctx->image_id, sizeof(h.image_id));
 	if (ctx->flags & CKPT_COMPRESS) {
@@ -1399,8 +1402,10 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 int ckpt_let_go(struct ckpt_ctx *ctx)
 {
 	finish_tasks(ctx, !ctx->failed);
+	log_debug(&ctx->log, "tasks released");
 	/* the tasks run again (or, with CKPT_KILL, the lock stays for the restart) */
 	ckpt_netlock_unlock(ctx, !ctx->failed);
+	log_debug(&ctx->log, "unlocked");
 	puppet_guard_end(ctx->guard);
 	ctx->guard = NULL;
 	return 0;
@@ -1515,6 +1520,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	/* failing here is not fatal: ckpt_dump_begin tries again */
 	(void)!alloc_copy_bufs(&ctx);
 	r = seq_ckpt_run(&ctx);
+	mm_pre_end(&ctx, r < 0);
 	progress_end(&ctx.progress);
 	if (r >= 0) {
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,

@@ -163,6 +163,7 @@ struct ckpt_ctx {
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
+	struct mm_pre *mm_pre;  /* step "pre-copy"'s copies (mm-dirty.c) */
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
 	struct cg_self *cg_self;
 	/* the thread faulting buf in while the tree is seized (checkpoint.c) */

@@ -332,11 +332,12 @@ struct mm_read {
 	/* record pw->records holds pages restart --lazy writes itself (read_as) */
 	bool eager;
 	uint64_t eager_rec;
+	/* the pages the pre-copy took that are the image's (mm-dirty.c) */
+	const struct mm_pre_task *pre;
 };
 
-static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
+static int read_task(struct mm_read *rd, const struct pages_extent *x, size_t n, uint8_t *dst)
 {
-	struct mm_read *rd = arg;
 	struct iovec remote[1024]; /* IOV_MAX */
 
 	/* many extents (the written pages of an incremental image) go in
@@ -366,6 +367,27 @@ static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *d
 			return log_fail(&rd->ctx->log, r, "pid %d: cannot read memory at %llx: %s",
 					rd->t->pid, (unsigned long long)x[i].off, strerror(-r));
 		dst += x[i].len;
+	}
+	return 0;
+}
+
+static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
+{
+	struct mm_read *rd = arg;
+	bool got;
+	/* extents with no page from the copies are read in one batch */
+	if (!rd->pre || (n && mm_pre_fill(rd->pre, x[0].off, x[n - 1].off + x[n - 1].len, NULL,
+					  &got) == x[n - 1].off + x[n - 1].len - x[0].off && !got))
+		return read_task(rd, x, n, dst);
+	for (size_t i = 0; i < n; i++) {
+		for (uint64_t a = x[i].off, end = a + x[i].len; a < end;) {
+			uint64_t k = mm_pre_fill(rd->pre, a, end, dst, &got);
+			int r = got ? 0 : read_task(rd, &(struct pages_extent){ .off = a, .len = k }, 1, dst);
+			if (r < 0)
+				return r;
+			a += k;
+			dst += k;
+		}
 	}
 	return 0;
 }
@@ -691,7 +713,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 		mm_map_free(&map);
 		return r;
 	}
-	struct mm_read rd = { .ctx = ctx, .t = t };
+	struct mm_read rd = { .ctx = ctx, .t = t, .pre = mm_dirty_pre(m->dirty) };
 	struct pages_writer pw;
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0) {

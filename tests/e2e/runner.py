@@ -630,6 +630,12 @@ TESTS = [
     # --track, --parent: incremental images, a chain of three restored
     entry("mem_incr", kind="incr"),
     entry("mem_incr_lazy", kind="incr", case="lazy", program="mem_incr"),
+    # --parent while the program writes: pages written again after the
+    # pre-copy come from the frozen process
+    entry("mem_incr_busy", kind="incr_busy"),
+    # the same checkpoint refused after its pre-copy: the tracking put back
+    entry("mem_incr_busy_undo", kind="incr_busy", case="undo", program="mem_incr_busy",
+          pargs=("undo",)),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -7586,6 +7592,60 @@ http {{
         if lazy and not re.search(r"lazy: memory is served by pid \d+",
                                   open(self.p("restart.log"), errors="replace").read()):
             raise Fail("restart --lazy did not start a lazy server")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_incr_busy(self):
+        """The pre-copy inside a checkpoint --parent (mm-dirty.c): image 0
+        (--track); the program rewrites its still pages and writes its busy
+        ones round and round; image 1 (--parent image 0 --kill) by ckpt-fault,
+        which after the pre-copy waits until the program wrote every busy page
+        again (CKPT_FAULT=precopy:PATH). The log must show the still pages
+        taken from the pre-copy and the busy ones read again; restarted, the
+        program finds each busy page as its last write and each still page
+        as it rewrote it. Case undo: image 1 is refused after its pre-copy
+        (the program's own userfaultfd) and must put the tracking back;
+        once the program closed it, image 2 (--parent image 0 --kill) is
+        the one restarted."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img0, img1 = self.p("img0"), self.p("img1")
+        self.checkpoint(img0, "ckpt0", reap=[pr], kill=False, extra=["--track"])
+        os.kill(self.pid, signal.SIGUSR1)
+        self.wait_file("step1", pr)
+        log, err = self.p("ckpt1.log"), self.p("ckpt1.err")
+        self.logs += [err, log]
+        argv = self.ckpt_argv("checkpoint", str(self.pid), "-o", img1, "--kill", "--log", log,
+                              "--parent", img0)
+        argv[0] = self.fault_bin()
+        cp = self.popen(argv, err=err, out=self.p("ckpt1.out"),
+                        env=dict(os.environ, CKPT_FAULT="precopy:" + self.p("rewritten")))
+        self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint", reap=[pr])
+        etext = (tail(err, 20) or "").strip()
+        if self.t.get("case") == "undo":
+            # refused after its pre-copy (the program's own userfaultfd)
+            text = open(log, errors="replace").read()
+            if cp.returncode == 0 or "[userfaultfd] files are not supported" not in etext or \
+                    "tracking put back as it was after the failure" not in text:
+                raise Fail("checkpoint --parent refused after its pre-copy: exit %d: %s"
+                           % (cp.returncode, etext[-300:]))
+            with open(self.p("unblock"), "w"):
+                pass
+            self.wait_file("unblocked", pr)
+            img1, log = self.p("img2"), self.p("ckpt2.log")
+            self.checkpoint(img1, "ckpt2", reap=[pr], extra=["--parent", img0])
+        elif cp.returncode != 0:
+            raise Fail("checkpoint --parent: exit %d: %s" % (cp.returncode, etext))
+        text = open(log, errors="replace").read()
+        m = re.search(r"of its pre-copy, (\d+) KiB not written since taken from it, (\d+) KiB "
+                      r"read again", text)
+        if not m or int(m.group(1)) < 1024 or int(m.group(2)) < 1024 and not \
+                self.t.get("case") == "undo":
+            raise Fail("the pre-copy did not give the still pages (1 MiB) and leave the "
+                       "busy ones (1 MiB) to the freeze: %r" % (m.group(0) if m else None))
+        rp = self.restart(img1, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
     def forged_frame(self, img):
