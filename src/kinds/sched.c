@@ -420,6 +420,5 @@ const struct kind_ops sched_ops = {
 	.load = sched_load,
 	.restore = sched_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = sched_descriptor,
 };
