@@ -250,6 +250,8 @@ struct rst_ctx {
 	 * while it makes the tree (restart.c), which the sched kind gives
 	 * each task in its stead; NULL: not pinned */
 	cpu_set_t *affinity;
+	/* what every puppet has from ckpt until its sched restore (sched.c) */
+	struct sched_start *sched_start;
 	/* the messages of rctx_load_one (a kind's one record per task), freed
 	 * with the context: thousands for a process of 1,000 threads, each a
 	 * malloc and a free (which faulted, pages shared copy-on-write with
