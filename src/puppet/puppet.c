@@ -158,7 +158,8 @@ static int puppet_take(struct puppet *p)
 	if (!(p->take_skip & PUPPET_TAKE_NO_MASK) &&
 	    ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
 		return -errno;
-	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
+	if (!(p->take_skip & PUPPET_TAKE_MASK_HELD) &&
+	    ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
 		return -errno;
 	if (!(p->take_skip & PUPPET_TAKE_NO_MEM)) {
 		snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
@@ -586,7 +587,8 @@ static int clone_take(const struct puppet *parent, struct puppet *child, pid_t p
 	child->pid = pid;
 	if (child->pid <= 0)
 		return -ECHILD;
-	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP;
+	/* the kernel copied the held parent's mask to the child */
+	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP | PUPPET_TAKE_MASK_HELD;
 	child->trap_ignored = parent->trap_ignored;
 	if ((flags & CLONE_VM) && parent->memfd >= 0 &&
 	    (child->memfd = fcntl(parent->memfd, F_DUPFD_CLOEXEC, 0)) >= 0)

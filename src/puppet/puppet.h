@@ -100,6 +100,8 @@ struct puppet {
 #define PUPPET_TAKE_NO_MEM 1
 #define PUPPET_TAKE_NO_TRAP 2
 #define PUPPET_TAKE_NO_MASK 4
+/* its blocked mask is the held one already (a clone of a held puppet) */
+#define PUPPET_TAKE_MASK_HELD 8
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
 
