@@ -252,8 +252,8 @@ struct rst_ctx {
 	cpu_set_t *affinity;
 	/* what every puppet has from ckpt until its sched restore (sched.c) */
 	struct sched_start *sched_start;
-	/* the messages of rctx_load_one (a kind's one record per task), freed
-	 * with the context: thousands for a process of 1,000 threads, each a
+	/* the messages of rctx_load_one (a kind's one record per task) and
+	 * the processes' thread arrays, freed with the context: thousands for a process of 1,000 threads, each a
 	 * malloc and a free (which faulted, pages shared copy-on-write with
 	 * the puppets forked meanwhile); left out of those forks (dontfork),
 	 * but with RESTART_LAZY (the server is forked from ckpt) */

@@ -352,7 +352,6 @@ static void free_ctx(struct rst_ctx *ctx)
 		struct rst_task *t = &ctx->tasks[i];
 		for (size_t j = 0; j < t->nthreads; j++)
 			free_task(&t->threads[j]);
-		free(t->threads);
 		free_task(t);
 	}
 	puppet_forget(&ctx->init);

@@ -26,7 +26,7 @@ struct arena_block {
 #ifdef ARENA_MALLOC
 void *arena_alloc(struct arena *a, size_t size)
 {
-	struct arena_block *b = malloc(sizeof(*b) + size);
+	struct arena_block *b = size < SIZE_MAX - sizeof(*b) ? malloc(sizeof(*b) + size) : NULL;
 	if (!b)
 		return NULL;
 	b->next = a->blocks;
@@ -48,11 +48,15 @@ static struct arena_block *arena_map(struct arena *a, size_t need)
 	size_t size = a->next_size ? a->next_size : ARENA_FIRST;
 	if (size < ARENA_MAX)
 		a->next_size = size * 2;
-	if (need > size - sizeof(struct arena_block))
+	bool big = need > size - sizeof(struct arena_block);
+	if (big && need > SIZE_MAX - sizeof(struct arena_block) - 4095)
+		return NULL;
+	if (big)
 		size = (need + sizeof(struct arena_block) + 4095) & ~(size_t)4095;
-	/* faulted in by the one call: a page fault each costs more here */
+	/* faulted in by the one call (a page fault each costs more here);
+	 * not a large piece, which may be a forged count's */
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | (big ? 0 : MAP_POPULATE), -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
 	if (a->dontfork)
@@ -65,6 +69,8 @@ static struct arena_block *arena_map(struct arena *a, size_t need)
 
 void *arena_alloc(struct arena *a, size_t size)
 {
+	if (size > SIZE_MAX - 15)
+		return NULL;
 	size = (size + 15) & ~(size_t)15;
 	struct arena_block *b = a->blocks;
 	if (!b || b->size - b->used < size) {
