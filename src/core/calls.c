@@ -205,7 +205,7 @@ int rst_calls_end(struct rst_ctx *ctx, bool run)
 		tables[np++] = table;
 	}
 	/* the threads' data, all in their leader's memory: one write */
-	struct iovec l[PUPPET_MANY_MAX], rm[PUPPET_MANY_MAX];
+	struct iovec l[PUPPET_MANY_MAX] = { 0 }, rm[PUPPET_MANY_MAX] = { 0 };
 	size_t nd = 0, len = 0;
 	for (size_t i = 0; i < np; i++) {
 		struct calls_q *q = qs[i];

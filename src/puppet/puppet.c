@@ -1453,7 +1453,7 @@ void puppet_syscalls_many_vm(struct puppet *const *ps, struct puppet_call *const
 		all += ns[i];
 	}
 	_cleanup_free_ uint64_t(*t)[8] = together ? malloc(all * sizeof(*t)) : NULL;
-	struct iovec l[PUPPET_MANY_MAX], rm[PUPPET_MANY_MAX];
+	struct iovec l[PUPPET_MANY_MAX] = { 0 }, rm[PUPPET_MANY_MAX] = { 0 };
 	size_t at = 0, len = 0;
 	for (size_t i = 0; t && i < np; i++) {
 		stub_table(calls[i], ns[i], t + at);
