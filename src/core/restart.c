@@ -354,10 +354,11 @@ static void free_ctx(struct rst_ctx *ctx)
 		struct rst_task *t = &ctx->tasks[i];
 		for (size_t j = 0; j < t->nthreads; j++)
 			free_task(&t->threads[j]);
-		free(t->threads);
 		free_task(t);
 	}
 	puppet_forget(&ctx->init);
+	arena_free(&ctx->msgs);
+	free(ctx->sched_start);
 	free(ctx->tasks);
 	free(ctx->by_pid);
 	objhash_free(&ctx->objs, free_robj);
@@ -470,6 +471,9 @@ static int open_ctx(struct rst_ctx *ctx, pid_t pid, int fd, struct ckpt_opts *o)
 	if (r < 0)
 		return r;
 	ctx->flags = o->flags;
+	/* the puppets forked from ckpt never touch the messages; the lazy
+	 * server, forked too, keeps ckpt's memory */
+	ctx->msgs.dontfork = !(o->flags & RESTART_LAZY);
 	ctx->pidns = o->flags & RESTART_PIDNS;
 	ctx->image_fd = fd;
 	/* forked now, while ckpt is small */

@@ -1750,18 +1750,55 @@ static void uffd_close(struct rst_task *t, struct uffd *u)
  * page) are less than the userfaultfd's two injected calls in a small
  * process (a tree of idle ones) */
 #define UFFD_MIN_BYTES (1ull << 20)
+/* nor a vma with fewer: its UFFDIO_REGISTER and UNREGISTER cost more than
+ * the faults (a thread's stack of a page or two, 1,000 of them) */
+#define UFFD_VMA_MIN_BYTES (64ull << 10)
+
+/* The vmas worth a userfaultfd (anonymous, private, not huge, with at
+ * least UFFD_VMA_MIN_BYTES of pages in s), in want[]; their bytes. */
+static uint64_t uffd_worth(const MmEntry *e, const struct pages_set *s, bool *want)
+{
+	uint64_t *bytes = calloc(e->n_vmas ? e->n_vmas : 1, sizeof(*bytes)), sum = 0;
+	if (!bytes)
+		return 0;
+	for (size_t c = 0; c < s->n; c++)
+		for (uint32_t i = 0; i < s->c[c].n; i++) {
+			uint64_t a = s->c[c].x[i].off, b = a + s->c[c].x[i].len;
+			ssize_t idx;
+			while (a < b && (idx = vma_index(e, a)) >= 0) {
+				uint64_t end = MIN(b, e->vmas[idx]->end);
+				bytes[idx] += end - a;
+				a = end;
+			}
+		}
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		want[i] = v->kind == VMA_KIND__VMA_ANON && !v->shared && !v->has_huge_page &&
+			  !mm_thp_fill(v) && bytes[i] >= UFFD_VMA_MIN_BYTES;
+		sum += want[i] ? bytes[i] : 0;
+	}
+	free(bytes);
+	return sum;
+}
 
 static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 {
-	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
+	const struct mm_rst *m = t->kstate[KIND_mm];
+	const MmEntry *e = m->e;
+	*u = (struct uffd){ .fd = -1 };
+	bool *want = calloc(e->n_vmas ? e->n_vmas : 1, sizeof(*want));
+	if (!want || uffd_worth(e, &m->pages, want) < UFFD_MIN_BYTES) {
+		free(want);
+		return;
+	}
 	long rfd = puppet_syscall(&t->pup, SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (rfd < 0)
 		rfd = puppet_syscall(&t->pup, SYS_userfaultfd,
 				     O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	*u = (struct uffd){ .fd = -1 };
 	if (rfd < 0) {
 		log_debug(&ctx->log, "pid %d: no userfaultfd (%s); pages go by process_vm_writev",
 			  t->pid, strerror((int)-rfd));
+		free(want);
 		return;
 	}
 	u->fd = puppet_getfd(&t->pup, (int)rfd);
@@ -1769,13 +1806,13 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 	struct uffdio_api api = { .api = UFFD_API };
 	u->reg = calloc(e->n_vmas ? e->n_vmas : 1, sizeof(*u->reg));
 	if (u->fd < 0 || !u->reg || ioctl(u->fd, UFFDIO_API, &api) < 0) {
+		free(want);
 		uffd_close(t, u);
 		return;
 	}
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page ||
-		    mm_thp_fill(v))
+		if (!want[i])
 			continue;
 		struct uffdio_register reg = {
 			.range = { v->start, v->end - v->start },
@@ -1783,6 +1820,7 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 		};
 		u->reg[i] = ioctl(u->fd, UFFDIO_REGISTER, &reg) == 0;
 	}
+	free(want);
 }
 
 /*

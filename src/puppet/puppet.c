@@ -158,7 +158,8 @@ static int puppet_take(struct puppet *p)
 	if (!(p->take_skip & PUPPET_TAKE_NO_MASK) &&
 	    ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
 		return -errno;
-	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
+	if (!(p->take_skip & PUPPET_TAKE_MASK_HELD) &&
+	    ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
 		return -errno;
 	if (!(p->take_skip & PUPPET_TAKE_NO_MEM)) {
 		snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
@@ -586,7 +587,8 @@ static int clone_take(const struct puppet *parent, struct puppet *child, pid_t p
 	child->pid = pid;
 	if (child->pid <= 0)
 		return -ECHILD;
-	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP;
+	/* the kernel copied the held parent's mask to the child */
+	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP | PUPPET_TAKE_MASK_HELD;
 	child->trap_ignored = parent->trap_ignored;
 	if ((flags & CLONE_VM) && parent->memfd >= 0 &&
 	    (child->memfd = fcntl(parent->memfd, F_DUPFD_CLOEXEC, 0)) >= 0)
@@ -1191,20 +1193,21 @@ static int stub_mem(struct puppet *p, uint64_t addr, void *buf, size_t len, bool
 /* The first half of a batch by the stub: its table written at table (the
  * stub's own, or any other writable place in the task) and the task
  * started on it. */
-static int stub_start(struct puppet *p, const struct puppet_call *c, size_t n, uint64_t table)
+/* A stub table of n calls into t (n entries of 8 words). */
+static void stub_table(const struct puppet_call *c, size_t n, uint64_t (*t)[8])
 {
-	uint64_t t[PUPPET_BATCH_MAX][8];
-	struct user_regs_struct regs = p->regs0;
-	int r;
-
 	for (size_t i = 0; i < n; i++) {
 		t[i][0] = (uint64_t)c[i].nr;
 		for (int j = 0; j < 6; j++)
 			t[i][1 + j] = (uint64_t)c[i].a[j];
 		t[i][7] = (uint64_t)-ENOSYS;
 	}
-	if ((r = stub_mem(p, table, t, n * sizeof(t[0]), true)) < 0)
-		return r;
+}
+
+/* The task started on the table of n calls already written at table. */
+static int stub_go(struct puppet *p, size_t n, uint64_t table)
+{
+	struct user_regs_struct regs = p->regs0;
 	regs.rip = p->stub_ip;
 	regs.rbx = table;
 	regs.r12 = n;
@@ -1216,12 +1219,18 @@ static int stub_start(struct puppet *p, const struct puppet_call *c, size_t n, u
 	return 0;
 }
 
-/* The second: waits for the stub's trap (one stop for each fork or clone
- * on the way, whose new pids go to ev if not NULL) and takes the results. */
-static int stub_finish(struct puppet *p, struct puppet_call *c, size_t n, uint64_t table,
-		       unsigned long *ev, size_t *nev)
+static int stub_start(struct puppet *p, const struct puppet_call *c, size_t n, uint64_t table)
 {
 	uint64_t t[PUPPET_BATCH_MAX][8];
+	stub_table(c, n, t);
+	int r = stub_mem(p, table, t, n * sizeof(t[0]), true);
+	return r < 0 ? r : stub_go(p, n, table);
+}
+
+/* The second: waits for the stub's trap (one stop for each fork or clone
+ * on the way, whose new pids go to ev if not NULL) and takes the results. */
+static int stub_wait(struct puppet *p, size_t n, unsigned long *ev, size_t *nev)
+{
 	struct user_regs_struct regs;
 	int status, r;
 
@@ -1259,11 +1268,19 @@ static int stub_finish(struct puppet *p, struct puppet_call *c, size_t n, uint64
 		return -errno;
 	if (regs.rip != p->stub_ip + sizeof(stub_code))
 		return -EFAULT;
-	if ((r = stub_mem(p, table, t, n * sizeof(t[0]), false)) < 0)
-		return r;
-	for (size_t i = 0; i < n; i++)
-		c[i].ret = (long)t[i][7];
 	return 0;
+}
+
+static int stub_finish(struct puppet *p, struct puppet_call *c, size_t n, uint64_t table,
+		       unsigned long *ev, size_t *nev)
+{
+	uint64_t t[PUPPET_BATCH_MAX][8];
+	int r = stub_wait(p, n, ev, nev);
+	if (r == 0)
+		r = stub_mem(p, table, t, n * sizeof(t[0]), false);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		c[i].ret = (long)t[i][7];
+	return r;
 }
 
 /* Runs a batch by the stub: one stop for all the calls (and one for each
@@ -1419,6 +1436,67 @@ void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *c
 	for (size_t i = 0; i < np; i++)
 		for (size_t j = 0; err[i] < 0 && j < ns[i]; j++)
 			calls[i][j].ret = err[i];
+}
+
+/*
+ * puppet_syscalls_many for tasks of one memory: every table written by one
+ * process_vm_writev, and read back by one process_vm_readv, where each
+ * task's were one of each (a process of 1,000 threads: 2,000 calls less).
+ */
+void puppet_syscalls_many_vm(struct puppet *const *ps, struct puppet_call *const *calls,
+			     const size_t *ns, const uint64_t *tables, size_t np, int *err)
+{
+	bool together = np > 1 && np <= PUPPET_MANY_MAX && !ps[0]->guard;
+	size_t all = 0;
+	for (size_t i = 0; together && i < np; i++) {
+		together = many_can_run(ps, calls, ns, tables, i);
+		all += ns[i];
+	}
+	_cleanup_free_ uint64_t(*t)[8] = together ? malloc(all * sizeof(*t)) : NULL;
+	struct iovec l[PUPPET_MANY_MAX] = { 0 }, rm[PUPPET_MANY_MAX] = { 0 };
+	size_t at = 0, len = 0;
+	for (size_t i = 0; t && i < np; i++) {
+		stub_table(calls[i], ns[i], t + at);
+		l[i] = (struct iovec){ t + at, ns[i] * sizeof(*t) };
+		rm[i] = (struct iovec){ (void *)(uintptr_t)tables[i], ns[i] * sizeof(*t) };
+		at += ns[i];
+		len += ns[i] * sizeof(*t);
+	}
+	/* any failure before a task is started: each on its own, as before */
+	if (!t || process_vm_writev(ps[0]->pid, l, np, rm, np, 0) != (ssize_t)len) {
+		puppet_syscalls_many(ps, calls, ns, tables, np, err);
+		return;
+	}
+	for (size_t i = 0; i < np; i++)
+		for (size_t j = 0; j < ns[i]; j++)
+			if (calls[i][j].nr == SYS_rseq)
+				ps[i]->have_seized_state = false;
+	for (size_t i = 0; i < np; i++)
+		err[i] = stub_go(ps[i], ns[i], tables[i]);
+	size_t nok = 0;
+	pid_t reader = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (err[i] == 0)
+			err[i] = stub_wait(ps[i], ns[i], NULL, NULL);
+		if (err[i] == 0) {
+			l[nok] = l[i];
+			rm[nok++] = rm[i];
+			reader = reader ? reader : ps[i]->pid;
+		}
+	}
+	len = 0;
+	for (size_t k = 0; k < nok; k++)
+		len += l[k].iov_len;
+	/* a short read: each table on its own */
+	bool each = nok && process_vm_readv(reader, l, nok, rm, nok, 0) != (ssize_t)len;
+	at = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (each && err[i] == 0)
+			err[i] = stub_mem(ps[i], tables[i], t + at, ns[i] * sizeof(*t), false);
+		for (size_t j = 0; j < ns[i]; j++)
+			calls[i][j].ret = err[i] < 0 ? err[i] : (long)t[at + j][7];
+		at += ns[i];
+	}
 }
 
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
