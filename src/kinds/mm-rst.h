@@ -36,6 +36,11 @@ struct mm_rec {
 	uint32_t part;          /* the crc32c of the first `checked` bytes: the
 				 * server checks a record a step at a time */
 	uint64_t checked;
+	/* a record found by the image's index (img_record.late): its frame,
+	 * pad and last bytes checked against the file first, then NULL */
+	const struct img_reader *late;
+	uint32_t index;
+	uint64_t offset;
 };
 
 struct mm_rst {
