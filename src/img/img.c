@@ -41,6 +41,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the image is little-e
 _Static_assert(sizeof(struct img_header) == 140, "struct img_header is part of the format");
 _Static_assert(sizeof(struct img_frame) == 24, "struct img_frame is part of the format");
 _Static_assert(sizeof(struct img_trailer) == 24, "struct img_trailer is part of the format");
+_Static_assert(sizeof(struct img_index_entry) == 96 && sizeof(struct img_index_foot) == 16,
+	       "the index is part of the format");
 _Static_assert(IMG_FLAG_PAD_MASK == IMG_PAGE_SIZE - 1, "a pad must fit the flags");
 
 #define FRAME_CRC_LEN offsetof(struct img_frame, hdr_crc)
@@ -331,9 +333,11 @@ static int index_add(struct img_writer *w, const struct img_frame *f, const stru
 		w->index = n;
 	}
 	struct img_index_entry *e = &w->index[w->nindex];
-	*e = (struct img_index_entry){ .offset = w->offset, .length = f->length,
-				       .flags = f->flags, .data_crc = f->data_crc,
-				       .end_len = (uint32_t)MIN(len, (uint64_t)IMG_INDEX_END) };
+	*e = (struct img_index_entry){.offset = w->offset,
+				      .length = f->length,
+				      .flags = f->flags,
+				      .data_crc = f->data_crc,
+				      .end_len = (uint32_t)MIN(len, (uint64_t)IMG_INDEX_END)};
 	/* the last end_len bytes, from the iovecs' ends backwards */
 	size_t want = e->end_len;
 	for (size_t i = cnt; want && i-- > 0;) {
@@ -449,10 +453,10 @@ int img_writer_finish(struct img_writer *w)
 	if (!w || w->finished)
 		return -EINVAL;
 	if (w->nindex) {
-		struct img_index_foot foot = { .type = w->index_type, .magic = IMG_INDEX_MAGIC,
-					       .n = w->nindex };
-		struct iovec x[2] = { { w->index, w->nindex * sizeof(*w->index) },
-				      { &foot, sizeof(foot) } };
+		struct img_index_foot foot = {
+		    .type = w->index_type, .magic = IMG_INDEX_MAGIC, .n = w->nindex};
+		struct iovec x[2] = {{w->index, w->nindex * sizeof(*w->index)},
+				     {&foot, sizeof(foot)}};
 		r = write_record(w, IMG_REC_INDEX, 0, x, 2, false, NULL);
 		if (r < 0)
 			return r;
@@ -859,12 +863,14 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	bool kept = r->sparse && r->validated && r->next_index < r->nframes;
 	/* a record of the index: its frame is the index's (checked against
 	 * the file when the record is used), not read now */
-	const struct img_index_entry *ie = r->idx && !kept && r->idx_next < r->nidx &&
-						   r->idx[r->idx_next].offset == pos
-					   ? &r->idx[r->idx_next] : NULL;
+	const struct img_index_entry *ie =
+	    r->idx && !kept && r->idx_next < r->nidx && r->idx[r->idx_next].offset == pos
+		? &r->idx[r->idx_next]
+		: NULL;
 	bool late = ie || (kept && r->idx && r->frames[r->next_index].type == r->crc_later);
 	if (r->idx && !kept && !ie && r->idx_next < r->nidx && r->idx[r->idx_next].offset < pos)
-		return fail(err, -EINVAL, idx, pos, 0, "the image's index names a record at offset "
+		return fail(err, -EINVAL, idx, pos, 0,
+			    "the image's index names a record at offset "
 			    "%llu, which is not where a record starts",
 			    (unsigned long long)r->idx[r->idx_next].offset);
 	size_t upto = ((pos + sizeof(f)) / IMG_PAGE_SIZE + 1) * IMG_PAGE_SIZE - pos;
@@ -872,17 +878,20 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	/* the previous record's last bytes too, when its data is checked
 	 * later (and the index did not give them): it ends here, so they
 	 * are in the same pread (and page) */
-	const struct img_frame *prev = r->sparse && !kept && !ie && r->nframes &&
-					       r->next_index == r->nframes &&
-					       !(r->nends && r->ends[r->nends - 1].index == r->nframes - 1)
-					       ? &r->frames[r->nframes - 1] : NULL;
+	const struct img_frame *prev =
+	    r->sparse && !kept && !ie && r->nframes && r->next_index == r->nframes &&
+		    !(r->nends && r->ends[r->nends - 1].index == r->nframes - 1)
+		? &r->frames[r->nframes - 1]
+		: NULL;
 	size_t end = prev && r->crc_later && prev->type == r->crc_later
 			     ? MIN((size_t)IMG_END_KEEP, (size_t)(prev->length -
 								   (prev->flags & IMG_FLAG_PAD_MASK)))
 			     : 0;
 	if (ie) {
-		f = (struct img_frame){ .type = r->crc_later, .flags = ie->flags,
-					.length = ie->length, .data_crc = ie->data_crc };
+		f = (struct img_frame){.type = r->crc_later,
+				       .flags = ie->flags,
+				       .length = ie->length,
+				       .data_crc = ie->data_crc};
 		f.hdr_crc = img_crc32c(0, &f, FRAME_CRC_LEN);
 		end = ie->end_len;
 		memcpy(head - end, ie->end, end);
@@ -907,7 +916,8 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	else if (!ie)
 		memcpy(&f, r->sparse ? head : r->base + pos, sizeof(f));
 	if (r->idx && !ie && !kept && f.type == r->crc_later)
-		return fail(err, -EINVAL, idx, pos, f.type, "the record is not in the image's index");
+		return fail(err, -EINVAL, idx, pos, f.type,
+			    "the record is not in the image's index");
 	if (img_crc32c(0, &f, FRAME_CRC_LEN) != f.hdr_crc)
 		return fail(err, -EBADMSG, idx, pos, 0, "frame checksum mismatch");
 	left -= sizeof(f);
@@ -946,7 +956,8 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 		return fail(err, -EBADMSG, idx, pos, f.type, "data checksum mismatch");
 
 	if (f.type == IMG_REC_TRAILER && r->idx && !kept && r->idx_next < r->nidx)
-		return fail(err, -EINVAL, idx, pos, f.type, "the image's index names a record at "
+		return fail(err, -EINVAL, idx, pos, f.type,
+			    "the image's index names a record at "
 			    "offset %llu, which is not where a record starts",
 			    (unsigned long long)r->idx[r->idx_next].offset);
 	if (f.type == IMG_REC_TRAILER)
@@ -1000,8 +1011,8 @@ static void load_index(struct img_reader *r)
 	    img_reader_pread(r, r->base + r->size - sizeof(tail), &tail, sizeof(tail)) < 0)
 		return;
 	if (tail.f.type != IMG_REC_TRAILER || tail.f.length != sizeof(tail.t) ||
-	    tail.foot.magic != IMG_INDEX_MAGIC || tail.foot.type != r->crc_later ||
-	    !tail.foot.n || tail.foot.n > IMG_INDEX_MAX)
+	    tail.foot.magic != IMG_INDEX_MAGIC || tail.foot.type != r->crc_later || !tail.foot.n ||
+	    tail.foot.n > IMG_INDEX_MAX)
 		return;
 	size_t len = tail.foot.n * sizeof(struct img_index_entry) + sizeof(tail.foot);
 	size_t before = r->size - sizeof(tail) + sizeof(tail.foot); /* where the index ends */
@@ -1023,7 +1034,8 @@ static void load_index(struct img_reader *r)
 		uint64_t pad = e[i].flags & IMG_FLAG_PAD_MASK;
 		if (e[i].offset < next || e[i].offset > at || at - e[i].offset < sizeof(f) ||
 		    e[i].length > at - e[i].offset - sizeof(f) || pad > e[i].length ||
-		    e[i].reserved || e[i].end_len != MIN((uint64_t)IMG_INDEX_END, e[i].length - pad))
+		    e[i].reserved ||
+		    e[i].end_len != MIN((uint64_t)IMG_INDEX_END, e[i].length - pad))
 			goto out;
 		next = e[i].offset + sizeof(f) + e[i].length;
 	}
@@ -1046,8 +1058,9 @@ int img_reader_verify(const struct img_reader *r, uint32_t index, uint64_t offse
 	size_t pad = f->flags & IMG_FLAG_PAD_MASK;
 	const uint8_t *p = r->base + offset, *end;
 	size_t end_len;
-	struct img_record rec = { .index = index, .len = f->length - pad };
-	if (f->length > r->size - offset - sizeof(*f) || img_reader_end(r, &rec, &end, &end_len) < 0)
+	struct img_record rec = {.index = index, .len = f->length - pad};
+	if (f->length > r->size - offset - sizeof(*f) ||
+	    img_reader_end(r, &rec, &end, &end_len) < 0)
 		return -EINVAL; /* not a record of r's */
 	if (memcmp(p, f, sizeof(*f)) || memcmp(p + sizeof(*f), zero_pad, pad) ||
 	    memcmp(p + sizeof(*f) + f->length - end_len, end, end_len))
@@ -1080,7 +1093,7 @@ struct crc_job {
 	size_t next;            /* atomic */
 	size_t first_bad;       /* atomic min; n if none */
 	uint32_t skip;          /* a type whose data is checked later, or 0 */
-	bool indexed;           /* the index record's checksum was checked (load_index) */
+	bool indexed;		/* the index record's checksum was checked (load_index) */
 };
 
 static void *crc_worker(void *arg)
@@ -1090,7 +1103,8 @@ static void *crc_worker(void *arg)
 		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
 		if (i >= j->n)
 			break;
-		if ((j->skip && j->type[i] == j->skip) || (j->indexed && j->type[i] == IMG_REC_INDEX) ||
+		if ((j->skip && j->type[i] == j->skip) ||
+		    (j->indexed && j->type[i] == IMG_REC_INDEX) ||
 		    img_crc32c(0, j->data[i], j->len[i]) == j->crc[i])
 			continue;
 		size_t cur = __atomic_load_n(&j->first_bad, __ATOMIC_RELAXED);
@@ -1105,9 +1119,16 @@ static int check_data(struct img_reader *r, size_t n, const size_t *off, const u
 		      const uint64_t *len, const uint32_t *type, const uint32_t *crc, uint64_t total,
 		      struct img_error *err)
 {
-	struct crc_job j = { .base = r->base, .frame_off = off, .data = data, .len = len,
-			     .type = type, .crc = crc, .n = n, .first_bad = n, .skip = r->crc_later,
-			     .indexed = r->idx != NULL };
+	struct crc_job j = {.base = r->base,
+			    .frame_off = off,
+			    .data = data,
+			    .len = len,
+			    .type = type,
+			    .crc = crc,
+			    .n = n,
+			    .first_bad = n,
+			    .skip = r->crc_later,
+			    .indexed = r->idx != NULL};
 	pthread_t helper;
 	bool two = total >= (32u << 20) && pthread_create(&helper, NULL, crc_worker, &j) == 0;
 
@@ -1169,7 +1190,8 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 		 * helper thread is made only for enough bytes to share) */
 		total += (r->crc_later && rec.type == r->crc_later) ||
 				 (r->idx && rec.type == IMG_REC_INDEX)
-			 ? 0 : rec.len;
+			     ? 0
+			     : rec.len;
 		n++;
 	}
 	if (ret == -ENODATA) {

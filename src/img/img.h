@@ -34,7 +34,7 @@
                         * timens, netns, mnt (December 2026); 1 is refused */
 #define IMG_PAGE_SIZE 4096u
 #define IMG_REC_TRAILER 0xffffu
-#define IMG_REC_INDEX 0xfffeu /* the index, last before the trailer */
+#define IMG_REC_INDEX	  0xfffeu /* the index, last before the trailer */
 #define IMG_FLAG_PAD_MASK 0xfffu
 #define IMG_MAX_RECORD (1ull << 32) /* no record payload is larger */
 #define IMG_HDR_ZSTD 0x1u /* page store records may be zstd-compressed (pages.h) */
@@ -89,21 +89,21 @@ struct img_trailer {
  */
 #define IMG_INDEX_END 64
 struct img_index_entry {
-	uint64_t offset;        /* of the record's frame in the stream */
-	uint64_t length;        /* the frame's: pad + data */
-	uint32_t flags;         /* the frame's (the pad) */
-	uint32_t data_crc;      /* the frame's */
-	uint32_t end_len;       /* min(IMG_INDEX_END, data length) */
-	uint32_t reserved;      /* 0 */
+	uint64_t offset;	    /* of the record's frame in the stream */
+	uint64_t length;	    /* the frame's: pad + data */
+	uint32_t flags;		    /* the frame's (the pad) */
+	uint32_t data_crc;	    /* the frame's */
+	uint32_t end_len;	    /* min(IMG_INDEX_END, data length) */
+	uint32_t reserved;	    /* 0 */
 	uint8_t end[IMG_INDEX_END]; /* the data's last end_len bytes, then zeros */
 } __attribute__((packed));
 struct img_index_foot {
-	uint32_t type;          /* of the records indexed */
-	uint32_t magic;         /* IMG_INDEX_MAGIC */
-	uint64_t n;             /* entries */
+	uint32_t type;	/* of the records indexed */
+	uint32_t magic; /* IMG_INDEX_MAGIC */
+	uint64_t n;	/* entries */
 } __attribute__((packed));
 #define IMG_INDEX_MAGIC 0x31584449u /* "IDX1" */
-#define IMG_INDEX_MAX (1u << 24) /* entries a reader takes */
+#define IMG_INDEX_MAX	(1u << 24)  /* entries a reader takes */
 
 /*
  * crc32c (Castagnoli); hardware-accelerated when the CPU has SSE4.2.
@@ -259,7 +259,7 @@ struct img_reader {
 	 * does not check: every frame is read) */
 	struct img_index_entry *idx;
 	size_t nidx;
-	size_t idx_next;        /* the entry the walk meets next */
+	size_t idx_next; /* the entry the walk meets next */
 };
 
 /* Loads the stream and checks the header. A sealed image (seal.h) is
@@ -283,7 +283,7 @@ int img_reader_end(const struct img_reader *r, const struct img_record *rec, con
  * checked against what the index said, and its last bytes against the
  * index's. 0; -EPROTO if they differ (the image is damaged or forged). */
 int img_reader_verify(const struct img_reader *r, uint32_t index, uint64_t offset)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 /* Copies len bytes at at (inside r's buffer) to buf: with pread() for a
  * sparse reader (the mapping is not touched), else memcpy. -EINVAL outside
  * the image, -EIO if the file is shorter now. */

@@ -1033,10 +1033,12 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 		free(tail);
 		return r;
 	}
-	m->recs[m->ntails] = (struct mm_rec){ .data = rec->data, .len = rec->len,
-					      .crc = rec->data_crc,
-					      .late = rec->late ? &ctx->r : NULL,
-					      .index = rec->index, .offset = rec->offset };
+	m->recs[m->ntails] = (struct mm_rec){.data = rec->data,
+					     .len = rec->len,
+					     .crc = rec->data_crc,
+					     .late = rec->late ? &ctx->r : NULL,
+					     .index = rec->index,
+					     .offset = rec->offset};
 	m->tails[m->ntails++] = tail;
 	return 0;
 }
@@ -1091,9 +1093,10 @@ int mm_lazy_eager(struct rst_ctx *ctx, struct rst_task *t, const bool *reg,
 		struct mm_rec *rec = m->recs ? &m->recs[c] : NULL;
 		int r = rec && !rec->crc_ok ? mm_lazy_check_rec(rec) : 0;
 		if (r < 0)
-			r = log_fail(&ctx->log, -EBADMSG, "pid %d: the image's pages at %llx are "
-				     "damaged (%s)", t->pid, (unsigned long long)ch->x[0].off,
-				     damage(r));
+			r = log_fail(&ctx->log, -EBADMSG,
+				     "pid %d: the image's pages at %llx are "
+				     "damaged (%s)",
+				     t->pid, (unsigned long long)ch->x[0].off, damage(r));
 		else if (rec)
 			rec->crc_ok = true;
 		if (r >= 0 && (r = pages_set_add(&s, ch, 0, UINT64_MAX)) < 0)
@@ -1113,9 +1116,11 @@ int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t)
 	for (size_t c = 0; m->recs && c < m->pages.n; c++) {
 		int e = m->recs[c].crc_ok ? 0 : mm_lazy_check_rec(&m->recs[c]);
 		if (e < 0)
-			return log_fail(&ctx->log, -EBADMSG, "pid %d: the image's pages at %llx "
-					"are damaged (%s)", t->pid,
-					(unsigned long long)m->pages.c[c].x[0].off, damage(e));
+			return log_fail(&ctx->log, -EBADMSG,
+					"pid %d: the image's pages at %llx "
+					"are damaged (%s)",
+					t->pid, (unsigned long long)m->pages.c[c].x[0].off,
+					damage(e));
 	}
 	free(m->recs);
 	m->recs = NULL;
