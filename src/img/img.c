@@ -725,6 +725,22 @@ int img_reader_pread(const struct img_reader *r, const uint8_t *at, void *buf, s
 int img_reader_end(const struct img_reader *r, const struct img_record *rec, const uint8_t **ret,
 		   size_t *len)
 {
+	if (r && rec && r->idx && rec->type == r->crc_later) { /* the index's, by offset */
+		size_t lo = 0, hi = r->nidx;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (r->idx[mid].offset < rec->offset)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo >= r->nidx || r->idx[lo].offset != rec->offset ||
+		    r->idx[lo].end_len > rec->len)
+			return -ENOENT;
+		*ret = r->idx[lo].end;
+		*len = r->idx[lo].end_len;
+		return 1;
+	}
 	size_t lo = 0, hi = r && rec ? r->nends : 0;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -878,11 +894,10 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	/* the previous record's last bytes too, when its data is checked
 	 * later (and the index did not give them): it ends here, so they
 	 * are in the same pread (and page) */
-	const struct img_frame *prev =
-	    r->sparse && !kept && !ie && r->nframes && r->next_index == r->nframes &&
-		    !(r->nends && r->ends[r->nends - 1].index == r->nframes - 1)
-		? &r->frames[r->nframes - 1]
-		: NULL;
+	const struct img_frame *prev = r->sparse && !kept && !ie && !r->idx && r->nframes &&
+					       r->next_index == r->nframes
+					       ? &r->frames[r->nframes - 1]
+					       : NULL;
 	size_t end = prev && r->crc_later && prev->type == r->crc_later
 			     ? MIN((size_t)IMG_END_KEEP, (size_t)(prev->length -
 								   (prev->flags & IMG_FLAG_PAD_MASK)))
@@ -893,8 +908,7 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 				       .length = ie->length,
 				       .data_crc = ie->data_crc};
 		f.hdr_crc = img_crc32c(0, &f, FRAME_CRC_LEN);
-		end = ie->end_len;
-		memcpy(head - end, ie->end, end);
+		end = 0; /* img_reader_end() finds it in the index */
 	} else if (r->sparse && !kept &&
 		   img_reader_pread(r, r->base + pos - end, head - end, got + end) < 0) {
 		return fail(err, -EIO, idx, pos, 0, "cannot read the frame");
@@ -905,9 +919,9 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 			return fail(err, -ENOMEM, idx, pos, 0, "out of memory");
 		r->ends = ne;
 	}
-	if (end) { /* the index's: this record's; else the one before's */
+	if (end) { /* the record before's */
 		struct img_end *e = &r->ends[r->nends++];
-		e->index = ie ? r->next_index : r->next_index - 1;
+		e->index = r->next_index - 1;
 		e->len = (uint32_t)end;
 		memcpy(e->b, head - end, end);
 	}
@@ -1058,7 +1072,8 @@ int img_reader_verify(const struct img_reader *r, uint32_t index, uint64_t offse
 	size_t pad = f->flags & IMG_FLAG_PAD_MASK;
 	const uint8_t *p = r->base + offset, *end;
 	size_t end_len;
-	struct img_record rec = {.index = index, .len = f->length - pad};
+	struct img_record rec = {
+		.type = f->type, .index = index, .offset = offset, .len = f->length - pad };
 	if (f->length > r->size - offset - sizeof(*f) ||
 	    img_reader_end(r, &rec, &end, &end_len) < 0)
 		return -EINVAL; /* not a record of r's */

@@ -274,8 +274,10 @@ int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 int img_reader_open_lazy(struct img_reader *r, int fd, struct img_error *err)
 	__attribute__((warn_unused_result));
 /* A sparse reader's copy of the last bytes (up to IMG_END_KEEP) of record
- * rec, of type crc_later, read with the frame that follows it: *ret and
- * *len, 0; -ENOENT if there is none (the caller reads them itself). */
+ * rec, of type crc_later, read with the frame that follows it (*ret valid
+ * until the next img_reader_next(): 0), or the index's (*ret valid until
+ * img_reader_close(): 1); *len bytes. -ENOENT if there is none (the
+ * caller reads them itself). */
 int img_reader_end(const struct img_reader *r, const struct img_record *rec, const uint8_t **ret,
 		   size_t *len) __attribute__((warn_unused_result));
 /* A late record (img_record.late, found by the index; its index and

@@ -1002,8 +1002,8 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 	int r = 0;
 	/* a table of a few extents (a run of contiguous memory) is in the
 	 * bytes the reader kept of the record's end, with the next frame */
-	if (img_reader_end(&ctx->r, rec, &end, &kept) == 0 && kept >= sizeof(struct pages_head) &&
-	    kept % 8 == 0) {
+	int in_index = img_reader_end(&ctx->r, rec, &end, &kept);
+	if (in_index >= 0 && kept >= sizeof(struct pages_head) && kept % 8 == 0) {
 		memcpy(last, end, kept);
 		got = kept;
 	} else {
@@ -1019,18 +1019,23 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 		if (r < 0)
 			return r;
 	}
-	/* malloc's alignment (16) is the 8 pages_parse_tail() needs */
-	uint8_t *tail = malloc(len);
+	/* the index's bytes stay until the reader is closed (after the
+	 * tasks), 8-aligned: the table is used where it is (no allocation
+	 * per record, none to free); else malloc's alignment (16) is the 8
+	 * pages_parse_tail() needs */
+	bool own = !(in_index == 1 && got == kept && len <= got);
+	uint8_t *tail = own ? malloc(len) : (uint8_t *)end + got - len;
 	if (!tail)
 		return -ENOMEM;
-	if (len <= got)
+	if (own && len <= got)
 		memcpy(tail, last + got - len, len);
-	else
+	else if (own)
 		r = img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len);
 	if (r >= 0)
 		r = pages_parse_tail(rec, tail, len, ret);
 	if (r < 0) {
-		free(tail);
+		if (own)
+			free(tail);
 		return r;
 	}
 	m->recs[m->ntails] = (struct mm_rec){.data = rec->data,
@@ -1039,7 +1044,7 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 					     .late = rec->late ? &ctx->r : NULL,
 					     .index = rec->index,
 					     .offset = rec->offset};
-	m->tails[m->ntails++] = tail;
+	m->tails[m->ntails++] = own ? tail : NULL; /* NULL: the index's */
 	return 0;
 }
 

@@ -49,7 +49,8 @@ struct mm_rst {
 	struct mm_rec *recs;    /* RESTART_LAZY: per chunk of pages, its record
 				 * (NULL once all are checked: mm_lazy_settle) */
 	uint8_t **tails;        /* RESTART_LAZY: per record, its table read by
-				 * pread (the chunks' extents point there) */
+				 * pread (the chunks' extents point there), or
+				 * NULL: the table is the image index's */
 	size_t ntails;
 	struct remote_files rf; /* while it is restored */
 	bool eager;             /* RESTART_LAZY, but restored before its children
