@@ -1179,7 +1179,11 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
 	/* to a file on a disk: page bytes by O_DIRECT, not through the page
-	 * cache (img.h; DESIGN.md "Writing to a disk"); elsewhere as before */
+	 * cache (img.h; DESIGN.md "Writing to a disk"); elsewhere as before.
+	 * The page records indexed for a lazy restart (a sealed image is read
+	 * whole: none) */
+	if (!ctx->seal && (r = img_writer_index(&ctx->w, MM_REC_PAGES)) < 0)
+		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
 	if (!ctx->seal) {
 		r = img_writer_direct(&ctx->w);
 		if (r < 0 && r != -EINVAL)

@@ -134,6 +134,8 @@ int rst_load_image(struct rst_ctx *ctx)
 		if (rec.flags) { /* ckpt writes none: a forged or newer image */
 			r = log_fail(&ctx->log, -EOPNOTSUPP, "record %u at offset %llu: unknown flags %#x",
 				     rec.index, (unsigned long long)rec.offset, rec.flags);
+		} else if (rec.type == IMG_REC_INDEX) {
+			r = 0; /* the reader's (img.h) */
 		} else if (rec.type == REC_CORE_TREE) {
 			r = tree_load(ctx, &rec);
 		} else if (rec.type == REC_CORE_TASK) {

@@ -36,6 +36,11 @@ struct mm_rec {
 	uint32_t part;          /* the crc32c of the first `checked` bytes: the
 				 * server checks a record a step at a time */
 	uint64_t checked;
+	/* a record found by the image's index (img_record.late): its frame,
+	 * pad and last bytes checked against the file first, then NULL */
+	const struct img_reader *late;
+	uint32_t index;
+	uint64_t offset;
 };
 
 struct mm_rst {
@@ -47,7 +52,8 @@ struct mm_rst {
 	struct mm_rec *recs;    /* RESTART_LAZY: per chunk of pages, its record
 				 * (NULL once all are checked: mm_lazy_settle) */
 	uint8_t **tails;        /* RESTART_LAZY: per record, its table read by
-				 * pread (the chunks' extents point there) */
+				 * pread (the chunks' extents point there), or
+				 * NULL: the table is the image index's */
 	size_t ntails;
 	struct remote_files rf; /* while it is restored */
 	bool eager;             /* RESTART_LAZY, but restored before its children

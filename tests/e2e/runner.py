@@ -6476,8 +6476,9 @@ http {{
                                        self.p(tag + ".log"), *self.t.get("rst_args", ())),
                         err=err, out=self.p(tag + ".out"))
         deadline = time.monotonic() + 30
-        if lazy and kind == "pages":
-            # --lazy checks a page record when the server first uses it: the
+        if lazy and kind in ("pages", "page-pad"):
+            # --lazy checks a page record (its data; its frame and pad, which
+            # the load took from the index) when the server first uses it: the
             # process may run until then; the server names the damage and
             # its guard kills it
             self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy of a damaged image")
@@ -7269,6 +7270,28 @@ http {{
         data = bytearray(good)
         struct.pack_into("<Q", data, off + length - 24, zlen + 8)  # the table's zlen
         struct.pack_into("<I", data, frame + 20, crc32c_fast(bytes(data[off:off + length])))
+        # the record alone: the image's index still has its old frame and
+        # table, which the load takes; the server compares them with the
+        # record before it uses it, and the guard kills the process
+        with open(self.p("img-zlen-stale"), "wb") as f:
+            f.write(data)
+        self.lazy_restart_killed(self.p("img-zlen-stale"), "restart-stale",
+                                 r"pid %d: its memory at [0-9a-f]+ cannot be served: .*is not "
+                                 r"what the image's index says" % self.pid)
+        # an index entry that names no record (in order, its checksum good):
+        # refused at load (an index that does not hold together is not used:
+        # every frame is read then)
+        stale = bytearray(good)
+        _, iframe, _, _, ioff, ilen = [r for r in walk_image(good) if r[2] == INDEX][0]
+        struct.pack_into("<Q", stale, ioff, struct.unpack_from("<Q", stale, ioff)[0] - 8)
+        struct.pack_into("<I", stale, iframe + 20, crc32c_fast(bytes(stale[ioff:ioff + ilen])))
+        with open(self.p("img-index"), "wb") as f:
+            f.write(stale)
+        self.refused_restart(self.p("img-index"), "an index entry that names no record",
+                             r"the image's index names a record at offset \d+, which is not "
+                             r"where a record starts", extra=["--lazy"])
+        # the index too, as whoever can write the file would: refused at load
+        reindex(data, frame)
         with open(self.p("img-zlen"), "wb") as f:
             f.write(data)
         self.refused_restart(self.p("img-zlen"), "a forged frame length",
@@ -7277,6 +7300,7 @@ http {{
         for i in range(off + zlen - 4, off + zlen):  # the frame's content checksum
             data[i] ^= 0x5a
         struct.pack_into("<I", data, frame + 20, crc32c_fast(bytes(data[off:off + length])))
+        reindex(data, frame)
         with open(img, "wb") as f:
             f.write(data)
         self.lazy_restart_killed(img, "restart", r"pid %d: its memory at [0-9a-f]+ cannot be "
@@ -8688,6 +8712,8 @@ HDR_SIZE_OFF = 12          # struct img_header.header_size
 FRAME = struct.Struct("<IIQII")  # type, flags, length, hdr_crc, data_crc
 PAD_MASK = 0xfff
 TRAILER = 0xffff
+INDEX = 0xfffe  # img.h IMG_REC_INDEX: entries of 96 bytes, a foot of 16
+INDEX_ENTRY = 96
 
 
 def walk_image(data):
@@ -8721,6 +8747,30 @@ def zstd_records(data):
         if r[5] >= 40 and data[end - 16:end - 12] == b"PGZ1":
             out.append((r[0], r[1], r[4], r[5], struct.unpack_from("<Q", data, end - 24)[0]))
     return out
+
+
+def reindex(data, frame):
+    """data (a bytearray) with the index entry (img.h, IMG_REC_INDEX) of the
+    record whose frame is at frame made the record's again: its data
+    checksum and last bytes, the index's own checksum recomputed."""
+    idx = [r for r in walk_image(bytes(data)) if r[2] == INDEX]
+    if not idx:
+        raise Fail("the image has no index record")
+    _, iframe, _, _, ioff, ilen = idx[0]
+    n = struct.unpack_from("<Q", data, ioff + ilen - 8)[0]
+    flen = struct.unpack_from("<Q", data, frame + 8)[0]
+    pad = struct.unpack_from("<I", data, frame + 4)[0] & PAD_MASK
+    end = frame + FRAME.size + flen
+    for i in range(n):
+        e = ioff + i * INDEX_ENTRY
+        if struct.unpack_from("<Q", data, e)[0] != frame:
+            continue
+        k = min(64, flen - pad)
+        data[e + 20:e + 24] = data[frame + 20:frame + 24]
+        data[e + 32:e + 32 + k] = data[end - k:end]
+        struct.pack_into("<I", data, iframe + 20, crc32c_fast(bytes(data[ioff:ioff + ilen])))
+        return
+    raise Fail("the index has no entry for the record at %d" % frame)
 
 
 def flip(data, off):
@@ -8757,6 +8807,23 @@ def d_pages(data, recs):
     off = r[4] + int(r[5] * 0.6)
     return flip(data, off), "byte %d: 60%% into record %d (type %d, %d bytes)" % (
         off, r[0], r[2], r[5])
+
+
+def d_page_pad(data, recs):
+    # the last pad byte before the largest page record's data: refused at
+    # load; --lazy: the frame and pad are the index's, compared with the
+    # file when the server first uses the record
+    r = max((r for r in recs[:-1] if r[3] & PAD_MASK), key=lambda r: r[5])
+    off = r[4] - 1
+    return flip(data, off), "byte %d: the pad before record %d's data" % (off, r[0])
+
+
+def d_index(data, recs):
+    # the middle of the index (the record before the trailer if none):
+    # --lazy does not take it, reads every frame and finds its checksum bad
+    r = ([r for r in recs if r[2] == INDEX] or [recs[-2]])[0]
+    off = r[4] + r[5] // 2
+    return flip(data, off), "byte %d: middle of the index, record %d" % (off, r[0])
 
 
 def d_trunc_half(data, recs):
@@ -8855,14 +8922,15 @@ def forged(name):
 
 
 DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
-           ("pages", d_pages), ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
+           ("pages", d_pages), ("page-pad", d_page_pad), ("index", d_index),
+           ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
            ("append", d_append), ("random", d_random), ("empty", d_empty),
            ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
            ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
            ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
            ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags")),
            ("ns-subtree", forged("ns_subtree"))]
-CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
+CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages", "page-pad", "index"}
 
 
 def damage_selftest(path):
