@@ -3,7 +3,10 @@
  * The fault-injection hook, linked only into the test binary ckpt-fault.
  * CKPT_FAULT=request:N kills ckpt (SIGKILL, itself) at its Nth ptrace
  * request, write:N at its Nth image record, commit right after a
- * checkpoint --kill's commit to the guardian; CKPT_FAULT=count prints the
+ * checkpoint --kill's commit to the guardian; precopy:PATH, after each
+ * process's pre-copy (a checkpoint with a parent, before the freeze),
+ * creates PATH.pre and waits (60 s at most) until PATH exists, which the
+ * test program makes once it wrote its pages again; CKPT_FAULT=count prints the
  * counts on stderr at exit. This is test code: it keeps its counts in
  * static variables, which the normal binary does not have.
  */
@@ -11,11 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/fault.h"
 
-static unsigned long counts[3], limit[3];
+static unsigned long counts[4], limit[4];
+static const char *precopy_path; /* precopy:PATH */
 static int mode; /* 0: off, 1: kill, 2: count */
 static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
 
@@ -40,6 +46,9 @@ __attribute__((constructor)) static void setup(void)
 	} else if (!strcmp(env, "commit")) {
 		mode = 1;
 		limit[CKPT_FAULT_COMMIT] = 1;
+	} else if (!strncmp(env, "precopy:", 8)) {
+		mode = 3;
+		precopy_path = env + 8;
 	} else if (!strncmp(env, "write:", 6)) {
 		mode = 1;
 		limit[CKPT_FAULT_WRITE] = strtoul(env + 6, NULL, 10);
@@ -51,6 +60,15 @@ void ckpt_fault_point(enum ckpt_fault what)
 	if (!mode || getpid() != ckpt_pid)
 		return;
 	counts[what]++;
+	if (mode == 3 && what == CKPT_FAULT_PRECOPY) {
+		char pre[4096];
+		snprintf(pre, sizeof(pre), "%s.pre", precopy_path);
+		int fd = open(pre, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+		for (int i = 0; i < 60000 && access(precopy_path, F_OK) != 0; i++)
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
 	if (mode == 1 && counts[what] == limit[what])
 		kill(getpid(), SIGKILL);
 }

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "core/ctx.h"
 #include "util/cleanup.h"
@@ -192,11 +193,8 @@ int rst_calls_end(struct rst_ctx *ctx, bool run)
 		/* its table at the end of its slice, after its data */
 		uint64_t table = (q->slice + CALLS_SLICE - q->n * PUPPET_STUB_ENTRY) &
 				 ~(uint64_t)(PUPPET_STUB_ENTRY - 1);
-		int e = table < q->slice + q->used ? run_alone(ctx, q) : write_data(q);
-		if (e < 0 && table >= q->slice + q->used)
-			log_fail(&ctx->log, e, "thread %d: cannot write to ckpt's scratch area: %s",
-				 q->t->pid, strerror(-e));
-		if (e < 0 || table < q->slice + q->used) {
+		if (table < q->slice + q->used) {
+			int e = run_alone(ctx, q);
 			r = r < 0 ? r : e;
 			continue;
 		}
@@ -206,8 +204,39 @@ int rst_calls_end(struct rst_ctx *ctx, bool run)
 		ns[np] = q->n;
 		tables[np++] = table;
 	}
+	/* the threads' data, all in their leader's memory: one write */
+	struct iovec l[PUPPET_MANY_MAX] = { 0 }, rm[PUPPET_MANY_MAX] = { 0 };
+	size_t nd = 0, len = 0;
+	for (size_t i = 0; i < np; i++) {
+		struct calls_q *q = qs[i];
+		if (q->used <= q->written)
+			continue;
+		l[nd] = (struct iovec){ q->data + q->written, q->used - q->written };
+		rm[nd++] = (struct iovec){ (void *)(uintptr_t)(q->slice + q->written),
+					   q->used - q->written };
+		len += q->used - q->written;
+	}
+	if (nd && process_vm_writev(ps[0]->pid, l, nd, rm, nd, 0) == (ssize_t)len)
+		for (size_t i = 0; i < np; i++)
+			qs[i]->written = qs[i]->used;
+	size_t nrun = 0;
+	for (size_t i = 0; i < np; i++) {
+		int e = write_data(qs[i]); /* what the one write did not */
+		if (e < 0) {
+			log_fail(&ctx->log, e, "thread %d: cannot write to ckpt's scratch area: %s",
+				 qs[i]->t->pid, strerror(-e));
+			r = r < 0 ? r : e;
+			continue;
+		}
+		qs[nrun] = qs[i];
+		ps[nrun] = ps[i];
+		calls[nrun] = calls[i];
+		ns[nrun] = ns[i];
+		tables[nrun++] = tables[i];
+	}
+	np = nrun;
 	if (np)
-		puppet_syscalls_many(ps, calls, ns, tables, np, err);
+		puppet_syscalls_many_vm(ps, calls, ns, tables, np, err);
 	for (size_t i = 0; i < np; i++) {
 		int e = check(ctx, qs[i]->t, qs[i]->c, qs[i]->what, qs[i]->hint, qs[i]->n, err[i]);
 		r = r < 0 ? r : e;

@@ -1155,8 +1155,11 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	int r, fd = ctx->image_fd;
 
 	fill_header(&h);
-	/* the image's id: a child image (incremental, mm-dirty.c) names it */
-	if (getrandom(ctx->image_id, sizeof(ctx->image_id), 0) != (ssize_t)sizeof(ctx->image_id))
+	/* the image's id: a child image (incremental, mm-dirty.c) names it;
+	 * drawn already if a pre-copy wrote it in the tracked processes */
+	static const uint8_t none[16];
+	if (!memcmp(ctx->image_id, none, sizeof(none)) &&
+	    getrandom(ctx->image_id, sizeof(ctx->image_id), 0) != (ssize_t)sizeof(ctx->image_id))
 		return log_fail(&ctx->log, -EIO, "cannot draw the image's id: %s", strerror(errno));
 	memcpy(h.image_id, ctx->image_id, sizeof(h.image_id));
 	if (ctx->flags & CKPT_COMPRESS) {
@@ -1175,7 +1178,11 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
 	/* to a file on a disk: page bytes by O_DIRECT, not through the page
-	 * cache (img.h; DESIGN.md "Writing to a disk"); elsewhere as before */
+	 * cache (img.h; DESIGN.md "Writing to a disk"); elsewhere as before.
+	 * The page records indexed for a lazy restart (a sealed image is read
+	 * whole: none) */
+	if (!ctx->seal && (r = img_writer_index(&ctx->w, MM_REC_PAGES)) < 0)
+		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
 	if (!ctx->seal) {
 		r = img_writer_direct(&ctx->w);
 		if (r < 0 && r != -EINVAL)
@@ -1405,8 +1412,10 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 int ckpt_let_go(struct ckpt_ctx *ctx)
 {
 	finish_tasks(ctx, !ctx->failed);
+	log_debug(&ctx->log, "tasks released");
 	/* the tasks run again (or, with CKPT_KILL, the lock stays for the restart) */
 	ckpt_netlock_unlock(ctx, !ctx->failed);
+	log_debug(&ctx->log, "unlocked");
 	puppet_guard_end(ctx->guard);
 	ctx->guard = NULL;
 	return 0;
@@ -1521,6 +1530,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	/* failing here is not fatal: ckpt_dump_begin tries again */
 	(void)!alloc_copy_bufs(&ctx);
 	r = seq_ckpt_run(&ctx);
+	mm_pre_end(&ctx, r < 0);
 	progress_end(&ctx.progress);
 	if (r >= 0) {
 		log_info(&ctx.log, "pid %d: checkpoint done%s", pid,

@@ -74,14 +74,15 @@ void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_re
 			  rec->type != type ? "unknown subtype" : "a second one", t->pid);
 		return NULL;
 	}
-	t->kstate[k] = rctx_unpack(ctx, rec, desc);
+	ProtobufCAllocator in = arena_protobuf(&ctx->msgs);
+	t->kstate[k] = protobuf_c_message_unpack(desc, &in, rec->len, rec->data);
+	if (!t->kstate[k]) {
+		char name[48];
+		log_error(&ctx->log, "record %u (%s) at offset %llu: cannot decode %s", rec->index,
+			  rec_type_name(rec->type, name, sizeof(name)),
+			  (unsigned long long)rec->offset, desc->name);
+	}
 	return t->kstate[k];
-}
-
-void rst_free_msg(void *state)
-{
-	if (state)
-		protobuf_c_message_free_unpacked(state, NULL);
 }
 
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid)

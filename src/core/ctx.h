@@ -33,6 +33,7 @@
 #include "kinds/kinds.h"
 #include "puppet/guard.h"
 #include "puppet/puppet.h"
+#include "util/arena.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -163,6 +164,7 @@ struct ckpt_ctx {
 	uint64_t mem_bytes;     /* page contents written (mm.c) */
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
+	struct mm_pre *mm_pre;  /* step "pre-copy"'s copies (mm-dirty.c) */
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
 	struct cg_self *cg_self;
 	/* the thread faulting buf in while the tree is seized (checkpoint.c) */
@@ -249,6 +251,14 @@ struct rst_ctx {
 	 * while it makes the tree (restart.c), which the sched kind gives
 	 * each task in its stead; NULL: not pinned */
 	cpu_set_t *affinity;
+	/* what every puppet has from ckpt until its sched restore (sched.c) */
+	struct sched_start *sched_start;
+	/* the messages of rctx_load_one (a kind's one record per task) and
+	 * the processes' thread arrays, freed with the context: thousands for a process of 1,000 threads, each a
+	 * malloc and a free (which faulted, pages shared copy-on-write with
+	 * the puppets forked meanwhile); left out of those forks (dontfork),
+	 * but with RESTART_LAZY (the server is forked from ckpt) */
+	struct arena msgs;
 };
 
 /* tree.c: restart's process tree (its steps: sequence.h) */
@@ -274,12 +284,12 @@ void *rctx_unpack(struct rst_ctx *ctx, const struct img_record *rec,
 /*
  * For a kind with one record per task: checks that rec is that record and
  * the task's first, unpacks it into t->kstate[k] and returns it; NULL
- * (logged) if not. The caller validates the fields.
+ * (logged) if not. The caller validates the fields. The message is the
+ * context's (ctx->msgs, freed with it): the kind never frees it (no
+ * free_rstate for it).
  */
 void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec,
 		    enum kind k, uint32_t type, const ProtobufCMessageDescriptor *desc);
-/* free_rstate for a state that is one unpacked message */
-void rst_free_msg(void *state);
 
 /* qsort/bsearch order of struct pid_index */
 int ctx_cmp_pid(const void *a, const void *b);

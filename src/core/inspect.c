@@ -280,6 +280,13 @@ static int print_record(struct out *o, const struct img_record *rec, bool first)
 		fputs(o->json ? ", \"data\": " : " ", o->f);
 		print_msg(o, m, 0);
 		protobuf_c_message_free_unpacked(m, NULL);
+	} else if (!o->json && rec->type == IMG_REC_INDEX &&
+		   rec->len >= sizeof(struct img_index_foot)) {
+		struct img_index_foot foot;
+		char of[48];
+		memcpy(&foot, rec->data + rec->len - sizeof(foot), sizeof(foot));
+		fprintf(o->f, " (raw data: %" PRIu64 " records of %s)", foot.n,
+			rec_type_name(foot.type, of, sizeof(of)));
 	} else {
 		fputs(o->json ? ", \"raw\": true" : " (raw data)", o->f);
 	}

@@ -268,7 +268,7 @@ void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
 				finished(&a);
 			continue;
 		}
-		puppet_syscalls_many_one_mm(ps, calls, ns, tables, np, err);
+		puppet_syscalls_many_vm(ps, calls, ns, tables, np, err);
 		/* each one's outputs, and only them, by one read */
 		struct iovec lv[PUPPET_MANY_MAX], rv[PUPPET_MANY_MAX];
 		size_t nv = 0, want = 0;

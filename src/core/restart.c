@@ -120,6 +120,8 @@ int rst_load_image(struct rst_ctx *ctx)
 	log_debug(&ctx->log, "image loaded: %zu bytes", ctx->r.size);
 	if (lazy && (r = mm_lazy_image(ctx)) < 0)
 		return r;
+	if (!lazy && !ctx->key)
+		mm_pages_checked_late(ctx);
 	r = img_reader_validate(&ctx->r, &err);
 	if (r < 0)
 		return image_error(ctx, r, &err);
@@ -132,6 +134,8 @@ int rst_load_image(struct rst_ctx *ctx)
 		if (rec.flags) { /* ckpt writes none: a forged or newer image */
 			r = log_fail(&ctx->log, -EOPNOTSUPP, "record %u at offset %llu: unknown flags %#x",
 				     rec.index, (unsigned long long)rec.offset, rec.flags);
+		} else if (rec.type == IMG_REC_INDEX) {
+			r = 0; /* the reader's (img.h) */
 		} else if (rec.type == REC_CORE_TREE) {
 			r = tree_load(ctx, &rec);
 		} else if (rec.type == REC_CORE_TASK) {
@@ -352,10 +356,11 @@ static void free_ctx(struct rst_ctx *ctx)
 		struct rst_task *t = &ctx->tasks[i];
 		for (size_t j = 0; j < t->nthreads; j++)
 			free_task(&t->threads[j]);
-		free(t->threads);
 		free_task(t);
 	}
 	puppet_forget(&ctx->init);
+	arena_free(&ctx->msgs);
+	free(ctx->sched_start);
 	free(ctx->tasks);
 	free(ctx->by_pid);
 	objhash_free(&ctx->objs, free_robj);
@@ -468,6 +473,9 @@ static int open_ctx(struct rst_ctx *ctx, pid_t pid, int fd, struct ckpt_opts *o)
 	if (r < 0)
 		return r;
 	ctx->flags = o->flags;
+	/* the puppets forked from ckpt never touch the messages; the lazy
+	 * server, forked too, keeps ckpt's memory */
+	ctx->msgs.dontfork = !(o->flags & RESTART_LAZY);
 	ctx->pidns = o->flags & RESTART_PIDNS;
 	ctx->image_fd = fd;
 	/* forked now, while ckpt is small */

@@ -11,6 +11,7 @@
 #include "core/sequence.h"
 
 #include "core/netlock.h"
+#include "kinds/mm.h"
 
 /*
  * Checkpoint. Nothing is written before "dump": a refusal at "collect" or
@@ -18,6 +19,9 @@
  * fsync'd before a task is killed (CKPT_KILL, at "let go").
  */
 const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
+	/* the tree runs: with a parent, the pages written since it copied
+	 * (mm-dirty.c); under the freeze only what is written after */
+	[CKPT_PRE_COPY] = { "pre-copy", mm_pre_copy, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
 	/* the tree runs: new clients of its listeners held out until it has
 	 * accepted what they queued (netdrain.c) */
 	[CKPT_HOLD_OUT] = { "hold out", ckpt_netlock_hold, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
@@ -35,19 +39,27 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	 * (in a pre-copy round, only the kinds that have a dump_live op) */
 	[CKPT_DUMP] = { "dump", ckpt_dump_begin, ckpt_task_begin, KOP(dump), STEP_TASKS, 0, NULL },
 	/* the trailer: the image is complete */
-	[CKPT_IMAGE_END] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
+	/* (a tree that runs on has it after "let go": the fsync is not frozen time) */
+	[CKPT_IMAGE_END] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE,
+			     STEP_NOT_LIVE | STEP_HELD, NULL },
 	/* would a restart by this caller work? (precheck.c, which runs the
 	 * kinds' op for each task, and the dry run of CKPT_VERIFY) */
 	[CKPT_CHECK_RESTORE] = { "check restore", precheck_restore, NULL, KOP(check_restore),
 				 STEP_EACH, STEP_KILL, "a restart would fail: " },
 	/* the caller names the image; CKPT_KILL: the guardian kills if ckpt dies */
-	[CKPT_IMAGE_DONE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE, STEP_NOT_LIVE,
-			       NULL },
+	[CKPT_IMAGE_DONE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE,
+			      STEP_NOT_LIVE | STEP_HELD, NULL },
 	/* what collect put in the tasks taken out, while they are held */
 	[CKPT_FINISH] = { "finish", NULL, NULL, KOP(finish), STEP_ONCE, STEP_VOID | STEP_ALWAYS,
 			  NULL },
 	/* the tasks released (or left stopped), or with CKPT_KILL killed */
 	[CKPT_LET_GO] = { "let go", ckpt_let_go, NULL, 0, STEP_NONE, STEP_ALWAYS, NULL },
+	/* a tree that runs on: its image completed (the trailer, fsync) and
+	 * named once it runs again; nothing it does now is in the image */
+	[CKPT_IMAGE_END_LATE] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE,
+				  STEP_NOT_LIVE | STEP_RUNS_ON, NULL },
+	[CKPT_IMAGE_DONE_LATE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE,
+				   STEP_NOT_LIVE | STEP_RUNS_ON, NULL },
 	/* what the dead tree held outside itself, now the image's */
 	[CKPT_AFTER_KILL] = { "after kill", NULL, NULL, KOP(after_kill), STEP_ONCE,
 			      STEP_VOID | STEP_KILL, NULL },
@@ -395,7 +407,9 @@ int seq_ckpt_run(struct ckpt_ctx *ctx)
 		if ((ctx->failed && !(st->when & STEP_ALWAYS)) ||
 		    ((st->when & STEP_KILL) && !(ctx->flags & CKPT_KILL)) ||
 		    ((st->when & STEP_LIVE) && !(ctx->flags & CKPT_PRECOPY)) ||
-		    ((st->when & STEP_NOT_LIVE) && (ctx->flags & CKPT_PRECOPY)))
+		    ((st->when & STEP_NOT_LIVE) && (ctx->flags & CKPT_PRECOPY)) ||
+		    ((st->when & STEP_HELD) && !(ctx->flags & (CKPT_KILL | CKPT_LEAVE_FROZEN))) ||
+		    ((st->when & STEP_RUNS_ON) && (ctx->flags & (CKPT_KILL | CKPT_LEAVE_FROZEN))))
 			continue;
 		struct step_times times = { 0 };
 		uint64_t t0 = now_us();

@@ -78,6 +78,7 @@ int rst_clean_tasks(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 int rst_release_tree(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 enum ckpt_step_id {
+	CKPT_PRE_COPY,
 	CKPT_HOLD_OUT,
 	CKPT_SEIZE,
 	CKPT_COLLECT,
@@ -88,6 +89,8 @@ enum ckpt_step_id {
 	CKPT_IMAGE_DONE,
 	CKPT_FINISH,
 	CKPT_LET_GO,
+	CKPT_IMAGE_END_LATE,
+	CKPT_IMAGE_DONE_LATE,
 	CKPT_AFTER_KILL,
 	CKPT_UNLOCK_MOVED,
 	CKPT_LIVE,
@@ -118,6 +121,10 @@ struct ckpt_step {
 /* only in a pre-copy round (CKPT_PRECOPY); not in one */
 #define STEP_LIVE 16u
 #define STEP_NOT_LIVE 32u
+/* only when the tree is killed or left frozen (CKPT_KILL, CKPT_LEAVE_FROZEN);
+ * only when it runs on after the checkpoint (neither) */
+#define STEP_HELD 64u
+#define STEP_RUNS_ON 128u
 
 extern const struct ckpt_step ckpt_sequence[CKPT_NSTEPS];
 

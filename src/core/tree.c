@@ -62,9 +62,15 @@ static int load_threads(struct rst_ctx *ctx, const struct img_record *rec, struc
 				rec->index, t->pid, tt->n_tids, tt->has_nthreads ? tt->nthreads : 1);
 	if (!tt->n_tids)
 		return 0;
-	t->threads = calloc(tt->n_tids, sizeof(*t->threads));
+	if (tt->n_tids >= PID_MAX_LIMIT)
+		return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: %zu thread ids", rec->index,
+				t->pid, tt->n_tids);
+	/* the context's (ctx->msgs): left out of the puppets' forks, so that
+	 * writing the threads' puppets costs no copy-on-write fault */
+	t->threads = arena_alloc(&ctx->msgs, tt->n_tids * sizeof(*t->threads));
 	if (!t->threads)
 		return -ENOMEM;
+	memset(t->threads, 0, tt->n_tids * sizeof(*t->threads));
 	for (size_t i = 0; i < tt->n_tids; i++) {
 		if (!tt->tids[i] || tt->tids[i] >= PID_MAX_LIMIT)
 			return log_fail(&ctx->log, -EINVAL, "record %u: pid %d: thread id %u",

@@ -41,6 +41,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the image is little-e
 _Static_assert(sizeof(struct img_header) == 140, "struct img_header is part of the format");
 _Static_assert(sizeof(struct img_frame) == 24, "struct img_frame is part of the format");
 _Static_assert(sizeof(struct img_trailer) == 24, "struct img_trailer is part of the format");
+_Static_assert(sizeof(struct img_index_entry) == 96 && sizeof(struct img_index_foot) == 16,
+	       "the index is part of the format");
 _Static_assert(IMG_FLAG_PAD_MASK == IMG_PAGE_SIZE - 1, "a pad must fit the flags");
 
 #define FRAME_CRC_LEN offsetof(struct img_frame, hdr_crc)
@@ -275,6 +277,9 @@ void img_writer_drop(struct img_writer *w)
 	if (!w)
 		return;
 	direct_off(w);
+	free(w->index);
+	w->index = NULL;
+	w->nindex = 0;
 	free(w->buf);
 	w->buf = NULL;
 	w->buf_len = 0;
@@ -314,6 +319,36 @@ int img_writer_init_sealed(struct img_writer *w, int fd, struct img_seal *seal,
 	return 0;
 }
 
+/* An index entry for the record of frame f about to be written at
+ * w->offset: the frame and the last bytes of iov (len bytes). */
+static int index_add(struct img_writer *w, const struct img_frame *f, const struct iovec *iov,
+		     size_t cnt, uint64_t len)
+{
+	if (w->nindex >= IMG_INDEX_MAX)
+		return -EOVERFLOW;
+	if (w->nindex % 256 == 0) {
+		struct img_index_entry *n = realloc(w->index, (w->nindex + 256) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		w->index = n;
+	}
+	struct img_index_entry *e = &w->index[w->nindex];
+	*e = (struct img_index_entry){.offset = w->offset,
+				      .length = f->length,
+				      .flags = f->flags,
+				      .data_crc = f->data_crc,
+				      .end_len = (uint32_t)MIN(len, (uint64_t)IMG_INDEX_END)};
+	/* the last end_len bytes, from the iovecs' ends backwards */
+	size_t want = e->end_len;
+	for (size_t i = cnt; want && i-- > 0;) {
+		size_t k = MIN(want, iov[i].iov_len);
+		memcpy(e->end + want - k, (const uint8_t *)iov[i].iov_base + iov[i].iov_len - k, k);
+		want -= k;
+	}
+	w->nindex++;
+	return 0;
+}
+
 /*
  * One record: frame, pad (aligned only) and data, in one writev() where the
  * kernel takes it. The trailer goes through here too, and is not counted.
@@ -350,6 +385,8 @@ static int write_record(struct img_writer *w, uint32_t type, uint32_t flags,
 	f.hdr_crc = img_crc32c(0, &f, FRAME_CRC_LEN);
 	f.data_crc = crc;
 
+	if (aligned && w->index_type == type && (r = index_add(w, &f, iov, cnt, len)) < 0)
+		return r;
 	head[0] = (struct iovec){ .iov_base = &f, .iov_len = sizeof(f) };
 	head[1] = (struct iovec){ .iov_base = (void *)zero_pad, .iov_len = pad };
 	size_t dlen = aligned ? direct_len(w, iov, cnt) : 0;
@@ -398,6 +435,14 @@ int img_write_aligned_crc(struct img_writer *w, uint32_t type, const struct iove
 	return write_record(w, type, 0, iov, (size_t)iovcnt, true, &crc);
 }
 
+int img_writer_index(struct img_writer *w, uint32_t type)
+{
+	if (!w || w->finished || !user_type(type) || type == IMG_REC_INDEX)
+		return -EINVAL;
+	w->index_type = type;
+	return 0;
+}
+
 int img_writer_finish(struct img_writer *w)
 {
 	struct img_trailer t;
@@ -407,6 +452,15 @@ int img_writer_finish(struct img_writer *w)
 
 	if (!w || w->finished)
 		return -EINVAL;
+	if (w->nindex) {
+		struct img_index_foot foot = {
+		    .type = w->index_type, .magic = IMG_INDEX_MAGIC, .n = w->nindex};
+		struct iovec x[2] = {{w->index, w->nindex * sizeof(*w->index)},
+				     {&foot, sizeof(foot)}};
+		r = write_record(w, IMG_REC_INDEX, 0, x, 2, false, NULL);
+		if (r < 0)
+			return r;
+	}
 	t = (struct img_trailer){
 		.records = w->records,
 		.data_bytes = w->data_bytes,
@@ -671,6 +725,22 @@ int img_reader_pread(const struct img_reader *r, const uint8_t *at, void *buf, s
 int img_reader_end(const struct img_reader *r, const struct img_record *rec, const uint8_t **ret,
 		   size_t *len)
 {
+	if (r && rec && r->idx && rec->type == r->crc_later) { /* the index's, by offset */
+		size_t lo = 0, hi = r->nidx;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (r->idx[mid].offset < rec->offset)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo >= r->nidx || r->idx[lo].offset != rec->offset ||
+		    r->idx[lo].end_len > rec->len)
+			return -ENOENT;
+		*ret = r->idx[lo].end;
+		*len = r->idx[lo].end_len;
+		return 1;
+	}
 	size_t lo = 0, hi = r && rec ? r->nends : 0;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -807,26 +877,49 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	uint8_t buf[IMG_END_KEEP + sizeof(f) + IMG_PAGE_SIZE];
 	uint8_t *head = buf + IMG_END_KEEP;
 	bool kept = r->sparse && r->validated && r->next_index < r->nframes;
+	/* a record of the index: its frame is the index's (checked against
+	 * the file when the record is used), not read now */
+	const struct img_index_entry *ie =
+	    r->idx && !kept && r->idx_next < r->nidx && r->idx[r->idx_next].offset == pos
+		? &r->idx[r->idx_next]
+		: NULL;
+	bool late = ie || (kept && r->idx && r->frames[r->next_index].type == r->crc_later);
+	if (r->idx && !kept && !ie && r->idx_next < r->nidx && r->idx[r->idx_next].offset < pos)
+		return fail(err, -EINVAL, idx, pos, 0,
+			    "the image's index names a record at offset "
+			    "%llu, which is not where a record starts",
+			    (unsigned long long)r->idx[r->idx_next].offset);
 	size_t upto = ((pos + sizeof(f)) / IMG_PAGE_SIZE + 1) * IMG_PAGE_SIZE - pos;
 	size_t got = r->sparse ? MIN(left, upto) : sizeof(f);
 	/* the previous record's last bytes too, when its data is checked
-	 * later: it ends here, so they are in the same pread (and page) */
-	const struct img_frame *prev = r->sparse && !kept && r->nframes &&
+	 * later (and the index did not give them): it ends here, so they
+	 * are in the same pread (and page) */
+	const struct img_frame *prev = r->sparse && !kept && !ie && !r->idx && r->nframes &&
 					       r->next_index == r->nframes
-					       ? &r->frames[r->nframes - 1] : NULL;
+					       ? &r->frames[r->nframes - 1]
+					       : NULL;
 	size_t end = prev && r->crc_later && prev->type == r->crc_later
 			     ? MIN((size_t)IMG_END_KEEP, (size_t)(prev->length -
 								   (prev->flags & IMG_FLAG_PAD_MASK)))
 			     : 0;
-	if (r->sparse && !kept && img_reader_pread(r, r->base + pos - end, head - end, got + end) < 0)
+	if (ie) {
+		f = (struct img_frame){.type = r->crc_later,
+				       .flags = ie->flags,
+				       .length = ie->length,
+				       .data_crc = ie->data_crc};
+		f.hdr_crc = img_crc32c(0, &f, FRAME_CRC_LEN);
+		end = 0; /* img_reader_end() finds it in the index */
+	} else if (r->sparse && !kept &&
+		   img_reader_pread(r, r->base + pos - end, head - end, got + end) < 0) {
 		return fail(err, -EIO, idx, pos, 0, "cannot read the frame");
+	}
 	if (end && r->nends % 256 == 0) {
 		struct img_end *ne = realloc(r->ends, (r->nends + 256) * sizeof(*ne));
 		if (!ne)
 			return fail(err, -ENOMEM, idx, pos, 0, "out of memory");
 		r->ends = ne;
 	}
-	if (end) {
+	if (end) { /* the record before's */
 		struct img_end *e = &r->ends[r->nends++];
 		e->index = r->next_index - 1;
 		e->len = (uint32_t)end;
@@ -834,8 +927,11 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	}
 	if (kept)
 		f = r->frames[r->next_index];
-	else
+	else if (!ie)
 		memcpy(&f, r->sparse ? head : r->base + pos, sizeof(f));
+	if (r->idx && !ie && !kept && f.type == r->crc_later)
+		return fail(err, -EINVAL, idx, pos, f.type,
+			    "the record is not in the image's index");
 	if (img_crc32c(0, &f, FRAME_CRC_LEN) != f.hdr_crc)
 		return fail(err, -EBADMSG, idx, pos, 0, "frame checksum mismatch");
 	left -= sizeof(f);
@@ -863,13 +959,21 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 			    "pad %zu does not align the data (at offset %zu)", pad, data_off);
 	if (pad && r->sparse && !kept && pad > got - sizeof(f)) /* not after the checks above */
 		return fail(err, -EINVAL, idx, pos, f.type, "pad %zu runs past a page", pad);
-	if (pad && !kept &&
+	if (ie && ie->end_len != MIN((uint64_t)IMG_INDEX_END, f.length - pad))
+		return fail(err, -EINVAL, idx, pos, f.type, "its index entry keeps %u end bytes",
+			    ie->end_len);
+	if (pad && !kept && !ie &&
 	    memcmp(r->sparse ? head + sizeof(f) : r->base + pos + sizeof(f), zero_pad, pad))
 		return fail(err, -EINVAL, idx, pos, f.type, "pad is not zero");
 	/* once validated, data checksums are not computed again (frames are) */
 	if (!r->validated && img_crc32c(0, r->base + data_off, data_len) != f.data_crc)
 		return fail(err, -EBADMSG, idx, pos, f.type, "data checksum mismatch");
 
+	if (f.type == IMG_REC_TRAILER && r->idx && !kept && r->idx_next < r->nidx)
+		return fail(err, -EINVAL, idx, pos, f.type,
+			    "the image's index names a record at "
+			    "offset %llu, which is not where a record starts",
+			    (unsigned long long)r->idx[r->idx_next].offset);
 	if (f.type == IMG_REC_TRAILER)
 		return check_trailer(r, &f, pos, err);
 	if (r->next_index == UINT32_MAX)
@@ -883,7 +987,9 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 		.data = r->base + data_off,
 		.len = data_len,
 		.data_crc = f.data_crc,
+		.late = late,
 	};
+	r->idx_next += ie != NULL;
 	if (r->sparse && r->next_index == r->nframes) {
 		if (r->nframes % 256 == 0) {
 			struct img_frame *nf = realloc(r->frames, (r->nframes + 256) * sizeof(*nf));
@@ -896,6 +1002,84 @@ int img_reader_next(struct img_reader *r, struct img_record *ret, struct img_err
 	r->pos = data_off + data_len;
 	r->data_sum += data_len;
 	r->next_index++;
+	return 0;
+}
+
+/*
+ * A sparse reader's index (validation with crc_later): the foot before the
+ * trailer, then the index record, each read with one pread and checked
+ * (frame, checksum, every entry inside the records before it, in order,
+ * not overlapping). Anything that does not check leaves r without an
+ * index, and the walk reads every frame: an image without one (older), or
+ * whose index is damaged (the walk then finds the damage and names it).
+ */
+static void load_index(struct img_reader *r)
+{
+	struct {
+		struct img_index_foot foot;
+		struct img_frame f;
+		struct img_trailer t;
+	} __attribute__((packed)) tail;
+	size_t hs = sizeof(struct img_header);
+	if (r->size < hs + sizeof(struct img_frame) + sizeof(tail) ||
+	    img_reader_pread(r, r->base + r->size - sizeof(tail), &tail, sizeof(tail)) < 0)
+		return;
+	if (tail.f.type != IMG_REC_TRAILER || tail.f.length != sizeof(tail.t) ||
+	    tail.foot.magic != IMG_INDEX_MAGIC || tail.foot.type != r->crc_later || !tail.foot.n ||
+	    tail.foot.n > IMG_INDEX_MAX)
+		return;
+	size_t len = tail.foot.n * sizeof(struct img_index_entry) + sizeof(tail.foot);
+	size_t before = r->size - sizeof(tail) + sizeof(tail.foot); /* where the index ends */
+	if (before < hs + sizeof(struct img_frame) + len)
+		return;
+	size_t at = before - len - sizeof(struct img_frame);
+	uint8_t *b = malloc(sizeof(struct img_frame) + len);
+	struct img_frame f;
+	if (!b || img_reader_pread(r, r->base + at, b, sizeof(f) + len) < 0)
+		goto out;
+	memcpy(&f, b, sizeof(f));
+	if (f.type != IMG_REC_INDEX || f.flags || f.length != len ||
+	    img_crc32c(0, &f, FRAME_CRC_LEN) != f.hdr_crc ||
+	    img_crc32c(0, b + sizeof(f), len) != f.data_crc)
+		goto out;
+	struct img_index_entry *e = (struct img_index_entry *)(b + sizeof(f));
+	uint64_t next = hs; /* the entries lie in order before the index */
+	for (size_t i = 0; i < tail.foot.n; i++) {
+		uint64_t pad = e[i].flags & IMG_FLAG_PAD_MASK;
+		if (e[i].offset < next || e[i].offset > at || at - e[i].offset < sizeof(f) ||
+		    e[i].length > at - e[i].offset - sizeof(f) || pad > e[i].length ||
+		    e[i].reserved ||
+		    e[i].end_len != MIN((uint64_t)IMG_INDEX_END, e[i].length - pad))
+			goto out;
+		next = e[i].offset + sizeof(f) + e[i].length;
+	}
+	memmove(b, e, len - sizeof(tail.foot));
+	r->idx = (struct img_index_entry *)b;
+	r->nidx = tail.foot.n;
+	r->idx_next = 0; /* the validation's walk meets them all, once */
+	return;
+out:
+	free(b);
+}
+
+int img_reader_verify(const struct img_reader *r, uint32_t index, uint64_t offset)
+{
+	if (!r || !r->base || index >= r->nframes || offset > r->size)
+		return -EINVAL;
+	/* through the mapping: the caller reads the record's bytes from it
+	 * next (the lazy server has no fd of the image) */
+	const struct img_frame *f = &r->frames[index];
+	size_t pad = f->flags & IMG_FLAG_PAD_MASK;
+	const uint8_t *p = r->base + offset, *end;
+	size_t end_len;
+	struct img_record rec = {
+		.type = f->type, .index = index, .offset = offset, .len = f->length - pad };
+	if (f->length > r->size - offset - sizeof(*f) ||
+	    img_reader_end(r, &rec, &end, &end_len) < 0)
+		return -EINVAL; /* not a record of r's */
+	if (memcmp(p, f, sizeof(*f)) || memcmp(p + sizeof(*f), zero_pad, pad) ||
+	    memcmp(p + sizeof(*f) + f->length - end_len, end, end_len))
+		return -EPROTO;
 	return 0;
 }
 
@@ -924,6 +1108,7 @@ struct crc_job {
 	size_t next;            /* atomic */
 	size_t first_bad;       /* atomic min; n if none */
 	uint32_t skip;          /* a type whose data is checked later, or 0 */
+	bool indexed;		/* the index record's checksum was checked (load_index) */
 };
 
 static void *crc_worker(void *arg)
@@ -934,6 +1119,7 @@ static void *crc_worker(void *arg)
 		if (i >= j->n)
 			break;
 		if ((j->skip && j->type[i] == j->skip) ||
+		    (j->indexed && j->type[i] == IMG_REC_INDEX) ||
 		    img_crc32c(0, j->data[i], j->len[i]) == j->crc[i])
 			continue;
 		size_t cur = __atomic_load_n(&j->first_bad, __ATOMIC_RELAXED);
@@ -948,8 +1134,16 @@ static int check_data(struct img_reader *r, size_t n, const size_t *off, const u
 		      const uint64_t *len, const uint32_t *type, const uint32_t *crc, uint64_t total,
 		      struct img_error *err)
 {
-	struct crc_job j = { .base = r->base, .frame_off = off, .data = data, .len = len,
-			     .type = type, .crc = crc, .n = n, .first_bad = n, .skip = r->crc_later };
+	struct crc_job j = {.base = r->base,
+			    .frame_off = off,
+			    .data = data,
+			    .len = len,
+			    .type = type,
+			    .crc = crc,
+			    .n = n,
+			    .first_bad = n,
+			    .skip = r->crc_later,
+			    .indexed = r->idx != NULL};
 	pthread_t helper;
 	bool two = total >= (32u << 20) && pthread_create(&helper, NULL, crc_worker, &j) == 0;
 
@@ -977,6 +1171,8 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 	/* frames only on this pass: data checksums below */
 	r->validated = true;
 	img_reader_rewind(r);
+	if (r->sparse && r->crc_later && !r->idx && !r->nframes)
+		load_index(r);
 	while ((ret = img_reader_next(r, &rec, err)) == 0) {
 		if (n == cap) {
 			cap = cap ? 2 * cap : 256;
@@ -1007,7 +1203,10 @@ int img_reader_validate(struct img_reader *r, struct img_error *err)
 		crc[n] = rec.data_crc;
 		/* what check_data() reads: a record checked later is not (the
 		 * helper thread is made only for enough bytes to share) */
-		total += r->crc_later && rec.type == r->crc_later ? 0 : rec.len;
+		total += (r->crc_later && rec.type == r->crc_later) ||
+				 (r->idx && rec.type == IMG_REC_INDEX)
+			     ? 0
+			     : rec.len;
 		n++;
 	}
 	if (ret == -ENODATA) {
@@ -1043,6 +1242,7 @@ void img_reader_close(struct img_reader *r)
 		close(r->fd);
 	free(r->frames);
 	free(r->ends);
+	free(r->idx);
 	if (r->base && r->size)
 		munmap(r->base, r->size);
 	*r = (struct img_reader){ 0 };

@@ -4,6 +4,8 @@
  *
  *   header   struct img_header, fixed size, little-endian, own crc
  *   records  { struct img_frame; pad; data } ...
+ *   index    (optional) a record of type IMG_REC_INDEX: where the records of
+ *            one type are and how they end (img_writer_index)
  *   trailer  a record of type IMG_REC_TRAILER carrying struct img_trailer
  *
  * Invariants:
@@ -32,6 +34,7 @@
                         * timens, netns, mnt (December 2026); 1 is refused */
 #define IMG_PAGE_SIZE 4096u
 #define IMG_REC_TRAILER 0xffffu
+#define IMG_REC_INDEX	  0xfffeu /* the index, last before the trailer */
 #define IMG_FLAG_PAD_MASK 0xfffu
 #define IMG_MAX_RECORD (1ull << 32) /* no record payload is larger */
 #define IMG_HDR_ZSTD 0x1u /* page store records may be zstd-compressed (pages.h) */
@@ -76,6 +79,33 @@ struct img_trailer {
 #define IMG_TRAILER_MAGIC 0x444e4521u /* "!END" */
 
 /*
+ * The index (IMG_REC_INDEX): for every record of one type, in stream
+ * order, its frame and its last bytes, so that a sparse reader finds
+ * those records without reading their frames (one pread each, hundreds
+ * for a large image). Its data: entries[n], then struct img_index_foot.
+ * It is what the writer saw: a reader that skips the frames it names
+ * checks them later, against the file (img_reader_verify), before it
+ * uses the record's bytes.
+ */
+#define IMG_INDEX_END 64
+struct img_index_entry {
+	uint64_t offset;	    /* of the record's frame in the stream */
+	uint64_t length;	    /* the frame's: pad + data */
+	uint32_t flags;		    /* the frame's (the pad) */
+	uint32_t data_crc;	    /* the frame's */
+	uint32_t end_len;	    /* min(IMG_INDEX_END, data length) */
+	uint32_t reserved;	    /* 0 */
+	uint8_t end[IMG_INDEX_END]; /* the data's last end_len bytes, then zeros */
+} __attribute__((packed));
+struct img_index_foot {
+	uint32_t type;	/* of the records indexed */
+	uint32_t magic; /* IMG_INDEX_MAGIC */
+	uint64_t n;	/* entries */
+} __attribute__((packed));
+#define IMG_INDEX_MAGIC 0x31584449u /* "IDX1" */
+#define IMG_INDEX_MAX	(1u << 24)  /* entries a reader takes */
+
+/*
  * crc32c (Castagnoli); hardware-accelerated when the CPU has SSE4.2.
  * Chained calls compose: img_crc32c(img_crc32c(0, a), b) == img_crc32c(0, a || b).
  */
@@ -113,6 +143,11 @@ struct img_writer {
 	int dfd;
 	uint64_t dbase;         /* fd's position at stream offset 0 */
 	uint64_t direct_bytes;  /* written through dfd so far */
+	/* img_writer_index: the aligned records of index_type written so
+	 * far, written as the index record before the trailer */
+	uint32_t index_type;
+	struct img_index_entry *index;
+	size_t nindex;
 };
 
 /* Writes the header. hdr->magic, version, header_size and crc are filled in. */
@@ -146,8 +181,11 @@ int img_write_aligned_crc(struct img_writer *w, uint32_t type, const struct iove
  * the ordinary way. img_writer_finish's fsync covers both ways.
  */
 int img_writer_direct(struct img_writer *w) __attribute__((warn_unused_result));
-/* Writes the trailer (sealed: and the final chunk) and, if fd is a regular
- * file, fsyncs it. */
+/* From now on, the aligned records of type are indexed: img_writer_finish
+ * writes the index (IMG_REC_INDEX) before the trailer. */
+int img_writer_index(struct img_writer *w, uint32_t type) __attribute__((warn_unused_result));
+/* Writes the index (img_writer_index), the trailer (sealed: and the final
+ * chunk) and, if fd is a regular file, fsyncs it. */
 int img_writer_finish(struct img_writer *w) __attribute__((warn_unused_result));
 /* Frees what the writer holds (its records not written yet are dropped):
  * for a writer given up before img_writer_finish, which frees it too. */
@@ -163,6 +201,10 @@ struct img_record {
 	const uint8_t *data;    /* points into the reader's buffer */
 	uint64_t len;           /* data length (pad excluded) */
 	uint32_t data_crc;      /* the frame's: crc32c of data */
+	/* a sparse reader's record found by the index: its frame (the
+	 * fields above), pad and last bytes are the index's, not checked
+	 * against the file yet: img_reader_verify() before the data is used */
+	bool late;
 };
 
 struct img_error {
@@ -211,6 +253,13 @@ struct img_reader {
 	 * the next frame in the same pread (img_reader_end()) */
 	struct img_end *ends;
 	size_t nends;
+	/* sparse, validating with crc_later: the image's index of the records
+	 * of type crc_later (checked: its checksums, the entries in order and
+	 * inside the records before it), or NULL (no index, or one that
+	 * does not check: every frame is read) */
+	struct img_index_entry *idx;
+	size_t nidx;
+	size_t idx_next; /* the entry the walk meets next */
 };
 
 /* Loads the stream and checks the header. A sealed image (seal.h) is
@@ -225,10 +274,18 @@ int img_reader_open(struct img_reader *r, int fd, struct img_error *err)
 int img_reader_open_lazy(struct img_reader *r, int fd, struct img_error *err)
 	__attribute__((warn_unused_result));
 /* A sparse reader's copy of the last bytes (up to IMG_END_KEEP) of record
- * rec, of type crc_later, read with the frame that follows it: *ret and
- * *len, 0; -ENOENT if there is none (the caller reads them itself). */
+ * rec, of type crc_later, read with the frame that follows it (*ret valid
+ * until the next img_reader_next(): 0), or the index's (*ret valid until
+ * img_reader_close(): 1); *len bytes. -ENOENT if there is none (the
+ * caller reads them itself). */
 int img_reader_end(const struct img_reader *r, const struct img_record *rec, const uint8_t **ret,
 		   size_t *len) __attribute__((warn_unused_result));
+/* A late record (img_record.late, found by the index; its index and
+ * offset): its frame and pad as in the file (read through the mapping),
+ * checked against what the index said, and its last bytes against the
+ * index's. 0; -EPROTO if they differ (the image is damaged or forged). */
+int img_reader_verify(const struct img_reader *r, uint32_t index, uint64_t offset)
+    __attribute__((warn_unused_result));
 /* Copies len bytes at at (inside r's buffer) to buf: with pread() for a
  * sparse reader (the mapping is not touched), else memcpy. -EINVAL outside
  * the image, -EIO if the file is shorter now. */

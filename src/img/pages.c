@@ -861,6 +861,18 @@ static int apply_z(const struct pages_chunk *c, struct zwork *w, uint8_t *buf, p
 }
 #endif
 
+int pages_check_run(struct pages_check *k)
+{
+	int s = __atomic_load_n(&k->state, __ATOMIC_ACQUIRE);
+	if (!s) {
+		/* two workers with pieces of one record may both compute it:
+		 * the same answer, and rarer than a lock is dear */
+		s = img_crc32c(0, k->data, k->len) == k->crc ? 1 : -EBADMSG;
+		__atomic_store_n(&k->state, s, __ATOMIC_RELEASE);
+	}
+	return s < 0 ? s : 0;
+}
+
 struct apply_job {
 	const struct pages_set *s;
 	pages_put_fn put;
@@ -881,8 +893,8 @@ static void *apply_worker(void *p)
 			break;
 		const struct pages_chunk *ch = &j->s->c[c];
 		uint64_t off = ch->x[0].off;
-		int r = 0;
-		if (ch->z && !buf && !(buf = malloc(PIECE)))
+		int r = ch->check ? pages_check_run(ch->check) : 0;
+		if (r >= 0 && ch->z && !buf && !(buf = malloc(PIECE)))
 			r = -ENOMEM;
 		if (r >= 0)
 			r = ch->z ? apply_z(ch, &zw, buf, j->put, j->arg, &off)

@@ -203,6 +203,25 @@ void pages_writer_release(struct pages_writer *pw);
 
 /* --- restart ----------------------------------------------------------- */
 
+/*
+ * A record whose data checksum the reader left to its user (an eager
+ * restart's page records: img_reader.crc_later): pages_set_apply() checks
+ * it in the worker that takes the first of its chunks, just before their
+ * bytes are used, so that the image is read once. Shared by the pieces of
+ * a record; state is atomic.
+ */
+struct pages_check {
+	const uint8_t *data;    /* the record's data, len bytes, crc its crc32c */
+	uint64_t len;
+	uint32_t crc;
+	uint32_t index;         /* the record's, for the caller's message */
+	uint64_t offset;
+	int state;              /* 0 not checked, 1 good, -EBADMSG damaged */
+};
+
+/* Checks k once (later calls return the first answer): 0 or -EBADMSG. */
+int pages_check_run(struct pages_check *k) __attribute__((warn_unused_result));
+
 /* One record's pages; x and data point into the record. */
 struct pages_chunk {
 	uint64_t tag;
@@ -212,6 +231,7 @@ struct pages_chunk {
 	uint64_t bytes;
 	const uint8_t *z;       /* compressed: the zstd frame, zlen bytes; else NULL */
 	uint64_t zlen;
+	struct pages_check *check; /* checked before use, or NULL (already checked) */
 };
 
 /* Checks a page store record on its own (magic, sizes, order of its

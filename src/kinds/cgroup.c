@@ -943,7 +943,6 @@ const struct kind_ops cgroup_ops = {
     .handed_back = cgroup_handed_back,
     .restore_abort = cgroup_restore_abort,
     .free_state = free_task_state,
-    .free_rstate = rst_free_msg,
     .free_obj = free_dir,
     .free_robj = free_rdir,
     .descriptor = cgroup_descriptor,

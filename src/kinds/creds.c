@@ -156,27 +156,18 @@ struct creds_rst {
 	struct creds_had had;
 };
 
-static void creds_free_rstate(void *state)
-{
-	struct creds_rst *c = state;
-	if (c) {
-		rst_free_msg(c->e);
-		free(c);
-	}
-}
-
 static int creds_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec)
 {
 	CredsEntry *e = rctx_load_one(ctx, t, rec, KIND_creds, CREDS_ENTRY, &creds_entry__descriptor);
 	if (!e)
 		return -EINVAL;
-	struct creds_rst *c = calloc(1, sizeof(*c));
+	/* the context's, as the entry is (1.4 KiB a thread) */
+	struct creds_rst *c = arena_alloc(&ctx->msgs, sizeof(*c));
 	if (!c) {
-		rst_free_msg(e);
 		t->kstate[KIND_creds] = NULL;
 		return -ENOMEM;
 	}
-	c->e = e;
+	*c = (struct creds_rst){ .e = e };
 	t->kstate[KIND_creds] = c;
 	const char *why = creds_entry_invalid(e);
 	if (why)
@@ -563,6 +554,5 @@ const struct kind_ops creds_ops = {
 	.loaded = creds_loaded,
 	.restore = creds_restore,
 	.free_state = free,
-	.free_rstate = creds_free_rstate,
 	.descriptor = creds_descriptor,
 };

@@ -921,6 +921,5 @@ const struct kind_ops fdtable_ops = {
 	.restore = fdtable_restore,
 	.restore_end = fdtable_restore_end,
 	.free_state = fdtable_free_state,
-	.free_rstate = rst_free_msg,
 	.descriptor = fdtable_descriptor,
 };

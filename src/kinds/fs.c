@@ -207,6 +207,5 @@ const struct kind_ops fs_ops = {
 	.loaded = fs_loaded,
 	.restore = fs_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = fs_descriptor,
 };

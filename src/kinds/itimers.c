@@ -142,6 +142,5 @@ const struct kind_ops itimers_ops = {
 	.load = itimers_load,
 	.restore = itimers_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = itimers_descriptor,
 };

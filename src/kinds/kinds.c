@@ -33,6 +33,8 @@ const char *rec_type_name(uint32_t type, char *buf, size_t len)
 		snprintf(buf, len, "task-begin");
 	else if (type == IMG_REC_TRAILER)
 		snprintf(buf, len, "trailer");
+	else if (type == IMG_REC_INDEX)
+		snprintf(buf, len, "index");
 	else if (ki)
 		snprintf(buf, len, "%s/%u", ki->name, REC_SUB(type));
 	else

@@ -652,6 +652,5 @@ const struct kind_ops locks_ops = {
     .load = locks_load,
     .restore = locks_restore,
     .free_state = locks_free_state,
-    .free_rstate = rst_free_msg,
     .descriptor = locks_descriptor,
 };

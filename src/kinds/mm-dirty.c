@@ -39,7 +39,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <linux/userfaultfd.h>
 #include <unistd.h>
 
@@ -49,6 +51,7 @@
 #include "kinds/mm.h"
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 #include "util/kernel.h"
 
 #ifndef UFFD_FEATURE_WP_ASYNC
@@ -67,6 +70,35 @@ struct track_note {
 	uint8_t gen[16];        /* the image id of the last write-protect */
 } __attribute__((packed));
 
+#define PAGE 4096ull
+#define TASK_END 0x7ffffffff000ull /* x86-64, 4-level page tables */
+#define PRE_MAX (256ull << 20) /* bytes copied before the freeze, at most, per checkpoint */
+#define PRE_PROCS 4096        /* processes of a tree pre-copied, at most */
+
+struct pre_run {
+	uint64_t addr, len;
+	uint64_t off;           /* in data */
+	bool copied;
+};
+
+struct mm_pre_task {
+	pid_t pid;
+	int uffd, memfd;        /* the task's fd numbers (its note) */
+	int local;              /* ckpt's copy of its userfaultfd (the undo) */
+	uint8_t gen[16];        /* the parent's id, what the note said */
+	bool scanned;           /* its frozen scan began: no undo */
+	struct pre_run *run;
+	size_t nrun, caprun;
+	uint8_t *data;
+	uint8_t *valid;         /* a bit per page of data: pre_keep set it */
+	uint64_t bytes, kept;   /* copied; of them used by the image */
+};
+
+struct mm_pre {
+	struct mm_pre_task *t;
+	size_t n;
+};
+
 struct mm_dirty {
 	int uffd, memfd;        /* ckpt's fds in the task, -1: none */
 	bool own;               /* they are the task's (not inherited by fork) */
@@ -81,10 +113,14 @@ struct mm_dirty {
 	uint64_t *from;         /* address, length, ...: the parent's pages */
 	size_t nfrom, capfrom;
 	uint64_t from_bytes;
+	struct mm_pre_task *pre; /* its pre-copy (this checkpoint's), or NULL */
 	uint64_t *live;         /* a pre-copy round: address, length, ... of the
 				 * pages to read once the tree runs */
 	size_t nlive, caplive;
 };
+
+static struct mm_pre_task *pre_of(const struct ckpt_ctx *ctx, pid_t pid);
+static int pre_keep(struct mm_dirty *d, struct pages_writer *pw, uint64_t start, uint64_t end);
 
 bool mm_dirty_tracked(const struct mm_dirty *d)
 {
@@ -156,40 +192,41 @@ static bool fd_is(pid_t pid, int fd, const char *link)
 	return !strcmp(buf, link);
 }
 
-/* The note of ckpt's tracking memfd at fd of t, into d; false if it is not one. */
-static bool found(struct task *t, struct mm_dirty *d, int fd)
+/* The note of ckpt's tracking memfd at fd of pid, into d; false if it is not one. */
+static bool found(pid_t pid, struct mm_dirty *d, int fd)
 {
 	struct track_note n;
-	if (read_note(t->pid, fd, &n) < 0)
+	if (read_note(pid, fd, &n) < 0)
 		return false;
 	d->memfd = fd;
-	if (fd_is(t->pid, n.uffd, "anon_inode:[userfaultfd]"))
+	if (fd_is(pid, n.uffd, "anon_inode:[userfaultfd]"))
 		d->uffd = n.uffd;
-	d->own = n.pid == t->pid && d->uffd >= 0;
+	d->own = n.pid == pid && d->uffd >= 0;
 	memcpy(d->gen, n.gen, sizeof(d->gen));
 	return true;
 }
 
-/* ckpt's tracking fds in t, if any. links: what the fds linked to at the
- * freeze (fdtable_links), before ckpt made any; else /proc is read. */
-static void find_tracking(struct task *t, struct mm_dirty *d, bool links)
+/* ckpt's tracking fds in pid (t, if seized), if any. t: what the fds
+ * linked to at the freeze (fdtable_links), before ckpt made any; else
+ * /proc is read. */
+static void find_tracking(pid_t pid, struct task *t, struct mm_dirty *d)
 {
 	const struct fd_link *l;
 	size_t nl;
-	if (links && fdtable_links(t, &l, &nl) == 0) {
+	if (t && fdtable_links(t, &l, &nl) == 0) {
 		for (size_t i = 0; i < nl; i++)
-			if (l[i].fd >= 3 && !strcmp(l[i].link, TRACK_LINK) && found(t, d, l[i].fd))
+			if (l[i].fd >= 3 && !strcmp(l[i].link, TRACK_LINK) && found(pid, d, l[i].fd))
 				return;
 		return;
 	}
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/fd", t->pid);
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
 	_cleanup_closedir_ DIR *dir = opendir(path);
 	for (struct dirent *de; dir && (de = readdir(dir));) {
 		if (de->d_name[0] == '.')
 			continue;
 		int fd = atoi(de->d_name);
-		if (fd >= 3 && fd_is(t->pid, fd, TRACK_LINK) && found(t, d, fd))
+		if (fd >= 3 && fd_is(pid, fd, TRACK_LINK) && found(pid, d, fd))
 			return;
 	}
 }
@@ -227,7 +264,7 @@ int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret
 	if (!d)
 		return -ENOMEM;
 	d->uffd = d->memfd = -1;
-	find_tracking(t, d, true);
+	find_tracking(t->pid, t, d);
 	d->track = (ctx->flags & (CKPT_TRACK | CKPT_PRECOPY)) || parent || by_id;
 	if (by_id) {
 		/* a pre-copy chain: the parent is named by its id, which the
@@ -249,7 +286,11 @@ int mm_dirty_collect(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty **ret
 			 "are saved", t->pid, parent);
 		return 0;
 	}
-	if (memcmp(d->gen, d->parent_id, sizeof(d->gen)))
+	/* a pre-copy of this checkpoint gave it the new generation already */
+	d->pre = pre_of(ctx, t->pid);
+	if (d->pre && memcmp(d->gen, ctx->image_id, sizeof(d->gen)))
+		d->pre = NULL;
+	if (!d->pre && memcmp(d->gen, d->parent_id, sizeof(d->gen)))
 		return log_fail(&ctx->log, -ESTALE,
 				"pid %d: %s is not the image of its last tracked checkpoint (the "
 				"image was replaced, or the process was checkpointed again since): "
@@ -325,17 +366,18 @@ static int make_tracking(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *
 	return 0;
 }
 
-static int write_note(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
+/* The note of pid's tracking memfd (at fd memfd) says generation gen. */
+static int write_note(struct ckpt_ctx *ctx, pid_t pid, int uffd, int memfd, const uint8_t gen[16])
 {
-	struct track_note n = { .pid = t->pid, .uffd = d->uffd };
+	struct track_note n = { .pid = pid, .uffd = uffd };
 	char path[64];
 	memcpy(n.magic, TRACK_MAGIC, sizeof(n.magic));
-	memcpy(n.gen, ctx->image_id, sizeof(n.gen));
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", t->pid, d->memfd);
+	memcpy(n.gen, gen, sizeof(n.gen));
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, memfd);
 	_cleanup_close_ int f = open(path, O_WRONLY | O_CLOEXEC);
 	if (f < 0 || pwrite(f, &n, sizeof(n), 0) != (ssize_t)sizeof(n))
 		return log_fail(&ctx->log, -errno, "pid %d fd %d (tracking note): cannot write: %s",
-				t->pid, d->memfd, strerror(errno));
+				pid, memfd, strerror(errno));
 	return 0;
 }
 
@@ -396,9 +438,11 @@ int mm_dirty_begin(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, con
 	 * write-protected at the parent's checkpoint */
 	for (size_t i = 0; d->own && i < e->n_vmas; i++)
 		d->had[i] = trackable(e->vmas[i]) && (e->vmas[i]->vmflags & VMF_UW);
+	if (d->pre) /* from now on its pages are protected again: no undo */
+		d->pre->scanned = true;
 	if (!d->own && (r = make_tracking(ctx, t, d)) < 0)
 		return r;
-	r = write_note(ctx, t, d);
+	r = write_note(ctx, t->pid, d->uffd, d->memfd, ctx->image_id);
 	return r < 0 ? r : register_vmas(ctx, t, d, e);
 }
 
@@ -451,7 +495,7 @@ size_t mm_dirty_live_runs(const struct mm_dirty *d, const uint64_t **ret)
 int mm_dirty_untrack(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct mm_dirty d = { .uffd = -1, .memfd = -1 };
-	find_tracking(t, &d, false);
+	find_tracking(t->pid, NULL, &d);
 	if (d.uffd < 0 && d.memfd < 0)
 		return 0;
 	/* the last close of the userfaultfd unregisters every vma and clears
@@ -501,7 +545,8 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 		for (long k = 0; k < n; k++) {
 			const struct page_region *g = &regs[k];
 			if (incr && !(g->categories & PAGE_IS_WRITTEN))
-				r = from_add(d, g->start, g->end);
+				r = d->pre ? pre_keep(d, pw, g->start, g->end)
+					   : from_add(d, g->start, g->end);
 			else
 				r = pw ? pages_add(pw, g->start, g->end - g->start)
 				       : live_add(d, g->start, g->end);
@@ -535,6 +580,350 @@ int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
 		m.parent_bytes = d->from_bytes;
 		log_info(&ctx->log, "pid %d: %llu KiB not written since the parent, left to it",
 			 t->pid, (unsigned long long)(d->from_bytes >> 10));
+		if (d->pre)
+			log_info(&ctx->log, "pid %d: of its pre-copy, %llu KiB not written since "
+				 "taken from it, %llu KiB read again", t->pid,
+				 (unsigned long long)(d->pre->kept >> 10),
+				 (unsigned long long)((d->pre->bytes - d->pre->kept) >> 10));
 	}
 	return ctx_write_msg(ctx, MM_REC_TRACK, &m.base);
+}
+
+/* --- pre-copy: the written pages copied before the freeze ---------------
+ *
+ * A checkpoint with a parent first copies, while the tree still runs, the
+ * pages each tracked process wrote since the parent (step "pre-copy",
+ * before "seize"): the note gets the new generation, a write-protecting
+ * PAGEMAP_SCAN of the whole address space (vmas not registered are skipped
+ * by the kernel) lists the written pages (A0) and protects them again, and
+ * they are read into ckpt's memory. Under the freeze, mm_dirty_scan's
+ * write-protecting scan then lists as written only what was written since
+ * the pre-copy's scan (A1): those pages are read from the process, as
+ * always. A page the frozen scan lists as not written and present is in
+ * the image if it is in A0 (its copy, which cannot have changed since: a
+ * write would have made it written again), else left to the parent. So a
+ * page written again after its pre-copy comes from the frozen process, and
+ * a copy is used only for a page the frozen scan saw present and unwritten
+ * in a vma tracked since the parent (pre_keep marks those; mm_read
+ * serves only them from the copy): a page dropped, unmapped or remapped
+ * since the pre-copy never comes from it.
+ *
+ * A checkpoint that fails before its frozen scan of a process puts the
+ * process's tracking back (mm_pre_end): the pages of A0 are un-protected
+ * (UFFDIO_WRITEPROTECT, mode 0: written again, for the next checkpoint)
+ * and the note gets back the parent's id, so --parent PREV works again.
+ */
+
+/* The processes of the tree under root, as they are now (not seized). */
+static size_t tree_pids(pid_t root, pid_t *out, size_t max)
+{
+	size_t n = 0;
+	out[n++] = root;
+	for (size_t i = 0; i < n; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", out[i]);
+		_cleanup_closedir_ DIR *dir = opendir(path);
+		for (struct dirent *de; dir && (de = readdir(dir));) {
+			if (de->d_name[0] == '.')
+				continue;
+			char cp[320];
+			snprintf(cp, sizeof(cp), "/proc/%d/task/%s/children", out[i], de->d_name);
+			_cleanup_fclose_ FILE *f = fopen(cp, "re");
+			for (int c; f && n < max && fscanf(f, "%d", &c) == 1;)
+				out[n++] = c;
+		}
+	}
+	return n;
+}
+
+static int pre_add(struct mm_pre_task *p, uint64_t start, uint64_t end)
+{
+	if (p->nrun && p->run[p->nrun - 1].addr + p->run[p->nrun - 1].len == start) {
+		p->run[p->nrun - 1].len += end - start;
+		p->bytes += end - start;
+		return 0;
+	}
+	if (p->nrun == p->caprun) {
+		size_t cap = p->caprun ? 2 * p->caprun : 256;
+		struct pre_run *n = realloc(p->run, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->run = n;
+		p->caprun = cap;
+	}
+	p->run[p->nrun++] = (struct pre_run){ start, end - start, p->bytes, true };
+	p->bytes += end - start;
+	return 0;
+}
+
+/* The pages of p written since the parent, listed and protected again (at
+ * most budget bytes: the rest stay written, for the frozen scan). */
+static int pre_scan(struct mm_pre_task *p, int pagemap, uint64_t budget)
+{
+	struct page_region regs[512];
+	const uint64_t excl = PAGE_IS_PFNZERO | PAGE_IS_FILE;
+	for (uint64_t pos = 0, end = TASK_END; pos < end && p->bytes < budget;) {
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.flags = PM_SCAN_WP_MATCHING,
+			.start = pos,
+			.end = end,
+			.vec = (uint64_t)(uintptr_t)regs,
+			.vec_len = ARRAY_SIZE(regs),
+			.max_pages = (budget - p->bytes) / PAGE,
+			.category_inverted = excl,
+			.category_mask = excl | PAGE_IS_WRITTEN,
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_WRITTEN,
+		};
+		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+		if (n < 0)
+			return -errno;
+		for (long k = 0; k < n; k++) {
+			int r = pre_add(p, regs[k].start, regs[k].end);
+			if (r < 0)
+				return r;
+		}
+		if (arg.walk_end <= pos)
+			break;
+		pos = arg.walk_end;
+	}
+	return 0;
+}
+
+/* The pages of A0 read into p->data; a run that cannot be read all is not
+ * copied (the frozen checkpoint reads it). alone: the only process (else
+ * process_vm_readv, which unshares what a tree shares copy-on-write, is not
+ * used). */
+static int pre_read(struct mm_pre_task *p, bool alone)
+{
+	p->data = malloc(p->bytes ? p->bytes : 1);
+	p->valid = calloc(p->bytes / PAGE / 8 + 1, 1);
+	if (!p->data || !p->valid)
+		return -ENOMEM;
+	size_t done = 0;
+	struct iovec remote[1024]; /* IOV_MAX */
+	while (alone && done < p->nrun) {
+		size_t k = MIN(p->nrun - done, ARRAY_SIZE(remote));
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < k; i++) {
+			remote[i] = (struct iovec){ (void *)(uintptr_t)p->run[done + i].addr,
+						    p->run[done + i].len };
+			bytes += p->run[done + i].len;
+		}
+		struct iovec local = { p->data + p->run[done].off, bytes };
+		if (process_vm_readv(p->pid, &local, 1, remote, k, 0) != (ssize_t)bytes)
+			break;
+		done += k;
+	}
+	if (done == p->nrun)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
+	_cleanup_close_ int mem = open(path, O_RDONLY | O_CLOEXEC);
+	for (size_t i = done; i < p->nrun; i++) {
+		struct pre_run *u = &p->run[i];
+		u->copied = mem >= 0 && !proc_mem_read_gone(mem, u->addr, u->len, p->data + u->off);
+	}
+	return 0;
+}
+
+/* The undo: A0's pages written again (for the next checkpoint), the note
+ * back to the parent's id. */
+static void pre_undo(struct ckpt_ctx *ctx, struct mm_pre_task *p)
+{
+	int bad = 0;
+	for (size_t i = 0; i < p->nrun; i++) {
+		struct uffdio_writeprotect wp = { .range = { p->run[i].addr, p->run[i].len } };
+		/* a range unmapped since (or no longer registered) has nothing to put back */
+		if (ioctl(p->local, UFFDIO_WRITEPROTECT, &wp) < 0 && errno != ENOENT)
+			bad = -errno;
+	}
+	if (bad) {
+		log_warn(&ctx->log, "pid %d: its tracking could not be put back after the failure "
+			 "(%s): the next --parent of it is refused", p->pid, strerror(-bad));
+		return;
+	}
+	if (write_note(ctx, p->pid, p->uffd, p->memfd, p->gen) == 0)
+		log_info(&ctx->log, "pid %d: tracking put back as it was after the failure", p->pid);
+}
+
+/* One process's pre-copy; 0 if it has none (not tracked, not since the
+ * parent), 1 if it has one. */
+static int pre_one(struct ckpt_ctx *ctx, struct mm_pre_task *p, const uint8_t parent[16],
+		   uint64_t budget, bool alone)
+{
+	struct mm_dirty d = { .uffd = -1, .memfd = -1 };
+	find_tracking(p->pid, NULL, &d);
+	if (!d.own || memcmp(d.gen, parent, sizeof(d.gen)))
+		return 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", p->pid);
+	_cleanup_close_ int pagemap = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (pagemap < 0 || pidfd < 0)
+		return 0;
+	p->local = (int)syscall(SYS_pidfd_getfd, pidfd, d.uffd, 0);
+	if (p->local < 0)
+		return 0;
+	p->uffd = d.uffd;
+	p->memfd = d.memfd;
+	memcpy(p->gen, d.gen, sizeof(p->gen));
+	/* the generation first: a pre-copy (or checkpoint) that fails halfway
+	 * leaves one no complete image has */
+	int r = write_note(ctx, p->pid, p->uffd, p->memfd, ctx->image_id);
+	if (r < 0)
+		return r;
+	r = pre_scan(p, pagemap, budget);
+	p->scanned = r < 0; /* what it protected is not known: no undo, the next
+			     * --parent is refused */
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: pre-copy: PAGEMAP_SCAN failed: %s",
+				p->pid, strerror(-r));
+	return pre_read(p, alone) < 0 ? -ENOMEM : 1;
+}
+
+int mm_pre_copy(struct ckpt_ctx *ctx)
+{
+	const char *path = opts_parent(ctx);
+	const uint8_t *by_id = opts_parent_id(ctx);
+	static const uint8_t none[16];
+	uint8_t parent[16];
+	if (by_id)
+		memcpy(parent, by_id, sizeof(parent));
+	else if (!path || ctx->key || parent_id(ctx, path, parent) < 0)
+		return 0; /* collect says why */
+	if (!memcmp(ctx->image_id, none, sizeof(none)) &&
+	    getrandom(ctx->image_id, sizeof(ctx->image_id), 0) != (ssize_t)sizeof(ctx->image_id))
+		return 0;
+	_cleanup_free_ pid_t *pids = malloc(PRE_PROCS * sizeof(*pids));
+	struct mm_pre *pre = calloc(1, sizeof(*pre));
+	size_t n = pids ? tree_pids(ctx->pid, pids, PRE_PROCS) : 0;
+	if (pre && n)
+		pre->t = calloc(n, sizeof(*pre->t));
+	if (!pre || !pre->t) {
+		free(pre);
+		return 0; /* no pre-copy: the frozen checkpoint does it all */
+	}
+	ctx->mm_pre = pre;
+	uint64_t left = PRE_MAX;
+	for (size_t i = 0; i < n && left >= PAGE; i++) {
+		struct mm_pre_task *p = &pre->t[pre->n];
+		*p = (struct mm_pre_task){ .pid = pids[i], .local = -1 };
+		int r = pre_one(ctx, p, parent, left, n == 1);
+		if (r < 0 && p->local < 0)
+			return r;
+		if (r < 0) { /* the note has the new generation */
+			pre->n++;
+			return r;
+		}
+		if (r == 0) {
+			free(p->run);
+			continue;
+		}
+		left -= p->bytes;
+		pre->n++;
+		log_info(&ctx->log, "pid %d: pre-copy: %llu KiB written since the parent copied "
+			 "while it runs", p->pid, (unsigned long long)(p->bytes >> 10));
+		CKPT_FAULT(CKPT_FAULT_PRECOPY);
+	}
+	return 0;
+}
+
+static struct mm_pre_task *pre_of(const struct ckpt_ctx *ctx, pid_t pid)
+{
+	for (size_t i = 0; ctx->mm_pre && i < ctx->mm_pre->n; i++)
+		if (ctx->mm_pre->t[i].pid == pid)
+			return &ctx->mm_pre->t[i];
+	return NULL;
+}
+
+void mm_pre_end(struct ckpt_ctx *ctx, bool failed)
+{
+	struct mm_pre *pre = ctx->mm_pre;
+	if (!pre)
+		return;
+	for (size_t i = 0; i < pre->n; i++) {
+		struct mm_pre_task *p = &pre->t[i];
+		if (failed && !p->scanned && p->local >= 0)
+			pre_undo(ctx, p);
+		if (p->local >= 0)
+			close(p->local);
+		free(p->run);
+		free(p->data);
+		free(p->valid);
+	}
+	free(pre->t);
+	free(pre);
+	ctx->mm_pre = NULL;
+}
+
+/* The run of p holding addr, or the first after it (p->nrun: none). */
+static size_t pre_find(const struct mm_pre_task *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nrun;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->run[mid].addr + p->run[mid].len <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* [start, end), present and not written since the pre-copy in a vma tracked
+ * since the parent: its pages of A0 to the image (their copies kept), the
+ * others left to the parent. */
+static int pre_keep(struct mm_dirty *d, struct pages_writer *pw, uint64_t start, uint64_t end)
+{
+	struct mm_pre_task *p = d->pre;
+	int r = 0;
+	for (size_t i = pre_find(p, start); r >= 0 && start < end; i++) {
+		uint64_t a = i < p->nrun ? MAX(p->run[i].addr, start) : end;
+		a = MIN(a, end);
+		if (a > start && (r = from_add(d, start, a)) < 0)
+			return r;
+		if (a == end)
+			break;
+		const struct pre_run *u = &p->run[i];
+		uint64_t b = MIN(u->addr + u->len, end);
+		for (uint64_t x = a; u->copied && x < b; x += PAGE) {
+			uint64_t pg = (u->off + x - u->addr) / PAGE;
+			p->valid[pg / 8] |= (uint8_t)(1u << (pg % 8));
+		}
+		p->kept += u->copied ? b - a : 0;
+		r = pw ? pages_add(pw, a, b - a) : live_add(d, a, b);
+		start = b;
+	}
+	return r;
+}
+
+const struct mm_pre_task *mm_dirty_pre(const struct mm_dirty *d)
+{
+	return d ? d->pre : NULL;
+}
+
+uint64_t mm_pre_fill(const struct mm_pre_task *p, uint64_t addr, uint64_t end, uint8_t *dst,
+		     bool *got)
+{
+	size_t i = pre_find(p, addr);
+	*got = false;
+	if (i == p->nrun || p->run[i].addr >= end)
+		return end - addr;
+	const struct pre_run *u = &p->run[i];
+	if (u->addr > addr)
+		return u->addr - addr;
+	uint64_t b = MIN(u->addr + u->len, end), x = addr;
+	for (; x < b; x += PAGE) {
+		uint64_t pg = (u->off + x - u->addr) / PAGE;
+		bool v = u->copied && (p->valid[pg / 8] & (1u << (pg % 8)));
+		if (x == addr)
+			*got = v;
+		else if (v != *got)
+			break;
+	}
+	if (*got && dst)
+		memcpy(dst, p->data + u->off + (addr - u->addr), x - addr);
+	return x - addr;
 }

@@ -79,9 +79,39 @@ struct mm_lazy {
 
 static void populate(const void *p, uint64_t len);
 
-/* The rest of r's checksum (from what check_step() did). */
+/* Before r's first byte is used: a record the index found is the index's
+ * (img_reader_verify); -EPROTO if not. */
+static int check_late(struct mm_rec *r)
+{
+	int e = r->late ? img_reader_verify(r->late, r->index, r->offset) : 0;
+	if (e < 0)
+		return -EPROTO;
+	r->late = NULL;
+	return 0;
+}
+
+/* Why mm_lazy_check_rec() failed, as the server says it. */
+static const char *damage_why(int e)
+{
+	return e == -EPROTO ? "a page record of the image is damaged (its frame, pad or table "
+			      "is not what the image's index says)"
+			    : "a page record of the image is damaged (data checksum mismatch)";
+}
+
+/* The same, as ckpt says it. */
+static const char *damage(int e)
+{
+	return e == -EPROTO ? "its frame, pad or table is not what the image's index says"
+			    : "data checksum mismatch";
+}
+
+/* The rest of r's checksum (from what check_step() did): 0, -EBADMSG,
+ * -EPROTO (check_late). */
 int mm_lazy_check_rec(struct mm_rec *r)
 {
+	int e = check_late(r);
+	if (e < 0)
+		return e;
 	populate(r->data + r->checked, r->len - r->checked); /* one call, not a fault per page */
 	r->part = img_crc32c(r->part, r->data + r->checked, r->len - r->checked);
 	r->checked = r->len;
@@ -91,6 +121,9 @@ int mm_lazy_check_rec(struct mm_rec *r)
 /* The next LAZY_STEP bytes of r's checksum; 0, or -EBADMSG at its end. */
 static int check_step(struct mm_rec *r)
 {
+	int e = check_late(r);
+	if (e < 0)
+		return e;
 	uint64_t n = MIN((uint64_t)LAZY_STEP, r->len - r->checked);
 	populate(r->data + r->checked, n);
 	r->part = img_crc32c(r->part, r->data + r->checked, n);
@@ -526,8 +559,9 @@ static int run_src(struct server *s, const struct lmm *m, const struct run *r,
 	struct mm_rec *rec = m->mr->recs ? &m->mr->recs[r->chunk] : NULL;
 	const uint8_t *base = ch->data;
 	if (rec && !rec->crc_ok) {
-		if (mm_lazy_check_rec(rec) < 0) {
-			s->err_why = "a page record of the image is damaged (data checksum mismatch)";
+		int e = mm_lazy_check_rec(rec);
+		if (e < 0) {
+			s->err_why = damage_why(e);
 			return -EBADMSG;
 		}
 		rec->crc_ok = true;
@@ -735,12 +769,12 @@ static int fill_step(struct server *s, size_t *next_mm)
 			/* a record not checked yet is checked a step at a time
 			 * first (8 MiB at once would hold a fault that long) */
 			struct mm_rec *rec = m->mr->recs ? &m->mr->recs[r->chunk] : NULL;
-			if (rec && !rec->crc_ok && check_step(rec) < 0) {
+			int ce = rec && !rec->crc_ok ? check_step(rec) : 0;
+			if (ce < 0) {
 				s->err_pid = m->pid;
 				s->err_from = m->from;
 				s->err_addr = a;
-				s->err_why = "a page record of the image is damaged (data checksum "
-					     "mismatch)";
+				s->err_why = damage_why(ce);
 				return -EBADMSG;
 			}
 			if (rec && !rec->crc_ok)
@@ -968,8 +1002,8 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 	int r = 0;
 	/* a table of a few extents (a run of contiguous memory) is in the
 	 * bytes the reader kept of the record's end, with the next frame */
-	if (img_reader_end(&ctx->r, rec, &end, &kept) == 0 && kept >= sizeof(struct pages_head) &&
-	    kept % 8 == 0) {
+	int in_index = img_reader_end(&ctx->r, rec, &end, &kept);
+	if (in_index >= 0 && kept >= sizeof(struct pages_head) && kept % 8 == 0) {
 		memcpy(last, end, kept);
 		got = kept;
 	} else {
@@ -985,22 +1019,32 @@ int mm_lazy_parse(struct rst_ctx *ctx, struct mm_rst *m, const struct img_record
 		if (r < 0)
 			return r;
 	}
-	/* malloc's alignment (16) is the 8 pages_parse_tail() needs */
-	uint8_t *tail = malloc(len);
+	/* the index's bytes stay until the reader is closed (after the
+	 * tasks), 8-aligned: the table is used where it is (no allocation
+	 * per record, none to free); else malloc's alignment (16) is the 8
+	 * pages_parse_tail() needs */
+	bool own = !(in_index == 1 && got == kept && len <= got);
+	uint8_t *tail = own ? malloc(len) : (uint8_t *)end + got - len;
 	if (!tail)
 		return -ENOMEM;
-	if (len <= got)
+	if (own && len <= got)
 		memcpy(tail, last + got - len, len);
-	else
+	else if (own)
 		r = img_reader_pread(&ctx->r, rec->data + rec->len - len, tail, len);
 	if (r >= 0)
 		r = pages_parse_tail(rec, tail, len, ret);
 	if (r < 0) {
-		free(tail);
+		if (own)
+			free(tail);
 		return r;
 	}
-	m->recs[m->ntails] = (struct mm_rec){ rec->data, rec->len, rec->data_crc, false };
-	m->tails[m->ntails++] = tail;
+	m->recs[m->ntails] = (struct mm_rec){.data = rec->data,
+					     .len = rec->len,
+					     .crc = rec->data_crc,
+					     .late = rec->late ? &ctx->r : NULL,
+					     .index = rec->index,
+					     .offset = rec->offset};
+	m->tails[m->ntails++] = own ? tail : NULL; /* NULL: the index's */
 	return 0;
 }
 
@@ -1052,11 +1096,12 @@ int mm_lazy_eager(struct rst_ctx *ctx, struct rst_task *t, const bool *reg,
 		if (reg && !has_eager(m->e, reg, ch))
 			continue;
 		struct mm_rec *rec = m->recs ? &m->recs[c] : NULL;
-		int r = 0;
-		if (rec && !rec->crc_ok && mm_lazy_check_rec(rec) < 0)
-			r = log_fail(&ctx->log, -EBADMSG, "pid %d: the image's pages at %llx are "
-				     "damaged (data checksum mismatch)", t->pid,
-				     (unsigned long long)ch->x[0].off);
+		int r = rec && !rec->crc_ok ? mm_lazy_check_rec(rec) : 0;
+		if (r < 0)
+			r = log_fail(&ctx->log, -EBADMSG,
+				     "pid %d: the image's pages at %llx are "
+				     "damaged (%s)",
+				     t->pid, (unsigned long long)ch->x[0].off, damage(r));
 		else if (rec)
 			rec->crc_ok = true;
 		if (r >= 0 && (r = pages_set_add(&s, ch, 0, UINT64_MAX)) < 0)
@@ -1073,11 +1118,15 @@ int mm_lazy_eager(struct rst_ctx *ctx, struct rst_task *t, const bool *reg,
 int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
-	for (size_t c = 0; m->recs && c < m->pages.n; c++)
-		if (!m->recs[c].crc_ok && mm_lazy_check_rec(&m->recs[c]) < 0)
-			return log_fail(&ctx->log, -EBADMSG, "pid %d: the image's pages at %llx are "
-					"damaged (data checksum mismatch)", t->pid,
-					(unsigned long long)m->pages.c[c].x[0].off);
+	for (size_t c = 0; m->recs && c < m->pages.n; c++) {
+		int e = m->recs[c].crc_ok ? 0 : mm_lazy_check_rec(&m->recs[c]);
+		if (e < 0)
+			return log_fail(&ctx->log, -EBADMSG,
+					"pid %d: the image's pages at %llx "
+					"are damaged (%s)",
+					t->pid, (unsigned long long)m->pages.c[c].x[0].off,
+					damage(e));
+	}
 	free(m->recs);
 	m->recs = NULL;
 	return 0;

@@ -36,15 +36,24 @@ struct mm_rec {
 	uint32_t part;          /* the crc32c of the first `checked` bytes: the
 				 * server checks a record a step at a time */
 	uint64_t checked;
+	/* a record found by the image's index (img_record.late): its frame,
+	 * pad and last bytes checked against the file first, then NULL */
+	const struct img_reader *late;
+	uint32_t index;
+	uint64_t offset;
 };
 
 struct mm_rst {
 	MmEntry *e;
 	struct pages_set pages; /* its private pages, from the page store */
+	struct pages_check **checks; /* an eager restart: its page records,
+				      * checked as their pages go in */
+	size_t nchecks;
 	struct mm_rec *recs;    /* RESTART_LAZY: per chunk of pages, its record
 				 * (NULL once all are checked: mm_lazy_settle) */
 	uint8_t **tails;        /* RESTART_LAZY: per record, its table read by
-				 * pread (the chunks' extents point there) */
+				 * pread (the chunks' extents point there), or
+				 * NULL: the table is the image index's */
 	size_t ntails;
 	struct remote_files rf; /* while it is restored */
 	bool eager;             /* RESTART_LAZY, but restored before its children

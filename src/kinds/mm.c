@@ -332,11 +332,12 @@ struct mm_read {
 	/* record pw->records holds pages restart --lazy writes itself (read_as) */
 	bool eager;
 	uint64_t eager_rec;
+	/* the pages the pre-copy took that are the image's (mm-dirty.c) */
+	const struct mm_pre_task *pre;
 };
 
-static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
+static int read_task(struct mm_read *rd, const struct pages_extent *x, size_t n, uint8_t *dst)
 {
-	struct mm_read *rd = arg;
 	struct iovec remote[1024]; /* IOV_MAX */
 
 	/* many extents (the written pages of an incremental image) go in
@@ -366,6 +367,27 @@ static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *d
 			return log_fail(&rd->ctx->log, r, "pid %d: cannot read memory at %llx: %s",
 					rd->t->pid, (unsigned long long)x[i].off, strerror(-r));
 		dst += x[i].len;
+	}
+	return 0;
+}
+
+static int mm_read(void *arg, const struct pages_extent *x, size_t n, uint8_t *dst)
+{
+	struct mm_read *rd = arg;
+	bool got;
+	/* extents with no page from the copies are read in one batch */
+	if (!rd->pre || (n && mm_pre_fill(rd->pre, x[0].off, x[n - 1].off + x[n - 1].len, NULL,
+					  &got) == x[n - 1].off + x[n - 1].len - x[0].off && !got))
+		return read_task(rd, x, n, dst);
+	for (size_t i = 0; i < n; i++) {
+		for (uint64_t a = x[i].off, end = a + x[i].len; a < end;) {
+			uint64_t k = mm_pre_fill(rd->pre, a, end, dst, &got);
+			int r = got ? 0 : read_task(rd, &(struct pages_extent){ .off = a, .len = k }, 1, dst);
+			if (r < 0)
+				return r;
+			a += k;
+			dst += k;
+		}
 	}
 	return 0;
 }
@@ -698,7 +720,7 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 		mm_map_free(&map);
 		return r;
 	}
-	struct mm_read rd = { .ctx = ctx, .t = t };
+	struct mm_read rd = { .ctx = ctx, .t = t, .pre = mm_dirty_pre(m->dirty) };
 	struct pages_writer pw;
 	r = ctx_pages_writer(ctx, &pw, MM_PAGES, 0, mm_read, &rd);
 	if (r < 0) {
@@ -852,10 +874,32 @@ static const VmaEntry *vma_of(const MmEntry *e, uint64_t addr)
 }
 
 /* A page store record of the task: whole pages, inside vmas that hold pages. */
+/* An eager restart: the record's checksum is checked by the worker that
+ * writes its pages (mm_pages_checked_late), recorded in m->checks. */
+static int check_later(const struct img_record *rec, struct mm_rst *m, struct pages_chunk *c)
+{
+	if (m->nchecks % 64 == 0) {
+		struct pages_check **n = realloc(m->checks, (m->nchecks + 64) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->checks = n;
+	}
+	struct pages_check *k = malloc(sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	*k = (struct pages_check){ .data = rec->data, .len = rec->len, .crc = rec->data_crc,
+				   .index = rec->index, .offset = rec->offset };
+	m->checks[m->nchecks++] = k;
+	c->check = k;
+	return 0;
+}
+
 static int load_pages(struct rst_ctx *ctx, const struct img_record *rec, struct mm_rst *m)
 {
 	struct pages_chunk c;
 	int r = (ctx->flags & RESTART_LAZY) ? mm_lazy_parse(ctx, m, rec, &c) : pages_parse(rec, &c);
+	if (r >= 0 && ctx->r.crc_later == MM_PAGES && !(ctx->flags & RESTART_LAZY))
+		r = check_later(rec, m, &c);
 	if (r < 0 || (r = pages_set_add(&m->pages, &c, 0, TASK_SIZE_MAX)) < 0)
 		return log_fail(&ctx->log, r, "record %u (mm/pages): %s", rec->index,
 				pages_strerror(r));
@@ -913,6 +957,21 @@ static int mm_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 	}
 }
 
+static int bad_check(struct rst_ctx *ctx, const struct rst_task *t, const struct pages_check *k)
+{
+	return log_fail(&ctx->log, -EBADMSG, "record %u at offset %llu (mm/pages of pid %d): data "
+			"checksum mismatch: the image is damaged", k->index,
+			(unsigned long long)k->offset, t->pid);
+}
+
+/* Step "load", an eager restart of an image without a key: the data
+ * checksums of page records are left to the workers that write their
+ * pages (pages_set_apply), so that the image is read once, not twice. */
+void mm_pages_checked_late(struct rst_ctx *ctx)
+{
+	ctx->r.crc_later = MM_PAGES;
+}
+
 int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
@@ -923,8 +982,14 @@ int mm_check_loaded(struct rst_ctx *ctx, struct rst_task *t)
 		if (r < 0)
 			return r;
 	}
-	/* an incremental image: the pages its parents have */
-	return m->chain ? mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages) : 0;
+	if (!m->chain)
+		return 0;
+	/* an incremental image: the pages its parents have, merged with its
+	 * own, which are cut and copied: checked whole first */
+	for (size_t i = 0; i < m->nchecks; i++)
+		if (pages_check_run(m->checks[i]) < 0)
+			return bad_check(ctx, t, m->checks[i]);
+	return mm_chain_resolve(ctx, t, m->e, m->chain, &m->pages);
 }
 
 /* mm's own vmas are anonymous memory, or the vDSO group and [vsyscall]. */
@@ -1692,18 +1757,55 @@ static void uffd_close(struct rst_task *t, struct uffd *u)
  * page) are less than the userfaultfd's two injected calls in a small
  * process (a tree of idle ones) */
 #define UFFD_MIN_BYTES (1ull << 20)
+/* nor a vma with fewer: its UFFDIO_REGISTER and UNREGISTER cost more than
+ * the faults (a thread's stack of a page or two, 1,000 of them) */
+#define UFFD_VMA_MIN_BYTES (64ull << 10)
+
+/* The vmas worth a userfaultfd (anonymous, private, not huge, with at
+ * least UFFD_VMA_MIN_BYTES of pages in s), in want[]; their bytes. */
+static uint64_t uffd_worth(const MmEntry *e, const struct pages_set *s, bool *want)
+{
+	uint64_t *bytes = calloc(e->n_vmas ? e->n_vmas : 1, sizeof(*bytes)), sum = 0;
+	if (!bytes)
+		return 0;
+	for (size_t c = 0; c < s->n; c++)
+		for (uint32_t i = 0; i < s->c[c].n; i++) {
+			uint64_t a = s->c[c].x[i].off, b = a + s->c[c].x[i].len;
+			ssize_t idx;
+			while (a < b && (idx = vma_index(e, a)) >= 0) {
+				uint64_t end = MIN(b, e->vmas[idx]->end);
+				bytes[idx] += end - a;
+				a = end;
+			}
+		}
+	for (size_t i = 0; i < e->n_vmas; i++) {
+		const VmaEntry *v = e->vmas[i];
+		want[i] = v->kind == VMA_KIND__VMA_ANON && !v->shared && !v->has_huge_page &&
+			  !mm_thp_fill(v) && bytes[i] >= UFFD_VMA_MIN_BYTES;
+		sum += want[i] ? bytes[i] : 0;
+	}
+	free(bytes);
+	return sum;
+}
 
 static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 {
-	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
+	const struct mm_rst *m = t->kstate[KIND_mm];
+	const MmEntry *e = m->e;
+	*u = (struct uffd){ .fd = -1 };
+	bool *want = calloc(e->n_vmas ? e->n_vmas : 1, sizeof(*want));
+	if (!want || uffd_worth(e, &m->pages, want) < UFFD_MIN_BYTES) {
+		free(want);
+		return;
+	}
 	long rfd = puppet_syscall(&t->pup, SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (rfd < 0)
 		rfd = puppet_syscall(&t->pup, SYS_userfaultfd,
 				     O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	*u = (struct uffd){ .fd = -1 };
 	if (rfd < 0) {
 		log_debug(&ctx->log, "pid %d: no userfaultfd (%s); pages go by process_vm_writev",
 			  t->pid, strerror((int)-rfd));
+		free(want);
 		return;
 	}
 	u->fd = puppet_getfd(&t->pup, (int)rfd);
@@ -1711,13 +1813,13 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 	struct uffdio_api api = { .api = UFFD_API };
 	u->reg = calloc(e->n_vmas ? e->n_vmas : 1, sizeof(*u->reg));
 	if (u->fd < 0 || !u->reg || ioctl(u->fd, UFFDIO_API, &api) < 0) {
+		free(want);
 		uffd_close(t, u);
 		return;
 	}
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page ||
-		    mm_thp_fill(v))
+		if (!want[i])
 			continue;
 		struct uffdio_register reg = {
 			.range = { v->start, v->end - v->start },
@@ -1725,6 +1827,7 @@ static void uffd_open(struct rst_ctx *ctx, struct rst_task *t, struct uffd *u)
 		};
 		u->reg[i] = ioctl(u->fd, UFFDIO_REGISTER, &reg) == 0;
 	}
+	free(want);
 }
 
 /*
@@ -1907,6 +2010,9 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	} else {
 		uffd_close(t, &u);
 	}
+	for (size_t i = 0; r == -EBADMSG && !logged && i < m->nchecks; i++)
+		if (__atomic_load_n(&m->checks[i]->state, __ATOMIC_ACQUIRE) < 0)
+			return bad_check(ctx, t, m->checks[i]);
 	if (r < 0 && !logged)
 		return log_fail(&ctx->log, r, "pid %d: cannot write pages at %llx: %s", t->pid,
 				(unsigned long long)addr, pages_strerror(r));
@@ -2161,6 +2267,9 @@ static void mm_free_rstate(void *state)
 	if (!m)
 		return;
 	pages_set_release(&m->pages);
+	for (size_t i = 0; i < m->nchecks; i++)
+		free(m->checks[i]);
+	free(m->checks);
 	mm_chain_free(m->chain);
 	mm_lazy_free(m);
 	if (m->e)

@@ -120,6 +120,23 @@ size_t mm_dirty_live_runs(const struct mm_dirty *d, const uint64_t **ret);
 /* ckpt_untrack: t's tracking fds closed (t held); 1 if it had some. */
 int mm_dirty_untrack(struct ckpt_ctx *ctx, struct task *t) __attribute__((warn_unused_result));
 void mm_dirty_free(struct mm_dirty *d);
+/*
+ * The pre-copy of a checkpoint with a parent (step "pre-copy", the tree
+ * running): the pages each tracked process wrote since the parent, copied
+ * into ckpt (ctx->mm_pre); under the freeze only what was written since is
+ * read (mm-dirty.c tells how the image stays consistent). mm_pre_end:
+ * freed, and with failed the tracking of a process whose frozen scan did
+ * not begin put back as it was.
+ */
+int mm_pre_copy(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+void mm_pre_end(struct ckpt_ctx *ctx, bool failed);
+struct mm_pre_task;
+/* t's pre-copy, if its dump uses one */
+const struct mm_pre_task *mm_dirty_pre(const struct mm_dirty *d);
+/* For mm_read: the bytes from addr (< end) that come from the copy (*got:
+ * copied to dst, if not NULL) or not (*got false: to read from the task). */
+uint64_t mm_pre_fill(const struct mm_pre_task *p, uint64_t addr, uint64_t end, uint8_t *dst,
+		     bool *got);
 /* mm.c: t's tracking state, or NULL */
 struct mm_dirty *mm_dirty_of(const struct task *t);
 
@@ -183,6 +200,7 @@ struct img_record;
 /* At load, before the records are checked: refuses what --lazy cannot
  * serve and leaves the page records' checksums for later. */
 int mm_lazy_image(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+void mm_pages_checked_late(struct rst_ctx *ctx);
 /* At load, instead of pages_parse(): one more page record of m, parsed
  * from its table read by pread (the image's mapping is not touched), its
  * checksum kept for the first use; the table is m's until mm_lazy_free(). */

@@ -420,7 +420,6 @@ const struct kind_ops ns_ops = {
 	.root_spawned = ns_root_spawned,
 	.root_ready = ns_root_ready,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = ns_descriptor,
 };
 

@@ -657,6 +657,5 @@ const struct kind_ops posix_timers_ops = {
     .load = ptimers_load,
     .restore = ptimers_restore,
     .free_state = ptimers_free_state,
-    .free_rstate = rst_free_msg,
     .descriptor = ptimers_descriptor,
 };

@@ -222,6 +222,5 @@ const struct kind_ops regs_ops = {
 	.loaded = regs_loaded,
 	.restore = regs_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = regs_descriptor,
 };

@@ -158,6 +158,5 @@ const struct kind_ops rlimits_ops = {
 	.load = rlimits_load,
 	.restore = rlimits_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = rlimits_descriptor,
 };

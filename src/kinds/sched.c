@@ -242,14 +242,50 @@ static int sched_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_
 }
 
 /* The saved CPUs this machine has; all of them if it has none of them. */
+/*
+ * What every puppet has until its own restore here: ckpt's, inherited by
+ * the root and, through it, by every task forked or cloned before step
+ * "task state" (all of them). Read once a restart (ctx->sched_start), so
+ * that a task whose image has the same makes no call: a thread of 1,000
+ * read its loginuid and set its policy and affinity, each a call.
+ */
+struct sched_start {
+	bool have_loginuid;
+	bool have_attr;
+	bool have_cpus;
+	long long loginuid;
+	struct sched_attr attr;
+	cpu_set_t cpus; /* ckpt's own; from before the pin if pinned */
+};
+
+static const struct sched_start *sched_start(struct rst_ctx *ctx)
+{
+	if (ctx->sched_start)
+		return ctx->sched_start;
+	struct sched_start *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->have_loginuid = read_u32_file(getpid(), "loginuid", &b->loginuid) == 0;
+	b->have_attr = syscall(SYS_sched_getattr, 0, &b->attr, sizeof(b->attr), 0) == 0;
+	if (ctx->affinity)
+		b->cpus = *ctx->affinity;
+	else
+		b->have_cpus = sched_getaffinity(0, sizeof(b->cpus), &b->cpus) == 0;
+	ctx->sched_start = b;
+	return b;
+}
+
 static int restore_affinity(struct rst_ctx *ctx, struct rst_task *t, const SchedEntry *e)
 {
 	cpu_set_t want, here;
 	CPU_ZERO(&want);
 	memcpy(&want, e->affinity.data, MIN(e->affinity.len, sizeof(want)));
 	/* ckpt's own: from before it pinned its thread (restart.c) */
+	const struct sched_start *b = sched_start(ctx);
 	if (ctx->affinity)
 		here = *ctx->affinity;
+	else if (b && b->have_cpus)
+		here = b->cpus;
 	else if (sched_getaffinity(0, sizeof(here), &here) < 0)
 		return log_fail(&ctx->log, -errno, "cannot read ckpt's CPU affinity: %m");
 	cpu_set_t both;
@@ -260,6 +296,9 @@ static int restore_affinity(struct rst_ctx *ctx, struct rst_task *t, const Sched
 		if (!CPU_COUNT(&both))
 			both = here;
 	}
+	/* not pinned, the task has ckpt's already */
+	if (!ctx->affinity && b && b->have_cpus && CPU_EQUAL(&both, &b->cpus))
+		return 0;
 	if (sched_setaffinity(t->pup.pid, sizeof(both), &both) < 0)
 		return log_fail(&ctx->log, -errno, "pid %d: cannot set its CPU affinity: %m", t->pid);
 	return 0;
@@ -296,6 +335,13 @@ static int restore_policy(struct rst_ctx *ctx, struct rst_task *t, const SchedEn
 	 * normal policy takes it with the rest: one call) */
 	struct sched_attr nice = { .size = sizeof(nice), .sched_nice = e->nice };
 	bool normal = e->policy == SCHED_OTHER || e->policy == SCHED_BATCH;
+	/* a normal policy the task has already, as ckpt's (a clone keeps its
+	 * creator's policy, nice and clamps unless reset on fork) */
+	const struct sched_start *b = sched_start(ctx);
+	if (normal && b && b->have_attr && !b->attr.sched_flags && !attr.sched_flags &&
+	    b->attr.sched_policy == attr.sched_policy && b->attr.sched_nice == attr.sched_nice &&
+	    b->attr.sched_priority == attr.sched_priority)
+		return 0;
 	if ((normal || syscall(SYS_sched_setattr, t->pup.pid, &nice, 0) == 0) &&
 	    syscall(SYS_sched_setattr, t->pup.pid, &attr, 0) == 0)
 		return 0;
@@ -319,8 +365,14 @@ static int restore_policy(struct rst_ctx *ctx, struct rst_task *t, const SchedEn
 static int restore_loginuid(struct rst_ctx *ctx, struct rst_task *t, uint32_t uid)
 {
 	struct puppet *p = &t->pup;
+	/* it has ckpt's (sched_start): no read of its own */
+	const struct sched_start *b = sched_start(ctx);
 	long long now;
-	if (read_u32_file(p->pid, "loginuid", &now) < 0 || (uint32_t)now == uid)
+	if (b && b->have_loginuid)
+		now = b->loginuid;
+	else if (read_u32_file(p->pid, "loginuid", &now) < 0)
+		return 0;
+	if ((uint32_t)now == uid)
 		return 0;
 	static const char path[] = "/proc/thread-self/loginuid";
 	char text[16];
@@ -420,6 +472,5 @@ const struct kind_ops sched_ops = {
 	.load = sched_load,
 	.restore = sched_restore,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = sched_descriptor,
 };

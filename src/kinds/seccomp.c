@@ -164,6 +164,5 @@ const struct kind_ops seccomp_ops = {
 	.load = seccomp_load,
 	.restore = seccomp_restore,
 	.free_state = seccomp_free_state,
-	.free_rstate = rst_free_msg,
 	.descriptor = seccomp_descriptor,
 };

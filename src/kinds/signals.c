@@ -358,6 +358,5 @@ const struct kind_ops signals_ops = {
 	.loaded = signals_loaded,
 	.restore = signals_restore,
 	.free_state = signals_free_state,
-	.free_rstate = rst_free_msg,
 	.descriptor = signals_descriptor,
 };

@@ -606,6 +606,5 @@ const struct kind_ops task_ops = {
 	.loaded = task_loaded,
 	.restore = task_restore,
 	.free_state = task_free_state,
-	.free_rstate = rst_free_msg,
 	.descriptor = task_descriptor,
 };

@@ -233,6 +233,5 @@ const struct kind_ops timens_ops = {
 	.load = timens_load,
 	.root_ready = timens_root_ready,
 	.free_state = free,
-	.free_rstate = rst_free_msg,
 	.descriptor = timens_descriptor,
 };

@@ -572,7 +572,7 @@ static void serve_batch_many(struct gstate *s, const struct guard_req *req, uint
 		out += sizeof(struct guard_bm_rep) + h.n * sizeof(int64_t);
 	}
 	if (req->a[2] == 1) /* tasks of one memory */
-		puppet_syscalls_many_one_mm(ps, calls, ns, tables, np, err);
+		puppet_syscalls_many_vm(ps, calls, ns, tables, np, err);
 	else
 		puppet_syscalls_many(ps, calls, ns, tables, np, err);
 	out = 0;

@@ -158,7 +158,8 @@ static int puppet_take(struct puppet *p)
 	if (!(p->take_skip & PUPPET_TAKE_NO_MASK) &&
 	    ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
 		return -errno;
-	if (ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
+	if (!(p->take_skip & PUPPET_TAKE_MASK_HELD) &&
+	    ptrace(PTRACE_SETSIGMASK, p->pid, sizeof(uint64_t), &held_mask) < 0)
 		return -errno;
 	if (!(p->take_skip & PUPPET_TAKE_NO_MEM)) {
 		snprintf(path, sizeof(path), "/proc/%d/mem", p->pid);
@@ -589,7 +590,8 @@ static int clone_take(const struct puppet *parent, struct puppet *child, pid_t p
 	child->pid = pid;
 	if (child->pid <= 0)
 		return -ECHILD;
-	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP;
+	/* the kernel copied the held parent's mask to the child */
+	child->take_skip = PUPPET_TAKE_NO_MASK | PUPPET_TAKE_NO_TRAP | PUPPET_TAKE_MASK_HELD;
 	child->trap_ignored = parent->trap_ignored;
 	if ((flags & CLONE_VM) && parent->memfd >= 0 &&
 	    (child->memfd = fcntl(parent->memfd, F_DUPFD_CLOEXEC, 0)) >= 0)
@@ -1194,7 +1196,8 @@ static int stub_mem(struct puppet *p, uint64_t addr, void *buf, size_t len, bool
 /* The first half of a batch by the stub: its table written at table (the
  * stub's own, or any other writable place in the task) and the task
  * started on it. */
-static void stub_table(uint64_t (*t)[8], const struct puppet_call *c, size_t n)
+/* A stub table of n calls into t (n entries of 8 words). */
+static void stub_table(const struct puppet_call *c, size_t n, uint64_t (*t)[8])
 {
 	for (size_t i = 0; i < n; i++) {
 		t[i][0] = (uint64_t)c[i].nr;
@@ -1204,7 +1207,7 @@ static void stub_table(uint64_t (*t)[8], const struct puppet_call *c, size_t n)
 	}
 }
 
-/* The task started on its table, written already. */
+/* The task started on the table of n calls already written at table. */
 static int stub_go(struct puppet *p, size_t n, uint64_t table)
 {
 	struct user_regs_struct regs = p->regs0;
@@ -1222,7 +1225,7 @@ static int stub_go(struct puppet *p, size_t n, uint64_t table)
 static int stub_start(struct puppet *p, const struct puppet_call *c, size_t n, uint64_t table)
 {
 	uint64_t t[PUPPET_BATCH_MAX][8];
-	stub_table(t, c, n);
+	stub_table(c, n, t);
 	int r = stub_mem(p, table, t, n * sizeof(t[0]), true);
 	return r < 0 ? r : stub_go(p, n, table);
 }
@@ -1276,11 +1279,11 @@ static int stub_finish(struct puppet *p, struct puppet_call *c, size_t n, uint64
 {
 	uint64_t t[PUPPET_BATCH_MAX][8];
 	int r = stub_wait(p, n, ev, nev);
-	if (r >= 0)
+	if (r == 0)
 		r = stub_mem(p, table, t, n * sizeof(t[0]), false);
-	for (size_t i = 0; r >= 0 && i < n; i++)
+	for (size_t i = 0; r == 0 && i < n; i++)
 		c[i].ret = (long)t[i][7];
-	return r < 0 ? r : 0;
+	return r;
 }
 
 /* Runs a batch by the stub: one stop for all the calls (and one for each
@@ -1405,49 +1408,7 @@ static void syscalls_many_guarded(struct puppet *const *ps, struct puppet_call *
 	}
 }
 
-/*
- * Tasks of one memory: every table written by one process_vm_writev and
- * every result read back by one process_vm_readv, where each task was one
- * of each (16 threads: 30 system calls fewer); if either fails, each
- * task's own. (96 KiB of stack: its own frame, only for them.)
- */
-static __attribute__((noinline)) void many_one_mm(struct puppet *const *ps,
-						  struct puppet_call *const *calls,
-						  const size_t *ns, const uint64_t *tables,
-						  size_t np, int *err)
-{
-	uint64_t t[PUPPET_MANY_MAX][PUPPET_BATCH_MAX][8];
-	struct iovec lv[PUPPET_MANY_MAX] = { 0 }, rv[PUPPET_MANY_MAX] = { 0 };
-	size_t want = 0, nv = 0;
-	for (size_t i = 0; i < np; i++) {
-		stub_table(t[i], calls[i], ns[i]);
-		lv[i] = (struct iovec){ t[i], ns[i] * sizeof(t[i][0]) };
-		rv[i] = (struct iovec){ (void *)(uintptr_t)tables[i], lv[i].iov_len };
-		want += lv[i].iov_len;
-	}
-	bool wrote = process_vm_writev(ps[0]->pid, lv, np, rv, np, 0) == (ssize_t)want;
-	for (size_t i = 0; i < np; i++)
-		err[i] = wrote ? stub_go(ps[i], ns[i], tables[i])
-			       : stub_start(ps[i], calls[i], ns[i], tables[i]);
-	want = 0;
-	for (size_t i = 0; i < np; i++) {
-		if (err[i] == 0)
-			err[i] = stub_wait(ps[i], ns[i], NULL, NULL);
-		if (err[i] == 0) {
-			lv[nv] = lv[i];
-			rv[nv++] = rv[i];
-			want += lv[i].iov_len;
-		}
-	}
-	bool read = nv && process_vm_readv(ps[0]->pid, lv, nv, rv, nv, 0) == (ssize_t)want;
-	for (size_t i = 0; i < np; i++) {
-		if (err[i] == 0 && !read)
-			err[i] = stub_mem(ps[i], tables[i], t[i], ns[i] * sizeof(t[i][0]), false);
-		for (size_t j = 0; err[i] == 0 && j < ns[i]; j++)
-			calls[i][j].ret = (long)t[i][j][7];
-	}
-}
-
+/* one_mm: with a guardian, it runs them by puppet_syscalls_many_vm */
 static void syscalls_many(struct puppet *const *ps, struct puppet_call *const *calls,
 			  const size_t *ns, const uint64_t *tables, size_t np, bool one_mm,
 			  int *err)
@@ -1473,11 +1434,9 @@ static void syscalls_many(struct puppet *const *ps, struct puppet_call *const *c
 		syscalls_many_guarded(ps, calls, ns, tables, np, one_mm, err);
 		return;
 	}
-	if (one_mm)
-		many_one_mm(ps, calls, ns, tables, np, err);
-	for (size_t i = 0; !one_mm && i < np; i++)
+	for (size_t i = 0; i < np; i++)
 		err[i] = stub_start(ps[i], calls[i], ns[i], tables[i]);
-	for (size_t i = 0; !one_mm && i < np; i++)
+	for (size_t i = 0; i < np; i++)
 		if (err[i] == 0)
 			err[i] = stub_finish(ps[i], calls[i], ns[i], tables[i], NULL, NULL);
 	for (size_t i = 0; i < np; i++)
@@ -1491,10 +1450,70 @@ void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *c
 	syscalls_many(ps, calls, ns, tables, np, false, err);
 }
 
-void puppet_syscalls_many_one_mm(struct puppet *const *ps, struct puppet_call *const *calls,
-				 const size_t *ns, const uint64_t *tables, size_t np, int *err)
+/*
+ * puppet_syscalls_many for tasks of one memory: every table written by one
+ * process_vm_writev, and read back by one process_vm_readv, where each
+ * task's were one of each (a process of 1,000 threads: 2,000 calls less).
+ * With a guardian, it does so (GUARD_BATCH_MANY a[2] = 1: checkpoint's
+ * probes of a process's threads). The tables are on the stack (96 KiB):
+ * the guardian allocates nothing but by mmap.
+ */
+void puppet_syscalls_many_vm(struct puppet *const *ps, struct puppet_call *const *calls,
+			     const size_t *ns, const uint64_t *tables, size_t np, int *err)
 {
-	syscalls_many(ps, calls, ns, tables, np, true, err);
+	if (np && ps[0]->guard) {
+		syscalls_many(ps, calls, ns, tables, np, true, err);
+		return;
+	}
+	bool together = np > 1 && np <= PUPPET_MANY_MAX;
+	for (size_t i = 0; together && i < np; i++)
+		together = many_can_run(ps, calls, ns, tables, i);
+	uint64_t room[PUPPET_MANY_MAX * PUPPET_BATCH_MAX][8];
+	uint64_t(*t)[8] = together ? room : NULL;
+	struct iovec l[PUPPET_MANY_MAX] = { 0 }, rm[PUPPET_MANY_MAX] = { 0 };
+	size_t at = 0, len = 0;
+	for (size_t i = 0; t && i < np; i++) {
+		stub_table(calls[i], ns[i], t + at);
+		l[i] = (struct iovec){ t + at, ns[i] * sizeof(*t) };
+		rm[i] = (struct iovec){ (void *)(uintptr_t)tables[i], ns[i] * sizeof(*t) };
+		at += ns[i];
+		len += ns[i] * sizeof(*t);
+	}
+	/* any failure before a task is started: each on its own, as before */
+	if (!t || process_vm_writev(ps[0]->pid, l, np, rm, np, 0) != (ssize_t)len) {
+		puppet_syscalls_many(ps, calls, ns, tables, np, err);
+		return;
+	}
+	for (size_t i = 0; i < np; i++)
+		for (size_t j = 0; j < ns[i]; j++)
+			if (calls[i][j].nr == SYS_rseq)
+				ps[i]->have_seized_state = false;
+	for (size_t i = 0; i < np; i++)
+		err[i] = stub_go(ps[i], ns[i], tables[i]);
+	size_t nok = 0;
+	pid_t reader = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (err[i] == 0)
+			err[i] = stub_wait(ps[i], ns[i], NULL, NULL);
+		if (err[i] == 0) {
+			l[nok] = l[i];
+			rm[nok++] = rm[i];
+			reader = reader ? reader : ps[i]->pid;
+		}
+	}
+	len = 0;
+	for (size_t k = 0; k < nok; k++)
+		len += l[k].iov_len;
+	/* a short read: each table on its own */
+	bool each = nok && process_vm_readv(reader, l, nok, rm, nok, 0) != (ssize_t)len;
+	at = 0;
+	for (size_t i = 0; i < np; i++) {
+		if (each && err[i] == 0)
+			err[i] = stub_mem(ps[i], tables[i], t + at, ns[i] * sizeof(*t), false);
+		for (size_t j = 0; j < ns[i]; j++)
+			calls[i][j].ret = err[i] < 0 ? err[i] : (long)t[at + j][7];
+		at += ns[i];
+	}
 }
 
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)

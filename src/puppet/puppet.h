@@ -100,6 +100,8 @@ struct puppet {
 #define PUPPET_TAKE_NO_MEM 1
 #define PUPPET_TAKE_NO_TRAP 2
 #define PUPPET_TAKE_NO_MASK 4
+/* its blocked mask is the held one already (a clone of a held puppet) */
+#define PUPPET_TAKE_MASK_HELD 8
 
 #define PUPPET_SCRATCH_SIZE (64 * 1024)
 
@@ -236,11 +238,10 @@ int puppet_syscalls(struct puppet *p, struct puppet_call *calls, size_t n)
  */
 void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *calls,
 			  const size_t *ns, const uint64_t *tables, size_t np, int *err);
-/* The same for tasks that share one memory (threads of one process):
- * their tables are written, and their results read, by one system call
- * each for all of them. */
-void puppet_syscalls_many_one_mm(struct puppet *const *ps, struct puppet_call *const *calls,
-				 const size_t *ns, const uint64_t *tables, size_t np, int *err);
+/* The same for tasks that share one memory (threads of one process): the
+ * tables written and read back by one call each. */
+void puppet_syscalls_many_vm(struct puppet *const *ps, struct puppet_call *const *calls,
+			     const size_t *ns, const uint64_t *tables, size_t np, int *err);
 #define PUPPET_STUB_ENTRY 64 /* bytes of a stub table for each call */
 /* A call for a batch: PUPPET_CALL(SYS_x, args...), up to six arguments */
 #define PUPPET_CALL6_(nr_, a1, a2, a3, a4, a5, a6, ...)                                        \

@@ -2,13 +2,14 @@
 /*
  * The fault-injection hook of the test binary ckpt-fault (src/cli/fault.c):
  * called at every ptrace request (to the guardian, or local) and at every
- * image record written, and once the tree's death is decided (commit). The normal binary does not define it: the weak
+ * image record written, once the tree's death is decided (commit), and
+ * after each process's pre-copy (mm-dirty.c). The normal binary does not define it: the weak
  * reference is NULL and the hook costs one test.
  */
 #ifndef CKPT_FAULT_H
 #define CKPT_FAULT_H
 
-enum ckpt_fault { CKPT_FAULT_REQUEST, CKPT_FAULT_WRITE, CKPT_FAULT_COMMIT };
+enum ckpt_fault { CKPT_FAULT_REQUEST, CKPT_FAULT_WRITE, CKPT_FAULT_COMMIT, CKPT_FAULT_PRECOPY };
 void ckpt_fault_point(enum ckpt_fault what) __attribute__((weak));
 #define CKPT_FAULT(what)                        \
 	do {                                    \

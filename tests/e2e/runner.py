@@ -150,7 +150,9 @@ TESTS = [
     entry("mem_lazy_chain", kind="lazy_chain", program="mem_incr"),
     entry("mem_lazy_chain_compressed", kind="lazy_chain", program="mem_incr", pargs=("text",),
           compress=True),
-    entry("mem_lazy_chain_damaged", kind="lazy_chain_damaged", program="mem_incr"),
+    entry("mem_lazy_chain_damaged", kind="lazy_chain_damaged", program="mem_incr",
+          rst_args=("--lazy",)),
+    entry("mem_chain_damaged", kind="lazy_chain_damaged", program="mem_incr"),
     entry("mem_lazy_stream", kind="stream", program="mem_lazy", pargs=("64",),
           rst_args=("--lazy",)),
     entry("mem_lazy_sealed", kind="stream", program="mem_lazy", pargs=("64",), key=True,
@@ -628,6 +630,12 @@ TESTS = [
     # --track, --parent: incremental images, a chain of three restored
     entry("mem_incr", kind="incr"),
     entry("mem_incr_lazy", kind="incr", case="lazy", program="mem_incr"),
+    # --parent while the program writes: pages written again after the
+    # pre-copy come from the frozen process
+    entry("mem_incr_busy", kind="incr_busy"),
+    # the same checkpoint refused after its pre-copy: the tracking put back
+    entry("mem_incr_busy_undo", kind="incr_busy", case="undo", program="mem_incr_busy",
+          pargs=("undo",)),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -752,6 +760,9 @@ TESTS = [
     entry("img_damage", kind="damage", program="img_target"),
     # the same with restart --lazy (sparse reader, page records checked by the lazy server)
     entry("img_damage_lazy", kind="damage", program="img_target", rst_args=("--lazy",)),
+    # an eager restart of a tree with one process's page record damaged:
+    # found as its pages go in, the tree made by then is removed
+    entry("img_damage_tree", kind="damage_tree", program="tree_cow"),
 ]
 
 
@@ -6409,6 +6420,53 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart of the undamaged image")
 
+    def flow_damage_tree(self):
+        """Eager restart of tree_cow's image with the last page record (a
+        child's) damaged in its middle. Page records are checked as their
+        pages are written, after the processes are made: the restart must
+        fail naming the record, and no pid of the tree may be left; the
+        undamaged image then restarts and checks itself."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        pids = self.tree_pids(self.pid)
+        if len(pids) < 2:
+            raise Fail("tree_cow made no children: %r" % pids)
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        with open(img, "rb") as f:
+            good = f.read()
+        pages = [r for r in walk_image(good)[:-1]
+                 if r[5] >= 16 and good[r[4] + r[5] - 16:r[4] + r[5] - 12] == b"PGS1"]
+        if len(pages) < 2:
+            raise Fail("the image has %d plain page records, want several" % len(pages))
+        r = pages[-1]
+        with open(img, "wb") as f:
+            f.write(flip(good, r[4] + r[5] // 2))
+        log = self.p("damaged.log")
+        res = self.run_ckpt(["restart", img, "--log", log], timeout=120)
+        err = res.stderr.decode("utf-8", "replace")
+        if res.returncode == 0:
+            raise Fail("the damaged tree was restarted")
+        self.expect_error(res, "restart of the damaged tree")
+        if not re.search(r"record %d at offset %d \(mm/pages of pid \d+\): data checksum "
+                         r"mismatch" % (r[0], r[1]), err):
+            raise Fail("message %r does not name record %d" % (err.strip(), r[0]))
+        if "image validated" not in (tail(log, 400) or ""):
+            raise Fail("refused at load: the page record was not left to the writers")
+        deadline = time.monotonic() + 10
+        while [p for p in pids if pid_exists(p)]:
+            if time.monotonic() > deadline:
+                raise Fail("pids %r of the tree left after the failed restart"
+                           % [p for p in pids if pid_exists(p)])
+            time.sleep(POLL)
+        with open(img, "wb") as f:
+            f.write(good)
+        rp = self.restart(img, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the undamaged tree")
+
     def restart_damaged(self, path, kind, where):
         tag = "dmg-" + kind
         pidfile = self.p(tag + ".pid")
@@ -6418,8 +6476,9 @@ http {{
                                        self.p(tag + ".log"), *self.t.get("rst_args", ())),
                         err=err, out=self.p(tag + ".out"))
         deadline = time.monotonic() + 30
-        if lazy and kind == "pages":
-            # --lazy checks a page record when the server first uses it: the
+        if lazy and kind in ("pages", "page-pad"):
+            # --lazy checks a page record (its data; its frame and pad, which
+            # the load took from the index) when the server first uses it: the
             # process may run until then; the server names the damage and
             # its guard kills it
             self.wait_all([rp], EXIT_TIMEOUT, "ckpt restart --lazy of a damaged image")
@@ -7211,6 +7270,28 @@ http {{
         data = bytearray(good)
         struct.pack_into("<Q", data, off + length - 24, zlen + 8)  # the table's zlen
         struct.pack_into("<I", data, frame + 20, crc32c_fast(bytes(data[off:off + length])))
+        # the record alone: the image's index still has its old frame and
+        # table, which the load takes; the server compares them with the
+        # record before it uses it, and the guard kills the process
+        with open(self.p("img-zlen-stale"), "wb") as f:
+            f.write(data)
+        self.lazy_restart_killed(self.p("img-zlen-stale"), "restart-stale",
+                                 r"pid %d: its memory at [0-9a-f]+ cannot be served: .*is not "
+                                 r"what the image's index says" % self.pid)
+        # an index entry that names no record (in order, its checksum good):
+        # refused at load (an index that does not hold together is not used:
+        # every frame is read then)
+        stale = bytearray(good)
+        _, iframe, _, _, ioff, ilen = [r for r in walk_image(good) if r[2] == INDEX][0]
+        struct.pack_into("<Q", stale, ioff, struct.unpack_from("<Q", stale, ioff)[0] - 8)
+        struct.pack_into("<I", stale, iframe + 20, crc32c_fast(bytes(stale[ioff:ioff + ilen])))
+        with open(self.p("img-index"), "wb") as f:
+            f.write(stale)
+        self.refused_restart(self.p("img-index"), "an index entry that names no record",
+                             r"the image's index names a record at offset \d+, which is not "
+                             r"where a record starts", extra=["--lazy"])
+        # the index too, as whoever can write the file would: refused at load
+        reindex(data, frame)
         with open(self.p("img-zlen"), "wb") as f:
             f.write(data)
         self.refused_restart(self.p("img-zlen"), "a forged frame length",
@@ -7219,6 +7300,7 @@ http {{
         for i in range(off + zlen - 4, off + zlen):  # the frame's content checksum
             data[i] ^= 0x5a
         struct.pack_into("<I", data, frame + 20, crc32c_fast(bytes(data[off:off + length])))
+        reindex(data, frame)
         with open(img, "wb") as f:
             f.write(data)
         self.lazy_restart_killed(img, "restart", r"pid %d: its memory at [0-9a-f]+ cannot be "
@@ -7258,18 +7340,23 @@ http {{
         self.check_result(rc, "ckpt restart --lazy")
 
     def flow_lazy_chain_damaged(self):
-        """restart --lazy of a chain with a damaged page record: in the parent
-        (every parent is checked whole) or in the newest image (its own
-        records are checked before the chain's pages are put together), the
-        restart is refused before anything is made, naming it; with the
-        chain mended it restarts."""
+        """restart (--lazy with rst_args) of a chain with a damaged page
+        record: in the parent (every parent is checked whole) or in the
+        newest image (its own records are checked before the chain's pages
+        are put together), the restart is refused, naming it, and nothing
+        it made is left; with the chain mended it restarts."""
         if self.opts.no_ckpt:
             return self.native()
+        extra = list(self.t.get("rst_args", ()))
         pr = self.start()
         self.wait_ready()
+        newest = (r"pid %d: the image's pages at [0-9a-f]+ are damaged" % self.pid
+                  if "--lazy" in extra else
+                  r"record \d+ at offset \d+ \(mm/pages of pid %d\): data checksum mismatch"
+                  % self.pid)
         imgs = self.lazy_chain(pr, [])
         for which, must in ((1, r"parent image .*img1: record \d+: data checksum mismatch"),
-                            (2, r"pid %d: the image's pages at [0-9a-f]+ are damaged" % self.pid)):
+                            (2, newest)):
             with open(imgs[which], "rb") as f:
                 good = f.read()
             r = max(walk_image(good)[:-1], key=lambda r: r[5])
@@ -7277,13 +7364,13 @@ http {{
             data[r[4] + r[5] // 3] ^= 0x5a
             with open(imgs[which], "wb") as f:
                 f.write(data)
-            self.refused_restart(imgs[2], "restart --lazy, image %d damaged" % which, must,
-                                 extra=["--lazy"])
+            self.refused_restart(imgs[2], "restart %s, image %d damaged" % (extra, which),
+                                 must, extra=extra)
             with open(imgs[which], "wb") as f:
                 f.write(good)
-        rp = self.restart(imgs[2], "restart", extra=("--lazy",))
-        rc = self.wait_exit(rp, "ckpt restart --lazy")
-        self.check_result(rc, "ckpt restart --lazy")
+        rp = self.restart(imgs[2], "restart", extra=extra)
+        rc = self.wait_exit(rp, "ckpt restart %s" % extra)
+        self.check_result(rc, "ckpt restart %s" % extra)
 
     def flow_lazy_killed(self):
         """restart --lazy, and the lazy server SIGKILLed as soon as the process
@@ -7529,6 +7616,60 @@ http {{
         if lazy and not re.search(r"lazy: memory is served by pid \d+",
                                   open(self.p("restart.log"), errors="replace").read()):
             raise Fail("restart --lazy did not start a lazy server")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_incr_busy(self):
+        """The pre-copy inside a checkpoint --parent (mm-dirty.c): image 0
+        (--track); the program rewrites its still pages and writes its busy
+        ones round and round; image 1 (--parent image 0 --kill) by ckpt-fault,
+        which after the pre-copy waits until the program wrote every busy page
+        again (CKPT_FAULT=precopy:PATH). The log must show the still pages
+        taken from the pre-copy and the busy ones read again; restarted, the
+        program finds each busy page as its last write and each still page
+        as it rewrote it. Case undo: image 1 is refused after its pre-copy
+        (the program's own userfaultfd) and must put the tracking back;
+        once the program closed it, image 2 (--parent image 0 --kill) is
+        the one restarted."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img0, img1 = self.p("img0"), self.p("img1")
+        self.checkpoint(img0, "ckpt0", reap=[pr], kill=False, extra=["--track"])
+        os.kill(self.pid, signal.SIGUSR1)
+        self.wait_file("step1", pr)
+        log, err = self.p("ckpt1.log"), self.p("ckpt1.err")
+        self.logs += [err, log]
+        argv = self.ckpt_argv("checkpoint", str(self.pid), "-o", img1, "--kill", "--log", log,
+                              "--parent", img0)
+        argv[0] = self.fault_bin()
+        cp = self.popen(argv, err=err, out=self.p("ckpt1.out"),
+                        env=dict(os.environ, CKPT_FAULT="precopy:" + self.p("rewritten")))
+        self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt checkpoint", reap=[pr])
+        etext = (tail(err, 20) or "").strip()
+        if self.t.get("case") == "undo":
+            # refused after its pre-copy (the program's own userfaultfd)
+            text = open(log, errors="replace").read()
+            if cp.returncode == 0 or "[userfaultfd] files are not supported" not in etext or \
+                    "tracking put back as it was after the failure" not in text:
+                raise Fail("checkpoint --parent refused after its pre-copy: exit %d: %s"
+                           % (cp.returncode, etext[-300:]))
+            with open(self.p("unblock"), "w"):
+                pass
+            self.wait_file("unblocked", pr)
+            img1, log = self.p("img2"), self.p("ckpt2.log")
+            self.checkpoint(img1, "ckpt2", reap=[pr], extra=["--parent", img0])
+        elif cp.returncode != 0:
+            raise Fail("checkpoint --parent: exit %d: %s" % (cp.returncode, etext))
+        text = open(log, errors="replace").read()
+        m = re.search(r"of its pre-copy, (\d+) KiB not written since taken from it, (\d+) KiB "
+                      r"read again", text)
+        if not m or int(m.group(1)) < 1024 or int(m.group(2)) < 1024 and not \
+                self.t.get("case") == "undo":
+            raise Fail("the pre-copy did not give the still pages (1 MiB) and leave the "
+                       "busy ones (1 MiB) to the freeze: %r" % (m.group(0) if m else None))
+        rp = self.restart(img1, "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
     def forged_frame(self, img):
@@ -8571,6 +8712,8 @@ HDR_SIZE_OFF = 12          # struct img_header.header_size
 FRAME = struct.Struct("<IIQII")  # type, flags, length, hdr_crc, data_crc
 PAD_MASK = 0xfff
 TRAILER = 0xffff
+INDEX = 0xfffe  # img.h IMG_REC_INDEX: entries of 96 bytes, a foot of 16
+INDEX_ENTRY = 96
 
 
 def walk_image(data):
@@ -8604,6 +8747,30 @@ def zstd_records(data):
         if r[5] >= 40 and data[end - 16:end - 12] == b"PGZ1":
             out.append((r[0], r[1], r[4], r[5], struct.unpack_from("<Q", data, end - 24)[0]))
     return out
+
+
+def reindex(data, frame):
+    """data (a bytearray) with the index entry (img.h, IMG_REC_INDEX) of the
+    record whose frame is at frame made the record's again: its data
+    checksum and last bytes, the index's own checksum recomputed."""
+    idx = [r for r in walk_image(bytes(data)) if r[2] == INDEX]
+    if not idx:
+        raise Fail("the image has no index record")
+    _, iframe, _, _, ioff, ilen = idx[0]
+    n = struct.unpack_from("<Q", data, ioff + ilen - 8)[0]
+    flen = struct.unpack_from("<Q", data, frame + 8)[0]
+    pad = struct.unpack_from("<I", data, frame + 4)[0] & PAD_MASK
+    end = frame + FRAME.size + flen
+    for i in range(n):
+        e = ioff + i * INDEX_ENTRY
+        if struct.unpack_from("<Q", data, e)[0] != frame:
+            continue
+        k = min(64, flen - pad)
+        data[e + 20:e + 24] = data[frame + 20:frame + 24]
+        data[e + 32:e + 32 + k] = data[end - k:end]
+        struct.pack_into("<I", data, iframe + 20, crc32c_fast(bytes(data[ioff:ioff + ilen])))
+        return
+    raise Fail("the index has no entry for the record at %d" % frame)
 
 
 def flip(data, off):
@@ -8640,6 +8807,23 @@ def d_pages(data, recs):
     off = r[4] + int(r[5] * 0.6)
     return flip(data, off), "byte %d: 60%% into record %d (type %d, %d bytes)" % (
         off, r[0], r[2], r[5])
+
+
+def d_page_pad(data, recs):
+    # the last pad byte before the largest page record's data: refused at
+    # load; --lazy: the frame and pad are the index's, compared with the
+    # file when the server first uses the record
+    r = max((r for r in recs[:-1] if r[3] & PAD_MASK), key=lambda r: r[5])
+    off = r[4] - 1
+    return flip(data, off), "byte %d: the pad before record %d's data" % (off, r[0])
+
+
+def d_index(data, recs):
+    # the middle of the index (the record before the trailer if none):
+    # --lazy does not take it, reads every frame and finds its checksum bad
+    r = ([r for r in recs if r[2] == INDEX] or [recs[-2]])[0]
+    off = r[4] + r[5] // 2
+    return flip(data, off), "byte %d: middle of the index, record %d" % (off, r[0])
 
 
 def d_trunc_half(data, recs):
@@ -8738,14 +8922,15 @@ def forged(name):
 
 
 DAMAGES = [("header", d_header), ("frame", d_frame), ("payload", d_payload),
-           ("pages", d_pages), ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
+           ("pages", d_pages), ("page-pad", d_page_pad), ("index", d_index),
+           ("trunc-half", d_trunc_half), ("trunc-1", d_trunc_1),
            ("append", d_append), ("random", d_random), ("empty", d_empty),
            ("id-huge", forged("id_huge")), ("file-twice", forged("file_twice")),
            ("hdr-flags", forged("hdr_flags")), ("hdr-reserved", forged("hdr_reserved")),
            ("hdr-xfeatures", forged("hdr_xfeatures")), ("hdr-xsave", forged("hdr_xsave")),
            ("path-escape", forged("path_escape")), ("rec-flags", forged("rec_flags")),
            ("ns-subtree", forged("ns_subtree"))]
-CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages"}
+CHECKSUM_DAMAGES = {"header", "frame", "payload", "pages", "page-pad", "index"}
 
 
 def damage_selftest(path):

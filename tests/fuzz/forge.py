@@ -16,6 +16,9 @@ HDR_CRC = 136
 FRAME = struct.Struct("<IIQII")
 PAD_MASK = 0xfff
 TRAILER = 0xffff
+INDEX = 0xfffe
+INDEX_ENTRY = 96
+INDEX_MAGIC = 0x31584449
 FILE_REG = 0x0201
 PIPE = 0x0c01
 MQUEUE = 0x1b01
@@ -59,19 +62,40 @@ def build(hdr, recs):
     struct.pack_into("<I", hdr, HDR_CRC, crc32c(bytes(hdr[:HDR_CRC])))
     out = bytearray(hdr)
     total = 0
+    entries = []  # (frame offset, frame bytes, data) of every record, for the index
     for rec in recs:
         typ, flags, data, aligned = rec[:4]
+        if typ == INDEX:  # made again: the records may have moved
+            data = reindex(data, entries)
         pad = (-(len(out) + FRAME.size)) & PAD_MASK if aligned else 0
         f = struct.pack("<IIQ", typ, flags | pad, pad + len(data))
         # a record's pages untouched: its checksum as read (crc32c in
         # python takes seconds for a few MiB)
         dcrc = rec[4][1] if len(rec) > 4 and rec[4][0] is data else crc32c(data)
+        entries.append((len(out), f + struct.pack("<II", crc32c(f), dcrc), data))
         out += f + struct.pack("<II", crc32c(f), dcrc) + bytes(pad) + data
         total += len(data)
     t = struct.pack("<QQII", len(recs), total, 0x444e4521, 0)
     f = struct.pack("<IIQ", TRAILER, 0, len(t))
     out += f + struct.pack("<II", crc32c(f), crc32c(t)) + t
     return bytes(out)
+
+
+def reindex(old, entries):
+    """The index (img.h, IMG_REC_INDEX) of the records before it, of the
+    type its foot names: each one's frame offset, length, flags, data crc
+    and last 64 bytes."""
+    typ = struct.unpack_from("<I", old, len(old) - 16)[0]
+    out = bytearray()
+    for at, f, data in entries:
+        t, flags, length, _, dcrc = FRAME.unpack(f)
+        if t != typ:
+            continue
+        k = min(64, len(data))
+        out += struct.pack("<QQIIII", at, length, flags, dcrc, k, 0)
+        out += data[len(data) - k:] + bytes(64 - k)
+    n = len(out) // INDEX_ENTRY
+    return bytes(out + struct.pack("<IIQ", typ, INDEX_MAGIC, n))
 
 
 def varint(v):

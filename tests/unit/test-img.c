@@ -1248,6 +1248,153 @@ TEST(error_location)
 	free(img);
 }
 
+/*
+ * The index (img_writer_index): records of type 7 (two of three aligned
+ * ones) in the index before the trailer; a sparse reader validating with
+ * crc_later 7 takes them from it (late), img_reader_verify compares them
+ * with the file; a damaged pad is found by the verify, an index entry at
+ * no record's start by the validation; an image whose index does not
+ * check is read frame by frame.
+ */
+static uint8_t *indexed_image(size_t *ret_len)
+{
+	struct img_header h;
+	struct img_writer w;
+	static uint8_t a[3 * 4096 + 40], b[200], c[5];
+	struct iovec iov = {a, sizeof(a)};
+	int fd, bad = 0;
+	fill(a, sizeof(a), 7);
+	fill(b, sizeof(b), 8);
+	fill(c, sizeof(c), 9);
+	make_hdr(&h);
+	fd = memfd_create("indexed", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	bad |= img_writer_init(&w, fd, &h);
+	bad |= img_writer_index(&w, 7);
+	bad |= img_write(&w, 1, 0, c, sizeof(c));
+	bad |= img_write_aligned(&w, 7, &iov, 1);
+	bad |= img_write(&w, 1, 0, c, sizeof(c));
+	iov = (struct iovec){b, sizeof(b)};
+	bad |= img_write_aligned(&w, 8, &iov, 1); /* another type: not indexed */
+	bad |= img_write_aligned(&w, 7, &iov, 1);
+	bad |= img_writer_finish(&w);
+	uint8_t *buf = bad ? NULL : slurp(fd, ret_len);
+	close(fd);
+	return buf;
+}
+
+/* Validates buf as a lazy restart does (sparse, crc_later 7): 0 and the
+ * records in *r (open), or the error. */
+static int lazy_open(const uint8_t *buf, size_t len, struct img_reader *r, struct img_error *err)
+{
+	int fd = memfd_with(buf, len);
+	if (fd < 0)
+		return -999;
+	int ret = img_reader_open_lazy(r, fd, err);
+	close(fd);
+	if (ret < 0)
+		return ret;
+	r->crc_later = 7;
+	ret = img_reader_validate(r, err);
+	if (ret < 0)
+		img_reader_close(r);
+	return ret;
+}
+
+TEST(index)
+{
+	size_t len;
+	uint8_t *buf = indexed_image(&len);
+	CHECK(buf != NULL);
+	if (!buf)
+		return;
+	struct img_error err;
+	struct img_record rec;
+	struct img_reader r;
+	/* every reader takes it as a record */
+	CHECK_EQ(check_image(buf, len, &err), 0);
+	CHECK_EQ(lazy_open(buf, len, &r, &err), 0);
+	CHECK(r.idx != NULL && r.nidx == 2);
+	int n = 0, late = 0, idx = 0;
+	while (img_reader_next(&r, &rec, &err) == 0) {
+		n++;
+		late += rec.late;
+		idx += rec.type == IMG_REC_INDEX;
+		if (rec.late) {
+			CHECK_EQ(rec.type, 7);
+			CHECK_EQ(img_reader_verify(&r, rec.index, rec.offset), 0);
+			const uint8_t *end;
+			size_t end_len;
+			CHECK_EQ(img_reader_end(&r, &rec, &end, &end_len), 1); /* the index's */
+			CHECK(end_len == MIN(rec.len, (uint64_t)IMG_INDEX_END) &&
+			      !memcmp(end, rec.data + rec.len - end_len, end_len));
+		}
+	}
+	CHECK_EQ(n, 6);
+	CHECK_EQ(late, 2);
+	CHECK_EQ(idx, 1);
+	/* the first indexed record's frame, at the index's offset */
+	size_t at = (size_t)r.idx[0].offset, at2 = (size_t)r.idx[1].offset, ix = 0;
+	for (size_t p = HDR_SZ; p < len;) {
+		struct img_frame f;
+		memcpy(&f, buf + p, sizeof(f));
+		if (f.type == IMG_REC_INDEX)
+			ix = p;
+		p += FRAME_SZ + f.length;
+	}
+	img_reader_close(&r);
+	CHECK(ix != 0);
+
+	/* a damaged pad: the index takes the record; the verify finds it */
+	uint8_t *d = malloc(len);
+	memcpy(d, buf, len);
+	d[at + FRAME_SZ + 1] ^= 1;
+	CHECK_REJECT(d, len, "pad is not zero"); /* without --lazy: refused */
+	CHECK_EQ(lazy_open(d, len, &r, &err), 0);
+	while (img_reader_next(&r, &rec, &err) == 0)
+		if (rec.late && rec.offset == at)
+			CHECK_EQ(img_reader_verify(&r, rec.index, rec.offset), -EPROTO);
+		else if (rec.late)
+			CHECK_EQ(img_reader_verify(&r, rec.index, rec.offset), 0);
+	img_reader_close(&r);
+
+	/* the record's last byte (its data checksum recomputed): the index's
+	 * end differs */
+	memcpy(d, buf, len);
+	struct img_frame f2;
+	memcpy(&f2, d + at2, sizeof(f2));
+	size_t pad2 = f2.flags & IMG_FLAG_PAD_MASK, dl2 = f2.length - pad2;
+	d[at2 + FRAME_SZ + f2.length - 1] ^= 1;
+	f2.data_crc = img_crc32c(0, d + at2 + FRAME_SZ + pad2, dl2);
+	memcpy(d + at2, &f2, sizeof(f2));
+	CHECK_EQ(check_image(d, len, &err), 0); /* a forgery the frames cannot see */
+	CHECK_EQ(lazy_open(d, len, &r, &err), 0);
+	while (img_reader_next(&r, &rec, &err) == 0)
+		if (rec.late && rec.offset == at2)
+			CHECK_EQ(img_reader_verify(&r, rec.index, rec.offset), -EPROTO);
+	img_reader_close(&r);
+
+	/* an entry moved back 8 bytes (the index's checksum recomputed):
+	 * refused at load, naming the offset */
+	memcpy(d, buf, len);
+	struct img_frame fi;
+	memcpy(&fi, d + ix, sizeof(fi));
+	uint64_t o = at2 - 8;
+	memcpy(d + ix + FRAME_SZ + sizeof(struct img_index_entry), &o, sizeof(o));
+	fi.data_crc = img_crc32c(0, d + ix + FRAME_SZ, fi.length);
+	memcpy(d + ix, &fi, sizeof(fi));
+	CHECK(lazy_open(d, len, &r, &err) < 0 && strstr(err.reason, "not where a record starts"));
+
+	/* the index's bytes damaged: not used; the walk reads every frame and
+	 * refuses the index's checksum */
+	memcpy(d, buf, len);
+	d[ix + FRAME_SZ + 3] ^= 1;
+	CHECK(lazy_open(d, len, &r, &err) < 0 && strstr(err.reason, "data checksum mismatch"));
+	free(d);
+	free(buf);
+}
+
 int main(void)
 {
 	/* a writer gone wrong must not fill /tmp or memory: EFBIG instead */
@@ -1277,5 +1424,6 @@ int main(void)
 	RUN(forged_frames);
 	RUN(trailer_cases);
 	RUN(error_location);
+	RUN(index);
 	return unit_done();
 }

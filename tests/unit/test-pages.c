@@ -357,6 +357,60 @@ TEST(forged_records)
 	free(f.mem);
 }
 
+/* Chunks with a pages_check: pages_set_apply checks each record before its
+ * chunk is put, once for chunks sharing it; a bad one stops the apply
+ * before its own bytes are put, with -EBADMSG and the chunk's address. */
+static int put_count(void *arg, const struct pages_chunk *c, uint64_t *ret_off)
+{
+	(void)ret_off;
+	unsigned *n = arg;
+	__atomic_fetch_add(n, (unsigned)c->bytes / 4096, __ATOMIC_RELAXED);
+	return 0;
+}
+
+TEST(checked_late)
+{
+	static uint8_t data[4 * 4096];
+	struct pages_extent x[4];
+	struct pages_check k[2];
+	struct pages_set set = { 0 };
+	unsigned put = 0;
+	uint64_t off = 0;
+
+	memset(data, 0x11, sizeof(data));
+	for (int i = 0; i < 4; i++)
+		x[i] = (struct pages_extent){ (uint64_t)(i * 2) * 4096, 4096 };
+	/* record 0: chunks 0 and 1; record 1: chunks 2 and 3 */
+	for (int i = 0; i < 2; i++)
+		k[i] = (struct pages_check){ .data = data + i * 8192, .len = 8192,
+					     .crc = img_crc32c(0, data + i * 8192, 8192),
+					     .index = (uint32_t)i };
+	for (int i = 0; i < 4; i++) {
+		struct pages_chunk c = { .n = 1, .x = &x[i], .data = data + i * 4096,
+					 .bytes = 4096, .check = &k[i / 2] };
+		CHECK_EQ(pages_set_add(&set, &c, 0, 1u << 20), 0);
+	}
+	CHECK_EQ(pages_set_apply(&set, 1, put_count, &put, &off), 0);
+	CHECK_EQ(put, 4);
+	CHECK_EQ(k[0].state, 1);
+	CHECK_EQ(k[1].state, 1);
+
+	/* record 1 damaged after the first check: the answer is kept */
+	data[3 * 4096 + 7] ^= 1;
+	put = 0;
+	CHECK_EQ(pages_set_apply(&set, 1, put_count, &put, &off), 0);
+	CHECK_EQ(put, 4);
+	k[1].state = 0;
+	put = 0;
+	CHECK_EQ(pages_set_apply(&set, 1, put_count, &put, &off), -EBADMSG);
+	CHECK_EQ(put, 2); /* record 0's two chunks, none of record 1's */
+	CHECK_EQ(off, 4 * 4096);
+	CHECK_EQ(k[1].state, -EBADMSG);
+	CHECK_EQ(pages_check_run(&k[1]), -EBADMSG);
+	CHECK_EQ(pages_check_run(&k[0]), 0);
+	pages_set_release(&set);
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -364,5 +418,6 @@ int main(void)
 	RUN(async_write_fails);
 	RUN(writer_refuses);
 	RUN(forged_records);
+	RUN(checked_late);
 	return unit_done();
 }
