@@ -500,30 +500,55 @@ static const PosixTimerEntry *find_pending(const PosixTimersEntry *e, int sig, i
 	return NULL;
 }
 
+/* The task whose queue x's signal goes to: the thread it names
+ * (SIGEV_THREAD_ID, glibc's SIGEV_THREAD helper), else the process. Only
+ * that thread's rt_sigtimedwait can take a signal queued to it. The
+ * thread's own step comes later (sequence.c run_threads): its puppet is
+ * given the leader's syscall address now, the vDSO having moved with the
+ * leader's memory. */
+static struct rst_task *target_of(struct rst_task *t, const PosixTimerEntry *x)
+{
+	for (size_t i = 0; x->has_thread && i < t->nthreads; i++) {
+		if (t->threads[i].pid != (pid_t)x->thread)
+			continue;
+		t->threads[i].pup.syscall_ip = t->pup.syscall_ip;
+		return &t->threads[i];
+	}
+	return t;
+}
+
 /*
  * Takes off the copies of the timers' own queued signals that the signals
  * kind queued: every instance of a signal of a timer that has its signal
- * queued or an overrun count (checkpoint made sure there are no others).
+ * queued or an overrun count (checkpoint made sure there are no others),
+ * in the task each timer signals.
  */
 static int drop_copies(struct rst_ctx *ctx, struct rst_task *t, const PosixTimersEntry *e)
 {
-	uint64_t sigs = 0;
-
-	for (size_t i = 0; i < e->n_timers; i++)
-		if (e->timers[i]->has_pending_pos || e->timers[i]->overrun)
-			sigs |= bit(e->timers[i]->signo);
-	for (int sig = 1; sig <= NSIG_K; sig++) {
-		for (int n = 0; (sigs & bit(sig)) && n <= MAX_PENDING; n++) {
-			siginfo_t si;
-			long r = take_signal(t, sig, 0, &si);
-			if (r == -EAGAIN)
-				break;
-			if (r < 0)
-				return (int)rst_check(ctx, t, r, "rt_sigtimedwait");
-			if (si.si_code != SI_TIMER || !find_pending(e, sig, si.si_timerid))
-				return log_fail(&ctx->log, -EINVAL,
-						"pid %d: signal %d is queued, and not by a timer",
-						t->pid, sig);
+	for (size_t j = 0; j < e->n_timers; j++) {
+		struct rst_task *to = target_of(t, e->timers[j]);
+		uint64_t sigs = 0;
+		bool seen = false;
+		for (size_t i = 0; i < e->n_timers; i++) {
+			if (target_of(t, e->timers[i]) != to)
+				continue;
+			seen |= i < j; /* this target was emptied at timer i */
+			if (e->timers[i]->has_pending_pos || e->timers[i]->overrun)
+				sigs |= bit(e->timers[i]->signo);
+		}
+		for (int sig = 1; !seen && sig <= NSIG_K; sig++) {
+			for (int n = 0; (sigs & bit(sig)) && n <= MAX_PENDING; n++) {
+				siginfo_t si;
+				long r = take_signal(to, sig, 0, &si);
+				if (r == -EAGAIN)
+					break;
+				if (r < 0)
+					return (int)rst_check(ctx, to, r, "rt_sigtimedwait");
+				if (si.si_code != SI_TIMER || !find_pending(e, sig, si.si_timerid))
+					return log_fail(&ctx->log, -EINVAL,
+							"pid %d: signal %d is queued, and not by a "
+							"timer", to->pid, sig);
+			}
 		}
 	}
 	return 0;
@@ -566,7 +591,7 @@ static int arm_overrun(struct rst_ctx *ctx, struct rst_task *t, const PosixTimer
 	int r = arm_past(ctx, t, x, ((int64_t)x->overrun + 1) * (int64_t)x->interval_ns);
 	if (r < 0)
 		return r;
-	long s = take_signal(t, x->signo, NS_PER_S, &si);
+	long s = take_signal(target_of(t, x), x->signo, NS_PER_S, &si);
 	if (s != x->signo || si.si_code != SI_TIMER || si.si_timerid != x->id)
 		return log_fail(&ctx->log, s < 0 ? (int)s : -EIO,
 				"pid %d timer %d: its signal did not come to set the overrun count",
