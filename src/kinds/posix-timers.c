@@ -525,19 +525,20 @@ static struct rst_task *target_of(struct rst_task *t, const PosixTimerEntry *x)
  */
 static int drop_copies(struct rst_ctx *ctx, struct rst_task *t, const PosixTimersEntry *e)
 {
-	for (size_t j = 0; j < e->n_timers; j++) {
-		struct rst_task *to = target_of(t, e->timers[j]);
-		uint64_t sigs = 0;
-		bool seen = false;
-		for (size_t i = 0; i < e->n_timers; i++) {
-			if (target_of(t, e->timers[i]) != to)
-				continue;
-			seen |= i < j; /* this target was emptied at timer i */
-			if (e->timers[i]->has_pending_pos || e->timers[i]->overrun)
-				sigs |= bit(e->timers[i]->signo);
-		}
-		for (int sig = 1; !seen && sig <= NSIG_K; sig++) {
-			for (int n = 0; (sigs & bit(sig)) && n <= MAX_PENDING; n++) {
+	/* the signals to take, per target: [0] the process, [1 + i] thread i */
+	_cleanup_free_ uint64_t *sigs = calloc(t->nthreads + 1, sizeof(*sigs));
+	if (!sigs)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n_timers; i++) {
+		const PosixTimerEntry *x = e->timers[i];
+		struct rst_task *to = target_of(t, x);
+		if (x->has_pending_pos || x->overrun)
+			sigs[to == t ? 0 : (size_t)(to - t->threads) + 1] |= bit(x->signo);
+	}
+	for (size_t k = 0; k <= t->nthreads; k++) {
+		struct rst_task *to = k ? &t->threads[k - 1] : t;
+		for (int sig = 1; sigs[k] && sig <= NSIG_K; sig++) {
+			for (int n = 0; (sigs[k] & bit(sig)) && n <= MAX_PENDING; n++) {
 				siginfo_t si;
 				long r = take_signal(to, sig, 0, &si);
 				if (r == -EAGAIN)
