@@ -430,8 +430,9 @@ static int direct_records(struct img_writer *w, uint8_t *big)
 		fill(small, sizeof(small), i);
 		bad |= img_write(w, 1, 0, small, (i * 37) % sizeof(small));
 		/* one in six of 256 KiB or more: only those go by direct I/O */
-		size_t len = (size_t)((i % 5) + 1 + (i % 6 ? 0 : DIRECT_MIN_PAGES)) * IMG_PAGE_SIZE +
-			     (i % 3 ? 0 : 777 * i);
+		size_t len =
+		    (size_t)((i % 5) + 1 + (i % 6 ? 0 : DIRECT_MIN_PAGES)) * IMG_PAGE_SIZE +
+		    (i % 3 ? 0 : 777 * i);
 		uint8_t *at = big + (i % 4 == 1 ? 8 : 0); /* unaligned: the ordinary way */
 		fill(at, len, i + 100);
 		struct iovec iov[3] = { { at, len }, { small, 8 }, { small, i } };
