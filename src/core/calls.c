@@ -20,6 +20,12 @@
  * not fit its slice leaves the queue: what it queued runs at once, and
  * its kinds go on alone, as for any task (its slice left as it is, for
  * calls still to come that point into it).
+ *
+ * Processes without threads are queued the same way, up to
+ * PUPPET_MANY_MAX of them (rst_calls_begin_procs): each queue's slice is
+ * the first slice of the process's own scratch area, its data written
+ * there by one write of its own, and the batches run side by side by
+ * puppet_syscalls_many.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,6 +54,7 @@ struct calls_q {
 
 struct rst_calls_group {
 	size_t n;
+	bool procs; /* processes, each with its own memory (not threads of one) */
 	struct calls_q q[PUPPET_MANY_MAX];
 };
 
@@ -155,24 +162,46 @@ int rst_calls_flush(struct rst_ctx *ctx, struct rst_task *t)
 	return q ? run_alone(ctx, q) : 0;
 }
 
-bool rst_calls_begin(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n)
+static bool can_queue(const struct puppet *p)
+{
+	return p->stub_ip && p->scratch && p->scratch_len >= CALLS_SLICES_END && !p->trap_ignored;
+}
+
+/* procs: ts are processes, each queue's slice in its own scratch area
+ * (the first slice: the process kinds' own direct uses of the area keep
+ * below 4 KiB, as the per-thread ones, or at its middle, seccomp's) */
+static bool calls_begin(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n, bool procs)
 {
 	const struct puppet *p = n ? &ts[0]->pup : NULL;
-	if (n < 2 || n > PUPPET_MANY_MAX || !p->stub_ip || !p->scratch ||
-	    p->scratch_len < CALLS_SLICES_END || p->trap_ignored)
+	if (n < (procs ? 1 : 2) || n > PUPPET_MANY_MAX)
 		return false;
+	for (size_t i = 0; i < (procs ? n : 1); i++)
+		if (!can_queue(&ts[i]->pup))
+			return false;
 	struct rst_calls_group *g = malloc(sizeof(*g));
 	if (!g)
 		return false;
 	g->n = n;
+	g->procs = procs;
 	for (size_t i = 0; i < n; i++) {
 		g->q[i].t = ts[i];
-		g->q[i].slice = p->scratch + CALLS_SLICES_OFF + i * CALLS_SLICE;
+		g->q[i].slice = procs ? ts[i]->pup.scratch + CALLS_SLICES_OFF
+				      : p->scratch + CALLS_SLICES_OFF + i * CALLS_SLICE;
 		g->q[i].used = g->q[i].written = 0;
 		g->q[i].n = 0;
 	}
 	ctx->calls = g;
 	return true;
+}
+
+bool rst_calls_begin(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n)
+{
+	return calls_begin(ctx, ts, n, false);
+}
+
+bool rst_calls_begin_procs(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n)
+{
+	return calls_begin(ctx, ts, n, true);
 }
 
 int rst_calls_end(struct rst_ctx *ctx, bool run)
@@ -204,10 +233,11 @@ int rst_calls_end(struct rst_ctx *ctx, bool run)
 		ns[np] = q->n;
 		tables[np++] = table;
 	}
-	/* the threads' data, all in their leader's memory: one write */
+	/* the threads' data, all in their leader's memory: one write
+	 * (processes': each its own, by write_data below) */
 	struct iovec l[PUPPET_MANY_MAX] = { 0 }, rm[PUPPET_MANY_MAX] = { 0 };
 	size_t nd = 0, len = 0;
-	for (size_t i = 0; i < np; i++) {
+	for (size_t i = 0; g && !g->procs && i < np; i++) {
 		struct calls_q *q = qs[i];
 		if (q->used <= q->written)
 			continue;
@@ -235,7 +265,9 @@ int rst_calls_end(struct rst_ctx *ctx, bool run)
 		tables[nrun++] = tables[i];
 	}
 	np = nrun;
-	if (np)
+	if (np && g->procs)
+		puppet_syscalls_many(ps, calls, ns, tables, np, err);
+	else if (np)
 		puppet_syscalls_many_vm(ps, calls, ns, tables, np, err);
 	for (size_t i = 0; i < np; i++) {
 		int e = check(ctx, qs[i]->t, qs[i]->c, qs[i]->what, qs[i]->hint, qs[i]->n, err[i]);

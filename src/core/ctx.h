@@ -339,6 +339,9 @@ int rst_calls_flush(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn
  * they cannot, each runs its own); rst_calls_end() runs the queues if
  * run, checks them, and ends it. */
 bool rst_calls_begin(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n);
+/* The same for n processes without threads (one or more), each queue in
+ * its own memory: their queues run side by side at rst_calls_end. */
+bool rst_calls_begin_procs(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n);
 int rst_calls_end(struct rst_ctx *ctx, bool run) __attribute__((warn_unused_result));
 
 /*

@@ -242,14 +242,53 @@ static int run_threads(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task 
 	return 0;
 }
 
+/*
+ * At "task state", processes without threads up to PUPPET_MANY_MAX at a
+ * time: each one's kinds run in turn as before, but the calls they queue
+ * (rst_calls: task's, creds') are run at the end, every process's batch
+ * side by side (core/calls.c), one stop each on whichever core is free,
+ * where each process took a stop for each of those kinds' batches, one
+ * process after the other. Processes are independent after their fork:
+ * nothing of one process's restore reads what another's queued calls do.
+ * Returns how many tasks from i it restored (at least one), or -errno.
+ */
+static int run_procs(struct rst_ctx *ctx, size_t i, struct step_times *times)
+{
+	struct rst_task *ts[PUPPET_MANY_MAX];
+	size_t n = 0, k = 0;
+	for (size_t j = i; j < ctx->nimage && n < PUPPET_MANY_MAX; j++) {
+		struct rst_task *t = &ctx->tasks[j];
+		if (t->nthreads)
+			break;
+		if (!t->zombie)
+			ts[n++] = t;
+		k++;
+	}
+	if (!n || !rst_calls_begin_procs(ctx, ts, n))
+		return 0;
+	int r = 0;
+	for (size_t j = 0; r >= 0 && j < n; j++)
+		r = rst_task_timed(ctx, RST_TASK_STATE, ts[j], times);
+	int e = rst_calls_end(ctx, r >= 0);
+	r = r < 0 ? r : e;
+	return r < 0 ? r : (int)k;
+}
+
 /* STEP_TASKS: each process, all kinds; then its threads, the per_thread kinds. */
 static int run_tasks(struct rst_ctx *ctx, enum rst_step_id s, struct step_times *times)
 {
 	for (size_t i = 0; i < ctx->nimage; i++) {
 		struct rst_task *t = &ctx->tasks[i];
+		int r = s == RST_TASK_STATE && !t->nthreads ? run_procs(ctx, i, times) : 0;
+		if (r < 0)
+			return r;
+		if (r > 0) {
+			i += (size_t)r - 1;
+			continue;
+		}
 		if (t->zombie)
 			continue;
-		int r = rst_task_timed(ctx, s, t, times);
+		r = rst_task_timed(ctx, s, t, times);
 		if (r >= 0)
 			r = run_threads(ctx, s, t, times);
 		if (r < 0)

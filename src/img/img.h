@@ -171,7 +171,9 @@ int img_write_aligned_crc(struct img_writer *w, uint32_t type, const struct iove
  * To a regular file on a file system that does direct I/O (statx reports
  * STATX_DIOALIGN with an alignment that divides the page size; tmpfs does
  * not), from now on the page-aligned part of each aligned record's first
- * iovec, when its memory is page-aligned too, is written with O_DIRECT
+ * iovec, when its memory is page-aligned too and it is 256 KiB or more
+ * (a smaller one waits for the disk longer than the page cache's
+ * write-back of it costs at the fsync), is written with O_DIRECT
  * (the file reopened through /proc/self/fd): no copy into the page cache,
  * no dirty pages to throttle the writer or to flush at the fsync. The
  * stream is the same byte for byte. 0 if enabled; -EOPNOTSUPP, -EINVAL

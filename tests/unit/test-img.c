@@ -417,6 +417,11 @@ TEST(roundtrip_file)
  * page-aligned memory of whole pages and with a tail inside a page, from
  * unaligned memory, of several iovecs, one of no data.
  */
+#define DIRECT_MIN_PAGES 64 /* img.c's IMG_DIRECT_MIN */
+#define DIRECT_BIG_PAGES 80 /* direct_records' largest record */
+/* The whole pages of direct_records' records 0, 6, 12 and 18, which go
+ * by direct I/O: 1 + 64, 2 + 1 + 64, 3 + 2 + 64, 4 + 3 + 64 */
+#define DIRECT_PAGES 272
 static int direct_records(struct img_writer *w, uint8_t *big)
 {
 	int bad = 0;
@@ -424,7 +429,10 @@ static int direct_records(struct img_writer *w, uint8_t *big)
 		uint8_t small[300];
 		fill(small, sizeof(small), i);
 		bad |= img_write(w, 1, 0, small, (i * 37) % sizeof(small));
-		size_t len = (size_t)((i % 5) + 1) * IMG_PAGE_SIZE + (i % 3 ? 0 : 777 * i);
+		/* one in six of 256 KiB or more: only those go by direct I/O */
+		size_t len =
+		    (size_t)((i % 5) + 1 + (i % 6 ? 0 : DIRECT_MIN_PAGES)) * IMG_PAGE_SIZE +
+		    (i % 3 ? 0 : 777 * i);
 		uint8_t *at = big + (i % 4 == 1 ? 8 : 0); /* unaligned: the ordinary way */
 		fill(at, len, i + 100);
 		struct iovec iov[3] = { { at, len }, { small, 8 }, { small, i } };
@@ -467,7 +475,7 @@ TEST(direct_writes)
 	struct img_error err;
 	struct img_reader r;
 	size_t len1 = 0, len2 = 0;
-	uint8_t *big = mmap(NULL, 8 * IMG_PAGE_SIZE, PROT_READ | PROT_WRITE,
+	uint8_t *big = mmap(NULL, DIRECT_BIG_PAGES * IMG_PAGE_SIZE, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int ref = memfd_create("direct-ref", MFD_CLOEXEC);
 
@@ -502,7 +510,7 @@ TEST(direct_writes)
 			CHECK_EQ(direct_records(&w2, big), 0);
 			CHECK_EQ(img_writer_finish(&w2), 0);
 			CHECK(!w2.direct && w2.dfd == -1); /* closed */
-			CHECK(w2.direct_bytes >= 40 * IMG_PAGE_SIZE);
+			CHECK_EQ(w2.direct_bytes, DIRECT_PAGES * IMG_PAGE_SIZE);
 			CHECK_EQ(w2.offset, w1.offset);
 			uint8_t *got = slurp(fd, &len2);
 			CHECK(got != NULL);
@@ -552,7 +560,7 @@ TEST(direct_writes)
 	close(p[1]);
 	free(want);
 	close(ref);
-	munmap(big, 8 * IMG_PAGE_SIZE);
+	munmap(big, DIRECT_BIG_PAGES * IMG_PAGE_SIZE);
 }
 
 /* Small records to a regular file are gathered, over many fills of the
