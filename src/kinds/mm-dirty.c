@@ -53,6 +53,7 @@
 #include "util/cleanup.h"
 #include "util/fault.h"
 #include "util/kernel.h"
+#include "util/pagemap-scan.h"
 
 #ifndef UFFD_FEATURE_WP_ASYNC
 #define UFFD_FEATURE_WP_ASYNC (1 << 15) /* 6.7 */
@@ -521,42 +522,34 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 	 * tracking removed, or a generation no complete image has */
 	unsigned wp = ctx->flags & CKPT_KILL ? 0 : PM_SCAN_WP_MATCHING;
 	struct page_region regs[512];
-	uint64_t pos = v->start;
+	struct pm_scan s;
 	int r;
 
-	while (pos < v->end) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.flags = d->reg[i] ? wp | PM_SCAN_CHECK_WPASYNC : 0,
-			.start = pos,
-			.end = v->end,
-			.vec = (uint64_t)(uintptr_t)regs,
-			.vec_len = ARRAY_SIZE(regs),
-			.category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
-			.category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
-			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_WRITTEN,
-		};
-		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
-		if (n < 0)
-			return log_fail(&ctx->log, -errno, "pid %d: PAGEMAP_SCAN (tracking) of "
-					"%llx-%llx: %s", t->pid, (unsigned long long)pos,
-					(unsigned long long)v->end, strerror(errno));
-		for (long k = 0; k < n; k++) {
-			const struct page_region *g = &regs[k];
-			if (incr && !(g->categories & PAGE_IS_WRITTEN))
-				r = d->pre ? pre_keep(d, pw, g->start, g->end)
-					   : from_add(d, g->start, g->end);
-			else
-				r = pw ? pages_add(pw, g->start, g->end - g->start)
-				       : live_add(d, g->start, g->end);
-			if (r < 0)
-				return r;
-		}
-		if (arg.walk_end <= pos)
-			break;
-		pos = arg.walk_end;
+	pm_scan_start(&s, pagemap,
+		      &(struct pm_scan_arg){
+			  .flags = d->reg[i] ? wp | PM_SCAN_CHECK_WPASYNC : 0,
+			  .start = v->start,
+			  .end = v->end,
+			  .category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			  .category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			  .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			  .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_WRITTEN,
+		      },
+		      regs, ARRAY_SIZE(regs));
+	for (const struct page_region *g; (g = pm_scan_next(&s));) {
+		if (incr && !(g->categories & PAGE_IS_WRITTEN))
+			r = d->pre ? pre_keep(d, pw, g->start, g->end)
+				   : from_add(d, g->start, g->end);
+		else
+			r = pw ? pages_add(pw, g->start, g->end - g->start)
+			       : live_add(d, g->start, g->end);
+		if (r < 0)
+			return r;
 	}
+	if (s.err < 0)
+		return log_fail(&ctx->log, s.err, "pid %d: PAGEMAP_SCAN (tracking) of %llx-%llx: %s",
+				t->pid, (unsigned long long)pm_scan_pos(&s),
+				(unsigned long long)v->end, strerror(-s.err));
 	return pw ? pages_flush(pw) : 0;
 }
 
@@ -662,33 +655,25 @@ static int pre_scan(struct mm_pre_task *p, int pagemap, uint64_t budget)
 {
 	struct page_region regs[512];
 	const uint64_t excl = PAGE_IS_PFNZERO | PAGE_IS_FILE;
-	for (uint64_t pos = 0, end = TASK_END; pos < end && p->bytes < budget;) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.flags = PM_SCAN_WP_MATCHING,
-			.start = pos,
-			.end = end,
-			.vec = (uint64_t)(uintptr_t)regs,
-			.vec_len = ARRAY_SIZE(regs),
-			.max_pages = (budget - p->bytes) / PAGE,
-			.category_inverted = excl,
-			.category_mask = excl | PAGE_IS_WRITTEN,
-			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-			.return_mask = PAGE_IS_WRITTEN,
-		};
-		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
-		if (n < 0)
-			return -errno;
-		for (long k = 0; k < n; k++) {
-			int r = pre_add(p, regs[k].start, regs[k].end);
-			if (r < 0)
-				return r;
-		}
-		if (arg.walk_end <= pos)
-			break;
-		pos = arg.walk_end;
+	struct pm_scan s;
+	pm_scan_start(&s, pagemap,
+		      &(struct pm_scan_arg){
+			  .flags = PM_SCAN_WP_MATCHING,
+			  .start = 0,
+			  .end = TASK_END,
+			  .max_pages = budget / PAGE,
+			  .category_inverted = excl,
+			  .category_mask = excl | PAGE_IS_WRITTEN,
+			  .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			  .return_mask = PAGE_IS_WRITTEN,
+		      },
+		      regs, ARRAY_SIZE(regs));
+	for (const struct page_region *g; (g = pm_scan_next(&s));) {
+		int r = pre_add(p, g->start, g->end);
+		if (r < 0)
+			return r;
 	}
-	return 0;
+	return s.err;
 }
 
 /* The pages of A0 read into p->data; a run that cannot be read all is not
