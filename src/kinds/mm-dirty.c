@@ -547,9 +547,10 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 			return r;
 	}
 	if (s.err < 0)
-		return log_fail(&ctx->log, s.err, "pid %d: PAGEMAP_SCAN (tracking) of %llx-%llx: %s",
-				t->pid, (unsigned long long)pm_scan_pos(&s),
-				(unsigned long long)v->end, strerror(-s.err));
+		return log_fail(&ctx->log, s.err,
+				"pid %d: PAGEMAP_SCAN (tracking) of %llx-%llx: %s", t->pid,
+				(unsigned long long)pm_scan_pos(&s), (unsigned long long)v->end,
+				strerror(-s.err));
 	return pw ? pages_flush(pw) : 0;
 }
 
