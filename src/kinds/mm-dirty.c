@@ -101,6 +101,7 @@ struct mm_pre_task {
 	struct page_region *fz;
 	size_t nfz, capfz;
 	bool fz_made;
+	uint64_t fz_us;         /* how long it took */
 	int fz_err;             /* it failed (-errno): the checkpoint fails */
 };
 
@@ -110,6 +111,7 @@ struct mm_pre {
 	bool wp;                /* the frozen scans write-protect (no CKPT_KILL) */
 	pthread_t scanner;      /* the frozen scans' thread (mm_pre_freeze) */
 	bool scanning;          /* to be joined */
+	uint64_t waited_us;     /* dump's wait for it */
 };
 
 struct mm_dirty {
@@ -637,6 +639,11 @@ int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
 				 "taken from it, %llu KiB read again", t->pid,
 				 (unsigned long long)(d->pre->kept >> 10),
 				 (unsigned long long)((d->pre->bytes - d->pre->kept) >> 10));
+		if (d->pre && d->pre->fz_made)
+			log_debug(&ctx->log, "pid %d: its scan at the freeze: %zu regions in %llu us "
+				  "(dump waited %llu us for the scans)", t->pid, d->pre->nfz,
+				  (unsigned long long)d->pre->fz_us,
+				  (unsigned long long)ctx->mm_pre->waited_us);
 	}
 	return ctx_write_msg(ctx, MM_REC_TRACK, &m.base);
 }
@@ -903,6 +910,7 @@ int mm_pre_copy(struct ckpt_ctx *ctx)
 
 static void fz_scan(struct mm_pre_task *p, bool wp)
 {
+	uint64_t t0 = now_us();
 	struct page_region regs[512];
 	struct pm_scan s;
 	pm_scan_start(&s, p->pagemap,
@@ -931,6 +939,7 @@ static void fz_scan(struct mm_pre_task *p, bool wp)
 	}
 	if (!p->fz_err)
 		p->fz_err = s.err < 0 ? s.err : pm_scan_pos(&s) < TASK_END ? -EIO : 0;
+	p->fz_us = now_us() - t0;
 	p->fz_made = true;
 }
 
@@ -945,8 +954,11 @@ static void *fz_thread(void *arg)
 
 static void fz_join(struct mm_pre *pre)
 {
+	uint64_t t0 = now_us();
 	if (pre->scanning)
 		pthread_join(pre->scanner, NULL);
+	if (pre->scanning)
+		pre->waited_us = now_us() - t0;
 	pre->scanning = false;
 }
 

@@ -709,6 +709,9 @@ TESTS = [
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
+    # the same in a large process: its vmas' policies asked by injected calls
+    entry("refuse_mbind_large", kind="refuse", program="refuse_mbind", pargs=("large",),
+          regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
     # AIO contexts (mm-aio.c): remade by io_setup at the ring's address
     entry("aio_ring", (B, T, R)),
     entry("aio_ring_lazy", program="aio_ring", rst_args=("--lazy",)),
