@@ -1199,7 +1199,7 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	 * whole: none) */
 	if (!ctx->seal && (r = img_writer_index(&ctx->w, MM_REC_PAGES)) < 0)
 		return log_fail(&ctx->log, r, "cannot write the image: %s", strerror(-r));
-	if (!ctx->seal && !getenv("XNODIRECT")) {
+	if (!ctx->seal) {
 		r = img_writer_direct(&ctx->w);
 		if (r < 0 && r != -EINVAL)
 			log_debug(&ctx->log, "image: pages written through the page cache (no "

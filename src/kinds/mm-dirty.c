@@ -908,6 +908,8 @@ int mm_pre_copy(struct ckpt_ctx *ctx)
  * here. A failure fails the checkpoint (what it protected is not known);
  * a checkpoint refused after it puts back what it protected (pre_undo). */
 
+#define FZ_CALL_PAGES 16384 /* 64 MiB a call: about 1 ms of walk */
+
 static void fz_scan(struct mm_pre_task *p, bool wp)
 {
 	uint64_t t0 = now_us();
@@ -924,6 +926,9 @@ static void fz_scan(struct mm_pre_task *p, bool wp)
 			  .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_WRITTEN,
 		      },
 		      regs, ARRAY_SIZE(regs));
+	/* collect injects an mmap (its scratch area) meanwhile: a call of 1 GiB
+	 * kept it waiting the whole walk */
+	s.call_pages = FZ_CALL_PAGES;
 	for (const struct page_region *g; !p->fz_err && (g = pm_scan_next(&s));) {
 		if (p->nfz == p->capfz) {
 			size_t cap = p->capfz ? 2 * p->capfz : 256;

@@ -24,8 +24,13 @@ long pm_scan_call(struct pm_scan *s, struct page_region *vec, size_t len)
 	uint64_t pos = s->arg.start;
 	s->arg.vec = (uint64_t)(uintptr_t)vec;
 	s->arg.vec_len = len;
-	/* the kernel's 0 is no limit */
+	/* the kernel's 0 is no limit; a scan with a max_pages ended when none
+	 * was left of it */
+	bool total = s->pages_left;
 	s->arg.max_pages = s->pages_left;
+	if (s->call_pages && (!total || s->call_pages < s->pages_left))
+		s->arg.max_pages = s->call_pages;
+	s->calls++;
 	long n = ioctl(s->fd, PAGEMAP_SCAN, &s->arg);
 	if (n < 0) {
 		s->err = -errno;
@@ -41,7 +46,7 @@ long pm_scan_call(struct pm_scan *s, struct page_region *vec, size_t len)
 		return n;
 	}
 	s->arg.start = s->arg.walk_end;
-	s->done = s->arg.start >= s->arg.end || (s->arg.max_pages && !s->pages_left);
+	s->done = s->arg.start >= s->arg.end || (total && !s->pages_left);
 	return n;
 }
 

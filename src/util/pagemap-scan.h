@@ -16,8 +16,12 @@
  * The request's size, vec and vec_len are the iterator's; its flags and
  * categories are kept for every call. A max_pages is for the whole scan
  * (the kernel's is per call): each call asks what is left of it, and the
- * scan ends when none is. The scan also ends if a call makes no progress
- * (walk_end not after its start); pm_scan_pos() is then before the end.
+ * scan ends when none is. call_pages, if set after pm_scan_start, ends
+ * each call once it has listed that many pages: the kernel holds the
+ * process's mmap lock for a whole call, and a call as long as the walk of
+ * all its memory keeps an mmap or munmap of the process waiting that long.
+ * The scan also ends if a call makes no progress (walk_end not after its
+ * start); pm_scan_pos() is then before the end.
  * Nothing is logged; no state but the struct.
  */
 #ifndef CKPT_PAGEMAP_SCAN_H
@@ -33,6 +37,8 @@ struct pm_scan {
 	int fd;
 	struct pm_scan_arg arg; /* the next call's; arg.start: where it begins */
 	uint64_t pages_left;	/* with a max_pages: what is left of it */
+	uint64_t call_pages;	/* at most this many pages a call (0: no limit) */
+	size_t calls;		/* made so far */
 	struct page_region *vec;
 	size_t len;  /* the buffer's regions */
 	size_t n, i; /* regions in the buffer, the next one given */

@@ -2,7 +2,8 @@
 /*
  * util/pagemap-scan.c over this process's own pagemap: every region of a
  * scan given once and in order, however small the buffer (each call going
- * on from where the last stopped), a max_pages kept for the whole scan, the
+ * on from where the last stopped), a max_pages kept for the whole scan, a
+ * limit of pages a call, the
  * regions left where the caller put them (pm_scan_call), a failure's
  * error and position.
  */
@@ -77,6 +78,31 @@ TEST(max_pages_for_the_whole_scan)
 	CHECK(pm_scan_pos(&s) < (uintptr_t)area + NPG * PG);
 }
 
+TEST(pages_per_call)
+{
+	/* one page a call: every region still, one a call; with a max_pages
+	 * of 5 and 2 a call: 5 regions in 3 calls */
+	struct page_region buf[64];
+	struct pm_scan s;
+	size_t k = 0;
+	struct pm_scan_arg a = present(0);
+	pm_scan_start(&s, pagemap, &a, buf, 64);
+	s.call_pages = 1;
+	for (const struct page_region *g; (g = pm_scan_next(&s)); k++)
+		CHECK_EQ(g->start, (uintptr_t)area + 3 * k * PG);
+	CHECK_EQ(s.err, 0);
+	CHECK_EQ(k, (NPG + 2) / 3);
+	CHECK(s.calls >= k);
+	k = 0;
+	a = present(5);
+	pm_scan_start(&s, pagemap, &a, buf, 64);
+	s.call_pages = 2;
+	for (const struct page_region *g; (g = pm_scan_next(&s)); k++)
+		CHECK_EQ(g->start, (uintptr_t)area + 3 * k * PG);
+	CHECK_EQ(k, 5);
+	CHECK_EQ(s.calls, 3);
+}
+
 TEST(call_into_the_callers_array)
 {
 	struct page_region all[NPG];
@@ -128,6 +154,7 @@ int main(void)
 	setup();
 	RUN(every_region_in_order);
 	RUN(max_pages_for_the_whole_scan);
+	RUN(pages_per_call);
 	RUN(call_into_the_callers_array);
 	RUN(empty_range);
 	RUN(failure);
