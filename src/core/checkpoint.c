@@ -899,14 +899,30 @@ struct snap_group {
 	char **numa;
 };
 
-/* index 2k: process k's snapshot_read; 2k + 1: its numa_maps */
+/* A process this large (resident) has its vmas' NUMA policies asked in
+ * its probes (task.c), not read from numa_maps, which walks every page
+ * (12 ms a GiB, as smaps) */
+#define NUMA_MAPS_MAX (32ull << 20)
+
+/* Is pid's resident memory under NUMA_MAPS_MAX (statm: no page walk)? */
+static bool small_rss(pid_t pid)
+{
+	_cleanup_free_ char *statm = NULL;
+	unsigned long long size, rss;
+	return proc_read_one(pid, "statm", &statm) < 0 ||
+	       sscanf(statm, "%llu %llu", &size, &rss) != 2 ||
+	       rss * (uint64_t)sysconf(_SC_PAGESIZE) < NUMA_MAPS_MAX;
+}
+
+/* index 2k: process k's snapshot_read; 2k + 1: its numa_maps, if small */
 static void snap_one(void *arg, size_t i, unsigned slot)
 {
 	(void)slot;
 	struct snap_group *g = arg;
 	if (i % 2 == 0)
 		g->r[i / 2] = snapshot_read(g->t[i / 2]);
-	else if (proc_read(g->t[i / 2]->pid, "numa_maps", &g->numa[i / 2], NULL) < 0)
+	else if (!small_rss(g->t[i / 2]->pid) ||
+		 proc_read(g->t[i / 2]->pid, "numa_maps", &g->numa[i / 2], NULL) < 0)
 		g->numa[i / 2] = NULL;
 }
 

@@ -65,7 +65,9 @@ struct task {
 	bool ahead;
 	int ahead_r;
 	/* /proc/PID/numa_maps, read ahead with its status (collect_ahead)
-	 * until task's collect takes it; NULL: task reads it */
+	 * until task's collect takes it; NULL: task asks each vma's policy
+	 * in its probes (a large process, whose numa_maps walks all its
+	 * pages), or reads it */
 	char *numa_text;
 };
 

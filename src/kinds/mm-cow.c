@@ -34,6 +34,7 @@
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
+#include "util/pagemap-scan.h"
 
 #define PAGE 4096ull
 #define PFN_MASK ((1ull << 55) - 1)
@@ -140,30 +141,22 @@ static int shared_anon_pages(int pm_child, int pm_parent, uint64_t start, uint64
 		return 0;
 	}
 	struct page_region regs[64];
-	for (uint64_t pos = start; pos < end;) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.start = pos,
-			.end = end,
-			.vec = (uint64_t)(uintptr_t)regs,
-			.vec_len = ARRAY_SIZE(regs),
-			.category_inverted = PAGE_IS_FILE,
-			.category_mask = PAGE_IS_FILE | PAGE_IS_PRESENT,
-			.return_mask = PAGE_IS_PRESENT,
-		};
-		long n = ioctl(pm_child, PAGEMAP_SCAN, &arg);
-		if (n < 0)
-			return shared_pages(pm_child, pm_parent, pos, end, out);
-		for (long i = 0; i < n; i++) {
-			int r = shared_pages(pm_child, pm_parent, regs[i].start, regs[i].end, out);
-			if (r < 0)
-				return r;
-		}
-		if (arg.walk_end <= pos)
-			break;
-		pos = arg.walk_end;
+	struct pm_scan s;
+	pm_scan_start(&s, pm_child,
+		      &(struct pm_scan_arg){
+			  .start = start,
+			  .end = end,
+			  .category_inverted = PAGE_IS_FILE,
+			  .category_mask = PAGE_IS_FILE | PAGE_IS_PRESENT,
+			  .return_mask = PAGE_IS_PRESENT,
+		      },
+		      regs, ARRAY_SIZE(regs));
+	for (const struct page_region *g; (g = pm_scan_next(&s));) {
+		int r = shared_pages(pm_child, pm_parent, g->start, g->end, out);
+		if (r < 0)
+			return r;
 	}
-	return 0;
+	return s.err < 0 ? shared_pages(pm_child, pm_parent, pm_scan_pos(&s), end, out) : 0;
 }
 
 static int open_pagemap(pid_t pid)

@@ -33,6 +33,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,7 @@
 #include "util/cleanup.h"
 #include "util/fault.h"
 #include "util/kernel.h"
+#include "util/pagemap-scan.h"
 
 #ifndef UFFD_FEATURE_WP_ASYNC
 #define UFFD_FEATURE_WP_ASYNC (1 << 15) /* 6.7 */
@@ -92,11 +95,23 @@ struct mm_pre_task {
 	uint8_t *data;
 	uint8_t *valid;         /* a bit per page of data: pre_keep set it */
 	uint64_t bytes, kept;   /* copied; of them used by the image */
+	int pagemap;            /* its pagemap (its mm, whatever the pid is now) */
+	/* its frozen scan (fz_scan), made at the freeze: every region of the
+	 * vmas registered then, in order; final once made (joined) */
+	struct page_region *fz;
+	size_t nfz, capfz;
+	bool fz_made;
+	uint64_t fz_us;         /* how long it took */
+	int fz_err;             /* it failed (-errno): the checkpoint fails */
 };
 
 struct mm_pre {
 	struct mm_pre_task *t;
 	size_t n;
+	bool wp;                /* the frozen scans write-protect (no CKPT_KILL) */
+	pthread_t scanner;      /* the frozen scans' thread (mm_pre_freeze) */
+	bool scanning;          /* to be joined */
+	uint64_t waited_us;     /* dump's wait for it */
 };
 
 struct mm_dirty {
@@ -511,6 +526,55 @@ int mm_dirty_untrack(struct ckpt_ctx *ctx, struct task *t)
 	return 1;
 }
 
+/* One region of the frozen scan of a covered vma: written (or not tracked
+ * since the parent): to the image; else from the pre-copy or the parent. */
+static int scan_region(struct mm_dirty *d, struct pages_writer *pw, bool incr,
+		       const struct page_region *g, uint64_t start, uint64_t end)
+{
+	if (incr && !(g->categories & PAGE_IS_WRITTEN))
+		return d->pre ? pre_keep(d, pw, start, end) : from_add(d, start, end);
+	return pw ? pages_add(pw, start, end - start) : live_add(d, start, end);
+}
+
+static const struct mm_pre_task *fz_of(struct ckpt_ctx *ctx, pid_t pid);
+static size_t fz_find(const struct mm_pre_task *p, uint64_t addr);
+static void fz_join(struct mm_pre *pre);
+
+/* Vma v's regions from its process's frozen scan, made at the freeze (the
+ * vma was registered then: "uw" at collect, which came after). */
+static int scan_from_fz(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int pagemap,
+			const struct mm_pre_task *p, bool incr, const VmaEntry *v,
+			struct pages_writer *pw)
+{
+	if (p->fz_err < 0)
+		return log_fail(&ctx->log, p->fz_err, "pid %d: PAGEMAP_SCAN (tracking) at the freeze: %s",
+				t->pid, strerror(-p->fz_err));
+	/* a write-protecting scan passes over a vma whose registration is not
+	 * async (not ckpt's), which the scan vma by vma refuses: so here */
+	struct page_region one;
+	struct pm_scan_arg chk = {
+		.size = sizeof(chk),
+		.flags = PM_SCAN_CHECK_WPASYNC,
+		.start = v->start,
+		.end = v->start + PAGE,
+		.vec = (uint64_t)(uintptr_t)&one,
+		.vec_len = 1,
+		.category_mask = PAGE_IS_WPALLOWED,
+		.return_mask = PAGE_IS_WPALLOWED,
+	};
+	if (ioctl(pagemap, PAGEMAP_SCAN, &chk) < 0)
+		return log_fail(&ctx->log, -errno, "pid %d: PAGEMAP_SCAN (tracking) of %llx-%llx: %s",
+				t->pid, (unsigned long long)v->start, (unsigned long long)v->end,
+				strerror(errno));
+	for (size_t k = fz_find(p, v->start); k < p->nfz && p->fz[k].start < v->end; k++) {
+		const struct page_region *g = &p->fz[k];
+		int r = scan_region(d, pw, incr, g, MAX(g->start, v->start), MIN(g->end, v->end));
+		if (r < 0)
+			return r;
+	}
+	return pw ? pages_flush(pw) : 0;
+}
+
 int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int pagemap, size_t i,
 		  const VmaEntry *v, struct pages_writer *pw)
 {
@@ -521,42 +585,32 @@ int mm_dirty_scan(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d, int 
 	 * tracking removed, or a generation no complete image has */
 	unsigned wp = ctx->flags & CKPT_KILL ? 0 : PM_SCAN_WP_MATCHING;
 	struct page_region regs[512];
-	uint64_t pos = v->start;
+	struct pm_scan s;
 	int r;
 
-	while (pos < v->end) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.flags = d->reg[i] ? wp | PM_SCAN_CHECK_WPASYNC : 0,
-			.start = pos,
-			.end = v->end,
-			.vec = (uint64_t)(uintptr_t)regs,
-			.vec_len = ARRAY_SIZE(regs),
-			.category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
-			.category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
-			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_WRITTEN,
-		};
-		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
-		if (n < 0)
-			return log_fail(&ctx->log, -errno, "pid %d: PAGEMAP_SCAN (tracking) of "
-					"%llx-%llx: %s", t->pid, (unsigned long long)pos,
-					(unsigned long long)v->end, strerror(errno));
-		for (long k = 0; k < n; k++) {
-			const struct page_region *g = &regs[k];
-			if (incr && !(g->categories & PAGE_IS_WRITTEN))
-				r = d->pre ? pre_keep(d, pw, g->start, g->end)
-					   : from_add(d, g->start, g->end);
-			else
-				r = pw ? pages_add(pw, g->start, g->end - g->start)
-				       : live_add(d, g->start, g->end);
-			if (r < 0)
-				return r;
-		}
-		if (arg.walk_end <= pos)
-			break;
-		pos = arg.walk_end;
-	}
+	/* scanned at the freeze already (registered then, and since the parent) */
+	const struct mm_pre_task *p = d->had[i] && d->reg[i] ? fz_of(ctx, t->pid) : NULL;
+	if (p)
+		return scan_from_fz(ctx, t, d, pagemap, p, incr, v, pw);
+	pm_scan_start(&s, pagemap,
+		      &(struct pm_scan_arg){
+			  .flags = d->reg[i] ? wp | PM_SCAN_CHECK_WPASYNC : 0,
+			  .start = v->start,
+			  .end = v->end,
+			  .category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			  .category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			  .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			  .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_WRITTEN,
+		      },
+		      regs, ARRAY_SIZE(regs));
+	for (const struct page_region *g; (g = pm_scan_next(&s));)
+		if ((r = scan_region(d, pw, incr, g, g->start, g->end)) < 0)
+			return r;
+	if (s.err < 0)
+		return log_fail(&ctx->log, s.err,
+				"pid %d: PAGEMAP_SCAN (tracking) of %llx-%llx: %s", t->pid,
+				(unsigned long long)pm_scan_pos(&s), (unsigned long long)v->end,
+				strerror(-s.err));
 	return pw ? pages_flush(pw) : 0;
 }
 
@@ -585,6 +639,11 @@ int mm_dirty_end(struct ckpt_ctx *ctx, struct task *t, struct mm_dirty *d)
 				 "taken from it, %llu KiB read again", t->pid,
 				 (unsigned long long)(d->pre->kept >> 10),
 				 (unsigned long long)((d->pre->bytes - d->pre->kept) >> 10));
+		if (d->pre && d->pre->fz_made)
+			log_debug(&ctx->log, "pid %d: its scan at the freeze: %zu regions in %llu us "
+				  "(dump waited %llu us for the scans)", t->pid, d->pre->nfz,
+				  (unsigned long long)d->pre->fz_us,
+				  (unsigned long long)ctx->mm_pre->waited_us);
 	}
 	return ctx_write_msg(ctx, MM_REC_TRACK, &m.base);
 }
@@ -662,33 +721,25 @@ static int pre_scan(struct mm_pre_task *p, int pagemap, uint64_t budget)
 {
 	struct page_region regs[512];
 	const uint64_t excl = PAGE_IS_PFNZERO | PAGE_IS_FILE;
-	for (uint64_t pos = 0, end = TASK_END; pos < end && p->bytes < budget;) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.flags = PM_SCAN_WP_MATCHING,
-			.start = pos,
-			.end = end,
-			.vec = (uint64_t)(uintptr_t)regs,
-			.vec_len = ARRAY_SIZE(regs),
-			.max_pages = (budget - p->bytes) / PAGE,
-			.category_inverted = excl,
-			.category_mask = excl | PAGE_IS_WRITTEN,
-			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-			.return_mask = PAGE_IS_WRITTEN,
-		};
-		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
-		if (n < 0)
-			return -errno;
-		for (long k = 0; k < n; k++) {
-			int r = pre_add(p, regs[k].start, regs[k].end);
-			if (r < 0)
-				return r;
-		}
-		if (arg.walk_end <= pos)
-			break;
-		pos = arg.walk_end;
+	struct pm_scan s;
+	pm_scan_start(&s, pagemap,
+		      &(struct pm_scan_arg){
+			  .flags = PM_SCAN_WP_MATCHING,
+			  .start = 0,
+			  .end = TASK_END,
+			  .max_pages = budget / PAGE,
+			  .category_inverted = excl,
+			  .category_mask = excl | PAGE_IS_WRITTEN,
+			  .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			  .return_mask = PAGE_IS_WRITTEN,
+		      },
+		      regs, ARRAY_SIZE(regs));
+	for (const struct page_region *g; (g = pm_scan_next(&s));) {
+		int r = pre_add(p, g->start, g->end);
+		if (r < 0)
+			return r;
 	}
-	return 0;
+	return s.err;
 }
 
 /* The pages of A0 read into p->data; a run that cannot be read all is not
@@ -739,6 +790,15 @@ static void pre_undo(struct ckpt_ctx *ctx, struct mm_pre_task *p)
 		if (ioctl(p->local, UFFDIO_WRITEPROTECT, &wp) < 0 && errno != ENOENT)
 			bad = -errno;
 	}
+	/* and what the frozen scan found written since the pre-copy (and
+	 * protected, if it did) */
+	for (size_t i = 0; i < p->nfz; i++) {
+		struct uffdio_writeprotect wp = { .range = { p->fz[i].start,
+							     p->fz[i].end - p->fz[i].start } };
+		if ((p->fz[i].categories & PAGE_IS_WRITTEN) &&
+		    ioctl(p->local, UFFDIO_WRITEPROTECT, &wp) < 0 && errno != ENOENT)
+			bad = -errno;
+	}
 	if (bad) {
 		log_warn(&ctx->log, "pid %d: its tracking could not be put back after the failure "
 			 "(%s): the next --parent of it is refused", p->pid, strerror(-bad));
@@ -766,6 +826,7 @@ static int pre_one(struct ckpt_ctx *ctx, struct mm_pre_task *p, const uint8_t pa
 	p->local = (int)syscall(SYS_pidfd_getfd, pidfd, d.uffd, 0);
 	if (p->local < 0)
 		return 0;
+	p->pagemap = TAKE_FD(pagemap);
 	p->uffd = d.uffd;
 	p->memfd = d.memfd;
 	memcpy(p->gen, d.gen, sizeof(p->gen));
@@ -774,7 +835,7 @@ static int pre_one(struct ckpt_ctx *ctx, struct mm_pre_task *p, const uint8_t pa
 	int r = write_note(ctx, p->pid, p->uffd, p->memfd, ctx->image_id);
 	if (r < 0)
 		return r;
-	r = pre_scan(p, pagemap, budget);
+	r = pre_scan(p, p->pagemap, budget);
 	p->scanned = r < 0; /* what it protected is not known: no undo, the next
 			     * --parent is refused */
 	if (r < 0)
@@ -809,7 +870,7 @@ int mm_pre_copy(struct ckpt_ctx *ctx)
 	uint64_t left = PRE_MAX;
 	for (size_t i = 0; i < n && left >= PAGE; i++) {
 		struct mm_pre_task *p = &pre->t[pre->n];
-		*p = (struct mm_pre_task){ .pid = pids[i], .local = -1 };
+		*p = (struct mm_pre_task){ .pid = pids[i], .local = -1, .pagemap = -1 };
 		int r = pre_one(ctx, p, parent, left, n == 1);
 		if (r < 0 && p->local < 0)
 			return r;
@@ -819,6 +880,8 @@ int mm_pre_copy(struct ckpt_ctx *ctx)
 		}
 		if (r == 0) {
 			free(p->run);
+			if (p->pagemap >= 0)
+				close(p->pagemap);
 			continue;
 		}
 		left -= p->bytes;
@@ -828,6 +891,119 @@ int mm_pre_copy(struct ckpt_ctx *ctx)
 		CKPT_FAULT(CKPT_FAULT_PRECOPY);
 	}
 	return 0;
+}
+
+/* --- the frozen scan, at the freeze -------------------------------------
+ *
+ * A process with a pre-copy has its frozen scan (what mm_dirty_scan does
+ * vma by vma) made right after the seize, of its whole address space at
+ * once, by a thread of ckpt's while step "collect" reads /proc: smaps and
+ * numa_maps walk the same page tables (the other CPU), and the three walks
+ * were one after the other. Write-protecting (no CKPT_KILL), the kernel
+ * passes over the vmas not registered, so this lists (and protects) what
+ * the per-vma scans would for the vmas registered since the parent: the
+ * tree is held, nothing registers or writes meanwhile but ckpt, which
+ * registers only vmas without that history (mm_dirty_begin; those are
+ * scanned vma by vma as before). mm_dirty_scan takes a vma's regions from
+ * here. A failure fails the checkpoint (what it protected is not known);
+ * a checkpoint refused after it puts back what it protected (pre_undo). */
+
+#define FZ_CALL_PAGES 16384 /* 64 MiB a call: about 1 ms of walk */
+
+static void fz_scan(struct mm_pre_task *p, bool wp)
+{
+	uint64_t t0 = now_us();
+	struct page_region regs[512];
+	struct pm_scan s;
+	pm_scan_start(&s, p->pagemap,
+		      &(struct pm_scan_arg){
+			  .flags = wp ? PM_SCAN_WP_MATCHING : 0,
+			  .start = 0,
+			  .end = TASK_END,
+			  .category_inverted = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			  .category_mask = PAGE_IS_PFNZERO | PAGE_IS_FILE,
+			  .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			  .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_WRITTEN,
+		      },
+		      regs, ARRAY_SIZE(regs));
+	/* collect injects an mmap (its scratch area) meanwhile: a call of 1 GiB
+	 * kept it waiting the whole walk */
+	s.call_pages = FZ_CALL_PAGES;
+	for (const struct page_region *g; !p->fz_err && (g = pm_scan_next(&s));) {
+		if (p->nfz == p->capfz) {
+			size_t cap = p->capfz ? 2 * p->capfz : 256;
+			struct page_region *n = realloc(p->fz, cap * sizeof(*n));
+			if (!n) {
+				p->fz_err = -ENOMEM;
+				break;
+			}
+			p->fz = n;
+			p->capfz = cap;
+		}
+		p->fz[p->nfz++] = *g;
+	}
+	if (!p->fz_err)
+		p->fz_err = s.err < 0 ? s.err : pm_scan_pos(&s) < TASK_END ? -EIO : 0;
+	p->fz_us = now_us() - t0;
+	p->fz_made = true;
+}
+
+static void *fz_thread(void *arg)
+{
+	struct mm_pre *pre = arg;
+	for (size_t i = 0; i < pre->n; i++)
+		if (pre->t[i].pagemap >= 0)
+			fz_scan(&pre->t[i], pre->wp);
+	return NULL;
+}
+
+static void fz_join(struct mm_pre *pre)
+{
+	uint64_t t0 = now_us();
+	if (pre->scanning)
+		pthread_join(pre->scanner, NULL);
+	if (pre->scanning)
+		pre->waited_us = now_us() - t0;
+	pre->scanning = false;
+}
+
+int mm_pre_freeze(struct ckpt_ctx *ctx)
+{
+	struct mm_pre *pre = ctx->mm_pre;
+	if (!pre || !pre->n)
+		return 0;
+	pre->wp = !(ctx->flags & CKPT_KILL);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* no signal for it: ckpt's thread takes them */
+	pre->scanning = pthread_create(&pre->scanner, NULL, fz_thread, pre) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* no thread: the per-vma scans under dump, as without a pre-copy */
+	return 0;
+}
+
+/* pid's frozen scan (joined), or NULL if it has none */
+static const struct mm_pre_task *fz_of(struct ckpt_ctx *ctx, pid_t pid)
+{
+	struct mm_pre_task *p = pre_of(ctx, pid);
+	if (!p)
+		return NULL;
+	fz_join(ctx->mm_pre);
+	return p->fz_made ? p : NULL;
+}
+
+/* The first region of p's frozen scan that ends after addr. */
+static size_t fz_find(const struct mm_pre_task *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nfz;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->fz[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static struct mm_pre_task *pre_of(const struct ckpt_ctx *ctx, pid_t pid)
@@ -843,15 +1019,23 @@ void mm_pre_end(struct ckpt_ctx *ctx, bool failed)
 	struct mm_pre *pre = ctx->mm_pre;
 	if (!pre)
 		return;
+	fz_join(pre);
 	for (size_t i = 0; i < pre->n; i++) {
 		struct mm_pre_task *p = &pre->t[i];
-		if (failed && !p->scanned && p->local >= 0)
+		/* a failed frozen scan: what it protected is not known */
+		if (failed && !p->scanned && p->fz_err && p->local >= 0)
+			log_warn(&ctx->log, "pid %d: its frozen scan failed (%s): the next --parent "
+				 "of it is refused", p->pid, strerror(-p->fz_err));
+		else if (failed && !p->scanned && p->local >= 0)
 			pre_undo(ctx, p);
 		if (p->local >= 0)
 			close(p->local);
+		if (p->pagemap >= 0)
+			close(p->pagemap);
 		free(p->run);
 		free(p->data);
 		free(p->valid);
+		free(p->fz);
 	}
 	free(pre->t);
 	free(pre);

@@ -47,6 +47,7 @@
 #include "mm.pb-c.h"
 #include "util/cleanup.h"
 #include "util/kernel.h"
+#include "util/pagemap-scan.h"
 
 _Static_assert(MM_ENTRY == MM_REC_ENTRY && MM_PAGES == MM_REC_PAGES && MM_TRACK == MM_REC_TRACK,
 	       "mm.h's record types");
@@ -543,7 +544,17 @@ static void map_pages(int pagemap, const MmEntry *e, const struct mm_dirty *d,
 	if (map_spans(e, d, m) < 0)
 		goto fail;
 	for (size_t s = 0; s < m->nspan; s += 2) {
-		for (uint64_t pos = m->span[s]; pos < m->span[s + 1];) {
+		struct pm_scan sc;
+		pm_scan_start(&sc, pagemap,
+			      &(struct pm_scan_arg){
+				  .start = m->span[s],
+				  .end = m->span[s + 1],
+				  .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+				  .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_FILE |
+						 PAGE_IS_PFNZERO,
+			      },
+			      NULL, 0);
+		for (;;) {
 			if (m->n == m->cap) {
 				size_t cap = m->cap ? m->cap * 2 : 256;
 				struct page_region *nr = realloc(m->r, cap * sizeof(*nr));
@@ -552,24 +563,16 @@ static void map_pages(int pagemap, const MmEntry *e, const struct mm_dirty *d,
 				m->r = nr;
 				m->cap = cap;
 			}
-			struct pm_scan_arg arg = {
-			    .size = sizeof(arg),
-			    .start = pos,
-			    .end = m->span[s + 1],
-			    .vec = (uint64_t)(uintptr_t)(m->r + m->n),
-			    .vec_len = m->cap - m->n,
-			    .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-			    .return_mask =
-				PAGE_IS_PRESENT | PAGE_IS_SWAPPED | PAGE_IS_FILE | PAGE_IS_PFNZERO,
-			};
-			long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
+			/* straight into the map, as many as it has room for */
+			long n = pm_scan_call(&sc, m->r + m->n, m->cap - m->n);
 			if (n < 0)
 				goto fail;
 			m->n += (size_t)n;
-			if (arg.walk_end <= pos)
-				goto fail;
-			pos = arg.walk_end;
+			if (sc.done)
+				break;
 		}
+		if (pm_scan_pos(&sc) < m->span[s + 1]) /* stuck */
+			goto fail;
 	}
 	m->ok = m->nspan > 0;
 	return;
@@ -614,34 +617,27 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 	uint64_t excl = v->has_huge_page ? 0 : PAGE_IS_PFNZERO | PAGE_IS_FILE;
 
 	struct page_region regs[512];
-	uint64_t pos = v->start;
-	while (pos < v->end) {
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.start = pos,
-			.end = v->end,
-			.vec = (uint64_t)(uintptr_t)regs,
-			.vec_len = ARRAY_SIZE(regs),
-			.category_inverted = excl,
-			.category_mask = excl,
-			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
-		};
-		long n = ioctl(pagemap, PAGEMAP_SCAN, &arg);
-		if (n < 0)
-			return log_fail(&ctx->log, -errno, "pid %d: PAGEMAP_SCAN of %llx-%llx: %s",
-					t->pid, (unsigned long long)pos, (unsigned long long)v->end,
-					strerror(errno));
-		for (long i = 0; i < n; i++) {
-			r = v->inherit ? add_own_runs(pw, v, regs[i].start, regs[i].end)
-				       : pages_add(pw, regs[i].start, regs[i].end - regs[i].start);
-			if (r < 0)
-				return pages_fail(ctx, pw, r);
-		}
-		if (arg.walk_end <= pos)
-			break;
-		pos = arg.walk_end;
+	struct pm_scan s;
+	pm_scan_start(&s, pagemap,
+		      &(struct pm_scan_arg){
+			  .start = v->start,
+			  .end = v->end,
+			  .category_inverted = excl,
+			  .category_mask = excl,
+			  .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			  .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		      },
+		      regs, ARRAY_SIZE(regs));
+	for (const struct page_region *g; (g = pm_scan_next(&s));) {
+		r = v->inherit ? add_own_runs(pw, v, g->start, g->end)
+			       : pages_add(pw, g->start, g->end - g->start);
+		if (r < 0)
+			return pages_fail(ctx, pw, r);
 	}
+	if (s.err < 0)
+		return log_fail(&ctx->log, s.err, "pid %d: PAGEMAP_SCAN of %llx-%llx: %s", t->pid,
+				(unsigned long long)pm_scan_pos(&s), (unsigned long long)v->end,
+				strerror(-s.err));
 	return 0;
 }
 

@@ -129,6 +129,9 @@ void mm_dirty_free(struct mm_dirty *d);
  * not begin put back as it was.
  */
 int mm_pre_copy(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+/* Step "frozen scan", right after the seize: each pre-copied process's
+ * frozen scan begun on a thread of its own (mm-dirty.c), for its dump. */
+int mm_pre_freeze(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
 void mm_pre_end(struct ckpt_ctx *ctx, bool failed);
 struct mm_pre_task;
 /* t's pre-copy, if its dump uses one */

@@ -137,6 +137,11 @@ struct task_probes {
 	uint64_t area; /* where out is, in the task */
 	struct probe_area out;
 	bool out_ok; /* out was read back */
+	/* numa_maps not read ahead: each vma's own policy, by
+	 * get_mempolicy(MPOL_F_ADDR) (calls vm_first.., modes at vm_area) */
+	size_t nvm;
+	int vm_first;
+	uint64_t vm_area;
 };
 
 static void probe_add(struct task_probes *b, enum probe which, struct puppet_call call)
@@ -164,6 +169,47 @@ static bool spec_per_task(const char *status, const char *field);
 
 static const int spec_which[] = { PR_SPEC_STORE_BYPASS, PR_SPEC_INDIRECT_BRANCH,
 				  PR_SPEC_L1D_FLUSH };
+
+/* At most this many vmas have their policies asked in the probes (more:
+ * numa_maps is read; a batch of the probes runs 96 calls at a stop) */
+#define VMA_POLICIES_MAX 256
+#define USER_END 0x800000000000ull /* [vsyscall] is above: no policy */
+
+/* Each vma's policy of its own (MPOL_DEFAULT: none), for collect_numa,
+ * where numa_maps was not read ahead (a large process: it walks every
+ * page). Nothing asked if there is no room: numa_maps is read then. */
+static int add_vma_policies(struct task *t, struct task_probes *b)
+{
+	size_t n = t->vmas.n;
+	uint64_t area = n && n <= VMA_POLICIES_MAX ? task_probe_area(t, n * sizeof(int)) : 0;
+	if (!area)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct proc_vma *v = &t->vmas.v[i];
+		/* above user space: asked of the first vma again, never refused */
+		uint64_t at_addr = v->start < USER_END ? v->start : t->vmas.v[0].start;
+		int at = task_probe_call(t, PUPPET_CALL(SYS_get_mempolicy, area + i * sizeof(int),
+							0, 0, at_addr, MPOL_F_ADDR));
+		if (at < 0)
+			return at;
+		if (i == 0)
+			b->vm_first = at;
+	}
+	b->nvm = n;
+	b->vm_area = area;
+	return 0;
+}
+
+/* Did the probes find that no vma has a policy of its own? */
+static bool vmas_without_policy(const struct task *t, const struct task_probes *b)
+{
+	size_t n = b->nvm == t->vmas.n ? b->nvm : 0;
+	const int *mode = n ? task_probe_out(t, b->vm_area, n * sizeof(int)) : NULL;
+	for (size_t i = 0; mode && i < n; i++)
+		if (task_probe_ret(t, b->vm_first + (int)i) != 0 || mode[i] != MPOL_DEFAULT)
+			return false;
+	return mode != NULL;
+}
 
 static int add_probes(struct task *t, const char *status, struct task_probes *b)
 {
@@ -209,7 +255,7 @@ static int add_probes(struct task *t, const char *status, struct task_probes *b)
 		if (i == 0)
 			b->first = at;
 	}
-	return 0;
+	return t->leader || t->numa_text ? 0 : add_vma_policies(t, b);
 }
 
 static int task_probe(struct ckpt_ctx *ctx, struct task *t)
@@ -282,7 +328,13 @@ static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *
 					"(LAM) is on: not supported yet", t->pid);
 	}
 	numa = TAKE_PTR(t->numa_text); /* read ahead (checkpoint.c, snapshot_read) */
-	if (t->leader || (!numa && proc_read(t->pid, "numa_maps", &numa, NULL) < 0))
+	if (t->leader)
+		return 0;
+	/* not read ahead: the probes asked each vma; if one has a policy of
+	 * its own (or a probe failed), numa_maps says which and what */
+	if (!numa && vmas_without_policy(t, pb))
+		return 0;
+	if (!numa && proc_read(t->pid, "numa_maps", &numa, NULL) < 0)
 		return 0;
 	/* a vma without a policy of its own shows the task's */
 	char own[256];

@@ -10,12 +10,17 @@
  * by the pre-copy and written again before the freeze. After the restart
  * each busy page must hold its last write by seq (a pre-copied copy used
  * for it would be an older one), each still page its second pattern.
+ * Its "late" pages are written once, when it has seen "rewritten.pre":
+ * after the pre-copy, before the freeze, never again; they must come from
+ * the frozen process (found written by the scan at the freeze).
  * argv[1] "undo": once it has seen "rewritten.pre" it also opens a
  * userfaultfd of its own, which ckpt refuses at collect: image 1 fails
  * after its pre-copy and must put the tracking back (the pages it
  * protected written again); when "unblock" exists the program closes it
  * ("unblocked") and the runner makes image 2 (--parent image 0 --kill),
- * restarted: the still pages must come from image 2, not image 0.
+ * restarted: the still pages must come from image 2, not image 0, and so
+ * must the late ones (image 1, without --kill, had write-protected them
+ * at its freeze: its undo must put that back too).
  */
 #include "lib.h"
 
@@ -29,6 +34,7 @@
 #define PG 4096ul
 #define NBUSY 256ul
 #define NSTILL 256ul
+#define NLATE 64ul
 #define WORDS (PG / sizeof(uint64_t))
 
 struct hdr {
@@ -62,15 +68,18 @@ int main(int argc, char **argv)
 {
 	bool undo = argc > 1 && !strcmp(argv[1], "undo");
 	int blocker = -1; /* undo: the userfaultfd ckpt refuses */
-	unsigned char *m = test_mmap(NULL, (1 + NBUSY + NSTILL) * PG, PROT_READ | PROT_WRITE,
-				     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *m = test_mmap(NULL, (1 + NBUSY + NSTILL + NLATE) * PG,
+				     PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct hdr *h = (struct hdr *)m;
 	uint64_t *busy = (uint64_t *)(m + PG), *still = (uint64_t *)(m + (1 + NBUSY) * PG);
+	uint64_t *late = (uint64_t *)(m + (1 + NBUSY + NSTILL) * PG);
 
 	for (size_t j = 0; j < NBUSY; j++)
 		fill_page(busy + j * WORDS, 0);
 	for (size_t i = 0; i < NSTILL; i++)
 		fill_page(still + i * WORDS, 1000000 + i);
+	for (size_t i = 0; i < NLATE; i++)
+		fill_page(late + i * WORDS, 3000000 + i);
 	test_ready();
 	test_wait(); /* image 0 (--track) is made */
 	test_woken = 0;
@@ -90,6 +99,8 @@ int main(int argc, char **argv)
 		__atomic_store_n(&h->seq, s, __ATOMIC_RELEASE);
 		if (!h->rewritten && !seen && s % 64 == 0 && access("rewritten.pre", F_OK) == 0) {
 			seen = s;
+			for (size_t i = 0; i < NLATE; i++)
+				fill_page(late + i * WORDS, 4000000 + i);
 			if (undo && (blocker = (int)syscall(SYS_userfaultfd, O_CLOEXEC)) < 0)
 				fail("userfaultfd: %m");
 		}
@@ -115,5 +126,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < NSTILL; i++)
 		expect(page_is(still + i * WORDS, 2000000 + i), "still page %zu is not pattern 2", i);
+	for (size_t i = 0; i < NLATE; i++)
+		expect(page_is(late + i * WORDS, 4000000 + i), "late page %zu is not pattern 4", i);
 	pass();
 }

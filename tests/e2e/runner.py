@@ -641,6 +641,9 @@ TESTS = [
     # the same checkpoint refused after its pre-copy: the tracking put back
     entry("mem_incr_busy_undo", kind="incr_busy", case="undo", program="mem_incr_busy",
           pargs=("undo",)),
+    # image 1 without --kill: the scan at the freeze write-protects (the
+    # program is killed after it, image 1 restarted)
+    entry("mem_incr_busy_runs", kind="incr_busy", case="runs", program="mem_incr_busy"),
     entry("api_lib", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
@@ -711,6 +714,9 @@ TESTS = [
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
+    # the same in a large process: its vmas' policies asked by injected calls
+    entry("refuse_mbind_large", kind="refuse", program="refuse_mbind", pargs=("large",),
+          regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
     # AIO contexts (mm-aio.c): remade by io_setup at the ring's address
     entry("aio_ring", (B, T, R)),
     entry("aio_ring_lazy", program="aio_ring", rst_args=("--lazy",)),
@@ -7692,11 +7698,15 @@ http {{
         which after the pre-copy waits until the program wrote every busy page
         again (CKPT_FAULT=precopy:PATH). The log must show the still pages
         taken from the pre-copy and the busy ones read again; restarted, the
-        program finds each busy page as its last write and each still page
-        as it rewrote it. Case undo: image 1 is refused after its pre-copy
+        program finds each busy page as its last write, each still page
+        as it rewrote it and each late page (written after the pre-copy,
+        before the freeze) as it wrote it. Case undo: image 1 (without
+        --kill) is refused after its pre-copy and its scan at the freeze
         (the program's own userfaultfd) and must put the tracking back;
         once the program closed it, image 2 (--parent image 0 --kill) is
-        the one restarted."""
+        the one restarted. Case runs: image 1 without --kill (its scan at
+        the freeze write-protects); the program is killed, image 1
+        restarted."""
         if self.opts.no_ckpt:
             return self.native()
         pr = self.start()
@@ -7707,8 +7717,11 @@ http {{
         self.wait_file("step1", pr)
         log, err = self.p("ckpt1.log"), self.p("ckpt1.err")
         self.logs += [err, log]
-        argv = self.ckpt_argv("checkpoint", str(self.pid), "-o", img1, "--kill", "--log", log,
-                              "--parent", img0)
+        # undo and runs: image 1 write-protects what its scan at the freeze
+        # finds written (no --kill)
+        runs = self.t.get("case") in ("undo", "runs")
+        argv = self.ckpt_argv("checkpoint", str(self.pid), "-o", img1,
+                              *([] if runs else ["--kill"]), "--log", log, "--parent", img0)
         argv[0] = self.fault_bin()
         cp = self.popen(argv, err=err, out=self.p("ckpt1.out"),
                         env=dict(os.environ, CKPT_FAULT="precopy:" + self.p("rewritten")))
@@ -7728,6 +7741,9 @@ http {{
             self.checkpoint(img1, "ckpt2", reap=[pr], extra=["--parent", img0])
         elif cp.returncode != 0:
             raise Fail("checkpoint --parent: exit %d: %s" % (cp.returncode, etext))
+        elif runs:
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait_all([pr], 10, "the program, killed after image 1")
         text = open(log, errors="replace").read()
         m = re.search(r"of its pre-copy, (\d+) KiB not written since taken from it, (\d+) KiB "
                       r"read again", text)
