@@ -1141,7 +1141,8 @@ int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t)
  * of ckpt's memory as before. Its stack is a buffer of ckpt's, which the
  * server, a fork of it, keeps as its own. The pid is left in ckpt's
  * memory (the starter shares it), so that ckpt need not wait for the
- * starter later; a fork that failed leaves -errno.
+ * starter later; a fork that failed leaves -errno. (A CLONE_VM child has
+ * no rseq area registered, nor then the server: nothing of it reads one.)
  */
 struct starter {
 	struct rst_ctx *ctx;
