@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,8 +72,7 @@ struct lazy_msg {
 
 struct mm_lazy {
 	int sock;               /* ckpt's end; -1 once closed */
-	pid_t starter;          /* the server's starter, until reaped */
-	pid_t server;           /* 0 until known (lazy_server()) */
+	pid_t server;           /* the server */
 };
 
 /* --- helpers of both sides ---------------------------------------------- */
@@ -1133,12 +1133,36 @@ int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t)
 }
 
 /*
- * The server is forked by a child of ckpt that calls setsid(), sends the
- * server's pid and exits. ckpt waits for neither here: on a loaded machine
- * a new process may wait milliseconds for a CPU, and the restart goes on
- * meanwhile; the child is reaped and the pid read when the first task's
- * memory is handed over (lazy_server()), by which time both have run.
+ * The server is forked by a child of ckpt that calls setsid(), forks it
+ * and exits, so that the server is in its own session and not ckpt's
+ * child. That starter shares ckpt's memory and ckpt waits while it runs
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn does): it has no address space
+ * of its own to copy, fault in and tear down, and the server is a fork
+ * of ckpt's memory as before. Its stack is a buffer of ckpt's, which the
+ * server, a fork of it, keeps as its own. The pid is left in ckpt's
+ * memory (the starter shares it), so that ckpt need not wait for the
+ * starter later; a fork that failed leaves -errno. (A CLONE_VM child has
+ * no rseq area registered, nor then the server: nothing of it reads one.)
  */
+struct starter {
+	struct rst_ctx *ctx;
+	int sock;
+	pid_t server;
+};
+
+static int starter_main(void *arg)
+{
+	struct starter *a = arg;
+	setsid(); /* out of ckpt's session; the server's parent exits now */
+	pid_t s = fork();
+	if (s == 0)
+		server_main(a->ctx, a->sock);
+	a->server = s < 0 ? -errno : s;
+	return 0;
+}
+
+#define STARTER_STACK (64u << 10)
+
 int mm_lazy_start(struct rst_ctx *ctx)
 {
 	int sv[2];
@@ -1151,49 +1175,26 @@ int mm_lazy_start(struct rst_ctx *ctx)
 		close(sv[1]);
 		return -ENOMEM;
 	}
-	pid_t x = fork();
-	if (x == 0) { /* out of ckpt's session, and not its child */
-		setsid();
-		pid_t s = fork();
-		if (s == 0)
-			server_main(ctx, sv[1]);
-		struct lazy_msg m = { .type = MSG_PID, .pid = s };
-		send_msg(sv[1], &m, NULL, 0, -1);
-		_exit(s < 0);
-	}
-	int r = -errno;
+	struct starter a = { .ctx = ctx, .sock = sv[1], .server = -ECHILD };
+	_Alignas(64) char stack[STARTER_STACK];
+	pid_t x = clone(starter_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	int r = x < 0 ? -errno : 0;
 	close(sv[1]);
-	if (x < 0) {
+	if (x > 0) /* it has exited: CLONE_VFORK resumes ckpt then */
+		while (waitpid(x, NULL, 0) < 0 && errno == EINTR)
+			;
+	if (r == 0 && a.server < 0)
+		r = a.server;
+	if (r < 0) {
 		close(sv[0]);
 		free(ctx->lazy);
 		ctx->lazy = NULL;
 		return log_fail(&ctx->log, r, "--lazy: cannot start the lazy server: %s",
 				strerror(-r));
 	}
-	*ctx->lazy = (struct mm_lazy){ .sock = sv[0], .starter = x };
+	*ctx->lazy = (struct mm_lazy){ .sock = sv[0], .server = a.server };
+	log_info(&ctx->log, "lazy: memory is served by pid %d", a.server);
 	return 0;
-}
-
-/* The server's pid, its starter reaped first (0: it did not start). */
-static pid_t lazy_server(struct rst_ctx *ctx)
-{
-	struct mm_lazy *l = ctx->lazy;
-	if (l->starter <= 0)
-		return l->server;
-	int st;
-	while (waitpid(l->starter, &st, 0) < 0 && errno == EINTR)
-		;
-	l->starter = 0;
-	/* sent before the starter exited: there now, or never */
-	struct lazy_msg m = { 0 };
-	ssize_t k;
-	while ((k = recv(l->sock, &m, sizeof(m), MSG_DONTWAIT)) < 0 && errno == EINTR)
-		;
-	if (k == (ssize_t)sizeof(m) && m.type == MSG_PID && m.pid > 0) {
-		l->server = m.pid;
-		log_info(&ctx->log, "lazy: memory is served by pid %d", m.pid);
-	}
-	return l->server;
 }
 
 int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **ret_reg)
@@ -1241,8 +1242,6 @@ int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *re
 	_Static_assert(sizeof(bool) == 1, "registered flags are sent as bytes");
 	struct lazy_msg m = { .type = MSG_TASK, .task = (uint32_t)(t - ctx->tasks),
 			      .pid = t->pup.pid, .nvmas = (uint32_t)e->n_vmas };
-	if (lazy_server(ctx) <= 0)
-		return log_fail(&ctx->log, -ECHILD, "--lazy: cannot start the lazy server");
 	int r = e->n_vmas > 65536 ? -E2BIG : send_msg(ctx->lazy->sock, &m, reg, e->n_vmas, fd);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot hand its memory to the lazy server "
@@ -1255,7 +1254,6 @@ static void lazy_end(struct rst_ctx *ctx, bool commit)
 	if (!ctx->lazy)
 		return;
 	struct lazy_msg m = { .type = MSG_COMMIT };
-	lazy_server(ctx); /* its starter reaped */
 	if (commit && send_msg(ctx->lazy->sock, &m, NULL, 0, -1) < 0)
 		log_error(&ctx->log, "lazy server (pid %d) is gone: the restored processes are "
 			  "killed by its guard", ctx->lazy->server);
