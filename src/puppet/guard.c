@@ -37,12 +37,8 @@ static int send_all(int fd, const struct msghdr *msg, size_t len)
 	}
 }
 
-long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size_t inlen,
-		   void *out, size_t outlen)
+long guard_send(struct puppet *p, struct guard_req *req, const void *in, size_t inlen)
 {
-	struct guard_rep rep;
-	struct iovec iov[2] = { { &rep, sizeof(rep) }, { out, outlen } };
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = out ? 2 : 1 };
 	struct iovec siov[2] = { { req, sizeof(*req) }, { (void *)in, inlen } };
 	struct msghdr smsg = { .msg_iov = siov, .msg_iovlen = in && inlen ? 2 : 1 };
 
@@ -51,8 +47,14 @@ long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size
 	free(p->peek_shared); /* good until the next request only */
 	p->peek_shared = NULL;
 	int r = send_all(p->guard->fd, &smsg, sizeof(*req) + (in ? inlen : 0));
-	if (r < 0)
-		return r == -EPIPE || r == -ECONNRESET ? -EPIPE : r;
+	return r == -EPIPE || r == -ECONNRESET ? -EPIPE : r;
+}
+
+long guard_recv(struct puppet *p, const struct guard_req *req, void *out, size_t outlen)
+{
+	struct guard_rep rep;
+	struct iovec iov[2] = { { &rep, sizeof(rep) }, { out, outlen } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = out ? 2 : 1 };
 	ssize_t n;
 	while ((n = recvmsg(p->guard->fd, &msg, MSG_TRUNC)) < 0 && errno == EINTR)
 		;
@@ -81,6 +83,13 @@ long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size
 	if (out && rep.len > outlen)
 		return -EMSGSIZE;
 	return rep.ret;
+}
+
+long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size_t inlen,
+		   void *out, size_t outlen)
+{
+	long r = guard_send(p, req, in, inlen);
+	return r < 0 ? r : guard_recv(p, req, out, outlen);
 }
 
 long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outlen)
