@@ -6,8 +6,10 @@
  * checkpoint --kill's commit to the guardian; precopy:PATH, after each
  * process's pre-copy (a checkpoint with a parent, before the freeze),
  * creates PATH.pre and waits (60 s at most) until PATH exists, which the
- * test program makes once it wrote its pages again; CKPT_FAULT=count prints the
- * counts on stderr at exit. This is test code: it keeps its counts in
+ * test program makes once it wrote its pages again; badip:N gives the Nth injection (a single
+ * system call or a batch) an unmapped address to run at (ckpt must fail, not step the fault for
+ * ever); CKPT_FAULT=count
+ * prints the counts on stderr at exit. This is test code: it keeps its counts in
  * static variables, which the normal binary does not have.
  */
 #include <signal.h>
@@ -20,15 +22,15 @@
 
 #include "util/fault.h"
 
-static unsigned long counts[4], limit[4];
+static unsigned long counts[5], limit[5];
 static const char *precopy_path; /* precopy:PATH */
-static int mode; /* 0: off, 1: kill, 2: count */
+static int mode;		 /* 0: off, 1: kill, 2: count, 3: precopy, 4: badip */
 static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
 
 static void print_counts(void)
 {
-	fprintf(stderr, "ckpt-fault: %lu requests, %lu writes\n", counts[CKPT_FAULT_REQUEST],
-		counts[CKPT_FAULT_WRITE]);
+	fprintf(stderr, "ckpt-fault: %lu requests, %lu writes, %lu injections\n",
+		counts[CKPT_FAULT_REQUEST], counts[CKPT_FAULT_WRITE], counts[CKPT_FAULT_BAD_IP]);
 }
 
 __attribute__((constructor)) static void setup(void)
@@ -49,6 +51,9 @@ __attribute__((constructor)) static void setup(void)
 	} else if (!strncmp(env, "precopy:", 8)) {
 		mode = 3;
 		precopy_path = env + 8;
+	} else if (!strncmp(env, "badip:", 6)) {
+		mode = 4;
+		limit[CKPT_FAULT_BAD_IP] = strtoul(env + 6, NULL, 10);
 	} else if (!strncmp(env, "write:", 6)) {
 		mode = 1;
 		limit[CKPT_FAULT_WRITE] = strtoul(env + 6, NULL, 10);
@@ -71,4 +76,11 @@ void ckpt_fault_point(enum ckpt_fault what)
 	}
 	if (mode == 1 && counts[what] == limit[what])
 		kill(getpid(), SIGKILL);
+}
+
+_Bool ckpt_fault_asked(enum ckpt_fault what)
+{
+	if (!mode || getpid() != ckpt_pid)
+		return 0;
+	return ++counts[what] == limit[what] && mode == 4;
 }

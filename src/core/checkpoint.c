@@ -1428,13 +1428,36 @@ static bool committed_msg(const struct ckpt_opts *o)
 	       o->committed && o->commit_msg && o->commit_msg_len;
 }
 
+/* An injected instruction that faulted (a bug of ckpt's, puppet.c): a call
+ * whose result nothing looks at did not run, so the image may lack what it
+ * read. */
+static int check_faulted(struct ckpt_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i];
+		for (size_t j = 0; j <= t->nthreads; j++) {
+			const struct puppet *p = j ? &t->threads[j - 1].pup : &t->pup;
+			if (p->faulted)
+				return log_fail(
+				    &ctx->log, -EFAULT,
+				    "%s %d: a call ckpt injected in it faulted (a bug of "
+				    "ckpt's): the image may lack some of its state and is "
+				    "not kept",
+				    j ? "thread" : "pid", p->pid);
+		}
+	}
+	return 0;
+}
+
 /* Step "image done": the image under its final name before any task dies
  * (cmd-checkpoint.c); then, with CKPT_KILL, if ckpt dies the guardian
  * finishes the kill rather than resuming the tree. */
 int ckpt_image_done(struct ckpt_ctx *ctx)
 {
 	const struct ckpt_opts *o = ctx->opts;
-	int r = 0;
+	int r = check_faulted(ctx);
+	if (r < 0)
+		return r;
 	if (o->size >= offsetof(struct ckpt_opts, image_done_arg) + sizeof(void *) &&
 	    o->image_done) {
 		char why[256] = "";

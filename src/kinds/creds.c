@@ -297,8 +297,14 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	if (r < 0)
 		return r;
 	struct creds_had had = { .capget = -ENOENT };
-	for (int cap = 0; cap <= CAP_LAST; cap++)
+	for (int cap = 0; cap <= CAP_LAST; cap++) {
 		had.bnd[cap] = cap_at[cap] >= 0 ? b.c[cap_at[cap]].ret : 0;
+		/* EINVAL: a cap this kernel does not know */
+		if (had.bnd[cap] < 0 && had.bnd[cap] != -EINVAL)
+			return log_fail(&ctx->log, (int)had.bnd[cap],
+					"pid %d: cannot read bounding cap %d: %s", t->pid, cap,
+					strerror((int)-had.bnd[cap]));
+	}
 	had.ngroups = b.c[groups].ret;
 	if (had.ngroups > 0 &&
 	    puppet_read(p, p->scratch + AT_NOW, had.groups, (size_t)had.ngroups * 4) < 0)

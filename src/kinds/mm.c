@@ -1717,9 +1717,14 @@ static int advise_vma(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v
 		char name[80];
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(n, "]"), n);
 		uint64_t addr = puppet_scratch_put(&t->pup, 0, name, strlen(name) + 1);
-		if (addr)
-			puppet_syscall(&t->pup, SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME, v->start,
-				       v->end - v->start, addr);
+		long e = !addr
+			     ? -EFAULT
+			     : puppet_syscall(&t->pup, SYS_prctl, PR_SET_VMA, PR_SET_VMA_ANON_NAME,
+					      v->start, v->end - v->start, addr);
+		if (e < 0) /* not lost without a word */
+			return log_fail(&ctx->log, (int)e,
+					"pid %d vma %llx: cannot give it its name '%s': %s", t->pid,
+					(unsigned long long)v->start, name, strerror((int)-e));
 	}
 	return 0;
 }

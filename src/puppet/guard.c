@@ -63,6 +63,7 @@ long guard_recv(struct puppet *p, const struct guard_req *req, void *out, size_t
 	if (n < (ssize_t)sizeof(rep))
 		return -EPIPE; /* the guardian is gone */
 	p->held = rep.held;
+	p->faulted |= rep.faulted;
 	p->group_stopped = rep.group_stopped;
 	p->event_msg = rep.event_msg;
 	p->peek_shared_n = rep.shared_n;
@@ -587,13 +588,16 @@ static void serve_batch_many(struct gstate *s, const struct guard_req *req, uint
 		at += h.n * sizeof(struct puppet_call);
 		out += sizeof(struct guard_bm_rep) + h.n * sizeof(int64_t);
 	}
+	if (req->a[3] > 0 && (size_t)req->a[3] <= np) /* a test's (ckpt-fault) */
+		ps[req->a[3] - 1]->fault_ip = (uint64_t)req->a[4];
 	if (req->a[2] == 1) /* tasks of one memory */
 		puppet_syscalls_many_vm(ps, calls, ns, tables, np, err);
 	else
 		puppet_syscalls_many(ps, calls, ns, tables, np, err);
 	out = 0;
 	for (size_t i = 0; i < np; i++) {
-		struct guard_bm_rep r = { .ret = err[i], .held = ps[i]->held };
+		struct guard_bm_rep r = {
+		    .ret = err[i], .held = ps[i]->held, .faulted = ps[i]->faulted};
 		memcpy(data + out, &r, sizeof(r));
 		out += sizeof(r);
 		for (size_t j = 0; j < ns[i]; j++) {
@@ -637,6 +641,7 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 		/* a thread uses its leader's stub (its own puppet here has none) */
 		if (!p->scratch)
 			p->stub_ip = (uint64_t)req->a[1];
+		p->fault_ip = (uint64_t)req->a[2]; /* a test's (ckpt-fault), or 0 */
 		rep->ret = puppet_syscalls(p, calls, ncalls);
 		for (size_t i = 0; i < ncalls; i++)
 			((int64_t *)data)[i] = calls[i].ret;
@@ -702,6 +707,7 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 		rep->ret = -EINVAL;
 	}
 	rep->held = p->held;
+	rep->faulted = p->faulted;
 	rep->group_stopped = p->group_stopped;
 	rep->event_msg = p->event_msg;
 	rep->regs0 = p->regs0;

@@ -79,13 +79,17 @@ enum guard_op {
 	GUARD_DONE,
 	GUARD_WATCH,
 	GUARD_ON_DEATH, /* the message follows the request, the fd is passed */
-	GUARD_BATCH, /* a[0] calls (struct puppet_call) follow the request */
+	/* a[0] calls (struct puppet_call) follow the request; a[1] the stub
+	 * (a thread's), a[2] a bad address to run them at (ckpt-fault's test) */
+	GUARD_BATCH,
 	/* a[0] tasks: their pids (int32) follow; a[1] says what to do */
 	GUARD_MANY,
 	GUARD_SUD, /* the syscall user dispatch config */
 	/* a[0] tasks, a[1] bytes: for each, a struct guard_bm_hdr and its
 	 * calls (puppet_syscalls_many); the reply, for each, a struct
-	 * guard_bm_rep and its calls' results (int64) */
+	 * guard_bm_rep and its calls' results (int64); a[2] 1: tasks of one
+	 * memory; a[3] a task (from 1) whose batch runs at the bad address
+	 * a[4] (ckpt-fault's test), or 0 */
 	GUARD_BATCH_MANY,
 };
 
@@ -96,7 +100,7 @@ struct guard_bm_hdr {
 };
 struct guard_bm_rep {
 	int64_t ret;
-	uint8_t held, pad[7];
+	uint8_t held, faulted, pad[6];
 };
 /* the largest GUARD_BATCH_MANY request's data */
 #define GUARD_BM_MAX (PUPPET_MANY_MAX * (sizeof(struct guard_bm_hdr) + 32 * sizeof(struct puppet_call)))
@@ -142,7 +146,7 @@ struct guard_rep {
 	int64_t ret;
 	struct user_regs_struct regs0;
 	uint64_t sigmask0, event_msg, scratch, scratch_len, stub_ip;
-	uint8_t held, group_stopped;
+	uint8_t held, group_stopped, faulted;
 	uint32_t len; /* of the data that follows */
 	/* GUARD_SEIZE: the rseq configuration (PTRACE_GET_RSEQ_CONFIGURATION's
 	 * result and data), the syscall user dispatch config, and the xstate,

@@ -810,6 +810,8 @@ int puppet_release(struct puppet *p, int sig)
 		detach_sig = SIGTRAP;
 	if (ptrace(PTRACE_DETACH, p->pid, 0, detach_sig) < 0 && !r)
 		r = -errno;
+	if (p->faulted && !r)
+		r = -EFAULT;
 	p->held = false;
 	p->ntraps = 0;
 	puppet_forget(p);
@@ -962,6 +964,40 @@ static int note_stop(struct puppet *p, int status)
 }
 
 /*
+ * A signal-delivery stop that is neither a trap, a syscall stop nor a stop
+ * signal: with every other signal blocked, only a fault of the injected
+ * instruction itself (forced by the kernel) stops so. Run again, it would
+ * fault again.
+ */
+static bool injected_fault(struct puppet *p, int status)
+{
+	int sig = WSTOPSIG(status);
+	if ((status >> 16) != 0 || sig == SIGTRAP || sig == (SIGTRAP | 0x80) || is_stop_signal(sig))
+		return false;
+	/* the kernel forced the signal: a handler of the program's for it may
+	 * be reset already, and a call whose result is not looked at did not
+	 * run: the release fails (the scratch area still goes) */
+	p->faulted = true;
+	return true;
+}
+
+/* ckpt-fault's test (CKPT_FAULT=badip:N): the next injection runs below
+ * mmap_min_addr, where nothing is ever mapped */
+static void fault_asked(struct puppet *p)
+{
+	if (CKPT_FAULT_ASKED(CKPT_FAULT_BAD_IP))
+		p->fault_ip = 8;
+}
+
+/* Where the next injection runs: ip, but for the test's fault */
+static uint64_t take_ip(struct puppet *p, uint64_t ip)
+{
+	uint64_t at = p->fault_ip ? p->fault_ip : ip;
+	p->fault_ip = 0;
+	return at;
+}
+
+/*
  * rt_sigaction(SIGTRAP, act): 1 if act ignores it, 0 if not, -1 if act is
  * NULL (no change) or unreadable.
  */
@@ -1004,6 +1040,8 @@ static long syscall_by_stops(struct puppet *p, struct user_regs_struct *regs)
 				return r;
 			continue;
 		}
+		if (injected_fault(p, status))
+			return -EFAULT;
 		if ((r = note_stop(p, status)) < 0)
 			return r;
 	}
@@ -1057,12 +1095,13 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 		return -ESRCH;
 	if (!p->syscall_ip)
 		return -ENOEXEC;
+	fault_asked(p);
 	if (nr == SYS_rseq)
 		p->have_seized_state = false;
 	if (p->guard) {
-		struct guard_req req = { .op = GUARD_SYSCALL,
-					 .syscall_ip = p->syscall_ip,
-					 .a = { nr, a1, a2, a3, a4, a5, a6 } };
+		struct guard_req req = {.op = GUARD_SYSCALL,
+					.syscall_ip = take_ip(p, p->syscall_ip),
+					.a = {nr, a1, a2, a3, a4, a5, a6}};
 		return guard_call(p, &req, NULL, 0);
 	}
 	CKPT_FAULT(CKPT_FAULT_REQUEST);
@@ -1074,7 +1113,7 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 	regs.r10 = a4;
 	regs.r8 = a5;
 	regs.r9 = a6;
-	regs.rip = p->syscall_ip;
+	regs.rip = take_ip(p, p->syscall_ip);
 	/* rt_sigaction(SIGTRAP, SIG_IGN) is itself run without a step */
 	int ign = nr == SYS_rt_sigaction && a1 == SIGTRAP ? new_trap_ignored(p, a2) : -1;
 	if (p->trap_ignored || ign == 1) {
@@ -1111,6 +1150,8 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 				break;
 			continue;
 		}
+		if (injected_fault(p, status))
+			return -EFAULT;
 		/* a fork's new pid, or a stop signal arriving: step again */
 		if ((r = note_stop(p, status)) < 0)
 			return r;
@@ -1241,7 +1282,7 @@ static void stub_table(const struct puppet_call *c, size_t n, uint64_t (*t)[8])
 static int stub_go(struct puppet *p, size_t n, uint64_t table)
 {
 	struct user_regs_struct regs = p->regs0;
-	regs.rip = p->stub_ip;
+	regs.rip = take_ip(p, p->stub_ip);
 	regs.rbx = table;
 	regs.r12 = n;
 	regs.orig_rax = -1;
@@ -1290,7 +1331,7 @@ static int stub_wait(struct puppet *p, size_t n, unsigned long *ev, size_t *nev)
 				    (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
 				     event == PTRACE_EVENT_CLONE))
 					ev[(*nev)++] = p->event_msg;
-				if (!is_stop_signal(sig) && event == 0)
+				if (injected_fault(p, status))
 					return -EFAULT; /* a fault in the stub: nothing more is run */
 			}
 		}
@@ -1349,13 +1390,15 @@ int puppet_syscalls(struct puppet *p, struct puppet_call *c, size_t n)
 	if (n > PUPPET_BATCH_MAX)
 		return -E2BIG;
 	int r = !p->held ? -ESRCH : !p->syscall_ip ? -ENOEXEC : 0;
+	fault_asked(p);
 	for (size_t i = 0; i < n; i++)
 		if (c[i].nr == SYS_rseq)
 			p->have_seized_state = false;
 	if (r == 0 && p->guard && n) {
-		struct guard_req req = { .op = GUARD_BATCH,
-					 .syscall_ip = p->syscall_ip,
-					 .a = { (int64_t)n, (int64_t)p->stub_ip } };
+		struct guard_req req = {
+		    .op = GUARD_BATCH,
+		    .syscall_ip = p->syscall_ip,
+		    .a = {(int64_t)n, (int64_t)p->stub_ip, (int64_t)take_ip(p, 0)}};
 		int64_t rets[PUPPET_BATCH_MAX];
 		long g = guard_call_in(p, &req, c, n * sizeof(*c), rets, n * sizeof(rets[0]));
 		if (g < 0)
@@ -1414,10 +1457,19 @@ static void syscalls_many_guarded(struct puppet *const *ps, struct puppet_call *
 		memcpy(in + at, calls[i], ns[i] * sizeof(struct puppet_call));
 		at += ns[i] * sizeof(struct puppet_call);
 	}
+	int64_t fault_at = 0, fault_ip = 0; /* a test's (ckpt-fault): the task, from 1 */
+	for (size_t i = 0; i < np && !fault_at; i++) {
+		fault_asked(ps[i]);
+		if (ps[i]->fault_ip) {
+			fault_at = (int64_t)i + 1;
+			fault_ip = (int64_t)take_ip(ps[i], 0);
+		}
+	}
 	if (g == 0) {
-		struct guard_req req = { .op = GUARD_BATCH_MANY,
-					 .syscall_ip = ps[0]->syscall_ip,
-					 .a = { (int64_t)np, (int64_t)len, one_mm } };
+		struct guard_req req = {
+		    .op = GUARD_BATCH_MANY,
+		    .syscall_ip = ps[0]->syscall_ip,
+		    .a = {(int64_t)np, (int64_t)len, one_mm, fault_at, fault_ip}};
 		g = guard_call_in(ps[0], &req, in, len, out, outlen);
 	}
 	at = 0;
@@ -1427,6 +1479,7 @@ static void syscalls_many_guarded(struct puppet *const *ps, struct puppet_call *
 			memcpy(&rep, out + at, sizeof(rep));
 		at += sizeof(rep);
 		ps[i]->held = rep.held;
+		ps[i]->faulted |= rep.faulted;
 		err[i] = (int)rep.ret;
 		for (size_t j = 0; j < ns[i]; j++) {
 			int64_t ret = rep.ret;

@@ -46,6 +46,8 @@ struct puppet {
 	uint64_t sigmask0;      /* blocked signals when seized */
 	uint8_t group_stopped;  /* the signal of the job-control stop it was in when seized, or 0 */
 	bool held;              /* attached and stopped */
+	bool faulted;		/* an injected instruction faulted (a bug): its release fails */
+	uint64_t fault_ip;	/* ckpt-fault's test: the next injection runs at this bad address */
 	uint64_t syscall_ip;    /* address of a `syscall` instruction */
 	uint64_t scratch;       /* remote scratch area, 0 if none */
 	size_t scratch_len;

@@ -4,13 +4,22 @@
  * called at every ptrace request (to the guardian, or local) and at every
  * image record written, once the tree's death is decided (commit), and
  * after each process's pre-copy (mm-dirty.c). The normal binary does not define it: the weak
- * reference is NULL and the hook costs one test.
+ * reference is NULL and the hook costs one test. ckpt_fault_asked() says whether the test asks
+ * for a fault to be made here (CKPT_FAULT_BAD_IP: an injection run at an unmapped address).
  */
 #ifndef CKPT_FAULT_H
 #define CKPT_FAULT_H
 
-enum ckpt_fault { CKPT_FAULT_REQUEST, CKPT_FAULT_WRITE, CKPT_FAULT_COMMIT, CKPT_FAULT_PRECOPY };
+enum ckpt_fault {
+	CKPT_FAULT_REQUEST,
+	CKPT_FAULT_WRITE,
+	CKPT_FAULT_COMMIT,
+	CKPT_FAULT_PRECOPY,
+	CKPT_FAULT_BAD_IP,
+};
 void ckpt_fault_point(enum ckpt_fault what) __attribute__((weak));
+_Bool ckpt_fault_asked(enum ckpt_fault what) __attribute__((weak));
+#define CKPT_FAULT_ASKED(what) (ckpt_fault_asked && ckpt_fault_asked(what))
 #define CKPT_FAULT(what)                        \
 	do {                                    \
 		if (ckpt_fault_point)           \

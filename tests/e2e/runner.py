@@ -579,6 +579,11 @@ TESTS = [
     # 40 threads: each step of theirs is several requests, two in flight
     entry("fault_walk_threads", kind="fault", program="fault_victim", pargs=("0", "-", "40")),
     entry("fault_random", kind="fault_random", program="fault_victim"),
+    # an injected call whose instruction faults (CKPT_FAULT=badip:N runs the
+    # Nth at an unmapped address): ckpt fails, it does not step it for ever
+    entry("fault_badip", kind="fault_badip", program="fault_victim"),
+    entry("fault_badip_trapign", kind="fault_badip", program="fault_victim",
+          pargs=("0", "trapign")),
     # the network lock removed by the guardian when ckpt dies (SIGKILL at
     # each request of a checkpoint that locked a TCP connection)
     entry("netlock_fault", kind="netlock_fault", program="netlock_victim"),
@@ -7064,6 +7069,68 @@ http {{
             rc, err = self.run_fault(["restart", img, "--detach"], "request:%d" % n, "rwalk")
             if rc != -signal.SIGKILL:
                 raise Fail("%s: exit %s, not killed: %s" % (what, rc, err.strip()[-300:]))
+            self.wait_pids_free(tids, what)
+        rp = self.restart(img, "restart")
+        self.ask_check(pids, "restarted", signal.SIGPROF)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_fault_badip(self):
+        """ckpt-fault running one injection (a system call or a batch) of a
+        checkpoint, then of a restart, at an unmapped address, for each in
+        turn (12 points of each walk): ckpt
+        fails with a message (it does not step the fault for ever), the
+        checkpointed tree runs on unharmed and untraced, a restart leaves no
+        pid taken; then the real checkpoint and restart pass."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        pids, tids = self.victim_ids()
+        img = self.p("img")
+        pid = str(self.pid)
+
+        def calls(args, tag):
+            rc, err = self.run_fault(args, "count", tag)
+            if rc != 0:
+                raise Fail("ckpt-fault %s exit %d: %s" % (args[0], rc, err.strip()[-300:]))
+            m = re.search(r"ckpt-fault: \d+ requests, \d+ writes, (\d+) injections", err)
+            if not m:
+                raise Fail("%s: no call count from ckpt-fault: %s" % (args[0], err.strip()[-300:]))
+            return int(m.group(1))
+
+        def refused(args, n, total, tag):
+            what = "%s with injection %d of %d at a bad address" % (args[0], n, total)
+            rc, err = self.run_fault(args, "badip:%d" % n, tag)
+            if rc <= 0:
+                raise Fail("%s: exit %s, not a failure: %s" % (what, rc, err.strip()[-300:]))
+            if "failed" not in err and "cannot" not in err:
+                raise Fail("%s: no message: %s" % (what, err.strip()[-300:]))
+            return what
+
+        ncalls = calls(["checkpoint", pid, "-o", img], "count")
+        os.unlink(img)
+        self.vlog("checkpoint: %d injections" % ncalls)
+        if ncalls == 0:
+            raise Fail("checkpoint made no injection: the walk tests nothing")
+        for n in self.points(ncalls, 12):
+            what = refused(["checkpoint", pid, "-o", img], n, ncalls, "walk")
+            for f in (img, img + ".part"):
+                if os.path.exists(f):
+                    os.unlink(f)
+            self.wait_untraced(tids, what)
+            self.ask_check(pids, what)
+        self.checkpoint(img, "ckpt", reap=[pr])
+        self.wait_pids_free(tids, "checkpoint --kill")
+        ncalls = calls(["restart", img, "--detach"], "rcount")
+        if ncalls == 0:
+            raise Fail("restart made no injection: the walk tests nothing")
+        self.ask_check(pids, "restarted once", signal.SIGPROF)
+        for p_ in pids:
+            os.kill(p_, signal.SIGKILL)
+        self.wait_pids_free(tids, "restarted tree killed")
+        for n in self.points(ncalls, 12):
+            what = refused(["restart", img, "--detach"], n, ncalls, "rwalk")
             self.wait_pids_free(tids, what)
         rp = self.restart(img, "restart")
         self.ask_check(pids, "restarted", signal.SIGPROF)
