@@ -183,5 +183,14 @@ long guard_call(struct puppet *p, struct guard_req *req, void *out, size_t outle
 /* The same, with inlen bytes of in sent after the request. */
 long guard_call_in(struct puppet *p, struct guard_req *req, const void *in, size_t inlen,
 		   void *out, size_t outlen);
+/*
+ * guard_call_in in two halves, so that a second request can be sent
+ * before the reply to the first is read (the guardian serves them in
+ * order and never waits for ckpt to read a reply; a reply is read by
+ * guard_recv with the request it answers). Two at most in flight: the
+ * socket queues a few messages only.
+ */
+long guard_send(struct puppet *p, struct guard_req *req, const void *in, size_t inlen);
+long guard_recv(struct puppet *p, const struct guard_req *req, void *out, size_t outlen);
 
 #endif

@@ -251,22 +251,30 @@ int puppet_seize(struct puppet *p, pid_t pid)
 	return r < 0 ? r : puppet_seize_finish(p);
 }
 
-/* One GUARD_MANY request for n <= PUPPET_MANY_MAX tasks (a seize of tasks
- * a GUARD_MANY_START started if started). */
-static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const int *sigs,
-			   size_t n, struct puppet_guard *g, enum guard_many what, bool started,
-			   bool one_process, int *err)
+/* One GUARD_MANY request for n <= PUPPET_MANY_MAX tasks sent (a seize of
+ * tasks a GUARD_MANY_START started if started): 0 or -errno. */
+static long many_send(const pid_t *pids, const int *sigs, size_t n, struct puppet_guard *g,
+		      enum guard_many what, bool started, bool one_process)
 {
 	struct guard_many_req in[PUPPET_MANY_MAX];
 	struct guard_req req = { .op = GUARD_MANY,
 				 .a = { (int64_t)n, what, started, one_process } };
 	struct puppet dummy = { .guard = g, .memfd = -1 };
-	size_t room = GUARD_DATA_MAX;
-	_cleanup_free_ uint8_t *out = malloc(room);
 
 	for (size_t i = 0; i < n; i++)
 		in[i] = (struct guard_many_req){ pids[i], sigs ? sigs[i] : 0 };
-	long r = out ? guard_call_in(&dummy, &req, in, n * sizeof(in[0]), out, room) : -ENOMEM;
+	return guard_send(&dummy, &req, in, n * sizeof(in[0]));
+}
+
+/* Its reply (if sent is 0), into out (GUARD_DATA_MAX bytes), taken. */
+static void many_recv(struct puppet *const *ps, const pid_t *pids, size_t n,
+		      struct puppet_guard *g, enum guard_many what, bool one_process, long sent,
+		      uint8_t *out, int *err)
+{
+	struct guard_req req = { .op = GUARD_MANY };
+	struct puppet dummy = { .guard = g, .memfd = -1 };
+	size_t room = GUARD_DATA_MAX;
+	long r = sent < 0 ? sent : guard_recv(&dummy, &req, out, room);
 	size_t off = 0;
 	int memfd = -1; /* one process's threads: the first's is the others' memory too */
 	for (size_t i = 0; i < n; i++) {
@@ -303,14 +311,16 @@ static void many_via_guard(struct puppet *const *ps, const pid_t *pids, const in
 	}
 }
 
-static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, size_t n,
-		 struct puppet_guard *g, enum guard_many what, bool one_process, int *err)
+/*
+ * GUARD_MANY requests of PUPPET_MANY_MAX tasks each, two in flight: the
+ * next is sent before the reply to one is read, so the guardian serves
+ * it while ckpt takes that reply, rather than each waiting for the other
+ * (63 requests for 1,000 threads, each a wakeup of either process).
+ */
+static void many_started(struct puppet *const *ps, const pid_t *pids, const int *sigs,
+			 size_t n, struct puppet_guard *g, enum guard_many what, bool started,
+			 bool one_process, int *err)
 {
-	for (size_t at = 0; g && at < n; at += PUPPET_MANY_MAX) {
-		size_t k = n - at < PUPPET_MANY_MAX ? n - at : PUPPET_MANY_MAX;
-		many_via_guard(ps + at, pids + at, sigs ? sigs + at : NULL, k, g, what, false,
-			       one_process, err + at);
-	}
 	for (size_t i = 0; !g && i < n; i++) {
 		if (what == GUARD_MANY_SEIZE)
 			err[i] = puppet_seize(ps[i], pids[i]);
@@ -319,6 +329,30 @@ static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, s
 		else
 			puppet_kill(ps[i]), err[i] = 0;
 	}
+	if (!g)
+		return;
+	_cleanup_free_ uint8_t *out = malloc(GUARD_DATA_MAX);
+	size_t nreq = (n + PUPPET_MANY_MAX - 1) / PUPPET_MANY_MAX;
+	long sent[2] = { 0, 0 };
+	for (size_t k = 0; k <= nreq; k++) {
+		size_t at = k * PUPPET_MANY_MAX, kn = n - at < PUPPET_MANY_MAX ? n - at : PUPPET_MANY_MAX;
+		if (k < nreq)
+			sent[k % 2] = out ? many_send(pids + at, sigs ? sigs + at : NULL, kn, g, what,
+						      started, one_process)
+					  : -ENOMEM;
+		if (k == 0)
+			continue;
+		at -= PUPPET_MANY_MAX;
+		kn = n - at < PUPPET_MANY_MAX ? n - at : PUPPET_MANY_MAX;
+		many_recv(ps + at, pids + at, kn, g, what, one_process, sent[(k - 1) % 2], out,
+			  err + at);
+	}
+}
+
+static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, size_t n,
+		 struct puppet_guard *g, enum guard_many what, bool one_process, int *err)
+{
+	many_started(ps, pids, sigs, n, g, what, false, one_process, err);
 }
 
 /*
@@ -330,28 +364,24 @@ static void many(struct puppet *const *ps, const pid_t *pids, const int *sigs, s
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
 		       struct puppet_guard *guard, bool one_process, int *err)
 {
-	_cleanup_free_ size_t *idx = guard && n > PUPPET_MANY_MAX ? malloc(n * sizeof(*idx)) : NULL;
-	if (!idx)
+	bool two = guard && n > PUPPET_MANY_MAX;
+	_cleanup_free_ size_t *idx = two ? malloc(n * sizeof(*idx)) : NULL;
+	_cleanup_free_ struct puppet **sps = two ? malloc(n * sizeof(*sps)) : NULL;
+	_cleanup_free_ pid_t *spids = two ? malloc(n * sizeof(*spids)) : NULL;
+	_cleanup_free_ int *serr = two ? malloc(n * sizeof(*serr)) : NULL;
+	if (!idx || !sps || !spids || !serr)
 		return many(ps, pids, NULL, n, guard, GUARD_MANY_SEIZE, one_process, err);
 	many(ps, pids, NULL, n, guard, GUARD_MANY_START, one_process, err);
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (err[i] == 0)
+		if (err[i] == 0) {
+			sps[m] = ps[i];
+			spids[m] = pids[i];
 			idx[m++] = i;
-	for (size_t at = 0; at < m; at += PUPPET_MANY_MAX) {
-		size_t k = m - at < PUPPET_MANY_MAX ? m - at : PUPPET_MANY_MAX;
-		struct puppet *cps[PUPPET_MANY_MAX];
-		pid_t cpids[PUPPET_MANY_MAX];
-		int cerr[PUPPET_MANY_MAX];
-		for (size_t j = 0; j < k; j++) {
-			cps[j] = ps[idx[at + j]];
-			cpids[j] = pids[idx[at + j]];
 		}
-		many_via_guard(cps, cpids, NULL, k, guard, GUARD_MANY_SEIZE, true, one_process,
-			       cerr);
-		for (size_t j = 0; j < k; j++)
-			err[idx[at + j]] = cerr[j];
-	}
+	many_started(sps, spids, NULL, m, guard, GUARD_MANY_SEIZE, true, one_process, serr);
+	for (size_t j = 0; j < m; j++)
+		err[idx[j]] = serr[j];
 }
 
 /* The tasks that are held, and their pids (all of one guardian, or none). */

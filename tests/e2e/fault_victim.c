@@ -12,7 +12,9 @@
  * and verifies the same once more (SIGUSR1), then passes. With a second
  * argument "trapign" it ignores SIGTRAP instead (injected calls then stop
  * at syscall entry and exit, and a task is released through an interrupt
- * stop): SIG_IGN must be what it finds.
+ * stop): SIG_IGN must be what it finds. A third argument N gives it N
+ * threads rather than one (more than one request of the guardian's for
+ * each step of the threads: fault_walk_threads); every one is checked.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,9 +33,11 @@
 #include "lib.h"
 
 static volatile sig_atomic_t check_req, rebase_req;
-static volatile uint64_t thread_progress;
-static volatile int thread_bad, loop_bad;
-static volatile pid_t thread_tid;
+#define THREADS_MAX 64
+static volatile uint64_t thread_progress[THREADS_MAX];
+static volatile int thread_bad[THREADS_MAX], loop_bad;
+static volatile pid_t thread_tid[THREADS_MAX];
+static int nthreads = 1;
 static sigset_t want;
 static char maps0[65536], fds0[8192];
 static unsigned checks;
@@ -121,17 +125,21 @@ static long tracer_of(pid_t tid)
  */
 static int thread_main(void *arg)
 {
-	(void)arg;
+	int i = (int)(intptr_t)arg;
 	uint64_t ref = spin(7, 20000);
-	thread_tid = (pid_t)syscall(SYS_gettid);
+	thread_tid[i] = (pid_t)syscall(SYS_gettid);
 	for (;;) {
 		if (spin(7, 20000) != ref)
-			thread_bad = 1;
+			thread_bad[i] = 1;
 		uint64_t cur = 0;
 		syscall(SYS_rt_sigprocmask, SIG_SETMASK, NULL, &cur, 8);
 		if (memcmp(&cur, &want, 8))
-			thread_bad = 2;
-		thread_progress++;
+			thread_bad[i] = 2;
+		thread_progress[i]++;
+		/* the others mostly asleep (in a system call when seized):
+		 * forty threads spinning would starve the machine */
+		if (i > 0)
+			usleep(2000);
 	}
 	return 0;
 }
@@ -148,10 +156,19 @@ static void self_check(char *why, size_t size, bool has_thread)
 	read_maps(maps, sizeof(maps));
 	sigprocmask(SIG_SETMASK, NULL, &cur);
 	sigaction(SIGTRAP, NULL, &sa);
+	int th = -1; /* a thread traced */
+	for (int i = 0; has_thread && th < 0 && i < nthreads; i++)
+		if (tracer_of(thread_tid[i]) != 0)
+			th = i;
+	int bad = -1; /* a thread gone wrong */
+	for (int i = 0; has_thread && bad < 0 && i < nthreads; i++)
+		if (thread_bad[i])
+			bad = i;
 	if (test_tracer_pid() != 0)
 		snprintf(why, size, "traced by %ld", test_tracer_pid());
-	else if (has_thread && tracer_of(thread_tid) != 0)
-		snprintf(why, size, "thread %d traced by %ld", thread_tid, tracer_of(thread_tid));
+	else if (th >= 0)
+		snprintf(why, size, "thread %d traced by %ld", thread_tid[th],
+			 tracer_of(thread_tid[th]));
 	else if (memcmp(&cur, &want, 8))
 		snprintf(why, size, "signal mask %#llx, set %#llx", *(unsigned long long *)&cur,
 			 *(unsigned long long *)&want);
@@ -163,15 +180,23 @@ static void self_check(char *why, size_t size, bool has_thread)
 		snprintf(why, size, "mappings changed: now\n%s\nwas\n%s", maps, maps0);
 	else if (loop_bad)
 		snprintf(why, size, "checksum loop went wrong");
-	else if (has_thread && thread_bad)
-		snprintf(why, size, "thread: %s", thread_bad == 1 ? "checksum wrong" : "mask changed");
+	else if (bad >= 0)
+		snprintf(why, size, "thread %d: %s", thread_tid[bad],
+			 thread_bad[bad] == 1 ? "checksum wrong" : "mask changed");
 	if (why[0] || !has_thread)
 		return;
-	uint64_t before = thread_progress;
-	for (int i = 0; i < 2000 && thread_progress == before; i++)
-		usleep(1000);
-	if (thread_progress == before)
-		snprintf(why, size, "thread %d does not run", thread_tid);
+	uint64_t before[THREADS_MAX];
+	for (int i = 0; i < nthreads; i++)
+		before[i] = thread_progress[i];
+	int still = 0; /* the first thread not seen running since */
+	for (int k = 0; k < 2000 && still < nthreads; k++) {
+		while (still < nthreads && thread_progress[still] != before[still])
+			still++;
+		if (still < nthreads)
+			usleep(1000);
+	}
+	if (still < nthreads)
+		snprintf(why, size, "thread %d does not run", thread_tid[still]);
 }
 
 static void answer(bool has_thread)
@@ -228,6 +253,10 @@ int main(int argc, char **argv)
 	sigaction(SIGPROF, &sa, NULL);
 	if (argc > 2 && !strcmp(argv[2], "trapign"))
 		trap_want = SIG_IGN;
+	if (argc > 3)
+		nthreads = atoi(argv[3]);
+	if (nthreads < 1 || nthreads > THREADS_MAX)
+		fail("%d threads: 1 to %d", nthreads, THREADS_MAX);
 	sa.sa_handler = trap_want;
 	sigaction(SIGTRAP, &sa, NULL);
 	sigemptyset(&want);
@@ -246,18 +275,25 @@ int main(int argc, char **argv)
 		loop(false);
 		_exit(0);
 	}
-	char *stack = test_mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				-1, 0);
-	if (clone(thread_main, stack + (1 << 20),
-		  CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD, NULL) < 0)
-		fail("clone: %m");
-	while (!thread_progress)
-		usleep(1000);
-	char path[4096], buf[32];
+	for (int i = 0; i < nthreads; i++) {
+		char *stack = test_mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (clone(thread_main, stack + (256 << 10),
+			  CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD,
+			  (void *)(intptr_t)i) < 0)
+			fail("clone: %m");
+	}
+	for (int i = 0; i < nthreads; i++)
+		while (!thread_progress[i])
+			usleep(1000);
+	char path[4096], buf[16 * (THREADS_MAX + 2)];
 	const char *dir = getenv("CKPT_TEST_DIR");
 	snprintf(path, sizeof(path), "%s/child", dir ? dir : ".");
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int n = snprintf(buf, sizeof(buf), "%d %d\n", child, thread_tid);
+	int n = snprintf(buf, sizeof(buf), "%d", child);
+	for (int i = 0; i < nthreads; i++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, " %d", thread_tid[i]);
+	n += snprintf(buf + n, sizeof(buf) - (size_t)n, "\n");
 	if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd))
 		fail("write %s: %m", path);
 	read_fds(fds0, sizeof(fds0));

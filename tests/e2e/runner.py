@@ -576,6 +576,8 @@ TESTS = [
     entry("sig_trap_ignored", kind="keep"),
     entry("sig_trap_ignored_rst", (B, T, R), program="sig_trap_ignored", pargs=("handler",)),
     entry("fault_walk_trapign", kind="fault", program="fault_victim", pargs=("0", "trapign")),
+    # 40 threads: each step of theirs is several requests, two in flight
+    entry("fault_walk_threads", kind="fault", program="fault_victim", pargs=("0", "-", "40")),
     entry("fault_random", kind="fault_random", program="fault_victim"),
     # an injected call whose instruction faults (CKPT_FAULT=badip:N runs the
     # Nth at an unmapped address): ckpt fails, it does not step it for ever
@@ -6944,8 +6946,8 @@ http {{
     def victim_ids(self):
         """The victim's (pids that answer checks, every tid of the tree)."""
         with open(self.p("child")) as f:
-            child, tid = (int(x) for x in f.read().split())
-        return [self.pid, child], [self.pid, tid, child]
+            child, *threads = (int(x) for x in f.read().split())
+        return [self.pid, child], [self.pid] + threads + [child]
 
     def ask_check(self, pids, what, sig=signal.SIGUSR2):
         """SIGUSR2 to each pid: each checks itself and answers in check-PID
