@@ -222,7 +222,6 @@ struct rst_ctx {
 	struct puppet init;     /* pid 1 of that namespace, made by ckpt */
 	/* kills the tree if ckpt dies while releasing it (guard.h) */
 	struct puppet_guard *watch;
-	pid_t watch_gone; /* the guardian told to exit, not reaped yet (0: none) */
 	struct netlock *netlock; /* restored connections locked (core/netlock.h) */
 	/* those of the other network namespaces, each in its own (by its
 	 * NetnsEntry.id), at most CKPT_NETLOCK_NS */

@@ -368,8 +368,6 @@ static void free_ctx(struct rst_ctx *ctx)
 	for (int i = 0; i < 2; i++)
 		if (ctx->ctl[i] >= 0)
 			close(ctx->ctl[i]);
-	puppet_guard_reap(ctx->watch_gone); /* told to exit by run_tree */
-	ctx->watch_gone = 0;
 }
 
 static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
@@ -508,10 +506,8 @@ static int run_tree(struct rst_ctx *ctx, const struct ckpt_opts *o, pid_t root)
 {
 	int r = seq_rst_run(ctx, RST_BEFORE_RELEASE, RST_UNLOCK);
 	/* every task runs: the restart is complete, the guardian goes (and
-	 * with it anything it shares with ckpt) before anyone is told; it is
-	 * told now and reaped once ckpt has let go of the context
-	 * (ckpt_restart_opts), its exit meanwhile on the other CPU */
-	ctx->watch_gone = puppet_guard_let_go(ctx->watch);
+	 * with it anything it shares with ckpt) before anyone is told */
+	puppet_guard_end(ctx->watch);
 	ctx->watch = NULL;
 	if (r >= 0)
 		log_info(&ctx->log, "pid %d: restored and running%s", root,

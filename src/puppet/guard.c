@@ -152,27 +152,6 @@ int puppet_guard_commit(struct puppet_guard *g)
 	return g ? (int)guard_op(g, GUARD_COMMIT) : 0;
 }
 
-pid_t puppet_guard_let_go(struct puppet_guard *g)
-{
-	if (!g)
-		return 0;
-	struct guard_req req = { .op = GUARD_DONE };
-	struct iovec iov = { &req, sizeof(req) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	/* queued before the end of file: read first, whenever it runs */
-	(void)send_all(g->fd, &msg, sizeof(req));
-	close(g->fd);
-	pid_t pid = g->pid;
-	free(g);
-	return pid;
-}
-
-void puppet_guard_reap(pid_t pid)
-{
-	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-}
-
 int puppet_guard_end(struct puppet_guard *g)
 {
 	if (!g)

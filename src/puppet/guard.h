@@ -62,15 +62,6 @@ int puppet_guard_on_death(struct puppet_guard *g, enum guard_when when, int fd, 
 			  size_t len) __attribute__((warn_unused_result));
 /* Every puppet is released or killed: the guardian exits (waited for). */
 int puppet_guard_end(struct puppet_guard *g);
-/*
- * The same, but neither its reply nor its exit is waited for: the
- * guardian reads GUARD_DONE before the end of file, so it kills and sends
- * nothing even if ckpt dies right after. Frees g; returns the guardian's
- * pid, for puppet_guard_reap() (ckpt's child: reaped before the caller
- * is told), or 0 for none.
- */
-pid_t puppet_guard_let_go(struct puppet_guard *g);
-void puppet_guard_reap(pid_t pid);
 
 /* The channel (used by puppet.c) */
 enum guard_op {
