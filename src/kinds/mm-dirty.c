@@ -995,15 +995,7 @@ static const struct mm_pre_task *fz_of(struct ckpt_ctx *ctx, pid_t pid)
 /* The first region of p's frozen scan that ends after addr. */
 static size_t fz_find(const struct mm_pre_task *p, uint64_t addr)
 {
-	size_t lo = 0, hi = p->nfz;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (p->fz[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return pm_region_first(p->fz, p->nfz, addr);
 }
 
 static struct mm_pre_task *pre_of(const struct ckpt_ctx *ctx, pid_t pid)

@@ -461,15 +461,7 @@ static int read_as(struct ckpt_ctx *ctx, struct pages_writer *pw, const VmaEntry
 
 size_t mm_map_first(const struct mm_pages_map *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m->r[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return pm_region_first(m->r, m->n, addr);
 }
 
 /* A vma whose pages the process's one scan gives (scan_vma, mm-cow.c). */

@@ -60,6 +60,20 @@ long pm_scan_call(struct pm_scan *s, struct page_region *vec, size_t len);
 const struct page_region *pm_scan_next(struct pm_scan *s);
 
 /* Where the scan is: the start of the next call (or of the failed one). */
+/* The first of n regions, in order, that ends after addr (n if none). */
+static inline size_t pm_region_first(const struct page_region *r, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static inline uint64_t pm_scan_pos(const struct pm_scan *s)
 {
 	return s->arg.start;
