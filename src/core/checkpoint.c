@@ -1393,12 +1393,45 @@ static void kill_tree(struct ckpt_ctx *ctx)
 		 * may take its time (seconds for some inits) */
 		if (i == 0 && ctx->container && wait_dead(pid, 10000))
 			continue;
+		/* a child of ckpt's caller (the library's): reaped by it
+		 * only once this call returns */
+		if (i == 0 && ctx->tasks[0].stat.ppid == getpid() && wait_dead(pid, 10000))
+			continue;
 		if (!wait_gone(pid, 10000))
 			log_warn(&ctx->log,
 				 "pid %d: killed, but its parent has not reaped it yet; its pid "
 				 "stays taken until then",
 				 pid);
 	}
+}
+
+/*
+ * The checkpoint returns only once each task let go in a call the kernel
+ * restarts is asleep again (puppet_wait_asleep(): a signal sent before
+ * could be lost).
+ */
+static void wait_back_in_calls(struct ckpt_ctx *ctx)
+{
+	size_t n = 0, max = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		max += 1 + ctx->tasks[i].nthreads;
+	_cleanup_free_ pid_t *tids = calloc(max ? max : 1, sizeof(*tids));
+	if (!tids)
+		return;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		struct task *t = &ctx->tasks[i];
+		if (t->pup.group_stopped)
+			continue;
+		for (size_t j = 0; j < t->nthreads; j++)
+			if (puppet_in_restartable_call(&t->threads[j].pup))
+				tids[n++] = t->threads[j].pup.pid;
+		if (puppet_in_restartable_call(&t->pup))
+			tids[n++] = t->pup.pid;
+	}
+	n = puppet_wait_asleep(tids, n, PUPPET_ASLEEP_MS);
+	if (n)
+		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms", n,
+			 PUPPET_ASLEEP_MS);
 }
 
 static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
@@ -1422,6 +1455,8 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: releasing it failed: %s", t->pid, strerror(-e));
 	}
+	if (!(ok && (ctx->flags & CKPT_LEAVE_FROZEN)))
+		wait_back_in_calls(ctx);
 }
 
 /* Step "let go": every task released as it was, or killed (CKPT_KILL). */

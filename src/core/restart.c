@@ -262,6 +262,35 @@ static int stop_signal(const struct rst_task *t)
 	return t->stop_sig;
 }
 
+/*
+ * The restart is complete only once each task let go in a call the kernel
+ * restarts is asleep again (puppet_wait_asleep(): a signal sent before
+ * could be lost).
+ */
+static void wait_back_in_calls(struct rst_ctx *ctx)
+{
+	size_t n = 0, max = 0;
+	for (size_t i = 0; i < ctx->nimage; i++)
+		max += 1 + ctx->tasks[i].nthreads;
+	_cleanup_free_ pid_t *tids = calloc(max ? max : 1, sizeof(*tids));
+	if (!tids)
+		return;
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		if (t->zombie || t->stopped)
+			continue;
+		for (size_t j = 0; j < t->nthreads; j++)
+			if (puppet_in_restartable_call(&t->threads[j].pup))
+				tids[n++] = t->threads[j].pup.pid;
+		if (puppet_in_restartable_call(&t->pup))
+			tids[n++] = t->pup.pid;
+	}
+	n = puppet_wait_asleep(tids, n, PUPPET_ASLEEP_MS);
+	if (n)
+		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms", n,
+			 PUPPET_ASLEEP_MS);
+}
+
 int rst_release_tree(struct rst_ctx *ctx)
 {
 	int sig = (ctx->flags & RESTART_FROZEN) ? SIGSTOP : 0;
@@ -295,6 +324,8 @@ int rst_release_tree(struct rst_ctx *ctx)
 	}
 	if (r >= 0)
 		wait_stopped(ctx, sig);
+	if (r >= 0 && !sig)
+		wait_back_in_calls(ctx);
 	return r < 0 ? r : tree_release_init(ctx);
 }
 

@@ -155,6 +155,8 @@ static int puppet_take(struct puppet *p)
 	p->held = true;
 	if (ptrace(PTRACE_GETREGS, p->pid, 0, &p->regs0) < 0)
 		return -errno;
+	/* in a call that set a mask for its time (sigsuspend, ppoll...),
+	 * the task's own, kept aside: the kernel reads that one */
 	if (!(p->take_skip & PUPPET_TAKE_NO_MASK) &&
 	    ptrace(PTRACE_GETSIGMASK, p->pid, sizeof(uint64_t), &p->sigmask0) < 0)
 		return -errno;
@@ -772,6 +774,45 @@ int puppet_exit(struct puppet *p, int status)
 		usleep(1000);
 	}
 	return -ETIMEDOUT;
+}
+
+bool puppet_in_restartable_call(const struct puppet *p)
+{
+	long ax = (long)p->regs0.rax;
+	return (long)p->regs0.orig_rax >= 0 &&
+	       (ax == -KERN_ERESTARTSYS || ax == -KERN_ERESTARTNOINTR ||
+		ax == -KERN_ERESTARTNOHAND);
+}
+
+/* Is tid running, or waiting for a CPU (its syscall file says so)? */
+static bool task_running(pid_t tid)
+{
+	_cleanup_free_ char *text = NULL;
+	return proc_read_one(tid, "syscall", &text) >= 0 && !strncmp(text, "running", 7);
+}
+
+static long elapsed_us(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000000L + (now.tv_nsec - t0->tv_nsec) / 1000;
+}
+
+size_t puppet_wait_asleep(pid_t *tids, size_t n, int max_ms)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (n > 0) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (task_running(tids[i]))
+				tids[k++] = tids[i];
+		n = k;
+		if (!n || elapsed_us(&t0) > max_ms * 1000L)
+			break;
+		usleep(100);
+	}
+	return n;
 }
 
 int puppet_release(struct puppet *p, int sig)

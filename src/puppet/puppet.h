@@ -188,6 +188,27 @@ int puppet_seize_finish(struct puppet *p) __attribute__((warn_unused_result));
 
 /* Restore regs0 and sigmask0, then detach; sig is delivered on resume. */
 int puppet_release(struct puppet *p, int sig);
+/*
+ * Was the task held in a call the kernel restarts when it is let go (regs0:
+ * orig_rax the call, rax -ERESTARTSYS, -ERESTARTNOINTR or -ERESTARTNOHAND)?
+ */
+bool puppet_in_restartable_call(const struct puppet *p);
+/*
+ * Such a task is back in its call only once it has run after the release,
+ * and a signal sent to it before that can be lost: the kernel has moved it
+ * back to its `syscall` instruction, so a handler that runs first finds no
+ * call to interrupt (no EINTR) and the call is entered again after it (a
+ * `while (!go) pause()` sleeps with go set); and a signal sent to its
+ * process goes to another thread (the detach leaves the task marked as
+ * having a signal to see to until it runs). On a loaded machine a task may
+ * wait long for a CPU. So waits until each of the n tasks is asleep again
+ * (its /proc/TID/syscall no longer says "running": in its call, or gone on
+ * to another), up to max_ms in all, so that a task whose call ended and
+ * which computes is not waited for longer. Returns how many were not
+ * (tids is reordered).
+ */
+#define PUPPET_ASLEEP_MS 200
+size_t puppet_wait_asleep(pid_t *tids, size_t n, int max_ms);
 /* SIGKILL the task and reap or wait for it as far as we can. */
 void puppet_kill(struct puppet *p);
 /* Close what the struct holds without touching the task. */

@@ -178,6 +178,10 @@ TESTS = [
     # signals
     entry("sig_disp", (B, T, R)),
     entry("sig_mask"),
+    # sigsuspend, ppoll, pselect, epoll_pwait(2) with masks of their own: the
+    # thread's mask (which the kernel keeps aside) is saved and left to the original
+    entry("sig_masked_calls", (B, T)),
+    entry("sig_masked_calls_keep", kind="keep", program="sig_masked_calls"),
     entry("sig_pending", (B, T, R)),
     entry("sig_altstack"),
     entry("sig_itimers", (B, T)),
@@ -1169,8 +1173,19 @@ class Run:
         self.vlog("restored as pid %d" % got)
         return rp
 
+    def in_wait_call(self):
+        """Is the test pid's main thread blocked in pause() or sigsuspend()?"""
+        try:
+            with open("/proc/%d/syscall" % self.pid) as f:
+                nr = f.read().split()[0]
+        except (OSError, IndexError):
+            return False
+        return nr in ("34", "130")
+
     def wake_and_wait(self, proc, what):
-        """SIGUSR1 to the test pid (re-sent every few s), waits for proc."""
+        """SIGUSR1 to the test pid, waits for proc. SIGUSR1 is sent again
+        every few s, but if the program was still waiting for it then, the
+        first one was lost: that fails the test once proc has ended."""
         self.vlog("SIGUSR1 -> %d" % self.pid)
         try:
             os.kill(self.pid, signal.SIGUSR1)
@@ -1178,11 +1193,14 @@ class Run:
             pass
         deadline = time.monotonic() + EXIT_TIMEOUT
         resend = time.monotonic() + RESEND_EVERY
+        lost = False
         while proc.poll() is None:
             now = time.monotonic()
             if now > deadline:
                 raise Fail("%s did not exit within %.0f s of SIGUSR1" % (what, EXIT_TIMEOUT))
             if now > resend and self.t["signal"]:
+                if not lost and self.in_wait_call():
+                    lost = True
                 if "SIGUSR1 re-sent" not in self.notes:
                     self.notes.append("SIGUSR1 re-sent")
                 try:
@@ -1191,6 +1209,9 @@ class Run:
                     pass
                 resend = now + RESEND_EVERY
             time.sleep(POLL)
+        if lost:
+            raise Fail("%s: the SIGUSR1 sent to pid %d was lost (still waiting for it %.0f s "
+                       "later; it ended on a second one)" % (what, self.pid, RESEND_EVERY))
         return proc.returncode
 
     def wait_exit(self, proc, what):
@@ -8764,8 +8785,9 @@ http {{
             except OSError:
                 pass
         if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres",
-                              "postgres_tcp") or self.topo:
-            # what a failed real program left: pool workers, make's children
+                              "postgres_tcp") or self.t["kind"].startswith("fault") or self.topo:
+            # what a failed real program left: pool workers, make's
+            # children, a fault victim's child
             for d in os.listdir("/proc"):
                 if d.isdigit() and self.ours(int(d)):
                     try:
