@@ -1273,7 +1273,8 @@ static bool wait_dead(pid_t pid, int timeout_ms)
 }
 
 /* The threads of t released together (one request to the guardian per few). */
-static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
+static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok,
+			   struct puppet_asleep *asleep)
 {
 	size_t n = t->nthreads;
 	_cleanup_free_ struct puppet **ps = calloc(n ? n : 1, sizeof(*ps));
@@ -1300,6 +1301,8 @@ static void finish_threads(struct ckpt_ctx *ctx, struct task *t, bool ok)
 		if (sigs[n + i] < 0)
 			log_warn(&ctx->log, "thread %d: releasing it failed: %s", ps[i]->pid,
 				 strerror(-sigs[n + i]));
+	for (size_t i = 0; !sig && i < n; i++)
+		puppet_asleep_add(asleep, &t->threads[i].pup);
 }
 
 /* Kills the held tasks of ctx->tasks whose depth is d, and their threads,
@@ -1405,58 +1408,35 @@ static void kill_tree(struct ckpt_ctx *ctx)
 	}
 }
 
-/*
- * The checkpoint returns only once each task let go in a call the kernel
- * restarts is asleep again (puppet_wait_asleep(): a signal sent before
- * could be lost).
- */
-static void wait_back_in_calls(struct ckpt_ctx *ctx)
-{
-	size_t n = 0, max = 0;
-	for (size_t i = 0; i < ctx->ntasks; i++)
-		max += 1 + ctx->tasks[i].nthreads;
-	_cleanup_free_ pid_t *tids = calloc(max ? max : 1, sizeof(*tids));
-	if (!tids)
-		return;
-	for (size_t i = 0; i < ctx->ntasks; i++) {
-		struct task *t = &ctx->tasks[i];
-		if (t->pup.group_stopped)
-			continue;
-		for (size_t j = 0; j < t->nthreads; j++)
-			if (puppet_in_restartable_call(&t->threads[j].pup))
-				tids[n++] = t->threads[j].pup.pid;
-		if (puppet_in_restartable_call(&t->pup))
-			tids[n++] = t->pup.pid;
-	}
-	n = puppet_wait_asleep(tids, n, PUPPET_ASLEEP_MS);
-	if (n)
-		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms", n,
-			 PUPPET_ASLEEP_MS);
-}
-
 static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 {
 	if (ok && (ctx->flags & CKPT_KILL))
 		return kill_tree(ctx);
+	/* done only once those let go in a call are in it again */
+	struct puppet_asleep asleep = {0};
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct task *t = &ctx->tasks[i];
 		if (!t->pup.held) {
-			finish_threads(ctx, t, ok);
+			finish_threads(ctx, t, ok, &asleep);
 			continue;
 		}
 		int e = puppet_scratch_unmap(&t->pup);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: cannot unmap ckpt's scratch area: %s", t->pid,
 				 strerror(-e));
-		finish_threads(ctx, t, ok);
+		finish_threads(ctx, t, ok, &asleep);
 		/* a task that was stopped stays stopped, by the signal it had */
 		int sig = ok && (ctx->flags & CKPT_LEAVE_FROZEN) ? SIGSTOP : t->pup.group_stopped;
 		e = puppet_release(&t->pup, sig);
 		if (e < 0)
 			log_warn(&ctx->log, "pid %d: releasing it failed: %s", t->pid, strerror(-e));
+		if (!sig)
+			puppet_asleep_add(&asleep, &t->pup);
 	}
-	if (!(ok && (ctx->flags & CKPT_LEAVE_FROZEN)))
-		wait_back_in_calls(ctx);
+	size_t late = puppet_asleep_wait(&asleep, PUPPET_ASLEEP_MS);
+	if (late)
+		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms",
+			 late, PUPPET_ASLEEP_MS);
 }
 
 /* Step "let go": every task released as it was, or killed (CKPT_KILL). */

@@ -262,35 +262,6 @@ static int stop_signal(const struct rst_task *t)
 	return t->stop_sig;
 }
 
-/*
- * The restart is complete only once each task let go in a call the kernel
- * restarts is asleep again (puppet_wait_asleep(): a signal sent before
- * could be lost).
- */
-static void wait_back_in_calls(struct rst_ctx *ctx)
-{
-	size_t n = 0, max = 0;
-	for (size_t i = 0; i < ctx->nimage; i++)
-		max += 1 + ctx->tasks[i].nthreads;
-	_cleanup_free_ pid_t *tids = calloc(max ? max : 1, sizeof(*tids));
-	if (!tids)
-		return;
-	for (size_t i = 0; i < ctx->nimage; i++) {
-		struct rst_task *t = &ctx->tasks[i];
-		if (t->zombie || t->stopped)
-			continue;
-		for (size_t j = 0; j < t->nthreads; j++)
-			if (puppet_in_restartable_call(&t->threads[j].pup))
-				tids[n++] = t->threads[j].pup.pid;
-		if (puppet_in_restartable_call(&t->pup))
-			tids[n++] = t->pup.pid;
-	}
-	n = puppet_wait_asleep(tids, n, PUPPET_ASLEEP_MS);
-	if (n)
-		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms", n,
-			 PUPPET_ASLEEP_MS);
-}
-
 int rst_release_tree(struct rst_ctx *ctx)
 {
 	int sig = (ctx->flags & RESTART_FROZEN) ? SIGSTOP : 0;
@@ -306,6 +277,8 @@ int rst_release_tree(struct rst_ctx *ctx)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "the guardian process cannot watch the tree: %s",
 				strerror(-r));
+	/* complete only once those let go in a call are in it again */
+	struct puppet_asleep asleep = {0};
 	for (size_t i = ctx->nimage; i-- > 0;) {
 		struct rst_task *t = &ctx->tasks[i];
 		if (t->zombie)
@@ -316,16 +289,23 @@ int rst_release_tree(struct rst_ctx *ctx)
 			if (e < 0 && r >= 0)
 				r = log_fail(&ctx->log, e, "thread %d: cannot release it: %s",
 					     t->threads[j].pid, strerror(-e));
+			if (!stop)
+				puppet_asleep_add(&asleep, &t->threads[j].pup);
 		}
 		int e = puppet_release(&t->pup, stop);
 		if (e < 0 && r >= 0)
 			r = log_fail(&ctx->log, e, "pid %d: cannot release it: %s", t->pid,
 				     strerror(-e));
+		if (!stop)
+			puppet_asleep_add(&asleep, &t->pup);
 	}
 	if (r >= 0)
 		wait_stopped(ctx, sig);
-	if (r >= 0 && !sig)
-		wait_back_in_calls(ctx);
+	size_t late = r >= 0 ? puppet_asleep_wait(&asleep, PUPPET_ASLEEP_MS) : 0;
+	free(asleep.tids);
+	if (late)
+		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms",
+			 late, PUPPET_ASLEEP_MS);
 	return r < 0 ? r : tree_release_init(ctx);
 }
 

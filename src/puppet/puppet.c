@@ -798,20 +798,37 @@ static long elapsed_us(const struct timespec *t0)
 	return (now.tv_sec - t0->tv_sec) * 1000000L + (now.tv_nsec - t0->tv_nsec) / 1000;
 }
 
-size_t puppet_wait_asleep(pid_t *tids, size_t n, int max_ms)
+void puppet_asleep_add(struct puppet_asleep *w, const struct puppet *p)
+{
+	if (!puppet_in_restartable_call(p))
+		return;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		pid_t *t = realloc(w->tids, cap * sizeof(*t));
+		if (!t) /* not waited for: only the window stays */
+			return;
+		w->tids = t, w->cap = cap;
+	}
+	w->tids[w->n++] = p->pid;
+}
+
+size_t puppet_asleep_wait(struct puppet_asleep *w, int max_ms)
 {
 	struct timespec t0;
+	size_t n = w->n;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (n > 0) {
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			if (task_running(tids[i]))
-				tids[k++] = tids[i];
+			if (task_running(w->tids[i]))
+				w->tids[k++] = w->tids[i];
 		n = k;
 		if (!n || elapsed_us(&t0) > max_ms * 1000L)
 			break;
 		usleep(100);
 	}
+	free(w->tids);
+	*w = (struct puppet_asleep){0};
 	return n;
 }
 

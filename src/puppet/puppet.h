@@ -201,14 +201,20 @@ bool puppet_in_restartable_call(const struct puppet *p);
  * `while (!go) pause()` sleeps with go set); and a signal sent to its
  * process goes to another thread (the detach leaves the task marked as
  * having a signal to see to until it runs). On a loaded machine a task may
- * wait long for a CPU. So waits until each of the n tasks is asleep again
- * (its /proc/TID/syscall no longer says "running": in its call, or gone on
- * to another), up to max_ms in all, so that a task whose call ended and
- * which computes is not waited for longer. Returns how many were not
- * (tids is reordered).
+ * wait long for a CPU. So a checkpoint or restart notes each task it lets
+ * go with no signal (puppet_asleep_add: kept if it was in such a call) and
+ * waits until each is asleep again (its /proc/TID/syscall no longer says
+ * "running": in its call, or gone on to another), up to max_ms in all, so
+ * that a task whose call ended and which computes is not waited for
+ * longer. puppet_asleep_wait returns how many were not, and frees the set.
  */
+struct puppet_asleep {
+	pid_t *tids;
+	size_t n, cap;
+};
 #define PUPPET_ASLEEP_MS 200
-size_t puppet_wait_asleep(pid_t *tids, size_t n, int max_ms);
+void puppet_asleep_add(struct puppet_asleep *w, const struct puppet *p);
+size_t puppet_asleep_wait(struct puppet_asleep *w, int max_ms);
 /* SIGKILL the task and reap or wait for it as far as we can. */
 void puppet_kill(struct puppet *p);
 /* Close what the struct holds without touching the task. */
