@@ -48,6 +48,7 @@
 #include <linux/userfaultfd.h>
 #include <unistd.h>
 
+#include "core.pb-c.h"
 #include "core/ctx.h"
 #include "img/pages.h"
 #include "kinds/mm-rst.h"
@@ -1197,6 +1198,11 @@ int mm_lazy_start(struct rst_ctx *ctx)
 	return 0;
 }
 
+bool mm_lazy_vma(const VmaEntry *v)
+{
+	return v->kind == VMA_KIND__VMA_ANON && !v->shared && !v->has_huge_page;
+}
+
 int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **ret_reg)
 {
 	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
@@ -1223,10 +1229,19 @@ int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **re
 		close(fd);
 		return -ENOMEM;
 	}
+	uint64_t small = 0;
 	for (size_t i = 0; i < e->n_vmas; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (v->kind != VMA_KIND__VMA_ANON || v->shared || v->has_huge_page)
+		if (!mm_lazy_vma(v))
 			continue; /* hugetlb: written now (mm-huge.c) */
+		/* a small vma (the TLS, libc's bss, a small stack or heap) is
+		 * written now too: each would be a fault served by the server
+		 * as soon as the process runs */
+		if (v->end - v->start <= MM_LAZY_SMALL &&
+		    small + (v->end - v->start) <= MM_LAZY_SMALL_ALL) {
+			small += v->end - v->start;
+			continue;
+		}
 		struct uffdio_register rg = { .range = { v->start, v->end - v->start },
 					      .mode = UFFDIO_REGISTER_MODE_MISSING };
 		reg[i] = ioctl(fd, UFFDIO_REGISTER, &rg) == 0; /* else written now */
@@ -1234,6 +1249,110 @@ int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **re
 	*ret_fd = fd;
 	*ret_reg = reg;
 	return 0;
+}
+
+/*
+ * The pages a process touches first when it runs again, put in by ckpt
+ * now rather than by the server on a fault (each fault a round trip to
+ * the server, and on a busy machine a wait until it runs): for each
+ * thread, the pages around its stack pointer (the frames it returns to;
+ * below it, the red zone and a signal frame: the ping of the benchmark),
+ * the page of its instruction pointer, of its TLS (fs base) and of each
+ * other register that points into its memory. UFFDIO_COPY of the image's
+ * bytes, UFFDIO_ZEROPAGE where the image has none. The server still owes
+ * them: its copy there fails with EEXIST, which it takes as done. Best
+ * effort: a page of a compressed record, or of a record too large to check
+ * now or damaged, is left to the server (which reports the damage).
+ */
+#define WARM_BELOW (16u << 10) /* below the stack pointer */
+#define WARM_ABOVE (8u << 10)  /* above it */
+#define WARM_MAX 64            /* pages */
+#define WARM_CHECK (1u << 20)  /* the largest record checked for it */
+
+static size_t warm_add(uint64_t *pages, size_t n, uint64_t lo, uint64_t hi)
+{
+	for (uint64_t a = lo & ~(PAGE - 1); a < hi && n < WARM_MAX; a += PAGE)
+		pages[n++] = a;
+	return n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The image's bytes of page a, in chunk c of m (in one of its extents);
+ * NULL if they cannot be used now. */
+static const uint8_t *warm_src(struct mm_rst *m, size_t c, uint64_t a)
+{
+	const struct pages_chunk *ch = &m->pages.c[c];
+	struct mm_rec *rec = m->recs ? &m->recs[c] : NULL;
+	if (!ch->data || ch->z ||
+	    (rec && !rec->crc_ok && (rec->len > WARM_CHECK || mm_lazy_check_rec(rec) < 0)))
+		return NULL;
+	if (rec)
+		rec->crc_ok = true;
+	uint64_t off = 0;
+	for (size_t i = 0; i < ch->n; off += ch->x[i++].len)
+		if (a >= ch->x[i].off && a < ch->x[i].off + ch->x[i].len)
+			return off + (a - ch->x[i].off) + PAGE <= ch->bytes
+				       ? ch->data + off + (a - ch->x[i].off)
+				       : NULL;
+	return NULL;
+}
+
+void mm_lazy_warm(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	const MmEntry *e = m->e;
+	uint64_t pages[WARM_MAX];
+	size_t n = 0;
+	for (size_t k = 0; k <= t->nthreads; k++) {
+		const struct rst_task *th = k ? &t->threads[k - 1] : t;
+		const RegsEntry *r = th->kstate[KIND_regs];
+		if (!r)
+			continue;
+		n = warm_add(pages, n, r->rsp > WARM_BELOW ? r->rsp - WARM_BELOW : 0,
+			     r->rsp + WARM_ABOVE);
+		n = warm_add(pages, n, r->fs_base, r->fs_base + PAGE); /* the TCB, rseq */
+		const uint64_t one[] = { r->rip, r->rbx, r->rbp, r->r12, r->r13,
+					 r->r14, r->r15, r->rdi, r->rsi, r->rdx, r->r10 };
+		for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+			n = warm_add(pages, n, one[i], one[i] + 1);
+	}
+	qsort(pages, n, sizeof(pages[0]), cmp_u64);
+	/* the image's pages among them: a pass over the chunks' extents */
+	const uint8_t *src[WARM_MAX] = { 0 };
+	bool in[WARM_MAX] = { 0 };
+	for (size_t c = 0; c < m->pages.n; c++) {
+		const struct pages_chunk *ch = &m->pages.c[c];
+		for (size_t i = 0; i < ch->n; i++)
+			for (size_t j = 0; j < n; j++)
+				if (!in[j] && pages[j] >= ch->x[i].off &&
+				    pages[j] < ch->x[i].off + ch->x[i].len) {
+					in[j] = true;
+					src[j] = warm_src(m, c, pages[j]);
+				}
+	}
+	size_t copied = 0, zeroed = 0;
+	for (size_t j = 0; j < n; j++) {
+		if (j && pages[j] == pages[j - 1])
+			continue;
+		ssize_t v = vma_idx(e, pages[j]);
+		if (v < 0 || !reg[v] || (in[j] && !src[j]))
+			continue;
+		if (src[j]) {
+			struct uffdio_copy cp = { .dst = pages[j], .src = (uint64_t)(uintptr_t)src[j],
+						  .len = PAGE };
+			copied += ioctl(fd, UFFDIO_COPY, &cp) == 0;
+		} else {
+			struct uffdio_zeropage z = { .range = { pages[j], PAGE } };
+			zeroed += ioctl(fd, UFFDIO_ZEROPAGE, &z) == 0;
+		}
+	}
+	log_debug(&ctx->log, "pid %d: %zu pages put in before it runs, %zu zero pages", t->pid,
+		  copied, zeroed);
 }
 
 int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg)

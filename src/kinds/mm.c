@@ -416,8 +416,9 @@ static int add_own_runs(struct pages_writer *pw, const VmaEntry *v, uint64_t sta
 }
 
 /*
- * restart --lazy gives the private anonymous vmas (not hugetlb) to its
- * server and writes the pages of every other vma itself, once it has
+ * restart --lazy gives the private anonymous vmas (not hugetlb) but the
+ * small ones (MM_LAZY_SMALL) to its server and writes the pages of every
+ * other vma itself, once it has
  * checked the checksum of their whole record, before the tree runs. So a
  * large private anonymous vma starts a record of its own after such pages,
  * and such pages one after more than LAZY_CUT of others: that check stays
@@ -429,7 +430,7 @@ static int add_own_runs(struct pages_writer *pw, const VmaEntry *v, uint64_t sta
 static int lazy_cut(struct pages_writer *pw, const VmaEntry *v)
 {
 	struct mm_read *rd = pw->arg;
-	bool lazy = v->kind == VMA_KIND__VMA_ANON && !v->shared && !v->has_huge_page;
+	bool lazy = mm_lazy_vma(v) && v->end - v->start > MM_LAZY_SMALL;
 	bool held = rd->eager && rd->eager_rec == pw->records && pw->queued;
 	bool cut = lazy ? held && v->end - v->start > LAZY_CUT : !held && pw->queued > LAZY_CUT;
 	int r = cut ? pages_flush(pw) : 0;
@@ -2027,6 +2028,7 @@ static int write_pages(struct rst_ctx *ctx, struct rst_task *t)
 	pages_set_release(&eager);
 	if (lazy && r >= 0) {
 		/* the server has it now: registered vmas stay registered */
+		mm_lazy_warm(ctx, t, u.fd, u.reg);
 		r = mm_lazy_give(ctx, t, u.fd, u.reg);
 		free(u.reg);
 		close(u.fd);

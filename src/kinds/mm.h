@@ -227,10 +227,20 @@ int mm_lazy_eager(struct rst_ctx *ctx, struct rst_task *t, const bool *reg,
 int mm_lazy_settle(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
 /* At prepare: the server forked (ctx->lazy). */
 int mm_lazy_start(struct rst_ctx *ctx) __attribute__((warn_unused_result));
+/* A vma of the kind the lazy server fills: private anonymous, not hugetlb. */
+bool mm_lazy_vma(const struct VmaEntry *v);
+/* Such a vma of at most MM_LAZY_SMALL bytes is written by ckpt (up to
+ * MM_LAZY_SMALL_ALL of them in all, in address order), not registered. */
+#define MM_LAZY_SMALL (256u << 10)
+#define MM_LAZY_SMALL_ALL (1u << 20)
 /* A userfaultfd of t's (ret_fd, ckpt's copy) with its private anonymous
- * vmas registered (ret_reg: per vma, to free). */
+ * vmas but the small ones registered (ret_reg: per vma, to free). */
 int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **ret_reg)
 	__attribute__((warn_unused_result));
+/* Puts in now, through t's userfaultfd fd (reg: its registered vmas), the
+ * pages its threads touch first when they run (their stack pointer's, ...):
+ * best effort, never fails. */
+void mm_lazy_warm(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg);
 /* Hands t's userfaultfd and registered vmas to the server. */
 int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg)
 	__attribute__((warn_unused_result));

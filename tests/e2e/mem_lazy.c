@@ -9,6 +9,12 @@
  * the child's). The small regions are mapped first, at the highest
  * addresses, which the server's background fill reaches last.
  *
+ * Two tiny regions (64 and 192 KiB, the second half untouched: zeros),
+ * which ckpt writes itself (MM_LAZY_SMALL), and a 512 KiB array on the
+ * stack right above where the program waits for the restart: the stack is
+ * then too large for that and the server's, but ckpt puts in the pages
+ * around the stack pointer itself (mm_lazy_warm): all checked.
+ *
  * argv[1]: MiB of the big region (default 128); then "tree": a child
  * made before the checkpoint does the same with its own patterns, woken by
  * the root, which reports both; "text": the patterns are compressible
@@ -23,6 +29,8 @@
 #include <unistd.h>
 
 #define SMALL (4ul << 20)
+#define TINY (64ul << 10)
+#define DEEP (512ul << 10)
 
 static bool text; /* set once in main, before anything reads it */
 
@@ -58,7 +66,7 @@ static bool all_zero(const uint64_t *p, size_t len)
 }
 
 struct mem {
-	uint64_t *drop, *unmap, *move, *kern, *forked, *big;
+	uint64_t *drop, *unmap, *move, *kern, *forked, *big, *tiny, *tiny3;
 	size_t big_len;
 	uint64_t seed;
 };
@@ -76,6 +84,8 @@ static void setup(struct mem *m, size_t big, uint64_t seed)
 	m->move = map(SMALL);
 	m->kern = map(SMALL);
 	m->forked = map(4 * SMALL);
+	m->tiny = map(TINY);
+	m->tiny3 = map(3 * TINY);
 	m->big_len = big;
 	m->big = map(big);
 	fill(m->drop, SMALL, seed + 1);
@@ -84,6 +94,8 @@ static void setup(struct mem *m, size_t big, uint64_t seed)
 	fill(m->kern, SMALL, seed + 4);
 	fill(m->forked, 4 * SMALL, seed + 5);
 	fill(m->big, big, seed + 6);
+	fill(m->tiny, TINY, seed + 7);
+	fill(m->tiny3, 3 * TINY / 2, seed + 8);
 }
 
 /* A child forked now sees the pattern of m->forked, not the parent's later writes. */
@@ -158,6 +170,25 @@ static void verify(struct mem *m)
 	expect(all_zero(again, SMALL), "memory unmapped and mapped again is not zero");
 	long b = check(m->big, m->big_len, m->seed + 6);
 	expect(b == -1, "big region: word %ld (at +%ld MiB) differs", b, b * 8 >> 20);
+	b = check(m->tiny, TINY, m->seed + 7);
+	expect(b == -1, "64 KiB region: word %ld differs", b);
+	b = check(m->tiny3, 3 * TINY / 2, m->seed + 8);
+	expect(b == -1, "192 KiB region: word %ld differs", b);
+	expect(all_zero(m->tiny3 + 3 * TINY / 2 / 8, 3 * TINY / 2),
+	       "192 KiB region: its untouched half is not zero");
+}
+
+/* Waits for the restart below a 512 KiB array of the stack's, then
+ * checks it. */
+static __attribute__((noinline)) void deep_wait(uint64_t seed)
+{
+	uint64_t deep[DEEP / 8];
+	fill(deep, DEEP, seed);
+	__asm__ volatile("" : : "r"(deep) : "memory");
+	test_ready();
+	test_wait();
+	long b = check(deep, DEEP, seed);
+	expect(b == -1, "the stack: word %ld of an array on it differs", b);
 }
 
 int main(int argc, char **argv)
@@ -194,8 +225,7 @@ int main(int argc, char **argv)
 	int up = 0;
 	if (tree && (read(res[0], &up, sizeof(up)) != sizeof(up) || up != 1))
 		fail("the child did not set up its memory");
-	test_ready();
-	test_wait();
+	deep_wait(9);
 	if (tree)
 		kill(child, SIGUSR1);
 	verify(&m);
