@@ -875,9 +875,14 @@ static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 
 	if (th->status_text) /* read already (thread_proc_quiet) */
 		goto scratch;
+	/* under its process's task/: /proc/TID would be a second /proc
+	 * entry of it made (and dropped again when it exits) */
+	snprintf(name, sizeof(name), "task/%d/status", th->pid);
+	r = proc_read_one(th->leader->pid, name, &status);
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
-	if ((r = proc_read_one(th->pid, "status", &status)) < 0 ||
-	    (th->stat.pid != th->pid && (r = proc_read_one(th->leader->pid, name, &stat)) < 0))
+	if (r >= 0 && th->stat.pid != th->pid)
+		r = proc_read_one(th->leader->pid, name, &stat);
+	if (r < 0)
 		return log_fail(&ctx->log, r, "thread %d: cannot read /proc: %s", th->pid,
 				strerror(-r));
 	if (proc_parse_status(status, &th->status) < 0 ||
@@ -903,10 +908,14 @@ static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
 	_cleanup_free_ char *status = NULL, *stat = NULL;
 	char name[64];
 
+	if (th->status_text)
+		return thread_proc(ctx, th);
+	snprintf(name, sizeof(name), "task/%d/status", th->pid);
+	if (proc_read_one(th->leader->pid, name, &status) < 0)
+		return -EAGAIN;
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
-	if (th->status_text || proc_read_one(th->pid, "status", &status) < 0 ||
-	    (th->stat.pid != th->pid && proc_read_one(th->leader->pid, name, &stat) < 0))
-		return th->status_text ? thread_proc(ctx, th) : -EAGAIN;
+	if (th->stat.pid != th->pid && proc_read_one(th->leader->pid, name, &stat) < 0)
+		return -EAGAIN;
 	struct proc_stat st = th->stat;
 	if (proc_parse_status(status, &th->status) < 0 || (stat && proc_parse_stat(stat, &st) < 0))
 		return -EAGAIN;

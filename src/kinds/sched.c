@@ -136,9 +136,10 @@ static int collect_process(struct ckpt_ctx *ctx, struct task *t, struct sched_ck
 
 /* What sched_collect reads of a task, into k (k->e initialized): 0, or
  * -errno with *what the call that failed (nothing logged). */
-static int read_sched(pid_t pid, struct sched_ckpt *k, const char **what)
+static int read_sched(const struct task *t, struct sched_ckpt *k, const char **what)
 {
 	struct sched_attr attr = { 0 };
+	pid_t pid = t->pid;
 
 	*what = "scheduling policy";
 	if (syscall(SYS_sched_getattr, pid, &attr, sizeof(attr), 0) < 0)
@@ -170,8 +171,13 @@ static int read_sched(pid_t pid, struct sched_ckpt *k, const char **what)
 		k->e.has_ioprio = true;
 		k->e.ioprio = (uint32_t)prio;
 	}
+	/* a thread's under its process's task/: /proc/TID would be a second
+	 * /proc entry of it made (and dropped again when it exits) */
 	long long uid;
-	if (read_u32_file(pid, "loginuid", &uid) == 0) {
+	char name[48];
+	snprintf(name, sizeof(name), "task/%d/loginuid", pid);
+	if (read_u32_file(t->leader ? t->leader->pid : pid, t->leader ? name : "loginuid",
+			  &uid) == 0) {
 		k->e.has_loginuid = true;
 		k->e.loginuid = (uint32_t)uid;
 	}
@@ -188,7 +194,7 @@ static void read_thread(void *arg, size_t i, unsigned slot)
 	if (!k)
 		return;
 	sched_entry__init(&k->e);
-	k->read = read_sched(th->pid, k, &what) == 0;
+	k->read = read_sched(th, k, &what) == 0;
 }
 
 static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -205,7 +211,7 @@ static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (k->read)
 		return 0;
 	sched_entry__init(&k->e);
-	int r = read_sched(t->pid, k, &what);
+	int r = read_sched(t, k, &what);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its %s: %s", t->pid, what,
 				strerror(-r));
