@@ -376,9 +376,10 @@ static unsigned io_workers(pid_t pid)
 
 /* Many threads' /proc files are read on every CPU (par_for) */
 #define PAR_THREADS_MIN 32
-/* Many threads are seized this many at a time, each lot once its stats are
- * read (io_check_main) */
-#define SEIZE_LOT 128
+/* Many threads are seized in this many lots (of two requests' worth at
+ * least), each once its stats are read (io_check_main): 128 threads a lot
+ * for 1,000, two lots for 40 (the e2e tests' processes) */
+#define SEIZE_LOTS 8
 
 /*
  * The io_uring check of the threads listed (their stats), for many on a
@@ -473,11 +474,15 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 	_cleanup_free_ bool *io = calloc(n ? n : 1, sizeof(*io));
 	if (r >= 0 && !io)
 		r = -ENOMEM;
-	struct io_check c = { .taskdir = dirfd(d), .th = th, .io = io, .n = n,
-			      .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct io_check c = {.taskdir = dirfd(d),
+			     .th = th,
+			     .io = io,
+			     .n = n,
+			     .lock = PTHREAD_MUTEX_INITIALIZER,
+			     .cond = PTHREAD_COND_INITIALIZER};
 	pthread_t bg;
 	bool started = false;
-	if (r >= 0 && n > SEIZE_LOT) {
+	if (r >= 0 && n > PAR_THREADS_MIN) {
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old); /* ckpt's thread takes them */
@@ -486,7 +491,9 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 	}
 	if (r >= 0 && !started)
 		par_for(n, n >= PAR_THREADS_MIN ? par_cpus() : 1, io_check_one, &c);
-	size_t before = t->nthreads, lot = started ? SEIZE_LOT : n;
+	/* lots of whole requests, about n / SEIZE_LOTS, two requests at least */
+	size_t reqs = (n / SEIZE_LOTS + PUPPET_MANY_MAX - 1) / PUPPET_MANY_MAX;
+	size_t before = t->nthreads, lot = started ? MAX((size_t)2, reqs) * PUPPET_MANY_MAX : n;
 	for (size_t at = 0; r >= 0 && at < n; at += lot) {
 		size_t end = n - at < lot ? n : at + lot, kept = 0;
 		if (started)
@@ -496,8 +503,8 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		struct task *to = &t->threads[t->nthreads];
 		for (size_t i = at; i < end; i++) {
 			if (io[i]) {
-				log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the "
-					 "kernel's, left alone", t->pid, th[i].pid);
+				log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
+					 "left alone", t->pid, th[i].pid);
 				continue;
 			}
 			to[kept++] = th[i];

@@ -176,8 +176,8 @@ static int read_sched(const struct task *t, struct sched_ckpt *k, const char **w
 	long long uid;
 	char name[48];
 	snprintf(name, sizeof(name), "task/%d/loginuid", pid);
-	if (read_u32_file(t->leader ? t->leader->pid : pid, t->leader ? name : "loginuid",
-			  &uid) == 0) {
+	pid_t dir = t->leader ? t->leader->pid : pid;
+	if (read_u32_file(dir, t->leader ? name : "loginuid", &uid) == 0) {
 		k->e.has_loginuid = true;
 		k->e.loginuid = (uint32_t)uid;
 	}
