@@ -77,15 +77,29 @@ struct sched_ckpt {
 	bool read;           /* a thread's, read with its siblings' */
 };
 
+static int read_sched(const struct task *t, struct sched_ckpt *k, const char **what);
+
+/*
+ * A thread's scheduling is read here, held as at collect: for many
+ * threads this runs on ckpt's preparing thread (probe.c) while the
+ * guardian runs the probes of the threads before, where its process's
+ * collect read them all after (read_thread); one that failed is read
+ * again by its collect, which tells why.
+ */
 static int sched_probe(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct sched_ckpt *k = task_state(t, KIND_sched, sizeof(*k));
+	const char *what;
 	(void)ctx;
 	if (!k)
 		return -ENOMEM;
 	if (!t->leader)
 		k->membarrier_call = task_probe_call(
 			t, PUPPET_CALL(SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0));
+	else {
+		sched_entry__init(&k->e);
+		k->read = read_sched(t, k, &what) == 0;
+	}
 	return 0;
 }
 
@@ -191,7 +205,7 @@ static void read_thread(void *arg, size_t i, unsigned slot)
 	struct sched_ckpt *k = th->kstate[KIND_sched];
 	const char *what;
 	(void)slot;
-	if (!k)
+	if (!k || k->read) /* read by its probe op */
 		return;
 	sched_entry__init(&k->e);
 	k->read = read_sched(th, k, &what) == 0;
