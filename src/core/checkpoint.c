@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <linux/kcmp.h>
 #include <sched.h>
@@ -928,6 +929,12 @@ static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
 		return -EAGAIN;
 	th->stat = st;
 	th->status_text = TAKE_PTR(status);
+	/* its network namespace for netns's check (ns.c), off ckpt's thread */
+	struct stat ns;
+	snprintf(name, sizeof(name), "/proc/%d/task/%d/ns/net", th->leader->pid, th->pid);
+	th->netns_read = fstatat(AT_FDCWD, name, &ns, 0) == 0;
+	th->netns_dev = ns.st_dev;
+	th->netns_ino = ns.st_ino;
 	return thread_proc(ctx, th);
 }
 
