@@ -930,7 +930,7 @@ static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
 	th->stat = st;
 	th->status_text = TAKE_PTR(status);
 	/* its network namespace for netns's check (ns.c), off ckpt's thread */
-	struct stat ns;
+	struct stat ns = { 0 };
 	snprintf(name, sizeof(name), "/proc/%d/task/%d/ns/net", th->leader->pid, th->pid);
 	th->netns_read = fstatat(AT_FDCWD, name, &ns, 0) == 0;
 	th->netns_dev = ns.st_dev;
