@@ -948,9 +948,9 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	return r < 0 ? r : seq_ckpt_probe(ctx, th);
 }
 
-/* ckpt's part for one process up to its probes, which are asked but not
- * run; snap: its snapshot_read() */
-static int prepare_proc(struct ckpt_ctx *ctx, struct task *t, int snap)
+/* ckpt's part for one process up to its scratch area, mapped with the
+ * group's (scratch_len: its size); snap: its snapshot_read() */
+static int prepare_proc(struct ckpt_ctx *ctx, struct task *t, int snap, size_t *scratch_len)
 {
 	int r = snapshot_proc(ctx, t, snap);
 	if (r < 0)
@@ -969,7 +969,14 @@ static int prepare_proc(struct ckpt_ctx *ctx, struct task *t, int snap)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: has no vDSO to run system calls from; not supported", t->pid);
 	/* twice the room for many threads' probes (probe.c) */
-	r = puppet_scratch_map(&t->pup, 0, (t->nthreads >= 32 ? 2 : 1) * PUPPET_SCRATCH_SIZE);
+	*scratch_len = (t->nthreads >= 32 ? 2 : 1) * PUPPET_SCRATCH_SIZE;
+	return 0;
+}
+
+/* The rest, up to its probes, which are asked but not run; r: its scratch
+ * area's mapping */
+static int prepare_probes(struct ckpt_ctx *ctx, struct task *t, int r)
+{
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot map a scratch area in it: %s", t->pid,
 				strerror(-r));
@@ -1038,14 +1045,34 @@ static void collect_ahead(struct ckpt_ctx *ctx, struct task *t)
 		if (snap[i] != 0)
 			free(numa[i]);
 	}
+	/* their scratch areas mapped by one request (one each was a round
+	 * trip to the guardian, 100 of the 127 of a tree of 100) */
+	struct puppet *ps[PUPPET_MANY_MAX];
+	size_t len[PUPPET_MANY_MAX], np = 0;
+	int mapped[PUPPET_MANY_MAX];
 	for (size_t i = 0; i < nc; i++) {
 		struct task *u = c[i];
 		u->ahead = true;
-		u->ahead_r = prepare_proc(ctx, u, snap[i]);
+		u->ahead_r = prepare_proc(ctx, u, snap[i], &len[np]);
+		if (u->ahead_r >= 0) {
+			ps[np++] = &u->pup;
+		} else if (u == t || !log_gathers(&ctx->log, u->ahead_r)) {
+			nc = i + 1; /* as if one after the other: nothing after a failure */
+			break;
+		}
+	}
+	puppet_scratch_map_many(ps, len, np, mapped);
+	for (size_t i = 0, k = 0; i < nc; i++) {
+		struct task *u = c[i];
+		if (u->ahead_r < 0)
+			continue;
+		u->ahead_r = prepare_probes(ctx, u, mapped[k++]);
 		if (u->ahead_r >= 0)
 			g[n++] = u;
-		else if (u == t || !log_gathers(&ctx->log, u->ahead_r))
-			break; /* as if one after the other: nothing after a failure */
+		else if (u == t || !log_gathers(&ctx->log, u->ahead_r)) {
+			while (++i < nc) /* nothing after a failure */
+				c[i]->ahead = false;
+		}
 	}
 	ckpt_probe_procs(ctx, g, n);
 	for (size_t i = 0; i < n; i++) {

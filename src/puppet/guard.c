@@ -610,6 +610,33 @@ static void serve_batch_many(struct gstate *s, const struct guard_req *req, uint
 	rep->len = (uint32_t)out;
 }
 
+/* GUARD_SCRATCH_MANY: GUARD_SCRATCH_MAP of n tasks, one request for all. */
+static void serve_scratch_many(struct gstate *s, const struct guard_sm_req *in, size_t n,
+			       struct guard_rep *rep, uint8_t *data)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct gtask *t = find(s, in[i].pid);
+		struct guard_sm_rep m = {.ret = -ESRCH};
+		if (t) {
+			struct puppet *p = &t->p;
+			if (in[i].syscall_ip)
+				p->syscall_ip = in[i].syscall_ip;
+			m.ret = snapshot_fds(s, t);
+			if (m.ret == 0)
+				m.ret = puppet_scratch_map_stub(p, (size_t)in[i].len);
+			m = (struct guard_sm_rep){.ret = m.ret,
+						  .scratch = p->scratch,
+						  .scratch_len = p->scratch_len,
+						  .stub_ip = p->stub_ip,
+						  .held = p->held,
+						  .faulted = p->faulted};
+		}
+		memcpy(data + i * sizeof(m), &m, sizeof(m));
+	}
+	rep->len = (uint32_t)(n * sizeof(struct guard_sm_rep));
+	rep->held = true;
+}
+
 static void serve(struct gstate *s, const struct guard_req *req, struct puppet_call *calls,
 		  size_t ncalls, struct guard_rep *rep, void *data)
 {
@@ -754,6 +781,7 @@ static __attribute__((noreturn)) void guardian(int fd)
 				struct guard_many_req many[PUPPET_MANY_MAX];
 				char extra[GUARD_UNDO_MAX]; /* GUARD_ON_DEATH: the message */
 				uint8_t bm[GUARD_BM_MAX]; /* GUARD_BATCH_MANY */
+				struct guard_sm_req sm[PUPPET_MANY_MAX]; /* GUARD_SCRATCH_MANY */
 			};
 		} in;
 		struct guard_req req;
@@ -777,16 +805,17 @@ static __attribute__((noreturn)) void guardian(int fd)
 		memset(&m.rep, 0, sizeof(m.rep));
 		size_t ncalls = req.op == GUARD_BATCH ? (size_t)req.a[0] : 0;
 		size_t nmany = req.op == GUARD_MANY ? (size_t)req.a[0] : 0;
+		size_t nsm = req.op == GUARD_SCRATCH_MANY ? (size_t)req.a[0] : 0;
 		size_t nextra = req.op == GUARD_ON_DEATH && n > (ssize_t)sizeof(req)
 					? (size_t)n - sizeof(req)
 					: 0;
 		if (req.op == GUARD_BATCH_MANY && req.a[1] >= 0 && req.a[1] <= (int64_t)GUARD_BM_MAX)
 			nextra = (size_t)req.a[1];
 		if (n < (ssize_t)sizeof(req) || (mh.msg_flags & MSG_TRUNC) ||
-		    ncalls > PUPPET_BATCH_MAX || nmany > PUPPET_MANY_MAX ||
+		    ncalls > PUPPET_BATCH_MAX || nmany > PUPPET_MANY_MAX || nsm > PUPPET_MANY_MAX ||
 		    (req.op != GUARD_BATCH_MANY && nextra > GUARD_UNDO_MAX) ||
 		    (size_t)n != sizeof(req) + ncalls * sizeof(in.calls[0]) +
-					 nmany * sizeof(in.many[0]) + nextra)
+				     nmany * sizeof(in.many[0]) + nsm * sizeof(in.sm[0]) + nextra)
 			m.rep.ret = -EINVAL;
 		else if (req.op == GUARD_ON_DEATH) {
 			/* a message ready to send, and the socket to send it on */
@@ -802,6 +831,8 @@ static __attribute__((noreturn)) void guardian(int fd)
 			}
 		} else if (req.op == GUARD_BATCH_MANY) {
 			serve_batch_many(&s, &req, in.bm, nextra, &m.rep, (uint8_t *)m.data);
+		} else if (req.op == GUARD_SCRATCH_MANY) {
+			serve_scratch_many(&s, in.sm, nsm, &m.rep, (uint8_t *)m.data);
 		} else if (req.op == GUARD_MANY)
 			serve_many(&s, &req, in.many, nmany, &m.rep, (uint8_t *)m.data);
 		else if (req.op == GUARD_COMMIT) {

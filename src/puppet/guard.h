@@ -91,6 +91,21 @@ enum guard_op {
 	 * memory; a[3] a task (from 1) whose batch runs at the bad address
 	 * a[4] (ckpt-fault's test), or 0 */
 	GUARD_BATCH_MANY,
+	/* a[0] tasks: for each, a struct guard_sm_req; each one's fds noted
+	 * and its scratch area mapped (GUARD_SCRATCH_MAP with a[0] = 0), one
+	 * after the other; the reply, for each, a struct guard_sm_rep */
+	GUARD_SCRATCH_MANY,
+};
+
+struct guard_sm_req {
+	int32_t pid;
+	uint32_t pad;
+	uint64_t syscall_ip, len;
+};
+struct guard_sm_rep {
+	int64_t ret;
+	uint64_t scratch, scratch_len, stub_ip;
+	uint8_t held, faulted, pad[6];
 };
 
 struct guard_bm_hdr {

@@ -1678,6 +1678,39 @@ int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
 	return 0;
 }
 
+void puppet_scratch_map_many(struct puppet *const *ps, const size_t *lens, size_t n, int *err)
+{
+	bool one = n > 1 && n <= PUPPET_MANY_MAX && ps[0]->guard;
+	for (size_t i = 1; one && i < n; i++)
+		one = ps[i]->guard == ps[0]->guard;
+	if (!one) {
+		for (size_t i = 0; i < n; i++)
+			err[i] = puppet_scratch_map(ps[i], 0, lens[i]);
+		return;
+	}
+	struct guard_sm_req in[PUPPET_MANY_MAX];
+	struct guard_sm_rep out[PUPPET_MANY_MAX];
+	for (size_t i = 0; i < n; i++)
+		in[i] = (struct guard_sm_req){
+		    .pid = ps[i]->pid, .syscall_ip = ps[i]->syscall_ip, .len = lens[i]};
+	struct guard_req req = {.op = GUARD_SCRATCH_MANY, .a = {(int64_t)n}};
+	struct puppet dummy = {.guard = ps[0]->guard, .memfd = -1};
+	long r = guard_call_in(&dummy, &req, in, n * sizeof(in[0]), out, n * sizeof(out[0]));
+	for (size_t i = 0; i < n; i++) {
+		struct puppet *p = ps[i];
+		if (r < 0) {
+			err[i] = (int)r;
+			continue;
+		}
+		p->held = out[i].held;
+		p->faulted |= out[i].faulted;
+		p->scratch = out[i].scratch;
+		p->scratch_len = out[i].scratch_len;
+		p->stub_ip = out[i].stub_ip;
+		err[i] = (int)out[i].ret;
+	}
+}
+
 int puppet_scratch_unmap(struct puppet *p)
 {
 	if (!p->scratch)

@@ -282,6 +282,10 @@ void puppet_syscalls_many_vm(struct puppet *const *ps, struct puppet_call *const
 /* Maps a scratch area (at addr if not 0, which must then be free). */
 int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
 	__attribute__((warn_unused_result));
+/* puppet_scratch_map(ps[i], 0, lens[i]) for each of n (up to
+ * PUPPET_MANY_MAX) tasks, err[i] its result: with a guardian, one request
+ * for all of them */
+void puppet_scratch_map_many(struct puppet *const *ps, const size_t *lens, size_t n, int *err);
 int puppet_scratch_unmap(struct puppet *p);
 /*
  * A scratch area (anywhere) followed by a batch table and a page with a
