@@ -10,8 +10,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <linux/kcmp.h>
 #include <sched.h>
 #include <signal.h>
@@ -377,28 +375,11 @@ static unsigned io_workers(pid_t pid)
 
 /* Many threads' /proc files are read on every CPU (par_for) */
 #define PAR_THREADS_MIN 32
-/* Many threads are seized in this many lots (of two requests' worth at
- * least), each once its stats are read (io_check_main): 128 threads a lot
- * for 1,000, two lots for 40 (the e2e tests' processes) */
-#define SEIZE_LOTS 8
 
-/*
- * The io_uring check of the threads listed (their stats), for many on a
- * thread of ckpt's own, while ckpt's thread has the guardian seize those
- * already checked: the reads overlap the seize where they came before it
- * (15-40 ms for 1,000 threads, while the guardian waited). That thread
- * touches th[i] for i >= done only; ckpt's moves a lot's threads down
- * (to t->threads[t->nthreads]) once they are checked, never past them.
- */
 struct io_check {
 	int taskdir; /* /proc/PID/task */
 	struct task *th; /* the threads listed, n of them */
 	bool *io;
-	size_t n;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	size_t done; /* [0, done) checked, under lock */
-	bool stop;   /* under lock: nothing more is wanted (a failure) */
 };
 
 static void io_check_one(void *arg, size_t i, unsigned slot)
@@ -406,32 +387,6 @@ static void io_check_one(void *arg, size_t i, unsigned slot)
 	struct io_check *c = arg;
 	(void)slot;
 	c->io[i] = io_worker_stat(c->taskdir, c->th[i].pid, &c->th[i].stat);
-}
-
-static void *io_check_main(void *arg)
-{
-	struct io_check *c = arg;
-	bool stop = false;
-	for (size_t i = 0; i < c->n && !stop; i++) {
-		io_check_one(c, i, 0);
-		if ((i + 1) % PUPPET_MANY_MAX && i + 1 < c->n)
-			continue;
-		pthread_mutex_lock(&c->lock);
-		c->done = i + 1;
-		stop = c->stop;
-		pthread_cond_broadcast(&c->cond);
-		pthread_mutex_unlock(&c->lock);
-	}
-	return NULL;
-}
-
-/* Waits until the threads [0, n) are checked. */
-static void io_checked(struct io_check *c, size_t n)
-{
-	pthread_mutex_lock(&c->lock);
-	while (c->done < n)
-		pthread_cond_wait(&c->cond, &c->lock);
-	pthread_mutex_unlock(&c->lock);
 }
 
 /* One pass over /proc/PID/task: seizes the threads not held yet; 1 if any. */
@@ -469,58 +424,26 @@ static int seize_new_threads(struct ckpt_ctx *ctx, struct task *t, size_t *cap)
 		t->threads[t->nthreads + n++] = (struct task){ .pid = tid, .pup = { .memfd = -1 } };
 	}
 	/* each one's stat, kept (thread_proc does not read it again), says
-	 * whether it is an io_uring thread: for many, read on a thread of
-	 * ckpt's while the lots checked are seized; else read first */
+	 * whether it is an io_uring thread: read on every CPU for many */
 	struct task *th = &t->threads[t->nthreads];
 	_cleanup_free_ bool *io = calloc(n ? n : 1, sizeof(*io));
 	if (r >= 0 && !io)
 		r = -ENOMEM;
-	struct io_check c = {.taskdir = dirfd(d),
-			     .th = th,
-			     .io = io,
-			     .n = n,
-			     .lock = PTHREAD_MUTEX_INITIALIZER,
-			     .cond = PTHREAD_COND_INITIALIZER};
-	pthread_t bg;
-	bool started = false;
-	if (r >= 0 && n > PAR_THREADS_MIN) {
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old); /* ckpt's thread takes them */
-		started = pthread_create(&bg, NULL, io_check_main, &c) == 0;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
-	if (r >= 0 && !started)
+	struct io_check c = { .taskdir = dirfd(d), .th = th, .io = io };
+	if (r >= 0)
 		par_for(n, n >= PAR_THREADS_MIN ? par_cpus() : 1, io_check_one, &c);
-	/* lots of whole requests, about n / SEIZE_LOTS, two requests at least */
-	size_t reqs = (n / SEIZE_LOTS + PUPPET_MANY_MAX - 1) / PUPPET_MANY_MAX;
-	size_t before = t->nthreads, lot = started ? MAX((size_t)2, reqs) * PUPPET_MANY_MAX : n;
-	for (size_t at = 0; r >= 0 && at < n; at += lot) {
-		size_t end = n - at < lot ? n : at + lot, kept = 0;
-		if (started)
-			io_checked(&c, end);
-		/* the lot's threads to seize, moved down to t->threads[t->nthreads]
-		 * (where the lots before left room: as many as they had) */
-		struct task *to = &t->threads[t->nthreads];
-		for (size_t i = at; i < end; i++) {
-			if (io[i]) {
-				log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
-					 "left alone", t->pid, th[i].pid);
-				continue;
-			}
-			to[kept++] = th[i];
+	size_t kept = 0;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		if (io[i]) {
+			log_info(&ctx->log, "pid %d thread %d: an io_uring thread of the kernel's, "
+				 "left alone", t->pid, th[i].pid);
+			continue;
 		}
-		if (kept)
-			r = seize_listed(ctx, t, kept);
+		th[kept++] = th[i];
 	}
-	if (started) {
-		pthread_mutex_lock(&c.lock);
-		c.stop = true;
-		pthread_mutex_unlock(&c.lock);
-		pthread_join(bg, NULL);
-	}
-	pthread_mutex_destroy(&c.lock);
-	pthread_cond_destroy(&c.cond);
+	size_t before = t->nthreads;
+	if (r >= 0 && kept)
+		r = seize_listed(ctx, t, kept);
 	return r < 0 ? r : t->nthreads > before;
 }
 
@@ -883,14 +806,9 @@ static int thread_proc(struct ckpt_ctx *ctx, struct task *th)
 
 	if (th->status_text) /* read already (thread_proc_quiet) */
 		goto scratch;
-	/* under its process's task/: /proc/TID would be a second /proc
-	 * entry of it made (and dropped again when it exits) */
-	snprintf(name, sizeof(name), "task/%d/status", th->pid);
-	r = proc_read_one(th->leader->pid, name, &status);
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
-	if (r >= 0 && th->stat.pid != th->pid)
-		r = proc_read_one(th->leader->pid, name, &stat);
-	if (r < 0)
+	if ((r = proc_read_one(th->pid, "status", &status)) < 0 ||
+	    (th->stat.pid != th->pid && (r = proc_read_one(th->leader->pid, name, &stat)) < 0))
 		return log_fail(&ctx->log, r, "thread %d: cannot read /proc: %s", th->pid,
 				strerror(-r));
 	if (proc_parse_status(status, &th->status) < 0 ||
@@ -916,25 +834,15 @@ static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
 	_cleanup_free_ char *status = NULL, *stat = NULL;
 	char name[64];
 
-	if (th->status_text)
-		return thread_proc(ctx, th);
-	snprintf(name, sizeof(name), "task/%d/status", th->pid);
-	if (proc_read_one(th->leader->pid, name, &status) < 0)
-		return -EAGAIN;
 	snprintf(name, sizeof(name), "task/%d/stat", th->pid);
-	if (th->stat.pid != th->pid && proc_read_one(th->leader->pid, name, &stat) < 0)
-		return -EAGAIN;
+	if (th->status_text || proc_read_one(th->pid, "status", &status) < 0 ||
+	    (th->stat.pid != th->pid && proc_read_one(th->leader->pid, name, &stat) < 0))
+		return th->status_text ? thread_proc(ctx, th) : -EAGAIN;
 	struct proc_stat st = th->stat;
 	if (proc_parse_status(status, &th->status) < 0 || (stat && proc_parse_stat(stat, &st) < 0))
 		return -EAGAIN;
 	th->stat = st;
 	th->status_text = TAKE_PTR(status);
-	/* its network namespace for netns's check (ns.c), off ckpt's thread */
-	struct stat ns = { 0 };
-	snprintf(name, sizeof(name), "/proc/%d/task/%d/ns/net", th->leader->pid, th->pid);
-	th->netns_read = fstatat(AT_FDCWD, name, &ns, 0) == 0;
-	th->netns_dev = ns.st_dev;
-	th->netns_ino = ns.st_ino;
 	return thread_proc(ctx, th);
 }
 

@@ -69,11 +69,6 @@ struct task {
 	 * in its probes (a large process, whose numa_maps walks all its
 	 * pages), or reads it */
 	char *numa_text;
-	/* a thread: its ns/net's device and inode, stat'd with its /proc
-	 * files on ckpt's preparing thread (checkpoint.c thread_proc_quiet)
-	 * while the guardian runs the probes; netns_read false: not read */
-	bool netns_read;
-	uint64_t netns_dev, netns_ino;
 };
 
 /*

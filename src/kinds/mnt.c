@@ -43,7 +43,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <sched.h>
@@ -643,22 +642,6 @@ static int mntns_ident(pid_t pid, struct stat *st)
 }
 
 /*
- * Does every thread of t share its leader's fs_struct (kcmp KCMP_FS)? Then
- * each is in the leader's mount namespace: the kernel moves no task that
- * shares one to another (unshare(CLONE_NEWNS) unshares it first, setns
- * refuses while it is shared, clone refuses CLONE_NEWNS with CLONE_FS).
- * One system call a thread, where a stat of its ns/mnt walked /proc and
- * made two entries of it there.
- */
-static bool threads_share_fs(const struct task *t)
-{
-	for (size_t j = 0; j < t->nthreads; j++)
-		if (syscall(SYS_kcmp, t->pid, t->threads[j].pid, KCMP_FS, 0, 0) != 0)
-			return false;
-	return true;
-}
-
-/*
  * Every thread of t in the mount namespace of the tree's root, whose
  * mounts are the ones saved (a task that unshared CLONE_NEWNS has mounts
  * of a namespace nothing saves, and would come back in the root's): else
@@ -671,12 +654,10 @@ static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
 	if (t->zombie)
 		return 0;
 	int r = mntns_ident(root->pid, &rs);
-	/* threads that share the leader's fs_struct: the leader's is theirs */
-	bool shared = t->nthreads && threads_share_fs(t);
-	_cleanup_free_ struct ns_thread_stat *ths = shared ? NULL : ns_threads_stat(t, "mnt");
-	if (!shared && !ths)
+	_cleanup_free_ struct ns_thread_stat *ths = ns_threads_stat(t, "mnt");
+	if (!ths)
 		return -ENOMEM;
-	for (size_t j = shared ? t->nthreads : 0; r >= 0 && j < t->nthreads + (t != root); j++) {
+	for (size_t j = 0; r >= 0 && j < t->nthreads + (t != root); j++) {
 		pid_t tid = j < t->nthreads ? t->threads[j].pid : 0;
 		if (tid) {
 			r = ths[j].err;

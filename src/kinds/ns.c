@@ -430,19 +430,11 @@ struct ns_stat {
 	struct ns_thread_stat *v;
 };
 
-/* Is thread i's ns/net stat'd already (checkpoint.c thread_proc_quiet)? */
-static bool ns_net_read(const struct ns_stat *a, size_t i)
-{
-	return !strcmp(a->name, "net") && a->t->threads[i].netns_read;
-}
-
 static void ns_stat_one(void *arg, size_t i, unsigned slot)
 {
 	struct ns_stat *a = arg;
 	char path[48];
 	(void)slot;
-	if (ns_net_read(a, i))
-		return;
 	snprintf(path, sizeof(path), "%d/ns/%s", a->t->threads[i].pid, a->name);
 	a->v[i].err = fstatat(a->dfd, path, &a->v[i].st, 0) < 0 ? -errno : 0;
 }
@@ -453,20 +445,6 @@ struct ns_thread_stat *ns_threads_stat(const struct task *t, const char *name)
 	struct ns_thread_stat *v = calloc(t->nthreads ? t->nthreads : 1, sizeof(*v));
 	if (!v)
 		return NULL;
-	/* those stat'd already (only their device and inode, which is what
-	 * is compared); the others here */
-	struct ns_stat a0 = { .t = t, .name = name, .v = v };
-	size_t left = 0;
-	for (size_t i = 0; i < t->nthreads; i++) {
-		if (!ns_net_read(&a0, i)) {
-			left++;
-			continue;
-		}
-		v[i].st.st_dev = (dev_t)t->threads[i].netns_dev;
-		v[i].st.st_ino = (ino_t)t->threads[i].netns_ino;
-	}
-	if (!left)
-		return v;
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
 	/* relative to the process's task directory: a shorter walk each */
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -77,29 +77,15 @@ struct sched_ckpt {
 	bool read;           /* a thread's, read with its siblings' */
 };
 
-static int read_sched(const struct task *t, struct sched_ckpt *k, const char **what);
-
-/*
- * A thread's scheduling is read here, held as at collect: for many
- * threads this runs on ckpt's preparing thread (probe.c) while the
- * guardian runs the probes of the threads before, where its process's
- * collect read them all after (read_thread); one that failed is read
- * again by its collect, which tells why.
- */
 static int sched_probe(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct sched_ckpt *k = task_state(t, KIND_sched, sizeof(*k));
-	const char *what;
 	(void)ctx;
 	if (!k)
 		return -ENOMEM;
 	if (!t->leader)
 		k->membarrier_call = task_probe_call(
 			t, PUPPET_CALL(SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0));
-	else {
-		sched_entry__init(&k->e);
-		k->read = read_sched(t, k, &what) == 0;
-	}
 	return 0;
 }
 
@@ -150,10 +136,9 @@ static int collect_process(struct ckpt_ctx *ctx, struct task *t, struct sched_ck
 
 /* What sched_collect reads of a task, into k (k->e initialized): 0, or
  * -errno with *what the call that failed (nothing logged). */
-static int read_sched(const struct task *t, struct sched_ckpt *k, const char **what)
+static int read_sched(pid_t pid, struct sched_ckpt *k, const char **what)
 {
 	struct sched_attr attr = { 0 };
-	pid_t pid = t->pid;
 
 	*what = "scheduling policy";
 	if (syscall(SYS_sched_getattr, pid, &attr, sizeof(attr), 0) < 0)
@@ -185,13 +170,8 @@ static int read_sched(const struct task *t, struct sched_ckpt *k, const char **w
 		k->e.has_ioprio = true;
 		k->e.ioprio = (uint32_t)prio;
 	}
-	/* a thread's under its process's task/: /proc/TID would be a second
-	 * /proc entry of it made (and dropped again when it exits) */
 	long long uid;
-	char name[48];
-	snprintf(name, sizeof(name), "task/%d/loginuid", pid);
-	pid_t dir = t->leader ? t->leader->pid : pid;
-	if (read_u32_file(dir, t->leader ? name : "loginuid", &uid) == 0) {
+	if (read_u32_file(pid, "loginuid", &uid) == 0) {
 		k->e.has_loginuid = true;
 		k->e.loginuid = (uint32_t)uid;
 	}
@@ -205,10 +185,10 @@ static void read_thread(void *arg, size_t i, unsigned slot)
 	struct sched_ckpt *k = th->kstate[KIND_sched];
 	const char *what;
 	(void)slot;
-	if (!k || k->read) /* read by its probe op */
+	if (!k)
 		return;
 	sched_entry__init(&k->e);
-	k->read = read_sched(th, k, &what) == 0;
+	k->read = read_sched(th->pid, k, &what) == 0;
 }
 
 static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -225,7 +205,7 @@ static int sched_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (k->read)
 		return 0;
 	sched_entry__init(&k->e);
-	int r = read_sched(t, k, &what);
+	int r = read_sched(t->pid, k, &what);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its %s: %s", t->pid, what,
 				strerror(-r));

@@ -4,8 +4,6 @@
  * ckpt's namespace):
  * - "thread": a second thread unshares a network namespace of its own;
  *   the checkpoint must refuse it by pid and thread;
- * - "mnt_thread": the same with a mount namespace (unshare(CLONE_NEWNS),
- *   which gives the thread an fs_struct of its own too);
  * - "tcp": a child unshares a network namespace of its own, listens on its
  *   127.0.0.1:7778 and accepts (fd 7) a connection from a process outside
  *   the tree (a grandchild's orphan) in that namespace; the checkpoint must
@@ -49,7 +47,8 @@ static int pipefd[2];
 
 static void *thread_main(void *arg)
 {
-	char c = unshare(arg ? CLONE_NEWNS : CLONE_NEWNET) == 0 ? 'u' : 'e';
+	(void)arg;
+	char c = unshare(CLONE_NEWNET) == 0 ? 'u' : 'e';
 	if (write(pipefd[1], &c, 1) != 1)
 		return NULL;
 	for (;;)
@@ -201,12 +200,11 @@ int main(int argc, char **argv)
 	pthread_t th;
 	if (pipe(pipefd))
 		fail("pipe: %m");
-	bool mnt = !strcmp(mode, "mnt_thread");
-	if (!strcmp(mode, "thread") || mnt) {
-		if (pthread_create(&th, NULL, thread_main, mnt ? (void *)1 : NULL))
+	if (!strcmp(mode, "thread")) {
+		if (pthread_create(&th, NULL, thread_main, NULL))
 			fail("pthread_create");
 		if (read(pipefd[0], &c, 1) != 1 || c != 'u')
-			fail("no namespace of its own (unshare failed)");
+			fail("no network namespace of its own (unshare failed)");
 	} else if (!strcmp(mode, "veth")) {
 		veth_between();
 	} else if (!strcmp(mode, "inet") || !strcmp(mode, "unix") || !strcmp(mode, "netlink")) {
@@ -214,21 +212,20 @@ int main(int argc, char **argv)
 	} else {
 		child = child_tcp();
 	}
-	ino_t mine = ns_ino(mnt ? "/proc/self/ns/mnt" : "/proc/self/ns/net");
+	ino_t mine = ns_ino("/proc/self/ns/net");
 
 	test_ready();
 	test_wait();
 
-	if (!strcmp(mode, "thread") || mnt) /* the other entry of /proc/self/task */
-		snprintf(path, sizeof(path), "/proc/self/task/%d/ns/%s", other_tid(),
-			 mnt ? "mnt" : "net");
+	if (!strcmp(mode, "thread")) /* the other entry of /proc/self/task */
+		snprintf(path, sizeof(path), "/proc/self/task/%d/ns/net", other_tid());
 	else if (!strcmp(mode, "unix")) /* the socket, of the named namespace */
 		snprintf(path, sizeof(path), "/run/netns/%s", named);
 	else if (strcmp(mode, "tcp"))
 		snprintf(path, sizeof(path), "/proc/self/fd/5");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", child);
-	expect(ns_ino(path) != mine, "%s is in the process's namespace", mode);
+	expect(ns_ino(path) != mine, "%s is in the process's network namespace", mode);
 	if (outsider > 0)
 		kill(outsider, SIGKILL);
 	if (child > 0) {

@@ -454,11 +454,6 @@ TESTS = [
     entry("refuse_netns_thread", kind="refuse", program="refuse_netns", pargs=["thread"],
           regex=r"\bpid {pid} thread \d+: in another network namespace \(net:\[\d+\]\) than "
                 r"its process \(net:\[\d+\]\)"),
-    # a thread in a mount namespace of its own (the leader's fs_struct not
-    # shared: mnt.c's kcmp shortcut does not apply, its ns/mnt is looked at)
-    entry("refuse_mntns_thread", kind="refuse", program="refuse_netns", pargs=["mnt_thread"],
-          regex=r"\bpid {pid} thread \d+: in another mount namespace \(mnt:\[\d+\]\) than "
-                r"the tree's root"),
     # a child's namespace (saved) with a TCP connection to a process outside
     # the tree there: it would stay in the old namespace
     entry("refuse_netns_tcp", kind="refuse", program="refuse_netns", pargs=["tcp"],
