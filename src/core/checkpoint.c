@@ -1460,10 +1460,7 @@ static void finish_tasks(struct ckpt_ctx *ctx, bool ok)
 		if (!sig)
 			puppet_asleep_add(&asleep, &t->pup);
 	}
-	size_t late = puppet_asleep_wait(&asleep, PUPPET_ASLEEP_MS);
-	if (late)
-		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms",
-			 late, PUPPET_ASLEEP_MS);
+	ctx_wait_asleep(&ctx->log, &asleep);
 }
 
 /* Step "let go": every task released as it was, or killed (CKPT_KILL). */

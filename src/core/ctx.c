@@ -93,6 +93,14 @@ struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid)
 	return NULL;
 }
 
+void ctx_wait_asleep(struct ckpt_log *log, struct puppet_asleep *w)
+{
+	size_t late = puppet_asleep_wait(w, PUPPET_ASLEEP_MS);
+	if (late)
+		log_info(log, "%zu task(s) let go in a call not asleep again after %d ms", late,
+			 PUPPET_ASLEEP_MS);
+}
+
 int ctx_cmp_pid(const void *a, const void *b)
 {
 	const struct pid_index *x = a, *y = b;

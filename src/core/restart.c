@@ -299,13 +299,12 @@ int rst_release_tree(struct rst_ctx *ctx)
 		if (!stop)
 			puppet_asleep_add(&asleep, &t->pup);
 	}
-	if (r >= 0)
+	if (r >= 0) {
 		wait_stopped(ctx, sig);
-	size_t late = r >= 0 ? puppet_asleep_wait(&asleep, PUPPET_ASLEEP_MS) : 0;
-	free(asleep.tids);
-	if (late)
-		log_info(&ctx->log, "%zu task(s) let go in a call not asleep again after %d ms",
-			 late, PUPPET_ASLEEP_MS);
+		ctx_wait_asleep(&ctx->log, &asleep);
+	} else {
+		free(asleep.tids);
+	}
 	return r < 0 ? r : tree_release_init(ctx);
 }
 

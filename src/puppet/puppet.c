@@ -69,6 +69,13 @@ static bool is_stop_signal(int sig)
 	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
+static long elapsed_us(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000000L + (now.tv_nsec - t0->tv_nsec) / 1000;
+}
+
 /*
  * The wait for a seize's stop, bounded when p->stop_timeout_ms is set (by
  * the guardian, whose SIGALRM has a handler that interrupts waitpid): a
@@ -85,13 +92,10 @@ static int wait_stop_bounded(struct puppet *p, int *status)
 		return 0;
 	if (w < 0 && errno != EINTR)
 		return -errno;
-	struct timespec t0, now;
+	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long long left = (long long)p->stop_timeout_ms * 1000 -
-				 ((now.tv_sec - t0.tv_sec) * 1000000LL +
-				  (now.tv_nsec - t0.tv_nsec) / 1000);
+		long left = p->stop_timeout_ms * 1000L - elapsed_us(&t0);
 		if (left <= 0)
 			return -ETIMEDOUT;
 		/* woken by the alarm at most every 100 ms to look at the time */
@@ -790,13 +794,6 @@ static bool task_running(pid_t tid)
 {
 	_cleanup_free_ char *text = NULL;
 	return proc_read_one(tid, "syscall", &text) >= 0 && !strncmp(text, "running", 7);
-}
-
-static long elapsed_us(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t0->tv_sec) * 1000000L + (now.tv_nsec - t0->tv_nsec) / 1000;
 }
 
 void puppet_asleep_add(struct puppet_asleep *w, const struct puppet *p)
