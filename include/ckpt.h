@@ -138,10 +138,11 @@ struct ckpt_opts {
 	size_t key_len;
 	/*
 	 * checkpoint: called once the image is complete and fsync'd (and, with
-	 * CKPT_KILL, checked), before the tree is killed or resumed; the caller
-	 * makes the image durable under its final name there. A negative errno
-	 * fails the checkpoint, and the tree is then not killed. NULL for none;
-	 * a smaller size (an older caller) has none.
+	 * CKPT_KILL, checked): with CKPT_KILL before the tree is killed,
+	 * without it once the tree runs again (the fsync is not frozen time);
+	 * the caller makes the image durable under its final name there. A
+	 * negative errno fails the checkpoint, and the tree is then not
+	 * killed. NULL for none; a smaller size (an older caller) has none.
 	 */
 	int (*image_done)(void *arg, char *why, size_t why_len);
 	void *image_done_arg;

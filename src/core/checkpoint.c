@@ -37,6 +37,7 @@
 #include "img/pages.h"
 #include "kinds/mm.h"
 #include "util/features.h"
+#include "util/rtprio.h"
 #include "util/par.h"
 
 #define COPY_BUF (8u << 20)
@@ -1598,9 +1599,14 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	r = objhash_init(&ctx.objs);
 	if (r < 0)
 		return r;
+	/* ckpt and its guardian ahead of a busy machine's threads (rtprio.h) */
+	struct rtprio_was prio;
+	if (rtprio_raise(&prio))
+		log_debug(&ctx.log, "ckpt at real-time priority 1 while it holds the tree");
 	/* the tracer: if ckpt dies, it puts the tree back as it was */
 	r = puppet_guard_start(&ctx.guard);
 	if (r < 0) {
+		rtprio_restore(&prio);
 		objhash_free(&ctx.objs, free_obj);
 		return log_fail(&ctx.log, r, "cannot start the guardian process: %s", strerror(-r));
 	}
@@ -1627,6 +1633,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	objhash_free(&ctx.objs, free_obj);
 	free(ctx.tcp_seen);
 	free(ctx.cg_self);
+	rtprio_restore(&prio);
 	return r < 0 ? r : 0;
 }
 

@@ -9,11 +9,15 @@
  * flags, a pid that does not exist, RESTART_TASKSELF and RESTART_KEEP_LSM;
  * and the growth of struct ckpt_opts: the first (smallest) size is served,
  * a bigger struct is served when its unknown tail is zero and refused with
- * E2BIG when an option there is set.
+ * E2BIG when an option there is set. And ckpt's priority while it holds
+ * the tree: real-time (SCHED_FIFO), its guardian too, seen from the
+ * image_done callback; the caller's own policy back once it returns.
  */
 #include <ckpt.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +69,85 @@ static pid_t start_child(void)
 	return pid;
 }
 
+/* The policy of our child named ckpt-guard, or -1 if none */
+static int guardian_policy(void)
+{
+	DIR *d = opendir("/proc");
+	int policy = -1;
+	for (struct dirent *de; d && policy < 0 && (de = readdir(d));) {
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		char *close = strrchr(buf, ')');
+		int ppid = 0;
+		if (strstr(buf, "(ckpt-guard)") && close &&
+		    sscanf(close + 2, "%*c %d", &ppid) == 1 && ppid == getpid())
+			policy = sched_getscheduler(atoi(de->d_name));
+	}
+	if (d)
+		closedir(d);
+	return policy;
+}
+
+struct seen {
+	int self, guard;
+};
+
+static int note_policies(void *arg, char *why, size_t why_len)
+{
+	struct seen *s = arg;
+	(void)why, (void)why_len;
+	s->self = sched_getscheduler(0);
+	s->guard = guardian_policy();
+	return 0;
+}
+
+/* ckpt real-time while it holds the tree (where we may be: root), then the
+ * caller's policy back: a checkpoint --kill of a child of its own (the
+ * image is done while the tree is held and the guardian there) */
+static void check_priority(int img)
+{
+	struct sched_param rt = {.sched_priority = 1}, none = {0};
+	if (sched_setscheduler(0, SCHED_FIFO, &rt) < 0) {
+		printf("note: no real-time priority here (%m): priority not checked\n");
+		return;
+	}
+	sched_setscheduler(0, SCHED_OTHER, &none);
+	sigset_t s2;
+	int sig;
+	sigemptyset(&s2);
+	sigaddset(&s2, SIGUSR2);
+	pid_t child = start_child();
+	sigwait(&s2, &sig);
+	char err[256];
+	struct seen seen = {-2, -2};
+	struct ckpt_opts o = {.size = sizeof(o),
+			      .flags = CKPT_SUBTREE | CKPT_KILL,
+			      .logfd = -1,
+			      .errbuf = err,
+			      .errbuf_len = sizeof(err),
+			      .image_done = note_policies,
+			      .image_done_arg = &seen};
+	int r = ckpt_checkpoint_opts(child, img, &o);
+	CHECK(r == 0, "checkpoint --kill with image_done: %d '%s'", r, err);
+	CHECK(seen.self == SCHED_FIFO, "ckpt's policy while it held the tree: %d, want SCHED_FIFO",
+	      seen.self);
+	CHECK(seen.guard == SCHED_FIFO, "the guardian's policy: %d, want SCHED_FIFO", seen.guard);
+	CHECK(sched_getscheduler(0) == SCHED_OTHER,
+	      "the caller's policy after: %d, want SCHED_OTHER", sched_getscheduler(0));
+	if (r < 0)
+		kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	if (ftruncate(img, 0) < 0)
+		CHECK(0, "ftruncate: %m");
+	lseek(img, 0, SEEK_SET);
+}
+
 int main(void)
 {
 	char err[256];
@@ -107,6 +190,8 @@ int main(void)
 	r = ckpt_checkpoint_opts(child, img, &big.o);
 	CHECK(r == -E2BIG, "a size of 8192: %d, want -E2BIG", r);
 	CHECK(kill(child, 0) == 0, "the child died of a refused checkpoint");
+
+	check_priority(img);
 
 	/* the real thing, as a caller built against the first struct (a
 	 * smaller size: no key, no result written); the child is ours, so

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "util/rtprio.h"
+
+bool rtprio_raise(struct rtprio_was *was)
+{
+	*was = (struct rtprio_was){ .policy = sched_getscheduler(0) };
+	if (was->policy < 0 || sched_getparam(0, &was->param) < 0)
+		return false;
+	/* a caller already real-time keeps its own */
+	if ((was->policy & ~SCHED_RESET_ON_FORK) != SCHED_OTHER &&
+	    (was->policy & ~SCHED_RESET_ON_FORK) != SCHED_BATCH)
+		return false;
+	struct sched_param p = { .sched_priority = 1 };
+	was->raised = sched_setscheduler(0, SCHED_FIFO, &p) == 0;
+	return was->raised;
+}
+
+void rtprio_restore(const struct rtprio_was *was)
+{
+	if (was->raised)
+		(void)sched_setscheduler(0, was->policy, &was->param);
+}
