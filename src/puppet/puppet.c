@@ -131,18 +131,28 @@ static int wait_interrupt_stop(struct puppet *p)
 	}
 }
 
-/* Does the task ignore SIGTRAP (SigIgn of its status)? */
-static bool trap_ignored(pid_t pid)
+int puppet_sig_handled(pid_t pid, uint64_t ret[2])
 {
 	char path[64], buf[2048];
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return false;
+	if (n < 0)
+		return -errno;
 	buf[n] = 0;
-	const char *l = strstr(buf, "\nSigIgn:");
-	return l && (strtoull(l + 9, NULL, 16) & (1ull << (SIGTRAP - 1)));
+	const char *ign = strstr(buf, "\nSigIgn:"), *cgt = strstr(buf, "\nSigCgt:");
+	if (!ign || !cgt)
+		return -EIO;
+	ret[0] = strtoull(ign + 9, NULL, 16);
+	ret[1] = strtoull(cgt + 9, NULL, 16);
+	return 0;
+}
+
+/* Does the task ignore SIGTRAP (SigIgn of its status)? */
+static bool trap_ignored(pid_t pid)
+{
+	uint64_t set[2];
+	return puppet_sig_handled(pid, set) == 0 && (set[0] & (1ull << (SIGTRAP - 1)));
 }
 
 static int puppet_take(struct puppet *p)
