@@ -1990,7 +1990,12 @@ int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const 
 		if (tmp[i] < 0)
 			continue;
 		if (tmp[i] == targets[i]) {
-			c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_SETFD, cloexec[i] ? FD_CLOEXEC : 0);
+			/* received without FD_CLOEXEC (no MSG_CMSG_CLOEXEC): a
+			 * fd that keeps it so needs no call */
+			if (cloexec[i])
+				c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_SETFD, FD_CLOEXEC);
+			else
+				at[i] = SIZE_MAX;
 			continue;
 		}
 		c[nc++] = PUPPET_CALL(SYS_dup3, tmp[i], targets[i], cloexec[i] ? O_CLOEXEC : 0);
@@ -1999,7 +2004,7 @@ int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const 
 	r = nc ? puppet_syscalls(p, c, nc) : 0;
 	int first = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (err[i] == 0 && tmp[i] >= 0)
+		if (err[i] == 0 && tmp[i] >= 0 && at[i] != SIZE_MAX)
 			err[i] = r < 0 ? r : c[at[i]].ret < 0 ? (int)c[at[i]].ret : 0;
 		if (err[i] < 0 && first == 0)
 			first = err[i];
