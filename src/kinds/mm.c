@@ -1397,6 +1397,14 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: the image has no vDSO; such processes are not supported yet",
 				t->pid);
+	/* already in place: a child forked from its parent's puppet, whose
+	 * vDSO group was moved first (else, seen as overlapping itself, the
+	 * group went to the free spot and back: 6 mremaps for nothing) */
+	bool in_place = true;
+	for (int i = 0; i < 3; i++)
+		in_place = in_place && (!from[i] || from[i]->start == to[i]->start);
+	if (in_place)
+		return 0;
 	for (int i = 0; i < 3; i++)
 		for (int j = 0; j < 3; j++)
 			if (from[i] && to[j] && from[i]->start < to[j]->end &&

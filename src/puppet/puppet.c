@@ -135,18 +135,28 @@ static int wait_interrupt_stop(struct puppet *p)
 	}
 }
 
-/* Does the task ignore SIGTRAP (SigIgn of its status)? */
-static bool trap_ignored(pid_t pid)
+int puppet_sig_handled(pid_t pid, uint64_t ret[2])
 {
 	char path[64], buf[2048];
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return false;
+	if (n < 0)
+		return -errno;
 	buf[n] = 0;
-	const char *l = strstr(buf, "\nSigIgn:");
-	return l && (strtoull(l + 9, NULL, 16) & (1ull << (SIGTRAP - 1)));
+	const char *ign = strstr(buf, "\nSigIgn:"), *cgt = strstr(buf, "\nSigCgt:");
+	if (!ign || !cgt)
+		return -EIO;
+	ret[0] = strtoull(ign + 9, NULL, 16);
+	ret[1] = strtoull(cgt + 9, NULL, 16);
+	return 0;
+}
+
+/* Does the task ignore SIGTRAP (SigIgn of its status)? */
+static bool trap_ignored(pid_t pid)
+{
+	uint64_t set[2];
+	return puppet_sig_handled(pid, set) == 0 && (set[0] & (1ull << (SIGTRAP - 1)));
 }
 
 static int puppet_take(struct puppet *p)
@@ -1977,7 +1987,12 @@ int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const 
 		if (tmp[i] < 0)
 			continue;
 		if (tmp[i] == targets[i]) {
-			c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_SETFD, cloexec[i] ? FD_CLOEXEC : 0);
+			/* received without FD_CLOEXEC (no MSG_CMSG_CLOEXEC): a
+			 * fd that keeps it so needs no call */
+			if (cloexec[i])
+				c[nc++] = PUPPET_CALL(SYS_fcntl, tmp[i], F_SETFD, FD_CLOEXEC);
+			else
+				at[i] = SIZE_MAX;
 			continue;
 		}
 		c[nc++] = PUPPET_CALL(SYS_dup3, tmp[i], targets[i], cloexec[i] ? O_CLOEXEC : 0);
@@ -1986,7 +2001,7 @@ int puppet_install_fds(struct puppet *p, int local_sock, int remote_sock, const 
 	r = nc ? puppet_syscalls(p, c, nc) : 0;
 	int first = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (err[i] == 0 && tmp[i] >= 0)
+		if (err[i] == 0 && tmp[i] >= 0 && at[i] != SIZE_MAX)
 			err[i] = r < 0 ? r : c[at[i]].ret < 0 ? (int)c[at[i]].ret : 0;
 		if (err[i] < 0 && first == 0)
 			first = err[i];
