@@ -255,6 +255,12 @@ struct rst_ctx {
 	cpu_set_t *affinity;
 	/* what every puppet has from ckpt until its sched restore (sched.c) */
 	struct sched_start *sched_start;
+	/* the signals whose action ckpt's own process has is not the plain
+	 * default (a handler, ignored, or flags or a mask with SIG_DFL),
+	 * which every puppet has from it until its signals restore
+	 * (signals.c); sig_own_read: read */
+	uint64_t sig_own_set;
+	bool sig_own_read;
 	/* the messages of rctx_load_one (a kind's one record per task) and
 	 * the processes' thread arrays, freed with the context: thousands for a process of 1,000 threads, each a
 	 * malloc and a free (which faulted, pages shared copy-on-write with

@@ -256,18 +256,29 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (!t->leader && !base)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write signal actions to it",
 				t->pid);
-	/* but a signal the puppet has at the default action, as the image
-	 * has it (neither caught nor ignored, what the checkpoint's probes
-	 * look at): no call. Processes forked from ckpt's puppets have
-	 * ckpt's actions, mostly the default: 62 calls, 0.1 ms a process. */
+	/* but a signal the puppet has at the plain default action, as the
+	 * image has it: no call. Processes forked from ckpt's puppets have
+	 * ckpt's actions, mostly the default: 62 calls, 0.1 ms a process.
+	 * The puppet's status says neither caught nor ignored; its flags
+	 * and mask are ckpt's own (a library caller's may have left some
+	 * with SIG_DFL), read here once a restart. */
+	static const struct kernel_sigaction dfl = {0};
 	uint64_t had[2] = { ~0ull, ~0ull };
 	if (!t->leader && puppet_sig_handled(p->pid, had) < 0)
 		had[0] = had[1] = ~0ull;
-	static const struct kernel_sigaction dfl = { 0 };
+	if (!ctx->sig_own_read) {
+		for (int sig = 1; sig <= NSIG_K; sig++) {
+			struct kernel_sigaction own;
+			if (syscall(SYS_rt_sigaction, sig, NULL, &own, 8) < 0 ||
+			    memcmp(&own, &dfl, sizeof(dfl)))
+				ctx->sig_own_set |= 1ull << (sig - 1);
+		}
+		ctx->sig_own_read = true;
+	}
 	for (int sig = 1; sig <= NSIG_K && !t->leader; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		if (!((had[0] | had[1]) & (1ull << (sig - 1))) &&
+		if (!((had[0] | had[1] | ctx->sig_own_set) & (1ull << (sig - 1))) &&
 		    !memcmp(&acts[sig], &dfl, sizeof(dfl)))
 			continue;
 		sigs[n] = sig;

@@ -11,7 +11,9 @@
  * a bigger struct is served when its unknown tail is zero and refused with
  * E2BIG when an option there is set. And ckpt's priority while it holds
  * the tree: real-time (SCHED_FIFO), its guardian too, seen from the
- * image_done callback; the caller's own policy back once it returns.
+ * image_done callback; the caller's own policy back once it returns. And
+ * the caller's own signal actions (a default with a flag) not given to a
+ * restored child whose image has the plain default.
  */
 #include <ckpt.h>
 #include <dirent.h>
@@ -64,6 +66,11 @@ static pid_t start_child(void)
 		for (int i = 0; i < (1 << 17); i++)
 			if (v[i] != (uint64_t)i * 2654435761u)
 				_exit(3);
+		/* SIGWINCH as the fork left it, not as the restarting caller has it */
+		struct sigaction cur;
+		if (sigaction(SIGWINCH, NULL, &cur) < 0 || cur.sa_handler != SIG_DFL ||
+		    (cur.sa_flags & SA_RESTART))
+			_exit(4);
 		_exit(42);
 	}
 	return pid;
@@ -210,6 +217,11 @@ int main(void)
 		return 1;
 	}
 
+	/* the caller's own SIGWINCH default with a flag: the child's image has
+	 * it plain, and the restored child must too (its puppet is a fork of
+	 * this process) */
+	struct sigaction winch = {.sa_handler = SIG_DFL, .sa_flags = SA_RESTART};
+	sigaction(SIGWINCH, &winch, NULL);
 	for (unsigned long bad = RESTART_TASKSELF; bad <= RESTART_KEEP_LSM; bad <<= 3) {
 		lseek(img, 0, SEEK_SET);
 		r = ckpt_restart(0, img, bad, -1);
