@@ -299,10 +299,10 @@ void *rctx_unpack(struct rst_ctx *ctx, const struct img_record *rec,
 void *rctx_load_one(struct rst_ctx *ctx, struct rst_task *t, const struct img_record *rec,
 		    enum kind k, uint32_t type, const ProtobufCMessageDescriptor *desc);
 
-/* qsort/bsearch order of struct pid_index */
 /* The end of a release: waits until those let go in a call are asleep in it
  * again (puppet_asleep_wait), and logs how many were not. Frees w's set. */
 void ctx_wait_asleep(struct ckpt_log *log, struct puppet_asleep *w);
+/* qsort/bsearch order of struct pid_index */
 int ctx_cmp_pid(const void *a, const void *b);
 /* The process or thread of the image with this pid, or NULL. */
 struct rst_task *tree_find(struct rst_ctx *ctx, pid_t pid);
