@@ -867,7 +867,10 @@ if pid == 0:
     os.close(fd)
     signal.signal(signal.SIGTTOU, signal.SIG_DFL)
     os.execv(sys.argv[2], sys.argv[2:])
-os.setpgid(pid, pid)
+try:
+    os.setpgid(pid, pid)
+except PermissionError:  # the child has exec'd: it set its group itself
+    pass
 os.tcsetpgrp(fd, pid)
 st = os.waitpid(pid, 0)[1]
 os._exit(os.waitstatus_to_exitcode(st) & 0xff)
