@@ -36,6 +36,7 @@
 #include "util/arena.h"
 #include "util/log.h"
 #include "util/proc.h"
+#include "util/rtprio.h"
 
 struct netlock; /* net/lock.h */
 
@@ -255,6 +256,10 @@ struct rst_ctx {
 	cpu_set_t *affinity;
 	/* what every puppet has from ckpt until its sched restore (sched.c) */
 	struct sched_start *sched_start;
+	/* ckpt's scheduling from before it raised its thread and the
+	 * puppets to real time once the tree is made (sched.c, rtprio.h);
+	 * the puppets get the image's at the end, ckpt this back */
+	struct rtprio_was prio;
 	/* the signals whose action ckpt's own process has is not the plain
 	 * default (a handler, ignored, or flags or a mask with SIG_DFL),
 	 * which every puppet has from it until its signals restore

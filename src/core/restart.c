@@ -32,6 +32,7 @@
 #include "util/cleanup.h"
 #include "util/features.h"
 #include "util/esc.h"
+#include "util/rtprio.h"
 #include "util/safefile.h"
 
 static void free_robj(int kind, void *ptr)
@@ -357,11 +358,13 @@ static void free_task(struct rst_task *t)
 	puppet_forget(&t->pup);
 }
 
+/* The context freed, and ckpt's thread back at the caller's priority. */
 static void free_ctx(struct rst_ctx *ctx)
 {
 	rst_netlock_unlock(ctx, false); /* the restart's own, if still there */
 	puppet_guard_end(ctx->watch);
 	ctx->watch = NULL;
+	rtprio_restore(&ctx->prio);
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct rst_task *t = &ctx->tasks[i];
 		for (size_t j = 0; j < t->nthreads; j++)

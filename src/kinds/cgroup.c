@@ -699,9 +699,35 @@ lost:
 	return 0;
 }
 
+/*
+ * Writes task (a thread, or with cgroup.procs its whole process t) into a
+ * cgroup's file. A real-time task may not join a cgroup whose cpu
+ * controller grants no real-time runtime (CONFIG_RT_GROUP_SCHED): EINVAL;
+ * the puppets have ckpt's real-time priority (rtprio.h), so they then take
+ * back the caller's first (the sched kind sets the image's later).
+ */
+static int cg_join_write(struct rst_ctx *ctx, const struct rst_task *t, const struct rst_task *task,
+			 const char *mnt, const char *path, const char *file)
+{
+	char id[16];
+	snprintf(id, sizeof(id), "%d", task->pup.pid);
+	int r = cg_write(mnt, path, file, id);
+	if (r != -EINVAL || !ctx->prio.raised)
+		return r;
+	bool all = task == t;
+	for (size_t j = 0; all && j < t->nthreads; j++)
+		if (t->threads[j].pup.pid > 0 &&
+		    rtprio_give_back(&ctx->prio, t->threads[j].pup.pid) < 0)
+			return r;
+	if (rtprio_give_back(&ctx->prio, task->pup.pid) < 0)
+		return r;
+	log_debug(&ctx->log, "pid %d: out of real time to join cgroup %s", t->pid, path);
+	return cg_write(mnt, path, file, id);
+}
+
 static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 {
-	char mnt[CG_PATH_MAX], pid[16];
+	char mnt[CG_PATH_MAX];
 	struct obj *o;
 	int r = objhash_get(&ctx->objs, e->dir, KIND_cgroup, &o);
 	if (r < 0)
@@ -723,14 +749,13 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 	}
 	if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
 		return r;
-	snprintf(pid, sizeof(pid), "%d", t->pup.pid);
-	r = cg_write(mnt, d->e->path, "cgroup.procs", pid);
+	r = cg_join_write(ctx, t, t, mnt, d->e->path, "cgroup.procs");
 	if (r == -ENOENT) {
 		/* removed meanwhile (the end of an earlier restart of it) */
 		d->ready = false;
 		if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
 			return r;
-		r = cg_write(mnt, d->e->path, "cgroup.procs", pid);
+		r = cg_join_write(ctx, t, t, mnt, d->e->path, "cgroup.procs");
 	}
 	if (r < 0 && denied(r)) {
 		log_warn(&ctx->log,
@@ -752,7 +777,7 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 /* Each thread saved apart from its process, into its threaded cgroup. */
 static int join_threads(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 {
-	char mnt[CG_PATH_MAX], tid[16];
+	char mnt[CG_PATH_MAX];
 	for (size_t i = 0; i < e->n_threads; i++) {
 		struct rst_task *th = NULL;
 		struct obj *o;
@@ -769,8 +794,7 @@ static int join_threads(struct rst_ctx *ctx, struct rst_task *t, const CgroupTas
 			return 0;
 		if ((r = ready_dir(ctx, t, d, mnt)) < 0 || d->lost)
 			return r;
-		snprintf(tid, sizeof(tid), "%d", th->pup.pid);
-		r = cg_write(mnt, d->e->path, "cgroup.threads", tid);
+		r = cg_join_write(ctx, t, th, mnt, d->e->path, "cgroup.threads");
 		if (r < 0 && denied(r)) {
 			log_warn(&ctx->log,
 				 "thread %d: cannot join cgroup %s (%s): it stays with its "

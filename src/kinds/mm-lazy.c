@@ -916,6 +916,9 @@ static _Noreturn void server_main(struct rst_ctx *ctx, int ctl)
 	int keep[2] = { MIN(ctl, logfd), MAX(ctl, logfd) };
 	keep_fds(logfd < 0 ? &keep[1] : keep, logfd < 0 ? 1 : 2);
 	log_init(&s.log, logfd, ctx->log.level, NULL, 0, "lazy");
+	/* forked at "prepare", before ckpt goes to real time (sched.c) */
+	log_debug(&s.log, "the server runs at scheduling policy %d, nice %d", sched_getscheduler(0),
+		  getpriority(PRIO_PROCESS, 0));
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <sys/prctl.h>
 #include "util/rtprio.h"
 
 bool rtprio_raise(struct rtprio_was *was)
 {
-	*was = (struct rtprio_was){ .policy = sched_getscheduler(0) };
+	*was = (struct rtprio_was){.policy = sched_getscheduler(0),
+				   .slack_ns = (unsigned long)prctl(PR_GET_TIMERSLACK)};
 	if (was->policy < 0 || sched_getparam(0, &was->param) < 0)
 		return false;
 	/* a caller already real-time keeps its own */
@@ -17,6 +20,12 @@ bool rtprio_raise(struct rtprio_was *was)
 
 void rtprio_restore(const struct rtprio_was *was)
 {
-	if (was->raised)
-		(void)sched_setscheduler(0, was->policy, &was->param);
+	(void)rtprio_give_back(was, 0);
+}
+
+int rtprio_give_back(const struct rtprio_was *was, pid_t pid)
+{
+	if (!was->raised)
+		return 0;
+	return sched_setscheduler(pid, was->policy, &was->param) < 0 ? -errno : 0;
 }

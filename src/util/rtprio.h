@@ -15,15 +15,21 @@
 
 #include <sched.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct rtprio_was {
 	bool raised;
 	int policy; /* with its flags, as sched_getscheduler gives it */
 	struct sched_param param;
+	/* its timer slack before (a real-time task's is 0) */
+	unsigned long slack_ns;
 };
 
 /* true if raised; was: what to put back */
 bool rtprio_raise(struct rtprio_was *was);
 void rtprio_restore(const struct rtprio_was *was);
+/* What was put back on a task or process that inherited the raise (pid);
+ * 0 if nothing was raised, or -errno. */
+int rtprio_give_back(const struct rtprio_was *was, pid_t pid);
 
 #endif

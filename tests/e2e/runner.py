@@ -208,6 +208,14 @@ TESTS = [
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
     entry("id_sched", (B, T, R)),
+    # made at ckpt's real-time priority, a normal program comes back normal
+    entry("id_sched_normal", (B, T, R), rst_log_regex="real-time priority 1",
+          rst_args=("-v",)),
+    entry("id_sched_normal_pidns", program="id_sched_normal", rst_args=("-v", "--pidns"),
+          rst_log_regex="real-time priority 1"),
+    entry("id_sched_normal_lazy", program="id_sched_normal", rst_args=("-v", "--lazy"),
+          rst_log_regex=r"(?s)(?=.*real-time priority 1)(?=.*lazy: debug: the server runs "
+                        r"at scheduling policy 0, nice 0)"),
     entry("id_prctl", (B, T)),
     entry("proc_compare", (B, T)),
     entry("cg_kept", kind="cgroup", program="cg_task", cg="kept"),
@@ -3102,7 +3110,10 @@ class Run:
             raise Fail("test process ended with %s, not SIGKILL" % pr.returncode)
         if self.t.get("between"):
             getattr(self, self.t["between"])()
-        rp = self.restart(img, "restart", extra=self.t.get("rst_args", ()))
+        rargs = self.t.get("rst_args", ())
+        # in a pid namespace of its own, the root has its pid inside only
+        rp = self.restart(img, "restart", same_pid="--pidns" not in rargs, extra=rargs)
+        self.check_log("restart", self.t.get("rst_log_regex"))
         if self.mode == T:
             img2 = self.p("img2")
             self.checkpoint(img2, "ckpt2", reap=[rp], extra=extra)
@@ -3188,13 +3199,16 @@ class Run:
 
     def check_ckpt_log(self, tag):
         """The entry's log_regex (with {pid}) must match the checkpoint's log."""
-        rx = self.t.get("log_regex")
+        self.check_log(tag, self.t.get("log_regex"))
+
+    def check_log(self, tag, rx):
+        """rx (with {pid}), if any, must match the log of ckpt run tag."""
         if not rx:
             return
         with open(self.p(tag + ".log"), errors="replace") as f:
             text = f.read()
         if not re.search(rx.format(pid=self.pid), text):
-            raise Fail("the checkpoint log does not say /%s/" % rx)
+            raise Fail("the log of %s does not say /%s/" % (tag, rx))
 
     def flow_runuser(self):
         """`runuser -u nobody -- PROGRAM`: runuser stays as the root parent
