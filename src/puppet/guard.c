@@ -417,14 +417,15 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
  * request, 30 ms longer). A process takes longer (its exit_mmap: 0.2-0.4
  * ms for a small one here), and looks every 50 us would take the CPU from
  * the dying processes (the guardian is real-time, rtprio.c): a request of
- * processes only (no task only waited for, in[i].sig 1) sleeps until a
- * death's SIGCHLD to their tracer instead. It is blocked here (pending
+ * processes only (procs: killed by a GUARD_MANY_KILL_START; or no task only
+ * waited for, in[i].sig 1) sleeps until a death's SIGCHLD to their tracer
+ * instead. It is blocked here (pending
  * until taken: none is lost between a look and the wait), and a wait ends
  * after 2 ms anyway.
  */
-static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool *done)
+static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool procs,
+			bool *done)
 {
-	bool procs = true;
 	for (size_t i = 0; i < n; i++)
 		procs = procs && in[i].sig != 1;
 	sigset_t chld, old;
@@ -523,15 +524,17 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 			trap = p->trap_ignored;
 	}
 	/* all killed, then each waited for: their deaths overlap; a thread
-	 * whose process an earlier entry killed (sig 1) is only waited for */
-	for (size_t i = 0; req->a[1] == GUARD_MANY_KILL && i < n; i++) {
+	 * whose process an earlier entry killed (sig 1) is only waited for,
+	 * and so is a task a GUARD_MANY_KILL_START killed */
+	bool kill_start = req->a[1] == GUARD_MANY_KILL_START;
+	for (size_t i = 0; (req->a[1] == GUARD_MANY_KILL || kill_start) && i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
 		if (t && t->p.held && in[i].sig != 1)
 			kill(t->p.pid, SIGKILL);
 	}
 	bool reaped[PUPPET_MANY_MAX] = { 0 };
 	if (req->a[1] == GUARD_MANY_KILL)
-		reap_killed(s, in, n, reaped);
+		reap_killed(s, in, n, req->a[2] == 1, reaped);
 	for (size_t i = 0; i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
 		struct guard_many_rep m = { .ret = -ESRCH };
@@ -550,6 +553,8 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 			}
 		} else if (t && req->a[1] == GUARD_MANY_RELEASE) {
 			m.ret = puppet_release(&t->p, in[i].sig);
+		} else if (t && kill_start) {
+			m.ret = t->p.held ? 0 : -ESRCH; /* still held: reaped later */
 		} else if (t && reaped[i]) {
 			t->p.held = false;
 			puppet_forget(&t->p);
