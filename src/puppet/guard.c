@@ -417,17 +417,19 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
  * request, 30 ms longer). A process takes longer (its exit_mmap: 0.2-0.4
  * ms for a small one here), and looks every 50 us would take the CPU from
  * the dying processes (the guardian is real-time, rtprio.c): a request of
- * processes only (procs: killed by a GUARD_MANY_KILL_START; or no task only
- * waited for, in[i].sig 1) sleeps until a death's SIGCHLD to their tracer
- * instead. It is blocked here (pending
- * until taken: none is lost between a look and the wait), and a wait ends
- * after 2 ms anyway.
+ * processes only (procs: killed by a GUARD_MANY_KILL_START before; or no
+ * task in it only waited for, in[i].sig 1) sleeps until a death's SIGCHLD
+ * to their tracer instead. SIGCHLD is blocked here (pending until taken:
+ * none is lost between a look and the wait), and a wait ends after 2 ms
+ * anyway.
  */
 static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool procs,
 			bool *done)
 {
+	bool none_waited_only = true;
 	for (size_t i = 0; i < n; i++)
-		procs = procs && in[i].sig != 1;
+		none_waited_only = none_waited_only && in[i].sig != 1;
+	procs = procs || none_waited_only;
 	sigset_t chld, old;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
