@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "puppet/puppet.h"
@@ -410,10 +411,34 @@ static __attribute__((noreturn)) void finish(struct gstate *s)
  * waited for in list order, that thread would hold the guardian for good.
  * Bounded (10 s): one not reaped by then is left to puppet_kill. done[i]:
  * in[i], held, is reaped.
+ *
+ * A killed thread is usually gone within tens of microseconds: looked for
+ * again soon (50 us; a 500 us step made the kill of 1,000 threads, 16 a
+ * request, 30 ms longer). A process takes longer (its exit_mmap: 0.2-0.4
+ * ms for a small one here), and looks every 50 us would take the CPU from
+ * the dying processes (the guardian is real-time, rtprio.c): a request of
+ * processes only (procs: killed by a GUARD_MANY_KILL_START before; or no
+ * task in it only waited for, in[i].sig 1) sleeps until a death's SIGCHLD
+ * to their tracer instead. SIGCHLD is blocked here (pending until taken:
+ * none is lost between a look and the wait), and a wait ends after 2 ms
+ * anyway.
  */
-static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool *done)
+static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_t n, bool procs,
+			bool *done)
 {
-	for (int round = 0; round < 20040; round++) {
+	bool none_waited_only = true;
+	for (size_t i = 0; i < n; i++)
+		none_waited_only = none_waited_only && in[i].sig != 1;
+	procs = procs || none_waited_only;
+	sigset_t chld, old;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	if (procs)
+		sigprocmask(SIG_BLOCK, &chld, &old);
+	struct timespec end, now;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 10;
+	for (int round = 0;; round++) {
 		size_t left = 0;
 		for (size_t i = 0; i < n; i++) {
 			struct gtask *t = done[i] ? NULL : find(s, in[i].pid);
@@ -426,15 +451,19 @@ static void reap_killed(struct gstate *s, const struct guard_many_req *in, size_
 			else
 				left++;
 		}
-		if (!left)
-			return;
-		/* a killed thread is usually gone within tens of microseconds:
-		 * looked for again soon at first (a 500 us step made the kill
-		 * of 1,000 threads, 16 a request, 30 ms longer) */
-		usleep(round < 40 ? 50 : 500);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!left || now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			break;
+		struct timespec ts = {0, 2000000};
+		if (procs)
+			sigtimedwait(&chld, NULL, &ts);
+		else
+			usleep(round < 40 ? 50 : 500);
 	}
+	if (procs)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 }
-
 
 /* A seize whose stop is waited for GUARD_STOP_TIMEOUT_MS at most. */
 static int seize_start(struct puppet *p, pid_t pid)
@@ -497,15 +526,17 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 			trap = p->trap_ignored;
 	}
 	/* all killed, then each waited for: their deaths overlap; a thread
-	 * whose process an earlier entry killed (sig 1) is only waited for */
-	for (size_t i = 0; req->a[1] == GUARD_MANY_KILL && i < n; i++) {
+	 * whose process an earlier entry killed (sig 1) is only waited for,
+	 * and so is a task a GUARD_MANY_KILL_START killed */
+	bool kill_start = req->a[1] == GUARD_MANY_KILL_START;
+	for (size_t i = 0; (req->a[1] == GUARD_MANY_KILL || kill_start) && i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
 		if (t && t->p.held && in[i].sig != 1)
 			kill(t->p.pid, SIGKILL);
 	}
 	bool reaped[PUPPET_MANY_MAX] = { 0 };
 	if (req->a[1] == GUARD_MANY_KILL)
-		reap_killed(s, in, n, reaped);
+		reap_killed(s, in, n, req->a[2] == 1, reaped);
 	for (size_t i = 0; i < n; i++) {
 		struct gtask *t = find(s, in[i].pid);
 		struct guard_many_rep m = { .ret = -ESRCH };
@@ -524,6 +555,8 @@ static void serve_many(struct gstate *s, const struct guard_req *req,
 			}
 		} else if (t && req->a[1] == GUARD_MANY_RELEASE) {
 			m.ret = puppet_release(&t->p, in[i].sig);
+		} else if (t && kill_start) {
+			m.ret = t->p.held ? 0 : -ESRCH; /* still held: reaped later */
 		} else if (t && reaped[i]) {
 			t->p.held = false;
 			puppet_forget(&t->p);

@@ -125,8 +125,17 @@ struct guard_bm_rep {
  * reply: each one's ret); a GUARD_MANY_SEIZE with a[2] = 1 then waits for
  * the stops of tasks so started. A task started and never waited for is
  * detached by the kernel when the guardian exits: nothing of it changed.
+ * GUARD_MANY_KILL_START: each held task (sig not 1) killed, not waited
+ * for; it stays held until a GUARD_MANY_KILL (sig 1: only waited for; a[2]
+ * = 1: processes only) reaps it, or the guardian's end does.
  */
-enum guard_many { GUARD_MANY_SEIZE, GUARD_MANY_RELEASE, GUARD_MANY_KILL, GUARD_MANY_START };
+enum guard_many {
+	GUARD_MANY_SEIZE,
+	GUARD_MANY_RELEASE,
+	GUARD_MANY_KILL,
+	GUARD_MANY_START,
+	GUARD_MANY_KILL_START
+};
 
 /* GUARD_MANY: for each task, this (then, for a seize, its xstate) */
 struct guard_many_rep {

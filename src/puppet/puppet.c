@@ -323,6 +323,8 @@ static void many_recv(struct puppet *const *ps, const pid_t *pids, size_t n,
 			continue;
 		}
 		err[i] = (int)m.ret;
+		if (what == GUARD_MANY_KILL_START)
+			continue; /* held until its death is waited for */
 		p->held = false;
 		puppet_forget(p);
 	}
@@ -446,10 +448,26 @@ void puppet_kill_many(struct puppet *const *ps, const bool *group_killed, size_t
 		return;
 	}
 	/* sigs: 1 for a task only waited for (in[i].sig of GUARD_MANY_KILL) */
-	for (size_t i = 0; i < n; i++)
+	bool procs = true;
+	for (size_t i = 0; i < n; i++) {
 		hs[i] = group_killed && group_killed[i];
+		procs = procs && !hs[i];
+	}
 	size_t k = held_of(ps, hs, n, h, pids, hs);
-	many(h, pids, hs, k, k ? h[0]->guard : NULL, GUARD_MANY_KILL, false, hs + n);
+	struct puppet_guard *g = k ? h[0]->guard : NULL;
+	if (!g || !procs || k <= PUPPET_MANY_MAX)
+		return many(h, pids, hs, k, g, GUARD_MANY_KILL, false, hs + n);
+	/*
+	 * More processes than one request takes: every one killed first, by
+	 * requests that wait for none, then their deaths waited for
+	 * PUPPET_MANY_MAX a request (only waited for: sig 1). All of them
+	 * die side by side, on every CPU, where each request's 16 died in
+	 * turn, and the last few of each with one CPU left idle.
+	 */
+	many(h, pids, hs, k, g, GUARD_MANY_KILL_START, false, hs + n);
+	for (size_t i = 0; i < k; i++)
+		hs[i] = 1;
+	many_started(h, pids, hs, k, g, GUARD_MANY_KILL, true, false, hs + n);
 }
 
 /*

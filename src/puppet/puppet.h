@@ -174,7 +174,9 @@ int puppet_exit(struct puppet *p, int status);
  * SigIgn). puppet_kill_many kills ps[i] unless group_killed is given and
  * group_killed[i] is set: then a task before it in ps is of its thread
  * group (its process), whose kill killed it too, and it is only waited
- * for (1,000 threads were 1,000 kills).
+ * for (1,000 threads were 1,000 kills). More processes (none
+ * group_killed) than one request takes are all killed before any death
+ * is waited for.
  */
 #define PUPPET_MANY_MAX 16
 void puppet_seize_many(struct puppet *const *ps, const pid_t *pids, size_t n,
