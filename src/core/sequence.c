@@ -252,9 +252,7 @@ static int run_threads(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task 
  * (rst_calls: task's, creds') are run at the end, every process's batch
  * side by side (core/calls.c), one stop each on whichever core is free,
  * where each process took a stop for each of those kinds' batches, one
- * process after the other. mm's two batches (its vmas' calls, its final
- * calls) are run side by side too (mm_restore_procs), after the kinds that
- * come before mm in every process. Processes are independent after their fork:
+ * process after the other. Processes are independent after their fork:
  * nothing of one process's restore reads what another's queued calls do.
  * Returns how many tasks from i it restored (at least one), or -errno.
  */
@@ -273,16 +271,8 @@ static int run_procs(struct rst_ctx *ctx, size_t i, struct step_times *times)
 	if (!n || !rst_calls_begin_procs(ctx, ts, n))
 		return 0;
 	int r = 0;
-	/* the kinds before mm; then mm's batches side by side (kinds/mm.h) */
 	for (size_t j = 0; r >= 0 && j < n; j++)
-		for (int k = 0; r >= 0 && k < KIND_mm; k++)
-			r = call_task(ctx, RST_TASK_STATE, k, ts[j], times);
-	uint64_t t0 = now_us();
-	r = r < 0 ? r : mm_restore_procs(ctx, ts, n);
-	times_add(times, KIND_mm, t0);
-	for (size_t j = 0; r >= 0 && j < n; j++)
-		for (int k = KIND_mm; r >= 0 && k < KIND_MAX; k++)
-			r = call_task(ctx, RST_TASK_STATE, k, ts[j], times);
+		r = rst_task_timed(ctx, RST_TASK_STATE, ts[j], times);
 	int e = rst_calls_end(ctx, r >= 0);
 	r = r < 0 ? r : e;
 	return r < 0 ? r : (int)k;

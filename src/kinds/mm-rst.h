@@ -61,8 +61,6 @@ struct mm_rst {
 	struct mm_chain *chain; /* its parent images (mm-chain.c), or NULL */
 	struct vma_calls *calls; /* while its vmas are mapped: the calls queued
 				  * to run as batches (mm.c), or NULL */
-	struct vma_calls *q;    /* while it is restored: calls' queue (its own) */
-	uint8_t part;           /* the part of its restore done (mm.c, MM_PART_*) */
 };
 
 #endif

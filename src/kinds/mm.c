@@ -1135,15 +1135,13 @@ struct vma_calls {
 	uint64_t new_ip;
 };
 
-/* The results of the queued calls (r: the batch's, as puppet_syscalls'),
- * checked; the queue emptied. */
-static int vma_calls_check(struct rst_ctx *ctx, struct rst_task *t, int r)
+static int vma_calls_flush(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 	struct vma_calls *q = m ? m->calls : NULL;
-	int first = 0;
 	if (!q || !q->n)
 		return 0;
+	int r = puppet_syscalls(&t->pup, q->c, q->n), first = 0;
 	if (q->new_ip && r == 0) { /* run from the stub: the vDSO has moved */
 		t->pup.syscall_ip = q->new_ip;
 		q->new_ip = 0;
@@ -1167,15 +1165,6 @@ static int vma_calls_check(struct rst_ctx *ctx, struct rst_task *t, int r)
 	}
 	q->n = 0;
 	return first;
-}
-
-static int vma_calls_flush(struct rst_ctx *ctx, struct rst_task *t)
-{
-	struct mm_rst *m = t->kstate[KIND_mm];
-	struct vma_calls *q = m ? m->calls : NULL;
-	if (!q || !q->n)
-		return 0;
-	return vma_calls_check(ctx, t, puppet_syscalls(&t->pup, q->c, q->n));
 }
 
 /* Queues c (or, with no queue, runs it now: its result) */
@@ -2174,40 +2163,33 @@ static void prefetch_files(struct rst_ctx *ctx, struct rst_task *t)
 	}
 }
 
-/*
- * A task's mm is restored in three parts, each of the first two ending
- * with a batch of calls left queued (in m->q): the vmas mapped (the
- * unmaps, the vDSO's move and the vmas' calls), then the pages written and
- * the final calls queued (the final protections, PR_SET_MM_MAP and the
- * closes: one batch, unless a lock comes between), then the end. mm_restore
- * runs each batch when its part is done; run_procs has the batches of
- * several processes run side by side (mm_restore_procs).
- */
-enum { MM_PART_NONE, MM_PART_MAPPED, MM_PART_FILLED };
-
-static int restore_map(struct rst_ctx *ctx, struct rst_task *t)
+static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
 	_cleanup_free_ char *text = NULL;
 	struct proc_vmas cur = { 0 };
+	int r;
 
-	int r = proc_read(t->pup.pid, "maps", &text, NULL);
+	if (t->mm_done) /* restored early, before its children were forked */
+		return 0;
+	r = proc_read(t->pup.pid, "maps", &text, NULL);
 	if (r < 0 || (r = proc_parse_smaps(text, &cur)) < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its maps", t->pid);
-	m->q = malloc(sizeof(*m->q));
-	if (!m->q) {
+	/* the unmaps, the vDSO's move and the vmas' calls: one batch, mostly */
+	_cleanup_free_ struct vma_calls *q = malloc(sizeof(*q));
+	if (!q) {
 		proc_vmas_free(&cur);
 		return -ENOMEM;
 	}
-	m->q->n = 0;
-	m->q->new_ip = 0;
-	m->calls = m->q;
+	q->n = 0;
+	q->new_ip = 0;
+	m->calls = q;
 	r = unmap_all_but_vdso(ctx, t, &cur);
 	if (r >= 0)
 		r = move_vdso(ctx, t, &cur);
 	proc_vmas_free(&cur);
 	if (r < 0)
-		return r;
+		goto out;
 	prefetch_files(ctx, t);
 	for (size_t i = 0; i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
@@ -2222,21 +2204,21 @@ static int restore_map(struct rst_ctx *ctx, struct rst_task *t)
 		if (r >= 0)
 			r = advise_vma(ctx, t, v);
 		if (r < 0)
-			return r;
+			break;
 	}
-	return 0;
-}
-
-static int restore_fill(struct rst_ctx *ctx, struct rst_task *t)
-{
-	struct mm_rst *m = t->kstate[KIND_mm];
+	if (r >= 0)
+		r = vma_calls_flush(ctx, t);
 	m->calls = NULL;
-	int r = write_pages(ctx, t);
+	if (r < 0)
+		goto out;
+	r = write_pages(ctx, t);
 	if (r >= 0)
 		r = mm_vdso_refind(ctx, t);
 	if (r < 0)
-		return r;
-	m->calls = m->q;
+		goto out;
+	/* the final protections, PR_SET_MM_MAP and the closes: one batch
+	 * (the first two were one each), unless a lock comes between */
+	m->calls = q;
 	r = final_prots(ctx, t, m->e);
 	if (r >= 0 && (m->e->has_mlockall || has_locked(m->e)))
 		r = vma_calls_flush(ctx, t);
@@ -2244,117 +2226,20 @@ static int restore_fill(struct rst_ctx *ctx, struct rst_task *t)
 		r = lock_vmas(ctx, t);
 	if (r >= 0)
 		r = mm_lockall_restore(ctx, t, m->e);
-	if (r >= 0)
-		r = set_mm_fields(ctx, t, &m->rf);
+	if (r < 0)
+		goto out;
+	r = set_mm_fields(ctx, t, &m->rf);
 	for (int i = 0; r >= 0 && i < m->rf.n; i++)
 		r = (int)vma_call(ctx, t, NULL, PUPPET_CALL(SYS_close, m->rf.fd[i]), VC_IGNORE, NULL);
-	if (r >= 0)
+	if (r >= 0) {
 		m->rf.n = 0;
-	return r;
-}
-
-/* The end of t's restore, or of its attempt */
-static void restore_end(struct rst_task *t, bool done)
-{
-	struct mm_rst *m = t->kstate[KIND_mm];
+		r = vma_calls_flush(ctx, t);
+	}
+	t->mm_done = r >= 0;
+out:
 	m->calls = NULL;
-	free(m->q);
-	m->q = NULL;
-	m->part = MM_PART_NONE;
 	close_remote_files(t, &m->rf);
-	t->mm_done = done;
-}
-
-/* The next part of t's restore: 1 when it left a batch queued to run,
- * 0 once t's mm is restored, or -errno (the attempt ended). */
-static int restore_part(struct rst_ctx *ctx, struct rst_task *t)
-{
-	struct mm_rst *m = t->kstate[KIND_mm];
-	if (t->mm_done) /* restored early, before its children were forked */
-		return 0;
-	int r = 1;
-	switch (m->part) {
-	case MM_PART_NONE:
-		r = restore_map(ctx, t);
-		m->part = MM_PART_MAPPED;
-		break;
-	case MM_PART_MAPPED:
-		r = restore_fill(ctx, t);
-		m->part = MM_PART_FILLED;
-		break;
-	default:
-		restore_end(t, true);
-		return 0;
-	}
-	if (r < 0)
-		restore_end(t, false);
-	return r < 0 ? r : 1;
-}
-
-/* The batch restore_part left, run (err: as puppet_syscalls') and checked */
-static int restore_batch_done(struct rst_ctx *ctx, struct rst_task *t, int err)
-{
-	int r = vma_calls_check(ctx, t, err);
-	if (r < 0)
-		restore_end(t, false);
 	return r;
-}
-
-static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
-{
-	int r;
-	while ((r = restore_part(ctx, t)) > 0) {
-		struct vma_calls *q = ((struct mm_rst *)t->kstate[KIND_mm])->q;
-		r = restore_batch_done(ctx, t, q->n ? puppet_syscalls(&t->pup, q->c, q->n) : 0);
-		if (r < 0)
-			return r;
-	}
-	return r;
-}
-
-int mm_restore_procs(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n)
-{
-	struct puppet *ps[PUPPET_MANY_MAX];
-	struct puppet_call *calls[PUPPET_MANY_MAX];
-	size_t ns[PUPPET_MANY_MAX], idx[PUPPET_MANY_MAX];
-	uint64_t tables[PUPPET_MANY_MAX];
-	int err[PUPPET_MANY_MAX];
-
-	if (n > PUPPET_MANY_MAX)
-		return -EINVAL;
-	/* the two batches; mm_restore ends each */
-	for (int part = 0; part < 2; part++) {
-		size_t np = 0;
-		for (size_t j = 0; j < n; j++) {
-			struct mm_rst *m = ts[j]->kstate[KIND_mm];
-			int r = m ? restore_part(ctx, ts[j]) : 0;
-			if (r < 0 && !ctx->log.errors)
-				log_error(&ctx->log, "pid %d: restoring mm failed: %s", ts[j]->pid,
-					  strerror(-r));
-			if (r < 0)
-				return r;
-			if (r == 0)
-				continue;
-			r = m->q->n ? 0 : restore_batch_done(ctx, ts[j], 0);
-			if (r < 0)
-				return r;
-			if (!m->q->n)
-				continue;
-			ps[np] = &ts[j]->pup;
-			calls[np] = m->q->c;
-			ns[np] = m->q->n;
-			tables[np] = puppet_stub_table(&ts[j]->pup);
-			idx[np++] = j;
-		}
-		if (np)
-			puppet_syscalls_many(ps, calls, ns, tables, np, err);
-		for (size_t i = 0; i < np; i++) {
-			int r = restore_batch_done(ctx, ts[idx[i]], err[i]);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
 }
 
 /*
@@ -2425,7 +2310,6 @@ static void mm_free_rstate(void *state)
 	free(m->checks);
 	mm_chain_free(m->chain);
 	mm_lazy_free(m);
-	free(m->q);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);

@@ -79,15 +79,6 @@ int mm_check_file_vmas(struct rst_ctx *ctx, struct rst_task *t, const struct MmE
 /* Restart: t keeps memory from its fork (it must be forked by its parent,
  * after the parent's memory is restored). */
 bool mm_inherits(const struct rst_task *t);
-/*
- * Step "task state", for processes ts[0..n) (n <= PUPPET_MANY_MAX; run_procs):
- * each one's mm restored up to its last part, mm's two batches of calls of
- * every process run side by side, where each process took its stops one
- * after another. mm's restore op then ends each. -errno (logged) if one
- * failed.
- */
-int mm_restore_procs(struct rst_ctx *ctx, struct rst_task *const *ts, size_t n)
-	__attribute__((warn_unused_result));
 
 /* The records of mm (mm.c, mm-dirty.c, mm-chain.c). */
 #define MM_REC_ENTRY 0x301u     /* REC_TYPE(KID_mm, 1): the MmEntry */

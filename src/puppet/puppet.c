@@ -1434,17 +1434,12 @@ static int stub_finish(struct puppet *p, struct puppet_call *c, size_t n, uint64
 	return r;
 }
 
-uint64_t puppet_stub_table(const struct puppet *p)
-{
-	return p->stub_ip ? p->stub_ip - STUB_TABLE_SIZE : 0;
-}
-
 /* Runs a batch by the stub: one stop for all the calls (and one for each
  * fork or clone, whose new pids go to ev, if not NULL). */
 static int run_stub(struct puppet *p, struct puppet_call *c, size_t n, unsigned long *ev,
 		    size_t *nev)
 {
-	uint64_t table = puppet_stub_table(p);
+	uint64_t table = p->stub_ip - STUB_TABLE_SIZE;
 	int r = stub_start(p, c, n, table);
 	return r < 0 ? r : stub_finish(p, c, n, table, ev, nev);
 }

@@ -276,9 +276,6 @@ void puppet_syscalls_many(struct puppet *const *ps, struct puppet_call *const *c
 void puppet_syscalls_many_vm(struct puppet *const *ps, struct puppet_call *const *calls,
 			     const size_t *ns, const uint64_t *tables, size_t np, int *err);
 #define PUPPET_STUB_ENTRY 64 /* bytes of a stub table for each call */
-/* The stub's own table (PUPPET_BATCH_MAX entries), for puppet_syscalls_many
- * of tasks of distinct memories; 0 without a stub. */
-uint64_t puppet_stub_table(const struct puppet *p);
 /* A call for a batch: PUPPET_CALL(SYS_x, args...), up to six arguments */
 #define PUPPET_CALL6_(nr_, a1, a2, a3, a4, a5, a6, ...)                                        \
 	((struct puppet_call){ .nr = (nr_),                                                    \
