@@ -2203,8 +2203,8 @@ static bool same_file_vma(const VmaEntry *v, const VmaEntry *w)
 static void mark_kept(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vmas *cur)
 {
 	struct mm_rst *m = t->kstate[KIND_mm];
-	const uint32_t apart = VMF_LO | VMF_HG | VMF_NH | VMF_DC | VMF_DD | VMF_WF | VMF_MG |
-			       VMF_GD | VMF_DP | VMF_SH;
+	const uint32_t apart =
+	    VMF_LO | VMF_HG | VMF_NH | VMF_DC | VMF_DD | VMF_WF | VMF_MG | VMF_GD | VMF_DP | VMF_SH;
 	if (t->creator != t->parent || !mm_inherits(t) || !ctx->tasks[t->parent].mm_done)
 		return;
 	const struct mm_rst *pm = ctx->tasks[t->parent].kstate[KIND_mm];
@@ -2212,7 +2212,8 @@ static void mark_kept(struct rst_ctx *ctx, struct rst_task *t, const struct proc
 	for (size_t i = 0; pm && pm->e && i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
 		if (v->kind != VMA_KIND__VMA_FILE || v->shared || v->inherit || !v->has_file_id ||
-		    v->has_huge_page || (v->vmflags & apart) || vma_owner(v)->vma_map != mm_map_file ||
+		    v->has_huge_page || (v->vmflags & apart) ||
+		    vma_owner(v)->vma_map != mm_map_file ||
 		    !same_file_vma(v, vma_of(pm->e, v->start)))
 			continue;
 		while (j < cur->n && cur->v[j].end <= v->start)
@@ -2239,9 +2240,10 @@ static int keep_forked(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *
 	static const char what[] = "keeping a file mapping from the fork";
 	long r = 0;
 	if (initial_prot(v) != v->prot)
-		r = vma_call(ctx, t, v,
-			     PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
-			     VC_FAIL, what);
+		r = vma_call(
+		    ctx, t, v,
+		    PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
+		    VC_FAIL, what);
 	if (r >= 0 && pages_within(&pm->pages, v->start, v->end))
 		r = vma_call(ctx, t, v,
 			     PUPPET_CALL(SYS_madvise, v->start, v->end - v->start, MADV_DONTNEED),
