@@ -2135,14 +2135,14 @@ static void prefetch_files(struct rst_ctx *ctx, struct rst_task *t)
 		const struct kind_ops *o = is_special(v) ? NULL : vma_owner(v);
 		uint64_t k;
 		int fd = -1;
-		if (!o || (m->kept && m->kept[i]))
+		if (!o || v->inherit || (m->kept && m->kept[i])) /* kept from the fork */
 			continue;
 		if (o->vma_map == mm_map_file && v->has_file_id) {
 			k = v->file_id;
 			if (fdtable_local_fd(ctx, v->file_id, &fd) < 0)
 				continue;
-		} else if (o->vma_map == mm_vma_map && v->kind == VMA_KIND__VMA_ANON && !v->inherit &&
-			   v->shared && v->has_shmem_id) {
+		} else if (o->vma_map == mm_vma_map && v->kind == VMA_KIND__VMA_ANON && v->shared &&
+			   v->has_shmem_id) {
 			k = SHMEM_KEY(v->shmem_id);
 			if (mm_shmem_fd(ctx, v->shmem_id, 0, &fd) < 0)
 				continue;
