@@ -263,9 +263,9 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	 * and mask are ckpt's own (a library caller's may have left some
 	 * with SIG_DFL), read here once a restart. */
 	static const struct kernel_sigaction dfl = {0};
-	uint64_t had[3] = { ~0ull, ~0ull, ~0ull };
+	uint64_t had[2] = { ~0ull, ~0ull };
 	if (!t->leader && puppet_sig_handled(p->pid, had) < 0)
-		had[0] = had[1] = had[2] = ~0ull;
+		had[0] = had[1] = ~0ull;
 	if (!ctx->sig_own_read) {
 		for (int sig = 1; sig <= NSIG_K; sig++) {
 			struct kernel_sigaction own;
@@ -296,26 +296,10 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	bool call_alt = !t->leader || e->has_altstack_sp;
 	const size_t ss_off = (sizeof(acts) + 63) & ~63ul, set_off = ss_off + 64,
 		     ts_off = set_off + 64;
-	/* nothing pending (its status): no waits; with no action to set
-	 * either, the sigaltstack is the only call, queued with others
-	 * (rst_calls): no stop of its own */
-	bool wait = !t->leader && had[2];
-	if (call_alt && !n && !wait) {
-		uint64_t a = rst_put(ctx, t, ss_off, &ss, sizeof(ss));
-		if (!a)
-			return log_fail(&ctx->log, -EFAULT,
-					"pid %d: cannot write its signal stack to it", t->pid);
-		struct puppet_call sc = PUPPET_CALL(SYS_sigaltstack, a, 0);
-		static const char *const what[] = { "sigaltstack" };
-		int q = rst_calls(ctx, t, &sc, what, NULL, 1);
-		if (q < 0)
-			return q;
-		call_alt = false;
-	}
 	uint64_t all = ~0ull, zero[2] = { 0, 0 };
 	uint64_t ssa = call_alt ? puppet_scratch_put(p, ss_off, &ss, sizeof(ss)) : 1;
-	uint64_t set = !wait ? 1 : puppet_scratch_put(p, set_off, &all, sizeof(all));
-	uint64_t ts = !wait ? 1 : puppet_scratch_put(p, ts_off, zero, sizeof(zero));
+	uint64_t set = t->leader ? 1 : puppet_scratch_put(p, set_off, &all, sizeof(all));
+	uint64_t ts = t->leader ? 1 : puppet_scratch_put(p, ts_off, zero, sizeof(zero));
 	if (!ssa || !set || !ts)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write its signal stack to it",
 				t->pid);
@@ -323,7 +307,7 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (call_alt)
 		c[n++] = PUPPET_CALL(SYS_sigaltstack, ssa, 0);
 	size_t waits = n;
-	for (int i = 0; i < SIGWAIT_BATCH && wait; i++)
+	for (int i = 0; i < SIGWAIT_BATCH && !t->leader; i++)
 		c[n++] = PUPPET_CALL(SYS_rt_sigtimedwait, set, 0, ts, 8);
 	r = n ? puppet_syscalls(p, c, n) : 0;
 	for (size_t i = 0; i < alt; i++) {

@@ -135,7 +135,7 @@ static int wait_interrupt_stop(struct puppet *p)
 	}
 }
 
-int puppet_sig_handled(pid_t pid, uint64_t ret[3])
+int puppet_sig_handled(pid_t pid, uint64_t ret[2])
 {
 	char path[64], buf[2048];
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
@@ -145,19 +145,17 @@ int puppet_sig_handled(pid_t pid, uint64_t ret[3])
 		return -errno;
 	buf[n] = 0;
 	const char *ign = strstr(buf, "\nSigIgn:"), *cgt = strstr(buf, "\nSigCgt:");
-	const char *pnd = strstr(buf, "\nSigPnd:"), *shd = strstr(buf, "\nShdPnd:");
-	if (!ign || !cgt || !pnd || !shd)
+	if (!ign || !cgt)
 		return -EIO;
 	ret[0] = strtoull(ign + 9, NULL, 16);
 	ret[1] = strtoull(cgt + 9, NULL, 16);
-	ret[2] = strtoull(pnd + 9, NULL, 16) | strtoull(shd + 9, NULL, 16);
 	return 0;
 }
 
 /* Does the task ignore SIGTRAP (SigIgn of its status)? */
 static bool trap_ignored(pid_t pid)
 {
-	uint64_t set[3];
+	uint64_t set[2];
 	return puppet_sig_handled(pid, set) == 0 && (set[0] & (1ull << (SIGTRAP - 1)));
 }
 

@@ -195,9 +195,8 @@ int puppet_release(struct puppet *p, int sig);
 bool puppet_in_restartable_call(const struct puppet *p);
 
 /* The signals task pid ignores (ret[0], SigIgn of its status) and catches
- * (ret[1], SigCgt): the others have the default action; ret[2]: those
- * pending, for the thread or its process (SigPnd | ShdPnd). */
-int puppet_sig_handled(pid_t pid, uint64_t ret[3]) __attribute__((warn_unused_result));
+ * (ret[1], SigCgt): the others have the default action. */
+int puppet_sig_handled(pid_t pid, uint64_t ret[2]) __attribute__((warn_unused_result));
 /*
  * Such a task is back in its call only once it has run after the release,
  * and a signal sent to it before that can be lost: the kernel has moved it
