@@ -61,6 +61,8 @@ struct mm_rst {
 	struct mm_chain *chain; /* its parent images (mm-chain.c), or NULL */
 	struct vma_calls *calls; /* while its vmas are mapped: the calls queued
 				  * to run as batches (mm.c), or NULL */
+	bool *kept;             /* while it is restored: per vma, a file vma left
+				 * as its fork made it (mm.c, mark_kept), or NULL */
 };
 
 #endif

@@ -34,6 +34,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <linux/userfaultfd.h>
 #include <unistd.h>
@@ -1239,13 +1240,14 @@ static long run_cut(struct puppet *p, struct unmaps *u, struct unmap_run *run)
 	return r;
 }
 
-/* Unmaps [start, end) but the vmas the task keeps from its fork. */
+/* Unmaps [start, end) but the vmas the task keeps from its fork (its
+ * memory shared with its parent, and the vmas mark_kept found). */
 static long unmap_but_inherited(struct puppet *p, struct unmaps *u, struct unmap_run *run,
-				const MmEntry *e, uint64_t start, uint64_t end)
+				const MmEntry *e, const bool *kept, uint64_t start, uint64_t end)
 {
 	for (size_t i = 0; i < e->n_vmas && start < end; i++) {
 		const VmaEntry *v = e->vmas[i];
-		if (!v->inherit || v->end <= start || v->start >= end)
+		if (!(v->inherit || (kept && kept[i])) || v->end <= start || v->start >= end)
 			continue;
 		if (v->start > start)
 			run_add(run, start, v->start);
@@ -1298,6 +1300,7 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 	struct puppet *p = &t->pup;
 	struct unmaps u = { .n = 0 };
 	struct unmap_run run = { 0, 0 };
+	const struct mm_rst *m = t->kstate[KIND_mm];
 	long r = 0;
 	/* cur is in address order (/proc/PID/maps) */
 	for (size_t i = 0; r == 0 && i < cur->n; i++) {
@@ -1309,11 +1312,10 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 			r = run_cut(p, &u, &run); /* kept */
 			continue;
 		}
-		r = unmap_but_inherited(p, &u, &run, e, v->start, v->end);
+		r = unmap_but_inherited(p, &u, &run, e, m->kept, v->start, v->end);
 	}
 	if (r == 0)
 		r = run_cut(p, &u, &run);
-	struct mm_rst *m = t->kstate[KIND_mm];
 	if (r == 0 && m->calls && p->stub_ip) { /* run with the vmas' calls */
 		for (size_t i = 0; r >= 0 && i < u.n; i++)
 			r = vma_call(ctx, t, NULL, u.c[i], VC_FAIL, "munmap of ckpt's memory");
@@ -2133,14 +2135,14 @@ static void prefetch_files(struct rst_ctx *ctx, struct rst_task *t)
 		const struct kind_ops *o = is_special(v) ? NULL : vma_owner(v);
 		uint64_t k;
 		int fd = -1;
-		if (!o)
+		if (!o || v->inherit || (m->kept && m->kept[i])) /* kept from the fork */
 			continue;
 		if (o->vma_map == mm_map_file && v->has_file_id) {
 			k = v->file_id;
 			if (fdtable_local_fd(ctx, v->file_id, &fd) < 0)
 				continue;
-		} else if (o->vma_map == mm_vma_map && v->kind == VMA_KIND__VMA_ANON && !v->inherit &&
-			   v->shared && v->has_shmem_id) {
+		} else if (o->vma_map == mm_vma_map && v->kind == VMA_KIND__VMA_ANON && v->shared &&
+			   v->has_shmem_id) {
 			k = SHMEM_KEY(v->shmem_id);
 			if (mm_shmem_fd(ctx, v->shmem_id, 0, &fd) < 0)
 				continue;
@@ -2161,6 +2163,92 @@ static void prefetch_files(struct rst_ctx *ctx, struct rst_task *t)
 		rf->key[rf->n] = key[i];
 		rf->fd[rf->n++] = rfd[i];
 	}
+}
+
+/* Has s a page in [start, end)? (its extents are in address order) */
+static bool pages_within(const struct pages_set *s, uint64_t start, uint64_t end)
+{
+	for (size_t c = 0; c < s->n; c++)
+		for (uint32_t i = 0; i < s->c[c].n; i++) {
+			const struct pages_extent *x = &s->c[c].x[i];
+			if (x->off >= end)
+				return false;
+			if (x->off + x->len > start)
+				return true;
+		}
+	return false;
+}
+
+/* Would v and w (of two images) be mapped alike? */
+static bool same_file_vma(const VmaEntry *v, const VmaEntry *w)
+{
+	return w && w->start == v->start && w->end == v->end && w->kind == v->kind &&
+	       w->has_file_id && w->file_id == v->file_id && w->pgoff == v->pgoff &&
+	       w->prot == v->prot && w->shared == v->shared && w->vmflags == v->vmflags &&
+	       !w->inherit && !w->has_huge_page;
+}
+
+/*
+ * The private file vmas a child has from its fork just as its image has
+ * them, kept (m->kept): no unmap and mmap again, no fd passed for them.
+ * Its parent's puppet, whose memory was restored before the fork (the
+ * child keeps memory from it, mm_inherits), mapped the same file there
+ * with the same offset, protection and VmFlags (not kept from the
+ * grandparent's memory: its pages of its own are those of its image), and
+ * the child's maps show the vma so. Only vmas without madvise bits, locks
+ * or huge pages (nothing a fork does not copy or that the restore would
+ * set apart). keep_forked drops the parent's pages in it, if any: it then
+ * reads the file, as a new mapping does.
+ */
+static void mark_kept(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vmas *cur)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	const uint32_t apart =
+	    VMF_LO | VMF_HG | VMF_NH | VMF_DC | VMF_DD | VMF_WF | VMF_MG | VMF_GD | VMF_DP | VMF_SH;
+	if (t->creator != t->parent || !mm_inherits(t) || !ctx->tasks[t->parent].mm_done)
+		return;
+	const struct mm_rst *pm = ctx->tasks[t->parent].kstate[KIND_mm];
+	size_t j = 0;
+	for (size_t i = 0; pm && pm->e && i < m->e->n_vmas; i++) {
+		const VmaEntry *v = m->e->vmas[i];
+		if (v->kind != VMA_KIND__VMA_FILE || v->shared || v->inherit || !v->has_file_id ||
+		    v->has_huge_page || (v->vmflags & apart) ||
+		    vma_owner(v)->vma_map != mm_map_file ||
+		    !same_file_vma(v, vma_of(pm->e, v->start)))
+			continue;
+		while (j < cur->n && cur->v[j].end <= v->start)
+			j++;
+		const struct proc_vma *c = j < cur->n ? &cur->v[j] : NULL;
+		struct stat st;
+		int fd;
+		if (!c || c->start != v->start || c->end != v->end || c->pgoff != v->pgoff ||
+		    c->prot != v->prot || c->shared || fdtable_local_fd(ctx, v->file_id, &fd) < 0 ||
+		    fstat(fd, &st) < 0 || st.st_ino != c->ino || major(st.st_dev) != c->dev_major ||
+		    minor(st.st_dev) != c->dev_minor)
+			continue;
+		if (!m->kept && !(m->kept = calloc(m->e->n_vmas, sizeof(*m->kept))))
+			return;
+		m->kept[i] = true;
+	}
+}
+
+/* A vma of mark_kept's: writable while its pages are written, without the
+ * parent's pages */
+static int keep_forked(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
+{
+	const struct mm_rst *pm = ctx->tasks[t->parent].kstate[KIND_mm];
+	static const char what[] = "keeping a file mapping from the fork";
+	long r = 0;
+	if (initial_prot(v) != v->prot)
+		r = vma_call(
+		    ctx, t, v,
+		    PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
+		    VC_FAIL, what);
+	if (r >= 0 && pages_within(&pm->pages, v->start, v->end))
+		r = vma_call(ctx, t, v,
+			     PUPPET_CALL(SYS_madvise, v->start, v->end - v->start, MADV_DONTNEED),
+			     VC_FAIL, what);
+	return (int)r;
 }
 
 static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
@@ -2184,6 +2272,7 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	q->n = 0;
 	q->new_ip = 0;
 	m->calls = q;
+	mark_kept(ctx, t, &cur);
 	r = unmap_all_but_vdso(ctx, t, &cur);
 	if (r >= 0)
 		r = move_vdso(ctx, t, &cur);
@@ -2195,6 +2284,12 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 		const VmaEntry *v = m->e->vmas[i];
 		if (is_special(v)) /* the vDSO group is moved, [vsyscall] is there */
 			continue;
+		if (m->kept && m->kept[i]) {
+			r = keep_forked(ctx, t, v);
+			if (r < 0)
+				break;
+			continue;
+		}
 		/* another kind's map (shmat) is injected now: what is queued first */
 		const struct kind_ops *o = vma_owner(v);
 		r = o->vma_map == mm_vma_map || o->vma_map == mm_map_file ? 0
@@ -2238,6 +2333,8 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	t->mm_done = r >= 0;
 out:
 	m->calls = NULL;
+	free(m->kept);
+	m->kept = NULL;
 	close_remote_files(t, &m->rf);
 	return r;
 }
@@ -2310,6 +2407,7 @@ static void mm_free_rstate(void *state)
 	free(m->checks);
 	mm_chain_free(m->chain);
 	mm_lazy_free(m);
+	free(m->kept);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);
