@@ -258,7 +258,8 @@ struct rst_ctx {
 	struct sched_start *sched_start;
 	/* ckpt's scheduling from before it raised its thread and the
 	 * puppets to real time once the tree is made (sched.c, rtprio.h);
-	 * the puppets get the image's at the end, ckpt this back */
+	 * at step "end" the puppets get the image's, ckpt this back (here
+	 * too on a failure: free_ctx) */
 	struct rtprio_was prio;
 	/* the signals whose action ckpt's own process has is not the plain
 	 * default (a handler, ignored, or flags or a mask with SIG_DFL),

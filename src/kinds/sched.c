@@ -524,7 +524,8 @@ static int restore_policy_of(struct rst_ctx *ctx, struct rst_task *t)
 	return restore_slack(ctx, t, e);
 }
 
-/* Every task's policy, once nothing more is done in the tasks. */
+/* Every task's policy, once nothing more is done in the tasks; then
+ * ckpt's own back: the release is at the policies it had before. */
 static int sched_restore_end(struct rst_ctx *ctx)
 {
 	if (!ctx->prio.raised)
@@ -539,6 +540,8 @@ static int sched_restore_end(struct rst_ctx *ctx)
 		if (r < 0)
 			return r;
 	}
+	rtprio_restore(&ctx->prio);
+	ctx->prio.raised = false;
 	return 0;
 }
 
