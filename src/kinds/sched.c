@@ -468,7 +468,7 @@ static int sched_restore(struct rst_ctx *ctx, struct rst_task *t)
  * tasks' own state: each step is round trips between ckpt and a puppet,
  * and under the fair scheduler each wakeup of either could wait behind a
  * busy machine's threads (a tree of 100 processes beside 8 programs that
- * spin: 1.2 to 3.4 s, against 0.34 to 0.53 s so). Without the right to
+ * spin: 0.47 to 0.92 s so, against 0.59 to 2.23 s). Without the right to
  * it, nothing changes. sched_restore_end gives each task its own.
  */
 static int sched_tree_ready(struct rst_ctx *ctx)
