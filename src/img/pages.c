@@ -792,6 +792,20 @@ int pages_set_add(struct pages_set *s, const struct pages_chunk *c, uint64_t lo,
 	return 0;
 }
 
+bool pages_set_has(const struct pages_set *s, uint64_t lo, uint64_t hi)
+{
+	/* its extents are in address order (pages_set_add) */
+	for (size_t c = 0; c < s->n; c++)
+		for (uint32_t i = 0; i < s->c[c].n; i++) {
+			const struct pages_extent *x = &s->c[c].x[i];
+			if (x->off >= hi)
+				return false;
+			if (x->off + x->len > lo)
+				return true;
+		}
+	return false;
+}
+
 void pages_set_release(struct pages_set *s)
 {
 	if (!s)

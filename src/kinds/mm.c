@@ -2165,20 +2165,6 @@ static void prefetch_files(struct rst_ctx *ctx, struct rst_task *t)
 	}
 }
 
-/* Has s a page in [start, end)? (its extents are in address order) */
-static bool pages_within(const struct pages_set *s, uint64_t start, uint64_t end)
-{
-	for (size_t c = 0; c < s->n; c++)
-		for (uint32_t i = 0; i < s->c[c].n; i++) {
-			const struct pages_extent *x = &s->c[c].x[i];
-			if (x->off >= end)
-				return false;
-			if (x->off + x->len > start)
-				return true;
-		}
-	return false;
-}
-
 /* Would v and w (of two images) be mapped alike? */
 static bool same_file_vma(const VmaEntry *v, const VmaEntry *w)
 {
@@ -2244,7 +2230,7 @@ static int keep_forked(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *
 		    ctx, t, v,
 		    PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
 		    VC_FAIL, what);
-	if (r >= 0 && pages_within(&pm->pages, v->start, v->end))
+	if (r >= 0 && pages_set_has(&pm->pages, v->start, v->end))
 		r = vma_call(ctx, t, v,
 			     PUPPET_CALL(SYS_madvise, v->start, v->end - v->start, MADV_DONTNEED),
 			     VC_FAIL, what);

@@ -471,19 +471,34 @@ static int sched_restore(struct rst_ctx *ctx, struct rst_task *t)
  * spin: 0.47 to 0.92 s so, against 0.59 to 2.23 s). Without the right to
  * it, nothing changes. sched_restore_end gives each task its own.
  */
+/* fn for every task of the image that runs, each thread too; its first error. */
+static int each_live_task(struct rst_ctx *ctx, int (*fn)(struct rst_ctx *, struct rst_task *))
+{
+	for (size_t i = 0; i < ctx->nimage; i++) {
+		struct rst_task *t = &ctx->tasks[i];
+		int r = t->zombie ? 0 : fn(ctx, t);
+		for (size_t j = 0; r >= 0 && !t->zombie && j < t->nthreads; j++)
+			r = fn(ctx, &t->threads[j]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ckpt's real-time priority, best effort: a task left out only waits more */
+static int raise_task(struct rst_ctx *ctx, struct rst_task *t)
+{
+	(void)ctx;
+	struct sched_param p = {.sched_priority = 1};
+	(void)sched_setscheduler(t->pup.pid, SCHED_FIFO, &p);
+	return 0;
+}
+
 static int sched_tree_ready(struct rst_ctx *ctx)
 {
 	if (!rtprio_raise(&ctx->prio))
 		return 0;
-	struct sched_param p = {.sched_priority = 1};
-	for (size_t i = 0; i < ctx->nimage; i++) {
-		struct rst_task *t = &ctx->tasks[i];
-		if (t->zombie)
-			continue;
-		(void)sched_setscheduler(t->pup.pid, SCHED_FIFO, &p);
-		for (size_t j = 0; j < t->nthreads; j++)
-			(void)sched_setscheduler(t->threads[j].pup.pid, SCHED_FIFO, &p);
-	}
+	(void)each_live_task(ctx, raise_task);
 	log_debug(&ctx->log, "ckpt and the puppets at real-time priority 1 for the tasks' state");
 	return 0;
 }
@@ -530,16 +545,9 @@ static int sched_restore_end(struct rst_ctx *ctx)
 {
 	if (!ctx->prio.raised)
 		return 0;
-	for (size_t i = 0; i < ctx->nimage; i++) {
-		struct rst_task *t = &ctx->tasks[i];
-		if (t->zombie)
-			continue;
-		int r = restore_policy_of(ctx, t);
-		for (size_t j = 0; r >= 0 && j < t->nthreads; j++)
-			r = restore_policy_of(ctx, &t->threads[j]);
-		if (r < 0)
-			return r;
-	}
+	int r = each_live_task(ctx, restore_policy_of);
+	if (r < 0)
+		return r;
 	rtprio_restore(&ctx->prio);
 	ctx->prio.raised = false;
 	return 0;
