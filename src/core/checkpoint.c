@@ -1428,6 +1428,17 @@ static void kill_tree(struct ckpt_ctx *ctx)
 		 * only once this call returns */
 		if (i == 0 && ctx->tasks[0].stat.ppid == getpid() && wait_dead(pid, 10000))
 			continue;
+		/* a child of the program that ran ckpt: one that waits for ckpt
+		 * (python's subprocess.run) reaps it only once ckpt exits, and a
+		 * shell reaps it at once (bash's waitpid(-1) while ckpt runs) */
+		if (i == 0 && ctx->tasks[0].stat.ppid == getppid() && wait_dead(pid, 10000)) {
+			if (!wait_gone(pid, 200))
+				log_info(&ctx->log,
+					 "pid %d: killed; its parent, the program that ran ckpt, "
+					 "reaps it",
+					 pid);
+			continue;
+		}
 		if (!wait_gone(pid, 10000))
 			log_warn(&ctx->log,
 				 "pid %d: killed, but its parent has not reaped it yet; its pid "

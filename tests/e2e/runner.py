@@ -777,6 +777,10 @@ TESTS = [
           regex=r"unix socket:\[\d+\]\): cannot bind .*/sd/s again: cannot create files in .*/sd: "
                 r"read-only file system"),
     entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
+    # --kill of a child of the program that runs ckpt and waits for it: not
+    # reaped while ckpt runs (it used to wait 10 s for that, then warn)
+    entry("kill_caller_child", (B, T), program="mem_anon", ckpt_reap=False,
+          log_regex=r"pid {pid}: killed; its parent, the program that ran ckpt, reaps it"),
     entry("kill_verify_refuse", kind="kill_verify", program="kill_check", args=("rich", "hifd"),
           case="refuse", regex=r"verify: the dry-run restart failed: the image uses fd 1000, "
                                r"above ckpt's open-file limit 512"),
@@ -3105,7 +3109,10 @@ class Run:
         self.wait_ready()
         img = self.p("img")
         extra = self.t.get("ckpt_args", ())
-        self.checkpoint(img, "ckpt", reap=[pr], extra=extra)
+        # ckpt_reap False: the runner, its parent, reaps it only once ckpt is
+        # done, as a program that waits for ckpt does
+        self.checkpoint(img, "ckpt", reap=[pr] if self.t.get("ckpt_reap", True) else [],
+                        extra=extra)
         self.check_ckpt_log("ckpt")
         pr.poll()
         if pr.returncode != -signal.SIGKILL:
