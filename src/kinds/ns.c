@@ -46,8 +46,34 @@ struct idmap {
 };
 #define IDMAP_MAX 16
 
+/*
+ * The namespaces every task must share with the tree: a container's, its
+ * root's; a plain subtree's, ckpt's own, since a subtree is restarted in
+ * the restarting ckpt's (a process of it that unshared CLONE_NEWUTS would
+ * come back with the host's hostname). Net, time and cgroup namespaces are
+ * their kinds'; the mount namespace of a task other than the root is mnt's
+ * (in_root_mntns). A thread has uts, ipc and pid_for_children of its own;
+ * user and pid are its process's. pid_for_children is held to the tree's
+ * pid namespace (a task that unshared CLONE_NEWPID would fork its children
+ * into a new one).
+ */
+enum {
+	SHARED_UTS,
+	SHARED_IPC,
+	SHARED_PIDC,
+	SHARED_THREAD, /* those before are a thread's own */
+	SHARED_USER = SHARED_THREAD,
+	SHARED_PID,
+	SHARED_MNT,
+	SHARED_MAX
+};
+#define NS_LINK_MAX 48
+static const char *const shared_names[SHARED_MAX] = { "uts",  "ipc", "pid_for_children",
+						      "user", "pid", "mnt" };
+
 struct ns_ckpt {
 	NamespacesEntry e;
+	char ref[SHARED_MAX][NS_LINK_MAX]; /* the tree's namespaces: "uts:[INODE]" */
 	char hostname[65];
 	char devpts_opts[128];  /* its own devpts' mount options */
 	uint64_t devpts_dev;    /* and its device, 0 if it has none */
@@ -189,17 +215,154 @@ static int read_hostname(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *r
 	return 0;
 }
 
-/* A container's root: its namespaces (a subtree has none of its own). */
+/*
+ * Task tid's ns/NAME (shared_names[k]) read into link (NS_LINK_MAX):
+ * under dfd (/proc/PID/task for a thread), or /proc with AT_FDCWD. 1 if it
+ * is not ref, else 0 (also when the task is gone: its own business). A
+ * readlink: the namespace's name and inode with no path lookup of the
+ * namespace itself (a stat took 50% longer).
+ */
+static int ns_differs(int dfd, pid_t tid, int k, const char *ref, char *link)
+{
+	char path[64];
+	const char *fmt = dfd == AT_FDCWD ? "/proc/%d/ns/%s" : "%d/ns/%s";
+	snprintf(path, sizeof(path), fmt, tid, shared_names[k]);
+	ssize_t len = readlinkat(dfd, path, link, NS_LINK_MAX - 1);
+	if (len >= 0) {
+		link[len] = '\0';
+		return strcmp(link, ref) != 0;
+	}
+	/* ns/pid_for_children of a task that unshared CLONE_NEWPID and forked
+	 * nothing since is ENOENT (the namespace has no init yet), where its
+	 * ns/pid is there */
+	struct stat st;
+	snprintf(path, sizeof(path), fmt, tid, "pid");
+	snprintf(link, NS_LINK_MAX, "pid:[unborn]");
+	return errno == ENOENT && k == SHARED_PIDC && fstatat(dfd, path, &st, 0) == 0;
+}
+
+/* The reference namespaces (ns_ckpt.ref) from the root's or ckpt's own. */
+static int read_refs(struct ckpt_ctx *ctx, struct ns_ckpt *n)
+{
+	pid_t pid = ctx->container ? ctx->tasks[0].pid : getpid();
+	for (int k = 0; k < SHARED_MAX; k++) {
+		/* the tree's pid namespace, for pid_for_children */
+		int r = ns_differs(AT_FDCWD, pid, k == SHARED_PIDC ? SHARED_PID : k, "", n->ref[k]);
+		if (r <= 0)
+			return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its %s namespace",
+					pid, shared_names[k]);
+	}
+	return 0;
+}
+
+/* One task to look at: a process (its process-wide namespaces too) or a
+ * thread (uts, ipc and pid_for_children). */
+struct shared_one {
+	const struct task *t; /* the process */
+	pid_t tid;            /* 0: the process itself */
+	int bad;              /* -1, or the first SHARED_ index that differs */
+};
+
+struct shared_check {
+	struct ckpt_ctx *ctx;
+	const struct ns_ckpt *n;
+	struct shared_one *v;
+};
+
+/* The namespaces v[i] must share: a container's root is in its own (but
+ * for pid_for_children), the mount namespace of a task other than the
+ * root is mnt's. */
+static bool shared_wanted(struct ckpt_ctx *ctx, const struct shared_one *o, int k)
+{
+	bool root = o->t == &ctx->tasks[0] && !o->tid;
+	if (o->tid)
+		return k < SHARED_THREAD;
+	return !(root && ctx->container && k != SHARED_PIDC) && !(k == SHARED_MNT && !root);
+}
+
+static void one_shared(void *arg, size_t i, unsigned slot)
+{
+	struct shared_check *a = arg;
+	struct shared_one *o = &a->v[i];
+	char link[NS_LINK_MAX];
+	(void)slot;
+	o->bad = -1;
+	/* /proc/TID/ns is a thread's own: no walk of its process's task/ */
+	for (int k = 0; k < SHARED_MAX && o->bad < 0; k++)
+		if (shared_wanted(a->ctx, o, k) &&
+		    ns_differs(AT_FDCWD, o->tid ? o->tid : o->t->pid, k, a->n->ref[k], link))
+			o->bad = k;
+}
+
+static int refuse_ns(struct ckpt_ctx *ctx, const struct task *t, pid_t tid, int k,
+		     const char *link, const char *ref)
+{
+	if (k == SHARED_PIDC)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d%s%.0d: its children's pid namespace is not %s (unshare "
+				"CLONE_NEWPID without a fork since); not supported yet",
+				t->pid, tid ? " thread " : "", tid,
+				ctx->container ? "the container's" : "ckpt's");
+	if (ctx->container)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d%s%.0d: in another %s namespace (%s) than the container's "
+				"root (pid %d, %s); not supported yet",
+				t->pid, tid ? " thread " : "", tid, shared_names[k], link,
+				ctx->tasks[0].pid, ref);
+	return log_fail(&ctx->log, -EOPNOTSUPP,
+			"pid %d%s%.0d: its %s namespace (%s) is not ckpt's (%s): a process tree "
+			"is restarted in ckpt's namespaces, where it would lose it; not supported "
+			"yet (a container is checkpointed by the pid of its init)",
+			t->pid, tid ? " thread " : "", tid, shared_names[k], link, ref);
+}
+
+/* Every live task and thread of the tree in its namespaces (ns_ckpt.ref),
+ * all at once on every CPU, or the first that is not refused by pid and
+ * namespace. */
+static int check_shared(struct ckpt_ctx *ctx, const struct ns_ckpt *n)
+{
+	size_t count = 0, m = 0;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		count += ctx->tasks[i].zombie ? 0 : 1 + ctx->tasks[i].nthreads;
+	_cleanup_free_ struct shared_one *v = calloc(count ? count : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < ctx->ntasks; i++) {
+		const struct task *t = &ctx->tasks[i];
+		for (size_t j = 0; !t->zombie && j <= t->nthreads; j++)
+			v[m++] = (struct shared_one){ .t = t, .tid = j ? t->threads[j - 1].pid : 0 };
+	}
+	struct shared_check a = { .ctx = ctx, .n = n, .v = v };
+	par_for(count, count >= 32 ? par_cpus() : 1, one_shared, &a);
+	for (size_t i = 0; i < count; i++) {
+		char link[NS_LINK_MAX];
+		int k = v[i].bad;
+		pid_t tid = v[i].tid ? v[i].tid : v[i].t->pid;
+		if (k >= 0 && ns_differs(AT_FDCWD, tid, k, n->ref[k], link))
+			return refuse_ns(ctx, v[i].t, v[i].tid, k, link, n->ref[k]);
+	}
+	return 0;
+}
+
+/* At the root, every task: in the tree's namespaces. A container's root:
+ * its namespaces (a subtree has none of its own: its record is not
+ * written). */
 static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 {
-	if (t != &ctx->tasks[0] || !ctx->container)
+	struct task *root = &ctx->tasks[0];
+	if (t != root)
 		return 0;
-	struct ns_ckpt *n = task_state(t, KIND_ns, sizeof(*n));
+	struct ns_ckpt *n = task_state(root, KIND_ns, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	namespaces_entry__init(&n->e);
+	int r = read_refs(ctx, n);
+	if (r >= 0)
+		r = check_shared(ctx, n);
+	if (r < 0 || !ctx->container)
+		return r;
 	n->e.flags = CLONE_NEWPID;
-	int r = same_ns(t->pid, "user") ? 0 : read_idmaps(ctx, n, t->pid);
+	r = same_ns(t->pid, "user") ? 0 : read_idmaps(ctx, n, t->pid);
 	if (r >= 0 && !same_ns(t->pid, "mnt")) {
 		n->e.flags |= CLONE_NEWNS;
 		r = read_devpts(ctx, n, t);
@@ -222,7 +385,7 @@ static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 static int ns_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct ns_ckpt *n = t->kstate[KIND_ns];
-	return n ? ctx_write_msg(ctx, NS_ENTRY, &n->e.base) : 0;
+	return n && n->e.flags ? ctx_write_msg(ctx, NS_ENTRY, &n->e.base) : 0;
 }
 
 /*
@@ -234,7 +397,7 @@ static int ns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 {
 	const struct ns_ckpt *n = t->kstate[KIND_ns];
 	struct restart_caller *c = ctx->caller;
-	if (!n || caller_can(c, CAP_SYS_ADMIN))
+	if (!n || !n->e.flags || caller_can(c, CAP_SYS_ADMIN))
 		return 0;
 	if (!n->nuids)
 		return log_fail(&ctx->log, -EPERM,

@@ -729,6 +729,17 @@ TESTS = [
                 r"(?=.*\bpid (?!{pid}\b)\d+ vma [0-9a-f]+-[0-9a-f]+\b.*sealed with mseal)"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
+    # a plain tree's task in a namespace that is not ckpt's (unshare)
+    entry("refuse_ns_uts", kind="refuse", program="refuse_ns_own", pargs=["uts"],
+          regex=r"\bpid {pid}: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
+    entry("refuse_ns_child", kind="refuse", program="refuse_ns_own", pargs=["child"],
+          regex=r"\bpid \d+: its ipc namespace \(ipc:\[\d+\]\) is not ckpt's"),
+    entry("refuse_ns_thread", kind="refuse", program="refuse_ns_own", pargs=["thread"],
+          regex=r"\bpid {pid} thread \d+: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
+    entry("refuse_ns_pidc", kind="refuse", program="refuse_ns_own", pargs=["pidc"],
+          regex=r"\bpid {pid}: its children's pid namespace is not ckpt's"),
+    entry("refuse_ns_user", kind="refuse", program="refuse_ns_own", pargs=["user"],
+          regex=r"\bpid \d+: its user namespace \(user:\[\d+\]\) is not ckpt's"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
     # the same in a large process: its vmas' policies asked by injected calls
     entry("refuse_mbind_large", kind="refuse", program="refuse_mbind", pargs=("large",),
