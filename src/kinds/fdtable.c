@@ -322,6 +322,15 @@ static int collect_owner(struct ckpt_ctx *ctx, struct task *t, const struct fd_i
 	bool async = fi->fi.flags & O_ASYNC;
 	if (!own.pid && !sig && !async)
 		return 0;
+	/* F_NOTIFY makes the task its directory fd's owner, and that is all
+	 * of a dnotify watch that shows: its events are not in /proc and no
+	 * call reads them back, so it would be lost */
+	if (S_ISDIR(fi->st.st_mode) && own.pid && !async)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d fd %d (%s): a directory with a signal owner (pid %d): a "
+				"dnotify watch (F_NOTIFY), which ckpt cannot read or set again; "
+				"not supported (inotify is)",
+				t->pid, fi->fd, fi->path, own.pid);
 	fd_owner__init(o);
 	o->type = (uint32_t)own.type;
 	if (own.pid) {

@@ -729,6 +729,9 @@ TESTS = [
                 r"(?=.*\bpid (?!{pid}\b)\d+ vma [0-9a-f]+-[0-9a-f]+\b.*sealed with mseal)"),
     entry("refuse_proc", kind="refuse", regex=r"\bpid {pid} fd 5\b.*/proc file of a process outside the image"),
     entry("refuse_nsfd", kind="refuse", regex=r"\bpid {pid} fd 5\b.*uts.*no process of the image"),
+    entry("refuse_dnotify", kind="refuse",
+          regex=r"\bpid {pid} fd 5 \(.*\): a directory with a signal owner \(pid {pid}\): a "
+                r"dnotify watch"),
     # a plain tree's task in a namespace that is not ckpt's (unshare)
     entry("refuse_ns_uts", kind="refuse", program="refuse_ns_own", pargs=["uts"],
           regex=r"\bpid {pid}: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
