@@ -47,6 +47,9 @@ command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
 # real_dbus: a session bus daemon, and dbus-send to ask it
 command -v dbus-daemon >/dev/null 2>&1 || need="$need dbus-daemon"
 command -v dbus-send >/dev/null 2>&1 || need="$need dbus-bin"
+# real_gpg_agent: gpg-agent, and gpg-connect-agent to ask it
+command -v gpg-agent >/dev/null 2>&1 || need="$need gpg-agent"
+command -v gpg-connect-agent >/dev/null 2>&1 || need="$need gpgconf"
 # real_java: a JVM, javac for its program, jcmd
 command -v javac >/dev/null 2>&1 && command -v jcmd >/dev/null 2>&1 || need="$need openjdk-17-jdk-headless"
 # real_xvnc: an Xvnc desktop (xterm, xclock) driven by X clients from outside

@@ -24,7 +24,9 @@
  * by adding and removing a dummy watch (on a memfd of ckpt's) until the
  * counter reaches it; the IN_IGNORED events this queues are read off again,
  * with anything the real watches caught meanwhile (like the events of the
- * downtime between checkpoint and restart, those are not delivered). A wd
+ * downtime between checkpoint and restart, those are not delivered), and
+ * again once every task is built (restore_end: the events of ckpt's own
+ * work, such as a stale socket file removed). A wd
  * that still does not come out equal fails the restart, naming it. The
  * counter ends one past the highest saved wd, not past watches removed
  * before the checkpoint; wds above INOTIFY_MAX_WD are refused (filling the
@@ -469,6 +471,32 @@ static int inotify_prepare(struct rst_ctx *ctx)
 	return fdobj_prepare_all(ctx, &inotify_file);
 }
 
+/*
+ * Every task is built: what the watches caught meanwhile is read off, ckpt's
+ * own work among it (the unix kind's removal of a listener's stale socket
+ * file in a watched directory: gpg-agent took that IN_DELETE for its
+ * socket's removal and shut down, with its sockets). The instance starts
+ * empty, as it was saved.
+ */
+static int inotify_restore_end(struct rst_ctx *ctx)
+{
+	for (struct obj *o = NULL; (o = objhash_next_of(&ctx->objs, KIND_inotify, o));) {
+		struct fdobj_r *p = o->ptr;
+		const InotifyEntry *e = p->msg;
+		if (p->fd < 0)
+			continue;
+		if (fcntl(p->fd, F_SETFL, O_NONBLOCK) < 0)
+			return -errno;
+		size_t dropped = drain(p->fd);
+		if (dropped)
+			log_debug(&ctx->log, "inotify %u: %zu bytes of events of the restart read off",
+				  e->id, dropped);
+		if (!(e->flags & O_NONBLOCK) && fcntl(p->fd, F_SETFL, 0) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 static const ProtobufCMessageDescriptor *inotify_descriptor(uint32_t sub)
 {
 	return sub == REC_SUB(INOTIFY_ENTRY) ? &inotify_entry__descriptor : NULL;
@@ -480,6 +508,7 @@ const struct kind_ops inotify_ops = {
 	.dump = inotify_dump,
 	.load = fdobj_load,
 	.prepare = inotify_prepare,
+	.restore_end = inotify_restore_end,
 	.fd_get = fdobj_get,
 	.free_obj = fdobj_free_obj,
 	.free_robj = fdobj_free_robj,

@@ -408,6 +408,9 @@ TESTS = [
     entry("fifo_deleted", (B, T, R)),
     entry("epoll_watch", (B, T, R)),
     entry("epoll_stale", (B, T, R)),
+    # a watch on the directory of its own listener: the restart's rebind is
+    # not an event (gpg-agent shut down on it)
+    entry("inotify_own_sock", (B, T)),
     entry("inotify_deleted", (B, T)),
     entry("inotify_dropped", (B,), ckpt_args=["--drop-queued-events"],
           log_regex=r"pid {pid} fd 5 \(inotify\): \d+ bytes of queued events are not in the image"),
@@ -541,6 +544,8 @@ TESTS = [
     entry("real_node", (B, T), kind="node"),
     # dbus-daemon (its audit netlink socket), asked over new connections
     entry("real_dbus", (B, T), kind="dbus"),
+    # gpg-agent under a subreaper: four listeners in a directory it watches
+    entry("real_gpg_agent", (B, T), kind="gpg_agent"),
     # coreutils' tail -f, in poll with a timeout (restart_block) when frozen
     entry("real_tail", (B, T), kind="tail"),
     # SQLite's shell fed inserts by a shell loop through a pipe, one
@@ -4879,6 +4884,52 @@ class Run:
         same()
         os.kill(self.pid, signal.SIGTERM)
         self.wait_all([rp], EXIT_TIMEOUT, "dbus-daemon after SIGTERM")
+
+    def flow_gpg_agent(self):
+        """gpg-agent --daemon under a supervisor (a python3 that is its
+        parent's subreaper, as a session manager is): the agent listens on
+        four unix sockets in its home and watches that directory by inotify,
+        shutting down if its socket's name is removed. checkpoint --kill of
+        the supervisor's tree and restart (twice in twice mode): the same
+        agent answers on its socket, and stays (the restart's rebind of its
+        sockets is not an event it sees)."""
+        agent, connect = shutil.which("gpg-agent"), shutil.which("gpg-connect-agent")
+        if not agent or not connect:
+            raise Skip("gpg-agent (gpg-agent, gpg) not installed")
+        home = self.p("gnupg")
+        os.mkdir(home, 0o700)
+        sup = ("import ctypes, signal, subprocess, sys\n"
+               "ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER\n"
+               "subprocess.run(sys.argv[1:], check=True)\n"
+               "signal.pause()\n")
+        self.t = dict(self.t, argv=[sys.executable, "-c", sup, agent, "--daemon", "--homedir", home,
+                                    "--log-file", self.p("agent.log")])
+        self.logs.append(self.p("agent.log"))
+        pr = self.start()
+        self.pid = pr.pid
+
+        def ask():
+            r = subprocess.run([connect, "--homedir", home, "--no-autostart", "GETINFO pid",
+                                "/bye"], capture_output=True, text=True, timeout=30)
+            m = re.search(r"^D (\d+)$", r.stdout, re.M)
+            return int(m.group(1)) if m else None
+        self.wait_until("gpg-agent's answer", lambda: ask() is not None, [pr], timeout=30)
+        apid = ask()
+
+        def same():
+            for _ in range(2):  # the second after it has seen what the first woke
+                got = ask()
+                if got != apid:
+                    raise Fail("gpg-agent answers as pid %s after the restart, was %d (log: %s)"
+                               % (got, apid, (tail(self.p("agent.log"), 3) or "").strip()))
+            if "socket file has been removed" in (tail(self.p("agent.log"), 20) or ""):
+                raise Fail("gpg-agent saw its socket file removed")
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=same)
+        same()
+        os.kill(apid, signal.SIGTERM)
+        self.wait_until("gpg-agent's exit", lambda: not pid_alive(apid), [], timeout=30)
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait_all([rp], EXIT_TIMEOUT, "the supervisor after SIGKILL")
 
     def flow_tail(self):
         """`tail -f grow.txt` (coreutils: poll() on its inotify fd with a
