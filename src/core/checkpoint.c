@@ -35,6 +35,7 @@
 #include "puppet/guard.h"
 #include "util/cleanup.h"
 #include "img/pages.h"
+#include "kinds/fdobj.h"
 #include "kinds/mm.h"
 #include "util/features.h"
 #include "util/rtprio.h"
@@ -1642,6 +1643,7 @@ int ckpt_checkpoint_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	img_seal_free(ctx.seal);
 	pages_z_free(ctx.pz);
 	objhash_free(&ctx.objs, free_obj);
+	fdobj_index_free(ctx.fdobj_index);
 	free(ctx.tcp_seen);
 	free(ctx.cg_self);
 	rtprio_restore(&prio);

@@ -39,6 +39,7 @@
 #include "util/rtprio.h"
 
 struct netlock; /* net/lock.h */
+struct fdobj_index; /* kinds/fdobj.h */
 
 struct task {
 	pid_t pid;              /* the tid, for a thread */
@@ -168,6 +169,8 @@ struct ckpt_ctx {
 	struct progress progress; /* the image's bytes written (progress.h) */
 	uint8_t image_id[16];   /* the header's, random (mm-dirty.c names it) */
 	struct mm_pre *mm_pre;  /* step "pre-copy"'s copies (mm-dirty.c) */
+	/* fdobj.c: the open files of each key, sorted by kcmp (fdobj_find) */
+	struct fdobj_index *fdobj_index;
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
 	struct cg_self *cg_self;
 	/* the thread faulting buf in while the tree is seized (checkpoint.c) */

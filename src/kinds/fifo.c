@@ -166,7 +166,7 @@ static int fifo_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		f->wpid = t->pid;
 		f->wfd = fi->fd;
 	}
-	struct obj *o = fdobj_find(&ctx->objs, KIND_fifo, fi->st.st_ino, offsetof(struct fifo_obj, f),
+	struct obj *o = fdobj_find(ctx, KIND_fifo, fi->st.st_ino, offsetof(struct fifo_obj, f),
 				   t->pid, fi->fd);
 	if (o) {
 		*ret_id = o->id;

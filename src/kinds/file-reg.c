@@ -138,7 +138,7 @@ static int collect_deleted_dir(struct ckpt_ctx *ctx, struct task *t, const struc
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d fd %d (%s): not a directory ckpt can make again by path",
 				t->pid, fi->fd, fi->path);
-	struct obj *o = fdobj_find(&ctx->objs, KIND_file_reg, fi->st.st_ino,
+	struct obj *o = fdobj_find(ctx, KIND_file_reg, fi->st.st_ino,
 				   offsetof(struct file_obj, of), t->pid, fi->fd);
 	if (o) {
 		*ret_id = o->id;
@@ -204,7 +204,7 @@ static int file_reg_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struc
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d fd %d (%s): O_PATH fd of an "
 				"unknown file type", t->pid, fi->fd, fi->path);
 	/* the same open file as one seen before? (dup, fork) */
-	struct obj *o = fdobj_find(&ctx->objs, KIND_file_reg, fi->st.st_ino,
+	struct obj *o = fdobj_find(ctx, KIND_file_reg, fi->st.st_ino,
 				   offsetof(struct file_obj, of), t->pid, fi->fd);
 	if (o) {
 		*ret_id = o->id;

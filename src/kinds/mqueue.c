@@ -277,7 +277,7 @@ static int mqueue_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct 
 	}
 	if (q->owner && q->owner_fd < 0 && (q->owner == t || q->owner->files_with == t->pid))
 		q->owner_fd = fi->fd;
-	struct obj *o = fdobj_find(&ctx->objs, KIND_mqueue, fi->st.st_ino, offsetof(struct mq_obj, of),
+	struct obj *o = fdobj_find(ctx, KIND_mqueue, fi->st.st_ino, offsetof(struct mq_obj, of),
 				   t->pid, fi->fd);
 	if (o) {
 		*ret_id = o->id;

@@ -114,7 +114,7 @@ static int pipe_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 		p->rpid = t->pid;
 		p->rfd = fi->fd;
 	}
-	struct obj *o = fdobj_find(&ctx->objs, KIND_pipe, ino, offsetof(struct pipe_obj, f), t->pid, fi->fd);
+	struct obj *o = fdobj_find(ctx, KIND_pipe, ino, offsetof(struct pipe_obj, f), t->pid, fi->fd);
 	if (o) {
 		*ret_id = o->id;
 		return 0;

@@ -186,6 +186,8 @@ TESTS = [
     entry("sig_altstack"),
     entry("sig_itimers", (B, T)),
     # files and fs
+    # one file opened 2,000 times (+ dups): open files told apart in sorted order
+    entry("file_many_opens", (B, T)),
     entry("file_fds", (B, T, R)),
     entry("file_dup", (B, R)),
     entry("fs_deleted", (B, T, R)),
