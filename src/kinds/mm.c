@@ -59,6 +59,7 @@ struct mm_ckpt {
 	VmaEntry *vma;          /* array of e.n_vmas, e.vmas points into it */
 	uint64_t *auxv;
 	uint64_t **inherited;   /* per vma: its run list (mm-cow.c), to free */
+	struct shmem_index *shmem_done; /* the root's: shmem pages in the image (shmem_seen) */
 	int brk_call;           /* the probe: brk(0) */
 	int *aio_call;          /* per vma of an AIO ring: io_getevents(ring, 0, 0): has it a context? */
 	struct mm_dirty *dirty; /* incremental checkpoints (mm-dirty.c) */
@@ -635,33 +636,134 @@ static int scan_vma(struct ckpt_ctx *ctx, struct task *t, int pagemap, const Vma
 	return 0;
 }
 
-/* Vma v maps a part of a shmem object that vma w covers. */
-static bool shmem_covers(const VmaEntry *w, const VmaEntry *v)
+/*
+ * The pages of shmem objects (shared anonymous memory) already in the image,
+ * in the order mm dumps them (tasks in order, each one's vmas in order): for
+ * each object, the union of the object ranges (pgoff, bytes) of the vmas
+ * dumped so far, merged and sorted. A vma inside that union has its pages
+ * written already: the restart fills the object through the earlier vmas
+ * before it maps this one. Kept in the root's state, begun again at each
+ * dump of the root. Asking every earlier vma instead was quadratic: 40,000
+ * vmas of one shared mapping (every other page mprotect'ed) took 2.4 s.
+ */
+struct shmem_range {
+	uint64_t start, end;
+};
+
+struct shmem_done {
+	uint64_t id;
+	struct shmem_range *v; /* sorted, disjoint, not touching */
+	size_t n, cap;
+};
+
+struct shmem_index {
+	struct shmem_done *v; /* sorted by id */
+	size_t n, cap;
+};
+
+static void shmem_index_free(struct shmem_index *x)
 {
-	return w->shared && w->has_shmem_id && w->shmem_id == v->shmem_id &&
-	       w->pgoff <= v->pgoff &&
-	       v->pgoff + (v->end - v->start) <= w->pgoff + (w->end - w->start);
+	for (size_t i = 0; x && i < x->n; i++)
+		free(x->v[i].v);
+	free(x ? x->v : NULL);
+	free(x);
+}
+
+/* The object's entry, made if need be (NULL: no memory). */
+static struct shmem_done *shmem_done_of(struct shmem_index *x, uint64_t id)
+{
+	size_t lo = 0, hi = x->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->v[mid].id == id)
+			return &x->v[mid];
+		if (x->v[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 8;
+		struct shmem_done *v = realloc(x->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		x->v = v;
+		x->cap = cap;
+	}
+	memmove(x->v + lo + 1, x->v + lo, (x->n - lo) * sizeof(*x->v));
+	x->v[lo] = (struct shmem_done){ .id = id };
+	x->n++;
+	return &x->v[lo];
+}
+
+/* The first range of d that ends after a (d->n if none). */
+static size_t range_after(const struct shmem_done *d, uint64_t a)
+{
+	size_t lo = 0, hi = d->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->v[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* [a, b) added to d's union; -ENOMEM. */
+static int range_add(struct shmem_done *d, uint64_t a, uint64_t b)
+{
+	/* the ranges [a, b) overlaps or touches: d->v[i..j) */
+	size_t i = range_after(d, a);
+	if (i > 0 && d->v[i - 1].end == a)
+		i--;
+	size_t j = i;
+	while (j < d->n && d->v[j].start <= b)
+		j++;
+	if (j == i) { /* none: a new range at i */
+		if (d->n == d->cap) {
+			size_t cap = d->cap ? 2 * d->cap : 8;
+			struct shmem_range *v = realloc(d->v, cap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			d->v = v;
+			d->cap = cap;
+		}
+		memmove(d->v + i + 1, d->v + i, (d->n - i) * sizeof(*d->v));
+		d->n++;
+	} else { /* merged into the first of them, the others removed */
+		a = MIN(a, d->v[i].start);
+		b = MAX(b, d->v[j - 1].end);
+		memmove(d->v + i + 1, d->v + j, (d->n - j) * sizeof(*d->v));
+		d->n -= j - i - 1;
+	}
+	d->v[i] = (struct shmem_range){ a, b };
+	return 0;
 }
 
 /*
- * Vma i of t maps a part of a shmem object that an earlier vma covers, in
- * t or in a task dumped before it: its pages are in the image already.
+ * Vma i of t maps a part of a shmem object whose pages are in the image
+ * already (see struct shmem_index); if not, its range is added, as its
+ * pages are written next. A failure to note it (no memory) only costs its
+ * pages written twice.
  */
 static bool shmem_seen(struct ckpt_ctx *ctx, struct task *t, size_t i)
 {
 	const MmEntry *e = &((struct mm_ckpt *)t->kstate[KIND_mm])->e;
 	const VmaEntry *v = e->vmas[i];
-	if (!v->shared || !v->has_shmem_id)
+	struct mm_ckpt *root = ctx->tasks[0].kstate[KIND_mm];
+	if (!v->shared || !v->has_shmem_id || !root)
 		return false;
-	for (size_t j = 0; j < i; j++)
-		if (shmem_covers(e->vmas[j], v))
-			return true;
-	for (struct task *o = ctx->tasks; o < t; o++) {
-		const struct mm_ckpt *m = o->kstate[KIND_mm];
-		for (size_t j = 0; m && j < m->e.n_vmas; j++)
-			if (shmem_covers(m->e.vmas[j], v))
-				return true;
-	}
+	if (!root->shmem_done && !(root->shmem_done = calloc(1, sizeof(*root->shmem_done))))
+		return false;
+	struct shmem_done *d = shmem_done_of(root->shmem_done, v->shmem_id);
+	uint64_t a = v->pgoff, b = v->pgoff + (v->end - v->start);
+	if (!d)
+		return false;
+	size_t k = range_after(d, a);
+	if (k < d->n && d->v[k].start <= a && d->v[k].end >= b)
+		return true;
+	(void)range_add(d, a, b);
 	return false;
 }
 
@@ -692,6 +794,10 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 	char path[64];
 	int r;
 
+	if (t == &ctx->tasks[0]) { /* a dump (or a pre-copy round's) begins */
+		shmem_index_free(m->shmem_done);
+		m->shmem_done = NULL;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", t->pid);
 	_cleanup_close_ int pagemap = open(path, O_RDONLY | O_CLOEXEC);
 	if (pagemap < 0)
@@ -2373,6 +2479,7 @@ static void mm_free_state(void *state)
 	free(m->e.vmas);
 	free(m->auxv);
 	mm_dirty_free(m->dirty);
+	shmem_index_free(m->shmem_done);
 	free(m);
 }
 

@@ -119,6 +119,8 @@ TESTS = [
     entry("mem_file_shared", (B, R)),
     entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
+    # one shmem object in 12,000 vmas of two processes, a memfd's vma inside two others
+    entry("mem_shared_split", (B, T)),
     entry("mem_devzero", (B, T)),
     entry("mem_prot"),
     entry("mem_reserve", max_image_bytes=8 * MiB),
