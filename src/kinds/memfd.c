@@ -67,6 +67,7 @@
 #include "img/pages.h"
 #include "kinds/fdobj.h"
 #include "kinds/fdtable.h"
+#include "kinds/memfd.h"
 #include "kinds/mm.h"
 #include "kinds/mnt.h"
 #include "kinds/file-reg.h"
@@ -426,8 +427,9 @@ static int memfd_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct f
 }
 
 /* A deleted file or memfd by path as the task sees it through link
- * ("map_files/a-b"), to be opened with flags (O_RDONLY, O_RDWR) at restart. */
-static int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
+ * ("map_files/a-b", "exe"), to be opened with flags (O_RDONLY, O_RDWR) at
+ * restart (memfd.h). */
+int memfd_collect_path(struct ckpt_ctx *ctx, struct task *t, const char *link, int flags,
 			      const char *what, uint32_t *ret_id)
 {
 	char full[128], path[4096], where[96];
@@ -762,6 +764,26 @@ static int fill(struct rst_ctx *ctx, struct mfd_robj *m)
 	return 0;
 }
 
+/*
+ * Filled: ckpt's fd of the inode becomes read-only, so that no write access
+ * of ckpt's is left on it. A deleted program (a task's exe) can be set as
+ * a task's exe file then (PR_SET_MM_MAP denies write access to it, EACCES
+ * while any fd may write). The open files of the image are opened anew
+ * from it, with their own flags.
+ */
+static int drop_write(struct rst_ctx *ctx, struct mfd_robj *m)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", m->fd);
+	int ro = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (ro < 0)
+		return log_fail(&ctx->log, -errno, "file '%s': cannot open it read-only: %s",
+				robj_name(m), strerror(errno));
+	close(m->fd);
+	m->fd = ro;
+	return 0;
+}
+
 static int make_memfd(struct rst_ctx *ctx, struct mfd_robj *m)
 {
 	const MemfdEntry *e = m->e;
@@ -791,7 +813,7 @@ static int make_memfd(struct rst_ctx *ctx, struct mfd_robj *m)
 	if (now < 0 || (uint32_t)now != e->seals)
 		return log_fail(&ctx->log, -EINVAL, "memfd '%s': has seals %#x, the image says %#x",
 				e->name, now, e->seals);
-	return 0;
+	return drop_write(ctx, m);
 }
 
 /* Shared memory of /dev/zero: the object mm maps (the same inode at
@@ -901,6 +923,8 @@ static int make_deleted(struct rst_ctx *ctx, struct mfd_robj *m)
 			 tmp);
 	if (r >= 0)
 		r = open_nofollow(ctx, m, dfd, name);
+	if (r >= 0)
+		r = drop_write(ctx, m);
 	if (unlinkat(dfd, name, 0) < 0 && r >= 0)
 		r = log_fail(&ctx->log, -errno, "deleted file '%s': cannot unlink it again: %s",
 			     path, strerror(errno));

@@ -43,6 +43,7 @@
 #include "img/pages.h"
 #include "kinds/fdtable.h"
 #include "kinds/file-reg.h"
+#include "kinds/memfd.h"
 #include "kinds/mm.h"
 #include "kinds/mm-rst.h"
 #include "mm.pb-c.h"
@@ -307,7 +308,15 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 	m->e.n_auxv = len / sizeof(uint64_t);
 	m->e.auxv = m->auxv;
 
+	/* a program whose file was deleted since (upgraded, a build's output
+	 * removed): its contents saved as a deleted file's, as its mappings */
+	char exe[64], target[4096];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->pid);
+	ssize_t tlen = readlink(exe, target, sizeof(target) - 1);
+	target[tlen > 0 ? tlen : 0] = '\0';
 	m->e.has_exe_file_id = true;
+	if (tlen > 10 && !strcmp(target + tlen - 10, " (deleted)"))
+		return memfd_collect_path(ctx, t, "exe", O_RDONLY, "exe", &m->e.exe_file_id);
 	return file_reg_collect_path(ctx, t, "exe", O_RDONLY, "exe", &m->e.exe_file_id);
 }
 
@@ -2176,7 +2185,8 @@ static bool same_exe(struct rst_ctx *ctx, struct rst_task *t, uint32_t id)
 	struct stat a, b;
 	int fd;
 	snprintf(path, sizeof(path), "/proc/%d/exe", t->pup.pid);
-	return file_reg_fd(ctx, id, &fd) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+	/* a file_reg object, or memfd's for a deleted program */
+	return fdtable_local_fd(ctx, id, &fd) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 

@@ -119,6 +119,8 @@ TESTS = [
     entry("mem_file_shared", (B, R)),
     entry("mem_remake", between="remove_shared"),
     entry("mem_shared_anon"),
+    # a program whose file was deleted while it runs (its exe, its mappings)
+    entry("mem_exe_deleted", (B, T, R)),
     # one shmem object in 12,000 vmas of two processes, a memfd's vma inside two others
     entry("mem_shared_split", (B, T)),
     entry("mem_devzero", (B, T)),
