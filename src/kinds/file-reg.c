@@ -723,7 +723,16 @@ static int keep_crc(struct ckpt_ctx *ctx, const char *link, uint32_t id)
  * than a stat and readlink of their map_files entry each. The same file:
  * the same device, inode, path and deletion in /proc/PID/maps.
  */
-struct file_reg_last {
+/*
+ * The mapped files a task's vmas were found to be by map_files (a stat and
+ * a readlink each): a later vma of the same file (the same device, inode,
+ * deletion and maps path), in the task or in a child of it, takes the
+ * path and stat found without asking again. The path is what ckpt sees
+ * (maps shows the same, relative to ckpt's root), whichever task maps it;
+ * a forked child maps its parent's files at the same places: 3 files, 6
+ * calls, a child of the benchmark's tree.
+ */
+struct file_reg_seen {
 	uint32_t dev_major, dev_minor;
 	uint64_t ino;
 	bool deleted;
@@ -731,37 +740,67 @@ struct file_reg_last {
 	struct stat st;
 };
 
+struct file_reg_files {
+	struct file_reg_seen *v;
+	size_t n, cap;
+};
+
 static void file_reg_free_state(void *state)
 {
-	struct file_reg_last *l = state;
-	if (l) {
-		free(l->maps_path);
-		free(l->path);
-		free(l);
+	struct file_reg_files *l = state;
+	for (size_t i = 0; l && i < l->n; i++) {
+		free(l->v[i].maps_path);
+		free(l->v[i].path);
 	}
+	if (l)
+		free(l->v);
+	free(l);
 }
 
-static bool same_file(const struct file_reg_last *l, const struct proc_vma *pv)
+static const struct file_reg_seen *seen_file(const struct file_reg_files *l,
+					     const struct proc_vma *pv)
 {
-	return l && l->path && l->dev_major == pv->dev_major && l->dev_minor == pv->dev_minor &&
-	       l->ino == pv->ino && l->deleted == pv->deleted && !strcmp(l->maps_path, pv->path);
+	for (size_t i = 0; l && i < l->n; i++) {
+		const struct file_reg_seen *f = &l->v[i];
+		if (f->dev_major == pv->dev_major && f->dev_minor == pv->dev_minor &&
+		    f->ino == pv->ino && f->deleted == pv->deleted &&
+		    !strcmp(f->maps_path, pv->path))
+			return f;
+	}
+	return NULL;
+}
+
+/* pv's file as t or its parent found it, or NULL */
+static const struct file_reg_seen *same_file(struct ckpt_ctx *ctx, const struct task *t,
+					     const struct proc_vma *pv)
+{
+	const struct file_reg_seen *f = seen_file(t->kstate[KIND_file_reg], pv);
+	const struct task *parent = f ? NULL : ctx_find_task(ctx, t->stat.ppid);
+	return f ? f : parent ? seen_file(parent->kstate[KIND_file_reg], pv) : NULL;
 }
 
 static void remember_file(struct task *t, const struct proc_vma *pv, const char *path,
 			  const struct stat *st)
 {
-	struct file_reg_last *l = task_state(t, KIND_file_reg, sizeof(*l));
-	if (!l)
+	struct file_reg_files *l = task_state(t, KIND_file_reg, sizeof(*l));
+	if (!l || seen_file(l, pv))
 		return;
-	free(l->maps_path);
-	free(l->path);
-	*l = (struct file_reg_last){ pv->dev_major, pv->dev_minor, pv->ino, pv->deleted,
-				     strdup(pv->path), strdup(path), *st };
-	if (!l->maps_path || !l->path) {
-		free(l->maps_path);
-		free(l->path);
-		l->maps_path = l->path = NULL;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		struct file_reg_seen *v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return;
+		l->v = v;
+		l->cap = cap;
 	}
+	struct file_reg_seen f = { pv->dev_major, pv->dev_minor, pv->ino, pv->deleted,
+				   strdup(pv->path), strdup(path), *st };
+	if (!f.maps_path || !f.path) {
+		free(f.maps_path);
+		free(f.path);
+		return;
+	}
+	l->v[l->n++] = f;
 }
 
 static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
@@ -780,9 +819,9 @@ static int file_reg_vma_collect(struct ckpt_ctx *ctx, struct task *t, const stru
 	/* map_files needs CAP_CHECKPOINT_RESTORE: without it, the path maps
 	 * shows, if it is still the file mapped (same inode) */
 	snprintf(full, sizeof(full), "/proc/%d/%s", t->pid, link);
-	const struct file_reg_last *last = t->kstate[KIND_file_reg];
-	if (same_file(last, pv)) {
-		r = file_reg_collect_named(ctx, t, last->path, &last->st, flags, what, &v->file_id);
+	const struct file_reg_seen *seen = same_file(ctx, t, pv);
+	if (seen) {
+		r = file_reg_collect_named(ctx, t, seen->path, &seen->st, flags, what, &v->file_id);
 		goto keep;
 	}
 	int sr = stat(full, &st);

@@ -606,8 +606,8 @@ struct ns_thread_stat *ns_threads_stat(const struct task *t, const char *name)
 {
 	char path[48];
 	struct ns_thread_stat *v = calloc(t->nthreads ? t->nthreads : 1, sizeof(*v));
-	if (!v)
-		return NULL;
+	if (!v || !t->nthreads) /* no thread: nothing to open (2 opens a process) */
+		return v;
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
 	/* relative to the process's task directory: a shorter walk each */
 	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -643,27 +643,50 @@ static void serve_batch_many(struct gstate *s, const struct guard_req *req, uint
 	rep->len = (uint32_t)out;
 }
 
-/* GUARD_SCRATCH_MANY: GUARD_SCRATCH_MAP of n tasks, one request for all. */
+/* serve_scratch_many's tasks, what is done for each before its map */
+struct sm_tasks {
+	struct gstate *s;
+	struct gtask **t;
+};
+
+/* Its fds noted (put_back closes the others), its syscall_ip ckpt's */
+static int sm_start(void *arg, size_t i)
+{
+	struct sm_tasks *g = arg;
+	return g->t[i] ? snapshot_fds(g->s, g->t[i]) : -ESRCH;
+}
+
+/*
+ * GUARD_SCRATCH_MANY: GUARD_SCRATCH_MAP of n tasks, one request for all,
+ * their mmaps overlapping (puppet_scratch_map_stubs).
+ */
 static void serve_scratch_many(struct gstate *s, const struct guard_sm_req *in, size_t n,
 			       struct guard_rep *rep, uint8_t *data)
 {
+	struct gtask *t[PUPPET_MANY_MAX];
+	struct puppet *ps[PUPPET_MANY_MAX];
+	struct puppet none = {.memfd = -1};
+	size_t lens[PUPPET_MANY_MAX];
+	int err[PUPPET_MANY_MAX];
+
 	for (size_t i = 0; i < n; i++) {
-		struct gtask *t = find(s, in[i].pid);
+		t[i] = find(s, in[i].pid);
+		ps[i] = t[i] ? &t[i]->p : &none;
+		lens[i] = (size_t)in[i].len;
+		if (t[i] && in[i].syscall_ip)
+			t[i]->p.syscall_ip = in[i].syscall_ip;
+	}
+	puppet_scratch_map_stubs(ps, lens, n, err, sm_start, &(struct sm_tasks){s, t});
+	for (size_t i = 0; i < n; i++) {
+		struct puppet *p = ps[i];
 		struct guard_sm_rep m = {.ret = -ESRCH};
-		if (t) {
-			struct puppet *p = &t->p;
-			if (in[i].syscall_ip)
-				p->syscall_ip = in[i].syscall_ip;
-			m.ret = snapshot_fds(s, t);
-			if (m.ret == 0)
-				m.ret = puppet_scratch_map_stub(p, (size_t)in[i].len);
-			m = (struct guard_sm_rep){.ret = m.ret,
+		if (t[i])
+			m = (struct guard_sm_rep){.ret = err[i],
 						  .scratch = p->scratch,
 						  .scratch_len = p->scratch_len,
 						  .stub_ip = p->stub_ip,
 						  .held = p->held,
 						  .faulted = p->faulted};
-		}
 		memcpy(data + i * sizeof(m), &m, sizeof(m));
 	}
 	rep->len = (uint32_t)(n * sizeof(struct guard_sm_rep));

@@ -1180,47 +1180,52 @@ static int leave_sysstop(struct puppet *p)
 	}
 }
 
-long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
-		     long a6)
+/*
+ * puppet_syscall6 without a guardian, its first half: the call (a: nr and
+ * six arguments) set up at p's syscall_ip and its first step taken; 0, or
+ * -errno. *done: it ran whole instead (p ignores SIGTRAP: by stops), and
+ * the value returned is its result. Between the halves, other tasks' calls
+ * are started: their steps overlap.
+ */
+static long syscall_start(struct puppet *p, const long a[7], int *ign, bool *done)
 {
 	struct user_regs_struct regs = p->regs0;
-	int status, r;
 
-	if (!p->held)
-		return -ESRCH;
-	if (!p->syscall_ip)
-		return -ENOEXEC;
-	fault_asked(p);
-	if (nr == SYS_rseq)
-		p->have_seized_state = false;
-	if (p->guard) {
-		struct guard_req req = {.op = GUARD_SYSCALL,
-					.syscall_ip = take_ip(p, p->syscall_ip),
-					.a = {nr, a1, a2, a3, a4, a5, a6}};
-		return guard_call(p, &req, NULL, 0);
-	}
+	*done = false;
 	CKPT_FAULT(CKPT_FAULT_REQUEST);
-	regs.rax = nr;
+	regs.rax = a[0];
 	regs.orig_rax = -1;
-	regs.rdi = a1;
-	regs.rsi = a2;
-	regs.rdx = a3;
-	regs.r10 = a4;
-	regs.r8 = a5;
-	regs.r9 = a6;
+	regs.rdi = a[1];
+	regs.rsi = a[2];
+	regs.rdx = a[3];
+	regs.r10 = a[4];
+	regs.r8 = a[5];
+	regs.r9 = a[6];
 	regs.rip = take_ip(p, p->syscall_ip);
 	/* rt_sigaction(SIGTRAP, SIG_IGN) is itself run without a step */
-	int ign = nr == SYS_rt_sigaction && a1 == SIGTRAP ? new_trap_ignored(p, a2) : -1;
-	if (p->trap_ignored || ign == 1) {
+	*ign = a[0] == SYS_rt_sigaction && a[1] == SIGTRAP ? new_trap_ignored(p, a[2]) : -1;
+	if (p->trap_ignored || *ign == 1) {
+		*done = true;
 		long ret = syscall_by_stops(p, &regs);
-		if (ign >= 0 && ret == 0)
-			p->trap_ignored = ign;
+		if (*ign >= 0 && ret == 0)
+			p->trap_ignored = *ign;
 		return ret;
 	}
-	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0)
+	if (ptrace(PTRACE_SETREGS, p->pid, 0, &regs) < 0 ||
+	    ptrace(PTRACE_SINGLESTEP, p->pid, 0, 0) < 0)
 		return -errno;
-	for (;;) {
-		if (ptrace(PTRACE_SINGLESTEP, p->pid, 0, 0) < 0)
+	return 0;
+}
+
+/* The second half: the call's step waited for (stepped again after another
+ * stop), its result read */
+static long syscall_finish(struct puppet *p, int ign)
+{
+	struct user_regs_struct regs;
+	int status, r;
+
+	for (bool again = false;; again = true) {
+		if (again && ptrace(PTRACE_SINGLESTEP, p->pid, 0, 0) < 0)
 			return -errno;
 		r = wait_task(p->pid, &status);
 		if (r < 0)
@@ -1259,6 +1264,38 @@ long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long 
 	if (ign >= 0 && regs.rax == 0)
 		p->trap_ignored = ign;
 	return (long)regs.rax;
+}
+
+/* What puppet_syscall6 checks first: 0, or -errno */
+static int syscall_can_start(struct puppet *p, long nr)
+{
+	if (!p->held)
+		return -ESRCH;
+	if (!p->syscall_ip)
+		return -ENOEXEC;
+	fault_asked(p);
+	if (nr == SYS_rseq)
+		p->have_seized_state = false;
+	return 0;
+}
+
+long puppet_syscall6(struct puppet *p, long nr, long a1, long a2, long a3, long a4, long a5,
+		     long a6)
+{
+	int r = syscall_can_start(p, nr);
+	if (r < 0)
+		return r;
+	if (p->guard) {
+		struct guard_req req = {.op = GUARD_SYSCALL,
+					.syscall_ip = take_ip(p, p->syscall_ip),
+					.a = {nr, a1, a2, a3, a4, a5, a6}};
+		return guard_call(p, &req, NULL, 0);
+	}
+	const long a[7] = {nr, a1, a2, a3, a4, a5, a6};
+	int ign;
+	bool done;
+	long ret = syscall_start(p, a, &ign, &done);
+	return done || ret < 0 ? ret : syscall_finish(p, ign);
 }
 
 /*
@@ -1303,11 +1340,14 @@ int puppet_scratch_map_stub(struct puppet *p, size_t len)
  * Refused where memory-deny-write-execute (or a security module) forbids
  * such a mapping: then 1, and the caller makes them apart.
  */
-static int scratch_map_rwx(struct puppet *p, uint64_t addr, size_t len)
+/* The mmap's flags for a scratch area at addr (0: anywhere) */
+#define SCRATCH_MAP_FLAGS(addr) (MAP_PRIVATE | MAP_ANONYMOUS | ((addr) ? MAP_FIXED_NOREPLACE : 0))
+#define SCRATCH_PROT_RWX	(PROT_READ | PROT_WRITE | PROT_EXEC)
+
+/* scratch_map_rwx's part after the mmap, m its result */
+static int scratch_rwx_mapped(struct puppet *p, uint64_t addr, size_t len, long m)
 {
 	size_t total = len + STUB_TABLE_SIZE + STUB_PAGE;
-	long m = puppet_syscall(p, SYS_mmap, addr, total, PROT_READ | PROT_WRITE | PROT_EXEC,
-				MAP_PRIVATE | MAP_ANONYMOUS | (addr ? MAP_FIXED_NOREPLACE : 0), -1, 0);
 	if (m < 0 && m > -4096)
 		return m == -EACCES || m == -EPERM ? 1 : (int)m;
 	if (addr && (uint64_t)m != addr) {
@@ -1325,13 +1365,20 @@ static int scratch_map_rwx(struct puppet *p, uint64_t addr, size_t len)
 	return 0;
 }
 
-int puppet_scratch_map_stub_at(struct puppet *p, uint64_t addr, size_t len)
+static int scratch_map_rwx(struct puppet *p, uint64_t addr, size_t len)
+{
+	size_t total = len + STUB_TABLE_SIZE + STUB_PAGE;
+	long m = puppet_syscall(p, SYS_mmap, addr, total, SCRATCH_PROT_RWX, SCRATCH_MAP_FLAGS(addr),
+				-1, 0);
+	return scratch_rwx_mapped(p, addr, len, m);
+}
+
+/* The scratch area, table and stub page mapped apart (no mapping both
+ * writable and executable); the stub written through /proc/PID/mem */
+static int scratch_map_apart(struct puppet *p, uint64_t addr, size_t len)
 {
 	char path[64];
-	int r = p->guard ? 1 : scratch_map_rwx(p, addr, len);
-	if (r <= 0)
-		return r;
-	r = puppet_scratch_map(p, addr, len + STUB_TABLE_SIZE + STUB_PAGE);
+	int r = puppet_scratch_map(p, addr, len + STUB_TABLE_SIZE + STUB_PAGE);
 	if (r < 0 || p->guard)
 		return r;
 	p->scratch_len = len;
@@ -1349,6 +1396,60 @@ int puppet_scratch_map_stub_at(struct puppet *p, uint64_t addr, size_t len)
 	if (fd >= 0 && pwrite(fd, stub_code, sizeof(stub_code), (off_t)code) == sizeof(stub_code))
 		p->stub_ip = code;
 	return 0;
+}
+
+int puppet_scratch_map_stub_at(struct puppet *p, uint64_t addr, size_t len)
+{
+	int r = p->guard ? 1 : scratch_map_rwx(p, addr, len);
+	return r <= 0 ? r : scratch_map_apart(p, addr, len);
+}
+
+/*
+ * puppet_scratch_map_stub of n tasks held here (the guardian's
+ * GUARD_SCRATCH_MANY), their mmaps' steps overlapping: each one's started,
+ * then each one's waited for, where each was a step after the other's (a
+ * task woken, and ckpt woken by its trap, 100 times in a row for a tree of
+ * 100). start(arg, i), if not NULL, runs first for task i (its result
+ * in err[i]: < 0, nothing is mapped in it). At most PUPPET_MANY_MAX tasks
+ * (any more: -E2BIG).
+ */
+void puppet_scratch_map_stubs(struct puppet *const *ps, const size_t *lens, size_t n, int *err,
+			      int (*start)(void *arg, size_t i), void *arg)
+{
+	enum { WHOLE, STARTED, RAN } how[PUPPET_MANY_MAX];
+	long m[PUPPET_MANY_MAX];
+	int ign[PUPPET_MANY_MAX];
+
+	for (size_t i = PUPPET_MANY_MAX; i < n; i++)
+		err[i] = -E2BIG;
+	n = n < PUPPET_MANY_MAX ? n : PUPPET_MANY_MAX;
+	for (size_t i = 0; i < n; i++) {
+		struct puppet *p = ps[i];
+		bool done;
+		how[i] = WHOLE;
+		if ((err[i] = start ? start(arg, i) : 0) < 0)
+			continue;
+		if (p->guard || syscall_can_start(p, SYS_mmap) < 0)
+			continue; /* the whole map in the second loop, as alone */
+		size_t total = lens[i] + STUB_TABLE_SIZE + STUB_PAGE;
+		const long a[7] = {SYS_mmap, 0, (long)total, SCRATCH_PROT_RWX, SCRATCH_MAP_FLAGS(0),
+				   -1, 0};
+		m[i] = syscall_start(p, a, &ign[i], &done);
+		how[i] = done || m[i] < 0 ? RAN : STARTED;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct puppet *p = ps[i];
+		if (err[i] < 0)
+			continue;
+		if (how[i] == WHOLE) {
+			err[i] = puppet_scratch_map_stub(p, lens[i]);
+			continue;
+		}
+		if (how[i] == STARTED)
+			m[i] = syscall_finish(p, ign[i]);
+		int r = scratch_rwx_mapped(p, 0, lens[i], m[i]);
+		err[i] = r <= 0 ? r : scratch_map_apart(p, 0, lens[i]);
+	}
 }
 
 static int stub_mem(struct puppet *p, uint64_t addr, void *buf, size_t len, bool write)

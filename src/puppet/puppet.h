@@ -303,6 +303,12 @@ int puppet_scratch_map_stub(struct puppet *p, size_t len) __attribute__((warn_un
 /* The same at addr (0: anywhere); len is the scratch area's part. */
 int puppet_scratch_map_stub_at(struct puppet *p, uint64_t addr, size_t len)
 	__attribute__((warn_unused_result));
+/* puppet_scratch_map_stub of n tasks (lens: each one's size), with no
+ * guardian (the guardian's own), their injected mmaps overlapping; each
+ * one's start(arg, i) first, if not NULL (< 0: that task is left alone);
+ * err[i]: task i's result */
+void puppet_scratch_map_stubs(struct puppet *const *ps, const size_t *lens, size_t n, int *err,
+			      int (*start)(void *arg, size_t i), void *arg);
 
 /* Memory of the task: any protection, through /proc/pid/mem. */
 int puppet_read(struct puppet *p, uint64_t addr, void *buf, size_t len)
