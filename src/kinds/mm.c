@@ -2222,6 +2222,8 @@ static void mark_kept(struct rst_ctx *ctx, struct rst_task *t, const struct proc
 		return;
 	const struct mm_rst *pm = ctx->tasks[t->parent].kstate[KIND_mm];
 	size_t j = 0;
+	struct stat st;
+	int stated = -1; /* the fd st is of: a file's vmas come one after another */
 	for (size_t i = 0; pm && pm->e && i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
 		if (v->kind != VMA_KIND__VMA_FILE || v->shared || v->inherit || !v->has_file_id ||
@@ -2232,11 +2234,16 @@ static void mark_kept(struct rst_ctx *ctx, struct rst_task *t, const struct proc
 		while (j < cur->n && cur->v[j].end <= v->start)
 			j++;
 		const struct proc_vma *c = j < cur->n ? &cur->v[j] : NULL;
-		struct stat st;
 		int fd;
 		if (!c || c->start != v->start || c->end != v->end || c->pgoff != v->pgoff ||
-		    c->prot != v->prot || c->shared || fdtable_local_fd(ctx, v->file_id, &fd) < 0 ||
-		    fstat(fd, &st) < 0 || st.st_ino != c->ino || major(st.st_dev) != c->dev_major ||
+		    c->prot != v->prot || c->shared || fdtable_local_fd(ctx, v->file_id, &fd) < 0)
+			continue;
+		if (fd != stated && fstat(fd, &st) < 0) {
+			stated = -1;
+			continue;
+		}
+		stated = fd;
+		if (st.st_ino != c->ino || major(st.st_dev) != c->dev_major ||
 		    minor(st.st_dev) != c->dev_minor)
 			continue;
 		if (!m->kept && !(m->kept = calloc(m->e->n_vmas, sizeof(*m->kept))))
