@@ -806,6 +806,21 @@ bool pages_set_has(const struct pages_set *s, uint64_t lo, uint64_t hi)
 	return false;
 }
 
+bool pages_set_covers(const struct pages_set *s, uint64_t lo, uint64_t hi)
+{
+	uint64_t pos = lo; /* covered up to here; extents in address order */
+	for (size_t c = 0; c < s->n && pos < hi; c++)
+		for (uint32_t i = 0; i < s->c[c].n && pos < hi; i++) {
+			const struct pages_extent *x = &s->c[c].x[i];
+			if (x->off + x->len <= pos)
+				continue;
+			if (x->off > pos)
+				return false;
+			pos = x->off + x->len;
+		}
+	return pos >= hi;
+}
+
 void pages_set_release(struct pages_set *s)
 {
 	if (!s)

@@ -266,6 +266,8 @@ int pages_set_add(struct pages_set *s, const struct pages_chunk *c, uint64_t lo,
 void pages_set_release(struct pages_set *s);
 /* Has s a byte in [lo, hi)? */
 bool pages_set_has(const struct pages_set *s, uint64_t lo, uint64_t hi);
+/* Has s every byte of [lo, hi)? */
+bool pages_set_covers(const struct pages_set *s, uint64_t lo, uint64_t hi);
 
 /* What an error of pages_parse() or pages_set_apply() means, for a caller's message. */
 const char *pages_strerror(int err);

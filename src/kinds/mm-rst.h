@@ -63,6 +63,9 @@ struct mm_rst {
 				  * to run as batches (mm.c), or NULL */
 	bool *kept;             /* while it is restored: per vma, a file vma left
 				 * as its fork made it (mm.c, mark_kept), or NULL */
+	bool *as_is;            /* while it is restored: per vma, one kept from the
+				 * fork with no page of its own and already at its
+				 * protection (mm.c, mark_as_is), or NULL */
 };
 
 #endif

@@ -1379,14 +1379,15 @@ static long unmap_but_inherited(struct puppet *p, struct unmaps *u, struct unmap
 /* The vmas written with a wider protection get theirs, by batches. */
 static int final_prots(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e)
 {
+	const struct mm_rst *m = t->kstate[KIND_mm];
 	struct unmaps u = { .n = 0 };
 	long r = 0;
-	if (((struct mm_rst *)t->kstate[KIND_mm])->calls) {
+	if (m->calls) {
 		/* queued, to run in one batch with what follows (PR_SET_MM_MAP) */
 		for (size_t i = 0; r >= 0 && i < e->n_vmas; i++) {
 			const VmaEntry *v = e->vmas[i];
 			if ((v->kind == VMA_KIND__VMA_ANON || v->kind == VMA_KIND__VMA_FILE) &&
-			    initial_prot(v) != v->prot)
+			    initial_prot(v) != v->prot && !(m->as_is && m->as_is[i]))
 				r = vma_call(ctx, t, v,
 					     PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start,
 							 v->prot),
@@ -1402,7 +1403,7 @@ static int final_prots(struct rst_ctx *ctx, struct rst_task *t, const MmEntry *e
 		}
 		const VmaEntry *v = e->vmas[i];
 		if ((v->kind != VMA_KIND__VMA_ANON && v->kind != VMA_KIND__VMA_FILE) ||
-		    initial_prot(v) == v->prot)
+		    initial_prot(v) == v->prot || (m->as_is && m->as_is[i]))
 			continue;
 		u.c[u.n++] = PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, v->prot);
 	}
@@ -1443,6 +1444,28 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 	return 0;
 }
 
+/* Is v one of mark_as_is's (kept from the fork, nothing to change)? */
+static bool kept_as_is(const struct mm_rst *m, const VmaEntry *v)
+{
+	for (size_t i = 0; m->as_is && i < m->e->n_vmas; i++)
+		if (m->e->vmas[i] == v)
+			return m->as_is[i];
+	return false;
+}
+
+/*
+ * Will [lo, hi) of a vma kept from the fork be written whole by the task's
+ * own pages (write_pages, later)? Then what the parent has there need not
+ * be dropped first (MADV_DONTNEED): each page written replaces the
+ * parent's copy-on-write. Not with RESTART_LAZY, whose pages are not all
+ * written by ckpt.
+ */
+static bool written_over(const struct rst_ctx *ctx, const struct mm_rst *m, uint64_t lo,
+			 uint64_t hi)
+{
+	return !(ctx->flags & RESTART_LAZY) && pages_set_covers(&m->pages, lo, hi);
+}
+
 /*
  * A vma kept from the fork: writable while its own pages are written, and
  * what the parent has there but the task did not (pages outside the
@@ -1452,13 +1475,17 @@ static int unmap_all_but_vdso(struct rst_ctx *ctx, struct rst_task *t, struct pr
 static int keep_inherited(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 {
 	static const char what[] = "keeping memory shared with the parent";
-	long r = vma_call(ctx, t, v,
-			  PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
-			  VC_FAIL, what);
+	const struct mm_rst *m = t->kstate[KIND_mm];
+	long r =
+	    kept_as_is(m, v)
+		? 0
+		: vma_call(ctx, t, v,
+			   PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
+			   VC_FAIL, what);
 	uint64_t pos = v->start;
 	for (size_t k = 0; r >= 0 && k <= v->n_inherited; k += 2) {
 		uint64_t a = k < v->n_inherited ? v->inherited[k] : v->end;
-		if (a > pos)
+		if (a > pos && !written_over(ctx, m, pos, a))
 			r = vma_call(ctx, t, v, PUPPET_CALL(SYS_madvise, pos, a - pos, MADV_DONTNEED),
 				     VC_FAIL, what);
 		if (k < v->n_inherited)
@@ -2311,6 +2338,8 @@ static void mark_kept(struct rst_ctx *ctx, struct rst_task *t, const struct proc
 		return;
 	const struct mm_rst *pm = ctx->tasks[t->parent].kstate[KIND_mm];
 	size_t j = 0;
+	struct stat st;
+	int stated = -1; /* the fd st is of: a file's vmas come one after another */
 	for (size_t i = 0; pm && pm->e && i < m->e->n_vmas; i++) {
 		const VmaEntry *v = m->e->vmas[i];
 		if (v->kind != VMA_KIND__VMA_FILE || v->shared || v->inherit || !v->has_file_id ||
@@ -2321,11 +2350,16 @@ static void mark_kept(struct rst_ctx *ctx, struct rst_task *t, const struct proc
 		while (j < cur->n && cur->v[j].end <= v->start)
 			j++;
 		const struct proc_vma *c = j < cur->n ? &cur->v[j] : NULL;
-		struct stat st;
 		int fd;
 		if (!c || c->start != v->start || c->end != v->end || c->pgoff != v->pgoff ||
-		    c->prot != v->prot || c->shared || fdtable_local_fd(ctx, v->file_id, &fd) < 0 ||
-		    fstat(fd, &st) < 0 || st.st_ino != c->ino || major(st.st_dev) != c->dev_major ||
+		    c->prot != v->prot || c->shared || fdtable_local_fd(ctx, v->file_id, &fd) < 0)
+			continue;
+		if (fd != stated && fstat(fd, &st) < 0) {
+			stated = -1;
+			continue;
+		}
+		stated = fd;
+		if (st.st_ino != c->ino || major(st.st_dev) != c->dev_major ||
 		    minor(st.st_dev) != c->dev_minor)
 			continue;
 		if (!m->kept && !(m->kept = calloc(m->e->n_vmas, sizeof(*m->kept))))
@@ -2341,16 +2375,60 @@ static int keep_forked(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *
 	const struct mm_rst *pm = ctx->tasks[t->parent].kstate[KIND_mm];
 	static const char what[] = "keeping a file mapping from the fork";
 	long r = 0;
-	if (initial_prot(v) != v->prot)
+	const struct mm_rst *m = t->kstate[KIND_mm];
+	if (initial_prot(v) != v->prot && !kept_as_is(m, v))
 		r = vma_call(
 		    ctx, t, v,
 		    PUPPET_CALL(SYS_mprotect, v->start, v->end - v->start, initial_prot(v)),
 		    VC_FAIL, what);
-	if (r >= 0 && pages_set_has(&pm->pages, v->start, v->end))
+	if (r >= 0 && pages_set_has(&pm->pages, v->start, v->end) &&
+	    !written_over(ctx, m, v->start, v->end))
 		r = vma_call(ctx, t, v,
 			     PUPPET_CALL(SYS_madvise, v->start, v->end - v->start, MADV_DONTNEED),
 			     VC_FAIL, what);
 	return (int)r;
+}
+
+/* Is [lo, hi) mapped in cur without a hole, all at protection prot? */
+static bool cur_prot_is(const struct proc_vmas *cur, uint64_t lo, uint64_t hi, uint32_t prot)
+{
+	uint64_t pos = lo; /* cur is in address order */
+	for (size_t j = 0; j < cur->n && pos < hi; j++) {
+		const struct proc_vma *c = &cur->v[j];
+		if (c->end <= pos)
+			continue;
+		if (c->start > pos || c->prot != prot)
+			return false;
+		pos = c->end;
+	}
+	return pos >= hi;
+}
+
+/*
+ * A vma kept from the fork (inherited, or mark_kept's) that gets no page
+ * of its own and that the child's maps already show at its protection is
+ * left as it is: no mprotect to initial_prot for the writes, none back
+ * after them (final_prots). Each of those two changes the page table
+ * entries of pages the fork shares, and flushes the TLB: 20-50 us each in
+ * this PVM guest, where the same mprotect that changes nothing takes 1 us.
+ * A child of the 100-process tree had three such pairs (the RELRO pages
+ * of its exe, libc and ld.so). Not with RESTART_LAZY (written_over).
+ */
+static void mark_as_is(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vmas *cur)
+{
+	struct mm_rst *m = t->kstate[KIND_mm];
+	if (ctx->flags & RESTART_LAZY)
+		return;
+	for (size_t i = 0; i < m->e->n_vmas; i++) {
+		const VmaEntry *v = m->e->vmas[i];
+		if (!(v->inherit || (m->kept && m->kept[i])) ||
+		    pages_set_has(&m->pages, v->start, v->end) ||
+		    !cur_prot_is(cur, v->start, v->end, v->prot))
+			continue;
+		if (!m->as_is && !(m->as_is = calloc(m->e->n_vmas, sizeof(*m->as_is))))
+			return;
+		m->as_is[i] = true;
+	}
 }
 
 static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
@@ -2375,6 +2453,7 @@ static int mm_restore(struct rst_ctx *ctx, struct rst_task *t)
 	q->new_ip = 0;
 	m->calls = q;
 	mark_kept(ctx, t, &cur);
+	mark_as_is(ctx, t, &cur);
 	r = unmap_all_but_vdso(ctx, t, &cur);
 	if (r >= 0)
 		r = move_vdso(ctx, t, &cur);
@@ -2437,6 +2516,8 @@ out:
 	m->calls = NULL;
 	free(m->kept);
 	m->kept = NULL;
+	free(m->as_is);
+	m->as_is = NULL;
 	close_remote_files(t, &m->rf);
 	return r;
 }
@@ -2511,6 +2592,7 @@ static void mm_free_rstate(void *state)
 	mm_chain_free(m->chain);
 	mm_lazy_free(m);
 	free(m->kept);
+	free(m->as_is);
 	if (m->e)
 		mm_entry__free_unpacked(m->e, NULL);
 	free(m);

@@ -411,6 +411,30 @@ TEST(checked_late)
 	pages_set_release(&set);
 }
 
+/* pages_set_has and pages_set_covers across extents and chunks */
+TEST(set_queries)
+{
+	/* [4K, 12K) and [12K, 16K) in one chunk, [24K, 28K) in the next: 16K-24K is a hole */
+	const struct pages_extent a[] = {{4096, 8192}, {12288, 4096}}, b[] = {{24576, 4096}};
+	struct pages_chunk c[] = {{.n = 2, .x = a}, {.n = 1, .x = b}};
+	struct pages_set s = {.c = c, .n = 2};
+	CHECK(!pages_set_has(&s, 0, 4096));
+	CHECK(pages_set_has(&s, 0, 4097));
+	CHECK(!pages_set_has(&s, 16384, 24576));
+	CHECK(pages_set_has(&s, 16384, 24577));
+	CHECK(pages_set_covers(&s, 4096, 16384));   /* two adjacent extents */
+	CHECK(pages_set_covers(&s, 8192, 12288));   /* inside one */
+	CHECK(pages_set_covers(&s, 24576, 28672));  /* the second chunk's */
+	CHECK(pages_set_covers(&s, 8192, 8192));    /* empty */
+	CHECK(!pages_set_covers(&s, 0, 8192));	    /* starts before */
+	CHECK(!pages_set_covers(&s, 12288, 20480)); /* runs into the hole */
+	CHECK(!pages_set_covers(&s, 4096, 28672));  /* across the hole */
+	CHECK(!pages_set_covers(&s, 24576, 32768)); /* past the last */
+	struct pages_set none = {0};
+	CHECK(!pages_set_covers(&none, 0, 4096));
+	CHECK(!pages_set_has(&none, 0, 4096));
+}
+
 int main(void)
 {
 	RUN(round_trip);
@@ -419,5 +443,6 @@ int main(void)
 	RUN(writer_refuses);
 	RUN(forged_records);
 	RUN(checked_late);
+	RUN(set_queries);
 	return unit_done();
 }
