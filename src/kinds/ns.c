@@ -216,29 +216,35 @@ static int read_hostname(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *r
 }
 
 /*
- * Task tid's ns/NAME (shared_names[k]) read into link (NS_LINK_MAX):
- * under dfd (/proc/PID/task for a thread), or /proc with AT_FDCWD. 1 if it
- * is not ref, else 0 (also when the task is gone: its own business). A
- * readlink: the namespace's name and inode with no path lookup of the
- * namespace itself (a stat took 50% longer).
+ * /proc/TID/ns/NAME read into link (NS_LINK_MAX): "uts:[INODE]". A readlink
+ * gives the namespace's name and inode with no lookup of the namespace
+ * itself (a stat took 50% longer); /proc/TID reaches a thread too, with no
+ * walk of its process's task/. -errno.
  */
-static int ns_differs(int dfd, pid_t tid, int k, const char *ref, char *link)
+static int ns_link(pid_t tid, const char *name, char *link)
 {
 	char path[64];
-	const char *fmt = dfd == AT_FDCWD ? "/proc/%d/ns/%s" : "%d/ns/%s";
-	snprintf(path, sizeof(path), fmt, tid, shared_names[k]);
-	ssize_t len = readlinkat(dfd, path, link, NS_LINK_MAX - 1);
-	if (len >= 0) {
-		link[len] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", tid, name);
+	ssize_t len = readlink(path, link, NS_LINK_MAX - 1);
+	if (len < 0)
+		return -errno;
+	link[len] = '\0';
+	return 0;
+}
+
+/* Is task tid's namespace k (shared_names) not ref? link: what it is. Not
+ * when the task is gone: that is its own business. */
+static bool ns_differs(pid_t tid, int k, const char *ref, char *link)
+{
+	char pid[NS_LINK_MAX];
+	int r = ns_link(tid, shared_names[k], link);
+	if (r == 0)
 		return strcmp(link, ref) != 0;
-	}
 	/* ns/pid_for_children of a task that unshared CLONE_NEWPID and forked
 	 * nothing since is ENOENT (the namespace has no init yet), where its
 	 * ns/pid is there */
-	struct stat st;
-	snprintf(path, sizeof(path), fmt, tid, "pid");
 	snprintf(link, NS_LINK_MAX, "pid:[unborn]");
-	return errno == ENOENT && k == SHARED_PIDC && fstatat(dfd, path, &st, 0) == 0;
+	return r == -ENOENT && k == SHARED_PIDC && ns_link(tid, "pid", pid) == 0;
 }
 
 /* The reference namespaces (ns_ckpt.ref) from the root's or ckpt's own. */
@@ -246,11 +252,12 @@ static int read_refs(struct ckpt_ctx *ctx, struct ns_ckpt *n)
 {
 	pid_t pid = ctx->container ? ctx->tasks[0].pid : getpid();
 	for (int k = 0; k < SHARED_MAX; k++) {
-		/* the tree's pid namespace, for pid_for_children */
-		int r = ns_differs(AT_FDCWD, pid, k == SHARED_PIDC ? SHARED_PID : k, "", n->ref[k]);
-		if (r <= 0)
-			return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its %s namespace",
-					pid, shared_names[k]);
+		/* pid_for_children is held to the tree's pid namespace */
+		const char *name = shared_names[k == SHARED_PIDC ? SHARED_PID : k];
+		int r = ns_link(pid, name, n->ref[k]);
+		if (r < 0)
+			return log_fail(&ctx->log, r, "pid %d: cannot read its %s namespace: %s",
+					pid, name, strerror(-r));
 	}
 	return 0;
 }
@@ -287,10 +294,9 @@ static void one_shared(void *arg, size_t i, unsigned slot)
 	char link[NS_LINK_MAX];
 	(void)slot;
 	o->bad = -1;
-	/* /proc/TID/ns is a thread's own: no walk of its process's task/ */
 	for (int k = 0; k < SHARED_MAX && o->bad < 0; k++)
 		if (shared_wanted(a->ctx, o, k) &&
-		    ns_differs(AT_FDCWD, o->tid ? o->tid : o->t->pid, k, a->n->ref[k], link))
+		    ns_differs(o->tid ? o->tid : o->t->pid, k, a->n->ref[k], link))
 			o->bad = k;
 }
 
@@ -338,7 +344,7 @@ static int check_shared(struct ckpt_ctx *ctx, const struct ns_ckpt *n)
 		char link[NS_LINK_MAX];
 		int k = v[i].bad;
 		pid_t tid = v[i].tid ? v[i].tid : v[i].t->pid;
-		if (k >= 0 && ns_differs(AT_FDCWD, tid, k, n->ref[k], link))
+		if (k >= 0 && ns_differs(tid, k, n->ref[k], link))
 			return refuse_ns(ctx, v[i].t, v[i].tid, k, link, n->ref[k]);
 	}
 	return 0;
