@@ -542,6 +542,8 @@ TESTS = [
     entry("tcp_reset", rst_args=["--tcp-close"]),
     entry("rst_addr_busy", kind="rst_addr_busy", program="tcp_pair"),
     entry("real_redis_tcp", (B, T), kind="redis_tcp"),
+    # redis-server checkpointed in the middle of a BGSAVE: the forked child goes on
+    entry("real_redis_bgsave", (B, T), kind="redis_bgsave"),
     # clients that connect for every command (as redis-benchmark -k 0):
     # its accept queue is rarely empty, checkpoints succeed all the same
     entry("real_redis_reconnect", (B,), kind="redis_reconnect"),
@@ -5053,6 +5055,55 @@ class Run:
             self.expect_gone("the first restored run")
             self.reset_out()
             after(self.restart(self.p("img"), "restart2"))
+
+    def flow_redis_bgsave(self):
+        """redis-server (its own root) in the middle of a BGSAVE: its forked
+        child, sharing the parent's memory copy-on-write, writes 20,000 keys
+        at 200 us a key (rdb-key-save-delay) when the tree is checkpointed
+        --kill and restarted (twice in twice mode). The restored child goes
+        on from where it was: the save completes (LASTSAVE moves), the
+        dump.rdb it renames into place passes redis-check-rdb, and the
+        server has its 20,000 keys."""
+        server, check = shutil.which("redis-server"), shutil.which("redis-check-rdb")
+        if not server or not check:
+            raise Skip("redis-server (with redis-check-rdb) not installed")
+        path = self.p("redis.sock")
+        self.t = dict(self.t, argv=[server, "--port", "0", "--unixsocket", path, "--dir", self.dir,
+                                    "--save", "", "--appendonly", "no",
+                                    "--enable-debug-command", "yes",
+                                    "--rdb-key-save-delay", "200",
+                                    "--logfile", self.p("redis.log")])
+        self.logs.append(self.p("redis.log"))
+        pr = self.start()
+        self.pid = pr.pid
+        self.wait_until("redis-server's socket", lambda: os.path.exists(path), [pr], timeout=30)
+        self.redis_outside(self.pid, path, ("DEBUG", "POPULATE", "20000", "key", "64"))
+        before = self.redis_outside(self.pid, path, ("LASTSAVE",))
+        if self.redis_outside(self.pid, path, ("BGSAVE",)) != ["+Background saving started"]:
+            raise Fail("redis: BGSAVE did not start")
+
+        def child():
+            with open("/proc/%d/task/%d/children" % (self.pid, self.pid)) as f:
+                return [int(k) for k in f.read().split()]
+        self.wait_until("the BGSAVE child", lambda: child(), [pr], timeout=30)
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr)
+        if not self.opts.no_ckpt and "2 process(es) seized" not in (tail(self.p("ckpt.log"), 400)
+                                                                     or ""):
+            raise Fail("the checkpoint did not hold the BGSAVE child")
+        self.wait_until("the end of the BGSAVE",
+                        lambda: self.redis_outside(self.pid, path, ("LASTSAVE",)) != before,
+                        [rp], timeout=120)
+        got = self.redis_outside(self.pid, path, ("DBSIZE",))
+        if got != [":20000"]:
+            raise Fail("redis: DBSIZE %r after the restart, want 20000" % got)
+        r = subprocess.run([check, self.p("dump.rdb")], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0 or "RDB looks OK" not in r.stdout:
+            raise Fail("redis-check-rdb: %s" % (r.stdout + r.stderr).strip()[-300:])
+        self.redis_outside(self.pid, path, ("CONFIG", "SET", "rdb-key-save-delay", "0"))
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(path)
+            s.sendall(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
+        self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
 
     NGINX_CONF = """daemon off;
 master_process on;
