@@ -171,6 +171,8 @@ struct ckpt_ctx {
 	struct mm_pre *mm_pre;  /* step "pre-copy"'s copies (mm-dirty.c) */
 	/* fdobj.c: the open files of each key, sorted by kcmp (fdobj_find) */
 	struct fdobj_index *fdobj_index;
+	/* keyring.c: ckpt's own session keyring's serial, 0 until read */
+	int32_t session_keyring;
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
 	struct cg_self *cg_self;
 	/* the thread faulting buf in while the tree is seized (checkpoint.c) */

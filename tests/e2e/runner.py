@@ -180,6 +180,12 @@ TESTS = [
     entry("sys_futex"),
     entry("sys_sigsuspend"),
     # signals
+    # a session keyring of its own with user keys and the user keyring,
+    # shared with a child; a process keyring
+    entry("keyring_own", (B, T)),
+    # runuser -l nobody: pam_keyinit's login keyring, shared by root's
+    # runuser and nobody's python3
+    entry("real_keyring_login", (B, T)),
     entry("sig_disp", (B, T, R)),
     entry("sig_mask"),
     # sigsuspend, ppoll, pselect, epoll_pwait(2) with masks of their own: the
@@ -745,6 +751,14 @@ TESTS = [
     entry("refuse_dnotify", kind="refuse",
           regex=r"\bpid {pid} fd 5 \(.*\): a directory with a signal owner \(pid {pid}\): a "
                 r"dnotify watch"),
+    # keyrings: keys ckpt cannot make again
+    entry("refuse_keyring_logon", kind="refuse", program="refuse_keyring", pargs=["logon"],
+          regex=r"\bpid {pid}: its session keyring holds key \d+ \(\"ckpt:secret\"\) of type "
+                r"logon; ckpt saves keys of type user only"),
+    entry("refuse_keyring_timeout", kind="refuse", program="refuse_keyring", pargs=["timeout"],
+          regex=r"\bpid {pid}: key \d+ of its session keyring expires"),
+    entry("refuse_keyring_thread", kind="refuse", program="refuse_keyring", pargs=["thread"],
+          regex=r"\bthread \d+: its thread keyring holds keys; not supported"),
     # a plain tree's task in a namespace that is not ckpt's (unshare)
     entry("refuse_ns_uts", kind="refuse", program="refuse_ns_own", pargs=["uts"],
           regex=r"\bpid {pid}: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
