@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/kcmp.h>
 #include <sched.h>
 #include <signal.h>
@@ -794,6 +795,44 @@ static int find_shares(struct ckpt_ctx *ctx, struct task *t)
 }
 
 /*
+ * Can ckpt suspend a task's seccomp filters while it injects calls
+ * (PTRACE_O_SUSPEND_SECCOMP)? The kernel lets a tracer do it with
+ * CAP_SYS_ADMIN in the initial user namespace, and under no seccomp mode
+ * of its own: the guardian, which seizes, is ckpt's fork and has ckpt's.
+ * Without it a filter sees every injected call, and one that kills on a
+ * call the program never makes (keyctl in a sandbox) would kill it.
+ */
+static bool seccomp_suspended(struct ckpt_ctx *ctx)
+{
+	if (ctx->seccomp_suspend)
+		return ctx->seccomp_suspend > 0;
+	_cleanup_free_ char *status = NULL, *map = NULL;
+	struct proc_status st;
+	unsigned long long inside, outside, count;
+	bool can = proc_read_one(getpid(), "status", &status) == 0 &&
+		   proc_parse_status(status, &st) == 0 && st.seccomp == 0 &&
+		   (st.cap_eff & (1ull << CAP_SYS_ADMIN)) &&
+		   proc_read_one(getpid(), "uid_map", &map) == 0 &&
+		   sscanf(map, "%llu %llu %llu", &inside, &outside, &count) == 3 && inside == 0 &&
+		   outside == 0 && count == 4294967295ull;
+	ctx->seccomp_suspend = can ? 1 : -1;
+	return can;
+}
+
+/* Refused before any call is injected in t: seccomp on, not suspended */
+static int check_seccomp(struct ckpt_ctx *ctx, const struct task *t)
+{
+	if (!t->status.seccomp || seccomp_suspended(ctx))
+		return 0;
+	return log_fail(&ctx->log, -EPERM,
+			"%s %d: runs under seccomp (%s), which ckpt can suspend only with "
+			"CAP_SYS_ADMIN: a filter could forbid the calls ckpt injects, or kill "
+			"it for one; nothing was injected",
+			t->leader ? "thread" : "pid", t->pid,
+			t->status.seccomp == 1 ? "strict mode" : "filters");
+}
+
+/*
  * A thread's /proc files, and the leader's scratch area and stub for it.
  * Its stat is the one read when it was found (seize_new_threads), or read
  * now as /proc/PID/task/TID/stat: /proc/TID/stat is the whole process's
@@ -843,6 +882,9 @@ static int thread_proc_quiet(struct ckpt_ctx *ctx, struct task *th)
 	struct proc_stat st = th->stat;
 	if (proc_parse_status(status, &th->status) < 0 || (stat && proc_parse_stat(stat, &st) < 0))
 		return -EAGAIN;
+	/* collected alone, where check_seccomp tells why */
+	if (th->status.seccomp && !seccomp_suspended(ctx))
+		return -EAGAIN;
 	th->stat = st;
 	th->status_text = TAKE_PTR(status);
 	return thread_proc(ctx, th);
@@ -855,6 +897,8 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 	if (th->probes && th->probes->ran)
 		return 0;
 	int r = thread_proc(ctx, th);
+	if (r >= 0)
+		r = check_seccomp(ctx, th);
 	return r < 0 ? r : seq_ckpt_probe(ctx, th);
 }
 
@@ -863,6 +907,8 @@ static int collect_thread(struct ckpt_ctx *ctx, struct task *th)
 static int prepare_proc(struct ckpt_ctx *ctx, struct task *t, int snap, size_t *scratch_len)
 {
 	int r = snapshot_proc(ctx, t, snap);
+	if (r >= 0)
+		r = check_seccomp(ctx, t);
 	if (r < 0)
 		return r;
 	if (t->status.threads != t->nthreads + 1 + (t->status.threads > t->nthreads + 1

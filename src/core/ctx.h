@@ -171,6 +171,9 @@ struct ckpt_ctx {
 	struct mm_pre *mm_pre;  /* step "pre-copy"'s copies (mm-dirty.c) */
 	/* fdobj.c: the open files of each key, sorted by kcmp (fdobj_find) */
 	struct fdobj_index *fdobj_index;
+	/* can ckpt's puppets run with their seccomp filters suspended
+	 * (checkpoint.c)? 1 yes, -1 no, 0 not asked yet */
+	int8_t seccomp_suspend;
 	/* keyring.c: ckpt's own session keyring's serial, 0 until read */
 	int32_t session_keyring;
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */

@@ -751,6 +751,11 @@ TESTS = [
     entry("refuse_dnotify", kind="refuse",
           regex=r"\bpid {pid} fd 5 \(.*\): a directory with a signal owner \(pid {pid}\): a "
                 r"dnotify watch"),
+    # nobody's own sandboxed process (a seccomp filter that kills on calls
+    # ckpt injects): refused before any injection, where it was killed
+    entry("refuse_seccomp_kill", kind="refuse", nobody=True,
+          regex=r"\bpid {pid}: runs under seccomp \(filters\), which ckpt can suspend only "
+                r"with CAP_SYS_ADMIN.*nothing was injected"),
     # keyrings: keys ckpt cannot make again
     entry("refuse_keyring_logon", kind="refuse", program="refuse_keyring", pargs=["logon"],
           regex=r"\bpid {pid}: its session keyring holds key \d+ \(\"ckpt:secret\"\) of type "
@@ -6023,12 +6028,20 @@ http {{
         self.check_result(rc, "ckpt restart")
 
     def flow_refuse(self, prefix=()):
+        """A refused checkpoint: the message matches the entry's regex, the
+        original runs on and checks itself. nobody=True: the program and
+        ckpt run as user nobody (no privilege)."""
+        nobody = self.t.get("nobody")
+        if nobody:
+            prefix = tuple(self.nobody_setup()) + tuple(prefix)
         if self.opts.no_ckpt:
             return self.native(prefix)
         pr = self.start(prefix)
         self.wait_ready()
-        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False,
-                                  extra=self.t.get("ckpt_args", ()))
+        ck = (lambda *a, **kw: self.as_nobody(self.checkpoint, *a, **kw)) if nobody \
+            else self.checkpoint
+        rc, err = ck(self.p("img"), "ckpt", reap=[pr], expect_ok=False,
+                     extra=self.t.get("ckpt_args", ()))
         if rc == 0:
             raise Fail("ckpt checkpoint succeeded, expected a refusal")
         if rc >= 128 or rc < 0:
