@@ -174,6 +174,8 @@ struct ckpt_ctx {
 	/* can ckpt's puppets run with their seccomp filters suspended
 	 * (checkpoint.c)? 1 yes, -1 no, 0 not asked yet */
 	int8_t seccomp_suspend;
+	/* landlock.c: the reference processes its probes compare with */
+	struct landlock_refs *landlock_refs;
 	/* keyring.c: ckpt's own session keyring's serial, 0 until read */
 	int32_t session_keyring;
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */

@@ -756,6 +756,13 @@ TESTS = [
     entry("refuse_seccomp_kill", kind="refuse", nobody=True,
           regex=r"\bpid {pid}: runs under seccomp \(filters\), which ckpt can suspend only "
                 r"with CAP_SYS_ADMIN.*nothing was injected"),
+    # Landlock: a sandboxed process, or one thread of one
+    entry("refuse_landlock", kind="refuse",
+          regex=r"\bpid {pid}: is sandboxed by Landlock .*a restart would run it unconfined"),
+    entry("refuse_landlock_thread", kind="refuse", program="refuse_landlock", pargs=["thread"],
+          regex=r"\bthread \d+: is sandboxed by Landlock"),
+    entry("refuse_landlock_nobody", kind="refuse", program="refuse_landlock", nobody=True,
+          regex=r"\bpid {pid}: is sandboxed by Landlock"),
     # keyrings: keys ckpt cannot make again
     entry("refuse_keyring_logon", kind="refuse", program="refuse_keyring", pargs=["logon"],
           regex=r"\bpid {pid}: its session keyring holds key \d+ \(\"ckpt:secret\"\) of type "

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Landlock (landlock_restrict_self): a task sandboxed by it is refused.
+ * Nothing of a Landlock domain can be read back (the kernel shows no
+ * rule, not even that a task has a domain), so a restart would run the
+ * program unconfined: a sandbox lost without a word.
+ *
+ * What shows it: a task in a Landlock domain may not look at a task
+ * outside it (ptrace_may_access fails, even for kcmp, which only
+ * compares), where the same user could otherwise. So ckpt makes, for
+ * each real uid and gid of the tree's tasks, a reference process of that
+ * uid and gid, dumpable and in no domain (a fork of ckpt's that sleeps,
+ * killed with ckpt), and each task and thread runs, in its probes, a
+ * kcmp(KCMP_VM) of itself and the reference: a result is no domain,
+ * EPERM a domain (or another LSM that forbids the look, which ckpt
+ * cannot tell apart: refused as well, naming both). The references are
+ * killed at "finish". A container's tasks cannot name a process outside
+ * their pid namespace: they are not asked (a gap, DESIGN.md).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+
+struct landlock_ref {
+	uint32_t uid, gid;
+	pid_t pid; /* < 0: it could not be made (-errno) */
+};
+
+struct landlock_refs {
+	size_t n;
+	struct landlock_ref r[];
+};
+
+struct landlock_ckpt {
+	int call;    /* the probe; -ENOENT: not asked */
+	int ref_err; /* the reference could not be made (-errno) */
+	uint32_t uid;
+};
+
+/* The reference process of uid and gid: in no Landlock domain, dumpable,
+ * killed if ckpt dies; its pid once it has its ids, or -errno. */
+static pid_t make_ref(uint32_t uid, uint32_t gid)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		/* raw calls: in the fork of a process with threads */
+		bool same = geteuid() == uid && getegid() == gid;
+		if (!same && (syscall(SYS_setgroups, 0, NULL) < 0 ||
+			      syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+			      syscall(SYS_setresuid, uid, uid, uid) < 0))
+			_exit(1);
+		if (syscall(SYS_getuid) != uid || syscall(SYS_getgid) != gid ||
+		    prctl(PR_SET_DUMPABLE, 1) < 0)
+			_exit(1);
+		char ok = 1;
+		if (write(p[1], &ok, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char ok = 0;
+	ssize_t n;
+	while ((n = read(p[0], &ok, 1)) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	if (n == 1 && ok == 1)
+		return pid;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -EPERM;
+}
+
+/* The reference for uid and gid, made on first use (NULL: no memory) */
+static const struct landlock_ref *ref_of(struct ckpt_ctx *ctx, uint32_t uid, uint32_t gid)
+{
+	struct landlock_refs *rs = ctx->landlock_refs;
+	for (size_t i = 0; rs && i < rs->n; i++)
+		if (rs->r[i].uid == uid && rs->r[i].gid == gid)
+			return &rs->r[i];
+	size_t n = rs ? rs->n : 0;
+	rs = realloc(rs, sizeof(*rs) + (n + 1) * sizeof(rs->r[0]));
+	if (!rs)
+		return NULL;
+	rs->n = n + 1;
+	ctx->landlock_refs = rs;
+	rs->r[n] = (struct landlock_ref){uid, gid, make_ref(uid, gid)};
+	return &rs->r[n];
+}
+
+static int landlock_probe(struct ckpt_ctx *ctx, struct task *t)
+{
+	struct landlock_ckpt *k = task_state(t, KIND_landlock, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->call = -ENOENT;
+	if (ctx->container)
+		return 0;
+	const struct landlock_ref *ref = ref_of(ctx, t->status.uid[0], t->status.gid[0]);
+	if (!ref)
+		return -ENOMEM;
+	k->uid = ref->uid;
+	k->ref_err = ref->pid < 0 ? ref->pid : 0;
+	if (!k->ref_err)
+		k->call =
+		    task_probe_call(t, PUPPET_CALL(SYS_kcmp, t->pid, ref->pid, KCMP_VM, 0, 0));
+	return 0;
+}
+
+static int landlock_collect(struct ckpt_ctx *ctx, struct task *t)
+{
+	const struct landlock_ckpt *k = t->kstate[KIND_landlock];
+	const char *who = t->leader ? "thread" : "pid";
+	if (k && k->ref_err)
+		return log_fail(
+		    &ctx->log, k->ref_err,
+		    "%s %d: cannot tell whether Landlock sandboxes it: no process of its "
+		    "uid %u could be made to compare it with (%s)",
+		    who, t->pid, k->uid, strerror(-k->ref_err));
+	if (!k || k->call == -ENOENT)
+		return 0;
+	long r = task_probe_ret(t, k->call);
+	if (r >= 0 || r == -ENOSYS)
+		return 0;
+	if (r == -EPERM || r == -EACCES)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"%s %d: is sandboxed by Landlock (it may not look at a process of "
+				"its own uid %u outside its domain; or another security module "
+				"forbids that): its rules cannot be read back, and a restart would "
+				"run it unconfined",
+				who, t->pid, k->uid);
+	return log_fail(&ctx->log, (int)r,
+			"%s %d: cannot tell whether Landlock sandboxes it (kcmp of a process of "
+			"its uid: %s)",
+			who, t->pid, strerror((int)-r));
+}
+
+static void landlock_finish(struct ckpt_ctx *ctx)
+{
+	struct landlock_refs *rs = ctx->landlock_refs;
+	for (size_t i = 0; rs && i < rs->n; i++) {
+		if (rs->r[i].pid <= 0)
+			continue;
+		kill(rs->r[i].pid, SIGKILL);
+		while (waitpid(rs->r[i].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	free(rs);
+	ctx->landlock_refs = NULL;
+}
+
+const struct kind_ops landlock_ops = {
+    .per_thread = true,
+    .probe = landlock_probe,
+    .collect = landlock_collect,
+    .finish = landlock_finish,
+    .free_state = free,
+};
