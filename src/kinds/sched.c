@@ -75,33 +75,18 @@ struct sched_ckpt {
 	SchedEntry e;
 	uint8_t affinity[AFFINITY_MAX];
 	int membarrier_call; /* the probe (a process's) */
-	bool read;           /* a thread's, read ahead (sched_probe, read_thread) */
+	bool read;           /* a thread's, read with its siblings' */
 };
 
-static int read_sched(pid_t pid, struct sched_ckpt *k, const char **what);
-
-/*
- * A process's membarrier registrations are asked in its probes. A
- * thread's state is read here, ahead of the collect: its probe ops run
- * while the guardian runs the batches of the threads before it (probe.c,
- * on a thread of ckpt for many), where its six calls were a step of their
- * own after them. Only k is touched, nothing logged: a read that failed
- * is done again by sched_collect, which tells why.
- */
 static int sched_probe(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct sched_ckpt *k = task_state(t, KIND_sched, sizeof(*k));
-	const char *what;
 	(void)ctx;
 	if (!k)
 		return -ENOMEM;
 	if (!t->leader)
 		k->membarrier_call = task_probe_call(
 			t, PUPPET_CALL(SYS_membarrier, MEMBARRIER_CMD_GET_REGISTRATIONS, 0, 0));
-	else if (!k->read) {
-		sched_entry__init(&k->e);
-		k->read = read_sched(t->pid, k, &what) == 0;
-	}
 	return 0;
 }
 
@@ -201,7 +186,7 @@ static void read_thread(void *arg, size_t i, unsigned slot)
 	struct sched_ckpt *k = th->kstate[KIND_sched];
 	const char *what;
 	(void)slot;
-	if (!k || k->read) /* read already, by its probe op */
+	if (!k)
 		return;
 	sched_entry__init(&k->e);
 	k->read = read_sched(th->pid, k, &what) == 0;
