@@ -213,7 +213,6 @@ static bool vmas_without_policy(const struct task *t, const struct task_probes *
 
 static int add_probes(struct task *t, const char *status, struct task_probes *b)
 {
-	struct puppet *p = &t->pup;
 	const char *field[] = { "\nSpeculation_Store_Bypass:", "\nSpeculationIndirectBranch:",
 				NULL };
 
@@ -221,7 +220,7 @@ static int add_probes(struct task *t, const char *status, struct task_probes *b)
 	for (int i = 0; i < P_N; i++)
 		b->at[i] = -1;
 	uint64_t area = b->area = task_probe_area(t, sizeof(b->out));
-	if (!area || puppet_write(p, area, &b->out, sizeof(b->out)) < 0)
+	if (!area || task_probe_zero(t, area, sizeof(b->out)) < 0)
 		return -EFAULT;
 	probe_add(b, P_TID, PUPPET_CALL(SYS_prctl, PR_GET_TID_ADDRESS, AREA(tid)));
 	/* get_robust_list(0, &head, &len): two outputs */
