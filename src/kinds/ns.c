@@ -594,33 +594,43 @@ const struct kind_ops ns_ops = {
 
 struct ns_thread_read {
 	const struct task *t;
+	int dfd; /* /proc/PID/task */
 	const char *name;
 	struct ns_thread_ino *v;
 };
 
-/* ns/NAME of thread i by a readlink of /proc/TID/ns/NAME: "mnt:[INODE]"
- * (a stat of it took half as long again: it opens the namespace's file;
- * and /proc/TID, not /proc/PID/task/TID, is the shorter walk, ns_link) */
+/* ns/NAME of thread i by a readlink of TID/ns/NAME relative to its
+ * process's task directory: "mnt:[INODE]". A stat of it opens the
+ * namespace's file (7.3-8.1 ms for 1,000 threads on one CPU, against
+ * 5.9-6.8; /proc/TID/ns/NAME from / 6.9-7.6). */
 static void ns_ino_one(void *arg, size_t i, unsigned slot)
 {
 	struct ns_thread_read *a = arg;
-	char link[NS_LINK_MAX];
+	char path[48], link[NS_LINK_MAX];
 	(void)slot;
-	a->v[i].err = ns_link(a->t->threads[i].pid, a->name, link);
-	const char *at = a->v[i].err ? NULL : strchr(link, '[');
+	snprintf(path, sizeof(path), "%d/ns/%s", a->t->threads[i].pid, a->name);
+	ssize_t len = readlinkat(a->dfd, path, link, sizeof(link) - 1);
+	if (len < 0) {
+		a->v[i].err = -errno;
+		return;
+	}
+	link[len] = '\0';
+	const char *at = strchr(link, '[');
 	char *end = NULL;
-	if (!a->v[i].err)
-		a->v[i].ino = at ? strtoull(at + 1, &end, 10) : 0;
-	if (!a->v[i].err && (!at || !end || *end != ']'))
+	a->v[i].ino = at ? strtoull(at + 1, &end, 10) : 0;
+	if (!at || !end || *end != ']')
 		a->v[i].err = -EINVAL;
 }
 
 struct ns_thread_ino *ns_threads_ino(const struct task *t, const char *name)
 {
+	char path[48];
 	struct ns_thread_ino *v = calloc(t->nthreads ? t->nthreads : 1, sizeof(*v));
-	if (!v || !t->nthreads)
+	if (!v || !t->nthreads) /* no thread: nothing to open (2 opens a process) */
 		return v;
-	struct ns_thread_read a = { .t = t, .name = name, .v = v };
+	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
+	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ns_thread_read a = { .t = t, .dfd = dfd, .name = name, .v = v };
 	par_for(t->nthreads, t->nthreads >= 32 ? par_cpus() : 1, ns_ino_one, &a);
 	return v;
 }
