@@ -88,6 +88,11 @@ struct probe_batch {
 	 * side by side with its siblings', each in a slice of the leader's
 	 * scratch area: probe.c), and the end of that slice */
 	size_t base, limit;
+	/* a thread's, run with its siblings': the area task_probe_zero asked
+	 * cleared, cleared with theirs by one write before they run */
+	bool with_siblings;
+	uint64_t zero_at;
+	size_t zero_len;
 };
 
 /* Step "probe": adds a call; its index for task_probe_ret, or -ENOMEM. */
@@ -95,6 +100,13 @@ int task_probe_call(struct task *t, struct puppet_call c) __attribute__((warn_un
 /* Step "probe": len bytes of the scratch area for a call's output; their
  * address in the task, 0 if there is no room. */
 uint64_t task_probe_area(struct task *t, size_t len);
+/* Step "probe": an area of task_probe_area cleared before the calls run (a
+ * call that writes less than its field leaves the rest as it was): at
+ * once, or for a thread whose probes run with its siblings' (probe.c)
+ * with theirs, by one write for all (a write each was one system call a
+ * thread more). 0 or -errno. */
+int task_probe_zero(struct task *t, uint64_t area, size_t len)
+	__attribute__((warn_unused_result));
 /* Step "collect": call i's result (i < 0, the error task_probe_call gave;
  * -ENOENT if never run). */
 long task_probe_ret(const struct task *t, int i);

@@ -55,6 +55,52 @@ uint64_t task_probe_area(struct task *t, size_t len)
 	return at;
 }
 
+/* The most task_probe_zero clears later, with a thread's siblings'. */
+#define ZERO_LATER_MAX 4096
+
+int task_probe_zero(struct task *t, uint64_t area, size_t len)
+{
+	struct probe_batch *b = t->probes;
+	if (b && b->with_siblings && !b->zero_len && len <= ZERO_LATER_MAX) {
+		b->zero_at = area;
+		b->zero_len = len;
+		return 0;
+	}
+	_cleanup_free_ void *zeros = calloc(1, len ? len : 1);
+	return zeros ? puppet_write(&t->pup, area, zeros, len) : -ENOMEM;
+}
+
+/*
+ * The areas the threads ths[0, n) asked cleared (task_probe_zero), by one
+ * process_vm_writev into their process's memory; a thread whose area
+ * could not be cleared so is cleared alone, and if that fails too, it
+ * leaves the batch: its ok is cleared and its probes freed (collected
+ * alone, from scratch).
+ */
+static void zero_outputs(struct task *t, struct task *const *ths, bool *const *ok, size_t n)
+{
+	static const char zeros[ZERO_LATER_MAX];
+	struct iovec lv[PUPPET_MANY_MAX], rv[PUPPET_MANY_MAX];
+	size_t nv = 0, want = 0;
+	for (size_t j = 0; j < n && nv < PUPPET_MANY_MAX; j++) {
+		const struct probe_batch *b = ths[j]->probes;
+		if (!b || !b->zero_len)
+			continue;
+		lv[nv] = (struct iovec){ (void *)zeros, b->zero_len };
+		rv[nv++] = (struct iovec){ (void *)(uintptr_t)b->zero_at, b->zero_len };
+		want += b->zero_len;
+	}
+	if (!nv || process_vm_writev(t->pid, lv, nv, rv, nv, 0) == (ssize_t)want)
+		return;
+	for (size_t j = 0; j < n; j++) {
+		const struct probe_batch *b = ths[j]->probes;
+		if (b && b->zero_len && puppet_write(&ths[j]->pup, b->zero_at, zeros, b->zero_len) < 0) {
+			task_probes_free(ths[j]);
+			*ok[j] = false;
+		}
+	}
+}
+
 long task_probe_ret(const struct task *t, int i)
 {
 	if (i < 0)
@@ -156,6 +202,7 @@ static void prepare_one(struct probe_prep *a, size_t j)
 		return;
 	b->base = a->first + (j % a->nslices) * a->slice;
 	b->limit = b->base + a->slice;
+	b->with_siblings = true;
 	bool ok = true;
 	for (int k = 0; ok && k < KIND_MAX; k++) {
 		int (*fn)(struct ckpt_ctx *, struct task *) = kinds[k].ops->probe;
@@ -250,10 +297,20 @@ void ckpt_probe_threads(struct ckpt_ctx *ctx, struct task *t,
 		size_t end = t->nthreads - i < PUPPET_MANY_MAX ? t->nthreads : i + PUPPET_MANY_MAX;
 		if (started)
 			prepared(&a, end);
+		struct task *ready[PUPPET_MANY_MAX];
+		bool *ready_ok[PUPPET_MANY_MAX];
+		size_t nr = 0;
 		for (size_t j = i; j < end; j++) {
-			struct task *th = &t->threads[j];
 			if (!started)
 				prepare_one(&a, j);
+			if (ok[j]) {
+				ready[nr] = &t->threads[j];
+				ready_ok[nr++] = &ok[j];
+			}
+		}
+		zero_outputs(t, ready, ready_ok, nr);
+		for (size_t j = i; j < end; j++) {
+			struct task *th = &t->threads[j];
 			if (!ok[j])
 				continue;
 			struct probe_batch *b = th->probes;

@@ -654,14 +654,15 @@ static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
 	if (t->zombie)
 		return 0;
 	int r = mntns_ident(root->pid, &rs);
-	_cleanup_free_ struct ns_thread_stat *ths = ns_threads_stat(t, "mnt");
+	_cleanup_free_ struct ns_thread_ino *ths = ns_threads_ino(t, "mnt");
 	if (!ths)
 		return -ENOMEM;
 	for (size_t j = 0; r >= 0 && j < t->nthreads + (t != root); j++) {
 		pid_t tid = j < t->nthreads ? t->threads[j].pid : 0;
-		if (tid) {
+		if (tid) { /* by its inode alone: nsfs is one device */
 			r = ths[j].err;
-			ts = ths[j].st;
+			ts.st_ino = ths[j].ino;
+			ts.st_dev = rs.st_dev;
 		} else {
 			r = mntns_ident(t->pid, &ts);
 		}

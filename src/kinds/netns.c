@@ -546,22 +546,22 @@ static int read_netns(struct netns_ckpt *n, struct rtnl *in, struct rtnl *host)
 /* Every thread in its process's namespace: else refused by pid and thread. */
 static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 {
-	struct stat st, ts;
+	struct stat st;
 	if (t->zombie)
 		return 0;
 	int r = ns_ident(t->pid, &st);
-	_cleanup_free_ struct ns_thread_stat *ths = ns_threads_stat(t, "net");
+	_cleanup_free_ struct ns_thread_ino *ths = ns_threads_ino(t, "net");
 	if (!ths)
 		return -ENOMEM;
 	for (size_t j = 0; r >= 0 && j < t->nthreads; j++) {
-		ts = ths[j].st;
+		/* by its inode alone: nsfs is one device */
 		if (ths[j].err < 0)
 			r = ths[j].err;
-		else if (ts.st_ino != st.st_ino || ts.st_dev != st.st_dev)
+		else if (ths[j].ino != (uint64_t)st.st_ino)
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d thread %d: in another network namespace (net:[%lu]) "
 					"than its process (net:[%lu]); not supported", t->pid,
-					t->threads[j].pid, (unsigned long)ts.st_ino,
+					t->threads[j].pid, (unsigned long)ths[j].ino,
 					(unsigned long)st.st_ino);
 	}
 	if (r < 0)

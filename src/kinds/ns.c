@@ -592,34 +592,45 @@ const struct kind_ops ns_ops = {
 	.descriptor = ns_descriptor,
 };
 
-struct ns_stat {
+struct ns_thread_read {
 	const struct task *t;
-	int dfd;
+	int dfd; /* /proc/PID/task */
 	const char *name;
-	struct ns_thread_stat *v;
+	struct ns_thread_ino *v;
 };
 
-static void ns_stat_one(void *arg, size_t i, unsigned slot)
+/* ns/NAME of thread i by a readlink of TID/ns/NAME relative to its
+ * process's task directory: "mnt:[INODE]". A stat of it opens the
+ * namespace's file (7.3-8.1 ms for 1,000 threads on one CPU, against
+ * 5.9-6.8; /proc/TID/ns/NAME from / 6.9-7.6). */
+static void ns_ino_one(void *arg, size_t i, unsigned slot)
 {
-	struct ns_stat *a = arg;
-	char path[48];
+	struct ns_thread_read *a = arg;
+	char path[48], link[NS_LINK_MAX];
 	(void)slot;
 	snprintf(path, sizeof(path), "%d/ns/%s", a->t->threads[i].pid, a->name);
-	a->v[i].err = fstatat(a->dfd, path, &a->v[i].st, 0) < 0 ? -errno : 0;
+	ssize_t len = readlinkat(a->dfd, path, link, sizeof(link) - 1);
+	if (len < 0) {
+		a->v[i].err = -errno;
+		return;
+	}
+	link[len] = '\0';
+	const char *at = strchr(link, '[');
+	char *end = NULL;
+	a->v[i].ino = at ? strtoull(at + 1, &end, 10) : 0;
+	if (!at || !end || *end != ']')
+		a->v[i].err = -EINVAL;
 }
 
-struct ns_thread_stat *ns_threads_stat(const struct task *t, const char *name)
+struct ns_thread_ino *ns_threads_ino(const struct task *t, const char *name)
 {
 	char path[48];
-	struct ns_thread_stat *v = calloc(t->nthreads ? t->nthreads : 1, sizeof(*v));
+	struct ns_thread_ino *v = calloc(t->nthreads ? t->nthreads : 1, sizeof(*v));
 	if (!v || !t->nthreads) /* no thread: nothing to open (2 opens a process) */
 		return v;
 	snprintf(path, sizeof(path), "/proc/%d/task", t->pid);
-	/* relative to the process's task directory: a shorter walk each */
-	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct ns_stat a = { .t = t, .dfd = dfd, .name = name, .v = v };
-	par_for(t->nthreads, t->nthreads >= 32 ? par_cpus() : 1, ns_stat_one, &a);
-	if (dfd >= 0)
-		close(dfd);
+	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct ns_thread_read a = { .t = t, .dfd = dfd, .name = name, .v = v };
+	par_for(t->nthreads, t->nthreads >= 32 ? par_cpus() : 1, ns_ino_one, &a);
 	return v;
 }

@@ -25,15 +25,16 @@ bool ns_own_userns(struct ckpt_ctx *ctx);
 /* The device of the container's own devpts on /dev/pts, 0 if none. */
 uint64_t ns_devpts_dev(struct ckpt_ctx *ctx);
 
-/* Checkpoint: the namespace file ns/NAME ("mnt", "net") of each of t's
- * threads stat'd, on every CPU for many: t->nthreads of them, malloc'd
- * (at least one), err the -errno of one that failed; NULL if no memory. */
+/* Checkpoint: the namespace ns/NAME ("mnt", "net") of each of t's threads,
+ * by its inode (nsfs has one device: the inode names the namespace), read
+ * on every CPU for many: t->nthreads of them, malloc'd (at least one), err
+ * the -errno of one that failed; NULL if no memory. */
 struct task;
-struct ns_thread_stat {
-	struct stat st;
+struct ns_thread_ino {
+	uint64_t ino;
 	int err;
 };
-struct ns_thread_stat *ns_threads_stat(const struct task *t, const char *name);
+struct ns_thread_ino *ns_threads_ino(const struct task *t, const char *name);
 
 /* Restart, once the root's records are loaded: the container's namespaces
  * (NULL for a subtree); its CLONE_NEW* flags (0 for a subtree). */

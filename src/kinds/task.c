@@ -213,7 +213,6 @@ static bool vmas_without_policy(const struct task *t, const struct task_probes *
 
 static int add_probes(struct task *t, const char *status, struct task_probes *b)
 {
-	struct puppet *p = &t->pup;
 	const char *field[] = { "\nSpeculation_Store_Bypass:", "\nSpeculationIndirectBranch:",
 				NULL };
 
@@ -221,13 +220,11 @@ static int add_probes(struct task *t, const char *status, struct task_probes *b)
 	for (int i = 0; i < P_N; i++)
 		b->at[i] = -1;
 	uint64_t area = b->area = task_probe_area(t, sizeof(b->out));
-	if (!area || puppet_write(p, area, &b->out, sizeof(b->out)) < 0)
+	if (!area || task_probe_zero(t, area, sizeof(b->out)) < 0)
 		return -EFAULT;
 	probe_add(b, P_TID, PUPPET_CALL(SYS_prctl, PR_GET_TID_ADDRESS, AREA(tid)));
 	/* get_robust_list(0, &head, &len): two outputs */
 	probe_add(b, P_ROBUST, PUPPET_CALL(SYS_get_robust_list, 0, AREA(robust), AREA(robust_len)));
-	probe_add(b, P_SUBREAPER, PUPPET_CALL(SYS_prctl, PR_GET_CHILD_SUBREAPER, AREA(subreaper)));
-	probe_add(b, P_THP, PUPPET_CALL(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0));
 	probe_add(b, P_SLACK, PUPPET_CALL(SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0));
 	probe_add(b, P_TSC, PUPPET_CALL(SYS_prctl, PR_GET_TSC, AREA(tsc)));
 	probe_add(b, P_MCE, PUPPET_CALL(SYS_prctl, PR_MCE_KILL_GET, 0, 0, 0, 0));
@@ -235,7 +232,13 @@ static int add_probes(struct task *t, const char *status, struct task_probes *b)
 		if (!field[i] || spec_per_task(status, field[i]))
 			probe_add(b, P_SPEC + i, PUPPET_CALL(SYS_prctl, PR_GET_SPECULATION_CTRL,
 							     spec_which[i], 0, 0, 0));
-	if (!t->leader) { /* these belong to the process */
+	/* these belong to the process (its signal_struct or its mm): asked of
+	 * its leader only, which sets them again for all (a thread's were two
+	 * calls more in each of a thousand threads' batches) */
+	if (!t->leader) {
+		probe_add(b, P_SUBREAPER,
+			  PUPPET_CALL(SYS_prctl, PR_GET_CHILD_SUBREAPER, AREA(subreaper)));
+		probe_add(b, P_THP, PUPPET_CALL(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0));
 		probe_add(b, P_MDWE, PUPPET_CALL(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0));
 		probe_add(b, P_MERGE, PUPPET_CALL(SYS_prctl, PR_GET_MEMORY_MERGE, 0, 0, 0, 0));
 	}

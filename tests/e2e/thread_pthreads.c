@@ -5,7 +5,9 @@
  * pthread_join() on a thread that blocks in read(). After restart: every
  * thread has its tid, TLS value and mask, the counters and the ping-pong
  * go on, and when the reader gets its byte and exits, the joiner wakes
- * (clear_child_tid and its futex wake were restored).
+ * (clear_child_tid and its futex wake were restored). The process is a
+ * child subreaper with THP disabled, which are its own, not a thread's:
+ * asked of its leader only, and still so after restart.
  */
 #include "lib.h"
 
@@ -13,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -100,6 +103,8 @@ int main(void)
 	pthread_t c[NCOUNT], p[2], rd, jn;
 	if (pipe(pipefd))
 		fail("pipe: %m");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) || prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+		fail("prctl: %m");
 	for (long i = 0; i < NCOUNT; i++)
 		if (pthread_create(&c[i], NULL, counter, (void *)i))
 			fail("pthread_create");
@@ -124,6 +129,10 @@ int main(void)
 		expect(counters[i] > before[i], "counter %d stopped at %ld", i, before[i]);
 	expect(rounds_now() > r0, "the ping-pong stopped at %ld rounds", r0);
 	expect(!joined, "the joiner returned before its thread exited");
+	int sub = 0;
+	expect(prctl(PR_GET_CHILD_SUBREAPER, &sub) == 0 && sub == 1,
+	       "the process is no longer a child subreaper (%d)", sub);
+	expect(prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1, "THP is no longer disabled");
 	if (write(pipefd[1], "x", 1) != 1)
 		fail("write: %m");
 	for (int i = 0; i < 2000 && !joined; i++)
