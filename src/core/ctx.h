@@ -138,6 +138,15 @@ static inline bool caller_can(const struct restart_caller *c, int cap)
 	return c->cap_eff & (1ull << cap);
 }
 
+/* Is gid the caller's effective group or one of its groups? */
+static inline bool caller_in_group(const struct restart_caller *c, uint32_t gid)
+{
+	for (uint32_t i = 0; i < c->ngroups && i < 256; i++)
+		if (c->groups[i] == gid)
+			return true;
+	return c->gid[1] == gid;
+}
+
 struct ckpt_ctx {
 	unsigned long flags;
 	const struct ckpt_opts *opts; /* the caller's */

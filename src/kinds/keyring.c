@@ -456,10 +456,7 @@ static int keyring_check_restore(struct ckpt_ctx *ctx, struct task *t)
 		return 0;
 	for (size_t i = 0; i < k->e.n_rings; i++) {
 		const KeyringEntry *ring = k->pring[i];
-		bool group = ring->gid == c->gid[1];
-		for (uint32_t g = 0; g < c->ngroups && !group; g++)
-			group = c->groups[g] == ring->gid;
-		if (ring->uid != c->uid[1] || !group)
+		if (ring->uid != c->uid[1] || !caller_in_group(c, ring->gid))
 			return log_fail(&ctx->log, -EPERM,
 					"pid %d: its %s keyring belongs to %u:%u; giving it that "
 					"owner needs CAP_SYS_ADMIN",
@@ -467,15 +464,11 @@ static int keyring_check_restore(struct ckpt_ctx *ctx, struct task *t)
 					ring->uid, ring->gid);
 		for (size_t j = 0; j < ring->n_keys; j++) {
 			const KeyEntry *ke = ring->keys[j];
-			bool kg = ke->gid == c->gid[1];
-			for (uint32_t g = 0; g < c->ngroups && !kg; g++)
-				kg = c->groups[g] == ke->gid;
-			if (!ke->user_keyring && (ke->uid != c->uid[1] || !kg))
-				return log_fail(
-				    &ctx->log, -EPERM,
-				    "pid %d: key \"%s\" belongs to %u:%u; giving it that "
-				    "owner needs CAP_SYS_ADMIN",
-				    t->pid, ke->description, ke->uid, ke->gid);
+			if (!ke->user_keyring && (ke->uid != c->uid[1] || !caller_in_group(c, ke->gid)))
+				return log_fail(&ctx->log, -EPERM,
+						"pid %d: key \"%s\" belongs to %u:%u; giving it that "
+						"owner needs CAP_SYS_ADMIN",
+						t->pid, ke->description, ke->uid, ke->gid);
 		}
 	}
 	return 0;

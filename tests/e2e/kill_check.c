@@ -12,6 +12,10 @@
  *              unread each way (read in repair mode by a checkpoint that is
  *              then refused: SO_REUSEADDR and no repair queue selected must
  *              be back, the bytes there, one more byte passes each way)
+ *   keyring    (started as root) a session keyring of its own holding a
+ *              key of root's that its possessor may read, as systemd
+ *              gives a service, then the ids of nobody (65534): a restart
+ *              by nobody could not give the key its owner back
  * After the wake it checks from inside: its ids and groups are what they
  * were (and, by test_check_common, its pid), the listener still answers
  * at "sock", the lock is still its own, the pty passes data, fd 1000 is
@@ -20,6 +24,8 @@
 #include "lib.h"
 
 #include <arpa/inet.h>
+#include <grp.h>
+#include <linux/keyctl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -28,8 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -115,8 +123,27 @@ static void check_tcp(int c, int s)
 	expect(write(s, "2", 1) == 1 && read(c, &b, 1) == 1 && b == '2', "server to client: no byte");
 }
 
+/* "keyring": the key, made as root, then nobody's ids (dumpable again) */
+static void make_keyring(void)
+{
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0) < 0)
+		fail("KEYCTL_JOIN_SESSION_KEYRING: %s", strerror(errno));
+	long key = syscall(SYS_add_key, "user", "invocation_id", "0123456789abcdef", 16,
+			   KEY_SPEC_SESSION_KEYRING);
+	if (key < 0 || syscall(SYS_keyctl, KEYCTL_SETPERM, key, 0x3f010000) < 0)
+		fail("the key: %s", strerror(errno));
+	if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+	    setresuid(65534, 65534, 65534) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0)
+		fail("becoming nobody: %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
+	bool keyring = false;
+	for (int i = 1; i < argc; i++)
+		keyring |= !strcmp(argv[i], "keyring");
+	if (keyring)
+		make_keyring();
 	struct rich r = { -1, -1, -1, -1, -1 };
 	bool rich = false, hifd = false, tcp = false;
 	int tc = -1, ts = -1;
@@ -151,6 +178,9 @@ int main(int argc, char **argv)
 		make_rich(&r);
 	test_ready();
 	test_wait();
+	expect(!keyring || syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_SESSION_KEYRING, "user",
+				   "invocation_id", 0) > 0,
+	       "the key is gone from its session keyring");
 	expect(getuid() == uid && geteuid() == uid, "uid %d, was %d", (int)geteuid(), (int)uid);
 	expect(getgid() == gid && getegid() == gid, "gid %d, was %d", (int)getegid(), (int)gid);
 	expect(getgroups(64, after) == n &&

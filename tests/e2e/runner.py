@@ -829,6 +829,10 @@ TESTS = [
     entry("kill_refuse_sock", kind="kill_refuse", program="kill_check", case="sock",
           regex=r"unix socket:\[\d+\]\): cannot bind .*/sd/s again: cannot create files in .*/sd: "
                 r"read-only file system"),
+    # a systemd service's keyring: a key of root's, checkpointed by nobody
+    entry("kill_refuse_keyring", kind="kill_refuse", program="kill_check", case="keyring",
+          regex=r"pid \d+: its session keyring belongs to 0:0; giving it that owner needs "
+                r"CAP_SYS_ADMIN"),
     entry("kill_verify", kind="kill_verify", program="kill_check", args=("rich",)),
     # --kill of a child of the program that runs ckpt and waits for it: not
     # reaped while ckpt runs (it used to wait 10 s for that, then warn)
@@ -6425,6 +6429,8 @@ http {{
         if case == "sock":
             os.mkdir(sockdir)
             args = ["bind=" + sock, "tcp"]
+        if case == "keyring":  # started as root, it becomes nobody itself
+            drop, args = [], ["keyring"]
         pr = self.start(prefix=drop, args=args)
         self.wait_ready()
         if self.opts.no_ckpt:
