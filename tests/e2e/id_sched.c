@@ -19,6 +19,7 @@
 #include <linux/sched.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +65,20 @@ static void set(uint32_t policy, uint64_t flags, int nice, uint32_t prio)
 		fail("sched_setattr(policy %u): %m", policy);
 }
 
+/* the runner's SIGUSR1 is the main thread's: a thread that took it would
+ * leave the main thread in pause() (the wake lost until a second one) */
+static void block_wake(void)
+{
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+}
+
 static void *idle_thread(void *arg)
 {
 	(void)arg;
+	block_wake();
 	tids[1] = (pid_t)syscall(SYS_gettid);
 	cpu_set_t one;
 	CPU_ZERO(&one);
@@ -83,6 +95,7 @@ static void *idle_thread(void *arg)
 static void *fifo_thread(void *arg)
 {
 	(void)arg;
+	block_wake();
 	tids[2] = (pid_t)syscall(SYS_gettid);
 	set(SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK, 0, 3);
 	pthread_barrier_wait(&started);
