@@ -259,6 +259,8 @@ struct rst_ctx {
 	cpu_set_t *affinity;
 	/* what every puppet has from ckpt until its sched restore (sched.c) */
 	struct sched_start *sched_start;
+	/* ckpt's limits, every puppet's until its rlimits restore (rlimits.c) */
+	struct proc_limits *limits_start;
 	/* ckpt's scheduling from before it raised its thread and the
 	 * puppets to real time once the tree is made (sched.c, rtprio.h);
 	 * at step "end" the puppets get the image's, ckpt this back (here

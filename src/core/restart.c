@@ -374,6 +374,7 @@ static void free_ctx(struct rst_ctx *ctx)
 	puppet_forget(&ctx->init);
 	arena_free(&ctx->msgs);
 	free(ctx->sched_start);
+	free(ctx->limits_start);
 	free(ctx->tasks);
 	free(ctx->by_pid);
 	objhash_free(&ctx->objs, free_robj);
