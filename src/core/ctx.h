@@ -357,6 +357,8 @@ int rst_calls(struct rst_ctx *ctx, struct rst_task *t, struct puppet_call *c,
 	__attribute__((warn_unused_result));
 uint64_t rst_put(struct rst_ctx *ctx, struct rst_task *t, size_t off, const void *buf, size_t len);
 int rst_calls_flush(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+/* Are t's calls queued now (rst_calls runs none at once)? */
+bool rst_calls_queued(const struct rst_ctx *ctx, const struct rst_task *t);
 /* The n threads ts (of one process) queue their calls from here (false:
  * they cannot, each runs its own); rst_calls_end() runs the queues if
  * run, checks them, and ends it. */
