@@ -197,6 +197,8 @@ struct rst_task {
 	bool begun;             /* its records have started */
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
+	bool ctl_closed;        /* the control socket closed in it (its last
+				 * batch at "task state"; else at "clean") */
 	bool stopped;           /* released stopped (a job-control stop; set at load) */
 	int stop_sig;           /* by this signal (SIGSTOP, or the SIGTSTP... it had) */
 	void *kstate[KIND_MAX];

@@ -191,7 +191,8 @@ static int clean_task(struct rst_ctx *ctx, struct rst_task *t)
 }
 
 /*
- * Step "clean": the control socket closed in up to PUPPET_MANY_MAX
+ * Step "clean": the control socket closed (where the last batch of "task
+ * state" did not, sequence.c) in up to PUPPET_MANY_MAX
  * processes at a time, side by side (each by its stub, its table after its
  * scratch area; their stops overlap), then each one's scratch area unmapped.
  */
@@ -204,18 +205,22 @@ int rst_clean_tasks(struct rst_ctx *ctx)
 		size_t ns[PUPPET_MANY_MAX], n = 0;
 		uint64_t tables[PUPPET_MANY_MAX];
 		int err[PUPPET_MANY_MAX];
+		size_t nc = 0;
 		for (; i < ctx->nimage && n < PUPPET_MANY_MAX; i++) {
 			struct rst_task *t = &ctx->tasks[i];
 			if (t->zombie)
 				continue;
-			ts[n] = t;
-			ps[n] = &t->pup;
-			c[n] = PUPPET_CALL(SYS_close, ctx->ctl_remote);
-			calls[n] = &c[n];
-			ns[n] = 1;
-			tables[n++] = t->pup.scratch + t->pup.scratch_len;
+			ts[n++] = t;
+			if (t->ctl_closed) /* by its last batch at "task state" */
+				continue;
+			ps[nc] = &t->pup;
+			c[nc] = PUPPET_CALL(SYS_close, ctx->ctl_remote);
+			calls[nc] = &c[nc];
+			ns[nc] = 1;
+			tables[nc++] = t->pup.scratch + t->pup.scratch_len;
 		}
-		puppet_syscalls_many(ps, calls, ns, tables, n, err);
+		if (nc)
+			puppet_syscalls_many(ps, calls, ns, tables, nc, err);
 		for (size_t j = 0; j < n; j++) {
 			int r = clean_task(ctx, ts[j]);
 			if (r < 0)
