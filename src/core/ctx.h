@@ -274,6 +274,13 @@ struct rst_ctx {
 	 * (signals.c); sig_own_read: read */
 	uint64_t sig_own_set;
 	bool sig_own_read;
+	/* per task of tasks: the signals it had caught or ignored (SigCgt,
+	 * SigIgn) before its signals restore, which the tasks it forked
+	 * have too (signals.c); NULL until the first is read */
+	struct sig_had *sig_had;
+	/* per task of tasks: its cgroup v2 path before its cgroup restore,
+	 * which the tasks it forked are in too (cgroup.c); NULL until used */
+	char **cg_before;
 	/* the messages of rctx_load_one (a kind's one record per task) and
 	 * the processes' thread arrays, freed with the context: thousands for a process of 1,000 threads, each a
 	 * malloc and a free (which faulted, pages shared copy-on-write with

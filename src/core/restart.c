@@ -375,6 +375,10 @@ static void free_ctx(struct rst_ctx *ctx)
 	arena_free(&ctx->msgs);
 	free(ctx->sched_start);
 	free(ctx->limits_start);
+	free(ctx->sig_had);
+	for (size_t i = 0; ctx->cg_before && i < ctx->ntasks; i++)
+		free(ctx->cg_before[i]);
+	free(ctx->cg_before);
 	free(ctx->tasks);
 	free(ctx->by_pid);
 	objhash_free(&ctx->objs, free_robj);
