@@ -292,6 +292,10 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	struct creds_rst *c = t->kstate[KIND_creds];
 	if (from) {
 		now_from(&from->had, e, sb, now);
+		if (c && !t->leader && c != from) { /* what its own children have too */
+			c->had = from->had;
+			c->have_had = true;
+		}
 		return 0;
 	}
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
