@@ -281,6 +281,10 @@ struct rst_ctx {
 	/* per task of tasks: its cgroup v2 path before its cgroup restore,
 	 * which the tasks it forked are in too (cgroup.c); NULL until used */
 	char **cg_before;
+	/* the xstate size ptrace gives on this machine and the CPU's
+	 * features (xcr0), once read (regs.c); 0: not yet */
+	size_t xstate_len;
+	uint64_t xstate_have;
 	/* the messages of rctx_load_one (a kind's one record per task) and
 	 * the processes' thread arrays, freed with the context: thousands for a process of 1,000 threads, each a
 	 * malloc and a free (which faulted, pages shared copy-on-write with
