@@ -67,6 +67,15 @@ static struct calls_q *queue_of(struct rst_ctx *ctx, const struct rst_task *t)
 	return NULL;
 }
 
+bool rst_calls_queued(const struct rst_ctx *ctx, const struct rst_task *t)
+{
+	const struct rst_calls_group *g = ctx->calls;
+	for (size_t i = 0; g && i < g->n; i++)
+		if (g->q[i].t == t)
+			return true;
+	return false;
+}
+
 /* The results of calls c[0..n): the first that failed and must not fails. */
 static int check(struct rst_ctx *ctx, struct rst_task *t, const struct puppet_call *c,
 		 const char *const *what, const char *const *hint, size_t n, int r)

@@ -225,6 +225,8 @@ struct rst_task {
 	bool begun;             /* its records have started */
 	bool mm_done;           /* memory restored (early: before forking children
 				 * that keep memory from the fork) */
+	bool ctl_closed;        /* the control socket closed in it (its last
+				 * batch at "task state"; else at "clean") */
 	bool stopped;           /* released stopped (a job-control stop; set at load) */
 	int stop_sig;           /* by this signal (SIGSTOP, or the SIGTSTP... it had) */
 	void *kstate[KIND_MAX];
@@ -287,6 +289,8 @@ struct rst_ctx {
 	cpu_set_t *affinity;
 	/* what every puppet has from ckpt until its sched restore (sched.c) */
 	struct sched_start *sched_start;
+	/* ckpt's limits, every puppet's until its rlimits restore (rlimits.c) */
+	struct proc_limits *limits_start;
 	/* ckpt's scheduling from before it raised its thread and the
 	 * puppets to real time once the tree is made (sched.c, rtprio.h);
 	 * at step "end" the puppets get the image's, ckpt this back (here
@@ -298,6 +302,17 @@ struct rst_ctx {
 	 * (signals.c); sig_own_read: read */
 	uint64_t sig_own_set;
 	bool sig_own_read;
+	/* per task of tasks: the signals it had caught or ignored (SigCgt,
+	 * SigIgn) before its signals restore, which the tasks it forked
+	 * have too (signals.c); NULL until the first is read */
+	struct sig_had *sig_had;
+	/* per task of tasks: its cgroup v2 path before its cgroup restore,
+	 * which the tasks it forked are in too (cgroup.c); NULL until used */
+	char **cg_before;
+	/* the xstate size ptrace gives on this machine and the CPU's
+	 * features (xcr0), once read (regs.c); 0: not yet */
+	size_t xstate_len;
+	uint64_t xstate_have;
 	/* the messages of rctx_load_one (a kind's one record per task) and
 	 * the processes' thread arrays, freed with the context: thousands for a process of 1,000 threads, each a
 	 * malloc and a free (which faulted, pages shared copy-on-write with
@@ -383,6 +398,8 @@ int rst_calls(struct rst_ctx *ctx, struct rst_task *t, struct puppet_call *c,
 	__attribute__((warn_unused_result));
 uint64_t rst_put(struct rst_ctx *ctx, struct rst_task *t, size_t off, const void *buf, size_t len);
 int rst_calls_flush(struct rst_ctx *ctx, struct rst_task *t) __attribute__((warn_unused_result));
+/* Are t's calls queued now (rst_calls runs none at once)? */
+bool rst_calls_queued(const struct rst_ctx *ctx, const struct rst_task *t);
 /* The n threads ts (of one process) queue their calls from here (false:
  * they cannot, each runs its own); rst_calls_end() runs the queues if
  * run, checks them, and ends it. */

@@ -180,20 +180,12 @@ int rst_open_control(struct rst_ctx *ctx)
 	return 0;
 }
 
-/* The last injected call: nothing of ckpt stays in the task. */
-static int clean_task(struct rst_ctx *ctx, struct rst_task *t)
-{
-	int r = puppet_scratch_unmap(&t->pup);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot unmap the scratch area: %s", t->pid,
-				strerror(-r));
-	return 0;
-}
-
 /*
- * Step "clean": the control socket closed in up to PUPPET_MANY_MAX
+ * Step "clean": the control socket closed (where the last batch of "task
+ * state" did not, sequence.c) in up to PUPPET_MANY_MAX
  * processes at a time, side by side (each by its stub, its table after its
- * scratch area; their stops overlap), then each one's scratch area unmapped.
+ * scratch area; their stops overlap), then their scratch areas unmapped,
+ * side by side too (each munmap a step, started before any is waited for).
  */
 int rst_clean_tasks(struct rst_ctx *ctx)
 {
@@ -204,23 +196,31 @@ int rst_clean_tasks(struct rst_ctx *ctx)
 		size_t ns[PUPPET_MANY_MAX], n = 0;
 		uint64_t tables[PUPPET_MANY_MAX];
 		int err[PUPPET_MANY_MAX];
+		size_t nc = 0;
 		for (; i < ctx->nimage && n < PUPPET_MANY_MAX; i++) {
 			struct rst_task *t = &ctx->tasks[i];
 			if (t->zombie)
 				continue;
-			ts[n] = t;
-			ps[n] = &t->pup;
-			c[n] = PUPPET_CALL(SYS_close, ctx->ctl_remote);
-			calls[n] = &c[n];
-			ns[n] = 1;
-			tables[n++] = t->pup.scratch + t->pup.scratch_len;
+			ts[n++] = t;
+			if (t->ctl_closed) /* by its last batch at "task state" */
+				continue;
+			ps[nc] = &t->pup;
+			c[nc] = PUPPET_CALL(SYS_close, ctx->ctl_remote);
+			calls[nc] = &c[nc];
+			ns[nc] = 1;
+			tables[nc++] = t->pup.scratch + t->pup.scratch_len;
 		}
-		puppet_syscalls_many(ps, calls, ns, tables, n, err);
-		for (size_t j = 0; j < n; j++) {
-			int r = clean_task(ctx, ts[j]);
-			if (r < 0)
-				return r;
-		}
+		if (nc)
+			puppet_syscalls_many(ps, calls, ns, tables, nc, err);
+		/* the last injected call: nothing of ckpt stays in the task */
+		for (size_t j = 0; j < n; j++)
+			ps[j] = &ts[j]->pup;
+		puppet_scratch_unmap_many(ps, n, err);
+		for (size_t j = 0; j < n; j++)
+			if (err[j] < 0)
+				return log_fail(&ctx->log, err[j],
+						"pid %d: cannot unmap the scratch area: %s",
+						ts[j]->pid, strerror(-err[j]));
 	}
 	return 0;
 }
@@ -374,6 +374,11 @@ static void free_ctx(struct rst_ctx *ctx)
 	puppet_forget(&ctx->init);
 	arena_free(&ctx->msgs);
 	free(ctx->sched_start);
+	free(ctx->limits_start);
+	free(ctx->sig_had);
+	for (size_t i = 0; ctx->cg_before && i < ctx->ntasks; i++)
+		free(ctx->cg_before[i]);
+	free(ctx->cg_before);
 	free(ctx->tasks);
 	free(ctx->by_pid);
 	objhash_free(&ctx->objs, free_robj);

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "core/sequence.h"
 
@@ -246,6 +247,34 @@ static int run_threads(struct rst_ctx *ctx, enum rst_step_id s, struct rst_task 
 	return 0;
 }
 
+/* Does another task share t's fd table (CLONE_FILES)? */
+static bool table_shared(const struct rst_ctx *ctx, const struct rst_task *t)
+{
+	if (t->files_with)
+		return true;
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].files_with == t->pid)
+			return true;
+	return false;
+}
+
+/*
+ * The control socket closed by t's queued batch, its last at "task
+ * state" (nothing after it passes t a fd), rather than by a stop of its
+ * own at "clean". Not where another task shares its fd table: that one
+ * may still take fds through it.
+ */
+static int close_control(struct rst_ctx *ctx, struct rst_task *t)
+{
+	if (!rst_calls_queued(ctx, t) || table_shared(ctx, t))
+		return 0;
+	struct puppet_call c = PUPPET_CALL(SYS_close, ctx->ctl_remote);
+	static const char *const what[] = { NULL }; /* as at "clean": not checked */
+	int r = rst_calls(ctx, t, &c, what, NULL, 1);
+	t->ctl_closed = r >= 0;
+	return r;
+}
+
 /*
  * At "task state", processes without threads up to PUPPET_MANY_MAX at a
  * time: each one's kinds run in turn as before, but the calls they queue
@@ -273,6 +302,8 @@ static int run_procs(struct rst_ctx *ctx, size_t i, struct step_times *times)
 	int r = 0;
 	for (size_t j = 0; r >= 0 && j < n; j++)
 		r = rst_task_timed(ctx, RST_TASK_STATE, ts[j], times);
+	for (size_t j = 0; r >= 0 && j < n; j++)
+		r = close_control(ctx, ts[j]);
 	int e = rst_calls_end(ctx, r >= 0);
 	r = r < 0 ? r : e;
 	return r < 0 ? r : (int)k;

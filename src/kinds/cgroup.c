@@ -725,7 +725,41 @@ static int cg_join_write(struct rst_ctx *ctx, const struct rst_task *t, const st
 	return cg_write(mnt, path, file, id);
 }
 
-static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
+/*
+ * The cgroup process t is in now, before it joins its own: that of the
+ * process that forked it, as that one was before its own join at "task
+ * state" (every task is forked before it; the root's move at root_ready
+ * comes before its forks and is not kept here), else its
+ * /proc/PID/cgroup. state: at "task state", kept for the tasks t forked
+ * (ctx->cg_before): a child of the tree takes its parent's, where each
+ * read its own.
+ */
+static const char *cg_before(struct rst_ctx *ctx, struct rst_task *t, bool state, char *buf,
+			     size_t len)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t i = (size_t)(t - ctx->tasks);
+	if (state && !ctx->cg_before)
+		ctx->cg_before = calloc(ctx->ntasks, sizeof(*ctx->cg_before));
+	if (!state || !ctx->cg_before || i >= ctx->ntasks)
+		return proc_read(t->pup.pid, "cgroup", &text, NULL) == 0 &&
+			       cg_v2_path(text, buf, len) == 0
+			   ? buf
+			   : NULL;
+	const char *from = t->creator >= 0 && (size_t)t->creator < ctx->ntasks
+				   ? ctx->cg_before[t->creator]
+				   : NULL;
+	if (from && strlen(from) < len)
+		strcpy(buf, from);
+	else if (proc_read(t->pup.pid, "cgroup", &text, NULL) < 0 ||
+		 cg_v2_path(text, buf, len) < 0)
+		return NULL;
+	free(ctx->cg_before[i]);
+	ctx->cg_before[i] = strdup(buf);
+	return buf;
+}
+
+static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e, bool state)
 {
 	char mnt[CG_PATH_MAX];
 	struct obj *o;
@@ -735,10 +769,9 @@ static int join(struct rst_ctx *ctx, struct rst_task *t, const CgroupTask *e)
 	struct cg_rdir *d = o->ptr;
 	/* already there (forked in it): nothing to write, and no need to look
 	 * for the mount (mountinfo read whole: it was most of this step) */
-	_cleanup_free_ char *text = NULL;
 	char now[CG_PATH_MAX];
-	if (!d->e->own && proc_read(t->pup.pid, "cgroup", &text, NULL) == 0 &&
-	    cg_v2_path(text, now, sizeof(now)) == 0 && !strcmp(now, d->e->path))
+	const char *at = d->e->own ? NULL : cg_before(ctx, t, state, now, sizeof(now));
+	if (at && !strcmp(at, d->e->path))
 		return 0;
 	if (cg_mount(mnt, sizeof(mnt)) < 0) {
 		log_warn(&ctx->log,
@@ -815,7 +848,7 @@ static int cgroup_restore(struct rst_ctx *ctx, struct rst_task *t)
 	CgroupTask *e = t->kstate[KIND_cgroup];
 	if (e && e->ns_root) /* joined at root_ready */
 		return 0;
-	int r = e ? join(ctx, t, e) : 0;
+	int r = e ? join(ctx, t, e, true) : 0;
 	return r < 0 || !e ? r : join_threads(ctx, t, e);
 }
 
@@ -834,7 +867,7 @@ static int cgroup_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 				"pid %d: the image names no cgroup namespace "
 				"root",
 				t->pid);
-	int r = join(ctx, t, e);
+	int r = join(ctx, t, e, false);
 	if (r < 0)
 		return r;
 	long u = puppet_syscall(&t->pup, SYS_unshare, CLONE_NEWCGROUP);

@@ -255,20 +255,47 @@ static void now_from(const struct creds_had *had, const CredsEntry *e, uint32_t 
 		       (had->data[0].permitted & (1u << CAP_SETPCAP));
 }
 
+/* Does process t fork or clone another process of the tree? */
+static bool creates(const struct rst_ctx *ctx, const struct rst_task *t)
+{
+	for (size_t i = 0; i < ctx->ntasks; i++)
+		if (ctx->tasks[i].creator == (int)(t - ctx->tasks))
+			return true;
+	return false;
+}
+
+/* Whose read t may take (NULL: none): its leader's, or the process's that
+ * forked it, if that one read all it had */
+static const struct creds_rst *had_from(const struct rst_ctx *ctx, const struct rst_task *t)
+{
+	const struct creds_rst *c = NULL;
+	if (t->leader)
+		c = t->leader->kstate[KIND_creds];
+	else if (t->creator >= 0 && (size_t)t->creator < ctx->ntasks)
+		c = ctx->tasks[t->creator].kstate[KIND_creds];
+	return c && c->have_had ? c : NULL;
+}
+
 /*
- * What the puppet has, by one batch; a process with threads reads all of
- * it (every bounding cap, its capabilities) and keeps it for them: they
- * had the same when they were cloned from it (tree ready, before any
- * task state), so a thread runs no batch of its own here.
+ * What the puppet has, by one batch; a process with threads, or that
+ * forks others, reads all of it (every bounding cap, its capabilities)
+ * and keeps it for them: they had the same when they were cloned or
+ * forked from it (tree ready, create tasks: before any task state, where
+ * only this op changes credentials), so a thread, or a process forked by
+ * one that read, runs no batch of its own here.
  */
 static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e, uint32_t sb,
 		    struct creds_now *now)
 {
 	struct puppet *p = &t->pup;
-	struct creds_rst *lc = t->leader ? t->leader->kstate[KIND_creds] : NULL;
+	const struct creds_rst *from = had_from(ctx, t);
 	struct creds_rst *c = t->kstate[KIND_creds];
-	if (lc && lc->have_had) {
-		now_from(&lc->had, e, sb, now);
+	if (from) {
+		now_from(&from->had, e, sb, now);
+		if (c && !t->leader && c != from) { /* what its own children have too */
+			c->had = from->had;
+			c->have_had = true;
+		}
 		return 0;
 	}
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
@@ -276,7 +303,7 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	if (!h)
 		return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
 				t->pid);
-	bool all = !t->leader && t->nthreads;
+	bool all = !t->leader && (t->nthreads || creates(ctx, t));
 	struct creds_calls b = { .n = 0 };
 	int cap_at[CAP_LAST + 1];
 	for (int cap = 0; cap <= CAP_LAST; cap++) {

@@ -121,11 +121,19 @@ static bool in_it_already(const struct rst_task *t, int fd, const char *at)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* umask (if not negative), unless the puppet has it already */
+/* umask (if not negative), unless the puppet has it already. A process
+ * whose calls are queued (rst_calls) queues it: a call in a batch it runs
+ * anyway costs less than reading its status to know (nothing after fs
+ * makes a file in it) */
 static int set_umask(struct rst_ctx *ctx, struct rst_task *t, long umask)
 {
 	_cleanup_free_ char *text = NULL;
 	struct proc_status st;
+	if (umask >= 0 && rst_calls_queued(ctx, t)) {
+		struct puppet_call c = PUPPET_CALL(SYS_umask, umask);
+		static const char *const what[] = { "umask" };
+		return rst_calls(ctx, t, &c, what, NULL, 1);
+	}
 	if (umask < 0 || (proc_read(t->pup.pid, "status", &text, NULL) == 0 &&
 			  strstr(text, "\nUmask:") && proc_parse_status(text, &st) == 0 &&
 			  st.umask == (uint32_t)umask))

@@ -159,6 +159,12 @@ static int check_xstate(struct rst_ctx *ctx, struct rst_task *t, const RegsEntry
 	if (le && le->has_xstate && le->xstate.len == e->xstate.len &&
 	    !((e->has_xfeatures ? e->xfeatures : 0) & ~(le->has_xfeatures ? le->xfeatures : 0)))
 		return 0;
+	/* the size ptrace gives is the machine's (the regset's, set at boot),
+	 * not the task's: read once a restart (ctx->xstate_len), with the
+	 * CPU's features (cpuid and xgetbv, each a trap in a guest) */
+	uint64_t need = e->has_xfeatures ? e->xfeatures : 0;
+	if (ctx->xstate_len && ctx->xstate_len == e->xstate.len && !(need & ~ctx->xstate_have))
+		return 0;
 	static const size_t cap = XSTATE_MAX;
 	uint8_t *host = malloc(cap);
 	size_t len = cap;
@@ -169,7 +175,8 @@ static int check_xstate(struct rst_ctx *ctx, struct rst_task *t, const RegsEntry
 	free(host);
 	if (x < 0)
 		return log_fail(&ctx->log, x, "pid %d: cannot read the FPU state layout", t->pid);
-	uint64_t need = e->has_xfeatures ? e->xfeatures : 0;
+	ctx->xstate_len = len;
+	ctx->xstate_have = have;
 	if (need & ~have)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d: the image uses CPU state features %#llx that this CPU "

@@ -4,7 +4,7 @@
  * needs CAP_SYS_RESOURCE when its credentials differ); set by an injected
  * prlimit64 on the puppet itself. A hard limit above ckpt's own cannot be
  * raised without CAP_SYS_RESOURCE: it is kept at ckpt's, with a warning.
- * A limit the puppet has already (its /proc/PID/limits) is not set again.
+ * A limit the puppet has already (ckpt's, limits_start) is not set again.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -104,6 +104,27 @@ static int raise_limit(struct rst_ctx *ctx, struct rst_task *t, const RlimitEntr
 
 #define RLIMITS_BATCH 16
 
+/*
+ * What every puppet has until its own restore here: ckpt's limits,
+ * inherited by the root and through it by every task, all forked before
+ * step "task state" (nothing but this op sets a puppet's limits). Read
+ * once a restart (ctx->limits_start), where each process's were read
+ * from its /proc/PID/limits; NULL if they cannot be read.
+ */
+static const struct proc_limits *limits_start(struct rst_ctx *ctx)
+{
+	if (ctx->limits_start)
+		return ctx->limits_start;
+	_cleanup_free_ char *text = NULL;
+	struct proc_limits *l = malloc(sizeof(*l));
+	if (!l || proc_read(getpid(), "limits", &text, NULL) < 0 ||
+	    proc_parse_limits(text, l) < 0) {
+		free(l);
+		return NULL;
+	}
+	return ctx->limits_start = l;
+}
+
 /* The limits set by batches of injected calls, each limit at its own place
  * in scratch. */
 static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)
@@ -111,10 +132,9 @@ static int rlimits_restore(struct rst_ctx *ctx, struct rst_task *t)
 	RlimitsEntry *e = t->kstate[KIND_rlimits];
 	/* what the puppet has already (ckpt's, most often the program's too)
 	 * is not set again: no call, and no stop if none is left */
-	_cleanup_free_ char *text = NULL;
-	struct proc_limits now;
-	bool have = e && proc_read(t->pup.pid, "limits", &text, NULL) >= 0 &&
-		    proc_parse_limits(text, &now) >= 0;
+	const struct proc_limits *start = e ? limits_start(ctx) : NULL;
+	bool have = start != NULL;
+	struct proc_limits now = have ? *start : (struct proc_limits){ 0 };
 	for (size_t i = 0; e && i < e->n_limits; i += RLIMITS_BATCH) {
 		struct rlimit want[RLIMITS_BATCH];
 		struct puppet_call c[RLIMITS_BATCH];

@@ -254,7 +254,11 @@ struct sched_start {
 	bool have_loginuid;
 	bool have_attr;
 	bool have_cpus;
+	bool have_oom;
+	bool have_coredump;
 	long long loginuid;
+	long long oom;          /* oom_score_adj (per process, kept by fork) */
+	uint32_t coredump;      /* coredump_filter (per mm, kept by fork) */
 	struct sched_attr attr;
 	cpu_set_t cpus; /* ckpt's own; from before the pin if pinned */
 };
@@ -267,6 +271,13 @@ static const struct sched_start *sched_start(struct rst_ctx *ctx)
 	if (!b)
 		return NULL;
 	b->have_loginuid = read_u32_file(getpid(), "loginuid", &b->loginuid) == 0;
+	b->have_oom = read_u32_file(getpid(), "oom_score_adj", &b->oom) == 0;
+	_cleanup_free_ char *text = NULL;
+	char *end = NULL;
+	if (proc_read_one(getpid(), "coredump_filter", &text) >= 0) {
+		b->coredump = (uint32_t)strtoul(text, &end, 16);
+		b->have_coredump = end != text;
+	}
 	b->have_attr = syscall(SYS_sched_getattr, 0, &b->attr, sizeof(b->attr), 0) == 0;
 	if (ctx->affinity)
 		b->cpus = *ctx->affinity;
@@ -443,9 +454,12 @@ static int sched_restore(struct rst_ctx *ctx, struct rst_task *t)
 		return r;
 	if (e->has_membarrier && (r = restore_membarrier(ctx, t, e->membarrier)) < 0)
 		return r;
-	if (e->has_oom_score_adj)
+	/* both ckpt's already (sched_start: only sched_restore writes them,
+	 * and every task was forked before it ran): no open, no write */
+	const struct sched_start *b = sched_start(ctx);
+	if (e->has_oom_score_adj && !(b && b->have_oom && b->oom == e->oom_score_adj))
 		restore_oom(ctx, t, e->oom_score_adj);
-	if (e->has_coredump_filter) {
+	if (e->has_coredump_filter && !(b && b->have_coredump && b->coredump == e->coredump_filter)) {
 		char text[16];
 		snprintf(text, sizeof(text), "%#x", e->coredump_filter);
 		if ((r = write_proc(t, "coredump_filter", text)) < 0)

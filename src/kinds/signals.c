@@ -233,6 +233,40 @@ static int signals_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 /* rt_sigtimedwait calls in the batch (more are made one by one if needed) */
 #define SIGWAIT_BATCH 4
 
+struct sig_had {
+	uint64_t set[2]; /* SigIgn, SigCgt */
+	bool have;
+};
+
+/*
+ * The signals process t has caught or ignored now, before its restore:
+ * those of the process that forked it, as that one had them before its
+ * own restore (every task is forked before "task state", and only this
+ * op changes a puppet's actions), else its /proc/PID/status; all of
+ * them if neither can be had. Kept for the tasks t forked: a child of
+ * the tree takes its parent's, where each read its status.
+ */
+static void handled_before(struct rst_ctx *ctx, struct rst_task *t, uint64_t ret[2])
+{
+	size_t i = (size_t)(t - ctx->tasks);
+	if (!ctx->sig_had && !(ctx->sig_had = calloc(ctx->ntasks, sizeof(*ctx->sig_had)))) {
+		if (puppet_sig_handled(t->pup.pid, ret) < 0)
+			ret[0] = ret[1] = ~0ull;
+		return;
+	}
+	const struct sig_had *from =
+	    t->creator >= 0 && (size_t)t->creator < ctx->ntasks ? &ctx->sig_had[t->creator] : NULL;
+	if (from && from->have) {
+		ret[0] = from->set[0];
+		ret[1] = from->set[1];
+	} else if (puppet_sig_handled(t->pup.pid, ret) < 0) {
+		ret[0] = ret[1] = ~0ull;
+		return;
+	}
+	if (i < ctx->ntasks)
+		ctx->sig_had[i] = (struct sig_had){ { ret[0], ret[1] }, true };
+}
+
 static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 {
 	SignalsEntry *e = t->kstate[KIND_signals];
@@ -264,8 +298,8 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	 * with SIG_DFL), read here once a restart. */
 	static const struct kernel_sigaction dfl = {0};
 	uint64_t had[2] = { ~0ull, ~0ull };
-	if (!t->leader && puppet_sig_handled(p->pid, had) < 0)
-		had[0] = had[1] = ~0ull;
+	if (!t->leader)
+		handled_before(ctx, t, had);
 	if (!ctx->sig_own_read) {
 		for (int sig = 1; sig <= NSIG_K; sig++) {
 			struct kernel_sigaction own;

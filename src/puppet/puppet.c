@@ -1865,6 +1865,38 @@ int puppet_scratch_unmap(struct puppet *p)
 	return r < 0 ? (int)r : 0;
 }
 
+void puppet_scratch_unmap_many(struct puppet *const *ps, size_t n, int *err)
+{
+	enum { ALONE, STARTED, RAN } how[PUPPET_MANY_MAX];
+	long m[PUPPET_MANY_MAX];
+	int ign[PUPPET_MANY_MAX];
+
+	for (size_t i = 0; i < n && i < PUPPET_MANY_MAX; i++) {
+		struct puppet *p = ps[i];
+		bool done;
+		how[i] = ALONE;
+		if (!p->scratch || p->guard || syscall_can_start(p, SYS_munmap) < 0)
+			continue;
+		const long a[7] = { SYS_munmap, (long)p->scratch,
+				    (long)(p->scratch_len + p->scratch_extra), 0, 0, 0, 0 };
+		m[i] = syscall_start(p, a, &ign[i], &done);
+		how[i] = done || m[i] < 0 ? RAN : STARTED;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct puppet *p = ps[i];
+		if (i >= PUPPET_MANY_MAX || how[i] == ALONE) {
+			err[i] = puppet_scratch_unmap(p);
+			continue;
+		}
+		long r = how[i] == STARTED ? syscall_finish(p, ign[i]) : m[i];
+		p->scratch = 0;
+		p->scratch_len = 0;
+		p->scratch_extra = 0;
+		p->stub_ip = 0;
+		err[i] = r < 0 ? (int)r : 0;
+	}
+}
+
 int puppet_read(struct puppet *p, uint64_t addr, void *buf, size_t len)
 {
 	size_t done = 0;

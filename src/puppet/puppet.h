@@ -293,6 +293,9 @@ int puppet_scratch_map(struct puppet *p, uint64_t addr, size_t len)
  * for all of them */
 void puppet_scratch_map_many(struct puppet *const *ps, const size_t *lens, size_t n, int *err);
 int puppet_scratch_unmap(struct puppet *p);
+/* The scratch areas of n puppets unmapped side by side: each one's munmap
+ * started (a step) before any is waited for; err[i] as puppet_scratch_unmap */
+void puppet_scratch_unmap_many(struct puppet *const *ps, size_t n, int *err);
 /*
  * A scratch area (anywhere) followed by a batch table and a page with a
  * stub that runs a batch's calls one after another and traps once: a batch
