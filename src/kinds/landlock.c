@@ -9,23 +9,30 @@
  * outside it (ptrace_may_access fails, even for kcmp, which only
  * compares), where the same user could otherwise. So ckpt makes, for
  * each real uid and gid of the tree's tasks, a reference process of that
- * uid and gid, dumpable and in no domain (sleep(1) run by a vfork, or a
- * fork of ckpt's that sleeps; either is
- * killed with ckpt), and each task and thread runs, in its probes, a
- * kcmp(KCMP_VM) of itself and the reference: a result is no domain,
- * EPERM a domain (or another LSM that forbids the look, which ckpt
- * cannot tell apart: refused as well, naming both). The references are
- * killed at "finish". A container's tasks cannot name a process outside
- * their pid namespace: they are not asked (a gap, DESIGN.md).
+ * uid and gid, dumpable, with no capability and in no domain (sleep(1)
+ * run by a vfork, or a fork of ckpt's that sleeps; either is killed with
+ * ckpt), and each task and thread runs, in its probes, a kcmp(KCMP_VM) of
+ * itself and the reference: a result is no domain, EPERM a domain (or
+ * another LSM that forbids the look, which ckpt cannot tell apart:
+ * refused as well, naming both). No capability: the kernel lets a task
+ * look at a process of its user namespace only if that one's permitted
+ * capabilities are a subset of its own, and a root daemon with a reduced
+ * bounding set would otherwise fail the look as if sandboxed. The
+ * references are killed at "finish". A container's tasks cannot name a
+ * process outside their pid namespace: they are not asked (a gap,
+ * DESIGN.md).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/kcmp.h>
+#include <linux/securebits.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,7 +62,9 @@ struct landlock_ckpt {
  * The same by vfork and exec of sleep(1), with nothing of ckpt's but its
  * ids: a fork would make ckpt's memory copy-on-write until the reference
  * dies, and ckpt writes much of it while it collects (1,000 threads: 40
- * ms more). 0 if it could not be made so (then make_ref forks).
+ * ms more). Its exec gives it no capability: no ambient ones, and, as uid
+ * 0, SECBIT_NOROOT (which takes CAP_SETPCAP). 0 if it could not be made
+ * so (then make_ref forks).
  */
 static pid_t spawn_ref(uint32_t uid, uint32_t gid)
 {
@@ -75,6 +84,9 @@ static pid_t spawn_ref(uint32_t uid, uint32_t gid)
 			      syscall(SYS_setresgid, gid, gid, gid) < 0 ||
 			      syscall(SYS_setresuid, uid, uid, uid) < 0))
 			syscall(SYS_exit, 1);
+		if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
+		    (uid == 0 && syscall(SYS_prctl, PR_SET_SECUREBITS, SECBIT_NOROOT, 0, 0, 0) < 0))
+			syscall(SYS_exit, 1);
 		syscall(SYS_close_range, 3, ~0u, 0);
 		syscall(SYS_execve, "/bin/sleep", argv, envp);
 		syscall(SYS_exit, 127);
@@ -84,7 +96,7 @@ static pid_t spawn_ref(uint32_t uid, uint32_t gid)
 	struct proc_status ps;
 	if (proc_read_one(pid, "status", &text) == 0 && proc_parse_status(text, &ps) == 0 &&
 	    ps.state != 'Z' && ps.uid[0] == uid && ps.uid[1] == uid && ps.uid[2] == uid &&
-	    ps.gid[0] == gid && ps.gid[1] == gid && ps.gid[2] == gid)
+	    ps.gid[0] == gid && ps.gid[1] == gid && ps.gid[2] == gid && ps.cap_prm == 0)
 		return pid;
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -118,7 +130,11 @@ static pid_t make_ref(uint32_t uid, uint32_t gid)
 			      syscall(SYS_setresgid, gid, gid, gid) < 0 ||
 			      syscall(SYS_setresuid, uid, uid, uid) < 0))
 			_exit(1);
+		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct none[2] = { { 0 } };
 		if (syscall(SYS_getuid) != uid || syscall(SYS_getgid) != gid ||
+		    syscall(SYS_capset, &h, none) < 0 ||
+		    syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
 		    prctl(PR_SET_DUMPABLE, 1) < 0)
 			_exit(1);
 		char ok = 1;
@@ -176,6 +192,15 @@ static int landlock_probe(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
+/* Is pid in ckpt's user namespace (where the reference is)? */
+static bool same_userns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	return stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 && a.st_ino == b.st_ino;
+}
+
 static int landlock_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	const struct landlock_ckpt *k = t->kstate[KIND_landlock];
@@ -191,6 +216,12 @@ static int landlock_collect(struct ckpt_ctx *ctx, struct task *t)
 	long r = task_probe_ret(t, k->call);
 	if (r >= 0 || r == -ENOSYS)
 		return 0;
+	if ((r == -EPERM || r == -EACCES) && !same_userns(t->pid))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"%s %d: cannot tell whether Landlock sandboxes it: it is in "
+				"another user namespace than ckpt, where it may not look at a "
+				"process of ckpt's",
+				who, t->pid);
 	if (r == -EPERM || r == -EACCES)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"%s %d: is sandboxed by Landlock (it may not look at a process of "

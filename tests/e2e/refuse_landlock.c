@@ -2,7 +2,9 @@
 /*
  * A refusal: a process sandboxed by Landlock (no file may be made or
  * written by path but beneath its test directory), or with argv[1]
- * "thread" only one of its threads.
+ * "thread" only one of its threads; "caps": as root without CAP_SYS_PTRACE
+ * (the reference ckpt compares it with has no capability, so the kernel's
+ * capability check passes and Landlock's is what refuses the look).
  * Nothing shows a domain, and a restart would run the program unconfined;
  * ckpt finds it by a kcmp the task may not make of a process of its own
  * uid outside its domain. The runner expects the checkpoint to fail
@@ -12,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/landlock.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -75,6 +78,18 @@ static void *thread_main(void *arg)
 int main(int argc, char **argv)
 {
 	bool thread = argc > 1 && strcmp(argv[1], "thread") == 0;
+	if (argc > 1 && strcmp(argv[1], "caps") == 0) {
+		struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct d[2];
+		if (getuid() != 0)
+			skip("needs root");
+		if (prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE) || syscall(SYS_capget, &h, d))
+			fail("dropping CAP_SYS_PTRACE: %m");
+		d[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+		d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+		if (syscall(SYS_capset, &h, d))
+			fail("capset: %m");
+	}
 	pthread_t th;
 	if (thread) {
 		if (pthread_create(&th, NULL, thread_main, NULL) != 0)

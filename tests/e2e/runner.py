@@ -215,6 +215,8 @@ TESTS = [
     entry("id_session"),
     entry("id_pgrp"),
     entry("id_creds", (B, T)),
+    # uid 0 with reduced capabilities (CAP_SYS_PTRACE not even in the bounding set)
+    entry("id_creds_root", (B, T), program="id_creds", pargs=["root"]),
     entry("id_nnp"),
     entry("id_dropped", (B, T, R)),
     entry("id_securebits", (B, T)),
@@ -762,6 +764,8 @@ TESTS = [
     entry("refuse_landlock_thread", kind="refuse", program="refuse_landlock", pargs=["thread"],
           regex=r"\bthread \d+: is sandboxed by Landlock"),
     entry("refuse_landlock_nobody", kind="refuse", program="refuse_landlock", nobody=True,
+          regex=r"\bpid {pid}: is sandboxed by Landlock"),
+    entry("refuse_landlock_caps", kind="refuse", program="refuse_landlock", pargs=["caps"],
           regex=r"\bpid {pid}: is sandboxed by Landlock"),
     # keyrings: keys ckpt cannot make again
     entry("refuse_keyring_logon", kind="refuse", program="refuse_keyring", pargs=["logon"],
