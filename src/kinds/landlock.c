@@ -130,8 +130,8 @@ static pid_t make_ref(uint32_t uid, uint32_t gid)
 			      syscall(SYS_setresgid, gid, gid, gid) < 0 ||
 			      syscall(SYS_setresuid, uid, uid, uid) < 0))
 			_exit(1);
-		struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-		struct __user_cap_data_struct none[2] = { { 0 } };
+		struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct none[2] = {{0}};
 		if (syscall(SYS_getuid) != uid || syscall(SYS_getgid) != gid ||
 		    syscall(SYS_capset, &h, none) < 0 ||
 		    syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
