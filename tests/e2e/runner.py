@@ -37,6 +37,7 @@ has a NAME.c here (`runner.py --programs` prints them).
 """
 
 import argparse
+import base64
 import errno
 import http.client
 import json
@@ -710,6 +711,8 @@ TESTS = [
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     entry("real_nginx", (B, T, R), kind="nginx"),
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
+    # etcd (Go): puts and reads on a keep-alive connection go on across the restart
+    entry("real_etcd", (B, T), kind="etcd"),
     # IPv6, each worker its own listener of a SO_REUSEPORT group
     entry("real_nginx_tcp6", kind="nginx_tcp", host="::1", listen_opts=" reuseport"),
     # restarting a database's first image again would undo what it wrote since: no reuse
@@ -4609,6 +4612,93 @@ class Run:
             c.sendall(self.resp_cmd(["SHUTDOWN", "NOSAVE"]))
             c.recv(100)
         self.wait_all([rp], EXIT_TIMEOUT, "redis-server after SHUTDOWN")
+
+    def flow_etcd(self):
+        """etcd (Go: a dozen threads, a bbolt database mapped from its data
+        directory, a raft log, and a gRPC connection to itself behind its
+        JSON gateway) on free ports of 127.0.0.1. A client of the runner's
+        holds one keep-alive HTTP connection and, in a loop, puts key i and
+        reads it back, checking the value and that the store's revision
+        grows by one a put, across checkpoint --kill and restart with only
+        ckpt's network lock between them; after the restart the keys put
+        before are all there."""
+        if not shutil.which("etcd"):
+            raise Skip("etcd not installed")
+        port, peer = self.free_port(), self.free_port()
+        url = "http://127.0.0.1:%d" % port
+        purl = "http://127.0.0.1:%d" % peer
+        pr = self.start_server(["etcd", "--name", "ckpt", "--data-dir", self.p("etcd.data"),
+                                "--listen-client-urls", url, "--advertise-client-urls", url,
+                                "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                                "--initial-cluster", "ckpt=" + purl], port)
+
+        def b64(x):
+            return base64.b64encode(x.encode()).decode()
+
+        def call(conn, path, body):
+            conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            data = r.read()
+            if r.status != 200:
+                raise Fail("%s: HTTP %d %r" % (path, r.status, data[:200]))
+            return json.loads(data)
+
+        def healthy():
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.request("GET", "/health")
+                ok = json.loads(c.getresponse().read()).get("health") == "true"
+                c.close()
+                return ok
+            except (OSError, ValueError, http.client.HTTPException):
+                return False
+        self.wait_until("etcd to be healthy", healthy, [pr], timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        state = {"n": 0, "rev": None, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = state["n"]
+                    put = call(conn, "/v3/kv/put", {"key": b64("k%d" % i), "value": b64("v%d" % i)})
+                    rev = int(put["header"]["revision"])
+                    if state["rev"] is not None and rev != state["rev"] + 1:
+                        raise Fail("put %d: revision %d after %d" % (i, rev, state["rev"]))
+                    got = call(conn, "/v3/kv/range", {"key": b64("k%d" % i)})
+                    kvs = got.get("kvs", [])
+                    if len(kvs) != 1 or base64.b64decode(kvs[0]["value"]) != b"v%d" % i:
+                        raise Fail("range k%d: %r" % (i, kvs))
+                    state["rev"] = rev
+                    state["n"] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("20 more puts", lambda: state["n"] >= n + 20 or state["err"],
+                            [], timeout=60)
+        try:
+            progress()
+            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
+        finally:
+            state["stop"] = True
+            th.join(60)
+            conn.close()
+        if state["err"]:
+            raise Fail("the etcd client: %r" % (state["err"],))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            got = call(c, "/v3/kv/range", {"key": b64("k"), "range_end": b64("l"),
+                                            "count_only": True})
+        finally:
+            c.close()
+        if int(got.get("count", 0)) != state["n"]:
+            raise Fail("etcd holds %s keys, the client put %d" % (got.get("count"), state["n"]))
+        self.vlog("%d puts" % state["n"])
+        rp.terminate()
+        self.wait_all([rp], EXIT_TIMEOUT, "etcd after SIGTERM")
 
     ECHO_CLIENTS = 100
 
