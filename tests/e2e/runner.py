@@ -713,6 +713,10 @@ TESTS = [
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
     # etcd (Go): puts and reads on a keep-alive connection go on across the restart
     entry("real_etcd", (B, T), kind="etcd"),
+    # MariaDB (InnoDB without io_uring) with a client inserting on one held connection
+    entry("real_mariadb_tcp", (B, T), kind="mariadb_tcp"),
+    # the same with InnoDB's native AIO on (io_uring): refused, the server goes on
+    entry("real_mariadb_uring", kind="mariadb_tcp", case="uring"),
     # IPv6, each worker its own listener of a SO_REUSEPORT group
     entry("real_nginx_tcp6", kind="nginx_tcp", host="::1", listen_opts=" reuseport"),
     # restarting a database's first image again would undo what it wrote since: no reuse
@@ -887,6 +891,14 @@ def tail(path, n=15):
         return None
     lines = data.decode("utf-8", "replace").splitlines()
     return "\n".join(lines[-n:])
+
+
+def safe_readlink(path):
+    """The link's target, or "" if it cannot be read (gone)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
 
 
 def pid_alive(pid):
@@ -4699,6 +4711,125 @@ class Run:
         self.vlog("%d puts" % state["n"])
         rp.terminate()
         self.wait_all([rp], EXIT_TIMEOUT, "etcd after SIGTERM")
+
+    def flow_mariadb_tcp(self):
+        """MariaDB 10.11 (mariadbd: a dozen threads, InnoDB's redo log and
+        tablespaces, Aria's tables) on a free port of 127.0.0.1, its data
+        made by mariadb-install-db in the test's directory. InnoDB's native
+        AIO is off: with it mariadbd uses io_uring, which ckpt refuses
+        (naming the fd and both ring mappings). The mariadb client of the
+        runner's (outside the tree) holds one TCP connection, fed a line at
+        a time: it inserts row i and reads back the row count and its
+        connection id, in a loop, across checkpoint --kill and restart with
+        only ckpt's network lock between them: every count is right, the
+        connection id never changes, and a new connection counts the rows
+        the client was told were inserted. case "uring": native AIO on,
+        the checkpoint (while the client inserts) must be refused naming
+        mariadbd's io_uring fd, and the server and the held connection go
+        on as if nothing happened."""
+        uring = self.t["case"] == "uring"
+        for prog in ("mariadbd", "mariadb-install-db", "mariadb"):
+            if not shutil.which(prog):
+                raise Skip("%s not installed" % prog)
+        data = self.p("mariadb.data")
+        self.logs += [self.p("install-db.log"), self.p("mariadb.err")]
+        ini = self.popen(["mariadb-install-db", "--no-defaults", "--datadir=" + data,
+                          "--user=root", "--auth-root-authentication-method=normal",
+                          "--skip-test-db"],
+                         out=self.p("install-db.log"), err=self.p("install-db.log"))
+        self.wait_all([ini], 120, "mariadb-install-db")
+        if ini.returncode != 0:
+            raise Fail("mariadb-install-db exit %d" % ini.returncode)
+        port = self.free_port()
+        pr = self.start_server(["mariadbd", "--no-defaults", "--datadir=" + data, "--user=root",
+                                "--bind-address=127.0.0.1", "--port=%d" % port,
+                                "--socket=" + self.p("mariadb.sock"), "--skip-name-resolve",
+                                "--innodb-use-native-aio=%d" % uring,
+                                "--log-error=" + self.p("mariadb.err"),
+                                "--pid-file=" + self.p("mariadb.pid")], port)
+        client = ["mariadb", "--no-defaults", "-h", "127.0.0.1", "-P", str(port), "-uroot",
+                  "--batch", "--skip-column-names"]
+
+        def sql(q):
+            r = subprocess.run(client + ["-e", q], capture_output=True, text=True, timeout=60)
+            if r.returncode != 0:
+                raise Fail("mariadb -e %r: exit %d: %s" % (q, r.returncode, r.stderr.strip()))
+            return r.stdout.strip()
+        sql("CREATE DATABASE t; CREATE TABLE t.a (i INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB")
+        held = subprocess.Popen(client + ["--unbuffered", "-n"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.procs.append(held)
+        state = {"n": 0, "cid": None, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = state["n"] + 1
+                    held.stdin.write("INSERT INTO t.a VALUES (%d, 'v%d'); "
+                                     "SELECT COUNT(*), CONNECTION_ID() FROM t.a;\n" % (i, i))
+                    held.stdin.flush()
+                    line = held.stdout.readline()
+                    if not line:
+                        raise Fail("the held client ended: %s" % held.stdout.read())
+                    got = line.split()
+                    if len(got) != 2 or got[0] != str(i):
+                        raise Fail("insert %d: got %r" % (i, line))
+                    if state["cid"] not in (None, got[1]):
+                        raise Fail("connection id %s, was %s" % (got[1], state["cid"]))
+                    state["cid"] = got[1]
+                    state["n"] = i
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("50 more inserts", lambda: state["n"] >= n + 50 or state["err"],
+                            [], timeout=60)
+            if state["err"]:
+                raise Fail("the held client: %r" % (state["err"],))
+        try:
+            progress()
+            if self.opts.no_ckpt:
+                rp = pr
+            elif uring:
+                rp = pr
+                self.refused_uring(pr)
+                progress()
+            else:
+                rp = self.tcp_cycles(pr, port, progress, conns=1)
+        finally:
+            state["stop"] = True
+            th.join(60)
+        held.stdin.close()
+        self.wait_all([held], EXIT_TIMEOUT, "the held mariadb client")
+        if state["err"]:
+            raise Fail("the held client: %r" % (state["err"],))
+        count = sql("SELECT COUNT(*) FROM t.a")
+        if count != str(state["n"]):
+            raise Fail("a new connection counts %s rows, the held one inserted %d"
+                       % (count, state["n"]))
+        self.vlog("%d inserts on connection %s" % (state["n"], state["cid"]))
+        rp.terminate()
+        self.wait_all([rp], EXIT_TIMEOUT, "mariadbd after SIGTERM")
+
+    def refused_uring(self, pr):
+        """A checkpoint of pr, which holds an io_uring instance, refused by
+        pid and fd; pr alive after it."""
+        fds = os.listdir("/proc/%d/fd" % self.pid)
+        uring = [fd for fd in fds if "io_uring" in safe_readlink("/proc/%d/fd/%s" % (self.pid, fd))]
+        if not uring:
+            raise Skip("the server holds no io_uring instance here")
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0 or rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint exit %d, expected a refusal" % rc)
+        rx = r"\bpid %d fd (%s) \(anon_inode:\[io_uring\]\): io_uring instance" % (
+            self.pid, "|".join(uring))
+        if not re.search(rx, err):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+        if not pid_alive(self.pid):
+            raise Fail("the server is gone after the refused checkpoint")
 
     ECHO_CLIENTS = 100
 
