@@ -42,6 +42,11 @@ command -v redis-benchmark >/dev/null 2>&1 || need="$need redis-tools"
 command -v fio >/dev/null 2>&1 || need="$need fio"
 # real_node: Node.js's HTTP server, a worker thread
 command -v node >/dev/null 2>&1 || need="$need nodejs"
+# real_etcd: etcd (a Go program)
+command -v etcd >/dev/null 2>&1 || need="$need etcd-server"
+# real_mariadb_*: MariaDB's server, mariadb-install-db and its client
+[ -x /usr/sbin/mariadbd ] || need="$need mariadb-server"
+command -v mariadb >/dev/null 2>&1 || need="$need mariadb-client"
 # real_sqlite: SQLite's shell
 command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
 # real_dbus: a session bus daemon, and dbus-send to ask it
