@@ -47,6 +47,8 @@ command -v etcd >/dev/null 2>&1 || need="$need etcd-server"
 # real_mariadb_*: MariaDB's server, mariadb-install-db and its client
 [ -x /usr/sbin/mariadbd ] || need="$need mariadb-server"
 command -v mariadb >/dev/null 2>&1 || need="$need mariadb-client"
+# real_memcached_tcp: memcached
+command -v memcached >/dev/null 2>&1 || need="$need memcached"
 # real_sqlite: SQLite's shell
 command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
 # real_dbus: a session bus daemon, and dbus-send to ask it

@@ -713,6 +713,8 @@ TESTS = [
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
     # etcd (Go): puts and reads on a keep-alive connection go on across the restart
     entry("real_etcd", (B, T), kind="etcd"),
+    # memcached, root dropped to nobody: SET/GET/INCR on one connection go on
+    entry("real_memcached_tcp", (B, T), kind="memcached_tcp"),
     # MariaDB (InnoDB without io_uring) with a client inserting on one held connection
     entry("real_mariadb_tcp", (B, T), kind="mariadb_tcp"),
     # the same with InnoDB's native AIO on (io_uring): refused, the server goes on
@@ -4813,6 +4815,74 @@ class Run:
         self.vlog("%d inserts on connection %s" % (state["n"], state["cid"]))
         rp.terminate()
         self.wait_all([rp], EXIT_TIMEOUT, "mariadbd after SIGTERM")
+
+    def flow_memcached_tcp(self):
+        """memcached (libevent, 4 worker threads, root dropped to nobody by
+        -u) on a free port of 127.0.0.1. A client of the runner's holds one
+        connection and sets key i, reads it back and increments a counter,
+        in a loop, checking every reply, across checkpoint --kill and
+        restart with only ckpt's network lock between them; after it the
+        server still runs as nobody and every key set before is there."""
+        if not shutil.which("memcached"):
+            raise Skip("memcached not installed")
+        port = self.free_port()
+        pr = self.start_server(["memcached", "-u", "nobody", "-l", "127.0.0.1", "-p", str(port),
+                                "-U", "0", "-t", "4", "-m", "64"], port)
+        cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+        f = cl.makefile("rb")
+        cl.sendall(b"set n 0 0 1\r\n0\r\n")
+        if f.readline() != b"STORED\r\n":
+            raise Fail("set n")
+        state = {"n": 0, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = state["n"]
+                    v = b"v%d" % i
+                    cl.sendall(b"set k%d 0 0 %d\r\n%s\r\nget k%d\r\nincr n 1\r\n"
+                               % (i, len(v), v, i))
+                    got = [f.readline() for _ in range(5)]
+                    want = [b"STORED\r\n", b"VALUE k%d 0 %d\r\n" % (i, len(v)), v + b"\r\n",
+                            b"END\r\n", b"%d\r\n" % (i + 1)]
+                    if got != want:
+                        raise Fail("command %d: got %r" % (i, got))
+                    state["n"] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
+                            [], timeout=60)
+        try:
+            progress()
+            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
+        finally:
+            state["stop"] = True
+            th.join(60)
+        if state["err"]:
+            raise Fail("the memcached client: %r" % (state["err"],))
+        with open("/proc/%d/status" % self.pid) as st:
+            uids = re.search(r"^Uid:\s+(.*)$", st.read(), re.M).group(1).split()
+        if uids != [str(pwd.getpwnam("nobody").pw_uid)] * 4:
+            raise Fail("memcached runs with uids %s, not nobody's" % uids)
+        missing = 0
+        for i in range(state["n"]):
+            cl.sendall(b"get k%d\r\n" % i)
+            line = f.readline()
+            if line.startswith(b"VALUE"):
+                f.readline(), f.readline()
+            else:
+                missing += 1
+        cl.close()
+        if missing:
+            raise Fail("%d of %d keys are gone" % (missing, state["n"]))
+        self.vlog("%d commands" % state["n"])
+        rp.terminate()
+        self.wait_all([rp], EXIT_TIMEOUT, "memcached after SIGTERM")
 
     def refused_uring(self, pr):
         """A checkpoint of pr, which holds an io_uring instance, refused by
