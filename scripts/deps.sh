@@ -47,6 +47,8 @@ command -v etcd >/dev/null 2>&1 || need="$need etcd-server"
 # real_mariadb_*: MariaDB's server, mariadb-install-db and its client
 [ -x /usr/sbin/mariadbd ] || need="$need mariadb-server"
 command -v mariadb >/dev/null 2>&1 || need="$need mariadb-client"
+# real_haproxy_tcp: haproxy
+[ -x /usr/sbin/haproxy ] || need="$need haproxy"
 # real_memcached_tcp: memcached
 command -v memcached >/dev/null 2>&1 || need="$need memcached"
 # real_sqlite: SQLite's shell

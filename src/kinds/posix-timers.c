@@ -29,11 +29,13 @@
  *   A timer whose signal is queued loses its overrun count (the next
  *   delivery sets a new one); that of a CLOCK_REALTIME timer restored
  *   either way is then absolute.
- * CPU-time clocks of the process and of its thread are restored as the
- * kernel holds them (pid 0 = the caller, or the pid, which is kept).
+ * CPU-time clocks of the process and of its threads are restored as the
+ * kernel holds them (pid 0 = the caller, or the pid or tid, which is kept:
+ * haproxy's watchdog arms one on each thread's pthread_getcpuclockid()).
  * SIGEV_THREAD_ID may name any thread of the process (glibc's SIGEV_THREAD
  * is one to its helper thread). Refused: CPU clocks of other processes,
- * dynamic clocks.
+ * dynamic clocks, and CLOCK_THREAD_CPUTIME_ID (pid 0: the thread that
+ * made the timer, which nothing shows) in a process with other threads.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -147,7 +149,13 @@ static int parse_timers(const char *text, struct proc_timer **ret, size_t *ret_n
 }
 
 /* NULL if timers on this clock can be restored in process pid, else why not */
-static const char *clock_refusal(int clock, pid_t pid, char *buf, size_t len)
+/*
+ * Why a timer on clock cannot be saved, or NULL. pid is the process as it
+ * sees itself and tids its other threads: a CPU-time clock names one of
+ * them by that number (kept at restart), or 0 for the caller's own.
+ */
+static const char *clock_refusal(int clock, pid_t pid, const pid_t *tids, size_t ntids, char *buf,
+				 size_t len)
 {
 	if (clock >= 0) {
 		switch (clock) {
@@ -169,7 +177,10 @@ static const char *clock_refusal(int clock, pid_t pid, char *buf, size_t len)
 		return buf;
 	}
 	pid_t owner = CPUCLOCK_PID(clock);
-	if (owner && owner != pid) {
+	bool thread = false; /* one of the process's other threads */
+	for (size_t i = 0; CPUCLOCK_PERTHREAD(clock) && i < ntids; i++)
+		thread |= owner == tids[i];
+	if (owner && owner != pid && !thread) {
 		snprintf(buf, len, "on the CPU-time clock of %s %d, not supported",
 			 CPUCLOCK_PERTHREAD(clock) ? "thread" : "process", owner);
 		return buf;
@@ -205,9 +216,25 @@ static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct proc_t
 	if (pt->notify != SIGEV_NONE && !bit(pt->signo))
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d timer %d (posix timer): signal %d",
 				t->pid, pt->id, pt->signo);
-	if ((why = clock_refusal(pt->clock, t->pid, buf, sizeof(buf))))
+	_cleanup_free_ pid_t *tids = calloc(t->nthreads ? t->nthreads : 1, sizeof(*tids));
+	if (!tids)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nthreads; i++)
+		tids[i] = t->threads[i].vpid;
+	if ((why = clock_refusal(pt->clock, t->vpid, tids, t->nthreads, buf, sizeof(buf))))
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d timer %d (posix timer): %s", t->pid,
 				pt->id, why);
+	/* CLOCK_THREAD_CPUTIME_ID (glibc's thread clock of pid 0) counts the
+	 * thread that made the timer, which nothing shows; a restart makes it
+	 * in the leader: only right when the process has no other thread */
+	if (pt->clock < 0 && CPUCLOCK_PERTHREAD(pt->clock) && !CPUCLOCK_PID(pt->clock) &&
+	    t->nthreads)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d timer %d (posix timer): on CLOCK_THREAD_CPUTIME_ID of the "
+				"thread that made it, in a process of %zu threads: which thread "
+				"that is cannot be read (a timer on pthread_getcpuclockid()'s clock "
+				"names it, and is saved)",
+				t->pid, pt->id, t->nthreads + 1);
 	long r = puppet_syscall(p, SYS_timer_gettime, pt->id, p->scratch);
 	if (r == 0)
 		r = puppet_read(p, p->scratch, &its, sizeof(its));
@@ -365,7 +392,16 @@ static int ptimers_dump(struct ckpt_ctx *ctx, struct task *t)
 	return k ? ctx_write_msg(ctx, PTIMERS_ENTRY, &k->e.base) : 0;
 }
 
-static const char *entry_invalid(const PosixTimerEntry *x, pid_t pid)
+/* Is tid one of t's other threads? */
+static bool own_thread(const struct rst_task *t, pid_t tid)
+{
+	for (size_t i = 0; i < t->nthreads; i++)
+		if (t->threads[i].pid == tid)
+			return true;
+	return false;
+}
+
+static const char *entry_invalid(const PosixTimerEntry *x, const struct rst_task *t)
 {
 	char buf[96];
 
@@ -374,7 +410,8 @@ static const char *entry_invalid(const PosixTimerEntry *x, pid_t pid)
 		return "notification";
 	if (x->notify != SIGEV_NONE && !bit(x->signo))
 		return "signal";
-	if (clock_refusal(x->clock, pid, buf, sizeof(buf)))
+	if (clock_refusal(x->clock, t->pid, NULL, 0, buf, sizeof(buf)) &&
+	    !(CPUCLOCK_PERTHREAD(x->clock) && own_thread(t, CPUCLOCK_PID(x->clock))))
 		return "clock";
 	if (x->value_ns > INT64_MAX || x->interval_ns > INT64_MAX)
 		return "time";
@@ -398,7 +435,7 @@ static int ptimers_load(struct rst_ctx *ctx, struct rst_task *t, const struct im
 				e->n_timers);
 	for (size_t i = 0; i < e->n_timers; i++) {
 		const PosixTimerEntry *x = e->timers[i];
-		const char *bad = entry_invalid(x, t->pid);
+		const char *bad = entry_invalid(x, t);
 		if (x->id < 0 || (i && x->id <= e->timers[i - 1]->id))
 			bad = "id out of order";
 		bool own = false;

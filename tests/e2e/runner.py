@@ -406,6 +406,11 @@ TESTS = [
     entry("ptimer_basic", (B, T, R)),
     entry("ptimer_pending", (B, T)),
     entry("ptimer_overrun", (B, T)),
+    # timers on other threads' CPU-time clocks (haproxy's watchdog)
+    entry("ptimer_threads", (B, T)),
+    entry("refuse_ptimer_thread", kind="refuse", program="ptimer_threads", pargs=["refuse"],
+          regex=r"\bpid {pid} timer 0 \(posix timer\): on CLOCK_THREAD_CPUTIME_ID of the thread "
+                r"that made it, in a process of 3 threads"),
     # hugetlb memory of 2 MiB pages (mm-huge.c): private, shared, memfd
     entry("mem_hugetlb", (B, T, R)),
     entry("mem_hugetlb_lazy", program="mem_hugetlb", rst_args=("--lazy",)),
@@ -713,6 +718,8 @@ TESTS = [
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
     # etcd (Go): puts and reads on a keep-alive connection go on across the restart
     entry("real_etcd", (B, T), kind="etcd"),
+    # haproxy: a TCP proxy's two connections, its watchdog's CPU-time timers
+    entry("real_haproxy_tcp", (B, T), kind="haproxy_tcp"),
     # memcached, root dropped to nobody: SET/GET/INCR on one connection go on
     entry("real_memcached_tcp", (B, T), kind="memcached_tcp"),
     # MariaDB (InnoDB without io_uring) with a client inserting on one held connection
@@ -4883,6 +4890,99 @@ class Run:
         self.vlog("%d commands" % state["n"])
         rp.terminate()
         self.wait_all([rp], EXIT_TIMEOUT, "memcached after SIGTERM")
+
+    def flow_haproxy_tcp(self):
+        """haproxy (2 threads, a watchdog timer on each thread's CPU-time
+        clock) in TCP mode between a client of the runner's and an echo
+        server of the runner's, both outside the tree: the client holds one
+        connection through haproxy and sends a numbered line and reads its
+        echo in a loop, across checkpoint --kill and restart with only
+        ckpt's network lock between them; the lock holds both of haproxy's
+        connections (to the client and to the server), and the restored
+        haproxy still has its two CPU-time timers."""
+        if not shutil.which("haproxy"):
+            raise Skip("haproxy not installed")
+        front, back = self.free_port(), self.free_port()
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("127.0.0.1", back))
+        srv.listen(8)
+        srv.settimeout(0.2)
+        done = {"stop": False}
+
+        def echo(c):
+            with c:
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    c.sendall(d)
+
+        def serve():
+            while not done["stop"]:
+                try:
+                    c, _ = srv.accept()
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                c.settimeout(None)
+                threading.Thread(target=echo, args=(c,), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+        cfg = self.p("haproxy.cfg")
+        with open(cfg, "w") as f:
+            f.write("global\n    nbthread 2\n"
+                    "defaults\n    mode tcp\n    timeout connect 5s\n"
+                    "    timeout client 300s\n    timeout server 300s\n"
+                    "frontend fe\n    bind 127.0.0.1:%d\n    default_backend be\n"
+                    "backend be\n    server s1 127.0.0.1:%d\n" % (front, back))
+        pr = self.start_server(["haproxy", "-db", "-f", cfg], front)
+        timers = self.ptimer_clocks(self.pid)
+        cl = socket.create_connection(("127.0.0.1", front), timeout=60)
+        f = cl.makefile("rb")
+        state = {"n": 0, "err": None, "stop": False}
+
+        def loop():
+            try:
+                while not state["stop"]:
+                    i = state["n"]
+                    cl.sendall(b"line %d\n" % i)
+                    got = f.readline()
+                    if got != b"line %d\n" % i:
+                        raise Fail("line %d: got %r" % (i, got))
+                    state["n"] = i + 1
+            except Exception as e:  # reported by the flow
+                state["err"] = e
+        th = threading.Thread(target=loop, daemon=True)
+        th.start()
+
+        def progress():
+            n = state["n"]
+            self.wait_until("100 more echoes", lambda: state["n"] >= n + 100 or state["err"],
+                            [], timeout=60)
+        try:
+            progress()
+            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, front, progress, conns=2)
+        finally:
+            state["stop"] = True
+            th.join(60)
+            cl.close()
+            done["stop"] = True
+            srv.close()
+        if state["err"]:
+            raise Fail("the client: %r" % (state["err"],))
+        if self.ptimer_clocks(self.pid) != timers:
+            raise Fail("haproxy's timers' clocks are %r, were %r"
+                       % (self.ptimer_clocks(self.pid), timers))
+        self.vlog("%d echoes; timers on clocks %s" % (state["n"], timers))
+        rp.terminate()
+        self.wait_all([rp], EXIT_TIMEOUT, "haproxy after SIGTERM")
+
+    @staticmethod
+    def ptimer_clocks(pid):
+        """The clocks of pid's POSIX timers, from /proc/PID/timers."""
+        with open("/proc/%d/timers" % pid) as f:
+            return sorted(int(x) for x in re.findall(r"^ClockID: (-?\d+)$", f.read(), re.M))
 
     def refused_uring(self, pr):
         """A checkpoint of pr, which holds an io_uring instance, refused by
