@@ -4443,6 +4443,49 @@ class Run:
             if self.err:
                 raise Fail("%s, begun while the server was down: %r" % (self.what, self.err))
 
+    class Loop:
+        """A client of the runner's: step(i) for i = 0, 1, ... on a thread
+        of its own until stop(), each step raising Fail if a reply is
+        wrong. progress(k) waits for k more steps (for tcp_cycles);
+        stop() joins the thread and raises what a step raised."""
+
+        def __init__(self, run, what, step):
+            self.run, self.what, self.step = run, what, step
+            self.n, self.err, self.stopped = 0, None, False
+            self.th = threading.Thread(target=self.loop, daemon=True)
+            self.th.start()
+
+        def loop(self):
+            try:
+                while not self.stopped:
+                    self.step(self.n)
+                    self.n += 1
+            except Exception as e:  # reported by stop() and progress()
+                self.err = e
+
+        def progress(self, k):
+            n = self.n
+            self.run.wait_until("%d more %s" % (k, self.what),
+                                lambda: self.n >= n + k or self.err, [], timeout=60)
+            if self.err:
+                raise Fail("the client: %r" % (self.err,))
+
+        def stop(self):
+            self.stopped = True
+            self.th.join(60)
+            if self.err:
+                raise Fail("the client: %r" % (self.err,))
+
+    def loop_cycles(self, pr, port, loop, k, conns):
+        """loop going on (k more steps) before, across and after
+        tcp_cycles; the last restart (pr with --no-ckpt)."""
+        try:
+            loop.progress(k)
+            return pr if self.opts.no_ckpt else self.tcp_cycles(
+                pr, port, lambda: loop.progress(k), conns=conns)
+        finally:
+            loop.stop()
+
     def tcp_cycles(self, pr, port, progress=None, conns=0, while_down=None):
         """checkpoint --kill and restart (twice in twice mode) with nothing
         but ckpt's own network lock between the clients and the server:
@@ -4675,49 +4718,32 @@ class Run:
                 return False
         self.wait_until("etcd to be healthy", healthy, [pr], timeout=60)
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        state = {"n": 0, "rev": None, "err": None, "stop": False}
+        revs = []
 
-        def loop():
-            try:
-                while not state["stop"]:
-                    i = state["n"]
-                    put = call(conn, "/v3/kv/put", {"key": b64("k%d" % i), "value": b64("v%d" % i)})
-                    rev = int(put["header"]["revision"])
-                    if state["rev"] is not None and rev != state["rev"] + 1:
-                        raise Fail("put %d: revision %d after %d" % (i, rev, state["rev"]))
-                    got = call(conn, "/v3/kv/range", {"key": b64("k%d" % i)})
-                    kvs = got.get("kvs", [])
-                    if len(kvs) != 1 or base64.b64decode(kvs[0]["value"]) != b"v%d" % i:
-                        raise Fail("range k%d: %r" % (i, kvs))
-                    state["rev"] = rev
-                    state["n"] = i + 1
-            except Exception as e:  # reported by the flow
-                state["err"] = e
-        th = threading.Thread(target=loop, daemon=True)
-        th.start()
-
-        def progress():
-            n = state["n"]
-            self.wait_until("20 more puts", lambda: state["n"] >= n + 20 or state["err"],
-                            [], timeout=60)
+        def step(i):
+            put = call(conn, "/v3/kv/put", {"key": b64("k%d" % i), "value": b64("v%d" % i)})
+            rev = int(put["header"]["revision"])
+            if revs and rev != revs[-1] + 1:
+                raise Fail("put %d: revision %d after %d" % (i, rev, revs[-1]))
+            got = call(conn, "/v3/kv/range", {"key": b64("k%d" % i)})
+            kvs = got.get("kvs", [])
+            if len(kvs) != 1 or base64.b64decode(kvs[0]["value"]) != b"v%d" % i:
+                raise Fail("range k%d: %r" % (i, kvs))
+            revs.append(rev)
+        loop = self.Loop(self, "puts", step)
         try:
-            progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
+            rp = self.loop_cycles(pr, port, loop, 20, 1)
         finally:
-            state["stop"] = True
-            th.join(60)
             conn.close()
-        if state["err"]:
-            raise Fail("the etcd client: %r" % (state["err"],))
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         try:
             got = call(c, "/v3/kv/range", {"key": b64("k"), "range_end": b64("l"),
                                             "count_only": True})
         finally:
             c.close()
-        if int(got.get("count", 0)) != state["n"]:
-            raise Fail("etcd holds %s keys, the client put %d" % (got.get("count"), state["n"]))
-        self.vlog("%d puts" % state["n"])
+        if int(got.get("count", 0)) != loop.n:
+            raise Fail("etcd holds %s keys, the client put %d" % (got.get("count"), loop.n))
+        self.vlog("%d puts" % loop.n)
         rp.terminate()
         self.wait_all([rp], EXIT_TIMEOUT, "etcd after SIGTERM")
 
@@ -4768,58 +4794,39 @@ class Run:
         held = subprocess.Popen(client + ["--unbuffered", "-n"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.procs.append(held)
-        state = {"n": 0, "cid": None, "err": None, "stop": False}
+        cids = set()
 
-        def loop():
+        def step(i):
+            held.stdin.write("INSERT INTO t.a VALUES (%d, 'v%d'); "
+                             "SELECT COUNT(*), CONNECTION_ID() FROM t.a;\n" % (i + 1, i + 1))
+            held.stdin.flush()
+            line = held.stdout.readline()
+            if not line:
+                raise Fail("the held client ended: %s" % held.stdout.read())
+            got = line.split()
+            if len(got) != 2 or got[0] != str(i + 1):
+                raise Fail("insert %d: got %r" % (i + 1, line))
+            cids.add(got[1])
+            if len(cids) > 1:
+                raise Fail("connection ids %s: the held connection changed" % sorted(cids))
+        loop = self.Loop(self, "inserts", step)
+        if uring and not self.opts.no_ckpt:
             try:
-                while not state["stop"]:
-                    i = state["n"] + 1
-                    held.stdin.write("INSERT INTO t.a VALUES (%d, 'v%d'); "
-                                     "SELECT COUNT(*), CONNECTION_ID() FROM t.a;\n" % (i, i))
-                    held.stdin.flush()
-                    line = held.stdout.readline()
-                    if not line:
-                        raise Fail("the held client ended: %s" % held.stdout.read())
-                    got = line.split()
-                    if len(got) != 2 or got[0] != str(i):
-                        raise Fail("insert %d: got %r" % (i, line))
-                    if state["cid"] not in (None, got[1]):
-                        raise Fail("connection id %s, was %s" % (got[1], state["cid"]))
-                    state["cid"] = got[1]
-                    state["n"] = i
-            except Exception as e:  # reported by the flow
-                state["err"] = e
-        th = threading.Thread(target=loop, daemon=True)
-        th.start()
-
-        def progress():
-            n = state["n"]
-            self.wait_until("50 more inserts", lambda: state["n"] >= n + 50 or state["err"],
-                            [], timeout=60)
-            if state["err"]:
-                raise Fail("the held client: %r" % (state["err"],))
-        try:
-            progress()
-            if self.opts.no_ckpt:
-                rp = pr
-            elif uring:
-                rp = pr
+                loop.progress(50)
                 self.refused_uring(pr)
-                progress()
-            else:
-                rp = self.tcp_cycles(pr, port, progress, conns=1)
-        finally:
-            state["stop"] = True
-            th.join(60)
+                loop.progress(50)
+            finally:
+                loop.stop()
+            rp = pr
+        else:
+            rp = self.loop_cycles(pr, port, loop, 50, 1)
         held.stdin.close()
         self.wait_all([held], EXIT_TIMEOUT, "the held mariadb client")
-        if state["err"]:
-            raise Fail("the held client: %r" % (state["err"],))
         count = sql("SELECT COUNT(*) FROM t.a")
-        if count != str(state["n"]):
+        if count != str(loop.n):
             raise Fail("a new connection counts %s rows, the held one inserted %d"
-                       % (count, state["n"]))
-        self.vlog("%d inserts on connection %s" % (state["n"], state["cid"]))
+                       % (count, loop.n))
+        self.vlog("%d inserts on connection %s" % (loop.n, cids))
         rp.terminate()
         self.wait_all([rp], EXIT_TIMEOUT, "mariadbd after SIGTERM")
 
@@ -4840,44 +4847,22 @@ class Run:
         cl.sendall(b"set n 0 0 1\r\n0\r\n")
         if f.readline() != b"STORED\r\n":
             raise Fail("set n")
-        state = {"n": 0, "err": None, "stop": False}
-
-        def loop():
-            try:
-                while not state["stop"]:
-                    i = state["n"]
-                    v = b"v%d" % i
-                    cl.sendall(b"set k%d 0 0 %d\r\n%s\r\nget k%d\r\nincr n 1\r\n"
-                               % (i, len(v), v, i))
-                    got = [f.readline() for _ in range(5)]
-                    want = [b"STORED\r\n", b"VALUE k%d 0 %d\r\n" % (i, len(v)), v + b"\r\n",
-                            b"END\r\n", b"%d\r\n" % (i + 1)]
-                    if got != want:
-                        raise Fail("command %d: got %r" % (i, got))
-                    state["n"] = i + 1
-            except Exception as e:  # reported by the flow
-                state["err"] = e
-        th = threading.Thread(target=loop, daemon=True)
-        th.start()
-
-        def progress():
-            n = state["n"]
-            self.wait_until("100 more commands", lambda: state["n"] >= n + 100 or state["err"],
-                            [], timeout=60)
-        try:
-            progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, port, progress, conns=1)
-        finally:
-            state["stop"] = True
-            th.join(60)
-        if state["err"]:
-            raise Fail("the memcached client: %r" % (state["err"],))
+        def step(i):
+            v = b"v%d" % i
+            cl.sendall(b"set k%d 0 0 %d\r\n%s\r\nget k%d\r\nincr n 1\r\n" % (i, len(v), v, i))
+            got = [f.readline() for _ in range(5)]
+            want = [b"STORED\r\n", b"VALUE k%d 0 %d\r\n" % (i, len(v)), v + b"\r\n",
+                    b"END\r\n", b"%d\r\n" % (i + 1)]
+            if got != want:
+                raise Fail("command %d: got %r" % (i, got))
+        loop = self.Loop(self, "commands", step)
+        rp = self.loop_cycles(pr, port, loop, 100, 1)
         with open("/proc/%d/status" % self.pid) as st:
             uids = re.search(r"^Uid:\s+(.*)$", st.read(), re.M).group(1).split()
         if uids != [str(pwd.getpwnam("nobody").pw_uid)] * 4:
             raise Fail("memcached runs with uids %s, not nobody's" % uids)
         missing = 0
-        for i in range(state["n"]):
+        for i in range(loop.n):
             cl.sendall(b"get k%d\r\n" % i)
             line = f.readline()
             if line.startswith(b"VALUE"):
@@ -4886,8 +4871,8 @@ class Run:
                 missing += 1
         cl.close()
         if missing:
-            raise Fail("%d of %d keys are gone" % (missing, state["n"]))
-        self.vlog("%d commands" % state["n"])
+            raise Fail("%d of %d keys are gone" % (missing, loop.n))
+        self.vlog("%d commands" % loop.n)
         rp.terminate()
         self.wait_all([rp], EXIT_TIMEOUT, "memcached after SIGTERM")
 
@@ -4940,41 +4925,23 @@ class Run:
         timers = self.ptimer_clocks(self.pid)
         cl = socket.create_connection(("127.0.0.1", front), timeout=60)
         f = cl.makefile("rb")
-        state = {"n": 0, "err": None, "stop": False}
 
-        def loop():
-            try:
-                while not state["stop"]:
-                    i = state["n"]
-                    cl.sendall(b"line %d\n" % i)
-                    got = f.readline()
-                    if got != b"line %d\n" % i:
-                        raise Fail("line %d: got %r" % (i, got))
-                    state["n"] = i + 1
-            except Exception as e:  # reported by the flow
-                state["err"] = e
-        th = threading.Thread(target=loop, daemon=True)
-        th.start()
-
-        def progress():
-            n = state["n"]
-            self.wait_until("100 more echoes", lambda: state["n"] >= n + 100 or state["err"],
-                            [], timeout=60)
+        def step(i):
+            cl.sendall(b"line %d\n" % i)
+            got = f.readline()
+            if got != b"line %d\n" % i:
+                raise Fail("line %d: got %r" % (i, got))
+        loop = self.Loop(self, "echoes", step)
         try:
-            progress()
-            rp = pr if self.opts.no_ckpt else self.tcp_cycles(pr, front, progress, conns=2)
+            rp = self.loop_cycles(pr, front, loop, 100, 2)
         finally:
-            state["stop"] = True
-            th.join(60)
             cl.close()
             done["stop"] = True
             srv.close()
-        if state["err"]:
-            raise Fail("the client: %r" % (state["err"],))
         if self.ptimer_clocks(self.pid) != timers:
             raise Fail("haproxy's timers' clocks are %r, were %r"
                        % (self.ptimer_clocks(self.pid), timers))
-        self.vlog("%d echoes; timers on clocks %s" % (state["n"], timers))
+        self.vlog("%d echoes; timers on clocks %s" % (loop.n, timers))
         rp.terminate()
         self.wait_all([rp], EXIT_TIMEOUT, "haproxy after SIGTERM")
 
