@@ -47,6 +47,9 @@ command -v etcd >/dev/null 2>&1 || need="$need etcd-server"
 # real_mariadb_*: MariaDB's server, mariadb-install-db and its client
 [ -x /usr/sbin/mariadbd ] || need="$need mariadb-server"
 command -v mariadb >/dev/null 2>&1 || need="$need mariadb-client"
+# real_apache_tcp, real_varnish_tcp: Apache (event MPM), Varnish
+[ -x /usr/sbin/apache2 ] || need="$need apache2"
+[ -x /usr/sbin/varnishd ] || need="$need varnish"
 # real_haproxy_tcp: haproxy
 [ -x /usr/sbin/haproxy ] || need="$need haproxy"
 # real_memcached_tcp: memcached

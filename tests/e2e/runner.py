@@ -40,6 +40,7 @@ import argparse
 import base64
 import errno
 import http.client
+import http.server
 import json
 import os
 import pwd
@@ -57,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 import twohost
 
@@ -718,6 +720,10 @@ TESTS = [
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
     # etcd (Go): puts and reads on a keep-alive connection go on across the restart
     entry("real_etcd", (B, T), kind="etcd"),
+    # Apache's event MPM: processes of threads as nobody, one keep-alive client
+    entry("real_apache_tcp", (B, T), kind="apache_tcp"),
+    # Varnish: a jailed cache process, shared memory read by varnishstat
+    entry("real_varnish_tcp", (B, T), kind="varnish_tcp"),
     # haproxy: a TCP proxy's two connections, its watchdog's CPU-time timers
     entry("real_haproxy_tcp", (B, T), kind="haproxy_tcp"),
     # memcached, root dropped to nobody: SET/GET/INCR on one connection go on
@@ -4950,6 +4956,121 @@ class Run:
         """The clocks of pid's POSIX timers, from /proc/PID/timers."""
         with open("/proc/%d/timers" % pid) as f:
             return sorted(int(x) for x in re.findall(r"^ClockID: (-?\d+)$", f.read(), re.M))
+
+    def http_keepalive_loop(self, port, body, path="/index.html"):
+        """A Loop of GETs of path on one keep-alive connection, each reply
+        200 with body; (the loop, the connection)."""
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+        def step(i):
+            conn.request("GET", path)
+            r = conn.getresponse()
+            data = r.read()
+            if r.status != 200 or data != body:
+                raise Fail("GET %d: %d %r" % (i, r.status, data[:100]))
+            if r.will_close:
+                raise Fail("GET %d: the server closes the connection" % i)
+        return self.Loop(self, "GETs", step), conn
+
+    def flow_apache_tcp(self):
+        """Apache 2.4 with the event MPM (a root parent, child processes of
+        25 threads each running as nobody, a file mutex) serving a static
+        file on a free port of 127.0.0.1; a client of the runner's GETs it
+        in a loop on one keep-alive connection across checkpoint --kill and
+        restart with only ckpt's network lock between them; the tree has
+        as many processes after, and new connections are served."""
+        if not shutil.which("apache2") and not os.path.exists("/usr/sbin/apache2"):
+            raise Skip("apache2 not installed")
+        mods = "/usr/lib/apache2/modules"
+        port = self.free_port()
+        os.chmod(self.dir, 0o755)  # the workers (nobody) read the document root
+        docs = self.p("htdocs")
+        os.mkdir(docs)
+        body = b"served by apache %d\n" % port
+        with open(os.path.join(docs, "index.html"), "wb") as f:
+            f.write(body)
+        cfg = self.p("httpd.conf")
+        with open(cfg, "w") as f:
+            f.write("".join("LoadModule %s_module %s/mod_%s.so\n" % (m, mods, m)
+                            for m in ("mpm_event", "authz_core", "dir", "mime")))
+            f.write("ServerRoot /etc/apache2\nTypesConfig /etc/mime.types\n"
+                    "Listen 127.0.0.1:%d\nServerName localhost\n"
+                    "PidFile %s\nErrorLog %s\nDocumentRoot %s\nDefaultRuntimeDir %s\n"
+                    "Mutex file:%s default\nUser nobody\nGroup nogroup\n"
+                    "<Directory %s>\n  Require all granted\n</Directory>\n"
+                    "StartServers 2\nKeepAliveTimeout 300\nMaxKeepAliveRequests 0\n"
+                    % (port, self.p("httpd.pid"), self.p("error.log"), docs, self.dir,
+                       self.dir, docs))
+        self.logs.append(self.p("error.log"))
+        apache = shutil.which("apache2") or "/usr/sbin/apache2"
+        pr = self.start_server([apache, "-f", cfg, "-DFOREGROUND"], port)
+        loop, conn = self.http_keepalive_loop(port, body)
+        loop.progress(50)
+        procs = len(self.tree_pids(self.pid))
+        try:
+            rp = self.loop_cycles(pr, port, loop, 50, 1)
+        finally:
+            conn.close()
+        if len(self.tree_pids(self.pid)) != procs:
+            raise Fail("the tree has %d processes, had %d" % (len(self.tree_pids(self.pid)), procs))
+        for _ in range(4):
+            with urllib.request.urlopen("http://127.0.0.1:%d/index.html" % port, timeout=30) as r:
+                if r.read() != body:
+                    raise Fail("a new connection got another body")
+        self.vlog("%d GETs, %d processes" % (loop.n, procs))
+        rp.terminate()
+        self.wait_all([rp], EXIT_TIMEOUT, "apache2 after SIGTERM")
+
+    def flow_varnish_tcp(self):
+        """Varnish 7 (its manager, root, and its cache process of 200-odd
+        threads jailed as vcache; their shared memory files in the work
+        directory; the CLI on a port with a secret) caching a file of an
+        origin server of the runner's, on free ports of 127.0.0.1; a client
+        GETs it in a loop on one keep-alive connection across checkpoint
+        --kill and restart with only ckpt's network lock between them;
+        after it varnishadm (the CLI) says the child runs and varnishstat
+        (reading the shared memory) counts cache hits."""
+        if not shutil.which("varnishd") and not os.path.exists("/usr/sbin/varnishd"):
+            raise Skip("varnish not installed")
+        port, origin = self.free_port(), self.free_port()
+        os.chmod(self.dir, 0o755)  # vcache reaches the work directory
+        body = b"cached by varnish %d\n" % port
+        handler = type("H", (http.server.BaseHTTPRequestHandler,), {
+            "do_GET": lambda h: (h.send_response(200),
+                                 h.send_header("Content-Length", str(len(body))),
+                                 h.send_header("Cache-Control", "max-age=3600"),
+                                 h.end_headers(), h.wfile.write(body)),
+            "log_message": lambda h, *a: None})
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", origin), handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        work = self.p("varnish")
+        varnishd = shutil.which("varnishd") or "/usr/sbin/varnishd"
+        try:
+            pr = self.start_server([varnishd, "-F", "-a", "127.0.0.1:%d" % port,
+                                    "-b", "127.0.0.1:%d" % origin, "-n", work,
+                                    "-s", "malloc,32m", "-T", "127.0.0.1:%d" % self.free_port()],
+                                   port)
+            loop, conn = self.http_keepalive_loop(port, body)
+            try:
+                rp = self.loop_cycles(pr, port, loop, 50, 1)
+            finally:
+                conn.close()
+        finally:
+            srv.shutdown()
+            srv.server_close()
+        adm = subprocess.run(["varnishadm", "-n", work, "status"], capture_output=True,
+                             text=True, timeout=60)
+        if "Child in state running" not in adm.stdout:
+            raise Fail("varnishadm status: %r %r" % (adm.stdout, adm.stderr))
+        st = subprocess.run(["varnishstat", "-n", work, "-1", "-f", "MAIN.cache_hit"],
+                            capture_output=True, text=True, timeout=60)
+        m = re.search(r"MAIN\.cache_hit\s+(\d+)", st.stdout)
+        if not m or int(m.group(1)) < loop.n // 2:
+            raise Fail("varnishstat counts %s cache hits of %d GETs: %r"
+                       % (m and m.group(1), loop.n, st.stdout + st.stderr))
+        self.vlog("%d GETs, %s hits" % (loop.n, m.group(1)))
+        rp.terminate()
+        self.wait_all([rp], EXIT_TIMEOUT, "varnishd after SIGTERM")
 
     def refused_uring(self, pr):
         """A checkpoint of pr, which holds an io_uring instance, refused by
