@@ -720,6 +720,8 @@ TESTS = [
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
     # etcd (Go): puts and reads on a keep-alive connection go on across the restart
     entry("real_etcd", (B, T), kind="etcd"),
+    # QEMU (TCG) running a guest that counts on its serial port
+    entry("real_qemu_tcg", (B, T), kind="qemu_tcg"),
     # Apache's event MPM: processes of threads as nobody, one keep-alive client
     entry("real_apache_tcp", (B, T), kind="apache_tcp"),
     # Varnish: a jailed cache process, shared memory read by varnishstat
@@ -4750,7 +4752,7 @@ class Run:
         if int(got.get("count", 0)) != loop.n:
             raise Fail("etcd holds %s keys, the client put %d" % (got.get("count"), loop.n))
         self.vlog("%d puts" % loop.n)
-        rp.terminate()
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "etcd after SIGTERM")
 
     def flow_mariadb_tcp(self):
@@ -4833,7 +4835,7 @@ class Run:
             raise Fail("a new connection counts %s rows, the held one inserted %d"
                        % (count, loop.n))
         self.vlog("%d inserts on connection %s" % (loop.n, cids))
-        rp.terminate()
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "mariadbd after SIGTERM")
 
     def flow_memcached_tcp(self):
@@ -4879,7 +4881,7 @@ class Run:
         if missing:
             raise Fail("%d of %d keys are gone" % (missing, loop.n))
         self.vlog("%d commands" % loop.n)
-        rp.terminate()
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "memcached after SIGTERM")
 
     def flow_haproxy_tcp(self):
@@ -4948,7 +4950,7 @@ class Run:
             raise Fail("haproxy's timers' clocks are %r, were %r"
                        % (self.ptimer_clocks(self.pid), timers))
         self.vlog("%d echoes; timers on clocks %s" % (loop.n, timers))
-        rp.terminate()
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "haproxy after SIGTERM")
 
     @staticmethod
@@ -5018,7 +5020,7 @@ class Run:
                 if r.read() != body:
                     raise Fail("a new connection got another body")
         self.vlog("%d GETs, %d processes" % (loop.n, procs))
-        rp.terminate()
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "apache2 after SIGTERM")
 
     def flow_varnish_tcp(self):
@@ -5069,8 +5071,79 @@ class Run:
             raise Fail("varnishstat counts %s cache hits of %d GETs: %r"
                        % (m and m.group(1), loop.n, st.stdout + st.stderr))
         self.vlog("%d GETs, %s hits" % (loop.n, m.group(1)))
-        rp.terminate()
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "varnishd after SIGTERM")
+
+    def flow_qemu_tcg(self):
+        """QEMU (TCG: x86 emulated, no KVM; a process of 4 threads with
+        eventfds and a signalfd) booting a guest from a floppy whose boot
+        sector (qemu_boot.S) writes the digits 0-9 in turn to its serial
+        port, which QEMU serves on a free TCP port of 127.0.0.1. A client
+        of the runner's reads it across checkpoint --kill and restart with
+        only ckpt's network lock between them: every digit follows the one
+        before (the guest's CPU and RAM, QEMU's memory, went on where they
+        were) and more come after each restart; the monitor (another port)
+        says the VM is running."""
+        qemu = shutil.which("qemu-system-x86_64")
+        if not qemu:
+            raise Skip("qemu-system-x86_64 not installed")
+        img = self.p("boot.img")
+        for argv in (["gcc", "-c", "-o", self.p("boot.o"), os.path.join(HERE, "qemu_boot.S")],
+                     ["ld", "-Ttext", "0x7c00", "--oformat", "binary", "-o", img,
+                      self.p("boot.o")]):
+            r = subprocess.run(argv, capture_output=True, text=True)
+            if r.returncode:
+                raise Fail("%s: %s" % (" ".join(argv), r.stderr))
+        os.truncate(img, 1474560)
+        serial, monitor = self.free_port(), self.free_port()
+        pr = self.start_server([qemu, "-nographic", "-nodefaults", "-m", "16",
+                                "-monitor", "tcp:127.0.0.1:%d,server,nowait" % monitor,
+                                "-serial", "tcp:127.0.0.1:%d,server,nowait" % serial,
+                                "-drive", "file=%s,format=raw,if=floppy" % img, "-boot", "a"],
+                               serial)
+        cl = socket.create_connection(("127.0.0.1", serial), timeout=60)
+        last, head = [], [b""]
+
+        def step(i):
+            d = cl.recv(4096)
+            if not d:
+                raise Fail("the serial port closed")
+            if not last:  # SeaBIOS's own output comes first
+                head[0] += d
+                at = head[0].find(b"0123456789")
+                if at < 0:
+                    return
+                d = head[0][at:]
+            for c in d:
+                if last and c != ord("0") + (last[0] - ord("0") + 1) % 10:
+                    raise Fail("chunk %d: %r after %r: the guest lost its place"
+                               % (i, chr(c), chr(last[0])))
+                last[:] = [c]
+        loop = self.Loop(self, "chunks of the guest's output", step)
+        try:
+            rp = self.loop_cycles(pr, serial, loop, 20, 1)
+        finally:
+            cl.close()
+
+        def hmp(cmd):
+            with socket.create_connection(("127.0.0.1", monitor), timeout=30) as m:
+                def until_prompt():
+                    out = b""
+                    while b"(qemu)" not in out:
+                        d = m.recv(4096)
+                        if not d:
+                            break
+                        out += d
+                    return out.decode("latin-1")
+                until_prompt()  # the banner
+                m.sendall(cmd.encode() + b"\n")
+                return until_prompt()
+        status = hmp("info status")
+        if "VM status: running" not in status:
+            raise Fail("the monitor says %r" % status[-200:])
+        self.vlog("%d chunks read" % loop.n)
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
+        self.wait_all([rp], EXIT_TIMEOUT, "qemu after SIGTERM")
 
     def refused_uring(self, pr):
         """A checkpoint of pr, which holds an io_uring instance, refused by
