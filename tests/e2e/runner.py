@@ -246,6 +246,8 @@ TESTS = [
     entry("id_rseq"),
     entry("id_seccomp", (B, T)),
     entry("id_seccomp_strict", (B, T)),
+    # filters stacked in their order, with their flags (SECCOMP_FILTER_FLAG_LOG)
+    entry("id_seccomp_order", (B, T)),
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),
