@@ -48,9 +48,14 @@
 enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
 #define CAP_LAST 40
 
+/* the most supplementary groups a restart sets: setgroups' list goes in
+ * half the puppet's scratch area (NGROUPS_MAX is 65536) */
+#define CREDS_GROUPS_MAX (PUPPET_SCRATCH_SIZE / 2 / sizeof(uint32_t))
+
 struct creds_ckpt {
 	CredsEntry e;
 	uint32_t groups[256];
+	uint32_t *more; /* all the groups, where they are more than 256 */
 	int call[3];        /* the probes: securebits, dumpable, pdeathsig */
 	uint64_t pdeath_at; /* where the last writes, in the task */
 };
@@ -67,6 +72,31 @@ static int creds_probe(struct ckpt_ctx *ctx, struct task *t)
 	k->call[2] = k->pdeath_at ? task_probe_call(t, PUPPET_CALL(SYS_prctl, PR_GET_PDEATHSIG,
 								  k->pdeath_at)) : -ENOSPC;
 	return 0;
+}
+
+/* All the groups of t, where /proc/PID/status has more than struct
+ * proc_status keeps, to k->more: how many, or -errno */
+static int creds_more_groups(struct ckpt_ctx *ctx, struct task *t, struct creds_ckpt *k)
+{
+	_cleanup_free_ char *text = NULL;
+	uint32_t n = t->status.ngroups_total;
+	if (n > CREDS_GROUPS_MAX)
+		return log_fail(&ctx->log, -E2BIG,
+				"pid %d: has %u supplementary groups; a restart sets at most %zu", t->pid,
+				n, (size_t)CREDS_GROUPS_MAX);
+	free(k->more);
+	if (!(k->more = calloc(n, sizeof(uint32_t))))
+		return -ENOMEM;
+	int r = proc_read(t->pid, "status", &text, NULL);
+	long got = r < 0 ? r : proc_status_groups(text, k->more, n);
+	if (got < 0)
+		return log_fail(&ctx->log, (int)got, "pid %d: cannot read its groups: %s", t->pid,
+				strerror((int)-got));
+	if ((uint32_t)got != n) /* the status read before said otherwise */
+		return log_fail(&ctx->log, -EAGAIN,
+				"pid %d: its supplementary groups changed while it was collected",
+				t->pid);
+	return (int)n;
 }
 
 static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -88,12 +118,21 @@ static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.egid = G(s->gid[1]);
 	k->e.sgid = G(s->gid[2]);
 	k->e.fsgid = G(s->gid[3]);
-	for (uint32_t i = 0; i < s->ngroups; i++)
-		k->groups[i] = G(s->groups[i]);
+	uint32_t *groups = k->groups, ngroups = s->ngroups;
+	const uint32_t *from = s->groups;
+	if (s->ngroups_total > s->ngroups) { /* status keeps 256 of them: read all */
+		int r = creds_more_groups(ctx, t, k);
+		if (r < 0)
+			return r;
+		from = groups = k->more;
+		ngroups = (uint32_t)r;
+	}
+	for (uint32_t i = 0; i < ngroups; i++)
+		groups[i] = G(from[i]);
 #undef U
 #undef G
-	k->e.groups = k->groups;
-	k->e.n_groups = s->ngroups;
+	k->e.groups = groups;
+	k->e.n_groups = ngroups;
 	k->e.cap_inh = s->cap_inh;
 	k->e.cap_prm = s->cap_prm;
 	k->e.cap_eff = s->cap_eff;
@@ -577,6 +616,14 @@ static int creds_loaded(struct rst_ctx *ctx, struct rst_task *t)
 	return rst_require(ctx, t, KIND_creds);
 }
 
+static void creds_free_state(void *state)
+{
+	struct creds_ckpt *k = state;
+	if (k)
+		free(k->more);
+	free(k);
+}
+
 const struct kind_ops creds_ops = {
 	.per_thread = true,
 	.check_restore = creds_check_restore,
@@ -586,6 +633,6 @@ const struct kind_ops creds_ops = {
 	.load = creds_load,
 	.loaded = creds_loaded,
 	.restore = creds_restore,
-	.free_state = free,
+	.free_state = creds_free_state,
 	.descriptor = creds_descriptor,
 };

@@ -215,6 +215,8 @@ TESTS = [
     entry("id_session"),
     entry("id_pgrp"),
     entry("id_creds", (B, T)),
+    # more supplementary groups than /proc/PID/status parsing kept (256)
+    entry("id_groups_many", (B, T)),
     entry("id_nnp"),
     entry("id_dropped", (B, T, R)),
     entry("id_securebits", (B, T)),
