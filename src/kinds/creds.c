@@ -9,6 +9,9 @@
  * puppet starts with the caller's credentials (root with its capabilities,
  * root in a user namespace, or a user restoring their own process), and
  * each step asks for privilege only where the image needs it:
+ *   0. inheritable caps that the image's bounding set lacks: raised
+ *      first, while the puppet's bounding set has them (a capset may
+ *      add to the inheritable set only what is in the bounding set);
  *   1. the bounding set: drop what the image lacks and the puppet still
  *      has (CAP_SETPCAP, only if there is something to drop);
  *   2. groups (only if they differ), setresgid, setfsgid;
@@ -257,6 +260,7 @@ enum {
 	AT_GOT = 64,    /* capget's sets */
 	AT_CAPS = 128,  /* capset's sets (step 5) */
 	AT_CAPS2 = 192, /* capset's sets (step 8) */
+	AT_CAPS0 = 256, /* capset's sets (step 0) */
 	AT_NOW = 2048,  /* getgroups' */
 };
 
@@ -279,7 +283,15 @@ struct creds_now {
 	bool same_groups;
 	long securebits;
 	bool setpcap;
+	bool have_caps; /* caps: its sets (read if step 0 or securebits need them) */
+	struct __user_cap_data_struct caps[2];
 };
+
+/* The inheritable caps of e that its bounding set lacks (step 0) */
+static uint64_t inh_unbounded(const CredsEntry *e)
+{
+	return e->cap_inh & ~e->cap_bnd;
+}
 
 /* now as had says, for entry e (whose securebits are sb) */
 static void now_from(const struct creds_had *had, const CredsEntry *e, uint32_t sb,
@@ -292,6 +304,8 @@ static void now_from(const struct creds_had *had, const CredsEntry *e, uint32_t 
 	now->securebits = had->securebits;
 	now->setpcap = (sb & ~(uint32_t)SECBIT_KEEP_CAPS) && had->capget == 0 &&
 		       (had->data[0].permitted & (1u << CAP_SETPCAP));
+	now->have_caps = had->capget == 0;
+	memcpy(now->caps, had->data, sizeof(now->caps));
 }
 
 /* Does process t fork or clone another process of the tree? */
@@ -357,7 +371,7 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	size_t secure = b.n;
 	add(&b, "reading securebits", PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0));
 	size_t got = b.n;
-	if ((sb & ~(uint32_t)SECBIT_KEEP_CAPS) || all)
+	if ((sb & ~(uint32_t)SECBIT_KEEP_CAPS) || all || inh_unbounded(e))
 		add(&b, NULL, PUPPET_CALL(SYS_capget, h, p->scratch + AT_GOT));
 	int r = run_calls(ctx, t, &b);
 	if (r < 0)
@@ -393,6 +407,24 @@ static int add_ids(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e,
 {
 	struct puppet *p = &t->pup;
 
+	/* step 0: the puppet's permitted and effective sets as they are */
+	uint64_t raise = inh_unbounded(e);
+	if (raise) {
+		const struct __user_cap_data_struct *c = now->caps;
+		if (!now->have_caps)
+			return log_fail(&ctx->log, -EIO, "pid %d: cannot read its capabilities",
+					t->pid);
+		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		uint64_t h = rst_put(ctx, t, AT_HDR, &hdr, sizeof(hdr));
+		uint64_t d = put_caps(ctx, t, AT_CAPS0, c[0].effective | (uint64_t)c[1].effective << 32,
+				      c[0].permitted | (uint64_t)c[1].permitted << 32,
+				      c[0].inheritable | (uint64_t)c[1].inheritable << 32 | raise);
+		if (!h || !d)
+			return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
+					t->pid);
+		add(b, "raising inheritable caps outside its bounding set",
+		    PUPPET_CALL(SYS_capset, h, d));
+	}
 	for (int cap = 0; cap <= CAP_LAST; cap++)
 		if (now->bnd_read[cap] == 1)
 			add(b, "dropping a bounding cap",

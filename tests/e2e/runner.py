@@ -217,6 +217,8 @@ TESTS = [
     entry("id_creds", (B, T)),
     # more supplementary groups than /proc/PID/status parsing kept (256)
     entry("id_groups_many", (B, T)),
+    # inheritable caps outside the bounding set (raised before it is cut at restart)
+    entry("id_inh_unbounded", (B, T)),
     entry("id_nnp"),
     entry("id_dropped", (B, T, R)),
     entry("id_securebits", (B, T)),
