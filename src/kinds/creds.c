@@ -9,6 +9,9 @@
  * puppet starts with the caller's credentials (root with its capabilities,
  * root in a user namespace, or a user restoring their own process), and
  * each step asks for privilege only where the image needs it:
+ *   0. inheritable caps that the image's bounding set lacks: raised
+ *      first, while the puppet's bounding set has them (a capset may
+ *      add to the inheritable set only what is in the bounding set);
  *   1. the bounding set: drop what the image lacks and the puppet still
  *      has (CAP_SETPCAP, only if there is something to drop);
  *   2. groups (only if they differ), setresgid, setfsgid;
@@ -48,9 +51,14 @@
 enum { CREDS_ENTRY = REC_TYPE(KID_creds, 1) };
 #define CAP_LAST 40
 
+/* the most supplementary groups a restart sets: setgroups' list goes in
+ * half the puppet's scratch area (NGROUPS_MAX is 65536) */
+#define CREDS_GROUPS_MAX (PUPPET_SCRATCH_SIZE / 2 / sizeof(uint32_t))
+
 struct creds_ckpt {
 	CredsEntry e;
 	uint32_t groups[256];
+	uint32_t *more; /* all the groups, where they are more than 256 */
 	int call[3];        /* the probes: securebits, dumpable, pdeathsig */
 	uint64_t pdeath_at; /* where the last writes, in the task */
 };
@@ -67,6 +75,31 @@ static int creds_probe(struct ckpt_ctx *ctx, struct task *t)
 	k->call[2] = k->pdeath_at ? task_probe_call(t, PUPPET_CALL(SYS_prctl, PR_GET_PDEATHSIG,
 								  k->pdeath_at)) : -ENOSPC;
 	return 0;
+}
+
+/* All the groups of t, where /proc/PID/status has more than struct
+ * proc_status keeps, to k->more: how many, or -errno */
+static int creds_more_groups(struct ckpt_ctx *ctx, struct task *t, struct creds_ckpt *k)
+{
+	_cleanup_free_ char *text = NULL;
+	uint32_t n = t->status.ngroups_total;
+	if (n > CREDS_GROUPS_MAX)
+		return log_fail(&ctx->log, -E2BIG,
+				"pid %d: has %u supplementary groups; a restart sets at most %zu", t->pid,
+				n, (size_t)CREDS_GROUPS_MAX);
+	free(k->more);
+	if (!(k->more = calloc(n, sizeof(uint32_t))))
+		return -ENOMEM;
+	int r = proc_read(t->pid, "status", &text, NULL);
+	long got = r < 0 ? r : proc_status_groups(text, k->more, n);
+	if (got < 0)
+		return log_fail(&ctx->log, (int)got, "pid %d: cannot read its groups: %s", t->pid,
+				strerror((int)-got));
+	if ((uint32_t)got != n) /* the status read before said otherwise */
+		return log_fail(&ctx->log, -EAGAIN,
+				"pid %d: its supplementary groups changed while it was collected",
+				t->pid);
+	return (int)n;
 }
 
 static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -88,12 +121,21 @@ static int creds_collect(struct ckpt_ctx *ctx, struct task *t)
 	k->e.egid = G(s->gid[1]);
 	k->e.sgid = G(s->gid[2]);
 	k->e.fsgid = G(s->gid[3]);
-	for (uint32_t i = 0; i < s->ngroups; i++)
-		k->groups[i] = G(s->groups[i]);
+	uint32_t *groups = k->groups, ngroups = s->ngroups;
+	const uint32_t *from = s->groups;
+	if (s->ngroups_total > s->ngroups) { /* status keeps 256 of them: read all */
+		int r = creds_more_groups(ctx, t, k);
+		if (r < 0)
+			return r;
+		from = groups = k->more;
+		ngroups = (uint32_t)r;
+	}
+	for (uint32_t i = 0; i < ngroups; i++)
+		groups[i] = G(from[i]);
 #undef U
 #undef G
-	k->e.groups = k->groups;
-	k->e.n_groups = s->ngroups;
+	k->e.groups = groups;
+	k->e.n_groups = ngroups;
 	k->e.cap_inh = s->cap_inh;
 	k->e.cap_prm = s->cap_prm;
 	k->e.cap_eff = s->cap_eff;
@@ -218,6 +260,7 @@ enum {
 	AT_GOT = 64,    /* capget's sets */
 	AT_CAPS = 128,  /* capset's sets (step 5) */
 	AT_CAPS2 = 192, /* capset's sets (step 8) */
+	AT_CAPS0 = 256, /* capset's sets (step 0) */
 	AT_NOW = 2048,  /* getgroups' */
 };
 
@@ -240,7 +283,15 @@ struct creds_now {
 	bool same_groups;
 	long securebits;
 	bool setpcap;
+	bool have_caps; /* caps: its sets (read if step 0 or securebits need them) */
+	struct __user_cap_data_struct caps[2];
 };
+
+/* The inheritable caps of e that its bounding set lacks (step 0) */
+static uint64_t inh_unbounded(const CredsEntry *e)
+{
+	return e->cap_inh & ~e->cap_bnd;
+}
 
 /* now as had says, for entry e (whose securebits are sb) */
 static void now_from(const struct creds_had *had, const CredsEntry *e, uint32_t sb,
@@ -253,6 +304,8 @@ static void now_from(const struct creds_had *had, const CredsEntry *e, uint32_t 
 	now->securebits = had->securebits;
 	now->setpcap = (sb & ~(uint32_t)SECBIT_KEEP_CAPS) && had->capget == 0 &&
 		       (had->data[0].permitted & (1u << CAP_SETPCAP));
+	now->have_caps = had->capget == 0;
+	memcpy(now->caps, had->data, sizeof(now->caps));
 }
 
 /* Does process t fork or clone another process of the tree? */
@@ -318,7 +371,7 @@ static int read_now(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e
 	size_t secure = b.n;
 	add(&b, "reading securebits", PUPPET_CALL(SYS_prctl, PR_GET_SECUREBITS, 0, 0, 0, 0));
 	size_t got = b.n;
-	if ((sb & ~(uint32_t)SECBIT_KEEP_CAPS) || all)
+	if ((sb & ~(uint32_t)SECBIT_KEEP_CAPS) || all || inh_unbounded(e))
 		add(&b, NULL, PUPPET_CALL(SYS_capget, h, p->scratch + AT_GOT));
 	int r = run_calls(ctx, t, &b);
 	if (r < 0)
@@ -354,6 +407,24 @@ static int add_ids(struct rst_ctx *ctx, struct rst_task *t, const CredsEntry *e,
 {
 	struct puppet *p = &t->pup;
 
+	/* step 0: the puppet's permitted and effective sets as they are */
+	uint64_t raise = inh_unbounded(e);
+	if (raise) {
+		const struct __user_cap_data_struct *c = now->caps;
+		if (!now->have_caps)
+			return log_fail(&ctx->log, -EIO, "pid %d: cannot read its capabilities",
+					t->pid);
+		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		uint64_t h = rst_put(ctx, t, AT_HDR, &hdr, sizeof(hdr));
+		uint64_t d = put_caps(ctx, t, AT_CAPS0, c[0].effective | (uint64_t)c[1].effective << 32,
+				      c[0].permitted | (uint64_t)c[1].permitted << 32,
+				      c[0].inheritable | (uint64_t)c[1].inheritable << 32 | raise);
+		if (!h || !d)
+			return log_fail(&ctx->log, -EFAULT, "pid %d: cannot write to its scratch area",
+					t->pid);
+		add(b, "raising inheritable caps outside its bounding set",
+		    PUPPET_CALL(SYS_capset, h, d));
+	}
 	for (int cap = 0; cap <= CAP_LAST; cap++)
 		if (now->bnd_read[cap] == 1)
 			add(b, "dropping a bounding cap",
@@ -577,6 +648,14 @@ static int creds_loaded(struct rst_ctx *ctx, struct rst_task *t)
 	return rst_require(ctx, t, KIND_creds);
 }
 
+static void creds_free_state(void *state)
+{
+	struct creds_ckpt *k = state;
+	if (k)
+		free(k->more);
+	free(k);
+}
+
 const struct kind_ops creds_ops = {
 	.per_thread = true,
 	.check_restore = creds_check_restore,
@@ -586,6 +665,6 @@ const struct kind_ops creds_ops = {
 	.load = creds_load,
 	.loaded = creds_loaded,
 	.restore = creds_restore,
-	.free_state = free,
+	.free_state = creds_free_state,
 	.descriptor = creds_descriptor,
 };

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * seccomp filters, read with PTRACE_SECCOMP_GET_FILTER (index 0 is the
- * newest) and installed again oldest first. The puppet runs with
+ * oldest) and installed again oldest first, each with the flag that
+ * PTRACE_SECCOMP_GET_METADATA tells (SECCOMP_FILTER_FLAG_LOG). The order
+ * is part of what the filters do: of two that return the same action,
+ * the newer one's data (an errno, SECCOMP_RET_TRACE's value) wins. The
+ * puppet runs with
  * PTRACE_O_SUSPEND_SECCOMP, so the filters do not stop the injections that
  * follow. Strict mode (SECCOMP_MODE_STRICT, mode 1, which no filter can
  * join) is entered again by the thread itself through an injected
@@ -64,13 +68,19 @@ static int seccomp_collect(struct ckpt_ctx *ctx, struct task *t)
 		if (puppet_seccomp_filter(&t->pup, n, k->insns[n], (size_t)len) != len)
 			return log_fail(&ctx->log, -EIO, "pid %d: seccomp filter %d changed", t->pid,
 					n);
-		/* oldest first in the image */
+		long flags = puppet_seccomp_flags(&t->pup, n);
+		if (flags < 0)
+			return log_fail(&ctx->log, (int)flags,
+					"pid %d: cannot read the flags of seccomp filter %d: %s",
+					t->pid, n, strerror((int)-flags));
+		/* oldest first, as the kernel numbers them */
 		seccomp_filter__init(&k->f[n]);
 		k->f[n].insns.data = (uint8_t *)k->insns[n];
 		k->f[n].insns.len = len * sizeof(struct sock_filter);
+		k->f[n].has_flags = flags != 0;
+		k->f[n].flags = (uint32_t)flags;
+		k->pf[n] = &k->f[n];
 	}
-	for (int i = 0; i < n; i++)
-		k->pf[i] = &k->f[n - 1 - i];
 	k->e.filters = k->pf;
 	k->e.n_filters = n;
 	return 0;
@@ -95,6 +105,8 @@ const char *seccomp_entry_invalid(const SeccompEntry *e)
 		if (!len || len % sizeof(struct sock_filter) ||
 		    len / sizeof(struct sock_filter) > MAX_INSNS)
 			return "a filter that is not a whole number of instructions (1 to 4096)";
+		if (e->filters[i]->flags & ~(uint32_t)SECCOMP_FILTER_FLAG_LOG)
+			return "a filter flag other than SECCOMP_FILTER_FLAG_LOG";
 	}
 	return NULL;
 }
@@ -128,7 +140,8 @@ static int seccomp_restore(struct rst_ctx *ctx, struct rst_task *t)
 			.filter = (struct sock_filter *)(uintptr_t)insns,
 		};
 		uint64_t addr = puppet_scratch_put(p, 0, &prog, sizeof(prog));
-		long r = puppet_syscall(p, SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, addr);
+		long r = puppet_syscall(p, SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+					e->filters[i]->flags, addr);
 		if (r < 0)
 			return log_fail(&ctx->log, (int)r, "pid %d: cannot install seccomp filter %zu: %s",
 					t->pid, i, strerror((int)-r));

@@ -782,6 +782,9 @@ static void serve(struct gstate *s, const struct guard_req *req, struct puppet_c
 		rep->len = len && rep->ret > 0 ? (uint32_t)rep->ret * 8 : 0;
 		break;
 	}
+	case GUARD_SECCOMP_FLAGS:
+		rep->ret = puppet_seccomp_flags(p, (int)req->a[0]);
+		break;
 	case GUARD_SUD:
 		rep->ret = puppet_sud_config(p, data, GUARD_DATA_MAX);
 		rep->len = rep->ret > 0 ? (uint32_t)rep->ret : 0;

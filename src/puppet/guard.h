@@ -95,6 +95,7 @@ enum guard_op {
 	 * and its scratch area mapped (GUARD_SCRATCH_MAP with a[0] = 0), one
 	 * after the other; the reply, for each, a struct guard_sm_rep */
 	GUARD_SCRATCH_MANY,
+	GUARD_SECCOMP_FLAGS, /* a[0] the filter: its flags */
 };
 
 struct guard_sm_req {

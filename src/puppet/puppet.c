@@ -2279,3 +2279,15 @@ long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
 		return -errno;
 	return buf && (size_t)r > len ? -EIO : r;
 }
+
+long puppet_seccomp_flags(struct puppet *p, int n)
+{
+	if (p->guard) {
+		struct guard_req req = { .op = GUARD_SECCOMP_FLAGS, .a = { n } };
+		return guard_call(p, &req, NULL, 0);
+	}
+	struct __ptrace_seccomp_metadata md = { .filter_off = (uint64_t)n };
+	if (ptrace(PTRACE_SECCOMP_GET_METADATA, p->pid, sizeof(md), &md) < 0)
+		return -errno;
+	return (long)md.flags;
+}

@@ -375,5 +375,8 @@ long puppet_get_rseq(struct puppet *p, void *buf, size_t len) __attribute__((war
 long puppet_sud_config(struct puppet *p, void *buf, size_t len) __attribute__((warn_unused_result));
 long puppet_seccomp_filter(struct puppet *p, int n, void *buf, size_t len)
 	__attribute__((warn_unused_result));
+/* PTRACE_SECCOMP_GET_METADATA: filter n's flags (SECCOMP_FILTER_FLAG_LOG
+ * is the one the kernel tells), or -errno */
+long puppet_seccomp_flags(struct puppet *p, int n) __attribute__((warn_unused_result));
 
 #endif

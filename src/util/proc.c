@@ -683,7 +683,6 @@ enum {
 static int status_line(const char *s, const char *ke, const char *v, const char *e,
 		       struct proc_status *st, unsigned *have)
 {
-	uint32_t total;
 	uint64_t x;
 	int r;
 
@@ -716,7 +715,7 @@ static int status_line(const char *s, const char *ke, const char *v, const char 
 		return parse_ids(v, e, st->gid);
 	if (key_is(s, ke, "Groups")) /* capped at ARRAY_SIZE(groups) */
 		return parse_list(v, e, UINT32_MAX, st->groups, ARRAY_SIZE(st->groups),
-				  &st->ngroups, &total);
+				  &st->ngroups, &st->ngroups_total);
 	if (key_is(s, ke, "NSpid"))
 		return parse_pid_list(v, e, st->nspid, ARRAY_SIZE(st->nspid), &st->nspid_n);
 	if (key_is(s, ke, "NSpgid"))
@@ -781,6 +780,22 @@ int proc_parse_status(const char *text, struct proc_status *ret)
 		return -EINVAL;
 	*ret = st;
 	return 0;
+}
+
+long proc_status_groups(const char *text, uint32_t *arr, uint32_t cap)
+{
+	const char *cur = text, *s, *e, *ke, *v;
+	uint32_t n, total;
+
+	if (!text)
+		return -EINVAL;
+	while (next_line(&cur, &s, &e)) {
+		if (only_blanks(s, e) || !split_key(s, e, &ke, &v) || !key_is(s, ke, "Groups"))
+			continue;
+		int r = parse_list(v, e, UINT32_MAX, arr, cap, &n, &total);
+		return r < 0 ? r : (long)total;
+	}
+	return -ENOENT;
 }
 
 /* --- stat ------------------------------------------------------------ */

@@ -89,7 +89,8 @@ struct proc_status {
 	pid_t tgid, pid, ppid, tracer_pid;
 	uint32_t umask;
 	uint32_t uid[4], gid[4]; /* real, effective, saved, fs */
-	uint32_t ngroups;
+	uint32_t ngroups;        /* how many are in groups (at most 256) */
+	uint32_t ngroups_total;  /* how many the task has: more are read by proc_status_groups */
 	uint32_t groups[256];
 	pid_t nspid[32];        /* NSpid: outermost first */
 	uint32_t nspid_n;
@@ -106,6 +107,11 @@ struct proc_status {
 };
 
 int proc_parse_status(const char *text, struct proc_status *ret)
+	__attribute__((warn_unused_result));
+/* The supplementary groups of a status text, all of them where struct
+ * proc_status keeps 256: the first cap to arr; how many there are, or
+ * -errno (-ENOENT: no Groups line) */
+long proc_status_groups(const char *text, uint32_t *arr, uint32_t cap)
 	__attribute__((warn_unused_result));
 
 /* --- stat ------------------------------------------------------------ */

@@ -220,6 +220,10 @@ TESTS = [
     entry("id_creds", (B, T)),
     # uid 0 with reduced capabilities (CAP_SYS_PTRACE not even in the bounding set)
     entry("id_creds_root", (B, T), program="id_creds", pargs=["root"]),
+    # more supplementary groups than /proc/PID/status parsing kept (256)
+    entry("id_groups_many", (B, T)),
+    # inheritable caps outside the bounding set (raised before it is cut at restart)
+    entry("id_inh_unbounded", (B, T)),
     entry("id_nnp"),
     entry("id_dropped", (B, T, R)),
     entry("id_securebits", (B, T)),
@@ -251,6 +255,8 @@ TESTS = [
     entry("id_rseq"),
     entry("id_seccomp", (B, T)),
     entry("id_seccomp_strict", (B, T)),
+    # filters stacked in their order, with their flags (SECCOMP_FILTER_FLAG_LOG)
+    entry("id_seccomp_order", (B, T)),
     # process trees
     entry("tree_deep", (B, T, R)),
     entry("tree_zombie", (B, T)),

@@ -686,9 +686,17 @@ TEST(status_minimal_and_caps)
 	sprintf(text + len, "\n");
 	CHECK_EQ(proc_parse_status(text, &st), 0);
 	CHECK_EQ(st.ngroups, 256);
+	CHECK_EQ(st.ngroups_total, 300);
 	CHECK_EQ(st.groups[255], 256);
 	CHECK_EQ(st.nspid_n, 32);
 	CHECK_EQ(st.nspid[31], 131);
+	/* the groups past 256, read again by whoever needs them (creds) */
+	uint32_t all[300] = { 0 };
+	CHECK_EQ(proc_status_groups(text, all, 300), 300);
+	CHECK_EQ(all[299], 300);
+	CHECK_EQ(proc_status_groups(text, all, 10), 300);
+	CHECK_EQ(proc_status_groups("Name:\tx\nPid:\t5\n", all, 10), -ENOENT);
+	CHECK_EQ(proc_status_groups("Groups:\t1 x\n", all, 10), -EINVAL);
 	free(text);
 }
 
