@@ -50,6 +50,8 @@ command -v mariadb >/dev/null 2>&1 || need="$need mariadb-client"
 # real_apache_tcp, real_varnish_tcp: Apache (event MPM), Varnish
 [ -x /usr/sbin/apache2 ] || need="$need apache2"
 [ -x /usr/sbin/varnishd ] || need="$need varnish"
+# real_qemu_tcg: QEMU emulating a PC (no KVM needed), gcc and ld for its boot sector
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need="$need qemu-system-x86"
 # real_haproxy_tcp: haproxy
 [ -x /usr/sbin/haproxy ] || need="$need haproxy"
 # real_memcached_tcp: memcached

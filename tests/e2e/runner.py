@@ -225,6 +225,9 @@ TESTS = [
     # inheritable caps outside the bounding set (raised before it is cut at restart)
     entry("id_inh_unbounded", (B, T)),
     entry("id_nnp"),
+    # the parent-death signal: kept; not set under restart --detach (ckpt, the parent, exits)
+    entry("id_pdeath", (B, T)),
+    entry("id_pdeath_detach", kind="pdeath_detach", program="id_pdeath"),
     entry("id_dropped", (B, T, R)),
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
@@ -2926,6 +2929,35 @@ class Run:
         rp = self.restart(self.p("img"), "restart2", same_pid=False)
         os.kill(self.pid, signal.SIGKILL)
         self.wait_all([rp], 10, "the restart with the source back")
+
+    def flow_pdeath_detach(self):
+        """id_pdeath restarted with --detach: its parent-death signal would
+        kill it as soon as ckpt (its parent then) exits. The restart warns
+        that it is not set again; the process is alive after ckpt exited,
+        finds its signal unset, and passes."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.expect_gone("checkpoint --kill")
+        with open(self.p("pdeath"), "w") as f:
+            f.write("0\n")
+        res = self.run_ckpt(["restart", self.p("img"), "--detach", "--log", self.p("rst.log")])
+        if res.returncode != 0:
+            raise Fail("restart --detach: exit %d: %s" % (res.returncode, res.stderr.decode()[-300:]))
+        if not pid_alive(self.pid):
+            raise Fail("pid %d died when ckpt, its parent, exited" % self.pid)
+        with open(self.p("rst.log"), errors="replace") as f:
+            if "parent-death signal 15 is not set again" not in f.read():
+                raise Fail("the restart's log does not warn of the parent-death signal")
+        os.kill(self.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        while pid_alive(self.pid):
+            if time.monotonic() > deadline:
+                raise Fail("pid %d did not finish after SIGUSR1" % self.pid)
+            time.sleep(POLL)
+        self.check_result(0, "the restored program")
 
     def restart_gone(self, path, want):
         """With path moved away, the restart of img fails saying want and
