@@ -83,6 +83,7 @@ static int seccomp_collect(struct ckpt_ctx *ctx, struct task *t)
 	}
 	k->e.filters = k->pf;
 	k->e.n_filters = n;
+	k->e.has_oldest_first = k->e.oldest_first = true;
 	return 0;
 }
 
@@ -130,7 +131,9 @@ static int seccomp_restore(struct rst_ctx *ctx, struct rst_task *t)
 	int q = e && (e->n_filters || e->mode == 1) ? rst_calls_flush(ctx, t) : 0;
 	if (q < 0)
 		return q;
-	for (size_t i = 0; e && i < e->n_filters; i++) {
+	for (size_t k = 0; e && k < e->n_filters; k++) {
+		/* an image made before oldest_first lists the newest first */
+		size_t i = e->oldest_first ? k : e->n_filters - 1 - k;
 		const ProtobufCBinaryData *d = &e->filters[i]->insns;
 		if (sizeof(struct sock_fprog) + d->len > p->scratch_len / 2)
 			return log_fail(&ctx->log, -E2BIG, "pid %d: seccomp filter too large", t->pid);
