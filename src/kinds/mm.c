@@ -317,6 +317,12 @@ static int mm_collect(struct ckpt_ctx *ctx, struct task *t)
 	m->e.has_exe_file_id = true;
 	if (tlen > 10 && !strcmp(target + tlen - 10, " (deleted)"))
 		return memfd_collect_path(ctx, t, "exe", O_RDONLY, "exe", &m->e.exe_file_id);
+	/* the link read once (file_reg_collect_path reads it again, and says
+	 * why when it cannot) */
+	struct stat est;
+	if (tlen > 0 && stat(exe, &est) == 0)
+		return file_reg_collect_named(ctx, t, target, &est, O_RDONLY, "exe",
+					      &m->e.exe_file_id);
 	return file_reg_collect_path(ctx, t, "exe", O_RDONLY, "exe", &m->e.exe_file_id);
 }
 
