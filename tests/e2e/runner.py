@@ -9574,7 +9574,9 @@ http {{
             except OSError:
                 pass
         if self.t["kind"] in ("compare", "make", "redis", "nginx", "nginx_tcp", "postgres",
-                              "postgres_tcp") or self.t["kind"].startswith("fault") or self.topo:
+                              "postgres_tcp", "etcd", "mariadb_tcp", "memcached_tcp",
+                              "haproxy_tcp", "apache_tcp", "varnish_tcp", "qemu_tcg") or \
+                self.t["kind"].startswith("fault") or self.topo:
             # what a failed real program left: pool workers, make's
             # children, a fault victim's child
             for d in os.listdir("/proc"):
