@@ -86,7 +86,14 @@ extern "C" {
 					* for its contents to have been kept to compare
 					* (over 32 MiB), is accepted with a warning,
 					* not refused */
-#define RESTART_FLAGS_ALL (0x3fful | RESTART_PLAIN_PARENTS | RESTART_CHANGED_FILES)
+#define RESTART_CALLER_EXITS 0x2000ul /* with RESTART_DETACH: the caller, the root's
+				       * parent, exits once this returns (the ckpt
+				       * command): the root's parent-death signal is
+				       * not set again (it would kill it then), with a
+				       * warning; without it the caller is the parent
+				       * the signal watches */
+#define RESTART_FLAGS_ALL \
+	(0x3fful | RESTART_PLAIN_PARENTS | RESTART_CHANGED_FILES | RESTART_CALLER_EXITS)
 
 /* verbosity for the log */
 enum ckpt_log_level {

@@ -1075,7 +1075,7 @@ int cmd_receive(const struct cli_args *a)
 	int nice_was = raise_priority();
 	struct ckpt_opts o = {
 		.size = sizeof(o),
-		.flags = RESTART_DETACH | RESTART_FROZEN | (a->pidns ? RESTART_PIDNS : 0) |
+		.flags = RESTART_DETACH | RESTART_CALLER_EXITS | RESTART_FROZEN | (a->pidns ? RESTART_PIDNS : 0) |
 			 (a->tcp_close ? RESTART_CONN_RESET : 0) |
 			 (a->changed_files ? RESTART_CHANGED_FILES : 0) |
 			 (dir[0] ? RESTART_PLAIN_PARENTS : 0) | (lazy ? RESTART_LAZY : 0),

@@ -34,7 +34,7 @@ int cmd_restart(const struct cli_args *a)
 	int warnfd = cli_warn_capture(a, &logfd, &level);
 	struct ckpt_opts o = {
 		.size = sizeof(o),
-		.flags = (a->detach ? RESTART_DETACH : 0) | (a->frozen ? RESTART_FROZEN : 0) |
+		.flags = (a->detach ? RESTART_DETACH | RESTART_CALLER_EXITS : 0) | (a->frozen ? RESTART_FROZEN : 0) |
 			 (a->dry_run ? RESTART_GHOST : 0) | (a->tcp_close ? RESTART_CONN_RESET : 0) |
 			 (a->pidns ? RESTART_PIDNS : 0) | (a->lazy ? RESTART_LAZY : 0) |
 			 (a->shell_job ? RESTART_SHELL_JOB : 0) |

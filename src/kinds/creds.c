@@ -505,13 +505,14 @@ static int creds_restore(struct rst_ctx *ctx, struct rst_task *t)
 	if (e->has_no_new_privs && e->no_new_privs)
 		add(&b, "no_new_privs", PUPPET_CALL(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	/* the puppet died with ckpt until now; from here it has its own. Not
-	 * the root's under --detach: its parent now is ckpt, which exits at
-	 * once, and the signal would kill it then (its parent of before is
-	 * gone anyway); under ckpt's init (--pidns) or in the foreground the
-	 * parent stays as long as the tree */
+	 * the root's when its parent, the ckpt command, exits at once
+	 * (--detach): the signal would kill it then (its parent of before is
+	 * gone anyway); under ckpt's init (--pidns), in the foreground, or
+	 * with a library caller that stays, the parent is there to watch */
 	int pdeath = e->has_pdeathsig ? (int)e->pdeathsig : 0;
 	const struct rst_task *proc = t->leader ? t->leader : t; /* a thread's: its process's */
-	if (pdeath && proc->parent < 0 && (ctx->flags & RESTART_DETACH) && !ctx->pidns) {
+	if (pdeath && proc->parent < 0 && (ctx->flags & RESTART_DETACH) &&
+	    (ctx->flags & RESTART_CALLER_EXITS) && !ctx->pidns) {
 		log_warn(&ctx->log,
 			 "pid %d: its parent-death signal %d is not set again: with --detach its "
 			 "parent is ckpt, which exits now (restart it without --detach to keep it)",
