@@ -148,7 +148,6 @@ static int parse_timers(const char *text, struct proc_timer **ret, size_t *ret_n
 	return 0;
 }
 
-/* NULL if timers on this clock can be restored in process pid, else why not */
 /*
  * Why a timer on clock cannot be saved, or NULL. pid is the process as it
  * sees itself and tids its other threads: a CPU-time clock names one of
