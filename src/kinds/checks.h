@@ -24,5 +24,9 @@ const char *seccomp_entry_invalid(const SeccompEntry *e);
 const char *creds_entry_invalid(const CredsEntry *e);
 const char *regs_entry_invalid(const RegsEntry *e);
 const char *fs_entry_invalid(const FsEntry *e);
+/* Not a record: why a task labelled label (len bytes of
+ * /proc/PID/attr/current) is refused when ckpt's own is own (NULL:
+ * unreadable), or NULL (lsm.c) */
+const char *lsm_label_refusal(const char *label, size_t len, const char *own, size_t own_len);
 
 #endif

@@ -163,6 +163,24 @@ TEST(fs)
 	CHECK_STR(fs_entry_invalid(&e), "a umask above 0777");
 }
 
+TEST(lsm_label)
+{
+	/* AppArmor's text ends in a newline, SELinux's in a NUL */
+	static const char un[] = "unconfined\n", conf[] = "/usr/sbin/chronyd (enforce)\n";
+	static const char se[] = "system_u:system_r:unconfined_t:s0",
+			  se2[] = "system_u:system_r:chronyd_t:s0";
+	CHECK(!lsm_label_refusal(un, sizeof(un) - 1, un, sizeof(un) - 1));
+	CHECK(!lsm_label_refusal("unconfined", 10, un, sizeof(un) - 1));
+	CHECK_STR(lsm_label_refusal(conf, sizeof(conf) - 1, un, sizeof(un) - 1),
+		  "its security label is not ckpt's");
+	CHECK(!lsm_label_refusal(se, sizeof(se), se, sizeof(se) - 1));
+	CHECK_STR(lsm_label_refusal(se2, sizeof(se2), se, sizeof(se)),
+		  "its security label is not ckpt's");
+	CHECK(!lsm_label_refusal("", 0, NULL, 0));
+	CHECK_STR(lsm_label_refusal(un, sizeof(un) - 1, NULL, 0),
+		  "it has a security label and ckpt's own cannot be read");
+}
+
 int main(void)
 {
 	RUN(rlimits);
@@ -172,5 +190,6 @@ int main(void)
 	RUN(creds);
 	RUN(regs);
 	RUN(fs);
+	RUN(lsm_label);
 	return unit_done();
 }
