@@ -412,11 +412,11 @@ static int keyring_collect(struct ckpt_ctx *ctx, struct task *t)
 	if (!k)
 		return -ENOMEM;
 	keyrings_entry__init(&k->e);
+	/* a thread is not asked for its session keyring (the top of this file) */
 	long ses = t->leader ? 0 : task_probe_ret(t, k->call[2]);
 	if (ses <= 0 && !t->leader)
 		return log_fail(&ctx->log, ses < 0 ? (int)ses : -EIO,
-				"%s %d: cannot find its session keyring: %s",
-				t->leader ? "thread" : "pid", t->pid,
+				"pid %d: cannot find its session keyring: %s", t->pid,
 				strerror(ses < 0 ? (int)-ses : EIO));
 	k->session = (int32_t)ses;
 	long thr = task_probe_ret(t, k->call[0]);

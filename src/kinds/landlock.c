@@ -56,15 +56,13 @@ struct landlock_ckpt {
 	uint32_t uid;
 };
 
-/* The reference process of uid and gid: in no Landlock domain, dumpable,
- * killed if ckpt dies; its pid once it has its ids, or -errno. */
 /*
- * The same by vfork and exec of sleep(1), with nothing of ckpt's but its
- * ids: a fork would make ckpt's memory copy-on-write until the reference
- * dies, and ckpt writes much of it while it collects (1,000 threads: 40
- * ms more). Its exec gives it no capability: no ambient ones, and, as uid
- * 0, SECBIT_NOROOT (which takes CAP_SETPCAP). 0 if it could not be made
- * so (then make_ref forks).
+ * The reference process of uid and gid by vfork and exec of sleep(1), with
+ * nothing of ckpt's but its ids: a fork would make ckpt's memory
+ * copy-on-write until the reference dies, and ckpt writes much of it while
+ * it collects (1,000 threads: 40 ms more). Its exec gives it no
+ * capability: no ambient ones, and, as uid 0, SECBIT_NOROOT (which takes
+ * CAP_SETPCAP). 0 if it could not be made so (then make_ref forks).
  */
 static pid_t spawn_ref(uint32_t uid, uint32_t gid)
 {
@@ -103,6 +101,9 @@ static pid_t spawn_ref(uint32_t uid, uint32_t gid)
 	return 0;
 }
 
+/* The reference process of uid and gid: in no Landlock domain, dumpable,
+ * with no capability, killed if ckpt dies; its pid once it has its ids, or
+ * -errno. spawn_ref's, else a fork of ckpt's that sleeps. */
 static pid_t make_ref(uint32_t uid, uint32_t gid)
 {
 	pid_t spawned = spawn_ref(uid, gid);

@@ -150,11 +150,11 @@ static int parse_timers(const char *text, struct proc_timer **ret, size_t *ret_n
 
 /*
  * Why a timer on clock cannot be saved, or NULL. pid is the process as it
- * sees itself and tids its other threads: a CPU-time clock names one of
- * them by that number (kept at restart), or 0 for the caller's own.
+ * sees itself; a CPU-time clock names it, one of its other threads
+ * (thread: the caller found that it does) by that number, which is kept
+ * at restart, or 0 for the caller's own.
  */
-static const char *clock_refusal(int clock, pid_t pid, const pid_t *tids, size_t ntids, char *buf,
-				 size_t len)
+static const char *clock_refusal(int clock, pid_t pid, bool thread, char *buf, size_t len)
 {
 	if (clock >= 0) {
 		switch (clock) {
@@ -176,9 +176,6 @@ static const char *clock_refusal(int clock, pid_t pid, const pid_t *tids, size_t
 		return buf;
 	}
 	pid_t owner = CPUCLOCK_PID(clock);
-	bool thread = false; /* one of the process's other threads */
-	for (size_t i = 0; CPUCLOCK_PERTHREAD(clock) && i < ntids; i++)
-		thread |= owner == tids[i];
 	if (owner && owner != pid && !thread) {
 		snprintf(buf, len, "on the CPU-time clock of %s %d, not supported",
 			 CPUCLOCK_PERTHREAD(clock) ? "thread" : "process", owner);
@@ -215,12 +212,10 @@ static int collect_one(struct ckpt_ctx *ctx, struct task *t, const struct proc_t
 	if (pt->notify != SIGEV_NONE && !bit(pt->signo))
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d timer %d (posix timer): signal %d",
 				t->pid, pt->id, pt->signo);
-	_cleanup_free_ pid_t *tids = calloc(t->nthreads ? t->nthreads : 1, sizeof(*tids));
-	if (!tids)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nthreads; i++)
-		tids[i] = t->threads[i].vpid;
-	if ((why = clock_refusal(pt->clock, t->vpid, tids, t->nthreads, buf, sizeof(buf))))
+	bool clock_thread = false; /* the clock of another thread of t's */
+	for (size_t i = 0; pt->clock < 0 && CPUCLOCK_PERTHREAD(pt->clock) && i < t->nthreads; i++)
+		clock_thread |= CPUCLOCK_PID(pt->clock) == t->threads[i].vpid;
+	if ((why = clock_refusal(pt->clock, t->vpid, clock_thread, buf, sizeof(buf))))
 		return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d timer %d (posix timer): %s", t->pid,
 				pt->id, why);
 	/* CLOCK_THREAD_CPUTIME_ID (glibc's thread clock of pid 0) counts the
@@ -409,8 +404,9 @@ static const char *entry_invalid(const PosixTimerEntry *x, const struct rst_task
 		return "notification";
 	if (x->notify != SIGEV_NONE && !bit(x->signo))
 		return "signal";
-	if (clock_refusal(x->clock, t->pid, NULL, 0, buf, sizeof(buf)) &&
-	    !(CPUCLOCK_PERTHREAD(x->clock) && own_thread(t, CPUCLOCK_PID(x->clock))))
+	bool clock_thread = x->clock < 0 && CPUCLOCK_PERTHREAD(x->clock) &&
+			    own_thread(t, CPUCLOCK_PID(x->clock));
+	if (clock_refusal(x->clock, t->pid, clock_thread, buf, sizeof(buf)))
 		return "clock";
 	if (x->value_ns > INT64_MAX || x->interval_ns > INT64_MAX)
 		return "time";
