@@ -4968,6 +4968,9 @@ class Run:
                     "frontend fe\n    bind 127.0.0.1:%d\n    default_backend be\n"
                     "backend be\n    server s1 127.0.0.1:%d\n" % (front, back))
         pr = self.start_server(["haproxy", "-db", "-f", cfg], front)
+        # each of its 2 threads arms its watchdog's timer once it runs
+        self.wait_until("haproxy's 2 watchdog timers",
+                        lambda: len(self.ptimer_clocks(self.pid)) == 2, [pr], timeout=30)
         timers = self.ptimer_clocks(self.pid)
         cl = socket.create_connection(("127.0.0.1", front), timeout=60)
         f = cl.makefile("rb")
