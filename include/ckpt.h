@@ -92,8 +92,15 @@ extern "C" {
 				       * not set again (it would kill it then), with a
 				       * warning; without it the caller is the parent
 				       * the signal watches */
+#define RESTART_FORWARD_SIGNALS 0x4000ul /* without RESTART_DETACH: while the
+					 * restart waits for the restored tree,
+					 * SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1
+					 * and SIGUSR2 sent to the caller go to the
+					 * restored root (blocked in the calling
+					 * thread meanwhile) */
 #define RESTART_FLAGS_ALL \
-	(0x3fful | RESTART_PLAIN_PARENTS | RESTART_CHANGED_FILES | RESTART_CALLER_EXITS)
+	(0x3fful | RESTART_PLAIN_PARENTS | RESTART_CHANGED_FILES | RESTART_CALLER_EXITS | \
+	 RESTART_FORWARD_SIGNALS)
 
 /* verbosity for the log */
 enum ckpt_log_level {

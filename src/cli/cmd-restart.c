@@ -38,7 +38,8 @@ int cmd_restart(const struct cli_args *a)
 			 (a->dry_run ? RESTART_GHOST : 0) | (a->tcp_close ? RESTART_CONN_RESET : 0) |
 			 (a->pidns ? RESTART_PIDNS : 0) | (a->lazy ? RESTART_LAZY : 0) |
 			 (a->shell_job ? RESTART_SHELL_JOB : 0) |
-			 (a->changed_files ? RESTART_CHANGED_FILES : 0),
+			 (a->changed_files ? RESTART_CHANGED_FILES : 0) |
+			 (a->detach || a->dry_run ? 0 : RESTART_FORWARD_SIGNALS),
 		.logfd = logfd,
 		.log_level = level,
 		.errbuf = err,

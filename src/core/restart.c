@@ -34,6 +34,7 @@
 #include "util/esc.h"
 #include "util/rtprio.h"
 #include "util/safefile.h"
+#include "util/sigfwd.h"
 
 static void free_robj(int kind, void *ptr)
 {
@@ -404,6 +405,9 @@ static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
 		return log_fail(&ctx->log, -EINVAL, "RESTART_FROZEN and RESTART_GHOST exclude each other");
 	if ((flags & RESTART_VERIFY) && !(flags & RESTART_GHOST))
 		return log_fail(&ctx->log, -EINVAL, "RESTART_VERIFY goes with RESTART_GHOST");
+	if ((flags & RESTART_FORWARD_SIGNALS) && (flags & RESTART_DETACH))
+		return log_fail(&ctx->log, -EINVAL,
+				"RESTART_FORWARD_SIGNALS needs a restart that waits (not RESTART_DETACH)");
 	if (pid != 0)
 		return log_fail(&ctx->log, -EINVAL,
 				"restart pid must be 0: processes get the pids of the image");
@@ -643,10 +647,15 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
 	hand_over(&ctx, &kept);
+	struct sigfwd fwd = { 0 };
+	if ((o->flags & RESTART_FORWARD_SIGNALS) && (r = sigfwd_start(&fwd, root)) < 0)
+		log_warn(&ctx.log, "signals sent to ckpt will not reach pid %d: %s", root,
+			 strerror(-r));
 	/* ckpt lets go of every file first: a restored reader must see EOF
 	 * when its writers close, not wait on ckpt's copy */
 	free_ctx(&ctx);
 	int status = wait_tree(&kept, child, o->flags & RESTART_DETACH);
+	sigfwd_stop(&fwd);
 	if (!(o->flags & RESTART_DETACH))
 		o->wait_status = status;
 	return root;

@@ -228,6 +228,8 @@ TESTS = [
     # the parent-death signal: kept; not set under restart --detach (ckpt, the parent, exits)
     entry("id_pdeath", (B, T)),
     entry("id_pdeath_detach", kind="pdeath_detach", program="id_pdeath"),
+    # signals sent to a foreground ckpt restart (a service manager's) reach the root
+    entry("rst_sigfwd", kind="sigfwd", signal=False),
     entry("id_dropped", (B, T, R)),
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
@@ -2958,6 +2960,30 @@ class Run:
                 raise Fail("pid %d did not finish after SIGUSR1" % self.pid)
             time.sleep(POLL)
         self.check_result(0, "the restored program")
+
+    def flow_sigfwd(self):
+        """rst_sigfwd: after checkpoint --kill, restarted in the foreground;
+        SIGHUP then SIGTERM are sent to ckpt, which passes each on to the
+        restored program (it checks they came from its parent, ckpt); the
+        program dies of SIGTERM and ckpt exits 143 with it. --no-ckpt sends
+        both to the program itself."""
+        pr = self.start()
+        self.wait_ready()
+        to, proc = pr.pid, pr
+        if not self.opts.no_ckpt:
+            self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+            self.expect_gone("checkpoint --kill")
+            proc = self.restart(self.p("img"), "restart")
+            to = proc.pid
+        os.kill(to, signal.SIGHUP)
+        os.kill(to, signal.SIGTERM)
+        self.wait_all([proc], EXIT_TIMEOUT, "the restored program and ckpt")
+        want = -signal.SIGTERM if self.opts.no_ckpt else 128 + signal.SIGTERM
+        out = self.out()
+        if "FAIL" in out or "PASS" not in out:
+            raise Fail("the program: %s" % (out.strip()[-300:] or "no verdict"))
+        if proc.returncode != want:
+            raise Fail("exit status %s, want %d (the program's SIGTERM)" % (proc.returncode, want))
 
     def restart_gone(self, path, want):
         """With path moved away, the restart of img fails saying want and
