@@ -38,6 +38,7 @@
 #include "util/cleanup.h"
 #include "util/proc.h"
 #include "util/safefile.h"
+#include "util/sigfwd.h"
 
 /* The container's cgroup: mnt/rel, fd for CLONE_INTO_CGROUP (-1: none). */
 struct run_cgroup {
@@ -289,12 +290,18 @@ static int run_started(const struct cli_args *a, long pid, int report_fd, struct
 			close(cg->fd); /* the cgroup stays with the container */
 		return 0;
 	}
-	int st;
+	/* a service manager or timeout(1) that stops ckpt run stops CMD */
+	struct sigfwd fwd = { 0 };
+	int st = sigfwd_start(&fwd, (pid_t)pid);
+	if (st < 0)
+		fprintf(stderr, "ckpt: signals sent to ckpt will not reach the container: %s\n",
+			strerror(-st));
 	while (waitpid((pid_t)pid, &st, 0) < 0)
 		if (errno != EINTR) {
 			st = 1 << 8;
 			break;
 		}
+	sigfwd_stop(&fwd);
 	remove_cgroup(cg); /* kept while a restored container is in it */
 	run_net_ended(net, st);
 	if (WIFEXITED(st))

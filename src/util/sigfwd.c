@@ -29,6 +29,8 @@ static void *forward(void *arg)
 			continue; /* EINTR: a signal outside the set */
 		if (is_stop(&si))
 			return NULL;
+		if (!sigismember(&f->pass, sig))
+			continue;
 		/* the terminal signalled ckpt's group: if the target is in it,
 		 * it has this signal already */
 		if (si.si_code == SI_KERNEL && getpgid(f->target) == getpgrp())
@@ -41,8 +43,16 @@ int sigfwd_start(struct sigfwd *f, pid_t target)
 {
 	*f = (struct sigfwd){.pidfd = -1, .target = target};
 	sigemptyset(&f->set);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+	/* one the caller ignores stays ignored: nohup's SIGHUP, the SIGINT
+	 * of a job a shell started in the background (blocked, it is queued
+	 * all the same, and taken here: dropped) */
+	sigemptyset(&f->pass);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+		struct sigaction sa;
 		sigaddset(&f->set, forwarded[i]);
+		if (sigaction(forwarded[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+			sigaddset(&f->pass, forwarded[i]);
+	}
 	f->pidfd = (int)syscall(SYS_pidfd_open, target, 0);
 	if (f->pidfd < 0)
 		return -errno;

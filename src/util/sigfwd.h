@@ -23,12 +23,13 @@ struct sigfwd {
 	bool on;
 	int pidfd;
 	pid_t target;
-	sigset_t set, old;
+	sigset_t set, pass, old; /* taken, passed on, the caller's mask */
 	pthread_t thread;
 };
 
 /* Starts forwarding SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2
- * to target; 0 or -errno (nothing is changed then). */
+ * (those the caller does not ignore) to target; 0 or -errno (nothing is
+ * changed then). */
 int sigfwd_start(struct sigfwd *f, pid_t target);
 /* Stops it (if started); a signal of the set still pending is dropped,
  * and the caller's mask is what it was. */

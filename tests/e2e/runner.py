@@ -230,6 +230,7 @@ TESTS = [
     entry("id_pdeath_detach", kind="pdeath_detach", program="id_pdeath"),
     # signals sent to a foreground ckpt restart (a service manager's) reach the root
     entry("rst_sigfwd", kind="sigfwd", signal=False),
+    entry("ct_sigfwd", kind="sigfwd", signal=False, program="rst_sigfwd", case="ct"),
     entry("id_dropped", (B, T, R)),
     entry("id_securebits", (B, T)),
     entry("id_rlimits"),
@@ -2966,19 +2967,28 @@ class Run:
         SIGHUP then SIGTERM are sent to ckpt, which passes each on to the
         restored program (it checks they came from its parent, ckpt); the
         program dies of SIGTERM and ckpt exits 143 with it. --no-ckpt sends
-        both to the program itself."""
-        pr = self.start()
-        self.wait_ready()
+        both to the program itself. Case ct: the program is pid 1 of `ckpt
+        run`, and --no-ckpt sends both to ckpt run."""
+        ct = self.t["case"] == "ct"
+        if ct:  # pid 1 of `ckpt run`, which passes them on too
+            pr = self.start(prefix=[self.opts.ckpt, "run", "--pidfile", self.p("run.pid"), "--"])
+            self.wait_container(pr, self.p("run.pid"))
+        else:
+            pr = self.start()
+            self.wait_ready()
         to, proc = pr.pid, pr
         if not self.opts.no_ckpt:
             self.checkpoint(self.p("img"), "ckpt", reap=[pr])
-            self.expect_gone("checkpoint --kill")
-            proc = self.restart(self.p("img"), "restart")
+            if ct:
+                self.wait_all([pr], 10, "ckpt run, after its container was killed")
+            else:
+                self.expect_gone("checkpoint --kill")
+            proc = self.restart(self.p("img"), "restart", same_pid=not ct)
             to = proc.pid
         os.kill(to, signal.SIGHUP)
         os.kill(to, signal.SIGTERM)
         self.wait_all([proc], EXIT_TIMEOUT, "the restored program and ckpt")
-        want = -signal.SIGTERM if self.opts.no_ckpt else 128 + signal.SIGTERM
+        want = -signal.SIGTERM if self.opts.no_ckpt and not ct else 128 + signal.SIGTERM
         out = self.out()
         if "FAIL" in out or "PASS" not in out:
             raise Fail("the program: %s" % (out.strip()[-300:] or "no verdict"))

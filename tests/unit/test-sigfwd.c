@@ -3,7 +3,8 @@
  * util/sigfwd.c: signals sent to this process while forwarding reach the
  * target, in order, and not this process; after the stop the caller's
  * mask is what it was and a late signal of the set did not end it; a
- * target already reaped gets nothing (and nothing else does).
+ * target already reaped gets nothing (and nothing else does); a signal
+ * the caller ignores is not passed on.
  */
 #include "util/sigfwd.h"
 #include "unit.h"
@@ -78,6 +79,26 @@ TEST(forwards)
 	close(rd);
 }
 
+/* nohup's SIGHUP: ignored by the caller, not passed on */
+TEST(ignored_stays)
+{
+	int rd;
+	pid_t pid = child(&rd);
+	signal(SIGHUP, SIG_IGN);
+	struct sigfwd f;
+	CHECK_EQ(sigfwd_start(&f, pid), 0);
+	CHECK_EQ(kill(getpid(), SIGHUP), 0);
+	CHECK_EQ(kill(getpid(), SIGTERM), 0);
+	int st = 0;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	char c = 0;
+	CHECK_EQ(read(rd, &c, 1), 0); /* no 'H' before its end */
+	sigfwd_stop(&f);
+	signal(SIGHUP, SIG_DFL);
+	close(rd);
+}
+
 TEST(reaped_target)
 {
 	int rd;
@@ -111,6 +132,7 @@ TEST(no_target)
 int main(void)
 {
 	RUN(forwards);
+	RUN(ignored_stays);
 	RUN(reaped_target);
 	RUN(no_target);
 	return unit_done();
