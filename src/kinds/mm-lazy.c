@@ -317,6 +317,7 @@ struct lmm {
 	uint64_t *owed;         /* per page of the runs: the image's bytes still due */
 	size_t nbits;
 	uint64_t left;          /* owed pages */
+	uint64_t gone;          /* owed when its process exited: never needed */
 	size_t cursor;          /* the background fill's run */
 };
 
@@ -615,6 +616,7 @@ static int fill(struct server *s, struct lmm *m, size_t ri, uint64_t a, uint64_t
 		return 0;
 	}
 	if (err == -ESRCH) { /* the address space is gone */
+		m->gone += m->left;
 		m->left = 0;
 		return 0;
 	}
@@ -636,6 +638,7 @@ static int zero_page(struct lmm *m, uint64_t page)
 		return 0;
 	}
 	if (err == -ESRCH) {
+		m->gone += m->left;
 		m->left = 0;
 		return 0;
 	}
@@ -956,9 +959,18 @@ static _Noreturn void server_main(struct rst_ctx *ctx, int ctl)
 	}
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	log_info(&s.log, "all pages in: %llu pages copied in the background, %llu "
+	uint64_t gone = 0;
+	for (size_t i = 0; i < s.n; i++)
+		gone += s.mm[i].gone;
+	/* a process that exited (or was killed) before its memory was in is
+	 * not "all in": said, so that a log read after a crash does not mislead */
+	char what[96] = "all pages in";
+	if (gone)
+		snprintf(what, sizeof(what), "done, %llu pages never copied (their process exited "
+			 "first)", (unsigned long long)gone);
+	log_info(&s.log, "%s: %llu pages copied in the background, %llu "
 		 "faults served with the image's pages, %llu with zeros, %llu compressed "
-		 "records decompressed; %.3f s of CPU",
+		 "records decompressed; %.3f s of CPU", what,
 		 (unsigned long long)s.filled, (unsigned long long)s.served,
 		 (unsigned long long)s.zeroed, (unsigned long long)s.frames,
 		 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
