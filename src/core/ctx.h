@@ -199,6 +199,9 @@ struct ckpt_ctx {
 	struct landlock_refs *landlock_refs;
 	/* keyring.c: ckpt's own session keyring's serial, 0 until read */
 	int32_t session_keyring;
+	/* lsm.c: does a module label tasks? -1 no (ckpt's own label cannot be
+	 * read: EINVAL), 1 yes or cannot tell, 0 not asked yet */
+	int8_t lsm_labels;
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
 	struct cg_self *cg_self;
 	/* the thread faulting buf in while the tree is seized (checkpoint.c) */
