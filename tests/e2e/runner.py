@@ -727,6 +727,8 @@ TESTS = [
     entry("real_mp_spawn", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
           ref=["serial", "expected"], args=["pool", "output", "spawn"]),
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
+    # a long computation: ffmpeg's x264 and AAC encode, the same packets as an uninterrupted one
+    entry("real_ffmpeg", (B, T), kind="ffmpeg"),
     entry("real_redis", (B, T, R), kind="redis", argv=["@python", os.path.join(HERE, "real_redis.py")]),
     entry("real_nginx", (B, T, R), kind="nginx"),
     entry("real_nginx_tcp", (B, T), kind="nginx_tcp"),
@@ -3579,6 +3581,64 @@ class Run:
         if r.returncode != 0 or r.stdout.decode() != want:
             raise Fail("the program built printed %r (status %d), want %r"
                        % (r.stdout.decode(), r.returncode, want))
+
+    FFMPEG_ENCODE = ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25", "-f", "lavfi", "-i",
+                     "sine=frequency=440:sample_rate=48000", "-t", "16", "-c:v", "libx264",
+                     "-preset", "veryfast", "-threads", "2", "-c:a", "aac", "-y"]
+
+    def flow_ffmpeg(self):
+        """ffmpeg encodes a generated clip (x264 on 2 threads, AAC, 16 s)
+        into a Matroska file, paced at 4 times real time (-readrate), and is
+        checkpointed --kill mid-encode and restarted (again, after more of
+        the file is written, in twice mode): the file it completes holds,
+        packet for packet, what an uninterrupted encode of the same input
+        makes (the framemd5 of its packets, copied, not decoded: every
+        byte of x264's and AAC's output, which hangs on their whole state)."""
+        ff = shutil.which("ffmpeg")
+        if not ff:
+            raise Skip("ffmpeg not installed")
+        quiet = [ff, "-nostdin", "-hide_banner", "-loglevel", "error"]
+
+        def packets(name):
+            r = subprocess.run(quiet + ["-i", self.p(name), "-map", "0", "-c", "copy", "-f",
+                                        "framemd5", "-"], capture_output=True, timeout=120)
+            if r.returncode != 0:
+                raise Fail("ffmpeg cannot read %s: %s" % (name, r.stderr.decode()[-300:]))
+            return [l for l in r.stdout.decode().splitlines() if not l.startswith("#")]
+
+        r = subprocess.run(quiet + self.FFMPEG_ENCODE + [self.p("ref.mkv")], capture_output=True,
+                           timeout=300, cwd=self.dir)
+        if r.returncode != 0:
+            raise Fail("the reference encode failed: %s" % r.stderr.decode()[-300:])
+        want = packets("ref.mkv")
+        paced = []  # -readrate goes before each input
+        for a in self.FFMPEG_ENCODE:
+            paced += ["-readrate", "4", a] if a == "-f" else [a]
+        self.t = dict(self.t, argv=quiet + paced + ["out.mkv"])
+        pr = self.start()
+        self.wait_until("128 KiB of the file written", lambda: self.size("out.mkv") >= 128 << 10,
+                        [pr])
+        if self.opts.no_ckpt:
+            rp = pr
+        else:
+            def more():
+                """the restored encode goes on: 128 KiB more"""
+                n = self.size("out.mkv")
+                self.wait_until("128 KiB more written",
+                                lambda: self.size("out.mkv") >= n + (128 << 10), [])
+            rp = self.real_cycle(pr, between=more)
+        self.wait_all([rp], EXIT_TIMEOUT, "ffmpeg")
+        if rp.returncode != 0:
+            raise Fail("ffmpeg exited %s: %s" % (rp.returncode, self.out().strip()[-300:]))
+        got = packets("out.mkv")
+        if got != want:
+            diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                        min(len(got), len(want)))
+            raise Fail("the encode differs from an uninterrupted one from packet %d of %d (%d "
+                       "written): %r, want %r" % (diff, len(want), len(got),
+                                                   got[diff] if diff < len(got) else None,
+                                                   want[diff] if diff < len(want) else None))
+        self.notes.append("%d packets, the same as an uninterrupted encode" % len(want))
 
     def resp(self, path, *cmds):
         """Runs cmds on a new connection to the redis server at path, then
