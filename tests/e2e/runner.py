@@ -739,6 +739,8 @@ TESTS = [
     entry("real_haproxy_tcp", (B, T), kind="haproxy_tcp"),
     # memcached, root dropped to nobody: SET/GET/INCR on one connection go on
     entry("real_memcached_tcp", (B, T), kind="memcached_tcp"),
+    # slapd: LMDB's files mapped shared, its readers' POSIX locks, one held LDAP connection
+    entry("real_slapd", (B, T), kind="slapd"),
     # MariaDB (InnoDB without io_uring) with a client inserting on one held connection
     entry("real_mariadb_tcp", (B, T), kind="mariadb_tcp"),
     # the same with InnoDB's native AIO on (io_uring): refused, the server goes on
@@ -4921,6 +4923,126 @@ class Run:
         self.vlog("%d commands" % loop.n)
         os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "memcached after SIGTERM")
+
+    @staticmethod
+    def ber(tag, body):
+        """A BER element: tag, definite length, body."""
+        if len(body) < 0x80:
+            return bytes([tag, len(body)]) + body
+        n = len(body).to_bytes((len(body).bit_length() + 7) // 8, "big")
+        return bytes([tag, 0x80 | len(n)]) + n + body
+
+    @staticmethod
+    def ber_split(body):
+        """The (tag, body) of each BER element in body."""
+        out, i = [], 0
+        while i < len(body):
+            tag, n, i = body[i], body[i + 1], i + 2
+            if n & 0x80:
+                n, i = int.from_bytes(body[i:i + (n & 0x7f)], "big"), i + (n & 0x7f)
+            out.append((tag, body[i:i + n]))
+            i += n
+        return out
+
+    def ldap_call(self, c, f, msgid, op):
+        """Sends LDAP operation op (a BER element) as message msgid on
+        socket c; (the reply's operation tag, its resultCode), read from
+        f (c's file)."""
+        c.sendall(self.ber(0x30, self.ber(0x02, msgid.to_bytes(4, "big")) + op))
+        hdr = f.read(2)
+        if len(hdr) < 2:
+            raise ConnectionError("end of file")
+        n = hdr[1]
+        if n & 0x80:
+            n = int.from_bytes(f.read(n & 0x7f), "big")
+        (_, rid), (tag, res) = self.ber_split(f.read(n))[:2]
+        if int.from_bytes(rid, "big") != msgid:
+            raise Fail("LDAP reply to message %d, sent %d" % (int.from_bytes(rid, "big"), msgid))
+        return tag, self.ber_split(res)[0][1][0]
+
+    @staticmethod
+    def locks_of(pid):
+        """pid's POSIX locks, from /proc/locks, as (type, inode, start, end)."""
+        with open("/proc/locks") as f:
+            return sorted((w[3], w[5], w[6], w[7]) for w in (l.split() for l in f)
+                          if w[1] == "POSIX" and w[4] == str(pid))
+
+    def flow_slapd(self):
+        """slapd (OpenLDAP 2.5, 4 threads) with an mdb database: LMDB maps
+        its data.mdb MAP_SHARED read-only (and writes it through an fd)
+        and lock.mdb MAP_SHARED read-write, a table of readers each of
+        which is marked by a POSIX lock on lock.mdb. A client of the
+        runner's (a bound LDAP connection, BER by hand) adds entry i and
+        compares its attribute, in a loop, across checkpoint --kill and
+        restart with only ckpt's network lock between them; after it slapd
+        holds the same POSIX locks and maps both files shared, and
+        ldapsearch on a new connection finds every entry added."""
+        slapd = shutil.which("slapd") or "/usr/sbin/slapd"
+        if not os.access(slapd, os.X_OK) or not shutil.which("ldapsearch"):
+            raise Skip("slapd or ldapsearch not installed")
+        if not os.path.exists("/usr/lib/ldap/back_mdb.so") or \
+                not os.path.exists("/etc/ldap/schema/core.schema"):
+            raise Skip("slapd's back_mdb module or core schema missing")
+        port, db, base = self.free_port(), self.p("ldap.db"), "dc=ckpt,dc=test"
+        admin, pw = "cn=admin," + base, b"s%d" % random.randrange(1 << 30)
+        os.mkdir(db)
+        cfg = self.p("slapd.conf")
+        with open(cfg, "w") as f:
+            f.write("include /etc/ldap/schema/core.schema\n"
+                    "modulepath /usr/lib/ldap\nmoduleload back_mdb\n"
+                    "pidfile %s\ndatabase mdb\nmaxsize 104857600\nsuffix \"%s\"\n"
+                    "rootdn \"%s\"\nrootpw %s\ndirectory %s\n"
+                    % (self.p("slapd.pid"), base, admin, pw.decode(), db))
+        pr = self.start_server([slapd, "-d", "0", "-f", cfg,
+                                "-h", "ldap://127.0.0.1:%d/" % port], port)
+        s = lambda x: self.ber(0x04, x.encode() if isinstance(x, str) else x)
+        attrs = lambda *kv: self.ber(0x30, b"".join(
+            self.ber(0x30, s(k) + self.ber(0x31, b"".join(s(v) for v in vs))) for k, vs in kv))
+        cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+        f = cl.makefile("rb")
+        if self.ldap_call(cl, f, 1, self.ber(0x60, self.ber(0x02, b"\3") + s(admin) +
+                                             self.ber(0x80, pw))) != (0x61, 0):
+            raise Fail("bind as %s refused" % admin)
+        if self.ldap_call(cl, f, 2, self.ber(0x68, s(base) + attrs(
+                ("objectClass", ["dcObject", "organization"]), ("o", ["ckpt"]),
+                ("dc", ["ckpt"])))) != (0x69, 0):
+            raise Fail("adding %s failed" % base)
+
+        def step(i):
+            dn = "cn=u%d,%s" % (i, base)
+            got = self.ldap_call(cl, f, 3 + 2 * i, self.ber(0x68, s(dn) + attrs(
+                ("objectClass", ["person"]), ("cn", ["u%d" % i]), ("sn", ["s%d" % i]))))
+            if got != (0x69, 0):
+                raise Fail("add %s: reply %r" % (dn, got))
+            # compareTrue (6): the entry is there with its value
+            got = self.ldap_call(cl, f, 4 + 2 * i, self.ber(0x6e, s(dn) + self.ber(
+                0x30, s("sn") + s("s%d" % i))))
+            if got != (0x6f, 6):
+                raise Fail("compare %s: reply %r" % (dn, got))
+        loop = self.Loop(self, "adds", step)
+        loop.progress(20)
+        locks = self.locks_of(self.pid)
+        try:
+            rp = self.loop_cycles(pr, port, loop, 20, 1)
+        finally:
+            cl.close()
+        if self.locks_of(self.pid) != locks:
+            raise Fail("slapd holds the locks %r, held %r" % (self.locks_of(self.pid), locks))
+        with open("/proc/%d/maps" % self.pid) as m:
+            shared = {l.split()[-1] for l in m if l.split()[1].endswith("s")}
+        for name in ("data.mdb", "lock.mdb"):
+            if os.path.join(db, name) not in shared:
+                raise Fail("slapd does not map %s shared: %s" % (name, sorted(shared)))
+        r = subprocess.run(["ldapsearch", "-x", "-LLL", "-H", "ldap://127.0.0.1:%d" % port,
+                            "-D", admin, "-w", pw.decode(), "-b", base, "(objectClass=person)",
+                            "cn"], capture_output=True, text=True, timeout=60)
+        found = set(re.findall(r"^cn: (u\d+)$", r.stdout, re.M))
+        if r.returncode != 0 or found != {"u%d" % i for i in range(loop.n)}:
+            raise Fail("ldapsearch (exit %d) finds %d entries, the client added %d: %s"
+                       % (r.returncode, len(found), loop.n, r.stderr.strip()))
+        self.vlog("%d adds; locks %s" % (loop.n, locks))
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
+        self.wait_all([rp], EXIT_TIMEOUT, "slapd after SIGTERM")
 
     def flow_haproxy_tcp(self):
         """haproxy (2 threads, a watchdog timer on each thread's CPU-time
