@@ -741,6 +741,8 @@ TESTS = [
     entry("real_memcached_tcp", (B, T), kind="memcached_tcp"),
     # slapd: LMDB's files mapped shared, its readers' POSIX locks, one held LDAP connection
     entry("real_slapd", (B, T), kind="slapd"),
+    # unbound: DNS over a held TCP connection and over UDP, its cache kept
+    entry("real_unbound", (B, T), kind="unbound"),
     # MariaDB (InnoDB without io_uring) with a client inserting on one held connection
     entry("real_mariadb_tcp", (B, T), kind="mariadb_tcp"),
     # the same with InnoDB's native AIO on (io_uring): refused, the server goes on
@@ -5043,6 +5045,153 @@ class Run:
         self.vlog("%d adds; locks %s" % (loop.n, locks))
         os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "slapd after SIGTERM")
+
+    @staticmethod
+    def dns_query(qid, name):
+        """A DNS query (recursion desired) for name's A record."""
+        return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + b"".join(
+            bytes([len(p)]) + p for p in name.encode().split(b".")) + b"\0\0\1\0\1"
+
+    @staticmethod
+    def dns_answer(msg):
+        """(id, rcode, [the addresses of the A records answered]) of DNS
+        reply msg."""
+        qid, flags, qd, an = struct.unpack(">HHHH", msg[:8])
+
+        def skip(i):  # past a name, compressed or not
+            while msg[i]:
+                if msg[i] & 0xc0 == 0xc0:
+                    return i + 2
+                i += msg[i] + 1
+            return i + 1
+        i = 12
+        for _ in range(qd):
+            i = skip(i) + 4
+        addrs = []
+        for _ in range(an):
+            i = skip(i)
+            typ, _, _, n = struct.unpack(">HHIH", msg[i:i + 10])
+            if typ == 1 and n == 4:
+                addrs.append(socket.inet_ntoa(msg[i + 10:i + 14]))
+            i += 10 + n
+        return qid, flags & 0xf, addrs
+
+    def dns_upstream(self):
+        """An authoritative server of the runner's on a free UDP port of
+        127.0.0.1: nI.up.test is 10.0.I/256.I%256 (an hour's TTL), anything
+        else NXDOMAIN. (its port, the list of names it was asked, a stop
+        function)."""
+        srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        srv.bind(("127.0.0.1", 0))
+        srv.settimeout(0.2)
+        asked, done = [], {"stop": False}
+
+        def serve():
+            while not done["stop"]:
+                try:
+                    q, peer = srv.recvfrom(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                i, labels = 12, []
+                while i < len(q) and q[i]:
+                    labels.append(q[i + 1:i + 1 + q[i]].decode(errors="replace").lower())
+                    i += q[i] + 1
+                question = q[12:i + 5]
+                name = ".".join(labels)
+                asked.append(name)
+                m = re.fullmatch(r"n(\d+)\.up\.test", name)
+                if m and q[i + 1:i + 3] == b"\0\1":
+                    n = int(m.group(1))
+                    r = (q[:2] + b"\x85\x80\0\1\0\1\0\0\0\0" + question +
+                         b"\xc0\x0c\0\1\0\1" + struct.pack(">IH", 3600, 4) +
+                         bytes([10, 0, n >> 8 & 255, n & 255]))
+                else:
+                    r = q[:2] + b"\x85\x83\0\1\0\0\0\0\0\0" + question
+                srv.sendto(r, peer)
+        threading.Thread(target=serve, daemon=True).start()
+
+        def stop():
+            done["stop"] = True
+            srv.close()
+        return srv.getsockname()[1], asked, stop
+
+    def udp_dns(self, port, qid, name):
+        """The answer of 127.0.0.1:port over UDP to name's A query, asked
+        again each second without one (a datagram sent while the server
+        is away is lost, as it is to any DNS client)."""
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.settimeout(1)
+            for _ in range(60):
+                u.sendto(self.dns_query(qid, name), ("127.0.0.1", port))
+                try:
+                    return self.dns_answer(u.recv(4096))
+                except socket.timeout:
+                    continue
+        raise Fail("no UDP answer for %s in 60 s" % name)
+
+    def flow_unbound(self):
+        """unbound (2 threads, a listener pair per thread by SO_REUSEPORT)
+        on a free port of 127.0.0.1, forwarding up.test to a UDP server of
+        the runner's. A client of the runner's holds one DNS-over-TCP
+        connection and asks name i on it (unbound asks upstream and caches
+        the answer), then asks it again over UDP (from the cache), in a
+        loop, across checkpoint --kill and restart with only ckpt's
+        network lock between them. After it every name asked before is
+        answered right over UDP without a question upstream: the cache
+        came back."""
+        unbound = shutil.which("unbound") or "/usr/sbin/unbound"
+        if not os.access(unbound, os.X_OK):
+            raise Skip("unbound not installed")
+        up, asked, stop = self.dns_upstream()
+        port = self.free_port()
+        cfg = self.p("unbound.conf")
+        with open(cfg, "w") as f:
+            f.write("server:\n  interface: 127.0.0.1\n  port: %d\n  do-daemonize: no\n"
+                    "  username: \"\"\n  chroot: \"\"\n  directory: \"%s\"\n  pidfile: \"\"\n"
+                    "  use-syslog: no\n  num-threads: 2\n  do-ip6: no\n"
+                    "  access-control: 127.0.0.0/8 allow\n  do-not-query-localhost: no\n"
+                    "  local-zone: \"test.\" nodefault\n  module-config: \"iterator\"\n"
+                    "  qname-minimisation: no\n  tcp-idle-timeout: 600000\n"
+                    "forward-zone:\n  name: \"up.test.\"\n  forward-addr: 127.0.0.1@%d\n"
+                    "remote-control:\n  control-enable: no\n" % (port, self.dir, up))
+        try:
+            pr = self.start_server([unbound, "-d", "-c", cfg], port)
+            cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+            f = cl.makefile("rb")
+
+            def step(i):
+                name, want = "n%d.up.test" % i, (0, ["10.0.%d.%d" % (i >> 8 & 255, i & 255)])
+                q = self.dns_query(i & 0xffff, name)
+                cl.sendall(struct.pack(">H", len(q)) + q)
+                n = f.read(2)
+                if len(n) < 2:
+                    raise ConnectionError("end of file")
+                got = self.dns_answer(f.read(struct.unpack(">H", n)[0]))
+                if got != (i & 0xffff,) + want:
+                    raise Fail("TCP %s: got %r" % (name, got))
+                got = self.udp_dns(port, i & 0xffff, name)
+                if got[1:] != want:
+                    raise Fail("UDP %s: got %r" % (name, got))
+            loop = self.Loop(self, "names", step)
+            try:
+                rp = self.loop_cycles(pr, port, loop, 30, 1)
+            finally:
+                cl.close()
+            before = len(asked)
+            for i in range(loop.n):
+                got = self.udp_dns(port, 1, "n%d.up.test" % i)
+                if got[2] != ["10.0.%d.%d" % (i >> 8 & 255, i & 255)]:
+                    raise Fail("n%d.up.test: got %r after the restart" % (i, got))
+            if len(asked) != before:
+                raise Fail("unbound asked upstream %s again: its cache is lost"
+                           % sorted(set(asked[before:]))[:5])
+        finally:
+            stop()
+        self.vlog("%d names, %d questions upstream" % (loop.n, len(asked)))
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
+        self.wait_all([rp], EXIT_TIMEOUT, "unbound after SIGTERM")
 
     def flow_haproxy_tcp(self):
         """haproxy (2 threads, a watchdog timer on each thread's CPU-time
