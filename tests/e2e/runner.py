@@ -51,6 +51,7 @@ import shutil
 import signal
 import select
 import socket
+import ssl
 import stat
 import struct
 import subprocess
@@ -743,6 +744,8 @@ TESTS = [
     entry("real_slapd", (B, T), kind="slapd"),
     # unbound: DNS over a held TCP connection and over UDP, its cache kept
     entry("real_unbound", (B, T), kind="unbound"),
+    # stunnel: a TLS session held through it, its keys in the server's memory
+    entry("real_stunnel", (B, T), kind="stunnel"),
     # MariaDB (InnoDB without io_uring) with a client inserting on one held connection
     entry("real_mariadb_tcp", (B, T), kind="mariadb_tcp"),
     # the same with InnoDB's native AIO on (io_uring): refused, the server goes on
@@ -5192,6 +5195,94 @@ class Run:
         self.vlog("%d names, %d questions upstream" % (loop.n, len(asked)))
         os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "unbound after SIGTERM")
+
+    def echo_server(self):
+        """An echo server of the runner's on a free port of 127.0.0.1, a
+        thread a connection: (its port, a stop function)."""
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        srv.settimeout(0.2)
+        done = {"stop": False}
+
+        def echo(c):
+            with c:
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    c.sendall(d)
+
+        def serve():
+            while not done["stop"]:
+                try:
+                    c, _ = srv.accept()
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                c.settimeout(None)
+                threading.Thread(target=echo, args=(c,), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+
+        def stop():
+            done["stop"] = True
+            srv.close()
+        return srv.getsockname()[1], stop
+
+    def flow_stunnel(self):
+        """stunnel (OpenSSL; a thread a connection) ends TLS on a free port
+        of 127.0.0.1 in front of an echo server of the runner's. A client
+        of the runner's (Python's ssl, checking stunnel's certificate)
+        holds one TLS connection through it and sends a numbered line and
+        reads its echo in a loop, across checkpoint --kill and restart
+        with only ckpt's network lock between them: the TLS session (keys,
+        sequence numbers in stunnel's memory) and both TCP connections go
+        on; a new TLS connection is served after it."""
+        stunnel = shutil.which("stunnel4") or shutil.which("stunnel")
+        if not stunnel or not shutil.which("openssl"):
+            raise Skip("stunnel4 or openssl not installed")
+        key, cert = self.p("key.pem"), self.p("cert.pem")
+        r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"],
+                           capture_output=True, timeout=60)
+        if r.returncode != 0:
+            raise Fail("openssl req: %s" % r.stderr.decode(errors="replace")[-300:])
+        back, stop = self.echo_server()
+        front = self.free_port()
+        cfg = self.p("stunnel.conf")
+        with open(cfg, "w") as f:
+            f.write("foreground = yes\npid =\n[tls]\naccept = 127.0.0.1:%d\n"
+                    "connect = 127.0.0.1:%d\ncert = %s\nkey = %s\n" % (front, back, cert, key))
+        ctx = ssl.create_default_context(cafile=cert)
+
+        def connect():
+            return ctx.wrap_socket(socket.create_connection(("127.0.0.1", front), timeout=60),
+                                   server_hostname="localhost")
+        try:
+            pr = self.start_server([stunnel, cfg], front)
+            cl = connect()
+            f = cl.makefile("rb")
+
+            def step(i):
+                cl.sendall(b"line %d\n" % i)
+                got = f.readline()
+                if got != b"line %d\n" % i:
+                    raise Fail("line %d: got %r" % (i, got))
+            loop = self.Loop(self, "echoes", step)
+            try:
+                rp = self.loop_cycles(pr, front, loop, 100, 2)
+            finally:
+                cl.close()
+            with connect() as c:
+                c.sendall(b"new\n")
+                if c.makefile("rb").readline() != b"new\n":
+                    raise Fail("a new TLS connection got no echo")
+        finally:
+            stop()
+        self.vlog("%d echoes" % loop.n)
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
+        self.wait_all([rp], EXIT_TIMEOUT, "stunnel after SIGTERM")
 
     def flow_haproxy_tcp(self):
         """haproxy (2 threads, a watchdog timer on each thread's CPU-time
