@@ -473,6 +473,9 @@ TESTS = [
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("udp_queue", (B, T, R)),
+    # datagrams sent still charged to their socket (a neighbour that does
+    # not resolve holds them): waited for, not refused as corked
+    entry("udp_inflight", (B, T)),
     entry("raw_sock", (B, T, R)),
     entry("packet_sock", (B, T, R)),
     # classic BPF socket filters on a UDP and a unix socket (one locked)
@@ -603,7 +606,10 @@ TESTS = [
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
     entry("refuse_udp_cork", kind="refuse", program="inet_refuse", pargs=["udpcork"],
-          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet"),
+          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet \(UDP_CORK is set\)"),
+    # corked by MSG_MORE: refused once the wait for datagrams on their way out ends
+    entry("refuse_udp_more", kind="refuse", program="inet_refuse", pargs=["udpmore"],
+          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet \(still after \d+ ms\)"),
     entry("netlink_sock", (B, T)),
     entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
           regex=r"\bpid {pid} fd 3 \(netlink\): protocol 0: \d+ bytes of messages not read yet"),
