@@ -605,6 +605,9 @@ TESTS = [
     entry("real_xvnc_net", (B,), kind="xvnc", case="net"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
+    # the root traces a process outside the tree (strace -p, gdb -p): no ptrace relation is saved
+    entry("refuse_tracer", kind="refuse",
+          regex=r"\bpid {pid}: traces pid \d+ \(refuse_tracer\), outside the tree"),
     entry("refuse_udp_cork", kind="refuse", program="inet_refuse", pargs=["udpcork"],
           regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet \(UDP_CORK is set\)"),
     # corked by MSG_MORE: refused once the wait for datagrams on their way out ends
