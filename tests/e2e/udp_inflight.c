@@ -132,8 +132,12 @@ int main(void)
 	pid_t c = fork();
 	if (c < 0)
 		fail("fork: %m");
-	if (c == 0)
+	if (c == 0) {
+		/* the root's end closed: C's read ends if the root dies */
+		close(go[1]);
 		_exit(child_c(ready[1], go[0]));
+	}
+	close(go[0]);
 	char r;
 	if (read(ready[0], &r, 1) != 1)
 		fail("C did not get ready");
