@@ -663,14 +663,15 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return r < 0 ? r : restore_prctls(ctx, t, e);
 }
 
-/* pid's TracerPid (0 if none or unknown) and, in *ret_tgid, its process */
+/* pid's TracerPid (0 if none or unknown); *ret_tgid: pid's process */
 static pid_t tracer_of(pid_t pid, pid_t *ret_tgid)
 {
 	_cleanup_free_ char *text = NULL;
 	struct proc_status st;
 	if (proc_read(pid, "status", &text, NULL) < 0 || proc_parse_status(text, &st) < 0)
 		return 0;
-	*ret_tgid = st.tgid;
+	if (ret_tgid)
+		*ret_tgid = st.tgid;
 	return st.tracer_pid;
 }
 
@@ -697,14 +698,17 @@ static int task_collect_end(struct ckpt_ctx *ctx)
 	for (struct dirent *de; d && (de = readdir(d));) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
-		pid_t tgid = 0, tracer, tracer_tgid = 0;
+		pid_t tracer;
 		if (*end || end == de->d_name || pid <= 0 || ctx_find_task(ctx, (pid_t)pid) ||
-		    !(tracer = tracer_of((pid_t)pid, &tgid)))
+		    !(tracer = tracer_of((pid_t)pid, NULL)))
 			continue;
-		/* the tracer is a thread: its process */
-		if (!ctx_find_task(ctx, tracer) &&
-		    (tracer_of(tracer, &tracer_tgid), !ctx_find_task(ctx, tracer_tgid)))
-			continue;
+		/* the tracer may be a thread: its process */
+		pid_t tracer_tgid = tracer;
+		if (!ctx_find_task(ctx, tracer)) {
+			(void)tracer_of(tracer, &tracer_tgid);
+			if (!ctx_find_task(ctx, tracer_tgid))
+				continue;
+		}
 		_cleanup_free_ char *comm = NULL;
 		size_t len = 0;
 		if (proc_read((pid_t)pid, "comm", &comm, &len) >= 0)
