@@ -213,6 +213,15 @@ void inet_mcast_free(InetMcast **v, size_t n);
  * source filter); the interface by name if saved. *ret_bad: what failed. */
 int inet_mcast_apply(int s, const InetSkEntry *e, const InetMcast **ret_bad)
 	__attribute__((warn_unused_result));
+/* Waits (up to max_ms) until nothing s sent is charged to it any more: a
+ * datagram handed to the kernel is until the host lets it go (a neighbour
+ * not resolved yet holds it up to 3 s by default, then drops it), and is
+ * no state of the socket's then. Data corked (UDP_CORK, or MSG_MORE), held
+ * until the program sends again, is: it never goes. 0 if nothing was
+ * charged, else the ms waited; -EBUSY (UDP_CORK set) or -ETIMEDOUT with
+ * *ret_outq the bytes still charged. */
+int inet_udp_wait_sent(int s, int proto, int max_ms, int *ret_outq)
+	__attribute__((warn_unused_result));
 /* What of s is shut down (bit 1 reading, 2 writing): poll(POLLRDHUP), and
  * sock_diag's INET_DIAG_SHUTDOWN when the socket is found by its addresses
  * and cookie (-ENOENT if not: *ret has what poll said). */

@@ -12,14 +12,18 @@
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/socket.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/ip.h>
 #include <netinet/ip6.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net/lock.h"
@@ -544,6 +548,37 @@ int inet_mcast_apply(int s, const InetSkEntry *e, const InetMcast **ret_bad)
 	}
 	*ret_bad = NULL;
 	return 0;
+}
+
+/* ---- what was sent ---------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int inet_udp_wait_sent(int s, int proto, int max_ms, int *ret_outq)
+{
+	int outq = 0, cork = 0;
+	if (ioctl(s, SIOCOUTQ, &outq) < 0)
+		return -errno;
+	if (!outq)
+		return 0;
+	*ret_outq = outq;
+	/* a cork holds what the program sent until it sends again */
+	if (get_int(s, proto, UDP_CORK, &cork) == 0 && cork)
+		return -EBUSY;
+	int64_t t0 = mono_ms(), waited = 0;
+	while (outq && waited < max_ms) {
+		poll(NULL, 0, 5);
+		if (ioctl(s, SIOCOUTQ, &outq) < 0)
+			return -errno;
+		waited = mono_ms() - t0;
+	}
+	*ret_outq = outq;
+	return outq ? -ETIMEDOUT : (int)(waited > 0 ? waited : 1);
 }
 
 /* ---- shutdown --------------------------------------------------------------- */

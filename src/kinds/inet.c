@@ -99,6 +99,10 @@ enum {
 };
 
 #define OPTS_MAX 64
+/* how long a datagram sent may stay charged to its socket before it is
+ * taken as corked: a neighbour not resolved holds one 3 s (3 probes, 1 s
+ * apart, by default), then drops it */
+#define UDP_SENT_WAIT_MS 4000
 
 struct inet_obj {
 	InetSkEntry e;
@@ -425,10 +429,20 @@ static int collect_udp_state(struct ckpt_ctx *ctx, const struct fd_info *fi, str
 			     int proto)
 {
 	int s = o->copy, outq = 0, family = (int)o->e.family;
-	if (ioctl(s, SIOCOUTQ, &outq) == 0 && outq > 0)
-		return REFUSE(ctx, fi, s, proto,
-			      "has %d bytes corked or not sent yet; not supported yet", outq);
-	int r = inet_udp_peek(s, family, &o->e.rcvq, &o->e.n_rcvq);
+	/* datagrams on their way out (named, its upstream's neighbour not
+	 * resolved: refused for its first seconds) leave the host or are
+	 * dropped, the tree stopped or not; what stays is corked */
+	int r = inet_udp_wait_sent(s, proto, UDP_SENT_WAIT_MS, &outq);
+	if (r == -EBUSY)
+		return REFUSE(ctx, fi, s, proto, "has %d bytes corked or not sent yet (UDP_CORK "
+			      "is set); not supported yet", outq);
+	if (r == -ETIMEDOUT)
+		return REFUSE(ctx, fi, s, proto, "has %d bytes corked or not sent yet (still after "
+			      "%d ms); not supported yet", outq, UDP_SENT_WAIT_MS);
+	if (r > 0)
+		log_info(&ctx->log, "pid %d fd %d (inet): waited %d ms for the datagrams it sent "
+			 "to leave the host", fi->pid, fi->fd, r);
+	r = inet_udp_peek(s, family, &o->e.rcvq, &o->e.n_rcvq);
 	if (r == -EOPNOTSUPP)
 		return REFUSE(ctx, fi, s, proto,
 			      "has datagrams in its receive queue; not supported yet (this kernel "

@@ -8,6 +8,9 @@
  *   closewait a TCP connection whose peer has closed (CLOSE_WAIT; saved
  *             since tcp_halfclose: no test refuses it any more)
  *   udpcork   a UDP socket with data corked (UDP_CORK) in its send queue
+ *   udpmore   the same corked by MSG_MORE, UDP_CORK not set (refused once
+ *             the checkpoint has waited for it to leave, as a datagram
+ *             sent would: udp_inflight)
  *             (datagrams in a receive queue are saved since udp_queue)
  *   netlink   a NETLINK_ROUTE socket with a reply not read yet (RTM_GETLINK of lo)
  *   packet    an AF_PACKET socket with an mmap'ed receive ring
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 		struct pollfd p = { .fd = s, .events = POLLIN };
 		if (poll(&p, 1, 10000) != 1 || test_tcp_state(s) != 8 /* CLOSE_WAIT */)
 			fail("not in CLOSE_WAIT: %d", test_tcp_state(s));
-	} else if (!strcmp(what, "udpcork")) {
+	} else if (!strcmp(what, "udpcork") || !strcmp(what, "udpmore")) {
 		ensure_fd3(s = socket(AF_INET, SOCK_DGRAM, 0));
 		int r = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
 		struct sockaddr_in a = lo(0);
@@ -108,8 +111,9 @@ int main(int argc, char **argv)
 		    getsockname(r, (struct sockaddr *)&a, &al) < 0 ||
 		    connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
 			fail("bind: %m");
-		if (setsockopt(s, IPPROTO_UDP, UDP_CORK, &one, sizeof(one)) < 0 ||
-		    send(s, "dgram", 5, 0) != 5)
+		bool more = !strcmp(what, "udpmore");
+		if ((!more && setsockopt(s, IPPROTO_UDP, UDP_CORK, &one, sizeof(one)) < 0) ||
+		    send(s, "dgram", 5, more ? MSG_MORE : 0) != 5)
 			fail("corked send: %m");
 	} else if (!strcmp(what, "netlink")) {
 		ensure_fd3(s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
@@ -150,7 +154,7 @@ int main(int argc, char **argv)
 	test_ready();
 	test_wait();
 	expect(fcntl(3, F_GETFD) >= 0, "fd 3 is gone");
-	if (!strcmp(what, "udpcork")) {
+	if (!strcmp(what, "udpcork") || !strcmp(what, "udpmore")) {
 		int q = -1;
 		expect(ioctl(s, SIOCOUTQ, &q) == 0 && q > 0, "the corked data is gone (%d)", q);
 	}

@@ -51,6 +51,7 @@ import shutil
 import signal
 import select
 import socket
+import ssl
 import stat
 import struct
 import subprocess
@@ -475,6 +476,9 @@ TESTS = [
     entry("tcp_pair_verify", program="tcp_pair", ckpt_args=["--verify"]),
     entry("udp_sock", (B, T, R)),
     entry("udp_queue", (B, T, R)),
+    # datagrams sent still charged to their socket (a neighbour that does
+    # not resolve holds them): waited for, not refused as corked
+    entry("udp_inflight", (B, T)),
     entry("raw_sock", (B, T, R)),
     entry("packet_sock", (B, T, R)),
     # classic BPF socket filters on a UDP and a unix socket (one locked)
@@ -604,8 +608,14 @@ TESTS = [
     entry("real_xvnc_net", (B,), kind="xvnc", case="net"),
     entry("refuse_tcp_pending", kind="refuse", program="inet_refuse", pargs=["pending"],
           regex=r"\bpid {pid} fd 3 \(inet\): tcp 127\.0\.0\.1:\d+ is listening with 1 connection\(s\) not accepted yet"),
+    # the root traces a process outside the tree (strace -p, gdb -p): no ptrace relation is saved
+    entry("refuse_tracer", kind="refuse",
+          regex=r"\bpid {pid}: traces pid \d+ \(refuse_tracer\), outside the tree"),
     entry("refuse_udp_cork", kind="refuse", program="inet_refuse", pargs=["udpcork"],
-          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet"),
+          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet \(UDP_CORK is set\)"),
+    # corked by MSG_MORE: refused once the wait for datagrams on their way out ends
+    entry("refuse_udp_more", kind="refuse", program="inet_refuse", pargs=["udpmore"],
+          regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet \(still after \d+ ms\)"),
     entry("netlink_sock", (B, T)),
     entry("refuse_netlink", kind="refuse", program="inet_refuse", pargs=["netlink"],
           regex=r"\bpid {pid} fd 3 \(netlink\): protocol 0: \d+ bytes of messages not read yet"),
@@ -744,6 +754,12 @@ TESTS = [
     entry("real_haproxy_tcp", (B, T), kind="haproxy_tcp"),
     # memcached, root dropped to nobody: SET/GET/INCR on one connection go on
     entry("real_memcached_tcp", (B, T), kind="memcached_tcp"),
+    # slapd: LMDB's files mapped shared, its readers' POSIX locks, one held LDAP connection
+    entry("real_slapd", (B, T), kind="slapd"),
+    # unbound: DNS over a held TCP connection and over UDP, its cache kept
+    entry("real_unbound", (B, T), kind="unbound"),
+    # stunnel: a TLS session held through it, its keys in the server's memory
+    entry("real_stunnel", (B, T), kind="stunnel"),
     # MariaDB (InnoDB without io_uring) with a client inserting on one held connection
     entry("real_mariadb_tcp", (B, T), kind="mariadb_tcp"),
     # the same with InnoDB's native AIO on (io_uring): refused, the server goes on
@@ -5017,6 +5033,361 @@ class Run:
         self.vlog("%d commands" % loop.n)
         os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
         self.wait_all([rp], EXIT_TIMEOUT, "memcached after SIGTERM")
+
+    @staticmethod
+    def ber(tag, body):
+        """A BER element: tag, definite length, body."""
+        if len(body) < 0x80:
+            return bytes([tag, len(body)]) + body
+        n = len(body).to_bytes((len(body).bit_length() + 7) // 8, "big")
+        return bytes([tag, 0x80 | len(n)]) + n + body
+
+    @staticmethod
+    def ber_split(body):
+        """The (tag, body) of each BER element in body."""
+        out, i = [], 0
+        while i < len(body):
+            tag, n, i = body[i], body[i + 1], i + 2
+            if n & 0x80:
+                n, i = int.from_bytes(body[i:i + (n & 0x7f)], "big"), i + (n & 0x7f)
+            out.append((tag, body[i:i + n]))
+            i += n
+        return out
+
+    def ldap_call(self, c, f, msgid, op):
+        """Sends LDAP operation op (a BER element) as message msgid on
+        socket c; (the reply's operation tag, its resultCode), read from
+        f (c's file)."""
+        c.sendall(self.ber(0x30, self.ber(0x02, msgid.to_bytes(4, "big")) + op))
+        hdr = f.read(2)
+        if len(hdr) < 2:
+            raise ConnectionError("end of file")
+        n = hdr[1]
+        if n & 0x80:
+            n = int.from_bytes(f.read(n & 0x7f), "big")
+        (_, rid), (tag, res) = self.ber_split(f.read(n))[:2]
+        if int.from_bytes(rid, "big") != msgid:
+            raise Fail("LDAP reply to message %d, sent %d" % (int.from_bytes(rid, "big"), msgid))
+        return tag, self.ber_split(res)[0][1][0]
+
+    @staticmethod
+    def locks_of(pid):
+        """pid's POSIX locks, from /proc/locks, as (type, inode, start, end)."""
+        with open("/proc/locks") as f:
+            return sorted((w[3], w[5], w[6], w[7]) for w in (l.split() for l in f)
+                          if w[1] == "POSIX" and w[4] == str(pid))
+
+    def flow_slapd(self):
+        """slapd (OpenLDAP 2.5, 4 threads) with an mdb database: LMDB maps
+        its data.mdb MAP_SHARED read-only (and writes it through an fd)
+        and lock.mdb MAP_SHARED read-write, a table of readers each of
+        which is marked by a POSIX lock on lock.mdb. A client of the
+        runner's (a bound LDAP connection, BER by hand) adds entry i and
+        compares its attribute, in a loop, across checkpoint --kill and
+        restart with only ckpt's network lock between them; after it slapd
+        holds the same POSIX locks and maps both files shared, and
+        ldapsearch on a new connection finds every entry added."""
+        slapd = shutil.which("slapd") or "/usr/sbin/slapd"
+        if not os.access(slapd, os.X_OK) or not shutil.which("ldapsearch"):
+            raise Skip("slapd or ldapsearch not installed")
+        if not os.path.exists("/usr/lib/ldap/back_mdb.so") or \
+                not os.path.exists("/etc/ldap/schema/core.schema"):
+            raise Skip("slapd's back_mdb module or core schema missing")
+        port, db, base = self.free_port(), self.p("ldap.db"), "dc=ckpt,dc=test"
+        admin, pw = "cn=admin," + base, b"s%d" % random.randrange(1 << 30)
+        os.mkdir(db)
+        cfg = self.p("slapd.conf")
+        with open(cfg, "w") as f:
+            f.write("include /etc/ldap/schema/core.schema\n"
+                    "modulepath /usr/lib/ldap\nmoduleload back_mdb\n"
+                    "pidfile %s\ndatabase mdb\nmaxsize 104857600\nsuffix \"%s\"\n"
+                    "rootdn \"%s\"\nrootpw %s\ndirectory %s\n"
+                    % (self.p("slapd.pid"), base, admin, pw.decode(), db))
+        pr = self.start_server([slapd, "-d", "0", "-f", cfg,
+                                "-h", "ldap://127.0.0.1:%d/" % port], port)
+        s = lambda x: self.ber(0x04, x.encode() if isinstance(x, str) else x)
+        attrs = lambda *kv: self.ber(0x30, b"".join(
+            self.ber(0x30, s(k) + self.ber(0x31, b"".join(s(v) for v in vs))) for k, vs in kv))
+        cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+        f = cl.makefile("rb")
+        if self.ldap_call(cl, f, 1, self.ber(0x60, self.ber(0x02, b"\3") + s(admin) +
+                                             self.ber(0x80, pw))) != (0x61, 0):
+            raise Fail("bind as %s refused" % admin)
+        if self.ldap_call(cl, f, 2, self.ber(0x68, s(base) + attrs(
+                ("objectClass", ["dcObject", "organization"]), ("o", ["ckpt"]),
+                ("dc", ["ckpt"])))) != (0x69, 0):
+            raise Fail("adding %s failed" % base)
+
+        def step(i):
+            dn = "cn=u%d,%s" % (i, base)
+            got = self.ldap_call(cl, f, 3 + 2 * i, self.ber(0x68, s(dn) + attrs(
+                ("objectClass", ["person"]), ("cn", ["u%d" % i]), ("sn", ["s%d" % i]))))
+            if got != (0x69, 0):
+                raise Fail("add %s: reply %r" % (dn, got))
+            # compareTrue (6): the entry is there with its value
+            got = self.ldap_call(cl, f, 4 + 2 * i, self.ber(0x6e, s(dn) + self.ber(
+                0x30, s("sn") + s("s%d" % i))))
+            if got != (0x6f, 6):
+                raise Fail("compare %s: reply %r" % (dn, got))
+        loop = self.Loop(self, "adds", step)
+        loop.progress(20)
+        locks = self.locks_of(self.pid)
+        try:
+            rp = self.loop_cycles(pr, port, loop, 20, 1)
+        finally:
+            cl.close()
+        if self.locks_of(self.pid) != locks:
+            raise Fail("slapd holds the locks %r, held %r" % (self.locks_of(self.pid), locks))
+        with open("/proc/%d/maps" % self.pid) as m:
+            shared = {l.split()[-1] for l in m if l.split()[1].endswith("s")}
+        for name in ("data.mdb", "lock.mdb"):
+            if os.path.join(db, name) not in shared:
+                raise Fail("slapd does not map %s shared: %s" % (name, sorted(shared)))
+        r = subprocess.run(["ldapsearch", "-x", "-LLL", "-H", "ldap://127.0.0.1:%d" % port,
+                            "-D", admin, "-w", pw.decode(), "-b", base, "(objectClass=person)",
+                            "cn"], capture_output=True, text=True, timeout=60)
+        found = set(re.findall(r"^cn: (u\d+)$", r.stdout, re.M))
+        if r.returncode != 0 or found != {"u%d" % i for i in range(loop.n)}:
+            raise Fail("ldapsearch (exit %d) finds %d entries, the client added %d: %s"
+                       % (r.returncode, len(found), loop.n, r.stderr.strip()))
+        self.vlog("%d adds; locks %s" % (loop.n, locks))
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
+        self.wait_all([rp], EXIT_TIMEOUT, "slapd after SIGTERM")
+
+    @staticmethod
+    def dns_query(qid, name):
+        """A DNS query (recursion desired) for name's A record."""
+        return struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + b"".join(
+            bytes([len(p)]) + p for p in name.encode().split(b".")) + b"\0\0\1\0\1"
+
+    @staticmethod
+    def dns_answer(msg):
+        """(id, rcode, [the addresses of the A records answered]) of DNS
+        reply msg."""
+        qid, flags, qd, an = struct.unpack(">HHHH", msg[:8])
+
+        def skip(i):  # past a name, compressed or not
+            while msg[i]:
+                if msg[i] & 0xc0 == 0xc0:
+                    return i + 2
+                i += msg[i] + 1
+            return i + 1
+        i = 12
+        for _ in range(qd):
+            i = skip(i) + 4
+        addrs = []
+        for _ in range(an):
+            i = skip(i)
+            typ, _, _, n = struct.unpack(">HHIH", msg[i:i + 10])
+            if typ == 1 and n == 4:
+                addrs.append(socket.inet_ntoa(msg[i + 10:i + 14]))
+            i += 10 + n
+        return qid, flags & 0xf, addrs
+
+    def dns_upstream(self):
+        """An authoritative server of the runner's on a free UDP port of
+        127.0.0.1: nI.up.test is 10.0.I/256.I%256 (an hour's TTL), anything
+        else NXDOMAIN. (its port, the list of names it was asked, a stop
+        function)."""
+        srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        srv.bind(("127.0.0.1", 0))
+        srv.settimeout(0.2)
+        asked, done = [], {"stop": False}
+
+        def serve():
+            while not done["stop"]:
+                try:
+                    q, peer = srv.recvfrom(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                i, labels = 12, []
+                while i < len(q) and q[i]:
+                    labels.append(q[i + 1:i + 1 + q[i]].decode(errors="replace").lower())
+                    i += q[i] + 1
+                question = q[12:i + 5]
+                name = ".".join(labels)
+                asked.append(name)
+                m = re.fullmatch(r"n(\d+)\.up\.test", name)
+                if m and q[i + 1:i + 3] == b"\0\1":
+                    n = int(m.group(1))
+                    r = (q[:2] + b"\x85\x80\0\1\0\1\0\0\0\0" + question +
+                         b"\xc0\x0c\0\1\0\1" + struct.pack(">IH", 3600, 4) +
+                         bytes([10, 0, n >> 8 & 255, n & 255]))
+                else:
+                    r = q[:2] + b"\x85\x83\0\1\0\0\0\0\0\0" + question
+                srv.sendto(r, peer)
+        threading.Thread(target=serve, daemon=True).start()
+
+        def stop():
+            done["stop"] = True
+            srv.close()
+        return srv.getsockname()[1], asked, stop
+
+    def udp_dns(self, port, qid, name):
+        """The answer of 127.0.0.1:port over UDP to name's A query, asked
+        again each second without one (a datagram sent while the server
+        is away is lost, as it is to any DNS client)."""
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.settimeout(1)
+            for _ in range(60):
+                u.sendto(self.dns_query(qid, name), ("127.0.0.1", port))
+                try:
+                    return self.dns_answer(u.recv(4096))
+                except socket.timeout:
+                    continue
+        raise Fail("no UDP answer for %s in 60 s" % name)
+
+    def flow_unbound(self):
+        """unbound (2 threads, a listener pair per thread by SO_REUSEPORT)
+        on a free port of 127.0.0.1, forwarding up.test to a UDP server of
+        the runner's. A client of the runner's holds one DNS-over-TCP
+        connection and asks name i on it (unbound asks upstream and caches
+        the answer), then asks it again over UDP (from the cache), in a
+        loop, across checkpoint --kill and restart with only ckpt's
+        network lock between them. After it every name asked before is
+        answered right over UDP without a question upstream: the cache
+        came back."""
+        unbound = shutil.which("unbound") or "/usr/sbin/unbound"
+        if not os.access(unbound, os.X_OK):
+            raise Skip("unbound not installed")
+        up, asked, stop = self.dns_upstream()
+        port = self.free_port()
+        cfg = self.p("unbound.conf")
+        with open(cfg, "w") as f:
+            f.write("server:\n  interface: 127.0.0.1\n  port: %d\n  do-daemonize: no\n"
+                    "  username: \"\"\n  chroot: \"\"\n  directory: \"%s\"\n  pidfile: \"\"\n"
+                    "  use-syslog: no\n  num-threads: 2\n  do-ip6: no\n"
+                    "  access-control: 127.0.0.0/8 allow\n  do-not-query-localhost: no\n"
+                    "  local-zone: \"test.\" nodefault\n  module-config: \"iterator\"\n"
+                    "  qname-minimisation: no\n  tcp-idle-timeout: 600000\n"
+                    "forward-zone:\n  name: \"up.test.\"\n  forward-addr: 127.0.0.1@%d\n"
+                    "remote-control:\n  control-enable: no\n" % (port, self.dir, up))
+        try:
+            pr = self.start_server([unbound, "-d", "-c", cfg], port)
+            cl = socket.create_connection(("127.0.0.1", port), timeout=60)
+            f = cl.makefile("rb")
+
+            def step(i):
+                name, want = "n%d.up.test" % i, (0, ["10.0.%d.%d" % (i >> 8 & 255, i & 255)])
+                q = self.dns_query(i & 0xffff, name)
+                cl.sendall(struct.pack(">H", len(q)) + q)
+                n = f.read(2)
+                if len(n) < 2:
+                    raise ConnectionError("end of file")
+                got = self.dns_answer(f.read(struct.unpack(">H", n)[0]))
+                if got != (i & 0xffff,) + want:
+                    raise Fail("TCP %s: got %r" % (name, got))
+                got = self.udp_dns(port, i & 0xffff, name)
+                if got[1:] != want:
+                    raise Fail("UDP %s: got %r" % (name, got))
+            loop = self.Loop(self, "names", step)
+            try:
+                rp = self.loop_cycles(pr, port, loop, 30, 1)
+            finally:
+                cl.close()
+            before = len(asked)
+            for i in range(loop.n):
+                got = self.udp_dns(port, 1, "n%d.up.test" % i)
+                if got[2] != ["10.0.%d.%d" % (i >> 8 & 255, i & 255)]:
+                    raise Fail("n%d.up.test: got %r after the restart" % (i, got))
+            if len(asked) != before:
+                raise Fail("unbound asked upstream %s again: its cache is lost"
+                           % sorted(set(asked[before:]))[:5])
+        finally:
+            stop()
+        self.vlog("%d names, %d questions upstream" % (loop.n, len(asked)))
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
+        self.wait_all([rp], EXIT_TIMEOUT, "unbound after SIGTERM")
+
+    def echo_server(self):
+        """An echo server of the runner's on a free port of 127.0.0.1, a
+        thread a connection: (its port, a stop function)."""
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        srv.settimeout(0.2)
+        done = {"stop": False}
+
+        def echo(c):
+            with c:
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    c.sendall(d)
+
+        def serve():
+            while not done["stop"]:
+                try:
+                    c, _ = srv.accept()
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                c.settimeout(None)
+                threading.Thread(target=echo, args=(c,), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+
+        def stop():
+            done["stop"] = True
+            srv.close()
+        return srv.getsockname()[1], stop
+
+    def flow_stunnel(self):
+        """stunnel (OpenSSL; a thread a connection) ends TLS on a free port
+        of 127.0.0.1 in front of an echo server of the runner's. A client
+        of the runner's (Python's ssl, checking stunnel's certificate)
+        holds one TLS connection through it and sends a numbered line and
+        reads its echo in a loop, across checkpoint --kill and restart
+        with only ckpt's network lock between them: the TLS session (keys,
+        sequence numbers in stunnel's memory) and both TCP connections go
+        on; a new TLS connection is served after it."""
+        stunnel = shutil.which("stunnel4") or shutil.which("stunnel")
+        if not stunnel or not shutil.which("openssl"):
+            raise Skip("stunnel4 or openssl not installed")
+        key, cert = self.p("key.pem"), self.p("cert.pem")
+        r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                            "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"],
+                           capture_output=True, timeout=60)
+        if r.returncode != 0:
+            raise Fail("openssl req: %s" % r.stderr.decode(errors="replace")[-300:])
+        back, stop = self.echo_server()
+        front = self.free_port()
+        cfg = self.p("stunnel.conf")
+        with open(cfg, "w") as f:
+            f.write("foreground = yes\npid =\n[tls]\naccept = 127.0.0.1:%d\n"
+                    "connect = 127.0.0.1:%d\ncert = %s\nkey = %s\n" % (front, back, cert, key))
+        ctx = ssl.create_default_context(cafile=cert)
+
+        def connect():
+            return ctx.wrap_socket(socket.create_connection(("127.0.0.1", front), timeout=60),
+                                   server_hostname="localhost")
+        try:
+            pr = self.start_server([stunnel, cfg], front)
+            cl = connect()
+            f = cl.makefile("rb")
+
+            def step(i):
+                cl.sendall(b"line %d\n" % i)
+                got = f.readline()
+                if got != b"line %d\n" % i:
+                    raise Fail("line %d: got %r" % (i, got))
+            loop = self.Loop(self, "echoes", step)
+            try:
+                rp = self.loop_cycles(pr, front, loop, 100, 2)
+            finally:
+                cl.close()
+            with connect() as c:
+                c.sendall(b"new\n")
+                if c.makefile("rb").readline() != b"new\n":
+                    raise Fail("a new TLS connection got no echo")
+        finally:
+            stop()
+        self.vlog("%d echoes" % loop.n)
+        os.kill(self.pid, signal.SIGTERM)  # the server, not ckpt restart (its parent)
+        self.wait_all([rp], EXIT_TIMEOUT, "stunnel after SIGTERM")
 
     def flow_haproxy_tcp(self):
         """haproxy (2 threads, a watchdog timer on each thread's CPU-time
