@@ -6,7 +6,8 @@
  * checkpoint --kill's commit to the guardian; precopy:PATH, after each
  * process's pre-copy (a checkpoint with a parent, before the freeze),
  * creates PATH.pre and waits (60 s at most) until PATH exists, which the
- * test program makes once it wrote its pages again; badip:N gives the Nth injection (a single
+ * test program makes once it wrote its pages again; lazytask kills the lazy server (a process
+ * ckpt forked) as the first task's memory comes to it, before it takes it; badip:N gives the Nth injection (a single
  * system call or a batch) an unmapped address to run at (ckpt must fail, not step the fault for
  * ever); CKPT_FAULT=count
  * prints the counts on stderr at exit. This is test code: it keeps its counts in
@@ -22,9 +23,9 @@
 
 #include "util/fault.h"
 
-static unsigned long counts[5], limit[5];
+static unsigned long counts[6], limit[6];
 static const char *precopy_path; /* precopy:PATH */
-static int mode;		 /* 0: off, 1: kill, 2: count, 3: precopy, 4: badip */
+static int mode;		 /* 0: off, 1: kill, 2: count, 3: precopy, 4: badip, 5: lazytask */
 static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
 
 static void print_counts(void)
@@ -51,6 +52,8 @@ __attribute__((constructor)) static void setup(void)
 	} else if (!strncmp(env, "precopy:", 8)) {
 		mode = 3;
 		precopy_path = env + 8;
+	} else if (!strcmp(env, "lazytask")) {
+		mode = 5;
 	} else if (!strncmp(env, "badip:", 6)) {
 		mode = 4;
 		limit[CKPT_FAULT_BAD_IP] = strtoul(env + 6, NULL, 10);
@@ -62,6 +65,8 @@ __attribute__((constructor)) static void setup(void)
 
 void ckpt_fault_point(enum ckpt_fault what)
 {
+	if (mode == 5 && what == CKPT_FAULT_LAZY_TASK) /* in the server, not ckpt */
+		kill(getpid(), SIGKILL);
 	if (!mode || getpid() != ckpt_pid)
 		return;
 	counts[what]++;

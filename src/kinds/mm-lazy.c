@@ -54,6 +54,7 @@
 #include "kinds/mm-rst.h"
 #include "kinds/mm.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 
 #define LAZY_AROUND (64u << 10) /* what a fault brings in around its page */
 #define LAZY_STEP (256u << 10) /* one background copy: a fault waits for it at most */
@@ -62,8 +63,9 @@
 	(UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE | \
 	 UFFD_FEATURE_EVENT_UNMAP)
 
-/* ckpt -> server, and server -> guard */
-enum { MSG_TASK = 1, MSG_COMMIT, MSG_FD, MSG_PID, MSG_DONE };
+/* ckpt -> server, and server -> guard; MSG_TAKEN: guard -> server -> ckpt,
+ * the task's pid held by the guard (its MSG_PID answered) */
+enum { MSG_TASK = 1, MSG_COMMIT, MSG_FD, MSG_PID, MSG_DONE, MSG_TAKEN };
 struct lazy_msg {
 	uint32_t type;
 	uint32_t task;          /* MSG_TASK: index in ctx->tasks */
@@ -281,10 +283,13 @@ static _Noreturn void guard(int sock, struct ckpt_log *log)
 				if (ns)
 					set = ns;
 			}
-			/* the task is stopped by ckpt while this is sent: it is the pid's */
+			/* the task is stopped by ckpt until this is answered: it is
+			 * the pid's */
 			int pfd = (int)syscall(SYS_pidfd_open, m.pid, 0);
 			if (n < cap && pfd >= 0)
 				set[n++] = (struct known){ m.pid, pfd };
+			struct lazy_msg taken = { .type = MSG_TAKEN, .pid = m.pid };
+			send_msg(sock, &taken, NULL, 0, -1);
 			continue;
 		}
 		if (k == (ssize_t)sizeof(m) || k == -EAGAIN)
@@ -821,6 +826,7 @@ static int on_ctl(struct server *s)
 	if (m.type != MSG_TASK || fd < 0 || m.task >= s->ctx->ntasks ||
 	    (size_t)k != sizeof(m) + m.nvmas)
 		return -EPROTO;
+	CKPT_FAULT(CKPT_FAULT_LAZY_TASK);
 	struct mm_rst *mr = s->ctx->tasks[m.task].kstate[KIND_mm];
 	if (!mr || mr->e->n_vmas != m.nvmas)
 		return -EPROTO;
@@ -837,7 +843,18 @@ static int on_ctl(struct server *s)
 	struct lazy_msg g = { .type = MSG_FD };
 	r = send_msg(s->guard, &g, NULL, 0, fd);
 	g = (struct lazy_msg){ .type = MSG_PID, .pid = m.pid };
-	return r < 0 ? r : send_msg(s->guard, &g, NULL, 0, -1);
+	if (r >= 0)
+		r = send_msg(s->guard, &g, NULL, 0, -1);
+	/* ckpt lets the task run only once the guard holds it: a server that
+	 * died before (killed, out of memory) would otherwise leave it running
+	 * with its userfaultfd closed, every page it owed read as zeros, and a
+	 * guard that knew nothing to kill */
+	int gfd;
+	ssize_t got = r < 0 ? r : recv_msg(s->guard, &g, sizeof(g), &gfd);
+	if (got != (ssize_t)sizeof(g) || g.type != MSG_TAKEN || g.pid != m.pid)
+		return got < 0 ? (int)got : -EPROTO;
+	g = (struct lazy_msg){ .type = MSG_TAKEN, .pid = m.pid };
+	return send_msg(s->ctl, &g, NULL, 0, -1);
 }
 
 static int server_loop(struct server *s)
@@ -1380,6 +1397,17 @@ int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *re
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot hand its memory to the lazy server "
 				"(pid %d): %s", t->pid, ctx->lazy->server, strerror(-r));
+	/* taken, and its pid held by the server's guard, before it may run */
+	struct lazy_msg a;
+	int afd;
+	ssize_t k = recv_msg(ctx->lazy->sock, &a, sizeof(a), &afd);
+	if (afd >= 0)
+		close(afd);
+	if (k != (ssize_t)sizeof(a) || a.type != MSG_TAKEN || a.pid != t->pup.pid)
+		return log_fail(&ctx->log, k < 0 ? (int)k : -EPIPE,
+				"pid %d: the lazy server (pid %d) did not take its memory: %s",
+				t->pid, ctx->lazy->server,
+				k < 0 ? strerror((int)-k) : k == 0 ? "it has ended" : "a wrong answer");
 	return 0;
 }
 

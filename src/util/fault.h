@@ -3,7 +3,8 @@
  * The fault-injection hook of the test binary ckpt-fault (src/cli/fault.c):
  * called at every ptrace request (to the guardian, or local) and at every
  * image record written, once the tree's death is decided (commit), and
- * after each process's pre-copy (mm-dirty.c). The normal binary does not define it: the weak
+ * after each process's pre-copy (mm-dirty.c), and in the lazy server as a task's memory comes
+ * to it (mm-lazy.c). The normal binary does not define it: the weak
  * reference is NULL and the hook costs one test. ckpt_fault_asked() says whether the test asks
  * for a fault to be made here (CKPT_FAULT_BAD_IP: an injection run at an unmapped address).
  */
@@ -16,6 +17,7 @@ enum ckpt_fault {
 	CKPT_FAULT_COMMIT,
 	CKPT_FAULT_PRECOPY,
 	CKPT_FAULT_BAD_IP,
+	CKPT_FAULT_LAZY_TASK,
 };
 void ckpt_fault_point(enum ckpt_fault what) __attribute__((weak));
 _Bool ckpt_fault_asked(enum ckpt_fault what) __attribute__((weak));

@@ -143,6 +143,8 @@ TESTS = [
     entry("mem_lazy", pargs=("256",), rst_args=("--lazy",)),
     entry("mem_lazy_tree", program="mem_lazy", pargs=("64", "tree"), rst_args=("--lazy",)),
     entry("mem_lazy_killed", kind="lazy_killed", program="mem_lazy", pargs=("256",)),
+    # the lazy server dies before it takes a task's memory: the restart fails, nothing is left
+    entry("mem_lazy_server_dies", kind="lazy_server_dies", program="mem_lazy", pargs=("64",)),
     entry("mem_lazy_damaged", kind="lazy_damaged", program="mem_lazy", pargs=("64",)),
     # restart --lazy of compressed images (zstd frames decompressed on demand) and of chains
     entry("mem_lazy_compressed", program="mem_lazy", pargs=("64", "text"),
@@ -8360,6 +8362,34 @@ http {{
         self.ask_check(pids, "restarted", signal.SIGPROF)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def flow_lazy_server_dies(self):
+        """restart --lazy under ckpt-fault (CKPT_FAULT=lazytask): the lazy
+        server is killed as the task's memory comes to it, before it took
+        it. The restart fails saying so and leaves nothing (before, the
+        server's guard had nothing to kill and the task ran on with every
+        page it owed read as zeros); then a plain restart passes."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        self.expect_gone("checkpoint --kill")
+        rc, err = self.run_fault(["restart", img, "--lazy", "--detach", "--log",
+                                  self.p("fault.log")], "lazytask", "fault")
+        if rc == 0 or "did not take its memory" not in err:
+            raise Fail("restart --lazy whose server died: exit %s, said %r (want a failure "
+                       "naming the lazy server)" % (rc, err.strip()[-300:]))
+        self.expect_gone("the failed restart")
+        left = [d for d in os.listdir("/proc") if d.isdigit() and
+                self.comm(int(d)) in ("ckpt-lazy", "ckpt-lazy-guard") and
+                self.cmdline_has(d, self.dir)]
+        if left:
+            raise Fail("lazy server processes left after the failed restart: %s" % left)
+        rp = self.restart(img, "restart", extra=("--lazy",))
+        rc = self.wake_and_wait(rp, "ckpt restart --lazy")
+        self.check_result(rc, "ckpt restart --lazy")
 
     def flow_fault_badip(self):
         """ckpt-fault running one injection (a system call or a batch) of a
