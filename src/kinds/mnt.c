@@ -1020,9 +1020,58 @@ static int attach_early(struct rst_ctx *ctx, struct rst_task *t, const MountEntr
 	return 0;
 }
 
-/* Mount m in the puppet at root + its point (the new tree, not yet "/"). */
+static void target_of(const MountEntry *m, const char *root, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
+}
+
+/*
+ * The host sources of binds that a mount made before them would hide
+ * (bwrap's --dev: a tmpfs on /dev, then /dev/null bound from the host's
+ * /dev/null onto the empty file it holds; by path, the bind took that
+ * empty file, and the fd on /dev/null failed the restart as "no longer
+ * the same type of file"): the puppet opens each (O_PATH) before any
+ * mount is made, and the bind is made from /proc/self/fd/N. A bind from
+ * another namespace's path is refused (EINVAL), so the fd is the
+ * puppet's own, in its copy of ckpt's namespace. -1 where nothing hides
+ * the source: those are bound by path, as before.
+ */
+static int open_hidden_sources(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s,
+			       const char *root, long *fds)
+{
+	struct puppet *p = &t->pup;
+	for (size_t i = 0; i < s->tree->n_mounts; i++) {
+		const MountEntry *m = s->tree->mounts[i];
+		bool hidden = false;
+		fds[i] = -1;
+		for (size_t j = 0; m->bind && !m->has_from && !hidden && j < i; j++) {
+			char target[4200];
+			target_of(s->tree->mounts[j], root, target, sizeof(target));
+			hidden = mnt_has_prefix_dir(m->source, target);
+		}
+		if (!hidden)
+			continue;
+		fds[i] = puppet_syscall(p, SYS_openat, AT_FDCWD, put_str(p, 0, m->source),
+					O_PATH | O_CLOEXEC);
+		if (fds[i] < 0)
+			return log_fail(&ctx->log, (int)fds[i],
+					"mount %s: cannot open its source '%s': %s", m->point,
+					m->source, strerror((int)-fds[i]));
+	}
+	return 0;
+}
+
+static void close_sources(struct rst_task *t, const MountTree *tree, const long *fds)
+{
+	for (size_t i = 0; fds && i < tree->n_mounts; i++)
+		if (fds[i] >= 0)
+			puppet_syscall(&t->pup, SYS_close, fds[i]);
+}
+
+/* Mount m in the puppet at root + its point (the new tree, not yet "/");
+ * srcfd: the puppet's fd of a bind's hidden source, or -1. */
 static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s,
-		      const MountEntry *m, const char *root)
+		      const MountEntry *m, const char *root, long srcfd)
 {
 	struct puppet *p = &t->pup;
 	char target[4200], via[4300];
@@ -1050,6 +1099,8 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	if (s->early[idx] >= 0) /* made at prepare for a socket's name: attached */
 		return attach_early(ctx, t, m, s->early[idx], target);
 	char from[8400];
+	if (srcfd >= 0)
+		snprintf(from, sizeof(from), "/proc/self/fd/%ld", srcfd);
 	if (m->has_from) { /* a bind of an earlier mount of the tree */
 		const MountEntry *o = mnt_find_mount(s, m->from);
 		snprintf(from, sizeof(from), "%s%s%s", root, strcmp(o->point, "/") ? o->point : "",
@@ -1057,7 +1108,7 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	}
 	long r = m->has_from ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
 					      put_str(p, 8192, target), 0, MS_BIND, 0)
-		 : m->bind   ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
+		 : m->bind   ? puppet_syscall(p, SYS_mount, put_str(p, 0, srcfd >= 0 ? from : m->source),
 					      put_str(p, 8192, target), 0, MS_BIND, 0)
 			     : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
 					  put_str(p, 8192, target), put_str(p, 4096, m->fstype),
@@ -1070,11 +1121,6 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	if (!m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs"))
 		return mnt_fill_tmpfs(ctx, s, m, via);
 	return 0;
-}
-
-static void target_of(const MountEntry *m, const char *root, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
 }
 
 /* Flags of m, once every mount is made. */
@@ -1181,9 +1227,11 @@ static int set_propagations(struct rst_ctx *ctx, struct rst_task *t, const Mount
  * their points (ns.c has made its /proc and devpts). */
 static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s)
 {
-	int r = 0;
+	_cleanup_free_ long *fds = calloc(s->tree->n_mounts, sizeof(*fds));
+	int r = fds ? open_hidden_sources(ctx, t, s, "", fds) : -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
-		r = make_mount(ctx, t, s, s->tree->mounts[i], "");
+		r = make_mount(ctx, t, s, s->tree->mounts[i], "", fds[i]);
+	close_sources(t, s->tree, fds);
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = finish_mount(ctx, t, s->tree->mounts[i], "");
 	if (r >= 0)
@@ -1210,9 +1258,11 @@ static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	if (!top->bind && (!copy || overlay_dirs(copy, dirs, 20) < 1))
 		return -ENOMEM;
 	const char *root = top->bind ? top->source : dirs[0];
-	int r = 0;
+	_cleanup_free_ long *fds = calloc(s->tree->n_mounts, sizeof(*fds));
+	int r = fds ? open_hidden_sources(ctx, t, s, root, fds) : -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
-		r = make_mount(ctx, t, s, s->tree->mounts[i], root);
+		r = make_mount(ctx, t, s, s->tree->mounts[i], root, fds[i]);
+	close_sources(t, s->tree, fds);
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = finish_mount(ctx, t, s->tree->mounts[i], root);
 	if (r < 0)
