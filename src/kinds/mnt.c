@@ -550,6 +550,57 @@ static bool extra_mount(struct ckpt_ctx *ctx, const struct mi *c, const struct m
 	return true;
 }
 
+/* The last mount of the host's at c's point on c's device (stacked: the
+ * one seen), or NULL. */
+static const struct mi *host_twin(const struct mi *c, const struct mi *host, size_t nhost)
+{
+	const struct mi *h = NULL;
+	for (size_t i = 0; i < nhost; i++)
+		if (host[i].dev == c->dev && !strcmp(host[i].point, c->point))
+			h = &host[i];
+	return h;
+}
+
+/*
+ * The mounts of the host's that the container has (its namespace's copy)
+ * with per-mount flags of its own: bwrap's --ro-bind / / makes them all
+ * read-only, nosuid and nodev, and a restart without them gave the
+ * sandbox a writable host (the container's own /proc and devpts are ns.c's;
+ * the host's under them are hidden).
+ */
+static int collect_host_flags(struct mnt_ckpt *s, const struct mi *all, size_t n,
+			      const struct mi *host, size_t nhost)
+{
+	size_t k = 0;
+	s->hflags = calloc(n, sizeof(*s->hflags));
+	s->hptrs = calloc(n, sizeof(*s->hptrs));
+	if (!s->hflags || !s->hptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct mi *c = &all[i], *h = host_twin(c, host, nhost);
+		if (!h || (!strcmp(c->point, "/proc") && !strcmp(c->fstype, "proc")) ||
+		    (!strcmp(c->point, "/dev/pts") && !strcmp(c->fstype, "devpts")))
+			continue;
+		uint32_t f = mount_flags(c->opts);
+		/* under a mount of its own (bwrap's /dev tmpfs, its /proc) */
+		bool hidden = false;
+		for (size_t j = 0; j < n && !hidden; j++)
+			hidden = strcmp(c->point, all[j].point) &&
+				 mnt_has_prefix_dir(c->point, all[j].point) &&
+				 !host_twin(&all[j], host, nhost);
+		if (hidden || f == mount_flags(h->opts))
+			continue;
+		host_mount_flags__init(&s->hflags[k]);
+		s->hflags[k].point = c->point;
+		s->hflags[k].flags = f;
+		s->hptrs[k] = &s->hflags[k];
+		k++;
+	}
+	s->tree.n_host_flags = k;
+	s->tree.host_flags = s->hptrs;
+	return 0;
+}
+
 /*
  * A container sharing the host's root: the mounts it made of its own, in
  * mountinfo's order (each after the mount it is on); 1 if none (no
@@ -578,7 +629,10 @@ static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct
 		e->parent = c->parent;
 		s->ptrs[k++] = e;
 	}
-	if (!k)
+	int r = collect_host_flags(s, all, n, host, nhost);
+	if (r < 0)
+		return r;
+	if (!k && !s->tree.n_host_flags)
 		return 1;
 	s->tree.n_mounts = k;
 	s->tree.mounts = s->ptrs;
@@ -705,12 +759,13 @@ static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
 	s->pid = t->pid;
 	r = collect_tree(ctx, s, text, htext);
 	if (r == 1) /* the host's root: no tree of its own, no record */
-		s->tree.n_mounts = 0;
-	if (r >= 0 && s->tree.n_mounts)
-		log_info(&ctx->log, "pid %d: %s, %zu mounts", t->pid,
+		s->tree.n_mounts = s->tree.n_host_flags = 0;
+	if (r >= 0 && (s->tree.n_mounts || s->tree.n_host_flags))
+		log_info(&ctx->log, "pid %d: %s, %zu mounts%s", t->pid,
 			 s->tree.host_root ? "the host's root with mounts of its own"
 					   : "a root of its own",
-			 s->tree.n_mounts);
+			 s->tree.n_mounts,
+			 s->tree.n_host_flags ? ", flags of its own on mounts of the host's" : "");
 	return r < 0 ? r : 0;
 }
 
@@ -774,7 +829,7 @@ int mnt_unix_name(struct ckpt_ctx *ctx, const char *path, uid_t uid, gid_t gid)
 static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	const struct mnt_ckpt *s = t->kstate[KIND_mnt];
-	if (!s || !s->tree.n_mounts)
+	if (!s || (!s->tree.n_mounts && !s->tree.n_host_flags))
 		return 0;
 	int r = ctx_write_msg(ctx, MNT_TREE, &s->tree.base);
 	for (size_t i = 0; r >= 0 && i < s->tree.n_mounts; i++)
@@ -795,6 +850,8 @@ static void mnt_free_state(void *state)
 	free(s->ents);
 	free(s->ptrs);
 	free(s->devs);
+	free(s->hflags);
+	free(s->hptrs);
 	free(s);
 }
 
@@ -906,15 +963,24 @@ static int load_tree(struct rst_ctx *ctx, struct rst_task *t, struct mnt_rst *s,
 		return log_fail(&ctx->log, -EINVAL, "record %u: a second mount tree", rec->index);
 	if (!(s->tree = rctx_unpack(ctx, rec, &mount_tree__descriptor)))
 		return -EINVAL;
-	if (!s->tree->n_mounts || s->tree->n_mounts > MNT_MAX || t != &ctx->tasks[0])
+	bool flags_only = s->tree->host_root && s->tree->n_host_flags;
+	if ((!s->tree->n_mounts && !flags_only) || s->tree->n_mounts > MNT_MAX ||
+	    s->tree->n_host_flags > MNT_MAX || (s->tree->n_host_flags && !s->tree->host_root) ||
+	    t != &ctx->tasks[0])
 		return log_fail(&ctx->log, -EINVAL, "record %u: a mount tree not valid", rec->index);
+	for (size_t i = 0; i < s->tree->n_host_flags; i++) {
+		const HostMountFlags *h = s->tree->host_flags[i];
+		if (!mnt_clean_path(h->point, false) || (h->flags & ~(uint32_t)MNT_FLAGS))
+			return log_fail(&ctx->log, -EINVAL, "record %u: host mount %zu: a point "
+					"not clean, or flags not valid", rec->index, i);
+	}
 	for (size_t i = 0; i < s->tree->n_mounts; i++) {
 		const char *why = entry_invalid(s->tree, i);
 		if (why)
 			return log_fail(&ctx->log, -EINVAL, "record %u: mount %zu: %s", rec->index, i,
 					why);
 	}
-	if (!(s->early = malloc(s->tree->n_mounts * sizeof(*s->early))))
+	if (!(s->early = malloc((s->tree->n_mounts + 1) * sizeof(*s->early))))
 		return -ENOMEM;
 	for (size_t i = 0; i < s->tree->n_mounts; i++)
 		s->early[i] = -1;
@@ -1223,6 +1289,33 @@ static int set_propagations(struct rst_ctx *ctx, struct rst_task *t, const Mount
 	return 0;
 }
 
+/*
+ * The flags a container gave its copy of a host mount, set on the puppet's
+ * copy (a bind remount changes that mount alone, not the host's). The
+ * point must still be a mount point (the host may have unmounted it
+ * since): else the flags would land on the mount below, and a sandbox
+ * restarted without its read-only mount would not say so.
+ */
+static int set_host_flags(struct rst_ctx *ctx, struct rst_task *t, const HostMountFlags *h)
+{
+	struct puppet *p = &t->pup;
+	char via[4300], up[4310];
+	struct statx a, b;
+	snprintf(via, sizeof(via), "/proc/%d/root%s", p->pid, h->point);
+	snprintf(up, sizeof(up), "%s/..", via);
+	if (strcmp(h->point, "/") &&
+	    (statx(AT_FDCWD, via, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &a) < 0 ||
+	     statx(AT_FDCWD, up, 0, STATX_MNT_ID, &b) < 0 || a.stx_mnt_id == b.stx_mnt_id))
+		return log_fail(&ctx->log, -ENOENT, "mount %s of the host's, with flags of the "
+				"container's own: no longer a mount point here", h->point);
+	long r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, h->point), 0,
+				MS_REMOUNT | MS_BIND | h->flags, 0);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "mount %s of the host's: cannot set the "
+				"container's flags on it: %s", h->point, strerror((int)-r));
+	return 0;
+}
+
 /* A container sharing the host's root: the mounts it made, made again at
  * their points (ns.c has made its /proc and devpts). */
 static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s)
@@ -1236,9 +1329,12 @@ static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt
 		r = finish_mount(ctx, t, s->tree->mounts[i], "");
 	if (r >= 0)
 		r = set_propagations(ctx, t, s->tree, "");
+	for (size_t i = 0; r >= 0 && i < s->tree->n_host_flags; i++)
+		r = set_host_flags(ctx, t, s->tree->host_flags[i]);
 	if (r >= 0)
 		log_debug(&ctx->log, "container: %zu mounts of its own made on the host's root, "
-			  "%zu tmpfs files", s->tree->n_mounts, s->nfiles);
+			  "%zu tmpfs files, flags set on %zu of the host's", s->tree->n_mounts,
+			  s->nfiles, s->tree->n_host_flags);
 	return r;
 }
 
