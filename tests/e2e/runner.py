@@ -315,6 +315,9 @@ TESTS = [
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # a unix socket bound to a relative path name, checkpointed by a user (no SIOCUNIXFILE)
     entry("ct_unpriv_unix", (B, T), kind="ct_unpriv", program="unix_dgram_bound"),
+    # bound UDP ports in the host's network namespace: no lock without CAP_NET_ADMIN, a warning
+    entry("ct_unpriv_udp", (B, T), kind="ct_unpriv", program="udp_sock",
+          log_regex=r"port\(s\) are not held: without CAP_NET_ADMIN"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
     # epoll watches keyed by the container's pids
