@@ -822,7 +822,15 @@ TESTS = [
     entry("refuse_ns_thread", kind="refuse", program="refuse_ns_own", pargs=["thread"],
           regex=r"\bpid {pid} thread \d+: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
     entry("refuse_ns_pidc", kind="refuse", program="refuse_ns_own", pargs=["pidc"],
-          regex=r"\bpid {pid}: its children's pid namespace is not ckpt's"),
+          regex=r"\bpid {pid}: its children's pid namespace \(pid:\[unborn\]\) is not ckpt's "
+                r"\(unshare CLONE_NEWPID without a fork since\)"),
+    # the init of a pid namespace of the tree's (chromium's zygote): refused for the namespace it
+    # is in, and Landlock's probe says why it cannot look at it
+    entry("refuse_ns_pidinit", kind="refuse", program="refuse_ns_own", pargs=["pidinit"],
+          regex=r"\bpid \d+: its pid namespace \(pid:\[\d+\]\) is not ckpt's"),
+    entry("refuse_ns_pidinit_landlock", kind="refuse", program="refuse_ns_own", pargs=["pidinit"],
+          regex=r"\bpid \d+: cannot tell whether Landlock sandboxes it: it is in another pid "
+                r"namespace than ckpt"),
     entry("refuse_ns_user", kind="refuse", program="refuse_ns_own", pargs=["user"],
           regex=r"\bpid \d+: its user namespace \(user:\[\d+\]\) is not ckpt's"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
