@@ -55,6 +55,8 @@
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -582,11 +584,12 @@ static int collect_host_flags(struct mnt_ckpt *s, const struct mi *all, size_t n
 		    (!strcmp(c->point, "/dev/pts") && !strcmp(c->fstype, "devpts")))
 			continue;
 		uint32_t f = mount_flags(c->opts);
-		/* under a mount of its own (bwrap's /dev tmpfs, its /proc) */
+		/* under a mount of its own, or one on top of it at its point
+		 * (bwrap's /dev tmpfs on the host's /dev, its /proc) */
 		bool hidden = false;
 		for (size_t j = 0; j < n && !hidden; j++)
-			hidden = strcmp(c->point, all[j].point) &&
-				 mnt_has_prefix_dir(c->point, all[j].point) &&
+			hidden = j != i && mnt_has_prefix_dir(c->point, all[j].point) &&
+				 (j > i || strcmp(c->point, all[j].point)) &&
 				 !host_twin(&all[j], host, nhost);
 		if (hidden || f == mount_flags(h->opts))
 			continue;
@@ -1299,13 +1302,15 @@ static int set_propagations(struct rst_ctx *ctx, struct rst_task *t, const Mount
 static int set_host_flags(struct rst_ctx *ctx, struct rst_task *t, const HostMountFlags *h)
 {
 	struct puppet *p = &t->pup;
-	char via[4300], up[4310];
-	struct statx a, b;
+	char via[4300];
+	struct statx a;
 	snprintf(via, sizeof(via), "/proc/%d/root%s", p->pid, h->point);
-	snprintf(up, sizeof(up), "%s/..", via);
+	/* the point itself, not "point/..": a user may not search
+	 * /sys/kernel/tracing */
 	if (strcmp(h->point, "/") &&
-	    (statx(AT_FDCWD, via, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &a) < 0 ||
-	     statx(AT_FDCWD, up, 0, STATX_MNT_ID, &b) < 0 || a.stx_mnt_id == b.stx_mnt_id))
+	    (statx(AT_FDCWD, via, AT_SYMLINK_NOFOLLOW, 0, &a) < 0 ||
+	     !(a.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	     !(a.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
 		return log_fail(&ctx->log, -ENOENT, "mount %s of the host's, with flags of the "
 				"container's own: no longer a mount point here", h->point);
 	long r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, h->point), 0,
@@ -1318,13 +1323,54 @@ static int set_host_flags(struct rst_ctx *ctx, struct rst_task *t, const HostMou
 
 /* A container sharing the host's root: the mounts it made, made again at
  * their points (ns.c has made its /proc and devpts). */
+/*
+ * ns.c's /dev/pts, if a mount of the container's own would hide it (bwrap
+ * --dev: its devpts is on /dev/pts of its /dev tmpfs; ns.c mounts it on
+ * the host's /dev, under that tmpfs, where the restored sandbox had no
+ * devpts and /dev/ptmx led nowhere): the puppet's O_PATH fd of it, taken
+ * before the mounts are made and moved onto the new /dev/pts after; -1.
+ */
+static long open_devpts(struct rst_task *t, const struct mnt_rst *s)
+{
+	struct puppet *p = &t->pup;
+	bool hidden = false;
+	for (size_t i = 0; !hidden && i < s->tree->n_mounts; i++)
+		hidden = mnt_has_prefix_dir("/dev/pts", s->tree->mounts[i]->point);
+	if (!hidden)
+		return -1;
+	char via[64];
+	struct statfs sfs;
+	snprintf(via, sizeof(via), "/proc/%d/root/dev/pts", p->pid);
+	if (statfs(via, &sfs) < 0 || sfs.f_type != DEVPTS_SUPER_MAGIC)
+		return -1;
+	long fd = puppet_syscall(p, SYS_openat, AT_FDCWD, put_str(p, 0, "/dev/pts"),
+				 O_PATH | O_CLOEXEC);
+	return fd < 0 ? -1 : fd;
+}
+
+static int move_devpts(struct rst_ctx *ctx, struct rst_task *t, long fd)
+{
+	struct puppet *p = &t->pup;
+	long r = puppet_syscall(p, SYS_move_mount, fd, put_str(p, 0, ""), AT_FDCWD,
+				put_str(p, 8192, "/dev/pts"), MOVE_MOUNT_F_EMPTY_PATH);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r, "mount /dev/pts (devpts): cannot move it onto "
+				"the container's /dev: %s", strerror((int)-r));
+	return 0;
+}
+
 static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s)
 {
 	_cleanup_free_ long *fds = calloc(s->tree->n_mounts, sizeof(*fds));
+	long pts = open_devpts(t, s);
 	int r = fds ? open_hidden_sources(ctx, t, s, "", fds) : -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = make_mount(ctx, t, s, s->tree->mounts[i], "", fds[i]);
 	close_sources(t, s->tree, fds);
+	if (r >= 0 && pts >= 0)
+		r = move_devpts(ctx, t, pts);
+	if (pts >= 0)
+		puppet_syscall(&t->pup, SYS_close, pts);
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = finish_mount(ctx, t, s->tree->mounts[i], "");
 	if (r >= 0)

@@ -330,6 +330,10 @@ TESTS = [
     entry("ct_mounts", (B, T), kind="ct_mounts", argv=["sh", os.path.join(HERE, "ct_mounts.sh")]),
     # a bubblewrap sandbox (bwrap --ro-bind / / --dev /dev ...) by the pid of bwrap's init in it
     entry("sb_bwrap", (B, T), kind="sandbox", argv=["sh", os.path.join(HERE, "sb_bwrap.sh")]),
+    # the same run by user nobody (bwrap's sandbox maps only nobody), checkpointed and restarted
+    # by nobody
+    entry("sb_bwrap_unpriv", (B, T), kind="sandbox", nobody=True,
+          argv=["sh", os.path.join(HERE, "sb_bwrap.sh"), "65534"]),
     # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     # peer groups and a slave made in the container (binds of its tmpfs, of the host's)
@@ -1606,11 +1610,19 @@ class Run:
         bwrap = shutil.which("bwrap")
         if not bwrap:
             raise Skip("bwrap (bubblewrap) is not installed")
-        probe = subprocess.run([bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"],
+        user = []
+        if self.t.get("nobody"):  # bwrap, its sandbox and ckpt all run as nobody
+            setpriv = shutil.which("setpriv")
+            if not setpriv:
+                raise Skip("setpriv (util-linux) not installed")
+            user = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+            if not self.t.get("as_nobody"):
+                return self.ckpt_as_nobody(lambda: self.run_entry_as(dict(as_nobody=True)))
+        probe = subprocess.run(user + [bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"],
                                capture_output=True, text=True)
         if probe.returncode != 0:
             raise Skip("bwrap cannot make a sandbox here: %s" % probe.stderr.strip()[:200])
-        pr = self.start(prefix=[bwrap, "--unshare-all", "--share-net", "--die-with-parent",
+        pr = self.start(prefix=user + [bwrap, "--unshare-all", "--share-net", "--die-with-parent",
                                 "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
                                 "--tmpfs", "/tmp", "--bind", self.dir, self.dir,
                                 "--chdir", self.dir])
@@ -1642,6 +1654,15 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         self.pid = child_of(self.pid)  # the command, pid 2 inside
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def run_entry_as(self, extra):
+        """The entry's flow again with extra keys in its entry."""
+        saved = self.t
+        self.t = dict(saved, **extra)
+        try:
+            return getattr(self, "flow_" + self.t["kind"])()
+        finally:
+            self.t = saved
 
     def flow_migrate(self):
         """ckpt migrate of a `ckpt run` container to a ckpt receive on
