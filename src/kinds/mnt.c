@@ -187,6 +187,11 @@ static uint32_t mount_flags(const char *opts)
 				f |= names[i].flag;
 		o += k + (o[k] == ',');
 	}
+	/* mountinfo names no atime option for strictatime: without this,
+	 * a remount or a new instance took the default, relatime (firejail's
+	 * tmpfs mounts are strictatime) */
+	if (!(f & (MS_NOATIME | MS_RELATIME)))
+		f |= MS_STRICTATIME;
 	return f;
 }
 
