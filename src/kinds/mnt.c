@@ -381,6 +381,20 @@ static bool save_from(struct mnt_ckpt *s, size_t i, const struct mi *c, MountEnt
 	return false;
 }
 
+/* Is c a bind of a part of the container's /proc, the one ns.c mounts
+ * (not in a host-rooted tree): bwrap's and nspawn's read-only /proc/irq,
+ * /proc/bus, /proc/sys, left out with a warning before? */
+static bool proc_part(const struct mi *all, size_t n, const struct mi *c)
+{
+	if (strcmp(c->fstype, "proc") || !strcmp(c->root, "/"))
+		return false;
+	for (size_t j = 0; j < n; j++)
+		if (&all[j] != c && all[j].dev == c->dev && !strcmp(all[j].point, "/proc") &&
+		    !strcmp(all[j].root, "/") && !strcmp(all[j].fstype, "proc"))
+			return true;
+	return false;
+}
+
 /* One mount into e (s->ents[i]), or why it cannot be saved. */
 static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
 			      size_t n, const struct mi *host, size_t nhost, const struct mi *c,
@@ -417,6 +431,11 @@ static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const st
 			       : "a file system ckpt cannot make again";
 	if (strcmp(c->fstype, "sysfs") && save_from(s, i, c, e))
 		return NULL;
+	if (proc_part(all, n, c)) {
+		e->has_proc_part = e->proc_part = true;
+		e->source = c->root;
+		return NULL;
+	}
 	if (strcmp(c->root, "/"))
 		return "a part of a file system of its own bound elsewhere is not supported yet";
 	e->source = c->source;
@@ -635,6 +654,8 @@ static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct
 			continue;
 		}
 		e->parent = c->parent;
+		if (e->proc_part) /* no file is "in root" for it */
+			s->devs[k] = 0;
 		s->ptrs[k++] = e;
 	}
 	int r = collect_host_flags(s, all, n, host, nhost);
@@ -952,6 +973,10 @@ static const char *entry_invalid(const MountTree *tree, size_t i)
 		return "a mount point that is not a clean absolute path";
 	if (e->bind ? !e->source || !mnt_clean_path(e->source, false) : !own_type(e->fstype))
 		return "a bind without an absolute source, or a file system ckpt cannot make";
+	if (e->proc_part && (!tree->host_root || e->bind || e->has_from ||
+			     strcmp(e->fstype, "proc") || !e->source || e->data ||
+			     !mnt_clean_path(e->source, false)))
+		return "a part of the container's /proc that is not one";
 	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
 	if (i == 0 && !e->bind && !overlay && !tree->host_root)
 		return "a root that is neither a bind nor an overlay";
@@ -1175,12 +1200,15 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	char from[8400];
 	if (srcfd >= 0)
 		snprintf(from, sizeof(from), "/proc/self/fd/%ld", srcfd);
+	if (m->proc_part) /* of ns.c's /proc, made at root ready before */
+		snprintf(from, sizeof(from), "/proc%s", m->source);
 	if (m->has_from) { /* a bind of an earlier mount of the tree */
 		const MountEntry *o = mnt_find_mount(s, m->from);
 		snprintf(from, sizeof(from), "%s%s%s", root, strcmp(o->point, "/") ? o->point : "",
 			 m->source);
 	}
-	long r = m->has_from ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
+	long r = m->has_from || m->proc_part
+			 ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
 					      put_str(p, 8192, target), 0, MS_BIND, 0)
 		 : m->bind   ? puppet_syscall(p, SYS_mount, put_str(p, 0, srcfd >= 0 ? from : m->source),
 					      put_str(p, 8192, target), 0, MS_BIND, 0)
@@ -1205,7 +1233,7 @@ static int finish_mount(struct rst_ctx *ctx, struct rst_task *t, const MountEntr
 	char target[4200];
 	long r = 0;
 	target_of(m, root, target, sizeof(target));
-	if (m->bind || m->has_from || (m->flags & MS_RDONLY))
+	if (m->bind || m->has_from || m->proc_part || (m->flags & MS_RDONLY))
 		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0,
 				   MS_REMOUNT | MS_BIND | m->flags, 0);
 	if (r < 0)

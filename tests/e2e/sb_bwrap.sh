@@ -19,6 +19,9 @@ exec 3> /dev/null
 (: > /sb_bwrap_probe) 2> /dev/null && fail "the root is writable before"
 ro_before=$(awk '$5 == "/" { print $6 }' /proc/self/mountinfo | cut -d, -f1)
 [ "$ro_before" = ro ] || fail "the root is $ro_before before"
+# bwrap binds parts of its /proc read-only (/proc/bus, /proc/irq ...)
+procs() { awk '$5 ~ /^\/proc\// { split($6, o, ","); print $5, o[1] }' /proc/self/mountinfo | sort; }
+procs_before=$(procs)
 echo 1 > "$d/ready.tmp" && mv "$d/ready.tmp" "$d/ready"
 while [ $got = 0 ]; do sleep 0.05; done
 [ "$$" = 2 ] || fail "pid $$ inside, want 2"
@@ -34,4 +37,7 @@ echo x > /dev/null || fail "cannot write /dev/null"
 (: > /sb_bwrap_probe) 2> /dev/null && { rm -f /sb_bwrap_probe; fail "the root is writable"; }
 ro=$(awk '$5 == "/" { print $6 }' /proc/self/mountinfo | cut -d, -f1)
 [ "$ro" = ro ] || fail "the root is $ro"
+[ "$(procs)" = "$procs_before" ] || fail "the mounts under /proc: $(procs | tr '\n' ' '), were $(echo "$procs_before" | tr '\n' ' ')"
+# (bwrap run by a user binds none)
+[ -n "$procs_before" ] || [ "${1:-0}" != 0 ] || fail "bwrap bound nothing under /proc"
 echo PASS
