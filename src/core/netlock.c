@@ -657,8 +657,8 @@ static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inod
  * network namespace takes)? */
 static bool has_net_admin(void)
 {
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { 0 };
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {0};
 	return syscall(SYS_capget, &h, d) < 0 || (d[0].effective & (1u << CAP_NET_ADMIN));
 }
 
@@ -754,7 +754,8 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	 * refused by inet for want of TCP_REPAIR), so the checkpoint goes on
 	 * without it, saying what clients will see */
 	if (!netlock_count(ctx->netlock) && proc_same_netns(root) && !has_net_admin()) {
-		log_warn(&ctx->log, "pid %d: its %zu listening or bound port(s) are not held: "
+		log_warn(&ctx->log,
+			 "pid %d: its %zu listening or bound port(s) are not held: "
 			 "without CAP_NET_ADMIN ckpt cannot make a network lock, so a new "
 			 "client is refused (or its datagram dropped) while the tree is %s",
 			 root, netlock_ports(ctx->netlock),

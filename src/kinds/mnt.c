@@ -973,9 +973,9 @@ static const char *entry_invalid(const MountTree *tree, size_t i)
 		return "a mount point that is not a clean absolute path";
 	if (e->bind ? !e->source || !mnt_clean_path(e->source, false) : !own_type(e->fstype))
 		return "a bind without an absolute source, or a file system ckpt cannot make";
-	if (e->proc_part && (!tree->host_root || e->bind || e->has_from ||
-			     strcmp(e->fstype, "proc") || !e->source || e->data ||
-			     !mnt_clean_path(e->source, false)))
+	if (e->proc_part &&
+	    (!tree->host_root || e->bind || e->has_from || strcmp(e->fstype, "proc") ||
+	     !e->source || e->data || !mnt_clean_path(e->source, false)))
 		return "a part of the container's /proc that is not one";
 	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
 	if (i == 0 && !e->bind && !overlay && !tree->host_root)
@@ -1004,8 +1004,10 @@ static int load_tree(struct rst_ctx *ctx, struct rst_task *t, struct mnt_rst *s,
 	for (size_t i = 0; i < s->tree->n_host_flags; i++) {
 		const HostMountFlags *h = s->tree->host_flags[i];
 		if (!mnt_clean_path(h->point, false) || (h->flags & ~(uint32_t)MNT_FLAGS))
-			return log_fail(&ctx->log, -EINVAL, "record %u: host mount %zu: a point "
-					"not clean, or flags not valid", rec->index, i);
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: host mount %zu: a point "
+					"not clean, or flags not valid",
+					rec->index, i);
 	}
 	for (size_t i = 0; i < s->tree->n_mounts; i++) {
 		const char *why = entry_invalid(s->tree, i);
@@ -1207,15 +1209,15 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 		snprintf(from, sizeof(from), "%s%s%s", root, strcmp(o->point, "/") ? o->point : "",
 			 m->source);
 	}
-	long r = m->has_from || m->proc_part
-			 ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
-					      put_str(p, 8192, target), 0, MS_BIND, 0)
-		 : m->bind   ? puppet_syscall(p, SYS_mount, put_str(p, 0, srcfd >= 0 ? from : m->source),
-					      put_str(p, 8192, target), 0, MS_BIND, 0)
-			     : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
-					  put_str(p, 8192, target), put_str(p, 4096, m->fstype),
-					  m->flags & ~(uint32_t)MS_RDONLY,
-					  m->data ? put_str(p, 16384, m->data) : 0);
+	long r =
+	    m->has_from || m->proc_part ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
+							 put_str(p, 8192, target), 0, MS_BIND, 0)
+	    : m->bind
+		? puppet_syscall(p, SYS_mount, put_str(p, 0, srcfd >= 0 ? from : m->source),
+				 put_str(p, 8192, target), 0, MS_BIND, 0)
+		: puppet_syscall(p, SYS_mount, put_str(p, 0, m->source), put_str(p, 8192, target),
+				 put_str(p, 4096, m->fstype), m->flags & ~(uint32_t)MS_RDONLY,
+				 m->data ? put_str(p, 16384, m->data) : 0);
 	if (r < 0)
 		return log_fail(&ctx->log, (int)r, "mount %s (%s%s%s): cannot mount it: %s",
 				m->point, m->bind ? "bind of '" : m->fstype, m->bind ? m->source : "",
@@ -1340,17 +1342,20 @@ static int set_host_flags(struct rst_ctx *ctx, struct rst_task *t, const HostMou
 	snprintf(via, sizeof(via), "/proc/%d/root%s", p->pid, h->point);
 	/* the point itself, not "point/..": a user may not search
 	 * /sys/kernel/tracing */
-	if (strcmp(h->point, "/") &&
-	    (statx(AT_FDCWD, via, AT_SYMLINK_NOFOLLOW, 0, &a) < 0 ||
-	     !(a.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-	     !(a.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
-		return log_fail(&ctx->log, -ENOENT, "mount %s of the host's, with flags of the "
-				"container's own: no longer a mount point here", h->point);
+	if (strcmp(h->point, "/") && (statx(AT_FDCWD, via, AT_SYMLINK_NOFOLLOW, 0, &a) < 0 ||
+				      !(a.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+				      !(a.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
+		return log_fail(&ctx->log, -ENOENT,
+				"mount %s of the host's, with flags of the "
+				"container's own: no longer a mount point here",
+				h->point);
 	long r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, h->point), 0,
 				MS_REMOUNT | MS_BIND | h->flags, 0);
 	if (r < 0)
-		return log_fail(&ctx->log, (int)r, "mount %s of the host's: cannot set the "
-				"container's flags on it: %s", h->point, strerror((int)-r));
+		return log_fail(&ctx->log, (int)r,
+				"mount %s of the host's: cannot set the "
+				"container's flags on it: %s",
+				h->point, strerror((int)-r));
 	return 0;
 }
 
@@ -1376,8 +1381,8 @@ static long open_devpts(struct rst_task *t, const struct mnt_rst *s)
 	snprintf(via, sizeof(via), "/proc/%d/root/dev/pts", p->pid);
 	if (statfs(via, &sfs) < 0 || sfs.f_type != DEVPTS_SUPER_MAGIC)
 		return -1;
-	long fd = puppet_syscall(p, SYS_openat, AT_FDCWD, put_str(p, 0, "/dev/pts"),
-				 O_PATH | O_CLOEXEC);
+	long fd =
+	    puppet_syscall(p, SYS_openat, AT_FDCWD, put_str(p, 0, "/dev/pts"), O_PATH | O_CLOEXEC);
 	return fd < 0 ? -1 : fd;
 }
 
@@ -1387,8 +1392,10 @@ static int move_devpts(struct rst_ctx *ctx, struct rst_task *t, long fd)
 	long r = puppet_syscall(p, SYS_move_mount, fd, put_str(p, 0, ""), AT_FDCWD,
 				put_str(p, 8192, "/dev/pts"), MOVE_MOUNT_F_EMPTY_PATH);
 	if (r < 0)
-		return log_fail(&ctx->log, (int)r, "mount /dev/pts (devpts): cannot move it onto "
-				"the container's /dev: %s", strerror((int)-r));
+		return log_fail(&ctx->log, (int)r,
+				"mount /dev/pts (devpts): cannot move it onto "
+				"the container's /dev: %s",
+				strerror((int)-r));
 	return 0;
 }
 
@@ -1411,9 +1418,10 @@ static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt
 	for (size_t i = 0; r >= 0 && i < s->tree->n_host_flags; i++)
 		r = set_host_flags(ctx, t, s->tree->host_flags[i]);
 	if (r >= 0)
-		log_debug(&ctx->log, "container: %zu mounts of its own made on the host's root, "
-			  "%zu tmpfs files, flags set on %zu of the host's", s->tree->n_mounts,
-			  s->nfiles, s->tree->n_host_flags);
+		log_debug(&ctx->log,
+			  "container: %zu mounts of its own made on the host's root, "
+			  "%zu tmpfs files, flags set on %zu of the host's",
+			  s->tree->n_mounts, s->nfiles, s->tree->n_host_flags);
 	return r;
 }
 

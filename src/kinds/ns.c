@@ -314,12 +314,13 @@ static int refuse_ns(struct ckpt_ctx *ctx, const struct task *t, pid_t tid, int 
 		link = own;
 	}
 	if (k == SHARED_PIDC)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d%s%.0d: its children's pid namespace (%s) is not %s (unshare "
-				"CLONE_NEWPID%s); not supported yet",
-				t->pid, tid ? " thread " : "", tid, link,
-				ctx->container ? "the container's" : "ckpt's",
-				strcmp(link, "pid:[unborn]") ? "" : " without a fork since");
+		return log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d%s%.0d: its children's pid namespace (%s) is not %s (unshare "
+		    "CLONE_NEWPID%s); not supported yet",
+		    t->pid, tid ? " thread " : "", tid, link,
+		    ctx->container ? "the container's" : "ckpt's",
+		    strcmp(link, "pid:[unborn]") ? "" : " without a fork since");
 	if (ctx->container)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d%s%.0d: in another %s namespace (%s) than the container's "
