@@ -60,6 +60,8 @@ static void *thread_main(void *arg)
 static void child_main(int flag, const char *name)
 {
 	char path[64], ch;
+	/* the root's death (a failed test) ends the read below */
+	close(done[1]);
 	if (unshare(flag) < 0)
 		_exit(2);
 	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
@@ -90,6 +92,7 @@ int main(int argc, char **argv)
 		if (child < 0)
 			fail("fork: %m");
 		if (child == 0) {
+			close(done[1]); /* the root's death ends the read */
 			if (write(ready[1], "c", 1) != 1 || read(done[0], &ch, 1) != 1)
 				_exit(3);
 			_exit(getpid() == 1 ? 0 : 4);
