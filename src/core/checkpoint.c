@@ -591,6 +591,15 @@ static int seize_tree(struct ckpt_ctx *ctx, pid_t root)
 			long c = strtol(p, &end, 10);
 			if (end == p)
 				break;
+			/* ckpt's own ancestor as the root (`sh -c 'ckpt checkpoint
+			 * $$'`): seizing ckpt would stop it for good */
+			if (c == getpid())
+				return log_fail(
+				    &ctx->log, -EINVAL,
+				    "pid %d: its child %ld is this ckpt: a tree that holds "
+				    "its checkpointer cannot be checkpointed (run ckpt "
+				    "from outside the tree)",
+				    ctx->tasks[i].pid, c);
 			if (c > 0 && !ctx_find_task(ctx, (pid_t)c) && (r = add_task(ctx, &cap, (pid_t)c)) < 0)
 				return r;
 		}

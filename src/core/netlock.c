@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -651,6 +653,15 @@ static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inod
 	return 0;
 }
 
+/* Is CAP_NET_ADMIN in ckpt's effective set (what a table in its own
+ * network namespace takes)? */
+static bool has_net_admin(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {0};
+	return syscall(SYS_capget, &h, d) < 0 || (d[0].effective & (1u << CAP_NET_ADMIN));
+}
+
 int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 {
 	struct inodes s = { 0 };
@@ -734,6 +745,21 @@ int ckpt_netlock_lock(struct ckpt_ctx *ctx)
 	    (r = install(&ctx->log, ctx->netlock_host, ctx->guard)) < 0)
 		return r;
 	if (!netlock_count(ctx->netlock) && !netlock_ports(ctx->netlock)) {
+		netlock_free(TAKE_PTR(ctx->netlock));
+		return 0;
+	}
+	/* a user's tree with a server in ckpt's namespace: no table can be
+	 * made, and a lock of ports alone only keeps new clients waiting
+	 * (their connections are not in the image; an established one is
+	 * refused by inet for want of TCP_REPAIR), so the checkpoint goes on
+	 * without it, saying what clients will see */
+	if (!netlock_count(ctx->netlock) && proc_same_netns(root) && !has_net_admin()) {
+		log_warn(&ctx->log,
+			 "pid %d: its %zu listening or bound port(s) are not held: "
+			 "without CAP_NET_ADMIN ckpt cannot make a network lock, so a new "
+			 "client is refused (or its datagram dropped) while the tree is %s",
+			 root, netlock_ports(ctx->netlock),
+			 (ctx->flags & CKPT_KILL) ? "frozen and until its restart" : "frozen");
 		netlock_free(TAKE_PTR(ctx->netlock));
 		return 0;
 	}

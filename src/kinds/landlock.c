@@ -193,13 +193,15 @@ static int landlock_probe(struct ckpt_ctx *ctx, struct task *t)
 	return 0;
 }
 
-/* Is pid in ckpt's user namespace (where the reference is)? */
-static bool same_userns(pid_t pid)
+/* Is pid in ckpt's namespace of that name ("user", "pid": where the
+ * reference is)? */
+static bool same_ns(pid_t pid, const char *name)
 {
-	char path[64];
+	char path[64], self[64];
 	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
-	return stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 && a.st_ino == b.st_ino;
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
+	snprintf(self, sizeof(self), "/proc/self/ns/%s", name);
+	return stat(path, &a) == 0 && stat(self, &b) == 0 && a.st_ino == b.st_ino;
 }
 
 static int landlock_collect(struct ckpt_ctx *ctx, struct task *t)
@@ -217,11 +219,19 @@ static int landlock_collect(struct ckpt_ctx *ctx, struct task *t)
 	long r = task_probe_ret(t, k->call);
 	if (r >= 0 || r == -ENOSYS)
 		return 0;
-	if ((r == -EPERM || r == -EACCES) && !same_userns(t->pid))
+	if ((r == -EPERM || r == -EACCES) && !same_ns(t->pid, "user"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"%s %d: cannot tell whether Landlock sandboxes it: it is in "
 				"another user namespace than ckpt, where it may not look at a "
 				"process of ckpt's",
+				who, t->pid);
+	/* the reference's pid is ckpt's: a task in a pid namespace of its own
+	 * (chromium's zygote and renderers) finds no such process */
+	if (r == -ESRCH && !same_ns(t->pid, "pid"))
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"%s %d: cannot tell whether Landlock sandboxes it: it is in "
+				"another pid namespace than ckpt, where the process ckpt compares "
+				"it with has no pid",
 				who, t->pid);
 	if (r == -EPERM || r == -EACCES)
 		return log_fail(&ctx->log, -EOPNOTSUPP,

@@ -21,6 +21,8 @@ struct mnt_ckpt {
 	MountEntry *ents;
 	MountEntry **ptrs;
 	dev_t *devs;            /* each mount's device (its tmpfs to walk) */
+	HostMountFlags *hflags; /* tree.host_flags */
+	HostMountFlags **hptrs;
 	char **strs;            /* strings made here, freed with the state */
 	size_t nstrs;
 	pid_t pid;              /* the root, whose /proc/PID/root the tree is seen through */

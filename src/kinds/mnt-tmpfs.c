@@ -150,8 +150,16 @@ static int write_file(struct walk *w, int dfd, const char *name, const struct st
 	if (first) { /* another name of a file saved before */
 		f.link = (char *)first;
 	} else if (st->st_dev != w->dev) { /* a mount point: what it is, empty */
+		/* owned as its directory is: the container's uid 0 is not
+		 * always mapped (bwrap as a user maps only the user's uid in
+		 * its sandbox), and a restart that could not chown to it failed
+		 * on /dev's "pts" once the original was killed */
+		struct stat dst;
 		f.mode = S_ISDIR(st->st_mode) ? S_IFDIR | 0755 : S_IFREG | 0644;
-		f.uid = f.gid = 0;
+		if (fstat(dfd, &dst) < 0)
+			return -errno;
+		f.uid = ns_uid_inside(w->ctx, dst.st_uid);
+		f.gid = ns_gid_inside(w->ctx, dst.st_gid);
 	} else if (S_ISLNK(st->st_mode)) {
 		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
 		if (n < 0)

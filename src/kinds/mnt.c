@@ -55,6 +55,8 @@
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
@@ -185,6 +187,11 @@ static uint32_t mount_flags(const char *opts)
 				f |= names[i].flag;
 		o += k + (o[k] == ',');
 	}
+	/* mountinfo names no atime option for strictatime: without this,
+	 * a remount or a new instance took the default, relatime (firejail's
+	 * tmpfs mounts are strictatime) */
+	if (!(f & (MS_NOATIME | MS_RELATIME)))
+		f |= MS_STRICTATIME;
 	return f;
 }
 
@@ -374,6 +381,20 @@ static bool save_from(struct mnt_ckpt *s, size_t i, const struct mi *c, MountEnt
 	return false;
 }
 
+/* Is c a bind of a part of the container's /proc, the one ns.c mounts
+ * (not in a host-rooted tree): bwrap's and nspawn's read-only /proc/irq,
+ * /proc/bus, /proc/sys, left out with a warning before? */
+static bool proc_part(const struct mi *all, size_t n, const struct mi *c)
+{
+	if (strcmp(c->fstype, "proc") || !strcmp(c->root, "/"))
+		return false;
+	for (size_t j = 0; j < n; j++)
+		if (&all[j] != c && all[j].dev == c->dev && !strcmp(all[j].point, "/proc") &&
+		    !strcmp(all[j].root, "/") && !strcmp(all[j].fstype, "proc"))
+			return true;
+	return false;
+}
+
 /* One mount into e (s->ents[i]), or why it cannot be saved. */
 static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct mi *all,
 			      size_t n, const struct mi *host, size_t nhost, const struct mi *c,
@@ -410,6 +431,11 @@ static const char *save_mount(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const st
 			       : "a file system ckpt cannot make again";
 	if (strcmp(c->fstype, "sysfs") && save_from(s, i, c, e))
 		return NULL;
+	if (proc_part(all, n, c)) {
+		e->has_proc_part = e->proc_part = true;
+		e->source = c->root;
+		return NULL;
+	}
 	if (strcmp(c->root, "/"))
 		return "a part of a file system of its own bound elsewhere is not supported yet";
 	e->source = c->source;
@@ -550,6 +576,58 @@ static bool extra_mount(struct ckpt_ctx *ctx, const struct mi *c, const struct m
 	return true;
 }
 
+/* The last mount of the host's at c's point on c's device (stacked: the
+ * one seen), or NULL. */
+static const struct mi *host_twin(const struct mi *c, const struct mi *host, size_t nhost)
+{
+	const struct mi *h = NULL;
+	for (size_t i = 0; i < nhost; i++)
+		if (host[i].dev == c->dev && !strcmp(host[i].point, c->point))
+			h = &host[i];
+	return h;
+}
+
+/*
+ * The mounts of the host's that the container has (its namespace's copy)
+ * with per-mount flags of its own: bwrap's --ro-bind / / makes them all
+ * read-only, nosuid and nodev, and a restart without them gave the
+ * sandbox a writable host (the container's own /proc and devpts are ns.c's;
+ * the host's under them are hidden).
+ */
+static int collect_host_flags(struct mnt_ckpt *s, const struct mi *all, size_t n,
+			      const struct mi *host, size_t nhost)
+{
+	size_t k = 0;
+	s->hflags = calloc(n, sizeof(*s->hflags));
+	s->hptrs = calloc(n, sizeof(*s->hptrs));
+	if (!s->hflags || !s->hptrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct mi *c = &all[i], *h = host_twin(c, host, nhost);
+		if (!h || (!strcmp(c->point, "/proc") && !strcmp(c->fstype, "proc")) ||
+		    (!strcmp(c->point, "/dev/pts") && !strcmp(c->fstype, "devpts")))
+			continue;
+		uint32_t f = mount_flags(c->opts);
+		/* under a mount of its own, or one on top of it at its point
+		 * (bwrap's /dev tmpfs on the host's /dev, its /proc) */
+		bool hidden = false;
+		for (size_t j = 0; j < n && !hidden; j++)
+			hidden = j != i && mnt_has_prefix_dir(c->point, all[j].point) &&
+				 (j > i || strcmp(c->point, all[j].point)) &&
+				 !host_twin(&all[j], host, nhost);
+		if (hidden || f == mount_flags(h->opts))
+			continue;
+		host_mount_flags__init(&s->hflags[k]);
+		s->hflags[k].point = c->point;
+		s->hflags[k].flags = f;
+		s->hptrs[k] = &s->hflags[k];
+		k++;
+	}
+	s->tree.n_host_flags = k;
+	s->tree.host_flags = s->hptrs;
+	return 0;
+}
+
 /*
  * A container sharing the host's root: the mounts it made of its own, in
  * mountinfo's order (each after the mount it is on); 1 if none (no
@@ -576,9 +654,14 @@ static int collect_extras(struct ckpt_ctx *ctx, struct mnt_ckpt *s, const struct
 			continue;
 		}
 		e->parent = c->parent;
+		if (e->proc_part) /* no file is "in root" for it */
+			s->devs[k] = 0;
 		s->ptrs[k++] = e;
 	}
-	if (!k)
+	int r = collect_host_flags(s, all, n, host, nhost);
+	if (r < 0)
+		return r;
+	if (!k && !s->tree.n_host_flags)
 		return 1;
 	s->tree.n_mounts = k;
 	s->tree.mounts = s->ptrs;
@@ -705,12 +788,13 @@ static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
 	s->pid = t->pid;
 	r = collect_tree(ctx, s, text, htext);
 	if (r == 1) /* the host's root: no tree of its own, no record */
-		s->tree.n_mounts = 0;
-	if (r >= 0 && s->tree.n_mounts)
-		log_info(&ctx->log, "pid %d: %s, %zu mounts", t->pid,
+		s->tree.n_mounts = s->tree.n_host_flags = 0;
+	if (r >= 0 && (s->tree.n_mounts || s->tree.n_host_flags))
+		log_info(&ctx->log, "pid %d: %s, %zu mounts%s", t->pid,
 			 s->tree.host_root ? "the host's root with mounts of its own"
 					   : "a root of its own",
-			 s->tree.n_mounts);
+			 s->tree.n_mounts,
+			 s->tree.n_host_flags ? ", flags of its own on mounts of the host's" : "");
 	return r < 0 ? r : 0;
 }
 
@@ -774,7 +858,7 @@ int mnt_unix_name(struct ckpt_ctx *ctx, const char *path, uid_t uid, gid_t gid)
 static int mnt_dump(struct ckpt_ctx *ctx, struct task *t)
 {
 	const struct mnt_ckpt *s = t->kstate[KIND_mnt];
-	if (!s || !s->tree.n_mounts)
+	if (!s || (!s->tree.n_mounts && !s->tree.n_host_flags))
 		return 0;
 	int r = ctx_write_msg(ctx, MNT_TREE, &s->tree.base);
 	for (size_t i = 0; r >= 0 && i < s->tree.n_mounts; i++)
@@ -795,6 +879,8 @@ static void mnt_free_state(void *state)
 	free(s->ents);
 	free(s->ptrs);
 	free(s->devs);
+	free(s->hflags);
+	free(s->hptrs);
 	free(s);
 }
 
@@ -887,6 +973,10 @@ static const char *entry_invalid(const MountTree *tree, size_t i)
 		return "a mount point that is not a clean absolute path";
 	if (e->bind ? !e->source || !mnt_clean_path(e->source, false) : !own_type(e->fstype))
 		return "a bind without an absolute source, or a file system ckpt cannot make";
+	if (e->proc_part &&
+	    (!tree->host_root || e->bind || e->has_from || strcmp(e->fstype, "proc") ||
+	     !e->source || e->data || !mnt_clean_path(e->source, false)))
+		return "a part of the container's /proc that is not one";
 	bool overlay = !e->bind && !strcmp(e->fstype, "overlay");
 	if (i == 0 && !e->bind && !overlay && !tree->host_root)
 		return "a root that is neither a bind nor an overlay";
@@ -906,15 +996,26 @@ static int load_tree(struct rst_ctx *ctx, struct rst_task *t, struct mnt_rst *s,
 		return log_fail(&ctx->log, -EINVAL, "record %u: a second mount tree", rec->index);
 	if (!(s->tree = rctx_unpack(ctx, rec, &mount_tree__descriptor)))
 		return -EINVAL;
-	if (!s->tree->n_mounts || s->tree->n_mounts > MNT_MAX || t != &ctx->tasks[0])
+	bool flags_only = s->tree->host_root && s->tree->n_host_flags;
+	if ((!s->tree->n_mounts && !flags_only) || s->tree->n_mounts > MNT_MAX ||
+	    s->tree->n_host_flags > MNT_MAX || (s->tree->n_host_flags && !s->tree->host_root) ||
+	    t != &ctx->tasks[0])
 		return log_fail(&ctx->log, -EINVAL, "record %u: a mount tree not valid", rec->index);
+	for (size_t i = 0; i < s->tree->n_host_flags; i++) {
+		const HostMountFlags *h = s->tree->host_flags[i];
+		if (!mnt_clean_path(h->point, false) || (h->flags & ~(uint32_t)MNT_FLAGS))
+			return log_fail(&ctx->log, -EINVAL,
+					"record %u: host mount %zu: a point "
+					"not clean, or flags not valid",
+					rec->index, i);
+	}
 	for (size_t i = 0; i < s->tree->n_mounts; i++) {
 		const char *why = entry_invalid(s->tree, i);
 		if (why)
 			return log_fail(&ctx->log, -EINVAL, "record %u: mount %zu: %s", rec->index, i,
 					why);
 	}
-	if (!(s->early = malloc(s->tree->n_mounts * sizeof(*s->early))))
+	if (!(s->early = malloc((s->tree->n_mounts + 1) * sizeof(*s->early))))
 		return -ENOMEM;
 	for (size_t i = 0; i < s->tree->n_mounts; i++)
 		s->early[i] = -1;
@@ -1020,9 +1121,58 @@ static int attach_early(struct rst_ctx *ctx, struct rst_task *t, const MountEntr
 	return 0;
 }
 
-/* Mount m in the puppet at root + its point (the new tree, not yet "/"). */
+static void target_of(const MountEntry *m, const char *root, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
+}
+
+/*
+ * The host sources of binds that a mount made before them would hide
+ * (bwrap's --dev: a tmpfs on /dev, then /dev/null bound from the host's
+ * /dev/null onto the empty file it holds; by path, the bind took that
+ * empty file, and the fd on /dev/null failed the restart as "no longer
+ * the same type of file"): the puppet opens each (O_PATH) before any
+ * mount is made, and the bind is made from /proc/self/fd/N. A bind from
+ * another namespace's path is refused (EINVAL), so the fd is the
+ * puppet's own, in its copy of ckpt's namespace. -1 where nothing hides
+ * the source: those are bound by path, as before.
+ */
+static int open_hidden_sources(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s,
+			       const char *root, long *fds)
+{
+	struct puppet *p = &t->pup;
+	for (size_t i = 0; i < s->tree->n_mounts; i++) {
+		const MountEntry *m = s->tree->mounts[i];
+		bool hidden = false;
+		fds[i] = -1;
+		for (size_t j = 0; m->bind && !m->has_from && !hidden && j < i; j++) {
+			char target[4200];
+			target_of(s->tree->mounts[j], root, target, sizeof(target));
+			hidden = mnt_has_prefix_dir(m->source, target);
+		}
+		if (!hidden)
+			continue;
+		fds[i] = puppet_syscall(p, SYS_openat, AT_FDCWD, put_str(p, 0, m->source),
+					O_PATH | O_CLOEXEC);
+		if (fds[i] < 0)
+			return log_fail(&ctx->log, (int)fds[i],
+					"mount %s: cannot open its source '%s': %s", m->point,
+					m->source, strerror((int)-fds[i]));
+	}
+	return 0;
+}
+
+static void close_sources(struct rst_task *t, const MountTree *tree, const long *fds)
+{
+	for (size_t i = 0; fds && i < tree->n_mounts; i++)
+		if (fds[i] >= 0)
+			puppet_syscall(&t->pup, SYS_close, fds[i]);
+}
+
+/* Mount m in the puppet at root + its point (the new tree, not yet "/");
+ * srcfd: the puppet's fd of a bind's hidden source, or -1. */
 static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s,
-		      const MountEntry *m, const char *root)
+		      const MountEntry *m, const char *root, long srcfd)
 {
 	struct puppet *p = &t->pup;
 	char target[4200], via[4300];
@@ -1050,19 +1200,24 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	if (s->early[idx] >= 0) /* made at prepare for a socket's name: attached */
 		return attach_early(ctx, t, m, s->early[idx], target);
 	char from[8400];
+	if (srcfd >= 0)
+		snprintf(from, sizeof(from), "/proc/self/fd/%ld", srcfd);
+	if (m->proc_part) /* of ns.c's /proc, made at root ready before */
+		snprintf(from, sizeof(from), "/proc%s", m->source);
 	if (m->has_from) { /* a bind of an earlier mount of the tree */
 		const MountEntry *o = mnt_find_mount(s, m->from);
 		snprintf(from, sizeof(from), "%s%s%s", root, strcmp(o->point, "/") ? o->point : "",
 			 m->source);
 	}
-	long r = m->has_from ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
-					      put_str(p, 8192, target), 0, MS_BIND, 0)
-		 : m->bind   ? puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
-					      put_str(p, 8192, target), 0, MS_BIND, 0)
-			     : puppet_syscall(p, SYS_mount, put_str(p, 0, m->source),
-					  put_str(p, 8192, target), put_str(p, 4096, m->fstype),
-					  m->flags & ~(uint32_t)MS_RDONLY,
-					  m->data ? put_str(p, 16384, m->data) : 0);
+	long r =
+	    m->has_from || m->proc_part ? puppet_syscall(p, SYS_mount, put_str(p, 0, from),
+							 put_str(p, 8192, target), 0, MS_BIND, 0)
+	    : m->bind
+		? puppet_syscall(p, SYS_mount, put_str(p, 0, srcfd >= 0 ? from : m->source),
+				 put_str(p, 8192, target), 0, MS_BIND, 0)
+		: puppet_syscall(p, SYS_mount, put_str(p, 0, m->source), put_str(p, 8192, target),
+				 put_str(p, 4096, m->fstype), m->flags & ~(uint32_t)MS_RDONLY,
+				 m->data ? put_str(p, 16384, m->data) : 0);
 	if (r < 0)
 		return log_fail(&ctx->log, (int)r, "mount %s (%s%s%s): cannot mount it: %s",
 				m->point, m->bind ? "bind of '" : m->fstype, m->bind ? m->source : "",
@@ -1070,11 +1225,6 @@ static int make_mount(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_
 	if (!m->bind && !m->has_from && !strcmp(m->fstype, "tmpfs"))
 		return mnt_fill_tmpfs(ctx, s, m, via);
 	return 0;
-}
-
-static void target_of(const MountEntry *m, const char *root, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s", root, strcmp(m->point, "/") || !root[0] ? m->point : "");
 }
 
 /* Flags of m, once every mount is made. */
@@ -1085,7 +1235,7 @@ static int finish_mount(struct rst_ctx *ctx, struct rst_task *t, const MountEntr
 	char target[4200];
 	long r = 0;
 	target_of(m, root, target, sizeof(target));
-	if (m->bind || m->has_from || (m->flags & MS_RDONLY))
+	if (m->bind || m->has_from || m->proc_part || (m->flags & MS_RDONLY))
 		r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, target), 0,
 				   MS_REMOUNT | MS_BIND | m->flags, 0);
 	if (r < 0)
@@ -1177,20 +1327,101 @@ static int set_propagations(struct rst_ctx *ctx, struct rst_task *t, const Mount
 	return 0;
 }
 
+/*
+ * The flags a container gave its copy of a host mount, set on the puppet's
+ * copy (a bind remount changes that mount alone, not the host's). The
+ * point must still be a mount point (the host may have unmounted it
+ * since): else the flags would land on the mount below, and a sandbox
+ * restarted without its read-only mount would not say so.
+ */
+static int set_host_flags(struct rst_ctx *ctx, struct rst_task *t, const HostMountFlags *h)
+{
+	struct puppet *p = &t->pup;
+	char via[4300];
+	struct statx a;
+	snprintf(via, sizeof(via), "/proc/%d/root%s", p->pid, h->point);
+	/* the point itself, not "point/..": a user may not search
+	 * /sys/kernel/tracing */
+	if (strcmp(h->point, "/") && (statx(AT_FDCWD, via, AT_SYMLINK_NOFOLLOW, 0, &a) < 0 ||
+				      !(a.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+				      !(a.stx_attributes & STATX_ATTR_MOUNT_ROOT)))
+		return log_fail(&ctx->log, -ENOENT,
+				"mount %s of the host's, with flags of the "
+				"container's own: no longer a mount point here",
+				h->point);
+	long r = puppet_syscall(p, SYS_mount, 0, put_str(p, 0, h->point), 0,
+				MS_REMOUNT | MS_BIND | h->flags, 0);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r,
+				"mount %s of the host's: cannot set the "
+				"container's flags on it: %s",
+				h->point, strerror((int)-r));
+	return 0;
+}
+
 /* A container sharing the host's root: the mounts it made, made again at
  * their points (ns.c has made its /proc and devpts). */
+/*
+ * ns.c's /dev/pts, if a mount of the container's own would hide it (bwrap
+ * --dev: its devpts is on /dev/pts of its /dev tmpfs; ns.c mounts it on
+ * the host's /dev, under that tmpfs, where the restored sandbox had no
+ * devpts and /dev/ptmx led nowhere): the puppet's O_PATH fd of it, taken
+ * before the mounts are made and moved onto the new /dev/pts after; -1.
+ */
+static long open_devpts(struct rst_task *t, const struct mnt_rst *s)
+{
+	struct puppet *p = &t->pup;
+	bool hidden = false;
+	for (size_t i = 0; !hidden && i < s->tree->n_mounts; i++)
+		hidden = mnt_has_prefix_dir("/dev/pts", s->tree->mounts[i]->point);
+	if (!hidden)
+		return -1;
+	char via[64];
+	struct statfs sfs;
+	snprintf(via, sizeof(via), "/proc/%d/root/dev/pts", p->pid);
+	if (statfs(via, &sfs) < 0 || sfs.f_type != DEVPTS_SUPER_MAGIC)
+		return -1;
+	long fd =
+	    puppet_syscall(p, SYS_openat, AT_FDCWD, put_str(p, 0, "/dev/pts"), O_PATH | O_CLOEXEC);
+	return fd < 0 ? -1 : fd;
+}
+
+static int move_devpts(struct rst_ctx *ctx, struct rst_task *t, long fd)
+{
+	struct puppet *p = &t->pup;
+	long r = puppet_syscall(p, SYS_move_mount, fd, put_str(p, 0, ""), AT_FDCWD,
+				put_str(p, 8192, "/dev/pts"), MOVE_MOUNT_F_EMPTY_PATH);
+	if (r < 0)
+		return log_fail(&ctx->log, (int)r,
+				"mount /dev/pts (devpts): cannot move it onto "
+				"the container's /dev: %s",
+				strerror((int)-r));
+	return 0;
+}
+
 static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt_rst *s)
 {
-	int r = 0;
+	_cleanup_free_ long *fds = calloc(s->tree->n_mounts, sizeof(*fds));
+	long pts = open_devpts(t, s);
+	int r = fds ? open_hidden_sources(ctx, t, s, "", fds) : -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
-		r = make_mount(ctx, t, s, s->tree->mounts[i], "");
+		r = make_mount(ctx, t, s, s->tree->mounts[i], "", fds[i]);
+	close_sources(t, s->tree, fds);
+	if (r >= 0 && pts >= 0)
+		r = move_devpts(ctx, t, pts);
+	if (pts >= 0)
+		puppet_syscall(&t->pup, SYS_close, pts);
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = finish_mount(ctx, t, s->tree->mounts[i], "");
 	if (r >= 0)
 		r = set_propagations(ctx, t, s->tree, "");
+	for (size_t i = 0; r >= 0 && i < s->tree->n_host_flags; i++)
+		r = set_host_flags(ctx, t, s->tree->host_flags[i]);
 	if (r >= 0)
-		log_debug(&ctx->log, "container: %zu mounts of its own made on the host's root, "
-			  "%zu tmpfs files", s->tree->n_mounts, s->nfiles);
+		log_debug(&ctx->log,
+			  "container: %zu mounts of its own made on the host's root, "
+			  "%zu tmpfs files, flags set on %zu of the host's",
+			  s->tree->n_mounts, s->nfiles, s->tree->n_host_flags);
 	return r;
 }
 
@@ -1210,9 +1441,11 @@ static int mnt_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	if (!top->bind && (!copy || overlay_dirs(copy, dirs, 20) < 1))
 		return -ENOMEM;
 	const char *root = top->bind ? top->source : dirs[0];
-	int r = 0;
+	_cleanup_free_ long *fds = calloc(s->tree->n_mounts, sizeof(*fds));
+	int r = fds ? open_hidden_sources(ctx, t, s, root, fds) : -ENOMEM;
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
-		r = make_mount(ctx, t, s, s->tree->mounts[i], root);
+		r = make_mount(ctx, t, s, s->tree->mounts[i], root, fds[i]);
+	close_sources(t, s->tree, fds);
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = finish_mount(ctx, t, s->tree->mounts[i], root);
 	if (r < 0)

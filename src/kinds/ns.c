@@ -303,12 +303,24 @@ static void one_shared(void *arg, size_t i, unsigned slot)
 static int refuse_ns(struct ckpt_ctx *ctx, const struct task *t, pid_t tid, int k,
 		     const char *link, const char *ref)
 {
+	char own[NS_LINK_MAX];
+	bool root = t == &ctx->tasks[0] && !tid && ctx->container;
+	/* pid_for_children is looked at first, but a task in a pid namespace
+	 * of its own (chromium's zygote, the init of one) has both: the
+	 * namespace it is in is the reason */
+	if (k == SHARED_PIDC && !root && ns_link(tid ? tid : t->pid, "pid", own) == 0 &&
+	    strcmp(own, ref)) {
+		k = SHARED_PID;
+		link = own;
+	}
 	if (k == SHARED_PIDC)
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d%s%.0d: its children's pid namespace is not %s (unshare "
-				"CLONE_NEWPID without a fork since); not supported yet",
-				t->pid, tid ? " thread " : "", tid,
-				ctx->container ? "the container's" : "ckpt's");
+		return log_fail(
+		    &ctx->log, -EOPNOTSUPP,
+		    "pid %d%s%.0d: its children's pid namespace (%s) is not %s (unshare "
+		    "CLONE_NEWPID%s); not supported yet",
+		    t->pid, tid ? " thread " : "", tid, link,
+		    ctx->container ? "the container's" : "ckpt's",
+		    strcmp(link, "pid:[unborn]") ? "" : " without a fork since");
 	if (ctx->container)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"pid %d%s%.0d: in another %s namespace (%s) than the container's "

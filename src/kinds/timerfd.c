@@ -50,7 +50,17 @@
 
 enum { TIMERFD_ENTRY = REC_TYPE(KID_timerfd, 1) };
 #define NSEC	       1000000000ull
-#define TIMERFD_MAX_NS (1ull << 62) /* ~146 years: now + it never overflows */
+/* The kernel's KTIME_MAX: a later expiry is clamped to it. systemd arms
+ * its watch for clock changes (CLOCK_REALTIME, absolute, cancel-on-set)
+ * at TIME_T_MAX, which fdinfo shows as about 235 years left: refused as
+ * "cannot read its fdinfo" while the limit was 2^62 ns (146 years). */
+#define TIMERFD_MAX_NS ((uint64_t)INT64_MAX)
+
+/* a + b, both at most TIMERFD_MAX_NS, clamped to it as the kernel does */
+static uint64_t add_clamped(uint64_t a, uint64_t b)
+{
+	return a + b > TIMERFD_MAX_NS ? TIMERFD_MAX_NS : a + b;
+}
 
 struct timerfd_obj {
 	struct fdobj f;
@@ -122,13 +132,13 @@ static int parse(const char *text, TimerfdEntry *e)
 	    sscanf(t, "%llu", &ticks) != 1 || sscanf(f, "%o", &flags) != 1 ||
 	    sscanf(v, " (%llu, %llu)", &vs, &vn) != 2 || sscanf(i, " (%llu, %llu)", &is, &in) != 2)
 		return -EINVAL;
-	if (vn >= NSEC || in >= NSEC || vs >= TIMERFD_MAX_NS / NSEC || is >= TIMERFD_MAX_NS / NSEC)
+	if (vn >= NSEC || in >= NSEC)
 		return -EINVAL;
 	e->clockid = clockid;
 	e->ticks = ticks;
 	e->settime_flags = flags;
-	e->value_ns = vs * NSEC + vn;
-	e->interval_ns = is * NSEC + in;
+	e->value_ns = vs >= TIMERFD_MAX_NS / NSEC ? TIMERFD_MAX_NS : add_clamped(vs * NSEC, vn);
+	e->interval_ns = is >= TIMERFD_MAX_NS / NSEC ? TIMERFD_MAX_NS : add_clamped(is * NSEC, in);
 	return 0;
 }
 
@@ -161,7 +171,7 @@ static int read_timer(struct ckpt_ctx *ctx, struct task *t, int fd, TimerfdEntry
 			break;
 	}
 	if ((e->settime_flags & TFD_TIMER_ABSTIME) && clock_is_real(e->clockid) && e->value_ns)
-		e->value_ns += now_ns(e->clockid);
+		e->value_ns = add_clamped(e->value_ns, now_ns(e->clockid));
 	return 0;
 }
 
@@ -214,7 +224,7 @@ static const char *timerfd_invalid(struct rst_ctx *ctx, const void *msg)
 	(void)ctx;
 	bool ok = clock_ok(e->clockid) && !(e->flags & ~(uint32_t)O_NONBLOCK) &&
 		  !(e->settime_flags & ~(uint32_t)(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) &&
-		  e->value_ns < TIMERFD_MAX_NS && e->interval_ns < TIMERFD_MAX_NS;
+		  e->value_ns <= TIMERFD_MAX_NS && e->interval_ns <= TIMERFD_MAX_NS;
 	return ok ? NULL : "a clock, flags or time out of range";
 }
 
@@ -235,7 +245,7 @@ static int timerfd_open(struct rst_ctx *ctx, void *obj)
 				e->id, clock_name(e->clockid), strerror(errno),
 				errno == EPERM ? " (needs CAP_WAKE_ALARM)" : "");
 	if (value && (e->settime_flags & TFD_TIMER_ABSTIME) && !clock_is_real(e->clockid))
-		value += now_ns(e->clockid);
+		value = add_clamped(value, now_ns(e->clockid));
 	struct itimerspec its = {.it_interval = ts_of(e->interval_ns), .it_value = ts_of(value)};
 	if ((value || e->interval_ns || e->settime_flags) &&
 	    timerfd_settime(p->fd, (int)e->settime_flags, &its, NULL) < 0)

@@ -76,6 +76,17 @@ static void *ns_thread(void *p)
 	if (job->ret == 0 && job->private_fds &&
 	    (unshare(CLONE_FILES) < 0 || syscall(SYS_close_range, 3, ~0u, 0) < 0))
 		job->ret = -errno;
+	/* its errors are buffered, but a failed cache initialisation (no
+	 * CAP_NET_ADMIN) also printed "Operation not permitted (you must be
+	 * root)" on ckpt's stderr: in this copy of the table fd 2 is
+	 * /dev/null */
+	if (job->ret == 0 && job->private_fds) {
+		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (nul >= 0 && nul != 2) {
+			dup2(nul, 2);
+			close(nul);
+		}
+	}
 	if (job->ret == 0)
 		job->ret = job->fn(job->arg);
 	return NULL;

@@ -8,6 +8,9 @@
  *   child   a child unshares CLONE_NEWIPC;
  *   thread  a second thread unshares CLONE_NEWUTS;
  *   pidc    the root unshares CLONE_NEWPID and forks nothing since;
+ *   pidinit a child made by clone(CLONE_NEWPID), the init of a new pid
+ *           namespace (as chromium's zygote): refused for the namespace it
+ *           is in, not as a task that forked nothing since;
  *   user    a child unshares CLONE_NEWUSER.
  * The runner expects the checkpoint to fail naming the task and the
  * namespace; the tree lives on, and after the wake each task is still in
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +60,8 @@ static void *thread_main(void *arg)
 static void child_main(int flag, const char *name)
 {
 	char path[64], ch;
+	/* the root's death (a failed test) ends the read below */
+	close(done[1]);
 	if (unshare(flag) < 0)
 		_exit(2);
 	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
@@ -79,6 +85,20 @@ int main(int argc, char **argv)
 	} else if (!strcmp(how, "pidc")) {
 		if (unshare(CLONE_NEWPID) < 0)
 			fail("unshare(CLONE_NEWPID): %m");
+	} else if (!strcmp(how, "pidinit")) {
+		/* as chromium makes its zygote: clone(CLONE_NEWPID), the
+		 * root's own children's namespace stays ckpt's */
+		child = (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
+		if (child < 0)
+			fail("fork: %m");
+		if (child == 0) {
+			close(done[1]); /* the root's death ends the read */
+			if (write(ready[1], "c", 1) != 1 || read(done[0], &ch, 1) != 1)
+				_exit(3);
+			_exit(getpid() == 1 ? 0 : 4);
+		}
+		if (read(ready[0], &ch, 1) != 1)
+			fail("the child did not start");
 	} else if (!strcmp(how, "thread")) {
 		if (pthread_create(&th, NULL, thread_main, NULL))
 			fail("pthread_create");

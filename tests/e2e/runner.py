@@ -321,6 +321,9 @@ TESTS = [
     entry("ct_unpriv", (B, T), kind="ct_unpriv", program="ct_tree"),
     # a unix socket bound to a relative path name, checkpointed by a user (no SIOCUNIXFILE)
     entry("ct_unpriv_unix", (B, T), kind="ct_unpriv", program="unix_dgram_bound"),
+    # bound UDP ports in the host's network namespace: no lock without CAP_NET_ADMIN, a warning
+    entry("ct_unpriv_udp", (B, T), kind="ct_unpriv", program="udp_sock",
+          log_regex=r"port\(s\) are not held: without CAP_NET_ADMIN"),
     # ptys of the container's own devpts, restored while the host's low indexes are taken
     entry("ct_tty_pty", (B, T), kind="container", program="tty_pty", hold_ptys=4),
     # epoll watches keyed by the container's pids
@@ -331,6 +334,12 @@ TESTS = [
           signal=False),
     # a container on the host's root with mounts of its own (a tmpfs, binds)
     entry("ct_mounts", (B, T), kind="ct_mounts", argv=["sh", os.path.join(HERE, "ct_mounts.sh")]),
+    # a bubblewrap sandbox (bwrap --ro-bind / / --dev /dev ...) by the pid of bwrap's init in it
+    entry("sb_bwrap", (B, T), kind="sandbox", argv=["sh", os.path.join(HERE, "sb_bwrap.sh")]),
+    # the same run by user nobody (bwrap's sandbox maps only nobody), checkpointed and restarted
+    # by nobody
+    entry("sb_bwrap_unpriv", (B, T), kind="sandbox", nobody=True,
+          argv=["sh", os.path.join(HERE, "sb_bwrap.sh"), "65534"]),
     # a root file system of its own (busybox), a bind of the host's, a tmpfs with files
     entry("ct_rootfs", (B, T), kind="rootfs", argv=["/bin/sh", "/etc/ct_rootfs.sh"]),
     # peer groups and a slave made in the container (binds of its tmpfs, of the host's)
@@ -832,6 +841,7 @@ TESTS = [
     entry("refuse_keyring_thread", kind="refuse", program="refuse_keyring", pargs=["thread"],
           regex=r"\bthread \d+: its thread keyring holds keys; not supported"),
     # a plain tree's task in a namespace that is not ckpt's (unshare)
+    entry("refuse_self", kind="refuse_self"),
     entry("refuse_ns_uts", kind="refuse", program="refuse_ns_own", pargs=["uts"],
           regex=r"\bpid {pid}: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
     entry("refuse_ns_child", kind="refuse", program="refuse_ns_own", pargs=["child"],
@@ -839,7 +849,15 @@ TESTS = [
     entry("refuse_ns_thread", kind="refuse", program="refuse_ns_own", pargs=["thread"],
           regex=r"\bpid {pid} thread \d+: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
     entry("refuse_ns_pidc", kind="refuse", program="refuse_ns_own", pargs=["pidc"],
-          regex=r"\bpid {pid}: its children's pid namespace is not ckpt's"),
+          regex=r"\bpid {pid}: its children's pid namespace \(pid:\[unborn\]\) is not ckpt's "
+                r"\(unshare CLONE_NEWPID without a fork since\)"),
+    # the init of a pid namespace of the tree's (chromium's zygote): refused for the namespace it
+    # is in, and Landlock's probe says why it cannot look at it
+    entry("refuse_ns_pidinit", kind="refuse", program="refuse_ns_own", pargs=["pidinit"],
+          regex=r"\bpid \d+: its pid namespace \(pid:\[\d+\]\) is not ckpt's"),
+    entry("refuse_ns_pidinit_landlock", kind="refuse", program="refuse_ns_own", pargs=["pidinit"],
+          regex=r"\bpid \d+: cannot tell whether Landlock sandboxes it: it is in another pid "
+                r"namespace than ckpt"),
     entry("refuse_ns_user", kind="refuse", program="refuse_ns_own", pargs=["user"],
           regex=r"\bpid \d+: its user namespace \(user:\[\d+\]\) is not ckpt's"),
     entry("refuse_mbind", kind="refuse", regex=r"\bpid {pid} vma [0-9a-f]+\b.*memory policy.*mbind: bind"),
@@ -1604,6 +1622,70 @@ class Run:
         if os.listdir(self.p("m")):
             raise Fail("files on the host's directory under the container's tmpfs: %r"
                        % os.listdir(self.p("m")))
+
+    def flow_sandbox(self):
+        """The program as the command of a bubblewrap sandbox (its own user,
+        pid, mount, uts, ipc and cgroup namespaces, the host's root bound
+        read-only, a /dev of bwrap's): checkpointed by the pid of bwrap's
+        init in it (the child of the bwrap the runner started), killed,
+        restarted; SIGUSR1 then goes to the command (pid 2 inside), which
+        checks from inside that the sandbox is the same."""
+        bwrap = shutil.which("bwrap")
+        if not bwrap:
+            raise Skip("bwrap (bubblewrap) is not installed")
+        user = []
+        if self.t.get("nobody"):  # bwrap, its sandbox and ckpt all run as nobody
+            setpriv = shutil.which("setpriv")
+            if not setpriv:
+                raise Skip("setpriv (util-linux) not installed")
+            user = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+            if not self.t.get("as_nobody"):
+                return self.ckpt_as_nobody(lambda: self.run_entry_as(dict(as_nobody=True)))
+        probe = subprocess.run(user + [bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"],
+                               capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise Skip("bwrap cannot make a sandbox here: %s" % probe.stderr.strip()[:200])
+        pr = self.start(prefix=user + [bwrap, "--unshare-all", "--share-net", "--die-with-parent",
+                                "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                                "--tmpfs", "/tmp", "--bind", self.dir, self.dir,
+                                "--chdir", self.dir])
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not os.path.exists(self.p("ready")):
+            if pr.poll() is not None:
+                raise Fail("bwrap exited %s before ready: %s" % (pr.returncode, self.out()[-300:]))
+            if time.monotonic() > deadline:
+                raise Fail("not ready after %.0f s" % READY_TIMEOUT)
+            time.sleep(POLL)
+
+        def child_of(pid):
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                kids = f.read().split()
+            if len(kids) != 1:
+                raise Fail("pid %d has children %r, want one" % (pid, kids))
+            return int(kids[0])
+        self.pid = child_of(pr.pid)  # bwrap's init in the sandbox
+        if self.opts.no_ckpt:
+            os.kill(child_of(self.pid), signal.SIGUSR1)
+            return self.check_result(self.wait_exit(pr, "bwrap"), "bwrap")
+        self.checkpoint(self.p("img"), "ckpt", reap=[pr])
+        self.check_ckpt_log("ckpt")
+        self.wait_all([pr], 10, "bwrap, after its sandbox was killed")
+        rp = self.restart(self.p("img"), "restart", same_pid=False)
+        if self.mode == T:
+            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
+            self.wait_all([rp], 10, "the first ckpt restart")
+            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        self.pid = child_of(self.pid)  # the command, pid 2 inside
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def run_entry_as(self, extra):
+        """The entry's flow again with extra keys in its entry."""
+        saved = self.t
+        self.t = dict(saved, **extra)
+        try:
+            return getattr(self, "flow_" + self.t["kind"])()
+        finally:
+            self.t = saved
 
     def flow_migrate(self):
         """ckpt migrate of a `ckpt run` container to a ckpt receive on
@@ -7130,6 +7212,27 @@ http {{
             raise Fail("the original is gone after the refused checkpoint")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
+
+    def flow_refuse_self(self):
+        """A shell that runs `ckpt checkpoint $$` on itself: the tree holds
+        ckpt, which is refused by pid (it used to seize ckpt and hang with
+        the shell stopped); the shell then runs on and says so."""
+        if self.opts.no_ckpt:
+            return
+        log = self.p("ckpt.log")
+        self.logs += [log]
+        script = ('"$1" checkpoint $$ -o "$2/img" --kill --log "$2/ckpt.log"; rc=$?; '
+                  'echo "ckpt exited $rc"; [ $rc = 1 ] && echo PASS')
+        pr = self.popen(["sh", "-c", script, "sh", os.path.abspath(self.opts.ckpt), self.dir],
+                        err=self.p("ckpt.err"), out=self.p("out.log"))
+        self.logs += [self.p("ckpt.err")]
+        self.wait_all([pr], CHECKPOINT_TIMEOUT, "the shell that checkpoints itself")
+        err = tail(self.p("ckpt.err"), 20) or ""
+        if not re.search(r"pid %d: its child \d+ is this ckpt" % pr.pid, err):
+            raise Fail("no refusal naming pid %d: %r" % (pr.pid, err.strip()[-300:]))
+        if os.path.exists(self.p("img")):
+            raise Fail("an image was left by the refused checkpoint")
+        self.check_result(pr.returncode, "the shell")
 
     def flow_vfork(self):
         """refuse_vfork.c: the parent sleeps in vfork while its child waits

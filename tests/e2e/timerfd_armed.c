@@ -15,6 +15,9 @@
  *      ticks and its expiry is the same absolute time.
  *   9  CLOCK_REALTIME absolute + cancel-on-set, in 100 s: same absolute
  *      expiry; fdinfo "settime flags" are kept (01 for 8, 03 for 9).
+ *  10  systemd's watch for clock changes: CLOCK_REALTIME absolute +
+ *      cancel-on-set at TIME_T_MAX (the kernel clamps it to KTIME_MAX,
+ *      about 235 years away): still that far, its flags 03, not readable.
  */
 #include "lib.h"
 
@@ -95,6 +98,10 @@ int main(void)
 	int64_t abs9 = real + 100 * NS;
 	int canc = make(CLOCK_REALTIME, TFD_NONBLOCK, 9,
 			TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, abs9, 0);
+	struct itimerspec never = {.it_value = {.tv_sec = INT64_MAX}};
+	int watch = test_move_fd(timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK), 10);
+	if (timerfd_settime(watch, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &never, NULL) < 0)
+		fail("timerfd_settime(fd 10): %m");
 	struct timespec ms30 = {0, 30 * 1000000};
 	nanosleep(&ms30, NULL);
 
@@ -154,5 +161,14 @@ int main(void)
 		   (TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET),
 	       "fd 9: settime flags %o", fdinfo_num(canc, "settime flags:", 8));
 	expect(!readable(canc), "fd 9 is readable");
+
+	/* 10: absolute realtime, cancel on set, never */
+	struct itimerspec a10 = get(watch);
+	expect(a10.it_value.tv_sec > 200ll * 365 * 86400, "fd 10: %lld s left, want over 200 years",
+	       (long long)a10.it_value.tv_sec);
+	expect(fdinfo_num(watch, "settime flags:", 8) ==
+		   (TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET),
+	       "fd 10: settime flags %o", fdinfo_num(watch, "settime flags:", 8));
+	expect(!readable(watch), "fd 10 is readable");
 	pass();
 }
