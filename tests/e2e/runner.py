@@ -64,6 +64,11 @@ import urllib.request
 import twohost
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# real_xz_pipe: 24 MB of generated lines through xz -T2 into $1 (xz's
+# threads take 1 MiB blocks: its output grows as it works, 4 s here)
+XZ_PIPE = ("command -v xz >/dev/null || { echo SKIP xz not installed; exit 0; }; "
+           "seq 1 800000 | awk '{printf \"%d %x %o\\n\", $1*7919%1000003, $1*$1, $1}' "
+           "| xz -T2 -3 --block-size=1MiB > \"$1\"")
 
 READY_TIMEOUT = 20.0
 CHECKPOINT_TIMEOUT = 60.0
@@ -737,6 +742,10 @@ TESTS = [
     entry("real_mp_spawn", (B, T), kind="compare", argv=["@python", os.path.join(HERE, "real_mp.py")],
           ref=["serial", "expected"], args=["pool", "output", "spawn"]),
     entry("real_make", (B, T), kind="make", argv=["make", "-j2"]),
+    # xz on 2 threads at the end of a pipeline (seq | awk | xz -T2), its
+    # blocks compressed in parallel: the same .xz as an uninterrupted run's
+    entry("real_xz_pipe", (B, T, R), kind="compare", argv=["sh", "-c", XZ_PIPE, "sh"],
+          ref=["expected"], args=["output"], expect="exit0"),
     # numpy on 2 OpenBLAS threads (its buffers mbind "local"), Debian's python3:
     # a seeded iteration's every step hashed, the same as an uninterrupted run's
     entry("real_numpy", (B, T, R), kind="compare", argv=["/usr/bin/python3", os.path.join(HERE, "real_numpy.py")],
