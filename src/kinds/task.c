@@ -4,9 +4,10 @@
  * clear_child_tid, the robust futex list, rseq, subreaper, THP, timer slack;
  * the TSC mode, memory-deny-write-execute and KSM for the whole process,
  * the machine-check kill policy and the speculation controls set by prctl;
- * the NUMA memory policy of each thread (get_mempolicy, set_mempolicy).
- * Refused: a vma with a memory policy of its own (mbind: numa_maps shows
- * it), x86 shadow stacks and linear address masking (status shows them).
+ * the NUMA memory policy of each thread (get_mempolicy, set_mempolicy) and
+ * of each vma with one of its own (numa_maps shows it; mbind, by the
+ * leader after mm). Refused: a vma policy numa_maps shows in a form not
+ * known, x86 shadow stacks and linear address masking (status shows them).
  * Each is read by an injected prctl GET and set again by its SET, after
  * mm (memory-deny-write-execute would forbid an executable mapping made
  * after it). Refused too: a task that traces a process outside the tree
@@ -48,6 +49,11 @@ struct task_ckpt {
 	RseqEntry rseq;
 	char comm[32];
 	uint64_t nodes[1024 / 64];
+	/* the vmas' policies of their own (mbind), e.vma_policies points
+	 * into vpol; vnodes[i] the node mask of vpol[i] */
+	VmaPolicyEntry *vpol;
+	VmaPolicyEntry **vpolp;
+	uint64_t (*vnodes)[1024 / 64];
 	/* from probe to collect: the calls asked, and /proc/PID/status */
 	struct task_probes *pb;
 	char *status;
@@ -92,14 +98,17 @@ struct mempolicy_buf {
 	uint64_t nodes[NODE_BITS / 64];
 };
 
+/* The policies' names in numa_maps, by mode (the kernel's policy_modes) */
+static const char *const mpol_names[] = { "default", "prefer", "bind", "interleave", "local",
+					  "prefer (many)", "weighted interleave" };
+
 /* A policy as numa_maps shows it (the kernel's mpol_to_str): "default",
  * "bind:0-1", "interleave=static:0"... */
 static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
 {
-	static const char *const names[] = { "default", "prefer", "bind", "interleave", "local",
-					     "prefer (many)", "weighted interleave" };
 	int m = mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES | MPOL_F_NUMA_BALANCING);
-	size_t o = (size_t)snprintf(buf, len, "%s", m >= 0 && m < (int)ARRAY_SIZE(names) ? names[m] : "?");
+	size_t o = (size_t)snprintf(buf, len, "%s",
+				    m >= 0 && m < (int)ARRAY_SIZE(mpol_names) ? mpol_names[m] : "?");
 	if (m == MPOL_DEFAULT || m == MPOL_LOCAL)
 		return;
 	if (mode & (MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES))
@@ -117,6 +126,69 @@ static void mpol_str(int mode, const uint64_t *nodes, char *buf, size_t len)
 		sep = ',';
 		i = j;
 	}
+}
+
+/*
+ * The inverse of mpol_str: a policy of numa_maps ("local", "bind:0-1",
+ * "interleave=static:0,2", "bind=relative|balancing:1", "prefer (many):0"),
+ * up to the space after it, into a mode with its flags and a node mask
+ * (nodes zeroed first). -EINVAL for anything else: refused as before.
+ */
+static int mpol_parse(const char *s, int *ret_mode, uint64_t *nodes)
+{
+	static const struct {
+		const char *name;
+		int flag;
+	} flags[] = { { "static", MPOL_F_STATIC_NODES },
+		      { "relative", MPOL_F_RELATIVE_NODES },
+		      { "balancing", MPOL_F_NUMA_BALANCING } };
+	int mode = -1;
+	size_t n = 0;
+	/* the longest name that matches: "prefer (many)" before "prefer" */
+	for (int m = 0; m < (int)ARRAY_SIZE(mpol_names); m++) {
+		size_t l = strlen(mpol_names[m]);
+		if (l > n && !strncmp(s, mpol_names[m], l) && strchr(":= \n", s[l])) {
+			mode = m;
+			n = l;
+		}
+	}
+	if (mode <= MPOL_DEFAULT)
+		return -EINVAL;
+	s += n;
+	memset(nodes, 0, NODE_BITS / 8);
+	if (*s == '=') {
+		do {
+			size_t i = 0, l = 0;
+			s++;
+			while (i < ARRAY_SIZE(flags) &&
+			       (l = strlen(flags[i].name), strncmp(s, flags[i].name, l) ||
+							       !strchr("|: \n", s[l])))
+				i++;
+			if (i == ARRAY_SIZE(flags))
+				return -EINVAL;
+			mode |= flags[i].flag;
+			s += l;
+		} while (*s == '|');
+	}
+	if (*s == ':') {
+		do {
+			char *end;
+			unsigned long a = strtoul(s + 1, &end, 10), b = a;
+			if (end == s + 1)
+				return -EINVAL;
+			if (*end == '-')
+				b = strtoul(end + 1, &end, 10);
+			if (b < a || b >= NODE_BITS)
+				return -EINVAL;
+			for (unsigned long i = a; i <= b; i++)
+				nodes[i / 64] |= 1ull << (i % 64);
+			s = end;
+		} while (*s == ',');
+	}
+	if (*s != ' ' && *s != '\n' && *s)
+		return -EINVAL;
+	*ret_mode = mode;
+	return 0;
 }
 
 /*
@@ -316,8 +388,56 @@ static void task_free_state(void *state)
 	if (k) {
 		free(k->pb);
 		free(k->status);
+		free(k->vpol);
+		free(k->vpolp);
+		free(k->vnodes);
 		free(k);
 	}
+}
+
+/*
+ * The policy of its own (numa_maps text pol) of the vma at start, saved in
+ * k->e.vma_policies: OpenBLAS mbinds its buffers "local" (MPOL_PREFERRED
+ * without nodes), and numpy's every process has them. -EINVAL if the vma
+ * or the policy is not one ckpt knows.
+ */
+static int add_vma_policy(const struct task *t, struct task_ckpt *k, uint64_t start,
+			  const char *pol)
+{
+	const struct proc_vma *v = NULL;
+	for (size_t i = 0; i < t->vmas.n && !v; i++)
+		if (t->vmas.v[i].start == start)
+			v = &t->vmas.v[i];
+	if (!v || v->start >= USER_END)
+		return -EINVAL;
+	size_t n = k->e.n_vma_policies;
+	if (!k->vpol) {
+		/* at most one a vma */
+		k->vpol = calloc(t->vmas.n, sizeof(*k->vpol));
+		k->vpolp = calloc(t->vmas.n, sizeof(*k->vpolp));
+		k->vnodes = calloc(t->vmas.n, sizeof(*k->vnodes));
+		if (!k->vpol || !k->vpolp || !k->vnodes)
+			return -ENOMEM;
+	}
+	if (n >= t->vmas.n)
+		return -EINVAL;
+	int mode;
+	if (mpol_parse(pol, &mode, k->vnodes[n]) < 0)
+		return -EINVAL;
+	VmaPolicyEntry *p = &k->vpol[n];
+	vma_policy_entry__init(p);
+	p->start = v->start;
+	p->end = v->end;
+	p->mode = (uint32_t)mode;
+	if ((mode & ~MPOL_MODE_FLAGS) != MPOL_LOCAL) {
+		p->has_nodes = true;
+		p->nodes.data = (uint8_t *)k->vnodes[n];
+		p->nodes.len = sizeof(k->vnodes[n]);
+	}
+	k->vpolp[n] = p;
+	k->e.vma_policies = k->vpolp;
+	k->e.n_vma_policies = n + 1;
+	return 0;
 }
 
 /* The thread's NUMA policy (get_mempolicy, in the probes); vma policies
@@ -360,10 +480,16 @@ static int collect_numa(struct ckpt_ctx *ctx, struct task *t, struct task_ckpt *
 	size_t n = strlen(own);
 	for (char *l = numa; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
 		char *pol = strchr(l, ' ');
-		if (pol && (strncmp(pol + 1, own, n) || (pol[1 + n] != ' ' && pol[1 + n] != '\n')))
-			return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d vma %.*s: a memory policy "
-					"of its own (mbind: %.*s) is not supported yet", t->pid,
-					(int)(pol - l), l, (int)strcspn(pol + 1, " \n"), pol + 1);
+		if (pol && (strncmp(pol + 1, own, n) || (pol[1 + n] != ' ' && pol[1 + n] != '\n'))) {
+			int r = add_vma_policy(t, k, strtoull(l, NULL, 16), pol + 1);
+			if (r == -ENOMEM)
+				return r;
+			if (r < 0)
+				return log_fail(&ctx->log, -EOPNOTSUPP, "pid %d vma %.*s: a memory "
+						"policy of its own (mbind: %.*s) is not supported yet",
+						t->pid, (int)(pol - l), l,
+						(int)strcspn(pol + 1, " \n"), pol + 1);
+		}
 	}
 	return 0;
 }
@@ -609,6 +735,18 @@ static int restore_prctls(struct rst_ctx *ctx, struct rst_task *t, const TaskEnt
 			  : -EFAULT;
 		if (r < 0)
 			return rst_check(ctx, t, r, "set_mempolicy");
+	}
+	for (size_t i = 0; i < e->n_vma_policies; i++) {
+		const VmaPolicyEntry *v = e->vma_policies[i];
+		size_t len = v->has_nodes ? MIN(v->nodes.len, sizeof(uint64_t) * NODE_BITS / 64) : 0;
+		uint64_t nodes = len ? puppet_scratch_put(p, 1024, v->nodes.data, len) : 0;
+		r = len && !nodes ? -EFAULT
+				  : v->end <= v->start ? -EINVAL
+						       : puppet_syscall(p, SYS_mbind, v->start,
+									v->end - v->start, v->mode,
+									nodes, len * 8, 0);
+		if (r < 0)
+			return rst_check(ctx, t, r, "mbind");
 	}
 	/* last: it forbids making memory executable */
 	if (e->has_mdwe && (r = puppet_syscall(p, SYS_prctl, PR_SET_MDWE, e->mdwe, 0, 0, 0)) < 0)
