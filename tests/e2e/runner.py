@@ -5512,33 +5512,8 @@ class Run:
         haproxy still has its two CPU-time timers."""
         if not shutil.which("haproxy"):
             raise Skip("haproxy not installed")
-        front, back = self.free_port(), self.free_port()
-        srv = socket.socket()
-        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        srv.bind(("127.0.0.1", back))
-        srv.listen(8)
-        srv.settimeout(0.2)
-        done = {"stop": False}
-
-        def echo(c):
-            with c:
-                while True:
-                    d = c.recv(65536)
-                    if not d:
-                        return
-                    c.sendall(d)
-
-        def serve():
-            while not done["stop"]:
-                try:
-                    c, _ = srv.accept()
-                except socket.timeout:
-                    continue
-                except OSError:
-                    return
-                c.settimeout(None)
-                threading.Thread(target=echo, args=(c,), daemon=True).start()
-        threading.Thread(target=serve, daemon=True).start()
+        front = self.free_port()
+        back, stop_echo = self.echo_server()
         cfg = self.p("haproxy.cfg")
         with open(cfg, "w") as f:
             f.write("global\n    nbthread 2\n"
@@ -5564,8 +5539,7 @@ class Run:
             rp = self.loop_cycles(pr, front, loop, 100, 2)
         finally:
             cl.close()
-            done["stop"] = True
-            srv.close()
+            stop_echo()
         if self.ptimer_clocks(self.pid) != timers:
             raise Fail("haproxy's timers' clocks are %r, were %r"
                        % (self.ptimer_clocks(self.pid), timers))
