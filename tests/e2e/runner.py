@@ -5447,6 +5447,18 @@ class Run:
             srv.close()
         return srv.getsockname()[1], stop
 
+    def echo_loop(self, cl):
+        """A Loop that sends a numbered line on the connection cl and reads
+        its echo back, each step."""
+        f = cl.makefile("rb")
+
+        def step(i):
+            cl.sendall(b"line %d\n" % i)
+            got = f.readline()
+            if got != b"line %d\n" % i:
+                raise Fail("line %d: got %r" % (i, got))
+        return self.Loop(self, "echoes", step)
+
     def flow_stunnel(self):
         """stunnel (OpenSSL; a thread a connection) ends TLS on a free port
         of 127.0.0.1 in front of an echo server of the runner's. A client
@@ -5479,14 +5491,7 @@ class Run:
         try:
             pr = self.start_server([stunnel, cfg], front)
             cl = connect()
-            f = cl.makefile("rb")
-
-            def step(i):
-                cl.sendall(b"line %d\n" % i)
-                got = f.readline()
-                if got != b"line %d\n" % i:
-                    raise Fail("line %d: got %r" % (i, got))
-            loop = self.Loop(self, "echoes", step)
+            loop = self.echo_loop(cl)
             try:
                 rp = self.loop_cycles(pr, front, loop, 100, 2)
             finally:
@@ -5527,14 +5532,7 @@ class Run:
                         lambda: len(self.ptimer_clocks(self.pid)) == 2, [pr], timeout=30)
         timers = self.ptimer_clocks(self.pid)
         cl = socket.create_connection(("127.0.0.1", front), timeout=60)
-        f = cl.makefile("rb")
-
-        def step(i):
-            cl.sendall(b"line %d\n" % i)
-            got = f.readline()
-            if got != b"line %d\n" % i:
-                raise Fail("line %d: got %r" % (i, got))
-        loop = self.Loop(self, "echoes", step)
+        loop = self.echo_loop(cl)
         try:
             rp = self.loop_cycles(pr, front, loop, 100, 2)
         finally:
