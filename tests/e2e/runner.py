@@ -3560,6 +3560,22 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2")
         return rp
 
+    def cycle_on_output(self, pr, name, first, more):
+        """Once the program of pr has written `first` bytes to the file name
+        of the test's directory, real_cycle (unless --no-ckpt), the
+        restored program writing `more` bytes more before a second
+        checkpoint in twice mode; returns the last process to wait for."""
+        self.wait_until("%d bytes of %s" % (first, name), lambda: self.size(name) >= first, [pr])
+        if self.opts.no_ckpt:
+            return pr
+
+        def grown():
+            """the restored program writes on"""
+            at = self.size(name)
+            self.wait_until("%d bytes more of %s" % (more, name),
+                            lambda: self.size(name) >= at + more, [])
+        return self.real_cycle(pr, between=grown)
+
     def wait_until(self, what, pred, procs, timeout=READY_TIMEOUT):
         """Polls pred() until true; Fail if one of procs exits first."""
         deadline = time.monotonic() + timeout
@@ -3613,16 +3629,8 @@ class Run:
                     f.write(data)
         want = self.size("expected")
         pr = self.start(args=self.t["args"])
-        self.wait_until("a tenth of the output", lambda: self.size("output") > want // 10, [pr])
-        if self.opts.no_ckpt:
-            rp = pr
-        else:
-            def grown():
-                """the restored run writes on: a twentieth more output"""
-                at = self.size("output")
-                self.wait_until("the restored run's output to grow",
-                                lambda: self.size("output") > at + want // 20, [])
-            rp = self.real_cycle(pr, between=grown)
+        rp = self.cycle_on_output(pr, "output", want // 10 + 1, want // 20 + 1)
+        if not self.opts.no_ckpt:
             at = self.size("output")
             if at >= want:
                 raise Fail("the program had finished at the checkpoint")
@@ -3737,17 +3745,7 @@ class Run:
             paced += ["-readrate", "4", a] if a == "-f" else [a]
         self.t = dict(self.t, argv=quiet + paced + ["out.mkv"])
         pr = self.start()
-        self.wait_until("128 KiB of the file written", lambda: self.size("out.mkv") >= 128 << 10,
-                        [pr])
-        if self.opts.no_ckpt:
-            rp = pr
-        else:
-            def more():
-                """the restored encode goes on: 128 KiB more"""
-                n = self.size("out.mkv")
-                self.wait_until("128 KiB more written",
-                                lambda: self.size("out.mkv") >= n + (128 << 10), [])
-            rp = self.real_cycle(pr, between=more)
+        rp = self.cycle_on_output(pr, "out.mkv", 128 << 10, 128 << 10)
         self.wait_all([rp], EXIT_TIMEOUT, "ffmpeg")
         if rp.returncode != 0:
             raise Fail("ffmpeg exited %s: %s" % (rp.returncode, self.out().strip()[-300:]))
