@@ -1623,11 +1623,7 @@ class Run:
         if self.opts.no_ckpt:
             rp = pr
         else:
-            rp = self.restart(self.p("img"), "restart", same_pid=False)
-            if self.mode == T:
-                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
-                self.wait_all([rp], 10, "the first ckpt restart")
-                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+            rp = self.restart_ct()
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
         with open("/proc/self/mountinfo") as f:
             if self.dir in f.read():
@@ -1689,13 +1685,20 @@ class Run:
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
         self.check_ckpt_log("ckpt")
         self.wait_all([pr], 10, "bwrap, after its sandbox was killed")
+        rp = self.restart_ct()
+        self.pid = child_of(self.pid)  # the command, pid 2 inside
+        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+
+    def restart_ct(self):
+        """ckpt restart of the container image img into fresh namespaces (a
+        new pid outside); in twice mode, checkpoint --kill of the restored
+        container and restart of that. Returns the last ckpt restart."""
         rp = self.restart(self.p("img"), "restart", same_pid=False)
         if self.mode == T:
             self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
             self.wait_all([rp], 10, "the first ckpt restart")
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
-        self.pid = child_of(self.pid)  # the command, pid 2 inside
-        self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
+        return rp
 
     def run_entry_as(self, extra):
         """The entry's flow again with extra keys in its entry."""
@@ -2904,11 +2907,7 @@ class Run:
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
         with open(self.p("msg"), "w") as f:
             f.write("after\n")
-        rp = self.restart(self.p("img"), "restart", same_pid=False)
-        if self.mode == T:
-            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
-            self.wait_all([rp], 10, "the first ckpt restart")
-            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        rp = self.restart_ct()
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
         if self.t.get("overlay"):
             for name in ("rootlog", "last"):
@@ -2946,11 +2945,7 @@ class Run:
             return self.check_result(self.wait_exit(pr, "ckpt run"), "ckpt run")
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
-        rp = self.restart(self.p("img"), "restart", same_pid=False)
-        if self.mode == T:
-            self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
-            self.wait_all([rp], 10, "the first ckpt restart")
-            rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+        rp = self.restart_ct()
         self.check_result(self.wait_exit(rp, "ckpt restart"), "ckpt restart")
 
     def flow_rootfs_python_unpriv(self):
@@ -3230,11 +3225,7 @@ class Run:
         else:
             self.checkpoint(self.p("img"), "ckpt", reap=[pr])
             self.wait_all([pr], 10, "ckpt run, after its container was killed")
-            rp = self.restart(self.p("img"), "restart", same_pid=False)
-            if self.mode == T:
-                self.checkpoint(self.p("img2"), "ckpt2", reap=[rp])
-                self.wait_all([rp], 10, "the first ckpt restart")
-                rp = self.restart(self.p("img2"), "restart2", same_pid=False)
+            rp = self.restart_ct()
         got = self.aio_talk(path, "GET before", "SET outside after the restart", "ping")
         if got != ["from the runner", "OK", "echo ping"]:
             raise Fail("after the restart, the server said %r" % got)
