@@ -41,6 +41,7 @@
 #include "net/rtnl.h"
 #include "net/lock.h"
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 struct inodes {
 	unsigned long *v;
@@ -654,12 +655,10 @@ static int lock_others(struct ckpt_ctx *ctx, const char *name, const struct inod
 }
 
 /* Is CAP_NET_ADMIN in ckpt's effective set (what a table in its own
- * network namespace takes)? */
+ * network namespace takes)? If it cannot tell, the lock is tried. */
 static bool has_net_admin(void)
 {
-	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[2] = {0};
-	return syscall(SYS_capget, &h, d) < 0 || (d[0].effective & (1u << CAP_NET_ADMIN));
+	return userns_cap_effective(CAP_NET_ADMIN) != 0;
 }
 
 int ckpt_netlock_lock(struct ckpt_ctx *ctx)

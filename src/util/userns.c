@@ -61,7 +61,7 @@ int userns_map_self(pid_t pid, const char **ret_what)
 	return userns_write_maps(pid, u, g, ret_what);
 }
 
-bool userns_may_mount(void)
+int userns_cap_effective(int cap)
 {
 	struct {
 		uint32_t version;
@@ -70,7 +70,16 @@ bool userns_may_mount(void)
 	struct {
 		uint32_t effective, permitted, inheritable;
 	} data[2] = { 0 };
-	return syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective >> 21 & 1);
+	if (cap < 0 || cap >= 64)
+		return -EINVAL;
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	return data[cap / 32].effective >> (cap % 32) & 1;
+}
+
+bool userns_may_mount(void)
+{
+	return userns_cap_effective(21 /* CAP_SYS_ADMIN */) > 0;
 }
 
 bool userns_can_make(void)

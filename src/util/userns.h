@@ -17,6 +17,8 @@ int userns_write_maps(pid_t pid, const char *uid_map, const char *gid_map,
 /* The same with the caller's own uid and gid mapped to themselves. */
 int userns_map_self(pid_t pid, const char **ret_what) __attribute__((warn_unused_result));
 
+/* Is cap in this caller's effective set? 1, 0, or -errno. */
+int userns_cap_effective(int cap);
 /* Has this caller CAP_SYS_ADMIN in its effective set (to make a mount
  * namespace of its own, mount)? */
 bool userns_may_mount(void);
