@@ -76,6 +76,8 @@ struct lazy_msg {
 struct mm_lazy {
 	int sock;               /* ckpt's end; -1 once closed */
 	pid_t server;           /* the server */
+	pid_t *unanswered;      /* tasks handed over, in order, whose MSG_TAKEN is due */
+	size_t nunanswered, cap;
 };
 
 /* --- helpers of both sides ---------------------------------------------- */
@@ -830,27 +832,32 @@ static int on_ctl(struct server *s)
 	struct mm_rst *mr = s->ctx->tasks[m.task].kstate[KIND_mm];
 	if (!mr || mr->e->n_vmas != m.nvmas)
 		return -EPROTO;
-	struct lmm *nm = realloc(s->mm, (s->n + 1) * sizeof(*nm));
-	if (!nm)
-		return -ENOMEM;
-	s->mm = nm;
-	int r = build_mm(&nm[s->n], mr, buf + sizeof(m));
-	if (r < 0)
-		return r;
-	nm[s->n].fd = fd;
-	nm[s->n].pid = m.pid;
-	s->n++;
-	struct lazy_msg g = { .type = MSG_FD };
-	r = send_msg(s->guard, &g, NULL, 0, fd);
-	g = (struct lazy_msg){ .type = MSG_PID, .pid = m.pid };
-	if (r >= 0)
-		r = send_msg(s->guard, &g, NULL, 0, -1);
 	/* ckpt lets the task run only once the guard holds it: a server that
 	 * died before (killed, out of memory) would otherwise leave it running
 	 * with its userfaultfd closed, every page it owed read as zeros, and a
-	 * guard that knew nothing to kill */
+	 * guard that knew nothing to kill. The guard takes it while the server
+	 * builds what it owes. */
+	struct lazy_msg g = { .type = MSG_FD };
+	int r = send_msg(s->guard, &g, NULL, 0, fd);
+	g = (struct lazy_msg){ .type = MSG_PID, .pid = m.pid };
+	if (r >= 0)
+		r = send_msg(s->guard, &g, NULL, 0, -1);
+	struct lmm *nm = r < 0 ? NULL : realloc(s->mm, (s->n + 1) * sizeof(*nm));
+	if (r < 0 || !nm) {
+		close(fd);
+		return r < 0 ? r : -ENOMEM;
+	}
+	s->mm = nm;
+	r = build_mm(&nm[s->n], mr, buf + sizeof(m));
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	nm[s->n].fd = fd;
+	nm[s->n].pid = m.pid;
+	s->n++;
 	int gfd;
-	ssize_t got = r < 0 ? r : recv_msg(s->guard, &g, sizeof(g), &gfd);
+	ssize_t got = recv_msg(s->guard, &g, sizeof(g), &gfd);
 	if (got != (ssize_t)sizeof(g) || g.type != MSG_TAKEN || g.pid != m.pid)
 		return got < 0 ? (int)got : -EPROTO;
 	g = (struct lazy_msg){ .type = MSG_TAKEN, .pid = m.pid };
@@ -1387,28 +1394,72 @@ void mm_lazy_warm(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *r
 		  copied, zeroed);
 }
 
+/* The server's answer for the oldest task handed over (MSG_TAKEN): its pid
+ * is held by the guard. */
+static int take_answer(struct rst_ctx *ctx, int flags)
+{
+	struct mm_lazy *l = ctx->lazy;
+	pid_t pid = l->unanswered[0];
+	struct lazy_msg a;
+	ssize_t k;
+	while ((k = recv(l->sock, &a, sizeof(a), flags)) < 0 && errno == EINTR)
+		;
+	if (k < 0 && errno == EAGAIN)
+		return -EAGAIN;
+	if (k < 0)
+		k = -errno;
+	if (k != (ssize_t)sizeof(a) || a.type != MSG_TAKEN || a.pid != pid)
+		return log_fail(&ctx->log, k < 0 ? (int)k : -EPIPE,
+				"pid %d: the lazy server (pid %d) did not take its memory: %s", pid,
+				l->server,
+				k < 0 ? strerror((int)-k) : k == 0 ? "it has ended" : "a wrong answer");
+	memmove(l->unanswered, l->unanswered + 1, --l->nunanswered * sizeof(pid_t));
+	return 0;
+}
+
+/* At most this many tasks handed over without an answer: the server's
+ * answers wait in ckpt's socket meanwhile. */
+#define LAZY_UNANSWERED 32
+
 int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg)
 {
+	struct mm_lazy *l = ctx->lazy;
 	const MmEntry *e = ((struct mm_rst *)t->kstate[KIND_mm])->e;
 	_Static_assert(sizeof(bool) == 1, "registered flags are sent as bytes");
+	int r = 0;
+	/* answers already in, without waiting; one waited for if too many are due */
+	while (l->nunanswered && (r = take_answer(ctx, MSG_DONTWAIT)) == 0)
+		;
+	while (r == -EAGAIN && l->nunanswered >= LAZY_UNANSWERED)
+		r = take_answer(ctx, 0);
+	if (r < 0 && r != -EAGAIN)
+		return r;
+	if (l->nunanswered == l->cap) {
+		size_t cap = l->cap * 2 + 8;
+		pid_t *n = realloc(l->unanswered, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		l->unanswered = n;
+		l->cap = cap;
+	}
 	struct lazy_msg m = { .type = MSG_TASK, .task = (uint32_t)(t - ctx->tasks),
 			      .pid = t->pup.pid, .nvmas = (uint32_t)e->n_vmas };
-	int r = e->n_vmas > 65536 ? -E2BIG : send_msg(ctx->lazy->sock, &m, reg, e->n_vmas, fd);
+	r = e->n_vmas > 65536 ? -E2BIG : send_msg(l->sock, &m, reg, e->n_vmas, fd);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot hand its memory to the lazy server "
-				"(pid %d): %s", t->pid, ctx->lazy->server, strerror(-r));
-	/* taken, and its pid held by the server's guard, before it may run */
-	struct lazy_msg a;
-	int afd;
-	ssize_t k = recv_msg(ctx->lazy->sock, &a, sizeof(a), &afd);
-	if (afd >= 0)
-		close(afd);
-	if (k != (ssize_t)sizeof(a) || a.type != MSG_TAKEN || a.pid != t->pup.pid)
-		return log_fail(&ctx->log, k < 0 ? (int)k : -EPIPE,
-				"pid %d: the lazy server (pid %d) did not take its memory: %s",
-				t->pid, ctx->lazy->server,
-				k < 0 ? strerror((int)-k) : k == 0 ? "it has ended" : "a wrong answer");
+				"(pid %d): %s", t->pid, l->server, strerror(-r));
+	/* not waited for here: the rest of the task's state is restored while
+	 * the server and its guard take it (mm_lazy_taken) */
+	l->unanswered[l->nunanswered++] = t->pup.pid;
 	return 0;
+}
+
+int mm_lazy_taken(struct rst_ctx *ctx)
+{
+	int r = 0;
+	while (r == 0 && ctx->lazy && ctx->lazy->nunanswered)
+		r = take_answer(ctx, 0);
+	return r;
 }
 
 static void lazy_end(struct rst_ctx *ctx, bool commit)
@@ -1420,6 +1471,7 @@ static void lazy_end(struct rst_ctx *ctx, bool commit)
 		log_error(&ctx->log, "lazy server (pid %d) is gone: the restored processes are "
 			  "killed by its guard", ctx->lazy->server);
 	close(ctx->lazy->sock);
+	free(ctx->lazy->unanswered);
 	free(ctx->lazy);
 	ctx->lazy = NULL;
 }

@@ -2626,6 +2626,7 @@ const struct kind_ops mm_ops = {
 	.prepare = mm_prepare,
 	.before_fork = mm_before_fork,
 	.restore = mm_restore,
+	.restore_end = mm_lazy_taken,
 	.handover = mm_lazy_handover,
 	.restore_abort = mm_lazy_abort,
 	.free_state = mm_free_state,

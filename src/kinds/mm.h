@@ -241,9 +241,13 @@ int mm_lazy_uffd(struct rst_ctx *ctx, struct rst_task *t, int *ret_fd, bool **re
  * pages its threads touch first when they run (their stack pointer's, ...):
  * best effort, never fails. */
 void mm_lazy_warm(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg);
-/* Hands t's userfaultfd and registered vmas to the server. */
+/* Hands t's userfaultfd and registered vmas to the server; its answer is
+ * waited for by mm_lazy_taken. */
 int mm_lazy_give(struct rst_ctx *ctx, struct rst_task *t, int fd, const bool *reg)
 	__attribute__((warn_unused_result));
+/* Every task handed over is held by the server's guard (restore_end op):
+ * none may run before. */
+int mm_lazy_taken(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 /* The tree runs: the server finishes on its own (handover op). */
 void *mm_lazy_handover(struct rst_ctx *ctx);
 /* The restart failed: the server and its guard end. */
