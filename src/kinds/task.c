@@ -801,8 +801,9 @@ static int task_restore(struct rst_ctx *ctx, struct rst_task *t)
 	return r < 0 ? r : restore_prctls(ctx, t, e);
 }
 
-/* pid's TracerPid (0 if none or unknown); *ret_tgid: pid's process */
-static pid_t tracer_of(pid_t pid, pid_t *ret_tgid)
+/* pid's TracerPid (0 if none or unknown); *ret_tgid: pid's process,
+ * *ret_threads: its threads */
+static pid_t tracer_of(pid_t pid, pid_t *ret_tgid, uint32_t *ret_threads)
 {
 	_cleanup_free_ char *text = NULL;
 	struct proc_status st;
@@ -810,7 +811,34 @@ static pid_t tracer_of(pid_t pid, pid_t *ret_tgid)
 		return 0;
 	if (ret_tgid)
 		*ret_tgid = st.tgid;
+	if (ret_threads)
+		*ret_threads = st.threads;
 	return st.tracer_pid;
+}
+
+/* A thread of process pid (its main thread first) with a tracer, whose tid
+ * is put in *ret_tid; 0 if none. A thread traced alone (strace -p TID,
+ * gdb attached to one thread) is seen only in its own status. */
+static pid_t traced_thread(pid_t pid, pid_t *ret_tid)
+{
+	uint32_t threads = 1;
+	pid_t tracer = tracer_of(pid, NULL, &threads);
+	*ret_tid = pid;
+	if (tracer || threads < 2)
+		return tracer;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	for (struct dirent *de; d && (de = readdir(d));) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+		if (*end || end == de->d_name || tid <= 0 || tid == pid ||
+		    !(tracer = tracer_of((pid_t)tid, NULL, NULL)))
+			continue;
+		*ret_tid = (pid_t)tid;
+		return tracer;
+	}
+	return 0;
 }
 
 /*
@@ -820,7 +848,8 @@ static pid_t tracer_of(pid_t pid, pid_t *ret_tgid)
  * the tracee, detached by the kill, runs on untraced. Only the tracee's
  * status names its tracer, and reading every process's costs 20-30 us
  * each (5 ms for 200): done only when a process's probe found it may
- * trace one. Its main thread's status: a thread traced alone is not seen.
+ * trace one. A process of several threads whose main thread is not
+ * traced has each other thread's status read too.
  */
 static int task_collect_end(struct ckpt_ctx *ctx)
 {
@@ -836,14 +865,14 @@ static int task_collect_end(struct ckpt_ctx *ctx)
 	for (struct dirent *de; d && (de = readdir(d));) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
-		pid_t tracer;
+		pid_t tracer, tid;
 		if (*end || end == de->d_name || pid <= 0 || ctx_find_task(ctx, (pid_t)pid) ||
-		    !(tracer = tracer_of((pid_t)pid, NULL)))
+		    !(tracer = traced_thread((pid_t)pid, &tid)))
 			continue;
 		/* the tracer may be a thread: its process */
 		pid_t tracer_tgid = tracer;
 		if (!ctx_find_task(ctx, tracer)) {
-			(void)tracer_of(tracer, &tracer_tgid);
+			(void)tracer_of(tracer, &tracer_tgid, NULL);
 			if (!ctx_find_task(ctx, tracer_tgid))
 				continue;
 		}
@@ -851,11 +880,14 @@ static int task_collect_end(struct ckpt_ctx *ctx)
 		size_t len = 0;
 		if (proc_read((pid_t)pid, "comm", &comm, &len) >= 0)
 			comm[strcspn(comm, "\n")] = '\0';
+		char thread[48] = "";
+		if (tid != pid)
+			snprintf(thread, sizeof(thread), "thread %d of ", tid);
 		err = log_fail(&ctx->log, -EOPNOTSUPP,
-			       "pid %d: traces pid %ld (%s), outside the tree (strace -p, gdb -p?): "
+			       "pid %d: traces %spid %ld (%s), outside the tree (strace -p, gdb -p?): "
 			       "a ptrace relation is not saved; not supported yet (checkpoint the "
 			       "tracer once it has detached)",
-			       tracer, pid, comm ? comm : "?");
+			       tracer, thread, pid, comm ? comm : "?");
 	}
 	return err;
 }

@@ -8,15 +8,22 @@
  * child processes" and its tracee ran on untraced). After the refusal the
  * root still traces B: B's TracerPid is the root's, and B stops on
  * PTRACE_INTERRUPT.
+ *
+ * With argument "thread": B has a second thread, and the root seizes only
+ * that thread, as strace -p TID or a debugger attached to one thread does:
+ * B's main thread has no tracer, only the thread's own status names it
+ * (before, that went unseen and the checkpoint succeeded).
  */
 #include "lib.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,8 +37,21 @@ static pid_t tracer_of(pid_t pid)
 	return t ? atoi(t + 11) : -1;
 }
 
-int main(void)
+static int tid_pipe = -1;
+
+static void *second(void *arg)
 {
+	(void)arg;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	if (write(tid_pipe, &tid, sizeof(tid)) != sizeof(tid))
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+int main(int argc, char **argv)
+{
+	bool thread = argc > 1 && !strcmp(argv[1], "thread");
 	int p[2];
 	if (pipe(p) < 0)
 		fail("pipe: %m");
@@ -41,6 +61,10 @@ int main(void)
 	if (a == 0) {
 		pid_t b = fork();
 		if (b == 0) {
+			pthread_t th;
+			tid_pipe = p[1];
+			if (thread && pthread_create(&th, NULL, second, NULL))
+				_exit(1);
 			for (;;)
 				pause();
 		}
@@ -50,6 +74,11 @@ int main(void)
 	int st;
 	if (read(p[0], &b, sizeof(b)) != sizeof(b) || waitpid(a, &st, 0) != a || st)
 		fail("the child that forks B");
+	pid_t bt = b; /* what the root traces: B, or B's second thread */
+	if (thread && read(p[0], &bt, sizeof(bt)) != sizeof(bt))
+		fail("B's second thread");
+	pid_t b_main = b;
+	b = bt;
 	if (ptrace(PTRACE_SEIZE, b, 0, PTRACE_O_EXITKILL) < 0)
 		fail("PTRACE_SEIZE %d: %m", b);
 
@@ -60,6 +89,8 @@ int main(void)
 	if (ptrace(PTRACE_INTERRUPT, b, 0, 0) < 0)
 		fail("PTRACE_INTERRUPT %d: %m", b);
 	expect(waitpid(b, &st, __WALL) == b && WIFSTOPPED(st), "B did not stop: %x", st);
-	kill(b, SIGKILL);
+	if (thread)
+		expect(tracer_of(b_main) == 0, "B's main thread is traced by %d", tracer_of(b_main));
+	kill(b_main, SIGKILL);
 	pass();
 }

@@ -627,6 +627,10 @@ TESTS = [
     # the root traces a process outside the tree (strace -p, gdb -p): no ptrace relation is saved
     entry("refuse_tracer", kind="refuse",
           regex=r"\bpid {pid}: traces pid \d+ \(refuse_tracer\), outside the tree"),
+    # the same, one thread of that process traced alone (strace -p TID): only
+    # that thread's status names its tracer
+    entry("refuse_tracer_thread", kind="refuse", program="refuse_tracer", pargs=["thread"],
+          regex=r"\bpid {pid}: traces thread \d+ of pid \d+ \(refuse_tracer\), outside the tree"),
     entry("refuse_udp_cork", kind="refuse", program="inet_refuse", pargs=["udpcork"],
           regex=r"\bpid {pid} fd 3 \(inet\): udp 127\.0\.0\.1:\d+ -> 127\.0\.0\.1:\d+ has \d+ bytes corked or not sent yet \(UDP_CORK is set\)"),
     # corked by MSG_MORE: refused once the wait for datagrams on their way out ends
