@@ -27,7 +27,7 @@ __all__ = ["Error", "Result", "checkpoint", "restart", "inspect", "inspect_diff"
            "CKPT_EXT_UNIX", "CKPT_VERIFY", "CKPT_DROP_EVENTS", "CKPT_DETACH_CLIENTS",
            "CKPT_COMPRESS", "CKPT_TRACK", "CKPT_SKIP_IN_FLIGHT", "RESTART_LAZY",
            "RESTART_FROZEN", "RESTART_GHOST", "RESTART_CONN_RESET", "RESTART_DETACH",
-           "RESTART_PIDNS", "RESTART_SHELL_JOB", "LOG_ERROR", "LOG_WARN", "LOG_INFO",
+           "RESTART_PIDNS", "RESTART_SHELL_JOB", "RESTART_FORWARD_SIGNALS", "LOG_ERROR", "LOG_WARN", "LOG_INFO",
            "LOG_DEBUG", "Progress", "PHASE_CHECKPOINT", "PHASE_RESTART", "PHASE_END"]
 
 # the flags of ckpt.h
@@ -39,6 +39,7 @@ CKPT_SKIP_IN_FLIGHT = 0x800  # connections not accepted yet left out
 RESTART_FROZEN, RESTART_GHOST, RESTART_CONN_RESET = 0x2, 0x4, 0x10
 RESTART_DETACH, RESTART_PIDNS, RESTART_SHELL_JOB = 0x20, 0x40, 0x80
 RESTART_LAZY = 0x200  # memory filled on first touch by a server (root)
+RESTART_FORWARD_SIGNALS = 0x4000  # without RESTART_DETACH: signals passed on to the root
 LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG = 0, 1, 2, 3
 PHASE_CHECKPOINT, PHASE_RESTART, PHASE_END = 1, 2, 3
 KEY_BYTES = 32
@@ -261,15 +262,22 @@ def checkpoint(pid, image, kill=False, leave_frozen=False, flags=0, log=None,
 
 def restart(image, detach=True, frozen=False, pidns=False, pidfile=None, flags=0, log=None,
             log_level=LOG_INFO, key=None, progress=None, progress_interval_ms=0,
-            inherit_fds=None):
+            inherit_fds=None, forward_signals=False):
     """Bring the tree of image (a path or an fd) back as a child of this
     process. detach: return once it runs (Result.root is its pid: wait for
     it with os.waitpid); else wait for it and return its wait status in
     Result.root's place (the tuple (result, status)). progress: as for
     checkpoint, while memory is filled. inherit_fds: {N: fd}, this
-    process's fd for each external fd N of the image."""
+    process's fd for each external fd N of the image. forward_signals
+    (without detach): while it waits, SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+    SIGUSR1 and SIGUSR2 sent to this process go to the restored root, as
+    `ckpt restart` does (they are blocked in the calling thread meanwhile;
+    another thread of this process that does not block them takes them
+    itself)."""
+    if forward_signals and detach:
+        raise ValueError("forward_signals: only while restart() waits (detach=False)")
     flags |= (RESTART_DETACH if detach else 0) | (RESTART_FROZEN if frozen else 0) | \
-        (RESTART_PIDNS if pidns else 0)
+        (RESTART_PIDNS if pidns else 0) | (RESTART_FORWARD_SIGNALS if forward_signals else 0)
     o, err = _opts(flags, log, log_level, key, progress, progress_interval_ms)
     if inherit_fds:
         pairs = sorted(inherit_fds.items())

@@ -5,12 +5,18 @@ and a progress callback, ckpt.inspect() the image, ckpt.restart() it
 detached with a progress callback (it comes back as our child), signal it,
 reap it: it exits 42 only if its memory is intact. Both results give
 as_dict() with the summary line ckpt prints.
+Then ckpt.restart(detach=False, forward_signals=True) in a process of
+its own ("wait" mode): a SIGUSR1 sent to that process reaches the
+restored child, which exits 42, and restart() returns its status (without
+forwarding, SIGUSR1 would end that process and the child would run on).
 Then the refusals: a pid that does not exist raises ckpt.Error with ESRCH
 and the library's reason. Prints PASS or FAIL lines."""
 import errno
 import os
 import signal
+import subprocess
 import sys
+import time
 
 import ckpt
 
@@ -85,6 +91,7 @@ def main():
     wpid, status = os.waitpid(pid, 0)
     check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 42,
           "the restored child ended with status %#x, not exit 42" % status)
+    check_forwarded(img, pid)
     try:
         ckpt.checkpoint(4194303, os.path.abspath("none.ckpt"))
         check(False, "checkpoint of a pid that does not exist succeeded")
@@ -95,6 +102,44 @@ def main():
           "a failed checkpoint left a file behind: %s" % os.listdir("."))
     print("PASS" if not failures else "FAIL: %d check(s)" % len(failures), flush=True)
     return 1 if failures else 0
+
+
+def check_forwarded(img, pid):
+    """restart(detach=False, forward_signals=True) in a process of its own:
+    a SIGUSR1 sent to it ends the restored child with 42 (its memory intact)."""
+    waiter = subprocess.Popen([sys.executable, os.path.abspath(__file__), "wait", img])
+    deadline = time.monotonic() + 60
+    while not (_parent(pid) == waiter.pid and _sleeping(pid)):
+        if waiter.poll() is not None or time.monotonic() > deadline:
+            check(False, "forward_signals: the child was not restored under the waiter "
+                  "(exit %s)" % waiter.poll())
+            if waiter.poll() is None:
+                waiter.kill()
+            waiter.wait()
+            return
+        time.sleep(0.01)
+    os.kill(waiter.pid, signal.SIGUSR1)
+    try:
+        rc = waiter.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        waiter.kill()
+        rc = waiter.wait()
+    check(rc == 0, "forward_signals: the waiter ended with %d (0: the child got SIGUSR1 and "
+          "exited 42; -%d: the signal ended the waiter itself)" % (rc, signal.SIGUSR1))
+
+
+def wait_mode(img):
+    """The waiter of check_forwarded: exit 0 if the child it restarts exits 42."""
+    res, status = ckpt.restart(img, detach=False, forward_signals=True)
+    return 0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 42 else 3
+
+
+def _parent(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def check_progress(calls, phase, what):
@@ -112,9 +157,12 @@ def check_progress(calls, phase, what):
 
 
 def _sleeping(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "S"
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "S"
+    except OSError:
+        return False
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(wait_mode(sys.argv[2]) if sys.argv[1:2] == ["wait"] else main())
