@@ -686,11 +686,79 @@ static int task_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_r
 }
 
 /* Every task and thread has one; one in a job-control stop is released stopped. */
+/*
+ * A policy's node mask (len bytes of it) against the nodes memory may come
+ * from here (allowed: ckpt's cpuset's, of nodes with memory): the kernel
+ * keeps only the nodes of the mask that are allowed, and fails the call
+ * (EINVAL) when none is, which was at "task state", the original gone; so
+ * that is refused now, at "check", and a mask that loses nodes is said.
+ * A relative mask (MPOL_F_RELATIVE_NODES) is folded onto the allowed nodes:
+ * never empty. what: "its memory policy", "the policy of its memory at ...".
+ */
+static int check_nodes(struct rst_ctx *ctx, const struct rst_task *t, const char *what, int mode,
+		       const uint8_t *data, size_t len, const uint64_t *allowed)
+{
+	uint64_t nodes[NODE_BITS / 64] = { 0 };
+	memcpy(nodes, data, MIN(len, sizeof(nodes)));
+	bool any = false, all = true, some = false;
+	for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+		any |= nodes[i] != 0;
+		some |= (nodes[i] & allowed[i]) != 0;
+		all &= (nodes[i] & ~allowed[i]) == 0;
+	}
+	if (!any || all || (mode & MPOL_F_RELATIVE_NODES))
+		return 0;
+	char pol[160], here[160];
+	mpol_str(mode, nodes, pol, sizeof(pol));
+	mpol_str(MPOL_BIND, allowed, here, sizeof(here));
+	const char *has = strchr(here, ':') ? strchr(here, ':') + 1 : "none";
+	if (!some)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: %s is %s, which names only NUMA nodes that this machine "
+				"does not have or that ckpt's cpuset does not allow (nodes with "
+				"memory here: %s)",
+				t->pid, what, pol, has);
+	log_warn(&ctx->log, "pid %d: %s is %s, which names NUMA nodes this machine does not "
+		 "have; it keeps only those it has (%s)", t->pid, what, pol, has);
+	return 0;
+}
+
+/* Every node mask of t's policies (its own, its vmas') against this
+ * machine's nodes, before anything is made. */
+static int check_policies(struct rst_ctx *ctx, const struct rst_task *t, const TaskEntry *e)
+{
+	bool nodes = e->has_mempolicy_nodes && e->mempolicy_nodes.len;
+	for (size_t i = 0; i < e->n_vma_policies && !nodes; i++)
+		nodes = e->vma_policies[i]->has_nodes && e->vma_policies[i]->nodes.len;
+	if (!nodes)
+		return 0;
+	uint64_t allowed[NODE_BITS / 64] = { 0 };
+	if (syscall(SYS_get_mempolicy, NULL, allowed, NODE_BITS, NULL, MPOL_F_MEMS_ALLOWED) < 0)
+		return 0; /* no NUMA here: the kernel has no policy to refuse */
+	int r = 0;
+	if (e->has_mempolicy_mode && e->has_mempolicy_nodes)
+		r = check_nodes(ctx, t, "its memory policy", (int)e->mempolicy_mode,
+				e->mempolicy_nodes.data, e->mempolicy_nodes.len, allowed);
+	for (size_t i = 0; i < e->n_vma_policies && r >= 0; i++) {
+		const VmaPolicyEntry *v = e->vma_policies[i];
+		char what[96];
+		snprintf(what, sizeof(what), "the policy of its memory at %llx-%llx (mbind)",
+			 (unsigned long long)v->start, (unsigned long long)v->end);
+		if (v->has_nodes)
+			r = check_nodes(ctx, t, what, (int)v->mode, v->nodes.data, v->nodes.len,
+					allowed);
+	}
+	return r;
+}
+
 static int task_loaded(struct rst_ctx *ctx, struct rst_task *t)
 {
 	TaskEntry *e = t->kstate[KIND_task];
 	if (!e)
 		return rst_require(ctx, t, KIND_task);
+	int r = check_policies(ctx, t, e);
+	if (r < 0)
+		return r;
 	t->stopped = e->has_stopped && e->stopped;
 	t->stop_sig = SIGSTOP;
 	if (e->has_stop_signal) {

@@ -881,6 +881,9 @@ TESTS = [
     entry("mm_mbind", (B, T, R)),
     # the same in a large process: its vmas' policies asked by injected calls
     entry("mm_mbind_large", (B, T), program="mm_mbind", pargs=("large",)),
+    # its image forged to bind the vma to NUMA node 63: refused at load,
+    # nothing made, where the machine has no such node
+    entry("mm_mbind_forged", kind="mbind_forged", program="mm_mbind"),
     # AIO contexts (mm-aio.c): remade by io_setup at the ring's address
     entry("aio_ring", (B, T, R)),
     entry("aio_ring_lazy", program="aio_ring", rst_args=("--lazy",)),
@@ -9844,6 +9847,32 @@ http {{
         with open(self.p("restart.log"), errors="replace") as f:
             if "accepted: a private mapping" not in f.read():
                 raise Fail("no warning of the accepted file in restart.log")
+
+    def flow_mbind_forged(self):
+        """The image of a process with a vma bound by mbind to node 0, forged
+        to bind it to node 63: where this machine has no node 63, the restart
+        fails at load naming the memory, the policy and the nodes there are
+        (it failed at "task state", at its mbind); then the genuine image
+        restores."""
+        if self.opts.no_ckpt:
+            return self.native()
+        if os.path.exists("/sys/devices/system/node/node63"):
+            raise Skip("this machine has a NUMA node 63")
+        r = self.forged_dry_run("mbind_node", 30)
+        self.expect_error(r, "restart of the forged image",
+                          must=["the policy of its memory at",
+                                "(mbind) is bind:63, which names only NUMA nodes that this "
+                                "machine does not have",
+                                "nodes with memory here: "])
+        log = self.p("forged.log")
+        with open(log, errors="replace") as f:
+            text = f.read()
+        if "step spawn root" in text or "created" in text:
+            raise Fail("the forged image got past load: %s" % text[-400:])
+        self.expect_gone("the refused restart")
+        rp = self.restart(self.p("img"), "restart")
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart of the genuine image")
 
     def flow_huge_forged(self):
         """The image of a hugetlb SysV segment forged to 1 GiB pages: where

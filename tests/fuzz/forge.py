@@ -287,7 +287,26 @@ def f_path_escape(hdr, recs):
     recs[i][2] = set_field(recs[i][2], 2, b"/nonexistent/\x1b[2J\x1b]0;owned\x07")
 
 
+TASK = 0x0101
+
+
+def f_mbind_node(hdr, recs):
+    """a vma's memory policy bound to NUMA node 63: refused at load where the machine has no such node"""
+    i = [i for i, r in enumerate(recs) if r[0] == TASK and has_field(r[2], 25)][0]
+    pol = set_field(get_field(recs[i][2], 25), 4, bytes(7) + b"\x80" + bytes(120))
+    recs[i][2] = set_field(recs[i][2], 25, pol)
+
+
+def has_field(msg, field):
+    try:
+        get_field(msg, field)
+        return True
+    except ValueError:
+        return False
+
+
 FORGERIES = {
+    "mbind_node": f_mbind_node,
     "ns_subtree": f_ns_subtree, "ns_twice": f_ns_twice,
     "id_huge": f_id_huge, "file_twice": f_file_twice, "pipe_bad": f_pipe_bad,
     "hdr_flags": f_hdr_flags, "hdr_reserved": f_hdr_reserved,
