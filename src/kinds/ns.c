@@ -15,6 +15,14 @@
  * written from ckpt's side; at "root ready" it mounts its own /proc and
  * devpts and sets its hostname, before the other kinds (the cgroup kind's
  * namespace, tty's ptys in that devpts) and before anything forks.
+ *
+ * A plain tree (not a container) whose root has a uts namespace of its
+ * own (systemd's ProtectHostname=yes, unshare -u) has a record too, with
+ * CLONE_NEWUTS alone: every task of it must be in the root's, and the
+ * restarted root unshares a new one at "root ready" (an injected unshare,
+ * not a clone flag: it is the same for a root forked by --pidns's init,
+ * and root_clone keeps meaning "a container", which the tree code asks),
+ * where it sets the hostname and domainname saved.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +83,7 @@ struct ns_ckpt {
 	NamespacesEntry e;
 	char ref[SHARED_MAX][NS_LINK_MAX]; /* the tree's namespaces: "uts:[INODE]" */
 	char hostname[65];
+	char domainname[65];
 	char devpts_opts[128];  /* its own devpts' mount options */
 	uint64_t devpts_dev;    /* and its device, 0 if it has none */
 	char uid_map[512], gid_map[512];
@@ -202,7 +211,8 @@ static int read_devpts(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *roo
 	return 0;
 }
 
-/* Its hostname, by an injected uname (the scratch area is mapped). */
+/* Its hostname and domainname, by an injected uname (the scratch area is
+ * mapped). */
 static int read_hostname(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
 {
 	struct utsname u;
@@ -211,7 +221,9 @@ static int read_hostname(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *r
 		return log_fail(&ctx->log, r < 0 ? (int)r : -EIO, "pid %d: cannot read its hostname",
 				root->pid);
 	snprintf(n->hostname, sizeof(n->hostname), "%s", u.nodename);
+	snprintf(n->domainname, sizeof(n->domainname), "%s", u.domainname);
 	n->e.hostname = n->hostname;
+	n->e.domainname = n->domainname;
 	return 0;
 }
 
@@ -247,11 +259,12 @@ static bool ns_differs(pid_t tid, int k, const char *ref, char *link)
 	return r == -ENOENT && k == SHARED_PIDC && ns_link(tid, "pid", pid) == 0;
 }
 
-/* The reference namespaces (ns_ckpt.ref) from the root's or ckpt's own. */
+/* The reference namespaces (ns_ckpt.ref) from the root's or ckpt's own;
+ * a plain tree's uts namespace is its root's (restarted in a new one). */
 static int read_refs(struct ckpt_ctx *ctx, struct ns_ckpt *n)
 {
-	pid_t pid = ctx->container ? ctx->tasks[0].pid : getpid();
 	for (int k = 0; k < SHARED_MAX; k++) {
+		pid_t pid = ctx->container || k == SHARED_UTS ? ctx->tasks[0].pid : getpid();
 		/* pid_for_children is held to the tree's pid namespace */
 		const char *name = shared_names[k == SHARED_PIDC ? SHARED_PID : k];
 		int r = ns_link(pid, name, n->ref[k]);
@@ -321,16 +334,17 @@ static int refuse_ns(struct ckpt_ctx *ctx, const struct task *t, pid_t tid, int 
 		    t->pid, tid ? " thread " : "", tid, link,
 		    ctx->container ? "the container's" : "ckpt's",
 		    strcmp(link, "pid:[unborn]") ? "" : " without a fork since");
-	if (ctx->container)
+	if (ctx->container || k == SHARED_UTS)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d%s%.0d: in another %s namespace (%s) than the container's "
-				"root (pid %d, %s); not supported yet",
+				"pid %d%s%.0d: in another %s namespace (%s) than the %s root (pid "
+				"%d, %s); not supported yet",
 				t->pid, tid ? " thread " : "", tid, shared_names[k], link,
-				ctx->tasks[0].pid, ref);
+				ctx->container ? "container's" : "tree's", ctx->tasks[0].pid, ref);
 	return log_fail(&ctx->log, -EOPNOTSUPP,
 			"pid %d%s%.0d: its %s namespace (%s) is not ckpt's (%s): a process tree "
-			"is restarted in ckpt's namespaces, where it would lose it; not supported "
-			"yet (a container is checkpointed by the pid of its init)",
+			"is restarted in ckpt's namespaces (but for a uts namespace of its "
+			"root's own), where it would lose it; not supported yet (a container is "
+			"checkpointed by the pid of its init)",
 			t->pid, tid ? " thread " : "", tid, shared_names[k], link, ref);
 }
 
@@ -362,9 +376,23 @@ static int check_shared(struct ckpt_ctx *ctx, const struct ns_ckpt *n)
 	return 0;
 }
 
+/* A plain tree's root in a uts namespace of its own: its hostname and
+ * domainname, restored in a new one (the record's CLONE_NEWUTS alone). */
+static int subtree_uts(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
+{
+	if (same_ns(root->pid, "uts"))
+		return 0;
+	n->e.flags = CLONE_NEWUTS;
+	int r = read_hostname(ctx, n, root);
+	if (r >= 0)
+		log_info(&ctx->log, "pid %d: in a uts namespace of its own (hostname '%s')",
+			 root->pid, n->hostname);
+	return r;
+}
+
 /* At the root, every task: in the tree's namespaces. A container's root:
- * its namespaces (a subtree has none of its own: its record is not
- * written). */
+ * its namespaces (a subtree has none of its own, but for a uts namespace:
+ * without one its record is not written). */
 static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct task *root = &ctx->tasks[0];
@@ -377,8 +405,10 @@ static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 	int r = read_refs(ctx, n);
 	if (r >= 0)
 		r = check_shared(ctx, n);
-	if (r < 0 || !ctx->container)
+	if (r < 0)
 		return r;
+	if (!ctx->container)
+		return subtree_uts(ctx, n, t);
 	n->e.flags = CLONE_NEWPID;
 	r = same_ns(t->pid, "user") ? 0 : read_idmaps(ctx, n, t->pid);
 	if (r >= 0 && !same_ns(t->pid, "mnt")) {
@@ -417,6 +447,11 @@ static int ns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 	struct restart_caller *c = ctx->caller;
 	if (!n || !n->e.flags || caller_can(c, CAP_SYS_ADMIN))
 		return 0;
+	if (!(n->e.flags & CLONE_NEWPID))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: in a uts namespace of its own; restarting it needs "
+				"CAP_SYS_ADMIN, which this caller lacks",
+				t->pid);
 	if (!n->nuids)
 		return log_fail(&ctx->log, -EPERM,
 				"pid %d: a container without a user namespace of its own; "
@@ -498,9 +533,14 @@ static int ns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 	if (e->devpts && (!(e->flags & CLONE_NEWNS) || !devpts_data(e->devpts, data, sizeof(data))))
 		return log_fail(&ctx->log, -EINVAL, "record %u: the devpts options are not valid",
 				rec->index);
+	if ((e->hostname && strlen(e->hostname) > 64) ||
+	    (e->domainname && strlen(e->domainname) > 64))
+		return log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid", rec->index);
+	/* a plain tree's root in a uts namespace of its own: that alone */
+	if (e->flags == CLONE_NEWUTS && !e->uid_map && !e->gid_map)
+		return 0;
 	if (!(e->flags & CLONE_NEWPID) || (e->flags & ~ok) || user != (e->uid_map && e->gid_map) ||
-	    (user && (strlen(e->uid_map) > 500 || strlen(e->gid_map) > 500)) || t->pid != 1 ||
-	    (e->hostname && strlen(e->hostname) > 64))
+	    (user && (strlen(e->uid_map) > 500 || strlen(e->gid_map) > 500)) || t->pid != 1)
 		return log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid", rec->index);
 	/* the cgroup namespace is unshared later (cgroup.c), in its cgroup */
 	ctx->root_clone = e->flags & ~(uint32_t)CLONE_NEWCGROUP;
@@ -510,7 +550,7 @@ static int ns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 /* RESTART_PIDNS asked for a container: its own namespaces anyway. */
 static int ns_prepare(struct rst_ctx *ctx)
 {
-	if (ctx->pidns && ns_rst(ctx)) {
+	if (ctx->pidns && (ns_rst_flags(ctx) & CLONE_NEWPID)) {
 		log_info(&ctx->log, "RESTART_PIDNS: the image is a container, restored in its own "
 				    "namespaces anyway");
 		ctx->pidns = false;
@@ -545,10 +585,37 @@ static long inject_str(struct puppet *p, size_t off, const char *s)
 	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
 }
 
+/* Its hostname and domainname; a plain tree's root unshares its new uts
+ * namespace first. */
+static int set_uts(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
+{
+	struct puppet *p = &t->pup;
+	long r = 0;
+	if (!(ns->flags & CLONE_NEWPID)) {
+		r = puppet_syscall(p, SYS_unshare, CLONE_NEWUTS);
+		if (rst_check(ctx, t, r, "unshare(CLONE_NEWUTS)") < 0)
+			return (int)r;
+	}
+	if (ns->hostname) {
+		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname),
+				   strnlen(ns->hostname, 64));
+		if (rst_check(ctx, t, r, "sethostname") < 0)
+			return (int)r;
+	}
+	if (ns->domainname) {
+		r = puppet_syscall(p, SYS_setdomainname, inject_str(p, 0, ns->domainname),
+				   strnlen(ns->domainname, 64));
+		if (rst_check(ctx, t, r, "setdomainname") < 0)
+			return (int)r;
+	}
+	return 0;
+}
+
 /*
  * The container's root, pid 1 of its new namespaces: its own /proc (the
  * mounts are made private first, so nothing leaks out), its own devpts
- * when it had one (its ptys come next, tty.c), and hostname.
+ * when it had one (its ptys come next, tty.c), and hostname. A plain
+ * tree's root: its uts namespace.
  */
 static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
@@ -577,12 +644,8 @@ static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 		if (rst_check(ctx, t, r, "mounting the container's devpts") < 0)
 			return (int)r;
 	}
-	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {
-		size_t len = strnlen(ns->hostname, 64);
-		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname), len);
-		if (rst_check(ctx, t, r, "sethostname") < 0)
-			return (int)r;
-	}
+	if ((ns->flags & CLONE_NEWUTS) && (r = set_uts(ctx, t, ns)) < 0)
+		return (int)r;
 	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
 	return 0;
 }

@@ -859,12 +859,20 @@ TESTS = [
           regex=r"\bthread \d+: its thread keyring holds keys; not supported"),
     # a plain tree's task in a namespace that is not ckpt's (unshare)
     entry("refuse_self", kind="refuse_self"),
+    # a plain tree whose root is in a uts namespace of its own (unshare -u,
+    # ProtectHostname=yes): restored in a new one with its hostname
+    entry("ns_uts", (B, T, R), prefix=["unshare", "-u"]),
+    # the same restored under --pidns: the root, forked by the namespace's init, unshares it
+    entry("ns_uts_pidns", program="ns_uts", prefix=["unshare", "-u"], rst_args=("--pidns",)),
+    # a child in yet another uts namespace than the tree's root's
     entry("refuse_ns_uts", kind="refuse", program="refuse_ns_own", pargs=["uts"],
-          regex=r"\bpid {pid}: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
+          regex=r"\bpid \d+: in another uts namespace \(uts:\[\d+\]\) than the tree's root "
+                r"\(pid {pid}, uts:\[\d+\]\)"),
     entry("refuse_ns_child", kind="refuse", program="refuse_ns_own", pargs=["child"],
           regex=r"\bpid \d+: its ipc namespace \(ipc:\[\d+\]\) is not ckpt's"),
     entry("refuse_ns_thread", kind="refuse", program="refuse_ns_own", pargs=["thread"],
-          regex=r"\bpid {pid} thread \d+: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
+          regex=r"\bpid {pid} thread \d+: in another uts namespace \(uts:\[\d+\]\) than the "
+                r"tree's root \(pid {pid}, uts:\[\d+\]\)"),
     entry("refuse_ns_pidc", kind="refuse", program="refuse_ns_own", pargs=["pidc"],
           regex=r"\bpid {pid}: its children's pid namespace \(pid:\[unborn\]\) is not ckpt's "
                 r"\(unshare CLONE_NEWPID without a fork since\)"),
@@ -3389,9 +3397,11 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     def flow_program(self):
+        # prefix: a command the program is started under ("unshare -u")
+        prefix = self.t.get("prefix", ())
         if self.opts.no_ckpt:
-            return self.native()
-        pr = self.start()
+            return self.native(prefix)
+        pr = self.start(prefix)
         self.wait_ready()
         img = self.p("img")
         extra = self.t.get("ckpt_args", ())
