@@ -7,6 +7,8 @@
  * the task and the namespace:
  *   uts     the root unshares CLONE_NEWUTS and sets its hostname (that
  *           alone is restored), then a child unshares CLONE_NEWUTS again;
+ *   mnt     the root unshares CLONE_NEWNS (restored too), then a child
+ *           unshares CLONE_NEWNS again;
  *   child   a child unshares CLONE_NEWIPC;
  *   thread  a second thread unshares CLONE_NEWUTS;
  *   pidc    the root unshares CLONE_NEWPID and forks nothing since;
@@ -26,6 +28,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -89,6 +92,17 @@ int main(int argc, char **argv)
 			fail("fork: %m");
 		if (child == 0)
 			child_main(CLONE_NEWUTS, "uts");
+		if (read(ready[0], &ch, 1) != 1)
+			fail("the child did not unshare");
+	} else if (!strcmp(how, "mnt")) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			fail("unshare(CLONE_NEWNS), mount: %m");
+		child = fork();
+		if (child < 0)
+			fail("fork: %m");
+		if (child == 0)
+			child_main(CLONE_NEWNS, "mnt");
 		if (read(ready[0], &ch, 1) != 1)
 			fail("the child did not unshare");
 	} else if (!strcmp(how, "pidc")) {
