@@ -4,9 +4,10 @@
  * mount namespace of its own derived from the host's, as systemd's
  * PrivateTmp=yes makes (unshare -m --propagation slave; the runner starts
  * it so, or with --propagation private: argv[1] "private"): a tmpfs
- * mounted on a directory of the test's, a file in it, and an fd open on
- * another. After the restart, from inside: the file's contents and the
- * open fd's, the tmpfs in /proc/self/mountinfo at its point, "/" a slave
+ * mounted on a directory of the test's, a file in it, an fd open on
+ * another, and a unix socket listening on a name in it. After the restart, from inside: the file's
+ * contents and the open fd's, a connection to the socket's name accepted, the tmpfs in
+ * /proc/self/mountinfo at its point, "/" a slave
  * (or not) as it was (a slave only where ckpt's "/" is shared), a child
  * in the same mount namespace, which is not the runner's; and the
  * runner's mount table has no mount at the point (nothing leaked onto the
@@ -20,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,6 +94,14 @@ int main(int argc, char **argv)
 	int hfd = open(held, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (hfd < 0 || write(hfd, "held", 4) != 4)
 		fail("write %s: %m", held);
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	if (strlen(dir) + 6 > sizeof(sun.sun_path))
+		skip("the test directory's path is too long for a socket's name");
+	memcpy(sun.sun_path, dir, strlen(dir));
+	memcpy(sun.sun_path + strlen(dir), "/sock", 6);
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(lfd, 4) < 0)
+		fail("unix socket on %s: %m", sun.sun_path);
 	if (mount_at(runner, dir, fields, sizeof(fields), type, sizeof(type)))
 		fail("the tmpfs is on the host too: propagated out");
 	/* a slave where ckpt's "/" is shared (here it may be private: then
@@ -134,6 +145,12 @@ int main(int argc, char **argv)
 	memset(buf, 0, sizeof(buf));
 	expect(pread(hfd, buf, sizeof(buf), 0) == 4 && !strcmp(buf, "held"),
 	       "the fd open on %s: lost (%s)", held, buf);
+	int cfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	expect(cfd >= 0 && connect(cfd, (struct sockaddr *)&sun, sizeof(sun)) == 0,
+	       "connect to %s: %m", sun.sun_path);
+	int afd = accept(lfd, NULL, NULL);
+	expect(afd >= 0 && write(cfd, "x", 1) == 1 && read(afd, buf, 1) == 1,
+	       "the connection to %s: %m", sun.sun_path);
 	struct stat a, b;
 	expect(fstat(hfd, &a) == 0 && stat(held, &b) == 0 && a.st_ino == b.st_ino &&
 		   a.st_dev == b.st_dev,
