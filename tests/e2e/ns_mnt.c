@@ -12,7 +12,9 @@
  * in the same mount namespace, which is not the runner's; and the
  * runner's mount table has no mount at the point (nothing leaked onto the
  * host). argv[1] "shared": started with --propagation unchanged, for a
- * refusal (skipped where no mount of ckpt's is shared).
+ * refusal (skipped where no mount of ckpt's is shared); "bind": a
+ * directory of the test's bound there instead of the tmpfs, as
+ * PrivateTmp=yes binds /tmp/systemd-private-.../tmp on /tmp.
  */
 #include "lib.h"
 
@@ -84,8 +86,15 @@ int main(int argc, char **argv)
 	snprintf(rpath, sizeof(rpath), "/proc/%d/ns/mnt", runner);
 	if (ns_ino("/proc/self/ns/mnt") == ns_ino(rpath))
 		skip("not started in a mount namespace of its own (unshare -m)");
-	if (mkdir(dir, 0755) < 0 || mount("tmpfs", dir, "tmpfs", 0, "size=1m,mode=0750") < 0)
-		fail("mkdir, mount tmpfs on %s: %m", dir);
+	/* "bind": as systemd's PrivateTmp, a directory of the host's bound
+	 * there (its files stay on the host's file system) */
+	bool use_bind = !strcmp(how, "bind");
+	char src[4200];
+	snprintf(src, sizeof(src), "%s/host-side", base ? base : ".");
+	if (mkdir(dir, 0755) < 0 || (use_bind && mkdir(src, 0700) < 0) ||
+	    (use_bind ? mount(src, dir, NULL, MS_BIND, NULL)
+		      : mount("tmpfs", dir, "tmpfs", 0, "size=1m,mode=0750")) < 0)
+		fail("mkdir, mount %s on %s: %m", use_bind ? "a bind" : "tmpfs", dir);
 	snprintf(file, sizeof(file), "%s/secret", dir);
 	snprintf(held, sizeof(held), "%s/held", dir);
 	int fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -109,7 +118,7 @@ int main(int argc, char **argv)
 	if (!mount_at(0, "/", fields, sizeof(fields), type, sizeof(type)))
 		fail("no / mount");
 	bool slave = strstr(fields, "master:") != NULL;
-	if (strcmp(how, "slave") && slave)
+	if (strcmp(how, "slave") && strcmp(how, "bind") && slave)
 		fail("/ is a slave under --propagation %s", how);
 	if (!strcmp(how, "shared") && !strstr(fields, "shared:") &&
 	    !mount_at(0, "/run/netns", fields, sizeof(fields), type, sizeof(type)))
@@ -156,8 +165,8 @@ int main(int argc, char **argv)
 		   a.st_dev == b.st_dev,
 	       "the fd open on %s is not that file", held);
 	expect(mount_at(0, dir, fields, sizeof(fields), type, sizeof(type)) &&
-		   !strcmp(type, "tmpfs"),
-	       "no tmpfs at %s in its mountinfo", dir);
+		   !strcmp(type, "tmpfs") == !use_bind,
+	       "no %s at %s in its mountinfo", use_bind ? "bind" : "tmpfs", dir);
 	expect(!mount_at(runner, dir, fields, sizeof(fields), type, sizeof(type)),
 	       "a mount at %s in the runner's mount table (%s): leaked onto the host", dir, type);
 	expect(mount_at(0, "/", fields, sizeof(fields), type, sizeof(type)), "no / mount");

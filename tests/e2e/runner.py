@@ -869,6 +869,9 @@ TESTS = [
     entry("ns_mnt", (B, T, R), prefix=["unshare", "-m", "--propagation", "slave"]),
     entry("ns_mnt_private", (B, T), program="ns_mnt", pargs=["private"],
           prefix=["unshare", "-m", "--propagation", "private"]),
+    # PrivateTmp's own shape: a directory of the host's bound on the point
+    entry("ns_mnt_bind", (B, T), program="ns_mnt", pargs=["bind"],
+          prefix=["unshare", "-m", "--propagation", "slave"]),
     # --verify: its dry-run restart makes the namespace and the tmpfs, in a namespace of its own
     entry("ns_mnt_verify", program="ns_mnt", prefix=["unshare", "-m", "--propagation", "slave"],
           ckpt_args=["--verify"]),
