@@ -349,9 +349,9 @@ static int refuse_ns(struct ckpt_ctx *ctx, const struct task *t, pid_t tid, int 
 				ctx->container ? "container's" : "tree's", ctx->tasks[0].pid, ref);
 	return log_fail(&ctx->log, -EOPNOTSUPP,
 			"pid %d%s%.0d: its %s namespace (%s) is not ckpt's (%s): a process tree "
-			"is restarted in ckpt's namespaces (but for a uts namespace of its "
-			"root's own), where it would lose it; not supported yet (a container is "
-			"checkpointed by the pid of its init)",
+			"is restarted in ckpt's namespaces (but for uts and mount namespaces of "
+			"its root's own), where it would lose it; not supported yet (a container "
+			"is checkpointed by the pid of its init)",
 			t->pid, tid ? " thread " : "", tid, shared_names[k], link, ref);
 }
 
@@ -464,8 +464,8 @@ static int subtree_ns(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root
 }
 
 /* At the root, every task: in the tree's namespaces. A container's root:
- * its namespaces (a subtree has none of its own, but for a uts namespace:
- * without one its record is not written). */
+ * its namespaces (a subtree has none of its own, but for uts and mount
+ * namespaces: without them its record is not written). */
 static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct task *root = &ctx->tasks[0];
@@ -702,7 +702,8 @@ static int set_uts(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntr
  * The container's root, pid 1 of its new namespaces: its own /proc (the
  * mounts are made private first, so nothing leaks out), its own devpts
  * when it had one (its ptys come next, tty.c), and hostname. A plain
- * tree's root: its uts namespace.
+ * tree's root: its uts and mount namespaces (the mnt kind's mounts come
+ * next).
  */
 static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
