@@ -397,7 +397,8 @@ static void print_namespaces(FILE *f, const struct summary *s)
 	const char *sep = "";
 	if (!s->ns_flags)
 		return;
-	fputs("container: namespaces ", f);
+	/* a plain tree's root may have some of its own too (uts, mount, net) */
+	fputs(s->ns_flags & CLONE_NEWPID ? "container: namespaces " : "namespaces of its own: ", f);
 	for (size_t i = 0; i < ARRAY_SIZE(ns); i++)
 		if (s->ns_flags & ns[i].flag) {
 			fprintf(f, "%s%s", sep, ns[i].name);

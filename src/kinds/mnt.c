@@ -4,7 +4,9 @@
  * system of its own (ckpt run --root: its "/" is not ckpt's), or the
  * mounts a container sharing the host's root made of its own (those the
  * host's mountinfo does not have, but for ns.c's /proc and devpts; a tree
- * marked host_root; none: no record).
+ * marked host_root; none: no record). A plain tree whose root has a
+ * mount namespace of its own derived from ckpt's (PrivateTmp=yes) is
+ * saved as such a host-rooted container (its namespace is ns.c's).
  *
  * Checkpoint (the root's collect): /proc/PID/mountinfo, every mount in
  * order, parents first. A mount whose file system is also mounted in
@@ -566,7 +568,7 @@ static int order(const struct mi *all, size_t n, const struct mi *root, size_t *
 static bool extra_mount(struct ckpt_ctx *ctx, const struct mi *c, const struct mi *host,
 			size_t nhost)
 {
-	if ((!strcmp(c->point, "/proc") && !strcmp(c->fstype, "proc")) ||
+	if ((!strcmp(c->point, "/proc") && !strcmp(c->fstype, "proc") && ctx->container) ||
 	    (!strcmp(c->point, "/dev/pts") && !strcmp(c->fstype, "devpts") &&
 	     c->dev == ns_devpts_dev(ctx)))
 		return false;
@@ -689,6 +691,12 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 		return -ENOMEM;
 	if (host_root)
 		return collect_extras(ctx, s, all, n, host, nhost);
+	if (!ctx->container)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: a plain tree whose root has a root directory of its own "
+				"in its mount namespace (pivot_root) is not supported (a container "
+				"is checkpointed by the pid of its init)",
+				s->pid);
 	if (order(all, n, root, ord) < 0)
 		return log_fail(&ctx->log, -EINVAL, "pid %d: its mounts do not form a tree", s->pid);
 	for (size_t i = 0; i < n; i++) {
@@ -766,7 +774,8 @@ static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
 static int mnt_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	int r = in_root_mntns(ctx, t);
-	if (r < 0 || t != &ctx->tasks[0] || !ctx->container || same_mntns(t->pid))
+	/* a plain tree's root in a mount namespace of its own too (ns.c) */
+	if (r < 0 || t != &ctx->tasks[0] || same_mntns(t->pid))
 		return r;
 	char *text = NULL;
 	_cleanup_free_ char *htext = NULL;
@@ -999,7 +1008,7 @@ static int load_tree(struct rst_ctx *ctx, struct rst_task *t, struct mnt_rst *s,
 	bool flags_only = s->tree->host_root && s->tree->n_host_flags;
 	if ((!s->tree->n_mounts && !flags_only) || s->tree->n_mounts > MNT_MAX ||
 	    s->tree->n_host_flags > MNT_MAX || (s->tree->n_host_flags && !s->tree->host_root) ||
-	    t != &ctx->tasks[0])
+	    t != &ctx->tasks[0] || !(ns_rst_flags(ctx) & CLONE_NEWNS))
 		return log_fail(&ctx->log, -EINVAL, "record %u: a mount tree not valid", rec->index);
 	for (size_t i = 0; i < s->tree->n_host_flags; i++) {
 		const HostMountFlags *h = s->tree->host_flags[i];

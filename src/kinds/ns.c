@@ -15,6 +15,18 @@
  * written from ckpt's side; at "root ready" it mounts its own /proc and
  * devpts and sets its hostname, before the other kinds (the cgroup kind's
  * namespace, tty's ptys in that devpts) and before anything forks.
+ *
+ * A plain tree (not a container) whose root has a uts namespace of its
+ * own (systemd's ProtectHostname=yes, unshare -u) has a record too, with
+ * CLONE_NEWUTS alone: every task of it must be in the root's, and the
+ * restarted root unshares a new one at "root ready" (an injected unshare,
+ * not a clone flag: it is the same for a root forked by --pidns's init,
+ * and root_clone keeps meaning "a container", which the tree code asks),
+ * where it sets the hostname and domainname saved. So for a mount
+ * namespace of the root's own derived from ckpt's (PrivateTmp=yes,
+ * unshare -m): CLONE_NEWNS, its mounts made slaves (mnt_slave) or private
+ * as they were; the mounts it made of its own are the mnt kind's, as a
+ * host-rooted container's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,8 +61,9 @@ struct idmap {
 /*
  * The namespaces every task must share with the tree: a container's, its
  * root's; a plain subtree's, ckpt's own, since a subtree is restarted in
- * the restarting ckpt's (a process of it that unshared CLONE_NEWUTS would
- * come back with the host's hostname). Net, time and cgroup namespaces are
+ * the restarting ckpt's (a process of it that unshared CLONE_NEWIPC would
+ * come back without its SysV objects), but for uts and mnt: its root's,
+ * which the restarted root unshares anew. Net, time and cgroup namespaces are
  * their kinds'; the mount namespace of a task other than the root is mnt's
  * (in_root_mntns). A thread has uts, ipc and pid_for_children of its own;
  * user and pid are its process's. pid_for_children is held to the tree's
@@ -75,6 +88,7 @@ struct ns_ckpt {
 	NamespacesEntry e;
 	char ref[SHARED_MAX][NS_LINK_MAX]; /* the tree's namespaces: "uts:[INODE]" */
 	char hostname[65];
+	char domainname[65];
 	char devpts_opts[128];  /* its own devpts' mount options */
 	uint64_t devpts_dev;    /* and its device, 0 if it has none */
 	char uid_map[512], gid_map[512];
@@ -202,7 +216,8 @@ static int read_devpts(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *roo
 	return 0;
 }
 
-/* Its hostname, by an injected uname (the scratch area is mapped). */
+/* Its hostname and domainname, by an injected uname (the scratch area is
+ * mapped). */
 static int read_hostname(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
 {
 	struct utsname u;
@@ -211,7 +226,9 @@ static int read_hostname(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *r
 		return log_fail(&ctx->log, r < 0 ? (int)r : -EIO, "pid %d: cannot read its hostname",
 				root->pid);
 	snprintf(n->hostname, sizeof(n->hostname), "%s", u.nodename);
+	snprintf(n->domainname, sizeof(n->domainname), "%s", u.domainname);
 	n->e.hostname = n->hostname;
+	n->e.domainname = n->domainname;
 	return 0;
 }
 
@@ -247,11 +264,14 @@ static bool ns_differs(pid_t tid, int k, const char *ref, char *link)
 	return r == -ENOENT && k == SHARED_PIDC && ns_link(tid, "pid", pid) == 0;
 }
 
-/* The reference namespaces (ns_ckpt.ref) from the root's or ckpt's own. */
+/* The reference namespaces (ns_ckpt.ref) from the root's or ckpt's own;
+ * a plain tree's uts and mount namespaces are its root's (restarted in new
+ * ones; the other tasks' mount namespace is mnt's). */
 static int read_refs(struct ckpt_ctx *ctx, struct ns_ckpt *n)
 {
-	pid_t pid = ctx->container ? ctx->tasks[0].pid : getpid();
 	for (int k = 0; k < SHARED_MAX; k++) {
+		bool root = ctx->container || k == SHARED_UTS || k == SHARED_MNT;
+		pid_t pid = root ? ctx->tasks[0].pid : getpid();
 		/* pid_for_children is held to the tree's pid namespace */
 		const char *name = shared_names[k == SHARED_PIDC ? SHARED_PID : k];
 		int r = ns_link(pid, name, n->ref[k]);
@@ -321,16 +341,17 @@ static int refuse_ns(struct ckpt_ctx *ctx, const struct task *t, pid_t tid, int 
 		    t->pid, tid ? " thread " : "", tid, link,
 		    ctx->container ? "the container's" : "ckpt's",
 		    strcmp(link, "pid:[unborn]") ? "" : " without a fork since");
-	if (ctx->container)
+	if (ctx->container || k == SHARED_UTS)
 		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d%s%.0d: in another %s namespace (%s) than the container's "
-				"root (pid %d, %s); not supported yet",
+				"pid %d%s%.0d: in another %s namespace (%s) than the %s root (pid "
+				"%d, %s); not supported yet",
 				t->pid, tid ? " thread " : "", tid, shared_names[k], link,
-				ctx->tasks[0].pid, ref);
+				ctx->container ? "container's" : "tree's", ctx->tasks[0].pid, ref);
 	return log_fail(&ctx->log, -EOPNOTSUPP,
 			"pid %d%s%.0d: its %s namespace (%s) is not ckpt's (%s): a process tree "
-			"is restarted in ckpt's namespaces, where it would lose it; not supported "
-			"yet (a container is checkpointed by the pid of its init)",
+			"is restarted in ckpt's namespaces (but for uts and mount namespaces of "
+			"its root's own), where it would lose it; not supported yet (a container "
+			"is checkpointed by the pid of its init)",
 			t->pid, tid ? " thread " : "", tid, shared_names[k], link, ref);
 }
 
@@ -362,9 +383,89 @@ static int check_shared(struct ckpt_ctx *ctx, const struct ns_ckpt *n)
 	return 0;
 }
 
+/* The peer group N of a mountinfo line's " shared:N" or " master:N"
+ * (tag with its colon), 0 if none. */
+static unsigned mi_tag(const char *line, const char *tag)
+{
+	const char *at = strstr(line, tag);
+	return at ? (unsigned)strtoul(at + strlen(tag), NULL, 10) : 0;
+}
+
+/* Is peer group g one of ckpt's mounts' (host: ckpt's mountinfo)? */
+static bool host_group(const char *host, unsigned g)
+{
+	char tag[32];
+	int n = snprintf(tag, sizeof(tag), " shared:%u", g);
+	for (const char *at = strstr(host, tag); at; at = strstr(at + 1, tag))
+		if (at[n] == ' ')
+			return true;
+	return false;
+}
+
+/*
+ * A plain tree's root in a mount namespace of its own: its copies of
+ * ckpt's mounts are slaves of them (PrivateTmp=yes, unshare --propagation
+ * slave: one at least has a master of ckpt's) or private (unshare -m). One
+ * still in a peer group of ckpt's (unshare --propagation unchanged) is
+ * refused by mount point: what it mounts there is the host's too, and a
+ * restart, which makes every mount slave or private, would cut that.
+ */
+static int subtree_mnt(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
+{
+	_cleanup_free_ char *text = NULL, *host = NULL;
+	int r = proc_read(root->pid, "mountinfo", &text, NULL);
+	if (r >= 0)
+		r = proc_read(0, "mountinfo", &host, NULL);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo or ckpt's: %s",
+				root->pid, strerror(-r));
+	bool slave = false;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char point[256] = "?";
+		char *tail = strstr(line, " - ");
+		if (!tail)
+			continue;
+		*tail = '\0';
+		sscanf(line, "%*u %*u %*u:%*u %*s %255s", point);
+		unsigned g = mi_tag(line, " shared:"), m = mi_tag(line, " master:");
+		if (g && host_group(host, g))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: mount %s of its own mount namespace is in a peer "
+					"group of ckpt's (shared:%u): a plain tree's mount namespace "
+					"made without private or slave propagation is not supported",
+					root->pid, point, g);
+		slave |= m && host_group(host, m);
+	}
+	n->e.flags |= CLONE_NEWNS;
+	n->e.has_mnt_slave = true;
+	n->e.mnt_slave = slave;
+	log_info(&ctx->log, "pid %d: in a mount namespace of its own (%s)", root->pid,
+		 slave ? "slaves of ckpt's mounts" : "private");
+	return 0;
+}
+
+/* A plain tree's root in uts or mount namespaces of its own: its hostname
+ * and domainname, its mounts' propagation, restored in new ones (the
+ * record's CLONE_NEWUTS and CLONE_NEWNS alone). */
+static int subtree_ns(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
+{
+	int r = 0;
+	if (!same_ns(root->pid, "uts")) {
+		n->e.flags = CLONE_NEWUTS;
+		r = read_hostname(ctx, n, root);
+		if (r >= 0)
+			log_info(&ctx->log, "pid %d: in a uts namespace of its own (hostname '%s')",
+				 root->pid, n->hostname);
+	}
+	if (r >= 0 && !same_ns(root->pid, "mnt"))
+		r = subtree_mnt(ctx, n, root);
+	return r;
+}
+
 /* At the root, every task: in the tree's namespaces. A container's root:
- * its namespaces (a subtree has none of its own: its record is not
- * written). */
+ * its namespaces (a subtree has none of its own, but for uts and mount
+ * namespaces: without them its record is not written). */
 static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct task *root = &ctx->tasks[0];
@@ -377,8 +478,10 @@ static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 	int r = read_refs(ctx, n);
 	if (r >= 0)
 		r = check_shared(ctx, n);
-	if (r < 0 || !ctx->container)
+	if (r < 0)
 		return r;
+	if (!ctx->container)
+		return subtree_ns(ctx, n, t);
 	n->e.flags = CLONE_NEWPID;
 	r = same_ns(t->pid, "user") ? 0 : read_idmaps(ctx, n, t->pid);
 	if (r >= 0 && !same_ns(t->pid, "mnt")) {
@@ -417,6 +520,11 @@ static int ns_check_restore(struct ckpt_ctx *ctx, struct task *t)
 	struct restart_caller *c = ctx->caller;
 	if (!n || !n->e.flags || caller_can(c, CAP_SYS_ADMIN))
 		return 0;
+	if (!(n->e.flags & CLONE_NEWPID))
+		return log_fail(&ctx->log, -EPERM,
+				"pid %d: in %s namespace of its own; restarting it needs "
+				"CAP_SYS_ADMIN, which this caller lacks",
+				t->pid, n->e.flags & CLONE_NEWNS ? "a mount" : "a uts");
 	if (!n->nuids)
 		return log_fail(&ctx->log, -EPERM,
 				"pid %d: a container without a user namespace of its own; "
@@ -498,9 +606,16 @@ static int ns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 	if (e->devpts && (!(e->flags & CLONE_NEWNS) || !devpts_data(e->devpts, data, sizeof(data))))
 		return log_fail(&ctx->log, -EINVAL, "record %u: the devpts options are not valid",
 				rec->index);
+	if ((e->hostname && strlen(e->hostname) > 64) ||
+	    (e->domainname && strlen(e->domainname) > 64))
+		return log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid", rec->index);
+	/* a plain tree's root in uts or mount namespaces of its own: those
+	 * alone (no devpts: that is a container's) */
+	if (!(e->flags & CLONE_NEWPID) && e->flags && !(e->flags & ~(CLONE_NEWUTS | CLONE_NEWNS)) &&
+	    !e->uid_map && !e->gid_map && !e->devpts)
+		return 0;
 	if (!(e->flags & CLONE_NEWPID) || (e->flags & ~ok) || user != (e->uid_map && e->gid_map) ||
-	    (user && (strlen(e->uid_map) > 500 || strlen(e->gid_map) > 500)) || t->pid != 1 ||
-	    (e->hostname && strlen(e->hostname) > 64))
+	    (user && (strlen(e->uid_map) > 500 || strlen(e->gid_map) > 500)) || t->pid != 1)
 		return log_fail(&ctx->log, -EINVAL, "record %u: namespaces are not valid", rec->index);
 	/* the cgroup namespace is unshared later (cgroup.c), in its cgroup */
 	ctx->root_clone = e->flags & ~(uint32_t)CLONE_NEWCGROUP;
@@ -510,7 +625,7 @@ static int ns_load(struct rst_ctx *ctx, struct rst_task *t, const struct img_rec
 /* RESTART_PIDNS asked for a container: its own namespaces anyway. */
 static int ns_prepare(struct rst_ctx *ctx)
 {
-	if (ctx->pidns && ns_rst(ctx)) {
+	if (ctx->pidns && (ns_rst_flags(ctx) & CLONE_NEWPID)) {
 		log_info(&ctx->log, "RESTART_PIDNS: the image is a container, restored in its own "
 				    "namespaces anyway");
 		ctx->pidns = false;
@@ -545,10 +660,50 @@ static long inject_str(struct puppet *p, size_t off, const char *s)
 	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
 }
 
+/* A plain tree's root: its new uts and mount namespaces, its mounts made
+ * slaves of ckpt's or private as they were (nothing it mounts leaks out). */
+static int subtree_unshare(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
+{
+	struct puppet *p = &t->pup;
+	long r = puppet_syscall(p, SYS_unshare, ns->flags & (CLONE_NEWUTS | CLONE_NEWNS));
+	if (rst_check(ctx, t, r, "unshare") < 0)
+		return (int)r;
+	if (ns->flags & CLONE_NEWNS) {
+		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
+				   MS_REC | (ns->mnt_slave ? MS_SLAVE : MS_PRIVATE), 0);
+		if (rst_check(ctx, t, r, "making its mounts slaves or private") < 0)
+			return (int)r;
+	}
+	log_debug(&ctx->log, "pid %d: namespaces %#x of its own", t->pid, ns->flags);
+	return 0;
+}
+
+/* Its hostname and domainname. */
+static int set_uts(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
+{
+	struct puppet *p = &t->pup;
+	long r = 0;
+	if (ns->hostname) {
+		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname),
+				   strnlen(ns->hostname, 64));
+		if (rst_check(ctx, t, r, "sethostname") < 0)
+			return (int)r;
+	}
+	if (ns->domainname) {
+		r = puppet_syscall(p, SYS_setdomainname, inject_str(p, 0, ns->domainname),
+				   strnlen(ns->domainname, 64));
+		if (rst_check(ctx, t, r, "setdomainname") < 0)
+			return (int)r;
+	}
+	return 0;
+}
+
 /*
  * The container's root, pid 1 of its new namespaces: its own /proc (the
  * mounts are made private first, so nothing leaks out), its own devpts
- * when it had one (its ptys come next, tty.c), and hostname.
+ * when it had one (its ptys come next, tty.c), and hostname. A plain
+ * tree's root: its uts and mount namespaces (the mnt kind's mounts come
+ * next).
  */
 static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 {
@@ -558,7 +713,9 @@ static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 
 	if (!ns)
 		return 0;
-	if (ns->flags & CLONE_NEWNS) {
+	if (!(ns->flags & CLONE_NEWPID) && (r = subtree_unshare(ctx, t, ns)) < 0)
+		return (int)r;
+	if ((ns->flags & CLONE_NEWPID) && (ns->flags & CLONE_NEWNS)) {
 		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
 		/* a root of its own: its /proc and devpts are the mnt kind's */
 		if (r >= 0 && !mnt_rst_tree(ctx))
@@ -577,12 +734,8 @@ static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 		if (rst_check(ctx, t, r, "mounting the container's devpts") < 0)
 			return (int)r;
 	}
-	if ((ns->flags & CLONE_NEWUTS) && ns->hostname) {
-		size_t len = strnlen(ns->hostname, 64);
-		r = puppet_syscall(p, SYS_sethostname, inject_str(p, 0, ns->hostname), len);
-		if (rst_check(ctx, t, r, "sethostname") < 0)
-			return (int)r;
-	}
+	if ((ns->flags & CLONE_NEWUTS) && (r = set_uts(ctx, t, ns)) < 0)
+		return (int)r;
 	log_debug(&ctx->log, "container: pid %d outside, namespaces %#x", p->pid, ns->flags);
 	return 0;
 }

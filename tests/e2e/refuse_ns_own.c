@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A refusal: a plain process tree (not a container) with a task in a
- * namespace that is not ckpt's. A subtree is restarted in the restarting
- * ckpt's namespaces, where this one would be lost. argv[1] picks the task
- * and the namespace:
- *   uts     the root itself unshares CLONE_NEWUTS and sets its hostname;
+ * namespace that is not ckpt's (or, for uts, not its root's). A subtree is
+ * restarted in the restarting ckpt's namespaces (but for a new uts
+ * namespace of its root's), where this one would be lost. argv[1] picks
+ * the task and the namespace:
+ *   uts     the root unshares CLONE_NEWUTS and sets its hostname (that
+ *           alone is restored), then a child unshares CLONE_NEWUTS again;
+ *   mnt     the root unshares CLONE_NEWNS (restored too), then a child
+ *           unshares CLONE_NEWNS again;
  *   child   a child unshares CLONE_NEWIPC;
  *   thread  a second thread unshares CLONE_NEWUTS;
  *   pidc    the root unshares CLONE_NEWPID and forks nothing since;
@@ -24,6 +28,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -82,6 +87,24 @@ int main(int argc, char **argv)
 	if (!strcmp(how, "uts")) {
 		if (unshare(CLONE_NEWUTS) < 0 || sethostname("refused", 7) < 0)
 			fail("unshare(CLONE_NEWUTS), sethostname: %m");
+		child = fork();
+		if (child < 0)
+			fail("fork: %m");
+		if (child == 0)
+			child_main(CLONE_NEWUTS, "uts");
+		if (read(ready[0], &ch, 1) != 1)
+			fail("the child did not unshare");
+	} else if (!strcmp(how, "mnt")) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			fail("unshare(CLONE_NEWNS), mount: %m");
+		child = fork();
+		if (child < 0)
+			fail("fork: %m");
+		if (child == 0)
+			child_main(CLONE_NEWNS, "mnt");
+		if (read(ready[0], &ch, 1) != 1)
+			fail("the child did not unshare");
 	} else if (!strcmp(how, "pidc")) {
 		if (unshare(CLONE_NEWPID) < 0)
 			fail("unshare(CLONE_NEWPID): %m");
@@ -124,6 +147,10 @@ int main(int argc, char **argv)
 		char name[64] = "";
 		gethostname(name, sizeof(name));
 		expect(!strcmp(name, "refused"), "hostname is %s, not refused", name);
+		int st;
+		if (write(done[1], "x", 1) != 1 || waitpid(child, &st, 0) != child)
+			fail("child: write or wait: %m");
+		expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
 	} else if (!strcmp(how, "pidc")) {
 		/* a child is the init of the new namespace */
 		int st;

@@ -859,12 +859,44 @@ TESTS = [
           regex=r"\bthread \d+: its thread keyring holds keys; not supported"),
     # a plain tree's task in a namespace that is not ckpt's (unshare)
     entry("refuse_self", kind="refuse_self"),
+    # a plain tree whose root is in a uts namespace of its own (unshare -u,
+    # ProtectHostname=yes): restored in a new one with its hostname
+    entry("ns_uts", (B, T, R), prefix=["unshare", "-u"]),
+    # the same restored under --pidns: the root, forked by the namespace's init, unshares it
+    entry("ns_uts_pidns", program="ns_uts", prefix=["unshare", "-u"], rst_args=("--pidns",)),
+    # a plain tree whose root is in a mount namespace of its own derived from the host's
+    # (PrivateTmp=yes: slaves of the host's mounts; unshare -m: private) with a tmpfs
+    entry("ns_mnt", (B, T, R), prefix=["unshare", "-m", "--propagation", "slave"]),
+    entry("ns_mnt_private", (B, T), program="ns_mnt", pargs=["private"],
+          prefix=["unshare", "-m", "--propagation", "private"]),
+    # PrivateTmp's own shape: a directory of the host's bound on the point
+    entry("ns_mnt_bind", (B, T), program="ns_mnt", pargs=["bind"],
+          prefix=["unshare", "-m", "--propagation", "slave"]),
+    # --verify: its dry-run restart makes the namespace and the tmpfs, in a namespace of its own
+    entry("ns_mnt_verify", program="ns_mnt", prefix=["unshare", "-m", "--propagation", "slave"],
+          ckpt_args=["--verify"]),
+    # both, and uts too, restored under --pidns
+    entry("ns_mnt_pidns", program="ns_mnt", prefix=["unshare", "-m", "-u", "--propagation", "slave"],
+          rst_args=("--pidns",)),
+    # its copy of a host mount still in the host's peer group (--propagation unchanged;
+    # skipped where ckpt's namespace has no shared mount)
+    entry("refuse_ns_mnt_shared", kind="refuse", program="ns_mnt", pargs=["shared"],
+          prefix=["unshare", "-m", "--propagation", "unchanged"],
+          regex=r"\bpid {pid}: mount \S+ of its own mount namespace is in a peer group of "
+                r"ckpt's \(shared:\d+\)"),
+    # a child in yet another mount namespace than the tree's root's own
+    entry("refuse_ns_mnt_child", kind="refuse", program="refuse_ns_own", pargs=["mnt"],
+          regex=r"\bpid \d+: in another mount namespace \(mnt:\[\d+\]\) than the tree's root "
+                r"\(pid {pid}, mnt:\[\d+\]\)"),
+    # a child in yet another uts namespace than the tree's root's
     entry("refuse_ns_uts", kind="refuse", program="refuse_ns_own", pargs=["uts"],
-          regex=r"\bpid {pid}: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
+          regex=r"\bpid \d+: in another uts namespace \(uts:\[\d+\]\) than the tree's root "
+                r"\(pid {pid}, uts:\[\d+\]\)"),
     entry("refuse_ns_child", kind="refuse", program="refuse_ns_own", pargs=["child"],
           regex=r"\bpid \d+: its ipc namespace \(ipc:\[\d+\]\) is not ckpt's"),
     entry("refuse_ns_thread", kind="refuse", program="refuse_ns_own", pargs=["thread"],
-          regex=r"\bpid {pid} thread \d+: its uts namespace \(uts:\[\d+\]\) is not ckpt's"),
+          regex=r"\bpid {pid} thread \d+: in another uts namespace \(uts:\[\d+\]\) than the "
+                r"tree's root \(pid {pid}, uts:\[\d+\]\)"),
     entry("refuse_ns_pidc", kind="refuse", program="refuse_ns_own", pargs=["pidc"],
           regex=r"\bpid {pid}: its children's pid namespace \(pid:\[unborn\]\) is not ckpt's "
                 r"\(unshare CLONE_NEWPID without a fork since\)"),
@@ -3389,9 +3421,11 @@ class Run:
             self.check_result(rc, "second ckpt restart")
 
     def flow_program(self):
+        # prefix: a command the program is started under ("unshare -u")
+        prefix = self.t.get("prefix", ())
         if self.opts.no_ckpt:
-            return self.native()
-        pr = self.start()
+            return self.native(prefix)
+        pr = self.start(prefix)
         self.wait_ready()
         img = self.p("img")
         extra = self.t.get("ckpt_args", ())
@@ -7187,6 +7221,7 @@ http {{
         original runs on and checks itself. nobody=True: the program and
         ckpt run as user nobody (no privilege)."""
         nobody = self.t.get("nobody")
+        prefix = tuple(prefix) or tuple(self.t.get("prefix", ()))
         if nobody:
             prefix = tuple(self.nobody_setup()) + tuple(prefix)
         if self.opts.no_ckpt:
