@@ -632,8 +632,16 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	}
 	/* as seen from here: a container's root is pid 1 only inside */
 	pid_t root = ctx.tasks[0].pup.pid;
+	/* from the release on, a signal to pass on is held until forwarding
+	 * starts (before, one that came in between ended ckpt, the restored
+	 * tree running on without it) */
+	struct sigfwd fwd = { 0 };
+	if ((o->flags & RESTART_FORWARD_SIGNALS) && (r = sigfwd_hold(&fwd)) < 0)
+		log_warn(&ctx.log, "signals sent to ckpt will not reach pid %d: %s", root,
+			 strerror(-r));
 	r = run_tree(&ctx, o, root);
 	if (r < 0) {
+		sigfwd_stop(&fwd);
 		free_ctx(&ctx);
 		return r;
 	}
@@ -647,10 +655,11 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
 	hand_over(&ctx, &kept);
-	struct sigfwd fwd = { 0 };
-	if ((o->flags & RESTART_FORWARD_SIGNALS) && (r = sigfwd_start(&fwd, root)) < 0)
+	if (fwd.held && (r = sigfwd_start(&fwd, root)) < 0) {
 		log_warn(&ctx.log, "signals sent to ckpt will not reach pid %d: %s", root,
 			 strerror(-r));
+		sigfwd_stop(&fwd);
+	}
 	/* ckpt lets go of every file first: a restored reader must see EOF
 	 * when its writers close, not wait on ckpt's copy */
 	free_ctx(&ctx);

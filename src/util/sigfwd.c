@@ -39,28 +39,47 @@ static void *forward(void *arg)
 	}
 }
 
+/* The set, blocked in the calling thread (the caller's mask kept). */
+static int hold(struct sigfwd *f)
+{
+	sigemptyset(&f->set);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&f->set, forwarded[i]);
+	int r = -pthread_sigmask(SIG_BLOCK, &f->set, &f->old);
+	f->held = r == 0;
+	return r;
+}
+
+int sigfwd_hold(struct sigfwd *f)
+{
+	*f = (struct sigfwd){ .pidfd = -1 };
+	return hold(f);
+}
+
 int sigfwd_start(struct sigfwd *f, pid_t target)
 {
-	*f = (struct sigfwd){.pidfd = -1, .target = target};
-	sigemptyset(&f->set);
+	if (!f->held)
+		*f = (struct sigfwd){ .pidfd = -1 };
+	bool held = f->held;
+	f->target = target;
 	/* one the caller ignores stays ignored: nohup's SIGHUP, the SIGINT
 	 * of a job a shell started in the background (blocked, it is queued
 	 * all the same, and taken here: dropped) */
 	sigemptyset(&f->pass);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
 		struct sigaction sa;
-		sigaddset(&f->set, forwarded[i]);
 		if (sigaction(forwarded[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
 			sigaddset(&f->pass, forwarded[i]);
 	}
 	f->pidfd = (int)syscall(SYS_pidfd_open, target, 0);
-	if (f->pidfd < 0)
-		return -errno;
-	int r = -pthread_sigmask(SIG_BLOCK, &f->set, &f->old);
-	if (r == 0 && (r = -pthread_create(&f->thread, NULL, forward, f)) < 0)
+	int r = f->pidfd < 0 ? -errno : held ? 0 : hold(f);
+	if (r == 0 && (r = -pthread_create(&f->thread, NULL, forward, f)) < 0 && !held) {
 		pthread_sigmask(SIG_SETMASK, &f->old, NULL);
+		f->held = false;
+	}
 	if (r < 0) {
-		close(f->pidfd);
+		if (f->pidfd >= 0)
+			close(f->pidfd);
 		f->pidfd = -1;
 		return r;
 	}
@@ -70,19 +89,23 @@ int sigfwd_start(struct sigfwd *f, pid_t target)
 
 void sigfwd_stop(struct sigfwd *f)
 {
-	if (!f->on)
+	if (f->on) {
+		union sigval v = { .sival_int = SIGFWD_STOP };
+		if (pthread_sigqueue(f->thread, SIGUSR2, v) < 0)
+			pthread_cancel(f->thread); /* sigwaitinfo is a cancellation point */
+		pthread_join(f->thread, NULL);
+		close(f->pidfd);
+		f->on = false;
+		f->pidfd = -1;
+	}
+	if (!f->held)
 		return;
-	union sigval v = {.sival_int = SIGFWD_STOP};
-	if (pthread_sigqueue(f->thread, SIGUSR2, v) < 0)
-		pthread_cancel(f->thread); /* sigwaitinfo is a cancellation point */
-	pthread_join(f->thread, NULL);
-	/* what came after the thread's last look would otherwise act on
-	 * ckpt (a SIGTERM would end it) once the mask is put back */
-	const struct timespec zero = {0};
+	/* what came after the thread's last look (or while the set was only
+	 * held) would otherwise act on ckpt (a SIGTERM would end it) once the
+	 * mask is put back */
+	const struct timespec zero = { 0 };
 	while (sigtimedwait(&f->set, NULL, &zero) > 0)
 		;
 	pthread_sigmask(SIG_SETMASK, &f->old, NULL);
-	close(f->pidfd);
-	f->on = false;
-	f->pidfd = -1;
+	f->held = false;
 }

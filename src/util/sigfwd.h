@@ -20,19 +20,23 @@
 #include <sys/types.h>
 
 struct sigfwd {
-	bool on;
+	bool on, held;          /* forwarding; the set blocked here */
 	int pidfd;
 	pid_t target;
 	sigset_t set, pass, old; /* taken, passed on, the caller's mask */
 	pthread_t thread;
 };
 
+/* Blocks the set in the calling thread before the target exists (or
+ * runs): what comes meanwhile is pending, passed on once sigfwd_start
+ * runs; 0 or -errno. sigfwd_stop puts the caller's mask back. */
+int sigfwd_hold(struct sigfwd *f);
 /* Starts forwarding SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2
- * (those the caller does not ignore) to target; 0 or -errno (nothing is
- * changed then). */
+ * (those the caller does not ignore) to target (f held by sigfwd_hold, or
+ * zeroed); 0 or -errno (nothing is changed then, but a hold stays). */
 int sigfwd_start(struct sigfwd *f, pid_t target);
-/* Stops it (if started); a signal of the set still pending is dropped,
- * and the caller's mask is what it was. */
+/* Stops it (if started) and a hold; a signal of the set still pending is
+ * dropped, and the caller's mask is what it was. */
 void sigfwd_stop(struct sigfwd *f);
 
 #endif

@@ -4,7 +4,10 @@
  * target, in order, and not this process; after the stop the caller's
  * mask is what it was and a late signal of the set did not end it; a
  * target already reaped gets nothing (and nothing else does); a signal
- * the caller ignores is not passed on.
+ * the caller ignores is not passed on; a signal sent while the set is
+ * only held (sigfwd_hold: the target not running yet) is passed on once
+ * forwarding starts, and a hold stopped without a start leaves this
+ * process alive with its mask back.
  */
 #include "util/sigfwd.h"
 #include "unit.h"
@@ -63,7 +66,7 @@ TEST(forwards)
 {
 	int rd;
 	pid_t pid = child(&rd);
-	struct sigfwd f;
+	struct sigfwd f = { 0 };
 	CHECK_EQ(sigfwd_start(&f, pid), 0);
 	CHECK(blocked(SIGTERM));
 	CHECK_EQ(kill(getpid(), SIGHUP), 0);
@@ -85,7 +88,7 @@ TEST(ignored_stays)
 	int rd;
 	pid_t pid = child(&rd);
 	signal(SIGHUP, SIG_IGN);
-	struct sigfwd f;
+	struct sigfwd f = { 0 };
 	CHECK_EQ(sigfwd_start(&f, pid), 0);
 	CHECK_EQ(kill(getpid(), SIGHUP), 0);
 	CHECK_EQ(kill(getpid(), SIGTERM), 0);
@@ -103,7 +106,7 @@ TEST(reaped_target)
 {
 	int rd;
 	pid_t pid = child(&rd);
-	struct sigfwd f;
+	struct sigfwd f = { 0 };
 	CHECK_EQ(sigfwd_start(&f, pid), 0);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	int st = 0;
@@ -122,11 +125,41 @@ TEST(no_target)
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	int st = 0;
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	struct sigfwd f;
+	struct sigfwd f = { 0 };
 	CHECK_EQ(sigfwd_start(&f, pid), -ESRCH);
 	CHECK(!blocked(SIGTERM));
 	sigfwd_stop(&f); /* not started: nothing to undo */
 	close(rd);
+}
+
+/* held before the target runs: a SIGHUP then is passed on at the start */
+TEST(held_first)
+{
+	int rd;
+	pid_t pid = child(&rd);
+	struct sigfwd f;
+	CHECK_EQ(sigfwd_hold(&f), 0);
+	CHECK(blocked(SIGHUP));
+	CHECK_EQ(kill(getpid(), SIGHUP), 0); /* pending in this process */
+	CHECK_EQ(sigfwd_start(&f, pid), 0);
+	char c = 0;
+	CHECK(read(rd, &c, 1) == 1 && c == 'H');
+	CHECK_EQ(kill(pid, SIGTERM), 0);
+	int st = 0;
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	sigfwd_stop(&f);
+	CHECK(!blocked(SIGHUP));
+	close(rd);
+}
+
+/* a hold that never starts (the restart failed): dropped, mask back */
+TEST(held_only)
+{
+	struct sigfwd f;
+	CHECK_EQ(sigfwd_hold(&f), 0);
+	CHECK_EQ(kill(getpid(), SIGTERM), 0);
+	sigfwd_stop(&f);
+	CHECK(!blocked(SIGTERM));
 }
 
 int main(void)
@@ -135,5 +168,7 @@ int main(void)
 	RUN(ignored_stays);
 	RUN(reaped_target);
 	RUN(no_target);
+	RUN(held_first);
+	RUN(held_only);
 	return unit_done();
 }
