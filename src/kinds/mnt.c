@@ -511,6 +511,54 @@ static const struct mi *outside_peer(const MountEntry *e, const struct mi *host,
 	return NULL;
 }
 
+/* Is peer group g one of ckpt's mounts' (host)? */
+static bool host_group(const struct mi *host, size_t nhost, uint32_t g)
+{
+	for (size_t i = 0; i < nhost; i++)
+		if (tag_of(host[i].fields, "shared:") == g)
+			return true;
+	return false;
+}
+
+/*
+ * A plain tree's root in a mount namespace of its own (ns.c): its copies
+ * of ckpt's mounts are slaves of them (PrivateTmp=yes, unshare
+ * --propagation slave: one at least has a master of ckpt's) or private
+ * (unshare -m). One still in a peer group of ckpt's (unshare --propagation
+ * unchanged) is refused by mount point: what it mounts there is the host's
+ * too, and a restart, which makes every mount slave or private, would cut
+ * that.
+ */
+int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
+{
+	_cleanup_free_ char *text = NULL, *htext = NULL;
+	_cleanup_free_ struct mi *all = NULL, *host = NULL;
+	size_t n = 0, nhost = 0;
+	int r = proc_read(pid, "mountinfo", &text, NULL);
+	if (r >= 0)
+		r = proc_read(0, "mountinfo", &htext, NULL);
+	if (r >= 0)
+		r = parse_mountinfo(text, &all, &n);
+	if (r >= 0)
+		r = parse_mountinfo(htext, &host, &nhost);
+	if (r < 0)
+		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo or ckpt's: %s",
+				pid, strerror(-r));
+	bool slave = false;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t g = tag_of(all[i].fields, "shared:"), m = tag_of(all[i].fields, "master:");
+		if (g && host_group(host, nhost, g))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: mount %s of its own mount namespace is in a peer "
+					"group of ckpt's (shared:%u): a plain tree's mount namespace "
+					"made without private or slave propagation is not supported",
+					pid, all[i].point, g);
+		slave |= m && host_group(host, nhost, m);
+	}
+	*ret_slave = slave;
+	return 0;
+}
+
 /* Each mount's propagation can be made again, and is the container's
  * alone: 0, or refused naming the mount. */
 static int check_propagation(struct ckpt_ctx *ctx, const struct mnt_ckpt *s,

@@ -17,6 +17,11 @@ struct stat;
 /* Checkpoint, once the root is collected: has the container a root (a
  * mount tree) of its own? */
 bool mnt_own_root(struct ckpt_ctx *ctx);
+/* A plain tree's root (pid) in a mount namespace of its own: are its
+ * copies of ckpt's mounts slaves of them (else private)? Refused, naming
+ * the mount, if one is still in a peer group of ckpt's. */
+int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
+	__attribute__((warn_unused_result));
 /* Checkpoint, once the root is collected: does path, as the container's
  * tasks see it, lead through its root to the file st (so that a restart
  * opens it through the new tree)? False without a tree of its own. */

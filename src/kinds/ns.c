@@ -383,60 +383,15 @@ static int check_shared(struct ckpt_ctx *ctx, const struct ns_ckpt *n)
 	return 0;
 }
 
-/* The peer group N of a mountinfo line's " shared:N" or " master:N"
- * (tag with its colon), 0 if none. */
-static unsigned mi_tag(const char *line, const char *tag)
-{
-	const char *at = strstr(line, tag);
-	return at ? (unsigned)strtoul(at + strlen(tag), NULL, 10) : 0;
-}
-
-/* Is peer group g one of ckpt's mounts' (host: ckpt's mountinfo)? */
-static bool host_group(const char *host, unsigned g)
-{
-	char tag[32];
-	int n = snprintf(tag, sizeof(tag), " shared:%u", g);
-	for (const char *at = strstr(host, tag); at; at = strstr(at + 1, tag))
-		if (at[n] == ' ')
-			return true;
-	return false;
-}
-
-/*
- * A plain tree's root in a mount namespace of its own: its copies of
- * ckpt's mounts are slaves of them (PrivateTmp=yes, unshare --propagation
- * slave: one at least has a master of ckpt's) or private (unshare -m). One
- * still in a peer group of ckpt's (unshare --propagation unchanged) is
- * refused by mount point: what it mounts there is the host's too, and a
- * restart, which makes every mount slave or private, would cut that.
- */
+/* A plain tree's root in a mount namespace of its own: saved with
+ * whether its copies of ckpt's mounts are slaves of them or private
+ * (mnt_subtree_slave, which refuses what a restart cannot make again). */
 static int subtree_mnt(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
 {
-	_cleanup_free_ char *text = NULL, *host = NULL;
-	int r = proc_read(root->pid, "mountinfo", &text, NULL);
-	if (r >= 0)
-		r = proc_read(0, "mountinfo", &host, NULL);
-	if (r < 0)
-		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo or ckpt's: %s",
-				root->pid, strerror(-r));
 	bool slave = false;
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char point[256] = "?";
-		char *tail = strstr(line, " - ");
-		if (!tail)
-			continue;
-		*tail = '\0';
-		sscanf(line, "%*u %*u %*u:%*u %*s %255s", point);
-		unsigned g = mi_tag(line, " shared:"), m = mi_tag(line, " master:");
-		if (g && host_group(host, g))
-			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: mount %s of its own mount namespace is in a peer "
-					"group of ckpt's (shared:%u): a plain tree's mount namespace "
-					"made without private or slave propagation is not supported",
-					root->pid, point, g);
-		slave |= m && host_group(host, m);
-	}
+	int r = mnt_subtree_slave(ctx, root->pid, &slave);
+	if (r < 0)
+		return r;
 	n->e.flags |= CLONE_NEWNS;
 	n->e.has_mnt_slave = true;
 	n->e.mnt_slave = slave;
