@@ -9,7 +9,7 @@
  * test program makes once it wrote its pages again; lazytask kills the lazy server (a process
  * ckpt forked) as the first task's memory comes to it, before it takes it; badip:N gives the Nth injection (a single
  * system call or a batch) an unmapped address to run at (ckpt must fail, not step the fault for
- * ever); CKPT_FAULT=count
+ * ever); nobare makes the exec of a bare puppet fail (puppet_spawn then forks one); CKPT_FAULT=count
  * prints the counts on stderr at exit. This is test code: it keeps its counts in
  * static variables, which the normal binary does not have.
  */
@@ -23,9 +23,9 @@
 
 #include "util/fault.h"
 
-static unsigned long counts[6], limit[6];
+static unsigned long counts[7], limit[7];
 static const char *precopy_path; /* precopy:PATH */
-static int mode;		 /* 0: off, 1: kill, 2: count, 3: precopy, 4: badip, 5: lazytask */
+static int mode; /* 0: off, 1: kill, 2: count, 3: precopy, 4: badip, 5: lazytask, 6: nobare */
 static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
 
 static void print_counts(void)
@@ -54,6 +54,8 @@ __attribute__((constructor)) static void setup(void)
 		precopy_path = env + 8;
 	} else if (!strcmp(env, "lazytask")) {
 		mode = 5;
+	} else if (!strcmp(env, "nobare")) {
+		mode = 6;
 	} else if (!strncmp(env, "badip:", 6)) {
 		mode = 4;
 		limit[CKPT_FAULT_BAD_IP] = strtoul(env + 6, NULL, 10);
@@ -87,5 +89,7 @@ _Bool ckpt_fault_asked(enum ckpt_fault what)
 {
 	if (!mode || getpid() != ckpt_pid)
 		return 0;
+	if (what == CKPT_FAULT_BARE)
+		return mode == 6;
 	return ++counts[what] == limit[what] && mode == 4;
 }

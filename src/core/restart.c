@@ -363,8 +363,7 @@ static void free_task(struct rst_task *t)
 static void free_ctx(struct rst_ctx *ctx)
 {
 	rst_netlock_unlock(ctx, false); /* the restart's own, if still there */
-	puppet_guard_end(ctx->watch);
-	ctx->watch = NULL;
+	puppet_guard_done(ctx->watch); /* waited for last: its exit overlaps the rest */
 	rtprio_restore(&ctx->prio);
 	for (size_t i = 0; i < ctx->ntasks; i++) {
 		struct rst_task *t = &ctx->tasks[i];
@@ -387,6 +386,8 @@ static void free_ctx(struct rst_ctx *ctx)
 	for (int i = 0; i < 2; i++)
 		if (ctx->ctl[i] >= 0)
 			close(ctx->ctl[i]);
+	puppet_guard_end(ctx->watch);
+	ctx->watch = NULL;
 }
 
 static int check_flags(struct rst_ctx *ctx, pid_t pid, unsigned long flags)
@@ -527,10 +528,13 @@ static int read_image(struct rst_ctx *ctx)
 static int run_tree(struct rst_ctx *ctx, const struct ckpt_opts *o, pid_t root)
 {
 	int r = seq_rst_run(ctx, RST_BEFORE_RELEASE, RST_UNLOCK);
-	/* every task runs: the restart is complete, the guardian goes (and
-	 * with it anything it shares with ckpt) before anyone is told */
-	puppet_guard_end(ctx->watch);
-	ctx->watch = NULL;
+	/* every task runs: the restart is complete and the guardian is told
+	 * so before anyone else is (it is waited for in free_ctx, after
+	 * ckpt's own teardown, which its exit overlaps) */
+	int e = puppet_guard_done(ctx->watch);
+	if (e < 0 && r >= 0)
+		r = log_fail(&ctx->log, e, "the guardian process could not watch the tree: %s",
+			     strerror(-e));
 	if (r >= 0)
 		log_info(&ctx->log, "pid %d: restored and running%s", root,
 			 (o->flags & RESTART_FROZEN) ? " (stopped)" : "");

@@ -436,6 +436,8 @@ int tree_spawn_root(struct rst_ctx *ctx)
 	if (r < 0)
 		return ctx->pidns ? r : spawn_error(ctx, t, r);
 	t->created = true;
+	log_debug(&ctx->log, "pid %d: %s", t->pid,
+		  t->pup.bare ? "a bare puppet, exec'd (no copy of ckpt)" : "a puppet forked from ckpt");
 	return 0;
 }
 

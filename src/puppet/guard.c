@@ -107,27 +107,16 @@ static long guard_op(struct puppet_guard *g, uint32_t op)
 	return guard_call(&p, &req, NULL, 0);
 }
 
-int puppet_guard_watch(struct puppet_guard *g, pid_t pid)
+/* req and one fd (SCM_RIGHTS), then msg (len bytes) */
+static int send_with_fd(struct puppet_guard *g, struct guard_req *req, int fd, const void *msg,
+			size_t len)
 {
-	struct puppet p = { .guard = g, .held = true, .memfd = -1, .pid = pid };
-	struct guard_req req = { .op = GUARD_WATCH };
-	return g ? (int)guard_call(&p, &req, NULL, 0) : 0;
-}
-
-int puppet_guard_on_death(struct puppet_guard *g, enum guard_when when, int fd, const void *msg,
-			  size_t len)
-{
-	if (!g)
-		return 0;
-	if (len > GUARD_UNDO_MAX)
-		return -EMSGSIZE;
-	struct guard_req req = { .op = GUARD_ON_DEATH, .a = { (int64_t)len, when } };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} cm = { 0 };
-	struct iovec iov[2] = { { &req, sizeof(req) }, { (void *)msg, len } };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = cm.buf,
+	struct iovec iov[2] = { { req, sizeof(*req) }, { (void *)msg, len } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1, .msg_control = cm.buf,
 			     .msg_controllen = sizeof(cm.buf) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
@@ -140,7 +129,43 @@ int puppet_guard_on_death(struct puppet_guard *g, enum guard_when when, int fd, 
 		;
 	if (n < 0)
 		return errno == ECONNRESET ? -EPIPE : -errno;
+	return 0;
+}
+
+/*
+ * No reply is waited for (one was a wakeup of the guardian before every
+ * release, about 1 ms on these machines): the pidfd is opened here, while
+ * the task is held, and is the task's whenever the guardian reads it, also
+ * after ckpt's death (the channel's messages come before its end of file).
+ * A watch the guardian cannot keep kills the task at once and fails
+ * puppet_guard_done().
+ */
+int puppet_guard_watch(struct puppet_guard *g, pid_t pid)
+{
+	if (!g)
+		return 0;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return -errno;
+	struct guard_req req = { .op = GUARD_WATCH, .pid = pid };
+	int r = send_with_fd(g, &req, fd, NULL, 0);
+	close(fd);
+	return r;
+}
+
+int puppet_guard_on_death(struct puppet_guard *g, enum guard_when when, int fd, const void *msg,
+			  size_t len)
+{
+	if (!g)
+		return 0;
+	if (len > GUARD_UNDO_MAX)
+		return -EMSGSIZE;
+	struct guard_req req = { .op = GUARD_ON_DEATH, .a = { (int64_t)len, when } };
+	int r = send_with_fd(g, &req, fd, msg, len);
+	if (r < 0)
+		return r;
 	struct guard_rep rep;
+	ssize_t n;
 	while ((n = recv(g->fd, &rep, sizeof(rep), 0)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
@@ -153,17 +178,26 @@ int puppet_guard_commit(struct puppet_guard *g)
 	return g ? (int)guard_op(g, GUARD_COMMIT) : 0;
 }
 
+int puppet_guard_done(struct puppet_guard *g)
+{
+	if (!g || g->fd < 0)
+		return 0;
+	int r = (int)guard_op(g, GUARD_DONE);
+	close(g->fd);
+	g->fd = -1;
+	return r < 0 ? r : 0;
+}
+
 int puppet_guard_end(struct puppet_guard *g)
 {
 	if (!g)
 		return 0;
-	int r = (int)guard_op(g, GUARD_DONE);
-	close(g->fd);
+	int r = puppet_guard_done(g);
 	int status = 0;
 	while (waitpid(g->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	free(g);
-	return r < 0 ? r : 0;
+	return r;
 }
 
 /* ---- the guardian ---- */
@@ -220,25 +254,28 @@ struct gstate {
 	bool commit, done;
 	int *watched; /* pidfds to kill if ckpt dies */
 	size_t nwatched, capwatched;
+	int watch_err; /* a watch not kept: GUARD_DONE's reply */
 };
 
-static int watch(struct gstate *s, pid_t pid)
+/* pidfd kept, to kill its task if ckpt dies; if it cannot be, the task is
+ * killed now and GUARD_DONE's reply fails (puppet_guard_watch) */
+static void watch(struct gstate *s, int pidfd)
 {
 	if (s->nwatched == s->capwatched) {
 		size_t cap = s->capwatched ? 2 * s->capwatched : 256;
-		int *v = arena_alloc(&s->arena, cap * sizeof(int));
-		if (!v)
-			return -ENOMEM;
+		int *v = pidfd < 0 ? NULL : arena_alloc(&s->arena, cap * sizeof(int));
+		if (!v) {
+			if (pidfd >= 0)
+				syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+			s->watch_err = pidfd < 0 ? -EBADF : -ENOMEM;
+			return;
+		}
 		if (s->nwatched)
 			memcpy(v, s->watched, s->nwatched * sizeof(int));
 		s->watched = v;
 		s->capwatched = cap;
 	}
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0)
-		return -errno;
-	s->watched[s->nwatched++] = fd;
-	return 0;
+	s->watched[s->nwatched++] = pidfd;
 }
 
 static size_t slot_of(const struct gstate *s, pid_t pid)
@@ -897,11 +934,12 @@ static __attribute__((noreturn)) void guardian(int fd)
 		else if (req.op == GUARD_COMMIT) {
 			s.commit = true;
 			m.rep.held = true;
-		} else if (req.op == GUARD_WATCH) {
-			m.rep.ret = watch(&s, req.pid);
-			m.rep.held = true;
+		} else if (req.op == GUARD_WATCH && n == (ssize_t)sizeof(req)) {
+			watch(&s, rfd); /* no reply: see puppet_guard_watch */
+			continue;
 		} else if (req.op == GUARD_DONE) {
 			s.done = true;
+			m.rep.ret = s.watch_err;
 			send(3, &m.rep, sizeof(m.rep), MSG_NOSIGNAL);
 			finish(&s);
 		} else

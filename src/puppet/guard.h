@@ -41,9 +41,10 @@ int puppet_guard_start(struct puppet_guard **ret) __attribute__((warn_unused_res
 /* The image is complete and safe: if ckpt dies now, kill the tree. */
 int puppet_guard_commit(struct puppet_guard *g) __attribute__((warn_unused_result));
 /*
- * Until puppet_guard_end(), if ckpt dies, pid (a task ckpt holds now, so
- * that its pid is its own) is killed, through a pidfd: for a restart,
- * whose puppets would otherwise run on once released.
+ * Until puppet_guard_done(), if ckpt dies, pid (a task ckpt holds now, so
+ * that its pid is its own) is killed, through a pidfd ckpt opens and
+ * passes: for a restart, whose puppets would otherwise run on once
+ * released. One way: no reply is waited for.
  */
 int puppet_guard_watch(struct puppet_guard *g, pid_t pid) __attribute__((warn_unused_result));
 /*
@@ -60,7 +61,13 @@ int puppet_guard_watch(struct puppet_guard *g, pid_t pid) __attribute__((warn_un
 enum guard_when { GUARD_UNCOMMITTED, GUARD_COMMITTED };
 int puppet_guard_on_death(struct puppet_guard *g, enum guard_when when, int fd, const void *msg,
 			  size_t len) __attribute__((warn_unused_result));
-/* Every puppet is released or killed: the guardian exits (waited for). */
+/*
+ * Every puppet is released or killed: the guardian is told so and exits,
+ * killing nothing (not waited for; -ENOMEM if a watch could not be kept).
+ */
+int puppet_guard_done(struct puppet_guard *g);
+/* puppet_guard_done() if not done yet, then the guardian is waited for and
+ * g freed. */
 int puppet_guard_end(struct puppet_guard *g);
 
 /* The channel (used by puppet.c) */

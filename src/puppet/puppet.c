@@ -8,6 +8,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -523,6 +524,173 @@ static __attribute__((noreturn)) void puppet_child(int ctl_fd, int ctl_target, i
 		pause();
 }
 
+/* The new child pid (ckpt's), seized and held; killed if it cannot be. */
+static int seize_new(struct puppet *p, pid_t pid)
+{
+	p->pid = pid;
+	/* suspending seccomp needs CAP_SYS_ADMIN: without it, not */
+	if ((ptrace(PTRACE_SEIZE, p->pid, 0,
+		    PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0 &&
+	     (errno != EPERM ||
+	      ptrace(PTRACE_SEIZE, p->pid, 0, PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0)) ||
+	    ptrace(PTRACE_INTERRUPT, p->pid, 0, 0) < 0) {
+		int e = -errno;
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, NULL, __WALL);
+		return e;
+	}
+	int e = puppet_take(p);
+	if (e < 0) {
+		puppet_kill(p);
+		return e;
+	}
+	return 0;
+}
+
+/*
+ * A bare puppet exec'd from bare.S's program rather than forked from ckpt:
+ * the clone shares ckpt's memory until the exec (CLONE_VM | CLONE_VFORK,
+ * as posix_spawn does), so no copy of ckpt's address space is made, faulted
+ * in on both sides and unmapped again by the puppet's mm restore. On these
+ * virtual machines each of those faults costs 10 to 20 us (docs/DESIGN.md,
+ * "Lazy restart").
+ */
+extern const unsigned char ckpt_bare_elf[];
+extern const uint64_t ckpt_bare_elf_len;
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x10u
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1u << 2)
+#endif
+
+/* A sealed memfd that holds the program; -errno if this kernel or its
+ * policy (vm.memfd_noexec) refuses one that can be exec'd. */
+static int bare_memfd(void)
+{
+	int fd = memfd_create("ckpt-puppet", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (fd < 0 && errno == EINVAL) /* before Linux 6.3: no MFD_EXEC */
+		fd = memfd_create("ckpt-puppet", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, ckpt_bare_elf, ckpt_bare_elf_len) != (ssize_t)ckpt_bare_elf_len ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0) {
+		int e = errno ? -errno : -EIO;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+struct bare_child {
+	int ctl_fd, ctl_target, exe, ckpt_pidfd;
+	int err; /* the child's -errno, left in the memory it shares */
+};
+
+/*
+ * The child, on its own stack in ckpt's memory, with every signal blocked
+ * (no handler of ckpt's can run here): what puppet_child does, then the
+ * exec. Every fd but the control socket is closed by the exec.
+ */
+__attribute__((noreturn, no_sanitize("address", "undefined"))) static void
+bare_child(void *arg)
+{
+	struct bare_child *c = arg;
+	static const char *const argv[] = { "ckpt-puppet", NULL };
+	static const char *const envp[] = { NULL };
+	long r = syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	struct pollfd pfd = { .fd = c->ckpt_pidfd, .events = POLLIN };
+	if (r == 0 && c->ckpt_pidfd >= 0 && syscall(SYS_poll, &pfd, 1, 0) > 0)
+		r = -ESRCH; /* ckpt has died: see puppet_child */
+	else if (r == 0)
+		r = c->ctl_fd != c->ctl_target ? syscall(SYS_dup3, c->ctl_fd, c->ctl_target, 0)
+						: syscall(SYS_fcntl, c->ctl_target, F_SETFD, 0);
+	if (r >= 0 && c->ctl_target > 0)
+		r = syscall(SYS_close_range, 0, c->ctl_target - 1, CLOSE_RANGE_CLOEXEC);
+	if (r >= 0)
+		r = syscall(SYS_close_range, c->ctl_target + 1, ~0u, CLOSE_RANGE_CLOEXEC);
+	if (r >= 0)
+		r = syscall(SYS_execveat, c->exe, "", argv, envp, AT_EMPTY_PATH);
+	c->err = r == -ESRCH ? -ESRCH : -errno;
+	syscall(SYS_exit_group, 127);
+	__builtin_unreachable();
+}
+
+/*
+ * clone3 with a stack of the child's own, where it calls fn(arg), which
+ * must not return: glibc has no wrapper that takes set_tid and a function.
+ */
+static long clone3_call(struct clone_args *args, void (*fn)(void *), void *arg)
+{
+	register long rax __asm__("rax") = SYS_clone3;
+	register struct clone_args *rdi __asm__("rdi") = args;
+	register size_t rsi __asm__("rsi") = sizeof(*args);
+	register void (*r12)(void *) __asm__("r12") = fn;
+	register void *r13 __asm__("r13") = arg;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t"
+			 "mov %%r13, %%rdi\n\t"
+			 "call *%%r12\n\t"
+			 "ud2\n"
+			 "1:"
+			 : "+r"(rax)
+			 : "r"(rdi), "r"(rsi), "r"(r12), "r"(r13)
+			 : "rcx", "r11", "memory");
+	return rax;
+}
+
+#define BARE_STACK (16u << 10)
+
+/*
+ * -ENOEXEC when this way is not open here (no executable memfd, a clone
+ * flag that cannot go with CLONE_VM): spawn then forks as before.
+ */
+static int spawn_bare(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
+{
+	_cleanup_close_ int exe = bare_memfd();
+	if (exe < 0)
+		return -ENOEXEC;
+	if (CKPT_FAULT_ASKED(CKPT_FAULT_BARE)) { /* ckpt-fault's test: the exec fails */
+		close(exe);
+		exe = -1;
+	}
+	_cleanup_close_ int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	struct bare_child c = { ctl_fd, ctl_target, exe, self, 0 };
+	_Alignas(16) char stack[BARE_STACK];
+	pid_t want = pid;
+	struct clone_args args = {
+		.flags = ns_flags | CLONE_VM | CLONE_VFORK,
+		.exit_signal = SIGCHLD,
+		.stack = (uint64_t)(uintptr_t)stack,
+		.stack_size = sizeof(stack),
+	};
+	if (pid > 0) {
+		args.set_tid = (uint64_t)(uintptr_t)&want;
+		args.set_tid_size = 1;
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	long r = clone3_call(&args, bare_child, &c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r == -EINVAL)
+		return -ENOEXEC;
+	if (r < 0)
+		return (int)r;
+	/* CLONE_VFORK: the child has exec'd, or failed and exited */
+	int err = *(volatile int *)&c.err;
+	if (err) {
+		while (waitpid((pid_t)r, NULL, __WALL) < 0 && errno == EINTR)
+			;
+		return err == -ESRCH ? err : -ENOEXEC;
+	}
+	*p = (struct puppet){ .memfd = -1, .bare = true };
+	return seize_new(p, (pid_t)r);
+}
+
 static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target,
 		 bool init)
 {
@@ -563,29 +731,49 @@ static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
 	while (read(pfd[0], &c, 1) < 0 && errno == EINTR)
 		;
 	close(pfd[0]);
+	return seize_new(p, (pid_t)r);
+}
 
-	p->pid = (pid_t)r;
-	/* suspending seccomp needs CAP_SYS_ADMIN: without it, not */
-	if ((ptrace(PTRACE_SEIZE, p->pid, 0,
-		    PTRACE_O_SUSPEND_SECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0 &&
-	     (errno != EPERM ||
-	      ptrace(PTRACE_SEIZE, p->pid, 0, PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) < 0)) ||
-	    ptrace(PTRACE_INTERRUPT, p->pid, 0, 0) < 0) {
-		int e = -errno;
-		kill(p->pid, SIGKILL);
-		waitpid(p->pid, NULL, __WALL);
-		return e;
+/*
+ * Does an exec leave ckpt's credentials as they are? Root's exec of a file
+ * without capabilities gives it the bounding set (unless SECBIT_NOROOT),
+ * and a set that grows at exec also clears the parent-death signal: only a
+ * root whose permitted and effective sets are the bounding set already.
+ * Not into a new user namespace either, where the puppet, not yet mapped,
+ * would lose its capabilities at the exec.
+ */
+static bool exec_keeps_creds(uint64_t ns_flags)
+{
+	struct {
+		uint32_t version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		uint32_t effective, permitted, inheritable;
+	} d[2];
+	if ((ns_flags & CLONE_NEWUSER) || getuid() != 0 || geteuid() != 0 ||
+	    (prctl(PR_GET_SECUREBITS) & (1 << 0 /* SECBIT_NOROOT */)) ||
+	    syscall(SYS_capget, &hdr, d) < 0)
+		return false;
+	uint64_t eff = d[0].effective | (uint64_t)d[1].effective << 32;
+	uint64_t prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+	for (int cap = 0; cap < 64; cap++) {
+		int in = prctl(PR_CAPBSET_READ, cap);
+		if (in < 0) /* past the last capability of this kernel */
+			break;
+		if (in && !((prm & eff) >> cap & 1))
+			return false;
 	}
-	int e = puppet_take(p);
-	if (e < 0) {
-		puppet_kill(p);
-		return e;
-	}
-	return 0;
+	return true;
 }
 
 int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
 {
+	if (exec_keeps_creds(ns_flags)) {
+		int r = spawn_bare(p, pid, ns_flags, ctl_fd, ctl_target);
+		if (r != -ENOEXEC)
+			return r;
+	}
 	return spawn(p, pid, ns_flags, ctl_fd, ctl_target, false);
 }
 
@@ -860,9 +1048,16 @@ size_t puppet_asleep_wait(struct puppet_asleep *w, int max_ms)
 			if (w->tids[i])
 				w->tids[k++] = w->tids[i];
 		n = k;
-		if (!n || elapsed_us(&t0) > max_ms * 1000L)
+		long us = elapsed_us(&t0);
+		if (!n || us > max_ms * 1000L)
 			break;
-		usleep(100);
+		/* the first millisecond looks again at once: a task let go on an
+		 * idle CPU is asleep again in 0.1 to 0.5 ms here, and a sleep of
+		 * 100 us took 200 (timer slack, the wakeup); then every 100 us */
+		if (us < 1000)
+			sched_yield();
+		else
+			usleep(100);
 	}
 	free(w->tids);
 	*w = (struct puppet_asleep){0};

@@ -46,6 +46,7 @@ struct puppet {
 	uint64_t sigmask0;      /* blocked signals when seized */
 	uint8_t group_stopped;  /* the signal of the job-control stop it was in when seized, or 0 */
 	bool held;              /* attached and stopped */
+	bool bare;              /* puppet_spawn()'s, exec'd rather than a fork of ckpt */
 	bool faulted;		/* an injected instruction faulted (a bug): its release fails */
 	uint64_t fault_ip;	/* ckpt-fault's test: the next injection runs at this bad address */
 	uint64_t syscall_ip;    /* address of a `syscall` instruction */
@@ -122,7 +123,9 @@ int puppet_seize_guarded(struct puppet *p, pid_t pid, struct puppet_guard *guard
  * flags (with CLONE_NEWPID it is the new namespace's pid 1), holding only
  * ctl_fd, moved to fd number ctl_target; it dies with the caller
  * (PR_SET_PDEATHSIG) until told otherwise. Returns seized, like
- * puppet_seize().
+ * puppet_seize(). Where an exec changes none of the caller's credentials
+ * it runs a program of a few bytes (bare.S; p->bare) rather than a copy
+ * of the caller; else, or if the exec is refused, it is a fork.
  */
 int puppet_spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
 	__attribute__((warn_unused_result));

@@ -667,6 +667,9 @@ TESTS = [
     # an injected call whose instruction faults (CKPT_FAULT=badip:N runs the
     # Nth at an unmapped address): ckpt fails, it does not step it for ever
     entry("fault_badip", kind="fault_badip", program="fault_victim"),
+    # the root puppet exec'd from ckpt's few-byte program, and, when that exec
+    # fails (CKPT_FAULT=nobare), forked from ckpt as before: both restore
+    entry("rst_puppet_paths", kind="puppet_paths", program="fault_victim"),
     entry("fault_badip_trapign", kind="fault_badip", program="fault_victim",
           pargs=("0", "trapign")),
     # the network lock removed by the guardian when ckpt dies (SIGKILL at
@@ -8492,6 +8495,46 @@ http {{
             if rc != -signal.SIGKILL:
                 raise Fail("%s: exit %s, not killed: %s" % (what, rc, err.strip()[-300:]))
             self.wait_pids_free(tids, what)
+        rp = self.restart(img, "restart")
+        self.ask_check(pids, "restarted", signal.SIGPROF)
+        rc = self.wait_exit(rp, "ckpt restart")
+        self.check_result(rc, "ckpt restart")
+
+    def flow_puppet_paths(self):
+        """The root's puppet: exec'd from ckpt's program of a few bytes
+        (bare.S), and, under ckpt-fault with CKPT_FAULT=nobare (that exec
+        fails), forked from ckpt. Each restart's log says which, and the
+        restored processes check themselves from inside (maps, fds, signal
+        mask and handlers, their thread and child)."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        pids, tids = self.victim_ids()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        self.wait_pids_free(tids, "checkpoint --kill")
+        for tag, fault, want in (("bare", None, "a bare puppet, exec'd"),
+                                 ("forked", "nobare", "a puppet forked from ckpt")):
+            log = self.p(tag + ".log")
+            args = ["restart", img, "--detach", "--log", log, "-v"]
+            if fault:
+                rc, err = self.run_fault(args, fault, tag)
+            else:
+                r = subprocess.run(self.ckpt_argv(*args, verbose=False), cwd=self.dir,
+                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   timeout=CHECKPOINT_TIMEOUT)
+                rc, err = r.returncode, r.stderr
+            if rc != 0:
+                raise Fail("restart (%s) exit %s: %s" % (tag, rc, err.strip()[-300:]))
+            with open(log) as f:
+                text = f.read()
+            if ("pid %d: %s" % (self.pid, want)) not in text:
+                raise Fail("restart (%s): the log does not say %r" % (tag, want))
+            self.ask_check(pids, "restarted (%s)" % tag, signal.SIGPROF)
+            for p_ in pids:
+                os.kill(p_, signal.SIGKILL)
+            self.wait_pids_free(tids, "restored tree (%s) killed" % tag)
         rp = self.restart(img, "restart")
         self.ask_check(pids, "restarted", signal.SIGPROF)
         rc = self.wait_exit(rp, "ckpt restart")
