@@ -29,6 +29,7 @@
 #include "util/kernel.h"
 #include "util/par.h"
 #include "util/proc.h"
+#include "util/userns.h"
 
 static void requeue_shared(struct puppet *p);
 static int leave_sysstop(struct puppet *p);
@@ -744,19 +745,10 @@ static int spawn(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int
  */
 static bool exec_keeps_creds(uint64_t ns_flags)
 {
-	struct {
-		uint32_t version;
-		int pid;
-	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
-	struct {
-		uint32_t effective, permitted, inheritable;
-	} d[2];
+	uint64_t eff, prm;
 	if ((ns_flags & CLONE_NEWUSER) || getuid() != 0 || geteuid() != 0 ||
-	    (prctl(PR_GET_SECUREBITS) & (1 << 0 /* SECBIT_NOROOT */)) ||
-	    syscall(SYS_capget, &hdr, d) < 0)
+	    (prctl(PR_GET_SECUREBITS) & (1 << 0 /* SECBIT_NOROOT */)) || userns_caps(&eff, &prm) < 0)
 		return false;
-	uint64_t eff = d[0].effective | (uint64_t)d[1].effective << 32;
-	uint64_t prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
 	for (int cap = 0; cap < 64; cap++) {
 		int in = prctl(PR_CAPBSET_READ, cap);
 		if (in < 0) /* past the last capability of this kernel */

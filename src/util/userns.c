@@ -61,7 +61,7 @@ int userns_map_self(pid_t pid, const char **ret_what)
 	return userns_write_maps(pid, u, g, ret_what);
 }
 
-int userns_cap_effective(int cap)
+int userns_caps(uint64_t *effective, uint64_t *permitted)
 {
 	struct {
 		uint32_t version;
@@ -70,11 +70,20 @@ int userns_cap_effective(int cap)
 	struct {
 		uint32_t effective, permitted, inheritable;
 	} data[2] = { 0 };
-	if (cap < 0 || cap >= 64)
-		return -EINVAL;
 	if (syscall(SYS_capget, &hdr, data) < 0)
 		return -errno;
-	return data[cap / 32].effective >> (cap % 32) & 1;
+	*effective = data[0].effective | (uint64_t)data[1].effective << 32;
+	*permitted = data[0].permitted | (uint64_t)data[1].permitted << 32;
+	return 0;
+}
+
+int userns_cap_effective(int cap)
+{
+	uint64_t eff, prm;
+	if (cap < 0 || cap >= 64)
+		return -EINVAL;
+	int r = userns_caps(&eff, &prm);
+	return r < 0 ? r : (int)(eff >> cap & 1);
 }
 
 bool userns_may_mount(void)

@@ -3,6 +3,7 @@
 #define CKPT_UTIL_USERNS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -17,6 +18,8 @@ int userns_write_maps(pid_t pid, const char *uid_map, const char *gid_map,
 /* The same with the caller's own uid and gid mapped to themselves. */
 int userns_map_self(pid_t pid, const char **ret_what) __attribute__((warn_unused_result));
 
+/* This thread's effective and permitted capability sets (bit n: cap n). */
+int userns_caps(uint64_t *effective, uint64_t *permitted) __attribute__((warn_unused_result));
 /* Is cap in this caller's effective set? 1, 0, or -errno. */
 int userns_cap_effective(int cap);
 /* Has this caller CAP_SYS_ADMIN in its effective set (to make a mount
