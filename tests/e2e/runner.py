@@ -6287,7 +6287,16 @@ class Run:
         self.logs.append(self.p("redis.log"))
         pr = self.start()
         self.pid = pr.pid
-        self.wait_until("redis-server's socket", lambda: os.path.exists(path), [pr], timeout=30)
+        # the socket's file is there from its bind, before its listen (a
+        # connect then is refused: seen once on a loaded machine)
+        def accepts():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                try:
+                    s.connect(path)
+                except (FileNotFoundError, ConnectionRefusedError):
+                    return False
+            return True
+        self.wait_until("redis-server's socket", accepts, [pr], timeout=30)
         self.redis_outside(self.pid, path, ("DEBUG", "POPULATE", "20000", "key", "64"))
         before = self.redis_outside(self.pid, path, ("LASTSAVE",))
         # not resp(): the child holds this connection (forked while it was
