@@ -4099,6 +4099,15 @@ class Run:
                 return len([p for p in self.tree_pids(self.pid)
                             if not (self.cmdline_has(p, "[accepted]") or
                                     self.cmdline_has(p, "[net]"))])
+
+            # nor one not yet so named: counted once only the listener says it
+            # has no connection before authentication ("[listener] 0 of"; ASan's
+            # slower ckpt once saved such a child, counted 4 against 3)
+            def no_startups():
+                ls = [p for p in self.tree_pids(self.pid) if self.cmdline_has(p, "[listener]")]
+                return not ls or all(self.cmdline_has(p, "[listener] 0 of") for p in ls)
+            self.wait_until("sshd's listener with no connection starting", no_startups,
+                            [client, pr], timeout=30)
             procs = session_procs()
             rp = pr
             for cycle in range(2 if self.mode == T else 1):
