@@ -15,7 +15,11 @@
  *   pidinit a child made by clone(CLONE_NEWPID), the init of a new pid
  *           namespace (as chromium's zygote): refused for the namespace it
  *           is in, not as a task that forked nothing since;
- *   user    a child unshares CLONE_NEWUSER.
+ *   user    a child unshares CLONE_NEWUSER;
+ *   pivot   the root unshares CLONE_NEWNS and pivot_roots into a tmpfs of
+ *           its own (the old root stays mounted under it, with the test
+ *           directory its working directory still is in): a root
+ *           directory that is not ckpt's, which only a container may have.
  * The runner expects the checkpoint to fail naming the task and the
  * namespace; the tree lives on, and after the wake each task is still in
  * its namespace (the root's hostname, the thread's or child's inode, the
@@ -27,6 +31,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -105,6 +110,19 @@ int main(int argc, char **argv)
 			child_main(CLONE_NEWNS, "mnt");
 		if (read(ready[0], &ch, 1) != 1)
 			fail("the child did not unshare");
+	} else if (!strcmp(how, "pivot")) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			fail("unshare(CLONE_NEWNS), mount: %m");
+		if (mkdir("newroot", 0755) < 0 || mount("pivot", "newroot", "tmpfs", 0, NULL) < 0 ||
+		    mkdir("newroot/old", 0755) < 0 ||
+		    syscall(SYS_pivot_root, "newroot", "newroot/old") < 0)
+			fail("tmpfs and pivot_root: %m");
+		struct stat st;
+		expect(stat("/old", &st) == 0, "no /old after pivot_root: %m");
+		/* the test directory's path names nothing from the new root:
+		 * "ready" goes where the working directory still is */
+		unsetenv("CKPT_TEST_DIR");
 	} else if (!strcmp(how, "pidc")) {
 		if (unshare(CLONE_NEWPID) < 0)
 			fail("unshare(CLONE_NEWPID): %m");
@@ -151,6 +169,10 @@ int main(int argc, char **argv)
 		if (write(done[1], "x", 1) != 1 || waitpid(child, &st, 0) != child)
 			fail("child: write or wait: %m");
 		expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	} else if (!strcmp(how, "pivot")) {
+		struct stat st;
+		expect(stat("/old", &st) == 0 && S_ISDIR(st.st_mode),
+		       "/ is not the tmpfs it pivoted into (no /old)");
 	} else if (!strcmp(how, "pidc")) {
 		/* a child is the init of the new namespace */
 		int st;

@@ -891,6 +891,11 @@ TESTS = [
     entry("refuse_ns_mnt_child", kind="refuse", program="refuse_ns_own", pargs=["mnt"],
           regex=r"\bpid \d+: in another mount namespace \(mnt:\[\d+\]\) than the tree's root "
                 r"\(pid {pid}, mnt:\[\d+\]\)"),
+    # a root that pivot_roots into a root directory of its own: a container's shape, not a
+    # plain tree's (a container is checkpointed by the pid of its init)
+    entry("refuse_ns_mnt_pivot", kind="refuse", program="refuse_ns_own", pargs=["pivot"],
+          regex=r"\bpid {pid}: a plain tree whose root has a root directory of its own in "
+                r"its mount namespace \(pivot_root\) is not supported"),
     # a child in yet another uts namespace than the tree's root's
     entry("refuse_ns_uts", kind="refuse", program="refuse_ns_own", pargs=["uts"],
           regex=r"\bpid \d+: in another uts namespace \(uts:\[\d+\]\) than the tree's root "
