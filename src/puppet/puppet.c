@@ -651,6 +651,7 @@ static long clone3_call(struct clone_args *args, void (*fn)(void *), void *arg)
  */
 static int spawn_bare(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd, int ctl_target)
 {
+	*p = (struct puppet){ .memfd = -1 };
 	_cleanup_close_ int exe = bare_memfd();
 	if (exe < 0)
 		return -ENOEXEC;
@@ -688,7 +689,7 @@ static int spawn_bare(struct puppet *p, pid_t pid, uint64_t ns_flags, int ctl_fd
 			;
 		return err == -ESRCH ? err : -ENOEXEC;
 	}
-	*p = (struct puppet){ .memfd = -1, .bare = true };
+	p->bare = true;
 	return seize_new(p, (pid_t)r);
 }
 
