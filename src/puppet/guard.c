@@ -258,17 +258,21 @@ struct gstate {
 };
 
 /* pidfd kept, to kill its task if ckpt dies; if it cannot be, the task is
- * killed now and GUARD_DONE's reply fails (puppet_guard_watch) */
-static void watch(struct gstate *s, int pidfd)
+ * killed now and GUARD_DONE's reply fails (puppet_guard_watch). Whether it
+ * was kept (else the caller closes it). */
+static bool watch(struct gstate *s, int pidfd)
 {
+	if (pidfd < 0) {
+		s->watch_err = -EBADF;
+		return false;
+	}
 	if (s->nwatched == s->capwatched) {
 		size_t cap = s->capwatched ? 2 * s->capwatched : 256;
-		int *v = pidfd < 0 ? NULL : arena_alloc(&s->arena, cap * sizeof(int));
+		int *v = arena_alloc(&s->arena, cap * sizeof(int));
 		if (!v) {
-			if (pidfd >= 0)
-				syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			s->watch_err = pidfd < 0 ? -EBADF : -ENOMEM;
-			return;
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+			s->watch_err = -ENOMEM;
+			return false;
 		}
 		if (s->nwatched)
 			memcpy(v, s->watched, s->nwatched * sizeof(int));
@@ -276,6 +280,7 @@ static void watch(struct gstate *s, int pidfd)
 		s->capwatched = cap;
 	}
 	s->watched[s->nwatched++] = pidfd;
+	return true;
 }
 
 static size_t slot_of(const struct gstate *s, pid_t pid)
@@ -935,8 +940,9 @@ static __attribute__((noreturn)) void guardian(int fd)
 			s.commit = true;
 			m.rep.held = true;
 		} else if (req.op == GUARD_WATCH && n == (ssize_t)sizeof(req)) {
-			watch(&s, rfd); /* no reply: see puppet_guard_watch */
-			continue;
+			if (!watch(&s, rfd) && rfd >= 0)
+				close(rfd);
+			continue; /* no reply: see puppet_guard_watch */
 		} else if (req.op == GUARD_DONE) {
 			s.done = true;
 			m.rep.ret = s.watch_err;

@@ -107,9 +107,25 @@ def main():
 def check_forwarded(img, pid):
     """restart(detach=False, forward_signals=True) in a process of its own:
     a SIGUSR1 sent to it ends the restored child with 42 (its memory intact)."""
+    pidfile = img + ".pid"
+    if os.path.exists(pidfile):
+        os.unlink(pidfile)
     waiter = subprocess.Popen([sys.executable, os.path.abspath(__file__), "wait", img])
     deadline = time.monotonic() + 60
-    while not (_parent(pid) == waiter.pid and _sleeping(pid)):
+
+    # the pidfile is written once the restart is complete (its signals held
+    # for forwarding): the child in pause() with the waiter as its parent is
+    # not enough, the bare puppet made for it (a child of the waiter, in
+    # pause() until ckpt seizes it) is so too, and a SIGUSR1 then ended the
+    # waiter on a loaded machine
+    def restored():
+        try:
+            with open(pidfile) as f:
+                text = f.read()
+        except OSError:
+            return False
+        return text.endswith("\n") and int(text) == pid
+    while not (restored() and _parent(pid) == waiter.pid and _sleeping(pid)):
         if waiter.poll() is not None or time.monotonic() > deadline:
             check(False, "forward_signals: the child was not restored under the waiter "
                   "(exit %s)" % waiter.poll())
@@ -130,7 +146,7 @@ def check_forwarded(img, pid):
 
 def wait_mode(img):
     """The waiter of check_forwarded: exit 0 if the child it restarts exits 42."""
-    res, status = ckpt.restart(img, detach=False, forward_signals=True)
+    res, status = ckpt.restart(img, detach=False, forward_signals=True, pidfile=img + ".pid")
     return 0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 42 else 3
 
 
