@@ -52,8 +52,10 @@ static void *second(void *arg)
 int main(int argc, char **argv)
 {
 	bool thread = argc > 1 && !strcmp(argv[1], "thread");
-	int p[2];
-	if (pipe(p) < 0)
+	/* B's pid comes on p, its thread's tid on q: on one pipe the thread
+	 * wrote first once, and the root seized B's main thread instead */
+	int p[2], q[2];
+	if (pipe(p) < 0 || pipe(q) < 0)
 		fail("pipe: %m");
 	pid_t a = fork();
 	if (a < 0)
@@ -62,7 +64,7 @@ int main(int argc, char **argv)
 		pid_t b = fork();
 		if (b == 0) {
 			pthread_t th;
-			tid_pipe = p[1];
+			tid_pipe = q[1];
 			if (thread && pthread_create(&th, NULL, second, NULL))
 				_exit(1);
 			for (;;)
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
 	if (read(p[0], &b, sizeof(b)) != sizeof(b) || waitpid(a, &st, 0) != a || st)
 		fail("the child that forks B");
 	pid_t bt = b; /* what the root traces: B, or B's second thread */
-	if (thread && read(p[0], &bt, sizeof(bt)) != sizeof(bt))
+	if (thread && read(q[0], &bt, sizeof(bt)) != sizeof(bt))
 		fail("B's second thread");
 	pid_t b_main = b;
 	b = bt;
