@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The bare puppet's program (puppet_spawn, puppet.c): a whole x86-64 ELF
- * executable, 190 bytes, kept as data in ckpt's .rodata and run from a
+ * executable, 185 bytes, kept as data in ckpt's .rodata and run from a
  * memfd. It loops in pause() until ckpt seizes it; every signal is
- * blocked when it starts (spawn), so nothing but SIGKILL ends the wait.
+ * blocked when it starts (spawn_bare), so nothing but SIGKILL ends the wait.
  *
- * Exec'd, a puppet has an address space of three pages (this program,
- * its stack, the vDSO) instead of a fork's copy of ckpt: nothing to copy
+ * Exec'd, a puppet has four small mappings (this program, its stack, the
+ * vDSO and vvar) instead of a fork's copy of ckpt: nothing to copy
  * at the clone, no copy-on-write fault in ckpt or in the puppet after it,
  * and little to unmap when its own memory is rebuilt.
  *
