@@ -305,7 +305,7 @@ int rst_release_tree(struct rst_ctx *ctx)
 		wait_stopped(ctx, sig);
 		ctx_wait_asleep(&ctx->log, &asleep);
 	} else {
-		free(asleep.tids);
+		free(asleep.tasks);
 	}
 	return r < 0 ? r : tree_release_init(ctx);
 }

@@ -998,11 +998,36 @@ bool puppet_in_restartable_call(const struct puppet *p)
 		ax == -KERN_ERESTARTNOHAND);
 }
 
-/* Is tid running, or waiting for a CPU (its syscall file says so)? */
-static bool task_running(pid_t tid)
+/*
+ * Is the task asleep in a call? Its state first: asleep ('S', 'D'), not
+ * running, nor being woken ('R'): a task the release woke keeps the regs
+ * it was seized with, which name its call, until it has run on the CPU
+ * woken for it (an IPI away), and its syscall file shows them as if it
+ * slept in that call. Then its syscall file, read after: it names a call,
+ * not "running", not "-1 SP PC" (asleep outside any call: a task let go at
+ * its `syscall` instruction may sleep in the page fault of that
+ * instruction's page, a folio another task of it locked), nor a PC at that
+ * instruction (asleep on its way back to it, the call not entered again):
+ * in any of these, a handler run meanwhile finds no call to interrupt. A
+ * task that is gone (no file, a zombie) is not waited for.
+ */
+static bool task_in_call(const struct puppet_asleep_task *a)
 {
-	_cleanup_free_ char *text = NULL;
-	return proc_read_one(tid, "syscall", &text) >= 0 && !strncmp(text, "running", 7);
+	_cleanup_free_ char *stat = NULL, *text = NULL;
+	struct proc_stat st;
+	if (proc_read_one(a->tid, "stat", &stat) < 0 || proc_parse_stat(stat, &st) < 0 ||
+	    st.state == 'Z' || st.state == 'X')
+		return true;
+	if (st.state != 'S' && st.state != 'D')
+		return false;
+	if (proc_read_one(a->tid, "syscall", &text) < 0)
+		return true;
+	char *end;
+	long nr = strtol(text, &end, 10);
+	if (end == text || nr < 0)
+		return false;
+	const char *pc = strrchr(text, ' ');
+	return !pc || strtoull(pc + 1, NULL, 16) != a->call_ip;
 }
 
 void puppet_asleep_add(struct puppet_asleep *w, const struct puppet *p)
@@ -1011,21 +1036,23 @@ void puppet_asleep_add(struct puppet_asleep *w, const struct puppet *p)
 		return;
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 64;
-		pid_t *t = realloc(w->tids, cap * sizeof(*t));
+		struct puppet_asleep_task *t = realloc(w->tasks, cap * sizeof(*t));
 		if (!t) /* not waited for: only the window stays */
 			return;
-		w->tids = t, w->cap = cap;
+		w->tasks = t, w->cap = cap;
 	}
-	w->tids[w->n++] = p->pid;
+	/* seized after its `syscall` instruction (2 bytes), let go before it */
+	w->tasks[w->n++] = (struct puppet_asleep_task){ .tid = p->pid,
+							.call_ip = p->regs0.rip - 2 };
 }
 
-/* a tid asleep: 0 (the list is compacted after) */
+/* a task asleep: tid 0 (the list is compacted after) */
 static void mark_asleep(void *arg, size_t i, unsigned slot)
 {
 	(void)slot;
-	pid_t *tids = arg;
-	if (!task_running(tids[i]))
-		tids[i] = 0;
+	struct puppet_asleep_task *tasks = arg;
+	if (task_in_call(&tasks[i]))
+		tasks[i].tid = 0;
 }
 
 size_t puppet_asleep_wait(struct puppet_asleep *w, int max_ms)
@@ -1035,11 +1062,11 @@ size_t puppet_asleep_wait(struct puppet_asleep *w, int max_ms)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (n > 0) {
 		/* a thousand threads' files are read in a few ms a core */
-		par_for(n, n >= 256 ? par_cpus() : 1, mark_asleep, w->tids);
+		par_for(n, n >= 256 ? par_cpus() : 1, mark_asleep, w->tasks);
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			if (w->tids[i])
-				w->tids[k++] = w->tids[i];
+			if (w->tasks[i].tid)
+				w->tasks[k++] = w->tasks[i];
 		n = k;
 		long us = elapsed_us(&t0);
 		if (!n || us > max_ms * 1000L)
@@ -1052,7 +1079,7 @@ size_t puppet_asleep_wait(struct puppet_asleep *w, int max_ms)
 		else
 			usleep(100);
 	}
-	free(w->tids);
+	free(w->tasks);
 	*w = (struct puppet_asleep){0};
 	return n;
 }

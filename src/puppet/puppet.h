@@ -212,13 +212,20 @@ int puppet_sig_handled(pid_t pid, uint64_t ret[2]) __attribute__((warn_unused_re
  * having a signal to see to until it runs). On a loaded machine a task may
  * wait long for a CPU. So a checkpoint or restart notes each task it lets
  * go with no signal (puppet_asleep_add: kept if it was in such a call) and
- * waits until each is asleep again (its /proc/TID/syscall no longer says
- * "running": in its call, or gone on to another), up to max_ms in all, so
- * that a task whose call ended and which computes is not waited for
- * longer. puppet_asleep_wait returns how many were not, and frees the set.
+ * waits until each is asleep in a call again (its /proc/TID/syscall names
+ * one, and its PC is not the `syscall` instruction it was let go at, which
+ * it has yet to run: its call, or another it went on to; not "running",
+ * not a page fault),
+ * up to max_ms in all, so that a task whose call ended and which computes
+ * is not waited for longer. puppet_asleep_wait returns how many were not,
+ * and frees the set.
  */
+struct puppet_asleep_task {
+	pid_t tid;
+	uint64_t call_ip; /* its `syscall` instruction */
+};
 struct puppet_asleep {
-	pid_t *tids;
+	struct puppet_asleep_task *tasks;
 	size_t n, cap;
 };
 #define PUPPET_ASLEEP_MS 200

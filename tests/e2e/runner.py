@@ -735,6 +735,8 @@ TESTS = [
     # program is killed after it, image 1 restarted)
     entry("mem_incr_busy_runs", kind="incr_busy", case="runs", program="mem_incr_busy"),
     entry("api_lib", kind="standalone"),
+    # a signal sent as a restart returns: 150 rounds of restart and SIGUSR1
+    entry("api_signal_soon", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
@@ -10636,7 +10638,7 @@ class Results:
 
 
 # built by meson against libckpt itself, not as e2e programs
-LIB_PROGRAMS = ("api_lib", "api_key")
+LIB_PROGRAMS = ("api_lib", "api_key", "api_signal_soon")
 
 
 def programs():
