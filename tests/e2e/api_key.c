@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api.h"
+
 static volatile sig_atomic_t go;
 static void on_usr1(int s)
 {
@@ -47,10 +49,7 @@ static pid_t start_child(void)
 	pid_t pid = fork();
 	if (pid == 0) {
 		static uint64_t v[1 << 17]; /* 1 MiB: several chunks */
-		int null = open("/dev/null", O_RDWR);
-		for (int fd = 0; fd < 3; fd++)
-			dup2(null, fd);
-		syscall(SYS_close_range, 3, ~0u, 0);
+		api_child_quiet();
 		for (int i = 0; i < (1 << 17); i++)
 			v[i] = value(i);
 		signal(SIGUSR1, on_usr1);

@@ -30,6 +30,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api.h"
+
 static volatile sig_atomic_t go;
 static void on_usr1(int s)
 {
@@ -51,11 +53,7 @@ static pid_t start_child(void)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
-		/* hold nothing ckpt cannot save (the runner's stdout is a pipe) */
-		int null = open("/dev/null", O_RDWR);
-		for (int fd = 0; fd < 3; fd++)
-			dup2(null, fd);
-		syscall(SYS_close_range, 3, ~0u, 0);
+		api_child_quiet();
 		uint64_t *v = malloc(1 << 20);
 		for (int i = 0; i < (1 << 17); i++)
 			v[i] = (uint64_t)i * 2654435761u;

@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api.h"
+
 #define CYCLES 150
 #define EXIT_WAIT_MS 10000
 
@@ -39,11 +41,7 @@ static pid_t start_child(void)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
-		/* hold nothing ckpt cannot save (the runner's stdout is a pipe) */
-		int null = open("/dev/null", O_RDWR);
-		for (int fd = 0; fd < 3; fd++)
-			dup2(null, fd);
-		syscall(SYS_close_range, 3, ~0u, 0);
+		api_child_quiet();
 		signal(SIGUSR1, on_usr1);
 		kill(getppid(), SIGUSR2); /* ready */
 		while (!go)
