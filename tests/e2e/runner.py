@@ -2781,15 +2781,16 @@ class Run:
         self.wait_until("redis-server to end", lambda: not pid_alive(self.pid), [],
                         timeout=EXIT_TIMEOUT)
 
+    @staticmethod
+    def comm_is(pid, name):
+        try:
+            with open("/proc/%d/comm" % pid) as f:
+                return f.read().strip() == name
+        except OSError:
+            return False
+
     def mig2_sshds(self):
-        n = 0
-        for pid in self.tree_pids(self.pid):
-            try:
-                with open("/proc/%d/comm" % pid) as f:
-                    n += f.read().strip() == "sshd"
-            except OSError:
-                pass
-        return n
+        return sum(self.comm_is(pid, "sshd") for pid in self.tree_pids(self.pid))
 
     def flow_mig2_sshd(self):
         """sshd (openssh-server) as pid 1 of `ckpt run --net` on host A; an
@@ -4099,13 +4100,17 @@ class Run:
         try:
             if self.opts.no_ckpt:
                 return
-            # not the child of a connection that is closing (listening()'s
+            # sshd's own processes, as flow_mig2_sshd counts them: not the
+            # session's shell's `sleep`, there at some moments only (the
+            # count was 3 before a checkpoint that took 4: the sleep), nor
+            # the child of a connection that is closing (listening()'s
             # probe: "sshd: [accepted]" until it reads the close; on a
             # loaded machine it was counted on one side only)
             def session_procs():
                 return len([p for p in self.tree_pids(self.pid)
-                            if not (self.cmdline_has(p, "[accepted]") or
-                                    self.cmdline_has(p, "[net]"))])
+                            if self.comm_is(p, "sshd") and
+                            not (self.cmdline_has(p, "[accepted]") or
+                                 self.cmdline_has(p, "[net]"))])
 
             # nor one not yet so named: counted once only the listener says it
             # has no connection before authentication ("[listener] 0 of"; ASan's
