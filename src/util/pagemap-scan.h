@@ -2,7 +2,9 @@
 /*
  * The regions a PAGEMAP_SCAN request lists, one after the other, whatever
  * the number of calls it takes: each call fills the caller's buffer, and
- * the next one goes on from where the kernel stopped (walk_end).
+ * the next one goes on from where the kernel stopped (walk_end), or from
+ * the end of the last region the call gave if that is further (the kernel
+ * once gave regions past its walk_end, which the next call gave again).
  *
  *	struct page_region buf[512];
  *	struct pm_scan s;
@@ -20,8 +22,8 @@
  * each call once it has listed that many pages: the kernel holds the
  * process's mmap lock for a whole call, and a call as long as the walk of
  * all its memory keeps an mmap or munmap of the process waiting that long.
- * The scan also ends if a call makes no progress (walk_end not after its
- * start); pm_scan_pos() is then before the end.
+ * The scan also ends if a call makes no progress (neither walk_end nor its
+ * last region's end after its start); pm_scan_pos() is then before the end.
  * Nothing is logged; no state but the struct.
  */
 #ifndef CKPT_PAGEMAP_SCAN_H
