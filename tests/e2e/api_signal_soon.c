@@ -58,29 +58,27 @@ static pid_t start_child(void)
  * pause() is lost), which its restart would open wide (its first run
  * faults its pages in), not the one tested here.
  */
+/* /proc/PID/NAME's text into buf (empty if it cannot be read) */
+static const char *proc_text(pid_t pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
 static bool asleep_in_pause(pid_t pid)
 {
-	char path[64], buf[512];
+	char buf[512];
 	for (int ms = 0; ms < EXIT_WAIT_MS; ms++) {
-		bool stat_s = false, call = false;
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-		FILE *f = fopen(path, "re");
-		if (f) {
-			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[n] = 0;
-			const char *close = strrchr(buf, ')');
-			stat_s = close && close[1] == ' ' && close[2] == 'S';
-		}
-		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-		f = fopen(path, "re");
-		if (f) {
-			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[n] = 0;
-			call = !strncmp(buf, "34 ", 3); /* pause */
-		}
-		if (stat_s && call)
+		const char *close = strrchr(proc_text(pid, "stat", buf, sizeof(buf)), ')');
+		bool stat_s = close && close[1] == ' ' && close[2] == 'S';
+		/* 34: pause */
+		if (stat_s && !strncmp(proc_text(pid, "syscall", buf, sizeof(buf)), "34 ", 3))
 			return true;
 		usleep(1000);
 	}
