@@ -282,6 +282,17 @@ struct ckpt_opts {
 	int commit_fd;
 	const void *commit_msg;
 	size_t commit_msg_len;
+	/*
+	 * restart: called with running_arg and the root's pid (as the caller
+	 * sees it) once the tree runs and the pidfile is written, before ckpt
+	 * lets go of what it made (its memory freed, the guardian's exit) and
+	 * before the call returns: a caller of RESTART_DETACH names the pid
+	 * there (`ckpt restart --detach` prints it), the teardown going on
+	 * after. The restart has succeeded by then; the callback must not
+	 * call ckpt. NULL for none; a smaller size (an older caller) has none.
+	 */
+	void (*running)(void *arg, pid_t root);
+	void *running_arg;
 };
 #define CKPT_KEY_BYTES 32
 /* The smallest size accepted: the struct before key was added. */
@@ -307,6 +318,8 @@ struct ckpt_opts {
 #define CKPT_OPTS_SIZE_V9 offsetof(struct ckpt_opts, target_addrs)
 /* The struct before commit_fd was added. */
 #define CKPT_OPTS_SIZE_V10 offsetof(struct ckpt_opts, commit_fd)
+/* The struct before running was added. */
+#define CKPT_OPTS_SIZE_V11 offsetof(struct ckpt_opts, running)
 #define CKPT_OPTS_SIZE_MAX 4096
 
 CKPT_EXPORT int ckpt_checkpoint(pid_t pid, int fd, unsigned long flags, int logfd);

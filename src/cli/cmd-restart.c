@@ -10,6 +10,15 @@
 #include "cli/cli.h"
 #include "util/cleanup.h"
 
+/* --detach: the pid, for scripts, the moment the tree runs (ckpt's
+ * teardown goes on after: a reader of the line need not wait for it) */
+static void print_pid(void *arg, pid_t root)
+{
+	(void)arg;
+	printf("%d\n", root);
+	fflush(stdout);
+}
+
 int cmd_restart(const struct cli_args *a)
 {
 	char err[512] = "";
@@ -49,6 +58,7 @@ int cmd_restart(const struct cli_args *a)
 		.key_len = sizeof(key.bytes),
 		.inherit_fds = inherit,
 		.n_inherit_fds = a->n_inherit,
+		.running = a->detach && !a->json && !a->dry_run ? print_pid : NULL,
 	};
 	struct cli_progress progress;
 	if (cli_progress_setup(a, &o, &progress) < 0)
@@ -78,10 +88,6 @@ int cmd_restart(const struct cli_args *a)
 	if (r < 0) {
 		fprintf(stderr, "ckpt: restart failed: %s\n", err[0] ? err : strerror(-r));
 		return 1;
-	}
-	if (a->detach && !a->json && !a->dry_run) {
-		printf("%d\n", r); /* scripts read the pid here */
-		fflush(stdout);
 	}
 	int st = o.wait_status, ret = 0;
 	if (!a->dry_run && !a->detach)

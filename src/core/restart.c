@@ -656,6 +656,8 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		res->elapsed_us = now_us() - t0;
 		res->warnings = ctx.log.warnings;
 	}
+	if (o->size >= offsetof(struct ckpt_opts, running_arg) + sizeof(void *) && o->running)
+		o->running(o->running_arg, root);
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
 	hand_over(&ctx, &kept);

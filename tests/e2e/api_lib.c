@@ -13,7 +13,8 @@
  * the tree: real-time (SCHED_FIFO), its guardian too, seen from the
  * image_done callback; the caller's own policy back once it returns. And
  * the caller's own signal actions (a default with a flag) not given to a
- * restored child whose image has the plain default.
+ * restored child whose image has the plain default. And the running
+ * callback: once, with the root, released, before the restart returns.
  */
 #include <ckpt.h>
 #include <dirent.h>
@@ -31,6 +32,31 @@
 #include <unistd.h>
 
 #include "api.h"
+
+/* What the running callback of ckpt_opts was given, and the root's
+ * tracer then (0: none, the tree released). */
+struct running_seen {
+	int calls;
+	pid_t root;
+	long tracer;
+};
+
+static void on_running(void *arg, pid_t root)
+{
+	struct running_seen *seen = arg;
+	char path[64], buf[4096];
+	seen->calls++;
+	seen->root = root;
+	seen->tracer = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)root);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "TracerPid: %ld", &seen->tracer) == 1)
+			break;
+	fclose(f);
+}
 
 static volatile sig_atomic_t go;
 static void on_usr1(int s)
@@ -234,12 +260,19 @@ int main(void)
 		CHECK(waitpid(got, &st, 0) == got && WIFEXITED(st) && WEXITSTATUS(st) == 42,
 		      "restored child ended with status %#x, want exit 42", st);
 	}
-	/* and the same image once more, through the options struct */
+	/* and the same image once more, through the options struct, with
+	 * the running callback: called once, with the root, before the call
+	 * returns, the tree released (not traced by ckpt any more) */
 	lseek(img, 0, SEEK_SET);
+	struct running_seen seen = { .root = -1 };
 	struct ckpt_opts ro = { .size = sizeof(ro), .flags = RESTART_DETACH, .logfd = -1,
-				.errbuf = err, .errbuf_len = sizeof(err) };
+				.errbuf = err, .errbuf_len = sizeof(err), .running = on_running,
+				.running_arg = &seen };
 	got = ckpt_restart_opts(0, img, &ro);
 	CHECK(got == child, "second restart: %d '%s'", got, err);
+	CHECK(seen.calls == 1 && seen.root == child, "the running callback: %d call(s), root %d, "
+	      "want 1 call with %d", seen.calls, seen.root, child);
+	CHECK(seen.tracer == 0, "the running callback saw the root traced by %ld", seen.tracer);
 	if (got > 0) {
 		kill(got, SIGUSR1);
 		CHECK(waitpid(got, &st, 0) == got && WIFEXITED(st) && WEXITSTATUS(st) == 42,
