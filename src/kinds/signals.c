@@ -184,6 +184,8 @@ static int signals_collect(struct ckpt_ctx *ctx, struct task *t)
 	}
 	k->e.actions = k->e.n_actions ? k->pact : NULL;
 	k->e.blocked = p->sigmask0;
+	/* the actions are the process's (its threads' status says the same) */
+	p->no_handler = ~(t->leader ? t->leader->status.sig_cgt : t->status.sig_cgt);
 
 	stack_t ss;
 	const void *sso = task_probe_out(t, k->ss_at, sizeof(ss));
@@ -265,6 +267,18 @@ static void handled_before(struct rst_ctx *ctx, struct rst_task *t, uint64_t ret
 	}
 	if (i < ctx->ntasks)
 		ctx->sig_had[i] = (struct sig_had){ { ret[0], ret[1] }, true };
+}
+
+/* The signals an image's actions have a handler for (a thread's record
+ * has none: its process's are the leader's). */
+static uint64_t caught(const SignalsEntry *e)
+{
+	uint64_t set = 0;
+	for (size_t i = 0; e && i < e->n_actions; i++)
+		if (e->actions[i]->handler != (uint64_t)(uintptr_t)SIG_DFL &&
+		    e->actions[i]->handler != (uint64_t)(uintptr_t)SIG_IGN)
+			set |= 1ull << (e->actions[i]->sig - 1);
+	return set;
 }
 
 static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
@@ -381,6 +395,7 @@ static int signals_restore(struct rst_ctx *ctx, struct rst_task *t)
 	}
 	/* the mask goes back when the puppet is released */
 	p->sigmask0 = e->blocked & ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+	p->no_handler = ~caught(t->leader ? t->leader->kstate[KIND_signals] : e);
 	return 0;
 }
 

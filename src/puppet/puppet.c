@@ -1034,6 +1034,13 @@ void puppet_asleep_add(struct puppet_asleep *w, const struct puppet *p)
 {
 	if (!puppet_in_restartable_call(p))
 		return;
+	/* what the wait closes is a handler run before the call is entered
+	 * again; a task that blocks every signal its process has a handler
+	 * for (or whose process has none) runs none there: a signal sent
+	 * meanwhile stays pending, for the call (sigsuspend's mask, say) to
+	 * take, or acts by default as it would in the call */
+	if (!(~p->sigmask0 & ~p->no_handler))
+		return;
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 64;
 		struct puppet_asleep_task *t = realloc(w->tasks, cap * sizeof(*t));

@@ -44,6 +44,10 @@ struct puppet {
 	int memfd;              /* /proc/pid/mem, read-write */
 	struct user_regs_struct regs0;
 	uint64_t sigmask0;      /* blocked signals when seized */
+	/* signals its process has no handler for (default or ignored), as the
+	 * signals kind read or restored them; 0 until then: every signal may
+	 * have one (see puppet_asleep_add) */
+	uint64_t no_handler;
 	uint8_t group_stopped;  /* the signal of the job-control stop it was in when seized, or 0 */
 	bool held;              /* attached and stopped */
 	bool bare;              /* puppet_spawn()'s, exec'd rather than a fork of ckpt */
@@ -211,7 +215,8 @@ int puppet_sig_handled(pid_t pid, uint64_t ret[2]) __attribute__((warn_unused_re
  * process goes to another thread (the detach leaves the task marked as
  * having a signal to see to until it runs). On a loaded machine a task may
  * wait long for a CPU. So a checkpoint or restart notes each task it lets
- * go with no signal (puppet_asleep_add: kept if it was in such a call) and
+ * go with no signal (puppet_asleep_add: kept if it was in such a call and
+ * some signal its process has a handler for is not blocked in it) and
  * waits until each is asleep in a call again (its /proc/TID/syscall names
  * one, and its PC is not the `syscall` instruction it was let go at, which
  * it has yet to run: its call, or another it went on to; not "running",
