@@ -96,8 +96,10 @@ struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid)
 void ctx_wait_asleep(struct ckpt_log *log, struct puppet_asleep *w)
 {
 	if (w->n)
-		log_debug(log, "%zu task(s) let go in a call, with a handler they may run: "
-			  "waiting until each is in its call again", w->n);
+		log_debug(log,
+			  "%zu task(s) let go in a call, with a handler they may run: "
+			  "waiting until each is in its call again",
+			  w->n);
 	size_t late = puppet_asleep_wait(w, PUPPET_ASLEEP_MS);
 	if (late)
 		log_info(log, "%zu task(s) let go in a call not asleep again after %d ms", late,

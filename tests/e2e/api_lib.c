@@ -264,14 +264,20 @@ int main(void)
 	 * the running callback: called once, with the root, before the call
 	 * returns, the tree released (not traced by ckpt any more) */
 	lseek(img, 0, SEEK_SET);
-	struct running_seen seen = { .root = -1 };
-	struct ckpt_opts ro = { .size = sizeof(ro), .flags = RESTART_DETACH, .logfd = -1,
-				.errbuf = err, .errbuf_len = sizeof(err), .running = on_running,
-				.running_arg = &seen };
+	struct running_seen seen = {.root = -1};
+	struct ckpt_opts ro = {.size = sizeof(ro),
+			       .flags = RESTART_DETACH,
+			       .logfd = -1,
+			       .errbuf = err,
+			       .errbuf_len = sizeof(err),
+			       .running = on_running,
+			       .running_arg = &seen};
 	got = ckpt_restart_opts(0, img, &ro);
 	CHECK(got == child, "second restart: %d '%s'", got, err);
-	CHECK(seen.calls == 1 && seen.root == child, "the running callback: %d call(s), root %d, "
-	      "want 1 call with %d", seen.calls, seen.root, child);
+	CHECK(seen.calls == 1 && seen.root == child,
+	      "the running callback: %d call(s), root %d, "
+	      "want 1 call with %d",
+	      seen.calls, seen.root, child);
 	CHECK(seen.tracer == 0, "the running callback saw the root traced by %ld", seen.tracer);
 	if (got > 0) {
 		kill(got, SIGUSR1);
