@@ -7,13 +7,15 @@
  * PC", as a task's does while it faults in the page of the `syscall`
  * instruction it was let go at) is not, until the fault is served and it
  * reads; nor one whose PC is the `syscall` instruction it was let go at. A
- * task not in a restartable call is not waited for at all.
+ * task not in a restartable call is not waited for at all, nor one that
+ * blocks every signal its process has a handler for.
  */
 #include "puppet/puppet.h"
 #include "util/kernel.h"
 #include "unit.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -136,6 +138,38 @@ TEST(running)
 	end(&t);
 }
 
+/* a spinning task (never asleep in a call) as released with mask and
+ * no_handler: how many of it the wait holds after SHORT_MS */
+static size_t wait_masked(pid_t tid, uint64_t mask, uint64_t no_handler)
+{
+	struct puppet_asleep w = {0};
+	struct puppet p = seized(tid, -KERN_ERESTARTSYS);
+	p.regs0.rip = 0x1000;
+	p.sigmask0 = mask;
+	p.no_handler = no_handler;
+	puppet_asleep_add(&w, &p);
+	return puppet_asleep_wait(&w, SHORT_MS);
+}
+
+/* only a task that could run a handler before its call is waited for:
+ * one with a signal its process catches (not in no_handler) that it does
+ * not block; no_handler 0 (not known) counts every signal as caught */
+TEST(handlers)
+{
+	const uint64_t usr1 = 1ull << (SIGUSR1 - 1), usr2 = 1ull << (SIGUSR2 - 1);
+	struct th t = {0};
+	atomic_store(&t.spin, true);
+	start(&t);
+	pid_t tid = atomic_load(&t.tid);
+	CHECK_EQ(wait_masked(tid, 0, 0), 1);                 /* nothing known */
+	CHECK_EQ(wait_masked(tid, ~0ull, 0), 0);             /* all blocked */
+	CHECK_EQ(wait_masked(tid, 0, ~0ull), 0);             /* no handler */
+	CHECK_EQ(wait_masked(tid, 0, ~usr1), 1);             /* SIGUSR1 caught */
+	CHECK_EQ(wait_masked(tid, usr1, ~usr1), 0);          /* and blocked */
+	CHECK_EQ(wait_masked(tid, usr1, ~(usr1 | usr2)), 1); /* SIGUSR2 not */
+	end(&t);
+}
+
 /* asleep in a page fault: not in its call until the page comes */
 TEST(in_fault)
 {
@@ -181,5 +215,6 @@ int main(void)
 	RUN(in_call);
 	RUN(running);
 	RUN(in_fault);
+	RUN(handlers);
 	return unit_done();
 }
