@@ -288,8 +288,10 @@ struct ckpt_opts {
 	 * lets go of what it made (its memory freed, the guardian's exit) and
 	 * before the call returns: a caller of RESTART_DETACH names the pid
 	 * there (`ckpt restart --detach` prints it), the teardown going on
-	 * after. The restart has succeeded by then; the callback must not
-	 * call ckpt. NULL for none; a smaller size (an older caller) has none.
+	 * after. The restart has succeeded by then, and the tree no longer
+	 * depends on the caller: it runs on if the caller dies there. The
+	 * callback must not call ckpt. NULL for none; a smaller size (an older
+	 * caller) has none.
 	 */
 	void (*running)(void *arg, pid_t root);
 	void *running_arg;

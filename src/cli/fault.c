@@ -9,7 +9,8 @@
  * test program makes once it wrote its pages again; lazytask kills the lazy server (a process
  * ckpt forked) as the first task's memory comes to it, before it takes it; badip:N gives the Nth injection (a single
  * system call or a batch) an unmapped address to run at (ckpt must fail, not step the fault for
- * ever); nobare makes the exec of a bare puppet fail (puppet_spawn then forks one); CKPT_FAULT=count
+ * ever); nobare makes the exec of a bare puppet fail (puppet_spawn then forks one); running kills
+ * ckpt once a restarted tree runs, before the hand-over (a lazy server's commit); CKPT_FAULT=count
  * prints the counts on stderr at exit. This is test code: it keeps its counts in
  * static variables, which the normal binary does not have.
  */
@@ -23,7 +24,7 @@
 
 #include "util/fault.h"
 
-static unsigned long counts[7], limit[7];
+static unsigned long counts[8], limit[8];
 static const char *precopy_path; /* precopy:PATH */
 static int mode; /* 0: off, 1: kill, 2: count, 3: precopy, 4: badip, 5: lazytask, 6: nobare */
 static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
@@ -49,6 +50,9 @@ __attribute__((constructor)) static void setup(void)
 	} else if (!strcmp(env, "commit")) {
 		mode = 1;
 		limit[CKPT_FAULT_COMMIT] = 1;
+	} else if (!strcmp(env, "running")) {
+		mode = 1;
+		limit[CKPT_FAULT_RUNNING] = 1;
 	} else if (!strncmp(env, "precopy:", 8)) {
 		mode = 3;
 		precopy_path = env + 8;

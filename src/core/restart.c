@@ -30,6 +30,7 @@
 #include "core/sequence.h"
 #include "kinds/mm.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 #include "util/features.h"
 #include "util/esc.h"
 #include "util/rtprio.h"
@@ -656,11 +657,14 @@ int ckpt_restart_opts(pid_t pid, int fd, struct ckpt_opts *o)
 		res->elapsed_us = now_us() - t0;
 		res->warnings = ctx.log.warnings;
 	}
-	if (o->size >= offsetof(struct ckpt_opts, running_arg) + sizeof(void *) && o->running)
-		o->running(o->running_arg, root);
+	CKPT_FAULT(CKPT_FAULT_RUNNING);
 	/* under ckpt's init, the init is our child and ends with the root */
 	pid_t child = ctx.pidns ? ctx.init.pid : root;
 	hand_over(&ctx, &kept);
+	/* after the hand-over (the lazy server's commit): a caller that dies
+	 * in its callback (SIGPIPE) leaves the tree running */
+	if (o->size >= offsetof(struct ckpt_opts, running_arg) + sizeof(void *) && o->running)
+		o->running(o->running_arg, root);
 	if (fwd.held && (r = sigfwd_start(&fwd, root)) < 0) {
 		log_warn(&ctx.log, "signals sent to ckpt will not reach pid %d: %s", root,
 			 strerror(-r));

@@ -64,8 +64,9 @@
 	 UFFD_FEATURE_EVENT_UNMAP)
 
 /* ckpt -> server, and server -> guard; MSG_TAKEN: guard -> server -> ckpt,
- * the task's pid held by the guard (its MSG_PID answered) */
-enum { MSG_TASK = 1, MSG_COMMIT, MSG_FD, MSG_PID, MSG_DONE, MSG_TAKEN };
+ * the task's pid held by the guard (its MSG_PID answered); MSG_CANCEL:
+ * server -> guard, the restart ended without its commit */
+enum { MSG_TASK = 1, MSG_COMMIT, MSG_FD, MSG_PID, MSG_DONE, MSG_TAKEN, MSG_CANCEL };
 struct lazy_msg {
 	uint32_t type;
 	uint32_t task;          /* MSG_TASK: index in ctx->tasks */
@@ -237,16 +238,15 @@ static void add_children(pid_t pid, pid_t **set, size_t *n, size_t *cap)
 }
 
 /*
- * The server ended before it was done: every restored task, and what it
- * forked, is stopped (it forks no more), found, then killed. The
- * userfaultfds are still held here meanwhile, so no fault reads zeros.
+ * The server ended before it was done, or the restart without its commit:
+ * every restored task, and what it forked, is stopped (it forks no more),
+ * found, then killed. The userfaultfds are still held here meanwhile, so
+ * no fault reads zeros.
  */
-static void guard_kill(struct ckpt_log *log, const struct known *k, size_t nk)
+static void guard_kill(const struct known *k, size_t nk)
 {
 	pid_t *set = NULL;
 	size_t n = 0, cap = 0;
-	log_error(log, "the lazy server ended before all memory was in: the restored processes "
-		  "are killed");
 	for (size_t i = 0; i < nk; i++) {
 		if (syscall(SYS_pidfd_send_signal, k[i].pidfd, SIGSTOP, NULL, 0) < 0)
 			continue; /* gone: its pid may be someone else's now */
@@ -279,6 +279,14 @@ static _Noreturn void guard(int sock, struct ckpt_log *log)
 		/* the fd (a userfaultfd) stays open until the guard exits */
 		if (k == (ssize_t)sizeof(m) && m.type == MSG_DONE)
 			_exit(0);
+		/* ckpt failed the restart (and kills what it made: this is
+		 * the same kill, done twice), or died after the release but
+		 * before its commit: nobody else would, and the memory not
+		 * in yet would read as zeros once the server is gone */
+		if (k == (ssize_t)sizeof(m) && m.type == MSG_CANCEL) {
+			guard_kill(set, n);
+			_exit(0);
+		}
 		if (k == (ssize_t)sizeof(m) && m.type == MSG_PID) {
 			if (n == cap) {
 				struct known *ns = realloc(set, (cap = cap * 2 + 16) * sizeof(*set));
@@ -296,7 +304,10 @@ static _Noreturn void guard(int sock, struct ckpt_log *log)
 		}
 		if (k == (ssize_t)sizeof(m) || k == -EAGAIN)
 			continue;
-		guard_kill(log, set, n); /* EOF: the server is gone, not done */
+		/* EOF: the server is gone, not done */
+		log_error(log, "the lazy server ended before all memory was in: the restored "
+			  "processes are killed");
+		guard_kill(set, n);
 		_exit(1);
 	}
 }
@@ -966,8 +977,9 @@ static _Noreturn void server_main(struct rst_ctx *ctx, int ctl)
 	s.guard = gs[0];
 	int r = server_loop(&s);
 	struct lazy_msg done = { .type = MSG_DONE };
-	if (r == -ECANCELED) { /* the restart failed: ckpt kills what it made */
-		send_msg(s.guard, &done, NULL, 0, -1);
+	if (r == -ECANCELED) { /* no commit: the guard kills what was handed over */
+		struct lazy_msg cancel = { .type = MSG_CANCEL };
+		send_msg(s.guard, &cancel, NULL, 0, -1);
 		_exit(1);
 	}
 	if (r < 0) {

@@ -5,7 +5,8 @@
  * image record written, once the tree's death is decided (commit), and
  * after each process's pre-copy (mm-dirty.c), and in the lazy server as a task's memory comes
  * to it (mm-lazy.c). The normal binary does not define it: the weak
- * reference is NULL and the hook costs one test. ckpt_fault_asked() says whether the test asks
+ * reference is NULL and the hook costs one test. Also once a restarted tree
+ * runs, before ckpt hands over and frees what it made (running). ckpt_fault_asked() says whether the test asks
  * for a fault to be made here (CKPT_FAULT_BAD_IP: an injection run at an unmapped address;
  * CKPT_FAULT_BARE: the exec of a bare puppet fails, so that puppet_spawn forks instead).
  */
@@ -20,6 +21,7 @@ enum ckpt_fault {
 	CKPT_FAULT_BAD_IP,
 	CKPT_FAULT_LAZY_TASK,
 	CKPT_FAULT_BARE,
+	CKPT_FAULT_RUNNING,
 };
 void ckpt_fault_point(enum ckpt_fault what) __attribute__((weak));
 _Bool ckpt_fault_asked(enum ckpt_fault what) __attribute__((weak));

@@ -150,6 +150,7 @@ TESTS = [
     entry("mem_lazy_killed", kind="lazy_killed", program="mem_lazy", pargs=("256",)),
     # the lazy server dies before it takes a task's memory: the restart fails, nothing is left
     entry("mem_lazy_server_dies", kind="lazy_server_dies", program="mem_lazy", pargs=("64",)),
+    entry("mem_lazy_ckpt_dies", kind="lazy_ckpt_dies", program="mem_lazy", pargs=("64",)),
     entry("mem_lazy_damaged", kind="lazy_damaged", program="mem_lazy", pargs=("64",)),
     # restart --lazy of compressed images (zstd frames decompressed on demand) and of chains
     entry("mem_lazy_compressed", program="mem_lazy", pargs=("64", "text"),
@@ -8597,6 +8598,43 @@ http {{
         rp = self.restart(img, "restart", extra=("--lazy",))
         rc = self.wake_and_wait(rp, "ckpt restart --lazy")
         self.check_result(rc, "ckpt restart --lazy")
+
+    def flow_lazy_ckpt_dies(self):
+        """ckpt-fault killing itself once the restarted tree runs, before it
+        hands over (CKPT_FAULT=running). Lazy: the server never had ckpt's
+        commit, so its guard kills the tree (before, the server ended and
+        the tree ran on, every page it owed read as zeros), and no lazy
+        process is left. Plain: the tree runs on and checks itself (ckpt's
+        death after the release harms nothing)."""
+        if self.opts.no_ckpt:
+            return self.native()
+        pr = self.start()
+        self.wait_ready()
+        img = self.p("img")
+        self.checkpoint(img, "ckpt", reap=[pr])
+        self.expect_gone("checkpoint --kill")
+        rc, err = self.run_fault(["restart", img, "--lazy", "--detach", "--log",
+                                  self.p("lazy.log")], "running", "lazy")
+        if rc != -signal.SIGKILL:
+            raise Fail("restart --lazy under CKPT_FAULT=running: exit %s, want SIGKILL: %s"
+                       % (rc, err.strip()[-300:]))
+        self.expect_gone("ckpt's death before its lazy commit", grace=EXIT_TIMEOUT)
+
+        def lazy_left():
+            return [d for d in os.listdir("/proc") if d.isdigit() and
+                    self.comm(int(d)) in ("ckpt-lazy", "ckpt-lazy-guard") and
+                    self.cmdline_has(d, self.dir)]
+        self.until("the lazy server and its guard gone", lambda: not lazy_left())
+        rc, err = self.run_fault(["restart", img, "--detach", "--log", self.p("plain.log")],
+                                 "running", "plain")
+        if rc != -signal.SIGKILL:
+            raise Fail("restart under CKPT_FAULT=running: exit %s, want SIGKILL: %s"
+                       % (rc, err.strip()[-300:]))
+        if not pid_alive(self.pid):
+            raise Fail("the tree did not run on after ckpt died once it ran")
+        os.kill(self.pid, signal.SIGUSR1)
+        self.expect_gone("SIGUSR1 to the tree ckpt left running", grace=EXIT_TIMEOUT)
+        self.check_result(0, "the tree ckpt left running")
 
     def flow_fault_badip(self):
         """ckpt-fault running one injection (a system call or a batch) of a
