@@ -7,12 +7,12 @@
  * process's pre-copy (a checkpoint with a parent, before the freeze),
  * creates PATH.pre and waits (60 s at most) until PATH exists, which the
  * test program makes once it wrote its pages again; lazytask kills the lazy server (a process
- * ckpt forked) as the first task's memory comes to it, before it takes it; badip:N gives the Nth injection (a single
- * system call or a batch) an unmapped address to run at (ckpt must fail, not step the fault for
- * ever); nobare makes the exec of a bare puppet fail (puppet_spawn then forks one); running kills
- * ckpt once a restarted tree runs, before the hand-over (a lazy server's commit); CKPT_FAULT=count
- * prints the counts on stderr at exit. This is test code: it keeps its counts in
- * static variables, which the normal binary does not have.
+ * ckpt forked) as the first task's memory comes to it, before it takes it; badip:N gives the Nth
+ * injection (a single system call or a batch) an unmapped address to run at (ckpt must fail, not
+ * step the fault for ever); nobare makes the exec of a bare puppet fail (puppet_spawn then forks
+ * one); running kills ckpt once a restarted tree runs, before the hand-over (a lazy server's
+ * commit); CKPT_FAULT=count prints the counts on stderr at exit. This is test code: it keeps its
+ * counts in static variables, which the normal binary does not have.
  */
 #include <signal.h>
 #include <stdio.h>

@@ -8571,6 +8571,12 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def lazy_left(self):
+        """The pids of this test's lazy servers and guards still there."""
+        return [d for d in os.listdir("/proc") if d.isdigit() and
+                self.comm(int(d)) in ("ckpt-lazy", "ckpt-lazy-guard") and
+                self.cmdline_has(d, self.dir)]
+
     def flow_lazy_server_dies(self):
         """restart --lazy under ckpt-fault (CKPT_FAULT=lazytask): the lazy
         server is killed as the task's memory comes to it, before it took
@@ -8590,9 +8596,7 @@ http {{
             raise Fail("restart --lazy whose server died: exit %s, said %r (want a failure "
                        "naming the lazy server)" % (rc, err.strip()[-300:]))
         self.expect_gone("the failed restart")
-        left = [d for d in os.listdir("/proc") if d.isdigit() and
-                self.comm(int(d)) in ("ckpt-lazy", "ckpt-lazy-guard") and
-                self.cmdline_has(d, self.dir)]
+        left = self.lazy_left()
         if left:
             raise Fail("lazy server processes left after the failed restart: %s" % left)
         rp = self.restart(img, "restart", extra=("--lazy",))
@@ -8619,12 +8623,7 @@ http {{
             raise Fail("restart --lazy under CKPT_FAULT=running: exit %s, want SIGKILL: %s"
                        % (rc, err.strip()[-300:]))
         self.expect_gone("ckpt's death before its lazy commit", grace=EXIT_TIMEOUT)
-
-        def lazy_left():
-            return [d for d in os.listdir("/proc") if d.isdigit() and
-                    self.comm(int(d)) in ("ckpt-lazy", "ckpt-lazy-guard") and
-                    self.cmdline_has(d, self.dir)]
-        self.until("the lazy server and its guard gone", lambda: not lazy_left())
+        self.until("the lazy server and its guard gone", lambda: not self.lazy_left())
         rc, err = self.run_fault(["restart", img, "--detach", "--log", self.p("plain.log")],
                                  "running", "plain")
         if rc != -signal.SIGKILL:
