@@ -8585,10 +8585,7 @@ http {{
         page it owed read as zeros); then a plain restart passes."""
         if self.opts.no_ckpt:
             return self.native()
-        pr = self.start()
-        self.wait_ready()
-        img = self.p("img")
-        self.checkpoint(img, "ckpt", reap=[pr])
+        img = self.checkpointed()
         self.expect_gone("checkpoint --kill")
         rc, err = self.run_fault(["restart", img, "--lazy", "--detach", "--log",
                                   self.p("fault.log")], "lazytask", "fault")
@@ -8612,10 +8609,7 @@ http {{
         death after the release harms nothing)."""
         if self.opts.no_ckpt:
             return self.native()
-        pr = self.start()
-        self.wait_ready()
-        img = self.p("img")
-        self.checkpoint(img, "ckpt", reap=[pr])
+        img = self.checkpointed()
         self.expect_gone("checkpoint --kill")
         rc, err = self.run_fault(["restart", img, "--lazy", "--detach", "--log",
                                   self.p("lazy.log")], "running", "lazy")
