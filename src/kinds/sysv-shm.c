@@ -685,8 +685,25 @@ int sysv_vma_map(struct rst_ctx *ctx, struct rst_task *t, const VmaEntry *v)
 	return 0;
 }
 
-/* The restart is over: ckpt's attachments go; a failed one (undo) removes
- * the segments it made. */
+/*
+ * Every task restored, none running yet: ckpt's attachments go. ckpt held
+ * each segment attached from its making (a removed one would be gone
+ * without an attacher) until the tasks had theirs; held on to the
+ * teardown, after the tree ran, a restored program counting shm_nattch
+ * could see one attacher too many (e2e sysv_shm_host, once on a loaded
+ * machine).
+ */
+void sysv_shm_detach(struct sysv_rst *s)
+{
+	for (size_t i = 0; i < s->nshm; i++) {
+		if (s->shm[i].addr)
+			shmdt(s->shm[i].addr);
+		s->shm[i].addr = NULL;
+	}
+}
+
+/* The restart is over: ckpt's attachments go, if still there; a failed one
+ * (undo) removes the segments it made. */
 void sysv_shm_release(struct sysv_rst *s, bool undo)
 {
 	for (size_t i = 0; i < s->nshm; i++) {

@@ -642,6 +642,14 @@ static int sysv_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	return r;
 }
 
+static int sysv_restore_end(struct rst_ctx *ctx)
+{
+	struct sysv_rst *s = ctx->ntasks ? ctx->tasks[0].kstate[KIND_sysv] : NULL;
+	if (s)
+		sysv_shm_detach(s);
+	return 0;
+}
+
 static void sysv_free_rstate(void *state)
 {
 	struct sysv_rst *s = state;
@@ -701,6 +709,7 @@ const struct kind_ops sysv_ops = {
     .load = sysv_load,
     .prepare = sysv_prepare,
     .root_ready = sysv_root_ready,
+    .restore_end = sysv_restore_end,
     .free_state = sysv_free_state,
     .free_rstate = sysv_free_rstate,
     .descriptor = sysv_descriptor,

@@ -108,7 +108,7 @@ struct sysv_ckpt {
 struct shm_rst {
 	SysvShmEntry *e;
 	struct pages_set pages; /* its contents */
-	void *addr; /* ckpt's attachment, held until the end */
+	void *addr; /* ckpt's attachment, held until every task has its own */
 	bool made;
 };
 
@@ -170,6 +170,8 @@ int sysv_shm_check_free(struct rst_ctx *ctx, const struct sysv_rst *s)
 	__attribute__((warn_unused_result));
 int sysv_make_shm(struct rst_ctx *ctx, struct shm_rst *g) __attribute__((warn_unused_result));
 void sysv_shm_release(struct sysv_rst *s, bool undo);
+/* Every task attached: ckpt's own attachments go (before any task runs). */
+void sysv_shm_detach(struct sysv_rst *s);
 /* the kind's vma ops: a vma that maps a segment ("/SYSV%08x (deleted)") */
 bool sysv_vma_claim(const struct proc_vma *pv);
 int sysv_vma_collect(struct ckpt_ctx *ctx, struct task *t, const struct proc_vma *pv,
