@@ -738,6 +738,7 @@ TESTS = [
     entry("api_lib", kind="standalone"),
     # a signal sent as a restart returns: 150 rounds of restart and SIGUSR1
     entry("api_signal_soon", kind="standalone"),
+    entry("api_shm_nattch", kind="standalone"),
     entry("api_python", kind="python_api"),
     entry("rst_fail", kind="rst_fail", program="id_seccomp"),
     entry("rst_busy", kind="rst_busy", program="tree_deep"),
@@ -10674,7 +10675,7 @@ class Results:
 
 
 # built by meson against libckpt itself, not as e2e programs
-LIB_PROGRAMS = ("api_lib", "api_key", "api_signal_soon")
+LIB_PROGRAMS = ("api_lib", "api_key", "api_signal_soon", "api_shm_nattch")
 
 
 def programs():
