@@ -4,6 +4,7 @@
 #define CKPT_E2E_API_H
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +16,15 @@ static inline void api_child_quiet(void)
 	for (int fd = 0; fd < 3; fd++)
 		dup2(null, fd);
 	syscall(SYS_close_range, 3, ~0u, 0);
+}
+
+/* The parent's side of a child's "ready" (a SIGUSR2 to its parent):
+ * blocked before the fork, then taken by sigwait(set). */
+static inline void api_ready_block(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGUSR2);
+	sigprocmask(SIG_BLOCK, set, NULL);
 }
 
 #endif

@@ -71,9 +71,7 @@ int main(void)
 {
 	sigset_t s2;
 	int sig;
-	sigemptyset(&s2);
-	sigaddset(&s2, SIGUSR2);
-	sigprocmask(SIG_BLOCK, &s2, NULL);
+	api_ready_block(&s2);
 	int id = shmget(IPC_PRIVATE, SIZE, IPC_CREAT | 0600);
 	if (id < 0) {
 		printf("FAIL: shmget: %m\n");

@@ -118,9 +118,7 @@ int main(void)
 {
 	sigset_t s2;
 	int sig;
-	sigemptyset(&s2);
-	sigaddset(&s2, SIGUSR2);
-	sigprocmask(SIG_BLOCK, &s2, NULL);
+	api_ready_block(&s2);
 	int img = memfd_create("image", MFD_CLOEXEC);
 	if (img < 0) {
 		printf("FAIL: memfd_create: %m\n");
