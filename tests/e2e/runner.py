@@ -1515,8 +1515,15 @@ class Run:
         self.checkpoint(img, "ckpt", reap=[pr])
         pr.poll()
         busy = self.hold_pid(pids[-1])
+        # new processes (ckpt) away from the image's pids, wrapping at pid_max
+        # as the kernel does (it starts again at 300) and past any image pid
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid_max = int(f.read())
+        last = max(pids) + 100
+        if last >= pid_max - 1:
+            last = max([300] + [p + 100 for p in pids if p + 100 < pid_max - 200])
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-            f.write(str(max(pids) + 100))  # new processes (ckpt) away from the image's pids
+            f.write(str(last))
         if busy is None:
             raise Skip("could not take pid %d for the test" % pids[-1])
         try:
