@@ -204,6 +204,8 @@ struct ckpt_ctx {
 	int8_t lsm_labels;
 	/* cgroup.c: what it reads of ckpt itself, once a checkpoint (freed at its end) */
 	struct cg_self *cg_self;
+	/* locks.c: /proc/locks read on a thread of its own during collect */
+	struct locks_ahead *locks_ahead;
 	/* the thread faulting buf in while the tree is seized (checkpoint.c) */
 	pthread_t buf_filler;
 	bool buf_filling;

@@ -29,9 +29,10 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* every task and thread of the tree held, ids inside its pid namespace */
 	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
 	/* with a pre-copy: the frozen scan of the pages begun, on a thread of
-	 * its own while collect reads /proc (mm-dirty.c) */
-	[CKPT_FROZEN_SCAN] = { "frozen scan", mm_pre_freeze, NULL, 0, STEP_NONE, STEP_NOT_LIVE,
-			       NULL },
+	 * its own while collect reads /proc (mm-dirty.c); what else a kind
+	 * begins beside collect (locks.c: /proc/locks) */
+	[CKPT_FROZEN_SCAN] = { "frozen scan", mm_pre_freeze, NULL, KOP(frozen), STEP_ONCE,
+			       STEP_NOT_LIVE, NULL },
 	/* /proc read, ckpt's scratch mapped, the injected calls every kind needs
 	 * (its probe op, seq_ckpt_probe) run as one batch; then what each kind
 	 * finds */

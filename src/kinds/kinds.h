@@ -136,6 +136,9 @@ enum kind {
 struct kind_ops {
 	/* checkpoint */
 	int (*probe)(struct ckpt_ctx *ctx, struct task *t);
+	/* the tree just frozen, before collect: work begun on a thread of
+	 * the kind's own, beside collect (not in a pre-copy round) */
+	int (*frozen)(struct ckpt_ctx *ctx);
 	int (*collect)(struct ckpt_ctx *ctx, struct task *t);
 	int (*collect_end)(struct ckpt_ctx *ctx);
 	int (*dump)(struct ckpt_ctx *ctx, struct task *t);

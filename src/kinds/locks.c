@@ -43,6 +43,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,10 +413,81 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct used *u, const struct
 }
 
 /* Every lock of the system on an inode the image uses must be the image's. */
+/*
+ * /proc/locks, read on a thread of its own from step "frozen scan" on: the
+ * kernel starts each read of it with a write lock on the file locks'
+ * per-CPU semaphore, which waits for an RCU grace period (10 to 15 ms
+ * here, the same whether the tree holds a lock or not, spent asleep).
+ * Begun once the tree is frozen (not before: a lock the tree took or
+ * dropped meanwhile could match an outsider's line), so every lock of it
+ * is there; what the
+ * rest of collect reads meanwhile (the fdinfo locks) does not move. A
+ * lock an outsider takes or drops during the read is seen or not, as
+ * when it is read at collect end.
+ */
+struct locks_ahead {
+	pthread_t thread;
+	char *text;
+	int r;
+};
+
+static void *read_ahead(void *arg)
+{
+	struct locks_ahead *a = arg;
+	a->r = proc_read(0, "../locks", &a->text, NULL);
+	return NULL;
+}
+
+static void ahead_start(struct ckpt_ctx *ctx)
+{
+	struct locks_ahead *a = calloc(1, sizeof(*a));
+	sigset_t all, old;
+	if (!a)
+		return; /* read at collect end */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* ckpt's own thread takes signals */
+	if (pthread_create(&a->thread, NULL, read_ahead, a) == 0)
+		ctx->locks_ahead = a;
+	else
+		free(a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Its text (the caller frees it), or read now when none was begun. */
+static int ahead_take(struct ckpt_ctx *ctx, char **ret_text)
+{
+	struct locks_ahead *a = ctx->locks_ahead;
+	if (!a)
+		return proc_read(0, "../locks", ret_text, NULL);
+	pthread_join(a->thread, NULL);
+	ctx->locks_ahead = NULL;
+	int r = a->r;
+	*ret_text = a->text;
+	free(a);
+	return r;
+}
+
+/* The tree just frozen: the read begun. */
+static int locks_frozen(struct ckpt_ctx *ctx)
+{
+	if (!ctx->locks_ahead)
+		ahead_start(ctx);
+	return 0;
+}
+
+/* A checkpoint refused before collect end: the read joined. */
+static void locks_finish(struct ckpt_ctx *ctx)
+{
+	if (ctx->locks_ahead) {
+		_cleanup_free_ char *text = NULL;
+		(void)ahead_take(ctx, &text);
+	}
+}
+
 static int match_system(struct ckpt_ctx *ctx, struct scan *s)
 {
 	_cleanup_free_ char *text = NULL;
-	int r = proc_read(0, "../locks", &text, NULL);
+	int r = ahead_take(ctx, &text);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot read /proc/locks: %s", strerror(-r));
 	for (char *line = text, *next; line && *line; line = next) {
@@ -647,7 +720,9 @@ static const ProtobufCMessageDescriptor *locks_descriptor(uint32_t sub)
 }
 
 const struct kind_ops locks_ops = {
+    .frozen = locks_frozen,
     .collect_end = locks_collect_end,
+    .finish = locks_finish,
     .dump = locks_dump,
     .load = locks_load,
     .restore = locks_restore,
