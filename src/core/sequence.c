@@ -23,14 +23,18 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* the tree runs: with a parent, the pages written since it copied
 	 * (mm-dirty.c); under the freeze only what is written after */
 	[CKPT_PRE_COPY] = { "pre-copy", mm_pre_copy, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
+	/* what a kind begins beside the hold out and the seize (locks.c:
+	 * /proc/locks kept quick to read) */
+	[CKPT_BEFORE_SEIZE] = { "before seize", NULL, NULL, KOP(seizing), STEP_ONCE, STEP_NOT_LIVE,
+				NULL },
 	/* the tree runs: new clients of its listeners held out until it has
 	 * accepted what they queued (netdrain.c) */
 	[CKPT_HOLD_OUT] = { "hold out", ckpt_netlock_hold, NULL, 0, STEP_NONE, STEP_NOT_LIVE, NULL },
 	/* every task and thread of the tree held, ids inside its pid namespace */
 	[CKPT_SEIZE] = { "seize", ckpt_seize, NULL, 0, STEP_NONE, 0, NULL },
 	/* with a pre-copy: the frozen scan of the pages begun, on a thread of
-	 * its own while collect reads /proc (mm-dirty.c); what else a kind
-	 * begins beside collect (locks.c: /proc/locks) */
+	 * its own while collect reads /proc (mm-dirty.c); what a kind begins
+	 * beside collect (locks.c: /proc/locks read) */
 	[CKPT_FROZEN_SCAN] = { "frozen scan", mm_pre_freeze, NULL, KOP(frozen), STEP_ONCE,
 			       STEP_NOT_LIVE, NULL },
 	/* /proc read, ckpt's scratch mapped, the injected calls every kind needs
@@ -44,6 +48,8 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	/* header and tree record; each task's begin record, then its kinds'
 	 * (in a pre-copy round, only the kinds that have a dump_live op) */
 	[CKPT_DUMP] = { "dump", ckpt_dump_begin, ckpt_task_begin, KOP(dump), STEP_TASKS, 0, NULL },
+	/* what a kind checks once the dump is done (locks.c: /proc/locks) */
+	[CKPT_DUMP_END] = { "dump end", NULL, NULL, KOP(dump_end), STEP_ONCE, 0, NULL },
 	/* the trailer: the image is complete */
 	/* (a tree that runs on has it after "let go": the fsync is not frozen time) */
 	[CKPT_IMAGE_END] = { "image end", ckpt_dump_end, NULL, 0, STEP_NONE,

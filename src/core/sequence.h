@@ -79,12 +79,14 @@ int rst_release_tree(struct rst_ctx *ctx) __attribute__((warn_unused_result));
 
 enum ckpt_step_id {
 	CKPT_PRE_COPY,
+	CKPT_BEFORE_SEIZE,
 	CKPT_HOLD_OUT,
 	CKPT_SEIZE,
 	CKPT_FROZEN_SCAN,
 	CKPT_COLLECT,
 	CKPT_COLLECT_END,
 	CKPT_DUMP,
+	CKPT_DUMP_END,
 	CKPT_IMAGE_END,
 	CKPT_CHECK_RESTORE,
 	CKPT_IMAGE_DONE,

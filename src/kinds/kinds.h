@@ -136,12 +136,17 @@ enum kind {
 struct kind_ops {
 	/* checkpoint */
 	int (*probe)(struct ckpt_ctx *ctx, struct task *t);
-	/* the tree just frozen, before collect: work begun on a thread of
-	 * the kind's own, beside collect (not in a pre-copy round) */
+	/* the tree about to be seized, and just frozen (before collect):
+	 * work of the kind's own thread beside seize and collect (neither
+	 * in a pre-copy round) */
+	int (*seizing)(struct ckpt_ctx *ctx);
 	int (*frozen)(struct ckpt_ctx *ctx);
 	int (*collect)(struct ckpt_ctx *ctx, struct task *t);
 	int (*collect_end)(struct ckpt_ctx *ctx);
 	int (*dump)(struct ckpt_ctx *ctx, struct task *t);
+	/* checks that waited beside the dump: a refusal still leaves the
+	 * tree as it was (the image is not named) */
+	int (*dump_end)(struct ckpt_ctx *ctx);
 	int (*check_restore)(struct ckpt_ctx *ctx, struct task *t);
 	void (*finish)(struct ckpt_ctx *ctx);
 	void (*after_kill)(struct ckpt_ctx *ctx);

@@ -44,10 +44,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -414,43 +417,82 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct used *u, const struct
 
 /* Every lock of the system on an inode the image uses must be the image's. */
 /*
- * /proc/locks, read on a thread of its own from step "frozen scan" on: the
- * kernel starts each read of it with a write lock on the file locks'
- * per-CPU semaphore, which waits for an RCU grace period (10 to 15 ms
- * here, the same whether the tree holds a lock or not, spent asleep).
- * Begun once the tree is frozen (not before: a lock the tree took or
- * dropped meanwhile could match an outsider's line), so every lock of it
- * is there; what the
- * rest of collect reads meanwhile (the fdinfo locks) does not move. A
- * lock an outsider takes or drops during the read is seen or not, as
- * when it is read at collect end.
+ * /proc/locks on a thread of its own. The kernel starts each read of it
+ * with a write lock on the file locks' per-CPU semaphore, which waits for
+ * an RCU grace period (6 to 30 ms here, asleep, whether a lock is held or
+ * not) unless another write lock was let go less than a grace period ago.
+ * So the thread reads it every WARM_MS from step "before seize" on (a
+ * read of an empty /proc/locks: 50 us), and once the tree is frozen
+ * ("frozen scan") reads it once more, at once: that read, whose text is
+ * used, is after the freeze (an earlier one could match a lock the tree
+ * took or dropped meanwhile against an outsider's line). Its text is
+ * checked at "dump end", the wait for it beside collect and dump. A lock
+ * an outsider takes or drops during it is seen or not, as with a read at
+ * collect end.
  */
+#define WARM_MS 2
+
 struct locks_ahead {
 	pthread_t thread;
+	int efd;                /* written once: the tree is frozen (or the end) */
+	_Atomic bool cancel;    /* the checkpoint ended first: no last read */
 	char *text;
 	int r;
+	struct scan s;          /* from collect end to dump end */
 };
+
+static void scan_free(struct scan *s)
+{
+	free(s->h);
+	free(s->u);
+	*s = (struct scan){ 0 };
+}
 
 static void *read_ahead(void *arg)
 {
 	struct locks_ahead *a = arg;
-	a->r = proc_read(0, "../locks", &a->text, NULL);
+	struct pollfd pfd = { .fd = a->efd, .events = POLLIN };
+	do {
+		_cleanup_free_ char *warm = NULL;
+		(void)!proc_read(0, "../locks", &warm, NULL);
+	} while (poll(&pfd, 1, WARM_MS) == 0);
+	a->r = atomic_load(&a->cancel) ? -ECANCELED : proc_read(0, "../locks", &a->text, NULL);
 	return NULL;
 }
 
-static void ahead_start(struct ckpt_ctx *ctx)
+/* Step "before seize": the thread started (none: read at collect end). */
+static int locks_seizing(struct ckpt_ctx *ctx)
 {
 	struct locks_ahead *a = calloc(1, sizeof(*a));
 	sigset_t all, old;
-	if (!a)
-		return; /* read at collect end */
+	if (!a || (a->efd = eventfd(0, EFD_CLOEXEC)) < 0) {
+		free(a);
+		return 0;
+	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old); /* ckpt's own thread takes signals */
 	if (pthread_create(&a->thread, NULL, read_ahead, a) == 0)
 		ctx->locks_ahead = a;
-	else
+	else {
+		close(a->efd);
 		free(a);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return 0;
+}
+
+static void ahead_wake(struct locks_ahead *a)
+{
+	uint64_t one = 1;
+	(void)!write(a->efd, &one, sizeof(one));
+}
+
+/* Step "frozen scan": the last read, now. */
+static int locks_frozen(struct ckpt_ctx *ctx)
+{
+	if (ctx->locks_ahead)
+		ahead_wake(ctx->locks_ahead);
+	return 0;
 }
 
 /* Its text (the caller frees it), or read now when none was begun. */
@@ -463,23 +505,20 @@ static int ahead_take(struct ckpt_ctx *ctx, char **ret_text)
 	ctx->locks_ahead = NULL;
 	int r = a->r;
 	*ret_text = a->text;
+	close(a->efd);
+	scan_free(&a->s);
 	free(a);
 	return r;
 }
 
-/* The tree just frozen: the read begun. */
-static int locks_frozen(struct ckpt_ctx *ctx)
-{
-	if (!ctx->locks_ahead)
-		ahead_start(ctx);
-	return 0;
-}
-
-/* A checkpoint refused before collect end: the read joined. */
+/* A checkpoint refused before dump end (or before the freeze): the
+ * thread stopped. */
 static void locks_finish(struct ckpt_ctx *ctx)
 {
 	if (ctx->locks_ahead) {
 		_cleanup_free_ char *text = NULL;
+		atomic_store(&ctx->locks_ahead->cancel, true);
+		ahead_wake(ctx->locks_ahead);
 		(void)ahead_take(ctx, &text);
 	}
 }
@@ -488,6 +527,8 @@ static int match_system(struct ckpt_ctx *ctx, struct scan *s)
 {
 	_cleanup_free_ char *text = NULL;
 	int r = ahead_take(ctx, &text);
+	if (r == -ECANCELED)
+		return 0; /* the checkpoint failed first: nothing to check */
 	if (r < 0)
 		return log_fail(&ctx->log, r, "cannot read /proc/locks: %s", strerror(-r));
 	for (char *line = text, *next; line && *line; line = next) {
@@ -559,7 +600,10 @@ static int locks_collect_end(struct ckpt_ctx *ctx)
 		if (r >= 0 && !t->files_with)
 			r = scan_task(ctx, &s, t);
 	}
-	if (r >= 0)
+	/* with the read on its thread: checked at "dump end", so that its
+	 * wait is beside the dump too (a refusal then still leaves the tree
+	 * as it was; the image is not named yet) */
+	if (r >= 0 && !ctx->locks_ahead)
 		r = match_system(ctx, &s);
 	for (size_t i = 0; r >= 0 && i < s.nh; i++)
 		r = save_held(ctx, &s.h[i]);
@@ -574,8 +618,24 @@ static int locks_collect_end(struct ckpt_ctx *ctx)
 			k->pl[j] = &k->l[j];
 		k->e.locks = k->pl;
 	}
-	free(s.h);
-	free(s.u);
+	if (r >= 0 && ctx->locks_ahead) {
+		ctx->locks_ahead->s = s;
+		return 0;
+	}
+	scan_free(&s);
+	return r;
+}
+
+/* Step "dump end": the image's locks and the inodes it uses against
+ * /proc/locks, read after the freeze on the thread. */
+static int locks_dump_end(struct ckpt_ctx *ctx)
+{
+	if (!ctx->locks_ahead)
+		return 0;
+	struct scan s = ctx->locks_ahead->s;
+	ctx->locks_ahead->s = (struct scan){ 0 };
+	int r = match_system(ctx, &s);
+	scan_free(&s);
 	return r;
 }
 
@@ -720,8 +780,10 @@ static const ProtobufCMessageDescriptor *locks_descriptor(uint32_t sub)
 }
 
 const struct kind_ops locks_ops = {
+    .seizing = locks_seizing,
     .frozen = locks_frozen,
     .collect_end = locks_collect_end,
+    .dump_end = locks_dump_end,
     .finish = locks_finish,
     .dump = locks_dump,
     .load = locks_load,
