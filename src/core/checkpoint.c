@@ -1220,6 +1220,11 @@ static void *fill_bufs(void *arg)
 {
 	struct ckpt_ctx *ctx = arg;
 	const size_t step = 2u << 20, len = (ctx->buf2 ? 2 : 1) * ctx->bufsize;
+	/* not at ckpt's real-time priority (rtprio.h), which it inherits:
+	 * 20 to 70 ms of zeroing that no task of the tree, which must run to
+	 * stop for the seize, could take its CPU back from */
+	struct sched_param none = { 0 };
+	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &none);
 	for (size_t off = 0; off < len; off += step)
 		(void)madvise((char *)ctx->buf + off, MIN(step, len - off), MADV_POPULATE_WRITE);
 	return NULL;

@@ -452,11 +452,15 @@ static void *read_ahead(void *arg)
 {
 	struct locks_ahead *a = arg;
 	struct pollfd pfd = { .fd = a->efd, .events = POLLIN };
+	int woken;
 	do {
 		_cleanup_free_ char *warm = NULL;
 		(void)!proc_read(0, "../locks", &warm, NULL);
-	} while (poll(&pfd, 1, WARM_MS) == 0);
-	a->r = atomic_load(&a->cancel) ? -ECANCELED : proc_read(0, "../locks", &a->text, NULL);
+	} while ((woken = poll(&pfd, 1, WARM_MS)) == 0);
+	if (atomic_load(&a->cancel))
+		a->r = -ECANCELED;
+	else /* a poll that failed is no word of the freeze: read at dump end */
+		a->r = woken < 0 ? -EAGAIN : proc_read(0, "../locks", &a->text, NULL);
 	return NULL;
 }
 
@@ -495,7 +499,8 @@ static int locks_frozen(struct ckpt_ctx *ctx)
 	return 0;
 }
 
-/* Its text (the caller frees it), or read now when none was begun. */
+/* Its text (the caller frees it), or read now when none was begun or
+ * the thread's read failed. */
 static int ahead_take(struct ckpt_ctx *ctx, char **ret_text)
 {
 	struct locks_ahead *a = ctx->locks_ahead;
@@ -504,10 +509,15 @@ static int ahead_take(struct ckpt_ctx *ctx, char **ret_text)
 	pthread_join(a->thread, NULL);
 	ctx->locks_ahead = NULL;
 	int r = a->r;
-	*ret_text = a->text;
+	char *text = a->text;
 	close(a->efd);
 	scan_free(&a->s);
 	free(a);
+	if (r < 0 && r != -ECANCELED) {
+		free(text);
+		return proc_read(0, "../locks", ret_text, NULL);
+	}
+	*ret_text = text;
 	return r;
 }
 
