@@ -7283,6 +7283,10 @@ http {{
             raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
         if not pid_alive(self.pid):
             raise Fail("the original is gone after the refused checkpoint")
+        # the image is named only once complete and checked (some refusals,
+        # the locks kind's, come after the dump)
+        if os.path.exists(self.p("img")):
+            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
 
