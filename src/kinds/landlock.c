@@ -227,7 +227,8 @@ static bool same_ns(pid_t pid, const char *name)
  * A look refused: asked once more by a call of its own, the reference
  * checked first (a task in a domain is refused again). CI saw nginx's
  * workers, restored once, refused so once, the next run passing; the log
- * line says what the reference was like, for the next time.
+ * line (info: in the test runner's logs) says what the reference was
+ * like, for the next time.
  */
 static long look_again(struct ckpt_ctx *ctx, struct task *t, const struct landlock_ckpt *k,
 		       long first)
@@ -240,13 +241,13 @@ static long look_again(struct ckpt_ctx *ctx, struct task *t, const struct landlo
 	bool known = proc_read_one(k->ref, "status", &text) == 0 &&
 		     proc_parse_status(text, &ps) == 0 && stat(path, &dir) == 0;
 	long again = puppet_syscall(&t->pup, SYS_kcmp, t->pid, k->ref, KCMP_VM, 0, 0);
-	log_debug(&ctx->log,
-		  "%s %d: kcmp with reference %d (uid %u): %s; asked again: %s; the reference: "
+	log_info(&ctx->log,
+		 "%s %d: kcmp with reference %d (uid %u): %s; asked again: %s; the reference: "
 		  "%s state %c, uid %u, gid %u, capabilities %llx, its /proc owned by %u",
-		  t->leader ? "thread" : "pid", t->pid, k->ref, k->uid, strerror((int)-first),
-		  again < 0 ? strerror((int)-again) : "allowed", known ? "" : "(unreadable)",
-		  known ? ps.state : '?', ps.uid[0], ps.gid[0], (unsigned long long)ps.cap_prm,
-		  (unsigned)dir.st_uid);
+		 t->leader ? "thread" : "pid", t->pid, k->ref, k->uid, strerror((int)-first),
+		 again < 0 ? strerror((int)-again) : "allowed", known ? "" : "(unreadable)",
+		 known ? ps.state : '?', ps.uid[0], ps.gid[0], (unsigned long long)ps.cap_prm,
+		 (unsigned)dir.st_uid);
 	return again;
 }
 
