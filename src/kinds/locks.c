@@ -415,7 +415,6 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct used *u, const struct
 			u->pid, u->fd, who, l->cls, l->type, what);
 }
 
-/* Every lock of the system on an inode the image uses must be the image's. */
 /*
  * /proc/locks on a thread of its own. The kernel starts each read of it
  * with a write lock on the file locks' per-CPU semaphore, which waits for
@@ -506,6 +505,7 @@ static int ahead_take(struct ckpt_ctx *ctx, char **ret_text)
 	struct locks_ahead *a = ctx->locks_ahead;
 	if (!a)
 		return proc_read(0, "../locks", ret_text, NULL);
+	ahead_wake(a); /* told already; never a join of a thread that waits */
 	pthread_join(a->thread, NULL);
 	ctx->locks_ahead = NULL;
 	int r = a->r;
@@ -533,6 +533,7 @@ static void locks_finish(struct ckpt_ctx *ctx)
 	}
 }
 
+/* Every lock of the system on an inode the image uses must be the image's. */
 static int match_system(struct ckpt_ctx *ctx, struct scan *s)
 {
 	_cleanup_free_ char *text = NULL;
