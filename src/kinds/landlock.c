@@ -92,11 +92,12 @@ static pid_t spawn_ref(uint32_t uid, uint32_t gid)
 	}
 	/* vfork returns once the exec has let go of ckpt's memory, before it
 	 * has made the new one dumpable: until then a task of that uid may
-	 * not look at the reference, and the probe takes that for a Landlock
-	 * domain (nginx's workers, 1 run in about 50). The exec names the
-	 * task right after, and gives up root's capabilities (SECBIT_NOROOT)
-	 * later still: "sleep" with none tells it is that far, a zombie that
-	 * it failed. At most 2 s. */
+	 * not look at the reference, and the probe would take that for a
+	 * Landlock domain (a window of microseconds; not shown to be what
+	 * refused nginx's workers once in CI). The exec names the task right
+	 * after, and gives up root's capabilities (SECBIT_NOROOT) later
+	 * still: "sleep" with none tells it is that far, a zombie that it
+	 * failed. At most 2 s. */
 	for (int i = 0; i < 20000; i++) {
 		_cleanup_free_ char *comm = NULL, *status = NULL;
 		struct proc_status now;
@@ -224,11 +225,11 @@ static bool same_ns(pid_t pid, const char *name)
 }
 
 /*
- * A look refused: asked once more by a call of its own, the reference
- * checked first (a task in a domain is refused again). CI saw nginx's
- * workers, restored once, refused so once, the next run passing; the log
- * line (info: in the test runner's logs) says what the reference was
- * like, for the next time.
+ * A look refused: asked once more by a call of its own (a task in a
+ * domain is refused again). CI saw nginx's workers, restored once,
+ * refused so once, the next run passing, cause unknown; the log line
+ * (info: in the test runner's logs) says what the reference was like
+ * then, for the next time.
  */
 static long look_again(struct ckpt_ctx *ctx, struct task *t, const struct landlock_ckpt *k,
 		       long first)
@@ -243,7 +244,7 @@ static long look_again(struct ckpt_ctx *ctx, struct task *t, const struct landlo
 	long again = puppet_syscall(&t->pup, SYS_kcmp, t->pid, k->ref, KCMP_VM, 0, 0);
 	log_info(&ctx->log,
 		 "%s %d: kcmp with reference %d (uid %u): %s; asked again: %s; the reference: "
-		  "%s state %c, uid %u, gid %u, capabilities %llx, its /proc owned by %u",
+		 "%s state %c, uid %u, gid %u, capabilities %llx, its /proc owned by %u",
 		 t->leader ? "thread" : "pid", t->pid, k->ref, k->uid, strerror((int)-first),
 		 again < 0 ? strerror((int)-again) : "allowed", known ? "" : "(unreadable)",
 		 known ? ps.state : '?', ps.uid[0], ps.gid[0], (unsigned long long)ps.cap_prm,
