@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -421,7 +422,8 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct used *u, const struct
  * an RCU grace period (6 to 30 ms here, asleep, whether a lock is held or
  * not) unless another write lock was let go less than a grace period ago.
  * So the thread reads it every WARM_MS from step "before seize" on (a
- * read of an empty /proc/locks: 50 us), and once the tree is frozen
+ * read of an empty /proc/locks: 50 us of CPU; one that takes more than
+ * WARM_CPU_NS stops that), and once the tree is frozen
  * ("frozen scan") reads it once more, at once: that read, whose text is
  * used, is after the freeze (an earlier one could match a lock the tree
  * took or dropped meanwhile against an outsider's line). Its text is
@@ -429,7 +431,8 @@ static int refuse_other(struct ckpt_ctx *ctx, const struct used *u, const struct
  * an outsider takes or drops during it is seen or not, as with a read at
  * collect end.
  */
-#define WARM_MS 2
+#define WARM_MS	    2
+#define WARM_CPU_NS 1000000l
 
 struct locks_ahead {
 	pthread_t thread;
@@ -451,11 +454,19 @@ static void *read_ahead(void *arg)
 {
 	struct locks_ahead *a = arg;
 	struct pollfd pfd = { .fd = a->efd, .events = POLLIN };
-	int woken;
+	int woken, wait_ms = WARM_MS;
 	do {
 		_cleanup_free_ char *warm = NULL;
+		struct timespec a, b;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 		(void)!proc_read(0, "../locks", &warm, NULL);
-	} while ((woken = poll(&pfd, 1, WARM_MS)) == 0);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+		/* a machine with many locks: the walk of them costs more CPU
+		 * than the grace period saves (20,000 locks: 120 ms a read
+		 * here); the one read after the freeze only */
+		if ((b.tv_sec - a.tv_sec) * 1000000000l + (b.tv_nsec - a.tv_nsec) > WARM_CPU_NS)
+			wait_ms = -1;
+	} while ((woken = poll(&pfd, 1, wait_ms)) == 0);
 	if (atomic_load(&a->cancel))
 		a->r = -ECANCELED;
 	else /* a poll that failed is no word of the freeze: read at dump end */
