@@ -539,8 +539,7 @@ static void locks_finish(struct ckpt_ctx *ctx)
 	if (ctx->locks_ahead) {
 		_cleanup_free_ char *text = NULL;
 		atomic_store(&ctx->locks_ahead->cancel, true);
-		ahead_wake(ctx->locks_ahead);
-		(void)ahead_take(ctx, &text);
+		(void)ahead_take(ctx, &text); /* which wakes it */
 	}
 }
 
