@@ -24,6 +24,17 @@
  *                              (read(2) into 2 MiB-aligned MADV_HUGEPAGE
  *                              memory)
  *
+ *   copyrate touch MIB         the cost of fresh memory itself: MIB MiB
+ *                              mapped and written a byte a page, "WAY ROUND
+ *                              SECONDS BYTES" lines: 4k (MADV_NOHUGEPAGE)
+ *                              and thp (2 MiB-aligned, MADV_HUGEPAGE), each
+ *                              three rounds in this process (unmapped after
+ *                              each): round 1 takes pages the guest may
+ *                              have handed back to the host (a free page
+ *                              report, a DAMON pageout), later rounds
+ *                              mostly the pages round 1 freed; ckpt's copy
+ *                              buffers and heap are huge pages
+ *
  *   copyrate disk HOW MIB FILE fills MIB MiB of its own (random, not
  *                              timed), then writes it to FILE and fsyncs
  *                              it, 8 MiB at a time (ckpt's copy buffer):
@@ -255,6 +266,31 @@ static int do_fill(const char *path)
 	return 0;
 }
 
+static int do_touch(size_t mib)
+{
+	const size_t len = mib << 20, huge = 2u << 20;
+	static const char *ways[] = { "4k", "thp" };
+	if (!mib)
+		return 1;
+	for (int w = 0; w < 2; w++) {
+		for (int round = 1; round <= 3; round++) {
+			uint8_t *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED)
+				return 1;
+			uint8_t *a = m + (huge - (uintptr_t)m % huge) % huge;
+			if (madvise(a, len, w ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0)
+				return 1;
+			double t0 = now();
+			for (size_t off = 0; off < len; off += 4096)
+				a[off] = 1;
+			printf("%s %d %.6f %zu\n", ways[w], round, now() - t0, len);
+			munmap(m, len + huge);
+		}
+	}
+	return 0;
+}
+
 #define KICK (8ull << 20)   /* syncrange: writeback started every KICK bytes */
 #define BEHIND (32ull << 20) /* syncwait: dirty bytes of the file at most */
 
@@ -325,10 +361,12 @@ int main(int argc, char **argv)
 		return do_readv((pid_t)atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "vmsplice"))
 		return do_vmsplice(strtoull(argv[2], NULL, 10), argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "touch"))
+		return do_touch(strtoull(argv[2], NULL, 10));
 	if (argc == 5 && !strcmp(argv[1], "disk"))
 		return do_disk(argv[2], strtoull(argv[3], NULL, 10), argv[4]);
 	fprintf(stderr, "usage: copyrate readv PID FILE | copyrate vmsplice MIB FILE |\n"
-			"       copyrate fill FILE |\n"
+			"       copyrate fill FILE | copyrate touch MIB |\n"
 			"       copyrate disk write|direct|vmsplice|syncrange|syncwait MIB FILE\n");
 	return 1;
 }
