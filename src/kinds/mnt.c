@@ -527,8 +527,13 @@ static bool host_group(const struct mi *host, size_t nhost, uint32_t g)
  * (unshare -m). One still in a peer group of ckpt's (unshare --propagation
  * unchanged) is refused by mount point: what it mounts there is the host's
  * too, and a restart, which makes every mount slave or private, would cut
- * that.
+ * that. So is a copy of a shared mount of ckpt's made private while
+ * another is a slave: the restart would make it a slave. Copies made
+ * shared in groups of the namespace's own are not told apart: restored
+ * slaves or private.
  */
+static const struct mi *host_twin(const struct mi *c, const struct mi *host, size_t nhost);
+
 int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
 {
 	_cleanup_free_ char *text = NULL, *htext = NULL;
@@ -544,7 +549,8 @@ int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo or ckpt's: %s",
 				pid, strerror(-r));
-	bool slave = false;
+	const struct mi *a_slave = NULL;
+	uint32_t a_master = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t g = tag_of(all[i].fields, "shared:"), m = tag_of(all[i].fields, "master:");
 		if (g && host_group(host, nhost, g))
@@ -553,9 +559,25 @@ int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
 					"group of ckpt's (shared:%u): a plain tree's mount namespace "
 					"made without private or slave propagation is not supported",
 					pid, all[i].point, g);
-		slave |= m && host_group(host, nhost, m);
+		if (!a_slave && m && host_group(host, nhost, m)) {
+			a_slave = &all[i];
+			a_master = m;
+		}
 	}
-	*ret_slave = slave;
+	/* one slave makes the restart's copies all slaves: a copy of a shared
+	 * mount of ckpt's that the tree made private would come back a slave */
+	for (size_t i = 0; a_slave && i < n; i++) {
+		const struct mi *h = host_twin(&all[i], host, nhost);
+		if (h && tag_of(h->fields, "shared:") && !tag_of(all[i].fields, "master:") &&
+		    !tag_of(all[i].fields, "shared:"))
+			return log_fail(&ctx->log, -EOPNOTSUPP,
+					"pid %d: mount %s of its own mount namespace is private, where "
+					"%s is a slave of ckpt's (master:%u): a restart makes every "
+					"copy of ckpt's shared mounts a slave; mixed propagation is "
+					"not supported yet",
+					pid, all[i].point, a_slave->point, a_master);
+	}
+	*ret_slave = a_slave != NULL;
 	return 0;
 }
 

@@ -14,7 +14,10 @@
  * host). argv[1] "shared": started with --propagation unchanged, for a
  * refusal (skipped where no mount of ckpt's is shared); "bind": a
  * directory of the test's bound there instead of the tmpfs, as
- * PrivateTmp=yes binds /tmp/systemd-private-.../tmp on /tmp.
+ * PrivateTmp=yes binds /tmp/systemd-private-.../tmp on /tmp; "mixed":
+ * started with --propagation slave beside two shared mounts of the
+ * runner's (CKPT_TEST_DIR/ha and hb, slaves here), it makes hb private,
+ * for a refusal (a restart would make it a slave again).
  */
 #include "lib.h"
 
@@ -118,11 +121,24 @@ int main(int argc, char **argv)
 	if (!mount_at(0, "/", fields, sizeof(fields), type, sizeof(type)))
 		fail("no / mount");
 	bool slave = strstr(fields, "master:") != NULL;
-	if (strcmp(how, "slave") && strcmp(how, "bind") && slave)
+	if (strcmp(how, "slave") && strcmp(how, "bind") && strcmp(how, "mixed") && slave)
 		fail("/ is a slave under --propagation %s", how);
 	if (!strcmp(how, "shared") && !strstr(fields, "shared:") &&
 	    !mount_at(0, "/run/netns", fields, sizeof(fields), type, sizeof(type)))
 		skip("no mount of ckpt's is shared (/ or /run/netns)");
+	if (!strcmp(how, "mixed")) {
+		char ha[4200], hb[4200];
+		snprintf(ha, sizeof(ha), "%s/ha", base ? base : ".");
+		snprintf(hb, sizeof(hb), "%s/hb", base ? base : ".");
+		if (mount(NULL, hb, NULL, MS_PRIVATE, NULL) < 0)
+			fail("make %s private: %m", hb);
+		if (!mount_at(0, ha, fields, sizeof(fields), type, sizeof(type)) ||
+		    !strstr(fields, "master:"))
+			fail("%s is not a slave here (%s)", ha, fields);
+		if (!mount_at(0, hb, fields, sizeof(fields), type, sizeof(type)) ||
+		    strstr(fields, "master:") || strstr(fields, "shared:"))
+			fail("%s is not private here (%s)", hb, fields);
+	}
 	if (pipe(go) < 0)
 		fail("pipe: %m");
 	pid_t child = fork();

@@ -891,6 +891,12 @@ TESTS = [
           prefix=["unshare", "-m", "--propagation", "unchanged"],
           regex=r"\bpid {pid}: mount \S+ of its own mount namespace is in a peer group of "
                 r"ckpt's \(shared:\d+\)"),
+    # two shared mounts of ckpt's, both slaves in its namespace, then one made private: a
+    # restart makes every copy a slave (the runner makes and removes the two mounts)
+    entry("refuse_ns_mnt_mixed", kind="refuse", program="ns_mnt", pargs=["mixed"],
+          prefix=["unshare", "-m", "--propagation", "slave"], host_shared=("ha", "hb"),
+          regex=r"\bpid {pid}: mount \S+/hb of its own mount namespace is private, where "
+                r"\S+ is a slave of ckpt's \(master:\d+\)"),
     # a child in yet another mount namespace than the tree's root's own
     entry("refuse_ns_mnt_child", kind="refuse", program="refuse_ns_own", pargs=["mnt"],
           regex=r"\bpid \d+: in another mount namespace \(mnt:\[\d+\]\) than the tree's root "
@@ -1270,7 +1276,20 @@ class Run:
             raise Fail("test program %s not built" % path)
         return [path] + list(t.get("pargs", ()))
 
+    def host_shared_mounts(self):
+        """host_shared (entry): tmpfs mounts of the test's in ckpt's own
+        namespace, each made shared (its own peer group), unmounted by
+        cleanup."""
+        for name in self.t.get("host_shared", ()):
+            where = self.p(name)
+            os.mkdir(where)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "ckpt-test", where],
+                           check=True)
+            self.host_mounts = getattr(self, "host_mounts", []) + [where]
+            subprocess.run(["mount", "--make-shared", where], check=True)
+
     def start(self, prefix=(), args=(), pass_fds=()):
+        self.host_shared_mounts()
         env = dict(os.environ, CKPT_TEST_DIR=self.dir)
         fd = os.open(self.p("out.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         argv = list(prefix) + self.program_argv() + list(args)
@@ -10341,6 +10360,8 @@ http {{
                 pass
 
     def cleanup(self):
+        for where in reversed(getattr(self, "host_mounts", [])):
+            subprocess.run(["umount", "-l", where], capture_output=True, timeout=30)
         self.remove_shm()
         self.restore_hugepages()
         self.remove_netlocks()
