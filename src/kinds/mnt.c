@@ -524,17 +524,53 @@ static bool host_group(const struct mi *host, size_t nhost, uint32_t g)
  * A plain tree's root in a mount namespace of its own (ns.c): its copies
  * of ckpt's mounts are slaves of them (PrivateTmp=yes, unshare
  * --propagation slave: one at least has a master of ckpt's) or private
- * (unshare -m). One still in a peer group of ckpt's (unshare --propagation
- * unchanged) is refused by mount point: what it mounts there is the host's
- * too, and a restart, which makes every mount slave or private, would cut
- * that. So is a copy of a shared mount of ckpt's made private while
- * another is a slave: the restart would make it a slave. Copies made
- * shared in groups of the namespace's own are not told apart: restored
- * slaves or private.
+ * (unshare -m), and either way may also be shared, each in a peer group of
+ * the namespace's own (systemd's default MountFlags=shared: mount
+ * --make-rshared / after the unshare). A restart makes them so with two
+ * flags for the whole tree, so what the flags cannot say is refused, by
+ * mount point:
+ * - a copy still in a peer group of ckpt's (unshare --propagation
+ *   unchanged): what it mounts there is the host's too, which a restart
+ *   in a namespace of its own would cut;
+ * - a copy of a shared mount of ckpt's that is not its slave, where
+ *   another copy is one (made private after the unshare);
+ * - copies shared in groups of their own beside copies that are not, a
+ *   copy whose group has another member, or a copy that is a slave of a
+ *   group of the namespace's own.
  */
 static const struct mi *host_twin(const struct mi *c, const struct mi *host, size_t nhost);
 
-int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
+/* Has any other mount of all (n) peer group g? */
+static bool group_shared_with(const struct mi *all, size_t n, const struct mi *c, uint32_t g)
+{
+	for (size_t i = 0; i < n; i++)
+		if (&all[i] != c && tag_of(all[i].fields, "shared:") == g)
+			return true;
+	return false;
+}
+
+/* What the restart's two flags cannot make of copy c (h: its twin of
+ * ckpt's; a_slave: a copy that is a slave of ckpt's, or NULL): false, or
+ * true with why (len bytes), for the refusal. */
+static bool copy_refused(const struct mi *all, size_t n, const struct mi *c, const struct mi *h,
+			 const struct mi *host, size_t nhost, const struct mi *a_slave, char *why,
+			 size_t len)
+{
+	uint32_t g = tag_of(c->fields, "shared:"), m = tag_of(c->fields, "master:");
+	if (m && !host_group(host, nhost, m))
+		snprintf(why, len, "is a slave of a peer group of its own namespace (master:%u)", m);
+	else if (a_slave && tag_of(h->fields, "shared:") && !m)
+		snprintf(why, len, "is not a slave of ckpt's mount (%s), where %s is one (%s)",
+			 *c->fields ? c->fields : "private", a_slave->point, a_slave->fields);
+	else if (g && group_shared_with(all, n, c, g))
+		snprintf(why, len, "shares its peer group (shared:%u) with another mount of the "
+			 "namespace", g);
+	else
+		return false;
+	return true;
+}
+
+int mnt_subtree_prop(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave, bool *ret_shared)
 {
 	_cleanup_free_ char *text = NULL, *htext = NULL;
 	_cleanup_free_ struct mi *all = NULL, *host = NULL;
@@ -549,8 +585,7 @@ int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo or ckpt's: %s",
 				pid, strerror(-r));
-	const struct mi *a_slave = NULL;
-	uint32_t a_master = 0;
+	const struct mi *a_slave = NULL, *a_own = NULL, *a_plain = NULL;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t g = tag_of(all[i].fields, "shared:"), m = tag_of(all[i].fields, "master:");
 		if (g && host_group(host, nhost, g))
@@ -559,25 +594,35 @@ int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
 					"group of ckpt's (shared:%u): a plain tree's mount namespace "
 					"made without private or slave propagation is not supported",
 					pid, all[i].point, g);
-		if (!a_slave && m && host_group(host, nhost, m)) {
+		if (!a_slave && m && host_group(host, nhost, m))
 			a_slave = &all[i];
-			a_master = m;
-		}
 	}
-	/* one slave makes the restart's copies all slaves: a copy of a shared
-	 * mount of ckpt's that the tree made private would come back a slave */
-	for (size_t i = 0; a_slave && i < n; i++) {
-		const struct mi *h = host_twin(&all[i], host, nhost);
-		if (h && tag_of(h->fields, "shared:") && !tag_of(all[i].fields, "master:") &&
-		    !tag_of(all[i].fields, "shared:"))
+	for (size_t i = 0; i < n; i++) {
+		const struct mi *c = &all[i], *h = host_twin(c, host, nhost);
+		if (!h)
+			continue; /* a mount of its own: the mnt kind's */
+		char why[512];
+		if (copy_refused(all, n, c, h, host, nhost, a_slave, why, sizeof(why)))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
-					"pid %d: mount %s of its own mount namespace is private, where "
-					"%s is a slave of ckpt's (master:%u): a restart makes every "
-					"copy of ckpt's shared mounts a slave; mixed propagation is "
-					"not supported yet",
-					pid, all[i].point, a_slave->point, a_master);
+					"pid %d: mount %s of its own mount namespace %s: a restart "
+					"gives every copy of ckpt's mounts the same propagation; not "
+					"supported yet",
+					pid, c->point, why);
+		if (tag_of(c->fields, "shared:"))
+			a_own = a_own ? a_own : c;
+		else
+			a_plain = a_plain ? a_plain : c;
 	}
+	if (a_own && a_plain)
+		return log_fail(&ctx->log, -EOPNOTSUPP,
+				"pid %d: mount %s of its own mount namespace is not shared (%s), "
+				"where %s is shared in a peer group of the namespace's own (%s): a "
+				"restart gives every copy of ckpt's mounts the same propagation; "
+				"not supported yet",
+				pid, a_plain->point, *a_plain->fields ? a_plain->fields : "private",
+				a_own->point, a_own->fields);
 	*ret_slave = a_slave != NULL;
+	*ret_shared = a_own != NULL;
 	return 0;
 }
 
@@ -1492,6 +1537,16 @@ static int make_extras(struct rst_ctx *ctx, struct rst_task *t, const struct mnt
 		puppet_syscall(&t->pup, SYS_close, pts);
 	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++)
 		r = finish_mount(ctx, t, s->tree->mounts[i], "");
+	/* private first: one made on a shared copy of the host's (a plain
+	 * tree's namespace, ns.c's mnt_shared) is shared in a group of its
+	 * own, and move_mount joins a group only from a private mount */
+	for (size_t i = 0; r >= 0 && i < s->tree->n_mounts; i++) {
+		long k = puppet_syscall(&t->pup, SYS_mount, 0,
+					put_str(&t->pup, 0, s->tree->mounts[i]->point), 0, MS_PRIVATE, 0);
+		if (k < 0)
+			r = log_fail(&ctx->log, (int)k, "mount %s: cannot make it private: %s",
+				     s->tree->mounts[i]->point, strerror((int)-k));
+	}
 	if (r >= 0)
 		r = set_propagations(ctx, t, s->tree, "");
 	for (size_t i = 0; r >= 0 && i < s->tree->n_host_flags; i++)

@@ -18,9 +18,11 @@ struct stat;
  * mount tree) of its own? */
 bool mnt_own_root(struct ckpt_ctx *ctx);
 /* A plain tree's root (pid) in a mount namespace of its own: are its
- * copies of ckpt's mounts slaves of them (else private)? Refused, naming
- * the mount, if one is still in a peer group of ckpt's. */
-int mnt_subtree_slave(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave)
+ * copies of ckpt's mounts slaves of them (else private), and are they
+ * also shared, each in a peer group of the namespace's own? Refused,
+ * naming the mount, where two flags for the whole tree cannot say how its
+ * copies propagate (one still in a peer group of ckpt's, mixed ones). */
+int mnt_subtree_prop(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave, bool *ret_shared)
 	__attribute__((warn_unused_result));
 /* Checkpoint, once the root is collected: does path, as the container's
  * tasks see it, lead through its root to the file st (so that a restart

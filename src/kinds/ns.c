@@ -25,8 +25,9 @@
  * where it sets the hostname and domainname saved. So for a mount
  * namespace of the root's own derived from ckpt's (PrivateTmp=yes,
  * unshare -m): CLONE_NEWNS, its mounts made slaves (mnt_slave) or private
- * as they were; the mounts it made of its own are the mnt kind's, as a
- * host-rooted container's.
+ * as they were, and shared in peer groups of their own after that where
+ * they were (mnt_shared: systemd's default MountFlags=shared); the mounts
+ * it made of its own are the mnt kind's, as a host-rooted container's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -384,19 +385,22 @@ static int check_shared(struct ckpt_ctx *ctx, const struct ns_ckpt *n)
 }
 
 /* A plain tree's root in a mount namespace of its own: saved with
- * whether its copies of ckpt's mounts are slaves of them or private
- * (mnt_subtree_slave, which refuses what a restart cannot make again). */
+ * whether its copies of ckpt's mounts are slaves of them or private, and
+ * shared in groups of their own or not (mnt_subtree_prop, which refuses
+ * what a restart cannot make again). */
 static int subtree_mnt(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
 {
-	bool slave = false;
-	int r = mnt_subtree_slave(ctx, root->pid, &slave);
+	bool slave = false, shared = false;
+	int r = mnt_subtree_prop(ctx, root->pid, &slave, &shared);
 	if (r < 0)
 		return r;
 	n->e.flags |= CLONE_NEWNS;
 	n->e.has_mnt_slave = true;
 	n->e.mnt_slave = slave;
-	log_info(&ctx->log, "pid %d: in a mount namespace of its own (%s)", root->pid,
-		 slave ? "slaves of ckpt's mounts" : "private");
+	n->e.has_mnt_shared = shared;
+	n->e.mnt_shared = shared;
+	log_info(&ctx->log, "pid %d: in a mount namespace of its own (%s%s)", root->pid,
+		 slave ? "slaves of ckpt's mounts" : "private", shared ? ", shared" : "");
 	return 0;
 }
 
@@ -616,7 +620,8 @@ static long inject_str(struct puppet *p, size_t off, const char *s)
 }
 
 /* A plain tree's root: its new uts and mount namespaces, its mounts made
- * slaves of ckpt's or private as they were (nothing it mounts leaks out). */
+ * slaves of ckpt's or private as they were, then shared in groups of
+ * their own if they were (nothing it mounts leaks out). */
 static int subtree_unshare(struct rst_ctx *ctx, struct rst_task *t, const NamespacesEntry *ns)
 {
 	struct puppet *p = &t->pup;
@@ -627,6 +632,12 @@ static int subtree_unshare(struct rst_ctx *ctx, struct rst_task *t, const Namesp
 		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
 				   MS_REC | (ns->mnt_slave ? MS_SLAVE : MS_PRIVATE), 0);
 		if (rst_check(ctx, t, r, "making its mounts slaves or private") < 0)
+			return (int)r;
+		/* each in a new peer group: the namespace's own, as it was */
+		if (ns->mnt_shared)
+			r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
+					   MS_REC | MS_SHARED, 0);
+		if (rst_check(ctx, t, r, "making its mounts shared") < 0)
 			return (int)r;
 	}
 	log_debug(&ctx->log, "pid %d: namespaces %#x of its own", t->pid, ns->flags);

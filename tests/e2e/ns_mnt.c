@@ -17,7 +17,12 @@
  * PrivateTmp=yes binds /tmp/systemd-private-.../tmp on /tmp; "mixed":
  * started with --propagation slave beside two shared mounts of the
  * runner's (CKPT_TEST_DIR/ha and hb, slaves here), it makes hb private,
- * for a refusal (a restart would make it a slave again).
+ * for a refusal (a restart would make it a slave again); "rshared": with
+ * --propagation slave beside a shared mount of the runner's (ha), then
+ * mount --make-rshared / (systemd's default MountFlags=shared): after the
+ * restart "/", the tmpfs and ha are shared in peer groups that are not
+ * the runner's, and ha is a slave too; "mixed_shared": the same, then "/"
+ * made private alone, for a refusal.
  */
 #include "lib.h"
 
@@ -76,6 +81,29 @@ static int mount_at(pid_t pid, const char *point, char *fields, size_t flen, cha
 	return found;
 }
 
+/* Is the peer group in fields ("shared:G ...") one of the runner's mounts'? */
+static bool in_runners_group(pid_t runner, const char *fields)
+{
+	const char *at = strstr(fields, "shared:");
+	char path[64], line[4096], tag[32];
+	bool found = false;
+	if (!at)
+		return false;
+	snprintf(tag, sizeof(tag), "shared:%lu ", strtoul(at + 7, NULL, 10));
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", runner);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		fail("open %s: %m", path);
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+		if (sep)
+			sep[1] = '\0'; /* the optional fields end with a space */
+		found = strstr(line, tag) != NULL;
+	}
+	fclose(f);
+	return found;
+}
+
 int main(int argc, char **argv)
 {
 	/* "private": started with --propagation private; "shared": with
@@ -121,7 +149,7 @@ int main(int argc, char **argv)
 	if (!mount_at(0, "/", fields, sizeof(fields), type, sizeof(type)))
 		fail("no / mount");
 	bool slave = strstr(fields, "master:") != NULL;
-	if (strcmp(how, "slave") && strcmp(how, "bind") && strcmp(how, "mixed") && slave)
+	if (!strcmp(how, "private") && slave)
 		fail("/ is a slave under --propagation %s", how);
 	if (!strcmp(how, "shared") && !strstr(fields, "shared:") &&
 	    !mount_at(0, "/run/netns", fields, sizeof(fields), type, sizeof(type)))
@@ -139,6 +167,13 @@ int main(int argc, char **argv)
 		    strstr(fields, "master:") || strstr(fields, "shared:"))
 			fail("%s is not private here (%s)", hb, fields);
 	}
+	bool rshared = !strcmp(how, "rshared") || !strcmp(how, "mixed_shared");
+	char ha[4200];
+	snprintf(ha, sizeof(ha), "%s/ha", base ? base : ".");
+	if (rshared && mount(NULL, "/", NULL, MS_REC | MS_SHARED, NULL) < 0)
+		fail("mount --make-rshared /: %m");
+	if (!strcmp(how, "mixed_shared") && mount(NULL, "/", NULL, MS_PRIVATE, NULL) < 0)
+		fail("mount --make-private /: %m");
 	if (pipe(go) < 0)
 		fail("pipe: %m");
 	pid_t child = fork();
@@ -188,7 +223,21 @@ int main(int argc, char **argv)
 	expect(mount_at(0, "/", fields, sizeof(fields), type, sizeof(type)), "no / mount");
 	expect((strstr(fields, "master:") != NULL) == slave, "/ is %s a slave (%s)",
 	       slave ? "no longer" : "now", fields);
-	expect(!strstr(fields, "shared:"), "/ is shared (%s)", fields);
+	/* mixed_shared: "/" made private again */
+	rshared = !strcmp(how, "rshared");
+	expect(!strstr(fields, "shared:") == !rshared, "/ is %s shared (%s)",
+	       rshared ? "no longer" : "now", fields);
+	if (rshared) {
+		expect(!in_runners_group(runner, fields), "/ is in a peer group of the runner's (%s)",
+		       fields);
+		expect(mount_at(0, dir, fields, sizeof(fields), type, sizeof(type)) &&
+			       strstr(fields, "shared:") && !in_runners_group(runner, fields),
+		       "the tmpfs at %s is not shared in a group of its own (%s)", dir, fields);
+		expect(mount_at(0, ha, fields, sizeof(fields), type, sizeof(type)) &&
+			       strstr(fields, "shared:") && strstr(fields, "master:") &&
+			       !in_runners_group(runner, fields),
+		       "%s is not shared and a slave of the runner's (%s)", ha, fields);
+	}
 	ino_t root = ns_ino("/proc/self/ns/mnt");
 	expect(root != ns_ino(rpath), "the mount namespace is the runner's");
 	int st;

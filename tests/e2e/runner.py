@@ -895,8 +895,19 @@ TESTS = [
     # restart makes every copy a slave (the runner makes and removes the two mounts)
     entry("refuse_ns_mnt_mixed", kind="refuse", program="ns_mnt", pargs=["mixed"],
           prefix=["unshare", "-m", "--propagation", "slave"], host_shared=("ha", "hb"),
-          regex=r"\bpid {pid}: mount \S+/hb of its own mount namespace is private, where "
-                r"\S+ is a slave of ckpt's \(master:\d+\)"),
+          regex=r"\bpid {pid}: mount \S+/hb of its own mount namespace is not a slave of "
+                r"ckpt's mount \(private\), where \S+ is one \(master:\d+\)"),
+    # systemd's default MountFlags=shared: the copies slaves of ckpt's and each shared in a
+    # peer group of the namespace's own (mount --make-rshared / after the unshare); restored
+    # so (before, slaves only), a shared mount of the runner's (ha) shared and a slave
+    entry("ns_mnt_rshared", (B, T), program="ns_mnt", pargs=["rshared"],
+          prefix=["unshare", "-m", "--propagation", "slave"], host_shared=("ha",)),
+    # the same, then "/" made private again (not shared): copies of two kinds
+    entry("refuse_ns_mnt_mixed_shared", kind="refuse", program="ns_mnt", pargs=["mixed_shared"],
+          prefix=["unshare", "-m", "--propagation", "slave"], host_shared=("ha",),
+          regex=r"\bpid {pid}: mount / of its own mount namespace is (not shared \(\S*\), "
+                r"where \S+ is shared in a peer group of the namespace's own|not a slave of "
+                r"ckpt's mount)"),
     # a child in yet another mount namespace than the tree's root's own
     entry("refuse_ns_mnt_child", kind="refuse", program="refuse_ns_own", pargs=["mnt"],
           regex=r"\bpid \d+: in another mount namespace \(mnt:\[\d+\]\) than the tree's root "
