@@ -585,14 +585,19 @@ int mnt_subtree_prop(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave, bool *ret
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its mountinfo or ckpt's: %s",
 				pid, strerror(-r));
+	*ret_slave = *ret_shared = false;
+	const struct mi *root = top(all, n), *hroot = top(host, nhost);
+	if (!root || !hroot || root->dev != hroot->dev || strcmp(root->root, hroot->root))
+		return 1; /* a root of its own: the mnt kind saves every mount's propagation */
 	const struct mi *a_slave = NULL, *a_own = NULL, *a_plain = NULL;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t g = tag_of(all[i].fields, "shared:"), m = tag_of(all[i].fields, "master:");
 		if (g && host_group(host, nhost, g))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d: mount %s of its own mount namespace is in a peer "
-					"group of ckpt's (shared:%u): a plain tree's mount namespace "
-					"made without private or slave propagation is not supported",
+					"group of ckpt's (shared:%u): a mount namespace on ckpt's "
+					"root made without private or slave propagation is not "
+					"supported",
 					pid, all[i].point, g);
 		if (!a_slave && m && host_group(host, nhost, m))
 			a_slave = &all[i];

@@ -17,11 +17,12 @@ struct stat;
 /* Checkpoint, once the root is collected: has the container a root (a
  * mount tree) of its own? */
 bool mnt_own_root(struct ckpt_ctx *ctx);
-/* A plain tree's root (pid) in a mount namespace of its own: are its
- * copies of ckpt's mounts slaves of them (else private), and are they
- * also shared, each in a peer group of the namespace's own? Refused,
- * naming the mount, where two flags for the whole tree cannot say how its
- * copies propagate (one still in a peer group of ckpt's, mixed ones). */
+/* A plain tree's or a container's root (pid) in a mount namespace of its
+ * own on ckpt's root: are its copies of ckpt's mounts slaves of them
+ * (else private), and are they also shared, each in a peer group of the
+ * namespace's own? Refused, naming the mount, where two flags for the
+ * whole tree cannot say how its copies propagate (one still in a peer
+ * group of ckpt's, mixed ones). 1, both false: a root of its own. */
 int mnt_subtree_prop(struct ckpt_ctx *ctx, pid_t pid, bool *ret_slave, bool *ret_shared)
 	__attribute__((warn_unused_result));
 /* Checkpoint, once the root is collected: does path, as the container's

@@ -390,7 +390,7 @@ static int check_shared(struct ckpt_ctx *ctx, const struct ns_ckpt *n)
  * what a restart cannot make again). */
 static int subtree_mnt(struct ckpt_ctx *ctx, struct ns_ckpt *n, struct task *root)
 {
-	bool slave = false, shared = false;
+	bool slave, shared;
 	int r = mnt_subtree_prop(ctx, root->pid, &slave, &shared);
 	if (r < 0)
 		return r;
@@ -447,6 +447,16 @@ static int ns_collect(struct ckpt_ctx *ctx, struct task *t)
 		n->e.flags |= CLONE_NEWNS;
 		r = read_devpts(ctx, n, t);
 	}
+	/* on ckpt's root: its copies of ckpt's mounts slaves or private,
+	 * shared or not, as they are (unshare --pid --fork --mount
+	 * --propagation slave; ckpt run makes them private) */
+	bool slave = false, shared = false;
+	if (r >= 0 && (n->e.flags & CLONE_NEWNS))
+		r = mnt_subtree_prop(ctx, t->pid, &slave, &shared);
+	if (r < 0)
+		return r;
+	n->e.has_mnt_slave = n->e.mnt_slave = slave;
+	n->e.has_mnt_shared = n->e.mnt_shared = shared;
 	if (r >= 0 && !same_ns(t->pid, "uts")) {
 		n->e.flags |= CLONE_NEWUTS;
 		r = read_hostname(ctx, n, t);
@@ -682,7 +692,12 @@ static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 	if (!(ns->flags & CLONE_NEWPID) && (r = subtree_unshare(ctx, t, ns)) < 0)
 		return (int)r;
 	if ((ns->flags & CLONE_NEWPID) && (ns->flags & CLONE_NEWNS)) {
-		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_PRIVATE, 0);
+		/* slaves of ckpt's mounts where they were (on ckpt's root) */
+		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
+				   MS_REC | (ns->mnt_slave ? MS_SLAVE : MS_PRIVATE), 0);
+		if (r >= 0 && ns->mnt_shared)
+			r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
+					   MS_REC | MS_SHARED, 0);
 		/* a root of its own: its /proc and devpts are the mnt kind's */
 		if (r >= 0 && !mnt_rst_tree(ctx))
 			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),

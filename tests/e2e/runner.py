@@ -897,6 +897,9 @@ TESTS = [
           prefix=["unshare", "-m", "--propagation", "slave"], host_shared=("ha", "hb"),
           regex=r"\bpid {pid}: mount \S+/hb of its own mount namespace is not a slave of "
                 r"ckpt's mount \(private\), where \S+ is one \(master:\d+\)"),
+    # a container on the host's root, its copies of the host's mounts slaves of them (unshare
+    # --pid --fork --mount --propagation slave --mount-proc): restored slaves, not private
+    entry("ct_slave", (B, T), kind="container", pidns="slave", host_shared=("ha",)),
     # systemd's default MountFlags=shared: the copies slaves of ckpt's and each shared in a
     # peer group of the namespace's own (mount --make-rshared / after the unshare); restored
     # so (before, slaves only), a shared mount of the runner's (ha) shared and a slave
@@ -1670,8 +1673,13 @@ class Run:
         whole by its outside pid (no CKPT_SUBTREE), killed, restored into
         fresh namespaces (a new outside pid, the same pids inside)."""
         pidfile = self.p("run.pid")
-        pr = self.start(prefix=[self.opts.ckpt, "run", "--hostname", "box", "--pidfile",
-                                pidfile] + list(self.t.get("run_args", ())) + ["--"])
+        if self.t.get("pidns"):  # not ckpt run: unshare's shape (pidns_launch.py)
+            prefix = [sys.executable, os.path.join(HERE, "pidns_launch.py"), pidfile,
+                      self.t["pidns"], "--"]
+        else:
+            prefix = [self.opts.ckpt, "run", "--hostname", "box", "--pidfile",
+                      pidfile] + list(self.t.get("run_args", ())) + ["--"]
+        pr = self.start(prefix=prefix)
         self.wait_container(pr, pidfile)
         if self.opts.no_ckpt:
             rc = self.wait_exit(pr, "ckpt run")
