@@ -629,6 +629,19 @@ static long inject_str(struct puppet *p, size_t off, const char *s)
 	return (long)puppet_scratch_put(p, off, s, strlen(s) + 1);
 }
 
+/* "/" and every mount under it made slaves of ckpt's or private, then
+ * shared each in a new peer group of the namespace's own, as its copies
+ * of ckpt's mounts were (mnt_slave, mnt_shared) */
+static long copies_propagation(struct puppet *p, const NamespacesEntry *ns)
+{
+	long r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
+				MS_REC | (ns->mnt_slave ? MS_SLAVE : MS_PRIVATE), 0);
+	if (r >= 0 && ns->mnt_shared)
+		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0, MS_REC | MS_SHARED,
+				   0);
+	return r;
+}
+
 /* A plain tree's root: its new uts and mount namespaces, its mounts made
  * slaves of ckpt's or private as they were, then shared in groups of
  * their own if they were (nothing it mounts leaks out). */
@@ -639,15 +652,8 @@ static int subtree_unshare(struct rst_ctx *ctx, struct rst_task *t, const Namesp
 	if (rst_check(ctx, t, r, "unshare") < 0)
 		return (int)r;
 	if (ns->flags & CLONE_NEWNS) {
-		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
-				   MS_REC | (ns->mnt_slave ? MS_SLAVE : MS_PRIVATE), 0);
-		if (rst_check(ctx, t, r, "making its mounts slaves or private") < 0)
-			return (int)r;
-		/* each in a new peer group: the namespace's own, as it was */
-		if (ns->mnt_shared)
-			r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
-					   MS_REC | MS_SHARED, 0);
-		if (rst_check(ctx, t, r, "making its mounts shared") < 0)
+		r = copies_propagation(p, ns);
+		if (rst_check(ctx, t, r, "setting its mounts' propagation") < 0)
 			return (int)r;
 	}
 	log_debug(&ctx->log, "pid %d: namespaces %#x of its own", t->pid, ns->flags);
@@ -693,11 +699,7 @@ static int ns_root_ready(struct rst_ctx *ctx, struct rst_task *t)
 		return (int)r;
 	if ((ns->flags & CLONE_NEWPID) && (ns->flags & CLONE_NEWNS)) {
 		/* slaves of ckpt's mounts where they were (on ckpt's root) */
-		r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
-				   MS_REC | (ns->mnt_slave ? MS_SLAVE : MS_PRIVATE), 0);
-		if (r >= 0 && ns->mnt_shared)
-			r = puppet_syscall(p, SYS_mount, 0, inject_str(p, 0, "/"), 0,
-					   MS_REC | MS_SHARED, 0);
+		r = copies_propagation(p, ns);
 		/* a root of its own: its /proc and devpts are the mnt kind's */
 		if (r >= 0 && !mnt_rst_tree(ctx))
 			r = puppet_syscall(p, SYS_mount, inject_str(p, 0, "proc"),
