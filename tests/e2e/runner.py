@@ -1296,6 +1296,8 @@ class Run:
         cleanup."""
         for name in self.t.get("host_shared", ()):
             where = self.p(name)
+            if where in getattr(self, "host_mounts", []):
+                continue  # made by an earlier start of this run
             os.mkdir(where)
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "ckpt-test", where],
                            check=True)
