@@ -10,13 +10,16 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/kcmp.h>
+#include <linux/nsfs.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -1076,6 +1079,86 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	return t->ahead_r;
 }
 
+/* Is the pid namespace at fd the one at st, or inside it, up to levels
+ * parents away? */
+static bool pidns_within(int fd, const struct stat *st, uint32_t levels)
+{
+	_cleanup_close_ int ns = dup(fd);
+	for (uint32_t i = 0; ns >= 0; i++) {
+		struct stat at;
+		if (fstat(ns, &at) < 0)
+			return false;
+		if (at.st_ino == st->st_ino && at.st_dev == st->st_dev)
+			return true;
+		if (i == levels)
+			return false;
+		int up = ioctl(ns, NS_GET_PARENT);
+		close(ns);
+		ns = up;
+	}
+	return false;
+}
+
+/*
+ * A container's processes are found from its init down. One that entered
+ * its pid namespace from outside (setns: nsenter, docker exec, lxc-attach)
+ * has its parent outside and no place in that tree: it would be left out
+ * of the image, and die with the container under --kill. Each such process
+ * (not a zombie: there is nothing of it to lose) is refused, named. A
+ * process that enters after this look is not seen (a window of the
+ * collect's length).
+ */
+static int check_entered(struct ckpt_ctx *ctx)
+{
+	char path[64];
+	struct stat own;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", ctx->pid);
+	if (stat(path, &own) < 0)
+		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its pid namespace: %m",
+				ctx->pid);
+	_cleanup_free_ char *text = NULL;
+	struct proc_status root;
+	if (proc_read(ctx->pid, "status", &text, NULL) < 0 || proc_parse_status(text, &root) < 0)
+		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its status", ctx->pid);
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	if (!d)
+		return log_fail(&ctx->log, -errno, "cannot list /proc: %m");
+	int r = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || ctx_find_task(ctx, (pid_t)pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", pid);
+		struct stat at;
+		if (stat(path, &at) < 0)
+			continue; /* gone, or a kernel thread */
+		_cleanup_free_ char *st_text = NULL, *comm = NULL;
+		struct proc_status st;
+		if (proc_read((pid_t)pid, "status", &st_text, NULL) < 0 ||
+		    proc_parse_status(st_text, &st) < 0 || st.nspid_n < root.nspid_n ||
+		    st.state == 'Z')
+			continue;
+		if (at.st_ino != own.st_ino || at.st_dev != own.st_dev) {
+			/* deeper: a namespace under the container's? */
+			_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
+			if (st.nspid_n == root.nspid_n || ns < 0 ||
+			    !pidns_within(ns, &own, st.nspid_n - root.nspid_n))
+				continue;
+		}
+		if (proc_read_one((pid_t)pid, "comm", &comm) == 0)
+			comm[strcspn(comm, "\n")] = 0;
+		r = log_fail(&ctx->log, -EOPNOTSUPP,
+			     "pid %ld (%s, pid %d in the container): entered the container's pid "
+			     "namespace from outside (setns, as nsenter, docker exec and lxc-attach "
+			     "do) and is no descendant of its init pid %d: it would be left out "
+			     "of the image; let it end first",
+			     pid, comm ? comm : "?", st.nspid[root.nspid_n - 1], ctx->pid);
+	}
+	return r;
+}
+
 /* Step "seize": the whole tree held, its ids as the image keeps them. */
 int ckpt_seize(struct ckpt_ctx *ctx)
 {
@@ -1086,6 +1169,8 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 	r = seize_tree(ctx, pid);
 	if (r >= 0)
 		r = assign_vpids(ctx);
+	if (r >= 0 && ctx->container)
+		r = check_entered(ctx);
 	if (r < 0)
 		return r;
 	if (!ctx->ntasks) /* an image of nothing is never made, let alone a kill */

@@ -903,6 +903,10 @@ TESTS = [
     # a container on the host's root, its copies of the host's mounts slaves of them (unshare
     # --pid --fork --mount --propagation slave --mount-proc): restored slaves, not private
     entry("ct_slave", (B, T), kind="container", pidns="slave", host_shared=("ha",)),
+    # a process entered into the container from outside (nsenter): refused,
+    # then, once it has ended, the container checkpointed and restarted
+    entry("ct_entered", (B,), kind="container", program="mem_anon", pidns="private",
+          entered=True),
     # systemd's default MountFlags=shared: the copies slaves of ckpt's and each shared in a
     # peer group of the namespace's own (mount --make-rshared / after the unshare); restored
     # so (before, slaves only), a shared mount of the runner's (ha) shared and a slave
@@ -1689,6 +1693,8 @@ class Run:
         if self.opts.no_ckpt:
             rc = self.wait_exit(pr, "ckpt run")
             return self.check_result(rc, "ckpt run")
+        if self.t.get("entered"):
+            self.refuse_entered(pr)
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
         self.check_ckpt_log("ckpt")
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
@@ -1704,6 +1710,47 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def refuse_entered(self, pr):
+        """A process entered into the container's pid namespace from
+        outside (nsenter -p, as docker exec does): its parent is outside, so
+        it is no descendant of the init. The checkpoint is refused naming
+        it; the container and the entered process run on, no image is left;
+        the entered process is then ended."""
+        nsenter = shutil.which("nsenter")
+        if not nsenter:
+            raise Skip("nsenter (util-linux) not installed")
+        ent = subprocess.Popen([nsenter, "-t", str(self.pid), "-p", "--", "sleep", "infinity"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        self.procs.append(ent)
+
+        def child():
+            try:
+                with open("/proc/%d/task/%d/children" % (ent.pid, ent.pid)) as f:
+                    kids = f.read().split()
+                with open("/proc/%s/status" % kids[0]) as f:
+                    nspid = re.search(r"^NSpid:\s+(.*)$", f.read(), re.M).group(1).split()
+                with open("/proc/%s/comm" % kids[0]) as f:
+                    return (int(kids[0]), int(nspid[-1])) if f.read() == "sleep\n" else None
+            except (OSError, IndexError, AttributeError):
+                return None
+        inner, inside = self.until("nsenter's child, sleep", child)
+        rc, err = self.checkpoint(self.p("img"), "ckpt_entered", reap=[pr], expect_ok=False)
+        if rc == 0:
+            raise Fail("ckpt checkpoint succeeded with pid %d entered, expected a refusal" % inner)
+        if rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        rx = r"\bpid %d \(sleep, pid %d in the container\): entered the container's pid " \
+             r"namespace from outside" % (inner, inside)
+        if not re.search(rx, err):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+        if not pid_alive(self.pid) or not pid_alive(inner):
+            raise Fail("the container or the entered process is gone after the refusal")
+        if os.path.exists(self.p("img")):
+            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
+        os.kill(inner, signal.SIGKILL)
+        self.wait_all([ent], 10, "nsenter, after its child was killed")
 
     def flow_ct_mounts(self):
         """ct_mounts.sh as pid 1 of `ckpt run` (the host's root): its own
