@@ -18,15 +18,18 @@
  * look at a process of its user namespace only if that one's permitted
  * capabilities are a subset of its own, and a root daemon with a reduced
  * bounding set would otherwise fail the look as if sandboxed. The
- * references are killed at "finish". A container's tasks cannot name a
- * process outside their pid namespace: they are not asked (a gap,
- * DESIGN.md).
+ * references are killed at "finish". A container's tasks name only the
+ * processes of its pid namespace, and look without a capability check
+ * only at those of its user namespace: their references are made in
+ * there (make_ref_in).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/kcmp.h>
 #include <linux/securebits.h>
+#include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -39,10 +42,13 @@
 
 #include "core/ctx.h"
 #include "util/cleanup.h"
+#include "util/userns.h"
 
 struct landlock_ref {
 	uint32_t uid, gid;
-	pid_t pid; /* < 0: it could not be made (-errno) */
+	pid_t pid;    /* < 0: it could not be made (-errno) */
+	pid_t vpid;   /* the pid the tree's tasks name it by */
+	pid_t keeper; /* a container's: ckpt's fork that holds it; else 0 */
 };
 
 struct landlock_refs {
@@ -55,6 +61,7 @@ struct landlock_ckpt {
 	int ref_err; /* the reference could not be made (-errno) */
 	uint32_t uid;
 	pid_t ref;   /* the reference's pid */
+	pid_t vref;  /* and the one the task names it by */
 };
 
 /*
@@ -176,6 +183,109 @@ static pid_t make_ref(uint32_t uid, uint32_t gid)
 	return -EPERM;
 }
 
+/*
+ * A container's reference of uid and gid (ids as ckpt sees them): a fork
+ * of ckpt's, the keeper, joins the pid namespace of the container's root
+ * (and its user namespace when it has one of its own: a task there looks
+ * without a capability check only at a process of its namespace) and
+ * forks the reference in there, which takes the ids as the namespace
+ * maps them, drops every capability and reports its pid inside; the
+ * keeper reports both pids, waits for the reference and exits once it is
+ * reaped. Either dies with its parent. The reference is a process of the
+ * container's pid namespace outside the tree while it lives: it is made
+ * after step "seize" has listed that namespace, and killed at "finish".
+ */
+static int make_ref_in(pid_t root, uint32_t uid, uint32_t gid, struct landlock_ref *ref)
+{
+	char path[64], umap[512], gmap[512];
+	struct stat mine, its;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)root);
+	if (stat(path, &its) < 0 || stat("/proc/self/ns/user", &mine) < 0)
+		return -errno;
+	bool userns = its.st_ino != mine.st_ino || its.st_dev != mine.st_dev;
+	int64_t iu = uid, ig = gid;
+	if (userns && (userns_read_map(root, "uid_map", umap, sizeof(umap)) < 0 ||
+		       userns_read_map(root, "gid_map", gmap, sizeof(gmap)) < 0 ||
+		       (iu = userns_map_id(umap, uid, false)) < 0 ||
+		       (ig = userns_map_id(gmap, gid, false)) < 0))
+		return -EOVERFLOW;
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, root, 0);
+	int p[2];
+	if (pidfd < 0 || pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t parent = getpid();
+	pid_t keeper = fork();
+	if (keeper < 0) {
+		int e = -errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (keeper == 0) { /* system calls only: ckpt has threads */
+		int q[2];
+		/* nothing of ckpt's open but what it needs (the image, the
+		 * tasks' sockets: an fd held here would outlive ckpt's close) */
+		int lo = pidfd < p[1] ? pidfd : p[1], hi = pidfd < p[1] ? p[1] : pidfd;
+		syscall(SYS_close_range, 0u, (unsigned)lo - 1, 0);
+		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0);
+		syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent ||
+		    setns(pidfd, CLONE_NEWPID | (userns ? CLONE_NEWUSER : 0)) < 0 ||
+		    pipe2(q, O_CLOEXEC) < 0)
+			_exit(1);
+		int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		pid_t child = self < 0 ? -1 : fork();
+		if (child == 0) {
+			struct pollfd gone = { .fd = self, .events = POLLIN };
+			struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+			struct __user_cap_data_struct none[2] = { { 0 } };
+			close(q[0]);
+			close(p[1]);
+			/* the keeper may have died before the death signal was set */
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || poll(&gone, 1, 0) != 0)
+				_exit(1);
+			/* no groups; a user namespace may deny setgroups (an
+			 * unprivileged one's): the look does not ask for them */
+			if ((syscall(SYS_setgroups, 0, NULL) < 0 && !userns) ||
+			    syscall(SYS_setresgid, ig, ig, ig) < 0 ||
+			    syscall(SYS_setresuid, iu, iu, iu) < 0 || syscall(SYS_capset, &h, none) < 0 ||
+			    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
+			    prctl(PR_SET_DUMPABLE, 1) < 0)
+				_exit(1);
+			pid_t inside = getpid();
+			if (write(q[1], &inside, sizeof(inside)) != sizeof(inside))
+				_exit(1);
+			for (;;)
+				pause();
+		}
+		close(q[1]);
+		pid_t both[2] = { child, 0 };
+		ssize_t n = -1;
+		while (child > 0 && (n = read(q[0], &both[1], sizeof(both[1]))) < 0 && errno == EINTR)
+			;
+		if (n == sizeof(both[1]) && write(p[1], both, sizeof(both)) == sizeof(both))
+			while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+				;
+		_exit(1);
+	}
+	close(p[1]);
+	pid_t both[2];
+	ssize_t n;
+	while ((n = read(p[0], both, sizeof(both))) < 0 && errno == EINTR)
+		;
+	close(p[0]);
+	if (n != sizeof(both)) {
+		kill(keeper, SIGKILL);
+		while (waitpid(keeper, NULL, 0) < 0 && errno == EINTR)
+			;
+		return -EPERM;
+	}
+	ref->pid = both[0];
+	ref->vpid = both[1];
+	ref->keeper = keeper;
+	return 0;
+}
+
 /* The reference for uid and gid, made on first use (NULL: no memory) */
 static const struct landlock_ref *ref_of(struct ckpt_ctx *ctx, uint32_t uid, uint32_t gid)
 {
@@ -189,8 +299,16 @@ static const struct landlock_ref *ref_of(struct ckpt_ctx *ctx, uint32_t uid, uin
 		return NULL;
 	rs->n = n + 1;
 	ctx->landlock_refs = rs;
-	rs->r[n] = (struct landlock_ref){uid, gid, make_ref(uid, gid)};
-	return &rs->r[n];
+	struct landlock_ref *ref = &rs->r[n];
+	*ref = (struct landlock_ref){ .uid = uid, .gid = gid };
+	if (ctx->container) {
+		int r = make_ref_in(ctx->pid, uid, gid, ref);
+		if (r < 0)
+			ref->pid = r;
+	} else {
+		ref->pid = ref->vpid = make_ref(uid, gid);
+	}
+	return ref;
 }
 
 static int landlock_probe(struct ckpt_ctx *ctx, struct task *t)
@@ -199,29 +317,32 @@ static int landlock_probe(struct ckpt_ctx *ctx, struct task *t)
 	if (!k)
 		return -ENOMEM;
 	k->call = -ENOENT;
-	if (ctx->container)
-		return 0;
 	const struct landlock_ref *ref = ref_of(ctx, t->status.uid[0], t->status.gid[0]);
 	if (!ref)
 		return -ENOMEM;
 	k->uid = ref->uid;
 	k->ref = ref->pid;
+	k->vref = ref->vpid;
 	k->ref_err = ref->pid < 0 ? ref->pid : 0;
 	if (!k->ref_err)
 		k->call =
-		    task_probe_call(t, PUPPET_CALL(SYS_kcmp, t->pid, ref->pid, KCMP_VM, 0, 0));
+		    task_probe_call(t, PUPPET_CALL(SYS_kcmp, t->vpid, ref->vpid, KCMP_VM, 0, 0));
 	return 0;
 }
 
-/* Is pid in ckpt's namespace of that name ("user", "pid": where the
- * reference is)? */
-static bool same_ns(pid_t pid, const char *name)
+/* Is pid in the namespace of that name ("user", "pid") where the
+ * reference is: ckpt's, or a container's root's? */
+static bool same_ns(const struct ckpt_ctx *ctx, pid_t pid, const char *name)
 {
-	char path[64], self[64];
+	char path[64], ref[64];
 	struct stat a, b;
 	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
-	snprintf(self, sizeof(self), "/proc/self/ns/%s", name);
-	return stat(path, &a) == 0 && stat(self, &b) == 0 && a.st_ino == b.st_ino;
+	if (ctx->container)
+		snprintf(ref, sizeof(ref), "/proc/%d/ns/%s", ctx->pid, name);
+	else
+		snprintf(ref, sizeof(ref), "/proc/self/ns/%s", name);
+	return stat(path, &a) == 0 && stat(ref, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
 }
 
 /*
@@ -241,7 +362,7 @@ static long look_again(struct ckpt_ctx *ctx, struct task *t, const struct landlo
 	snprintf(path, sizeof(path), "/proc/%d", k->ref);
 	bool known = proc_read_one(k->ref, "status", &text) == 0 &&
 		     proc_parse_status(text, &ps) == 0 && stat(path, &dir) == 0;
-	long again = puppet_syscall(&t->pup, SYS_kcmp, t->pid, k->ref, KCMP_VM, 0, 0);
+	long again = puppet_syscall(&t->pup, SYS_kcmp, t->vpid, k->vref, KCMP_VM, 0, 0);
 	log_info(&ctx->log,
 		 "%s %d: kcmp with reference %d (uid %u): %s; asked again: %s; the reference: "
 		 "%s state %c, uid %u, gid %u, capabilities %llx, its /proc owned by %u",
@@ -267,20 +388,20 @@ static int landlock_collect(struct ckpt_ctx *ctx, struct task *t)
 	long r = task_probe_ret(t, k->call);
 	if (r >= 0 || r == -ENOSYS)
 		return 0;
-	if ((r == -EPERM || r == -EACCES) && !same_ns(t->pid, "user"))
+	if ((r == -EPERM || r == -EACCES) && !same_ns(ctx, t->pid, "user"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"%s %d: cannot tell whether Landlock sandboxes it: it is in "
-				"another user namespace than ckpt, where it may not look at a "
-				"process of ckpt's",
-				who, t->pid);
+				"another user namespace than %s, where it may not look at a "
+				"process of that one's",
+				who, t->pid, ctx->container ? "the container's root" : "ckpt");
 	/* the reference's pid is ckpt's: a task in a pid namespace of its own
 	 * (chromium's zygote and renderers) finds no such process */
-	if (r == -ESRCH && !same_ns(t->pid, "pid"))
+	if (r == -ESRCH && !same_ns(ctx, t->pid, "pid"))
 		return log_fail(&ctx->log, -EOPNOTSUPP,
 				"%s %d: cannot tell whether Landlock sandboxes it: it is in "
-				"another pid namespace than ckpt, where the process ckpt compares "
+				"another pid namespace than %s, where the process ckpt compares "
 				"it with has no pid",
-				who, t->pid);
+				who, t->pid, ctx->container ? "the container's root" : "ckpt");
 	if (r == -EPERM || r == -EACCES)
 		r = look_again(ctx, t, k, r);
 	if (r >= 0)
@@ -302,10 +423,12 @@ static void landlock_finish(struct ckpt_ctx *ctx)
 {
 	struct landlock_refs *rs = ctx->landlock_refs;
 	for (size_t i = 0; rs && i < rs->n; i++) {
-		if (rs->r[i].pid <= 0)
-			continue;
-		kill(rs->r[i].pid, SIGKILL);
-		while (waitpid(rs->r[i].pid, NULL, 0) < 0 && errno == EINTR)
+		const struct landlock_ref *ref = &rs->r[i];
+		if (ref->pid > 0)
+			kill(ref->pid, SIGKILL);
+		/* a keeper exits once it has reaped its reference */
+		pid_t child = ref->keeper > 0 ? ref->keeper : ref->pid;
+		while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
 	free(rs);

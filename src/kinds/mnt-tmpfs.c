@@ -263,40 +263,9 @@ int mnt_dump_tmpfs(struct ckpt_ctx *ctx, const struct mnt_ckpt *s, size_t i)
 }
 
 
-/* One of the puppet's id maps (uid_map, gid_map: its user namespace's,
- * written at "spawn root"; the identity without one). */
-static int read_map(pid_t pid, const char *name, char *buf, size_t len)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
-/* id mapped by map ("inside outside count" lines): an id inside to the one
- * ckpt sees (in = false: the other way); -1 if unmapped. */
-static int64_t map_id(const char *map, uint32_t id, bool in)
-{
-	for (const char *p = map; *p;) {
-		unsigned long ids[2], count;
-		int used;
-		if (sscanf(p, " %lu %lu %lu%n", &ids[0], &ids[1], &count, &used) != 3)
-			break;
-		unsigned long from = ids[!in], to = ids[in];
-		if (id >= from && id - from < count)
-			return (int64_t)(to + (id - from));
-		p += used;
-	}
-	return -1;
-}
-
 static int64_t outside(const char *map, uint32_t id)
 {
-	return map_id(map, id, true);
+	return userns_map_id(map, id, true);
 }
 
 /*
@@ -391,8 +360,8 @@ int mnt_fill_tmpfs(struct rst_ctx *ctx, const struct mnt_rst *s, const MountEntr
 	pid_t pid = ctx->tasks[0].pup.pid;
 	if (dfd < 0)
 		return log_fail(&ctx->log, -errno, "mount %s (tmpfs): cannot open it: %m", m->point);
-	if (read_map(pid, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
-	    read_map(pid, "gid_map", ids.gid, sizeof(ids.gid)) < 0)
+	if (userns_read_map(pid, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
+	    userns_read_map(pid, "gid_map", ids.gid, sizeof(ids.gid)) < 0)
 		return log_fail(&ctx->log, -EIO, "pid %d: cannot read its id maps", pid);
 	return fill_tmpfs_at(ctx, s, m, dfd, &ids);
 }
@@ -658,9 +627,9 @@ int mnt_rst_bind_unix_late(struct rst_ctx *ctx, int sock, const char *name, cons
 	char upath[64], mpath[64], base[4096];
 	struct idmaps ids;
 	int64_t iu = 0, ig = 0;
-	if (mode >= 0 && (read_map(root, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
-			  read_map(root, "gid_map", ids.gid, sizeof(ids.gid)) < 0 ||
-			  (iu = map_id(ids.uid, uid, false)) < 0 || (ig = map_id(ids.gid, gid, false)) < 0))
+	if (mode >= 0 && (userns_read_map(root, "uid_map", ids.uid, sizeof(ids.uid)) < 0 ||
+			  userns_read_map(root, "gid_map", ids.gid, sizeof(ids.gid)) < 0 ||
+			  (iu = userns_map_id(ids.uid, uid, false)) < 0 || (ig = userns_map_id(ids.gid, gid, false)) < 0))
 		return -EOVERFLOW;
 	snprintf(upath, sizeof(upath), "/proc/%d/ns/user", (int)root);
 	snprintf(mpath, sizeof(mpath), "/proc/%d/ns/mnt", (int)root);

@@ -40,6 +40,36 @@ static int write_map(pid_t pid, const char *name, const char *saved, unsigned se
 	return write_file(pid, name, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+int userns_read_map(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return -e;
+	buf[n] = '\0';
+	return 0;
+}
+
+int64_t userns_map_id(const char *map, uint32_t id, bool in)
+{
+	for (const char *p = map; *p;) {
+		unsigned long ids[2], count;
+		int used;
+		if (sscanf(p, " %lu %lu %lu%n", &ids[0], &ids[1], &count, &used) != 3)
+			break;
+		unsigned long from = ids[!in], to = ids[in];
+		if (id >= from && id - from < count)
+			return (int64_t)(to + (id - from));
+		p += used;
+	}
+	return -1;
+}
+
 int userns_write_maps(pid_t pid, const char *uid_map, const char *gid_map, const char **ret_what)
 {
 	int r = 0;

@@ -18,6 +18,14 @@ int userns_write_maps(pid_t pid, const char *uid_map, const char *gid_map,
 /* The same with the caller's own uid and gid mapped to themselves. */
 int userns_map_self(pid_t pid, const char **ret_what) __attribute__((warn_unused_result));
 
+/* Process pid's id map name ("uid_map", "gid_map": its user namespace's,
+ * ids outside as ckpt's namespace sees them) into buf, len bytes at
+ * most with the NUL; -errno. */
+int userns_read_map(pid_t pid, const char *name, char *buf, size_t len);
+/* id through map ("inside outside count" lines): an id inside to the one
+ * outside (in = false: the other way); -1 if unmapped. */
+int64_t userns_map_id(const char *map, uint32_t id, bool in);
+
 /* This thread's effective and permitted capability sets (bit n: cap n). */
 int userns_caps(uint64_t *effective, uint64_t *permitted) __attribute__((warn_unused_result));
 /* Is cap in this caller's effective set? 1, 0, or -errno. */

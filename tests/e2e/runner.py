@@ -903,6 +903,14 @@ TESTS = [
     # a container on the host's root, its copies of the host's mounts slaves of them (unshare
     # --pid --fork --mount --propagation slave --mount-proc): restored slaves, not private
     entry("ct_slave", (B, T), kind="container", pidns="slave", host_shared=("ha",)),
+    # Landlock in a container: its reference process made in the container's
+    # pid namespace (and in bwrap's user namespace)
+    entry("ct_refuse_landlock", kind="container", program="refuse_landlock",
+          regex=r"\bpid {pid}: is sandboxed by Landlock .*a restart would run it unconfined"),
+    entry("ct_refuse_landlock_thread", kind="container", program="refuse_landlock",
+          pargs=["thread"], pidns="private", regex=r"\bthread \d+: is sandboxed by Landlock"),
+    entry("ct_unpriv_refuse_landlock", kind="ct_unpriv", program="refuse_landlock",
+          regex=r"\bpid {pid}: is sandboxed by Landlock .*a restart would run it unconfined"),
     # a process entered into the container from outside (nsenter): refused,
     # then, once it has ended, the container checkpointed and restarted
     entry("ct_entered", (B,), kind="container", program="mem_anon", pidns="private",
@@ -1695,6 +1703,8 @@ class Run:
             return self.check_result(rc, "ckpt run")
         if self.t.get("entered"):
             self.refuse_entered(pr)
+        if self.t["regex"]:  # a refusal: the container runs on and checks itself
+            return self.refuse_ct(pr)
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
         self.check_ckpt_log("ckpt")
         self.wait_all([pr], 10, "ckpt run, after its container was killed")
@@ -1710,6 +1720,24 @@ class Run:
             rp = self.restart(self.p("img2"), "restart2", same_pid=False)
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
+
+    def refuse_ct(self, pr):
+        """The container's checkpoint refused with the entry's regex
+        (pid: the container's outside pid); it runs on, no image is left,
+        and its program passes its own checks once woken."""
+        rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
+        if rc == 0:
+            raise Fail("ckpt checkpoint succeeded, expected a refusal")
+        if rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        rx = self.t["regex"].format(pid=self.pid)
+        if not re.search(rx, err, re.I):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+        if not pid_alive(self.pid):
+            raise Fail("the container is gone after the refused checkpoint")
+        if os.path.exists(self.p("img")):
+            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
+        self.check_result(self.wake_and_wait(pr, "the container"), "the container")
 
     def refuse_entered(self, pr):
         """A process entered into the container's pid namespace from
