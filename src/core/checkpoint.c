@@ -1111,9 +1111,9 @@ static bool pidns_within(int fd, const struct stat *st, uint32_t levels)
 static int check_entered(struct ckpt_ctx *ctx)
 {
 	char path[64];
-	struct stat own;
+	struct stat own, mine;
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", ctx->pid);
-	if (stat(path, &own) < 0)
+	if (stat(path, &own) < 0 || stat("/proc/self/ns/pid", &mine) < 0)
 		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its pid namespace: %m",
 				ctx->pid);
 	_cleanup_free_ char *text = NULL;
@@ -1134,13 +1134,17 @@ static int check_entered(struct ckpt_ctx *ctx)
 		struct stat at;
 		if (stat(path, &at) < 0)
 			continue; /* gone, or a kernel thread */
+		bool in = at.st_ino == own.st_ino && at.st_dev == own.st_dev;
+		/* most of the machine: ckpt's namespace, above the container's */
+		if (!in && at.st_ino == mine.st_ino && at.st_dev == mine.st_dev)
+			continue;
 		_cleanup_free_ char *st_text = NULL, *comm = NULL;
 		struct proc_status st;
 		if (proc_read((pid_t)pid, "status", &st_text, NULL) < 0 ||
 		    proc_parse_status(st_text, &st) < 0 || st.nspid_n < root.nspid_n ||
 		    st.state == 'Z')
 			continue;
-		if (at.st_ino != own.st_ino || at.st_dev != own.st_dev) {
+		if (!in) {
 			/* deeper: a namespace under the container's? */
 			_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
 			if (st.nspid_n == root.nspid_n || ns < 0 ||
