@@ -1099,23 +1099,49 @@ static bool pidns_within(int fd, const struct stat *st, uint32_t levels)
 	return false;
 }
 
+/* The namespaces of a container that the image saves and a restart makes
+ * anew, where a process outside the tree would stay behind, cut off: its
+ * connections to the container's sockets, its SysV objects, its mounts. */
+static const char *const joined_ns[] = { "net", "ipc", "mnt" };
+#define N_JOINED (sizeof(joined_ns) / sizeof(joined_ns[0]))
+
+/* Does pid's namespace name have the inode and device of st? */
+static bool ns_is(long pid, const char *name, const struct stat *st)
+{
+	char path[64];
+	struct stat at;
+	snprintf(path, sizeof(path), "/proc/%ld/ns/%s", pid, name);
+	return stat(path, &at) == 0 && at.st_ino == st->st_ino && at.st_dev == st->st_dev;
+}
+
 /*
  * A container's processes are found from its init down. One that entered
  * its pid namespace from outside (setns: nsenter, docker exec, lxc-attach)
  * has its parent outside and no place in that tree: it would be left out
- * of the image, and die with the container under --kill. Each such process
- * (not a zombie: there is nothing of it to lose) is refused, named. A
- * process that enters after this look is not seen (a window of the
- * collect's length).
+ * of the image, and die with the container under --kill. One that joined
+ * only its network, ipc or mount namespace (nsenter -n, ip netns exec, a
+ * sidecar sharing a pod's network) would stay in the old namespace while
+ * the restart makes a new one: its loopback connections to the container
+ * broken, its SysV objects apart. Each such process (not a zombie: there
+ * is nothing of it to lose) is refused, named; but the root's parent,
+ * which made the namespaces and waits for the root in them (unshare
+ * --fork --pid --mount). A process that enters after this look is not
+ * seen (a window of the collect's length), nor a thread of an outside
+ * process that joined alone.
  */
 static int check_entered(struct ckpt_ctx *ctx)
 {
 	char path[64];
-	struct stat own, mine;
+	struct stat own, mine, ns[N_JOINED];
+	bool kept[N_JOINED];
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", ctx->pid);
 	if (stat(path, &own) < 0 || stat("/proc/self/ns/pid", &mine) < 0)
 		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its pid namespace: %m",
 				ctx->pid);
+	for (size_t i = 0; i < N_JOINED; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", ctx->pid, joined_ns[i]);
+		kept[i] = stat(path, &ns[i]) == 0 && !ns_is(getpid(), joined_ns[i], &ns[i]);
+	}
 	_cleanup_free_ char *text = NULL;
 	struct proc_status root;
 	if (proc_read(ctx->pid, "status", &text, NULL) < 0 || proc_parse_status(text, &root) < 0)
@@ -1128,37 +1154,53 @@ static int check_entered(struct ckpt_ctx *ctx)
 	while ((e = readdir(d))) {
 		char *end;
 		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0 || ctx_find_task(ctx, (pid_t)pid))
+		if (*end || pid <= 0 || pid == getpid() || ctx_find_task(ctx, (pid_t)pid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", pid);
 		struct stat at;
 		if (stat(path, &at) < 0)
-			continue; /* gone, or a kernel thread */
-		bool in = at.st_ino == own.st_ino && at.st_dev == own.st_dev;
-		/* most of the machine: ckpt's namespace, above the container's */
-		if (!in && at.st_ino == mine.st_ino && at.st_dev == mine.st_dev)
-			continue;
+			continue; /* gone, a zombie, or a kernel thread */
 		_cleanup_free_ char *st_text = NULL, *comm = NULL;
-		struct proc_status st;
-		if (proc_read((pid_t)pid, "status", &st_text, NULL) < 0 ||
-		    proc_parse_status(st_text, &st) < 0 || st.nspid_n < root.nspid_n ||
-		    st.state == 'Z')
-			continue;
-		if (!in) {
-			/* deeper: a namespace under the container's? */
-			_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
-			if (st.nspid_n == root.nspid_n || ns < 0 ||
-			    !pidns_within(ns, &own, st.nspid_n - root.nspid_n))
-				continue;
+		struct proc_status st = { 0 };
+		bool in = at.st_ino == own.st_ino && at.st_dev == own.st_dev;
+		/* most of the machine is in ckpt's namespace, above the
+		 * container's; another's may be nested in the container's */
+		if (!in && (at.st_ino != mine.st_ino || at.st_dev != mine.st_dev) &&
+		    proc_read((pid_t)pid, "status", &st_text, NULL) == 0 &&
+		    proc_parse_status(st_text, &st) == 0 && st.nspid_n > root.nspid_n) {
+			_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+			in = fd >= 0 && pidns_within(fd, &own, st.nspid_n - root.nspid_n);
 		}
+		/* the root's parent made the namespaces and stays in them
+		 * (unshare --fork --pid --mount): it waits for the root */
+		size_t i = in || pid == ctx->tasks[0].stat.ppid ? N_JOINED : 0;
+		while (i < N_JOINED && !(kept[i] && ns_is(pid, joined_ns[i], &ns[i])))
+			i++;
+		if (!in && i == N_JOINED)
+			continue;
+		if (in && !st_text &&
+		    (proc_read((pid_t)pid, "status", &st_text, NULL) < 0 ||
+		     proc_parse_status(st_text, &st) < 0))
+			continue;
+		if (in && (st.state == 'Z' || st.nspid_n < root.nspid_n))
+			continue;
 		if (proc_read_one((pid_t)pid, "comm", &comm) == 0)
 			comm[strcspn(comm, "\n")] = 0;
-		r = log_fail(&ctx->log, -EOPNOTSUPP,
-			     "pid %ld (%s, pid %d in the container): entered the container's pid "
-			     "namespace from outside (setns, as nsenter, docker exec and lxc-attach "
-			     "do) and is no descendant of its init pid %d: it would be left out "
-			     "of the image; let it end first",
-			     pid, comm ? comm : "?", st.nspid[root.nspid_n - 1], ctx->pid);
+		if (in)
+			r = log_fail(&ctx->log, -EOPNOTSUPP,
+				     "pid %ld (%s, pid %d in the container): entered the container's "
+				     "pid namespace from outside (setns, as nsenter, docker exec and "
+				     "lxc-attach do) and is no descendant of its init pid %d: it would "
+				     "be left out of the image; let it end first",
+				     pid, comm ? comm : "?", st.nspid[root.nspid_n - 1], ctx->pid);
+		else
+			r = log_fail(&ctx->log, -EOPNOTSUPP,
+				     "pid %ld (%s): is in the %s namespace of container %d "
+				     "(%s:[%lu]) but not in its tree (it joined it by setns, as "
+				     "nsenter and ip netns exec do): a restart makes that namespace "
+				     "anew and it would stay in the old one, cut off; let it end first",
+				     pid, comm ? comm : "?", joined_ns[i], ctx->pid, joined_ns[i],
+				     (unsigned long)ns[i].st_ino);
 	}
 	return r;
 }

@@ -914,7 +914,12 @@ TESTS = [
     # a process entered into the container from outside (nsenter): refused,
     # then, once it has ended, the container checkpointed and restarted
     entry("ct_entered", (B,), kind="container", program="mem_anon", pidns="private",
-          entered=True),
+          entered="pid"),
+    # one that joined only its network (a sidecar), ipc or mount namespace
+    entry("ct_entered_net", (B,), kind="container", program="mem_anon", run_args=["--net"],
+          entered="net"),
+    entry("ct_entered_ipc", (B,), kind="container", program="mem_anon", entered="ipc"),
+    entry("ct_entered_mnt", (B,), kind="container", program="mem_anon", entered="mnt"),
     # systemd's default MountFlags=shared: the copies slaves of ckpt's and each shared in a
     # peer group of the namespace's own (mount --make-rshared / after the unshare); restored
     # so (before, slaves only), a shared mount of the runner's (ha) shared and a slave
@@ -1740,37 +1745,49 @@ class Run:
         self.check_result(self.wake_and_wait(pr, "the container"), "the container")
 
     def refuse_entered(self, pr):
-        """A process entered into the container's pid namespace from
-        outside (nsenter -p, as docker exec does): its parent is outside, so
-        it is no descendant of the init. The checkpoint is refused naming
-        it; the container and the entered process run on, no image is left;
-        the entered process is then ended."""
+        """A process that entered the container from outside while it runs:
+        entered="pid", into its pid namespace (nsenter -p, as docker exec
+        does: its parent is outside, so it is no descendant of the init);
+        "net", "ipc", "mnt", into that namespace only (nsenter -n, as ip
+        netns exec does). The checkpoint is refused naming it; the container
+        and the entered process run on, no image is left; the entered
+        process is then ended."""
         nsenter = shutil.which("nsenter")
         if not nsenter:
             raise Skip("nsenter (util-linux) not installed")
-        ent = subprocess.Popen([nsenter, "-t", str(self.pid), "-p", "--", "sleep", "infinity"],
+        which = self.t["entered"]
+        flag = {"pid": "-p", "net": "-n", "ipc": "-i", "mnt": "-m"}[which]
+        ent = subprocess.Popen([nsenter, "-t", str(self.pid), flag, "--", "sleep", "infinity"],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
         self.procs.append(ent)
 
-        def child():
+        def sleeper():
+            """(pid, pid inside its pid namespace) of the sleep: nsenter's
+            child for a pid namespace, else nsenter itself once it runs sleep"""
             try:
-                with open("/proc/%d/task/%d/children" % (ent.pid, ent.pid)) as f:
-                    kids = f.read().split()
-                with open("/proc/%s/status" % kids[0]) as f:
+                pid = ent.pid
+                if which == "pid":
+                    with open("/proc/%d/task/%d/children" % (ent.pid, ent.pid)) as f:
+                        pid = int(f.read().split()[0])
+                with open("/proc/%d/status" % pid) as f:
                     nspid = re.search(r"^NSpid:\s+(.*)$", f.read(), re.M).group(1).split()
-                with open("/proc/%s/comm" % kids[0]) as f:
-                    return (int(kids[0]), int(nspid[-1])) if f.read() == "sleep\n" else None
-            except (OSError, IndexError, AttributeError):
+                with open("/proc/%d/comm" % pid) as f:
+                    return (pid, int(nspid[-1])) if f.read() == "sleep\n" else None
+            except (OSError, IndexError, AttributeError, ValueError):
                 return None
-        inner, inside = self.until("nsenter's child, sleep", child)
+        inner, inside = self.until("the sleep nsenter runs", sleeper)
         rc, err = self.checkpoint(self.p("img"), "ckpt_entered", reap=[pr], expect_ok=False)
         if rc == 0:
             raise Fail("ckpt checkpoint succeeded with pid %d entered, expected a refusal" % inner)
         if rc >= 128 or rc < 0:
             raise Fail("ckpt checkpoint crashed: status %d" % rc)
-        rx = r"\bpid %d \(sleep, pid %d in the container\): entered the container's pid " \
-             r"namespace from outside" % (inner, inside)
+        if which == "pid":
+            rx = r"\bpid %d \(sleep, pid %d in the container\): entered the container's pid " \
+                 r"namespace from outside" % (inner, inside)
+        else:
+            rx = r"\bpid %d \(sleep\): is in the %s namespace of container %d \(%s:\[\d+\]\) " \
+                 r"but not in its tree" % (inner, which, self.pid, which)
         if not re.search(rx, err):
             raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
         if not pid_alive(self.pid) or not pid_alive(inner):
