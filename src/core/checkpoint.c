@@ -1205,6 +1205,54 @@ static int check_entered(struct ckpt_ctx *ctx)
 	return r;
 }
 
+/*
+ * A namespace of a container's bound on a path of ckpt's mount namespace
+ * (`ip netns attach NAME PID`, a CNI plugin's /run/netns/cni-..., `unshare
+ * --net=FILE`): the restart makes the namespace anew, and the path would
+ * still name the old one, kept alive by the mount, with nothing of the
+ * container in it. Refused by path. A namespace file held open by a
+ * process outside is not seen.
+ */
+static int check_ns_mounts(struct ckpt_ctx *ctx)
+{
+	static const char *const names[] = { "net", "ipc", "uts", "mnt", "pid",
+					     "user", "cgroup", "time" };
+	struct stat ns[sizeof(names) / sizeof(names[0])];
+	bool own[sizeof(names) / sizeof(names[0])];
+	char path[64];
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", ctx->pid, names[i]);
+		own[i] = stat(path, &ns[i]) == 0 && !ns_is(getpid(), names[i], &ns[i]);
+	}
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return log_fail(&ctx->log, -errno, "cannot read /proc/self/mountinfo: %m");
+	int r = 0;
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		char root[64], where[512];
+		const char *fs = strstr(line, " - ");
+		if (!fs || strncmp(fs, " - nsfs ", 8) ||
+		    sscanf(line, "%*u %*u %*s %63s %511s", root, where) != 2)
+			continue;
+		char *br = strchr(root, ':');
+		unsigned long ino;
+		if (!br || sscanf(br, ":[%lu]", &ino) != 1)
+			continue;
+		*br = '\0';
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (own[i] && !strcmp(root, names[i]) && ns[i].st_ino == ino)
+				r = log_fail(&ctx->log, -EOPNOTSUPP,
+					     "container %d: its %s namespace (%s:[%lu]) is bound on "
+					     "%s (ip netns attach, a CNI plugin, unshare --%s=FILE): a "
+					     "restart makes the namespace anew and that path would still "
+					     "name the old one; unmount it first",
+					     ctx->pid, names[i], names[i], ino, where, names[i]);
+	}
+	return r;
+}
+
 /* Step "seize": the whole tree held, its ids as the image keeps them. */
 int ckpt_seize(struct ckpt_ctx *ctx)
 {
@@ -1215,8 +1263,11 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 	r = seize_tree(ctx, pid);
 	if (r >= 0)
 		r = assign_vpids(ctx);
-	if (r >= 0 && ctx->container)
+	if (r >= 0 && ctx->container) {
 		r = check_entered(ctx);
+		int r2 = check_ns_mounts(ctx);
+		r = r < 0 ? r : r2;
+	}
 	if (r < 0)
 		return r;
 	if (!ctx->ntasks) /* an image of nothing is never made, let alone a kill */

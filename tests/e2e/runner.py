@@ -920,6 +920,10 @@ TESTS = [
           entered="net"),
     entry("ct_entered_ipc", (B,), kind="container", program="mem_anon", entered="ipc"),
     entry("ct_entered_mnt", (B,), kind="container", program="mem_anon", entered="mnt"),
+    # its network namespace bound on a path (ip netns attach, CNI): refused,
+    # then, once unbound, checkpointed and restarted
+    entry("ct_ns_bound", (B,), kind="container", program="mem_anon", run_args=["--net"],
+          bound=True),
     # systemd's default MountFlags=shared: the copies slaves of ckpt's and each shared in a
     # peer group of the namespace's own (mount --make-rshared / after the unshare); restored
     # so (before, slaves only), a shared mount of the runner's (ha) shared and a slave
@@ -1708,6 +1712,8 @@ class Run:
             return self.check_result(rc, "ckpt run")
         if self.t.get("entered"):
             self.refuse_entered(pr)
+        if self.t.get("bound"):
+            self.refuse_bound(pr)
         if self.t["regex"]:  # a refusal: the container runs on and checks itself
             return self.refuse_ct(pr)
         self.checkpoint(self.p("img"), "ckpt", reap=[pr])
@@ -1743,6 +1749,34 @@ class Run:
         if os.path.exists(self.p("img")):
             raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
         self.check_result(self.wake_and_wait(pr, "the container"), "the container")
+
+    def refuse_bound(self, pr):
+        """The container's network namespace bound on /run/netns/NAME (ip
+        netns attach, as CNI plugins do): the checkpoint is refused naming
+        the path, the container runs on, no image is left; the binding is
+        then removed (ip netns delete)."""
+        ip = shutil.which("ip")
+        if not ip:
+            raise Skip("ip (iproute2) not installed")
+        name = "ckb%d" % os.getpid()
+        subprocess.run([ip, "netns", "attach", name, str(self.pid)], check=True,
+                       capture_output=True, timeout=30)
+        try:
+            rc, err = self.checkpoint(self.p("img"), "ckpt_bound", reap=[pr], expect_ok=False)
+        finally:
+            subprocess.run([ip, "netns", "delete", name], capture_output=True, timeout=30)
+        if rc == 0:
+            raise Fail("ckpt checkpoint succeeded with the namespace bound, expected a refusal")
+        if rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        rx = r"\bcontainer %d: its net namespace \(net:\[\d+\]\) is bound on /run/netns/%s\b" \
+             % (self.pid, name)
+        if not re.search(rx, err):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+        if not pid_alive(self.pid):
+            raise Fail("the container is gone after the refusal")
+        if os.path.exists(self.p("img")):
+            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
 
     def refuse_entered(self, pr):
         """A process that entered the container from outside while it runs:
