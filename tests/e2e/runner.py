@@ -1732,22 +1732,28 @@ class Run:
         rc = self.wait_exit(rp, "ckpt restart")
         self.check_result(rc, "ckpt restart")
 
+    def check_refused(self, rc, err, rx, what):
+        """ckpt checkpoint refused as expected: it neither succeeded nor
+        crashed, stderr (err) matches rx, what (self.pid) runs on, and no
+        image was left (the image is named only once complete and checked:
+        some refusals, the locks kind's, come after the dump)."""
+        if rc == 0:
+            raise Fail("ckpt checkpoint succeeded, expected a refusal")
+        if rc >= 128 or rc < 0:
+            raise Fail("ckpt checkpoint crashed: status %d" % rc)
+        if not re.search(rx, err, re.I):
+            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
+        if not pid_alive(self.pid):
+            raise Fail("%s is gone after the refused checkpoint" % what)
+        if os.path.exists(self.p("img")):
+            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
+
     def refuse_ct(self, pr):
         """The container's checkpoint refused with the entry's regex
         (pid: the container's outside pid); it runs on, no image is left,
         and its program passes its own checks once woken."""
         rc, err = self.checkpoint(self.p("img"), "ckpt", reap=[pr], expect_ok=False)
-        if rc == 0:
-            raise Fail("ckpt checkpoint succeeded, expected a refusal")
-        if rc >= 128 or rc < 0:
-            raise Fail("ckpt checkpoint crashed: status %d" % rc)
-        rx = self.t["regex"].format(pid=self.pid)
-        if not re.search(rx, err, re.I):
-            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
-        if not pid_alive(self.pid):
-            raise Fail("the container is gone after the refused checkpoint")
-        if os.path.exists(self.p("img")):
-            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
+        self.check_refused(rc, err, self.t["regex"].format(pid=self.pid), "the container")
         self.check_result(self.wake_and_wait(pr, "the container"), "the container")
 
     def refuse_bound(self, pr):
@@ -1765,18 +1771,8 @@ class Run:
             rc, err = self.checkpoint(self.p("img"), "ckpt_bound", reap=[pr], expect_ok=False)
         finally:
             subprocess.run([ip, "netns", "delete", name], capture_output=True, timeout=30)
-        if rc == 0:
-            raise Fail("ckpt checkpoint succeeded with the namespace bound, expected a refusal")
-        if rc >= 128 or rc < 0:
-            raise Fail("ckpt checkpoint crashed: status %d" % rc)
-        rx = r"\bcontainer %d: its net namespace \(net:\[\d+\]\) is bound on /run/netns/%s\b" \
-             % (self.pid, name)
-        if not re.search(rx, err):
-            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
-        if not pid_alive(self.pid):
-            raise Fail("the container is gone after the refusal")
-        if os.path.exists(self.p("img")):
-            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
+        self.check_refused(rc, err, r"\bcontainer %d: its net namespace \(net:\[\d+\]\) is bound "
+                           r"on /run/netns/%s\b" % (self.pid, name), "the container")
 
     def refuse_entered(self, pr):
         """A process that entered the container from outside while it runs:
@@ -1812,22 +1808,15 @@ class Run:
                 return None
         inner, inside = self.until("the sleep nsenter runs", sleeper)
         rc, err = self.checkpoint(self.p("img"), "ckpt_entered", reap=[pr], expect_ok=False)
-        if rc == 0:
-            raise Fail("ckpt checkpoint succeeded with pid %d entered, expected a refusal" % inner)
-        if rc >= 128 or rc < 0:
-            raise Fail("ckpt checkpoint crashed: status %d" % rc)
         if which == "pid":
             rx = r"\bpid %d \(sleep, pid %d in the container\): entered the container's pid " \
                  r"namespace from outside" % (inner, inside)
         else:
             rx = r"\bpid %d \(sleep\): is in the %s namespace of container %d \(%s:\[\d+\]\) " \
                  r"but not in its tree" % (inner, which, self.pid, which)
-        if not re.search(rx, err):
-            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
-        if not pid_alive(self.pid) or not pid_alive(inner):
-            raise Fail("the container or the entered process is gone after the refusal")
-        if os.path.exists(self.p("img")):
-            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
+        self.check_refused(rc, err, rx, "the container")
+        if not pid_alive(inner):
+            raise Fail("the entered process is gone after the refusal")
         os.kill(inner, signal.SIGKILL)
         self.wait_all([ent], 10, "nsenter, after its child was killed")
 
@@ -7443,19 +7432,7 @@ http {{
             else self.checkpoint
         rc, err = ck(self.p("img"), "ckpt", reap=[pr], expect_ok=False,
                      extra=self.t.get("ckpt_args", ()))
-        if rc == 0:
-            raise Fail("ckpt checkpoint succeeded, expected a refusal")
-        if rc >= 128 or rc < 0:
-            raise Fail("ckpt checkpoint crashed: status %d" % rc)
-        rx = self.t["regex"].format(pid=self.pid)
-        if not re.search(rx, err, re.I):
-            raise Fail("refusal message %r does not match /%s/" % (err.strip(), rx))
-        if not pid_alive(self.pid):
-            raise Fail("the original is gone after the refused checkpoint")
-        # the image is named only once complete and checked (some refusals,
-        # the locks kind's, come after the dump)
-        if os.path.exists(self.p("img")):
-            raise Fail("a refused checkpoint left an image at %s" % self.p("img"))
+        self.check_refused(rc, err, self.t["regex"].format(pid=self.pid), "the original")
         rc = self.wake_and_wait(pr, "the original")
         self.check_result(rc, "the original")
 
