@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -384,6 +385,19 @@ void *test_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 	if (p == MAP_FAILED)
 		fail("mmap(%zu bytes): %m", len);
 	return p;
+}
+
+ssize_t test_read_upto(int fd, char *buf, size_t size, size_t want, int timeout_ms)
+{
+	size_t got = 0;
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	while (got < want && got < size && poll(&pf, 1, timeout_ms) == 1) {
+		ssize_t n = read(fd, buf + got, size - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
 }
 
 int test_move_fd(int fd, int target)

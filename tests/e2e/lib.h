@@ -119,6 +119,11 @@ void test_vmflags(const void *addr, char *out, size_t size);
 /* Field n (1-based, as in proc(5); not 2, comm) of /proc/self/stat as a number. */
 unsigned long long test_stat_field(int n);
 
+/* Reads fd until want bytes are in buf (at most size) or nothing more comes
+ * within timeout_ms; the bytes read. A pty master may get a line in pieces
+ * (the line discipline passes "\r\n" of ONLCR apart). */
+ssize_t test_read_upto(int fd, char *buf, size_t size, size_t want, int timeout_ms);
+
 /* Moves fd to number target (which must be free) and returns target. */
 int test_move_fd(int fd, int target);
 

@@ -105,8 +105,7 @@ int main(void)
 	if (write(go[0], "g", 1) != 1)
 		fail("write: %m");
 	char buf[32];
-	struct pollfd pf = {.fd = m, .events = POLLIN};
-	ssize_t got = poll(&pf, 1, 5000) == 1 ? read(m, buf, sizeof(buf)) : -1;
+	ssize_t got = test_read_upto(m, buf, sizeof(buf), 9, 5000);
 	expect(got == 9 && !memcmp(buf, "via-tty\r\n", 9), "the master read %zd bytes", got);
 	int st;
 	if (waitpid(s, &st, 0) != s)

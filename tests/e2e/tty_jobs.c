@@ -159,8 +159,7 @@ int main(void)
 	if (ioctl(m, TIOCSWINSZ, &ws) < 0)
 		fail("TIOCSWINSZ: %m");
 	char buf[64];
-	struct pollfd pf = {.fd = m, .events = POLLIN};
-	ssize_t got = poll(&pf, 1, 5000) == 1 ? read(m, buf, sizeof(buf)) : -1;
+	ssize_t got = test_read_upto(m, buf, sizeof(buf), 6, 5000);
 	expect(got == 6 && !memcmp(buf, "F-ok\r\n", 6), "the foreground job wrote %zd bytes", got);
 	/* S moves J to the foreground and continues it */
 	for (int i = 0; i < 500 && proc_state(sh->j, &nr, &tpgid) == 'T'; i++)
