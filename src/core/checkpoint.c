@@ -1263,7 +1263,7 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 	r = seize_tree(ctx, pid);
 	if (r >= 0)
 		r = assign_vpids(ctx);
-	if (r >= 0 && ctx->container) {
+	if (r >= 0 && ctx->container && ctx->ntasks) {
 		r = check_entered(ctx);
 		int r2 = check_ns_mounts(ctx);
 		r = r < 0 ? r : r2;
