@@ -1106,12 +1106,11 @@ static const char *const joined_ns[] = { "net", "ipc", "mnt" };
 #define N_JOINED (sizeof(joined_ns) / sizeof(joined_ns[0]))
 
 /* Does pid's namespace name have the inode and device of st? */
-static bool ns_is(long pid, const char *name, const struct stat *st)
+static bool ns_is(pid_t pid, const char *name, const struct stat *st)
 {
-	char path[64];
 	struct stat at;
-	snprintf(path, sizeof(path), "/proc/%ld/ns/%s", pid, name);
-	return stat(path, &at) == 0 && at.st_ino == st->st_ino && at.st_dev == st->st_dev;
+	return proc_ns_stat(pid, name, &at) == 0 && at.st_ino == st->st_ino &&
+	       at.st_dev == st->st_dev;
 }
 
 /*
@@ -1134,14 +1133,12 @@ static int check_entered(struct ckpt_ctx *ctx)
 	char path[64];
 	struct stat own, mine, ns[N_JOINED];
 	bool kept[N_JOINED];
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", ctx->pid);
-	if (stat(path, &own) < 0 || stat("/proc/self/ns/pid", &mine) < 0)
+	if (proc_ns_stat(ctx->pid, "pid", &own) < 0 || proc_ns_stat(0, "pid", &mine) < 0)
 		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its pid namespace: %m",
 				ctx->pid);
-	for (size_t i = 0; i < N_JOINED; i++) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", ctx->pid, joined_ns[i]);
-		kept[i] = stat(path, &ns[i]) == 0 && !ns_is(getpid(), joined_ns[i], &ns[i]);
-	}
+	for (size_t i = 0; i < N_JOINED; i++)
+		kept[i] = proc_ns_stat(ctx->pid, joined_ns[i], &ns[i]) == 0 &&
+			  !ns_is(0, joined_ns[i], &ns[i]);
 	_cleanup_free_ char *text = NULL;
 	struct proc_status root;
 	if (proc_read(ctx->pid, "status", &text, NULL) < 0 || proc_parse_status(text, &root) < 0)
@@ -1174,7 +1171,7 @@ static int check_entered(struct ckpt_ctx *ctx)
 		/* the root's parent made the namespaces and stays in them
 		 * (unshare --fork --pid --mount): it waits for the root */
 		size_t i = in || pid == ctx->tasks[0].stat.ppid ? N_JOINED : 0;
-		while (i < N_JOINED && !(kept[i] && ns_is(pid, joined_ns[i], &ns[i])))
+		while (i < N_JOINED && !(kept[i] && ns_is((pid_t)pid, joined_ns[i], &ns[i])))
 			i++;
 		if (!in && i == N_JOINED)
 			continue;
@@ -1219,11 +1216,9 @@ static int check_ns_mounts(struct ckpt_ctx *ctx)
 					     "user", "cgroup", "time" };
 	struct stat ns[sizeof(names) / sizeof(names[0])];
 	bool own[sizeof(names) / sizeof(names[0])];
-	char path[64];
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", ctx->pid, names[i]);
-		own[i] = stat(path, &ns[i]) == 0 && !ns_is(getpid(), names[i], &ns[i]);
-	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		own[i] = proc_ns_stat(ctx->pid, names[i], &ns[i]) == 0 &&
+			 !ns_is(0, names[i], &ns[i]);
 	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return log_fail(&ctx->log, -errno, "cannot read /proc/self/mountinfo: %m");

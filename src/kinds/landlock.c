@@ -197,12 +197,8 @@ static pid_t make_ref(uint32_t uid, uint32_t gid)
  */
 static int make_ref_in(pid_t root, uint32_t uid, uint32_t gid, struct landlock_ref *ref)
 {
-	char path[64], umap[512], gmap[512];
-	struct stat mine, its;
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)root);
-	if (stat(path, &its) < 0 || stat("/proc/self/ns/user", &mine) < 0)
-		return -errno;
-	bool userns = its.st_ino != mine.st_ino || its.st_dev != mine.st_dev;
+	char umap[512], gmap[512];
+	bool userns = !proc_ns_same(root, 0, "user"); /* gone: its maps fail */
 	int64_t iu = uid, ig = gid;
 	if (userns && (userns_read_map(root, "uid_map", umap, sizeof(umap)) < 0 ||
 		       userns_read_map(root, "gid_map", gmap, sizeof(gmap)) < 0 ||
@@ -334,15 +330,7 @@ static int landlock_probe(struct ckpt_ctx *ctx, struct task *t)
  * reference is: ckpt's, or a container's root's? */
 static bool same_ns(const struct ckpt_ctx *ctx, pid_t pid, const char *name)
 {
-	char path[64], ref[64];
-	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
-	if (ctx->container)
-		snprintf(ref, sizeof(ref), "/proc/%d/ns/%s", ctx->pid, name);
-	else
-		snprintf(ref, sizeof(ref), "/proc/self/ns/%s", name);
-	return stat(path, &a) == 0 && stat(ref, &b) == 0 && a.st_ino == b.st_ino &&
-	       a.st_dev == b.st_dev;
+	return proc_ns_same(pid, ctx->container ? ctx->pid : 0, name);
 }
 
 /*

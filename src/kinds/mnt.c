@@ -844,14 +844,6 @@ static int collect_tree(struct ckpt_ctx *ctx, struct mnt_ckpt *s, char *text, ch
 	return 0;
 }
 
-/* stat of /proc/PID[/task/TID]/ns/mnt into st: 0, or -errno */
-static int mntns_ident(pid_t pid, struct stat *st)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", pid);
-	return stat(path, st) < 0 ? -errno : 0;
-}
-
 /*
  * Every thread of t in the mount namespace of the tree's root, whose
  * mounts are the ones saved (a task that unshared CLONE_NEWNS has mounts
@@ -864,7 +856,7 @@ static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
 	struct stat rs, ts;
 	if (t->zombie)
 		return 0;
-	int r = mntns_ident(root->pid, &rs);
+	int r = proc_ns_stat(root->pid, "mnt", &rs);
 	_cleanup_free_ struct ns_thread_ino *ths = ns_threads_ino(t, "mnt");
 	if (!ths)
 		return -ENOMEM;
@@ -875,7 +867,7 @@ static int in_root_mntns(struct ckpt_ctx *ctx, struct task *t)
 			ts.st_ino = ths[j].ino;
 			ts.st_dev = rs.st_dev;
 		} else {
-			r = mntns_ident(t->pid, &ts);
+			r = proc_ns_stat(t->pid, "mnt", &ts);
 		}
 		if (r >= 0 && (ts.st_ino != rs.st_ino || ts.st_dev != rs.st_dev))
 			return log_fail(&ctx->log, -EOPNOTSUPP,

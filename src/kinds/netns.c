@@ -148,13 +148,6 @@ struct netns_ckpt {
 
 /* --- checkpoint ------------------------------------------------------- */
 
-static int ns_ident(pid_t pid, struct stat *st)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	return stat(path, st) < 0 ? -errno : 0;
-}
-
 /* The root's own namespace's entry, or NULL (the root is in ckpt's). */
 static const struct netns_ckpt *own_of(struct ckpt_ctx *ctx)
 {
@@ -238,7 +231,7 @@ bool netns_saved(struct ckpt_ctx *ctx, pid_t pid)
 	struct stat st;
 	if (!n)
 		return proc_same_netns(pid);
-	return ns_ident(pid, &st) == 0 && st.st_dev == n->dev && st.st_ino == n->ino;
+	return proc_ns_stat(pid, "net", &st) == 0 && st.st_dev == n->dev && st.st_ino == n->ino;
 }
 
 /* A socket's namespace cookie (SO_NETNS_COOKIE), 0 if none. */
@@ -549,7 +542,7 @@ static int same_netns(struct ckpt_ctx *ctx, struct task *t)
 	struct stat st;
 	if (t->zombie)
 		return 0;
-	int r = ns_ident(t->pid, &st);
+	int r = proc_ns_stat(t->pid, "net", &st);
 	_cleanup_free_ struct ns_thread_ino *ths = ns_threads_ino(t, "net");
 	if (!ths)
 		return -ENOMEM;
@@ -646,9 +639,9 @@ static int extra_netns(struct ckpt_ctx *ctx, pid_t pid, int fd, int nsfd, const 
 static int task_netns(struct ckpt_ctx *ctx, struct task *t)
 {
 	struct stat st, rs;
-	int r = ns_ident(t->pid, &st);
+	int r = proc_ns_stat(t->pid, "net", &st);
 	if (r >= 0)
-		r = ns_ident(ctx->tasks[0].pid, &rs);
+		r = proc_ns_stat(ctx->tasks[0].pid, "net", &rs);
 	if (r < 0)
 		return log_fail(&ctx->log, r, "pid %d: cannot read its network namespace: %s", t->pid,
 				strerror(-r));
@@ -726,7 +719,7 @@ int netns_of_task(struct ckpt_ctx *ctx, pid_t pid, uint32_t *id, uint64_t *cooki
 		return 0;
 	}
 	const struct netns_ckpt *n = ctx->ntasks ? ctx->tasks[0].kstate[KIND_netns] : NULL;
-	for (; n && ns_ident(pid, &st) == 0; n = n->next)
+	for (; n && proc_ns_stat(pid, "net", &st) == 0; n = n->next)
 		if (n->held && n->dev == st.st_dev && n->ino == st.st_ino) {
 			*id = n->e.id;
 			*cookie = n->cookie;
@@ -755,7 +748,7 @@ int netns_of_sock_task(struct ckpt_ctx *ctx, int sock, uint32_t *id)
 	if (nsfd < 0 || fstat(nsfd, &st) < 0)
 		return -errno;
 	for (size_t i = 1; i < ctx->ntasks; i++)
-		if (!ctx->tasks[i].zombie && ns_ident(ctx->tasks[i].pid, &ts) == 0 &&
+		if (!ctx->tasks[i].zombie && proc_ns_stat(ctx->tasks[i].pid, "net", &ts) == 0 &&
 		    ts.st_dev == st.st_dev && ts.st_ino == st.st_ino)
 			/* ckpt's or the root's: not another one */
 			return netns_saved(ctx, ctx->tasks[i].pid)

@@ -138,15 +138,12 @@ uint64_t ns_devpts_dev(struct ckpt_ctx *ctx)
 	return n ? n->devpts_dev : 0;
 }
 
+/* Is pid in ckpt's namespace NAME? true if pid's cannot be read */
 static bool same_ns(pid_t pid, const char *name)
 {
-	char path[64];
 	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, name);
-	if (stat(path, &a) < 0)
-		return true;
-	snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
-	return stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+	return proc_ns_stat(pid, name, &a) < 0 ||
+	       (proc_ns_stat(0, name, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev);
 }
 
 static int parse_idmap(const char *text, struct idmap *map, int *n)

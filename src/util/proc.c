@@ -1120,13 +1120,26 @@ int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-bool proc_same_netns(pid_t pid)
+int proc_ns_stat(pid_t pid, const char *name, struct stat *st)
 {
 	char path[64];
-	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
-	return stat("/proc/self/ns/net", &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-	       a.st_dev == b.st_dev;
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, name);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", name);
+	return stat(path, st) < 0 ? -errno : 0;
+}
+
+bool proc_ns_same(pid_t a, pid_t b, const char *name)
+{
+	struct stat sa, sb;
+	return proc_ns_stat(a, name, &sa) == 0 && proc_ns_stat(b, name, &sb) == 0 &&
+	       sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+bool proc_same_netns(pid_t pid)
+{
+	return pid > 0 && proc_ns_same(pid, 0, "net");
 }
 
 static int read_stat(pid_t pid, struct proc_stat *ret)

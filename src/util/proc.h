@@ -187,6 +187,12 @@ int proc_find_holders(uint64_t dev, uint64_t ino, proc_skip_fn skip, void *arg,
  */
 uint64_t proc_mem_read_gone(int fd, uint64_t off, uint64_t len, uint8_t *dst);
 
+struct stat;
+/* stat of /proc/PID/ns/NAME (pid 0: /proc/self) into st: 0, or -errno. */
+int proc_ns_stat(pid_t pid, const char *name, struct stat *st);
+/* Are a and b (0: this process) in the same namespace NAME? false when
+ * either cannot be read. */
+bool proc_ns_same(pid_t a, pid_t b, const char *name);
 /* Is pid in ckpt's own network namespace? */
 bool proc_same_netns(pid_t pid);
 

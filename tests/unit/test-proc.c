@@ -1436,8 +1436,28 @@ TEST(read_single)
 	close(f);
 }
 
+/* namespace links: this process by pid and as 0, its parent (the test
+ * runner shares its namespaces), a pid that does not exist */
+TEST(ns_links)
+{
+	struct stat a, b;
+	CHECK_EQ(proc_ns_stat(getpid(), "net", &a), 0);
+	CHECK_EQ(proc_ns_stat(0, "net", &b), 0);
+	CHECK(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	CHECK(proc_ns_same(getpid(), 0, "mnt"));
+	CHECK(proc_ns_same(getpid(), getppid(), "pid"));
+	CHECK(proc_same_netns(getpid()));
+	CHECK(!proc_same_netns(0));
+	CHECK_EQ(proc_ns_stat(getpid(), "no_such_ns", &a), -ENOENT);
+	CHECK(!proc_ns_same(getpid(), 0, "no_such_ns"));
+	/* pid_max is at most 4194304: this one never exists */
+	CHECK_EQ(proc_ns_stat(INT_MAX, "net", &a), -ENOENT);
+	CHECK(!proc_ns_same(INT_MAX, 0, "net"));
+}
+
 int main(void)
 {
+	RUN(ns_links);
 	RUN(mem_read_gone);
 	RUN(read_records_children);
 	RUN(maps_line);
