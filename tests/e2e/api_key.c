@@ -99,6 +99,7 @@ int main(void)
 	sigprocmask(SIG_BLOCK, &s2, NULL);
 	pid_t child = start_child();
 	sigwait(&s2, &sig);
+	CHECK(api_asleep_in_call(child, "34 ", 10000), "child %d not asleep in pause()", child);
 
 	int img = memfd_create("image", MFD_CLOEXEC);
 	struct ckpt_opts o = { .size = sizeof(o), .flags = CKPT_SUBTREE | CKPT_KILL, .logfd = -1,

@@ -155,6 +155,7 @@ static void check_priority(int img)
 	sigaddset(&s2, SIGUSR2);
 	pid_t child = start_child();
 	sigwait(&s2, &sig);
+	CHECK(api_asleep_in_call(child, "34 ", 10000), "child %d not asleep in pause()", child);
 	char err[256];
 	struct seen seen = {-2, -2};
 	struct ckpt_opts o = {.size = sizeof(o),
@@ -190,6 +191,7 @@ int main(void)
 	sigprocmask(SIG_BLOCK, &s2, NULL);
 	pid_t child = start_child();
 	sigwait(&s2, &sig);
+	CHECK(api_asleep_in_call(child, "34 ", 10000), "child %d not asleep in pause()", child);
 
 	int img = memfd_create("image", MFD_CLOEXEC);
 	struct ckpt_opts o = { .size = sizeof(o), .flags = CKPT_KILL, .logfd = -1,

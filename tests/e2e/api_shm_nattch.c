@@ -86,6 +86,12 @@ int main(void)
 		return 1;
 	}
 	sigwait(&s2, &sig);
+	if (!api_asleep_in_call(pid, "34 ", 10000)) {
+		printf("FAIL: child %d not asleep in pause()\n", pid);
+		kill(pid, SIGKILL);
+		shmctl(id, IPC_RMID, NULL);
+		return 1;
+	}
 	/* attached by the child only, removed: gone when it is killed */
 	shmctl(id, IPC_RMID, NULL);
 

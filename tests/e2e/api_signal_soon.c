@@ -66,39 +66,6 @@ static pid_t start_child(bool suspend)
 	return pid;
 }
 
-/*
- * Waits until the child is asleep in its call: its SIGUSR2 wakes us on its
- * way out of kill(2), and a checkpoint then would take it there, before
- * its `go` test: the program's own window (a signal between that test and
- * pause() is lost), which its restart would open wide (its first run
- * faults its pages in), not the one tested here.
- */
-/* /proc/PID/NAME's text into buf (empty if it cannot be read) */
-static const char *proc_text(pid_t pid, const char *name, char *buf, size_t size)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = 0;
-	return buf;
-}
-
-static bool asleep_in_call(pid_t pid, const char *nr)
-{
-	char buf[512];
-	for (int ms = 0; ms < EXIT_WAIT_MS; ms++) {
-		const char *close = strrchr(proc_text(pid, "stat", buf, sizeof(buf)), ')');
-		bool stat_s = close && close[1] == ' ' && close[2] == 'S';
-		if (stat_s && !strncmp(proc_text(pid, "syscall", buf, sizeof(buf)), nr, strlen(nr)))
-			return true;
-		usleep(1000);
-	}
-	return false;
-}
-
 /* Its exit status, or -1 if it has not ended within EXIT_WAIT_MS */
 static int wait_exit(pid_t pid)
 {
@@ -135,7 +102,7 @@ int main(void)
 		}
 		sigwait(&s2, &sig);
 		/* 34: pause, 130: rt_sigsuspend */
-		if (!asleep_in_call(child, suspend ? "130 " : "34 ")) {
+		if (!api_asleep_in_call(child, suspend ? "130 " : "34 ", EXIT_WAIT_MS)) {
 			printf("FAIL: round %d: child %d not asleep in %s after %d s\n", i, child,
 			       suspend ? "sigsuspend()" : "pause()", EXIT_WAIT_MS / 1000);
 			kill(child, SIGKILL);
