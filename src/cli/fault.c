@@ -6,13 +6,14 @@
  * checkpoint --kill's commit to the guardian; precopy:PATH, after each
  * process's pre-copy (a checkpoint with a parent, before the freeze),
  * creates PATH.pre and waits (60 s at most) until PATH exists, which the
- * test program makes once it wrote its pages again; lazytask kills the lazy server (a process
- * ckpt forked) as the first task's memory comes to it, before it takes it; badip:N gives the Nth
- * injection (a single system call or a batch) an unmapped address to run at (ckpt must fail, not
- * step the fault for ever); nobare makes the exec of a bare puppet fail (puppet_spawn then forks
- * one); running kills ckpt once a restarted tree runs, before the hand-over (a lazy server's
- * commit); CKPT_FAULT=count prints the counts on stderr at exit. This is test code: it keeps its
- * counts in static variables, which the normal binary does not have.
+ * test program makes once it wrote its pages again; seized:PATH does the same once the tree is
+ * seized and looked at (a container: the test enters it then); lazytask kills the lazy server (a
+ * process ckpt forked) as the first task's memory comes to it, before it takes it; badip:N gives
+ * the Nth injection (a single system call or a batch) an unmapped address to run at (ckpt must
+ * fail, not step the fault for ever); nobare makes the exec of a bare puppet fail (puppet_spawn
+ * then forks one); running kills ckpt once a restarted tree runs, before the hand-over (a lazy
+ * server's commit); CKPT_FAULT=count prints the counts on stderr at exit. This is test code: it
+ * keeps its counts in static variables, which the normal binary does not have.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -24,9 +25,10 @@
 
 #include "util/fault.h"
 
-static unsigned long counts[8], limit[8];
-static const char *precopy_path; /* precopy:PATH */
-static int mode; /* 0: off, 1: kill, 2: count, 3: precopy, 4: badip, 5: lazytask, 6: nobare */
+static unsigned long counts[CKPT_FAULT_N], limit[CKPT_FAULT_N];
+static const char *wait_path; /* precopy:PATH, seized:PATH */
+static enum ckpt_fault wait_at;
+static int mode; /* 0: off, 1: kill, 2: count, 3: wait, 4: badip, 5: lazytask, 6: nobare */
 static pid_t ckpt_pid; /* not in the processes ckpt forks (the guardian) */
 
 static void print_counts(void)
@@ -55,7 +57,12 @@ __attribute__((constructor)) static void setup(void)
 		limit[CKPT_FAULT_RUNNING] = 1;
 	} else if (!strncmp(env, "precopy:", 8)) {
 		mode = 3;
-		precopy_path = env + 8;
+		wait_at = CKPT_FAULT_PRECOPY;
+		wait_path = env + 8;
+	} else if (!strncmp(env, "seized:", 7)) {
+		mode = 3;
+		wait_at = CKPT_FAULT_SEIZED;
+		wait_path = env + 7;
 	} else if (!strcmp(env, "lazytask")) {
 		mode = 5;
 	} else if (!strcmp(env, "nobare")) {
@@ -76,13 +83,13 @@ void ckpt_fault_point(enum ckpt_fault what)
 	if (!mode || getpid() != ckpt_pid)
 		return;
 	counts[what]++;
-	if (mode == 3 && what == CKPT_FAULT_PRECOPY) {
+	if (mode == 3 && what == wait_at) {
 		char pre[4096];
-		snprintf(pre, sizeof(pre), "%s.pre", precopy_path);
+		snprintf(pre, sizeof(pre), "%s.pre", wait_path);
 		int fd = open(pre, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (fd >= 0)
 			close(fd);
-		for (int i = 0; i < 60000 && access(precopy_path, F_OK) != 0; i++)
+		for (int i = 0; i < 60000 && access(wait_path, F_OK) != 0; i++)
 			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	}
 	if (mode == 1 && counts[what] == limit[what])

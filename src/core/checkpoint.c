@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/kcmp.h>
-#include <linux/nsfs.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1079,175 +1078,6 @@ int ckpt_collect_task(struct ckpt_ctx *ctx, struct task *t)
 	return t->ahead_r;
 }
 
-/* Is the pid namespace at fd the one at st, or inside it, up to levels
- * parents away? */
-static bool pidns_within(int fd, const struct stat *st, uint32_t levels)
-{
-	_cleanup_close_ int ns = dup(fd);
-	for (uint32_t i = 0; ns >= 0; i++) {
-		struct stat at;
-		if (fstat(ns, &at) < 0)
-			return false;
-		if (at.st_ino == st->st_ino && at.st_dev == st->st_dev)
-			return true;
-		if (i == levels)
-			return false;
-		int up = ioctl(ns, NS_GET_PARENT);
-		close(ns);
-		ns = up;
-	}
-	return false;
-}
-
-/* The namespaces of a container that the image saves and a restart makes
- * anew, where a process outside the tree would stay behind, cut off: its
- * connections to the container's sockets, its SysV objects, its mounts. */
-static const char *const joined_ns[] = { "net", "ipc", "mnt" };
-#define N_JOINED (sizeof(joined_ns) / sizeof(joined_ns[0]))
-
-/* Does pid's namespace name have the inode and device of st? */
-static bool ns_is(pid_t pid, const char *name, const struct stat *st)
-{
-	struct stat at;
-	return proc_ns_stat(pid, name, &at) == 0 && at.st_ino == st->st_ino &&
-	       at.st_dev == st->st_dev;
-}
-
-/*
- * A container's processes are found from its init down. One that entered
- * its pid namespace from outside (setns: nsenter, docker exec, lxc-attach)
- * has its parent outside and no place in that tree: it would be left out
- * of the image, and die with the container under --kill. One that joined
- * only its network, ipc or mount namespace (nsenter -n, ip netns exec, a
- * sidecar sharing a pod's network) would stay in the old namespace while
- * the restart makes a new one: its loopback connections to the container
- * broken, its SysV objects apart. Each such process (not a zombie: there
- * is nothing of it to lose) is refused, named; but the root's parent,
- * which made the namespaces and waits for the root in them (unshare
- * --fork --pid --mount). A process that enters after this look is not
- * seen (a window of the collect's length), nor a thread of an outside
- * process that joined alone.
- */
-static int check_entered(struct ckpt_ctx *ctx)
-{
-	char path[64];
-	struct stat own, mine, ns[N_JOINED];
-	bool kept[N_JOINED];
-	if (proc_ns_stat(ctx->pid, "pid", &own) < 0 || proc_ns_stat(0, "pid", &mine) < 0)
-		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its pid namespace: %m",
-				ctx->pid);
-	for (size_t i = 0; i < N_JOINED; i++)
-		kept[i] = proc_ns_stat(ctx->pid, joined_ns[i], &ns[i]) == 0 &&
-			  !ns_is(0, joined_ns[i], &ns[i]);
-	_cleanup_free_ char *text = NULL;
-	struct proc_status root;
-	if (proc_read(ctx->pid, "status", &text, NULL) < 0 || proc_parse_status(text, &root) < 0)
-		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its status", ctx->pid);
-	_cleanup_closedir_ DIR *d = opendir("/proc");
-	if (!d)
-		return log_fail(&ctx->log, -errno, "cannot list /proc: %m");
-	int r = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == getpid() || ctx_find_task(ctx, (pid_t)pid))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", pid);
-		struct stat at;
-		if (stat(path, &at) < 0)
-			continue; /* gone, a zombie, or a kernel thread */
-		_cleanup_free_ char *st_text = NULL, *comm = NULL;
-		struct proc_status st = { 0 };
-		bool in = at.st_ino == own.st_ino && at.st_dev == own.st_dev;
-		/* most of the machine is in ckpt's namespace, above the
-		 * container's; another's may be nested in the container's */
-		if (!in && (at.st_ino != mine.st_ino || at.st_dev != mine.st_dev) &&
-		    proc_read((pid_t)pid, "status", &st_text, NULL) == 0 &&
-		    proc_parse_status(st_text, &st) == 0 && st.nspid_n > root.nspid_n) {
-			_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-			in = fd >= 0 && pidns_within(fd, &own, st.nspid_n - root.nspid_n);
-		}
-		/* the root's parent made the namespaces and stays in them
-		 * (unshare --fork --pid --mount): it waits for the root */
-		size_t i = in || pid == ctx->tasks[0].stat.ppid ? N_JOINED : 0;
-		while (i < N_JOINED && !(kept[i] && ns_is((pid_t)pid, joined_ns[i], &ns[i])))
-			i++;
-		if (!in && i == N_JOINED)
-			continue;
-		if (in && !st_text &&
-		    (proc_read((pid_t)pid, "status", &st_text, NULL) < 0 ||
-		     proc_parse_status(st_text, &st) < 0))
-			continue;
-		if (in && (st.state == 'Z' || st.nspid_n < root.nspid_n))
-			continue;
-		if (proc_read_one((pid_t)pid, "comm", &comm) == 0)
-			comm[strcspn(comm, "\n")] = 0;
-		if (in)
-			r = log_fail(&ctx->log, -EOPNOTSUPP,
-				     "pid %ld (%s, pid %d in the container): entered the container's "
-				     "pid namespace from outside (setns, as nsenter, docker exec and "
-				     "lxc-attach do) and is no descendant of its init pid %d: it would "
-				     "be left out of the image; let it end first",
-				     pid, comm ? comm : "?", st.nspid[root.nspid_n - 1], ctx->pid);
-		else
-			r = log_fail(&ctx->log, -EOPNOTSUPP,
-				     "pid %ld (%s): is in the %s namespace of container %d "
-				     "(%s:[%lu]) but not in its tree (it joined it by setns, as "
-				     "nsenter and ip netns exec do): a restart makes that namespace "
-				     "anew and it would stay in the old one, cut off; let it end first",
-				     pid, comm ? comm : "?", joined_ns[i], ctx->pid, joined_ns[i],
-				     (unsigned long)ns[i].st_ino);
-	}
-	return r;
-}
-
-/*
- * A namespace of a container's bound on a path of ckpt's mount namespace
- * (`ip netns attach NAME PID`, a CNI plugin's /run/netns/cni-..., `unshare
- * --net=FILE`): the restart makes the namespace anew, and the path would
- * still name the old one, kept alive by the mount, with nothing of the
- * container in it. Refused by path. A namespace file held open by a
- * process outside is not seen.
- */
-static int check_ns_mounts(struct ckpt_ctx *ctx)
-{
-	static const char *const names[] = { "net", "ipc", "uts", "mnt", "pid",
-					     "user", "cgroup", "time" };
-	struct stat ns[sizeof(names) / sizeof(names[0])];
-	bool own[sizeof(names) / sizeof(names[0])];
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		own[i] = proc_ns_stat(ctx->pid, names[i], &ns[i]) == 0 &&
-			 !ns_is(0, names[i], &ns[i]);
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return log_fail(&ctx->log, -errno, "cannot read /proc/self/mountinfo: %m");
-	int r = 0;
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-	while (getline(&line, &cap, f) > 0) {
-		char root[64], where[512];
-		const char *fs = strstr(line, " - ");
-		if (!fs || strncmp(fs, " - nsfs ", 8) ||
-		    sscanf(line, "%*u %*u %*s %63s %511s", root, where) != 2)
-			continue;
-		char *br = strchr(root, ':');
-		unsigned long ino;
-		if (!br || sscanf(br, ":[%lu]", &ino) != 1)
-			continue;
-		*br = '\0';
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (own[i] && !strcmp(root, names[i]) && ns[i].st_ino == ino)
-				r = log_fail(&ctx->log, -EOPNOTSUPP,
-					     "container %d: its %s namespace (%s:[%lu]) is bound on "
-					     "%s (ip netns attach, a CNI plugin, unshare --%s=FILE): a "
-					     "restart makes the namespace anew and that path would still "
-					     "name the old one; unmount it first",
-					     ctx->pid, names[i], names[i], ino, where, names[i]);
-	}
-	return r;
-}
-
 /* Step "seize": the whole tree held, its ids as the image keeps them. */
 int ckpt_seize(struct ckpt_ctx *ctx)
 {
@@ -1258,17 +1088,15 @@ int ckpt_seize(struct ckpt_ctx *ctx)
 	r = seize_tree(ctx, pid);
 	if (r >= 0)
 		r = assign_vpids(ctx);
-	if (r >= 0 && ctx->container && ctx->ntasks) {
-		r = check_entered(ctx);
-		int r2 = check_ns_mounts(ctx);
-		r = r < 0 ? r : r2;
-	}
+	if (r >= 0)
+		r = ctx_look_outside(ctx);
 	if (r < 0)
 		return r;
 	if (!ctx->ntasks) /* an image of nothing is never made, let alone a kill */
 		return log_fail(&ctx->log, -ESRCH, "pid %d: no process could be seized", pid);
 	share_classes(ctx);
 	log_info(&ctx->log, "pid %d: %zu process(es) seized", pid, ctx->ntasks);
+	CKPT_FAULT(CKPT_FAULT_SEIZED);
 	/* a pre-copy round touches no socket: the tree's peers go on */
 	if (ctx->flags & CKPT_PRECOPY)
 		return 0;

@@ -377,6 +377,14 @@ int rst_require(struct rst_ctx *ctx, const struct rst_task *t, enum kind k)
 bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int accmode, int fd,
 			 char *buf, size_t len);
 
+/*
+ * outside.c: for a container (ctx->container), every process outside the
+ * tree that is in one of its namespaces, or holds one open by an fd or a
+ * mount, refused by pid (or path): the restart makes those namespaces
+ * anew. At "seize", and again at "look again" just before a kill.
+ */
+int ctx_look_outside(struct ckpt_ctx *ctx) __attribute__((warn_unused_result));
+
 /* Checkpoint: the process of the tree with this pid, or NULL. */
 struct task *ctx_find_task(struct ckpt_ctx *ctx, pid_t pid);
 

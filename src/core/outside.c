@@ -5,15 +5,22 @@
  * the holders by pid, name and fd, and, when one is the process that
  * started the tree, that the fd was inherited and how to start it instead
  * or save the fd as external (a root's fd only: other tasks' fds cannot be).
+ * And who outside a container is in it, or holds one of its namespaces
+ * (ctx_look_outside).
  */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "util/cleanup.h"
 
 #define MAX_NAMED 3
 
@@ -88,4 +95,323 @@ bool ctx_outside_holders(struct ckpt_ctx *ctx, uint64_t dev, uint64_t ino, int a
 		append(buf, len, &at, ", or save it as external (--external fd:%d, given again "
 		       "at restart with --inherit-fd %d:FD)", fd, fd);
 	return inherited;
+}
+
+/* --- who outside the tree is in a container -------------------------- */
+
+/*
+ * The namespaces of a container that a restart makes anew. A process
+ * outside the tree in one of the first N_JOINED (setns: nsenter -n, ip
+ * netns exec, a sidecar sharing a pod's network) would stay in the old
+ * one, cut off: its connections to the container's sockets, its SysV
+ * objects, its mounts. Any of them bound on a path, or held open by an fd
+ * outside, would still name the old one.
+ */
+static const char *const ns_names[] = { "net", "ipc", "mnt", "uts", "pid", "user", "cgroup",
+					"time" };
+#define N_NS (sizeof(ns_names) / sizeof(ns_names[0]))
+#define N_JOINED 3
+
+/* What each process outside the tree is compared with. */
+struct look {
+	struct ckpt_ctx *ctx;
+	struct stat pidns, mine; /* the container's pid namespace, ckpt's */
+	uint32_t depth;          /* the container's level: its root's NSpid count */
+	struct stat ns[N_NS];
+	bool own[N_NS];          /* ns[i] is the container's, and not ckpt's too */
+	struct stat *mnts;       /* the mount namespaces whose mounts were read */
+	size_t nmnts;
+	int r;
+};
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev;
+}
+
+/* Is the pid namespace at fd the one at st, or inside it, up to levels
+ * parents away? */
+static bool pidns_within(int fd, const struct stat *st, uint32_t levels)
+{
+	_cleanup_close_ int ns = dup(fd);
+	for (uint32_t i = 0; ns >= 0; i++) {
+		struct stat at;
+		if (fstat(ns, &at) < 0)
+			return false;
+		if (same_file(&at, st))
+			return true;
+		if (i == levels)
+			return false;
+		int up = ioctl(ns, NS_GET_PARENT);
+		close(ns);
+		ns = up;
+	}
+	return false;
+}
+
+/* Is pid ckpt or a process of ckpt's (the Landlock reference inside a
+ * container, the guardian)? */
+static bool ckpts(pid_t pid)
+{
+	for (int i = 0; i < 8 && pid > 1; i++) {
+		if (pid == getpid())
+			return true;
+		_cleanup_free_ char *text = NULL;
+		struct proc_stat st;
+		if (proc_read(pid, "stat", &text, NULL) < 0 || proc_parse_stat(text, &st) < 0)
+			return false;
+		pid = st.ppid;
+	}
+	return false;
+}
+
+/* Logs a refusal of process pid, "pid P (COMM...) WHY", unless it is
+ * ckpt's own; what comes in the parentheses after its name is in extra. */
+static void refuse(struct look *l, pid_t pid, const char *extra, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void refuse(struct look *l, pid_t pid, const char *extra, const char *fmt, ...)
+{
+	if (ckpts(pid))
+		return;
+	_cleanup_free_ char *comm = NULL;
+	if (proc_read_one(pid, "comm", &comm) == 0)
+		comm[strcspn(comm, "\n")] = '\0';
+	char why[640];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	l->r = log_fail(&l->ctx->log, -EOPNOTSUPP, "pid %d (%s%s): %s", pid, comm ? comm : "?",
+			extra, why);
+}
+
+/* The first of the container's namespaces (of the first n kinds) that dir,
+ * a process's or a thread's directory in /proc, is in: its index; n if
+ * none. */
+static size_t joined(const struct look *l, const char *dir, size_t n)
+{
+	char path[96];
+	struct stat at;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/ns/%s", dir, ns_names[i]);
+		if (l->own[i] && stat(path, &at) == 0 && same_file(&at, &l->ns[i]))
+			return i;
+	}
+	return n;
+}
+
+/* Did pid (its pid namespace at) enter the container's pid namespace, or
+ * is it in one nested inside? Then its pid inside in *vpid; a zombie has
+ * nothing to lose. */
+static bool entered(const struct look *l, pid_t pid, const struct stat *at, pid_t *vpid)
+{
+	if (!same_file(at, &l->pidns) && same_file(at, &l->mine))
+		return false; /* most of the machine: above the container */
+	_cleanup_free_ char *text = NULL;
+	struct proc_status st;
+	if (proc_read(pid, "status", &text, NULL) < 0 || proc_parse_status(text, &st) < 0 ||
+	    st.state == 'Z' || st.nspid_n < l->depth)
+		return false;
+	*vpid = st.nspid[l->depth - 1];
+	if (same_file(at, &l->pidns))
+		return true;
+	if (st.nspid_n == l->depth)
+		return false;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && pidns_within(fd, &l->pidns, st.nspid_n - l->depth);
+}
+
+/* A thread of pid's (not its first) in one of the joined namespaces of
+ * the container's: its tid, the namespace's index in *which; 0 if none.
+ * (A thread may join a network or ipc namespace alone, and a mount
+ * namespace once it has unshared its filesystem.) */
+static pid_t joined_thread(const struct look *l, pid_t pid, size_t *which)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0 || tid == pid)
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%d/task/%ld", pid, tid);
+		if ((*which = joined(l, dir, N_JOINED)) < N_JOINED)
+			return (pid_t)tid;
+	}
+	return 0;
+}
+
+/* The first fd of pid's open on one of the container's namespaces (as
+ * setns tools and container managers keep them): its number, the
+ * namespace's index in *which; -1 if none. */
+static int holds_ns(const struct look *l, pid_t pid, size_t *which)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		struct stat st;
+		if (*end || end == e->d_name || fstatat(dirfd(d), e->d_name, &st, 0) < 0)
+			continue;
+		for (*which = 0; *which < N_NS; (*which)++)
+			if (l->own[*which] && same_file(&st, &l->ns[*which]))
+				return (int)fd;
+	}
+	return -1;
+}
+
+/*
+ * Namespaces of the container's bound on a path of the mount namespace
+ * pid is in (0: ckpt's): `ip netns attach NAME PID`, a CNI plugin's
+ * /run/netns/cni-..., `unshare --net=FILE`. The path would still name the
+ * old namespace, kept alive by the mount.
+ */
+static void look_mounts(struct look *l, pid_t pid)
+{
+	_cleanup_free_ char *text = NULL;
+	if (proc_read(pid ? pid : getpid(), "mountinfo", &text, NULL) < 0) {
+		if (!pid)
+			l->r = log_fail(&l->ctx->log, -EIO, "cannot read /proc/self/mountinfo");
+		return; /* gone since */
+	}
+	char in[64] = "";
+	if (pid)
+		snprintf(in, sizeof(in), " in the mount namespace of pid %d", pid);
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		char root[64], where[512];
+		const char *fs = strstr(line, " - ");
+		unsigned long ino;
+		if (!fs || strncmp(fs, " - nsfs ", 8) ||
+		    sscanf(line, "%*u %*u %*s %63s %511s", root, where) != 2)
+			continue;
+		char *br = strchr(root, ':');
+		if (!br || sscanf(br, ":[%lu]", &ino) != 1)
+			continue;
+		*br = '\0';
+		for (size_t i = 0; i < N_NS; i++)
+			if (l->own[i] && !strcmp(root, ns_names[i]) && l->ns[i].st_ino == ino)
+				l->r = log_fail(&l->ctx->log, -EOPNOTSUPP,
+						"container %d: its %s namespace (%s:[%lu]) is bound on "
+						"%s%s (ip netns attach, a CNI plugin, unshare --%s=FILE): "
+						"a restart makes the namespace anew and that path would "
+						"still name the old one; unmount it first",
+						l->ctx->pid, ns_names[i], ns_names[i], ino, where, in,
+						ns_names[i]);
+	}
+}
+
+/* The mounts of pid's mount namespace, if no process's of the same was
+ * read yet. */
+static void look_mntns(struct look *l, pid_t pid)
+{
+	struct stat at;
+	if (proc_ns_stat(pid, "mnt", &at) < 0)
+		return;
+	for (size_t i = 0; i < l->nmnts; i++)
+		if (same_file(&l->mnts[i], &at))
+			return;
+	struct stat *m = reallocarray(l->mnts, l->nmnts + 1, sizeof(*m));
+	if (!m) {
+		l->r = log_fail(&l->ctx->log, -ENOMEM, "out of memory");
+		return;
+	}
+	l->mnts = m;
+	l->mnts[l->nmnts++] = at;
+	look_mounts(l, pid);
+}
+
+/* One process outside the tree. */
+static void look_at(struct look *l, pid_t pid)
+{
+	char dir[64], extra[64];
+	struct stat at;
+	pid_t vpid;
+	size_t i;
+	if (proc_ns_stat(pid, "pid", &at) < 0)
+		return; /* gone, a zombie, or a kernel thread */
+	if (entered(l, pid, &at, &vpid)) {
+		snprintf(extra, sizeof(extra), ", pid %d in the container", vpid);
+		refuse(l, pid, extra,
+		       "entered the container's pid namespace from outside (setns, as nsenter, "
+		       "docker exec and lxc-attach do) and is no descendant of its init pid %d: "
+		       "it would be left out of the image; let it end first",
+		       l->ctx->pid);
+		return;
+	}
+	/* the root's parent made the namespaces and stays in them (unshare
+	 * --fork --pid --mount): it waits for the root */
+	bool parent = pid == l->ctx->tasks[0].stat.ppid;
+	snprintf(dir, sizeof(dir), "/proc/%d", pid);
+	pid_t tid = 0;
+	if (!parent && ((i = joined(l, dir, N_JOINED)) < N_JOINED ||
+			(tid = joined_thread(l, pid, &i)) > 0)) {
+		snprintf(extra, sizeof(extra), tid ? ", its thread %d" : "", tid);
+		refuse(l, pid, extra,
+		       "is in the %s namespace of container %d (%s:[%lu]) but not in its tree "
+		       "(it joined it by setns, as nsenter and ip netns exec do): a restart makes "
+		       "that namespace anew and it would stay in the old one, cut off; let it "
+		       "end first",
+		       ns_names[i], l->ctx->pid, ns_names[i], (unsigned long)l->ns[i].st_ino);
+		return;
+	}
+	int fd = holds_ns(l, pid, &i);
+	if (fd >= 0) {
+		refuse(l, pid, "",
+		       "its fd %d holds the %s namespace of container %d (%s:[%lu]) open: a "
+		       "restart makes that namespace anew and the fd would still name the old "
+		       "one; close it first",
+		       fd, ns_names[i], l->ctx->pid, ns_names[i], (unsigned long)l->ns[i].st_ino);
+		return;
+	}
+	look_mntns(l, pid);
+}
+
+int ctx_look_outside(struct ckpt_ctx *ctx)
+{
+	struct look l = { .ctx = ctx };
+	_cleanup_free_ char *text = NULL;
+	struct proc_status root;
+	if (!ctx->container || !ctx->ntasks)
+		return 0;
+	if (proc_ns_stat(ctx->pid, "pid", &l.pidns) < 0 || proc_ns_stat(0, "pid", &l.mine) < 0 ||
+	    proc_read(ctx->pid, "status", &text, NULL) < 0 || proc_parse_status(text, &root) < 0)
+		return log_fail(&ctx->log, -ESRCH, "pid %d: cannot read its pid namespace: %m",
+				ctx->pid);
+	l.depth = root.nspid_n;
+	for (size_t i = 0; i < N_NS; i++) {
+		struct stat mine;
+		l.own[i] = proc_ns_stat(ctx->pid, ns_names[i], &l.ns[i]) == 0 &&
+			   !(proc_ns_stat(0, ns_names[i], &mine) == 0 && same_file(&mine, &l.ns[i]));
+	}
+	/* ckpt's mounts, then each other mount namespace's once; the
+	 * container's own are its mounts kind's */
+	l.mnts = calloc(2, sizeof(*l.mnts));
+	if (!l.mnts)
+		return log_fail(&ctx->log, -ENOMEM, "out of memory");
+	if (proc_ns_stat(0, "mnt", &l.mnts[l.nmnts]) == 0)
+		l.nmnts++;
+	if (proc_ns_stat(ctx->pid, "mnt", &l.mnts[l.nmnts]) == 0)
+		l.nmnts++;
+	look_mounts(&l, 0);
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	if (!d) {
+		free(l.mnts);
+		return log_fail(&ctx->log, -errno, "cannot list /proc: %m");
+	}
+	for (struct dirent *e; (e = readdir(d));) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (!*end && pid > 0 && pid != getpid() && !ctx_find_task(ctx, (pid_t)pid))
+			look_at(&l, (pid_t)pid);
+	}
+	free(l.mnts);
+	return l.r;
 }

@@ -58,6 +58,9 @@ const struct ckpt_step ckpt_sequence[CKPT_NSTEPS] = {
 	 * kinds' op for each task, and the dry run of CKPT_VERIFY) */
 	[CKPT_CHECK_RESTORE] = { "check restore", precheck_restore, NULL, KOP(check_restore),
 				 STEP_EACH, STEP_KILL, "a restart would fail: " },
+	/* a container: who entered it from outside since the seize, the
+	 * moment before the kill (outside.c) */
+	[CKPT_LOOK_AGAIN] = { "look again", ctx_look_outside, NULL, 0, STEP_NONE, STEP_KILL, NULL },
 	/* the caller names the image; CKPT_KILL: the guardian kills if ckpt dies */
 	[CKPT_IMAGE_DONE] = { "image done", ckpt_image_done, NULL, 0, STEP_NONE,
 			      STEP_NOT_LIVE | STEP_HELD, NULL },

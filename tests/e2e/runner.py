@@ -920,10 +920,22 @@ TESTS = [
           entered="net"),
     entry("ct_entered_ipc", (B,), kind="container", program="mem_anon", entered="ipc"),
     entry("ct_entered_mnt", (B,), kind="container", program="mem_anon", entered="mnt"),
+    # a thread of a process outside joined its network namespace alone; a
+    # process holds that namespace open by an fd; one joined it while
+    # ckpt-fault waited after the seize (seen at the look again before the kill)
+    entry("ct_entered_thread", (B,), kind="container", program="mem_anon", run_args=["--net"],
+          entered="thread"),
+    entry("ct_entered_fd", (B,), kind="container", program="mem_anon", run_args=["--net"],
+          entered="fd"),
+    entry("ct_entered_late", (B,), kind="container", program="mem_anon", run_args=["--net"],
+          entered="late"),
     # its network namespace bound on a path (ip netns attach, CNI): refused,
     # then, once unbound, checkpointed and restarted
     entry("ct_ns_bound", (B,), kind="container", program="mem_anon", run_args=["--net"],
           bound=True),
+    # ... on a file in a private mount namespace of a process outside
+    entry("ct_ns_bound_mntns", (B,), kind="container", program="mem_anon", run_args=["--net"],
+          bound="mntns"),
     # systemd's default MountFlags=shared: the copies slaves of ckpt's and each shared in a
     # peer group of the namespace's own (mount --make-rshared / after the unshare); restored
     # so (before, slaves only), a shared mount of the runner's (ha) shared and a slave
@@ -1757,10 +1769,31 @@ class Run:
         self.check_result(self.wake_and_wait(pr, "the container"), "the container")
 
     def refuse_bound(self, pr):
-        """The container's network namespace bound on /run/netns/NAME (ip
-        netns attach, as CNI plugins do): the checkpoint is refused naming
-        the path, the container runs on, no image is left; the binding is
-        then removed (ip netns delete)."""
+        """The container's network namespace bound on a path: bound=True,
+        on /run/netns/NAME (ip netns attach, as CNI plugins do); "mntns", on
+        a file of the test's in a private mount namespace of a process
+        outside (unshare -m). The checkpoint is refused naming the path,
+        the container runs on, no image is left; the binding is then
+        removed (ip netns delete, or that process ended)."""
+        if self.t["bound"] == "mntns":
+            unshare = shutil.which("unshare")
+            if not unshare:
+                raise Skip("unshare (util-linux) not installed")
+            target = self.p("netns")
+            open(target, "w").close()
+            ent = self.popen([unshare, "-m", "--propagation", "private", "--", "sh", "-c",
+                              'mount --bind /proc/%d/ns/net "$1" && echo >"$1.ok" && '
+                              'exec sleep infinity' % self.pid, "sh", target])
+            self.wait_file("netns.ok", ent)
+            try:
+                rc, err = self.checkpoint(self.p("img"), "ckpt_bound", reap=[pr],
+                                          expect_ok=False)
+            finally:
+                ent.kill()
+                self.wait_all([ent], 10, "the process of the mount namespace, killed")
+            return self.check_refused(rc, err, r"\bcontainer %d: its net namespace \(net:\[\d+\]\) "
+                                      r"is bound on %s in the mount namespace of pid %d\b"
+                                      % (self.pid, re.escape(target), ent.pid), "the container")
         ip = shutil.which("ip")
         if not ip:
             raise Skip("ip (iproute2) not installed")
@@ -1775,22 +1808,75 @@ class Run:
                            r"on /run/netns/%s\b" % (self.pid, name), "the container")
 
     def refuse_entered(self, pr):
-        """A process that entered the container from outside while it runs:
-        entered="pid", into its pid namespace (nsenter -p, as docker exec
-        does: its parent is outside, so it is no descendant of the init);
-        "net", "ipc", "mnt", into that namespace only (nsenter -n, as ip
-        netns exec does). The checkpoint is refused naming it; the container
-        and the entered process run on, no image is left; the entered
-        process is then ended."""
+        """A process outside the container in it while it runs: entered=
+        "pid", entered its pid namespace (nsenter -p, as docker exec does:
+        its parent is outside, so it is no descendant of the init); "net",
+        "ipc", "mnt", joined that namespace only (nsenter -n, as ip netns
+        exec does); "thread", one thread of a python3 joined its network
+        namespace alone; "fd", a sleep holds its network namespace open by
+        an fd; "late", one joined its network namespace while ckpt-fault
+        waited after the seize (the look again before the kill). The
+        checkpoint is refused naming it; the container and that process run
+        on, no image is left; the process is then ended."""
+        which = self.t["entered"]
+        gate = self.p("seized")
+        if which == "late":
+            err = self.p("ckpt_entered.err")
+            self.logs.append(err)
+            cp = self.popen([self.fault_bin(), "checkpoint", str(self.pid), "-o", self.p("img"),
+                             "--kill", "--log", self.p("ckpt_entered.log")], err=err,
+                            env=dict(os.environ, CKPT_FAULT="seized:" + gate))
+            self.wait_until("ckpt-fault seized the container",
+                            lambda: os.path.exists(gate + ".pre"), [cp], CHECKPOINT_TIMEOUT)
+        ent, inner, rx = self.enter_container("net" if which == "late" else which)
+        if which == "late":
+            open(gate, "w").close()
+            self.wait_all([cp], CHECKPOINT_TIMEOUT, "ckpt-fault checkpoint", reap=[pr])
+            rc, err = cp.returncode, tail(err, 50) or ""
+        else:
+            rc, err = self.checkpoint(self.p("img"), "ckpt_entered", reap=[pr], expect_ok=False)
+        self.check_refused(rc, err, rx, "the container")
+        if not pid_alive(inner):
+            raise Fail("the entered process is gone after the refusal")
+        os.kill(inner, signal.SIGKILL)
+        self.wait_all([ent], 10, "the entered process, killed")
+
+    def enter_container(self, which):
+        """A process outside the container put in it (refuse_entered): its
+        Popen, the pid to end, and the refusal expected."""
+        if which == "thread":
+            code = ("import ctypes, os, sys, threading\n"
+                    "fd = os.open('/proc/%s/ns/net' % sys.argv[1], os.O_RDONLY)\n"
+                    "def join():\n"
+                    "    if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000):\n"
+                    "        os._exit(2)\n"
+                    "    with open(sys.argv[2] + '.tmp', 'w') as f:\n"
+                    "        f.write(str(threading.get_native_id()))\n"
+                    "    os.rename(sys.argv[2] + '.tmp', sys.argv[2])\n"
+                    "    threading.Event().wait()\n"
+                    "threading.Thread(target=join, daemon=True).start()\n"
+                    "threading.Event().wait()\n")
+            ent = self.popen([self.opts.python, "-c", code, str(self.pid), self.p("tid")])
+            tid = int(self.wait_file("tid", ent))
+            return ent, ent.pid, (r"\bpid %d \(python3, its thread %d\): is in the net namespace "
+                                  r"of container %d \(net:\[\d+\]\) but not in its tree"
+                                  % (ent.pid, tid, self.pid))
+        if which == "fd":
+            fd = os.open("/proc/%d/ns/net" % self.pid, os.O_RDONLY)
+            try:
+                ent = self.popen(["sleep", "infinity"], pass_fds=(fd,))
+            finally:
+                os.close(fd)
+            self.until("the sleep holding the namespace",
+                       lambda: os.path.exists("/proc/%d/fd/%d" % (ent.pid, fd)) and
+                       open("/proc/%d/comm" % ent.pid).read() == "sleep\n")
+            return ent, ent.pid, (r"\bpid %d \(sleep\): its fd %d holds the net namespace of "
+                                  r"container %d \(net:\[\d+\]\) open" % (ent.pid, fd, self.pid))
         nsenter = shutil.which("nsenter")
         if not nsenter:
             raise Skip("nsenter (util-linux) not installed")
-        which = self.t["entered"]
         flag = {"pid": "-p", "net": "-n", "ipc": "-i", "mnt": "-m"}[which]
-        ent = subprocess.Popen([nsenter, "-t", str(self.pid), flag, "--", "sleep", "infinity"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-        self.procs.append(ent)
+        ent = self.popen([nsenter, "-t", str(self.pid), flag, "--", "sleep", "infinity"])
 
         def sleeper():
             """(pid, pid inside its pid namespace) of the sleep: nsenter's
@@ -1807,18 +1893,11 @@ class Run:
             except (OSError, IndexError, AttributeError, ValueError):
                 return None
         inner, inside = self.until("the sleep nsenter runs", sleeper)
-        rc, err = self.checkpoint(self.p("img"), "ckpt_entered", reap=[pr], expect_ok=False)
         if which == "pid":
-            rx = r"\bpid %d \(sleep, pid %d in the container\): entered the container's pid " \
-                 r"namespace from outside" % (inner, inside)
-        else:
-            rx = r"\bpid %d \(sleep\): is in the %s namespace of container %d \(%s:\[\d+\]\) " \
-                 r"but not in its tree" % (inner, which, self.pid, which)
-        self.check_refused(rc, err, rx, "the container")
-        if not pid_alive(inner):
-            raise Fail("the entered process is gone after the refusal")
-        os.kill(inner, signal.SIGKILL)
-        self.wait_all([ent], 10, "nsenter, after its child was killed")
+            return ent, inner, (r"\bpid %d \(sleep, pid %d in the container\): entered the "
+                                r"container's pid namespace from outside" % (inner, inside))
+        return ent, inner, (r"\bpid %d \(sleep\): is in the %s namespace of container %d "
+                            r"\(%s:\[\d+\]\) but not in its tree" % (inner, which, self.pid, which))
 
     def flow_ct_mounts(self):
         """ct_mounts.sh as pid 1 of `ckpt run` (the host's root): its own
