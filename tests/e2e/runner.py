@@ -1858,7 +1858,7 @@ class Run:
                     "threading.Event().wait()\n")
             ent = self.popen([self.opts.python, "-c", code, str(self.pid), self.p("tid")])
             tid = int(self.wait_file("tid", ent))
-            return ent, ent.pid, (r"\bpid %d \(python3, its thread %d\): is in the net namespace "
+            return ent, ent.pid, (r"\bpid %d \(python[\w.]*, its thread %d\): is in the net namespace "
                                   r"of container %d \(net:\[\d+\]\) but not in its tree"
                                   % (ent.pid, tid, self.pid))
         if which == "fd":
