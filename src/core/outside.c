@@ -21,6 +21,7 @@
 
 #include "core/ctx.h"
 #include "util/cleanup.h"
+#include "util/par.h"
 
 #define MAX_NAMED 3
 
@@ -112,13 +113,27 @@ static const char *const ns_names[] = { "net", "ipc", "mnt", "uts", "pid", "user
 #define N_NS (sizeof(ns_names) / sizeof(ns_names[0]))
 #define N_JOINED 3
 
+/* What the parallel pass found of one process outside the tree. */
+enum found { FOUND_NOTHING, FOUND_ENTERED, FOUND_JOINED, FOUND_THREAD, FOUND_FD };
+struct outsider {
+	pid_t pid;
+	enum found found;
+	pid_t id;        /* FOUND_ENTERED: its pid inside; FOUND_THREAD: the thread */
+	int fd;          /* FOUND_FD */
+	size_t which;    /* the namespace: FOUND_JOINED, FOUND_THREAD, FOUND_FD */
+	struct stat mnt; /* its mount namespace (st_ino 0: not read) */
+};
+
 /* What each process outside the tree is compared with. */
 struct look {
 	struct ckpt_ctx *ctx;
 	struct stat pidns, mine; /* the container's pid namespace, ckpt's */
 	uint32_t depth;          /* the container's level: its root's NSpid count */
+	pid_t parent;            /* the root's */
 	struct stat ns[N_NS];
 	bool own[N_NS];          /* ns[i] is the container's, and not ckpt's too */
+	struct outsider *o;      /* every process outside the tree */
+	size_t n;
 	struct stat *mnts;       /* the mount namespaces whose mounts were read */
 	size_t nmnts;
 	int r;
@@ -165,39 +180,24 @@ static bool ckpts(pid_t pid)
 	return false;
 }
 
-/* Logs a refusal of process pid, "pid P (COMM...) WHY", unless it is
- * ckpt's own; what comes in the parentheses after its name is in extra. */
-static void refuse(struct look *l, pid_t pid, const char *extra, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void refuse(struct look *l, pid_t pid, const char *extra, const char *fmt, ...)
+/* The first of the container's namespaces (of the first N_JOINED kinds)
+ * that dir, a process's or a thread's directory in /proc, is in: its
+ * index; N_JOINED if none. The mount namespace's stat into mnt, if it was
+ * read and mnt is not NULL. */
+static size_t joined(const struct look *l, int dir, struct stat *mnt)
 {
-	if (ckpts(pid))
-		return;
-	_cleanup_free_ char *comm = NULL;
-	if (proc_read_one(pid, "comm", &comm) == 0)
-		comm[strcspn(comm, "\n")] = '\0';
-	char why[640];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	l->r = log_fail(&l->ctx->log, -EOPNOTSUPP, "pid %d (%s%s): %s", pid, comm ? comm : "?",
-			extra, why);
-}
-
-/* The first of the container's namespaces (of the first n kinds) that dir,
- * a process's or a thread's directory in /proc, is in: its index; n if
- * none. */
-static size_t joined(const struct look *l, const char *dir, size_t n)
-{
-	char path[96];
+	char path[16];
 	struct stat at;
-	for (size_t i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/ns/%s", dir, ns_names[i]);
-		if (l->own[i] && stat(path, &at) == 0 && same_file(&at, &l->ns[i]))
+	for (size_t i = 0; i < N_JOINED; i++) {
+		snprintf(path, sizeof(path), "ns/%s", ns_names[i]);
+		if (!l->own[i] || fstatat(dir, path, &at, 0) < 0)
+			continue;
+		if (mnt && !strcmp(ns_names[i], "mnt"))
+			*mnt = at;
+		if (same_file(&at, &l->ns[i]))
 			return i;
 	}
-	return n;
+	return N_JOINED;
 }
 
 /* Did pid (its pid namespace at) enter the container's pid namespace, or
@@ -223,46 +223,148 @@ static bool entered(const struct look *l, pid_t pid, const struct stat *at, pid_
 	return fd >= 0 && pidns_within(fd, &l->pidns, st.nspid_n - l->depth);
 }
 
-/* A thread of pid's (not its first) in one of the joined namespaces of
- * the container's: its tid, the namespace's index in *which; 0 if none.
- * (A thread may join a network or ipc namespace alone, and a mount
- * namespace once it has unshared its filesystem.) */
-static pid_t joined_thread(const struct look *l, pid_t pid, size_t *which)
+/* A thread of the process at dir (not its first, pid) in one of the
+ * joined namespaces of the container's: its tid, the namespace's index in
+ * *which; 0 if none. (A thread may join a network or ipc namespace alone,
+ * and a mount namespace once it has unshared its filesystem.) The task
+ * directory's link count is 2 and one per thread: most processes have
+ * one, and their task directory is not read. */
+static pid_t joined_thread(const struct look *l, int dir, pid_t pid, size_t *which)
 {
-	char dir[64];
-	snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
-	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct stat st;
+	if (fstatat(dir, "task", &st, 0) < 0 || st.st_nlink <= 3)
+		return 0;
+	int fd = openat(dir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char *end;
 		long tid = strtol(e->d_name, &end, 10);
 		if (*end || tid <= 0 || tid == pid)
 			continue;
-		snprintf(dir, sizeof(dir), "/proc/%d/task/%ld", pid, tid);
-		if ((*which = joined(l, dir, N_JOINED)) < N_JOINED)
+		_cleanup_close_ int t = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (t >= 0 && (*which = joined(l, t, NULL)) < N_JOINED)
 			return (pid_t)tid;
 	}
 	return 0;
 }
 
-/* The first fd of pid's open on one of the container's namespaces (as
- * setns tools and container managers keep them): its number, the
- * namespace's index in *which; -1 if none. */
-static int holds_ns(const struct look *l, pid_t pid, size_t *which)
+/* The first fd of the process at dir open on one of the container's
+ * namespaces (as setns tools and container managers keep them): its
+ * number, the namespace's index in *which; -1 if none. */
+static int holds_ns(const struct look *l, int dir, size_t *which)
 {
-	char dir[64];
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-	_cleanup_closedir_ DIR *d = opendir(dir);
+	int fd = openat(dir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char *end;
-		long fd = strtol(e->d_name, &end, 10);
+		long n = strtol(e->d_name, &end, 10);
 		struct stat st;
 		if (*end || end == e->d_name || fstatat(dirfd(d), e->d_name, &st, 0) < 0)
 			continue;
 		for (*which = 0; *which < N_NS; (*which)++)
 			if (l->own[*which] && same_file(&st, &l->ns[*which]))
-				return (int)fd;
+				return (int)n;
 	}
 	return -1;
+}
+
+/* The parallel pass: one process outside the tree, what it has of the
+ * container's, o->found. */
+static void look_at(void *arg, size_t i, unsigned slot)
+{
+	(void)slot;
+	struct look *l = arg;
+	struct outsider *o = &l->o[i];
+	char path[32];
+	struct stat at;
+	snprintf(path, sizeof(path), "/proc/%d", o->pid);
+	_cleanup_close_ int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0 || fstatat(dir, "ns/pid", &at, 0) < 0)
+		return; /* gone, a zombie, or a kernel thread */
+	if (entered(l, o->pid, &at, &o->id)) {
+		o->found = FOUND_ENTERED;
+		return;
+	}
+	/* the root's parent made the namespaces and stays in them (unshare
+	 * --fork --pid --mount): it waits for the root */
+	if (o->pid != l->parent) {
+		if ((o->which = joined(l, dir, &o->mnt)) < N_JOINED) {
+			o->found = FOUND_JOINED;
+			return;
+		}
+		if ((o->id = joined_thread(l, dir, o->pid, &o->which)) > 0) {
+			o->found = FOUND_THREAD;
+			return;
+		}
+	}
+	if ((o->fd = holds_ns(l, dir, &o->which)) >= 0) {
+		o->found = FOUND_FD;
+		return;
+	}
+	if (!o->mnt.st_ino && fstatat(dir, "ns/mnt", &o->mnt, 0) < 0)
+		o->mnt.st_ino = 0;
+}
+
+/* Logs a refusal of process pid, "pid P (COMM...) WHY", unless it is
+ * ckpt's own; what comes in the parentheses after its name is in extra. */
+static void refuse(struct look *l, pid_t pid, const char *extra, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void refuse(struct look *l, pid_t pid, const char *extra, const char *fmt, ...)
+{
+	if (ckpts(pid))
+		return;
+	_cleanup_free_ char *comm = NULL;
+	if (proc_read_one(pid, "comm", &comm) == 0)
+		comm[strcspn(comm, "\n")] = '\0';
+	char why[640];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	l->r = log_fail(&l->ctx->log, -EOPNOTSUPP, "pid %d (%s%s): %s", pid, comm ? comm : "?",
+			extra, why);
+}
+
+/* What the parallel pass found of o, refused. */
+static void report(struct look *l, const struct outsider *o)
+{
+	char extra[64] = "";
+	const char *name = ns_names[o->which];
+	unsigned long ino = (unsigned long)l->ns[o->which].st_ino;
+	switch (o->found) {
+	case FOUND_NOTHING:
+		break;
+	case FOUND_ENTERED:
+		snprintf(extra, sizeof(extra), ", pid %d in the container", o->id);
+		refuse(l, o->pid, extra,
+		       "entered the container's pid namespace from outside (setns, as nsenter, "
+		       "docker exec and lxc-attach do) and is no descendant of its init pid %d: "
+		       "it would be left out of the image; let it end first",
+		       l->ctx->pid);
+		break;
+	case FOUND_THREAD:
+		snprintf(extra, sizeof(extra), ", its thread %d", o->id);
+		/* fall through */
+	case FOUND_JOINED:
+		refuse(l, o->pid, extra,
+		       "is in the %s namespace of container %d (%s:[%lu]) but not in its tree "
+		       "(it joined it by setns, as nsenter and ip netns exec do): a restart makes "
+		       "that namespace anew and it would stay in the old one, cut off; let it "
+		       "end first",
+		       name, l->ctx->pid, name, ino);
+		break;
+	case FOUND_FD:
+		refuse(l, o->pid, "",
+		       "its fd %d holds the %s namespace of container %d (%s:[%lu]) open: a "
+		       "restart makes that namespace anew and the fd would still name the old "
+		       "one; close it first",
+		       o->fd, name, l->ctx->pid, name, ino);
+		break;
+	}
 }
 
 /*
@@ -308,75 +410,46 @@ static void look_mounts(struct look *l, pid_t pid)
 	}
 }
 
-/* The mounts of pid's mount namespace, if no process's of the same was
- * read yet. */
-static void look_mntns(struct look *l, pid_t pid)
+/* The mounts of o's mount namespace, if no process's of the same was read
+ * yet. l->mnts has room for every process's. */
+static void look_mntns(struct look *l, const struct outsider *o)
 {
-	struct stat at;
-	if (proc_ns_stat(pid, "mnt", &at) < 0)
+	if (!o->mnt.st_ino)
 		return;
 	for (size_t i = 0; i < l->nmnts; i++)
-		if (same_file(&l->mnts[i], &at))
+		if (same_file(&l->mnts[i], &o->mnt))
 			return;
-	struct stat *m = reallocarray(l->mnts, l->nmnts + 1, sizeof(*m));
-	if (!m) {
-		l->r = log_fail(&l->ctx->log, -ENOMEM, "out of memory");
-		return;
-	}
-	l->mnts = m;
-	l->mnts[l->nmnts++] = at;
-	look_mounts(l, pid);
+	l->mnts[l->nmnts++] = o->mnt;
+	look_mounts(l, o->pid);
 }
 
-/* One process outside the tree. */
-static void look_at(struct look *l, pid_t pid)
+/* Every process of the machine but ckpt and the tree's, into l->o. */
+static int list_outsiders(struct look *l)
 {
-	char dir[64], extra[64];
-	struct stat at;
-	pid_t vpid;
-	size_t i;
-	if (proc_ns_stat(pid, "pid", &at) < 0)
-		return; /* gone, a zombie, or a kernel thread */
-	if (entered(l, pid, &at, &vpid)) {
-		snprintf(extra, sizeof(extra), ", pid %d in the container", vpid);
-		refuse(l, pid, extra,
-		       "entered the container's pid namespace from outside (setns, as nsenter, "
-		       "docker exec and lxc-attach do) and is no descendant of its init pid %d: "
-		       "it would be left out of the image; let it end first",
-		       l->ctx->pid);
-		return;
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	if (!d)
+		return log_fail(&l->ctx->log, -errno, "cannot list /proc: %m");
+	size_t cap = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == getpid() || ctx_find_task(l->ctx, (pid_t)pid))
+			continue;
+		if (l->n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct outsider *o = reallocarray(l->o, cap, sizeof(*o));
+			if (!o)
+				return log_fail(&l->ctx->log, -ENOMEM, "out of memory");
+			l->o = o;
+		}
+		l->o[l->n++] = (struct outsider){ .pid = (pid_t)pid, .fd = -1 };
 	}
-	/* the root's parent made the namespaces and stays in them (unshare
-	 * --fork --pid --mount): it waits for the root */
-	bool parent = pid == l->ctx->tasks[0].stat.ppid;
-	snprintf(dir, sizeof(dir), "/proc/%d", pid);
-	pid_t tid = 0;
-	if (!parent && ((i = joined(l, dir, N_JOINED)) < N_JOINED ||
-			(tid = joined_thread(l, pid, &i)) > 0)) {
-		snprintf(extra, sizeof(extra), tid ? ", its thread %d" : "", tid);
-		refuse(l, pid, extra,
-		       "is in the %s namespace of container %d (%s:[%lu]) but not in its tree "
-		       "(it joined it by setns, as nsenter and ip netns exec do): a restart makes "
-		       "that namespace anew and it would stay in the old one, cut off; let it "
-		       "end first",
-		       ns_names[i], l->ctx->pid, ns_names[i], (unsigned long)l->ns[i].st_ino);
-		return;
-	}
-	int fd = holds_ns(l, pid, &i);
-	if (fd >= 0) {
-		refuse(l, pid, "",
-		       "its fd %d holds the %s namespace of container %d (%s:[%lu]) open: a "
-		       "restart makes that namespace anew and the fd would still name the old "
-		       "one; close it first",
-		       fd, ns_names[i], l->ctx->pid, ns_names[i], (unsigned long)l->ns[i].st_ino);
-		return;
-	}
-	look_mntns(l, pid);
+	return 0;
 }
 
 int ctx_look_outside(struct ckpt_ctx *ctx)
 {
-	struct look l = { .ctx = ctx };
+	struct look l = { .ctx = ctx, .parent = ctx->ntasks ? ctx->tasks[0].stat.ppid : 0 };
 	_cleanup_free_ char *text = NULL;
 	struct proc_status root;
 	if (!ctx->container || !ctx->ntasks)
@@ -391,27 +464,31 @@ int ctx_look_outside(struct ckpt_ctx *ctx)
 		l.own[i] = proc_ns_stat(ctx->pid, ns_names[i], &l.ns[i]) == 0 &&
 			   !(proc_ns_stat(0, ns_names[i], &mine) == 0 && same_file(&mine, &l.ns[i]));
 	}
+	int r = list_outsiders(&l);
+	/* room for ckpt's and the container's mount namespaces, and one for
+	 * each process */
+	if (r >= 0 && !(l.mnts = calloc(l.n + 2, sizeof(*l.mnts))))
+		r = log_fail(&ctx->log, -ENOMEM, "out of memory");
+	if (r < 0) {
+		free(l.o);
+		return r;
+	}
+	/* a stat of a namespace link costs about 10 us here, and a
+	 * machine of a thousand processes takes some 70 ms on one core */
+	par_for(l.n, par_cpus(), look_at, &l);
+	for (size_t i = 0; i < l.n; i++)
+		report(&l, &l.o[i]);
 	/* ckpt's mounts, then each other mount namespace's once; the
 	 * container's own are its mounts kind's */
-	l.mnts = calloc(2, sizeof(*l.mnts));
-	if (!l.mnts)
-		return log_fail(&ctx->log, -ENOMEM, "out of memory");
 	if (proc_ns_stat(0, "mnt", &l.mnts[l.nmnts]) == 0)
 		l.nmnts++;
 	if (proc_ns_stat(ctx->pid, "mnt", &l.mnts[l.nmnts]) == 0)
 		l.nmnts++;
 	look_mounts(&l, 0);
-	_cleanup_closedir_ DIR *d = opendir("/proc");
-	if (!d) {
-		free(l.mnts);
-		return log_fail(&ctx->log, -errno, "cannot list /proc: %m");
-	}
-	for (struct dirent *e; (e = readdir(d));) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (!*end && pid > 0 && pid != getpid() && !ctx_find_task(ctx, (pid_t)pid))
-			look_at(&l, (pid_t)pid);
-	}
+	for (size_t i = 0; i < l.n; i++)
+		if (l.o[i].found == FOUND_NOTHING)
+			look_mntns(&l, &l.o[i]);
 	free(l.mnts);
+	free(l.o);
 	return l.r;
 }
