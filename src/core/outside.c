@@ -333,8 +333,10 @@ static void refuse(struct look *l, pid_t pid, const char *extra, const char *fmt
 static void report(struct look *l, const struct outsider *o)
 {
 	char extra[64] = "";
-	const char *name = ns_names[o->which];
-	unsigned long ino = (unsigned long)l->ns[o->which].st_ino;
+	/* which names a namespace only for what was found in one */
+	bool in_ns = o->found != FOUND_NOTHING && o->found != FOUND_ENTERED;
+	const char *name = in_ns ? ns_names[o->which] : "";
+	unsigned long ino = in_ns ? (unsigned long)l->ns[o->which].st_ino : 0;
 	switch (o->found) {
 	case FOUND_NOTHING:
 		break;
