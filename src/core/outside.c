@@ -223,6 +223,16 @@ static bool entered(const struct look *l, pid_t pid, const struct stat *at, pid_
 	return fd >= 0 && pidns_within(fd, &l->pidns, st.nspid_n - l->depth);
 }
 
+/* The directory name under dir, listed; NULL if it cannot be. */
+static DIR *opendir_at(int dir, const char *name)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
 /* A thread of the process at dir (not its first, pid) in one of the
  * joined namespaces of the container's: its tid, the namespace's index in
  * *which; 0 if none. (A thread may join a network or ipc namespace alone,
@@ -234,10 +244,7 @@ static pid_t joined_thread(const struct look *l, int dir, pid_t pid, size_t *whi
 	struct stat st;
 	if (fstatat(dir, "task", &st, 0) < 0 || st.st_nlink <= 3)
 		return 0;
-	int fd = openat(dir, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d && fd >= 0)
-		close(fd);
+	_cleanup_closedir_ DIR *d = opendir_at(dir, "task");
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char *end;
 		long tid = strtol(e->d_name, &end, 10);
@@ -255,10 +262,7 @@ static pid_t joined_thread(const struct look *l, int dir, pid_t pid, size_t *whi
  * number, the namespace's index in *which; -1 if none. */
 static int holds_ns(const struct look *l, int dir, size_t *which)
 {
-	int fd = openat(dir, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d && fd >= 0)
-		close(fd);
+	_cleanup_closedir_ DIR *d = opendir_at(dir, "fd");
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char *end;
 		long n = strtol(e->d_name, &end, 10);
