@@ -1295,12 +1295,14 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 	    getrandom(ctx->image_id, sizeof(ctx->image_id), 0) != (ssize_t)sizeof(ctx->image_id))
 		return log_fail(&ctx->log, -EIO, "cannot draw the image's id: %s", strerror(errno));
 	memcpy(h.image_id, ctx->image_id, sizeof(h.image_id));
+	if (!ctx->buf && (r = alloc_copy_bufs(ctx)) < 0)
+		return log_fail(&ctx->log, r, "cannot allocate the copy buffers: %s", strerror(-r));
 	if (ctx->flags & CKPT_COMPRESS) {
 		/* compressed before the seal: ciphertext does not compress */
 		h.flags |= IMG_HDR_ZSTD;
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		r = pages_z_new(&ctx->pz, ZSTD_LEVEL, cpus > 1 ? (unsigned)MIN(cpus, 4) : 0,
-				COPY_BUF);
+		/* two records compressed at once by the writer's threads where
+		 * ckpt may use two CPUs (buf2), while the next is read */
+		r = pages_z_new(&ctx->pz, ZSTD_LEVEL, ctx->buf2 ? 2 : 1, COPY_BUF);
 		if (r < 0)
 			return log_fail(&ctx->log, r, "cannot compress the image: %s", strerror(-r));
 	}
@@ -1329,8 +1331,6 @@ int ckpt_dump_begin(struct ckpt_ctx *ctx)
 		ctx->w.wrote = image_wrote;
 		ctx->w.wrote_arg = &ctx->progress;
 	}
-	if (!ctx->buf && (r = alloc_copy_bufs(ctx)) < 0)
-		return log_fail(&ctx->log, r, "cannot allocate the copy buffers: %s", strerror(-r));
 	return dump_tree(ctx);
 }
 

@@ -31,12 +31,23 @@ static uint64_t ztable_size(uint64_t n)
 
 /* --- the compressor ---------------------------------------------------- */
 
-struct pages_z {
+/*
+ * A lane compresses one record at a time: its contexts and the output
+ * buffer its frame is made in, which stays the record's until written.
+ * Lane 0 is the caller's thread's, or the first writer thread's once the
+ * writer has started them (pages_writer_async); lane i the (i+1)th's.
+ */
+struct z_lane {
 #ifdef CKPT_HAVE_ZSTD
 	ZSTD_CCtx *cctx;
-	ZSTD_CCtx *probe; /* one thread, for the samples (z_worth) */
+	ZSTD_CCtx *probe;       /* for the samples (z_worth) */
 #endif
 	uint8_t *out;           /* a frame being made */
+};
+
+struct pages_z {
+	struct z_lane lane[PAGES_Z_LANES];
+	unsigned nlanes;
 	size_t cap;             /* the largest input: the writers' bufsize */
 	struct pages_z_stats st;
 };
@@ -54,11 +65,13 @@ void pages_z_free(struct pages_z *z)
 {
 	if (!z)
 		return;
+	for (unsigned i = 0; i < z->nlanes; i++) {
 #ifdef CKPT_HAVE_ZSTD
-	ZSTD_freeCCtx(z->cctx);
-	ZSTD_freeCCtx(z->probe);
+		ZSTD_freeCCtx(z->lane[i].cctx);
+		ZSTD_freeCCtx(z->lane[i].probe);
 #endif
-	free(z->out);
+		free(z->lane[i].out);
+	}
 	free(z);
 }
 
@@ -68,6 +81,27 @@ void pages_z_stats(const struct pages_z *z, struct pages_z_stats *ret)
 }
 
 #ifdef CKPT_HAVE_ZSTD
+static int lane_init(struct z_lane *l, int level, size_t bufsize)
+{
+	l->cctx = ZSTD_createCCtx();
+	l->probe = ZSTD_createCCtx();
+	/* a frame worth keeping is smaller than its input (see z_compress) */
+	/* page-aligned: a frame's whole pages can go to the image by direct
+	 * I/O (img_writer_direct) as plain bytes do */
+	l->out = aligned_alloc(IMG_PAGE_SIZE, (bufsize + IMG_PAGE_SIZE - 1) / IMG_PAGE_SIZE *
+						      IMG_PAGE_SIZE);
+	if (!l->cctx || !l->probe || !l->out)
+		return -ENOMEM;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(l->cctx, ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(l->probe, ZSTD_c_compressionLevel, level)))
+		return -EINVAL;
+	/* a content checksum in every frame: damage inside a block zstd
+	 * stored raw would otherwise decompress, to other bytes */
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(l->cctx, ZSTD_c_checksumFlag, 1)))
+		return -EINVAL;
+	return 0;
+}
+
 int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsize)
 {
 	struct pages_z *z = calloc(1, sizeof(*z));
@@ -76,31 +110,14 @@ int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsiz
 	if (!z)
 		return -ENOMEM;
 	z->cap = bufsize;
-	z->cctx = ZSTD_createCCtx();
-	z->probe = ZSTD_createCCtx();
-	/* a frame worth keeping is smaller than its input (see z_compress) */
-	/* page-aligned: a frame's whole pages can go to the image by direct
-	 * I/O (img_writer_direct) as plain bytes do */
-	z->out = aligned_alloc(IMG_PAGE_SIZE, (bufsize + IMG_PAGE_SIZE - 1) / IMG_PAGE_SIZE *
-						      IMG_PAGE_SIZE);
-	if (!z->cctx || !z->probe || !z->out) {
-		pages_z_free(z);
-		return -ENOMEM;
+	z->nlanes = threads < 1 ? 1 : threads > PAGES_Z_LANES ? PAGES_Z_LANES : threads;
+	for (unsigned i = 0; i < z->nlanes; i++) {
+		int r = lane_init(&z->lane[i], level, bufsize);
+		if (r < 0) {
+			pages_z_free(z);
+			return r;
+		}
 	}
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(z->probe, ZSTD_c_compressionLevel, level))) {
-		pages_z_free(z);
-		return -EINVAL;
-	}
-	/* a content checksum in every frame: damage inside a block zstd
-	 * stored raw would otherwise decompress, to other bytes */
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1))) {
-		pages_z_free(z);
-		return -EINVAL;
-	}
-	/* a libzstd built without threads refuses: one thread then */
-	if (threads > 1)
-		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, (int)threads);
 	*ret = z;
 	return 0;
 }
@@ -114,12 +131,12 @@ int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsiz
  * compressible part in four is still tried whole.
  */
 #define ZSAMPLE (16u << 10)
-static bool z_worth(struct pages_z *z, const uint8_t *src, size_t len)
+static bool z_worth(struct z_lane *l, const uint8_t *src, size_t len)
 {
 	if (len < 8 * ZSAMPLE)
 		return true;
 	for (size_t i = 0; i < 4; i++) {
-		size_t r = ZSTD_compress2(z->probe, z->out, ZSAMPLE - ZSAMPLE / 8,
+		size_t r = ZSTD_compress2(l->probe, l->out, ZSAMPLE - ZSAMPLE / 8,
 					  src + (len - ZSAMPLE) / 3 * i, ZSAMPLE);
 		if (!ZSTD_isError(r))
 			return true;
@@ -127,16 +144,17 @@ static bool z_worth(struct pages_z *z, const uint8_t *src, size_t len)
 	return false;
 }
 
-/* 1 and the frame's size in *zlen if it saves an eighth of len, 0 if not
- * (z_worth's samples, or zstd giving up when the frame outgrows that). */
-static int z_compress(struct pages_z *z, const uint8_t *src, size_t len, size_t *zlen)
+/* 1 and the frame's size in *zlen (in l->out) if it saves an eighth of
+ * len, 0 if not (z_worth's samples, or zstd giving up when the frame
+ * outgrows that). */
+static int z_compress(struct z_lane *l, const uint8_t *src, size_t len, size_t *zlen)
 {
-	if (!z_worth(z, src, len))
+	if (!z_worth(l, src, len))
 		return 0;
-	size_t r = ZSTD_compress2(z->cctx, z->out, len - len / 8, src, len);
+	size_t r = ZSTD_compress2(l->cctx, l->out, len - len / 8, src, len);
 	if (ZSTD_isError(r)) {
 		/* the context is left mid-frame; the next frame starts afresh */
-		ZSTD_CCtx_reset(z->cctx, ZSTD_reset_session_only);
+		ZSTD_CCtx_reset(l->cctx, ZSTD_reset_session_only);
 		return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? -ENOMEM : 0;
 	}
 	*zlen = r;
@@ -227,9 +245,9 @@ int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsiz
 	return -EPROTONOSUPPORT;
 }
 
-static int z_compress(struct pages_z *z, const uint8_t *src, size_t len, size_t *zlen)
+static int z_compress(struct z_lane *l, const uint8_t *src, size_t len, size_t *zlen)
 {
-	(void)z, (void)src, (void)len, (void)zlen;
+	(void)l, (void)src, (void)len, (void)zlen;
 	return 0;
 }
 
@@ -249,7 +267,7 @@ static int z_decompress(uint8_t *dst, uint64_t raw, const uint8_t *z, uint64_t z
 /* --- checkpoint -------------------------------------------------------- */
 
 struct pages_async;
-static void async_free(struct pages_async *a);
+static void async_free(struct pages_writer *pw);
 
 int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t type, uint64_t tag,
 		      void *buf, size_t bufsize, pages_read_fn read, void *arg)
@@ -285,8 +303,7 @@ void pages_writer_release(struct pages_writer *pw)
 {
 	if (!pw)
 		return;
-	async_free(pw->async);
-	pw->async = NULL;
+	async_free(pw);
 	free(pw->q);
 	free(pw->out);
 	pw->q = pw->out = NULL;
@@ -374,84 +391,190 @@ static ssize_t read_drop(struct pages_writer *pw, struct pages_extent *x, uint64
 }
 
 /*
- * The writer thread (pages_writer_async): one record in flight at a time.
- * The caller's thread reads the next record into the other buffer while
- * this one writes; busy is the handover, under mu. The thread owns the
- * image writer while busy; the caller waits (async_wait) before it posts
- * the next record, and before anything else writes to the image
- * (pages_sync).
+ * A record read and not yet written: its kept bytes in buf, their
+ * extents in x[0..n), with room after them for the table (ztable_size).
  */
-struct pages_async {
+struct rec {
+	uint8_t *buf;
+	struct pages_extent *x;
+	size_t n;
+	uint64_t bytes;
+	uint32_t crc;           /* of the bytes, summed as they were read */
+	uint64_t tag;
+};
+
+/*
+ * Compresses rec on lane l of z where it pays (z NULL: never), puts the
+ * table after its extents and writes it. The frame stays in the lane's
+ * buffer until written, so a lane makes one record at a time.
+ */
+static int rec_compress(struct pages_z *z, unsigned l, struct rec *c, size_t *zlen)
+{
+	return z && c->bytes >= ZMIN && c->bytes <= PAGES_MAX_RAW ?
+		       z_compress(&z->lane[l], c->buf, c->bytes, zlen) : 0;
+}
+
+static int rec_write(struct img_writer *w, uint32_t type, struct pages_z *z, unsigned l,
+		     struct rec *c, int zipped, size_t zlen)
+{
+	static const uint8_t zero[8];
+	uint64_t len = zipped ? zlen : c->bytes;
+	struct pages_head head = { .magic = zipped ? PAGES_MAGIC_ZSTD : PAGES_MAGIC,
+				   .n = (uint32_t)c->n, .tag = c->tag };
+	uint8_t *end = (uint8_t *)&c->x[c->n];
+	if (zipped) {
+		uint64_t zl = zlen;
+		memcpy(end, &zl, sizeof(zl));
+		end += sizeof(zl);
+	}
+	memcpy(end, &head, sizeof(head));
+	struct iovec iov[3] = {
+		{ .iov_base = zipped ? z->lane[l].out : c->buf, .iov_len = len },
+		{ .iov_base = (void *)zero, .iov_len = ALIGN8(len) - len },
+		{ .iov_base = c->x, .iov_len = zipped ? ztable_size(c->n) : table_size(c->n) },
+	};
+	uint32_t crc = zipped ? img_crc32c(0, iov[0].iov_base, iov[0].iov_len) : c->crc;
+	/* the pad and the table after the bytes */
+	crc = img_crc32c(crc, iov[1].iov_base, iov[1].iov_len);
+	crc = img_crc32c(crc, iov[2].iov_base, iov[2].iov_len);
+	int r = img_write_aligned_crc(w, type, iov, 3, crc);
+	if (r >= 0 && z) {
+		z->st.raw += c->bytes;
+		z->st.stored += len;
+		z->st.records++;
+		z->st.compressed += zipped;
+	}
+	return r;
+}
+
+/*
+ * The writer threads (pages_writer_async). The writer has NSLOT buffers
+ * (the caller's buf and buf2): the caller's thread reads a record into
+ * one while the others are in flight. A record handed over (posted) is
+ * taken by the first idle thread, in the order posted, compressed on that
+ * thread's lane if the writer compresses, and written when every record
+ * posted before it is: the threads take turns at the image writer by the
+ * records' numbers (written). Without a compressor one thread is enough
+ * (the write is all it does); with one, a thread a lane: two records
+ * compress side by side while the next is read. Everything below is
+ * under mu, but a thread's compression and its write.
+ */
+#define NSLOT 2
+enum slot_state { SLOT_FREE, SLOT_FILL, SLOT_READY, SLOT_BUSY };
+
+struct slot {
+	struct rec c;
+	enum slot_state state;
+	uint64_t seq;           /* the record's number, when posted */
+};
+
+struct worker {
+	struct pages_async *a;
+	unsigned lane;
 	pthread_t thread;
-	bool started;
+};
+
+struct pages_async {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool busy, quit;
-	int err;                /* the first failed write; the thread writes no more */
+	struct worker wk[PAGES_Z_LANES];
+	unsigned nworkers, started;
+	bool quit;
+	int err;                /* the first failed write; no more are written */
 	struct img_writer *w;
 	uint32_t type;
-	struct iovec iov[3];
-	uint32_t crc;
-	uint8_t *spare;         /* the buffer not being filled: in flight or idle */
-	struct pages_extent *spare_out;
+	struct pages_z *z;
+	struct slot slot[NSLOT];
+	unsigned cur;           /* the slot the caller fills */
+	uint64_t posted, taken, written;
+	uint8_t *own_buf;       /* the caller's buf and out, given back at the end */
+	struct pages_extent *own_out;
+	struct pages_extent *spare_out; /* allocated here */
 };
+
+/* The slot holding record number seq, ready to be taken; NULL if none. */
+static struct slot *slot_ready(struct pages_async *a, uint64_t seq)
+{
+	for (unsigned i = 0; i < NSLOT; i++)
+		if (a->slot[i].state == SLOT_READY && a->slot[i].seq == seq)
+			return &a->slot[i];
+	return NULL;
+}
 
 static void *async_main(void *p)
 {
-	struct pages_async *a = p;
+	struct worker *wk = p;
+	struct pages_async *a = wk->a;
 
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
-		while (!a->busy && !a->quit)
+		struct slot *s;
+		while (!(s = slot_ready(a, a->taken)) && !a->quit)
 			pthread_cond_wait(&a->cv, &a->mu);
-		if (!a->busy)
+		if (!s)
 			break;
-		int err = a->err;
+		s->state = SLOT_BUSY;
+		a->taken++;
+		bool skip = a->err;
 		pthread_mutex_unlock(&a->mu);
-		int r = err ? 0 : img_write_aligned_crc(a->w, a->type, a->iov, 3, a->crc);
+		size_t zlen = 0;
+		int r = skip ? 0 : rec_compress(a->z, wk->lane, &s->c, &zlen);
+		pthread_mutex_lock(&a->mu);
+		while (a->written != s->seq)
+			pthread_cond_wait(&a->cv, &a->mu);
+		skip = a->err;
+		pthread_mutex_unlock(&a->mu);
+		if (r >= 0 && !skip)
+			r = rec_write(a->w, a->type, a->z, wk->lane, &s->c, r, zlen);
 		pthread_mutex_lock(&a->mu);
 		if (r < 0 && !a->err)
 			a->err = r;
-		a->busy = false;
+		a->written++;
+		s->state = SLOT_FREE;
 		pthread_cond_broadcast(&a->cv);
 	}
 	pthread_mutex_unlock(&a->mu);
 	return NULL;
 }
 
-/* Waits until no record is in flight; the first write error, or 0. */
+/* Waits until every record posted is written; the first write error, or 0. */
 static int async_wait(struct pages_async *a)
 {
 	if (!a || !a->started)
 		return a ? a->err : 0;
 	pthread_mutex_lock(&a->mu);
-	while (a->busy)
+	while (a->written != a->posted)
 		pthread_cond_wait(&a->cv, &a->mu);
 	int r = a->err;
 	pthread_mutex_unlock(&a->mu);
 	return r;
 }
 
-static void async_free(struct pages_async *a)
+/* Stops the threads once what was posted is written; gives the caller's
+ * buffers back to pw. */
+static void async_free(struct pages_writer *pw)
 {
+	struct pages_async *a = pw->async;
 	if (!a)
 		return;
-	if (a->started) {
-		pthread_mutex_lock(&a->mu);
-		a->quit = true;
-		pthread_cond_broadcast(&a->cv);
-		pthread_mutex_unlock(&a->mu);
-		pthread_join(a->thread, NULL);
-	}
+	pthread_mutex_lock(&a->mu);
+	a->quit = true;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	for (unsigned i = 0; i < a->started; i++)
+		pthread_join(a->wk[i].thread, NULL);
 	pthread_cond_destroy(&a->cv);
 	pthread_mutex_destroy(&a->mu);
+	pw->buf = a->own_buf;
+	pw->out = a->own_out;
 	free(a->spare_out);
 	free(a);
+	pw->async = NULL;
 }
 
 int pages_writer_async(struct pages_writer *pw, void *buf2)
 {
-	if (!buf2 || pw->async || pw->z)
+	if (!buf2 || pw->async)
 		return -EINVAL;
 	struct pages_async *a = calloc(1, sizeof(*a));
 	if (!a)
@@ -460,13 +583,18 @@ int pages_writer_async(struct pages_writer *pw, void *buf2)
 	pthread_cond_init(&a->cv, NULL);
 	a->w = pw->w;
 	a->type = pw->type;
-	a->spare = buf2;
+	a->z = pw->z;
+	a->nworkers = pw->z ? MIN(pw->z->nlanes, NSLOT) : 1;
+	a->own_buf = pw->buf;
+	a->own_out = pw->out;
 	a->spare_out = malloc(ztable_size(pw->out_cap));
+	a->slot[0] = (struct slot){ .c = { .buf = pw->buf, .x = pw->out }, .state = SLOT_FILL };
+	a->slot[1] = (struct slot){ .c = { .buf = buf2, .x = a->spare_out } };
+	pw->async = a;
 	if (!a->spare_out) {
-		async_free(a);
+		async_free(pw);
 		return -ENOMEM;
 	}
-	pw->async = a;
 	return 0;
 }
 
@@ -476,38 +604,50 @@ int pages_sync(struct pages_writer *pw)
 }
 
 /*
- * Hands the record in iov (in pw->buf and pw->out) to the writer thread,
- * started now if it is not yet, and takes the spare buffers to fill next.
- * 1 if handed over, 0 if the record must be written here (no thread could
- * be started), or -errno of an earlier write.
+ * Hands the record c (in the slot being filled) to the writer threads,
+ * started now if they are not yet, and takes a free slot to fill next,
+ * waiting for one. 1 if handed over, 0 if the record must be written here
+ * (no thread could be started), or -errno of an earlier write.
  */
-static int async_post(struct pages_writer *pw, const struct iovec *iov, uint32_t crc)
+static int async_post(struct pages_writer *pw, const struct rec *c)
 {
 	struct pages_async *a = pw->async;
-	int r = async_wait(a);
-	if (r < 0)
-		return r;
-	if (!a->started) {
-		if (pthread_create(&a->thread, NULL, async_main, a) != 0)
-			return 0;
-		a->started = true;
+	while (a->started < a->nworkers) {
+		struct worker *wk = &a->wk[a->started];
+		*wk = (struct worker){ .a = a, .lane = a->started };
+		if (pthread_create(&wk->thread, NULL, async_main, wk) != 0)
+			break;
+		a->started++;
 	}
+	if (!a->started)
+		return 0;
 	pthread_mutex_lock(&a->mu);
-	memcpy(a->iov, iov, sizeof(a->iov));
-	a->crc = crc;
-	a->busy = true;
-	pthread_cond_broadcast(&a->cv);
+	int r = a->err;
+	if (!r) {
+		struct slot *s = &a->slot[a->cur];
+		s->c = *c;
+		s->seq = a->posted++;
+		s->state = SLOT_READY;
+		pthread_cond_broadcast(&a->cv);
+		for (;;) {
+			unsigned i = 0;
+			while (i < NSLOT && a->slot[i].state != SLOT_FREE)
+				i++;
+			if (i < NSLOT) {
+				a->cur = i;
+				break;
+			}
+			pthread_cond_wait(&a->cv, &a->mu);
+		}
+		a->slot[a->cur].state = SLOT_FILL;
+		pw->buf = a->slot[a->cur].c.buf;
+		pw->out = a->slot[a->cur].c.x;
+	}
 	pthread_mutex_unlock(&a->mu);
-	uint8_t *b = pw->buf;
-	pw->buf = a->spare;
-	a->spare = b;
-	struct pages_extent *o = pw->out;
-	pw->out = a->spare_out;
-	a->spare_out = o;
-	return 1;
+	return r < 0 ? r : 1;
 }
 
-/* full: the buffer is full, more is likely to follow (a thread pays off) */
+/* full: the buffer is full, more is likely to follow (threads pay off) */
 static int flush(struct pages_writer *pw, bool full)
 {
 	uint64_t bytes;
@@ -516,7 +656,6 @@ static int flush(struct pages_writer *pw, bool full)
 	if (!pw->nq)
 		return 0;
 	pw->read_failed = false;
-	static const uint8_t zero[8];
 	struct pages_extent *x = pw->out;
 	uint32_t crc;
 	ssize_t got = read_drop(pw, x, &bytes, &crc);
@@ -529,51 +668,24 @@ static int flush(struct pages_writer *pw, bool full)
 	pw->queued = 0;
 	if (!n)
 		return 0;
-	size_t zlen = 0;
-	r = pw->z && bytes >= ZMIN && bytes <= PAGES_MAX_RAW ?
-		    z_compress(pw->z, pw->buf, bytes, &zlen) : 0;
-	if (r < 0)
-		return r;
-	bool zipped = r > 0;
-	uint64_t len = zipped ? zlen : bytes;
-	struct pages_head head = { .magic = zipped ? PAGES_MAGIC_ZSTD : PAGES_MAGIC,
-				   .n = (uint32_t)n, .tag = pw->tag };
-	uint8_t *end = (uint8_t *)&x[n];
-	if (zipped) {
-		uint64_t zl = zlen;
-		memcpy(end, &zl, sizeof(zl));
-		end += sizeof(zl);
-	}
-	memcpy(end, &head, sizeof(head));
-	struct iovec iov[3] = {
-		{ .iov_base = zipped ? pw->z->out : pw->buf, .iov_len = len },
-		{ .iov_base = (void *)zero, .iov_len = ALIGN8(len) - len },
-		{ .iov_base = x, .iov_len = zipped ? ztable_size(n) : table_size(n) },
-	};
-	if (zipped) {
-		crc = img_crc32c(0, iov[0].iov_base, iov[0].iov_len);
-	}
-	/* the pad and the table after the bytes summed as they were read */
-	crc = img_crc32c(crc, iov[1].iov_base, iov[1].iov_len);
-	crc = img_crc32c(crc, iov[2].iov_base, iov[2].iov_len);
+	struct rec c = { .buf = pw->buf, .x = x, .n = n, .bytes = bytes, .crc = crc,
+			 .tag = pw->tag };
 	r = 0;
 	if (pw->async && (pw->async->started || full))
-		r = async_post(pw, iov, crc);
+		r = async_post(pw, &c);
 	if (r == 0) {
+		/* here, on lane 0: no thread compresses while none is in flight */
+		size_t zlen = 0;
 		r = async_wait(pw->async);
 		if (r >= 0)
-			r = img_write_aligned_crc(pw->w, pw->type, iov, 3, crc);
+			r = rec_compress(pw->z, 0, &c, &zlen);
+		if (r >= 0)
+			r = rec_write(pw->w, pw->type, pw->z, 0, &c, r, zlen);
 	}
 	if (r < 0)
 		return r;
 	pw->bytes += bytes;
 	pw->records++;
-	if (pw->z) {
-		pw->z->st.raw += bytes;
-		pw->z->st.stored += len;
-		pw->z->st.records++;
-		pw->z->st.compressed += zipped;
-	}
 	return 0;
 }
 

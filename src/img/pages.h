@@ -118,11 +118,15 @@ struct pages_extent {
 /* --- checkpoint -------------------------------------------------------- */
 
 /*
- * A compressor shared by the writers of one checkpoint (it holds a zstd
- * context, its worker threads and an output buffer); NULL: none.
- * pages_z_new() returns -EPROTONOSUPPORT in a build without zstd. The
- * counts say what went through it.
+ * A compressor shared by the writers of one checkpoint, used by one writer
+ * at a time; NULL: none. It holds up to PAGES_Z_LANES lanes (zstd
+ * contexts and an output buffer each), so that a writer's threads
+ * compress that many records side by side (pages_writer_async): each
+ * record is a frame of its own, so the frames are the same whichever
+ * thread made them. pages_z_new() returns -EPROTONOSUPPORT in a build
+ * without zstd. The counts say what went through it.
  */
+#define PAGES_Z_LANES 2
 struct pages_z;
 struct pages_async;
 struct pages_z_stats {
@@ -130,8 +134,8 @@ struct pages_z_stats {
 	uint64_t stored;        /* what they took in the image (frames or plain) */
 	uint64_t records, compressed; /* records written, of which compressed */
 };
-/* level: zstd's (1 is fast); threads: 0 or 1 compresses in the caller,
- * more splits a record among that many threads. */
+/* level: zstd's (1 is fast); threads: records compressed at once (lanes,
+ * at least 1, at most PAGES_Z_LANES); bufsize: the largest record. */
 int pages_z_new(struct pages_z **ret, int level, unsigned threads, size_t bufsize)
 	__attribute__((warn_unused_result));
 void pages_z_free(struct pages_z *z);
@@ -173,18 +177,21 @@ int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t ty
 int pages_writer_compress(struct pages_writer *pw, struct pages_z *z)
 	__attribute__((warn_unused_result));
 /*
- * From now on, records may be written by a thread of the writer's own
+ * From now on, records may be written by threads of the writer's own
  * while the caller's thread reads the next one into buf2 (bufsize bytes,
  * the caller's; the two buffers take turns): reading and writing
- * overlap, the copy in and the copy out on two cores. The thread is
- * started at the first record written because the buffer was full (a
- * writer that only ever writes one small record never starts it). The
- * crc of a record is computed by the caller's thread (img_write_aligned_crc),
- * which leaves the thread only the write. While a record is in flight the
- * thread owns the image writer: the caller must call pages_sync() before
- * it writes anything else to it. A write error comes back from the next
- * pages_add/pages_flush/pages_sync (read_failed false). -EINVAL with a
- * compressor (its output buffer is single).
+ * overlap, the copy in and the copy out on two cores. With a compressor
+ * (pages_writer_compress first), a thread for each of its lanes, up to
+ * two: each compresses a record whole on its own lane, and the records
+ * are written in the order they were read. The threads are started at
+ * the first record written because the buffer was full (a writer that
+ * only ever writes one small record never starts them). The crc of a
+ * plain record is computed by the caller's thread as it reads
+ * (img_write_aligned_crc), that of a frame by the thread that made it.
+ * While a record is in flight the threads own the image writer and the
+ * compressor: the caller must call pages_sync() before it writes
+ * anything else to the image. A write error comes back from the next
+ * pages_add/pages_flush/pages_sync (read_failed false).
  */
 int pages_writer_async(struct pages_writer *pw, void *buf2) __attribute__((warn_unused_result));
 /* Waits until every record handed to the thread is written; its error, or 0. */

@@ -838,9 +838,9 @@ static int mm_dump(struct ckpt_ctx *ctx, struct task *t)
 		mm_map_free(&map);
 		return r;
 	}
-	/* records written by a thread while the next is read (not compressed:
-	 * the compressor has one output buffer; not on one CPU: no buf2) */
-	if (!ctx->pz && ctx->buf2 && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
+	/* records written (and compressed, with --compress) by threads while
+	 * the next is read; not on one CPU: no buf2 */
+	if (ctx->buf2 && (r = pages_writer_async(&pw, ctx->buf2)) < 0) {
 		pages_writer_release(&pw);
 		return r;
 	}
