@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -506,6 +507,14 @@ static void *async_main(void *p)
 	struct worker *wk = p;
 	struct pages_async *a = wk->a;
 
+	/* a compressor's threads keep both CPUs busy for as long as there
+	 * is memory: at the normal priority, not at the real-time one they
+	 * inherit from ckpt's thread (rtprio.h), which would hold every
+	 * other task of the machine off them */
+	if (a->z) {
+		struct sched_param none = { 0 };
+		(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &none);
+	}
 	pthread_mutex_lock(&a->mu);
 	for (;;) {
 		struct slot *s;

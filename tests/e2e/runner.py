@@ -9377,6 +9377,31 @@ http {{
         rc = self.wait_exit(rp, "ckpt restart --key")
         self.check_result(rc, "ckpt restart --key")
 
+    def compress_no_room(self, pr):
+        """checkpoint --compress --kill to a tmpfs of 2 MiB, too small for
+        the image (the compressed text alone takes more, so the write fails
+        while frames are made and written by the store's threads): it fails
+        saying so, no image is left, and the program lives on (its memory
+        is checked after the restart of the checkpoint that follows)."""
+        small = self.p("small")
+        os.mkdir(small)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "ckpt-test", small],
+                           capture_output=True, timeout=30)
+        if r.returncode != 0:
+            raise Skip("cannot mount a tmpfs: %r" % r.stderr.decode().strip())
+        try:
+            rc, err = self.checkpoint(os.path.join(small, "img"), "ckpt-full", reap=[pr],
+                                      expect_ok=False, extra=["--compress"])
+            left = os.listdir(small)
+        finally:
+            subprocess.run(["umount", small], capture_output=True, timeout=30)
+        if rc == 0 or not re.search(r"no space left on device", err, re.I):
+            raise Fail("checkpoint --compress to a full tmpfs: exit %d: %r" % (rc, err[-300:]))
+        if left:
+            raise Fail("the failed checkpoint left %r" % left)
+        if not pid_alive(self.pid) or pr.poll() is not None:
+            raise Fail("the program did not survive the failed checkpoint --kill")
+
     def flow_compress(self):
         """--compress: an image of text-like memory (24 MiB anonymous, a 4 MiB
         memfd) and 4 MiB of random bytes is much smaller than without; the
@@ -9389,6 +9414,7 @@ http {{
         pr = self.start()
         self.wait_ready()
         plain, img = self.p("plain"), self.p("img")
+        self.compress_no_room(pr)
         self.checkpoint(plain, "ckpt-plain", reap=[pr], kill=False)
         self.checkpoint(img, "ckpt", reap=[pr], extra=["--compress"])
         ps, zs = os.path.getsize(plain), os.path.getsize(img)
