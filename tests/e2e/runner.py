@@ -2236,6 +2236,17 @@ class Run:
         progress(10)
         topo.sh("-n", topo.ns["b"], "link", "del", hostif)
 
+    def small_tmpfs(self, name, size):
+        """A tmpfs of size (mount's "16m") on the test's directory name,
+        for a test that runs out of space; the caller unmounts it."""
+        where = self.p(name)
+        os.mkdir(where)
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "ckpt-test", where],
+                           capture_output=True, timeout=30)
+        if r.returncode != 0:
+            raise Skip("cannot mount a tmpfs: %r" % r.stderr.decode().strip())
+        return where
+
     def mig2_nospace(self, pr, progress):
         """A migration whose target runs out of space: ckpt receive keeps
         the pre-copy rounds in $TMPDIR, here a tmpfs of 16 MiB, and the
@@ -2243,12 +2254,7 @@ class Run:
         out of space; the original runs on in A with its connections, no
         lock is left in A or B, receive left nothing in its directory. Then
         the migration to a roomy target works."""
-        small = self.p("small")
-        os.mkdir(small)
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "ckpt-test", small],
-                           capture_output=True, timeout=30)
-        if r.returncode != 0:
-            raise Skip("cannot mount a tmpfs: %r" % r.stderr.decode().strip())
+        small = self.small_tmpfs("small", "16m")
         try:
             mrc, rrc, mtext, rtext = self.mig2_migrate([pr], "f", renv={"TMPDIR": small})
             left = os.listdir(small)
@@ -9383,12 +9389,7 @@ http {{
         while frames are made and written by the store's threads): it fails
         saying so, no image is left, and the program lives on (its memory
         is checked after the restart of the checkpoint that follows)."""
-        small = self.p("small")
-        os.mkdir(small)
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "ckpt-test", small],
-                           capture_output=True, timeout=30)
-        if r.returncode != 0:
-            raise Skip("cannot mount a tmpfs: %r" % r.stderr.decode().strip())
+        small = self.small_tmpfs("small", "2m")
         try:
             rc, err = self.checkpoint(os.path.join(small, "img"), "ckpt-full", reap=[pr],
                                       expect_ok=False, extra=["--compress"])
