@@ -294,7 +294,8 @@ int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t ty
 
 int pages_writer_compress(struct pages_writer *pw, struct pages_z *z)
 {
-	if (z && z->cap < pw->bufsize)
+	/* the threads take the compressor they were made with */
+	if ((z && z->cap < pw->bufsize) || pw->async)
 		return -EINVAL;
 	pw->z = z;
 	return 0;
@@ -405,9 +406,10 @@ struct rec {
 };
 
 /*
- * Compresses rec on lane l of z where it pays (z NULL: never), puts the
- * table after its extents and writes it. The frame stays in the lane's
- * buffer until written, so a lane makes one record at a time.
+ * Compresses c on lane l of z where it pays (z NULL: never): 1 and the
+ * frame's length in *zlen, 0 to write it plain, or -errno. The frame
+ * stays in the lane's buffer until written, so a lane makes one record at
+ * a time.
  */
 static int rec_compress(struct pages_z *z, unsigned l, struct rec *c, size_t *zlen)
 {
@@ -415,6 +417,8 @@ static int rec_compress(struct pages_z *z, unsigned l, struct rec *c, size_t *zl
 		       z_compress(&z->lane[l], c->buf, c->bytes, zlen) : 0;
 }
 
+/* Puts c's table after its extents and writes it: the frame lane l made
+ * if zipped (zlen bytes), else its bytes as read. */
 static int rec_write(struct img_writer *w, uint32_t type, struct pages_z *z, unsigned l,
 		     struct rec *c, int zipped, size_t zlen)
 {
@@ -464,7 +468,7 @@ static int rec_write(struct img_writer *w, uint32_t type, struct pages_z *z, uns
 enum slot_state { SLOT_FREE, SLOT_FILL, SLOT_READY, SLOT_BUSY };
 
 struct slot {
-	struct rec c;
+	struct rec c;           /* its buf and x are the slot's for good */
 	enum slot_state state;
 	uint64_t seq;           /* the record's number, when posted */
 };
@@ -488,9 +492,8 @@ struct pages_async {
 	struct slot slot[NSLOT];
 	unsigned cur;           /* the slot the caller fills */
 	uint64_t posted, taken, written;
-	uint8_t *own_buf;       /* the caller's buf and out, given back at the end */
-	struct pages_extent *own_out;
-	struct pages_extent *spare_out; /* allocated here */
+	/* slot 0 has the caller's buf and out, given back at the end; slot 1
+	 * buf2 and an out allocated here */
 };
 
 /* The slot holding record number seq, ready to be taken; NULL if none. */
@@ -574,9 +577,9 @@ static void async_free(struct pages_writer *pw)
 		pthread_join(a->wk[i].thread, NULL);
 	pthread_cond_destroy(&a->cv);
 	pthread_mutex_destroy(&a->mu);
-	pw->buf = a->own_buf;
-	pw->out = a->own_out;
-	free(a->spare_out);
+	pw->buf = a->slot[0].c.buf;
+	pw->out = a->slot[0].c.x;
+	free(a->slot[1].c.x);
 	free(a);
 	pw->async = NULL;
 }
@@ -594,13 +597,10 @@ int pages_writer_async(struct pages_writer *pw, void *buf2)
 	a->type = pw->type;
 	a->z = pw->z;
 	a->nworkers = pw->z ? MIN(pw->z->nlanes, NSLOT) : 1;
-	a->own_buf = pw->buf;
-	a->own_out = pw->out;
-	a->spare_out = malloc(ztable_size(pw->out_cap));
 	a->slot[0] = (struct slot){ .c = { .buf = pw->buf, .x = pw->out }, .state = SLOT_FILL };
-	a->slot[1] = (struct slot){ .c = { .buf = buf2, .x = a->spare_out } };
+	a->slot[1] = (struct slot){ .c = { .buf = buf2, .x = malloc(ztable_size(pw->out_cap)) } };
 	pw->async = a;
-	if (!a->spare_out) {
+	if (!a->slot[1].c.x) {
 		async_free(pw);
 		return -ENOMEM;
 	}
@@ -634,7 +634,10 @@ static int async_post(struct pages_writer *pw, const struct rec *c)
 	int r = a->err;
 	if (!r) {
 		struct slot *s = &a->slot[a->cur];
-		s->c = *c;
+		s->c.n = c->n;
+		s->c.bytes = c->bytes;
+		s->c.crc = c->crc;
+		s->c.tag = c->tag;
 		s->seq = a->posted++;
 		s->state = SLOT_READY;
 		pthread_cond_broadcast(&a->cv);

@@ -173,7 +173,8 @@ int pages_writer_init(struct pages_writer *pw, struct img_writer *w, uint32_t ty
 		      void *buf, size_t bufsize, pages_read_fn read, void *arg)
 	__attribute__((warn_unused_result));
 /* From now on, records are compressed by z where it pays (NULL: none);
- * -EINVAL if z's buffer is smaller than the writer's. */
+ * -EINVAL if z's buffer is smaller than the writer's, or after
+ * pages_writer_async. */
 int pages_writer_compress(struct pages_writer *pw, struct pages_z *z)
 	__attribute__((warn_unused_result));
 /*
