@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A process that unmapped its vDSO ([vdso], [vvar], [vvar_vclock]): its
- * image has none, and the restored process must have none either. The
- * puppet's group is unmapped instead of moved; injected calls then run
- * from the syscall instruction in the scratch area's stub, and once the
- * process's memory is written, from one found in its own code (which
- * outlives the scratch area).
+ * A process that unmapped its vDSO ([vdso], [vvar], [vvar_vclock]), or a
+ * part of the group (valgrind unmaps [vdso] and keeps the two [vvar]s):
+ * its image lacks them, and the restored process must lack them too. The
+ * puppet's are unmapped instead of moved; without its [vdso], injected
+ * calls then run from the syscall instruction in the scratch area's stub,
+ * and once the process's memory is written, from one found in its own
+ * code (which outlives the scratch area).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -18,7 +20,10 @@ int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma 
 		 int n)
 {
 	struct puppet *p = &t->pup;
-	int r = puppet_syscall_from_stub(p);
+	bool code = false; /* [vdso] itself goes: calls from the stub */
+	for (int i = 0; i < n; i++)
+		code = code || (from[i] && !strcmp(from[i]->path, "[vdso]"));
+	int r = code ? puppet_syscall_from_stub(p) : 0;
 	if (r < 0)
 		return log_fail(&ctx->log, r,
 				"pid %d: had unmapped its vDSO, and the puppet has no stub to run "
@@ -32,7 +37,10 @@ int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma 
 			return log_fail(&ctx->log, (int)e, "pid %d: cannot unmap the puppet's %s: %s",
 					t->pid, from[i]->path, strerror((int)-e));
 	}
-	log_debug(&ctx->log, "pid %d: restored without a vDSO, as it was", t->pid);
+	for (int i = 0; i < n; i++)
+		if (from[i])
+			log_debug(&ctx->log, "pid %d: restored without %s, as it was", t->pid,
+				  from[i]->path);
 	return 0;
 }
 

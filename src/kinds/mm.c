@@ -1533,20 +1533,28 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 			if ((int)m->e->vmas[j]->kind == vdso_kind_of(names[i]))
 				to[i] = m->e->vmas[j];
 	}
-	if (!to[0] && !to[1] && !to[2]) /* unmapped by the process itself */
-		return mm_drop_vdso(ctx, t, from, 3);
 	for (int i = 0; i < 3; i++) {
-		if (!from[i] != !to[i] ||
-		    (from[i] && from[i]->end - from[i]->start != to[i]->end - to[i]->start))
+		if (to[i] && (!from[i] || from[i]->end - from[i]->start != to[i]->end - to[i]->start))
 			return log_fail(&ctx->log, -EOPNOTSUPP,
 					"pid %d: the vDSO layout (%s) differs from the checkpointed "
 					"kernel's; restart on the same kernel",
 					t->pid, names[i]);
 	}
-	if (!to[2])
-		return log_fail(&ctx->log, -EOPNOTSUPP,
-				"pid %d: the image has no vDSO; such processes are not supported yet",
-				t->pid);
+	/* what the process had unmapped itself (all of the group, or a part:
+	 * valgrind's [vdso]) goes; the rest moves */
+	const struct proc_vma *drop[3] = { 0 };
+	bool dropping = false;
+	for (int i = 0; i < 3; i++)
+		if (from[i] && !to[i]) {
+			drop[i] = from[i];
+			from[i] = NULL;
+			dropping = true;
+		}
+	if (dropping) {
+		int r = mm_drop_vdso(ctx, t, drop, 3);
+		if (r < 0 || (!to[0] && !to[1] && !to[2]))
+			return r;
+	}
 	/* already in place: a child forked from its parent's puppet, whose
 	 * vDSO group was moved first (else, seen as overlapping itself, the
 	 * group went to the free spot and back: 6 mremaps for nothing) */

@@ -161,11 +161,11 @@ void mm_chain_free(struct mm_chain *c);
  * parent a line, each checked (there, with the id recorded) */
 void mm_chain_print(FILE *f, const uint8_t *data, size_t len);
 /*
- * mm-vdso.c. Restart of a process that had unmapped its vDSO: the puppet's
- * vDSO group (from[0..n), NULL where absent) is unmapped, injected calls
- * run from the scratch stub; once the memory is there, mm_vdso_refind()
- * finds a syscall instruction in the process's own code (a no-op if the
- * vDSO is kept).
+ * mm-vdso.c. Restart of a process that had unmapped its vDSO, or a part of
+ * it: the puppet's mappings from[0..n) (NULL where kept or absent) are
+ * unmapped; without [vdso], injected calls run from the scratch stub, and
+ * once the memory is there, mm_vdso_refind() finds a syscall instruction
+ * in the process's own code (a no-op if [vdso] is kept).
  */
 int mm_drop_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_vma *const *from,
 		 int n) __attribute__((warn_unused_result));

@@ -138,6 +138,7 @@ TESTS = [
     entry("mem_reserve", max_image_bytes=8 * MiB),
     entry("mem_vdso", (B, T)),
     entry("mem_no_vdso", (B, T)),
+    entry("mem_no_vdso_code", (B, T), program="mem_no_vdso", pargs=("code",)),
     entry("mem_mmfields"),
     entry("mem_big"),
     # transparent huge pages (MADV_HUGEPAGE) come back as huge pages
