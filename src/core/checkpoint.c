@@ -190,6 +190,10 @@ static int check_root(struct ckpt_ctx *ctx, pid_t pid)
 	return 0;
 }
 
+/*
+ * Appends pid to ctx->tasks. The array may move: the threads already
+ * seized point to their process in it (leader), and are pointed again.
+ */
 static int add_task(struct ckpt_ctx *ctx, size_t *cap, pid_t pid)
 {
 	if (ctx->ntasks == *cap) {
@@ -199,6 +203,9 @@ static int add_task(struct ckpt_ctx *ctx, size_t *cap, pid_t pid)
 			return -ENOMEM;
 		ctx->tasks = nt;
 		*cap = ncap;
+		for (size_t i = 0; i < ctx->ntasks; i++)
+			for (size_t j = 0; j < nt[i].nthreads; j++)
+				nt[i].threads[j].leader = &nt[i];
 	}
 	ctx->tasks[ctx->ntasks++] = (struct task){ .pid = pid, .pup = { .memfd = -1 } };
 	return 0;

@@ -287,6 +287,7 @@ TESTS = [
     entry("tree_cow", (B, T), max_image_bytes=80 * MiB),
     entry("tree_cow_file", (B, T, R)),
     entry("tree_wide", (B, T, R)),
+    entry("tree_wide_threads", (B, T), program="tree_wide", pargs=("threads",)),
     entry("tree_keep_file", (B, T, R)),
     entry("tree_cow_lazy", program="tree_cow", max_image_bytes=80 * MiB, rst_args=("--lazy",)),
     # containers (ckpt run)

@@ -7,15 +7,38 @@
  * in read() on a shared "go" pipe. After restart the root sends one byte
  * per child; each checks that its pid and parent are as recorded and exits
  * 0; the root reaps exactly its 40 children, each with status 0.
+ * With "threads", the root has three more threads, started before the
+ * children: checkpoint seizes them before it lists the children, which
+ * then outgrow its first table of tasks (16). After restart each thread
+ * answers a byte sent to it, and is joined.
  */
 #include "lib.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define N 40
+#define NT 3
+
+static int thread_go[2], thread_back[2];
+
+/* a thread of the root: waits for a byte, sends it back plus one */
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	unsigned char c;
+	ssize_t r;
+	while ((r = read(thread_go[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	if (r != 1)
+		return (void *)1;
+	c++;
+	return write(thread_back[1], &c, 1) == 1 ? NULL : (void *)1;
+}
 
 static int child(pid_t root, int ready_w, int go_r)
 {
@@ -38,11 +61,16 @@ static int child(pid_t root, int ready_w, int go_r)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	const bool threads = argc > 1 && !strcmp(argv[1], "threads");
 	int rp[2], gp[2];
-	if (pipe(rp) || pipe(gp))
+	pthread_t th[NT];
+	if (pipe(rp) || pipe(gp) || pipe(thread_go) || pipe(thread_back))
 		fail("setup: %m");
+	for (int i = 0; threads && i < NT; i++)
+		if ((errno = pthread_create(&th[i], NULL, thread_main, NULL)))
+			fail("pthread_create: %m");
 	const pid_t root = getpid();
 	pid_t kids[N];
 	for (int i = 0; i < N; i++) {
@@ -79,5 +107,20 @@ int main(void)
 	}
 	expect(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD,
 	       "the root has children it did not make");
+	for (int i = 0; threads && i < NT; i++) {
+		unsigned char c = (unsigned char)(10 * i);
+		expect(write(thread_go[1], &c, 1) == 1, "to a thread: %m");
+	}
+	int sum = 0;
+	for (int i = 0; threads && i < NT; i++) {
+		unsigned char c;
+		expect(read(thread_back[0], &c, 1) == 1, "from a thread: %m");
+		sum += c;
+	}
+	expect(sum == (threads ? 0 + 10 + 20 + NT : 0), "the threads answered %d", sum);
+	for (int i = 0; threads && i < NT; i++) {
+		void *ret;
+		expect(pthread_join(th[i], &ret) == 0 && !ret, "thread %d did not end well", i);
+	}
 	pass();
 }
