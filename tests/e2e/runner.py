@@ -753,6 +753,10 @@ TESTS = [
           expect="exit0", min_runtime=3.9),
     entry("real_python", kind="command", argv=["@python", os.path.join(HERE, "py_state.py")]),
     entry("real_py_threads", kind="command", argv=["@python", os.path.join(HERE, "py_threads.py")]),
+    # under valgrind, which unmaps its [vdso] and keeps the [vvar]s (exit 9 on a memcheck error)
+    entry("real_valgrind", (B, T), program="mem_anon", wrap=("valgrind", "-q", "--error-exitcode=9")),
+    entry("real_valgrind_threads", program="thread_pthreads",
+          wrap=("valgrind", "-q", "--error-exitcode=9")),
     # root dropped to nobody by os.setuid, or started as nobody by runuser (a root parent)
     entry("real_py_setuid", (B, T, R), kind="command", argv=["@python", os.path.join(HERE, "py_setuid.py")]),
     entry("real_runuser", (B, T), kind="runuser", argv=["@python", os.path.join(HERE, "py_setuid.py")],
@@ -1326,7 +1330,10 @@ class Run:
         path = os.path.join(self.opts.bindir, t["program"])
         if not os.access(path, os.X_OK):
             raise Fail("test program %s not built" % path)
-        return [path] + list(t.get("pargs", ()))
+        wrap = list(t.get("wrap", ()))  # a program the test runs under (valgrind)
+        if wrap and not shutil.which(wrap[0]):
+            raise Skip("%s not installed" % wrap[0])
+        return wrap + [path] + list(t.get("pargs", ()))
 
     def host_shared_mounts(self):
         """host_shared (entry): tmpfs mounts of the test's in ckpt's own
