@@ -170,10 +170,18 @@ static int check_external(struct ckpt_ctx *ctx, struct unix_obj *u, const char *
 	const struct usk *t = ext_target(ctx, u, why, sizeof(why));
 	bool ext = ctx->flags & CKPT_EXT_UNIX;
 
-	if (!t)
-		return REFUSE(ctx, u, "peer outside the image (%s socket:[%llu]): %s%s", what,
-			      (unsigned long long)ino, why,
+	if (!t) {
+		/* who holds the peer: a helper that left the tree (a daemon it
+		 * started, reparented to init), or the process that started it */
+		char who[256] = "", path[64];
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", u->pid, u->fd);
+		if (!u->in_flight && stat(path, &st) == 0)
+			ctx_outside_holders(ctx, st.st_dev, ino, -1, u->fd, who, sizeof(who));
+		return REFUSE(ctx, u, "peer outside the image (%s socket:[%llu]%s%s): %s%s", what,
+			      (unsigned long long)ino, *who ? ", held" : "", who, why,
 			      ext ? ", so not even --external unix can save it" : "");
+	}
 	unix_name_str(t->name, t->namelen, nb, sizeof(nb));
 	if (!ext)
 		return REFUSE(ctx, u,

@@ -604,6 +604,8 @@ TESTS = [
     entry("real_node", (B, T), kind="node"),
     # dbus-daemon (its audit netlink socket), asked over new connections
     entry("real_dbus", (B, T), kind="dbus"),
+    # headless Chromium under a subreaper (its crash handler leaves the tree otherwise)
+    entry("real_chromium", (B, T), kind="chromium"),
     # gpg-agent under a subreaper: four listeners in a directory it watches
     entry("real_gpg_agent", (B, T), kind="gpg_agent"),
     # coreutils' tail -f, in poll with a timeout (restart_block) when frozen
@@ -820,9 +822,11 @@ TESTS = [
     entry("real_postgres_tcp", (B, T), kind="postgres_tcp"),
     # refusals: checkpoint must fail naming pid, fd and kind; the original lives on
     entry("refuse_inet", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*inet.*tcp.*not accepted yet"),
-    entry("refuse_unix", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside"),
+    # the peer's holder named: the grandchild, reparented out of the tree
+    entry("refuse_unix", kind="refuse",
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*held by pid \d+ \(refuse_unix\) fd \d+"),
     entry("refuse_unix_ext", kind="refuse", program="refuse_unix", ckpt_args=["--external", "unix"],
-          regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*no name.*not even --external unix"),
+          regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*peer outside.*held by pid \d+.*no name.*not even --external unix"),
     entry("refuse_unix_rights", kind="refuse", regex=r"\bpid {pid}\b.*\bfd 5\b.*unix.*carries socket:.*fds in flight itself"),
     entry("refuse_unix_glue", kind="refuse",
           regex=r"\bpid {pid} fd 5 \(unix stream socket:\[\d+\]\): its queue holds fds in flight and more segments than a peek shows"),
@@ -6431,6 +6435,109 @@ class Run:
         self.wait_until("gpg-agent's exit", lambda: not pid_alive(apid), [], timeout=30)
         os.kill(self.pid, signal.SIGKILL)
         self.wait_all([rp], EXIT_TIMEOUT, "the supervisor after SIGKILL")
+
+    CHROMIUM_PAGE = (b"<html><head><title>n=0</title></head><body><script>"
+                     b"let n = 0; setInterval(() => { document.title = 'n=' + (++n); }, 50);"
+                     b"</script></body></html>")
+
+    def flow_chromium(self):
+        """Headless Chromium (a browser, a zygote, renderers, a network
+        service, GPU and crash handler processes: about ten processes and
+        a hundred threads) under a supervisor that is its subreaper, as a
+        session manager is, so that its crash handler, which leaves its
+        parent, stays in the tree. It shows a page of the runner's whose
+        script counts in its title; the runner reads the titles from the
+        DevTools HTTP endpoint (a port Chromium picks, in its profile's
+        DevToolsActivePort). checkpoint --kill and restart (twice in twice
+        mode): the page counts on from where it was, and a new tab, a new
+        renderer forked by the restored zygote, loads the page again over
+        the restored network service and counts too."""
+        chromium = shutil.which("chromium")
+        if not chromium:
+            raise Skip("chromium not installed")
+        page = self.CHROMIUM_PAGE
+        handler = type("H", (http.server.BaseHTTPRequestHandler,), {
+            "do_GET": lambda h: (h.send_response(200),
+                                 h.send_header("Content-Type", "text/html"),
+                                 h.send_header("Content-Length", str(len(page))),
+                                 h.end_headers(), h.wfile.write(page)),
+            "log_message": lambda h, *a: None})
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        url = "http://127.0.0.1:%d/" % srv.server_address[1]
+        profile = self.p("profile")
+        sup = ("import ctypes, signal, subprocess, sys\n"
+               "ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER\n"
+               "subprocess.run(sys.argv[1:])\n"
+               "signal.pause()\n")
+        self.t = dict(self.t, argv=[
+            sys.executable, "-c", sup, chromium, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--user-data-dir=" + profile,
+            "--remote-debugging-port=0", url])
+        pr = self.start()
+        self.pid = pr.pid
+        try:
+            self.chromium_cycle(pr, profile, url)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+            self.kill_descendants(self.pid)
+
+    def chromium_cycle(self, pr, profile, url):
+        """flow_chromium once Chromium runs (pr, its supervisor)."""
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        self.wait_until("Chromium's DevToolsActivePort", lambda: self.size(port_file) > 0, [pr],
+                        timeout=60)
+        with open(port_file) as f:
+            devtools = "http://127.0.0.1:%d/json" % int(f.readline())
+
+        def counts():
+            """{tab id: the count in its title} of the tabs showing url"""
+            with urllib.request.urlopen(devtools, timeout=30) as r:
+                tabs = json.load(r)
+            return {t["id"]: int(m.group(1)) for t in tabs
+                    if t.get("url") == url and (m := re.fullmatch(r"n=(\d+)", t.get("title", "")))}
+
+        def counting(tab, above):
+            self.wait_until("tab %s to count past %d" % (tab, above),
+                            lambda: counts().get(tab, -1) > above, [], timeout=60)
+        self.wait_until("Chromium's page to count", lambda: any(counts().values()), [pr],
+                        timeout=60)
+        first = next(iter(counts()))
+
+        def goes_on():
+            """the first tab counts on; a new tab loads the page and counts"""
+            counting(first, counts()[first])
+            req = urllib.request.Request(devtools + "/new?" + url, method="PUT")
+            with urllib.request.urlopen(req, timeout=30) as r:
+                tab = json.load(r)["id"]
+            counting(tab, 2)
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=goes_on)
+        goes_on()
+        if rp is not pr:
+            self.notes.append("%d tabs counting after the restart" % len(counts()))
+
+    def kill_descendants(self, root):
+        """SIGKILL to root's descendants (as /proc lists them now), then root."""
+        kids = {}
+        for d in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+        todo, seen = [root], []
+        while todo:
+            p = todo.pop()
+            seen.append(p)
+            todo += kids.get(p, [])
+        for p in reversed(seen):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
 
     def flow_tail(self):
         """`tail -f grow.txt` (coreutils: poll() on its inotify fd with a
