@@ -606,6 +606,8 @@ TESTS = [
     entry("real_dbus", (B, T), kind="dbus"),
     # headless Chromium under a subreaper (its crash handler leaves the tree otherwise)
     entry("real_chromium", (B, T), kind="chromium"),
+    # LibreOffice headless: a second soffice hands its conversion to the restored one
+    entry("real_libreoffice", (B, T), kind="libreoffice"),
     # gpg-agent under a subreaper: four listeners in a directory it watches
     entry("real_gpg_agent", (B, T), kind="gpg_agent"),
     # coreutils' tail -f, in poll with a timeout (restart_block) when frozen
@@ -6517,6 +6519,61 @@ class Run:
         goes_on()
         if rp is not pr:
             self.notes.append("%d tabs counting after the restart" % len(counts()))
+
+    def flow_libreoffice(self):
+        """LibreOffice headless (oosplash and soffice.bin: a UNO acceptor on
+        a named pipe, its single-instance pipe in /tmp, about five threads)
+        with a profile in the test's directory. checkpoint --kill and
+        restart (twice in twice mode), both pipes there between; then a
+        second `soffice --convert-to pdf` hands its document to the
+        restored instance through the single-instance pipe (it converts
+        nothing itself, so it prints nothing) and the PDF is made. The
+        instance quits after such a conversion, as it does unrestored."""
+        soffice = shutil.which("soffice")
+        if not soffice:
+            raise Skip("LibreOffice (libreoffice-writer-nogui) not installed")
+        name = "ckpt%d" % os.getpid()
+        accept = "/tmp/OSL_PIPE_%d_%s" % (os.getuid(), name)
+        profile = "-env:UserInstallation=file://" + self.p("profile")
+        with open(self.p("doc.txt"), "w") as f:
+            f.write("restored by ckpt\n")
+        self.t = dict(self.t, argv=[soffice, "--headless", "--norestore",
+                                    "--accept=pipe,name=%s;urp;" % name, profile])
+        pr = self.start()
+        self.pid = pr.pid
+        try:
+            self.wait_until("LibreOffice's acceptor pipe", lambda: os.path.exists(accept), [pr],
+                            timeout=60)
+
+            def office():
+                """soffice.bin, the instance, is in the tree"""
+                found = [int(d) for d in os.listdir("/proc") if d.isdigit() and
+                         self.comm(int(d)) == "soffice.bin" and self.ours(int(d))]
+                if len(found) != 1:
+                    raise Fail("soffice.bin processes of the test: %s" % found)
+                return found[0]
+
+            def listening():
+                with open("/proc/net/unix") as f:
+                    if accept not in f.read():
+                        raise Fail("nothing listens on %s" % accept)
+            instance = office()
+            rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=listening)
+            listening()
+            if office() != instance:
+                raise Fail("soffice.bin is not pid %d after the restart" % instance)
+            r = subprocess.run([soffice, "--headless", profile, "--convert-to", "pdf", "doc.txt"],
+                               cwd=self.dir, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0 or "convert" in r.stdout:
+                raise Fail("the second soffice did not hand its conversion over (exit %d): %s"
+                           % (r.returncode, (r.stdout + r.stderr).strip()[-300:]))
+            self.wait_until("doc.pdf", lambda: self.size("doc.pdf") > 0, [], timeout=60)
+            with open(self.p("doc.pdf"), "rb") as f:
+                if not f.read(5) == b"%PDF-":
+                    raise Fail("doc.pdf is not a PDF")
+            self.wait_all([rp], EXIT_TIMEOUT, "LibreOffice after the conversion")
+        finally:
+            self.kill_descendants(self.pid)
 
     def kill_descendants(self, root):
         """SIGKILL to root's descendants (as /proc lists them now), then root."""
