@@ -608,6 +608,8 @@ TESTS = [
     entry("real_chromium", (B, T), kind="chromium"),
     # LibreOffice headless: a second soffice hands its conversion to the restored one
     entry("real_libreoffice", (B, T), kind="libreoffice"),
+    # Emacs as a daemon, asked by emacsclient: a timer counts, a buffer keeps its text
+    entry("real_emacs", (B, T), kind="emacs"),
     # gpg-agent under a subreaper: four listeners in a directory it watches
     entry("real_gpg_agent", (B, T), kind="gpg_agent"),
     # coreutils' tail -f, in poll with a timeout (restart_block) when frozen
@@ -6574,6 +6576,52 @@ class Run:
             self.wait_all([rp], EXIT_TIMEOUT, "LibreOffice after the conversion")
         finally:
             self.kill_descendants(self.pid)
+
+    def flow_emacs(self):
+        """Emacs as a daemon (`emacs -Q --fg-daemon=SOCKET`, a server socket
+        in the test's directory) with a timer that counts every 50 ms and a
+        buffer with text in it. checkpoint --kill and restart (twice in
+        twice mode); emacsclient, a new connection each time, asks: the
+        pid is the same, the buffer holds its text, and the count goes on
+        growing (the timer runs). `(kill-emacs)` then ends it (exit 0)."""
+        emacs, client = shutil.which("emacs"), shutil.which("emacsclient")
+        if not emacs or not client:
+            raise Skip("emacs (emacs-nox) not installed")
+        sock = self.p("emacs.sock")
+        env = dict(os.environ, HOME=self.dir)
+        self.t = dict(self.t, argv=[
+            emacs, "-Q", "--fg-daemon=" + sock, "--eval",
+            "(progn (setq ckpt-n 0) (run-at-time 0 0.05 (lambda () (setq ckpt-n (1+ ckpt-n)))))"])
+        pr = self.start()
+        self.pid = pr.pid
+
+        def ask(expr):
+            r = subprocess.run([client, "-s", sock, "--eval", expr], capture_output=True,
+                               text=True, timeout=30, env=env)
+            if r.returncode != 0:
+                raise Fail("emacsclient %s: %s" % (expr, r.stderr.strip()))
+            return r.stdout.strip()
+        self.wait_until("Emacs's server socket", lambda: os.path.exists(sock), [pr], timeout=60)
+        text = "kept by ckpt %d" % os.getpid()
+        ask('(with-current-buffer (get-buffer-create "notes") (insert "%s"))' % text)
+        pid = int(ask("(emacs-pid)"))
+
+        def same():
+            if int(ask("(emacs-pid)")) != pid:
+                raise Fail("Emacs answers as another pid after the restart")
+            got = ask('(with-current-buffer "notes" (buffer-string))')
+            if got != '"%s"' % text:
+                raise Fail("the buffer holds %s after the restart" % got)
+            n = int(ask("ckpt-n"))
+            self.wait_until("Emacs's timer to count on", lambda: int(ask("ckpt-n")) > n, [],
+                            timeout=30)
+        rp = pr if self.opts.no_ckpt else self.real_cycle(pr, between=same)
+        same()
+        subprocess.run([client, "-s", sock, "--eval", "(kill-emacs)"], capture_output=True,
+                       timeout=30, env=env)
+        self.wait_all([rp], EXIT_TIMEOUT, "Emacs after (kill-emacs)")
+        if rp.returncode != 0:
+            raise Fail("Emacs exited with status %s after (kill-emacs)" % rp.returncode)
 
     def kill_descendants(self, root):
         """SIGKILL to root's descendants (as /proc lists them now), then root."""
