@@ -601,6 +601,18 @@ static int cmp_link(const void *a, const void *b)
 	return ((const struct fd_link *)a)->fd - ((const struct fd_link *)b)->fd;
 }
 
+/* What fdtable_links read before it failed: gone, so that a later call
+ * starts again from nothing. */
+static int links_drop(struct fdt_ckpt *f, int err)
+{
+	for (size_t i = 0; i < f->nlinks; i++)
+		free(f->links[i].link);
+	free(f->links);
+	f->links = NULL;
+	f->nlinks = 0;
+	return err;
+}
+
 int fdtable_links(struct task *t, const struct fd_link **ret, size_t *ret_n)
 {
 	struct fdt_ckpt *f = task_state(t, KIND_fdtable, sizeof(*f));
@@ -622,15 +634,16 @@ int fdtable_links(struct task *t, const struct fd_link **ret, size_t *ret_n)
 				continue; /* closed meanwhile */
 			target[n] = '\0';
 			if (f->nlinks == cap) {
-				cap = cap ? 2 * cap : 64;
-				struct fd_link *v = realloc(f->links, cap * sizeof(*v));
+				size_t nc = cap ? 2 * cap : 64;
+				struct fd_link *v = realloc(f->links, nc * sizeof(*v));
 				if (!v)
-					return -ENOMEM;
+					return links_drop(f, -ENOMEM);
 				f->links = v;
+				cap = nc;
 			}
 			char *l = strdup(target);
 			if (!l)
-				return -ENOMEM;
+				return links_drop(f, -ENOMEM);
 			f->links[f->nlinks++] = (struct fd_link){ atoi(de->d_name), l };
 		}
 		if (f->nlinks)

@@ -226,10 +226,12 @@ static void add_children(pid_t pid, pid_t **set, size_t *n, size_t *cap)
 			if (seen)
 				continue;
 			if (*n == *cap) {
-				pid_t *ns = realloc(*set, (*cap = *cap * 2 + 16) * sizeof(**set));
+				size_t nc = *cap * 2 + 16;
+				pid_t *ns = realloc(*set, nc * sizeof(**set));
 				if (!ns)
 					return;
 				*set = ns;
+				*cap = nc;
 			}
 			(*set)[(*n)++] = (pid_t)c;
 			kill((pid_t)c, SIGSTOP); /* forks no more */
@@ -251,10 +253,12 @@ static void guard_kill(const struct known *k, size_t nk)
 		if (syscall(SYS_pidfd_send_signal, k[i].pidfd, SIGSTOP, NULL, 0) < 0)
 			continue; /* gone: its pid may be someone else's now */
 		if (n == cap) {
-			pid_t *ns = realloc(set, (cap = cap * 2 + 16) * sizeof(*set));
+			size_t nc = cap * 2 + 16;
+			pid_t *ns = realloc(set, nc * sizeof(*set));
 			if (!ns)
 				break;
 			set = ns;
+			cap = nc;
 		}
 		set[n++] = k[i].pid;
 	}
@@ -289,9 +293,12 @@ static _Noreturn void guard(int sock, struct ckpt_log *log)
 		}
 		if (k == (ssize_t)sizeof(m) && m.type == MSG_PID) {
 			if (n == cap) {
-				struct known *ns = realloc(set, (cap = cap * 2 + 16) * sizeof(*set));
-				if (ns)
+				size_t nc = cap * 2 + 16;
+				struct known *ns = realloc(set, nc * sizeof(*set));
+				if (ns) {
 					set = ns;
+					cap = nc;
+				}
 			}
 			/* the task is stopped by ckpt until this is answered: it is
 			 * the pid's */
