@@ -563,7 +563,10 @@ static int unix_fd_collect(struct ckpt_ctx *ctx, struct task *t, const struct fd
 	u->pid = t->pid;
 	u->fd = fi->fd;
 	u->in_flight = reg->depth > 0;
-	r = read_socket(ctx, t, fi, reg, k, u);
+	/* by value: collecting the sockets it carries (SCM_RIGHTS) may dump
+	 * another namespace's, growing reg->tab, which k points into */
+	const struct usk own = *k;
+	r = read_socket(ctx, t, fi, reg, &own, u);
 	if (r == 0)
 		r = objhash_add(&ctx->objs, KIND_unix, ino, 0, u, &o);
 	if (r < 0) {
