@@ -6589,8 +6589,9 @@ class Run:
             raise Skip("emacs (emacs-nox) not installed")
         sock = self.p("emacs.sock")
         env = dict(os.environ, HOME=self.dir)
+        # its home the test's directory (env execs it: the same pid)
         self.t = dict(self.t, argv=[
-            emacs, "-Q", "--fg-daemon=" + sock, "--eval",
+            "env", "HOME=" + self.dir, emacs, "-Q", "--fg-daemon=" + sock, "--eval",
             "(progn (setq ckpt-n 0) (run-at-time 0 0.05 (lambda () (setq ckpt-n (1+ ckpt-n)))))"])
         pr = self.start()
         self.pid = pr.pid
