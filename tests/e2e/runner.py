@@ -6627,21 +6627,8 @@ class Run:
             raise Fail("Emacs exited with status %s after (kill-emacs)" % rp.returncode)
 
     def kill_descendants(self, root):
-        """SIGKILL to root's descendants (as /proc lists them now), then root."""
-        kids = {}
-        for d in os.listdir("/proc"):
-            try:
-                with open("/proc/%s/stat" % d) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                kids.setdefault(ppid, []).append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-        todo, seen = [root], []
-        while todo:
-            p = todo.pop()
-            seen.append(p)
-            todo += kids.get(p, [])
-        for p in reversed(seen):
+        """SIGKILL to root's descendants (tree_pids), the deepest first, then root."""
+        for p in reversed(self.tree_pids(root)):
             try:
                 os.kill(p, signal.SIGKILL)
             except OSError:
