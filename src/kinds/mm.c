@@ -1541,20 +1541,16 @@ static int move_vdso(struct rst_ctx *ctx, struct rst_task *t, const struct proc_
 					t->pid, names[i]);
 	}
 	/* what the process had unmapped itself (all of the group, or a part:
-	 * valgrind's [vdso]) goes; the rest moves */
+	 * valgrind's [vdso]) goes; the rest moves (none left: in place) */
 	const struct proc_vma *drop[3] = { 0 };
-	bool dropping = false;
 	for (int i = 0; i < 3; i++)
 		if (from[i] && !to[i]) {
 			drop[i] = from[i];
 			from[i] = NULL;
-			dropping = true;
 		}
-	if (dropping) {
-		int r = mm_drop_vdso(ctx, t, drop, 3);
-		if (r < 0 || (!to[0] && !to[1] && !to[2]))
-			return r;
-	}
+	int dropped = mm_drop_vdso(ctx, t, drop, 3);
+	if (dropped < 0)
+		return dropped;
 	/* already in place: a child forked from its parent's puppet, whose
 	 * vDSO group was moved first (else, seen as overlapping itself, the
 	 * group went to the free spot and back: 6 mremaps for nothing) */
